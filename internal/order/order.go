@@ -1,0 +1,83 @@
+// Package order owns what the line protects: products with stock and the
+// orders bought with an entry token. It knows neither HTTP nor SQL: the
+// database sits behind Store, the entry tokens behind Tokens, the payment
+// behind Payment.
+package order
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// MaxQuantity bounds one order; anything above is treated as bad input rather
+// than as a reason to lock a row.
+const MaxQuantity = 100
+
+// Product is something for sale. Queue names the line that protects it; an
+// empty Queue means the default line.
+type Product struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Stock int64  `json:"stock"`
+	Queue string `json:"queue"`
+}
+
+// Order is a successful purchase.
+type Order struct {
+	ID             int64     `json:"id"`
+	ProductID      string    `json:"productId"`
+	UserID         string    `json:"userId"`
+	Quantity       int64     `json:"quantity"`
+	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+}
+
+// NewOrder is what Store.CreateOrder writes.
+type NewOrder struct {
+	ProductID string
+	UserID    string
+	Quantity  int64
+	// Token is the entry token that buys this order. The store keeps it under
+	// a unique key, so a token can buy at most one order even if Redis loses
+	// its deletion (a failover may resurrect it).
+	Token string
+	// IdempotencyKey is optional; unique per user when given.
+	IdempotencyKey string
+}
+
+// Errors of the order domain. The HTTP layer maps each to a status in one table.
+var (
+	ErrProductNotFound = errors.New("product not found")
+	ErrOutOfStock      = errors.New("out of stock")
+	// ErrTokenUsed: the token already bought an order (the unique key refused it).
+	ErrTokenUsed = errors.New("entry token already used")
+	// ErrDuplicateKey: an order with this user's Idempotency-Key already exists.
+	ErrDuplicateKey = errors.New("idempotency key already used")
+	ErrInvalidOrder = errors.New("invalid order")
+	ErrPayment      = errors.New("payment failed")
+	ErrUnavailable  = errors.New("order store unavailable")
+)
+
+// Store keeps products and orders. Implementations: PostgreSQL (pgx) and
+// SQLite (the embedded default); both pass the same suite in store/storetest.
+type Store interface {
+	// PutProduct creates the product or replaces its name, stock and queue.
+	PutProduct(ctx context.Context, p Product) (Product, error)
+	// Product returns ErrProductNotFound for an unknown id.
+	Product(ctx context.Context, id string) (Product, error)
+	// CreateOrder runs one transaction: decrement stock only where
+	// stock >= quantity (else ErrOutOfStock, nothing written), insert the
+	// order (a token already used → ErrTokenUsed; the user's idempotency key
+	// already used → ErrDuplicateKey), hold the connection for work (the
+	// order API's own database time, as pg_sleep would), then call
+	// beforeCommit; if it fails the transaction rolls back and its error is
+	// returned. Unknown product → ErrProductNotFound.
+	CreateOrder(ctx context.Context, o NewOrder, work time.Duration, beforeCommit func(context.Context, Order) error) (Order, error)
+	// OrderByKey finds the order a user made with an Idempotency-Key
+	// (ErrNotFound-like: returns ok=false when none).
+	OrderByKey(ctx context.Context, userID, key string) (Order, bool, error)
+	// Ping reports whether the database answers (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
