@@ -1,0 +1,139 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+)
+
+// TokenBytes is the entropy of an entry token: 128 bits.
+const TokenBytes = 16
+
+// NewTokens returns n random entry tokens (128 bits each, base64url).
+func NewTokens(n int) []string {
+	buf := make([]byte, n*TokenBytes)
+	rand.Read(buf) // never fails (crypto/rand panics rather than return a weak value)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = base64.RawURLEncoding.EncodeToString(buf[i*TokenBytes : (i+1)*TokenBytes])
+	}
+	return out
+}
+
+// Admitter lets users in. Every instance runs one; they need no leader,
+// because the store decides whether a tick is due from its own clock and the
+// last tick it recorded, so N instances together admit the configured rate.
+type Admitter struct {
+	store  Store
+	logger *slog.Logger
+	// OnAdmitUsers, if set, is told who each tick admitted (metrics, tests).
+	OnAdmitUsers func(queue string, users []string)
+	// Discover is how often the list of queues and their configs is re-read.
+	Discover time.Duration
+}
+
+// NewAdmitter returns an Admitter over store.
+func NewAdmitter(store Store, logger *slog.Logger) *Admitter {
+	return &Admitter{store: store, logger: logger, Discover: time.Second}
+}
+
+// Run admits until ctx ends, one loop per queue; queues created later are
+// picked up within Discover.
+func (a *Admitter) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	configs := map[string]*queueLoop{}
+	t := time.NewTicker(a.Discover)
+	defer t.Stop()
+	for {
+		a.discover(ctx, configs, &wg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+type queueLoop struct {
+	mu  sync.Mutex
+	cfg Config
+}
+
+func (l *queueLoop) config() Config { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
+
+func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg *sync.WaitGroup) {
+	names, err := a.store.Queues(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.logger.Warn("admission: listing queues failed", "err", err)
+		}
+		return
+	}
+	for _, name := range names {
+		cfg, err := a.store.Config(ctx, name)
+		if err != nil {
+			continue
+		}
+		l, ok := loops[name]
+		if !ok {
+			l = &queueLoop{cfg: cfg}
+			loops[name] = l
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.loop(ctx, name, l)
+			}()
+			continue
+		}
+		l.mu.Lock()
+		l.cfg = cfg
+		l.mu.Unlock()
+	}
+}
+
+// loop ticks one queue. After each attempt it sleeps until the next tick is
+// due plus a random part of half an interval: the jitter that keeps the
+// instances (and the users they admit) from moving in lockstep. A due tick
+// not claimed within its interval is lost rather than made up in a burst.
+func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
+	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		cfg := l.config()
+		wait := cfg.Interval
+		res, err := a.store.Admit(ctx, queue, NewTokens(cfg.BatchSize))
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			if failures == 1 || failures%100 == 0 {
+				a.logger.Warn("admission tick failed", "queue", queue, "err", err, "failures", failures)
+			}
+			wait = min(time.Duration(failures)*cfg.Interval, 5*time.Second)
+		default:
+			if failures > 0 {
+				a.logger.Info("admission recovered", "queue", queue, "after_failures", failures)
+			}
+			failures = 0
+			if len(res.Admitted) > 0 && a.OnAdmitUsers != nil {
+				a.OnAdmitUsers(queue, res.Admitted)
+			}
+			wait = res.NextIn + time.Duration(rnd.Int64N(int64(cfg.Interval/2)+1))
+		}
+		timer.Reset(wait)
+	}
+}

@@ -1,0 +1,116 @@
+package memstore
+
+// line is the waiting line in memory: users in ticket order with O(log n)
+// rank, the in-process twin of a Redis sorted set scored by an INCR ticket.
+//
+// Tickets only grow, so a new user is always appended. Slot i holds ticket
+// base+i; a Fenwick tree over the slots counts who is still there, which
+// makes rank a prefix sum. Slots emptied at the front (admission pops from
+// there) are dropped once they are the larger part, so memory follows the
+// number waiting, not the number ever seen.
+type line struct {
+	base    int64    // ticket of slot 0
+	users   []string // "" where the user left or was admitted
+	fenwick []int32  // 1-based Fenwick tree over users' occupancy
+	head    int      // no one waits before this slot
+	tickets map[string]int64
+}
+
+func newLine() *line { return &line{tickets: map[string]int64{}} }
+
+func (l *line) len() int64 { return int64(len(l.tickets)) }
+
+// rank returns the user's 0-based place, or false if they are not in line.
+func (l *line) rank(user string) (int64, bool) {
+	t, ok := l.tickets[user]
+	if !ok {
+		return 0, false
+	}
+	return int64(l.prefix(int(t-l.base)+1)) - 1, true
+}
+
+// push appends a user with the given ticket, which must exceed every ticket
+// in line.
+func (l *line) push(user string, ticket int64) {
+	if len(l.users) == 0 {
+		l.base, l.head = ticket, 0
+	}
+	// Tickets are consecutive except after a rebuild; pad any gap with empty
+	// slots so slot index stays ticket-base.
+	for l.base+int64(len(l.users)) < ticket {
+		l.appendSlot("")
+	}
+	l.appendSlot(user)
+	l.tickets[user] = ticket
+}
+
+// appendSlot grows the Fenwick tree by one slot: node i covers
+// (i-lowbit(i), i], whose sum is the prefix up to i-1 minus the prefix up to
+// i-lowbit(i), plus the new slot.
+func (l *line) appendSlot(user string) {
+	l.users = append(l.users, user)
+	i := len(l.users)
+	v := int32(0)
+	if user != "" {
+		v = 1
+	}
+	v += l.prefix(i-1) - l.prefix(i-(i&-i))
+	l.fenwick = append(l.fenwick, v)
+}
+
+func (l *line) remove(user string) bool {
+	t, ok := l.tickets[user]
+	if !ok {
+		return false
+	}
+	delete(l.tickets, user)
+	slot := int(t - l.base)
+	l.users[slot] = ""
+	for i := slot + 1; i <= len(l.fenwick); i += i & -i {
+		l.fenwick[i-1]--
+	}
+	l.compact()
+	return true
+}
+
+// popFront removes and returns up to n users from the front, in order.
+func (l *line) popFront(n int) []string {
+	var out []string
+	for len(out) < n && l.head < len(l.users) {
+		if u := l.users[l.head]; u != "" {
+			out = append(out, u)
+			l.remove(u)
+			continue
+		}
+		l.head++
+	}
+	return out
+}
+
+func (l *line) prefix(i int) int32 {
+	var s int32
+	for ; i > 0; i -= i & -i {
+		s += l.fenwick[i-1]
+	}
+	return s
+}
+
+// compact rebuilds the slots without the emptied front once that front is
+// more than half of them, keeping the work amortised O(1) per removal.
+func (l *line) compact() {
+	for l.head < len(l.users) && l.users[l.head] == "" {
+		l.head++
+	}
+	if l.head < 1024 || l.head*2 < len(l.users) {
+		if len(l.tickets) == 0 {
+			*l = line{tickets: l.tickets}
+		}
+		return
+	}
+	rest := l.users[l.head:]
+	base := l.base + int64(l.head)
+	*l = line{base: base, tickets: l.tickets, users: make([]string, 0, len(rest)), fenwick: make([]int32, 0, len(rest))}
+	for _, u := range rest {
+		l.appendSlot(u)
+	}
+}

@@ -1,0 +1,51 @@
+package memstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestLineMatchesModel checks rank, removal and popping against a plain
+// slice over long random runs, through many compactions.
+func TestLineMatchesModel(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	l := newLine()
+	var model []string
+	ticket := int64(0)
+	for step := range 200_000 {
+		switch op := rnd.IntN(10); {
+		case op < 5:
+			ticket++
+			u := fmt.Sprintf("u%d", ticket)
+			l.push(u, ticket)
+			model = append(model, u)
+		case op < 6 && len(model) > 0:
+			i := rnd.IntN(len(model))
+			if !l.remove(model[i]) {
+				t.Fatalf("step %d: remove(%s) = false", step, model[i])
+			}
+			model = append(model[:i:i], model[i+1:]...)
+		case op < 10:
+			n := rnd.IntN(8)
+			got := l.popFront(n)
+			want := model[:min(n, len(model))]
+			if fmt.Sprint(got) != fmt.Sprint(want) && len(got)+len(want) > 0 {
+				t.Fatalf("step %d: popFront(%d) = %v, want %v", step, n, got, want)
+			}
+			model = model[len(want):]
+		}
+		if l.len() != int64(len(model)) {
+			t.Fatalf("step %d: len %d, want %d", step, l.len(), len(model))
+		}
+		if len(model) > 0 && step%97 == 0 {
+			i := rnd.IntN(len(model))
+			if r, ok := l.rank(model[i]); !ok || r != int64(i) {
+				t.Fatalf("step %d: rank(%s) = %d,%v want %d", step, model[i], r, ok, i)
+			}
+		}
+	}
+	if len(l.users) > 4*len(model)+2048 {
+		t.Fatalf("slots %d for %d users: the emptied front is not being dropped", len(l.users), len(model))
+	}
+}

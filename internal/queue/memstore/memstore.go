@@ -1,0 +1,311 @@
+// Package memstore keeps the waiting line in this process: the embedded
+// default that lets anyone run waitroom with no setup. It follows the Redis
+// store step for step (each method is one critical section, as each Redis
+// method is one script) and passes the same suite, storetest. It serves one
+// instance only: run several instances on Redis.
+package memstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Store is the in-process implementation of queue.Store.
+type Store struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	queues map[string]*state
+}
+
+var _ queue.Store = (*Store)(nil)
+
+// New returns an empty Store. now is its clock (time.Now when nil): the one
+// clock that orders admission ticks and expires tokens, as Redis TIME does.
+func New(now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{now: now, queues: map[string]*state{}}
+}
+
+type token struct {
+	value   string
+	expires time.Time
+}
+
+type issuedToken struct {
+	user, value string
+	expires     time.Time
+}
+
+type state struct {
+	mu       sync.Mutex
+	cfg      queue.Config
+	line     *line
+	seq      int64
+	tokens   map[string]token
+	inflight map[string]time.Time
+	// issued lists tokens in the order they were written, which is expiry
+	// order while the TTL stays put, so expired ones are dropped from the
+	// front without scanning them all.
+	issued []issuedToken
+
+	next               time.Time // when the next admission tick is due
+	carry              float64
+	admitted, consumed int64
+	winStart           time.Time
+	winCount           int64
+	measured           float64
+}
+
+func (s *Store) queue(name string) (*state, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return nil, queue.ErrQueueNotFound
+	}
+	return q, nil
+}
+
+// PutConfig implements queue.Store.
+func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error {
+	s.mu.Lock()
+	q, ok := s.queues[name]
+	if !ok {
+		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]time.Time{}}
+		s.queues[name] = q
+	}
+	s.mu.Unlock()
+	q.mu.Lock()
+	q.cfg = c
+	q.mu.Unlock()
+	return nil
+}
+
+// Config implements queue.Store.
+func (s *Store) Config(_ context.Context, name string) (queue.Config, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Config{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cfg, nil
+}
+
+// Queues implements queue.Store.
+func (s *Store) Queues(context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.queues))
+	for n := range s.queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Enter implements queue.Store.
+func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.standing(user, s.now()); ok {
+		return e, nil
+	}
+	delete(q.tokens, user) // expired, if there was one
+	if q.line.len() >= q.cfg.Capacity {
+		return queue.Entry{}, queue.ErrQueueFull
+	}
+	q.seq++
+	q.line.push(user, q.seq)
+	n := q.line.len()
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Config: q.cfg}, nil
+}
+
+// Status implements queue.Store.
+func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.standing(user, s.now()); ok {
+		return e, nil
+	}
+	return queue.Entry{State: queue.NotInQueue, Config: q.cfg}, nil
+}
+
+// standing is the user's place in line or valid token; the caller holds q.mu.
+func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
+	if r, ok := q.line.rank(user); ok {
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Config: q.cfg}, true
+	}
+	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
+		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Config: q.cfg}, true
+	}
+	return queue.Entry{}, false
+}
+
+// Leave implements queue.Store.
+func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return false, nil // as on Redis: nothing to remove
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.line.remove(user) {
+		return true, nil
+	}
+	if _, ok := q.tokens[user]; ok {
+		delete(q.tokens, user)
+		return true, nil
+	}
+	return false, nil
+}
+
+// Admit implements queue.Store, with admit.lua's rules: a tick is due when
+// the clock reaches next; claiming it moves next one interval on, or
+// re-anchors it when a whole interval went unclaimed.
+func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Admission, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Admission{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now().Truncate(time.Millisecond)
+	if now.Before(q.next) {
+		return queue.Admission{NextIn: q.next.Sub(now)}, nil
+	}
+	next := q.next.Add(q.cfg.Interval)
+	if !next.After(now) {
+		next = now.Add(q.cfg.Interval)
+	}
+	q.forgetExpired(now)
+
+	var admitted []string
+	carry := 0.0
+	if !q.cfg.Paused {
+		quota := q.cfg.PerTick() + q.carry
+		n := int(quota)
+		carry = quota - float64(n)
+		if n > q.cfg.BatchSize {
+			n, carry = q.cfg.BatchSize, 0
+		}
+		n = min(n, len(tokens))
+		admitted = q.line.popFront(n)
+		for i, u := range admitted {
+			t := token{value: tokens[i], expires: now.Add(q.cfg.TokenTTL)}
+			q.tokens[u] = t
+			q.issued = append(q.issued, issuedToken{user: u, value: t.value, expires: t.expires})
+		}
+		if len(admitted) < n {
+			carry = 0
+		}
+	}
+
+	if q.winStart.IsZero() {
+		q.winStart = now
+	}
+	q.winCount += int64(len(admitted))
+	if el := now.Sub(q.winStart); el >= 5*time.Second {
+		q.measured = float64(q.winCount) / el.Seconds()
+		q.winStart, q.winCount = now, 0
+	}
+	q.admitted += int64(len(admitted))
+	q.next, q.carry = next, carry
+	return queue.Admission{Ticked: true, Admitted: admitted, NextIn: next.Sub(now)}, nil
+}
+
+// forgetExpired drops tokens whose time is up; the caller holds q.mu.
+func (q *state) forgetExpired(now time.Time) {
+	i := 0
+	for ; i < len(q.issued) && !q.issued[i].expires.After(now); i++ {
+		it := q.issued[i]
+		if t, ok := q.tokens[it.user]; ok && t.value == it.value {
+			delete(q.tokens, it.user)
+		}
+	}
+	q.issued = q.issued[i:]
+}
+
+// BeginUse implements queue.Store.
+func (s *Store) BeginUse(_ context.Context, name, user, tok string, lock time.Duration) error {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.ErrTokenInvalid
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now()
+	t, ok := q.tokens[user]
+	if !ok || !sameToken(t.value, tok) || !t.expires.After(now) {
+		return queue.ErrTokenInvalid
+	}
+	if until, ok := q.inflight[user]; ok && until.After(now) {
+		return queue.ErrTokenInUse
+	}
+	q.inflight[user] = now.Add(lock)
+	return nil
+}
+
+// sameToken compares digests in constant time, as begin_use.lua compares
+// digests: the time taken says nothing about the stored token.
+func sameToken(a, b string) bool {
+	da, db := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// EndUse implements queue.Store.
+func (s *Store) EndUse(_ context.Context, name, user, tok string, consumed bool) error {
+	q, err := s.queue(name)
+	if err != nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.inflight, user)
+	if t, ok := q.tokens[user]; consumed && ok && t.value == tok {
+		delete(q.tokens, user)
+		q.consumed++
+	}
+	return nil
+}
+
+// Stats implements queue.Store.
+func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now()
+	st := queue.Stats{Config: q.cfg, Length: q.line.len(), AdmittedTotal: q.admitted, ConsumedTotal: q.consumed}
+	for _, t := range q.tokens {
+		if t.expires.After(now) {
+			st.ActiveTokens++
+		}
+	}
+	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
+		st.MeasuredRate = q.measured
+	}
+	return st, nil
+}
+
+// Ping implements queue.Store; memory always answers.
+func (s *Store) Ping(context.Context) error { return nil }

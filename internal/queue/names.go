@@ -1,0 +1,46 @@
+package queue
+
+import "fmt"
+
+// MaxUserIDLen bounds a user id.
+const MaxUserIDLen = 128
+
+// ValidateUserID accepts 1–128 printable ASCII characters without braces or
+// white space: braces would move a key to another Redis Cluster slot, and
+// anything else is more likely an attack than a name.
+func ValidateUserID(id string) error {
+	if err := validateName(id, MaxUserIDLen); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidUser, err)
+	}
+	return nil
+}
+
+// ValidateQueueName accepts 1–64 of [a-zA-Z0-9_.-].
+func ValidateQueueName(name string) error {
+	if len(name) == 0 || len(name) > 64 {
+		return fmt.Errorf("%w: must be 1-64 characters", ErrInvalidQueue)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok {
+			return fmt.Errorf("%w: only letters, digits, '-', '_' and '.' are allowed", ErrInvalidQueue)
+		}
+	}
+	return nil
+}
+
+func validateName(s string, max int) error {
+	if len(s) == 0 {
+		return fmt.Errorf("empty")
+	}
+	if len(s) > max {
+		return fmt.Errorf("longer than %d characters", max)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' || c == '{' || c == '}' {
+			return fmt.Errorf("character %q at %d is not allowed", c, i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+// Package queue owns the waiting line: entering, status, leaving, admission
+// at the rate the bottleneck can bear, entry tokens, and the wait estimate
+// shown to people in line. It knows neither HTTP nor SQL; the atomic steps
+// live behind Store, implemented on Redis (redisstore) and in process
+// (memstore), both held to the suite in storetest.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// DefaultQueue exists from the start; products without a queue are behind it.
+const DefaultQueue = "default"
+
+// State is where a user stands with a queue.
+type State string
+
+const (
+	Waiting    State = "WAITING"
+	Ready      State = "READY"
+	NotInQueue State = "NOT_IN_QUEUE"
+)
+
+// Errors of the line. The HTTP layer maps each to a status in one table.
+var (
+	ErrQueueNotFound = errors.New("queue not found")
+	ErrQueueFull     = errors.New("queue is full")
+	ErrInvalidUser   = errors.New("invalid user id")
+	ErrInvalidQueue  = errors.New("invalid queue name")
+	ErrInvalidConfig = errors.New("invalid queue config")
+	// ErrTokenInvalid: missing, wrong, expired, or another user's token.
+	ErrTokenInvalid = errors.New("entry token invalid")
+	// ErrTokenInUse: the same token is already being used by a request in flight.
+	ErrTokenInUse = errors.New("entry token in use")
+	// ErrUnavailable wraps failures of the store itself (Redis down).
+	ErrUnavailable = errors.New("queue store unavailable")
+)
+
+// Config is one queue's settings. Every instance reads them from the store,
+// so a change made through one instance applies everywhere at once.
+type Config struct {
+	// RatePerSecond is the global admission rate, all instances together.
+	RatePerSecond float64
+	// BatchSize caps how many users one tick admits (default 10).
+	BatchSize int
+	// Interval is the admission tick (default 100ms). Each tick admits
+	// RatePerSecond×Interval users (fractions carry over), at most BatchSize.
+	Interval time.Duration
+	// Capacity caps the waiting users (default 100000); beyond it, ErrQueueFull.
+	Capacity int64
+	// TokenTTL is how long an entry token lives (default 5m).
+	TokenTTL time.Duration
+	// Paused stops admission; entering and status go on.
+	Paused bool
+	// RateDerivation explains where RatePerSecond came from, for operators.
+	RateDerivation string
+}
+
+// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms.
+func DefaultConfig() Config {
+	return Config{
+		RatePerSecond:  100,
+		BatchSize:      10,
+		Interval:       100 * time.Millisecond,
+		Capacity:       100_000,
+		TokenTTL:       5 * time.Minute,
+		RateDerivation: "set directly: 100/s",
+	}
+}
+
+// Validate reports the first setting that cannot work, naming it.
+func (c Config) Validate() error {
+	switch {
+	case !(c.RatePerSecond > 0) || math.IsInf(c.RatePerSecond, 0) || c.RatePerSecond > 1e6:
+		return fmt.Errorf("%w: ratePerSecond must be > 0 and ≤ 1000000, got %v", ErrInvalidConfig, c.RatePerSecond)
+	case c.BatchSize < 1 || c.BatchSize > 10_000:
+		return fmt.Errorf("%w: batchSize must be 1..10000, got %d", ErrInvalidConfig, c.BatchSize)
+	case c.Interval < time.Millisecond || c.Interval > time.Minute:
+		return fmt.Errorf("%w: intervalMs must be 1..60000, got %d", ErrInvalidConfig, c.Interval.Milliseconds())
+	case c.Interval%time.Millisecond != 0:
+		return fmt.Errorf("%w: intervalMs must be whole milliseconds", ErrInvalidConfig)
+	case c.Capacity < 1 || c.Capacity > 100_000_000:
+		return fmt.Errorf("%w: capacity must be 1..100000000, got %d", ErrInvalidConfig, c.Capacity)
+	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour || c.TokenTTL%time.Millisecond != 0:
+		return fmt.Errorf("%w: tokenTtlSeconds must be 1..86400, got %v", ErrInvalidConfig, c.TokenTTL)
+	case c.PerTick() > float64(c.BatchSize):
+		return fmt.Errorf("%w: ratePerSecond×intervalMs = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
+			ErrInvalidConfig, c.PerTick(), c.BatchSize)
+	}
+	return nil
+}
+
+// PerTick is how many users one tick admits on average.
+func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
+
+// Entry is a user's standing as the store sees it, with the queue's config
+// read in the same step so the estimate matches the position.
+type Entry struct {
+	State State
+	// Position is 1-based (1 = next in); Length counts everyone waiting.
+	Position, Length int64
+	Token            string
+	ExpiresAt        time.Time
+	Config           Config
+}
+
+// Admission is the outcome of one admission attempt.
+type Admission struct {
+	// Ticked says this call claimed a due tick (even if nobody was admitted:
+	// the line was empty or the queue paused).
+	Ticked bool
+	// Admitted are the users popped in this tick, in line order, each with
+	// its token written in the same atomic step.
+	Admitted []string
+	// NextIn is how long until the next tick is due, by the store's clock.
+	NextIn time.Duration
+}
+
+// Stats is the operator's view of one queue.
+type Stats struct {
+	Queue         string
+	Config        Config
+	Length        int64
+	AdmittedTotal int64
+	ActiveTokens  int64
+	ConsumedTotal int64
+	// MeasuredRate is the admitted users per second over the last few
+	// seconds (all instances together); 0 when nothing was admitted lately.
+	MeasuredRate float64
+}
+
+// Store holds the line and the tokens. Each method is one atomic step in the
+// store (a Lua script on Redis, one critical section in memory), so no
+// request can slip between a check and its act.
+type Store interface {
+	// PutConfig creates the queue or replaces its config.
+	PutConfig(ctx context.Context, queue string, c Config) error
+	// Config returns ErrQueueNotFound for an unknown queue.
+	Config(ctx context.Context, queue string) (Config, error)
+	// Queues lists every queue's name.
+	Queues(ctx context.Context) ([]string, error)
+	// Enter: a valid token → Ready; already in line → the same position;
+	// line at capacity → ErrQueueFull; else take the next ticket and join.
+	Enter(ctx context.Context, queue, user string) (Entry, error)
+	// Status reads the user's standing without changing it.
+	Status(ctx context.Context, queue, user string) (Entry, error)
+	// Leave removes the user from the line, or gives back an unused token.
+	// It reports whether anything was removed.
+	Leave(ctx context.Context, queue, user string) (bool, error)
+	// Admit runs one admission tick if one is due: it pops up to the tick's
+	// budget in line order and writes tokens[i] for the i-th popped user with
+	// the queue's TTL. len(tokens) must be at least the batch size.
+	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
+	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
+	// in-flight lock on it (ErrTokenInUse while another use holds it).
+	BeginUse(ctx context.Context, queue, user, token string, lock time.Duration) error
+	// EndUse releases the lock; consumed=true also deletes the token, but
+	// only if it is still this token (compare-and-delete).
+	EndUse(ctx context.Context, queue, user, token string, consumed bool) error
+	// Stats reads the operator's numbers for a queue.
+	Stats(ctx context.Context, queue string) (Stats, error)
+	// Ping reports whether the store answers (readiness).
+	Ping(ctx context.Context) error
+}

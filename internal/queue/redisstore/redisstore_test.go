@@ -1,0 +1,129 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/storetest"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// mustOpenRedis returns a client to the test Redis and a key prefix no other
+// test uses, so tests share one server without flushing it.
+func mustOpenRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("test Redis: %v", err)
+	}
+	return rdb, fmt.Sprintf("wrtest%d:", rand.Int64())
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) queue.Store {
+		rdb, prefix := mustOpenRedis(t)
+		return redisstore.New(rdb, prefix)
+	})
+}
+
+func TestConformanceAutoPipeline(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) queue.Store {
+		rdb, prefix := mustOpenRedis(t)
+		ap, err := rdb.AutoPipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return redisstore.New(ap, prefix)
+	})
+}
+
+// TestScriptsSurviveScriptFlush: after a restart or failover Redis has lost
+// its script cache; EVALSHA's NOSCRIPT must fall back to EVAL.
+func TestScriptsSurviveScriptFlush(t *testing.T) {
+	rdb, prefix := mustOpenRedis(t)
+	s := redisstore.New(rdb, prefix)
+	ctx := context.Background()
+	if err := s.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enter(ctx, "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Enter(ctx, "q", "b")
+	if err != nil || e.Position != 2 {
+		t.Fatalf("after SCRIPT FLUSH: %+v, %v", e, err)
+	}
+}
+
+// TestThreeAdmittersShareTheRate: three admitters (as three instances would
+// run) for 10 s at 100/s admit 1000 users give or take one batch, each once.
+func TestThreeAdmittersShareTheRate(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := mustOpenRedis(t)
+	s := redisstore.New(rdb, prefix)
+	ctx := context.Background()
+	cfg := queue.DefaultConfig()
+	if err := s.PutConfig(ctx, "sale", cfg); err != nil {
+		t.Fatal(err)
+	}
+	const waiting = 2000
+	for i := range waiting {
+		if _, err := s.Enter(ctx, "sale", fmt.Sprintf("u%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 3 {
+		a := queue.NewAdmitter(redisstore.New(rdb, prefix), discardLogger())
+		a.OnAdmitUsers = func(_ string, users []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, u := range users {
+				seen[u]++
+			}
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Run(runCtx) }()
+	}
+	wg.Wait()
+
+	total := 0
+	for u, n := range seen {
+		if n != 1 {
+			t.Errorf("%s admitted %d times", u, n)
+		}
+		total += n
+	}
+	if total < 1000-cfg.BatchSize || total > 1000+cfg.BatchSize {
+		t.Fatalf("3 admitters for 10 s at 100/s admitted %d, want 1000 ± %d", total, cfg.BatchSize)
+	}
+	st, err := s.Stats(ctx, "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Length != int64(waiting-total) || st.AdmittedTotal != int64(total) {
+		t.Fatalf("stats: length %d admitted %d; want %d and %d", st.Length, st.AdmittedTotal, waiting-total, total)
+	}
+	t.Logf("admitted %d in 10 s by 3 admitters", total)
+}

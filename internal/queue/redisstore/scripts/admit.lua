@@ -1,0 +1,88 @@
+-- admit: one admission tick, if one is due by Redis TIME.
+--
+-- Every instance calls this about once per interval; the tick is due when
+-- Redis's clock has reached adm.next, and claiming it moves adm.next one
+-- interval on, so N instances together admit the configured global rate and
+-- no leader is needed. A tick not claimed within its own interval is lost
+-- (next is re-anchored to now) rather than made up later in a burst. The
+-- popped users get their tokens in the same script: nobody is ever popped
+-- without a token.
+--
+-- KEYS[1] line   ZSET user → ticket
+-- KEYS[2] cfg    HASH queue config
+-- KEYS[3] adm    HASH next (ms), carry, counters, rate window
+-- KEYS[4] tokens HASH user → entry token
+-- KEYS[5] texp   ZSET user → token expiry (ms)
+-- ARGV[1..n] fresh tokens, one per user this tick may admit
+-- Reply: {-1} unknown queue
+--        {0, nextInMs} the tick is not due yet
+--        {1, nextInMs, user1, ..., userN} claimed the tick and admitted these
+--        (none when the queue is paused or nobody waits)
+local cfg = redis.call('HMGET', KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused')
+if not cfg[1] then
+  return {-1}
+end
+local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count')
+local due = tonumber(adm[1]) or 0
+if now < due then
+  return {0, due - now}
+end
+
+-- Claim this tick.
+local next = due + interval
+if next <= now then
+  next = now + interval
+end
+
+-- Forget expired tokens (bounded work per tick).
+local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 1000)
+if #expired > 0 then
+  redis.call('HDEL', KEYS[4], unpack(expired))
+  redis.call('ZREM', KEYS[5], unpack(expired))
+  redis.call('HINCRBY', KEYS[3], 'expired', #expired)
+end
+
+local admitted = {}
+local carry = 0
+if cfg[5] ~= '1' then
+  -- rate × interval users per tick; the fraction carries to the next tick.
+  local quota = rate * interval / 1000 + (tonumber(adm[2]) or 0)
+  local n = math.floor(quota)
+  carry = quota - n
+  if n > batch then n, carry = batch, 0 end
+  if n > #ARGV then n = #ARGV end
+  if n > 0 then
+    local popped = redis.call('ZPOPMIN', KEYS[1], n)
+    for i = 1, #popped, 2 do
+      local user = popped[i]
+      admitted[#admitted + 1] = user
+      redis.call('HSET', KEYS[4], user, ARGV[#admitted])
+      redis.call('ZADD', KEYS[5], now + ttl, user)
+    end
+    -- Nobody waiting for the rest: unused quota does not pile up.
+    if #admitted < n then carry = 0 end
+  end
+end
+
+-- The measured rate: admitted per second over windows of about 5 s.
+local winStart = tonumber(adm[3]) or now
+local winCount = (tonumber(adm[4]) or 0) + #admitted
+if now - winStart >= 5000 then
+  redis.call('HSET', KEYS[3], 'measured', string.format('%.3f', winCount * 1000 / (now - winStart)))
+  winStart, winCount = now, 0
+end
+if #admitted > 0 then
+  redis.call('HINCRBY', KEYS[3], 'admitted', #admitted)
+end
+redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),
+  'win_start', winStart, 'win_count', winCount)
+
+local reply = {1, next - now}
+for i = 1, #admitted do
+  reply[#reply + 1] = admitted[i]
+end
+return reply

@@ -1,0 +1,20 @@
+-- leave: out of the line, or give back an unused token.
+--
+-- KEYS[1] line   ZSET user → ticket
+-- KEYS[2] tokens HASH user → entry token
+-- KEYS[3] texp   ZSET user → token expiry
+-- KEYS[4] adm    HASH admission state and counters
+-- ARGV[1] user id
+-- Reply: 1 if the user left the line, 2 if a token was given back, 0 if
+--        there was nothing to remove.
+local user = ARGV[1]
+if redis.call('ZREM', KEYS[1], user) == 1 then
+  redis.call('HINCRBY', KEYS[4], 'left', 1)
+  return 1
+end
+if redis.call('HDEL', KEYS[2], user) == 1 then
+  redis.call('ZREM', KEYS[3], user)
+  redis.call('HINCRBY', KEYS[4], 'returned', 1)
+  return 2
+end
+return 0

@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// View is what a user is told about their standing.
+type View struct {
+	State    State
+	Position int64
+	Length   int64
+	// EstimatedWaitSeconds is ceil(position/rate), 0 within the next batch.
+	EstimatedWaitSeconds int64
+	// PollAfterSeconds is nil when there is nothing to wait for (READY,
+	// NOT_IN_QUEUE).
+	PollAfterSeconds *int64
+	Token            string
+	ExpiresAt        time.Time
+	// Paused says admission is stopped, so the estimate is not a promise.
+	Paused bool
+}
+
+// Service is the line as users and operators see it: validation, estimates
+// and poll hints around the Store's atomic steps.
+type Service struct {
+	store Store
+
+	mu  sync.Mutex // guards rnd
+	rnd *rand.Rand
+}
+
+// NewService returns a Service over store.
+func NewService(store Store) *Service {
+	return &Service{store: store, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+// Store returns the store behind the service.
+func (s *Service) Store() Store { return s.store }
+
+// Enter puts the user in line (or tells them they are already in or READY).
+func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
+	if err := validate(queue, user); err != nil {
+		return View{}, err
+	}
+	e, err := s.store.Enter(ctx, queue, user)
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(e), nil
+}
+
+// Status reads the user's standing.
+func (s *Service) Status(ctx context.Context, queue, user string) (View, error) {
+	if err := validate(queue, user); err != nil {
+		return View{}, err
+	}
+	e, err := s.store.Status(ctx, queue, user)
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(e), nil
+}
+
+// Leave takes the user out of line or gives back their unused token.
+// Leaving when not in line is not an error: the outcome is the same.
+func (s *Service) Leave(ctx context.Context, queue, user string) error {
+	if err := validate(queue, user); err != nil {
+		return err
+	}
+	_, err := s.store.Leave(ctx, queue, user)
+	return err
+}
+
+// Config returns a queue's config.
+func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return Config{}, err
+	}
+	return s.store.Config(ctx, queue)
+}
+
+// PutConfig validates and stores a queue's config, creating the queue.
+func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
+	if err := ValidateQueueName(queue); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return s.store.PutConfig(ctx, queue, c)
+}
+
+// Stats returns the operator's view of a queue.
+func (s *Service) Stats(ctx context.Context, queue string) (Stats, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return Stats{}, err
+	}
+	st, err := s.store.Stats(ctx, queue)
+	st.Queue = queue
+	return st, err
+}
+
+// Queues lists the queue names.
+func (s *Service) Queues(ctx context.Context) ([]string, error) { return s.store.Queues(ctx) }
+
+// EnsureQueue creates the queue with c unless it exists already; an existing
+// queue keeps its config, so restarting an instance never undoes an
+// operator's change.
+func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) error {
+	_, err := s.store.Config(ctx, queue)
+	if err == nil {
+		return nil
+	}
+	if err != ErrQueueNotFound {
+		return err
+	}
+	return s.PutConfig(ctx, queue, c)
+}
+
+func (s *Service) view(e Entry) View {
+	v := View{State: e.State, Paused: e.Config.Paused}
+	switch e.State {
+	case Waiting:
+		v.Position, v.Length = e.Position, e.Length
+		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Config)
+		s.mu.Lock()
+		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds), s.rnd)
+		s.mu.Unlock()
+		v.PollAfterSeconds = &p
+	case Ready:
+		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt
+	}
+	return v
+}
+
+func validate(queue, user string) error {
+	if err := ValidateQueueName(queue); err != nil {
+		return err
+	}
+	if err := ValidateUserID(user); err != nil {
+		return err
+	}
+	return nil
+}
+
+// RateFromPool derives the admission rate from the bottleneck: the order
+// API's share of the database pool, each connection serving 1/latency
+// orders per second. It returns the rate and a sentence explaining it.
+func RateFromPool(poolSize int, share float64, orderLatency time.Duration) (float64, string, error) {
+	if poolSize < 1 || !(share > 0 && share <= 1) || orderLatency <= 0 {
+		return 0, "", fmt.Errorf("%w: pool size ≥ 1, share in (0,1] and latency > 0 are needed, got %d, %v, %v",
+			ErrInvalidConfig, poolSize, share, orderLatency)
+	}
+	conns := float64(poolSize) * share
+	perConn := float64(time.Second) / float64(orderLatency)
+	rate := conns * perConn
+	why := fmt.Sprintf("%d conns × %g × 1000/%g ms = %g/s", poolSize, share,
+		float64(orderLatency)/float64(time.Millisecond), rate)
+	return rate, why, nil
+}

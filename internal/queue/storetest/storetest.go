@@ -1,0 +1,575 @@
+// Package storetest is the conformance suite every queue.Store passes: the
+// Redis store on a real server and the in-process store run the same tests,
+// so the embedded default behaves like production.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Run runs the suite. open returns an empty store for one test (for Redis,
+// one with a key prefix no other test uses).
+func Run(t *testing.T, open func(t *testing.T) queue.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s queue.Store)
+	}{
+		{"ConcurrentEntersGetPositions1ToN", testConcurrentEnters},
+		{"ReEntryKeepsPosition", testReEntry},
+		{"CapacityRefusesNewcomersNotMembers", testCapacity},
+		{"UnknownQueue", testUnknownQueue},
+		{"LeavingClosesTheGap", testLeaveClosesGap},
+		{"AdmissionFollowsEntryOrder", testAdmissionOrderProperty},
+		{"AdmissionNeverExceedsBudget", testAdmissionBudget},
+		{"AdmissionCarriesFractions", testAdmissionCarry},
+		{"PausedAdmitsNobody", testPaused},
+		{"ReadyUserEnteringStaysReady", testReadyStaysReady},
+		{"TokensExpireAtTTL", testTokenExpiry},
+		{"TokenUseRules", testTokenUse},
+		{"ConcurrentUseOfOneToken", testConcurrentUse},
+		{"LeaveGivesBackToken", testLeaveGivesBackToken},
+		{"StatsAddUp", testStats},
+		{"ConfigRoundTrip", testConfigRoundTrip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, open(t))
+		})
+	}
+}
+
+// fastConfig admits 10 users per 1 ms tick, so tests wait milliseconds.
+func fastConfig() queue.Config {
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 10_000, 10, time.Millisecond
+	return c
+}
+
+func newQueue(t *testing.T, s queue.Store, c queue.Config) string {
+	t.Helper()
+	name := fmt.Sprintf("q%d", rand.Int64())
+	if err := s.PutConfig(context.Background(), name, c); err != nil {
+		t.Fatalf("PutConfig: %v", err)
+	}
+	return name
+}
+
+func mustEnter(t *testing.T, s queue.Store, q, user string) queue.Entry {
+	t.Helper()
+	e, err := s.Enter(context.Background(), q, user)
+	if err != nil {
+		t.Fatalf("Enter(%s): %v", user, err)
+	}
+	return e
+}
+
+func mustStatus(t *testing.T, s queue.Store, q, user string) queue.Entry {
+	t.Helper()
+	e, err := s.Status(context.Background(), q, user)
+	if err != nil {
+		t.Fatalf("Status(%s): %v", user, err)
+	}
+	return e
+}
+
+// admitDue calls Admit until a tick is due (waiting as told), and returns
+// that tick's admitted users.
+func admitDue(t *testing.T, s queue.Store, q string, batch int) []string {
+	t.Helper()
+	for range 1000 {
+		a, err := s.Admit(context.Background(), q, queue.NewTokens(batch))
+		if err != nil {
+			t.Fatalf("Admit: %v", err)
+		}
+		if a.Ticked {
+			return a.Admitted
+		}
+		time.Sleep(a.NextIn)
+	}
+	t.Fatal("admission never became due")
+	return nil
+}
+
+func testConcurrentEnters(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, queue.DefaultConfig())
+	const n = 1000
+	positions := make([]int64, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := s.Enter(context.Background(), q, fmt.Sprintf("user-%d", i))
+			if err != nil {
+				errs <- err
+				return
+			}
+			positions[i] = e.Position
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Enter: %v", err)
+	}
+	sort.Slice(positions, func(i, j int) bool { return positions[i] < positions[j] })
+	for i, p := range positions {
+		if p != int64(i+1) {
+			t.Fatalf("sorted positions[%d] = %d, want %d (positions must be exactly 1..%d)", i, p, i+1, n)
+		}
+	}
+	if e := mustStatus(t, s, q, "user-0"); e.Length != n {
+		t.Fatalf("length = %d, want %d", e.Length, n)
+	}
+}
+
+func testReEntry(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, queue.DefaultConfig())
+	for _, u := range []string{"a", "b", "c"} {
+		mustEnter(t, s, q, u)
+	}
+	for range 3 {
+		e := mustEnter(t, s, q, "b")
+		want := queue.Entry{State: queue.Waiting, Position: 2, Length: 3}
+		if diff := cmp.Diff(want, e, ignoreConfig); diff != "" {
+			t.Fatalf("re-entry (-want +got):\n%s", diff)
+		}
+	}
+}
+
+var ignoreConfig = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Config" }, cmp.Ignore())
+
+func testCapacity(t *testing.T, s queue.Store) {
+	c := queue.DefaultConfig()
+	c.Capacity = 3
+	q := newQueue(t, s, c)
+	for _, u := range []string{"a", "b", "c"} {
+		mustEnter(t, s, q, u)
+	}
+	if _, err := s.Enter(context.Background(), q, "d"); !errors.Is(err, queue.ErrQueueFull) {
+		t.Fatalf("4th user: err = %v, want ErrQueueFull", err)
+	}
+	if e := mustEnter(t, s, q, "c"); e.Position != 3 {
+		t.Fatalf("member re-entering a full line: position %d, want 3", e.Position)
+	}
+	if st := mustStatus(t, s, q, "d"); st.State != queue.NotInQueue {
+		t.Fatalf("refused user's state = %s, want NOT_IN_QUEUE (nothing written)", st.State)
+	}
+	mustLeave(t, s, q, "a")
+	if e := mustEnter(t, s, q, "d"); e.Position != 3 {
+		t.Fatalf("after a leave, newcomer position %d, want 3", e.Position)
+	}
+}
+
+func mustLeave(t *testing.T, s queue.Store, q, user string) {
+	t.Helper()
+	if _, err := s.Leave(context.Background(), q, user); err != nil {
+		t.Fatalf("Leave(%s): %v", user, err)
+	}
+}
+
+func testUnknownQueue(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	if _, err := s.Enter(ctx, "nope-unknown", "a"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("Enter: %v, want ErrQueueNotFound", err)
+	}
+	if _, err := s.Status(ctx, "nope-unknown", "a"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("Status: %v, want ErrQueueNotFound", err)
+	}
+	if _, err := s.Admit(ctx, "nope-unknown", queue.NewTokens(1)); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("Admit: %v, want ErrQueueNotFound", err)
+	}
+	if _, err := s.Config(ctx, "nope-unknown"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("Config: %v, want ErrQueueNotFound", err)
+	}
+	if _, err := s.Stats(ctx, "nope-unknown"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("Stats: %v, want ErrQueueNotFound", err)
+	}
+}
+
+func testLeaveClosesGap(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, queue.DefaultConfig())
+	for _, u := range []string{"a", "b", "c", "d"} {
+		mustEnter(t, s, q, u)
+	}
+	mustLeave(t, s, q, "b")
+	got := map[string]int64{}
+	for _, u := range []string{"a", "c", "d"} {
+		got[u] = mustStatus(t, s, q, u).Position
+	}
+	if diff := cmp.Diff(map[string]int64{"a": 1, "c": 2, "d": 3}, got); diff != "" {
+		t.Fatalf("positions after b left (-want +got):\n%s", diff)
+	}
+	if st := mustStatus(t, s, q, "b"); st.State != queue.NotInQueue {
+		t.Fatalf("b after leaving: %s", st.State)
+	}
+	// Coming back after leaving means the end of the line.
+	if e := mustEnter(t, s, q, "b"); e.Position != 4 {
+		t.Fatalf("b re-entering after leaving: position %d, want 4", e.Position)
+	}
+}
+
+// testAdmissionOrderProperty runs random enter/leave/admit sequences against
+// a model (a plain slice) and checks the store admits exactly the model's
+// front users, in order, and reports the model's positions.
+func testAdmissionOrderProperty(t *testing.T, s queue.Store) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 42))
+			q := newQueue(t, s, fastConfig())
+			var model []string
+			admitted := map[string]bool{}
+			next := 0
+			for step := range 150 {
+				switch op := rnd.IntN(10); {
+				case op < 6: // enter: a new user, or someone already in line again
+					u := fmt.Sprintf("u%d", next)
+					if len(model) > 0 && rnd.IntN(4) == 0 {
+						u = model[rnd.IntN(len(model))]
+					} else {
+						next++
+						model = append(model, u)
+					}
+					e := mustEnter(t, s, q, u)
+					if want := int64(indexOf(model, u) + 1); e.Position != want || e.Length != int64(len(model)) {
+						t.Fatalf("step %d: enter %s = %d/%d, want %d/%d", step, u, e.Position, e.Length, want, len(model))
+					}
+				case op < 8: // leave
+					if len(model) == 0 {
+						continue
+					}
+					i := rnd.IntN(len(model))
+					mustLeave(t, s, q, model[i])
+					model = append(model[:i:i], model[i+1:]...)
+				default: // admit one tick
+					want := model[:min(10, len(model))]
+					got := admitDue(t, s, q, 10)
+					if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+						t.Fatalf("step %d: admitted (-want +got):\n%s", step, diff)
+					}
+					for _, u := range got {
+						if admitted[u] {
+							t.Fatalf("step %d: %s admitted twice", step, u)
+						}
+						admitted[u] = true
+					}
+					model = model[len(got):]
+				}
+			}
+			for i, u := range model {
+				if e := mustStatus(t, s, q, u); e.Position != int64(i+1) {
+					t.Fatalf("final position of %s = %d, want %d", u, e.Position, i+1)
+				}
+			}
+		})
+	}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// testAdmissionBudget hammers Admit from several goroutines (as several
+// instances would) and checks the total never exceeds rate×elapsed plus one
+// batch, and no tick exceeds the batch.
+func testAdmissionBudget(t *testing.T, s queue.Store) {
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 100, 5, 50*time.Millisecond
+	q := newQueue(t, s, c)
+	for i := range 500 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	var total atomic.Int64
+	seen := sync.Map{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				a, err := s.Admit(context.Background(), q, queue.NewTokens(c.BatchSize))
+				if err != nil {
+					t.Errorf("Admit: %v", err)
+					return
+				}
+				if len(a.Admitted) > c.BatchSize {
+					t.Errorf("one tick admitted %d > batch %d", len(a.Admitted), c.BatchSize)
+				}
+				for _, u := range a.Admitted {
+					if _, dup := seen.LoadOrStore(u, true); dup {
+						t.Errorf("%s admitted twice", u)
+					}
+				}
+				total.Add(int64(len(a.Admitted)))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	budget := int64(c.RatePerSecond*elapsed.Seconds()) + int64(c.BatchSize)
+	if got := total.Load(); got > budget || got == 0 {
+		t.Fatalf("admitted %d in %v; budget is %d (rate×elapsed + one batch), and more than 0", got, elapsed, budget)
+	}
+}
+
+func testAdmissionCarry(t *testing.T, s queue.Store) {
+	c := fastConfig()
+	c.RatePerSecond = 1500 // 1.5 per 1 ms tick
+	q := newQueue(t, s, c)
+	for i := range 20 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	total := 0
+	for range 4 {
+		n := len(admitDue(t, s, q, c.BatchSize))
+		if n < 1 || n > 2 {
+			t.Fatalf("a 1.5-per-tick queue admitted %d in one tick", n)
+		}
+		total += n
+	}
+	if total < 5 || total > 7 { // 4 ticks × 1.5, give or take the first fraction
+		t.Fatalf("4 ticks at 1.5/tick admitted %d, want about 6", total)
+	}
+}
+
+func testPaused(t *testing.T, s queue.Store) {
+	c := fastConfig()
+	c.Paused = true
+	q := newQueue(t, s, c)
+	mustEnter(t, s, q, "a")
+	for range 3 {
+		a, err := s.Admit(context.Background(), q, queue.NewTokens(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Admitted) != 0 {
+			t.Fatalf("paused queue admitted %v", a.Admitted)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	c.Paused = false
+	if err := s.PutConfig(context.Background(), q, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := admitDue(t, s, q, 10); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("after resume admitted %v, want [a]", got)
+	}
+}
+
+func testReadyStaysReady(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, fastConfig())
+	mustEnter(t, s, q, "a")
+	admitDue(t, s, q, 10)
+	st := mustStatus(t, s, q, "a")
+	if st.State != queue.Ready || st.Token == "" || !st.ExpiresAt.After(time.Now()) {
+		t.Fatalf("after admission: %+v, want READY with a token expiring later", st)
+	}
+	again := mustEnter(t, s, q, "a")
+	if again.State != queue.Ready || again.Token != st.Token {
+		t.Fatalf("entering again while READY: %+v, want the same READY token", again)
+	}
+	if e := mustStatus(t, s, q, "a"); e.Length != 0 && e.State != queue.Ready {
+		t.Fatalf("READY user was put back in line: %+v", e)
+	}
+}
+
+func testTokenExpiry(t *testing.T, s queue.Store) {
+	c := fastConfig()
+	c.TokenTTL = 400 * time.Millisecond
+	q := newQueue(t, s, c)
+	mustEnter(t, s, q, "a")
+	admitDue(t, s, q, 10)
+	st := mustStatus(t, s, q, "a")
+	if st.State != queue.Ready {
+		t.Fatalf("not READY after admission: %s", st.State)
+	}
+	if ttl := time.Until(st.ExpiresAt); ttl > c.TokenTTL+50*time.Millisecond {
+		t.Fatalf("token expires in %v, longer than its TTL %v", ttl, c.TokenTTL)
+	}
+	time.Sleep(time.Until(st.ExpiresAt) + 50*time.Millisecond)
+	if st := mustStatus(t, s, q, "a"); st.State != queue.NotInQueue {
+		t.Fatalf("after TTL: %s, want NOT_IN_QUEUE", st.State)
+	}
+	if err := s.BeginUse(context.Background(), q, "a", st.Token, time.Second); !errors.Is(err, queue.ErrTokenInvalid) {
+		t.Fatalf("using an expired token: %v, want ErrTokenInvalid", err)
+	}
+	// An expired user entering again lines up anew.
+	if e := mustEnter(t, s, q, "a"); e.State != queue.Waiting || e.Position != 1 {
+		t.Fatalf("re-entering after expiry: %+v", e)
+	}
+}
+
+func ready(t *testing.T, s queue.Store, q string, users ...string) map[string]string {
+	t.Helper()
+	for _, u := range users {
+		mustEnter(t, s, q, u)
+	}
+	tokens := map[string]string{}
+	for len(tokens) < len(users) {
+		admitDue(t, s, q, 10)
+		for _, u := range users {
+			if st := mustStatus(t, s, q, u); st.State == queue.Ready {
+				tokens[u] = st.Token
+			}
+		}
+	}
+	return tokens
+}
+
+func testTokenUse(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	q := newQueue(t, s, fastConfig())
+	tok := ready(t, s, q, "a", "b")
+	cases := []struct {
+		name, user, token string
+		want              error
+	}{
+		{"wrong token", "a", "not-the-token", queue.ErrTokenInvalid},
+		{"empty token", "a", "", queue.ErrTokenInvalid},
+		{"another user's token", "b", tok["a"], queue.ErrTokenInvalid},
+		{"no token at all", "c", tok["a"], queue.ErrTokenInvalid},
+	}
+	for _, tc := range cases {
+		if err := s.BeginUse(ctx, q, tc.user, tc.token, time.Second); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// A failed order keeps the token.
+	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if err := s.EndUse(ctx, q, "a", tok["a"], false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); err != nil {
+		t.Fatalf("use after a failed order: %v, want the token kept", err)
+	}
+	// Compare-and-delete: a stale token never deletes the current one.
+	if err := s.EndUse(ctx, q, "a", "stale", true); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, s, q, "a"); st.State != queue.Ready {
+		t.Fatalf("a stale consume deleted the token: %s", st.State)
+	}
+	// Success consumes it.
+	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndUse(ctx, q, "a", tok["a"], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); !errors.Is(err, queue.ErrTokenInvalid) {
+		t.Fatalf("use after success: %v, want ErrTokenInvalid", err)
+	}
+	if st := mustStatus(t, s, q, "a"); st.State != queue.NotInQueue {
+		t.Fatalf("after consume: %s, want NOT_IN_QUEUE", st.State)
+	}
+}
+
+func testConcurrentUse(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, fastConfig())
+	tok := ready(t, s, q, "a")["a"]
+	var ok, inUse atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := s.BeginUse(context.Background(), q, "a", tok, 10*time.Second); {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, queue.ErrTokenInUse):
+				inUse.Add(1)
+			default:
+				t.Errorf("BeginUse: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || inUse.Load() != 49 {
+		t.Fatalf("50 concurrent uses: %d locked, %d in use; want 1 and 49", ok.Load(), inUse.Load())
+	}
+	// The lock is short-lived: it lapses by itself if its holder dies.
+	if err := s.EndUse(context.Background(), q, "a", tok, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginUse(context.Background(), q, "a", tok, 100*time.Millisecond); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if err := s.BeginUse(context.Background(), q, "a", tok, time.Second); err != nil {
+		t.Fatalf("after the lock lapsed: %v", err)
+	}
+}
+
+func testLeaveGivesBackToken(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, fastConfig())
+	ready(t, s, q, "a")
+	left, err := s.Leave(context.Background(), q, "a")
+	if err != nil || !left {
+		t.Fatalf("Leave with a token: %v, %v", left, err)
+	}
+	if st := mustStatus(t, s, q, "a"); st.State != queue.NotInQueue {
+		t.Fatalf("after giving back the token: %s", st.State)
+	}
+	left, err = s.Leave(context.Background(), q, "a")
+	if err != nil || left {
+		t.Fatalf("Leave with nothing: %v, %v; want false, nil", left, err)
+	}
+}
+
+func testStats(t *testing.T, s queue.Store) {
+	q := newQueue(t, s, fastConfig())
+	for i := range 15 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	admitDue(t, s, q, 10)
+	st, err := s.Stats(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := queue.Stats{Length: 5, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig()}
+	if diff := cmp.Diff(want, st, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".MeasuredRate" }, cmp.Ignore())); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
+	}
+}
+
+func testConfigRoundTrip(t *testing.T, s queue.Store) {
+	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
+		TokenTTL: 90 * time.Second, Paused: true, RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s"}
+	q := newQueue(t, s, c)
+	got, err := s.Config(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got); diff != "" {
+		t.Fatalf("config (-want +got):\n%s", diff)
+	}
+	names, err := s.Queues(context.Background())
+	if err != nil || indexOf(names, q) < 0 {
+		t.Fatalf("Queues() = %v, %v; want it to include %s", names, err, q)
+	}
+}
