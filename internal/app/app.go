@@ -1,0 +1,240 @@
+// Package app wires waitroom together: config → stores → services →
+// admission → HTTP, and takes it apart again in order. cmd/waitroom is a
+// thin shell around it, and end-to-end tests boot the real program through
+// it on port :0.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/store/postgres"
+	"github.com/waitroom/waitroom/internal/store/sqlite"
+)
+
+// Main is one running waitroom.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+	// Stdout receives the start banner (URL, admin token on the embedded default).
+	Stdout io.Writer
+
+	Queue  *queue.Service
+	Orders *order.Service
+	API    *httpapi.Server
+
+	redis      *redis.Client
+	orderStore order.Store
+	listener   net.Listener
+	server     *http.Server
+	stopAdmit  context.CancelFunc
+	admitDone  sync.WaitGroup
+	serveDone  chan struct{}
+	serveErr   error
+}
+
+// NewLogger builds the logger the config asks for.
+func NewLogger(c Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.LogLevel)) // validated already
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// Run opens the stores, makes sure the default queue exists, starts
+// admitting and starts serving. It returns once the listener is open;
+// Close stops everything.
+func (m *Main) Run(ctx context.Context) (err error) {
+	c := m.Config
+	if m.Logger == nil {
+		m.Logger = NewLogger(c, os.Stderr)
+	}
+	if m.Stdout == nil {
+		m.Stdout = os.Stdout
+	}
+	defer func() {
+		if err != nil {
+			m.closeStores()
+		}
+	}()
+	qcfg, err := c.QueueConfig()
+	if err != nil {
+		return err
+	}
+	if c.AuthSecret == "" {
+		c.AuthSecret = randomHex(32)
+		if !c.Embedded() {
+			m.Logger.Warn("no --auth-secret: using a random one; session cookies and JWTs will not work across instances or restarts")
+		}
+	}
+	if c.AdminToken == "" && c.Embedded() {
+		c.AdminToken = randomHex(16)
+	}
+
+	var qstore queue.Store
+	if c.Embedded() {
+		qstore = memstore.New(nil)
+	} else {
+		opt, err := redis.ParseURL(c.RedisURL)
+		if err != nil {
+			return fmt.Errorf("--redis-url: %w", err)
+		}
+		m.redis = redis.NewClient(opt)
+		if err := m.redis.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis at %s: %w", opt.Addr, err)
+		}
+		// Concurrent requests share round trips: the HTTP layer's wait on
+		// Redis, not Redis, is the ceiling (docs/benchmarks.md).
+		ap, err := m.redis.AutoPipeline()
+		if err != nil {
+			return fmt.Errorf("redis auto-pipeline: %w", err)
+		}
+		qstore = redisstore.New(ap, c.KeyPrefix)
+	}
+	m.Queue = queue.NewService(qstore)
+	if err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
+		return fmt.Errorf("creating the default queue: %w", err)
+	}
+
+	if c.DatabaseURL != "" {
+		m.orderStore, err = postgres.Open(ctx, c.DatabaseURL, c.DBPoolSize)
+	} else {
+		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+			return fmt.Errorf("--data-dir: %w", err)
+		}
+		m.orderStore, err = sqlite.Open(ctx, filepath.Join(c.DataDir, "waitroom.db"))
+	}
+	if err != nil {
+		return fmt.Errorf("order database: %w", err)
+	}
+	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
+	m.Orders = order.NewService(m.orderStore, qstore, payment, order.Config{Work: c.OrderWork})
+
+	m.API = httpapi.New(httpapi.Options{
+		Queue: m.Queue, Orders: m.Orders,
+		Identity:       httpapi.NewIdentity([]byte(c.AuthSecret)),
+		AdminToken:     c.AdminToken,
+		Ready:          m.ready,
+		Logger:         m.Logger,
+		NewQueueConfig: qcfg,
+		SecureCookies:  c.SecureCookies,
+	})
+
+	m.listener, err = net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	m.server = &http.Server{
+		Handler:           m.API,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	m.serveDone = make(chan struct{})
+	go func() {
+		defer close(m.serveDone)
+		m.serveErr = m.server.Serve(m.listener)
+	}()
+
+	admitCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopAdmit = stop
+	admitter := queue.NewAdmitter(qstore, m.Logger)
+	m.admitDone.Add(1)
+	go func() { defer m.admitDone.Done(); admitter.Run(admitCtx) }()
+
+	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
+		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,
+		"capacity", qcfg.Capacity, "token_ttl", qcfg.TokenTTL, "embedded", c.Embedded())
+	if c.Embedded() {
+		fmt.Fprintf(m.Stdout, "waitroom is serving the line in process (no Redis) with SQLite in %s\n", c.DataDir)
+		fmt.Fprintf(m.Stdout, "  page:        http://%s/\n", m.Addr())
+		fmt.Fprintf(m.Stdout, "  admin token: %s\n", c.AdminToken)
+		fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
+	}
+	m.Config = c
+	return nil
+}
+
+// Addr is the address the server listens on (useful with :0).
+func (m *Main) Addr() string {
+	if m.listener == nil {
+		return ""
+	}
+	a := m.listener.Addr().(*net.TCPAddr)
+	if a.IP.IsUnspecified() {
+		return fmt.Sprintf("localhost:%d", a.Port)
+	}
+	return a.String()
+}
+
+// Done is closed when the server stops serving, by Close or by itself.
+func (m *Main) Done() <-chan struct{} { return m.serveDone }
+
+func (m *Main) ready(ctx context.Context) error {
+	if err := m.Queue.Store().Ping(ctx); err != nil {
+		return err
+	}
+	return m.orderStore.Ping(ctx)
+}
+
+// Close shuts down in order: stop admitting (nobody gets a token a draining
+// instance can't serve), readiness false, let in-flight requests finish
+// within the shutdown timeout, wait for the admission loops, close stores.
+func (m *Main) Close() error {
+	if m.stopAdmit != nil {
+		m.stopAdmit()
+	}
+	if m.API != nil {
+		m.API.SetDraining(true)
+	}
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+		defer cancel()
+		if err := m.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		<-m.serveDone
+		if err := m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	m.admitDone.Wait()
+	errs = append(errs, m.closeStores())
+	return errors.Join(errs...)
+}
+
+func (m *Main) closeStores() error {
+	var errs []error
+	if m.orderStore != nil {
+		errs = append(errs, m.orderStore.Close())
+		m.orderStore = nil
+	}
+	if m.redis != nil {
+		errs = append(errs, m.redis.Close())
+		m.redis = nil
+	}
+	return errors.Join(errs...)
+}

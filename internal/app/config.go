@@ -1,0 +1,183 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Config is every setting of `waitroom serve`. Each has a flag and a
+// WAITROOM_* environment twin (flag wins); defaults are in Flags.
+type Config struct {
+	Addr        string
+	RedisURL    string // empty: the in-process store
+	KeyPrefix   string
+	DatabaseURL string // empty: SQLite in DataDir
+	DataDir     string
+	AuthSecret  string // empty: random per start
+	AdminToken  string // empty: random on the embedded default, else admin disabled
+
+	Rate           float64 // 0: derived from the pool settings below
+	Batch          int
+	Interval       time.Duration
+	Capacity       int64
+	TokenTTL       time.Duration
+	DBPoolSize     int
+	OrderPoolShare float64
+	OrderLatency   time.Duration
+
+	OrderWork          time.Duration
+	PaymentFailureRate float64
+	PaymentLatency     time.Duration
+
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	SecureCookies   bool
+}
+
+// Flags registers every setting on fs, with its default and help text.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL (redis://host:port/db); empty runs the line in process (one instance only)")
+	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
+	fs.StringVar(&c.DataDir, "data-dir", "./waitroom-data", "directory of the SQLite file")
+	fs.StringVar(&c.AuthSecret, "auth-secret", "", "HS256 secret for user JWTs and session cookies; empty: random per start (set it when running several instances)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
+	fs.Float64Var(&c.Rate, "rate", 0, "admitted users per second for the default and new queues; 0 derives it from --db-pool-size × --order-pool-share × 1s/--order-latency")
+	fs.IntVar(&c.Batch, "batch", 10, "most users admitted per tick")
+	fs.DurationVar(&c.Interval, "interval", 100*time.Millisecond, "admission tick")
+	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
+	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
+	fs.IntVar(&c.DBPoolSize, "db-pool-size", 40, "database connection pool size (PostgreSQL); also the base of the derived rate")
+	fs.Float64Var(&c.OrderPoolShare, "order-pool-share", 0.5, "share of the pool the order API may use")
+	fs.DurationVar(&c.OrderLatency, "order-latency", 200*time.Millisecond, "time one order holds a connection, for the derived rate")
+	fs.DurationVar(&c.OrderWork, "order-work", 0, "extra database time each order spends holding its connection (pg_sleep), to reproduce slow orders")
+	fs.Float64Var(&c.PaymentFailureRate, "payment-failure-rate", 0, "share of payments the built-in fake payment fails (0..1)")
+	fs.DurationVar(&c.PaymentLatency, "payment-latency", 0, "time the built-in fake payment takes")
+	fs.StringVar(&c.LogFormat, "log-format", "json", "log format: json or text")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests get to finish on SIGTERM")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark the session cookie Secure (serve behind HTTPS)")
+}
+
+// Parse reads WAITROOM_* env vars, then the command line over them, then
+// validates. Any bad value is an error naming the setting.
+func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("waitroom serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.Flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: waitroom serve [flags]\n\nEvery flag has an environment twin: --redis-url ↔ WAITROOM_REDIS_URL. Flags win.\n\n")
+		fs.PrintDefaults()
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := EnvName(f.Name)
+		if v := getenv(name); v != "" && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %v", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c, c.Validate()
+}
+
+// EnvName is the environment twin of a flag: redis-url → WAITROOM_REDIS_URL.
+func EnvName(flagName string) string {
+	return "WAITROOM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Validate reports the first setting that cannot work, by its flag name.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{name}, args...)...))
+	}
+	if c.Addr == "" {
+		bad("addr", "must not be empty")
+	}
+	if c.Rate < 0 {
+		bad("rate", "must be ≥ 0, got %v", c.Rate)
+	}
+	if c.DBPoolSize < 1 || c.DBPoolSize > 10_000 {
+		bad("db-pool-size", "must be 1..10000, got %d", c.DBPoolSize)
+	}
+	if !(c.OrderPoolShare > 0 && c.OrderPoolShare <= 1) {
+		bad("order-pool-share", "must be in (0, 1], got %v", c.OrderPoolShare)
+	}
+	if c.OrderLatency <= 0 {
+		bad("order-latency", "must be > 0, got %v", c.OrderLatency)
+	}
+	if c.OrderWork < 0 || c.OrderWork > time.Minute {
+		bad("order-work", "must be 0..1m, got %v", c.OrderWork)
+	}
+	if c.PaymentFailureRate < 0 || c.PaymentFailureRate > 1 {
+		bad("payment-failure-rate", "must be 0..1, got %v", c.PaymentFailureRate)
+	}
+	if c.PaymentLatency < 0 {
+		bad("payment-latency", "must be ≥ 0, got %v", c.PaymentLatency)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("log-format", "must be json or text, got %q", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log-level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown-timeout", "must be > 0")
+	}
+	if len(errs) == 0 {
+		if _, err := c.QueueConfig(); err != nil {
+			errs = append(errs, fmt.Errorf("--rate/--batch/--interval/--capacity/--token-ttl: %v", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// QueueConfig is the config of the default queue and of new queues: the
+// rate as set, or derived from the bottleneck.
+func (c Config) QueueConfig() (queue.Config, error) {
+	q := queue.Config{
+		RatePerSecond: c.Rate, BatchSize: c.Batch, Interval: c.Interval,
+		Capacity: c.Capacity, TokenTTL: c.TokenTTL,
+		RateDerivation: fmt.Sprintf("set directly: %g/s", c.Rate),
+	}
+	if c.Rate == 0 {
+		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)
+		if err != nil {
+			return q, err
+		}
+		q.RatePerSecond, q.RateDerivation = rate, why
+	}
+	return q, q.Validate()
+}
+
+// Embedded reports whether this is the zero-setup mode (no Redis).
+func (c Config) Embedded() bool { return c.RedisURL == "" }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

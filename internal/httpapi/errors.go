@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// apiError is the one error shape: {"error":{"code":"…","message":"…"}}.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+var (
+	errBadRequest = errors.New("invalid request")
+	errNotFound   = errors.New("not found")
+	errAdminAuth  = errors.New("admin token missing or wrong")
+	errAdminOff   = errors.New("admin API disabled: no admin token configured")
+	errTooLarge   = errors.New("request body too large")
+	errMethod     = errors.New("method not allowed")
+	errDraining   = errors.New("server is shutting down")
+)
+
+// errorRow is how one kind of error is answered.
+type errorRow struct {
+	status     int
+	code       string
+	retryAfter int // seconds; 0 = no header
+}
+
+// errorTable maps every error the API knows to its answer. Anything not in
+// it is unexpected: 500, and logged once, here at the edge.
+var errorTable = []struct {
+	err error
+	row errorRow
+}{
+	{queue.ErrQueueNotFound, errorRow{http.StatusNotFound, "queue_not_found", 0}},
+	{queue.ErrQueueFull, errorRow{http.StatusTooManyRequests, "queue_full", 30}},
+	{queue.ErrInvalidUser, errorRow{http.StatusBadRequest, "invalid_user_id", 0}},
+	{queue.ErrInvalidQueue, errorRow{http.StatusBadRequest, "invalid_queue_name", 0}},
+	{queue.ErrInvalidConfig, errorRow{http.StatusBadRequest, "invalid_config", 0}},
+	{queue.ErrTokenInvalid, errorRow{http.StatusForbidden, "entry_token_invalid", 0}},
+	{queue.ErrTokenInUse, errorRow{http.StatusConflict, "order_in_progress", 0}},
+	{queue.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
+	{order.ErrProductNotFound, errorRow{http.StatusNotFound, "product_not_found", 0}},
+	{order.ErrOutOfStock, errorRow{http.StatusConflict, "out_of_stock", 0}},
+	{order.ErrTokenUsed, errorRow{http.StatusForbidden, "entry_token_invalid", 0}},
+	{order.ErrInvalidOrder, errorRow{http.StatusBadRequest, "invalid_request", 0}},
+	{order.ErrPayment, errorRow{http.StatusPaymentRequired, "payment_failed", 0}},
+	{order.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
+	{context.DeadlineExceeded, errorRow{http.StatusServiceUnavailable, "timeout", 5}},
+	{errUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
+	{errBadRequest, errorRow{http.StatusBadRequest, "invalid_request", 0}},
+	{errTooLarge, errorRow{http.StatusRequestEntityTooLarge, "body_too_large", 0}},
+	{errNotFound, errorRow{http.StatusNotFound, "not_found", 0}},
+	{errMethod, errorRow{http.StatusMethodNotAllowed, "method_not_allowed", 0}},
+	{errAdminAuth, errorRow{http.StatusUnauthorized, "admin_unauthorized", 0}},
+	{errAdminOff, errorRow{http.StatusForbidden, "admin_disabled", 0}},
+	{errDraining, errorRow{http.StatusServiceUnavailable, "draining", 2}},
+}
+
+// errWith adds detail to a sentinel, keeping errors.Is working.
+func errWith(sentinel error, detail string) error {
+	return fmt.Errorf("%w: %s", sentinel, detail)
+}
+
+func lookupError(err error) (errorRow, bool) {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.row, true
+		}
+	}
+	return errorRow{http.StatusInternalServerError, "internal", 0}, false
+}
+
+// writeError answers err from the table. Unexpected errors are logged here,
+// once; their text never reaches the client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	row, known := lookupError(err)
+	msg := err.Error()
+	if !known {
+		s.logger.ErrorContext(r.Context(), "unexpected error", "method", r.Method, "path", r.URL.Path,
+			"request_id", requestID(r.Context()), "err", err)
+		msg = "internal error"
+	} else if row.status >= 500 {
+		s.logger.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
+			"request_id", requestID(r.Context()), "err", err)
+		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"
+	}
+	if row.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(row.retryAfter))
+	}
+	writeJSON(w, row.status, map[string]apiError{"error": {Code: row.code, Message: msg}})
+}

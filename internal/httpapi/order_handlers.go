@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// maxTokenLen bounds the X-Entry-Token header; anything longer cannot be a
+// token and is refused without a store lookup.
+const maxTokenLen = 256
+
+type orderRequestJSON struct {
+	ProductID string `json:"productId"`
+	Quantity  int64  `json:"quantity"`
+}
+
+func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	var body orderRequestJSON
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	token := r.Header.Get("X-Entry-Token")
+	if token == "" || len(token) > maxTokenLen {
+		s.writeError(w, r, queue.ErrTokenInvalid)
+		return
+	}
+	o, replayed, err := s.Orders.Place(r.Context(), order.Request{
+		UserID: user, ProductID: body.ProductID, Quantity: body.Quantity,
+		Token: token, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+		status = http.StatusOK
+	}
+	writeJSON(w, status, o)
+}
+
+func (s *Server) product(w http.ResponseWriter, r *http.Request) {
+	p, err := s.Orders.Product(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, productJSON(p))
+}
+
+// productJSON shows the protecting queue by name, the default included.
+func productJSON(p order.Product) order.Product {
+	if p.Queue == "" {
+		p.Queue = queue.DefaultQueue
+	}
+	return p
+}
+
+type productRequestJSON struct {
+	Name  string `json:"name"`
+	Stock *int64 `json:"stock"`
+	Queue string `json:"queue"`
+}
+
+func (s *Server) putProduct(w http.ResponseWriter, r *http.Request) {
+	var body productRequestJSON
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Stock == nil {
+		s.writeError(w, r, errWith(errBadRequest, "stock is required"))
+		return
+	}
+	p, err := s.Orders.PutProduct(r.Context(), order.Product{ID: r.PathValue("id"), Name: body.Name, Stock: *body.Stock, Queue: body.Queue})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, productJSON(p))
+}

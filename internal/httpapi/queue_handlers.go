@@ -1,0 +1,226 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// entryJSON is the WAITING / READY / NOT_IN_QUEUE shape.
+type entryJSON struct {
+	Status               queue.State `json:"status"`
+	Position             *int64      `json:"position,omitempty"`
+	QueueLength          *int64      `json:"queueLength,omitempty"`
+	EstimatedWaitSeconds *int64      `json:"estimatedWaitSeconds,omitempty"`
+	Token                string      `json:"token,omitempty"`
+	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
+	// PollAfterSeconds is always present: null when there is nothing to wait for.
+	PollAfterSeconds *int64 `json:"pollAfterSeconds"`
+	// Paused is present (true) only while admission is paused.
+	Paused bool `json:"paused,omitempty"`
+}
+
+func toEntryJSON(v queue.View) entryJSON {
+	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds, Paused: v.Paused}
+	switch v.State {
+	case queue.Waiting:
+		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
+	case queue.Ready:
+		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
+	}
+	return e
+}
+
+// user resolves the request's identity or answers the error itself.
+func (s *Server) user(w http.ResponseWriter, r *http.Request) (string, bool) {
+	u, err := s.Identity.User(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
+	return u, true
+}
+
+func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.Queue.Enter(r.Context(), r.PathValue("queue"), user)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toEntryJSON(v))
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.Queue.Status(r.Context(), r.PathValue("queue"), user)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toEntryJSON(v))
+}
+
+func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	if err := s.Queue.Leave(r.Context(), r.PathValue("queue"), user); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// queueConfigJSON is the admin's view of a queue's config; PATCH takes any
+// subset, so every field is a pointer.
+type queueConfigJSON struct {
+	RatePerSecond   *float64 `json:"ratePerSecond"`
+	BatchSize       *int     `json:"batchSize"`
+	IntervalMs      *int64   `json:"intervalMs"`
+	Capacity        *int64   `json:"capacity"`
+	TokenTTLSeconds *int64   `json:"tokenTtlSeconds"`
+	Paused          *bool    `json:"paused"`
+}
+
+// apply overlays the fields present onto c.
+func (j queueConfigJSON) apply(c queue.Config) queue.Config {
+	if j.RatePerSecond != nil && *j.RatePerSecond != c.RatePerSecond {
+		c.RatePerSecond = *j.RatePerSecond
+		c.RateDerivation = "set by admin"
+	}
+	if j.BatchSize != nil {
+		c.BatchSize = *j.BatchSize
+	}
+	if j.IntervalMs != nil {
+		c.Interval = clampDuration(*j.IntervalMs, time.Millisecond)
+	}
+	if j.Capacity != nil {
+		c.Capacity = *j.Capacity
+	}
+	if j.TokenTTLSeconds != nil {
+		c.TokenTTL = clampDuration(*j.TokenTTLSeconds, time.Second)
+	}
+	if j.Paused != nil {
+		c.Paused = *j.Paused
+	}
+	return c
+}
+
+// clampDuration converts n units without overflowing; an absurd n becomes
+// an absurd (and so refused) duration rather than a wrapped-around one.
+func clampDuration(n int64, unit time.Duration) time.Duration {
+	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+		return -1
+	}
+	return time.Duration(n) * unit
+}
+
+type queueStatsJSON struct {
+	Queue                 string  `json:"queue"`
+	RatePerSecond         float64 `json:"ratePerSecond"`
+	BatchSize             int     `json:"batchSize"`
+	IntervalMs            int64   `json:"intervalMs"`
+	Capacity              int64   `json:"capacity"`
+	TokenTTLSeconds       int64   `json:"tokenTtlSeconds"`
+	Paused                bool    `json:"paused"`
+	Length                int64   `json:"length"`
+	AdmittedTotal         int64   `json:"admittedTotal"`
+	ActiveTokens          int64   `json:"activeTokens"`
+	ConsumedTotal         int64   `json:"consumedTotal"`
+	MeasuredRatePerSecond float64 `json:"measuredRatePerSecond"`
+	RateDerivation        string  `json:"rateDerivation"`
+}
+
+func toStatsJSON(st queue.Stats) queueStatsJSON {
+	c := st.Config
+	return queueStatsJSON{
+		Queue: st.Queue, RatePerSecond: c.RatePerSecond, BatchSize: c.BatchSize,
+		IntervalMs: c.Interval.Milliseconds(), Capacity: c.Capacity,
+		TokenTTLSeconds: int64(c.TokenTTL / time.Second), Paused: c.Paused,
+		Length: st.Length, AdmittedTotal: st.AdmittedTotal, ActiveTokens: st.ActiveTokens,
+		ConsumedTotal: st.ConsumedTotal, MeasuredRatePerSecond: math.Round(st.MeasuredRate*10) / 10,
+		RateDerivation: c.RateDerivation,
+	}
+}
+
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
+	names, err := s.Queue.Queues(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]queueStatsJSON, 0, len(names))
+	for _, n := range names {
+		st, err := s.Queue.Stats(r.Context(), n)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out = append(out, toStatsJSON(st))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+}
+
+func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.Queue.Stats(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toStatsJSON(st))
+}
+
+// putQueue creates a queue or replaces its config; fields left out take
+// the defaults, so PUT means "exactly this".
+func (s *Server) putQueue(w http.ResponseWriter, r *http.Request) {
+	var body queueConfigJSON
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.saveQueue(w, r, body.apply(s.DefaultQueueConfig()))
+}
+
+func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
+	var body queueConfigJSON
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.Queue.Config(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.saveQueue(w, r, body.apply(c))
+}
+
+func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Config) {
+	name := r.PathValue("queue")
+	if err := s.Queue.PutConfig(r.Context(), name, c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.logger.InfoContext(r.Context(), "queue config changed", "queue", name, "rate", c.RatePerSecond,
+		"batch", c.BatchSize, "interval", c.Interval, "capacity", c.Capacity, "token_ttl", c.TokenTTL,
+		"paused", c.Paused, "request_id", requestID(r.Context()))
+	s.queueStats(w, r)
+}
+
+// DefaultQueueConfig is the config new queues start from.
+func (s *Server) DefaultQueueConfig() queue.Config {
+	if s.NewQueueConfig.RatePerSecond > 0 {
+		return s.NewQueueConfig
+	}
+	return queue.DefaultConfig()
+}

@@ -1,0 +1,197 @@
+// Package httpapi is waitroom's HTTP contract (DESIGN.md §3): the queue
+// routes users poll, the order API the line protects, the admin routes,
+// health probes and the page. It translates between JSON and the domain
+// (queue, order) and maps domain errors to statuses in one table.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// maxBody bounds every JSON body; a larger one is refused before parsing.
+const maxBody = 4 << 10
+
+// Options configures a Server.
+type Options struct {
+	Queue  *queue.Service
+	Orders *order.Service
+	// Identity checks JWTs and signs session cookies.
+	Identity *Identity
+	// AdminToken guards /admin; empty disables the admin API.
+	AdminToken string
+	// Ready reports whether the dependencies answer (for /readyz).
+	Ready func(ctx context.Context) error
+	// Page serves GET / and /q/{queue}; nil serves a minimal fallback.
+	Page   http.Handler
+	Logger *slog.Logger
+	// NewQueueConfig is what PUT starts from for fields it leaves out.
+	NewQueueConfig queue.Config
+	// SecureCookies marks the session cookie Secure (behind HTTPS).
+	SecureCookies bool
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Options
+	logger   *slog.Logger
+	mux      *http.ServeMux
+	draining atomic.Bool
+}
+
+// New builds the Server and its routes.
+func New(o Options) *Server {
+	s := &Server{Options: o, logger: o.Logger, mux: http.NewServeMux()}
+	m := s.mux
+	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.enter)
+	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.status)
+	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.leave)
+	m.HandleFunc("POST /api/v1/orders", s.placeOrder)
+	m.HandleFunc("GET /api/v1/products/{id}", s.product)
+
+	m.HandleFunc("GET /admin/v1/queues", s.admin(s.listQueues))
+	m.HandleFunc("GET /admin/v1/queues/{queue}", s.admin(s.queueStats))
+	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
+	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
+	m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
+
+	m.HandleFunc("GET /healthz", s.healthz)
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.HandleFunc("GET /{$}", s.page)
+	m.HandleFunc("GET /q/{queue}", s.page)
+	return s
+}
+
+// SetDraining makes /readyz fail so load balancers stop sending traffic
+// while in-flight requests finish.
+func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
+
+// ServeHTTP implements http.Handler: request id, panic guard, JSON 404/405.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 64 {
+		var b [8]byte
+		rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.writeError(w, r, errors.New("panic: "+slog.AnyValue(v).String()))
+		}
+	}()
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.noRoute(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers what the mux would (404, or 405 with Allow) as JSON.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.mux.Handler(r)
+	rec := &statusRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	if allow := rec.header.Get("Allow"); allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	if rec.status == http.StatusMethodNotAllowed {
+		s.writeError(w, r, errMethod)
+		return
+	}
+	s.writeError(w, r, errNotFound)
+}
+
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header         { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// decodeJSON reads one JSON object of at most maxBody bytes, refusing
+// unknown fields so a typo is an error rather than silently ignored.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errTooLarge
+		}
+		return errWith(errBadRequest, "body must be one JSON object: "+err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errWith(errBadRequest, "body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+// admin guards a handler with the admin bearer token (constant-time compare).
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.AdminToken == "" {
+			s.writeError(w, r, errAdminOff)
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		want := []byte("Bearer " + s.AdminToken)
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			s.writeError(w, r, errAdminAuth)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		s.writeError(w, r, errDraining)
+		return
+	}
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,174 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Tokens is the part of the line the order API needs: checking an entry
+// token under a short in-flight lock, and ending that use.
+type Tokens interface {
+	BeginUse(ctx context.Context, queue, user, token string, lock time.Duration) error
+	EndUse(ctx context.Context, queue, user, token string, consumed bool) error
+}
+
+// Payment charges for an order inside its transaction; an error rolls the
+// order back and keeps the entry token.
+type Payment interface {
+	Charge(ctx context.Context, o Order) error
+}
+
+// Request is one attempt to buy.
+type Request struct {
+	UserID, ProductID, Token, IdempotencyKey string
+	Quantity                                  int64
+}
+
+// Validate reports bad input before anything is locked or written.
+func (r Request) Validate() error {
+	switch {
+	case r.ProductID == "" || len(r.ProductID) > 128:
+		return fmt.Errorf("%w: productId must be 1-128 characters", ErrInvalidOrder)
+	case r.Quantity < 1 || r.Quantity > MaxQuantity:
+		return fmt.Errorf("%w: quantity must be 1..%d", ErrInvalidOrder, MaxQuantity)
+	case len(r.IdempotencyKey) > 128:
+		return fmt.Errorf("%w: Idempotency-Key must be at most 128 characters", ErrInvalidOrder)
+	}
+	return nil
+}
+
+// Config tunes the order flow.
+type Config struct {
+	// Work is database time each order spends holding its connection (as
+	// pg_sleep would): how the benchmark reproduces a 200 ms order.
+	Work time.Duration
+	// LockTTL bounds the token's in-flight lock, should its holder die.
+	LockTTL time.Duration
+}
+
+// Service places orders: entry token → in-flight lock → one transaction
+// (conditional stock decrement, unique token, payment) → consume the token
+// on success, keep it on failure.
+type Service struct {
+	store   Store
+	tokens  Tokens
+	payment Payment
+	cfg     Config
+}
+
+// NewService returns a Service.
+func NewService(store Store, tokens Tokens, payment Payment, cfg Config) *Service {
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = 30 * time.Second
+	}
+	return &Service{store: store, tokens: tokens, payment: payment, cfg: cfg}
+}
+
+// Place buys. replayed is true when the Idempotency-Key named an order that
+// already exists: it is returned as it was, and nothing new happens.
+func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool, err error) {
+	if err := r.Validate(); err != nil {
+		return Order{}, false, err
+	}
+	if r.IdempotencyKey != "" {
+		if o, ok, err := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); err != nil || ok {
+			return o, ok, err
+		}
+	}
+	p, err := s.store.Product(ctx, r.ProductID)
+	if err != nil {
+		return Order{}, false, err
+	}
+	q := p.Queue
+	if q == "" {
+		q = queue.DefaultQueue
+	}
+	if err := s.tokens.BeginUse(ctx, q, r.UserID, r.Token, s.cfg.LockTTL); err != nil {
+		return Order{}, false, err
+	}
+	o, err = s.store.CreateOrder(ctx, NewOrder{
+		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
+		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
+	}, s.cfg.Work, s.payment.Charge)
+	// A token the orders table already holds is spent, whatever Redis says
+	// (a failover may have resurrected it): consume it now.
+	consumed := err == nil || errors.Is(err, ErrTokenUsed)
+	// The lock must be released even if the client has gone away.
+	endErr := s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, consumed)
+	if errors.Is(err, ErrDuplicateKey) {
+		// A concurrent request with the same key won: answer with its order.
+		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
+			return prev, true, nil
+		}
+	}
+	if err != nil {
+		return Order{}, false, err
+	}
+	// The order exists; failing to delete the token only leaves it to expire
+	// (the unique key stops it buying again), so it does not fail the order.
+	_ = endErr
+	return o, false, nil
+}
+
+// Product returns a product.
+func (s *Service) Product(ctx context.Context, id string) (Product, error) {
+	return s.store.Product(ctx, id)
+}
+
+// PutProduct creates or restocks a product.
+func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
+	switch {
+	case p.ID == "" || len(p.ID) > 128:
+		return Product{}, fmt.Errorf("%w: product id must be 1-128 characters", ErrInvalidOrder)
+	case p.Name == "" || len(p.Name) > 200:
+		return Product{}, fmt.Errorf("%w: name must be 1-200 characters", ErrInvalidOrder)
+	case p.Stock < 0 || p.Stock > 1_000_000_000:
+		return Product{}, fmt.Errorf("%w: stock must be 0..1000000000", ErrInvalidOrder)
+	}
+	if p.Queue != "" {
+		if err := queue.ValidateQueueName(p.Queue); err != nil {
+			return Product{}, fmt.Errorf("%w: %v", ErrInvalidOrder, err)
+		}
+	}
+	return s.store.PutProduct(ctx, p)
+}
+
+// FakePayment is the built-in payment step: it always succeeds unless
+// configured to fail a share of charges or to take time, for tests and demos.
+type FakePayment struct {
+	FailureRate float64
+	Latency     time.Duration
+
+	mu  sync.Mutex
+	rnd *rand.Rand
+}
+
+// Charge implements Payment.
+func (p *FakePayment) Charge(ctx context.Context, _ Order) error {
+	if p.Latency > 0 {
+		select {
+		case <-time.After(p.Latency):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if p.FailureRate <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	if p.rnd == nil {
+		p.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	fail := p.rnd.Float64() < p.FailureRate
+	p.mu.Unlock()
+	if fail {
+		return ErrPayment
+	}
+	return nil
+}

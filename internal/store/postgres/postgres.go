@@ -1,0 +1,289 @@
+// Package postgres owns the PostgreSQL side of order.Store: the connection
+// pool (pgx), the schema (embedded migrations applied at Open) and the one
+// transaction that turns an entry token into an order without overselling.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/waitroom/waitroom/internal/order"
+)
+
+// Names of the unique constraints in migrations/0001_init.sql; a violation
+// of each means a different thing to the buyer.
+const (
+	tokenConstraint          = "orders_token_key"
+	idempotencyKeyConstraint = "orders_user_idempotency_key"
+)
+
+// Store is an order.Store on PostgreSQL.
+type Store struct {
+	pool      *pgxpool.Pool
+	closeOnce sync.Once
+}
+
+var _ order.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value DSN),
+// with at most poolSize connections, and applies the embedded migrations.
+// The pool size is the admission rate's bottleneck (see DESIGN.md), so it is
+// the caller's decision, not a default hidden here. A database that cannot be
+// reached gives an error wrapping order.ErrUnavailable.
+func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
+	if poolSize < 1 {
+		return nil, fmt.Errorf("postgres: pool size must be at least 1, got %d", poolSize)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	cfg.MaxConns = int32(poolSize)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, wrapErr(ctx, "open", err)
+	}
+	// The pool connects lazily; ping now so a wrong URL fails at start, not
+	// on the first buyer.
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, wrapErr(ctx, "open", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, wrapErr(ctx, "migrate", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// PutProduct creates the product or replaces its name, stock and queue.
+func (s *Store) PutProduct(ctx context.Context, p order.Product) (order.Product, error) {
+	if p.ID == "" || p.Stock < 0 {
+		return order.Product{}, fmt.Errorf("%w: product needs an id and a stock >= 0", order.ErrInvalidOrder)
+	}
+	var got order.Product
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO products (id, name, stock, queue) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE
+		SET name = excluded.name, stock = excluded.stock, queue = excluded.queue
+		RETURNING id, name, stock, queue`,
+		p.ID, p.Name, p.Stock, p.Queue,
+	).Scan(&got.ID, &got.Name, &got.Stock, &got.Queue)
+	if err != nil {
+		return order.Product{}, wrapErr(ctx, "put product", err)
+	}
+	return got, nil
+}
+
+// Product returns order.ErrProductNotFound for an unknown id.
+func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
+	var p order.Product
+	err := s.pool.QueryRow(ctx, "SELECT id, name, stock, queue FROM products WHERE id = $1", id).
+		Scan(&p.ID, &p.Name, &p.Stock, &p.Queue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return order.Product{}, order.ErrProductNotFound
+	}
+	if err != nil {
+		return order.Product{}, wrapErr(ctx, "product", err)
+	}
+	return p, nil
+}
+
+// CreateOrder implements order.Store.CreateOrder.
+//
+// The work time is spent first, before the product row is locked: it stands
+// for the order API's own database time, which holds a pool connection but
+// not the hot row. Sleeping after the decrement would hold the row lock for
+// the whole of work and serialise every buyer of one product (at 200 ms, five
+// orders a second however large the pool), far below the admission rate the
+// pool size is meant to carry. The row is locked from the decrement until
+// commit: the insert and beforeCommit only.
+func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Duration, beforeCommit func(context.Context, order.Order) error) (order.Order, error) {
+	if err := validate(o); err != nil {
+		return order.Order{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return order.Order{}, wrapErr(ctx, "create order", err)
+	}
+	// Rollback after Commit is a no-op; on any early return it undoes the
+	// decrement and the insert, so the token stays usable.
+	defer tx.Rollback(ctx) //nolint:errcheck // the error that matters is already being returned
+
+	if work > 0 {
+		if _, err := tx.Exec(ctx, "SELECT pg_sleep($1)", work.Seconds()); err != nil {
+			return order.Order{}, wrapErr(ctx, "create order: work", err)
+		}
+	}
+
+	// The condition in the WHERE clause is what prevents overselling: the
+	// row lock makes concurrent buyers take turns, and each re-checks the
+	// stock it sees after the previous one committed.
+	tag, err := tx.Exec(ctx,
+		"UPDATE products SET stock = stock - $2 WHERE id = $1 AND stock >= $2",
+		o.ProductID, o.Quantity)
+	if err != nil {
+		return order.Order{}, wrapErr(ctx, "create order: decrement stock", err)
+	}
+	if tag.RowsAffected() == 0 {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)", o.ProductID).Scan(&exists); err != nil {
+			return order.Order{}, wrapErr(ctx, "create order: find product", err)
+		}
+		if !exists {
+			return order.Order{}, order.ErrProductNotFound
+		}
+		return order.Order{}, order.ErrOutOfStock
+	}
+
+	created := order.Order{
+		ProductID:      o.ProductID,
+		UserID:         o.UserID,
+		Quantity:       o.Quantity,
+		IdempotencyKey: o.IdempotencyKey,
+	}
+	err = tx.QueryRow(ctx, `
+		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key)
+		VALUES ($1, $2, $3, $4, NULLIF($5, ''))
+		RETURNING id, created_at`,
+		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey,
+	).Scan(&created.ID, &created.CreatedAt)
+	if err != nil {
+		return order.Order{}, insertErr(ctx, err)
+	}
+	created.CreatedAt = created.CreatedAt.UTC()
+
+	if beforeCommit != nil {
+		if err := beforeCommit(ctx, created); err != nil {
+			return order.Order{}, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return order.Order{}, wrapErr(ctx, "create order: commit", err)
+	}
+	return created, nil
+}
+
+// OrderByKey finds the order userID made with the Idempotency-Key key.
+func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order, bool, error) {
+	if key == "" {
+		return order.Order{}, false, nil
+	}
+	o := order.Order{UserID: userID, IdempotencyKey: key}
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, product_id, quantity, created_at FROM orders
+		WHERE user_id = $1 AND idempotency_key = $2`,
+		userID, key,
+	).Scan(&o.ID, &o.ProductID, &o.Quantity, &o.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return order.Order{}, false, nil
+	}
+	if err != nil {
+		return order.Order{}, false, wrapErr(ctx, "order by key", err)
+	}
+	o.CreatedAt = o.CreatedAt.UTC()
+	return o, true, nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return wrapErr(ctx, "ping", err)
+	}
+	return nil
+}
+
+// Close closes the pool, waiting for borrowed connections to come back.
+// Calls made afterwards fail with order.ErrUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
+
+// validate refuses what would let the conditional decrement misbehave (a
+// negative quantity would add stock) or the unique keys mean nothing.
+func validate(o order.NewOrder) error {
+	switch {
+	case o.Quantity < 1 || o.Quantity > order.MaxQuantity:
+		return fmt.Errorf("%w: quantity must be 1..%d, got %d", order.ErrInvalidOrder, order.MaxQuantity, o.Quantity)
+	case o.Token == "":
+		return fmt.Errorf("%w: no entry token", order.ErrInvalidOrder)
+	case o.UserID == "":
+		return fmt.Errorf("%w: no user", order.ErrInvalidOrder)
+	}
+	return nil
+}
+
+// insertErr tells which unique key refused the order.
+func insertErr(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505" && pgErr.ConstraintName == tokenConstraint:
+			return order.ErrTokenUsed
+		case pgErr.Code == "23505" && pgErr.ConstraintName == idempotencyKeyConstraint:
+			return order.ErrDuplicateKey
+		case pgErr.Code == "23503": // foreign_key_violation: the product went away
+			return order.ErrProductNotFound
+		}
+	}
+	return wrapErr(ctx, "create order: insert", err)
+}
+
+// wrapErr names the operation that failed and adds order.ErrUnavailable when
+// the database could not be reached, so the HTTP layer answers 503 (try again
+// later) rather than 500.
+func wrapErr(ctx context.Context, op string, err error) error {
+	if !unavailable(ctx, err) {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	// Callers tell a deadline from a cancellation by the context's error,
+	// which the driver does not always pass on (an interrupted statement
+	// may come back as the database's own error).
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("postgres: %s: %w: %w: %w", op, order.ErrUnavailable, ctxErr, err)
+	}
+	return fmt.Errorf("postgres: %s: %w: %w", op, order.ErrUnavailable, err)
+}
+
+// unavailable reports whether err means "the database did not answer" as
+// opposed to "the database refused this".
+func unavailable(ctx context.Context, err error) bool {
+	// A request that ran out of time (or whose client went away) most often
+	// waited for a pool connection or a slow server; either way, retrying
+	// later is the right answer.
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return true
+	}
+	var (
+		connectErr *pgconn.ConnectError
+		netErr     net.Error
+		pgErr      *pgconn.PgError
+	)
+	switch {
+	case errors.As(err, &connectErr), // refused, no route, DNS, TLS, authentication
+		errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), // connection dropped mid-query
+		errors.Is(err, puddle.ErrClosedPool): // Store.Close was called
+		return true
+	case errors.As(err, &pgErr):
+		// 08: connection exception; 53: insufficient resources (too many
+		// connections, disk full); 57: operator intervention (shutdown,
+		// statement timeout, cannot connect now).
+		return strings.HasPrefix(pgErr.Code, "08") ||
+			strings.HasPrefix(pgErr.Code, "53") ||
+			strings.HasPrefix(pgErr.Code, "57")
+	}
+	return false
+}

@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
+#
+# It installs redis-server, PostgreSQL and a C compiler (for -race) from Debian
+# packages when they are missing, starts throwaway Redis and PostgreSQL servers
+# on free loopback ports, exports their URLs as WAITROOM_TEST_REDIS_URL and
+# WAITROOM_TEST_DATABASE_URL, runs `go vet` and `go test -race`, and always
+# stops the servers and removes their temp dirs on exit.
+#
+# Usage:
+#   scripts/test.sh                                  # go test ... ./...
+#   scripts/test.sh ./internal/queue/...             # only these packages
+#   scripts/test.sh -run TestFoo ./internal/queue/...
+#   scripts/test.sh -run TestFoo                     # no package given: ./...
+# Arguments go to `go test` as they are; when none of them names a package
+# (./x, ../x, /x, ., x/..., or the module path), ./... is added. `go vet` runs
+# on the same packages.
+#
+# To use servers you already run, set WAITROOM_TEST_REDIS_URL and/or
+# WAITROOM_TEST_DATABASE_URL; that server is then neither installed nor started.
+# Under CI (CI=true) a server that cannot be installed or started is an error;
+# outside CI the script warns and the tests that need it skip.
+set -euo pipefail
+
+export PATH="/usr/local/go/bin:${PATH:-}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+say() { printf '== %s\n' "$*"; }
+warn() { printf '== WARNING: %s\n' "$*" >&2; }
+die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
+in_ci() { [[ "${CI:-}" == "true" ]]; }
+# Hide a password in a URL before printing it.
+redact() { sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$1"; }
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+command -v go >/dev/null || die "go not found (looked in PATH and /usr/local/go/bin)"
+
+# ---------------------------------------------------------------- cleanup
+
+TMP_ROOT=""
+REDIS_PID=""
+PG_DATA=""
+PG_USER=""
+GO_PID=""
+
+as_pg_user() {
+	# postgres refuses to run as root: run it as $PG_USER (only set when root).
+	if [[ -n "$PG_USER" ]]; then
+		runuser -u "$PG_USER" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+stop_redis() {
+	[[ -n "$REDIS_PID" ]] || return 0
+	kill -TERM "$REDIS_PID" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$REDIS_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$REDIS_PID" 2>/dev/null || true
+	wait "$REDIS_PID" 2>/dev/null || true
+	REDIS_PID=""
+}
+
+stop_postgres() {
+	[[ -n "$PG_DATA" && -f "$PG_DATA/postmaster.pid" ]] || { PG_DATA=""; return 0; }
+	# Throwaway data: an immediate stop is fine.
+	(cd "$PG_DATA/.." && as_pg_user "$PG_BIN/pg_ctl" -D "$PG_DATA" -m immediate -w -t 10 stop) >/dev/null 2>&1 || true
+	if [[ -f "$PG_DATA/postmaster.pid" ]]; then
+		local pid
+		pid="$(head -n1 "$PG_DATA/postmaster.pid" 2>/dev/null || true)"
+		[[ "$pid" =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null || true
+	fi
+	PG_DATA=""
+}
+
+stop_go() {
+	[[ -n "$GO_PID" ]] || return 0
+	# go test runs in its own process group (setsid): stop it and the test binaries.
+	kill -TERM -- "-$GO_PID" 2>/dev/null || kill -TERM "$GO_PID" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$GO_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL -- "-$GO_PID" 2>/dev/null || kill -KILL "$GO_PID" 2>/dev/null || true
+	wait "$GO_PID" 2>/dev/null || true
+	GO_PID=""
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	stop_go
+	if [[ -n "$REDIS_PID" || -n "$PG_DATA" ]]; then
+		say "stopping test servers"
+	fi
+	stop_redis
+	stop_postgres
+	[[ -n "$TMP_ROOT" ]] && rm -rf "$TMP_ROOT"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# ---------------------------------------------------------------- install
+
+# Newest /usr/lib/postgresql/<version>/bin with a server (Debian layout);
+# WAITROOM_TEST_PG_BIN overrides; else an initdb on PATH (other systems).
+find_pg_bin() {
+	local d
+	if [[ -n "${WAITROOM_TEST_PG_BIN:-}" ]]; then
+		[[ -x "$WAITROOM_TEST_PG_BIN/initdb" ]] && { printf '%s\n' "$WAITROOM_TEST_PG_BIN"; return 0; }
+		return 1
+	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		if [[ -x "$d/initdb" && -x "$d/pg_ctl" && -x "$d/postgres" && -x "$d/pg_isready" ]]; then
+			printf '%s\n' "$d"
+			return 0
+		fi
+	done
+	if d="$(command -v initdb 2>/dev/null)"; then
+		d="$(dirname "$(readlink -f "$d")")"
+		[[ -x "$d/pg_ctl" && -x "$d/postgres" && -x "$d/pg_isready" ]] && { printf '%s\n' "$d"; return 0; }
+	fi
+	return 1
+}
+
+WANT_REDIS=1
+WANT_PG=1
+[[ -n "${WAITROOM_TEST_REDIS_URL:-}" ]] && WANT_REDIS=0
+[[ -n "${WAITROOM_TEST_DATABASE_URL:-}" ]] && WANT_PG=0
+
+missing=()
+if ((WANT_REDIS)); then
+	command -v redis-server >/dev/null || missing+=(redis-server)
+	command -v redis-cli >/dev/null || missing+=(redis-tools)
+fi
+if ((WANT_PG)); then
+	find_pg_bin >/dev/null || missing+=(postgresql)
+fi
+# go test -race needs cgo, hence a C compiler and the libc headers.
+command -v gcc >/dev/null || missing+=(gcc)
+if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
+	missing+=(libc6-dev)
+fi
+
+if ((${#missing[@]})); then
+	sudo_cmd=()
+	can_install=1
+	if ! command -v apt-get >/dev/null; then
+		can_install=0
+	elif ((EUID != 0)); then
+		if ! command -v sudo >/dev/null; then
+			can_install=0
+		elif [[ -t 0 ]]; then
+			sudo_cmd=(sudo)
+		else
+			sudo_cmd=(sudo -n)
+		fi
+	fi
+	if ((can_install)); then
+		say "installing ${missing[*]}"
+		"${sudo_cmd[@]}" apt-get -q update
+		"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+			apt-get -q install -y --no-install-recommends "${missing[@]}"
+	elif in_ci; then
+		die "missing ${missing[*]} and cannot install (need apt-get, as root or with sudo)"
+	else
+		warn "missing ${missing[*]}; cannot install (need apt-get, as root or with sudo); tests needing them will skip"
+	fi
+fi
+
+# ---------------------------------------------------------------- servers
+
+# A random loopback port below the Linux ephemeral range that nobody listens on.
+free_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 12000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			printf '%s\n' "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+show_log() {
+	printf -- '---- %s ----\n' "$1" >&2
+	tail -n 60 "$1" >&2 2>/dev/null || true
+	printf -- '---- end of %s ----\n' "$1" >&2
+}
+
+new_tmp_root() {
+	[[ -n "$TMP_ROOT" ]] && return 0
+	# As root, /tmp: the postgres user must be able to reach its data dir.
+	local base=/tmp
+	((EUID == 0)) || base="${TMPDIR:-/tmp}"
+	TMP_ROOT="$(mktemp -d "${base%/}/waitroom-test.XXXXXX")"
+	chmod 755 "$TMP_ROOT"
+}
+
+start_redis() {
+	local dir="$TMP_ROOT/redis" port attempt
+	mkdir -p "$dir"
+	for attempt in 1 2 3; do
+		port="$(free_port)" || die "no free loopback port for redis"
+		say "starting redis on 127.0.0.1:$port"
+		redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+			--dir "$dir" --daemonize no --logfile '' >"$dir/redis.log" 2>&1 </dev/null &
+		REDIS_PID=$!
+		for _ in $(seq 100); do
+			if [[ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null || true)" == PONG ]]; then
+				export WAITROOM_TEST_REDIS_URL="redis://127.0.0.1:$port/0"
+				return 0
+			fi
+			kill -0 "$REDIS_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		stop_redis
+		if grep -qi 'address already in use' "$dir/redis.log" && ((attempt < 3)); then
+			say "port $port taken, trying another"
+			continue
+		fi
+		break
+	done
+	show_log "$dir/redis.log"
+	die "redis did not start"
+}
+
+pick_pg_user() {
+	((EUID == 0)) || return 0
+	command -v runuser >/dev/null || die "runuser not found (util-linux); needed to run postgres as a non-root user"
+	if id -u postgres >/dev/null 2>&1; then
+		PG_USER=postgres
+	else
+		id -u waitroom-test >/dev/null 2>&1 ||
+			useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin waitroom-test
+		PG_USER=waitroom-test
+	fi
+}
+
+start_postgres() {
+	local dir="$TMP_ROOT/pg" log port attempt
+	log="$dir/postgres.log"
+	pick_pg_user
+	mkdir -p "$dir"
+	[[ -n "$PG_USER" ]] && chown "$PG_USER" "$dir"
+	say "initdb ($("$PG_BIN/postgres" --version))"
+	if ! (cd "$dir" && as_pg_user "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres \
+		-E UTF8 --locale=C --no-sync) >"$TMP_ROOT/initdb.log" 2>&1; then
+		show_log "$TMP_ROOT/initdb.log"
+		die "initdb failed"
+	fi
+	cat >>"$dir/data/postgresql.conf" <<-EOF
+
+		# scripts/test.sh: throwaway test server
+		listen_addresses = '127.0.0.1'
+		unix_socket_directories = '$dir'
+		max_connections = 200
+		fsync = off
+		synchronous_commit = off
+		full_page_writes = off
+	EOF
+	for attempt in 1 2 3; do
+		port="$(free_port)" || die "no free loopback port for postgres"
+		say "starting postgres on 127.0.0.1:$port"
+		PG_DATA="$dir/data"
+		if (cd "$dir" && as_pg_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$log" -o "-p $port" \
+			-w -t 60 start) >/dev/null 2>&1 </dev/null; then
+			local ok=0
+			for _ in $(seq 100); do
+				if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres; then
+					ok=1
+					break
+				fi
+				sleep 0.1
+			done
+			if ((ok)); then
+				export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+				return 0
+			fi
+		fi
+		stop_postgres
+		if grep -qi 'address already in use' "$log" 2>/dev/null && ((attempt < 3)); then
+			say "port $port taken, trying another"
+			: >"$log"
+			continue
+		fi
+		break
+	done
+	show_log "$log"
+	die "postgres did not start"
+}
+
+if ((WANT_REDIS)); then
+	if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+		new_tmp_root
+		start_redis
+	elif in_ci; then
+		die "redis-server/redis-cli not found"
+	else
+		warn "redis-server not found: tests needing Redis will skip"
+	fi
+else
+	say "using existing redis at $(redact "$WAITROOM_TEST_REDIS_URL")"
+fi
+
+if ((WANT_PG)); then
+	if PG_BIN="$(find_pg_bin)"; then
+		new_tmp_root
+		start_postgres
+	elif in_ci; then
+		die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin"
+	else
+		warn "PostgreSQL not found: tests needing PostgreSQL will skip"
+	fi
+else
+	say "using existing postgres at $(redact "$WAITROOM_TEST_DATABASE_URL")"
+fi
+
+[[ -n "${WAITROOM_TEST_REDIS_URL:-}" ]] && say "WAITROOM_TEST_REDIS_URL=$(redact "$WAITROOM_TEST_REDIS_URL")"
+[[ -n "${WAITROOM_TEST_DATABASE_URL:-}" ]] && say "WAITROOM_TEST_DATABASE_URL=$(redact "$WAITROOM_TEST_DATABASE_URL")"
+
+# ---------------------------------------------------------------- go
+
+# Split the arguments: package patterns (also vetted) vs. flags for go test.
+is_pkg() {
+	case "$1" in
+	. | .. | ./* | ../* | /* | *...*) return 0 ;;
+	"$MODULE" | "$MODULE"/*) return 0 ;;
+	esac
+	return 1
+}
+# go test / build flags that take a value as the next argument ("-run Foo").
+takes_value() {
+	case "${1#-}" in
+	-*) takes_value "${1#-}" ;;
+	test.*) takes_value "-${1#-test.}" ;;
+	run | skip | bench | benchtime | count | cpu | list | parallel | timeout | shuffle | \
+		fuzz | fuzztime | fuzzminimizetime | coverprofile | covermode | coverpkg | \
+		cpuprofile | memprofile | memprofilerate | blockprofile | blockprofilerate | \
+		mutexprofile | mutexprofilefraction | outputdir | trace | o | exec | vet | p | \
+		tags | mod | modfile | ldflags | gcflags | asmflags | gccgoflags | \
+		installsuffix | pkgdir | toolexec | overlay | pgo | C | compiler | buildmode)
+		return 0 ;;
+	esac
+	return 1
+}
+MODULE="$(go list -m 2>/dev/null | head -n1 || true)"
+[[ -n "$MODULE" ]] || MODULE="github.com/waitroom/waitroom"
+pkgs=()
+vet_flags=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+	a="${args[i]}"
+	[[ "$a" == "-args" || "$a" == "--args" ]] && break
+	case "$a" in
+	-tags=* | --tags=*) vet_flags+=("$a") ;;
+	-tags | --tags) vet_flags+=("$a" "${args[i + 1]:-}") ;;
+	esac
+	if [[ "$a" == -* ]]; then
+		[[ "$a" != *=* ]] && takes_value "$a" && ((i += 1))
+		continue
+	fi
+	is_pkg "$a" && pkgs+=("$a")
+done
+test_args=("$@")
+if ((${#pkgs[@]} == 0)); then
+	pkgs=(./...)
+	# Before the flags: anything after -args belongs to the test binary.
+	test_args=(./... "$@")
+fi
+
+export CGO_ENABLED=1 # -race needs cgo
+
+say "$(go version)"
+say "go vet ${vet_flags[*]:+${vet_flags[*]} }${pkgs[*]}"
+go vet "${vet_flags[@]}" "${pkgs[@]}"
+
+say "go test -race -count=1 -timeout 12m ${test_args[*]}"
+# In its own process group, so that a signal to this script stops go test and
+# its test binaries before the servers go away.
+group=()
+command -v setsid >/dev/null && group=(setsid -w)
+"${group[@]}" go test -race -count=1 -timeout 12m "${test_args[@]}" </dev/null &
+GO_PID=$!
+status=0
+wait "$GO_PID" || status=$?
+GO_PID=""
+if ((status == 0)); then
+	say "tests passed"
+else
+	say "tests FAILED (exit $status)"
+fi
+exit "$status"
