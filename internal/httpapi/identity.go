@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -26,10 +27,28 @@ var errUnauthenticated = errors.New("no valid identity: send Authorization: Bear
 // anonymous session cookie signed by this server.
 type Identity struct {
 	secret []byte
+
+	// verified remembers JWTs already checked: a waiting user polls with the
+	// same token every few seconds, and verifying it (base64, JSON, HMAC) is
+	// the largest CPU cost of a status request after the network. The key is
+	// the whole token, signature included, so a forged one never hits.
+	mu       sync.Mutex
+	verified map[string]verifiedJWT
 }
 
+type verifiedJWT struct {
+	user string
+	exp  time.Time
+}
+
+// maxVerified bounds the cache; when full it starts over (simple, and a
+// miss only costs one verification).
+const maxVerified = 200_000
+
 // NewIdentity returns an Identity signing and checking with secret.
-func NewIdentity(secret []byte) *Identity { return &Identity{secret: secret} }
+func NewIdentity(secret []byte) *Identity {
+	return &Identity{secret: secret, verified: map[string]verifiedJWT{}}
+}
 
 // User returns the request's user id: errUnauthenticated when there is no
 // valid identity, queue.ErrInvalidUser when the identity names an id that
@@ -49,6 +68,12 @@ func (id *Identity) User(r *http.Request) (string, error) {
 }
 
 func (id *Identity) userFromJWT(raw string) (string, error) {
+	id.mu.Lock()
+	v, ok := id.verified[raw]
+	id.mu.Unlock()
+	if ok && time.Now().Before(v.exp) {
+		return v.user, nil
+	}
 	tok, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return id.secret, nil },
 		jwt.WithValidMethods([]string{"HS256"}), // pinned: never "none", never RS/HS confusion
 		jwt.WithExpirationRequired(),
@@ -63,6 +88,14 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 	}
 	if err := queue.ValidateUserID(sub); err != nil {
 		return "", err
+	}
+	if exp, err := tok.Claims.GetExpirationTime(); err == nil && exp != nil {
+		id.mu.Lock()
+		if len(id.verified) >= maxVerified {
+			clear(id.verified)
+		}
+		id.verified[raw] = verifiedJWT{user: sub, exp: exp.Time}
+		id.mu.Unlock()
 	}
 	return sub, nil
 }

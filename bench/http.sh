@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench/http.sh — enter and status through the HTTP server on real Redis,
+# beside the bare JSON endpoint (/healthz) of the same binary, measured with
+# wrk in one run. Loopback only; bounded by DURATION per scenario.
+#
+#   bench/http.sh                 # starts its own redis-server
+#   WAITROOM_REDIS_URL=redis://127.0.0.1:6379/0 bench/http.sh
+#
+# Env: DURATION (default 10s), CONNS (100), THREADS (2), USERS (200000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-100}
+THREADS=${THREADS:-2}
+USERS=${USERS:-200000}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+if [[ -z "${WAITROOM_REDIS_URL:-}" ]]; then
+  command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+  rport=$(free_port)
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
+  pids+=($!)
+  until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.1; done
+  export WAITROOM_REDIS_URL="redis://127.0.0.1:$rport/0"
+fi
+
+go build -o "$work/waitroom" ./cmd/waitroom
+go build -o "$work/jwts" ./bench/jwts
+secret=bench-secret-$RANDOM$RANDOM
+admin=bench-admin-$RANDOM$RANDOM
+port=$(free_port)
+"$work/waitroom" serve --addr "127.0.0.1:$port" --auth-secret "$secret" --admin-token "$admin" \
+  --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn >"$work/waitroom.log" 2>&1 &
+pids+=($!)
+base="http://127.0.0.1:$port"
+until curl -sf "$base/readyz" >/dev/null; do sleep 0.1; done
+
+# A paused queue big enough for every user: the bench measures the line, not admission.
+curl -sf -X PUT "$base/admin/v1/queues/bench" -H "Authorization: Bearer $admin" \
+  -d '{"paused":true,"capacity":10000000}' >/dev/null
+"$work/jwts" -secret "$secret" -n "$USERS" >"$work/jwts.txt"
+
+run() { # name method path
+  local out
+  out=$(WRK_JWTS="$work/jwts.txt" WRK_METHOD=$2 WRK_PATH=$3 \
+    wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/wrk-users.lua "$base" | grep '^RESULT')
+  echo "$1 $out"
+}
+
+echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')"
+run bare GET /healthz
+run enter POST /api/v1/queues/bench/entries
+run status GET /api/v1/queues/bench/entries/me
+run bare GET /healthz

@@ -1,0 +1,610 @@
+package app_test
+
+// The order API's promises (DESIGN.md §1.4 and §3, issue 3), shown end to end
+// through HTTP on every backend: no oversell, one order per entry token (even
+// under concurrent use or after a Redis failover resurrects the token), a
+// failed order keeps the token, Idempotency-Key replays, and bad requests
+// are refused with the right 4xx and never a 5xx.
+//
+// PostgreSQL is shared by every boot, so product ids, user ids and
+// Idempotency-Keys carry a random suffix (see uniq): reruns and parallel
+// tests never meet each other's rows.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// uniq returns prefix with a random suffix: ids that no other test or run uses.
+func uniq(prefix string) string { return fmt.Sprintf("%s-%x", prefix, rand.Uint64()) }
+
+// fastQueue admits up to 100 users per 100 ms tick, so tests never wait long.
+var fastQueue = map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100}
+
+// newSale creates a queue with cfg (fastQueue when nil) and a product with
+// stock behind it, and returns both names.
+func (in *instance) newSale(stock int64, cfg map[string]any) (queue, product string) {
+	in.t.Helper()
+	if cfg == nil {
+		cfg = fastQueue
+	}
+	queue, product = uniq("q"), uniq("p")
+	if r := in.do("PUT", "/admin/v1/queues/"+queue, in.adminAuth(), cfg); r.status != http.StatusOK {
+		in.t.Fatalf("PUT queue %s: %d %s", queue, r.status, r.raw)
+	}
+	in.putProduct(product, queue, stock)
+	return queue, product
+}
+
+// putProduct creates or restocks a product.
+func (in *instance) putProduct(id, queue string, stock int64) {
+	in.t.Helper()
+	r := in.do("PUT", "/admin/v1/products/"+id, in.adminAuth(),
+		map[string]any{"name": "Product " + id, "stock": stock, "queue": queue})
+	if r.status != http.StatusOK || r.num("stock") != float64(stock) {
+		in.t.Fatalf("PUT product %s: %d %s", id, r.status, r.raw)
+	}
+}
+
+// stock reads a product's stock through the public API.
+func (in *instance) stock(id string) int64 {
+	in.t.Helper()
+	r := in.do("GET", "/api/v1/products/"+id, "", nil)
+	if r.status != http.StatusOK {
+		in.t.Fatalf("GET product %s: %d %s", id, r.status, r.raw)
+	}
+	return int64(r.num("stock"))
+}
+
+// admit enters every user into queue at once and waits until each is READY;
+// it returns their entry tokens.
+func (in *instance) admit(queue string, users ...string) map[string]string {
+	in.t.Helper()
+	reqs := make([]request, len(users))
+	for i, u := range users {
+		reqs[i] = request{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(u)}
+	}
+	for i, r := range in.fire(reqs) {
+		if r.status != http.StatusOK {
+			in.t.Fatalf("enter %s as %s: %d %s", queue, users[i], r.status, r.raw)
+		}
+	}
+	tokens := make(map[string]string, len(users))
+	for _, u := range users {
+		tokens[u] = in.waitReady(queue, u)
+	}
+	return tokens
+}
+
+// statusOf is the user's standing in queue.
+func (in *instance) statusOf(queue, user string) response {
+	in.t.Helper()
+	r := in.do("GET", "/api/v1/queues/"+queue+"/entries/me", in.as(user), nil)
+	if r.status != http.StatusOK {
+		in.t.Fatalf("status of %s in %s: %d %s", user, queue, r.status, r.raw)
+	}
+	return r
+}
+
+// assertHolds fails unless user is still READY with token.
+func (in *instance) assertHolds(queue, user, token string) {
+	in.t.Helper()
+	r := in.statusOf(queue, user)
+	if r.str("status") != "READY" || r.str("token") != token {
+		in.t.Errorf("%s should still hold its token: %s", user, r.raw)
+	}
+}
+
+// assertSpent fails if user is still READY: the token was consumed.
+func (in *instance) assertSpent(queue, user string) {
+	in.t.Helper()
+	if r := in.statusOf(queue, user); r.str("status") == "READY" {
+		in.t.Errorf("%s's token should be consumed, status is %s", user, r.raw)
+	}
+}
+
+// orderReq is POST /api/v1/orders for one unit of product, as user with token.
+func (in *instance) orderReq(user, token, product string, headers ...string) request {
+	return request{
+		method: "POST", path: "/api/v1/orders", auth: in.as(user),
+		body:    map[string]any{"productId": product, "quantity": 1},
+		headers: append([]string{"X-Entry-Token", token}, headers...),
+	}
+}
+
+// order places one order and returns the answer.
+func (in *instance) order(user, token, product string, headers ...string) response {
+	in.t.Helper()
+	return in.send(in.orderReq(user, token, product, headers...))
+}
+
+// request is one call of the contract, for send and fire.
+type request struct {
+	method, path, auth string
+	body               any
+	headers            []string
+}
+
+// send makes one request from the test's goroutine.
+func (in *instance) send(q request) response {
+	in.t.Helper()
+	r, err := in.try(q)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return r
+}
+
+// try makes one request and reports a transport failure as an error rather
+// than failing the test, so it is safe from any goroutine.
+func (in *instance) try(q request) (response, error) {
+	var rd io.Reader
+	if q.body != nil {
+		if s, ok := q.body.(string); ok {
+			rd = strings.NewReader(s)
+		} else {
+			j, err := json.Marshal(q.body)
+			if err != nil {
+				return response{}, err
+			}
+			rd = bytes.NewReader(j)
+		}
+	}
+	req, err := http.NewRequest(q.method, in.base+q.path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if q.auth != "" {
+		req.Header.Set("Authorization", q.auth)
+	}
+	for i := 0; i+1 < len(q.headers); i += 2 {
+		req.Header.Set(q.headers[i], q.headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: %w", q.method, q.path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: reading the body: %w", q.method, q.path, err)
+	}
+	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			return r, fmt.Errorf("%s %s: body is not JSON: %q", q.method, q.path, raw)
+		}
+	}
+	return r, nil
+}
+
+// fire sends all requests at once (released together after every goroutine
+// is ready) and returns the answers in request order.
+func (in *instance) fire(reqs []request) []response {
+	in.t.Helper()
+	out := make([]response, len(reqs))
+	errs := make([]error, len(reqs))
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for i, q := range reqs {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			out[i], errs[i] = in.try(q)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	for _, err := range errs {
+		if err != nil {
+			in.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// countAnswers tallies answers by "status code" (code empty on success) and
+// fails the test on any 5xx.
+func countAnswers(t *testing.T, rs []response) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for _, r := range rs {
+		if r.status >= 500 {
+			t.Errorf("5xx: %d %s", r.status, r.raw)
+		}
+		n[strings.TrimSpace(strconv.Itoa(r.status)+" "+r.errorCode())]++
+	}
+	return n
+}
+
+// wantError fails unless r is the error answer status/code.
+func wantError(t *testing.T, what string, r response, status int, code string) {
+	t.Helper()
+	if r.status != status || r.errorCode() != code {
+		t.Errorf("%s: got %d %s, want %d %s", what, r.status, r.raw, status, code)
+	}
+}
+
+// users returns n fresh user ids.
+func users(n int) []string {
+	us := make([]string, n)
+	for i := range us {
+		us[i] = uniq(fmt.Sprintf("u%d", i))
+	}
+	return us
+}
+
+// TestOrderNoOversell: ten buyers per unit, all admitted, all ordering at
+// once. The conditional decrement sells exactly the stock; every loser gets
+// 409 out_of_stock and keeps the token to try again.
+func TestOrderNoOversell(t *testing.T) {
+	t.Parallel()
+	const stock = 10
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(stock, nil)
+			buyers := users(10 * stock)
+			tokens := in.admit(q, buyers...)
+
+			reqs := make([]request, len(buyers))
+			for i, u := range buyers {
+				reqs[i] = in.orderReq(u, tokens[u], p)
+			}
+			rs := in.fire(reqs)
+			got := countAnswers(t, rs)
+			want := map[string]int{"201": stock, "409 out_of_stock": 9 * stock}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("answers: got %v, want %v", got, want)
+			}
+			if s := in.stock(p); s != 0 {
+				t.Errorf("stock after the sale: %d, want 0", s)
+			}
+			for i, r := range rs {
+				u := buyers[i]
+				if r.status == http.StatusCreated {
+					if r.str("productId") != p || r.str("userId") != u || r.num("quantity") != 1 || r.num("id") == 0 {
+						t.Errorf("order of %s: %s", u, r.raw)
+					}
+					in.assertSpent(q, u)
+				} else {
+					in.assertHolds(q, u, tokens[u])
+				}
+			}
+		})
+	}
+}
+
+// TestOrderDoubleSpend: one token fired 50 times at once buys exactly once;
+// every other use is refused (in flight → 409, already consumed → 403).
+func TestOrderDoubleSpend(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(100, nil)
+			u := uniq("spender")
+			tok := in.admit(q, u)[u]
+
+			reqs := make([]request, 50)
+			for i := range reqs {
+				reqs[i] = in.orderReq(u, tok, p)
+			}
+			got := countAnswers(t, in.fire(reqs))
+			if got["201"] != 1 || got["201"]+got["403 entry_token_invalid"]+got["409 order_in_progress"] != len(reqs) {
+				t.Errorf("answers: %v; want one 201, the rest 403 entry_token_invalid or 409 order_in_progress", got)
+			}
+			if s := in.stock(p); s != 99 {
+				t.Errorf("stock: %d, want 99", s)
+			}
+			in.assertSpent(q, u)
+			wantError(t, "the spent token once more", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+		})
+	}
+}
+
+// TestOrderResurrectedToken: a Redis failover may bring back a token whose
+// deletion was lost. The unique key on the token in the orders table refuses
+// it (403), nothing is sold, and the token is consumed again.
+func TestOrderResurrectedToken(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		if !b.redis {
+			continue // only Redis fails over; the in-process line cannot lose a deletion
+		}
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(5, nil)
+			u := uniq("phoenix")
+			tok := in.admit(q, u)[u]
+			if r := in.order(u, tok, p); r.status != http.StatusCreated {
+				t.Fatalf("first order: %d %s", r.status, r.raw)
+			}
+			in.assertSpent(q, u)
+
+			// Write the token back as a failover to a replica that missed the
+			// deletion would (layout: internal/queue/redisstore/keys.go).
+			opt, err := redis.ParseURL(testenv.RedisURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(opt)
+			t.Cleanup(func() { rdb.Close() })
+			ctx := t.Context()
+			now, err := rdb.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pre := in.prefix + "{" + q + "}:"
+			if err := rdb.HSet(ctx, pre+"tokens", u, tok).Err(); err != nil {
+				t.Fatal(err)
+			}
+			exp := float64(now.Add(time.Minute).UnixMilli())
+			if err := rdb.ZAdd(ctx, pre+"texp", redis.Z{Score: exp, Member: u}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			in.assertHolds(q, u, tok) // the line believes in it again
+
+			wantError(t, "order with the resurrected token", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			if s := in.stock(p); s != 4 {
+				t.Errorf("stock: %d, want 4 (one sale only)", s)
+			}
+			in.assertSpent(q, u)
+		})
+	}
+}
+
+// TestOrderFailureKeepsToken: an order that fails for reasons not the
+// user's fault keeps the token; success consumes it.
+func TestOrderFailureKeepsToken(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name+"/out of stock", func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(0, nil)
+			u := uniq("early")
+			tok := in.admit(q, u)[u]
+
+			wantError(t, "order while out of stock", in.order(u, tok, p), http.StatusConflict, "out_of_stock")
+			in.assertHolds(q, u, tok)
+
+			in.putProduct(p, q, 1)
+			if r := in.order(u, tok, p); r.status != http.StatusCreated {
+				t.Fatalf("order after restock with the same token: %d %s", r.status, r.raw)
+			}
+			if s := in.stock(p); s != 0 {
+				t.Errorf("stock: %d, want 0", s)
+			}
+			in.assertSpent(q, u)
+			in.putProduct(p, q, 1)
+			wantError(t, "the same token after success", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			if s := in.stock(p); s != 1 {
+				t.Errorf("stock: %d, want 1", s)
+			}
+		})
+		t.Run(b.name+"/payment failed", func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
+			q, p := in.newSale(3, nil)
+			u := uniq("broke")
+			tok := in.admit(q, u)[u]
+			for range 2 {
+				wantError(t, "order whose payment fails", in.order(u, tok, p), http.StatusPaymentRequired, "payment_failed")
+				in.assertHolds(q, u, tok)
+			}
+			if s := in.stock(p); s != 3 {
+				t.Errorf("stock: %d, want 3 (payment failures roll back)", s)
+			}
+		})
+	}
+}
+
+// TestOrderIdempotencyKey: a retry with the same Idempotency-Key returns the
+// first order (200, Idempotent-Replayed: true) and buys nothing more.
+func TestOrderIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name+"/sequential", func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(10, nil)
+			u, key := uniq("retrier"), uniq("key")
+			tok := in.admit(q, u)[u]
+
+			first := in.order(u, tok, p, "Idempotency-Key", key)
+			if first.status != http.StatusCreated || first.header.Get("Idempotent-Replayed") != "" {
+				t.Fatalf("first: %d %v %s", first.status, first.header, first.raw)
+			}
+			second := in.order(u, tok, p, "Idempotency-Key", key)
+			if second.status != http.StatusOK || second.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("retry: %d %v %s", second.status, second.header, second.raw)
+			}
+			if first.num("id") == 0 || second.raw != first.raw {
+				t.Errorf("retry answered a different order:\nfirst  %s\nsecond %s", first.raw, second.raw)
+			}
+			if s := in.stock(p); s != 9 {
+				t.Errorf("stock: %d, want 9 (decremented once)", s)
+			}
+			in.assertSpent(q, u)
+			// A new key is a new order, and the token is spent.
+			wantError(t, "a new key with the spent token", in.order(u, tok, p, "Idempotency-Key", uniq("key")),
+				http.StatusForbidden, "entry_token_invalid")
+		})
+		t.Run(b.name+"/concurrent", func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(10, nil)
+			u, key := uniq("impatient"), uniq("key")
+			tok := in.admit(q, u)[u]
+
+			reqs := make([]request, 20)
+			for i := range reqs {
+				reqs[i] = in.orderReq(u, tok, p, "Idempotency-Key", key)
+			}
+			rs := in.fire(reqs)
+			got := countAnswers(t, rs)
+			// Each retry either meets the first in flight (409) or replays it
+			// (200); none may be told its token is invalid, since the order
+			// its key names exists.
+			if got["201"] != 1 || got["201"]+got["200"]+got["409 order_in_progress"] != len(reqs) {
+				t.Errorf("answers: %v; want one 201, the rest 200 (replayed) or 409 order_in_progress", got)
+			}
+			var id float64
+			for _, r := range rs {
+				if r.status == http.StatusCreated {
+					id = r.num("id")
+				}
+			}
+			for _, r := range rs {
+				if r.status == http.StatusOK && (r.num("id") != id || r.header.Get("Idempotent-Replayed") != "true") {
+					t.Errorf("replay %v %s, want order %v", r.header, r.raw, id)
+				}
+			}
+			if s := in.stock(p); s != 9 {
+				t.Errorf("stock: %d, want 9 (decremented once)", s)
+			}
+		})
+	}
+}
+
+// TestOrderRefusals: every way an order can be wrong gets its 4xx, never a
+// 5xx, and none of them costs the user the token.
+func TestOrderRefusals(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(10, nil)
+			alice, bob := uniq("alice"), uniq("bob")
+			tokens := in.admit(q, alice, bob)
+			tok := tokens[alice]
+			orderAs := func(auth string, body any, headers ...string) response {
+				return in.send(request{method: "POST", path: "/api/v1/orders", auth: auth, body: body, headers: headers})
+			}
+			good := map[string]any{"productId": p, "quantity": 1}
+
+			cases := []struct {
+				name   string
+				r      response
+				status int
+				code   string
+			}{
+				{"another user's token", orderAs(in.as(bob), good, "X-Entry-Token", tok), 403, "entry_token_invalid"},
+				{"a made-up token", orderAs(in.as(alice), good, "X-Entry-Token", "not-a-token"), 403, "entry_token_invalid"},
+				{"an overlong token", orderAs(in.as(alice), good, "X-Entry-Token", strings.Repeat("x", 257)), 403, "entry_token_invalid"},
+				{"no X-Entry-Token", orderAs(in.as(alice), good), 403, "entry_token_invalid"},
+				{"no identity", orderAs("", good, "X-Entry-Token", tok), 401, "unauthenticated"},
+				{"a forged JWT", orderAs("Bearer "+in.jwt(alice)+"x", good, "X-Entry-Token", tok), 401, "unauthenticated"},
+				{"malformed body", orderAs(in.as(alice), `{"productId":`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"empty body", orderAs(in.as(alice), nil, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"a JSON array", orderAs(in.as(alice), `[]`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"two objects", orderAs(in.as(alice), `{"productId":"`+p+`","quantity":1}{}`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"an unknown field", orderAs(in.as(alice), `{"productId":"`+p+`","quantity":1,"price":0}`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity 0", orderAs(in.as(alice), map[string]any{"productId": p, "quantity": 0}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity -1", orderAs(in.as(alice), map[string]any{"productId": p, "quantity": -1}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity 101", orderAs(in.as(alice), map[string]any{"productId": p, "quantity": 101}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity 1e9", orderAs(in.as(alice), `{"productId":"`+p+`","quantity":1e9}`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity 1.5", orderAs(in.as(alice), `{"productId":"`+p+`","quantity":1.5}`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity beyond int64", orderAs(in.as(alice), `{"productId":"`+p+`","quantity":99999999999999999999}`, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity as a string", orderAs(in.as(alice), map[string]any{"productId": p, "quantity": "1"}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"quantity missing", orderAs(in.as(alice), map[string]any{"productId": p}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"productId missing", orderAs(in.as(alice), map[string]any{"quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"productId a number", orderAs(in.as(alice), map[string]any{"productId": 7, "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"productId too long", orderAs(in.as(alice), map[string]any{"productId": strings.Repeat("p", 129), "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
+				{"Idempotency-Key too long", orderAs(in.as(alice), good, "X-Entry-Token", tok, "Idempotency-Key", strings.Repeat("k", 129)), 400, "invalid_request"},
+				{"unknown product", orderAs(in.as(alice), map[string]any{"productId": uniq("nope"), "quantity": 1}, "X-Entry-Token", tok), 404, "product_not_found"},
+				{"GET unknown product", in.send(request{method: "GET", path: "/api/v1/products/" + uniq("nope")}), 404, "product_not_found"},
+			}
+			for _, c := range cases {
+				if c.r.status >= 500 {
+					t.Errorf("%s: 5xx %d %s", c.name, c.r.status, c.r.raw)
+				}
+				wantError(t, c.name, c.r, c.status, c.code)
+			}
+			// None of that cost anyone a token or a unit.
+			in.assertHolds(q, alice, tok)
+			in.assertHolds(q, bob, tokens[bob])
+			if s := in.stock(p); s != 10 {
+				t.Errorf("stock: %d, want 10", s)
+			}
+			if r := in.order(alice, tok, p); r.status != http.StatusCreated {
+				t.Errorf("alice's own order after all that: %d %s", r.status, r.raw)
+			}
+		})
+	}
+}
+
+// TestOrderExpiredToken: a token past its TTL is refused (403).
+func TestOrderExpiredToken(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q, p := in.newSale(10, map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100, "tokenTtlSeconds": 1})
+			u := uniq("late")
+			tok := in.admit(q, u)[u]
+			// Expiry belongs to the store's clock: wait until the line itself
+			// no longer shows the token.
+			deadline := time.Now().Add(5 * time.Second)
+			for in.statusOf(q, u).str("status") == "READY" {
+				if time.Now().After(deadline) {
+					t.Fatal("a 1 s token still READY after 5 s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			wantError(t, "order with an expired token", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			if s := in.stock(p); s != 10 {
+				t.Errorf("stock: %d, want 10", s)
+			}
+		})
+	}
+}
+
+// TestOrderWork: --order-work holds each order's database connection for at
+// least that long. Only a lower bound is asserted; timing is not a claim.
+func TestOrderWork(t *testing.T) {
+	t.Parallel()
+	const work = 200 * time.Millisecond
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, func(c *app.Config) { c.OrderWork = work })
+			q, p := in.newSale(1, nil)
+			u := uniq("patient")
+			tok := in.admit(q, u)[u]
+			start := time.Now()
+			r := in.order(u, tok, p)
+			took := time.Since(start)
+			if r.status != http.StatusCreated {
+				t.Fatalf("order: %d %s", r.status, r.raw)
+			}
+			if took < work {
+				t.Errorf("the order took %v, less than --order-work %v", took, work)
+			}
+		})
+	}
+}
