@@ -66,13 +66,15 @@ type Store interface {
 	PutProduct(ctx context.Context, p Product) (Product, error)
 	// Product returns ErrProductNotFound for an unknown id.
 	Product(ctx context.Context, id string) (Product, error)
-	// CreateOrder runs one transaction: decrement stock only where
-	// stock >= quantity (else ErrOutOfStock, nothing written), insert the
-	// order (a token already used → ErrTokenUsed; the user's idempotency key
-	// already used → ErrDuplicateKey), hold the connection for work (the
-	// order API's own database time, as pg_sleep would), then call
-	// beforeCommit; if it fails the transaction rolls back and its error is
-	// returned. Unknown product → ErrProductNotFound.
+	// CreateOrder runs one transaction: hold the connection for work (the
+	// order API's own database time, as pg_sleep would; spent before the
+	// product row is locked, so buyers of one product do not queue behind
+	// each other's work), decrement stock only where stock >= quantity (else
+	// ErrOutOfStock, nothing written), insert the order (a token already used
+	// → ErrTokenUsed; the user's idempotency key already used →
+	// ErrDuplicateKey), then call beforeCommit; if it fails the transaction
+	// rolls back and its error is returned. Unknown product →
+	// ErrProductNotFound.
 	CreateOrder(ctx context.Context, o NewOrder, work time.Duration, beforeCommit func(context.Context, Order) error) (Order, error)
 	// OrderByKey finds the order a user made with an Idempotency-Key
 	// (ErrNotFound-like: returns ok=false when none).

@@ -90,6 +90,15 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		q = queue.DefaultQueue
 	}
 	if err := s.tokens.BeginUse(ctx, q, r.UserID, r.Token, s.cfg.LockTTL); err != nil {
+		// A retry with an Idempotency-Key can race the request it repeats:
+		// it missed that order in the lookup above, then the first request
+		// committed and consumed the token. The order its key names exists
+		// now, so answer with it rather than call the token invalid.
+		if errors.Is(err, queue.ErrTokenInvalid) && r.IdempotencyKey != "" {
+			if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
+				return prev, true, nil
+			}
+		}
 		return Order{}, false, err
 	}
 	o, err = s.store.CreateOrder(ctx, NewOrder{

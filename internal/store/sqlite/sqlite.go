@@ -70,7 +70,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetConnMaxIdleTime(0)
 
 	// The write connection must be the first one: it switches the file to
-	// WAL mode (a persistent setting) and creates the schema.
+	// WAL mode and creates the schema.
+	if err := useWAL(ctx, write); err != nil {
+		write.Close()
+		return nil, wrapErr(ctx, "open", err)
+	}
 	if err := migrate(ctx, write); err != nil {
 		write.Close()
 		return nil, wrapErr(ctx, "migrate", err)
@@ -255,6 +259,32 @@ func validate(o order.NewOrder) error {
 	return nil
 }
 
+// useWAL switches the file to WAL mode, so that reads run beside the
+// writer. The mode is stored in the file, so other connections need not set
+// it. Two processes creating one new file race for this switch, and SQLite
+// answers the loser SQLITE_BUSY at once rather than wait (busy_timeout does
+// not apply to it), so the waiting is done here.
+func useWAL(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("journal mode is %q, want wal", mode)
+			}
+			return nil
+		}
+		var sqliteErr *sqlite.Error
+		if !errors.As(err, &sqliteErr) || sqliteErr.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
 // sleep waits for d, or less when ctx ends first.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -349,7 +379,6 @@ func dsn(path string, extra url.Values) string {
 	q := url.Values{"_pragma": {
 		fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
 		"foreign_keys(1)",
-		"journal_mode(WAL)",
 		// In WAL mode NORMAL may lose the last commits on power loss, never
 		// consistency; FULL would fsync on every order.
 		"synchronous(NORMAL)",
