@@ -7,7 +7,7 @@ package app_test
 // are refused with the right 4xx and never a 5xx.
 //
 // PostgreSQL is shared by every boot, so product ids, user ids and
-// Idempotency-Keys carry a random suffix (see uniq): reruns and parallel
+// Idempotency-Keys carry a random suffix (see saleID): reruns and parallel
 // tests never meet each other's rows.
 
 import (
@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -29,20 +30,24 @@ import (
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
-// uniq returns prefix with a random suffix: ids that no other test or run uses.
-func uniq(prefix string) string { return fmt.Sprintf("%s-%x", prefix, rand.Uint64()) }
+// shop is an instance seen by the order tests: its helpers live here, apart
+// from the other tests' helpers on *instance.
+type shop struct{ *instance }
 
-// fastQueue admits up to 100 users per 100 ms tick, so tests never wait long.
-var fastQueue = map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100}
+// saleID returns prefix with a random suffix: ids that no other test or run uses.
+func saleID(prefix string) string { return fmt.Sprintf("%s-%x", prefix, rand.Uint64()) }
 
-// newSale creates a queue with cfg (fastQueue when nil) and a product with
+// fastSaleQueue admits up to 100 users per 100 ms tick, so tests never wait long.
+var fastSaleQueue = map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100}
+
+// newSale creates a queue with cfg (fastSaleQueue when nil) and a product with
 // stock behind it, and returns both names.
-func (in *instance) newSale(stock int64, cfg map[string]any) (queue, product string) {
+func (in shop) newSale(stock int64, cfg map[string]any) (queue, product string) {
 	in.t.Helper()
 	if cfg == nil {
-		cfg = fastQueue
+		cfg = fastSaleQueue
 	}
-	queue, product = uniq("q"), uniq("p")
+	queue, product = saleID("q"), saleID("p")
 	if r := in.do("PUT", "/admin/v1/queues/"+queue, in.adminAuth(), cfg); r.status != http.StatusOK {
 		in.t.Fatalf("PUT queue %s: %d %s", queue, r.status, r.raw)
 	}
@@ -51,7 +56,7 @@ func (in *instance) newSale(stock int64, cfg map[string]any) (queue, product str
 }
 
 // putProduct creates or restocks a product.
-func (in *instance) putProduct(id, queue string, stock int64) {
+func (in shop) putProduct(id, queue string, stock int64) {
 	in.t.Helper()
 	r := in.do("PUT", "/admin/v1/products/"+id, in.adminAuth(),
 		map[string]any{"name": "Product " + id, "stock": stock, "queue": queue})
@@ -61,7 +66,7 @@ func (in *instance) putProduct(id, queue string, stock int64) {
 }
 
 // stock reads a product's stock through the public API.
-func (in *instance) stock(id string) int64 {
+func (in shop) stock(id string) int64 {
 	in.t.Helper()
 	r := in.do("GET", "/api/v1/products/"+id, "", nil)
 	if r.status != http.StatusOK {
@@ -72,13 +77,13 @@ func (in *instance) stock(id string) int64 {
 
 // admit enters every user into queue at once and waits until each is READY;
 // it returns their entry tokens.
-func (in *instance) admit(queue string, users ...string) map[string]string {
+func (in shop) admit(queue string, users ...string) map[string]string {
 	in.t.Helper()
-	reqs := make([]request, len(users))
+	reqs := make([]orderCall, len(users))
 	for i, u := range users {
-		reqs[i] = request{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(u)}
+		reqs[i] = orderCall{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(u)}
 	}
-	for i, r := range in.fire(reqs) {
+	for i, r := range in.fireAll(reqs) {
 		if r.status != http.StatusOK {
 			in.t.Fatalf("enter %s as %s: %d %s", queue, users[i], r.status, r.raw)
 		}
@@ -91,7 +96,7 @@ func (in *instance) admit(queue string, users ...string) map[string]string {
 }
 
 // statusOf is the user's standing in queue.
-func (in *instance) statusOf(queue, user string) response {
+func (in shop) statusOf(queue, user string) response {
 	in.t.Helper()
 	r := in.do("GET", "/api/v1/queues/"+queue+"/entries/me", in.as(user), nil)
 	if r.status != http.StatusOK {
@@ -101,7 +106,7 @@ func (in *instance) statusOf(queue, user string) response {
 }
 
 // assertHolds fails unless user is still READY with token.
-func (in *instance) assertHolds(queue, user, token string) {
+func (in shop) assertHolds(queue, user, token string) {
 	in.t.Helper()
 	r := in.statusOf(queue, user)
 	if r.str("status") != "READY" || r.str("token") != token {
@@ -110,7 +115,7 @@ func (in *instance) assertHolds(queue, user, token string) {
 }
 
 // assertSpent fails if user is still READY: the token was consumed.
-func (in *instance) assertSpent(queue, user string) {
+func (in shop) assertSpent(queue, user string) {
 	in.t.Helper()
 	if r := in.statusOf(queue, user); r.str("status") == "READY" {
 		in.t.Errorf("%s's token should be consumed, status is %s", user, r.raw)
@@ -118,8 +123,8 @@ func (in *instance) assertSpent(queue, user string) {
 }
 
 // orderReq is POST /api/v1/orders for one unit of product, as user with token.
-func (in *instance) orderReq(user, token, product string, headers ...string) request {
-	return request{
+func (in shop) orderReq(user, token, product string, headers ...string) orderCall {
+	return orderCall{
 		method: "POST", path: "/api/v1/orders", auth: in.as(user),
 		body:    map[string]any{"productId": product, "quantity": 1},
 		headers: append([]string{"X-Entry-Token", token}, headers...),
@@ -127,31 +132,31 @@ func (in *instance) orderReq(user, token, product string, headers ...string) req
 }
 
 // order places one order and returns the answer.
-func (in *instance) order(user, token, product string, headers ...string) response {
+func (in shop) order(user, token, product string, headers ...string) response {
 	in.t.Helper()
-	return in.send(in.orderReq(user, token, product, headers...))
+	return in.call(in.orderReq(user, token, product, headers...))
 }
 
-// request is one call of the contract, for send and fire.
-type request struct {
+// orderCall is one call of the contract, for call and fireAll.
+type orderCall struct {
 	method, path, auth string
 	body               any
 	headers            []string
 }
 
-// send makes one request from the test's goroutine.
-func (in *instance) send(q request) response {
+// call makes one request from the test's goroutine.
+func (in shop) call(q orderCall) response {
 	in.t.Helper()
-	r, err := in.try(q)
+	r, err := in.tryCall(http.DefaultClient, q)
 	if err != nil {
 		in.t.Fatal(err)
 	}
 	return r
 }
 
-// try makes one request and reports a transport failure as an error rather
-// than failing the test, so it is safe from any goroutine.
-func (in *instance) try(q request) (response, error) {
+// tryCall makes one request and reports a transport failure as an error
+// rather than failing the test, so it is safe from any goroutine.
+func (in shop) tryCall(client *http.Client, q orderCall) (response, error) {
 	var rd io.Reader
 	if q.body != nil {
 		if s, ok := q.body.(string); ok {
@@ -174,7 +179,7 @@ func (in *instance) try(q request) (response, error) {
 	for i := 0; i+1 < len(q.headers); i += 2 {
 		req.Header.Set(q.headers[i], q.headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return response{}, fmt.Errorf("%s %s: %w", q.method, q.path, err)
 	}
@@ -192,10 +197,19 @@ func (in *instance) try(q request) (response, error) {
 	return r, nil
 }
 
-// fire sends all requests at once (released together after every goroutine
+// fireAll sends all requests at once (released together after every goroutine
 // is ready) and returns the answers in request order.
-func (in *instance) fire(reqs []request) []response {
+//
+// It uses a client of its own without keep-alives. A shared pooling client,
+// asked for many connections at once, may finish dialling one after its
+// request was served by another and park it idle; the server then sees a
+// connection that never sends a request (StateNew), which http.Server.Shutdown
+// waits 5 s for, longer than the harness's shutdown timeout allows.
+func (in shop) fireAll(reqs []orderCall) []response {
 	in.t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
 	out := make([]response, len(reqs))
 	errs := make([]error, len(reqs))
 	var ready, done sync.WaitGroup
@@ -207,7 +221,7 @@ func (in *instance) fire(reqs []request) []response {
 			defer done.Done()
 			ready.Done()
 			<-start
-			out[i], errs[i] = in.try(q)
+			out[i], errs[i] = in.tryCall(client, q)
 		}()
 	}
 	ready.Wait()
@@ -221,9 +235,9 @@ func (in *instance) fire(reqs []request) []response {
 	return out
 }
 
-// countAnswers tallies answers by "status code" (code empty on success) and
+// tallyAnswers tallies answers by "status code" (code empty on success) and
 // fails the test on any 5xx.
-func countAnswers(t *testing.T, rs []response) map[string]int {
+func tallyAnswers(t *testing.T, rs []response) map[string]int {
 	t.Helper()
 	n := map[string]int{}
 	for _, r := range rs {
@@ -235,19 +249,19 @@ func countAnswers(t *testing.T, rs []response) map[string]int {
 	return n
 }
 
-// wantError fails unless r is the error answer status/code.
-func wantError(t *testing.T, what string, r response, status int, code string) {
+// wantOrderError fails unless r is the error answer status/code.
+func wantOrderError(t *testing.T, what string, r response, status int, code string) {
 	t.Helper()
 	if r.status != status || r.errorCode() != code {
 		t.Errorf("%s: got %d %s, want %d %s", what, r.status, r.raw, status, code)
 	}
 }
 
-// users returns n fresh user ids.
-func users(n int) []string {
+// freshUsers returns n fresh user ids.
+func freshUsers(n int) []string {
 	us := make([]string, n)
 	for i := range us {
-		us[i] = uniq(fmt.Sprintf("u%d", i))
+		us[i] = saleID(fmt.Sprintf("u%d", i))
 	}
 	return us
 }
@@ -261,19 +275,19 @@ func TestOrderNoOversell(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(stock, nil)
-			buyers := users(10 * stock)
+			buyers := freshUsers(10 * stock)
 			tokens := in.admit(q, buyers...)
 
-			reqs := make([]request, len(buyers))
+			reqs := make([]orderCall, len(buyers))
 			for i, u := range buyers {
 				reqs[i] = in.orderReq(u, tokens[u], p)
 			}
-			rs := in.fire(reqs)
-			got := countAnswers(t, rs)
+			rs := in.fireAll(reqs)
+			got := tallyAnswers(t, rs)
 			want := map[string]int{"201": stock, "409 out_of_stock": 9 * stock}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
+			if !maps.Equal(got, want) {
 				t.Errorf("answers: got %v, want %v", got, want)
 			}
 			if s := in.stock(p); s != 0 {
@@ -301,16 +315,16 @@ func TestOrderDoubleSpend(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(100, nil)
-			u := uniq("spender")
+			u := saleID("spender")
 			tok := in.admit(q, u)[u]
 
-			reqs := make([]request, 50)
+			reqs := make([]orderCall, 50)
 			for i := range reqs {
 				reqs[i] = in.orderReq(u, tok, p)
 			}
-			got := countAnswers(t, in.fire(reqs))
+			got := tallyAnswers(t, in.fireAll(reqs))
 			if got["201"] != 1 || got["201"]+got["403 entry_token_invalid"]+got["409 order_in_progress"] != len(reqs) {
 				t.Errorf("answers: %v; want one 201, the rest 403 entry_token_invalid or 409 order_in_progress", got)
 			}
@@ -318,7 +332,7 @@ func TestOrderDoubleSpend(t *testing.T) {
 				t.Errorf("stock: %d, want 99", s)
 			}
 			in.assertSpent(q, u)
-			wantError(t, "the spent token once more", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			wantOrderError(t, "the spent token once more", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
 		})
 	}
 }
@@ -334,9 +348,9 @@ func TestOrderResurrectedToken(t *testing.T) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(5, nil)
-			u := uniq("phoenix")
+			u := saleID("phoenix")
 			tok := in.admit(q, u)[u]
 			if r := in.order(u, tok, p); r.status != http.StatusCreated {
 				t.Fatalf("first order: %d %s", r.status, r.raw)
@@ -366,7 +380,7 @@ func TestOrderResurrectedToken(t *testing.T) {
 			}
 			in.assertHolds(q, u, tok) // the line believes in it again
 
-			wantError(t, "order with the resurrected token", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			wantOrderError(t, "order with the resurrected token", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
 			if s := in.stock(p); s != 4 {
 				t.Errorf("stock: %d, want 4 (one sale only)", s)
 			}
@@ -382,12 +396,12 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name+"/out of stock", func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(0, nil)
-			u := uniq("early")
+			u := saleID("early")
 			tok := in.admit(q, u)[u]
 
-			wantError(t, "order while out of stock", in.order(u, tok, p), http.StatusConflict, "out_of_stock")
+			wantOrderError(t, "order while out of stock", in.order(u, tok, p), http.StatusConflict, "out_of_stock")
 			in.assertHolds(q, u, tok)
 
 			in.putProduct(p, q, 1)
@@ -399,19 +413,19 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 			}
 			in.assertSpent(q, u)
 			in.putProduct(p, q, 1)
-			wantError(t, "the same token after success", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			wantOrderError(t, "the same token after success", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
 			if s := in.stock(p); s != 1 {
 				t.Errorf("stock: %d, want 1", s)
 			}
 		})
 		t.Run(b.name+"/payment failed", func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
+			in := shop{boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })}
 			q, p := in.newSale(3, nil)
-			u := uniq("broke")
+			u := saleID("broke")
 			tok := in.admit(q, u)[u]
 			for range 2 {
-				wantError(t, "order whose payment fails", in.order(u, tok, p), http.StatusPaymentRequired, "payment_failed")
+				wantOrderError(t, "order whose payment fails", in.order(u, tok, p), http.StatusPaymentRequired, "payment_failed")
 				in.assertHolds(q, u, tok)
 			}
 			if s := in.stock(p); s != 3 {
@@ -428,9 +442,9 @@ func TestOrderIdempotencyKey(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name+"/sequential", func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(10, nil)
-			u, key := uniq("retrier"), uniq("key")
+			u, key := saleID("retrier"), saleID("key")
 			tok := in.admit(q, u)[u]
 
 			first := in.order(u, tok, p, "Idempotency-Key", key)
@@ -449,22 +463,22 @@ func TestOrderIdempotencyKey(t *testing.T) {
 			}
 			in.assertSpent(q, u)
 			// A new key is a new order, and the token is spent.
-			wantError(t, "a new key with the spent token", in.order(u, tok, p, "Idempotency-Key", uniq("key")),
+			wantOrderError(t, "a new key with the spent token", in.order(u, tok, p, "Idempotency-Key", saleID("key")),
 				http.StatusForbidden, "entry_token_invalid")
 		})
 		t.Run(b.name+"/concurrent", func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(10, nil)
-			u, key := uniq("impatient"), uniq("key")
+			u, key := saleID("impatient"), saleID("key")
 			tok := in.admit(q, u)[u]
 
-			reqs := make([]request, 20)
+			reqs := make([]orderCall, 20)
 			for i := range reqs {
 				reqs[i] = in.orderReq(u, tok, p, "Idempotency-Key", key)
 			}
-			rs := in.fire(reqs)
-			got := countAnswers(t, rs)
+			rs := in.fireAll(reqs)
+			got := tallyAnswers(t, rs)
 			// Each retry either meets the first in flight (409) or replays it
 			// (200); none may be told its token is invalid, since the order
 			// its key names exists.
@@ -496,13 +510,13 @@ func TestOrderRefusals(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(10, nil)
-			alice, bob := uniq("alice"), uniq("bob")
+			alice, bob := saleID("alice"), saleID("bob")
 			tokens := in.admit(q, alice, bob)
 			tok := tokens[alice]
 			orderAs := func(auth string, body any, headers ...string) response {
-				return in.send(request{method: "POST", path: "/api/v1/orders", auth: auth, body: body, headers: headers})
+				return in.call(orderCall{method: "POST", path: "/api/v1/orders", auth: auth, body: body, headers: headers})
 			}
 			good := map[string]any{"productId": p, "quantity": 1}
 
@@ -535,14 +549,14 @@ func TestOrderRefusals(t *testing.T) {
 				{"productId a number", orderAs(in.as(alice), map[string]any{"productId": 7, "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
 				{"productId too long", orderAs(in.as(alice), map[string]any{"productId": strings.Repeat("p", 129), "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
 				{"Idempotency-Key too long", orderAs(in.as(alice), good, "X-Entry-Token", tok, "Idempotency-Key", strings.Repeat("k", 129)), 400, "invalid_request"},
-				{"unknown product", orderAs(in.as(alice), map[string]any{"productId": uniq("nope"), "quantity": 1}, "X-Entry-Token", tok), 404, "product_not_found"},
-				{"GET unknown product", in.send(request{method: "GET", path: "/api/v1/products/" + uniq("nope")}), 404, "product_not_found"},
+				{"unknown product", orderAs(in.as(alice), map[string]any{"productId": saleID("nope"), "quantity": 1}, "X-Entry-Token", tok), 404, "product_not_found"},
+				{"GET unknown product", in.call(orderCall{method: "GET", path: "/api/v1/products/" + saleID("nope")}), 404, "product_not_found"},
 			}
 			for _, c := range cases {
 				if c.r.status >= 500 {
 					t.Errorf("%s: 5xx %d %s", c.name, c.r.status, c.r.raw)
 				}
-				wantError(t, c.name, c.r, c.status, c.code)
+				wantOrderError(t, c.name, c.r, c.status, c.code)
 			}
 			// None of that cost anyone a token or a unit.
 			in.assertHolds(q, alice, tok)
@@ -563,9 +577,9 @@ func TestOrderExpiredToken(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := shop{boot(t, b, nil)}
 			q, p := in.newSale(10, map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100, "tokenTtlSeconds": 1})
-			u := uniq("late")
+			u := saleID("late")
 			tok := in.admit(q, u)[u]
 			// Expiry belongs to the store's clock: wait until the line itself
 			// no longer shows the token.
@@ -576,7 +590,7 @@ func TestOrderExpiredToken(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			wantError(t, "order with an expired token", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
+			wantOrderError(t, "order with an expired token", in.order(u, tok, p), http.StatusForbidden, "entry_token_invalid")
 			if s := in.stock(p); s != 10 {
 				t.Errorf("stock: %d, want 10", s)
 			}
@@ -592,9 +606,9 @@ func TestOrderWork(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, func(c *app.Config) { c.OrderWork = work })
+			in := shop{boot(t, b, func(c *app.Config) { c.OrderWork = work })}
 			q, p := in.newSale(1, nil)
-			u := uniq("patient")
+			u := saleID("patient")
 			tok := in.admit(q, u)[u]
 			start := time.Now()
 			r := in.order(u, tok, p)
