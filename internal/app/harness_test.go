@@ -33,7 +33,7 @@ var backends = []backend{
 
 // instance is one booted waitroom plus a client that speaks its contract.
 type instance struct {
-	t      *testing.T
+	t      testing.TB
 	m      *app.Main
 	base   string
 	secret string
@@ -42,7 +42,7 @@ type instance struct {
 }
 
 // boot starts the real program on :0. edit may adjust the config.
-func boot(t *testing.T, b backend, edit func(*app.Config)) *instance {
+func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 	t.Helper()
 	cfg, err := app.Parse(nil, func(string) string { return "" }, io.Discard)
 	if err != nil {

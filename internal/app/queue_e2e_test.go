@@ -1,6 +1,21 @@
 package app_test
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestEnterAndBecomeReady(t *testing.T) {
 	for _, b := range backends {
@@ -15,5 +30,748 @@ func TestEnterAndBecomeReady(t *testing.T) {
 				t.Fatalf("token %q is shorter than 128 bits of base64", tok)
 			}
 		})
+	}
+}
+
+// ---------------------------------------------------------------- helpers
+
+// on returns the instance reporting to t: a subtest must fail itself, not
+// the test that booted the instance (FailNow only works on the test's own
+// goroutine).
+func (in *instance) reportingTo(t *testing.T) *instance {
+	c := *in
+	c.t = t
+	return &c
+}
+
+// crowdHTTPClient keeps enough connections open for the concurrent tests.
+var crowdHTTPClient = &http.Client{
+	Transport: &http.Transport{MaxIdleConns: 1100, MaxIdleConnsPerHost: 1100},
+	Timeout:   60 * time.Second,
+}
+
+// send is in.do for goroutines other than the test's: it returns errors
+// instead of failing the test.
+func (in *instance) sendNoFail(method, path, auth string, body any) (response, error) {
+	var rd io.Reader
+	if body != nil {
+		j, _ := json.Marshal(body)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, in.base+path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	res, err := crowdHTTPClient.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			return r, fmt.Errorf("%s %s: body is not JSON: %q", method, path, raw)
+		}
+	}
+	return r, nil
+}
+
+// sendAllAtOnce sends one request per auth header, all at once, and returns the
+// answers in the same order.
+func (in *instance) sendAllAtOnce(method, path string, auths []string) []response {
+	in.t.Helper()
+	out := make([]response, len(auths))
+	errs := make([]error, len(auths))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, a := range auths {
+		wg.Go(func() {
+			<-start
+			out[i], errs[i] = in.sendNoFail(method, path, a, nil)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			in.t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// mustPutQueue creates or replaces a queue's config through the admin API.
+func (in *instance) mustPutQueue(name string, cfg map[string]any) response {
+	in.t.Helper()
+	r := in.do("PUT", "/admin/v1/queues/"+name, in.adminAuth(), cfg)
+	if r.status != 200 {
+		in.t.Fatalf("PUT queue %s: %d %s", name, r.status, r.raw)
+	}
+	return r
+}
+
+func (in *instance) mustPatchQueue(name string, cfg map[string]any) response {
+	in.t.Helper()
+	r := in.do("PATCH", "/admin/v1/queues/"+name, in.adminAuth(), cfg)
+	if r.status != 200 {
+		in.t.Fatalf("PATCH queue %s: %d %s", name, r.status, r.raw)
+	}
+	return r
+}
+
+func (in *instance) mustStats(name string) response {
+	in.t.Helper()
+	r := in.do("GET", "/admin/v1/queues/"+name, in.adminAuth(), nil)
+	if r.status != 200 {
+		in.t.Fatalf("GET stats %s: %d %s", name, r.status, r.raw)
+	}
+	return r
+}
+
+func entriesPath(q string) string { return "/api/v1/queues/" + q + "/entries" }
+func mePath(q string) string      { return "/api/v1/queues/" + q + "/entries/me" }
+
+func sortedFields(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkExactFields fails unless the body has exactly these fields.
+func checkExactFields(t *testing.T, r response, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if d := cmp.Diff(want, sortedFields(r.body)); d != "" {
+		t.Errorf("fields of %s (-want +got):\n%s", r.raw, d)
+	}
+}
+
+// isNullField reports whether field is present and null.
+func (r response) isNullField(field string) bool {
+	v, ok := r.body[field]
+	return ok && v == nil
+}
+
+// waitShape is what the wait estimate needs to know about a queue.
+type waitShape struct {
+	rate   float64
+	batch  int64
+	paused bool
+}
+
+// wantEstimate is the contract: ceil(position/rate), 0 within the next batch.
+func (s waitShape) wantEstimate(pos int64) int64 {
+	if pos <= s.batch {
+		return 0
+	}
+	return int64(math.Ceil(float64(pos) / s.rate))
+}
+
+// contractPollBand is the contract's poll interval for an estimate, before jitter.
+func contractPollBand(est int64) int64 {
+	switch {
+	case est >= 60:
+		return 10
+	case est >= 10:
+		return 5
+	}
+	return 2
+}
+
+// checkPollJitter accepts the band's interval jittered by up to ±20% (rounded to
+// whole seconds, as the contract's type is).
+func checkPollJitter(t *testing.T, got, band int64) {
+	t.Helper()
+	lo, hi := int64(math.Round(0.8*float64(band))), int64(math.Round(1.2*float64(band)))
+	if got < lo || got > hi {
+		t.Errorf("pollAfterSeconds %d outside %d±20%% [%d, %d]", got, band, lo, hi)
+	}
+}
+
+// checkWaiting checks a WAITING answer against the contract and returns
+// the position.
+func checkWaiting(t *testing.T, r response, s waitShape) int64 {
+	t.Helper()
+	if r.status != 200 || r.str("status") != "WAITING" {
+		t.Fatalf("want 200 WAITING, got %d %s", r.status, r.raw)
+	}
+	want := []string{"status", "position", "queueLength", "estimatedWaitSeconds", "pollAfterSeconds"}
+	if s.paused {
+		want = append(want, "paused")
+		if r.body["paused"] != true {
+			t.Errorf("paused = %v while paused", r.body["paused"])
+		}
+	}
+	checkExactFields(t, r, want...)
+	pos, length := int64(r.num("position")), int64(r.num("queueLength"))
+	if pos < 1 || pos > length {
+		t.Errorf("position %d outside 1..queueLength %d", pos, length)
+	}
+	est := int64(r.num("estimatedWaitSeconds"))
+	if w := s.wantEstimate(pos); est != w {
+		t.Errorf("position %d at %g/s, batch %d: estimatedWaitSeconds %d, want %d", pos, s.rate, s.batch, est, w)
+	}
+	checkPollJitter(t, int64(r.num("pollAfterSeconds")), contractPollBand(est))
+	return pos
+}
+
+// checkReady checks a READY answer's shape and returns token and expiry.
+func checkReady(t *testing.T, r response) (string, time.Time) {
+	t.Helper()
+	if r.status != 200 || r.str("status") != "READY" {
+		t.Fatalf("want 200 READY, got %d %s", r.status, r.raw)
+	}
+	checkExactFields(t, r, "status", "token", "expiresAt", "pollAfterSeconds")
+	if !r.isNullField("pollAfterSeconds") {
+		t.Errorf("READY pollAfterSeconds = %v, want null", r.body["pollAfterSeconds"])
+	}
+	exp, err := time.Parse(time.RFC3339Nano, r.str("expiresAt"))
+	if err != nil {
+		t.Errorf("expiresAt %q: %v", r.str("expiresAt"), err)
+	}
+	if len(r.str("token")) < 22 {
+		t.Errorf("token %q is shorter than 128 bits of base64", r.str("token"))
+	}
+	return r.str("token"), exp
+}
+
+func checkNotInQueue(t *testing.T, r response) {
+	t.Helper()
+	if r.status != 200 || r.str("status") != "NOT_IN_QUEUE" {
+		t.Fatalf("want 200 NOT_IN_QUEUE, got %d %s", r.status, r.raw)
+	}
+	checkExactFields(t, r, "status", "pollAfterSeconds")
+	if !r.isNullField("pollAfterSeconds") {
+		t.Errorf("NOT_IN_QUEUE pollAfterSeconds = %v, want null", r.body["pollAfterSeconds"])
+	}
+}
+
+// checkErrorAnswer checks the one error shape, its status and its code.
+func checkErrorAnswer(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.status != status || r.errorCode() != code {
+		t.Fatalf("want %d %s, got %d %s", status, code, r.status, r.raw)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type %q", ct)
+	}
+	checkExactFields(t, r, "error")
+	e, _ := r.body["error"].(map[string]any)
+	if msg, _ := e["message"].(string); msg == "" {
+		t.Errorf("error without a message: %s", r.raw)
+	}
+}
+
+// ---------------------------------------------------------------- the line
+
+func TestQueueContract(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			t.Run("crowd", func(t *testing.T) { t.Parallel(); testCrowd(t, in.reportingTo(t)) })
+			t.Run("capacity", func(t *testing.T) { t.Parallel(); testCapacity(t, in.reportingTo(t)) })
+			t.Run("unknown queue", func(t *testing.T) { t.Parallel(); testUnknownQueue(t, in.reportingTo(t)) })
+			t.Run("admission in line order", func(t *testing.T) { t.Parallel(); testAdmissionOrder(t, in.reportingTo(t)) })
+			t.Run("leave closes the gap", func(t *testing.T) { t.Parallel(); testLeave(t, in.reportingTo(t)) })
+			t.Run("session cookie", func(t *testing.T) { t.Parallel(); testSessionCookie(t, in.reportingTo(t)) })
+			t.Run("user id limits", func(t *testing.T) { t.Parallel(); testUserIDLimits(t, in.reportingTo(t)) })
+			t.Run("admin stats", func(t *testing.T) { t.Parallel(); testAdminStats(t, in.reportingTo(t)) })
+			t.Run("admin config validation", func(t *testing.T) { t.Parallel(); testAdminValidation(t, in.reportingTo(t)) })
+			t.Run("admin auth", func(t *testing.T) { t.Parallel(); testAdminAuth(t, in.reportingTo(t)) })
+			t.Run("probes", func(t *testing.T) { t.Parallel(); testProbes(t, in.reportingTo(t)) })
+		})
+	}
+}
+
+// testCrowd: 1000 users enter a paused queue at once; each gets its own
+// place 1..1000, keeps it on re-entry, and is told the estimate and poll
+// interval the contract derives from that place.
+func testCrowd(t *testing.T, in *instance) {
+	const n = 1000
+	q := "crowd"
+	shape := waitShape{rate: 1, batch: 10, paused: true}
+	in.mustPutQueue(q, map[string]any{"paused": true, "ratePerSecond": 1, "batchSize": 10, "intervalMs": 100})
+
+	auths := make([]string, n)
+	for i := range auths {
+		auths[i] = in.as(fmt.Sprintf("crowd-%04d", i))
+	}
+	userAt := make([]int, n+1) // position → index into auths
+	for i, r := range in.sendAllAtOnce("POST", entriesPath(q), auths) {
+		pos := checkWaiting(t, r, shape)
+		if pos < 1 || pos > n || userAt[pos] != 0 {
+			t.Fatalf("user %d got position %d, out of range or taken", i, pos)
+		}
+		userAt[pos] = i + 1
+		// Nobody leaves, so a newcomer is last: position = length then.
+		if l := int64(r.num("queueLength")); l != pos {
+			t.Errorf("newcomer at %d was told queueLength %d", pos, l)
+		}
+	}
+	for pos := 1; pos <= n; pos++ {
+		if userAt[pos] == 0 {
+			t.Fatalf("position %d was given to nobody", pos)
+		}
+		userAt[pos]-- // back to a 0-based index
+	}
+	posOf := make([]int64, n)
+	for pos := 1; pos <= n; pos++ {
+		posOf[userAt[pos]] = int64(pos)
+	}
+
+	t.Run("re-entry keeps the place", func(t *testing.T) {
+		for i, r := range in.sendAllAtOnce("POST", entriesPath(q), auths) {
+			if pos := checkWaiting(t, r, shape); pos != posOf[i] {
+				t.Errorf("user %d re-entered at %d, had %d", i, pos, posOf[i])
+			}
+			if l := int64(r.num("queueLength")); l != n {
+				t.Errorf("queueLength %d, want %d", l, n)
+			}
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		for i, r := range in.sendAllAtOnce("GET", mePath(q), auths) {
+			if pos := checkWaiting(t, r, shape); pos != posOf[i] {
+				t.Errorf("user %d status at %d, had %d", i, pos, posOf[i])
+			}
+			if l := int64(r.num("queueLength")); l != n {
+				t.Errorf("queueLength %d, want %d", l, n)
+			}
+		}
+	})
+
+	// The estimate and the poll bands follow the rate (estimate, not
+	// position, picks the band), so a rate change moves them.
+	bands := []struct {
+		rate                   float64
+		pos, wantEst, wantPoll int64
+	}{
+		{1, 1, 0, 2}, {1, 5, 0, 2}, {1, 10, 0, 2}, {1, 11, 11, 5}, {1, 30, 30, 5}, {1, 59, 59, 5},
+		{1, 60, 60, 10}, {1, 100, 100, 10}, {1, 1000, 1000, 10},
+		{10, 5, 0, 2}, {10, 30, 3, 2}, {10, 99, 10, 5}, {10, 100, 10, 5}, {10, 591, 60, 10}, {10, 1000, 100, 10},
+		{0.5, 11, 22, 5}, {0.5, 29, 58, 5}, {0.5, 30, 60, 10},
+	}
+	for _, rate := range []float64{1, 10, 0.5} {
+		t.Run(fmt.Sprintf("bands at %g per s", rate), func(t *testing.T) {
+			in := in.reportingTo(t)
+			in.mustPatchQueue(q, map[string]any{"ratePerSecond": rate})
+			shape := waitShape{rate: rate, batch: 10, paused: true}
+			for _, c := range bands {
+				if c.rate != rate {
+					continue
+				}
+				t.Run(fmt.Sprintf("position %d", c.pos), func(t *testing.T) {
+					r := in.reportingTo(t).do("GET", mePath(q), auths[userAt[c.pos]], nil)
+					if pos := checkWaiting(t, r, shape); pos != c.pos {
+						t.Fatalf("position %d, want %d", pos, c.pos)
+					}
+					if est := int64(r.num("estimatedWaitSeconds")); est != c.wantEst {
+						t.Errorf("estimatedWaitSeconds %d, want %d", est, c.wantEst)
+					}
+					checkPollJitter(t, int64(r.num("pollAfterSeconds")), c.wantPoll)
+				})
+			}
+		})
+	}
+
+	st := in.mustStats(q)
+	if st.num("length") != n || st.num("admittedTotal") != 0 || st.body["paused"] != true {
+		t.Errorf("stats after the crowd: %s", st.raw)
+	}
+}
+
+// testCapacity: a full line answers 429 queue_full with Retry-After to
+// newcomers, while members can still re-enter.
+func testCapacity(t *testing.T, in *instance) {
+	q := "small"
+	shape := waitShape{rate: 100, batch: 10, paused: true}
+	in.mustPutQueue(q, map[string]any{"paused": true, "capacity": 3})
+	for i := 1; i <= 3; i++ {
+		r := in.do("POST", entriesPath(q), in.as(fmt.Sprintf("cap-%d", i)), nil)
+		if pos := checkWaiting(t, r, shape); pos != int64(i) {
+			t.Fatalf("cap-%d at %d", i, pos)
+		}
+	}
+	r := in.do("POST", entriesPath(q), in.as("cap-4"), nil)
+	checkErrorAnswer(t, r, http.StatusTooManyRequests, "queue_full")
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+		t.Errorf("Retry-After %q, want whole seconds ≥ 1", r.header.Get("Retry-After"))
+	}
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("cap-2"), nil), shape); pos != 2 {
+		t.Errorf("a member re-entering a full line got %d, want 2", pos)
+	}
+	checkNotInQueue(t, in.do("GET", mePath(q), in.as("cap-4"), nil))
+	// A place freed is a place taken.
+	if r := in.do("DELETE", mePath(q), in.as("cap-1"), nil); r.status != http.StatusNoContent {
+		t.Fatalf("leave: %d %s", r.status, r.raw)
+	}
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("cap-4"), nil), shape); pos != 3 {
+		t.Errorf("cap-4 after a place freed: %d, want 3", pos)
+	}
+	checkErrorAnswer(t, in.do("POST", entriesPath(q), in.as("cap-5"), nil), http.StatusTooManyRequests, "queue_full")
+	if st := in.mustStats(q); st.num("length") != 3 {
+		t.Errorf("length %v, want 3", st.body["length"])
+	}
+}
+
+func testUnknownQueue(t *testing.T, in *instance) {
+	for _, c := range []struct {
+		name, method, path, auth string
+		body                     any
+	}{
+		{"enter", "POST", entriesPath("nosuchqueue"), in.as("u"), nil},
+		{"status", "GET", mePath("nosuchqueue"), in.as("u"), nil},
+		{"admin stats", "GET", "/admin/v1/queues/nosuchqueue", in.adminAuth(), nil},
+		{"admin patch", "PATCH", "/admin/v1/queues/nosuchqueue", in.adminAuth(), map[string]any{"paused": false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkErrorAnswer(t, in.reportingTo(t).do(c.method, c.path, c.auth, c.body), http.StatusNotFound, "queue_not_found")
+		})
+	}
+	// Leaving a line you are not in (of any queue) has the outcome asked for.
+	if r := in.do("DELETE", mePath("nosuchqueue"), in.as("u"), nil); r.status != http.StatusNoContent {
+		t.Errorf("leave an unknown queue: %d %s", r.status, r.raw)
+	}
+	// Still unknown: none of the above created it.
+	checkErrorAnswer(t, in.do("GET", "/admin/v1/queues/nosuchqueue", in.adminAuth(), nil), http.StatusNotFound, "queue_not_found")
+}
+
+// testAdmissionOrder: unpausing lets users in one by one in line order,
+// each with a token that lives tokenTtlSeconds; READY is sticky.
+func testAdmissionOrder(t *testing.T, in *instance) {
+	const n, ttl = 6, 120
+	q := "inorder"
+	in.mustPutQueue(q, map[string]any{"paused": true, "ratePerSecond": 10, "batchSize": 1, "intervalMs": 100, "tokenTtlSeconds": ttl})
+	users := make([]string, n)
+	for i := range users {
+		users[i] = in.as(fmt.Sprintf("ord-%d", i))
+		if pos := checkWaiting(t, in.do("POST", entriesPath(q), users[i], nil), waitShape{10, 1, true}); pos != int64(i+1) {
+			t.Fatalf("ord-%d at %d", i, pos)
+		}
+	}
+	// Paused: nobody gets in, even after the admitter has seen the queue.
+	time.Sleep(1200 * time.Millisecond)
+	checkWaiting(t, in.do("GET", mePath(q), users[0], nil), waitShape{10, 1, true})
+
+	if st := in.mustPatchQueue(q, map[string]any{"paused": false}); st.body["paused"] != false {
+		t.Fatalf("unpause: %s", st.raw)
+	}
+	// Poll from the back of the line to the front: whoever is READY at
+	// some moment had everyone before them admitted earlier, so each sweep
+	// must see a prefix of the line READY.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ready := make([]bool, n)
+		for i := n - 1; i >= 0; i-- {
+			r := in.do("GET", mePath(q), users[i], nil)
+			switch r.str("status") {
+			case "READY":
+				ready[i] = true
+			case "WAITING":
+				checkWaiting(t, r, waitShape{10, 1, false})
+			default:
+				t.Fatalf("ord-%d: %d %s", i, r.status, r.raw)
+			}
+		}
+		k := 0
+		for k < n && ready[k] {
+			k++
+		}
+		if slices.Contains(ready[k:], true) {
+			t.Fatalf("admitted out of line order: READY = %v", ready)
+		}
+		if k == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d admitted in time", k, n)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+
+	now := time.Now()
+	tokens := map[string]bool{}
+	var prev time.Time
+	for i, u := range users {
+		tok, exp := checkReady(t, in.do("GET", mePath(q), u, nil))
+		if tokens[tok] {
+			t.Errorf("ord-%d got a token already handed out", i)
+		}
+		tokens[tok] = true
+		if ahead := exp.Sub(now); ahead < (ttl-15)*time.Second || ahead > (ttl+2)*time.Second {
+			t.Errorf("ord-%d: expiresAt %v is %v ahead, want about %ds", i, exp, ahead, ttl)
+		}
+		// Admitted one per tick in line order: the expiries follow the line.
+		if !exp.After(prev) {
+			t.Errorf("ord-%d expires at %v, not after the one before (%v)", i, exp, prev)
+		}
+		prev = exp
+
+		// Entering again while READY keeps the same token.
+		tok2, exp2 := checkReady(t, in.do("POST", entriesPath(q), u, nil))
+		if tok2 != tok || !exp2.Equal(exp) {
+			t.Errorf("ord-%d re-entered READY with %q %v, had %q %v", i, tok2, exp2, tok, exp)
+		}
+	}
+	// Pausing stops admission, not the tokens already out: READY keeps its
+	// shape, and so does NOT_IN_QUEUE below.
+	in.mustPatchQueue(q, map[string]any{"paused": true})
+	if tok, _ := checkReady(t, in.do("GET", mePath(q), users[n-1], nil)); !tokens[tok] {
+		t.Errorf("READY while paused with an unknown token")
+	}
+	st := in.mustStats(q)
+	if st.num("admittedTotal") != n || st.num("activeTokens") != n || st.num("length") != 0 {
+		t.Errorf("stats after admitting everyone: %s", st.raw)
+	}
+	// Giving back an unused token.
+	if r := in.do("DELETE", mePath(q), users[0], nil); r.status != http.StatusNoContent || r.raw != "" {
+		t.Fatalf("give back a token: %d %q", r.status, r.raw)
+	}
+	checkNotInQueue(t, in.do("GET", mePath(q), users[0], nil))
+	if st := in.mustStats(q); st.num("activeTokens") != n-1 {
+		t.Errorf("activeTokens %v after a token was given back, want %d", st.body["activeTokens"], n-1)
+	}
+}
+
+// testLeave: leaving closes the gap for everyone behind; coming back means
+// the end of the line.
+func testLeave(t *testing.T, in *instance) {
+	q := "gap"
+	shape := waitShape{rate: 100, batch: 10, paused: true}
+	in.mustPutQueue(q, map[string]any{"paused": true})
+	names := []string{"gap-a", "gap-b", "gap-c", "gap-d"}
+	for i, u := range names {
+		if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as(u), nil), shape); pos != int64(i+1) {
+			t.Fatalf("%s at %d", u, pos)
+		}
+	}
+	r := in.do("DELETE", mePath(q), in.as("gap-b"), nil)
+	if r.status != http.StatusNoContent || r.raw != "" {
+		t.Fatalf("leave: %d %q", r.status, r.raw)
+	}
+	for _, c := range []struct {
+		user      string
+		pos, size int64
+	}{{"gap-a", 1, 3}, {"gap-c", 2, 3}, {"gap-d", 3, 3}} {
+		r := in.do("GET", mePath(q), in.as(c.user), nil)
+		if pos := checkWaiting(t, r, shape); pos != c.pos || int64(r.num("queueLength")) != c.size {
+			t.Errorf("%s: %s, want position %d of %d", c.user, r.raw, c.pos, c.size)
+		}
+	}
+	checkNotInQueue(t, in.do("GET", mePath(q), in.as("gap-b"), nil))
+	if r := in.do("DELETE", mePath(q), in.as("gap-b"), nil); r.status != http.StatusNoContent {
+		t.Errorf("leaving twice: %d %s", r.status, r.raw)
+	}
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("gap-b"), nil), shape); pos != 4 {
+		t.Errorf("gap-b came back at %d, want the end (4)", pos)
+	}
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("gap-a"), nil), shape); pos != 1 {
+		t.Errorf("gap-a re-entered at %d, want 1", pos)
+	}
+}
+
+// testSessionCookie: the page hands out a signed anonymous session that
+// the API accepts as identity.
+func testSessionCookie(t *testing.T, in *instance) {
+	q := "cookies"
+	in.mustPutQueue(q, map[string]any{"paused": true})
+	page := in.do("GET", "/", "", nil)
+	if page.status != 200 {
+		t.Fatalf("GET /: %d", page.status)
+	}
+	set := page.header.Values("Set-Cookie")
+	if len(set) != 1 {
+		t.Fatalf("GET / set cookies %q, want one", set)
+	}
+	c, err := http.ParseSetCookie(set[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "wr_session" || c.Value == "" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
+		t.Fatalf("session cookie %q: want wr_session, HttpOnly, SameSite=Lax, Path=/", set[0])
+	}
+	cookie := c.Name + "=" + c.Value
+	shape := waitShape{rate: 100, batch: 10, paused: true}
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
+		t.Errorf("entered with the cookie at %d", pos)
+	}
+	if pos := checkWaiting(t, in.do("GET", mePath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
+		t.Errorf("status with the cookie at %d", pos)
+	}
+	// A second visitor is someone else.
+	other := in.do("GET", "/q/"+q, "", nil)
+	c2, err := http.ParseSetCookie(other.header.Get("Set-Cookie"))
+	if err != nil || c2.Value == c.Value {
+		t.Fatalf("second visitor's cookie %q (err %v)", other.header.Get("Set-Cookie"), err)
+	}
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), "", nil, "Cookie", c2.Name+"="+c2.Value), shape); pos != 2 {
+		t.Errorf("second visitor at %d, want 2", pos)
+	}
+	// A visitor who has a session keeps it.
+	if again := in.do("GET", "/", "", nil, "Cookie", cookie); again.header.Get("Set-Cookie") != "" {
+		t.Errorf("a visitor with a session got a new cookie: %q", again.header.Get("Set-Cookie"))
+	}
+	if r := in.do("DELETE", mePath(q), "", nil, "Cookie", cookie); r.status != http.StatusNoContent {
+		t.Errorf("leave with the cookie: %d %s", r.status, r.raw)
+	}
+	checkErrorAnswer(t, in.do("GET", mePath(q), "", nil), http.StatusUnauthorized, "unauthenticated")
+}
+
+// testUserIDLimits: the longest and the oddest ids the contract allows work.
+func testUserIDLimits(t *testing.T, in *instance) {
+	q := "ids"
+	in.mustPutQueue(q, map[string]any{"paused": true})
+	for _, id := range []string{
+		"x", strings.Repeat("u", 128), `a.b-c_d@e|f~!#$%^&*()+=[]<>?/\'"` + "`:;,", "user:1", "42",
+	} {
+		t.Run(id, func(t *testing.T) {
+			in := in.reportingTo(t)
+			r := in.do("POST", entriesPath(q), in.as(id), nil)
+			pos := checkWaiting(t, r, waitShape{100, 10, true})
+			if p := checkWaiting(t, in.do("GET", mePath(q), in.as(id), nil), waitShape{100, 10, true}); p != pos {
+				t.Errorf("status at %d, entered at %d", p, pos)
+			}
+		})
+	}
+}
+
+func testAdminStats(t *testing.T, in *instance) {
+	st := in.mustStats("default")
+	checkExactFields(t, st, "queue", "ratePerSecond", "batchSize", "intervalMs", "capacity", "tokenTtlSeconds",
+		"paused", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond", "rateDerivation")
+	want := map[string]any{
+		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
+		"tokenTtlSeconds": 300.0, "paused": false, "length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
+		"consumedTotal": 0.0,
+		// The rate comes from the bottleneck, and says how.
+		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",
+	}
+	for k, v := range want {
+		if st.body[k] != v {
+			t.Errorf("%s = %#v, want %#v", k, st.body[k], v)
+		}
+	}
+	if m, ok := st.body["measuredRatePerSecond"].(float64); !ok || m < 0 {
+		t.Errorf("measuredRatePerSecond = %#v", st.body["measuredRatePerSecond"])
+	}
+
+	list := in.do("GET", "/admin/v1/queues", in.adminAuth(), nil)
+	if list.status != 200 {
+		t.Fatalf("list: %d %s", list.status, list.raw)
+	}
+	qs, _ := list.body["queues"].([]any)
+	found := false
+	for _, q := range qs {
+		if m, _ := q.(map[string]any); m["queue"] == "default" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("default missing from %s", list.raw)
+	}
+}
+
+// testAdminValidation: a config that cannot work is 400 invalid_config and
+// changes nothing; a good change is applied and shown.
+func testAdminValidation(t *testing.T, in *instance) {
+	q := "cfg"
+	before := in.mustPutQueue(q, map[string]any{})
+	for _, c := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"negative rate", map[string]any{"ratePerSecond": -1}},
+		{"zero rate", map[string]any{"ratePerSecond": 0}},
+		{"absurd rate", map[string]any{"ratePerSecond": 1e7, "batchSize": 10000, "intervalMs": 1}},
+		{"zero batch", map[string]any{"batchSize": 0}},
+		{"negative batch", map[string]any{"batchSize": -5}},
+		{"huge batch", map[string]any{"batchSize": 10001}},
+		{"zero interval", map[string]any{"intervalMs": 0}},
+		{"interval over a minute", map[string]any{"intervalMs": 60001}},
+		{"overflowing interval", map[string]any{"intervalMs": int64(math.MaxInt64)}},
+		{"zero capacity", map[string]any{"capacity": 0}},
+		{"zero token ttl", map[string]any{"tokenTtlSeconds": 0}},
+		{"token ttl over a day", map[string]any{"tokenTtlSeconds": 86401}},
+		{"overflowing token ttl", map[string]any{"tokenTtlSeconds": int64(math.MinInt64)}},
+		{"rate×interval over batch", map[string]any{"ratePerSecond": 1000, "batchSize": 10, "intervalMs": 100}},
+		{"longer interval over batch", map[string]any{"intervalMs": 1000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := in.reportingTo(t)
+			checkErrorAnswer(t, in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), c.body), http.StatusBadRequest, "invalid_config")
+			checkErrorAnswer(t, in.do("PUT", "/admin/v1/queues/"+q, in.adminAuth(), c.body), http.StatusBadRequest, "invalid_config")
+		})
+	}
+	if d := cmp.Diff(before.body, in.mustStats(q).body); d != "" {
+		t.Errorf("refused configs changed the queue (-before +after):\n%s", d)
+	}
+	after := in.mustPatchQueue(q, map[string]any{"ratePerSecond": 200, "batchSize": 20})
+	if after.num("ratePerSecond") != 200 || after.num("batchSize") != 20 || after.str("rateDerivation") != "set by admin" ||
+		after.num("intervalMs") != 100 || after.num("capacity") != 100000 || after.num("tokenTtlSeconds") != 300 {
+		t.Errorf("PATCH answered %s", after.raw)
+	}
+	if d := cmp.Diff(after.body, in.mustStats(q).body); d != "" {
+		t.Errorf("GET differs from the PATCH answer:\n%s", d)
+	}
+	// PUT means exactly this: the fields left out go back to the defaults.
+	if put := in.mustPutQueue(q, map[string]any{"capacity": 5}); put.num("ratePerSecond") != 100 || put.num("capacity") != 5 {
+		t.Errorf("PUT answered %s", put.raw)
+	}
+}
+
+func testAdminAuth(t *testing.T, in *instance) {
+	routes := []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/admin/v1/queues", nil},
+		{"GET", "/admin/v1/queues/default", nil},
+		{"PUT", "/admin/v1/queues/authq", map[string]any{}},
+		{"PATCH", "/admin/v1/queues/default", map[string]any{"paused": true}},
+		{"PUT", "/admin/v1/products/authp", map[string]any{"name": "x", "stock": 1}},
+	}
+	auths := []struct{ name, value string }{
+		{"none", ""},
+		{"wrong token", "Bearer wrong"},
+		{"token with extra", in.adminAuth() + "x"},
+		{"token prefix", in.adminAuth()[:len(in.adminAuth())-1]},
+		{"token without scheme", in.admin},
+		{"basic", "Basic " + in.admin},
+		{"user JWT", in.as("admin")},
+	}
+	for _, rt := range routes {
+		for _, a := range auths {
+			t.Run(rt.method+" "+rt.path+" "+a.name, func(t *testing.T) {
+				checkErrorAnswer(t, in.reportingTo(t).do(rt.method, rt.path, a.value, rt.body), http.StatusUnauthorized, "admin_unauthorized")
+			})
+		}
+	}
+	checkErrorAnswer(t, in.do("GET", "/admin/v1/queues/authq", in.adminAuth(), nil), http.StatusNotFound, "queue_not_found")
+	if st := in.mustStats("default"); st.body["paused"] != false {
+		t.Errorf("an unauthorized PATCH paused the default queue")
+	}
+	if r := in.do("GET", "/api/v1/products/authp", "", nil); r.status != http.StatusNotFound {
+		t.Errorf("an unauthorized PUT created a product: %d %s", r.status, r.raw)
+	}
+}
+
+func testProbes(t *testing.T, in *instance) {
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
+		r := in.do("GET", path, "", nil)
+		if r.status != 200 || r.str("status") != want {
+			t.Errorf("%s: %d %s", path, r.status, r.raw)
+		}
 	}
 }

@@ -18,15 +18,19 @@ type entryJSON struct {
 	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
 	// PollAfterSeconds is always present: null when there is nothing to wait for.
 	PollAfterSeconds *int64 `json:"pollAfterSeconds"`
-	// Paused is present (true) only while admission is paused.
+	// Paused is present (true) only on WAITING while admission is paused.
 	Paused bool `json:"paused,omitempty"`
 }
 
 func toEntryJSON(v queue.View) entryJSON {
-	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds, Paused: v.Paused}
+	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
 	switch v.State {
 	case queue.Waiting:
 		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
+		// paused qualifies the estimate, so only WAITING carries it: READY
+		// and NOT_IN_QUEUE keep their documented shapes (DESIGN.md §3)
+		// whatever the queue's pause switch says.
+		e.Paused = v.Paused
 	case queue.Ready:
 		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
 	}

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -144,13 +145,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeJSON reads one JSON object of at most maxBody bytes, refusing
 // unknown fields so a typo is an error rather than silently ignored.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// The whole (bounded) body is read before parsing, so every body over
+	// maxBody is 413 whatever it holds. Decoding straight from the stream
+	// answered 400 instead when the JSON broke, or only trailing white space
+	// followed, before the limit was reached.
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return errTooLarge
 		}
+		return errWith(errBadRequest, "reading the body: "+err.Error())
+	}
+	// Only an object: `null` would otherwise decode without error into the
+	// zero value (a PUT of "null" created a queue with the defaults).
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return errWith(errBadRequest, "body must be one JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return errWith(errBadRequest, "body must be one JSON object: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {

@@ -27,7 +27,7 @@ type Payment interface {
 // Request is one attempt to buy.
 type Request struct {
 	UserID, ProductID, Token, IdempotencyKey string
-	Quantity                                  int64
+	Quantity                                 int64
 }
 
 // Validate reports bad input before anything is locked or written.

@@ -98,8 +98,8 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 
 // loop ticks one queue. After each attempt it sleeps until the next tick is
 // due plus a random part of half an interval: the jitter that keeps the
-// instances (and the users they admit) from moving in lockstep. A due tick
-// not claimed within its interval is lost rather than made up in a burst.
+// instances (and the users they admit) from moving in lockstep. The store
+// makes up at most one late tick, so a stalled loop never releases a burst.
 func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	timer := time.NewTimer(0)

@@ -15,10 +15,16 @@ func ValidateUserID(id string) error {
 	return nil
 }
 
-// ValidateQueueName accepts 1–64 of [a-zA-Z0-9_.-].
+// ValidateQueueName accepts 1–64 of [a-zA-Z0-9_.-], except "." and "..".
 func ValidateQueueName(name string) error {
 	if len(name) == 0 || len(name) > 64 {
 		return fmt.Errorf("%w: must be 1-64 characters", ErrInvalidQueue)
+	}
+	// The name is a URL path segment (/api/v1/queues/{queue}/…, /q/{queue}),
+	// and clients, browsers and proxies remove the dot segments "." and
+	// "..": such a queue could be created (as %2E%2E) but not reliably used.
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q is a URL dot segment", ErrInvalidQueue, name)
 	}
 	for _, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'

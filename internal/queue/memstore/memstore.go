@@ -178,8 +178,8 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 }
 
 // Admit implements queue.Store, with admit.lua's rules: a tick is due when
-// the clock reaches next; claiming it moves next one interval on, or
-// re-anchors it when a whole interval went unclaimed.
+// the clock reaches next; claiming it moves next one interval on, but never
+// leaves more than one tick of backlog.
 func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Admission, error) {
 	q, err := s.queue(name)
 	if err != nil {
@@ -188,12 +188,16 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now().Truncate(time.Millisecond)
-	if now.Before(q.next) {
-		return queue.Admission{NextIn: q.next.Sub(now)}, nil
+	due := q.next
+	if due.IsZero() {
+		due = now
 	}
-	next := q.next.Add(q.cfg.Interval)
-	if !next.After(now) {
-		next = now.Add(q.cfg.Interval)
+	if now.Before(due) {
+		return queue.Admission{NextIn: due.Sub(now)}, nil
+	}
+	next := due.Add(q.cfg.Interval)
+	if next.Before(now) {
+		next = now // more than one tick behind: make up one, drop the rest
 	}
 	q.forgetExpired(now)
 

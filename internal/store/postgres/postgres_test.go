@@ -226,3 +226,43 @@ func withFreshSchema(t *testing.T, dbURL string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// BenchmarkOrdersOnTwentyConnections is the seed's bottleneck: the order
+// API's 20 connections (pool 40 × share 0.5), 40 buyers of one product at
+// once, each order holding its connection for `work`. With 200 ms of work
+// the ceiling is 20 × 1000/200 = 100 orders/s; the benchmark reports the
+// measured rate and its share of that ceiling:
+//
+//	scripts/test.sh -run '^$' -bench OrdersOnTwenty -benchtime 3s ./internal/store/postgres/
+func BenchmarkOrdersOnTwentyConnections(b *testing.B) {
+	const conns = 20
+	s := mustOpen(b, testenv.DatabaseURL(b), conns)
+	run := "bench20-" + rand.Text()[:12]
+	for _, work := range []time.Duration{0, 200 * time.Millisecond} {
+		b.Run(fmt.Sprintf("work=%v", work), func(b *testing.B) {
+			p := order.Product{ID: fmt.Sprintf("%s-%v", run, work), Name: "bench", Stock: 1 << 40}
+			if _, err := s.PutProduct(context.Background(), p); err != nil {
+				b.Fatal(err)
+			}
+			var seq atomic.Int64
+			b.SetParallelism(max(1, 2*conns/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					o := order.NewOrder{ProductID: p.ID, UserID: fmt.Sprintf("%s-u%d", p.ID, n), Quantity: 1,
+						Token: fmt.Sprintf("%s-t%d", p.ID, n)}
+					if _, err := s.CreateOrder(context.Background(), o, work, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			rate := float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(rate, "orders/s")
+			if work > 0 {
+				b.ReportMetric(rate/(conns*float64(time.Second)/float64(work)), "of_ceiling")
+			}
+		})
+	}
+}

@@ -3,10 +3,11 @@
 -- Every instance calls this about once per interval; the tick is due when
 -- Redis's clock has reached adm.next, and claiming it moves adm.next one
 -- interval on, so N instances together admit the configured global rate and
--- no leader is needed. A tick not claimed within its own interval is lost
--- (next is re-anchored to now) rather than made up later in a burst. The
--- popped users get their tokens in the same script: nobody is ever popped
--- without a token.
+-- no leader is needed. A tick claimed late is made up: the next one stays
+-- due one interval after the late one's due time. A backlog of more than one
+-- tick is dropped (next re-anchors to now), so a stalled instance releases at
+-- most two batches back to back, never a burst. The popped users get their
+-- tokens in the same script: nobody is ever popped without a token.
 --
 -- KEYS[1] line   ZSET user → ticket
 -- KEYS[2] cfg    HASH queue config
@@ -27,16 +28,13 @@ local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count')
-local due = tonumber(adm[1]) or 0
+local due = tonumber(adm[1]) or now
 if now < due then
   return {0, due - now}
 end
 
 -- Claim this tick.
-local next = due + interval
-if next <= now then
-  next = now + interval
-end
+local next = math.max(due + interval, now)
 
 -- Forget expired tokens (bounded work per tick).
 local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 1000)
