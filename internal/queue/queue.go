@@ -124,10 +124,17 @@ type Admission struct {
 type Stats struct {
 	Queue         string
 	Config        Config
-	Length        int64
+	Length       int64
+	ActiveTokens int64
+	// The totals add up at any instant:
+	//   EnteredTotal  = Length + AdmittedTotal + LeftTotal
+	//   AdmittedTotal = ConsumedTotal + ActiveTokens + ExpiredTotal + ReturnedTotal
+	EnteredTotal  int64 // joins (re-entries keep their place and do not count)
 	AdmittedTotal int64
-	ActiveTokens  int64
-	ConsumedTotal int64
+	LeftTotal     int64 // left the line before admission
+	ConsumedTotal int64 // tokens spent on an order
+	ExpiredTotal  int64 // tokens that ran out
+	ReturnedTotal int64 // unused tokens given back
 	// MeasuredRate is the admitted users per second over the last few
 	// seconds (all instances together); 0 when nothing was admitted lately.
 	MeasuredRate float64

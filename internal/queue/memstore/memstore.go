@@ -57,12 +57,12 @@ type state struct {
 	// front without scanning them all.
 	issued []issuedToken
 
-	next               time.Time // when the next admission tick is due
-	carry              float64
-	admitted, consumed int64
-	winStart           time.Time
-	winCount           int64
-	measured           float64
+	next                                   time.Time // when the next admission tick is due
+	carry                                  float64
+	admitted, consumed, left, expired, ret int64
+	winStart                               time.Time
+	winCount                               int64
+	measured                               float64
 }
 
 func (s *Store) queue(name string) (*state, error) {
@@ -124,7 +124,10 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 	if e, ok := q.standing(user, s.now()); ok {
 		return e, nil
 	}
-	delete(q.tokens, user) // expired, if there was one
+	if _, ok := q.tokens[user]; ok { // expired: forget it, line up again
+		delete(q.tokens, user)
+		q.expired++
+	}
 	if q.line.len() >= q.cfg.Capacity {
 		return queue.Entry{}, queue.ErrQueueFull
 	}
@@ -168,10 +171,12 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.line.remove(user) {
+		q.left++
 		return true, nil
 	}
 	if _, ok := q.tokens[user]; ok {
 		delete(q.tokens, user)
+		q.ret++
 		return true, nil
 	}
 	return false, nil
@@ -242,6 +247,7 @@ func (q *state) forgetExpired(now time.Time) {
 		it := q.issued[i]
 		if t, ok := q.tokens[it.user]; ok && t.value == it.value {
 			delete(q.tokens, it.user)
+			q.expired++
 		}
 	}
 	q.issued = q.issued[i:]
@@ -299,11 +305,18 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
-	st := queue.Stats{Config: q.cfg, Length: q.line.len(), AdmittedTotal: q.admitted, ConsumedTotal: q.consumed}
-	for _, t := range q.tokens {
-		if t.expires.After(now) {
-			st.ActiveTokens++
+	// A full sweep, not forgetExpired's front-of-line one: after a TTL
+	// change tokens are no longer issued in expiry order.
+	for u, t := range q.tokens {
+		if !t.expires.After(now) {
+			delete(q.tokens, u)
+			q.expired++
 		}
+	}
+	st := queue.Stats{
+		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)),
+		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
+		ConsumedTotal: q.consumed, ExpiredTotal: q.expired, ReturnedTotal: q.ret,
 	}
 	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
 		st.MeasuredRate = q.measured

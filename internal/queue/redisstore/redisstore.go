@@ -140,7 +140,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, error) {
 	k := keysFor(s.prefix, name)
-	r, err := enterScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.tokens, k.texp}, user).Slice()
+	r, err := enterScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.tokens, k.texp, k.adm}, user).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -250,7 +250,7 @@ func (s *Store) EndUse(ctx context.Context, name, user, token string, consumed b
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	k := keysFor(s.prefix, name)
-	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp}).Slice()
+	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.seq}).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}
@@ -263,6 +263,10 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		AdmittedTotal: p.int(1),
 		ConsumedTotal: p.int(2),
 		ActiveTokens:  p.int(3),
+		EnteredTotal:  p.int(6),
+		LeftTotal:     p.int(7),
+		ExpiredTotal:  p.int(8),
+		ReturnedTotal: p.int(9),
 	}
 	// A window that has not closed for two of its lengths means admission
 	// stopped (no instance running): the last figure would be stale.

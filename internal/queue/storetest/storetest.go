@@ -41,7 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"TokenUseRules", testTokenUse},
 		{"ConcurrentUseOfOneToken", testConcurrentUse},
 		{"LeaveGivesBackToken", testLeaveGivesBackToken},
-		{"StatsAddUp", testStats},
+		{"Stats", testStats},
+		{"StatsAddUp", testStatsAddUp},
 		{"ConfigRoundTrip", testConfigRoundTrip},
 	}
 	for _, tt := range tests {
@@ -552,7 +553,7 @@ func testStats(t *testing.T, s queue.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := queue.Stats{Length: 5, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig()}
+	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig()}
 	if diff := cmp.Diff(want, st, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".MeasuredRate" }, cmp.Ignore())); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
@@ -572,5 +573,62 @@ func testConfigRoundTrip(t *testing.T, s queue.Store) {
 	names, err := s.Queues(context.Background())
 	if err != nil || indexOf(names, q) < 0 {
 		t.Fatalf("Queues() = %v, %v; want it to include %s", names, err, q)
+	}
+}
+
+// testStatsAddUp runs a random mix of every way in and out of the line and
+// checks the totals balance exactly:
+// entered = waiting + admitted + left; admitted = consumed + active + expired + returned.
+func testStatsAddUp(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.RatePerSecond, c.BatchSize = 3000, 3 // 3 per 1 ms tick
+	c.TokenTTL = 300 * time.Millisecond
+	q := newQueue(t, s, c)
+	rnd := rand.New(rand.NewPCG(7, 7))
+	check := func(when string) {
+		t.Helper()
+		st, err := s.Stats(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.EnteredTotal != st.Length+st.AdmittedTotal+st.LeftTotal {
+			t.Fatalf("%s: entered %d ≠ waiting %d + admitted %d + left %d", when,
+				st.EnteredTotal, st.Length, st.AdmittedTotal, st.LeftTotal)
+		}
+		if st.AdmittedTotal != st.ConsumedTotal+st.ActiveTokens+st.ExpiredTotal+st.ReturnedTotal {
+			t.Fatalf("%s: admitted %d ≠ consumed %d + active %d + expired %d + returned %d", when,
+				st.AdmittedTotal, st.ConsumedTotal, st.ActiveTokens, st.ExpiredTotal, st.ReturnedTotal)
+		}
+	}
+	for step := range 300 {
+		u := fmt.Sprintf("u%d", rnd.IntN(60))
+		switch rnd.IntN(6) {
+		case 0, 1:
+			if _, err := s.Enter(ctx, q, u); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			mustLeave(t, s, q, u)
+		case 3:
+			admitDue(t, s, q, c.BatchSize)
+		case 4:
+			if e := mustStatus(t, s, q, u); e.State == queue.Ready {
+				if err := s.BeginUse(ctx, q, u, e.Token, time.Second); err == nil {
+					s.EndUse(ctx, q, u, e.Token, rnd.IntN(2) == 0)
+				}
+			}
+		case 5:
+			time.Sleep(time.Duration(rnd.IntN(40)) * time.Millisecond)
+		}
+		if step%25 == 0 {
+			check(fmt.Sprintf("step %d", step))
+		}
+	}
+	time.Sleep(c.TokenTTL + 50*time.Millisecond)
+	check("after every token expired")
+	st, _ := s.Stats(ctx, q)
+	if st.ExpiredTotal == 0 || st.ConsumedTotal == 0 || st.LeftTotal == 0 || st.AdmittedTotal == 0 {
+		t.Fatalf("the run did not exercise every path: %+v", st)
 	}
 }

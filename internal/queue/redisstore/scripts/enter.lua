@@ -8,6 +8,7 @@
 -- KEYS[3] cfg    HASH queue config
 -- KEYS[4] tokens HASH user → entry token
 -- KEYS[5] texp   ZSET user → token expiry (ms, Redis TIME)
+-- KEYS[6] adm    HASH counters
 -- ARGV[1] user id
 -- Reply: {-1} unknown queue
 --        {-2, length} line full
@@ -35,6 +36,7 @@ if token then
   -- Expired: forget it, and line up again like anyone else.
   redis.call('HDEL', KEYS[4], user)
   redis.call('ZREM', KEYS[5], user)
+  redis.call('HINCRBY', KEYS[6], 'expired', 1)
 end
 
 local length = redis.call('ZCARD', KEYS[1])
