@@ -17,8 +17,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -26,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/store/postgres"
 	"github.com/waitroom/waitroom/internal/store/sqlite"
+	"github.com/waitroom/waitroom/internal/telemetry"
 )
 
 // Main is one running waitroom.
@@ -34,6 +39,9 @@ type Main struct {
 	Logger *slog.Logger
 	// Stdout receives the start banner (URL, admin token on the embedded default).
 	Stdout io.Writer
+	// Registry receives the metrics (a fresh one with Go and process
+	// collectors when nil).
+	Registry *prometheus.Registry
 
 	Queue  *queue.Service
 	Orders *order.Service
@@ -47,6 +55,8 @@ type Main struct {
 	admitDone  sync.WaitGroup
 	serveDone  chan struct{}
 	serveErr   error
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // NewLogger builds the logger the config asks for.
@@ -129,6 +139,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
 	m.Orders = order.NewService(m.orderStore, qstore, payment, order.Config{Work: c.OrderWork})
 
+	if m.Registry == nil {
+		m.Registry = prometheus.NewRegistry()
+		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	metrics := telemetry.New(m.Registry, m.Queue)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders,
 		Identity:       httpapi.NewIdentity([]byte(c.AuthSecret)),
@@ -137,6 +152,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:         m.Logger,
 		NewQueueConfig: qcfg,
 		SecureCookies:  c.SecureCookies,
+		OpenAPI:        waitroom.OpenAPI,
+		Metrics:        metrics,
+		MetricsHandler: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
 	})
 
 	m.listener, err = net.Listen("tcp", c.Addr)
@@ -203,6 +221,11 @@ func (m *Main) ready(ctx context.Context) error {
 // instance can't serve), readiness false, let in-flight requests finish
 // within the shutdown timeout, wait for the admission loops, close stores.
 func (m *Main) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Main) close() error {
 	if m.stopAdmit != nil {
 		m.stopAdmit()
 	}

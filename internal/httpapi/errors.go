@@ -93,6 +93,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"
 	}
+	if sw, ok := w.(*statusWriter); ok {
+		sw.code = row.code
+	}
+	s.Metrics.Rejected(row.code)
 	if row.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(row.retryAfter))
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -31,10 +32,12 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, queue.ErrTokenInvalid)
 		return
 	}
+	start := time.Now()
 	o, replayed, err := s.Orders.Place(r.Context(), order.Request{
 		UserID: user, ProductID: body.ProductID, Quantity: body.Quantity,
 		Token: token, IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
+	s.Metrics.Order(orderResult(err, replayed), time.Since(start))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -45,6 +48,19 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, o)
+}
+
+// orderResult is the orders_total label: created, replayed, or the error
+// code the answer carries (out_of_stock, entry_token_invalid, …).
+func orderResult(err error, replayed bool) string {
+	switch {
+	case err == nil && replayed:
+		return "replayed"
+	case err == nil:
+		return "created"
+	}
+	row, _ := lookupError(err)
+	return row.code
 }
 
 func (s *Server) product(w http.ResponseWriter, r *http.Request) {

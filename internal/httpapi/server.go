@@ -20,6 +20,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/telemetry"
 )
 
 // maxBody bounds every JSON body; a larger one is refused before parsing.
@@ -42,6 +43,12 @@ type Options struct {
 	NewQueueConfig queue.Config
 	// SecureCookies marks the session cookie Secure (behind HTTPS).
 	SecureCookies bool
+	// OpenAPI is the contract served at GET /openapi.yaml (nil: not served).
+	OpenAPI []byte
+	// Metrics records per-instance series (nil records nothing);
+	// MetricsHandler serves GET /metrics when set.
+	Metrics        *telemetry.Metrics
+	MetricsHandler http.Handler
 }
 
 // Server is the HTTP API.
@@ -68,6 +75,12 @@ func New(o Options) *Server {
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
 
+	if o.MetricsHandler != nil {
+		m.Handle("GET /metrics", o.MetricsHandler)
+	}
+	if o.OpenAPI != nil {
+		m.HandleFunc("GET /openapi.yaml", s.openAPI)
+	}
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.HandleFunc("GET /{$}", s.page)
@@ -89,19 +102,70 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Request-Id", id)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	_, route := s.mux.Handler(r)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.writeError(w, r, errors.New("panic: "+slog.AnyValue(v).String()))
+			s.writeError(sw, r, errors.New("panic: "+slog.AnyValue(v).String()))
 		}
+		s.finish(sw, r, route, time.Since(start))
 	}()
-	if _, pattern := s.mux.Handler(r); pattern == "" {
-		s.noRoute(w, r)
+	if route == "" {
+		route = "unmatched"
+		s.noRoute(sw, r)
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(sw, r)
+}
+
+// finish records one answered request: its metrics, and at debug level an
+// access log line (at info it would cost more than the request on sale night).
+func (s *Server) finish(sw *statusWriter, r *http.Request, route string, d time.Duration) {
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.Metrics.ObserveHTTP(route, status, d)
+	if s.logger.Enabled(r.Context(), slog.LevelDebug) {
+		s.logger.DebugContext(r.Context(), "request", "request_id", requestID(r.Context()),
+			"method", r.Method, "route", route, "queue", r.PathValue("queue"),
+			"status", status, "outcome", sw.outcome(), "duration", d)
+	}
+}
+
+// statusWriter remembers the status and the error code of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	code   string // the error code, when the answer is an error
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) outcome() string {
+	if w.code != "" {
+		return w.code
+	}
+	return "ok"
 }
 
 // noRoute answers what the mux would (404, or 405 with Allow) as JSON.
@@ -188,6 +252,12 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// openAPI serves the HTTP contract (openapi.yaml at the repository root).
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(s.OpenAPI)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -245,13 +245,14 @@ func BenchmarkOrdersOnTwentyConnections(b *testing.B) {
 				b.Fatal(err)
 			}
 			var seq atomic.Int64
+			round := rand.Text()[:8] // b.N rounds rerun this function: tokens must stay unique
 			b.SetParallelism(max(1, 2*conns/runtime.GOMAXPROCS(0)))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					n := seq.Add(1)
-					o := order.NewOrder{ProductID: p.ID, UserID: fmt.Sprintf("%s-u%d", p.ID, n), Quantity: 1,
-						Token: fmt.Sprintf("%s-t%d", p.ID, n)}
+					o := order.NewOrder{ProductID: p.ID, UserID: fmt.Sprintf("%s-%s-u%d", p.ID, round, n), Quantity: 1,
+						Token: fmt.Sprintf("%s-%s-t%d", p.ID, round, n)}
 					if _, err := s.CreateOrder(context.Background(), o, work, nil); err != nil {
 						b.Error(err)
 						return

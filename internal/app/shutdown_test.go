@@ -1,0 +1,157 @@
+package app_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/waitroom/waitroom/internal/httpapi"
+)
+
+// TestSIGTERMDrains boots the real binary, sends SIGTERM while orders are
+// in flight, and checks every one of them is answered, new work is refused
+// and the process exits 0 within the shutdown bound.
+func TestSIGTERMDrains(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "waitroom")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/waitroom")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	const secret, admin = "drain-secret", "drain-admin"
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir,
+		"--auth-secret", secret, "--admin-token", admin, "--order-work", "300ms",
+		"--shutdown-timeout", "10s", "--log-format", "text")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	cmd.Stderr = &syncWriter{w: &logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+
+	// The banner names the address it listens on.
+	base := ""
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`page:\s+(http://\S+)/`).FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" {
+		t.Fatalf("no address in the banner; logs:\n%s", logs.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	in := &instance{t: t, base: base, secret: secret, admin: admin}
+	if r := in.do("PUT", "/admin/v1/products/drain-tee", in.adminAuth(), map[string]any{"name": "tee", "stock": 100}); r.status != 200 {
+		t.Fatalf("product: %d %s", r.status, r.raw)
+	}
+	const buyers = 5
+	tokens := make([]string, buyers)
+	for i := range buyers {
+		in.do("POST", "/api/v1/queues/default/entries", in.as(fmt.Sprintf("d%d", i)), nil)
+	}
+	for i := range buyers {
+		tokens[i] = in.waitReady("default", fmt.Sprintf("d%d", i))
+	}
+
+	// Five orders of 300 ms each on SQLite's single writer: about 1.5 s of
+	// work in flight when the signal lands.
+	statuses := make([]int, buyers)
+	errs := make([]error, buyers)
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", base+"/api/v1/orders",
+				strings.NewReader(`{"productId":"drain-tee","quantity":1}`))
+			req.Header.Set("Authorization", "Bearer "+httpapi.NewIdentity([]byte(secret)).SignJWT(fmt.Sprintf("d%d", i), time.Hour))
+			req.Header.Set("X-Entry-Token", tokens[i])
+			res, err := client.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		}()
+	}
+	time.Sleep(150 * time.Millisecond)
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range buyers {
+		if errs[i] != nil || statuses[i] != http.StatusCreated {
+			t.Errorf("in-flight order %d: status %d, err %v; want 201", i, statuses[i], errs[i])
+		}
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v; logs:\n%s", err, logs.String())
+		}
+	case <-time.After(12 * time.Second):
+		t.Fatalf("still running 12 s after SIGTERM (bound 10 s); logs:\n%s", logs.String())
+	}
+	t.Logf("exited 0, %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("still answering after exit")
+	}
+	if !strings.Contains(logs.String(), "stopped") {
+		t.Errorf("no 'stopped' in the logs:\n%s", logs.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// TestCloseLeaksNothing: after Close every goroutine the program started
+// (HTTP server, admission loops, Redis and database pools) is gone.
+// Not parallel, so the goroutines of paused parallel tests stay put.
+func TestCloseLeaksNothing(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			in := boot(t, b, nil)
+			in.do("POST", "/api/v1/queues/default/entries", in.as("leak"), nil)
+			in.waitReady("default", "leak")
+			http.DefaultClient.CloseIdleConnections()
+			if err := in.m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			goleak.VerifyNone(t, ignore)
+		})
+	}
+}

@@ -1,0 +1,166 @@
+// Package telemetry owns waitroom's Prometheus metrics. The registry is
+// passed in, never global. Two kinds of series:
+//
+//   - per queue, read from the store at scrape time (waitroom_queue_*,
+//     waitroom_tokens_*, waitroom_admitted_total, …): they describe the
+//     shared line, so every instance reports the same value — aggregate
+//     them with max by (queue), not sum;
+//   - per instance (HTTP, orders, rejections): sum them across instances.
+//
+// No series is ever labelled with a user id.
+package telemetry
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// QueueReader is what the scrape needs from the line.
+type QueueReader interface {
+	Queues(ctx context.Context) ([]string, error)
+	Stats(ctx context.Context, queue string) (queue.Stats, error)
+}
+
+// Metrics holds the per-instance collectors. A nil *Metrics is valid and
+// records nothing, so tests and tools can run without a registry.
+type Metrics struct {
+	httpDuration  *prometheus.HistogramVec
+	rejected      *prometheus.CounterVec
+	orders        *prometheus.CounterVec
+	orderDuration prometheus.Histogram
+}
+
+// New registers waitroom's metrics on reg.
+func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
+	m := &Metrics{
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "waitroom_http_request_duration_seconds",
+			Help:    "HTTP requests by route pattern and status code.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "code"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitroom_rejected_total",
+			Help: "Requests answered with an error, by error code (queue_full, unauthenticated, …).",
+		}, []string{"reason"}),
+		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitroom_orders_total",
+			Help: "Order attempts by result (created, replayed, out_of_stock, entry_token_invalid, …).",
+		}, []string{"result"}),
+		orderDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "waitroom_order_duration_seconds",
+			Help:    "Time to answer an order attempt, token check and transaction included.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10},
+		}),
+	}
+	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, &queueCollector{queues: queues})
+	return m
+}
+
+// ObserveHTTP records one answered request.
+func (m *Metrics) ObserveHTTP(route string, code int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.httpDuration.WithLabelValues(route, statusText(code)).Observe(d.Seconds())
+}
+
+// Rejected counts an error answer by its code.
+func (m *Metrics) Rejected(reason string) {
+	if m == nil {
+		return
+	}
+	m.rejected.WithLabelValues(reason).Inc()
+}
+
+// Order records one order attempt's result and duration.
+func (m *Metrics) Order(result string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.orders.WithLabelValues(result).Inc()
+	m.orderDuration.Observe(d.Seconds())
+}
+
+func statusText(code int) string {
+	const digits = "0123456789"
+	if code < 100 || code > 999 {
+		return "other"
+	}
+	return string([]byte{digits[code/100], digits[code/10%10], digits[code%10]})
+}
+
+var (
+	descLength    = desc("waitroom_queue_length", "Users waiting in line.")
+	descPaused    = desc("waitroom_queue_paused", "1 while admission is paused.")
+	descActive    = desc("waitroom_tokens_active", "Entry tokens issued and not yet used, returned or expired.")
+	descEntered   = desc("waitroom_entered_total", "Users who joined the line (re-entries keep their place and do not count).")
+	descAdmitted  = desc("waitroom_admitted_total", "Users admitted (each got an entry token).")
+	descLeft      = desc("waitroom_left_total", "Users who left the line before admission.")
+	descConsumed  = desc("waitroom_tokens_consumed_total", "Entry tokens spent on a successful order.")
+	descExpired   = desc("waitroom_tokens_expired_total", "Entry tokens that ran out unused.")
+	descReturned  = desc("waitroom_tokens_returned_total", "Unused entry tokens given back.")
+	descRateConf  = desc("waitroom_admission_rate_configured", "Configured admission rate, users per second.")
+	descRateMeas  = desc("waitroom_admission_rate_measured", "Measured admission rate over the last window, users per second (all instances).")
+	descStoreUp   = prometheus.NewDesc("waitroom_store_up", "1 if the line's store answered this scrape.", nil, nil)
+	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas}
+	scrapeTimeout = 2 * time.Second
+)
+
+func desc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, []string{"queue"}, nil)
+}
+
+// queueCollector reads every queue's numbers from the store at scrape time.
+type queueCollector struct {
+	queues QueueReader
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range queueDescs {
+		ch <- d
+	}
+	ch <- descStoreUp
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	up := 1.0
+	names, err := c.queues.Queues(ctx)
+	if err != nil {
+		up = 0
+	}
+	for _, q := range names {
+		st, err := c.queues.Stats(ctx, q)
+		if err != nil {
+			up = 0
+			continue
+		}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, q)
+		}
+		counter := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), q)
+		}
+		paused := 0.0
+		if st.Config.Paused {
+			paused = 1
+		}
+		gauge(descLength, float64(st.Length))
+		gauge(descPaused, paused)
+		gauge(descActive, float64(st.ActiveTokens))
+		counter(descEntered, st.EnteredTotal)
+		counter(descAdmitted, st.AdmittedTotal)
+		counter(descLeft, st.LeftTotal)
+		counter(descConsumed, st.ConsumedTotal)
+		counter(descExpired, st.ExpiredTotal)
+		counter(descReturned, st.ReturnedTotal)
+		gauge(descRateConf, st.Config.RatePerSecond)
+		gauge(descRateMeas, st.MeasuredRate)
+	}
+	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up)
+}
