@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # the cleanup functions run from traps
 # The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
 #
 # It installs redis-server, PostgreSQL and a C compiler (for -race) from Debian
@@ -71,7 +72,7 @@ stop_postgres() {
 	if [[ -f "$PG_DATA/postmaster.pid" ]]; then
 		local pid
 		pid="$(head -n1 "$PG_DATA/postmaster.pid" 2>/dev/null || true)"
-		[[ "$pid" =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null || true
+		if [[ "$pid" =~ ^[0-9]+$ ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
 	fi
 	PG_DATA=""
 }
@@ -116,6 +117,7 @@ find_pg_bin() {
 		[[ -x "$WAITROOM_TEST_PG_BIN/initdb" ]] && { printf '%s\n' "$WAITROOM_TEST_PG_BIN"; return 0; }
 		return 1
 	fi
+	# shellcheck disable=SC2012 # Debian version dirs: plain names, sorted by version
 	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
 		if [[ -x "$d/initdb" && -x "$d/pg_ctl" && -x "$d/postgres" && -x "$d/pg_isready" ]]; then
 			printf '%s\n' "$d"
@@ -382,12 +384,16 @@ say "$(go version)"
 say "go vet ${vet_flags[*]:+${vet_flags[*]} }${pkgs[*]}"
 go vet "${vet_flags[@]}" "${pkgs[@]}"
 
-say "go test -race -count=1 -timeout 12m ${test_args[*]}"
+# WAITROOM_TEST_RACE=0 drops -race: for benchmarks, whose figures the race
+# detector would distort; tests always run with it.
+race=(-race)
+[[ "${WAITROOM_TEST_RACE:-1}" == "0" ]] && race=()
+say "go test ${race[*]:+${race[*]} }-count=1 -timeout 12m ${test_args[*]}"
 # In its own process group, so that a signal to this script stops go test and
 # its test binaries before the servers go away.
 group=()
 command -v setsid >/dev/null && group=(setsid -w)
-"${group[@]}" go test -race -count=1 -timeout 12m "${test_args[@]}" </dev/null &
+"${group[@]}" go test "${race[@]}" -count=1 -timeout 12m "${test_args[@]}" </dev/null &
 GO_PID=$!
 status=0
 wait "$GO_PID" || status=$?
