@@ -50,6 +50,11 @@ func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
 	cfg.MaxConns = int32(poolSize)
+	// Without a connect timeout a request would wait on a dead database for
+	// as long as its client does; fail fast so the answer is 503 + Retry-After.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, wrapErr(ctx, "open", err)
