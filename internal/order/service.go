@@ -108,8 +108,11 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	// A token the orders table already holds is spent, whatever Redis says
 	// (a failover may have resurrected it): consume it now.
 	consumed := err == nil || errors.Is(err, ErrTokenUsed)
-	// The lock must be released even if the client has gone away.
-	endErr := s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, consumed)
+	// The lock must be released even if the client has gone away. Should
+	// Redis fail here, the lock lapses by itself after LockTTL, and an order
+	// that exists stands (its token can no longer buy: the unique key), so
+	// this error fails nothing.
+	_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, consumed)
 	if errors.Is(err, ErrDuplicateKey) {
 		// A concurrent request with the same key won: answer with its order.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
@@ -119,9 +122,6 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if err != nil {
 		return Order{}, false, err
 	}
-	// The order exists; failing to delete the token only leaves it to expire
-	// (the unique key stops it buying again), so it does not fail the order.
-	_ = endErr
 	return o, false, nil
 }
 
