@@ -95,12 +95,47 @@ func TestSIGTERMDrains(t *testing.T) {
 			statuses[i] = res.StatusCode
 		}()
 	}
+	// And a crowd polling its status, as waiting users do, until the server
+	// stops taking connections.
+	pollers, polls := 20, make(chan int, 100_000)
+	var pollWG sync.WaitGroup
+	for i := range pollers {
+		pollWG.Add(1)
+		go func() {
+			defer pollWG.Done()
+			c := &http.Client{Transport: &http.Transport{}}
+			auth := "Bearer " + httpapi.NewIdentity([]byte(secret)).SignJWT(fmt.Sprintf("poller%d", i), time.Hour)
+			for {
+				req, _ := http.NewRequest("GET", base+"/api/v1/queues/default/entries/me", nil)
+				req.Header.Set("Authorization", auth)
+				res, err := c.Do(req)
+				if err != nil {
+					return // the listener is closed: polling ends
+				}
+				res.Body.Close()
+				polls <- res.StatusCode
+			}
+		}()
+	}
 	time.Sleep(150 * time.Millisecond)
 	signalled := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	pollWG.Wait()
+	close(polls)
+	answered := 0
+	for code := range polls {
+		answered++
+		if code != http.StatusOK {
+			t.Errorf("a status poll during the drain was answered %d, want 200", code)
+		}
+	}
+	if answered == 0 {
+		t.Error("no status poll was answered: the load never ran")
+	}
+	t.Logf("%d status polls answered during the run", answered)
 	for i := range buyers {
 		if errs[i] != nil || statuses[i] != http.StatusCreated {
 			t.Errorf("in-flight order %d: status %d, err %v; want 201", i, statuses[i], errs[i])
