@@ -26,3 +26,13 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("waitroom: the waiting-room page is not built into this binary; use the JSON API under /api/v1\n"))
 }
+
+// pageFiles serves what comes with the page (its static files, the admin
+// page): nothing there names a user, so no cookie is set.
+func (s *Server) pageFiles(w http.ResponseWriter, r *http.Request) {
+	if s.Page == nil {
+		s.writeError(w, r, errNotFound)
+		return
+	}
+	s.Page.ServeHTTP(w, r)
+}

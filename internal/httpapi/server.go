@@ -36,7 +36,9 @@ type Options struct {
 	AdminToken string
 	// Ready reports whether the dependencies answer (for /readyz).
 	Ready func(ctx context.Context) error
-	// Page serves GET / and /q/{queue}; nil serves a minimal fallback.
+	// Page serves GET / and /q/{queue} (after the session cookie is set),
+	// and also GET /static/… and /admin, the files and the admin page that
+	// come with it; nil serves a minimal fallback for / and 404 for the rest.
 	Page   http.Handler
 	Logger *slog.Logger
 	// NewQueueConfig is what PUT starts from for fields it leaves out.
@@ -85,6 +87,8 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.HandleFunc("GET /{$}", s.page)
 	m.HandleFunc("GET /q/{queue}", s.page)
+	m.HandleFunc("GET /static/", s.pageFiles)
+	m.HandleFunc("GET /admin", s.pageFiles)
 	return s
 }
 

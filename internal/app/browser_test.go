@@ -1,0 +1,752 @@
+package app_test
+
+// The waiting-room and admin pages in a real browser: Debian's chromium,
+// headless, driven by chromedp, against the real program booted on :0.
+// Outside CI the tests skip when chromium is missing; under CI they fail
+// (scripts/test.sh installs it).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// chromiumPathVar overrides where the browser is (default /usr/bin/chromium).
+const chromiumPathVar = "WAITROOM_TEST_CHROMIUM"
+
+// screenshotsVar names a directory: set, TestPageScreenshots writes the
+// README's pictures there (WAITROOM_SCREENSHOTS=docs/screenshots, relative
+// to the module root).
+const screenshotsVar = "WAITROOM_SCREENSHOTS"
+
+// startBrowser starts one headless chromium with a fresh profile for the test.
+func startBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv(chromiumPathVar)
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("chromium is required under CI: %v (scripts/test.sh installs it)", err)
+		}
+		t.Skipf("no chromium at %s (set %s or run scripts/test.sh): %v", path, chromiumPathVar, err)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		// Several pages poll at once; none of them may be slowed down for
+		// being a background tab.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("mute-audio", true),
+	)
+	t.Cleanup(cancelAlloc)
+	browser, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return browser
+}
+
+// visitor is one person with a browser: their own browser context (cookie
+// jar, sessionStorage) and tab.
+type visitor struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+
+	mu   sync.Mutex
+	reqs []lineRequest // the tab's requests to the line, from the network events
+}
+
+// lineRequest is one request to /api/v1/queues/{q}/entries[/me] as the
+// browser saw it leave.
+type lineRequest struct {
+	method string
+	at     float64 // seconds, the browser's monotonic clock
+}
+
+// newVisitor opens a tab in a fresh browser context that asks for
+// acceptLanguage ("" for the browser's default).
+func newVisitor(t *testing.T, browser context.Context, in *instance, acceptLanguage string) *visitor {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	v := &visitor{t: t, ctx: ctx, base: in.base}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1000, 800)); err != nil {
+		t.Fatalf("new tab: %v", err)
+	}
+	if acceptLanguage != "" {
+		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+			Headers: network.Headers{"Accept-Language": acceptLanguage},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := chromedp.Listen(ctx, func(ev any) {
+		e, ok := ev.(*network.EventRequestWillBeSent)
+		if !ok || e.Request == nil {
+			return
+		}
+		u, err := url.Parse(e.Request.URL)
+		if err != nil || !strings.HasPrefix(u.Path, "/api/v1/queues/") || !strings.Contains(u.Path, "/entries") {
+			return
+		}
+		v.mu.Lock()
+		v.reqs = append(v.reqs, lineRequest{method: e.Request.Method, at: e.Timestamp.Float64()})
+		v.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// open loads a page of the instance and waits until its script has an
+// answer from the line (or, for /admin, until it has loaded).
+func (v *visitor) open(path string) {
+	v.t.Helper()
+	if err := chromedp.Do(v.ctx, chromedp.Navigate(v.base+path)); err != nil {
+		v.t.Fatalf("open %s: %v", path, err)
+	}
+}
+
+// eval evaluates a JavaScript expression and decodes its JSON value into out.
+func (v *visitor) eval(expr string, out any) error {
+	raw, err := chromedp.Run(v.ctx, chromedp.Evaluate[[]byte](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, out)
+}
+
+func (v *visitor) mustEval(expr string, out any) {
+	v.t.Helper()
+	if err := v.eval(expr, out); err != nil {
+		v.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+}
+
+// waitUntil evaluates a JavaScript condition every 50 ms until it is true.
+// (chromedp's Poll builds its predicate with new Function, which the page's
+// Content-Security-Policy rightly forbids.)
+func (v *visitor) waitUntil(what, cond string, timeout time.Duration) {
+	v.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var ok bool
+		err := v.eval("!!("+cond+")", &ok)
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			v.t.Fatalf("%s: still not true after %s (%s; last error: %v); on screen: %s",
+				what, timeout, cond, err, v.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// state is the page's visible card (data-state): joining, waiting, ready, …
+func (v *visitor) state() string {
+	var s string
+	v.eval(`document.querySelector('[data-state]:not([hidden])')?.dataset.state ?? ''`, &s)
+	return s
+}
+
+// waitState waits until the page shows the card named state.
+func (v *visitor) waitState(state string, timeout time.Duration) {
+	v.t.Helper()
+	v.waitUntil("page in state "+state,
+		`document.querySelector('[data-state="`+state+`"]') && !document.querySelector('[data-state="`+state+`"]').hidden`, timeout)
+}
+
+// text returns the trimmed text of the first element matching css.
+func (v *visitor) text(css string) string {
+	v.t.Helper()
+	var s string
+	v.mustEval(`(document.querySelector(`+jsString(css)+`)?.textContent ?? '').trim()`, &s)
+	return s
+}
+
+// screen describes the page for failure messages.
+func (v *visitor) screen() string {
+	var s string
+	v.eval(`(() => { const c = document.querySelector('[data-state]:not([hidden])') || document.querySelector('main');
+		return (c ? (c.dataset.state || 'main') + ': ' + c.innerText : document.body.innerText).replace(/\s+/g, ' ').slice(0, 400); })()`, &s)
+	return fmt.Sprintf("%q", s)
+}
+
+// pagePoll is one entry of window.__polls, the page's own record of its
+// requests to the line.
+type pagePoll struct {
+	Method           string   `json:"method"`
+	SentAt           float64  `json:"sentAt"` // ms, performance.now()
+	Status           int      `json:"status"`
+	State            string   `json:"state"`
+	PollAfterSeconds *float64 `json:"pollAfterSeconds"`
+}
+
+func (v *visitor) polls() []pagePoll {
+	v.t.Helper()
+	var p []pagePoll
+	v.mustEval(`window.__polls`, &p)
+	return p
+}
+
+// requestsSince returns the line requests the network saw from index i on.
+func (v *visitor) requestsSince(i int) []lineRequest {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]lineRequest(nil), v.reqs[i:]...)
+}
+
+func (v *visitor) requestCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.reqs)
+}
+
+// checkPollGaps checks the tab's requests to the line since the page was
+// loaded (the network log from index mark on, window.__polls): each came no
+// sooner than the previous answer's pollAfterSeconds — and not much later —
+// and the last answer was READY, with nothing to wait for. It returns the
+// page's record.
+func (v *visitor) checkPollGaps(mark int) []pagePoll {
+	v.t.Helper()
+	t := v.t
+	polls := v.polls()
+	reqs := v.requestsSince(mark)
+	if len(polls) < 3 || len(reqs) != len(polls) {
+		t.Fatalf("page recorded %d requests, network saw %d (want equal, ≥ 3): %+v", len(polls), len(reqs), polls)
+	}
+	const tolerance = 0.05 // seconds: timer and event clock granularity
+	for i := 1; i < len(polls); i++ {
+		prev := polls[i-1]
+		if prev.PollAfterSeconds == nil {
+			t.Fatalf("request %d was sent after an answer without pollAfterSeconds: %+v", i, polls)
+		}
+		want := *prev.PollAfterSeconds
+		if polls[i].Method != "GET" || reqs[i].method != "GET" {
+			t.Errorf("request %d: %s/%s, want a GET status poll", i, polls[i].Method, reqs[i].method)
+		}
+		pageGap := (polls[i].SentAt - prev.SentAt) / 1000
+		netGap := reqs[i].at - reqs[i-1].at
+		t.Logf("poll %d: pollAfterSeconds %.0f, sent %.3f s later (network: %.3f s)", i, want, pageGap, netGap)
+		if pageGap < want-tolerance || netGap < want-tolerance {
+			t.Errorf("poll %d came %.3f s (network %.3f s) after the previous one, which said pollAfterSeconds=%.0f",
+				i, pageGap, netGap, want)
+		}
+		// Not sooner is the rule; much later would leave people waiting.
+		if pageGap > want+1.5 {
+			t.Errorf("poll %d came %.3f s after an answer of %.0f s: the page is late", i, pageGap, want)
+		}
+	}
+	if last := polls[len(polls)-1]; last.State != "READY" || last.PollAfterSeconds != nil {
+		t.Errorf("last answer %+v, want READY with pollAfterSeconds null", last)
+	}
+	return polls
+}
+
+func (v *visitor) click(css string) {
+	v.t.Helper()
+	if err := chromedp.Do(v.ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible)); err != nil {
+		v.t.Fatalf("click %s: %v", css, err)
+	}
+}
+
+// typeInto replaces the value of a field by typing, as a person would.
+func (v *visitor) typeInto(css, text string) {
+	v.t.Helper()
+	// Focus first (the admin page leaves a focused field alone when it
+	// refreshes), empty it, then type: chromedp.Clear only resets the value
+	// attribute, not what was typed before.
+	err := chromedp.Do(v.ctx,
+		chromedp.Focus(chromedp.CSS(css)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(css)+`).value = ''`),
+		chromedp.SendKeys(chromedp.CSS(css), text))
+	if err != nil {
+		v.t.Fatalf("typing into %s: %v", css, err)
+	}
+}
+
+// keys sends key presses to whatever has the focus.
+func (v *visitor) keys(k string) {
+	v.t.Helper()
+	if err := chromedp.Do(v.ctx, chromedp.KeyEvent(k)); err != nil {
+		v.t.Fatalf("keys %q: %v", k, err)
+	}
+}
+
+func (v *visitor) focused() string {
+	var s string
+	v.eval(`(() => { const e = document.activeElement; return e ? e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') : ''; })()`, &s)
+	return s
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// ---------------------------------------------------------------- the tests
+
+func TestBrowser(t *testing.T) {
+	browser := startBrowser(t)
+	in := boot(t, backend{name: "embedded"}, nil)
+	start := time.Now()
+	t.Cleanup(func() { t.Logf("browser tests took %s", time.Since(start).Round(time.Millisecond)) })
+
+	t.Run("wait, get in without a reload, order", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		// A paused queue holds everyone in line until the admin lets them in.
+		// At 0.2/s the second place is 10 s away: Bob is told to come back
+		// in 5 s ±20% rather than 2, so the pages see both bands.
+		in.putQueue("b-sale", map[string]any{"paused": true, "ratePerSecond": 0.2, "batchSize": 1})
+		in.putProduct("b-tee", "Tee", 5, "b-sale")
+		in.putProduct("b-gone", "Sold out", 0, "b-sale")
+
+		alice := newVisitor(t, browser, in, "en-US,en;q=0.9")
+		alice.open("/q/b-sale?product=b-tee")
+		alice.waitState("waiting", 5*time.Second)
+		if got := alice.text("#position"); got != "1" {
+			t.Fatalf("alice's position = %q, want 1; %s", got, alice.screen())
+		}
+		if got := alice.text("#queue-length"); got != "1" {
+			t.Errorf("people in line = %q, want 1", got)
+		}
+		if got := alice.text("#eta"); got != "On hold" {
+			t.Errorf("estimate while paused = %q, want On hold", got)
+		}
+		var pausedShown bool
+		alice.mustEval(`!document.getElementById('paused-note').hidden`, &pausedShown)
+		if !pausedShown {
+			t.Errorf("the paused note is hidden on a paused queue")
+		}
+
+		// A second person, with their own cookie, is behind her.
+		bob := newVisitor(t, browser, in, "en")
+		bob.open("/q/b-sale")
+		bob.waitState("waiting", 5*time.Second)
+		if got := bob.text("#position"); got != "2" {
+			t.Fatalf("bob's position = %q, want 2; %s", got, bob.screen())
+		}
+		if got := bob.text("#queue-length"); got != "2" {
+			t.Errorf("bob sees %q in line, want 2", got)
+		}
+
+		// A refresh enters again (idempotent) and keeps the place.
+		mark := alice.requestCount()
+		if err := chromedp.Do(alice.ctx, chromedp.Reload()); err != nil {
+			t.Fatal(err)
+		}
+		alice.waitState("waiting", 5*time.Second)
+		if got := alice.text("#position"); got != "1" {
+			t.Fatalf("after a refresh alice's position = %q, want 1", got)
+		}
+		if got := alice.text("#eta"); got != "On hold" {
+			t.Errorf("estimate = %q", got)
+		}
+
+		// Let her page poll a few times, then open the gate. The page must
+		// turn READY by itself: the marker set now would not survive a reload.
+		alice.waitUntil("three requests to the line", `window.__polls.length >= 3`, 10*time.Second)
+		bob.waitUntil("three requests to the line", `window.__polls.length >= 3`, 15*time.Second)
+		if got := bob.text("#eta"); got != "On hold" {
+			t.Errorf("bob's estimate while paused = %q", got)
+		}
+		alice.mustEval(`window.__sameDocument = true`, nil)
+		in.patchQueue("b-sale", map[string]any{"paused": false, "ratePerSecond": 100, "batchSize": 10})
+		alice.waitState("ready", 5*time.Second)
+		var same bool
+		alice.mustEval(`window.__sameDocument === true`, &same)
+		if !same {
+			t.Fatal("the page reloaded to become READY")
+		}
+		if got := alice.text("#ready-heading"); got != "It's your turn" {
+			t.Errorf("ready heading = %q", got)
+		}
+		if got := alice.focused(); got != "h1#ready-heading" {
+			t.Errorf("focus after READY is on %q, want the heading", got)
+		}
+		readyCount := alice.requestCount()
+
+		// Polls: never sooner than the previous answer's pollAfterSeconds,
+		// by the page's own clock and by the browser's network events.
+		polls := alice.checkPollGaps(mark)
+		if polls[0].Method != "POST" || polls[0].State != "WAITING" {
+			t.Errorf("after the refresh the page first sent %s → %s, want POST → WAITING", polls[0].Method, polls[0].State)
+		}
+
+		// The entry token buys the order; the page shows it.
+		if got := alice.text("#product-info"); !strings.Contains(got, "Tee") {
+			t.Errorf("product info = %q, want the product's name", got)
+		}
+		alice.click("#order-button")
+		alice.waitState("done", 5*time.Second)
+		orderText := alice.text("#order-number")
+		if !strings.HasPrefix(orderText, "Order #") {
+			t.Errorf("order number = %q", orderText)
+		}
+		if p := in.do("GET", "/api/v1/products/b-tee", "", nil); p.num("stock") != 4 {
+			t.Errorf("stock after one order = %v, want 4", p.num("stock"))
+		}
+		// READY means nothing more to wait for: no poll after it.
+		if n := alice.requestCount(); n != readyCount {
+			t.Errorf("the page sent %d requests to the line after READY", n-readyCount)
+		}
+
+		// Bob got in as well, at his own pace. Sold out keeps his entry; he
+		// then buys something else.
+		bob.waitState("ready", 8*time.Second)
+		bobPolls := bob.checkPollGaps(0)
+		if p := bobPolls[1].PollAfterSeconds; p == nil || *p < 4 || *p > 6 {
+			t.Errorf("bob, 10 s away, was told pollAfterSeconds=%v, want 5 ±20%%", p)
+		}
+		bob.typeInto("#product", "b-gone")
+		bob.click("#order-button")
+		bob.waitUntil("the out-of-stock message", `document.getElementById('order-message').textContent.includes('entry is kept')`, 5*time.Second)
+		if got := bob.state(); got != "ready" {
+			t.Fatalf("after out of stock the page is %q, want still ready", got)
+		}
+		bob.typeInto("#product", "b-tee")
+		bob.typeInto("#quantity", "2")
+		bob.click("#order-button")
+		bob.waitState("done", 5*time.Second)
+		if got := bob.text("#order-detail"); got != "2 × Tee" {
+			t.Errorf("bob's receipt says %q, want 2 × Tee", got)
+		}
+		if got := bob.text("#order-number"); got == orderText {
+			t.Errorf("bob and alice share order %q", got)
+		}
+	})
+
+	t.Run("an expired token sends you back to the line; keyboard only", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		in.putQueue("b-fast", map[string]any{})
+		in.putProduct("b-cap", "Cap", 3, "b-fast")
+
+		carol := newVisitor(t, browser, in, "en")
+		carol.open("/q/b-fast?product=b-cap")
+		carol.waitState("ready", 6*time.Second)
+		// The token goes away behind the page's back (as when it expires).
+		var status int
+		carol.mustEval(`fetch('/api/v1/queues/b-fast/entries/me', {method: 'DELETE'}).then(r => r.status)`, &status)
+		if status != 204 {
+			t.Fatalf("giving the token back: %d", status)
+		}
+		carol.click("#order-button")
+		carol.waitState("expired", 5*time.Second)
+		if got := carol.text("#expired-heading"); got != "Your entry has expired" {
+			t.Errorf("expired heading = %q", got)
+		}
+		if got := carol.text(`[data-state="expired"] button`); got != "Enter the line again" {
+			t.Errorf("expired button = %q", got)
+		}
+
+		// From here on only the keyboard: focus is on the heading; Tab
+		// reaches the button, Enter presses it.
+		if got := carol.focused(); got != "h1#expired-heading" {
+			t.Errorf("focus after expiry is on %q, want the heading", got)
+		}
+		carol.keys("\t")
+		if got := carol.text(`:focus`); got != "Enter the line again" {
+			t.Fatalf("Tab from the heading reached %q (%s)", got, carol.focused())
+		}
+		carol.keys("\r")
+		carol.waitState("ready", 6*time.Second)
+		if got := carol.focused(); got != "h1#ready-heading" {
+			t.Errorf("focus when READY is on %q", got)
+		}
+		carol.keys("\t")
+		if got := carol.focused(); got != "input#product" {
+			t.Fatalf("Tab from the heading reached %q, want the product field", got)
+		}
+		carol.keys("\t")
+		if got := carol.focused(); got != "input#quantity" {
+			t.Fatalf("second Tab reached %q, want the quantity field", got)
+		}
+		carol.keys("\r") // Enter in a field submits the form
+		carol.waitState("done", 5*time.Second)
+
+		// Every field has a label; every control is a real button.
+		var unlabelled []string
+		carol.mustEval(`[...document.querySelectorAll('input')].filter(i => !i.labels || i.labels.length === 0).map(i => i.id)`, &unlabelled)
+		if len(unlabelled) > 0 {
+			t.Errorf("inputs without a label: %v", unlabelled)
+		}
+		var fakeButtons int
+		carol.mustEval(`document.querySelectorAll('[onclick], div[role=button], a[role=button]').length`, &fakeButtons)
+		if fakeButtons > 0 {
+			t.Errorf("%d controls are not real buttons", fakeButtons)
+		}
+	})
+
+	t.Run("a full line says so and retries after Retry-After", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		in.putQueue("b-full", map[string]any{"paused": true, "capacity": 1})
+		if r := in.do("POST", "/api/v1/queues/b-full/entries", in.as("first"), nil); r.status != 200 {
+			t.Fatalf("first in: %d %s", r.status, r.raw)
+		}
+		dave := newVisitor(t, browser, in, "en")
+		dave.open("/q/b-full")
+		dave.waitState("full", 5*time.Second)
+		if got := dave.text("#full-heading"); got != "The line is full right now" {
+			t.Errorf("heading = %q", got)
+		}
+		retry := dave.text("#retry-in")
+		var n int
+		if _, err := fmt.Sscanf(retry, "We'll try again for you in %d s", &n); err != nil || n < 28 || n > 30 {
+			t.Errorf("retry text = %q, want a countdown from Retry-After (30 s)", retry)
+		}
+		if p := dave.polls(); len(p) != 1 || p[0].Status != 429 {
+			t.Errorf("requests: %+v, want one 429 (the retry waits for Retry-After)", p)
+		}
+	})
+
+	t.Run("Korean by Accept-Language, English by ?lang=", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		in.putQueue("b-ko", map[string]any{"paused": true})
+		eun := newVisitor(t, browser, in, "ko-KR,ko;q=0.9,en;q=0.5")
+		eun.open("/q/b-ko")
+		eun.waitState("waiting", 5*time.Second)
+		var lang string
+		eun.mustEval(`document.documentElement.lang`, &lang)
+		if lang != "ko" {
+			t.Errorf("html lang = %q, want ko", lang)
+		}
+		for css, want := range map[string]string{
+			"#waiting-heading": "대기 중입니다",
+			".place-number":    "1번째",
+			"#ahead":           "다음 차례입니다",
+			"#eta":             "잠시 멈춤",
+		} {
+			if got := eun.text(css); got != want {
+				t.Errorf("%s = %q, want %q", css, got, want)
+			}
+		}
+		var announced string
+		eun.waitUntil("the live region", `document.getElementById('announcer').textContent !== ''`, 2*time.Second)
+		eun.mustEval(`document.getElementById('announcer').getAttribute('aria-live') + ': ' + document.getElementById('announcer').textContent`, &announced)
+		if announced != "polite: 현재 1번째입니다." {
+			t.Errorf("live region: %q", announced)
+		}
+
+		eun.open("/q/b-ko?lang=en")
+		eun.waitState("waiting", 5*time.Second)
+		if got := eun.text("#waiting-heading"); got != "You're in line" {
+			t.Errorf("with ?lang=en the heading is %q", got)
+		}
+		if got := eun.text("#position"); got != "1" {
+			t.Errorf("position after switching language = %q, want 1", got)
+		}
+	})
+
+	t.Run("admin page: live stats, pause, rate", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		in.putQueue("b-admin", map[string]any{"paused": true})
+		for _, u := range []string{"a1", "a2", "a3"} {
+			in.do("POST", "/api/v1/queues/b-admin/entries", in.as(u), nil)
+		}
+		op := newVisitor(t, browser, in, "en")
+		op.open("/admin")
+		op.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
+		op.typeInto("#token", in.admin)
+		op.keys("\r")
+		card := `[data-queue="b-admin"]`
+		op.waitUntil("the b-admin card", `document.querySelector('`+card+`')`, 5*time.Second)
+		if got := op.text(card + ` [data-field="length"]`); got != "3" {
+			t.Errorf("length on the card = %q, want 3", got)
+		}
+		if got := op.text(card + " .badge"); got != "Paused" {
+			t.Errorf("badge = %q, want Paused", got)
+		}
+		var stored string
+		op.mustEval(`sessionStorage.getItem('waitroom:admin-token')`, &stored)
+		if stored != in.admin {
+			t.Errorf("the token is not kept in sessionStorage")
+		}
+
+		op.click(card + " .pause-button") // Resume
+		op.waitUntil("the badge to say Admitting", `document.querySelector('`+card+` .badge').textContent === 'Admitting'`, 5*time.Second)
+		if r := in.do("GET", "/admin/v1/queues/b-admin", in.adminAuth(), nil); r.body["paused"] != false {
+			t.Errorf("after Resume the queue is %s", r.raw)
+		}
+		op.waitUntil("the line to empty", `document.querySelector('`+card+` [data-field="length"]').textContent === '0'`, 6*time.Second)
+
+		op.typeInto(card+" .rate-input", "7\r")
+		op.waitUntil("the saved rate", `document.querySelector('`+card+` [data-field="configured"]').textContent === '7/s configured'`, 5*time.Second)
+		if r := in.do("GET", "/admin/v1/queues/b-admin", in.adminAuth(), nil); r.num("ratePerSecond") != 7 {
+			t.Errorf("rate after Apply: %s", r.raw)
+		}
+		op.typeInto(card+" .rate-input", "1000\r") // × 100 ms > batch 10: refused
+		op.waitUntil("the refusal", `document.querySelector('`+card+` .qmessage').classList.contains('is-error')`, 5*time.Second)
+
+		// The chart has a point per 2 s sample: 3 and more after 4 s.
+		op.waitUntil("three samples in the chart", `document.querySelector('`+card+` .chart-line').getAttribute('d').split('L').length >= 3`, 8*time.Second)
+
+		op.click("#sign-out")
+		op.waitUntil("the sign-in form again", `!document.getElementById('login').hidden`, 2*time.Second)
+		op.mustEval(`sessionStorage.getItem('waitroom:admin-token') ?? ''`, &stored)
+		if stored != "" {
+			t.Errorf("sign-out left the token in sessionStorage")
+		}
+	})
+}
+
+// TestPageScreenshots renders the pictures in README.md. It runs only when
+// WAITROOM_SCREENSHOTS names a directory:
+//
+//	WAITROOM_SCREENSHOTS=docs/screenshots go test -run PageScreenshots ./internal/app/
+func TestPageScreenshots(t *testing.T) {
+	dir := os.Getenv(screenshotsVar)
+	if dir == "" {
+		t.Skipf("set %s=docs/screenshots to render the README's screenshots", screenshotsVar)
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", "..", dir) // relative to the module root
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	browser := startBrowser(t)
+	in := boot(t, backend{name: "embedded"}, nil)
+
+	// A sale in full swing: two thousand ahead, let in quickly for a while,
+	// then at the pace the database bears.
+	in.putQueue("spring-drop", map[string]any{"paused": true, "ratePerSecond": 100, "batchSize": 10, "intervalMs": 100})
+	in.putProduct("tee", "Spring tee", 500, "spring-drop")
+	in.putQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
+
+	op := newVisitor(t, browser, in, "en")
+	if err := chromedp.Do(op.ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+	op.open("/admin")
+	op.typeInto("#token", in.admin)
+	op.keys("\r")
+	op.waitUntil("the dashboard", `document.querySelector('[data-queue="spring-drop"]')`, 5*time.Second)
+
+	crowd := func(queue string, from, n int) {
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := from + w; i < from+n; i += 8 {
+					in.sendNoFail("POST", "/api/v1/queues/"+queue+"/entries", in.as(fmt.Sprintf("u%d", i)), nil)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for step := range 5 {
+		crowd("spring-drop", step*400, 400)
+		time.Sleep(2 * time.Second)
+	}
+	crowd("vip", 10_000, 140)
+
+	en := newVisitor(t, browser, in, "en-US,en;q=0.9")
+	en.open("/q/spring-drop?product=tee")
+	en.waitState("waiting", 5*time.Second)
+	ko := newVisitor(t, browser, in, "ko-KR,ko;q=0.9")
+	if err := chromedp.Do(ko.ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	ko.open("/q/spring-drop?product=tee")
+	ko.waitState("waiting", 5*time.Second)
+	crowd("spring-drop", 2000, 600) // more people behind them
+
+	in.patchQueue("spring-drop", map[string]any{"paused": false})
+	time.Sleep(9 * time.Second)
+	in.patchQueue("spring-drop", map[string]any{"ratePerSecond": 4, "batchSize": 1, "intervalMs": 250})
+	time.Sleep(4 * time.Second)
+
+	// A refresh shows the new estimate at once and keeps the progress.
+	for _, v := range []*visitor{en, ko} {
+		if err := chromedp.Do(v.ctx, chromedp.Reload()); err != nil {
+			t.Fatal(err)
+		}
+		v.waitState("waiting", 5*time.Second)
+	}
+	time.Sleep(1500 * time.Millisecond) // the bar's transition
+
+	shoot := func(v *visitor, name string) {
+		t.Helper()
+		buf, err := chromedp.Run(v.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d KB): %s", name, len(buf)/1024, v.screen())
+	}
+	shoot(en, "waiting-en.png")
+	shoot(ko, "waiting-ko.png")
+	shoot(op, "admin.png")
+
+	ready := newVisitor(t, browser, in, "en")
+	in.putQueue("express", map[string]any{})
+	in.putProduct("mug", "Enamel mug", 40, "express")
+	ready.open("/q/express?product=mug")
+	ready.waitState("ready", 6*time.Second)
+	ready.waitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
+	shoot(ready, "ready-en.png")
+}
+
+// ---------------------------------------------------------------- admin helpers
+
+func (in *instance) putQueue(name string, cfg map[string]any) {
+	in.t.Helper()
+	if r := in.do("PUT", "/admin/v1/queues/"+name, in.adminAuth(), cfg); r.status != 200 {
+		in.t.Fatalf("PUT queue %s: %d %s", name, r.status, r.raw)
+	}
+}
+
+func (in *instance) patchQueue(name string, patch map[string]any) {
+	in.t.Helper()
+	if r := in.do("PATCH", "/admin/v1/queues/"+name, in.adminAuth(), patch); r.status != 200 {
+		in.t.Fatalf("PATCH queue %s: %d %s", name, r.status, r.raw)
+	}
+}
+
+func (in *instance) putProduct(id, name string, stock int, queue string) {
+	in.t.Helper()
+	body := map[string]any{"name": name, "stock": stock, "queue": queue}
+	if r := in.do("PUT", "/admin/v1/products/"+id, in.adminAuth(), body); r.status != 200 {
+		in.t.Fatalf("PUT product %s: %d %s", id, r.status, r.raw)
+	}
+}

@@ -1,0 +1,843 @@
+package app_test
+
+// The HTTP contract, openapi.yaml, held against the real program: every
+// route and every status the document lists for it is driven through a
+// booted waitroom on both backends; each request is checked against the
+// document (valid, or refused by the document and by the server alike) and
+// each answer is validated against it. A documented (method, path, status)
+// that no request produced fails the test, and so does a route the server
+// registers that the document does not describe.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+func init() {
+	// Media types the document uses that kin-openapi has no decoder for.
+	for _, mt := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml", "application/openmetrics-text"} {
+		openapi3filter.RegisterBodyDecoder(mt, openapi3filter.PlainBodyDecoder)
+	}
+}
+
+// oaNotServed marks the operations that only document a 405.
+const oaNotServed = "x-waitroom-not-served"
+
+// oaAnswer is one documented (or produced) answer: method, path template, status.
+type oaAnswer struct {
+	method, path string
+	status       int
+}
+
+func (tr oaAnswer) String() string { return fmt.Sprintf("%s %s → %d", tr.method, tr.path, tr.status) }
+
+// oaContract is the loaded document.
+type oaContract struct {
+	doc    *openapi3.T
+	router routers.Router
+	want   map[oaAnswer]bool // every documented status, "default" left out
+}
+
+func loadOpenAPI(t *testing.T) *oaContract {
+	t.Helper()
+	onDisk, err := os.ReadFile("../../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onDisk, waitroom.OpenAPI) {
+		t.Fatal("the embedded OpenAPI document differs from openapi.yaml (rebuild)")
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(waitroom.OpenAPI)
+	if err != nil {
+		t.Fatalf("loading openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatalf("openapi.yaml is not a valid OpenAPI document: %v", err)
+	}
+	if doc.OpenAPI != "3.0.3" {
+		t.Fatalf("openapi: %q, want 3.0.3", doc.OpenAPI)
+	}
+	// Route by path alone: the document's server is "/", wherever it runs.
+	routed := *doc
+	routed.Servers = nil
+	router, err := legacy.NewRouter(&routed)
+	if err != nil {
+		t.Fatalf("routing openapi.yaml: %v", err)
+	}
+	c := &oaContract{doc: doc, router: router, want: map[oaAnswer]bool{}}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for code := range op.Responses.Map() {
+				if code == "default" {
+					continue
+				}
+				n, err := strconv.Atoi(code)
+				if err != nil {
+					t.Fatalf("%s %s: response %q is not a status code", method, path, code)
+				}
+				c.want[oaAnswer{method, path, n}] = true
+			}
+		}
+	}
+	return c
+}
+
+// served is the methods the document says path serves, as the server's
+// Allow header lists them (sorted; GET brings HEAD).
+func (c *oaContract) served(path string) []string {
+	var ms []string
+	for method, op := range c.doc.Paths.Value(path).Operations() {
+		if op.Extensions[oaNotServed] == nil {
+			ms = append(ms, method)
+			if method == http.MethodGet {
+				ms = append(ms, http.MethodHead)
+			}
+		}
+	}
+	sort.Strings(ms)
+	return ms
+}
+
+// oaCase is one request and the answer it must get.
+type oaCase struct {
+	method, path string
+	auth         string   // the Authorization header
+	cookie       string   // the Cookie header
+	body         any      // nil, a string (sent as is) or a value sent as JSON
+	headers      []string // more header pairs
+	status       int      // the answer's status
+	code         string   // the answer's error code, when it is an error
+	// specInvalid: the request breaks the document on purpose (a bad body,
+	// a name the document's pattern refuses); the document must refuse it
+	// too. Otherwise it must pass request validation.
+	specInvalid bool
+}
+
+// oaChecker sends requests to one instance and holds them and their answers
+// against the contract, recording which documented answers were produced.
+type oaChecker struct {
+	c   *oaContract
+	in  *instance
+	hit *oaHits
+}
+
+// oaHits is a set of produced answers, safe for concurrent use.
+type oaHits struct {
+	mu  sync.Mutex
+	set map[oaAnswer]bool
+}
+
+func newOAHits() *oaHits { return &oaHits{set: map[oaAnswer]bool{}} }
+
+func (h *oaHits) add(tr oaAnswer) {
+	h.mu.Lock()
+	h.set[tr] = true
+	h.mu.Unlock()
+}
+
+func (h *oaHits) has(tr oaAnswer) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.set[tr]
+}
+
+var oaRequestSeq atomic.Int64
+
+// call sends c and checks request and answer against the contract; it
+// returns the answer.
+func (k *oaChecker) call(t *testing.T, c oaCase) response {
+	t.Helper()
+	var body []byte
+	switch b := c.body.(type) {
+	case nil:
+	case string:
+		body = []byte(b)
+	default:
+		var err error
+		if body, err = json.Marshal(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqID := fmt.Sprintf("oa-%d", oaRequestSeq.Add(1))
+	build := func() *http.Request {
+		var rd io.Reader
+		if c.body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequest(c.method, k.in.base+c.path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		if c.cookie != "" {
+			req.Header.Set("Cookie", c.cookie)
+		}
+		req.Header.Set("X-Request-Id", reqID)
+		for i := 0; i+1 < len(c.headers); i += 2 {
+			req.Header.Set(c.headers[i], c.headers[i+1])
+		}
+		return req
+	}
+	name := c.method + " " + c.path
+	if len(name) > 100 {
+		name = name[:100] + "…"
+	}
+
+	// The request, as the document sees it.
+	vreq := build()
+	route, params, err := k.c.router.FindRoute(vreq)
+	if err != nil {
+		t.Fatalf("%s: not in openapi.yaml: %v", name, err)
+	}
+	ctx := context.Background()
+	in := &openapi3filter.RequestValidationInput{
+		Request: vreq, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{
+			// Identity is exercised for real: the document only has to
+			// name the schemes, the server decides.
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			MultiError:         true,
+		},
+	}
+	reqErr := openapi3filter.ValidateRequest(ctx, in)
+	switch {
+	case c.specInvalid && reqErr == nil:
+		t.Errorf("%s: the document accepts a request the test breaks on purpose", name)
+	case !c.specInvalid && reqErr != nil:
+		t.Errorf("%s: the document refuses the request: %v", name, reqErr)
+	}
+
+	// The answer.
+	res, err := http.DefaultClient.Do(build())
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatalf("%s: reading the answer: %v", name, err)
+	}
+	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			t.Fatalf("%s: answer is not JSON: %q", name, raw)
+		}
+	}
+	if r.status != c.status || r.errorCode() != c.code {
+		t.Errorf("%s: got %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
+	}
+	if got := res.Header.Get("X-Request-Id"); got != reqID {
+		t.Errorf("%s: X-Request-Id %q, want the request's %q", name, got, reqID)
+	}
+	// Documented by its own status, not only by the catch-all default.
+	if route.Operation.Responses.Status(r.status) == nil {
+		t.Errorf("%s: status %d is not documented for %s %s: %s", name, r.status, route.Method, route.Path, r.raw)
+	}
+	if r.status == http.StatusMethodNotAllowed {
+		allow := strings.Join(k.c.served(route.Path), ", ")
+		if got := res.Header.Get("Allow"); got != allow {
+			t.Errorf("%s: Allow %q, want %q (the methods the document says the path serves)", name, got, allow)
+		}
+		if d := k.c.doc.Paths.Value(route.Path).Description; d != "Allow on 405: "+allow {
+			t.Errorf("%s: the path's description says %q, the server allows %q", route.Path, d, allow)
+		}
+	}
+	resIn := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 r.status,
+		Header:                 res.Header,
+		Body:                   io.NopCloser(bytes.NewReader(raw)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(ctx, resIn); err != nil {
+		t.Errorf("%s: the answer breaks the document: %v\nanswer: %d %s", name, err, r.status, r.raw)
+	}
+	k.hit.add(oaAnswer{route.Method, route.Path, r.status})
+	return r
+}
+
+// TestOpenAPI drives every documented route and status through the program.
+func TestOpenAPI(t *testing.T) {
+	t.Parallel()
+	c := loadOpenAPI(t)
+	all := newOAHits()
+	var mu sync.Mutex
+	ran := map[string]bool{}
+	t.Run("backends", func(t *testing.T) {
+		for _, b := range backends {
+			t.Run(b.name, func(t *testing.T) {
+				t.Parallel()
+				h := newOAHits()
+				runOpenAPI(t, c, b, h)
+				if t.Failed() {
+					return
+				}
+				mu.Lock()
+				ran[b.name] = true
+				mu.Unlock()
+				for tr := range h.set {
+					all.add(tr)
+				}
+				// Every documented answer this backend can give was given.
+				var missing []string
+				for tr := range c.want {
+					if !h.has(tr) && !oaCannotOn(b, tr) {
+						missing = append(missing, tr.String())
+					}
+				}
+				sort.Strings(missing)
+				for _, m := range missing {
+					t.Errorf("documented but never exercised on %s: %s", b.name, m)
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	for _, b := range backends {
+		if !ran[b.name] {
+			t.Logf("backend %s did not run: not checking that every documented answer was exercised on some backend", b.name)
+			return
+		}
+	}
+	var missing []string
+	for tr := range c.want {
+		if !all.has(tr) {
+			missing = append(missing, tr.String())
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("documented but never exercised on any backend: %s", m)
+	}
+	t.Logf("%d documented answers, all exercised", len(c.want))
+}
+
+// oaCannotOn says which documented answers a backend cannot give: the
+// embedded default always has an admin token (it makes one up) and its
+// stores live in process, so only draining makes it answer 503.
+func oaCannotOn(b backend, tr oaAnswer) bool {
+	if b.redis {
+		return false
+	}
+	switch {
+	case tr.status == http.StatusServiceUnavailable && tr.path != "/readyz":
+		return true
+	case tr.status == http.StatusForbidden && strings.HasPrefix(tr.path, "/admin/"):
+		return true
+	}
+	return false
+}
+
+// TestOpenAPIRoutes: the routes the server registers are exactly the
+// operations the document describes (the not-served ones aside).
+func TestOpenAPIRoutes(t *testing.T) {
+	t.Parallel()
+	c := loadOpenAPI(t)
+	src, err := os.ReadFile("../httpapi/server.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := regexp.MustCompile(`\bm\.Handle(?:Func)?\("([A-Z]+) (/[^"]*)"`)
+	registered := map[string]bool{}
+	for _, m := range pattern.FindAllStringSubmatch(string(src), -1) {
+		path := strings.ReplaceAll(m[2], "{$}", "")
+		if path == "" {
+			path = "/"
+		}
+		if strings.HasSuffix(path, "/") && path != "/" {
+			// A subtree ("/static/"): the document names its files.
+			path += "{file}"
+		}
+		registered[m[1]+" "+path] = true
+	}
+	if len(registered) < 10 {
+		t.Fatalf("found only %d routes in server.go: the pattern no longer matches how routes are registered", len(registered))
+	}
+	documented := map[string]bool{}
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Extensions[oaNotServed] == nil {
+				documented[method+" "+path] = true
+			}
+		}
+	}
+	for r := range registered {
+		if !documented[r] {
+			t.Errorf("the server serves %s; openapi.yaml does not describe it", r)
+		}
+	}
+	for r := range documented {
+		if !registered[r] {
+			t.Errorf("openapi.yaml describes %s; the server does not register it", r)
+		}
+	}
+}
+
+// runOpenAPI drives every route and status on one backend.
+func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
+	in := boot(t, b, nil)
+	k := &oaChecker{c: c, in: in, hit: h}
+	admin := in.adminAuth()
+
+	// Queues: a paused one to wait in, a fast one to be admitted from, a
+	// full one.
+	paused, fast, full := saleID("paused"), saleID("fast"), saleID("full")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"paused": true}, status: 200})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + fast, auth: admin, body: fastSaleQueue, status: 200})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + full, auth: admin,
+		body: map[string]any{"paused": true, "capacity": 1, "ratePerSecond": nil}, status: 200})
+
+	// ---- the line
+	entries := func(q string) string { return "/api/v1/queues/" + q + "/entries" }
+	me := func(q string) string { return "/api/v1/queues/" + q + "/entries/me" }
+	alice, bob := saleID("alice"), saleID("bob")
+	r := k.call(t, oaCase{method: "POST", path: entries(paused), auth: in.as(alice), status: 200})
+	if r.str("status") != "WAITING" || r.body["paused"] != true {
+		t.Errorf("enter a paused queue: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.as(alice), status: 200})
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.as(bob), status: 200})                         // NOT_IN_QUEUE
+	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(alice), status: 200})                   // takes the one place
+	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(bob), status: 429, code: "queue_full"}) // none left
+	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.as(alice), status: 204})                    // leave
+	k.call(t, oaCase{method: "DELETE", path: me("nosuchqueue"), auth: in.as(alice), status: 204})             // nothing to leave
+	k.call(t, oaCase{method: "POST", path: entries("nosuchqueue"), auth: in.as(alice), status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: me("nosuchqueue"), auth: in.as(alice), status: 404, code: "queue_not_found"})
+	for _, m := range []struct{ method, path string }{{"POST", entries(paused)}, {"GET", me(paused)}, {"DELETE", me(paused)}} {
+		k.call(t, oaCase{method: m.method, path: m.path, status: 401, code: "unauthenticated"})
+		k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer not-a-jwt", status: 401, code: "unauthenticated"})
+		k.call(t, oaCase{method: m.method, path: m.path, cookie: "wr_session=anon-1.forged", status: 401, code: "unauthenticated"})
+		k.call(t, oaCase{method: m.method, path: m.path, auth: in.as("john doe"), status: 400, code: "invalid_user_id"})
+		k.call(t, oaCase{method: m.method, path: strings.Replace(m.path, paused, "bad*name", 1), auth: in.as(alice),
+			status: 400, code: "invalid_queue_name", specInvalid: true})
+	}
+
+	// The page's session cookie is an identity.
+	page := k.call(t, oaCase{method: "GET", path: "/", status: 200})
+	cookie := oaSessionCookie(t, page)
+	k.call(t, oaCase{method: "GET", path: "/", cookie: cookie, status: 200})
+	if page2 := k.call(t, oaCase{method: "GET", path: "/q/" + paused, status: 200}); page2.header.Get("Set-Cookie") == "" {
+		t.Error("GET /q/{queue} without identity set no cookie")
+	}
+	k.call(t, oaCase{method: "GET", path: "/q/bad*name", status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 200})
+	k.call(t, oaCase{method: "GET", path: me(paused), cookie: cookie, status: 200})
+	k.call(t, oaCase{method: "DELETE", path: me(paused), cookie: cookie, status: 204})
+
+	// Admitted: READY on entering again and on status.
+	carol := saleID("carol")
+	k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.as(carol), status: 200})
+	token := in.waitReady(fast, carol)
+	if r := k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.as(carol), status: 200}); r.str("status") != "READY" || r.str("token") != token {
+		t.Errorf("enter again when READY: %s", r.raw)
+	}
+	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.as(carol), status: 200}); r.str("status") != "READY" {
+		t.Errorf("status when READY: %s", r.raw)
+	}
+
+	// ---- products and orders
+	tee, empty := saleID("tee"), saleID("empty")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin,
+		body: map[string]any{"name": "T-shirt", "stock": 5, "queue": fast}, status: 200})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + empty, auth: admin,
+		body: map[string]any{"name": "Sold out", "stock": 0, "queue": fast}, status: 200})
+	dflt := saleID("dflt")
+	if r := k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + dflt, auth: admin,
+		body: map[string]any{"name": "Default", "stock": 1, "queue": nil}, status: 200}); r.str("queue") != "default" {
+		t.Errorf("a product without a queue: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + tee, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + saleID("nope"), status: 404, code: "product_not_found"})
+
+	const orders = "/api/v1/orders"
+	orderBody := func(product string) map[string]any { return map[string]any{"productId": product, "quantity": 1} }
+	tokenHdr := func(tok string, more ...string) []string { return append([]string{"X-Entry-Token", tok}, more...) }
+	// Refusals before anything is bought.
+	k.call(t, oaCase{method: "POST", path: orders, body: orderBody(tee), headers: tokenHdr(token), status: 401, code: "unauthenticated"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as("john doe"), body: orderBody(tee), headers: tokenHdr(token), status: 400, code: "invalid_user_id"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: map[string]any{"productId": tee, "quantity": 0},
+		headers: tokenHdr(token), status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: `{"productId":"` + tee + `","quantity":1,"price":0}`,
+		headers: tokenHdr(token), status: 400, code: "invalid_request", specInvalid: true})
+	// A valid order padded past 4 KiB: the document states the limit in prose.
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: `{"productId":"` + tee + `","quantity":1}` + strings.Repeat(" ", 5000),
+		headers: tokenHdr(token), status: 413, code: "body_too_large"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee),
+		headers: tokenHdr(token, "Idempotency-Key", strings.Repeat("k", 129)), status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), status: 403, code: "entry_token_invalid", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr("not-the-token"), status: 403, code: "entry_token_invalid"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(alice), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(saleID("nope")), headers: tokenHdr(token), status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(empty), headers: tokenHdr(token), status: 409, code: "out_of_stock"})
+	// Bought (the token kept through every refusal above), then replayed.
+	key := saleID("key")
+	o := k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 201})
+	again := k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 200})
+	if again.header.Get("Idempotent-Replayed") != "true" || again.num("id") != o.num("id") {
+		t.Errorf("replay: %s %v, first %s", again.raw, again.header, o.raw)
+	}
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"}) // spent
+	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.as(carol), status: 200}); r.str("status") != "NOT_IN_QUEUE" {
+		t.Errorf("status after buying: %s", r.raw)
+	}
+
+	// ---- admin
+	for _, m := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/admin/v1/queues", nil},
+		{"GET", "/admin/v1/queues/" + paused, nil},
+		{"PUT", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
+		{"PATCH", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
+		{"PUT", "/admin/v1/products/" + tee, map[string]any{"name": "x", "stock": 1}},
+	} {
+		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
+		k.call(t, oaCase{method: m.method, path: m.path, auth: in.as("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
+	}
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queues", auth: admin, status: 200}); !strings.Contains(r.raw, `"queue":"default"`) {
+		t.Errorf("list without default: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default", auth: admin, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue", auth: admin, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"capacity": 50, "paused": nil}, status: 200}); r.num("capacity") != 50 || r.body["paused"] != true {
+		t.Errorf("PATCH: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/nosuchqueue", auth: admin, body: map[string]any{"paused": true}, status: 404, code: "queue_not_found"})
+	for _, method := range []string{"PUT", "PATCH"} {
+		p := "/admin/v1/queues/" + paused
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"ratePerSecond": -1}, status: 400, code: "invalid_config", specInvalid: true})
+		// A rule between fields: the document states it in prose only.
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"ratePerSecond": 1000, "batchSize": 10, "intervalMs": 100}, status: 400, code: "invalid_config"})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"rate":5}`, status: 400, code: "invalid_request", specInvalid: true})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: `null`, status: 400, code: "invalid_request", specInvalid: true})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"paused":true` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
+		k.call(t, oaCase{method: method, path: "/admin/v1/queues/bad*name", auth: admin, body: map[string]any{}, status: 400, code: "invalid_queue_name", specInvalid: true})
+	}
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin, body: map[string]any{"name": "x"}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin, body: map[string]any{"name": "x", "stock": 1, "queue": "a{b}"}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + strings.Repeat("p", 129), auth: admin, body: map[string]any{"name": "x", "stock": 1}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin, body: `{"name":"` + strings.Repeat("n", 5000) + `","stock":1}`, status: 413, code: "body_too_large", specInvalid: true})
+
+	// ---- the pages and their files
+	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.header.Get("Content-Language") != "ko" {
+		t.Errorf("GET /?lang=ko: Content-Language %q", r.header.Get("Content-Language"))
+	}
+	k.call(t, oaCase{method: "GET", path: "/q/" + paused, headers: []string{"Accept-Language", "ko-KR,ko;q=0.9"}, cookie: cookie, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/admin", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/admin?lang=ko", status: 200})
+	for _, f := range []string{"waitroom.css", "waiting.js", "admin.js", "favicon.svg"} {
+		k.call(t, oaCase{method: "GET", path: "/static/" + f, status: 200})
+	}
+	k.call(t, oaCase{method: "GET", path: "/static/waitroom.css?v=old", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/static/waitroom.css", headers: []string{"Range", "bytes=0-9"}, status: 206})
+	k.call(t, oaCase{method: "GET", path: "/static/waitroom.css", headers: []string{"Range", "bytes=99999999-"}, status: 416})
+	k.call(t, oaCase{method: "GET", path: "/static/nope.css", status: 404})
+
+	// ---- operations
+	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/readyz", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/metrics", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/metrics", headers: []string{"Accept", "application/openmetrics-text; version=1.0.0"}, status: 200})
+	if doc := k.call(t, oaCase{method: "GET", path: "/openapi.yaml", status: 200}); doc.raw != string(waitroom.OpenAPI) {
+		t.Error("GET /openapi.yaml is not the embedded document")
+	}
+
+	// ---- 405 on every method a path does not serve.
+	for path, item := range c.doc.Paths.Map() {
+		concrete := strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css").Replace(path)
+		for method, op := range item.Operations() {
+			if op.Extensions[oaNotServed] != nil {
+				k.call(t, oaCase{method: method, path: concrete, auth: in.as(alice), status: 405, code: "method_not_allowed"})
+			}
+		}
+	}
+
+	// ---- what the document's introduction promises for every route
+	checkConventions(t, in)
+
+	// ---- failures only another configuration produces
+	t.Run("payment fails", func(t *testing.T) {
+		in := boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
+		k := &oaChecker{c: c, in: in, hit: h}
+		sale := shop{in}
+		q, p := sale.newSale(1, nil)
+		u := saleID("payer")
+		tok := sale.admit(q, u)[u]
+		k.call(t, oaCase{method: "POST", path: orders, auth: in.as(u), body: orderBody(p), headers: tokenHdr(tok), status: 402, code: "payment_failed"})
+		sale.assertHolds(q, u, tok)
+	})
+	if b.redis {
+		t.Run("admin disabled", func(t *testing.T) {
+			in := boot(t, b, func(c *app.Config) { c.AdminToken = "" })
+			k := &oaChecker{c: c, in: in, hit: h}
+			for _, m := range []struct {
+				method, path string
+				body         any
+			}{
+				{"GET", "/admin/v1/queues", nil},
+				{"GET", "/admin/v1/queues/default", nil},
+				{"PUT", "/admin/v1/queues/default", map[string]any{}},
+				{"PATCH", "/admin/v1/queues/default", map[string]any{"paused": true}},
+				{"PUT", "/admin/v1/products/p", map[string]any{"name": "x", "stock": 1}},
+			} {
+				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
+			}
+		})
+		t.Run("redis and postgres down", func(t *testing.T) { runOpenAPIOutage(t, c, b, h) })
+	}
+
+	// Last: a draining instance is not ready.
+	in.m.API.SetDraining(true)
+	k.call(t, oaCase{method: "GET", path: "/readyz", status: 503, code: "draining"})
+}
+
+// checkConventions checks the promises the document makes in prose, for
+// requests no operation describes: HEAD, OPTIONS and TRACE, unknown paths,
+// request ids.
+func checkConventions(t *testing.T, in *instance) {
+	t.Helper()
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{"HEAD", "/healthz", 200, "", ""},
+		{"HEAD", "/api/v1/products/nope", 404, "", ""}, // HEAD of an error: status only
+		{"HEAD", "/api/v1/orders", 405, "", "POST"},
+		{"OPTIONS", "/healthz", 405, "method_not_allowed", "GET, HEAD"},
+		{"TRACE", "/api/v1/queues/default/entries/me", 405, "method_not_allowed", "DELETE, GET, HEAD"},
+		{"GET", "/nope", 404, "not_found", ""},
+		{"GET", "/admin/v1/nope", 404, "not_found", ""},
+		{"POST", "/api/v2/orders", 404, "not_found", ""},
+	} {
+		r := in.do(c.method, c.path, "", nil)
+		if r.status != c.status || r.errorCode() != c.code || r.header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q Allow %q, want %d %q Allow %q", c.method, c.path, r.status, r.errorCode(),
+				r.header.Get("Allow"), c.status, c.code, c.allow)
+		}
+		if c.method == "HEAD" && r.raw != "" {
+			t.Errorf("HEAD %s answered a body: %q", c.path, r.raw)
+		}
+	}
+	hex16 := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	for _, sent := range []string{"", strings.Repeat("r", 65)} {
+		var hdr []string
+		if sent != "" {
+			hdr = []string{"X-Request-Id", sent}
+		}
+		if got := in.do("GET", "/healthz", "", nil, hdr...).header.Get("X-Request-Id"); !hex16.MatchString(got) {
+			t.Errorf("X-Request-Id for a request that sent %q: %q, want 16 fresh hex digits", sent, got)
+		}
+	}
+	if got := in.do("GET", "/healthz", "", nil, "X-Request-Id", strings.Repeat("r", 64)).header.Get("X-Request-Id"); got != strings.Repeat("r", 64) {
+		t.Errorf("a 64-character X-Request-Id was not echoed: %q", got)
+	}
+}
+
+// oaSessionCookie returns "wr_session=…" from an answer that sets it.
+func oaSessionCookie(t *testing.T, r response) string {
+	t.Helper()
+	for _, v := range r.header.Values("Set-Cookie") {
+		if c, err := http.ParseSetCookie(v); err == nil && c.Name == "wr_session" {
+			return c.Name + "=" + c.Value
+		}
+	}
+	t.Fatalf("no wr_session cookie in %q", r.header.Values("Set-Cookie"))
+	return ""
+}
+
+// runOpenAPIOutage boots an instance whose Redis and PostgreSQL sit behind
+// proxies, then cuts the proxies: every route that needs them answers 503
+// with Retry-After.
+func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
+	redisProxy := startCutProxy(t, urlHost(t, testenv.RedisURL(t)))
+	pgProxy := startCutProxy(t, urlHost(t, testenv.DatabaseURL(t)))
+	in := boot(t, b, func(c *app.Config) {
+		c.RedisURL = urlWithHost(t, c.RedisURL, redisProxy.addr())
+		c.DatabaseURL = urlWithHost(t, c.DatabaseURL, pgProxy.addr())
+	})
+	k := &oaChecker{c: c, in: in, hit: h}
+	admin := in.adminAuth()
+	sale := shop{in}
+	q, p := sale.newSale(5, nil)
+	u := saleID("u")
+	tok := sale.admit(q, u)[u]
+	k.call(t, oaCase{method: "GET", path: "/readyz", status: 200})
+
+	// Redis down, PostgreSQL up.
+	redisProxy.cut()
+	entries := "/api/v1/queues/" + q + "/entries"
+	for _, m := range []struct {
+		method, path, auth string
+		body               any
+		headers            []string
+	}{
+		{"POST", entries, in.as(u), nil, nil},
+		{"GET", entries + "/me", in.as(u), nil, nil},
+		{"DELETE", entries + "/me", in.as(u), nil, nil},
+		{"GET", "/admin/v1/queues", admin, nil, nil},
+		{"GET", "/admin/v1/queues/" + q, admin, nil, nil},
+		{"PUT", "/admin/v1/queues/" + q, admin, map[string]any{}, nil},
+		{"PATCH", "/admin/v1/queues/" + q, admin, map[string]any{"paused": true}, nil},
+		// The product is read from PostgreSQL, the token from Redis.
+		{"POST", "/api/v1/orders", in.as(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
+		{"GET", "/readyz", "", nil, nil},
+	} {
+		r := k.call(t, oaCase{method: m.method, path: m.path, auth: m.auth, body: m.body, headers: m.headers, status: 503, code: "unavailable"})
+		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+			t.Errorf("%s %s: Retry-After %q", m.method, m.path, r.header.Get("Retry-After"))
+		}
+	}
+	// Still alive, and metrics still answer (the store is reported down).
+	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/metrics", status: 200})
+
+	// PostgreSQL down too.
+	pgProxy.cut()
+	for _, m := range []struct {
+		method, path, auth string
+		body               any
+	}{
+		{"GET", "/api/v1/products/" + p, "", nil},
+		{"PUT", "/admin/v1/products/" + p, admin, map[string]any{"name": "x", "stock": 1}},
+	} {
+		k.call(t, oaCase{method: m.method, path: m.path, auth: m.auth, body: m.body, status: 503, code: "unavailable"})
+	}
+}
+
+// cutProxy forwards TCP connections to a server until cut, after which it
+// refuses new connections and has dropped the open ones: to the program
+// behind it, the server is gone.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	cutOff bool
+	wg     sync.WaitGroup
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c, up) {
+			return
+		}
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+// track remembers both ends, or closes them when already cut.
+func (p *cutProxy) track(a, b net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutOff {
+		a.Close()
+		b.Close()
+		return false
+	}
+	p.conns = append(p.conns, a, b)
+	return true
+}
+
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// cut stops accepting and drops every connection.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutOff {
+		return
+	}
+	p.cutOff = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+func urlHost(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+func urlWithHost(t *testing.T, raw, host string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = host
+	return u.String()
+}

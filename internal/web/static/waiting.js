@@ -1,0 +1,379 @@
+// The waiting-room page. It enters the line (POST, idempotent: a refresh
+// keeps the place), shows where the visitor stands, asks again exactly when
+// the server's pollAfterSeconds says and never sooner, and once admitted
+// turns into the order form that spends the entry token.
+//
+// Identity is the anonymous wr_session cookie the server set with this page
+// (or the shop's own login cookie); fetch sends it because the API is on the
+// same origin.
+(() => {
+  'use strict';
+
+  const M = JSON.parse(document.getElementById('messages').textContent);
+  const lang = document.documentElement.lang || 'en';
+  const numbers = new Intl.NumberFormat(lang);
+  const $ = (id) => document.getElementById(id);
+
+  // "/" is the default line; "/q/{queue}" names one.
+  const queue = (() => {
+    const m = location.pathname.match(/^\/q\/([^/]+)\/?$/);
+    return m ? decodeURIComponent(m[1]) : 'default';
+  })();
+  const params = new URLSearchParams(location.search);
+  const entriesURL = '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
+
+  // Remembered per tab and per line: the first position seen (the start of
+  // the progress bar, so a refresh does not reset it) and a finished order.
+  const saved = {
+    key: (name) => 'waitroom:' + queue + ':' + name,
+    get(name) {
+      try { return JSON.parse(sessionStorage.getItem(this.key(name))); } catch { return null; }
+    },
+    set(name, v) {
+      try { sessionStorage.setItem(this.key(name), JSON.stringify(v)); } catch { /* private mode */ }
+    },
+    drop(name) {
+      try { sessionStorage.removeItem(this.key(name)); } catch { /* private mode */ }
+    },
+  };
+
+  // Every request the page sent to the line, in order: when it went out (ms
+  // on the page clock), what came back and the pollAfterSeconds it carried.
+  // The browser tests read it; it is also handy in the console.
+  const polls = [];
+  window.__polls = polls;
+
+  let state = '';
+  let timer = 0;          // the one pending request to the line
+  let dueAt = 0;          // when that request goes out (Date.now() clock)
+  let dueKind = '';       // what the countdown shows: 'poll' | 'retry' | 'trouble'
+  let lastPosition = 0;
+  let ready = null;       // {token, expiresAt (ms, local clock)}
+  let ordering = false;
+
+  function t(key, vars) {
+    let s = M[key] ?? key;
+    for (const [k, v] of Object.entries(vars || {})) s = s.split('{' + k + '}').join(String(v));
+    return s;
+  }
+
+  // ------------------------------------------------------------ states
+
+  const sections = document.querySelectorAll('[data-state]');
+  const announcer = $('announcer');
+
+  function show(next) {
+    if (next === state) return;
+    const focusHeading = state !== '' && state !== 'joining' || next === 'ready';
+    state = next;
+    for (const s of sections) s.hidden = s.dataset.state !== next;
+    const heading = document.querySelector('[data-state="' + next + '"] h1');
+    // Move focus with the news for keyboard and screen-reader users, but not
+    // on the first paint of the waiting card (nothing happened yet).
+    if (heading && focusHeading) heading.focus({ preventScroll: false });
+  }
+
+  function announce(text) {
+    // Re-setting the same text would not be announced again; clear first.
+    announcer.textContent = '';
+    setTimeout(() => { announcer.textContent = text; }, 50);
+  }
+
+  function banner(text) {
+    const b = $('banner');
+    b.textContent = text || '';
+    b.hidden = !text;
+  }
+
+  // ------------------------------------------------------------ timing
+
+  // schedule runs fn after exactly `seconds` seconds: the server spreads
+  // its answers (jitter) so that crowds don't poll in lockstep, and the page
+  // must not undo that by asking early.
+  function schedule(seconds, kind, fn) {
+    clearTimeout(timer);
+    const ms = Math.max(1, seconds) * 1000;
+    dueAt = Date.now() + ms;
+    dueKind = kind;
+    timer = setTimeout(() => { dueKind = 'now'; tick(); fn(); }, ms);
+    tick();
+  }
+
+  function cancelSchedule() {
+    clearTimeout(timer);
+    dueKind = '';
+  }
+
+  // tick refreshes the countdowns on screen (it sends nothing).
+  function tick() {
+    const left = Math.max(0, Math.ceil((dueAt - Date.now()) / 1000));
+    if (state === 'waiting') {
+      $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: left }) : t('checking');
+    } else if (state === 'full') {
+      $('retry-in').textContent = dueKind === 'retry' && left > 0 ? t('retryIn', { n: left }) : t('retrying');
+    }
+    if (dueKind === 'trouble') banner(t('trouble', { n: Math.max(left, 1) }));
+    if (state === 'ready' && ready) {
+      const ms = ready.expiresAt - Date.now();
+      if (ms <= 0) return expired();
+      const s = Math.ceil(ms / 1000);
+      $('expires').textContent = t('expiresIn', { t: Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0') });
+    }
+  }
+  setInterval(tick, 500);
+
+  // ------------------------------------------------------------ the line
+
+  // lineRequest enters the line (POST) or asks where we stand (GET).
+  async function lineRequest(method) {
+    cancelSchedule();
+    const rec = { method, sentAt: performance.now(), status: 0, state: '', pollAfterSeconds: null };
+    polls.push(rec);
+    let res, body;
+    try {
+      res = await fetch(method === 'POST' ? entriesURL : entriesURL + '/me', {
+        method,
+        credentials: 'same-origin',
+        cache: 'no-store',
+        headers: { Accept: 'application/json' },
+      });
+      body = await res.json().catch(() => ({}));
+    } catch {
+      rec.status = -1;
+      return trouble(5, method);
+    }
+    rec.status = res.status;
+    rec.state = body.status || '';
+    rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
+    const skew = serverSkew(res);
+    banner('');
+
+    if (res.ok) {
+      switch (body.status) {
+        case 'WAITING': return waiting(body);
+        case 'READY': return admitted(body, skew);
+        default: return notInLine();
+      }
+    }
+    const code = body.error?.code;
+    const retryAfter = parseInt(res.headers.get('Retry-After'), 10);
+    if (res.status === 429 && code === 'queue_full') return full(retryAfter > 0 ? retryAfter : 30);
+    if (res.status === 404 || code === 'invalid_queue_name') return show('notfound');
+    if (res.status === 401 || code === 'invalid_user_id') return show('session');
+    return trouble(retryAfter > 0 ? retryAfter : 5, method);
+  }
+
+  // serverSkew is how far the server's clock is ahead of ours, so the
+  // token's expiry counts down right even on a phone with a wrong clock.
+  function serverSkew(res) {
+    const d = Date.parse(res.headers.get('Date') || '');
+    return Number.isFinite(d) ? d - Date.now() : 0;
+  }
+
+  function waiting(b) {
+    const pos = b.position;
+    let first = saved.get('first');
+    if (!(first >= pos)) {
+      first = pos;
+      saved.set('first', first);
+    }
+    show('waiting');
+
+    $('position').textContent = numbers.format(pos);
+    const ahead = pos - 1;
+    $('ahead').textContent = ahead <= 0 ? t('aheadNone') : ahead === 1 ? t('aheadOne') : t('aheadMany', { n: numbers.format(ahead) });
+    $('queue-length').textContent = numbers.format(b.queueLength);
+    $('eta').textContent = b.paused ? t('etaPaused') : eta(b.estimatedWaitSeconds);
+    $('paused-note').hidden = !b.paused;
+
+    // From the first place this tab saw (0%) to the front (100%).
+    const pct = first > 0 ? Math.round(((first - pos) / first) * 100) : 0;
+    progress(pct, t('progressText', { n: numbers.format(pos) }));
+
+    if (pos !== lastPosition) {
+      announce(t('announcePosition', { n: numbers.format(pos) }));
+      lastPosition = pos;
+    }
+    document.title = t('titleWaiting', { n: numbers.format(pos) });
+
+    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
+    schedule(after, 'poll', () => lineRequest('GET'));
+  }
+
+  function progress(pct, text) {
+    const p = $('progress');
+    p.setAttribute('aria-valuenow', String(pct));
+    p.setAttribute('aria-valuetext', text);
+    $('progress-bar').style.width = Math.max(2, Math.min(100, pct)) + '%';
+  }
+
+  // eta says the estimate in words people use.
+  function eta(seconds) {
+    if (!(seconds > 0)) return t('etaSoon');
+    if (seconds < 60) return t('etaUnderMinute');
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 60) return minutes === 1 ? t('etaMinute') : t('etaMinutes', { n: numbers.format(minutes) });
+    const hours = Math.round(minutes / 60);
+    return hours === 1 ? t('etaHour') : t('etaHours', { n: numbers.format(hours) });
+  }
+
+  function admitted(b, skew) {
+    cancelSchedule();
+    const wasReady = state === 'ready';
+    ready = { token: b.token, expiresAt: Date.parse(b.expiresAt) - skew };
+    saved.drop('first');
+    lastPosition = 0;
+    show('ready');
+    document.title = t('titleReady');
+    if (!wasReady) announce(t('announceReady'));
+    const product = $('product');
+    if (!product.value && params.get('product')) product.value = params.get('product');
+    describeProduct();
+    tick();
+  }
+
+  function notInLine() {
+    cancelSchedule();
+    ready = null;
+    show('left');
+    document.title = M.pageTitle + ' · ' + M.brand;
+  }
+
+  function expired() {
+    cancelSchedule();
+    ready = null;
+    show('expired');
+    document.title = t('titleExpired');
+  }
+
+  function full(seconds) {
+    show('full');
+    schedule(seconds, 'retry', () => lineRequest('POST'));
+  }
+
+  // trouble keeps what is on screen and tries the same request again.
+  function trouble(seconds, method) {
+    schedule(seconds, 'trouble', () => lineRequest(method));
+  }
+
+  function enterAgain() {
+    saved.drop('first');
+    saved.drop('order');
+    ready = null;
+    lastPosition = 0;
+    show('joining');
+    lineRequest('POST');
+  }
+
+  // ------------------------------------------------------------ ordering
+
+  const form = $('order-form');
+  const message = $('order-message');
+
+  function say(key, kind) {
+    message.textContent = key ? t(key) : '';
+    message.className = 'order-message' + (kind ? ' is-' + kind : '');
+  }
+
+  let describing = 0;
+  const productNames = new Map(); // id → name, for the receipt
+  async function describeProduct() {
+    const id = $('product').value.trim();
+    const info = $('product-info');
+    const mine = ++describing;
+    info.textContent = '';
+    if (!id) return;
+    try {
+      const res = await fetch('/api/v1/products/' + encodeURIComponent(id), { credentials: 'same-origin', cache: 'no-store' });
+      if (!res.ok || mine !== describing) return;
+      const p = await res.json();
+      if (p.name) productNames.set(p.id, p.name);
+      info.textContent = t('productLeft', { name: p.name || p.id, n: numbers.format(p.stock) });
+    } catch { /* the info line is a nicety */ }
+  }
+  $('product').addEventListener('change', describeProduct);
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!ready || ordering) return;
+    const productId = $('product').value.trim();
+    const quantity = parseInt($('quantity').value, 10);
+    if (!productId) {
+      say('productMissing', 'error');
+      $('product').focus();
+      return;
+    }
+    if (!(quantity >= 1 && quantity <= 100)) {
+      say('invalidOrder', 'error');
+      $('quantity').focus();
+      return;
+    }
+    ordering = true;
+    const button = $('order-button');
+    button.disabled = true;
+    say('ordering');
+    let res, body;
+    try {
+      res = await fetch('/api/v1/orders', {
+        method: 'POST',
+        credentials: 'same-origin',
+        cache: 'no-store',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-Entry-Token': ready.token },
+        body: JSON.stringify({ productId, quantity }),
+      });
+      body = await res.json().catch(() => ({}));
+    } catch {
+      res = null;
+    } finally {
+      ordering = false;
+      button.disabled = false;
+    }
+    if (!res) return say('orderError', 'error');
+    if (res.status === 201 || res.status === 200) return done(body);
+    switch (body.error?.code) {
+      case 'out_of_stock': describeProduct(); return say('outOfStock', 'warn');
+      case 'payment_failed': return say('paymentFailed', 'warn');
+      case 'order_in_progress': return say('orderInProgress', 'warn');
+      case 'product_not_found': return say('productNotFound', 'error');
+      case 'invalid_request': return say('invalidOrder', 'error');
+      case 'entry_token_invalid': say(''); return expired();
+      case 'unauthenticated': return show('session');
+      default: return say('orderError', 'error');
+    }
+  });
+
+  function done(o) {
+    const order = { id: o.id, product: productNames.get(o.productId) || o.productId, quantity: o.quantity };
+    saved.set('order', order);
+    showDone(order);
+    announce(t('doneHeading') + '. ' + t('orderNumber', { id: order.id }));
+  }
+
+  function showDone(order) {
+    cancelSchedule();
+    ready = null;
+    say('');
+    $('order-number').textContent = t('orderNumber', { id: order.id });
+    $('order-detail').textContent = t('doneDetail', { p: order.product, q: numbers.format(order.quantity) });
+    show('done');
+    document.title = t('titleDone');
+  }
+
+  // ------------------------------------------------------------ start
+
+  for (const b of document.querySelectorAll('[data-action="enter"]')) b.addEventListener('click', enterAgain);
+  for (const b of document.querySelectorAll('[data-action="reload"]')) b.addEventListener('click', () => location.reload());
+
+  if (queue !== 'default') {
+    $('line-name-text').textContent = queue;
+    $('line-name').hidden = false;
+  }
+
+  const order = saved.get('order');
+  if (order && order.id) {
+    showDone(order); // already bought in this tab: don't queue again by accident
+  } else {
+    show('joining');
+    lineRequest('POST');
+  }
+})();
