@@ -2,11 +2,12 @@
 # shellcheck disable=SC2317 # the cleanup functions run from traps
 # The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
 #
-# It installs redis-server, PostgreSQL and a C compiler (for -race) from Debian
-# packages when they are missing, starts throwaway Redis and PostgreSQL servers
-# on free loopback ports, exports their URLs as WAITROOM_TEST_REDIS_URL and
-# WAITROOM_TEST_DATABASE_URL, runs `go vet` and `go test -race`, and always
-# stops the servers and removes their temp dirs on exit.
+# It installs redis-server, PostgreSQL, chromium (for the pages' browser tests)
+# and a C compiler (for -race) from Debian packages when they are missing,
+# starts throwaway Redis and PostgreSQL servers on free loopback ports, exports
+# their URLs as WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs
+# `go vet` and `go test -race`, and always stops the servers and removes their
+# temp dirs on exit.
 #
 # Usage:
 #   scripts/test.sh                                  # go test ... ./...
@@ -19,6 +20,8 @@
 #
 # To use servers you already run, set WAITROOM_TEST_REDIS_URL and/or
 # WAITROOM_TEST_DATABASE_URL; that server is then neither installed nor started.
+# WAITROOM_TEST_CHROMIUM likewise names a browser to use instead of
+# /usr/bin/chromium.
 # Under CI (CI=true) a server that cannot be installed or started is an error;
 # outside CI the script warns and the tests that need it skip.
 set -euo pipefail
@@ -135,6 +138,7 @@ WANT_REDIS=1
 WANT_PG=1
 [[ -n "${WAITROOM_TEST_REDIS_URL:-}" ]] && WANT_REDIS=0
 [[ -n "${WAITROOM_TEST_DATABASE_URL:-}" ]] && WANT_PG=0
+CHROMIUM="${WAITROOM_TEST_CHROMIUM:-/usr/bin/chromium}"
 
 missing=()
 if ((WANT_REDIS)); then
@@ -144,6 +148,7 @@ fi
 if ((WANT_PG)); then
 	find_pg_bin >/dev/null || missing+=(postgresql)
 fi
+[[ -x "$CHROMIUM" || -n "${WAITROOM_TEST_CHROMIUM:-}" ]] || missing+=(chromium)
 # go test -race needs cgo, hence a C compiler and the libc headers.
 command -v gcc >/dev/null || missing+=(gcc)
 if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
@@ -323,6 +328,14 @@ if ((WANT_PG)); then
 	fi
 else
 	say "using existing postgres at $(redact "$WAITROOM_TEST_DATABASE_URL")"
+fi
+
+if [[ -x "$CHROMIUM" ]]; then
+	export WAITROOM_TEST_CHROMIUM="$CHROMIUM"
+elif in_ci; then
+	die "chromium not found at $CHROMIUM"
+else
+	warn "chromium not found at $CHROMIUM: the browser tests will skip"
 fi
 
 [[ -n "${WAITROOM_TEST_REDIS_URL:-}" ]] && say "WAITROOM_TEST_REDIS_URL=$(redact "$WAITROOM_TEST_REDIS_URL")"

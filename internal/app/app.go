@@ -249,8 +249,9 @@ func (m *Main) ready(ctx context.Context) error {
 }
 
 // Close shuts down in order: stop admitting (nobody gets a token a draining
-// instance can't serve), readiness false, let in-flight requests finish
-// within the shutdown timeout, wait for the admission loops, close stores.
+// instance can't serve), readiness false for the drain delay while still
+// serving, then let in-flight requests finish within the shutdown timeout,
+// wait for the admission loops, close stores.
 func (m *Main) Close() error {
 	m.closeOnce.Do(func() { m.closeErr = m.close() })
 	return m.closeErr
@@ -262,6 +263,9 @@ func (m *Main) close() error {
 	}
 	if m.API != nil {
 		m.API.SetDraining(true)
+		// Keep serving while /readyz fails, long enough for load balancers
+		// to notice and stop sending new requests here.
+		time.Sleep(m.Config.DrainDelay)
 	}
 	var errs []error
 	if m.server != nil {

@@ -128,8 +128,8 @@ func newVisitor(t *testing.T, browser context.Context, in *instance, acceptLangu
 	return v
 }
 
-// open loads a page of the instance and waits until its script has an
-// answer from the line (or, for /admin, until it has loaded).
+// open loads a page of the instance (until its load event); what the
+// page's script does next, the caller waits for with waitState/waitUntil.
 func (v *visitor) open(path string) {
 	v.t.Helper()
 	if err := chromedp.Do(v.ctx, chromedp.Navigate(v.base+path)); err != nil {
@@ -653,7 +653,7 @@ func TestPageScreenshots(t *testing.T) {
 	in.putQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
 
 	op := newVisitor(t, browser, in, "en")
-	if err := chromedp.Do(op.ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+	if err := chromedp.Do(op.ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
 	op.open("/admin")
@@ -679,10 +679,13 @@ func TestPageScreenshots(t *testing.T) {
 	crowd("vip", 10_000, 140)
 
 	en := newVisitor(t, browser, in, "en-US,en;q=0.9")
+	if err := chromedp.Do(en.ctx, chromedp.EmulateViewport(1000, 720)); err != nil {
+		t.Fatal(err)
+	}
 	en.open("/q/spring-drop?product=tee")
 	en.waitState("waiting", 5*time.Second)
 	ko := newVisitor(t, browser, in, "ko-KR,ko;q=0.9")
-	if err := chromedp.Do(ko.ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+	if err := chromedp.Do(ko.ctx, chromedp.EmulateViewport(390, 760, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
 	ko.open("/q/spring-drop?product=tee")
@@ -705,7 +708,7 @@ func TestPageScreenshots(t *testing.T) {
 
 	shoot := func(v *visitor, name string) {
 		t.Helper()
-		buf, err := chromedp.Run(v.ctx, chromedp.CaptureScreenshot())
+		buf, err := chromedp.Run(v.ctx, chromedp.FullScreenshot(100)) // 100: PNG
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -719,6 +722,9 @@ func TestPageScreenshots(t *testing.T) {
 	shoot(op, "admin.png")
 
 	ready := newVisitor(t, browser, in, "en")
+	if err := chromedp.Do(ready.ctx, chromedp.EmulateViewport(1000, 640)); err != nil {
+		t.Fatal(err)
+	}
 	in.putQueue("express", map[string]any{})
 	in.putProduct("mug", "Enamel mug", 40, "express")
 	ready.open("/q/express?product=mug")

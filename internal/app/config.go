@@ -39,6 +39,7 @@ type Config struct {
 
 	LogFormat       string
 	LogLevel        string
+	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	SecureCookies   bool
 }
@@ -65,7 +66,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PaymentLatency, "payment-latency", 0, "time the built-in fake payment takes")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests get to finish on SIGTERM")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long to keep serving with /readyz failing so load balancers stop sending traffic (0 on the embedded default unless set)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests get to finish on SIGTERM, after the drain delay")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark the session cookie Secure (serve behind HTTPS)")
 }
 
@@ -97,6 +99,12 @@ func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config,
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	// A single in-process instance has no load balancer to wait for.
+	drainSet := getenv(EnvName("drain-delay")) != ""
+	fs.Visit(func(f *flag.Flag) { drainSet = drainSet || f.Name == "drain-delay" })
+	if c.Embedded() && !drainSet {
+		c.DrainDelay = 0
 	}
 	return c, c.Validate()
 }
@@ -143,6 +151,9 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log-level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.DrainDelay < 0 || c.DrainDelay > 5*time.Minute {
+		bad("drain-delay", "must be 0..5m, got %v", c.DrainDelay)
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be > 0")

@@ -53,6 +53,7 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 	cfg.AuthSecret = fmt.Sprintf("secret-%d", rand.Int64())
 	cfg.AdminToken = fmt.Sprintf("admin-%d", rand.Int64())
 	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.DrainDelay = 0 // no load balancer in tests
 	if b.redis {
 		cfg.RedisURL = testenv.RedisURL(t)
 		cfg.KeyPrefix = fmt.Sprintf("wrapp%d:", rand.Int64())

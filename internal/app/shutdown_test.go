@@ -31,7 +31,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	const secret, admin = "drain-secret", "drain-admin"
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir,
 		"--auth-secret", secret, "--admin-token", admin, "--order-work", "300ms",
-		"--shutdown-timeout", "10s", "--log-format", "text")
+		"--drain-delay", "500ms", "--shutdown-timeout", "10s", "--log-format", "text")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +122,12 @@ func TestSIGTERMDrains(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// During the drain delay the instance still serves but says it is not
+	// ready, so a load balancer takes it out of rotation.
+	time.Sleep(100 * time.Millisecond)
+	if r := in.do("GET", "/readyz", "", nil); r.status != 503 || r.errorCode() != "draining" {
+		t.Errorf("/readyz during the drain: %d %s, want 503 draining", r.status, r.raw)
+	}
 	wg.Wait()
 	pollWG.Wait()
 	close(polls)
@@ -149,8 +155,8 @@ func TestSIGTERMDrains(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v; logs:\n%s", err, logs.String())
 		}
-	case <-time.After(12 * time.Second):
-		t.Fatalf("still running 12 s after SIGTERM (bound 10 s); logs:\n%s", logs.String())
+	case <-time.After(13 * time.Second):
+		t.Fatalf("still running 13 s after SIGTERM (bound: 0.5 s drain + 10 s); logs:\n%s", logs.String())
 	}
 	t.Logf("exited 0, %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
 	if _, err := http.Get(base + "/healthz"); err == nil {

@@ -55,6 +55,9 @@ var errorTable = []struct {
 	{order.ErrPayment, errorRow{http.StatusPaymentRequired, "payment_failed", 0}},
 	{order.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{context.DeadlineExceeded, errorRow{http.StatusServiceUnavailable, "timeout", 5}},
+	// The client went away mid-request: nobody reads this answer, and it is
+	// no fault of ours, so no 5xx and no error log (499 as nginx counts it).
+	{context.Canceled, errorRow{499, "client_closed", 0}},
 	{errUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
 	{errBadRequest, errorRow{http.StatusBadRequest, "invalid_request", 0}},
 	{errTooLarge, errorRow{http.StatusRequestEntityTooLarge, "body_too_large", 0}},

@@ -2,11 +2,15 @@ package order
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -14,8 +18,8 @@ import (
 // Tokens is the part of the line the order API needs: checking an entry
 // token under a short in-flight lock, and ending that use.
 type Tokens interface {
-	BeginUse(ctx context.Context, queue, user, token string, lock time.Duration) error
-	EndUse(ctx context.Context, queue, user, token string, consumed bool) error
+	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
+	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
 }
 
 // Payment charges for an order inside its transaction; an error rolls the
@@ -33,14 +37,31 @@ type Request struct {
 // Validate reports bad input before anything is locked or written.
 func (r Request) Validate() error {
 	switch {
-	case r.ProductID == "" || len(r.ProductID) > 128:
-		return fmt.Errorf("%w: productId must be 1-128 characters", ErrInvalidOrder)
+	case !isText(r.ProductID, 1, 128):
+		return fmt.Errorf("%w: productId must be 1-128 printable characters", ErrInvalidOrder)
 	case r.Quantity < 1 || r.Quantity > MaxQuantity:
 		return fmt.Errorf("%w: quantity must be 1..%d", ErrInvalidOrder, MaxQuantity)
-	case len(r.IdempotencyKey) > 128:
-		return fmt.Errorf("%w: Idempotency-Key must be at most 128 characters", ErrInvalidOrder)
+	case r.IdempotencyKey != "" && !isText(r.IdempotencyKey, 1, 128):
+		return fmt.Errorf("%w: Idempotency-Key must be at most 128 printable characters", ErrInvalidOrder)
 	}
 	return nil
+}
+
+// ValidProductID reports whether id can name a product.
+func ValidProductID(id string) bool { return isText(id, 1, 128) }
+
+// isText accepts valid UTF-8 of min..max bytes with no control characters:
+// anything else is bad input, and PostgreSQL would refuse a NUL anyway.
+func isText(s string, min, max int) bool {
+	if len(s) < min || len(s) > max || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Config tunes the order flow.
@@ -89,7 +110,15 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if q == "" {
 		q = queue.DefaultQueue
 	}
-	if err := s.tokens.BeginUse(ctx, q, r.UserID, r.Token, s.cfg.LockTTL); err != nil {
+	// The lock belongs to this request alone: a retried BeginUse whose reply
+	// was lost finds its own lock, and only this request can release it.
+	owner := newOwner()
+	if err := s.tokens.BeginUse(ctx, q, r.UserID, r.Token, owner, s.cfg.LockTTL); err != nil {
+		if !errors.Is(err, queue.ErrTokenInvalid) && !errors.Is(err, queue.ErrTokenInUse) {
+			// Redis failed or the client left: the script may have run and
+			// taken the lock anyway. Release it, best effort.
+			_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, owner, false)
+		}
 		// A retry with an Idempotency-Key can race the request it repeats:
 		// it missed that order in the lookup above, then the first request
 		// committed and consumed the token. The order its key names exists
@@ -101,18 +130,21 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		}
 		return Order{}, false, err
 	}
+	consumed := false
+	// The lock is released on every way out, panics and departed clients
+	// included. Should Redis fail here, the lock lapses by itself after
+	// LockTTL, and an order that exists stands (its token can no longer buy:
+	// the unique key), so this error fails nothing.
+	defer func() {
+		_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, owner, consumed)
+	}()
 	o, err = s.store.CreateOrder(ctx, NewOrder{
 		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
 		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
 	}, s.cfg.Work, s.payment.Charge)
 	// A token the orders table already holds is spent, whatever Redis says
 	// (a failover may have resurrected it): consume it now.
-	consumed := err == nil || errors.Is(err, ErrTokenUsed)
-	// The lock must be released even if the client has gone away. Should
-	// Redis fail here, the lock lapses by itself after LockTTL, and an order
-	// that exists stands (its token can no longer buy: the unique key), so
-	// this error fails nothing.
-	_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, consumed)
+	consumed = err == nil || errors.Is(err, ErrTokenUsed)
 	if errors.Is(err, ErrDuplicateKey) {
 		// A concurrent request with the same key won: answer with its order.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
@@ -125,18 +157,28 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	return o, false, nil
 }
 
-// Product returns a product.
+// Product returns a product; an id no product could have is simply not found.
 func (s *Service) Product(ctx context.Context, id string) (Product, error) {
+	if !ValidProductID(id) {
+		return Product{}, ErrProductNotFound
+	}
 	return s.store.Product(ctx, id)
+}
+
+// newOwner names one request's hold on a token lock.
+func newOwner() string {
+	b := make([]byte, 12)
+	crand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // PutProduct creates or restocks a product.
 func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
 	switch {
-	case p.ID == "" || len(p.ID) > 128:
-		return Product{}, fmt.Errorf("%w: product id must be 1-128 characters", ErrInvalidOrder)
-	case p.Name == "" || len(p.Name) > 200:
-		return Product{}, fmt.Errorf("%w: name must be 1-200 characters", ErrInvalidOrder)
+	case !ValidProductID(p.ID):
+		return Product{}, fmt.Errorf("%w: product id must be 1-128 printable characters", ErrInvalidOrder)
+	case !isText(p.Name, 1, 200):
+		return Product{}, fmt.Errorf("%w: name must be 1-200 printable characters", ErrInvalidOrder)
 	case p.Stock < 0 || p.Stock > 1_000_000_000:
 		return Product{}, fmt.Errorf("%w: stock must be 0..1000000000", ErrInvalidOrder)
 	}

@@ -122,8 +122,8 @@ type Admission struct {
 
 // Stats is the operator's view of one queue.
 type Stats struct {
-	Queue         string
-	Config        Config
+	Queue        string
+	Config       Config
 	Length       int64
 	ActiveTokens int64
 	// The totals add up at any instant:
@@ -163,11 +163,13 @@ type Store interface {
 	// the queue's TTL. len(tokens) must be at least the batch size.
 	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
 	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
-	// in-flight lock on it (ErrTokenInUse while another use holds it).
-	BeginUse(ctx context.Context, queue, user, token string, lock time.Duration) error
-	// EndUse releases the lock; consumed=true also deletes the token, but
-	// only if it is still this token (compare-and-delete).
-	EndUse(ctx context.Context, queue, user, token string, consumed bool) error
+	// in-flight lock on it for owner (ErrTokenInUse while another owner
+	// holds it). Asking again as the same owner succeeds, so a retried call
+	// whose first reply was lost does not lock its own caller out.
+	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
+	// EndUse releases the lock if owner holds it; consumed=true also deletes
+	// the token, but only if it is still this token (compare-and-delete).
+	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
 	// Stats reads the operator's numbers for a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
 	// Ping reports whether the store answers (readiness).

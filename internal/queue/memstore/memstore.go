@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -40,6 +41,11 @@ type token struct {
 	expires time.Time
 }
 
+type lock struct {
+	until time.Time
+	owner string
+}
+
 type issuedToken struct {
 	user, value string
 	expires     time.Time
@@ -51,7 +57,7 @@ type state struct {
 	line     *line
 	seq      int64
 	tokens   map[string]token
-	inflight map[string]time.Time
+	inflight map[string]lock
 	// issued lists tokens in the order they were written, which is expiry
 	// order while the TTL stays put, so expired ones are dropped from the
 	// front without scanning them all.
@@ -80,13 +86,17 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	s.mu.Lock()
 	q, ok := s.queues[name]
 	if !ok {
-		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]time.Time{}}
+		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{}}
 		s.queues[name] = q
 	}
 	s.mu.Unlock()
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.cfg = c
-	q.mu.Unlock()
+	// As put_config.lua: a shortened interval applies at once.
+	if now := s.now().Truncate(time.Millisecond); q.next.After(now.Add(c.Interval)) {
+		q.next = now
+	}
 	return nil
 }
 
@@ -215,7 +225,9 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		if n > q.cfg.BatchSize {
 			n, carry = q.cfg.BatchSize, 0
 		}
-		n = min(n, len(tokens))
+		if n > len(tokens) {
+			n, carry = len(tokens), carry+float64(n-len(tokens))
+		}
 		admitted = q.line.popFront(n)
 		for i, u := range admitted {
 			t := token{value: tokens[i], expires: now.Add(q.cfg.TokenTTL)}
@@ -236,7 +248,9 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		q.winStart, q.winCount = now, 0
 	}
 	q.admitted += int64(len(admitted))
-	q.next, q.carry = next, carry
+	// Rounded as admit.lua stores it (%.6f), so both stores admit on the
+	// same ticks: unrounded, 0.1 ten times is 0.9999999999999999.
+	q.next, q.carry = next, math.Round(carry*1e6)/1e6
 	return queue.Admission{Ticked: true, Admitted: admitted, NextIn: next.Sub(now)}, nil
 }
 
@@ -254,7 +268,7 @@ func (q *state) forgetExpired(now time.Time) {
 }
 
 // BeginUse implements queue.Store.
-func (s *Store) BeginUse(_ context.Context, name, user, tok string, lock time.Duration) error {
+func (s *Store) BeginUse(_ context.Context, name, user, tok, owner string, lockFor time.Duration) error {
 	q, err := s.queue(name)
 	if err != nil {
 		return queue.ErrTokenInvalid
@@ -266,10 +280,10 @@ func (s *Store) BeginUse(_ context.Context, name, user, tok string, lock time.Du
 	if !ok || !sameToken(t.value, tok) || !t.expires.After(now) {
 		return queue.ErrTokenInvalid
 	}
-	if until, ok := q.inflight[user]; ok && until.After(now) {
+	if l, ok := q.inflight[user]; ok && l.until.After(now) && l.owner != owner {
 		return queue.ErrTokenInUse
 	}
-	q.inflight[user] = now.Add(lock)
+	q.inflight[user] = lock{until: now.Add(lockFor), owner: owner}
 	return nil
 }
 
@@ -281,14 +295,16 @@ func sameToken(a, b string) bool {
 }
 
 // EndUse implements queue.Store.
-func (s *Store) EndUse(_ context.Context, name, user, tok string, consumed bool) error {
+func (s *Store) EndUse(_ context.Context, name, user, tok, owner string, consumed bool) error {
 	q, err := s.queue(name)
 	if err != nil {
 		return nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.inflight, user)
+	if l, ok := q.inflight[user]; ok && l.owner == owner {
+		delete(q.inflight, user)
+	}
 	if t, ok := q.tokens[user]; consumed && ok && t.value == tok {
 		delete(q.tokens, user)
 		q.consumed++

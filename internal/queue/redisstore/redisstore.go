@@ -29,13 +29,14 @@ func mustScript(name string) *redis.Script {
 }
 
 var (
-	enterScript    = mustScript("enter")
-	statusScript   = mustScript("status")
-	leaveScript    = mustScript("leave")
-	admitScript    = mustScript("admit")
-	beginUseScript = mustScript("begin_use")
-	endUseScript   = mustScript("end_use")
-	statsScript    = mustScript("stats")
+	enterScript     = mustScript("enter")
+	statusScript    = mustScript("status")
+	leaveScript     = mustScript("leave")
+	admitScript     = mustScript("admit")
+	beginUseScript  = mustScript("begin_use")
+	endUseScript    = mustScript("end_use")
+	statsScript     = mustScript("stats")
+	putConfigScript = mustScript("put_config")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -45,7 +46,6 @@ const DefaultPrefix = "wr:"
 // ClusterClient, failover clients and AutoPipeliner all fit.
 type rediser interface {
 	redis.Scripter
-	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
@@ -84,7 +84,7 @@ func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) erro
 	if c.Paused {
 		paused = "1"
 	}
-	err := s.rdb.HSet(ctx, k.cfg,
+	err := putConfigScript.Run(ctx, s.rdb, []string{k.cfg, k.adm},
 		"rate", strconv.FormatFloat(c.RatePerSecond, 'f', -1, 64),
 		"batch", c.BatchSize,
 		"interval_ms", c.Interval.Milliseconds(),
@@ -221,10 +221,10 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 }
 
 // BeginUse implements queue.Store.
-func (s *Store) BeginUse(ctx context.Context, name, user, token string, lock time.Duration) error {
+func (s *Store) BeginUse(ctx context.Context, name, user, token, owner string, lock time.Duration) error {
 	k := keysFor(s.prefix, name)
-	n, err := beginUseScript.Run(ctx, s.rdb, []string{k.tokens, k.texp, k.inflight},
-		user, token, max(lock.Milliseconds(), 1)).Int64()
+	n, err := beginUseScript.Run(ctx, s.rdb, []string{k.tokens, k.texp, k.inflight, k.owners},
+		user, token, max(lock.Milliseconds(), 1), owner).Int64()
 	switch {
 	case err != nil:
 		return unavailable(err)
@@ -237,14 +237,14 @@ func (s *Store) BeginUse(ctx context.Context, name, user, token string, lock tim
 }
 
 // EndUse implements queue.Store.
-func (s *Store) EndUse(ctx context.Context, name, user, token string, consumed bool) error {
+func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, consumed bool) error {
 	k := keysFor(s.prefix, name)
 	flag := "0"
 	if consumed {
 		flag = "1"
 	}
-	return unavailable(endUseScript.Run(ctx, s.rdb, []string{k.tokens, k.texp, k.inflight, k.adm},
-		user, token, flag).Err())
+	return unavailable(endUseScript.Run(ctx, s.rdb, []string{k.tokens, k.texp, k.inflight, k.owners, k.adm},
+		user, token, flag, owner).Err())
 }
 
 // Stats implements queue.Store.

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"AdmissionNeverExceedsBudget", testAdmissionBudget},
 		{"AdmissionCarriesFractions", testAdmissionCarry},
 		{"PausedAdmitsNobody", testPaused},
+		{"ShorterIntervalAppliesAtOnce", testShorterInterval},
 		{"ReadyUserEnteringStaysReady", testReadyStaysReady},
 		{"TokensExpireAtTTL", testTokenExpiry},
 		{"TokenUseRules", testTokenUse},
@@ -415,7 +416,7 @@ func testTokenExpiry(t *testing.T, s queue.Store) {
 	if st := mustStatus(t, s, q, "a"); st.State != queue.NotInQueue {
 		t.Fatalf("after TTL: %s, want NOT_IN_QUEUE", st.State)
 	}
-	if err := s.BeginUse(context.Background(), q, "a", st.Token, time.Second); !errors.Is(err, queue.ErrTokenInvalid) {
+	if err := s.BeginUse(context.Background(), q, "a", st.Token, "req-1", time.Second); !errors.Is(err, queue.ErrTokenInvalid) {
 		t.Fatalf("using an expired token: %v, want ErrTokenInvalid", err)
 	}
 	// An expired user entering again lines up anew.
@@ -455,35 +456,35 @@ func testTokenUse(t *testing.T, s queue.Store) {
 		{"no token at all", "c", tok["a"], queue.ErrTokenInvalid},
 	}
 	for _, tc := range cases {
-		if err := s.BeginUse(ctx, q, tc.user, tc.token, time.Second); !errors.Is(err, tc.want) {
+		if err := s.BeginUse(ctx, q, tc.user, tc.token, "req-1", time.Second); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	// A failed order keeps the token.
-	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); err != nil {
+	if err := s.BeginUse(ctx, q, "a", tok["a"], "req-1", time.Second); err != nil {
 		t.Fatalf("first use: %v", err)
 	}
-	if err := s.EndUse(ctx, q, "a", tok["a"], false); err != nil {
+	if err := s.EndUse(ctx, q, "a", tok["a"], "req-1", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); err != nil {
+	if err := s.BeginUse(ctx, q, "a", tok["a"], "req-1", time.Second); err != nil {
 		t.Fatalf("use after a failed order: %v, want the token kept", err)
 	}
 	// Compare-and-delete: a stale token never deletes the current one.
-	if err := s.EndUse(ctx, q, "a", "stale", true); err != nil {
+	if err := s.EndUse(ctx, q, "a", "stale", "req-1", true); err != nil {
 		t.Fatal(err)
 	}
 	if st := mustStatus(t, s, q, "a"); st.State != queue.Ready {
 		t.Fatalf("a stale consume deleted the token: %s", st.State)
 	}
 	// Success consumes it.
-	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); err != nil {
+	if err := s.BeginUse(ctx, q, "a", tok["a"], "req-1", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndUse(ctx, q, "a", tok["a"], true); err != nil {
+	if err := s.EndUse(ctx, q, "a", tok["a"], "req-1", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.BeginUse(ctx, q, "a", tok["a"], time.Second); !errors.Is(err, queue.ErrTokenInvalid) {
+	if err := s.BeginUse(ctx, q, "a", tok["a"], "req-1", time.Second); !errors.Is(err, queue.ErrTokenInvalid) {
 		t.Fatalf("use after success: %v, want ErrTokenInvalid", err)
 	}
 	if st := mustStatus(t, s, q, "a"); st.State != queue.NotInQueue {
@@ -492,17 +493,23 @@ func testTokenUse(t *testing.T, s queue.Store) {
 }
 
 func testConcurrentUse(t *testing.T, s queue.Store) {
+	ctx := context.Background()
 	q := newQueue(t, s, fastConfig())
 	tok := ready(t, s, q, "a")["a"]
-	var ok, inUse atomic.Int64
+	var inUse atomic.Int64
+	var mu sync.Mutex
+	var winners []string
 	var wg sync.WaitGroup
-	for range 50 {
+	for i := range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch err := s.BeginUse(context.Background(), q, "a", tok, 10*time.Second); {
+			owner := fmt.Sprintf("req-%d", i)
+			switch err := s.BeginUse(ctx, q, "a", tok, owner, 10*time.Second); {
 			case err == nil:
-				ok.Add(1)
+				mu.Lock()
+				winners = append(winners, owner)
+				mu.Unlock()
 			case errors.Is(err, queue.ErrTokenInUse):
 				inUse.Add(1)
 			default:
@@ -511,18 +518,29 @@ func testConcurrentUse(t *testing.T, s queue.Store) {
 		}()
 	}
 	wg.Wait()
-	if ok.Load() != 1 || inUse.Load() != 49 {
-		t.Fatalf("50 concurrent uses: %d locked, %d in use; want 1 and 49", ok.Load(), inUse.Load())
+	if len(winners) != 1 || inUse.Load() != 49 {
+		t.Fatalf("50 concurrent uses: %d locked, %d in use; want 1 and 49", len(winners), inUse.Load())
 	}
-	// The lock is short-lived: it lapses by itself if its holder dies.
-	if err := s.EndUse(context.Background(), q, "a", tok, false); err != nil {
+	// A retry by the holder (its first reply lost) gets its own lock back.
+	if err := s.BeginUse(ctx, q, "a", tok, winners[0], 10*time.Second); err != nil {
+		t.Fatalf("the holder asking again: %v, want the lock it holds", err)
+	}
+	// Only the holder releases it.
+	if err := s.EndUse(ctx, q, "a", tok, "someone-else", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.BeginUse(context.Background(), q, "a", tok, 100*time.Millisecond); err != nil {
+	if err := s.BeginUse(ctx, q, "a", tok, "late", time.Second); !errors.Is(err, queue.ErrTokenInUse) {
+		t.Fatalf("after a non-holder's release: %v, want still in use", err)
+	}
+	if err := s.EndUse(ctx, q, "a", tok, winners[0], false); err != nil {
+		t.Fatal(err)
+	}
+	// The lock is short-lived: it lapses by itself if its holder dies.
+	if err := s.BeginUse(ctx, q, "a", tok, "dies", 100*time.Millisecond); err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 	time.Sleep(150 * time.Millisecond)
-	if err := s.BeginUse(context.Background(), q, "a", tok, time.Second); err != nil {
+	if err := s.BeginUse(ctx, q, "a", tok, "next", time.Second); err != nil {
 		t.Fatalf("after the lock lapsed: %v", err)
 	}
 }
@@ -614,8 +632,8 @@ func testStatsAddUp(t *testing.T, s queue.Store) {
 			admitDue(t, s, q, c.BatchSize)
 		case 4:
 			if e := mustStatus(t, s, q, u); e.State == queue.Ready {
-				if err := s.BeginUse(ctx, q, u, e.Token, time.Second); err == nil {
-					s.EndUse(ctx, q, u, e.Token, rnd.IntN(2) == 0)
+				if err := s.BeginUse(ctx, q, u, e.Token, "req-1", time.Second); err == nil {
+					s.EndUse(ctx, q, u, e.Token, "req-1", rnd.IntN(2) == 0)
 				}
 			}
 		case 5:
@@ -630,5 +648,28 @@ func testStatsAddUp(t *testing.T, s queue.Store) {
 	st, _ := s.Stats(ctx, q)
 	if st.ExpiredTotal == 0 || st.ConsumedTotal == 0 || st.LeftTotal == 0 || st.AdmittedTotal == 0 {
 		t.Fatalf("the run did not exercise every path: %+v", st)
+	}
+}
+
+func testShorterInterval(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.Interval = 0.1, time.Minute // 6 per one-minute tick
+	q := newQueue(t, s, c)
+	mustEnter(t, s, q, "a")
+	if got := admitDue(t, s, q, c.BatchSize); len(got) != 1 {
+		t.Fatalf("first tick admitted %v", got)
+	}
+	mustEnter(t, s, q, "b")
+	c.RatePerSecond, c.Interval = 1000, 10*time.Millisecond
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Admit(ctx, q, queue.NewTokens(c.BatchSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Ticked || len(a.Admitted) != 1 || a.Admitted[0] != "b" {
+		t.Fatalf("after shortening the interval from 1 min to 10 ms: %+v, want b admitted at once", a)
 	}
 }

@@ -250,6 +250,12 @@ func insertErr(ctx context.Context, err error) error {
 // the database could not be reached, so the HTTP layer answers 503 (try again
 // later) rather than 500.
 func wrapErr(ctx context.Context, op string, err error) error {
+	// 22021 / 22P05: text the database cannot store (a NUL, bad UTF-8).
+	// The domain validates first; this keeps a miss a 400, never a 500.
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05") {
+		return fmt.Errorf("postgres: %s: %w: %w", op, order.ErrInvalidOrder, err)
+	}
 	if !unavailable(ctx, err) {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}

@@ -189,6 +189,7 @@
     // From the first place this tab saw (0%) to the front (100%).
     const pct = first > 0 ? Math.round(((first - pos) / first) * 100) : 0;
     progress(pct, t('progressText', { n: numbers.format(pos) }));
+    $('progress-from').textContent = first > pos ? t('progressFrom', { n: numbers.format(first) }) : '';
 
     if (pos !== lastPosition) {
       announce(t('announcePosition', { n: numbers.format(pos) }));

@@ -52,7 +52,9 @@ if cfg[5] ~= '1' then
   local n = math.floor(quota)
   carry = quota - n
   if n > batch then n, carry = batch, 0 end
-  if n > #ARGV then n = #ARGV end
+  -- Fewer fresh tokens than due (the caller's config was older): keep the
+  -- rest for the next tick rather than lose it.
+  if n > #ARGV then n, carry = #ARGV, carry + n - #ARGV end
   if n > 0 then
     local popped = redis.call('ZPOPMIN', KEYS[1], n)
     for i = 1, #popped, 2 do
