@@ -54,7 +54,19 @@ func TestConformanceAutoPipeline(t *testing.T) {
 // its script cache; EVALSHA's NOSCRIPT must fall back to EVAL.
 func TestScriptsSurviveScriptFlush(t *testing.T) {
 	rdb, prefix := mustOpenRedis(t)
-	s := redisstore.New(rdb, prefix)
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		s    *redisstore.Store
+	}{{"plain", redisstore.New(rdb, prefix)}, {"auto-pipeline", redisstore.New(ap, prefix+"ap:")}} {
+		t.Run(c.name, func(t *testing.T) { scriptsSurviveFlush(t, rdb, c.s) })
+	}
+}
+
+func scriptsSurviveFlush(t *testing.T, rdb *redis.Client, s *redisstore.Store) {
 	ctx := context.Background()
 	if err := s.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
