@@ -1,5 +1,5 @@
 -- stats: the operator's numbers for one queue, read at one instant. Expired
--- tokens are forgotten first, so the totals add up exactly:
+-- tokens are forgotten first; the totals add up exactly:
 --   entered  = length + admitted + left
 --   admitted = consumed + active + expired + returned
 --
@@ -18,7 +18,10 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-while true do
+-- At most 10,000 per call, so one scrape never blocks Redis for long; the
+-- admission ticks sweep too, and the totals balance either way (a token not
+-- yet swept still counts as active).
+for _ = 1, 10 do
   local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 1000)
   if #expired == 0 then break end
   redis.call('HDEL', KEYS[4], unpack(expired))
