@@ -182,6 +182,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	admitCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopAdmit = stop
 	admitter := queue.NewAdmitter(qstore, m.Logger)
+	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	m.admitDone.Add(1)
 	go func() { defer m.admitDone.Done(); admitter.Run(admitCtx) }()
 

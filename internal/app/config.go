@@ -24,14 +24,17 @@ type Config struct {
 	AuthSecret  string // empty: random per start
 	AdminToken  string // empty: random on the embedded default, else admin disabled
 
-	Rate           float64 // 0: derived from the pool settings below
-	Batch          int
-	Interval       time.Duration
-	Capacity       int64
-	TokenTTL       time.Duration
-	DBPoolSize     int
-	OrderPoolShare float64
-	OrderLatency   time.Duration
+	Rate     float64 // 0: derived from the pool settings below
+	Batch    int
+	Interval time.Duration
+	Capacity int64
+	TokenTTL time.Duration
+	// AdmissionJitter: the admission loop's random delay after each due tick
+	// (default true; off only for the herd benchmark in bench/).
+	AdmissionJitter bool
+	DBPoolSize      int
+	OrderPoolShare  float64
+	OrderLatency    time.Duration
 
 	OrderWork          time.Duration
 	PaymentFailureRate float64
@@ -58,6 +61,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Interval, "interval", 100*time.Millisecond, "admission tick")
 	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
+	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.IntVar(&c.DBPoolSize, "db-pool-size", 40, "database connection pool size (PostgreSQL); also the base of the derived rate")
 	fs.Float64Var(&c.OrderPoolShare, "order-pool-share", 0.5, "share of the pool the order API may use")
 	fs.DurationVar(&c.OrderLatency, "order-latency", 200*time.Millisecond, "time one order holds a connection, for the derived rate")

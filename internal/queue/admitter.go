@@ -34,11 +34,15 @@ type Admitter struct {
 	OnAdmitUsers func(queue string, users []string)
 	// Discover is how often the list of queues and their configs is re-read.
 	Discover time.Duration
+	// Jitter adds a random part of half an interval after each due time
+	// (default true). Off only to reproduce the unjittered schedule in the
+	// herd benchmark (bench/, --admission-jitter=false).
+	Jitter bool
 }
 
 // NewAdmitter returns an Admitter over store.
 func NewAdmitter(store Store, logger *slog.Logger) *Admitter {
-	return &Admitter{store: store, logger: logger, Discover: time.Second}
+	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true}
 }
 
 // Run admits until ctx ends, one loop per queue; queues created later are
@@ -132,7 +136,10 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 			if len(res.Admitted) > 0 && a.OnAdmitUsers != nil {
 				a.OnAdmitUsers(queue, res.Admitted)
 			}
-			wait = res.NextIn + time.Duration(rnd.Int64N(int64(cfg.Interval/2)+1))
+			wait = res.NextIn
+			if a.Jitter {
+				wait += time.Duration(rnd.Int64N(int64(cfg.Interval/2) + 1))
+			}
 		}
 		timer.Reset(wait)
 	}

@@ -1,0 +1,195 @@
+// Package bench is waitroom's benchmark harness: the seed's thundering-herd
+// experiment, the hot paths under wrk, admission accuracy and Redis memory,
+// each against the real program booted in process (internal/app) on real
+// Redis and PostgreSQL. bench/run.sh starts throwaway servers and runs it
+// through cmd/bench, which writes docs/benchmarks.md and its SVG charts;
+// TestHarnessShort runs the short mode as a smoke test.
+//
+// Every load is bounded in count and time and stops by itself; everything
+// listens on loopback only.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/app"
+)
+
+// Options says what to run and against what.
+type Options struct {
+	RedisURL    string
+	DatabaseURL string
+	// Short runs every section for seconds instead of minutes (the smoke test).
+	Short bool
+	// Sections to run: "herd", "hot", "accuracy", "memory"; empty = all.
+	Sections []string
+	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
+	// paths section is skipped (Report.Hot.Skipped says why).
+	Wrk string
+	// WrkScript is bench/wrk-users.lua.
+	WrkScript string
+	// Profile takes a CPU profile of the server during the wrk enter run.
+	Profile bool
+	// HerdRate runs the herd's three schedules at this many users/s instead
+	// of the seed's 100 (0: 100).
+	HerdRate float64
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+func (o Options) want(s string) bool { return len(o.Sections) == 0 || slices.Contains(o.Sections, s) }
+
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "bench: "+format+"\n", args...)
+	}
+}
+
+// Report is every section's figures.
+type Report struct {
+	Date    time.Time
+	Machine string
+	Short   bool
+
+	Herd     *HerdReport
+	Hot      *HotReport
+	Accuracy *AccuracyReport
+	Memory   *MemoryReport
+}
+
+// Run runs the sections Options asks for, one after the other.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	r := &Report{Date: time.Now().UTC(), Machine: machine(), Short: o.Short}
+	var err error
+	if o.want("herd") {
+		if r.Herd, err = runHerd(ctx, o); err != nil {
+			return r, fmt.Errorf("herd: %w", err)
+		}
+	}
+	if o.want("hot") {
+		if r.Hot, err = runHot(ctx, o); err != nil {
+			return r, fmt.Errorf("hot paths: %w", err)
+		}
+	}
+	if o.want("accuracy") {
+		if r.Accuracy, err = runAccuracy(ctx, o); err != nil {
+			return r, fmt.Errorf("accuracy: %w", err)
+		}
+	}
+	if o.want("memory") {
+		if r.Memory, err = runMemory(ctx, o); err != nil {
+			return r, fmt.Errorf("memory: %w", err)
+		}
+	}
+	return r, nil
+}
+
+func machine() string {
+	m := fmt.Sprintf("%d cores (GOMAXPROCS %d), %s/%s, %s", runtime.NumCPU(), runtime.GOMAXPROCS(0),
+		runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if _, v, ok := strings.Cut(l, ":"); ok {
+					m += ", " + strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	return m
+}
+
+// boot starts the real program on a loopback port with a fresh key prefix.
+func boot(ctx context.Context, o Options, edit func(*app.Config)) (*app.Main, error) {
+	cfg, err := app.Parse(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Addr = "127.0.0.1:0"
+	cfg.RedisURL = o.RedisURL
+	cfg.KeyPrefix = fmt.Sprintf("wrbench%d:", rand.Int64())
+	cfg.DatabaseURL = o.DatabaseURL
+	cfg.AuthSecret = fmt.Sprintf("bench-secret-%d", rand.Int64())
+	cfg.AdminToken = fmt.Sprintf("bench-admin-%d", rand.Int64())
+	cfg.DrainDelay = 0
+	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.LogLevel = "warn"
+	if edit != nil {
+		edit(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+	if err := m.Run(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// withAppName tags a PostgreSQL URL so this run's connections can be told
+// apart in pg_stat_activity from anyone else's on the same server.
+func withAppName(dbURL, name string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// newRedis is a plain client on the Redis URL.
+func newRedis(redisURL string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opt), nil
+}
+
+// dropPrefix deletes every key under prefix (UNLINK: big sets go in the background).
+func dropPrefix(ctx context.Context, rdb *redis.Client, prefix string) {
+	it := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for it.Next(ctx) {
+		batch = append(batch, it.Val())
+		if len(batch) == 500 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+}
+
+// percentile of sorted durations (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p/100*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func httpClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxConnsPerHost: 256, MaxIdleConnsPerHost: 256}}
+}

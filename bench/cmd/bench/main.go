@@ -1,0 +1,68 @@
+// Command bench runs waitroom's benchmark harness (package bench) against
+// the Redis and PostgreSQL named by WAITROOM_TEST_REDIS_URL and
+// WAITROOM_TEST_DATABASE_URL (bench/run.sh starts throwaway ones), and
+// writes the figures into docs/benchmarks.md and SVG charts beside it.
+//
+//	bench/run.sh            # everything, a few minutes
+//	bench/run.sh --short    # seconds: a smoke run, figures not claims
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/waitroom/waitroom/bench"
+)
+
+func main() {
+	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,hot,accuracy,memory (default all)")
+	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
+	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
+	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
+	profile := flag.Bool("profile", true, "CPU-profile the server under the wrk enter load")
+	herdRate := flag.Float64("herd-rate", 0, "admitted users/s of the herd's schedules (0: the seed's 100)")
+	limit := flag.Duration("limit", 10*time.Minute, "stop everything after this long")
+	flag.Parse()
+
+	o := bench.Options{
+		RedisURL:    os.Getenv("WAITROOM_TEST_REDIS_URL"),
+		DatabaseURL: os.Getenv("WAITROOM_TEST_DATABASE_URL"),
+		Short:       *short,
+		Profile:     *profile,
+		WrkScript:   "bench/wrk-users.lua",
+		HerdRate:    *herdRate,
+		Log:         os.Stderr,
+	}
+	if o.RedisURL == "" || o.DatabaseURL == "" {
+		fmt.Fprintln(os.Stderr, "bench: WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL are required (bench/run.sh sets them)")
+		os.Exit(2)
+	}
+	if *sections != "" {
+		o.Sections = strings.Split(*sections, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *limit)
+	defer cancel()
+	start := time.Now()
+	r, err := bench.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if *doc != "" {
+		if err := bench.Write(r, *doc, *svgDir, *command); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: writing the report:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "bench: wrote %s and %s/*.svg\n", *doc, *svgDir)
+	}
+	fmt.Fprintf(os.Stderr, "bench: done in %v\n", time.Since(start).Round(time.Second))
+}

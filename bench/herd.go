@@ -1,0 +1,329 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/httpapi"
+)
+
+// HerdMode is one admission schedule of the herd experiment.
+type HerdMode struct {
+	Name      string
+	Rate      float64
+	Batch     int
+	Interval  time.Duration
+	Jitter    bool
+	Described string
+}
+
+// HerdModes are the seed's three schedules, all 100 users/s.
+var HerdModes = []HerdMode{
+	{Name: "burst", Rate: 100, Batch: 100, Interval: time.Second, Jitter: false, Described: "100 per 1 s tick"},
+	{Name: "spread", Rate: 100, Batch: 10, Interval: 100 * time.Millisecond, Jitter: false, Described: "10 per 100 ms, jitter off"},
+	{Name: "spread+jitter", Rate: 100, Batch: 10, Interval: 100 * time.Millisecond, Jitter: true, Described: "10 per 100 ms, jitter on"},
+}
+
+// HerdResult is one mode's figures.
+type HerdResult struct {
+	Mode            HerdMode
+	Users, Orders   int
+	Errors          int
+	ErrorSample     string
+	P50, P95, P99   time.Duration
+	Max             time.Duration
+	RatioP95ToBurst float64
+	MaxBusyConns    int
+	BusySamples     int
+	Duration        time.Duration
+	Latency         []Point // order start (s since the crowd arrived) → latency (ms)
+	Busy            []Point // s → busy connections
+	StatusPolls     int
+}
+
+// Point is one sample of a time series.
+type Point struct{ X, Y float64 }
+
+// HerdReport is the herd section.
+type HerdReport struct {
+	Users     int
+	OrderWork time.Duration
+	PoolSize  int
+	Products  int
+	Modes     []HerdResult
+}
+
+const (
+	herdPool      = 20
+	herdOrderWork = 200 * time.Millisecond
+	herdProducts  = 20 // buyers spread over 20 products: the pool is the bottleneck, not one row's lock
+)
+
+func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
+	users := 3000
+	if o.Short {
+		users = 200
+	}
+	rep := &HerdReport{Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts}
+	for _, mode := range HerdModes {
+		if o.HerdRate > 0 && o.HerdRate != mode.Rate { // the same schedules at another rate
+			f := o.HerdRate / mode.Rate
+			mode.Rate, mode.Batch = o.HerdRate, int(math.Ceil(float64(mode.Batch)*f))
+			mode.Described = fmt.Sprintf("%g per %v tick", mode.Rate*mode.Interval.Seconds(), mode.Interval)
+			if mode.Interval < time.Second {
+				mode.Described += map[bool]string{true: ", jitter on", false: ", jitter off"}[mode.Jitter]
+			}
+		}
+		o.logf("herd: %s (%s), %d users", mode.Name, mode.Described, users)
+		res, err := herdMode(ctx, o, mode, users)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", mode.Name, err)
+		}
+		o.logf("herd: %s: %d orders, p50 %v p95 %v p99 %v, max busy %d, errors %d, %v",
+			mode.Name, res.Orders, res.P50, res.P95, res.P99, res.MaxBusyConns, res.Errors, res.Duration.Round(time.Millisecond))
+		rep.Modes = append(rep.Modes, res)
+	}
+	if burst := rep.Modes[0].P95; burst > 0 {
+		for i := range rep.Modes {
+			rep.Modes[i].RatioP95ToBurst = float64(rep.Modes[i].P95) / float64(burst)
+		}
+	}
+	return rep, nil
+}
+
+// client speaks the API as a shop's page would.
+type client struct {
+	base, admin string
+	poll, order *http.Client
+}
+
+func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth string, body any, hdr ...string) (int, map[string]any, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var m map[string]any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m)
+	}
+	return res.StatusCode, m, nil
+}
+
+func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdResult, error) {
+	res := HerdResult{Mode: mode, Users: users}
+	appName := fmt.Sprintf("wrbench-herd-%d", rand.Int64())
+	dbURL, err := withAppName(o.DatabaseURL, appName)
+	if err != nil {
+		return res, err
+	}
+	m, err := boot(ctx, o, func(c *app.Config) {
+		c.DatabaseURL = dbURL
+		c.DBPoolSize = herdPool
+		c.OrderWork = herdOrderWork
+		c.AdmissionJitter = mode.Jitter
+	})
+	if err != nil {
+		return res, err
+	}
+	defer m.Close()
+	c := &client{
+		base: "http://" + m.Addr(), admin: "Bearer " + m.Config.AdminToken,
+		poll:  &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxConnsPerHost: 256, MaxIdleConnsPerHost: 256}},
+		order: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}},
+	}
+	defer c.poll.CloseIdleConnections()
+	defer c.order.CloseIdleConnections()
+
+	q := fmt.Sprintf("herd-%d", rand.IntN(1e9))
+	st, body, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, map[string]any{
+		"ratePerSecond": mode.Rate, "batchSize": mode.Batch, "intervalMs": mode.Interval.Milliseconds(),
+		"capacity": users * 2, "tokenTtlSeconds": 600,
+	})
+	if err != nil || st != 200 {
+		return res, fmt.Errorf("creating queue: %d %v %v", st, body, err)
+	}
+	products := make([]string, herdProducts)
+	for i := range products {
+		products[i] = fmt.Sprintf("%s-p%d", q, i)
+		st, body, err := c.do(ctx, c.poll, "PUT", "/admin/v1/products/"+products[i], c.admin, map[string]any{
+			"name": "bench tee", "stock": 1_000_000, "queue": q,
+		})
+		if err != nil || st != 200 && st != 201 {
+			return res, fmt.Errorf("creating product: %d %v %v", st, body, err)
+		}
+	}
+	id := httpapi.NewIdentity([]byte(m.Config.AuthSecret))
+	jwts := make([]string, users)
+	for i := range jwts {
+		jwts[i] = "Bearer " + id.SignJWT(fmt.Sprintf("%s-u%d", q, i), time.Hour)
+	}
+
+	// Bounded: the line drains in users/rate seconds; give it that twice over plus a minute.
+	limit := 2*time.Duration(float64(users)/mode.Rate*float64(time.Second)) + time.Minute
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+
+	// Sample the busy order connections every 20 ms on a connection of our own.
+	pg, err := pgx.Connect(ctx, o.DatabaseURL)
+	if err != nil {
+		return res, err
+	}
+	defer pg.Close(context.Background())
+	start := time.Now()
+	samplerDone := make(chan struct{})
+	stopSampler := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampler:
+				return
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			var n int
+			err := pg.QueryRow(runCtx, `SELECT count(*) FROM pg_stat_activity
+				WHERE application_name = $1 AND state = 'active' AND query LIKE '%pg_sleep%'`, appName).Scan(&n)
+			if err != nil {
+				continue
+			}
+			res.BusySamples++
+			res.MaxBusyConns = max(res.MaxBusyConns, n)
+			res.Busy = append(res.Busy, Point{time.Since(start).Seconds(), float64(n)})
+		}
+	}()
+
+	out := make([]userOutcome, users)
+	var wg sync.WaitGroup
+	for i := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = herdUser(runCtx, c, jwts[i], q, products[i%len(products)], start)
+		}()
+	}
+	wg.Wait()
+	res.Duration = time.Since(start)
+	close(stopSampler)
+	<-samplerDone
+
+	var lats []time.Duration
+	for _, u := range out {
+		res.StatusPolls += u.polls
+		if u.err != nil {
+			res.Errors++
+			if res.ErrorSample == "" {
+				res.ErrorSample = u.err.Error()
+			}
+			continue
+		}
+		res.Orders++
+		lats = append(lats, u.lat)
+		res.Latency = append(res.Latency, Point{u.at.Seconds(), ms(u.lat)})
+	}
+	slices.SortFunc(res.Latency, func(a, b Point) int {
+		switch {
+		case a.X < b.X:
+			return -1
+		case a.X > b.X:
+			return 1
+		}
+		return 0
+	})
+	slices.Sort(lats)
+	res.P50, res.P95, res.P99 = percentile(lats, 50), percentile(lats, 95), percentile(lats, 99)
+	if len(lats) > 0 {
+		res.Max = lats[len(lats)-1]
+	}
+	if res.Orders == 0 {
+		return res, fmt.Errorf("no order succeeded (%d errors, first: %s)", res.Errors, res.ErrorSample)
+	}
+	return res, nil
+}
+
+// userOutcome is one virtual user's order: when it started (since the crowd
+// arrived), how long it took, or why there was none.
+type userOutcome struct {
+	at, lat time.Duration
+	err     error
+	polls   int
+}
+
+// herdUser enters, polls as the page does (honouring pollAfterSeconds) and
+// orders as soon as READY, timing the order as the client sees it.
+func herdUser(ctx context.Context, c *client, jwt, q, product string, start time.Time) (r userOutcome) {
+	path := "/api/v1/queues/" + q + "/entries"
+	st, body, err := c.do(ctx, c.poll, "POST", path, jwt, nil)
+	for {
+		if err != nil {
+			r.err = err
+			return r
+		}
+		if st != 200 {
+			r.err = fmt.Errorf("queue answer %d %v", st, body)
+			return r
+		}
+		if body["status"] == "READY" {
+			break
+		}
+		after, ok := body["pollAfterSeconds"].(float64)
+		if !ok || body["status"] != "WAITING" {
+			r.err = fmt.Errorf("unexpected answer %v", body)
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			r.err = errors.New("time limit reached while waiting")
+			return r
+		case <-time.After(time.Duration(after * float64(time.Second))):
+		}
+		r.polls++
+		st, body, err = c.do(ctx, c.poll, "GET", path+"/me", jwt, nil)
+	}
+	token, _ := body["token"].(string)
+	t0 := time.Now()
+	st, body, err = c.do(ctx, c.order, "POST", "/api/v1/orders", jwt,
+		map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", token)
+	r.lat = time.Since(t0)
+	r.at = t0.Sub(start)
+	switch {
+	case err != nil:
+		r.err = err
+	case st != 201:
+		r.err = fmt.Errorf("order answer %d %v", st, body)
+	}
+	return r
+}

@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// TestHarnessShort runs every section of the harness in its short mode
+// against the test servers and checks only that it works: every section
+// produced numbers and nothing failed. Timings are never asserted (a shared
+// machine, and -race); the figures are bench/run.sh's business. Without wrk
+// on PATH the hot paths section is skipped.
+func TestHarnessShort(t *testing.T) {
+	o := Options{
+		RedisURL:    testenv.RedisURL(t),
+		DatabaseURL: testenv.DatabaseURL(t),
+		Short:       true,
+		WrkScript:   "wrk-users.lua",
+	}
+	if testing.Verbose() {
+		o.Log = os.Stderr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if r.Herd == nil || len(r.Herd.Modes) != len(HerdModes) {
+		t.Fatalf("herd: %+v", r.Herd)
+	}
+	for _, m := range r.Herd.Modes {
+		if m.Errors != 0 || m.Orders != r.Herd.Users {
+			t.Errorf("herd %s: %d of %d orders, %d errors (first: %s)", m.Mode.Name, m.Orders, r.Herd.Users, m.Errors, m.ErrorSample)
+		}
+		if m.P50 <= 0 || m.P95 < m.P50 || m.P99 < m.P95 || m.RatioP95ToBurst <= 0 || len(m.Latency) != m.Orders {
+			t.Errorf("herd %s: latencies p50 %v p95 %v p99 %v ratio %v", m.Mode.Name, m.P50, m.P95, m.P99, m.RatioP95ToBurst)
+		}
+		if m.BusySamples == 0 || m.MaxBusyConns < 1 || m.MaxBusyConns > r.Herd.PoolSize {
+			t.Errorf("herd %s: busy connections %d in %d samples", m.Mode.Name, m.MaxBusyConns, m.BusySamples)
+		}
+	}
+
+	if h := r.Hot; h == nil {
+		t.Error("hot paths: no report")
+	} else if h.Skipped != "" {
+		t.Logf("hot paths skipped: %s", h.Skipped)
+	} else {
+		if len(h.Runs) != 4 || h.EnterRatio <= 0 || h.StatusRatio <= 0 {
+			t.Errorf("hot paths: %+v", h)
+		}
+		for _, w := range h.Runs {
+			if w.ReqPerSec <= 0 || w.Non2xx != 0 {
+				t.Errorf("hot paths %s: %.0f req/s, %d non-2xx", w.Name, w.ReqPerSec, w.Non2xx)
+			}
+		}
+	}
+
+	if a := r.Accuracy; a == nil || len(a.Runs) == 0 {
+		t.Error("accuracy: no runs")
+	} else {
+		for _, run := range a.Runs {
+			if run.Admitted <= 0 || run.Measured <= 0 {
+				t.Errorf("accuracy %g/s × %d: admitted %d", run.Configured, run.Instances, run.Admitted)
+			}
+		}
+	}
+
+	if m := r.Memory; m == nil || len(m.Points) != 2 || len(m.Latency) != 2 {
+		t.Errorf("memory: %+v", r.Memory)
+	} else {
+		for _, p := range m.Points {
+			if p.Waiting <= 0 || p.BytesPerUser <= 0 {
+				t.Errorf("memory: %+v", p)
+			}
+		}
+		for _, l := range m.Latency {
+			if l.P50 <= 0 || l.P99 < l.P50 {
+				t.Errorf("memory latency: %+v", l)
+			}
+		}
+	}
+
+	// The report and its charts are written (here into a temp dir).
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(doc, []byte("# B\n\n<!-- bench:herd -->\nold\n<!-- /bench:herd -->\n\nkept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(r, doc, filepath.Join(dir, "bench"), "bench/run.sh --short"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(doc)
+	for _, want := range []string{"kept", "| spread+jitter |", "<!-- bench:memory -->", "bench/bench-herd-latency.svg"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "\nold\n") {
+		t.Error("report kept the old herd block")
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "bench", "bench-herd-latency.svg"))
+	if err != nil || !strings.HasPrefix(string(svg), "<svg") {
+		t.Errorf("herd chart: %v %.40q", err, svg)
+	}
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/httpapi"
+)
+
+// WrkRun is one wrk scenario's result.
+type WrkRun struct {
+	Name        string
+	Method      string
+	Path        string
+	ReqPerSec   float64
+	P50, P99    float64 // ms
+	Non2xx      int
+	Errors      int
+	RatioToBare float64
+}
+
+// HotReport is the hot paths section.
+type HotReport struct {
+	Skipped     string // why the section did not run (no wrk)
+	Conns       int
+	Threads     int
+	Duration    time.Duration
+	Users       int
+	Runs        []WrkRun // bare, enter, status, bare
+	BareMean    float64
+	EnterRatio  float64
+	StatusRatio float64
+	Profile     string // top of the server's CPU profile under the enter load
+}
+
+var wrkResult = regexp.MustCompile(`RESULT req/s=(\S+) p50_ms=(\S+) p99_ms=(\S+) non2xx=(\d+) errors=(\d+)`)
+
+func runHot(ctx context.Context, o Options) (*HotReport, error) {
+	rep := &HotReport{Conns: 100, Threads: 2, Duration: 10 * time.Second, Users: 200_000}
+	if o.Short {
+		rep.Duration, rep.Users = time.Second, 20_000
+	}
+	wrk := o.Wrk
+	if wrk == "" {
+		var err error
+		if wrk, err = exec.LookPath("wrk"); err != nil {
+			rep.Skipped = "wrk not found on PATH"
+			o.logf("hot paths: skipped: %s", rep.Skipped)
+			return rep, nil
+		}
+	}
+	script := o.WrkScript
+	if script == "" {
+		script = "bench/wrk-users.lua"
+	}
+	if _, err := os.Stat(script); err != nil {
+		return rep, fmt.Errorf("wrk script: %w", err)
+	}
+	m, err := boot(ctx, o, nil)
+	if err != nil {
+		return rep, err
+	}
+	defer m.Close()
+	c := &client{base: "http://" + m.Addr(), admin: "Bearer " + m.Config.AdminToken, poll: httpClient()}
+	// A paused queue big enough for every user: this measures the line, not admission.
+	if st, body, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/bench", c.admin,
+		map[string]any{"paused": true, "capacity": 10_000_000}); err != nil || st != 200 {
+		return rep, fmt.Errorf("creating the bench queue: %d %v %v", st, body, err)
+	}
+	dir, err := os.MkdirTemp("", "waitroom-bench-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(dir)
+	jwtFile := filepath.Join(dir, "jwts.txt")
+	f, err := os.Create(jwtFile)
+	if err != nil {
+		return rep, err
+	}
+	w := bufio.NewWriter(f)
+	id := httpapi.NewIdentity([]byte(m.Config.AuthSecret))
+	for i := range rep.Users {
+		fmt.Fprintln(w, id.SignJWT(fmt.Sprintf("bench-user-%d", i), 2*time.Hour))
+	}
+	if err := w.Flush(); err != nil {
+		return rep, err
+	}
+	f.Close()
+
+	run := func(name, method, path string, profile bool) error {
+		o.logf("hot paths: wrk %s %s %s for %v", name, method, path, rep.Duration)
+		cmd := exec.CommandContext(ctx, wrk, fmt.Sprintf("-t%d", rep.Threads), fmt.Sprintf("-c%d", rep.Conns),
+			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, c.base)
+		cmd.Env = append(os.Environ(), "WRK_JWTS="+jwtFile, "WRK_METHOD="+method, "WRK_PATH="+path)
+		cmd.WaitDelay = 5 * time.Second
+		if profile {
+			pf, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+			if err == nil && pprof.StartCPUProfile(pf) == nil {
+				defer func() { pprof.StopCPUProfile(); pf.Close() }()
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("wrk %s: %v: %s", name, err, out)
+		}
+		mm := wrkResult.FindStringSubmatch(string(out))
+		if mm == nil {
+			return fmt.Errorf("wrk %s: no RESULT line in %s", name, out)
+		}
+		r := WrkRun{Name: name, Method: method, Path: path}
+		r.ReqPerSec, _ = strconv.ParseFloat(mm[1], 64)
+		r.P50, _ = strconv.ParseFloat(mm[2], 64)
+		r.P99, _ = strconv.ParseFloat(mm[3], 64)
+		r.Non2xx, _ = strconv.Atoi(mm[4])
+		r.Errors, _ = strconv.Atoi(mm[5])
+		rep.Runs = append(rep.Runs, r)
+		return nil
+	}
+	for _, s := range []struct {
+		name, method, path string
+		profile            bool
+	}{
+		{"bare", "GET", "/healthz", false},
+		{"enter", "POST", "/api/v1/queues/bench/entries", o.Profile},
+		{"status", "GET", "/api/v1/queues/bench/entries/me", false},
+		{"bare", "GET", "/healthz", false},
+	} {
+		if err := run(s.name, s.method, s.path, s.profile); err != nil {
+			return rep, err
+		}
+	}
+	rep.BareMean = (rep.Runs[0].ReqPerSec + rep.Runs[3].ReqPerSec) / 2
+	for i := range rep.Runs {
+		if rep.Runs[i].Name != "bare" && rep.BareMean > 0 {
+			rep.Runs[i].RatioToBare = rep.Runs[i].ReqPerSec / rep.BareMean
+		}
+	}
+	rep.EnterRatio, rep.StatusRatio = rep.Runs[1].RatioToBare, rep.Runs[2].RatioToBare
+	if o.Profile {
+		if out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25",
+			filepath.Join(dir, "cpu.pprof")).Output(); err == nil {
+			rep.Profile = strings.TrimSpace(string(out))
+		} else {
+			o.logf("hot paths: go tool pprof: %v", err)
+		}
+	}
+	for _, r := range rep.Runs {
+		o.logf("hot paths: %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
+			r.Name, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors)
+	}
+	return rep, nil
+}

@@ -1,0 +1,261 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Goals of the benchmarks issue; the ratios are the claims.
+const (
+	GoalHerdP95Ratio   = 0.40 // spread+jitter p95 ≤ 0.4 × burst p95 (the seed's 2.42/6.10)
+	GoalEnterRatio     = 0.65
+	GoalStatusRatio    = 0.85
+	GoalAccuracyPct    = 2.0
+	GoalBytesPerUser   = 150.0
+	GoalLatencyAtScale = 1.2
+)
+
+func met(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**not met**"
+}
+
+// Write puts the report's sections into doc (between <!-- bench:NAME -->
+// and <!-- /bench:NAME --> markers, appending a section without them) and
+// its charts as SVG files into svgDir; links are relative to doc.
+func Write(r *Report, doc, svgDir, command string) error {
+	if err := os.MkdirAll(svgDir, 0o755); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(doc), svgDir)
+	if err != nil {
+		rel = svgDir
+	}
+	stamp := fmt.Sprintf("%s, %s, `%s`", r.Date.Format("2006-01-02 15:04 UTC"), r.Machine, command)
+	if r.Short {
+		stamp += " (short mode: a smoke test, not a measurement)"
+	}
+	svg := func(name, content string) (string, error) {
+		return filepath.ToSlash(filepath.Join(rel, name)), os.WriteFile(filepath.Join(svgDir, name), []byte(content), 0o644)
+	}
+	sections := map[string]string{}
+	if h := r.Herd; h != nil {
+		link, err := svg("bench-herd-latency.svg", herdLatencyChart(h))
+		if err != nil {
+			return err
+		}
+		link2, err := svg("bench-herd-busy.svg", herdBusyChart(h))
+		if err != nil {
+			return err
+		}
+		sections["herd"] = herdMarkdown(h, stamp, link, link2)
+	}
+	if h := r.Hot; h != nil {
+		link := ""
+		if h.Skipped == "" {
+			if link, err = svg("bench-hot-paths.svg", hotChart(h)); err != nil {
+				return err
+			}
+		}
+		sections["hot"] = hotMarkdown(h, stamp, link)
+	}
+	if a := r.Accuracy; a != nil {
+		link, err := svg("bench-admission.svg", accuracyChart(a))
+		if err != nil {
+			return err
+		}
+		sections["accuracy"] = accuracyMarkdown(a, stamp, link)
+	}
+	if m := r.Memory; m != nil {
+		sections["memory"] = memoryMarkdown(m, stamp)
+	}
+	text := ""
+	if b, err := os.ReadFile(doc); err == nil {
+		text = string(b)
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	for _, name := range []string{"herd", "hot", "accuracy", "memory"} {
+		body, ok := sections[name]
+		if !ok {
+			continue
+		}
+		begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
+		block := begin + "\n" + body + end
+		i, j := strings.Index(text, begin), strings.Index(text, end)
+		if i >= 0 && j > i {
+			text = text[:i] + block + text[j+len(end):]
+		} else {
+			text += "\n" + block + "\n"
+		}
+	}
+	return os.WriteFile(doc, []byte(text), 0o644)
+}
+
+var modeColors = []string{"#d62728", "#1f77b4", "#2ca02c"}
+
+func herdMarkdown(h *HerdReport, stamp, chart, busyChart string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", stamp)
+	fmt.Fprintf(&b, "%d virtual users per mode, %v order work on %d PostgreSQL connections, %d products:\n\n",
+		h.Users, h.OrderWork, h.PoolSize, h.Products)
+	b.WriteString("| mode | schedule | orders | errors | p50 | p95 | p99 | max | most DB connections busy | p95 ÷ burst p95 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, m := range h.Modes {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d of %d | **%.2f×** |\n",
+			m.Mode.Name, m.Mode.Described, m.Orders, m.Errors, ms(m.P50), ms(m.P95), ms(m.P99), ms(m.Max),
+			m.MaxBusyConns, h.PoolSize, m.RatioP95ToBurst)
+	}
+	last := h.Modes[len(h.Modes)-1]
+	fmt.Fprintf(&b, "\nGoal: spread + jitter p95 ≤ %.2f× burst p95 (the seed's 2.42 s / 6.10 s) — %s (%.2f×).\n",
+		GoalHerdP95Ratio, met(last.RatioP95ToBurst <= GoalHerdP95Ratio), last.RatioP95ToBurst)
+	for _, m := range h.Modes {
+		if m.Errors > 0 {
+			fmt.Fprintf(&b, "\n%s: %d errors, the first: `%s`\n", m.Mode.Name, m.Errors, m.ErrorSample)
+		}
+	}
+	fmt.Fprintf(&b, "\n![order latency over time, one line per mode](%s)\n\n![DB connections busy over time](%s)\n\n", chart, busyChart)
+	return b.String()
+}
+
+// bucketed turns (x, y) samples into one point per width of x: the given
+// percentile (or the max when p is 100) of the ys in it.
+func bucketed(pts []Point, width, p float64) []Point {
+	buckets := map[int][]float64{}
+	top := 0
+	for _, q := range pts {
+		k := int(q.X / width)
+		buckets[k] = append(buckets[k], q.Y)
+		top = max(top, k)
+	}
+	var out []Point
+	for k := 0; k <= top; k++ {
+		ys := buckets[k]
+		if len(ys) == 0 {
+			continue
+		}
+		slices.Sort(ys)
+		i := int(math.Ceil(p/100*float64(len(ys)))) - 1
+		out = append(out, Point{(float64(k) + 0.5) * width, ys[max(0, min(i, len(ys)-1))]})
+	}
+	return out
+}
+
+func herdLatencyChart(h *HerdReport) string {
+	var s []Series
+	for i, m := range h.Modes {
+		s = append(s, Series{Name: m.Mode.Name, Color: modeColors[i%len(modeColors)], Points: bucketed(m.Latency, 1, 95)})
+	}
+	return LineChart(fmt.Sprintf("Order latency, p95 of the orders started in each second (%d users)", h.Users),
+		"seconds since the crowd arrived", "order latency p95 (ms)", s)
+}
+
+func herdBusyChart(h *HerdReport) string {
+	var s []Series
+	for i, m := range h.Modes {
+		s = append(s, Series{Name: m.Mode.Name, Color: modeColors[i%len(modeColors)], Points: bucketed(m.Busy, 0.5, 100)})
+	}
+	return LineChart(fmt.Sprintf("Order connections busy in pg_sleep (most per 0.5 s, pool %d)", h.PoolSize),
+		"seconds since the crowd arrived", "connections", s)
+}
+
+func hotMarkdown(h *HotReport, stamp, chart string) string {
+	var b strings.Builder
+	if h.Skipped != "" {
+		fmt.Fprintf(&b, "%s\n\nSkipped: %s.\n\n", stamp, h.Skipped)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s\n\n`wrk -t%d -c%d -d%v`, %d users (each request a different user with its own HS256 JWT), a paused queue:\n\n",
+		stamp, h.Threads, h.Conns, h.Duration, h.Users)
+	b.WriteString("| scenario | req/s | p50 | p99 | non-2xx | ratio to bare |\n|---|---|---|---|---|---|\n")
+	for i, r := range h.Runs {
+		name := r.Name + " (`" + r.Method + " " + r.Path + "`)"
+		ratio := "—"
+		if r.Name != "bare" {
+			ratio = fmt.Sprintf("**%.2f×**", r.RatioToBare)
+		} else if i == 0 {
+			name += ", before"
+		} else {
+			name += ", after"
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f ms | %.2f ms | %d | %s |\n", name, r.ReqPerSec, r.P50, r.P99, r.Non2xx+r.Errors, ratio)
+	}
+	fmt.Fprintf(&b, "\nRatios are to the mean of the two bare runs (%.0f req/s). Goals: enter ≥ %.2f× — %s (%.2f×); status ≥ %.2f× — %s (%.2f×).\n",
+		h.BareMean, GoalEnterRatio, met(h.EnterRatio >= GoalEnterRatio), h.EnterRatio,
+		GoalStatusRatio, met(h.StatusRatio >= GoalStatusRatio), h.StatusRatio)
+	if chart != "" {
+		fmt.Fprintf(&b, "\n![req/s of each scenario](%s)\n", chart)
+	}
+	if h.Profile != "" {
+		fmt.Fprintf(&b, "\n<details><summary>Server CPU profile under the enter load (top 25, flat)</summary>\n\n```\n%s\n```\n</details>\n", h.Profile)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func hotChart(h *HotReport) string {
+	var labels, notes []string
+	var vals []float64
+	for i, r := range h.Runs {
+		l := r.Name
+		if r.Name == "bare" {
+			l += map[bool]string{true: " (before)", false: " (after)"}[i == 0]
+			notes = append(notes, "")
+		} else {
+			notes = append(notes, fmt.Sprintf("%.2f× bare", r.RatioToBare))
+		}
+		labels, vals = append(labels, l), append(vals, r.ReqPerSec)
+	}
+	return BarChart(fmt.Sprintf("Hot paths, wrk -c%d, req/s", h.Conns), "req/s", labels, vals, notes)
+}
+
+func accuracyMarkdown(a *AccuracyReport, stamp, chart string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nAdmitted users counted by Redis (`admittedTotal`) over %v after a %v warm-up, a line longer than the window drains:\n\n", stamp, a.Window, a.WarmUp)
+	b.WriteString("| admitting instances | configured | per tick | admitted | measured | error |\n|---|---|---|---|---|---|\n")
+	worst := 0.0
+	for _, r := range a.Runs {
+		fmt.Fprintf(&b, "| %d | %g/s | %s | %d | %.2f/s | **%+.2f%%** |\n", r.Instances, r.Configured, r.PerTick, r.Admitted, r.Measured, r.ErrorPct)
+		worst = math.Max(worst, math.Abs(r.ErrorPct))
+	}
+	fmt.Fprintf(&b, "\nGoal: within ±%.0f%% — %s (worst %.2f%%).\n\n![admitted per second](%s)\n\n", GoalAccuracyPct, met(worst <= GoalAccuracyPct), worst, chart)
+	return b.String()
+}
+
+func accuracyChart(a *AccuracyReport) string {
+	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"}
+	var s []Series
+	for i, r := range a.Runs {
+		s = append(s, Series{Name: fmt.Sprintf("%g/s, %d inst.", r.Configured, r.Instances), Color: colors[i%len(colors)],
+			Points: r.PerSecond, Dashed: r.Instances > 1})
+	}
+	return LineChart("Admitted per second, configured 100/s and 37/s", "seconds", "users admitted in that second", s)
+}
+
+func memoryMarkdown(m *MemoryReport, stamp string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nRedis `used_memory` growth over the empty queue, %d-byte user ids, filled through the store's enter script on an auto-pipelined client (%.0f users/s):\n\n", stamp, m.UserIDLen, m.FillRate)
+	b.WriteString("| waiting | used_memory growth | bytes per waiting user |\n|---|---|---|\n")
+	worst := 0.0
+	for _, p := range m.Points {
+		fmt.Fprintf(&b, "| %d | %.1f MB | **%.1f B** |\n", p.Waiting, float64(p.UsedBytes)/1e6, p.BytesPerUser)
+		worst = math.Max(worst, p.BytesPerUser)
+	}
+	fmt.Fprintf(&b, "\nStore-level `Enter` of a new user, one caller, one round trip each:\n\n| waiting | calls | p50 | p99 |\n|---|---|---|---|\n")
+	for _, l := range m.Latency {
+		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", l.Waiting, l.Calls, us(l.P50), us(l.P99))
+	}
+	fmt.Fprintf(&b, "\nGoals: ≤ %.0f B per waiting user — %s (worst %.1f B); enter at the long line ≤ %.1f× the short one — %s (p50 %.2f×, p99 %.2f×).\n\n",
+		GoalBytesPerUser, met(worst <= GoalBytesPerUser), worst, GoalLatencyAtScale,
+		met(m.LatencyRatio <= GoalLatencyAtScale), m.LatencyRatio, m.P99Ratio)
+	return b.String()
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# bench/run.sh — waitroom's benchmarks in one command (docs/benchmarks.md).
+#
+# Starts a throwaway redis-server and PostgreSQL on free loopback ports (a
+# compact copy of scripts/test.sh's servers; installs redis-server,
+# postgresql and wrk from Debian packages when missing), runs the harness
+# (go run ./bench/cmd/bench: the herd, the hot paths under wrk, admission
+# accuracy, Redis memory) against the program booted in process, writes the
+# figures into docs/benchmarks.md and the SVG charts into docs/bench/, and
+# stops the servers. Every load is bounded; the whole run takes a few minutes.
+#
+#   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
+#   bench/run.sh --short               # seconds; writes into a temp dir and prints it
+#   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
+
+say() { printf '== %s\n' "$*" >&2; }
+die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
+
+short=0
+args=()
+for a in "$@"; do
+	case "$a" in
+	--short | -short) short=1 ;;
+	*) args+=("$a") ;;
+	esac
+done
+
+TMP="$(mktemp -d /tmp/waitroom-bench.XXXXXX)"
+chmod 755 "$TMP"
+REDIS_PID=""
+PG_DATA=""
+PG_USER=""
+as_pg() { if [[ -n "$PG_USER" ]]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi; }
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n "$REDIS_PID" ]]; then kill "$REDIS_PID" 2>/dev/null || true; wait "$REDIS_PID" 2>/dev/null || true; fi
+	if [[ -n "$PG_DATA" ]]; then (cd "$TMP" && as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m immediate -w -t 10 stop) >/dev/null 2>&1 || true; fi
+	rm -rf "$TMP"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+find_pg_bin() {
+	local d
+	# shellcheck disable=SC2012
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		[[ -x "$d/initdb" && -x "$d/pg_ctl" ]] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v wrk >/dev/null || missing+=(wrk)
+find_pg_bin >/dev/null || missing+=(postgresql)
+if ((${#missing[@]})); then
+	sudo=()
+	((EUID == 0)) || sudo=(sudo -n)
+	say "installing ${missing[*]}"
+	"${sudo[@]}" apt-get -q update >&2
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${missing[@]}" >&2
+fi
+PG_BIN="$(find_pg_bin)" || die "PostgreSQL not found under /usr/lib/postgresql/*/bin"
+
+free_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 12000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+rport="$(free_port)"
+redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$TMP" \
+	--logfile "$TMP/redis.log" </dev/null >/dev/null 2>&1 &
+REDIS_PID=$!
+for _ in $(seq 100); do [[ "$(redis-cli -p "$rport" ping 2>/dev/null)" == PONG ]] && break; sleep 0.1; done
+[[ "$(redis-cli -p "$rport" ping 2>/dev/null)" == PONG ]] || die "redis did not start"
+export WAITROOM_TEST_REDIS_URL="redis://127.0.0.1:$rport/0"
+
+if ((EUID == 0)); then
+	if id -u postgres >/dev/null 2>&1; then PG_USER=postgres; else
+		id -u waitroom-test >/dev/null 2>&1 ||
+			useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin waitroom-test
+		PG_USER=waitroom-test
+	fi
+	chown "$PG_USER" "$TMP"
+fi
+(cd "$TMP" && as_pg "$PG_BIN/initdb" -D "$TMP/pg" -A trust -U postgres -E UTF8 --locale=C --no-sync) >"$TMP/initdb.log" 2>&1 ||
+	{ cat "$TMP/initdb.log" >&2; die "initdb failed"; }
+cat >>"$TMP/pg/postgresql.conf" <<-CONF
+	listen_addresses = '127.0.0.1'
+	unix_socket_directories = '$TMP'
+	max_connections = 200
+	fsync = off
+	synchronous_commit = off
+	full_page_writes = off
+CONF
+pport="$(free_port)"
+PG_DATA="$TMP/pg"
+(cd "$TMP" && as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$TMP/pg.log" -o "-p $pport" -w -t 60 start) >/dev/null ||
+	{ cat "$TMP/pg.log" >&2; die "postgres did not start"; }
+export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/postgres?sslmode=disable"
+say "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $("$PG_BIN/postgres" --version), $(go version)"
+
+if ((short)); then
+	go run ./bench/cmd/bench -short -profile=false -doc "$TMP/out/benchmarks.md" -svg "$TMP/out/bench" \
+		-command "bench/run.sh --short" "${args[@]}"
+	cat "$TMP/out/benchmarks.md"
+else
+	go run ./bench/cmd/bench "${args[@]}"
+fi
