@@ -51,7 +51,7 @@ func TestMetricsAddUp(t *testing.T) {
 			in := boot(t, b, nil)
 			q := "metrics"
 			if r := in.do("PUT", "/admin/v1/queues/"+q, in.adminAuth(),
-				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":2,"paused":true}`); r.status != 200 {
+				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":5,"paused":true}`); r.status != 200 {
 				t.Fatalf("queue: %d %s", r.status, r.raw)
 			}
 			if r := in.do("PUT", "/admin/v1/products/metrics-tee", in.adminAuth(),
@@ -128,8 +128,14 @@ func TestMetricsAddUp(t *testing.T) {
 			if m[series("waitroom_tokens_active")] != 17 {
 				t.Errorf("active tokens %v, want 17 (25 admitted − 5 consumed − 3 returned)", m[series("waitroom_tokens_active")])
 			}
-			time.Sleep(2500 * time.Millisecond) // the 2 s tokens run out
-			m = scrape(t, in)
+			// The 5 s tokens run out (5 s, so that a loaded machine still
+			// sees all 25 READY before any expires).
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				m = scrape(t, in)
+				if m[series("waitroom_tokens_active")] == 0 || time.Now().After(deadline) {
+					break
+				}
+			}
 			balance("after expiry", m)
 			if m[series("waitroom_tokens_expired_total")] != 17 || m[series("waitroom_tokens_active")] != 0 {
 				t.Errorf("after the TTL: expired %v active %v, want 17 and 0",

@@ -578,15 +578,17 @@ func TestOrderExpiredToken(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			in := shop{boot(t, b, nil)}
-			q, p := in.newSale(10, map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100, "tokenTtlSeconds": 1})
+			// 3 s, not 1: on a loaded CI machine a poll can come later than
+			// 1 s, and a token that expires unseen is never READY at all.
+			q, p := in.newSale(10, map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100, "tokenTtlSeconds": 3})
 			u := saleID("late")
 			tok := in.admit(q, u)[u]
 			// Expiry belongs to the store's clock: wait until the line itself
 			// no longer shows the token.
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(10 * time.Second)
 			for in.statusOf(q, u).str("status") == "READY" {
 				if time.Now().After(deadline) {
-					t.Fatal("a 1 s token still READY after 5 s")
+					t.Fatal("a 3 s token still READY after 10 s")
 				}
 				time.Sleep(50 * time.Millisecond)
 			}

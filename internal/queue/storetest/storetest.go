@@ -401,7 +401,7 @@ func testReadyStaysReady(t *testing.T, s queue.Store) {
 
 func testTokenExpiry(t *testing.T, s queue.Store) {
 	c := fastConfig()
-	c.TokenTTL = 400 * time.Millisecond
+	c.TokenTTL = time.Second
 	q := newQueue(t, s, c)
 	mustEnter(t, s, q, "a")
 	admitDue(t, s, q, 10)
