@@ -55,7 +55,7 @@ func NewIdentity(secret []byte) *Identity {
 // cannot be used (checked before anything touches Redis).
 func (id *Identity) User(r *http.Request) (string, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		raw, ok := strings.CutPrefix(h, "Bearer ")
+		raw, ok := bearer(h)
 		if !ok {
 			return "", errUnauthenticated
 		}
@@ -149,4 +149,14 @@ func sessionCookie(value string, secure bool) *http.Cookie {
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
 	}
+}
+
+// bearer returns the credentials of an "Authorization: Bearer …" header;
+// the scheme name is case-insensitive (RFC 9110 §11.1).
+func bearer(header string) (string, bool) {
+	scheme, cred, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return cred, true
 }
