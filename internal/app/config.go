@@ -118,7 +118,7 @@ func EnvName(flagName string) string {
 	return "WAITROOM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Validate reports the first setting that cannot work, by its flag name.
+// Validate reports every setting that cannot work, each by its flag name.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(name, format string, args ...any) {

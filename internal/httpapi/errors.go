@@ -91,7 +91,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.logger.ErrorContext(r.Context(), "unexpected error", "method", r.Method, "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "internal error"
-	} else if row.status >= 500 {
+	} else if row.status >= 500 && !errors.Is(err, errDraining) {
 		s.logger.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"

@@ -19,12 +19,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		_, value := s.Identity.NewSession()
 		http.SetCookie(w, sessionCookie(value, s.SecureCookies))
 	}
-	if s.Page != nil {
-		s.Page.ServeHTTP(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("waitroom: the waiting-room page is not built into this binary; use the JSON API under /api/v1\n"))
+	s.pageFiles(w, r)
 }
 
 // pageFiles serves what comes with the page (its static files, the admin

@@ -192,7 +192,7 @@ func (s *Server) putQueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.saveQueue(w, r, body.apply(s.DefaultQueueConfig()))
+	s.saveQueue(w, r, body.apply(s.NewQueueConfig))
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
@@ -219,12 +219,4 @@ func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Confi
 		"batch", c.BatchSize, "interval", c.Interval, "capacity", c.Capacity, "token_ttl", c.TokenTTL,
 		"paused", c.Paused, "request_id", requestID(r.Context()))
 	s.queueStats(w, r)
-}
-
-// DefaultQueueConfig is the config new queues start from.
-func (s *Server) DefaultQueueConfig() queue.Config {
-	if s.NewQueueConfig.RatePerSecond > 0 {
-		return s.NewQueueConfig
-	}
-	return queue.DefaultConfig()
 }

@@ -39,7 +39,7 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// Page serves GET / and /q/{queue} (after the session cookie is set),
 	// and also GET /static/… and /admin, the files and the admin page that
-	// come with it; nil serves a minimal fallback for / and 404 for the rest.
+	// come with it; nil answers 404 (an API-only server).
 	Page   http.Handler
 	Logger *slog.Logger
 	// NewQueueConfig is what PUT starts from for fields it leaves out.

@@ -116,7 +116,7 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 		case <-timer.C:
 		}
 		cfg := l.config()
-		wait := cfg.Interval
+		var wait time.Duration
 		res, err := a.store.Admit(ctx, queue, NewTokens(cfg.BatchSize))
 		switch {
 		case err != nil:

@@ -88,7 +88,7 @@ func (c Config) Validate() error {
 	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour || c.TokenTTL%time.Millisecond != 0:
 		return fmt.Errorf("%w: tokenTtlSeconds must be 1..86400, got %v", ErrInvalidConfig, c.TokenTTL)
 	case c.PerTick() > float64(c.BatchSize):
-		return fmt.Errorf("%w: ratePerSecond×intervalMs = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
+		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
 			ErrInvalidConfig, c.PerTick(), c.BatchSize)
 	}
 	return nil
@@ -160,7 +160,8 @@ type Store interface {
 	Leave(ctx context.Context, queue, user string) (bool, error)
 	// Admit runs one admission tick if one is due: it pops up to the tick's
 	// budget in line order and writes tokens[i] for the i-th popped user with
-	// the queue's TTL. len(tokens) must be at least the batch size.
+	// the queue's TTL. len(tokens) should be the batch size; with fewer, the
+	// users due beyond them wait for the next tick.
 	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
 	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
 	// in-flight lock on it for owner (ErrTokenInUse while another owner

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -115,7 +116,7 @@ func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) error
 	if err == nil {
 		return nil
 	}
-	if err != ErrQueueNotFound {
+	if !errors.Is(err, ErrQueueNotFound) {
 		return err
 	}
 	return s.PutConfig(ctx, queue, c)
