@@ -284,6 +284,13 @@ func (s *Store) BeginUse(_ context.Context, name, user, tok, owner string, lockF
 		return queue.ErrTokenInUse
 	}
 	q.inflight[user] = lock{until: now.Add(lockFor), owner: owner}
+	// Forget lapsed locks of others, as begin_use.lua does; the map holds
+	// only orders in flight, so the sweep is short.
+	for u, l := range q.inflight {
+		if !l.until.After(now) {
+			delete(q.inflight, u)
+		}
+	}
 	return nil
 }
 
