@@ -46,6 +46,10 @@ type Options struct {
 	// HerdRate runs the herd's three schedules at this many users/s instead
 	// of the seed's 100 (0: 100).
 	HerdRate float64
+	// HerdClients is the herd's client model: HerdPolling (""/default:
+	// honour pollAfterSeconds) or HerdInstant (told at once: poll every
+	// 50 ms once near the front).
+	HerdClients string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }

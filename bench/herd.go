@@ -59,12 +59,30 @@ type Point struct{ X, Y float64 }
 
 // HerdReport is the herd section.
 type HerdReport struct {
+	Clients   string // "polling" or "instant" (Options.HerdClients)
 	Users     int
 	OrderWork time.Duration
 	PoolSize  int
 	Products  int
 	Modes     []HerdResult
 }
+
+// The herd's client models (Options.HerdClients).
+const (
+	// HerdPolling clients honour pollAfterSeconds throughout and so learn
+	// READY only at their next poll (the default, the page as it is).
+	HerdPolling = "polling"
+	// HerdInstant clients stand for clients told at once (a push or a long
+	// poll): far back they poll as HerdPolling does, but within
+	// herdNearBatches batches of the front they poll every herdFastPoll, so
+	// they order within about herdFastPoll of admission. Only users that
+	// near the front poll fast, so the extra load is bounded by
+	// herdNearBatches × batch users at 1/herdFastPoll each.
+	HerdInstant = "instant"
+
+	herdNearBatches = 2
+	herdFastPoll    = 50 * time.Millisecond
+)
 
 const (
 	herdPool      = 20
@@ -77,7 +95,16 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 	if o.Short {
 		users = 200
 	}
-	rep := &HerdReport{Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts}
+	clients := o.HerdClients
+	switch clients {
+	case "":
+		clients = HerdPolling
+	case HerdPolling, HerdInstant:
+	default:
+		return nil, fmt.Errorf("unknown client model %q (want %s or %s)", clients, HerdPolling, HerdInstant)
+	}
+	o.HerdClients = clients
+	rep := &HerdReport{Clients: clients, Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts}
 	for _, mode := range HerdModes {
 		if o.HerdRate > 0 && o.HerdRate != mode.Rate { // the same schedules at another rate
 			f := o.HerdRate / mode.Rate
@@ -92,8 +119,9 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", mode.Name, err)
 		}
-		o.logf("herd: %s: %d orders, p50 %v p95 %v p99 %v, max busy %d, errors %d, %v",
-			mode.Name, res.Orders, res.P50, res.P95, res.P99, res.MaxBusyConns, res.Errors, res.Duration.Round(time.Millisecond))
+		o.logf("herd: %s: %d orders, p50 %v p95 %v p99 %v, max busy %d, errors %d, %d status polls (%.0f/s), %v",
+			mode.Name, res.Orders, res.P50, res.P95, res.P99, res.MaxBusyConns, res.Errors,
+			res.StatusPolls, float64(res.StatusPolls)/res.Duration.Seconds(), res.Duration.Round(time.Millisecond))
 		rep.Modes = append(rep.Modes, res)
 	}
 	if burst := rep.Modes[0].P95; burst > 0 {
@@ -226,13 +254,17 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 		}
 	}()
 
+	var cm clientModel
+	if o.HerdClients == HerdInstant {
+		cm = clientModel{instant: true, near: int64(herdNearBatches * mode.Batch), rate: mode.Rate}
+	}
 	out := make([]userOutcome, users)
 	var wg sync.WaitGroup
 	for i := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = herdUser(runCtx, c, jwts[i], q, products[i%len(products)], start)
+			out[i] = herdUser(runCtx, c, cm, jwts[i], q, products[i%len(products)], start)
 		}()
 	}
 	wg.Wait()
@@ -282,9 +314,37 @@ type userOutcome struct {
 	polls   int
 }
 
-// herdUser enters, polls as the page does (honouring pollAfterSeconds) and
-// orders as soon as READY, timing the order as the client sees it.
-func herdUser(ctx context.Context, c *client, jwt, q, product string, start time.Time) (r userOutcome) {
+// clientModel is how a virtual user waits between status requests. The zero
+// value is HerdPolling.
+type clientModel struct {
+	instant bool
+	near    int64   // HerdInstant: poll fast at this position or nearer
+	rate    float64 // the queue's users/s, to wake in time for the fast window
+}
+
+// wait is the pause before the next status request after a WAITING answer
+// that said pollAfter. An instant client near the front (position ≤ near,
+// or an estimate of 0) polls every herdFastPoll; further back it honours
+// pollAfter, except that it brings that poll forward to about when it should
+// reach the fast window (position − near at the queue's rate), so that no
+// one is admitted between two slow polls and learns it late.
+func (m clientModel) wait(pollAfter time.Duration, body map[string]any) time.Duration {
+	if !m.instant {
+		return pollAfter
+	}
+	pos, _ := body["position"].(float64)
+	eta, hasETA := body["estimatedWaitSeconds"].(float64)
+	if int64(pos) <= m.near || hasETA && eta == 0 {
+		return herdFastPoll
+	}
+	untilNear := time.Duration((pos - float64(m.near)) / m.rate * float64(time.Second))
+	return max(herdFastPoll, min(pollAfter, untilNear))
+}
+
+// herdUser enters, polls as the page does (honouring pollAfterSeconds, or
+// as cm says) and orders as soon as READY, timing the order as the client
+// sees it.
+func herdUser(ctx context.Context, c *client, cm clientModel, jwt, q, product string, start time.Time) (r userOutcome) {
 	path := "/api/v1/queues/" + q + "/entries"
 	st, body, err := c.do(ctx, c.poll, "POST", path, jwt, nil)
 	for {
@@ -308,7 +368,7 @@ func herdUser(ctx context.Context, c *client, jwt, q, product string, start time
 		case <-ctx.Done():
 			r.err = errors.New("time limit reached while waiting")
 			return r
-		case <-time.After(time.Duration(after * float64(time.Second))):
+		case <-time.After(cm.wait(time.Duration(after*float64(time.Second)), body)):
 		}
 		r.polls++
 		st, body, err = c.do(ctx, c.poll, "GET", path+"/me", jwt, nil)

@@ -111,3 +111,64 @@ func TestHarnessShort(t *testing.T) {
 		t.Errorf("herd chart: %v %.40q", err, svg)
 	}
 }
+
+// TestClientModelWait checks the instant client's pauses without servers:
+// fast near the front, pollAfter far back, brought forward to reach the
+// fast window in time; the polling model always honours pollAfter.
+func TestClientModelWait(t *testing.T) {
+	w := func(pos, eta float64) map[string]any {
+		return map[string]any{"status": "WAITING", "position": pos, "estimatedWaitSeconds": eta}
+	}
+	two := 2 * time.Second
+	inst := clientModel{instant: true, near: 20, rate: 100}
+	for _, c := range []struct {
+		name string
+		m    clientModel
+		body map[string]any
+		want time.Duration
+	}{
+		{"polling near", clientModel{}, w(1, 0), two},
+		{"instant at the front", inst, w(1, 0), herdFastPoll},
+		{"instant at the window's edge", inst, w(20, 1), herdFastPoll},
+		{"instant eta 0", inst, w(50, 0), herdFastPoll},
+		{"instant just outside", inst, w(70, 1), 500 * time.Millisecond},
+		{"instant one step outside", inst, w(21, 1), herdFastPoll},
+		{"instant far back", inst, w(2000, 20), two},
+	} {
+		if got := c.m.wait(two, c.body); got != c.want {
+			t.Errorf("%s: wait %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestHerdInstantShort runs the herd alone, short, with clients told at
+// once (-herd-clients instant): every user orders, nothing fails.
+func TestHerdInstantShort(t *testing.T) {
+	o := Options{
+		RedisURL:    testenv.RedisURL(t),
+		DatabaseURL: testenv.DatabaseURL(t),
+		Short:       true,
+		Sections:    []string{"herd"},
+		HerdClients: HerdInstant,
+	}
+	if testing.Verbose() {
+		o.Log = os.Stderr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Herd == nil || r.Herd.Clients != HerdInstant || len(r.Herd.Modes) != len(HerdModes) {
+		t.Fatalf("herd: %+v", r.Herd)
+	}
+	for _, m := range r.Herd.Modes {
+		if m.Errors != 0 || m.Orders != r.Herd.Users || m.StatusPolls == 0 {
+			t.Errorf("herd %s: %d of %d orders, %d errors (first: %s), %d polls", m.Mode.Name, m.Orders, r.Herd.Users, m.Errors, m.ErrorSample, m.StatusPolls)
+		}
+	}
+	if _, err := Run(ctx, Options{Sections: []string{"herd"}, HerdClients: "psychic"}); err == nil || !strings.Contains(err.Error(), "psychic") {
+		t.Errorf("unknown client model: %v", err)
+	}
+}
