@@ -15,7 +15,8 @@ import (
 // against the test servers and checks only that it works: every section
 // produced numbers and nothing failed. Timings are never asserted (a shared
 // machine, and -race); the figures are bench/run.sh's business. Without wrk
-// on PATH the hot paths section is skipped.
+// on PATH the hot paths section is left out, except under CI, where that
+// fails the test.
 func TestHarnessShort(t *testing.T) {
 	o := Options{
 		RedisURL:    testenv.RedisURL(t),
@@ -51,6 +52,9 @@ func TestHarnessShort(t *testing.T) {
 	if h := r.Hot; h == nil {
 		t.Error("hot paths: no report")
 	} else if h.Skipped != "" {
+		if testenv.InCI() {
+			t.Errorf("hot paths skipped under CI (scripts/test.sh installs wrk): %s", h.Skipped)
+		}
 		t.Logf("hot paths skipped: %s", h.Skipped)
 	} else {
 		if len(h.Runs) != 4 || h.EnterRatio <= 0 || h.StatusRatio <= 0 {

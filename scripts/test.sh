@@ -149,6 +149,8 @@ if ((WANT_PG)); then
 	find_pg_bin >/dev/null || missing+=(postgresql)
 fi
 [[ -x "$CHROMIUM" || -n "${WAITROOM_TEST_CHROMIUM:-}" ]] || missing+=(chromium)
+# wrk drives the hot-path section of the benchmark harness's smoke test.
+command -v wrk >/dev/null || missing+=(wrk)
 # go test -race needs cgo, hence a C compiler and the libc headers.
 command -v gcc >/dev/null || missing+=(gcc)
 if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
@@ -336,6 +338,10 @@ elif in_ci; then
 	die "chromium not found at $CHROMIUM"
 else
 	warn "chromium not found at $CHROMIUM: the browser tests will skip"
+fi
+if ! command -v wrk >/dev/null; then
+	in_ci && die "wrk not found"
+	warn "wrk not found: the harness smoke test leaves out the hot paths"
 fi
 
 [[ -n "${WAITROOM_TEST_REDIS_URL:-}" ]] && say "WAITROOM_TEST_REDIS_URL=$(redact "$WAITROOM_TEST_REDIS_URL")"

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +26,6 @@ import (
 // chromiumPathVar overrides where the browser is (default /usr/bin/chromium).
 const chromiumPathVar = "WAITROOM_TEST_CHROMIUM"
 
-// screenshotsVar names a directory: set, TestPageScreenshots writes the
-// README's pictures there (WAITROOM_SCREENSHOTS=docs/screenshots, relative
-// to the module root).
-const screenshotsVar = "WAITROOM_SCREENSHOTS"
 
 // startBrowser starts one headless chromium with a fresh profile for the test.
 func startBrowser(t *testing.T) context.Context {
@@ -626,111 +621,6 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("sign-out left the token in sessionStorage")
 		}
 	})
-}
-
-// TestPageScreenshots renders the pictures in README.md. It runs only when
-// WAITROOM_SCREENSHOTS names a directory:
-//
-//	WAITROOM_SCREENSHOTS=docs/screenshots go test -run PageScreenshots ./internal/app/
-func TestPageScreenshots(t *testing.T) {
-	dir := os.Getenv(screenshotsVar)
-	if dir == "" {
-		t.Skipf("set %s=docs/screenshots to render the README's screenshots", screenshotsVar)
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join("..", "..", dir) // relative to the module root
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, nil)
-
-	// A sale in full swing: two thousand ahead, let in quickly for a while,
-	// then at the pace the database bears.
-	in.putQueue("spring-drop", map[string]any{"paused": true, "ratePerSecond": 100, "batchSize": 10, "intervalMs": 100})
-	in.putProduct("tee", "Spring tee", 500, "spring-drop")
-	in.putQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
-
-	op := newVisitor(t, browser, in, "en")
-	if err := chromedp.Do(op.ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatal(err)
-	}
-	op.open("/admin")
-	op.typeInto("#token", in.admin)
-	op.keys("\r")
-	op.waitUntil("the dashboard", `document.querySelector('[data-queue="spring-drop"]')`, 5*time.Second)
-
-	crowd := func(queue string, from, n int) {
-		var wg sync.WaitGroup
-		for w := range 8 {
-			wg.Go(func() {
-				for i := from + w; i < from+n; i += 8 {
-					in.sendNoFail("POST", "/api/v1/queues/"+queue+"/entries", in.as(fmt.Sprintf("u%d", i)), nil)
-				}
-			})
-		}
-		wg.Wait()
-	}
-	for step := range 5 {
-		crowd("spring-drop", step*400, 400)
-		time.Sleep(2 * time.Second)
-	}
-	crowd("vip", 10_000, 140)
-
-	en := newVisitor(t, browser, in, "en-US,en;q=0.9")
-	if err := chromedp.Do(en.ctx, chromedp.EmulateViewport(1000, 720)); err != nil {
-		t.Fatal(err)
-	}
-	en.open("/q/spring-drop?product=tee")
-	en.waitState("waiting", 5*time.Second)
-	ko := newVisitor(t, browser, in, "ko-KR,ko;q=0.9")
-	if err := chromedp.Do(ko.ctx, chromedp.EmulateViewport(390, 760, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
-		t.Fatal(err)
-	}
-	ko.open("/q/spring-drop?product=tee")
-	ko.waitState("waiting", 5*time.Second)
-	crowd("spring-drop", 2000, 600) // more people behind them
-
-	in.patchQueue("spring-drop", map[string]any{"paused": false})
-	time.Sleep(9 * time.Second)
-	in.patchQueue("spring-drop", map[string]any{"ratePerSecond": 4, "batchSize": 1, "intervalMs": 250})
-	time.Sleep(4 * time.Second)
-
-	// A refresh shows the new estimate at once and keeps the progress.
-	for _, v := range []*visitor{en, ko} {
-		if err := chromedp.Do(v.ctx, chromedp.Reload()); err != nil {
-			t.Fatal(err)
-		}
-		v.waitState("waiting", 5*time.Second)
-	}
-	time.Sleep(1500 * time.Millisecond) // the bar's transition
-
-	shoot := func(v *visitor, name string) {
-		t.Helper()
-		buf, err := chromedp.Run(v.ctx, chromedp.FullScreenshot(100)) // 100: PNG
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d KB): %s", name, len(buf)/1024, v.screen())
-	}
-	shoot(en, "waiting-en.png")
-	shoot(ko, "waiting-ko.png")
-	shoot(op, "admin.png")
-
-	ready := newVisitor(t, browser, in, "en")
-	if err := chromedp.Do(ready.ctx, chromedp.EmulateViewport(1000, 640)); err != nil {
-		t.Fatal(err)
-	}
-	in.putQueue("express", map[string]any{})
-	in.putProduct("mug", "Enamel mug", 40, "express")
-	ready.open("/q/express?product=mug")
-	ready.waitState("ready", 6*time.Second)
-	ready.waitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
-	shoot(ready, "ready-en.png")
 }
 
 // ---------------------------------------------------------------- admin helpers
