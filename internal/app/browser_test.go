@@ -26,7 +26,6 @@ import (
 // chromiumPathVar overrides where the browser is (default /usr/bin/chromium).
 const chromiumPathVar = "WAITROOM_TEST_CHROMIUM"
 
-
 // startBrowser starts one headless chromium with a fresh profile for the test.
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()

@@ -110,8 +110,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
-	_, route := s.mux.Handler(r)
+	sw := &statusWriter{ResponseWriter: w, req: r}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -119,14 +118,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.writeError(sw, r, errors.New("panic: "+slog.AnyValue(v).String()))
 		}
+		route := r.Pattern // set by the mux as it routes
+		if route == "" {
+			route = "unmatched"
+		}
 		s.finish(sw, r, route, time.Since(start))
 	}()
-	if route == "" {
-		route = "unmatched"
-		s.noRoute(sw, r)
-		return
-	}
 	s.mux.ServeHTTP(sw, r)
+	if sw.unrouted {
+		s.noRoute(sw, r)
+	}
 }
 
 // finish records one answered request: its metrics, and at debug level an
@@ -144,14 +145,24 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, route string, d time.
 	}
 }
 
-// statusWriter remembers the status and the error code of an answer.
+// statusWriter remembers the status and the error code of an answer, and
+// holds back the mux's own plain-text 404/405 (written before any pattern
+// matched, so req.Pattern is empty) for noRoute to answer as JSON. The
+// request is routed once.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	code   string // the error code, when the answer is an error
+	req      *http.Request
+	status   int
+	code     string // the error code, when the answer is an error
+	unrouted bool   // the mux answered: no route matched
+	rerouted bool   // noRoute is answering instead
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && w.req.Pattern == "" && code >= 400 && !w.rerouted {
+		w.status, w.unrouted = code, true
+		return
+	}
 	if w.status == 0 {
 		w.status = code
 	}
@@ -159,6 +170,9 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.unrouted {
+		return len(b), nil
+	}
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -175,29 +189,17 @@ func (w *statusWriter) outcome() string {
 	return "ok"
 }
 
-// noRoute answers what the mux would (404, or 405 with Allow) as JSON.
-func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
-	h, _ := s.mux.Handler(r)
-	rec := &statusRecorder{header: http.Header{}}
-	h.ServeHTTP(rec, r)
-	if allow := rec.header.Get("Allow"); allow != "" {
-		w.Header().Set("Allow", allow)
-	}
-	if rec.status == http.StatusMethodNotAllowed {
-		s.writeError(w, r, errMethod)
+// noRoute answers, as JSON, what the mux answered in plain text for a
+// request no pattern matched: 405 (its Allow header stays) or 404.
+func (s *Server) noRoute(sw *statusWriter, r *http.Request) {
+	code := sw.status
+	sw.unrouted, sw.rerouted, sw.status = false, true, 0
+	if code == http.StatusMethodNotAllowed {
+		s.writeError(sw, r, errMethod)
 		return
 	}
-	s.writeError(w, r, errNotFound)
+	s.writeError(sw, r, errNotFound)
 }
-
-type statusRecorder struct {
-	header http.Header
-	status int
-}
-
-func (r *statusRecorder) Header() http.Header         { return r.header }
-func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
-func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
 
 type requestIDKey struct{}
 

@@ -31,7 +31,9 @@ func PollAfter(estimateSeconds int64) int64 {
 // JitterSeconds spreads a poll interval by up to ±20%, rounded to whole
 // seconds (the contract's type), so that clients who entered together drift
 // apart: 10 → 8..12, 5 → 4..6; 2 stays 2. Never below one second.
-func JitterSeconds(seconds int64, r *rand.Rand) int64 {
-	j := int64(math.Round(float64(seconds) * (0.8 + 0.4*r.Float64())))
+func JitterSeconds(seconds int64) int64 {
+	// The top-level generator is safe for concurrent use without a lock:
+	// every poll calls this.
+	j := int64(math.Round(float64(seconds) * (0.8 + 0.4*rand.Float64())))
 	return max(j, 1)
 }

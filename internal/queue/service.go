@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -29,14 +27,11 @@ type View struct {
 // and poll hints around the Store's atomic steps.
 type Service struct {
 	store Store
-
-	mu  sync.Mutex // guards rnd
-	rnd *rand.Rand
 }
 
 // NewService returns a Service over store.
 func NewService(store Store) *Service {
-	return &Service{store: store, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	return &Service{store: store}
 }
 
 // Store returns the store behind the service.
@@ -128,9 +123,7 @@ func (s *Service) view(e Entry) View {
 	case Waiting:
 		v.Position, v.Length = e.Position, e.Length
 		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Config)
-		s.mu.Lock()
-		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds), s.rnd)
-		s.mu.Unlock()
+		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
 	case Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt
