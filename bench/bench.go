@@ -10,10 +10,10 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,7 +119,39 @@ func machine() string {
 }
 
 // boot starts the real program on a loopback port with a fresh key prefix.
-func boot(ctx context.Context, o Options, edit func(*app.Config)) (*app.Main, error) {
+// serverLog keeps the first warnings and errors a booted server logs, so a
+// failed request in a report can be told apart by its cause (a Redis
+// timeout and a database error both answer 503 "unavailable").
+type serverLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	tee io.Writer
+}
+
+const serverLogCap = 4 << 10
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tee != nil {
+		l.tee.Write(p)
+	}
+	if room := serverLogCap - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// First is the first line logged, or "".
+func (l *serverLog) First() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first, _, _ := strings.Cut(l.buf.String(), "\n")
+	return first
+}
+
+// boot starts a waitroom on the test servers; its warnings go to logs.
+func boot(ctx context.Context, o Options, logs *serverLog, edit func(*app.Config)) (*app.Main, error) {
 	cfg, err := app.Parse(nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		return nil, err
@@ -138,7 +171,11 @@ func boot(ctx context.Context, o Options, edit func(*app.Config)) (*app.Main, er
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+	var w io.Writer = io.Discard
+	if logs != nil {
+		w = logs
+	}
+	m := &app.Main{Config: cfg, Logger: app.NewLogger(cfg, w), Stdout: io.Discard}
 	if err := m.Run(ctx); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,10 +40,14 @@ var HerdModes = []HerdMode{
 
 // HerdResult is one mode's figures.
 type HerdResult struct {
-	Mode            HerdMode
-	Users, Orders   int
-	Errors          int
-	ErrorSample     string
+	Mode          HerdMode
+	Users, Orders int
+	Errors        int
+	ErrorSample   string
+	// Retries counts 503 answers a user waited out (Retry-After) and asked
+	// again, as the page does; Errors are the users who never got an order.
+	Retries         int
+	RetrySample     string
 	P50, P95, P99   time.Duration
 	Max             time.Duration
 	RatioP95ToBurst float64
@@ -138,7 +143,33 @@ type client struct {
 	poll, order *http.Client
 }
 
-func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth string, body any, hdr ...string) (int, map[string]any, error) {
+// herdMaxRetries bounds how often one request is asked again after a 503.
+const herdMaxRetries = 3
+
+// doRetrying is do, but a 503 (Redis or the database slow to answer, which
+// fails fast by design) is waited out for its Retry-After and asked again,
+// up to herdMaxRetries times, as the page does. Each retry is counted in r.
+func (c *client) doRetrying(ctx context.Context, r *userOutcome, hc *http.Client, method, path, auth string, body any, hdr ...string) (int, map[string]any, error) {
+	for try := 0; ; try++ {
+		st, m, retryAfter, err := c.do(ctx, hc, method, path, auth, body, hdr...)
+		if err != nil || st != http.StatusServiceUnavailable || try == herdMaxRetries {
+			return st, m, err
+		}
+		r.retries++
+		if r.retrySample == "" {
+			r.retrySample = fmt.Sprintf("%s %s: %d %v", method, path, st, m)
+		}
+		select {
+		case <-ctx.Done():
+			return st, m, nil
+		case <-time.After(retryAfter):
+		}
+	}
+}
+
+// do sends one request and returns the status, the JSON body and the
+// Retry-After (1 s when absent).
+func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth string, body any, hdr ...string) (int, map[string]any, time.Duration, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -146,7 +177,7 @@ func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth str
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
@@ -156,7 +187,7 @@ func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth str
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
@@ -164,7 +195,11 @@ func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth str
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &m)
 	}
-	return res.StatusCode, m, nil
+	retryAfter := time.Second
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
+		retryAfter = time.Duration(s) * time.Second
+	}
+	return res.StatusCode, m, retryAfter, nil
 }
 
 func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdResult, error) {
@@ -174,7 +209,8 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	if err != nil {
 		return res, err
 	}
-	m, err := boot(ctx, o, func(c *app.Config) {
+	logs := &serverLog{tee: o.Log}
+	m, err := boot(ctx, o, logs, func(c *app.Config) {
 		c.DatabaseURL = dbURL
 		c.DBPoolSize = herdPool
 		c.OrderWork = herdOrderWork
@@ -193,7 +229,7 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	defer c.order.CloseIdleConnections()
 
 	q := fmt.Sprintf("herd-%d", rand.IntN(1e9))
-	st, body, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, map[string]any{
+	st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, map[string]any{
 		"ratePerSecond": mode.Rate, "batchSize": mode.Batch, "intervalMs": mode.Interval.Milliseconds(),
 		"capacity": users * 2, "tokenTtlSeconds": 600,
 	})
@@ -203,7 +239,7 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	products := make([]string, herdProducts)
 	for i := range products {
 		products[i] = fmt.Sprintf("%s-p%d", q, i)
-		st, body, err := c.do(ctx, c.poll, "PUT", "/admin/v1/products/"+products[i], c.admin, map[string]any{
+		st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/products/"+products[i], c.admin, map[string]any{
 			"name": "bench tee", "stock": 1_000_000, "queue": q,
 		})
 		if err != nil || st != 200 && st != 201 {
@@ -275,10 +311,20 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	var lats []time.Duration
 	for _, u := range out {
 		res.StatusPolls += u.polls
+		res.Retries += u.retries
+		if res.RetrySample == "" && u.retrySample != "" {
+			res.RetrySample = u.retrySample
+			if l := logs.First(); l != "" {
+				res.RetrySample += "; the server logged: " + l
+			}
+		}
 		if u.err != nil {
 			res.Errors++
 			if res.ErrorSample == "" {
 				res.ErrorSample = u.err.Error()
+				if l := logs.First(); l != "" {
+					res.ErrorSample += "; the server logged: " + l
+				}
 			}
 			continue
 		}
@@ -309,9 +355,11 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 // userOutcome is one virtual user's order: when it started (since the crowd
 // arrived), how long it took, or why there was none.
 type userOutcome struct {
-	at, lat time.Duration
-	err     error
-	polls   int
+	at, lat     time.Duration
+	err         error
+	polls       int
+	retries     int
+	retrySample string
 }
 
 // clientModel is how a virtual user waits between status requests. The zero
@@ -346,7 +394,7 @@ func (m clientModel) wait(pollAfter time.Duration, body map[string]any) time.Dur
 // sees it.
 func herdUser(ctx context.Context, c *client, cm clientModel, jwt, q, product string, start time.Time) (r userOutcome) {
 	path := "/api/v1/queues/" + q + "/entries"
-	st, body, err := c.do(ctx, c.poll, "POST", path, jwt, nil)
+	st, body, err := c.doRetrying(ctx, &r, c.poll, "POST", path, jwt, nil)
 	for {
 		if err != nil {
 			r.err = err
@@ -371,12 +419,14 @@ func herdUser(ctx context.Context, c *client, cm clientModel, jwt, q, product st
 		case <-time.After(cm.wait(time.Duration(after*float64(time.Second)), body)):
 		}
 		r.polls++
-		st, body, err = c.do(ctx, c.poll, "GET", path+"/me", jwt, nil)
+		st, body, err = c.doRetrying(ctx, &r, c.poll, "GET", path+"/me", jwt, nil)
 	}
 	token, _ := body["token"].(string)
 	t0 := time.Now()
-	st, body, err = c.do(ctx, c.order, "POST", "/api/v1/orders", jwt,
-		map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", token)
+	// The Idempotency-Key makes a retried order safe: if the first try was
+	// created after all, the retry returns that order.
+	st, body, err = c.doRetrying(ctx, &r, c.order, "POST", "/api/v1/orders", jwt,
+		map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", token, "Idempotency-Key", "herd-"+token)
 	r.lat = time.Since(t0)
 	r.at = t0.Sub(start)
 	switch {

@@ -41,6 +41,9 @@ func TestHarnessShort(t *testing.T) {
 		if m.Errors != 0 || m.Orders != r.Herd.Users {
 			t.Errorf("herd %s: %d of %d orders, %d errors (first: %s)", m.Mode.Name, m.Orders, r.Herd.Users, m.Errors, m.ErrorSample)
 		}
+		if m.Retries > 0 { // a loaded machine may make Redis or the database fail fast; clients retry
+			t.Logf("herd %s: %d answers 503, retried (first: %s)", m.Mode.Name, m.Retries, m.RetrySample)
+		}
 		if m.P50 <= 0 || m.P95 < m.P50 || m.P99 < m.P95 || m.RatioP95ToBurst <= 0 || len(m.Latency) != m.Orders {
 			t.Errorf("herd %s: latencies p50 %v p95 %v p99 %v ratio %v", m.Mode.Name, m.P50, m.P95, m.P99, m.RatioP95ToBurst)
 		}

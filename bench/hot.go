@@ -65,14 +65,14 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 	if _, err := os.Stat(script); err != nil {
 		return rep, fmt.Errorf("wrk script: %w", err)
 	}
-	m, err := boot(ctx, o, nil)
+	m, err := boot(ctx, o, &serverLog{tee: o.Log}, nil)
 	if err != nil {
 		return rep, err
 	}
 	defer m.Close()
 	c := &client{base: "http://" + m.Addr(), admin: "Bearer " + m.Config.AdminToken, poll: httpClient()}
 	// A paused queue big enough for every user: this measures the line, not admission.
-	if st, body, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/bench", c.admin,
+	if st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/bench", c.admin,
 		map[string]any{"paused": true, "capacity": 10_000_000}); err != nil || st != 200 {
 		return rep, fmt.Errorf("creating the bench queue: %d %v %v", st, body, err)
 	}

@@ -110,11 +110,11 @@ func herdMarkdown(h *HerdReport, stamp, chart, busyChart string) string {
 		fmt.Fprintf(&b, "Clients told at once (`-herd-clients instant`): within %d batches of the front a user polls every %v, so it orders within about %v of admission; further back it polls as the page does.\n\n",
 			herdNearBatches, herdFastPoll, herdFastPoll)
 	}
-	b.WriteString("| mode | schedule | orders | errors | p50 | p95 | p99 | max | most DB connections busy | p95 ÷ burst p95 |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| mode | schedule | orders | errors | 503s retried | p50 | p95 | p99 | max | most DB connections busy | p95 ÷ burst p95 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range h.Modes {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d of %d | **%.2f×** |\n",
-			m.Mode.Name, m.Mode.Described, m.Orders, m.Errors, ms(m.P50), ms(m.P95), ms(m.P99), ms(m.Max),
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d of %d | **%.2f×** |\n",
+			m.Mode.Name, m.Mode.Described, m.Orders, m.Errors, m.Retries, ms(m.P50), ms(m.P95), ms(m.P99), ms(m.Max),
 			m.MaxBusyConns, h.PoolSize, m.RatioP95ToBurst)
 	}
 	last := h.Modes[len(h.Modes)-1]
@@ -134,6 +134,9 @@ func herdMarkdown(h *HerdReport, stamp, chart, busyChart string) string {
 	for _, m := range h.Modes {
 		if m.Errors > 0 {
 			fmt.Fprintf(&b, "\n%s: %d errors, the first: `%s`\n", m.Mode.Name, m.Errors, m.ErrorSample)
+		}
+		if m.Retries > 0 {
+			fmt.Fprintf(&b, "\n%s: %d answers were 503 and asked again after their Retry-After (as the page does), the first: `%s`\n", m.Mode.Name, m.Retries, m.RetrySample)
 		}
 	}
 	fmt.Fprintf(&b, "\n![order latency over time, one line per mode](%s)\n\n![DB connections busy over time](%s)\n\n", chart, busyChart)

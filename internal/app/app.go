@@ -122,7 +122,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		qstore = redisstore.New(ap, c.KeyPrefix)
 	}
-	m.Queue = queue.NewService(qstore)
+	m.Queue = queue.NewService(qstore, c.StatusSnapshotAge)
 	if err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
 		return fmt.Errorf("creating the default queue: %w", err)
 	}
@@ -183,6 +183,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.stopAdmit = stop
 	admitter := queue.NewAdmitter(qstore, m.Logger)
 	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
+	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
 	m.admitDone.Add(1)
 	go func() { defer m.admitDone.Done(); admitter.Run(admitCtx) }()
 

@@ -32,9 +32,12 @@ type Config struct {
 	// AdmissionJitter: the admission loop's random delay after each due tick
 	// (default true; off only for the herd benchmark in bench/).
 	AdmissionJitter bool
-	DBPoolSize      int
-	OrderPoolShare  float64
-	OrderLatency    time.Duration
+	// StatusSnapshotAge: how old a snapshot of a line may be when it answers
+	// a status poll far from the front without Redis (0: every poll asks).
+	StatusSnapshotAge time.Duration
+	DBPoolSize        int
+	OrderPoolShare    float64
+	OrderLatency      time.Duration
 
 	OrderWork          time.Duration
 	PaymentFailureRate float64
@@ -62,6 +65,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
+	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
 	fs.IntVar(&c.DBPoolSize, "db-pool-size", 40, "database connection pool size (PostgreSQL); also the base of the derived rate")
 	fs.Float64Var(&c.OrderPoolShare, "order-pool-share", 0.5, "share of the pool the order API may use")
 	fs.DurationVar(&c.OrderLatency, "order-latency", 200*time.Millisecond, "time one order holds a connection, for the derived rate")
@@ -161,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be > 0")
+	}
+	if c.StatusSnapshotAge < 0 || c.StatusSnapshotAge > 10*time.Second {
+		bad("status-snapshot-age", "must be 0..10s, got %v", c.StatusSnapshotAge)
 	}
 	if len(errs) == 0 {
 		if _, err := c.QueueConfig(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -103,9 +104,47 @@ type Entry struct {
 	State State
 	// Position is 1-based (1 = next in); Length counts everyone waiting.
 	Position, Length int64
-	Token            string
-	ExpiresAt        time.Time
-	Config           Config
+	// Ticket is the waiting user's place-holder: the INCR number they
+	// joined with. With a Snapshot it gives the position without the store.
+	Ticket    int64
+	Token     string
+	ExpiresAt time.Time
+	Config    Config
+}
+
+// Snapshot is a queue's line as one instant saw it: enough to work out
+// anyone's position from their ticket alone (Position), so most status polls
+// need no trip to the store. Tickets are consecutive, admission takes the
+// lowest, and only leaving opens a gap, so everyone with a ticket from Head
+// to Last who is not in Left is waiting, and a ticket's rank is its distance
+// from Head less the gaps before it.
+type Snapshot struct {
+	// Head is the lowest ticket in line and Last the last ticket issued;
+	// Head is 0 when no one waits.
+	Head, Last int64
+	Length     int64
+	// Left holds, ascending, the tickets above Head whose users left the
+	// line. Complete is false when there were more than the store returns
+	// (SnapshotMaxLeft); such a snapshot answers no one.
+	Left     []int64
+	Complete bool
+	Config   Config
+}
+
+// SnapshotMaxLeft bounds Snapshot.Left: beyond it, status goes to the store.
+const SnapshotMaxLeft = 4096
+
+// Position is the 1-based place of the user holding ticket, and false when
+// the snapshot cannot tell (not waiting as of the snapshot, or incomplete).
+func (s *Snapshot) Position(ticket int64) (int64, bool) {
+	if !s.Complete || s.Head == 0 || ticket < s.Head || ticket > s.Last {
+		return 0, false
+	}
+	gaps, found := slices.BinarySearch(s.Left, ticket)
+	if found {
+		return 0, false
+	}
+	return ticket - s.Head - int64(gaps) + 1, true
 }
 
 // Admission is the outcome of one admission attempt.
@@ -171,6 +210,10 @@ type Store interface {
 	// EndUse releases the lock if owner holds it; consumed=true also deletes
 	// the token, but only if it is still this token (compare-and-delete).
 	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
+	// Snapshot reads the line's head, last ticket, length, the tickets
+	// that left above the head (at most SnapshotMaxLeft) and the config, in
+	// one step.
+	Snapshot(ctx context.Context, queue string) (Snapshot, error)
 	// Stats reads the operator's numbers for a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
 	// Ping reports whether the store answers (readiness).

@@ -27,11 +27,35 @@ type View struct {
 // and poll hints around the Store's atomic steps.
 type Service struct {
 	store Store
+	snaps *snapshots // nil: every status poll asks the store
 }
 
-// NewService returns a Service over store.
-func NewService(store Store) *Service {
-	return &Service{store: store}
+// NewService returns a Service over store. With snapshotAge > 0, status polls
+// far from the front are answered from a snapshot of the line at most that
+// old (see snapshots); 0 sends every poll to the store.
+func NewService(store Store, snapshotAge time.Duration) *Service {
+	s := &Service{store: store}
+	if snapshotAge > 0 {
+		s.snaps = newSnapshots(store, snapshotAge)
+	}
+	return s
+}
+
+// SnapshotAnswers counts status polls answered from a snapshot (hits) and
+// by the store (misses), for metrics.
+func (s *Service) SnapshotAnswers() (hits, misses uint64) {
+	if s.snaps == nil {
+		return 0, 0
+	}
+	return s.snaps.hits.Load(), s.snaps.misses.Load()
+}
+
+// Changed tells the service that the queue's line changed outside it (this
+// instance's admitter admitted users), so a snapshot it holds is stale.
+func (s *Service) Changed(queue string) {
+	if s.snaps != nil {
+		s.snaps.changed(queue)
+	}
 }
 
 // Store returns the store behind the service.
@@ -46,6 +70,10 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
+	if s.snaps != nil {
+		s.snaps.remember(queue, user, e)
+		s.snaps.changed(queue)
+	}
 	return s.view(e), nil
 }
 
@@ -54,9 +82,17 @@ func (s *Service) Status(ctx context.Context, queue, user string) (View, error) 
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
+	if s.snaps != nil {
+		if e, ok := s.snaps.status(ctx, queue, user); ok {
+			return s.view(e), nil
+		}
+	}
 	e, err := s.store.Status(ctx, queue, user)
 	if err != nil {
 		return View{}, err
+	}
+	if s.snaps != nil {
+		s.snaps.remember(queue, user, e)
 	}
 	return s.view(e), nil
 }
@@ -68,6 +104,10 @@ func (s *Service) Leave(ctx context.Context, queue, user string) error {
 		return err
 	}
 	_, err := s.store.Leave(ctx, queue, user)
+	if err == nil && s.snaps != nil {
+		s.snaps.remember(queue, user, Entry{State: NotInQueue})
+		s.snaps.changed(queue)
+	}
 	return err
 }
 
@@ -87,7 +127,9 @@ func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return s.store.PutConfig(ctx, queue, c)
+	err := s.store.PutConfig(ctx, queue, c)
+	s.Changed(queue)
+	return err
 }
 
 // Stats returns the operator's view of a queue.

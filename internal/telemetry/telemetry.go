@@ -23,6 +23,9 @@ import (
 type QueueReader interface {
 	Queues(ctx context.Context) ([]string, error)
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
+	// SnapshotAnswers counts this instance's status polls answered from a
+	// snapshot of the line and by the store.
+	SnapshotAnswers() (hits, misses uint64)
 }
 
 // Metrics holds the per-instance collectors. A nil *Metrics is valid and
@@ -106,6 +109,7 @@ var (
 	descRateConf  = desc("waitroom_admission_rate_configured", "Configured admission rate, users per second.")
 	descRateMeas  = desc("waitroom_admission_rate_measured", "Measured admission rate over the last window, users per second (all instances).")
 	descStoreUp   = prometheus.NewDesc("waitroom_store_up", "1 if the line's store answered this scrape.", nil, nil)
+	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
 	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas}
 	scrapeTimeout = 2 * time.Second
 )
@@ -124,11 +128,15 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- descStoreUp
+	ch <- descStatusBy
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
+	hits, misses := c.queues.SnapshotAnswers()
+	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(hits), "snapshot")
+	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(misses), "store")
 	up := 1.0
 	names, err := c.queues.Queues(ctx)
 	if err != nil {

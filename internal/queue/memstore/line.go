@@ -29,6 +29,20 @@ func (l *line) rank(user string) (int64, bool) {
 	return int64(l.prefix(int(t-l.base)+1)) - 1, true
 }
 
+// ticket returns the user's ticket, or false if they are not in line.
+func (l *line) ticket(user string) (int64, bool) {
+	t, ok := l.tickets[user]
+	return t, ok
+}
+
+// headTicket is the lowest ticket in line, 0 when no one waits.
+func (l *line) headTicket() int64 {
+	if len(l.tickets) == 0 {
+		return 0
+	}
+	return l.base + int64(l.head)
+}
+
 // push appends a user with the given ticket, which must exceed every ticket
 // in line.
 func (l *line) push(user string, ticket int64) {

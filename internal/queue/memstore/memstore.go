@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -62,6 +63,9 @@ type state struct {
 	// order while the TTL stays put, so expired ones are dropped from the
 	// front without scanning them all.
 	issued []issuedToken
+	// leftTickets are, ascending, the tickets of users who left the line,
+	// none below the head after an admission (as the Redis left key).
+	leftTickets []int64
 
 	next                                   time.Time // when the next admission tick is due
 	carry                                  float64
@@ -144,7 +148,7 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 	q.seq++
 	q.line.push(user, q.seq)
 	n := q.line.len()
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Config: q.cfg}, nil
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Config: q.cfg}, nil
 }
 
 // Status implements queue.Store.
@@ -164,7 +168,8 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 // standing is the user's place in line or valid token; the caller holds q.mu.
 func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 	if r, ok := q.line.rank(user); ok {
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Config: q.cfg}, true
+		t, _ := q.line.ticket(user)
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Config: q.cfg}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
 		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Config: q.cfg}, true
@@ -180,7 +185,10 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.line.remove(user) {
+	if t, ok := q.line.ticket(user); ok {
+		q.line.remove(user)
+		i, _ := slices.BinarySearch(q.leftTickets, t)
+		q.leftTickets = slices.Insert(q.leftTickets, i, t)
 		q.left++
 		return true, nil
 	}
@@ -190,6 +198,24 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// Snapshot implements queue.Store.
+func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Snapshot{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Config: q.cfg, Complete: true}
+	if sn.Head > 0 {
+		from, _ := slices.BinarySearch(q.leftTickets, sn.Head)
+		left := q.leftTickets[from:]
+		sn.Complete = len(left) <= queue.SnapshotMaxLeft
+		sn.Left = slices.Clone(left[:min(len(left), queue.SnapshotMaxLeft)])
+	}
+	return sn, nil
 }
 
 // Admit implements queue.Store, with admit.lua's rules: a tick is due when
@@ -229,6 +255,13 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 			n, carry = len(tokens), carry+float64(n-len(tokens))
 		}
 		admitted = q.line.popFront(n)
+		if n > 0 { // as admit.lua: leavers below the new head no longer matter
+			below, _ := slices.BinarySearch(q.leftTickets, q.line.headTicket())
+			if q.line.len() == 0 {
+				below = len(q.leftTickets)
+			}
+			q.leftTickets = slices.Delete(q.leftTickets, 0, below)
+		}
 		for i, u := range admitted {
 			t := token{value: tokens[i], expires: now.Add(q.cfg.TokenTTL)}
 			q.tokens[u] = t

@@ -3,7 +3,7 @@ package redisstore
 // keys builds every key of one queue. All carry the hash tag {queue}, so on
 // Redis Cluster a queue lives in one slot and each script stays single-slot.
 type keys struct {
-	line, seq, cfg, adm, tokens, texp, inflight, owners string
+	line, seq, cfg, adm, tokens, texp, inflight, owners, left string
 }
 
 func keysFor(prefix, queue string) keys {
@@ -17,6 +17,7 @@ func keysFor(prefix, queue string) keys {
 		texp:     p + "texp",
 		inflight: p + "inflight",
 		owners:   p + "owners",
+		left:     p + "left",
 	}
 }
 

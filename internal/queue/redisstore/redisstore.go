@@ -37,6 +37,7 @@ var (
 	endUseScript    = mustScript("end_use")
 	statsScript     = mustScript("stats")
 	putConfigScript = mustScript("put_config")
+	snapshotScript  = mustScript("snapshot")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -171,29 +172,40 @@ func parseEntry(r []any) (queue.Entry, error) {
 	case 0:
 		e.State, cfgAt = queue.NotInQueue, 1
 	case 1:
-		e.State, e.Position, e.Length, cfgAt = queue.Waiting, p.int(1), p.int(2), 3
+		e.State, e.Position, e.Length, e.Ticket, cfgAt = queue.Waiting, p.int(1), p.int(2), p.int(6), 3
 	case 2:
 		e.State, e.Token, e.ExpiresAt, cfgAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC(), 3
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	rate, err := strconv.ParseFloat(p.str(cfgAt), 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("queue config rate: %w", err)
-	}
-	batch, err := strconv.Atoi(p.str(cfgAt + 1))
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("queue config batch: %w", err)
-	}
-	e.Config.RatePerSecond, e.Config.BatchSize = rate, batch
-	e.Config.Paused = p.str(cfgAt+2) == "1"
+	e.Config = p.config(cfgAt)
 	return e, p.err
+}
+
+// Snapshot implements queue.Store.
+func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, error) {
+	k := keysFor(s.prefix, name)
+	r, err := snapshotScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.left}, queue.SnapshotMaxLeft).Slice()
+	if err != nil {
+		return queue.Snapshot{}, unavailable(err)
+	}
+	p := reply{r: r}
+	if p.int(0) == -1 {
+		return queue.Snapshot{}, queue.ErrQueueNotFound
+	}
+	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Config: p.config(4)}
+	for i := 7; i < len(r); i++ {
+		sn.Left = append(sn.Left, p.int(i))
+	}
+	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
+	sn.Left = sn.Left[:min(len(sn.Left), queue.SnapshotMaxLeft)]
+	return sn, p.err
 }
 
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, name, user string) (bool, error) {
 	k := keysFor(s.prefix, name)
-	n, err := leaveScript.Run(ctx, s.rdb, []string{k.line, k.tokens, k.texp, k.adm}, user).Int64()
+	n, err := leaveScript.Run(ctx, s.rdb, []string{k.line, k.tokens, k.texp, k.adm, k.left}, user).Int64()
 	return n > 0, unavailable(err)
 }
 
@@ -204,7 +216,7 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 	for i, t := range tokens {
 		args[i] = t
 	}
-	r, err := admitScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp}, args...).Slice()
+	r, err := admitScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.left}, args...).Slice()
 	if err != nil {
 		return queue.Admission{}, unavailable(err)
 	}
@@ -308,6 +320,22 @@ func (p *reply) str(i int) string {
 	}
 	p.fail(i)
 	return ""
+}
+
+// config reads the rate, batch and paused fields that status, enter and
+// snapshot replies carry from index i on.
+func (p *reply) config(i int) queue.Config {
+	var c queue.Config
+	rate, err := strconv.ParseFloat(p.str(i), 64)
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("queue config rate: %w", err)
+	}
+	batch, err := strconv.Atoi(p.str(i + 1))
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("queue config batch: %w", err)
+	}
+	c.RatePerSecond, c.BatchSize, c.Paused = rate, batch, p.str(i+2) == "1"
+	return c
 }
 
 func (p *reply) fail(i int) {

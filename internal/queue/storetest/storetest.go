@@ -33,6 +33,8 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"UnknownQueue", testUnknownQueue},
 		{"LeavingClosesTheGap", testLeaveClosesGap},
 		{"AdmissionFollowsEntryOrder", testAdmissionOrderProperty},
+		{"SnapshotAgreesWithStatus", testSnapshotProperty},
+		{"SnapshotTooManyLeaversAnswersNoOne", testSnapshotIncomplete},
 		{"AdmissionNeverExceedsBudget", testAdmissionBudget},
 		{"AdmissionCarriesFractions", testAdmissionCarry},
 		{"PausedAdmitsNobody", testPaused},
@@ -147,7 +149,7 @@ func testReEntry(t *testing.T, s queue.Store) {
 	}
 	for range 3 {
 		e := mustEnter(t, s, q, "b")
-		want := queue.Entry{State: queue.Waiting, Position: 2, Length: 3}
+		want := queue.Entry{State: queue.Waiting, Position: 2, Length: 3, Ticket: 2}
 		if diff := cmp.Diff(want, e, ignoreConfig); diff != "" {
 			t.Fatalf("re-entry (-want +got):\n%s", diff)
 		}
@@ -251,13 +253,8 @@ func testAdmissionOrderProperty(t *testing.T, s queue.Store) {
 					if want := int64(indexOf(model, u) + 1); e.Position != want || e.Length != int64(len(model)) {
 						t.Fatalf("step %d: enter %s = %d/%d, want %d/%d", step, u, e.Position, e.Length, want, len(model))
 					}
-				case op < 8: // leave
-					if len(model) == 0 {
-						continue
-					}
-					i := rnd.IntN(len(model))
-					mustLeave(t, s, q, model[i])
-					model = append(model[:i:i], model[i+1:]...)
+				case op < 8:
+					model = leaveRandom(t, s, q, model, rnd)
 				default: // admit one tick
 					want := model[:min(10, len(model))]
 					got := admitDue(t, s, q, 10)
@@ -280,6 +277,117 @@ func testAdmissionOrderProperty(t *testing.T, s queue.Store) {
 			}
 		})
 	}
+}
+
+// testSnapshotProperty runs random enter/leave/admit sequences against a
+// model and checks after every step that a Snapshot places every ticket ever
+// issued exactly where Status would: waiting users at their model position,
+// everyone else (admitted, left) nowhere.
+func testSnapshotProperty(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 7))
+			q := newQueue(t, s, fastConfig())
+			var model []string
+			tickets := map[string]int64{} // every user's latest ticket
+			var last int64
+			next := 0
+			for step := range 120 {
+				switch op := rnd.IntN(10); {
+				case op < 6: // enter: a new user, someone in line again, or one who left or was admitted
+					u := fmt.Sprintf("u%d", next)
+					if len(tickets) > 0 && rnd.IntN(4) == 0 {
+						u = fmt.Sprintf("u%d", rnd.IntN(next))
+					} else {
+						next++
+					}
+					e := mustEnter(t, s, q, u)
+					if e.State != queue.Waiting {
+						continue // admitted and still holding a token
+					}
+					if indexOf(model, u) < 0 {
+						model = append(model, u)
+						if e.Ticket <= last {
+							t.Fatalf("step %d: %s got ticket %d after %d", step, u, e.Ticket, last)
+						}
+						last = e.Ticket
+					} else if e.Ticket != tickets[u] {
+						t.Fatalf("step %d: %s re-entered with ticket %d, had %d", step, u, e.Ticket, tickets[u])
+					}
+					tickets[u] = e.Ticket
+				case op < 8:
+					model = leaveRandom(t, s, q, model, rnd)
+				default:
+					got := admitDue(t, s, q, 10)
+					model = model[len(got):]
+				}
+
+				sn, err := s.Snapshot(ctx, q)
+				if err != nil {
+					t.Fatalf("step %d: Snapshot: %v", step, err)
+				}
+				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Config.BatchSize != 10 {
+					t.Fatalf("step %d: snapshot %+v, want length %d, last %d", step, sn, len(model), last)
+				}
+				for u, ticket := range tickets {
+					pos, ok := sn.Position(ticket)
+					want := int64(indexOf(model, u) + 1)
+					if want > 0 && tickets[u] != mustStatus(t, s, q, u).Ticket {
+						t.Fatalf("step %d: status of %s has another ticket than enter gave", step, u)
+					}
+					if want == 0 && ok || want > 0 && (!ok || pos != want) {
+						t.Fatalf("step %d: snapshot places %s (ticket %d) at %d/%v, want %d (head %d, left %v)",
+							step, u, ticket, pos, ok, want, sn.Head, sn.Left)
+					}
+				}
+			}
+		})
+	}
+}
+
+// testSnapshotIncomplete: with more leavers above the head than a snapshot
+// carries, it says it is incomplete and places no one, rather than guess.
+func testSnapshotIncomplete(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	q := newQueue(t, s, queue.DefaultConfig())
+	n := queue.SnapshotMaxLeft + 3
+	var tickets []int64
+	for i := range n {
+		tickets = append(tickets, mustEnter(t, s, q, fmt.Sprintf("u%d", i)).Ticket)
+	}
+	for i := 1; i < n-1; i++ { // all but the first and the last leave
+		mustLeave(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	sn, err := s.Snapshot(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Complete || len(sn.Left) > queue.SnapshotMaxLeft || sn.Length != 2 {
+		t.Fatalf("snapshot: complete %v, %d leavers, length %d", sn.Complete, len(sn.Left), sn.Length)
+	}
+	if pos, ok := sn.Position(tickets[n-1]); ok {
+		t.Fatalf("an incomplete snapshot placed the last user at %d", pos)
+	}
+	mustLeave(t, s, q, "u0") // the head leaves: the last user is alone, no leaver above him
+	if sn, err = s.Snapshot(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if pos, ok := sn.Position(tickets[n-1]); !ok || pos != 1 || !sn.Complete {
+		t.Fatalf("after the head left: %d/%v, complete %v", pos, ok, sn.Complete)
+	}
+}
+
+// leaveRandom makes a random user of the model leave the line, in the store
+// and in the model.
+func leaveRandom(t *testing.T, s queue.Store, q string, model []string, rnd *rand.Rand) []string {
+	t.Helper()
+	if len(model) == 0 {
+		return model
+	}
+	i := rnd.IntN(len(model))
+	mustLeave(t, s, q, model[i])
+	return append(model[:i:i], model[i+1:]...)
 }
 
 func indexOf(xs []string, x string) int {

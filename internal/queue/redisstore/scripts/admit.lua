@@ -14,6 +14,7 @@
 -- KEYS[3] adm    HASH next (ms), carry, counters, rate window
 -- KEYS[4] tokens HASH user → entry token
 -- KEYS[5] texp   ZSET user → token expiry (ms)
+-- KEYS[6] left   ZSET tickets of users who left the line (see leave.lua)
 -- ARGV[1..n] fresh tokens, one per user this tick may admit
 -- Reply: {-1} unknown queue
 --        {0, nextInMs} the tick is not due yet
@@ -65,6 +66,13 @@ if cfg[5] ~= '1' then
     end
     -- Nobody waiting for the rest: unused quota does not pile up.
     if #admitted < n then carry = 0 end
+    -- Leavers below the new head no longer matter to anyone's position.
+    local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    if head[2] then
+      redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. head[2])
+    else
+      redis.call('DEL', KEYS[6])
+    end
   end
 end
 

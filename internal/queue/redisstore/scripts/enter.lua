@@ -12,7 +12,7 @@
 -- ARGV[1] user id
 -- Reply: {-1} unknown queue
 --        {-2, length} line full
---        {1, position, length, rate, batch, paused} waiting
+--        {1, position, length, rate, batch, paused, ticket} waiting
 --        {2, token, expiresAtMs, rate, batch, paused} ready
 local cfg = redis.call('HMGET', KEYS[3], 'rate', 'batch', 'capacity', 'paused')
 if not cfg[1] then
@@ -20,9 +20,10 @@ if not cfg[1] then
 end
 local user = ARGV[1]
 
-local rank = redis.call('ZRANK', KEYS[1], user)
-if rank then
-  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[4]}
+local held = redis.call('ZSCORE', KEYS[1], user)
+if held then
+  local rank = redis.call('ZRANK', KEYS[1], user)
+  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[4], tonumber(held)}
 end
 
 local token = redis.call('HGET', KEYS[4], user)
@@ -46,4 +47,4 @@ end
 local ticket = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[1], 'NX', ticket, user)
 -- Tickets only grow, so the newcomer is last.
-return {1, length + 1, length + 1, cfg[1], cfg[2], cfg[4]}
+return {1, length + 1, length + 1, cfg[1], cfg[2], cfg[4], ticket}

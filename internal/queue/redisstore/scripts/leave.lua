@@ -4,11 +4,16 @@
 -- KEYS[2] tokens HASH user → entry token
 -- KEYS[3] texp   ZSET user → token expiry
 -- KEYS[4] adm    HASH admission state and counters
+-- KEYS[5] left   ZSET ticket → ticket, of users who left the line (for
+--                snapshot.lua; admit.lua drops those below the head)
 -- ARGV[1] user id
 -- Reply: 1 if the user left the line, 2 if a token was given back, 0 if
 --        there was nothing to remove.
 local user = ARGV[1]
-if redis.call('ZREM', KEYS[1], user) == 1 then
+local ticket = redis.call('ZSCORE', KEYS[1], user)
+if ticket then
+  redis.call('ZREM', KEYS[1], user)
+  redis.call('ZADD', KEYS[5], ticket, ticket)
   redis.call('HINCRBY', KEYS[4], 'left', 1)
   return 1
 end

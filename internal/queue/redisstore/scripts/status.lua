@@ -8,7 +8,7 @@
 -- ARGV[1] user id
 -- Reply: {-1} unknown queue
 --        {0, rate, batch, paused} not in queue
---        {1, position, length, rate, batch, paused} waiting
+--        {1, position, length, rate, batch, paused, ticket} waiting
 --        {2, token, expiresAtMs, rate, batch, paused} ready
 local cfg = redis.call('HMGET', KEYS[2], 'rate', 'batch', 'paused')
 if not cfg[1] then
@@ -16,9 +16,10 @@ if not cfg[1] then
 end
 local user = ARGV[1]
 
-local rank = redis.call('ZRANK', KEYS[1], user)
-if rank then
-  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[3]}
+local ticket = redis.call('ZSCORE', KEYS[1], user)
+if ticket then
+  local rank = redis.call('ZRANK', KEYS[1], user)
+  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[3], tonumber(ticket)}
 end
 
 local token = redis.call('HGET', KEYS[3], user)

@@ -1,0 +1,179 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Everyone in line polls status and almost no one is near the front, so
+// most polls ask a question whose answer moves once per admission tick.
+// snapshots answers those by arithmetic (the serving-counter idea of
+// DESIGN.md §5a): this instance remembers each user's ticket from the
+// store's own answers, and keeps one Snapshot of each queue's line for at
+// most maxAge, fetched by one request while the others wait for it. A poll
+// goes to the store as before when this instance does not know the user's
+// ticket, when the snapshot cannot place it (the user left, was admitted,
+// or the snapshot is incomplete), or when the user is near the front, where
+// READY and the token need the store's exact answer.
+//
+// Every change made through this instance (enter, leave, a new config, its
+// admitter's ticks) makes the snapshot stale at once, so one instance answers
+// exactly as the store would. Changes made through other instances show
+// within maxAge: a position may then be up to one tick old.
+type snapshots struct {
+	store  Store
+	maxAge time.Duration
+
+	mu     sync.Mutex
+	queues map[string]*lineView
+
+	hits, misses atomic.Uint64
+}
+
+// snapshotMaxUsers bounds the tickets one instance remembers per queue; when
+// full it starts over (those users' next poll asks the store and is
+// remembered again).
+const snapshotMaxUsers = 1 << 20
+
+// lineView is what this instance knows of one queue's line.
+type lineView struct {
+	name    string
+	mu      sync.Mutex
+	tickets map[string]int64 // user → ticket, from the store's answers
+	// gen counts changes made through this instance; a snapshot is good
+	// while gen is what it was when the snapshot was asked for.
+	gen      uint64
+	snap     Snapshot
+	snapGen  uint64
+	takenAt  time.Time
+	haveSnap bool
+	fetching chan struct{} // closed when the fetch in flight ends
+}
+
+func newSnapshots(store Store, maxAge time.Duration) *snapshots {
+	return &snapshots{store: store, maxAge: maxAge, queues: map[string]*lineView{}}
+}
+
+// view returns the queue's view, creating it when create is set. Views are
+// only created from the store's answers about a queue that exists, so
+// requests naming made-up queues cannot grow the map.
+func (s *snapshots) view(queue string, create bool) *lineView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.queues[queue]
+	if !ok && create {
+		v = &lineView{name: queue, tickets: map[string]int64{}}
+		s.queues[queue] = v
+	}
+	return v
+}
+
+// status answers from the snapshot, or says it cannot (false): then the
+// caller asks the store and tells remember what it said.
+func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool) {
+	v := s.view(queue, false)
+	if v == nil {
+		s.misses.Add(1)
+		return Entry{}, false
+	}
+	v.mu.Lock()
+	ticket, known := v.tickets[user]
+	v.mu.Unlock()
+	if !known {
+		s.misses.Add(1)
+		return Entry{}, false
+	}
+	sn, ok := s.fresh(ctx, v)
+	if !ok {
+		s.misses.Add(1)
+		return Entry{}, false
+	}
+	pos, ok := sn.Position(ticket)
+	// Within two batches of the front the next tick or two may admit the
+	// user: only the store can say READY and hand out the token.
+	if !ok || pos <= 2*int64(sn.Config.BatchSize) {
+		s.misses.Add(1)
+		return Entry{}, false
+	}
+	s.hits.Add(1)
+	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Config: sn.Config}, true
+}
+
+// fresh returns a snapshot no older than maxAge and newer than this
+// instance's last change, fetching it if need be; one fetch per queue is in
+// flight at a time and the others wait for it. False when the store failed
+// or the snapshot went stale again while waiting: ask the store.
+func (s *snapshots) fresh(ctx context.Context, v *lineView) (*Snapshot, bool) {
+	v.mu.Lock()
+	if sn, ok := v.current(s.maxAge); ok {
+		v.mu.Unlock()
+		return sn, true
+	}
+	if wait := v.fetching; wait != nil {
+		v.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, false
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.current(s.maxAge)
+	}
+	done := make(chan struct{})
+	v.fetching = done
+	gen := v.gen
+	v.mu.Unlock()
+
+	// Not cancelled with this request: others are waiting for the answer.
+	sn, err := s.store.Snapshot(context.WithoutCancel(ctx), v.name)
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.fetching = nil
+	close(done)
+	if err != nil {
+		return nil, false
+	}
+	v.snap, v.snapGen, v.takenAt, v.haveSnap = sn, gen, time.Now(), true
+	return v.current(s.maxAge)
+}
+
+// current is the snapshot if it is still good; the caller holds v.mu.
+func (v *lineView) current(maxAge time.Duration) (*Snapshot, bool) {
+	if !v.haveSnap || v.snapGen != v.gen || time.Since(v.takenAt) > maxAge {
+		return nil, false
+	}
+	sn := v.snap // a copy: the next fetch replaces v.snap, not this
+	return &sn, true
+}
+
+// remember records what the store said of a user: a waiting user's ticket,
+// or that they no longer wait.
+func (s *snapshots) remember(queue, user string, e Entry) {
+	v := s.view(queue, true)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e.State != Waiting || e.Ticket == 0 {
+		delete(v.tickets, user)
+		return
+	}
+	if _, ok := v.tickets[user]; !ok && len(v.tickets) >= snapshotMaxUsers {
+		clear(v.tickets)
+	}
+	v.tickets[user] = e.Ticket
+}
+
+// changed says this instance changed the queue's line or config: the
+// snapshot it holds is stale.
+func (s *snapshots) changed(queue string) {
+	v := s.view(queue, false)
+	if v == nil {
+		return // nothing held, nothing stale
+	}
+	v.mu.Lock()
+	v.gen++
+	v.mu.Unlock()
+}

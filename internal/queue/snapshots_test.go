@@ -1,0 +1,180 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+)
+
+func fastQueue(t *testing.T, s *queue.Service, name string) queue.Config {
+	t.Helper()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 10_000, 10, time.Millisecond
+	if err := s.PutConfig(context.Background(), name, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// admitTick runs admission ticks on store until one is claimed.
+func admitTick(t *testing.T, store queue.Store, q string) []string {
+	t.Helper()
+	for range 1000 {
+		a, err := store.Admit(context.Background(), q, queue.NewTokens(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Ticked {
+			return a.Admitted
+		}
+		time.Sleep(a.NextIn)
+	}
+	t.Fatal("no tick became due")
+	return nil
+}
+
+// sameView compares what users are told, leaving out the jittered poll hint.
+func sameView(a, b queue.View) bool {
+	return a.State == b.State && a.Position == b.Position && a.Length == b.Length &&
+		a.EstimatedWaitSeconds == b.EstimatedWaitSeconds && a.Token == b.Token && a.Paused == b.Paused &&
+		(a.PollAfterSeconds == nil) == (b.PollAfterSeconds == nil)
+}
+
+// TestSnapshotAnswersAreTheStoresAnswers: one instance, random enters,
+// leaves, admissions and polls; every status the service answers (most from
+// its snapshot) is exactly what the store says at that moment. The snapshot
+// never expires by age here, so only invalidation keeps it right.
+func TestSnapshotAnswersAreTheStoresAnswers(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	svc := queue.NewService(store, time.Hour)
+	direct := queue.NewService(store, 0)
+	fastQueue(t, svc, "q")
+	rnd := rand.New(rand.NewPCG(1, 2))
+	users := 0
+	var farBack uint64
+	for step := range 3000 {
+		switch op := rnd.IntN(100); {
+		case op < 30:
+			if _, err := svc.Enter(ctx, "q", fmt.Sprintf("u%d", users)); err != nil {
+				t.Fatal(err)
+			}
+			users++
+		case op < 33 && users > 0:
+			if err := svc.Leave(ctx, "q", fmt.Sprintf("u%d", rnd.IntN(users))); err != nil {
+				t.Fatal(err)
+			}
+		case op < 35:
+			if len(admitTick(t, store, "q")) > 0 {
+				svc.Changed("q") // what the instance's admitter does
+			}
+		case users > 0:
+			u := fmt.Sprintf("u%d", rnd.IntN(users))
+			got, err := svc.Status(ctx, "q", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := direct.Status(ctx, "q", u)
+			if !sameView(got, want) {
+				t.Fatalf("step %d: %s told %+v, the store says %+v", step, u, got, want)
+			}
+			if want.State == queue.Waiting && want.Position > 20 {
+				farBack++
+			}
+		}
+	}
+	// Every user was entered through svc, so it knows every ticket: each
+	// poll beyond two batches from the front is answered by the snapshot.
+	hits, misses := svc.SnapshotAnswers()
+	t.Logf("%d answers from the snapshot, %d from the store", hits, misses)
+	if hits != farBack || hits == 0 {
+		t.Errorf("the snapshot answered %d polls, want the %d far from the front", hits, farBack)
+	}
+}
+
+// TestSnapshotOfAnotherInstanceCatchesUp: two instances on one store. What
+// one does shows on the other within the snapshot age, and a user near the
+// front is told READY at once, because near the front the store answers.
+func TestSnapshotOfAnotherInstanceCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	const age = 150 * time.Millisecond
+	store := memstore.New(nil)
+	a, b := queue.NewService(store, age), queue.NewService(store, age)
+	cfg := fastQueue(t, a, "q")
+	for i := range 100 {
+		if _, err := a.Enter(ctx, "q", fmt.Sprintf("u%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pos := func(s *queue.Service, u string) queue.View {
+		t.Helper()
+		v, err := s.Status(ctx, "q", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := pos(b, "u50"); v.Position != 51 { // b learns u50's ticket from the store
+		t.Fatalf("u50 at %d", v.Position)
+	}
+	pos(b, "u50") // and takes a snapshot
+	admitted := admitTick(t, store, "q")
+	a.Changed("q")
+	if len(admitted) != cfg.BatchSize {
+		t.Fatalf("admitted %d", len(admitted))
+	}
+
+	// a made the change and knows; b may be one tick behind, never more.
+	if v := pos(a, "u50"); v.Position != 41 {
+		t.Errorf("on the instance that admitted: u50 at %d, want 41", v.Position)
+	}
+	if v := pos(b, "u50"); v.Position != 41 && v.Position != 51 {
+		t.Errorf("on the other instance at once: u50 at %d, want 41 or (stale) 51", v.Position)
+	}
+	// Near the front the store answers: u9, admitted, is READY everywhere.
+	if v := pos(b, "u9"); v.State != queue.Ready || v.Token == "" {
+		t.Errorf("u9 on the other instance: %+v, want READY with a token", v)
+	}
+	time.Sleep(age + 10*time.Millisecond)
+	if v := pos(b, "u50"); v.Position != 41 || v.Length != 90 {
+		t.Errorf("after the snapshot age: u50 at %d of %d, want 41 of 90", v.Position, v.Length)
+	}
+
+	// Leaving through a: b stops placing the user within the age.
+	if err := a.Leave(ctx, "q", "u60"); err != nil {
+		t.Fatal(err)
+	}
+	if v := pos(a, "u60"); v.State != queue.NotInQueue {
+		t.Errorf("on the instance that left: %+v", v)
+	}
+	time.Sleep(age + 10*time.Millisecond)
+	if v := pos(b, "u60"); v.State != queue.NotInQueue {
+		t.Errorf("on the other instance after the age: %+v", v)
+	}
+	if v := pos(b, "u61"); v.Position != 51 {
+		t.Errorf("u61 behind the leaver: %d, want 51", v.Position)
+	}
+}
+
+// TestNoSnapshotWithAgeZero: age 0 sends every poll to the store.
+func TestNoSnapshotWithAgeZero(t *testing.T) {
+	ctx := context.Background()
+	svc := queue.NewService(memstore.New(nil), 0)
+	fastQueue(t, svc, "q")
+	for i := range 50 {
+		svc.Enter(ctx, "q", fmt.Sprintf("u%d", i))
+	}
+	for range 10 {
+		if _, err := svc.Status(ctx, "q", "u40"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits, misses := svc.SnapshotAnswers(); hits != 0 || misses != 0 {
+		t.Errorf("hits %d misses %d", hits, misses)
+	}
+}
