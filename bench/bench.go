@@ -42,7 +42,8 @@ type Options struct {
 	Wrk string
 	// WrkScript is bench/wrk-users.lua.
 	WrkScript string
-	// Profile takes a CPU profile of the server during the wrk enter run.
+	// Profile takes a CPU profile of the server during the wrk enter and
+	// status runs.
 	Profile bool
 	// HerdRate runs the herd's three schedules at this many users/s instead
 	// of the seed's 100 (0: 100).

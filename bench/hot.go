@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // WrkRun is one wrk scenario's result.
@@ -39,7 +42,25 @@ type HotReport struct {
 	BareMean    float64
 	EnterRatio  float64
 	StatusRatio float64
-	Profile     string // top of the server's CPU profile under the enter load
+	// Profiles are the top of the server's CPU profile under the enter and
+	// the status load, by scenario name.
+	Profiles map[string]string
+	// FromSnapshot and FromStore count the status run's answers by source.
+	FromSnapshot, FromStore uint64
+}
+
+// enterAll puts bench-user-0 … bench-user-(n-1) in the bench queue (those
+// already in keep their place), 64 at a time.
+func enterAll(ctx context.Context, svc *queue.Service, n int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := range n {
+		g.Go(func() error {
+			_, err := svc.Enter(ctx, "bench", fmt.Sprintf("bench-user-%d", i))
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 var wrkResult = regexp.MustCompile(`RESULT req/s=(\S+) p50_ms=(\S+) p99_ms=(\S+) non2xx=(\d+) errors=(\d+)`)
@@ -103,9 +124,22 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 		cmd.Env = append(os.Environ(), "WRK_JWTS="+jwtFile, "WRK_METHOD="+method, "WRK_PATH="+path)
 		cmd.WaitDelay = 5 * time.Second
 		if profile {
-			pf, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+			path := filepath.Join(dir, name+".pprof")
+			pf, err := os.Create(path)
 			if err == nil && pprof.StartCPUProfile(pf) == nil {
-				defer func() { pprof.StopCPUProfile(); pf.Close() }()
+				defer func() {
+					pprof.StopCPUProfile()
+					pf.Close()
+					top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=30", path).Output()
+					if err != nil {
+						o.logf("hot paths: go tool pprof: %v", err)
+						return
+					}
+					if rep.Profiles == nil {
+						rep.Profiles = map[string]string{}
+					}
+					rep.Profiles[name] = strings.TrimSpace(string(top))
+				}()
 			}
 		}
 		out, err := cmd.CombinedOutput()
@@ -131,11 +165,25 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 	}{
 		{"bare", "GET", "/healthz", false},
 		{"enter", "POST", "/api/v1/queues/bench/entries", o.Profile},
-		{"status", "GET", "/api/v1/queues/bench/entries/me", false},
+		{"status", "GET", "/api/v1/queues/bench/entries/me", o.Profile},
 		{"bare", "GET", "/healthz", false},
 	} {
+		var hits, misses uint64
+		if s.name == "status" {
+			// Status is what people in line ask: put every user the
+			// enter run did not reach in line too, through this instance
+			// as on sale night.
+			if err := enterAll(ctx, m.Queue, rep.Users); err != nil {
+				return rep, err
+			}
+			hits, misses = m.Queue.SnapshotAnswers()
+		}
 		if err := run(s.name, s.method, s.path, s.profile); err != nil {
 			return rep, err
+		}
+		if s.name == "status" {
+			h, m := m.Queue.SnapshotAnswers()
+			rep.FromSnapshot, rep.FromStore = h-hits, m-misses
 		}
 	}
 	rep.BareMean = (rep.Runs[0].ReqPerSec + rep.Runs[3].ReqPerSec) / 2
@@ -145,14 +193,6 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 		}
 	}
 	rep.EnterRatio, rep.StatusRatio = rep.Runs[1].RatioToBare, rep.Runs[2].RatioToBare
-	if o.Profile {
-		if out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25",
-			filepath.Join(dir, "cpu.pprof")).Output(); err == nil {
-			rep.Profile = strings.TrimSpace(string(out))
-		} else {
-			o.logf("hot paths: go tool pprof: %v", err)
-		}
-	}
 	for _, r := range rep.Runs {
 		o.logf("hot paths: %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
 			r.Name, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors)

@@ -208,11 +208,17 @@ func hotMarkdown(h *HotReport, stamp, chart string) string {
 	fmt.Fprintf(&b, "\nRatios are to the mean of the two bare runs (%.0f req/s). Goals: enter ≥ %.2f× — %s (%.2f×); status ≥ %.2f× — %s (%.2f×).\n",
 		h.BareMean, GoalEnterRatio, met(h.EnterRatio >= GoalEnterRatio), h.EnterRatio,
 		GoalStatusRatio, met(h.StatusRatio >= GoalStatusRatio), h.StatusRatio)
+	if n := h.FromSnapshot + h.FromStore; n > 0 {
+		fmt.Fprintf(&b, "\nBefore the status run every user is in line (those the enter run did not reach are entered through the same instance). Status answers: %d from the snapshot of the line (%.1f%%), %d from Redis (`waitroom_status_answers_total`).\n",
+			h.FromSnapshot, 100*float64(h.FromSnapshot)/float64(n), h.FromStore)
+	}
 	if chart != "" {
 		fmt.Fprintf(&b, "\n![req/s of each scenario](%s)\n", chart)
 	}
-	if h.Profile != "" {
-		fmt.Fprintf(&b, "\n<details><summary>Server CPU profile under the enter load (top 25, flat)</summary>\n\n```\n%s\n```\n</details>\n", h.Profile)
+	for _, name := range []string{"enter", "status"} {
+		if p := h.Profiles[name]; p != "" {
+			fmt.Fprintf(&b, "\n<details><summary>Server CPU profile under the %s load (top 30, cumulative)</summary>\n\n```\n%s\n```\n</details>\n", name, p)
+		}
 	}
 	b.WriteString("\n")
 	return b.String()
