@@ -32,8 +32,11 @@ type Identity struct {
 	// same token every few seconds, and verifying it (base64, JSON, HMAC) is
 	// the largest CPU cost of a status request after the network. The key is
 	// the whole token, signature included, so a forged one never hits.
-	mu       sync.Mutex
-	verified map[string]verifiedJWT
+	// Two generations: when the current one is full it becomes the
+	// previous one (whose hits move back to the current), so the tokens in
+	// use stay and the rest age out, in bounded memory.
+	mu                 sync.Mutex
+	verified, previous map[string]verifiedJWT
 }
 
 type verifiedJWT struct {
@@ -41,13 +44,13 @@ type verifiedJWT struct {
 	exp  time.Time
 }
 
-// maxVerified bounds the cache; when full it starts over (simple, and a
-// miss only costs one verification).
-const maxVerified = 200_000
+// maxVerified bounds the cache, both generations together (about 250 bytes
+// an entry); a miss only costs one verification.
+const maxVerified = 400_000
 
 // NewIdentity returns an Identity signing and checking with secret.
 func NewIdentity(secret []byte) *Identity {
-	return &Identity{secret: secret, verified: map[string]verifiedJWT{}}
+	return &Identity{secret: secret, verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
 }
 
 // User returns the request's user id: errUnauthenticated when there is no
@@ -68,10 +71,7 @@ func (id *Identity) User(r *http.Request) (string, error) {
 }
 
 func (id *Identity) userFromJWT(raw string) (string, error) {
-	id.mu.Lock()
-	v, ok := id.verified[raw]
-	id.mu.Unlock()
-	if ok && time.Now().Before(v.exp) {
+	if v, ok := id.cached(raw); ok && time.Now().Before(v.exp) {
 		return v.user, nil
 	}
 	tok, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return id.secret, nil },
@@ -91,13 +91,34 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 	}
 	if exp, err := tok.Claims.GetExpirationTime(); err == nil && exp != nil {
 		id.mu.Lock()
-		if len(id.verified) >= maxVerified {
-			clear(id.verified)
-		}
-		id.verified[raw] = verifiedJWT{user: sub, exp: exp.Time}
+		id.remember(raw, verifiedJWT{user: sub, exp: exp.Time})
 		id.mu.Unlock()
 	}
 	return sub, nil
+}
+
+// cached looks a token up in both generations, moving a hit in the previous
+// one back to the current.
+func (id *Identity) cached(raw string) (verifiedJWT, bool) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if v, ok := id.verified[raw]; ok {
+		return v, true
+	}
+	v, ok := id.previous[raw]
+	if ok {
+		delete(id.previous, raw)
+		id.remember(raw, v)
+	}
+	return v, ok
+}
+
+// remember adds a verified token; the caller holds id.mu.
+func (id *Identity) remember(raw string, v verifiedJWT) {
+	if len(id.verified) >= maxVerified/2 {
+		id.previous, id.verified = id.verified, make(map[string]verifiedJWT, len(id.verified))
+	}
+	id.verified[raw] = v
 }
 
 // NewSession returns a fresh anonymous user id and its signed cookie value.

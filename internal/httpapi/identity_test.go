@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -289,4 +290,35 @@ func FuzzIdentitySessionCookie(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVerifiedCacheKeepsTokensInUse: the cache of verified JWTs is bounded,
+// and a token still in use survives any number of newcomers while one that
+// is not used again ages out.
+func TestVerifiedCacheKeepsTokensInUse(t *testing.T) {
+	id := NewIdentity([]byte("secret"))
+	inUse := id.SignJWT("polling-user", time.Hour)
+	gone := id.SignJWT("gone-user", time.Hour)
+	for _, tok := range []string{inUse, gone} {
+		if _, err := id.userFromJWT(tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exp := verifiedJWT{user: "x", exp: time.Now().Add(time.Hour)}
+	for round := range 4 { // each round a full generation of other users
+		for i := range maxVerified / 2 {
+			id.mu.Lock()
+			id.remember(fmt.Sprintf("other-%d-%d", round, i), exp)
+			id.mu.Unlock()
+		}
+		if _, ok := id.cached(inUse); !ok {
+			t.Fatalf("round %d: the token in use was evicted", round)
+		}
+		if n := len(id.verified) + len(id.previous); n > maxVerified {
+			t.Fatalf("round %d: %d cached, bound %d", round, n, maxVerified)
+		}
+	}
+	if _, ok := id.cached(gone); ok {
+		t.Error("a token not used for two generations is still cached")
+	}
 }
