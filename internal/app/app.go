@@ -48,7 +48,7 @@ type Main struct {
 	Orders *order.Service
 	API    *httpapi.Server
 
-	redis      *redis.Client
+	redis      redis.UniversalClient
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
@@ -105,15 +105,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if c.Embedded() {
 		qstore = memstore.New(nil)
 	} else {
-		opt, err := redis.ParseURL(c.RedisURL)
-		if err != nil {
-			return fmt.Errorf("--redis-url: %w", err)
+		var where string
+		if m.redis, where, err = openRedis(ctx, c.RedisMode, c.RedisURL, m.Logger); err != nil {
+			return err
 		}
-		failFast(opt)
-		m.redis = redis.NewClient(opt)
-		if err := m.redis.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis at %s: %w", opt.Addr, err)
-		}
+		m.Logger.Info("redis connected", "mode", c.RedisMode, "at", where)
 		// Concurrent requests share round trips: the HTTP layer's wait on
 		// Redis, not Redis, is the ceiling (docs/benchmarks.md).
 		ap, err := m.redis.AutoPipeline()
@@ -198,34 +194,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Config = c
 	return nil
-}
-
-// failFast tunes the Redis client for sale night: when Redis is away, a
-// request should hear 503 within about a second, not queue up behind
-// seconds of dials and retries. Values given in the URL's query win.
-func failFast(opt *redis.Options) {
-	if opt.DialTimeout == 0 {
-		opt.DialTimeout = time.Second
-	}
-	if opt.ReadTimeout == 0 {
-		opt.ReadTimeout = time.Second
-	}
-	if opt.WriteTimeout == 0 {
-		opt.WriteTimeout = time.Second
-	}
-	if opt.PoolTimeout == 0 {
-		opt.PoolTimeout = time.Second
-	}
-	if opt.DialerRetries == 0 {
-		opt.DialerRetries, opt.DialerRetryTimeout = 1, 10*time.Millisecond
-	}
-	if opt.MaxRetries == 0 {
-		opt.MaxRetries = 1
-	}
-	if opt.MaxRetryBackoff == 0 {
-		opt.MinRetryBackoff, opt.MaxRetryBackoff = 10*time.Millisecond, 100*time.Millisecond
-	}
-	opt.ContextTimeoutEnabled = true
 }
 
 // Addr is the address the server listens on (useful with :0).

@@ -18,6 +18,7 @@ import (
 type Config struct {
 	Addr        string
 	RedisURL    string // empty: the in-process store
+	RedisMode   string // single, cluster or sentinel
 	KeyPrefix   string
 	DatabaseURL string // empty: SQLite in DataDir
 	DataDir     string
@@ -54,6 +55,7 @@ type Config struct {
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL (redis://host:port/db); empty runs the line in process (one instance only)")
+	fs.StringVar(&c.RedisMode, "redis-mode", RedisSingle, "how --redis-url is read: single (one server), cluster (Redis Cluster; seed nodes as host plus addr= parameters) or sentinel (sentinels as host plus addr= parameters, master_name= the primary)")
 	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", "./waitroom-data", "directory of the SQLite file")
@@ -165,6 +167,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be > 0")
+	}
+	if m := c.RedisMode; m != RedisSingle && m != RedisCluster && m != RedisSentinel {
+		bad("redis-mode", "must be %s, %s or %s, got %q", RedisSingle, RedisCluster, RedisSentinel, m)
 	}
 	if c.StatusSnapshotAge < 0 || c.StatusSnapshotAge > 10*time.Second {
 		bad("status-snapshot-age", "must be 0..10s, got %v", c.StatusSnapshotAge)

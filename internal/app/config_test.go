@@ -64,6 +64,8 @@ func TestParse(t *testing.T) {
 		{nil, []string{"WAITROOM_CAPACITY", "lots"}, "WAITROOM_CAPACITY"},
 		{[]string{"--token-ttl", "0s"}, nil, "tokenTtlSeconds"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
+		{[]string{"--redis-mode", "ring"}, nil, "--redis-mode"},
+		{[]string{"--status-snapshot-age", "-1s"}, nil, "--status-snapshot-age"},
 	}
 	for _, tc := range bad {
 		t.Run("refuses "+strings.Join(append(tc.args, tc.env...), " "), func(t *testing.T) {

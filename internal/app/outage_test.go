@@ -1,10 +1,6 @@
 package app_test
 
 import (
-	"fmt"
-	"net"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -12,54 +8,14 @@ import (
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
-// startRedis runs a private redis-server on a free loopback port, so a test
-// can take it away and bring it back. It returns the port and a stop func.
-func startRedis(t *testing.T, port int) func() {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if testenv.InCI() {
-			t.Fatal("redis-server is required under CI")
-		}
-		t.Skip("no redis-server on PATH")
-	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	t.Cleanup(stop)
-	for range 100 {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return stop
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("redis-server did not start")
-	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestRedisOutageRecovers: with Redis gone the line answers 503 with
 // Retry-After and /readyz fails; when Redis is back, the same instance
 // serves again and admission resumes, with no restart.
 func TestRedisOutageRecovers(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	stop := startRedis(t, port)
+	redis := testenv.StartRedis(t)
 	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
-		c.RedisURL = fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+		c.RedisURL = redis.URL()
 		c.KeyPrefix = "wr:"
 	})
 	if r := in.do("POST", "/api/v1/queues/default/entries", in.as("before"), nil); r.status != 200 {
@@ -67,7 +23,7 @@ func TestRedisOutageRecovers(t *testing.T) {
 	}
 	in.waitReady("default", "before")
 
-	stop()
+	redis.Stop()
 	for _, probe := range []struct{ method, path string }{
 		{"POST", "/api/v1/queues/default/entries"},
 		{"GET", "/api/v1/queues/default/entries/me"},
@@ -87,7 +43,7 @@ func TestRedisOutageRecovers(t *testing.T) {
 
 	// Same port, fresh and empty: as after a failover to a replica that lost
 	// everything, including the script cache.
-	startRedis(t, port)
+	redis.Restart()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		r := in.do("GET", "/readyz", "", nil)

@@ -39,6 +39,43 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOnCluster runs the suite on a real three-node Redis
+// Cluster through an auto-pipelined cluster client: every script's keys
+// share the queue's hash slot, so each runs on the node that owns it.
+func TestConformanceOnCluster(t *testing.T) {
+	url, _ := testenv.StartRedisCluster(t, 3)
+	opt, err := redis.ParseClusterURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClusterClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("suite", func(t *testing.T) { // returns when its parallel tests have
+		storetest.Run(t, func(t *testing.T) queue.Store {
+			return redisstore.New(ap, fmt.Sprintf("wrtest%d:", rand.Int64()))
+		})
+	})
+	// The queues the suite made are spread over the nodes.
+	var mu sync.Mutex
+	keys := map[string]int{}
+	rdb.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+		n, err := c.DBSize(ctx).Result()
+		mu.Lock()
+		defer mu.Unlock()
+		keys[c.Options().Addr] = int(n)
+		return err
+	})
+	for addr, n := range keys {
+		if n == 0 {
+			t.Errorf("cluster node %s holds no keys: %v", addr, keys)
+		}
+	}
+}
+
 func TestConformanceAutoPipeline(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) queue.Store {
 		rdb, prefix := mustOpenRedis(t)

@@ -1,0 +1,217 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RedisServer is a private redis-server one test owns, so it can take it
+// away and bring it back (outages, failovers) without touching anyone
+// else's. It needs redis-server and redis-cli on PATH: missing, the test
+// skips, or fails under CI (scripts/test.sh installs them).
+type RedisServer struct {
+	Port int
+	t    testing.TB
+	dir  string
+	args []string
+	cmd  *exec.Cmd
+}
+
+// StartRedis starts a redis-server on a free loopback port, with extra
+// arguments (config directives as --name value), stopped when the test ends.
+func StartRedis(t testing.TB, extra ...string) *RedisServer {
+	t.Helper()
+	return StartRedisOn(t, FreePort(t), extra...)
+}
+
+// StartRedisOn is StartRedis on a given port (a server coming back where
+// the clients know it).
+func StartRedisOn(t testing.TB, port int, extra ...string) *RedisServer {
+	t.Helper()
+	requireRedisBinaries(t)
+	s := &RedisServer{Port: port, t: t, dir: t.TempDir()}
+	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir}, extra...)
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *RedisServer) start() {
+	s.t.Helper()
+	s.cmd = exec.Command("redis-server", s.args...)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	WaitRedis(s.t, s.Port)
+}
+
+// Restart starts a stopped server again on its port, empty (nothing is
+// persisted): as after a failover to a replica that lost everything.
+func (s *RedisServer) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.start()
+}
+
+// Addr is host:port.
+func (s *RedisServer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
+
+// URL is a single-server redis:// URL.
+func (s *RedisServer) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Stop kills the server (as a crash would); stopping twice is fine.
+func (s *RedisServer) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// Cli runs redis-cli against the server and returns its output.
+func (s *RedisServer) Cli(args ...string) string {
+	s.t.Helper()
+	return cli(s.t, append([]string{"-p", strconv.Itoa(s.Port)}, args...)...)
+}
+
+func cli(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// WaitRedis waits until a Redis answers PING on port.
+func WaitRedis(t testing.TB, port int) {
+	t.Helper()
+	for range 200 {
+		out, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "ping").Output()
+		if strings.TrimSpace(string(out)) == "PONG" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("redis on port %d did not start", port)
+}
+
+func requireRedisBinaries(t testing.TB) {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if InCI() {
+				t.Fatalf("%s is required under CI", bin)
+			}
+			t.Skipf("no %s on PATH", bin)
+		}
+	}
+}
+
+// FreePort returns a loopback port nobody listens on now. For a cluster
+// node the port ten thousand above (its bus) must be free too, so it only
+// returns ports below 55000 whose bus port is free as well.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if port >= 55000 {
+			continue
+		}
+		if bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000)); err == nil {
+			bus.Close()
+			return port
+		}
+	}
+	t.Fatal("no free loopback port")
+	return 0
+}
+
+// StartRedisCluster starts a Redis Cluster of n primaries (no replicas) and
+// returns its go-redis cluster URL (one node as the host, the others as
+// addr= parameters) and the nodes.
+func StartRedisCluster(t testing.TB, n int) (string, []*RedisServer) {
+	t.Helper()
+	var nodes []*RedisServer
+	var addrs []string
+	for range n {
+		// Each node's nodes.conf lands in its own --dir.
+		s := StartRedis(t, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+		nodes = append(nodes, s)
+		addrs = append(addrs, s.Addr())
+	}
+	cli(t, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
+	for _, s := range nodes {
+		for i := 0; !strings.Contains(s.Cli("cluster", "info"), "cluster_state:ok"); i++ {
+			if i == 200 {
+				t.Fatalf("cluster node %s never reached cluster_state:ok", s.Addr())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	u := "redis://" + addrs[0]
+	for i, a := range addrs[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + a
+	}
+	return u, nodes
+}
+
+// SentinelSetup is a primary, one replica and one sentinel watching them
+// under the name SentinelMaster, quick to call the primary down (1 s).
+type SentinelSetup struct {
+	Primary, Replica, Sentinel *RedisServer
+	// URL is the go-redis failover URL: the sentinel and the master name.
+	URL string
+}
+
+// SentinelMaster is the primary's name in StartRedisSentinel's setup.
+const SentinelMaster = "wrprimary"
+
+// StartRedisSentinel starts a SentinelSetup and waits until the sentinel
+// knows the replica, so a failover can happen.
+func StartRedisSentinel(t testing.TB) *SentinelSetup {
+	t.Helper()
+	primary := StartRedis(t)
+	replica := StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	port := FreePort(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	err := os.WriteFile(conf, []byte(fmt.Sprintf(`port %d
+bind 127.0.0.1
+dir %s
+sentinel monitor %s 127.0.0.1 %d 1
+sentinel down-after-milliseconds %s 1000
+sentinel failover-timeout %s 5000
+`, port, dir, SentinelMaster, primary.Port, SentinelMaster, SentinelMaster)), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinel := &RedisServer{Port: port, t: t, dir: dir, args: []string{conf, "--sentinel"}}
+	sentinel.start()
+	t.Cleanup(sentinel.Stop)
+	for i := 0; !strings.Contains(sentinel.Cli("sentinel", "replicas", SentinelMaster), strconv.Itoa(replica.Port)); i++ {
+		if i == 400 {
+			t.Fatal("the sentinel never saw the replica")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &SentinelSetup{Primary: primary, Replica: replica, Sentinel: sentinel,
+		URL: fmt.Sprintf("redis://%s?master_name=%s", sentinel.Addr(), SentinelMaster)}
+}
