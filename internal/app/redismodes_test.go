@@ -75,9 +75,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	// Replication is asynchronous: wait until the replica has it all, as
 	// a failover without loss needs.
-	if n := s.Primary.Cli("wait", "1", "5000"); n != "1" {
-		t.Fatalf("WAIT: %s replicas", n)
-	}
+	s.WaitReplicated(t)
 
 	s.Primary.Stop()
 	began := time.Now()

@@ -184,12 +184,44 @@ type SentinelSetup struct {
 // SentinelMaster is the primary's name in StartRedisSentinel's setup.
 const SentinelMaster = "wrprimary"
 
+// WaitReplicated waits until the replica has received everything the
+// primary has written so far. (WAIT would not do: it counts only the writes
+// of the connection that calls it.)
+func (s *SentinelSetup) WaitReplicated(t testing.TB) {
+	t.Helper()
+	want := replicationField(s.Primary.Cli("info", "replication"), "master_repl_offset")
+	for i := 0; replicationField(s.Replica.Cli("info", "replication"), "slave_repl_offset") < want; i++ {
+		if i == 400 {
+			t.Fatalf("the replica did not reach the primary's offset %d", want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func replicationField(info, field string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
 // StartRedisSentinel starts a SentinelSetup and waits until the sentinel
 // knows the replica, so a failover can happen.
 func StartRedisSentinel(t testing.TB) *SentinelSetup {
 	t.Helper()
-	primary := StartRedis(t)
+	// Redis waits 5 s by default before a replica's first sync, for more
+	// replicas to join it; here there is one.
+	primary := StartRedis(t, "--repl-diskless-sync-delay", "0")
 	replica := StartRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	for i := 0; !strings.Contains(replica.Cli("info", "replication"), "master_link_status:up"); i++ {
+		if i == 400 {
+			t.Fatal("the replica never synced with the primary")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	port := FreePort(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
