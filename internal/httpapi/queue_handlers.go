@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -60,17 +63,72 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toEntryJSON(v))
 }
 
+// maxWaitSeconds bounds ?waitSeconds= on status, below the server's write
+// timeout (30 s) with room to spare.
+const maxWaitSeconds = 25
+
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	user, ok := s.user(w, r)
 	if !ok {
 		return
 	}
-	v, err := s.Queue.Status(r.Context(), r.PathValue("queue"), user)
+	hold, err := waitSeconds(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var v queue.View
+	if hold > 0 && s.tryHold() {
+		defer s.releaseHold()
+		v, err = s.holdStatus(r, user, hold)
+	} else { // no wait asked, or too many held already: answer now
+		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, toEntryJSON(v))
+}
+
+// holdStatus is WaitStatus, ended early when the client leaves or the
+// server starts draining.
+func (s *Server) holdStatus(r *http.Request, user string, hold time.Duration) (queue.View, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.drainSignal():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return s.Queue.WaitStatus(ctx, r.PathValue("queue"), user, hold)
+}
+
+func (s *Server) tryHold() bool {
+	select {
+	case s.held <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) releaseHold() { <-s.held }
+
+// waitSeconds reads ?waitSeconds= (absent: 0): how long the client is
+// willing to have its status request held for news.
+func waitSeconds(r *http.Request) (time.Duration, error) {
+	raw := r.URL.Query().Get("waitSeconds")
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n > maxWaitSeconds {
+		return 0, errWith(errBadRequest, fmt.Sprintf("waitSeconds must be a whole number of seconds from 0 to %d", maxWaitSeconds))
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 func (s *Server) leave(w http.ResponseWriter, r *http.Request) {

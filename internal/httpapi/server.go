@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,11 +61,23 @@ type Server struct {
 	logger   *slog.Logger
 	mux      *http.ServeMux
 	draining atomic.Bool
+
+	// held bounds the status requests held open at once (waitSeconds);
+	// beyond it they are answered at once, as without waitSeconds.
+	held chan struct{}
+	// drained is closed when draining starts, so held requests answer now.
+	drainMu sync.Mutex
+	drained chan struct{}
 }
+
+// maxHeld bounds the status requests one instance holds open at once. Only
+// users near the front are held, so this is far above what a queue needs.
+const maxHeld = 10_000
 
 // New builds the Server and its routes.
 func New(o Options) *Server {
-	s := &Server{Options: o, logger: o.Logger, mux: http.NewServeMux()}
+	s := &Server{Options: o, logger: o.Logger, mux: http.NewServeMux(),
+		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
 	m := s.mux
 	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.enter)
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.status)
@@ -95,7 +108,26 @@ func New(o Options) *Server {
 
 // SetDraining makes /readyz fail so load balancers stop sending traffic
 // while in-flight requests finish.
-func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
+// Held status requests answer at once.
+func (s *Server) SetDraining(v bool) {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	if s.draining.Swap(v) == v {
+		return
+	}
+	if v {
+		close(s.drained)
+	} else {
+		s.drained = make(chan struct{})
+	}
+}
+
+// drainSignal is closed when draining starts.
+func (s *Server) drainSignal() <-chan struct{} {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	return s.drained
+}
 
 // ServeHTTP implements http.Handler: request id, panic guard, JSON 404/405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

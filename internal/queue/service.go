@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -28,13 +29,16 @@ type View struct {
 type Service struct {
 	store Store
 	snaps *snapshots // nil: every status poll asks the store
+
+	mu      sync.Mutex
+	changes map[string]chan struct{} // closed when the queue changes here (WaitStatus)
 }
 
 // NewService returns a Service over store. With snapshotAge > 0, status polls
 // far from the front are answered from a snapshot of the line at most that
 // old (see snapshots); 0 sends every poll to the store.
 func NewService(store Store, snapshotAge time.Duration) *Service {
-	s := &Service{store: store}
+	s := &Service{store: store, changes: map[string]chan struct{}{}}
 	if snapshotAge > 0 {
 		s.snaps = newSnapshots(store, snapshotAge)
 	}
@@ -55,6 +59,64 @@ func (s *Service) SnapshotAnswers() (hits, misses uint64) {
 func (s *Service) Changed(queue string) {
 	if s.snaps != nil {
 		s.snaps.changed(queue)
+	}
+	s.mu.Lock()
+	if ch, ok := s.changes[queue]; ok {
+		close(ch)
+		delete(s.changes, queue)
+	}
+	s.mu.Unlock()
+}
+
+// changedSignal returns a channel closed at the queue's next change made
+// through this instance.
+func (s *Service) changedSignal(queue string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.changes[queue]
+	if !ok {
+		ch = make(chan struct{})
+		s.changes[queue] = ch
+	}
+	return ch
+}
+
+// holdRecheck is how often a held status request asks again when nothing
+// on this instance said the line moved (another instance may have admitted
+// the user): the default admission tick.
+const holdRecheck = 100 * time.Millisecond
+
+// WaitStatus is Status for a client willing to wait up to hold for news: a
+// user still waiting within two batches of the front, whom the next tick or
+// two may admit, is held until no longer waiting (READY, or out of line) or
+// until hold or ctx ends, and then told where they stand. So people near
+// the front learn READY within about a tick instead of at their next poll,
+// and orders reach the database at the pace admission lets users in, not
+// at the pace of their polls (docs/benchmarks.md, the herd). Anyone further
+// back, or in a paused queue, is answered at once, as by Status. ctx ending (the client left, the
+// server drains) ends the hold with the last answer, never a reading in
+// progress, so it is never an error.
+func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.Duration) (View, error) {
+	deadline := time.Now().Add(hold)
+	for {
+		changed := s.changedSignal(queue)
+		e, err := s.status(context.WithoutCancel(ctx), queue, user)
+		if err != nil {
+			return View{}, err
+		}
+		left := time.Until(deadline)
+		if e.State != Waiting || e.Position > 2*int64(e.Config.BatchSize) || e.Config.Paused || left <= 0 {
+			return s.view(e), nil
+		}
+		t := time.NewTimer(min(left, holdRecheck))
+		select {
+		case <-ctx.Done(): // the client left, or the server drains
+			t.Stop()
+			return s.view(e), nil
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
@@ -79,22 +141,32 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 
 // Status reads the user's standing.
 func (s *Service) Status(ctx context.Context, queue, user string) (View, error) {
-	if err := validate(queue, user); err != nil {
+	e, err := s.status(ctx, queue, user)
+	if err != nil {
 		return View{}, err
+	}
+	return s.view(e), nil
+}
+
+// status is Status before the estimate: from the snapshot when it can
+// answer, else from the store (remembering the ticket it gives).
+func (s *Service) status(ctx context.Context, queue, user string) (Entry, error) {
+	if err := validate(queue, user); err != nil {
+		return Entry{}, err
 	}
 	if s.snaps != nil {
 		if e, ok := s.snaps.status(ctx, queue, user); ok {
-			return s.view(e), nil
+			return e, nil
 		}
 	}
 	e, err := s.store.Status(ctx, queue, user)
 	if err != nil {
-		return View{}, err
+		return Entry{}, err
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
 	}
-	return s.view(e), nil
+	return e, nil
 }
 
 // Leave takes the user out of line or gives back their unused token.

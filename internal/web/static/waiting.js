@@ -21,6 +21,7 @@
   })();
   const params = new URLSearchParams(location.search);
   const entriesURL = '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
+  const HOLD_SECONDS = 20;
 
   // Remembered per tab and per line: the first position seen (the start of
   // the progress bar, so a refresh does not reset it) and a finished order.
@@ -48,6 +49,8 @@
   let dueAt = 0;          // when that request goes out (Date.now() clock)
   let dueKind = '';       // what the countdown shows: 'poll' | 'retry' | 'trouble'
   let lastPosition = 0;
+  let nearFront = false;  // the last answer said "any moment now": the server holds our poll
+  let held = false;       // a status request the server may hold is in flight
   let ready = null;       // {token, expiresAt (ms, local clock)}
   let ordering = false;
 
@@ -108,7 +111,8 @@
   function tick() {
     const left = Math.max(0, Math.ceil((dueAt - Date.now()) / 1000));
     if (state === 'waiting') {
-      $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: left }) : t('checking');
+      $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: left })
+        : held ? t('watching') : t('checking');
     } else if (state === 'full') {
       $('retry-in').textContent = dueKind === 'retry' && left > 0 ? t('retryIn', { n: left }) : t('retrying');
     }
@@ -131,7 +135,12 @@
     polls.push(rec);
     let res, body;
     try {
-      res = await fetch(method === 'POST' ? entriesURL : entriesURL + '/me', {
+      // waitSeconds: near the front the server holds the poll until we are
+      // in (or 20 s pass), so the page turns the moment it is our turn;
+      // further back it answers at once, as a plain poll.
+      held = method === 'GET' && nearFront;
+      tick();
+      res = await fetch(method === 'POST' ? entriesURL : entriesURL + '/me?waitSeconds=' + HOLD_SECONDS, {
         method,
         credentials: 'same-origin',
         cache: 'no-store',
@@ -139,9 +148,11 @@
       });
       body = await res.json().catch(() => ({}));
     } catch {
+      held = false;
       rec.status = -1;
       return trouble(5, method);
     }
+    held = false;
     rec.status = res.status;
     rec.state = body.status || '';
     rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
@@ -184,6 +195,7 @@
     $('ahead').textContent = ahead <= 0 ? t('aheadNone') : ahead === 1 ? t('aheadOne') : t('aheadMany', { n: numbers.format(ahead) });
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('eta').textContent = b.paused ? t('etaPaused') : eta(b.estimatedWaitSeconds);
+    nearFront = !b.paused && b.estimatedWaitSeconds === 0;
     $('paused-note').hidden = !b.paused;
 
     // From the first place this tab saw (0%) to the front (100%).

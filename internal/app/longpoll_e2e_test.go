@@ -1,0 +1,89 @@
+package app_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestStatusWaitsNearTheFront: GET …/entries/me?waitSeconds=N holds a user
+// near the front (within two batches) until they are READY, so they learn
+// it within about a tick instead of at their next poll; it answers anyone
+// further back, or in a paused queue, at once; a draining server lets a
+// held request go at once; a bad N is a 400.
+func TestStatusWaitsNearTheFront(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			const q = "lp"
+			if r := in.do("PUT", "/admin/v1/queues/"+q, in.adminAuth(),
+				`{"ratePerSecond":2,"batchSize":2,"intervalMs":1000,"paused":true}`); r.status != 200 {
+				t.Fatalf("queue: %d %s", r.status, r.raw)
+			}
+			for i := range 10 {
+				in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(fmt.Sprintf("lp%d", i)), nil)
+			}
+			held := func(user string, wait int) (response, time.Duration) {
+				began := time.Now()
+				r := in.do("GET", fmt.Sprintf("/api/v1/queues/%s/entries/me?waitSeconds=%d", q, wait), in.as(user), nil)
+				return r, time.Since(began)
+			}
+
+			for _, bad := range []string{"abc", "-1", "26", "1.5"} {
+				r := in.do("GET", "/api/v1/queues/"+q+"/entries/me?waitSeconds="+bad, in.as("lp0"), nil)
+				if r.status != 400 || r.errorCode() != "invalid_request" {
+					t.Errorf("waitSeconds=%s: %d %s, want 400 invalid_request", bad, r.status, r.raw)
+				}
+			}
+			// Position 10, beyond two batches of 2: answered at once.
+			if r, took := held("lp9", 20); r.str("status") != "WAITING" || took > 10*time.Second {
+				t.Errorf("far back: %s after %v, want WAITING at once", r.raw, took)
+			}
+			// Paused: nobody is let in, so nobody is held.
+			if r, took := held("lp0", 20); r.str("status") != "WAITING" || r.body["paused"] != true || took > 10*time.Second {
+				t.Errorf("paused, near the front: %s after %v, want WAITING at once", r.raw, took)
+			}
+
+			// Unpaused, one user per 2 s tick: lp0 goes in at once; lp1,
+			// next in line, is held and told READY at the next tick.
+			in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), `{"paused":false,"ratePerSecond":0.5,"intervalMs":2000}`)
+			in.waitReady(q, "lp0")
+			type answer struct {
+				r    response
+				took time.Duration
+			}
+			done := make(chan answer, 1)
+			go func() {
+				r, took := held("lp1", 20)
+				done <- answer{r, took}
+			}()
+			a := <-done
+			if a.r.str("status") != "READY" || a.r.str("token") == "" || a.took < 300*time.Millisecond || a.took > 15*time.Second {
+				t.Errorf("held until admitted: %s after %v, want READY with a token, held until the next tick", a.r.raw, a.took)
+			}
+
+			// Draining: a held request is answered at once and the
+			// instance closes without waiting out the hold. (A rate that
+			// admits nobody for minutes; lp9 moves to the front.)
+			in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), `{"ratePerSecond":0.01}`)
+			for i := 2; i < 9; i++ {
+				in.do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.as(fmt.Sprintf("lp%d", i)), nil)
+			}
+			go func() {
+				r, took := held("lp9", 20)
+				done <- answer{r, took}
+			}()
+			time.Sleep(300 * time.Millisecond)
+			began := time.Now()
+			if err := in.m.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			closed := time.Since(began)
+			a = <-done
+			if a.r.status != 200 || a.r.str("status") != "WAITING" || a.took > 15*time.Second || closed > 4*time.Second {
+				t.Errorf("on drain: %d %s after %v, Close took %v; want WAITING at once and a quick close", a.r.status, a.r.raw, a.took, closed)
+			}
+		})
+	}
+}
