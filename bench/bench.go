@@ -20,6 +20,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,9 +49,8 @@ type Options struct {
 	// HerdRate runs the herd's three schedules at this many users/s instead
 	// of the seed's 100 (0: 100).
 	HerdRate float64
-	// HerdClients is the herd's client model: HerdPolling (""/default:
-	// honour pollAfterSeconds) or HerdInstant (told at once: poll every
-	// 50 ms once near the front).
+	// HerdClients is the herd's client model: HerdPage (""/default: as the
+	// waiting page, with waitSeconds) or HerdPolling (no waitSeconds).
 	HerdClients string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
@@ -183,15 +183,20 @@ func boot(ctx context.Context, o Options, logs *serverLog, edit func(*app.Config
 	return m, nil
 }
 
-// withAppName tags a PostgreSQL URL so this run's connections can be told
-// apart in pg_stat_activity from anyone else's on the same server.
-func withAppName(dbURL, name string) (string, error) {
+// herdDatabaseURL tags a PostgreSQL URL so this run's connections can be
+// told apart in pg_stat_activity from anyone else's on the same server, and
+// warms its pool.
+func herdDatabaseURL(dbURL, name string) (string, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		return "", err
 	}
 	q := u.Query()
 	q.Set("application_name", name)
+	// Warm: the pool opens its connections before the crowd arrives, as an
+	// operator does with pool_min_conns (docs/operations.md), so the first
+	// orders do not pay for connecting.
+	q.Set("pool_min_conns", strconv.Itoa(herdPool))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

@@ -64,7 +64,7 @@ type Point struct{ X, Y float64 }
 
 // HerdReport is the herd section.
 type HerdReport struct {
-	Clients   string // "polling" or "instant" (Options.HerdClients)
+	Clients   string // HerdPage or HerdPolling (Options.HerdClients)
 	Users     int
 	OrderWork time.Duration
 	PoolSize  int
@@ -74,19 +74,17 @@ type HerdReport struct {
 
 // The herd's client models (Options.HerdClients).
 const (
-	// HerdPolling clients honour pollAfterSeconds throughout and so learn
-	// READY only at their next poll (the default, the page as it is).
+	// HerdPage clients do what the waiting page does: honour
+	// pollAfterSeconds, and enter and poll with ?waitSeconds=20, so near
+	// the front the server holds the request and answers the moment they
+	// are READY (the default).
+	HerdPage = "page"
+	// HerdPolling clients honour pollAfterSeconds and never wait for news,
+	// so they learn READY only at their next poll: the page before it
+	// asked with waitSeconds, for comparison.
 	HerdPolling = "polling"
-	// HerdInstant clients stand for clients told at once (a push or a long
-	// poll): far back they poll as HerdPolling does, but within
-	// herdNearBatches batches of the front they poll every herdFastPoll, so
-	// they order within about herdFastPoll of admission. Only users that
-	// near the front poll fast, so the extra load is bounded by
-	// herdNearBatches × batch users at 1/herdFastPoll each.
-	HerdInstant = "instant"
 
-	herdNearBatches = 2
-	herdFastPoll    = 50 * time.Millisecond
+	herdWaitSeconds = 20
 )
 
 const (
@@ -103,10 +101,10 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 	clients := o.HerdClients
 	switch clients {
 	case "":
-		clients = HerdPolling
-	case HerdPolling, HerdInstant:
+		clients = HerdPage
+	case HerdPage, HerdPolling:
 	default:
-		return nil, fmt.Errorf("unknown client model %q (want %s or %s)", clients, HerdPolling, HerdInstant)
+		return nil, fmt.Errorf("unknown client model %q (want %s or %s)", clients, HerdPage, HerdPolling)
 	}
 	o.HerdClients = clients
 	rep := &HerdReport{Clients: clients, Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts}
@@ -205,7 +203,7 @@ func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth str
 func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdResult, error) {
 	res := HerdResult{Mode: mode, Users: users}
 	appName := fmt.Sprintf("wrbench-herd-%d", rand.Int64())
-	dbURL, err := withAppName(o.DatabaseURL, appName)
+	dbURL, err := herdDatabaseURL(o.DatabaseURL, appName)
 	if err != nil {
 		return res, err
 	}
@@ -222,7 +220,7 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	defer m.Close()
 	c := &client{
 		base: "http://" + m.Addr(), admin: "Bearer " + m.Config.AdminToken,
-		poll:  &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxConnsPerHost: 256, MaxIdleConnsPerHost: 256}},
+		poll:  &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxConnsPerHost: 1024, MaxIdleConnsPerHost: 1024}},
 		order: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}},
 	}
 	defer c.poll.CloseIdleConnections()
@@ -290,9 +288,9 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 		}
 	}()
 
-	var cm clientModel
-	if o.HerdClients == HerdInstant {
-		cm = clientModel{instant: true, near: int64(herdNearBatches * mode.Batch), rate: mode.Rate}
+	wait := "" // ?waitSeconds= on enter and status, as the page sends it
+	if o.HerdClients == HerdPage {
+		wait = fmt.Sprintf("?waitSeconds=%d", herdWaitSeconds)
 	}
 	out := make([]userOutcome, users)
 	var wg sync.WaitGroup
@@ -300,7 +298,7 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = herdUser(runCtx, c, cm, jwts[i], q, products[i%len(products)], start)
+			out[i] = herdUser(runCtx, c, wait, jwts[i], q, products[i%len(products)], start)
 		}()
 	}
 	wg.Wait()
@@ -362,39 +360,12 @@ type userOutcome struct {
 	retrySample string
 }
 
-// clientModel is how a virtual user waits between status requests. The zero
-// value is HerdPolling.
-type clientModel struct {
-	instant bool
-	near    int64   // HerdInstant: poll fast at this position or nearer
-	rate    float64 // the queue's users/s, to wake in time for the fast window
-}
-
-// wait is the pause before the next status request after a WAITING answer
-// that said pollAfter. An instant client near the front (position ≤ near,
-// or an estimate of 0) polls every herdFastPoll; further back it honours
-// pollAfter, except that it brings that poll forward to about when it should
-// reach the fast window (position − near at the queue's rate), so that no
-// one is admitted between two slow polls and learns it late.
-func (m clientModel) wait(pollAfter time.Duration, body map[string]any) time.Duration {
-	if !m.instant {
-		return pollAfter
-	}
-	pos, _ := body["position"].(float64)
-	eta, hasETA := body["estimatedWaitSeconds"].(float64)
-	if int64(pos) <= m.near || hasETA && eta == 0 {
-		return herdFastPoll
-	}
-	untilNear := time.Duration((pos - float64(m.near)) / m.rate * float64(time.Second))
-	return max(herdFastPoll, min(pollAfter, untilNear))
-}
-
 // herdUser enters, polls as the page does (honouring pollAfterSeconds, or
 // as cm says) and orders as soon as READY, timing the order as the client
 // sees it.
-func herdUser(ctx context.Context, c *client, cm clientModel, jwt, q, product string, start time.Time) (r userOutcome) {
+func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, start time.Time) (r userOutcome) {
 	path := "/api/v1/queues/" + q + "/entries"
-	st, body, err := c.doRetrying(ctx, &r, c.poll, "POST", path, jwt, nil)
+	st, body, err := c.doRetrying(ctx, &r, c.poll, "POST", path+wait, jwt, nil)
 	for {
 		if err != nil {
 			r.err = err
@@ -416,10 +387,10 @@ func herdUser(ctx context.Context, c *client, cm clientModel, jwt, q, product st
 		case <-ctx.Done():
 			r.err = errors.New("time limit reached while waiting")
 			return r
-		case <-time.After(cm.wait(time.Duration(after*float64(time.Second)), body)):
+		case <-time.After(time.Duration(after * float64(time.Second))):
 		}
 		r.polls++
-		st, body, err = c.doRetrying(ctx, &r, c.poll, "GET", path+"/me", jwt, nil)
+		st, body, err = c.doRetrying(ctx, &r, c.poll, "GET", path+"/me"+wait, jwt, nil)
 	}
 	token, _ := body["token"].(string)
 	t0 := time.Now()

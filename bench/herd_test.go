@@ -119,44 +119,15 @@ func TestHarnessShort(t *testing.T) {
 	}
 }
 
-// TestClientModelWait checks the instant client's pauses without servers:
-// fast near the front, pollAfter far back, brought forward to reach the
-// fast window in time; the polling model always honours pollAfter.
-func TestClientModelWait(t *testing.T) {
-	w := func(pos, eta float64) map[string]any {
-		return map[string]any{"status": "WAITING", "position": pos, "estimatedWaitSeconds": eta}
-	}
-	two := 2 * time.Second
-	inst := clientModel{instant: true, near: 20, rate: 100}
-	for _, c := range []struct {
-		name string
-		m    clientModel
-		body map[string]any
-		want time.Duration
-	}{
-		{"polling near", clientModel{}, w(1, 0), two},
-		{"instant at the front", inst, w(1, 0), herdFastPoll},
-		{"instant at the window's edge", inst, w(20, 1), herdFastPoll},
-		{"instant eta 0", inst, w(50, 0), herdFastPoll},
-		{"instant just outside", inst, w(70, 1), 500 * time.Millisecond},
-		{"instant one step outside", inst, w(21, 1), herdFastPoll},
-		{"instant far back", inst, w(2000, 20), two},
-	} {
-		if got := c.m.wait(two, c.body); got != c.want {
-			t.Errorf("%s: wait %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
-// TestHerdInstantShort runs the herd alone, short, with clients told at
-// once (-herd-clients instant): every user orders, nothing fails.
-func TestHerdInstantShort(t *testing.T) {
+// TestHerdPollingShort runs the herd alone, short, with clients that never
+// wait for news (-herd-clients polling): every user orders, nothing fails.
+func TestHerdPollingShort(t *testing.T) {
 	o := Options{
 		RedisURL:    testenv.RedisURL(t),
 		DatabaseURL: testenv.DatabaseURL(t),
 		Short:       true,
 		Sections:    []string{"herd"},
-		HerdClients: HerdInstant,
+		HerdClients: HerdPolling,
 	}
 	if testing.Verbose() {
 		o.Log = os.Stderr
@@ -167,7 +138,7 @@ func TestHerdInstantShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Herd == nil || r.Herd.Clients != HerdInstant || len(r.Herd.Modes) != len(HerdModes) {
+	if r.Herd == nil || r.Herd.Clients != HerdPolling || len(r.Herd.Modes) != len(HerdModes) {
 		t.Fatalf("herd: %+v", r.Herd)
 	}
 	for _, m := range r.Herd.Modes {

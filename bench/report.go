@@ -106,9 +106,11 @@ func herdMarkdown(h *HerdReport, stamp, chart, busyChart string) string {
 	fmt.Fprintf(&b, "%s\n\n", stamp)
 	fmt.Fprintf(&b, "%d virtual users per mode, %v order work on %d PostgreSQL connections, %d products:\n\n",
 		h.Users, h.OrderWork, h.PoolSize, h.Products)
-	if h.Clients == HerdInstant {
-		fmt.Fprintf(&b, "Clients told at once (`-herd-clients instant`): within %d batches of the front a user polls every %v, so it orders within about %v of admission; further back it polls as the page does.\n\n",
-			herdNearBatches, herdFastPoll, herdFastPoll)
+	switch h.Clients {
+	case HerdPage:
+		fmt.Fprintf(&b, "Clients poll as the waiting page does (`-herd-clients page`): every `pollAfterSeconds`, with `?waitSeconds=%d`, so once admission is about to reach them the server holds the poll and answers the moment they are READY.\n\n", herdWaitSeconds)
+	case HerdPolling:
+		b.WriteString("Clients poll every `pollAfterSeconds` without `waitSeconds` (`-herd-clients polling`), so they learn READY only at their next poll.\n\n")
 	}
 	b.WriteString("| mode | schedule | orders | errors | 503s retried | p50 | p95 | p99 | max | most DB connections busy | p95 ÷ burst p95 |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -120,17 +122,15 @@ func herdMarkdown(h *HerdReport, stamp, chart, busyChart string) string {
 	last := h.Modes[len(h.Modes)-1]
 	fmt.Fprintf(&b, "\nGoal: spread + jitter p95 ≤ %.2f× burst p95 (the seed's 2.42 s / 6.10 s) — %s (%.2f×).\n",
 		GoalHerdP95Ratio, met(last.RatioP95ToBurst <= GoalHerdP95Ratio), last.RatioP95ToBurst)
-	if h.Clients == HerdInstant {
-		b.WriteString("\nStatus requests (the load the fast polls add):")
-		for i, m := range h.Modes {
-			sep := ","
-			if i == 0 {
-				sep = ""
-			}
-			fmt.Fprintf(&b, "%s %s %d in %.0f s (%.0f/s)", sep, m.Mode.Name, m.StatusPolls, m.Duration.Seconds(), float64(m.StatusPolls)/m.Duration.Seconds())
+	b.WriteString("\nStatus requests:")
+	for i, m := range h.Modes {
+		sep := ","
+		if i == 0 {
+			sep = ""
 		}
-		b.WriteString(".\n")
+		fmt.Fprintf(&b, "%s %s %d in %.0f s (%.0f/s)", sep, m.Mode.Name, m.StatusPolls, m.Duration.Seconds(), float64(m.StatusPolls)/m.Duration.Seconds())
 	}
+	b.WriteString(".\n")
 	for _, m := range h.Modes {
 		if m.Errors > 0 {
 			fmt.Fprintf(&b, "\n%s: %d errors, the first: `%s`\n", m.Mode.Name, m.Errors, m.ErrorSample)

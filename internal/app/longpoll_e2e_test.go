@@ -7,7 +7,7 @@ import (
 )
 
 // TestStatusWaitsNearTheFront: GET …/entries/me?waitSeconds=N holds a user
-// near the front (within two batches) until they are READY, so they learn
+// near the front (estimated wait ≤ 2 s) until they are READY, so they learn
 // it within about a tick instead of at their next poll; it answers anyone
 // further back, or in a paused queue, at once; a draining server lets a
 // held request go at once; a bad N is a 400.
@@ -36,7 +36,7 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 					t.Errorf("waitSeconds=%s: %d %s, want 400 invalid_request", bad, r.status, r.raw)
 				}
 			}
-			// Position 10, beyond two batches of 2: answered at once.
+			// Position 10 at 2/s, an estimated 5 s: answered at once.
 			if r, took := held("lp9", 20); r.str("status") != "WAITING" || took > 10*time.Second {
 				t.Errorf("far back: %s after %v, want WAITING at once", r.raw, took)
 			}
@@ -61,6 +61,20 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			a := <-done
 			if a.r.str("status") != "READY" || a.r.str("token") == "" || a.took < 300*time.Millisecond || a.took > 15*time.Second {
 				t.Errorf("held until admitted: %s after %v, want READY with a token, held until the next tick", a.r.raw, a.took)
+			}
+
+			// Entering with waitSeconds where a poll would be held: held
+			// the same way, so a newcomer at the front of a moving line
+			// gets READY from the enter itself.
+			if r := in.do("PUT", "/admin/v1/queues/lp-enter", in.adminAuth(),
+				`{"ratePerSecond":1,"batchSize":1,"intervalMs":1000}`); r.status != 200 {
+				t.Fatalf("queue: %d %s", r.status, r.raw)
+			}
+			if r := in.do("POST", "/api/v1/queues/lp-enter/entries?waitSeconds=20", in.as("newcomer"), nil); r.str("status") != "READY" {
+				t.Errorf("entering with waitSeconds at the front: %s, want READY", r.raw)
+			}
+			if r := in.do("POST", "/api/v1/queues/lp-enter/entries?waitSeconds=x", in.as("newcomer2"), nil); r.status != 400 {
+				t.Errorf("entering with waitSeconds=x: %d %s, want 400", r.status, r.raw)
 			}
 
 			// Draining: a held request is answered at once and the

@@ -430,6 +430,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.as(bob), status: 200})                      // NOT_IN_QUEUE
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=5", auth: in.as(alice), status: 200}) // paused: not held
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.as(alice), status: 200})
+	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(alice), status: 200})                   // takes the one place
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(bob), status: 429, code: "queue_full"}) // none left
 	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.as(alice), status: 204})                    // leave

@@ -55,7 +55,18 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	hold, err := waitSeconds(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	v, err := s.Queue.Enter(r.Context(), r.PathValue("queue"), user)
+	// Entering near the front of a moving line: wait for news as a status
+	// poll would, rather than sleep pollAfterSeconds while being let in.
+	if err == nil && v.State == queue.Waiting && hold > 0 && s.tryHold() {
+		defer s.releaseHold()
+		v, err = s.holdStatus(r, user, hold)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -63,8 +74,8 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toEntryJSON(v))
 }
 
-// maxWaitSeconds bounds ?waitSeconds= on status, below the server's write
-// timeout (30 s) with room to spare.
+// maxWaitSeconds bounds ?waitSeconds= on enter and status, below the
+// server's write timeout (30 s) with room to spare.
 const maxWaitSeconds = 25
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -87,13 +87,15 @@ func (s *Service) changedSignal(queue string) <-chan struct{} {
 const holdRecheck = 100 * time.Millisecond
 
 // WaitStatus is Status for a client willing to wait up to hold for news: a
-// user still waiting within two batches of the front, whom the next tick or
-// two may admit, is held until no longer waiting (READY, or out of line) or
-// until hold or ctx ends, and then told where they stand. So people near
-// the front learn READY within about a tick instead of at their next poll,
-// and orders reach the database at the pace admission lets users in, not
-// at the pace of their polls (docs/benchmarks.md, the herd). Anyone further
-// back, or in a paused queue, is answered at once, as by Status. ctx ending (the client left, the
+// user still waiting whom admission may reach before their next poll would
+// be due (estimated wait ≤ the shortest pollAfter, 2 s) is held until no
+// longer waiting (READY, or out of line) or until hold or ctx ends, and then
+// told where they stand. A client polling every 2 s in the last 10 s band
+// always lands in that window once, so people near the front learn READY
+// within about a tick instead of at their next poll, and orders reach the
+// database at the pace admission lets users in, not at the pace of their
+// polls (docs/benchmarks.md, the herd). Anyone further back, or in a
+// paused queue, is answered at once, as by Status. ctx ending (the client left, the
 // server drains) ends the hold with the last answer, never a reading in
 // progress, so it is never an error.
 func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.Duration) (View, error) {
@@ -105,7 +107,7 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 			return View{}, err
 		}
 		left := time.Until(deadline)
-		if e.State != Waiting || e.Position > 2*int64(e.Config.BatchSize) || e.Config.Paused || left <= 0 {
+		if e.State != Waiting || e.Config.Paused || EstimateWait(e.Position, e.Config) > PollAfter(0) || left <= 0 {
 			return s.view(e), nil
 		}
 		t := time.NewTimer(min(left, holdRecheck))

@@ -28,7 +28,7 @@ func main() {
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
 	profile := flag.Bool("profile", true, "CPU-profile the server under the wrk enter load")
 	herdRate := flag.Float64("herd-rate", 0, "admitted users/s of the herd's schedules (0: the seed's 100)")
-	herdClients := flag.String("herd-clients", bench.HerdPolling, "the herd's client model: polling (honour pollAfterSeconds) or instant (told at once: poll every 50 ms within 2 batches of the front)")
+	herdClients := flag.String("herd-clients", bench.HerdPage, "the herd's client model: page (as the waiting page: pollAfterSeconds, and ?waitSeconds=20 so the server answers the moment a user near the front is READY) or polling (pollAfterSeconds only)")
 	limit := flag.Duration("limit", 10*time.Minute, "stop everything after this long")
 	flag.Parse()
 

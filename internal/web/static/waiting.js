@@ -49,7 +49,7 @@
   let dueAt = 0;          // when that request goes out (Date.now() clock)
   let dueKind = '';       // what the countdown shows: 'poll' | 'retry' | 'trouble'
   let lastPosition = 0;
-  let nearFront = false;  // the last answer said "any moment now": the server holds our poll
+  let nearFront = false;  // the last answer was near enough the front for the server to hold our poll
   let held = false;       // a status request the server may hold is in flight
   let ready = null;       // {token, expiresAt (ms, local clock)}
   let ordering = false;
@@ -135,12 +135,12 @@
     polls.push(rec);
     let res, body;
     try {
-      // waitSeconds: near the front the server holds the poll until we are
-      // in (or 20 s pass), so the page turns the moment it is our turn;
-      // further back it answers at once, as a plain poll.
+      // waitSeconds: near the front the server holds the request until we
+      // are in (or 20 s pass), so the page turns the moment it is our turn;
+      // further back it answers at once, as a plain request.
       held = method === 'GET' && nearFront;
       tick();
-      res = await fetch(method === 'POST' ? entriesURL : entriesURL + '/me?waitSeconds=' + HOLD_SECONDS, {
+      res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + '?waitSeconds=' + HOLD_SECONDS, {
         method,
         credentials: 'same-origin',
         cache: 'no-store',
@@ -195,7 +195,7 @@
     $('ahead').textContent = ahead <= 0 ? t('aheadNone') : ahead === 1 ? t('aheadOne') : t('aheadMany', { n: numbers.format(ahead) });
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('eta').textContent = b.paused ? t('etaPaused') : eta(b.estimatedWaitSeconds);
-    nearFront = !b.paused && b.estimatedWaitSeconds === 0;
+    nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
 
     // From the first place this tab saw (0%) to the front (100%).
