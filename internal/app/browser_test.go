@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -441,6 +442,51 @@ func TestBrowser(t *testing.T) {
 		}
 		if got := bob.text("#order-number"); got == orderText {
 			t.Errorf("bob and alice share order %q", got)
+		}
+	})
+
+	t.Run("the connection drops and comes back; a failed payment keeps the entry", func(t *testing.T) {
+		t.Parallel()
+		pay := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.PaymentFailureRate = 1 })
+		pay.putQueue("b-pay", map[string]any{"paused": true})
+		pay.putProduct("b-pen", "Pen", 3, "b-pay")
+		dave := newVisitor(t, browser, pay, "en")
+		dave.open("/q/b-pay?product=b-pen")
+		dave.waitState("waiting", 5*time.Second)
+
+		// The network goes away: the next poll fails, the page says so and
+		// keeps showing the place; when it is back the banner goes.
+		block := func(on bool) {
+			t.Helper()
+			var patterns []*network.BlockPattern
+			if on {
+				patterns = []*network.BlockPattern{{URLPattern: "*://*:*/api/*", Block: true}}
+			}
+			if _, err := chromedp.Call(dave.ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: patterns}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		block(true)
+		dave.waitUntil("the connection banner", `document.getElementById('banner').textContent.includes('Connection trouble')`, 10*time.Second)
+		if got := dave.state(); got != "waiting" {
+			t.Errorf("with the connection gone the page is %q, want still waiting", got)
+		}
+		if got := dave.text("#position"); got != "1" {
+			t.Errorf("with the connection gone the position shows %q, want 1", got)
+		}
+		block(false)
+		dave.waitUntil("the banner to go", `document.getElementById('banner').hidden`, 15*time.Second)
+
+		// Let in, the payment fails: the page says so and the entry is kept.
+		pay.patchQueue("b-pay", map[string]any{"paused": false})
+		dave.waitState("ready", 8*time.Second)
+		dave.click("#order-button")
+		dave.waitUntil("the payment message", `document.getElementById('order-message').textContent.includes('payment did not go through')`, 5*time.Second)
+		if got := dave.state(); got != "ready" {
+			t.Errorf("after a failed payment the page is %q, want still ready", got)
+		}
+		if p := pay.do("GET", "/api/v1/products/b-pen", "", nil); p.num("stock") != 3 {
+			t.Errorf("stock after a failed payment: %v, want 3", p.num("stock"))
 		}
 	})
 
