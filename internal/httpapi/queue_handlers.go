@@ -129,7 +129,7 @@ func (s *Server) tryHold() bool {
 func (s *Server) releaseHold() { <-s.held }
 
 // waitSeconds reads ?waitSeconds= (absent: 0): how long the client is
-// willing to have its status request held for news.
+// willing to have its request held for news.
 func waitSeconds(r *http.Request) (time.Duration, error) {
 	raw := r.URL.Query().Get("waitSeconds")
 	if raw == "" {

@@ -54,8 +54,9 @@ func (s *Service) SnapshotAnswers() (hits, misses uint64) {
 	return s.snaps.hits.Load(), s.snaps.misses.Load()
 }
 
-// Changed tells the service that the queue's line changed outside it (this
-// instance's admitter admitted users), so a snapshot it holds is stale.
+// Changed tells the service that the queue changed on this instance but
+// outside its own calls (the admitter admitted users): a snapshot it holds
+// is stale, and held status requests look again.
 func (s *Service) Changed(queue string) {
 	if s.snaps != nil {
 		s.snaps.changed(queue)
@@ -95,9 +96,9 @@ const holdRecheck = 100 * time.Millisecond
 // within about a tick instead of at their next poll, and orders reach the
 // database at the pace admission lets users in, not at the pace of their
 // polls (docs/benchmarks.md, the herd). Anyone further back, or in a
-// paused queue, is answered at once, as by Status. ctx ending (the client left, the
-// server drains) ends the hold with the last answer, never a reading in
-// progress, so it is never an error.
+// paused queue, is answered at once, as by Status. ctx ending (the client
+// left, the server drains) ends the hold with the last answer, never a
+// reading in progress, so it is never an error.
 func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.Duration) (View, error) {
 	deadline := time.Now().Add(hold)
 	for {

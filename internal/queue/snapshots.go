@@ -151,12 +151,17 @@ func (v *lineView) current(maxAge time.Duration) (*Snapshot, bool) {
 }
 
 // remember records what the store said of a user: a waiting user's ticket,
-// or that they no longer wait.
+// or that they no longer wait. Only a waiting user (so a queue that exists)
+// creates the queue's view.
 func (s *snapshots) remember(queue, user string, e Entry) {
-	v := s.view(queue, true)
+	waiting := e.State == Waiting && e.Ticket != 0
+	v := s.view(queue, waiting)
+	if v == nil {
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if e.State != Waiting || e.Ticket == 0 {
+	if !waiting {
 		delete(v.tickets, user)
 		return
 	}
