@@ -102,7 +102,6 @@ const holdRecheck = 100 * time.Millisecond
 func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.Duration) (View, error) {
 	deadline := time.Now().Add(hold)
 	for {
-		changed := s.changedSignal(queue)
 		e, err := s.status(context.WithoutCancel(ctx), queue, user)
 		if err != nil {
 			return View{}, err
@@ -111,6 +110,10 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 		if e.State != Waiting || e.Config.Paused || EstimateWait(e.Position, e.Config) > PollAfter(0) || left <= 0 {
 			return s.view(e), nil
 		}
+		// Asked for only now that the queue is known to exist, so made-up
+		// names leave nothing behind; a change between the read above and
+		// this is caught by the recheck.
+		changed := s.changedSignal(queue)
 		t := time.NewTimer(min(left, holdRecheck))
 		select {
 		case <-ctx.Done(): // the client left, or the server drains

@@ -1,0 +1,91 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// lineStore is a Store whose line is 1000 users with tickets 1..1000, and
+// which counts its snapshot reads; the other methods are not called here.
+type lineStore struct {
+	Store
+	snapshots atomic.Int64
+	release   chan struct{} // when set, Snapshot waits for it
+}
+
+func (l *lineStore) Snapshot(_ context.Context, q string) (Snapshot, error) {
+	if q != "q" {
+		return Snapshot{}, ErrQueueNotFound
+	}
+	l.snapshots.Add(1)
+	if l.release != nil {
+		<-l.release
+	}
+	return Snapshot{Head: 1, Last: 1000, Length: 1000, Complete: true, Config: DefaultConfig()}, nil
+}
+
+func (l *lineStore) Status(_ context.Context, q, user string) (Entry, error) {
+	if q != "q" {
+		return Entry{}, ErrQueueNotFound
+	}
+	var n int64
+	fmt.Sscanf(user, "u%d", &n)
+	return Entry{State: Waiting, Position: n, Length: 1000, Ticket: n, Config: DefaultConfig()}, nil
+}
+
+// TestOneSnapshotFetchForACrowd: polls arriving while a snapshot is being
+// read wait for that one read instead of each starting their own.
+func TestOneSnapshotFetchForACrowd(t *testing.T) {
+	store := &lineStore{release: make(chan struct{})}
+	s := newSnapshots(store, time.Hour)
+	for i := 100; i < 200; i++ {
+		s.remember("q", fmt.Sprintf("u%d", i), Entry{State: Waiting, Ticket: int64(i)})
+	}
+	var wg sync.WaitGroup
+	positions := make([]int64, 100)
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, ok := s.status(context.Background(), "q", fmt.Sprintf("u%d", 100+i))
+			if ok {
+				positions[i] = e.Position
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let them all arrive behind the first
+	close(store.release)
+	wg.Wait()
+	if n := store.snapshots.Load(); n != 1 {
+		t.Errorf("%d snapshot reads for 100 concurrent polls, want 1", n)
+	}
+	for i, p := range positions {
+		if p != int64(100+i) {
+			t.Fatalf("u%d placed at %d", 100+i, p)
+		}
+	}
+}
+
+// TestMadeUpQueuesLeaveNoTrace: polls (held or not) and leaves naming
+// queues that do not exist cost no memory.
+func TestMadeUpQueuesLeaveNoTrace(t *testing.T) {
+	store := &lineStore{}
+	svc := NewService(store, time.Second)
+	for i := range 1000 {
+		q := fmt.Sprintf("nosuch%d", i)
+		svc.Status(context.Background(), q, "u1")
+		svc.WaitStatus(context.Background(), q, "u1", time.Second)
+		svc.snaps.remember(q, "u1", Entry{State: NotInQueue}) // as Leave does
+		svc.Changed(q)
+	}
+	if n := len(svc.snaps.queues); n != 0 {
+		t.Errorf("%d made-up queues kept by the snapshots", n)
+	}
+	if n := len(svc.changes); n != 0 {
+		t.Errorf("%d made-up queues kept by the held-request signals", n)
+	}
+}
