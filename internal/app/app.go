@@ -52,8 +52,8 @@ type Main struct {
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
-	stopAdmit  context.CancelFunc
-	admitDone  sync.WaitGroup
+	stopLoops  context.CancelFunc
+	loopsDone  sync.WaitGroup
 	serveDone  chan struct{}
 	serveErr   error
 	closeOnce  sync.Once
@@ -142,8 +142,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := telemetry.New(m.Registry, m.Queue)
+	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	m.API = httpapi.New(httpapi.Options{
-		Queue: m.Queue, Orders: m.Orders,
+		Queue: m.Queue, Orders: m.Orders, History: history,
 		Identity:       httpapi.NewIdentity([]byte(c.AuthSecret)),
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
@@ -175,13 +176,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.serveErr = m.server.Serve(m.listener)
 	}()
 
-	admitCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	m.stopAdmit = stop
+	loopsCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopLoops = stop
 	admitter := queue.NewAdmitter(qstore, m.Logger)
 	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
-	m.admitDone.Add(1)
-	go func() { defer m.admitDone.Done(); admitter.Run(admitCtx) }()
+	m.loopsDone.Add(2)
+	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
 
 	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
 		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,
@@ -195,6 +197,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Config = c
 	return nil
 }
+
+// historyKeep is how much of the admin chart's history each instance keeps
+// (the chart shows 5 minutes).
+const historyKeep = 10 * time.Minute
 
 // Addr is the address the server listens on (useful with :0).
 func (m *Main) Addr() string {
@@ -228,8 +234,8 @@ func (m *Main) Close() error {
 }
 
 func (m *Main) close() error {
-	if m.stopAdmit != nil {
-		m.stopAdmit()
+	if m.stopLoops != nil {
+		m.stopLoops()
 	}
 	if m.API != nil {
 		m.API.SetDraining(true)
@@ -249,7 +255,7 @@ func (m *Main) close() error {
 			errs = append(errs, err)
 		}
 	}
-	m.admitDone.Wait()
+	m.loopsDone.Wait()
 	errs = append(errs, m.closeStores())
 	return errors.Join(errs...)
 }

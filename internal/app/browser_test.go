@@ -658,6 +658,20 @@ func TestBrowser(t *testing.T) {
 		// The chart has a point per 2 s sample: 3 and more after 4 s.
 		op.waitUntil("three samples in the chart", `document.querySelector('`+card+` .chart-line').getAttribute('d').split('L').length >= 3`, 8*time.Second)
 
+		// A queue watched since before the page opened: the chart has
+		// those minutes at once (here the server samples every 100 ms).
+		hist := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.HistoryInterval = 100 * time.Millisecond })
+		hist.putQueue("b-hist", map[string]any{"paused": true})
+		hist.do("POST", "/api/v1/queues/b-hist/entries", hist.as("h1"), nil)
+		time.Sleep(time.Second)
+		op2 := newVisitor(t, browser, hist, "en")
+		op2.open("/admin")
+		op2.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
+		op2.typeInto("#token", hist.admin)
+		op2.keys("\r")
+		op2.waitUntil("the chart seeded with the server's samples",
+			`(document.querySelector('[data-queue="b-hist"] .chart-line')?.getAttribute('d') || '').split('L').length >= 5`, 3*time.Second)
+
 		op.click("#sign-out")
 		op.waitUntil("the sign-in form again", `!document.getElementById('login').hidden`, 2*time.Second)
 		op.mustEval(`sessionStorage.getItem('waitroom:admin-token') ?? ''`, &stored)

@@ -36,7 +36,9 @@ type Config struct {
 	// StatusSnapshotAge: how old a snapshot of a line may be when it answers
 	// a status poll far from the front without Redis (0: every poll asks).
 	StatusSnapshotAge time.Duration
-	DBPoolSize        int
+	// HistoryInterval: how often each queue is sampled for the admin chart.
+	HistoryInterval time.Duration
+	DBPoolSize      int
 	OrderPoolShare    float64
 	OrderLatency      time.Duration
 
@@ -68,6 +70,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
+	fs.DurationVar(&c.HistoryInterval, "history-interval", 5*time.Second, "how often each queue's length is sampled for the admin page's chart (the last 10 minutes are kept, so the chart has them the moment the page opens)")
 	fs.IntVar(&c.DBPoolSize, "db-pool-size", 40, "database connection pool size (PostgreSQL); also the base of the derived rate")
 	fs.Float64Var(&c.OrderPoolShare, "order-pool-share", 0.5, "share of the pool the order API may use")
 	fs.DurationVar(&c.OrderLatency, "order-latency", 200*time.Millisecond, "time one order holds a connection, for the derived rate")
@@ -170,6 +173,9 @@ func (c Config) Validate() error {
 	}
 	if m := c.RedisMode; m != RedisSingle && m != RedisCluster && m != RedisSentinel {
 		bad("redis-mode", "must be %s, %s or %s, got %q", RedisSingle, RedisCluster, RedisSentinel, m)
+	}
+	if c.HistoryInterval < 100*time.Millisecond || c.HistoryInterval > time.Minute {
+		bad("history-interval", "must be 100ms..1m, got %v", c.HistoryInterval)
 	}
 	if c.StatusSnapshotAge < 0 || c.StatusSnapshotAge > 10*time.Second {
 		bad("status-snapshot-age", "must be 0..10s, got %v", c.StatusSnapshotAge)

@@ -525,6 +525,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		{"GET", "/admin/v1/queues/" + paused, nil},
 		{"PUT", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
 		{"PATCH", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
+		{"GET", "/admin/v1/queues/" + paused + "/history", nil},
 		{"PUT", "/admin/v1/products/" + tee, map[string]any{"name": "x", "stock": 1}},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
@@ -536,6 +537,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default", auth: admin, status: 200})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue", auth: admin, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default/history", auth: admin, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue/history", auth: admin, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/history", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
 	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"capacity": 50, "paused": nil}, status: 200}); r.num("capacity") != 50 || r.body["paused"] != true {
 		t.Errorf("PATCH: %s", r.raw)
 	}
@@ -615,6 +619,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 				{"GET", "/admin/v1/queues/default", nil},
 				{"PUT", "/admin/v1/queues/default", map[string]any{}},
 				{"PATCH", "/admin/v1/queues/default", map[string]any{"paused": true}},
+				{"GET", "/admin/v1/queues/default/history", nil},
 				{"PUT", "/admin/v1/products/p", map[string]any{"name": "x", "stock": 1}},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
@@ -716,6 +721,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		{"GET", "/admin/v1/queues/" + q, admin, nil, nil},
 		{"PUT", "/admin/v1/queues/" + q, admin, map[string]any{}, nil},
 		{"PATCH", "/admin/v1/queues/" + q, admin, map[string]any{"paused": true}, nil},
+		{"GET", "/admin/v1/queues/" + q + "/history", admin, nil, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.as(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},

@@ -253,6 +253,35 @@ func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toStatsJSON(st))
 }
 
+// historyJSON is a queue's recent samples, oldest first.
+type historyJSON struct {
+	Queue        string             `json:"queue"`
+	EverySeconds float64            `json:"everySeconds"`
+	Points       []historyPointJSON `json:"points"`
+}
+
+type historyPointJSON struct {
+	At            time.Time `json:"at"`
+	Length        int64     `json:"length"`
+	AdmittedTotal int64     `json:"admittedTotal"`
+}
+
+func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	if _, err := s.Queue.Config(r.Context(), q); err != nil { // 400 bad name, 404 no such queue
+		s.writeError(w, r, err)
+		return
+	}
+	out := historyJSON{Queue: q, Points: []historyPointJSON{}}
+	if s.History != nil {
+		out.EverySeconds = s.History.Every().Seconds()
+		for _, p := range s.History.Points(q) {
+			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // putQueue creates a queue or replaces its config; fields left out take
 // the defaults, so PUT means "exactly this".
 func (s *Server) putQueue(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,9 @@ const maxBody = 4 << 10
 type Options struct {
 	Queue  *queue.Service
 	Orders *order.Service
+	// History serves each queue's recent samples to the admin page (nil:
+	// an empty history).
+	History *queue.History
 	// Identity checks JWTs and signs session cookies.
 	Identity *Identity
 	// AdminToken guards /admin; empty disables the admin API.
@@ -89,6 +92,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}", s.admin(s.queueStats))
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
+	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.admin(s.queueHistory))
 	m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
 
 	if o.MetricsHandler != nil {

@@ -96,6 +96,7 @@
       if (!c) {
         c = newCard(q.queue);
         cards.set(q.queue, c);
+        seed(c);
       }
       c.samples.push({ t: now, v: q.length });
       while (c.samples.length && c.samples[0].t < now - WINDOW_MS) c.samples.shift();
@@ -115,6 +116,27 @@
     $('no-queues').hidden = list.length > 0;
     $('updated-text').textContent = t('updatedAt', { time: new Date(now).toLocaleTimeString(lang) });
     timer = setTimeout(refresh, SAMPLE_MS);
+  }
+
+  // seed fills a new card's chart with the minutes the server sampled before
+  // this page was opened.
+  async function seed(c) {
+    let r;
+    try {
+      r = await api('GET', '/queues/' + encodeURIComponent(c.name) + '/history');
+    } catch {
+      return; // the chart starts now instead
+    }
+    if (!r.res.ok || !cards.has(c.name)) return;
+    const now = Date.now();
+    const skew = (Date.parse(r.res.headers.get('Date') || '') - now) || 0; // server clock ahead of ours
+    const first = c.samples.length ? c.samples[0].t : now;
+    const earlier = (r.data.points || [])
+      .map((p) => ({ t: Date.parse(p.at) - skew, v: p.length }))
+      .filter((s) => s.t < first && s.t >= now - WINDOW_MS);
+    if (!earlier.length) return;
+    c.samples.unshift(...earlier);
+    draw(c, now, c.samples[c.samples.length - 1].v);
   }
 
   function failed(msg) {
