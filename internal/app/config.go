@@ -30,6 +30,8 @@ type Config struct {
 	Interval time.Duration
 	Capacity int64
 	TokenTTL time.Duration
+	// MaxActiveTokens caps the live entry tokens per queue (0: no cap).
+	MaxActiveTokens int64
 	// AdmissionJitter: the admission loop's random delay after each due tick
 	// (default true; off only for the herd benchmark in bench/).
 	AdmissionJitter bool
@@ -39,8 +41,8 @@ type Config struct {
 	// HistoryInterval: how often each queue is sampled for the admin chart.
 	HistoryInterval time.Duration
 	DBPoolSize      int
-	OrderPoolShare    float64
-	OrderLatency      time.Duration
+	OrderPoolShare  float64
+	OrderLatency    time.Duration
 
 	OrderWork          time.Duration
 	PaymentFailureRate float64
@@ -68,6 +70,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Interval, "interval", 100*time.Millisecond, "admission tick")
 	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
+	fs.Int64Var(&c.MaxActiveTokens, "max-active-tokens", 0, "most entry tokens alive at once per queue, for the default and new queues; admission waits for room under it (0: no cap)")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 5*time.Second, "how often each queue's length is sampled for the admin page's chart (the last 10 minutes are kept, so the chart has them the moment the page opens)")
@@ -193,7 +196,7 @@ func (c Config) Validate() error {
 func (c Config) QueueConfig() (queue.Config, error) {
 	q := queue.Config{
 		RatePerSecond: c.Rate, BatchSize: c.Batch, Interval: c.Interval,
-		Capacity: c.Capacity, TokenTTL: c.TokenTTL,
+		Capacity: c.Capacity, TokenTTL: c.TokenTTL, MaxActiveTokens: c.MaxActiveTokens,
 		RateDerivation: fmt.Sprintf("set directly: %g/s", c.Rate),
 	}
 	if c.Rate == 0 {

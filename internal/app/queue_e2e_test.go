@@ -650,10 +650,10 @@ func testUserIDLimits(t *testing.T, in *instance) {
 func testAdminStats(t *testing.T, in *instance) {
 	st := in.mustStats("default")
 	checkExactFields(t, st, "queue", "ratePerSecond", "batchSize", "intervalMs", "capacity", "tokenTtlSeconds",
-		"paused", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond", "rateDerivation")
+		"maxActiveTokens", "paused", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond", "rateDerivation")
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
-		"tokenTtlSeconds": 300.0, "paused": false, "length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
+		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
 		"consumedTotal": 0.0,
 		// The rate comes from the bottleneck, and says how.
 		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",
@@ -704,6 +704,7 @@ func testAdminValidation(t *testing.T, in *instance) {
 		{"zero capacity", map[string]any{"capacity": 0}},
 		{"zero token ttl", map[string]any{"tokenTtlSeconds": 0}},
 		{"token ttl over a day", map[string]any{"tokenTtlSeconds": 86401}},
+		{"negative token cap", map[string]any{"maxActiveTokens": -1}},
 		{"overflowing token ttl", map[string]any{"tokenTtlSeconds": int64(math.MinInt64)}},
 		{"rate×interval over batch", map[string]any{"ratePerSecond": 1000, "batchSize": 10, "intervalMs": 100}},
 		{"longer interval over batch", map[string]any{"intervalMs": 1000}},

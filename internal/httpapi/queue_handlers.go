@@ -162,6 +162,7 @@ type queueConfigJSON struct {
 	IntervalMs      *int64   `json:"intervalMs"`
 	Capacity        *int64   `json:"capacity"`
 	TokenTTLSeconds *int64   `json:"tokenTtlSeconds"`
+	MaxActiveTokens *int64   `json:"maxActiveTokens"`
 	Paused          *bool    `json:"paused"`
 }
 
@@ -182,6 +183,9 @@ func (j queueConfigJSON) apply(c queue.Config) queue.Config {
 	}
 	if j.TokenTTLSeconds != nil {
 		c.TokenTTL = clampDuration(*j.TokenTTLSeconds, time.Second)
+	}
+	if j.MaxActiveTokens != nil {
+		c.MaxActiveTokens = *j.MaxActiveTokens
 	}
 	if j.Paused != nil {
 		c.Paused = *j.Paused
@@ -205,6 +209,7 @@ type queueStatsJSON struct {
 	IntervalMs            int64   `json:"intervalMs"`
 	Capacity              int64   `json:"capacity"`
 	TokenTTLSeconds       int64   `json:"tokenTtlSeconds"`
+	MaxActiveTokens       int64   `json:"maxActiveTokens"`
 	Paused                bool    `json:"paused"`
 	Length                int64   `json:"length"`
 	AdmittedTotal         int64   `json:"admittedTotal"`
@@ -219,7 +224,7 @@ func toStatsJSON(st queue.Stats) queueStatsJSON {
 	return queueStatsJSON{
 		Queue: st.Queue, RatePerSecond: c.RatePerSecond, BatchSize: c.BatchSize,
 		IntervalMs: c.Interval.Milliseconds(), Capacity: c.Capacity,
-		TokenTTLSeconds: int64(c.TokenTTL / time.Second), Paused: c.Paused,
+		TokenTTLSeconds: int64(c.TokenTTL / time.Second), MaxActiveTokens: c.MaxActiveTokens, Paused: c.Paused,
 		Length: st.Length, AdmittedTotal: st.AdmittedTotal, ActiveTokens: st.ActiveTokens,
 		ConsumedTotal: st.ConsumedTotal, MeasuredRatePerSecond: math.Round(st.MeasuredRate*10) / 10,
 		RateDerivation: c.RateDerivation,

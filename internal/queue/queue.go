@@ -55,6 +55,11 @@ type Config struct {
 	Capacity int64
 	// TokenTTL is how long an entry token lives (default 5m).
 	TokenTTL time.Duration
+	// MaxActiveTokens caps the tokens alive at once (0: no cap). Admission
+	// lets in no more than the room under it, so people who hold a token
+	// and order late can never add up to more concurrent orders than the
+	// order API was sized for.
+	MaxActiveTokens int64
 	// Paused stops admission; entering and status go on.
 	Paused bool
 	// RateDerivation explains where RatePerSecond came from, for operators.
@@ -88,6 +93,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: capacity must be 1..100000000, got %d", ErrInvalidConfig, c.Capacity)
 	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour || c.TokenTTL%time.Millisecond != 0:
 		return fmt.Errorf("%w: tokenTtlSeconds must be 1..86400, got %v", ErrInvalidConfig, c.TokenTTL)
+	case c.MaxActiveTokens < 0 || c.MaxActiveTokens > 100_000_000:
+		return fmt.Errorf("%w: maxActiveTokens must be 0 (no cap) to 100000000, got %d", ErrInvalidConfig, c.MaxActiveTokens)
 	case c.PerTick() > float64(c.BatchSize):
 		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
 			ErrInvalidConfig, c.PerTick(), c.BatchSize)

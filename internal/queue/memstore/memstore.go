@@ -254,6 +254,12 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		if n > len(tokens) {
 			n, carry = len(tokens), carry+float64(n-len(tokens))
 		}
+		// As admit.lua: the live-token cap (expired tokens were just dropped).
+		if limit := q.cfg.MaxActiveTokens; limit > 0 {
+			if room := int(limit) - len(q.tokens); room < n {
+				n, carry = max(room, 0), 0
+			}
+		}
 		admitted = q.line.popFront(n)
 		if n > 0 { // as admit.lua: leavers below the new head no longer matter
 			below, _ := slices.BinarySearch(q.leftTickets, q.line.headTicket())

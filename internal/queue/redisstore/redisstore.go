@@ -91,6 +91,7 @@ func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) erro
 		"interval_ms", c.Interval.Milliseconds(),
 		"capacity", c.Capacity,
 		"ttl_ms", c.TokenTTL.Milliseconds(),
+		"max_active", c.MaxActiveTokens,
 		"paused", paused,
 		"derivation", c.RateDerivation,
 	).Err()
@@ -129,6 +130,9 @@ func parseConfig(m map[string]string) (queue.Config, error) {
 	c.TokenTTL = time.Duration(num("ttl_ms")) * time.Millisecond
 	c.Paused = m["paused"] == "1"
 	c.RateDerivation = m["derivation"]
+	if m["max_active"] != "" { // absent in configs written before the cap existed
+		c.MaxActiveTokens = num("max_active")
+	}
 	return c, err
 }
 

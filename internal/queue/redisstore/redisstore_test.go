@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,11 +55,16 @@ func TestConformanceOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var opened atomic.Int64
 	t.Run("suite", func(t *testing.T) { // returns when its parallel tests have
 		storetest.Run(t, func(t *testing.T) queue.Store {
+			opened.Add(1)
 			return redisstore.New(ap, fmt.Sprintf("wrtest%d:", rand.Int64()))
 		})
 	})
+	if opened.Load() < 10 {
+		return // -run picked a few tests: too few queues to expect every node used
+	}
 	// The queues the suite made are spread over the nodes.
 	var mu sync.Mutex
 	keys := map[string]int{}

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"SnapshotTooManyLeaversAnswersNoOne", testSnapshotIncomplete},
 		{"AdmissionNeverExceedsBudget", testAdmissionBudget},
 		{"AdmissionCarriesFractions", testAdmissionCarry},
+		{"LiveTokenCapHoldsAdmissionBack", testLiveTokenCap},
 		{"PausedAdmitsNobody", testPaused},
 		{"ShorterIntervalAppliesAtOnce", testShorterInterval},
 		{"ReadyUserEnteringStaysReady", testReadyStaysReady},
@@ -388,6 +389,62 @@ func leaveRandom(t *testing.T, s queue.Store, q string, model []string, rnd *ran
 	i := rnd.IntN(len(model))
 	mustLeave(t, s, q, model[i])
 	return append(model[:i:i], model[i+1:]...)
+}
+
+// testLiveTokenCap: with MaxActiveTokens 3 and 10 waiting, admission lets
+// in 3 and then nobody until a token goes (used, given back or expired),
+// and then only as many as the room; the cap and the totals survive a
+// config round trip.
+func testLiveTokenCap(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.MaxActiveTokens = 3
+	c.TokenTTL = time.Second
+	q := newQueue(t, s, c)
+	if got, err := s.Config(ctx, q); err != nil || got.MaxActiveTokens != 3 {
+		t.Fatalf("config round trip: %+v, %v", got, err)
+	}
+	for i := range 10 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	var admitted []string
+	for range 5 { // five ticks, room for three
+		admitted = append(admitted, admitDue(t, s, q, 10)...)
+	}
+	if len(admitted) != 3 {
+		t.Fatalf("admitted %v under a cap of 3", admitted)
+	}
+	tokens := map[string]string{}
+	for _, u := range admitted {
+		tokens[u] = mustStatus(t, s, q, u).Token
+	}
+	// One spends its token, one gives it back: room for two more.
+	if err := s.BeginUse(ctx, q, admitted[0], tokens[admitted[0]], "o", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndUse(ctx, q, admitted[0], tokens[admitted[0]], "o", true); err != nil {
+		t.Fatal(err)
+	}
+	mustLeave(t, s, q, admitted[1])
+	var more []string
+	for range 5 {
+		more = append(more, admitDue(t, s, q, 10)...)
+	}
+	if len(more) != 2 || more[0] != "u3" || more[1] != "u4" {
+		t.Fatalf("after two tokens went, admitted %v, want [u3 u4]", more)
+	}
+	// The TTL runs out for all three held: room for three more.
+	time.Sleep(1100 * time.Millisecond)
+	var last []string
+	for range 5 {
+		last = append(last, admitDue(t, s, q, 10)...)
+	}
+	if len(last) != 3 {
+		t.Fatalf("after the tokens expired, admitted %v, want three", last)
+	}
+	if st, err := s.Stats(ctx, q); err != nil || st.ActiveTokens != 3 || st.Length != 2 {
+		t.Fatalf("stats: %+v, %v", st, err)
+	}
 }
 
 func indexOf(xs []string, x string) int {

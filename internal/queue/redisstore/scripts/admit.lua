@@ -20,7 +20,7 @@
 --        {0, nextInMs} the tick is not due yet
 --        {1, nextInMs, user1, ..., userN} claimed the tick and admitted these
 --        (none when the queue is paused or nobody waits)
-local cfg = redis.call('HMGET', KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused')
+local cfg = redis.call('HMGET', KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused', 'max_active')
 if not cfg[1] then
   return {-1}
 end
@@ -56,6 +56,13 @@ if cfg[5] ~= '1' then
   -- Fewer fresh tokens than due (the caller's config was older): keep the
   -- rest for the next tick rather than lose it.
   if n > #ARGV then n, carry = #ARGV, carry + n - #ARGV end
+  -- The live-token cap: no more than the room under it; what the cap holds
+  -- back is not carried (it would come out as a burst when room appears).
+  local maxActive = tonumber(cfg[6]) or 0
+  if maxActive > 0 then
+    local room = maxActive - redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf')
+    if room < n then n, carry = math.max(room, 0), 0 end
+  end
   if n > 0 then
     local popped = redis.call('ZPOPMIN', KEYS[1], n)
     for i = 1, #popped, 2 do
