@@ -631,6 +631,8 @@ func TestBrowser(t *testing.T) {
 		if got := op.text(card + ` [data-field="length"]`); got != "3" {
 			t.Errorf("length on the card = %q, want 3", got)
 		}
+		in.patchQueue("b-admin", map[string]any{"maxActiveTokens": 50})
+		op.waitUntil("the token cap on the card", `document.querySelector('`+card+` [data-field="active"]').textContent === '0 of 50'`, 5*time.Second)
 		if got := op.text(card + " .badge"); got != "Paused" {
 			t.Errorf("badge = %q, want Paused", got)
 		}

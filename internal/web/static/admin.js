@@ -212,7 +212,9 @@
 
     c.field('length').textContent = numbers.format(q.length);
     c.field('measured').textContent = rates.format(q.measuredRatePerSecond);
-    c.field('active').textContent = numbers.format(q.activeTokens);
+    c.field('active').textContent = q.maxActiveTokens > 0
+      ? t('activeOfCap', { n: numbers.format(q.activeTokens), cap: numbers.format(q.maxActiveTokens) })
+      : numbers.format(q.activeTokens);
     c.field('orders').textContent = numbers.format(q.consumedTotal);
     c.field('configured').textContent = t('rateConfigured', { n: rates.format(q.ratePerSecond) });
     c.field('measured-rate').textContent = t('rateMeasured', { n: rates.format(q.measuredRatePerSecond) });
