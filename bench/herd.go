@@ -112,7 +112,8 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 		if o.HerdRate > 0 && o.HerdRate != mode.Rate { // the same schedules at another rate
 			f := o.HerdRate / mode.Rate
 			mode.Rate, mode.Batch = o.HerdRate, int(math.Ceil(float64(mode.Batch)*f))
-			mode.Described = fmt.Sprintf("%g per %v tick", mode.Rate*mode.Interval.Seconds(), mode.Interval)
+			perTick := math.Round(mode.Rate*mode.Interval.Seconds()*1000) / 1000 // 8.7, not 8.700000000000001
+			mode.Described = fmt.Sprintf("%g per %v tick", perTick, mode.Interval)
 			if mode.Interval < time.Second {
 				mode.Described += map[bool]string{true: ", jitter on", false: ", jitter off"}[mode.Jitter]
 			}
