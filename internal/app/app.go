@@ -157,6 +157,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MetricsHandler: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
 	})
 
+	telemetry.RegisterHeld(m.Registry, m.API.Held)
+
 	m.listener, err = net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)

@@ -89,6 +89,9 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 				done <- answer{r, took}
 			}()
 			time.Sleep(300 * time.Millisecond)
+			if held := scrape(t, in)["waitroom_status_held"]; held != 1 {
+				t.Errorf("waitroom_status_held = %v with one request held", held)
+			}
 			began := time.Now()
 			if err := in.m.Close(); err != nil {
 				t.Errorf("Close: %v", err)

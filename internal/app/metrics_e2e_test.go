@@ -105,6 +105,8 @@ func TestMetricsAddUp(t *testing.T) {
 				`waitroom_rejected_total{reason="out_of_stock"}`:    5,
 				`waitroom_rejected_total{reason="unauthenticated"}`: 1,
 				`waitroom_store_up`:                                 1,
+				series("waitroom_tokens_cap"):                       0,
+				`waitroom_status_held`:                              0,
 			}
 			for k, v := range want {
 				if got, ok := m[k]; !ok || got != v {

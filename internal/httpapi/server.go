@@ -126,6 +126,9 @@ func (s *Server) SetDraining(v bool) {
 	}
 }
 
+// Held is how many requests are held open for news right now.
+func (s *Server) Held() int { return len(s.held) }
+
 // drainSignal is closed when draining starts.
 func (s *Server) drainSignal() <-chan struct{} {
 	s.drainMu.Lock()

@@ -63,6 +63,15 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 	return m
 }
 
+// RegisterHeld adds waitroom_status_held: the requests this instance holds
+// open for news right now (?waitSeconds=), read from held at scrape time.
+func RegisterHeld(reg prometheus.Registerer, held func() int) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "waitroom_status_held",
+		Help: "Enter and status requests this instance holds open for news (?waitSeconds=) right now.",
+	}, func() float64 { return float64(held()) }))
+}
+
 // ObserveHTTP records one answered request.
 func (m *Metrics) ObserveHTTP(route string, code int, d time.Duration) {
 	if m == nil {
@@ -100,6 +109,7 @@ var (
 	descLength    = desc("waitroom_queue_length", "Users waiting in line.")
 	descPaused    = desc("waitroom_queue_paused", "1 while admission is paused.")
 	descActive    = desc("waitroom_tokens_active", "Entry tokens issued and not yet used, returned or expired.")
+	descCap       = desc("waitroom_tokens_cap", "The queue's cap on live entry tokens (maxActiveTokens); 0 means no cap.")
 	descEntered   = desc("waitroom_entered_total", "Users who joined the line (re-entries keep their place and do not count).")
 	descAdmitted  = desc("waitroom_admitted_total", "Users admitted (each got an entry token).")
 	descLeft      = desc("waitroom_left_total", "Users who left the line before admission.")
@@ -110,7 +120,7 @@ var (
 	descRateMeas  = desc("waitroom_admission_rate_measured", "Measured admission rate over the last window, users per second (all instances).")
 	descStoreUp   = prometheus.NewDesc("waitroom_store_up", "1 if the line's store answered this scrape.", nil, nil)
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
-	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas}
+	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas}
 	scrapeTimeout = 2 * time.Second
 )
 
@@ -161,6 +171,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLength, float64(st.Length))
 		gauge(descPaused, paused)
 		gauge(descActive, float64(st.ActiveTokens))
+		gauge(descCap, float64(st.Config.MaxActiveTokens))
 		counter(descEntered, st.EnteredTotal)
 		counter(descAdmitted, st.AdmittedTotal)
 		counter(descLeft, st.LeftTotal)
