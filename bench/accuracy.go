@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -58,14 +57,12 @@ func runAccuracy(ctx context.Context, o Options) (*AccuracyReport, error) {
 // warm-up so the first tick's catch-up is not counted.
 func accuracyRun(ctx context.Context, o Options, rate float64, n int, warmUp, window time.Duration) (AccuracyRun, error) {
 	r := AccuracyRun{Instances: n, Configured: rate, Window: window}
-	prefix := fmt.Sprintf("wrbench%d:", rand.Int64())
-	rdb, err := newRedis(o.RedisURL)
+	sc, err := newScratch(o)
 	if err != nil {
 		return r, err
 	}
-	defer rdb.Close()
-	defer dropPrefix(context.WithoutCancel(ctx), rdb, prefix)
-	store := redisstore.New(rdb, prefix)
+	defer sc.close(ctx)
+	rdb, prefix, store := sc.rdb, sc.prefix, sc.store
 	cfg := queue.DefaultConfig()
 	cfg.RatePerSecond = rate
 	cfg.Capacity = 10_000_000

@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/queue/redisstore"
 )
 
 // Options says what to run and against what.
@@ -208,6 +209,28 @@ func newRedis(redisURL string) (*redis.Client, error) {
 		return nil, err
 	}
 	return redis.NewClient(opt), nil
+}
+
+// scratch is a key prefix of this section's own on the test Redis, with a
+// client and the line's store on it; close deletes every key under it.
+type scratch struct {
+	rdb    *redis.Client
+	prefix string
+	store  *redisstore.Store
+}
+
+func newScratch(o Options) (*scratch, error) {
+	rdb, err := newRedis(o.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("wrbench%d:", rand.Int64())
+	return &scratch{rdb: rdb, prefix: prefix, store: redisstore.New(rdb, prefix)}, nil
+}
+
+func (s *scratch) close(ctx context.Context) {
+	dropPrefix(context.WithoutCancel(ctx), s.rdb, s.prefix)
+	s.rdb.Close()
 }
 
 // dropPrefix deletes every key under prefix (UNLINK: big sets go in the background).

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,14 +47,12 @@ func runMemory(ctx context.Context, o Options) (*MemoryReport, error) {
 		small, mid, big, calls = 1_000, 5_000, 10_000, 300
 	}
 	rep := &MemoryReport{}
-	prefix := fmt.Sprintf("wrbench%d:", rand.Int64())
-	rdb, err := newRedis(o.RedisURL)
+	sc, err := newScratch(o)
 	if err != nil {
 		return rep, err
 	}
-	defer rdb.Close()
-	defer dropPrefix(context.WithoutCancel(ctx), rdb, prefix)
-	store := redisstore.New(rdb, prefix)
+	defer sc.close(ctx)
+	rdb, prefix, store := sc.rdb, sc.prefix, sc.store
 	cfg := queue.DefaultConfig()
 	cfg.Capacity = 100_000_000
 	cfg.Paused = true // nobody admits: the line only grows

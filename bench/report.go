@@ -167,21 +167,22 @@ func bucketed(pts []Point, width, p float64) []Point {
 }
 
 func herdLatencyChart(h *HerdReport) string {
-	var s []Series
-	for i, m := range h.Modes {
-		s = append(s, Series{Name: m.Mode.Name, Color: modeColors[i%len(modeColors)], Points: bucketed(m.Latency, 1, 95)})
-	}
-	return LineChart(fmt.Sprintf("Order latency, p95 of the orders started in each second (%d users)", h.Users),
-		"seconds since the crowd arrived", "order latency p95 (ms)", s)
+	return herdChart(h, fmt.Sprintf("Order latency, p95 of the orders started in each second (%d users)", h.Users),
+		"order latency p95 (ms)", func(m HerdResult) []Point { return bucketed(m.Latency, 1, 95) })
 }
 
 func herdBusyChart(h *HerdReport) string {
+	return herdChart(h, fmt.Sprintf("Order connections busy in pg_sleep (most per 0.5 s, pool %d)", h.PoolSize),
+		"connections", func(m HerdResult) []Point { return bucketed(m.Busy, 0.5, 100) })
+}
+
+// herdChart draws one line per mode over the seconds since the crowd arrived.
+func herdChart(h *HerdReport, title, yLabel string, points func(HerdResult) []Point) string {
 	var s []Series
 	for i, m := range h.Modes {
-		s = append(s, Series{Name: m.Mode.Name, Color: modeColors[i%len(modeColors)], Points: bucketed(m.Busy, 0.5, 100)})
+		s = append(s, Series{Name: m.Mode.Name, Color: modeColors[i%len(modeColors)], Points: points(m)})
 	}
-	return LineChart(fmt.Sprintf("Order connections busy in pg_sleep (most per 0.5 s, pool %d)", h.PoolSize),
-		"seconds since the crowd arrived", "connections", s)
+	return LineChart(title, "seconds since the crowd arrived", yLabel, s)
 }
 
 func hotMarkdown(h *HotReport, stamp, chart string) string {

@@ -322,7 +322,7 @@ func TestBadInput(t *testing.T) {
 			var rdb *redis.Client
 			var redisBefore map[string]string
 			if b.redis {
-				rdb = openTestRedis(t)
+				rdb = testenv.RedisClient(t)
 				redisBefore = redisSnapshot(t, rdb, in.prefix)
 				if len(redisBefore) == 0 {
 					t.Fatalf("no keys under %q: the snapshot looks in the wrong place", in.prefix)
@@ -392,17 +392,6 @@ func httpSnapshot(in *instance) map[string]any {
 		snap["user "+u] = r.body
 	}
 	return snap
-}
-
-func openTestRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
 }
 
 // admissionTickFields are the fields of a queue's adm hash that the admission

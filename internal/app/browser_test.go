@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -24,22 +22,10 @@ import (
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
-// chromiumPathVar overrides where the browser is (default /usr/bin/chromium).
-const chromiumPathVar = "WAITROOM_TEST_CHROMIUM"
-
 // startBrowser starts one headless chromium with a fresh profile for the test.
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
-	path := os.Getenv(chromiumPathVar)
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := exec.LookPath(path); err != nil {
-		if testenv.InCI() {
-			t.Fatalf("chromium is required under CI: %v (scripts/test.sh installs it)", err)
-		}
-		t.Skipf("no chromium at %s (set %s or run scripts/test.sh): %v", path, chromiumPathVar, err)
-	}
+	path := testenv.Chromium(t)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),

@@ -359,12 +359,7 @@ func TestOrderResurrectedToken(t *testing.T) {
 
 			// Write the token back as a failover to a replica that missed the
 			// deletion would (layout: internal/queue/redisstore/keys.go).
-			opt, err := redis.ParseURL(testenv.RedisURL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rdb := redis.NewClient(opt)
-			t.Cleanup(func() { rdb.Close() })
+			rdb := testenv.RedisClient(t)
 			ctx := t.Context()
 			now, err := rdb.Time(ctx).Result()
 			if err != nil {

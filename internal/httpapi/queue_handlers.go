@@ -50,35 +50,18 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return u, true
 }
 
-func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
-	user, ok := s.user(w, r)
-	if !ok {
-		return
-	}
-	hold, err := waitSeconds(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	v, err := s.Queue.Enter(r.Context(), r.PathValue("queue"), user)
-	// Entering near the front of a moving line: wait for news as a status
-	// poll would, rather than sleep pollAfterSeconds while being let in.
-	if err == nil && v.State == queue.Waiting && hold > 0 && s.tryHold() {
-		defer s.releaseHold()
-		v, err = s.holdStatus(r, user, hold)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, toEntryJSON(v))
-}
+func (s *Server) enter(w http.ResponseWriter, r *http.Request)  { s.line(w, r, true) }
+func (s *Server) status(w http.ResponseWriter, r *http.Request) { s.line(w, r, false) }
 
 // maxWaitSeconds bounds ?waitSeconds= on enter and status, below the
 // server's write timeout (30 s) with room to spare.
 const maxWaitSeconds = 25
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+// line answers enter and status: the user's standing, held for news when
+// the client sent ?waitSeconds= and admission is near (queue.WaitStatus).
+// An enter that lands near the front waits as a status poll would, rather
+// than have the client sleep pollAfterSeconds while being let in.
+func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	user, ok := s.user(w, r)
 	if !ok {
 		return
@@ -89,10 +72,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var v queue.View
-	if hold > 0 && s.tryHold() {
+	if enter {
+		v, err = s.Queue.Enter(r.Context(), r.PathValue("queue"), user)
+	}
+	switch {
+	case err != nil:
+	case (!enter || v.AdmissionNear()) && hold > 0 && s.tryHold():
 		defer s.releaseHold()
 		v, err = s.holdStatus(r, user, hold)
-	} else { // no wait asked, or too many held already: answer now
+	case !enter: // no wait asked, or too many held already: answer now
 		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
 	}
 	if err != nil {
@@ -131,6 +119,9 @@ func (s *Server) releaseHold() { <-s.held }
 // waitSeconds reads ?waitSeconds= (absent: 0): how long the client is
 // willing to have its request held for news.
 func waitSeconds(r *http.Request) (time.Duration, error) {
+	if r.URL.RawQuery == "" { // the common poll: no query to parse
+		return 0, nil
+	}
 	raw := r.URL.Query().Get("waitSeconds")
 	if raw == "" {
 		return 0, nil

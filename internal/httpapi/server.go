@@ -17,7 +17,6 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/order"
@@ -61,9 +60,8 @@ type Options struct {
 // Server is the HTTP API.
 type Server struct {
 	Options
-	logger   *slog.Logger
-	mux      *http.ServeMux
-	draining atomic.Bool
+	logger *slog.Logger
+	mux    *http.ServeMux
 
 	// held bounds the status requests held open at once (waitSeconds);
 	// beyond it they are answered at once, as without waitSeconds.
@@ -111,18 +109,30 @@ func New(o Options) *Server {
 }
 
 // SetDraining makes /readyz fail so load balancers stop sending traffic
-// while in-flight requests finish.
-// Held status requests answer at once.
+// while in-flight requests finish, and answers held requests at once.
+// false undoes it.
 func (s *Server) SetDraining(v bool) {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
-	if s.draining.Swap(v) == v {
+	if v == isClosed(s.drained) {
 		return
 	}
 	if v {
 		close(s.drained)
 	} else {
 		s.drained = make(chan struct{})
+	}
+}
+
+// draining reports whether SetDraining(true) is in force.
+func (s *Server) draining() bool { return isClosed(s.drainSignal()) }
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -312,7 +322,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
+	if s.draining() {
 		s.writeError(w, r, errDraining)
 		return
 	}

@@ -7,6 +7,7 @@ package order
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -44,6 +45,21 @@ type NewOrder struct {
 	Token string
 	// IdempotencyKey is optional; unique per user when given.
 	IdempotencyKey string
+}
+
+// Validate refuses what would let a store's conditional decrement misbehave
+// (a negative quantity would add stock) or its unique keys mean nothing.
+// Every store checks it before it writes.
+func (o NewOrder) Validate() error {
+	switch {
+	case o.Quantity < 1 || o.Quantity > MaxQuantity:
+		return fmt.Errorf("%w: quantity must be 1..%d, got %d", ErrInvalidOrder, MaxQuantity, o.Quantity)
+	case o.Token == "":
+		return fmt.Errorf("%w: no entry token", ErrInvalidOrder)
+	case o.UserID == "":
+		return fmt.Errorf("%w: no user", ErrInvalidOrder)
+	}
+	return nil
 }
 
 // Errors of the order domain. The HTTP layer maps each to a status in one table.

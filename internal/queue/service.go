@@ -24,6 +24,14 @@ type View struct {
 	Paused bool
 }
 
+// AdmissionNear reports whether admission may reach this waiting user
+// before their next poll is due: an estimated wait within the shortest
+// pollAfter (2 s), in a queue that is not paused. WaitStatus holds such
+// users; nobody else is worth holding.
+func (v View) AdmissionNear() bool {
+	return v.State == Waiting && !v.Paused && v.EstimatedWaitSeconds <= PollAfter(0)
+}
+
 // Service is the line as users and operators see it: validation, estimates
 // and poll hints around the Store's atomic steps.
 type Service struct {
@@ -106,9 +114,10 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 		if err != nil {
 			return View{}, err
 		}
+		v := s.view(e)
 		left := time.Until(deadline)
-		if e.State != Waiting || e.Config.Paused || EstimateWait(e.Position, e.Config) > PollAfter(0) || left <= 0 {
-			return s.view(e), nil
+		if !v.AdmissionNear() || left <= 0 {
+			return v, nil
 		}
 		// Asked for only now that the queue is known to exist, so made-up
 		// names leave nothing behind; a change between the read above and
@@ -118,7 +127,7 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 		select {
 		case <-ctx.Done(): // the client left, or the server drains
 			t.Stop()
-			return s.view(e), nil
+			return v, nil
 		case <-changed:
 		case <-t.C:
 		}

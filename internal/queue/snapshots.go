@@ -47,8 +47,7 @@ type lineView struct {
 	gen      uint64
 	snap     Snapshot
 	snapGen  uint64
-	takenAt  time.Time
-	haveSnap bool
+	takenAt  time.Time     // zero: no snapshot yet
 	fetching chan struct{} // closed when the fetch in flight ends
 }
 
@@ -105,7 +104,7 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 // instance's last change, fetching it if need be; one fetch per queue is in
 // flight at a time and the others wait for it. False when the store failed
 // or the snapshot went stale again while waiting: ask the store.
-func (s *snapshots) fresh(ctx context.Context, v *lineView) (*Snapshot, bool) {
+func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 	v.mu.Lock()
 	if sn, ok := v.current(s.maxAge); ok {
 		v.mu.Unlock()
@@ -116,7 +115,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (*Snapshot, bool) {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, false
+			return Snapshot{}, false
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -135,19 +134,20 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (*Snapshot, bool) {
 	v.fetching = nil
 	close(done)
 	if err != nil {
-		return nil, false
+		return Snapshot{}, false
 	}
-	v.snap, v.snapGen, v.takenAt, v.haveSnap = sn, gen, time.Now(), true
+	v.snap, v.snapGen, v.takenAt = sn, gen, time.Now()
 	return v.current(s.maxAge)
 }
 
-// current is the snapshot if it is still good; the caller holds v.mu.
-func (v *lineView) current(maxAge time.Duration) (*Snapshot, bool) {
-	if !v.haveSnap || v.snapGen != v.gen || time.Since(v.takenAt) > maxAge {
-		return nil, false
+// current is the snapshot if it is still good; the caller holds v.mu. It
+// is a copy (no allocation: the next fetch replaces v.snap, and Left is
+// never changed in place).
+func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
+	if v.takenAt.IsZero() || v.snapGen != v.gen || time.Since(v.takenAt) > maxAge {
+		return Snapshot{}, false
 	}
-	sn := v.snap // a copy: the next fetch replaces v.snap, not this
-	return &sn, true
+	return v.snap, true
 }
 
 // remember records what the store said of a user: a waiting user's ticket,

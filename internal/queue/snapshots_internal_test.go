@@ -89,3 +89,21 @@ func TestMadeUpQueuesLeaveNoTrace(t *testing.T) {
 		t.Errorf("%d made-up queues kept by the held-request signals", n)
 	}
 }
+
+// TestSnapshotAnswerAllocatesNothing: a poll answered from a fresh snapshot
+// costs no allocation (it runs for nearly every poll on sale night).
+func TestSnapshotAnswerAllocatesNothing(t *testing.T) {
+	s := newSnapshots(&lineStore{}, time.Hour)
+	s.remember("q", "u500", Entry{State: Waiting, Ticket: 500})
+	if _, ok := s.status(context.Background(), "q", "u500"); !ok {
+		t.Fatal("not answered from the snapshot")
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if e, ok := s.status(context.Background(), "q", "u500"); !ok || e.Position != 500 {
+			t.Fatalf("answer %+v %v", e, ok)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per answer, want 0", allocs)
+	}
+}

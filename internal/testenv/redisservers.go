@@ -108,10 +108,7 @@ func requireRedisBinaries(t testing.TB) {
 	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			if InCI() {
-				t.Fatalf("%s is required under CI", bin)
-			}
-			t.Skipf("no %s on PATH", bin)
+			Missing(t, "%s on PATH (scripts/test.sh installs it)", bin)
 		}
 	}
 }

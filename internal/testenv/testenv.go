@@ -5,8 +5,12 @@
 package testenv
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -23,6 +27,23 @@ func RedisURL(t testing.TB) string {
 	return lookup(t, RedisURLVar, "Redis")
 }
 
+// RedisClient returns a client to the test Redis (RedisURL's rule when there
+// is none), closed when the test ends; a Redis that does not answer fails
+// the test.
+func RedisClient(t testing.TB) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("test Redis: %v", err)
+	}
+	return rdb
+}
+
 // DatabaseURL returns the test PostgreSQL URL, with the same rule as RedisURL.
 func DatabaseURL(t testing.TB) string {
 	t.Helper()
@@ -34,11 +55,38 @@ func lookup(t testing.TB, name, what string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
-	if InCI() {
-		t.Fatalf("%s is required under CI: %s is not set (run scripts/test.sh)", what, name)
-	}
-	t.Skipf("no real %s: set %s or run scripts/test.sh", what, name)
+	Missing(t, "a real %s: %s is not set (run scripts/test.sh)", what, name)
 	return ""
+}
+
+// Missing stops a test that lacks a real part it needs: under CI it fails
+// (a green run must mean the real parts ran), elsewhere it skips. Every
+// test that needs Redis, PostgreSQL or Chromium goes through here; no test
+// skips on its own.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("required under CI: "+format, args...)
+	}
+	t.Skipf("no "+format, args...)
+}
+
+// ChromiumVar names the env var holding the browser for the page tests.
+const ChromiumVar = "WAITROOM_TEST_CHROMIUM"
+
+// Chromium returns the path of the browser the page tests drive
+// ($WAITROOM_TEST_CHROMIUM, else /usr/bin/chromium), with Missing's rule
+// when there is none.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(ChromiumVar)
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		Missing(t, "chromium at %s (scripts/test.sh installs it): %v", path, err)
+	}
+	return path
 }
 
 // InCI reports whether the tests run under CI.

@@ -21,16 +21,7 @@ import (
 // test uses, so tests share one server without flushing it.
 func mustOpenRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("test Redis: %v", err)
-	}
-	return rdb, fmt.Sprintf("wrtest%d:", rand.Int64())
+	return testenv.RedisClient(t), fmt.Sprintf("wrtest%d:", rand.Int64())
 }
 
 func TestConformance(t *testing.T) {

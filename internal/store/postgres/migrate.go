@@ -4,11 +4,11 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/waitroom/waitroom/internal/store"
 )
 
 //go:embed migrations/*.sql
@@ -26,11 +26,6 @@ const migrationLockID int64 = 0x77616974726f6f6d
 // and it is released by the commit or rollback, so a crash cannot leave it
 // held.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	// fs.Glob returns names in lexical order, which is the order to apply.
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockID); err != nil {
 			return err
@@ -53,21 +48,17 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		for _, v := range applied {
 			done[v] = true
 		}
-		for _, file := range files {
-			name := path.Base(file)
-			if done[name] {
-				continue
-			}
-			body, err := fs.ReadFile(migrations, file)
-			if err != nil {
-				return err
-			}
+		pending, err := store.Pending(migrations, done)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
 			// Without arguments pgx uses the simple protocol, so a file
 			// may hold several statements.
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", name); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Name); err != nil {
 				return err
 			}
 		}

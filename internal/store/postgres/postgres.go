@@ -115,7 +115,7 @@ func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
 // pool size is meant to carry. The row is locked from the decrement until
 // commit: the insert and beforeCommit only.
 func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Duration, beforeCommit func(context.Context, order.Order) error) (order.Order, error) {
-	if err := validate(o); err != nil {
+	if err := o.Validate(); err != nil {
 		return order.Order{}, err
 	}
 	tx, err := s.pool.Begin(ctx)
@@ -213,20 +213,6 @@ func (s *Store) Ping(ctx context.Context) error {
 // Calls made afterwards fail with order.ErrUnavailable.
 func (s *Store) Close() error {
 	s.closeOnce.Do(s.pool.Close)
-	return nil
-}
-
-// validate refuses what would let the conditional decrement misbehave (a
-// negative quantity would add stock) or the unique keys mean nothing.
-func validate(o order.NewOrder) error {
-	switch {
-	case o.Quantity < 1 || o.Quantity > order.MaxQuantity:
-		return fmt.Errorf("%w: quantity must be 1..%d, got %d", order.ErrInvalidOrder, order.MaxQuantity, o.Quantity)
-	case o.Token == "":
-		return fmt.Errorf("%w: no entry token", order.ErrInvalidOrder)
-	case o.UserID == "":
-		return fmt.Errorf("%w: no user", order.ErrInvalidOrder)
-	}
 	return nil
 }
 

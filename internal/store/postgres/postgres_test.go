@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,24 +83,9 @@ func TestOpenInvalid(t *testing.T) {
 // as several waitroom processes would on a fresh database.
 func TestMigrateConcurrently(t *testing.T) {
 	dbURL := withFreshSchema(t, testenv.DatabaseURL(t))
-	const n = 4
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			s, err := postgres.Open(t.Context(), dbURL, 2)
-			if err == nil {
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("Open #%d: %v", i, err)
-		}
-	}
+	storetest.OpenConcurrently(t, 4, func(ctx context.Context) (io.Closer, error) {
+		return postgres.Open(ctx, dbURL, 2)
+	})
 
 	// Each migration is recorded once, and the schema works.
 	conn := mustConnect(t, dbURL)

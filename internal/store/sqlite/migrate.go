@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
+
+	"github.com/waitroom/waitroom/internal/store"
 )
 
 //go:embed migrations/*.sql
@@ -18,10 +18,6 @@ var migrations embed.FS
 // before anything is read, so a second process starting at the same time
 // waits (busy_timeout) and then finds everything applied.
 func migrate(ctx context.Context, db *sql.DB) (err error) {
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -41,21 +37,16 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 	if err != nil {
 		return err
 	}
-	// fs.Glob returns names in lexical order, which is the order to apply.
-	for _, file := range files {
-		name := path.Base(file)
-		if done[name] {
-			continue
-		}
-		body, err := fs.ReadFile(migrations, file)
-		if err != nil {
-			return err
-		}
+	pending, err := store.Pending(migrations, done)
+	if err != nil {
+		return err
+	}
+	for _, m := range pending {
 		// The driver runs every statement of a multi-statement string.
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version) VALUES (?)", name); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version) VALUES (?)", m.Name); err != nil {
 			return err
 		}
 	}

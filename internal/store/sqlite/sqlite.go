@@ -136,7 +136,7 @@ func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
 // work (five a second at 200 ms). beforeCommit must not call the store: the
 // write connection it would need is the one this call holds.
 func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Duration, beforeCommit func(context.Context, order.Order) error) (order.Order, error) {
-	if err := validate(o); err != nil {
+	if err := o.Validate(); err != nil {
 		return order.Order{}, err
 	}
 	tx, err := s.write.BeginTx(ctx, nil)
@@ -243,20 +243,6 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return s.closeErr
-}
-
-// validate refuses what would let the conditional decrement misbehave (a
-// negative quantity would add stock) or the unique keys mean nothing.
-func validate(o order.NewOrder) error {
-	switch {
-	case o.Quantity < 1 || o.Quantity > order.MaxQuantity:
-		return fmt.Errorf("%w: quantity must be 1..%d, got %d", order.ErrInvalidOrder, order.MaxQuantity, o.Quantity)
-	case o.Token == "":
-		return fmt.Errorf("%w: no entry token", order.ErrInvalidOrder)
-	case o.UserID == "":
-		return fmt.Errorf("%w: no user", order.ErrInvalidOrder)
-	}
-	return nil
 }
 
 // useWAL switches the file to WAL mode, so that reads run beside the

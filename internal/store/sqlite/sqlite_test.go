@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -53,24 +54,9 @@ func TestOpenUnwritableDirectory(t *testing.T) {
 // several processes would.
 func TestMigrateConcurrently(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "waitroom.db")
-	const n = 4
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			s, err := sqlite.Open(t.Context(), path)
-			if err == nil {
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("Open #%d: %v", i, err)
-		}
-	}
+	storetest.OpenConcurrently(t, 4, func(ctx context.Context) (io.Closer, error) {
+		return sqlite.Open(ctx, path)
+	})
 	s := mustOpen(t, path)
 	if _, err := s.PutProduct(t.Context(), order.Product{ID: "p", Name: "p", Stock: 1}); err != nil {
 		t.Errorf("PutProduct on the new file: %v", err)

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -518,4 +519,28 @@ func uniqueID(t *testing.T, what string) string {
 		name = name[i+1:] // drop the top-level test name every id would share
 	}
 	return fmt.Sprintf("%s/%s-%s", name, what, rand.Text()[:12])
+}
+
+// OpenConcurrently opens n stores at once on one new database (and closes
+// them), as n waitroom processes starting together would: every Open must
+// succeed, so the migrations took turns.
+func OpenConcurrently(t *testing.T, n int, open func(context.Context) (io.Closer, error)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			s, err := open(t.Context())
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open #%d: %v", i, err)
+		}
+	}
 }
