@@ -25,11 +25,11 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/order/postgres"
+	"github.com/waitroom/waitroom/internal/order/sqlite"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
-	"github.com/waitroom/waitroom/internal/store/postgres"
-	"github.com/waitroom/waitroom/internal/store/sqlite"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )

@@ -6,7 +6,7 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/waitroom/waitroom/internal/store"
+	"github.com/waitroom/waitroom/internal/order/schema"
 )
 
 //go:embed migrations/*.sql
@@ -37,7 +37,7 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 	if err != nil {
 		return err
 	}
-	pending, err := store.Pending(migrations, done)
+	pending, err := schema.Pending(migrations, done)
 	if err != nil {
 		return err
 	}

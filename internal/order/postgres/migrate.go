@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/waitroom/waitroom/internal/store"
+	"github.com/waitroom/waitroom/internal/order/schema"
 )
 
 //go:embed migrations/*.sql
@@ -48,7 +48,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		for _, v := range applied {
 			done[v] = true
 		}
-		pending, err := store.Pending(migrations, done)
+		pending, err := schema.Pending(migrations, done)
 		if err != nil {
 			return err
 		}

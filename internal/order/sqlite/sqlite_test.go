@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/waitroom/waitroom/internal/order"
-	"github.com/waitroom/waitroom/internal/store/sqlite"
-	"github.com/waitroom/waitroom/internal/store/storetest"
+	"github.com/waitroom/waitroom/internal/order/sqlite"
+	"github.com/waitroom/waitroom/internal/order/storetest"
 )
 
 func TestStore(t *testing.T) {

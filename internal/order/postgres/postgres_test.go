@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waitroom/waitroom/internal/order"
-	"github.com/waitroom/waitroom/internal/store/postgres"
-	"github.com/waitroom/waitroom/internal/store/storetest"
+	"github.com/waitroom/waitroom/internal/order/postgres"
+	"github.com/waitroom/waitroom/internal/order/storetest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -106,7 +106,7 @@ func TestMigrateConcurrently(t *testing.T) {
 // through a pool of the design's default size (40) with one goroutine per
 // connection:
 //
-//	WAITROOM_TEST_DATABASE_URL=... go test -run '^$' -bench CreateOrder ./internal/store/postgres
+//	WAITROOM_TEST_DATABASE_URL=... go test -run '^$' -bench CreateOrder ./internal/order/postgres
 //
 // "one_product" is the sale: every buyer takes the same row lock, so this is
 // the ceiling for a single product. "product_per_goroutine" removes that
@@ -218,7 +218,7 @@ func withFreshSchema(t *testing.T, dbURL string) string {
 // the ceiling is 20 × 1000/200 = 100 orders/s; the benchmark reports the
 // measured rate and its share of that ceiling:
 //
-//	scripts/test.sh -run '^$' -bench OrdersOnTwenty -benchtime 3s ./internal/store/postgres/
+//	scripts/test.sh -run '^$' -bench OrdersOnTwenty -benchtime 3s ./internal/order/postgres/
 func BenchmarkOrdersOnTwentyConnections(b *testing.B) {
 	const conns = 20
 	s := mustOpen(b, testenv.DatabaseURL(b), conns)

@@ -1,7 +1,7 @@
-// Package store holds what the order stores (postgres, sqlite) share: the
+// Package schema holds what the order stores (postgres, sqlite) share: the
 // bookkeeping of their schema migrations. Each store keeps its own SQL and
 // its own way to apply it under a lock.
-package store
+package schema
 
 import (
 	"io/fs"
