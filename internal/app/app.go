@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/order/postgres"
@@ -145,7 +146,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
-		Identity:       httpapi.NewIdentity([]byte(c.AuthSecret)),
+		Identity:       identity.New([]byte(c.AuthSecret)),
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
 		Logger:         m.Logger,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -58,7 +59,7 @@ var errorTable = []struct {
 	// The client went away mid-request: nobody reads this answer, and it is
 	// no fault of ours, so no 5xx and no error log (499 as nginx counts it).
 	{context.Canceled, errorRow{499, "client_closed", 0}},
-	{errUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
+	{identity.ErrUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
 	{errBadRequest, errorRow{http.StatusBadRequest, "invalid_request", 0}},
 	{errTooLarge, errorRow{http.StatusRequestEntityTooLarge, "body_too_large", 0}},
 	{errNotFound, errorRow{http.StatusNotFound, "not_found", 0}},

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/telemetry"
@@ -35,7 +36,7 @@ type Options struct {
 	// an empty history).
 	History *queue.History
 	// Identity checks JWTs and signs session cookies.
-	Identity *Identity
+	Identity *identity.Identity
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
 	// Ready reports whether the dependencies answer (for /readyz).
@@ -302,7 +303,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, errAdminOff)
 			return
 		}
-		got, _ := bearer(r.Header.Get("Authorization"))
+		got, _ := identity.Bearer(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
 			s.writeError(w, r, errAdminAuth)
 			return
