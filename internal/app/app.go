@@ -23,8 +23,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
-	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/order/postgres"
 	"github.com/waitroom/waitroom/internal/order/sqlite"
@@ -135,14 +136,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("order database: %w", err)
 	}
-	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
-	m.Orders = order.NewService(m.orderStore, qstore, payment, order.Config{Work: c.OrderWork})
-
 	if m.Registry == nil {
 		m.Registry = prometheus.NewRegistry()
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := telemetry.New(m.Registry, m.Queue)
+	guard := entry.NewGuard(qstore, 0, metrics.ProtectedCall)
+	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
+	m.Orders = order.NewService(m.orderStore, guard, payment, order.Config{Work: c.OrderWork})
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
