@@ -12,6 +12,8 @@ package entry
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"time"
@@ -60,6 +62,7 @@ func (o Outcome) Overloaded() bool { return o == Failed || o == TimedOut }
 type Tokens interface {
 	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
 	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
+	Status(ctx context.Context, queue, user string) (queue.Entry, error)
 }
 
 // Token names one entry token: whose, for which line.
@@ -128,6 +131,34 @@ func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context)
 	}()
 	outcome = call(ctx)
 	return nil
+}
+
+// Check runs call if the token is valid, without locking or consuming it:
+// a route that needs an entry but does not spend it, such as the pages of a
+// multi-step checkout, which a browser may load several at once. Like Use,
+// it returns an error only when call did not run, and reports the call.
+func (g *Guard) Check(ctx context.Context, t Token, call func(ctx context.Context) Outcome) error {
+	e, err := g.tokens.Status(ctx, t.Queue, t.User)
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return queue.ErrTokenInvalid
+	case err != nil:
+		return err
+	case e.State != queue.Ready || !sameToken(e.Token, t.Value):
+		return queue.ErrTokenInvalid
+	}
+	outcome := Failed // should call panic
+	start := time.Now()
+	defer func() { g.observe(t.Queue, time.Since(start), outcome) }()
+	outcome = call(ctx)
+	return nil
+}
+
+// sameToken compares digests in constant time: the time taken says nothing
+// about the stored token.
+func sameToken(a, b string) bool {
+	da, db := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }
 
 // newOwner names one request's hold on a token lock.

@@ -65,13 +65,13 @@ func get(t *testing.T, h http.Handler, path, acceptLanguage string) (*http.Respo
 }
 
 var (
-	langAttr     = regexp.MustCompile(`<html lang="([a-z]+)">`)
+	langAttr     = regexp.MustCompile(`<html lang="([a-z]+)"[^>]*>`)
 	messagesJSON = regexp.MustCompile(`(?s)<script id="messages" type="application/json">(.*?)</script>`)
 	assetRef     = regexp.MustCompile(`(?:src|href)="(/static/[^"]+)"`)
 )
 
 func TestPages(t *testing.T) {
-	h := web.Handler()
+	h := web.Handler(web.Options{})
 	tests := []struct {
 		path, acceptLanguage, wantLang, wantText, wantScript string
 	}{
@@ -149,7 +149,7 @@ func TestPages(t *testing.T) {
 }
 
 func TestLanguageSwitchKeepsTheQuery(t *testing.T) {
-	_, body := get(t, web.Handler(), "/q/spring-drop?product=tee", "en")
+	_, body := get(t, web.Handler(web.Options{}), "/q/spring-drop?product=tee", "en")
 	want := `<a class="lang-switch" href="/q/spring-drop?lang=ko&amp;product=tee" lang="ko" hreflang="ko">한국어</a>`
 	if !strings.Contains(body, want) {
 		t.Errorf("page lacks the language switch %s", want)
@@ -157,7 +157,7 @@ func TestLanguageSwitchKeepsTheQuery(t *testing.T) {
 }
 
 func TestStatic(t *testing.T) {
-	h := web.Handler()
+	h := web.Handler(web.Options{})
 	tests := []struct {
 		path        string
 		status      int
