@@ -213,12 +213,12 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 			f.failure, f.failed = entry.Refused, true
 		}
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		err = fmt.Errorf("%w: %w", httpapi.ErrUpstreamTimeout, err)
+		err = fmt.Errorf("%w: %v", httpapi.ErrUpstreamTimeout, err)
 		if f != nil {
 			f.failure, f.failed = entry.TimedOut, true
 		}
 	default:
-		err = fmt.Errorf("%w: %w", httpapi.ErrUpstreamUnavailable, err)
+		err = fmt.Errorf("%w: %v", httpapi.ErrUpstreamUnavailable, err)
 		if f != nil {
 			f.failure, f.failed = entry.Failed, true
 		}
