@@ -262,3 +262,23 @@ func placeholders(s string) []string {
 	slices.Sort(p)
 	return p
 }
+
+// In gateway mode the page lives under the prefix and says so to its
+// script, and its files are asked for there.
+func TestGatewayPage(t *testing.T) {
+	h := web.Handler(web.Options{Base: "/_waitroom", Gateway: true})
+	res, body := get(t, h, "/q/default?return=%2Fcheckout", "en")
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	for _, want := range []string{`data-base="/_waitroom"`, `data-mode="gateway"`, `src="/_waitroom/static/waiting.js?v=`,
+		`href="/_waitroom/static/waitroom.css?v=`, `href="/_waitroom/q/default?lang=ko&amp;return=%2Fcheckout"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	_, plain := get(t, web.Handler(web.Options{}), "/", "en")
+	if !strings.Contains(plain, `data-mode="shop"`) || strings.Contains(plain, "/_waitroom") {
+		t.Errorf("serve's page should be at the root in shop mode")
+	}
+}
