@@ -160,8 +160,8 @@ func (s *upstreamShop) left() int {
 // proxied is a booted `waitroom proxy` in front of a upstreamShop.
 type proxied struct {
 	*instance
-	upstreamShop   *upstreamShop
-	keyPEM []byte
+	upstreamShop *upstreamShop
+	keyPEM       []byte
 }
 
 const gwPrefix = "/_waitroom"
