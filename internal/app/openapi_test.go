@@ -430,7 +430,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 	}
 	for _, set := range []struct {
-		where                string
+		where                 string
 		registered, described map[string]bool
 	}{{"server.go", registered, documented}, {"gateway.go", gwRegistered, gwDocumented}} {
 		if len(set.registered) == 0 {
