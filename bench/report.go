@@ -85,7 +85,7 @@ func Write(r *Report, doc, svgDir, command string) error {
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "hot", "accuracy", "memory"} {
+	for _, name := range []string{"herd", "hot", "accuracy", "memory", "gateway"} {
 		body, ok := sections[name]
 		if !ok {
 			continue
