@@ -235,6 +235,11 @@ type Store interface {
 	Snapshot(ctx context.Context, queue string) (Snapshot, error)
 	// Stats reads the operator's numbers for a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
+	// FirstUse records key (a one-time thing of the queue, such as a solved
+	// challenge) for ttl and reports whether this was its first use: of
+	// any number of concurrent calls with one key, exactly one gets true
+	// until ttl passes. The queue need not exist.
+	FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error)
 	// Ping reports whether the store answers (readiness).
 	Ping(ctx context.Context) error
 }

@@ -24,7 +24,14 @@ type Store struct {
 
 	mu     sync.Mutex
 	queues map[string]*state
+
+	usedMu sync.Mutex
+	used   map[usedKey]time.Time // FirstUse markers → when they lapse
+	// usedSweep counts markers added since expired ones were last swept.
+	usedSweep int
 }
+
+type usedKey struct{ queue, key string }
 
 var _ queue.Store = (*Store)(nil)
 
@@ -34,7 +41,7 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{now: now, queues: map[string]*state{}}
+	return &Store{now: now, queues: map[string]*state{}, used: map[usedKey]time.Time{}}
 }
 
 type token struct {
@@ -441,3 +448,27 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 
 // Ping implements queue.Store; memory always answers.
 func (s *Store) Ping(context.Context) error { return nil }
+
+// FirstUse implements queue.Store, as first_use.lua: the first call with a
+// key records it until ttl passes.
+func (s *Store) FirstUse(_ context.Context, name, key string, ttl time.Duration) (bool, error) {
+	now := s.now()
+	k := usedKey{name, key}
+	s.usedMu.Lock()
+	defer s.usedMu.Unlock()
+	if until, ok := s.used[k]; ok && now.Before(until) {
+		return false, nil
+	}
+	s.used[k] = now.Add(max(ttl, time.Millisecond))
+	// Markers lapse by themselves on Redis; here a sweep every so many
+	// additions keeps the map to the live ones at an amortised O(1).
+	if s.usedSweep++; s.usedSweep >= max(1024, len(s.used)/2) {
+		s.usedSweep = 0
+		for k, until := range s.used {
+			if !now.Before(until) {
+				delete(s.used, k)
+			}
+		}
+	}
+	return true, nil
+}

@@ -21,6 +21,10 @@ func keysFor(prefix, queue string) keys {
 	}
 }
 
+// usedKey marks a one-time thing of the queue as used (FirstUse): a solved
+// challenge, by its nonce.
+func usedKey(prefix, queue, key string) string { return prefix + "{" + queue + "}:used:" + key }
+
 // registryKey is the set of queue names. It is the one key outside any
 // queue's slot, so it is only ever touched by plain commands, never scripts.
 func registryKey(prefix string) string { return prefix + "queues" }

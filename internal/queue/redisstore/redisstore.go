@@ -39,6 +39,7 @@ var (
 	putConfigScript = mustScript("put_config")
 	snapshotScript  = mustScript("snapshot")
 	admitNowScript  = mustScript("admit_now")
+	firstUseScript  = mustScript("first_use")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -307,6 +308,12 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	}
 	st.Config, err = s.Config(ctx, name)
 	return st, err
+}
+
+// FirstUse implements queue.Store.
+func (s *Store) FirstUse(ctx context.Context, name, key string, ttl time.Duration) (bool, error) {
+	n, err := firstUseScript.Run(ctx, s.rdb, []string{usedKey(s.prefix, name, key)}, max(ttl.Milliseconds(), 1)).Int64()
+	return n == 1, unavailable(err)
 }
 
 // Ping implements queue.Store.

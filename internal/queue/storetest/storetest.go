@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"ConfigRoundTrip", testConfigRoundTrip},
 		{"QuietLineLetsStraightIn", testAdmitNowQuiet},
 		{"AdmitNowSpendsTheNextTicksBudget", testAdmitNowBudget},
+		{"FirstUseIsOnce", testFirstUse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -949,5 +950,58 @@ func testAdmitNowBudget(t *testing.T, s queue.Store) {
 	}
 	if got := admitDue(t, s, q, c.BatchSize); len(got) != 3 || got[0] != "w0" {
 		t.Fatalf("the tick after that admitted %v, want w0 w1 w2", got)
+	}
+}
+
+// testFirstUse: a one-time key is first exactly once however many ask at
+// the same moment, per queue, until its TTL passes.
+func testFirstUse(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	q := fmt.Sprintf("q%d", rand.Int64()) // FirstUse needs no queue config
+	var firsts atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first, err := s.FirstUse(ctx, q, "nonce-a", time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			if first {
+				firsts.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := firsts.Load(); n != 1 {
+		t.Fatalf("20 concurrent first uses of one key: %d firsts, want 1", n)
+	}
+	for _, c := range []struct{ queue, key string }{{q, "nonce-b"}, {q + "x", "nonce-a"}} {
+		if first, err := s.FirstUse(ctx, c.queue, c.key, time.Minute); err != nil || !first {
+			t.Fatalf("FirstUse(%s, %s) = %v, %v; want a first use (another key or queue)", c.queue, c.key, first, err)
+		}
+	}
+	// A short-lived key is first again once its TTL has passed.
+	const ttl = 50 * time.Millisecond
+	if first, err := s.FirstUse(ctx, q, "nonce-c", ttl); err != nil || !first {
+		t.Fatalf("FirstUse = %v, %v", first, err)
+	}
+	if first, _ := s.FirstUse(ctx, q, "nonce-c", ttl); first {
+		t.Fatal("second use within the TTL was a first use")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		first, err := s.FirstUse(ctx, q, "nonce-c", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still used 5 s after a %v TTL", ttl)
+		}
+		time.Sleep(ttl)
 	}
 }

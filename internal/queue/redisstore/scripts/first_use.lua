@@ -1,0 +1,12 @@
+-- first_use: record that a one-time thing of a queue (a solved challenge,
+-- by its nonce) has been used, and say whether this was its first use. SET
+-- NX decides it in one step, so of any number of concurrent uses exactly
+-- one is first; the marker lapses with the thing itself.
+--
+-- KEYS[1] used  STRING the marker ({q}:used:<key>)
+-- ARGV[1] ttl in ms (≥ 1)
+-- Reply: 1 first use (now recorded), 0 used before
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then
+  return 1
+end
+return 0
