@@ -89,7 +89,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	// Every user holds an entry: let them straight in on a quiet line wide
 	// enough for all at once.
 	wide := queue.Config{RatePerSecond: 100_000, BatchSize: 10_000, Interval: 100 * time.Millisecond,
-		Capacity: 100_000, TokenTTL: time.Hour, RateDerivation: "bench"}
+		Capacity: 100_000, TokenTTL: time.Hour, RateDerivation: "bench", Entry: queue.EntryAny, ChallengeCost: queue.DefaultConfig().ChallengeCost}
 	if err := m.Queue.PutConfig(ctx, queue.DefaultQueue, wide); err != nil {
 		return rep, err
 	}

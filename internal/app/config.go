@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -35,6 +36,10 @@ type Config struct {
 	TokenTTL time.Duration
 	// MaxActiveTokens caps the live entry tokens per queue (0: no cap).
 	MaxActiveTokens int64
+	// EntryPolicy and ChallengeCost: who may take a place in the default
+	// and new queues, and the proof of work's difficulty.
+	EntryPolicy   string
+	ChallengeCost int
 	// AdmissionJitter: the admission loop's random delay after each due tick
 	// (default true; off only for the herd benchmark in bench/).
 	AdmissionJitter bool
@@ -86,6 +91,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
 	fs.Int64Var(&c.MaxActiveTokens, "max-active-tokens", 0, "most entry tokens alive at once per queue, for the default and new queues; admission waits for room under it (0: no cap)")
+	fs.StringVar(&c.EntryPolicy, "entry-policy", string(queue.EntryChallenge), "who may take a place in the default and new queues: any (anyone with a session), challenge (anonymous sessions solve a proof of work, unseen in the page; signed-in users do not) or signed (signed-in users only)")
+	fs.IntVar(&c.ChallengeCost, "challenge-cost", challenge.DefaultCost, fmt.Sprintf("the proof of work's difficulty for the default and new queues: PBKDF2 iterations per attempt, %d attempts on average (%d..%d)", challenge.ExpectedAttempts, challenge.MinCost, challenge.MaxCost))
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 5*time.Second, "how often each queue's length is sampled for the admin page's chart (the last 10 minutes are kept, so the chart has them the moment the page opens)")
@@ -263,7 +270,7 @@ func (c Config) Validate() error {
 	}
 	if len(errs) == 0 {
 		if _, err := c.QueueConfig(); err != nil {
-			errs = append(errs, fmt.Errorf("--rate/--batch/--interval/--capacity/--token-ttl: %v", err))
+			errs = append(errs, fmt.Errorf("--rate/--batch/--interval/--capacity/--token-ttl/--entry-policy/--challenge-cost: %v", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -346,6 +353,7 @@ func (c Config) QueueConfig() (queue.Config, error) {
 		RatePerSecond: c.Rate, BatchSize: c.Batch, Interval: c.Interval,
 		Capacity: c.Capacity, TokenTTL: c.TokenTTL, MaxActiveTokens: c.MaxActiveTokens,
 		RateDerivation: fmt.Sprintf("set directly: %g/s", c.Rate),
+		Entry:          queue.EntryPolicy(c.EntryPolicy), ChallengeCost: c.ChallengeCost,
 	}
 	if c.Rate == 0 {
 		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)

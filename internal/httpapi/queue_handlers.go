@@ -155,6 +155,8 @@ type queueConfigJSON struct {
 	TokenTTLSeconds *int64   `json:"tokenTtlSeconds"`
 	MaxActiveTokens *int64   `json:"maxActiveTokens"`
 	Paused          *bool    `json:"paused"`
+	Entry           *string  `json:"entry"`
+	ChallengeCost   *int     `json:"challengeCost"`
 }
 
 // apply overlays the fields present onto c.
@@ -181,6 +183,12 @@ func (j queueConfigJSON) apply(c queue.Config) queue.Config {
 	if j.Paused != nil {
 		c.Paused = *j.Paused
 	}
+	if j.Entry != nil {
+		c.Entry = queue.EntryPolicy(*j.Entry)
+	}
+	if j.ChallengeCost != nil {
+		c.ChallengeCost = *j.ChallengeCost
+	}
 	return c
 }
 
@@ -202,6 +210,8 @@ type queueStatsJSON struct {
 	TokenTTLSeconds       int64   `json:"tokenTtlSeconds"`
 	MaxActiveTokens       int64   `json:"maxActiveTokens"`
 	Paused                bool    `json:"paused"`
+	Entry                 string  `json:"entry"`
+	ChallengeCost         int     `json:"challengeCost"`
 	Length                int64   `json:"length"`
 	AdmittedTotal         int64   `json:"admittedTotal"`
 	ActiveTokens          int64   `json:"activeTokens"`
@@ -216,6 +226,7 @@ func toStatsJSON(st queue.Stats) queueStatsJSON {
 		Queue: st.Queue, RatePerSecond: c.RatePerSecond, BatchSize: c.BatchSize,
 		IntervalMs: c.Interval.Milliseconds(), Capacity: c.Capacity,
 		TokenTTLSeconds: int64(c.TokenTTL / time.Second), MaxActiveTokens: c.MaxActiveTokens, Paused: c.Paused,
+		Entry: string(c.Entry), ChallengeCost: c.ChallengeCost,
 		Length: st.Length, AdmittedTotal: st.AdmittedTotal, ActiveTokens: st.ActiveTokens,
 		ConsumedTotal: st.ConsumedTotal, MeasuredRatePerSecond: math.Round(st.MeasuredRate*10) / 10,
 		RateDerivation: c.RateDerivation,
@@ -311,6 +322,6 @@ func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Confi
 	}
 	s.logger.InfoContext(r.Context(), "queue config changed", "queue", name, "rate", c.RatePerSecond,
 		"batch", c.BatchSize, "interval", c.Interval, "capacity", c.Capacity, "token_ttl", c.TokenTTL,
-		"paused", c.Paused, "request_id", requestID(r.Context()))
+		"paused", c.Paused, "entry", c.Entry, "challenge_cost", c.ChallengeCost, "request_id", requestID(r.Context()))
 	s.queueStats(w, r)
 }

@@ -12,6 +12,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/challenge"
 )
 
 // DefaultQueue exists from the start; products without a queue are behind it.
@@ -64,7 +66,33 @@ type Config struct {
 	Paused bool
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
+
+	// Entry says who may take a place (default EntryChallenge).
+	Entry EntryPolicy
+	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
+	// PBKDF2 iterations per attempt (package challenge). A solution takes
+	// challenge.ExpectedAttempts attempts on average; checking one takes one.
+	ChallengeCost int
 }
+
+// EntryPolicy says who may take a place in a queue. Re-entering keeps a
+// place and is never refused by the policy; it decides who may take a new
+// one.
+type EntryPolicy string
+
+const (
+	// EntryAny: anyone with an identity (a signed-in user's JWT or the
+	// anonymous session cookie the page gets).
+	EntryAny EntryPolicy = "any"
+	// EntryChallenge: anonymous sessions solve a proof-of-work challenge
+	// for each place (the page does it unseen); signed-in users do not.
+	EntryChallenge EntryPolicy = "challenge"
+	// EntrySigned: signed-in users only.
+	EntrySigned EntryPolicy = "signed"
+)
+
+// Valid reports whether p is one of the policies.
+func (p EntryPolicy) Valid() bool { return p == EntryAny || p == EntryChallenge || p == EntrySigned }
 
 // DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms.
 func DefaultConfig() Config {
@@ -75,6 +103,8 @@ func DefaultConfig() Config {
 		Capacity:       100_000,
 		TokenTTL:       5 * time.Minute,
 		RateDerivation: "set directly: 100/s",
+		Entry:          EntryChallenge,
+		ChallengeCost:  challenge.DefaultCost,
 	}
 }
 
@@ -95,6 +125,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: tokenTtlSeconds must be 1..86400, got %v", ErrInvalidConfig, c.TokenTTL)
 	case c.MaxActiveTokens < 0 || c.MaxActiveTokens > 100_000_000:
 		return fmt.Errorf("%w: maxActiveTokens must be 0 (no cap) to 100000000, got %d", ErrInvalidConfig, c.MaxActiveTokens)
+	case !c.Entry.Valid():
+		return fmt.Errorf("%w: entry must be any, challenge or signed, got %q", ErrInvalidConfig, c.Entry)
+	case c.ChallengeCost < challenge.MinCost || c.ChallengeCost > challenge.MaxCost:
+		return fmt.Errorf("%w: challengeCost must be %d..%d, got %d", ErrInvalidConfig, challenge.MinCost, challenge.MaxCost, c.ChallengeCost)
 	case c.PerTick() > float64(c.BatchSize):
 		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
 			ErrInvalidConfig, c.PerTick(), c.BatchSize)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -96,6 +97,8 @@ func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) erro
 		"max_active", c.MaxActiveTokens,
 		"paused", paused,
 		"derivation", c.RateDerivation,
+		"entry", string(c.Entry),
+		"challenge_cost", c.ChallengeCost,
 	).Err()
 	if err != nil {
 		return unavailable(err)
@@ -134,6 +137,15 @@ func parseConfig(m map[string]string) (queue.Config, error) {
 	c.RateDerivation = m["derivation"]
 	if m["max_active"] != "" { // absent in configs written before the cap existed
 		c.MaxActiveTokens = num("max_active")
+	}
+	// Absent in configs written before entry policies existed: such a
+	// queue gets the default policy and difficulty (docs/security.md).
+	c.Entry, c.ChallengeCost = queue.EntryChallenge, challenge.DefaultCost
+	if m["entry"] != "" {
+		c.Entry = queue.EntryPolicy(m["entry"])
+	}
+	if m["challenge_cost"] != "" {
+		c.ChallengeCost = int(num("challenge_cost"))
 	}
 	return c, err
 }

@@ -84,6 +84,28 @@ func TestConformanceAutoPipeline(t *testing.T) {
 	})
 }
 
+// TestConfigBeforeEntryPolicies: a queue written before entry policies
+// existed (no entry or challenge_cost field) reads with the defaults, so
+// an upgrade puts the default line behind the challenge.
+func TestConfigBeforeEntryPolicies(t *testing.T) {
+	rdb, prefix := mustOpenRedis(t)
+	ctx := context.Background()
+	s := redisstore.New(rdb, prefix)
+	if err := s.PutConfig(ctx, "old", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HDel(ctx, prefix+"{old}:cfg", "entry", "challenge_cost").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Config(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := queue.DefaultConfig(); c.Entry != want.Entry || c.ChallengeCost != want.ChallengeCost {
+		t.Fatalf("entry %q cost %d, want the defaults %q %d", c.Entry, c.ChallengeCost, want.Entry, want.ChallengeCost)
+	}
+}
+
 // TestScriptsSurviveScriptFlush: after a restart or failover Redis has lost
 // its script cache; EVALSHA's NOSCRIPT must fall back to EVAL.
 func TestScriptsSurviveScriptFlush(t *testing.T) {

@@ -747,7 +747,8 @@ func testStats(t *testing.T, s queue.Store) {
 
 func testConfigRoundTrip(t *testing.T, s queue.Store) {
 	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
-		TokenTTL: 90 * time.Second, Paused: true, RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s"}
+		TokenTTL: 90 * time.Second, Paused: true, RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
+		Entry: queue.EntrySigned, ChallengeCost: 1234}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {

@@ -6,7 +6,7 @@
 -- KEYS[1] cfg  HASH queue config
 -- KEYS[2] adm  HASH admission state
 -- ARGV    field, value pairs: rate, batch, interval_ms, capacity, ttl_ms,
---         max_active, paused, derivation
+--         max_active, paused, derivation, entry, challenge_cost
 -- Reply: 1
 redis.call('HSET', KEYS[1], unpack(ARGV))
 local interval = tonumber(redis.call('HGET', KEYS[1], 'interval_ms'))
