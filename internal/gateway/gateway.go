@@ -240,7 +240,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
 		// would give it, so a quiet line can let it straight through.
 		var value string
 		user, value = g.o.Identity.NewSession()
-		http.SetCookie(w, identity.Cookie(value, g.secure(r)))
+		http.SetCookie(w, g.o.Identity.Cookie(value, g.secure(r)))
 	}
 	if token := entryToken(r, rt.Queue); token != "" {
 		err := g.forward(w, r, rt, user, token)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -18,7 +17,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := s.Identity.User(r); err != nil {
 		_, value := s.Identity.NewSession()
-		http.SetCookie(w, identity.Cookie(value, s.SecureCookies))
+		http.SetCookie(w, s.Identity.Cookie(value, s.SecureCookies))
 	}
 	s.pageFiles(w, r)
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,9 @@ var ErrUnauthenticated = errors.New("no valid identity: send Authorization: Bear
 // trusts the shop's login (an HS256 JWT whose sub is the user id) or an
 // anonymous session cookie signed by this server.
 type Identity struct {
-	secret []byte
+	secret        []byte
+	sessionMaxAge time.Duration
+	now           func() time.Time
 
 	// verified remembers JWTs already checked: a waiting user polls with the
 	// same token every few seconds, and verifying it (base64, JSON, HMAC) is
@@ -53,26 +56,73 @@ type verifiedJWT struct {
 // an entry); a miss only costs one verification.
 const maxVerified = 400_000
 
-// New returns an Identity signing and checking with secret.
-func New(secret []byte) *Identity {
-	return &Identity{secret: secret, verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
+// DefaultSessionMaxAge is how long an anonymous session lasts unless
+// --session-max-age says otherwise: a whole sale night, however long the
+// line.
+const DefaultSessionMaxAge = 24 * time.Hour
+
+// maxSessionSkew is how far in the future a session's issue time may lie:
+// the instance that issued it may run a little ahead of this one.
+const maxSessionSkew = time.Minute
+
+// Options are an Identity's settings beyond its secret.
+type Options struct {
+	// SessionMaxAge is how long an anonymous session is good for after it
+	// was issued (DefaultSessionMaxAge when 0).
+	SessionMaxAge time.Duration
+	// Now is the clock sessions are issued and checked by (time.Now when
+	// nil).
+	Now func() time.Time
 }
 
-// User returns the request's user id: ErrUnauthenticated when there is no
-// valid identity, queue.ErrInvalidUser when the identity names an id that
-// cannot be used (checked before anything touches Redis).
-func (id *Identity) User(r *http.Request) (string, error) {
+// New returns an Identity signing and checking with secret, with the
+// default options.
+func New(secret []byte) *Identity { return NewWith(secret, Options{}) }
+
+// NewWith returns an Identity signing and checking with secret.
+func NewWith(secret []byte, o Options) *Identity {
+	if o.SessionMaxAge <= 0 {
+		o.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Identity{secret: secret, sessionMaxAge: o.SessionMaxAge, now: o.Now,
+		verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
+}
+
+// Caller is who a request is for.
+type Caller struct {
+	User string
+	// Signed: the shop vouches for the user (a JWT signed with the auth
+	// secret: a signed-in customer). Otherwise an anonymous session this
+	// server handed out, which anyone can get, as many as they like.
+	Signed bool
+}
+
+// Caller returns who the request is for: ErrUnauthenticated when there is
+// no valid identity, queue.ErrInvalidUser when the identity names an id
+// that cannot be used (checked before anything touches Redis).
+func (id *Identity) Caller(r *http.Request) (Caller, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		raw, ok := Bearer(h)
 		if !ok {
-			return "", ErrUnauthenticated
+			return Caller{}, ErrUnauthenticated
 		}
-		return id.userFromJWT(raw)
+		user, err := id.userFromJWT(raw)
+		return Caller{User: user, Signed: true}, err
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		return id.userFromSession(c.Value)
+		user, err := id.userFromSession(c.Value)
+		return Caller{User: user}, err
 	}
-	return "", ErrUnauthenticated
+	return Caller{}, ErrUnauthenticated
+}
+
+// User is the request's user id, as Caller.
+func (id *Identity) User(r *http.Request) (string, error) {
+	c, err := id.Caller(r)
+	return c.User, err
 }
 
 func (id *Identity) userFromJWT(raw string) (string, error) {
@@ -126,17 +176,34 @@ func (id *Identity) remember(raw string, v verifiedJWT) {
 	id.verified[raw] = v
 }
 
-// NewSession returns a fresh anonymous user id and its signed cookie value.
+// NewSession returns a fresh anonymous user id and its signed cookie
+// value: "<user>.<issued, Unix seconds>.<signature>". The issue time is
+// signed with the id, so a session cannot be made younger.
 func (id *Identity) NewSession() (user, value string) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	user = "anon-" + hex.EncodeToString(b)
-	return user, user + "." + id.sign(user)
+	issued := strconv.FormatInt(id.now().Unix(), 10)
+	return user, user + "." + issued + "." + id.sign(user, issued)
 }
 
+// userFromSession checks a session cookie: signed by this secret, issued
+// no longer than the max age ago. Cookies of the first format, "user.sig"
+// with no issue time, are refused: they would never expire.
 func (id *Identity) userFromSession(value string) (string, error) {
-	user, sig, ok := strings.Cut(value, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(id.sign(user))) {
+	user, rest, ok := strings.Cut(value, ".")
+	if !ok {
+		return "", ErrUnauthenticated
+	}
+	issued, sig, ok := strings.Cut(rest, ".")
+	if !ok || !hmac.Equal([]byte(sig), []byte(id.sign(user, issued))) {
+		return "", ErrUnauthenticated
+	}
+	at, err := strconv.ParseInt(issued, 10, 64)
+	if err != nil {
+		return "", ErrUnauthenticated
+	}
+	if age := id.now().Sub(time.Unix(at, 0)); age > id.sessionMaxAge || age < -maxSessionSkew {
 		return "", ErrUnauthenticated
 	}
 	if err := queue.ValidateUserID(user); err != nil {
@@ -145,9 +212,9 @@ func (id *Identity) userFromSession(value string) (string, error) {
 	return user, nil
 }
 
-func (id *Identity) sign(user string) string {
+func (id *Identity) sign(user, issued string) string {
 	m := hmac.New(sha256.New, id.secret)
-	m.Write([]byte("waitroom-session:" + user))
+	m.Write([]byte("waitroom-session-v2:" + user + "." + issued))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
@@ -164,20 +231,21 @@ func (id *Identity) SignJWT(user string, ttl time.Duration) string {
 	return s
 }
 
-// sessionCookie returns the cookie carrying value.
-func Cookie(value string, secure bool) *http.Cookie {
+// Cookie returns the cookie carrying a session's value; the browser keeps
+// it as long as the session is good.
+func (id *Identity) Cookie(value string, secure bool) *http.Cookie {
 	return &http.Cookie{
 		Name:     CookieName,
 		Value:    value,
 		Path:     "/",
-		MaxAge:   int((24 * time.Hour).Seconds()),
+		MaxAge:   int(id.sessionMaxAge.Seconds()),
 		HttpOnly: true,
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
 	}
 }
 
-// bearer returns the credentials of an "Authorization: Bearer …" header;
+// Bearer returns the credentials of an "Authorization: Bearer …" header;
 // the scheme name is case-insensitive (RFC 9110 §11.1).
 func Bearer(header string) (string, bool) {
 	scheme, cred, ok := strings.Cut(header, " ")

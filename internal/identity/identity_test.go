@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +124,7 @@ func TestIdentityUser(t *testing.T) {
 		{name: "empty cookie", cookie: CookieName + "=", wantErr: ErrUnauthenticated},
 		{name: "cookie of another secret", cookie: CookieName + "=" + otherCookie, wantErr: ErrUnauthenticated},
 		{name: "cookie with swapped user", cookie: CookieName + "=anon-ff" + goodCookie[strings.Index(goodCookie, "."):], wantErr: ErrUnauthenticated},
-		{name: "signed cookie naming a bad user", cookie: CookieName + "=a{b}." + id.sign("a{b}"), wantErr: queue.ErrInvalidUser},
+		{name: "signed cookie naming a bad user", cookie: CookieName + "=" + sessionValue(id, "a{b}", time.Now()), wantErr: queue.ErrInvalidUser},
 		{name: "other cookie name", cookie: "session=" + goodCookie, wantErr: ErrUnauthenticated},
 		// The header is what the client chose to send: a bad one is not
 		// rescued by a good cookie.
@@ -162,7 +163,7 @@ func TestNewSessionRoundTrip(t *testing.T) {
 			t.Fatalf("NewSession repeated user %q", user)
 		}
 		seen[user] = true
-		c := Cookie(value, false)
+		c := id.Cookie(value, false)
 		r := httptest.NewRequest("GET", "/", nil)
 		r.AddCookie(c)
 		got, err := id.User(r)
@@ -170,9 +171,72 @@ func TestNewSessionRoundTrip(t *testing.T) {
 			t.Fatalf("cookie %q → %q, %v; want %q", value, got, err, user)
 		}
 	}
-	c := Cookie("v", true)
-	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || !c.Secure || c.Path != "/" {
+	c := id.Cookie("v", true)
+	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || !c.Secure || c.Path != "/" || c.MaxAge != int(DefaultSessionMaxAge.Seconds()) {
 		t.Errorf("session cookie attributes: %+v", c)
+	}
+}
+
+// sessionValue signs a session cookie value for user issued at.
+func sessionValue(id *Identity, user string, at time.Time) string {
+	issued := strconv.FormatInt(at.Unix(), 10)
+	return user + "." + issued + "." + id.sign(user, issued)
+}
+
+// TestSessionsExpire: a session is good for its max age after issue and
+// no longer; its issue time is signed, so it cannot be made younger; the
+// first cookie format, which had no issue time, is refused.
+func TestSessionsExpire(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	id := NewWith(testSecret, Options{SessionMaxAge: time.Hour, Now: func() time.Time { return now }})
+	user, fresh := id.NewSession()
+	oldSig := func(user string) string { // the first format: HMAC over "waitroom-session:" + user
+		m := hmac.New(sha256.New, testSecret)
+		m.Write([]byte("waitroom-session:" + user))
+		return user + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	}
+	issued, sig, _ := strings.Cut(strings.TrimPrefix(fresh, user+"."), ".")
+	younger := user + "." + strconv.FormatInt(now.Unix()+3600, 10) + "." + sig
+	cases := []struct {
+		name, value string
+		ok          bool
+	}{
+		{"fresh", fresh, true},
+		{"an hour old", sessionValue(id, user, now.Add(-time.Hour)), true},
+		{"an hour and a second old", sessionValue(id, user, now.Add(-time.Hour-time.Second)), false},
+		{"issued a little ahead (another instance's clock)", sessionValue(id, user, now.Add(30*time.Second)), true},
+		{"issued far in the future", sessionValue(id, user, now.Add(time.Hour)), false},
+		{"issue time changed, signature kept", younger, false},
+		{"issue time not a number", user + ".soon." + id.sign(user, "soon"), false},
+		{"the first format, no issue time", oldSig(user), false},
+		{"signature of the issue time alone", user + "." + issued + "." + id.sign("", issued), false},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Cookie", CookieName+"="+c.value)
+		got, err := id.Caller(r)
+		switch {
+		case c.ok && (err != nil || got.User != user || got.Signed):
+			t.Errorf("%s: %+v, %v; want %s, anonymous", c.name, got, err, user)
+		case !c.ok && !errors.Is(err, ErrUnauthenticated):
+			t.Errorf("%s: %+v, %v; want unauthenticated", c.name, got, err)
+		}
+	}
+	if c := id.Cookie(fresh, false); c.MaxAge != 3600 {
+		t.Errorf("cookie Max-Age %d, want the session's 3600", c.MaxAge)
+	}
+}
+
+func TestCallerSaysWhoVouches(t *testing.T) {
+	t.Parallel()
+	id := New(testSecret)
+	_, cookie := id.NewSession()
+	if c, err := id.Caller(requestWith("Bearer "+id.SignJWT("alice", time.Hour), "")); err != nil || !c.Signed || c.User != "alice" {
+		t.Fatalf("JWT: %+v, %v; want alice, signed", c, err)
+	}
+	if c, err := id.Caller(requestWith("", CookieName+"="+cookie)); err != nil || c.Signed {
+		t.Fatalf("session: %+v, %v; want anonymous", c, err)
 	}
 }
 
@@ -263,9 +327,12 @@ func FuzzIdentityJWTSubject(f *testing.F) {
 func FuzzIdentitySessionCookie(f *testing.F) {
 	id := New(testSecret)
 	_, good := id.NewSession()
+	now := time.Now()
 	for _, s := range []string{
-		good, "", ".", "anon-00.", ".sig", "anon-00.AAAA", `"` + good + `"`, good + ".extra",
-		"a{b}." + id.sign("a{b}"), "a b." + id.sign("a b"), strings.Repeat("x", 200) + "." + id.sign(strings.Repeat("x", 200)),
+		good, "", ".", "..", "anon-00.", ".sig", "anon-00.AAAA", "anon-00.1.AAAA", `"` + good + `"`, good + ".extra",
+		sessionValue(id, "a{b}", now), sessionValue(id, "a b", now), sessionValue(id, strings.Repeat("x", 200), now),
+		sessionValue(id, "anon-00", now.Add(-48*time.Hour)), "anon-00.-1." + id.sign("anon-00", "-1"),
+		"anon-00.99999999999999999999." + id.sign("anon-00", "99999999999999999999"),
 	} {
 		f.Add(s, false)
 	}
@@ -275,7 +342,7 @@ func FuzzIdentitySessionCookie(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value string, signIt bool) {
 		named := value
 		if signIt {
-			value = named + "." + id.sign(named)
+			value = sessionValue(id, named, time.Now())
 		}
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header["Cookie"] = []string{CookieName + "=" + value}
