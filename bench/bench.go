@@ -169,8 +169,8 @@ func boot(ctx context.Context, o Options, logs *serverLog, edit func(*app.Config
 	cfg.RedisURL = o.RedisURL
 	cfg.KeyPrefix = fmt.Sprintf("wrbench%d:", rand.Int64())
 	cfg.DatabaseURL = o.DatabaseURL
-	cfg.AuthSecret = fmt.Sprintf("bench-secret-%d", rand.Int64())
-	cfg.AdminToken = fmt.Sprintf("bench-admin-%d", rand.Int64())
+	cfg.AuthSecret = fmt.Sprintf("bench-secret-%032x", rand.Uint64()) // ≥ 32 bytes on Redis
+	cfg.AdminToken = fmt.Sprintf("bench-admin-%032x", rand.Uint64())
 	cfg.DrainDelay = 0
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.LogLevel = "warn"

@@ -44,8 +44,8 @@ fi
 
 go build -o "$work/waitroom" ./cmd/waitroom
 go build -o "$work/jwts" ./bench/jwts
-secret=bench-secret-$RANDOM$RANDOM
-admin=bench-admin-$RANDOM$RANDOM
+secret=bench-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') # ≥ 32 bytes: --auth-secret on Redis
+admin=bench-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 port=$(free_port)
 "$work/waitroom" serve --addr "127.0.0.1:$port" --auth-secret "$secret" --admin-token "$admin" \
   --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn >"$work/waitroom.log" 2>&1 &

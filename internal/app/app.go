@@ -24,7 +24,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/entry"
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/identity"
@@ -34,6 +37,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/ratelimit"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -145,10 +149,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
-	id := identity.New([]byte(c.AuthSecret))
+	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge})
+	gate := m.newGatekeeper(c)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
 		Identity:       id,
+		Gate:           gate,
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
 		Logger:         m.Logger,
@@ -172,7 +178,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	if c.Proxy {
-		if m.Gateway, err = m.newGateway(id, guard); err != nil {
+		if m.Gateway, err = m.newGateway(id, gate, guard); err != nil {
 			return err
 		}
 		server.Handler = m.Gateway
@@ -223,6 +229,22 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	return nil
 }
 
+// newGatekeeper builds the entry rules from c (with its auth secret made
+// up already): challenges signed with the auth secret, the per-address limits, the client address behind the trusted
+// proxies.
+func (m *Main) newGatekeeper(c Config) *gatekeeper.Gatekeeper {
+	addrs, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
+	base := c.prefix()
+	return gatekeeper.New(gatekeeper.Options{
+		Queue:        m.Queue,
+		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), nil),
+		Entries:      ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, nil),
+		Sessions:     ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, nil),
+		Addresses:    addrs,
+		ChallengeURL: func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
+	})
+}
+
 // openOrders opens the order database (PostgreSQL, or SQLite in the data
 // directory) and the order service on it.
 func (m *Main) openOrders(ctx context.Context, guard *entry.Guard) (err error) {
@@ -245,7 +267,7 @@ func (m *Main) openOrders(ctx context.Context, guard *entry.Guard) (err error) {
 
 // newGateway builds gateway mode around the API: the upstream, its
 // protected routes and the key that signs X-Waitroom-Entry.
-func (m *Main) newGateway(id *identity.Identity, guard *entry.Guard) (*gateway.Gateway, error) {
+func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, guard *entry.Guard) (*gateway.Gateway, error) {
 	c := m.Config
 	upstream, err := c.UpstreamURL()
 	if err != nil {
@@ -261,7 +283,7 @@ func (m *Main) newGateway(id *identity.Identity, guard *entry.Guard) (*gateway.G
 	}
 	return gateway.New(gateway.Options{
 		Upstream: upstream, Routes: routes, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
-		API: m.API, Identity: id, Queue: m.Queue, Guard: guard, Signer: signer,
+		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: guard, Signer: signer,
 		SecureCookies: c.SecureCookies, Logger: m.Logger,
 	})
 }

@@ -7,13 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/gateway"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -62,6 +65,17 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	SecureCookies   bool
 
+	// SessionMaxAge is how long an anonymous session lasts.
+	SessionMaxAge time.Duration
+	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed.
+	TrustedProxies string
+	// Per client address: anonymous entries and new sessions (token
+	// buckets; a rate of 0 lifts the limit).
+	AddressEntryBurst   int
+	AddressEntryRate    float64
+	AddressSessionBurst int
+	AddressSessionRate  float64
+
 	// Gateway mode (`waitroom proxy`): the line in front of any backend.
 	Proxy           bool     // set by ParseProxy
 	Upstream        string   // the backend's URL
@@ -107,7 +121,17 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long to keep serving with /readyz failing so load balancers stop sending traffic (0 on the embedded default unless set)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests get to finish on SIGTERM, after the drain delay")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark the session cookie Secure (serve behind HTTPS)")
+	fs.DurationVar(&c.SessionMaxAge, "session-max-age", identity.DefaultSessionMaxAge, "how long an anonymous session cookie is good for after it was issued; an older one is refused (401)")
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "CIDRs or addresses of the proxies in front (load balancer, nginx), comma-separated: only from them is X-Forwarded-For believed when telling a client's address; empty: the connection's address is the client's")
+	fs.IntVar(&c.AddressEntryBurst, "address-entry-burst", 100, "places anonymous sessions may take from one client address in a row (IPv6: one /64); signed-in users are not limited per address")
+	fs.Float64Var(&c.AddressEntryRate, "address-entry-rate", 1, "places per second anonymous sessions may take from one client address once the burst is spent; 0 lifts the limit")
+	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
+	fs.Float64Var(&c.AddressSessionRate, "address-session-rate", 1, "anonymous sessions per second handed out to one client address once the burst is spent; 0 lifts the limit")
 }
+
+// minSecretLen is the shortest --auth-secret and --admin-token a server on
+// Redis accepts: 32 bytes, the strength of the HMAC-SHA-256 they key.
+const minSecretLen = 32
 
 // GatewayFlags registers the settings `waitroom proxy` adds to serve's.
 func (c *Config) GatewayFlags(fs *flag.FlagSet) {
@@ -264,6 +288,34 @@ func (c Config) Validate() error {
 	}
 	if c.StatusSnapshotAge < 0 || c.StatusSnapshotAge > 10*time.Second {
 		bad("status-snapshot-age", "must be 0..10s, got %v", c.StatusSnapshotAge)
+	}
+	if !c.Embedded() {
+		// The embedded default serves one developer; on real servers a
+		// short secret signs sessions, JWTs and challenges anyone could
+		// guess offline.
+		for _, s := range []struct{ name, value string }{{"auth-secret", c.AuthSecret}, {"admin-token", c.AdminToken}} {
+			if s.value != "" && len(s.value) < minSecretLen {
+				bad(s.name, "must be at least %d bytes on Redis, got %d (e.g. openssl rand -hex 32)", minSecretLen, len(s.value))
+			}
+		}
+	}
+	if c.SessionMaxAge < time.Minute || c.SessionMaxAge > 30*24*time.Hour {
+		bad("session-max-age", "must be 1m..720h, got %v", c.SessionMaxAge)
+	}
+	if _, err := clientaddr.Parse(c.TrustedProxies); err != nil {
+		bad("trusted-proxies", "%v", err)
+	}
+	for _, l := range []struct {
+		name  string
+		burst int
+		rate  float64
+	}{{"address-entry", c.AddressEntryBurst, c.AddressEntryRate}, {"address-session", c.AddressSessionBurst, c.AddressSessionRate}} {
+		if l.burst < 1 || l.burst > 1_000_000 {
+			bad(l.name+"-burst", "must be 1..1000000, got %d", l.burst)
+		}
+		if l.rate < 0 || l.rate > 1_000_000 || math.IsNaN(l.rate) {
+			bad(l.name+"-rate", "must be 0 (no limit)..1000000, got %v", l.rate)
+		}
 	}
 	if c.Proxy {
 		errs = append(errs, c.validateGateway()...)

@@ -8,7 +8,8 @@ import (
 
 // A shopper in a real browser, through `waitroom proxy`: sent to the
 // waiting page while the line is busy, let back in to the page they asked
-// for once admitted; and on a quiet line, the page at once.
+// for once admitted; on a quiet line, through the waiting page unseen
+// (challenge, the default) or the page at once (entry: any).
 func TestGatewayBrowser(t *testing.T) {
 	browser := startBrowser(t)
 	s := newUpstreamShop(t, 10)
@@ -47,8 +48,23 @@ func TestGatewayBrowser(t *testing.T) {
 		shopper.waitUntil("checkout again", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 10*time.Second)
 	})
 
-	t.Run("quiet line: the page at once", func(t *testing.T) {
+	t.Run("quiet line, challenge: through the waiting page, nothing to do", func(t *testing.T) {
 		p.setPaused(false)
+		walkIn := newVisitor(t, browser, p.instance, "en")
+		walkIn.open("/checkout?step=1")
+		// The waiting page solves the challenge, enters, is admitted at the
+		// next tick and sends the shopper on, all by itself.
+		walkIn.waitUntil("on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
+		if got := walkIn.text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
+			t.Errorf("page %q", got)
+		}
+	})
+
+	t.Run("quiet line, anyone may enter: the page at once", func(t *testing.T) {
+		p.setPaused(false)
+		if r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "any"}); r.status != 200 {
+			t.Fatalf("entry any: %d %s", r.status, r.raw)
+		}
 		walkIn := newVisitor(t, browser, p.instance, "ko")
 		walkIn.open("/checkout")
 		var nav struct {

@@ -27,6 +27,7 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -184,10 +185,11 @@ func bootProxy(t *testing.T, b backend, s *upstreamShop, edit func(*app.Config))
 	}
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	cfg.AuthSecret = fmt.Sprintf("secret-%d", rand.Int64())
-	cfg.AdminToken = fmt.Sprintf("admin-%d", rand.Int64())
+	cfg.AuthSecret = fmt.Sprintf("secret-%032x", rand.Uint64()) // ≥ 32 bytes, as on Redis
+	cfg.AdminToken = fmt.Sprintf("admin-%032x", rand.Uint64())
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.DrainDelay = 0
+	cfg.ChallengeCost = challenge.MinCost // as boot: cheap for tests
 	if b.redis {
 		cfg.RedisURL = testenv.RedisURL(t)
 		cfg.KeyPrefix = fmt.Sprintf("wrgw%d:", rand.Int64())
@@ -419,17 +421,34 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 				if !strings.Contains(strings.Join(r.header.Values("Set-Cookie"), "\n"), gateway.EntryCookiePrefix+"default=") {
 					t.Errorf("no entry cookie set: %v", r.header.Values("Set-Cookie"))
 				}
-				// A browser's first visit, no cookie at all: the page at once.
-				req, _ := http.NewRequest("GET", p.base+"/checkout", nil)
-				req.Header.Set("Accept", "text/html")
-				res, err := noRedirects.Do(req)
-				if err != nil {
-					t.Fatal(err)
+				// A browser's first visit, no cookie at all: under the default
+				// policy (challenge) its fresh session is no walk-in: it goes
+				// to the waiting page, which solves the challenge unseen.
+				firstVisit := func() (*http.Response, []byte) {
+					req, _ := http.NewRequest("GET", p.base+"/checkout", nil)
+					req.Header.Set("Accept", "text/html")
+					res, err := noRedirects.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					body, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					return res, body
 				}
-				body, _ := io.ReadAll(res.Body)
-				res.Body.Close()
-				if res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
-					t.Fatalf("first visit on a quiet line: %d %s", res.StatusCode, body)
+				res, body := firstVisit()
+				if want := gwPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
+					t.Fatalf("first visit on a quiet line under challenge: %d %q %s, want 303 to %s", res.StatusCode, res.Header.Get("Location"), body, want)
+				}
+				if !strings.Contains(strings.Join(res.Header.Values("Set-Cookie"), "\n"), "wr_session=") {
+					t.Errorf("no session for the waiting page: %v", res.Header.Values("Set-Cookie"))
+				}
+				// Where anyone may enter (entry: any), the page at once.
+				if r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "any"}); r.status != 200 {
+					t.Fatalf("entry any: %d %s", r.status, r.raw)
+				}
+				defer p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "challenge"})
+				if res, body := firstVisit(); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
+					t.Fatalf("first visit on a quiet line under any: %d %s", res.StatusCode, body)
 				}
 			})
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -50,10 +51,14 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 	}
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	cfg.AuthSecret = fmt.Sprintf("secret-%d", rand.Int64())
-	cfg.AdminToken = fmt.Sprintf("admin-%d", rand.Int64())
+	cfg.AuthSecret = fmt.Sprintf("secret-%032x", rand.Uint64()) // ≥ 32 bytes, as on Redis
+	cfg.AdminToken = fmt.Sprintf("admin-%032x", rand.Uint64())
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.DrainDelay = 0 // no load balancer in tests
+	// The least work a challenge may ask: tests that take places as
+	// anonymous sessions solve it in milliseconds (the default's cost is
+	// measured in bots_e2e_test.go and docs/security.md).
+	cfg.ChallengeCost = challenge.MinCost
 	if b.redis {
 		cfg.RedisURL = testenv.RedisURL(t)
 		cfg.KeyPrefix = fmt.Sprintf("wrapp%d:", rand.Int64())
@@ -150,6 +155,34 @@ func (r response) num(field string) float64 {
 func (r response) str(field string) string {
 	v, _ := r.body[field].(string)
 	return v
+}
+
+// solve fetches a challenge of queue (under prefix: "" for serve, the
+// gateway's prefix) and solves it natively: the X-Challenge-Solution an
+// anonymous session enters with.
+func (in *instance) solve(prefix, queue string) string {
+	in.t.Helper()
+	r := in.do("GET", prefix+"/api/v1/queues/"+queue+"/challenge", "", nil)
+	if r.status != http.StatusOK {
+		in.t.Fatalf("GET challenge of %s: %d %s", queue, r.status, r.raw)
+	}
+	var c challenge.Challenge
+	if err := json.Unmarshal([]byte(r.raw), &c); err != nil {
+		in.t.Fatalf("challenge: %v: %s", err, r.raw)
+	}
+	p, err := challenge.Solve(context.Background(), c, 2)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return p.Encode()
+}
+
+// enterAnonymously takes a place in queue for the session cookie
+// ("wr_session=…"), solving the challenge the queue asks for.
+func (in *instance) enterAnonymously(prefix, queue, cookie string) response {
+	in.t.Helper()
+	return in.do("POST", prefix+"/api/v1/queues/"+queue+"/entries", "", nil,
+		"Cookie", cookie, "X-Challenge-Solution", in.solve(prefix, queue))
 }
 
 // waitReady polls a user's status until READY and returns the token.

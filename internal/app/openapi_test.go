@@ -33,6 +33,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -500,9 +501,26 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		t.Error("GET /q/{queue} without identity set no cookie")
 	}
 	k.call(t, oaCase{method: "GET", path: "/q/bad*name", status: 400, code: "invalid_queue_name", specInvalid: true})
-	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 200})
+	// An anonymous session solves the queue's challenge to take a place.
+	r = k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 403, code: "challenge_required"})
+	if e, _ := r.body["error"].(map[string]any); e["challengeUrl"] != "/api/v1/queues/"+paused+"/challenge" {
+		t.Errorf("challenge_required names %v, want the queue's challenge URL", e["challengeUrl"])
+	}
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + paused + "/challenge", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/nosuchqueue/challenge", status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/bad*name/challenge", status: 400, code: "invalid_queue_name", specInvalid: true})
+	solution := in.solve("", paused)
+	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, headers: []string{"X-Challenge-Solution", solution}, status: 200})
+	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 200}) // in line: no new solution asked
+	_, otherSession := identity.New([]byte(in.secret)).NewSession()
+	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: identity.CookieName + "=" + otherSession,
+		headers: []string{"X-Challenge-Solution", solution}, status: 403, code: "challenge_required"}) // used already
 	k.call(t, oaCase{method: "GET", path: me(paused), cookie: cookie, status: 200})
 	k.call(t, oaCase{method: "DELETE", path: me(paused), cookie: cookie, status: 204})
+	signedOnly := saleID("signed")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + signedOnly, auth: admin, body: map[string]any{"paused": true, "entry": "signed"}, status: 200})
+	k.call(t, oaCase{method: "POST", path: entries(signedOnly), cookie: cookie, status: 403, code: "signin_required"})
+	k.call(t, oaCase{method: "POST", path: entries(signedOnly), auth: in.as(alice), status: 200})
 
 	// Admitted: READY on entering again and on status.
 	carol := saleID("carol")
@@ -589,6 +607,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		t.Errorf("PATCH: %s", r.raw)
 	}
 	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/nosuchqueue", auth: admin, body: map[string]any{"paused": true}, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"entry": "everyone"}, status: 400, code: "invalid_config", specInvalid: true})
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"challengeCost": 1}, status: 400, code: "invalid_config", specInvalid: true})
 	for _, method := range []string{"PUT", "PATCH"} {
 		p := "/admin/v1/queues/" + paused
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"ratePerSecond": -1}, status: 400, code: "invalid_config", specInvalid: true})
@@ -638,10 +658,31 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		}
 	}
 
+	// ---- a body on every route that takes none
+	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css"))
+
 	// ---- what the document's introduction promises for every route
 	checkConventions(t, in)
 
 	// ---- failures only another configuration produces
+	t.Run("per-address limits", func(t *testing.T) {
+		in := boot(t, b, func(c *app.Config) {
+			c.AddressSessionBurst, c.AddressSessionRate = 1, 0.01
+			c.AddressEntryBurst, c.AddressEntryRate = 1, 0.01
+		})
+		k := &oaChecker{c: c, in: in, hit: h}
+		first := oaSessionCookie(t, k.call(t, oaCase{method: "GET", path: "/", status: 200}))
+		r := k.call(t, oaCase{method: "GET", path: "/q/default", status: 429, code: "too_many_entries"})
+		if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); ra < 90 || ra > 100 {
+			t.Errorf("Retry-After %q, want about 100 s (one session per 100 s)", r.header.Get("Retry-After"))
+		}
+		k.call(t, oaCase{method: "GET", path: "/", status: 429, code: "too_many_entries"})
+		_, second := identity.New([]byte(in.secret)).NewSession()
+		k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", cookie: first,
+			headers: []string{"X-Challenge-Solution", in.solve("", "default")}, status: 200})
+		k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", cookie: identity.CookieName + "=" + second,
+			headers: []string{"X-Challenge-Solution", in.solve("", "default")}, status: 429, code: "too_many_entries"})
+	})
 	t.Run("payment fails", func(t *testing.T) {
 		in := boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
 		k := &oaChecker{c: c, in: in, hit: h}
@@ -676,6 +717,25 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	// Last: a draining instance is not ready.
 	in.m.API.SetDraining(true)
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 503, code: "draining"})
+}
+
+// oaBodiesRefused sends every operation that takes no body (of gateway mode
+// or of serve) a body over the 1 KiB such routes accept: 413 before
+// anything else, identity included.
+func oaBodiesRefused(t *testing.T, c *oaContract, k *oaChecker, gateway bool, concrete *strings.Replacer) {
+	t.Helper()
+	big := strings.Repeat("x", 2<<10)
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Extensions[oaNotServed] != nil || op.RequestBody != nil || (op.Extensions[oaGateway] != nil) != gateway {
+				continue
+			}
+			if gateway && path == "/return" {
+				path += "?to=%2F"
+			}
+			k.call(t, oaCase{method: method, path: concrete.Replace(path), body: big, status: 413, code: "body_too_large"})
+		}
+	}
 }
 
 // checkConventions checks the promises the document makes in prose, for
@@ -760,6 +820,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		headers            []string
 	}{
 		{"POST", entries, in.as(u), nil, nil},
+		{"GET", "/api/v1/queues/" + q + "/challenge", "", nil, nil},
 		{"GET", entries + "/me", in.as(u), nil, nil},
 		{"DELETE", entries + "/me", in.as(u), nil, nil},
 		{"GET", "/admin/v1/queues", admin, nil, nil},
@@ -930,6 +991,7 @@ func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
 			}
 		}
 	}
+	oaBodiesRefused(t, c, k, true, strings.NewReplacer())
 	var missing []string
 	for tr := range c.want {
 		if c.gatewayOnly(tr.method, tr.path) && !h.has(tr) {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/waitroom/waitroom/internal/challenge"
 )
 
 func TestEnterAndBecomeReady(t *testing.T) {
@@ -604,8 +606,12 @@ func testSessionCookie(t *testing.T, in *instance) {
 	}
 	cookie := c.Name + "=" + c.Value
 	shape := waitShape{rate: 100, batch: 10, paused: true}
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
+	if pos := checkWaiting(t, in.enterAnonymously("", q, cookie), shape); pos != 1 {
 		t.Errorf("entered with the cookie at %d", pos)
+	}
+	// Entering again keeps the place, with no new challenge to solve.
+	if pos := checkWaiting(t, in.do("POST", entriesPath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
+		t.Errorf("entered again with the cookie at %d", pos)
 	}
 	if pos := checkWaiting(t, in.do("GET", mePath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
 		t.Errorf("status with the cookie at %d", pos)
@@ -616,7 +622,7 @@ func testSessionCookie(t *testing.T, in *instance) {
 	if err != nil || c2.Value == c.Value {
 		t.Fatalf("second visitor's cookie %q (err %v)", other.header.Get("Set-Cookie"), err)
 	}
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), "", nil, "Cookie", c2.Name+"="+c2.Value), shape); pos != 2 {
+	if pos := checkWaiting(t, in.enterAnonymously("", q, c2.Name+"="+c2.Value), shape); pos != 2 {
 		t.Errorf("second visitor at %d, want 2", pos)
 	}
 	// A visitor who has a session keeps it.
@@ -650,10 +656,11 @@ func testUserIDLimits(t *testing.T, in *instance) {
 func testAdminStats(t *testing.T, in *instance) {
 	st := in.mustStats("default")
 	checkExactFields(t, st, "queue", "ratePerSecond", "batchSize", "intervalMs", "capacity", "tokenTtlSeconds",
-		"maxActiveTokens", "paused", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond", "rateDerivation")
+		"maxActiveTokens", "paused", "entry", "challengeCost", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond", "rateDerivation")
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
-		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
+		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(challenge.MinCost),
+		"length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
 		"consumedTotal": 0.0,
 		// The rate comes from the bottleneck, and says how.
 		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",

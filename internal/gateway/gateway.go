@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/entry"
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -58,9 +59,12 @@ type Options struct {
 	// (gateway adds its routes to it); it also answers every error.
 	API      *httpapi.Server
 	Identity *identity.Identity
-	Queue    *queue.Service
-	Guard    *entry.Guard
-	Signer   *Signer
+	// Gate applies the queues' entry policies and per-address limits to
+	// the sessions the gateway hands out and the users it lets straight in.
+	Gate   *gatekeeper.Gatekeeper
+	Queue  *queue.Service
+	Guard  *entry.Guard
+	Signer *Signer
 	// SecureCookies marks the entry cookie Secure even on plain HTTP (TLS
 	// ends in front of waitroom); it is Secure on TLS or when a proxy in
 	// front says X-Forwarded-Proto: https.
@@ -228,20 +232,26 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 
 // protected serves a protected route: with a valid entry, forward it under
 // the token rules; without one, let the user straight in if the line is
-// quiet, or send them to it.
+// quiet and the queue's entry policy allows it, or send them to the line.
 func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
-	user, err := g.o.Identity.User(r)
+	caller, err := g.o.Identity.Caller(r)
 	if err != nil {
 		if !errors.Is(err, identity.ErrUnauthenticated) || !wantsHTML(r) {
 			g.o.API.WriteError(w, r, err)
 			return
 		}
 		// A browser's first visit: the anonymous session the waiting page
-		// would give it, so a quiet line can let it straight through.
+		// would give it (within the address's share of new sessions), so a
+		// quiet line can let it straight through where the policy allows.
+		if err := g.o.Gate.NewSession(g.o.Gate.Address(r)); err != nil {
+			g.o.API.WriteError(w, r, err)
+			return
+		}
 		var value string
-		user, value = g.o.Identity.NewSession()
+		caller.User, value = g.o.Identity.NewSession()
 		http.SetCookie(w, g.o.Identity.Cookie(value, g.secure(r)))
 	}
+	user := caller.User
 	if token := entryToken(r, rt.Queue); token != "" {
 		err := g.forward(w, r, rt, user, token)
 		if err == nil {
@@ -252,7 +262,18 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
 			return
 		}
 	}
-	// No valid entry. A quiet line lets the user straight in.
+	// No valid entry. A quiet line lets the user straight in, if the
+	// queue's policy lets them in without the waiting page (an anonymous
+	// session under "challenge" solves its challenge there).
+	may, err := g.o.Gate.MayAdmitNow(r.Context(), rt.Queue, caller, g.o.Gate.Address(r))
+	if err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
+	if !may {
+		g.sendToLine(w, r, rt)
+		return
+	}
 	v, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
 	if err != nil {
 		g.o.API.WriteError(w, r, err)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -72,6 +74,11 @@ var errorTable = []struct {
 	// no fault of ours, so no 5xx and no error log (499 as nginx counts it).
 	{context.Canceled, errorRow{499, "client_closed", 0}},
 	{identity.ErrUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
+	{gatekeeper.ErrChallengeRequired, errorRow{http.StatusForbidden, "challenge_required", 0}},
+	{gatekeeper.ErrSignInRequired, errorRow{http.StatusForbidden, "signin_required", 0}},
+	// Retry-After is the address's own wait (RetryAfter) when the error
+	// knows it; 1 s otherwise.
+	{gatekeeper.ErrTooManyEntries, errorRow{http.StatusTooManyRequests, "too_many_entries", 1}},
 	{errBadRequest, errorRow{http.StatusBadRequest, "invalid_request", 0}},
 	{errTooLarge, errorRow{http.StatusRequestEntityTooLarge, "body_too_large", 0}},
 	{errNotFound, errorRow{http.StatusNotFound, "not_found", 0}},
@@ -122,6 +129,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		sw.code = row.code
 	}
 	s.Metrics.Rejected(row.code)
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		row.retryAfter = max(int((ra.RetryAfter()+time.Second-1)/time.Second), 1)
+	}
 	if row.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(row.retryAfter))
 	}

@@ -16,6 +16,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if _, err := s.Identity.User(r); err != nil {
+		if err := s.Gate.NewSession(s.Gate.Address(r)); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		_, value := s.Identity.NewSession()
 		http.SetCookie(w, s.Identity.Cookie(value, s.SecureCookies))
 	}

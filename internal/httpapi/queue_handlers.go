@@ -62,10 +62,12 @@ const maxWaitSeconds = 25
 // An enter that lands near the front waits as a status poll would, rather
 // than have the client sleep pollAfterSeconds while being let in.
 func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
-	user, ok := s.user(w, r)
-	if !ok {
+	caller, err := s.Identity.Caller(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
+	user := caller.User
 	hold, err := waitSeconds(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -73,7 +75,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	}
 	var v queue.View
 	if enter {
-		v, err = s.Queue.Enter(r.Context(), r.PathValue("queue"), user)
+		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r), r.Header.Get(ChallengeSolutionHeader))
 	}
 	switch {
 	case err != nil:
@@ -88,6 +90,22 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		return
 	}
 	writeJSON(w, http.StatusOK, toEntryJSON(v))
+}
+
+// ChallengeSolutionHeader carries a solved challenge on enter: the ALTCHA
+// payload, base64 JSON.
+const ChallengeSolutionHeader = "X-Challenge-Solution"
+
+// challenge issues a proof-of-work challenge for the queue (ALTCHA v2
+// parameters and signature); its solution, sent with enter, takes one
+// place.
+func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
+	c, err := s.Gate.Challenge(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
 }
 
 // holdStatus is WaitStatus, ended early when the client leaves or the

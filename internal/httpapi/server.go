@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -39,6 +40,9 @@ type Options struct {
 	History *queue.History
 	// Identity checks JWTs and signs session cookies.
 	Identity *identity.Identity
+	// Gate decides who may take a place and hands out challenges and new
+	// sessions within the per-address limits.
+	Gate *gatekeeper.Gatekeeper
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
 	// Ready reports whether the dependencies answer (for /readyz).
@@ -83,39 +87,74 @@ func New(o Options) *Server {
 	s := &Server{Options: o, logger: o.Logger, mux: http.NewServeMux(),
 		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
 	m := s.mux
-	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.enter)
-	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.status)
-	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.leave)
+	// Every route but the four that read a JSON body refuses a body larger
+	// than maxIgnoredBody (bodiless).
+	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.bodiless(s.enter))
+	m.HandleFunc("GET /api/v1/queues/{queue}/challenge", s.bodiless(s.challenge))
+	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.bodiless(s.status))
+	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.bodiless(s.leave))
 	if o.Orders != nil { // gateway mode has no order API of its own
 		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
-		m.HandleFunc("GET /api/v1/products/{id}", s.product)
+		m.HandleFunc("GET /api/v1/products/{id}", s.bodiless(s.product))
 		m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
 	}
 
-	m.HandleFunc("GET /admin/v1/queues", s.admin(s.listQueues))
-	m.HandleFunc("GET /admin/v1/queues/{queue}", s.admin(s.queueStats))
+	m.HandleFunc("GET /admin/v1/queues", s.bodiless(s.admin(s.listQueues)))
+	m.HandleFunc("GET /admin/v1/queues/{queue}", s.bodiless(s.admin(s.queueStats)))
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
-	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.admin(s.queueHistory))
+	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.bodiless(s.admin(s.queueHistory)))
 
 	if o.MetricsHandler != nil {
-		m.Handle("GET /metrics", o.MetricsHandler)
+		m.HandleFunc("GET /metrics", s.bodiless(o.MetricsHandler.ServeHTTP))
 	}
 	if o.OpenAPI != nil {
-		m.HandleFunc("GET /openapi.yaml", s.openAPI)
+		m.HandleFunc("GET /openapi.yaml", s.bodiless(s.openAPI))
 	}
-	m.HandleFunc("GET /healthz", s.healthz)
-	m.HandleFunc("GET /readyz", s.readyz)
-	m.HandleFunc("GET /{$}", s.page)
-	m.HandleFunc("GET /q/{queue}", s.page)
-	m.HandleFunc("GET /static/", s.pageFiles)
-	m.HandleFunc("GET /admin", s.pageFiles)
+	m.HandleFunc("GET /healthz", s.bodiless(s.healthz))
+	m.HandleFunc("GET /readyz", s.bodiless(s.readyz))
+	m.HandleFunc("GET /{$}", s.bodiless(s.page))
+	m.HandleFunc("GET /q/{queue}", s.bodiless(s.page))
+	m.HandleFunc("GET /static/", s.bodiless(s.pageFiles))
+	m.HandleFunc("GET /admin", s.bodiless(s.pageFiles))
 	return s
 }
 
-// Handle adds a route served like the others (request id, metrics, JSON
-// errors): what gateway mode serves beside the API under its prefix.
-func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
+// Handle adds a route that takes no body, served like the others (request
+// id, metrics, JSON errors, bodiless): what gateway mode serves beside the
+// API under its prefix.
+func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, s.bodiless(h)) }
+
+// maxIgnoredBody is the most a route that takes no body accepts (and
+// ignores): a client that sends more is refused before the route does any
+// work, so a request cannot make the server read megabytes it never uses.
+const maxIgnoredBody = 1 << 10
+
+// bodiless guards a route that takes no body: a declared length over
+// maxIgnoredBody is refused at once; a body of unknown length (chunked) is
+// read up to the limit, within the time a request head gets.
+func (s *Server) bodiless(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.ContentLength > maxIgnoredBody:
+			s.writeError(w, r, errTooLarge)
+			return
+		case r.ContentLength < 0:
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+			n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, maxIgnoredBody+1))
+			http.NewResponseController(w).SetReadDeadline(time.Time{})
+			if n > maxIgnoredBody {
+				s.writeError(w, r, errTooLarge)
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// bodyReadTimeout bounds the wait for a body of unknown length on a route
+// that takes none (gateway mode has no ReadTimeout: uploads pass through).
+const bodyReadTimeout = 5 * time.Second
 
 // SetDraining makes /readyz fail so load balancers stop sending traffic
 // while in-flight requests finish, and answers held requests at once.

@@ -40,13 +40,26 @@ type Service struct {
 
 	mu      sync.Mutex
 	changes map[string]chan struct{} // closed when the queue changes here (WaitStatus)
+
+	configsMu sync.Mutex
+	configs   map[string]recentConfig // RecentConfig's reads
 }
+
+// recentConfig is a queue's config as read at a moment.
+type recentConfig struct {
+	c  Config
+	at time.Time
+}
+
+// recentConfigAge is how old a config RecentConfig answers with may be: a
+// change made through another instance shows within it.
+const recentConfigAge = time.Second
 
 // NewService returns a Service over store. With snapshotAge > 0, status polls
 // far from the front are answered from a snapshot of the line at most that
 // old (see snapshots); 0 sends every poll to the store.
 func NewService(store Store, snapshotAge time.Duration) *Service {
-	s := &Service{store: store, changes: map[string]chan struct{}{}}
+	s := &Service{store: store, changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
 	if snapshotAge > 0 {
 		s.snaps = newSnapshots(store, snapshotAge)
 	}
@@ -226,6 +239,28 @@ func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
 	return s.store.Config(ctx, queue)
 }
 
+// RecentConfig is Config read at most a second ago: what every enter asks
+// (the queue's entry policy) without a store round trip each time. A
+// change made through this instance shows at once, one made through
+// another within the second.
+func (s *Service) RecentConfig(ctx context.Context, queue string) (Config, error) {
+	s.configsMu.Lock()
+	r, ok := s.configs[queue]
+	s.configsMu.Unlock()
+	if ok && time.Since(r.at) < recentConfigAge {
+		return r.c, nil
+	}
+	at := time.Now()
+	c, err := s.Config(ctx, queue)
+	if err != nil {
+		return c, err
+	}
+	s.configsMu.Lock()
+	s.configs[queue] = recentConfig{c: c, at: at}
+	s.configsMu.Unlock()
+	return c, nil
+}
+
 // PutConfig validates and stores a queue's config, creating the queue.
 func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
 	if err := ValidateQueueName(queue); err != nil {
@@ -235,8 +270,19 @@ func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
 		return err
 	}
 	err := s.store.PutConfig(ctx, queue, c)
+	s.configsMu.Lock()
+	delete(s.configs, queue)
+	s.configsMu.Unlock()
 	s.Changed(queue)
 	return err
+}
+
+// FirstUse records a one-time key of the queue (Store.FirstUse).
+func (s *Service) FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return false, err
+	}
+	return s.store.FirstUse(ctx, queue, key, ttl)
 }
 
 // Stats returns the operator's view of a queue.

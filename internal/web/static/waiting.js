@@ -118,8 +118,8 @@
     if (state === 'waiting') {
       $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: left })
         : held ? t('watching') : t('checking');
-    } else if (state === 'full') {
-      $('retry-in').textContent = dueKind === 'retry' && left > 0 ? t('retryIn', { n: left }) : t('retrying');
+    } else if (state === 'full' || state === 'crowded') {
+      $(state + '-retry-in').textContent = dueKind === 'retry' && left > 0 ? t('retryIn', { n: left }) : t('retrying');
     }
     if (dueKind === 'trouble') banner(t('trouble', { n: Math.max(left, 1) }));
     if (state === 'ready' && ready) {
@@ -133,8 +133,9 @@
 
   // ------------------------------------------------------------ the line
 
-  // lineRequest enters the line (POST) or asks where we stand (GET).
-  async function lineRequest(method) {
+  // lineRequest enters the line (POST) or asks where we stand (GET). A POST
+  // may carry a solved challenge (see joinWithChallenge).
+  async function lineRequest(method, solution) {
     cancelSchedule();
     const rec = { method, sentAt: performance.now(), status: 0, state: '', pollAfterSeconds: null };
     polls.push(rec);
@@ -145,11 +146,13 @@
       // further back it answers at once, as a plain request.
       held = method === 'GET' && nearFront;
       tick();
+      const headers = { Accept: 'application/json' };
+      if (solution) headers['X-Challenge-Solution'] = solution;
       res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + '?waitSeconds=' + HOLD_SECONDS, {
         method,
         credentials: 'same-origin',
         cache: 'no-store',
-        headers: { Accept: 'application/json' },
+        headers,
       });
       body = await res.json().catch(() => ({}));
     } catch {
@@ -165,6 +168,7 @@
     banner('');
 
     if (res.ok) {
+      if (method === 'POST') refused = 0;
       switch (body.status) {
         case 'WAITING': return waiting(body);
         case 'READY': return admitted(body, skew);
@@ -173,10 +177,72 @@
     }
     const code = body.error?.code;
     const retryAfter = parseInt(res.headers.get('Retry-After'), 10);
+    if (res.status === 403 && code === 'challenge_required' && method === 'POST') return joinWithChallenge(body.error.challengeUrl);
+    if (res.status === 403 && code === 'signin_required') return show('signin');
+    if (res.status === 429 && code === 'too_many_entries') return crowded(retryAfter > 0 ? retryAfter : 5);
     if (res.status === 429 && code === 'queue_full') return full(retryAfter > 0 ? retryAfter : 30);
     if (res.status === 404 || code === 'invalid_queue_name') return show('notfound');
     if (res.status === 401 || code === 'invalid_user_id') return show('session');
     return trouble(retryAfter > 0 ? retryAfter : 5, method);
+  }
+
+  // ------------------------------------------------------------ the challenge
+
+  // A line may ask an anonymous visitor's browser for a little work before
+  // it takes a place: a proof of work (ALTCHA v2, PBKDF2/SHA-256; see
+  // challenge-worker.js), about a second of it, which costs a script that
+  // wants a thousand places a thousand times that. It runs in Web Workers,
+  // one per core, while the page goes on saying what it said ("Joining the
+  // line…"): nothing for the shopper to do or see. What it took is kept in
+  // window.__challenge for the browser tests (and the curious).
+  const workerURL = document.getElementById('main').dataset.worker;
+  let refused = 0; // solutions the server refused in a row (expired, used)
+
+  async function joinWithChallenge(url) {
+    if (++refused > 3) return show('unsupported');
+    let solution;
+    try {
+      solution = await solveChallenge(url);
+    } catch (err) {
+      if (err.network) return trouble(5, 'POST');
+      return show('unsupported'); // no Web Workers or WebCrypto (a page not on HTTPS)
+    }
+    return lineRequest('POST', solution);
+  }
+
+  async function solveChallenge(url) {
+    const record = { url, startedAt: performance.now(), fetchedAt: 0, solvedAt: 0, counter: -1, workers: 0, cost: 0 };
+    window.__challenge = record;
+    let challenge;
+    try {
+      const res = await fetch(url, { credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } });
+      if (!res.ok) throw new Error('challenge: ' + res.status);
+      challenge = await res.json();
+    } catch (err) {
+      err.network = true;
+      throw err;
+    }
+    record.fetchedAt = performance.now();
+    record.cost = challenge.parameters.cost;
+    if (!window.Worker || !window.crypto?.subtle) throw new Error('no Web Workers or WebCrypto here');
+    const n = record.workers = Math.min(Math.max(navigator.hardwareConcurrency || 2, 1), 8);
+    const workers = [];
+    try {
+      const found = await new Promise((resolve, reject) => {
+        for (let i = 0; i < n; i++) {
+          const w = new Worker(workerURL);
+          workers.push(w);
+          w.onmessage = (e) => { if (e.data) resolve(e.data); };
+          w.onerror = (e) => reject(new Error(e.message || 'worker failed'));
+          w.postMessage({ parameters: challenge.parameters, start: i, step: n });
+        }
+      });
+      record.solvedAt = performance.now();
+      record.counter = found.counter;
+      return btoa(JSON.stringify({ challenge, solution: { counter: found.counter, derivedKey: found.derivedKey } }));
+    } finally {
+      for (const w of workers) w.terminate();
+    }
   }
 
   // serverSkew is how far the server's clock is ahead of ours, so the
@@ -281,6 +347,13 @@
 
   function full(seconds) {
     show('full');
+    schedule(seconds, 'retry', () => lineRequest('POST'));
+  }
+
+  // crowded: this network (one address, as behind a carrier's NAT) has
+  // taken its share of new places for the moment; try again when told.
+  function crowded(seconds) {
+    show('crowded');
     schedule(seconds, 'retry', () => lineRequest('POST'));
   }
 
