@@ -294,3 +294,60 @@ func TestBodiesWhereNoneIsTaken(t *testing.T) {
 		t.Fatalf("chunked 4 KiB to a status poll: %d", res.StatusCode)
 	}
 }
+
+// TestGatewayEntryRules: the gateway's new sessions and quiet-line walk-ins
+// obey the same entry policy and per-address limits as the API: under
+// challenge an anonymous session is never let straight in; under any, its
+// walk-ins count against the address; signed-in users are not limited.
+func TestGatewayEntryRules(t *testing.T) {
+	t.Parallel()
+	s := newUpstreamShop(t, 100)
+	p := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+		c.AddressEntryBurst, c.AddressEntryRate = 2, 0.01
+		c.AddressSessionBurst, c.AddressSessionRate = 2, 0.01
+	})
+	firstVisit := func() *http.Response {
+		req, _ := http.NewRequest("GET", p.base+"/checkout", nil)
+		req.Header.Set("Accept", "text/html")
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	for i := range 2 {
+		if res := firstVisit(); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("first visit %d on a quiet line under challenge: %d, want 303 to the waiting page", i, res.StatusCode)
+		}
+	}
+	if res := firstVisit(); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third new session from one address: %d Retry-After %q, want 429", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	anonBuy := func() response {
+		return p.do("POST", "/buy", "", nil, "Cookie", p.session(), "Accept", "application/json")
+	}
+	// An API client with a session is told where to join, not let in.
+	if r := anonBuy(); r.status != 403 || r.errorCode() != "entry_token_invalid" {
+		t.Fatalf("anonymous API walk-in under challenge: %d %s", r.status, r.raw)
+	}
+	if n := len(s.buyCalls()); n != 0 {
+		t.Fatalf("%d anonymous calls reached the upstream under challenge", n)
+	}
+	if r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "any"}); r.status != 200 {
+		t.Fatalf("entry any: %d %s", r.status, r.raw)
+	}
+	for i := range 2 {
+		if r := anonBuy(); r.status != 201 {
+			t.Fatalf("anonymous walk-in %d under any: %d %s", i, r.status, r.raw)
+		}
+	}
+	if r := anonBuy(); r.status != 429 || r.errorCode() != "too_many_entries" {
+		t.Fatalf("a third anonymous walk-in from one address: %d %s", r.status, r.raw)
+	}
+	for i := range 5 {
+		if r := p.buy(fmt.Sprintf("member-%d", i), ""); r.status != 201 {
+			t.Fatalf("signed-in walk-in %d: %d %s", i, r.status, r.raw)
+		}
+	}
+}

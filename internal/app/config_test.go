@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/challenge"
 )
 
 func TestParse(t *testing.T) {
@@ -45,6 +46,29 @@ func TestParse(t *testing.T) {
 			t.Fatalf("capacity %d redis %q", c.Capacity, c.RedisURL)
 		}
 	})
+	t.Run("secrets: 32 bytes on Redis, anything on the embedded default", func(t *testing.T) {
+		long := strings.Repeat("s", 32)
+		if _, err := app.Parse([]string{"--redis-url", "redis://x:1/0", "--auth-secret", long, "--admin-token", long}, env(), io.Discard); err != nil {
+			t.Fatalf("32-byte secrets refused: %v", err)
+		}
+		if _, err := app.Parse([]string{"--redis-url", "redis://x:1/0"}, env(), io.Discard); err != nil {
+			t.Fatalf("no secrets given (random ones are made): %v", err)
+		}
+		if _, err := app.Parse([]string{"--auth-secret", "dev", "--admin-token", "dev"}, env(), io.Discard); err != nil {
+			t.Fatalf("short secrets on the embedded default: %v", err)
+		}
+	})
+	t.Run("the bot defences' defaults", func(t *testing.T) {
+		c, err := app.Parse(nil, env(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := c.QueueConfig()
+		if q.Entry != "challenge" || q.ChallengeCost != challenge.DefaultCost || c.SessionMaxAge != 24*time.Hour ||
+			c.AddressEntryBurst != 100 || c.AddressEntryRate != 1 || c.AddressSessionBurst != 100 || c.AddressSessionRate != 1 || c.TrustedProxies != "" {
+			t.Fatalf("defaults: %+v %+v", q, c)
+		}
+	})
 	t.Run("derived rate follows the pool", func(t *testing.T) {
 		c, err := app.Parse([]string{"--db-pool-size", "20", "--order-latency", "100ms"}, env(), io.Discard)
 		if err != nil {
@@ -68,6 +92,17 @@ func TestParse(t *testing.T) {
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{[]string{"--redis-mode", "ring"}, nil, "--redis-mode"},
 		{[]string{"--status-snapshot-age", "-1s"}, nil, "--status-snapshot-age"},
+		// On Redis (a real deployment) a short secret stops the start.
+		{[]string{"--redis-url", "redis://x:1/0", "--auth-secret", "short"}, nil, "--auth-secret: must be at least 32 bytes"},
+		{[]string{"--redis-url", "redis://x:1/0", "--auth-secret", strings.Repeat("s", 31)}, nil, "--auth-secret"},
+		{[]string{"--redis-url", "redis://x:1/0", "--admin-token", "admin"}, nil, "--admin-token: must be at least 32 bytes"},
+		{nil, []string{"WAITROOM_REDIS_URL", "redis://x:1/0", "WAITROOM_AUTH_SECRET", "short"}, "--auth-secret"},
+		{[]string{"--entry-policy", "everyone"}, nil, "entry must be any, challenge or signed"},
+		{[]string{"--challenge-cost", "5"}, nil, "challengeCost"},
+		{[]string{"--session-max-age", "10s"}, nil, "--session-max-age"},
+		{[]string{"--trusted-proxies", "10.0.0.0/8,lb.internal"}, nil, "--trusted-proxies"},
+		{[]string{"--address-entry-burst", "0"}, nil, "--address-entry-burst"},
+		{[]string{"--address-session-rate", "-1"}, nil, "--address-session-rate"},
 	}
 	for _, tc := range bad {
 		t.Run("refuses "+strings.Join(append(tc.args, tc.env...), " "), func(t *testing.T) {
