@@ -10,7 +10,7 @@
 # temp dirs on exit.
 #
 # Usage:
-#   scripts/test.sh                                  # go test ... ./...
+#   scripts/test.sh                                  # go test ... ./..., then each fuzz target for 3 s
 #   scripts/test.sh ./internal/queue/...             # only these packages
 #   scripts/test.sh -run TestFoo ./internal/queue/...
 #   scripts/test.sh -run TestFoo                     # no package given: ./...
@@ -412,11 +412,31 @@ say "go test ${race[*]:+${race[*]} }-count=1 -timeout 12m ${test_args[*]}"
 # its test binaries before the servers go away.
 group=()
 command -v setsid >/dev/null && group=(setsid -w)
-"${group[@]}" go test "${race[@]}" -count=1 -timeout 12m "${test_args[@]}" </dev/null &
-GO_PID=$!
+run_go() {
+	"${group[@]}" go "$@" </dev/null &
+	GO_PID=$!
+	local rc=0
+	wait "$GO_PID" || rc=$?
+	GO_PID=""
+	return "$rc"
+}
 status=0
-wait "$GO_PID" || status=$?
-GO_PID=""
+run_go test "${race[@]}" -count=1 -timeout 12m "${test_args[@]}" || status=$?
+
+# ---------------------------------------------------------------- fuzz
+
+# On a full run (no arguments) every fuzz target also fuzzes for a few
+# seconds: WAITROOM_TEST_FUZZTIME (default 3s; 0 skips). A crasher is saved
+# under the package's testdata/fuzz/<Target>/ and fails the run; committed,
+# it is a regression test that every go test runs from then on.
+fuzztime="${WAITROOM_TEST_FUZZTIME:-3s}"
+if ((status == 0 && $# == 0)) && [[ "$fuzztime" != 0 && "$fuzztime" != 0s ]]; then
+	while read -r pkg target; do
+		say "fuzz $target ($pkg) for $fuzztime"
+		run_go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" || status=$?
+	done < <(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . |
+		sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)$#\1 \2#' | sort)
+fi
 if ((status == 0)); then
 	say "tests passed"
 else
