@@ -69,7 +69,7 @@ const (
 	// DefaultCost is the difficulty of new queues, measured in
 	// docs/security.md: about 0.5 s of one core of native code per place,
 	// about a second for the page in Chromium on two cores.
-	DefaultCost = 300
+	DefaultCost = 700
 	// TTL is how long an issued challenge may be solved and used.
 	TTL = 5 * time.Minute
 	// MaxPayloadLen bounds a solution as sent (base64); ours are ~500 bytes.

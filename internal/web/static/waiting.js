@@ -70,8 +70,14 @@
   const sections = document.querySelectorAll('[data-state]');
   const announcer = $('announcer');
 
+  // Every state the page has shown, with when (ms on the page clock): the
+  // browser tests read it to see that nothing shows up unasked.
+  const states = [];
+  window.__states = states;
+
   function show(next) {
     if (next === state) return;
+    states.push({ state: next, at: performance.now() });
     const focusHeading = state !== '' && state !== 'joining' || next === 'ready';
     state = next;
     for (const s of sections) s.hidden = s.dataset.state !== next;
