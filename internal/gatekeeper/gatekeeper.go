@@ -183,7 +183,10 @@ func (g *Gatekeeper) MayAdmitNow(ctx context.Context, q string, c identity.Calle
 	if err != nil || cfg.Entry != queue.EntryAny {
 		return false, err
 	}
-	return true, g.take(g.o.Entries, addr, "entries")
+	if err := g.take(g.o.Entries, addr, "entries"); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (g *Gatekeeper) take(b *ratelimit.Buckets, addr netip.Addr, what string) error {

@@ -1,0 +1,195 @@
+package gatekeeper
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/ratelimit"
+)
+
+type fixture struct {
+	g  *Gatekeeper
+	q  *queue.Service
+	is *challenge.Issuer
+}
+
+// newFixture is a gatekeeper over an in-process line with a paused queue
+// "sale" under policy, and limits of burst places/sessions per address
+// (no refill).
+func newFixture(t *testing.T, policy queue.EntryPolicy, burst int) fixture {
+	t.Helper()
+	svc := queue.NewService(memstore.New(nil), 0)
+	c := queue.DefaultConfig()
+	c.Paused, c.Entry, c.ChallengeCost = true, policy, challenge.MinCost
+	if err := svc.PutConfig(context.Background(), "sale", c); err != nil {
+		t.Fatal(err)
+	}
+	is := challenge.NewIssuer([]byte("gatekeeper test secret, 32 bytes"), nil)
+	limit := ratelimit.Limit{Rate: 1e-9, Burst: burst}
+	g := New(Options{Queue: svc, Challenges: is, Entries: ratelimit.New(limit, nil), Sessions: ratelimit.New(limit, nil),
+		ChallengeURL: func(q string) string { return "/api/v1/queues/" + q + "/challenge" }})
+	return fixture{g: g, q: svc, is: is}
+}
+
+func (f fixture) solution(t *testing.T) string {
+	t.Helper()
+	c, err := f.g.Challenge(context.Background(), "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := challenge.Solve(context.Background(), c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Encode()
+}
+
+var (
+	home  = netip.MustParseAddr("198.51.100.1")
+	other = netip.MustParseAddr("198.51.100.2")
+)
+
+func anon(user string) identity.Caller   { return identity.Caller{User: user} }
+func signed(user string) identity.Caller { return identity.Caller{User: user, Signed: true} }
+
+func TestChallengePolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, queue.EntryChallenge, 3)
+
+	_, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "")
+	var cr ChallengeRequired
+	if !errors.As(err, &cr) || cr.URL != "/api/v1/queues/sale/challenge" || cr.Reason != nil {
+		t.Fatalf("no solution: %v, want ChallengeRequired with the URL and no reason", err)
+	}
+	sol := f.solution(t)
+	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, sol); err != nil || v.State != queue.Waiting || v.Position != 1 {
+		t.Fatalf("with a solution: %+v, %v", v, err)
+	}
+	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); err != nil || v.Position != 1 {
+		t.Fatalf("again, in line, no solution: %+v, %v", v, err)
+	}
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, sol); !errors.As(err, &cr) || cr.Reason == nil {
+		t.Fatalf("a used solution: %v, want ChallengeRequired saying why", err)
+	}
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, "forged"); !errors.Is(err, ErrChallengeRequired) {
+		t.Fatalf("a forged solution: %v", err)
+	}
+	// Three places asked from home (one taken, two refused): its bucket
+	// is empty, even for a good solution; another address is not.
+	var tm TooManyEntries
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, f.solution(t)); !errors.As(err, &tm) || tm.RetryAfter() <= 0 {
+		t.Fatalf("a fourth place from one address: %v, want TooManyEntries", err)
+	}
+	if v, err := f.g.Enter(ctx, "sale", anon("anon-c"), other, f.solution(t)); err != nil || v.Position != 2 {
+		t.Fatalf("from another address: %+v, %v", v, err)
+	}
+	// Signed-in users: neither challenged nor counted.
+	for _, u := range []string{"alice", "bob", "carol", "dave"} {
+		if _, err := f.g.Enter(ctx, "sale", signed(u), home, ""); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+	// The gateway lets only signed-in users straight in.
+	if may, err := f.g.MayAdmitNow(ctx, "sale", anon("anon-d"), other); may || err != nil {
+		t.Fatalf("anonymous walk-in under challenge: %v, %v", may, err)
+	}
+	if may, err := f.g.MayAdmitNow(ctx, "sale", signed("erin"), home); !may || err != nil {
+		t.Fatalf("signed-in walk-in: %v, %v", may, err)
+	}
+}
+
+func TestSignedPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, queue.EntrySigned, 100)
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, f.solution(t)); !errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("anonymous under signed: %v", err)
+	}
+	if _, err := f.g.Enter(ctx, "sale", signed("alice"), home, ""); err != nil {
+		t.Fatal(err)
+	}
+	if may, _ := f.g.MayAdmitNow(ctx, "sale", anon("anon-a"), home); may {
+		t.Fatal("anonymous walk-in under signed")
+	}
+}
+
+func TestAnyPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, queue.EntryAny, 2)
+	for _, u := range []string{"anon-a", "anon-b"} {
+		if _, err := f.g.Enter(ctx, "sale", anon(u), home, ""); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, ""); !errors.Is(err, ErrTooManyEntries) {
+		t.Fatalf("third anonymous place: %v", err)
+	}
+	// Walk-ins share the same bucket.
+	if may, err := f.g.MayAdmitNow(ctx, "sale", anon("anon-c"), home); may || !errors.Is(err, ErrTooManyEntries) {
+		t.Fatalf("walk-in from a spent address: %v, %v", may, err)
+	}
+	if may, err := f.g.MayAdmitNow(ctx, "sale", anon("anon-c"), other); !may || err != nil {
+		t.Fatalf("walk-in from another address: %v, %v", may, err)
+	}
+}
+
+func TestNewSessionsPerAddress(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, queue.EntryChallenge, 2)
+	for range 2 {
+		if err := f.g.NewSession(home); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tm TooManyEntries
+	if err := f.g.NewSession(home); !errors.As(err, &tm) || tm.What != "new sessions" {
+		t.Fatalf("third session: %v", err)
+	}
+	if err := f.g.NewSession(other); err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+}
+
+func TestUnknownQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, queue.EntryChallenge, 10)
+	if _, err := f.g.Enter(ctx, "nope", anon("anon-a"), home, ""); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Fatalf("Enter: %v", err)
+	}
+	if _, err := f.g.Challenge(ctx, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Fatalf("Challenge: %v", err)
+	}
+	if _, err := f.g.Challenge(ctx, "bad name"); !errors.Is(err, queue.ErrInvalidQueue) {
+		t.Fatalf("Challenge of a bad name: %v", err)
+	}
+}
+
+// TestPolicyChangeShowsAtOnce: a config changed through this instance's
+// service applies to the next enter (RecentConfig is forgotten on PutConfig).
+func TestPolicyChangeShowsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, queue.EntryChallenge, 10)
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); !errors.Is(err, ErrChallengeRequired) {
+		t.Fatal(err)
+	}
+	c, _ := f.q.Config(ctx, "sale")
+	c.Entry = queue.EntryAny
+	if err := f.q.PutConfig(ctx, "sale", c); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); err != nil {
+		t.Fatalf("right after the change to any: %v (%v later)", err, time.Since(start))
+	}
+}
