@@ -306,22 +306,12 @@ func TestGatewayEntryRules(t *testing.T) {
 		c.AddressEntryBurst, c.AddressEntryRate = 2, 0.01
 		c.AddressSessionBurst, c.AddressSessionRate = 2, 0.01
 	})
-	firstVisit := func() *http.Response {
-		req, _ := http.NewRequest("GET", p.base+"/checkout", nil)
-		req.Header.Set("Accept", "text/html")
-		res, err := noRedirects.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res
-	}
 	for i := range 2 {
-		if res := firstVisit(); res.StatusCode != http.StatusSeeOther {
+		if res, _ := p.browserVisit("/checkout"); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("first visit %d on a quiet line under challenge: %d, want 303 to the waiting page", i, res.StatusCode)
 		}
 	}
-	if res := firstVisit(); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+	if res, _ := p.browserVisit("/checkout"); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third new session from one address: %d Retry-After %q, want 429", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 	anonBuy := func() response {

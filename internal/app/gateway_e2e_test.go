@@ -256,6 +256,21 @@ func (p *proxied) buy(user, token string, headers ...string) response {
 	return p.do("POST", "/buy", p.as(user), nil, append(headers, "Accept", "application/json")...)
 }
 
+// browserVisit is a browser's visit with no cookie: the answer, not
+// following a redirect, and its body.
+func (p *proxied) browserVisit(path string) (*http.Response, []byte) {
+	p.t.Helper()
+	req, _ := http.NewRequest("GET", p.base+path, nil)
+	req.Header.Set("Accept", "text/html")
+	res, err := noRedirects.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, body
+}
+
 // noRedirects is a client that shows redirects instead of following them.
 var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
@@ -424,18 +439,7 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 				// A browser's first visit, no cookie at all: under the default
 				// policy (challenge) its fresh session is no walk-in: it goes
 				// to the waiting page, which solves the challenge unseen.
-				firstVisit := func() (*http.Response, []byte) {
-					req, _ := http.NewRequest("GET", p.base+"/checkout", nil)
-					req.Header.Set("Accept", "text/html")
-					res, err := noRedirects.Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					body, _ := io.ReadAll(res.Body)
-					res.Body.Close()
-					return res, body
-				}
-				res, body := firstVisit()
+				res, body := p.browserVisit("/checkout")
 				if want := gwPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
 					t.Fatalf("first visit on a quiet line under challenge: %d %q %s, want 303 to %s", res.StatusCode, res.Header.Get("Location"), body, want)
 				}
@@ -447,7 +451,7 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 					t.Fatalf("entry any: %d %s", r.status, r.raw)
 				}
 				defer p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "challenge"})
-				if res, body := firstVisit(); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
+				if res, body := p.browserVisit("/checkout"); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
 					t.Fatalf("first visit on a quiet line under any: %d %s", res.StatusCode, body)
 				}
 			})
