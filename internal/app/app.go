@@ -230,16 +230,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 }
 
 // newGatekeeper builds the entry rules from c (with its auth secret made
-// up already): challenges signed with the auth secret, the per-address limits, the client address behind the trusted
+// up already): challenges signed with the auth secret, the per-address
+// limits (reported in the metrics), the client address behind the trusted
 // proxies.
 func (m *Main) newGatekeeper(c Config) *gatekeeper.Gatekeeper {
 	addrs, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
+	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, nil)
+	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, nil)
+	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
 	base := c.prefix()
 	return gatekeeper.New(gatekeeper.Options{
 		Queue:        m.Queue,
 		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), nil),
-		Entries:      ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, nil),
-		Sessions:     ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, nil),
+		Entries:      entries,
+		Sessions:     sessions,
 		Addresses:    addrs,
 		ChallengeURL: func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
 	})

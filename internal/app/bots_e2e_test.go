@@ -197,6 +197,19 @@ func TestPerAddressLimits(t *testing.T) {
 		}
 		// A client-written X-Forwarded-For is not believed.
 		wantTooMany(t, newSession(in, "198.51.100.77"))
+		// What the operator sees: one address tracked per limit, the
+		// refusals by code.
+		m := scrape(t, in)
+		for k, want := range map[string]float64{
+			`waitroom_address_limit_addresses{limit="entries"}`:       1,
+			`waitroom_address_limit_addresses{limit="sessions"}`:      1,
+			`waitroom_address_limit_untracked_total{limit="entries"}`: 0,
+			`waitroom_rejected_total{reason="too_many_entries"}`:      3,
+		} {
+			if got, ok := m[k]; !ok || got != want {
+				t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+			}
+		}
 	})
 
 	t.Run("X-Forwarded-For from a trusted proxy", func(t *testing.T) {

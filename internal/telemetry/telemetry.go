@@ -79,6 +79,36 @@ func RegisterHeld(reg prometheus.Registerer, held func() int) {
 	}, func() float64 { return float64(held()) }))
 }
 
+// AddressLimit is a per-address limit as the metrics read it (a
+// *ratelimit.Buckets).
+type AddressLimit interface {
+	Len() int
+	Untracked() uint64
+}
+
+// RegisterAddressLimits adds, per limit (label limit="entries" or
+// "sessions"), waitroom_address_limit_addresses (client addresses tracked
+// by this instance now) and waitroom_address_limit_untracked_total (takes
+// let through untracked because every tracked address was busy: a flood
+// from more addresses than an instance keeps).
+func RegisterAddressLimits(reg prometheus.Registerer, limits map[string]AddressLimit) {
+	for name, l := range limits {
+		labels := prometheus.Labels{"limit": name}
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "waitroom_address_limit_addresses",
+				Help:        "Client addresses this instance tracks for a per-address limit (entries: anonymous places; sessions: new anonymous sessions).",
+				ConstLabels: labels,
+			}, func() float64 { return float64(l.Len()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "waitroom_address_limit_untracked_total",
+				Help:        "Requests let through a per-address limit untracked because this instance's table of addresses was full of busy ones.",
+				ConstLabels: labels,
+			}, func() float64 { return float64(l.Untracked()) }),
+		)
+	}
+}
+
 // ObserveHTTP records one answered request.
 func (m *Metrics) ObserveHTTP(route string, code int, d time.Duration) {
 	if m == nil {
