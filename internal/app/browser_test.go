@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -642,6 +644,32 @@ func TestBrowser(t *testing.T) {
 		}
 		op.typeInto(card+" .rate-input", "1000\r") // × 100 ms > batch 10: refused
 		op.waitUntil("the refusal", `document.querySelector('`+card+` .qmessage').classList.contains('is-error')`, 5*time.Second)
+
+		// Every setting has a field, built from the server's table; a
+		// change is saved with the others left as they are, and a refused
+		// one is said.
+		op.click(card + " .settings summary")
+		var fields []string
+		op.mustEval(`[...document.querySelectorAll('`+card+` .setting')].map(e => e.dataset.setting)`, &fields)
+		var writable []string
+		for _, s := range queue.Settings {
+			if !s.ReadOnly {
+				writable = append(writable, s.Name)
+			}
+		}
+		if !slices.Equal(fields, writable) {
+			t.Errorf("the settings form has %v, the server's settings are %v", fields, writable)
+		}
+		op.typeInto(card+` [name="abandonAfterSeconds"]`, "30")
+		op.click(card + ` [name="adaptive"]`)
+		op.click(card + " .settings-form button")
+		op.waitUntil("the saved settings", `document.querySelector('`+card+` .qmessage').textContent === 'Saved.'`, 5*time.Second)
+		if r := in.do("GET", "/admin/v1/queues/b-admin", in.adminAuth(), nil); r.num("abandonAfterSeconds") != 30 || r.body["adaptive"] != true || r.num("ratePerSecond") != 7 {
+			t.Errorf("after saving the settings form: %s", r.raw)
+		}
+		op.typeInto(card+` [name="abandonAfterSeconds"]`, "7")
+		op.click(card + " .settings-form button")
+		op.waitUntil("the refusal naming the setting", `document.querySelector('`+card+` .qmessage').textContent.includes('abandonAfterSeconds')`, 5*time.Second)
 
 		// The chart has a point per 2 s sample: 3 and more after 4 s.
 		op.waitUntil("three samples in the chart", `document.querySelector('`+card+` .chart-line').getAttribute('d').split('L').length >= 3`, 8*time.Second)

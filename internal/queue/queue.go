@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 )
@@ -42,9 +41,11 @@ var (
 )
 
 // Config is one queue's settings. Every instance reads them from the store,
-// so a change made through one instance applies everywhere at once.
+// so a change made through one instance applies everywhere at once. Each
+// field is declared, with its name, range and default, in Settings.
 type Config struct {
-	// RatePerSecond is the global admission rate, all instances together.
+	// RatePerSecond is the global admission rate, all instances together;
+	// with Adaptive, the rate the adaptive rate starts from.
 	RatePerSecond float64
 	// BatchSize caps how many users one tick admits (default 10).
 	BatchSize int
@@ -62,42 +63,43 @@ type Config struct {
 	MaxActiveTokens int64
 	// Paused stops admission; entering and status go on.
 	Paused bool
+	// Adaptive lets the admission rate follow the protected calls' measured
+	// latency and failures (RateController), never below MinRate nor above
+	// MaxRate, aiming at TargetLatency.
+	Adaptive         bool
+	MinRate, MaxRate float64
+	TargetLatency    time.Duration
+	// AbandonAfter: a waiting user who has not asked for their status for
+	// this long is skipped at admission instead of given a token (0: never).
+	AbandonAfter time.Duration
+	// OpensAt: users entering before it wait in a pre-queue and are placed
+	// in the line in a uniformly random order at OpensAt (zero: no opening).
+	OpensAt time.Time
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
 }
 
-// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms.
-func DefaultConfig() Config {
-	return Config{
-		RatePerSecond:  100,
-		BatchSize:      10,
-		Interval:       100 * time.Millisecond,
-		Capacity:       100_000,
-		TokenTTL:       5 * time.Minute,
-		RateDerivation: "set directly: 100/s",
-	}
-}
+// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms,
+// and every other setting's default (Settings).
+func DefaultConfig() Config { return defaultFromSettings() }
 
-// Validate reports the first setting that cannot work, naming it.
+// Validate reports the first setting that cannot work, naming it: each
+// setting's own range (Settings), then the rules between them.
 func (c Config) Validate() error {
+	for _, s := range Settings {
+		if err := s.validate(c); err != nil {
+			return err
+		}
+	}
 	switch {
-	case !(c.RatePerSecond > 0) || math.IsInf(c.RatePerSecond, 0) || c.RatePerSecond > 1e6:
-		return fmt.Errorf("%w: ratePerSecond must be > 0 and ≤ 1000000, got %v", ErrInvalidConfig, c.RatePerSecond)
-	case c.BatchSize < 1 || c.BatchSize > 10_000:
-		return fmt.Errorf("%w: batchSize must be 1..10000, got %d", ErrInvalidConfig, c.BatchSize)
-	case c.Interval < time.Millisecond || c.Interval > time.Minute:
-		return fmt.Errorf("%w: intervalMs must be 1..60000, got %d", ErrInvalidConfig, c.Interval.Milliseconds())
-	case c.Interval%time.Millisecond != 0:
-		return fmt.Errorf("%w: intervalMs must be whole milliseconds", ErrInvalidConfig)
-	case c.Capacity < 1 || c.Capacity > 100_000_000:
-		return fmt.Errorf("%w: capacity must be 1..100000000, got %d", ErrInvalidConfig, c.Capacity)
-	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour || c.TokenTTL%time.Millisecond != 0:
-		return fmt.Errorf("%w: tokenTtlSeconds must be 1..86400, got %v", ErrInvalidConfig, c.TokenTTL)
-	case c.MaxActiveTokens < 0 || c.MaxActiveTokens > 100_000_000:
-		return fmt.Errorf("%w: maxActiveTokens must be 0 (no cap) to 100000000, got %d", ErrInvalidConfig, c.MaxActiveTokens)
 	case c.PerTick() > float64(c.BatchSize):
 		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
 			ErrInvalidConfig, c.PerTick(), c.BatchSize)
+	case c.MinRate > c.MaxRate:
+		return fmt.Errorf("%w: minRatePerSecond %v is above maxRatePerSecond %v", ErrInvalidConfig, c.MinRate, c.MaxRate)
+	case c.Adaptive && c.MaxRate*c.Interval.Seconds() > float64(c.BatchSize):
+		return fmt.Errorf("%w: maxRatePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d, so the adaptive rate could never reach it; raise batchSize or lower maxRatePerSecond",
+			ErrInvalidConfig, c.MaxRate*c.Interval.Seconds(), c.BatchSize)
 	}
 	return nil
 }

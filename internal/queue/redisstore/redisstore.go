@@ -81,21 +81,12 @@ func unavailable(err error) error {
 // PutConfig implements queue.Store.
 func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) error {
 	k := keysFor(s.prefix, name)
-	paused := "0"
-	if c.Paused {
-		paused = "1"
+	fields := queue.StoreFields(c)
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		args[i] = f
 	}
-	err := putConfigScript.Run(ctx, s.rdb, []string{k.cfg, k.adm},
-		"rate", strconv.FormatFloat(c.RatePerSecond, 'f', -1, 64),
-		"batch", c.BatchSize,
-		"interval_ms", c.Interval.Milliseconds(),
-		"capacity", c.Capacity,
-		"ttl_ms", c.TokenTTL.Milliseconds(),
-		"max_active", c.MaxActiveTokens,
-		"paused", paused,
-		"derivation", c.RateDerivation,
-	).Err()
-	if err != nil {
+	if err := putConfigScript.Run(ctx, s.rdb, []string{k.cfg, k.adm}, args...).Err(); err != nil {
 		return unavailable(err)
 	}
 	return unavailable(s.rdb.SAdd(ctx, registryKey(s.prefix), name).Err())
@@ -110,30 +101,7 @@ func (s *Store) Config(ctx context.Context, name string) (queue.Config, error) {
 	if len(m) == 0 {
 		return queue.Config{}, queue.ErrQueueNotFound
 	}
-	return parseConfig(m)
-}
-
-func parseConfig(m map[string]string) (queue.Config, error) {
-	var c queue.Config
-	var err error
-	num := func(field string) int64 {
-		v, e := strconv.ParseInt(m[field], 10, 64)
-		if e != nil && err == nil {
-			err = fmt.Errorf("queue config field %s: %w", field, e)
-		}
-		return v
-	}
-	c.RatePerSecond, err = strconv.ParseFloat(m["rate"], 64)
-	c.BatchSize = int(num("batch"))
-	c.Interval = time.Duration(num("interval_ms")) * time.Millisecond
-	c.Capacity = num("capacity")
-	c.TokenTTL = time.Duration(num("ttl_ms")) * time.Millisecond
-	c.Paused = m["paused"] == "1"
-	c.RateDerivation = m["derivation"]
-	if m["max_active"] != "" { // absent in configs written before the cap existed
-		c.MaxActiveTokens = num("max_active")
-	}
-	return c, err
+	return queue.ConfigFromStore(m)
 }
 
 // Queues implements queue.Store.

@@ -744,7 +744,10 @@ func testStats(t *testing.T, s queue.Store) {
 
 func testConfigRoundTrip(t *testing.T, s queue.Store) {
 	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
-		TokenTTL: 90 * time.Second, Paused: true, RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s"}
+		TokenTTL: 90 * time.Second, MaxActiveTokens: 40, Paused: true, Adaptive: true, MinRate: 3, MaxRate: 28,
+		TargetLatency: 300 * time.Millisecond, AbandonAfter: 45 * time.Second,
+		OpensAt:        time.Date(2031, 12, 24, 11, 0, 0, 0, time.UTC),
+		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s"}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {

@@ -20,6 +20,10 @@
   const PLOT = { left: 44, right: 596, top: 10, bottom: 146 };
 
   const cards = new Map(); // queue name → card
+  // The server's declaration of the queue settings (GET
+  // /admin/v1/queue-settings): each card's settings form is built from it,
+  // so a setting added on the server appears here by itself.
+  let settings = [];
   let timer = 0;
   let memoryToken = ''; // when sessionStorage is unavailable (private mode)
 
@@ -65,11 +69,15 @@
     $('token').focus();
   }
 
-  function signIn() {
+  async function signIn() {
     $('login').hidden = true;
     $('login-error').textContent = '';
     $('dash').hidden = false;
     $('sign-out').hidden = false;
+    try {
+      const r = await api('GET', '/queue-settings');
+      if (r.res.ok) settings = r.data.settings || [];
+    } catch { /* the cards come without their settings form */ }
     refresh();
   }
 
@@ -162,6 +170,7 @@
     q('.qname').textContent = name;
     c.pause.addEventListener('click', () => change(c, { paused: !c.paused }));
     c.rateInput.addEventListener('input', () => { c.rateDirty = true; });
+    buildSettingsForm(c);
     c.rateForm.addEventListener('submit', (e) => {
       e.preventDefault();
       const v = Number(c.rateInput.value);
@@ -193,6 +202,7 @@
       return false;
     }
     c.rateDirty = false;
+    c.settingsDirty = false;
     render(c, r.data, Date.now());
     note(c, t('saved'));
     return true;
@@ -222,7 +232,116 @@
     c.field('derivation').textContent = q.rateDerivation || '';
 
     if (!c.rateDirty && document.activeElement !== c.rateInput) c.rateInput.value = String(q.ratePerSecond);
+    fillSettingsForm(c, q);
     draw(c, now, q.length);
+  }
+
+  // ------------------------------------------------------------ settings form
+
+  const cap = (name) => name.charAt(0).toUpperCase() + name.slice(1);
+
+  // buildSettingsForm makes one field per setting an admin may change.
+  function buildSettingsForm(c) {
+    const form = c.el.querySelector('.settings-form');
+    const box = form.querySelector('.settings-fields');
+    c.settingsForm = form;
+    c.settingsDirty = false;
+    c.current = {};
+    for (const s of settings) {
+      if (s.readOnly) continue;
+      const id = 'set-' + c.name.replace(/[^A-Za-z0-9_-]/g, '_') + '-' + s.name;
+      const wrap = document.createElement('div');
+      wrap.className = 'field setting' + (s.kind === 'boolean' ? ' setting-check' : '');
+      wrap.dataset.setting = s.name;
+      const label = document.createElement('label');
+      label.htmlFor = id;
+      label.textContent = M['setting' + cap(s.name)] ?? s.name;
+      const input = document.createElement('input');
+      input.id = id;
+      input.name = s.name;
+      if (s.kind === 'boolean') {
+        input.type = 'checkbox';
+      } else if (s.kind === 'date-time') {
+        input.type = 'datetime-local';
+        input.step = '1';
+      } else {
+        input.type = 'number';
+        input.inputMode = s.kind === 'number' ? 'decimal' : 'numeric';
+        input.step = s.kind === 'number' ? 'any' : '1';
+        if (s.maximum !== undefined) input.max = String(s.maximum);
+        if (s.minimum !== undefined && !s.exclusiveMinimum) input.min = String(s.zeroIsOff ? 0 : s.minimum);
+      }
+      const help = document.createElement('p');
+      help.className = 'setting-help';
+      help.id = id + '-help';
+      help.textContent = M['settingHelp' + cap(s.name)] ?? s.help;
+      input.setAttribute('aria-describedby', help.id);
+      input.addEventListener('input', () => { c.settingsDirty = true; });
+      if (s.kind === 'boolean') wrap.append(input, label, help);
+      else wrap.append(label, input, help);
+      box.append(wrap);
+    }
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      saveSettings(c);
+    });
+  }
+
+  // localInput and fromLocalInput convert between an RFC 3339 time and the
+  // browser's datetime-local value, which is in the viewer's time zone.
+  function localInput(iso) {
+    if (!iso) return '';
+    const d = new Date(iso);
+    const pad = (n) => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+  function fromLocalInput(v) {
+    if (!v) return '';
+    const d = new Date(v);
+    return Number.isNaN(d.getTime()) ? null : d.toISOString();
+  }
+
+  // fillSettingsForm shows the queue's settings, unless someone is editing.
+  function fillSettingsForm(c, q) {
+    if (!c.settingsForm) return;
+    for (const s of settings) c.current[s.name] = q[s.name];
+    if (c.settingsDirty || c.settingsForm.contains(document.activeElement)) return;
+    for (const s of settings) {
+      const input = c.settingsForm.elements.namedItem(s.name);
+      if (!input) continue;
+      if (s.kind === 'boolean') input.checked = !!q[s.name];
+      else if (s.kind === 'date-time') input.value = localInput(q[s.name]);
+      else input.value = q[s.name] === undefined || q[s.name] === null ? '' : String(q[s.name]);
+    }
+  }
+
+  // saveSettings PATCHes the fields that differ from the queue's values.
+  async function saveSettings(c) {
+    const patch = {};
+    for (const s of settings) {
+      const input = c.settingsForm.elements.namedItem(s.name);
+      if (!input) continue;
+      let v;
+      if (s.kind === 'boolean') v = input.checked;
+      else if (s.kind === 'date-time') v = fromLocalInput(input.value);
+      else v = input.value.trim() === '' ? null : Number(input.value);
+      if (v === null || (typeof v === 'number' && !Number.isFinite(v))) {
+        note(c, t('settingInvalid', { name: M['setting' + cap(s.name)] ?? s.name }), true);
+        input.focus();
+        return;
+      }
+      const was = s.kind === 'date-time' ? (c.current[s.name] ? new Date(c.current[s.name]).toISOString() : '') : c.current[s.name];
+      if (v !== was) patch[s.name] = v;
+    }
+    if (!Object.keys(patch).length) {
+      note(c, t('settingsUnchanged'));
+      return;
+    }
+    // A rate set in this form is a start for the adaptive rate, not an
+    // override, when the adaptive box stays ticked.
+    if ('ratePerSecond' in patch && c.settingsForm.elements.namedItem('adaptive')?.checked) patch.adaptive = true;
+    if (await change(c, patch)) c.settingsDirty = false;
   }
 
   // ------------------------------------------------------------ chart

@@ -5,8 +5,8 @@
 --
 -- KEYS[1] cfg  HASH queue config
 -- KEYS[2] adm  HASH admission state
--- ARGV    field, value pairs: rate, batch, interval_ms, capacity, ttl_ms,
---         max_active, paused, derivation
+-- ARGV    field, value pairs of every setting (queue.StoreFields: the
+--         table queue.Settings names each field)
 -- Reply: 1
 redis.call('HSET', KEYS[1], unpack(ARGV))
 local interval = tonumber(redis.call('HGET', KEYS[1], 'interval_ms'))
