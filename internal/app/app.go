@@ -141,7 +141,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := telemetry.New(m.Registry, m.Queue)
-	guard := entry.NewGuard(qstore, 0, metrics.ProtectedCall)
+	// Every protected call is measured, and the adaptive rate follows them.
+	rates := queue.NewRateController(qstore, m.Logger)
+	guard := entry.NewGuard(qstore, 0, func(q string, took time.Duration, o entry.Outcome) {
+		metrics.ProtectedCall(q, took, o)
+		rates.Observe(q, took, o.Overloaded())
+	})
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
 	m.Orders = order.NewService(m.orderStore, guard, payment, order.Config{Work: c.OrderWork})
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
@@ -185,9 +190,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	admitter := queue.NewAdmitter(qstore, m.Logger)
 	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
-	m.loopsDone.Add(2)
+	admitter.OnOpened = m.Queue.Changed
+	m.loopsDone.Add(4)
 	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); rates.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); m.Queue.RunPresence(loopsCtx, m.Logger) }()
 
 	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
 		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -432,6 +433,14 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.as(alice), status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
+	// Before the opening: WAITING with opensAt, no place.
+	opening := saleID("opening")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + opening, auth: admin,
+		body: map[string]any{"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, status: 200})
+	if r := k.call(t, oaCase{method: "POST", path: entries(opening), auth: in.as(alice), status: 200}); r.str("opensAt") == "" || r.body["position"] != nil {
+		t.Errorf("enter before the opening: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "GET", path: me(opening), auth: in.as(alice), status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(alice), status: 200})                   // takes the one place
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(bob), status: 429, code: "queue_full"}) // none left
 	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.as(alice), status: 204})                    // leave

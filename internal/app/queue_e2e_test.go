@@ -652,12 +652,14 @@ func testAdminStats(t *testing.T, in *instance) {
 	checkExactFields(t, st, "queue", "ratePerSecond", "batchSize", "intervalMs", "capacity", "tokenTtlSeconds",
 		"maxActiveTokens", "paused", "adaptive", "minRatePerSecond", "maxRatePerSecond", "targetLatencyMs",
 		"abandonAfterSeconds", "opensAt", "length", "admittedTotal", "activeTokens", "consumedTotal",
-		"measuredRatePerSecond", "rateDerivation")
+		"measuredRatePerSecond", "rateDerivation", "effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal",
+		"preQueueLength")
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
 		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
 		"adaptive": false, "minRatePerSecond": 1.0, "maxRatePerSecond": 100.0, "targetLatencyMs": 250.0,
-		"abandonAfterSeconds": 0.0, "opensAt": nil,
+		"abandonAfterSeconds": 0.0, "opensAt": nil, "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",
+		"abandonedTotal": 0.0, "preQueueLength": 0.0,
 		"consumedTotal": 0.0,
 		// The rate comes from the bottleneck, and says how.
 		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",

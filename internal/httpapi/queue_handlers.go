@@ -23,20 +23,29 @@ type entryJSON struct {
 	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
 	// PollAfterSeconds is always present: null when there is nothing to wait for.
 	PollAfterSeconds *int64 `json:"pollAfterSeconds"`
-	// Paused is present (true) only on WAITING while admission is paused.
-	Paused bool `json:"paused,omitempty"`
+	// Paused is present (true) only on WAITING while admission is paused;
+	// Stalled likewise while admission runs but nobody has been let in for
+	// a while.
+	Paused  bool `json:"paused,omitempty"`
+	Stalled bool `json:"stalled,omitempty"`
+	// OpensAt is present only on WAITING before the line's opening, instead
+	// of a position.
+	OpensAt *time.Time `json:"opensAt,omitempty"`
 }
 
 func toEntryJSON(v queue.View) entryJSON {
 	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
-	switch v.State {
-	case queue.Waiting:
+	switch {
+	case v.State == queue.Waiting && !v.OpensAt.IsZero():
+		at := v.OpensAt.UTC()
+		e.OpensAt, e.Paused = &at, v.Paused
+	case v.State == queue.Waiting:
 		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
-		// paused qualifies the estimate, so only WAITING carries it: READY
-		// and NOT_IN_QUEUE keep their documented shapes (DESIGN.md §3)
-		// whatever the queue's pause switch says.
-		e.Paused = v.Paused
-	case queue.Ready:
+		// paused and stalled qualify the estimate, so only WAITING carries
+		// them: READY and NOT_IN_QUEUE keep their documented shapes
+		// (DESIGN.md §3) whatever the queue's state.
+		e.Paused, e.Stalled = v.Paused, v.Stalled && !v.Paused
+	case v.State == queue.Ready:
 		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
 	}
 	return e
@@ -213,12 +222,16 @@ func jsonKind(k queue.Kind) string {
 // and the numbers of the line.
 func toStatsJSON(st queue.Stats) map[string]any {
 	out := map[string]any{
-		"queue":                 st.Queue,
-		"length":                st.Length,
-		"admittedTotal":         st.AdmittedTotal,
-		"activeTokens":          st.ActiveTokens,
-		"consumedTotal":         st.ConsumedTotal,
-		"measuredRatePerSecond": math.Round(st.MeasuredRate*10) / 10,
+		"queue":                  st.Queue,
+		"length":                 st.Length,
+		"admittedTotal":          st.AdmittedTotal,
+		"activeTokens":           st.ActiveTokens,
+		"consumedTotal":          st.ConsumedTotal,
+		"measuredRatePerSecond":  math.Round(st.MeasuredRate*10) / 10,
+		"effectiveRatePerSecond": st.EffectiveRate,
+		"effectiveRateReason":    st.EffectiveWhy,
+		"abandonedTotal":         st.AbandonedTotal,
+		"preQueueLength":         st.PreQueued,
 	}
 	for _, set := range queue.Settings {
 		out[set.Name] = set.Value(st.Config)
@@ -293,12 +306,21 @@ type historyJSON struct {
 	Queue        string             `json:"queue"`
 	EverySeconds float64            `json:"everySeconds"`
 	Points       []historyPointJSON `json:"points"`
+	RateChanges  []rateChangeJSON   `json:"rateChanges"`
 }
 
 type historyPointJSON struct {
+	At                     time.Time `json:"at"`
+	Length                 int64     `json:"length"`
+	AdmittedTotal          int64     `json:"admittedTotal"`
+	EffectiveRatePerSecond float64   `json:"effectiveRatePerSecond"`
+}
+
+// rateChangeJSON is one change of the rate admission uses.
+type rateChangeJSON struct {
 	At            time.Time `json:"at"`
-	Length        int64     `json:"length"`
-	AdmittedTotal int64     `json:"admittedTotal"`
+	RatePerSecond float64   `json:"ratePerSecond"`
+	Reason        string    `json:"reason"`
 }
 
 func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
@@ -307,12 +329,21 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := historyJSON{Queue: q, Points: []historyPointJSON{}}
+	out := historyJSON{Queue: q, Points: []historyPointJSON{}, RateChanges: []rateChangeJSON{}}
 	if s.History != nil {
 		out.EverySeconds = s.History.Every().Seconds()
 		for _, p := range s.History.Points(q) {
-			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal})
+			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal,
+				EffectiveRatePerSecond: p.EffectiveRate})
 		}
+	}
+	changes, err := s.Queue.RateChanges(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, c := range changes {
+		out.RateChanges = append(out.RateChanges, rateChangeJSON{At: c.At, RatePerSecond: c.Rate, Reason: c.Why})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

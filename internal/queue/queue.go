@@ -38,6 +38,8 @@ var (
 	ErrTokenInUse = errors.New("entry token in use")
 	// ErrUnavailable wraps failures of the store itself (Redis down).
 	ErrUnavailable = errors.New("queue store unavailable")
+	// ErrNotOwner: placing an opening whose lease another instance holds.
+	ErrNotOwner = errors.New("opening placed by another instance")
 )
 
 // Config is one queue's settings. Every instance reads them from the store,
@@ -107,10 +109,13 @@ func (c Config) Validate() error {
 // PerTick is how many users one tick admits on average.
 func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
 
-// Entry is a user's standing as the store sees it, with the queue's config
+// Entry is a user's standing as the store sees it, with the line's pace
 // read in the same step so the estimate matches the position.
 type Entry struct {
 	State State
+	// PreQueue: waiting for the line's opening (Pace.OpensAt), with no
+	// place yet.
+	PreQueue bool
 	// Position is 1-based (1 = next in); Length counts everyone waiting.
 	Position, Length int64
 	// Ticket is the waiting user's place-holder: the INCR number they
@@ -118,7 +123,7 @@ type Entry struct {
 	Ticket    int64
 	Token     string
 	ExpiresAt time.Time
-	Config    Config
+	Pace      Pace
 }
 
 // Snapshot is a queue's line as one instant saw it: enough to work out
@@ -137,7 +142,7 @@ type Snapshot struct {
 	// (SnapshotMaxLeft); such a snapshot answers no one.
 	Left     []int64
 	Complete bool
-	Config   Config
+	Pace     Pace
 }
 
 // SnapshotMaxLeft bounds Snapshot.Left: beyond it, status goes to the store.
@@ -164,6 +169,8 @@ type Admission struct {
 	// Admitted are the users popped in this tick, in line order, each with
 	// its token written in the same atomic step.
 	Admitted []string
+	// Skipped counts the no-shows this tick passed over (AbandonAfter).
+	Skipped int
 	// NextIn is how long until the next tick is due, by the store's clock.
 	NextIn time.Duration
 }
@@ -186,6 +193,58 @@ type Stats struct {
 	// MeasuredRate is the admitted users per second over the last few
 	// seconds (all instances together); 0 when nothing was admitted lately.
 	MeasuredRate float64
+	// EffectiveRate is the rate admission uses now (the adaptive rate, or
+	// the configured one) and EffectiveWhy the adaptive rate's last reason.
+	EffectiveRate float64
+	EffectiveWhy  string
+	// AbandonedTotal counts waiting users skipped at admission as no-shows;
+	// they balance like leavers:
+	//   EnteredTotal = Length + AdmittedTotal + LeftTotal + AbandonedTotal
+	// (+ PreQueued while an opening is being placed: its users hold tickets).
+	AbandonedTotal int64
+	// PreQueued counts users waiting for the opening, not yet in line.
+	PreQueued int64
+}
+
+// RateSample is protected calls folded by one instance over one window: how
+// many, how many overloaded (failed or timed out), and their latencies in
+// LatencyBuckets.
+type RateSample struct {
+	Calls, Overloaded int64
+	// Latency counts calls by latency bucket (LatencyBucket).
+	Latency map[int]int64
+}
+
+// RateWindow is what FoldRate answers: whether this call claimed the
+// decision on a finished window, and if so that window's samples from
+// every instance, the rate in force and the users waiting.
+type RateWindow struct {
+	Claimed bool
+	// ID numbers the window (store time / window length); SetRate takes it.
+	ID      int64
+	Samples RateSample
+	Rate    float64
+	Waiting int64
+}
+
+// RateChange is one change of the adaptive rate, for the admin chart.
+type RateChange struct {
+	At   time.Time
+	Rate float64
+	Why  string
+}
+
+// Opening is what OpenDue answers about a queue's pre-queue.
+type Opening struct {
+	// Due: the pre-queue is closed (later arrivals join the line behind the
+	// tickets reserved for it) and this caller holds the lease to place
+	// Pending, its users in arrival order.
+	Due     bool
+	Pending []string
+	// In is how long until the opening is due (not Due, and one pending).
+	In time.Duration
+	// Busy: another instance holds the lease to place it.
+	Busy bool
 }
 
 // Store holds the line and the tokens. Each method is one atomic step in the
@@ -209,8 +268,32 @@ type Store interface {
 	// Admit runs one admission tick if one is due: it pops up to the tick's
 	// budget in line order and writes tokens[i] for the i-th popped user with
 	// the queue's TTL. len(tokens) should be the batch size; with fewer, the
-	// users due beyond them wait for the next tick.
+	// users due beyond them wait for the next tick. With AbandonAfter, a
+	// user not Seen for that long is skipped instead (out of line, no
+	// token) and the tick fills its budget from those behind. While an
+	// opening is being placed it admits nobody.
 	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
+	// Seen marks users still in line as present now (AbandonAfter).
+	Seen(ctx context.Context, queue string, users []string) error
+	// FoldRate adds one instance's samples to the current window of the
+	// adaptive rate; the first call after a window ends claims the
+	// decision on it (RateWindow.Claimed), once for all instances. With
+	// the rate not adaptive the samples are dropped.
+	FoldRate(ctx context.Context, queue string, s RateSample, window time.Duration) (RateWindow, error)
+	// SetRate sets the adaptive rate decided on window id, within the
+	// queue's bounds, unless the rate is no longer adaptive or a later
+	// window was decided; it reports the rate before and whether it wrote.
+	SetRate(ctx context.Context, queue string, id int64, rate float64, why string) (before float64, ok bool, err error)
+	// RateChanges lists the admission rate's recent changes, oldest first.
+	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
+	// OpenDue checks the queue's opening by the store's clock; when due it
+	// closes the pre-queue and gives owner the lease (for lease) to place
+	// it (Place).
+	OpenDue(ctx context.Context, queue, owner string, lease time.Duration) (Opening, error)
+	// Place puts users (a due opening's, in the order chosen) in line at
+	// the next reserved tickets, skipping any who left; once the pre-queue
+	// is empty the opening is done (true). ErrNotOwner: the lease is gone.
+	Place(ctx context.Context, queue, owner string, users []string, lease time.Duration) (bool, error)
 	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
 	// in-flight lock on it for owner (ErrTokenInUse while another owner
 	// holds it). Asking again as the same owner succeeds, so a retried call

@@ -72,6 +72,36 @@ func (l *line) appendSlot(user string) {
 	l.fenwick = append(l.fenwick, v)
 }
 
+// place puts a user at a ticket that may lie below tickets already in
+// line (an opening's reserved tickets, placed in ascending order behind
+// the users who were in line before it and ahead of those who came after):
+// an empty slot is filled, and a ticket below the first slot rebuilds the
+// slots from it (once per opening, as its tickets are placed in order).
+func (l *line) place(user string, ticket int64) {
+	if len(l.users) == 0 || ticket >= l.base+int64(len(l.users)) {
+		l.push(user, ticket)
+		return
+	}
+	if ticket < l.base {
+		old, oldBase, oldHead := l.users, l.base, l.head
+		*l = line{base: ticket, tickets: l.tickets, users: make([]string, 0, len(old)), fenwick: make([]int32, 0, len(old))}
+		for t := ticket; t < oldBase; t++ {
+			l.appendSlot("")
+		}
+		for _, u := range old {
+			l.appendSlot(u)
+		}
+		l.head = oldHead + int(oldBase-ticket)
+	}
+	slot := int(ticket - l.base)
+	l.users[slot] = user
+	l.tickets[user] = ticket
+	for i := slot + 1; i <= len(l.fenwick); i += i & -i {
+		l.fenwick[i-1]++
+	}
+	l.head = min(l.head, slot)
+}
+
 func (l *line) remove(user string) bool {
 	t, ok := l.tickets[user]
 	if !ok {

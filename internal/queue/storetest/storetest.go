@@ -157,7 +157,7 @@ func testReEntry(t *testing.T, s queue.Store) {
 	}
 }
 
-var ignoreConfig = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Config" }, cmp.Ignore())
+var ignoreConfig = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Pace" }, cmp.Ignore())
 
 func testCapacity(t *testing.T, s queue.Store) {
 	c := queue.DefaultConfig()
@@ -328,7 +328,7 @@ func testSnapshotProperty(t *testing.T, s queue.Store) {
 				if err != nil {
 					t.Fatalf("step %d: Snapshot: %v", step, err)
 				}
-				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Config.BatchSize != 10 {
+				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Pace.Batch != 10 {
 					t.Fatalf("step %d: snapshot %+v, want length %d, last %d", step, sn, len(model), last)
 				}
 				for u, ticket := range tickets {
@@ -736,7 +736,7 @@ func testStats(t *testing.T, s queue.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig()}
+	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig(), EffectiveRate: fastConfig().RatePerSecond}
 	if diff := cmp.Diff(want, st, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".MeasuredRate" }, cmp.Ignore())); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}

@@ -9,26 +9,40 @@
 -- most two batches back to back, never a burst. The popped users get their
 -- tokens in the same script: nobody is ever popped without a token.
 --
+-- The rate is the adaptive one (adm.eff_rate, within its bounds) while the
+-- queue's rate is adaptive. With abandon_ms, a user at the front whose last
+-- seen mark is older than that (or who has none, once abandon_ms has passed
+-- since the config last changed) is a no-show: taken out of line without a
+-- token and counted, and the tick fills its budget from those behind. While
+-- an opening's pre-queue is being placed nobody is admitted: it goes first.
+-- Each tick also keeps the line's pace (queue.PaceState), when its front
+-- last moved, and how far from the front seen marks matter (reach).
+--
 -- KEYS[1] line   ZSET user → ticket
 -- KEYS[2] cfg    HASH queue config
--- KEYS[3] adm    HASH next (ms), carry, counters, rate window
+-- KEYS[3] adm    HASH next (ms), carry, counters, rate window, pace
 -- KEYS[4] tokens HASH user → entry token
 -- KEYS[5] texp   ZSET user → token expiry (ms)
 -- KEYS[6] left   ZSET tickets of users who left the line (see leave.lua)
+-- KEYS[7] seen   ZSET user near the front → last seen (ms)
 -- ARGV[1..n] fresh tokens, one per user this tick may admit
 -- Reply: {-1} unknown queue
 --        {0, nextInMs} the tick is not due yet
---        {1, nextInMs, user1, ..., userN} claimed the tick and admitted these
---        (none when the queue is paused or nobody waits)
-local cfg = redis.call('HMGET', KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused', 'max_active')
+--        {1, nextInMs, skipped, user1, ..., userN} claimed the tick, passed
+--        over `skipped` no-shows and admitted these (none when the queue is
+--        paused or nobody waits)
+local cfg = redis.call('HMGET', KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused', 'max_active',
+  'adaptive', 'min_rate', 'max_rate', 'abandon_ms')
 if not cfg[1] then
   return {-1}
 end
 local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
+local abandon = tonumber(cfg[10]) or 0
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count')
+local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'eff_rate',
+  'pace_rate', 'pace_busy', 'pace_at', 'abandon_since', 'open_state')
 local due = tonumber(adm[1]) or now
 if now < due then
   return {0, due - now}
@@ -45,9 +59,14 @@ if #expired > 0 then
   redis.call('HINCRBY', KEYS[3], 'expired', #expired)
 end
 
-local admitted = {}
+if cfg[7] == '1' and tonumber(adm[5]) then
+  rate = math.max(tonumber(cfg[8]), math.min(tonumber(adm[5]), tonumber(cfg[9])))
+end
+local stopped = cfg[5] == '1' or adm[10] == 'placing'
+local length = redis.call('ZCARD', KEYS[1])
+local admitted, examined, skipped = {}, {}, 0
 local carry = 0
-if cfg[5] ~= '1' then
+if not stopped then
   -- rate × interval users per tick; the fraction carries to the next tick.
   local quota = rate * interval / 1000 + (tonumber(adm[2]) or 0)
   local n = math.floor(quota)
@@ -63,14 +82,39 @@ if cfg[5] ~= '1' then
     local room = maxActive - redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf')
     if room < n then n, carry = math.max(room, 0), 0 end
   end
-  if n > 0 then
-    local popped = redis.call('ZPOPMIN', KEYS[1], n)
-    for i = 1, #popped, 2 do
-      local user = popped[i]
-      admitted[#admitted + 1] = user
-      redis.call('HSET', KEYS[4], user, ARGV[#admitted])
-      redis.call('ZADD', KEYS[5], now + ttl, user)
+  -- The first n present users, read before anything is written; at most
+  -- 1000 no-shows are passed over per tick.
+  local graceOver = now - (tonumber(adm[9]) or 0) >= abandon
+  while #admitted < n and skipped < 1000 and #examined < length do
+    local users = redis.call('ZRANGE', KEYS[1], #examined, #examined + math.min(n - #admitted, 1000) - 1)
+    local seen = {}
+    if abandon > 0 then
+      seen = redis.call('ZMSCORE', KEYS[7], unpack(users))
     end
+    for i = 1, #users do
+      if skipped == 1000 then break end
+      examined[#examined + 1] = users[i]
+      local mark = tonumber(seen[i])
+      if abandon == 0 or (mark and now - mark <= abandon) or (not mark and not graceOver) then
+        admitted[#admitted + 1] = users[i]
+      else
+        skipped = skipped + 1
+      end
+    end
+  end
+  if #examined > 0 then
+    redis.call('ZREMRANGEBYRANK', KEYS[1], 0, #examined - 1)
+    if abandon > 0 then
+      for i = 1, #examined, 1000 do
+        redis.call('ZREM', KEYS[7], unpack(examined, i, math.min(i + 999, #examined)))
+      end
+    end
+    for i = 1, #admitted do
+      redis.call('HSET', KEYS[4], admitted[i], ARGV[i])
+      redis.call('ZADD', KEYS[5], now + ttl, admitted[i])
+    end
+  end
+  if n > 0 then
     -- Nobody waiting for the rest: unused quota does not pile up.
     if #admitted < n then carry = 0 end
     -- Leavers below the new head no longer matter to anyone's position.
@@ -93,10 +137,45 @@ end
 if #admitted > 0 then
   redis.call('HINCRBY', KEYS[3], 'admitted', #admitted)
 end
+if skipped > 0 then
+  redis.call('HINCRBY', KEYS[3], 'abandoned', skipped)
+end
+
+-- The line's pace (queue.AdvancePace): an exponentially weighted rate, over
+-- the last minute, of users leaving the front, on a clock that runs only
+-- while people wait and admission runs.
+local paceRate, paceBusy, paceAt = tonumber(adm[6]) or 0, tonumber(adm[7]) or 0, tonumber(adm[8])
+local moved = #examined
+if stopped or length == 0 then
+  paceAt = nil
+else
+  local dt = interval / 1000
+  if paceAt then dt = (now - paceAt) / 1000 end
+  paceRate = paceRate * math.exp(-dt / 60) + moved / 60
+  paceBusy = math.min(paceBusy + dt, 3600)
+  paceAt = nil
+  if length > moved then paceAt = now end
+end
+redis.call('HSET', KEYS[3], 'pace_rate', string.format('%.6f', paceRate), 'pace_busy', string.format('%.3f', paceBusy))
+if paceAt then
+  redis.call('HSET', KEYS[3], 'pace_at', paceAt)
+else
+  redis.call('HDEL', KEYS[3], 'pace_at')
+end
+if stopped or length == 0 or moved > 0 then
+  redis.call('HSET', KEYS[3], 'moved', now)
+end
+-- Seen marks matter within twice what leaves the front over abandon_ms.
+if abandon > 0 then
+  redis.call('HSET', KEYS[3], 'reach', math.ceil(2 * abandon / 1000 * math.max(rate, paceRate)) + 2 * batch)
+else
+  redis.call('HDEL', KEYS[3], 'reach')
+end
+
 redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),
   'win_start', winStart, 'win_count', winCount)
 
-local reply = {1, next - now}
+local reply = {1, next - now, skipped}
 for i = 1, #admitted do
   reply[#reply + 1] = admitted[i]
 end
