@@ -164,3 +164,50 @@ func TestPanicKeepsTokenAndReleasesLock(t *testing.T) {
 		t.Errorf("lock not released after a panic: %v", err)
 	}
 }
+
+// Check runs the call with a valid token and keeps it whatever happens; it
+// takes no lock, so a browser's several requests at once all pass.
+func TestCheckKeepsTheToken(t *testing.T) {
+	s, tok := admitted(t)
+	var observed []entry.Outcome
+	g := entry.NewGuard(s, 0, func(_ string, _ time.Duration, o entry.Outcome) { observed = append(observed, o) })
+	inner := make(chan error, 1)
+	err := g.Check(context.Background(), tok, func(ctx context.Context) entry.Outcome {
+		inner <- g.Check(ctx, tok, func(context.Context) entry.Outcome { return entry.Succeeded })
+		return entry.Succeeded
+	})
+	if err != nil || <-inner != nil {
+		t.Fatalf("Check: %v; a Check while another runs must pass too", err)
+	}
+	if !holds(t, s, tok) {
+		t.Fatal("Check spent the token")
+	}
+	if len(observed) != 2 {
+		t.Errorf("observed %v, want both calls", observed)
+	}
+	for _, bad := range []entry.Token{
+		{Queue: tok.Queue, User: tok.User, Value: "wrong"},
+		{Queue: "nowhere", User: tok.User, Value: tok.Value},
+	} {
+		called := false
+		if err := g.Check(context.Background(), bad, func(context.Context) entry.Outcome { called = true; return entry.Succeeded }); !errors.Is(err, queue.ErrTokenInvalid) || called {
+			t.Errorf("%+v: %v, called %v", bad, err, called)
+		}
+	}
+}
+
+// A token spent through this guard no longer opens a Check, trusted or not.
+func TestCheckAfterUseOnThisGuard(t *testing.T) {
+	s, tok := admitted(t)
+	g := entry.NewGuard(s, 0, nil)
+	ok := func(context.Context) entry.Outcome { return entry.Succeeded }
+	if err := g.Check(context.Background(), tok, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Use(context.Background(), tok, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(context.Background(), tok, ok); !errors.Is(err, queue.ErrTokenInvalid) {
+		t.Fatalf("Check after the token was spent here: %v, want ErrTokenInvalid", err)
+	}
+}

@@ -30,7 +30,9 @@ const maxBody = 4 << 10
 
 // Options configures a Server.
 type Options struct {
-	Queue  *queue.Service
+	Queue *queue.Service
+	// Orders serves the order API and the admin's products (nil: neither,
+	// as in gateway mode, where the shop's own backend sells).
 	Orders *order.Service
 	// History serves each queue's recent samples to the admin page (nil:
 	// an empty history).
@@ -84,8 +86,11 @@ func New(o Options) *Server {
 	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.enter)
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.status)
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.leave)
-	m.HandleFunc("POST /api/v1/orders", s.placeOrder)
-	m.HandleFunc("GET /api/v1/products/{id}", s.product)
+	if o.Orders != nil { // gateway mode has no order API of its own
+		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
+		m.HandleFunc("GET /api/v1/products/{id}", s.product)
+		m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
+	}
 
 	m.HandleFunc("GET /admin/v1/queues", s.admin(s.listQueues))
 	m.HandleFunc("GET /admin/v1/queues/{queue}", s.admin(s.queueStats))
@@ -93,7 +98,6 @@ func New(o Options) *Server {
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.admin(s.queueHistory))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.admin(s.queueSettings))
-	m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
 
 	if o.MetricsHandler != nil {
 		m.Handle("GET /metrics", o.MetricsHandler)
@@ -109,6 +113,10 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin", s.pageFiles)
 	return s
 }
+
+// Handle adds a route served like the others (request id, metrics, JSON
+// errors): what gateway mode serves beside the API under its prefix.
+func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
 
 // SetDraining makes /readyz fail so load balancers stop sending traffic
 // while in-flight requests finish, and answers held requests at once.

@@ -72,6 +72,7 @@ type state struct {
 	carry                                  float64
 	admitted, consumed, left, expired, ret int64
 	abandoned                              int64
+	inline, inlineTotal                    int64 // admitted by AdmitNow: since the last tick, ever
 	winStart                               time.Time
 	winCount                               int64
 	measured                               float64
@@ -390,6 +391,9 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		if n > len(tokens) {
 			n, carry = len(tokens), carry+float64(n-len(tokens))
 		}
+		// As admit.lua: those let straight in since the last tick came out
+		// of this tick's quota.
+		n = max(n-int(q.inline), 0)
 		// As admit.lua: the live-token cap (expired tokens were just dropped).
 		if limit := q.cfg.MaxActiveTokens; limit > 0 {
 			if room := int(limit) - len(q.tokens); room < n {
@@ -424,6 +428,7 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	}
 	q.admitted += int64(len(admitted))
 	q.abandoned += int64(skipped)
+	q.inline = 0
 	q.tickPace(now, lenBefore, len(admitted)+skipped, q.cfg.Paused || placing)
 	if q.cfg.AbandonAfter > 0 {
 		q.reach = int64(math.Ceil(2*q.cfg.AbandonAfter.Seconds()*max(rate, q.paceRate))) + 2*int64(q.cfg.BatchSize)
@@ -485,6 +490,55 @@ func (q *state) tickPace(now time.Time, length int64, left int, stopped bool) {
 	if stopped || length == 0 || left > 0 {
 		q.moved = now
 	}
+}
+
+// AdmitNow implements queue.Store, with admit_now.lua's rules.
+func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now().Truncate(time.Millisecond)
+	if e, ok := q.standing(user, now); ok {
+		return e, nil
+	}
+	busy := queue.Entry{State: queue.NotInQueue, Pace: q.pace(now)}
+	// An opening ahead is not a quiet line: its pre-queue goes first.
+	if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" {
+		return busy, nil
+	}
+	quota := min(int64(q.rateInForce()*q.cfg.Interval.Seconds()+q.carry), int64(q.cfg.BatchSize))
+	if q.inline >= quota {
+		return busy, nil
+	}
+	if limit := q.cfg.MaxActiveTokens; limit > 0 && q.live(now) >= limit {
+		return busy, nil
+	}
+	if _, ok := q.tokens[user]; ok { // expired: forget it, as Enter does
+		q.expired++
+	}
+	q.seq++ // entered and admitted at once: the totals still balance
+	t := token{value: tok, expires: now.Add(q.cfg.TokenTTL)}
+	q.tokens[user] = t
+	q.issued = append(q.issued, issuedToken{user: user, value: t.value, expires: t.expires})
+	q.inline++
+	q.inlineTotal++
+	q.admitted++
+	q.winCount++
+	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now)}, nil
+}
+
+// live counts the tokens not yet expired at now; the caller holds q.mu.
+func (q *state) live(now time.Time) int64 {
+	n := int64(0)
+	for _, t := range q.tokens {
+		if t.expires.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // forgetExpired drops tokens whose time is up; the caller holds q.mu.
@@ -572,7 +626,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	st := queue.Stats{
 		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)),
 		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
-		ConsumedTotal: q.consumed, ExpiredTotal: q.expired, ReturnedTotal: q.ret,
+		ConsumedTotal: q.consumed, ExpiredTotal: q.expired, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 		AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
 		EffectiveRate: q.rateInForce(),
 	}

@@ -50,6 +50,7 @@ var (
 	setRateScript   = mustScript("set_rate")
 	openDueScript   = mustScript("open_due")
 	placeScript     = mustScript("place")
+	admitNowScript  = mustScript("admit_now", "pace")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -146,7 +147,18 @@ func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, err
 	return parseEntry(r)
 }
 
-// parseEntry reads the reply shared by enter.lua and status.lua.
+// AdmitNow implements queue.Store.
+func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Entry, error) {
+	k := keysFor(s.prefix, name)
+	r, err := admitNowScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.adm, k.tokens, k.texp, k.pre}, user, token).Slice()
+	if err != nil {
+		return queue.Entry{}, unavailable(err)
+	}
+	return parseEntry(r)
+}
+
+// parseEntry reads the reply shared by enter.lua, status.lua and
+// admit_now.lua.
 func parseEntry(r []any) (queue.Entry, error) {
 	p := reply{r: r}
 	var e queue.Entry
@@ -413,8 +425,9 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		LeftTotal:      p.int(7),
 		ExpiredTotal:   p.int(8),
 		ReturnedTotal:  p.int(9),
-		AbandonedTotal: p.int(10),
-		PreQueued:      p.int(11),
+		InlineTotal:    p.int(10),
+		AbandonedTotal: p.int(11),
+		PreQueued:      p.int(12),
 	}
 	// A window that has not closed for two of its lengths means admission
 	// stopped (no instance running): the last figure would be stale.
@@ -424,7 +437,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	if p.err != nil {
 		return queue.Stats{}, p.err
 	}
-	eff, why := p.str(12), p.str(13)
+	eff, why := p.str(13), p.str(14)
 	if p.err != nil {
 		return queue.Stats{}, p.err
 	}

@@ -42,7 +42,7 @@ local abandon = tonumber(cfg[10]) or 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'eff_rate',
-  'pace_rate', 'pace_busy', 'pace_at', 'abandon_since', 'open_state')
+  'pace_rate', 'pace_busy', 'pace_at', 'abandon_since', 'open_state', 'inline')
 local due = tonumber(adm[1]) or now
 if now < due then
   return {0, due - now}
@@ -75,6 +75,12 @@ if not stopped then
   -- Fewer fresh tokens than due (the caller's config was older): keep the
   -- rest for the next tick rather than lose it.
   if n > #ARGV then n, carry = #ARGV, carry + n - #ARGV end
+  -- Users let straight in since the last tick (admit_now.lua) came out of
+  -- this tick's quota.
+  n = math.max(n - (tonumber(adm[11]) or 0), 0)
+  -- Users let straight in since the last tick (admit_now.lua) came out of
+  -- this tick's quota.
+  n = math.max(n - (tonumber(adm[5]) or 0), 0)
   -- The live-token cap: no more than the room under it; what the cap holds
   -- back is not carried (it would come out as a burst when room appears).
   local maxActive = tonumber(cfg[6]) or 0
@@ -173,7 +179,7 @@ else
 end
 
 redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),
-  'win_start', winStart, 'win_count', winCount)
+  'win_start', winStart, 'win_count', winCount, 'inline', 0)
 
 local reply = {1, next - now, skipped}
 for i = 1, #admitted do

@@ -13,8 +13,8 @@
 -- KEYS[7] pre    ZSET the opening's pre-queue
 -- Reply: {-1} unknown queue, else
 --        {length, admitted, consumed, active, measured, msSinceWindow,
---         entered, left, expired, returned, abandoned, preQueued,
---         eff_rate, eff_why}
+--         entered, left, expired, returned, admittedInline, abandoned,
+--         preQueued, eff_rate, eff_why}
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {-1}
 end
@@ -33,7 +33,7 @@ for _ = 1, 10 do
 end
 
 local adm = redis.call('HMGET', KEYS[3], 'admitted', 'consumed', 'measured', 'win_start',
-  'left', 'expired', 'returned', 'abandoned', 'eff_rate', 'eff_why')
+  'left', 'expired', 'returned', 'inline_total', 'abandoned', 'eff_rate', 'eff_why')
 local since = -1
 if adm[4] then since = now - tonumber(adm[4]) end
 return {
@@ -48,7 +48,8 @@ return {
   tonumber(adm[6]) or 0,
   tonumber(adm[7]) or 0,
   tonumber(adm[8]) or 0,
+  tonumber(adm[9]) or 0,
   redis.call('ZCARD', KEYS[7]),
-  adm[9] or '',
   adm[10] or '',
+  adm[11] or '',
 }
