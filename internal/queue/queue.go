@@ -224,8 +224,9 @@ type RateSample struct {
 // every instance, the rate in force and the users waiting.
 type RateWindow struct {
 	Claimed bool
-	// ID numbers the window (store time / window length); SetRate takes it.
-	ID      int64
+	// ID numbers the window claimed (store time / window length); SetRate
+	// takes it. Folded is the window this call's samples joined.
+	ID, Folded int64
 	Samples RateSample
 	Rate    float64
 	Waiting int64

@@ -43,6 +43,25 @@ func (l *line) headTicket() int64 {
 	return l.base + int64(l.head)
 }
 
+// ticketAt returns the ticket of the user at the 0-based rank, found by
+// descending the Fenwick tree.
+func (l *line) ticketAt(rank int64) (int64, bool) {
+	if rank < 0 || rank >= l.len() {
+		return 0, false
+	}
+	pos, want := 0, int32(rank+1)
+	step := 1
+	for step*2 <= len(l.fenwick) {
+		step *= 2
+	}
+	for ; step > 0; step /= 2 {
+		if next := pos + step; next <= len(l.fenwick) && l.fenwick[next-1] < want {
+			pos, want = next, want-l.fenwick[next-1]
+		}
+	}
+	return l.base + int64(pos), true
+}
+
 // push appends a user with the given ticket, which must exceed every ticket
 // in line.
 func (l *line) push(user string, ticket int64) {

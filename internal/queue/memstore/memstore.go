@@ -85,9 +85,9 @@ type state struct {
 
 	// No-shows: when each user near the front was last seen, how far from
 	// the front that matters, and since when unseen users are fair game.
-	seen         map[string]time.Time
-	reach        int64
-	abandonSince time.Time
+	seen        map[string]time.Time
+	reach       int64
+	checkpoints []checkpoint // oldest first, at most 3
 
 	// The adaptive rate in force, the window it was decided on, and why;
 	// the samples of the window being gathered; the recent changes.
@@ -106,6 +106,13 @@ type state struct {
 	openNext, openEnd int64
 	openOwner         string
 	openLease         time.Time
+}
+
+// checkpoint is the ticket at the no-show watermark at one time (as
+// admit.lua's ckN_at, ckN_t).
+type checkpoint struct {
+	at     time.Time
+	ticket int64
 }
 
 // rateLogSize bounds the recent rate changes kept for the admin chart.
@@ -156,8 +163,9 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	if r := q.rateInForce(); !ok || r != rateBefore {
 		q.logRate(now, r, why)
 	}
-	// Any change restarts the grace before unseen users count as gone.
-	q.abandonSince = now
+	// Any change forgets the no-show checkpoints: nobody is judged until
+	// AbandonAfter has passed.
+	q.checkpoints = nil
 	// A new opening time starts a new pre-queue; taking it away from one
 	// that has people opens the line now.
 	if !c.OpensAt.Equal(before.OpensAt) && q.openState != "placing" {
@@ -378,6 +386,8 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	rate := q.rateInForce()
 	placing := q.openState == "placing" // the opening's pre-queue goes in first
 	lenBefore := q.line.len()
+	reach := q.reachFor(rate) // before the tick moves the pace, as admit.lua
+	judged, watermark := q.watermark(now, rate)
 	var admitted []string
 	skipped := 0
 	carry := 0.0
@@ -400,7 +410,7 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 				n, carry = max(room, 0), 0
 			}
 		}
-		admitted, skipped = q.popPresent(n, now)
+		admitted, skipped = q.popPresent(n, now, judged)
 		if n > 0 { // as admit.lua: leavers below the new head no longer matter
 			below, _ := slices.BinarySearch(q.leftTickets, q.line.headTicket())
 			if q.line.len() == 0 {
@@ -431,9 +441,13 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	q.inline = 0
 	q.tickPace(now, lenBefore, len(admitted)+skipped, q.cfg.Paused || placing)
 	if q.cfg.AbandonAfter > 0 {
-		q.reach = int64(math.Ceil(2*q.cfg.AbandonAfter.Seconds()*max(rate, q.paceRate))) + 2*int64(q.cfg.BatchSize)
+		q.reach = reach
+		if watermark >= 0 {
+			q.checkpoints = append(q.checkpoints, checkpoint{now, watermark})
+			q.checkpoints = q.checkpoints[max(0, len(q.checkpoints)-3):]
+		}
 	} else {
-		q.reach = 0
+		q.reach, q.checkpoints = 0, nil
 	}
 	// Rounded as admit.lua stores it (%.6f), so both stores admit on the
 	// same ticks: unrounded, 0.1 ten times is 0.9999999999999999.
@@ -445,12 +459,44 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 // as no-shows, as admit.lua does.
 const skipScan = 1000
 
+// reachFor is how far from the front seen marks matter: four times what
+// leaves the front over AbandonAfter; the caller holds q.mu.
+func (q *state) reachFor(rate float64) int64 {
+	return int64(math.Ceil(4*q.cfg.AbandonAfter.Seconds()*max(rate, q.paceRate))) + 2*int64(q.cfg.BatchSize)
+}
+
+// watermark reads admit.lua's no-show checkpoints: the highest ticket that
+// was within the reach of seen marks at least AbandonAfter ago (judged; -1
+// none), and the ticket at the edge of the reach now when a new checkpoint
+// is due (else -1).
+// The caller holds q.mu.
+func (q *state) watermark(now time.Time, rate float64) (judged, ticket int64) {
+	judged, ticket = -1, -1
+	a := q.cfg.AbandonAfter
+	if a == 0 {
+		return judged, ticket
+	}
+	for _, c := range q.checkpoints {
+		if now.Sub(c.at) >= a {
+			judged = max(judged, c.ticket)
+		}
+	}
+	if n := len(q.checkpoints); n == 0 || now.Sub(q.checkpoints[n-1].at) >= a/2 {
+		ticket = 0
+		if t, ok := q.line.ticketAt(min(q.reachFor(rate), q.line.len()) - 1); ok {
+			ticket = t
+		}
+	}
+	return judged, ticket
+}
+
 // popPresent takes up to n users from the front who are present, passing
-// over (and out of line) those not seen for AbandonAfter; the caller holds
-// q.mu.
-func (q *state) popPresent(n int, now time.Time) (admitted []string, skipped int) {
+// over (and out of line) no-shows: not seen for AbandonAfter and with a
+// ticket judged (watermark); the caller holds q.mu.
+func (q *state) popPresent(n int, now time.Time, judged int64) (admitted []string, skipped int) {
 	a := q.cfg.AbandonAfter
 	for len(admitted) < n && skipped < skipScan {
+		ticket := q.line.headTicket()
 		front := q.line.popFront(1)
 		if len(front) == 0 {
 			break
@@ -458,8 +504,7 @@ func (q *state) popPresent(n int, now time.Time) (admitted []string, skipped int
 		u := front[0]
 		seen, marked := q.seen[u]
 		delete(q.seen, u)
-		present := a == 0 || marked && now.Sub(seen) <= a || !marked && now.Sub(q.abandonSince) < a
-		if present {
+		if a == 0 || marked && now.Sub(seen) <= a || ticket > judged {
 			admitted = append(admitted, u)
 		} else {
 			skipped++
@@ -669,10 +714,10 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		return queue.RateWindow{}, nil
 	}
 	win := s.now().UnixMilli() / window.Milliseconds()
-	out := queue.RateWindow{ID: win}
+	out := queue.RateWindow{ID: win, Folded: win}
 	if q.sampleWin != win {
 		if q.sampleWin == win-1 && q.sample.Calls > 0 {
-			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Samples: q.sample, Rate: q.rateInForce(), Waiting: q.line.len()}
+			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(), Waiting: q.line.len()}
 		}
 		q.sampleWin, q.sample = win, queue.RateSample{}
 	}

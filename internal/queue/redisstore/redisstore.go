@@ -270,11 +270,11 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 	case 0:
 		return queue.RateWindow{}, p.err
 	case 1:
-		return queue.RateWindow{ID: p.int(1)}, p.err
+		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
 	}
-	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3),
+	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4),
 		Samples: queue.RateSample{Latency: map[int]int64{}}}
-	for i := 4; i+1 < len(r); i += 2 {
+	for i := 5; i+1 < len(r); i += 2 {
 		field := p.str(i)
 		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
 		if err != nil && p.err == nil {

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"QuietLineLetsStraightIn", testAdmitNowQuiet},
 		{"AdmitNowSpendsTheNextTicksBudget", testAdmitNowBudget},
 	}
+	tests = append(tests, followingTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

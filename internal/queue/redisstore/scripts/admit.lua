@@ -10,10 +10,10 @@
 -- tokens in the same script: nobody is ever popped without a token.
 --
 -- The rate is the adaptive one (adm.eff_rate, within its bounds) while the
--- queue's rate is adaptive. With abandon_ms, a user at the front whose last
--- seen mark is older than that (or who has none, once abandon_ms has passed
--- since the config last changed) is a no-show: taken out of line without a
--- token and counted, and the tick fills its budget from those behind. While
+-- queue's rate is adaptive. With abandon_ms, a user at the front not seen
+-- (seen.lua, enter.lua) for that long, though near the front for that long
+-- (the checkpoints below), is a no-show: taken out of line without a token
+-- and counted, and the tick fills its budget from those behind. While
 -- an opening's pre-queue is being placed nobody is admitted: it goes first.
 -- Each tick also keeps the line's pace (queue.PaceState), when its front
 -- last moved, and how far from the front seen marks matter (reach).
@@ -31,19 +31,31 @@
 --        {1, nextInMs, skipped, user1, ..., userN} claimed the tick, passed
 --        over `skipped` no-shows and admitted these (none when the queue is
 --        paused or nobody waits)
-local cfg = redis.call('HMGET', KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused', 'max_active',
+
+-- fields reads a hash's fields by name.
+local function fields(key, ...)
+  local names = {...}
+  local values = redis.call('HMGET', key, unpack(names))
+  local out = {}
+  for i, name in ipairs(names) do
+    out[name] = values[i]
+  end
+  return out
+end
+
+local cfg = fields(KEYS[2], 'rate', 'interval_ms', 'batch', 'ttl_ms', 'paused', 'max_active',
   'adaptive', 'min_rate', 'max_rate', 'abandon_ms')
-if not cfg[1] then
+if not cfg.rate then
   return {-1}
 end
-local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
-local abandon = tonumber(cfg[10]) or 0
+local rate, interval, batch, ttl = tonumber(cfg.rate), tonumber(cfg.interval_ms), tonumber(cfg.batch), tonumber(cfg.ttl_ms)
+local abandon = tonumber(cfg.abandon_ms) or 0
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'eff_rate',
-  'pace_rate', 'pace_busy', 'pace_at', 'abandon_since', 'open_state', 'inline')
-local due = tonumber(adm[1]) or now
+local adm = fields(KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'inline', 'eff_rate',
+  'pace_rate', 'pace_busy', 'pace_at', 'open_state', 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
+local due = tonumber(adm.next) or now
 if now < due then
   return {0, due - now}
 end
@@ -59,16 +71,46 @@ if #expired > 0 then
   redis.call('HINCRBY', KEYS[3], 'expired', #expired)
 end
 
-if cfg[7] == '1' and tonumber(adm[5]) then
-  rate = math.max(tonumber(cfg[8]), math.min(tonumber(adm[5]), tonumber(cfg[9])))
+if cfg.adaptive == '1' and tonumber(adm.eff_rate) then
+  rate = math.max(tonumber(cfg.min_rate), math.min(tonumber(adm.eff_rate), tonumber(cfg.max_rate)))
 end
-local stopped = cfg[5] == '1' or adm[10] == 'placing'
+local stopped = cfg.paused == '1' or adm.open_state == 'placing'
 local length = redis.call('ZCARD', KEYS[1])
+local paceRate = tonumber(adm.pace_rate) or 0
+
+-- Seen marks matter within four times what leaves the front over
+-- abandon_ms (instances mark the users within it who ask for their status).
+-- No-shows are judged only among users who have been within it for
+-- abandon_ms: the checkpoints (ckN_at, ckN_t) record, every half of it,
+-- the ticket at the edge of the reach; a user whose ticket was within it
+-- abandon_ms ago has had that long to be seen. So a block of no-shows
+-- skipped at once does not carry those behind it, too far back to have
+-- been marked, out with it.
+local reach = math.ceil(4 * abandon / 1000 * math.max(rate, paceRate)) + 2 * batch
+local judged = -1
+local watermark = false
+if abandon > 0 then
+  for i = 1, 3 do
+    local at = tonumber(adm['ck' .. i .. '_at'])
+    if at and now - at >= abandon then
+      judged = math.max(judged, tonumber(adm['ck' .. i .. '_t']))
+    end
+  end
+  local last = tonumber(adm.ck3_at)
+  if not last or now - last >= abandon / 2 then
+    local at = redis.call('ZRANGE', KEYS[1], reach - 1, reach - 1, 'WITHSCORES')
+    if not at[2] then
+      at = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+    end
+    watermark = tonumber(at[2]) or 0
+  end
+end
+
 local admitted, examined, skipped = {}, {}, 0
 local carry = 0
 if not stopped then
   -- rate × interval users per tick; the fraction carries to the next tick.
-  local quota = rate * interval / 1000 + (tonumber(adm[2]) or 0)
+  local quota = rate * interval / 1000 + (tonumber(adm.carry) or 0)
   local n = math.floor(quota)
   carry = quota - n
   if n > batch then n, carry = batch, 0 end
@@ -77,32 +119,33 @@ if not stopped then
   if n > #ARGV then n, carry = #ARGV, carry + n - #ARGV end
   -- Users let straight in since the last tick (admit_now.lua) came out of
   -- this tick's quota.
-  n = math.max(n - (tonumber(adm[11]) or 0), 0)
-  -- Users let straight in since the last tick (admit_now.lua) came out of
-  -- this tick's quota.
-  n = math.max(n - (tonumber(adm[5]) or 0), 0)
+  n = math.max(n - (tonumber(adm.inline) or 0), 0)
   -- The live-token cap: no more than the room under it; what the cap holds
   -- back is not carried (it would come out as a burst when room appears).
-  local maxActive = tonumber(cfg[6]) or 0
+  local maxActive = tonumber(cfg.max_active) or 0
   if maxActive > 0 then
     local room = maxActive - redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf')
     if room < n then n, carry = math.max(room, 0), 0 end
   end
   -- The first n present users, read before anything is written; at most
-  -- 1000 no-shows are passed over per tick.
-  local graceOver = now - (tonumber(adm[9]) or 0) >= abandon
+  -- 1000 no-shows are passed over per tick. A user is a no-show when seen
+  -- longer than abandon_ms ago, or never, and judged (see above).
   while #admitted < n and skipped < 1000 and #examined < length do
-    local users = redis.call('ZRANGE', KEYS[1], #examined, #examined + math.min(n - #admitted, 1000) - 1)
+    local users = redis.call('ZRANGE', KEYS[1], #examined, #examined + math.min(n - #admitted, 1000) - 1, 'WITHSCORES')
+    local names = {}
+    for i = 1, #users, 2 do
+      names[#names + 1] = users[i]
+    end
     local seen = {}
     if abandon > 0 then
-      seen = redis.call('ZMSCORE', KEYS[7], unpack(users))
+      seen = redis.call('ZMSCORE', KEYS[7], unpack(names))
     end
-    for i = 1, #users do
+    for i = 1, #names do
       if skipped == 1000 then break end
-      examined[#examined + 1] = users[i]
+      examined[#examined + 1] = names[i]
       local mark = tonumber(seen[i])
-      if abandon == 0 or (mark and now - mark <= abandon) or (not mark and not graceOver) then
-        admitted[#admitted + 1] = users[i]
+      if abandon == 0 or (mark and now - mark <= abandon) or tonumber(users[2 * i]) > judged then
+        admitted[#admitted + 1] = names[i]
       else
         skipped = skipped + 1
       end
@@ -134,8 +177,8 @@ if not stopped then
 end
 
 -- The measured rate: admitted per second over windows of about 5 s.
-local winStart = tonumber(adm[3]) or now
-local winCount = (tonumber(adm[4]) or 0) + #admitted
+local winStart = tonumber(adm.win_start) or now
+local winCount = (tonumber(adm.win_count) or 0) + #admitted
 if now - winStart >= 5000 then
   redis.call('HSET', KEYS[3], 'measured', string.format('%.3f', winCount * 1000 / (now - winStart)))
   winStart, winCount = now, 0
@@ -150,7 +193,7 @@ end
 -- The line's pace (queue.AdvancePace): an exponentially weighted rate, over
 -- the last minute, of users leaving the front, on a clock that runs only
 -- while people wait and admission runs.
-local paceRate, paceBusy, paceAt = tonumber(adm[6]) or 0, tonumber(adm[7]) or 0, tonumber(adm[8])
+local paceBusy, paceAt = tonumber(adm.pace_busy) or 0, tonumber(adm.pace_at)
 local moved = #examined
 if stopped or length == 0 then
   paceAt = nil
@@ -171,11 +214,14 @@ end
 if stopped or length == 0 or moved > 0 then
   redis.call('HSET', KEYS[3], 'moved', now)
 end
--- Seen marks matter within twice what leaves the front over abandon_ms.
 if abandon > 0 then
-  redis.call('HSET', KEYS[3], 'reach', math.ceil(2 * abandon / 1000 * math.max(rate, paceRate)) + 2 * batch)
+  redis.call('HSET', KEYS[3], 'reach', reach)
+  if watermark then
+    redis.call('HSET', KEYS[3], 'ck1_at', adm.ck2_at or '', 'ck1_t', adm.ck2_t or '',
+      'ck2_at', adm.ck3_at or '', 'ck2_t', adm.ck3_t or '', 'ck3_at', now, 'ck3_t', watermark)
+  end
 else
-  redis.call('HDEL', KEYS[3], 'reach')
+  redis.call('HDEL', KEYS[3], 'reach', 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
 end
 
 redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),

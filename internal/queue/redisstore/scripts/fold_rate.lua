@@ -31,7 +31,7 @@ if current ~= win then
     local done = redis.call('HGETALL', KEYS[3])
     local eff = tonumber(redis.call('HGET', KEYS[2], 'eff_rate')) or tonumber(cfg[2])
     reply = {2, current, tostring(math.max(tonumber(cfg[3]), math.min(eff, tonumber(cfg[4])))),
-      redis.call('ZCARD', KEYS[4])}
+      redis.call('ZCARD', KEYS[4]), win}
     for i = 1, #done do
       reply[#reply + 1] = done[i]
     end

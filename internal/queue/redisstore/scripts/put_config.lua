@@ -6,8 +6,8 @@
 --   - the adaptive rate starts from the configured rate when it is switched
 --     on, stays within its bounds, and is dropped when switched off; a change
 --     of the rate in force is recorded in `rates` (the admin chart);
---   - any change restarts the grace before users never seen count as gone
---     (admit.lua, abandon_ms), as the reach of seen marks may have grown;
+--   - any change forgets admit.lua's no-show checkpoints: the reach of seen
+--     marks may have grown, so nobody is judged until abandon_ms has passed;
 --   - a new opens_at starts a new pre-queue; clearing it while people wait
 --     in the pre-queue opens the line now.
 --
@@ -56,7 +56,7 @@ if not rateBefore or rate ~= rateBefore then
   redis.call('LTRIM', KEYS[4], 0, 299)
 end
 
-redis.call('HSET', KEYS[2], 'abandon_since', now)
+redis.call('HDEL', KEYS[2], 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
 
 local state = adm[3]
 if cfg[6] ~= before[5] and state ~= 'placing' then
