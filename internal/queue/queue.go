@@ -227,9 +227,9 @@ type RateWindow struct {
 	// ID numbers the window claimed (store time / window length); SetRate
 	// takes it. Folded is the window this call's samples joined.
 	ID, Folded int64
-	Samples RateSample
-	Rate    float64
-	Waiting int64
+	Samples    RateSample
+	Rate       float64
+	Waiting    int64
 }
 
 // RateChange is one change of the adaptive rate, for the admin chart.
