@@ -33,10 +33,11 @@ type View struct {
 
 // AdmissionNear reports whether admission may reach this waiting user
 // before their next poll is due: an estimated wait within the shortest
-// pollAfter (2 s), in a queue that is not paused, with a place in line.
-// WaitStatus holds such users; nobody else is worth holding.
+// pollAfter (2 s), in a queue that is neither paused nor stalled, with a
+// place in line. WaitStatus holds such users; nobody else is worth holding
+// (a held request answers as soon as the line is found stalled).
 func (v View) AdmissionNear() bool {
-	return v.State == Waiting && !v.Paused && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
+	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
 }
 
 // Service is the line as users and operators see it: validation, estimates

@@ -163,9 +163,11 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	if r := q.rateInForce(); !ok || r != rateBefore {
 		q.logRate(now, r, why)
 	}
-	// Any change forgets the no-show checkpoints: nobody is judged until
-	// AbandonAfter has passed.
-	q.checkpoints = nil
+	// A new AbandonAfter forgets the no-show checkpoints taken for the old
+	// one: nobody is judged until the new one has passed.
+	if c.AbandonAfter != before.AbandonAfter {
+		q.checkpoints = nil
+	}
 	// A new opening time starts a new pre-queue; taking it away from one
 	// that has people opens the line now.
 	if !c.OpensAt.Equal(before.OpensAt) && q.openState != "placing" {

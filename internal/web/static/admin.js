@@ -108,8 +108,10 @@
         cards.set(q.queue, c);
         seed(c);
       }
-      c.samples.push({ t: now, v: q.length });
-      while (c.samples.length && c.samples[0].t < now - WINDOW_MS) c.samples.shift();
+      for (const [series, v] of [[c.samples, q.length], [c.rates, q.effectiveRatePerSecond]]) {
+        series.push({ t: now, v });
+        while (series.length && series[0].t < now - WINDOW_MS) series.shift();
+      }
       render(c, q, now);
       wanted.push(c.el);
     }
@@ -140,13 +142,21 @@
     if (!r.res.ok || !cards.has(c.name)) return;
     const now = Date.now();
     const skew = (Date.parse(r.res.headers.get('Date') || '') - now) || 0; // server clock ahead of ours
-    const first = c.samples.length ? c.samples[0].t : now;
-    const earlier = (r.data.points || [])
-      .map((p) => ({ t: Date.parse(p.at) - skew, v: p.length }))
-      .filter((s) => s.t < first && s.t >= now - WINDOW_MS);
-    if (!earlier.length) return;
-    c.samples.unshift(...earlier);
-    draw(c, now, c.samples[c.samples.length - 1].v);
+    const before = (series, points) => {
+      const first = series.length ? series[0].t : now;
+      return points.filter((s) => s.t < first && s.t >= now - WINDOW_MS);
+    };
+    const lengths = before(c.samples, (r.data.points || []).map((p) => ({ t: Date.parse(p.at) - skew, v: p.length })));
+    // The rate: the instance's samples, and every change (each instance's
+    // decisions, kept in the store) as a point of its own.
+    const rates = before(c.rates, [
+      ...(r.data.points || []).map((p) => ({ t: Date.parse(p.at) - skew, v: p.effectiveRatePerSecond })),
+      ...(r.data.rateChanges || []).map((p) => ({ t: Date.parse(p.at) - skew, v: p.ratePerSecond })),
+    ].sort((a, b) => a.t - b.t));
+    c.samples.unshift(...lengths);
+    c.rates.unshift(...rates);
+    if (c.samples.length) drawLength(c, now);
+    if (c.rates.length) drawRate(c, now);
   }
 
   function failed(msg) {
@@ -161,12 +171,16 @@
   function newCard(name) {
     const el = $('queue-template').content.firstElementChild.cloneNode(true);
     const q = (sel) => el.querySelector(sel);
+    const chart = (fig) => ({
+      svg: fig.querySelector('svg'), grid: fig.querySelector('.chart-grid'), line: fig.querySelector('.chart-line'),
+      area: fig.querySelector('.chart-area'), start: fig.querySelector('.chart-x-start'),
+    });
     const c = {
-      name, el, samples: [], paused: false, rateDirty: false,
+      name, el, samples: [], rates: [], paused: false, rateDirty: false,
       field: (f) => el.querySelector('[data-field="' + f + '"]'),
       badge: q('.badge'), pause: q('.pause-button'), rateForm: q('.rate-form'),
-      rateInput: q('.rate-input'), message: q('.qmessage'), svg: q('svg'),
-      grid: q('.chart-grid'), line: q('.chart-line'), area: q('.chart-area'), start: q('.chart-x-start'),
+      rateInput: q('.rate-input'), message: q('.qmessage'),
+      lengthChart: chart(q('.chart:not(.chart-rate)')), rateChart: chart(q('.chart-rate')),
     };
     el.dataset.queue = name;
     q('.qname').textContent = name;
@@ -228,14 +242,24 @@
       ? t('activeOfCap', { n: numbers.format(q.activeTokens), cap: numbers.format(q.maxActiveTokens) })
       : numbers.format(q.activeTokens);
     c.field('orders').textContent = numbers.format(q.consumedTotal);
-    c.field('configured').textContent = t('rateConfigured', { n: rates.format(q.ratePerSecond) });
+    c.field('configured').textContent = q.adaptive
+      ? t('rateAdaptive', { n: rates.format(q.effectiveRatePerSecond), target: numbers.format(q.targetLatencyMs) })
+      : t('rateConfigured', { n: rates.format(q.ratePerSecond) });
     c.field('measured-rate').textContent = t('rateMeasured', { n: rates.format(q.measuredRatePerSecond) });
     c.field('admitted').textContent = t('admittedTotal', { n: numbers.format(q.admittedTotal) });
-    c.field('derivation').textContent = q.rateDerivation || '';
+    c.field('abandoned').textContent = q.abandonAfterSeconds > 0 || q.abandonedTotal > 0
+      ? t('abandonedTotal', { n: numbers.format(q.abandonedTotal) }) : '';
+    c.field('derivation').textContent = (q.adaptive ? q.effectiveRateReason : q.rateDerivation) || '';
+    const opening = c.field('opening');
+    opening.hidden = !q.opensAt || q.preQueueLength === 0 && Date.parse(q.opensAt) < now;
+    opening.textContent = q.opensAt ? t('opensAtNote', {
+      time: new Date(q.opensAt).toLocaleString(lang), n: numbers.format(q.preQueueLength),
+    }) : '';
 
     if (!c.rateDirty && document.activeElement !== c.rateInput) c.rateInput.value = String(q.ratePerSecond);
     fillSettingsForm(c, q);
-    draw(c, now, q.length);
+    drawLength(c, now);
+    drawRate(c, now);
   }
 
   // ------------------------------------------------------------ settings form
@@ -355,19 +379,29 @@
     return 10 * pow;
   }
 
+  function drawLength(c, now) {
+    const current = c.samples[c.samples.length - 1].v;
+    draw(c.lengthChart, c.samples, now, (m) => t('chartAria', { m, n: numbers.format(current) }), numbers);
+  }
+
+  function drawRate(c, now) {
+    const current = c.rates[c.rates.length - 1].v;
+    draw(c.rateChart, c.rates, now, (m) => t('rateChartAria', { m, n: rates.format(current) }), rates);
+  }
+
   // draw plots the samples of the last minutes: the span grows a minute at
   // a time from the page's first sample up to WINDOW_MS, so a fresh page
   // shows a useful chart at once rather than a sliver at the right edge.
-  function draw(c, now, current) {
-    const minutes = Math.min(WINDOW_MS / 60000, Math.max(1, Math.ceil((now - c.samples[0].t) / 60000)));
+  function draw(ch, samples, now, aria, format) {
+    const minutes = Math.min(WINDOW_MS / 60000, Math.max(1, Math.ceil((now - samples[0].t) / 60000)));
     const span = minutes * 60000;
-    const max = niceMax(Math.max(...c.samples.map((s) => s.v), 0));
+    const max = niceMax(Math.max(...samples.map((s) => s.v), 0));
     const w = PLOT.right - PLOT.left;
     const h = PLOT.bottom - PLOT.top;
     const x = (ts) => PLOT.left + Math.max(0, (ts - (now - span)) / span) * w;
     const y = (v) => PLOT.bottom - (v / max) * h;
 
-    c.grid.replaceChildren();
+    ch.grid.replaceChildren();
     for (const v of [0, max / 2, max]) {
       const line = document.createElementNS(SVG, 'line');
       line.setAttribute('x1', PLOT.left);
@@ -378,18 +412,18 @@
       label.setAttribute('x', PLOT.left - 8);
       label.setAttribute('y', y(v) + 4);
       label.setAttribute('text-anchor', 'end');
-      label.textContent = numbers.format(v);
-      c.grid.append(line, label);
+      label.textContent = format.format(v);
+      ch.grid.append(line, label);
     }
 
-    const pts = c.samples.map((s) => x(s.t).toFixed(1) + ' ' + y(s.v).toFixed(1));
+    const pts = samples.map((s) => x(s.t).toFixed(1) + ' ' + y(s.v).toFixed(1));
     if (pts.length === 1) pts.push(pts[0]); // one sample: a dot
     const d = 'M' + pts.join(' L');
-    c.line.setAttribute('d', d);
-    const left = x(c.samples[0].t).toFixed(1);
-    c.area.setAttribute('d', d + ' L' + x(now).toFixed(1) + ' ' + PLOT.bottom + ' L' + left + ' ' + PLOT.bottom + ' Z');
-    c.start.textContent = t('chartAgo', { n: minutes });
-    c.svg.setAttribute('aria-label', t('chartAria', { m: minutes, n: numbers.format(current) }));
+    ch.line.setAttribute('d', d);
+    const left = x(samples[0].t).toFixed(1);
+    ch.area.setAttribute('d', d + ' L' + x(now).toFixed(1) + ' ' + PLOT.bottom + ' L' + left + ' ' + PLOT.bottom + ' Z');
+    ch.start.textContent = t('chartAgo', { n: minutes });
+    ch.svg.setAttribute('aria-label', aria(minutes));
   }
 
   // ------------------------------------------------------------ start

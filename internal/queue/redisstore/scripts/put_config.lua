@@ -6,8 +6,8 @@
 --   - the adaptive rate starts from the configured rate when it is switched
 --     on, stays within its bounds, and is dropped when switched off; a change
 --     of the rate in force is recorded in `rates` (the admin chart);
---   - any change forgets admit.lua's no-show checkpoints: the reach of seen
---     marks may have grown, so nobody is judged until abandon_ms has passed;
+--   - a new abandon_ms forgets admit.lua's no-show checkpoints, taken for
+--     the old one: nobody is judged until the new abandon_ms has passed;
 --   - a new opens_at starts a new pre-queue; clearing it while people wait
 --     in the pre-queue opens the line now.
 --
@@ -18,7 +18,7 @@
 -- ARGV    field, value pairs of every setting (queue.StoreFields: the
 --         table queue.Settings names each field)
 -- Reply: 1
-local before = redis.call('HMGET', KEYS[1], 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at')
+local before = redis.call('HMGET', KEYS[1], 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'abandon_ms')
 local adm = redis.call('HMGET', KEYS[2], 'next', 'eff_rate', 'open_state')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -32,7 +32,8 @@ if before[2] == '1' and adm[2] then
 end
 
 redis.call('HSET', KEYS[1], unpack(ARGV))
-local cfg = redis.call('HMGET', KEYS[1], 'interval_ms', 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at')
+local cfg = redis.call('HMGET', KEYS[1], 'interval_ms', 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at',
+  'abandon_ms')
 
 local next = tonumber(adm[1])
 if next and next > now + tonumber(cfg[1]) then
@@ -56,7 +57,9 @@ if not rateBefore or rate ~= rateBefore then
   redis.call('LTRIM', KEYS[4], 0, 299)
 end
 
-redis.call('HDEL', KEYS[2], 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
+if cfg[7] ~= before[6] then
+  redis.call('HDEL', KEYS[2], 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
+end
 
 local state = adm[3]
 if cfg[6] ~= before[5] and state ~= 'placing' then
