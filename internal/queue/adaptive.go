@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,6 +23,18 @@ import (
 
 // DefaultRateWindow is how long samples are gathered per decision.
 const DefaultRateWindow = time.Second
+
+// The reasons of the decisions NextRate remembers the last one by: one
+// that lowered the rate, and one that held it with latency above the target.
+const (
+	backOff   = "back off: "
+	aboveHold = "hold: "
+)
+
+// last reports whether the decision on the window before w began with why.
+func last(w RateWindow, why string) bool {
+	return w.LastID == w.ID-1 && strings.HasPrefix(w.LastWhy, why) && (why != aboveHold || strings.Contains(w.LastWhy, "above the target"))
+}
 
 // minCallsToJudge: a window with fewer protected calls says too little
 // about the backend to change the rate on.
@@ -98,11 +111,16 @@ type Decision struct {
 //
 //   - 2% or more of the calls failed or timed out (a 5xx, a lost
 //     connection, an exhausted pool): back off to 70%;
-//   - their p90 latency is above the target: back off in proportion,
-//     to target/p90 of the rate (at most by half), so a small excess is a
-//     small step and a backlog that built up drains;
+//   - their p90 latency is above the target for a second window running:
+//     back off in proportion, to target/p90 of the rate (at most by half),
+//     so a small excess is a small step and a backlog that built up drains.
+//     One slow window alone holds (a moment's noise on a shared machine is
+//     not a backlog), and so does the window right after a back-off, whose
+//     calls were mostly let in before it: backing off again on them would
+//     cut for the same excess twice and sink the rate far below what the
+//     backend bears;
 //   - nobody waits: hold (the rate is not what limits anyone);
-//   - else grow, by half the headroom under the target (at most 10% per
+//   - else grow by the headroom under the target (at most 10% per
 //     window): fast while latency is far below the target, slowly as it
 //     comes near, so the rate settles close to where the backend starts
 //     to queue;
@@ -120,15 +138,19 @@ func NextRate(c Config, w RateWindow) Decision {
 		d.Why = fmt.Sprintf("hold: %d calls are too few to judge", s.Calls)
 	case float64(s.Overloaded) >= 0.02*float64(s.Calls):
 		d.Rate = w.Rate * 0.7
-		d.Why = fmt.Sprintf("back off: %d of %d calls failed or timed out", s.Overloaded, s.Calls)
+		d.Why = fmt.Sprintf(backOff+"%d of %d calls failed or timed out", s.Overloaded, s.Calls)
+	case d.P90 > target && last(w, backOff):
+		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; the last back-off has yet to show", d.P90, target)
+	case d.P90 > target && !last(w, aboveHold):
+		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; backing off if it stays", d.P90, target)
 	case d.P90 > target:
 		d.Rate = w.Rate * max(0.5, float64(target)/float64(d.P90))
-		d.Why = fmt.Sprintf("back off: p90 %v above the target %v", d.P90, target)
+		d.Why = fmt.Sprintf(backOff+"p90 %v above the target %v", d.P90, target)
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"
 	default:
 		headroom := float64(target-d.P90) / float64(target)
-		d.Rate = w.Rate * (1 + min(0.1, headroom/2))
+		d.Rate = w.Rate * (1 + min(0.1, headroom))
 		d.Why = fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
 	}
 	d.Rate = max(c.MinRate, min(math.Round(d.Rate*100)/100, c.MaxRate))

@@ -45,6 +45,25 @@ func windowOf(calls int, latency time.Duration, failed int, waiting int64, rate 
 	return queue.RateWindow{Samples: s, Rate: rate, Waiting: waiting}
 }
 
+// aboveOnce makes w the window right after one held with latency above the
+// target; aboveLongAgo, such a hold two windows before.
+func aboveOnce(w queue.RateWindow) queue.RateWindow {
+	w.ID, w.LastID, w.LastWhy = 8, 7, "hold: p90 300ms above the target 250ms; backing off if it stays"
+	return w
+}
+
+func aboveLongAgo(w queue.RateWindow) queue.RateWindow {
+	w = aboveOnce(w)
+	w.ID = 9
+	return w
+}
+
+// afterBackOff makes w the window right after one whose decision backed off.
+func afterBackOff(w queue.RateWindow) queue.RateWindow {
+	w.ID, w.LastID, w.LastWhy = 8, 7, "back off: p90 1s above the target 250ms"
+	return w
+}
+
 func TestNextRate(t *testing.T) {
 	c := queue.DefaultConfig()
 	c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency = true, 10, 100, 250*time.Millisecond
@@ -57,13 +76,18 @@ func TestNextRate(t *testing.T) {
 		{"too few calls: hold", windowOf(2, 900*time.Millisecond, 0, 50, 60), 60, 60, "hold"},
 		{"failures: back off to 70%", windowOf(50, 100*time.Millisecond, 2, 50, 60), 42, 42, "back off"},
 		{"one failure in a hundred is noise", windowOf(100, 100*time.Millisecond, 1, 50, 60), 60.01, 66, "grow"},
-		{"latency a little above: a little lower", windowOf(50, 275*time.Millisecond, 0, 50, 60), 52, 57, "back off"},
-		{"latency far above: at most halved", windowOf(50, 3*time.Second, 0, 50, 60), 30, 30, "back off"},
+		{"latency above once: hold", windowOf(50, 3*time.Second, 0, 50, 60), 60, 60, "hold"},
+		{"latency a little above again: a little lower", aboveOnce(windowOf(50, 275*time.Millisecond, 0, 50, 60)), 52, 57, "back off"},
+		{"latency far above again: at most halved", aboveOnce(windowOf(50, 3*time.Second, 0, 50, 60)), 30, 30, "back off"},
+		{"above again after an old hold: hold", aboveLongAgo(windowOf(50, 3*time.Second, 0, 50, 60)), 60, 60, "hold"},
 		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold"},
+		{"right after a back-off: hold", afterBackOff(windowOf(50, 900*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
+		{"right after a back-off, failures: back off", afterBackOff(windowOf(50, 100*time.Millisecond, 5, 50, 60)), 42, 42, "back off"},
 		{"far below the target: 10% up", windowOf(50, 10*time.Millisecond, 0, 50, 60), 66, 66, "grow"},
 		{"just under the target: barely up", windowOf(50, 240*time.Millisecond, 0, 50, 60), 60, 61.5, "grow"},
 		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow"},
 		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off"},
+		{"never below the floor by latency", aboveOnce(windowOf(50, 5*time.Second, 0, 50, 11)), 10, 10, "back off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := queue.NextRate(c, tc.w)

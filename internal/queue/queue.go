@@ -230,6 +230,10 @@ type RateWindow struct {
 	Samples    RateSample
 	Rate       float64
 	Waiting    int64
+	// LastID and LastWhy are the window and reason of the last decision
+	// written (SetRate), so a back-off can wait for the last one to show.
+	LastID  int64
+	LastWhy string
 }
 
 // RateChange is one change of the adaptive rate, for the admin chart.

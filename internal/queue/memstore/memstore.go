@@ -719,7 +719,8 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 	out := queue.RateWindow{ID: win, Folded: win}
 	if q.sampleWin != win {
 		if q.sampleWin == win-1 && q.sample.Calls > 0 {
-			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(), Waiting: q.line.len()}
+			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
+				Waiting: q.line.len(), LastID: q.effWin, LastWhy: q.effWhy}
 		}
 		q.sampleWin, q.sample = win, queue.RateSample{}
 	}

@@ -273,8 +273,8 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
 	}
 	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4),
-		Samples: queue.RateSample{Latency: map[int]int64{}}}
-	for i := 5; i+1 < len(r); i += 2 {
+		LastID: p.int(5), LastWhy: p.str(6), Samples: queue.RateSample{Latency: map[int]int64{}}}
+	for i := 7; i+1 < len(r); i += 2 {
 		field := p.str(i)
 		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
 		if err != nil && p.err == nil {

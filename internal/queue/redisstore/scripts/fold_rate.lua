@@ -12,9 +12,11 @@
 -- ARGV[2] calls, ARGV[3] overloaded, ARGV[4..] bucket, count pairs
 -- Reply: {0} the rate is not adaptive (samples dropped)
 --        {1, window} folded into the current window
---        {2, window, rate, waiting, field, value, ...} folded; this call
---        claims the decision on `window` (the previous one), whose samples
---        (every instance's) follow as the samples hash's field, value pairs
+--        {2, window, rate, waiting, current, lastWindow, lastWhy, field,
+--        value, ...} folded into `current`; this call claims the decision on
+--        `window` (the one before), whose samples (every instance's) follow
+--        as the samples hash's field, value pairs; lastWindow and lastWhy
+--        are the last decision written (set_rate.lua)
 local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
 if cfg[1] ~= '1' then
   redis.call('DEL', KEYS[3])
@@ -29,9 +31,10 @@ local reply = {1, win}
 if current ~= win then
   if current == win - 1 then
     local done = redis.call('HGETALL', KEYS[3])
-    local eff = tonumber(redis.call('HGET', KEYS[2], 'eff_rate')) or tonumber(cfg[2])
+    local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win', 'eff_why')
+    local eff = tonumber(adm[1]) or tonumber(cfg[2])
     reply = {2, current, tostring(math.max(tonumber(cfg[3]), math.min(eff, tonumber(cfg[4])))),
-      redis.call('ZCARD', KEYS[4]), win}
+      redis.call('ZCARD', KEYS[4]), win, tonumber(adm[2]) or 0, adm[3] or ''}
     for i = 1, #done do
       reply[#reply + 1] = done[i]
     end
