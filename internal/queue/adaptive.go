@@ -36,8 +36,15 @@ func last(w RateWindow, why string) bool {
 	return w.LastID == w.ID-1 && strings.HasPrefix(w.LastWhy, why) && (why != aboveHold || strings.Contains(w.LastWhy, "above the target"))
 }
 
+// RateMinCalls is how many protected calls a decision needs: a window
+// with fewer is not decided but merged into the next one (both stores do
+// this), so at a low rate a decision stands on 20 calls rather than on
+// a second's handful, where two slow calls would make the p90.
+const RateMinCalls = 20
+
 // minCallsToJudge: a window with fewer protected calls says too little
-// about the backend to change the rate on.
+// about the backend to change the rate on (the stores give NextRate at
+// least RateMinCalls; this guards against anything less).
 const minCallsToJudge = 3
 
 // latencyBase is the width of a latency bucket: each is 5% wider than the
@@ -112,7 +119,7 @@ type Decision struct {
 //   - 2% or more of the calls failed or timed out (a 5xx, a lost
 //     connection, an exhausted pool): back off to 70%;
 //   - their p90 latency is above the target for a second window running:
-//     back off in proportion, to target/p90 of the rate (at most by half),
+//     back off in proportion, to target/p90 of the rate (at most by 30%),
 //     so a small excess is a small step and a backlog that built up drains.
 //     One slow window alone holds (a moment's noise on a shared machine is
 //     not a backlog), and so does the window right after a back-off, whose
@@ -144,7 +151,7 @@ func NextRate(c Config, w RateWindow) Decision {
 	case d.P90 > target && !last(w, aboveHold):
 		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; backing off if it stays", d.P90, target)
 	case d.P90 > target:
-		d.Rate = w.Rate * max(0.5, float64(target)/float64(d.P90))
+		d.Rate = w.Rate * max(0.7, float64(target)/float64(d.P90))
 		d.Why = fmt.Sprintf(backOff+"p90 %v above the target %v", d.P90, target)
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"

@@ -78,7 +78,7 @@ func TestNextRate(t *testing.T) {
 		{"one failure in a hundred is noise", windowOf(100, 100*time.Millisecond, 1, 50, 60), 60.01, 66, "grow"},
 		{"latency above once: hold", windowOf(50, 3*time.Second, 0, 50, 60), 60, 60, "hold"},
 		{"latency a little above again: a little lower", aboveOnce(windowOf(50, 275*time.Millisecond, 0, 50, 60)), 52, 57, "back off"},
-		{"latency far above again: at most halved", aboveOnce(windowOf(50, 3*time.Second, 0, 50, 60)), 30, 30, "back off"},
+		{"latency far above again: at most 30% down", aboveOnce(windowOf(50, 3*time.Second, 0, 50, 60)), 42, 42, "back off"},
 		{"above again after an old hold: hold", aboveLongAgo(windowOf(50, 3*time.Second, 0, 50, 60)), 60, 60, "hold"},
 		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold"},
 		{"right after a back-off: hold", afterBackOff(windowOf(50, 900*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
@@ -325,7 +325,7 @@ func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
 		}
 		return rates
 	}
-	slow := run(time.Second, 6)
+	slow := run(time.Second, 12)
 	if slow[len(slow)-1] != c.MinRate {
 		t.Fatalf("under 1 s calls the rate went %v, want down to the floor %v", slow, c.MinRate)
 	}

@@ -717,8 +717,12 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 	}
 	win := s.now().UnixMilli() / window.Milliseconds()
 	out := queue.RateWindow{ID: win, Folded: win}
-	if q.sampleWin != win {
-		if q.sampleWin == win-1 && q.sample.Calls > 0 {
+	switch {
+	case q.sampleWin == win:
+	case q.sampleWin == win-1 && q.sample.Calls < queue.RateMinCalls:
+		q.sampleWin = win // too few to decide on: they join this window
+	default:
+		if q.sampleWin == win-1 {
 			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
 				Waiting: q.line.len(), LastID: q.effWin, LastWhy: q.effWhy}
 		}

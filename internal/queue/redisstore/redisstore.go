@@ -257,7 +257,7 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
 	k := keysFor(s.prefix, name)
-	args := []any{window.Milliseconds(), sample.Calls, sample.Overloaded}
+	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}

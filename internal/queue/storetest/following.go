@@ -41,15 +41,16 @@ func adaptiveConfig() queue.Config {
 }
 
 // testAdaptiveWindows: four "instances" fold samples concurrently into
-// 20 ms windows; every window is claimed at most once, and the claim
-// carries exactly the calls folded into that window by all of them.
+// 20 ms windows; every window is claimed at most once, with at least
+// RateMinCalls calls (fewer join the next window), and the claims carry no
+// call that was not folded (a window nobody reported in for longer than a
+// window is dropped as stale, so on a stalled machine some may be lost).
 func testAdaptiveWindows(t *testing.T, s queue.Store) {
 	ctx := context.Background()
 	q := newQueue(t, s, adaptiveConfig())
 	const window = 20 * time.Millisecond
 	var mu sync.Mutex
-	folded := map[int64]int64{}  // window → calls folded into it
-	claimed := map[int64]int64{} // window → calls its claim carried
+	var folded, claimed int64
 	claims := map[int64]int{}
 	var wg sync.WaitGroup
 	for inst := range 4 {
@@ -68,10 +69,13 @@ func testAdaptiveWindows(t *testing.T, s queue.Store) {
 					return
 				}
 				mu.Lock()
-				folded[w.Folded] += sample.Calls
+				folded += sample.Calls
 				if w.Claimed {
-					claimed[w.ID] += w.Samples.Calls
+					claimed += w.Samples.Calls
 					claims[w.ID]++
+					if w.Samples.Calls < queue.RateMinCalls {
+						t.Errorf("window %d decided on %d calls", w.ID, w.Samples.Calls)
+					}
 				}
 				mu.Unlock()
 				time.Sleep(time.Duration(rnd.IntN(8)) * time.Millisecond)
@@ -86,9 +90,9 @@ func testAdaptiveWindows(t *testing.T, s queue.Store) {
 		if n != 1 {
 			t.Errorf("window %d claimed %d times", w, n)
 		}
-		if claimed[w] != folded[w] {
-			t.Errorf("window %d: the claim carried %d calls, %d were folded into it", w, claimed[w], folded[w])
-		}
+	}
+	if claimed > folded || claimed < queue.RateMinCalls {
+		t.Errorf("the claims carried %d calls, %d were folded", claimed, folded)
 	}
 }
 
