@@ -118,14 +118,15 @@ type Decision struct {
 //
 //   - 2% or more of the calls failed or timed out (a 5xx, a lost
 //     connection, an exhausted pool): back off to 70%;
-//   - their p90 latency is above the target for a second window running:
-//     back off in proportion, to target/p90 of the rate (at most by 30%),
-//     so a small excess is a small step and a backlog that built up drains.
-//     One slow window alone holds (a moment's noise on a shared machine is
-//     not a backlog), and so does the window right after a back-off, whose
-//     calls were mostly let in before it: backing off again on them would
-//     cut for the same excess twice and sink the rate far below what the
-//     backend bears;
+//   - their p90 latency is above the target for a second window running,
+//     or far above it (1.5×) in one: back off in proportion, to target/p90
+//     of the rate, by at most 30% (50% when far above), so a small excess is
+//     a small step and a backlog that built up drains. One window a little
+//     above alone holds (a moment's noise on a shared machine is not a
+//     backlog), and so does the window right after a back-off, whose calls
+//     were mostly let in before it: backing off again on them would cut for
+//     the same excess twice and sink the rate far below what the backend
+//     bears;
 //   - nobody waits: hold (the rate is not what limits anyone);
 //   - else grow by the headroom under the target (at most 10% per
 //     window): fast while latency is far below the target, slowly as it
@@ -148,10 +149,14 @@ func NextRate(c Config, w RateWindow) Decision {
 		d.Why = fmt.Sprintf(backOff+"%d of %d calls failed or timed out", s.Overloaded, s.Calls)
 	case d.P90 > target && last(w, backOff):
 		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; the last back-off has yet to show", d.P90, target)
-	case d.P90 > target && !last(w, aboveHold):
+	case d.P90 > target && d.P90 <= target*3/2 && !last(w, aboveHold):
 		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; backing off if it stays", d.P90, target)
 	case d.P90 > target:
-		d.Rate = w.Rate * max(0.7, float64(target)/float64(d.P90))
+		deepest := 0.7
+		if d.P90 > target*3/2 {
+			deepest = 0.5
+		}
+		d.Rate = w.Rate * max(deepest, float64(target)/float64(d.P90))
 		d.Why = fmt.Sprintf(backOff+"p90 %v above the target %v", d.P90, target)
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"
