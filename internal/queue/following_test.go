@@ -79,7 +79,7 @@ func TestNextRate(t *testing.T) {
 		{"latency a little above once: hold", windowOf(50, 300*time.Millisecond, 0, 50, 60), 60, 60, "hold"},
 		{"latency far above once: back off at once, at most by half", windowOf(50, 3*time.Second, 0, 50, 60), 30, 30, "back off"},
 		{"latency a little above again: a little lower", aboveOnce(windowOf(50, 275*time.Millisecond, 0, 50, 60)), 52, 57, "back off"},
-		{"latency a little above again: at most 30% down", aboveOnce(windowOf(50, 370*time.Millisecond, 0, 50, 60)), 42, 42, "back off"},
+		{"latency a little above again: at most 30% down", aboveOnce(windowOf(50, 340*time.Millisecond, 0, 50, 60)), 42, 43, "back off"},
 		{"above again after an old hold: hold", aboveLongAgo(windowOf(50, 300*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
 		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold"},
 		{"right after a back-off: hold", afterBackOff(windowOf(50, 900*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
