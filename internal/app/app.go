@@ -142,7 +142,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if c.Proxy { // a use holds its lock for as long as the upstream may take
 		lockTTL = max(lockTTL, c.UpstreamTimeout+10*time.Second)
 	}
-	guard := entry.NewGuard(qstore, lockTTL, metrics.ProtectedCall)
+	// Every protected call (an order, or a backend call through the
+	// gateway) is measured, and the adaptive rate follows them.
+	rates := queue.NewRateController(qstore, m.Logger)
+	guard := entry.NewGuard(qstore, lockTTL, func(q string, took time.Duration, o entry.Outcome) {
+		metrics.ProtectedCall(q, took, o)
+		rates.Observe(q, took, o.Overloaded())
+	})
 	if !c.Proxy { // gateway mode sells nothing itself: the shop's backend does
 		if err := m.openOrders(ctx, guard); err != nil {
 			return err
@@ -202,9 +208,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	admitter := queue.NewAdmitter(qstore, m.Logger)
 	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
-	m.loopsDone.Add(2)
+	admitter.OnOpened = m.Queue.Changed
+	m.loopsDone.Add(4)
 	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); rates.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); m.Queue.RunPresence(loopsCtx, m.Logger) }()
 
 	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
 		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,

@@ -39,6 +39,13 @@ type Config struct {
 	TokenTTL time.Duration
 	// MaxActiveTokens caps the live entry tokens per queue (0: no cap).
 	MaxActiveTokens int64
+	// Adaptive, MinRate, MaxRate (0: the most a tick admits, Batch per
+	// Interval) and TargetLatency: the adaptive rate of new queues.
+	Adaptive         bool
+	MinRate, MaxRate float64
+	TargetLatency    time.Duration
+	// AbandonAfter: new queues skip users silent this long (0: never).
+	AbandonAfter time.Duration
 	// EntryPolicy and ChallengeCost: who may take a place in the default
 	// and new queues, and the proof of work's difficulty.
 	EntryPolicy   string
@@ -105,6 +112,11 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
 	fs.Int64Var(&c.MaxActiveTokens, "max-active-tokens", 0, "most entry tokens alive at once per queue, for the default and new queues; admission waits for room under it (0: no cap)")
+	fs.BoolVar(&c.Adaptive, "adaptive", false, "new queues start with the adaptive rate on: admission follows the protected calls' latency and failures between --min-rate and --max-rate, aiming at --target-latency (docs/operations.md)")
+	fs.Float64Var(&c.MinRate, "min-rate", 1, "the adaptive rate's floor, users per second, for the default and new queues")
+	fs.Float64Var(&c.MaxRate, "max-rate", 0, "the adaptive rate's ceiling, users per second, for the default and new queues; 0: the most a tick admits (--batch per --interval)")
+	fs.DurationVar(&c.TargetLatency, "target-latency", 250*time.Millisecond, "the latency of protected calls (an order) the adaptive rate holds to, for the default and new queues")
+	fs.DurationVar(&c.AbandonAfter, "abandon-after", 0, "skip at admission a waiting user who has not asked for their status for this long, for the default and new queues (0: never; else at least 15s)")
 	fs.StringVar(&c.EntryPolicy, "entry-policy", string(queue.EntryChallenge), "who may take a place in the default and new queues: any (anyone with a session), challenge (anonymous sessions solve a proof of work, unseen in the page; signed-in users do not) or signed (signed-in users only)")
 	fs.IntVar(&c.ChallengeCost, "challenge-cost", challenge.DefaultCost, fmt.Sprintf("the proof of work's difficulty for the default and new queues: PBKDF2 iterations per attempt, %d attempts on average (%d..%d)", challenge.ExpectedAttempts, challenge.MinCost, challenge.MaxCost))
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
@@ -322,7 +334,7 @@ func (c Config) Validate() error {
 	}
 	if len(errs) == 0 {
 		if _, err := c.QueueConfig(); err != nil {
-			errs = append(errs, fmt.Errorf("--rate/--batch/--interval/--capacity/--token-ttl/--entry-policy/--challenge-cost: %v", err))
+			errs = append(errs, fmt.Errorf("the queue settings from --rate, --batch, --interval, --capacity, --token-ttl, --max-active-tokens, --adaptive, --min-rate, --max-rate, --target-latency, --abandon-after, --entry-policy, --challenge-cost: %v", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -401,11 +413,15 @@ func (c Config) Signer() (*gateway.Signer, error) {
 // QueueConfig is the config of the default queue and of new queues: the
 // rate as set, or derived from the bottleneck.
 func (c Config) QueueConfig() (queue.Config, error) {
-	q := queue.Config{
-		RatePerSecond: c.Rate, BatchSize: c.Batch, Interval: c.Interval,
-		Capacity: c.Capacity, TokenTTL: c.TokenTTL, MaxActiveTokens: c.MaxActiveTokens,
-		RateDerivation: fmt.Sprintf("set directly: %g/s", c.Rate),
-		Entry:          queue.EntryPolicy(c.EntryPolicy), ChallengeCost: c.ChallengeCost,
+	q := queue.DefaultConfig()
+	q.RatePerSecond, q.BatchSize, q.Interval = c.Rate, c.Batch, c.Interval
+	q.Capacity, q.TokenTTL, q.MaxActiveTokens = c.Capacity, c.TokenTTL, c.MaxActiveTokens
+	q.Adaptive, q.MinRate, q.MaxRate, q.TargetLatency = c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency
+	q.AbandonAfter = c.AbandonAfter
+	q.Entry, q.ChallengeCost = queue.EntryPolicy(c.EntryPolicy), c.ChallengeCost
+	q.RateDerivation = fmt.Sprintf("set directly: %g/s", c.Rate)
+	if q.MaxRate == 0 && c.Interval > 0 {
+		q.MaxRate = float64(c.Batch) / c.Interval.Seconds()
 	}
 	if c.Rate == 0 {
 		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)

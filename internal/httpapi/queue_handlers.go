@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -21,20 +23,29 @@ type entryJSON struct {
 	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
 	// PollAfterSeconds is always present: null when there is nothing to wait for.
 	PollAfterSeconds *int64 `json:"pollAfterSeconds"`
-	// Paused is present (true) only on WAITING while admission is paused.
-	Paused bool `json:"paused,omitempty"`
+	// Paused is present (true) only on WAITING while admission is paused;
+	// Stalled likewise while admission runs but nobody has been let in for
+	// a while.
+	Paused  bool `json:"paused,omitempty"`
+	Stalled bool `json:"stalled,omitempty"`
+	// OpensAt is present only on WAITING before the line's opening, instead
+	// of a position.
+	OpensAt *time.Time `json:"opensAt,omitempty"`
 }
 
 func toEntryJSON(v queue.View) entryJSON {
 	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
-	switch v.State {
-	case queue.Waiting:
+	switch {
+	case v.State == queue.Waiting && !v.OpensAt.IsZero():
+		at := v.OpensAt.UTC()
+		e.OpensAt, e.Paused = &at, v.Paused
+	case v.State == queue.Waiting:
 		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
-		// paused qualifies the estimate, so only WAITING carries it: READY
-		// and NOT_IN_QUEUE keep their documented shapes (DESIGN.md §3)
-		// whatever the queue's pause switch says.
-		e.Paused = v.Paused
-	case queue.Ready:
+		// paused and stalled qualify the estimate, so only WAITING carries
+		// them: READY and NOT_IN_QUEUE keep their documented shapes
+		// (DESIGN.md §3) whatever the queue's state.
+		e.Paused, e.Stalled = v.Paused, v.Stalled && !v.Paused
+	case v.State == queue.Ready:
 		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
 	}
 	return e
@@ -163,92 +174,125 @@ func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// queueConfigJSON is the admin's view of a queue's config; PATCH takes any
-// subset, so every field is a pointer.
-type queueConfigJSON struct {
-	RatePerSecond   *float64 `json:"ratePerSecond"`
-	BatchSize       *int     `json:"batchSize"`
-	IntervalMs      *int64   `json:"intervalMs"`
-	Capacity        *int64   `json:"capacity"`
-	TokenTTLSeconds *int64   `json:"tokenTtlSeconds"`
-	MaxActiveTokens *int64   `json:"maxActiveTokens"`
-	Paused          *bool    `json:"paused"`
-	Entry           *string  `json:"entry"`
-	ChallengeCost   *int     `json:"challengeCost"`
+// decodeSettings reads a PUT or PATCH body: one JSON object whose keys are
+// settings the admin may change (queue.Settings), each value of its kind;
+// null is the same as leaving it out. An unknown or read-only key, or a
+// value of the wrong type, is 400 invalid_request naming it; a value out of
+// range is refused later, by queue.Apply and Config.Validate, as
+// invalid_config.
+func decodeSettings(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
+	var raw map[string]json.RawMessage
+	if err := decodeJSON(w, r, &raw); err != nil {
+		return nil, err
+	}
+	changes := make(map[string]any, len(raw))
+	for name, v := range raw {
+		s, ok := queue.SettingNamed(name)
+		if !ok || s.ReadOnly {
+			return nil, errWith(errBadRequest, fmt.Sprintf("unknown field %q", name))
+		}
+		if bytes.Equal(v, []byte("null")) {
+			continue
+		}
+		val, err := settingValue(s.Kind, v)
+		if err != nil {
+			return nil, errWith(errBadRequest, fmt.Sprintf("%s must be a JSON %s: %v", name, jsonKind(s.Kind), err))
+		}
+		changes[name] = val
+	}
+	return changes, nil
 }
 
-// apply overlays the fields present onto c.
-func (j queueConfigJSON) apply(c queue.Config) queue.Config {
-	if j.RatePerSecond != nil && *j.RatePerSecond != c.RatePerSecond {
-		c.RatePerSecond = *j.RatePerSecond
-		c.RateDerivation = "set by admin"
+// settingValue decodes one JSON value as queue.Setting.Set takes it.
+func settingValue(k queue.Kind, raw json.RawMessage) (any, error) {
+	switch k {
+	case queue.Number:
+		var f float64
+		err := json.Unmarshal(raw, &f)
+		return f, err
+	case queue.Integer, queue.Duration:
+		var n int64 // refuses fractions and numbers beyond int64
+		err := json.Unmarshal(raw, &n)
+		return n, err
+	case queue.Bool:
+		var b bool
+		err := json.Unmarshal(raw, &b)
+		return b, err
+	default:
+		var str string
+		err := json.Unmarshal(raw, &str)
+		return str, err
 	}
-	if j.BatchSize != nil {
-		c.BatchSize = *j.BatchSize
-	}
-	if j.IntervalMs != nil {
-		c.Interval = clampDuration(*j.IntervalMs, time.Millisecond)
-	}
-	if j.Capacity != nil {
-		c.Capacity = *j.Capacity
-	}
-	if j.TokenTTLSeconds != nil {
-		c.TokenTTL = clampDuration(*j.TokenTTLSeconds, time.Second)
-	}
-	if j.MaxActiveTokens != nil {
-		c.MaxActiveTokens = *j.MaxActiveTokens
-	}
-	if j.Paused != nil {
-		c.Paused = *j.Paused
-	}
-	if j.Entry != nil {
-		c.Entry = queue.EntryPolicy(*j.Entry)
-	}
-	if j.ChallengeCost != nil {
-		c.ChallengeCost = *j.ChallengeCost
-	}
-	return c
 }
 
-// clampDuration converts n units without overflowing; an absurd n becomes
-// an absurd (and so refused) duration rather than a wrapped-around one.
-func clampDuration(n int64, unit time.Duration) time.Duration {
-	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
-		return -1
+// jsonKind is the JSON type a setting's kind is written as.
+func jsonKind(k queue.Kind) string {
+	switch k {
+	case queue.Duration:
+		return "integer"
+	case queue.Instant, queue.Choice:
+		return "string"
 	}
-	return time.Duration(n) * unit
+	return string(k)
 }
 
-type queueStatsJSON struct {
-	Queue                 string  `json:"queue"`
-	RatePerSecond         float64 `json:"ratePerSecond"`
-	BatchSize             int     `json:"batchSize"`
-	IntervalMs            int64   `json:"intervalMs"`
-	Capacity              int64   `json:"capacity"`
-	TokenTTLSeconds       int64   `json:"tokenTtlSeconds"`
-	MaxActiveTokens       int64   `json:"maxActiveTokens"`
-	Paused                bool    `json:"paused"`
-	Entry                 string  `json:"entry"`
-	ChallengeCost         int     `json:"challengeCost"`
-	Length                int64   `json:"length"`
-	AdmittedTotal         int64   `json:"admittedTotal"`
-	ActiveTokens          int64   `json:"activeTokens"`
-	ConsumedTotal         int64   `json:"consumedTotal"`
-	MeasuredRatePerSecond float64 `json:"measuredRatePerSecond"`
-	RateDerivation        string  `json:"rateDerivation"`
+// statsJSON is a queue as the admin sees it: every setting (queue.Settings)
+// and the numbers of the line.
+func toStatsJSON(st queue.Stats) map[string]any {
+	out := map[string]any{
+		"queue":                  st.Queue,
+		"length":                 st.Length,
+		"admittedTotal":          st.AdmittedTotal,
+		"activeTokens":           st.ActiveTokens,
+		"consumedTotal":          st.ConsumedTotal,
+		"measuredRatePerSecond":  math.Round(st.MeasuredRate*10) / 10,
+		"effectiveRatePerSecond": st.EffectiveRate,
+		"effectiveRateReason":    st.EffectiveWhy,
+		"abandonedTotal":         st.AbandonedTotal,
+		"preQueueLength":         st.PreQueued,
+	}
+	for _, set := range queue.Settings {
+		out[set.Name] = set.Value(st.Config)
+	}
+	return out
 }
 
-func toStatsJSON(st queue.Stats) queueStatsJSON {
-	c := st.Config
-	return queueStatsJSON{
-		Queue: st.Queue, RatePerSecond: c.RatePerSecond, BatchSize: c.BatchSize,
-		IntervalMs: c.Interval.Milliseconds(), Capacity: c.Capacity,
-		TokenTTLSeconds: int64(c.TokenTTL / time.Second), MaxActiveTokens: c.MaxActiveTokens, Paused: c.Paused,
-		Entry: string(c.Entry), ChallengeCost: c.ChallengeCost,
-		Length: st.Length, AdmittedTotal: st.AdmittedTotal, ActiveTokens: st.ActiveTokens,
-		ConsumedTotal: st.ConsumedTotal, MeasuredRatePerSecond: math.Round(st.MeasuredRate*10) / 10,
-		RateDerivation: c.RateDerivation,
+// settingJSON describes one setting to the admin page, which builds its
+// queue form from them.
+type settingJSON struct {
+	Name         string   `json:"name"`
+	Kind         string   `json:"kind"`
+	Unit         string   `json:"unit,omitempty"`
+	Minimum      *float64 `json:"minimum,omitempty"`
+	Maximum      *float64 `json:"maximum,omitempty"`
+	MinExclusive bool     `json:"exclusiveMinimum,omitempty"`
+	OffZero      bool     `json:"zeroIsOff,omitempty"`
+	Choices      []string `json:"choices,omitempty"`
+	ReadOnly     bool     `json:"readOnly,omitempty"`
+	Default      any      `json:"default"`
+	Help         string   `json:"help"`
+}
+
+// queueSettings serves the settings table: names, kinds, ranges, the
+// defaults new queues start from here, and what each does.
+func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
+	out := make([]settingJSON, 0, len(queue.Settings))
+	for _, set := range queue.Settings {
+		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly,
+			Default: set.Value(s.NewQueueConfig), Help: set.Help}
+		switch set.Kind {
+		case queue.Number, queue.Integer, queue.Duration:
+			j.Minimum, j.Maximum, j.MinExclusive, j.OffZero = &set.Min, &set.Max, set.MinExclusive, set.OffZero
+		case queue.Choice:
+			j.Choices = set.Choices
+		}
+		if set.Kind == queue.Duration { // a whole number of its unit
+			j.Kind = "integer"
+			j.Unit = map[time.Duration]string{time.Millisecond: "ms", time.Second: "s"}[set.Unit]
+		}
+		out = append(out, j)
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"settings": out})
 }
 
 func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +301,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]queueStatsJSON, 0, len(names))
+	out := make([]map[string]any, 0, len(names))
 	for _, n := range names {
 		st, err := s.Queue.Stats(r.Context(), n)
 		if err != nil {
@@ -283,12 +327,21 @@ type historyJSON struct {
 	Queue        string             `json:"queue"`
 	EverySeconds float64            `json:"everySeconds"`
 	Points       []historyPointJSON `json:"points"`
+	RateChanges  []rateChangeJSON   `json:"rateChanges"`
 }
 
 type historyPointJSON struct {
+	At                     time.Time `json:"at"`
+	Length                 int64     `json:"length"`
+	AdmittedTotal          int64     `json:"admittedTotal"`
+	EffectiveRatePerSecond float64   `json:"effectiveRatePerSecond"`
+}
+
+// rateChangeJSON is one change of the rate admission uses.
+type rateChangeJSON struct {
 	At            time.Time `json:"at"`
-	Length        int64     `json:"length"`
-	AdmittedTotal int64     `json:"admittedTotal"`
+	RatePerSecond float64   `json:"ratePerSecond"`
+	Reason        string    `json:"reason"`
 }
 
 func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
@@ -297,12 +350,21 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := historyJSON{Queue: q, Points: []historyPointJSON{}}
+	out := historyJSON{Queue: q, Points: []historyPointJSON{}, RateChanges: []rateChangeJSON{}}
 	if s.History != nil {
 		out.EverySeconds = s.History.Every().Seconds()
 		for _, p := range s.History.Points(q) {
-			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal})
+			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal,
+				EffectiveRatePerSecond: p.EffectiveRate})
 		}
+	}
+	changes, err := s.Queue.RateChanges(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, c := range changes {
+		out.RateChanges = append(out.RateChanges, rateChangeJSON{At: c.At, RatePerSecond: c.Rate, Reason: c.Why})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -310,17 +372,17 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 // putQueue creates a queue or replaces its config; fields left out take
 // the defaults, so PUT means "exactly this".
 func (s *Server) putQueue(w http.ResponseWriter, r *http.Request) {
-	var body queueConfigJSON
-	if err := decodeJSON(w, r, &body); err != nil {
+	changes, err := decodeSettings(w, r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.saveQueue(w, r, body.apply(s.NewQueueConfig))
+	s.saveQueue(w, r, s.NewQueueConfig, changes)
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
-	var body queueConfigJSON
-	if err := decodeJSON(w, r, &body); err != nil {
+	changes, err := decodeSettings(w, r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -329,17 +391,27 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.saveQueue(w, r, body.apply(c))
+	s.saveQueue(w, r, c, changes)
 }
 
-func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Config) {
+// saveQueue applies the changes to c and stores the result; a change
+// refused for any reason changes nothing.
+func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Config, changes map[string]any) {
 	name := r.PathValue("queue")
-	if err := s.Queue.PutConfig(r.Context(), name, c); err != nil {
+	c, err := queue.Apply(c, changes)
+	if err == nil {
+		err = s.Queue.PutConfig(r.Context(), name, c)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.logger.InfoContext(r.Context(), "queue config changed", "queue", name, "rate", c.RatePerSecond,
-		"batch", c.BatchSize, "interval", c.Interval, "capacity", c.Capacity, "token_ttl", c.TokenTTL,
-		"paused", c.Paused, "entry", c.Entry, "challenge_cost", c.ChallengeCost, "request_id", requestID(r.Context()))
+	attrs := []any{"queue", name, "request_id", requestID(r.Context())}
+	for _, set := range queue.Settings {
+		if _, ok := changes[set.Name]; ok {
+			attrs = append(attrs, set.Name, set.Value(c))
+		}
+	}
+	s.logger.InfoContext(r.Context(), "queue config changed", attrs...)
 	s.queueStats(w, r)
 }

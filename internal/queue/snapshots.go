@@ -41,7 +41,7 @@ const snapshotMaxUsers = 1 << 20
 type lineView struct {
 	name    string
 	mu      sync.Mutex
-	tickets map[string]int64 // user → ticket, from the store's answers
+	tickets map[string]int64 // user → ticket (preQueued before the opening), from the store's answers
 	// gen counts changes made through this instance; a snapshot is good
 	// while gen is what it was when the snapshot was asked for.
 	gen      uint64
@@ -89,16 +89,28 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		s.misses.Add(1)
 		return Entry{}, false
 	}
+	if ticket == preQueued {
+		// Waiting for the opening: so they are until it starts to be placed.
+		if sn.Pace.OpensAt.IsZero() || sn.Pace.Placing {
+			s.misses.Add(1)
+			return Entry{}, false
+		}
+		s.hits.Add(1)
+		return Entry{State: Waiting, PreQueue: true, Pace: sn.Pace}, true
+	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
 	// user: only the store can say READY and hand out the token.
-	if !ok || pos <= 2*int64(sn.Config.BatchSize) {
+	if !ok || pos <= 2*int64(sn.Pace.Batch) {
 		s.misses.Add(1)
 		return Entry{}, false
 	}
 	s.hits.Add(1)
-	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Config: sn.Config}, true
+	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace}, true
 }
+
+// preQueued stands for the ticket of a user waiting for the opening.
+const preQueued = -1
 
 // fresh returns a snapshot no older than maxAge and newer than this
 // instance's last change, fetching it if need be; one fetch per queue is in
@@ -154,7 +166,10 @@ func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 // or that they no longer wait. Only a waiting user (so a queue that exists)
 // creates the queue's view.
 func (s *snapshots) remember(queue, user string, e Entry) {
-	waiting := e.State == Waiting && e.Ticket != 0
+	waiting := e.State == Waiting && (e.Ticket != 0 || e.PreQueue)
+	if e.PreQueue {
+		e.Ticket = preQueued
+	}
 	v := s.view(queue, waiting)
 	if v == nil {
 		return

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"AdmitNowSpendsTheNextTicksBudget", testAdmitNowBudget},
 		{"FirstUseIsOnce", testFirstUse},
 	}
+	tests = append(tests, followingTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -160,7 +161,7 @@ func testReEntry(t *testing.T, s queue.Store) {
 	}
 }
 
-var ignoreConfig = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Config" }, cmp.Ignore())
+var ignoreConfig = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Pace" }, cmp.Ignore())
 
 func testCapacity(t *testing.T, s queue.Store) {
 	c := queue.DefaultConfig()
@@ -331,7 +332,7 @@ func testSnapshotProperty(t *testing.T, s queue.Store) {
 				if err != nil {
 					t.Fatalf("step %d: Snapshot: %v", step, err)
 				}
-				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Config.BatchSize != 10 {
+				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Pace.Batch != 10 {
 					t.Fatalf("step %d: snapshot %+v, want length %d, last %d", step, sn, len(model), last)
 				}
 				for u, ticket := range tickets {
@@ -739,7 +740,7 @@ func testStats(t *testing.T, s queue.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig()}
+	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig(), EffectiveRate: fastConfig().RatePerSecond}
 	if diff := cmp.Diff(want, st, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".MeasuredRate" }, cmp.Ignore())); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
@@ -747,8 +748,11 @@ func testStats(t *testing.T, s queue.Store) {
 
 func testConfigRoundTrip(t *testing.T, s queue.Store) {
 	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
-		TokenTTL: 90 * time.Second, Paused: true, RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
-		Entry: queue.EntrySigned, ChallengeCost: 1234}
+		TokenTTL: 90 * time.Second, MaxActiveTokens: 40, Paused: true, Adaptive: true, MinRate: 3, MaxRate: 28,
+		TargetLatency: 300 * time.Millisecond, AbandonAfter: 45 * time.Second,
+		OpensAt:        time.Date(2031, 12, 24, 11, 0, 0, 0, time.UTC),
+		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
+		Entry:          queue.EntrySigned, ChallengeCost: 1234}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {

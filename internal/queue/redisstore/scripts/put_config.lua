@@ -1,21 +1,72 @@
--- put_config: create a queue or replace its config. If the next admission
--- tick is due further away than one new interval (the interval was just
--- shortened), bring it forward, so a shorter interval applies at once
--- instead of after the old, longer one.
+-- put_config: create a queue or replace its config, and keep the admission
+-- state in step with it:
+--   - if the next tick is due further away than one new interval (the
+--     interval was just shortened), bring it forward, so a shorter interval
+--     applies at once instead of after the old, longer one;
+--   - the adaptive rate starts from the configured rate when it is switched
+--     on, stays within its bounds, and is dropped when switched off; a change
+--     of the rate in force is recorded in `rates` (the admin chart);
+--   - a new abandon_ms forgets admit.lua's no-show checkpoints, taken for
+--     the old one: nobody is judged until the new abandon_ms has passed;
+--   - a new opens_at starts a new pre-queue; clearing it while people wait
+--     in the pre-queue opens the line now.
 --
--- KEYS[1] cfg  HASH queue config
--- KEYS[2] adm  HASH admission state
--- ARGV    field, value pairs: rate, batch, interval_ms, capacity, ttl_ms,
---         max_active, paused, derivation, entry, challenge_cost
+-- KEYS[1] cfg   HASH queue config
+-- KEYS[2] adm   HASH admission state
+-- KEYS[3] pre   ZSET the opening's pre-queue
+-- KEYS[4] rates LIST recent changes of the rate in force: "ms rate why"
+-- ARGV    field, value pairs of every setting (queue.StoreFields: the
+--         table queue.Settings names each field)
 -- Reply: 1
+local before = redis.call('HMGET', KEYS[1], 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'abandon_ms')
+local adm = redis.call('HMGET', KEYS[2], 'next', 'eff_rate', 'open_state')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function clamp(v, lo, hi)
+  return math.max(tonumber(lo), math.min(tonumber(v), tonumber(hi)))
+end
+local rateBefore = tonumber(before[1])
+if before[2] == '1' and adm[2] then
+  rateBefore = clamp(adm[2], before[3], before[4])
+end
+
 redis.call('HSET', KEYS[1], unpack(ARGV))
-local interval = tonumber(redis.call('HGET', KEYS[1], 'interval_ms'))
-local next = tonumber(redis.call('HGET', KEYS[2], 'next'))
-if next then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if next > now + interval then
-    redis.call('HSET', KEYS[2], 'next', now)
+local cfg = redis.call('HMGET', KEYS[1], 'interval_ms', 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at',
+  'abandon_ms')
+
+local next = tonumber(adm[1])
+if next and next > now + tonumber(cfg[1]) then
+  redis.call('HSET', KEYS[2], 'next', now)
+end
+
+local rate, why = tonumber(cfg[2]), 'the configured rate'
+if cfg[3] == '1' then
+  if before[2] == '1' and adm[2] then
+    rate, why = clamp(adm[2], cfg[4], cfg[5]), 'adaptive bounds changed'
+  else
+    rate, why = clamp(cfg[2], cfg[4], cfg[5]), 'adaptive on, from the configured rate'
   end
+  redis.call('HSET', KEYS[2], 'eff_rate', rate)
+else
+  redis.call('HDEL', KEYS[2], 'eff_rate')
+  if before[2] == '1' then why = 'adaptive off: the configured rate' end
+end
+if not rateBefore or rate ~= rateBefore then
+  redis.call('LPUSH', KEYS[4], now .. ' ' .. rate .. ' ' .. why)
+  redis.call('LTRIM', KEYS[4], 0, 299)
+end
+
+if cfg[7] ~= before[6] then
+  redis.call('HDEL', KEYS[2], 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
+end
+
+local state = adm[3]
+if cfg[6] ~= before[5] and state ~= 'placing' then
+  redis.call('HDEL', KEYS[2], 'open_state')
+  state = false
+end
+if (tonumber(cfg[6]) or 0) == 0 and not state and redis.call('ZCARD', KEYS[3]) > 0 then
+  redis.call('HSET', KEYS[1], 'opens_at', now)
 end
 return 1

@@ -1,6 +1,7 @@
 -- stats: the operator's numbers for one queue, read at one instant. Expired
 -- tokens are forgotten first; the totals add up exactly:
---   entered  = length + admitted + left
+--   entered  = length + admitted + left + abandoned (+ preQueued while an
+--              opening is placed: they hold reserved tickets)
 --   admitted = consumed + active + expired + returned
 --
 -- KEYS[1] line   ZSET user → ticket
@@ -9,9 +10,11 @@
 -- KEYS[4] tokens HASH user → entry token
 -- KEYS[5] texp   ZSET user → token expiry (ms)
 -- KEYS[6] seq    STRING ticket counter (= joins)
+-- KEYS[7] pre    ZSET the opening's pre-queue
 -- Reply: {-1} unknown queue, else
 --        {length, admitted, consumed, active, measured, msSinceWindow,
---         entered, left, expired, returned, admittedInline}
+--         entered, left, expired, returned, admittedInline, abandoned,
+--         preQueued, eff_rate, eff_why}
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {-1}
 end
@@ -30,7 +33,7 @@ for _ = 1, 10 do
 end
 
 local adm = redis.call('HMGET', KEYS[3], 'admitted', 'consumed', 'measured', 'win_start',
-  'left', 'expired', 'returned', 'inline_total')
+  'left', 'expired', 'returned', 'inline_total', 'abandoned', 'eff_rate', 'eff_why')
 local since = -1
 if adm[4] then since = now - tonumber(adm[4]) end
 return {
@@ -45,4 +48,8 @@ return {
   tonumber(adm[6]) or 0,
   tonumber(adm[7]) or 0,
   tonumber(adm[8]) or 0,
+  tonumber(adm[9]) or 0,
+  redis.call('ZCARD', KEYS[7]),
+  adm[10] or '',
+  adm[11] or '',
 }
