@@ -31,6 +31,8 @@ type Request struct {
 	Method, Path string
 	// Auth is the Authorization header's value ("" for none).
 	Auth string
+	// To is the index of the server in the load's Bases (0: the first).
+	To int
 }
 
 // Clients the generator can speak through (OpenLoop.Client).
@@ -45,8 +47,8 @@ const (
 
 // OpenLoop is a constant-rate load.
 type OpenLoop struct {
-	// Base is the server, "http://host:port".
-	Base string
+	// Bases are the servers, "http://host:port"; Request.To picks one.
+	Bases []string
 	// Rate is requests per second; request i is due at i/Rate seconds.
 	Rate float64
 	// Duration bounds the schedule: Rate × Duration requests in all.
@@ -232,7 +234,7 @@ func (l OpenLoop) Run(ctx context.Context) (LoadResult, error) {
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
-	newConn, err := clientFor(l.Client, l.Base, l.Conns)
+	newConn, err := clientFor(l.Client, l.Bases, l.Conns)
 	if err != nil {
 		return LoadResult{}, err
 	}
@@ -275,16 +277,19 @@ func (l OpenLoop) Run(ctx context.Context) (LoadResult, error) {
 // back for Duration (as wrk runs): the server's maximum rate, with
 // latencies from each actual send.
 type ClosedLoop struct {
-	Base     string
+	Bases    []string
 	Duration time.Duration
-	Conns    int
-	Client   string
-	Next     func(i int64) Request
+	// Count, when > 0, ends the load after that many requests (Duration
+	// still bounds it).
+	Count  int64
+	Conns  int
+	Client string
+	Next   func(i int64) Request
 }
 
 // Run sends the load and returns what it measured; Offered is the answered rate.
 func (l ClosedLoop) Run(ctx context.Context) (LoadResult, error) {
-	newConn, err := clientFor(l.Client, l.Base, l.Conns)
+	newConn, err := clientFor(l.Client, l.Bases, l.Conns)
 	if err != nil {
 		return LoadResult{}, err
 	}
@@ -299,7 +304,11 @@ func (l ClosedLoop) Run(ctx context.Context) (LoadResult, error) {
 			if !sent.Before(stop) {
 				return
 			}
-			status, _, err := c.do(ctx, l.Next(next.Add(1)-1))
+			i := next.Add(1) - 1
+			if l.Count > 0 && i >= l.Count {
+				return
+			}
+			status, _, err := c.do(ctx, l.Next(i))
 			done := time.Now()
 			rec.add(timing(sent, sent, done), status, err, done)
 		}
@@ -340,17 +349,23 @@ type conn interface {
 	close()
 }
 
-func clientFor(kind, base string, conns int) (func() conn, error) {
+func clientFor(kind string, bases []string, conns int) (func() conn, error) {
+	if len(bases) == 0 {
+		return nil, errors.New("no server to load")
+	}
 	switch kind {
 	case "", ClientRaw:
-		host := strings.TrimPrefix(base, "http://")
-		if host == base || strings.Contains(host, "/") {
-			return nil, fmt.Errorf("raw client: base %q is not http://host:port", base)
+		hosts := make([]string, len(bases))
+		for i, b := range bases {
+			hosts[i] = strings.TrimPrefix(b, "http://")
+			if hosts[i] == b || strings.Contains(hosts[i], "/") {
+				return nil, fmt.Errorf("raw client: base %q is not http://host:port", b)
+			}
 		}
-		return func() conn { return &rawConn{host: host} }, nil
+		return func() conn { return &rawConn{hosts: hosts, conns: make([]rawConnTo, len(hosts))} }, nil
 	case ClientNetHTTP:
 		hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns}}
-		return func() conn { return &netHTTPConn{base: base, hc: hc} }, nil
+		return func() conn { return &netHTTPConn{bases: bases, hc: hc} }, nil
 	}
 	return nil, fmt.Errorf("unknown client %q (want %s or %s)", kind, ClientRaw, ClientNetHTTP)
 }
@@ -361,7 +376,7 @@ const requestTimeout = 30 * time.Second
 // netHTTPConn is a request through net/http's client (connections pooled
 // by its Transport).
 type netHTTPConn struct {
-	base string
+	bases []string
 	hc   *http.Client
 	body bytes.Buffer
 }
@@ -369,7 +384,7 @@ type netHTTPConn struct {
 func (c *netHTTPConn) do(ctx context.Context, r Request) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, c.base+r.Path, nil)
+	req, err := http.NewRequestWithContext(ctx, r.Method, c.bases[r.To]+r.Path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -390,37 +405,43 @@ func (c *netHTTPConn) do(ctx context.Context, r Request) (int, []byte, error) {
 
 func (c *netHTTPConn) close() {}
 
-// rawConn is one HTTP/1.1 keep-alive connection that writes its requests
-// itself and reads only what the load needs of the answer: the status, the
-// Content-Length (or chunks) and the body. No allocation per request.
+// rawConn is one HTTP/1.1 keep-alive connection to each server, written
+// to directly: it reads only what the load needs of the answer (the
+// status, the Content-Length or chunks, and the body). No allocation per
+// request.
 type rawConn struct {
-	host string
-	c    net.Conn
-	r    *bufio.Reader
-	req  []byte
-	body []byte
+	hosts []string
+	conns []rawConnTo
+	req   []byte
+	body  []byte
+}
+
+type rawConnTo struct {
+	c net.Conn
+	r *bufio.Reader
 }
 
 var errMalformed = errors.New("malformed HTTP answer")
 
 func (c *rawConn) do(ctx context.Context, r Request) (int, []byte, error) {
-	if c.c == nil {
+	to := &c.conns[r.To]
+	if to.c == nil {
 		var d net.Dialer
-		nc, err := d.DialContext(ctx, "tcp", c.host)
+		nc, err := d.DialContext(ctx, "tcp", c.hosts[r.To])
 		if err != nil {
 			return 0, nil, err
 		}
-		c.c, c.r = nc, bufio.NewReaderSize(nc, 4096)
+		to.c, to.r = nc, bufio.NewReaderSize(nc, 4096)
 	}
 	deadline := time.Now().Add(requestTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c.c.SetDeadline(deadline)
-	c.req = appendRequest(c.req[:0], r, c.host)
-	status, body, keep, err := c.roundTrip()
+	to.c.SetDeadline(deadline)
+	c.req = appendRequest(c.req[:0], r, c.hosts[r.To])
+	status, body, keep, err := to.roundTrip(c.req, &c.body)
 	if err != nil || !keep {
-		c.close()
+		to.close()
 	}
 	return status, body, err
 }
@@ -444,11 +465,11 @@ func appendRequest(b []byte, r Request, host string) []byte {
 	return append(b, "\r\n"...)
 }
 
-func (c *rawConn) roundTrip() (status int, body []byte, keep bool, err error) {
-	if _, err := c.c.Write(c.req); err != nil {
+func (to *rawConnTo) roundTrip(req []byte, body *[]byte) (status int, b []byte, keep bool, err error) {
+	if _, err := to.c.Write(req); err != nil {
 		return 0, nil, false, err
 	}
-	return readResponse(c.r, &c.body)
+	return readResponse(to.r, body)
 }
 
 // readResponse reads one HTTP/1.1 answer: its status, its body (into *buf,
@@ -538,8 +559,14 @@ func readResponse(r *bufio.Reader, buf *[]byte) (status int, body []byte, keep b
 }
 
 func (c *rawConn) close() {
-	if c.c != nil {
-		c.c.Close()
-		c.c, c.r = nil, nil
+	for i := range c.conns {
+		c.conns[i].close()
+	}
+}
+
+func (to *rawConnTo) close() {
+	if to.c != nil {
+		to.c.Close()
+		to.c, to.r = nil, nil
 	}
 }

@@ -171,7 +171,7 @@ func TestLoadsAgainstAServer(t *testing.T) {
 				}
 				return Request{Method: m, Path: "/p", Auth: "Bearer u"}
 			}
-			res, err := OpenLoop{Base: srv.URL, Rate: 2000, Duration: 200 * time.Millisecond, Conns: 8, Client: client, Next: next}.Run(context.Background())
+			res, err := OpenLoop{Bases: []string{srv.URL}, Rate: 2000, Duration: 200 * time.Millisecond, Conns: 8, Client: client, Next: next}.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +183,7 @@ func TestLoadsAgainstAServer(t *testing.T) {
 				t.Errorf("open loop percentiles: %v", res)
 			}
 			hits.Store(0)
-			res, err = ClosedLoop{Base: srv.URL, Duration: 100 * time.Millisecond, Conns: 4, Client: client, Next: next}.Run(context.Background())
+			res, err = ClosedLoop{Bases: []string{srv.URL}, Duration: 100 * time.Millisecond, Conns: 4, Client: client, Next: next}.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func TestLoadsAgainstAServer(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (OpenLoop{Base: srv.URL, Rate: 10, Duration: time.Second, Conns: 1, Client: "carrier-pigeon", Next: func(int64) Request { return Request{} }}).Run(context.Background()); err == nil {
+	if _, err := (OpenLoop{Bases: []string{srv.URL}, Rate: 10, Duration: time.Second, Conns: 1, Client: "carrier-pigeon", Next: func(int64) Request { return Request{} }}).Run(context.Background()); err == nil {
 		t.Error("unknown client accepted")
 	}
 }
