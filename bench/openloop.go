@@ -377,8 +377,8 @@ const requestTimeout = 30 * time.Second
 // by its Transport).
 type netHTTPConn struct {
 	bases []string
-	hc   *http.Client
-	body bytes.Buffer
+	hc    *http.Client
+	body  bytes.Buffer
 }
 
 func (c *netHTTPConn) do(ctx context.Context, r Request) (int, []byte, error) {
