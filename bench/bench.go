@@ -37,7 +37,9 @@ type Options struct {
 	DatabaseURL string
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
-	// Sections to run: "herd", "hot", "accuracy", "memory"; empty = all.
+	// Sections to run: "herd", "hot", "accuracy", "memory", "million";
+	// empty = all but "million", which runs only when named (it takes
+	// minutes: bench/run.sh --million).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -57,7 +59,12 @@ type Options struct {
 	Log io.Writer
 }
 
-func (o Options) want(s string) bool { return len(o.Sections) == 0 || slices.Contains(o.Sections, s) }
+func (o Options) want(s string) bool {
+	if s == "million" || len(o.Sections) > 0 {
+		return slices.Contains(o.Sections, s)
+	}
+	return true
+}
 
 func (o Options) logf(format string, args ...any) {
 	if o.Log != nil {
@@ -75,6 +82,7 @@ type Report struct {
 	Hot      *HotReport
 	Accuracy *AccuracyReport
 	Memory   *MemoryReport
+	Million  *MillionReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -99,6 +107,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("memory") {
 		if r.Memory, err = runMemory(ctx, o); err != nil {
 			return r, fmt.Errorf("memory: %w", err)
+		}
+	}
+	if o.want("million") {
+		if r.Million, err = runMillion(ctx, o); err != nil {
+			return r, fmt.Errorf("million: %w", err)
 		}
 	}
 	return r, nil

@@ -40,7 +40,8 @@ type instanceAddrs struct {
 	Addr, Debug string
 }
 
-// HeapReport is an instance's Go heap after a full collection.
+// HeapReport is an instance's Go heap after a full collection (when asked
+// for: a collection of a big heap takes a while) and its status answers.
 type HeapReport struct {
 	HeapAlloc uint64
 	// SnapshotHits and SnapshotMisses are the status answers from the
@@ -74,10 +75,13 @@ func ServeInstance() int {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/bench/heap", func(w http.ResponseWriter, r *http.Request) {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		h := HeapReport{HeapAlloc: ms.HeapAlloc}
+		var h HeapReport
+		if r.URL.Query().Get("gc") == "1" {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			h.HeapAlloc = ms.HeapAlloc
+		}
 		h.SnapshotHits, h.SnapshotMisses = m.Queue.SnapshotAnswers()
 		json.NewEncoder(w).Encode(h)
 	})
@@ -162,10 +166,15 @@ func (in *instance) stop() error {
 
 func (in *instance) pid() int { return in.cmd.Process.Pid }
 
-// heap asks the instance for its heap after a full collection.
-func (in *instance) heap(ctx context.Context) (HeapReport, error) {
+// heap asks the instance for its status answers so far, and with gc its
+// heap after a full collection.
+func (in *instance) heap(ctx context.Context, gc bool) (HeapReport, error) {
 	var h HeapReport
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+in.Debug+"/bench/heap", nil)
+	url := "http://" + in.Debug + "/bench/heap"
+	if gc {
+		url += "?gc=1"
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return h, err

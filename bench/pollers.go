@@ -23,9 +23,16 @@ import (
 type Pollers struct {
 	Base  string
 	Queue string
-	// Users are the pollers' Authorization header values.
+	// Users are the pollers' Authorization header values, the front of
+	// the line first: the first Front of them may be held from their first
+	// poll on.
 	Users []string
-	Conns int
+	Front int
+	// Conns carry the polls answered at once; polls that may be held (the
+	// user was about to be let in at their last answer) go on NearConns
+	// connections of their own, as each person has their own connection: a
+	// held poll must not keep anyone else's poll waiting.
+	Conns, NearConns int
 	// Duration is the whole run; polls due before WarmUp are sent but not
 	// measured (the first answers, and the instance learning tickets).
 	Duration, WarmUp time.Duration
@@ -35,6 +42,9 @@ type Pollers struct {
 	// WaitSeconds is the page's ?waitSeconds= (0: none).
 	WaitSeconds int
 	Client      string
+	// AtWarmUp and AtEnd, when set, are called as the measured window
+	// opens and closes (to read CPU meters).
+	AtWarmUp, AtEnd func()
 }
 
 // PollersResult is what a poller run measured, over its window (after the
@@ -112,6 +122,13 @@ func (a answer) near() bool {
 	return a.state == "READY" || a.state == "WAITING" && !a.paused && a.etaSeconds >= 0 && a.etaSeconds <= 2
 }
 
+// nextNear says the user's next poll may be held: by then admission will
+// be within the hold's reach (estimate − poll interval ≤ 2 s, with a
+// second to spare).
+func (a answer) nextNear() bool {
+	return a.state == "WAITING" && !a.paused && a.etaSeconds >= 0 && a.etaSeconds-max(a.pollAfter, 0) <= 3
+}
+
 // parseAnswer reads the fields the model needs from an entry answer
 // without a JSON decoder (the generator's CPU is the server's too).
 func parseAnswer(body []byte) answer {
@@ -178,13 +195,21 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 	end := p.Duration
 	ctx, cancel := context.WithDeadline(ctx, start.Add(p.Duration+requestTimeout))
 	defer cancel()
-	work := make(chan pollDue, len(p.Users)) // a user has one poll at a time: never full
+	// A user has one poll at a time, so neither channel is ever full.
+	work, nearWork := make(chan pollDue, len(p.Users)), make(chan pollDue, len(p.Users))
+	// nextNear remembers whether a user's next poll may be held.
+	nextNear := make([]atomic.Bool, len(p.Users))
+	for u := range min(p.Front, len(p.Users)) {
+		nextNear[u].Store(true)
+	}
 	var dueInWindow atomic.Int64
 	go func() { // the dispatcher: hands out polls as they fall due
 		defer close(work)
+		defer close(nearWork)
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
 		var batch []pollDue
+		warm := false
 		for {
 			select {
 			case <-ctx.Done():
@@ -192,27 +217,38 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 			case <-t.C:
 			}
 			now := time.Since(start)
+			if !warm && now >= p.WarmUp {
+				warm = true
+				if p.AtWarmUp != nil {
+					p.AtWarmUp()
+				}
+			}
 			batch = sched.due(min(now, end-1), batch[:0])
 			for _, d := range batch {
 				if d.at >= p.WarmUp {
 					dueInWindow.Add(1)
 				}
-				work <- d
+				if nextNear[d.user].Load() {
+					nearWork <- d
+				} else {
+					work <- d
+				}
 			}
 			if now >= end {
+				if p.AtEnd != nil {
+					p.AtEnd()
+				}
 				return
 			}
 		}
 	}()
 
 	var ready, gone, near atomic.Int64
-	// lastNear remembers whether a user's last answer was near the front,
-	// to tell an unanswered poll's kind.
-	lastNear := make([]atomic.Bool, len(p.Users))
-	recs, _ := onConns(p.Conns, newConn, 1024, func(c conn, rec *recorder) {
+	poll := func(c conn, rec *recorder, work <-chan pollDue) {
 		for d := range work {
 			intended := start.Add(d.at)
 			measured := d.at >= p.WarmUp
+			wasNear := nextNear[d.user].Load()
 			sent := time.Now()
 			status, body, err := c.do(ctx, Request{Method: "GET", Path: path, Auth: p.Users[d.user]})
 			done := time.Now()
@@ -220,7 +256,7 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 				if ctx.Err() != nil {
 					return // the run is over
 				}
-				if measured && !lastNear[d.user].Load() {
+				if measured && !wasNear {
 					rec.add(timing(intended, sent, done), 0, err, done)
 				}
 				sched.push(pollDue{at: done.Sub(start) + time.Second, user: d.user})
@@ -234,7 +270,7 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 				continue
 			}
 			a := parseAnswer(body)
-			lastNear[d.user].Store(a.near())
+			nextNear[d.user].Store(a.nextNear())
 			switch {
 			case a.near() && measured:
 				near.Add(1)
@@ -251,7 +287,16 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 				gone.Add(1)
 			}
 		}
-	})
+	}
+	var nearRecs []*recorder
+	nearDone := make(chan struct{})
+	go func() {
+		defer close(nearDone)
+		nearRecs, _ = onConns(max(p.NearConns, 1), newConn, 64, func(c conn, rec *recorder) { poll(c, rec, nearWork) })
+	}()
+	recs, _ := onConns(p.Conns, newConn, 1024, func(c conn, rec *recorder) { poll(c, rec, work) })
+	<-nearDone
+	recs = append(recs, nearRecs...)
 	far := result(recs, 0, 0, start.Add(p.WarmUp), 0)
 	far.Requests = far.Answered + far.Errors
 	res.Far, res.Near = far, int(near.Load())

@@ -13,25 +13,27 @@ import (
 func TestParseAnswer(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		body string
-		want answer
-		near bool
+		body           string
+		want           answer
+		near, nextNear bool
 	}{
 		{`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":4,"pollAfterSeconds":2}`,
-			answer{state: "WAITING", etaSeconds: 4, pollAfter: 2}, false},
+			answer{state: "WAITING", etaSeconds: 4, pollAfter: 2}, false, true},
+		{`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":9,"pollAfterSeconds":5}`,
+			answer{state: "WAITING", etaSeconds: 9, pollAfter: 5}, false, false},
 		{`{"status":"WAITING","position":3,"queueLength":5120,"estimatedWaitSeconds":0,"pollAfterSeconds":2}` + "\n",
-			answer{state: "WAITING", etaSeconds: 0, pollAfter: 2}, true},
+			answer{state: "WAITING", etaSeconds: 0, pollAfter: 2}, true, true},
 		{`{"status":"WAITING","position":3,"queueLength":9,"estimatedWaitSeconds":1,"pollAfterSeconds":2,"paused":true}`,
-			answer{state: "WAITING", etaSeconds: 1, pollAfter: 2, paused: true}, false},
+			answer{state: "WAITING", etaSeconds: 1, pollAfter: 2, paused: true}, false, false},
 		{`{"status":"READY","token":"abc","expiresAt":"2026-11-27T00:05:00Z","pollAfterSeconds":null}`,
-			answer{state: "READY", etaSeconds: -1, pollAfter: -1}, true},
-		{`{"status":"NOT_IN_QUEUE","pollAfterSeconds":null}`, answer{state: "NOT_IN_QUEUE", etaSeconds: -1, pollAfter: -1}, false},
-		{`{"error":{"code":"unavailable","message":"x"}}`, answer{etaSeconds: -1, pollAfter: -1}, false},
-		{``, answer{etaSeconds: -1, pollAfter: -1}, false},
+			answer{state: "READY", etaSeconds: -1, pollAfter: -1}, true, false},
+		{`{"status":"NOT_IN_QUEUE","pollAfterSeconds":null}`, answer{state: "NOT_IN_QUEUE", etaSeconds: -1, pollAfter: -1}, false, false},
+		{`{"error":{"code":"unavailable","message":"x"}}`, answer{etaSeconds: -1, pollAfter: -1}, false, false},
+		{``, answer{etaSeconds: -1, pollAfter: -1}, false, false},
 	} {
 		got := parseAnswer([]byte(c.body))
-		if got != c.want || got.near() != c.near {
-			t.Errorf("%s: %+v near %v, want %+v near %v", c.body, got, got.near(), c.want, c.near)
+		if got != c.want || got.near() != c.near || got.nextNear() != c.nextNear {
+			t.Errorf("%s: %+v near %v next %v, want %+v near %v next %v", c.body, got, got.near(), got.nextNear(), c.want, c.near, c.nextNear)
 		}
 	}
 }
@@ -81,7 +83,7 @@ func TestPollersFollowTheirAnswers(t *testing.T) {
 	for i := range users {
 		users[i] = fmt.Sprintf("Bearer u%d", i)
 	}
-	res, err := Pollers{Base: srv.URL, Queue: "q", Users: users, Conns: 4, Duration: 2 * time.Second,
+	res, err := Pollers{Base: srv.URL, Queue: "q", Users: users, Conns: 4, NearConns: 2, Duration: 2 * time.Second,
 		FirstWithin: 200 * time.Millisecond, WaitSeconds: 20}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,12 @@
 // WAITROOM_TEST_DATABASE_URL (bench/run.sh starts throwaway ones), and
 // writes the figures into docs/benchmarks.md and SVG charts beside it.
 //
-//	bench/run.sh            # everything, a few minutes
+//	bench/run.sh            # everything but the million, a few minutes
 //	bench/run.sh --short    # seconds: a smoke run, figures not claims
+//	bench/run.sh --million  # a million in line, open loop: several minutes
+//
+// With WAITROOM_BENCH_INSTANCE set it is instead one waitroom instance for
+// the million section (bench.ServeInstance).
 package main
 
 import (
@@ -21,8 +25,11 @@ import (
 )
 
 func main() {
+	if os.Getenv(bench.InstanceEnv) != "" {
+		os.Exit(bench.ServeInstance())
+	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,hot,accuracy,memory (default all)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,hot,accuracy,memory,million (default all but million)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
