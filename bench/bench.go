@@ -55,6 +55,9 @@ type Options struct {
 	// HerdClients is the herd's client model: HerdPage (""/default: as the
 	// waiting page, with waitSeconds) or HerdPolling (no waitSeconds).
 	HerdClients string
+	// MillionUsers puts this many in line instead of the million section's
+	// 1,000,000 (0: the default), to try the section out.
+	MillionUsers int
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }

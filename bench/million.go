@@ -153,8 +153,9 @@ type MemoryAt struct {
 	InstanceRSS  int64
 	// TicketBytes is the line's remembered tickets alone, measured on their
 	// own in this process (queue.Service over a store that only answers
-	// status), per user.
-	TicketBytes float64
+	// status), per user, with 12-byte ids and with the page's 37-byte
+	// session ids ("anon-" and 32 hex digits).
+	TicketBytes, TicketBytesLongIDs float64
 }
 
 // MillionStep is one open-loop rate of the status sweep.
@@ -199,6 +200,7 @@ type MillionReport struct {
 	Users   int
 	Conns   int
 	Machine string // what else ran: uptime and top at the start and the end
+	Signed  int
 	Signing time.Duration
 
 	// Entering the million through the instance's HTTP enter, closed loop.
@@ -230,18 +232,26 @@ type MillionReport struct {
 
 func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 	sz := sizesFor(o.Short)
+	if n := o.MillionUsers; n > 0 { // a smaller (or bigger) line, same steps
+		sz.users, sz.points, sz.extra = n, []int{n / 10, n}, max(n*3/10, 1000)
+		sz.pollFront = min(sz.pollFront, n/10)
+	}
 	rep := &MillionReport{Users: sz.users, Conns: sz.conns}
 	rep.Machine = machineLoad(ctx)
 	o.logf("million: %d users; the machine: %s", sz.users, firstLine(rep.Machine))
 
 	// The tickets alone, first, while nothing else runs in this process.
 	for _, n := range sz.points {
-		b, err := ticketBytes(n)
+		short, err := ticketBytes(n, millionUser)
 		if err != nil {
 			return rep, err
 		}
-		rep.Memory = append(rep.Memory, MemoryAt{Users: n, TicketBytes: b})
-		o.logf("million: remembered tickets: %.1f B per user at %d", b, n)
+		long, err := ticketBytes(n, func(i int) string { return fmt.Sprintf("anon-%032d", i) })
+		if err != nil {
+			return rep, err
+		}
+		rep.Memory = append(rep.Memory, MemoryAt{Users: n, TicketBytes: short, TicketBytesLongIDs: long})
+		o.logf("million: remembered tickets: %.1f B per user at %d (%.1f B with 37-byte ids)", short, n, long)
 	}
 
 	rdb, err := newRedis(o.RedisURL)
@@ -273,7 +283,7 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 
 	t := time.Now()
 	auth := signUsers(cfg.AuthSecret, sz.users+sz.extra)
-	rep.Signing = time.Since(t)
+	rep.Signing, rep.Signed = time.Since(t), len(auth)
 	o.logf("million: signed %d JWTs in %v", len(auth), rep.Signing.Round(time.Millisecond))
 	enterPath := "/api/v1/queues/" + q + "/entries"
 	statusPath := enterPath + "/me"
@@ -541,6 +551,7 @@ func slotCeiling(ctx context.Context, o Options, calls int) ([]SlotRun, error) {
 	if err := sc.store.PutConfig(ctx, "slot", cfg); err != nil {
 		return nil, err
 	}
+	tokens := queue.NewTokens(cfg.BatchSize) // the queue is paused: never handed out
 	var runs []SlotRun
 	for _, s := range []struct {
 		name string
@@ -556,6 +567,10 @@ func slotCeiling(ctx context.Context, o Options, calls int) ([]SlotRun, error) {
 		}},
 		{"snapshot.lua (the line for an instance)", func(st *redisstore.Store, i int) error {
 			_, err := st.Snapshot(ctx, "slot")
+			return err
+		}},
+		{"admit.lua (a tick: mostly not yet due)", func(st *redisstore.Store, i int) error {
+			_, err := st.Admit(ctx, "slot", tokens)
 			return err
 		}},
 	} {
@@ -626,9 +641,9 @@ func (ticketStore) Status(_ context.Context, _, user string) (queue.Entry, error
 }
 
 // ticketBytes is the Go heap a queue.Service keeps per remembered user,
-// with n users remembered (12-byte ids): the heap after a full collection,
-// before and after.
-func ticketBytes(n int) (float64, error) {
+// with n users remembered (ids from id, ending in 7 digits): the heap after
+// a full collection, before and after.
+func ticketBytes(n int, id func(int) string) (float64, error) {
 	heap := func() uint64 {
 		runtime.GC()
 		runtime.GC()
@@ -638,12 +653,12 @@ func ticketBytes(n int) (float64, error) {
 	}
 	svc := queue.NewService(ticketStore{}, time.Hour)
 	ctx := context.Background()
-	if _, err := svc.Status(ctx, "q", millionUser(0)); err != nil { // the queue's view exists
+	if _, err := svc.Status(ctx, "q", id(0)); err != nil { // the queue's view exists
 		return 0, err
 	}
 	before := heap()
 	for i := 1; i <= n; i++ {
-		if _, err := svc.Status(ctx, "q", millionUser(i)); err != nil {
+		if _, err := svc.Status(ctx, "q", id(i)); err != nil {
 			return 0, err
 		}
 	}

@@ -76,13 +76,16 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if m := r.Memory; m != nil {
 		sections["memory"] = memoryMarkdown(m, stamp)
 	}
+	if m := r.Million; m != nil {
+		sections["million"] = millionMarkdown(m, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "hot", "accuracy", "memory"} {
+	for _, name := range []string{"herd", "hot", "accuracy", "memory", "million"} {
 		body, ok := sections[name]
 		if !ok {
 			continue

@@ -11,6 +11,8 @@
 #
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
 #   bench/run.sh --short               # seconds; writes into a temp dir and prints it
+#   bench/run.sh --million             # a million in line, open loop (several
+#                                      # minutes); rewrites its section only
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,7 @@ args=()
 for a in "$@"; do
 	case "$a" in
 	--short | -short) short=1 ;;
+	--million) args+=(-sections million -limit 30m -command "bench/run.sh --million") ;;
 	*) args+=("$a") ;;
 	esac
 done

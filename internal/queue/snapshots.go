@@ -32,10 +32,10 @@ type snapshots struct {
 	hits, misses atomic.Uint64
 }
 
-// snapshotMaxUsers bounds the tickets one instance remembers per queue; when
+// SnapshotMaxUsers bounds the tickets one instance remembers per queue; when
 // full it starts over (those users' next poll asks the store and is
 // remembered again).
-const snapshotMaxUsers = 1 << 20
+const SnapshotMaxUsers = 1 << 20
 
 // lineView is what this instance knows of one queue's line.
 type lineView struct {
@@ -165,7 +165,7 @@ func (s *snapshots) remember(queue, user string, e Entry) {
 		delete(v.tickets, user)
 		return
 	}
-	if _, ok := v.tickets[user]; !ok && len(v.tickets) >= snapshotMaxUsers {
+	if _, ok := v.tickets[user]; !ok && len(v.tickets) >= SnapshotMaxUsers {
 		clear(v.tickets)
 	}
 	v.tickets[user] = e.Ticket

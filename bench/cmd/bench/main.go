@@ -36,18 +36,20 @@ func main() {
 	profile := flag.Bool("profile", true, "CPU-profile the server under the wrk enter load")
 	herdRate := flag.Float64("herd-rate", 0, "admitted users/s of the herd's schedules (0: the seed's 100)")
 	herdClients := flag.String("herd-clients", bench.HerdPage, "the herd's client model: page (as the waiting page: pollAfterSeconds, and ?waitSeconds=20 so the server answers the moment a user near the front is READY) or polling (pollAfterSeconds only)")
+	millionUsers := flag.Int("million-users", 0, "people in line in the million section (0: 1,000,000)")
 	limit := flag.Duration("limit", 10*time.Minute, "stop everything after this long")
 	flag.Parse()
 
 	o := bench.Options{
-		RedisURL:    os.Getenv("WAITROOM_TEST_REDIS_URL"),
-		DatabaseURL: os.Getenv("WAITROOM_TEST_DATABASE_URL"),
-		Short:       *short,
-		Profile:     *profile,
-		WrkScript:   "bench/wrk-users.lua",
-		HerdRate:    *herdRate,
-		HerdClients: *herdClients,
-		Log:         os.Stderr,
+		RedisURL:     os.Getenv("WAITROOM_TEST_REDIS_URL"),
+		DatabaseURL:  os.Getenv("WAITROOM_TEST_DATABASE_URL"),
+		Short:        *short,
+		Profile:      *profile,
+		WrkScript:    "bench/wrk-users.lua",
+		HerdRate:     *herdRate,
+		HerdClients:  *herdClients,
+		MillionUsers: *millionUsers,
+		Log:          os.Stderr,
 	}
 	if o.RedisURL == "" || o.DatabaseURL == "" {
 		fmt.Fprintln(os.Stderr, "bench: WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL are required (bench/run.sh sets them)")

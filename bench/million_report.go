@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+
+// kneeStep is the sweep's step at the knee, or its first when none passed.
+func (m *MillionReport) kneeStep() (MillionStep, bool) {
+	var st MillionStep
+	ok := false
+	for _, s := range m.Sweep {
+		if s.Pass {
+			st, ok = s, true
+		}
+	}
+	if !ok && len(m.Sweep) > 0 {
+		st = m.Sweep[0]
+	}
+	return st, ok
+}
+
+// stepAt is the sweep's step at the rate, if it ran.
+func (m *MillionReport) stepAt(rate float64) (MillionStep, bool) {
+	for _, s := range m.Sweep {
+		if s.Result.Offered == rate {
+			return s, true
+		}
+	}
+	return MillionStep{}, false
+}
+
+func (m *MillionReport) slot(prefix string) (SlotRun, bool) {
+	for _, s := range m.Slot {
+		if strings.HasPrefix(s.Script, prefix) {
+			return s, true
+		}
+	}
+	return SlotRun{}, false
+}
+
+func (m *MillionReport) lastMemory() MemoryAt {
+	if len(m.Memory) == 0 {
+		return MemoryAt{}
+	}
+	return m.Memory[len(m.Memory)-1]
+}
+
+// goalRows are the section's goals, each with its figure and verdict.
+func (m *MillionReport) goalRows() [][3]string {
+	var rows [][3]string
+	st, at := m.stepAt(GoalMillionPollRate)
+	fig := fmt.Sprintf("knee %.0f/s", m.Knee)
+	if at {
+		fig += fmt.Sprintf("; at %.0f/s offered: %.0f/s answered, p99 %s", GoalMillionPollRate, st.Result.AnsweredRate, msStr(st.Result.P99))
+	}
+	rows = append(rows, [3]string{fmt.Sprintf("status p99 ≤ %v at ≥ %.0f polls/s offered open loop, one instance, %d in line", GoalMillionPollP99, GoalMillionPollRate, m.Users),
+		fig, met(m.Knee >= GoalMillionPollRate)})
+	last := m.lastMemory()
+	rows = append(rows, [3]string{fmt.Sprintf("instance ≤ %.0f B per remembered user", GoalTicketBytes),
+		fmt.Sprintf("%.1f B at %d (the remembered tickets; %.1f B with the page's 37-byte ids)", last.TicketBytes, last.Users, last.TicketBytesLongIDs),
+		met(max(last.TicketBytes, last.TicketBytesLongIDs) <= GoalTicketBytes)})
+	redisB := float64(last.RedisBytes) / float64(max(1, last.Users))
+	rows = append(rows, [3]string{fmt.Sprintf("Redis ≤ %.0f B per waiting user at %d", GoalRedisBytes, last.Users),
+		fmt.Sprintf("%.1f B", redisB), met(redisB <= GoalRedisBytes)})
+	rows = append(rows, [3]string{fmt.Sprintf("enter ≥ %.2f× the bare endpoint, closed loop", GoalEnterRatio),
+		fmt.Sprintf("%.2f× (%.0f/s vs %.0f/s)", m.EnterRatio, m.EnterClosed.AnsweredRate, m.Bare.AnsweredRate), met(m.EnterRatio >= GoalEnterRatio)})
+	rows = append(rows, [3]string{fmt.Sprintf("enter p99 ≤ %v open loop at half the closed-loop maximum", GoalEnterOpenLoopP99),
+		fmt.Sprintf("p99 %s at %.0f/s", msStr(m.EnterOpen.P99), m.EnterOpen.Offered), met(m.EnterOpen.P99 <= GoalEnterOpenLoopP99)})
+	return rows
+}
+
+func millionMarkdown(m *MillionReport, stamp string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", stamp)
+	fmt.Fprintf(&b, "Everything on this machine's two cores: the instance process(es), Redis, and the load generator (this harness, the `%s` client, %d connections). What else was running, from `uptime` and `top` at the start and at the end of the run:\n\n```\n%s\n```\n\n",
+		ClientRaw, m.Conns, m.Machine)
+	b.WriteString("| goal | figure | |\n|---|---|---|\n")
+	for _, r := range m.goalRows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
+	}
+
+	u := m.FillUse
+	fmt.Fprintf(&b, "\n**A million entered** through the instance's `POST /api/v1/queues/million/entries` (each request a different user with its own HS256 JWT, 12-byte ids; %d JWTs signed beforehand in %.1f s), closed loop on %d connections, into a paused queue: %d users in %.1f s, **%.0f enters/s**. Per enter: instance %.1f µs CPU, Redis %.1f µs CPU and %.1f commands.\n\n",
+		m.Signed, m.Signing.Seconds(), m.Conns, m.Users, m.FillTime.Seconds(), m.FillRate,
+		per(u.Server, m.Users), per(u.Redis, m.Users), float64(u.Commands)/float64(max(1, m.Users)))
+	b.WriteString("| in line | Redis `used_memory` growth | per user | instance heap growth (after a full GC) | per user | instance RSS | the remembered tickets alone, per user | the same, 37-byte ids |\n|---|---|---|---|---|---|---|---|\n")
+	for _, p := range m.Memory {
+		fmt.Fprintf(&b, "| %d | %s | **%.1f B** | %s | %.1f B | %s | **%.1f B** | %.1f B |\n", p.Users, mb(p.RedisBytes), float64(p.RedisBytes)/float64(p.Users),
+			mb(p.InstanceHeap), float64(p.InstanceHeap)/float64(p.Users), mb(p.InstanceRSS), p.TicketBytes, p.TicketBytesLongIDs)
+	}
+	b.WriteString("\nThe instance's heap holds, per user, the ticket it remembers from the store's answer (what status polls far back are answered from) and its identity cache's verified JWT (bounded at 400,000 tokens, about 250 B each); the last two columns are the tickets alone, measured in this process on a `queue.Service` that remembered that many users, with the ids used here and with ids as long as the page's session ids (`anon-` and 32 hex digits).\n")
+
+	if len(m.Clients) > 0 {
+		b.WriteString("\n**The generator's own cost**, the same open-loop status load through each client:\n\n| client | offered | answered | p99 | generator CPU per request | instance CPU per request |\n|---|---|---|---|---|---|\n")
+		for _, c := range m.Clients {
+			fmt.Fprintf(&b, "| %s | %.0f/s | %.0f/s | %s | %.1f µs | %.1f µs |\n", c.Client, c.Result.Offered, c.Result.AnsweredRate, msStr(c.Result.P99),
+				per(c.Use.Generator, c.Result.Requests), per(c.Use.Server, c.Result.Requests))
+		}
+		fmt.Fprintf(&b, "\nThe rest of the section loads through `%s`: the less the generator takes of the two shared cores, the more the server's figures are its own.\n", ClientRaw)
+	}
+
+	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the %d users in a fixed scramble of the line (so no user repeats within a step and the identity cache, which holds 400,000 tokens, misses: every poll verifies its JWT), %v per rate, admission running at 100/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
+		m.Users, m.stepDuration())
+	b.WriteString("| offered | answered | p50 | p99 | p99.9 | generator lag p99 | failed | instance CPU/poll | generator CPU/poll | Redis commands/poll | Redis CPU/poll | from the snapshot | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range m.Sweep {
+		r, n := s.Result, max(1, s.Result.Requests)
+		fmt.Fprintf(&b, "| %.0f/s | %.0f/s | %s | **%s** | %s | %s | %d | %.1f µs | %.1f µs | %.3f | %.2f µs | %.1f%% | %s |\n",
+			r.Offered, r.AnsweredRate, msStr(r.P50), msStr(r.P99), msStr(r.P999), msStr(r.LagP99), r.Requests-r.OK,
+			per(s.Use.Server, n), per(s.Use.Generator, n), float64(s.Use.Commands)/float64(n), per(s.Use.Redis, n), 100*s.FromSnapshot, mb(s.RSS))
+	}
+	if m.Knee > 0 {
+		fmt.Fprintf(&b, "\n**The knee: %.0f polls/s** offered, the highest rate with p99 ≤ %v, with the generator on the same two cores.", m.Knee, GoalMillionPollP99)
+	} else {
+		fmt.Fprintf(&b, "\n**No knee**: even the lowest rate missed p99 ≤ %v.", GoalMillionPollP99)
+	}
+	if n := len(m.Sweep); n > 0 && !m.Sweep[n-1].Pass {
+		fmt.Fprintf(&b, " The sweep stopped at the first rate past it (%.0f/s).", m.Sweep[n-1].Result.Offered)
+	}
+	b.WriteString("\n")
+
+	p := m.Pollers
+	pu := m.PollersUse
+	polls := max(1, p.Far.Answered+p.Near)
+	fmt.Fprintf(&b, "\n**The night: the poller model.** %d of the line poll as the waiting page does — every user of the first part of the line and one in a few behind it — each when the last answer's `pollAfterSeconds` said, with `?waitSeconds=%d`; first polls spread over 10 s as if they had been polling all along; admission at 100/s. Polls that may be held (the user was about to be let in) go on connections of their own, as each person has their own. Measured over %v after a warm-up:\n\n",
+		p.Users, herdWaitSeconds, p.Window)
+	b.WriteString("| polls offered | answered | far polls: p50 | p99 | p99.9 | failed | polls near the front (held) | let in | instance CPU/poll | Redis commands/poll | Redis CPU/poll | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %.0f/s | %.0f/s | %s | **%s** | %s | %d | %d | %d | %.1f µs | %.3f | %.2f µs | %s |\n",
+		p.Offered, p.Answered, msStr(p.Far.P50), msStr(p.Far.P99), msStr(p.Far.P999), p.Far.Requests-p.Far.OK, p.Near, p.Ready,
+		per(pu.Server, polls), float64(pu.Commands)/float64(polls), per(pu.Redis, polls), mb(m.PollersRSS))
+
+	fmt.Fprintf(&b, "\n**Enter.** Closed loop on %d connections for %v, new users into the line of %d: bare `GET /healthz` %.0f/s, enter %.0f/s: **%.2f×**. Open loop at half that maximum (%.0f/s), new users: p50 %s, **p99 %s**, p99.9 %s; instance %.1f µs CPU per enter, Redis %.1f µs.\n",
+		m.Conns, m.stepDuration(), m.Users, m.Bare.AnsweredRate, m.EnterClosed.AnsweredRate, m.EnterRatio,
+		m.EnterOpen.Offered, msStr(m.EnterOpen.P50), msStr(m.EnterOpen.P99), msStr(m.EnterOpen.P999),
+		per(m.EnterOpenUse.Server, m.EnterOpen.Requests), per(m.EnterOpenUse.Redis, m.EnterOpen.Requests))
+	if len(m.EnterProfile) > 0 && m.EnterProfileN > 0 {
+		total := 0.0
+		for _, s := range m.EnterProfile {
+			total += s.Seconds
+		}
+		fmt.Fprintf(&b, "\nWhere an enter's CPU goes: the instance's CPU profile over %d enters of the open-loop run, each sample given to the first part its stack passes through, in this order:\n\n| part | µs per enter | share |\n|---|---|---|\n", m.EnterProfileN)
+		for _, s := range m.EnterProfile {
+			fmt.Fprintf(&b, "| %s | %.1f | %.0f%% |\n", s.Part, s.Seconds*1e6/float64(m.EnterProfileN), 100*s.Seconds/math.Max(total, 1e-9))
+		}
+		fmt.Fprintf(&b, "| total sampled | %.1f | |\n", total*1e6/float64(m.EnterProfileN))
+	}
+
+	if len(m.Scale) > 0 {
+		b.WriteString("\n**One instance and three on one Redis**: the same open-loop status load, each user always sent to the same instance (as a sticky balancer does), each run after an unmeasured pass over the same users so every instance has learnt their tickets:\n\n")
+		b.WriteString("| instances | offered | answered | p99 | instances' CPU/poll | Redis commands/s | Redis commands/poll | Redis CPU |\n|---|---|---|---|---|---|---|---|\n")
+		for _, s := range m.Scale {
+			n := max(1, s.Result.Requests)
+			fmt.Fprintf(&b, "| %d | %.0f/s | %.0f/s | %s | %.1f µs | %.0f | %.3f | %.1f%% of a core |\n", s.Instances, s.Result.Offered, s.Result.AnsweredRate,
+				msStr(s.Result.P99), per(s.Use.Server, n), float64(s.Use.Commands)/s.Use.Wall.Seconds(), float64(s.Use.Commands)/float64(n),
+				100*s.Use.Redis.Seconds()/s.Use.Wall.Seconds())
+		}
+	}
+
+	if len(m.Slot) > 0 {
+		b.WriteString("\n**One queue's slot**: each script called pipelined (256 callers on an auto-pipelined client) on one queue, so everything runs on one Redis core:\n\n| script | calls | calls/s | Redis CPU per call | inside the script | one core's ceiling |\n|---|---|---|---|---|---|\n")
+		for _, s := range m.Slot {
+			c := per(s.Use.Redis, s.Calls)
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f µs | %.1f µs | %.0f/s |\n", s.Script, s.Calls, float64(s.Calls)/s.Use.Wall.Seconds(), c,
+				float64(s.Use.ScriptUsec)/float64(s.Calls), 1e6/math.Max(c, 1e-9))
+		}
+	}
+	b.WriteString(m.scaleLaw())
+	b.WriteString("\n")
+	return b.String()
+}
+
+func (m *MillionReport) stepDuration() time.Duration {
+	if len(m.Sweep) > 0 && m.Sweep[0].Result.Offered > 0 {
+		return (time.Duration(float64(m.Sweep[0].Result.Requests)/m.Sweep[0].Result.Offered) * time.Second).Round(time.Second)
+	}
+	return 0
+}
+
+// Scale-law assumptions, stated in the report.
+const (
+	lawPollEvery    = 10.0 // s: the far band's pollAfter (8–12 s jittered), where nearly everyone is
+	lawEnterWithin  = 600.0
+	lawCoresPerBox  = 2.0
+	lawUtilisation  = 0.7
+	lawTicksPerSec  = 10.0 // admission ticks and snapshot reads per instance per queue
+	lawHeldPerQueue = 20.0 // users within two batches of the front, rechecked by the store every 100 ms
+)
+
+// scaleLaw derives instances and Redis primaries for bigger nights from
+// this run's measured per-request costs.
+func (m *MillionReport) scaleLaw() string {
+	st, _ := m.kneeStep()
+	pollUs := per(st.Use.Server, st.Result.Requests)
+	enterUs := per(m.EnterOpenUse.Server, m.EnterOpen.Requests)
+	enterSlot, ok1 := m.slot("enter")
+	statusSlot, ok2 := m.slot("status")
+	snapSlot, ok3 := m.slot("snapshot")
+	admitSlot, ok4 := m.slot("admit")
+	if pollUs == 0 || enterUs == 0 || !ok1 || !ok2 || !ok3 || !ok4 {
+		return "\n(The scale law needs the sweep, the enter runs and the slot runs.)\n"
+	}
+	enterRedisUs := per(enterSlot.Use.Redis, enterSlot.Calls)
+	statusRedisUs := per(statusSlot.Use.Redis, statusSlot.Calls)
+	snapRedisUs := per(snapSlot.Use.Redis, snapSlot.Calls)
+	admitRedisUs := per(admitSlot.Use.Redis, admitSlot.Calls)
+	last := m.lastMemory()
+	redisB := float64(last.RedisBytes) / float64(max(1, last.Users))
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n**The scale law**, from this run's measured costs: an instance spends %.1f µs of CPU per status poll (at the knee, every poll verifying its JWT) and %.1f µs per enter; Redis spends %.1f µs per enter, %.1f µs per status read from the store, %.1f µs per snapshot read and %.1f µs per admission call (the slot runs above), and %.1f B per waiting user; an instance keeps %.1f B per remembered user. Assumed: people poll every %.0f s (the far band, where nearly all of a long line is), enter within %.0f s of the sale's start, instances of %.0f cores run at %.0f%%, each instance reads each queue's snapshot and calls admission %.0f times a second, and %.0f users per queue near the front are read from the store every 100 ms while held.\n\n",
+		pollUs, enterUs, enterRedisUs, statusRedisUs, snapRedisUs, admitRedisUs, redisB, last.TicketBytes,
+		lawPollEvery, lawEnterWithin, lawCoresPerBox, 100*lawUtilisation, lawTicksPerSec, lawHeldPerQueue)
+	b.WriteString("| night | polls/s | enters/s | instance cores → instances | Redis CPU → primaries | busiest slot | Redis memory | tickets per instance |\n|---|---|---|---|---|---|---|---|\n")
+	for _, n := range []struct {
+		name           string
+		waiting        float64
+		queues         float64
+		slotShareEnter float64 // the busiest slot's share of the enters
+	}{
+		{"1,000,000 on one queue", 1e6, 1, 1},
+		{"10,000,000 on one queue", 1e7, 1, 1},
+		{"10,000,000 over 100 queues", 1e7, 100, 0.01},
+	} {
+		polls := n.waiting / lawPollEvery
+		enters := n.waiting / lawEnterWithin
+		cores := (polls*pollUs + enters*enterUs) / 1e6
+		inst := math.Ceil(cores / (lawCoresPerBox * lawUtilisation))
+		perQueue := inst*lawTicksPerSec*(snapRedisUs+admitRedisUs) + lawHeldPerQueue*lawTicksPerSec*statusRedisUs
+		redisCores := (enters*enterRedisUs + n.queues*perQueue) / 1e6
+		slotCore := (enters*n.slotShareEnter*enterRedisUs + perQueue) / 1e6
+		primaries := math.Max(1, math.Ceil(redisCores/lawUtilisation))
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.1f → **%.0f** | %.2f cores → **%.0f** | %.0f%% of a core | %.2f GB | %.0f MB |\n",
+			n.name, polls, enters, cores, inst, redisCores, primaries, 100*slotCore, n.waiting*redisB/1e9, n.waiting*last.TicketBytes/1e6)
+	}
+	ceiling := 1e6 / enterRedisUs
+	fmt.Fprintf(&b, "\nOne queue lives in one hash slot, so its enters and its admission run on one Redis core whatever the cluster's size: at %.1f µs per enter that core takes **%.0f enters/s** (%.0f/s measured pipelined here, with the client on the same cores), so ten million people need at least %.0f s to get in line, and a crowd arriving faster than that waits on Redis, not on the instances. Polls do not touch it: far back they are answered from each instance's snapshot. What would lift it: splitting a hot queue into K sub-lines in K slots (tickets interleaved as seq × K + k and admitted round robin from the K heads, fair to within K places), or a cheaper enter script (it reads the config, the user's place, the token table and the length before it writes: four of its seven commands are checks).\n",
+		enterRedisUs, ceiling, float64(enterSlot.Calls)/enterSlot.Use.Wall.Seconds(), 1e7/ceiling)
+	fmt.Fprintf(&b, "\nEach instance behind a round-robin balancer sees every user, so it remembers every ticket: %.0f MB at ten million with the tickets as measured, but an instance remembers at most %d users per queue (then it starts over), so a queue of more than that needs a sticky balancer (each instance then knows 1/N of the line) or a higher bound; past it, polls fall through to Redis at %.1f µs each.\n",
+		1e7*last.TicketBytes/1e6, queue.SnapshotMaxUsers, statusRedisUs)
+	return b.String()
+}
