@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,9 @@ import (
 type snapshots struct {
 	store  Store
 	maxAge time.Duration
+	// seed keys the hash of user ids the tickets are remembered by; random
+	// per process, so no one can choose an id that collides with another's.
+	seed maphash.Seed
 
 	mu     sync.Mutex
 	queues map[string]*lineView
@@ -39,9 +43,17 @@ const SnapshotMaxUsers = 1 << 20
 
 // lineView is what this instance knows of one queue's line.
 type lineView struct {
-	name    string
-	mu      sync.Mutex
-	tickets map[string]int64 // user → ticket, from the store's answers
+	name string
+	mu   sync.Mutex
+	// tickets maps a user id's 64-bit keyed hash (snapshots.key) to the
+	// user's ticket, from the store's answers. Keyed by the hash, not the
+	// id, it costs 24–38 bytes a user whatever the id's length (a
+	// map[string]int64 took 72 B with 12-byte ids and 104 B with the page's
+	// 37-byte ones, at a million: docs/benchmarks.md). Two users share a
+	// hash with probability n²/2⁶⁵ (3·10⁻⁸ for a million): then one of them
+	// would be shown the other's place far back; never READY nor a token,
+	// which only the store gives, within two batches of the front.
+	tickets map[uint64]int64
 	// gen counts changes made through this instance; a snapshot is good
 	// while gen is what it was when the snapshot was asked for.
 	gen      uint64
@@ -52,7 +64,7 @@ type lineView struct {
 }
 
 func newSnapshots(store Store, maxAge time.Duration) *snapshots {
-	return &snapshots{store: store, maxAge: maxAge, queues: map[string]*lineView{}}
+	return &snapshots{store: store, maxAge: maxAge, seed: maphash.MakeSeed(), queues: map[string]*lineView{}}
 }
 
 // view returns the queue's view, creating it when create is set. Views are
@@ -63,7 +75,7 @@ func (s *snapshots) view(queue string, create bool) *lineView {
 	defer s.mu.Unlock()
 	v, ok := s.queues[queue]
 	if !ok && create {
-		v = &lineView{name: queue, tickets: map[string]int64{}}
+		v = &lineView{name: queue, tickets: map[uint64]int64{}}
 		s.queues[queue] = v
 	}
 	return v
@@ -77,8 +89,9 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		s.misses.Add(1)
 		return Entry{}, false
 	}
+	k := s.key(user)
 	v.mu.Lock()
-	ticket, known := v.tickets[user]
+	ticket, known := v.tickets[k]
 	v.mu.Unlock()
 	if !known {
 		s.misses.Add(1)
@@ -159,17 +172,21 @@ func (s *snapshots) remember(queue, user string, e Entry) {
 	if v == nil {
 		return
 	}
+	k := s.key(user)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !waiting {
-		delete(v.tickets, user)
+		delete(v.tickets, k)
 		return
 	}
-	if _, ok := v.tickets[user]; !ok && len(v.tickets) >= SnapshotMaxUsers {
+	if _, ok := v.tickets[k]; !ok && len(v.tickets) >= SnapshotMaxUsers {
 		clear(v.tickets)
 	}
-	v.tickets[user] = e.Ticket
+	v.tickets[k] = e.Ticket
 }
+
+// key is what a user's ticket is remembered by.
+func (s *snapshots) key(user string) uint64 { return maphash.String(s.seed, user) }
 
 // changed says this instance changed the queue's line or config: the
 // snapshot it holds is stale.
