@@ -2,42 +2,96 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// entryJSON is the WAITING / READY / NOT_IN_QUEUE shape.
-type entryJSON struct {
-	Status               queue.State `json:"status"`
-	Position             *int64      `json:"position,omitempty"`
-	QueueLength          *int64      `json:"queueLength,omitempty"`
-	EstimatedWaitSeconds *int64      `json:"estimatedWaitSeconds,omitempty"`
-	Token                string      `json:"token,omitempty"`
-	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
-	// PollAfterSeconds is always present: null when there is nothing to wait for.
-	PollAfterSeconds *int64 `json:"pollAfterSeconds"`
-	// Paused is present (true) only on WAITING while admission is paused.
-	Paused bool `json:"paused,omitempty"`
-}
+// The WAITING / READY / NOT_IN_QUEUE answers (DESIGN.md §3) are the answer
+// to every poll, so they are written by hand into a pooled buffer rather
+// than through encoding/json, whose reflection and allocations were a
+// measurable share of a poll's CPU (BenchmarkEntryJSON: before and after in
+// one run). queue_handlers_test.go keeps the struct encoding/json wrote
+// them from and checks the bytes are the same.
 
-func toEntryJSON(v queue.View) entryJSON {
-	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
+// appendEntryJSON appends the answer for v, newline-terminated as
+// json.Encoder ends it, without allocating.
+func appendEntryJSON(b []byte, v queue.View) []byte {
+	b = append(b, `{"status":`...)
+	b = appendJSONString(b, string(v.State))
 	switch v.State {
 	case queue.Waiting:
-		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
-		// paused qualifies the estimate, so only WAITING carries it: READY
-		// and NOT_IN_QUEUE keep their documented shapes (DESIGN.md §3)
-		// whatever the queue's pause switch says.
-		e.Paused = v.Paused
+		b = append(b, `,"position":`...)
+		b = strconv.AppendInt(b, v.Position, 10)
+		b = append(b, `,"queueLength":`...)
+		b = strconv.AppendInt(b, v.Length, 10)
+		b = append(b, `,"estimatedWaitSeconds":`...)
+		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
 	case queue.Ready:
-		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
+		if v.Token != "" {
+			b = append(b, `,"token":`...)
+			b = appendJSONString(b, v.Token)
+		}
+		b = append(b, `,"expiresAt":"`...)
+		b = v.ExpiresAt.AppendFormat(b, time.RFC3339Nano) // as time.Time's MarshalJSON
+		b = append(b, '"')
 	}
-	return e
+	// pollAfterSeconds is always present: null when there is nothing to wait for.
+	b = append(b, `,"pollAfterSeconds":`...)
+	if v.PollAfterSeconds == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *v.PollAfterSeconds, 10)
+	}
+	// paused qualifies the estimate, so only WAITING carries it: READY and
+	// NOT_IN_QUEUE keep their documented shapes whatever the queue's pause
+	// switch says.
+	if v.State == queue.Waiting && v.Paused {
+		b = append(b, `,"paused":true`...)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s as a JSON string. States and tokens (base64url)
+// need no escaping; anything else is left to encoding/json, escaped as it
+// escapes (HTML characters too).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// The entry answers' header values, shared: net/http only reads them, and a
+// fresh []string per answer is an allocation per poll.
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// writeEntry answers 200 with v, as writeJSON would.
+func writeEntry(w http.ResponseWriter, v queue.View) {
+	bp := entryBufs.Get().(*[]byte)
+	b := appendEntryJSON((*bp)[:0], v)
+	h := w.Header()
+	h["Content-Type"], h["Cache-Control"] = jsonContentType, noStore
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	*bp = b
+	entryBufs.Put(bp)
 }
 
 // user resolves the request's identity or answers the error itself.
@@ -87,7 +141,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toEntryJSON(v))
+	writeEntry(w, v)
 }
 
 // holdStatus is WaitStatus, ended early when the client leaves or the
