@@ -189,11 +189,13 @@ type ClientRun struct {
 	Use    MeterDelta
 }
 
-// CostShare is one part of a CPU profile.
+// CostShare is one part of a CPU profile, per request.
 type CostShare struct {
-	Part    string
-	Seconds float64
+	Part string
+	Us   float64 // CPU µs per request
 }
+
+func (c CostShare) String() string { return fmt.Sprintf("%s %.1f µs", c.Part, c.Us) }
 
 // MillionReport is the million section.
 type MillionReport struct {
@@ -219,12 +221,15 @@ type MillionReport struct {
 	PollersRSS int64
 
 	// Enter: closed loop against bare, and open loop at half the maximum.
-	Bare, EnterClosed LoadResult
-	EnterRatio        float64
-	EnterOpen         LoadResult
-	EnterOpenUse      MeterDelta
+	Bare, EnterClosed       LoadResult
+	BareUse, EnterClosedUse MeterDelta
+	EnterRatio              float64
+	EnterOpen               LoadResult
+	EnterOpenUse            MeterDelta
+	// The instance's CPU profiles, split by part, per request.
 	EnterProfile      []CostShare
-	EnterProfileN     int // enters in the profile's window
+	StatusProfile     []CostShare
+	StatusProfileRate float64
 
 	Scale []ScaleRun
 	Slot  []SlotRun
@@ -340,23 +345,31 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 		return rep, fmt.Errorf("resuming the queue: %d %v %v", st, body, err)
 	}
 
-	// Every status request is a different user, round the whole line.
-	stride := coprimeStride(sz.users)
+	// Every status request is a different user, round the line: those
+	// still waiting until the end of the run (the admitted would be
+	// ordering, not polling), so behind the few minutes admission takes.
+	lo := min(sz.users/2, 100*int(sz.runFor().Seconds()))
+	stride := coprimeStride(sz.users - lo)
 	var polled int64
 	statusOf := func(to func(u int) int) func(int64) Request {
 		off := polled
 		return func(i int64) Request {
-			u := int(((off + i) * stride) % int64(sz.users))
+			u := lo + int(((off+i)*stride)%int64(sz.users-lo))
 			return Request{Method: "GET", Path: statusPath, Auth: auth[u], To: to(u)}
 		}
 	}
 	one := func(int) int { return 0 }
-	measure := func(pids []int, load func() (LoadResult, error)) (LoadResult, MeterDelta, error) {
+	dir, err := os.MkdirTemp("", "waitroom-million-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(dir)
+	measure := func(pids []int, load func(context.Context) (LoadResult, error)) (LoadResult, MeterDelta, error) {
 		m0, err := readMeter(ctx, rdb, pids)
 		if err != nil {
 			return LoadResult{}, MeterDelta{}, err
 		}
-		res, err := load()
+		res, err := load(ctx)
 		if err != nil {
 			return res, MeterDelta{}, err
 		}
@@ -365,12 +378,40 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 		return res, m0.to(m1), err
 	}
 
+	// profiled is measure with the instance's CPU profile over the middle
+	// 80% of the load, split by part into µs per request (the load's
+	// answered rate × the profile's window).
+	profiled := func(load func(context.Context) (LoadResult, error)) (LoadResult, MeterDelta, []CostShare, error) {
+		path := filepath.Join(dir, fmt.Sprintf("profile-%d.pprof", rand.Int64()))
+		window := time.Duration(max(1, int(sz.step.Seconds()*0.8))) * time.Second
+		var wg sync.WaitGroup
+		var profErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(sz.step / 10)
+			profErr = a.profile(ctx, window, path)
+		}()
+		res, use, err := measure([]int{a.pid()}, load)
+		wg.Wait()
+		if err != nil || profErr != nil {
+			if profErr != nil {
+				o.logf("million: profile: %v", profErr)
+			}
+			return res, use, nil, err
+		}
+		shares, err := profileShares(ctx, path, res.AnsweredRate*window.Seconds())
+		if err != nil {
+			o.logf("million: reading the profile: %v", err)
+		}
+		return res, use, shares, nil
+	}
+
 	// The generator's own cost: the same load through either client.
 	for _, client := range []string{ClientRaw, ClientNetHTTP} {
 		d := min(sz.step, 5*time.Second)
-		res, use, err := measure([]int{a.pid()}, func() (LoadResult, error) {
-			return OpenLoop{Bases: []string{base}, Rate: sz.compareRate, Duration: d, Conns: sz.conns, Client: client, Next: statusOf(one)}.Run(ctx)
-		})
+		res, use, err := measure([]int{a.pid()},
+			OpenLoop{Bases: []string{base}, Rate: sz.compareRate, Duration: d, Conns: sz.conns, Client: client, Next: statusOf(one)}.Run)
 		if err != nil {
 			return rep, err
 		}
@@ -379,15 +420,16 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 			per(use.Generator, res.Requests), per(use.Server, res.Requests))
 	}
 
-	// The sweep: open-loop status at rising rates, until p99 passes 50 ms.
+	// The sweep: open-loop status at rising rates, until p99 passes 50 ms
+	// at two rates in a row.
+	failed := 0
 	for _, rate := range sz.sweep {
 		h0, err := a.heap(ctx, false)
 		if err != nil {
 			return rep, err
 		}
-		res, use, err := measure([]int{a.pid()}, func() (LoadResult, error) {
-			return OpenLoop{Bases: []string{base}, Rate: rate, Duration: sz.step, Conns: sz.conns, Next: statusOf(one)}.Run(ctx)
-		})
+		res, use, err := measure([]int{a.pid()},
+			OpenLoop{Bases: []string{base}, Rate: rate, Duration: sz.step, Conns: sz.conns, Next: statusOf(one)}.Run)
 		if err != nil {
 			return rep, err
 		}
@@ -404,16 +446,34 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 		rep.Sweep = append(rep.Sweep, st)
 		o.logf("million: status at %.0f/s: %s; server %.1f µs/poll, generator %.1f µs/poll, Redis %.2f commands/poll",
 			rate, res, per(use.Server, res.Requests), per(use.Generator, res.Requests), float64(use.Commands)/float64(max(1, res.Requests)))
-		if !st.Pass {
+		if st.Pass {
+			rep.Knee, failed = rate, 0
+		} else if failed++; failed == 2 { // two in a row: past the knee, not a hiccup
 			break
 		}
-		rep.Knee = rate
 	}
 
-	// The poller model: the front all polling, one in pollEvery behind.
+	// The status profile, at the goal's rate.
+	goalRate := GoalMillionPollRate
+	if o.Short {
+		goalRate = sz.sweep[len(sz.sweep)-1]
+	}
+	if _, _, rep.StatusProfile, err = profiled(
+		OpenLoop{Bases: []string{base}, Rate: goalRate, Duration: sz.step, Conns: sz.conns, Next: statusOf(one)}.Run); err != nil {
+		return rep, err
+	}
+	rep.StatusProfileRate = goalRate
+	o.logf("million: status profile at %.0f/s: %v", goalRate, rep.StatusProfile)
+
+	// The poller model: the front of the line as it is now all polling,
+	// one in pollEvery behind (users entered in about their index order).
+	head, err := admittedSoFar(ctx, c, q)
+	if err != nil {
+		return rep, err
+	}
 	var pollers []string
-	for u := range sz.users {
-		if u < sz.pollFront || u%sz.pollEvery == 0 {
+	for u := head; u < sz.users; u++ {
+		if u < head+sz.pollFront || u%sz.pollEvery == 0 {
 			pollers = append(pollers, auth[u])
 		}
 	}
@@ -442,12 +502,12 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 	newUsers := func(i int64) Request {
 		return Request{Method: "POST", Path: enterPath, Auth: auth[(fresh+int(i))%len(auth)]}
 	}
-	if rep.Bare, err = (ClosedLoop{Bases: []string{base}, Duration: sz.step, Conns: sz.conns,
-		Next: func(int64) Request { return Request{Method: "GET", Path: "/healthz"} }}).Run(ctx); err != nil {
+	if rep.Bare, rep.BareUse, err = measure([]int{a.pid()}, ClosedLoop{Bases: []string{base}, Duration: sz.step, Conns: sz.conns,
+		Next: func(int64) Request { return Request{Method: "GET", Path: "/healthz"} }}.Run); err != nil {
 		return rep, err
 	}
-	if rep.EnterClosed, err = (ClosedLoop{Bases: []string{base}, Duration: sz.step, Conns: sz.conns, Count: int64(sz.extra / 2),
-		Next: newUsers}).Run(ctx); err != nil {
+	if rep.EnterClosed, rep.EnterClosedUse, err = measure([]int{a.pid()}, ClosedLoop{Bases: []string{base}, Duration: sz.step, Conns: sz.conns,
+		Count: int64(sz.extra / 2), Next: newUsers}.Run); err != nil {
 		return rep, err
 	}
 	fresh += rep.EnterClosed.Requests
@@ -456,39 +516,12 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 	}
 	o.logf("million: bare closed loop %s; enter closed loop %s: %.2f×", rep.Bare, rep.EnterClosed, rep.EnterRatio)
 	half := rep.EnterClosed.AnsweredRate / 2
-	dir, err := os.MkdirTemp("", "waitroom-million-")
+	res, use, shares, err := profiled(OpenLoop{Bases: []string{base}, Rate: half, Duration: sz.step, Conns: sz.conns, Next: newUsers}.Run)
 	if err != nil {
 		return rep, err
 	}
-	defer os.RemoveAll(dir)
-	profPath := filepath.Join(dir, "enter.pprof")
-	var wg sync.WaitGroup
-	var profErr error
-	profWindow := time.Duration(max(1, int(sz.step.Seconds()*0.8))) * time.Second
-	res, use, err := measure([]int{a.pid()}, func() (LoadResult, error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(sz.step / 10)
-			profErr = a.profile(ctx, profWindow, profPath)
-		}()
-		return OpenLoop{Bases: []string{base}, Rate: half, Duration: sz.step, Conns: sz.conns,
-			Next: func(i int64) Request { return newUsers(i) }}.Run(ctx)
-	})
-	wg.Wait()
-	if err != nil {
-		return rep, err
-	}
-	rep.EnterOpen, rep.EnterOpenUse = res, use
-	o.logf("million: enter open loop at %.0f/s: %s; server %.1f µs/enter", half, res, per(use.Server, res.Requests))
-	if profErr == nil {
-		rep.EnterProfileN = int(half * profWindow.Seconds())
-		if rep.EnterProfile, err = profileShares(ctx, profPath); err != nil {
-			o.logf("million: reading the enter profile: %v", err)
-		}
-	} else {
-		o.logf("million: enter profile: %v", profErr)
-	}
+	rep.EnterOpen, rep.EnterOpenUse, rep.EnterProfile = res, use, shares
+	o.logf("million: enter open loop at %.0f/s: %s; server %.1f µs/enter; profile %v", half, res, per(use.Server, res.Requests), shares)
 
 	// Three instances on the one Redis: the same status load on one and
 	// on three (each user always on the same one, as a sticky balancer
@@ -513,11 +546,11 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 		}
 		to := func(u int) int { return u % k }
 		start := polled
-		load := func() (LoadResult, error) {
+		load := func(ctx context.Context) (LoadResult, error) {
 			polled = start // the same users in both passes
 			return OpenLoop{Bases: bases, Rate: rate, Duration: sz.step, Conns: sz.conns, Next: statusOf(to)}.Run(ctx)
 		}
-		if _, err := load(); err != nil { // warm
+		if _, err := load(ctx); err != nil { // warm
 			return rep, err
 		}
 		res, use, err := measure(pids, load)
@@ -535,6 +568,22 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 	}
 	rep.Machine += "\n\n" + machineLoad(ctx)
 	return rep, nil
+}
+
+// admittedSoFar is how many the queue has let in.
+func admittedSoFar(ctx context.Context, c *client, q string) (int, error) {
+	st, body, _, err := c.do(ctx, c.poll, "GET", "/admin/v1/queues/"+q, c.admin, nil)
+	if err != nil || st != 200 {
+		return 0, fmt.Errorf("queue stats: %d %v %v", st, body, err)
+	}
+	n, _ := body["admittedTotal"].(float64)
+	return int(n), nil
+}
+
+// runFor is about how long the section's loads run after the line is
+// full: the span over which admission moves the head.
+func (sz millionSizes) runFor() time.Duration {
+	return time.Duration(len(sz.sweep)+6)*sz.step + sz.pollers
 }
 
 // slotCeiling calls the enter and status scripts of one queue pipelined
@@ -687,7 +736,7 @@ func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 // from `go tool pprof -traces`: each stack goes to the first part whose
 // frames it contains, in this order (an allocation made by JSON encoding is
 // JSON's; a write to the Redis socket is Redis's).
-func profileShares(ctx context.Context, path string) ([]CostShare, error) {
+func profileShares(ctx context.Context, path string, requests float64) ([]CostShare, error) {
 	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-traces", path).Output()
 	if err != nil {
 		return nil, err
@@ -715,7 +764,7 @@ func profileShares(ctx context.Context, path string) ([]CostShare, error) {
 	}
 	shares := make([]CostShare, len(parts))
 	for i, p := range parts {
-		shares[i] = CostShare{Part: p.name, Seconds: secs[i]}
+		shares[i] = CostShare{Part: p.name, Us: secs[i] * 1e6 / max(requests, 1)}
 	}
 	return shares, nil
 }

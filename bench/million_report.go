@@ -85,6 +85,7 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 	for _, r := range m.goalRows() {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
 	}
+	b.WriteString(m.bounds())
 
 	u := m.FillUse
 	fmt.Fprintf(&b, "\n**A million entered** through the instance's `POST /api/v1/queues/million/entries` (each request a different user with its own HS256 JWT, 12-byte ids; %d JWTs signed beforehand in %.1f s), closed loop on %d connections, into a paused queue: %d users in %.1f s, **%.0f enters/s**. Per enter: instance %.1f µs CPU, Redis %.1f µs CPU and %.1f commands.\n\n",
@@ -121,7 +122,7 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		fmt.Fprintf(&b, "\n**No knee**: even the lowest rate missed p99 ≤ %v.", GoalMillionPollP99)
 	}
 	if n := len(m.Sweep); n > 0 && !m.Sweep[n-1].Pass {
-		fmt.Fprintf(&b, " The sweep stopped at the first rate past it (%.0f/s).", m.Sweep[n-1].Result.Offered)
+		fmt.Fprintf(&b, " The sweep stopped after two rates in a row past it (%.0f/s).", m.Sweep[n-1].Result.Offered)
 	}
 	b.WriteString("\n")
 
@@ -139,16 +140,17 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		m.Conns, m.stepDuration(), m.Users, m.Bare.AnsweredRate, m.EnterClosed.AnsweredRate, m.EnterRatio,
 		m.EnterOpen.Offered, msStr(m.EnterOpen.P50), msStr(m.EnterOpen.P99), msStr(m.EnterOpen.P999),
 		per(m.EnterOpenUse.Server, m.EnterOpen.Requests), per(m.EnterOpenUse.Redis, m.EnterOpen.Requests))
-	if len(m.EnterProfile) > 0 && m.EnterProfileN > 0 {
-		total := 0.0
-		for _, s := range m.EnterProfile {
-			total += s.Seconds
+	if len(m.EnterProfile) > 0 && len(m.StatusProfile) > 0 {
+		fmt.Fprintf(&b, "\nWhere the instance's CPU goes: its CPU profile over the middle of the open-loop enter run and of a status run at %.0f/s, each sample given to the first part its stack passes through, in this order, per request:\n\n| part | enter | | status | |\n|---|---|---|---|---|\n", m.StatusProfileRate)
+		var te, ts float64
+		for i := range m.EnterProfile {
+			te, ts = te+m.EnterProfile[i].Us, ts+m.StatusProfile[i].Us
 		}
-		fmt.Fprintf(&b, "\nWhere an enter's CPU goes: the instance's CPU profile over %d enters of the open-loop run, each sample given to the first part its stack passes through, in this order:\n\n| part | µs per enter | share |\n|---|---|---|\n", m.EnterProfileN)
-		for _, s := range m.EnterProfile {
-			fmt.Fprintf(&b, "| %s | %.1f | %.0f%% |\n", s.Part, s.Seconds*1e6/float64(m.EnterProfileN), 100*s.Seconds/math.Max(total, 1e-9))
+		for i, e := range m.EnterProfile {
+			st := m.StatusProfile[i]
+			fmt.Fprintf(&b, "| %s | %.1f µs | %.0f%% | %.1f µs | %.0f%% |\n", e.Part, e.Us, 100*e.Us/math.Max(te, 1e-9), st.Us, 100*st.Us/math.Max(ts, 1e-9))
 		}
-		fmt.Fprintf(&b, "| total sampled | %.1f | |\n", total*1e6/float64(m.EnterProfileN))
+		fmt.Fprintf(&b, "| sampled in all | %.1f µs | | %.1f µs | |\n", te, ts)
 	}
 
 	if len(m.Scale) > 0 {
@@ -173,6 +175,35 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 	b.WriteString(m.scaleLaw())
 	b.WriteString("\n")
 	return b.String()
+}
+
+// bounds says, for each goal missed, what bounds it: the CPU each request
+// costs on the two shared cores, from this run.
+func (m *MillionReport) bounds() string {
+	var out []string
+	if m.Knee < GoalMillionPollRate && len(m.Sweep) > 0 {
+		st := m.Sweep[len(m.Sweep)-1]
+		n := max(1, st.Result.Requests)
+		inst, gen, red := per(st.Use.Server, n), per(st.Use.Generator, n), per(st.Use.Redis, n)
+		out = append(out, fmt.Sprintf("- **Status**: at %.0f/s a poll cost the instance %.1f µs of CPU, the generator %.1f µs and Redis %.1f µs: %.0f polls/s × %.1f µs = **%.2f of the 2 cores** (the rest of the machine's load comes on top); the instance alone would need %.2f cores for %.0f/s. Where its µs go: the profile below.",
+			st.Result.Offered, inst, gen, red, GoalMillionPollRate, inst+gen+red, GoalMillionPollRate*(inst+gen+red)/1e6, GoalMillionPollRate*inst/1e6, GoalMillionPollRate))
+	}
+	if m.EnterRatio < GoalEnterRatio && m.Bare.Requests > 0 && m.EnterClosed.Requests > 0 {
+		bu, eu := m.BareUse, m.EnterClosedUse
+		bare := per(bu.Server+bu.Generator+bu.Redis, m.Bare.Requests)
+		enter := per(eu.Server+eu.Generator+eu.Redis, m.EnterClosed.Requests)
+		out = append(out, fmt.Sprintf("- **Enter against bare**: closed loop, both fill the two cores; a bare request cost %.1f µs of CPU in all (instance %.1f, generator %.1f), an enter %.1f µs (instance %.1f, generator %.1f, Redis %.1f), so the ratio is bound near %.1f / %.1f = %.2f×. Where the instance's µs go: the profile below.",
+			bare, per(bu.Server, m.Bare.Requests), per(bu.Generator, m.Bare.Requests), enter, per(eu.Server, m.EnterClosed.Requests),
+			per(eu.Generator, m.EnterClosed.Requests), per(eu.Redis, m.EnterClosed.Requests), bare, enter, bare/enter))
+	}
+	if m.EnterOpen.P99 > GoalEnterOpenLoopP99 && m.EnterOpen.Requests > 0 {
+		out = append(out, fmt.Sprintf("- **Enter open loop**: p50 %s but p99 %s at half the maximum, and the generator itself sent its p99 request %s late: the tail is time the request waited for a core (the instance, Redis, the generator and the machine's other work share two), not the enter's own work.",
+			msStr(m.EnterOpen.P50), msStr(m.EnterOpen.P99), msStr(m.EnterOpen.LagP99)))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "\nWhere a goal is missed, what bounds it (this run's figures):\n\n" + strings.Join(out, "\n") + "\n"
 }
 
 func (m *MillionReport) stepDuration() time.Duration {

@@ -19,8 +19,10 @@ func TestParseAnswer(t *testing.T) {
 	}{
 		{`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":4,"pollAfterSeconds":2}`,
 			answer{state: "WAITING", etaSeconds: 4, pollAfter: 2}, false, true},
-		{`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":9,"pollAfterSeconds":5}`,
-			answer{state: "WAITING", etaSeconds: 9, pollAfter: 5}, false, false},
+		{`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":13,"pollAfterSeconds":5}`,
+			answer{state: "WAITING", etaSeconds: 13, pollAfter: 5}, false, true},
+		{`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":14,"pollAfterSeconds":5}`,
+			answer{state: "WAITING", etaSeconds: 14, pollAfter: 5}, false, false},
 		{`{"status":"WAITING","position":3,"queueLength":5120,"estimatedWaitSeconds":0,"pollAfterSeconds":2}` + "\n",
 			answer{state: "WAITING", etaSeconds: 0, pollAfter: 2}, true, true},
 		{`{"status":"WAITING","position":3,"queueLength":9,"estimatedWaitSeconds":1,"pollAfterSeconds":2,"paused":true}`,
