@@ -750,7 +750,7 @@ func profileShares(ctx context.Context, path string, requests float64) ([]CostSh
 		{"JSON", []string{"encoding/json"}},
 		{"metrics", []string{"prometheus"}},
 		{"the line (internal/queue)", []string{"internal/queue."}},
-		{"net/http (parsing, headers, socket I/O)", []string{"net/http", "internal/poll", "net.(*", "syscall"}},
+		{"net/http and the handler's own code (routing, headers, request id, socket I/O)", []string{"net/http", "internal/poll", "net.(*", "syscall"}},
 		{"runtime (GC, scheduler)", nil},
 	}
 	secs := make([]float64, len(parts))

@@ -122,7 +122,7 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		fmt.Fprintf(&b, "\n**No knee**: even the lowest rate missed p99 ≤ %v.", GoalMillionPollP99)
 	}
 	if n := len(m.Sweep); n > 0 && !m.Sweep[n-1].Pass {
-		fmt.Fprintf(&b, " The sweep stopped after two rates in a row past it (%.0f/s).", m.Sweep[n-1].Result.Offered)
+		fmt.Fprintf(&b, " The last rate tried: %.0f/s.", m.Sweep[n-1].Result.Offered)
 	}
 	b.WriteString("\n")
 
@@ -271,6 +271,8 @@ func (m *MillionReport) scaleLaw() string {
 	ceiling := 1e6 / enterRedisUs
 	fmt.Fprintf(&b, "\nOne queue lives in one hash slot, so its enters and its admission run on one Redis core whatever the cluster's size: at %.1f µs per enter that core takes **%.0f enters/s** (%.0f/s measured pipelined here, with the client on the same cores), so ten million people need at least %.0f s to get in line, and a crowd arriving faster than that waits on Redis, not on the instances. Polls do not touch it: far back they are answered from each instance's snapshot. What would lift it: splitting a hot queue into K sub-lines in K slots (tickets interleaved as seq × K + k and admitted round robin from the K heads, fair to within K places), or a cheaper enter script (it reads the config, the user's place, the token table and the length before it writes: four of its seven commands are checks).\n",
 		enterRedisUs, ceiling, float64(enterSlot.Calls)/enterSlot.Use.Wall.Seconds(), 1e7/ceiling)
+	fmt.Fprintf(&b, "\nWhat grows with instances × queues is Redis's fixed cost: every instance reads every queue's snapshot and calls its admission script about %.0f times a second (%.1f µs of Redis each), which is what takes a hundred queues past one primary above; a longer snapshot age far from the front, or one admitting instance per queue, would cut it.\n",
+		lawTicksPerSec, snapRedisUs+admitRedisUs)
 	fmt.Fprintf(&b, "\nEach instance behind a round-robin balancer sees every user, so it remembers every ticket: %.0f MB at ten million with the tickets as measured, but an instance remembers at most %d users per queue (then it starts over), so a queue of more than that needs a sticky balancer (each instance then knows 1/N of the line) or a higher bound; past it, polls fall through to Redis at %.1f µs each.\n",
 		1e7*last.TicketBytes/1e6, queue.SnapshotMaxUsers, statusRedisUs)
 	return b.String()
