@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 )
@@ -645,7 +645,7 @@ func slotCeiling(ctx context.Context, o Options, calls int) ([]SlotRun, error) {
 // signUsers signs n users' JWTs (ids mil-u0000000…), as "Bearer …" values,
 // on every core.
 func signUsers(secret string, n int) []string {
-	id := httpapi.NewIdentity([]byte(secret))
+	id := identity.New([]byte(secret))
 	out := make([]string, n)
 	var wg sync.WaitGroup
 	w := runtime.GOMAXPROCS(0)
