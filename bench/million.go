@@ -38,7 +38,7 @@ type millionSizes struct {
 	pollers     time.Duration // the poller model's run, warm-up included
 	pollWarm    time.Duration
 	pollFront   int // the first pollFront users all poll ...
-	pollEvery   int // ... and one in pollEvery of the rest
+	pollEvery   int // ... and at most one in pollEvery of the rest
 	compareRate float64
 	slotCalls   int // pipelined script calls for the single-slot ceiling
 }
@@ -217,6 +217,8 @@ type MillionReport struct {
 	Knee  float64 // highest offered rate with p99 ≤ 50 ms (0: none)
 
 	Pollers    PollersResult
+	PollFront  int // the first PollFront waiting polled ...
+	PollEvery  int // ... and one in PollEvery behind them
 	PollersUse MeterDelta
 	PollersRSS int64
 
@@ -466,14 +468,21 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 	o.logf("million: status profile at %.0f/s: %v", goalRate, rep.StatusProfile)
 
 	// The poller model: the front of the line as it is now all polling,
-	// one in pollEvery behind (users entered in about their index order).
+	// and one in k behind (users entered in about their index order), k
+	// such that the line's polls, about one per user every 10 s, come to
+	// 80% of the knee: the share of a night one instance carries.
 	head, err := admittedSoFar(ctx, c, q)
 	if err != nil {
 		return rep, err
 	}
+	k := sz.pollEvery
+	if capacity := 0.8 * max(rep.Knee, sz.sweep[0]); float64(sz.users)/10 > capacity*float64(k) {
+		k = int(math.Ceil(float64(sz.users) / 10 / capacity))
+	}
+	rep.PollEvery, rep.PollFront = k, sz.pollFront
 	var pollers []string
 	for u := head; u < sz.users; u++ {
-		if u < head+sz.pollFront || u%sz.pollEvery == 0 {
+		if u < head+sz.pollFront || u%k == 0 {
 			pollers = append(pollers, auth[u])
 		}
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +11,15 @@ import (
 )
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+
+// thousands writes a count with separators: 1,000,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // kneeStep is the sweep's step at the knee, or its first when none passed.
 func (m *MillionReport) kneeStep() (MillionStep, bool) {
@@ -60,18 +70,18 @@ func (m *MillionReport) goalRows() [][3]string {
 	if at {
 		fig += fmt.Sprintf("; at %.0f/s offered: %.0f/s answered, p99 %s", GoalMillionPollRate, st.Result.AnsweredRate, msStr(st.Result.P99))
 	}
-	rows = append(rows, [3]string{fmt.Sprintf("status p99 ≤ %v at ≥ %.0f polls/s offered open loop, one instance, %d in line", GoalMillionPollP99, GoalMillionPollRate, m.Users),
+	rows = append(rows, [3]string{fmt.Sprintf("status p99 ≤ %s at ≥ %s polls/s offered open loop, one instance, %s in line", msStr(GoalMillionPollP99), thousands(int(GoalMillionPollRate)), thousands(m.Users)),
 		fig, met(m.Knee >= GoalMillionPollRate)})
 	last := m.lastMemory()
 	rows = append(rows, [3]string{fmt.Sprintf("instance ≤ %.0f B per remembered user", GoalTicketBytes),
-		fmt.Sprintf("%.1f B at %d (the remembered tickets; %.1f B with the page's 37-byte ids)", last.TicketBytes, last.Users, last.TicketBytesLongIDs),
+		fmt.Sprintf("%.1f B at %s (the remembered tickets; %.1f B with the page's 37-byte ids)", last.TicketBytes, thousands(last.Users), last.TicketBytesLongIDs),
 		met(max(last.TicketBytes, last.TicketBytesLongIDs) <= GoalTicketBytes)})
 	redisB := float64(last.RedisBytes) / float64(max(1, last.Users))
-	rows = append(rows, [3]string{fmt.Sprintf("Redis ≤ %.0f B per waiting user at %d", GoalRedisBytes, last.Users),
+	rows = append(rows, [3]string{fmt.Sprintf("Redis ≤ %.0f B per waiting user at %s", GoalRedisBytes, thousands(last.Users)),
 		fmt.Sprintf("%.1f B", redisB), met(redisB <= GoalRedisBytes)})
 	rows = append(rows, [3]string{fmt.Sprintf("enter ≥ %.2f× the bare endpoint, closed loop", GoalEnterRatio),
 		fmt.Sprintf("%.2f× (%.0f/s vs %.0f/s)", m.EnterRatio, m.EnterClosed.AnsweredRate, m.Bare.AnsweredRate), met(m.EnterRatio >= GoalEnterRatio)})
-	rows = append(rows, [3]string{fmt.Sprintf("enter p99 ≤ %v open loop at half the closed-loop maximum", GoalEnterOpenLoopP99),
+	rows = append(rows, [3]string{fmt.Sprintf("enter p99 ≤ %s open loop at half the closed-loop maximum", msStr(GoalEnterOpenLoopP99)),
 		fmt.Sprintf("p99 %s at %.0f/s", msStr(m.EnterOpen.P99), m.EnterOpen.Offered), met(m.EnterOpen.P99 <= GoalEnterOpenLoopP99)})
 	return rows
 }
@@ -88,12 +98,12 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 	b.WriteString(m.bounds())
 
 	u := m.FillUse
-	fmt.Fprintf(&b, "\n**A million entered** through the instance's `POST /api/v1/queues/million/entries` (each request a different user with its own HS256 JWT, 12-byte ids; %d JWTs signed beforehand in %.1f s), closed loop on %d connections, into a paused queue: %d users in %.1f s, **%.0f enters/s**. Per enter: instance %.1f µs CPU, Redis %.1f µs CPU and %.1f commands.\n\n",
-		m.Signed, m.Signing.Seconds(), m.Conns, m.Users, m.FillTime.Seconds(), m.FillRate,
+	fmt.Fprintf(&b, "\n**A million entered** through the instance's `POST /api/v1/queues/million/entries` (each request a different user with its own HS256 JWT, 12-byte ids; %d JWTs signed beforehand in %.1f s), closed loop on %d connections, into a paused queue: %s users in %.1f s, **%.0f enters/s**. Per enter: instance %.1f µs CPU, Redis %.1f µs CPU and %.1f commands.\n\n",
+		m.Signed, m.Signing.Seconds(), m.Conns, thousands(m.Users), m.FillTime.Seconds(), m.FillRate,
 		per(u.Server, m.Users), per(u.Redis, m.Users), float64(u.Commands)/float64(max(1, m.Users)))
 	b.WriteString("| in line | Redis `used_memory` growth | per user | instance heap growth (after a full GC) | per user | instance RSS | the remembered tickets alone, per user | the same, 37-byte ids |\n|---|---|---|---|---|---|---|---|\n")
 	for _, p := range m.Memory {
-		fmt.Fprintf(&b, "| %d | %s | **%.1f B** | %s | %.1f B | %s | **%.1f B** | %.1f B |\n", p.Users, mb(p.RedisBytes), float64(p.RedisBytes)/float64(p.Users),
+		fmt.Fprintf(&b, "| %s | %s | **%.1f B** | %s | %.1f B | %s | **%.1f B** | %.1f B |\n", thousands(p.Users), mb(p.RedisBytes), float64(p.RedisBytes)/float64(p.Users),
 			mb(p.InstanceHeap), float64(p.InstanceHeap)/float64(p.Users), mb(p.InstanceRSS), p.TicketBytes, p.TicketBytesLongIDs)
 	}
 	b.WriteString("\nThe instance's heap holds, per user, the ticket it remembers from the store's answer (what status polls far back are answered from) and its identity cache's verified JWT (bounded at 400,000 tokens, about 250 B each); the last two columns are the tickets alone, measured in this process on a `queue.Service` that remembered that many users, with the ids used here and with ids as long as the page's session ids (`anon-` and 32 hex digits).\n")
@@ -107,8 +117,8 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		fmt.Fprintf(&b, "\nThe rest of the section loads through `%s`: the less the generator takes of the two shared cores, the more the server's figures are its own.\n", ClientRaw)
 	}
 
-	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the %d users in a fixed scramble of the line (so no user repeats within a step and the identity cache, which holds 400,000 tokens, misses: every poll verifies its JWT), %v per rate, admission running at 100/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
-		m.Users, m.stepDuration())
+	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the users still waiting, in a fixed scramble of the line of %s (so no user repeats within a step, and with more users than the identity cache's 400,000 tokens every poll verifies its JWT), %v per rate, admission running at 100/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
+		thousands(m.Users), m.stepDuration())
 	b.WriteString("| offered | answered | p50 | p99 | p99.9 | generator lag p99 | failed | instance CPU/poll | generator CPU/poll | Redis commands/poll | Redis CPU/poll | from the snapshot | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range m.Sweep {
 		r, n := s.Result, max(1, s.Result.Requests)
@@ -117,9 +127,9 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 			per(s.Use.Server, n), per(s.Use.Generator, n), float64(s.Use.Commands)/float64(n), per(s.Use.Redis, n), 100*s.FromSnapshot, mb(s.RSS))
 	}
 	if m.Knee > 0 {
-		fmt.Fprintf(&b, "\n**The knee: %.0f polls/s** offered, the highest rate with p99 ≤ %v, with the generator on the same two cores.", m.Knee, GoalMillionPollP99)
+		fmt.Fprintf(&b, "\n**The knee: %.0f polls/s** offered, the highest rate with p99 ≤ %s, with the generator on the same two cores.", m.Knee, msStr(GoalMillionPollP99))
 	} else {
-		fmt.Fprintf(&b, "\n**No knee**: even the lowest rate missed p99 ≤ %v.", GoalMillionPollP99)
+		fmt.Fprintf(&b, "\n**No knee**: even the lowest rate missed p99 ≤ %s.", msStr(GoalMillionPollP99))
 	}
 	if n := len(m.Sweep); n > 0 && !m.Sweep[n-1].Pass {
 		fmt.Fprintf(&b, " The last rate tried: %.0f/s.", m.Sweep[n-1].Result.Offered)
@@ -129,15 +139,15 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 	p := m.Pollers
 	pu := m.PollersUse
 	polls := max(1, p.Far.Answered+p.Near)
-	fmt.Fprintf(&b, "\n**The night: the poller model.** %d of the line poll as the waiting page does — every user of the first part of the line and one in a few behind it — each when the last answer's `pollAfterSeconds` said, with `?waitSeconds=%d`; first polls spread over 10 s as if they had been polling all along; admission at 100/s. Polls that may be held (the user was about to be let in) go on connections of their own, as each person has their own. Measured over %v after a warm-up:\n\n",
-		p.Users, herdWaitSeconds, p.Window)
+	fmt.Fprintf(&b, "\n**The night: the poller model.** %s of the line poll as the waiting page does — the first %s waiting and one in %d behind them, about %.0f polls/s nominal (80%% of the knee, or of the sweep's first rate without one: the share of the night this instance carries, the rest on other instances) — each when the last answer's `pollAfterSeconds` said, with `?waitSeconds=%d`; first polls spread over 10 s as if they had been polling all along; admission at 100/s. Polls that may be held (the user was about to be let in) go on connections of their own, as each person has their own. A user polls again only once answered, so a server that falls behind is offered less than nominal: the gap is the measure. Measured over %v after a warm-up:\n\n",
+		thousands(p.Users), thousands(m.PollFront), m.PollEvery, float64(m.Users)/float64(max(1, m.PollEvery))/10, herdWaitSeconds, p.Window)
 	b.WriteString("| polls offered | answered | far polls: p50 | p99 | p99.9 | failed | polls near the front (held) | let in | instance CPU/poll | Redis commands/poll | Redis CPU/poll | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| %.0f/s | %.0f/s | %s | **%s** | %s | %d | %d | %d | %.1f µs | %.3f | %.2f µs | %s |\n",
 		p.Offered, p.Answered, msStr(p.Far.P50), msStr(p.Far.P99), msStr(p.Far.P999), p.Far.Requests-p.Far.OK, p.Near, p.Ready,
 		per(pu.Server, polls), float64(pu.Commands)/float64(polls), per(pu.Redis, polls), mb(m.PollersRSS))
 
-	fmt.Fprintf(&b, "\n**Enter.** Closed loop on %d connections for %v, new users into the line of %d: bare `GET /healthz` %.0f/s, enter %.0f/s: **%.2f×**. Open loop at half that maximum (%.0f/s), new users: p50 %s, **p99 %s**, p99.9 %s; instance %.1f µs CPU per enter, Redis %.1f µs.\n",
-		m.Conns, m.stepDuration(), m.Users, m.Bare.AnsweredRate, m.EnterClosed.AnsweredRate, m.EnterRatio,
+	fmt.Fprintf(&b, "\n**Enter.** Closed loop on %d connections for %v, new users into the line of %s: bare `GET /healthz` %.0f/s, enter %.0f/s: **%.2f×**. Open loop at half that maximum (%.0f/s), new users: p50 %s, **p99 %s**, p99.9 %s; instance %.1f µs CPU per enter, Redis %.1f µs.\n",
+		m.Conns, m.stepDuration(), thousands(m.Users), m.Bare.AnsweredRate, m.EnterClosed.AnsweredRate, m.EnterRatio,
 		m.EnterOpen.Offered, msStr(m.EnterOpen.P50), msStr(m.EnterOpen.P99), msStr(m.EnterOpen.P999),
 		per(m.EnterOpenUse.Server, m.EnterOpen.Requests), per(m.EnterOpenUse.Redis, m.EnterOpen.Requests))
 	if len(m.EnterProfile) > 0 && len(m.StatusProfile) > 0 {
@@ -243,7 +253,7 @@ func (m *MillionReport) scaleLaw() string {
 	last := m.lastMemory()
 	redisB := float64(last.RedisBytes) / float64(max(1, last.Users))
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n**The scale law**, from this run's measured costs: an instance spends %.1f µs of CPU per status poll (at the knee, every poll verifying its JWT) and %.1f µs per enter; Redis spends %.1f µs per enter, %.1f µs per status read from the store, %.1f µs per snapshot read and %.1f µs per admission call (the slot runs above), and %.1f B per waiting user; an instance keeps %.1f B per remembered user. Assumed: people poll every %.0f s (the far band, where nearly all of a long line is), enter within %.0f s of the sale's start, instances of %.0f cores run at %.0f%%, each instance reads each queue's snapshot and calls admission %.0f times a second, and %.0f users per queue near the front are read from the store every 100 ms while held.\n\n",
+	fmt.Fprintf(&b, "\n**The scale law**, from this run's measured costs: an instance spends %.1f µs of CPU per status poll (at the knee, or the sweep's first rate without one) and %.1f µs per enter; Redis spends %.1f µs per enter, %.1f µs per status read from the store, %.1f µs per snapshot read and %.1f µs per admission call (the slot runs above), and %.1f B per waiting user; an instance keeps %.1f B per remembered user. Assumed: people poll every %.0f s (the far band, where nearly all of a long line is), enter within %.0f s of the sale's start, instances of %.0f cores run at %.0f%%, each instance reads each queue's snapshot and calls admission %.0f times a second, and %.0f users per queue near the front are read from the store every 100 ms while held.\n\n",
 		pollUs, enterUs, enterRedisUs, statusRedisUs, snapRedisUs, admitRedisUs, redisB, last.TicketBytes,
 		lawPollEvery, lawEnterWithin, lawCoresPerBox, 100*lawUtilisation, lawTicksPerSec, lawHeldPerQueue)
 	b.WriteString("| night | polls/s | enters/s | instance cores → instances | Redis CPU → primaries | busiest slot | Redis memory | tickets per instance |\n|---|---|---|---|---|---|---|---|\n")
