@@ -37,9 +37,9 @@ type Options struct {
 	DatabaseURL string
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
-	// Sections to run: "herd", "hot", "accuracy", "memory", "million";
-	// empty = all but "million", which runs only when named (it takes
-	// minutes: bench/run.sh --million).
+	// Sections to run: "herd", "hot", "accuracy", "memory", "gateway",
+	// "million"; empty = all but "million", which runs only when named (it
+	// takes minutes: bench/run.sh --million).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -85,6 +85,7 @@ type Report struct {
 	Hot      *HotReport
 	Accuracy *AccuracyReport
 	Memory   *MemoryReport
+	Gateway  *GatewayReport
 	Million  *MillionReport
 }
 
@@ -110,6 +111,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("memory") {
 		if r.Memory, err = runMemory(ctx, o); err != nil {
 			return r, fmt.Errorf("memory: %w", err)
+		}
+	}
+	if o.want("gateway") {
+		if r.Gateway, err = runGateway(ctx, o); err != nil {
+			return r, fmt.Errorf("gateway: %w", err)
 		}
 	}
 	if o.want("million") {

@@ -16,6 +16,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -79,7 +80,23 @@ type Guard struct {
 	tokens  Tokens
 	lockTTL time.Duration
 	observe Observer
+
+	// confirmed remembers tokens Check found valid, until the time given,
+	// so that a browser loading a checkout page and its parts costs one
+	// store read, not one per request. Use forgets a token it ends.
+	mu        sync.Mutex
+	confirmed map[Token]time.Time
 }
+
+// CheckTrust is how long Check trusts a token it found valid without
+// asking the store again. A token spent through another instance may so
+// open a --protect-session route for up to this long; never a --protect
+// route, whose Use always asks the store.
+const CheckTrust = time.Second
+
+// maxConfirmed bounds the tokens Check remembers (about 150 bytes each);
+// when full it starts over.
+const maxConfirmed = 100_000
 
 // DefaultLockTTL bounds a token's in-flight lock, should its holder die
 // mid-call: the lock lapses by itself after it.
@@ -94,7 +111,7 @@ func NewGuard(tokens Tokens, lockTTL time.Duration, observe Observer) *Guard {
 	if observe == nil {
 		observe = func(string, time.Duration, Outcome) {}
 	}
-	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe}
+	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe, confirmed: map[Token]time.Time{}}
 }
 
 // LockTTL is how long a use may hold its token's lock.
@@ -128,6 +145,9 @@ func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context)
 	defer func() {
 		g.observe(t.Queue, time.Since(start), outcome)
 		_ = g.tokens.EndUse(context.WithoutCancel(ctx), t.Queue, t.User, t.Value, owner, outcome.consumes())
+		if outcome.consumes() {
+			g.forget(t)
+		}
 	}()
 	outcome = call(ctx)
 	return nil
@@ -137,21 +157,53 @@ func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context)
 // a route that needs an entry but does not spend it, such as the pages of a
 // multi-step checkout, which a browser may load several at once. Like Use,
 // it returns an error only when call did not run, and reports the call.
+//
+// A token found valid is trusted for CheckTrust (never past its expiry)
+// without asking the store again.
 func (g *Guard) Check(ctx context.Context, t Token, call func(ctx context.Context) Outcome) error {
-	e, err := g.tokens.Status(ctx, t.Queue, t.User)
-	switch {
-	case errors.Is(err, queue.ErrQueueNotFound):
-		return queue.ErrTokenInvalid
-	case err != nil:
-		return err
-	case e.State != queue.Ready || !sameToken(e.Token, t.Value):
-		return queue.ErrTokenInvalid
+	if !g.trusted(t) {
+		e, err := g.tokens.Status(ctx, t.Queue, t.User)
+		switch {
+		case errors.Is(err, queue.ErrQueueNotFound):
+			return queue.ErrTokenInvalid
+		case err != nil:
+			return err
+		case e.State != queue.Ready || !sameToken(e.Token, t.Value):
+			return queue.ErrTokenInvalid
+		}
+		until := time.Now().Add(CheckTrust)
+		if e.ExpiresAt.Before(until) {
+			until = e.ExpiresAt
+		}
+		g.trust(t, until)
 	}
 	outcome := Failed // should call panic
 	start := time.Now()
 	defer func() { g.observe(t.Queue, time.Since(start), outcome) }()
 	outcome = call(ctx)
 	return nil
+}
+
+func (g *Guard) trusted(t Token) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.confirmed[t]
+	return ok && time.Now().Before(until)
+}
+
+func (g *Guard) trust(t Token, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.confirmed) >= maxConfirmed {
+		clear(g.confirmed)
+	}
+	g.confirmed[t] = until
+}
+
+func (g *Guard) forget(t Token) {
+	g.mu.Lock()
+	delete(g.confirmed, t)
+	g.mu.Unlock()
 }
 
 // sameToken compares digests in constant time: the time taken says nothing

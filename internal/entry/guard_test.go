@@ -195,3 +195,19 @@ func TestCheckKeepsTheToken(t *testing.T) {
 		}
 	}
 }
+
+// A token spent through this guard no longer opens a Check, trusted or not.
+func TestCheckAfterUseOnThisGuard(t *testing.T) {
+	s, tok := admitted(t)
+	g := entry.NewGuard(s, 0, nil)
+	ok := func(context.Context) entry.Outcome { return entry.Succeeded }
+	if err := g.Check(context.Background(), tok, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Use(context.Background(), tok, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(context.Background(), tok, ok); !errors.Is(err, queue.ErrTokenInvalid) {
+		t.Fatalf("Check after the token was spent here: %v, want ErrTokenInvalid", err)
+	}
+}

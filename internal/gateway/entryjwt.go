@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -28,7 +29,24 @@ type Signer struct {
 	key  ed25519.PrivateKey
 	kid  string
 	jwks []byte
+
+	// signed keeps each entry's header for half its life: a browser's
+	// requests through a checkout reuse it rather than pay for a signature
+	// each (tens of microseconds of CPU).
+	mu     sync.Mutex
+	signed map[signedKey]signedEntry
 }
+
+type signedKey struct{ user, queue, jti string }
+
+type signedEntry struct {
+	header string
+	at     time.Time
+}
+
+// maxSigned bounds the headers kept (about 400 bytes each); when full the
+// cache starts over.
+const maxSigned = 50_000
 
 // jwk is one public key as RFC 8037 writes an Ed25519 key.
 type jwk struct {
@@ -87,7 +105,7 @@ func ParseSigner(pemData []byte) (*Signer, error) {
 	if signing == nil {
 		return nil, errors.New("no Ed25519 PRIVATE KEY block (make one with: openssl genpkey -algorithm ed25519)")
 	}
-	s := &Signer{key: signing, kid: thumbprint(signing.Public().(ed25519.PublicKey))}
+	s := &Signer{key: signing, kid: thumbprint(signing.Public().(ed25519.PublicKey)), signed: map[signedKey]signedEntry{}}
 	set := struct {
 		Keys []jwk `json:"keys"`
 	}{}
@@ -140,8 +158,30 @@ type EntryClaims struct {
 }
 
 // Sign returns the header for a request of user, let in by queue with the
-// entry token whose id is jti, issued at now.
+// entry token whose id is jti: one issued at now, or within the last half
+// of EntryJWTTTL for the same entry.
 func (s *Signer) Sign(user, queueName, jti string, now time.Time) (string, error) {
+	k := signedKey{user, queueName, jti}
+	s.mu.Lock()
+	e, ok := s.signed[k]
+	s.mu.Unlock()
+	if ok && now.Sub(e.at) < EntryJWTTTL/2 && !now.Before(e.at) {
+		return e.header, nil
+	}
+	header, err := s.sign(user, queueName, jti, now)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	if len(s.signed) >= maxSigned {
+		clear(s.signed)
+	}
+	s.signed[k] = signedEntry{header: header, at: now}
+	s.mu.Unlock()
+	return header, nil
+}
+
+func (s *Signer) sign(user, queueName, jti string, now time.Time) (string, error) {
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, EntryClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   user,
