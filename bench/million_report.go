@@ -143,9 +143,9 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 	polls := max(1, p.Far.Answered+p.Near)
 	fmt.Fprintf(&b, "\n**The night: the poller model.** %s of the line poll as the waiting page does — the first %s waiting and one in %d behind them, about %.0f polls/s nominal (80%% of the knee, or of the sweep's first rate without one: the share of the night this instance carries, the rest on other instances) — each when the last answer's `pollAfterSeconds` said, with `?waitSeconds=%d`; first polls spread over 10 s as if they had been polling all along; admission at 100/s. Polls that may be held (the user was about to be let in) go on connections of their own, as each person has their own. A user polls again only once answered, so a server that falls behind is offered less than nominal: the gap is the measure. Measured over %v after a warm-up:\n\n",
 		thousands(p.Users), thousands(m.PollFront), m.PollEvery, float64(m.Users)/float64(max(1, m.PollEvery))/10, herdWaitSeconds, p.Window)
-	b.WriteString("| polls offered | answered | far polls: p50 | p99 | p99.9 | failed | polls near the front (held) | let in | instance CPU/poll | Redis commands/poll | Redis CPU/poll | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %.0f/s | %.0f/s | %s | **%s** | %s | %d | %d | %d | %.1f µs | %.3f | %.2f µs | %s |\n",
-		p.Offered, p.Answered, msStr(p.Far.P50), msStr(p.Far.P99), msStr(p.Far.P999), p.Far.Requests-p.Far.OK, p.Near, p.Ready,
+	b.WriteString("| polls offered | answered | far polls: p50 | p99 | p99.9 | generator lag p99 | failed | polls near the front (held) | let in | instance CPU/poll | Redis commands/poll | Redis CPU/poll | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %.0f/s | %.0f/s | %s | **%s** | %s | %s | %d | %d | %d | %.1f µs | %.3f | %.2f µs | %s |\n",
+		p.Offered, p.Answered, msStr(p.Far.P50), msStr(p.Far.P99), msStr(p.Far.P999), msStr(p.Far.LagP99), p.Far.Requests-p.Far.OK, p.Near, p.Ready,
 		per(pu.Server, polls), float64(pu.Commands)/float64(polls), per(pu.Redis, polls), mb(m.PollersRSS))
 
 	fmt.Fprintf(&b, "\n**Enter.** Closed loop on %d connections for %v, new users into the line of %s: bare `GET /healthz` %.0f/s, enter %.0f/s: **%.2f×**. Open loop at half that maximum (%.0f/s), new users: p50 %s, **p99 %s**, p99.9 %s; instance %.1f µs CPU per enter, Redis %.1f µs.\n",
