@@ -204,7 +204,7 @@ func (m *MillionReport) bounds() string {
 		bu, eu := m.BareUse, m.EnterClosedUse
 		bare := per(bu.Server+bu.Generator+bu.Redis, m.Bare.Requests)
 		enter := per(eu.Server+eu.Generator+eu.Redis, m.EnterClosed.Requests)
-		out = append(out, fmt.Sprintf("- **Enter against bare**: closed loop, both fill the two cores; a bare request cost %.1f µs of CPU in all (instance %.1f, generator %.1f), an enter %.1f µs (instance %.1f, generator %.1f, Redis %.1f), so the ratio is bound near %.1f / %.1f = %.2f×. Where the instance's µs go: the profile below.",
+		out = append(out, fmt.Sprintf("- **Enter against bare**: closed loop, a bare request cost %.1f µs of CPU in all (instance %.1f, generator %.1f), an enter %.1f µs (instance %.1f, generator %.1f, Redis %.1f): on the same two cores enter runs at about %.1f / %.1f = %.2f× bare (the measured ratio moves with the machine's other work). Where the instance's µs go: the profile below.",
 			bare, per(bu.Server, m.Bare.Requests), per(bu.Generator, m.Bare.Requests), enter, per(eu.Server, m.EnterClosed.Requests),
 			per(eu.Generator, m.EnterClosed.Requests), per(eu.Redis, m.EnterClosed.Requests), bare, enter, bare/enter))
 	}
