@@ -91,7 +91,9 @@ func New(o Options) *Server {
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.admin(s.queueHistory))
+	m.HandleFunc("GET /admin/v1/products", s.admin(s.listProducts))
 	m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
+	m.HandleFunc("POST /admin/v1/products/{id}/restock", s.admin(s.restockProduct))
 
 	if o.MetricsHandler != nil {
 		m.Handle("GET /metrics", o.MetricsHandler)
