@@ -1,6 +1,9 @@
 // Command waitroom puts a fair waiting line in front of an order API.
 //
-//	waitroom [serve] [flags]   serve the line, the order API and the page
+//	waitroom [serve] [flags]        serve the line, the order API and the pages
+//	waitroom token --user ID        print a user JWT to try the API with
+//	waitroom version | --version    the version and source revision
+//	waitroom help                   the commands
 //
 // Run `waitroom serve --help` for every setting.
 package main
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/waitroom/waitroom/internal/app"
@@ -27,11 +31,33 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) > 0 && args[0] == "serve" {
-		args = args[1:]
-	} else if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		return fmt.Errorf("unknown command %q (commands: serve)", args[0])
+	command := "serve" // when none is named: `waitroom --addr :9090`
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	} else if len(args) > 0 {
+		switch args[0] {
+		case "--version", "-version":
+			command = "version"
+		case "--help", "-help", "-h":
+			command = "help"
+		}
 	}
+	switch command {
+	case "serve":
+		return serve(args)
+	case "token":
+		return token(args, os.Getenv, os.Stdout, os.Stderr)
+	case "version":
+		_, err := fmt.Println(versionText())
+		return err
+	case "help":
+		return help(os.Stdout)
+	}
+	help(os.Stderr)
+	return fmt.Errorf("unknown command %q", command)
+}
+
+func serve(args []string) error {
 	cfg, err := app.Parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err
@@ -39,7 +65,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	m := &app.Main{Config: cfg, Logger: app.NewLogger(cfg, os.Stderr)}
+	m := &app.Main{Config: cfg, Logger: app.NewLogger(cfg, os.Stderr), Command: selfCommand()}
 	if err := m.Run(ctx); err != nil {
 		return err
 	}
