@@ -873,9 +873,15 @@ func (v *visitor) checkFontsCover(css string, families map[string]bool) {
 	if _, err := chromedp.Call(v.ctx, cdpcss.Enable, cdp.Empty{}); err != nil {
 		v.t.Fatal(err)
 	}
-	res, err := chromedp.Call(v.ctx, cdpcss.GetPlatformFontsForNode, cdpcss.GetPlatformFontsForNodeParams{NodeID: ids[0]})
-	if err != nil {
-		v.t.Fatal(err)
+	// Chromium reports the fonts of text it has drawn: on a busy machine
+	// the first frames may not be, so ask until it has (two frames later).
+	var res cdpcss.GetPlatformFontsForNodeResult
+	for deadline := time.Now().Add(10 * time.Second); len(res.Fonts) == 0 && time.Now().Before(deadline); {
+		v.mustEval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)
+		res, err = chromedp.Call(v.ctx, cdpcss.GetPlatformFontsForNode, cdpcss.GetPlatformFontsForNodeParams{NodeID: ids[0]})
+		if err != nil {
+			v.t.Fatal(err)
+		}
 	}
 	var covered, all float64
 	var used []string
