@@ -25,11 +25,12 @@ Usage: waitroom [command] [flags]
 Commands:
   serve     serve the line, the order API, the waiting page and the admin page
             (the command when none is named)
+  proxy     put the line in front of any HTTP backend (gateway mode, docs/gateway.md)
   token     print a user JWT to try the API with: token --user ID [--ttl 1h]
   version   print the version and the source revision this binary was built from
   help      print this help
 
-"waitroom serve --help" and "waitroom token --help" list their flags; every flag
+"waitroom <command> --help" lists a command's flags; every flag
 has a WAITROOM_* environment twin (--redis-url ↔ WAITROOM_REDIS_URL), the flag wins.
 `)
 	return err

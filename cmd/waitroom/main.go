@@ -1,11 +1,12 @@
 // Command waitroom puts a fair waiting line in front of an order API.
 //
 //	waitroom [serve] [flags]        serve the line, the order API and the pages
+//	waitroom proxy [flags]          put the line in front of any HTTP backend
 //	waitroom token --user ID        print a user JWT to try the API with
 //	waitroom version | --version    the version and source revision
 //	waitroom help                   the commands
 //
-// Run `waitroom serve --help` for every setting.
+// Run `waitroom serve --help` or `waitroom proxy --help` for every setting.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,7 +46,9 @@ func run(args []string) error {
 	}
 	switch command {
 	case "serve":
-		return serve(args)
+		return serve(app.Parse, args)
+	case "proxy":
+		return serve(app.ParseProxy, args)
 	case "token":
 		return token(args, os.Getenv, os.Stdout, os.Stderr)
 	case "version":
@@ -57,8 +61,10 @@ func run(args []string) error {
 	return fmt.Errorf("unknown command %q", command)
 }
 
-func serve(args []string) error {
-	cfg, err := app.Parse(args, os.Getenv, os.Stderr)
+// serve runs the program with the config parse reads (serve's or proxy's)
+// until a signal or its own end.
+func serve(parse func([]string, func(string) string, io.Writer) (app.Config, error), args []string) error {
+	cfg, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/waitroom/waitroom/internal/app"
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 )
 
 // env is a getenv over a map.
@@ -51,7 +51,7 @@ func TestToken(t *testing.T) {
 			// The server accepts it, as the user asked for.
 			req, _ := http.NewRequest("GET", "/", nil)
 			req.Header.Set("Authorization", "Bearer "+raw)
-			user, err := httpapi.NewIdentity([]byte(tt.secret)).User(req)
+			user, err := identity.New([]byte(tt.secret)).User(req)
 			if want := tt.args[1]; err != nil || user != want {
 				t.Fatalf("the server reads user %q, %v; want %q", user, err, want)
 			}
@@ -145,7 +145,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waitroom help: %v", err)
 	}
-	for _, cmd := range []string{"serve", "token", "version", "help"} {
+	for _, cmd := range []string{"serve", "proxy", "token", "version", "help"} {
 		if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).Match(out) {
 			t.Errorf("help does not describe %s:\n%s", cmd, out)
 		}

@@ -755,6 +755,19 @@ func TestBrowser(t *testing.T) {
 		op.waitUntil("the products after a reload", `!document.getElementById('products-screen').hidden && document.querySelector('`+row+`')`, 5*time.Second)
 	})
 
+	t.Run("admin page in gateway mode: queues, no products", func(t *testing.T) {
+		t.Parallel()
+		p := bootProxy(t, backend{name: "embedded"}, newUpstreamShop(t, 1), nil)
+		op := signedInAdminAt(t, browser, p.instance, gwPrefix+"/admin#products")
+		op.waitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
+		var shown map[string]bool
+		op.mustEval(`({tabs: !document.getElementById('tabs').hidden, queues: !document.getElementById('queues-screen').hidden,
+			products: !document.getElementById('products-screen').hidden})`, &shown)
+		if diff := cmp.Diff(map[string]bool{"tabs": false, "queues": true, "products": false}, shown); diff != "" {
+			t.Errorf("shown in gateway mode, which sells nothing itself (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("admin page: the queue form has every setting", func(t *testing.T) {
 		t.Parallel()
 		in := in.reportingTo(t)
@@ -852,8 +865,14 @@ func TestBrowser(t *testing.T) {
 // signedInAdmin opens the admin page of in and signs in with its token.
 func signedInAdmin(t *testing.T, browser context.Context, in *instance) *visitor {
 	t.Helper()
+	return signedInAdminAt(t, browser, in, "/admin")
+}
+
+// signedInAdminAt is signedInAdmin for an admin page at path.
+func signedInAdminAt(t *testing.T, browser context.Context, in *instance, path string) *visitor {
+	t.Helper()
 	op := newVisitor(t, browser, in, "en")
-	op.open("/admin")
+	op.open(path)
 	op.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
 	op.typeInto("#token", in.admin)
 	op.keys("\r")

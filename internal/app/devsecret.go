@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 )
 
 // DevSecretFile is the file in --data-dir where the embedded default keeps
@@ -64,5 +64,5 @@ func ReadDevSecret(dataDir string) (string, error) {
 // ttl. It is waitroom's one call into its identity code outside the HTTP
 // layer (`waitroom token`, the start banner).
 func SignUserJWT(secret, user string, ttl time.Duration) string {
-	return httpapi.NewIdentity([]byte(secret)).SignJWT(user, ttl)
+	return identity.New([]byte(secret)).SignJWT(user, ttl)
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -78,7 +78,7 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 
 // jwt returns a valid bearer token for user.
 func (in *instance) jwt(user string) string {
-	return httpapi.NewIdentity([]byte(in.secret)).SignJWT(user, time.Hour)
+	return identity.New([]byte(in.secret)).SignJWT(user, time.Hour)
 }
 
 // response is a decoded answer.

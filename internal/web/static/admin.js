@@ -14,6 +14,10 @@
   const $ = (id) => document.getElementById(id);
   const SVG = 'http://www.w3.org/2000/svg';
 
+  // Where the admin API lives: "" for waitroom serve, the prefix in gateway mode.
+  const base = document.documentElement.dataset.base || '';
+  // Gateway mode sells nothing itself: no products to show.
+  const sells = document.documentElement.dataset.mode !== 'gateway';
   const TOKEN_KEY = 'waitroom:admin-token';
   const SAMPLE_MS = 2000;          // one sample of every queue per refresh
   const WINDOW_MS = 5 * 60 * 1000; // the chart's span
@@ -68,7 +72,7 @@
   async function api(method, path, body) {
     const headers = { Authorization: 'Bearer ' + getToken(), Accept: 'application/json' };
     if (body) headers['Content-Type'] = 'application/json';
-    const res = await fetch('/admin/v1' + path, {
+    const res = await fetch(base + '/admin/v1' + path, {
       method, headers, cache: 'no-store', body: body ? JSON.stringify(body) : undefined,
     });
     const data = await res.json().catch(() => ({}));
@@ -143,7 +147,7 @@
   // showScreen shows the screen the address names (#products, else the
   // queues), so a reload or a link keeps it.
   function showScreen() {
-    const products = location.hash === '#products';
+    const products = sells && location.hash === '#products';
     $('queues-screen').hidden = products;
     $('products-screen').hidden = !products;
     for (const [id, on] of [['tab-queues', !products], ['tab-products', products]]) {
@@ -566,6 +570,7 @@
   // ------------------------------------------------------------ start
 
   buildQueueForm();
+  $('tabs').hidden = !sells;
   $('new-queue').addEventListener('click', () => openQueueForm(null));
   $('queue-form').addEventListener('submit', saveQueueForm);
   $('queue-cancel').addEventListener('click', () => $('queue-dialog').close());

@@ -28,7 +28,7 @@ local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count')
+local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'inline')
 local due = tonumber(adm[1]) or now
 if now < due then
   return {0, due - now}
@@ -56,6 +56,9 @@ if cfg[5] ~= '1' then
   -- Fewer fresh tokens than due (the caller's config was older): keep the
   -- rest for the next tick rather than lose it.
   if n > #ARGV then n, carry = #ARGV, carry + n - #ARGV end
+  -- Users let straight in since the last tick (admit_now.lua) came out of
+  -- this tick's quota.
+  n = math.max(n - (tonumber(adm[5]) or 0), 0)
   -- The live-token cap: no more than the room under it; what the cap holds
   -- back is not carried (it would come out as a burst when room appears).
   local maxActive = tonumber(cfg[6]) or 0
@@ -94,7 +97,7 @@ if #admitted > 0 then
   redis.call('HINCRBY', KEYS[3], 'admitted', #admitted)
 end
 redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),
-  'win_start', winStart, 'win_count', winCount)
+  'win_start', winStart, 'win_count', winCount, 'inline', 0)
 
 local reply = {1, next - now}
 for i = 1, #admitted do

@@ -11,7 +11,7 @@
 -- KEYS[6] seq    STRING ticket counter (= joins)
 -- Reply: {-1} unknown queue, else
 --        {length, admitted, consumed, active, measured, msSinceWindow,
---         entered, left, expired, returned}
+--         entered, left, expired, returned, admittedInline}
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {-1}
 end
@@ -30,7 +30,7 @@ for _ = 1, 10 do
 end
 
 local adm = redis.call('HMGET', KEYS[3], 'admitted', 'consumed', 'measured', 'win_start',
-  'left', 'expired', 'returned')
+  'left', 'expired', 'returned', 'inline_total')
 local since = -1
 if adm[4] then since = now - tonumber(adm[4]) end
 return {
@@ -44,4 +44,5 @@ return {
   tonumber(adm[5]) or 0,
   tonumber(adm[6]) or 0,
   tonumber(adm[7]) or 0,
+  tonumber(adm[8]) or 0,
 }
