@@ -10,7 +10,8 @@
 # stops the servers. Every load is bounded; the whole run takes a few minutes.
 #
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
-#   bench/run.sh --short               # seconds; writes into a temp dir and prints it
+#   bench/run.sh --short               # seconds; writes into a temp dir, prints it, deletes it
+#   bench/run.sh --short --out DIR     # the same, kept in DIR (DIR/benchmarks.md, DIR/bench/*.svg)
 #   bench/run.sh --million             # a million in line, open loop (several
 #                                      # minutes); rewrites its section only
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
@@ -22,14 +23,20 @@ say() { printf '== %s\n' "$*" >&2; }
 die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
 
 short=0
+out="" # --out: where the report and charts go instead of docs/ (or the short run's temp dir)
 args=()
-for a in "$@"; do
-	case "$a" in
+while (($#)); do
+	case "$1" in
 	--short | -short) short=1 ;;
 	--million) args+=(-sections million -limit 30m -command "bench/run.sh --million") ;;
-	*) args+=("$a") ;;
+	--out | -out) out="${2:?--out needs a directory}"; shift ;;
+	--out=* | -out=*) out="${1#*=}" ;;
+	*) args+=("$1") ;;
 	esac
+	shift
 done
+# Relative to where the script was called from, not the repository root.
+[[ -z "$out" || "$out" == /* ]] || out="$OLDPWD/$out"
 
 TMP="$(mktemp -d /tmp/waitroom-bench.XXXXXX)"
 chmod 755 "$TMP"
@@ -114,9 +121,13 @@ export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/postgres
 say "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $("$PG_BIN/postgres" --version), $(go version)"
 
 if ((short)); then
-	go run ./bench/cmd/bench -short -profile=false -doc "$TMP/out/benchmarks.md" -svg "$TMP/out/bench" \
+	dest="${out:-$TMP/out}"
+	go run ./bench/cmd/bench -short -profile=false -doc "$dest/benchmarks.md" -svg "$dest/bench" \
 		-command "bench/run.sh --short" "${args[@]}"
-	cat "$TMP/out/benchmarks.md"
+	cat "$dest/benchmarks.md"
+	[[ -n "$out" ]] || say "the charts were in a temp dir, now deleted: bench/run.sh --short --out DIR keeps them"
+elif [[ -n "$out" ]]; then
+	go run ./bench/cmd/bench -doc "$out/benchmarks.md" -svg "$out/bench" "${args[@]}"
 else
 	go run ./bench/cmd/bench "${args[@]}"
 fi

@@ -44,6 +44,9 @@ type Main struct {
 	Logger *slog.Logger
 	// Stdout receives the start banner (URL, admin token on the embedded default).
 	Stdout io.Writer
+	// Command is how the banner tells people to run this program again
+	// (`waitroom token …`); "waitroom" when empty.
+	Command string
 	// Registry receives the metrics (a fresh one with Go and process
 	// collectors when nil).
 	Registry *prometheus.Registry
@@ -70,11 +73,21 @@ type Main struct {
 func NewLogger(c Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(c.LogLevel)) // validated already
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationAsText}
 	if c.LogFormat == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// durationAsText writes every time.Duration as Go writes it ("100ms"):
+// the JSON handler would write nanoseconds (100000000), which nobody reads
+// right at a glance.
+func durationAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // Run opens the stores, makes sure the default queue exists, starts
@@ -97,9 +110,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	devSecret := c.AuthSecret == "" && c.Embedded()
 	if c.AuthSecret == "" {
-		c.AuthSecret = randomHex(32)
-		if !c.Embedded() {
+		if devSecret {
+			// Kept in the data dir: JWTs and sessions survive a restart,
+			// and `waitroom token` finds it.
+			if c.AuthSecret, err = DevSecret(c.DataDir); err != nil {
+				return fmt.Errorf("--data-dir: the dev auth secret: %w", err)
+			}
+		} else {
+			c.AuthSecret = randomHex(32)
 			m.Logger.Warn("no --auth-secret: using a random one; session cookies and JWTs will not work across instances or restarts")
 		}
 	}
@@ -214,13 +234,39 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
 		}
 	case c.Embedded():
-		fmt.Fprintf(m.Stdout, "waitroom is serving the line in process (no Redis) with SQLite in %s\n", c.DataDir)
-		fmt.Fprintf(m.Stdout, "  page:        http://%s/\n", m.Addr())
-		fmt.Fprintf(m.Stdout, "  admin token: %s\n", c.AdminToken)
-		fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
+		m.banner(c, qcfg, devSecret)
 	}
 	m.Config = c
 	return nil
+}
+
+// banner tells the embedded default's user where everything is, and hands
+// them a user JWT to try the API with.
+func (m *Main) banner(c Config, qcfg queue.Config, devSecret bool) {
+	command := m.Command
+	if command == "" {
+		command = "waitroom"
+	}
+	where := "SQLite in " + c.DataDir
+	if c.DatabaseURL != "" {
+		where = "PostgreSQL"
+	}
+	w := m.Stdout
+	fmt.Fprintf(w, "waitroom is serving the line in process (no Redis) with %s\n", where)
+	fmt.Fprintf(w, "  page:        http://%s/\n", m.Addr())
+	fmt.Fprintf(w, "  admin:       http://%s/admin\n", m.Addr())
+	fmt.Fprintf(w, "  admin token: %s\n", c.AdminToken)
+	fmt.Fprintf(w, "  admission:   %s\n", qcfg.RateDerivation)
+	token, why := command+" token --user alice", "given the same --auth-secret"
+	if devSecret {
+		why = "signed with the secret kept in " + filepath.Join(c.DataDir, DevSecretFile)
+		if c.DataDir != DefaultDataDir {
+			token += " --data-dir " + c.DataDir
+		}
+	}
+	fmt.Fprintf(w, "  a user JWT:  %s   (%s)\n", token, why)
+	fmt.Fprintf(w, "  try it:      curl -X POST %s/api/v1/queues/default/entries -H 'Authorization: Bearer %s'\n",
+		m.Addr(), SignUserJWT(c.AuthSecret, "alice", 24*time.Hour))
 }
 
 // openOrders opens the order database (PostgreSQL, or SQLite in the data

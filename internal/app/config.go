@@ -70,6 +70,9 @@ type Config struct {
 	EntrySigningKey string
 }
 
+// DefaultDataDir is --data-dir's default.
+const DefaultDataDir = "./waitroom-data"
+
 // Flags registers every setting on fs, with its default and help text.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
@@ -77,7 +80,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisMode, "redis-mode", RedisSingle, "how --redis-url is read: single (one server), cluster (Redis Cluster; seed nodes as host plus addr= parameters) or sentinel (sentinels as host plus addr= parameters, master_name= the primary)")
 	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", "./waitroom-data", "directory of the SQLite file")
+	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "directory of the SQLite file (and, on the embedded default without --auth-secret, of the dev secret it keeps)")
 	fs.StringVar(&c.AuthSecret, "auth-secret", "", "HS256 secret for user JWTs and session cookies; empty: random per start (set it when running several instances)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
 	fs.Float64Var(&c.Rate, "rate", 0, "admitted users per second for the default and new queues; 0 derives it from --db-pool-size × --order-pool-share × 1s/--order-latency")

@@ -65,6 +65,16 @@ func (in shop) putProduct(id, queue string, stock int64) {
 	}
 }
 
+// buy lets user into queue and buys one of product: 201.
+func (in shop) buy(queue, product, user string) {
+	in.t.Helper()
+	token := in.admit(queue, user)[user]
+	r := in.do("POST", "/api/v1/orders", in.as(user), map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", token)
+	if r.status != http.StatusCreated {
+		in.t.Fatalf("%s buying %s: %d %s", user, product, r.status, r.raw)
+	}
+}
+
 // stock reads a product's stock through the public API.
 func (in shop) stock(id string) int64 {
 	in.t.Helper()

@@ -178,6 +178,12 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
 // TestCloseLeaksNothing: after Close every goroutine the program started
 // (HTTP server, admission loops, Redis and database pools) is gone.
 // Not parallel, so the goroutines of paused parallel tests stay put.

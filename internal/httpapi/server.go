@@ -89,7 +89,9 @@ func New(o Options) *Server {
 	if o.Orders != nil { // gateway mode has no order API of its own
 		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
 		m.HandleFunc("GET /api/v1/products/{id}", s.product)
+		m.HandleFunc("GET /admin/v1/products", s.admin(s.listProducts))
 		m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
+		m.HandleFunc("POST /admin/v1/products/{id}/restock", s.admin(s.restockProduct))
 	}
 
 	m.HandleFunc("GET /admin/v1/queues", s.admin(s.listQueues))

@@ -15,6 +15,9 @@ import (
 // than as a reason to lock a row.
 const MaxQuantity = 100
 
+// MaxStock bounds a product's stock, whether set or reached by restocking.
+const MaxStock = 1_000_000_000
+
 // Product is something for sale. Queue names the line that protects it; an
 // empty Queue means the default line.
 type Product struct {
@@ -22,6 +25,13 @@ type Product struct {
 	Name  string `json:"name"`
 	Stock int64  `json:"stock"`
 	Queue string `json:"queue"`
+}
+
+// ProductStats is a product with how many orders bought it: a line of the
+// operators' product list.
+type ProductStats struct {
+	Product
+	Orders int64 `json:"orders"`
 }
 
 // Order is a successful purchase.
@@ -76,12 +86,20 @@ var (
 )
 
 // Store keeps products and orders. Implementations: PostgreSQL (pgx) and
-// SQLite (the embedded default); both pass the same suite in store/storetest.
+// SQLite (the embedded default); both pass the same suite in order/storetest.
 type Store interface {
 	// PutProduct creates the product or replaces its name, stock and queue.
 	PutProduct(ctx context.Context, p Product) (Product, error)
 	// Product returns ErrProductNotFound for an unknown id.
 	Product(ctx context.Context, id string) (Product, error)
+	// Products lists at most limit products whose id sorts after `after`
+	// ("" lists from the first), in id order, each with its order count.
+	Products(ctx context.Context, after string, limit int) ([]ProductStats, error)
+	// Restock adds add (≥ 1) to the product's stock in one statement, so
+	// orders taken meanwhile are never overwritten (as a read-then-PutProduct
+	// would). Unknown product → ErrProductNotFound; a stock that would pass
+	// MaxStock → ErrInvalidOrder, nothing changed.
+	Restock(ctx context.Context, id string, add int64) (Product, error)
 	// CreateOrder runs one transaction: hold the connection for work (the
 	// order API's own database time, as pg_sleep would; spent before the
 	// product row is locked, so buyers of one product do not queue behind

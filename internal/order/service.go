@@ -162,8 +162,8 @@ func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
 		return Product{}, fmt.Errorf("%w: product id must be 1-128 printable characters", ErrInvalidOrder)
 	case !isText(p.Name, 1, 200):
 		return Product{}, fmt.Errorf("%w: name must be 1-200 printable characters", ErrInvalidOrder)
-	case p.Stock < 0 || p.Stock > 1_000_000_000:
-		return Product{}, fmt.Errorf("%w: stock must be 0..1000000000", ErrInvalidOrder)
+	case p.Stock < 0 || p.Stock > MaxStock:
+		return Product{}, fmt.Errorf("%w: stock must be 0..%d", ErrInvalidOrder, MaxStock)
 	}
 	if p.Queue != "" {
 		if err := queue.ValidateQueueName(p.Queue); err != nil {
@@ -171,6 +171,41 @@ func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
 		}
 	}
 	return s.store.PutProduct(ctx, p)
+}
+
+// MaxProductsPage bounds one page of Products.
+const MaxProductsPage = 1000
+
+// Products returns a page of at most limit products (1..MaxProductsPage)
+// whose id sorts after `after`, each with its order count, and whether more
+// follow.
+func (s *Service) Products(ctx context.Context, after string, limit int) (page []ProductStats, more bool, err error) {
+	switch {
+	case limit < 1 || limit > MaxProductsPage:
+		return nil, false, fmt.Errorf("%w: limit must be 1..%d", ErrInvalidOrder, MaxProductsPage)
+	case after != "" && !ValidProductID(after):
+		return nil, false, fmt.Errorf("%w: after must be 1-128 printable characters", ErrInvalidOrder)
+	}
+	// One more than asked tells whether another page follows.
+	page, err = s.store.Products(ctx, after, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page) > limit {
+		return page[:limit], true, nil
+	}
+	return page, false, nil
+}
+
+// Restock adds add units (1..MaxStock) to a product's stock.
+func (s *Service) Restock(ctx context.Context, id string, add int64) (Product, error) {
+	switch {
+	case !ValidProductID(id):
+		return Product{}, ErrProductNotFound
+	case add < 1 || add > MaxStock:
+		return Product{}, fmt.Errorf("%w: quantity must be 1..%d", ErrInvalidOrder, MaxStock)
+	}
+	return s.store.Restock(ctx, id, add)
 }
 
 // FakePayment is the built-in payment step: it always succeeds unless

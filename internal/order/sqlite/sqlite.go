@@ -129,6 +129,54 @@ func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
 	return p, nil
 }
 
+// Products implements order.Store.Products. The order count is read through
+// the orders_product_id index, one product at a time.
+func (s *Store) Products(ctx context.Context, after string, limit int) ([]order.ProductStats, error) {
+	rows, err := s.read.QueryContext(ctx, `
+		SELECT p.id, p.name, p.stock, p.queue,
+		       (SELECT COUNT(*) FROM orders o WHERE o.product_id = p.id)
+		FROM products p WHERE p.id > ?1 ORDER BY p.id LIMIT ?2`, after, limit)
+	if err != nil {
+		return nil, s.wrapErr(ctx, "products", err)
+	}
+	defer rows.Close()
+	var out []order.ProductStats
+	for rows.Next() {
+		var p order.ProductStats
+		if err := rows.Scan(&p.ID, &p.Name, &p.Stock, &p.Queue, &p.Orders); err != nil {
+			return nil, s.wrapErr(ctx, "products", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrapErr(ctx, "products", err)
+	}
+	return out, nil
+}
+
+// Restock implements order.Store.Restock.
+func (s *Store) Restock(ctx context.Context, id string, add int64) (order.Product, error) {
+	if add < 1 {
+		return order.Product{}, fmt.Errorf("%w: restock by at least 1, got %d", order.ErrInvalidOrder, add)
+	}
+	var got order.Product
+	err := s.write.QueryRowContext(ctx, `
+		UPDATE products SET stock = stock + ?2 WHERE id = ?1 AND stock + ?2 <= ?3
+		RETURNING id, name, stock, queue`,
+		id, add, order.MaxStock,
+	).Scan(&got.ID, &got.Name, &got.Stock, &got.Queue)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.Product(ctx, id); err != nil {
+			return order.Product{}, err
+		}
+		return order.Product{}, fmt.Errorf("%w: the stock would pass %d", order.ErrInvalidOrder, order.MaxStock)
+	}
+	if err != nil {
+		return order.Product{}, s.wrapErr(ctx, "restock", err)
+	}
+	return got, nil
+}
+
 // CreateOrder implements order.Store.CreateOrder.
 //
 // The whole call holds the single write connection, work included: SQLite
