@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -76,16 +75,12 @@ func TestMetricsAddUp(t *testing.T) {
 			for _, u := range users[:25] {
 				tokens[u] = in.waitReady(q, u)
 			}
-			var wg sync.WaitGroup
+			var buys []apiCall
 			for _, u := range users[:10] { // 10 try to buy 5: 5 created, 5 out of stock
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					in.do("POST", "/api/v1/orders", in.as(u), map[string]any{"productId": "metrics-tee", "quantity": 1},
-						"X-Entry-Token", tokens[u])
-				}()
+				buys = append(buys, apiCall{method: "POST", path: "/api/v1/orders", auth: in.as(u),
+					body: map[string]any{"productId": "metrics-tee", "quantity": 1}, headers: []string{"X-Entry-Token", tokens[u]}})
 			}
-			wg.Wait()
+			in.fireAll(buys)
 			for _, u := range users[10:13] { // 3 give their token back
 				in.do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.as(u), nil)
 			}

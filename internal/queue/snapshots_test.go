@@ -193,13 +193,21 @@ func TestHistoryKeepsTheRecentSamples(t *testing.T) {
 	h := queue.NewHistory(svc, 10*time.Millisecond, 100*time.Millisecond)
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
-	time.Sleep(300 * time.Millisecond)
+	// Samples come when the machine lets the sampler run: wait for three of
+	// each, and past the window, rather than a fixed time.
+	began := time.Now()
+	for deadline := began.Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		pa, pb := h.Points("a"), h.Points("b")
+		if len(pa) >= 3 && len(pb) >= 3 && time.Since(began) > 200*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("points after 20 s: a %d, b %d", len(pa), len(pb))
+		}
+	}
 	cancel()
 	<-done
 	pa, pb := h.Points("a"), h.Points("b")
-	if len(pa) < 3 || len(pb) < 3 {
-		t.Fatalf("points: a %d, b %d", len(pa), len(pb))
-	}
 	if last := pa[len(pa)-1]; last.Length != 7 || pb[len(pb)-1].Length != 0 {
 		t.Errorf("last samples: a %+v, b %+v", last, pb[len(pb)-1])
 	}
