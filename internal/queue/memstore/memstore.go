@@ -233,6 +233,11 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	if due.IsZero() {
 		due = now
 	}
+	// As admit.lua: a due time more than one interval away means the clock
+	// went back; wait one interval from now, not until then.
+	if limit := now.Add(q.cfg.Interval); due.After(limit) {
+		due, q.next = limit, limit
+	}
 	if now.Before(due) {
 		return queue.Admission{NextIn: due.Sub(now)}, nil
 	}

@@ -100,6 +100,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"LiveTokenCapHoldsAdmissionBack", testLiveTokenCap},
 		{"PausedAdmitsNobody", testPaused},
 		{"ShorterIntervalAppliesAtOnce", testShorterInterval},
+		{"ClockSteppedBackDelaysOneIntervalAtMost", testClockStepBack},
 		{"ReadyUserEnteringStaysReady", testReadyStaysReady},
 		{"TokensExpireAtTTL", testTokenExpiry},
 		{"TokenUseRules", testTokenUse},
@@ -874,6 +875,38 @@ func testStatsAddUp(t *testing.T, s queue.Store, clock Clock) {
 	st, _ := s.Stats(ctx, q)
 	if st.ExpiredTotal == 0 || st.ConsumedTotal == 0 || st.LeftTotal == 0 || st.AdmittedTotal == 0 {
 		t.Fatalf("the run did not exercise every path: %+v", st)
+	}
+}
+
+// testClockStepBack: right after a tick the store's clock jumps back an
+// hour (an NTP step, a restored VM). The next tick is then due within one
+// interval by the new clock, not an hour later, and ticks follow one
+// interval apart as before.
+func testClockStepBack(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := queue.DefaultConfig() // 10 per 100 ms
+	q := newQueue(t, s, c)
+	for i := range 30 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != c.BatchSize {
+		t.Fatalf("first tick admitted %v", got)
+	}
+	clock.Step(t, q, -time.Hour)
+	a, err := s.Admit(ctx, q, queue.NewTokens(c.BatchSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Ticked || a.NextIn <= 0 || a.NextIn > c.Interval {
+		t.Fatalf("after the clock went back an hour: %+v, want not due, next within %v", a, c.Interval)
+	}
+	clock.Sleep(a.NextIn)
+	a, err = s.Admit(ctx, q, queue.NewTokens(c.BatchSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Ticked || len(a.Admitted) != c.BatchSize || a.Admitted[0] != "u10" || a.NextIn > c.Interval {
+		t.Fatalf("one interval after the step: %+v, want u10.. admitted and the next tick within %v", a, c.Interval)
 	}
 }
 

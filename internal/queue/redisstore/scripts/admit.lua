@@ -6,8 +6,10 @@
 -- no leader is needed. A tick claimed late is made up: the next one stays
 -- due one interval after the late one's due time. A backlog of more than one
 -- tick is dropped (next re-anchors to now), so a stalled instance releases at
--- most two batches back to back, never a burst. The popped users get their
--- tokens in the same script: nobody is ever popped without a token.
+-- most two batches back to back, never a burst. A due time more than one
+-- interval ahead of TIME (the clock went back) is pulled in to one interval.
+-- The popped users get their tokens in the same script: nobody is ever
+-- popped without a token.
 --
 -- KEYS[1] line   ZSET user → ticket
 -- KEYS[2] cfg    HASH queue config
@@ -30,6 +32,13 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count')
 local due = tonumber(adm[1]) or now
+-- A due time more than one interval ahead means Redis's clock went back (an
+-- NTP step, a restored VM) since it was written: wait one interval from now,
+-- not until then. Kept, or the limit would move on with the clock forever.
+if due > now + interval then
+  due = now + interval
+  redis.call('HSET', KEYS[3], 'next', due)
+end
 if now < due then
   return {0, due - now}
 end
