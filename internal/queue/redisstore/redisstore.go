@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,10 +71,17 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
-// unavailable marks an error of Redis itself, so callers answer 503.
+// unavailable marks an error of Redis itself, so callers answer 503. A
+// script that refused to act on data it cannot read (DAMAGED: a config
+// missing a field) is no outage and no reason to retry: that error stays
+// unexpected (500, logged), and the script wrote nothing.
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "DAMAGED ") {
+		return fmt.Errorf("redis data damaged: %w", err)
 	}
 	return fmt.Errorf("%w: %w", queue.ErrUnavailable, err)
 }

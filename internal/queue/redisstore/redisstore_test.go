@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -272,4 +274,87 @@ func (r *admitRecorder) sorted() []admitCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.SortedFunc(slices.Values(r.calls), func(a, b admitCall) int { return a.sent.Compare(b.sent) })
+}
+
+// TestDamagedConfigWritesNothing: a queue whose config hash lacks a field (a
+// hand edit, a half-written restore) makes every script that needs it
+// refuse before its first write, as an error that is not an outage: nobody
+// is popped without a token, nobody joins, no expired token is forgotten.
+// Redis does not roll a script back, so checking first is the only way.
+func TestDamagedConfigWritesNothing(t *testing.T) {
+	needs := map[string][]string{ // store call → the config fields its script reads
+		"Enter":    {"rate", "batch", "capacity"},
+		"Status":   {"rate", "batch"},
+		"Snapshot": {"rate", "batch"},
+		"Admit":    {"rate", "batch", "interval_ms", "ttl_ms"},
+	}
+	for _, field := range []string{"rate", "batch", "interval_ms", "ttl_ms", "capacity"} {
+		t.Run(field, func(t *testing.T) {
+			ctx := context.Background()
+			rdb, prefix := mustOpenRedis(t)
+			s := redisstore.New(rdb, prefix)
+			c := queue.DefaultConfig()
+			if err := s.PutConfig(ctx, "q", c); err != nil {
+				t.Fatal(err)
+			}
+			// "old" holds a token that has expired (entering again forgets
+			// it first); three more wait.
+			for _, u := range []string{"old", "a", "b", "c"} {
+				if _, err := s.Enter(ctx, "q", u); err != nil {
+					t.Fatal(err)
+				}
+				if u == "old" {
+					if a, err := s.Admit(ctx, "q", queue.NewTokens(1)); err != nil || len(a.Admitted) != 1 {
+						t.Fatalf("admitting old: %+v, %v", a, err)
+					}
+					wallClock(rdb, prefix).ShiftStored(t, "q", -c.TokenTTL-time.Second)
+				}
+			}
+			// Past the due tick too, so Admit would pop if it went on.
+			wallClock(rdb, prefix).ShiftStored(t, "q", -time.Second)
+			k := redisstore.KeysOf(prefix, "q")
+			if err := rdb.HDel(ctx, k.Cfg, field).Err(); err != nil {
+				t.Fatal(err)
+			}
+			calls := []struct {
+				name string
+				call func() error
+			}{
+				{"Enter", func() error { _, err := s.Enter(ctx, "q", "old"); return err }},
+				{"Status", func() error { _, err := s.Status(ctx, "q", "a"); return err }},
+				{"Snapshot", func() error { _, err := s.Snapshot(ctx, "q"); return err }},
+				{"Admit", func() error { _, err := s.Admit(ctx, "q", queue.NewTokens(c.BatchSize)); return err }},
+			}
+			for _, c := range calls {
+				if !slices.Contains(needs[c.name], field) {
+					continue // it may work, and write
+				}
+				before := dumpKeys(t, rdb, k)
+				if err := c.call(); err == nil || errors.Is(err, queue.ErrUnavailable) {
+					t.Errorf("%s without %s: %v, want an error that is not an outage", c.name, field, err)
+				}
+				if diff := cmp.Diff(before, dumpKeys(t, rdb, k)); diff != "" {
+					t.Errorf("%s without %s wrote (-before +after):\n%s", c.name, field, diff)
+				}
+			}
+			if _, err := s.Config(ctx, "q"); err == nil {
+				t.Errorf("Config without %s: no error", field)
+			}
+		})
+	}
+}
+
+// dumpKeys serialises every key of a queue (DUMP), to tell whether
+// anything was written.
+func dumpKeys(t *testing.T, rdb *redis.Client, k redisstore.Keys) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, key := range []string{k.Line, k.Seq, k.Cfg, k.Adm, k.Tokens, k.Texp, k.Inflight, k.Owners, k.Left} {
+		v, err := rdb.Dump(context.Background(), key).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		out[key] = v
+	}
+	return out
 }

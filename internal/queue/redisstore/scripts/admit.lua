@@ -18,7 +18,8 @@
 -- KEYS[5] texp   ZSET user → token expiry (ms)
 -- KEYS[6] left   ZSET tickets of users who left the line (see leave.lua)
 -- ARGV[1..n] fresh tokens, one per user this tick may admit
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {0, nextInMs} the tick is not due yet
 --        {1, nextInMs, user1, ..., userN} claimed the tick and admitted these
 --        (none when the queue is paused or nobody waits)
@@ -27,6 +28,13 @@ if not cfg[1] then
   return {-1}
 end
 local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
+-- Everything read is checked before the first write: Redis does not roll a
+-- script back, and a damaged config failing after ZPOPMIN would leave users
+-- popped without tokens.
+if not (rate and interval and batch and ttl) or interval < 1 or batch < 1 or ttl < 1
+    or (cfg[6] and not tonumber(cfg[6])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': rate, interval_ms, batch, ttl_ms or max_active missing or not a number')
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

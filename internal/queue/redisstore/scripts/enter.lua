@@ -10,13 +10,18 @@
 -- KEYS[5] texp   ZSET user → token expiry (ms, Redis TIME)
 -- KEYS[6] adm    HASH counters
 -- ARGV[1] user id
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {-2, length} line full
 --        {1, position, length, rate, batch, paused, ticket} waiting
 --        {2, token, expiresAtMs, rate, batch, paused} ready
 local cfg = redis.call('HMGET', KEYS[3], 'rate', 'batch', 'capacity', 'paused')
 if not cfg[1] then
   return {-1}
+end
+-- Checked before the first write (Redis does not roll a script back).
+if not (tonumber(cfg[1]) and tonumber(cfg[2]) and tonumber(cfg[3])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': rate, batch or capacity missing or not a number')
 end
 local user = ARGV[1]
 

@@ -8,8 +8,16 @@
 -- ARGV    field, value pairs: rate, batch, interval_ms, capacity, ttl_ms,
 --         max_active, paused, derivation
 -- Reply: 1
+-- The interval is read from the arguments and checked before the first
+-- write (Redis does not roll a script back).
+local interval
+for i = 1, #ARGV - 1, 2 do
+  if ARGV[i] == 'interval_ms' then interval = tonumber(ARGV[i + 1]) end
+end
+if not interval or #ARGV % 2 ~= 0 then
+  return redis.error_reply('DAMAGED put_config arguments: field, value pairs with interval_ms expected')
+end
 redis.call('HSET', KEYS[1], unpack(ARGV))
-local interval = tonumber(redis.call('HGET', KEYS[1], 'interval_ms'))
 local next = tonumber(redis.call('HGET', KEYS[2], 'next'))
 if next then
   local t = redis.call('TIME')

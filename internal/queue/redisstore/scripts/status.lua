@@ -6,13 +6,17 @@
 -- KEYS[3] tokens HASH user → entry token
 -- KEYS[4] texp   ZSET user → token expiry (ms, Redis TIME)
 -- ARGV[1] user id
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED when the config
+--        lacks a field this script needs
 --        {0, rate, batch, paused} not in queue
 --        {1, position, length, rate, batch, paused, ticket} waiting
 --        {2, token, expiresAtMs, rate, batch, paused} ready
 local cfg = redis.call('HMGET', KEYS[2], 'rate', 'batch', 'paused')
 if not cfg[1] then
   return {-1}
+end
+if not (tonumber(cfg[1]) and tonumber(cfg[2])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': rate or batch missing or not a number')
 end
 local user = ARGV[1]
 
