@@ -49,6 +49,8 @@ type Main struct {
 	API    *httpapi.Server
 
 	redis      redis.UniversalClient
+	readyStore queue.Store    // readiness reads, never queued behind the auto-pipeline
+	eviction   *evictionCheck // nil on the embedded line
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
@@ -117,9 +119,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return fmt.Errorf("redis auto-pipeline: %w", err)
 		}
 		qstore = redisstore.New(ap, c.KeyPrefix)
+		m.readyStore = redisstore.New(m.redis, c.KeyPrefix)
+		m.eviction = &evictionCheck{rdb: m.redis}
+		if problem := m.eviction.Problem(ctx); problem != "" {
+			if c.RedisStrictEviction {
+				return fmt.Errorf("--redis-strict-eviction: %s", problem)
+			}
+			m.Logger.Error(problem + " (refused with --redis-strict-eviction)")
+		}
 	}
 	m.Queue = queue.NewService(qstore, c.StatusSnapshotAge)
-	if err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
+	if m.readyStore == nil {
+		m.readyStore = qstore
+	}
+	if _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
 		return fmt.Errorf("creating the default queue: %w", err)
 	}
 
@@ -148,6 +161,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Identity:       httpapi.NewIdentity([]byte(c.AuthSecret)),
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
+		ReadyWarnings:  m.readyWarnings,
 		Logger:         m.Logger,
 		NewQueueConfig: qcfg,
 		SecureCookies:  c.SecureCookies,
@@ -183,6 +197,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	admitter := queue.NewAdmitter(qstore, m.Logger)
 	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
+	// Redis that lost its data (a restart without AOF, FLUSHALL, a failover
+	// to an empty replica) lost the default queue too: every request would
+	// answer 404 until someone created it again.
+	admitter.EnsureQueues = func(ctx context.Context) {
+		if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); created && err == nil {
+			m.Logger.Error("the default queue was missing from the store (did Redis lose its data?): created again with the configured defaults; " +
+				"everyone who was in line must enter again")
+		}
+	}
 	m.loopsDone.Add(2)
 	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
@@ -219,11 +242,37 @@ func (m *Main) Addr() string {
 // Done is closed when the server stops serving, by Close or by itself.
 func (m *Main) Done() <-chan struct{} { return m.serveDone }
 
+// ready is /readyz: the store and the database answer, the default queue
+// exists (else requests would answer 404 until the admission loop creates
+// it again), and under --redis-strict-eviction Redis cannot evict our keys.
 func (m *Main) ready(ctx context.Context) error {
-	if err := m.Queue.Store().Ping(ctx); err != nil {
+	if err := m.readyStore.Ping(ctx); err != nil {
 		return err
 	}
+	switch _, err := m.readyStore.Config(ctx, queue.DefaultQueue); {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return fmt.Errorf("%w: the default queue is missing from the store (did Redis lose its data?); "+
+			"the admission loop creates it again within a second", httpapi.ErrNotReady)
+	case err != nil:
+		return err
+	}
+	if m.eviction != nil && m.Config.RedisStrictEviction {
+		if problem := m.eviction.Problem(ctx); problem != "" {
+			return fmt.Errorf("%w: --redis-strict-eviction: %s", httpapi.ErrNotReady, problem)
+		}
+	}
 	return m.orderStore.Ping(ctx)
+}
+
+// readyWarnings is what /readyz reports without failing.
+func (m *Main) readyWarnings(ctx context.Context) []string {
+	if m.eviction == nil || m.Config.RedisStrictEviction {
+		return nil
+	}
+	if problem := m.eviction.Problem(ctx); problem != "" {
+		return []string{problem}
+	}
+	return nil
 }
 
 // Close shuts down in order: stop admitting (nobody gets a token a draining

@@ -16,14 +16,18 @@ import (
 // Config is every setting of `waitroom serve`. Each has a flag and a
 // WAITROOM_* environment twin (flag wins); defaults are in Flags.
 type Config struct {
-	Addr        string
-	RedisURL    string // empty: the in-process store
-	RedisMode   string // single, cluster or sentinel
-	KeyPrefix   string
-	DatabaseURL string // empty: SQLite in DataDir
-	DataDir     string
-	AuthSecret  string // empty: random per start
-	AdminToken  string // empty: random on the embedded default, else admin disabled
+	Addr      string
+	RedisURL  string // empty: the in-process store
+	RedisMode string // single, cluster or sentinel
+	KeyPrefix string
+	// RedisStrictEviction refuses a Redis whose maxmemory-policy may evict
+	// waitroom's keys, or cannot be read (at start and in /readyz); without
+	// it, such a Redis is reported loudly and used.
+	RedisStrictEviction bool
+	DatabaseURL         string // empty: SQLite in DataDir
+	DataDir             string
+	AuthSecret          string // empty: random per start
+	AdminToken          string // empty: random on the embedded default, else admin disabled
 
 	Rate     float64 // 0: derived from the pool settings below
 	Batch    int
@@ -61,6 +65,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL (redis://host:port/db); empty runs the line in process (one instance only)")
 	fs.StringVar(&c.RedisMode, "redis-mode", RedisSingle, "how --redis-url is read: single (one server), cluster (Redis Cluster; seed nodes as host plus addr= parameters) or sentinel (sentinels as host plus addr= parameters, master_name= the primary)")
 	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
+	fs.BoolVar(&c.RedisStrictEviction, "redis-strict-eviction", false, "refuse to start, and fail /readyz, when Redis's maxmemory-policy may evict waitroom's keys (allkeys-*) or cannot be read; without it that is logged and shown in /readyz")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", "./waitroom-data", "directory of the SQLite file")
 	fs.StringVar(&c.AuthSecret, "auth-secret", "", "HS256 secret for user JWTs and session cookies; empty: random per start (set it when running several instances)")

@@ -78,6 +78,19 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 	return &instance{t: t, m: m, base: "http://" + m.Addr(), secret: cfg.AuthSecret, admin: cfg.AdminToken, prefix: cfg.KeyPrefix}
 }
 
+// bootOnPrivateRedis starts a redis-server of the test's own (with extra
+// config directives) and boots the program on it, for tests that take
+// Redis away or change it under the program.
+func bootOnPrivateRedis(t *testing.T, redisArgs ...string) (*instance, *testenv.RedisServer) {
+	t.Helper()
+	srv := testenv.StartRedis(t, redisArgs...)
+	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
+		c.RedisURL = srv.URL()
+		c.KeyPrefix = "wr:"
+	})
+	return in, srv
+}
+
 // jwt returns a valid bearer token for user.
 func (in *instance) jwt(user string) string {
 	return httpapi.NewIdentity([]byte(in.secret)).SignJWT(user, time.Hour)

@@ -25,6 +25,9 @@ var (
 	errTooLarge   = errors.New("request body too large")
 	errMethod     = errors.New("method not allowed")
 	errDraining   = errors.New("server is shutting down")
+	// ErrNotReady: the dependencies answer, but the instance should get no
+	// traffic yet (/readyz says why).
+	ErrNotReady = errors.New("not ready")
 )
 
 // errorRow is how one kind of error is answered.
@@ -66,6 +69,7 @@ var errorTable = []struct {
 	{errAdminAuth, errorRow{http.StatusUnauthorized, "admin_unauthorized", 0}},
 	{errAdminOff, errorRow{http.StatusForbidden, "admin_disabled", 0}},
 	{errDraining, errorRow{http.StatusServiceUnavailable, "draining", 2}},
+	{ErrNotReady, errorRow{http.StatusServiceUnavailable, "not_ready", 5}},
 }
 
 // errWith adds detail to a sentinel, keeping errors.Is working.
@@ -91,7 +95,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.logger.ErrorContext(r.Context(), "unexpected error", "method", r.Method, "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "internal error"
-	} else if row.status >= 500 && !errors.Is(err, errDraining) {
+	} else if row.status >= 500 && !errors.Is(err, errDraining) && !errors.Is(err, ErrNotReady) {
+		// (Draining and not-ready are this instance's own news, said in full.)
 		s.logger.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"

@@ -38,8 +38,13 @@ type Options struct {
 	Identity *Identity
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
-	// Ready reports whether the dependencies answer (for /readyz).
+	// Ready reports whether the dependencies answer (for /readyz); an
+	// error wrapping ErrNotReady says why the instance should get no
+	// traffic although they do.
 	Ready func(ctx context.Context) error
+	// ReadyWarnings, if set, lists what /readyz reports without failing
+	// (a Redis that may evict waitroom's keys).
+	ReadyWarnings func(ctx context.Context) []string
 	// Page serves GET / and /q/{queue} (after the session cookie is set),
 	// and also GET /static/… and /admin, the files and the admin page that
 	// come with it; nil answers 404 (an API-only server).
@@ -326,13 +331,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errDraining)
 		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
 	if s.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
 		if err := s.Ready(ctx); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]any{"status": "ready"}
+	if s.ReadyWarnings != nil {
+		if warn := s.ReadyWarnings(ctx); len(warn) > 0 {
+			body["warnings"] = warn
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
 }

@@ -38,6 +38,10 @@ type Admitter struct {
 	// (default true). Off only to reproduce the unjittered schedule in the
 	// herd benchmark (bench/, --admission-jitter=false).
 	Jitter bool
+	// EnsureQueues, if set, runs at every discovery before the queues are
+	// listed, to create again the queues that must exist (the default
+	// queue, after Redis lost its data).
+	EnsureQueues func(ctx context.Context)
 }
 
 // NewAdmitter returns an Admitter over store.
@@ -89,6 +93,9 @@ func (l *queueLoop) setConfig(cfg Config) {
 }
 
 func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg *sync.WaitGroup) {
+	if a.EnsureQueues != nil {
+		a.EnsureQueues(ctx)
+	}
 	names, err := a.store.Queues(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

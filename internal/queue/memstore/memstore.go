@@ -24,6 +24,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	queues map[string]*state
+	epoch  int64 // the last queue's epoch: each new queue gets a later one
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -55,6 +56,7 @@ type issuedToken struct {
 type state struct {
 	mu       sync.Mutex
 	cfg      queue.Config
+	epoch    int64 // see queue.Snapshot.Epoch
 	line     *line
 	seq      int64
 	tokens   map[string]token
@@ -90,7 +92,10 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	s.mu.Lock()
 	q, ok := s.queues[name]
 	if !ok {
-		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{}}
+		// As put_config.lua, an epoch from the clock (µs), and never one
+		// given before.
+		s.epoch = max(s.epoch+1, s.now().UnixMicro())
+		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{}, epoch: s.epoch}
 		s.queues[name] = q
 	}
 	s.mu.Unlock()
@@ -148,7 +153,7 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 	q.seq++
 	q.line.push(user, q.seq)
 	n := q.line.len()
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Config: q.cfg}, nil
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Epoch: q.epoch, Config: q.cfg}, nil
 }
 
 // Status implements queue.Store.
@@ -162,17 +167,17 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 	if e, ok := q.standing(user, s.now()); ok {
 		return e, nil
 	}
-	return queue.Entry{State: queue.NotInQueue, Config: q.cfg}, nil
+	return queue.Entry{State: queue.NotInQueue, Epoch: q.epoch, Config: q.cfg}, nil
 }
 
 // standing is the user's place in line or valid token; the caller holds q.mu.
 func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Config: q.cfg}, true
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Epoch: q.epoch, Config: q.cfg}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
-		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Config: q.cfg}, true
+		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Epoch: q.epoch, Config: q.cfg}, true
 	}
 	return queue.Entry{}, false
 }
@@ -208,7 +213,7 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Config: q.cfg, Complete: true}
+	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Epoch: q.epoch, Config: q.cfg, Complete: true}
 	if sn.Head > 0 {
 		from, _ := slices.BinarySearch(q.leftTickets, sn.Head)
 		left := q.leftTickets[from:]

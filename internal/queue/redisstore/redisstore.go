@@ -184,13 +184,13 @@ func parseEntry(r []any) (queue.Entry, error) {
 	case 0:
 		e.State, cfgAt = queue.NotInQueue, 1
 	case 1:
-		e.State, e.Position, e.Length, e.Ticket, cfgAt = queue.Waiting, p.int(1), p.int(2), p.int(6), 3
+		e.State, e.Position, e.Length, e.Ticket, cfgAt = queue.Waiting, p.int(1), p.int(2), p.int(7), 3
 	case 2:
 		e.State, e.Token, e.ExpiresAt, cfgAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC(), 3
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	e.Config = p.config(cfgAt)
+	e.Config, e.Epoch = p.config(cfgAt), p.int(cfgAt+3)
 	return e, p.err
 }
 
@@ -205,8 +205,8 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	if p.int(0) == -1 {
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
-	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Config: p.config(4)}
-	for i := 7; i < len(r); i++ {
+	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Config: p.config(4), Epoch: p.int(7)}
+	for i := 8; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
@@ -335,7 +335,7 @@ func (p *reply) str(i int) string {
 }
 
 // config reads the rate, batch and paused fields that status, enter and
-// snapshot replies carry from index i on.
+// snapshot replies carry from index i on (the line's epoch follows them).
 func (p *reply) config(i int) queue.Config {
 	var c queue.Config
 	rate, err := strconv.ParseFloat(p.str(i), 64)

@@ -109,6 +109,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"Stats", testStats},
 		{"StatsAddUp", testStatsAddUp},
 		{"ConfigRoundTrip", testConfigRoundTrip},
+		{"EpochNamesTheLine", testEpoch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,13 +214,17 @@ func testReEntry(t *testing.T, s queue.Store, clock Clock) {
 	for range 3 {
 		e := mustEnter(t, s, q, "b")
 		want := queue.Entry{State: queue.Waiting, Position: 2, Length: 3, Ticket: 2}
-		if diff := cmp.Diff(want, e, ignoreConfig); diff != "" {
+		if diff := cmp.Diff(want, e, ignoreConfigAndEpoch); diff != "" {
 			t.Fatalf("re-entry (-want +got):\n%s", diff)
 		}
 	}
 }
 
-var ignoreConfig = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Config" }, cmp.Ignore())
+// ignoreConfigAndEpoch leaves out what other tests check (ConfigRoundTrip,
+// EpochNamesTheLine).
+var ignoreConfigAndEpoch = cmp.FilterPath(func(p cmp.Path) bool {
+	return p.Last().String() == ".Config" || p.Last().String() == ".Epoch"
+}, cmp.Ignore())
 
 func testCapacity(t *testing.T, s queue.Store, clock Clock) {
 	c := queue.DefaultConfig()
@@ -872,9 +877,50 @@ func testStatsAddUp(t *testing.T, s queue.Store, clock Clock) {
 	}
 	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
 	check("after every token expired")
-	st, _ := s.Stats(ctx, q)
-	if st.ExpiredTotal == 0 || st.ConsumedTotal == 0 || st.LeftTotal == 0 || st.AdmittedTotal == 0 {
-		t.Fatalf("the run did not exercise every path: %+v", st)
+
+	// Which paths the random run took depends on timing on a wall clock;
+	// each way out is now taken once more, deterministically, and must
+	// move its own total by one and keep the balance.
+	mustStats := func() queue.Stats {
+		t.Helper()
+		st, err := s.Stats(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for mustStats().Length > 0 { // the random run's users out of the way
+		admitDue(t, s, clock, q, c.BatchSize)
+	}
+	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
+	for _, u := range []string{"x-left", "x-consumed", "x-returned", "x-expired"} {
+		mustEnter(t, s, q, u)
+	}
+	before := mustStats()
+	mustLeave(t, s, q, "x-left")
+	tokens := map[string]string{}
+	for len(tokens) < 3 {
+		admitDue(t, s, clock, q, c.BatchSize)
+		for _, u := range []string{"x-consumed", "x-returned", "x-expired"} {
+			if e := mustStatus(t, s, q, u); e.State == queue.Ready {
+				tokens[u] = e.Token
+			}
+		}
+	}
+	if err := s.BeginUse(ctx, q, "x-consumed", tokens["x-consumed"], "req-x", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndUse(ctx, q, "x-consumed", tokens["x-consumed"], "req-x", true); err != nil {
+		t.Fatal(err)
+	}
+	mustLeave(t, s, q, "x-returned")
+	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
+	check("after one of each")
+	after := mustStats()
+	moved := [5]int64{after.EnteredTotal - before.EnteredTotal, after.LeftTotal - before.LeftTotal,
+		after.ConsumedTotal - before.ConsumedTotal, after.ReturnedTotal - before.ReturnedTotal, after.ExpiredTotal - before.ExpiredTotal}
+	if moved != [5]int64{0, 1, 1, 1, 1} {
+		t.Fatalf("one leave, consume, give-back and expiry moved entered, left, consumed, returned, expired by %v, want [0 1 1 1 1]", moved)
 	}
 }
 
@@ -930,5 +976,42 @@ func testShorterInterval(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if !a.Ticked || len(a.Admitted) != 1 || a.Admitted[0] != "b" {
 		t.Fatalf("after shortening the interval from 1 min to 10 ms: %+v, want b admitted at once", a)
+	}
+}
+
+// testEpoch: every queue gets an epoch when it is created, other than any
+// queue created before it; every answer about the line carries it, and no
+// config change alters it (only losing the queue and creating it again
+// does; redisstore tests that on a real Redis).
+func testEpoch(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	q := newQueue(t, s, fastConfig())
+	clock.Sleep(time.Millisecond)
+	other := newQueue(t, s, fastConfig())
+	e := mustEnter(t, s, q, "a")
+	mustEnter(t, s, q, "b")
+	epoch := e.Epoch
+	if epoch == 0 {
+		t.Fatalf("enter: %+v, want an epoch", e)
+	}
+	if o := mustEnter(t, s, other, "a"); o.Epoch == epoch || o.Epoch == 0 {
+		t.Fatalf("two queues share epoch %d (or have none: %d)", epoch, o.Epoch)
+	}
+	c := fastConfig()
+	c.Paused, c.Capacity = true, 77
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	admitDue(t, s, clock, q, 10) // paused: nobody; b stays in line
+	sn, err := s.Snapshot(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []int64{mustStatus(t, s, q, "a").Epoch, mustStatus(t, s, q, "b").Epoch, mustStatus(t, s, q, "nobody").Epoch,
+		mustEnter(t, s, q, "b").Epoch, sn.Epoch}
+	for i, g := range got {
+		if g != epoch {
+			t.Errorf("answer %d after a config change carries epoch %d, want %d: %v", i, g, epoch, got)
+		}
 	}
 }
