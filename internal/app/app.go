@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -54,6 +55,8 @@ type Main struct {
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
+	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
+	metricsLn  net.Listener
 	stopLoops  context.CancelFunc
 	loopsDone  sync.WaitGroup
 	serveDone  chan struct{}
@@ -86,6 +89,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	defer func() {
 		if err != nil {
+			if m.metrics != nil {
+				m.metrics.Close()
+			}
 			m.closeStores()
 		}
 	}()
@@ -155,6 +161,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := telemetry.New(m.Registry, m.Queue)
+	metricsHandler := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+	publicMetrics := metricsHandler
+	if c.MetricsAddr != "" {
+		publicMetrics = nil // only on the private listener
+	}
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
@@ -168,11 +179,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Page:           web.Handler(),
 		OpenAPI:        waitroom.OpenAPI,
 		Metrics:        metrics,
-		MetricsHandler: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
+		MetricsHandler: publicMetrics,
 	})
 
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
 
+	if c.MetricsAddr != "" {
+		if err := m.serveMetrics(c, metricsHandler); err != nil {
+			return err
+		}
+	}
 	m.listener, err = net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
@@ -221,6 +237,39 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Config = c
 	return nil
+}
+
+// serveMetrics serves /metrics (and with --pprof the profiler) on
+// --metrics-addr, a listener of its own for a private network.
+func (m *Main) serveMetrics(c Config, metrics http.Handler) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	if c.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ln, err := net.Listen("tcp", c.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	// No write timeout: a CPU profile takes as long as it was asked to.
+	m.metricsLn = ln
+	m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)}
+	go m.metrics.Serve(ln)
+	return nil
+}
+
+// MetricsAddr is the address /metrics is served on apart from the API
+// (--metrics-addr; "" when it is served on the API's listener).
+func (m *Main) MetricsAddr() string {
+	if m.metricsLn == nil {
+		return ""
+	}
+	return m.metricsLn.Addr().String()
 }
 
 // historyKeep is how much of the admin chart's history each instance keeps
@@ -305,6 +354,10 @@ func (m *Main) close() error {
 		if err := m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+	}
+	if m.metrics != nil {
+		// Scraped to the end, then closed: nothing is in flight worth waiting for.
+		errs = append(errs, m.metrics.Close())
 	}
 	m.loopsDone.Wait()
 	errs = append(errs, m.closeStores())

@@ -52,6 +52,11 @@ type Config struct {
 	PaymentFailureRate float64
 	PaymentLatency     time.Duration
 
+	// MetricsAddr, when set, serves /metrics there (a private network)
+	// instead of on Addr; Pprof adds /debug/pprof/ to it.
+	MetricsAddr string
+	Pprof       bool
+
 	LogFormat       string
 	LogLevel        string
 	DrainDelay      time.Duration
@@ -85,6 +90,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OrderWork, "order-work", 0, "extra database time each order spends holding its connection (pg_sleep), to reproduce slow orders")
 	fs.Float64Var(&c.PaymentFailureRate, "payment-failure-rate", 0, "share of payments the built-in fake payment fails (0..1)")
 	fs.DurationVar(&c.PaymentLatency, "payment-latency", 0, "time the built-in fake payment takes")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. a private network's 10.0.0.5:9090) instead of on --addr; empty: on --addr")
+	fs.BoolVar(&c.Pprof, "pprof", false, "also serve Go's profiler (/debug/pprof/) on --metrics-addr (required with it)")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long to keep serving with /readyz failing so load balancers stop sending traffic (0 on the embedded default unless set)")
@@ -143,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.Addr == "" {
 		bad("addr", "must not be empty")
+	}
+	if c.Pprof && c.MetricsAddr == "" {
+		bad("pprof", "needs --metrics-addr: the profiler is never served on the public --addr")
 	}
 	if c.Rate < 0 {
 		bad("rate", "must be ≥ 0, got %v", c.Rate)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/telemetry"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // scrape reads /metrics into "name{labels}" → value.
@@ -147,5 +153,110 @@ func TestMetricsAddUp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScrapesAreCheapAndReadOnly: on a Redis of its own, with expired
+// tokens that no admission tick has swept yet, 100 scrapes of /metrics on
+// --metrics-addr write nothing (Redis's count of changes stands still, the
+// tokens stay unswept yet count as expired) and cost Redis one reading of
+// the queues a second, not one per scrape (INFO's command count, the
+// commands run inside scripts included). /metrics is not on the public
+// listener then; the profiler is on the private one with --pprof.
+func TestScrapesAreCheapAndReadOnly(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
+		c.RedisURL, c.KeyPrefix = srv.URL(), "wr:"
+		c.Rate, c.Interval = 0.1, time.Minute // the default queue ticks once a minute
+		c.HistoryInterval = time.Minute
+		c.MetricsAddr, c.Pprof = "127.0.0.1:0", true
+	})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+
+	// Six users admitted with 2 s tokens; then the queue, too, ticks once a
+	// minute, so no tick sweeps the tokens when they run out.
+	in.mustPutQueue("m1", map[string]any{"paused": true, "ratePerSecond": 6, "batchSize": 10, "intervalMs": 1000, "tokenTtlSeconds": 2})
+	for i := range 6 {
+		in.do("POST", entriesPath("m1"), in.as(fmt.Sprintf("m1-%d", i)), nil)
+	}
+	in.mustPatchQueue("m1", map[string]any{"paused": false})
+	waitFor(t, "six admitted", func() bool { return in.mustStats("m1").num("admittedTotal") == 6 })
+	in.mustPatchQueue("m1", map[string]any{"ratePerSecond": 0.1, "intervalMs": 60000})
+	// Keys as docs/operations.md lays them out.
+	nextTickIn := func(q string) time.Duration {
+		next, _ := rdb.HGet(ctx, "wr:{"+q+"}:adm", "next").Int64()
+		now, _ := rdb.Time(ctx).Result()
+		return time.Duration(next-now.UnixMilli()) * time.Millisecond
+	}
+	waitFor(t, "no tick due for 30 s", func() bool { return nextTickIn("m1") > 30*time.Second && nextTickIn("default") > 30*time.Second })
+	waitFor(t, "the tokens to run out", func() bool { return in.mustStats("m1").num("activeTokens") == 0 })
+	unswept := func() int64 { return rdb.ZCard(ctx, "wr:{m1}:texp").Val() }
+	if n := unswept(); n != 6 {
+		t.Fatalf("%d expired tokens left unswept, want 6 (something swept them: the test shows nothing)", n)
+	}
+
+	private := &instance{t: t, base: "http://" + in.m.MetricsAddr()}
+	info := func() (commands, changes int64) {
+		stats, _ := rdb.Info(ctx, "stats", "persistence").Result()
+		field := func(name string) int64 {
+			_, rest, _ := strings.Cut(stats, name+":")
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.SplitN(rest, "\r\n", 2)[0]), 10, 64)
+			return v
+		}
+		return field("total_commands_processed"), field("rdb_changes_since_last_save")
+	}
+	cmds0, changes0 := info()
+	m := scrape(t, private) // the first reading
+	cmds1, _ := info()
+	began := time.Now()
+	for range 99 {
+		m = scrape(t, private)
+	}
+	elapsed := time.Since(began)
+	cmds2, changes2 := info()
+
+	if changes2 != changes0 || unswept() != 6 {
+		t.Errorf("scrapes wrote to Redis: %d changes, %d tokens left unswept of 6", changes2-changes0, unswept())
+	}
+	series := func(name string) float64 { return m[name+`{queue="m1"}`] }
+	if series("waitroom_tokens_expired_total") != 6 || series("waitroom_tokens_active") != 0 || series("waitroom_admitted_total") != 6 {
+		t.Errorf("m1: expired %v active %v admitted %v, want 6, 0 and 6", series("waitroom_tokens_expired_total"),
+			series("waitroom_tokens_active"), series("waitroom_admitted_total"))
+	}
+	// One reading (less INFO itself) serves every scrape for a second; the
+	// admission loops' discovery reads the list and each config (and the
+	// default queue once more) every second meanwhile.
+	const queues = 2
+	reading := cmds1 - cmds0 - 1
+	seconds := int64(elapsed/telemetry.StatsMaxAge) + 1
+	bound := seconds * (reading + 2 + queues)
+	t.Logf("one reading of %d queues: %d Redis commands; 99 more scrapes in %v: %d commands (bound %d; read every time they would cost %d)",
+		queues, reading, elapsed.Round(time.Millisecond), cmds2-cmds1-1, bound, 99*reading)
+	if got := cmds2 - cmds1 - 1; got > bound {
+		t.Errorf("99 scrapes in %v cost Redis %d commands, want at most %d (one reading of %d a second, and discovery)",
+			elapsed, got, bound, reading)
+	}
+
+	if r := in.do("GET", "/metrics", "", nil); r.status != 404 {
+		t.Errorf("/metrics on the public listener with --metrics-addr: %d, want 404", r.status)
+	}
+	if r := private.do("GET", "/debug/pprof/cmdline", "", nil); r.status != 200 {
+		t.Errorf("/debug/pprof/cmdline with --pprof: %d", r.status)
+	}
+	if r := in.do("GET", "/debug/pprof/cmdline", "", nil); r.status != 404 {
+		t.Errorf("/debug/pprof on the public listener: %d, want 404", r.status)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20 s for %s", what)
+		}
 	}
 }

@@ -197,12 +197,22 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 		q.left++
 		return true, nil
 	}
-	if _, ok := q.tokens[user]; ok {
+	if t, ok := q.tokens[user]; ok {
 		delete(q.tokens, user)
-		q.ret++
+		q.countGone(t, s.now(), &q.ret)
 		return true, nil
 	}
 	return false, nil
+}
+
+// countGone counts a token that was just deleted: on counter, or as expired
+// if its time was up (as Stats counted it already, so totals never go back).
+// The caller holds q.mu.
+func (q *state) countGone(t token, now time.Time, counter *int64) {
+	if !t.expires.After(now) {
+		counter = &q.expired
+	}
+	*counter++
 }
 
 // Snapshot implements queue.Store.
@@ -363,7 +373,7 @@ func (s *Store) EndUse(_ context.Context, name, user, tok, owner string, consume
 	}
 	if t, ok := q.tokens[user]; consumed && ok && t.value == tok {
 		delete(q.tokens, user)
-		q.consumed++
+		q.countGone(t, s.now(), &q.consumed)
 	}
 	return nil
 }
@@ -377,18 +387,18 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
-	// A full sweep, not forgetExpired's front-of-line one: after a TTL
-	// change tokens are no longer issued in expiry order.
-	for u, t := range q.tokens {
+	// As stats.lua: nothing changes; tokens whose time is up but not yet
+	// swept count as expired.
+	var unswept int64
+	for _, t := range q.tokens {
 		if !t.expires.After(now) {
-			delete(q.tokens, u)
-			q.expired++
+			unswept++
 		}
 	}
 	st := queue.Stats{
-		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)),
+		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)) - unswept,
 		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
-		ConsumedTotal: q.consumed, ExpiredTotal: q.expired, ReturnedTotal: q.ret,
+		ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret,
 	}
 	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
 		st.MeasuredRate = q.measured

@@ -274,7 +274,7 @@ func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, con
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	k := keysFor(s.prefix, name)
-	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.seq}).Slice()
+	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp, k.seq}).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}

@@ -108,6 +108,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"LeaveGivesBackToken", testLeaveGivesBackToken},
 		{"Stats", testStats},
 		{"StatsAddUp", testStatsAddUp},
+		{"StatsReadExpiryWithoutSweeping", testStatsReadExpiry},
 		{"ConfigRoundTrip", testConfigRoundTrip},
 		{"EpochNamesTheLine", testEpoch},
 	}
@@ -1014,4 +1015,43 @@ func testEpoch(t *testing.T, s queue.Store, clock Clock) {
 			t.Errorf("answer %d after a config change carries epoch %d, want %d: %v", i, g, epoch, got)
 		}
 	}
+}
+
+// testStatsReadExpiry: Stats changes nothing (a metrics scrape must not
+// write), so tokens whose time is up but that no tick has swept count as
+// expired when read; sweeping them later, giving one back, or finishing an
+// order that was in flight when it ran out moves no total back.
+func testStatsReadExpiry(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.TokenTTL = time.Second
+	q := newQueue(t, s, c)
+	tok := ready(t, s, clock, q, "a", "b", "c", "d")
+	if err := s.BeginUse(ctx, q, "c", tok["c"], "req-c", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
+	want := [3]int64{0, 4, 0} // active, expired, consumed+returned
+	read := func(when string) {
+		t.Helper()
+		for range 2 { // and reading again changes nothing
+			st, err := s.Stats(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [3]int64{st.ActiveTokens, st.ExpiredTotal, st.ConsumedTotal + st.ReturnedTotal}; got != want {
+				t.Fatalf("%s: active, expired, consumed+returned = %v, want %v", when, got, want)
+			}
+		}
+	}
+	read("expired, not swept")
+	mustLeave(t, s, q, "a") // gives back a token whose time is up
+	if err := s.EndUse(ctx, q, "c", tok["c"], "req-c", true); err != nil {
+		t.Fatal(err) // c's order, begun in time, ends after the expiry
+	}
+	read("after a give-back and an order ending past the expiry")
+	mustEnter(t, s, q, "z")
+	admitDue(t, s, clock, q, 10) // sweeps b and d, admits z
+	want = [3]int64{1, 4, 0}
+	read("after a tick swept them")
 }
