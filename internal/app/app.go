@@ -354,6 +354,7 @@ func (m *Main) close() error {
 		if err := m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+		m.API.FlushErrorLog()
 	}
 	if m.metrics != nil {
 		// Scraped to the end, then closed: nothing is in flight worth waiting for.

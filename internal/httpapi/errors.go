@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -91,13 +92,15 @@ func lookupError(err error) (errorRow, bool) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	row, known := lookupError(err)
 	msg := err.Error()
+	// Logged once per code per second, with a count (errorLog): during an
+	// outage every request fails the same way.
 	if !known {
-		s.logger.ErrorContext(r.Context(), "unexpected error", "method", r.Method, "path", r.URL.Path,
+		s.errLog.log(r.Context(), slog.LevelError, row.code, "unexpected error", "method", r.Method, "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "internal error"
 	} else if row.status >= 500 && !errors.Is(err, errDraining) && !errors.Is(err, ErrNotReady) {
 		// (Draining and not-ready are this instance's own news, said in full.)
-		s.logger.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
+		s.errLog.log(r.Context(), slog.LevelWarn, row.code, "dependency unavailable", "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"
 	}

@@ -66,6 +66,7 @@ type Options struct {
 type Server struct {
 	Options
 	logger *slog.Logger
+	errLog *errorLog
 	mux    *http.ServeMux
 
 	// held bounds the status requests held open at once (waitSeconds);
@@ -82,7 +83,7 @@ const maxHeld = 10_000
 
 // New builds the Server and its routes.
 func New(o Options) *Server {
-	s := &Server{Options: o, logger: o.Logger, mux: http.NewServeMux(),
+	s := &Server{Options: o, logger: o.Logger, errLog: newErrorLog(o.Logger), mux: http.NewServeMux(),
 		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
 	m := s.mux
 	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.enter)
@@ -140,6 +141,10 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// FlushErrorLog writes the error log lines still held back (errorLog), at
+// shutdown.
+func (s *Server) FlushErrorLog() { s.errLog.Flush() }
 
 // Held is how many requests are held open for news right now.
 func (s *Server) Held() int { return len(s.held) }
