@@ -339,7 +339,8 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 }
 
 // TestOrderIdempotencyKey: a retry with the same Idempotency-Key returns the
-// first order (200, Idempotent-Replayed: true) and buys nothing more.
+// first order (200, Idempotent-Replayed: true) and buys nothing more; the
+// same key with another product or quantity is 422 idempotency_key_reused.
 func TestOrderIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
@@ -365,6 +366,15 @@ func TestOrderIdempotencyKey(t *testing.T) {
 				t.Errorf("stock: %d, want 9 (decremented once)", s)
 			}
 			in.assertSpent(q, u)
+			// The same key with another body is a mistake, not a retry.
+			other := in.orderReq(u, tok, p, "Idempotency-Key", key)
+			other.body = map[string]any{"productId": p, "quantity": 2}
+			wantOrderError(t, "the same key for two units", in.call(other), http.StatusUnprocessableEntity, "idempotency_key_reused")
+			other.body = map[string]any{"productId": saleID("p"), "quantity": 1}
+			wantOrderError(t, "the same key for another product", in.call(other), http.StatusUnprocessableEntity, "idempotency_key_reused")
+			if s := in.stock(p); s != 9 {
+				t.Errorf("stock after the refused reuses: %d, want 9", s)
+			}
 			// A new key is a new order, and the token is spent.
 			wantOrderError(t, "a new key with the spent token", in.order(u, tok, p, "Idempotency-Key", saleID("key")),
 				http.StatusForbidden, "entry_token_invalid")

@@ -56,6 +56,7 @@ var errorTable = []struct {
 	{order.ErrOutOfStock, errorRow{http.StatusConflict, "out_of_stock", 0}},
 	{order.ErrTokenUsed, errorRow{http.StatusForbidden, "entry_token_invalid", 0}},
 	{order.ErrInvalidOrder, errorRow{http.StatusBadRequest, "invalid_request", 0}},
+	{order.ErrIdempotencyKeyReused, errorRow{http.StatusUnprocessableEntity, "idempotency_key_reused", 0}},
 	{order.ErrPayment, errorRow{http.StatusPaymentRequired, "payment_failed", 0}},
 	{order.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{context.DeadlineExceeded, errorRow{http.StatusServiceUnavailable, "timeout", 5}},

@@ -99,7 +99,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	}
 	if r.IdempotencyKey != "" {
 		if o, ok, err := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); err != nil || ok {
-			return o, ok, err
+			return replay(o, ok, err, r)
 		}
 	}
 	p, err := s.store.Product(ctx, r.ProductID)
@@ -125,7 +125,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		// now, so answer with it rather than call the token invalid.
 		if errors.Is(err, queue.ErrTokenInvalid) && r.IdempotencyKey != "" {
 			if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
-				return prev, true, nil
+				return replay(prev, true, nil, r)
 			}
 		}
 		return Order{}, false, err
@@ -138,23 +138,42 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	defer func() {
 		_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, owner, consumed)
 	}()
-	o, err = s.store.CreateOrder(ctx, NewOrder{
+	no := NewOrder{
 		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
 		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
-	}, s.cfg.Work, s.payment.Charge)
+	}
+	if r.IdempotencyKey != "" {
+		no.RequestFingerprint = Fingerprint(r.ProductID, r.Quantity)
+	}
+	o, err = s.store.CreateOrder(ctx, no, s.cfg.Work, s.payment.Charge)
 	// A token the orders table already holds is spent, whatever Redis says
 	// (a failover may have resurrected it): consume it now.
 	consumed = err == nil || errors.Is(err, ErrTokenUsed)
 	if errors.Is(err, ErrDuplicateKey) {
 		// A concurrent request with the same key won: answer with its order.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
-			return prev, true, nil
+			return replay(prev, true, nil, r)
 		}
 	}
 	if err != nil {
 		return Order{}, false, err
 	}
 	return o, false, nil
+}
+
+// replay answers a request whose Idempotency-Key names an existing order
+// (found): with that order if the request asks for the same thing, else
+// ErrIdempotencyKeyReused, as payment APIs answer a key sent again with
+// another body.
+func replay(prev Order, found bool, err error, r Request) (Order, bool, error) {
+	if err != nil || !found {
+		return prev, found, err
+	}
+	if prev.fingerprint() != Fingerprint(r.ProductID, r.Quantity) {
+		return Order{}, false, fmt.Errorf("%w: key %q was first sent for %d × %q", ErrIdempotencyKeyReused,
+			r.IdempotencyKey, prev.Quantity, prev.ProductID)
+	}
+	return prev, true, nil
 }
 
 // Product returns a product; an id no product could have is simply not found.
