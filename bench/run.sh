@@ -12,6 +12,8 @@
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
 #   bench/run.sh --short               # seconds; writes into a temp dir and prints it
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
+#   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
+#                                      # an instance, stops PostgreSQL; prints Markdown
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -20,10 +22,12 @@ say() { printf '== %s\n' "$*" >&2; }
 die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
 
 short=0
+chaos=0
 args=()
 for a in "$@"; do
 	case "$a" in
 	--short | -short) short=1 ;;
+	--chaos) chaos=1 ;;
 	*) args+=("$a") ;;
 	esac
 done
@@ -110,7 +114,16 @@ PG_DATA="$TMP/pg"
 export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/postgres?sslmode=disable"
 say "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $("$PG_BIN/postgres" --version), $(go version)"
 
-if ((short)); then
+if ((chaos)); then
+	# The chaos run stops and starts this PostgreSQL itself; it runs its own
+	# Redis (with an AOF) and waitroom processes.
+	pg_ctl_as="cd $TMP && ${PG_USER:+runuser -u $PG_USER -- }$PG_BIN/pg_ctl -D $PG_DATA"
+	export WAITROOM_CHAOS_PG_STOP="$pg_ctl_as -m immediate -w -t 30 stop"
+	export WAITROOM_CHAOS_PG_START="$pg_ctl_as -l $TMP/pg.log -o '-p $pport' -w -t 60 start"
+	chaos_args=()
+	((short)) && chaos_args=(-short -command "bench/run.sh --chaos --short")
+	go run ./bench/cmd/chaos "${chaos_args[@]}" "${args[@]}"
+elif ((short)); then
 	go run ./bench/cmd/bench -short -profile=false -doc "$TMP/out/benchmarks.md" -svg "$TMP/out/bench" \
 		-command "bench/run.sh --short" "${args[@]}"
 	cat "$TMP/out/benchmarks.md"
