@@ -37,7 +37,8 @@ type Options struct {
 	DatabaseURL string
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
-	// Sections to run: "herd", "hot", "accuracy", "memory"; empty = all.
+	// Sections to run: "herd", "hot", "accuracy", "memory", "gateway";
+	// empty = all.
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -75,6 +76,7 @@ type Report struct {
 	Hot      *HotReport
 	Accuracy *AccuracyReport
 	Memory   *MemoryReport
+	Gateway  *GatewayReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -99,6 +101,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("memory") {
 		if r.Memory, err = runMemory(ctx, o); err != nil {
 			return r, fmt.Errorf("memory: %w", err)
+		}
+	}
+	if o.want("gateway") {
+		if r.Gateway, err = runGateway(ctx, o); err != nil {
+			return r, fmt.Errorf("gateway: %w", err)
 		}
 	}
 	return r, nil

@@ -31,7 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 )
 
 // ChaosOptions says what the chaos run runs on.
@@ -157,7 +157,7 @@ func RunChaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	users := make([]*chaosUser, r.tl.users)
 	for i := range users {
 		name := fmt.Sprintf("chaos-%d-%x", i, rand.Uint32())
-		users[i] = &chaosUser{n: i, name: name, auth: "Bearer " + httpapi.NewIdentity([]byte(r.secret)).SignJWT(name, time.Hour),
+		users[i] = &chaosUser{n: i, name: name, auth: "Bearer " + identity.New([]byte(r.secret)).SignJWT(name, time.Hour),
 			leaves: i%20 == 7}
 	}
 	r.start = time.Now()

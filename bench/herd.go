@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waitroom/waitroom/internal/app"
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 )
 
 // HerdMode is one admission schedule of the herd experiment.
@@ -245,7 +245,7 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 			return res, fmt.Errorf("creating product: %d %v %v", st, body, err)
 		}
 	}
-	id := httpapi.NewIdentity([]byte(m.Config.AuthSecret))
+	id := identity.New([]byte(m.Config.AuthSecret))
 	jwts := make([]string, users)
 	for i := range jwts {
 		jwts[i] = "Bearer " + id.SignJWT(fmt.Sprintf("%s-u%d", q, i), time.Hour)

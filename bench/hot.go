@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -108,7 +108,7 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 		return rep, err
 	}
 	w := bufio.NewWriter(f)
-	id := httpapi.NewIdentity([]byte(m.Config.AuthSecret))
+	id := identity.New([]byte(m.Config.AuthSecret))
 	for i := range rep.Users {
 		fmt.Fprintln(w, id.SignJWT(fmt.Sprintf("bench-user-%d", i), 2*time.Hour))
 	}

@@ -76,13 +76,16 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if m := r.Memory; m != nil {
 		sections["memory"] = memoryMarkdown(m, stamp)
 	}
+	if g := r.Gateway; g != nil {
+		sections["gateway"] = gatewayMarkdown(g, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "hot", "accuracy", "memory"} {
+	for _, name := range []string{"herd", "hot", "accuracy", "memory", "gateway"} {
 		body, ok := sections[name]
 		if !ok {
 			continue
@@ -284,3 +287,26 @@ func memoryMarkdown(m *MemoryReport, stamp string) string {
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+
+func gatewayMarkdown(g *GatewayReport, stamp string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run: %s.\n\n", stamp)
+	if g.Skipped != "" {
+		fmt.Fprintf(&b, "Skipped: %s.\n", g.Skipped)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "wrk -t%d -c%d -d%s against a small Go upstream (a 1 KB page) on loopback, directly and through "+
+		"`waitroom proxy` (line on Redis), %d users each with a valid entry, all on the same 2 cores:\n\n",
+		g.Threads, g.Conns, g.Duration, g.Users)
+	b.WriteString("| run | req/s | p50 | p99 | ÷ upstream directly | non-2xx | errors |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range g.Runs {
+		fmt.Fprintf(&b, "| %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %d | %d |\n",
+			r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors)
+	}
+	fmt.Fprintf(&b, "\n- Unprotected route through the proxy: **%.2f×** the upstream directly (goal ≥ %.1f×: %s).\n",
+		g.ProxyRatio, GoalGatewayProxyRatio, met(g.ProxyRatio >= GoalGatewayProxyRatio))
+	fmt.Fprintf(&b, "- Session-protected route with a valid entry (identity, one Redis read of the token, the "+
+		"X-Waitroom-Entry signature): **%.2f×** (goal ≥ %.1f×: %s).\n",
+		g.SessionRatio, GoalGatewaySessionRatio, met(g.SessionRatio >= GoalGatewaySessionRatio))
+	return b.String()
+}

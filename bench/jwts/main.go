@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 )
 
 func main() {
@@ -21,7 +21,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jwts: -secret is required")
 		os.Exit(2)
 	}
-	id := httpapi.NewIdentity([]byte(*secret))
+	id := identity.New([]byte(*secret))
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	for i := range *n {

@@ -1,8 +1,9 @@
 // Command waitroom puts a fair waiting line in front of an order API.
 //
 //	waitroom [serve] [flags]   serve the line, the order API and the page
+//	waitroom proxy [flags]     put the line in front of any HTTP backend
 //
-// Run `waitroom serve --help` for every setting.
+// Run `waitroom serve --help` or `waitroom proxy --help` for every setting.
 package main
 
 import (
@@ -27,12 +28,16 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) > 0 && args[0] == "serve" {
+	parse := app.Parse
+	switch {
+	case len(args) > 0 && args[0] == "serve":
 		args = args[1:]
-	} else if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		return fmt.Errorf("unknown command %q (commands: serve)", args[0])
+	case len(args) > 0 && args[0] == "proxy":
+		parse, args = app.ParseProxy, args[1:]
+	case len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-':
+		return fmt.Errorf("unknown command %q (commands: serve, proxy)", args[0])
 	}
-	cfg, err := app.Parse(args, os.Getenv, os.Stderr)
+	cfg, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err
 	}

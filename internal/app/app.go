@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,7 +25,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/entry"
+	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/order/postgres"
 	"github.com/waitroom/waitroom/internal/order/sqlite"
@@ -46,17 +50,19 @@ type Main struct {
 	Registry *prometheus.Registry
 
 	Queue  *queue.Service
-	Orders *order.Service
+	Orders *order.Service // nil in gateway mode
 	API    *httpapi.Server
+	// Gateway is the handler of `waitroom proxy` (nil for serve).
+	Gateway *gateway.Gateway
 
 	redis      redis.UniversalClient
-	readyStore queue.Store    // readiness reads, never queued behind the auto-pipeline
-	eviction   *evictionCheck // nil on the embedded line
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
 	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
 	metricsLn  net.Listener
+	readyStore queue.Store    // readiness reads, never queued behind the auto-pipeline
+	eviction   *evictionCheck // nil on the embedded line
 	stopLoops  context.CancelFunc
 	loopsDone  sync.WaitGroup
 	serveDone  chan struct{}
@@ -142,20 +148,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("creating the default queue: %w", err)
 	}
 
-	if c.DatabaseURL != "" {
-		m.orderStore, err = postgres.Open(ctx, c.DatabaseURL, c.DBPoolSize)
-	} else {
-		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
-			return fmt.Errorf("--data-dir: %w", err)
-		}
-		m.orderStore, err = sqlite.Open(ctx, filepath.Join(c.DataDir, "waitroom.db"))
-	}
-	if err != nil {
-		return fmt.Errorf("order database: %w", err)
-	}
-	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
-	m.Orders = order.NewService(m.orderStore, qstore, payment, order.Config{Work: c.OrderWork})
-
 	if m.Registry == nil {
 		m.Registry = prometheus.NewRegistry()
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -166,17 +158,28 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if c.MetricsAddr != "" {
 		publicMetrics = nil // only on the private listener
 	}
+	lockTTL := entry.DefaultLockTTL
+	if c.Proxy { // a use holds its lock for as long as the upstream may take
+		lockTTL = max(lockTTL, c.UpstreamTimeout+10*time.Second)
+	}
+	guard := entry.NewGuard(qstore, lockTTL, metrics.ProtectedCall)
+	if !c.Proxy { // gateway mode sells nothing itself: the shop's backend does
+		if err := m.openOrders(ctx, guard); err != nil {
+			return err
+		}
+	}
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
+	id := identity.New([]byte(c.AuthSecret))
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
-		Identity:       httpapi.NewIdentity([]byte(c.AuthSecret)),
+		Identity:       id,
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
 		ReadyWarnings:  m.readyWarnings,
 		Logger:         m.Logger,
 		NewQueueConfig: qcfg,
 		SecureCookies:  c.SecureCookies,
-		Page:           web.Handler(),
+		Page:           web.Handler(web.Options{Base: c.prefix(), Gateway: c.Proxy}),
 		OpenAPI:        waitroom.OpenAPI,
 		Metrics:        metrics,
 		MetricsHandler: publicMetrics,
@@ -184,6 +187,24 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
 
+	server := &http.Server{
+		Handler:           m.API,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	if c.Proxy {
+		if m.Gateway, err = m.newGateway(id, guard); err != nil {
+			return err
+		}
+		server.Handler = m.Gateway
+		// Uploads, downloads, streams and WebSockets pass through for as
+		// long as they take; only a slow request head is cut off.
+		server.ReadTimeout, server.WriteTimeout = 0, 0
+	}
 	if c.MetricsAddr != "" {
 		if err := m.serveMetrics(c, metricsHandler); err != nil {
 			return err
@@ -193,15 +214,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}
-	m.server = &http.Server{
-		Handler:           m.API,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
-	}
+	m.server = server
 	m.serveDone = make(chan struct{})
 	go func() {
 		defer close(m.serveDone)
@@ -229,7 +242,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
 		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,
 		"capacity", qcfg.Capacity, "token_ttl", qcfg.TokenTTL, "embedded", c.Embedded())
-	if c.Embedded() {
+	switch {
+	case c.Proxy:
+		m.Logger.Info("gateway", "upstream", c.Upstream, "protect", c.Protect, "protect_session", c.ProtectSession, "prefix", c.Prefix)
+		if c.Embedded() {
+			fmt.Fprintf(m.Stdout, "waitroom is guarding %s with the line in process (no Redis)\n", c.Upstream)
+			fmt.Fprintf(m.Stdout, "  shop:        http://%s/\n", m.Addr())
+			fmt.Fprintf(m.Stdout, "  line:        http://%s%s/\n", m.Addr(), c.Prefix)
+			fmt.Fprintf(m.Stdout, "  admin:       http://%s%s/admin (token %s)\n", m.Addr(), c.Prefix, c.AdminToken)
+			fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
+		}
+	case c.Embedded():
 		fmt.Fprintf(m.Stdout, "waitroom is serving the line in process (no Redis) with SQLite in %s\n", c.DataDir)
 		fmt.Fprintf(m.Stdout, "  page:        http://%s/\n", m.Addr())
 		fmt.Fprintf(m.Stdout, "  admin token: %s\n", c.AdminToken)
@@ -237,6 +260,79 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Config = c
 	return nil
+}
+
+// openOrders opens the order database (PostgreSQL, or SQLite in the data
+// directory) and the order service on it.
+func (m *Main) openOrders(ctx context.Context, guard *entry.Guard) (err error) {
+	c := m.Config
+	if c.DatabaseURL != "" {
+		m.orderStore, err = postgres.Open(ctx, c.DatabaseURL, c.DBPoolSize)
+	} else {
+		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+			return fmt.Errorf("--data-dir: %w", err)
+		}
+		m.orderStore, err = sqlite.Open(ctx, filepath.Join(c.DataDir, "waitroom.db"))
+	}
+	if err != nil {
+		return fmt.Errorf("order database: %w", err)
+	}
+	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
+	m.Orders = order.NewService(m.orderStore, guard, payment, order.Config{Work: c.OrderWork})
+	return nil
+}
+
+// newGateway builds gateway mode around the API: the upstream, its
+// protected routes and the key that signs X-Waitroom-Entry.
+func (m *Main) newGateway(id *identity.Identity, guard *entry.Guard) (*gateway.Gateway, error) {
+	c := m.Config
+	upstream, err := c.UpstreamURL()
+	if err != nil {
+		return nil, fmt.Errorf("--upstream: %w", err)
+	}
+	routes, err := c.Routes()
+	if err != nil {
+		return nil, err
+	}
+	signer, err := m.entrySigner()
+	if err != nil {
+		return nil, err
+	}
+	return gateway.New(gateway.Options{
+		Upstream: upstream, Routes: routes, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
+		API: m.API, Identity: id, Queue: m.Queue, Guard: guard, Signer: signer,
+		SecureCookies: c.SecureCookies, Logger: m.Logger,
+	})
+}
+
+// entrySigner is --entry-signing-key; without it, the embedded default
+// keeps a key of its own in the data directory (so entries survive a
+// restart), and otherwise a random one serves this process only.
+func (m *Main) entrySigner() (*gateway.Signer, error) {
+	c := m.Config
+	if c.EntrySigningKey != "" {
+		return c.Signer()
+	}
+	if !c.Embedded() {
+		m.Logger.Warn("no --entry-signing-key: X-Waitroom-Entry is signed with a random key; give every instance the same key file")
+		return gateway.ParseSigner(gateway.GenerateKey())
+	}
+	path := filepath.Join(c.DataDir, "entry-signing-key.pem")
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw = gateway.GenerateKey()
+		if err = os.MkdirAll(c.DataDir, 0o750); err == nil {
+			err = os.WriteFile(path, raw, 0o600)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir: the entry signing key: %w", err)
+	}
+	s, err := gateway.ParseSigner(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
 }
 
 // serveMetrics serves /metrics (and with --pprof the profiler) on
@@ -309,6 +405,9 @@ func (m *Main) ready(ctx context.Context) error {
 		if problem := m.eviction.Problem(ctx); problem != "" {
 			return fmt.Errorf("%w: --redis-strict-eviction: %s", httpapi.ErrNotReady, problem)
 		}
+	}
+	if m.orderStore == nil { // gateway mode: the upstream's health is its own
+		return nil
 	}
 	return m.orderStore.Ping(ctx)
 }

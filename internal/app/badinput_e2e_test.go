@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -73,7 +73,7 @@ func identityCases(t *testing.T, in *instance) []badCase {
 	hs := func(claims jwt.MapClaims) string {
 		return "Bearer " + signTestJWT(t, jwt.SigningMethodHS256, claims, []byte(in.secret))
 	}
-	_, otherCookie := httpapi.NewIdentity([]byte("not-the-secret")).NewSession()
+	_, otherCookie := identity.New([]byte("not-the-secret")).NewSession()
 	unauth := []struct{ name, auth, cookie string }{
 		{name: "no identity"},
 		{name: "scheme only", auth: "Bearer"},
@@ -84,10 +84,10 @@ func identityCases(t *testing.T, in *instance) []badCase {
 		{name: "huge bearer", auth: "Bearer " + strings.Repeat("A", 8000)},
 		{name: "JWT without scheme", auth: in.jwt("alice")},
 		{name: "JWT with two spaces", auth: "Bearer  " + in.jwt("alice")},
-		{name: "JWT wrong secret", auth: "Bearer " + httpapi.NewIdentity([]byte("not-the-secret")).SignJWT("alice", time.Hour)},
+		{name: "JWT wrong secret", auth: "Bearer " + identity.New([]byte("not-the-secret")).SignJWT("alice", time.Hour)},
 		{name: "JWT alg none", auth: "Bearer " + signTestJWT(t, jwt.SigningMethodNone, jwt.MapClaims{"sub": "alice", "exp": exp}, jwt.UnsafeAllowNoneSignatureType)},
 		{name: "JWT alg none signed", auth: "Bearer " + handMadeJWT(map[string]any{"alg": "none", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": exp}, in.secret)},
-		{name: "JWT past exp", auth: "Bearer " + httpapi.NewIdentity([]byte(in.secret)).SignJWT("alice", -time.Hour)},
+		{name: "JWT past exp", auth: "Bearer " + identity.New([]byte(in.secret)).SignJWT("alice", -time.Hour)},
 		{name: "JWT without exp", auth: hs(jwt.MapClaims{"sub": "alice"})},
 		{name: "JWT exp not a number", auth: hs(jwt.MapClaims{"sub": "alice", "exp": "never"})},
 		{name: "JWT not yet valid", auth: hs(jwt.MapClaims{"sub": "alice", "exp": exp, "nbf": exp})},
@@ -397,7 +397,7 @@ func httpSnapshot(in *instance) map[string]any {
 // admissionTickFields are the fields of a queue's adm hash that the admission
 // loop rewrites on every tick whatever requests come in; the counters
 // (admitted, left, returned, consumed, expired) must not move.
-var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured"}
+var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured", "inline"}
 
 // redisSnapshot reads every key under prefix: its type and DUMP, except for
 // the admission hashes, whose tick fields are left out (and which count as

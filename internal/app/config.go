@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -62,6 +65,18 @@ type Config struct {
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	SecureCookies   bool
+
+	// Gateway mode (`waitroom proxy`): the line in front of any backend.
+	Proxy           bool     // set by ParseProxy
+	Upstream        string   // the backend's URL
+	Protect         []string // --protect: token spent on a 2xx
+	ProtectSession  []string // --protect-session: token needed, kept
+	Prefix          string   // where waitroom's own routes live
+	UpstreamTimeout time.Duration
+	// EntrySigningKey is a PEM file of Ed25519 keys for X-Waitroom-Entry
+	// (empty: one kept in DataDir on the embedded default, else a random
+	// one per start).
+	EntrySigningKey string
 }
 
 // Flags registers every setting on fs, with its default and help text.
@@ -99,23 +114,83 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark the session cookie Secure (serve behind HTTPS)")
 }
 
-// Parse reads WAITROOM_* env vars, then the command line over them, then
-// validates. Any bad value is an error naming the setting.
+// GatewayFlags registers the settings `waitroom proxy` adds to serve's.
+func (c *Config) GatewayFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Upstream, "upstream", "", "the backend to put the line in front of: an http:// or https:// URL (required)")
+	fs.Var(&listFlag{vals: &c.Protect}, "protect", "a route whose use spends an entry token when the upstream answers 2xx: 'METHOD /pattern' in Go ServeMux syntax, optionally followed by ' queue=NAME' (repeatable; ';' separates several in one value)")
+	fs.Var(&listFlag{vals: &c.ProtectSession}, "protect-session", "a route that needs a valid entry token but keeps it, for the pages of a multi-step checkout; same syntax as --protect (repeatable)")
+	fs.StringVar(&c.Prefix, "prefix", gateway.DefaultPrefix, "path under which waitroom serves its own API, pages, admin, metrics and probes")
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", 30*time.Second, "how long to wait for the upstream's response headers; beyond it 504, and the entry token is kept")
+	fs.StringVar(&c.EntrySigningKey, "entry-signing-key", "", "PEM file of Ed25519 keys signing X-Waitroom-Entry: the first PRIVATE KEY signs, every key is published at {prefix}/.well-known/jwks.json (give every instance the same file); empty: kept in --data-dir on the embedded default, random per start otherwise")
+}
+
+// listFlag is a repeatable flag. Its environment twin sets the whole list
+// and the command line, if it names the flag, replaces it (flags win).
+type listFlag struct {
+	vals *[]string
+	// fromCommandLine: a value from the command line has replaced the
+	// environment's.
+	fromCommandLine bool
+	parsingEnv      bool
+}
+
+func (l *listFlag) String() string {
+	if l.vals == nil {
+		return ""
+	}
+	return strings.Join(*l.vals, "; ")
+}
+
+func (l *listFlag) Set(v string) error {
+	if !l.parsingEnv && !l.fromCommandLine {
+		*l.vals, l.fromCommandLine = nil, true
+	}
+	for part := range strings.SplitSeq(v, ";") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l.vals = append(*l.vals, part)
+		}
+	}
+	return nil
+}
+
+// Parse reads the settings of `waitroom serve`: WAITROOM_* env vars, then
+// the command line over them, then validates. Any bad value is an error
+// naming the setting.
 func Parse(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
-	var c Config
-	fs := flag.NewFlagSet("waitroom serve", flag.ContinueOnError)
+	return parse("serve", args, getenv, stderr)
+}
+
+// ParseProxy reads the settings of `waitroom proxy`: every serve setting
+// and the gateway's (GatewayFlags).
+func ParseProxy(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	return parse("proxy", args, getenv, stderr)
+}
+
+func parse(command string, args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	c := Config{Proxy: command == "proxy"}
+	fs := flag.NewFlagSet("waitroom "+command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.Flags(fs)
+	if c.Proxy {
+		c.GatewayFlags(fs)
+	}
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: waitroom serve [flags]\n\nEvery flag has an environment twin: --redis-url ↔ WAITROOM_REDIS_URL. Flags win.\n\n")
+		fmt.Fprintf(stderr, "Usage: waitroom %s [flags]\n\nEvery flag has an environment twin: --redis-url ↔ WAITROOM_REDIS_URL. Flags win.\n\n", command)
 		fs.PrintDefaults()
 	}
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := EnvName(f.Name)
 		if v := getenv(name); v != "" && envErr == nil {
+			l, list := f.Value.(*listFlag)
+			if list {
+				l.parsingEnv = true
+			}
 			if err := f.Value.Set(v); err != nil {
 				envErr = fmt.Errorf("%s=%q: %v", name, v, err)
+			}
+			if list {
+				l.parsingEnv = false
 			}
 		}
 	})
@@ -198,12 +273,85 @@ func (c Config) Validate() error {
 	if c.StatusSnapshotAge < 0 || c.StatusSnapshotAge > 10*time.Second {
 		bad("status-snapshot-age", "must be 0..10s, got %v", c.StatusSnapshotAge)
 	}
+	if c.Proxy {
+		errs = append(errs, c.validateGateway()...)
+	}
 	if len(errs) == 0 {
 		if _, err := c.QueueConfig(); err != nil {
 			errs = append(errs, fmt.Errorf("--rate/--batch/--interval/--capacity/--token-ttl: %v", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateGateway checks the settings of `waitroom proxy`, each by its flag.
+func (c Config) validateGateway() []error {
+	var errs []error
+	if _, err := c.UpstreamURL(); err != nil {
+		errs = append(errs, fmt.Errorf("--upstream: %v", err))
+	}
+	if _, err := c.Routes(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := gateway.ValidPrefix(c.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("--prefix %q: %v", c.Prefix, err))
+	}
+	if c.UpstreamTimeout <= 0 || c.UpstreamTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--upstream-timeout: must be > 0 and ≤ 10m, got %v", c.UpstreamTimeout))
+	}
+	if c.EntrySigningKey != "" {
+		if _, err := c.Signer(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// UpstreamURL is --upstream, parsed and checked.
+func (c Config) UpstreamURL() (*url.URL, error) {
+	if c.Upstream == "" {
+		return nil, gateway.ValidUpstream(nil)
+	}
+	u, err := url.Parse(c.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	return u, gateway.ValidUpstream(u)
+}
+
+// Routes are --protect and --protect-session, parsed and checked together.
+func (c Config) Routes() ([]gateway.Route, error) {
+	var rs []gateway.Route
+	for _, l := range []struct {
+		flag    string
+		vals    []string
+		consume bool
+	}{{"--protect", c.Protect, true}, {"--protect-session", c.ProtectSession, false}} {
+		for _, v := range l.vals {
+			r, err := gateway.ParseRoute(v, l.consume)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", l.flag, err)
+			}
+			rs = append(rs, r)
+		}
+	}
+	if err := gateway.CheckRoutes(rs, c.Prefix); err != nil {
+		return nil, fmt.Errorf("--protect/--protect-session: %v", err)
+	}
+	return rs, nil
+}
+
+// Signer reads --entry-signing-key.
+func (c Config) Signer() (*gateway.Signer, error) {
+	raw, err := os.ReadFile(c.EntrySigningKey)
+	if err != nil {
+		return nil, fmt.Errorf("--entry-signing-key: %v", err)
+	}
+	s, err := gateway.ParseSigner(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--entry-signing-key %s: %v", c.EntrySigningKey, err)
+	}
+	return s, nil
 }
 
 // QueueConfig is the config of the default queue and of new queues: the
@@ -222,6 +370,15 @@ func (c Config) QueueConfig() (queue.Config, error) {
 		q.RatePerSecond, q.RateDerivation = rate, why
 	}
 	return q, q.Validate()
+}
+
+// prefix is where the pages and the API live as browsers see them: under
+// --prefix in gateway mode, at the root for serve.
+func (c Config) prefix() string {
+	if c.Proxy {
+		return c.Prefix
+	}
+	return ""
 }
 
 // Embedded reports whether this is the zero-setup mode (no Redis).

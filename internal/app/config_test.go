@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +76,75 @@ func TestParse(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseProxy(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	key := filepath.Join(t.TempDir(), "key.pem")
+	os.WriteFile(key, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600)
+	notEd := filepath.Join(t.TempDir(), "text.pem")
+	os.WriteFile(notEd, []byte("no PEM here"), 0o600)
+
+	t.Run("defaults and lists", func(t *testing.T) {
+		c, err := app.ParseProxy([]string{"--upstream", "http://127.0.0.1:3000", "--protect", "POST /checkout",
+			"--protect", "POST /drops/{id}/buy queue=drops; PUT /cart", "--protect-session", "GET /checkout"}, noEnv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Prefix != "/_waitroom" || c.UpstreamTimeout != 30*time.Second {
+			t.Fatalf("defaults: prefix %q, timeout %v", c.Prefix, c.UpstreamTimeout)
+		}
+		routes, err := c.Routes()
+		if err != nil || len(routes) != 4 || routes[1].Queue != "drops" || !routes[2].Consume || routes[3].Consume {
+			t.Fatalf("routes %+v, %v", routes, err)
+		}
+	})
+	t.Run("env twins; the command line replaces the env's list", func(t *testing.T) {
+		env := func(k string) string {
+			return map[string]string{"WAITROOM_UPSTREAM": "https://shop.internal", "WAITROOM_PROTECT": "POST /a;POST /b"}[k]
+		}
+		c, err := app.ParseProxy(nil, env, io.Discard)
+		if err != nil || c.Upstream != "https://shop.internal" || len(c.Protect) != 2 {
+			t.Fatalf("from env: %+v, %v", c.Protect, err)
+		}
+		c, err = app.ParseProxy([]string{"--protect", "POST /c"}, env, io.Discard)
+		if err != nil || len(c.Protect) != 1 || c.Protect[0] != "POST /c" {
+			t.Fatalf("flag over env: %q, %v", c.Protect, err)
+		}
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--upstream"},
+		{[]string{"--upstream", "127.0.0.1:3000"}, "--upstream"},
+		{[]string{"--upstream", "ftp://shop"}, "--upstream"},
+		{[]string{"--upstream", "http://"}, "--upstream"},
+		{[]string{"--upstream", "http://shop/?x=1"}, "--upstream"},
+		{[]string{"--upstream", "http://%zz"}, "--upstream"},
+		{[]string{"--upstream", "http://shop", "--protect", "checkout"}, "--protect"},
+		{[]string{"--upstream", "http://shop", "--protect", "POST /a/{b"}, "--protect"},
+		{[]string{"--upstream", "http://shop", "--protect", "POST /a queue=bad name"}, "--protect"},
+		{[]string{"--upstream", "http://shop", "--protect-session", "GET /x/{y}/{y}"}, "--protect-session"},
+		{[]string{"--upstream", "http://shop", "--protect", "POST /a", "--protect-session", "POST /a"}, "--protect"},
+		{[]string{"--upstream", "http://shop", "--protect", "POST /{x}/b", "--protect", "POST /a/{y}"}, "conflicts"},
+		{[]string{"--upstream", "http://shop", "--protect", "POST /_waitroom/buy"}, "--prefix"},
+		{[]string{"--upstream", "http://shop", "--prefix", "/"}, "--prefix"},
+		{[]string{"--upstream", "http://shop", "--prefix", "waitroom"}, "--prefix"},
+		{[]string{"--upstream", "http://shop", "--upstream-timeout", "0s"}, "--upstream-timeout"},
+		{[]string{"--upstream", "http://shop", "--entry-signing-key", "/nonexistent/key.pem"}, "--entry-signing-key"},
+		{[]string{"--upstream", "http://shop", "--entry-signing-key", key}, "--entry-signing-key"},
+		{[]string{"--upstream", "http://shop", "--entry-signing-key", notEd}, "--entry-signing-key"},
+	} {
+		t.Run("refuses "+strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := app.ParseProxy(tc.args, noEnv, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := app.Parse([]string{"--upstream", "http://shop"}, noEnv, io.Discard); err == nil {
+		t.Error("serve accepted a gateway flag")
 	}
 }

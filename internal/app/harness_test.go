@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -93,7 +93,7 @@ func bootOnPrivateRedis(t *testing.T, redisArgs ...string) (*instance, *testenv.
 
 // jwt returns a valid bearer token for user.
 func (in *instance) jwt(user string) string {
-	return httpapi.NewIdentity([]byte(in.secret)).SignJWT(user, time.Hour)
+	return identity.New([]byte(in.secret)).SignJWT(user, time.Hour)
 }
 
 // response is a decoded answer.

@@ -46,6 +46,9 @@ func init() {
 // oaNotServed marks the operations that only document a 405.
 const oaNotServed = "x-waitroom-not-served"
 
+// oaGateway marks the operations only gateway mode serves, under its prefix.
+const oaGateway = "x-waitroom-gateway"
+
 // oaAnswer is one documented (or produced) answer: method, path template, status.
 type oaAnswer struct {
 	method, path string
@@ -106,6 +109,15 @@ func loadOpenAPI(t *testing.T) *oaContract {
 	return c
 }
 
+// gatewayOnly reports whether the operation is served in gateway mode only.
+func (c *oaContract) gatewayOnly(method, path string) bool {
+	item := c.doc.Paths.Value(path)
+	if item == nil || item.GetOperation(method) == nil {
+		return false
+	}
+	return item.GetOperation(method).Extensions[oaGateway] != nil
+}
+
 // served is the methods the document says path serves, as the server's
 // Allow header lists them (sorted; GET brings HEAD).
 func (c *oaContract) served(path string) []string {
@@ -143,6 +155,9 @@ type oaChecker struct {
 	c   *oaContract
 	in  *instance
 	hit *oaHits
+	// prefix is where the API lives on the instance: "" for serve, the
+	// gateway's prefix for proxy. The document's paths are without it.
+	prefix string
 }
 
 // oaHits is a set of produced answers, safe for concurrent use.
@@ -183,12 +198,12 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 		}
 	}
 	reqID := fmt.Sprintf("oa-%d", oaRequestSeq.Add(1))
-	build := func() *http.Request {
+	build := func(prefix string) *http.Request {
 		var rd io.Reader
 		if c.body != nil {
 			rd = bytes.NewReader(body)
 		}
-		req, err := http.NewRequest(c.method, k.in.base+c.path, rd)
+		req, err := http.NewRequest(c.method, k.in.base+prefix+c.path, rd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +228,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 	}
 
 	// The request, as the document sees it.
-	vreq := build()
+	vreq := build("")
 	route, params, err := k.c.router.FindRoute(vreq)
 	if err != nil {
 		t.Fatalf("%s: not in openapi.yaml: %v", name, err)
@@ -237,7 +252,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 	}
 
 	// The answer.
-	res, err := http.DefaultClient.Do(build())
+	res, err := noRedirects.Do(build(k.prefix))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -310,7 +325,7 @@ func TestOpenAPI(t *testing.T) {
 				// Every documented answer this backend can give was given.
 				var missing []string
 				for tr := range c.want {
-					if !h.has(tr) && !oaCannotOn(b, tr) {
+					if !h.has(tr) && !oaCannotOn(c, b, tr) {
 						missing = append(missing, tr.String())
 					}
 				}
@@ -319,6 +334,13 @@ func TestOpenAPI(t *testing.T) {
 					t.Errorf("documented but never exercised on %s: %s", b.name, m)
 				}
 			})
+		}
+	})
+	t.Run("gateway", func(t *testing.T) {
+		h := newOAHits()
+		runOpenAPIGateway(t, c, h)
+		for tr := range h.set {
+			all.add(tr)
 		}
 	})
 	if t.Failed() {
@@ -346,7 +368,10 @@ func TestOpenAPI(t *testing.T) {
 // oaCannotOn says which documented answers a backend cannot give: the
 // embedded default always has an admin token (it makes one up) and its
 // stores live in process, so only draining makes it answer 503.
-func oaCannotOn(b backend, tr oaAnswer) bool {
+func oaCannotOn(c *oaContract, b backend, tr oaAnswer) bool {
+	if c.gatewayOnly(tr.method, tr.path) {
+		return true // runOpenAPIGateway gives those
+	}
 	if b.redis {
 		return false
 	}
@@ -384,22 +409,42 @@ func TestOpenAPIRoutes(t *testing.T) {
 	if len(registered) < 10 {
 		t.Fatalf("found only %d routes in server.go: the pattern no longer matches how routes are registered", len(registered))
 	}
-	documented := map[string]bool{}
+	gw, err := os.ReadFile("../gateway/gateway.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwRegistered := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\.API\.Handle\("([A-Z]+) (/[^"]*)"`).FindAllStringSubmatch(string(gw), -1) {
+		gwRegistered[m[1]+" "+m[2]] = true
+	}
+	documented, gwDocumented := map[string]bool{}, map[string]bool{}
 	for path, item := range c.doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			if op.Extensions[oaNotServed] == nil {
+			switch {
+			case op.Extensions[oaNotServed] != nil:
+			case op.Extensions[oaGateway] != nil:
+				gwDocumented[method+" "+path] = true
+			default:
 				documented[method+" "+path] = true
 			}
 		}
 	}
-	for r := range registered {
-		if !documented[r] {
-			t.Errorf("the server serves %s; openapi.yaml does not describe it", r)
+	for _, set := range []struct {
+		where                 string
+		registered, described map[string]bool
+	}{{"server.go", registered, documented}, {"gateway.go", gwRegistered, gwDocumented}} {
+		if len(set.registered) == 0 {
+			t.Fatalf("found no routes in %s: the pattern no longer matches how routes are registered", set.where)
 		}
-	}
-	for r := range documented {
-		if !registered[r] {
-			t.Errorf("openapi.yaml describes %s; the server does not register it", r)
+		for r := range set.registered {
+			if !set.described[r] {
+				t.Errorf("%s serves %s; openapi.yaml does not describe it (as %s)", set.where, r, set.where)
+			}
+		}
+		for r := range set.described {
+			if !set.registered[r] {
+				t.Errorf("openapi.yaml describes %s; %s does not register it", r, set.where)
+			}
 		}
 	}
 }
@@ -589,7 +634,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	for path, item := range c.doc.Paths.Map() {
 		concrete := strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css").Replace(path)
 		for method, op := range item.Operations() {
-			if op.Extensions[oaNotServed] != nil {
+			if op.Extensions[oaNotServed] != nil && op.Extensions[oaGateway] == nil {
 				k.call(t, oaCase{method: method, path: concrete, auth: in.as(alice), status: 405, code: "method_not_allowed"})
 			}
 		}
@@ -852,4 +897,49 @@ func urlWithHost(t *testing.T, raw, host string) string {
 	}
 	u.Host = host
 	return u.String()
+}
+
+// runOpenAPIGateway drives gateway mode's own operations, and the API under
+// the prefix, through `waitroom proxy` in front of a shop.
+func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
+	p := bootProxy(t, backend{name: "embedded"}, newUpstreamShop(t, 1), nil)
+	k := &oaChecker{c: c, in: p.instance, hit: h, prefix: gwPrefix}
+	p.setPaused(true)
+	k.call(t, oaCase{method: "GET", path: "/.well-known/jwks.json", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
+
+	alice := saleID("alice")
+	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", auth: p.as(alice), status: 200})
+	back := "/return?to=" + url.QueryEscape("/checkout?step=2")
+	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.as(alice), status: 303}); r.header.Get("Location") != gwPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
+		t.Errorf("waiting: back to %q, want the waiting page", r.header.Get("Location"))
+	}
+	p.admitted(alice)
+	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.as(alice), status: 303}); r.header.Get("Location") != "/checkout?step=2" || r.header.Get("Set-Cookie") == "" {
+		t.Errorf("READY: %q with cookie %q", r.header.Get("Location"), r.header.Get("Set-Cookie"))
+	}
+	k.call(t, oaCase{method: "GET", path: "/return?to=" + url.QueryEscape("//evil.example"), auth: p.as(alice), status: 400, code: "invalid_return"})
+	k.call(t, oaCase{method: "GET", path: "/return?to=" + url.QueryEscape("https://evil.example/"), auth: p.as(alice), status: 400, code: "invalid_return", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/return", auth: p.as(alice), status: 400, code: "invalid_return", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: back, status: 401, code: "unauthenticated"})
+	k.call(t, oaCase{method: "GET", path: back, auth: p.as("john doe"), status: 400, code: "invalid_user_id"})
+	k.call(t, oaCase{method: "GET", path: back + "&queue=nosuchqueue", auth: p.as(alice), status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: back + "&queue=bad*name", auth: p.as(alice), status: 400, code: "invalid_queue_name"})
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Extensions[oaNotServed] != nil && op.Extensions[oaGateway] != nil {
+				k.call(t, oaCase{method: method, path: path, status: 405, code: "method_not_allowed"})
+			}
+		}
+	}
+	var missing []string
+	for tr := range c.want {
+		if c.gatewayOnly(tr.method, tr.path) && !h.has(tr) {
+			missing = append(missing, tr.String())
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("documented but never exercised in gateway mode: %s", m)
+	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
 )
 
 // TestSIGTERMDrains boots the real binary, sends SIGTERM while orders are
@@ -93,7 +93,7 @@ func TestSIGTERMDrains(t *testing.T) {
 				strings.NewReader(`{"productId":"drain-tee","quantity":1}`))
 			req = req.WithContext(httptrace.WithClientTrace(req.Context(),
 				&httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }}))
-			req.Header.Set("Authorization", "Bearer "+httpapi.NewIdentity([]byte(secret)).SignJWT(fmt.Sprintf("d%d", i), time.Hour))
+			req.Header.Set("Authorization", "Bearer "+identity.New([]byte(secret)).SignJWT(fmt.Sprintf("d%d", i), time.Hour))
 			req.Header.Set("X-Entry-Token", tokens[i])
 			res, err := client.Do(req)
 			if err != nil {
@@ -113,7 +113,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		go func() {
 			defer pollWG.Done()
 			c := &http.Client{Transport: &http.Transport{}}
-			auth := "Bearer " + httpapi.NewIdentity([]byte(secret)).SignJWT(fmt.Sprintf("poller%d", i), time.Hour)
+			auth := "Bearer " + identity.New([]byte(secret)).SignJWT(fmt.Sprintf("poller%d", i), time.Hour)
 			for {
 				req, _ := http.NewRequest("GET", base+"/api/v1/queues/default/entries/me", nil)
 				req.Header.Set("Authorization", auth)

@@ -8,14 +8,27 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// apiError is the one error shape: {"error":{"code":"…","message":"…"}}.
-type apiError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+// Errors of gateway mode, answered from the same table.
+var (
+	// ErrUpstreamUnavailable: the backend could not be reached or broke
+	// the connection (502).
+	ErrUpstreamUnavailable = errors.New("upstream unavailable")
+	// ErrUpstreamTimeout: the backend did not answer in time (504).
+	ErrUpstreamTimeout = errors.New("upstream did not answer in time")
+	// ErrUnsafeReturn: a return target that is not a path on this origin.
+	ErrUnsafeReturn = errors.New("return target must be a path on this site")
+)
+
+// Detailed is an error that adds fields to its error object, such as the
+// URL where the missing thing can be had.
+type Detailed interface {
+	error
+	Details() map[string]string
 }
 
 var (
@@ -63,7 +76,7 @@ var errorTable = []struct {
 	// The client went away mid-request: nobody reads this answer, and it is
 	// no fault of ours, so no 5xx and no error log (499 as nginx counts it).
 	{context.Canceled, errorRow{499, "client_closed", 0}},
-	{errUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
+	{identity.ErrUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
 	{errBadRequest, errorRow{http.StatusBadRequest, "invalid_request", 0}},
 	{errTooLarge, errorRow{http.StatusRequestEntityTooLarge, "body_too_large", 0}},
 	{errNotFound, errorRow{http.StatusNotFound, "not_found", 0}},
@@ -72,6 +85,9 @@ var errorTable = []struct {
 	{errAdminOff, errorRow{http.StatusForbidden, "admin_disabled", 0}},
 	{errDraining, errorRow{http.StatusServiceUnavailable, "draining", 2}},
 	{ErrNotReady, errorRow{http.StatusServiceUnavailable, "not_ready", 5}},
+	{ErrUpstreamUnavailable, errorRow{http.StatusBadGateway, "upstream_unavailable", 5}},
+	{ErrUpstreamTimeout, errorRow{http.StatusGatewayTimeout, "upstream_timeout", 5}},
+	{ErrUnsafeReturn, errorRow{http.StatusBadRequest, "invalid_return", 0}},
 }
 
 // errWith adds detail to a sentinel, keeping errors.Is working.
@@ -86,6 +102,12 @@ func lookupError(err error) (errorRow, bool) {
 		}
 	}
 	return errorRow{http.StatusInternalServerError, "internal", 0}, false
+}
+
+// WriteError answers err from the one table, as every route does: for
+// what gateway mode answers itself.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeError(w, r, err)
 }
 
 // writeError answers err from the table. Unexpected errors are logged here,
@@ -112,5 +134,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if row.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(row.retryAfter))
 	}
-	writeJSON(w, row.status, map[string]apiError{"error": {Code: row.code, Message: msg}})
+	body := map[string]any{"code": row.code, "message": msg}
+	var d Detailed
+	if errors.As(err, &d) {
+		for k, v := range d.Details() {
+			if k != "code" && k != "message" {
+				body[k] = v
+			}
+		}
+	}
+	writeJSON(w, row.status, map[string]any{"error": body})
 }

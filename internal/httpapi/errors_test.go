@@ -47,3 +47,9 @@ func TestWriteErrorHidesUnexpected(t *testing.T) {
 		t.Errorf("Content-Type %q", ct)
 	}
 }
+
+// apiError is the one error shape: {"error":{"code":"…","message":"…"}}.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

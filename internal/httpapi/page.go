@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -17,7 +18,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := s.Identity.User(r); err != nil {
 		_, value := s.Identity.NewSession()
-		http.SetCookie(w, sessionCookie(value, s.SecureCookies))
+		http.SetCookie(w, identity.Cookie(value, s.SecureCookies))
 	}
 	s.pageFiles(w, r)
 }

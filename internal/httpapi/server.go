@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/telemetry"
@@ -29,13 +30,15 @@ const maxBody = 4 << 10
 
 // Options configures a Server.
 type Options struct {
-	Queue  *queue.Service
+	Queue *queue.Service
+	// Orders serves the order API and the admin's products (nil: neither,
+	// as in gateway mode, where the shop's own backend sells).
 	Orders *order.Service
 	// History serves each queue's recent samples to the admin page (nil:
 	// an empty history).
 	History *queue.History
 	// Identity checks JWTs and signs session cookies.
-	Identity *Identity
+	Identity *identity.Identity
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
 	// Ready reports whether the dependencies answer (for /readyz); an
@@ -89,15 +92,17 @@ func New(o Options) *Server {
 	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.enter)
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.status)
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.leave)
-	m.HandleFunc("POST /api/v1/orders", s.placeOrder)
-	m.HandleFunc("GET /api/v1/products/{id}", s.product)
+	if o.Orders != nil { // gateway mode has no order API of its own
+		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
+		m.HandleFunc("GET /api/v1/products/{id}", s.product)
+		m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
+	}
 
 	m.HandleFunc("GET /admin/v1/queues", s.admin(s.listQueues))
 	m.HandleFunc("GET /admin/v1/queues/{queue}", s.admin(s.queueStats))
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.admin(s.queueHistory))
-	m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
 
 	if o.MetricsHandler != nil {
 		m.Handle("GET /metrics", o.MetricsHandler)
@@ -113,6 +118,10 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin", s.pageFiles)
 	return s
 }
+
+// Handle adds a route served like the others (request id, metrics, JSON
+// errors): what gateway mode serves beside the API under its prefix.
+func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
 
 // SetDraining makes /readyz fail so load balancers stop sending traffic
 // while in-flight requests finish, and answers held requests at once.
@@ -312,7 +321,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, errAdminOff)
 			return
 		}
-		got, _ := bearer(r.Header.Get("Authorization"))
+		got, _ := identity.Bearer(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
 			s.writeError(w, r, errAdminAuth)
 			return

@@ -1,9 +1,8 @@
 package order
 
 import (
+	"cmp"
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,15 +11,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/queue"
 )
-
-// Tokens is the part of the line the order API needs: checking an entry
-// token under a short in-flight lock, and ending that use.
-type Tokens interface {
-	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
-	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
-}
 
 // Payment charges for an order inside its transaction; an error rolls the
 // order back and keeps the entry token.
@@ -69,26 +62,21 @@ type Config struct {
 	// Work is database time each order spends holding its connection (as
 	// pg_sleep would): how the benchmark reproduces a 200 ms order.
 	Work time.Duration
-	// LockTTL bounds the token's in-flight lock, should its holder die.
-	LockTTL time.Duration
 }
 
-// Service places orders: entry token → in-flight lock → one transaction
-// (conditional stock decrement, unique token, payment) → consume the token
-// on success, keep it on failure.
+// Service places orders: one transaction (conditional stock decrement,
+// unique token, payment) run as a use of the entry token (package entry:
+// locked for this request alone, consumed on success, kept on failure).
 type Service struct {
 	store   Store
-	tokens  Tokens
+	guard   *entry.Guard
 	payment Payment
 	cfg     Config
 }
 
 // NewService returns a Service.
-func NewService(store Store, tokens Tokens, payment Payment, cfg Config) *Service {
-	if cfg.LockTTL <= 0 {
-		cfg.LockTTL = 30 * time.Second
-	}
-	return &Service{store: store, tokens: tokens, payment: payment, cfg: cfg}
+func NewService(store Store, guard *entry.Guard, payment Payment, cfg Config) *Service {
+	return &Service{store: store, guard: guard, payment: payment, cfg: cfg}
 }
 
 // Place buys. replayed is true when the Idempotency-Key named an order that
@@ -110,34 +98,6 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if q == "" {
 		q = queue.DefaultQueue
 	}
-	// The lock belongs to this request alone: a retried BeginUse whose reply
-	// was lost finds its own lock, and only this request can release it.
-	owner := newOwner()
-	if err := s.tokens.BeginUse(ctx, q, r.UserID, r.Token, owner, s.cfg.LockTTL); err != nil {
-		if !errors.Is(err, queue.ErrTokenInvalid) && !errors.Is(err, queue.ErrTokenInUse) {
-			// Redis failed or the client left: the script may have run and
-			// taken the lock anyway. Release it, best effort.
-			_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, owner, false)
-		}
-		// A retry with an Idempotency-Key can race the request it repeats:
-		// it missed that order in the lookup above, then the first request
-		// committed and consumed the token. The order its key names exists
-		// now, so answer with it rather than call the token invalid.
-		if errors.Is(err, queue.ErrTokenInvalid) && r.IdempotencyKey != "" {
-			if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
-				return replay(prev, true, nil, r)
-			}
-		}
-		return Order{}, false, err
-	}
-	consumed := false
-	// The lock is released on every way out, panics and departed clients
-	// included. Should Redis fail here, the lock lapses by itself after
-	// LockTTL, and an order that exists stands (its token can no longer buy:
-	// the unique key), so this error fails nothing.
-	defer func() {
-		_ = s.tokens.EndUse(context.WithoutCancel(ctx), q, r.UserID, r.Token, owner, consumed)
-	}()
 	no := NewOrder{
 		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
 		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
@@ -145,12 +105,20 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if r.IdempotencyKey != "" {
 		no.RequestFingerprint = Fingerprint(r.ProductID, r.Quantity)
 	}
-	o, err = s.store.CreateOrder(ctx, no, s.cfg.Work, s.payment.Charge)
-	// A token the orders table already holds is spent, whatever Redis says
-	// (a failover may have resurrected it): consume it now.
-	consumed = err == nil || errors.Is(err, ErrTokenUsed)
-	if errors.Is(err, ErrDuplicateKey) {
-		// A concurrent request with the same key won: answer with its order.
+	var orderErr error
+	useErr := s.guard.Use(ctx, entry.Token{Queue: q, User: r.UserID, Value: r.Token}, func(ctx context.Context) entry.Outcome {
+		o, orderErr = s.store.CreateOrder(ctx, no, s.cfg.Work, s.payment.Charge)
+		return outcomeOf(orderErr)
+	})
+	err = cmp.Or(useErr, orderErr) // useErr: the order was never tried
+	switch {
+	case errors.Is(err, queue.ErrTokenInvalid) && r.IdempotencyKey != "",
+		errors.Is(err, ErrDuplicateKey):
+		// A retry with an Idempotency-Key can race the request it repeats:
+		// it missed that order in the lookup above, then the first request
+		// committed and consumed the token (the token is invalid now), or
+		// both reached the database and the first won (the key is taken).
+		// Either way the order its key names exists: answer with it.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
 			return replay(prev, true, nil, r)
 		}
@@ -176,19 +144,34 @@ func replay(prev Order, found bool, err error, r Request) (Order, bool, error) {
 	return prev, true, nil
 }
 
+// outcomeOf says how an order attempt ended for its token and for the
+// database's health: a token the orders table already holds is spent,
+// whatever Redis says (a failover may have resurrected it), so it is
+// consumed now; the database failing or too slow is what admission must
+// hear; anything else is the order's own refusal, and the token is kept.
+func outcomeOf(err error) entry.Outcome {
+	switch {
+	case err == nil:
+		return entry.Succeeded
+	case errors.Is(err, ErrTokenUsed):
+		return entry.Spent
+	case errors.Is(err, context.DeadlineExceeded):
+		return entry.TimedOut
+	case errors.Is(err, ErrUnavailable):
+		return entry.Failed
+	case errors.Is(err, ErrOutOfStock), errors.Is(err, ErrPayment), errors.Is(err, ErrProductNotFound),
+		errors.Is(err, ErrDuplicateKey), errors.Is(err, ErrInvalidOrder), errors.Is(err, context.Canceled):
+		return entry.Refused
+	}
+	return entry.Failed
+}
+
 // Product returns a product; an id no product could have is simply not found.
 func (s *Service) Product(ctx context.Context, id string) (Product, error) {
 	if !ValidProductID(id) {
 		return Product{}, ErrProductNotFound
 	}
 	return s.store.Product(ctx, id)
-}
-
-// newOwner names one request's hold on a token lock.
-func newOwner() string {
-	b := make([]byte, 12)
-	crand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // PutProduct creates or restocks a product.

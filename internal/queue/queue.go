@@ -189,6 +189,10 @@ type Stats struct {
 	ConsumedTotal int64 // tokens spent on an order
 	ExpiredTotal  int64 // tokens that ran out
 	ReturnedTotal int64 // unused tokens given back
+	// InlineTotal counts the admitted who never waited: let straight in
+	// while the line was quiet (AdmitNow), included in EnteredTotal and
+	// AdmittedTotal.
+	InlineTotal int64
 	// MeasuredRate is the admitted users per second over the last few
 	// seconds (all instances together); 0 when nothing was admitted lately.
 	MeasuredRate float64
@@ -217,6 +221,14 @@ type Store interface {
 	// the queue's TTL. len(tokens) should be the batch size; with fewer, the
 	// users due beyond them wait for the next tick.
 	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
+	// AdmitNow lets the user in at once while the line is quiet: nobody
+	// waits, the queue is not paused, the next tick's budget has room (what
+	// is admitted this way comes out of that tick's quota, so the global
+	// rate holds) and so has the live-token cap. Then token is written for
+	// the user with the queue's TTL and they are Ready. A user in line gets
+	// their place (Waiting), one holding a valid token gets it (Ready);
+	// otherwise NotInQueue: the line is busy, join it.
+	AdmitNow(ctx context.Context, queue, user, token string) (Entry, error)
 	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
 	// in-flight lock on it for owner (ErrTokenInUse while another owner
 	// holds it). Asking again as the same owner succeeds, so a retried call

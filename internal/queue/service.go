@@ -184,6 +184,26 @@ func (s *Service) status(ctx context.Context, queue, user string) (Entry, error)
 	return e, nil
 }
 
+// AdmitNow lets the user straight in while the line is quiet (see
+// Store.AdmitNow): READY with a token, or where they stand in line, or
+// NOT_IN_QUEUE when the line is busy and they must join it.
+func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error) {
+	if err := validate(queue, user); err != nil {
+		return View{}, err
+	}
+	e, err := s.store.AdmitNow(ctx, queue, user, NewTokens(1)[0])
+	if err != nil {
+		return View{}, err
+	}
+	if s.snaps != nil {
+		s.snaps.remember(queue, user, e)
+		if e.State == Ready {
+			s.snaps.changed(queue)
+		}
+	}
+	return s.view(e), nil
+}
+
 // Leave takes the user out of line or gives back their unused token.
 // Leaving when not in line is not an error: the outcome is the same.
 func (s *Service) Leave(ctx context.Context, queue, user string) error {

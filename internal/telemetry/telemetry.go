@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -38,6 +39,7 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	orders        *prometheus.CounterVec
 	orderDuration prometheus.Histogram
+	protected     *prometheus.HistogramVec
 }
 
 // New registers waitroom's metrics on reg.
@@ -61,8 +63,13 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 			Help:    "Time to answer an order attempt, token check and transaction included.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10},
 		}),
+		protected: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "waitroom_protected_call_duration_seconds",
+			Help:    "Calls made with an entry token (an order, or a protected route through the gateway), from the token check to the backend's answer, by queue and outcome (succeeded, spent, refused, failed, timed_out).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10, 30},
+		}, []string{"queue", "outcome"}),
 	}
-	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, &queueCollector{queues: queues, maxAge: StatsMaxAge})
+	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
 }
 
@@ -103,6 +110,15 @@ func (m *Metrics) Order(result string, d time.Duration) {
 	}
 	m.orders.WithLabelValues(result).Inc()
 	m.orderDuration.Observe(d.Seconds())
+}
+
+// ProtectedCall records one call made with an entry token (an
+// entry.Observer).
+func (m *Metrics) ProtectedCall(queue string, took time.Duration, o entry.Outcome) {
+	if m == nil {
+		return
+	}
+	m.protected.WithLabelValues(queue, o.String()).Observe(took.Seconds())
 }
 
 func statusText(code int) string {

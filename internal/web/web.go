@@ -42,14 +42,27 @@ type site struct {
 	messages       map[string]map[string]string // lang → key → text
 	static         http.Handler
 	version        string // hash of the static files, busts caches on change
+	opts           Options
+}
+
+// Options says where the pages live and what they are for.
+type Options struct {
+	// Base is the path the pages and the API are served under: "" for
+	// `waitroom serve`, the --prefix (/_waitroom) in gateway mode.
+	Base string
+	// Gateway: the page lets the user back into the shop once admitted (to
+	// the ?return= path it was sent from) instead of offering the built-in
+	// order form.
+	Gateway bool
 }
 
 // Handler serves the waiting page for GET / and GET /q/{queue} (the page
 // reads the queue name from the path; / is queue "default"), the admin page
-// for GET /admin, and the pages' files under /static/. It sets no cookie
-// and checks no identity: httpapi does that before it calls the page.
-func Handler() http.Handler {
-	s, err := newSite()
+// for GET /admin, and the pages' files under /static/, all below o.Base as
+// the browser sees them. It sets no cookie and checks no identity: httpapi
+// does that before it calls the page.
+func Handler(o Options) http.Handler {
+	s, err := newSite(o)
 	if err != nil {
 		// The files are embedded and covered by tests: a failure here is a
 		// broken build, not a runtime condition.
@@ -63,8 +76,8 @@ func Handler() http.Handler {
 	return mux
 }
 
-func newSite() (*site, error) {
-	s := &site{messages: map[string]map[string]string{}}
+func newSite(o Options) (*site, error) {
+	s := &site{messages: map[string]map[string]string{}, opts: o}
 	for _, lang := range Languages {
 		raw, err := files.ReadFile("messages/" + lang + ".json")
 		if err != nil {
@@ -99,7 +112,7 @@ func newSite() (*site, error) {
 
 	funcs := template.FuncMap{
 		// asset names a static file with the version that lets browsers keep it.
-		"asset": func(name string) string { return "/static/" + name + "?v=" + s.version },
+		"asset": func(name string) string { return o.Base + "/static/" + name + "?v=" + s.version },
 	}
 	for _, p := range []struct {
 		t    **template.Template
@@ -142,6 +155,9 @@ type pageData struct {
 	// OtherLang and OtherLangURL are the language switch: the same page in
 	// the other language, keeping the rest of the query (?product=…).
 	OtherLang, OtherLangName, OtherLangURL string
+	// Base and Mode tell the page's script where the API is and what to do
+	// once admitted ("shop": the order form; "gateway": back to ?return=).
+	Base, Mode string
 }
 
 func (s *site) page(t *template.Template) http.HandlerFunc {
@@ -156,7 +172,11 @@ func (s *site) page(t *template.Template) http.HandlerFunc {
 		d := pageData{
 			Lang: lang, T: s.messages[lang],
 			OtherLang: other, OtherLangName: s.messages[other]["languageName"],
-			OtherLangURL: (&url.URL{Path: r.URL.Path, RawQuery: q.Encode()}).String(),
+			OtherLangURL: (&url.URL{Path: s.opts.Base + r.URL.Path, RawQuery: q.Encode()}).String(),
+			Base:         s.opts.Base, Mode: "shop",
+		}
+		if s.opts.Gateway {
+			d.Mode = "gateway"
 		}
 		var buf bytes.Buffer
 		if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {

@@ -65,13 +65,13 @@ func get(t *testing.T, h http.Handler, path, acceptLanguage string) (*http.Respo
 }
 
 var (
-	langAttr     = regexp.MustCompile(`<html lang="([a-z]+)">`)
+	langAttr     = regexp.MustCompile(`<html lang="([a-z]+)"[^>]*>`)
 	messagesJSON = regexp.MustCompile(`(?s)<script id="messages" type="application/json">(.*?)</script>`)
 	assetRef     = regexp.MustCompile(`(?:src|href)="(/static/[^"]+)"`)
 )
 
 func TestPages(t *testing.T) {
-	h := web.Handler()
+	h := web.Handler(web.Options{})
 	tests := []struct {
 		path, acceptLanguage, wantLang, wantText, wantScript string
 	}{
@@ -149,7 +149,7 @@ func TestPages(t *testing.T) {
 }
 
 func TestLanguageSwitchKeepsTheQuery(t *testing.T) {
-	_, body := get(t, web.Handler(), "/q/spring-drop?product=tee", "en")
+	_, body := get(t, web.Handler(web.Options{}), "/q/spring-drop?product=tee", "en")
 	want := `<a class="lang-switch" href="/q/spring-drop?lang=ko&amp;product=tee" lang="ko" hreflang="ko">한국어</a>`
 	if !strings.Contains(body, want) {
 		t.Errorf("page lacks the language switch %s", want)
@@ -157,7 +157,7 @@ func TestLanguageSwitchKeepsTheQuery(t *testing.T) {
 }
 
 func TestStatic(t *testing.T) {
-	h := web.Handler()
+	h := web.Handler(web.Options{})
 	tests := []struct {
 		path        string
 		status      int
@@ -261,4 +261,24 @@ func placeholders(s string) []string {
 	p := placeholder.FindAllString(s, -1)
 	slices.Sort(p)
 	return p
+}
+
+// In gateway mode the page lives under the prefix and says so to its
+// script, and its files are asked for there.
+func TestGatewayPage(t *testing.T) {
+	h := web.Handler(web.Options{Base: "/_waitroom", Gateway: true})
+	res, body := get(t, h, "/q/default?return=%2Fcheckout", "en")
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	for _, want := range []string{`data-base="/_waitroom"`, `data-mode="gateway"`, `src="/_waitroom/static/waiting.js?v=`,
+		`href="/_waitroom/static/waitroom.css?v=`, `href="/_waitroom/q/default?lang=ko&amp;return=%2Fcheckout"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	_, plain := get(t, web.Handler(web.Options{}), "/", "en")
+	if !strings.Contains(plain, `data-mode="shop"`) || strings.Contains(plain, "/_waitroom") {
+		t.Errorf("serve's page should be at the root in shop mode")
+	}
 }

@@ -22,7 +22,7 @@ import (
 
 func main() {
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,hot,accuracy,memory (default all)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,hot,accuracy,memory,gateway (default all)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")

@@ -72,6 +72,7 @@ type state struct {
 	next                                   time.Time // when the next admission tick is due
 	carry                                  float64
 	admitted, consumed, left, expired, ret int64
+	inline, inlineTotal                    int64 // admitted by AdmitNow: since the last tick, ever
 	winStart                               time.Time
 	winCount                               int64
 	measured                               float64
@@ -274,6 +275,9 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		if n > len(tokens) {
 			n, carry = len(tokens), carry+float64(n-len(tokens))
 		}
+		// As admit.lua: those let straight in since the last tick came out
+		// of this tick's quota.
+		n = max(n-int(q.inline), 0)
 		// As admit.lua: the live-token cap (expired tokens were just dropped).
 		if limit := q.cfg.MaxActiveTokens; limit > 0 {
 			if room := int(limit) - len(q.tokens); room < n {
@@ -307,10 +311,59 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		q.winStart, q.winCount = now, 0
 	}
 	q.admitted += int64(len(admitted))
+	q.inline = 0
 	// Rounded as admit.lua stores it (%.6f), so both stores admit on the
 	// same ticks: unrounded, 0.1 ten times is 0.9999999999999999.
 	q.next, q.carry = next, math.Round(carry*1e6)/1e6
 	return queue.Admission{Ticked: true, Admitted: admitted, NextIn: next.Sub(now)}, nil
+}
+
+// AdmitNow implements queue.Store, with admit_now.lua's rules.
+func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now().Truncate(time.Millisecond)
+	if e, ok := q.standing(user, now); ok {
+		return e, nil
+	}
+	busy := queue.Entry{State: queue.NotInQueue, Epoch: q.epoch, Config: q.cfg}
+	if q.cfg.Paused || q.line.len() > 0 {
+		return busy, nil
+	}
+	quota := min(int64(q.cfg.PerTick()+q.carry), int64(q.cfg.BatchSize))
+	if q.inline >= quota {
+		return busy, nil
+	}
+	if limit := q.cfg.MaxActiveTokens; limit > 0 && q.live(now) >= limit {
+		return busy, nil
+	}
+	if _, ok := q.tokens[user]; ok { // expired: forget it, as Enter does
+		q.expired++
+	}
+	q.seq++ // entered and admitted at once: the totals still balance
+	t := token{value: tok, expires: now.Add(q.cfg.TokenTTL)}
+	q.tokens[user] = t
+	q.issued = append(q.issued, issuedToken{user: user, value: t.value, expires: t.expires})
+	q.inline++
+	q.inlineTotal++
+	q.admitted++
+	q.winCount++
+	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Epoch: q.epoch, Config: q.cfg}, nil
+}
+
+// live counts the tokens not yet expired at now; the caller holds q.mu.
+func (q *state) live(now time.Time) int64 {
+	n := int64(0)
+	for _, t := range q.tokens {
+		if t.expires.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // forgetExpired drops tokens whose time is up; the caller holds q.mu.
@@ -398,7 +451,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	st := queue.Stats{
 		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)) - unswept,
 		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
-		ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret,
+		ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 	}
 	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
 		st.MeasuredRate = q.measured

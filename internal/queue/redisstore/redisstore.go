@@ -39,6 +39,7 @@ var (
 	statsScript     = mustScript("stats")
 	putConfigScript = mustScript("put_config")
 	snapshotScript  = mustScript("snapshot")
+	admitNowScript  = mustScript("admit_now")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -173,7 +174,18 @@ func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, err
 	return parseEntry(r)
 }
 
-// parseEntry reads the reply shared by enter.lua and status.lua.
+// AdmitNow implements queue.Store.
+func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Entry, error) {
+	k := keysFor(s.prefix, name)
+	r, err := admitNowScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.adm, k.tokens, k.texp}, user, token).Slice()
+	if err != nil {
+		return queue.Entry{}, unavailable(err)
+	}
+	return parseEntry(r)
+}
+
+// parseEntry reads the reply shared by enter.lua, status.lua and
+// admit_now.lua.
 func parseEntry(r []any) (queue.Entry, error) {
 	p := reply{r: r}
 	var e queue.Entry
@@ -291,6 +303,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		LeftTotal:     p.int(7),
 		ExpiredTotal:  p.int(8),
 		ReturnedTotal: p.int(9),
+		InlineTotal:   p.int(10),
 	}
 	// A window that has not closed for two of its lengths means admission
 	// stopped (no instance running): the last figure would be stale.

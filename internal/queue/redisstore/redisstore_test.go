@@ -287,6 +287,7 @@ func TestDamagedConfigWritesNothing(t *testing.T) {
 		"Status":   {"rate", "batch"},
 		"Snapshot": {"rate", "batch"},
 		"Admit":    {"rate", "batch", "interval_ms", "ttl_ms"},
+		"AdmitNow": {"rate", "batch", "interval_ms", "ttl_ms"},
 	}
 	for _, field := range []string{"rate", "batch", "interval_ms", "ttl_ms", "capacity"} {
 		t.Run(field, func(t *testing.T) {
@@ -324,6 +325,7 @@ func TestDamagedConfigWritesNothing(t *testing.T) {
 				{"Status", func() error { _, err := s.Status(ctx, "q", "a"); return err }},
 				{"Snapshot", func() error { _, err := s.Snapshot(ctx, "q"); return err }},
 				{"Admit", func() error { _, err := s.Admit(ctx, "q", queue.NewTokens(c.BatchSize)); return err }},
+				{"AdmitNow", func() error { _, err := s.AdmitNow(ctx, "q", "newcomer", "tok"); return err }},
 			}
 			for _, c := range calls {
 				if !slices.Contains(needs[c.name], field) {

@@ -111,6 +111,8 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"StatsReadExpiryWithoutSweeping", testStatsReadExpiry},
 		{"ConfigRoundTrip", testConfigRoundTrip},
 		{"EpochNamesTheLine", testEpoch},
+		{"QuietLineLetsStraightIn", testAdmitNowQuiet},
+		{"AdmitNowSpendsTheNextTicksBudget", testAdmitNowBudget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -854,9 +856,13 @@ func testStatsAddUp(t *testing.T, s queue.Store, clock Clock) {
 	}
 	for step := range 300 {
 		u := fmt.Sprintf("u%d", rnd.IntN(60))
-		switch rnd.IntN(6) {
+		switch rnd.IntN(7) {
 		case 0, 1:
 			if _, err := s.Enter(ctx, q, u); err != nil {
+				t.Fatal(err)
+			}
+		case 6:
+			if _, err := s.AdmitNow(ctx, q, u, queue.NewTokens(1)[0]); err != nil {
 				t.Fatal(err)
 			}
 		case 2:
@@ -1054,4 +1060,111 @@ func testStatsReadExpiry(t *testing.T, s queue.Store, clock Clock) {
 	admitDue(t, s, clock, q, 10) // sweeps b and d, admits z
 	want = [3]int64{1, 4, 0}
 	read("after a tick swept them")
+}
+
+// testAdmitNowQuiet: with nobody waiting a user is let straight in with the
+// token given; in a busy or paused line, or under a full live-token cap,
+// nobody is; who is in line keeps their place and who holds a token keeps it.
+func testAdmitNowQuiet(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.MaxActiveTokens = 2
+	q := newQueue(t, s, c)
+	admitNow := func(user, token string) queue.Entry {
+		t.Helper()
+		e, err := s.AdmitNow(ctx, q, user, token)
+		if err != nil {
+			t.Fatalf("AdmitNow(%s): %v", user, err)
+		}
+		return e
+	}
+	if e := admitNow("alice", "tok-alice"); e.State != queue.Ready || e.Token != "tok-alice" || !e.ExpiresAt.After(clock.Now()) {
+		t.Fatalf("quiet line: %+v, want READY with tok-alice", e)
+	}
+	if e := mustStatus(t, s, q, "alice"); e.State != queue.Ready || e.Token != "tok-alice" {
+		t.Fatalf("status after AdmitNow: %+v", e)
+	}
+	if e := admitNow("alice", "another"); e.State != queue.Ready || e.Token != "tok-alice" {
+		t.Fatalf("asking again: %+v, want the token she holds", e)
+	}
+	mustEnter(t, s, q, "bob")
+	if e := admitNow("carol", "tok-carol"); e.State != queue.NotInQueue {
+		t.Fatalf("with bob waiting: %+v, want NOT_IN_QUEUE", e)
+	}
+	if e := admitNow("bob", "tok-bob"); e.State != queue.Waiting || e.Position != 1 {
+		t.Fatalf("bob asking: %+v, want his place", e)
+	}
+	mustLeave(t, s, q, "bob")
+	c.Paused = true
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	if e := admitNow("carol", "tok-carol"); e.State != queue.NotInQueue {
+		t.Fatalf("paused: %+v, want NOT_IN_QUEUE", e)
+	}
+	c.Paused = false
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	if e := admitNow("carol", "tok-carol"); e.State != queue.Ready {
+		t.Fatalf("resumed: %+v, want READY", e)
+	}
+	if e := admitNow("dave", "tok-dave"); e.State != queue.NotInQueue {
+		t.Fatalf("cap of 2 reached: %+v, want NOT_IN_QUEUE", e)
+	}
+	if e := mustStatus(t, s, q, "dave"); e.State != queue.NotInQueue {
+		t.Fatalf("dave after a refused AdmitNow: %+v", e)
+	}
+	st, err := s.Stats(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := queue.Stats{EnteredTotal: 3, AdmittedTotal: 2, InlineTotal: 2, LeftTotal: 1, ActiveTokens: 2}
+	got := queue.Stats{EnteredTotal: st.EnteredTotal, AdmittedTotal: st.AdmittedTotal, InlineTotal: st.InlineTotal,
+		LeftTotal: st.LeftTotal, ActiveTokens: st.ActiveTokens, Length: st.Length}
+	if got != want {
+		t.Fatalf("stats %+v, want %+v", got, want)
+	}
+	if _, err := s.AdmitNow(ctx, "nope-unknown", "a", "t"); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Errorf("unknown queue: %v, want ErrQueueNotFound", err)
+	}
+}
+
+// testAdmitNowBudget: what is let straight in between two ticks comes out
+// of the next tick's quota, so the rate holds however users arrive.
+func testAdmitNowBudget(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 0.3, 10, 10*time.Second // 3 per 10 s tick
+	q := newQueue(t, s, c)
+	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 0 {
+		t.Fatalf("first tick on an empty line admitted %v", got)
+	}
+	// The next tick is 10 s away: its budget is 3.
+	var straightIn int
+	for i := range 5 {
+		if e, err := s.AdmitNow(ctx, q, fmt.Sprintf("quiet%d", i), queue.NewTokens(1)[0]); err != nil {
+			t.Fatal(err)
+		} else if e.State == queue.Ready {
+			straightIn++
+		}
+	}
+	if straightIn != 3 {
+		t.Fatalf("let straight in %d between two ticks, want the tick's budget of 3", straightIn)
+	}
+	// Shorten the interval so the next tick is due now, with the same
+	// per-tick budget: it has been spent already.
+	c.RatePerSecond, c.Interval = 3000, time.Millisecond
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		mustEnter(t, s, q, fmt.Sprintf("w%d", i))
+	}
+	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 0 {
+		t.Fatalf("the tick after 3 were let straight in admitted %v, want nobody", got)
+	}
+	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 3 || got[0] != "w0" {
+		t.Fatalf("the tick after that admitted %v, want w0 w1 w2", got)
+	}
 }

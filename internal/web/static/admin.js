@@ -12,6 +12,8 @@
   const $ = (id) => document.getElementById(id);
   const SVG = 'http://www.w3.org/2000/svg';
 
+  // Where the admin API lives: "" for waitroom serve, the prefix in gateway mode.
+  const base = document.documentElement.dataset.base || '';
   const TOKEN_KEY = 'waitroom:admin-token';
   const SAMPLE_MS = 2000;          // one sample of every queue per refresh
   const WINDOW_MS = 5 * 60 * 1000; // the chart's span
@@ -45,7 +47,7 @@
   async function api(method, path, body) {
     const headers = { Authorization: 'Bearer ' + getToken(), Accept: 'application/json' };
     if (body) headers['Content-Type'] = 'application/json';
-    const res = await fetch('/admin/v1' + path, {
+    const res = await fetch(base + '/admin/v1' + path, {
       method, headers, cache: 'no-store', body: body ? JSON.stringify(body) : undefined,
     });
     const data = await res.json().catch(() => ({}));

@@ -14,13 +14,18 @@
   const numbers = new Intl.NumberFormat(lang);
   const $ = (id) => document.getElementById(id);
 
-  // "/" is the default line; "/q/{queue}" names one.
+  // Where the API lives ("" for waitroom serve, the prefix in gateway
+  // mode) and what admission leads to: the order form ("shop") or back to
+  // the page the shopper was sent from ("gateway").
+  const base = document.documentElement.dataset.base || '';
+  const gateway = document.documentElement.dataset.mode === 'gateway';
+  // base + "/" is the default line; base + "/q/{queue}" names one.
   const queue = (() => {
-    const m = location.pathname.match(/^\/q\/([^/]+)\/?$/);
+    const m = location.pathname.slice(base.length).match(/^\/q\/([^/]+)\/?$/);
     return m ? decodeURIComponent(m[1]) : 'default';
   })();
   const params = new URLSearchParams(location.search);
-  const entriesURL = '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
+  const entriesURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
   const HOLD_SECONDS = 20;
 
   // Remembered per tab and per line: the first position seen (the start of
@@ -232,6 +237,7 @@
 
   function admitted(b, skew) {
     cancelSchedule();
+    if (gateway) return backToShop();
     const wasReady = state === 'ready';
     ready = { token: b.token, expiresAt: Date.parse(b.expiresAt) - skew };
     saved.drop('first');
@@ -243,6 +249,20 @@
     if (!product.value && params.get('product')) product.value = params.get('product');
     describeProduct();
     tick();
+  }
+
+  // backToShop sends the admitted shopper back where they were going. The
+  // server checks that ?return= is a path on this site before it sets the
+  // entry cookie and redirects (no open redirect), so the page passes it on
+  // as it came.
+  function backToShop() {
+    saved.drop('first');
+    const link = $('continue-link');
+    link.href = base + '/return?queue=' + encodeURIComponent(queue) + '&to=' + encodeURIComponent(params.get('return') || '/');
+    show('returning');
+    document.title = t('titleReady');
+    announce(t('announceReady'));
+    location.replace(link.href);
   }
 
   function notInLine() {
@@ -297,7 +317,7 @@
     info.textContent = '';
     if (!id) return;
     try {
-      const res = await fetch('/api/v1/products/' + encodeURIComponent(id), { credentials: 'same-origin', cache: 'no-store' });
+      const res = await fetch(base + '/api/v1/products/' + encodeURIComponent(id), { credentials: 'same-origin', cache: 'no-store' });
       if (!res.ok || mine !== describing) return;
       const p = await res.json();
       if (p.name) productNames.set(p.id, p.name);
@@ -327,7 +347,7 @@
     say('ordering');
     let res, body;
     try {
-      res = await fetch('/api/v1/orders', {
+      res = await fetch(base + '/api/v1/orders', {
         method: 'POST',
         credentials: 'same-origin',
         cache: 'no-store',

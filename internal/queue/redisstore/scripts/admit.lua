@@ -38,7 +38,7 @@ end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count')
+local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'inline')
 local due = tonumber(adm[1]) or now
 -- A due time more than one interval ahead means Redis's clock went back (an
 -- NTP step, a restored VM) since it was written: wait one interval from now,
@@ -73,6 +73,9 @@ if cfg[5] ~= '1' then
   -- Fewer fresh tokens than due (the caller's config was older): keep the
   -- rest for the next tick rather than lose it.
   if n > #ARGV then n, carry = #ARGV, carry + n - #ARGV end
+  -- Users let straight in since the last tick (admit_now.lua) came out of
+  -- this tick's quota.
+  n = math.max(n - (tonumber(adm[5]) or 0), 0)
   -- The live-token cap: no more than the room under it; what the cap holds
   -- back is not carried (it would come out as a burst when room appears).
   local maxActive = tonumber(cfg[6]) or 0
@@ -111,7 +114,7 @@ if #admitted > 0 then
   redis.call('HINCRBY', KEYS[3], 'admitted', #admitted)
 end
 redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),
-  'win_start', winStart, 'win_count', winCount)
+  'win_start', winStart, 'win_count', winCount, 'inline', 0)
 
 local reply = {1, next - now}
 for i = 1, #admitted do

@@ -12,7 +12,7 @@
 -- KEYS[5] seq    STRING ticket counter (= joins)
 -- Reply: {-1} unknown queue, else
 --        {length, admitted, consumed, active, measured, msSinceWindow,
---         entered, left, expired, returned}
+--         entered, left, expired, returned, admittedInline}
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {-1}
 end
@@ -20,7 +20,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local unswept = redis.call('ZCOUNT', KEYS[4], '-inf', now)
 local adm = redis.call('HMGET', KEYS[3], 'admitted', 'consumed', 'measured', 'win_start',
-  'left', 'expired', 'returned')
+  'left', 'expired', 'returned', 'inline_total')
 local since = -1
 if adm[4] then since = now - tonumber(adm[4]) end
 return {
@@ -34,4 +34,5 @@ return {
   tonumber(adm[5]) or 0,
   (tonumber(adm[6]) or 0) + unswept,
   tonumber(adm[7]) or 0,
+  tonumber(adm[8]) or 0,
 }

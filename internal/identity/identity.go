@@ -1,4 +1,8 @@
-package httpapi
+// Package identity tells who a request is for. waitroom does not log people
+// in: it trusts the shop's login (an HS256 JWT whose sub is the user id) or
+// an anonymous session cookie it signs itself. Both the built-in API
+// (httpapi) and gateway mode (gateway) ask it.
+package identity
 
 import (
 	"crypto/hmac"
@@ -17,10 +21,11 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// SessionCookie is the anonymous session the page gets on its first visit.
-const SessionCookie = "wr_session"
+// CookieName names the anonymous session cookie the page gets on its first visit.
+const CookieName = "wr_session"
 
-var errUnauthenticated = errors.New("no valid identity: send Authorization: Bearer <JWT> or the session cookie")
+// ErrUnauthenticated: the request carries no valid identity (401).
+var ErrUnauthenticated = errors.New("no valid identity: send Authorization: Bearer <JWT> or the session cookie")
 
 // Identity tells who a request is for. waitroom does not log people in: it
 // trusts the shop's login (an HS256 JWT whose sub is the user id) or an
@@ -48,26 +53,26 @@ type verifiedJWT struct {
 // an entry); a miss only costs one verification.
 const maxVerified = 400_000
 
-// NewIdentity returns an Identity signing and checking with secret.
-func NewIdentity(secret []byte) *Identity {
+// New returns an Identity signing and checking with secret.
+func New(secret []byte) *Identity {
 	return &Identity{secret: secret, verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
 }
 
-// User returns the request's user id: errUnauthenticated when there is no
+// User returns the request's user id: ErrUnauthenticated when there is no
 // valid identity, queue.ErrInvalidUser when the identity names an id that
 // cannot be used (checked before anything touches Redis).
 func (id *Identity) User(r *http.Request) (string, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		raw, ok := bearer(h)
+		raw, ok := Bearer(h)
 		if !ok {
-			return "", errUnauthenticated
+			return "", ErrUnauthenticated
 		}
 		return id.userFromJWT(raw)
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
+	if c, err := r.Cookie(CookieName); err == nil {
 		return id.userFromSession(c.Value)
 	}
-	return "", errUnauthenticated
+	return "", ErrUnauthenticated
 }
 
 func (id *Identity) userFromJWT(raw string) (string, error) {
@@ -80,11 +85,11 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 		jwt.WithLeeway(5*time.Second),
 	)
 	if err != nil || !tok.Valid {
-		return "", errUnauthenticated
+		return "", ErrUnauthenticated
 	}
 	sub, err := tok.Claims.GetSubject()
 	if err != nil || sub == "" {
-		return "", errUnauthenticated
+		return "", ErrUnauthenticated
 	}
 	if err := queue.ValidateUserID(sub); err != nil {
 		return "", err
@@ -132,7 +137,7 @@ func (id *Identity) NewSession() (user, value string) {
 func (id *Identity) userFromSession(value string) (string, error) {
 	user, sig, ok := strings.Cut(value, ".")
 	if !ok || !hmac.Equal([]byte(sig), []byte(id.sign(user))) {
-		return "", errUnauthenticated
+		return "", ErrUnauthenticated
 	}
 	if err := queue.ValidateUserID(user); err != nil {
 		return "", err
@@ -160,9 +165,9 @@ func (id *Identity) SignJWT(user string, ttl time.Duration) string {
 }
 
 // sessionCookie returns the cookie carrying value.
-func sessionCookie(value string, secure bool) *http.Cookie {
+func Cookie(value string, secure bool) *http.Cookie {
 	return &http.Cookie{
-		Name:     SessionCookie,
+		Name:     CookieName,
 		Value:    value,
 		Path:     "/",
 		MaxAge:   int((24 * time.Hour).Seconds()),
@@ -174,7 +179,7 @@ func sessionCookie(value string, secure bool) *http.Cookie {
 
 // bearer returns the credentials of an "Authorization: Bearer …" header;
 // the scheme name is case-insensitive (RFC 9110 §11.1).
-func bearer(header string) (string, bool) {
+func Bearer(header string) (string, bool) {
 	scheme, cred, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -1,4 +1,4 @@
-package httpapi
+package identity
 
 import (
 	"crypto/hmac"
@@ -71,8 +71,8 @@ func requestWith(auth, cookie string) *http.Request {
 
 func TestIdentityUser(t *testing.T) {
 	t.Parallel()
-	id := NewIdentity(testSecret)
-	other := NewIdentity([]byte("another-secret"))
+	id := New(testSecret)
+	other := New([]byte("another-secret"))
 	_, goodCookie := id.NewSession()
 	_, otherCookie := other.NewSession()
 	long := strings.Repeat("u", queue.MaxUserIDLen)
@@ -87,28 +87,28 @@ func TestIdentityUser(t *testing.T) {
 		{name: "valid JWT 128-char sub", auth: "Bearer " + id.SignJWT(long, time.Hour), want: long},
 		{name: "valid JWT punctuation sub", auth: "Bearer " + id.SignJWT("a.b-c_d@e|f~!", time.Hour), want: "a.b-c_d@e|f~!"},
 		{name: "exp within leeway", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "bob", "exp": time.Now().Add(-2 * time.Second).Unix()}, testSecret), want: "bob"},
-		{name: "valid cookie", cookie: SessionCookie + "=" + goodCookie, want: strings.Split(goodCookie, ".")[0]},
+		{name: "valid cookie", cookie: CookieName + "=" + goodCookie, want: strings.Split(goodCookie, ".")[0]},
 
-		{name: "nothing", wantErr: errUnauthenticated},
-		{name: "scheme only", auth: "Bearer", wantErr: errUnauthenticated},
-		{name: "empty bearer", auth: "Bearer ", wantErr: errUnauthenticated},
-		{name: "basic auth", auth: "Basic dXNlcjpwYXNz", wantErr: errUnauthenticated},
-		{name: "garbage bearer", auth: "Bearer !!!", wantErr: errUnauthenticated},
-		{name: "three dots", auth: "Bearer a.b.c", wantErr: errUnauthenticated},
-		{name: "token without scheme", auth: id.SignJWT("alice", time.Hour), wantErr: errUnauthenticated},
-		{name: "wrong secret", auth: "Bearer " + other.SignJWT("alice", time.Hour), wantErr: errUnauthenticated},
-		{name: "alg none", auth: "Bearer " + signed(t, jwt.SigningMethodNone, jwt.MapClaims{"sub": "alice", "exp": future()}, jwt.UnsafeAllowNoneSignatureType), wantErr: errUnauthenticated},
-		{name: "alg none with HMAC signature", auth: "Bearer " + handMade(map[string]any{"alg": "none", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": future()}, testSecret), wantErr: errUnauthenticated},
-		{name: "past exp", auth: "Bearer " + id.SignJWT("alice", -time.Hour), wantErr: errUnauthenticated},
-		{name: "no exp", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice"}, testSecret), wantErr: errUnauthenticated},
-		{name: "exp as string", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "exp": "tomorrow"}, testSecret), wantErr: errUnauthenticated},
-		{name: "nbf in future", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "exp": future(), "nbf": future()}, testSecret), wantErr: errUnauthenticated},
-		{name: "HS512 with the right secret", auth: "Bearer " + signed(t, jwt.SigningMethodHS512, jwt.MapClaims{"sub": "alice", "exp": future()}, testSecret), wantErr: errUnauthenticated},
-		{name: "RS256", auth: "Bearer " + signed(t, jwt.SigningMethodRS256, jwt.MapClaims{"sub": "alice", "exp": future()}, rsaKey()), wantErr: errUnauthenticated},
-		{name: "alg confusion RS256 header HMAC-signed", auth: "Bearer " + handMade(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": future()}, testSecret), wantErr: errUnauthenticated},
-		{name: "no sub", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"exp": future()}, testSecret), wantErr: errUnauthenticated},
-		{name: "sub number", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": 42, "exp": future()}, testSecret), wantErr: errUnauthenticated},
-		{name: "empty sub", auth: "Bearer " + id.SignJWT("", time.Hour), wantErr: errUnauthenticated},
+		{name: "nothing", wantErr: ErrUnauthenticated},
+		{name: "scheme only", auth: "Bearer", wantErr: ErrUnauthenticated},
+		{name: "empty bearer", auth: "Bearer ", wantErr: ErrUnauthenticated},
+		{name: "basic auth", auth: "Basic dXNlcjpwYXNz", wantErr: ErrUnauthenticated},
+		{name: "garbage bearer", auth: "Bearer !!!", wantErr: ErrUnauthenticated},
+		{name: "three dots", auth: "Bearer a.b.c", wantErr: ErrUnauthenticated},
+		{name: "token without scheme", auth: id.SignJWT("alice", time.Hour), wantErr: ErrUnauthenticated},
+		{name: "wrong secret", auth: "Bearer " + other.SignJWT("alice", time.Hour), wantErr: ErrUnauthenticated},
+		{name: "alg none", auth: "Bearer " + signed(t, jwt.SigningMethodNone, jwt.MapClaims{"sub": "alice", "exp": future()}, jwt.UnsafeAllowNoneSignatureType), wantErr: ErrUnauthenticated},
+		{name: "alg none with HMAC signature", auth: "Bearer " + handMade(map[string]any{"alg": "none", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": future()}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "past exp", auth: "Bearer " + id.SignJWT("alice", -time.Hour), wantErr: ErrUnauthenticated},
+		{name: "no exp", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice"}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "exp as string", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "exp": "tomorrow"}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "nbf in future", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "exp": future(), "nbf": future()}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "HS512 with the right secret", auth: "Bearer " + signed(t, jwt.SigningMethodHS512, jwt.MapClaims{"sub": "alice", "exp": future()}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "RS256", auth: "Bearer " + signed(t, jwt.SigningMethodRS256, jwt.MapClaims{"sub": "alice", "exp": future()}, rsaKey()), wantErr: ErrUnauthenticated},
+		{name: "alg confusion RS256 header HMAC-signed", auth: "Bearer " + handMade(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": future()}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "no sub", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"exp": future()}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "sub number", auth: "Bearer " + signed(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": 42, "exp": future()}, testSecret), wantErr: ErrUnauthenticated},
+		{name: "empty sub", auth: "Bearer " + id.SignJWT("", time.Hour), wantErr: ErrUnauthenticated},
 
 		{name: "sub with braces", auth: "Bearer " + id.SignJWT("a{b}", time.Hour), wantErr: queue.ErrInvalidUser},
 		{name: "sub with NUL", auth: "Bearer " + id.SignJWT("a\x00b", time.Hour), wantErr: queue.ErrInvalidUser},
@@ -118,16 +118,16 @@ func TestIdentityUser(t *testing.T) {
 		{name: "sub 129 chars", auth: "Bearer " + id.SignJWT(long+"u", time.Hour), wantErr: queue.ErrInvalidUser},
 		{name: "sub 200 chars", auth: "Bearer " + id.SignJWT(strings.Repeat("x", 200), time.Hour), wantErr: queue.ErrInvalidUser},
 
-		{name: "forged cookie", cookie: SessionCookie + "=anon-00.AAAA", wantErr: errUnauthenticated},
-		{name: "unsigned cookie", cookie: SessionCookie + "=anon-00", wantErr: errUnauthenticated},
-		{name: "empty cookie", cookie: SessionCookie + "=", wantErr: errUnauthenticated},
-		{name: "cookie of another secret", cookie: SessionCookie + "=" + otherCookie, wantErr: errUnauthenticated},
-		{name: "cookie with swapped user", cookie: SessionCookie + "=anon-ff" + goodCookie[strings.Index(goodCookie, "."):], wantErr: errUnauthenticated},
-		{name: "signed cookie naming a bad user", cookie: SessionCookie + "=a{b}." + id.sign("a{b}"), wantErr: queue.ErrInvalidUser},
-		{name: "other cookie name", cookie: "session=" + goodCookie, wantErr: errUnauthenticated},
+		{name: "forged cookie", cookie: CookieName + "=anon-00.AAAA", wantErr: ErrUnauthenticated},
+		{name: "unsigned cookie", cookie: CookieName + "=anon-00", wantErr: ErrUnauthenticated},
+		{name: "empty cookie", cookie: CookieName + "=", wantErr: ErrUnauthenticated},
+		{name: "cookie of another secret", cookie: CookieName + "=" + otherCookie, wantErr: ErrUnauthenticated},
+		{name: "cookie with swapped user", cookie: CookieName + "=anon-ff" + goodCookie[strings.Index(goodCookie, "."):], wantErr: ErrUnauthenticated},
+		{name: "signed cookie naming a bad user", cookie: CookieName + "=a{b}." + id.sign("a{b}"), wantErr: queue.ErrInvalidUser},
+		{name: "other cookie name", cookie: "session=" + goodCookie, wantErr: ErrUnauthenticated},
 		// The header is what the client chose to send: a bad one is not
 		// rescued by a good cookie.
-		{name: "bad JWT beside good cookie", auth: "Bearer x", cookie: SessionCookie + "=" + goodCookie, wantErr: errUnauthenticated},
+		{name: "bad JWT beside good cookie", auth: "Bearer x", cookie: CookieName + "=" + goodCookie, wantErr: ErrUnauthenticated},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestIdentityUser(t *testing.T) {
 
 func TestNewSessionRoundTrip(t *testing.T) {
 	t.Parallel()
-	id := NewIdentity(testSecret)
+	id := New(testSecret)
 	seen := map[string]bool{}
 	for range 100 {
 		user, value := id.NewSession()
@@ -162,7 +162,7 @@ func TestNewSessionRoundTrip(t *testing.T) {
 			t.Fatalf("NewSession repeated user %q", user)
 		}
 		seen[user] = true
-		c := sessionCookie(value, false)
+		c := Cookie(value, false)
 		r := httptest.NewRequest("GET", "/", nil)
 		r.AddCookie(c)
 		got, err := id.User(r)
@@ -170,7 +170,7 @@ func TestNewSessionRoundTrip(t *testing.T) {
 			t.Fatalf("cookie %q → %q, %v; want %q", value, got, err, user)
 		}
 	}
-	c := sessionCookie("v", true)
+	c := Cookie("v", true)
 	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || !c.Secure || c.Path != "/" {
 		t.Errorf("session cookie attributes: %+v", c)
 	}
@@ -185,7 +185,7 @@ func checkIdentityOutcome(t *testing.T, user string, err error) {
 		if verr := queue.ValidateUserID(user); verr != nil {
 			t.Fatalf("accepted user %q that fails ValidateUserID: %v", user, verr)
 		}
-	case errors.Is(err, errUnauthenticated), errors.Is(err, queue.ErrInvalidUser):
+	case errors.Is(err, ErrUnauthenticated), errors.Is(err, queue.ErrInvalidUser):
 		if user != "" {
 			t.Fatalf("returned user %q with error %v", user, err)
 		}
@@ -196,14 +196,14 @@ func checkIdentityOutcome(t *testing.T, user string, err error) {
 
 // FuzzIdentityAuthorization feeds arbitrary Authorization header values.
 func FuzzIdentityAuthorization(f *testing.F) {
-	id := NewIdentity(testSecret)
+	id := New(testSecret)
 	for _, s := range []string{
 		"", "Bearer", "Bearer ", "Bearer a.b.c", "Basic dXNlcjpwYXNz", "Bearer ...", "Bearer \x00",
 		"Bearer " + id.SignJWT("alice", time.Hour),
 		"Bearer " + id.SignJWT("a{b}", time.Hour),
 		"Bearer " + id.SignJWT("", time.Hour),
 		"Bearer " + id.SignJWT("alice", -time.Hour),
-		"Bearer " + NewIdentity([]byte("x")).SignJWT("alice", time.Hour),
+		"Bearer " + New([]byte("x")).SignJWT("alice", time.Hour),
 		"Bearer " + handMade(map[string]any{"alg": "none"}, map[string]any{"sub": "alice", "exp": future()}, testSecret),
 		"Bearer " + handMade(map[string]any{"alg": "RS256"}, map[string]any{"sub": "alice", "exp": future()}, testSecret),
 		"Bearer " + handMade(map[string]any{"alg": "HS256"}, map[string]any{"sub": []string{"a"}, "exp": "x"}, testSecret),
@@ -226,7 +226,7 @@ func FuzzIdentityAuthorization(f *testing.F) {
 // FuzzIdentityJWTSubject signs arbitrary subjects with the right secret: a
 // valid id must come back unchanged, an invalid one must be refused.
 func FuzzIdentityJWTSubject(f *testing.F) {
-	id := NewIdentity(testSecret)
+	id := New(testSecret)
 	for _, s := range []string{
 		"alice", "", "a{b}", "{q}", "a\x00b", "a b", " ", "\t", "jürgen", "\xff",
 		strings.Repeat("x", 128), strings.Repeat("x", 129), strings.Repeat("x", 200), "~!@#$%^&*()", "\x7f",
@@ -243,7 +243,7 @@ func FuzzIdentityJWTSubject(f *testing.F) {
 		json.Unmarshal(b, &carried)
 		switch {
 		case carried == "":
-			if !errors.Is(err, errUnauthenticated) {
+			if !errors.Is(err, ErrUnauthenticated) {
 				t.Fatalf("empty sub: %q, %v; want unauthenticated", user, err)
 			}
 		case queue.ValidateUserID(carried) == nil:
@@ -261,7 +261,7 @@ func FuzzIdentityJWTSubject(f *testing.F) {
 // FuzzIdentitySessionCookie feeds arbitrary cookie values, and values
 // correctly signed for arbitrary users.
 func FuzzIdentitySessionCookie(f *testing.F) {
-	id := NewIdentity(testSecret)
+	id := New(testSecret)
 	_, good := id.NewSession()
 	for _, s := range []string{
 		good, "", ".", "anon-00.", ".sig", "anon-00.AAAA", `"` + good + `"`, good + ".extra",
@@ -278,7 +278,7 @@ func FuzzIdentitySessionCookie(f *testing.F) {
 			value = named + "." + id.sign(named)
 		}
 		r := httptest.NewRequest("GET", "/", nil)
-		r.Header["Cookie"] = []string{SessionCookie + "=" + value}
+		r.Header["Cookie"] = []string{CookieName + "=" + value}
 		user, err := id.User(r)
 		checkIdentityOutcome(t, user, err)
 		// A correctly signed valid id that survives cookie syntax (no '.',
@@ -296,7 +296,7 @@ func FuzzIdentitySessionCookie(f *testing.F) {
 // and a token still in use survives any number of newcomers while one that
 // is not used again ages out.
 func TestVerifiedCacheKeepsTokensInUse(t *testing.T) {
-	id := NewIdentity([]byte("secret"))
+	id := New([]byte("secret"))
 	inUse := id.SignJWT("polling-user", time.Hour)
 	gone := id.SignJWT("gone-user", time.Hour)
 	for _, tok := range []string{inUse, gone} {

@@ -1,0 +1,66 @@
+package app_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A shopper in a real browser, through `waitroom proxy`: sent to the
+// waiting page while the line is busy, let back in to the page they asked
+// for once admitted; and on a quiet line, the page at once.
+func TestGatewayBrowser(t *testing.T) {
+	browser := startBrowser(t)
+	s := newUpstreamShop(t, 10)
+	p := bootProxy(t, backend{name: "embedded"}, s, nil)
+
+	t.Run("busy line: wait, then land on the page asked for", func(t *testing.T) {
+		p.setPaused(true)
+		shopper := newVisitor(t, browser, p.instance, "en")
+		shopper.open("/checkout?step=2")
+		shopper.waitState("waiting", 10*time.Second)
+		var path string
+		shopper.mustEval(`location.pathname + location.search`, &path)
+		if path != gwPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
+			t.Fatalf("the busy line sent the shopper to %q", path)
+		}
+		if got := shopper.text("#position"); got != "1" {
+			t.Fatalf("position %q, want 1; %s", got, shopper.screen())
+		}
+		p.setPaused(false) // the line moves: the shopper is admitted
+		shopper.waitUntil("back on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
+		shopper.mustEval(`location.pathname + location.search`, &path)
+		if path != "/checkout?step=2" {
+			t.Errorf("landed on %q, want /checkout?step=2", path)
+		}
+		if got := shopper.text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
+			t.Errorf("the shop saw %q, want the shopper's session as X-Waitroom-User", got)
+		}
+		// The entry cookie is HttpOnly: the page cannot read it.
+		var cookies string
+		shopper.mustEval(`document.cookie`, &cookies)
+		if strings.Contains(cookies, "wr_entry_") || strings.Contains(cookies, "wr_session") {
+			t.Errorf("script can read %q", cookies)
+		}
+		// Reloading keeps the entry (session route: not spent).
+		shopper.open("/checkout?step=3")
+		shopper.waitUntil("checkout again", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 10*time.Second)
+	})
+
+	t.Run("quiet line: the page at once", func(t *testing.T) {
+		p.setPaused(false)
+		walkIn := newVisitor(t, browser, p.instance, "ko")
+		walkIn.open("/checkout")
+		var nav struct {
+			Path      string `json:"path"`
+			Redirects int    `json:"redirects"`
+		}
+		walkIn.mustEval(`({path: location.pathname, redirects: performance.getEntriesByType('navigation')[0].redirectCount})`, &nav)
+		if nav.Path != "/checkout" || nav.Redirects != 0 {
+			t.Fatalf("quiet line: at %q after %d redirects, want /checkout at once", nav.Path, nav.Redirects)
+		}
+		if got := walkIn.text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
+			t.Errorf("page %q", got)
+		}
+	})
+}

@@ -1,0 +1,221 @@
+// Package entry keeps the rules of an entry token's use, the same wherever
+// the token is spent: the built-in order API (package order) and gateway
+// mode in front of any backend (package gateway). A use checks the token and
+// takes its in-flight lock for this request alone (a concurrent second use is
+// refused and never reaches the backend), runs the protected call, then
+// consumes the token if the call succeeded and keeps it otherwise, so a
+// failed order can be retried and one token never buys twice. Every call's
+// latency and outcome is reported, because the backend's measured health is
+// what admission follows.
+package entry
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Outcome is how a protected call ended, for the token and for the
+// backend's health.
+type Outcome int
+
+const (
+	// Succeeded: the call did what the token was for; it is consumed.
+	Succeeded Outcome = iota
+	// Spent: the backend says this token already bought (a unique key
+	// refused it); it is consumed, and the call says nothing of health.
+	Spent
+	// Refused: the backend answered but did not do it (a 4xx, out of stock,
+	// a declined payment); the token is kept for a retry.
+	Refused
+	// Failed: the backend failed (a 5xx, a lost connection, an exhausted
+	// pool); the token is kept.
+	Failed
+	// TimedOut: no answer in time; the token is kept.
+	TimedOut
+)
+
+var outcomeNames = [...]string{"succeeded", "spent", "refused", "failed", "timed_out"}
+
+// String is the outcome's metric label.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// consumes reports whether the token is spent after this outcome.
+func (o Outcome) consumes() bool { return o == Succeeded || o == Spent }
+
+// Overloaded reports whether the outcome says the backend is struggling,
+// which admission should answer by letting people in more slowly.
+func (o Outcome) Overloaded() bool { return o == Failed || o == TimedOut }
+
+// Tokens is the part of the line a use needs (queue.Store has it).
+type Tokens interface {
+	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
+	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
+	Status(ctx context.Context, queue, user string) (queue.Entry, error)
+}
+
+// Token names one entry token: whose, for which line.
+type Token struct {
+	Queue, User, Value string
+}
+
+// Observer is told of every protected call that ran: its queue, how long it
+// took from the token check to its end, and how it ended.
+type Observer func(queue string, took time.Duration, o Outcome)
+
+// Guard runs protected calls under the token rules.
+type Guard struct {
+	tokens  Tokens
+	lockTTL time.Duration
+	observe Observer
+
+	// confirmed remembers tokens Check found valid, until the time given,
+	// so that a browser loading a checkout page and its parts costs one
+	// store read, not one per request. Use forgets a token it ends.
+	mu        sync.Mutex
+	confirmed map[Token]time.Time
+}
+
+// CheckTrust is how long Check trusts a token it found valid without
+// asking the store again. A token spent through another instance may so
+// open a --protect-session route for up to this long; never a --protect
+// route, whose Use always asks the store.
+const CheckTrust = time.Second
+
+// maxConfirmed bounds the tokens Check remembers (about 150 bytes each);
+// when full it starts over.
+const maxConfirmed = 100_000
+
+// DefaultLockTTL bounds a token's in-flight lock, should its holder die
+// mid-call: the lock lapses by itself after it.
+const DefaultLockTTL = 30 * time.Second
+
+// NewGuard returns a Guard over tokens. lockTTL ≤ 0 means DefaultLockTTL;
+// observe may be nil.
+func NewGuard(tokens Tokens, lockTTL time.Duration, observe Observer) *Guard {
+	if lockTTL <= 0 {
+		lockTTL = DefaultLockTTL
+	}
+	if observe == nil {
+		observe = func(string, time.Duration, Outcome) {}
+	}
+	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe, confirmed: map[Token]time.Time{}}
+}
+
+// LockTTL is how long a use may hold its token's lock.
+func (g *Guard) LockTTL() time.Duration { return g.lockTTL }
+
+// Use checks the token, takes its in-flight lock for this call alone, runs
+// call, and ends the use by the outcome call returns: consumed on Succeeded
+// or Spent, kept otherwise. It returns an error only when call did not run:
+// queue.ErrTokenInvalid (missing, wrong, expired or someone else's),
+// queue.ErrTokenInUse (another request holds it), or the store's failure.
+//
+// The lock is released on every way out, panics and departed clients
+// included. Should the store fail while ending the use, the lock lapses by
+// itself after the lock TTL; a consumption lost that way cannot buy twice
+// where the backend keeps the token's id under a unique key (the order
+// store does; a gateway's backend can, with the entry's jti).
+func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context) Outcome) error {
+	// The lock belongs to this request alone: a retried BeginUse whose reply
+	// was lost finds its own lock, and only this request can release it.
+	owner := newOwner()
+	if err := g.tokens.BeginUse(ctx, t.Queue, t.User, t.Value, owner, g.lockTTL); err != nil {
+		if !errors.Is(err, queue.ErrTokenInvalid) && !errors.Is(err, queue.ErrTokenInUse) {
+			// The store failed or the client left: the script may have run
+			// and taken the lock anyway. Release it, best effort.
+			_ = g.tokens.EndUse(context.WithoutCancel(ctx), t.Queue, t.User, t.Value, owner, false)
+		}
+		return err
+	}
+	outcome := Failed // should call panic
+	start := time.Now()
+	defer func() {
+		g.observe(t.Queue, time.Since(start), outcome)
+		_ = g.tokens.EndUse(context.WithoutCancel(ctx), t.Queue, t.User, t.Value, owner, outcome.consumes())
+		if outcome.consumes() {
+			g.forget(t)
+		}
+	}()
+	outcome = call(ctx)
+	return nil
+}
+
+// Check runs call if the token is valid, without locking or consuming it:
+// a route that needs an entry but does not spend it, such as the pages of a
+// multi-step checkout, which a browser may load several at once. Like Use,
+// it returns an error only when call did not run, and reports the call.
+//
+// A token found valid is trusted for CheckTrust (never past its expiry)
+// without asking the store again.
+func (g *Guard) Check(ctx context.Context, t Token, call func(ctx context.Context) Outcome) error {
+	if !g.trusted(t) {
+		e, err := g.tokens.Status(ctx, t.Queue, t.User)
+		switch {
+		case errors.Is(err, queue.ErrQueueNotFound):
+			return queue.ErrTokenInvalid
+		case err != nil:
+			return err
+		case e.State != queue.Ready || !sameToken(e.Token, t.Value):
+			return queue.ErrTokenInvalid
+		}
+		until := time.Now().Add(CheckTrust)
+		if e.ExpiresAt.Before(until) {
+			until = e.ExpiresAt
+		}
+		g.trust(t, until)
+	}
+	outcome := Failed // should call panic
+	start := time.Now()
+	defer func() { g.observe(t.Queue, time.Since(start), outcome) }()
+	outcome = call(ctx)
+	return nil
+}
+
+func (g *Guard) trusted(t Token) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.confirmed[t]
+	return ok && time.Now().Before(until)
+}
+
+func (g *Guard) trust(t Token, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.confirmed) >= maxConfirmed {
+		clear(g.confirmed)
+	}
+	g.confirmed[t] = until
+}
+
+func (g *Guard) forget(t Token) {
+	g.mu.Lock()
+	delete(g.confirmed, t)
+	g.mu.Unlock()
+}
+
+// sameToken compares digests in constant time: the time taken says nothing
+// about the stored token.
+func sameToken(a, b string) bool {
+	da, db := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// newOwner names one request's hold on a token lock.
+func newOwner() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,213 @@
+package entry_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/entry"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+)
+
+// admitted returns a store holding one admitted user's token, and that token.
+func admitted(t *testing.T) (*memstore.Store, entry.Token) {
+	t.Helper()
+	ctx := context.Background()
+	s := memstore.New(nil)
+	c := queue.DefaultConfig()
+	if err := s.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enter(ctx, "q", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit(ctx, "q", queue.NewTokens(c.BatchSize)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Status(ctx, "q", "alice")
+	if err != nil || e.State != queue.Ready {
+		t.Fatalf("alice not admitted: %+v %v", e, err)
+	}
+	return s, entry.Token{Queue: "q", User: "alice", Value: e.Token}
+}
+
+func holds(t *testing.T, s *memstore.Store, tok entry.Token) bool {
+	t.Helper()
+	e, err := s.Status(context.Background(), tok.Queue, tok.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.State == queue.Ready && e.Token == tok.Value
+}
+
+func TestOutcomeDecidesTheToken(t *testing.T) {
+	for _, tt := range []struct {
+		outcome entry.Outcome
+		kept    bool
+	}{
+		{entry.Succeeded, false},
+		{entry.Spent, false},
+		{entry.Refused, true},
+		{entry.Failed, true},
+		{entry.TimedOut, true},
+	} {
+		t.Run(tt.outcome.String(), func(t *testing.T) {
+			s, tok := admitted(t)
+			var seen []entry.Outcome
+			g := entry.NewGuard(s, 0, func(q string, _ time.Duration, o entry.Outcome) {
+				if q != tok.Queue {
+					t.Errorf("observed queue %q, want %q", q, tok.Queue)
+				}
+				seen = append(seen, o)
+			})
+			err := g.Use(context.Background(), tok, func(context.Context) entry.Outcome { return tt.outcome })
+			if err != nil {
+				t.Fatalf("Use: %v", err)
+			}
+			if got := holds(t, s, tok); got != tt.kept {
+				t.Errorf("token kept = %v, want %v", got, tt.kept)
+			}
+			if len(seen) != 1 || seen[0] != tt.outcome {
+				t.Errorf("observed %v, want [%v]", seen, tt.outcome)
+			}
+			// Kept means usable again at once: the lock was released.
+			err = g.Use(context.Background(), tok, func(context.Context) entry.Outcome { return entry.Succeeded })
+			if tt.kept && err != nil {
+				t.Errorf("second use of a kept token: %v", err)
+			}
+			if !tt.kept && !errors.Is(err, queue.ErrTokenInvalid) {
+				t.Errorf("second use of a consumed token: %v, want ErrTokenInvalid", err)
+			}
+		})
+	}
+}
+
+func TestRefusedBeforeTheCall(t *testing.T) {
+	s, tok := admitted(t)
+	g := entry.NewGuard(s, 0, nil)
+	for _, bad := range []entry.Token{
+		{Queue: tok.Queue, User: tok.User, Value: "wrong"},
+		{Queue: tok.Queue, User: "bob", Value: tok.Value},
+		{Queue: "nowhere", User: tok.User, Value: tok.Value},
+	} {
+		called := false
+		err := g.Use(context.Background(), bad, func(context.Context) entry.Outcome { called = true; return entry.Succeeded })
+		if !errors.Is(err, queue.ErrTokenInvalid) || called {
+			t.Errorf("%+v: err %v, called %v; want ErrTokenInvalid and no call", bad, err, called)
+		}
+	}
+	if !holds(t, s, tok) {
+		t.Error("refused uses took the real token")
+	}
+}
+
+// Twenty concurrent uses of one token: exactly one call runs; the others
+// are refused as in use, and the token is then spent.
+func TestConcurrentUsesMakeOneCall(t *testing.T) {
+	s, tok := admitted(t)
+	g := entry.NewGuard(s, 0, nil)
+	var calls, inUse atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := g.Use(context.Background(), tok, func(context.Context) entry.Outcome {
+				calls.Add(1)
+				<-release // hold the lock until every other use has been refused
+				return entry.Succeeded
+			})
+			switch {
+			case errors.Is(err, queue.ErrTokenInUse):
+				if inUse.Add(1) == 19 {
+					close(release)
+				}
+			case err != nil:
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected: %v", err)
+	}
+	if calls.Load() != 1 || inUse.Load() != 19 {
+		t.Errorf("calls %d, in use %d; want 1 and 19", calls.Load(), inUse.Load())
+	}
+	if holds(t, s, tok) {
+		t.Error("token still held after a successful call")
+	}
+}
+
+func TestPanicKeepsTokenAndReleasesLock(t *testing.T) {
+	s, tok := admitted(t)
+	var seen entry.Outcome = -1
+	g := entry.NewGuard(s, 0, func(_ string, _ time.Duration, o entry.Outcome) { seen = o })
+	func() {
+		defer func() { recover() }()
+		g.Use(context.Background(), tok, func(context.Context) entry.Outcome { panic("backend bug") })
+	}()
+	if seen != entry.Failed {
+		t.Errorf("observed %v, want failed", seen)
+	}
+	if !holds(t, s, tok) {
+		t.Fatal("a panicking call took the token")
+	}
+	if err := g.Use(context.Background(), tok, func(context.Context) entry.Outcome { return entry.Succeeded }); err != nil {
+		t.Errorf("lock not released after a panic: %v", err)
+	}
+}
+
+// Check runs the call with a valid token and keeps it whatever happens; it
+// takes no lock, so a browser's several requests at once all pass.
+func TestCheckKeepsTheToken(t *testing.T) {
+	s, tok := admitted(t)
+	var observed []entry.Outcome
+	g := entry.NewGuard(s, 0, func(_ string, _ time.Duration, o entry.Outcome) { observed = append(observed, o) })
+	inner := make(chan error, 1)
+	err := g.Check(context.Background(), tok, func(ctx context.Context) entry.Outcome {
+		inner <- g.Check(ctx, tok, func(context.Context) entry.Outcome { return entry.Succeeded })
+		return entry.Succeeded
+	})
+	if err != nil || <-inner != nil {
+		t.Fatalf("Check: %v; a Check while another runs must pass too", err)
+	}
+	if !holds(t, s, tok) {
+		t.Fatal("Check spent the token")
+	}
+	if len(observed) != 2 {
+		t.Errorf("observed %v, want both calls", observed)
+	}
+	for _, bad := range []entry.Token{
+		{Queue: tok.Queue, User: tok.User, Value: "wrong"},
+		{Queue: "nowhere", User: tok.User, Value: tok.Value},
+	} {
+		called := false
+		if err := g.Check(context.Background(), bad, func(context.Context) entry.Outcome { called = true; return entry.Succeeded }); !errors.Is(err, queue.ErrTokenInvalid) || called {
+			t.Errorf("%+v: %v, called %v", bad, err, called)
+		}
+	}
+}
+
+// A token spent through this guard no longer opens a Check, trusted or not.
+func TestCheckAfterUseOnThisGuard(t *testing.T) {
+	s, tok := admitted(t)
+	g := entry.NewGuard(s, 0, nil)
+	ok := func(context.Context) entry.Outcome { return entry.Succeeded }
+	if err := g.Check(context.Background(), tok, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Use(context.Background(), tok, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(context.Background(), tok, ok); !errors.Is(err, queue.ErrTokenInvalid) {
+		t.Fatalf("Check after the token was spent here: %v, want ErrTokenInvalid", err)
+	}
+}

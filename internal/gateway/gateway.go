@@ -1,0 +1,458 @@
+// Package gateway is `waitroom proxy`: the waiting line in front of any
+// HTTP backend, so a shop whose checkout is Spring, Rails, Node or PHP can
+// adopt it without rewriting anything.
+//
+// Every request is forwarded to the upstream untouched (streamed, WebSocket
+// upgrades included) except three kinds:
+//   - waitroom's own API, pages, admin, metrics and probes, served under a
+//     prefix (/_waitroom);
+//   - protected routes (--protect), which need a valid entry token and
+//     spend it when the upstream answers 2xx, with the same rules as the
+//     built-in order API (package entry): one use at a time, kept on any
+//     failure;
+//   - session-protected routes (--protect-session), which need a valid
+//     entry token and keep it, for the pages of a multi-step checkout.
+//
+// A protected request carries upstream who the user is (X-Waitroom-User)
+// and an entry the backend can verify offline (X-Waitroom-Entry, an EdDSA
+// JWT whose keys are served at {prefix}/.well-known/jwks.json). A request
+// without a valid entry is let straight in while the line is quiet; else a
+// browser is sent to the waiting page and back once admitted, and an API
+// client is told where to join.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/entry"
+	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// DefaultPrefix is where waitroom's own routes live in gateway mode.
+const DefaultPrefix = "/_waitroom"
+
+// Options configures a Gateway.
+type Options struct {
+	// Upstream is the backend: an absolute http or https URL. A path in it
+	// is put before every forwarded request's path.
+	Upstream *url.URL
+	// Routes are the protected routes.
+	Routes []Route
+	// Prefix is where waitroom's own routes are served (DefaultPrefix).
+	Prefix string
+	// UpstreamTimeout bounds the wait for the upstream's response headers.
+	UpstreamTimeout time.Duration
+	// API is waitroom's own HTTP API, pages and admin, served under Prefix
+	// (gateway adds its routes to it); it also answers every error.
+	API      *httpapi.Server
+	Identity *identity.Identity
+	Queue    *queue.Service
+	Guard    *entry.Guard
+	Signer   *Signer
+	// SecureCookies marks the entry cookie Secure even on plain HTTP (TLS
+	// ends in front of waitroom); it is Secure on TLS or when a proxy in
+	// front says X-Forwarded-Proto: https.
+	SecureCookies bool
+	Logger        *slog.Logger
+}
+
+// Gateway is the http.Handler of `waitroom proxy`.
+type Gateway struct {
+	o      Options
+	routes *routes
+	api    http.Handler
+	proxy  *httputil.ReverseProxy
+}
+
+// EntryCookiePrefix starts the name of the cookie that carries a browser's
+// entry token for one queue (wr_entry_default).
+const EntryCookiePrefix = "wr_entry_"
+
+// New checks the options and builds the Gateway.
+func New(o Options) (*Gateway, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if err := ValidPrefix(o.Prefix); err != nil {
+		return nil, fmt.Errorf("--prefix %q: %w", o.Prefix, err)
+	}
+	if err := ValidUpstream(o.Upstream); err != nil {
+		return nil, fmt.Errorf("--upstream: %w", err)
+	}
+	rt, err := newRoutes(o.Routes, o.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("--protect: %w", err)
+	}
+	g := &Gateway{o: o, routes: rt, api: http.StripPrefix(o.Prefix, o.API)}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.ResponseHeaderTimeout = o.UpstreamTimeout
+	// Bytes pass as they are: no gzip added and undone on the way.
+	transport.DisableCompression = true
+	// One upstream takes every request: keep enough connections warm.
+	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 1024, 1024
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:      g.rewrite,
+		Transport:    transport,
+		BufferPool:   bufferPool{},
+		ErrorHandler: g.upstreamFailed,
+		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
+	}
+	o.API.Handle("GET /.well-known/jwks.json", g.jwks)
+	o.API.Handle("GET /return", g.returnTo)
+	return g, nil
+}
+
+// ValidUpstream checks --upstream: an absolute http(s) URL with a host and
+// nothing a path prefix cannot carry.
+func ValidUpstream(u *url.URL) error {
+	switch {
+	case u == nil:
+		return errors.New("required: the backend's URL, e.g. http://127.0.0.1:3000")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: want an http:// or https:// URL", u.String())
+	case u.Host == "":
+		return fmt.Errorf("%q: no host", u.String())
+	case u.User != nil, u.RawQuery != "", u.Fragment != "":
+		return fmt.Errorf("%q: no user info, query or fragment", u.String())
+	}
+	return nil
+}
+
+// ServeHTTP routes a request: waitroom's own under the prefix, a protected
+// route through the line, everything else straight to the upstream.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if underPrefix(r.URL.Path, g.o.Prefix) {
+		g.api.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	sw := &statusRecorder{ResponseWriter: w}
+	route := "proxy"
+	if rt, ok := g.routes.match(r); ok {
+		route = "protected " + rt.Pattern
+		g.protected(sw, r, rt)
+	} else {
+		g.proxy.ServeHTTP(sw, r)
+	}
+	g.o.API.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
+}
+
+// entryKey carries a protected request's entry to rewrite.
+type entryKey struct{}
+
+type forwarded struct {
+	user, header string
+	// failure is what upstreamFailed saw, for the token's outcome.
+	failure entry.Outcome
+	failed  bool
+}
+
+// rewrite prepares the outbound request: the upstream's address, the
+// X-Forwarded-* headers of one more hop, no X-Waitroom-* header from the
+// client, and on a protected route who the user is and the signed entry.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(g.o.Upstream)
+	pr.Out.Host = pr.In.Host // as the client sent it: the backend's links stay right
+	// What a proxy in front said is kept, and this hop added (Rewrite
+	// starts without them).
+	in := pr.In.Header
+	xff := in.Values("X-Forwarded-For")
+	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		xff = append(xff, ip)
+	}
+	if len(xff) > 0 {
+		pr.Out.Header.Set("X-Forwarded-For", strings.Join(xff, ", "))
+	}
+	pr.Out.Header.Set("X-Forwarded-Host", firstOr(in.Get("X-Forwarded-Host"), pr.In.Host))
+	proto := "http"
+	if pr.In.TLS != nil {
+		proto = "https"
+	}
+	pr.Out.Header.Set("X-Forwarded-Proto", firstOr(in.Get("X-Forwarded-Proto"), proto))
+
+	for k := range pr.Out.Header {
+		if len(k) >= len("X-Waitroom-") && strings.EqualFold(k[:len("X-Waitroom-")], "X-Waitroom-") {
+			delete(pr.Out.Header, k)
+		}
+	}
+	if f, ok := pr.In.Context().Value(entryKey{}).(*forwarded); ok {
+		pr.Out.Header.Del("X-Entry-Token") // the backend gets the signed entry instead
+		pr.Out.Header.Set("X-Waitroom-User", f.user)
+		pr.Out.Header.Set("X-Waitroom-Entry", f.header)
+	}
+}
+
+func firstOr(v, fallback string) string {
+	if v != "" {
+		return v
+	}
+	return fallback
+}
+
+// upstreamFailed answers when the upstream could not be reached or did not
+// answer in time: 502 or 504 JSON, and the token, if any, is kept.
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	f, _ := r.Context().Value(entryKey{}).(*forwarded)
+	var ne net.Error
+	switch {
+	case r.Context().Err() != nil: // the client left
+		err = context.Canceled
+		if f != nil {
+			f.failure, f.failed = entry.Refused, true
+		}
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		err = fmt.Errorf("%w: %v", httpapi.ErrUpstreamTimeout, err)
+		if f != nil {
+			f.failure, f.failed = entry.TimedOut, true
+		}
+	default:
+		err = fmt.Errorf("%w: %v", httpapi.ErrUpstreamUnavailable, err)
+		if f != nil {
+			f.failure, f.failed = entry.Failed, true
+		}
+	}
+	g.o.API.WriteError(w, r, err)
+}
+
+// protected serves a protected route: with a valid entry, forward it under
+// the token rules; without one, let the user straight in if the line is
+// quiet, or send them to it.
+func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
+	user, err := g.o.Identity.User(r)
+	if err != nil {
+		if !errors.Is(err, identity.ErrUnauthenticated) || !wantsHTML(r) {
+			g.o.API.WriteError(w, r, err)
+			return
+		}
+		// A browser's first visit: the anonymous session the waiting page
+		// would give it, so a quiet line can let it straight through.
+		var value string
+		user, value = g.o.Identity.NewSession()
+		http.SetCookie(w, identity.Cookie(value, g.secure(r)))
+	}
+	if token := entryToken(r, rt.Queue); token != "" {
+		err := g.forward(w, r, rt, user, token)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, queue.ErrTokenInvalid) {
+			g.o.API.WriteError(w, r, err)
+			return
+		}
+	}
+	// No valid entry. A quiet line lets the user straight in.
+	v, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
+	if err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
+	if v.State == queue.Ready {
+		http.SetCookie(w, g.entryCookie(r, rt.Queue, v.Token, v.ExpiresAt))
+		if err := g.forward(w, r, rt, user, v.Token); err != nil {
+			g.o.API.WriteError(w, r, err)
+		}
+		return
+	}
+	g.sendToLine(w, r, rt)
+}
+
+// forward sends a request with a valid entry upstream: as a use of the
+// token (consumed on 2xx, kept otherwise) on a --protect route, as a mere
+// check on a --protect-session route. It returns an error only when the
+// request was not forwarded (the token invalid or in use, the store down).
+func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, token string) error {
+	header, err := g.o.Signer.Sign(user, rt.Queue, EntryID(rt.Queue, user, token), time.Now())
+	if err != nil {
+		return err
+	}
+	f := &forwarded{user: user, header: header}
+	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, f))
+	var aborted any
+	call := func(context.Context) (o entry.Outcome) {
+		// The proxy aborts the connection with a panic when the response
+		// breaks off after its status went out: decide the token by that
+		// status first, then let the panic go on.
+		defer func() {
+			if v := recover(); v != nil {
+				aborted, o = v, outcomeOf(f, w.status)
+			}
+		}()
+		g.proxy.ServeHTTP(w, r)
+		return outcomeOf(f, w.status)
+	}
+	t := entry.Token{Queue: rt.Queue, User: user, Value: token}
+	if rt.Consume {
+		err = g.o.Guard.Use(r.Context(), t, call)
+	} else {
+		err = g.o.Guard.Check(r.Context(), t, call)
+	}
+	if aborted != nil {
+		panic(aborted)
+	}
+	return err
+}
+
+// outcomeOf reads how a forwarded call ended: the failure the proxy met,
+// else the upstream's status (2xx succeeded, 5xx failed, else refused).
+func outcomeOf(f *forwarded, status int) entry.Outcome {
+	switch {
+	case f.failed:
+		return f.failure
+	case status >= 200 && status < 300:
+		return entry.Succeeded
+	case status >= 500:
+		return entry.Failed
+	}
+	return entry.Refused
+}
+
+// sendToLine answers a request without an entry while the line is busy: a
+// browser goes to the waiting page (and comes back here once admitted), an
+// API client is told where to join.
+func (g *Gateway) sendToLine(w http.ResponseWriter, r *http.Request, rt Route) {
+	if wantsHTML(r) {
+		page := g.o.Prefix + "/q/" + rt.Queue + "?return=" + url.QueryEscape(r.URL.RequestURI())
+		http.Redirect(w, r, page, http.StatusSeeOther)
+		return
+	}
+	g.o.API.WriteError(w, r, entryRequired{entries: g.o.Prefix + "/api/v1/queues/" + rt.Queue + "/entries"})
+}
+
+// entryRequired is the 403 of a protected route: no valid entry, and where
+// to get one.
+type entryRequired struct{ entries string }
+
+func (e entryRequired) Error() string {
+	return "this route needs an entry: join the line at POST " + e.entries + ", then send the token as X-Entry-Token"
+}
+func (e entryRequired) Unwrap() error              { return queue.ErrTokenInvalid }
+func (e entryRequired) Details() map[string]string { return map[string]string{"entriesUrl": e.entries} }
+
+// returnTo is GET {prefix}/return?queue=&to=: where the waiting page sends
+// an admitted browser. With the user READY it sets the entry cookie and
+// redirects to `to`, a path on this site (anything else is refused: no
+// open redirect); otherwise back to the waiting page.
+func (g *Gateway) returnTo(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	to, name := q.Get("to"), q.Get("queue")
+	if name == "" {
+		name = queue.DefaultQueue
+	}
+	if !SafeReturn(to) {
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q", httpapi.ErrUnsafeReturn, to))
+		return
+	}
+	user, err := g.o.Identity.User(r)
+	if err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
+	v, err := g.o.Queue.Status(r.Context(), name, user)
+	if err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
+	if v.State != queue.Ready {
+		http.Redirect(w, r, g.o.Prefix+"/q/"+name+"?return="+url.QueryEscape(to), http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, g.entryCookie(r, name, v.Token, v.ExpiresAt))
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// jwks serves the public keys of X-Waitroom-Entry (RFC 7517). Backends
+// cache it for a minute; a kid they do not know makes them fetch it again.
+func (g *Gateway) jwks(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	w.Write(g.o.Signer.JWKS())
+}
+
+// entryToken is the entry token the request carries: the X-Entry-Token
+// header (API clients), else the queue's entry cookie (browsers).
+func entryToken(r *http.Request, queueName string) string {
+	if t := r.Header.Get("X-Entry-Token"); t != "" {
+		return t
+	}
+	if c, err := r.Cookie(EntryCookiePrefix + queueName); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+func (g *Gateway) entryCookie(r *http.Request, queueName, token string, expires time.Time) *http.Cookie {
+	return &http.Cookie{
+		Name:     EntryCookiePrefix + queueName,
+		Value:    token,
+		Path:     "/",
+		Expires:  expires,
+		MaxAge:   max(int(time.Until(expires).Seconds()), 1),
+		HttpOnly: true,
+		Secure:   g.secure(r),
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// secure reports whether cookies should be Secure: the request came over
+// TLS, here or at a proxy in front, or the operator said so.
+func (g *Gateway) secure(r *http.Request) bool {
+	return g.o.SecureCookies || r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// wantsHTML tells a browser navigating from an API client.
+func wantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// statusRecorder remembers the status written, for metrics and the token.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 || w.status < 200 { // 1xx (as 101 Switching Protocols) come before the final one
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// final is the status the client got: an upgrade's 101 goes out on the
+// hijacked connection, past WriteHeader.
+func (w *statusRecorder) final(r *http.Request) int {
+	if w.status == 0 && r.Header.Get("Upgrade") != "" {
+		return http.StatusSwitchingProtocols
+	}
+	return w.status
+}
+
+// Unwrap lets http.ResponseController (and the proxy's upgrade) reach the
+// connection.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// bufferPool lends the proxy its copy buffers, so a stream costs no garbage.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
