@@ -32,13 +32,14 @@ func TestRedisLosesItsData(t *testing.T) {
 		checkWaitingAt(t, in.do("GET", mePath("default"), in.as("u40"), nil), 41)
 	}
 
-	// Everything goes; writes are held for 3 s, so the instance cannot
-	// create the queue again before its readiness is seen failing.
+	// Everything goes; writes are held for 10 s (far longer than the one
+	// request that follows, however busy the machine), so the instance
+	// cannot create the queue again before its readiness is seen failing.
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	if _, err := rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
 		p.FlushAll(context.Background())
-		p.Do(context.Background(), "CLIENT", "PAUSE", 3000, "WRITE")
+		p.Do(context.Background(), "CLIENT", "PAUSE", 10000, "WRITE")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -47,13 +48,13 @@ func TestRedisLosesItsData(t *testing.T) {
 		!strings.Contains(r.raw, "default queue is missing") {
 		t.Errorf("/readyz with the default queue gone: %d %s, want 503 not_ready saying why", r.status, r.raw)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		r := in.do("GET", "/readyz", "", nil)
 		if r.status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %s 20 s after the data was lost", r.status, r.raw)
+			t.Fatalf("/readyz still %d %s 40 s after the data was lost", r.status, r.raw)
 		}
 	}
 	// Back with the configured defaults: not paused, empty.

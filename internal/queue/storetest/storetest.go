@@ -634,9 +634,12 @@ func testReadyStaysReady(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
+// testTokenExpiry: a token lives its TTL, then is gone. The TTL is long and
+// the clock is stepped past it, so a busy machine cannot expire the token
+// before the test has seen it READY.
 func testTokenExpiry(t *testing.T, s queue.Store, clock Clock) {
 	c := fastConfig()
-	c.TokenTTL = time.Second
+	c.TokenTTL = time.Minute
 	q := newQueue(t, s, c)
 	mustEnter(t, s, q, "a")
 	admitDue(t, s, clock, q, 10)
@@ -647,7 +650,7 @@ func testTokenExpiry(t *testing.T, s queue.Store, clock Clock) {
 	if ttl := st.ExpiresAt.Sub(clock.Now()); ttl > c.TokenTTL+50*time.Millisecond {
 		t.Fatalf("token expires in %v, longer than its TTL %v", ttl, c.TokenTTL)
 	}
-	clock.Sleep(st.ExpiresAt.Sub(clock.Now()) + 50*time.Millisecond)
+	clock.Step(t, q, st.ExpiresAt.Sub(clock.Now())+50*time.Millisecond)
 	if st := mustStatus(t, s, q, "a"); st.State != queue.NotInQueue {
 		t.Fatalf("after TTL: %s, want NOT_IN_QUEUE", st.State)
 	}
@@ -900,6 +903,12 @@ func testStatsAddUp(t *testing.T, s queue.Store, clock Clock) {
 		admitDue(t, s, clock, q, c.BatchSize)
 	}
 	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
+	// Tokens from now on live long (and are expired by stepping the clock),
+	// so none runs out before the test has seen it READY.
+	c.TokenTTL = time.Minute
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
 	for _, u := range []string{"x-left", "x-consumed", "x-returned", "x-expired"} {
 		mustEnter(t, s, q, u)
 	}
@@ -921,7 +930,7 @@ func testStatsAddUp(t *testing.T, s queue.Store, clock Clock) {
 		t.Fatal(err)
 	}
 	mustLeave(t, s, q, "x-returned")
-	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
+	clock.Step(t, q, c.TokenTTL+time.Second)
 	check("after one of each")
 	after := mustStats()
 	moved := [5]int64{after.EnteredTotal - before.EnteredTotal, after.LeftTotal - before.LeftTotal,
@@ -1026,17 +1035,18 @@ func testEpoch(t *testing.T, s queue.Store, clock Clock) {
 // testStatsReadExpiry: Stats changes nothing (a metrics scrape must not
 // write), so tokens whose time is up but that no tick has swept count as
 // expired when read; sweeping them later, giving one back, or finishing an
-// order that was in flight when it ran out moves no total back.
+// order that was in flight when it ran out moves no total back. (A long TTL
+// and a clock stepped past it: nothing expires early on a busy machine.)
 func testStatsReadExpiry(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig()
-	c.TokenTTL = time.Second
+	c.TokenTTL = time.Minute
 	q := newQueue(t, s, c)
 	tok := ready(t, s, clock, q, "a", "b", "c", "d")
 	if err := s.BeginUse(ctx, q, "c", tok["c"], "req-c", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	clock.Sleep(c.TokenTTL + 50*time.Millisecond)
+	clock.Step(t, q, c.TokenTTL+time.Second)
 	want := [3]int64{0, 4, 0} // active, expired, consumed+returned
 	read := func(when string) {
 		t.Helper()
