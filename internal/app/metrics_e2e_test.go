@@ -186,12 +186,23 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	}
 	in.mustPatchQueue("m1", map[string]any{"paused": false})
 	waitFor(t, "six admitted", func() bool { return in.mustStats("m1").num("admittedTotal") == 6 })
-	in.mustPatchQueue("m1", map[string]any{"ratePerSecond": 0.1, "intervalMs": 60000})
+	in.mustPatchQueue("m1", map[string]any{"ratePerSecond": 0.1})
 	// Keys as docs/operations.md lays them out.
 	nextTickIn := func(q string) time.Duration {
 		next, _ := rdb.HGet(ctx, "wr:{"+q+"}:adm", "next").Int64()
 		now, _ := rdb.Time(ctx).Result()
 		return time.Duration(next-now.UnixMilli()) * time.Millisecond
+	}
+	// Both queues tick once now and then not for a minute: a one-second
+	// interval brings the next tick forward, and the minute is back for the
+	// one after it.
+	for _, q := range []string{"m1", "default"} {
+		in.mustPatchQueue(q, map[string]any{"intervalMs": 1000})
+	}
+	// (A tick has run once the next one is ahead again.)
+	waitFor(t, "ticks a second apart", func() bool { return nextTickIn("m1") > 0 && nextTickIn("default") > 0 })
+	for _, q := range []string{"m1", "default"} {
+		in.mustPatchQueue(q, map[string]any{"intervalMs": 60000})
 	}
 	waitFor(t, "no tick due for 50 s", func() bool { return nextTickIn("m1") > 50*time.Second && nextTickIn("default") > 50*time.Second })
 	now, err := rdb.Time(ctx).Result()
