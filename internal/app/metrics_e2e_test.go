@@ -171,6 +171,9 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 		c.Rate, c.Interval = 0.1, time.Minute // the default queue ticks once a minute
 		c.HistoryInterval = time.Minute
 		c.MetricsAddr, c.Pprof = "127.0.0.1:0", true
+		// Ticks at their due time: the loop's jitter (up to half an
+		// interval, 30 s at a minute) would only delay the setup below.
+		c.AdmissionJitter = false
 	})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
