@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdpcss "github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/go-cmp/cmp"
@@ -75,6 +76,9 @@ type visitor struct {
 type lineRequest struct {
 	method string
 	at     float64 // seconds, the browser's monotonic clock
+	// loader is the document that sent it: after a reload, a request the
+	// old document sent (or whose event arrived late) is not the new one's.
+	loader cdp.LoaderID
 }
 
 // newVisitor opens a tab in a fresh browser context that asks for
@@ -105,7 +109,7 @@ func newVisitor(t *testing.T, browser context.Context, in *instance, acceptLangu
 			return
 		}
 		v.mu.Lock()
-		v.reqs = append(v.reqs, lineRequest{method: e.Request.Method, at: e.Timestamp.Float64()})
+		v.reqs = append(v.reqs, lineRequest{method: e.Request.Method, at: e.Timestamp.Float64(), loader: e.LoaderID})
 		v.mu.Unlock()
 	})
 	if err != nil {
@@ -209,29 +213,44 @@ func (v *visitor) polls() []pagePoll {
 	return p
 }
 
-// requestsSince returns the line requests the network saw from index i on.
-func (v *visitor) requestsSince(i int) []lineRequest {
+// documentRequests returns the line requests the network saw from the
+// document the tab shows now.
+func (v *visitor) documentRequests() []lineRequest {
+	v.t.Helper()
+	tree, err := chromedp.Call(v.ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil || tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+		v.t.Fatalf("frame tree: %+v, %v", tree, err)
+	}
+	loader := tree.FrameTree.Frame.LoaderID
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return append([]lineRequest(nil), v.reqs[i:]...)
+	var out []lineRequest
+	for _, r := range v.reqs {
+		if r.loader == loader {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
-func (v *visitor) requestCount() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.reqs)
-}
-
-// checkPollGaps checks the tab's requests to the line since the page was
-// loaded (the network log from index mark on, window.__polls): each came no
-// sooner than the previous answer's pollAfterSeconds — and not much later —
-// and the last answer was READY, with nothing to wait for. It returns the
-// page's record.
-func (v *visitor) checkPollGaps(mark int) []pagePoll {
+// checkPollGaps checks the requests the page now shown sent to the line
+// (the network log and the page's own record, window.__polls): each came
+// no sooner than the previous answer's pollAfterSeconds — and not much
+// later — and the last answer was READY, with nothing to wait for. It
+// returns the page's record.
+func (v *visitor) checkPollGaps() []pagePoll {
 	v.t.Helper()
 	t := v.t
-	polls := v.polls()
-	reqs := v.requestsSince(mark)
+	// The network events arrive on their own, possibly after the page
+	// recorded the request: wait for them rather than compare too early.
+	var polls []pagePoll
+	var reqs []lineRequest
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		polls, reqs = v.polls(), v.documentRequests()
+		if len(reqs) == len(polls) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(polls) < 3 || len(reqs) != len(polls) {
 		t.Fatalf("page recorded %d requests, network saw %d (want equal, ≥ 3): %+v", len(polls), len(reqs), polls)
 	}
@@ -352,7 +371,6 @@ func TestBrowser(t *testing.T) {
 		}
 
 		// A refresh enters again (idempotent) and keeps the place.
-		mark := alice.requestCount()
 		if err := chromedp.Do(alice.ctx, chromedp.Reload()); err != nil {
 			t.Fatal(err)
 		}
@@ -385,11 +403,11 @@ func TestBrowser(t *testing.T) {
 		if got := alice.focused(); got != "h1#ready-heading" {
 			t.Errorf("focus after READY is on %q, want the heading", got)
 		}
-		readyCount := alice.requestCount()
+		readyCount := len(alice.polls())
 
 		// Polls: never sooner than the previous answer's pollAfterSeconds,
 		// by the page's own clock and by the browser's network events.
-		polls := alice.checkPollGaps(mark)
+		polls := alice.checkPollGaps()
 		if polls[0].Method != "POST" || polls[0].State != "WAITING" {
 			t.Errorf("after the refresh the page first sent %s → %s, want POST → WAITING", polls[0].Method, polls[0].State)
 		}
@@ -407,14 +425,14 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("stock after one order = %v, want 4", p.num("stock"))
 		}
 		// READY means nothing more to wait for: no poll after it.
-		if n := alice.requestCount(); n != readyCount {
+		if n := len(alice.documentRequests()); n != readyCount || len(alice.polls()) != readyCount {
 			t.Errorf("the page sent %d requests to the line after READY", n-readyCount)
 		}
 
 		// Bob got in as well, at his own pace. Sold out keeps his entry; he
 		// then buys something else.
 		bob.waitState("ready", 8*time.Second)
-		bobPolls := bob.checkPollGaps(0)
+		bobPolls := bob.checkPollGaps()
 		if p := bobPolls[1].PollAfterSeconds; p == nil || *p < 4 || *p > 6 {
 			t.Errorf("bob, 10 s away, was told pollAfterSeconds=%v, want 5 ±20%%", p)
 		}

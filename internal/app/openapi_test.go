@@ -556,6 +556,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	if again.header.Get("Idempotent-Replayed") != "true" || again.num("id") != o.num("id") {
 		t.Errorf("replay: %s %v, first %s", again.raw, again.header, o.raw)
 	}
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: map[string]any{"productId": tee, "quantity": 2},
+		headers: tokenHdr(token, "Idempotency-Key", key), status: 422, code: "idempotency_key_reused"})
 	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"}) // spent
 	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.as(carol), status: 200}); r.str("status") != "NOT_IN_QUEUE" {
 		t.Errorf("status after buying: %s", r.raw)

@@ -4,6 +4,7 @@ package app_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -58,7 +59,7 @@ func TestPageScreenshots(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := from + w; i < from+n; i += 8 {
-					in.sendNoFail("POST", "/api/v1/queues/"+queue+"/entries", in.as(fmt.Sprintf("u%d", i)), nil)
+					in.send(http.DefaultClient, apiCall{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(fmt.Sprintf("u%d", i))})
 				}
 			})
 		}

@@ -6,6 +6,8 @@ package order
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -42,6 +44,28 @@ type Order struct {
 	Quantity       int64     `json:"quantity"`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
+	// RequestFingerprint is what the order's Idempotency-Key was first sent
+	// with (Fingerprint); empty for an order without a key, or one made
+	// before fingerprints were kept.
+	RequestFingerprint string `json:"-"`
+}
+
+// Fingerprint is the SHA-256 of what an order request asks for, kept with
+// its Idempotency-Key: the same key sent again with another product or
+// quantity is a mistake to refuse (ErrIdempotencyKeyReused), not a retry to
+// answer with the first order.
+func Fingerprint(productID string, quantity int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "v1\x00%s\x00%d", productID, quantity))
+	return hex.EncodeToString(sum[:])
+}
+
+// fingerprint is the order's RequestFingerprint, or the one its product and
+// quantity give when it has none (made before fingerprints were kept).
+func (o Order) fingerprint() string {
+	if o.RequestFingerprint != "" {
+		return o.RequestFingerprint
+	}
+	return Fingerprint(o.ProductID, o.Quantity)
 }
 
 // NewOrder is what Store.CreateOrder writes.
@@ -53,8 +77,10 @@ type NewOrder struct {
 	// a unique key, so a token can buy at most one order even if Redis loses
 	// its deletion (a failover may resurrect it).
 	Token string
-	// IdempotencyKey is optional; unique per user when given.
-	IdempotencyKey string
+	// IdempotencyKey is optional; unique per user when given, and then kept
+	// with RequestFingerprint.
+	IdempotencyKey     string
+	RequestFingerprint string
 }
 
 // Validate refuses what would let a store's conditional decrement misbehave
@@ -68,6 +94,8 @@ func (o NewOrder) Validate() error {
 		return fmt.Errorf("%w: no entry token", ErrInvalidOrder)
 	case o.UserID == "":
 		return fmt.Errorf("%w: no user", ErrInvalidOrder)
+	case o.IdempotencyKey != "" && o.RequestFingerprint == "":
+		return fmt.Errorf("%w: an idempotency key without the request's fingerprint", ErrInvalidOrder)
 	}
 	return nil
 }
@@ -80,9 +108,12 @@ var (
 	ErrTokenUsed = errors.New("entry token already used")
 	// ErrDuplicateKey: an order with this user's Idempotency-Key already exists.
 	ErrDuplicateKey = errors.New("idempotency key already used")
-	ErrInvalidOrder = errors.New("invalid order")
-	ErrPayment      = errors.New("payment failed")
-	ErrUnavailable  = errors.New("order store unavailable")
+	// ErrIdempotencyKeyReused: the user's Idempotency-Key names an order of
+	// another product or quantity than this request's.
+	ErrIdempotencyKeyReused = errors.New("idempotency key reused with a different request")
+	ErrInvalidOrder         = errors.New("invalid order")
+	ErrPayment              = errors.New("payment failed")
+	ErrUnavailable          = errors.New("order store unavailable")
 )
 
 // Store keeps products and orders. Implementations: PostgreSQL (pgx) and

@@ -87,7 +87,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	}
 	if r.IdempotencyKey != "" {
 		if o, ok, err := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); err != nil || ok {
-			return o, ok, err
+			return replay(o, ok, err, r)
 		}
 	}
 	p, err := s.store.Product(ctx, r.ProductID)
@@ -98,12 +98,16 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if q == "" {
 		q = queue.DefaultQueue
 	}
+	no := NewOrder{
+		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
+		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
+	}
+	if r.IdempotencyKey != "" {
+		no.RequestFingerprint = Fingerprint(r.ProductID, r.Quantity)
+	}
 	var orderErr error
 	useErr := s.guard.Use(ctx, entry.Token{Queue: q, User: r.UserID, Value: r.Token}, func(ctx context.Context) entry.Outcome {
-		o, orderErr = s.store.CreateOrder(ctx, NewOrder{
-			ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
-			Token: r.Token, IdempotencyKey: r.IdempotencyKey,
-		}, s.cfg.Work, s.payment.Charge)
+		o, orderErr = s.store.CreateOrder(ctx, no, s.cfg.Work, s.payment.Charge)
 		return outcomeOf(orderErr)
 	})
 	err = cmp.Or(useErr, orderErr) // useErr: the order was never tried
@@ -116,13 +120,28 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		// both reached the database and the first won (the key is taken).
 		// Either way the order its key names exists: answer with it.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
-			return prev, true, nil
+			return replay(prev, true, nil, r)
 		}
 	}
 	if err != nil {
 		return Order{}, false, err
 	}
 	return o, false, nil
+}
+
+// replay answers a request whose Idempotency-Key names an existing order
+// (found): with that order if the request asks for the same thing, else
+// ErrIdempotencyKeyReused, as payment APIs answer a key sent again with
+// another body.
+func replay(prev Order, found bool, err error, r Request) (Order, bool, error) {
+	if err != nil || !found {
+		return prev, found, err
+	}
+	if prev.fingerprint() != Fingerprint(r.ProductID, r.Quantity) {
+		return Order{}, false, fmt.Errorf("%w: key %q was first sent for %d × %q", ErrIdempotencyKeyReused,
+			r.IdempotencyKey, prev.Quantity, prev.ProductID)
+	}
+	return prev, true, nil
 }
 
 // outcomeOf says how an order attempt ended for its token and for the

@@ -23,6 +23,13 @@ import (
 // admitter's ticks) makes the snapshot stale at once, so one instance answers
 // exactly as the store would. Changes made through other instances show
 // within maxAge: a position may then be up to one tick old.
+//
+// Tickets are remembered with the line's epoch. When the store answers with
+// another epoch (it lost the queue and the queue was created again, tickets
+// counting from 1), or with a last ticket below one already seen here (it
+// went back in time: a failover to a replica that missed writes, a restore),
+// every remembered ticket of the queue is dropped: a user the store no
+// longer holds is never told a place from the old line.
 type snapshots struct {
 	store  Store
 	maxAge time.Duration
@@ -54,6 +61,9 @@ type lineView struct {
 	// would be shown the other's place far back; never READY nor a token,
 	// which only the store gives, within two batches of the front.
 	tickets map[uint64]int64
+	// epoch is the line's epoch the tickets belong to; seen is the highest
+	// ticket the store has given here in it.
+	epoch, seen int64
 	// gen counts changes made through this instance; a snapshot is good
 	// while gen is what it was when the snapshot was asked for.
 	gen      uint64
@@ -91,7 +101,7 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	}
 	k := s.key(user)
 	v.mu.Lock()
-	ticket, known := v.tickets[k]
+	_, known := v.tickets[k]
 	v.mu.Unlock()
 	if !known {
 		s.misses.Add(1)
@@ -99,6 +109,15 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	}
 	sn, ok := s.fresh(ctx, v)
 	if !ok {
+		s.misses.Add(1)
+		return Entry{}, false
+	}
+	// Read again: the fetch may have found another epoch and dropped it.
+	v.mu.Lock()
+	ticket, known := v.tickets[k]
+	sameLine := v.epoch == sn.Epoch
+	v.mu.Unlock()
+	if !known || !sameLine {
 		s.misses.Add(1)
 		return Entry{}, false
 	}
@@ -136,7 +155,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 	}
 	done := make(chan struct{})
 	v.fetching = done
-	gen := v.gen
+	gen, epoch, seen := v.gen, v.epoch, v.seen
 	v.mu.Unlock()
 
 	// Not cancelled with this request: others are waiting for the answer.
@@ -149,8 +168,24 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 	if err != nil {
 		return Snapshot{}, false
 	}
+	// A ticket this instance was given before the fetch began is one the
+	// store issued before it answered: a last ticket below it means the
+	// store lost writes. (Compared with what was seen when the fetch
+	// began, so a ticket handed out meanwhile raises no alarm.)
+	if sn.Epoch != epoch || sn.Last < seen {
+		v.forget(sn.Epoch)
+		gen = v.gen
+	}
 	v.snap, v.snapGen, v.takenAt = sn, gen, time.Now()
 	return v.current(s.maxAge)
+}
+
+// forget drops every remembered ticket: the store's line is not the one
+// they were given in. The caller holds v.mu.
+func (v *lineView) forget(epoch int64) {
+	clear(v.tickets)
+	v.epoch, v.seen = epoch, 0
+	v.gen++
 }
 
 // current is the snapshot if it is still good; the caller holds v.mu. It
@@ -179,10 +214,14 @@ func (s *snapshots) remember(queue, user string, e Entry) {
 		delete(v.tickets, k)
 		return
 	}
+	if e.Epoch != v.epoch {
+		v.forget(e.Epoch)
+	}
 	if _, ok := v.tickets[k]; !ok && len(v.tickets) >= SnapshotMaxUsers {
 		clear(v.tickets)
 	}
 	v.tickets[k] = e.Ticket
+	v.seen = max(v.seen, e.Ticket)
 }
 
 // key is what a user's ticket is remembered by.

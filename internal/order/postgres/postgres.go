@@ -197,16 +197,17 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	}
 
 	created := order.Order{
-		ProductID:      o.ProductID,
-		UserID:         o.UserID,
-		Quantity:       o.Quantity,
-		IdempotencyKey: o.IdempotencyKey,
+		ProductID:          o.ProductID,
+		UserID:             o.UserID,
+		Quantity:           o.Quantity,
+		IdempotencyKey:     o.IdempotencyKey,
+		RequestFingerprint: o.RequestFingerprint,
 	}
 	err = tx.QueryRow(ctx, `
-		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key)
-		VALUES ($1, $2, $3, $4, NULLIF($5, ''))
+		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key, request_fingerprint)
+		VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))
 		RETURNING id, created_at`,
-		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey,
+		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey, o.RequestFingerprint,
 	).Scan(&created.ID, &created.CreatedAt)
 	if err != nil {
 		return order.Order{}, insertErr(ctx, err)
@@ -231,10 +232,10 @@ func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order
 	}
 	o := order.Order{UserID: userID, IdempotencyKey: key}
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, product_id, quantity, created_at FROM orders
+		SELECT id, product_id, quantity, created_at, coalesce(request_fingerprint, '') FROM orders
 		WHERE user_id = $1 AND idempotency_key = $2`,
 		userID, key,
-	).Scan(&o.ID, &o.ProductID, &o.Quantity, &o.CreatedAt)
+	).Scan(&o.ID, &o.ProductID, &o.Quantity, &o.CreatedAt, &o.RequestFingerprint)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return order.Order{}, false, nil
 	}

@@ -223,17 +223,18 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	}
 
 	created := order.Order{
-		ProductID:      o.ProductID,
-		UserID:         o.UserID,
-		Quantity:       o.Quantity,
-		IdempotencyKey: o.IdempotencyKey,
-		CreatedAt:      time.Now().UTC().Truncate(time.Microsecond),
+		ProductID:          o.ProductID,
+		UserID:             o.UserID,
+		Quantity:           o.Quantity,
+		IdempotencyKey:     o.IdempotencyKey,
+		CreatedAt:          time.Now().UTC().Truncate(time.Microsecond),
+		RequestFingerprint: o.RequestFingerprint,
 	}
 	err = tx.QueryRowContext(ctx, `
-		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key, created_at)
-		VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6)
+		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key, created_at, request_fingerprint)
+		VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''))
 		RETURNING id`,
-		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey, created.CreatedAt.Format(timeLayout),
+		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey, created.CreatedAt.Format(timeLayout), o.RequestFingerprint,
 	).Scan(&created.ID)
 	if err != nil {
 		return order.Order{}, s.insertErr(ctx, err)
@@ -258,10 +259,10 @@ func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order
 	o := order.Order{UserID: userID, IdempotencyKey: key}
 	var createdAt string
 	err := s.read.QueryRowContext(ctx, `
-		SELECT id, product_id, quantity, created_at FROM orders
+		SELECT id, product_id, quantity, created_at, coalesce(request_fingerprint, '') FROM orders
 		WHERE user_id = ?1 AND idempotency_key = ?2`,
 		userID, key,
-	).Scan(&o.ID, &o.ProductID, &o.Quantity, &createdAt)
+	).Scan(&o.ID, &o.ProductID, &o.Quantity, &createdAt, &o.RequestFingerprint)
 	if errors.Is(err, sql.ErrNoRows) {
 		return order.Order{}, false, nil
 	}

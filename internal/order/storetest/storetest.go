@@ -263,7 +263,7 @@ func testRestockWhileSelling(t *testing.T, s order.Store) {
 func testCreateOrder(t *testing.T, s order.Store) {
 	p := putProduct(t, s, 10)
 	no := newOrder(t, p.ID, 3)
-	no.IdempotencyKey = uniqueID(t, "key")
+	no = withKey(no, uniqueID(t, "key"))
 	before := time.Now()
 
 	got, err := s.CreateOrder(t.Context(), no, 0, nil)
@@ -278,12 +278,13 @@ func testCreateOrder(t *testing.T, s order.Store) {
 		t.Errorf("CreatedAt = %v, want close to %v", got.CreatedAt, before)
 	}
 	want := order.Order{
-		ID:             got.ID,
-		ProductID:      p.ID,
-		UserID:         no.UserID,
-		Quantity:       3,
-		IdempotencyKey: no.IdempotencyKey,
-		CreatedAt:      got.CreatedAt,
+		ID:                 got.ID,
+		ProductID:          p.ID,
+		UserID:             no.UserID,
+		Quantity:           3,
+		IdempotencyKey:     no.IdempotencyKey,
+		CreatedAt:          got.CreatedAt,
+		RequestFingerprint: no.RequestFingerprint,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CreateOrder returned (-want +got):\n%s", diff)
@@ -315,6 +316,7 @@ func testCreateOrderRefused(t *testing.T, s order.Store) {
 		{"above MaxQuantity", func(o *order.NewOrder) { o.Quantity = order.MaxQuantity + 1 }, order.ErrInvalidOrder},
 		{"no token", func(o *order.NewOrder) { o.Token = "" }, order.ErrInvalidOrder},
 		{"no user", func(o *order.NewOrder) { o.UserID = "" }, order.ErrInvalidOrder},
+		{"a key without its fingerprint", func(o *order.NewOrder) { o.IdempotencyKey = uniqueID(t, "key") }, order.ErrInvalidOrder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,7 +396,7 @@ func testTokenUsedTwice(t *testing.T, s order.Store) {
 		t.Run(tt.name, func(t *testing.T) {
 			again := no
 			again.ProductID = tt.productID
-			again.IdempotencyKey = uniqueID(t, "key")
+			again = withKey(again, uniqueID(t, "key"))
 			_, err := s.CreateOrder(t.Context(), again, 0, failIfCalled(t))
 			if !errors.Is(err, order.ErrTokenUsed) {
 				t.Errorf("CreateOrder(used token) = %v, want %v", err, order.ErrTokenUsed)
@@ -425,7 +427,7 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 	p := putProduct(t, s, 10)
 	key := uniqueID(t, "key")
 	no := newOrder(t, p.ID, 1)
-	no.IdempotencyKey = key
+	no = withKey(no, key)
 	first, err := s.CreateOrder(ctx, no, 0, nil)
 	if err != nil {
 		t.Fatalf("first CreateOrder: %v", err)
@@ -433,7 +435,8 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 
 	// A retry carries a new token (the first one was spent) and the same key.
 	retry := newOrder(t, p.ID, 1)
-	retry.UserID, retry.IdempotencyKey = no.UserID, key
+	retry.UserID, retry.Quantity = no.UserID, 2
+	retry = withKey(retry, key)
 	if _, err := s.CreateOrder(ctx, retry, 0, failIfCalled(t)); !errors.Is(err, order.ErrDuplicateKey) {
 		t.Errorf("CreateOrder(same user, same key) = %v, want %v", err, order.ErrDuplicateKey)
 	}
@@ -441,13 +444,15 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 	if err != nil || !ok {
 		t.Fatalf("OrderByKey = %v, %v; want the first order", ok, err)
 	}
-	if diff := cmp.Diff(first, got); diff != "" {
-		t.Errorf("OrderByKey (-want +got):\n%s", diff)
+	// The first order comes back with the fingerprint it was made with, not
+	// the retry's.
+	if diff := cmp.Diff(first, got); diff != "" || got.RequestFingerprint != no.RequestFingerprint {
+		t.Errorf("OrderByKey (-want +got):\n%s\nfingerprint %q, want %q", diff, got.RequestFingerprint, no.RequestFingerprint)
 	}
 
 	// Keys belong to users: another user may pick the same one.
 	someoneElse := newOrder(t, p.ID, 1)
-	someoneElse.IdempotencyKey = key
+	someoneElse = withKey(someoneElse, key)
 	theirs, err := s.CreateOrder(ctx, someoneElse, 0, nil)
 	if err != nil {
 		t.Fatalf("CreateOrder(other user, same key): %v", err)
@@ -465,8 +470,7 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 func testBeforeCommitFails(t *testing.T, s order.Store) {
 	ctx := t.Context()
 	p := putProduct(t, s, 5)
-	no := newOrder(t, p.ID, 2)
-	no.IdempotencyKey = uniqueID(t, "key")
+	no := withKey(newOrder(t, p.ID, 2), uniqueID(t, "key"))
 	errPayment := fmt.Errorf("card declined: %w", order.ErrPayment)
 	var seen order.Order
 	_, err := s.CreateOrder(ctx, no, 0, func(_ context.Context, o order.Order) error {
@@ -607,6 +611,13 @@ func newOrder(t *testing.T, productID string, quantity int64) order.NewOrder {
 		Quantity:  quantity,
 		Token:     uniqueID(t, "token"),
 	}
+}
+
+// withKey gives o an Idempotency-Key, with the fingerprint of what it asks
+// for, as order.Service does.
+func withKey(o order.NewOrder, key string) order.NewOrder {
+	o.IdempotencyKey, o.RequestFingerprint = key, order.Fingerprint(o.ProductID, o.Quantity)
+	return o
 }
 
 func assertStock(t *testing.T, s order.Store, id string, want int64) {

@@ -24,6 +24,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	queues map[string]*state
+	epoch  int64 // the last queue's epoch: each new queue gets a later one
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -55,6 +56,7 @@ type issuedToken struct {
 type state struct {
 	mu       sync.Mutex
 	cfg      queue.Config
+	epoch    int64 // see queue.Snapshot.Epoch
 	line     *line
 	seq      int64
 	tokens   map[string]token
@@ -91,7 +93,10 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	s.mu.Lock()
 	q, ok := s.queues[name]
 	if !ok {
-		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{}}
+		// As put_config.lua, an epoch from the clock (µs), and never one
+		// given before.
+		s.epoch = max(s.epoch+1, s.now().UnixMicro())
+		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{}, epoch: s.epoch}
 		s.queues[name] = q
 	}
 	s.mu.Unlock()
@@ -149,7 +154,7 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 	q.seq++
 	q.line.push(user, q.seq)
 	n := q.line.len()
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Config: q.cfg}, nil
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Epoch: q.epoch, Config: q.cfg}, nil
 }
 
 // Status implements queue.Store.
@@ -163,17 +168,17 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 	if e, ok := q.standing(user, s.now()); ok {
 		return e, nil
 	}
-	return queue.Entry{State: queue.NotInQueue, Config: q.cfg}, nil
+	return queue.Entry{State: queue.NotInQueue, Epoch: q.epoch, Config: q.cfg}, nil
 }
 
 // standing is the user's place in line or valid token; the caller holds q.mu.
 func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Config: q.cfg}, true
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Epoch: q.epoch, Config: q.cfg}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
-		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Config: q.cfg}, true
+		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Epoch: q.epoch, Config: q.cfg}, true
 	}
 	return queue.Entry{}, false
 }
@@ -193,12 +198,22 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 		q.left++
 		return true, nil
 	}
-	if _, ok := q.tokens[user]; ok {
+	if t, ok := q.tokens[user]; ok {
 		delete(q.tokens, user)
-		q.ret++
+		q.countGone(t, s.now(), &q.ret)
 		return true, nil
 	}
 	return false, nil
+}
+
+// countGone counts a token that was just deleted: on counter, or as expired
+// if its time was up (as Stats counted it already, so totals never go back).
+// The caller holds q.mu.
+func (q *state) countGone(t token, now time.Time, counter *int64) {
+	if !t.expires.After(now) {
+		counter = &q.expired
+	}
+	*counter++
 }
 
 // Snapshot implements queue.Store.
@@ -209,7 +224,7 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Config: q.cfg, Complete: true}
+	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Epoch: q.epoch, Config: q.cfg, Complete: true}
 	if sn.Head > 0 {
 		from, _ := slices.BinarySearch(q.leftTickets, sn.Head)
 		left := q.leftTickets[from:]
@@ -233,6 +248,11 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	due := q.next
 	if due.IsZero() {
 		due = now
+	}
+	// As admit.lua: a due time more than one interval away means the clock
+	// went back; wait one interval from now, not until then.
+	if limit := now.Add(q.cfg.Interval); due.After(limit) {
+		due, q.next = limit, limit
 	}
 	if now.Before(due) {
 		return queue.Admission{NextIn: due.Sub(now)}, nil
@@ -310,7 +330,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 	if e, ok := q.standing(user, now); ok {
 		return e, nil
 	}
-	busy := queue.Entry{State: queue.NotInQueue, Config: q.cfg}
+	busy := queue.Entry{State: queue.NotInQueue, Epoch: q.epoch, Config: q.cfg}
 	if q.cfg.Paused || q.line.len() > 0 {
 		return busy, nil
 	}
@@ -332,7 +352,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 	q.inlineTotal++
 	q.admitted++
 	q.winCount++
-	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Config: q.cfg}, nil
+	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Epoch: q.epoch, Config: q.cfg}, nil
 }
 
 // live counts the tokens not yet expired at now; the caller holds q.mu.
@@ -406,7 +426,7 @@ func (s *Store) EndUse(_ context.Context, name, user, tok, owner string, consume
 	}
 	if t, ok := q.tokens[user]; consumed && ok && t.value == tok {
 		delete(q.tokens, user)
-		q.consumed++
+		q.countGone(t, s.now(), &q.consumed)
 	}
 	return nil
 }
@@ -420,18 +440,18 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
-	// A full sweep, not forgetExpired's front-of-line one: after a TTL
-	// change tokens are no longer issued in expiry order.
-	for u, t := range q.tokens {
+	// As stats.lua: nothing changes; tokens whose time is up but not yet
+	// swept count as expired.
+	var unswept int64
+	for _, t := range q.tokens {
 		if !t.expires.After(now) {
-			delete(q.tokens, u)
-			q.expired++
+			unswept++
 		}
 	}
 	st := queue.Stats{
-		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)),
+		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)) - unswept,
 		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
-		ConsumedTotal: q.consumed, ExpiredTotal: q.expired, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
+		ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 	}
 	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
 		st.MeasuredRate = q.measured

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,10 +72,17 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
-// unavailable marks an error of Redis itself, so callers answer 503.
+// unavailable marks an error of Redis itself, so callers answer 503. A
+// script that refused to act on data it cannot read (DAMAGED: a config
+// missing a field) is no outage and no reason to retry: that error stays
+// unexpected (500, logged), and the script wrote nothing.
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "DAMAGED ") {
+		return fmt.Errorf("redis data damaged: %w", err)
 	}
 	return fmt.Errorf("%w: %w", queue.ErrUnavailable, err)
 }
@@ -188,13 +196,13 @@ func parseEntry(r []any) (queue.Entry, error) {
 	case 0:
 		e.State, cfgAt = queue.NotInQueue, 1
 	case 1:
-		e.State, e.Position, e.Length, e.Ticket, cfgAt = queue.Waiting, p.int(1), p.int(2), p.int(6), 3
+		e.State, e.Position, e.Length, e.Ticket, cfgAt = queue.Waiting, p.int(1), p.int(2), p.int(7), 3
 	case 2:
 		e.State, e.Token, e.ExpiresAt, cfgAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC(), 3
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	e.Config = p.config(cfgAt)
+	e.Config, e.Epoch = p.config(cfgAt), p.int(cfgAt+3)
 	return e, p.err
 }
 
@@ -209,8 +217,8 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	if p.int(0) == -1 {
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
-	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Config: p.config(4)}
-	for i := 7; i < len(r); i++ {
+	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Config: p.config(4), Epoch: p.int(7)}
+	for i := 8; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
@@ -278,7 +286,7 @@ func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, con
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	k := keysFor(s.prefix, name)
-	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.seq}).Slice()
+	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp, k.seq}).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}
@@ -340,7 +348,7 @@ func (p *reply) str(i int) string {
 }
 
 // config reads the rate, batch and paused fields that status, enter and
-// snapshot replies carry from index i on.
+// snapshot replies carry from index i on (the line's epoch follows them).
 func (p *reply) config(i int) queue.Config {
 	var c queue.Config
 	rate, err := strconv.ParseFloat(p.str(i), 64)

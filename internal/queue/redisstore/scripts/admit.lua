@@ -6,8 +6,10 @@
 -- no leader is needed. A tick claimed late is made up: the next one stays
 -- due one interval after the late one's due time. A backlog of more than one
 -- tick is dropped (next re-anchors to now), so a stalled instance releases at
--- most two batches back to back, never a burst. The popped users get their
--- tokens in the same script: nobody is ever popped without a token.
+-- most two batches back to back, never a burst. A due time more than one
+-- interval ahead of TIME (the clock went back) is pulled in to one interval.
+-- The popped users get their tokens in the same script: nobody is ever
+-- popped without a token.
 --
 -- KEYS[1] line   ZSET user → ticket
 -- KEYS[2] cfg    HASH queue config
@@ -16,7 +18,8 @@
 -- KEYS[5] texp   ZSET user → token expiry (ms)
 -- KEYS[6] left   ZSET tickets of users who left the line (see leave.lua)
 -- ARGV[1..n] fresh tokens, one per user this tick may admit
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {0, nextInMs} the tick is not due yet
 --        {1, nextInMs, user1, ..., userN} claimed the tick and admitted these
 --        (none when the queue is paused or nobody waits)
@@ -25,11 +28,25 @@ if not cfg[1] then
   return {-1}
 end
 local rate, interval, batch, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
+-- Everything read is checked before the first write: Redis does not roll a
+-- script back, and a damaged config failing after ZPOPMIN would leave users
+-- popped without tokens.
+if not (rate and interval and batch and ttl) or interval < 1 or batch < 1 or ttl < 1
+    or (cfg[6] and not tonumber(cfg[6])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': rate, interval_ms, batch, ttl_ms or max_active missing or not a number')
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local adm = redis.call('HMGET', KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'inline')
 local due = tonumber(adm[1]) or now
+-- A due time more than one interval ahead means Redis's clock went back (an
+-- NTP step, a restored VM) since it was written: wait one interval from now,
+-- not until then. Kept, or the limit would move on with the clock forever.
+if due > now + interval then
+  due = now + interval
+  redis.call('HSET', KEYS[3], 'next', due)
+end
 if now < due then
   return {0, due - now}
 end

@@ -19,24 +19,28 @@
 -- KEYS[6] texp   ZSET user → token expiry (ms, Redis TIME)
 -- ARGV[1] user id
 -- ARGV[2] a fresh token, written if the user is admitted
--- Reply: {-1} unknown queue
---        {0, rate, batch, paused} not admitted (the line is busy)
---        {1, position, length, rate, batch, paused, ticket} waiting
---        {2, token, expiresAtMs, rate, batch, paused} ready
-local cfg = redis.call('HMGET', KEYS[3], 'rate', 'batch', 'interval_ms', 'ttl_ms', 'paused', 'max_active')
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
+--        {0, rate, batch, paused, epoch} not admitted (the line is busy)
+--        {1, position, length, rate, batch, paused, epoch, ticket} waiting
+--        {2, token, expiresAtMs, rate, batch, paused, epoch} ready
+--        (epoch: the line's, set by put_config.lua; 0 if it has none)
+local cfg = redis.call('HMGET', KEYS[3], 'rate', 'batch', 'interval_ms', 'ttl_ms', 'paused', 'max_active', 'epoch')
 if not cfg[1] then
   return {-1}
 end
 local rate, batch, interval, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
-if not (rate and batch and interval and ttl) then
-  return redis.error_reply('queue config incomplete')
+-- Checked before the first write (Redis does not roll a script back).
+if not (rate and batch and interval and ttl) or (cfg[6] and not tonumber(cfg[6])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': rate, batch, interval_ms, ttl_ms or max_active missing or not a number')
 end
 local user = ARGV[1]
+local epoch = tonumber(cfg[7]) or 0
 
 local ticket = redis.call('ZSCORE', KEYS[1], user)
 if ticket then
   local rank = redis.call('ZRANK', KEYS[1], user)
-  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[5], tonumber(ticket)}
+  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[5], epoch, tonumber(ticket)}
 end
 
 local t = redis.call('TIME')
@@ -45,11 +49,11 @@ local held = redis.call('HGET', KEYS[5], user)
 if held then
   local exp = tonumber(redis.call('ZSCORE', KEYS[6], user))
   if exp and exp > now then
-    return {2, held, exp, cfg[1], cfg[2], cfg[5]}
+    return {2, held, exp, cfg[1], cfg[2], cfg[5], epoch}
   end
 end
 
-local busy = {0, cfg[1], cfg[2], cfg[5]}
+local busy = {0, cfg[1], cfg[2], cfg[5], epoch}
 if cfg[5] == '1' or redis.call('ZCARD', KEYS[1]) > 0 then
   return busy
 end
@@ -73,4 +77,4 @@ redis.call('HINCRBY', KEYS[4], 'inline', 1)
 redis.call('HINCRBY', KEYS[4], 'inline_total', 1)
 redis.call('HINCRBY', KEYS[4], 'admitted', 1)
 redis.call('HINCRBY', KEYS[4], 'win_count', 1)
-return {2, ARGV[2], now + ttl, cfg[1], cfg[2], cfg[5]}
+return {2, ARGV[2], now + ttl, cfg[1], cfg[2], cfg[5], epoch}

@@ -10,20 +10,27 @@
 -- KEYS[5] texp   ZSET user → token expiry (ms, Redis TIME)
 -- KEYS[6] adm    HASH counters
 -- ARGV[1] user id
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {-2, length} line full
---        {1, position, length, rate, batch, paused, ticket} waiting
---        {2, token, expiresAtMs, rate, batch, paused} ready
-local cfg = redis.call('HMGET', KEYS[3], 'rate', 'batch', 'capacity', 'paused')
+--        {1, position, length, rate, batch, paused, epoch, ticket} waiting
+--        {2, token, expiresAtMs, rate, batch, paused, epoch} ready
+--        (epoch: the line's, set by put_config.lua; 0 if it has none)
+local cfg = redis.call('HMGET', KEYS[3], 'rate', 'batch', 'capacity', 'paused', 'epoch')
 if not cfg[1] then
   return {-1}
 end
+-- Checked before the first write (Redis does not roll a script back).
+if not (tonumber(cfg[1]) and tonumber(cfg[2]) and tonumber(cfg[3])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': rate, batch or capacity missing or not a number')
+end
 local user = ARGV[1]
+local epoch = tonumber(cfg[5]) or 0
 
 local held = redis.call('ZSCORE', KEYS[1], user)
 if held then
   local rank = redis.call('ZRANK', KEYS[1], user)
-  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[4], tonumber(held)}
+  return {1, rank + 1, redis.call('ZCARD', KEYS[1]), cfg[1], cfg[2], cfg[4], epoch, tonumber(held)}
 end
 
 local token = redis.call('HGET', KEYS[4], user)
@@ -32,7 +39,7 @@ if token then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local exp = tonumber(redis.call('ZSCORE', KEYS[5], user))
   if exp and exp > now then
-    return {2, token, exp, cfg[1], cfg[2], cfg[4]}
+    return {2, token, exp, cfg[1], cfg[2], cfg[4], epoch}
   end
   -- Expired: forget it, and line up again like anyone else.
   redis.call('HDEL', KEYS[4], user)
@@ -47,4 +54,4 @@ end
 local ticket = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[1], 'NX', ticket, user)
 -- Tickets only grow, so the newcomer is last.
-return {1, length + 1, length + 1, cfg[1], cfg[2], cfg[4], ticket}
+return {1, length + 1, length + 1, cfg[1], cfg[2], cfg[4], epoch, ticket}
