@@ -11,6 +11,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -37,9 +38,9 @@ type Options struct {
 	DatabaseURL string
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
-	// Sections to run: "herd", "hot", "accuracy", "memory", "gateway",
-	// "million"; empty = all but "million", which runs only when named (it
-	// takes minutes: bench/run.sh --million).
+	// Sections to run: "herd", "degrade", "noshow", "hot", "accuracy",
+	// "memory", "gateway", "million"; empty = all but "million", which runs
+	// only when named (it takes minutes: bench/run.sh --million).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -58,6 +59,9 @@ type Options struct {
 	// MillionUsers puts this many in line instead of the million section's
 	// 1,000,000 (0: the default), to try the section out.
 	MillionUsers int
+	// HerdFixed runs the herd's schedules at a fixed rate instead of the
+	// adaptive one.
+	HerdFixed bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
@@ -82,6 +86,8 @@ type Report struct {
 	Short   bool
 
 	Herd     *HerdReport
+	Degrade  *DegradeReport
+	NoShow   *NoShowReport
 	Hot      *HotReport
 	Accuracy *AccuracyReport
 	Memory   *MemoryReport
@@ -96,6 +102,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("herd") {
 		if r.Herd, err = runHerd(ctx, o); err != nil {
 			return r, fmt.Errorf("herd: %w", err)
+		}
+	}
+	if o.want("degrade") {
+		if r.Degrade, err = runDegrade(ctx, o); err != nil {
+			return r, fmt.Errorf("degrade: %w", err)
+		}
+	}
+	if o.want("noshow") {
+		if r.NoShow, err = runNoShow(ctx, o); err != nil {
+			return r, fmt.Errorf("noshow: %w", err)
 		}
 	}
 	if o.want("hot") {
@@ -188,7 +204,7 @@ func boot(ctx context.Context, o Options, logs *serverLog, edit func(*app.Config
 	cfg.AdminToken = fmt.Sprintf("bench-admin-%d", rand.Int64())
 	cfg.DrainDelay = 0
 	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.LogLevel = "warn"
+	cfg.LogLevel = cmp.Or(os.Getenv("WAITROOM_BENCH_LOG_LEVEL"), "warn")
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -88,8 +88,9 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 
 	// Every user holds an entry: let them straight in on a quiet line wide
 	// enough for all at once.
-	wide := queue.Config{RatePerSecond: 100_000, BatchSize: 10_000, Interval: 100 * time.Millisecond,
-		Capacity: 100_000, TokenTTL: time.Hour, RateDerivation: "bench"}
+	wide := queue.DefaultConfig()
+	wide.RatePerSecond, wide.BatchSize, wide.Interval = 100_000, 10_000, 100*time.Millisecond
+	wide.Capacity, wide.TokenTTL, wide.RateDerivation = 100_000, time.Hour, "bench"
 	if err := m.Queue.PutConfig(ctx, queue.DefaultQueue, wide); err != nil {
 		return rep, err
 	}

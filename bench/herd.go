@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // HerdMode is one admission schedule of the herd experiment.
@@ -29,6 +31,9 @@ type HerdMode struct {
 	Interval  time.Duration
 	Jitter    bool
 	Described string
+	// Adaptive runs the schedule with the adaptive rate on: Rate is where
+	// it starts and its ceiling (Options.HerdFixed turns it off).
+	Adaptive bool
 }
 
 // HerdModes are the seed's three schedules, all 100 users/s.
@@ -51,12 +56,28 @@ type HerdResult struct {
 	P50, P95, P99   time.Duration
 	Max             time.Duration
 	RatioP95ToBurst float64
-	MaxBusyConns    int
-	BusySamples     int
-	Duration        time.Duration
-	Latency         []Point // order start (s since the crowd arrived) → latency (ms)
-	Busy            []Point // s → busy connections
-	StatusPolls     int
+	// P95Ratio is P95 ÷ the order's own work (herdOrderWork).
+	P95Ratio     float64
+	MaxBusyConns int
+	BusySamples  int
+	Duration     time.Duration
+	Latency      []Point // order start (s since the crowd arrived) → latency (ms)
+	Busy         []Point // s → busy connections
+	StatusPolls  int
+	// Rate is the admission rate in force (GET effectiveRatePerSecond),
+	// sampled every half second: s → users/s. SettledRate is its median
+	// over the second half of the run.
+	Rate        []Point
+	SettledRate float64
+	// With no-shows (herdSpec.vanish): how many vanished, how many of them
+	// were given a token all the same, how many admission skipped, and
+	// when the last present user was let in (since the crowd arrived).
+	Vanished, NoShowTokens int
+	Abandoned              int64
+	LastPresentReady       time.Duration
+	// Unserved: users still waiting for their order when a run of fixed
+	// length (herdSpec.runFor) ended; not errors.
+	Unserved int
 }
 
 // Point is one sample of a time series.
@@ -70,6 +91,12 @@ type HerdReport struct {
 	PoolSize  int
 	Products  int
 	Modes     []HerdResult
+	// Adaptive: the modes ran with the adaptive rate (Target, from Rate
+	// down to herdMinRate); DerivedRate is what --order-latency 200ms
+	// derives for the pool.
+	Adaptive    bool
+	Target      time.Duration
+	DerivedRate float64
 }
 
 // The herd's client models (Options.HerdClients).
@@ -91,6 +118,10 @@ const (
 	herdPool      = 20
 	herdOrderWork = 200 * time.Millisecond
 	herdProducts  = 20 // buyers spread over 20 products: the pool is the bottleneck, not one row's lock
+	// The adaptive rate of the herd: aim at orders within a quarter over
+	// their own work, never below 10/s.
+	herdTarget  = 250 * time.Millisecond
+	herdMinRate = 10
 )
 
 func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
@@ -107,8 +138,18 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 		return nil, fmt.Errorf("unknown client model %q (want %s or %s)", clients, HerdPage, HerdPolling)
 	}
 	o.HerdClients = clients
-	rep := &HerdReport{Clients: clients, Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts}
+	derived, _, err := queue.RateFromPool(herdPool, 1, herdOrderWork)
+	if err != nil {
+		return nil, err
+	}
+	rep := &HerdReport{Clients: clients, Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts,
+		Adaptive: !o.HerdFixed, Target: herdTarget, DerivedRate: derived}
 	for _, mode := range HerdModes {
+		// The burst is the seed's baseline, at its fixed rate: an adaptive
+		// rate on one-second ticks of a hundred only learns that bursts
+		// are slow (the test of that: a hundred orders at once on twenty
+		// connections take five rounds) and sinks to ~15/s.
+		mode.Adaptive = !o.HerdFixed && mode.Interval < time.Second
 		if o.HerdRate > 0 && o.HerdRate != mode.Rate { // the same schedules at another rate
 			f := o.HerdRate / mode.Rate
 			mode.Rate, mode.Batch = o.HerdRate, int(math.Ceil(float64(mode.Batch)*f))
@@ -118,14 +159,14 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 				mode.Described += map[bool]string{true: ", jitter on", false: ", jitter off"}[mode.Jitter]
 			}
 		}
-		o.logf("herd: %s (%s), %d users", mode.Name, mode.Described, users)
-		res, err := herdMode(ctx, o, mode, users)
+		o.logf("herd: %s (%s, adaptive %v), %d users", mode.Name, mode.Described, mode.Adaptive, users)
+		res, err := herdRun(ctx, o, herdSpec{mode: mode, users: users})
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", mode.Name, err)
 		}
-		o.logf("herd: %s: %d orders, p50 %v p95 %v p99 %v, max busy %d, errors %d, %d status polls (%.0f/s), %v",
+		o.logf("herd: %s: %d orders, p50 %v p95 %v p99 %v, max busy %d, errors %d, %d status polls (%.0f/s), settled at %.1f/s, %v",
 			mode.Name, res.Orders, res.P50, res.P95, res.P99, res.MaxBusyConns, res.Errors,
-			res.StatusPolls, float64(res.StatusPolls)/res.Duration.Seconds(), res.Duration.Round(time.Millisecond))
+			res.StatusPolls, float64(res.StatusPolls)/res.Duration.Seconds(), res.SettledRate, res.Duration.Round(time.Millisecond))
 		rep.Modes = append(rep.Modes, res)
 	}
 	if burst := rep.Modes[0].P95; burst > 0 {
@@ -201,7 +242,29 @@ func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth str
 	return res.StatusCode, m, retryAfter, nil
 }
 
-func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdResult, error) {
+// herdSpec is one run of the herd: a schedule, a crowd, and what happens
+// to them.
+type herdSpec struct {
+	mode  HerdMode
+	users int
+	// target and minRate of the adaptive rate (herdTarget, herdMinRate
+	// when zero); the ceiling is mode.Rate.
+	target  time.Duration
+	minRate float64
+	// vanish: users who enter and never come back (no-shows); abandon:
+	// the queue's abandonAfterSeconds.
+	vanish  func(i int) bool
+	abandon time.Duration
+	// At stepAt the order work becomes stepWork (0: never).
+	stepAt   time.Duration
+	stepWork time.Duration
+	// runFor ends the run after that long (0: once every present user
+	// ordered).
+	runFor time.Duration
+}
+
+func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) {
+	mode, users := spec.mode, spec.users
 	res := HerdResult{Mode: mode, Users: users}
 	appName := fmt.Sprintf("wrbench-herd-%d", rand.Int64())
 	dbURL, err := herdDatabaseURL(o.DatabaseURL, appName)
@@ -228,10 +291,16 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	defer c.order.CloseIdleConnections()
 
 	q := fmt.Sprintf("herd-%d", rand.IntN(1e9))
-	st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, map[string]any{
+	cfg := map[string]any{
 		"ratePerSecond": mode.Rate, "batchSize": mode.Batch, "intervalMs": mode.Interval.Milliseconds(),
-		"capacity": users * 2, "tokenTtlSeconds": 600,
-	})
+		"capacity": users * 2, "tokenTtlSeconds": 600, "abandonAfterSeconds": int(spec.abandon.Seconds()),
+	}
+	if mode.Adaptive {
+		target, floor := cmp.Or(spec.target, herdTarget), cmp.Or(spec.minRate, herdMinRate)
+		cfg["adaptive"], cfg["minRatePerSecond"], cfg["maxRatePerSecond"] = true, floor, mode.Rate
+		cfg["targetLatencyMs"] = target.Milliseconds()
+	}
+	st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, cfg)
 	if err != nil || st != 200 {
 		return res, fmt.Errorf("creating queue: %d %v %v", st, body, err)
 	}
@@ -251,8 +320,12 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 		jwts[i] = "Bearer " + id.SignJWT(fmt.Sprintf("%s-u%d", q, i), time.Hour)
 	}
 
-	// Bounded: the line drains in users/rate seconds; give it that twice over plus a minute.
-	limit := 2*time.Duration(float64(users)/mode.Rate*float64(time.Second)) + time.Minute
+	// Bounded: the line drains in users/rate seconds; give it that twice
+	// over (thrice with an adaptive rate, which may go lower) plus a minute.
+	limit := 3*time.Duration(float64(users)/mode.Rate*float64(time.Second)) + time.Minute
+	if spec.runFor > 0 {
+		limit = spec.runFor
+	}
 	runCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 
@@ -263,31 +336,31 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	}
 	defer pg.Close(context.Background())
 	start := time.Now()
-	samplerDone := make(chan struct{})
 	stopSampler := make(chan struct{})
-	go func() {
-		defer close(samplerDone)
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopSampler:
-				return
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-			}
-			var n int
-			err := pg.QueryRow(runCtx, `SELECT count(*) FROM pg_stat_activity
+	busyDone := every(runCtx, stopSampler, 20*time.Millisecond, func() {
+		var n int
+		err := pg.QueryRow(runCtx, `SELECT count(*) FROM pg_stat_activity
 				WHERE application_name = $1 AND state = 'active' AND query LIKE '%pg_sleep%'`, appName).Scan(&n)
-			if err != nil {
-				continue
-			}
-			res.BusySamples++
-			res.MaxBusyConns = max(res.MaxBusyConns, n)
-			res.Busy = append(res.Busy, Point{time.Since(start).Seconds(), float64(n)})
+		if err != nil {
+			return
 		}
-	}()
+		res.BusySamples++
+		res.MaxBusyConns = max(res.MaxBusyConns, n)
+		res.Busy = append(res.Busy, Point{time.Since(start).Seconds(), float64(n)})
+	})
+	// Sample the rate in force every half second; step the order work.
+	stepped := spec.stepAt == 0
+	rateDone := every(runCtx, stopSampler, 500*time.Millisecond, func() {
+		if !stepped && time.Since(start) >= spec.stepAt {
+			m.Orders.SetWork(spec.stepWork)
+			stepped = true
+		}
+		if st, b, _, err := c.do(runCtx, c.poll, "GET", "/admin/v1/queues/"+q, c.admin, nil); err == nil && st == 200 {
+			if r, ok := b["effectiveRatePerSecond"].(float64); ok {
+				res.Rate = append(res.Rate, Point{time.Since(start).Seconds(), r})
+			}
+		}
+	})
 
 	wait := "" // ?waitSeconds= on enter and status, as the page sends it
 	if o.HerdClients == HerdPage {
@@ -299,18 +372,38 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if spec.vanish != nil && spec.vanish(i) {
+				out[i] = userOutcome{vanished: true}
+				c.doRetrying(runCtx, &out[i], c.poll, "POST", "/api/v1/queues/"+q+"/entries", jwts[i], nil)
+				return
+			}
 			out[i] = herdUser(runCtx, c, wait, jwts[i], q, products[i%len(products)], start)
 		}()
 	}
 	wg.Wait()
 	res.Duration = time.Since(start)
 	close(stopSampler)
-	<-samplerDone
+	<-busyDone
+	<-rateDone
+	res.SettledRate = settled(res.Rate)
+	if spec.vanish != nil {
+		if err := countNoShows(ctx, c, q, jwts, out, &res); err != nil {
+			return res, err
+		}
+	}
 
 	var lats []time.Duration
 	for _, u := range out {
 		res.StatusPolls += u.polls
 		res.Retries += u.retries
+		if u.vanished {
+			continue
+		}
+		res.LastPresentReady = max(res.LastPresentReady, u.readyAt)
+		if spec.runFor > 0 && u.err != nil && runCtx.Err() != nil {
+			res.Unserved++ // the run's end came first
+			continue
+		}
 		if res.RetrySample == "" && u.retrySample != "" {
 			res.RetrySample = u.retrySample
 			if l := logs.First(); l != "" {
@@ -345,20 +438,83 @@ func herdMode(ctx context.Context, o Options, mode HerdMode, users int) (HerdRes
 	if len(lats) > 0 {
 		res.Max = lats[len(lats)-1]
 	}
+	res.P95Ratio = float64(res.P95) / float64(herdOrderWork)
 	if res.Orders == 0 {
 		return res, fmt.Errorf("no order succeeded (%d errors, first: %s)", res.Errors, res.ErrorSample)
 	}
 	return res, nil
 }
 
+// every runs fn every d, in a goroutine of its own, until stop is closed or
+// ctx ends; the channel it returns is closed when it has stopped.
+func every(ctx context.Context, stop <-chan struct{}, d time.Duration, fn func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			fn()
+		}
+	}()
+	return done
+}
+
 // userOutcome is one virtual user's order: when it started (since the crowd
 // arrived), how long it took, or why there was none.
 type userOutcome struct {
 	at, lat     time.Duration
+	readyAt     time.Duration // since the crowd arrived
 	err         error
 	polls       int
 	retries     int
 	retrySample string
+	vanished    bool // entered and never came back (no-shows)
+}
+
+// settled is the median of the rate samples of the run's second half.
+func settled(rate []Point) float64 {
+	if len(rate) == 0 {
+		return 0
+	}
+	var ys []float64
+	for _, p := range rate[len(rate)/2:] {
+		ys = append(ys, p.Y)
+	}
+	slices.Sort(ys)
+	return ys[len(ys)/2]
+}
+
+// countNoShows asks, once the run is over, where every user who vanished
+// stands: READY means they were given a token all the same.
+func countNoShows(ctx context.Context, c *client, q string, jwts []string, out []userOutcome, res *HerdResult) error {
+	for i, u := range out {
+		if !u.vanished {
+			continue
+		}
+		res.Vanished++
+		st, b, _, err := c.do(ctx, c.poll, "GET", "/api/v1/queues/"+q+"/entries/me", jwts[i], nil)
+		if err != nil || st != 200 {
+			return fmt.Errorf("status of a no-show: %d %v %v", st, b, err)
+		}
+		if b["status"] == "READY" {
+			res.NoShowTokens++
+		}
+	}
+	st, b, _, err := c.do(ctx, c.poll, "GET", "/admin/v1/queues/"+q, c.admin, nil)
+	if err != nil || st != 200 {
+		return fmt.Errorf("queue stats: %d %v %v", st, b, err)
+	}
+	abandoned, _ := b["abandonedTotal"].(float64)
+	res.Abandoned = int64(abandoned)
+	return nil
 }
 
 // herdUser enters, polls as the page does (honouring pollAfterSeconds, or
@@ -395,6 +551,7 @@ func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, star
 	}
 	token, _ := body["token"].(string)
 	t0 := time.Now()
+	r.readyAt = t0.Sub(start)
 	// The Idempotency-Key makes a retried order safe: if the first try was
 	// created after all, the retry returns that order.
 	st, body, err = c.doRetrying(ctx, &r, c.order, "POST", "/api/v1/orders", jwt,

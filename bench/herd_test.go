@@ -50,6 +50,32 @@ func TestHarnessShort(t *testing.T) {
 		if m.BusySamples == 0 || m.MaxBusyConns < 1 || m.MaxBusyConns > r.Herd.PoolSize {
 			t.Errorf("herd %s: busy connections %d in %d samples", m.Mode.Name, m.MaxBusyConns, m.BusySamples)
 		}
+		if m.Mode.Adaptive == (m.Mode.Name == "burst") || len(m.Rate) == 0 || m.SettledRate < herdMinRate || m.SettledRate > m.Mode.Rate {
+			t.Errorf("herd %s: adaptive %v, settled at %v from %d samples", m.Mode.Name, m.Mode.Adaptive, m.SettledRate, len(m.Rate))
+		}
+	}
+
+	// The degradation: both runs ordered, stepped and were sampled.
+	if d := r.Degrade; d == nil || len(d.Runs) != 2 {
+		t.Errorf("degrade: %+v", r.Degrade)
+	} else {
+		for _, run := range d.Runs {
+			if run.Result.Orders == 0 || run.Result.Errors != 0 || len(run.P95PerSecond) == 0 || run.P95Before <= 0 {
+				t.Errorf("degrade %s: %d orders, %d errors (first: %s), p95 before %v", run.Name, run.Result.Orders,
+					run.Result.Errors, run.Result.ErrorSample, run.P95Before)
+			}
+		}
+	}
+	// The no-shows: 30% vanished, every present user ordered.
+	if n := r.NoShow; n == nil || len(n.Runs) != 2 {
+		t.Errorf("noshow: %+v", r.NoShow)
+	} else {
+		for _, run := range n.Runs {
+			res := run.Result
+			if res.Vanished != n.Users*3/10 || res.Orders != n.Users-res.Vanished || res.Errors != 0 || res.LastPresentReady <= 0 {
+				t.Errorf("noshow %s: %d vanished, %d orders, %d errors (first: %s)", run.Name, res.Vanished, res.Orders, res.Errors, res.ErrorSample)
+			}
+		}
 	}
 
 	if h := r.Hot; h == nil {
@@ -105,7 +131,8 @@ func TestHarnessShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(doc)
-	for _, want := range []string{"kept", "| spread+jitter |", "<!-- bench:memory -->", "bench/bench-herd-latency.svg"} {
+	for _, want := range []string{"kept", "| spread+jitter |", "<!-- bench:memory -->", "bench/bench-herd-latency.svg",
+		"<!-- bench:degrade -->", "<!-- bench:noshow -->", "bench/bench-degrade-latency.svg", "bench/bench-herd-rate.svg"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %q:\n%s", want, b)
 		}

@@ -182,7 +182,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if c.Proxy { // a use holds its lock for as long as the upstream may take
 		lockTTL = max(lockTTL, c.UpstreamTimeout+10*time.Second)
 	}
-	guard := entry.NewGuard(qstore, lockTTL, metrics.ProtectedCall)
+	// Every protected call (an order, or a backend call through the
+	// gateway) is measured, and the adaptive rate follows them.
+	rates := queue.NewRateController(qstore, m.Logger)
+	guard := entry.NewGuard(qstore, lockTTL, func(q string, took time.Duration, o entry.Outcome) {
+		metrics.ProtectedCall(q, took, o)
+		rates.Observe(q, took, o.Overloaded())
+	})
 	if !c.Proxy { // gateway mode sells nothing itself: the shop's backend does
 		if err := m.openOrders(ctx, guard); err != nil {
 			return err
@@ -255,9 +261,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 				"everyone who was in line must enter again")
 		}
 	}
-	m.loopsDone.Add(2)
+	admitter.OnOpened = m.Queue.Changed
+	m.loopsDone.Add(4)
 	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); rates.Run(loopsCtx) }()
+	go func() { defer m.loopsDone.Done(); m.Queue.RunPresence(loopsCtx, m.Logger) }()
 
 	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
 		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,

@@ -398,7 +398,8 @@ func httpSnapshot(in *instance) map[string]any {
 // loop rewrites on every tick whatever requests come in (inline: what
 // AdmitNow took of the next tick, set back to 0 by each tick); the counters
 // (admitted, left, returned, consumed, expired) must not move.
-var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured", "inline"}
+var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured", "inline",
+	"moved", "pace_rate", "pace_busy", "pace_at", "reach"}
 
 // redisSnapshot reads every key under prefix: its type and DUMP, except for
 // the admission hashes, whose tick fields are left out (and which count as

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -624,6 +626,48 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a countdown to the opening, then a place", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		opensAt := time.Now().Add(4 * time.Second).UTC()
+		in.putQueue("b-open", map[string]any{"opensAt": opensAt.Format(time.RFC3339Nano), "paused": true})
+		en, ko := newVisitor(t, browser, in, "en"), newVisitor(t, browser, in, "ko")
+		en.open("/q/b-open")
+		ko.open("/q/b-open")
+		for v, want := range map[*visitor]string{en: "Opens in 0:0", ko: "후 오픈"} {
+			v.waitState("opening", 5*time.Second)
+			if got := v.text("#opens-in"); !strings.Contains(got, want) {
+				t.Errorf("the countdown says %q, want %q in it; %s", got, want, v.screen())
+			}
+		}
+		// The page counts down, then asks once the line opened and shows
+		// the place drawn for it.
+		first := en.text("#opens-in")
+		en.waitUntil("the countdown to move", `document.getElementById('opens-in').textContent !== `+jsString(first), 3*time.Second)
+		en.waitState("waiting", 15*time.Second)
+		if got := en.text("#position"); got != "1" && got != "2" {
+			t.Errorf("place after the opening = %q, want 1 or 2 (two entered)", got)
+		}
+	})
+
+	t.Run("a stalled line is said", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		in.putQueue("b-stall", map[string]any{"maxActiveTokens": 1})
+		in.do("POST", "/api/v1/queues/b-stall/entries", in.as("b-holder"), nil)
+		in.waitReady("b-stall", "b-holder")
+		v := newVisitor(t, browser, in, "en")
+		v.open("/q/b-stall")
+		v.waitState("waiting", 5*time.Second)
+		// Its polls come every 2 s; the line is stalled after 2 s.
+		v.waitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 15*time.Second)
+		if got := v.text("#eta"); got != "Not moving right now" {
+			t.Errorf("estimate while stalled = %q", got)
+		}
+		in.do("DELETE", "/api/v1/queues/b-stall/entries/me", in.as("b-holder"), nil)
+		v.waitState("ready", 15*time.Second)
+	})
+
 	t.Run("admin page: live stats, pause, rate", func(t *testing.T) {
 		t.Parallel()
 		in := in.reportingTo(t)
@@ -662,6 +706,36 @@ func TestBrowser(t *testing.T) {
 		}
 		op.typeInto(card+" .rate-input", "1000\r") // × 100 ms > batch 10: refused
 		op.waitUntil("the refusal", `document.querySelector('`+card+` .qmessage').classList.contains('is-error')`, 5*time.Second)
+
+		// Every setting has a field, built from the server's table; a
+		// change is saved with the others left as they are, and a refused
+		// one is said.
+		op.click(card + " .settings summary")
+		var fields []string
+		op.mustEval(`[...document.querySelectorAll('`+card+` .setting')].map(e => e.dataset.setting)`, &fields)
+		var writable []string
+		for _, s := range queue.Settings {
+			if !s.ReadOnly {
+				writable = append(writable, s.Name)
+			}
+		}
+		if !slices.Equal(fields, writable) {
+			t.Errorf("the settings form has %v, the server's settings are %v", fields, writable)
+		}
+		op.typeInto(card+` [name="abandonAfterSeconds"]`, "30")
+		op.click(card + ` [name="adaptive"]`)
+		op.click(card + " .settings-form button")
+		op.waitUntil("the saved settings", `document.querySelector('`+card+` .qmessage').textContent === 'Saved.'`, 5*time.Second)
+		if r := in.do("GET", "/admin/v1/queues/b-admin", in.adminAuth(), nil); r.num("abandonAfterSeconds") != 30 || r.body["adaptive"] != true || r.num("ratePerSecond") != 7 {
+			t.Errorf("after saving the settings form: %s", r.raw)
+		}
+		op.typeInto(card+` [name="abandonAfterSeconds"]`, "7")
+		op.click(card + " .settings-form button")
+		op.waitUntil("the refusal naming the setting", `document.querySelector('`+card+` .qmessage').textContent.includes('abandonAfterSeconds')`, 5*time.Second)
+		// Adaptive now: the card says so with the target, and the rate
+		// chart has the change as a point.
+		op.waitUntil("the adaptive rate on the card", `document.querySelector('`+card+` [data-field="configured"]').textContent === '7/s adaptive (target 250 ms)'`, 5*time.Second)
+		op.waitUntil("points in the rate chart", `document.querySelector('`+card+` .chart-rate .chart-line').getAttribute('d').split('L').length >= 2`, 8*time.Second)
 
 		// The chart has a point per 2 s sample: 3 and more after 4 s.
 		op.waitUntil("three samples in the chart", `document.querySelector('`+card+` .chart-line').getAttribute('d').split('L').length >= 3`, 8*time.Second)

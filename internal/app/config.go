@@ -39,6 +39,13 @@ type Config struct {
 	TokenTTL time.Duration
 	// MaxActiveTokens caps the live entry tokens per queue (0: no cap).
 	MaxActiveTokens int64
+	// Adaptive, MinRate, MaxRate (0: the most a tick admits, Batch per
+	// Interval) and TargetLatency: the adaptive rate of new queues.
+	Adaptive         bool
+	MinRate, MaxRate float64
+	TargetLatency    time.Duration
+	// AbandonAfter: new queues skip users silent this long (0: never).
+	AbandonAfter time.Duration
 	// AdmissionJitter: the admission loop's random delay after each due tick
 	// (default true; off only for the herd benchmark in bench/).
 	AdmissionJitter bool
@@ -99,6 +106,11 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
 	fs.Int64Var(&c.MaxActiveTokens, "max-active-tokens", 0, "most entry tokens alive at once per queue, for the default and new queues; admission waits for room under it (0: no cap)")
+	fs.BoolVar(&c.Adaptive, "adaptive", false, "new queues start with the adaptive rate on: admission follows the protected calls' latency and failures between --min-rate and --max-rate, aiming at --target-latency (docs/operations.md)")
+	fs.Float64Var(&c.MinRate, "min-rate", 1, "the adaptive rate's floor, users per second, for the default and new queues")
+	fs.Float64Var(&c.MaxRate, "max-rate", 0, "the adaptive rate's ceiling, users per second, for the default and new queues; 0: the most a tick admits (--batch per --interval)")
+	fs.DurationVar(&c.TargetLatency, "target-latency", 250*time.Millisecond, "the latency of protected calls (an order) the adaptive rate holds to, for the default and new queues")
+	fs.DurationVar(&c.AbandonAfter, "abandon-after", 0, "skip at admission a waiting user who has not asked for their status for this long, for the default and new queues (0: never; else at least 15s)")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 5*time.Second, "how often each queue's length is sampled for the admin page's chart (the last 10 minutes are kept, so the chart has them the moment the page opens)")
@@ -281,7 +293,7 @@ func (c Config) Validate() error {
 	}
 	if len(errs) == 0 {
 		if _, err := c.QueueConfig(); err != nil {
-			errs = append(errs, fmt.Errorf("--rate/--batch/--interval/--capacity/--token-ttl: %v", err))
+			errs = append(errs, fmt.Errorf("the queue settings from --rate, --batch, --interval, --capacity, --token-ttl, --max-active-tokens, --adaptive, --min-rate, --max-rate, --target-latency, --abandon-after: %v", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -360,10 +372,14 @@ func (c Config) Signer() (*gateway.Signer, error) {
 // QueueConfig is the config of the default queue and of new queues: the
 // rate as set, or derived from the bottleneck.
 func (c Config) QueueConfig() (queue.Config, error) {
-	q := queue.Config{
-		RatePerSecond: c.Rate, BatchSize: c.Batch, Interval: c.Interval,
-		Capacity: c.Capacity, TokenTTL: c.TokenTTL, MaxActiveTokens: c.MaxActiveTokens,
-		RateDerivation: fmt.Sprintf("set directly: %g/s", c.Rate),
+	q := queue.DefaultConfig()
+	q.RatePerSecond, q.BatchSize, q.Interval = c.Rate, c.Batch, c.Interval
+	q.Capacity, q.TokenTTL, q.MaxActiveTokens = c.Capacity, c.TokenTTL, c.MaxActiveTokens
+	q.Adaptive, q.MinRate, q.MaxRate, q.TargetLatency = c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency
+	q.AbandonAfter = c.AbandonAfter
+	q.RateDerivation = fmt.Sprintf("set directly: %g/s", c.Rate)
+	if q.MaxRate == 0 && c.Interval > 0 {
+		q.MaxRate = float64(c.Batch) / c.Interval.Seconds()
 	}
 	if c.Rate == 0 {
 		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)

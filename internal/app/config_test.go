@@ -35,6 +35,9 @@ func TestParse(t *testing.T) {
 		if q.RateDerivation != "40 conns × 0.5 × 1000/200 ms = 100/s" {
 			t.Fatalf("derivation %q", q.RateDerivation)
 		}
+		if q.Adaptive || q.MinRate != 1 || q.MaxRate != 100 || q.TargetLatency != 250*time.Millisecond || q.AbandonAfter != 0 {
+			t.Fatalf("adaptive and no-show defaults: %+v", q)
+		}
 	})
 	t.Run("env twin, flag wins", func(t *testing.T) {
 		c, err := app.Parse([]string{"--capacity", "7"}, env("WAITROOM_CAPACITY", "5", "WAITROOM_REDIS_URL", "redis://x:1/0"), io.Discard)
@@ -43,6 +46,17 @@ func TestParse(t *testing.T) {
 		}
 		if c.Capacity != 7 || c.RedisURL != "redis://x:1/0" {
 			t.Fatalf("capacity %d redis %q", c.Capacity, c.RedisURL)
+		}
+	})
+	t.Run("new queues follow the backend when asked", func(t *testing.T) {
+		c, err := app.Parse([]string{"--adaptive", "--min-rate", "5", "--target-latency", "300ms", "--abandon-after", "2m",
+			"--batch", "20"}, env(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := c.QueueConfig()
+		if !q.Adaptive || q.MinRate != 5 || q.MaxRate != 200 || q.TargetLatency != 300*time.Millisecond || q.AbandonAfter != 2*time.Minute {
+			t.Fatalf("%+v; want the ceiling at 20 per 100 ms = 200/s", q)
 		}
 	})
 	t.Run("derived rate follows the pool", func(t *testing.T) {
@@ -68,6 +82,10 @@ func TestParse(t *testing.T) {
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{[]string{"--redis-mode", "ring"}, nil, "--redis-mode"},
 		{[]string{"--status-snapshot-age", "-1s"}, nil, "--status-snapshot-age"},
+		{[]string{"--abandon-after", "10s"}, nil, "abandonAfterSeconds"},
+		{[]string{"--adaptive", "--max-rate", "500"}, nil, "maxRatePerSecond"},
+		{[]string{"--min-rate", "200", "--max-rate", "50"}, nil, "minRatePerSecond"},
+		{nil, []string{"WAITROOM_TARGET_LATENCY", "0s"}, "targetLatencyMs"},
 	}
 	for _, tc := range bad {
 		t.Run("refuses "+strings.Join(append(tc.args, tc.env...), " "), func(t *testing.T) {

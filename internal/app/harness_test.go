@@ -41,6 +41,7 @@ type instance struct {
 	secret string
 	admin  string
 	prefix string // Redis key prefix (empty when embedded)
+	logs   *syncWriter
 }
 
 // boot starts the real program on :0. edit may adjust the config.
@@ -66,7 +67,8 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 	if edit != nil {
 		edit(&cfg)
 	}
-	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+	logs := &syncWriter{w: &strings.Builder{}}
+	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), Stdout: io.Discard}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("boot: %v", err)
 	}
@@ -75,7 +77,7 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &instance{t: t, m: m, base: "http://" + m.Addr(), secret: cfg.AuthSecret, admin: cfg.AdminToken, prefix: cfg.KeyPrefix}
+	return &instance{t: t, m: m, base: "http://" + m.Addr(), secret: cfg.AuthSecret, admin: cfg.AdminToken, prefix: cfg.KeyPrefix, logs: logs}
 }
 
 // bootOnPrivateRedis starts a redis-server of the test's own (with extra

@@ -48,7 +48,7 @@ func scrape(t *testing.T, in *instance) map[string]float64 {
 
 // TestMetricsAddUp runs a scripted crowd through every way in and out of
 // the line and checks that /metrics balances exactly:
-// entered = waiting + admitted + left; admitted = consumed + active + expired + returned.
+// entered = waiting + admitted + left + abandoned; admitted = consumed + active + expired + returned.
 func TestMetricsAddUp(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -107,6 +107,9 @@ func TestMetricsAddUp(t *testing.T) {
 				`waitroom_rejected_total{reason="unauthenticated"}`: 1,
 				`waitroom_store_up`:                                 1,
 				series("waitroom_tokens_cap"):                       0,
+				series("waitroom_abandoned_total"):                  0,
+				series("waitroom_admission_rate"):                   1000,
+				series("waitroom_prequeue_length"):                  0,
 				`waitroom_status_held`:                              0,
 			}
 			for k, v := range want {
@@ -118,6 +121,7 @@ func TestMetricsAddUp(t *testing.T) {
 				t.Helper()
 				entered, waiting, admitted, left := m[series("waitroom_entered_total")], m[series("waitroom_queue_length")],
 					m[series("waitroom_admitted_total")], m[series("waitroom_left_total")]
+				left += m[series("waitroom_abandoned_total")] // skipped as no-shows: out of line like leavers
 				consumed, active, expired, returned := m[series("waitroom_tokens_consumed_total")], m[series("waitroom_tokens_active")],
 					m[series("waitroom_tokens_expired_total")], m[series("waitroom_tokens_returned_total")]
 				if entered != waiting+admitted+left {

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -477,6 +478,14 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.as(alice), status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
+	// Before the opening: WAITING with opensAt, no place.
+	opening := saleID("opening")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + opening, auth: admin,
+		body: map[string]any{"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, status: 200})
+	if r := k.call(t, oaCase{method: "POST", path: entries(opening), auth: in.as(alice), status: 200}); r.str("opensAt") == "" || r.body["position"] != nil {
+		t.Errorf("enter before the opening: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "GET", path: me(opening), auth: in.as(alice), status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(alice), status: 200})                   // takes the one place
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(bob), status: 429, code: "queue_full"}) // none left
 	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.as(alice), status: 204})                    // leave
@@ -573,6 +582,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		{"PUT", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
 		{"PATCH", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
 		{"GET", "/admin/v1/queues/" + paused + "/history", nil},
+		{"GET", "/admin/v1/queue-settings", nil},
 		{"PUT", "/admin/v1/products/" + tee, map[string]any{"name": "x", "stock": 1}},
 		{"GET", "/admin/v1/products", nil},
 		{"POST", "/admin/v1/products/" + tee + "/restock", map[string]any{"quantity": 1}},
@@ -587,6 +597,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue", auth: admin, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default/history", auth: admin, status: 200})
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queue-settings", auth: admin, status: 200}); !strings.Contains(r.raw, `"name":"abandonAfterSeconds"`) {
+		t.Errorf("queue settings: %s", r.raw)
+	}
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue/history", auth: admin, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/history", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
 	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"capacity": 50, "paused": nil}, status: 200}); r.num("capacity") != 50 || r.body["paused"] != true {
@@ -596,6 +609,12 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	for _, method := range []string{"PUT", "PATCH"} {
 		p := "/admin/v1/queues/" + paused
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"ratePerSecond": -1}, status: 400, code: "invalid_config", specInvalid: true})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"targetLatencyMs": -1}, status: 400, code: "invalid_config", specInvalid: true})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"opensAt": "tomorrow"}, status: 400, code: "invalid_config", specInvalid: true})
+		// Rules the document states in prose: 1–14 s, and min above max.
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"abandonAfterSeconds": 14}, status: 400, code: "invalid_config"})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"minRatePerSecond": 50, "maxRatePerSecond": 5}, status: 400, code: "invalid_config"})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"rateDerivation":"mine"}`, status: 400, code: "invalid_request", specInvalid: true})
 		// A rule between fields: the document states it in prose only.
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"ratePerSecond": 1000, "batchSize": 10, "intervalMs": 100}, status: 400, code: "invalid_config"})
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"rate":5}`, status: 400, code: "invalid_request", specInvalid: true})
@@ -694,6 +713,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 				{"PUT", "/admin/v1/queues/default", map[string]any{}},
 				{"PATCH", "/admin/v1/queues/default", map[string]any{"paused": true}},
 				{"GET", "/admin/v1/queues/default/history", nil},
+				{"GET", "/admin/v1/queue-settings", nil},
 				{"PUT", "/admin/v1/products/p", map[string]any{"name": "x", "stock": 1}},
 				{"GET", "/admin/v1/products", nil},
 				{"POST", "/admin/v1/products/p/restock", map[string]any{"quantity": 1}},

@@ -595,10 +595,16 @@ func testUserIDLimits(t *testing.T, in *instance) {
 func testAdminStats(t *testing.T, in *instance) {
 	st := in.mustStats("default")
 	checkExactFields(t, st, "queue", "ratePerSecond", "batchSize", "intervalMs", "capacity", "tokenTtlSeconds",
-		"maxActiveTokens", "paused", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond", "rateDerivation")
+		"maxActiveTokens", "paused", "adaptive", "minRatePerSecond", "maxRatePerSecond", "targetLatencyMs",
+		"abandonAfterSeconds", "opensAt", "length", "admittedTotal", "activeTokens", "consumedTotal",
+		"measuredRatePerSecond", "rateDerivation", "effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal",
+		"preQueueLength")
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
 		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
+		"adaptive": false, "minRatePerSecond": 1.0, "maxRatePerSecond": 100.0, "targetLatencyMs": 250.0,
+		"abandonAfterSeconds": 0.0, "opensAt": nil, "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",
+		"abandonedTotal": 0.0, "preQueueLength": 0.0,
 		"consumedTotal": 0.0,
 		// The rate comes from the bottleneck, and says how.
 		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",
@@ -637,6 +643,16 @@ func testAdminValidation(t *testing.T, in *instance) {
 		name string
 		body map[string]any
 	}{
+		{"min above max", map[string]any{"minRatePerSecond": 50, "maxRatePerSecond": 5}},
+		{"negative target latency", map[string]any{"targetLatencyMs": -1}},
+		{"zero target latency", map[string]any{"targetLatencyMs": 0}},
+		{"abandon after 1 s", map[string]any{"abandonAfterSeconds": 1}},
+		{"abandon after 14 s", map[string]any{"abandonAfterSeconds": 14}},
+		{"negative abandon", map[string]any{"abandonAfterSeconds": -15}},
+		{"malformed opensAt", map[string]any{"opensAt": "tomorrow"}},
+		{"opensAt without a zone", map[string]any{"opensAt": "2026-12-24T20:00:00"}},
+		{"opensAt on the 13th month", map[string]any{"opensAt": "2026-13-01T00:00:00Z"}},
+		{"adaptive ceiling over batch", map[string]any{"adaptive": true, "maxRatePerSecond": 500}},
 		{"negative rate", map[string]any{"ratePerSecond": -1}},
 		{"zero rate", map[string]any{"ratePerSecond": 0}},
 		{"absurd rate", map[string]any{"ratePerSecond": 1e7, "batchSize": 10000, "intervalMs": 1}},
@@ -656,8 +672,20 @@ func testAdminValidation(t *testing.T, in *instance) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := in.reportingTo(t)
-			checkErrorAnswer(t, in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), c.body), http.StatusBadRequest, "invalid_config")
-			checkErrorAnswer(t, in.do("PUT", "/admin/v1/queues/"+q, in.adminAuth(), c.body), http.StatusBadRequest, "invalid_config")
+			for _, method := range []string{"PATCH", "PUT"} {
+				r := in.do(method, "/admin/v1/queues/"+q, in.adminAuth(), c.body)
+				checkErrorAnswer(t, r, http.StatusBadRequest, "invalid_config")
+				// The answer names the field at fault.
+				named := false
+				for field := range c.body {
+					e, _ := r.body["error"].(map[string]any)
+					msg, _ := e["message"].(string)
+					named = named || strings.Contains(msg, field)
+				}
+				if !named {
+					t.Errorf("%s %v: the message names none of the fields: %s", method, c.body, r.raw)
+				}
+			}
 		})
 	}
 	if d := cmp.Diff(before.body, in.mustStats(q).body); d != "" {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -118,25 +119,41 @@ func FuzzDecodeOrderBody(f *testing.F) {
 	})
 }
 
+// FuzzDecodeQueueConfigBody: whatever the body, reading it as settings and
+// applying them never panics, errors are only the documented kinds, and a
+// config Validate accepts is one the contract allows.
 func FuzzDecodeQueueConfigBody(f *testing.F) {
 	for _, s := range []string{
 		`{"ratePerSecond":100,"batchSize":10,"intervalMs":100,"capacity":100000,"tokenTtlSeconds":300,"paused":false}`,
 		`{"paused":true}`, `{"ratePerSecond":-1}`, `{"batchSize":0}`, `{"intervalMs":9223372036854775807}`,
 		`{"intervalMs":-9223372036854775808}`, `{"tokenTtlSeconds":9223372036854775807}`, `{"ratePerSecond":1e308}`,
 		`{"ratePerSecond":1e400}`, `{"ratePerSecond":null}`, `{"paused":"yes"}`, `{"rate":1}`, `null`, `{`,
+		`{"adaptive":true,"minRatePerSecond":5,"maxRatePerSecond":50,"targetLatencyMs":250}`,
+		`{"minRatePerSecond":50,"maxRatePerSecond":5}`, `{"abandonAfterSeconds":7}`, `{"abandonAfterSeconds":0}`,
+		`{"opensAt":"2026-12-24T20:00:00+09:00"}`, `{"opensAt":"tomorrow"}`, `{"opensAt":""}`, `{"opensAt":5}`,
+		`{"rateDerivation":"x"}`, `{"targetLatencyMs":-1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		j, ok := fuzzDecode[queueConfigJSON](t, body)
-		if !ok {
+		r := httptest.NewRequest("PATCH", "/", bytes.NewReader(body))
+		changes, err := decodeSettings(httptest.NewRecorder(), r)
+		if err != nil {
+			if !errors.Is(err, errBadRequest) && !errors.Is(err, errTooLarge) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
 			return
 		}
-		// What PUT and PATCH then do with it must not panic either, and a
-		// config Validate accepts must be one the contract allows.
-		c := j.apply(queue.DefaultConfig())
+		c, err := queue.Apply(queue.DefaultConfig(), changes)
+		if err != nil {
+			if !errors.Is(err, queue.ErrInvalidConfig) {
+				t.Fatalf("Apply: unexpected error kind: %v", err)
+			}
+			return
+		}
 		if err := c.Validate(); err == nil {
-			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 {
+			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 ||
+				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second {
 				t.Fatalf("Validate accepted %+v", c)
 			}
 		}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,15 +26,17 @@ import (
 func appendEntryJSON(b []byte, v queue.View) []byte {
 	b = append(b, `{"status":`...)
 	b = appendJSONString(b, string(v.State))
-	switch v.State {
-	case queue.Waiting:
+	opening := v.State == queue.Waiting && !v.OpensAt.IsZero()
+	switch {
+	case opening: // no place yet: opensAt instead, below
+	case v.State == queue.Waiting:
 		b = append(b, `,"position":`...)
 		b = strconv.AppendInt(b, v.Position, 10)
 		b = append(b, `,"queueLength":`...)
 		b = strconv.AppendInt(b, v.Length, 10)
 		b = append(b, `,"estimatedWaitSeconds":`...)
 		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
-	case queue.Ready:
+	case v.State == queue.Ready:
 		if v.Token != "" {
 			b = append(b, `,"token":`...)
 			b = appendJSONString(b, v.Token)
@@ -49,11 +52,20 @@ func appendEntryJSON(b []byte, v queue.View) []byte {
 	} else {
 		b = strconv.AppendInt(b, *v.PollAfterSeconds, 10)
 	}
-	// paused qualifies the estimate, so only WAITING carries it: READY and
-	// NOT_IN_QUEUE keep their documented shapes whatever the queue's pause
-	// switch says.
+	// paused and stalled qualify the estimate, so only WAITING carries
+	// them: READY and NOT_IN_QUEUE keep their documented shapes (DESIGN.md
+	// §3) whatever the queue's state. Before the opening, opensAt stands
+	// for the position.
 	if v.State == queue.Waiting && v.Paused {
 		b = append(b, `,"paused":true`...)
+	}
+	if v.State == queue.Waiting && !opening && v.Stalled && !v.Paused {
+		b = append(b, `,"stalled":true`...)
+	}
+	if opening {
+		b = append(b, `,"opensAt":"`...)
+		b = v.OpensAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
 	}
 	return append(b, "}\n"...)
 }
@@ -199,81 +211,122 @@ func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// queueConfigJSON is the admin's view of a queue's config; PATCH takes any
-// subset, so every field is a pointer.
-type queueConfigJSON struct {
-	RatePerSecond   *float64 `json:"ratePerSecond"`
-	BatchSize       *int     `json:"batchSize"`
-	IntervalMs      *int64   `json:"intervalMs"`
-	Capacity        *int64   `json:"capacity"`
-	TokenTTLSeconds *int64   `json:"tokenTtlSeconds"`
-	MaxActiveTokens *int64   `json:"maxActiveTokens"`
-	Paused          *bool    `json:"paused"`
+// decodeSettings reads a PUT or PATCH body: one JSON object whose keys are
+// settings the admin may change (queue.Settings), each value of its kind;
+// null is the same as leaving it out. An unknown or read-only key, or a
+// value of the wrong type, is 400 invalid_request naming it; a value out of
+// range is refused later, by queue.Apply and Config.Validate, as
+// invalid_config.
+func decodeSettings(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
+	var raw map[string]json.RawMessage
+	if err := decodeJSON(w, r, &raw); err != nil {
+		return nil, err
+	}
+	changes := make(map[string]any, len(raw))
+	for name, v := range raw {
+		s, ok := queue.SettingNamed(name)
+		if !ok || s.ReadOnly {
+			return nil, errWith(errBadRequest, fmt.Sprintf("unknown field %q", name))
+		}
+		if bytes.Equal(v, []byte("null")) {
+			continue
+		}
+		val, err := settingValue(s.Kind, v)
+		if err != nil {
+			return nil, errWith(errBadRequest, fmt.Sprintf("%s must be a JSON %s: %v", name, jsonKind(s.Kind), err))
+		}
+		changes[name] = val
+	}
+	return changes, nil
 }
 
-// apply overlays the fields present onto c.
-func (j queueConfigJSON) apply(c queue.Config) queue.Config {
-	if j.RatePerSecond != nil && *j.RatePerSecond != c.RatePerSecond {
-		c.RatePerSecond = *j.RatePerSecond
-		c.RateDerivation = "set by admin"
+// settingValue decodes one JSON value as queue.Setting.Set takes it.
+func settingValue(k queue.Kind, raw json.RawMessage) (any, error) {
+	switch k {
+	case queue.Number:
+		var f float64
+		err := json.Unmarshal(raw, &f)
+		return f, err
+	case queue.Integer, queue.Duration:
+		var n int64 // refuses fractions and numbers beyond int64
+		err := json.Unmarshal(raw, &n)
+		return n, err
+	case queue.Bool:
+		var b bool
+		err := json.Unmarshal(raw, &b)
+		return b, err
+	default:
+		var str string
+		err := json.Unmarshal(raw, &str)
+		return str, err
 	}
-	if j.BatchSize != nil {
-		c.BatchSize = *j.BatchSize
-	}
-	if j.IntervalMs != nil {
-		c.Interval = clampDuration(*j.IntervalMs, time.Millisecond)
-	}
-	if j.Capacity != nil {
-		c.Capacity = *j.Capacity
-	}
-	if j.TokenTTLSeconds != nil {
-		c.TokenTTL = clampDuration(*j.TokenTTLSeconds, time.Second)
-	}
-	if j.MaxActiveTokens != nil {
-		c.MaxActiveTokens = *j.MaxActiveTokens
-	}
-	if j.Paused != nil {
-		c.Paused = *j.Paused
-	}
-	return c
 }
 
-// clampDuration converts n units without overflowing; an absurd n becomes
-// an absurd (and so refused) duration rather than a wrapped-around one.
-func clampDuration(n int64, unit time.Duration) time.Duration {
-	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
-		return -1
+// jsonKind is the JSON type a setting's kind is written as.
+func jsonKind(k queue.Kind) string {
+	switch k {
+	case queue.Duration:
+		return "integer"
+	case queue.Instant:
+		return "string"
 	}
-	return time.Duration(n) * unit
+	return string(k)
 }
 
-type queueStatsJSON struct {
-	Queue                 string  `json:"queue"`
-	RatePerSecond         float64 `json:"ratePerSecond"`
-	BatchSize             int     `json:"batchSize"`
-	IntervalMs            int64   `json:"intervalMs"`
-	Capacity              int64   `json:"capacity"`
-	TokenTTLSeconds       int64   `json:"tokenTtlSeconds"`
-	MaxActiveTokens       int64   `json:"maxActiveTokens"`
-	Paused                bool    `json:"paused"`
-	Length                int64   `json:"length"`
-	AdmittedTotal         int64   `json:"admittedTotal"`
-	ActiveTokens          int64   `json:"activeTokens"`
-	ConsumedTotal         int64   `json:"consumedTotal"`
-	MeasuredRatePerSecond float64 `json:"measuredRatePerSecond"`
-	RateDerivation        string  `json:"rateDerivation"`
+// statsJSON is a queue as the admin sees it: every setting (queue.Settings)
+// and the numbers of the line.
+func toStatsJSON(st queue.Stats) map[string]any {
+	out := map[string]any{
+		"queue":                  st.Queue,
+		"length":                 st.Length,
+		"admittedTotal":          st.AdmittedTotal,
+		"activeTokens":           st.ActiveTokens,
+		"consumedTotal":          st.ConsumedTotal,
+		"measuredRatePerSecond":  math.Round(st.MeasuredRate*10) / 10,
+		"effectiveRatePerSecond": st.EffectiveRate,
+		"effectiveRateReason":    st.EffectiveWhy,
+		"abandonedTotal":         st.AbandonedTotal,
+		"preQueueLength":         st.PreQueued,
+	}
+	for _, set := range queue.Settings {
+		out[set.Name] = set.Value(st.Config)
+	}
+	return out
 }
 
-func toStatsJSON(st queue.Stats) queueStatsJSON {
-	c := st.Config
-	return queueStatsJSON{
-		Queue: st.Queue, RatePerSecond: c.RatePerSecond, BatchSize: c.BatchSize,
-		IntervalMs: c.Interval.Milliseconds(), Capacity: c.Capacity,
-		TokenTTLSeconds: int64(c.TokenTTL / time.Second), MaxActiveTokens: c.MaxActiveTokens, Paused: c.Paused,
-		Length: st.Length, AdmittedTotal: st.AdmittedTotal, ActiveTokens: st.ActiveTokens,
-		ConsumedTotal: st.ConsumedTotal, MeasuredRatePerSecond: math.Round(st.MeasuredRate*10) / 10,
-		RateDerivation: c.RateDerivation,
+// settingJSON describes one setting to the admin page, which builds its
+// queue form from them.
+type settingJSON struct {
+	Name         string   `json:"name"`
+	Kind         string   `json:"kind"`
+	Unit         string   `json:"unit,omitempty"`
+	Minimum      *float64 `json:"minimum,omitempty"`
+	Maximum      *float64 `json:"maximum,omitempty"`
+	MinExclusive bool     `json:"exclusiveMinimum,omitempty"`
+	OffZero      bool     `json:"zeroIsOff,omitempty"`
+	ReadOnly     bool     `json:"readOnly,omitempty"`
+	Default      any      `json:"default"`
+	Help         string   `json:"help"`
+}
+
+// queueSettings serves the settings table: names, kinds, ranges, the
+// defaults new queues start from here, and what each does.
+func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
+	out := make([]settingJSON, 0, len(queue.Settings))
+	for _, set := range queue.Settings {
+		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly,
+			Default: set.Value(s.NewQueueConfig), Help: set.Help}
+		switch set.Kind {
+		case queue.Number, queue.Integer, queue.Duration:
+			j.Minimum, j.Maximum, j.MinExclusive, j.OffZero = &set.Min, &set.Max, set.MinExclusive, set.OffZero
+		}
+		if set.Kind == queue.Duration { // a whole number of its unit
+			j.Kind = "integer"
+			j.Unit = map[time.Duration]string{time.Millisecond: "ms", time.Second: "s"}[set.Unit]
+		}
+		out = append(out, j)
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"settings": out})
 }
 
 func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
@@ -282,7 +335,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]queueStatsJSON, 0, len(names))
+	out := make([]map[string]any, 0, len(names))
 	for _, n := range names {
 		st, err := s.Queue.Stats(r.Context(), n)
 		if err != nil {
@@ -308,12 +361,21 @@ type historyJSON struct {
 	Queue        string             `json:"queue"`
 	EverySeconds float64            `json:"everySeconds"`
 	Points       []historyPointJSON `json:"points"`
+	RateChanges  []rateChangeJSON   `json:"rateChanges"`
 }
 
 type historyPointJSON struct {
+	At                     time.Time `json:"at"`
+	Length                 int64     `json:"length"`
+	AdmittedTotal          int64     `json:"admittedTotal"`
+	EffectiveRatePerSecond float64   `json:"effectiveRatePerSecond"`
+}
+
+// rateChangeJSON is one change of the rate admission uses.
+type rateChangeJSON struct {
 	At            time.Time `json:"at"`
-	Length        int64     `json:"length"`
-	AdmittedTotal int64     `json:"admittedTotal"`
+	RatePerSecond float64   `json:"ratePerSecond"`
+	Reason        string    `json:"reason"`
 }
 
 func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
@@ -322,12 +384,21 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := historyJSON{Queue: q, Points: []historyPointJSON{}}
+	out := historyJSON{Queue: q, Points: []historyPointJSON{}, RateChanges: []rateChangeJSON{}}
 	if s.History != nil {
 		out.EverySeconds = s.History.Every().Seconds()
 		for _, p := range s.History.Points(q) {
-			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal})
+			out.Points = append(out.Points, historyPointJSON{At: p.At.UTC(), Length: p.Length, AdmittedTotal: p.AdmittedTotal,
+				EffectiveRatePerSecond: p.EffectiveRate})
 		}
+	}
+	changes, err := s.Queue.RateChanges(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, c := range changes {
+		out.RateChanges = append(out.RateChanges, rateChangeJSON{At: c.At, RatePerSecond: c.Rate, Reason: c.Why})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -335,17 +406,17 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 // putQueue creates a queue or replaces its config; fields left out take
 // the defaults, so PUT means "exactly this".
 func (s *Server) putQueue(w http.ResponseWriter, r *http.Request) {
-	var body queueConfigJSON
-	if err := decodeJSON(w, r, &body); err != nil {
+	changes, err := decodeSettings(w, r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.saveQueue(w, r, body.apply(s.NewQueueConfig))
+	s.saveQueue(w, r, s.NewQueueConfig, changes)
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
-	var body queueConfigJSON
-	if err := decodeJSON(w, r, &body); err != nil {
+	changes, err := decodeSettings(w, r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -354,17 +425,27 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.saveQueue(w, r, body.apply(c))
+	s.saveQueue(w, r, c, changes)
 }
 
-func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Config) {
+// saveQueue applies the changes to c and stores the result; a change
+// refused for any reason changes nothing.
+func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Config, changes map[string]any) {
 	name := r.PathValue("queue")
-	if err := s.Queue.PutConfig(r.Context(), name, c); err != nil {
+	c, err := queue.Apply(c, changes)
+	if err == nil {
+		err = s.Queue.PutConfig(r.Context(), name, c)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.logger.InfoContext(r.Context(), "queue config changed", "queue", name, "rate", c.RatePerSecond,
-		"batch", c.BatchSize, "interval", c.Interval, "capacity", c.Capacity, "token_ttl", c.TokenTTL,
-		"paused", c.Paused, "request_id", requestID(r.Context()))
+	attrs := []any{"queue", name, "request_id", requestID(r.Context())}
+	for _, set := range queue.Settings {
+		if _, ok := changes[set.Name]; ok {
+			attrs = append(attrs, set.Name, set.Value(c))
+		}
+	}
+	s.logger.InfoContext(r.Context(), "queue config changed", attrs...)
 	s.queueStats(w, r)
 }

@@ -24,15 +24,20 @@ type entryJSON struct {
 	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
 	PollAfterSeconds     *int64      `json:"pollAfterSeconds"`
 	Paused               bool        `json:"paused,omitempty"`
+	Stalled              bool        `json:"stalled,omitempty"`
+	OpensAt              *time.Time  `json:"opensAt,omitempty"`
 }
 
 func toEntryJSON(v queue.View) entryJSON {
 	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
-	switch v.State {
-	case queue.Waiting:
+	switch {
+	case v.State == queue.Waiting && !v.OpensAt.IsZero():
+		at := v.OpensAt.UTC()
+		e.OpensAt, e.Paused = &at, v.Paused
+	case v.State == queue.Waiting:
 		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
-		e.Paused = v.Paused
-	case queue.Ready:
+		e.Paused, e.Stalled = v.Paused, v.Stalled && !v.Paused
+	case v.State == queue.Ready:
 		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
 	}
 	return e
@@ -62,6 +67,12 @@ func TestEntryShapes(t *testing.T) {
 			`{"status":"WAITING","position":1,"queueLength":1,"estimatedWaitSeconds":0,"pollAfterSeconds":5}`},
 		{"waiting paused", queue.View{State: queue.Waiting, Position: 1, Length: 1, PollAfterSeconds: &poll, Paused: true},
 			`{"status":"WAITING","position":1,"queueLength":1,"estimatedWaitSeconds":0,"pollAfterSeconds":5,"paused":true}`},
+		{"waiting stalled", queue.View{State: queue.Waiting, Position: 40, Length: 90, EstimatedWaitSeconds: 1, PollAfterSeconds: &poll, Stalled: true},
+			`{"status":"WAITING","position":40,"queueLength":90,"estimatedWaitSeconds":1,"pollAfterSeconds":5,"stalled":true}`},
+		{"waiting paused, so not stalled", queue.View{State: queue.Waiting, Position: 40, Length: 90, PollAfterSeconds: &poll, Stalled: true, Paused: true},
+			`{"status":"WAITING","position":40,"queueLength":90,"estimatedWaitSeconds":0,"pollAfterSeconds":5,"paused":true}`},
+		{"waiting for the opening", queue.View{State: queue.Waiting, PollAfterSeconds: &poll, OpensAt: exp},
+			`{"status":"WAITING","opensAt":"2026-11-27T00:05:00Z","pollAfterSeconds":5}`},
 		{"ready", queue.View{State: queue.Ready, Token: "tok", ExpiresAt: exp},
 			`{"status":"READY","token":"tok","expiresAt":"2026-11-27T00:05:00Z","pollAfterSeconds":null}`},
 		{"ready paused", queue.View{State: queue.Ready, Token: "tok", ExpiresAt: exp, Paused: true},
@@ -99,7 +110,10 @@ func TestEntryJSONIsEncodingJSONs(t *testing.T) {
 			State: states[rnd.IntN(len(states))], Position: rnd.Int64N(1 << 40), Length: rnd.Int64N(1 << 40),
 			EstimatedWaitSeconds: rnd.Int64N(100000) - 1, Token: tokens[rnd.IntN(len(tokens))],
 			ExpiresAt: time.UnixMilli(rnd.Int64N(4e12)).UTC().Add(time.Duration(rnd.IntN(3)) * 1234 * time.Nanosecond),
-			Paused:    rnd.IntN(2) == 0,
+			Paused:    rnd.IntN(2) == 0, Stalled: rnd.IntN(2) == 0,
+		}
+		if rnd.IntN(4) == 0 {
+			v.OpensAt = time.UnixMilli(rnd.Int64N(4e12)).In(time.FixedZone("KST", 9*3600))
 		}
 		if rnd.IntN(3) > 0 {
 			p := rnd.Int64N(13) - 1
@@ -119,6 +133,7 @@ func TestEntryJSONAllocatesNothing(t *testing.T) {
 		{State: queue.Waiting, Position: 999_999, Length: 1_000_000, EstimatedWaitSeconds: 10_000, PollAfterSeconds: &poll},
 		{State: queue.Ready, Token: "AbC-_09xyzAbC-_09xyzAb", ExpiresAt: time.Now()},
 		{State: queue.NotInQueue},
+		{State: queue.Waiting, OpensAt: time.Now(), PollAfterSeconds: &poll},
 	} {
 		if n := testing.AllocsPerRun(100, func() { buf = appendEntryJSON(buf[:0], v) }); n != 0 {
 			t.Errorf("%s: %v allocations", v.State, n)

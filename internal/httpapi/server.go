@@ -105,6 +105,7 @@ func New(o Options) *Server {
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.admin(s.queueHistory))
+	m.HandleFunc("GET /admin/v1/queue-settings", s.admin(s.queueSettings))
 
 	if o.MetricsHandler != nil {
 		m.Handle("GET /metrics", o.MetricsHandler)

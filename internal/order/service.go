@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -71,13 +72,19 @@ type Service struct {
 	store   Store
 	guard   *entry.Guard
 	payment Payment
-	cfg     Config
+	work    atomic.Int64 // Config.Work, changeable while serving (SetWork)
 }
 
 // NewService returns a Service.
 func NewService(store Store, guard *entry.Guard, payment Payment, cfg Config) *Service {
-	return &Service{store: store, guard: guard, payment: payment, cfg: cfg}
+	s := &Service{store: store, guard: guard, payment: payment}
+	s.SetWork(cfg.Work)
+	return s
 }
+
+// SetWork changes Config.Work for the orders that start from now on: how
+// the benchmark makes the database slower in the middle of a run.
+func (s *Service) SetWork(d time.Duration) { s.work.Store(int64(d)) }
 
 // Place buys. replayed is true when the Idempotency-Key named an order that
 // already exists: it is returned as it was, and nothing new happens.
@@ -107,7 +114,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	}
 	var orderErr error
 	useErr := s.guard.Use(ctx, entry.Token{Queue: q, User: r.UserID, Value: r.Token}, func(ctx context.Context) entry.Outcome {
-		o, orderErr = s.store.CreateOrder(ctx, no, s.cfg.Work, s.payment.Charge)
+		o, orderErr = s.store.CreateOrder(ctx, no, time.Duration(s.work.Load()), s.payment.Charge)
 		return outcomeOf(orderErr)
 	})
 	err = cmp.Or(useErr, orderErr) // useErr: the order was never tried

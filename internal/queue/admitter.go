@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
@@ -30,7 +31,8 @@ func NewTokens(n int) []string {
 type Admitter struct {
 	store  Store
 	logger *slog.Logger
-	// OnAdmitUsers, if set, is told who each tick admitted (metrics, tests).
+	// OnAdmitUsers, if set, is told who each tick admitted (metrics, tests),
+	// after every tick that moved the line (no-shows skipped included).
 	OnAdmitUsers func(queue string, users []string)
 	// Discover is how often the list of queues and their configs is re-read.
 	Discover time.Duration
@@ -42,11 +44,19 @@ type Admitter struct {
 	// listed, to create again the queues that must exist (the default
 	// queue, after Redis lost its data).
 	EnsureQueues func(ctx context.Context)
+	// OnOpened, if set, is told when this instance placed a queue's
+	// opening in line (the line changed).
+	OnOpened func(queue string)
+	// Random draws the order of an opening's pre-queue (crypto/rand).
+	Random io.Reader
+	// owner names this instance when it holds an opening's lease.
+	owner string
 }
 
 // NewAdmitter returns an Admitter over store.
 func NewAdmitter(store Store, logger *slog.Logger) *Admitter {
-	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true}
+	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true,
+		Random: rand.Reader, owner: NewTokens(1)[0]}
 }
 
 // Run admits until ctx ends, one loop per queue; queues created later are
@@ -135,6 +145,7 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
+	var opened time.Time // the opening this loop saw done
 	for {
 		select {
 		case <-ctx.Done():
@@ -144,6 +155,11 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 			timer.Stop()
 		}
 		cfg := l.config()
+		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Now().After(at.Add(-cfg.Interval)) {
+			if a.open(ctx, queue) {
+				opened = at
+			}
+		}
 		var wait time.Duration
 		res, err := a.store.Admit(ctx, queue, NewTokens(cfg.BatchSize))
 		switch {
@@ -161,7 +177,7 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 				a.logger.Info("admission recovered", "queue", queue, "after_failures", failures)
 			}
 			failures = 0
-			if len(res.Admitted) > 0 && a.OnAdmitUsers != nil {
+			if (len(res.Admitted) > 0 || res.Skipped > 0) && a.OnAdmitUsers != nil {
 				a.OnAdmitUsers(queue, res.Admitted)
 			}
 			wait = min(res.NextIn, cfg.Interval)
@@ -171,4 +187,27 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// open places the queue's opening if it is due by the store's clock; it
+// reports whether none is pending any more (placed, by this instance or
+// another).
+func (a *Admitter) open(ctx context.Context, queue string) bool {
+	start := time.Now()
+	o, placed, err := OpenLine(ctx, a.store, queue, a.owner, a.Random)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			a.logger.Warn("opening the line failed", "queue", queue, "err", err)
+		}
+		return false
+	case o.Due:
+		a.logger.Info("line opened: the pre-queue placed in a random order", "queue", queue, "placed", placed,
+			"took", time.Since(start).String())
+		if a.OnOpened != nil {
+			a.OnOpened(queue)
+		}
+		return true
+	}
+	return !o.Busy && o.In == 0
 }

@@ -3,15 +3,32 @@ package queue
 import (
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // EstimateWait is ceil(position / rate) seconds, and 0 when the position is
-// within the next batch ("any moment now").
-func EstimateWait(position int64, c Config) int64 {
-	if position <= int64(c.BatchSize) {
+// within the next batch ("any moment now"). The rate is the one admission
+// uses, or the pace measured over the last minute when that differs from it
+// (Pace.EstimateRate).
+func EstimateWait(position int64, p Pace) int64 {
+	if position <= int64(p.Batch) {
 		return 0
 	}
-	return int64(math.Ceil(float64(position) / c.RatePerSecond))
+	return int64(math.Ceil(float64(position) / p.EstimateRate()))
+}
+
+// PollAfterOpening is the suggested seconds before the next status request
+// of a user waiting for the opening, left seconds away: by the same bands as
+// the estimate, but never long after the opening, and spread over a few
+// seconds after it so that a pre-queue of thousands does not ask at once
+// (nothing is gained by asking first: the order is drawn).
+func PollAfterOpening(left time.Duration) int64 {
+	secs := int64(math.Ceil(left.Seconds()))
+	p := JitterSeconds(PollAfter(secs))
+	if after := secs + 1 + rand.Int64N(5); p > after {
+		p = after
+	}
+	return max(p, 1)
 }
 
 // PollAfter is the suggested seconds before the next status request, by the

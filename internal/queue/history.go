@@ -11,6 +11,8 @@ type HistoryPoint struct {
 	At            time.Time
 	Length        int64
 	AdmittedTotal int64
+	// EffectiveRate is the rate admission used (Stats.EffectiveRate).
+	EffectiveRate float64
 }
 
 // History samples every queue's length and admitted total at a fixed
@@ -60,7 +62,7 @@ func (h *History) sample(ctx context.Context, now time.Time) {
 		if err != nil {
 			continue
 		}
-		taken[q] = HistoryPoint{At: now, Length: st.Length, AdmittedTotal: st.AdmittedTotal}
+		taken[q] = HistoryPoint{At: now, Length: st.Length, AdmittedTotal: st.AdmittedTotal, EffectiveRate: st.EffectiveRate}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

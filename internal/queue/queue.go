@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 )
@@ -39,12 +38,16 @@ var (
 	ErrTokenInUse = errors.New("entry token in use")
 	// ErrUnavailable wraps failures of the store itself (Redis down).
 	ErrUnavailable = errors.New("queue store unavailable")
+	// ErrNotOwner: placing an opening whose lease another instance holds.
+	ErrNotOwner = errors.New("opening placed by another instance")
 )
 
 // Config is one queue's settings. Every instance reads them from the store,
-// so a change made through one instance applies everywhere at once.
+// so a change made through one instance applies everywhere at once. Each
+// field is declared, with its name, range and default, in Settings.
 type Config struct {
-	// RatePerSecond is the global admission rate, all instances together.
+	// RatePerSecond is the global admission rate, all instances together;
+	// with Adaptive, the rate the adaptive rate starts from.
 	RatePerSecond float64
 	// BatchSize caps how many users one tick admits (default 10).
 	BatchSize int
@@ -62,42 +65,43 @@ type Config struct {
 	MaxActiveTokens int64
 	// Paused stops admission; entering and status go on.
 	Paused bool
+	// Adaptive lets the admission rate follow the protected calls' measured
+	// latency and failures (RateController), never below MinRate nor above
+	// MaxRate, aiming at TargetLatency.
+	Adaptive         bool
+	MinRate, MaxRate float64
+	TargetLatency    time.Duration
+	// AbandonAfter: a waiting user who has not asked for their status for
+	// this long is skipped at admission instead of given a token (0: never).
+	AbandonAfter time.Duration
+	// OpensAt: users entering before it wait in a pre-queue and are placed
+	// in the line in a uniformly random order at OpensAt (zero: no opening).
+	OpensAt time.Time
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
 }
 
-// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms.
-func DefaultConfig() Config {
-	return Config{
-		RatePerSecond:  100,
-		BatchSize:      10,
-		Interval:       100 * time.Millisecond,
-		Capacity:       100_000,
-		TokenTTL:       5 * time.Minute,
-		RateDerivation: "set directly: 100/s",
-	}
-}
+// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms,
+// and every other setting's default (Settings).
+func DefaultConfig() Config { return defaultFromSettings() }
 
-// Validate reports the first setting that cannot work, naming it.
+// Validate reports the first setting that cannot work, naming it: each
+// setting's own range (Settings), then the rules between them.
 func (c Config) Validate() error {
+	for _, s := range Settings {
+		if err := s.validate(c); err != nil {
+			return err
+		}
+	}
 	switch {
-	case !(c.RatePerSecond > 0) || math.IsInf(c.RatePerSecond, 0) || c.RatePerSecond > 1e6:
-		return fmt.Errorf("%w: ratePerSecond must be > 0 and ≤ 1000000, got %v", ErrInvalidConfig, c.RatePerSecond)
-	case c.BatchSize < 1 || c.BatchSize > 10_000:
-		return fmt.Errorf("%w: batchSize must be 1..10000, got %d", ErrInvalidConfig, c.BatchSize)
-	case c.Interval < time.Millisecond || c.Interval > time.Minute:
-		return fmt.Errorf("%w: intervalMs must be 1..60000, got %d", ErrInvalidConfig, c.Interval.Milliseconds())
-	case c.Interval%time.Millisecond != 0:
-		return fmt.Errorf("%w: intervalMs must be whole milliseconds", ErrInvalidConfig)
-	case c.Capacity < 1 || c.Capacity > 100_000_000:
-		return fmt.Errorf("%w: capacity must be 1..100000000, got %d", ErrInvalidConfig, c.Capacity)
-	case c.TokenTTL < time.Second || c.TokenTTL > 24*time.Hour || c.TokenTTL%time.Millisecond != 0:
-		return fmt.Errorf("%w: tokenTtlSeconds must be 1..86400, got %v", ErrInvalidConfig, c.TokenTTL)
-	case c.MaxActiveTokens < 0 || c.MaxActiveTokens > 100_000_000:
-		return fmt.Errorf("%w: maxActiveTokens must be 0 (no cap) to 100000000, got %d", ErrInvalidConfig, c.MaxActiveTokens)
 	case c.PerTick() > float64(c.BatchSize):
 		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
 			ErrInvalidConfig, c.PerTick(), c.BatchSize)
+	case c.MinRate > c.MaxRate:
+		return fmt.Errorf("%w: minRatePerSecond %v is above maxRatePerSecond %v", ErrInvalidConfig, c.MinRate, c.MaxRate)
+	case c.Adaptive && c.MaxRate*c.Interval.Seconds() > float64(c.BatchSize):
+		return fmt.Errorf("%w: maxRatePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d, so the adaptive rate could never reach it; raise batchSize or lower maxRatePerSecond",
+			ErrInvalidConfig, c.MaxRate*c.Interval.Seconds(), c.BatchSize)
 	}
 	return nil
 }
@@ -105,10 +109,13 @@ func (c Config) Validate() error {
 // PerTick is how many users one tick admits on average.
 func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
 
-// Entry is a user's standing as the store sees it, with the queue's config
+// Entry is a user's standing as the store sees it, with the line's pace
 // read in the same step so the estimate matches the position.
 type Entry struct {
 	State State
+	// PreQueue: waiting for the line's opening (Pace.OpensAt), with no
+	// place yet.
+	PreQueue bool
 	// Position is 1-based (1 = next in); Length counts everyone waiting.
 	Position, Length int64
 	// Ticket is the waiting user's place-holder: the INCR number they
@@ -119,7 +126,7 @@ type Entry struct {
 	Epoch     int64
 	Token     string
 	ExpiresAt time.Time
-	Config    Config
+	Pace      Pace
 }
 
 // Snapshot is a queue's line as one instant saw it: enough to work out
@@ -142,8 +149,8 @@ type Snapshot struct {
 	// created, it changes only when the store lost the queue (Redis lost
 	// its data) and it was created again, with tickets counting from 1
 	// again. Tickets from another epoch place no one.
-	Epoch  int64
-	Config Config
+	Epoch int64
+	Pace  Pace
 }
 
 // SnapshotMaxLeft bounds Snapshot.Left: beyond it, status goes to the store.
@@ -170,6 +177,8 @@ type Admission struct {
 	// Admitted are the users popped in this tick, in line order, each with
 	// its token written in the same atomic step.
 	Admitted []string
+	// Skipped counts the no-shows this tick passed over (AbandonAfter).
+	Skipped int
 	// NextIn is how long until the next tick is due, by the store's clock.
 	NextIn time.Duration
 }
@@ -196,6 +205,63 @@ type Stats struct {
 	// MeasuredRate is the admitted users per second over the last few
 	// seconds (all instances together); 0 when nothing was admitted lately.
 	MeasuredRate float64
+	// EffectiveRate is the rate admission uses now (the adaptive rate, or
+	// the configured one) and EffectiveWhy the adaptive rate's last reason.
+	EffectiveRate float64
+	EffectiveWhy  string
+	// AbandonedTotal counts waiting users skipped at admission as no-shows;
+	// they balance like leavers:
+	//   EnteredTotal = Length + AdmittedTotal + LeftTotal + AbandonedTotal
+	// (+ PreQueued while an opening is being placed: its users hold tickets).
+	AbandonedTotal int64
+	// PreQueued counts users waiting for the opening, not yet in line.
+	PreQueued int64
+}
+
+// RateSample is protected calls folded by one instance over one window: how
+// many, how many overloaded (failed or timed out), and their latencies in
+// LatencyBuckets.
+type RateSample struct {
+	Calls, Overloaded int64
+	// Latency counts calls by latency bucket (LatencyBucket).
+	Latency map[int]int64
+}
+
+// RateWindow is what FoldRate answers: whether this call claimed the
+// decision on a finished window, and if so that window's samples from
+// every instance, the rate in force and the users waiting.
+type RateWindow struct {
+	Claimed bool
+	// ID numbers the window claimed (store time / window length); SetRate
+	// takes it. Folded is the window this call's samples joined.
+	ID, Folded int64
+	Samples    RateSample
+	Rate       float64
+	Waiting    int64
+	// LastID and LastWhy are the window and reason of the last decision
+	// written (SetRate), so a back-off can wait for the last one to show.
+	LastID  int64
+	LastWhy string
+}
+
+// RateChange is one change of the adaptive rate, for the admin chart.
+type RateChange struct {
+	At   time.Time
+	Rate float64
+	Why  string
+}
+
+// Opening is what OpenDue answers about a queue's pre-queue.
+type Opening struct {
+	// Due: the pre-queue is closed (later arrivals join the line behind the
+	// tickets reserved for it) and this caller holds the lease to place
+	// Pending, its users in arrival order.
+	Due     bool
+	Pending []string
+	// In is how long until the opening is due (not Due, and one pending).
+	In time.Duration
+	// Busy: another instance holds the lease to place it.
+	Busy bool
 }
 
 // Store holds the line and the tokens. Each method is one atomic step in the
@@ -219,7 +285,10 @@ type Store interface {
 	// Admit runs one admission tick if one is due: it pops up to the tick's
 	// budget in line order and writes tokens[i] for the i-th popped user with
 	// the queue's TTL. len(tokens) should be the batch size; with fewer, the
-	// users due beyond them wait for the next tick.
+	// users due beyond them wait for the next tick. With AbandonAfter, a
+	// user not Seen for that long is skipped instead (out of line, no
+	// token) and the tick fills its budget from those behind. While an
+	// opening is being placed it admits nobody.
 	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
 	// AdmitNow lets the user in at once while the line is quiet: nobody
 	// waits, the queue is not paused, the next tick's budget has room (what
@@ -229,6 +298,27 @@ type Store interface {
 	// their place (Waiting), one holding a valid token gets it (Ready);
 	// otherwise NotInQueue: the line is busy, join it.
 	AdmitNow(ctx context.Context, queue, user, token string) (Entry, error)
+	// Seen marks users still in line as present now (AbandonAfter).
+	Seen(ctx context.Context, queue string, users []string) error
+	// FoldRate adds one instance's samples to the current window of the
+	// adaptive rate; the first call after a window ends claims the
+	// decision on it (RateWindow.Claimed), once for all instances. With
+	// the rate not adaptive the samples are dropped.
+	FoldRate(ctx context.Context, queue string, s RateSample, window time.Duration) (RateWindow, error)
+	// SetRate sets the adaptive rate decided on window id, within the
+	// queue's bounds, unless the rate is no longer adaptive or a later
+	// window was decided; it reports the rate before and whether it wrote.
+	SetRate(ctx context.Context, queue string, id int64, rate float64, why string) (before float64, ok bool, err error)
+	// RateChanges lists the admission rate's recent changes, oldest first.
+	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
+	// OpenDue checks the queue's opening by the store's clock; when due it
+	// closes the pre-queue and gives owner the lease (for lease) to place
+	// it (Place).
+	OpenDue(ctx context.Context, queue, owner string, lease time.Duration) (Opening, error)
+	// Place puts users (a due opening's, in the order chosen) in line at
+	// the next reserved tickets, skipping any who left; once the pre-queue
+	// is empty the opening is done (true). ErrNotOwner: the lease is gone.
+	Place(ctx context.Context, queue, owner string, users []string, lease time.Duration) (bool, error)
 	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
 	// in-flight lock on it for owner (ErrTokenInUse while another owner
 	// holds it). Asking again as the same owner succeeds, so a retried call

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -22,21 +23,29 @@ type View struct {
 	ExpiresAt        time.Time
 	// Paused says admission is stopped, so the estimate is not a promise.
 	Paused bool
+	// Stalled says admission is not paused yet nobody has been let in for
+	// a while: the estimate is not a promise either.
+	Stalled bool
+	// OpensAt is set while the user waits for the line's opening, with no
+	// place yet (Position 0).
+	OpensAt time.Time
 }
 
 // AdmissionNear reports whether admission may reach this waiting user
 // before their next poll is due: an estimated wait within the shortest
-// pollAfter (2 s), in a queue that is not paused. WaitStatus holds such
-// users; nobody else is worth holding.
+// pollAfter (2 s), in a queue that is neither paused nor stalled, with a
+// place in line. WaitStatus holds such users; nobody else is worth holding
+// (a held request answers as soon as the line is found stalled).
 func (v View) AdmissionNear() bool {
-	return v.State == Waiting && !v.Paused && v.EstimatedWaitSeconds <= PollAfter(0)
+	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
 }
 
 // Service is the line as users and operators see it: validation, estimates
 // and poll hints around the Store's atomic steps.
 type Service struct {
-	store Store
-	snaps *snapshots // nil: every status poll asks the store
+	store    Store
+	snaps    *snapshots // nil: every status poll asks the store
+	presence *presence
 
 	mu      sync.Mutex
 	changes map[string]chan struct{} // closed when the queue changes here (WaitStatus)
@@ -46,11 +55,31 @@ type Service struct {
 // far from the front are answered from a snapshot of the line at most that
 // old (see snapshots); 0 sends every poll to the store.
 func NewService(store Store, snapshotAge time.Duration) *Service {
-	s := &Service{store: store, changes: map[string]chan struct{}{}}
+	s := &Service{store: store, presence: newPresence(store), changes: map[string]chan struct{}{}}
 	if snapshotAge > 0 {
 		s.snaps = newSnapshots(store, snapshotAge)
 	}
 	return s
+}
+
+// RunPresence sends this instance's seen marks (no-shows, see presence)
+// every PresenceFlush until ctx ends.
+func (s *Service) RunPresence(ctx context.Context, logger *slog.Logger) {
+	every(ctx, PresenceFlush, func() { s.presence.flush(ctx, logger) })
+}
+
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
+	}
 }
 
 // SnapshotAnswers counts status polls answered from a snapshot (hits) and
@@ -164,13 +193,15 @@ func (s *Service) Status(ctx context.Context, queue, user string) (View, error) 
 }
 
 // status is Status before the estimate: from the snapshot when it can
-// answer, else from the store (remembering the ticket it gives).
+// answer, else from the store (remembering the ticket it gives). A user
+// near enough the front for no-shows to matter is marked present.
 func (s *Service) status(ctx context.Context, queue, user string) (Entry, error) {
 	if err := validate(queue, user); err != nil {
 		return Entry{}, err
 	}
 	if s.snaps != nil {
 		if e, ok := s.snaps.status(ctx, queue, user); ok {
+			s.presence.note(queue, user, e)
 			return e, nil
 		}
 	}
@@ -181,6 +212,7 @@ func (s *Service) status(ctx context.Context, queue, user string) (Entry, error)
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
 	}
+	s.presence.note(queue, user, e)
 	return e, nil
 }
 
@@ -249,6 +281,15 @@ func (s *Service) Stats(ctx context.Context, queue string) (Stats, error) {
 	return st, err
 }
 
+// RateChanges lists the recent changes of a queue's admission rate,
+// oldest first (the admin chart).
+func (s *Service) RateChanges(ctx context.Context, queue string) ([]RateChange, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return nil, err
+	}
+	return s.store.RateChanges(ctx, queue)
+}
+
 // Queues lists the queue names.
 func (s *Service) Queues(ctx context.Context) ([]string, error) { return s.store.Queues(ctx) }
 
@@ -267,14 +308,18 @@ func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (crea
 }
 
 func (s *Service) view(e Entry) View {
-	v := View{State: e.State, Paused: e.Config.Paused}
-	switch e.State {
-	case Waiting:
-		v.Position, v.Length = e.Position, e.Length
-		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Config)
+	v := View{State: e.State, Paused: e.Pace.Paused}
+	switch {
+	case e.State == Waiting && e.PreQueue:
+		v.OpensAt = e.Pace.OpensAt
+		p := PollAfterOpening(time.Until(v.OpensAt))
+		v.PollAfterSeconds = &p
+	case e.State == Waiting:
+		v.Position, v.Length, v.Stalled = e.Position, e.Length, e.Pace.Stalled
+		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Pace)
 		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
-	case Ready:
+	case e.State == Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt
 	}
 	return v

@@ -53,7 +53,7 @@ type lineView struct {
 	name string
 	mu   sync.Mutex
 	// tickets maps a user id's 64-bit keyed hash (snapshots.key) to the
-	// user's ticket, from the store's answers. Keyed by the hash, not the
+	// user's ticket (preQueued before the opening), from the store's answers. Keyed by the hash, not the
 	// id, it costs 24–38 bytes a user whatever the id's length (a
 	// map[string]int64 took 72 B with 12-byte ids and 104 B with the page's
 	// 37-byte ones, at a million: docs/benchmarks.md). Two users share a
@@ -121,16 +121,28 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		s.misses.Add(1)
 		return Entry{}, false
 	}
+	if ticket == preQueued {
+		// Waiting for the opening: so they are until it starts to be placed.
+		if sn.Pace.OpensAt.IsZero() || sn.Pace.Placing {
+			s.misses.Add(1)
+			return Entry{}, false
+		}
+		s.hits.Add(1)
+		return Entry{State: Waiting, PreQueue: true, Pace: sn.Pace, Epoch: sn.Epoch}, true
+	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
 	// user: only the store can say READY and hand out the token.
-	if !ok || pos <= 2*int64(sn.Config.BatchSize) {
+	if !ok || pos <= 2*int64(sn.Pace.Batch) {
 		s.misses.Add(1)
 		return Entry{}, false
 	}
 	s.hits.Add(1)
-	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Config: sn.Config}, true
+	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
 }
+
+// preQueued stands for the ticket of a user waiting for the opening.
+const preQueued = -1
 
 // fresh returns a snapshot no older than maxAge and newer than this
 // instance's last change, fetching it if need be; one fetch per queue is in
@@ -202,7 +214,10 @@ func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 // or that they no longer wait. Only a waiting user (so a queue that exists)
 // creates the queue's view.
 func (s *snapshots) remember(queue, user string, e Entry) {
-	waiting := e.State == Waiting && e.Ticket != 0
+	waiting := e.State == Waiting && (e.Ticket != 0 || e.PreQueue)
+	if e.PreQueue {
+		e.Ticket = preQueued
+	}
 	v := s.view(queue, waiting)
 	if v == nil {
 		return

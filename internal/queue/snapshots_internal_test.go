@@ -25,7 +25,7 @@ func (l *lineStore) Snapshot(_ context.Context, q string) (Snapshot, error) {
 	if l.release != nil {
 		<-l.release
 	}
-	return Snapshot{Head: 1, Last: 1000, Length: 1000, Complete: true, Config: DefaultConfig()}, nil
+	return Snapshot{Head: 1, Last: 1000, Length: 1000, Complete: true, Pace: Pace{Rate: 100, Batch: 10}}, nil
 }
 
 func (l *lineStore) Status(_ context.Context, q, user string) (Entry, error) {
@@ -34,7 +34,7 @@ func (l *lineStore) Status(_ context.Context, q, user string) (Entry, error) {
 	}
 	var n int64
 	fmt.Sscanf(user, "u%d", &n)
-	return Entry{State: Waiting, Position: n, Length: 1000, Ticket: n, Config: DefaultConfig()}, nil
+	return Entry{State: Waiting, Position: n, Length: 1000, Ticket: n, Pace: Pace{Rate: 100, Batch: 10}}, nil
 }
 
 // TestOneSnapshotFetchForACrowd: polls arriving while a snapshot is being

@@ -142,9 +142,12 @@ var (
 	descReturned  = desc("waitroom_tokens_returned_total", "Unused entry tokens given back.")
 	descRateConf  = desc("waitroom_admission_rate_configured", "Configured admission rate, users per second.")
 	descRateMeas  = desc("waitroom_admission_rate_measured", "Measured admission rate over the last window, users per second (all instances).")
+	descRate      = desc("waitroom_admission_rate", "The admission rate in force, users per second: the adaptive rate while adaptive, else the configured one.")
+	descAbandoned = desc("waitroom_abandoned_total", "Waiting users skipped at admission as no-shows (not seen for abandonAfterSeconds).")
+	descPreQueue  = desc("waitroom_prequeue_length", "Users waiting for the queue's opening, not yet placed in line.")
 	descStoreUp   = prometheus.NewDesc("waitroom_store_up", "1 if the line's store answered this scrape.", nil, nil)
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
-	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas}
+	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue}
 	scrapeTimeout = 2 * time.Second
 )
 
@@ -233,6 +236,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descReturned, st.ReturnedTotal)
 		gauge(descRateConf, st.Config.RatePerSecond)
 		gauge(descRateMeas, st.MeasuredRate)
+		gauge(descRate, st.EffectiveRate)
+		counter(descAbandoned, st.AbandonedTotal)
+		gauge(descPreQueue, float64(st.PreQueued))
 	}
 	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up)
 }

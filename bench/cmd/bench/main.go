@@ -29,7 +29,7 @@ func main() {
 		os.Exit(bench.ServeInstance())
 	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,hot,accuracy,memory,gateway,million (default all but million)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,hot,accuracy,memory,gateway,million (default all but million)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
@@ -37,7 +37,8 @@ func main() {
 	herdRate := flag.Float64("herd-rate", 0, "admitted users/s of the herd's schedules (0: the seed's 100)")
 	herdClients := flag.String("herd-clients", bench.HerdPage, "the herd's client model: page (as the waiting page: pollAfterSeconds, and ?waitSeconds=20 so the server answers the moment a user near the front is READY) or polling (pollAfterSeconds only)")
 	millionUsers := flag.Int("million-users", 0, "people in line in the million section (0: 1,000,000)")
-	limit := flag.Duration("limit", 10*time.Minute, "stop everything after this long")
+	herdFixed := flag.Bool("herd-fixed", false, "run the herd's schedules at a fixed rate instead of the adaptive one")
+	limit := flag.Duration("limit", 20*time.Minute, "stop everything after this long")
 	flag.Parse()
 
 	o := bench.Options{
@@ -48,6 +49,7 @@ func main() {
 		WrkScript:    "bench/wrk-users.lua",
 		HerdRate:     *herdRate,
 		HerdClients:  *herdClients,
+		HerdFixed:    *herdFixed,
 		MillionUsers: *millionUsers,
 		Log:          os.Stderr,
 	}

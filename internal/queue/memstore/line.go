@@ -43,6 +43,25 @@ func (l *line) headTicket() int64 {
 	return l.base + int64(l.head)
 }
 
+// ticketAt returns the ticket of the user at the 0-based rank, found by
+// descending the Fenwick tree.
+func (l *line) ticketAt(rank int64) (int64, bool) {
+	if rank < 0 || rank >= l.len() {
+		return 0, false
+	}
+	pos, want := 0, int32(rank+1)
+	step := 1
+	for step*2 <= len(l.fenwick) {
+		step *= 2
+	}
+	for ; step > 0; step /= 2 {
+		if next := pos + step; next <= len(l.fenwick) && l.fenwick[next-1] < want {
+			pos, want = next, want-l.fenwick[next-1]
+		}
+	}
+	return l.base + int64(pos), true
+}
+
 // push appends a user with the given ticket, which must exceed every ticket
 // in line.
 func (l *line) push(user string, ticket int64) {
@@ -70,6 +89,36 @@ func (l *line) appendSlot(user string) {
 	}
 	v += l.prefix(i-1) - l.prefix(i-(i&-i))
 	l.fenwick = append(l.fenwick, v)
+}
+
+// place puts a user at a ticket that may lie below tickets already in
+// line (an opening's reserved tickets, placed in ascending order behind
+// the users who were in line before it and ahead of those who came after):
+// an empty slot is filled, and a ticket below the first slot rebuilds the
+// slots from it (once per opening, as its tickets are placed in order).
+func (l *line) place(user string, ticket int64) {
+	if len(l.users) == 0 || ticket >= l.base+int64(len(l.users)) {
+		l.push(user, ticket)
+		return
+	}
+	if ticket < l.base {
+		old, oldBase, oldHead := l.users, l.base, l.head
+		*l = line{base: ticket, tickets: l.tickets, users: make([]string, 0, len(old)), fenwick: make([]int32, 0, len(old))}
+		for t := ticket; t < oldBase; t++ {
+			l.appendSlot("")
+		}
+		for _, u := range old {
+			l.appendSlot(u)
+		}
+		l.head = oldHead + int(oldBase-ticket)
+	}
+	slot := int(ticket - l.base)
+	l.users[slot] = user
+	l.tickets[user] = ticket
+	for i := slot + 1; i <= len(l.fenwick); i += i & -i {
+		l.fenwick[i-1]++
+	}
+	l.head = min(l.head, slot)
 }
 
 func (l *line) remove(user string) bool {

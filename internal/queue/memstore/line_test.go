@@ -43,9 +43,50 @@ func TestLineMatchesModel(t *testing.T) {
 			if r, ok := l.rank(model[i]); !ok || r != int64(i) {
 				t.Fatalf("step %d: rank(%s) = %d,%v want %d", step, model[i], r, ok, i)
 			}
+			want, _ := l.ticket(model[i])
+			if got, ok := l.ticketAt(int64(i)); !ok || got != want {
+				t.Fatalf("step %d: ticketAt(%d) = %d,%v want %d", step, i, got, ok, want)
+			}
 		}
 	}
 	if len(l.users) > 4*len(model)+2048 {
 		t.Fatalf("slots %d for %d users: the emptied front is not being dropped", len(l.users), len(model))
+	}
+}
+
+// TestLinePlacesReservedTickets: an opening's users placed at tickets
+// reserved below those of people who came later (an empty slot filled, or
+// below the first slot) rank between those before and those after.
+func TestLinePlacesReservedTickets(t *testing.T) {
+	for _, before := range []int{0, 3} { // with and without people in line before the opening
+		l := newLine()
+		var want []string
+		for i := 1; i <= before; i++ {
+			u := fmt.Sprintf("b%d", i)
+			l.push(u, int64(i))
+			want = append(want, u)
+		}
+		reserved := int64(before + 1) // tickets reserved for four
+		for i := range 3 {
+			l.push(fmt.Sprintf("late%d", i), reserved+4+int64(i))
+		}
+		for i := range 4 {
+			u := fmt.Sprintf("p%d", i)
+			l.place(u, reserved+int64(i))
+			want = append(want, u)
+		}
+		want = append(want, "late0", "late1", "late2")
+		for i, u := range want {
+			if r, ok := l.rank(u); !ok || r != int64(i) {
+				t.Fatalf("before %d: rank(%s) = %d,%v want %d", before, u, r, ok, i)
+			}
+			tk, _ := l.ticket(u)
+			if got, ok := l.ticketAt(int64(i)); !ok || got != tk {
+				t.Fatalf("before %d: ticketAt(%d) = %d, want %d", before, i, got, tk)
+			}
+		}
+		if got := l.popFront(len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("before %d: popped %v, want %v", before, got, want)
+		}
 	}
 }

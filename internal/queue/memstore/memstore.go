@@ -6,6 +6,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -72,11 +73,52 @@ type state struct {
 	next                                   time.Time // when the next admission tick is due
 	carry                                  float64
 	admitted, consumed, left, expired, ret int64
+	abandoned                              int64
 	inline, inlineTotal                    int64 // admitted by AdmitNow: since the last tick, ever
 	winStart                               time.Time
 	winCount                               int64
 	measured                               float64
+
+	// The line's pace (queue.PaceState): its clock runs from paceAt while
+	// people wait and admission runs (zero: stopped).
+	paceRate, paceBusy float64
+	paceAt             time.Time
+	moved              time.Time
+
+	// No-shows: when each user near the front was last seen, how far from
+	// the front that matters, and since when unseen users are fair game.
+	seen        map[string]time.Time
+	reach       int64
+	checkpoints []checkpoint // oldest first, at most 3
+
+	// The adaptive rate in force, the window it was decided on, and why;
+	// the samples of the window being gathered; the recent changes.
+	effRate    float64
+	effWin     int64
+	effWhy     string
+	sampleWin  int64
+	sample     queue.RateSample
+	rateLog    []queue.RateChange
+	preArrival int64
+
+	// The opening: who waits for it (user → arrival), and while it is
+	// placed, the next and last reserved ticket and the lease.
+	pre               map[string]int64
+	openState         string // "" (pending while OpensAt is set), "placing", "open"
+	openNext, openEnd int64
+	openOwner         string
+	openLease         time.Time
 }
+
+// checkpoint is the ticket at the no-show watermark at one time (as
+// admit.lua's ckN_at, ckN_t).
+type checkpoint struct {
+	at     time.Time
+	ticket int64
+}
+
+// rateLogSize bounds the recent rate changes kept for the admin chart.
+const rateLogSize = 300
 
 func (s *Store) queue(name string) (*state, error) {
 	s.mu.Lock()
@@ -88,7 +130,7 @@ func (s *Store) queue(name string) (*state, error) {
 	return q, nil
 }
 
-// PutConfig implements queue.Store.
+// PutConfig implements queue.Store, with put_config.lua's rules.
 func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error {
 	s.mu.Lock()
 	q, ok := s.queues[name]
@@ -96,18 +138,79 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 		// As put_config.lua, an epoch from the clock (µs), and never one
 		// given before.
 		s.epoch = max(s.epoch+1, s.now().UnixMicro())
-		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{}, epoch: s.epoch}
+		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
+			seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: s.epoch}
 		s.queues[name] = q
 	}
 	s.mu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	now := s.now().Truncate(time.Millisecond)
+	before, rateBefore := q.cfg, q.rateInForce()
 	q.cfg = c
-	// As put_config.lua: a shortened interval applies at once.
-	if now := s.now().Truncate(time.Millisecond); q.next.After(now.Add(c.Interval)) {
+	// A shortened interval applies at once.
+	if q.next.After(now.Add(c.Interval)) {
 		q.next = now
 	}
+	// The adaptive rate starts from the configured one and stays within its bounds.
+	why := "the configured rate"
+	switch {
+	case c.Adaptive && before.Adaptive && q.effRate > 0:
+		q.effRate, why = clamp(q.effRate, c.MinRate, c.MaxRate), "adaptive bounds changed"
+	case c.Adaptive:
+		q.effRate, why = clamp(c.RatePerSecond, c.MinRate, c.MaxRate), "adaptive on, from the configured rate"
+	default:
+		q.effRate = 0
+		if before.Adaptive {
+			why = "adaptive off: the configured rate"
+		}
+	}
+	if r := q.rateInForce(); !ok || r != rateBefore {
+		q.logRate(now, r, why)
+	}
+	// A new AbandonAfter forgets the no-show checkpoints taken for the old
+	// one: nobody is judged until the new one has passed.
+	if c.AbandonAfter != before.AbandonAfter {
+		q.checkpoints = nil
+	}
+	// A new opening time starts a new pre-queue; taking it away from one
+	// that has people opens the line now.
+	if !c.OpensAt.Equal(before.OpensAt) && q.openState != "placing" {
+		q.openState = ""
+	}
+	if c.OpensAt.IsZero() && len(q.pre) > 0 && q.openState == "" {
+		q.cfg.OpensAt = now
+	}
 	return nil
+}
+
+func clamp(v, lo, hi float64) float64 { return max(lo, min(v, hi)) }
+
+// rateInForce is the rate admission uses now; the caller holds q.mu.
+func (q *state) rateInForce() float64 {
+	if q.cfg.Adaptive && q.effRate > 0 {
+		return clamp(q.effRate, q.cfg.MinRate, q.cfg.MaxRate)
+	}
+	return q.cfg.RatePerSecond
+}
+
+func (q *state) logRate(at time.Time, rate float64, why string) {
+	q.rateLog = append(q.rateLog, queue.RateChange{At: at.UTC(), Rate: rate, Why: why})
+	if len(q.rateLog) > rateLogSize {
+		q.rateLog = slices.Delete(q.rateLog, 0, len(q.rateLog)-rateLogSize)
+	}
+}
+
+// pending says the opening is still ahead; the caller holds q.mu.
+func (q *state) pending() bool { return !q.cfg.OpensAt.IsZero() && q.openState == "" }
+
+// pace is the line's queue.Pace now; the caller holds q.mu.
+func (q *state) pace(now time.Time) queue.Pace {
+	return queue.LinePace(queue.PaceState{
+		Config: q.cfg, EffectiveRate: q.effRate, PaceRate: q.paceRate, PaceBusy: q.paceBusy,
+		Moved: q.moved, Now: now, Length: q.line.len(), Reach: q.reach,
+		Pending: q.pending(), Placing: q.openState == "placing",
+	})
 }
 
 // Config implements queue.Store.
@@ -133,7 +236,7 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Enter implements queue.Store.
+// Enter implements queue.Store, with enter.lua's rules.
 func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error) {
 	q, err := s.queue(name)
 	if err != nil {
@@ -141,20 +244,41 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if e, ok := q.standing(user, s.now()); ok {
+	now := s.now().Truncate(time.Millisecond)
+	if e, ok := q.standing(user, now); ok {
+		if e.State == queue.Waiting && !e.PreQueue {
+			q.markOnEnter(user, e.Position, now)
+		}
 		return e, nil
 	}
 	if _, ok := q.tokens[user]; ok { // expired: forget it, line up again
 		delete(q.tokens, user)
 		q.expired++
 	}
-	if q.line.len() >= q.cfg.Capacity {
+	if q.line.len()+int64(len(q.pre)) >= q.cfg.Capacity {
 		return queue.Entry{}, queue.ErrQueueFull
+	}
+	if q.pending() {
+		q.preArrival++
+		q.pre[user] = q.preArrival
+		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, nil
+	}
+	if q.line.len() == 0 {
+		q.moved = now // someone starts waiting: the front has not stood still
 	}
 	q.seq++
 	q.line.push(user, q.seq)
 	n := q.line.len()
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Epoch: q.epoch, Config: q.cfg}, nil
+	q.markOnEnter(user, n, now)
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, nil
+}
+
+// markOnEnter: a user entering near the front is seen at once, before any
+// instance's marks could arrive; the caller holds q.mu.
+func (q *state) markOnEnter(user string, position int64, now time.Time) {
+	if q.cfg.AbandonAfter > 0 && (q.reach == 0 || position <= q.reach) {
+		q.seen[user] = now
+	}
 }
 
 // Status implements queue.Store.
@@ -165,20 +289,25 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if e, ok := q.standing(user, s.now()); ok {
+	now := s.now()
+	if e, ok := q.standing(user, now); ok {
 		return e, nil
 	}
-	return queue.Entry{State: queue.NotInQueue, Epoch: q.epoch, Config: q.cfg}, nil
+	return queue.Entry{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}, nil
 }
 
-// standing is the user's place in line or valid token; the caller holds q.mu.
+// standing is the user's place in line or in the pre-queue, or their valid
+// token; the caller holds q.mu.
 func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Epoch: q.epoch, Config: q.cfg}, true
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
+	}
+	if _, ok := q.pre[user]; ok {
+		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
-		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Epoch: q.epoch, Config: q.cfg}, true
+		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	return queue.Entry{}, false
 }
@@ -193,9 +322,16 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 	defer q.mu.Unlock()
 	if t, ok := q.line.ticket(user); ok {
 		q.line.remove(user)
-		i, _ := slices.BinarySearch(q.leftTickets, t)
-		q.leftTickets = slices.Insert(q.leftTickets, i, t)
+		q.addLeft(t)
 		q.left++
+		delete(q.seen, user)
+		return true, nil
+	}
+	if _, ok := q.pre[user]; ok {
+		delete(q.pre, user)
+		if q.openState == "placing" { // they held a reserved ticket: entered and left
+			q.left++
+		}
 		return true, nil
 	}
 	if t, ok := q.tokens[user]; ok {
@@ -216,6 +352,12 @@ func (q *state) countGone(t token, now time.Time, counter *int64) {
 	*counter++
 }
 
+// addLeft records a ticket that left a gap in the line; the caller holds q.mu.
+func (q *state) addLeft(t int64) {
+	i, _ := slices.BinarySearch(q.leftTickets, t)
+	q.leftTickets = slices.Insert(q.leftTickets, i, t)
+}
+
 // Snapshot implements queue.Store.
 func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error) {
 	q, err := s.queue(name)
@@ -224,7 +366,7 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Epoch: q.epoch, Config: q.cfg, Complete: true}
+	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Pace: q.pace(s.now()), Epoch: q.epoch, Complete: true}
 	if sn.Head > 0 {
 		from, _ := slices.BinarySearch(q.leftTickets, sn.Head)
 		left := q.leftTickets[from:]
@@ -263,10 +405,16 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	}
 	q.forgetExpired(now)
 
+	rate := q.rateInForce()
+	placing := q.openState == "placing" // the opening's pre-queue goes in first
+	lenBefore := q.line.len()
+	reach := q.reachFor(rate) // before the tick moves the pace, as admit.lua
+	judged, watermark := q.watermark(now, rate)
 	var admitted []string
+	skipped := 0
 	carry := 0.0
-	if !q.cfg.Paused {
-		quota := q.cfg.PerTick() + q.carry
+	if !q.cfg.Paused && !placing {
+		quota := rate*q.cfg.Interval.Seconds() + q.carry
 		n := int(quota)
 		carry = quota - float64(n)
 		if n > q.cfg.BatchSize {
@@ -284,7 +432,7 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 				n, carry = max(room, 0), 0
 			}
 		}
-		admitted = q.line.popFront(n)
+		admitted, skipped = q.popPresent(n, now, judged)
 		if n > 0 { // as admit.lua: leavers below the new head no longer matter
 			below, _ := slices.BinarySearch(q.leftTickets, q.line.headTicket())
 			if q.line.len() == 0 {
@@ -311,11 +459,104 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		q.winStart, q.winCount = now, 0
 	}
 	q.admitted += int64(len(admitted))
+	q.abandoned += int64(skipped)
 	q.inline = 0
+	q.tickPace(now, lenBefore, len(admitted)+skipped, q.cfg.Paused || placing)
+	if q.cfg.AbandonAfter > 0 {
+		q.reach = reach
+		if watermark >= 0 {
+			q.checkpoints = append(q.checkpoints, checkpoint{now, watermark})
+			q.checkpoints = q.checkpoints[max(0, len(q.checkpoints)-3):]
+		}
+	} else {
+		q.reach, q.checkpoints = 0, nil
+	}
 	// Rounded as admit.lua stores it (%.6f), so both stores admit on the
 	// same ticks: unrounded, 0.1 ten times is 0.9999999999999999.
 	q.next, q.carry = next, math.Round(carry*1e6)/1e6
-	return queue.Admission{Ticked: true, Admitted: admitted, NextIn: next.Sub(now)}, nil
+	return queue.Admission{Ticked: true, Admitted: admitted, Skipped: skipped, NextIn: next.Sub(now)}, nil
+}
+
+// skipScan bounds how many users beyond its budget one tick may pass over
+// as no-shows, as admit.lua does.
+const skipScan = 1000
+
+// reachFor is how far from the front seen marks matter: four times what
+// leaves the front over AbandonAfter; the caller holds q.mu.
+func (q *state) reachFor(rate float64) int64 {
+	return int64(math.Ceil(4*q.cfg.AbandonAfter.Seconds()*max(rate, q.paceRate))) + 2*int64(q.cfg.BatchSize)
+}
+
+// watermark reads admit.lua's no-show checkpoints: the highest ticket that
+// was within the reach of seen marks at least AbandonAfter ago (judged; -1
+// none), and the ticket at the edge of the reach now when a new checkpoint
+// is due (else -1).
+// The caller holds q.mu.
+func (q *state) watermark(now time.Time, rate float64) (judged, ticket int64) {
+	judged, ticket = -1, -1
+	a := q.cfg.AbandonAfter
+	if a == 0 {
+		return judged, ticket
+	}
+	for _, c := range q.checkpoints {
+		if now.Sub(c.at) >= a {
+			judged = max(judged, c.ticket)
+		}
+	}
+	if n := len(q.checkpoints); n == 0 || now.Sub(q.checkpoints[n-1].at) >= a/2 {
+		ticket = 0
+		if t, ok := q.line.ticketAt(min(q.reachFor(rate), q.line.len()) - 1); ok {
+			ticket = t
+		}
+	}
+	return judged, ticket
+}
+
+// popPresent takes up to n users from the front who are present, passing
+// over (and out of line) no-shows: not seen for AbandonAfter and with a
+// ticket judged (watermark); the caller holds q.mu.
+func (q *state) popPresent(n int, now time.Time, judged int64) (admitted []string, skipped int) {
+	a := q.cfg.AbandonAfter
+	for len(admitted) < n && skipped < skipScan {
+		ticket := q.line.headTicket()
+		front := q.line.popFront(1)
+		if len(front) == 0 {
+			break
+		}
+		u := front[0]
+		seen, marked := q.seen[u]
+		delete(q.seen, u)
+		if a == 0 || marked && now.Sub(seen) <= a || ticket > judged {
+			admitted = append(admitted, u)
+		} else {
+			skipped++
+		}
+	}
+	return admitted, skipped
+}
+
+// tickPace advances the line's pace and the time its front last moved by
+// one tick in which `left` users left the front of a line `length` long
+// (before the tick); stopped: paused, or an opening being placed. The
+// caller holds q.mu. As admit.lua.
+func (q *state) tickPace(now time.Time, length int64, left int, stopped bool) {
+	if stopped || length == 0 {
+		q.paceAt = time.Time{}
+	} else {
+		dt := q.cfg.Interval.Seconds()
+		if !q.paceAt.IsZero() {
+			dt = now.Sub(q.paceAt).Seconds()
+		}
+		q.paceRate, q.paceBusy = queue.AdvancePace(q.paceRate, q.paceBusy, dt, left)
+		q.paceRate, q.paceBusy = math.Round(q.paceRate*1e6)/1e6, math.Round(q.paceBusy*1e3)/1e3
+		q.paceAt = time.Time{}
+		if q.line.len() > 0 {
+			q.paceAt = now
+		}
+	}
+	if stopped || length == 0 || left > 0 {
+		q.moved = now
+	}
 }
 
 // AdmitNow implements queue.Store, with admit_now.lua's rules.
@@ -330,11 +571,12 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 	if e, ok := q.standing(user, now); ok {
 		return e, nil
 	}
-	busy := queue.Entry{State: queue.NotInQueue, Epoch: q.epoch, Config: q.cfg}
-	if q.cfg.Paused || q.line.len() > 0 {
+	busy := queue.Entry{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
+	// An opening ahead is not a quiet line: its pre-queue goes first.
+	if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" {
 		return busy, nil
 	}
-	quota := min(int64(q.cfg.PerTick()+q.carry), int64(q.cfg.BatchSize))
+	quota := min(int64(q.rateInForce()*q.cfg.Interval.Seconds()+q.carry), int64(q.cfg.BatchSize))
 	if q.inline >= quota {
 		return busy, nil
 	}
@@ -352,7 +594,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 	q.inlineTotal++
 	q.admitted++
 	q.winCount++
-	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Epoch: q.epoch, Config: q.cfg}, nil
+	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, nil
 }
 
 // live counts the tokens not yet expired at now; the caller holds q.mu.
@@ -452,11 +694,168 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)) - unswept,
 		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
 		ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
+		AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
+		EffectiveRate: q.rateInForce(),
+	}
+	if q.cfg.Adaptive {
+		st.EffectiveWhy = q.effWhy
 	}
 	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
 		st.MeasuredRate = q.measured
 	}
 	return st, nil
+}
+
+// Seen implements queue.Store.
+func (s *Store) Seen(_ context.Context, name string, users []string) error {
+	q, err := s.queue(name)
+	if err != nil {
+		return nil // nobody to mark
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now().Truncate(time.Millisecond)
+	for _, u := range users {
+		if _, ok := q.line.ticket(u); ok {
+			q.seen[u] = now
+		}
+	}
+	return nil
+}
+
+// FoldRate implements queue.Store, as fold_rate.lua.
+func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.RateWindow{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.cfg.Adaptive {
+		q.sampleWin, q.sample = 0, queue.RateSample{}
+		return queue.RateWindow{}, nil
+	}
+	win := s.now().UnixMilli() / window.Milliseconds()
+	out := queue.RateWindow{ID: win, Folded: win}
+	switch {
+	case q.sampleWin == win:
+	case q.sampleWin == win-1 && q.sample.Calls < queue.RateMinCalls:
+		q.sampleWin = win // too few to decide on: they join this window
+	default:
+		if q.sampleWin == win-1 {
+			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
+				Waiting: q.line.len(), LastID: q.effWin, LastWhy: q.effWhy}
+		}
+		q.sampleWin, q.sample = win, queue.RateSample{}
+	}
+	q.sample.Calls += sample.Calls
+	q.sample.Overloaded += sample.Overloaded
+	for b, n := range sample.Latency {
+		if q.sample.Latency == nil {
+			q.sample.Latency = map[int]int64{}
+		}
+		q.sample.Latency[b] += n
+	}
+	return out, nil
+}
+
+// SetRate implements queue.Store, as set_rate.lua.
+func (s *Store) SetRate(_ context.Context, name string, id int64, rate float64, why string) (float64, bool, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return 0, false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	before := q.rateInForce()
+	if !q.cfg.Adaptive || id <= q.effWin {
+		return before, false, nil
+	}
+	q.effRate, q.effWin, q.effWhy = clamp(rate, q.cfg.MinRate, q.cfg.MaxRate), id, why
+	if q.effRate != before {
+		q.logRate(s.now().Truncate(time.Millisecond), q.effRate, why)
+	}
+	return before, true, nil
+}
+
+// RateChanges implements queue.Store.
+func (s *Store) RateChanges(_ context.Context, name string) ([]queue.RateChange, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.rateLog), nil
+}
+
+// OpenDue implements queue.Store, as open_due.lua.
+func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Duration) (queue.Opening, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return queue.Opening{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := s.now().Truncate(time.Millisecond)
+	if q.openState == "open" || q.cfg.OpensAt.IsZero() && q.openState == "" {
+		return queue.Opening{}, nil
+	}
+	if q.openState == "" {
+		if now.Before(q.cfg.OpensAt) {
+			return queue.Opening{In: q.cfg.OpensAt.Sub(now)}, nil
+		}
+		if len(q.pre) == 0 {
+			q.openState = "open"
+			return queue.Opening{}, nil
+		}
+		// Close the pre-queue: a ticket is reserved for each of its users,
+		// so whoever enters from now on is behind all of them.
+		q.openNext, q.openEnd = q.seq+1, q.seq+int64(len(q.pre))
+		q.seq = q.openEnd
+		q.openState = "placing"
+	} else if q.openOwner != owner && now.Before(q.openLease) {
+		return queue.Opening{Busy: true}, nil
+	}
+	q.openOwner, q.openLease = owner, now.Add(lease)
+	pending := make([]string, 0, len(q.pre))
+	for u := range q.pre {
+		pending = append(pending, u)
+	}
+	slices.SortFunc(pending, func(a, b string) int { return cmp.Compare(q.pre[a], q.pre[b]) })
+	return queue.Opening{Due: true, Pending: pending}, nil
+}
+
+// Place implements queue.Store, as place.lua.
+func (s *Store) Place(_ context.Context, name, owner string, users []string, lease time.Duration) (bool, error) {
+	q, err := s.queue(name)
+	if err != nil {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.openState != "placing" || q.openOwner != owner {
+		return false, queue.ErrNotOwner
+	}
+	now := s.now().Truncate(time.Millisecond)
+	for _, u := range users {
+		if _, ok := q.pre[u]; !ok {
+			continue // left the pre-queue meanwhile: the reserved ticket stays a gap
+		}
+		delete(q.pre, u)
+		q.line.place(u, q.openNext)
+		q.openNext++
+	}
+	q.openLease = now.Add(lease)
+	if len(q.pre) > 0 {
+		return false, nil
+	}
+	for t := q.openNext; t <= q.openEnd; t++ { // the tickets of those who left
+		q.addLeft(t)
+	}
+	q.openState, q.openOwner = "open", ""
+	q.moved = now
+	return true, nil
 }
 
 // Ping implements queue.Store; memory always answers.

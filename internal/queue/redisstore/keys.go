@@ -4,6 +4,11 @@ package redisstore
 // Redis Cluster a queue lives in one slot and each script stays single-slot.
 type keys struct {
 	line, seq, cfg, adm, tokens, texp, inflight, owners, left string
+	// seen: users near the front → when last seen (no-shows); pre: the
+	// pre-queue of an opening, user → arrival; samples: this window's
+	// protected-call samples of every instance (the adaptive rate);
+	// rates: the admission rate's recent changes.
+	seen, pre, samples, rates string
 }
 
 func keysFor(prefix, queue string) keys {
@@ -18,6 +23,10 @@ func keysFor(prefix, queue string) keys {
 		inflight: p + "inflight",
 		owners:   p + "owners",
 		left:     p + "left",
+		seen:     p + "seen",
+		pre:      p + "pre",
+		samples:  p + "samples",
+		rates:    p + "rates",
 	}
 }
 

@@ -21,25 +21,36 @@ import (
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-func mustScript(name string) *redis.Script {
-	src, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err) // embedded at build time; missing means a broken build
+// mustScript loads scripts/<name>.lua, after the shared fragments named
+// by with (pace.lua: the line's pace, read by the scripts that answer with it).
+func mustScript(name string, with ...string) *redis.Script {
+	var src []byte
+	for _, f := range append(with, name) {
+		b, err := scriptFiles.ReadFile("scripts/" + f + ".lua")
+		if err != nil {
+			panic(err) // embedded at build time; missing means a broken build
+		}
+		src = append(append(src, b...), '\n')
 	}
 	return redis.NewScript(string(src))
 }
 
 var (
-	enterScript     = mustScript("enter")
-	statusScript    = mustScript("status")
+	enterScript     = mustScript("enter", "pace")
+	statusScript    = mustScript("status", "pace")
+	snapshotScript  = mustScript("snapshot", "pace")
 	leaveScript     = mustScript("leave")
 	admitScript     = mustScript("admit")
 	beginUseScript  = mustScript("begin_use")
 	endUseScript    = mustScript("end_use")
 	statsScript     = mustScript("stats")
 	putConfigScript = mustScript("put_config")
-	snapshotScript  = mustScript("snapshot")
-	admitNowScript  = mustScript("admit_now")
+	seenScript      = mustScript("seen")
+	foldRateScript  = mustScript("fold_rate")
+	setRateScript   = mustScript("set_rate")
+	openDueScript   = mustScript("open_due")
+	placeScript     = mustScript("place")
+	admitNowScript  = mustScript("admit_now", "pace")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -50,6 +61,7 @@ const DefaultPrefix = "wr:"
 type rediser interface {
 	redis.Scripter
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
 	Ping(ctx context.Context) *redis.StatusCmd
@@ -90,21 +102,12 @@ func unavailable(err error) error {
 // PutConfig implements queue.Store.
 func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) error {
 	k := keysFor(s.prefix, name)
-	paused := "0"
-	if c.Paused {
-		paused = "1"
+	fields := queue.StoreFields(c)
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		args[i] = f
 	}
-	err := putConfigScript.Run(ctx, s.rdb, []string{k.cfg, k.adm},
-		"rate", strconv.FormatFloat(c.RatePerSecond, 'f', -1, 64),
-		"batch", c.BatchSize,
-		"interval_ms", c.Interval.Milliseconds(),
-		"capacity", c.Capacity,
-		"ttl_ms", c.TokenTTL.Milliseconds(),
-		"max_active", c.MaxActiveTokens,
-		"paused", paused,
-		"derivation", c.RateDerivation,
-	).Err()
-	if err != nil {
+	if err := putConfigScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.pre, k.rates}, args...).Err(); err != nil {
 		return unavailable(err)
 	}
 	return unavailable(s.rdb.SAdd(ctx, registryKey(s.prefix), name).Err())
@@ -119,30 +122,7 @@ func (s *Store) Config(ctx context.Context, name string) (queue.Config, error) {
 	if len(m) == 0 {
 		return queue.Config{}, queue.ErrQueueNotFound
 	}
-	return parseConfig(m)
-}
-
-func parseConfig(m map[string]string) (queue.Config, error) {
-	var c queue.Config
-	var err error
-	num := func(field string) int64 {
-		v, e := strconv.ParseInt(m[field], 10, 64)
-		if e != nil && err == nil {
-			err = fmt.Errorf("queue config field %s: %w", field, e)
-		}
-		return v
-	}
-	c.RatePerSecond, err = strconv.ParseFloat(m["rate"], 64)
-	c.BatchSize = int(num("batch"))
-	c.Interval = time.Duration(num("interval_ms")) * time.Millisecond
-	c.Capacity = num("capacity")
-	c.TokenTTL = time.Duration(num("ttl_ms")) * time.Millisecond
-	c.Paused = m["paused"] == "1"
-	c.RateDerivation = m["derivation"]
-	if m["max_active"] != "" { // absent in configs written before the cap existed
-		c.MaxActiveTokens = num("max_active")
-	}
-	return c, err
+	return queue.ConfigFromStore(m)
 }
 
 // Queues implements queue.Store.
@@ -154,7 +134,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, error) {
 	k := keysFor(s.prefix, name)
-	r, err := enterScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.tokens, k.texp, k.adm}, user).Slice()
+	r, err := enterScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.tokens, k.texp, k.adm, k.pre, k.seen}, user).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -167,7 +147,7 @@ func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, erro
 // Status implements queue.Store.
 func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, error) {
 	k := keysFor(s.prefix, name)
-	r, err := statusScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.tokens, k.texp}, user).Slice()
+	r, err := statusScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.tokens, k.texp, k.adm, k.pre}, user).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -177,7 +157,7 @@ func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, err
 // AdmitNow implements queue.Store.
 func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Entry, error) {
 	k := keysFor(s.prefix, name)
-	r, err := admitNowScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.adm, k.tokens, k.texp}, user, token).Slice()
+	r, err := admitNowScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.adm, k.tokens, k.texp, k.pre}, user, token).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -189,27 +169,29 @@ func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.E
 func parseEntry(r []any) (queue.Entry, error) {
 	p := reply{r: r}
 	var e queue.Entry
-	var cfgAt int
+	var paceAt int
 	switch p.int(0) {
 	case -1:
 		return e, queue.ErrQueueNotFound
 	case 0:
-		e.State, cfgAt = queue.NotInQueue, 1
+		e.State, paceAt = queue.NotInQueue, 1
 	case 1:
-		e.State, e.Position, e.Length, e.Ticket, cfgAt = queue.Waiting, p.int(1), p.int(2), p.int(7), 3
+		e.State, e.Position, e.Length, e.Ticket, paceAt = queue.Waiting, p.int(1), p.int(2), p.int(3), 4
 	case 2:
-		e.State, e.Token, e.ExpiresAt, cfgAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC(), 3
+		e.State, e.Token, e.ExpiresAt, paceAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC(), 3
+	case 3:
+		e.State, e.PreQueue, paceAt = queue.Waiting, true, 1
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	e.Config, e.Epoch = p.config(cfgAt), p.int(cfgAt+3)
+	e.Pace, e.Epoch = p.pace(paceAt), p.epoch(paceAt)
 	return e, p.err
 }
 
 // Snapshot implements queue.Store.
 func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, error) {
 	k := keysFor(s.prefix, name)
-	r, err := snapshotScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.left}, queue.SnapshotMaxLeft).Slice()
+	r, err := snapshotScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.left, k.adm}, queue.SnapshotMaxLeft).Slice()
 	if err != nil {
 		return queue.Snapshot{}, unavailable(err)
 	}
@@ -217,8 +199,8 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	if p.int(0) == -1 {
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
-	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Config: p.config(4), Epoch: p.int(7)}
-	for i := 8; i < len(r); i++ {
+	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Pace: p.pace(4), Epoch: p.epoch(4)}
+	for i := 4 + paceFields; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
@@ -229,7 +211,7 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, name, user string) (bool, error) {
 	k := keysFor(s.prefix, name)
-	n, err := leaveScript.Run(ctx, s.rdb, []string{k.line, k.tokens, k.texp, k.adm, k.left}, user).Int64()
+	n, err := leaveScript.Run(ctx, s.rdb, []string{k.line, k.tokens, k.texp, k.adm, k.left, k.pre, k.seen}, user).Int64()
 	return n > 0, unavailable(err)
 }
 
@@ -240,7 +222,7 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 	for i, t := range tokens {
 		args[i] = t
 	}
-	r, err := admitScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.left}, args...).Slice()
+	r, err := admitScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.left, k.seen}, args...).Slice()
 	if err != nil {
 		return queue.Admission{}, unavailable(err)
 	}
@@ -250,10 +232,157 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 		return queue.Admission{}, queue.ErrQueueNotFound
 	}
 	a := queue.Admission{Ticked: ticked == 1, NextIn: time.Duration(p.int(1)) * time.Millisecond}
-	for i := 2; i < len(r); i++ {
-		a.Admitted = append(a.Admitted, p.str(i))
+	if a.Ticked {
+		a.Skipped = int(p.int(2))
+		for i := 3; i < len(r); i++ {
+			a.Admitted = append(a.Admitted, p.str(i))
+		}
 	}
 	return a, p.err
+}
+
+// seenChunk bounds the users one seen.lua call marks.
+const seenChunk = 1000
+
+// Seen implements queue.Store.
+func (s *Store) Seen(ctx context.Context, name string, users []string) error {
+	k := keysFor(s.prefix, name)
+	for len(users) > 0 {
+		chunk := users[:min(len(users), seenChunk)]
+		users = users[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, u := range chunk {
+			args[i] = u
+		}
+		if err := seenScript.Run(ctx, s.rdb, []string{k.line, k.seen}, args...).Err(); err != nil {
+			return unavailable(err)
+		}
+	}
+	return nil
+}
+
+// FoldRate implements queue.Store.
+func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
+	k := keysFor(s.prefix, name)
+	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded}
+	for b, n := range sample.Latency {
+		args = append(args, b, n)
+	}
+	r, err := foldRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.samples, k.line}, args...).Slice()
+	if err != nil {
+		return queue.RateWindow{}, unavailable(err)
+	}
+	p := reply{r: r}
+	switch p.int(0) {
+	case 0:
+		return queue.RateWindow{}, p.err
+	case 1:
+		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
+	}
+	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4),
+		LastID: p.int(5), LastWhy: p.str(6), Samples: queue.RateSample{Latency: map[int]int64{}}}
+	for i := 7; i+1 < len(r); i += 2 {
+		field := p.str(i)
+		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
+		if err != nil && p.err == nil {
+			p.err = fmt.Errorf("samples field %s: %w", field, err)
+		}
+		switch {
+		case field == "calls":
+			w.Samples.Calls = n
+		case field == "overloaded":
+			w.Samples.Overloaded = n
+		case strings.HasPrefix(field, "b"):
+			if b, err := strconv.Atoi(field[1:]); err == nil {
+				w.Samples.Latency[b] = n
+			}
+		}
+	}
+	return w, p.err
+}
+
+// SetRate implements queue.Store.
+func (s *Store) SetRate(ctx context.Context, name string, id int64, rate float64, why string) (float64, bool, error) {
+	k := keysFor(s.prefix, name)
+	r, err := setRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.rates}, id, rate, why).Slice()
+	if err != nil {
+		return 0, false, unavailable(err)
+	}
+	p := reply{r: r}
+	return p.float(1), p.int(0) == 1, p.err
+}
+
+// RateChanges implements queue.Store.
+func (s *Store) RateChanges(ctx context.Context, name string) ([]queue.RateChange, error) {
+	raw, err := s.rdb.LRange(ctx, keysFor(s.prefix, name).rates, 0, -1).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make([]queue.RateChange, 0, len(raw))
+	for i := len(raw) - 1; i >= 0; i-- { // newest first in Redis
+		f := strings.SplitN(raw[i], " ", 3)
+		if len(f) != 3 {
+			continue
+		}
+		ms, err1 := strconv.ParseInt(f[0], 10, 64)
+		rate, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, queue.RateChange{At: time.UnixMilli(ms).UTC(), Rate: rate, Why: f[2]})
+	}
+	return out, nil
+}
+
+// OpenDue implements queue.Store.
+func (s *Store) OpenDue(ctx context.Context, name, owner string, lease time.Duration) (queue.Opening, error) {
+	k := keysFor(s.prefix, name)
+	r, err := openDueScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.pre, k.seq}, owner, lease.Milliseconds()).Slice()
+	if err != nil {
+		return queue.Opening{}, unavailable(err)
+	}
+	p := reply{r: r}
+	var o queue.Opening
+	switch p.int(0) {
+	case -1:
+		return o, queue.ErrQueueNotFound
+	case 1:
+		o.In = time.Duration(p.int(1)) * time.Millisecond
+	case 2:
+		o.Due = true
+		o.Pending = make([]string, 0, len(r)-1)
+		for i := 1; i < len(r); i++ {
+			o.Pending = append(o.Pending, p.str(i))
+		}
+	case 3:
+		o.Busy = true
+	}
+	return o, p.err
+}
+
+// placeChunk bounds the users one place.lua call puts in line.
+const placeChunk = 1000
+
+// Place implements queue.Store.
+func (s *Store) Place(ctx context.Context, name, owner string, users []string, lease time.Duration) (bool, error) {
+	k := keysFor(s.prefix, name)
+	for {
+		chunk := users[:min(len(users), placeChunk)]
+		users = users[len(chunk):]
+		args := []any{owner, lease.Milliseconds()}
+		for _, u := range chunk {
+			args = append(args, u)
+		}
+		n, err := placeScript.Run(ctx, s.rdb, []string{k.adm, k.pre, k.line, k.left}, args...).Int64()
+		switch {
+		case err != nil:
+			return false, unavailable(err)
+		case n < 0:
+			return false, queue.ErrNotOwner
+		case n == 1 || len(users) == 0:
+			return n == 1, nil
+		}
+	}
 }
 
 // BeginUse implements queue.Store.
@@ -286,7 +415,7 @@ func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, con
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	k := keysFor(s.prefix, name)
-	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp, k.seq}).Slice()
+	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp, k.seq, k.pre}).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}
@@ -295,15 +424,17 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		return queue.Stats{}, queue.ErrQueueNotFound
 	}
 	st := queue.Stats{
-		Length:        p.int(0),
-		AdmittedTotal: p.int(1),
-		ConsumedTotal: p.int(2),
-		ActiveTokens:  p.int(3),
-		EnteredTotal:  p.int(6),
-		LeftTotal:     p.int(7),
-		ExpiredTotal:  p.int(8),
-		ReturnedTotal: p.int(9),
-		InlineTotal:   p.int(10),
+		Length:         p.int(0),
+		AdmittedTotal:  p.int(1),
+		ConsumedTotal:  p.int(2),
+		ActiveTokens:   p.int(3),
+		EnteredTotal:   p.int(6),
+		LeftTotal:      p.int(7),
+		ExpiredTotal:   p.int(8),
+		ReturnedTotal:  p.int(9),
+		InlineTotal:    p.int(10),
+		AbandonedTotal: p.int(11),
+		PreQueued:      p.int(12),
 	}
 	// A window that has not closed for two of its lengths means admission
 	// stopped (no instance running): the last figure would be stale.
@@ -313,8 +444,18 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	if p.err != nil {
 		return queue.Stats{}, p.err
 	}
-	st.Config, err = s.Config(ctx, name)
-	return st, err
+	eff, why := p.str(13), p.str(14)
+	if p.err != nil {
+		return queue.Stats{}, p.err
+	}
+	if st.Config, err = s.Config(ctx, name); err != nil {
+		return queue.Stats{}, err
+	}
+	st.EffectiveRate = st.Config.RatePerSecond
+	if r, err := strconv.ParseFloat(eff, 64); err == nil && st.Config.Adaptive {
+		st.EffectiveRate, st.EffectiveWhy = max(st.Config.MinRate, min(r, st.Config.MaxRate)), why
+	}
+	return st, nil
 }
 
 // Ping implements queue.Store.
@@ -347,20 +488,75 @@ func (p *reply) str(i int) string {
 	return ""
 }
 
-// config reads the rate, batch and paused fields that status, enter and
-// snapshot replies carry from index i on (the line's epoch follows them).
-func (p *reply) config(i int) queue.Config {
-	var c queue.Config
-	rate, err := strconv.ParseFloat(p.str(i), 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("queue config rate: %w", err)
+// paceFields is how many fields pace.lua's block has.
+const paceFields = 17
+
+// epoch reads the line's epoch, the last field of pace.lua's block from
+// index i on (0: a config written before epochs).
+func (p *reply) epoch(i int) int64 {
+	v := p.opt(i + paceFields - 1)
+	if v == "" {
+		return 0
 	}
-	batch, err := strconv.Atoi(p.str(i + 1))
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("queue config batch: %w", err)
+		p.err = fmt.Errorf("the line's epoch: %w", err)
 	}
-	c.RatePerSecond, c.BatchSize, c.Paused = rate, batch, p.str(i+2) == "1"
-	return c
+	return n
+}
+
+// pace reads pace.lua's block from index i on into the line's Pace.
+func (p *reply) pace(i int) queue.Pace {
+	f := func(j int) string { return p.opt(i + j) }
+	num := func(j int) float64 {
+		v, err := strconv.ParseFloat(f(j), 64)
+		if err != nil && f(j) != "" && p.err == nil {
+			p.err = fmt.Errorf("pace field %d: %w", j, err)
+		}
+		return v
+	}
+	ms := func(j int) time.Time {
+		if v := num(j); v > 0 {
+			return time.UnixMilli(int64(v)).UTC()
+		}
+		return time.Time{}
+	}
+	c := queue.Config{RatePerSecond: num(0), BatchSize: int(num(1)), Paused: f(2) == "1",
+		Interval: time.Duration(num(3)) * time.Millisecond, Adaptive: f(4) == "1", MinRate: num(5), MaxRate: num(6),
+		OpensAt: ms(7)}
+	state := f(13)
+	return queue.LinePace(queue.PaceState{
+		Config: c, EffectiveRate: num(8), PaceRate: num(9), PaceBusy: num(10), Moved: ms(11), Reach: int64(num(12)),
+		Pending: !c.OpensAt.IsZero() && state == "", Placing: state == "placing",
+		Now: ms(14), Length: int64(num(15)),
+	})
+}
+
+// opt reads a field that may be nil (a hash field not set) as "", and a
+// number as its decimal text.
+func (p *reply) opt(i int) string {
+	if i >= len(p.r) {
+		p.fail(i)
+		return ""
+	}
+	switch v := p.r[i].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	p.fail(i)
+	return ""
+}
+
+func (p *reply) float(i int) float64 {
+	v, err := strconv.ParseFloat(p.str(i), 64)
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("unexpected script reply at %d: %v", i, p.r)
+	}
+	return v
 }
 
 func (p *reply) fail(i int) {

@@ -114,6 +114,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"QuietLineLetsStraightIn", testAdmitNowQuiet},
 		{"AdmitNowSpendsTheNextTicksBudget", testAdmitNowBudget},
 	}
+	tests = append(tests, followingTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -217,16 +218,16 @@ func testReEntry(t *testing.T, s queue.Store, clock Clock) {
 	for range 3 {
 		e := mustEnter(t, s, q, "b")
 		want := queue.Entry{State: queue.Waiting, Position: 2, Length: 3, Ticket: 2}
-		if diff := cmp.Diff(want, e, ignoreConfigAndEpoch); diff != "" {
+		if diff := cmp.Diff(want, e, ignorePaceAndEpoch); diff != "" {
 			t.Fatalf("re-entry (-want +got):\n%s", diff)
 		}
 	}
 }
 
-// ignoreConfigAndEpoch leaves out what other tests check (ConfigRoundTrip,
-// EpochNamesTheLine).
-var ignoreConfigAndEpoch = cmp.FilterPath(func(p cmp.Path) bool {
-	return p.Last().String() == ".Config" || p.Last().String() == ".Epoch"
+// ignorePaceAndEpoch leaves out what other tests check (ConfigRoundTrip,
+// the pace tests, EpochNamesTheLine).
+var ignorePaceAndEpoch = cmp.FilterPath(func(p cmp.Path) bool {
+	return p.Last().String() == ".Pace" || p.Last().String() == ".Epoch"
 }, cmp.Ignore())
 
 func testCapacity(t *testing.T, s queue.Store, clock Clock) {
@@ -398,7 +399,7 @@ func testSnapshotProperty(t *testing.T, s queue.Store, clock Clock) {
 				if err != nil {
 					t.Fatalf("step %d: Snapshot: %v", step, err)
 				}
-				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Config.BatchSize != 10 {
+				if !sn.Complete || sn.Length != int64(len(model)) || sn.Last != last || sn.Pace.Batch != 10 {
 					t.Fatalf("step %d: snapshot %+v, want length %d, last %d", step, sn, len(model), last)
 				}
 				for u, ticket := range tickets {
@@ -809,7 +810,7 @@ func testStats(t *testing.T, s queue.Store, clock Clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig()}
+	want := queue.Stats{Length: 5, EnteredTotal: 15, AdmittedTotal: 10, ActiveTokens: 10, Config: fastConfig(), EffectiveRate: fastConfig().RatePerSecond}
 	if diff := cmp.Diff(want, st, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".MeasuredRate" }, cmp.Ignore())); diff != "" {
 		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
@@ -817,7 +818,10 @@ func testStats(t *testing.T, s queue.Store, clock Clock) {
 
 func testConfigRoundTrip(t *testing.T, s queue.Store, clock Clock) {
 	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
-		TokenTTL: 90 * time.Second, Paused: true, RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s"}
+		TokenTTL: 90 * time.Second, MaxActiveTokens: 40, Paused: true, Adaptive: true, MinRate: 3, MaxRate: 28,
+		TargetLatency: 300 * time.Millisecond, AbandonAfter: 45 * time.Second,
+		OpensAt:        time.Date(2031, 12, 24, 11, 0, 0, 0, time.UTC),
+		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s"}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {

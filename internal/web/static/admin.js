@@ -1,9 +1,7 @@
 // The admin page: every queue's line, admission and tokens, live, with
-// pause/resume, the rate and a form with every setting; and the products,
-// with their stock and orders, created and restocked here. The page itself
-// is public; what it shows comes from the admin JSON API (/admin/v1), called
-// with the admin token the operator pastes in. The token stays in this
-// tab's sessionStorage only.
+// pause/resume and the rate. The page itself is public; what it shows comes
+// from the admin JSON API (/admin/v1), called with the admin token the
+// operator pastes in. The token stays in this tab's sessionStorage only.
 (() => {
   'use strict';
 
@@ -16,38 +14,19 @@
 
   // Where the admin API lives: "" for waitroom serve, the prefix in gateway mode.
   const base = document.documentElement.dataset.base || '';
-  // Gateway mode sells nothing itself: no products to show.
-  const sells = document.documentElement.dataset.mode !== 'gateway';
   const TOKEN_KEY = 'waitroom:admin-token';
   const SAMPLE_MS = 2000;          // one sample of every queue per refresh
   const WINDOW_MS = 5 * 60 * 1000; // the chart's span
-  const PRODUCTS_MS = 5000;        // the products list's refresh
-
-  // QUEUE_SETTINGS is every per-queue setting the queue form shows, and the
-  // only place the page lists them: the field of the admin API's queue
-  // config (PUT/PATCH /admin/v1/queues/{queue}, the same name in its
-  // answer), its label and help (message keys; t() shows a text that is no
-  // key as it is, so a table sent by the server may carry plain texts), its
-  // type (number, integer, boolean) and range, as openapi.yaml's
-  // QueueConfig states them. The form is built from this table alone:
-  // replace it with one the server declares and nothing else changes.
-  const QUEUE_SETTINGS = [
-    { name: 'ratePerSecond', label: 'settingRate', help: 'settingRateHelp', type: 'number', min: 0.001, max: 1000000 },
-    { name: 'batchSize', label: 'settingBatch', help: 'settingBatchHelp', type: 'integer', min: 1, max: 10000 },
-    { name: 'intervalMs', label: 'settingInterval', help: 'settingIntervalHelp', type: 'integer', min: 1, max: 60000 },
-    { name: 'capacity', label: 'settingCapacity', help: 'settingCapacityHelp', type: 'integer', min: 1, max: 100000000 },
-    { name: 'tokenTtlSeconds', label: 'settingTokenTtl', help: 'settingTokenTtlHelp', type: 'integer', min: 1, max: 86400 },
-    { name: 'maxActiveTokens', label: 'settingMaxActive', help: 'settingMaxActiveHelp', type: 'integer', min: 0, max: 100000000 },
-    { name: 'paused', label: 'settingPaused', help: 'settingPausedHelp', type: 'boolean' },
-  ];
 
   // The chart's plot area inside its 600×170 viewBox.
   const PLOT = { left: 44, right: 596, top: 10, bottom: 146 };
 
   const cards = new Map(); // queue name → card
-  const rows = new Map();  // product id → row
+  // The server's declaration of the queue settings (GET
+  // /admin/v1/queue-settings): each card's settings form is built from it,
+  // so a setting added on the server appears here by itself.
+  let settings = [];
   let timer = 0;
-  let productsTimer = 0;
   let memoryToken = ''; // when sessionStorage is unavailable (private mode)
 
   function t(key, vars) {
@@ -79,52 +58,11 @@
     return { res, data };
   }
 
-  // answered handles what every admin call may answer: false when the
-  // token is wrong (signed out) or the admin API is off.
-  function answered(r) {
-    if (r.res.status === 401) {
-      signOut('tokenWrong');
-      return false;
-    }
-    if (r.res.status === 403) {
-      signOut('adminDisabled');
-      return false;
-    }
-    return true;
-  }
-
-  function errorText(r) {
-    return r.data.error?.message || String(r.res.status);
-  }
-
-  // send makes a change through the admin API and returns the answer's
-  // data, or null after showing in msg why it failed.
-  async function send(msg, method, path, body) {
-    say(msg, '');
-    let r;
-    try {
-      r = await api(method, path, body);
-    } catch (err) {
-      say(msg, err.message, true);
-      return null;
-    }
-    if (!answered(r)) return null;
-    if (!r.res.ok) {
-      say(msg, errorText(r), true);
-      return null;
-    }
-    return r.data;
-  }
-
   function signOut(reasonKey) {
     clearTimeout(timer);
-    clearTimeout(productsTimer);
     setToken('');
-    if ($('queue-dialog').open) $('queue-dialog').close();
     for (const c of cards.values()) c.el.remove();
     cards.clear();
-    for (const row of rows.values()) row.el.remove();
-    rows.clear();
     $('dash').hidden = true;
     $('sign-out').hidden = true;
     $('login').hidden = false;
@@ -133,29 +71,16 @@
     $('token').focus();
   }
 
-  function signIn() {
+  async function signIn() {
     $('login').hidden = true;
     $('login-error').textContent = '';
     $('dash').hidden = false;
     $('sign-out').hidden = false;
+    try {
+      const r = await api('GET', '/queue-settings');
+      if (r.res.ok) settings = r.data.settings || [];
+    } catch { /* the cards come without their settings form */ }
     refresh();
-    showScreen();
-  }
-
-  // ------------------------------------------------------------ screens
-
-  // showScreen shows the screen the address names (#products, else the
-  // queues), so a reload or a link keeps it.
-  function showScreen() {
-    const products = sells && location.hash === '#products';
-    $('queues-screen').hidden = products;
-    $('products-screen').hidden = !products;
-    for (const [id, on] of [['tab-queues', !products], ['tab-products', products]]) {
-      if (on) $(id).setAttribute('aria-current', 'page');
-      else $(id).removeAttribute('aria-current');
-    }
-    clearTimeout(productsTimer);
-    if (products && !$('dash').hidden) refreshProducts();
   }
 
   // ------------------------------------------------------------ refresh
@@ -168,24 +93,39 @@
     } catch (e) {
       return failed(e.message);
     }
-    if (!answered(r)) return;
-    if (!r.res.ok) return failed(errorText(r));
+    if (r.res.status === 401) return signOut('tokenWrong');
+    if (r.res.status === 403) return signOut('adminDisabled');
+    if (!r.res.ok) return failed(r.data.error?.message || String(r.res.status));
 
     $('dash-error').hidden = true;
     const now = Date.now();
     const list = r.data.queues || [];
-    const newCardSeeded = (name) => {
-      const c = newCard(name);
-      seed(c);
-      return c;
-    };
-    showAll(cards, $('queues'), list, (q) => q.queue, newCardSeeded, (c, q) => {
-      c.samples.push({ t: now, v: q.length });
-      while (c.samples.length && c.samples[0].t < now - WINDOW_MS) c.samples.shift();
+    const wanted = [];
+    for (const q of list) {
+      let c = cards.get(q.queue);
+      if (!c) {
+        c = newCard(q.queue);
+        cards.set(q.queue, c);
+        seed(c);
+      }
+      for (const [series, v] of [[c.samples, q.length], [c.rates, q.effectiveRatePerSecond]]) {
+        series.push({ t: now, v });
+        while (series.length && series[0].t < now - WINDOW_MS) series.shift();
+      }
       render(c, q, now);
-    });
+      wanted.push(c.el);
+    }
+    for (const [name, c] of cards) {
+      if (!list.some((q) => q.queue === name)) {
+        c.el.remove();
+        cards.delete(name);
+      }
+    }
+    // Re-append only when the order changed: moving a card would take the
+    // focus away from someone typing a rate in it.
+    const grid = $('queues');
+    if (wanted.some((el, i) => grid.children[i] !== el)) grid.append(...wanted);
     $('no-queues').hidden = list.length > 0;
-    $('queue-names').replaceChildren(...list.map((q) => new Option('', q.queue)));
     $('updated-text').textContent = t('updatedAt', { time: new Date(now).toLocaleTimeString(lang) });
     timer = setTimeout(refresh, SAMPLE_MS);
   }
@@ -202,82 +142,51 @@
     if (!r.res.ok || !cards.has(c.name)) return;
     const now = Date.now();
     const skew = (Date.parse(r.res.headers.get('Date') || '') - now) || 0; // server clock ahead of ours
-    const first = c.samples.length ? c.samples[0].t : now;
-    const earlier = (r.data.points || [])
-      .map((p) => ({ t: Date.parse(p.at) - skew, v: p.length }))
-      .filter((s) => s.t < first && s.t >= now - WINDOW_MS);
-    if (!earlier.length) return;
-    c.samples.unshift(...earlier);
-    draw(c, now, c.samples[c.samples.length - 1].v);
+    const before = (series, points) => {
+      const first = series.length ? series[0].t : now;
+      return points.filter((s) => s.t < first && s.t >= now - WINDOW_MS);
+    };
+    const lengths = before(c.samples, (r.data.points || []).map((p) => ({ t: Date.parse(p.at) - skew, v: p.length })));
+    // The rate: the instance's samples, and every change (each instance's
+    // decisions, kept in the store) as a point of its own.
+    const rates = before(c.rates, [
+      ...(r.data.points || []).map((p) => ({ t: Date.parse(p.at) - skew, v: p.effectiveRatePerSecond })),
+      ...(r.data.rateChanges || []).map((p) => ({ t: Date.parse(p.at) - skew, v: p.ratePerSecond })),
+    ].sort((a, b) => a.t - b.t));
+    c.samples.unshift(...lengths);
+    c.rates.unshift(...rates);
+    if (c.samples.length) drawLength(c, now);
+    if (c.rates.length) drawRate(c, now);
   }
 
   function failed(msg) {
-    timer = loadFailed('dash-error', t('loadError', { msg }), refresh, SAMPLE_MS);
-  }
-
-  // loadFailed shows why a list could not be loaded, and tries again.
-  function loadFailed(bannerId, text, retry, ms) {
-    const e = $(bannerId);
-    e.textContent = text;
+    const e = $('dash-error');
+    e.textContent = t('loadError', { msg });
     e.hidden = false;
-    return setTimeout(retry, ms);
-  }
-
-  // showAll keeps one element per item of list in box, in list's order:
-  // made by make(key) the first time (and kept in things by key), updated by
-  // update(thing, item) every time, removed once the item is gone.
-  function showAll(things, box, list, keyOf, make, update) {
-    const wanted = list.map((item) => {
-      const key = keyOf(item);
-      let thing = things.get(key);
-      if (!thing) {
-        thing = make(key);
-        things.set(key, thing);
-      }
-      update(thing, item);
-      return thing.el;
-    });
-    const keys = new Set(list.map(keyOf));
-    for (const [key, thing] of things) {
-      if (!keys.has(key)) {
-        thing.el.remove();
-        things.delete(key);
-      }
-    }
-    // Move only what is out of place (a new element goes in before the
-    // ones after it, which stay put): moving an element takes the focus
-    // away from someone typing in it.
-    wanted.forEach((el, i) => {
-      if (box.children[i] !== el) box.insertBefore(el, box.children[i] || null);
-    });
-  }
-
-  // fromTemplate clones a template's element, with a query helper and its
-  // data-field elements by name.
-  function fromTemplate(id) {
-    const el = $(id).content.firstElementChild.cloneNode(true);
-    return {
-      el,
-      q: (sel) => el.querySelector(sel),
-      field: (f) => el.querySelector('[data-field="' + f + '"]'),
-    };
+    timer = setTimeout(refresh, SAMPLE_MS);
   }
 
   // ------------------------------------------------------------ cards
 
   function newCard(name) {
-    const { el, q, field } = fromTemplate('queue-template');
+    const el = $('queue-template').content.firstElementChild.cloneNode(true);
+    const q = (sel) => el.querySelector(sel);
+    const chart = (fig) => ({
+      svg: fig.querySelector('svg'), grid: fig.querySelector('.chart-grid'), line: fig.querySelector('.chart-line'),
+      area: fig.querySelector('.chart-area'), start: fig.querySelector('.chart-x-start'),
+    });
     const c = {
-      name, el, field, samples: [], paused: false, rateDirty: false,
+      name, el, samples: [], rates: [], paused: false, rateDirty: false,
+      field: (f) => el.querySelector('[data-field="' + f + '"]'),
       badge: q('.badge'), pause: q('.pause-button'), rateForm: q('.rate-form'),
-      rateInput: q('.rate-input'), message: q('.qmessage'), svg: q('svg'),
-      grid: q('.chart-grid'), line: q('.chart-line'), area: q('.chart-area'), start: q('.chart-x-start'),
+      rateInput: q('.rate-input'), message: q('.qmessage'),
+      lengthChart: chart(q('.chart:not(.chart-rate)')), rateChart: chart(q('.chart-rate')),
     };
     el.dataset.queue = name;
     q('.qname').textContent = name;
     c.pause.addEventListener('click', () => change(c, { paused: !c.paused }));
-    q('.settings-button').addEventListener('click', () => openQueueForm(c));
     c.rateInput.addEventListener('input', () => { c.rateDirty = true; });
+    buildSettingsForm(c);
     c.rateForm.addEventListener('submit', (e) => {
       e.preventDefault();
       const v = Number(c.rateInput.value);
@@ -292,25 +201,35 @@
 
   // change PATCHes the queue and shows the answer at once.
   async function change(c, patch) {
-    const q = await send(c.message, 'PATCH', '/queues/' + encodeURIComponent(c.name), patch);
-    if (!q) return false;
+    note(c, '');
+    let r;
+    try {
+      r = await api('PATCH', '/queues/' + encodeURIComponent(c.name), patch);
+    } catch (e) {
+      note(c, e.message, true);
+      return false;
+    }
+    if (r.res.status === 401) {
+      signOut('tokenWrong');
+      return false;
+    }
+    if (!r.res.ok) {
+      note(c, r.data.error?.message || String(r.res.status), true);
+      return false;
+    }
     c.rateDirty = false;
-    render(c, q, Date.now());
+    c.settingsDirty = false;
+    render(c, r.data, Date.now());
     note(c, t('saved'));
     return true;
   }
 
   function note(c, text, isError) {
-    say(c.message, text, isError);
-  }
-
-  function say(el, text, isError) {
-    el.textContent = text;
-    el.classList.toggle('is-error', !!isError);
+    c.message.textContent = text;
+    c.message.classList.toggle('is-error', !!isError);
   }
 
   function render(c, q, now) {
-    c.stats = q;
     c.paused = q.paused;
     c.badge.textContent = q.paused ? t('badgePaused') : t('badgeRunning');
     c.badge.classList.toggle('is-paused', q.paused);
@@ -323,13 +242,132 @@
       ? t('activeOfCap', { n: numbers.format(q.activeTokens), cap: numbers.format(q.maxActiveTokens) })
       : numbers.format(q.activeTokens);
     c.field('orders').textContent = numbers.format(q.consumedTotal);
-    c.field('configured').textContent = t('rateConfigured', { n: rates.format(q.ratePerSecond) });
+    c.field('configured').textContent = q.adaptive
+      ? t('rateAdaptive', { n: rates.format(q.effectiveRatePerSecond), target: numbers.format(q.targetLatencyMs) })
+      : t('rateConfigured', { n: rates.format(q.ratePerSecond) });
     c.field('measured-rate').textContent = t('rateMeasured', { n: rates.format(q.measuredRatePerSecond) });
     c.field('admitted').textContent = t('admittedTotal', { n: numbers.format(q.admittedTotal) });
-    c.field('derivation').textContent = q.rateDerivation || '';
+    c.field('abandoned').textContent = q.abandonAfterSeconds > 0 || q.abandonedTotal > 0
+      ? t('abandonedTotal', { n: numbers.format(q.abandonedTotal) }) : '';
+    c.field('derivation').textContent = (q.adaptive ? q.effectiveRateReason : q.rateDerivation) || '';
+    const opening = c.field('opening');
+    opening.hidden = !q.opensAt || q.preQueueLength === 0 && Date.parse(q.opensAt) < now;
+    opening.textContent = q.opensAt ? t('opensAtNote', {
+      time: new Date(q.opensAt).toLocaleString(lang), n: numbers.format(q.preQueueLength),
+    }) : '';
 
     if (!c.rateDirty && document.activeElement !== c.rateInput) c.rateInput.value = String(q.ratePerSecond);
-    draw(c, now, q.length);
+    fillSettingsForm(c, q);
+    drawLength(c, now);
+    drawRate(c, now);
+  }
+
+  // ------------------------------------------------------------ settings form
+
+  const cap = (name) => name.charAt(0).toUpperCase() + name.slice(1);
+
+  // buildSettingsForm makes one field per setting an admin may change.
+  function buildSettingsForm(c) {
+    const form = c.el.querySelector('.settings-form');
+    const box = form.querySelector('.settings-fields');
+    c.settingsForm = form;
+    c.settingsDirty = false;
+    c.current = {};
+    for (const s of settings) {
+      if (s.readOnly) continue;
+      const id = 'set-' + c.name.replace(/[^A-Za-z0-9_-]/g, '_') + '-' + s.name;
+      const wrap = document.createElement('div');
+      wrap.className = 'field setting' + (s.kind === 'boolean' ? ' setting-check' : '');
+      wrap.dataset.setting = s.name;
+      const label = document.createElement('label');
+      label.htmlFor = id;
+      label.textContent = M['setting' + cap(s.name)] ?? s.name;
+      const input = document.createElement('input');
+      input.id = id;
+      input.name = s.name;
+      if (s.kind === 'boolean') {
+        input.type = 'checkbox';
+      } else if (s.kind === 'date-time') {
+        input.type = 'datetime-local';
+        input.step = '1';
+      } else {
+        input.type = 'number';
+        input.inputMode = s.kind === 'number' ? 'decimal' : 'numeric';
+        input.step = s.kind === 'number' ? 'any' : '1';
+        if (s.maximum !== undefined) input.max = String(s.maximum);
+        if (s.minimum !== undefined && !s.exclusiveMinimum) input.min = String(s.zeroIsOff ? 0 : s.minimum);
+      }
+      const help = document.createElement('p');
+      help.className = 'setting-help';
+      help.id = id + '-help';
+      help.textContent = M['settingHelp' + cap(s.name)] ?? s.help;
+      input.setAttribute('aria-describedby', help.id);
+      input.addEventListener('input', () => { c.settingsDirty = true; });
+      if (s.kind === 'boolean') wrap.append(input, label, help);
+      else wrap.append(label, input, help);
+      box.append(wrap);
+    }
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      saveSettings(c);
+    });
+  }
+
+  // localInput and fromLocalInput convert between an RFC 3339 time and the
+  // browser's datetime-local value, which is in the viewer's time zone.
+  function localInput(iso) {
+    if (!iso) return '';
+    const d = new Date(iso);
+    const pad = (n) => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+  function fromLocalInput(v) {
+    if (!v) return '';
+    const d = new Date(v);
+    return Number.isNaN(d.getTime()) ? null : d.toISOString();
+  }
+
+  // fillSettingsForm shows the queue's settings, unless someone is editing.
+  function fillSettingsForm(c, q) {
+    if (!c.settingsForm) return;
+    for (const s of settings) c.current[s.name] = q[s.name];
+    if (c.settingsDirty || c.settingsForm.contains(document.activeElement)) return;
+    for (const s of settings) {
+      const input = c.settingsForm.elements.namedItem(s.name);
+      if (!input) continue;
+      if (s.kind === 'boolean') input.checked = !!q[s.name];
+      else if (s.kind === 'date-time') input.value = localInput(q[s.name]);
+      else input.value = q[s.name] === undefined || q[s.name] === null ? '' : String(q[s.name]);
+    }
+  }
+
+  // saveSettings PATCHes the fields that differ from the queue's values.
+  async function saveSettings(c) {
+    const patch = {};
+    for (const s of settings) {
+      const input = c.settingsForm.elements.namedItem(s.name);
+      if (!input) continue;
+      let v;
+      if (s.kind === 'boolean') v = input.checked;
+      else if (s.kind === 'date-time') v = fromLocalInput(input.value);
+      else v = input.value.trim() === '' ? null : Number(input.value);
+      if (v === null || (typeof v === 'number' && !Number.isFinite(v))) {
+        note(c, t('settingInvalid', { name: M['setting' + cap(s.name)] ?? s.name }), true);
+        input.focus();
+        return;
+      }
+      const was = s.kind === 'date-time' ? (c.current[s.name] ? new Date(c.current[s.name]).toISOString() : '') : c.current[s.name];
+      if (v !== was) patch[s.name] = v;
+    }
+    if (!Object.keys(patch).length) {
+      note(c, t('settingsUnchanged'));
+      return;
+    }
+    // A rate set in this form is a start for the adaptive rate, not an
+    // override, when the adaptive box stays ticked.
+    if ('ratePerSecond' in patch && c.settingsForm.elements.namedItem('adaptive')?.checked) patch.adaptive = true;
+    if (await change(c, patch)) c.settingsDirty = false;
   }
 
   // ------------------------------------------------------------ chart
@@ -341,19 +379,29 @@
     return 10 * pow;
   }
 
+  function drawLength(c, now) {
+    const current = c.samples[c.samples.length - 1].v;
+    draw(c.lengthChart, c.samples, now, (m) => t('chartAria', { m, n: numbers.format(current) }), numbers);
+  }
+
+  function drawRate(c, now) {
+    const current = c.rates[c.rates.length - 1].v;
+    draw(c.rateChart, c.rates, now, (m) => t('rateChartAria', { m, n: rates.format(current) }), rates);
+  }
+
   // draw plots the samples of the last minutes: the span grows a minute at
   // a time from the page's first sample up to WINDOW_MS, so a fresh page
   // shows a useful chart at once rather than a sliver at the right edge.
-  function draw(c, now, current) {
-    const minutes = Math.min(WINDOW_MS / 60000, Math.max(1, Math.ceil((now - c.samples[0].t) / 60000)));
+  function draw(ch, samples, now, aria, format) {
+    const minutes = Math.min(WINDOW_MS / 60000, Math.max(1, Math.ceil((now - samples[0].t) / 60000)));
     const span = minutes * 60000;
-    const max = niceMax(Math.max(...c.samples.map((s) => s.v), 0));
+    const max = niceMax(Math.max(...samples.map((s) => s.v), 0));
     const w = PLOT.right - PLOT.left;
     const h = PLOT.bottom - PLOT.top;
     const x = (ts) => PLOT.left + Math.max(0, (ts - (now - span)) / span) * w;
     const y = (v) => PLOT.bottom - (v / max) * h;
 
-    c.grid.replaceChildren();
+    ch.grid.replaceChildren();
     for (const v of [0, max / 2, max]) {
       const line = document.createElementNS(SVG, 'line');
       line.setAttribute('x1', PLOT.left);
@@ -364,218 +412,21 @@
       label.setAttribute('x', PLOT.left - 8);
       label.setAttribute('y', y(v) + 4);
       label.setAttribute('text-anchor', 'end');
-      label.textContent = numbers.format(v);
-      c.grid.append(line, label);
+      label.textContent = format.format(v);
+      ch.grid.append(line, label);
     }
 
-    const pts = c.samples.map((s) => x(s.t).toFixed(1) + ' ' + y(s.v).toFixed(1));
+    const pts = samples.map((s) => x(s.t).toFixed(1) + ' ' + y(s.v).toFixed(1));
     if (pts.length === 1) pts.push(pts[0]); // one sample: a dot
     const d = 'M' + pts.join(' L');
-    c.line.setAttribute('d', d);
-    const left = x(c.samples[0].t).toFixed(1);
-    c.area.setAttribute('d', d + ' L' + x(now).toFixed(1) + ' ' + PLOT.bottom + ' L' + left + ' ' + PLOT.bottom + ' Z');
-    c.start.textContent = t('chartAgo', { n: minutes });
-    c.svg.setAttribute('aria-label', t('chartAria', { m: minutes, n: numbers.format(current) }));
-  }
-
-  // ------------------------------------------------------------ queue form
-
-  // The form's fields, built once from QUEUE_SETTINGS: setting → input.
-  const settingInputs = new Map();
-
-  function buildQueueForm() {
-    const box = $('queue-settings');
-    for (const s of QUEUE_SETTINGS) {
-      const id = 'setting-' + s.name;
-      const input = document.createElement('input');
-      input.id = id;
-      input.name = s.name;
-      if (s.type === 'boolean') {
-        input.type = 'checkbox';
-      } else {
-        input.type = 'number';
-        input.inputMode = s.type === 'integer' ? 'numeric' : 'decimal';
-        input.step = s.type === 'integer' ? '1' : 'any';
-        if (s.min !== undefined) input.min = String(s.min);
-        if (s.max !== undefined) input.max = String(s.max);
-      }
-      const label = document.createElement('label');
-      label.htmlFor = id;
-      label.textContent = t(s.label);
-      const help = document.createElement('p');
-      help.className = 'field-info';
-      help.id = id + '-help';
-      help.textContent = t(s.help);
-      input.setAttribute('aria-describedby', help.id);
-      const field = document.createElement('div');
-      field.className = s.type === 'boolean' ? 'field field-check' : 'field';
-      field.dataset.setting = s.name;
-      if (s.type === 'boolean') field.append(input, label, help);
-      else field.append(label, input, help);
-      box.append(field);
-      settingInputs.set(s.name, input);
-    }
-  }
-
-  function readSetting(s) {
-    const input = settingInputs.get(s.name);
-    if (s.type === 'boolean') return input.checked;
-    return input.value === '' ? undefined : Number(input.value);
-  }
-
-  // editing is the card whose settings the form shows (null: a new queue);
-  // openedWith is what the form showed when it opened, so that Save sends
-  // only what the operator changed and leaves alone what others change
-  // meanwhile (a pause from another tab, say).
-  let editing = null;
-  let openedWith = {};
-
-  function openQueueForm(c) {
-    editing = c || null;
-    const form = $('queue-form');
-    form.reset();
-    say($('queue-message'), '');
-    $('queue-name-field').hidden = !!c;
-    $('queue-name').disabled = !!c; // not sent, and not validated, when editing
-    $('queue-dialog-heading').textContent = c ? t('queueDialogEdit', { name: c.name }) : t('queueDialogNew');
-    openedWith = {};
-    for (const s of QUEUE_SETTINGS) {
-      const input = settingInputs.get(s.name);
-      const v = c ? c.stats[s.name] : undefined;
-      if (s.type === 'boolean') input.checked = !!v;
-      else {
-        input.value = v === undefined ? '' : String(v);
-        input.placeholder = c ? '' : t('settingDefault');
-      }
-      openedWith[s.name] = readSetting(s);
-    }
-    $('queue-dialog').showModal();
-  }
-
-  async function saveQueueForm(e) {
-    e.preventDefault();
-    const msg = $('queue-message');
-    const body = {};
-    for (const s of QUEUE_SETTINGS) {
-      const v = readSetting(s);
-      if (v !== undefined && (!editing || v !== openedWith[s.name])) body[s.name] = v;
-    }
-    let name, method;
-    if (editing) {
-      name = editing.name;
-      method = 'PATCH';
-      if (Object.keys(body).length === 0) {
-        $('queue-dialog').close();
-        return;
-      }
-    } else {
-      name = $('queue-name').value.trim();
-      method = 'PUT';
-      // PUT replaces a queue's whole config: never by accident from here.
-      if (cards.has(name)) {
-        say(msg, t('queueExists', { name }), true);
-        return;
-      }
-    }
-    const q = await send(msg, method, '/queues/' + encodeURIComponent(name), body);
-    if (!q) return;
-    $('queue-dialog').close();
-    if (editing) {
-      render(editing, q, Date.now());
-      note(editing, t('saved'));
-    } else {
-      refresh();
-    }
-  }
-
-  // ------------------------------------------------------------ products
-
-  async function refreshProducts() {
-    clearTimeout(productsTimer);
-    const list = [];
-    let after = '';
-    try {
-      // Every page: a shop's products fit in a few.
-      for (let page = 0; page < 50; page++) {
-        const r = await api('GET', '/products?limit=1000' + (after ? '&after=' + encodeURIComponent(after) : ''));
-        if (!answered(r)) return;
-        if (!r.res.ok) return productsFailed(errorText(r));
-        list.push(...(r.data.products || []));
-        after = r.data.next;
-        if (!after) break;
-      }
-    } catch (err) {
-      return productsFailed(err.message);
-    }
-    if ($('products-screen').hidden || $('dash').hidden) return;
-    $('products-error').hidden = true;
-    showAll(rows, $('product-rows'), list, (p) => p.id, newRow, renderRow);
-    $('no-products').hidden = list.length > 0;
-    $('products-updated').textContent = t('updatedAt', { time: new Date().toLocaleTimeString(lang) });
-    productsTimer = setTimeout(refreshProducts, PRODUCTS_MS);
-  }
-
-  function productsFailed(msg) {
-    productsTimer = loadFailed('products-error', t('productsLoadError', { msg }), refreshProducts, PRODUCTS_MS);
-  }
-
-  function newRow(id) {
-    const { el, q, field } = fromTemplate('product-row-template');
-    const row = { id, el, field, input: q('.restock-input'), message: q('.restock-message') };
-    el.dataset.product = id;
-    q('.pid').textContent = id;
-    q('.restock-label').textContent = t('restockLabel', { id });
-    q('.restock-form').addEventListener('submit', (e) => {
-      e.preventDefault();
-      restock(row, Number(row.input.value));
-    });
-    return row;
-  }
-
-  function renderRow(row, p) {
-    row.field('name').textContent = p.name;
-    row.field('queue').textContent = p.queue;
-    row.field('stock').textContent = numbers.format(p.stock);
-    row.field('orders').textContent = numbers.format(p.orders);
-  }
-
-  async function restock(row, n) {
-    const p = await send(row.message, 'POST', '/products/' + encodeURIComponent(row.id) + '/restock', { quantity: n });
-    if (!p) return;
-    row.input.value = '';
-    row.field('stock').textContent = numbers.format(p.stock);
-    say(row.message, t('restocked', { n: numbers.format(n), stock: numbers.format(p.stock) }));
-  }
-
-  async function createProduct(e) {
-    e.preventDefault();
-    const msg = $('product-message');
-    const id = $('new-product-id').value.trim();
-    // PUT replaces a product's stock: a sale's orders would be overwritten.
-    if (rows.has(id)) {
-      say(msg, t('productExists', { id }), true);
-      return;
-    }
-    const body = {
-      name: $('new-product-name').value.trim(),
-      stock: Number($('new-product-stock').value),
-      queue: $('new-product-queue').value.trim(),
-    };
-    if (!await send(msg, 'PUT', '/products/' + encodeURIComponent(id), body)) return;
-    $('product-form').reset();
-    say(msg, t('productCreated', { id }));
-    refreshProducts();
+    ch.line.setAttribute('d', d);
+    const left = x(samples[0].t).toFixed(1);
+    ch.area.setAttribute('d', d + ' L' + x(now).toFixed(1) + ' ' + PLOT.bottom + ' L' + left + ' ' + PLOT.bottom + ' Z');
+    ch.start.textContent = t('chartAgo', { n: minutes });
+    ch.svg.setAttribute('aria-label', aria(minutes));
   }
 
   // ------------------------------------------------------------ start
-
-  buildQueueForm();
-  $('tabs').hidden = !sells;
-  $('new-queue').addEventListener('click', () => openQueueForm(null));
-  $('queue-form').addEventListener('submit', saveQueueForm);
-  $('queue-cancel').addEventListener('click', () => $('queue-dialog').close());
-  $('product-form').addEventListener('submit', createProduct);
-  window.addEventListener('hashchange', showScreen);
 
   $('login-form').addEventListener('submit', (e) => {
     e.preventDefault();

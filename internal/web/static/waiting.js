@@ -57,6 +57,7 @@
   let nearFront = false;  // the last answer was near enough the front for the server to hold our poll
   let held = false;       // a status request the server may hold is in flight
   let ready = null;       // {token, expiresAt (ms, local clock)}
+  let opensAt = 0;        // before the line's opening: when it opens (ms, local clock)
   let ordering = false;
 
   function t(key, vars) {
@@ -115,6 +116,10 @@
   // tick refreshes the countdowns on screen (it sends nothing).
   function tick() {
     const left = Math.max(0, Math.ceil((dueAt - Date.now()) / 1000));
+    if (state === 'opening') {
+      const ms = opensAt - Date.now();
+      $('opens-in').textContent = ms > 0 ? t('opensIn', { t: countdown(ms) }) : t('openingNow');
+    }
     if (state === 'waiting') {
       $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: left })
         : held ? t('watching') : t('checking');
@@ -166,7 +171,7 @@
 
     if (res.ok) {
       switch (body.status) {
-        case 'WAITING': return waiting(body);
+        case 'WAITING': return body.opensAt ? beforeOpening(body, skew) : waiting(body);
         case 'READY': return admitted(body, skew);
         default: return notInLine();
       }
@@ -199,9 +204,10 @@
     const ahead = pos - 1;
     $('ahead').textContent = ahead <= 0 ? t('aheadNone') : ahead === 1 ? t('aheadOne') : t('aheadMany', { n: numbers.format(ahead) });
     $('queue-length').textContent = numbers.format(b.queueLength);
-    $('eta').textContent = b.paused ? t('etaPaused') : eta(b.estimatedWaitSeconds);
+    $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
+    $('stalled-note').hidden = !b.stalled;
 
     // From the first place this tab saw (0%) to the front (100%).
     const pct = first > 0 ? Math.round(((first - pos) / first) * 100) : 0;
@@ -216,6 +222,27 @@
 
     const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
     schedule(after, 'poll', () => lineRequest('GET'));
+  }
+
+  // beforeOpening: in the pre-queue, with no place until the line opens;
+  // the page counts down to the opening (on the server's clock) and asks
+  // again when the server says, which is shortly after it.
+  function beforeOpening(b, skew) {
+    opensAt = Date.parse(b.opensAt) - skew;
+    show('opening');
+    document.title = t('titleOpening');
+    nearFront = false;
+    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
+    schedule(after, 'poll', () => lineRequest('GET'));
+  }
+
+  // countdown says a time left as h:mm:ss or m:ss.
+  function countdown(ms) {
+    const s = Math.ceil(ms / 1000);
+    const h = Math.floor(s / 3600);
+    const mm = String(Math.floor((s % 3600) / 60));
+    const ss = String(s % 60).padStart(2, '0');
+    return h > 0 ? h + ':' + mm.padStart(2, '0') + ':' + ss : mm + ':' + ss;
   }
 
   function progress(pct, text) {

@@ -1,0 +1,245 @@
+package app_test
+
+// Admission that follows the backend, end to end through the HTTP API on
+// both backends: the adaptive rate backing off from slow orders, no-shows
+// skipped, a stalled line said, and a fair opening. Times are real here;
+// every wait is a poll with a deadline several times what the config says.
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/app"
+)
+
+// eventually polls cond every 100 ms until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+	}
+}
+
+// TestAdaptiveRateFollowsSlowOrders: orders take 300 ms against a 100 ms
+// target, so the adaptive rate backs off from 20/s to its floor; each change
+// is in GET (effectiveRatePerSecond, effectiveRateReason), the history's
+// rate changes, the waitroom_admission_rate metric and a log line saying
+// why. A manual rate switches it off.
+func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, func(c *app.Config) { c.OrderWork = 300 * time.Millisecond })
+			sale := shop{in}
+			q, product := sale.newSale(1_000_000, map[string]any{"ratePerSecond": 20, "batchSize": 10, "intervalMs": 100,
+				"adaptive": true, "minRatePerSecond": 4, "maxRatePerSecond": 50, "targetLatencyMs": 100})
+			if r := in.mustStats(q); r.num("effectiveRatePerSecond") != 20 {
+				t.Fatalf("switched on: %s", r.raw)
+			}
+			// A crowd that orders as soon as it is let in, until the rate is at
+			// its floor (bounded by the deadline below).
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for n := 0; ; n++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						u := fmt.Sprintf("slow-%d-%d", i, n)
+						in.do("POST", entriesPath(q), in.as(u), nil)
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							r := in.do("GET", mePath(q)+"?waitSeconds=2", in.as(u), nil)
+							if r.str("status") == "READY" {
+								in.do("POST", "/api/v1/orders", in.as(u), map[string]any{"productId": product, "quantity": 1},
+									"X-Entry-Token", r.str("token"))
+								break
+							}
+						}
+					}
+				}()
+			}
+			defer func() { close(stop); wg.Wait() }()
+			eventually(t, 30*time.Second, "the rate backs off to its floor", func() bool {
+				return in.mustStats(q).num("effectiveRatePerSecond") == 4
+			})
+			st := in.mustStats(q)
+			if !strings.HasPrefix(st.str("effectiveRateReason"), "back off: p90 ") {
+				t.Errorf("reason: %s", st.raw)
+			}
+			h := in.do("GET", "/admin/v1/queues/"+q+"/history", in.adminAuth(), nil)
+			changes, _ := h.body["rateChanges"].([]any)
+			if len(changes) < 2 {
+				t.Errorf("history's rate changes: %s", h.raw)
+			}
+			if m := scrape(t, in); m[`waitroom_admission_rate{queue="`+q+`"}`] != 4 {
+				t.Errorf("waitroom_admission_rate = %v, want 4", m[`waitroom_admission_rate{queue="`+q+`"}`])
+			}
+			logs := in.logs.String()
+			if !strings.Contains(logs, "admission rate changed") || !strings.Contains(logs, "why=\"back off: p90") ||
+				!strings.Contains(logs, "target=100ms") {
+				t.Errorf("no log line saying why the rate changed:\n%.2000s", logs)
+			}
+
+			// A rate set by hand switches the adaptive rate off.
+			r := in.mustPatchQueue(q, map[string]any{"ratePerSecond": 7})
+			if r.body["adaptive"] != false || r.num("effectiveRatePerSecond") != 7 || r.str("rateDerivation") != "set by admin" {
+				t.Errorf("after a manual rate: %s", r.raw)
+			}
+		})
+	}
+}
+
+// TestNoShowsSkipped: of five users in a paused queue, two keep asking for
+// their status and three vanish; after abandonAfterSeconds (15 s, the
+// least) and a resume, the two are admitted and the three skipped: NOT_IN_QUEUE,
+// counted in abandonedTotal and waitroom_abandoned_total, and entering again
+// puts one at the back.
+func TestNoShowsSkipped(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q := saleID("noshow")
+			in.mustPutQueue(q, map[string]any{"abandonAfterSeconds": 15, "paused": true})
+			users := []string{"gone-1", "here-1", "gone-2", "here-2", "gone-3"}
+			for _, u := range users {
+				if r := in.do("POST", entriesPath(q), in.as(u), nil); r.status != 200 {
+					t.Fatalf("enter: %s", r.raw)
+				}
+			}
+			// The present poll every 2 s (as the page does near the front)
+			// through the whole wait; the others never come back.
+			start := time.Now()
+			for time.Since(start) < 17*time.Second {
+				for _, u := range []string{"here-1", "here-2"} {
+					if r := in.do("GET", mePath(q), in.as(u), nil); r.str("status") != "WAITING" {
+						t.Fatalf("%s while paused: %s", u, r.raw)
+					}
+				}
+				time.Sleep(2 * time.Second)
+			}
+			in.mustPatchQueue(q, map[string]any{"paused": false})
+			for _, u := range []string{"here-1", "here-2"} {
+				in.waitReady(q, u)
+			}
+			eventually(t, 10*time.Second, "the three no-shows counted", func() bool {
+				return in.mustStats(q).num("abandonedTotal") == 3
+			})
+			for _, u := range []string{"gone-1", "gone-2", "gone-3"} {
+				checkNotInQueue(t, in.do("GET", mePath(q), in.as(u), nil))
+			}
+			if m := scrape(t, in); m[`waitroom_abandoned_total{queue="`+q+`"}`] != 3 {
+				t.Errorf("waitroom_abandoned_total = %v, want 3", m[`waitroom_abandoned_total{queue="`+q+`"}`])
+			}
+			st := in.mustStats(q)
+			if st.num("admittedTotal") != 2 || st.num("length") != 0 {
+				t.Errorf("stats: %s", st.raw)
+			}
+			in.mustPatchQueue(q, map[string]any{"paused": true})
+			in.do("POST", entriesPath(q), in.as("newcomer"), nil)
+			if r := in.do("POST", entriesPath(q), in.as("gone-1"), nil); r.num("position") != 2 {
+				t.Errorf("a skipped user entering again: %s, want the back (2)", r.raw)
+			}
+		})
+	}
+}
+
+// TestStalledIsSaid: admission runs but the token cap holds everyone back:
+// after a few seconds the waiting are told the line is stalled; once the
+// token goes and the line moves, they are not.
+func TestStalledIsSaid(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q := saleID("stall")
+			in.mustPutQueue(q, map[string]any{"maxActiveTokens": 1})
+			in.do("POST", entriesPath(q), in.as("holder"), nil)
+			in.waitReady(q, "holder")
+			in.do("POST", entriesPath(q), in.as("waiter"), nil)
+			eventually(t, 15*time.Second, "stalled said", func() bool {
+				return in.do("GET", mePath(q), in.as("waiter"), nil).body["stalled"] == true
+			})
+			in.do("DELETE", mePath(q), in.as("holder"), nil) // the token goes: room for one
+			in.waitReady(q, "waiter")
+			in.do("POST", entriesPath(q), in.as("next"), nil)
+			if r := in.do("GET", mePath(q), in.as("next"), nil); r.body["stalled"] != nil {
+				t.Errorf("right after the line moved: %s", r.raw)
+			}
+		})
+	}
+}
+
+// TestFairOpening: 30 users enter before opensAt and are told so, with no
+// place; at opensAt (admission paused) they are placed, every place 1–30
+// taken once; a user entering after is 31st.
+func TestFairOpening(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			q := saleID("opening")
+			opensAt := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
+			in.mustPutQueue(q, map[string]any{"opensAt": opensAt.Format(time.RFC3339Nano), "paused": true})
+			var users []string
+			for i := range 30 {
+				u := fmt.Sprintf("early-%d", i)
+				users = append(users, u)
+				r := in.do("POST", entriesPath(q), in.as(u), nil)
+				at, _ := time.Parse(time.RFC3339Nano, r.str("opensAt"))
+				if r.str("status") != "WAITING" || !at.Equal(opensAt) || r.body["position"] != nil {
+					t.Fatalf("entering before the opening: %s", r.raw)
+				}
+				if p := r.num("pollAfterSeconds"); p < 1 || p > 8 { // at most the time left plus the spread
+					t.Errorf("pollAfterSeconds %v two seconds before the opening", p)
+				}
+			}
+			if st := in.mustStats(q); st.num("preQueueLength") != 30 || st.num("length") != 0 {
+				t.Fatalf("before the opening: %s", st.raw)
+			}
+			eventually(t, 15*time.Second, "the opening placed", func() bool {
+				return in.mustStats(q).num("length") == 30
+			})
+			var places []int
+			for _, u := range users {
+				r := in.do("GET", mePath(q), in.as(u), nil)
+				if r.body["opensAt"] != nil {
+					t.Fatalf("after the opening: %s", r.raw)
+				}
+				places = append(places, int(r.num("position")))
+			}
+			slices.Sort(places)
+			for i, p := range places {
+				if p != i+1 {
+					t.Fatalf("places after the opening %v, want each of 1..30 once", places)
+				}
+			}
+			if r := in.do("POST", entriesPath(q), in.as("later"), nil); r.num("position") != 31 {
+				t.Errorf("entering after the opening: %s", r.raw)
+			}
+			if !strings.Contains(in.logs.String(), "line opened") {
+				t.Error("no log line for the opening")
+			}
+			if r := in.do("GET", mePath(q), in.as("nobody"), nil); r.status != http.StatusOK {
+				t.Errorf("status of a stranger: %d", r.status)
+			}
+		})
+	}
+}

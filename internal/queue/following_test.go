@@ -1,0 +1,436 @@
+package queue_test
+
+// Admission that follows the backend, on the in-process store's injected
+// clock: every time here is the fake clock's, so nothing depends on how
+// busy the machine is.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 12, 24, 11, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func windowOf(calls int, latency time.Duration, failed int, waiting int64, rate float64) queue.RateWindow {
+	var s queue.RateSample
+	for i := range calls {
+		s.Add(latency, i < failed)
+	}
+	return queue.RateWindow{Samples: s, Rate: rate, Waiting: waiting}
+}
+
+// aboveOnce makes w the window right after one held with latency above the
+// target; aboveLongAgo, such a hold two windows before.
+func aboveOnce(w queue.RateWindow) queue.RateWindow {
+	w.ID, w.LastID, w.LastWhy = 8, 7, "hold: p90 300ms above the target 250ms; backing off if it stays"
+	return w
+}
+
+func aboveLongAgo(w queue.RateWindow) queue.RateWindow {
+	w = aboveOnce(w)
+	w.ID = 9
+	return w
+}
+
+// afterBackOff makes w the window right after one whose decision backed off.
+func afterBackOff(w queue.RateWindow) queue.RateWindow {
+	w.ID, w.LastID, w.LastWhy = 8, 7, "back off: p90 1s above the target 250ms"
+	return w
+}
+
+func TestNextRate(t *testing.T) {
+	c := queue.DefaultConfig()
+	c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency = true, 10, 100, 250*time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		w        queue.RateWindow
+		low, top float64 // the next rate lies in [low, top]
+		why      string
+	}{
+		{"too few calls: hold", windowOf(2, 900*time.Millisecond, 0, 50, 60), 60, 60, "hold"},
+		{"failures: back off to 70%", windowOf(50, 100*time.Millisecond, 2, 50, 60), 42, 42, "back off"},
+		{"one failure in a hundred is noise", windowOf(100, 100*time.Millisecond, 1, 50, 60), 60.01, 66, "grow"},
+		{"latency a little above once: hold", windowOf(50, 300*time.Millisecond, 0, 50, 60), 60, 60, "hold"},
+		{"latency far above once: back off at once, at most by half", windowOf(50, 3*time.Second, 0, 50, 60), 30, 30, "back off"},
+		{"latency a little above again: a little lower", aboveOnce(windowOf(50, 275*time.Millisecond, 0, 50, 60)), 52, 57, "back off"},
+		{"latency a little above again: at most 30% down", aboveOnce(windowOf(50, 340*time.Millisecond, 0, 50, 60)), 42, 43, "back off"},
+		{"above again after an old hold: hold", aboveLongAgo(windowOf(50, 300*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
+		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold"},
+		{"right after a back-off: hold", afterBackOff(windowOf(50, 900*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
+		{"right after a back-off, failures: back off", afterBackOff(windowOf(50, 100*time.Millisecond, 5, 50, 60)), 42, 42, "back off"},
+		{"far below the target: 10% up", windowOf(50, 10*time.Millisecond, 0, 50, 60), 66, 66, "grow"},
+		{"just under the target: barely up", windowOf(50, 240*time.Millisecond, 0, 50, 60), 60, 61.5, "grow"},
+		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow"},
+		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off"},
+		{"never below the floor by latency", aboveOnce(windowOf(50, 5*time.Second, 0, 50, 11)), 10, 10, "back off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := queue.NextRate(c, tc.w)
+			if d.Rate < tc.low || d.Rate > tc.top || len(d.Why) < len(tc.why) || d.Why[:len(tc.why)] != tc.why {
+				t.Fatalf("NextRate = %v (%q), want %v..%v (%s…)", d.Rate, d.Why, tc.low, tc.top, tc.why)
+			}
+		})
+	}
+}
+
+func TestLatencyPercentile(t *testing.T) {
+	var s queue.RateSample
+	for i := 1; i <= 100; i++ {
+		s.Add(time.Duration(i)*10*time.Millisecond, false) // 10 ms … 1 s
+	}
+	p90 := s.Percentile(0.9)
+	if p90 < 900*time.Millisecond || p90 > 945*time.Millisecond {
+		t.Fatalf("p90 of 10..1000 ms = %v, want 900 ms within the 5%% bucket", p90)
+	}
+	if (queue.RateSample{}).Percentile(0.9) != 0 {
+		t.Fatal("an empty sample has a percentile")
+	}
+}
+
+// TestPaceMeasured: admission at 50/s measures 50/s; with 30% no-shows the
+// front moves at ~71/s, which the estimate then uses; a pause stops the
+// clock rather than read as slowness.
+func TestPaceMeasured(t *testing.T) {
+	clock := newFakeClock()
+	store := memstore.New(clock.Now)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 50, 10, 100*time.Millisecond
+	if err := store.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	const users = 20_000
+	for i := range users {
+		if _, err := store.Enter(ctx, "q", fmt.Sprintf("u%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pace := func() queue.Pace {
+		e, err := store.Status(ctx, "q", fmt.Sprintf("u%d", users-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Pace
+	}
+	// ticks runs admission for d on the fake clock; every 5 s the present
+	// (70% of users: i%10 ≥ 3) ask for their status.
+	ticks := func(d time.Duration) {
+		for elapsed := time.Duration(0); elapsed < d; elapsed += c.Interval {
+			if elapsed%(5*time.Second) == 0 {
+				var present []string
+				for i := range users {
+					if i%10 >= 3 {
+						present = append(present, fmt.Sprintf("u%d", i))
+					}
+				}
+				store.Seen(ctx, "q", present)
+			}
+			if a, err := store.Admit(ctx, "q", queue.NewTokens(c.BatchSize)); err != nil || !a.Ticked {
+				t.Fatalf("tick: %+v, %v", a, err)
+			}
+			clock.Add(c.Interval)
+		}
+	}
+	ticks(500 * time.Millisecond)
+	if p := pace(); p.Measured != 0 {
+		t.Fatalf("after half a second the pace is known: %v", p.Measured)
+	}
+	ticks(30 * time.Second)
+	if p := pace(); p.Measured < 0.97*50 || p.Measured > 1.03*50 || p.EstimateRate() != 50 {
+		t.Fatalf("measured %v/s (estimate from %v), want about the configured 50", p.Measured, p.EstimateRate())
+	}
+
+	c.AbandonAfter = 15 * time.Second
+	store.PutConfig(ctx, "q", c)
+	ticks(3 * time.Minute) // long enough for the minute before the no-shows to fade
+	p := pace()
+	if p.Measured < 0.96*50/0.7 || p.Measured > 1.03*50/0.7 {
+		t.Fatalf("measured %v/s, want about %v (50/s admitted, 30%% skipped)", p.Measured, 50/0.7)
+	}
+	if r := p.EstimateRate(); r != p.Measured {
+		t.Fatalf("estimate uses %v, the measured %v differs from the configured 50 by more than a tenth", r, p.Measured)
+	}
+	c.Paused = true
+	store.PutConfig(ctx, "q", c)
+	ticks(time.Minute)
+	if after := pace(); math.Abs(after.Measured-p.Measured) > 0.01*p.Measured {
+		t.Fatalf("a minute paused moved the pace from %v to %v", p.Measured, after.Measured)
+	}
+}
+
+// TestStalledOnTheFakeClock: the front standing still for StallAfter while
+// people wait and admission runs is stalled; a paused line is not.
+func TestStalledOnTheFakeClock(t *testing.T) {
+	clock := newFakeClock()
+	store := memstore.New(clock.Now)
+	svc := queue.NewService(store, 0)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.MaxActiveTokens = 1 // one token held, nobody more gets in
+	if err := svc.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"a", "b", "c"} {
+		svc.Enter(ctx, "q", u)
+	}
+	if _, err := store.Admit(ctx, "q", queue.NewTokens(10)); err != nil {
+		t.Fatal(err)
+	}
+	after := queue.StallAfter(c, c.RatePerSecond)
+	for elapsed := time.Duration(0); elapsed <= after+time.Second; elapsed += c.Interval {
+		clock.Add(c.Interval)
+		store.Admit(ctx, "q", queue.NewTokens(10)) // the cap lets nobody in
+		v, err := svc.Status(ctx, "q", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := elapsed+c.Interval > after; v.Stalled != want {
+			t.Fatalf("%v after the last admission: stalled %v, want %v", elapsed+c.Interval, v.Stalled, want)
+		}
+	}
+	c.Paused = true
+	svc.PutConfig(ctx, "q", c)
+	if v, _ := svc.Status(ctx, "q", "c"); v.Stalled || !v.Paused {
+		t.Fatalf("paused: %+v", v)
+	}
+}
+
+// TestNoShowsOnTheFakeClock: at AbandonAfter exactly a user is still
+// present, a millisecond later gone; status polls within reach mark users
+// (through the Service, batched, then flushed), polls beyond it do not; and
+// only users near the front for AbandonAfter are judged, so a block of
+// no-shows skipped at once does not take those behind it along.
+func TestNoShowsOnTheFakeClock(t *testing.T) {
+	clock := newFakeClock()
+	store := memstore.New(clock.Now)
+	svc := queue.NewService(store, 0)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval, c.AbandonAfter = 1, 1, time.Second, 15*time.Second
+	if err := svc.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if _, err := svc.Enter(ctx, "q", fmt.Sprintf("u%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// u0 in. The tick sets the reach of seen marks, 4 × 15 s × 1/s + 2 = 62,
+	// and a checkpoint: the tickets within it (up to the 62nd in line, u61's
+	// ticket 62) will be judged from 15 s on.
+	store.Admit(ctx, "q", queue.NewTokens(1))
+	e, _ := store.Status(ctx, "q", "u199")
+	if e.Pace.Reach != 62 {
+		t.Fatalf("reach %d, want 62", e.Pace.Reach)
+	}
+	clock.Add(15 * time.Second) // everyone was seen entering, 15 s ago: still present
+	if a, _ := store.Admit(ctx, "q", queue.NewTokens(1)); !slices.Equal(a.Admitted, []string{"u1"}) || a.Skipped != 0 {
+		t.Fatalf("at exactly abandonAfter: %+v, want u1 admitted", a)
+	}
+	clock.Add(time.Millisecond)
+	// u2 polls through the service (within reach: marked); u199 polls too,
+	// but far back its poll leaves no mark.
+	svc.Status(ctx, "q", "u2")
+	svc.Status(ctx, "q", "u199")
+	flush := func() {
+		t.Helper()
+		fctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); svc.RunPresence(fctx, discard()) }()
+		time.Sleep(queue.PresenceFlush + queue.PresenceFlush/2)
+		cancel()
+		<-done
+	}
+	flush()
+	a, _ := store.Admit(ctx, "q", queue.NewTokens(1))
+	if !slices.Equal(a.Admitted, []string{"u2"}) || a.Skipped != 0 {
+		t.Fatalf("u2 marked by its poll: %+v", a)
+	}
+	clock.Add(2 * time.Second)
+	// u3 … u61, silent 17 s and judged, are skipped; u62, as silent but
+	// beyond the reach 17 s ago (too far back to be marked), is not judged
+	// yet: admitted.
+	a, _ = store.Admit(ctx, "q", queue.NewTokens(1))
+	if a.Skipped != 59 || !slices.Equal(a.Admitted, []string{"u62"}) {
+		t.Fatalf("silent users: %+v, want u3…u61 skipped and u62 admitted", a)
+	}
+	if e, _ := store.Status(ctx, "q", "u3"); e.State != queue.NotInQueue {
+		t.Fatalf("a skipped user is %s", e.State)
+	}
+	st, _ := store.Stats(ctx, "q")
+	if st.AbandonedTotal != 59 {
+		t.Fatalf("abandoned %d, want 59", st.AbandonedTotal)
+	}
+	if e, _ := store.Status(ctx, "q", "u199"); e.State != queue.Waiting {
+		t.Fatalf("u199: %s", e.State)
+	}
+}
+
+// TestTwoControllersOneDecisionPerWindow: two instances' controllers fold
+// their calls into the same windows; each window is decided once, the rate
+// moves down under slow calls and up under fast ones, never past its bounds.
+func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
+	clock := newFakeClock()
+	store := memstore.New(clock.Now)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.Adaptive, c.RatePerSecond, c.MinRate, c.MaxRate, c.TargetLatency = true, 60, 20, 100, 250*time.Millisecond
+	if err := store.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		store.Enter(ctx, "q", fmt.Sprintf("u%d", i))
+	}
+	a, b := queue.NewRateController(store, discard()), queue.NewRateController(store, discard())
+	rate := func() float64 {
+		st, _ := store.Stats(ctx, "q")
+		return st.EffectiveRate
+	}
+	run := func(latency time.Duration, windows int) []float64 {
+		var rates []float64
+		for range windows {
+			for range 10 {
+				a.Observe("q", latency, false)
+				b.Observe("q", latency, false)
+			}
+			a.Flush(ctx)
+			b.Flush(ctx)
+			clock.Add(queue.DefaultRateWindow)
+			rates = append(rates, rate())
+		}
+		return rates
+	}
+	slow := run(time.Second, 12)
+	if slow[len(slow)-1] != c.MinRate {
+		t.Fatalf("under 1 s calls the rate went %v, want down to the floor %v", slow, c.MinRate)
+	}
+	fast := run(20*time.Millisecond, 30)
+	if fast[len(fast)-1] != c.MaxRate {
+		t.Fatalf("under 20 ms calls the rate went %v, want up to the ceiling %v", fast, c.MaxRate)
+	}
+	changes, _ := store.RateChanges(ctx, "q")
+	seen := map[string]bool{}
+	for _, ch := range changes {
+		if ch.Rate < c.MinRate || ch.Rate > c.MaxRate {
+			t.Fatalf("a change outside the bounds: %+v", ch)
+		}
+		if seen[ch.At.String()] {
+			t.Fatalf("two decisions at %v (one window): %+v", ch.At, changes)
+		}
+		seen[ch.At.String()] = true
+	}
+	if len(changes) < 6 {
+		t.Fatalf("%d changes recorded: %+v", len(changes), changes)
+	}
+}
+
+// TestDrawOrderIsUniform: all 24 orders of four users come up equally often
+// over 24,000 draws (chi-square, 23 degrees of freedom, p > 0.01 below
+// 41.64), with a seeded source so the test repeats; the admitter's source
+// is crypto/rand.
+func TestDrawOrderIsUniform(t *testing.T) {
+	src := mrand.NewChaCha8([32]byte{1})
+	counts := map[string]int{}
+	const draws = 24_000
+	for range draws {
+		order, err := queue.DrawOrder([]string{"a", "b", "c", "d"}, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[fmt.Sprint(order)]++
+	}
+	if len(counts) != 24 {
+		t.Fatalf("%d orders seen, want 24", len(counts))
+	}
+	chi := 0.0
+	for _, n := range counts {
+		d := float64(n) - draws/24
+		chi += d * d / (draws / 24)
+	}
+	if chi > 41.638 {
+		t.Fatalf("chi-square %.2f: not uniform: %v", chi, counts)
+	}
+	if a := queue.NewAdmitter(nil, discard()); a.Random != rand.Reader {
+		t.Fatal("the admitter does not draw from crypto/rand")
+	}
+	// Every user stays in the draw, once.
+	users := make([]string, 1000)
+	for i := range users {
+		users[i] = fmt.Sprint(i)
+	}
+	order, err := queue.DrawOrder(slices.Clone(users), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(order)
+	slices.Sort(users)
+	if !slices.Equal(order, users) {
+		t.Fatal("the draw lost or repeated users")
+	}
+}
+
+// TestOpeningOnTheFakeClock: before opensAt entering is the pre-queue with
+// a poll hint from the time left; at opensAt the admitter places it even
+// though admission is paused; after, entering joins the line behind it.
+func TestOpeningOnTheFakeClock(t *testing.T) {
+	clock := newFakeClock()
+	store := memstore.New(clock.Now)
+	svc := queue.NewService(store, 0)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.Paused = true
+	c.OpensAt = clock.Now().Add(time.Hour)
+	if err := svc.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	v, err := svc.Enter(ctx, "q", "early")
+	if err != nil || !v.OpensAt.Equal(c.OpensAt) || v.Position != 0 || *v.PollAfterSeconds < 8 {
+		t.Fatalf("an hour before: %+v, %v", v, err)
+	}
+	o, _, err := queue.OpenLine(ctx, store, "q", "me", rand.Reader)
+	if err != nil || o.Due || o.In != time.Hour {
+		t.Fatalf("an hour before, OpenLine: %+v, %v", o, err)
+	}
+	for i := range 9 {
+		svc.Enter(ctx, "q", fmt.Sprintf("p%d", i))
+	}
+	clock.Add(time.Hour)
+	o, placed, err := queue.OpenLine(ctx, store, "q", "me", rand.Reader)
+	if err != nil || !o.Due || placed != 10 {
+		t.Fatalf("at opensAt: %+v, placed %d, %v", o, placed, err)
+	}
+	v, _ = svc.Enter(ctx, "q", "late")
+	if v.Position != 11 || !v.Paused {
+		t.Fatalf("entering after the opening: %+v, want 11th, paused", v)
+	}
+	st, _ := store.Stats(ctx, "q")
+	if st.Length != 11 || st.PreQueued != 0 {
+		t.Fatalf("after the opening: %+v", st)
+	}
+}

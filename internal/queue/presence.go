@@ -1,0 +1,68 @@
+package queue
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// presence batches "seen" marks for no-show skipping (Config.AbandonAfter):
+// a waiting user near enough the front for their presence to matter
+// (Pace.Reach) who asks for their status is marked here, and about once a
+// second every queue's marks go to the store in one call (Store.Seen). Users
+// further back are not marked at all, so the store holds marks only for the
+// users admission may reach within the next AbandonAfter or so, and a poll
+// answered from a snapshot still costs no round trip of its own.
+type presence struct {
+	store Store
+
+	mu    sync.Mutex
+	marks map[string]map[string]struct{}
+}
+
+// presenceMaxUsers bounds the marks one instance holds per queue between
+// flushes; beyond it a mark is dropped (that user's next poll marks them).
+const presenceMaxUsers = 1 << 18
+
+// PresenceFlush is how often an instance sends its marks.
+const PresenceFlush = time.Second
+
+func newPresence(store Store) *presence {
+	return &presence{store: store, marks: map[string]map[string]struct{}{}}
+}
+
+// note marks the user if their standing makes them one whose presence
+// admission will check.
+func (p *presence) note(queue, user string, e Entry) {
+	if e.State != Waiting || e.PreQueue || e.Pace.Reach == 0 || e.Position > e.Pace.Reach {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.marks[queue]
+	if !ok {
+		m = map[string]struct{}{}
+		p.marks[queue] = m
+	}
+	if len(m) < presenceMaxUsers {
+		m[user] = struct{}{}
+	}
+}
+
+// flush sends every mark gathered since the last flush.
+func (p *presence) flush(ctx context.Context, logger *slog.Logger) {
+	p.mu.Lock()
+	batch := p.marks
+	p.marks = make(map[string]map[string]struct{}, len(batch))
+	p.mu.Unlock()
+	for q, m := range batch {
+		users := make([]string, 0, len(m))
+		for u := range m {
+			users = append(users, u)
+		}
+		if err := p.store.Seen(ctx, q, users); err != nil && ctx.Err() == nil {
+			logger.Warn("no-shows: sending seen marks failed", "queue", q, "users", len(users), "err", err)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+-- fold_rate: add one instance's protected-call samples to the window being
+-- gathered for the adaptive rate; the first call of a new window claims the
+-- decision on the one before it, with every instance's samples of that
+-- window. Windows are numbered by Redis TIME, so N instances make one
+-- decision per window and need no leader. A window with fewer calls than
+-- the minimum is not decided: its samples join the new window.
+--
+-- KEYS[1] cfg     HASH queue config
+-- KEYS[2] adm     HASH admission state (eff_rate)
+-- KEYS[3] samples HASH win, calls, overloaded, b<bucket> → count
+-- KEYS[4] line    ZSET user → ticket
+-- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
+-- ARGV[3] calls, ARGV[4] overloaded, ARGV[5..] bucket, count pairs
+-- Reply: {0} the rate is not adaptive (samples dropped)
+--        {1, window} folded into the current window
+--        {2, window, rate, waiting, current, lastWindow, lastWhy, field,
+--        value, ...} folded into `current`; this call claims the decision on
+--        `window` (the one before), whose samples (every instance's) follow
+--        as the samples hash's field, value pairs; lastWindow and lastWhy
+--        are the last decision written (set_rate.lua)
+local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
+if cfg[1] ~= '1' then
+  redis.call('DEL', KEYS[3])
+  return {0}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local win = math.floor(now / tonumber(ARGV[1]))
+local current = tonumber(redis.call('HGET', KEYS[3], 'win'))
+
+local reply = {1, win}
+local calls = tonumber(redis.call('HGET', KEYS[3], 'calls')) or 0
+if current == win - 1 and calls < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[3], 'win', win) -- too few to decide on: they join this window
+elseif current ~= win then
+  if current == win - 1 then
+    local done = redis.call('HGETALL', KEYS[3])
+    local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win', 'eff_why')
+    local eff = tonumber(adm[1]) or tonumber(cfg[2])
+    reply = {2, current, tostring(math.max(tonumber(cfg[3]), math.min(eff, tonumber(cfg[4])))),
+      redis.call('ZCARD', KEYS[4]), win, tonumber(adm[2]) or 0, adm[3] or ''}
+    for i = 1, #done do
+      reply[#reply + 1] = done[i]
+    end
+  end
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'win', win)
+end
+redis.call('HINCRBY', KEYS[3], 'calls', ARGV[3])
+redis.call('HINCRBY', KEYS[3], 'overloaded', ARGV[4])
+for i = 5, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[3], 'b' .. ARGV[i], ARGV[i + 1])
+end
+return reply

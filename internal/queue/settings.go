@@ -1,0 +1,385 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Every per-queue setting is declared once, in Settings: its name in the
+// admin JSON, its field in the store's config hash (wr:{q}:cfg on Redis),
+// its kind, the values it takes, its default, what it means, and how it is
+// read and written on Config. Validation, the fields the Redis store writes
+// and parses, the admin API's input and output, the settings the admin page
+// builds its form from and the check of openapi.yaml all follow this table,
+// so a new setting is its own logic plus one row here. (The Lua scripts read
+// the fields they use by name: they are the logic, not the declaration.)
+
+// Kind is the type of a setting's value.
+type Kind string
+
+const (
+	// Number is a float64.
+	Number Kind = "number"
+	// Integer is an int64.
+	Integer Kind = "integer"
+	// Bool is true or false.
+	Bool Kind = "boolean"
+	// Duration is a time.Duration, given in the admin JSON as a whole
+	// number of the setting's Unit and stored in milliseconds.
+	Duration Kind = "duration"
+	// Instant is a time.Time, given in the admin JSON as an RFC 3339 string
+	// ("" or absent: none) and stored as Unix milliseconds (0: none).
+	Instant Kind = "date-time"
+	// Text is a string (only read-only settings are text).
+	Text Kind = "string"
+)
+
+// Setting declares one per-queue setting.
+type Setting struct {
+	// Name is the setting's name in the admin JSON (ratePerSecond).
+	Name string
+	// Field is its field in the store's config hash (rate).
+	Field string
+	Kind  Kind
+	// Unit is what one JSON number of a Duration counts (time.Millisecond
+	// for intervalMs).
+	Unit time.Duration
+	// Min and Max bound the JSON value of a number (inclusive; Min is
+	// excluded when MinExclusive).
+	Min, Max     float64
+	MinExclusive bool
+	// OffZero: 0 is accepted too, outside [Min, Max], and turns the
+	// setting off (abandonAfterSeconds).
+	OffZero bool
+	// ReadOnly settings are shown by the admin API but never set through
+	// it (where the rate came from).
+	ReadOnly bool
+	// Always: every config ever written has the field, so a config hash
+	// without it is damaged (a partial write, an evicted or hand-edited
+	// key), never an old one to fill with the default.
+	Always bool
+	// Default is the JSON value a queue starts with (DefaultConfig).
+	Default any
+	// Help says what the setting does, for people (the admin page shows it).
+	Help string
+
+	// get and set read and write the setting's Go value on a Config:
+	// float64 (Number), int64 (Integer), bool, time.Duration, time.Time or
+	// string, by Kind.
+	get func(*Config) any
+	set func(*Config, any)
+}
+
+// Settings is every per-queue setting, in the order people read them.
+var Settings = []Setting{
+	{Name: "ratePerSecond", Field: "rate", Always: true, Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+		Help: "Admitted users per second, all instances together; with adaptive on, the rate it starts from. Setting it alone switches adaptive off.",
+		get:  func(c *Config) any { return c.RatePerSecond }, set: func(c *Config, v any) { c.RatePerSecond = v.(float64) }},
+	{Name: "batchSize", Field: "batch", Always: true, Kind: Integer, Min: 1, Max: 10_000, Default: int64(10),
+		Help: "Most users one admission tick lets in.",
+		get:  func(c *Config) any { return int64(c.BatchSize) }, set: func(c *Config, v any) { c.BatchSize = int(v.(int64)) }},
+	{Name: "intervalMs", Field: "interval_ms", Always: true, Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(100),
+		Help: "The admission tick: each admits ratePerSecond × intervalMs / 1000 users, at most batchSize.",
+		get:  func(c *Config) any { return c.Interval }, set: func(c *Config, v any) { c.Interval = v.(time.Duration) }},
+	{Name: "capacity", Field: "capacity", Always: true, Kind: Integer, Min: 1, Max: 100_000_000, Default: int64(100_000),
+		Help: "Most users waiting; beyond it entering is refused (429).",
+		get:  func(c *Config) any { return c.Capacity }, set: func(c *Config, v any) { c.Capacity = v.(int64) }},
+	{Name: "tokenTtlSeconds", Field: "ttl_ms", Always: true, Kind: Duration, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
+		Help: "How long an entry token lives.",
+		get:  func(c *Config) any { return c.TokenTTL }, set: func(c *Config, v any) { c.TokenTTL = v.(time.Duration) }},
+	{Name: "maxActiveTokens", Field: "max_active", Kind: Integer, Min: 0, Max: 100_000_000, Default: int64(0),
+		Help: "Most entry tokens alive at once (0: no cap); admission lets in no more than the room under it.",
+		get:  func(c *Config) any { return c.MaxActiveTokens }, set: func(c *Config, v any) { c.MaxActiveTokens = v.(int64) }},
+	{Name: "paused", Field: "paused", Kind: Bool, Default: false,
+		Help: "Stops admission; entering and status go on.",
+		get:  func(c *Config) any { return c.Paused }, set: func(c *Config, v any) { c.Paused = v.(bool) }},
+	{Name: "adaptive", Field: "adaptive", Kind: Bool, Default: false,
+		Help: "Let the rate follow the protected calls' latency and failures, within minRatePerSecond..maxRatePerSecond.",
+		get:  func(c *Config) any { return c.Adaptive }, set: func(c *Config, v any) { c.Adaptive = v.(bool) }},
+	{Name: "minRatePerSecond", Field: "min_rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 1.0,
+		Help: "The adaptive rate's floor.",
+		get:  func(c *Config) any { return c.MinRate }, set: func(c *Config, v any) { c.MinRate = v.(float64) }},
+	{Name: "maxRatePerSecond", Field: "max_rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+		Help: "The adaptive rate's ceiling; with adaptive on, maxRatePerSecond × intervalMs / 1000 must fit in batchSize.",
+		get:  func(c *Config) any { return c.MaxRate }, set: func(c *Config, v any) { c.MaxRate = v.(float64) }},
+	{Name: "targetLatencyMs", Field: "target_ms", Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(250),
+		Help: "The latency of protected calls (an order) the adaptive rate holds to: it grows while they stay near it and backs off when they rise above it or fail.",
+		get:  func(c *Config) any { return c.TargetLatency }, set: func(c *Config, v any) { c.TargetLatency = v.(time.Duration) }},
+	{Name: "abandonAfterSeconds", Field: "abandon_ms", Kind: Duration, Unit: time.Second, OffZero: true, Min: 15, Max: 86_400, Default: int64(0),
+		Help: "Skip at admission a waiting user who has not asked for their status for this long (0: never); they are told NOT_IN_QUEUE and may enter again at the back.",
+		get:  func(c *Config) any { return c.AbandonAfter }, set: func(c *Config, v any) { c.AbandonAfter = v.(time.Duration) }},
+	{Name: "opensAt", Field: "opens_at", Kind: Instant, Default: "",
+		Help: "When the line opens (RFC 3339; empty: no opening). Entries before it wait in a pre-queue and are placed in the line in a random order at that moment; later ones join behind, in order.",
+		get:  func(c *Config) any { return c.OpensAt }, set: func(c *Config, v any) { c.OpensAt = v.(time.Time) }},
+	{Name: "rateDerivation", Field: "derivation", Kind: Text, ReadOnly: true, Default: "set directly: 100/s",
+		Help: "Where ratePerSecond came from.",
+		get:  func(c *Config) any { return c.RateDerivation }, set: func(c *Config, v any) { c.RateDerivation = v.(string) }},
+}
+
+// SettingNamed returns the setting with the given JSON name.
+func SettingNamed(name string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// Value is the setting's value on c as the admin JSON shows it: float64,
+// int64 (Integer, and Duration in whole Units), bool, string, or nil for an
+// Instant that is not set.
+func (s Setting) Value(c Config) any {
+	switch v := s.get(&c).(type) {
+	case time.Duration:
+		return int64(v / s.Unit)
+	case time.Time:
+		if v.IsZero() {
+			return nil
+		}
+		return v.UTC().Format(time.RFC3339Nano)
+	default:
+		return v
+	}
+}
+
+// Set puts an admin JSON value on c — float64 (Number), int64 (Integer,
+// Duration), bool or string (Instant: RFC 3339, "" for none; Text) — after
+// checking it, so an error names the setting and nothing is set.
+func (s Setting) Set(c *Config, v any) error {
+	switch s.Kind {
+	case Number:
+		f, ok := v.(float64)
+		if !ok {
+			return s.typeError(v)
+		}
+		if err := s.check(f); err != nil {
+			return err
+		}
+		s.set(c, f)
+	case Integer, Duration:
+		n, ok := v.(int64)
+		if !ok {
+			return s.typeError(v)
+		}
+		if err := s.check(float64(n)); err != nil {
+			return err
+		}
+		if s.Kind == Integer {
+			s.set(c, n)
+		} else {
+			s.set(c, time.Duration(n)*s.Unit) // in range, so it cannot overflow
+		}
+	case Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return s.typeError(v)
+		}
+		s.set(c, b)
+	case Instant:
+		str, ok := v.(string)
+		if !ok {
+			return s.typeError(v)
+		}
+		t, err := parseInstant(str)
+		if err != nil {
+			return fmt.Errorf("%w: %s must be an RFC 3339 time such as 2026-12-24T20:00:00+09:00 (or \"\" for none), got %q",
+				ErrInvalidConfig, s.Name, str)
+		}
+		s.set(c, t)
+	case Text:
+		str, ok := v.(string)
+		if !ok {
+			return s.typeError(v)
+		}
+		s.set(c, str)
+	}
+	return nil
+}
+
+func (s Setting) typeError(v any) error {
+	return fmt.Errorf("%w: %s must be a %s, got %T", ErrInvalidConfig, s.Name, s.Kind, v)
+}
+
+func parseInstant(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	// Stored in whole milliseconds: the instant is exactly what is stored.
+	return t.Truncate(time.Millisecond).UTC(), nil
+}
+
+// check holds a number against the setting's range.
+func (s Setting) check(v float64) error {
+	if s.Kind != Number && s.Kind != Integer && s.Kind != Duration {
+		return nil
+	}
+	if s.OffZero && v == 0 {
+		return nil
+	}
+	low := v >= s.Min
+	if s.MinExclusive {
+		low = v > s.Min
+	}
+	if low && v <= s.Max { // false for NaN
+		return nil
+	}
+	return fmt.Errorf("%w: %s must be %s, got %s", ErrInvalidConfig, s.Name, s.Range(), strconv.FormatFloat(v, 'f', -1, 64))
+}
+
+// Range says in words which values the setting takes.
+func (s Setting) Range() string {
+	g := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	r := g(s.Min) + ".." + g(s.Max)
+	if s.MinExclusive {
+		r = "> " + g(s.Min) + " and ≤ " + g(s.Max)
+	}
+	if s.OffZero {
+		r = "0 (off) or " + r
+	}
+	return r
+}
+
+// validate holds the setting's value on c against its range. A Duration
+// is held as is, not truncated to its Unit (300 ms is not 1..86400
+// seconds), and must be whole milliseconds, as the store keeps it.
+func (s Setting) validate(c Config) error {
+	switch v := s.get(&c).(type) {
+	case float64:
+		return s.check(v)
+	case int64:
+		return s.check(float64(v))
+	case time.Duration:
+		if v%time.Millisecond != 0 {
+			return fmt.Errorf("%w: %s must be whole milliseconds, got %v", ErrInvalidConfig, s.Name, v)
+		}
+		return s.check(float64(v) / float64(s.Unit))
+	}
+	return nil
+}
+
+// StoreFields is c as the store's config hash holds it: field, value pairs
+// of every setting, in table order.
+func StoreFields(c Config) []string {
+	out := make([]string, 0, 2*len(Settings))
+	for _, s := range Settings {
+		var v string
+		switch x := s.get(&c).(type) {
+		case float64:
+			v = strconv.FormatFloat(x, 'f', -1, 64)
+		case int64:
+			v = strconv.FormatInt(x, 10)
+		case bool:
+			v = map[bool]string{true: "1", false: "0"}[x]
+		case time.Duration:
+			v = strconv.FormatInt(x.Milliseconds(), 10)
+		case time.Time:
+			v = "0"
+			if !x.IsZero() {
+				v = strconv.FormatInt(x.UnixMilli(), 10)
+			}
+		case string:
+			v = x
+		}
+		out = append(out, s.Field, v)
+	}
+	return out
+}
+
+// ConfigFromStore reads a config hash written by StoreFields. A field
+// missing from it (written before the setting existed) takes its default;
+// a malformed one is an error naming it.
+func ConfigFromStore(m map[string]string) (Config, error) {
+	c := DefaultConfig()
+	for _, s := range Settings {
+		raw, ok := m[s.Field]
+		if !ok {
+			if s.Always {
+				return Config{}, fmt.Errorf("queue config damaged: field %s missing", s.Field)
+			}
+			continue
+		}
+		var err error
+		switch s.Kind {
+		case Number:
+			var f float64
+			f, err = strconv.ParseFloat(raw, 64)
+			s.set(&c, f)
+		case Integer, Duration, Instant:
+			var n int64
+			n, err = strconv.ParseInt(raw, 10, 64)
+			switch s.Kind {
+			case Integer:
+				s.set(&c, n)
+			case Duration:
+				s.set(&c, time.Duration(n)*time.Millisecond)
+			case Instant:
+				var t time.Time
+				if n != 0 {
+					t = time.UnixMilli(n).UTC()
+				}
+				s.set(&c, t)
+			}
+		case Bool:
+			s.set(&c, raw == "1")
+		case Text:
+			s.set(&c, raw)
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("queue config field %s: %w", s.Field, err)
+		}
+	}
+	return c, nil
+}
+
+// Apply puts the admin's changes (setting name → admin JSON value, as Set
+// takes it) on c, in table order, then the rules between settings: a rate
+// set by hand says so, and switches the adaptive rate off unless the same
+// change asks for it. Read-only and unknown names are refused. The result
+// is not validated as a whole: PutConfig does that.
+func Apply(c Config, changes map[string]any) (Config, error) {
+	for name := range changes {
+		if s, ok := SettingNamed(name); !ok || s.ReadOnly {
+			return c, fmt.Errorf("%w: %q is not a setting that can be changed", ErrInvalidConfig, name)
+		}
+	}
+	before := c
+	for _, s := range Settings {
+		v, ok := changes[s.Name]
+		if !ok {
+			continue
+		}
+		if err := s.Set(&c, v); err != nil {
+			return before, err
+		}
+	}
+	if _, ok := changes["ratePerSecond"]; ok {
+		if _, ok := changes["adaptive"]; !ok {
+			c.Adaptive = false
+		}
+		if c.RatePerSecond != before.RatePerSecond {
+			c.RateDerivation = "set by admin"
+		}
+	}
+	return c, nil
+}
+
+// defaultFromSettings is the config every setting's Default gives.
+func defaultFromSettings() Config {
+	var c Config
+	for _, s := range Settings {
+		if s.ReadOnly {
+			s.set(&c, s.Default)
+			continue
+		}
+		if err := s.Set(&c, s.Default); err != nil {
+			panic("queue: the default of " + s.Name + " is refused: " + err.Error())
+		}
+	}
+	return c
+}

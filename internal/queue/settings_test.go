@@ -1,0 +1,134 @@
+package queue_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	if err := queue.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConfigThroughTheStoreFields: every setting survives the store's
+// hash, whatever its kind; a field the hash lacks takes its default.
+func TestConfigThroughTheStoreFields(t *testing.T) {
+	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
+		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
+		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
+		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand"}
+	fields := queue.StoreFields(c)
+	m := map[string]string{}
+	for i := 0; i < len(fields); i += 2 {
+		m[fields[i]] = fields[i+1]
+	}
+	if len(m) != len(queue.Settings) {
+		t.Fatalf("%d fields for %d settings: %v", len(m), len(queue.Settings), fields)
+	}
+	got, err := queue.ConfigFromStore(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(c, got); d != "" {
+		t.Fatalf("round trip (-want +got):\n%s", d)
+	}
+
+	old := map[string]string{"rate": "10", "batch": "5", "interval_ms": "100", "capacity": "9", "ttl_ms": "60000", "paused": "0", "derivation": "x"}
+	got, err = queue.ConfigFromStore(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := queue.DefaultConfig()
+	if got.MaxActiveTokens != 0 || got.Adaptive || got.MinRate != def.MinRate || got.MaxRate != def.MaxRate ||
+		got.TargetLatency != def.TargetLatency || got.AbandonAfter != 0 || !got.OpensAt.IsZero() || got.RatePerSecond != 10 {
+		t.Fatalf("a config written before the newer settings: %+v", got)
+	}
+	if _, err := queue.ConfigFromStore(map[string]string{"rate": "fast"}); err == nil || !strings.Contains(err.Error(), "rate") {
+		t.Fatalf("a malformed field: %v", err)
+	}
+}
+
+// TestApply: the admin's changes, their rules, and refusals that name the
+// setting and change nothing.
+func TestApply(t *testing.T) {
+	base := queue.DefaultConfig()
+	base.Adaptive = true
+
+	c, err := queue.Apply(base, map[string]any{"ratePerSecond": 50.0})
+	if err != nil || c.Adaptive || c.RatePerSecond != 50 || c.RateDerivation != "set by admin" {
+		t.Fatalf("a manual rate: %+v, %v; want adaptive off and the rate set by admin", c, err)
+	}
+	c, err = queue.Apply(base, map[string]any{"ratePerSecond": 50.0, "adaptive": true})
+	if err != nil || !c.Adaptive || c.RatePerSecond != 50 {
+		t.Fatalf("a rate to start the adaptive one from: %+v, %v", c, err)
+	}
+	c, err = queue.Apply(base, map[string]any{"paused": true, "opensAt": "2026-12-24T20:00:00+09:00", "abandonAfterSeconds": int64(30)})
+	if err != nil || !c.Adaptive || !c.Paused || !c.OpensAt.Equal(time.Date(2026, 12, 24, 11, 0, 0, 0, time.UTC)) || c.AbandonAfter != 30*time.Second {
+		t.Fatalf("other settings: %+v, %v", c, err)
+	}
+	if c, err = queue.Apply(c, map[string]any{"opensAt": ""}); err != nil || !c.OpensAt.IsZero() {
+		t.Fatalf("clearing opensAt: %v, %v", c.OpensAt, err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		changes map[string]any
+		field   string
+	}{
+		{"read-only", map[string]any{"rateDerivation": "mine"}, "rateDerivation"},
+		{"unknown", map[string]any{"rate": 5.0}, "rate"},
+		{"out of range", map[string]any{"batchSize": int64(0)}, "batchSize"},
+		{"abandon 1 s", map[string]any{"abandonAfterSeconds": int64(1)}, "abandonAfterSeconds"},
+		{"abandon 14 s", map[string]any{"abandonAfterSeconds": int64(14)}, "abandonAfterSeconds"},
+		{"negative target", map[string]any{"targetLatencyMs": int64(-1)}, "targetLatencyMs"},
+		{"malformed opensAt", map[string]any{"opensAt": "24 Dec"}, "opensAt"},
+		{"wrong type", map[string]any{"paused": "yes"}, "paused"},
+		{"huge interval", map[string]any{"intervalMs": int64(1) << 62}, "intervalMs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := queue.Apply(base, tc.changes)
+			if !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err = %v; want ErrInvalidConfig naming %s", err, tc.field)
+			}
+			if d := cmp.Diff(base, got); d != "" {
+				t.Fatalf("a refused change changed the config:\n%s", d)
+			}
+		})
+	}
+}
+
+// TestValidateNamesTheSetting: the rules between settings, each naming one.
+func TestValidateNamesTheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*queue.Config)
+		field string
+	}{
+		{"min above max", func(c *queue.Config) { c.MinRate, c.MaxRate = 50, 5 }, "minRatePerSecond"},
+		{"adaptive ceiling beyond a tick", func(c *queue.Config) { c.Adaptive, c.MaxRate = true, 500 }, "maxRatePerSecond"},
+		{"rate beyond a tick", func(c *queue.Config) { c.RatePerSecond = 500 }, "batchSize"},
+		{"sub-second token TTL", func(c *queue.Config) { c.TokenTTL = 300 * time.Millisecond }, "tokenTtlSeconds"},
+		{"interval not whole ms", func(c *queue.Config) { c.Interval = 1500 * time.Microsecond }, "intervalMs"},
+		{"abandon 10 s", func(c *queue.Config) { c.AbandonAfter = 10 * time.Second }, "abandonAfterSeconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := queue.DefaultConfig()
+			tc.edit(&c)
+			if err := c.Validate(); !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err = %v; want ErrInvalidConfig naming %s", err, tc.field)
+			}
+		})
+	}
+	c := queue.DefaultConfig()
+	c.Adaptive, c.MaxRate = false, 500 // the ceiling matters only while adaptive
+	if err := c.Validate(); err != nil {
+		t.Fatalf("adaptive off with a high ceiling: %v", err)
+	}
+}
