@@ -39,7 +39,8 @@ type Options struct {
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
 	// Sections to run: "herd", "degrade", "noshow", "hot", "accuracy",
-	// "memory", "gateway"; empty = all.
+	// "memory", "gateway", "million"; empty = all but "million", which runs
+	// only when named (it takes minutes: bench/run.sh --million).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -55,6 +56,9 @@ type Options struct {
 	// HerdClients is the herd's client model: HerdPage (""/default: as the
 	// waiting page, with waitSeconds) or HerdPolling (no waitSeconds).
 	HerdClients string
+	// MillionUsers puts this many in line instead of the million section's
+	// 1,000,000 (0: the default), to try the section out.
+	MillionUsers int
 	// HerdFixed runs the herd's schedules at a fixed rate instead of the
 	// adaptive one.
 	HerdFixed bool
@@ -62,7 +66,12 @@ type Options struct {
 	Log io.Writer
 }
 
-func (o Options) want(s string) bool { return len(o.Sections) == 0 || slices.Contains(o.Sections, s) }
+func (o Options) want(s string) bool {
+	if s == "million" || len(o.Sections) > 0 {
+		return slices.Contains(o.Sections, s)
+	}
+	return true
+}
 
 func (o Options) logf(format string, args ...any) {
 	if o.Log != nil {
@@ -83,6 +92,7 @@ type Report struct {
 	Accuracy *AccuracyReport
 	Memory   *MemoryReport
 	Gateway  *GatewayReport
+	Million  *MillionReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -122,6 +132,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("gateway") {
 		if r.Gateway, err = runGateway(ctx, o); err != nil {
 			return r, fmt.Errorf("gateway: %w", err)
+		}
+	}
+	if o.want("million") {
+		if r.Million, err = runMillion(ctx, o); err != nil {
+			return r, fmt.Errorf("million: %w", err)
 		}
 	}
 	return r, nil

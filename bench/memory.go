@@ -155,6 +155,16 @@ func runMemory(ctx context.Context, o Options) (*MemoryReport, error) {
 // store's own Enter script, on an auto-pipelined client with many callers at
 // once, so round trips carry hundreds of EVALSHAs each.
 func fill(ctx context.Context, rdb *redis.Client, prefix, q, idPrefix string, first, count int) error {
+	return pipelined(ctx, rdb, prefix, count, func(store *redisstore.Store, i int) error {
+		_, err := store.Enter(ctx, q, fmt.Sprintf("%s%07d", idPrefix, first+i))
+		return err
+	})
+}
+
+// pipelined calls call(store, i) for i in [0, count) from 256 callers at
+// once on an auto-pipelined client, so round trips carry hundreds of script
+// calls each; the first error stops it.
+func pipelined(ctx context.Context, rdb *redis.Client, prefix string, count int, call func(*redisstore.Store, int) error) error {
 	ap, err := rdb.AutoPipeline()
 	if err != nil {
 		return err
@@ -173,7 +183,7 @@ func fill(ctx context.Context, rdb *redis.Client, prefix, q, idPrefix string, fi
 				if i >= count || firstErr.Load() != nil {
 					return
 				}
-				if _, err := store.Enter(ctx, q, fmt.Sprintf("%s%07d", idPrefix, first+i)); err != nil {
+				if err := call(store, i); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -188,14 +198,28 @@ func fill(ctx context.Context, rdb *redis.Client, prefix, q, idPrefix string, fi
 }
 
 func usedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
-	info, err := rdb.Info(ctx, "memory").Result()
+	info, err := redisInfo(ctx, rdb, "memory")
 	if err != nil {
 		return 0, err
 	}
+	v, ok := info["used_memory"]
+	if !ok {
+		return 0, fmt.Errorf("no used_memory in INFO memory")
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// redisInfo is INFO's fields for the sections asked, by name.
+func redisInfo(ctx context.Context, rdb *redis.Client, sections ...string) (map[string]string, error) {
+	info, err := rdb.Info(ctx, sections...).Result()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
 	for _, l := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), ":"); ok {
+			m[k] = v
 		}
 	}
-	return 0, fmt.Errorf("no used_memory in INFO memory")
+	return m, nil
 }

@@ -102,13 +102,16 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if g := r.Gateway; g != nil {
 		sections["gateway"] = gatewayMarkdown(g, stamp)
 	}
+	if m := r.Million; m != nil {
+		sections["million"] = millionMarkdown(m, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "degrade", "noshow", "hot", "accuracy", "memory", "gateway"} {
+	for _, name := range []string{"herd", "degrade", "noshow", "hot", "accuracy", "memory", "gateway", "million"} {
 		body, ok := sections[name]
 		if !ok {
 			continue

@@ -10,8 +10,13 @@
 # stops the servers. Every load is bounded; the whole run takes a few minutes.
 #
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
-#   bench/run.sh --short               # seconds; writes into a temp dir and prints it
+#   bench/run.sh --short               # seconds; writes into a temp dir, prints it, deletes it
+#   bench/run.sh --short --out DIR     # the same, kept in DIR (DIR/benchmarks.md, DIR/bench/*.svg)
+#   bench/run.sh --million             # a million in line, open loop (several
+#                                      # minutes); rewrites its section only
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
+#   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
+#                                      # an instance, stops PostgreSQL; prints Markdown
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -20,13 +25,22 @@ say() { printf '== %s\n' "$*" >&2; }
 die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
 
 short=0
+out="" # --out: where the report and charts go instead of docs/ (or the short run's temp dir)
+chaos=0
 args=()
-for a in "$@"; do
-	case "$a" in
+while (($#)); do
+	case "$1" in
 	--short | -short) short=1 ;;
-	*) args+=("$a") ;;
+	--million) args+=(-sections million -limit 30m -command "bench/run.sh --million") ;;
+	--chaos) chaos=1 ;;
+	--out | -out) out="${2:?--out needs a directory}"; shift ;;
+	--out=* | -out=*) out="${1#*=}" ;;
+	*) args+=("$1") ;;
 	esac
+	shift
 done
+# Relative to where the script was called from, not the repository root.
+[[ -z "$out" || "$out" == /* ]] || out="$OLDPWD/$out"
 
 TMP="$(mktemp -d /tmp/waitroom-bench.XXXXXX)"
 chmod 755 "$TMP"
@@ -110,10 +124,23 @@ PG_DATA="$TMP/pg"
 export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/postgres?sslmode=disable"
 say "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $("$PG_BIN/postgres" --version), $(go version)"
 
-if ((short)); then
-	go run ./bench/cmd/bench -short -profile=false -doc "$TMP/out/benchmarks.md" -svg "$TMP/out/bench" \
+if ((chaos)); then
+	# The chaos run stops and starts this PostgreSQL itself; it runs its own
+	# Redis (with an AOF) and waitroom processes.
+	pg_ctl_as="cd $TMP && ${PG_USER:+runuser -u $PG_USER -- }$PG_BIN/pg_ctl -D $PG_DATA"
+	export WAITROOM_CHAOS_PG_STOP="$pg_ctl_as -m immediate -w -t 30 stop"
+	export WAITROOM_CHAOS_PG_START="$pg_ctl_as -l $TMP/pg.log -o '-p $pport' -w -t 60 start"
+	chaos_args=()
+	((short)) && chaos_args=(-short -command "bench/run.sh --chaos --short")
+	go run ./bench/cmd/chaos "${chaos_args[@]}" "${args[@]}"
+elif ((short)); then
+	dest="${out:-$TMP/out}"
+	go run ./bench/cmd/bench -short -profile=false -doc "$dest/benchmarks.md" -svg "$dest/bench" \
 		-command "bench/run.sh --short" "${args[@]}"
-	cat "$TMP/out/benchmarks.md"
+	cat "$dest/benchmarks.md"
+	[[ -n "$out" ]] || say "the charts were in a temp dir, now deleted: bench/run.sh --short --out DIR keeps them"
+elif [[ -n "$out" ]]; then
+	go run ./bench/cmd/bench -doc "$out/benchmarks.md" -svg "$out/bench" "${args[@]}"
 else
 	go run ./bench/cmd/bench "${args[@]}"
 fi

@@ -2,12 +2,13 @@
 # shellcheck disable=SC2317 # the cleanup functions run from traps
 # The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
 #
-# It installs redis-server, PostgreSQL, chromium (for the pages' browser tests)
-# and a C compiler (for -race) from Debian packages when they are missing,
-# starts throwaway Redis and PostgreSQL servers on free loopback ports, exports
-# their URLs as WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs
-# `go vet` and `go test -race`, and always stops the servers and removes their
-# temp dirs on exit.
+# It installs redis-server, PostgreSQL, chromium and a font with Hangul (for
+# the pages' browser tests), curl (the README test), wrk and a C compiler (for
+# -race) from Debian packages when they are missing, starts throwaway Redis
+# and PostgreSQL servers on free loopback ports, exports their URLs as
+# WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
+# `go test -race`, and always stops the servers and removes their temp dirs
+# on exit.
 #
 # Usage:
 #   scripts/test.sh                                  # go test ... ./..., then each fuzz target for 3 s
@@ -149,6 +150,13 @@ if ((WANT_PG)); then
 	find_pg_bin >/dev/null || missing+=(postgresql)
 fi
 [[ -x "$CHROMIUM" || -n "${WAITROOM_TEST_CHROMIUM:-}" ]] || missing+=(chromium)
+# A font with Hangul, or the Korean page (browser test, screenshots) is empty
+# boxes: fonts-nanum, 10 MB (fonts-noto-cjk would be 57 MB).
+if ! { command -v fc-list >/dev/null && [[ -n "$(fc-list :lang=ko family 2>/dev/null)" ]]; }; then
+	missing+=(fonts-nanum)
+fi
+# The README test runs the README's curl session.
+command -v curl >/dev/null || missing+=(curl)
 # wrk drives the hot-path section of the benchmark harness's smoke test.
 command -v wrk >/dev/null || missing+=(wrk)
 # go test -race needs cgo, hence a C compiler and the libc headers.

@@ -1,7 +1,10 @@
 // Command waitroom puts a fair waiting line in front of an order API.
 //
-//	waitroom [serve] [flags]   serve the line, the order API and the page
-//	waitroom proxy [flags]     put the line in front of any HTTP backend
+//	waitroom [serve] [flags]        serve the line, the order API and the pages
+//	waitroom proxy [flags]          put the line in front of any HTTP backend
+//	waitroom token --user ID        print a user JWT to try the API with
+//	waitroom version | --version    the version and source revision
+//	waitroom help                   the commands
 //
 // Run `waitroom serve --help` or `waitroom proxy --help` for every setting.
 package main
@@ -11,8 +14,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/waitroom/waitroom/internal/app"
@@ -28,15 +33,37 @@ func main() {
 }
 
 func run(args []string) error {
-	parse := app.Parse
-	switch {
-	case len(args) > 0 && args[0] == "serve":
-		args = args[1:]
-	case len(args) > 0 && args[0] == "proxy":
-		parse, args = app.ParseProxy, args[1:]
-	case len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-':
-		return fmt.Errorf("unknown command %q (commands: serve, proxy)", args[0])
+	command := "serve" // when none is named: `waitroom --addr :9090`
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	} else if len(args) > 0 {
+		switch args[0] {
+		case "--version", "-version":
+			command = "version"
+		case "--help", "-help", "-h":
+			command = "help"
+		}
 	}
+	switch command {
+	case "serve":
+		return serve(app.Parse, args)
+	case "proxy":
+		return serve(app.ParseProxy, args)
+	case "token":
+		return token(args, os.Getenv, os.Stdout, os.Stderr)
+	case "version":
+		_, err := fmt.Println(versionText())
+		return err
+	case "help":
+		return help(os.Stdout)
+	}
+	help(os.Stderr)
+	return fmt.Errorf("unknown command %q", command)
+}
+
+// serve runs the program with the config parse reads (serve's or proxy's)
+// until a signal or its own end.
+func serve(parse func([]string, func(string) string, io.Writer) (app.Config, error), args []string) error {
 	cfg, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err
@@ -44,7 +71,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	m := &app.Main{Config: cfg, Logger: app.NewLogger(cfg, os.Stderr)}
+	m := &app.Main{Config: cfg, Logger: app.NewLogger(cfg, os.Stderr), Command: selfCommand()}
 	if err := m.Run(ctx); err != nil {
 		return err
 	}

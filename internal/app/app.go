@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -48,6 +49,9 @@ type Main struct {
 	Logger *slog.Logger
 	// Stdout receives the start banner (URL, admin token on the embedded default).
 	Stdout io.Writer
+	// Command is how the banner tells people to run this program again
+	// (`waitroom token …`); "waitroom" when empty.
+	Command string
 	// Registry receives the metrics (a fresh one with Go and process
 	// collectors when nil).
 	Registry *prometheus.Registry
@@ -62,6 +66,10 @@ type Main struct {
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
+	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
+	metricsLn  net.Listener
+	readyStore queue.Store    // readiness reads, never queued behind the auto-pipeline
+	eviction   *evictionCheck // nil on the embedded line
 	stopLoops  context.CancelFunc
 	loopsDone  sync.WaitGroup
 	serveDone  chan struct{}
@@ -74,11 +82,21 @@ type Main struct {
 func NewLogger(c Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(c.LogLevel)) // validated already
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationAsText}
 	if c.LogFormat == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// durationAsText writes every time.Duration as Go writes it ("100ms"):
+// the JSON handler would write nanoseconds (100000000), which nobody reads
+// right at a glance.
+func durationAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // Run opens the stores, makes sure the default queue exists, starts
@@ -94,6 +112,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	defer func() {
 		if err != nil {
+			if m.metrics != nil {
+				m.metrics.Close()
+			}
 			m.closeStores()
 		}
 	}()
@@ -101,9 +122,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	devSecret := c.AuthSecret == "" && c.Embedded()
 	if c.AuthSecret == "" {
-		c.AuthSecret = randomHex(32)
-		if !c.Embedded() {
+		if devSecret {
+			// Kept in the data dir: JWTs and sessions survive a restart,
+			// and `waitroom token` finds it.
+			if c.AuthSecret, err = DevSecret(c.DataDir); err != nil {
+				return fmt.Errorf("--data-dir: the dev auth secret: %w", err)
+			}
+		} else {
+			c.AuthSecret = randomHex(32)
 			m.Logger.Warn("no --auth-secret: using a random one; session cookies and JWTs will not work across instances or restarts")
 		}
 	}
@@ -127,9 +155,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return fmt.Errorf("redis auto-pipeline: %w", err)
 		}
 		qstore = redisstore.New(ap, c.KeyPrefix)
+		m.readyStore = redisstore.New(m.redis, c.KeyPrefix)
+		m.eviction = &evictionCheck{rdb: m.redis}
+		if problem := m.eviction.Problem(ctx); problem != "" {
+			if c.RedisStrictEviction {
+				return fmt.Errorf("--redis-strict-eviction: %s", problem)
+			}
+			m.Logger.Error(problem + " (refused with --redis-strict-eviction)")
+		}
 	}
 	m.Queue = queue.NewService(qstore, c.StatusSnapshotAge)
-	if err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
+	if m.readyStore == nil {
+		m.readyStore = qstore
+	}
+	if _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
 		return fmt.Errorf("creating the default queue: %w", err)
 	}
 
@@ -138,6 +177,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := telemetry.New(m.Registry, m.Queue)
+	metricsHandler := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+	publicMetrics := metricsHandler
+	if c.MetricsAddr != "" {
+		publicMetrics = nil // only on the private listener
+	}
 	lockTTL := entry.DefaultLockTTL
 	if c.Proxy { // a use holds its lock for as long as the upstream may take
 		lockTTL = max(lockTTL, c.UpstreamTimeout+10*time.Second)
@@ -163,13 +207,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Gate:           gate,
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
+		ReadyWarnings:  m.readyWarnings,
 		Logger:         m.Logger,
 		NewQueueConfig: qcfg,
 		SecureCookies:  c.SecureCookies,
 		Page:           web.Handler(web.Options{Base: c.prefix(), Gateway: c.Proxy}),
 		OpenAPI:        waitroom.OpenAPI,
 		Metrics:        metrics,
-		MetricsHandler: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}),
+		MetricsHandler: publicMetrics,
 	})
 
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
@@ -192,6 +237,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		// long as they take; only a slow request head is cut off.
 		server.ReadTimeout, server.WriteTimeout = 0, 0
 	}
+	if c.MetricsAddr != "" {
+		if err := m.serveMetrics(c, metricsHandler); err != nil {
+			return err
+		}
+	}
 	m.listener, err = net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
@@ -208,6 +258,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	admitter := queue.NewAdmitter(qstore, m.Logger)
 	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
+	// Redis that lost its data (a restart without AOF, FLUSHALL, a failover
+	// to an empty replica) lost the default queue too: every request would
+	// answer 404 until someone created it again.
+	admitter.EnsureQueues = func(ctx context.Context) {
+		if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); created && err == nil {
+			m.Logger.Error("the default queue was missing from the store (did Redis lose its data?): created again with the configured defaults; " +
+				"everyone who was in line must enter again")
+		}
+	}
 	admitter.OnOpened = m.Queue.Changed
 	m.loopsDone.Add(4)
 	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
@@ -229,10 +288,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
 		}
 	case c.Embedded():
-		fmt.Fprintf(m.Stdout, "waitroom is serving the line in process (no Redis) with SQLite in %s\n", c.DataDir)
-		fmt.Fprintf(m.Stdout, "  page:        http://%s/\n", m.Addr())
-		fmt.Fprintf(m.Stdout, "  admin token: %s\n", c.AdminToken)
-		fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
+		m.banner(c, qcfg, devSecret)
 	}
 	m.Config = c
 	return nil
@@ -256,6 +312,35 @@ func (m *Main) newGatekeeper(c Config) *gatekeeper.Gatekeeper {
 		Addresses:    addrs,
 		ChallengeURL: func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
 	})
+}
+
+// banner tells the embedded default's user where everything is, and hands
+// them a user JWT to try the API with.
+func (m *Main) banner(c Config, qcfg queue.Config, devSecret bool) {
+	command := m.Command
+	if command == "" {
+		command = "waitroom"
+	}
+	where := "SQLite in " + c.DataDir
+	if c.DatabaseURL != "" {
+		where = "PostgreSQL"
+	}
+	w := m.Stdout
+	fmt.Fprintf(w, "waitroom is serving the line in process (no Redis) with %s\n", where)
+	fmt.Fprintf(w, "  page:        http://%s/\n", m.Addr())
+	fmt.Fprintf(w, "  admin:       http://%s/admin\n", m.Addr())
+	fmt.Fprintf(w, "  admin token: %s\n", c.AdminToken)
+	fmt.Fprintf(w, "  admission:   %s\n", qcfg.RateDerivation)
+	token, why := command+" token --user alice", "given the same --auth-secret"
+	if devSecret {
+		why = "signed with the secret kept in " + filepath.Join(c.DataDir, DevSecretFile)
+		if c.DataDir != DefaultDataDir {
+			token += " --data-dir " + c.DataDir
+		}
+	}
+	fmt.Fprintf(w, "  a user JWT:  %s   (%s)\n", token, why)
+	fmt.Fprintf(w, "  try it:      curl -X POST %s/api/v1/queues/default/entries -H 'Authorization: Bearer %s'\n",
+		m.Addr(), SignUserJWT(c.AuthSecret, "alice", 24*time.Hour))
 }
 
 // openOrders opens the order database (PostgreSQL, or SQLite in the data
@@ -331,6 +416,39 @@ func (m *Main) entrySigner() (*gateway.Signer, error) {
 	return s, nil
 }
 
+// serveMetrics serves /metrics (and with --pprof the profiler) on
+// --metrics-addr, a listener of its own for a private network.
+func (m *Main) serveMetrics(c Config, metrics http.Handler) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	if c.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ln, err := net.Listen("tcp", c.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	// No write timeout: a CPU profile takes as long as it was asked to.
+	m.metricsLn = ln
+	m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)}
+	go m.metrics.Serve(ln)
+	return nil
+}
+
+// MetricsAddr is the address /metrics is served on apart from the API
+// (--metrics-addr; "" when it is served on the API's listener).
+func (m *Main) MetricsAddr() string {
+	if m.metricsLn == nil {
+		return ""
+	}
+	return m.metricsLn.Addr().String()
+}
+
 // historyKeep is how much of the admin chart's history each instance keeps
 // (the chart shows 5 minutes).
 const historyKeep = 10 * time.Minute
@@ -350,14 +468,40 @@ func (m *Main) Addr() string {
 // Done is closed when the server stops serving, by Close or by itself.
 func (m *Main) Done() <-chan struct{} { return m.serveDone }
 
+// ready is /readyz: the store and the database answer, the default queue
+// exists (else requests would answer 404 until the admission loop creates
+// it again), and under --redis-strict-eviction Redis cannot evict our keys.
 func (m *Main) ready(ctx context.Context) error {
-	if err := m.Queue.Store().Ping(ctx); err != nil {
+	if err := m.readyStore.Ping(ctx); err != nil {
 		return err
+	}
+	switch _, err := m.readyStore.Config(ctx, queue.DefaultQueue); {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return fmt.Errorf("%w: the default queue is missing from the store (did Redis lose its data?); "+
+			"the admission loop creates it again within a second", httpapi.ErrNotReady)
+	case err != nil:
+		return err
+	}
+	if m.eviction != nil && m.Config.RedisStrictEviction {
+		if problem := m.eviction.Problem(ctx); problem != "" {
+			return fmt.Errorf("%w: --redis-strict-eviction: %s", httpapi.ErrNotReady, problem)
+		}
 	}
 	if m.orderStore == nil { // gateway mode: the upstream's health is its own
 		return nil
 	}
 	return m.orderStore.Ping(ctx)
+}
+
+// readyWarnings is what /readyz reports without failing.
+func (m *Main) readyWarnings(ctx context.Context) []string {
+	if m.eviction == nil || m.Config.RedisStrictEviction {
+		return nil
+	}
+	if problem := m.eviction.Problem(ctx); problem != "" {
+		return []string{problem}
+	}
+	return nil
 }
 
 // Close shuts down in order: stop admitting (nobody gets a token a draining
@@ -390,6 +534,11 @@ func (m *Main) close() error {
 		if err := m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+		m.API.FlushErrorLog()
+	}
+	if m.metrics != nil {
+		// Scraped to the end, then closed: nothing is in flight worth waiting for.
+		errs = append(errs, m.metrics.Close())
 	}
 	m.loopsDone.Wait()
 	errs = append(errs, m.closeStores())

@@ -395,7 +395,8 @@ func httpSnapshot(in *instance) map[string]any {
 }
 
 // admissionTickFields are the fields of a queue's adm hash that the admission
-// loop rewrites on every tick whatever requests come in; the counters
+// loop rewrites on every tick whatever requests come in (inline: what
+// AdmitNow took of the next tick, set back to 0 by each tick); the counters
 // (admitted, left, returned, consumed, expired) must not move.
 var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured", "inline",
 	"moved", "pace_rate", "pace_busy", "pace_at", "reach"}

@@ -17,8 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdpcss "github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -73,6 +79,9 @@ type visitor struct {
 type lineRequest struct {
 	method string
 	at     float64 // seconds, the browser's monotonic clock
+	// loader is the document that sent it: after a reload, a request the
+	// old document sent (or whose event arrived late) is not the new one's.
+	loader cdp.LoaderID
 }
 
 // newVisitor opens a tab in a fresh browser context that asks for
@@ -103,7 +112,7 @@ func newVisitor(t *testing.T, browser context.Context, in *instance, acceptLangu
 			return
 		}
 		v.mu.Lock()
-		v.reqs = append(v.reqs, lineRequest{method: e.Request.Method, at: e.Timestamp.Float64()})
+		v.reqs = append(v.reqs, lineRequest{method: e.Request.Method, at: e.Timestamp.Float64(), loader: e.LoaderID})
 		v.mu.Unlock()
 	})
 	if err != nil {
@@ -207,29 +216,44 @@ func (v *visitor) polls() []pagePoll {
 	return p
 }
 
-// requestsSince returns the line requests the network saw from index i on.
-func (v *visitor) requestsSince(i int) []lineRequest {
+// documentRequests returns the line requests the network saw from the
+// document the tab shows now.
+func (v *visitor) documentRequests() []lineRequest {
+	v.t.Helper()
+	tree, err := chromedp.Call(v.ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil || tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+		v.t.Fatalf("frame tree: %+v, %v", tree, err)
+	}
+	loader := tree.FrameTree.Frame.LoaderID
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return append([]lineRequest(nil), v.reqs[i:]...)
+	var out []lineRequest
+	for _, r := range v.reqs {
+		if r.loader == loader {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
-func (v *visitor) requestCount() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.reqs)
-}
-
-// checkPollGaps checks the tab's requests to the line since the page was
-// loaded (the network log from index mark on, window.__polls): each came no
-// sooner than the previous answer's pollAfterSeconds — and not much later —
-// and the last answer was READY, with nothing to wait for. It returns the
-// page's record.
-func (v *visitor) checkPollGaps(mark int) []pagePoll {
+// checkPollGaps checks the requests the page now shown sent to the line
+// (the network log and the page's own record, window.__polls): each came
+// no sooner than the previous answer's pollAfterSeconds — and not much
+// later — and the last answer was READY, with nothing to wait for. It
+// returns the page's record.
+func (v *visitor) checkPollGaps() []pagePoll {
 	v.t.Helper()
 	t := v.t
-	polls := v.polls()
-	reqs := v.requestsSince(mark)
+	// The network events arrive on their own, possibly after the page
+	// recorded the request: wait for them rather than compare too early.
+	var polls []pagePoll
+	var reqs []lineRequest
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		polls, reqs = v.polls(), v.documentRequests()
+		if len(reqs) == len(polls) || time.Now().After(deadline) {
+			break
+		}
+	}
 	// An anonymous page's first POST is answered 403 challenge_required; it
 	// solves the challenge and enters again at once: not a poll.
 	if len(polls) > 1 && len(reqs) > 1 && polls[0].Method == "POST" && polls[0].Status == http.StatusForbidden {
@@ -355,7 +379,6 @@ func TestBrowser(t *testing.T) {
 		}
 
 		// A refresh enters again (idempotent) and keeps the place.
-		mark := alice.requestCount()
 		if err := chromedp.Do(alice.ctx, chromedp.Reload()); err != nil {
 			t.Fatal(err)
 		}
@@ -388,11 +411,11 @@ func TestBrowser(t *testing.T) {
 		if got := alice.focused(); got != "h1#ready-heading" {
 			t.Errorf("focus after READY is on %q, want the heading", got)
 		}
-		readyCount := alice.requestCount()
+		readyCount := len(alice.polls())
 
 		// Polls: never sooner than the previous answer's pollAfterSeconds,
 		// by the page's own clock and by the browser's network events.
-		polls := alice.checkPollGaps(mark)
+		polls := alice.checkPollGaps()
 		if polls[0].Method != "POST" || polls[0].State != "WAITING" {
 			t.Errorf("after the refresh the page first sent %s → %s, want POST → WAITING", polls[0].Method, polls[0].State)
 		}
@@ -410,14 +433,14 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("stock after one order = %v, want 4", p.num("stock"))
 		}
 		// READY means nothing more to wait for: no poll after it.
-		if n := alice.requestCount(); n != readyCount {
+		if n := len(alice.documentRequests()); n != readyCount || len(alice.polls()) != readyCount {
 			t.Errorf("the page sent %d requests to the line after READY", n-readyCount)
 		}
 
 		// Bob got in as well, at his own pace. Sold out keeps his entry; he
 		// then buys something else.
 		bob.waitState("ready", 8*time.Second)
-		bobPolls := bob.checkPollGaps(0)
+		bobPolls := bob.checkPollGaps()
 		if p := bobPolls[1].PollAfterSeconds; p == nil || *p < 4 || *p > 6 {
 			t.Errorf("bob, 10 s away, was told pollAfterSeconds=%v, want 5 ±20%%", p)
 		}
@@ -593,6 +616,7 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("%s = %q, want %q", css, got, want)
 			}
 		}
+		eun.checkFontsCover("#waiting-heading", testenv.KoreanFonts(t))
 		var announced string
 		eun.waitUntil("the live region", `document.getElementById('announcer').textContent !== ''`, 2*time.Second)
 		eun.mustEval(`document.getElementById('announcer').getAttribute('aria-live') + ': ' + document.getElementById('announcer').textContent`, &announced)
@@ -659,11 +683,7 @@ func TestBrowser(t *testing.T) {
 		for _, u := range []string{"a1", "a2", "a3"} {
 			in.do("POST", "/api/v1/queues/b-admin/entries", in.as(u), nil)
 		}
-		op := newVisitor(t, browser, in, "en")
-		op.open("/admin")
-		op.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
-		op.typeInto("#token", in.admin)
-		op.keys("\r")
+		op := signedInAdmin(t, browser, in)
 		card := `[data-queue="b-admin"]`
 		op.waitUntil("the b-admin card", `document.querySelector('`+card+`')`, 5*time.Second)
 		if got := op.text(card + ` [data-field="length"]`); got != "3" {
@@ -744,11 +764,7 @@ func TestBrowser(t *testing.T) {
 		hist.putQueue("b-hist", map[string]any{"paused": true})
 		hist.do("POST", "/api/v1/queues/b-hist/entries", hist.as("h1"), nil)
 		time.Sleep(time.Second)
-		op2 := newVisitor(t, browser, hist, "en")
-		op2.open("/admin")
-		op2.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
-		op2.typeInto("#token", hist.admin)
-		op2.keys("\r")
+		op2 := signedInAdmin(t, browser, hist)
 		op2.waitUntil("the chart seeded with the server's samples",
 			`(document.querySelector('[data-queue="b-hist"] .chart-line')?.getAttribute('d') || '').split('L').length >= 5`, 3*time.Second)
 
@@ -759,6 +775,256 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("sign-out left the token in sessionStorage")
 		}
 	})
+
+	t.Run("admin page: products, their stock and orders", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		sale := shop{in}
+		in.putQueue("b-shop", map[string]any{})
+		in.putProduct("b-mug", "Mug", 3, "b-shop")
+		sale.buy("b-shop", "b-mug", "mug-buyer-1")
+
+		op := signedInAdmin(t, browser, in)
+		op.click("#tab-products")
+		row := `[data-product="b-mug"]`
+		op.waitUntil("the mug's row", `document.querySelector('`+row+`')`, 5*time.Second)
+		cell := func(id, field string) string {
+			return op.text(`[data-product="` + id + `"] [data-field="` + field + `"]`)
+		}
+		for field, want := range map[string]string{"name": "Mug", "queue": "b-shop", "stock": "2", "orders": "1"} {
+			if got := cell("b-mug", field); got != want {
+				t.Errorf("the mug's %s shows %q, want %q", field, got, want)
+			}
+		}
+		// The embedded default's demo product, untouched by these tests.
+		if got := cell("tee", "stock") + " / " + cell("tee", "orders"); got != "1,000 / 0" {
+			t.Errorf("the demo product tee shows stock / orders %q, want 1,000 / 0", got)
+		}
+		var current string
+		op.mustEval(`document.getElementById('tab-products').getAttribute('aria-current')`, &current)
+		if current != "page" {
+			t.Errorf("the Products tab is not marked current: %q", current)
+		}
+
+		// An order while the page is open shows at its next refresh.
+		sale.buy("b-shop", "b-mug", "mug-buyer-2")
+		op.waitUntil("the second order", `document.querySelector('`+row+` [data-field="orders"]').textContent === '2'`, 12*time.Second)
+
+		// A product made elsewhere shows up in its place without taking the
+		// focus from someone typing in another row.
+		op.typeInto(row+" .restock-input", "5")
+		in.putProduct("b-aaa", "First", 1, "")
+		op.waitUntil("the new row", `document.querySelector('[data-product="b-aaa"]')`, 12*time.Second)
+		var focused bool
+		op.mustEval(`document.activeElement === document.querySelector('`+row+` .restock-input')`, &focused)
+		if !focused {
+			t.Errorf("a new row took the focus away to %s", op.focused())
+		}
+
+		// Restocking adds to what is left.
+		op.typeInto(row+" .restock-input", "5\r")
+		op.waitUntil("the restocked stock", `document.querySelector('`+row+` [data-field="stock"]').textContent === '6'`, 5*time.Second)
+		if got := sale.stock("b-mug"); got != 6 {
+			t.Errorf("stock after adding 5 to 1: %d, want 6", got)
+		}
+		if got := op.text(row + " .restock-message"); got != "Added 5: 6 in stock." {
+			t.Errorf("restock message %q", got)
+		}
+		// A restock the server refuses says why and changes nothing.
+		op.typeInto(row+" .restock-input", "1000000000\r")
+		op.waitUntil("the refusal", `document.querySelector('`+row+` .restock-message').classList.contains('is-error')`, 5*time.Second)
+		if got := sale.stock("b-mug"); got != 6 {
+			t.Errorf("stock after a refused restock: %d, want 6", got)
+		}
+
+		// A new product, through the form.
+		op.typeInto("#new-product-id", "b-cap2")
+		op.typeInto("#new-product-name", "Wool cap")
+		op.typeInto("#new-product-stock", "7")
+		op.typeInto("#new-product-queue", "b-shop")
+		op.click("#product-form button[type=submit]")
+		op.waitUntil("the new product's row", `document.querySelector('[data-product="b-cap2"]')`, 5*time.Second)
+		if r := in.do("GET", "/api/v1/products/b-cap2", "", nil); r.str("name") != "Wool cap" || r.num("stock") != 7 || r.str("queue") != "b-shop" {
+			t.Errorf("the product made by the form: %s", r.raw)
+		}
+		// An id that exists is refused on the page: saving it would set its
+		// stock over the orders taken.
+		op.typeInto("#new-product-id", "b-mug")
+		op.typeInto("#new-product-name", "Mug again")
+		op.typeInto("#new-product-stock", "100")
+		op.click("#product-form button[type=submit]")
+		op.waitUntil("the refusal", `document.getElementById('product-message').classList.contains('is-error')`, 5*time.Second)
+		if got := sale.stock("b-mug"); got != 6 {
+			t.Errorf("stock after creating an existing id: %d, want 6", got)
+		}
+
+		// A reload stays on the products.
+		if err := chromedp.Do(op.ctx, chromedp.Reload()); err != nil {
+			t.Fatal(err)
+		}
+		op.waitUntil("the products after a reload", `!document.getElementById('products-screen').hidden && document.querySelector('`+row+`')`, 5*time.Second)
+	})
+
+	t.Run("admin page in gateway mode: queues, no products", func(t *testing.T) {
+		t.Parallel()
+		p := bootProxy(t, backend{name: "embedded"}, newUpstreamShop(t, 1), nil)
+		op := signedInAdminAt(t, browser, p.instance, gwPrefix+"/admin#products")
+		op.waitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
+		var shown map[string]bool
+		op.mustEval(`({tabs: !document.getElementById('tabs').hidden, queues: !document.getElementById('queues-screen').hidden,
+			products: !document.getElementById('products-screen').hidden})`, &shown)
+		if diff := cmp.Diff(map[string]bool{"tabs": false, "queues": true, "products": false}, shown); diff != "" {
+			t.Errorf("shown in gateway mode, which sells nothing itself (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("admin page: the queue form has every setting", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		op := signedInAdmin(t, browser, in)
+		op.waitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
+
+		// The form's fields are the admin API's queue settings: every
+		// property of openapi.yaml's QueueConfig, each with a label.
+		var want []string
+		for name := range loadOpenAPI(t).doc.Components.Schemas["QueueConfig"].Value.Properties {
+			want = append(want, name)
+		}
+		op.click("#new-queue")
+		op.waitUntil("the queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
+		var got []string
+		op.mustEval(`[...document.querySelectorAll('#queue-settings input')].filter(i => i.labels.length === 1 && i.labels[0].textContent.trim() !== '').map(i => i.name)`, &got)
+		if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("the form's labelled settings differ from QueueConfig's properties (-api +form):\n%s", diff)
+		}
+
+		// A new queue with every setting.
+		op.typeInto("#queue-name", "b-form")
+		for field, v := range map[string]string{"ratePerSecond": "5", "batchSize": "1", "intervalMs": "200",
+			"capacity": "50", "tokenTtlSeconds": "60", "maxActiveTokens": "3"} {
+			op.typeInto("#setting-"+field, v)
+		}
+		op.click("#setting-paused")
+		op.click("#queue-form button[type=submit]")
+		card := `[data-queue="b-form"]`
+		op.waitUntil("the new queue's card", `!document.getElementById('queue-dialog').open && document.querySelector('`+card+`')`, 5*time.Second)
+		wantConfig := map[string]any{"ratePerSecond": 5.0, "batchSize": 1.0, "intervalMs": 200.0, "capacity": 50.0,
+			"tokenTtlSeconds": 60.0, "maxActiveTokens": 3.0, "paused": true}
+		config := func() map[string]any {
+			r := in.do("GET", "/admin/v1/queues/b-form", in.adminAuth(), nil)
+			out := map[string]any{}
+			for k := range wantConfig {
+				out[k] = r.body[k]
+			}
+			return out
+		}
+		if diff := cmp.Diff(wantConfig, config()); diff != "" {
+			t.Errorf("the queue the form made (-want +got):\n%s", diff)
+		}
+
+		// Its settings open with its values; Save sends what the operator
+		// changed, and keeps what someone else changed meanwhile.
+		op.click(card + " .settings-button")
+		op.waitUntil("the queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
+		var shown map[string]any
+		op.mustEval(`Object.fromEntries([...document.querySelectorAll('#queue-settings input')].map(i => [i.name, i.type === 'checkbox' ? i.checked : Number(i.value)]))`, &shown)
+		if diff := cmp.Diff(wantConfig, shown); diff != "" {
+			t.Errorf("the form shows (-queue +form):\n%s", diff)
+		}
+		if got := op.text("#queue-dialog-heading"); got != "Settings of b-form" {
+			t.Errorf("heading %q", got)
+		}
+		in.patchQueue("b-form", map[string]any{"ratePerSecond": 4})
+		op.typeInto("#setting-capacity", "70")
+		op.click("#setting-paused")
+		op.click("#queue-form button[type=submit]")
+		op.waitUntil("the form to close", `!document.getElementById('queue-dialog').open`, 5*time.Second)
+		wantConfig["capacity"], wantConfig["paused"], wantConfig["ratePerSecond"] = 70.0, false, 4.0
+		if diff := cmp.Diff(wantConfig, config()); diff != "" {
+			t.Errorf("after Save (-want +got):\n%s", diff)
+		}
+
+		// A config the server refuses: the form says why and stays open.
+		op.click(card + " .settings-button")
+		op.waitUntil("the queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
+		op.typeInto("#setting-ratePerSecond", "1000")
+		op.click("#queue-form button[type=submit]")
+		op.waitUntil("the refusal", `document.getElementById('queue-message').classList.contains('is-error')`, 5*time.Second)
+		if msg := op.text("#queue-message"); !strings.Contains(msg, "batch") {
+			t.Errorf("refusal message %q does not say what is wrong", msg)
+		}
+		op.keys(kb.Escape)
+		op.waitUntil("Escape to close the form", `!document.getElementById('queue-dialog').open`, 5*time.Second)
+		if got := config()["ratePerSecond"]; got != 4.0 {
+			t.Errorf("rate after a refused change: %v", got)
+		}
+
+		// A new queue under a name in use is refused on the page: PUT would
+		// replace that queue's whole config.
+		op.click("#new-queue")
+		op.waitUntil("the queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
+		op.typeInto("#queue-name", "b-form")
+		op.click("#queue-form button[type=submit]")
+		op.waitUntil("the refusal", `document.getElementById('queue-message').classList.contains('is-error')`, 5*time.Second)
+		if diff := cmp.Diff(wantConfig, config()); diff != "" {
+			t.Errorf("after a new queue of the same name (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// signedInAdmin opens the admin page of in and signs in with its token.
+func signedInAdmin(t *testing.T, browser context.Context, in *instance) *visitor {
+	t.Helper()
+	return signedInAdminAt(t, browser, in, "/admin")
+}
+
+// signedInAdminAt is signedInAdmin for an admin page at path.
+func signedInAdminAt(t *testing.T, browser context.Context, in *instance, path string) *visitor {
+	t.Helper()
+	op := newVisitor(t, browser, in, "en")
+	op.open(path)
+	op.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
+	op.typeInto("#token", in.admin)
+	op.keys("\r")
+	op.waitUntil("the dashboard", `!document.getElementById('dash').hidden`, 5*time.Second)
+	return op
+}
+
+// checkFontsCover fails unless the text of the element css is drawn with
+// fonts among families (by Chromium's own account of the fonts it used),
+// apart from the odd space or digit a fallback may draw.
+func (v *visitor) checkFontsCover(css string, families map[string]bool) {
+	v.t.Helper()
+	ids, err := chromedp.Run(v.ctx, chromedp.QueryNodeIDs(chromedp.CSS(css)))
+	if err != nil || len(ids) == 0 {
+		v.t.Fatalf("%s: %v", css, err)
+	}
+	if _, err := chromedp.Call(v.ctx, cdpcss.Enable, cdp.Empty{}); err != nil {
+		v.t.Fatal(err)
+	}
+	// Chromium reports the fonts of text it has drawn: on a busy machine
+	// the first frames may not be, so ask until it has (two frames later).
+	var res cdpcss.GetPlatformFontsForNodeResult
+	for deadline := time.Now().Add(10 * time.Second); len(res.Fonts) == 0 && time.Now().Before(deadline); {
+		v.mustEval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)
+		res, err = chromedp.Call(v.ctx, cdpcss.GetPlatformFontsForNode, cdpcss.GetPlatformFontsForNodeParams{NodeID: ids[0]})
+		if err != nil {
+			v.t.Fatal(err)
+		}
+	}
+	var covered, all float64
+	var used []string
+	for _, f := range res.Fonts {
+		all += f.GlyphCount
+		used = append(used, fmt.Sprintf("%s (%g glyphs)", f.FamilyName, f.GlyphCount))
+		if families[f.FamilyName] {
+			covered += f.GlyphCount
+		}
+	}
+	text := []rune(v.text(css))
+	if covered < float64(len(text))-2 || all == 0 {
+		v.t.Errorf("%s (%q) is drawn with %v; want fonts covering its script, one of %v", css, string(text), used, families)
+	}
 }
 
 // ---------------------------------------------------------------- admin helpers

@@ -23,14 +23,18 @@ import (
 // Config is every setting of `waitroom serve`. Each has a flag and a
 // WAITROOM_* environment twin (flag wins); defaults are in Flags.
 type Config struct {
-	Addr        string
-	RedisURL    string // empty: the in-process store
-	RedisMode   string // single, cluster or sentinel
-	KeyPrefix   string
-	DatabaseURL string // empty: SQLite in DataDir
-	DataDir     string
-	AuthSecret  string // empty: random per start
-	AdminToken  string // empty: random on the embedded default, else admin disabled
+	Addr      string
+	RedisURL  string // empty: the in-process store
+	RedisMode string // single, cluster or sentinel
+	KeyPrefix string
+	// RedisStrictEviction refuses a Redis whose maxmemory-policy may evict
+	// waitroom's keys, or cannot be read (at start and in /readyz); without
+	// it, such a Redis is reported loudly and used.
+	RedisStrictEviction bool
+	DatabaseURL         string // empty: SQLite in DataDir
+	DataDir             string
+	AuthSecret          string // empty: random per start
+	AdminToken          string // empty: random on the embedded default, else admin disabled
 
 	Rate     float64 // 0: derived from the pool settings below
 	Batch    int
@@ -66,6 +70,11 @@ type Config struct {
 	PaymentFailureRate float64
 	PaymentLatency     time.Duration
 
+	// MetricsAddr, when set, serves /metrics there (a private network)
+	// instead of on Addr; Pprof adds /debug/pprof/ to it.
+	MetricsAddr string
+	Pprof       bool
+
 	LogFormat       string
 	LogLevel        string
 	DrainDelay      time.Duration
@@ -96,14 +105,18 @@ type Config struct {
 	EntrySigningKey string
 }
 
+// DefaultDataDir is --data-dir's default.
+const DefaultDataDir = "./waitroom-data"
+
 // Flags registers every setting on fs, with its default and help text.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL (redis://host:port/db); empty runs the line in process (one instance only)")
 	fs.StringVar(&c.RedisMode, "redis-mode", RedisSingle, "how --redis-url is read: single (one server), cluster (Redis Cluster; seed nodes as host plus addr= parameters) or sentinel (sentinels as host plus addr= parameters, master_name= the primary)")
 	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
+	fs.BoolVar(&c.RedisStrictEviction, "redis-strict-eviction", false, "refuse to start, and fail /readyz, when Redis's maxmemory-policy may evict waitroom's keys (allkeys-*) or cannot be read; without it that is logged and shown in /readyz")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", "./waitroom-data", "directory of the SQLite file")
+	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "directory of the SQLite file (and, on the embedded default without --auth-secret, of the dev secret it keeps)")
 	fs.StringVar(&c.AuthSecret, "auth-secret", "", "HS256 secret for user JWTs and session cookies; empty: random per start (set it when running several instances)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
 	fs.Float64Var(&c.Rate, "rate", 0, "admitted users per second for the default and new queues; 0 derives it from --db-pool-size × --order-pool-share × 1s/--order-latency")
@@ -128,6 +141,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OrderWork, "order-work", 0, "extra database time each order spends holding its connection (pg_sleep), to reproduce slow orders")
 	fs.Float64Var(&c.PaymentFailureRate, "payment-failure-rate", 0, "share of payments the built-in fake payment fails (0..1)")
 	fs.DurationVar(&c.PaymentLatency, "payment-latency", 0, "time the built-in fake payment takes")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. a private network's 10.0.0.5:9090) instead of on --addr; empty: on --addr")
+	fs.BoolVar(&c.Pprof, "pprof", false, "also serve Go's profiler (/debug/pprof/) on --metrics-addr (required with it)")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long to keep serving with /readyz failing so load balancers stop sending traffic (0 on the embedded default unless set)")
@@ -256,6 +271,9 @@ func (c Config) Validate() error {
 	}
 	if c.Addr == "" {
 		bad("addr", "must not be empty")
+	}
+	if c.Pprof && c.MetricsAddr == "" {
+		bad("pprof", "needs --metrics-addr: the profiler is never served on the public --addr")
 	}
 	if c.Rate < 0 {
 		bad("rate", "must be ≥ 0, got %v", c.Rate)

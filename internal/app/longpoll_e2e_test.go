@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -24,10 +25,18 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			for i := range 10 {
 				in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(fmt.Sprintf("lp%d", i)), nil)
 			}
-			held := func(user string, wait int) (response, time.Duration) {
+			// held asks with waitSeconds; safe from any goroutine (an error
+			// comes back in the answer, for the test's goroutine to report).
+			type answer struct {
+				r    response
+				err  error
+				took time.Duration
+			}
+			held := func(user string, wait int) answer {
 				began := time.Now()
-				r := in.do("GET", fmt.Sprintf("/api/v1/queues/%s/entries/me?waitSeconds=%d", q, wait), in.as(user), nil)
-				return r, time.Since(began)
+				r, err := in.send(http.DefaultClient, apiCall{method: "GET",
+					path: fmt.Sprintf("/api/v1/queues/%s/entries/me?waitSeconds=%d", q, wait), auth: in.as(user)})
+				return answer{r, err, time.Since(began)}
 			}
 
 			for _, bad := range []string{"abc", "-1", "26", "1.5"} {
@@ -37,31 +46,31 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 				}
 			}
 			// Position 10 at 2/s, an estimated 5 s: answered at once.
-			if r, took := held("lp9", 20); r.str("status") != "WAITING" || took > 10*time.Second {
-				t.Errorf("far back: %s after %v, want WAITING at once", r.raw, took)
+			if a := held("lp9", 20); a.err != nil || a.r.str("status") != "WAITING" || a.took > 10*time.Second {
+				t.Errorf("far back: %s (%v) after %v, want WAITING at once", a.r.raw, a.err, a.took)
 			}
 			// Paused: nobody is let in, so nobody is held.
-			if r, took := held("lp0", 20); r.str("status") != "WAITING" || r.body["paused"] != true || took > 10*time.Second {
-				t.Errorf("paused, near the front: %s after %v, want WAITING at once", r.raw, took)
+			if a := held("lp0", 20); a.err != nil || a.r.str("status") != "WAITING" || a.r.body["paused"] != true || a.took > 10*time.Second {
+				t.Errorf("paused, near the front: %s (%v) after %v, want WAITING at once", a.r.raw, a.err, a.took)
 			}
 
 			// Unpaused, one user per 2 s tick: lp0 goes in at once; lp1,
 			// next in line, is held and told READY at the next tick.
 			in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), `{"paused":false,"ratePerSecond":0.5,"intervalMs":2000}`)
 			in.waitReady(q, "lp0")
-			type answer struct {
-				r    response
-				took time.Duration
+			// lp1 is next; asked just now it is still waiting, so a READY
+			// from the held request is news it waited for. (How long it
+			// waited is up to the schedule and the machine: not checked.)
+			if r := in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as("lp1"), nil); r.str("status") != "WAITING" {
+				t.Fatalf("lp1 before the hold: %s, want WAITING", r.raw)
 			}
 			done := make(chan answer, 1)
-			go func() {
-				r, took := held("lp1", 20)
-				done <- answer{r, took}
-			}()
+			go func() { done <- held("lp1", 20) }()
 			a := <-done
-			if a.r.str("status") != "READY" || a.r.str("token") == "" || a.took < 300*time.Millisecond || a.took > 15*time.Second {
-				t.Errorf("held until admitted: %s after %v, want READY with a token, held until the next tick", a.r.raw, a.took)
+			if a.err != nil || a.r.str("status") != "READY" || a.r.str("token") == "" || a.took > 15*time.Second {
+				t.Errorf("held until admitted: %s (%v) after %v, want READY with a token", a.r.raw, a.err, a.took)
 			}
+			t.Logf("lp1 held %v until admitted", a.took.Round(time.Millisecond))
 
 			// Entering with waitSeconds where a poll would be held: held
 			// the same way, so a newcomer at the front of a moving line
@@ -84,13 +93,12 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			for i := 2; i < 9; i++ {
 				in.do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.as(fmt.Sprintf("lp%d", i)), nil)
 			}
-			go func() {
-				r, took := held("lp9", 20)
-				done <- answer{r, took}
-			}()
-			time.Sleep(300 * time.Millisecond)
-			if held := scrape(t, in)["waitroom_status_held"]; held != 1 {
-				t.Errorf("waitroom_status_held = %v with one request held", held)
+			go func() { done <- held("lp9", 20) }()
+			// The request reaches the server when the machine lets it.
+			for deadline := time.Now().Add(10 * time.Second); scrape(t, in)["waitroom_status_held"] != 1; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("waitroom_status_held = %v 10 s after one request went to be held", scrape(t, in)["waitroom_status_held"])
+				}
 			}
 			began := time.Now()
 			if err := in.m.Close(); err != nil {
@@ -98,8 +106,9 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			}
 			closed := time.Since(began)
 			a = <-done
-			if a.r.status != 200 || a.r.str("status") != "WAITING" || a.took > 15*time.Second || closed > 4*time.Second {
-				t.Errorf("on drain: %d %s after %v, Close took %v; want WAITING at once and a quick close", a.r.status, a.r.raw, a.took, closed)
+			// The hold was 20 s: half of it is "not waited out" on any machine.
+			if a.err != nil || a.r.status != 200 || a.r.str("status") != "WAITING" || a.took > 10*time.Second || closed > 10*time.Second {
+				t.Errorf("on drain: %d %s (%v) after %v, Close took %v; want WAITING at once and a quick close", a.r.status, a.r.raw, a.err, a.took, closed)
 			}
 		})
 	}

@@ -2,14 +2,19 @@ package app_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/telemetry"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // scrape reads /metrics into "name{labels}" → value.
@@ -76,16 +81,12 @@ func TestMetricsAddUp(t *testing.T) {
 			for _, u := range users[:25] {
 				tokens[u] = in.waitReady(q, u)
 			}
-			var wg sync.WaitGroup
+			var buys []apiCall
 			for _, u := range users[:10] { // 10 try to buy 5: 5 created, 5 out of stock
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					in.do("POST", "/api/v1/orders", in.as(u), map[string]any{"productId": "metrics-tee", "quantity": 1},
-						"X-Entry-Token", tokens[u])
-				}()
+				buys = append(buys, apiCall{method: "POST", path: "/api/v1/orders", auth: in.as(u),
+					body: map[string]any{"productId": "metrics-tee", "quantity": 1}, headers: []string{"X-Entry-Token", tokens[u]}})
 			}
-			wg.Wait()
+			in.fireAll(buys)
 			for _, u := range users[10:13] { // 3 give their token back
 				in.do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.as(u), nil)
 			}
@@ -156,5 +157,133 @@ func TestMetricsAddUp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScrapesAreCheapAndReadOnly: on a Redis of its own, with expired
+// tokens that no admission tick has swept yet, 100 scrapes of /metrics on
+// --metrics-addr write nothing (Redis's count of changes stands still, the
+// tokens stay unswept yet count as expired) and cost Redis one reading of
+// the queues a second, not one per scrape (INFO's command count, the
+// commands run inside scripts included). /metrics is not on the public
+// listener then; the profiler is on the private one with --pprof.
+func TestScrapesAreCheapAndReadOnly(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
+		c.RedisURL, c.KeyPrefix = srv.URL(), "wr:"
+		c.Rate, c.Interval = 0.1, time.Minute // the default queue ticks once a minute
+		c.HistoryInterval = time.Minute
+		c.MetricsAddr, c.Pprof = "127.0.0.1:0", true
+		// Ticks at their due time: the loop's jitter (up to half an
+		// interval, 30 s at a minute) would only delay the setup below.
+		c.AdmissionJitter = false
+	})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+
+	// Six users admitted; then the queue, too, ticks once a minute, and the
+	// tokens' time is made up (their expiry moved into the past in Redis,
+	// which is what running out is to every script), so no tick sweeps them
+	// during the scrapes however slow the machine is.
+	in.mustPutQueue("m1", map[string]any{"paused": true, "ratePerSecond": 6, "batchSize": 10, "intervalMs": 1000, "tokenTtlSeconds": 60})
+	for i := range 6 {
+		in.do("POST", entriesPath("m1"), in.as(fmt.Sprintf("m1-%d", i)), nil)
+	}
+	in.mustPatchQueue("m1", map[string]any{"paused": false})
+	waitFor(t, "six admitted", func() bool { return in.mustStats("m1").num("admittedTotal") == 6 })
+	in.mustPatchQueue("m1", map[string]any{"ratePerSecond": 0.1})
+	// Keys as docs/operations.md lays them out.
+	nextTickIn := func(q string) time.Duration {
+		next, _ := rdb.HGet(ctx, "wr:{"+q+"}:adm", "next").Int64()
+		now, _ := rdb.Time(ctx).Result()
+		return time.Duration(next-now.UnixMilli()) * time.Millisecond
+	}
+	// Both queues tick once now and then not for a minute: a one-second
+	// interval brings the next tick forward, and the minute is back for the
+	// one after it.
+	for _, q := range []string{"m1", "default"} {
+		in.mustPatchQueue(q, map[string]any{"intervalMs": 1000})
+	}
+	// (A tick has run once the next one is ahead again.)
+	waitFor(t, "ticks a second apart", func() bool { return nextTickIn("m1") > 0 && nextTickIn("default") > 0 })
+	for _, q := range []string{"m1", "default"} {
+		in.mustPatchQueue(q, map[string]any{"intervalMs": 60000})
+	}
+	waitFor(t, "no tick due for 50 s", func() bool { return nextTickIn("m1") > 50*time.Second && nextTickIn("default") > 50*time.Second })
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range rdb.ZRange(ctx, "wr:{m1}:texp", 0, -1).Val() {
+		rdb.ZAddXX(ctx, "wr:{m1}:texp", redis.Z{Score: float64(now.UnixMilli() - 1000), Member: u})
+	}
+	waitFor(t, "the tokens to count as expired", func() bool { return in.mustStats("m1").num("activeTokens") == 0 })
+	unswept := func() int64 { return rdb.ZCard(ctx, "wr:{m1}:texp").Val() }
+	if n := unswept(); n != 6 {
+		t.Fatalf("%d expired tokens left unswept, want 6 (something swept them: the test shows nothing)", n)
+	}
+
+	private := &instance{t: t, base: "http://" + in.m.MetricsAddr()}
+	info := func() (commands, changes int64) {
+		stats, _ := rdb.Info(ctx, "stats", "persistence").Result()
+		field := func(name string) int64 {
+			_, rest, _ := strings.Cut(stats, name+":")
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.SplitN(rest, "\r\n", 2)[0]), 10, 64)
+			return v
+		}
+		return field("total_commands_processed"), field("rdb_changes_since_last_save")
+	}
+	cmds0, changes0 := info()
+	m := scrape(t, private) // the first reading
+	cmds1, _ := info()
+	began := time.Now()
+	for range 99 {
+		m = scrape(t, private)
+	}
+	elapsed := time.Since(began)
+	cmds2, changes2 := info()
+
+	if changes2 != changes0 || unswept() != 6 {
+		t.Errorf("scrapes wrote to Redis: %d changes, %d tokens left unswept of 6", changes2-changes0, unswept())
+	}
+	series := func(name string) float64 { return m[name+`{queue="m1"}`] }
+	if series("waitroom_tokens_expired_total") != 6 || series("waitroom_tokens_active") != 0 || series("waitroom_admitted_total") != 6 {
+		t.Errorf("m1: expired %v active %v admitted %v, want 6, 0 and 6", series("waitroom_tokens_expired_total"),
+			series("waitroom_tokens_active"), series("waitroom_admitted_total"))
+	}
+	// One reading (less INFO itself) serves every scrape for a second; the
+	// admission loops' discovery reads the list and each config (and the
+	// default queue once more) every second meanwhile.
+	const queues = 2
+	reading := cmds1 - cmds0 - 1
+	seconds := int64(elapsed/telemetry.StatsMaxAge) + 1
+	bound := seconds * (reading + 2 + queues)
+	t.Logf("one reading of %d queues: %d Redis commands; 99 more scrapes in %v: %d commands (bound %d; read every time they would cost %d)",
+		queues, reading, elapsed.Round(time.Millisecond), cmds2-cmds1-1, bound, 99*reading)
+	if got := cmds2 - cmds1 - 1; got > bound {
+		t.Errorf("99 scrapes in %v cost Redis %d commands, want at most %d (one reading of %d a second, and discovery)",
+			elapsed, got, bound, reading)
+	}
+
+	if r := in.do("GET", "/metrics", "", nil); r.status != 404 {
+		t.Errorf("/metrics on the public listener with --metrics-addr: %d, want 404", r.status)
+	}
+	if r := private.do("GET", "/debug/pprof/cmdline", "", nil); r.status != 200 {
+		t.Errorf("/debug/pprof/cmdline with --pprof: %d", r.status)
+	}
+	if r := in.do("GET", "/debug/pprof/cmdline", "", nil); r.status != 404 {
+		t.Errorf("/debug/pprof on the public listener: %d, want 404", r.status)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20 s for %s", what)
+		}
 	}
 }

@@ -583,6 +583,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	if again.header.Get("Idempotent-Replayed") != "true" || again.num("id") != o.num("id") {
 		t.Errorf("replay: %s %v, first %s", again.raw, again.header, o.raw)
 	}
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: map[string]any{"productId": tee, "quantity": 2},
+		headers: tokenHdr(token, "Idempotency-Key", key), status: 422, code: "idempotency_key_reused"})
 	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"}) // spent
 	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.as(carol), status: 200}); r.str("status") != "NOT_IN_QUEUE" {
 		t.Errorf("status after buying: %s", r.raw)
@@ -600,6 +602,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		{"GET", "/admin/v1/queues/" + paused + "/history", nil},
 		{"GET", "/admin/v1/queue-settings", nil},
 		{"PUT", "/admin/v1/products/" + tee, map[string]any{"name": "x", "stock": 1}},
+		{"GET", "/admin/v1/products", nil},
+		{"POST", "/admin/v1/products/" + tee + "/restock", map[string]any{"quantity": 1}},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
 		k.call(t, oaCase{method: m.method, path: m.path, auth: in.as("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
@@ -642,6 +646,31 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin, body: map[string]any{"name": "x", "stock": 1, "queue": "a{b}"}, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + strings.Repeat("p", 129), auth: admin, body: map[string]any{"name": "x", "stock": 1}, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin, body: `{"name":"` + strings.Repeat("n", 5000) + `","stock":1}`, status: 413, code: "body_too_large", specInvalid: true})
+
+	// The product list, a page at a time, and restocking.
+	restock := "/admin/v1/products/" + tee + "/restock"
+	if r := k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 3}, status: 200}); r.num("stock") != 7 {
+		t.Errorf("restock 3 onto the 4 left: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 0}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{}, status: 400, code: "invalid_request", specInvalid: true})
+	// Past the largest stock: the document states it in prose only.
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 1_000_000_000}, status: 400, code: "invalid_request"})
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: `{"quantity":1` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/products/" + saleID("nope") + "/restock", auth: admin, body: map[string]any{"quantity": 1}, status: 404, code: "product_not_found"})
+	// This test made three products: a page of one has a next.
+	first := k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1", auth: admin, status: 200})
+	if next := first.str("next"); next == "" {
+		t.Errorf("a page of 1 with more behind has no next: %s", first.raw)
+	} else {
+		k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1000&after=" + url.QueryEscape(next), auth: admin, status: 200})
+	}
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1&after=" + url.QueryEscape(tee[:len(tee)-1]), auth: admin, status: 200}); !strings.Contains(r.raw, `{"id":"`+tee+`","name":"T-shirt","stock":7,"queue":"`+fast+`","orders":1}`) {
+		t.Errorf("the list does not show %s with its one order: %s", tee, r.raw)
+	}
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=0", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=ten", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?after=" + strings.Repeat("p", 129), auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.header.Get("Content-Language") != "ko" {
@@ -727,6 +756,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 				{"GET", "/admin/v1/queues/default/history", nil},
 				{"GET", "/admin/v1/queue-settings", nil},
 				{"PUT", "/admin/v1/products/p", map[string]any{"name": "x", "stock": 1}},
+				{"GET", "/admin/v1/products", nil},
+				{"POST", "/admin/v1/products/p/restock", map[string]any{"quantity": 1}},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -869,6 +900,8 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	}{
 		{"GET", "/api/v1/products/" + p, "", nil},
 		{"PUT", "/admin/v1/products/" + p, admin, map[string]any{"name": "x", "stock": 1}},
+		{"GET", "/admin/v1/products", admin, nil},
+		{"POST", "/admin/v1/products/" + p + "/restock", admin, map[string]any{"quantity": 1}},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, auth: m.auth, body: m.body, status: 503, code: "unavailable"})
 	}

@@ -11,16 +11,12 @@ package app_test
 // tests never meet each other's rows.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +61,16 @@ func (in shop) putProduct(id, queue string, stock int64) {
 	}
 }
 
+// buy lets user into queue and buys one of product: 201.
+func (in shop) buy(queue, product, user string) {
+	in.t.Helper()
+	token := in.admit(queue, user)[user]
+	r := in.do("POST", "/api/v1/orders", in.as(user), map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", token)
+	if r.status != http.StatusCreated {
+		in.t.Fatalf("%s buying %s: %d %s", user, product, r.status, r.raw)
+	}
+}
+
 // stock reads a product's stock through the public API.
 func (in shop) stock(id string) int64 {
 	in.t.Helper()
@@ -79,9 +85,9 @@ func (in shop) stock(id string) int64 {
 // it returns their entry tokens.
 func (in shop) admit(queue string, users ...string) map[string]string {
 	in.t.Helper()
-	reqs := make([]orderCall, len(users))
+	reqs := make([]apiCall, len(users))
 	for i, u := range users {
-		reqs[i] = orderCall{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(u)}
+		reqs[i] = apiCall{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(u)}
 	}
 	for i, r := range in.fireAll(reqs) {
 		if r.status != http.StatusOK {
@@ -123,8 +129,8 @@ func (in shop) assertSpent(queue, user string) {
 }
 
 // orderReq is POST /api/v1/orders for one unit of product, as user with token.
-func (in shop) orderReq(user, token, product string, headers ...string) orderCall {
-	return orderCall{
+func (in shop) orderReq(user, token, product string, headers ...string) apiCall {
+	return apiCall{
 		method: "POST", path: "/api/v1/orders", auth: in.as(user),
 		body:    map[string]any{"productId": product, "quantity": 1},
 		headers: append([]string{"X-Entry-Token", token}, headers...),
@@ -137,102 +143,14 @@ func (in shop) order(user, token, product string, headers ...string) response {
 	return in.call(in.orderReq(user, token, product, headers...))
 }
 
-// orderCall is one call of the contract, for call and fireAll.
-type orderCall struct {
-	method, path, auth string
-	body               any
-	headers            []string
-}
-
 // call makes one request from the test's goroutine.
-func (in shop) call(q orderCall) response {
+func (in shop) call(c apiCall) response {
 	in.t.Helper()
-	r, err := in.tryCall(http.DefaultClient, q)
+	r, err := in.send(http.DefaultClient, c)
 	if err != nil {
 		in.t.Fatal(err)
 	}
 	return r
-}
-
-// tryCall makes one request and reports a transport failure as an error
-// rather than failing the test, so it is safe from any goroutine.
-func (in shop) tryCall(client *http.Client, q orderCall) (response, error) {
-	var rd io.Reader
-	if q.body != nil {
-		if s, ok := q.body.(string); ok {
-			rd = strings.NewReader(s)
-		} else {
-			j, err := json.Marshal(q.body)
-			if err != nil {
-				return response{}, err
-			}
-			rd = bytes.NewReader(j)
-		}
-	}
-	req, err := http.NewRequest(q.method, in.base+q.path, rd)
-	if err != nil {
-		return response{}, err
-	}
-	if q.auth != "" {
-		req.Header.Set("Authorization", q.auth)
-	}
-	for i := 0; i+1 < len(q.headers); i += 2 {
-		req.Header.Set(q.headers[i], q.headers[i+1])
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return response{}, fmt.Errorf("%s %s: %w", q.method, q.path, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return response{}, fmt.Errorf("%s %s: reading the body: %w", q.method, q.path, err)
-	}
-	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
-	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(raw, &r.body); err != nil {
-			return r, fmt.Errorf("%s %s: body is not JSON: %q", q.method, q.path, raw)
-		}
-	}
-	return r, nil
-}
-
-// fireAll sends all requests at once (released together after every goroutine
-// is ready) and returns the answers in request order.
-//
-// It uses a client of its own without keep-alives. A shared pooling client,
-// asked for many connections at once, may finish dialling one after its
-// request was served by another and park it idle; the server then sees a
-// connection that never sends a request (StateNew), which http.Server.Shutdown
-// waits 5 s for, longer than the harness's shutdown timeout allows.
-func (in shop) fireAll(reqs []orderCall) []response {
-	in.t.Helper()
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	out := make([]response, len(reqs))
-	errs := make([]error, len(reqs))
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	for i, q := range reqs {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			out[i], errs[i] = in.tryCall(client, q)
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
-	for _, err := range errs {
-		if err != nil {
-			in.t.Fatal(err)
-		}
-	}
-	return out
 }
 
 // tallyAnswers tallies answers by "status code" (code empty on success) and
@@ -280,7 +198,7 @@ func TestOrderNoOversell(t *testing.T) {
 			buyers := freshUsers(10 * stock)
 			tokens := in.admit(q, buyers...)
 
-			reqs := make([]orderCall, len(buyers))
+			reqs := make([]apiCall, len(buyers))
 			for i, u := range buyers {
 				reqs[i] = in.orderReq(u, tokens[u], p)
 			}
@@ -320,7 +238,7 @@ func TestOrderDoubleSpend(t *testing.T) {
 			u := saleID("spender")
 			tok := in.admit(q, u)[u]
 
-			reqs := make([]orderCall, 50)
+			reqs := make([]apiCall, 50)
 			for i := range reqs {
 				reqs[i] = in.orderReq(u, tok, p)
 			}
@@ -431,7 +349,8 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 }
 
 // TestOrderIdempotencyKey: a retry with the same Idempotency-Key returns the
-// first order (200, Idempotent-Replayed: true) and buys nothing more.
+// first order (200, Idempotent-Replayed: true) and buys nothing more; the
+// same key with another product or quantity is 422 idempotency_key_reused.
 func TestOrderIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
@@ -457,6 +376,15 @@ func TestOrderIdempotencyKey(t *testing.T) {
 				t.Errorf("stock: %d, want 9 (decremented once)", s)
 			}
 			in.assertSpent(q, u)
+			// The same key with another body is a mistake, not a retry.
+			other := in.orderReq(u, tok, p, "Idempotency-Key", key)
+			other.body = map[string]any{"productId": p, "quantity": 2}
+			wantOrderError(t, "the same key for two units", in.call(other), http.StatusUnprocessableEntity, "idempotency_key_reused")
+			other.body = map[string]any{"productId": saleID("p"), "quantity": 1}
+			wantOrderError(t, "the same key for another product", in.call(other), http.StatusUnprocessableEntity, "idempotency_key_reused")
+			if s := in.stock(p); s != 9 {
+				t.Errorf("stock after the refused reuses: %d, want 9", s)
+			}
 			// A new key is a new order, and the token is spent.
 			wantOrderError(t, "a new key with the spent token", in.order(u, tok, p, "Idempotency-Key", saleID("key")),
 				http.StatusForbidden, "entry_token_invalid")
@@ -468,7 +396,7 @@ func TestOrderIdempotencyKey(t *testing.T) {
 			u, key := saleID("impatient"), saleID("key")
 			tok := in.admit(q, u)[u]
 
-			reqs := make([]orderCall, 20)
+			reqs := make([]apiCall, 20)
 			for i := range reqs {
 				reqs[i] = in.orderReq(u, tok, p, "Idempotency-Key", key)
 			}
@@ -511,7 +439,7 @@ func TestOrderRefusals(t *testing.T) {
 			tokens := in.admit(q, alice, bob)
 			tok := tokens[alice]
 			orderAs := func(auth string, body any, headers ...string) response {
-				return in.call(orderCall{method: "POST", path: "/api/v1/orders", auth: auth, body: body, headers: headers})
+				return in.call(apiCall{method: "POST", path: "/api/v1/orders", auth: auth, body: body, headers: headers})
 			}
 			good := map[string]any{"productId": p, "quantity": 1}
 
@@ -545,7 +473,7 @@ func TestOrderRefusals(t *testing.T) {
 				{"productId too long", orderAs(in.as(alice), map[string]any{"productId": strings.Repeat("p", 129), "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
 				{"Idempotency-Key too long", orderAs(in.as(alice), good, "X-Entry-Token", tok, "Idempotency-Key", strings.Repeat("k", 129)), 400, "invalid_request"},
 				{"unknown product", orderAs(in.as(alice), map[string]any{"productId": saleID("nope"), "quantity": 1}, "X-Entry-Token", tok), 404, "product_not_found"},
-				{"GET unknown product", in.call(orderCall{method: "GET", path: "/api/v1/products/" + saleID("nope")}), 404, "product_not_found"},
+				{"GET unknown product", in.call(apiCall{method: "GET", path: "/api/v1/products/" + saleID("nope")}), 404, "product_not_found"},
 			}
 			for _, c := range cases {
 				if c.r.status >= 500 {

@@ -3,9 +3,6 @@ package app_test
 import (
 	"testing"
 	"time"
-
-	"github.com/waitroom/waitroom/internal/app"
-	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // TestRedisOutageRecovers: with Redis gone the line answers 503 with
@@ -13,11 +10,7 @@ import (
 // serves again and admission resumes, with no restart.
 func TestRedisOutageRecovers(t *testing.T) {
 	t.Parallel()
-	redis := testenv.StartRedis(t)
-	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
-		c.RedisURL = redis.URL()
-		c.KeyPrefix = "wr:"
-	})
+	in, redis := bootOnPrivateRedis(t)
 	if r := in.do("POST", "/api/v1/queues/default/entries", in.as("before"), nil); r.status != 200 {
 		t.Fatalf("before the outage: %d %s", r.status, r.raw)
 	}

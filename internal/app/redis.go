@@ -116,3 +116,83 @@ func failFast(k knobs) {
 	}
 	*k.contextTimeoutEnabled = true
 }
+
+// waitroom's keys never carry a TTL, so these maxmemory-policy values never
+// evict them: noeviction refuses writes when memory is full (waitroom then
+// answers 503), and volatile-* only evict keys with a TTL. allkeys-* may
+// evict any key: a lost seq restarts the tickets and newcomers jump the
+// line, a lost cfg loses the queue, a lost tokens hash loses admissions.
+var evictionSafe = map[string]bool{
+	"noeviction": true, "volatile-lru": true, "volatile-lfu": true, "volatile-random": true, "volatile-ttl": true,
+}
+
+// evictionCheck reads Redis's maxmemory-policy (on every primary of a
+// cluster) and says what is wrong with it, remembering the answer for a
+// few seconds so that readiness probes do not ask on every call.
+type evictionCheck struct {
+	rdb redis.UniversalClient
+
+	mu      sync.Mutex
+	at      time.Time
+	problem string
+}
+
+// evictionRecheck is how long a reading of maxmemory-policy is trusted: an
+// operator may change it at run time.
+const evictionRecheck = 10 * time.Second
+
+// Problem is "" when every primary's policy leaves waitroom's keys alone,
+// else a sentence for operators: the policy that can evict them, or that
+// it cannot be read (CONFIG GET is disabled on many managed services).
+func (e *evictionCheck) Problem(ctx context.Context) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.at.IsZero() && time.Since(e.at) < evictionRecheck {
+		return e.problem
+	}
+	e.problem, e.at = e.read(ctx), time.Now()
+	return e.problem
+}
+
+func (e *evictionCheck) read(ctx context.Context) string {
+	var mu sync.Mutex
+	var bad, unreadable []string
+	check := func(ctx context.Context, c *redis.Client) error {
+		v, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		switch policy := v["maxmemory-policy"]; {
+		case err != nil || policy == "":
+			unreadable = append(unreadable, fmt.Sprintf("%s (%v)", c.Options().Addr, err))
+		case !evictionSafe[policy]:
+			bad = append(bad, fmt.Sprintf("%s on %s", policy, c.Options().Addr))
+		}
+		return nil
+	}
+	var err error
+	switch c := e.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, check)
+	case *redis.Client:
+		err = check(ctx, c)
+	default:
+		err = fmt.Errorf("unknown client %T", c)
+	}
+	switch {
+	case len(bad) > 0:
+		return fmt.Sprintf("Redis maxmemory-policy %s can evict waitroom's keys (they have no TTL): "+
+			"a lost ticket counter lets newcomers jump the line, a lost config loses the queue; use noeviction or a volatile-* policy",
+			strings.Join(bad, ", "))
+	case len(unreadable) > 0 || err != nil:
+		return fmt.Sprintf("Redis maxmemory-policy cannot be checked (CONFIG GET refused: %s); make sure it is noeviction or volatile-*, "+
+			"or waitroom's keys may be evicted", strings.Join(append(unreadable, errText(err)...), "; "))
+	}
+	return ""
+}
+
+func errText(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return []string{err.Error()}
+}

@@ -4,6 +4,7 @@ package app_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -58,7 +59,7 @@ func TestPageScreenshots(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := from + w; i < from+n; i += 8 {
-					in.sendNoFail("POST", "/api/v1/queues/"+queue+"/entries", in.as(fmt.Sprintf("u%d", i)), nil)
+					in.send(http.DefaultClient, apiCall{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(fmt.Sprintf("u%d", i))})
 				}
 			})
 		}
@@ -112,6 +113,24 @@ func TestPageScreenshots(t *testing.T) {
 	shoot(en, "waiting-en.png")
 	shoot(ko, "waiting-ko.png")
 	shoot(op, "admin.png")
+
+	// The products screen, a sale under way: the first people let in
+	// bought tees; the other products sold a little through their lines.
+	sale := shop{in}
+	for i := range 37 {
+		sale.buy("spring-drop", "tee", fmt.Sprintf("u%d", i))
+	}
+	in.putQueue("express", map[string]any{})
+	in.putProduct("hoodie", "Spring hoodie", 120, "spring-drop")
+	in.putProduct("cap", "Canvas cap", 60, "vip")
+	in.putProduct("mug", "Enamel mug", 40, "express")
+	in.putProduct("poster", "Riso poster (signed)", 0, "express")
+	for i := range 12 {
+		sale.buy("express", "mug", fmt.Sprintf("m%d", i))
+	}
+	op.click("#tab-products")
+	op.waitUntil("the products", `document.querySelector('[data-product="mug"] [data-field="orders"]')?.textContent === '12'`, 10*time.Second)
+	shoot(op, "admin-products.png")
 
 	ready := newVisitor(t, browser, in, "en")
 	if err := chromedp.Do(ready.ctx, chromedp.EmulateViewport(1000, 640)); err != nil {

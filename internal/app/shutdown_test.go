@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -31,7 +32,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	const secret, admin = "drain-secret", "drain-admin"
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir,
 		"--auth-secret", secret, "--admin-token", admin, "--order-work", "300ms",
-		"--drain-delay", "500ms", "--shutdown-timeout", "10s", "--log-format", "text")
+		"--drain-delay", "2s", "--shutdown-timeout", "10s", "--log-format", "text")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -73,17 +74,25 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 
 	// Five orders of 300 ms each on SQLite's single writer: about 1.5 s of
-	// work in flight when the signal lands.
+	// work in flight when the signal lands. The signal waits until every
+	// order has been written to its connection (however slow the machine),
+	// not for a fixed time.
 	statuses := make([]int, buyers)
 	errs := make([]error, buyers)
-	var wg sync.WaitGroup
+	var wg, sent sync.WaitGroup
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for i := range buyers {
 		wg.Add(1)
+		sent.Add(1)
 		go func() {
 			defer wg.Done()
+			var once sync.Once
+			wrote := func() { once.Do(sent.Done) }
+			defer wrote() // also when the request fails before it is written
 			req, _ := http.NewRequest("POST", base+"/api/v1/orders",
 				strings.NewReader(`{"productId":"drain-tee","quantity":1}`))
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(),
+				&httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }}))
 			req.Header.Set("Authorization", "Bearer "+identity.New([]byte(secret)).SignJWT(fmt.Sprintf("d%d", i), time.Hour))
 			req.Header.Set("X-Entry-Token", tokens[i])
 			res, err := client.Do(req)
@@ -117,16 +126,28 @@ func TestSIGTERMDrains(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(150 * time.Millisecond)
+	sent.Wait()
 	signalled := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// During the drain delay the instance still serves but says it is not
-	// ready, so a load balancer takes it out of rotation.
-	time.Sleep(100 * time.Millisecond)
-	if r := in.do("GET", "/readyz", "", nil); r.status != 503 || r.errorCode() != "draining" {
-		t.Errorf("/readyz during the drain: %d %s, want 503 draining", r.status, r.raw)
+	// ready, so a load balancer takes it out of rotation. It says so once
+	// it has handled the signal, which a busy machine may delay: asked until.
+	for {
+		r, err := in.send(http.DefaultClient, apiCall{method: "GET", path: "/readyz"})
+		if err != nil {
+			t.Errorf("/readyz during the drain: %v, want 503 draining", err)
+			break
+		}
+		if r.status == 503 && r.errorCode() == "draining" {
+			break
+		}
+		if r.status != 200 || time.Since(signalled) > 10*time.Second {
+			t.Errorf("/readyz %v after SIGTERM: %d %s, want 503 draining", time.Since(signalled), r.status, r.raw)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	wg.Wait()
 	pollWG.Wait()
@@ -155,8 +176,8 @@ func TestSIGTERMDrains(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v; logs:\n%s", err, logs.String())
 		}
-	case <-time.After(13 * time.Second):
-		t.Fatalf("still running 13 s after SIGTERM (bound: 0.5 s drain + 10 s); logs:\n%s", logs.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still running 15 s after SIGTERM (bound: 2 s drain + 10 s); logs:\n%s", logs.String())
 	}
 	t.Logf("exited 0, %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
 	if _, err := http.Get(base + "/healthz"); err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,6 +41,9 @@ var (
 	errTooLarge   = errors.New("request body too large")
 	errMethod     = errors.New("method not allowed")
 	errDraining   = errors.New("server is shutting down")
+	// ErrNotReady: the dependencies answer, but the instance should get no
+	// traffic yet (/readyz says why).
+	ErrNotReady = errors.New("not ready")
 )
 
 // errorRow is how one kind of error is answered.
@@ -67,6 +71,7 @@ var errorTable = []struct {
 	{order.ErrOutOfStock, errorRow{http.StatusConflict, "out_of_stock", 0}},
 	{order.ErrTokenUsed, errorRow{http.StatusForbidden, "entry_token_invalid", 0}},
 	{order.ErrInvalidOrder, errorRow{http.StatusBadRequest, "invalid_request", 0}},
+	{order.ErrIdempotencyKeyReused, errorRow{http.StatusUnprocessableEntity, "idempotency_key_reused", 0}},
 	{order.ErrPayment, errorRow{http.StatusPaymentRequired, "payment_failed", 0}},
 	{order.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{context.DeadlineExceeded, errorRow{http.StatusServiceUnavailable, "timeout", 5}},
@@ -86,6 +91,7 @@ var errorTable = []struct {
 	{errAdminAuth, errorRow{http.StatusUnauthorized, "admin_unauthorized", 0}},
 	{errAdminOff, errorRow{http.StatusForbidden, "admin_disabled", 0}},
 	{errDraining, errorRow{http.StatusServiceUnavailable, "draining", 2}},
+	{ErrNotReady, errorRow{http.StatusServiceUnavailable, "not_ready", 5}},
 	{ErrUpstreamUnavailable, errorRow{http.StatusBadGateway, "upstream_unavailable", 5}},
 	{ErrUpstreamTimeout, errorRow{http.StatusGatewayTimeout, "upstream_timeout", 5}},
 	{ErrUnsafeReturn, errorRow{http.StatusBadRequest, "invalid_return", 0}},
@@ -116,12 +122,15 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	row, known := lookupError(err)
 	msg := err.Error()
+	// Logged once per code per second, with a count (errorLog): during an
+	// outage every request fails the same way.
 	if !known {
-		s.logger.ErrorContext(r.Context(), "unexpected error", "method", r.Method, "path", r.URL.Path,
+		s.errLog.log(r.Context(), slog.LevelError, row.code, "unexpected error", "method", r.Method, "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "internal error"
-	} else if row.status >= 500 && !errors.Is(err, errDraining) {
-		s.logger.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
+	} else if row.status >= 500 && !errors.Is(err, errDraining) && !errors.Is(err, ErrNotReady) {
+		// (Draining and not-ready are this instance's own news, said in full.)
+		s.errLog.log(r.Context(), slog.LevelWarn, row.code, "dependency unavailable", "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "err", err)
 		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"
 	}

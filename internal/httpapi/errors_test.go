@@ -32,7 +32,8 @@ func TestErrorTable(t *testing.T) {
 
 func TestWriteErrorHidesUnexpected(t *testing.T) {
 	t.Parallel()
-	s := &Server{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := &Server{logger: logger, errLog: newErrorLog(logger)}
 	w := httptest.NewRecorder()
 	s.writeError(w, httptest.NewRequest("GET", "/", nil), errors.New("dial tcp 10.0.0.7:6379: secret detail"))
 	var body map[string]apiError

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/order"
@@ -97,6 +98,68 @@ func (s *Server) putProduct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.Orders.PutProduct(r.Context(), order.Product{ID: r.PathValue("id"), Name: body.Name, Stock: *body.Stock, Queue: body.Queue})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, productJSON(p))
+}
+
+// productsPage is the default page size of GET /admin/v1/products.
+const productsPage = 100
+
+type productListJSON struct {
+	Products []order.ProductStats `json:"products"`
+	// Next is the ?after= of the following page; absent on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// listProducts answers a page of products in id order, with their order
+// counts: ?after= (the previous page's next) and ?limit= (1..1000, 100).
+func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := productsPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.writeError(w, r, errWith(errBadRequest, "limit must be an integer"))
+			return
+		}
+		limit = n
+	}
+	page, more, err := s.Orders.Products(r.Context(), q.Get("after"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := productListJSON{Products: make([]order.ProductStats, 0, len(page))}
+	for _, p := range page {
+		p.Product = productJSON(p.Product)
+		out.Products = append(out.Products, p)
+	}
+	if more {
+		out.Next = page[len(page)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type restockRequestJSON struct {
+	Quantity *int64 `json:"quantity"`
+}
+
+// restockProduct adds to a product's stock without overwriting the orders
+// taken meanwhile (as reading it and PUTting it back would).
+func (s *Server) restockProduct(w http.ResponseWriter, r *http.Request) {
+	var body restockRequestJSON
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Quantity == nil {
+		s.writeError(w, r, errWith(errBadRequest, "quantity is required"))
+		return
+	}
+	p, err := s.Orders.Restock(r.Context(), r.PathValue("id"), *body.Quantity)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

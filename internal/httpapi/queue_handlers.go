@@ -8,47 +8,102 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// entryJSON is the WAITING / READY / NOT_IN_QUEUE shape.
-type entryJSON struct {
-	Status               queue.State `json:"status"`
-	Position             *int64      `json:"position,omitempty"`
-	QueueLength          *int64      `json:"queueLength,omitempty"`
-	EstimatedWaitSeconds *int64      `json:"estimatedWaitSeconds,omitempty"`
-	Token                string      `json:"token,omitempty"`
-	ExpiresAt            *time.Time  `json:"expiresAt,omitempty"`
-	// PollAfterSeconds is always present: null when there is nothing to wait for.
-	PollAfterSeconds *int64 `json:"pollAfterSeconds"`
-	// Paused is present (true) only on WAITING while admission is paused;
-	// Stalled likewise while admission runs but nobody has been let in for
-	// a while.
-	Paused  bool `json:"paused,omitempty"`
-	Stalled bool `json:"stalled,omitempty"`
-	// OpensAt is present only on WAITING before the line's opening, instead
-	// of a position.
-	OpensAt *time.Time `json:"opensAt,omitempty"`
+// The WAITING / READY / NOT_IN_QUEUE answers (DESIGN.md §3) are the answer
+// to every poll, so they are written by hand into a pooled buffer rather
+// than through encoding/json, whose reflection and allocations were a
+// measurable share of a poll's CPU (BenchmarkEntryJSON: before and after in
+// one run). queue_handlers_test.go keeps the struct encoding/json wrote
+// them from and checks the bytes are the same.
+
+// appendEntryJSON appends the answer for v, newline-terminated as
+// json.Encoder ends it, without allocating.
+func appendEntryJSON(b []byte, v queue.View) []byte {
+	b = append(b, `{"status":`...)
+	b = appendJSONString(b, string(v.State))
+	opening := v.State == queue.Waiting && !v.OpensAt.IsZero()
+	switch {
+	case opening: // no place yet: opensAt instead, below
+	case v.State == queue.Waiting:
+		b = append(b, `,"position":`...)
+		b = strconv.AppendInt(b, v.Position, 10)
+		b = append(b, `,"queueLength":`...)
+		b = strconv.AppendInt(b, v.Length, 10)
+		b = append(b, `,"estimatedWaitSeconds":`...)
+		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
+	case v.State == queue.Ready:
+		if v.Token != "" {
+			b = append(b, `,"token":`...)
+			b = appendJSONString(b, v.Token)
+		}
+		b = append(b, `,"expiresAt":"`...)
+		b = v.ExpiresAt.AppendFormat(b, time.RFC3339Nano) // as time.Time's MarshalJSON
+		b = append(b, '"')
+	}
+	// pollAfterSeconds is always present: null when there is nothing to wait for.
+	b = append(b, `,"pollAfterSeconds":`...)
+	if v.PollAfterSeconds == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *v.PollAfterSeconds, 10)
+	}
+	// paused and stalled qualify the estimate, so only WAITING carries
+	// them: READY and NOT_IN_QUEUE keep their documented shapes (DESIGN.md
+	// §3) whatever the queue's state. Before the opening, opensAt stands
+	// for the position.
+	if v.State == queue.Waiting && v.Paused {
+		b = append(b, `,"paused":true`...)
+	}
+	if v.State == queue.Waiting && !opening && v.Stalled && !v.Paused {
+		b = append(b, `,"stalled":true`...)
+	}
+	if opening {
+		b = append(b, `,"opensAt":"`...)
+		b = v.OpensAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
 }
 
-func toEntryJSON(v queue.View) entryJSON {
-	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
-	switch {
-	case v.State == queue.Waiting && !v.OpensAt.IsZero():
-		at := v.OpensAt.UTC()
-		e.OpensAt, e.Paused = &at, v.Paused
-	case v.State == queue.Waiting:
-		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
-		// paused and stalled qualify the estimate, so only WAITING carries
-		// them: READY and NOT_IN_QUEUE keep their documented shapes
-		// (DESIGN.md §3) whatever the queue's state.
-		e.Paused, e.Stalled = v.Paused, v.Stalled && !v.Paused
-	case v.State == queue.Ready:
-		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
+// appendJSONString appends s as a JSON string. States and tokens (base64url)
+// need no escaping; anything else is left to encoding/json, escaped as it
+// escapes (HTML characters too).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
 	}
-	return e
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// The entry answers' header values, shared: net/http only reads them, and a
+// fresh []string per answer is an allocation per poll.
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// writeEntry answers 200 with v, as writeJSON would.
+func writeEntry(w http.ResponseWriter, v queue.View) {
+	bp := entryBufs.Get().(*[]byte)
+	b := appendEntryJSON((*bp)[:0], v)
+	h := w.Header()
+	h["Content-Type"], h["Cache-Control"] = jsonContentType, noStore
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	*bp = b
+	entryBufs.Put(bp)
 }
 
 // user resolves the request's identity or answers the error itself.
@@ -100,7 +155,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toEntryJSON(v))
+	writeEntry(w, v)
 }
 
 // ChallengeSolutionHeader carries a solved challenge on enter: the ALTCHA

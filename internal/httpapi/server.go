@@ -45,8 +45,13 @@ type Options struct {
 	Gate *gatekeeper.Gatekeeper
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
-	// Ready reports whether the dependencies answer (for /readyz).
+	// Ready reports whether the dependencies answer (for /readyz); an
+	// error wrapping ErrNotReady says why the instance should get no
+	// traffic although they do.
 	Ready func(ctx context.Context) error
+	// ReadyWarnings, if set, lists what /readyz reports without failing
+	// (a Redis that may evict waitroom's keys).
+	ReadyWarnings func(ctx context.Context) []string
 	// Page serves GET / and /q/{queue} (after the session cookie is set),
 	// and also GET /static/… and /admin, the files and the admin page that
 	// come with it; nil answers 404 (an API-only server).
@@ -68,6 +73,7 @@ type Options struct {
 type Server struct {
 	Options
 	logger *slog.Logger
+	errLog *errorLog
 	mux    *http.ServeMux
 
 	// held bounds the status requests held open at once (waitSeconds);
@@ -84,7 +90,7 @@ const maxHeld = 10_000
 
 // New builds the Server and its routes.
 func New(o Options) *Server {
-	s := &Server{Options: o, logger: o.Logger, mux: http.NewServeMux(),
+	s := &Server{Options: o, logger: o.Logger, errLog: newErrorLog(o.Logger), mux: http.NewServeMux(),
 		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
 	m := s.mux
 	// Every route but the four that read a JSON body refuses a body larger
@@ -96,7 +102,9 @@ func New(o Options) *Server {
 	if o.Orders != nil { // gateway mode has no order API of its own
 		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
 		m.HandleFunc("GET /api/v1/products/{id}", s.bodiless(s.product))
+		m.HandleFunc("GET /admin/v1/products", s.bodiless(s.admin(s.listProducts)))
 		m.HandleFunc("PUT /admin/v1/products/{id}", s.admin(s.putProduct))
+		m.HandleFunc("POST /admin/v1/products/{id}/restock", s.admin(s.restockProduct))
 	}
 
 	m.HandleFunc("GET /admin/v1/queues", s.bodiless(s.admin(s.listQueues)))
@@ -184,6 +192,10 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// FlushErrorLog writes the error log lines still held back (errorLog), at
+// shutdown.
+func (s *Server) FlushErrorLog() { s.errLog.Flush() }
 
 // Held is how many requests are held open for news right now.
 func (s *Server) Held() int { return len(s.held) }
@@ -375,13 +387,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errDraining)
 		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
 	if s.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
 		if err := s.Ready(ctx); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]any{"status": "ready"}
+	if s.ReadyWarnings != nil {
+		if warn := s.ReadyWarnings(ctx); len(warn) > 0 {
+			body["warnings"] = warn
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
 }

@@ -6,6 +6,8 @@ package order
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +16,9 @@ import (
 // MaxQuantity bounds one order; anything above is treated as bad input rather
 // than as a reason to lock a row.
 const MaxQuantity = 100
+
+// MaxStock bounds a product's stock, whether set or reached by restocking.
+const MaxStock = 1_000_000_000
 
 // Product is something for sale. Queue names the line that protects it; an
 // empty Queue means the default line.
@@ -24,6 +29,13 @@ type Product struct {
 	Queue string `json:"queue"`
 }
 
+// ProductStats is a product with how many orders bought it: a line of the
+// operators' product list.
+type ProductStats struct {
+	Product
+	Orders int64 `json:"orders"`
+}
+
 // Order is a successful purchase.
 type Order struct {
 	ID             int64     `json:"id"`
@@ -32,6 +44,28 @@ type Order struct {
 	Quantity       int64     `json:"quantity"`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
+	// RequestFingerprint is what the order's Idempotency-Key was first sent
+	// with (Fingerprint); empty for an order without a key, or one made
+	// before fingerprints were kept.
+	RequestFingerprint string `json:"-"`
+}
+
+// Fingerprint is the SHA-256 of what an order request asks for, kept with
+// its Idempotency-Key: the same key sent again with another product or
+// quantity is a mistake to refuse (ErrIdempotencyKeyReused), not a retry to
+// answer with the first order.
+func Fingerprint(productID string, quantity int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "v1\x00%s\x00%d", productID, quantity))
+	return hex.EncodeToString(sum[:])
+}
+
+// fingerprint is the order's RequestFingerprint, or the one its product and
+// quantity give when it has none (made before fingerprints were kept).
+func (o Order) fingerprint() string {
+	if o.RequestFingerprint != "" {
+		return o.RequestFingerprint
+	}
+	return Fingerprint(o.ProductID, o.Quantity)
 }
 
 // NewOrder is what Store.CreateOrder writes.
@@ -43,8 +77,10 @@ type NewOrder struct {
 	// a unique key, so a token can buy at most one order even if Redis loses
 	// its deletion (a failover may resurrect it).
 	Token string
-	// IdempotencyKey is optional; unique per user when given.
-	IdempotencyKey string
+	// IdempotencyKey is optional; unique per user when given, and then kept
+	// with RequestFingerprint.
+	IdempotencyKey     string
+	RequestFingerprint string
 }
 
 // Validate refuses what would let a store's conditional decrement misbehave
@@ -58,6 +94,8 @@ func (o NewOrder) Validate() error {
 		return fmt.Errorf("%w: no entry token", ErrInvalidOrder)
 	case o.UserID == "":
 		return fmt.Errorf("%w: no user", ErrInvalidOrder)
+	case o.IdempotencyKey != "" && o.RequestFingerprint == "":
+		return fmt.Errorf("%w: an idempotency key without the request's fingerprint", ErrInvalidOrder)
 	}
 	return nil
 }
@@ -70,18 +108,29 @@ var (
 	ErrTokenUsed = errors.New("entry token already used")
 	// ErrDuplicateKey: an order with this user's Idempotency-Key already exists.
 	ErrDuplicateKey = errors.New("idempotency key already used")
-	ErrInvalidOrder = errors.New("invalid order")
-	ErrPayment      = errors.New("payment failed")
-	ErrUnavailable  = errors.New("order store unavailable")
+	// ErrIdempotencyKeyReused: the user's Idempotency-Key names an order of
+	// another product or quantity than this request's.
+	ErrIdempotencyKeyReused = errors.New("idempotency key reused with a different request")
+	ErrInvalidOrder         = errors.New("invalid order")
+	ErrPayment              = errors.New("payment failed")
+	ErrUnavailable          = errors.New("order store unavailable")
 )
 
 // Store keeps products and orders. Implementations: PostgreSQL (pgx) and
-// SQLite (the embedded default); both pass the same suite in store/storetest.
+// SQLite (the embedded default); both pass the same suite in order/storetest.
 type Store interface {
 	// PutProduct creates the product or replaces its name, stock and queue.
 	PutProduct(ctx context.Context, p Product) (Product, error)
 	// Product returns ErrProductNotFound for an unknown id.
 	Product(ctx context.Context, id string) (Product, error)
+	// Products lists at most limit products whose id sorts after `after`
+	// ("" lists from the first), in id order, each with its order count.
+	Products(ctx context.Context, after string, limit int) ([]ProductStats, error)
+	// Restock adds add (≥ 1) to the product's stock in one statement, so
+	// orders taken meanwhile are never overwritten (as a read-then-PutProduct
+	// would). Unknown product → ErrProductNotFound; a stock that would pass
+	// MaxStock → ErrInvalidOrder, nothing changed.
+	Restock(ctx context.Context, id string, add int64) (Product, error)
 	// CreateOrder runs one transaction: hold the connection for work (the
 	// order API's own database time, as pg_sleep would; spent before the
 	// product row is locked, so buyers of one product do not queue behind

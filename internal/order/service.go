@@ -94,7 +94,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	}
 	if r.IdempotencyKey != "" {
 		if o, ok, err := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); err != nil || ok {
-			return o, ok, err
+			return replay(o, ok, err, r)
 		}
 	}
 	p, err := s.store.Product(ctx, r.ProductID)
@@ -105,12 +105,16 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if q == "" {
 		q = queue.DefaultQueue
 	}
+	no := NewOrder{
+		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
+		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
+	}
+	if r.IdempotencyKey != "" {
+		no.RequestFingerprint = Fingerprint(r.ProductID, r.Quantity)
+	}
 	var orderErr error
 	useErr := s.guard.Use(ctx, entry.Token{Queue: q, User: r.UserID, Value: r.Token}, func(ctx context.Context) entry.Outcome {
-		o, orderErr = s.store.CreateOrder(ctx, NewOrder{
-			ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
-			Token: r.Token, IdempotencyKey: r.IdempotencyKey,
-		}, time.Duration(s.work.Load()), s.payment.Charge)
+		o, orderErr = s.store.CreateOrder(ctx, no, time.Duration(s.work.Load()), s.payment.Charge)
 		return outcomeOf(orderErr)
 	})
 	err = cmp.Or(useErr, orderErr) // useErr: the order was never tried
@@ -123,13 +127,28 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		// both reached the database and the first won (the key is taken).
 		// Either way the order its key names exists: answer with it.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
-			return prev, true, nil
+			return replay(prev, true, nil, r)
 		}
 	}
 	if err != nil {
 		return Order{}, false, err
 	}
 	return o, false, nil
+}
+
+// replay answers a request whose Idempotency-Key names an existing order
+// (found): with that order if the request asks for the same thing, else
+// ErrIdempotencyKeyReused, as payment APIs answer a key sent again with
+// another body.
+func replay(prev Order, found bool, err error, r Request) (Order, bool, error) {
+	if err != nil || !found {
+		return prev, found, err
+	}
+	if prev.fingerprint() != Fingerprint(r.ProductID, r.Quantity) {
+		return Order{}, false, fmt.Errorf("%w: key %q was first sent for %d × %q", ErrIdempotencyKeyReused,
+			r.IdempotencyKey, prev.Quantity, prev.ProductID)
+	}
+	return prev, true, nil
 }
 
 // outcomeOf says how an order attempt ended for its token and for the
@@ -169,8 +188,8 @@ func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
 		return Product{}, fmt.Errorf("%w: product id must be 1-128 printable characters", ErrInvalidOrder)
 	case !isText(p.Name, 1, 200):
 		return Product{}, fmt.Errorf("%w: name must be 1-200 printable characters", ErrInvalidOrder)
-	case p.Stock < 0 || p.Stock > 1_000_000_000:
-		return Product{}, fmt.Errorf("%w: stock must be 0..1000000000", ErrInvalidOrder)
+	case p.Stock < 0 || p.Stock > MaxStock:
+		return Product{}, fmt.Errorf("%w: stock must be 0..%d", ErrInvalidOrder, MaxStock)
 	}
 	if p.Queue != "" {
 		if err := queue.ValidateQueueName(p.Queue); err != nil {
@@ -178,6 +197,41 @@ func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
 		}
 	}
 	return s.store.PutProduct(ctx, p)
+}
+
+// MaxProductsPage bounds one page of Products.
+const MaxProductsPage = 1000
+
+// Products returns a page of at most limit products (1..MaxProductsPage)
+// whose id sorts after `after`, each with its order count, and whether more
+// follow.
+func (s *Service) Products(ctx context.Context, after string, limit int) (page []ProductStats, more bool, err error) {
+	switch {
+	case limit < 1 || limit > MaxProductsPage:
+		return nil, false, fmt.Errorf("%w: limit must be 1..%d", ErrInvalidOrder, MaxProductsPage)
+	case after != "" && !ValidProductID(after):
+		return nil, false, fmt.Errorf("%w: after must be 1-128 printable characters", ErrInvalidOrder)
+	}
+	// One more than asked tells whether another page follows.
+	page, err = s.store.Products(ctx, after, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page) > limit {
+		return page[:limit], true, nil
+	}
+	return page, false, nil
+}
+
+// Restock adds add units (1..MaxStock) to a product's stock.
+func (s *Service) Restock(ctx context.Context, id string, add int64) (Product, error) {
+	switch {
+	case !ValidProductID(id):
+		return Product{}, ErrProductNotFound
+	case add < 1 || add > MaxStock:
+		return Product{}, fmt.Errorf("%w: quantity must be 1..%d", ErrInvalidOrder, MaxStock)
+	}
+	return s.store.Restock(ctx, id, add)
 }
 
 // FakePayment is the built-in payment step: it always succeeds unless

@@ -40,6 +40,10 @@ type Admitter struct {
 	// (default true). Off only to reproduce the unjittered schedule in the
 	// herd benchmark (bench/, --admission-jitter=false).
 	Jitter bool
+	// EnsureQueues, if set, runs at every discovery before the queues are
+	// listed, to create again the queues that must exist (the default
+	// queue, after Redis lost its data).
+	EnsureQueues func(ctx context.Context)
 	// OnOpened, if set, is told when this instance placed a queue's
 	// opening in line (the line changed).
 	OnOpened func(queue string)
@@ -76,11 +80,32 @@ func (a *Admitter) Run(ctx context.Context) {
 type queueLoop struct {
 	mu  sync.Mutex
 	cfg Config
+	// reconfigured wakes the loop when discover finds a new config, so a
+	// shorter interval (or a resume) takes effect at the next tick rather
+	// than after a sleep planned under the old config.
+	reconfigured chan struct{}
 }
 
 func (l *queueLoop) config() Config { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
 
+// setConfig records cfg and wakes the loop if it changed.
+func (l *queueLoop) setConfig(cfg Config) {
+	l.mu.Lock()
+	changed := cfg != l.cfg
+	l.cfg = cfg
+	l.mu.Unlock()
+	if changed {
+		select {
+		case l.reconfigured <- struct{}{}:
+		default: // a wake is pending already
+		}
+	}
+}
+
 func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg *sync.WaitGroup) {
+	if a.EnsureQueues != nil {
+		a.EnsureQueues(ctx)
+	}
 	names, err := a.store.Queues(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -95,7 +120,7 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 		}
 		l, ok := loops[name]
 		if !ok {
-			l = &queueLoop{cfg: cfg}
+			l = &queueLoop{cfg: cfg, reconfigured: make(chan struct{}, 1)}
 			loops[name] = l
 			wg.Add(1)
 			go func() {
@@ -104,9 +129,7 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 			}()
 			continue
 		}
-		l.mu.Lock()
-		l.cfg = cfg
-		l.mu.Unlock()
+		l.setConfig(cfg)
 	}
 }
 
@@ -114,6 +137,9 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 // due plus a random part of half an interval: the jitter that keeps the
 // instances (and the users they admit) from moving in lockstep. The store
 // makes up at most one late tick, so a stalled loop never releases a burst.
+// It never sleeps longer than one interval of the queue's current config,
+// whatever the store said (a clock that went back, a config changed
+// elsewhere), and a new config wakes it at once.
 func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	timer := time.NewTimer(0)
@@ -125,6 +151,8 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-l.reconfigured:
+			timer.Stop()
 		}
 		cfg := l.config()
 		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Now().After(at.Add(-cfg.Interval)) {
@@ -152,7 +180,7 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 			if (len(res.Admitted) > 0 || res.Skipped > 0) && a.OnAdmitUsers != nil {
 				a.OnAdmitUsers(queue, res.Admitted)
 			}
-			wait = res.NextIn
+			wait = min(res.NextIn, cfg.Interval)
 			if a.Jitter {
 				wait += time.Duration(rnd.Int64N(int64(cfg.Interval/2) + 1))
 			}

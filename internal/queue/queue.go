@@ -146,7 +146,10 @@ type Entry struct {
 	Position, Length int64
 	// Ticket is the waiting user's place-holder: the INCR number they
 	// joined with. With a Snapshot it gives the position without the store.
-	Ticket    int64
+	Ticket int64
+	// Epoch is the line's, as for Snapshot.Epoch: a ticket means something
+	// only within the epoch it was given in.
+	Epoch     int64
 	Token     string
 	ExpiresAt time.Time
 	Pace      Pace
@@ -168,7 +171,12 @@ type Snapshot struct {
 	// (SnapshotMaxLeft); such a snapshot answers no one.
 	Left     []int64
 	Complete bool
-	Pace     Pace
+	// Epoch names this life of the queue's line: set when the queue is
+	// created, it changes only when the store lost the queue (Redis lost
+	// its data) and it was created again, with tickets counting from 1
+	// again. Tickets from another epoch place no one.
+	Epoch int64
+	Pace  Pace
 }
 
 // SnapshotMaxLeft bounds Snapshot.Left: beyond it, status goes to the store.

@@ -339,18 +339,18 @@ func (s *Service) RateChanges(ctx context.Context, queue string) ([]RateChange, 
 // Queues lists the queue names.
 func (s *Service) Queues(ctx context.Context) ([]string, error) { return s.store.Queues(ctx) }
 
-// EnsureQueue creates the queue with c unless it exists already; an existing
-// queue keeps its config, so restarting an instance never undoes an
-// operator's change.
-func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) error {
-	_, err := s.store.Config(ctx, queue)
+// EnsureQueue creates the queue with c unless it exists already, and says
+// whether it did; an existing queue keeps its config, so restarting an
+// instance never undoes an operator's change.
+func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (created bool, err error) {
+	_, err = s.store.Config(ctx, queue)
 	if err == nil {
-		return nil
+		return false, nil
 	}
 	if !errors.Is(err, ErrQueueNotFound) {
-		return err
+		return false, err
 	}
-	return s.PutConfig(ctx, queue, c)
+	return true, s.PutConfig(ctx, queue, c)
 }
 
 func (s *Service) view(e Entry) View {

@@ -63,6 +63,10 @@ type Setting struct {
 	// ReadOnly settings are shown by the admin API but never set through
 	// it (where the rate came from).
 	ReadOnly bool
+	// Always: every config ever written has the field, so a config hash
+	// without it is damaged (a partial write, an evicted or hand-edited
+	// key), never an old one to fill with the default.
+	Always bool
 	// Default is the JSON value a queue starts with (DefaultConfig).
 	Default any
 	// Help says what the setting does, for people (the admin page shows it).
@@ -77,19 +81,19 @@ type Setting struct {
 
 // Settings is every per-queue setting, in the order people read them.
 var Settings = []Setting{
-	{Name: "ratePerSecond", Field: "rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+	{Name: "ratePerSecond", Field: "rate", Always: true, Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
 		Help: "Admitted users per second, all instances together; with adaptive on, the rate it starts from. Setting it alone switches adaptive off.",
 		get:  func(c *Config) any { return c.RatePerSecond }, set: func(c *Config, v any) { c.RatePerSecond = v.(float64) }},
-	{Name: "batchSize", Field: "batch", Kind: Integer, Min: 1, Max: 10_000, Default: int64(10),
+	{Name: "batchSize", Field: "batch", Always: true, Kind: Integer, Min: 1, Max: 10_000, Default: int64(10),
 		Help: "Most users one admission tick lets in.",
 		get:  func(c *Config) any { return int64(c.BatchSize) }, set: func(c *Config, v any) { c.BatchSize = int(v.(int64)) }},
-	{Name: "intervalMs", Field: "interval_ms", Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(100),
+	{Name: "intervalMs", Field: "interval_ms", Always: true, Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(100),
 		Help: "The admission tick: each admits ratePerSecond × intervalMs / 1000 users, at most batchSize.",
 		get:  func(c *Config) any { return c.Interval }, set: func(c *Config, v any) { c.Interval = v.(time.Duration) }},
-	{Name: "capacity", Field: "capacity", Kind: Integer, Min: 1, Max: 100_000_000, Default: int64(100_000),
+	{Name: "capacity", Field: "capacity", Always: true, Kind: Integer, Min: 1, Max: 100_000_000, Default: int64(100_000),
 		Help: "Most users waiting; beyond it entering is refused (429).",
 		get:  func(c *Config) any { return c.Capacity }, set: func(c *Config, v any) { c.Capacity = v.(int64) }},
-	{Name: "tokenTtlSeconds", Field: "ttl_ms", Kind: Duration, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
+	{Name: "tokenTtlSeconds", Field: "ttl_ms", Always: true, Kind: Duration, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
 		Help: "How long an entry token lives.",
 		get:  func(c *Config) any { return c.TokenTTL }, set: func(c *Config, v any) { c.TokenTTL = v.(time.Duration) }},
 	{Name: "maxActiveTokens", Field: "max_active", Kind: Integer, Min: 0, Max: 100_000_000, Default: int64(0),
@@ -328,6 +332,9 @@ func ConfigFromStore(m map[string]string) (Config, error) {
 	for _, s := range Settings {
 		raw, ok := m[s.Field]
 		if !ok {
+			if s.Always {
+				return Config{}, fmt.Errorf("queue config damaged: field %s missing", s.Field)
+			}
 			continue
 		}
 		var err error

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,9 +23,19 @@ import (
 // admitter's ticks) makes the snapshot stale at once, so one instance answers
 // exactly as the store would. Changes made through other instances show
 // within maxAge: a position may then be up to one tick old.
+//
+// Tickets are remembered with the line's epoch. When the store answers with
+// another epoch (it lost the queue and the queue was created again, tickets
+// counting from 1), or with a last ticket below one already seen here (it
+// went back in time: a failover to a replica that missed writes, a restore),
+// every remembered ticket of the queue is dropped: a user the store no
+// longer holds is never told a place from the old line.
 type snapshots struct {
 	store  Store
 	maxAge time.Duration
+	// seed keys the hash of user ids the tickets are remembered by; random
+	// per process, so no one can choose an id that collides with another's.
+	seed maphash.Seed
 
 	mu     sync.Mutex
 	queues map[string]*lineView
@@ -32,16 +43,27 @@ type snapshots struct {
 	hits, misses atomic.Uint64
 }
 
-// snapshotMaxUsers bounds the tickets one instance remembers per queue; when
+// SnapshotMaxUsers bounds the tickets one instance remembers per queue; when
 // full it starts over (those users' next poll asks the store and is
 // remembered again).
-const snapshotMaxUsers = 1 << 20
+const SnapshotMaxUsers = 1 << 20
 
 // lineView is what this instance knows of one queue's line.
 type lineView struct {
-	name    string
-	mu      sync.Mutex
-	tickets map[string]int64 // user → ticket (preQueued before the opening), from the store's answers
+	name string
+	mu   sync.Mutex
+	// tickets maps a user id's 64-bit keyed hash (snapshots.key) to the
+	// user's ticket (preQueued before the opening), from the store's answers. Keyed by the hash, not the
+	// id, it costs 24–38 bytes a user whatever the id's length (a
+	// map[string]int64 took 72 B with 12-byte ids and 104 B with the page's
+	// 37-byte ones, at a million: docs/benchmarks.md). Two users share a
+	// hash with probability n²/2⁶⁵ (3·10⁻⁸ for a million): then one of them
+	// would be shown the other's place far back; never READY nor a token,
+	// which only the store gives, within two batches of the front.
+	tickets map[uint64]int64
+	// epoch is the line's epoch the tickets belong to; seen is the highest
+	// ticket the store has given here in it.
+	epoch, seen int64
 	// gen counts changes made through this instance; a snapshot is good
 	// while gen is what it was when the snapshot was asked for.
 	gen      uint64
@@ -52,7 +74,7 @@ type lineView struct {
 }
 
 func newSnapshots(store Store, maxAge time.Duration) *snapshots {
-	return &snapshots{store: store, maxAge: maxAge, queues: map[string]*lineView{}}
+	return &snapshots{store: store, maxAge: maxAge, seed: maphash.MakeSeed(), queues: map[string]*lineView{}}
 }
 
 // view returns the queue's view, creating it when create is set. Views are
@@ -63,7 +85,7 @@ func (s *snapshots) view(queue string, create bool) *lineView {
 	defer s.mu.Unlock()
 	v, ok := s.queues[queue]
 	if !ok && create {
-		v = &lineView{name: queue, tickets: map[string]int64{}}
+		v = &lineView{name: queue, tickets: map[uint64]int64{}}
 		s.queues[queue] = v
 	}
 	return v
@@ -77,8 +99,9 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		s.misses.Add(1)
 		return Entry{}, false
 	}
+	k := s.key(user)
 	v.mu.Lock()
-	ticket, known := v.tickets[user]
+	_, known := v.tickets[k]
 	v.mu.Unlock()
 	if !known {
 		s.misses.Add(1)
@@ -89,6 +112,15 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		s.misses.Add(1)
 		return Entry{}, false
 	}
+	// Read again: the fetch may have found another epoch and dropped it.
+	v.mu.Lock()
+	ticket, known := v.tickets[k]
+	sameLine := v.epoch == sn.Epoch
+	v.mu.Unlock()
+	if !known || !sameLine {
+		s.misses.Add(1)
+		return Entry{}, false
+	}
 	if ticket == preQueued {
 		// Waiting for the opening: so they are until it starts to be placed.
 		if sn.Pace.OpensAt.IsZero() || sn.Pace.Placing {
@@ -96,7 +128,7 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 			return Entry{}, false
 		}
 		s.hits.Add(1)
-		return Entry{State: Waiting, PreQueue: true, Pace: sn.Pace}, true
+		return Entry{State: Waiting, PreQueue: true, Pace: sn.Pace, Epoch: sn.Epoch}, true
 	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
@@ -106,7 +138,7 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		return Entry{}, false
 	}
 	s.hits.Add(1)
-	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace}, true
+	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
 }
 
 // preQueued stands for the ticket of a user waiting for the opening.
@@ -135,7 +167,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 	}
 	done := make(chan struct{})
 	v.fetching = done
-	gen := v.gen
+	gen, epoch, seen := v.gen, v.epoch, v.seen
 	v.mu.Unlock()
 
 	// Not cancelled with this request: others are waiting for the answer.
@@ -148,8 +180,24 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 	if err != nil {
 		return Snapshot{}, false
 	}
+	// A ticket this instance was given before the fetch began is one the
+	// store issued before it answered: a last ticket below it means the
+	// store lost writes. (Compared with what was seen when the fetch
+	// began, so a ticket handed out meanwhile raises no alarm.)
+	if sn.Epoch != epoch || sn.Last < seen {
+		v.forget(sn.Epoch)
+		gen = v.gen
+	}
 	v.snap, v.snapGen, v.takenAt = sn, gen, time.Now()
 	return v.current(s.maxAge)
+}
+
+// forget drops every remembered ticket: the store's line is not the one
+// they were given in. The caller holds v.mu.
+func (v *lineView) forget(epoch int64) {
+	clear(v.tickets)
+	v.epoch, v.seen = epoch, 0
+	v.gen++
 }
 
 // current is the snapshot if it is still good; the caller holds v.mu. It
@@ -174,17 +222,25 @@ func (s *snapshots) remember(queue, user string, e Entry) {
 	if v == nil {
 		return
 	}
+	k := s.key(user)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !waiting {
-		delete(v.tickets, user)
+		delete(v.tickets, k)
 		return
 	}
-	if _, ok := v.tickets[user]; !ok && len(v.tickets) >= snapshotMaxUsers {
+	if e.Epoch != v.epoch {
+		v.forget(e.Epoch)
+	}
+	if _, ok := v.tickets[k]; !ok && len(v.tickets) >= SnapshotMaxUsers {
 		clear(v.tickets)
 	}
-	v.tickets[user] = e.Ticket
+	v.tickets[k] = e.Ticket
+	v.seen = max(v.seen, e.Ticket)
 }
+
+// key is what a user's ticket is remembered by.
+func (s *snapshots) key(user string) uint64 { return maphash.String(s.seed, user) }
 
 // changed says this instance changed the queue's line or config: the
 // snapshot it holds is stale.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,13 +194,21 @@ func TestHistoryKeepsTheRecentSamples(t *testing.T) {
 	h := queue.NewHistory(svc, 10*time.Millisecond, 100*time.Millisecond)
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
-	time.Sleep(300 * time.Millisecond)
+	// Samples come when the machine lets the sampler run: wait for three of
+	// each, and past the window, rather than a fixed time.
+	began := time.Now()
+	for deadline := began.Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		pa, pb := h.Points("a"), h.Points("b")
+		if len(pa) >= 3 && len(pb) >= 3 && time.Since(began) > 200*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("points after 20 s: a %d, b %d", len(pa), len(pb))
+		}
+	}
 	cancel()
 	<-done
 	pa, pb := h.Points("a"), h.Points("b")
-	if len(pa) < 3 || len(pb) < 3 {
-		t.Fatalf("points: a %d, b %d", len(pa), len(pb))
-	}
 	if last := pa[len(pa)-1]; last.Length != 7 || pb[len(pb)-1].Length != 0 {
 		t.Errorf("last samples: a %+v, b %+v", last, pb[len(pb)-1])
 	}
@@ -208,5 +217,127 @@ func TestHistoryKeepsTheRecentSamples(t *testing.T) {
 	}
 	if len(h.Points("nosuch")) != 0 {
 		t.Error("points for a queue that does not exist")
+	}
+}
+
+// lostStore is a store whose data can be lost, as Redis loses it: swap
+// replaces everything with an empty store. keepEpoch makes the new store
+// answer with the old epoch, as a restore or a failover to a replica that
+// missed the last writes would (the queue was not created again).
+type lostStore struct {
+	mu sync.Mutex
+	queue.Store
+	keepEpoch int64
+}
+
+func (l *lostStore) store() queue.Store { l.mu.Lock(); defer l.mu.Unlock(); return l.Store }
+
+func (l *lostStore) swap(s queue.Store, keepEpoch int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Store, l.keepEpoch = s, keepEpoch
+}
+
+func (l *lostStore) epoch(e int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.keepEpoch != 0 {
+		return l.keepEpoch
+	}
+	return e
+}
+
+func (l *lostStore) Enter(ctx context.Context, q, u string) (queue.Entry, error) {
+	e, err := l.store().Enter(ctx, q, u)
+	e.Epoch = l.epoch(e.Epoch)
+	return e, err
+}
+
+func (l *lostStore) Status(ctx context.Context, q, u string) (queue.Entry, error) {
+	e, err := l.store().Status(ctx, q, u)
+	e.Epoch = l.epoch(e.Epoch)
+	return e, err
+}
+
+func (l *lostStore) Snapshot(ctx context.Context, q string) (queue.Snapshot, error) {
+	sn, err := l.store().Snapshot(ctx, q)
+	sn.Epoch = l.epoch(sn.Epoch)
+	return sn, err
+}
+
+func (l *lostStore) PutConfig(ctx context.Context, q string, c queue.Config) error {
+	return l.store().PutConfig(ctx, q, c)
+}
+
+// TestRememberedTicketsDieWithTheLine: an instance answers u40's polls
+// from its snapshot; the store then loses everything, the queue is created
+// again and others enter (tickets from 1 again, so ticket 41 becomes
+// someone else's). Polled again, u40 is NOT_IN_QUEUE, as the store says,
+// never "WAITING, position 41" from the old line. Two ways a store loses
+// data: the queue created again (a new epoch: noticed whatever happened
+// since), and the same epoch with the line gone back in time (a restore, a
+// replica that missed writes: noticed when this instance next reads the
+// line and its last ticket is below one given here; 45 enter before that).
+func TestRememberedTicketsDieWithTheLine(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		keepEpoch bool
+	}{{"created again", false}, {"restored", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			const age = 10 * time.Millisecond
+			first := memstore.New(nil)
+			store := &lostStore{Store: first}
+			svc := queue.NewService(store, age)
+			fastQueue(t, svc, "q")
+			for i := range 50 {
+				if _, err := svc.Enter(ctx, "q", fmt.Sprintf("u%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 { // the second answer comes from the snapshot
+				if v, err := svc.Status(ctx, "q", "u40"); err != nil || v.Position != 41 {
+					t.Fatalf("u40 before: %+v, %v", v, err)
+				}
+			}
+			if hits, _ := svc.SnapshotAnswers(); hits == 0 {
+				t.Fatal("the snapshot answered no poll: the test shows nothing")
+			}
+			var keep int64
+			if c.keepEpoch {
+				sn, _ := first.Snapshot(ctx, "q")
+				keep = sn.Epoch
+			}
+			time.Sleep(time.Millisecond) // a later epoch for the new queue
+			store.swap(memstore.New(nil), keep)
+			// Another instance creates the queue again and lets people in.
+			other := queue.NewService(store, 0)
+			fastQueue(t, other, "q")
+			enter := func(from, to int) {
+				for i := from; i < to; i++ {
+					if _, err := other.Enter(ctx, "q", fmt.Sprintf("n%d", i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			enter(0, 45)
+			if c.keepEpoch {
+				// Ticket 31 is n30's now, 31st in line and so far from the
+				// front that the snapshot would answer for u30.
+				time.Sleep(2 * age) // this instance's snapshot is out of date
+				if v, err := svc.Status(ctx, "q", "u30"); err != nil || v.State != queue.NotInQueue {
+					t.Fatalf("u30 after the store went back: %+v, %v; want NOT_IN_QUEUE", v, err)
+				}
+			}
+			enter(45, 60)
+			time.Sleep(2 * age)
+			if v, err := svc.Status(ctx, "q", "u40"); err != nil || v.State != queue.NotInQueue {
+				t.Fatalf("u40 after the store lost the line and 60 entered: %+v, %v; want NOT_IN_QUEUE", v, err)
+			}
+			// The new line's users are placed right, by this instance too.
+			if v, err := svc.Status(ctx, "q", "n50"); err != nil || v.Position != 51 {
+				t.Fatalf("n50: %+v, %v", v, err)
+			}
+		})
 	}
 }

@@ -1,10 +1,12 @@
 // Package telemetry owns waitroom's Prometheus metrics. The registry is
 // passed in, never global. Two kinds of series:
 //
-//   - per queue, read from the store at scrape time (waitroom_queue_*,
-//     waitroom_tokens_*, waitroom_admitted_total, …): they describe the
-//     shared line, so every instance reports the same value — aggregate
-//     them with max by (queue), not sum;
+//   - per queue, read from the store (waitroom_queue_*, waitroom_tokens_*,
+//     waitroom_admitted_total, …): they describe the shared line, so every
+//     instance reports the same value — aggregate them with max by (queue),
+//     not sum. One reading serves every scrape for StatsMaxAge, so any
+//     number of scrapers cost the store one read of each queue a second,
+//     and the read changes nothing;
 //   - per instance (HTTP, orders, rejections): sum them across instances.
 //
 // No series is ever labelled with a user id.
@@ -12,6 +14,7 @@ package telemetry
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,9 +69,14 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 			Buckets: []float64{.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10, 30},
 		}, []string{"queue", "outcome"}),
 	}
-	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, &queueCollector{queues: queues})
+	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
 }
+
+// StatsMaxAge is how long one reading of every queue's numbers serves
+// scrapes: Prometheus, a second Prometheus and an operator's curl together
+// cost the store one read a second, not one each.
+const StatsMaxAge = time.Second
 
 // RegisterHeld adds waitroom_status_held: the requests this instance holds
 // open for news right now (?waitSeconds=), read from held at scrape time.
@@ -177,9 +185,44 @@ func desc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, []string{"queue"}, nil)
 }
 
-// queueCollector reads every queue's numbers from the store at scrape time.
+// queueCollector reads every queue's numbers from the store at scrape
+// time, at most once per maxAge; scrapes arriving meanwhile (or while a
+// reading is under way) are answered from the last reading.
 type queueCollector struct {
 	queues QueueReader
+	maxAge time.Duration
+
+	mu    sync.Mutex
+	at    time.Time // when stats were read; zero: never
+	stats []queue.Stats
+	up    bool
+}
+
+// read returns every queue's stats and whether the store answered them all,
+// reading them again when the last reading is older than maxAge.
+func (c *queueCollector) read() ([]queue.Stats, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < c.maxAge {
+		return c.stats, c.up
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	// A new slice each time: earlier scrapes may still be reading the last.
+	var stats []queue.Stats
+	names, err := c.queues.Queues(ctx)
+	up := err == nil
+	for _, q := range names {
+		st, err := c.queues.Stats(ctx, q)
+		if err != nil {
+			up = false
+			continue
+		}
+		st.Queue = q
+		stats = append(stats, st)
+	}
+	c.stats, c.up, c.at = stats, up, time.Now()
+	return stats, up
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -191,22 +234,16 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
 	hits, misses := c.queues.SnapshotAnswers()
 	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(hits), "snapshot")
 	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(misses), "store")
-	up := 1.0
-	names, err := c.queues.Queues(ctx)
-	if err != nil {
-		up = 0
+	stats, ok := c.read()
+	up := 0.0
+	if ok {
+		up = 1
 	}
-	for _, q := range names {
-		st, err := c.queues.Stats(ctx, q)
-		if err != nil {
-			up = 0
-			continue
-		}
+	for _, st := range stats {
+		q := st.Queue
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, q)
 		}

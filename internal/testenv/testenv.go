@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -91,3 +92,25 @@ func Chromium(t testing.TB) string {
 
 // InCI reports whether the tests run under CI.
 func InCI() bool { return os.Getenv("CI") == "true" }
+
+// KoreanFonts returns the families of the installed fonts that cover
+// Korean (fontconfig's `fc-list :lang=ko`), with Missing's rule when there
+// are none: without one the Korean page renders as empty boxes.
+// scripts/test.sh installs fonts-nanum.
+func KoreanFonts(t testing.TB) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("fc-list", ":lang=ko", "family").Output()
+	families := map[string]bool{}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		// One font per line; a font with several names lists them all.
+		for name := range strings.SplitSeq(line, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				families[name] = true
+			}
+		}
+	}
+	if len(families) == 0 {
+		Missing(t, "font covering Korean (fc-list :lang=ko; scripts/test.sh installs fonts-nanum): %v", err)
+	}
+	return families
+}

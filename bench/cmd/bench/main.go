@@ -3,8 +3,12 @@
 // WAITROOM_TEST_DATABASE_URL (bench/run.sh starts throwaway ones), and
 // writes the figures into docs/benchmarks.md and SVG charts beside it.
 //
-//	bench/run.sh            # everything, a few minutes
+//	bench/run.sh            # everything but the million, a few minutes
 //	bench/run.sh --short    # seconds: a smoke run, figures not claims
+//	bench/run.sh --million  # a million in line, open loop: several minutes
+//
+// With WAITROOM_BENCH_INSTANCE set it is instead one waitroom instance for
+// the million section (bench.ServeInstance).
 package main
 
 import (
@@ -21,28 +25,33 @@ import (
 )
 
 func main() {
+	if os.Getenv(bench.InstanceEnv) != "" {
+		os.Exit(bench.ServeInstance())
+	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,hot,accuracy,memory,gateway (default all)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,hot,accuracy,memory,gateway,million (default all but million)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
 	profile := flag.Bool("profile", true, "CPU-profile the server under the wrk enter load")
 	herdRate := flag.Float64("herd-rate", 0, "admitted users/s of the herd's schedules (0: the seed's 100)")
 	herdClients := flag.String("herd-clients", bench.HerdPage, "the herd's client model: page (as the waiting page: pollAfterSeconds, and ?waitSeconds=20 so the server answers the moment a user near the front is READY) or polling (pollAfterSeconds only)")
+	millionUsers := flag.Int("million-users", 0, "people in line in the million section (0: 1,000,000)")
 	herdFixed := flag.Bool("herd-fixed", false, "run the herd's schedules at a fixed rate instead of the adaptive one")
 	limit := flag.Duration("limit", 20*time.Minute, "stop everything after this long")
 	flag.Parse()
 
 	o := bench.Options{
-		RedisURL:    os.Getenv("WAITROOM_TEST_REDIS_URL"),
-		DatabaseURL: os.Getenv("WAITROOM_TEST_DATABASE_URL"),
-		Short:       *short,
-		Profile:     *profile,
-		WrkScript:   "bench/wrk-users.lua",
-		HerdRate:    *herdRate,
-		HerdClients: *herdClients,
-		HerdFixed:   *herdFixed,
-		Log:         os.Stderr,
+		RedisURL:     os.Getenv("WAITROOM_TEST_REDIS_URL"),
+		DatabaseURL:  os.Getenv("WAITROOM_TEST_DATABASE_URL"),
+		Short:        *short,
+		Profile:      *profile,
+		WrkScript:    "bench/wrk-users.lua",
+		HerdRate:     *herdRate,
+		HerdClients:  *herdClients,
+		HerdFixed:    *herdFixed,
+		MillionUsers: *millionUsers,
+		Log:          os.Stderr,
 	}
 	if o.RedisURL == "" || o.DatabaseURL == "" {
 		fmt.Fprintln(os.Stderr, "bench: WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL are required (bench/run.sh sets them)")

@@ -105,6 +105,50 @@ func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
 	return p, nil
 }
 
+// Products implements order.Store.Products. The order count is read through
+// the orders_product_id index, one product at a time.
+func (s *Store) Products(ctx context.Context, after string, limit int) ([]order.ProductStats, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT p.id, p.name, p.stock, p.queue,
+		       (SELECT count(*) FROM orders o WHERE o.product_id = p.id)
+		FROM products p WHERE p.id > $1 ORDER BY p.id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, wrapErr(ctx, "products", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (order.ProductStats, error) {
+		var p order.ProductStats
+		err := row.Scan(&p.ID, &p.Name, &p.Stock, &p.Queue, &p.Orders)
+		return p, err
+	})
+	if err != nil {
+		return nil, wrapErr(ctx, "products", err)
+	}
+	return out, nil
+}
+
+// Restock implements order.Store.Restock.
+func (s *Store) Restock(ctx context.Context, id string, add int64) (order.Product, error) {
+	if add < 1 {
+		return order.Product{}, fmt.Errorf("%w: restock by at least 1, got %d", order.ErrInvalidOrder, add)
+	}
+	var got order.Product
+	err := s.pool.QueryRow(ctx, `
+		UPDATE products SET stock = stock + $2 WHERE id = $1 AND stock + $2 <= $3
+		RETURNING id, name, stock, queue`,
+		id, add, int64(order.MaxStock),
+	).Scan(&got.ID, &got.Name, &got.Stock, &got.Queue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.Product(ctx, id); err != nil {
+			return order.Product{}, err
+		}
+		return order.Product{}, fmt.Errorf("%w: the stock would pass %d", order.ErrInvalidOrder, order.MaxStock)
+	}
+	if err != nil {
+		return order.Product{}, wrapErr(ctx, "restock", err)
+	}
+	return got, nil
+}
+
 // CreateOrder implements order.Store.CreateOrder.
 //
 // The work time is spent first, before the product row is locked: it stands
@@ -153,16 +197,17 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	}
 
 	created := order.Order{
-		ProductID:      o.ProductID,
-		UserID:         o.UserID,
-		Quantity:       o.Quantity,
-		IdempotencyKey: o.IdempotencyKey,
+		ProductID:          o.ProductID,
+		UserID:             o.UserID,
+		Quantity:           o.Quantity,
+		IdempotencyKey:     o.IdempotencyKey,
+		RequestFingerprint: o.RequestFingerprint,
 	}
 	err = tx.QueryRow(ctx, `
-		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key)
-		VALUES ($1, $2, $3, $4, NULLIF($5, ''))
+		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key, request_fingerprint)
+		VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))
 		RETURNING id, created_at`,
-		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey,
+		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey, o.RequestFingerprint,
 	).Scan(&created.ID, &created.CreatedAt)
 	if err != nil {
 		return order.Order{}, insertErr(ctx, err)
@@ -187,10 +232,10 @@ func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order
 	}
 	o := order.Order{UserID: userID, IdempotencyKey: key}
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, product_id, quantity, created_at FROM orders
+		SELECT id, product_id, quantity, created_at, coalesce(request_fingerprint, '') FROM orders
 		WHERE user_id = $1 AND idempotency_key = $2`,
 		userID, key,
-	).Scan(&o.ID, &o.ProductID, &o.Quantity, &o.CreatedAt)
+	).Scan(&o.ID, &o.ProductID, &o.Quantity, &o.CreatedAt, &o.RequestFingerprint)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return order.Order{}, false, nil
 	}

@@ -129,6 +129,54 @@ func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
 	return p, nil
 }
 
+// Products implements order.Store.Products. The order count is read through
+// the orders_product_id index, one product at a time.
+func (s *Store) Products(ctx context.Context, after string, limit int) ([]order.ProductStats, error) {
+	rows, err := s.read.QueryContext(ctx, `
+		SELECT p.id, p.name, p.stock, p.queue,
+		       (SELECT COUNT(*) FROM orders o WHERE o.product_id = p.id)
+		FROM products p WHERE p.id > ?1 ORDER BY p.id LIMIT ?2`, after, limit)
+	if err != nil {
+		return nil, s.wrapErr(ctx, "products", err)
+	}
+	defer rows.Close()
+	var out []order.ProductStats
+	for rows.Next() {
+		var p order.ProductStats
+		if err := rows.Scan(&p.ID, &p.Name, &p.Stock, &p.Queue, &p.Orders); err != nil {
+			return nil, s.wrapErr(ctx, "products", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrapErr(ctx, "products", err)
+	}
+	return out, nil
+}
+
+// Restock implements order.Store.Restock.
+func (s *Store) Restock(ctx context.Context, id string, add int64) (order.Product, error) {
+	if add < 1 {
+		return order.Product{}, fmt.Errorf("%w: restock by at least 1, got %d", order.ErrInvalidOrder, add)
+	}
+	var got order.Product
+	err := s.write.QueryRowContext(ctx, `
+		UPDATE products SET stock = stock + ?2 WHERE id = ?1 AND stock + ?2 <= ?3
+		RETURNING id, name, stock, queue`,
+		id, add, order.MaxStock,
+	).Scan(&got.ID, &got.Name, &got.Stock, &got.Queue)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.Product(ctx, id); err != nil {
+			return order.Product{}, err
+		}
+		return order.Product{}, fmt.Errorf("%w: the stock would pass %d", order.ErrInvalidOrder, order.MaxStock)
+	}
+	if err != nil {
+		return order.Product{}, s.wrapErr(ctx, "restock", err)
+	}
+	return got, nil
+}
+
 // CreateOrder implements order.Store.CreateOrder.
 //
 // The whole call holds the single write connection, work included: SQLite
@@ -175,17 +223,18 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	}
 
 	created := order.Order{
-		ProductID:      o.ProductID,
-		UserID:         o.UserID,
-		Quantity:       o.Quantity,
-		IdempotencyKey: o.IdempotencyKey,
-		CreatedAt:      time.Now().UTC().Truncate(time.Microsecond),
+		ProductID:          o.ProductID,
+		UserID:             o.UserID,
+		Quantity:           o.Quantity,
+		IdempotencyKey:     o.IdempotencyKey,
+		CreatedAt:          time.Now().UTC().Truncate(time.Microsecond),
+		RequestFingerprint: o.RequestFingerprint,
 	}
 	err = tx.QueryRowContext(ctx, `
-		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key, created_at)
-		VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6)
+		INSERT INTO orders (product_id, user_id, quantity, token, idempotency_key, created_at, request_fingerprint)
+		VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''))
 		RETURNING id`,
-		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey, created.CreatedAt.Format(timeLayout),
+		o.ProductID, o.UserID, o.Quantity, o.Token, o.IdempotencyKey, created.CreatedAt.Format(timeLayout), o.RequestFingerprint,
 	).Scan(&created.ID)
 	if err != nil {
 		return order.Order{}, s.insertErr(ctx, err)
@@ -210,10 +259,10 @@ func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order
 	o := order.Order{UserID: userID, IdempotencyKey: key}
 	var createdAt string
 	err := s.read.QueryRowContext(ctx, `
-		SELECT id, product_id, quantity, created_at FROM orders
+		SELECT id, product_id, quantity, created_at, coalesce(request_fingerprint, '') FROM orders
 		WHERE user_id = ?1 AND idempotency_key = ?2`,
 		userID, key,
-	).Scan(&o.ID, &o.ProductID, &o.Quantity, &createdAt)
+	).Scan(&o.ID, &o.ProductID, &o.Quantity, &createdAt, &o.RequestFingerprint)
 	if errors.Is(err, sql.ErrNoRows) {
 		return order.Order{}, false, nil
 	}

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +112,57 @@ func TestTwoStoresOneFile(t *testing.T) {
 	}
 	if p.Stock != 0 {
 		t.Errorf("stock = %d, want 0", p.Stock)
+	}
+}
+
+// TestDemoProduct: a new file (the embedded default's first start) has the
+// demo product; it never comes back once changed or deleted, and a file that
+// held products before the migration existed does not get it.
+func TestDemoProduct(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "waitroom.db")
+	reopen := func() *sqlite.Store {
+		s, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	exec := func(query string) {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(t.Context(), query); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+
+	s := reopen()
+	want := order.Product{ID: "tee", Name: "waitroom tee", Stock: 1000}
+	if got, err := s.Product(t.Context(), "tee"); err != nil || got != want {
+		t.Fatalf("on a new file Product(tee) = %+v, %v; want %+v", got, err, want)
+	}
+	changed := order.Product{ID: "tee", Name: "Renamed", Stock: 5}
+	if _, err := s.PutProduct(t.Context(), changed); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got, err := reopen().Product(t.Context(), "tee"); err != nil || got != changed {
+		t.Errorf("after a restart Product(tee) = %+v, %v; want the operator's %+v", got, err, changed)
+	}
+
+	exec("DELETE FROM products WHERE id = 'tee'")
+	if _, err := reopen().Product(t.Context(), "tee"); !errors.Is(err, order.ErrProductNotFound) {
+		t.Errorf("after deleting it and a restart Product(tee) = %v, want %v", err, order.ErrProductNotFound)
+	}
+
+	// As if the file were made before the migration, with a shop's products.
+	exec("INSERT INTO products (id, name, stock) VALUES ('mug', 'Mug', 3)")
+	exec("DELETE FROM schema_migrations WHERE version = '0004_demo_product.sql'")
+	if _, err := reopen().Product(t.Context(), "tee"); !errors.Is(err, order.ErrProductNotFound) {
+		t.Errorf("a file with products of its own got the demo product: %v", err)
 	}
 }
 

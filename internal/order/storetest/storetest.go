@@ -33,6 +33,10 @@ func Run(t *testing.T, open func(t *testing.T) order.Store) {
 		{"PutProduct", testPutProduct},
 		{"PutProductInvalid", testPutProductInvalid},
 		{"ProductNotFound", testProductNotFound},
+		{"Products", testProducts},
+		{"ProductsCountOrders", testProductsCountOrders},
+		{"Restock", testRestock},
+		{"RestockWhileSelling", testRestockWhileSelling},
 		{"CreateOrder", testCreateOrder},
 		{"CreateOrderRefused", testCreateOrderRefused},
 		{"NoOversell", testNoOversell},
@@ -101,10 +105,165 @@ func testProductNotFound(t *testing.T, s order.Store) {
 	}
 }
 
+// testProducts pages through the products from just before this test's
+// own (the database is shared): each page holds at most the limit, and
+// together they hold each product once.
+func testProducts(t *testing.T, s order.Store) {
+	ctx := t.Context()
+	prefix := uniqueID(t, "list") + "/"
+	var want []order.ProductStats
+	for i := range 5 {
+		p := order.Product{ID: fmt.Sprintf("%sp%d", prefix, i), Name: fmt.Sprintf("Item %d", i), Stock: int64(i), Queue: "q"}
+		if _, err := s.PutProduct(ctx, p); err != nil {
+			t.Fatalf("PutProduct: %v", err)
+		}
+		want = append(want, order.ProductStats{Product: p})
+	}
+	got := listed(t, s, prefix, 2, len(want))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+
+	// Past the last product: an empty page, not an error.
+	if page, err := s.Products(ctx, "\U0010FFFF", 2); err != nil || len(page) != 0 {
+		t.Errorf("Products(after everything) = %+v, %v; want none", page, err)
+	}
+}
+
+// listed pages through the products after `after`, limit at a time, until
+// it has found n whose ids start with after; it checks every page's size
+// and that no product comes twice.
+func listed(t *testing.T, s order.Store, after string, limit, n int) []order.ProductStats {
+	t.Helper()
+	prefix := after
+	var found []order.ProductStats
+	seen := map[string]bool{}
+	for pages := 0; len(found) < n; pages++ {
+		if pages > 100 {
+			t.Fatalf("after 100 pages of %d, found %d of %d products under %q", limit, len(found), n, prefix)
+		}
+		page, err := s.Products(t.Context(), after, limit)
+		if err != nil {
+			t.Fatalf("Products(%q, %d): %v", after, limit, err)
+		}
+		if len(page) == 0 || len(page) > limit {
+			t.Fatalf("Products(%q, %d) returned %d products, having found %d of %d", after, limit, len(page), len(found), n)
+		}
+		for _, p := range page {
+			if seen[p.ID] {
+				t.Errorf("product %q listed twice", p.ID)
+			}
+			seen[p.ID] = true
+			if strings.HasPrefix(p.ID, prefix) {
+				found = append(found, p)
+			}
+		}
+		after = page[len(page)-1].ID
+	}
+	return found
+}
+
+// testProductsCountOrders: the count is of orders committed, not attempts.
+func testProductsCountOrders(t *testing.T, s order.Store) {
+	ctx := t.Context()
+	prefix := uniqueID(t, "count") + "/"
+	idle := order.Product{ID: prefix + "idle", Name: "Idle", Stock: 10}
+	sold := order.Product{ID: prefix + "sold", Name: "Sold", Stock: 10}
+	for _, p := range []order.Product{idle, sold} {
+		if _, err := s.PutProduct(ctx, p); err != nil {
+			t.Fatalf("PutProduct: %v", err)
+		}
+	}
+	for range 3 {
+		if _, err := s.CreateOrder(ctx, newOrder(t, sold.ID, 2), 0, nil); err != nil {
+			t.Fatalf("CreateOrder: %v", err)
+		}
+	}
+	_, err := s.CreateOrder(ctx, newOrder(t, sold.ID, 1), 0, func(context.Context, order.Order) error { return order.ErrPayment })
+	if !errors.Is(err, order.ErrPayment) {
+		t.Fatalf("CreateOrder(payment fails) = %v", err)
+	}
+	if _, err := s.CreateOrder(ctx, newOrder(t, sold.ID, 5), 0, nil); !errors.Is(err, order.ErrOutOfStock) {
+		t.Fatalf("CreateOrder(more than left) = %v, want %v", err, order.ErrOutOfStock)
+	}
+	sold.Stock = 4
+	want := []order.ProductStats{{Product: idle}, {Product: sold, Orders: 3}}
+	if diff := cmp.Diff(want, listed(t, s, prefix, 10, 2)); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+}
+
+func testRestock(t *testing.T, s order.Store) {
+	ctx := t.Context()
+	p := putProduct(t, s, 3)
+	got, err := s.Restock(ctx, p.ID, 7)
+	if err != nil {
+		t.Fatalf("Restock: %v", err)
+	}
+	want := p
+	want.Stock = 10
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Restock returned (-want +got):\n%s", diff)
+	}
+	assertProduct(t, s, want)
+
+	for _, c := range []struct {
+		name string
+		id   string
+		add  int64
+		err  error
+	}{
+		{"unknown product", uniqueID(t, "missing"), 1, order.ErrProductNotFound},
+		{"zero", p.ID, 0, order.ErrInvalidOrder},
+		{"negative", p.ID, -5, order.ErrInvalidOrder},
+		{"past MaxStock", p.ID, order.MaxStock - 9, order.ErrInvalidOrder},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := s.Restock(ctx, c.id, c.add); !errors.Is(err, c.err) {
+				t.Errorf("Restock(%q, %d) = %v, want %v", c.id, c.add, err, c.err)
+			}
+		})
+	}
+	assertProduct(t, s, want)
+	// Up to MaxStock exactly is allowed.
+	if got, err := s.Restock(ctx, p.ID, order.MaxStock-10); err != nil || got.Stock != order.MaxStock {
+		t.Errorf("Restock to MaxStock = %+v, %v", got, err)
+	}
+}
+
+// testRestockWhileSelling: restocks and orders race, and none is lost:
+// what was added minus what was sold is what is left.
+func testRestockWhileSelling(t *testing.T, s order.Store) {
+	p := putProduct(t, s, 0)
+	var (
+		mu   sync.Mutex
+		sold int64
+	)
+	got := concurrently(60, func(i int) error {
+		if i%2 == 0 {
+			_, err := s.Restock(t.Context(), p.ID, 2)
+			return err
+		}
+		_, err := s.CreateOrder(t.Context(), newOrder(t, p.ID, 1), 0, nil)
+		if err == nil {
+			mu.Lock()
+			sold++
+			mu.Unlock()
+		}
+		return err
+	})
+	for outcome := range got {
+		if outcome != "ok" && outcome != "out of stock" {
+			t.Errorf("unexpected outcome %q (all: %v)", outcome, got)
+		}
+	}
+	assertStock(t, s, p.ID, 30*2-sold)
+}
+
 func testCreateOrder(t *testing.T, s order.Store) {
 	p := putProduct(t, s, 10)
 	no := newOrder(t, p.ID, 3)
-	no.IdempotencyKey = uniqueID(t, "key")
+	no = withKey(no, uniqueID(t, "key"))
 	before := time.Now()
 
 	got, err := s.CreateOrder(t.Context(), no, 0, nil)
@@ -119,12 +278,13 @@ func testCreateOrder(t *testing.T, s order.Store) {
 		t.Errorf("CreatedAt = %v, want close to %v", got.CreatedAt, before)
 	}
 	want := order.Order{
-		ID:             got.ID,
-		ProductID:      p.ID,
-		UserID:         no.UserID,
-		Quantity:       3,
-		IdempotencyKey: no.IdempotencyKey,
-		CreatedAt:      got.CreatedAt,
+		ID:                 got.ID,
+		ProductID:          p.ID,
+		UserID:             no.UserID,
+		Quantity:           3,
+		IdempotencyKey:     no.IdempotencyKey,
+		CreatedAt:          got.CreatedAt,
+		RequestFingerprint: no.RequestFingerprint,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CreateOrder returned (-want +got):\n%s", diff)
@@ -156,6 +316,7 @@ func testCreateOrderRefused(t *testing.T, s order.Store) {
 		{"above MaxQuantity", func(o *order.NewOrder) { o.Quantity = order.MaxQuantity + 1 }, order.ErrInvalidOrder},
 		{"no token", func(o *order.NewOrder) { o.Token = "" }, order.ErrInvalidOrder},
 		{"no user", func(o *order.NewOrder) { o.UserID = "" }, order.ErrInvalidOrder},
+		{"a key without its fingerprint", func(o *order.NewOrder) { o.IdempotencyKey = uniqueID(t, "key") }, order.ErrInvalidOrder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,7 +396,7 @@ func testTokenUsedTwice(t *testing.T, s order.Store) {
 		t.Run(tt.name, func(t *testing.T) {
 			again := no
 			again.ProductID = tt.productID
-			again.IdempotencyKey = uniqueID(t, "key")
+			again = withKey(again, uniqueID(t, "key"))
 			_, err := s.CreateOrder(t.Context(), again, 0, failIfCalled(t))
 			if !errors.Is(err, order.ErrTokenUsed) {
 				t.Errorf("CreateOrder(used token) = %v, want %v", err, order.ErrTokenUsed)
@@ -266,7 +427,7 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 	p := putProduct(t, s, 10)
 	key := uniqueID(t, "key")
 	no := newOrder(t, p.ID, 1)
-	no.IdempotencyKey = key
+	no = withKey(no, key)
 	first, err := s.CreateOrder(ctx, no, 0, nil)
 	if err != nil {
 		t.Fatalf("first CreateOrder: %v", err)
@@ -274,7 +435,8 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 
 	// A retry carries a new token (the first one was spent) and the same key.
 	retry := newOrder(t, p.ID, 1)
-	retry.UserID, retry.IdempotencyKey = no.UserID, key
+	retry.UserID, retry.Quantity = no.UserID, 2
+	retry = withKey(retry, key)
 	if _, err := s.CreateOrder(ctx, retry, 0, failIfCalled(t)); !errors.Is(err, order.ErrDuplicateKey) {
 		t.Errorf("CreateOrder(same user, same key) = %v, want %v", err, order.ErrDuplicateKey)
 	}
@@ -282,13 +444,15 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 	if err != nil || !ok {
 		t.Fatalf("OrderByKey = %v, %v; want the first order", ok, err)
 	}
-	if diff := cmp.Diff(first, got); diff != "" {
-		t.Errorf("OrderByKey (-want +got):\n%s", diff)
+	// The first order comes back with the fingerprint it was made with, not
+	// the retry's.
+	if diff := cmp.Diff(first, got); diff != "" || got.RequestFingerprint != no.RequestFingerprint {
+		t.Errorf("OrderByKey (-want +got):\n%s\nfingerprint %q, want %q", diff, got.RequestFingerprint, no.RequestFingerprint)
 	}
 
 	// Keys belong to users: another user may pick the same one.
 	someoneElse := newOrder(t, p.ID, 1)
-	someoneElse.IdempotencyKey = key
+	someoneElse = withKey(someoneElse, key)
 	theirs, err := s.CreateOrder(ctx, someoneElse, 0, nil)
 	if err != nil {
 		t.Fatalf("CreateOrder(other user, same key): %v", err)
@@ -306,8 +470,7 @@ func testIdempotencyKey(t *testing.T, s order.Store) {
 func testBeforeCommitFails(t *testing.T, s order.Store) {
 	ctx := t.Context()
 	p := putProduct(t, s, 5)
-	no := newOrder(t, p.ID, 2)
-	no.IdempotencyKey = uniqueID(t, "key")
+	no := withKey(newOrder(t, p.ID, 2), uniqueID(t, "key"))
 	errPayment := fmt.Errorf("card declined: %w", order.ErrPayment)
 	var seen order.Order
 	_, err := s.CreateOrder(ctx, no, 0, func(_ context.Context, o order.Order) error {
@@ -374,6 +537,8 @@ func testContextCancelled(t *testing.T, s order.Store) {
 			return err
 		}},
 		{"OrderByKey", func() error { _, _, err := s.OrderByKey(ctx, "user", "key"); return err }},
+		{"Products", func() error { _, err := s.Products(ctx, "", 10); return err }},
+		{"Restock", func() error { _, err := s.Restock(ctx, p.ID, 1); return err }},
 		{"Ping", func() error { return s.Ping(ctx) }},
 	}
 	for _, c := range calls {
@@ -420,6 +585,12 @@ func testClosed(t *testing.T, s order.Store) {
 	if _, err := s.CreateOrder(ctx, newOrder(t, p.ID, 1), 0, failIfCalled(t)); !errors.Is(err, order.ErrUnavailable) {
 		t.Errorf("CreateOrder(closed) = %v, want %v", err, order.ErrUnavailable)
 	}
+	if _, err := s.Products(ctx, "", 10); !errors.Is(err, order.ErrUnavailable) {
+		t.Errorf("Products(closed) = %v, want %v", err, order.ErrUnavailable)
+	}
+	if _, err := s.Restock(ctx, p.ID, 1); !errors.Is(err, order.ErrUnavailable) {
+		t.Errorf("Restock(closed) = %v, want %v", err, order.ErrUnavailable)
+	}
 }
 
 // putProduct creates a product only this test uses.
@@ -440,6 +611,13 @@ func newOrder(t *testing.T, productID string, quantity int64) order.NewOrder {
 		Quantity:  quantity,
 		Token:     uniqueID(t, "token"),
 	}
+}
+
+// withKey gives o an Idempotency-Key, with the fingerprint of what it asks
+// for, as order.Service does.
+func withKey(o order.NewOrder, key string) order.NewOrder {
+	o.IdempotencyKey, o.RequestFingerprint = key, order.Fingerprint(o.ProductID, o.Quantity)
+	return o
 }
 
 func assertStock(t *testing.T, s order.Store, id string, want int64) {

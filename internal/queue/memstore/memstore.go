@@ -25,6 +25,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	queues map[string]*state
+	epoch  int64 // the last queue's epoch: each new queue gets a later one
 
 	usedMu sync.Mutex
 	used   map[usedKey]time.Time // FirstUse markers → when they lapse
@@ -63,6 +64,7 @@ type issuedToken struct {
 type state struct {
 	mu       sync.Mutex
 	cfg      queue.Config
+	epoch    int64 // see queue.Snapshot.Epoch
 	line     *line
 	seq      int64
 	tokens   map[string]token
@@ -140,8 +142,11 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	s.mu.Lock()
 	q, ok := s.queues[name]
 	if !ok {
+		// As put_config.lua, an epoch from the clock (µs), and never one
+		// given before.
+		s.epoch = max(s.epoch+1, s.now().UnixMicro())
 		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
-			seen: map[string]time.Time{}, pre: map[string]int64{}}
+			seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: s.epoch}
 		s.queues[name] = q
 	}
 	s.mu.Unlock()
@@ -272,7 +277,7 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 	q.line.push(user, q.seq)
 	n := q.line.len()
 	q.markOnEnter(user, n, now)
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now)}, nil
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, nil
 }
 
 // markOnEnter: a user entering near the front is seen at once, before any
@@ -295,7 +300,7 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 	if e, ok := q.standing(user, now); ok {
 		return e, nil
 	}
-	return queue.Entry{State: queue.NotInQueue, Pace: q.pace(now)}, nil
+	return queue.Entry{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}, nil
 }
 
 // standing is the user's place in line or in the pre-queue, or their valid
@@ -303,13 +308,13 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Pace: q.pace(now)}, true
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if _, ok := q.pre[user]; ok {
-		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true
+		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
-		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Pace: q.pace(now)}, true
+		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC().Truncate(time.Millisecond), Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	return queue.Entry{}, false
 }
@@ -336,12 +341,22 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 		}
 		return true, nil
 	}
-	if _, ok := q.tokens[user]; ok {
+	if t, ok := q.tokens[user]; ok {
 		delete(q.tokens, user)
-		q.ret++
+		q.countGone(t, s.now(), &q.ret)
 		return true, nil
 	}
 	return false, nil
+}
+
+// countGone counts a token that was just deleted: on counter, or as expired
+// if its time was up (as Stats counted it already, so totals never go back).
+// The caller holds q.mu.
+func (q *state) countGone(t token, now time.Time, counter *int64) {
+	if !t.expires.After(now) {
+		counter = &q.expired
+	}
+	*counter++
 }
 
 // addLeft records a ticket that left a gap in the line; the caller holds q.mu.
@@ -358,7 +373,7 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Pace: q.pace(s.now()), Complete: true}
+	sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Pace: q.pace(s.now()), Epoch: q.epoch, Complete: true}
 	if sn.Head > 0 {
 		from, _ := slices.BinarySearch(q.leftTickets, sn.Head)
 		left := q.leftTickets[from:]
@@ -382,6 +397,11 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	due := q.next
 	if due.IsZero() {
 		due = now
+	}
+	// As admit.lua: a due time more than one interval away means the clock
+	// went back; wait one interval from now, not until then.
+	if limit := now.Add(q.cfg.Interval); due.After(limit) {
+		due, q.next = limit, limit
 	}
 	if now.Before(due) {
 		return queue.Admission{NextIn: due.Sub(now)}, nil
@@ -558,7 +578,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 	if e, ok := q.standing(user, now); ok {
 		return e, nil
 	}
-	busy := queue.Entry{State: queue.NotInQueue, Pace: q.pace(now)}
+	busy := queue.Entry{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
 	// An opening ahead is not a quiet line: its pre-queue goes first.
 	if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" {
 		return busy, nil
@@ -581,7 +601,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 	q.inlineTotal++
 	q.admitted++
 	q.winCount++
-	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now)}, nil
+	return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, nil
 }
 
 // live counts the tokens not yet expired at now; the caller holds q.mu.
@@ -655,7 +675,7 @@ func (s *Store) EndUse(_ context.Context, name, user, tok, owner string, consume
 	}
 	if t, ok := q.tokens[user]; consumed && ok && t.value == tok {
 		delete(q.tokens, user)
-		q.consumed++
+		q.countGone(t, s.now(), &q.consumed)
 	}
 	return nil
 }
@@ -669,18 +689,18 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
-	// A full sweep, not forgetExpired's front-of-line one: after a TTL
-	// change tokens are no longer issued in expiry order.
-	for u, t := range q.tokens {
+	// As stats.lua: nothing changes; tokens whose time is up but not yet
+	// swept count as expired.
+	var unswept int64
+	for _, t := range q.tokens {
 		if !t.expires.After(now) {
-			delete(q.tokens, u)
-			q.expired++
+			unswept++
 		}
 	}
 	st := queue.Stats{
-		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)),
+		Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)) - unswept,
 		EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
-		ConsumedTotal: q.consumed, ExpiredTotal: q.expired, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
+		ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 		AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
 		EffectiveRate: q.rateInForce(),
 	}

@@ -85,10 +85,17 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
-// unavailable marks an error of Redis itself, so callers answer 503.
+// unavailable marks an error of Redis itself, so callers answer 503. A
+// script that refused to act on data it cannot read (DAMAGED: a config
+// missing a field) is no outage and no reason to retry: that error stays
+// unexpected (500, logged), and the script wrote nothing.
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "DAMAGED ") {
+		return fmt.Errorf("redis data damaged: %w", err)
 	}
 	return fmt.Errorf("%w: %w", queue.ErrUnavailable, err)
 }
@@ -178,7 +185,7 @@ func parseEntry(r []any) (queue.Entry, error) {
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	e.Pace = p.pace(paceAt)
+	e.Pace, e.Epoch = p.pace(paceAt), p.epoch(paceAt)
 	return e, p.err
 }
 
@@ -193,7 +200,7 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	if p.int(0) == -1 {
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
-	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Pace: p.pace(4)}
+	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Pace: p.pace(4), Epoch: p.epoch(4)}
 	for i := 4 + paceFields; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
@@ -409,7 +416,7 @@ func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, con
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	k := keysFor(s.prefix, name)
-	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.seq, k.pre}).Slice()
+	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp, k.seq, k.pre}).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}
@@ -489,7 +496,21 @@ func (p *reply) str(i int) string {
 }
 
 // paceFields is how many fields pace.lua's block has.
-const paceFields = 16
+const paceFields = 17
+
+// epoch reads the line's epoch, the last field of pace.lua's block from
+// index i on (0: a config written before epochs).
+func (p *reply) epoch(i int) int64 {
+	v := p.opt(i + paceFields - 1)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("the line's epoch: %w", err)
+	}
+	return n
+}
 
 // pace reads pace.lua's block from index i on into the line's Pace.
 func (p *reply) pace(i int) queue.Pace {

@@ -23,7 +23,7 @@ import (
 
 var followingTests = []struct {
 	name string
-	fn   func(t *testing.T, s queue.Store)
+	fn   func(t *testing.T, s queue.Store, clock Clock)
 }{
 	{"AdaptiveRateOneDecisionPerWindow", testAdaptiveWindows},
 	{"AdaptiveRateNeverLeavesItsBounds", testAdaptiveBounds},
@@ -45,7 +45,7 @@ func adaptiveConfig() queue.Config {
 // RateMinCalls calls (fewer join the next window), and the claims carry no
 // call that was not folded (a window nobody reported in for longer than a
 // window is dropped as stale, so on a stalled machine some may be lost).
-func testAdaptiveWindows(t *testing.T, s queue.Store) {
+func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	q := newQueue(t, s, adaptiveConfig())
 	const window = 20 * time.Millisecond
@@ -78,7 +78,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store) {
 					}
 				}
 				mu.Unlock()
-				time.Sleep(time.Duration(rnd.IntN(8)) * time.Millisecond)
+				clock.Sleep(time.Duration(rnd.IntN(8)) * time.Millisecond)
 			}
 		}()
 	}
@@ -101,7 +101,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store) {
 // [MinRate, MaxRate]; a decision on an older window, or while the rate is
 // not adaptive, writes nothing; switching adaptive on starts from the
 // configured rate, and admission uses the rate in force.
-func testAdaptiveBounds(t *testing.T, s queue.Store) {
+func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := adaptiveConfig()
 	q := newQueue(t, s, c)
@@ -156,7 +156,7 @@ func testAdaptiveBounds(t *testing.T, s queue.Store) {
 	}
 	admitted := 0
 	for range 10 {
-		admitted += len(admitDue(t, s, q, c.BatchSize))
+		admitted += len(admitDue(t, s, clock, q, c.BatchSize))
 	}
 	if admitted < 4 || admitted > 6 {
 		t.Errorf("ten 1 ms ticks at 500/s admitted %d, want about 5", admitted)
@@ -181,7 +181,7 @@ func testAdaptiveBounds(t *testing.T, s queue.Store) {
 // exactly the first present users in line order, a full batch per tick
 // while there are enough, never anyone twice, and skips the vanished, who
 // are then out of line (entering again means the back).
-func testNoShowProperty(t *testing.T, s queue.Store) {
+func testNoShowProperty(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	// The store's own rule is tested, not the admin range (≥ 15 s).
 	const abandon = time.Second
@@ -204,7 +204,7 @@ func testNoShowProperty(t *testing.T, s queue.Store) {
 			// the first ten and sets the store's checkpoint: the whole line
 			// is within the reach of seen marks, so all of it is judged
 			// once those marks are older than abandon.
-			if got := admitDue(t, s, q, c.BatchSize); !slices.Equal(got, model[:10]) {
+			if got := admitDue(t, s, clock, q, c.BatchSize); !slices.Equal(got, model[:10]) {
 				t.Fatalf("first tick admitted %v, want %v", got, model[:10])
 			}
 			admitted := map[string]bool{}
@@ -212,7 +212,7 @@ func testNoShowProperty(t *testing.T, s queue.Store) {
 				admitted[u] = true
 			}
 			model = model[10:]
-			time.Sleep(abandon + abandon/2)
+			clock.Sleep(abandon + abandon/2)
 
 			var skipped []string
 			next := 60
@@ -241,7 +241,7 @@ func testNoShowProperty(t *testing.T, s queue.Store) {
 					if err := s.Seen(ctx, q, marks); err != nil {
 						t.Fatal(err)
 					}
-					got := admitDue(t, s, q, c.BatchSize)
+					got := admitDue(t, s, clock, q, c.BatchSize)
 					var want []string
 					taken := 0
 					for _, u := range model {
@@ -294,20 +294,20 @@ func testNoShowProperty(t *testing.T, s queue.Store) {
 
 // testStalled: people waiting and nobody let in for StallAfter is said in
 // every answer, until the front moves again; a paused line is not stalled.
-func testStalled(t *testing.T, s queue.Store) {
+func testStalled(t *testing.T, s queue.Store, clock Clock) {
 	c := fastConfig()
 	c.Interval, c.RatePerSecond = 250*time.Millisecond, 40 // 10 per tick; stalled after 2.5 s
 	q := newQueue(t, s, c)
-	entered := time.Now()
+	entered := clock.Now()
 	mustEnter(t, s, q, "a")
 	mustEnter(t, s, q, "b")
 	after := queue.StallAfter(c, c.RatePerSecond)
-	if e := mustStatus(t, s, q, "b"); e.Pace.Stalled && time.Since(entered) < after {
-		t.Fatalf("stalled %v after entering (stalled after %v)", time.Since(entered), after)
+	if e := mustStatus(t, s, q, "b"); e.Pace.Stalled && clock.Now().Sub(entered) < after {
+		t.Fatalf("stalled %v after entering (stalled after %v)", clock.Now().Sub(entered), after)
 	}
-	time.Sleep(after + after/4) // no tick runs
+	clock.Sleep(after + after/4) // no tick runs
 	if e := mustStatus(t, s, q, "b"); !e.Pace.Stalled {
-		t.Fatalf("nobody admitted for %v: not stalled", time.Since(entered))
+		t.Fatalf("nobody admitted for %v: not stalled", clock.Now().Sub(entered))
 	}
 	sn, err := s.Snapshot(context.Background(), q)
 	if err != nil || !sn.Pace.Stalled {
@@ -324,7 +324,7 @@ func testStalled(t *testing.T, s queue.Store) {
 	if err := s.PutConfig(context.Background(), q, c); err != nil {
 		t.Fatal(err)
 	}
-	if got := admitDue(t, s, q, c.BatchSize); len(got) != 2 {
+	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 2 {
 		t.Fatalf("admitted %v", got)
 	}
 	mustEnter(t, s, q, "c")
@@ -343,14 +343,14 @@ const chiSquare5At1Percent = 15.086
 // the order they came. The draw is the production one (DrawOrder) fed a
 // seeded source, so the test is repeatable; the admitter feeds it
 // crypto/rand.
-func testOpeningUniform(t *testing.T, s queue.Store) {
+func testOpeningUniform(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	src := rand.NewChaCha8([32]byte{7})
 	const runs = 600
 	counts := map[string]int{}
 	for run := range runs {
 		c := queue.DefaultConfig()
-		c.OpensAt = time.Now().Add(-time.Hour) // due at once: no waiting in the test
+		c.OpensAt = clock.Now().Add(-time.Hour) // due at once: no waiting in the test
 		q := newQueue(t, s, c)
 		for _, u := range []string{"a", "b", "c"} {
 			if e := mustEnter(t, s, q, u); e.State != queue.Waiting || !e.PreQueue || e.Position != 0 {
@@ -401,10 +401,10 @@ func testOpeningUniform(t *testing.T, s queue.Store) {
 // all of it; one leaving the pre-queue meanwhile leaves a gap that counts
 // as a leaver; nobody is admitted until all are placed; a second instance
 // cannot place while the first holds the lease; the totals balance.
-func testOpeningWhilePlacing(t *testing.T, s queue.Store) {
+func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig()
-	c.OpensAt = time.Now().Add(-time.Minute)
+	c.OpensAt = clock.Now().Add(-time.Minute)
 	q := newQueue(t, s, c)
 	for _, u := range []string{"p1", "p2", "p3", "p4"} {
 		mustEnter(t, s, q, u)
@@ -423,7 +423,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store) {
 		t.Fatalf("entering while the opening is placed: %+v, want a place in line", e)
 	}
 	mustLeave(t, s, q, "p3")
-	if got := admitDue(t, s, q, c.BatchSize); len(got) != 0 {
+	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 0 {
 		t.Fatalf("admitted %v while the opening is placed", got)
 	}
 	done, err := s.Place(ctx, q, "first", []string{"p4", "p3", "p1"}, time.Minute)
@@ -448,7 +448,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store) {
 			t.Errorf("snapshot places %s at %d/%v, want %d", u, p, ok, pos)
 		}
 	}
-	if got := admitDue(t, s, q, c.BatchSize); !slices.Equal(got, []string{"p4", "p1", "p2", "late"}) {
+	if got := admitDue(t, s, clock, q, c.BatchSize); !slices.Equal(got, []string{"p4", "p1", "p2", "late"}) {
 		t.Fatalf("after the opening admitted %v", got)
 	}
 	st, err := s.Stats(ctx, q)

@@ -6,8 +6,10 @@
 -- no leader is needed. A tick claimed late is made up: the next one stays
 -- due one interval after the late one's due time. A backlog of more than one
 -- tick is dropped (next re-anchors to now), so a stalled instance releases at
--- most two batches back to back, never a burst. The popped users get their
--- tokens in the same script: nobody is ever popped without a token.
+-- most two batches back to back, never a burst. A due time more than one
+-- interval ahead of TIME (the clock went back) is pulled in to one interval.
+-- The popped users get their tokens in the same script: nobody is ever
+-- popped without a token.
 --
 -- The rate is the adaptive one (adm.eff_rate, within its bounds) while the
 -- queue's rate is adaptive. With abandon_ms, a user at the front not seen
@@ -26,7 +28,8 @@
 -- KEYS[6] left   ZSET tickets of users who left the line (see leave.lua)
 -- KEYS[7] seen   ZSET user near the front → last seen (ms)
 -- ARGV[1..n] fresh tokens, one per user this tick may admit
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {0, nextInMs} the tick is not due yet
 --        {1, nextInMs, skipped, user1, ..., userN} claimed the tick, passed
 --        over `skipped` no-shows and admitted these (none when the queue is
@@ -50,12 +53,28 @@ if not cfg.rate then
 end
 local rate, interval, batch, ttl = tonumber(cfg.rate), tonumber(cfg.interval_ms), tonumber(cfg.batch), tonumber(cfg.ttl_ms)
 local abandon = tonumber(cfg.abandon_ms) or 0
+-- Everything read is checked before the first write: Redis does not roll a
+-- script back, and a damaged config failing after ZPOPMIN would leave users
+-- popped without tokens.
+if not (rate and interval and batch and ttl) or interval < 1 or batch < 1 or ttl < 1
+    or (cfg.max_active and not tonumber(cfg.max_active))
+    or (cfg.abandon_ms and not tonumber(cfg.abandon_ms))
+    or (cfg.adaptive == '1' and not (tonumber(cfg.min_rate) and tonumber(cfg.max_rate))) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': rate, interval_ms, batch, ttl_ms, max_active, abandon_ms, min_rate or max_rate missing or not a number')
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local adm = fields(KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'inline', 'eff_rate',
   'pace_rate', 'pace_busy', 'pace_at', 'open_state', 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
 local due = tonumber(adm.next) or now
+-- A due time more than one interval ahead means Redis's clock went back (an
+-- NTP step, a restored VM) since it was written: wait one interval from now,
+-- not until then. Kept, or the limit would move on with the clock forever.
+if due > now + interval then
+  due = now + interval
+  redis.call('HSET', KEYS[3], 'next', due)
+end
 if now < due then
   return {0, due - now}
 end

@@ -22,7 +22,8 @@
 -- ARGV[1] user id
 -- ARGV[2] a fresh token, written if the user is admitted
 -- Reply (pace: pace.lua's block, put in front of this script):
---        {-1} unknown queue
+--        {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {0, pace...} not admitted (the line is busy)
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
@@ -33,8 +34,10 @@ if not cfg[1] then
   return {-1}
 end
 local rate, batch, interval, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
-if not (rate and batch and interval and ttl) then
-  return redis.error_reply('queue config incomplete')
+-- Checked before the first write (Redis does not roll a script back).
+if not (rate and batch and interval and ttl) or (cfg[6] and not tonumber(cfg[6]))
+    or (cfg[7] == '1' and not (tonumber(cfg[8]) and tonumber(cfg[9]))) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': rate, batch, interval_ms, ttl_ms, max_active, min_rate or max_rate missing or not a number')
 end
 local user = ARGV[1]
 local now = clock()

@@ -19,9 +19,17 @@ if redis.call('HGET', KEYS[4], user) == ARGV[4] then
   redis.call('HDEL', KEYS[4], user)
 end
 if ARGV[3] == '1' and redis.call('HGET', KEYS[1], user) == ARGV[2] then
+  -- A token whose time ran out while its order was in flight counts as
+  -- expired, as stats.lua counted it already: the counters never go back.
+  local counter = 'consumed'
+  local exp = tonumber(redis.call('ZSCORE', KEYS[2], user))
+  if exp then
+    local t = redis.call('TIME')
+    if exp <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then counter = 'expired' end
+  end
   redis.call('HDEL', KEYS[1], user)
   redis.call('ZREM', KEYS[2], user)
-  redis.call('HINCRBY', KEYS[5], 'consumed', 1)
+  redis.call('HINCRBY', KEYS[5], counter, 1)
   return 1
 end
 return 0

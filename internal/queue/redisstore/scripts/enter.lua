@@ -15,7 +15,8 @@
 -- KEYS[7] pre    ZSET the opening's pre-queue, user → arrival (ms)
 -- KEYS[8] seen   ZSET user near the front → last seen (ms)
 -- ARGV[1] user id
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs
 --        {-2, length} line full
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
@@ -23,6 +24,10 @@
 local cfg = redis.call('HMGET', KEYS[3], 'capacity', 'opens_at', 'abandon_ms')
 if not cfg[1] then
   return {-1}
+end
+local bad = damaged(KEYS[3], 'rate', 'batch', 'capacity')
+if bad then
+  return bad
 end
 local adm = redis.call('HMGET', KEYS[6], 'open_state', 'reach')
 local user = ARGV[1]

@@ -29,8 +29,16 @@ if redis.call('ZREM', KEYS[6], user) == 1 then
   return 3
 end
 if redis.call('HDEL', KEYS[2], user) == 1 then
+  -- A token whose time was up counts as expired, as stats.lua counted it
+  -- already: the counters never go back.
+  local counter = 'returned'
+  local exp = tonumber(redis.call('ZSCORE', KEYS[3], user))
+  if exp then
+    local t = redis.call('TIME')
+    if exp <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then counter = 'expired' end
+  end
   redis.call('ZREM', KEYS[3], user)
-  redis.call('HINCRBY', KEYS[4], 'returned', 1)
+  redis.call('HINCRBY', KEYS[4], counter, 1)
   return 2
 end
 return 0

@@ -6,8 +6,13 @@
 -- pace(cfg, adm, now, length) reads what queue.LinePace needs:
 --   {rate, batch, paused, interval_ms, adaptive, min_rate, max_rate,
 --    opens_at (from cfg), eff_rate, pace_rate, pace_busy, moved, reach,
---    open_state (from adm), now, length}
+--    open_state (from adm), now, length, epoch (from cfg: the line's, set by
+--    put_config.lua)}
 -- (a field not set is nil in the reply).
+-- damaged(cfg, field...) is a DAMAGED error reply when one of the config
+-- hash's named fields is missing or not a number, else nil: scripts check
+-- what they read before their first write (Redis does not roll a script
+-- back), and a read-only one answers clearly rather than with zeros.
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -22,7 +27,18 @@ local function pace(cfg, adm, now, length)
   end
   out[#out + 1] = now
   out[#out + 1] = length
+  out[#out + 1] = redis.call('HGET', cfg, 'epoch')
   return out
+end
+
+local function damaged(cfg, ...)
+  local names = {...}
+  local values = redis.call('HMGET', cfg, unpack(names))
+  for i = 1, #names do
+    if not tonumber(values[i]) then
+      return redis.error_reply('DAMAGED queue config ' .. cfg .. ': ' .. names[i] .. ' missing or not a number')
+    end
+  end
 end
 
 local function append(reply, fields)

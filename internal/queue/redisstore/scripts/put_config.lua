@@ -1,5 +1,9 @@
 -- put_config: create a queue or replace its config, and keep the admission
 -- state in step with it:
+--   - a queue without an epoch (a new one: created, or created again after
+--     Redis lost it) gets one from TIME in microseconds, which instances
+--     compare to tell one life of the line from the next
+--     (queue.Snapshot.Epoch);
 --   - if the next tick is due further away than one new interval (the
 --     interval was just shortened), bring it forward, so a shorter interval
 --     applies at once instead of after the old, longer one;
@@ -18,6 +22,16 @@
 -- ARGV    field, value pairs of every setting (queue.StoreFields: the
 --         table queue.Settings names each field)
 -- Reply: 1
+-- The arguments are checked before the first write (Redis does not roll a
+-- script back), and so is what is read of the old config.
+local given = {}
+for i = 1, #ARGV - 1, 2 do
+  given[ARGV[i]] = ARGV[i + 1]
+end
+if #ARGV % 2 ~= 0 or not tonumber(given.interval_ms) or not tonumber(given.rate)
+    or (given.adaptive == '1' and not (tonumber(given.min_rate) and tonumber(given.max_rate))) then
+  return redis.error_reply('DAMAGED put_config arguments: field, value pairs with interval_ms, rate (and min_rate, max_rate when adaptive) expected')
+end
 local before = redis.call('HMGET', KEYS[1], 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'abandon_ms')
 local adm = redis.call('HMGET', KEYS[2], 'next', 'eff_rate', 'open_state')
 local t = redis.call('TIME')
@@ -27,11 +41,14 @@ local function clamp(v, lo, hi)
   return math.max(tonumber(lo), math.min(tonumber(v), tonumber(hi)))
 end
 local rateBefore = tonumber(before[1])
-if before[2] == '1' and adm[2] then
+if before[2] == '1' and tonumber(adm[2]) and tonumber(before[3]) and tonumber(before[4]) then
   rateBefore = clamp(adm[2], before[3], before[4])
 end
 
 redis.call('HSET', KEYS[1], unpack(ARGV))
+if redis.call('HEXISTS', KEYS[1], 'epoch') == 0 then
+  redis.call('HSET', KEYS[1], 'epoch', t[1] .. string.format('%06d', tonumber(t[2])))
+end
 local cfg = redis.call('HMGET', KEYS[1], 'interval_ms', 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at',
   'abandon_ms')
 
@@ -42,7 +59,7 @@ end
 
 local rate, why = tonumber(cfg[2]), 'the configured rate'
 if cfg[3] == '1' then
-  if before[2] == '1' and adm[2] then
+  if before[2] == '1' and tonumber(adm[2]) then
     rate, why = clamp(adm[2], cfg[4], cfg[5]), 'adaptive bounds changed'
   else
     rate, why = clamp(cfg[2], cfg[4], cfg[5]), 'adaptive on, from the configured rate'

@@ -9,11 +9,16 @@
 -- KEYS[4] left   ZSET tickets of users who left the line (see leave.lua)
 -- KEYS[5] adm    HASH admission state
 -- ARGV[1] at most this many leavers; one more is read to tell "more"
--- Reply: {-1} unknown queue
---        {1, head, last, length, pace (16 fields)..., leaver1, ...}
+-- Reply: {-1} unknown queue; an error starting DAMAGED when the config
+--        lacks a field this script needs
+--        {1, head, last, length, pace (17 fields)..., leaver1, ...}
 --        head is 0 when no one waits.
 if redis.call('EXISTS', KEYS[3]) == 0 then
   return {-1}
+end
+local bad = damaged(KEYS[3], 'rate', 'batch')
+if bad then
+  return bad
 end
 local length = redis.call('ZCARD', KEYS[1])
 local reply = append({1, 0, tonumber(redis.call('GET', KEYS[2]) or '0'), length},

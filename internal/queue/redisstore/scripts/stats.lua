@@ -1,5 +1,7 @@
--- stats: the operator's numbers for one queue, read at one instant. Expired
--- tokens are forgotten first; the totals add up exactly:
+-- stats: the operator's numbers for one queue, read at one instant. Changes
+-- nothing (a metrics scrape must never write): tokens whose time is up but
+-- that no admission tick has swept yet count as expired here, as they will
+-- once swept, so the totals add up exactly:
 --   entered  = length + admitted + left + abandoned (+ preQueued while an
 --              opening is placed: they hold reserved tickets)
 --   admitted = consumed + active + expired + returned
@@ -7,10 +9,9 @@
 -- KEYS[1] line   ZSET user → ticket
 -- KEYS[2] cfg    HASH queue config
 -- KEYS[3] adm    HASH admission state and counters
--- KEYS[4] tokens HASH user → entry token
--- KEYS[5] texp   ZSET user → token expiry (ms)
--- KEYS[6] seq    STRING ticket counter (= joins)
--- KEYS[7] pre    ZSET the opening's pre-queue
+-- KEYS[4] texp   ZSET user → token expiry (ms)
+-- KEYS[5] seq    STRING ticket counter (= joins)
+-- KEYS[6] pre    ZSET the opening's pre-queue
 -- Reply: {-1} unknown queue, else
 --        {length, admitted, consumed, active, measured, msSinceWindow,
 --         entered, left, expired, returned, admittedInline, abandoned,
@@ -20,18 +21,7 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
--- At most 10,000 per call, so one scrape never blocks Redis for long; the
--- admission ticks sweep too, and the totals balance either way (a token not
--- yet swept still counts as active).
-for _ = 1, 10 do
-  local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 1000)
-  if #expired == 0 then break end
-  redis.call('HDEL', KEYS[4], unpack(expired))
-  redis.call('ZREM', KEYS[5], unpack(expired))
-  redis.call('HINCRBY', KEYS[3], 'expired', #expired)
-end
-
+local unswept = redis.call('ZCOUNT', KEYS[4], '-inf', now)
 local adm = redis.call('HMGET', KEYS[3], 'admitted', 'consumed', 'measured', 'win_start',
   'left', 'expired', 'returned', 'inline_total', 'abandoned', 'eff_rate', 'eff_why')
 local since = -1
@@ -40,16 +30,16 @@ return {
   redis.call('ZCARD', KEYS[1]),
   tonumber(adm[1]) or 0,
   tonumber(adm[2]) or 0,
-  redis.call('ZCARD', KEYS[5]),
+  redis.call('ZCARD', KEYS[4]) - unswept,
   adm[3] or '0',
   since,
-  tonumber(redis.call('GET', KEYS[6])) or 0,
+  tonumber(redis.call('GET', KEYS[5])) or 0,
   tonumber(adm[5]) or 0,
-  tonumber(adm[6]) or 0,
+  (tonumber(adm[6]) or 0) + unswept,
   tonumber(adm[7]) or 0,
   tonumber(adm[8]) or 0,
   tonumber(adm[9]) or 0,
-  redis.call('ZCARD', KEYS[7]),
+  redis.call('ZCARD', KEYS[6]),
   adm[10] or '',
   adm[11] or '',
 }

@@ -9,13 +9,18 @@
 -- KEYS[5] adm    HASH admission state
 -- KEYS[6] pre    ZSET the opening's pre-queue, user → arrival (ms)
 -- ARGV[1] user id
--- Reply: {-1} unknown queue
+-- Reply: {-1} unknown queue; an error starting DAMAGED when the config
+--        lacks a field this script needs
 --        {0, pace...} not in queue
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
 --        {3, pace...} waiting for the opening, no place yet
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {-1}
+end
+local bad = damaged(KEYS[2], 'rate', 'batch')
+if bad then
+  return bad
 end
 local user = ARGV[1]
 local now = clock()

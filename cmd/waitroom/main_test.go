@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/identity"
+)
+
+// env is a getenv over a map.
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestToken(t *testing.T) {
+	devDir := t.TempDir()
+	devSecret, err := app.DevSecret(devDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		secret string // the secret the JWT must be signed with
+		ttl    time.Duration
+	}{
+		{"--auth-secret", []string{"--user", "alice", "--auth-secret", "s3"}, nil, "s3", time.Hour},
+		{"WAITROOM_AUTH_SECRET", []string{"--user", "alice"}, map[string]string{"WAITROOM_AUTH_SECRET": "from-env"}, "from-env", time.Hour},
+		{"the flag wins", []string{"--user", "alice", "--auth-secret", "flag"}, map[string]string{"WAITROOM_AUTH_SECRET": "env"}, "flag", time.Hour},
+		{"the dev secret by --data-dir", []string{"--user", "alice", "--data-dir", devDir, "--ttl", "10m"}, nil, devSecret, 10 * time.Minute},
+		{"the dev secret by WAITROOM_DATA_DIR", []string{"--user", "bob-7"}, map[string]string{"WAITROOM_DATA_DIR": devDir}, devSecret, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if err := token(tt.args, env(tt.env), &out, &errOut); err != nil {
+				t.Fatalf("token(%q): %v\n%s", tt.args, err, errOut.String())
+			}
+			raw := strings.TrimSuffix(out.String(), "\n")
+			if strings.ContainsAny(raw, " \n") {
+				t.Fatalf("output is not one JWT on one line: %q", out.String())
+			}
+			// The server accepts it, as the user asked for.
+			req, _ := http.NewRequest("GET", "/", nil)
+			req.Header.Set("Authorization", "Bearer "+raw)
+			user, err := identity.New([]byte(tt.secret)).User(req)
+			if want := tt.args[1]; err != nil || user != want {
+				t.Fatalf("the server reads user %q, %v; want %q", user, err, want)
+			}
+			claims := jwt.MapClaims{}
+			if _, _, err := jwt.NewParser().ParseUnverified(raw, claims); err != nil {
+				t.Fatal(err)
+			}
+			exp, _ := claims.GetExpirationTime()
+			if d := time.Until(exp.Time); d > tt.ttl || d < tt.ttl-time.Minute {
+				t.Errorf("expires in %v, want --ttl %v", d, tt.ttl)
+			}
+		})
+	}
+}
+
+func TestTokenRefused(t *testing.T) {
+	empty := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string // in the error
+	}{
+		{"no user", []string{"--auth-secret", "s"}, "--user is required"},
+		{"a user the server refuses", []string{"--user", "john doe", "--auth-secret", "s"}, "--user"},
+		{"no ttl", []string{"--user", "a", "--auth-secret", "s", "--ttl", "0s"}, "--ttl"},
+		{"no secret anywhere", []string{"--user", "a", "--data-dir", empty}, filepath.Join(empty, app.DevSecretFile)},
+		{"a stray argument", []string{"--user", "a", "--auth-secret", "s", "extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := token(tt.args, env(nil), &out, &errOut)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("token(%q) = %v, want an error naming %q", tt.args, err, tt.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("printed %q on an error", out.String())
+			}
+		})
+	}
+}
+
+// TestVersionAndHelp runs the built binary: `version` and `--version` print
+// what `go version -m` finds stamped in it (the module version and, in a
+// git checkout built with -buildvcs, the revision); `help` names every
+// command; an unknown one fails with the help.
+func TestVersionAndHelp(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "waitroom")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		// -buildvcs=true refuses to build outside a repository: build
+		// without and expect no revision.
+		if out2, err2 := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".").CombinedOutput(); err2 != nil {
+			t.Fatalf("build: %v\n%s\n%s", err2, out, out2)
+		}
+	}
+	stamped, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(re string) string {
+		if m := regexp.MustCompile(re).FindSubmatch(stamped); m != nil {
+			return string(m[1])
+		}
+		return ""
+	}
+	modVersion := field(`(?m)^\s*mod\s+github.com/waitroom/waitroom\s+(\S+)`)
+	rev := field(`(?m)^\s*build\s+vcs\.revision=(\S+)`)
+	if modVersion == "" {
+		t.Fatalf("go version -m found no module version:\n%s", stamped)
+	}
+	t.Logf("stamped: version %s, revision %q", modVersion, rev)
+
+	for _, arg := range []string{"version", "--version"} {
+		out, err := exec.Command(bin, arg).Output()
+		if err != nil {
+			t.Fatalf("waitroom %s: %v", arg, err)
+		}
+		got := string(out)
+		if !strings.HasPrefix(got, "waitroom "+modVersion+", ") {
+			t.Errorf("waitroom %s = %q, want the module version %s first", arg, got, modVersion)
+		}
+		if rev != "" && !strings.Contains(got, "revision "+rev) {
+			t.Errorf("waitroom %s = %q, want the revision %s", arg, got, rev)
+		}
+		if rev == "" && !strings.Contains(got, "revision unknown") {
+			t.Errorf("waitroom %s = %q, want it to say the revision is unknown", arg, got)
+		}
+	}
+
+	out, err := exec.Command(bin, "help").Output()
+	if err != nil {
+		t.Fatalf("waitroom help: %v", err)
+	}
+	for _, cmd := range []string{"serve", "proxy", "token", "version", "help"} {
+		if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).Match(out) {
+			t.Errorf("help does not describe %s:\n%s", cmd, out)
+		}
+	}
+	cmd := exec.Command(bin, "nope")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), `unknown command "nope"`) || !strings.Contains(stderr.String(), "Commands:") {
+		t.Errorf("waitroom nope: %v, stderr %q; want a failure naming it, with the help", err, stderr.String())
+	}
+}

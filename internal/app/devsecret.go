@@ -1,0 +1,68 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/identity"
+)
+
+// DevSecretFile is the file in --data-dir where the embedded default keeps
+// its auth secret when none is set, so that JWTs and session cookies survive
+// a restart and `waitroom token` can sign with it.
+const DevSecretFile = "auth-secret"
+
+// DevSecret returns the auth secret kept in dataDir, making a random one
+// (readable by the owner only) on the first start.
+func DevSecret(dataDir string) (string, error) {
+	secret, err := ReadDevSecret(dataDir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return secret, err
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return "", err
+	}
+	// Written aside, then linked into place: a process starting at the same
+	// moment finds either no file or a whole one, and both end up with the
+	// secret that won the link.
+	tmp, err := os.CreateTemp(dataDir, DevSecretFile+".*") // mode 0600
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(randomHex(32) + "\n")
+	if err = errors.Join(err, tmp.Close()); err != nil {
+		return "", err
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(dataDir, DevSecretFile)); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	return ReadDevSecret(dataDir)
+}
+
+// ReadDevSecret reads the secret DevSecret keeps in dataDir; an error
+// wrapping fs.ErrNotExist when there is none yet.
+func ReadDevSecret(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, DevSecretFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("%s is empty (delete it to make a new secret)", path)
+	}
+	return secret, nil
+}
+
+// SignUserJWT makes the HS256 JWT a shop's login would give user, valid for
+// ttl. It is waitroom's one call into its identity code outside the HTTP
+// layer (`waitroom token`, the start banner).
+func SignUserJWT(secret, user string, ttl time.Duration) string {
+	return identity.New([]byte(secret)).SignJWT(user, ttl)
+}

@@ -1,0 +1,149 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/app"
+)
+
+func TestDevSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data") // made by DevSecret
+	// Processes starting together agree on one secret.
+	secrets := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range secrets {
+		wg.Go(func() {
+			s, err := app.DevSecret(dir)
+			if err != nil {
+				t.Errorf("DevSecret: %v", err)
+			}
+			secrets[i] = s
+		})
+	}
+	wg.Wait()
+	for _, s := range secrets {
+		if s != secrets[0] || len(s) != 64 {
+			t.Fatalf("secrets %q: want one 64-hex-digit secret", secrets)
+		}
+	}
+	info, err := os.Stat(filepath.Join(dir, app.DevSecretFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("the secret's file mode is %v, want 0600", perm)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, app.DevSecretFile+".*")); len(leftovers) > 0 {
+		t.Errorf("temp files left behind: %v", leftovers)
+	}
+	if again, err := app.ReadDevSecret(dir); err != nil || again != secrets[0] {
+		t.Errorf("ReadDevSecret = %q, %v; want %q", again, err, secrets[0])
+	}
+}
+
+// TestEmbeddedKeepsItsSecret: on the embedded default without
+// --auth-secret, a user's JWT (and the page's session) still works after a
+// restart; with Redis and no --auth-secret nothing is written and the
+// secret is random, as before.
+func TestEmbeddedKeepsItsSecret(t *testing.T) {
+	dir := t.TempDir()
+	noSecret := func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir }
+	first := boot(t, backend{name: "embedded"}, noSecret)
+	secret, err := app.ReadDevSecret(dir)
+	if err != nil {
+		t.Fatalf("no dev secret after the first start: %v", err)
+	}
+	jwt := "Bearer " + app.SignUserJWT(secret, "carol", time.Hour)
+	if r := first.do("POST", "/api/v1/queues/default/entries", jwt, nil); r.status != 200 {
+		t.Fatalf("enter with a JWT signed by the dev secret: %d %s", r.status, r.raw)
+	}
+	page := first.do("GET", "/", "", nil)
+	cookie := strings.Split(page.header.Get("Set-Cookie"), ";")[0]
+	if err := first.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := boot(t, backend{name: "embedded"}, noSecret)
+	if r := second.do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.status != 200 {
+		t.Errorf("the JWT after a restart: %d %s", r.status, r.raw)
+	}
+	if r := second.do("GET", "/api/v1/queues/default/entries/me", "", nil, "Cookie", cookie); r.status != 200 {
+		t.Errorf("the session cookie after a restart: %d %s", r.status, r.raw)
+	}
+
+	t.Run("with Redis", func(t *testing.T) {
+		dir := t.TempDir()
+		in := boot(t, backend{name: "redis", redis: true}, func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir })
+		if _, err := os.Stat(filepath.Join(dir, app.DevSecretFile)); !os.IsNotExist(err) {
+			t.Errorf("a Redis instance wrote a dev secret: %v", err)
+		}
+		if r := in.do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.status != 401 {
+			t.Errorf("a JWT of the dev secret on a Redis instance with a random one: %d", r.status)
+		}
+	})
+}
+
+// TestBanner: the embedded default's start banner hands out a JWT that
+// works, and says how to make more.
+func TestBanner(t *testing.T) {
+	var out bytes.Buffer
+	cfg, err := app.Parse([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &app.Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Stdout: &out, Command: "go run ./cmd/waitroom"}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	banner := out.String()
+	t.Logf("banner:\n%s", banner)
+	for _, want := range []string{
+		"page:        http://" + m.Addr() + "/",
+		"admin:       http://" + m.Addr() + "/admin",
+		"admin token: " + m.Config.AdminToken,
+		"go run ./cmd/waitroom token --user alice --data-dir " + cfg.DataDir,
+		filepath.Join(cfg.DataDir, app.DevSecretFile),
+	} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the banner lacks %q", want)
+		}
+	}
+	// The example runs as printed.
+	_, tryIt, ok := strings.Cut(banner, "try it:")
+	if !ok {
+		t.Fatal("no example in the banner")
+	}
+	_, auth, _ := strings.Cut(strings.TrimSpace(tryIt), "-H 'Authorization: ")
+	auth = strings.TrimSuffix(strings.SplitN(auth, "\n", 2)[0], "'")
+	in := &instance{t: t, base: "http://" + m.Addr()}
+	if r := in.do("POST", "/api/v1/queues/default/entries", auth, nil); r.status != 200 {
+		t.Errorf("the banner's example: %d %s", r.status, r.raw)
+	}
+}
+
+// TestLogDurations: durations are logged as Go writes them, in both formats.
+func TestLogDurations(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		logger := app.NewLogger(app.Config{LogFormat: format, LogLevel: "info"}, &buf)
+		logger.Info("started", "interval", 100*time.Millisecond, slog.Group("g", "ttl", 5*time.Minute))
+		for _, want := range []string{"100ms", "5m0s"} {
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("%s: %q lacks %s", format, buf.String(), want)
+			}
+		}
+		if strings.Contains(buf.String(), "100000000") {
+			t.Errorf("%s: a duration in nanoseconds: %q", format, buf.String())
+		}
+	}
+}

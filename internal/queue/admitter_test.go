@@ -1,0 +1,92 @@
+package queue_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// scriptedStore is the part of a store the admitter uses, answering Admit
+// with a due time the test chooses, under a config the test can change.
+type scriptedStore struct {
+	queue.Store // only the methods below are called
+	mu          sync.Mutex
+	cfg         queue.Config
+	nextIn      func(queue.Config) time.Duration
+	calls       chan struct{}
+}
+
+func newScriptedStore(cfg queue.Config, nextIn func(queue.Config) time.Duration) *scriptedStore {
+	return &scriptedStore{cfg: cfg, nextIn: nextIn, calls: make(chan struct{}, 1000)}
+}
+
+func (s *scriptedStore) Queues(context.Context) ([]string, error) { return []string{"q"}, nil }
+
+func (s *scriptedStore) Config(context.Context, string) (queue.Config, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg, nil
+}
+
+func (s *scriptedStore) setConfig(c queue.Config) { s.mu.Lock(); s.cfg = c; s.mu.Unlock() }
+
+func (s *scriptedStore) Admit(context.Context, string, []string) (queue.Admission, error) {
+	s.calls <- struct{}{}
+	c, _ := s.Config(context.Background(), "q")
+	return queue.Admission{Ticked: true, NextIn: s.nextIn(c)}, nil
+}
+
+func runAdmitter(t *testing.T, s queue.Store, discover time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := queue.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a.Discover = discover
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// waitCalls waits for n more Admit calls; the deadline is generous (a busy
+// machine is slow) and still far below what the bug would take.
+func (s *scriptedStore) waitCalls(t *testing.T, n int, what string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for i := range n {
+		select {
+		case <-s.calls:
+		case <-deadline:
+			t.Fatalf("%s: only %d of %d admission calls within 20 s", what, i, n)
+		}
+	}
+}
+
+// TestAdmitterSleepsAtMostOneInterval: a store whose tick seems due an hour
+// away (its clock went back) does not put the admitter to sleep for an
+// hour: it asks again after one interval of the queue's config.
+func TestAdmitterSleepsAtMostOneInterval(t *testing.T) {
+	c := queue.DefaultConfig()
+	c.Interval = 20 * time.Millisecond
+	s := newScriptedStore(c, func(queue.Config) time.Duration { return time.Hour })
+	runAdmitter(t, s, time.Hour)
+	s.waitCalls(t, 3, "the store said the next tick is an hour away")
+}
+
+// TestAdmitterTakesANewIntervalAtTheNextTick: with a one-minute interval
+// the admitter sleeps a minute after each tick; an operator shortening it
+// to 20 ms is seen by the next discovery, which wakes the loop, so the
+// new pace starts then, not a minute later.
+func TestAdmitterTakesANewIntervalAtTheNextTick(t *testing.T) {
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.Interval = 0.1, time.Minute
+	s := newScriptedStore(c, func(c queue.Config) time.Duration { return c.Interval })
+	runAdmitter(t, s, 20*time.Millisecond)
+	s.waitCalls(t, 1, "the first tick")
+	c.RatePerSecond, c.Interval = 100, 20*time.Millisecond
+	s.setConfig(c)
+	s.waitCalls(t, 5, "after the interval went from 1 min to 20 ms")
+}
