@@ -147,8 +147,8 @@ const chaosQueue = "chaos"
 
 // RunChaos runs the chaos run and checks its outcome.
 func RunChaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
-	r := &chaosRun{o: o, tl: o.timeline(), secret: fmt.Sprintf("chaos-%x", rand.Uint64()),
-		admin: fmt.Sprintf("chaos-admin-%x", rand.Uint64()), product: fmt.Sprintf("chaos-tee-%x", rand.Uint32()),
+	r := &chaosRun{o: o, tl: o.timeline(), secret: fmt.Sprintf("chaos-%032x", rand.Uint64()),
+		admin: fmt.Sprintf("chaos-admin-%032x", rand.Uint64()), product: fmt.Sprintf("chaos-tee-%x", rand.Uint32()),
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	defer r.stop()
 	if err := r.boot(ctx); err != nil {

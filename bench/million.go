@@ -267,8 +267,8 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 	}
 	defer rdb.Close()
 	cfg := instanceConfig{RedisURL: o.RedisURL, DatabaseURL: o.DatabaseURL,
-		KeyPrefix: fmt.Sprintf("wrbench%d:", rand.Int64()), AuthSecret: fmt.Sprintf("bench-secret-%d", rand.Int64()),
-		AdminToken: fmt.Sprintf("bench-admin-%d", rand.Int64())}
+		KeyPrefix: fmt.Sprintf("wrbench%d:", rand.Int64()), AuthSecret: fmt.Sprintf("bench-secret-%032x", rand.Uint64()),
+		AdminToken: fmt.Sprintf("bench-admin-%032x", rand.Uint64())} // ≥ 32 bytes on Redis
 	defer dropPrefix(context.WithoutCancel(ctx), rdb, cfg.KeyPrefix)
 	a, err := startInstance(ctx, cfg, o.Log)
 	if err != nil {

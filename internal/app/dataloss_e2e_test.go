@@ -111,7 +111,7 @@ func TestRedisThatMayEvictOurKeys(t *testing.T) {
 			}
 
 			cfg, err := app.Parse([]string{"--addr", "127.0.0.1:0", "--redis-url", srv.URL(), "--redis-strict-eviction", "--drain-delay", "0",
-				"--data-dir", t.TempDir(), "--auth-secret", "s", "--admin-token", "a"}, func(string) string { return "" }, io.Discard)
+				"--data-dir", t.TempDir(), "--auth-secret", strings.Repeat("s", 32), "--admin-token", strings.Repeat("a", 32)}, func(string) string { return "" }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,9 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 		t.Fatalf("a config written before the newer settings: %+v", got)
 	}
 	for field, bad := range map[string]string{"rate": "fast", "entry": "everyone"} {
-		if _, err := queue.ConfigFromStore(map[string]string{field: bad}); err == nil || !strings.Contains(err.Error(), field) {
+		damaged := maps.Clone(old)
+		damaged[field] = bad
+		if _, err := queue.ConfigFromStore(damaged); err == nil || !strings.Contains(err.Error(), field) {
 			t.Fatalf("a malformed field %s: %v", field, err)
 		}
 	}
