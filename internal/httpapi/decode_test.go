@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -132,6 +133,8 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 		`{"minRatePerSecond":50,"maxRatePerSecond":5}`, `{"abandonAfterSeconds":7}`, `{"abandonAfterSeconds":0}`,
 		`{"opensAt":"2026-12-24T20:00:00+09:00"}`, `{"opensAt":"tomorrow"}`, `{"opensAt":""}`, `{"opensAt":5}`,
 		`{"rateDerivation":"x"}`, `{"targetLatencyMs":-1}`,
+		`{"entry":"signed","challengeCost":2000}`, `{"entry":"everyone"}`, `{"entry":""}`, `{"entry":1}`,
+		`{"challengeCost":9}`, `{"challengeCost":1.5}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -153,7 +156,8 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 		}
 		if err := c.Validate(); err == nil {
 			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 ||
-				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second {
+				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second ||
+				!c.Entry.Valid() || c.ChallengeCost < challenge.MinCost || c.ChallengeCost > challenge.MaxCost {
 				t.Fatalf("Validate accepted %+v", c)
 			}
 		}
