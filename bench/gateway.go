@@ -26,11 +26,17 @@ type GatewayReport struct {
 	Threads  int
 	Duration time.Duration
 	Users    int
-	// Runs: direct, proxied, session-protected, direct again.
+	// Runs: direct, proxied, session-protected, direct again, against an
+	// upstream that answers at once (the proxy's CPU cost, worst case).
 	Runs         []WrkRun
 	DirectMean   float64
 	ProxyRatio   float64 // unprotected route through the proxy ÷ the upstream directly
 	SessionRatio float64 // session-protected route with a valid entry ÷ the upstream directly
+	// Slow: the same four against routes where the upstream takes
+	// UpstreamWork per request, as a shop's page does.
+	UpstreamWork                     time.Duration
+	Slow                             []WrkRun
+	SlowProxyRatio, SlowSessionRatio float64
 }
 
 // Goals of the gateway issue.
@@ -46,7 +52,7 @@ var gatewayPage = []byte("<!doctype html><title>Shop</title>" + strings.Repeat("
 // proxy on an unprotected route and on a session-protected route with a
 // valid entry, then directly again, in one run; the line is on Redis.
 func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
-	rep := &GatewayReport{Conns: 100, Threads: 2, Duration: 10 * time.Second, Users: 2000}
+	rep := &GatewayReport{Conns: 100, Threads: 2, Duration: 10 * time.Second, Users: 2000, UpstreamWork: 20 * time.Millisecond}
 	if o.Short {
 		rep.Duration, rep.Users = time.Second, 200
 	}
@@ -65,12 +71,16 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	}
 
 	// The upstream: a plain Go server, as small as a backend gets, so the
-	// ratio is the proxy's own cost.
+	// ratio is the proxy's own cost; under /slow/ it takes UpstreamWork
+	// first (sleeping, so it costs no CPU), as a real page does.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return rep, err
 	}
 	upstream := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/slow/") {
+			time.Sleep(rep.UpstreamWork)
+		}
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(gatewayPage)
@@ -128,7 +138,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	}
 	f.Close()
 
-	run := func(name, base, path string) error {
+	run := func(runs *[]WrkRun, name, base, path string) error {
 		o.logf("gateway: wrk %s %s%s for %v", name, base, path, rep.Duration)
 		cmd := exec.CommandContext(ctx, wrk, fmt.Sprintf("-t%d", rep.Threads), fmt.Sprintf("-c%d", rep.Conns),
 			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, base)
@@ -148,27 +158,38 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		r.P99, _ = strconv.ParseFloat(mm[3], 64)
 		r.Non2xx, _ = strconv.Atoi(mm[4])
 		r.Errors, _ = strconv.Atoi(mm[5])
-		rep.Runs = append(rep.Runs, r)
+		*runs = append(*runs, r)
 		return nil
 	}
-	for _, s := range []struct{ name, base, path string }{
-		{"upstream directly", upstreamURL, "/product"},
-		{"through the proxy", proxyURL, "/product"},
-		{"session-protected, with an entry", proxyURL, "/checkout"},
-		{"upstream directly", upstreamURL, "/product"},
-	} {
-		if err := run(s.name, s.base, s.path); err != nil {
-			return rep, err
+	// Directly, through the proxy, session-protected, directly again:
+	// the two direct runs bracket the others, so a drift in the machine's
+	// speed shows.
+	measure := func(runs *[]WrkRun, prefix string) (proxy, session float64, err error) {
+		for _, s := range []struct{ name, base, path string }{
+			{"upstream directly", upstreamURL, prefix + "/product"},
+			{"through the proxy", proxyURL, prefix + "/product"},
+			{"session-protected, with an entry", proxyURL, prefix + "/checkout"},
+			{"upstream directly", upstreamURL, prefix + "/product"},
+		} {
+			if err := run(runs, s.name, s.base, s.path); err != nil {
+				return 0, 0, err
+			}
 		}
+		rs := *runs
+		direct := (rs[0].ReqPerSec + rs[3].ReqPerSec) / 2
+		for i := range rs {
+			rs[i].RatioToBare = rs[i].ReqPerSec / direct
+			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
+				rs[i].Name, rs[i].Path, rs[i].ReqPerSec, rs[i].P50, rs[i].P99, rs[i].RatioToBare, rs[i].Non2xx, rs[i].Errors)
+		}
+		return rs[1].RatioToBare, rs[2].RatioToBare, nil
+	}
+	if rep.ProxyRatio, rep.SessionRatio, err = measure(&rep.Runs, ""); err != nil {
+		return rep, err
 	}
 	rep.DirectMean = (rep.Runs[0].ReqPerSec + rep.Runs[3].ReqPerSec) / 2
-	for i := range rep.Runs {
-		rep.Runs[i].RatioToBare = rep.Runs[i].ReqPerSec / rep.DirectMean
-	}
-	rep.ProxyRatio, rep.SessionRatio = rep.Runs[1].RatioToBare, rep.Runs[2].RatioToBare
-	for _, r := range rep.Runs {
-		o.logf("gateway: %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
-			r.Name, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors)
+	if rep.SlowProxyRatio, rep.SlowSessionRatio, err = measure(&rep.Slow, "/slow"); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }
@@ -181,7 +202,7 @@ func bootProxy(ctx context.Context, o Options, upstream string) (*app.Main, erro
 		c.Upstream = upstream
 		c.Prefix = "/_waitroom"
 		c.UpstreamTimeout = 30 * time.Second
-		c.ProtectSession = []string{"GET /checkout"}
+		c.ProtectSession = []string{"GET /checkout", "GET /slow/checkout"}
 		c.DatabaseURL = ""
 	})
 }

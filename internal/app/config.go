@@ -380,6 +380,13 @@ func (c Config) QueueConfig() (queue.Config, error) {
 	q.RateDerivation = fmt.Sprintf("set directly: %g/s", c.Rate)
 	if q.MaxRate == 0 && c.Interval > 0 {
 		q.MaxRate = float64(c.Batch) / c.Interval.Seconds()
+		// A slow tick (--batch 10 --interval 1m) derives a ceiling below
+		// the floor of 1/s. With the adaptive rate off the bounds are not
+		// used, so the floor comes down rather than refuse the start; with
+		// it on, or bounds given both, Validate says which does not fit.
+		if !q.Adaptive && q.MinRate > q.MaxRate {
+			q.MinRate = q.MaxRate
+		}
 	}
 	if c.Rate == 0 {
 		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)

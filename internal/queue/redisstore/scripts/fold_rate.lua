@@ -23,6 +23,10 @@ if cfg[1] ~= '1' then
   redis.call('DEL', KEYS[3])
   return {0}
 end
+-- Checked before the first write (Redis does not roll a script back).
+if not (tonumber(cfg[2]) and tonumber(cfg[3]) and tonumber(cfg[4])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[1] .. ': rate, min_rate or max_rate missing or not a number')
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local win = math.floor(now / tonumber(ARGV[1]))

@@ -9,6 +9,13 @@
 -- Reply: {written (1 or 0), the rate in force before}
 local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
 local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win')
+if cfg[1] ~= '1' then
+  return {0, cfg[2] or '0'}
+end
+-- Checked before the first write (Redis does not roll a script back).
+if not (tonumber(cfg[2]) and tonumber(cfg[3]) and tonumber(cfg[4])) then
+  return redis.error_reply('DAMAGED queue config ' .. KEYS[1] .. ': rate, min_rate or max_rate missing or not a number')
+end
 local lo, hi = tonumber(cfg[3]), tonumber(cfg[4])
 local before = tonumber(cfg[2])
 if cfg[1] == '1' and adm[1] then
