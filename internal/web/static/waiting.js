@@ -141,7 +141,7 @@
   // lineRequest enters the line (POST) or asks where we stand (GET).
   async function lineRequest(method) {
     cancelSchedule();
-    const rec = { method, sentAt: performance.now(), status: 0, state: '', pollAfterSeconds: null };
+    const rec = { method, sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null };
     polls.push(rec);
     let res, body;
     try {
@@ -163,6 +163,7 @@
       return trouble(5, method);
     }
     held = false;
+    rec.answeredAt = performance.now();
     rec.status = res.status;
     rec.state = body.status || '';
     rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
