@@ -201,11 +201,11 @@ func (v *visitor) screen() string {
 // pagePoll is one entry of window.__polls, the page's own record of its
 // requests to the line.
 type pagePoll struct {
-	Method           string   `json:"method"`
-	SentAt           float64  `json:"sentAt"` // ms, performance.now()
+	Method string  `json:"method"`
+	SentAt float64 `json:"sentAt"` // ms, performance.now()
 	// AnsweredAt is when the answer was read (ms, performance.now()):
 	// pollAfterSeconds counts from there.
-	AnsweredAt float64 `json:"answeredAt"`
+	AnsweredAt       float64  `json:"answeredAt"`
 	Status           int      `json:"status"`
 	State            string   `json:"state"`
 	PollAfterSeconds *float64 `json:"pollAfterSeconds"`
