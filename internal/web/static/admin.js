@@ -1,7 +1,9 @@
 // The admin page: every queue's line, admission and tokens, live, with
-// pause/resume and the rate. The page itself is public; what it shows comes
-// from the admin JSON API (/admin/v1), called with the admin token the
-// operator pastes in. The token stays in this tab's sessionStorage only.
+// pause/resume, the rate and a form with every setting, and new queues; and
+// the products, with their stock and orders, created and restocked here.
+// The page itself is public; what it shows comes from the admin JSON API
+// (/admin/v1), called with the admin token the operator pastes in. The
+// token stays in this tab's sessionStorage only.
 (() => {
   'use strict';
 
@@ -14,19 +16,25 @@
 
   // Where the admin API lives: "" for waitroom serve, the prefix in gateway mode.
   const base = document.documentElement.dataset.base || '';
+  // Gateway mode sells nothing itself: no products to show.
+  const sells = document.documentElement.dataset.mode !== 'gateway';
   const TOKEN_KEY = 'waitroom:admin-token';
   const SAMPLE_MS = 2000;          // one sample of every queue per refresh
   const WINDOW_MS = 5 * 60 * 1000; // the chart's span
+  const PRODUCTS_MS = 5000;        // the products list's refresh
 
   // The chart's plot area inside its 600×170 viewBox.
   const PLOT = { left: 44, right: 596, top: 10, bottom: 146 };
 
   const cards = new Map(); // queue name → card
+  const rows = new Map();  // product id → row
   // The server's declaration of the queue settings (GET
-  // /admin/v1/queue-settings): each card's settings form is built from it,
-  // so a setting added on the server appears here by itself.
+  // /admin/v1/queue-settings): each card's settings form and the new-queue
+  // form are built from it, so a setting added on the server appears here
+  // by itself.
   let settings = [];
   let timer = 0;
+  let productsTimer = 0;
   let memoryToken = ''; // when sessionStorage is unavailable (private mode)
 
   function t(key, vars) {
@@ -58,11 +66,57 @@
     return { res, data };
   }
 
+  // answered handles what every admin call may answer: false when the
+  // token is wrong (signed out) or the admin API is off.
+  function answered(r) {
+    if (r.res.status === 401) {
+      signOut('tokenWrong');
+      return false;
+    }
+    if (r.res.status === 403) {
+      signOut('adminDisabled');
+      return false;
+    }
+    return true;
+  }
+
+  function errorText(r) {
+    return r.data.error?.message || String(r.res.status);
+  }
+
+  // send makes a change through the admin API and returns the answer's
+  // data, or null after showing in msg why it failed.
+  async function send(msg, method, path, body) {
+    say(msg, '');
+    let r;
+    try {
+      r = await api(method, path, body);
+    } catch (err) {
+      say(msg, err.message, true);
+      return null;
+    }
+    if (!answered(r)) return null;
+    if (!r.res.ok) {
+      say(msg, errorText(r), true);
+      return null;
+    }
+    return r.data;
+  }
+
+  function say(el, text, isError) {
+    el.textContent = text;
+    el.classList.toggle('is-error', !!isError);
+  }
+
   function signOut(reasonKey) {
     clearTimeout(timer);
+    clearTimeout(productsTimer);
     setToken('');
+    if ($('queue-dialog').open) $('queue-dialog').close();
     for (const c of cards.values()) c.el.remove();
     cards.clear();
+    for (const row of rows.values()) row.el.remove();
+    rows.clear();
     $('dash').hidden = true;
     $('sign-out').hidden = true;
     $('login').hidden = false;
@@ -79,8 +133,26 @@
     try {
       const r = await api('GET', '/queue-settings');
       if (r.res.ok) settings = r.data.settings || [];
-    } catch { /* the cards come without their settings form */ }
+    } catch { /* the forms come without settings: new queues get the defaults */ }
+    buildNewQueueForm();
     refresh();
+    showScreen();
+  }
+
+  // ------------------------------------------------------------ screens
+
+  // showScreen shows the screen the address names (#products, else the
+  // queues), so a reload or a link keeps it.
+  function showScreen() {
+    const products = sells && location.hash === '#products';
+    $('queues-screen').hidden = products;
+    $('products-screen').hidden = !products;
+    for (const [id, on] of [['tab-queues', !products], ['tab-products', products]]) {
+      if (on) $(id).setAttribute('aria-current', 'page');
+      else $(id).removeAttribute('aria-current');
+    }
+    clearTimeout(productsTimer);
+    if (products && !$('dash').hidden) refreshProducts();
   }
 
   // ------------------------------------------------------------ refresh
@@ -93,39 +165,26 @@
     } catch (e) {
       return failed(e.message);
     }
-    if (r.res.status === 401) return signOut('tokenWrong');
-    if (r.res.status === 403) return signOut('adminDisabled');
-    if (!r.res.ok) return failed(r.data.error?.message || String(r.res.status));
+    if (!answered(r)) return;
+    if (!r.res.ok) return failed(errorText(r));
 
     $('dash-error').hidden = true;
     const now = Date.now();
     const list = r.data.queues || [];
-    const wanted = [];
-    for (const q of list) {
-      let c = cards.get(q.queue);
-      if (!c) {
-        c = newCard(q.queue);
-        cards.set(q.queue, c);
-        seed(c);
-      }
+    const newCardSeeded = (name) => {
+      const c = newCard(name);
+      seed(c);
+      return c;
+    };
+    showAll(cards, $('queues'), list, (q) => q.queue, newCardSeeded, (c, q) => {
       for (const [series, v] of [[c.samples, q.length], [c.rates, q.effectiveRatePerSecond]]) {
         series.push({ t: now, v });
         while (series.length && series[0].t < now - WINDOW_MS) series.shift();
       }
       render(c, q, now);
-      wanted.push(c.el);
-    }
-    for (const [name, c] of cards) {
-      if (!list.some((q) => q.queue === name)) {
-        c.el.remove();
-        cards.delete(name);
-      }
-    }
-    // Re-append only when the order changed: moving a card would take the
-    // focus away from someone typing a rate in it.
-    const grid = $('queues');
-    if (wanted.some((el, i) => grid.children[i] !== el)) grid.append(...wanted);
+    });
     $('no-queues').hidden = list.length > 0;
+    $('queue-names').replaceChildren(...list.map((q) => new Option('', q.queue)));
     $('updated-text').textContent = t('updatedAt', { time: new Date(now).toLocaleTimeString(lang) });
     timer = setTimeout(refresh, SAMPLE_MS);
   }
@@ -160,24 +219,67 @@
   }
 
   function failed(msg) {
-    const e = $('dash-error');
-    e.textContent = t('loadError', { msg });
+    timer = loadFailed('dash-error', t('loadError', { msg }), refresh, SAMPLE_MS);
+  }
+
+  // loadFailed shows why a list could not be loaded, and tries again.
+  function loadFailed(bannerId, text, retry, ms) {
+    const e = $(bannerId);
+    e.textContent = text;
     e.hidden = false;
-    timer = setTimeout(refresh, SAMPLE_MS);
+    return setTimeout(retry, ms);
+  }
+
+  // showAll keeps one element per item of list in box, in list's order:
+  // made by make(key) the first time (and kept in things by key), updated by
+  // update(thing, item) every time, removed once the item is gone.
+  function showAll(things, box, list, keyOf, make, update) {
+    const wanted = list.map((item) => {
+      const key = keyOf(item);
+      let thing = things.get(key);
+      if (!thing) {
+        thing = make(key);
+        things.set(key, thing);
+      }
+      update(thing, item);
+      return thing.el;
+    });
+    const keys = new Set(list.map(keyOf));
+    for (const [key, thing] of things) {
+      if (!keys.has(key)) {
+        thing.el.remove();
+        things.delete(key);
+      }
+    }
+    // Move only what is out of place (a new element goes in before the
+    // ones after it, which stay put): moving an element takes the focus
+    // away from someone typing in it.
+    wanted.forEach((el, i) => {
+      if (box.children[i] !== el) box.insertBefore(el, box.children[i] || null);
+    });
+  }
+
+  // fromTemplate clones a template's element, with a query helper and its
+  // data-field elements by name.
+  function fromTemplate(id) {
+    const el = $(id).content.firstElementChild.cloneNode(true);
+    return {
+      el,
+      q: (sel) => el.querySelector(sel),
+      field: (f) => el.querySelector('[data-field="' + f + '"]'),
+    };
   }
 
   // ------------------------------------------------------------ cards
 
   function newCard(name) {
-    const el = $('queue-template').content.firstElementChild.cloneNode(true);
-    const q = (sel) => el.querySelector(sel);
+    const { el, q, field } = fromTemplate('queue-template');
     const chart = (fig) => ({
       svg: fig.querySelector('svg'), grid: fig.querySelector('.chart-grid'), line: fig.querySelector('.chart-line'),
       area: fig.querySelector('.chart-area'), start: fig.querySelector('.chart-x-start'),
     });
     const c = {
-      name, el, samples: [], rates: [], paused: false, rateDirty: false,
-      field: (f) => el.querySelector('[data-field="' + f + '"]'),
+      name, el, field, samples: [], rates: [], paused: false, rateDirty: false,
       badge: q('.badge'), pause: q('.pause-button'), rateForm: q('.rate-form'),
       rateInput: q('.rate-input'), message: q('.qmessage'),
       lengthChart: chart(q('.chart:not(.chart-rate)')), rateChart: chart(q('.chart-rate')),
@@ -201,35 +303,20 @@
 
   // change PATCHes the queue and shows the answer at once.
   async function change(c, patch) {
-    note(c, '');
-    let r;
-    try {
-      r = await api('PATCH', '/queues/' + encodeURIComponent(c.name), patch);
-    } catch (e) {
-      note(c, e.message, true);
-      return false;
-    }
-    if (r.res.status === 401) {
-      signOut('tokenWrong');
-      return false;
-    }
-    if (!r.res.ok) {
-      note(c, r.data.error?.message || String(r.res.status), true);
-      return false;
-    }
+    const q = await send(c.message, 'PATCH', '/queues/' + encodeURIComponent(c.name), patch);
+    if (!q) return false;
     c.rateDirty = false;
-    c.settingsDirty = false;
-    render(c, r.data, Date.now());
+    render(c, q, Date.now());
     note(c, t('saved'));
     return true;
   }
 
   function note(c, text, isError) {
-    c.message.textContent = text;
-    c.message.classList.toggle('is-error', !!isError);
+    say(c.message, text, isError);
   }
 
   function render(c, q, now) {
+    c.stats = q;
     c.paused = q.paused;
     c.badge.textContent = q.paused ? t('badgePaused') : t('badgeRunning');
     c.badge.classList.toggle('is-paused', q.paused);
@@ -262,26 +349,26 @@
     drawRate(c, now);
   }
 
-  // ------------------------------------------------------------ settings form
+  // ------------------------------------------------------------ settings forms
+
+  // Both forms with settings — each card's, and the new queue's — are built,
+  // filled and read by the functions here, from the server's declaration.
 
   const cap = (name) => name.charAt(0).toUpperCase() + name.slice(1);
+  const settingLabel = (s) => M['setting' + cap(s.name)] ?? s.name;
 
-  // buildSettingsForm makes one field per setting an admin may change.
-  function buildSettingsForm(c) {
-    const form = c.el.querySelector('.settings-form');
-    const box = form.querySelector('.settings-fields');
-    c.settingsForm = form;
-    c.settingsDirty = false;
-    c.current = {};
+  // addSettingFields adds to box one labelled field per setting an admin
+  // may set, its inputs named after the settings; ids start with idPrefix.
+  function addSettingFields(box, idPrefix, onInput) {
     for (const s of settings) {
       if (s.readOnly) continue;
-      const id = 'set-' + c.name.replace(/[^A-Za-z0-9_-]/g, '_') + '-' + s.name;
+      const id = idPrefix + s.name;
       const wrap = document.createElement('div');
       wrap.className = 'field setting' + (s.kind === 'boolean' ? ' setting-check' : '');
       wrap.dataset.setting = s.name;
       const label = document.createElement('label');
       label.htmlFor = id;
-      label.textContent = M['setting' + cap(s.name)] ?? s.name;
+      label.textContent = settingLabel(s);
       const input = document.createElement(s.kind === 'choice' ? 'select' : 'input');
       input.id = id;
       input.name = s.name;
@@ -309,15 +396,11 @@
       help.id = id + '-help';
       help.textContent = M['settingHelp' + cap(s.name)] ?? s.help;
       input.setAttribute('aria-describedby', help.id);
-      input.addEventListener('input', () => { c.settingsDirty = true; });
+      if (onInput) input.addEventListener('input', onInput);
       if (s.kind === 'boolean') wrap.append(input, label, help);
       else wrap.append(label, input, help);
       box.append(wrap);
     }
-    form.addEventListener('submit', (e) => {
-      e.preventDefault();
-      saveSettings(c);
-    });
   }
 
   // localInput and fromLocalInput convert between an RFC 3339 time and the
@@ -335,47 +418,128 @@
     return Number.isNaN(d.getTime()) ? null : d.toISOString();
   }
 
-  // fillSettingsForm shows the queue's settings, unless someone is editing.
-  function fillSettingsForm(c, q) {
-    if (!c.settingsForm) return;
-    for (const s of settings) c.current[s.name] = q[s.name];
-    if (c.settingsDirty || c.settingsForm.contains(document.activeElement)) return;
-    for (const s of settings) {
-      const input = c.settingsForm.elements.namedItem(s.name);
-      if (!input) continue;
-      if (s.kind === 'boolean') input.checked = !!q[s.name];
-      else if (s.kind === 'date-time') input.value = localInput(q[s.name]);
-      else input.value = q[s.name] === undefined || q[s.name] === null ? '' : String(q[s.name]);
-    }
+  // readSetting is the value a setting's input holds, as the admin API
+  // takes it, or null when it holds none that could be.
+  function readSetting(s, input) {
+    if (s.kind === 'boolean') return input.checked;
+    if (s.kind === 'date-time') return fromLocalInput(input.value);
+    if (s.kind === 'choice') return input.value || null;
+    const v = input.value.trim() === '' ? NaN : Number(input.value);
+    return Number.isFinite(v) ? v : null;
   }
 
-  // saveSettings PATCHes the fields that differ from the queue's values.
-  async function saveSettings(c) {
+  // showSettings puts values (a queue's, or the defaults) in form's
+  // inputs and returns what they now hold, read back as readSetting reads
+  // them: changedSettings compares with it, so that Save sends only what
+  // the operator changed and leaves alone what others change meanwhile
+  // (a pause from another tab, say).
+  function showSettings(form, values) {
+    const shown = {};
+    for (const s of settings) {
+      const input = form.elements.namedItem(s.name);
+      if (!input) continue;
+      const v = values[s.name];
+      if (s.kind === 'boolean') input.checked = !!v;
+      else if (s.kind === 'date-time') input.value = localInput(v);
+      else input.value = v === undefined || v === null ? '' : String(v);
+      shown[s.name] = readSetting(s, input);
+    }
+    return shown;
+  }
+
+  // changedSettings is { patch } of the settings whose inputs differ from
+  // shown, or { invalid } naming the first changed one that holds no value.
+  function changedSettings(form, shown) {
     const patch = {};
     for (const s of settings) {
-      const input = c.settingsForm.elements.namedItem(s.name);
+      const input = form.elements.namedItem(s.name);
       if (!input) continue;
-      let v;
-      if (s.kind === 'boolean') v = input.checked;
-      else if (s.kind === 'date-time') v = fromLocalInput(input.value);
-      else if (s.kind === 'choice') v = input.value;
-      else v = input.value.trim() === '' ? null : Number(input.value);
-      if (v === null || (typeof v === 'number' && !Number.isFinite(v))) {
-        note(c, t('settingInvalid', { name: M['setting' + cap(s.name)] ?? s.name }), true);
-        input.focus();
-        return;
-      }
-      const was = s.kind === 'date-time' ? (c.current[s.name] ? new Date(c.current[s.name]).toISOString() : '') : c.current[s.name];
-      if (v !== was) patch[s.name] = v;
+      const v = readSetting(s, input);
+      if (v === shown[s.name]) continue;
+      if (v === null) return { invalid: s, input };
+      patch[s.name] = v;
+    }
+    // A rate set here is a start for the adaptive rate, not an override,
+    // when the adaptive box stays ticked (a rate alone switches it off).
+    if ('ratePerSecond' in patch && form.elements.namedItem('adaptive')?.checked) patch.adaptive = true;
+    return { patch };
+  }
+
+  // buildSettingsForm makes a card's form: one field per setting.
+  function buildSettingsForm(c) {
+    const form = c.el.querySelector('.settings-form');
+    c.settingsForm = form;
+    c.settingsDirty = false;
+    c.shown = {};
+    addSettingFields(form.querySelector('.settings-fields'),
+      'set-' + c.name.replace(/[^A-Za-z0-9_-]/g, '_') + '-', () => { c.settingsDirty = true; });
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      saveSettings(c);
+    });
+  }
+
+  // fillSettingsForm shows the queue's settings, unless someone is editing.
+  function fillSettingsForm(c, q) {
+    if (c.settingsDirty || c.settingsForm.contains(document.activeElement)) return;
+    c.shown = showSettings(c.settingsForm, q);
+  }
+
+  // saveSettings PATCHes the fields the operator changed.
+  async function saveSettings(c) {
+    const { patch, invalid, input } = changedSettings(c.settingsForm, c.shown);
+    if (invalid) {
+      note(c, t('settingInvalid', { name: settingLabel(invalid) }), true);
+      input.focus();
+      return;
     }
     if (!Object.keys(patch).length) {
       note(c, t('settingsUnchanged'));
       return;
     }
-    // A rate set in this form is a start for the adaptive rate, not an
-    // override, when the adaptive box stays ticked.
-    if ('ratePerSecond' in patch && c.settingsForm.elements.namedItem('adaptive')?.checked) patch.adaptive = true;
-    if (await change(c, patch)) c.settingsDirty = false;
+    if (await change(c, patch)) {
+      c.settingsDirty = false;
+      c.shown = showSettings(c.settingsForm, c.stats);
+    }
+  }
+
+  // ------------------------------------------------------------ new queue
+
+  // newQueueShown is what the new-queue form showed when it opened: the
+  // server's defaults, which a queue gets for every setting not sent.
+  let newQueueShown = {};
+
+  function buildNewQueueForm() {
+    const box = $('queue-settings');
+    box.replaceChildren();
+    addSettingFields(box, 'new-setting-');
+  }
+
+  function openNewQueue() {
+    $('queue-form').reset();
+    say($('queue-message'), '');
+    newQueueShown = showSettings($('queue-form'), Object.fromEntries(settings.map((s) => [s.name, s.default])));
+    $('queue-dialog').showModal();
+  }
+
+  async function createQueue(e) {
+    e.preventDefault();
+    const msg = $('queue-message');
+    const name = $('queue-name').value.trim();
+    // PUT replaces a queue's whole config: never by accident from here.
+    if (cards.has(name)) {
+      say(msg, t('queueExists', { name }), true);
+      return;
+    }
+    const { patch, invalid, input } = changedSettings($('queue-form'), newQueueShown);
+    if (invalid) {
+      say(msg, t('settingInvalid', { name: settingLabel(invalid) }), true);
+      input.focus();
+      return;
+    }
+    if (!await send(msg, 'PUT', '/queues/' + encodeURIComponent(name), patch)) return;
+    $('queue-dialog').close();
+    refresh();
   }
 
   // ------------------------------------------------------------ chart
@@ -434,7 +598,93 @@
     ch.svg.setAttribute('aria-label', aria(minutes));
   }
 
+  // ------------------------------------------------------------ products
+
+  async function refreshProducts() {
+    clearTimeout(productsTimer);
+    const list = [];
+    let after = '';
+    try {
+      // Every page: a shop's products fit in a few.
+      for (let page = 0; page < 50; page++) {
+        const r = await api('GET', '/products?limit=1000' + (after ? '&after=' + encodeURIComponent(after) : ''));
+        if (!answered(r)) return;
+        if (!r.res.ok) return productsFailed(errorText(r));
+        list.push(...(r.data.products || []));
+        after = r.data.next;
+        if (!after) break;
+      }
+    } catch (err) {
+      return productsFailed(err.message);
+    }
+    if ($('products-screen').hidden || $('dash').hidden) return;
+    $('products-error').hidden = true;
+    showAll(rows, $('product-rows'), list, (p) => p.id, newRow, renderRow);
+    $('no-products').hidden = list.length > 0;
+    $('products-updated').textContent = t('updatedAt', { time: new Date().toLocaleTimeString(lang) });
+    productsTimer = setTimeout(refreshProducts, PRODUCTS_MS);
+  }
+
+  function productsFailed(msg) {
+    productsTimer = loadFailed('products-error', t('productsLoadError', { msg }), refreshProducts, PRODUCTS_MS);
+  }
+
+  function newRow(id) {
+    const { el, q, field } = fromTemplate('product-row-template');
+    const row = { id, el, field, input: q('.restock-input'), message: q('.restock-message') };
+    el.dataset.product = id;
+    q('.pid').textContent = id;
+    q('.restock-label').textContent = t('restockLabel', { id });
+    q('.restock-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      restock(row, Number(row.input.value));
+    });
+    return row;
+  }
+
+  function renderRow(row, p) {
+    row.field('name').textContent = p.name;
+    row.field('queue').textContent = p.queue;
+    row.field('stock').textContent = numbers.format(p.stock);
+    row.field('orders').textContent = numbers.format(p.orders);
+  }
+
+  async function restock(row, n) {
+    const p = await send(row.message, 'POST', '/products/' + encodeURIComponent(row.id) + '/restock', { quantity: n });
+    if (!p) return;
+    row.input.value = '';
+    row.field('stock').textContent = numbers.format(p.stock);
+    say(row.message, t('restocked', { n: numbers.format(n), stock: numbers.format(p.stock) }));
+  }
+
+  async function createProduct(e) {
+    e.preventDefault();
+    const msg = $('product-message');
+    const id = $('new-product-id').value.trim();
+    // PUT replaces a product's stock: a sale's orders would be overwritten.
+    if (rows.has(id)) {
+      say(msg, t('productExists', { id }), true);
+      return;
+    }
+    const body = {
+      name: $('new-product-name').value.trim(),
+      stock: Number($('new-product-stock').value),
+      queue: $('new-product-queue').value.trim(),
+    };
+    if (!await send(msg, 'PUT', '/products/' + encodeURIComponent(id), body)) return;
+    $('product-form').reset();
+    say(msg, t('productCreated', { id }));
+    refreshProducts();
+  }
+
   // ------------------------------------------------------------ start
+
+  $('tabs').hidden = !sells;
+  $('new-queue').addEventListener('click', openNewQueue);
+  $('queue-form').addEventListener('submit', createQueue);
+  $('queue-cancel').addEventListener('click', () => $('queue-dialog').close());
+  $('product-form').addEventListener('submit', createProduct);
+  window.addEventListener('hashchange', showScreen);
 
   $('login-form').addEventListener('submit', (e) => {
     e.preventDefault();

@@ -148,7 +148,7 @@
   // may carry a solved challenge (see joinWithChallenge).
   async function lineRequest(method, solution) {
     cancelSchedule();
-    const rec = { method, sentAt: performance.now(), status: 0, state: '', pollAfterSeconds: null };
+    const rec = { method, sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null };
     polls.push(rec);
     let res, body;
     try {
@@ -172,6 +172,7 @@
       return trouble(5, method);
     }
     held = false;
+    rec.answeredAt = performance.now();
     rec.status = res.status;
     rec.state = body.status || '';
     rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
