@@ -206,8 +206,12 @@ func degradeMarkdown(d *DegradeReport, stamp, chart, rateChart string) string {
 		if r.Recovered >= 0 {
 			rec = fmt.Sprintf("**%.1f s** after the step", r.Recovered.Seconds())
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.0f ms | %.0f ms | %.0f ms | %s | %.1f/s |\n",
-			r.Name, r.Result.Orders, r.Result.Errors, r.Result.Unserved, ms(r.P95Before), ms(r.Peak), ms(r.P95Last), rec, r.Result.SettledRate)
+		last := fmt.Sprintf("%.0f ms", ms(r.P95Last))
+		if r.P95Last == 0 {
+			last = "none finished" // the backlog outlasted the run
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.0f ms | %.0f ms | %s | %s | %.1f/s |\n",
+			r.Name, r.Result.Orders, r.Result.Errors, r.Result.Unserved, ms(r.P95Before), ms(r.Peak), last, rec, r.Result.SettledRate)
 	}
 	if a := d.Runs[len(d.Runs)-1]; a.Recovered >= 0 {
 		fmt.Fprintf(&b, "\nGoal: adaptive brings p95 back within 1.5× the target (%.0f ms) within 10 s of the step — %s (%.1f s).\n",
