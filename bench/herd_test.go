@@ -60,7 +60,9 @@ func TestHarnessShort(t *testing.T) {
 		t.Errorf("degrade: %+v", r.Degrade)
 	} else {
 		for _, run := range d.Runs {
-			if run.Result.Orders == 0 || run.Result.Errors != 0 || len(run.P95PerSecond) == 0 || run.P95Before <= 0 {
+			// Not P95Before: in the short run the step comes 5 s in, and on a
+			// loaded machine no order may have finished by then.
+			if run.Result.Orders == 0 || run.Result.Errors != 0 || len(run.P95PerSecond) == 0 || run.Peak <= 0 {
 				t.Errorf("degrade %s: %d orders, %d errors (first: %s), p95 before %v", run.Name, run.Result.Orders,
 					run.Result.Errors, run.Result.ErrorSample, run.P95Before)
 			}

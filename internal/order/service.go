@@ -120,12 +120,15 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	err = cmp.Or(useErr, orderErr) // useErr: the order was never tried
 	switch {
 	case errors.Is(err, queue.ErrTokenInvalid) && r.IdempotencyKey != "",
+		errors.Is(err, ErrTokenUsed) && r.IdempotencyKey != "",
 		errors.Is(err, ErrDuplicateKey):
 		// A retry with an Idempotency-Key can race the request it repeats:
 		// it missed that order in the lookup above, then the first request
 		// committed and consumed the token (the token is invalid now), or
-		// both reached the database and the first won (the key is taken).
-		// Either way the order its key names exists: answer with it.
+		// both reached the database and the first won (the token or the key
+		// is taken: a first try that timed out here may still commit in
+		// the database, which is how a loaded run met it). Either way the
+		// order its key names, if any, exists: answer with it.
 		if prev, ok, lookErr := s.store.OrderByKey(ctx, r.UserID, r.IdempotencyKey); lookErr == nil && ok {
 			return replay(prev, true, nil, r)
 		}
