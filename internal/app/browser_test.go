@@ -642,22 +642,26 @@ func TestBrowser(t *testing.T) {
 	t.Run("a countdown to the opening, then a place", func(t *testing.T) {
 		t.Parallel()
 		in := in.reportingTo(t)
-		opensAt := time.Now().Add(4 * time.Second).UTC()
+		// Far enough ahead that both pages are surely still before it on a
+		// loaded machine (4 s was not: the second page loaded after it);
+		// the admin then opens the line early by clearing opensAt.
+		opensAt := time.Now().Add(40 * time.Second).UTC()
 		in.putQueue("b-open", map[string]any{"opensAt": opensAt.Format(time.RFC3339Nano), "paused": true})
 		en, ko := newVisitor(t, browser, in, "en"), newVisitor(t, browser, in, "ko")
 		en.open("/q/b-open")
 		ko.open("/q/b-open")
-		for v, want := range map[*visitor]string{en: "Opens in 0:0", ko: "후 오픈"} {
-			v.waitState("opening", 5*time.Second)
+		for v, want := range map[*visitor]string{en: "Opens in 0:", ko: "후 오픈"} {
+			v.waitState("opening", 10*time.Second)
 			if got := v.text("#opens-in"); !strings.Contains(got, want) {
 				t.Errorf("the countdown says %q, want %q in it; %s", got, want, v.screen())
 			}
 		}
-		// The page counts down, then asks once the line opened and shows
-		// the place drawn for it.
+		// The page counts down; once the line has opened, its next poll
+		// shows the place drawn for it.
 		first := en.text("#opens-in")
 		en.waitUntil("the countdown to move", `document.getElementById('opens-in').textContent !== `+jsString(first), 3*time.Second)
-		en.waitState("waiting", 15*time.Second)
+		in.patchQueue("b-open", map[string]any{"opensAt": ""})
+		en.waitState("waiting", 30*time.Second)
 		if got := en.text("#position"); got != "1" && got != "2" {
 			t.Errorf("place after the opening = %q, want 1 or 2 (two entered)", got)
 		}
