@@ -821,6 +821,3 @@ func containsAny(frames, subs []string) bool {
 	}
 	return false
 }
-
-// round1 rounds to one decimal, for figures in prose.
-func round1(v float64) float64 { return math.Round(v*10) / 10 }
