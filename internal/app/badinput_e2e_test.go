@@ -396,10 +396,11 @@ func httpSnapshot(in *instance) map[string]any {
 
 // admissionTickFields are the fields of a queue's adm hash that the admission
 // loop rewrites on every tick whatever requests come in (inline: what
-// AdmitNow took of the next tick, set back to 0 by each tick); the counters
-// (admitted, left, returned, consumed, expired) must not move.
+// AdmitNow took of the next tick, set back to 0 by each tick; last_call: the
+// call that claimed it); the counters (admitted, left, returned, consumed,
+// expired) must not move.
 var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured", "inline",
-	"moved", "pace_rate", "pace_busy", "pace_at", "reach"}
+	"moved", "pace_rate", "pace_busy", "pace_at", "reach", "last_call"}
 
 // redisSnapshot reads every key under prefix: its type and DUMP, except for
 // the admission hashes, whose tick fields are left out (and which count as

@@ -78,6 +78,7 @@ type state struct {
 	leftTickets []int64
 
 	next                                   time.Time // when the next admission tick is due
+	lastCall                               string    // the first token of the call that claimed the last tick
 	carry                                  float64
 	admitted, consumed, left, expired, ret int64
 	abandoned                              int64
@@ -403,6 +404,11 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	if limit := now.Add(q.cfg.Interval); due.After(limit) {
 		due, q.next = limit, limit
 	}
+	// As admit.lua: the same call again (its tokens name it) admits nobody,
+	// or two people would hold one token.
+	if len(tokens) > 0 && tokens[0] == q.lastCall {
+		return queue.Admission{NextIn: max(due.Sub(now), 0)}, nil
+	}
 	if now.Before(due) {
 		return queue.Admission{NextIn: due.Sub(now)}, nil
 	}
@@ -481,6 +487,9 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 	// Rounded as admit.lua stores it (%.6f), so both stores admit on the
 	// same ticks: unrounded, 0.1 ten times is 0.9999999999999999.
 	q.next, q.carry = next, math.Round(carry*1e6)/1e6
+	if len(tokens) > 0 {
+		q.lastCall = tokens[0]
+	}
 	return queue.Admission{Ticked: true, Admitted: admitted, Skipped: skipped, NextIn: next.Sub(now)}, nil
 }
 

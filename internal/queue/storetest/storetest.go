@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -113,6 +114,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"EpochNamesTheLine", testEpoch},
 		{"QuietLineLetsStraightIn", testAdmitNowQuiet},
 		{"AdmitNowSpendsTheNextTicksBudget", testAdmitNowBudget},
+		{"AdmitCalledAgainWithItsTokensAdmitsNobody", testAdmitRetried},
 		{"FirstUseIsOnce", testFirstUse},
 	}
 	tests = append(tests, followingTests...)
@@ -592,6 +594,59 @@ func testAdmissionCarry(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if total < 5 || total > 7 { // 4 ticks × 1.5, give or take the first fraction
 		t.Fatalf("4 ticks at 1.5/tick admitted %d, want about 6", total)
+	}
+}
+
+// testAdmitRetried: a call made again with the same tokens — as a Redis
+// client re-sends a script whose reply was slow, though it ran — admits
+// nobody, even once the next tick is due: its tokens went to the users it
+// admitted the first time, and one token must never reach two people. A
+// call with fresh tokens then admits the next users.
+func testAdmitRetried(t *testing.T, s queue.Store, clock Clock) {
+	c := fastConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 20, 2, 100*time.Millisecond // 2 a tick
+	q := newQueue(t, s, c)
+	for _, u := range []string{"a", "b", "c", "d"} {
+		mustEnter(t, s, q, u)
+	}
+	tokens := queue.NewTokens(c.BatchSize)
+	var first queue.Admission
+	for range 1000 {
+		var err error
+		if first, err = s.Admit(context.Background(), q, tokens); err != nil {
+			t.Fatal(err)
+		}
+		if first.Ticked {
+			break
+		}
+		clock.Sleep(first.NextIn)
+	}
+	if !slices.Equal(first.Admitted, []string{"a", "b"}) {
+		t.Fatalf("first call admitted %v, want [a b]", first.Admitted)
+	}
+	clock.Sleep(2 * c.Interval) // the next tick is due
+	again, err := s.Admit(context.Background(), q, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Admitted) != 0 {
+		t.Fatalf("the same call again admitted %v with the tokens a and b hold", again.Admitted)
+	}
+	for _, u := range []string{"c", "d"} {
+		if e := mustStatus(t, s, q, u); e.State != queue.Waiting {
+			t.Fatalf("%s after the repeated call: %+v, want WAITING", u, e)
+		}
+	}
+	if got := admitDue(t, s, clock, q, c.BatchSize); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("a fresh call admitted %v, want [c d]", got)
+	}
+	held := map[string]string{}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		e := mustStatus(t, s, q, u)
+		if other, dup := held[e.Token]; e.State != queue.Ready || dup {
+			t.Fatalf("%s: %+v (token shared with %q)", u, e, other)
+		}
+		held[e.Token] = u
 	}
 }
 

@@ -30,7 +30,8 @@
 -- ARGV[1..n] fresh tokens, one per user this tick may admit
 -- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
 --        when the config lacks a field this script needs
---        {0, nextInMs} the tick is not due yet
+--        {0, nextInMs} the tick is not due yet, or this call (its ARGV[1])
+--        claimed a tick already
 --        {1, nextInMs, skipped, user1, ..., userN} claimed the tick, passed
 --        over `skipped` no-shows and admitted these (none when the queue is
 --        paused or nobody waits)
@@ -66,8 +67,17 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local adm = fields(KEYS[3], 'next', 'carry', 'win_start', 'win_count', 'inline', 'eff_rate',
-  'pace_rate', 'pace_busy', 'pace_at', 'open_state', 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t')
+  'pace_rate', 'pace_busy', 'pace_at', 'open_state', 'ck1_at', 'ck1_t', 'ck2_at', 'ck2_t', 'ck3_at', 'ck3_t',
+  'last_call')
 local due = tonumber(adm.next) or now
+-- The same call again: the client library re-sent it after a read timed
+-- out (go-redis retries a command whose reply was slow), though it had
+-- run. Its tokens went to the users it admitted then; admitting the next
+-- users with them would give two people one token (the second could never
+-- buy). Its fresh tokens make ARGV[1] the call's name.
+if ARGV[1] and adm.last_call == ARGV[1] then
+  return {0, math.max(due - now, 0)}
+end
 -- A due time more than one interval ahead means Redis's clock went back (an
 -- NTP step, a restored VM) since it was written: wait one interval from now,
 -- not until then. Kept, or the limit would move on with the clock forever.
@@ -244,7 +254,7 @@ else
 end
 
 redis.call('HSET', KEYS[3], 'next', next, 'carry', string.format('%.6f', carry),
-  'win_start', winStart, 'win_count', winCount, 'inline', 0)
+  'win_start', winStart, 'win_count', winCount, 'inline', 0, 'last_call', ARGV[1] or '')
 
 local reply = {1, next - now, skipped}
 for i = 1, #admitted do
