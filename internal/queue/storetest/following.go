@@ -187,7 +187,13 @@ func testNoShowProperty(t *testing.T, s queue.Store, clock Clock) {
 	const abandon = time.Second
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			t.Parallel()
+			// The seeds share the store and its clock: a fake clock moved by
+			// one seed's Sleep would age the others' seen marks between their
+			// marking and their tick (it did, on a loaded run). On the wall
+			// clock they may overlap.
+			if _, fake := clock.(*FakeClock); !fake {
+				t.Parallel()
+			}
 			rnd := rand.New(rand.NewPCG(seed, 11))
 			c := fastConfig()
 			c.AbandonAfter = abandon
