@@ -79,6 +79,9 @@ func NewService(store Store, snapshotAge time.Duration) *Service {
 // every PresenceFlush until ctx ends.
 func (s *Service) RunPresence(ctx context.Context, logger *slog.Logger) {
 	every(ctx, PresenceFlush, func() { s.presence.flush(ctx, logger) })
+	// The marks taken since the last flush go too: an instance draining
+	// must not make its pollers look absent.
+	s.presence.flush(context.WithoutCancel(ctx), logger)
 }
 
 // every runs fn every d until ctx ends.
