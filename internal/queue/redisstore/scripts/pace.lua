@@ -19,15 +19,20 @@ local function clock()
 end
 
 local function pace(cfg, adm, now, length)
-  local out = redis.call('HMGET', cfg, 'rate', 'batch', 'paused', 'interval_ms', 'adaptive', 'min_rate',
-    'max_rate', 'opens_at')
+  -- One HMGET for the config, epoch included: it is read on every poll.
+  local c = redis.call('HMGET', cfg, 'rate', 'batch', 'paused', 'interval_ms', 'adaptive', 'min_rate',
+    'max_rate', 'opens_at', 'epoch')
   local a = redis.call('HMGET', adm, 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state')
+  local out = {}
+  for i = 1, 8 do
+    out[i] = c[i]
+  end
   for i = 1, #a do
     out[#out + 1] = a[i]
   end
   out[#out + 1] = now
   out[#out + 1] = length
-  out[#out + 1] = redis.call('HGET', cfg, 'epoch')
+  out[#out + 1] = c[9]
   return out
 end
 
