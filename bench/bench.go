@@ -62,6 +62,9 @@ type Options struct {
 	// HerdFixed runs the herd's schedules at a fixed rate instead of the
 	// adaptive one.
 	HerdFixed bool
+	// HerdModes runs only the herd's schedules of these names (HerdModes'
+	// Name; empty: all three). The ratio to the burst needs the burst.
+	HerdModes []string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }

@@ -145,6 +145,9 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 	rep := &HerdReport{Clients: clients, Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts,
 		Adaptive: !o.HerdFixed, Target: herdTarget, DerivedRate: derived}
 	for _, mode := range HerdModes {
+		if len(o.HerdModes) > 0 && !slices.Contains(o.HerdModes, mode.Name) {
+			continue
+		}
 		// The burst is the seed's baseline, at its fixed rate: an adaptive
 		// rate on one-second ticks of a hundred only learns that bursts
 		// are slow (the test of that: a hundred orders at once on twenty
@@ -169,7 +172,10 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 			res.StatusPolls, float64(res.StatusPolls)/res.Duration.Seconds(), res.SettledRate, res.Duration.Round(time.Millisecond))
 		rep.Modes = append(rep.Modes, res)
 	}
-	if burst := rep.Modes[0].P95; burst > 0 {
+	if len(rep.Modes) == 0 {
+		return nil, fmt.Errorf("no herd schedule is named %q", o.HerdModes)
+	}
+	if burst := rep.Modes[0].P95; burst > 0 && rep.Modes[0].Mode.Name == HerdModes[0].Name {
 		for i := range rep.Modes {
 			rep.Modes[i].RatioP95ToBurst = float64(rep.Modes[i].P95) / float64(burst)
 		}

@@ -21,19 +21,32 @@ import (
 // leader. The claimant applies NextRate and writes the result
 // (Store.SetRate), which admission uses from its next tick.
 
+// AdaptiveStart is where the adaptive rate starts when it is switched on:
+// half the configured rate, within its bounds. The configured rate is a
+// guess; a guess too high would build a backlog at the opening, when the
+// line is longest, before the first decision could cut it. From half, the
+// rate grows a tenth a second while latency stays under the target, and
+// so reaches the guess within eight seconds if the backend bears it.
+func AdaptiveStart(c Config) float64 { return max(c.MinRate, min(c.RatePerSecond/2, c.MaxRate)) }
+
+// AdaptiveStartWhy is the reason logged for AdaptiveStart.
+const AdaptiveStartWhy = "adaptive on, from half the configured rate"
+
 // DefaultRateWindow is how long samples are gathered per decision.
 const DefaultRateWindow = time.Second
 
-// The reasons of the decisions NextRate remembers the last one by: one
-// that lowered the rate, and one that held it with latency above the target.
+// The reasons of the decisions NextRate tells the next window by, after
+// the last decision (RateDecision.Why).
 const (
-	backOff   = "back off: "
-	aboveHold = "hold: "
+	backOff  = "back off: "
+	waitShow = "hold, the last back-off has yet to show: "
+	draining = "hold, draining: "
 )
 
-// last reports whether the decision on the window before w began with why.
-func last(w RateWindow, why string) bool {
-	return w.LastID == w.ID-1 && strings.HasPrefix(w.LastWhy, why) && (why != aboveHold || strings.Contains(w.LastWhy, "above the target"))
+// after reports whether the decision on the window before w's was one of
+// the kinds whys.
+func after(w RateWindow, whys ...string) bool {
+	return w.Last.Window == w.ID-1 && slices.ContainsFunc(whys, func(why string) bool { return strings.HasPrefix(w.Last.Why, why) })
 }
 
 // RateMinCalls is how many protected calls a decision needs: a window
@@ -101,68 +114,73 @@ func (s RateSample) Percentile(q float64) time.Duration {
 	return bucketLatency(buckets[len(buckets)-1])
 }
 
-// Decision is NextRate's answer: the rate for the next window and why, in
-// words and in the figures that decided it.
+// Decision is NextRate's answer: the decision the store keeps, and the
+// figures of the window it stood on.
 type Decision struct {
-	Rate   float64
-	Why    string
-	P90    time.Duration
-	Calls  int64
-	Failed int64
+	RateDecision
+	Calls, Failed int64
 }
 
-// NextRate is the adaptive rate's rule, AIMD on the protected calls'
-// latency with a gradient-sized back-off (after Netflix concurrency-limits
-// and Envoy's adaptive concurrency), on one window of every instance's
-// samples, w, for a queue configured c:
+// NextRate is the adaptive rate's rule, on one window of every instance's
+// samples, w, for a queue configured c. It is AIMD on the protected calls'
+// p90 latency (after TCP's CUBIC, Netflix concurrency-limits and Envoy's
+// adaptive concurrency), shaped by how long a change takes to show: the
+// calls a window measures were mostly let in a window or more before it.
 //
 //   - 2% or more of the calls failed or timed out (a 5xx, a lost
 //     connection, an exhausted pool): back off to 70%;
-//   - their p90 latency is above the target for a second window running,
-//     or far above it (1.5×) in one: back off in proportion, to target/p90
-//     of the rate, by at most 30% (50% when far above), so a small excess is
-//     a small step and a backlog that built up drains. One window a little
-//     above alone holds (a moment's noise on a shared machine is not a
-//     backlog), and so does the window right after a back-off, whose calls
-//     were mostly let in before it: backing off again on them would cut for
-//     the same excess twice and sink the rate far below what the backend
-//     bears;
+//   - p90 above the target: back off to target/p90 of the rate, by at least
+//     10% (so a backlog built by the last step up drains) and at most 30%
+//     (50% when p90 is over 1.5× the target). The rate backed off from is
+//     remembered as the knee: where the backend stopped keeping up;
+//   - but hold on the window right after a back-off, whose calls were
+//     mostly let in before it, and then while the p90 keeps falling (the
+//     backlog drains): cutting again on those calls would cut twice for
+//     one excess and sink the rate far below what the backend bears;
 //   - nobody waits: hold (the rate is not what limits anyone);
-//   - else grow by the headroom under the target (at most 10% per
-//     window): fast while latency is far below the target, slowly as it
-//     comes near, so the rate settles close to where the backend starts
-//     to queue;
+//   - else grow 10% a window, but no further than 90% of the knee, and
+//     from there 2% a window: fast far below where the backend stopped
+//     keeping up, probing gently near it (a knee left 20% behind is
+//     forgotten: the backend got faster).
 //
-// and never outside [MinRate, MaxRate]. A window with fewer than three calls
-// changes nothing. The target must lie above what the backend takes when
-// unloaded: latency that no rate can bring under it drives the rate down to
-// its floor.
+// The rate never leaves [MinRate, MaxRate]. A window with fewer than three
+// calls changes nothing. The target must lie above what the backend takes
+// when unloaded: latency that no rate can bring under it drives the rate
+// down to its floor.
 func NextRate(c Config, w RateWindow) Decision {
 	s := w.Samples
-	d := Decision{Rate: w.Rate, P90: s.Percentile(0.9), Calls: s.Calls, Failed: s.Overloaded}
+	last := w.Last
+	d := Decision{RateDecision: RateDecision{Window: w.ID, Rate: w.Rate, P90: s.Percentile(0.9), Knee: last.Knee},
+		Calls: s.Calls, Failed: s.Overloaded}
 	target := c.TargetLatency
+	cut := func(to float64, why string) {
+		d.Rate, d.Knee, d.Why = w.Rate*to, w.Rate, backOff+why
+	}
 	switch {
 	case s.Calls < minCallsToJudge:
 		d.Why = fmt.Sprintf("hold: %d calls are too few to judge", s.Calls)
 	case float64(s.Overloaded) >= 0.02*float64(s.Calls):
-		d.Rate = w.Rate * 0.7
-		d.Why = fmt.Sprintf(backOff+"%d of %d calls failed or timed out", s.Overloaded, s.Calls)
-	case d.P90 > target && last(w, backOff):
-		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; the last back-off has yet to show", d.P90, target)
-	case d.P90 > target && d.P90 <= target*3/2 && !last(w, aboveHold):
-		d.Why = fmt.Sprintf(aboveHold+"p90 %v above the target %v; backing off if it stays", d.P90, target)
+		cut(0.7, fmt.Sprintf("%d of %d calls failed or timed out", s.Overloaded, s.Calls))
+	case d.P90 > target && after(w, backOff):
+		d.Why = fmt.Sprintf(waitShow+"p90 %v above the target %v", d.P90, target)
+	case d.P90 > target && after(w, waitShow, draining) && d.P90 < last.P90:
+		d.Why = fmt.Sprintf(draining+"p90 %v above the target %v, down from %v", d.P90, target, last.P90)
 	case d.P90 > target:
 		deepest := 0.7
 		if d.P90 > target*3/2 {
 			deepest = 0.5
 		}
-		d.Rate = w.Rate * max(deepest, float64(target)/float64(d.P90))
-		d.Why = fmt.Sprintf(backOff+"p90 %v above the target %v", d.P90, target)
+		cut(max(deepest, min(0.9, float64(target)/float64(d.P90))), fmt.Sprintf("p90 %v above the target %v", d.P90, target))
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"
 	default:
-		headroom := float64(target-d.P90) / float64(target)
-		d.Rate = w.Rate * (1 + min(0.1, headroom))
+		d.Rate = w.Rate * 1.1
+		if d.Knee > 0 {
+			d.Rate = min(d.Rate, max(0.9*d.Knee, w.Rate*1.02))
+		}
+		if d.Knee > 0 && d.Rate > 1.2*d.Knee {
+			d.Knee = 0 // the backend got faster
+		}
 		d.Why = fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
 	}
 	d.Rate = max(c.MinRate, min(math.Round(d.Rate*100)/100, c.MaxRate))
@@ -209,8 +227,16 @@ func (r *RateController) Observe(queue string, took time.Duration, overloaded bo
 	s.Add(took, overloaded)
 }
 
-// Run flushes the samples once per window until ctx ends.
-func (r *RateController) Run(ctx context.Context) { every(ctx, r.Window, func() { r.Flush(ctx) }) }
+// flushesPerWindow: samples are handed to the store several times a
+// window, so a window holds the calls that ended in it (not up to a window
+// before), and its decision comes at most a quarter of a window after it
+// ends: the sooner a decision, the smaller the backlog it has to drain.
+const flushesPerWindow = 4
+
+// Run flushes the samples a few times per window until ctx ends.
+func (r *RateController) Run(ctx context.Context) {
+	every(ctx, r.Window/flushesPerWindow, func() { r.Flush(ctx) })
+}
 
 // Flush hands every queue's samples to the store and decides the windows
 // this instance claims.
@@ -239,7 +265,7 @@ func (r *RateController) decide(ctx context.Context, q string, w RateWindow) {
 		return
 	}
 	d := NextRate(c, w)
-	before, ok, err := r.store.SetRate(ctx, q, w.ID, d.Rate, d.Why)
+	before, ok, err := r.store.SetRate(ctx, q, d.RateDecision)
 	if err != nil {
 		r.logger.Warn("adaptive rate: setting it failed", "queue", q, "err", err)
 		return

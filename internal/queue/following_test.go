@@ -13,6 +13,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,22 +46,21 @@ func windowOf(calls int, latency time.Duration, failed int, waiting int64, rate 
 	return queue.RateWindow{Samples: s, Rate: rate, Waiting: waiting}
 }
 
-// aboveOnce makes w the window right after one held with latency above the
-// target; aboveLongAgo, such a hold two windows before.
-func aboveOnce(w queue.RateWindow) queue.RateWindow {
-	w.ID, w.LastID, w.LastWhy = 8, 7, "hold: p90 300ms above the target 250ms; backing off if it stays"
+// cutAgo makes w the window n windows after a back-off from knee on
+// window 10 (when n > 1, held after it with the latency at lastP90).
+func cutAgo(w queue.RateWindow, n int64, knee float64, lastP90 time.Duration) queue.RateWindow {
+	w.ID = 10 + n
+	w.Last = queue.RateDecision{Window: w.ID - 1, Why: "back off: p90 1s above the target 250ms", P90: lastP90, Knee: knee}
+	if n > 1 {
+		w.Last.Why = "hold, the last back-off has yet to show: p90 900ms above the target 250ms"
+	}
 	return w
 }
 
-func aboveLongAgo(w queue.RateWindow) queue.RateWindow {
-	w = aboveOnce(w)
-	w.ID = 9
-	return w
-}
-
-// afterBackOff makes w the window right after one whose decision backed off.
-func afterBackOff(w queue.RateWindow) queue.RateWindow {
-	w.ID, w.LastID, w.LastWhy = 8, 7, "back off: p90 1s above the target 250ms"
+// withKnee makes w a window long after a back-off from knee.
+func withKnee(w queue.RateWindow, knee float64) queue.RateWindow {
+	w.ID = 50
+	w.Last = queue.RateDecision{Window: 49, Why: "grow: p90 200ms under the target 250ms", Knee: knee}
 	return w
 }
 
@@ -72,28 +72,35 @@ func TestNextRate(t *testing.T) {
 		w        queue.RateWindow
 		low, top float64 // the next rate lies in [low, top]
 		why      string
+		knee     float64 // the knee it remembers
 	}{
-		{"too few calls: hold", windowOf(2, 900*time.Millisecond, 0, 50, 60), 60, 60, "hold"},
-		{"failures: back off to 70%", windowOf(50, 100*time.Millisecond, 2, 50, 60), 42, 42, "back off"},
-		{"one failure in a hundred is noise", windowOf(100, 100*time.Millisecond, 1, 50, 60), 60.01, 66, "grow"},
-		{"latency a little above once: hold", windowOf(50, 300*time.Millisecond, 0, 50, 60), 60, 60, "hold"},
-		{"latency far above once: back off at once, at most by half", windowOf(50, 3*time.Second, 0, 50, 60), 30, 30, "back off"},
-		{"latency a little above again: a little lower", aboveOnce(windowOf(50, 275*time.Millisecond, 0, 50, 60)), 52, 57, "back off"},
-		{"latency a little above again: at most 30% down", aboveOnce(windowOf(50, 340*time.Millisecond, 0, 50, 60)), 42, 43, "back off"},
-		{"above again after an old hold: hold", aboveLongAgo(windowOf(50, 300*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
-		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold"},
-		{"right after a back-off: hold", afterBackOff(windowOf(50, 900*time.Millisecond, 0, 50, 60)), 60, 60, "hold"},
-		{"right after a back-off, failures: back off", afterBackOff(windowOf(50, 100*time.Millisecond, 5, 50, 60)), 42, 42, "back off"},
-		{"far below the target: 10% up", windowOf(50, 10*time.Millisecond, 0, 50, 60), 66, 66, "grow"},
-		{"just under the target: barely up", windowOf(50, 240*time.Millisecond, 0, 50, 60), 60, 61.5, "grow"},
-		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow"},
-		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off"},
-		{"never below the floor by latency", aboveOnce(windowOf(50, 5*time.Second, 0, 50, 11)), 10, 10, "back off"},
+		{"too few calls: hold", windowOf(2, 900*time.Millisecond, 0, 50, 60), 60, 60, "hold", 0},
+		{"failures: back off to 70%", windowOf(50, 100*time.Millisecond, 2, 50, 60), 42, 42, "back off", 60},
+		{"one failure in a hundred is noise", windowOf(100, 100*time.Millisecond, 1, 50, 60), 66, 66, "grow", 0},
+		{"latency a little above: at least 10% down", windowOf(50, 260*time.Millisecond, 0, 50, 60), 54, 54, "back off", 60},
+		{"latency above: down to target/p90", windowOf(50, 340*time.Millisecond, 0, 50, 60), 42.5, 45, "back off", 60},
+		{"latency above: at most 30% down", windowOf(50, 355*time.Millisecond, 0, 50, 60), 42, 42, "back off", 60},
+		{"latency far above: at most half", windowOf(50, 3*time.Second, 0, 50, 60), 30, 30, "back off", 60},
+		{"the window right after a back-off: hold", cutAgo(windowOf(50, 900*time.Millisecond, 0, 50, 42), 1, 60, time.Second), 42, 42, "hold, the last back-off has yet to show", 60},
+		{"after a back-off, failures: back off", cutAgo(windowOf(50, 100*time.Millisecond, 5, 50, 42), 1, 60, time.Second), 29.4, 29.4, "back off", 42},
+		{"then the p90 falling: hold", cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 2, 60, 900*time.Millisecond), 42, 42, "hold, draining", 60},
+		{"then the p90 rising: back off again", cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 2, 60, 500*time.Millisecond), 21, 21, "back off", 42},
+		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold", 0},
+		{"under the target: 10% up", windowOf(50, 240*time.Millisecond, 0, 50, 60), 66, 66, "grow", 0},
+		{"below the knee: 10% up, to 90% of it at most", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 60), 70), 63, 63, "grow", 70},
+		{"near the knee: 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 64), 70), 65.28, 65.28, "grow", 70},
+		{"20% past the knee: it is forgotten", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 84.66, 84.66, "grow", 0},
+		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow", 0},
+		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off", 11},
+		{"never below the floor by latency", windowOf(50, 5*time.Second, 0, 50, 11), 10, 10, "back off", 11},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := queue.NextRate(c, tc.w)
-			if d.Rate < tc.low || d.Rate > tc.top || len(d.Why) < len(tc.why) || d.Why[:len(tc.why)] != tc.why {
-				t.Fatalf("NextRate = %v (%q), want %v..%v (%s…)", d.Rate, d.Why, tc.low, tc.top, tc.why)
+			if d.Rate < tc.low || d.Rate > tc.top || !strings.HasPrefix(d.Why, tc.why) || d.Knee != tc.knee {
+				t.Fatalf("NextRate = %v (%q, knee %v), want %v..%v (%s…, knee %v)", d.Rate, d.Why, d.Knee, tc.low, tc.top, tc.why, tc.knee)
+			}
+			if d.Window != tc.w.ID {
+				t.Fatalf("decision %+v on window %d", d.RateDecision, tc.w.ID)
 			}
 		})
 	}

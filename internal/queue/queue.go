@@ -264,10 +264,22 @@ type RateWindow struct {
 	Samples    RateSample
 	Rate       float64
 	Waiting    int64
-	// LastID and LastWhy are the window and reason of the last decision
-	// written (SetRate), so a back-off can wait for the last one to show.
-	LastID  int64
-	LastWhy string
+	// Last is the last decision written (SetRate).
+	Last RateDecision
+}
+
+// RateDecision is one decision of the adaptive rate, as the store keeps
+// the last one: the rate, and what the next decision needs to remember.
+type RateDecision struct {
+	// Window is the window decided on (RateWindow.ID).
+	Window int64
+	Rate   float64
+	Why    string
+	// P90 is the latency the decision stood on.
+	P90 time.Duration
+	// Knee is the rate the last back-off cut from, where the backend
+	// stopped keeping up (0: none known).
+	Knee float64
 }
 
 // RateChange is one change of the adaptive rate, for the admin chart.
@@ -331,10 +343,11 @@ type Store interface {
 	// decision on it (RateWindow.Claimed), once for all instances. With
 	// the rate not adaptive the samples are dropped.
 	FoldRate(ctx context.Context, queue string, s RateSample, window time.Duration) (RateWindow, error)
-	// SetRate sets the adaptive rate decided on window id, within the
-	// queue's bounds, unless the rate is no longer adaptive or a later
-	// window was decided; it reports the rate before and whether it wrote.
-	SetRate(ctx context.Context, queue string, id int64, rate float64, why string) (before float64, ok bool, err error)
+	// SetRate sets the adaptive rate decided on window d.Window, within
+	// the queue's bounds, and keeps d for the next decision, unless the
+	// rate is no longer adaptive or a later window was decided; it reports
+	// the rate before and whether it wrote.
+	SetRate(ctx context.Context, queue string, d RateDecision) (before float64, ok bool, err error)
 	// RateChanges lists the admission rate's recent changes, oldest first.
 	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
 	// OpenDue checks the queue's opening by the store's clock; when due it

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -38,6 +39,8 @@ func main() {
 	herdClients := flag.String("herd-clients", bench.HerdPage, "the herd's client model: page (as the waiting page: pollAfterSeconds, and ?waitSeconds=20 so the server answers the moment a user near the front is READY) or polling (pollAfterSeconds only)")
 	millionUsers := flag.Int("million-users", 0, "people in line in the million section (0: 1,000,000)")
 	herdFixed := flag.Bool("herd-fixed", false, "run the herd's schedules at a fixed rate instead of the adaptive one")
+	herdModes := flag.String("herd-modes", "", "comma-separated subset of the herd's schedules: burst,spread,spread+jitter (default all)")
+	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
 	limit := flag.Duration("limit", 20*time.Minute, "stop everything after this long")
 	flag.Parse()
 
@@ -57,6 +60,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL are required (bench/run.sh sets them)")
 		os.Exit(2)
 	}
+	if *herdModes != "" {
+		o.HerdModes = strings.Split(*herdModes, ",")
+	}
 	if *sections != "" {
 		o.Sections = strings.Split(*sections, ",")
 	}
@@ -69,6 +75,16 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
+	}
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(r, "", " ")
+		if err == nil {
+			err = os.WriteFile(*jsonOut, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: writing the JSON:", err)
+			os.Exit(1)
+		}
 	}
 	if *doc != "" {
 		if err := bench.Write(r, *doc, *svgDir, *command); err != nil {

@@ -102,8 +102,7 @@ type state struct {
 	// The adaptive rate in force, the window it was decided on, and why;
 	// the samples of the window being gathered; the recent changes.
 	effRate    float64
-	effWin     int64
-	effWhy     string
+	effLast    queue.RateDecision // the last decision of the adaptive rate
 	sampleWin  int64
 	sample     queue.RateSample
 	rateLog    []queue.RateChange
@@ -160,13 +159,15 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 	if q.next.After(now.Add(c.Interval)) {
 		q.next = now
 	}
-	// The adaptive rate starts from the configured one and stays within its bounds.
+	// The adaptive rate starts from half the configured one (queue.AdaptiveStart)
+	// and stays within its bounds.
 	why := "the configured rate"
 	switch {
 	case c.Adaptive && before.Adaptive && q.effRate > 0:
 		q.effRate, why = clamp(q.effRate, c.MinRate, c.MaxRate), "adaptive bounds changed"
 	case c.Adaptive:
-		q.effRate, why = clamp(c.RatePerSecond, c.MinRate, c.MaxRate), "adaptive on, from the configured rate"
+		q.effRate, why = queue.AdaptiveStart(c), queue.AdaptiveStartWhy
+		q.effLast = queue.RateDecision{Window: q.effLast.Window} // nothing remembered of an earlier backend
 	default:
 		q.effRate = 0
 		if before.Adaptive {
@@ -714,7 +715,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 		EffectiveRate: q.rateInForce(),
 	}
 	if q.cfg.Adaptive {
-		st.EffectiveWhy = q.effWhy
+		st.EffectiveWhy = q.effLast.Why
 	}
 	if !q.winStart.IsZero() && now.Sub(q.winStart) < 10*time.Second {
 		st.MeasuredRate = q.measured
@@ -760,7 +761,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 	default:
 		if q.sampleWin == win-1 {
 			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
-				Waiting: q.line.len(), LastID: q.effWin, LastWhy: q.effWhy}
+				Waiting: q.line.len(), Last: q.effLast}
 		}
 		q.sampleWin, q.sample = win, queue.RateSample{}
 	}
@@ -776,7 +777,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 }
 
 // SetRate implements queue.Store, as set_rate.lua.
-func (s *Store) SetRate(_ context.Context, name string, id int64, rate float64, why string) (float64, bool, error) {
+func (s *Store) SetRate(_ context.Context, name string, d queue.RateDecision) (float64, bool, error) {
 	q, err := s.queue(name)
 	if err != nil {
 		return 0, false, err
@@ -784,12 +785,13 @@ func (s *Store) SetRate(_ context.Context, name string, id int64, rate float64, 
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	before := q.rateInForce()
-	if !q.cfg.Adaptive || id <= q.effWin {
+	if !q.cfg.Adaptive || d.Window <= q.effLast.Window {
 		return before, false, nil
 	}
-	q.effRate, q.effWin, q.effWhy = clamp(rate, q.cfg.MinRate, q.cfg.MaxRate), id, why
+	q.effRate = clamp(d.Rate, q.cfg.MinRate, q.cfg.MaxRate)
+	q.effLast, q.effLast.Rate = d, q.effRate
 	if q.effRate != before {
-		q.logRate(s.now().Truncate(time.Millisecond), q.effRate, why)
+		q.logRate(s.now().Truncate(time.Millisecond), q.effRate, d.Why)
 	}
 	return before, true, nil
 }

@@ -281,8 +281,10 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
 	}
 	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4),
-		LastID: p.int(5), LastWhy: p.str(6), Samples: queue.RateSample{Latency: map[int]int64{}}}
-	for i := 7; i+1 < len(r); i += 2 {
+		Last: queue.RateDecision{Window: p.int(5), Why: p.str(6), P90: time.Duration(p.int(7)), Knee: p.float(8)},
+		Samples: queue.RateSample{Latency: map[int]int64{}}}
+	w.Last.Rate = w.Rate
+	for i := 9; i+1 < len(r); i += 2 {
 		field := p.str(i)
 		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
 		if err != nil && p.err == nil {
@@ -303,9 +305,10 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 }
 
 // SetRate implements queue.Store.
-func (s *Store) SetRate(ctx context.Context, name string, id int64, rate float64, why string) (float64, bool, error) {
+func (s *Store) SetRate(ctx context.Context, name string, d queue.RateDecision) (float64, bool, error) {
 	k := keysFor(s.prefix, name)
-	r, err := setRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.rates}, id, rate, why).Slice()
+	r, err := setRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.rates},
+		d.Window, d.Rate, d.Why, int64(d.P90), strconv.FormatFloat(d.Knee, 'f', -1, 64)).Slice()
 	if err != nil {
 		return 0, false, unavailable(err)
 	}

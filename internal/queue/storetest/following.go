@@ -99,8 +99,9 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 // testAdaptiveBounds: decisions on windows of every kind of sample, and
 // rates asked for outside the bounds, leave the rate in force within
 // [MinRate, MaxRate]; a decision on an older window, or while the rate is
-// not adaptive, writes nothing; switching adaptive on starts from the
-// configured rate, and admission uses the rate in force.
+// not adaptive, writes nothing; switching adaptive on starts from
+// queue.AdaptiveStart, admission uses the rate in force, and the last
+// decision comes back whole with the next window claimed.
 func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := adaptiveConfig()
@@ -113,8 +114,8 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 		}
 		return st.EffectiveRate
 	}
-	if r := effective(); r != c.RatePerSecond {
-		t.Fatalf("switched on: the rate in force is %v, want the configured %v", r, c.RatePerSecond)
+	if r, want := effective(), queue.AdaptiveStart(c); r != want {
+		t.Fatalf("switched on: the rate in force is %v, want %v (half the configured %v)", r, want, c.RatePerSecond)
 	}
 	rnd := rand.New(rand.NewPCG(3, 4))
 	id := int64(1)
@@ -133,22 +134,22 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 			rate = c.MinRate * rnd.Float64()
 		}
 		id++
-		if _, ok, err := s.SetRate(ctx, q, id, rate, fmt.Sprintf("step %d", step)); err != nil || !ok {
+		if _, ok, err := s.SetRate(ctx, q, queue.RateDecision{Window: id, Rate: rate, Why: fmt.Sprintf("step %d", step)}); err != nil || !ok {
 			t.Fatalf("SetRate(%d, %v): %v, %v", id, rate, ok, err)
 		}
 		if r := effective(); r < c.MinRate || r > c.MaxRate {
 			t.Fatalf("step %d: asked for %v, the rate in force is %v, outside [%v, %v]", step, rate, r, c.MinRate, c.MaxRate)
 		}
 	}
-	if _, ok, _ := s.SetRate(ctx, q, id-1, c.MinRate, "late"); ok {
+	if _, ok, _ := s.SetRate(ctx, q, queue.RateDecision{Window: id - 1, Rate: c.MinRate, Why: "late"}); ok {
 		t.Error("a decision on an older window was written")
 	}
 	// The rate in force drives admission: the floor, 500/s, is half a user per 1 ms tick.
-	if _, _, err := s.SetRate(ctx, q, id+1, c.MaxRate, "ceiling"); err != nil {
+	if _, _, err := s.SetRate(ctx, q, queue.RateDecision{Window: id + 1, Rate: c.MaxRate, Why: "ceiling"}); err != nil {
 		t.Fatal(err)
 	}
 	id++
-	if _, _, err := s.SetRate(ctx, q, id+1, c.MinRate, "floor"); err != nil {
+	if _, _, err := s.SetRate(ctx, q, queue.RateDecision{Window: id + 1, Rate: c.MinRate, Why: "floor"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 40 {
@@ -165,13 +166,55 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	if err != nil || len(changes) < 2 || changes[len(changes)-1].Rate != c.MinRate || changes[len(changes)-1].Why != "floor" {
 		t.Fatalf("rate changes %+v, %v; want the last to be the floor", changes, err)
 	}
+	testRateMemory(t, s, clock, q)
 
 	c.Adaptive = false
 	if err := s.PutConfig(ctx, q, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.SetRate(ctx, q, id+3, 4000, "off"); ok || effective() != c.RatePerSecond {
+	if _, ok, _ := s.SetRate(ctx, q, queue.RateDecision{Window: id + 3, Rate: 4000, Why: "off"}); ok || effective() != c.RatePerSecond {
 		t.Errorf("with adaptive off: wrote %v, rate in force %v; want nothing written and the configured rate", ok, effective())
+	}
+}
+
+// testRateMemory: a decision written is what the next claimed window
+// carries as its last (NextRate's memory: why, p90, knee).
+func testRateMemory(t *testing.T, s queue.Store, clock Clock, q string) {
+	ctx := context.Background()
+	const window = 20 * time.Millisecond
+	var sample queue.RateSample
+	for range queue.RateMinCalls {
+		sample.Add(30*time.Millisecond, false)
+	}
+	// claim folds a window's worth of calls, waits for the window to end
+	// and folds again, until that claims a decision (a slow machine may
+	// wake a window late, when the samples are stale and dropped).
+	claim := func() queue.RateWindow {
+		t.Helper()
+		for range 50 {
+			if _, err := s.FoldRate(ctx, q, sample, window); err != nil {
+				t.Fatal(err)
+			}
+			clock.Sleep(window)
+			w, err := s.FoldRate(ctx, q, queue.RateSample{}, window)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Claimed {
+				return w
+			}
+		}
+		t.Fatal("no window was claimed in 50 tries")
+		return queue.RateWindow{}
+	}
+	w := claim()
+	d := queue.RateDecision{Window: w.ID, Rate: 2500, Why: "back off: a test", P90: 321 * time.Millisecond, Knee: 3125.5}
+	if _, ok, err := s.SetRate(ctx, q, d); err != nil || !ok {
+		t.Fatalf("SetRate(%+v): %v, %v", d, ok, err)
+	}
+	next := claim()
+	if next.Last != d || next.Rate != d.Rate {
+		t.Fatalf("the next window carries last %+v, rate %v; want %+v, %v", next.Last, next.Rate, d, d.Rate)
 	}
 }
 

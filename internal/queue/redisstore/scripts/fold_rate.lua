@@ -13,11 +13,11 @@
 -- ARGV[3] calls, ARGV[4] overloaded, ARGV[5..] bucket, count pairs
 -- Reply: {0} the rate is not adaptive (samples dropped)
 --        {1, window} folded into the current window
---        {2, window, rate, waiting, current, lastWindow, lastWhy, field,
---        value, ...} folded into `current`; this call claims the decision on
---        `window` (the one before), whose samples (every instance's) follow
---        as the samples hash's field, value pairs; lastWindow and lastWhy
---        are the last decision written (set_rate.lua)
+--        {2, window, rate, waiting, current, lastWindow, lastWhy, lastP90,
+--        lastKnee, field, value, ...} folded into `current`; this
+--        call claims the decision on `window` (the one before), whose
+--        samples (every instance's) follow as the samples hash's field,
+--        value pairs; the last* are the last decision written (set_rate.lua)
 local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
 if cfg[1] ~= '1' then
   redis.call('DEL', KEYS[3])
@@ -39,10 +39,10 @@ if current == win - 1 and calls < tonumber(ARGV[2]) then
 elseif current ~= win then
   if current == win - 1 then
     local done = redis.call('HGETALL', KEYS[3])
-    local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win', 'eff_why')
+    local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win', 'eff_why', 'eff_p90', 'eff_knee')
     local eff = tonumber(adm[1]) or tonumber(cfg[2])
     reply = {2, current, tostring(math.max(tonumber(cfg[3]), math.min(eff, tonumber(cfg[4])))),
-      redis.call('ZCARD', KEYS[4]), win, tonumber(adm[2]) or 0, adm[3] or ''}
+      redis.call('ZCARD', KEYS[4]), win, tonumber(adm[2]) or 0, adm[3] or '', tonumber(adm[4]) or 0, adm[5] or '0'}
     for i = 1, #done do
       reply[#reply + 1] = done[i]
     end

@@ -7,8 +7,10 @@
 --   - if the next tick is due further away than one new interval (the
 --     interval was just shortened), bring it forward, so a shorter interval
 --     applies at once instead of after the old, longer one;
---   - the adaptive rate starts from the configured rate when it is switched
---     on, stays within its bounds, and is dropped when switched off; a change
+--   - the adaptive rate starts from half the configured rate when it is
+--     switched on (queue.AdaptiveStart), with nothing remembered of an
+--     earlier backend (eff_knee), stays within its bounds, and is
+--     dropped when switched off; a change
 --     of the rate in force is recorded in `rates` (the admin chart);
 --   - a new abandon_ms forgets admit.lua's no-show checkpoints, taken for
 --     the old one: nobody is judged until the new abandon_ms has passed;
@@ -62,7 +64,8 @@ if cfg[3] == '1' then
   if before[2] == '1' and tonumber(adm[2]) then
     rate, why = clamp(adm[2], cfg[4], cfg[5]), 'adaptive bounds changed'
   else
-    rate, why = clamp(cfg[2], cfg[4], cfg[5]), 'adaptive on, from the configured rate'
+    rate, why = clamp(tonumber(cfg[2]) / 2, cfg[4], cfg[5]), 'adaptive on, from half the configured rate'
+    redis.call('HDEL', KEYS[2], 'eff_knee')
   end
   redis.call('HSET', KEYS[2], 'eff_rate', rate)
 else

@@ -1,0 +1,220 @@
+package queue
+
+// A simulated backend for the adaptive rate: a pool of connections that
+// each serve one call at a time, in arrival order, in front of which the
+// rate's decisions are taken on the same windows as the stores take them
+// (FoldRate: a window per second, merged into the next below RateMinCalls,
+// decided at the first flush after it ends). Deterministic (a seeded
+// source), so the rule's dynamics are tested without a machine's noise:
+// the herd's start at a configured rate above what the backend bears, and
+// the backend slowing down mid-run.
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+type simBackend struct {
+	pool int
+	// work is what one call takes at a given time (s since the start).
+	work func(at float64) float64
+}
+
+type simResult struct {
+	// latency of each call by its start (s → s), in start order.
+	starts, latency []float64
+	// rate in force after each decision (s → users/s).
+	rateAt, rate []float64
+	why          []string
+}
+
+// simulate admits users at the adaptive rate from the configured one for
+// runFor seconds; each admitted user calls the backend once, 20 ms later.
+func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
+	const (
+		step     = 0.001 // s
+		interval = 0.1   // admission tick
+		flush    = DefaultRateWindow / 4
+		think    = 0.02 // from READY to the call
+	)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var (
+		res      simResult
+		rate     = max(c.MinRate, c.RatePerSecond/2)
+		owed     float64
+		arrivals []float64 // calls waiting for a connection, by arrival
+		free     []float64 // when each connection is free again
+		pending  RateSample
+		win      = int64(-1)
+		gathered RateSample
+		last     RateWindow
+		calls    []float64 // pending call starts, by time
+		done     [][2]float64 // calls being served: when they end, what they took
+	)
+	free = make([]float64, b.pool)
+	flushEvery := int(flush.Seconds() / step)
+	for i := 0; float64(i)*step < runFor; i++ {
+		now := float64(i) * step
+		if i%int(interval/step) == 0 {
+			owed += rate * interval
+			n := int(owed)
+			owed -= float64(n)
+			for range n {
+				calls = append(calls, now+rng.Float64()*interval+think)
+			}
+			slices.Sort(calls)
+		}
+		for len(calls) > 0 && calls[0] <= now {
+			arrivals = append(arrivals, calls[0])
+			calls = calls[1:]
+		}
+		for len(arrivals) > 0 {
+			conn := slices.Index(free, slices.Min(free))
+			if free[conn] > now {
+				break
+			}
+			start := arrivals[0]
+			arrivals = arrivals[1:]
+			u := rng.Float64()
+			took := b.work(now) + 0.04*u*u // what the machine adds: a few ms, now and then tens
+			free[conn] = now + took
+			res.starts = append(res.starts, start)
+			res.latency = append(res.latency, now+took-start)
+			done = append(done, [2]float64{now + took, now + took - start})
+		}
+		done = slices.DeleteFunc(done, func(d [2]float64) bool {
+			if d[0] > now {
+				return false
+			}
+			pending.Add(time.Duration(d[1]*float64(time.Second)), false)
+			return true
+		})
+		if i%flushEvery != 0 {
+			continue
+		}
+		// The flush, as FoldRate does it.
+		w := int64(now / DefaultRateWindow.Seconds())
+		switch {
+		case win == w:
+		case win == w-1 && gathered.Calls < RateMinCalls:
+			win = w
+		default:
+			if win == w-1 {
+				last.ID, last.Samples, last.Rate, last.Waiting = win, gathered, rate, 1
+				d := NextRate(c, last)
+				rate = d.Rate
+				last.Last = d.RateDecision
+				res.rateAt = append(res.rateAt, now)
+				res.rate = append(res.rate, rate)
+				res.why = append(res.why, d.Why)
+			}
+			win, gathered = w, RateSample{}
+		}
+		for bk, n := range pending.Latency {
+			if gathered.Latency == nil {
+				gathered.Latency = map[int]int64{}
+			}
+			gathered.Latency[bk] += n
+		}
+		gathered.Calls += pending.Calls
+		pending = RateSample{}
+	}
+	return res
+}
+
+// p95 of the latencies of calls started in [from, to) s.
+func (r simResult) p95(from, to float64) float64 {
+	var l []float64
+	for i, s := range r.starts {
+		if s >= from && s < to {
+			l = append(l, r.latency[i])
+		}
+	}
+	if len(l) == 0 {
+		return 0
+	}
+	slices.Sort(l)
+	return l[int(math.Ceil(0.95*float64(len(l))))-1]
+}
+
+// rateBetween is the mean rate decided in [from, to) s.
+func (r simResult) rateBetween(from, to float64) float64 {
+	var sum float64
+	var n int
+	for i, at := range r.rateAt {
+		if at >= from && at < to {
+			sum += r.rate[i]
+			n++
+		}
+	}
+	return sum / float64(n)
+}
+
+func simConfig(rate float64, target time.Duration) Config {
+	c := DefaultConfig()
+	c.Adaptive, c.RatePerSecond, c.MinRate, c.MaxRate, c.TargetLatency = true, rate, 10, rate, target
+	return c
+}
+
+// TestAdaptiveStartsBelowAGuessTooHigh: the herd's numbers. A configured
+// 100/s in front of 20 connections whose calls take 230 ms under load
+// (87/s): the first 3000 calls' p95 stays within 1.5× the work.
+func TestAdaptiveStartsBelowAGuessTooHigh(t *testing.T) {
+	for seed := range uint64(5) {
+		r := simulate(simConfig(100, 250*time.Millisecond), simBackend{pool: 20, work: func(float64) float64 { return 0.205 }}, 40, seed)
+		end := r.starts[min(3000, len(r.starts))-1]
+		p95 := r.p95(0, end)
+		settled := r.rateBetween(end/2, end)
+		t.Logf("seed %d: p95 %.0f ms, settled at %.1f/s", seed, p95*1000, settled)
+		if p95 > 1.5*0.2 {
+			t.Errorf("seed %d: p95 %.0f ms over the first 3000 calls, want ≤ 300", seed, p95*1000)
+		}
+		if settled < 0.85*87 {
+			t.Errorf("seed %d: settled at %.1f/s, far below the 87/s the backend bears", seed, settled)
+		}
+	}
+}
+
+// TestAdaptiveFollowsASlowdown: the calls' work doubles (200 → 400 ms) at
+// 20 s: within 10 s every second's p95 is back within 1.5× the target for
+// good, and the rate settles well above its floor, near what the slowed
+// backend bears (~49/s) unless a deep backlog took a third cut (one seed
+// in five: its knee is then set low, and the rate climbs from it at 2% a
+// window).
+func TestAdaptiveFollowsASlowdown(t *testing.T) {
+	for seed := range uint64(5) {
+		work := func(at float64) float64 {
+			if at < 20 {
+				return 0.205
+			}
+			return 0.405
+		}
+		target := 450 * time.Millisecond
+		r := simulate(simConfig(100, target), simBackend{pool: 20, work: work}, 60, seed)
+		recovered := -1.0
+		for s := 20.0; s < 60; s++ {
+			ok := true
+			for u := s; u < 60; u++ {
+				if r.p95(u, u+1) > 1.5*target.Seconds() {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				recovered = s - 20
+				break
+			}
+		}
+		settled := r.rateBetween(40, 60)
+		t.Logf("seed %d: back within 1.5× the target %.0f s after the step; settled at %.1f/s", seed, recovered, settled)
+		if recovered < 0 || recovered > 10 {
+			t.Errorf("seed %d: back within 1.5× the target %.0f s after the step, want ≤ 10", seed, recovered)
+		}
+		if settled < 0.4*50 {
+			t.Errorf("seed %d: settled at %.1f/s, far below the 50/s the slowed backend bears", seed, settled)
+		}
+	}
+}
