@@ -51,7 +51,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 		win      = int64(-1)
 		gathered RateSample
 		last     RateWindow
-		calls    []float64 // pending call starts, by time
+		calls    []float64    // pending call starts, by time
 		done     [][2]float64 // calls being served: when they end, what they took
 	)
 	free = make([]float64, b.pool)

@@ -281,7 +281,7 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
 	}
 	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4),
-		Last: queue.RateDecision{Window: p.int(5), Why: p.str(6), P90: time.Duration(p.int(7)), Knee: p.float(8)},
+		Last:    queue.RateDecision{Window: p.int(5), Why: p.str(6), P90: time.Duration(p.int(7)), Knee: p.float(8)},
 		Samples: queue.RateSample{Latency: map[int]int64{}}}
 	w.Last.Rate = w.Rate
 	for i := 9; i+1 < len(r); i += 2 {
