@@ -49,6 +49,13 @@ func after(w RateWindow, whys ...string) bool {
 	return w.Last.Window == w.ID-1 && slices.ContainsFunc(whys, func(why string) bool { return strings.HasPrefix(w.Last.Why, why) })
 }
 
+// drainShare: a back-off goes no lower than this share of what the
+// backend completes behind a backlog, and holds once there; the backlog
+// drains at the rest. Lower sinks the rate on calls let in before the
+// last cut (the simulated slowdown settled lower and more often late);
+// higher drains a deep backlog too slowly to be back within 10 s.
+const drainShare = 0.6
+
 // RateMinCalls is how many protected calls a decision needs: a window
 // with fewer is not decided but merged into the next one (both stores do
 // this), so at a low rate a decision stands on 20 calls rather than on
@@ -150,9 +157,16 @@ type Decision struct {
 func NextRate(c Config, w RateWindow) Decision {
 	s := w.Samples
 	last := w.Last
-	d := Decision{RateDecision: RateDecision{Window: w.ID, Rate: w.Rate, P90: s.Percentile(0.9), Knee: last.Knee},
+	d := Decision{RateDecision: RateDecision{Window: w.ID, Rate: w.Rate, P90: s.Percentile(0.9), Knee: last.Knee, CallsPerUser: last.CallsPerUser},
 		Calls: s.Calls, Failed: s.Overloaded}
 	target := c.TargetLatency
+	// bears is what the backend completed in the window, in users per
+	// second by the calls each makes (0: not known). Behind a backlog that
+	// is all it can take.
+	var bears float64
+	if last.CallsPerUser > 0 && w.Admitted > 0 {
+		bears = w.Rate * float64(s.Calls) / (last.CallsPerUser * float64(w.Admitted))
+	}
 	cut := func(to float64, why string) {
 		d.Rate, d.Knee, d.Why = w.Rate*to, w.Rate, backOff+why
 	}
@@ -165,23 +179,39 @@ func NextRate(c Config, w RateWindow) Decision {
 		d.Why = fmt.Sprintf(waitShow+"p90 %v above the target %v", d.P90, target)
 	case d.P90 > target && after(w, waitShow, draining) && d.P90 < last.P90:
 		d.Why = fmt.Sprintf(draining+"p90 %v above the target %v, down from %v", d.P90, target, last.P90)
+	case d.P90 > target && bears > 0 && w.Rate <= drainShare*bears:
+		d.Why = fmt.Sprintf(draining+"p90 %v above the target %v; admitting %.1f/s of the %.1f/s the backend completes", d.P90, target, w.Rate, bears)
 	case d.P90 > target:
 		deepest := 0.7
 		if d.P90 > target*3/2 {
 			deepest = 0.5
 		}
 		cut(max(deepest, min(0.9, float64(target)/float64(d.P90))), fmt.Sprintf("p90 %v above the target %v", d.P90, target))
+		if bears > 0 {
+			// Never below drainShare of what the backend completes (the
+			// backlog drains at the rest), and the knee is that measure.
+			d.Rate, d.Knee = max(d.Rate, drainShare*bears), min(w.Rate, bears)
+		}
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"
 	default:
 		d.Rate = w.Rate * 1.1
 		if d.Knee > 0 {
 			d.Rate = min(d.Rate, max(0.9*d.Knee, w.Rate*1.02))
+		} else {
+			d.Rate = w.Rate * (1 + max(0.02, min(0.1, 2*float64(target-d.P90)/float64(target))))
 		}
 		if d.Knee > 0 && d.Rate > 1.2*d.Knee {
 			d.Knee = 0 // the backend got faster
 		}
 		d.Why = fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
+		if w.Admitted > 0 {
+			perUser := float64(s.Calls) / float64(w.Admitted)
+			d.CallsPerUser = perUser
+			if last.CallsPerUser > 0 {
+				d.CallsPerUser = 0.7*last.CallsPerUser + 0.3*perUser
+			}
+		}
 	}
 	d.Rate = max(c.MinRate, min(math.Round(d.Rate*100)/100, c.MaxRate))
 	return d

@@ -45,6 +45,8 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 		res      simResult
 		rate     = max(c.MinRate, c.RatePerSecond/2)
 		owed     float64
+		admitted int64 // users admitted so far, and when the window began
+		since    int64
 		arrivals []float64 // calls waiting for a connection, by arrival
 		free     []float64 // when each connection is free again
 		pending  RateSample
@@ -62,6 +64,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 			owed += rate * interval
 			n := int(owed)
 			owed -= float64(n)
+			admitted += int64(n)
 			for range n {
 				calls = append(calls, now+rng.Float64()*interval+think)
 			}
@@ -103,7 +106,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 			win = w
 		default:
 			if win == w-1 {
-				last.ID, last.Samples, last.Rate, last.Waiting = win, gathered, rate, 1
+				last.ID, last.Samples, last.Rate, last.Waiting, last.Admitted = win, gathered, rate, 1, admitted-since
 				d := NextRate(c, last)
 				rate = d.Rate
 				last.Last = d.RateDecision
@@ -111,7 +114,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 				res.rate = append(res.rate, rate)
 				res.why = append(res.why, d.Why)
 			}
-			win, gathered = w, RateSample{}
+			win, gathered, since = w, RateSample{}, admitted
 		}
 		for bk, n := range pending.Latency {
 			if gathered.Latency == nil {
@@ -160,10 +163,11 @@ func simConfig(rate float64, target time.Duration) Config {
 }
 
 // TestAdaptiveStartsBelowAGuessTooHigh: the herd's numbers. A configured
-// 100/s in front of 20 connections whose calls take 230 ms under load
-// (87/s): the first 3000 calls' p95 stays within 1.5× the work.
+// 100/s in front of 20 connections whose calls take 205 ms and up to
+// 40 ms more, as on a loaded machine (218 ms on average: ~92/s): the first 3000 calls' p95 stays within 1.5× the work, and the
+// rate settles near what the backend bears.
 func TestAdaptiveStartsBelowAGuessTooHigh(t *testing.T) {
-	for seed := range uint64(5) {
+	for seed := range uint64(20) {
 		r := simulate(simConfig(100, 250*time.Millisecond), simBackend{pool: 20, work: func(float64) float64 { return 0.205 }}, 40, seed)
 		end := r.starts[min(3000, len(r.starts))-1]
 		p95 := r.p95(0, end)
@@ -172,20 +176,18 @@ func TestAdaptiveStartsBelowAGuessTooHigh(t *testing.T) {
 		if p95 > 1.5*0.2 {
 			t.Errorf("seed %d: p95 %.0f ms over the first 3000 calls, want ≤ 300", seed, p95*1000)
 		}
-		if settled < 0.85*87 {
-			t.Errorf("seed %d: settled at %.1f/s, far below the 87/s the backend bears", seed, settled)
+		if settled < 0.85*92 {
+			t.Errorf("seed %d: settled at %.1f/s, far below the ~92/s the backend bears", seed, settled)
 		}
 	}
 }
 
 // TestAdaptiveFollowsASlowdown: the calls' work doubles (200 → 400 ms) at
 // 20 s: within 10 s every second's p95 is back within 1.5× the target for
-// good, and the rate settles well above its floor, near what the slowed
-// backend bears (~49/s) unless a deep backlog took a third cut (one seed
-// in five: its knee is then set low, and the rate climbs from it at 2% a
-// window).
+// good, and the rate settles near what the slowed backend bears (~45/s:
+// 20 connections, calls of 405 ms and up to 40 ms more).
 func TestAdaptiveFollowsASlowdown(t *testing.T) {
-	for seed := range uint64(5) {
+	for seed := range uint64(20) {
 		work := func(at float64) float64 {
 			if at < 20 {
 				return 0.205
@@ -213,8 +215,8 @@ func TestAdaptiveFollowsASlowdown(t *testing.T) {
 		if recovered < 0 || recovered > 10 {
 			t.Errorf("seed %d: back within 1.5× the target %.0f s after the step, want ≤ 10", seed, recovered)
 		}
-		if settled < 0.4*50 {
-			t.Errorf("seed %d: settled at %.1f/s, far below the 50/s the slowed backend bears", seed, settled)
+		if settled < 0.8*45 {
+			t.Errorf("seed %d: settled at %.1f/s, far below the ~45/s the slowed backend bears", seed, settled)
 		}
 	}
 }

@@ -57,6 +57,13 @@ func cutAgo(w queue.RateWindow, n int64, knee float64, lastP90 time.Duration) qu
 	return w
 }
 
+// measured makes w a window in which admitted users were let in, after
+// decisions that measured perUser calls per user.
+func measured(w queue.RateWindow, perUser float64, admitted int64) queue.RateWindow {
+	w.Admitted, w.Last.CallsPerUser = admitted, perUser
+	return w
+}
+
 // withKnee makes w a window long after a back-off from knee.
 func withKnee(w queue.RateWindow, knee float64) queue.RateWindow {
 	w.ID = 50
@@ -86,7 +93,12 @@ func TestNextRate(t *testing.T) {
 		{"then the p90 falling: hold", cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 2, 60, 900*time.Millisecond), 42, 42, "hold, draining", 60},
 		{"then the p90 rising: back off again", cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 2, 60, 500*time.Millisecond), 21, 21, "back off", 42},
 		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold", 0},
-		{"under the target: 10% up", windowOf(50, 240*time.Millisecond, 0, 50, 60), 66, 66, "grow", 0},
+		{"far under the target, no knee known: 10% up", windowOf(50, 150*time.Millisecond, 0, 50, 60), 66, 66, "grow", 0},
+		{"just under the target, no knee known: 2% up", windowOf(50, 245*time.Millisecond, 0, 50, 60), 61.2, 61.2, "grow", 0},
+		{"behind a backlog: no lower than 60% of what the backend completes, the knee", measured(windowOf(50, 3*time.Second, 0, 50, 60), 1, 60), 30, 30, "back off", 50},
+		{"behind a backlog, cut far: down to 60% of what it completes", measured(windowOf(80, 3*time.Second, 0, 50, 60), 1, 60), 48, 48, "back off", 60},
+		{"already under 60% of what it completes: hold, draining", measured(windowOf(50, 3*time.Second, 0, 50, 20), 1, 20), 20, 20, "hold, draining", 0},
+		{"calls per user count: two calls each", measured(windowOf(100, 3*time.Second, 0, 50, 60), 2, 60), 30, 30, "back off", 50},
 		{"below the knee: 10% up, to 90% of it at most", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 60), 70), 63, 63, "grow", 70},
 		{"near the knee: 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 64), 70), 65.28, 65.28, "grow", 70},
 		{"20% past the knee: it is forgotten", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 84.66, 84.66, "grow", 0},
@@ -103,6 +115,23 @@ func TestNextRate(t *testing.T) {
 				t.Fatalf("decision %+v on window %d", d.RateDecision, tc.w.ID)
 			}
 		})
+	}
+}
+
+// TestCallsPerUserMeasured: a window under the target measures the calls
+// each admitted user makes, smoothed over the windows before; one above
+// it (the backend not keeping up: fewer calls than arrive) does not.
+func TestCallsPerUserMeasured(t *testing.T) {
+	c := queue.DefaultConfig()
+	c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency = true, 10, 100, 250*time.Millisecond
+	if d := queue.NextRate(c, measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 0, 25)); d.CallsPerUser != 2 {
+		t.Errorf("first measure: %v calls per user, want 2", d.CallsPerUser)
+	}
+	if d := queue.NextRate(c, measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 100)); math.Abs(d.CallsPerUser-0.85) > 1e-9 {
+		t.Errorf("smoothed: %v calls per user, want 0.7×1 + 0.3×0.5", d.CallsPerUser)
+	}
+	if d := queue.NextRate(c, measured(windowOf(50, time.Second, 0, 50, 60), 1, 100)); d.CallsPerUser != 1 {
+		t.Errorf("above the target: %v calls per user, want the last measure kept", d.CallsPerUser)
 	}
 }
 

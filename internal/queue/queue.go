@@ -264,6 +264,9 @@ type RateWindow struct {
 	Samples    RateSample
 	Rate       float64
 	Waiting    int64
+	// Admitted counts the users admitted from the window's start to its
+	// claim.
+	Admitted int64
 	// Last is the last decision written (SetRate).
 	Last RateDecision
 }
@@ -280,6 +283,9 @@ type RateDecision struct {
 	// Knee is the rate the last back-off cut from, where the backend
 	// stopped keeping up (0: none known).
 	Knee float64
+	// CallsPerUser is how many protected calls an admitted user makes,
+	// measured while the backend kept up (0: not yet known).
+	CallsPerUser float64
 }
 
 // RateChange is one change of the adaptive rate, for the admin chart.

@@ -82,7 +82,7 @@ type Setting struct {
 // Settings is every per-queue setting, in the order people read them.
 var Settings = []Setting{
 	{Name: "ratePerSecond", Field: "rate", Always: true, Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
-		Help: "Admitted users per second, all instances together; with adaptive on, the rate it starts from. Setting it alone switches adaptive off.",
+		Help: "Admitted users per second, all instances together; with adaptive on, the guess it starts from half of. Setting it alone switches adaptive off.",
 		get:  func(c *Config) any { return c.RatePerSecond }, set: func(c *Config, v any) { c.RatePerSecond = v.(float64) }},
 	{Name: "batchSize", Field: "batch", Always: true, Kind: Integer, Min: 1, Max: 10_000, Default: int64(10),
 		Help: "Most users one admission tick lets in.",

@@ -99,14 +99,16 @@ type state struct {
 	reach       int64
 	checkpoints []checkpoint // oldest first, at most 3
 
-	// The adaptive rate in force, the window it was decided on, and why;
-	// the samples of the window being gathered; the recent changes.
-	effRate    float64
-	effLast    queue.RateDecision // the last decision of the adaptive rate
-	sampleWin  int64
-	sample     queue.RateSample
-	rateLog    []queue.RateChange
-	preArrival int64
+	// The adaptive rate in force and its last decision; the window being
+	// gathered, its samples and the admitted total when it began
+	// (RateWindow.Admitted); the recent changes.
+	effRate        float64
+	effLast        queue.RateDecision
+	sampleWin      int64
+	sample         queue.RateSample
+	sampleAdmitted int64
+	rateLog        []queue.RateChange
+	preArrival     int64
 
 	// The opening: who waits for it (user → arrival), and while it is
 	// placed, the next and last reserved ticket and the lease.
@@ -761,9 +763,9 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 	default:
 		if q.sampleWin == win-1 {
 			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
-				Waiting: q.line.len(), Last: q.effLast}
+				Waiting: q.line.len(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast}
 		}
-		q.sampleWin, q.sample = win, queue.RateSample{}
+		q.sampleWin, q.sample, q.sampleAdmitted = win, queue.RateSample{}, q.admitted
 	}
 	q.sample.Calls += sample.Calls
 	q.sample.Overloaded += sample.Overloaded

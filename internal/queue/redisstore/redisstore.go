@@ -280,11 +280,12 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 	case 1:
 		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
 	}
-	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4),
-		Last:    queue.RateDecision{Window: p.int(5), Why: p.str(6), P90: time.Duration(p.int(7)), Knee: p.float(8)},
+	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4), Admitted: p.int(5),
+		Last: queue.RateDecision{Window: p.int(6), Why: p.str(7), P90: time.Duration(p.int(8)), Knee: p.float(9),
+			CallsPerUser: p.float(10)},
 		Samples: queue.RateSample{Latency: map[int]int64{}}}
 	w.Last.Rate = w.Rate
-	for i := 9; i+1 < len(r); i += 2 {
+	for i := 11; i+1 < len(r); i += 2 {
 		field := p.str(i)
 		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
 		if err != nil && p.err == nil {
@@ -308,7 +309,8 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 func (s *Store) SetRate(ctx context.Context, name string, d queue.RateDecision) (float64, bool, error) {
 	k := keysFor(s.prefix, name)
 	r, err := setRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.rates},
-		d.Window, d.Rate, d.Why, int64(d.P90), strconv.FormatFloat(d.Knee, 'f', -1, 64)).Slice()
+		d.Window, d.Rate, d.Why, int64(d.P90), strconv.FormatFloat(d.Knee, 'f', -1, 64),
+		strconv.FormatFloat(d.CallsPerUser, 'f', -1, 64)).Slice()
 	if err != nil {
 		return 0, false, unavailable(err)
 	}

@@ -27,6 +27,7 @@ var followingTests = []struct {
 }{
 	{"AdaptiveRateOneDecisionPerWindow", testAdaptiveWindows},
 	{"AdaptiveRateNeverLeavesItsBounds", testAdaptiveBounds},
+	{"AdaptiveRateRemembersItsLastDecision", testRateMemory},
 	{"NoShowsSkippedPresentAdmittedInOrder", testNoShowProperty},
 	{"StalledWhenTheFrontStandsStill", testStalled},
 	{"OpeningOrderIsUniform", testOpeningUniform},
@@ -166,7 +167,6 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	if err != nil || len(changes) < 2 || changes[len(changes)-1].Rate != c.MinRate || changes[len(changes)-1].Why != "floor" {
 		t.Fatalf("rate changes %+v, %v; want the last to be the floor", changes, err)
 	}
-	testRateMemory(t, s, clock, q)
 
 	c.Adaptive = false
 	if err := s.PutConfig(ctx, q, c); err != nil {
@@ -178,43 +178,58 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 }
 
 // testRateMemory: a decision written is what the next claimed window
-// carries as its last (NextRate's memory: why, p90, knee).
-func testRateMemory(t *testing.T, s queue.Store, clock Clock, q string) {
+// carries as its last (NextRate's memory: why, p90, knee, calls per
+// user), and a window counts the users admitted while it was gathered.
+func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
+	q := newQueue(t, s, adaptiveConfig())
 	const window = 20 * time.Millisecond
 	var sample queue.RateSample
 	for range queue.RateMinCalls {
 		sample.Add(30*time.Millisecond, false)
 	}
-	// claim folds a window's worth of calls, waits for the window to end
-	// and folds again, until that claims a decision (a slow machine may
-	// wake a window late, when the samples are stale and dropped).
-	claim := func() queue.RateWindow {
+	// claim folds a window's worth of calls (between them, during runs),
+	// waits for the window to end and folds again, until that claims a
+	// decision (a slow machine may wake a window late, when the samples
+	// are stale and dropped); first says whether the first try did.
+	claim := func(during func()) (w queue.RateWindow, first bool) {
 		t.Helper()
-		for range 50 {
+		for try := range 50 {
 			if _, err := s.FoldRate(ctx, q, sample, window); err != nil {
 				t.Fatal(err)
 			}
+			during()
 			clock.Sleep(window)
 			w, err := s.FoldRate(ctx, q, queue.RateSample{}, window)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if w.Claimed {
-				return w
+				return w, try == 0
 			}
 		}
 		t.Fatal("no window was claimed in 50 tries")
-		return queue.RateWindow{}
+		return queue.RateWindow{}, false
 	}
-	w := claim()
-	d := queue.RateDecision{Window: w.ID, Rate: 2500, Why: "back off: a test", P90: 321 * time.Millisecond, Knee: 3125.5}
+	w, _ := claim(func() {})
+	d := queue.RateDecision{Window: w.ID, Rate: 2500, Why: "back off: a test", P90: 321 * time.Millisecond, Knee: 3125.5, CallsPerUser: 1.25}
 	if _, ok, err := s.SetRate(ctx, q, d); err != nil || !ok {
 		t.Fatalf("SetRate(%+v): %v, %v", d, ok, err)
 	}
-	next := claim()
+	for i := range 3 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	admitted := 0
+	next, first := claim(func() {
+		for admitted < 3 {
+			admitted += len(admitDue(t, s, clock, q, 10))
+		}
+	})
 	if next.Last != d || next.Rate != d.Rate {
 		t.Fatalf("the next window carries last %+v, rate %v; want %+v, %v", next.Last, next.Rate, d, d.Rate)
+	}
+	if first && next.Admitted != 3 {
+		t.Errorf("the window counts %d admitted, want the 3 let in while it was gathered", next.Admitted)
 	}
 }
 

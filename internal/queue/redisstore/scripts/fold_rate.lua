@@ -6,18 +6,20 @@
 -- the minimum is not decided: its samples join the new window.
 --
 -- KEYS[1] cfg     HASH queue config
--- KEYS[2] adm     HASH admission state (eff_rate)
--- KEYS[3] samples HASH win, calls, overloaded, b<bucket> → count
+-- KEYS[2] adm     HASH admission state (eff_*: the last decision; admitted)
+-- KEYS[3] samples HASH win, adm0 (admitted when the window began), calls,
+--                 overloaded, b<bucket> → count
 -- KEYS[4] line    ZSET user → ticket
 -- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
 -- ARGV[3] calls, ARGV[4] overloaded, ARGV[5..] bucket, count pairs
 -- Reply: {0} the rate is not adaptive (samples dropped)
 --        {1, window} folded into the current window
---        {2, window, rate, waiting, current, lastWindow, lastWhy, lastP90,
---        lastKnee, field, value, ...} folded into `current`; this
---        call claims the decision on `window` (the one before), whose
---        samples (every instance's) follow as the samples hash's field,
---        value pairs; the last* are the last decision written (set_rate.lua)
+--        {2, window, rate, waiting, current, admitted, lastWindow, lastWhy,
+--        lastP90, lastKnee, lastCallsPerUser, field, value, ...} folded into
+--        `current`; this call claims the decision on `window` (the one
+--        before), whose samples (every instance's) follow as the samples
+--        hash's field, value pairs; admitted counts the users admitted since
+--        it began; the last* are the last decision written (set_rate.lua)
 local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
 if cfg[1] ~= '1' then
   redis.call('DEL', KEYS[3])
@@ -39,16 +41,19 @@ if current == win - 1 and calls < tonumber(ARGV[2]) then
 elseif current ~= win then
   if current == win - 1 then
     local done = redis.call('HGETALL', KEYS[3])
-    local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win', 'eff_why', 'eff_p90', 'eff_knee')
+    local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win', 'eff_why', 'eff_p90', 'eff_knee', 'eff_cpu',
+      'admitted')
     local eff = tonumber(adm[1]) or tonumber(cfg[2])
+    local since = tonumber(redis.call('HGET', KEYS[3], 'adm0')) or tonumber(adm[7]) or 0
     reply = {2, current, tostring(math.max(tonumber(cfg[3]), math.min(eff, tonumber(cfg[4])))),
-      redis.call('ZCARD', KEYS[4]), win, tonumber(adm[2]) or 0, adm[3] or '', tonumber(adm[4]) or 0, adm[5] or '0'}
+      redis.call('ZCARD', KEYS[4]), win, (tonumber(adm[7]) or 0) - since, tonumber(adm[2]) or 0, adm[3] or '',
+      tonumber(adm[4]) or 0, adm[5] or '0', adm[6] or '0'}
     for i = 1, #done do
       reply[#reply + 1] = done[i]
     end
   end
   redis.call('DEL', KEYS[3])
-  redis.call('HSET', KEYS[3], 'win', win)
+  redis.call('HSET', KEYS[3], 'win', win, 'adm0', tonumber(redis.call('HGET', KEYS[2], 'admitted')) or 0)
 end
 redis.call('HINCRBY', KEYS[3], 'calls', ARGV[3])
 redis.call('HINCRBY', KEYS[3], 'overloaded', ARGV[4])

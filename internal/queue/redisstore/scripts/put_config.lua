@@ -9,7 +9,7 @@
 --     applies at once instead of after the old, longer one;
 --   - the adaptive rate starts from half the configured rate when it is
 --     switched on (queue.AdaptiveStart), with nothing remembered of an
---     earlier backend (eff_knee), stays within its bounds, and is
+--     earlier backend (eff_knee, eff_cpu), stays within its bounds, and is
 --     dropped when switched off; a change
 --     of the rate in force is recorded in `rates` (the admin chart);
 --   - a new abandon_ms forgets admit.lua's no-show checkpoints, taken for
@@ -65,7 +65,7 @@ if cfg[3] == '1' then
     rate, why = clamp(adm[2], cfg[4], cfg[5]), 'adaptive bounds changed'
   else
     rate, why = clamp(tonumber(cfg[2]) / 2, cfg[4], cfg[5]), 'adaptive on, from half the configured rate'
-    redis.call('HDEL', KEYS[2], 'eff_knee')
+    redis.call('HDEL', KEYS[2], 'eff_knee', 'eff_cpu')
   end
   redis.call('HSET', KEYS[2], 'eff_rate', rate)
 else

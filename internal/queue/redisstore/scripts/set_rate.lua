@@ -5,9 +5,10 @@
 --
 -- KEYS[1] cfg   HASH queue config
 -- KEYS[2] adm   HASH admission state: eff_rate, eff_win, eff_why, eff_p90,
---               eff_knee (queue.RateDecision)
+--               eff_knee, eff_cpu (queue.RateDecision)
 -- KEYS[3] rates LIST recent changes of the rate in force: "ms rate why"
--- ARGV[1] window, ARGV[2] rate, ARGV[3] why, ARGV[4] p90 (ns), ARGV[5] knee
+-- ARGV[1] window, ARGV[2] rate, ARGV[3] why, ARGV[4] p90 (ns), ARGV[5] knee,
+-- ARGV[6] calls per user
 -- Reply: {written (1 or 0), the rate in force before}
 local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
 local adm = redis.call('HMGET', KEYS[2], 'eff_rate', 'eff_win')
@@ -28,7 +29,7 @@ if cfg[1] ~= '1' or (tonumber(adm[2]) or -1) >= tonumber(ARGV[1]) then
 end
 local rate = math.max(lo, math.min(tonumber(ARGV[2]), hi))
 redis.call('HSET', KEYS[2], 'eff_rate', rate, 'eff_win', ARGV[1], 'eff_why', ARGV[3], 'eff_p90', ARGV[4],
-  'eff_knee', ARGV[5])
+  'eff_knee', ARGV[5], 'eff_cpu', ARGV[6])
 if rate ~= before then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
