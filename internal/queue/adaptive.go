@@ -195,14 +195,13 @@ func NextRate(c Config, w RateWindow) Decision {
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"
 	default:
-		d.Rate = w.Rate * 1.1
 		if d.Knee > 0 {
-			d.Rate = min(d.Rate, max(0.9*d.Knee, w.Rate*1.02))
+			// Past the knee under the target: the backend bears more now,
+			// and the knee follows the rate up.
+			d.Knee = max(d.Knee, w.Rate)
+			d.Rate = min(w.Rate*1.1, max(0.9*d.Knee, w.Rate*1.02))
 		} else {
 			d.Rate = w.Rate * (1 + max(0.02, min(0.1, 2*float64(target-d.P90)/float64(target))))
-		}
-		if d.Knee > 0 && d.Rate > 1.2*d.Knee {
-			d.Knee = 0 // the backend got faster
 		}
 		d.Why = fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
 		if w.Admitted > 0 {

@@ -101,7 +101,7 @@ func TestNextRate(t *testing.T) {
 		{"calls per user count: two calls each", measured(windowOf(100, 3*time.Second, 0, 50, 60), 2, 60), 30, 30, "back off", 50},
 		{"below the knee: 10% up, to 90% of it at most", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 60), 70), 63, 63, "grow", 70},
 		{"near the knee: 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 64), 70), 65.28, 65.28, "grow", 70},
-		{"20% past the knee: it is forgotten", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 84.66, 84.66, "grow", 0},
+		{"past the knee under the target: 2% up, the knee follows", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 84.66, 84.66, "grow", 83},
 		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow", 0},
 		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off", 11},
 		{"never below the floor by latency", windowOf(50, 5*time.Second, 0, 50, 11), 10, 10, "back off", 11},
