@@ -196,10 +196,12 @@ func NextRate(c Config, w RateWindow) Decision {
 		d.Why = "hold: nobody waiting"
 	default:
 		if d.Knee > 0 {
-			// Past the knee under the target: the backend bears more now,
-			// and the knee follows the rate up.
-			d.Knee = max(d.Knee, w.Rate)
-			d.Rate = min(w.Rate*1.1, max(0.9*d.Knee, w.Rate*1.02))
+			// 2% a window from 90% of the knee, and past it faster the
+			// further it got without latency rising (the backend bears
+			// more now, as after a passing stall): half a point more a
+			// window for each 1% past it, up to 10% (CUBIC's probe).
+			step := min(0.1, 0.02+0.5*max(0, w.Rate/d.Knee-1))
+			d.Rate = min(w.Rate*1.1, max(0.9*d.Knee, w.Rate*(1+step)))
 		} else {
 			d.Rate = w.Rate * (1 + max(0.02, min(0.1, 2*float64(target-d.P90)/float64(target))))
 		}
