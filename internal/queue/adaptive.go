@@ -304,6 +304,6 @@ func (r *RateController) decide(ctx context.Context, q string, w RateWindow) {
 	if ok && before != d.Rate {
 		r.logger.Info("admission rate changed", "queue", q, "from", before, "to", d.Rate, "why", d.Why,
 			"p90", d.P90.String(), "target", c.TargetLatency.String(), "calls", d.Calls, "failed", d.Failed,
-			"window", r.Window.String())
+			"admitted", w.Admitted, "knee", d.Knee, "calls_per_user", math.Round(d.CallsPerUser*100)/100, "window", r.Window.String())
 	}
 }
