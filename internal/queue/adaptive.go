@@ -51,10 +51,12 @@ func after(w RateWindow, whys ...string) bool {
 
 // drainShare: a back-off goes no lower than this share of what the
 // backend completes behind a backlog, and holds once there; the backlog
-// drains at the rest. Lower sinks the rate on calls let in before the
-// last cut (the simulated slowdown settled lower and more often late);
-// higher drains a deep backlog too slowly to be back within 10 s.
-const drainShare = 0.6
+// drains at the rest. In the simulated slowdown (adaptive_sim_test.go)
+// 0.5 brought all 20 seeds back within 10 s of the step; 0.55 and 0.6
+// left 8 and 14 of them at 11–12 s: the backlog built before the first cut
+// drains at the rest, and how fast is what this trades against how deep
+// the cut.
+const drainShare = 0.5
 
 // RateMinCalls is how many protected calls a decision needs: a window
 // with fewer is not decided but merged into the next one (both stores do
@@ -138,17 +140,30 @@ type Decision struct {
 //     connection, an exhausted pool): back off to 70%;
 //   - p90 above the target: back off to target/p90 of the rate, by at least
 //     10% (so a backlog built by the last step up drains) and at most 30%
-//     (50% when p90 is over 1.5× the target). The rate backed off from is
-//     remembered as the knee: where the backend stopped keeping up;
+//     (50% when p90 is over 1.5× the target), but never below half of
+//     what the backend completed in the window (behind a backlog, all it
+//     can take; counted in users by the calls each makes), where the
+//     backlog drains at the other half. What the backend completed (or,
+//     not knowing the calls per user yet, the rate backed off from) is
+//     remembered as the knee;
 //   - but hold on the window right after a back-off, whose calls were
-//     mostly let in before it, and then while the p90 keeps falling (the
-//     backlog drains): cutting again on those calls would cut twice for
-//     one excess and sink the rate far below what the backend bears;
+//     mostly let in before it; then while the p90 keeps falling; and while
+//     the rate is at most half of what the backend completes: the backlog
+//     drains, and cutting again on calls let in before the last cut would
+//     cut twice for one excess and sink the rate far below what the
+//     backend bears;
 //   - nobody waits: hold (the rate is not what limits anyone);
-//   - else grow 10% a window, but no further than 90% of the knee, and
-//     from there 2% a window: fast far below where the backend stopped
-//     keeping up, probing gently near it (a knee left 20% behind is
-//     forgotten: the backend got faster).
+//   - the backend completed under 90% of the calls the users let in make:
+//     hold, under the target or not (a backlog is building that latency
+//     has yet to show; a target far above what the backend takes would
+//     let it build for long);
+//   - else grow: with no knee known, by twice the headroom under the
+//     target (2% to 10% a window); with one, 10% a window up to 90% of it,
+//     then 2%, and past it faster the further it got (a point more for
+//     each 5% past, up to 10%): fast far below where the backend stopped
+//     keeping up, gently near it, and back to full speed when it bears
+//     more. A window under the target measures the calls each admitted
+//     user makes (RateDecision.CallsPerUser: quickly up, slowly down).
 //
 // The rate never leaves [MinRate, MaxRate]. A window with fewer than three
 // calls changes nothing. The target must lie above what the backend takes
@@ -189,33 +204,55 @@ func NextRate(c Config, w RateWindow) Decision {
 		cut(max(deepest, min(0.9, float64(target)/float64(d.P90))), fmt.Sprintf("p90 %v above the target %v", d.P90, target))
 		if bears > 0 {
 			// Never below drainShare of what the backend completes (the
-			// backlog drains at the rest), and the knee is that measure.
-			d.Rate, d.Knee = max(d.Rate, drainShare*bears), min(w.Rate, bears)
+			// backlog drains at the rest), and that measure is the knee.
+			d.Rate, d.Knee = max(d.Rate, drainShare*bears), bears
 		}
 	case w.Waiting == 0:
 		d.Why = "hold: nobody waiting"
+	case last.CallsPerUser > 0 && w.Admitted >= RateMinCalls && float64(s.Calls) < keepingUp*last.CallsPerUser*float64(w.Admitted):
+		// Under the target, but the backend completed fewer calls than
+		// the users let in make: a backlog is building that latency has
+		// yet to show (a target far above what the backend takes lets it
+		// grow for long). Hold, and let the measure of calls per user
+		// drift down in case users really make fewer.
+		d.Why = fmt.Sprintf("hold: the backend completed %d calls, the %d users let in make about %.0f", s.Calls, w.Admitted, last.CallsPerUser*float64(w.Admitted))
+		d.CallsPerUser = callsPerUser(last.CallsPerUser, float64(s.Calls)/float64(w.Admitted))
 	default:
 		if d.Knee > 0 {
 			// 2% a window from 90% of the knee, and past it faster the
 			// further it got without latency rising (the backend bears
-			// more now, as after a passing stall): half a point more a
-			// window for each 1% past it, up to 10% (CUBIC's probe).
-			step := min(0.1, 0.02+0.5*max(0, w.Rate/d.Knee-1))
+			// more now, as after a passing stall): a point more a window
+			// for each 5% past it, up to 10% (CUBIC's probe).
+			step := min(0.1, 0.02+0.2*max(0, w.Rate/d.Knee-1))
 			d.Rate = min(w.Rate*1.1, max(0.9*d.Knee, w.Rate*(1+step)))
 		} else {
 			d.Rate = w.Rate * (1 + max(0.02, min(0.1, 2*float64(target-d.P90)/float64(target))))
 		}
 		d.Why = fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
 		if w.Admitted > 0 {
-			perUser := float64(s.Calls) / float64(w.Admitted)
-			d.CallsPerUser = perUser
-			if last.CallsPerUser > 0 {
-				d.CallsPerUser = 0.7*last.CallsPerUser + 0.3*perUser
-			}
+			d.CallsPerUser = callsPerUser(last.CallsPerUser, float64(s.Calls)/float64(w.Admitted))
 		}
 	}
 	d.Rate = max(c.MinRate, min(math.Round(d.Rate*100)/100, c.MaxRate))
 	return d
+}
+
+// keepingUp: a window in which the backend completed less than this share
+// of the calls the users let in make is falling behind.
+const keepingUp = 0.9
+
+// callsPerUser folds one window's measure of the calls an admitted user
+// makes into the last: quickly up, slowly down, since a window in which
+// the backend fell behind measures too few (its calls are still queued).
+func callsPerUser(last, measured float64) float64 {
+	switch {
+	case last == 0:
+		return measured
+	case measured > last:
+		return 0.5*last + 0.5*measured
+	default:
+		return 0.95*last + 0.05*measured
+	}
 }
 
 // RateController gathers this instance's protected calls per queue and,

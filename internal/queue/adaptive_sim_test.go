@@ -29,6 +29,7 @@ type simResult struct {
 	// rate in force after each decision (s → users/s).
 	rateAt, rate []float64
 	why          []string
+	knee         []float64
 }
 
 // simulate admits users at the adaptive rate from the configured one for
@@ -113,6 +114,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 				res.rateAt = append(res.rateAt, now)
 				res.rate = append(res.rate, rate)
 				res.why = append(res.why, d.Why)
+				res.knee = append(res.knee, d.Knee)
 			}
 			win, gathered, since = w, RateSample{}, admitted
 		}

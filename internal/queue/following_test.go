@@ -95,14 +95,15 @@ func TestNextRate(t *testing.T) {
 		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold", 0},
 		{"far under the target, no knee known: 10% up", windowOf(50, 150*time.Millisecond, 0, 50, 60), 66, 66, "grow", 0},
 		{"just under the target, no knee known: 2% up", windowOf(50, 245*time.Millisecond, 0, 50, 60), 61.2, 61.2, "grow", 0},
-		{"behind a backlog: no lower than 60% of what the backend completes, the knee", measured(windowOf(50, 3*time.Second, 0, 50, 60), 1, 60), 30, 30, "back off", 50},
-		{"behind a backlog, cut far: down to 60% of what it completes", measured(windowOf(80, 3*time.Second, 0, 50, 60), 1, 60), 48, 48, "back off", 60},
-		{"already under 60% of what it completes: hold, draining", measured(windowOf(50, 3*time.Second, 0, 50, 20), 1, 20), 20, 20, "hold, draining", 0},
+		{"behind a backlog: cut, and what the backend completes is the knee", measured(windowOf(50, 3*time.Second, 0, 50, 60), 1, 60), 30, 30, "back off", 50},
+		{"behind a backlog: no lower than half of what the backend completes", measured(windowOf(80, 3*time.Second, 0, 50, 60), 1, 60), 40, 40, "back off", 80},
+		{"already at most half of what it completes: hold, draining", measured(windowOf(50, 3*time.Second, 0, 50, 20), 1, 20), 20, 20, "hold, draining", 0},
 		{"calls per user count: two calls each", measured(windowOf(100, 3*time.Second, 0, 50, 60), 2, 60), 30, 30, "back off", 50},
 		{"below the knee: 10% up, to 90% of it at most", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 60), 70), 63, 63, "grow", 70},
 		{"near the knee: 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 64), 70), 65.28, 65.28, "grow", 70},
-		{"just past the knee: a little more than 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 71.4), 70), 73.54, 73.54, "grow", 70},
-		{"far past the knee: faster, at most 10%", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 91.3, 91.3, "grow", 70},
+		{"just past the knee: a little more than 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 71.4), 70), 73.11, 73.11, "grow", 70},
+		{"far past the knee: faster", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 87.74, 87.74, "grow", 70},
+		{"very far past the knee: at most 10%", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 40), 91.3, 91.3, "grow", 40},
 		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow", 0},
 		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off", 11},
 		{"never below the floor by latency", windowOf(50, 5*time.Second, 0, 50, 11), 10, 10, "back off", 11},
@@ -120,19 +121,33 @@ func TestNextRate(t *testing.T) {
 }
 
 // TestCallsPerUserMeasured: a window under the target measures the calls
-// each admitted user makes, smoothed over the windows before; one above
-// it (the backend not keeping up: fewer calls than arrive) does not.
+// each admitted user makes: the first measure as it is, then quickly up
+// and slowly down (a window in which the backend fell behind measures too
+// few); one above the target does not measure.
 func TestCallsPerUserMeasured(t *testing.T) {
 	c := queue.DefaultConfig()
 	c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency = true, 10, 100, 250*time.Millisecond
-	if d := queue.NextRate(c, measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 0, 25)); d.CallsPerUser != 2 {
-		t.Errorf("first measure: %v calls per user, want 2", d.CallsPerUser)
-	}
-	if d := queue.NextRate(c, measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 100)); math.Abs(d.CallsPerUser-0.85) > 1e-9 {
-		t.Errorf("smoothed: %v calls per user, want 0.7×1 + 0.3×0.5", d.CallsPerUser)
-	}
-	if d := queue.NextRate(c, measured(windowOf(50, time.Second, 0, 50, 60), 1, 100)); d.CallsPerUser != 1 {
-		t.Errorf("above the target: %v calls per user, want the last measure kept", d.CallsPerUser)
+	for _, tc := range []struct {
+		name string
+		w    queue.RateWindow
+		want float64
+		why  string
+	}{
+		{"first measure", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 0, 25), 2, "grow"},
+		{"up: half way at once", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 25), 1.5, "grow"},
+		{"a little down: slowly", measured(windowOf(47, 100*time.Millisecond, 0, 50, 60), 1, 50), 0.997, "grow"},
+		{"behind: hold, and drift down", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 100), 0.975, "hold: the backend completed 50 calls"},
+		{"above the target: kept", measured(windowOf(50, time.Second, 0, 50, 60), 1, 100), 1, "back off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := queue.NextRate(c, tc.w)
+			if math.Abs(d.CallsPerUser-tc.want) > 1e-9 || !strings.HasPrefix(d.Why, tc.why) {
+				t.Errorf("%v calls per user (%q), want %v (%s…)", d.CallsPerUser, d.Why, tc.want, tc.why)
+			}
+			if strings.HasPrefix(tc.why, "hold") && d.Rate != tc.w.Rate {
+				t.Errorf("falling behind, the rate moved %v → %v", tc.w.Rate, d.Rate)
+			}
+		})
 	}
 }
 
