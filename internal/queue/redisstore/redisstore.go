@@ -6,6 +6,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -265,7 +266,7 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
 	k := keysFor(s.prefix, name)
-	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded}
+	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
@@ -466,9 +467,14 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 
 // FirstUse implements queue.Store.
 func (s *Store) FirstUse(ctx context.Context, name, key string, ttl time.Duration) (bool, error) {
-	n, err := firstUseScript.Run(ctx, s.rdb, []string{usedKey(s.prefix, name, key)}, max(ttl.Milliseconds(), 1)).Int64()
+	n, err := firstUseScript.Run(ctx, s.rdb, []string{usedKey(s.prefix, name, key)}, max(ttl.Milliseconds(), 1), callID()).Int64()
 	return n == 1, unavailable(err)
 }
+
+// callID names one call of a script that must not count twice when the
+// Redis client re-sends it (its reply came after the read timeout, though
+// Redis ran it): the repeat carries the same arguments, so the same id.
+func callID() string { return rand.Text() }
 
 // Ping implements queue.Store.
 func (s *Store) Ping(ctx context.Context) error { return unavailable(s.rdb.Ping(ctx).Err()) }

@@ -382,3 +382,62 @@ func dumpKeys(t *testing.T, rdb *redis.Client, k redisstore.Keys) map[string]str
 	}
 	return out
 }
+
+// runsScriptsTwice is what the Redis client does when a script's reply
+// comes after its read timeout though Redis ran it: it sends the same
+// command again, and the caller sees the second reply.
+type runsScriptsTwice struct{}
+
+func (runsScriptsTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (runsScriptsTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (runsScriptsTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestScriptsRunTwiceCountOnce: a solved challenge used once is its first
+// use even when the client ran first_use.lua twice (a second use is
+// still refused), and samples folded by a fold_rate.lua run twice count
+// once. (admit.lua run twice: AdmitCalledAgainWithItsTokensAdmitsNobody.)
+func TestScriptsRunTwiceCountOnce(t *testing.T) {
+	shared, prefix := mustOpenRedis(t)
+	rdb := redis.NewClient(shared.Options())
+	t.Cleanup(func() { rdb.Close() })
+	rdb.AddHook(runsScriptsTwice{})
+	s := redisstore.New(rdb, prefix)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.Adaptive = true
+	if err := s.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+
+	if first, err := s.FirstUse(ctx, "q", "nonce-1", time.Minute); err != nil || !first {
+		t.Fatalf("the first use of a solution, its script run twice: first %v, %v", first, err)
+	}
+	if first, err := s.FirstUse(ctx, "q", "nonce-1", time.Minute); err != nil || first {
+		t.Fatalf("a second use: first %v, %v", first, err)
+	}
+
+	var sample queue.RateSample
+	for range 5 {
+		sample.Add(100*time.Millisecond, false)
+	}
+	if _, err := s.FoldRate(ctx, "q", sample, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := shared.HGet(ctx, redisstore.KeysOf(prefix, "q").Samples, "calls").Int()
+	if err != nil || calls != 5 {
+		t.Fatalf("5 calls folded by a script run twice count %d (%v)", calls, err)
+	}
+}

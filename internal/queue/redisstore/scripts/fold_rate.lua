@@ -8,10 +8,13 @@
 -- KEYS[1] cfg     HASH queue config
 -- KEYS[2] adm     HASH admission state (eff_*: the last decision; admitted)
 -- KEYS[3] samples HASH win, adm0 (admitted when the window began), calls,
---                 overloaded, b<bucket> → count
+--                 overloaded, b<bucket> → count, c:<call id> of the calls
+--                 folded in (a call run again, as the Redis client re-sends
+--                 a command whose reply was late, is not counted twice)
 -- KEYS[4] line    ZSET user → ticket
 -- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
--- ARGV[3] calls, ARGV[4] overloaded, ARGV[5..] bucket, count pairs
+-- ARGV[3] calls, ARGV[4] overloaded, ARGV[5] the call's id,
+-- ARGV[6..] bucket, count pairs
 -- Reply: {0} the rate is not adaptive (samples dropped)
 --        {1, window} folded into the current window
 --        {2, window, rate, waiting, current, admitted, lastWindow, lastWhy,
@@ -33,6 +36,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local win = math.floor(now / tonumber(ARGV[1]))
 local current = tonumber(redis.call('HGET', KEYS[3], 'win'))
+local seen = 'c:' .. ARGV[5]
+if current == win and redis.call('HEXISTS', KEYS[3], seen) == 1 then
+  return {1, win} -- this call, run again: folded already
+end
 
 local reply = {1, win}
 local calls = tonumber(redis.call('HGET', KEYS[3], 'calls')) or 0
@@ -57,7 +64,8 @@ elseif current ~= win then
 end
 redis.call('HINCRBY', KEYS[3], 'calls', ARGV[3])
 redis.call('HINCRBY', KEYS[3], 'overloaded', ARGV[4])
-for i = 5, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   redis.call('HINCRBY', KEYS[3], 'b' .. ARGV[i], ARGV[i + 1])
 end
+redis.call('HSET', KEYS[3], seen, 1)
 return reply
