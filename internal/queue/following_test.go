@@ -134,7 +134,7 @@ func TestCallsPerUserMeasured(t *testing.T) {
 		why  string
 	}{
 		{"first measure", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 0, 25), 2, "grow"},
-		{"up: half way at once", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 25), 1.5, "grow"},
+		{"up: a third of the way at once", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 25), 1.3, "grow"},
 		{"a little down: slowly", measured(windowOf(47, 100*time.Millisecond, 0, 50, 60), 1, 50), 0.997, "grow"},
 		{"behind: hold, and drift down", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 100), 0.975, "hold: the backend completed 50 calls"},
 		{"above the target: kept", measured(windowOf(50, time.Second, 0, 50, 60), 1, 100), 1, "back off"},
