@@ -19,7 +19,7 @@ func TestGatewayBrowser(t *testing.T) {
 		p.setPaused(true)
 		shopper := newVisitor(t, browser, p.instance, "en")
 		shopper.open("/checkout?step=2")
-		shopper.waitState("waiting", 10*time.Second)
+		shopper.waitState("waiting", joinWithin)
 		var path string
 		shopper.mustEval(`location.pathname + location.search`, &path)
 		if path != gwPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {

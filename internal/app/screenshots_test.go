@@ -76,13 +76,13 @@ func TestPageScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	en.open("/q/spring-drop?product=tee")
-	en.waitState("waiting", 5*time.Second)
+	en.waitState("waiting", joinWithin)
 	ko := newVisitor(t, browser, in, "ko-KR,ko;q=0.9")
 	if err := chromedp.Do(ko.ctx, chromedp.EmulateViewport(390, 760, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
 	ko.open("/q/spring-drop?product=tee")
-	ko.waitState("waiting", 5*time.Second)
+	ko.waitState("waiting", joinWithin)
 	crowd("spring-drop", 2000, 600) // more people behind them
 
 	in.patchQueue("spring-drop", map[string]any{"paused": false})
@@ -95,7 +95,7 @@ func TestPageScreenshots(t *testing.T) {
 		if err := chromedp.Do(v.ctx, chromedp.Reload()); err != nil {
 			t.Fatal(err)
 		}
-		v.waitState("waiting", 5*time.Second)
+		v.waitState("waiting", joinWithin)
 	}
 	time.Sleep(1500 * time.Millisecond) // the bar's transition
 
@@ -139,7 +139,7 @@ func TestPageScreenshots(t *testing.T) {
 	in.putQueue("express", map[string]any{})
 	in.putProduct("mug", "Enamel mug", 40, "express")
 	ready.open("/q/express?product=mug")
-	ready.waitState("ready", 6*time.Second)
+	ready.waitState("ready", joinWithin)
 	ready.waitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
 	shoot(ready, "ready-en.png")
 }
