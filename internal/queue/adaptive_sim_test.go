@@ -28,23 +28,22 @@ type simResult struct {
 	starts, latency []float64
 	// rate in force after each decision (s → users/s).
 	rateAt, rate []float64
-	why          []string
-	knee         []float64
 }
 
-// simulate admits users at the adaptive rate from the configured one for
-// runFor seconds; each admitted user calls the backend once, 20 ms later.
+// simulate admits users at the adaptive rate (from AdaptiveStart, as a
+// store switches it on) for runFor seconds; each admitted user calls the
+// backend once, 20 ms later, and nobody runs out of line.
 func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 	const (
 		step     = 0.001 // s
 		interval = 0.1   // admission tick
-		flush    = DefaultRateWindow / 4
+		flush    = DefaultRateWindow / flushesPerWindow
 		think    = 0.02 // from READY to the call
 	)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var (
 		res      simResult
-		rate     = max(c.MinRate, c.RatePerSecond/2)
+		rate     = AdaptiveStart(c)
 		owed     float64
 		admitted int64 // users admitted so far, and when the window began
 		since    int64
@@ -113,8 +112,6 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 				last.Last = d.RateDecision
 				res.rateAt = append(res.rateAt, now)
 				res.rate = append(res.rate, rate)
-				res.why = append(res.why, d.Why)
-				res.knee = append(res.knee, d.Knee)
 			}
 			win, gathered, since = w, RateSample{}, admitted
 		}
