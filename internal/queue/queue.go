@@ -280,8 +280,9 @@ type RateDecision struct {
 	Why    string
 	// P90 is the latency the decision stood on.
 	P90 time.Duration
-	// Knee is the rate the last back-off cut from, where the backend
-	// stopped keeping up (0: none known).
+	// Knee is where the backend stopped keeping up at the last back-off:
+	// what it completed then, or, with the calls per user not yet known,
+	// the rate cut from (0: none known).
 	Knee float64
 	// CallsPerUser is how many protected calls an admitted user makes,
 	// measured while the backend kept up (0: not yet known).

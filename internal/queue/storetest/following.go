@@ -101,8 +101,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 // rates asked for outside the bounds, leave the rate in force within
 // [MinRate, MaxRate]; a decision on an older window, or while the rate is
 // not adaptive, writes nothing; switching adaptive on starts from
-// queue.AdaptiveStart, admission uses the rate in force, and the last
-// decision comes back whole with the next window claimed.
+// queue.AdaptiveStart, and admission uses the rate in force.
 func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := adaptiveConfig()
