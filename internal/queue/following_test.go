@@ -71,9 +71,16 @@ func withKnee(w queue.RateWindow, knee float64) queue.RateWindow {
 	return w
 }
 
-func TestNextRate(t *testing.T) {
+// nextRateConfig is the queue NextRate's tests decide for: adaptive
+// between 10 and 100/s, aiming at 250 ms.
+func nextRateConfig() queue.Config {
 	c := queue.DefaultConfig()
 	c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency = true, 10, 100, 250*time.Millisecond
+	return c
+}
+
+func TestNextRate(t *testing.T) {
+	c := nextRateConfig()
 	for _, tc := range []struct {
 		name     string
 		w        queue.RateWindow
@@ -121,12 +128,11 @@ func TestNextRate(t *testing.T) {
 }
 
 // TestCallsPerUserMeasured: a window under the target measures the calls
-// each admitted user makes: the first measure as it is, then quickly up
-// and slowly down (a window in which the backend fell behind measures too
-// few); one above the target does not measure.
+// each admitted user makes: the first measure as it is, then a third of
+// the way up and a twentieth down (a window in which the backend fell
+// behind measures too few); one above the target does not measure.
 func TestCallsPerUserMeasured(t *testing.T) {
-	c := queue.DefaultConfig()
-	c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency = true, 10, 100, 250*time.Millisecond
+	c := nextRateConfig()
 	for _, tc := range []struct {
 		name string
 		w    queue.RateWindow

@@ -310,8 +310,7 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 func (s *Store) SetRate(ctx context.Context, name string, d queue.RateDecision) (float64, bool, error) {
 	k := keysFor(s.prefix, name)
 	r, err := setRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.rates},
-		d.Window, d.Rate, d.Why, int64(d.P90), strconv.FormatFloat(d.Knee, 'f', -1, 64),
-		strconv.FormatFloat(d.CallsPerUser, 'f', -1, 64)).Slice()
+		d.Window, d.Rate, d.Why, d.P90, d.Knee, d.CallsPerUser).Slice() // go-redis sends a Duration in ns
 	if err != nil {
 		return 0, false, unavailable(err)
 	}

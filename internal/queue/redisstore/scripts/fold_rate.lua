@@ -21,8 +21,9 @@
 --        lastP90, lastKnee, lastCallsPerUser, field, value, ...} folded into
 --        `current`; this call claims the decision on `window` (the one
 --        before), whose samples (every instance's) follow as the samples
---        hash's field, value pairs; admitted counts the users admitted since
---        it began; the last* are the last decision written (set_rate.lua)
+--        hash's field, value pairs but the call ids; admitted counts the
+--        users admitted since it began; the last* are the last decision
+--        written (set_rate.lua)
 local cfg = redis.call('HMGET', KEYS[1], 'adaptive', 'rate', 'min_rate', 'max_rate')
 if cfg[1] ~= '1' then
   redis.call('DEL', KEYS[3])
@@ -55,8 +56,11 @@ elseif current ~= win then
     reply = {2, current, tostring(math.max(tonumber(cfg[3]), math.min(eff, tonumber(cfg[4])))),
       redis.call('ZCARD', KEYS[4]), win, (tonumber(adm[7]) or 0) - since, tonumber(adm[2]) or 0, adm[3] or '',
       tonumber(adm[4]) or 0, adm[5] or '0', adm[6] or '0'}
-    for i = 1, #done do
-      reply[#reply + 1] = done[i]
+    for i = 1, #done, 2 do
+      if string.sub(done[i], 1, 2) ~= 'c:' then -- the call ids stay here
+        reply[#reply + 1] = done[i]
+        reply[#reply + 1] = done[i + 1]
+      end
     end
   end
   redis.call('DEL', KEYS[3])
