@@ -764,6 +764,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		if q.sampleWin == win-1 {
 			out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
 				Waiting: q.line.len(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast}
+			out.Last.Rate = out.Rate // as fold_rate.lua: the rate in force, whatever changed it since
 		}
 		q.sampleWin, q.sample, q.sampleAdmitted = win, queue.RateSample{}, q.admitted
 	}
@@ -790,8 +791,7 @@ func (s *Store) SetRate(_ context.Context, name string, d queue.RateDecision) (f
 	if !q.cfg.Adaptive || d.Window <= q.effLast.Window {
 		return before, false, nil
 	}
-	q.effRate = clamp(d.Rate, q.cfg.MinRate, q.cfg.MaxRate)
-	q.effLast, q.effLast.Rate = d, q.effRate
+	q.effRate, q.effLast = clamp(d.Rate, q.cfg.MinRate, q.cfg.MaxRate), d
 	if q.effRate != before {
 		q.logRate(s.now().Truncate(time.Millisecond), q.effRate, d.Why)
 	}
