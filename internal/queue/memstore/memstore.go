@@ -169,7 +169,7 @@ func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error 
 		q.effRate, why = clamp(q.effRate, c.MinRate, c.MaxRate), "adaptive bounds changed"
 	case c.Adaptive:
 		q.effRate, why = queue.AdaptiveStart(c), queue.AdaptiveStartWhy
-		q.effLast = queue.RateDecision{Window: q.effLast.Window} // nothing remembered of an earlier backend
+		q.effLast = queue.RateDecision{Window: q.effLast.Window, Why: why} // nothing remembered of an earlier backend
 	default:
 		q.effRate = 0
 		if before.Adaptive {

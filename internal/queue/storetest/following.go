@@ -117,6 +117,9 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	if r, want := effective(), queue.AdaptiveStart(c); r != want {
 		t.Fatalf("switched on: the rate in force is %v, want %v (half the configured %v)", r, want, c.RatePerSecond)
 	}
+	if st, err := s.Stats(ctx, q); err != nil || st.EffectiveWhy != queue.AdaptiveStartWhy {
+		t.Fatalf("switched on: the rate's reason is %q (%v), want %q", st.EffectiveWhy, err, queue.AdaptiveStartWhy)
+	}
 	rnd := rand.New(rand.NewPCG(3, 4))
 	id := int64(1)
 	for step := range 60 {

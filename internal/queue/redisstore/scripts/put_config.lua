@@ -8,8 +8,9 @@
 --     interval was just shortened), bring it forward, so a shorter interval
 --     applies at once instead of after the old, longer one;
 --   - the adaptive rate starts from half the configured rate when it is
---     switched on (queue.AdaptiveStart), with nothing remembered of an
---     earlier backend (eff_knee, eff_cpu), stays within its bounds, and is
+--     switched on (queue.AdaptiveStart, its reason in eff_why), with
+--     nothing remembered of an earlier backend (eff_knee, eff_cpu,
+--     eff_p90), stays within its bounds, and is
 --     dropped when switched off; a change
 --     of the rate in force is recorded in `rates` (the admin chart);
 --   - a new abandon_ms forgets admit.lua's no-show checkpoints, taken for
@@ -65,7 +66,8 @@ if cfg[3] == '1' then
     rate, why = clamp(adm[2], cfg[4], cfg[5]), 'adaptive bounds changed'
   else
     rate, why = clamp(tonumber(cfg[2]) / 2, cfg[4], cfg[5]), 'adaptive on, from half the configured rate'
-    redis.call('HDEL', KEYS[2], 'eff_knee', 'eff_cpu')
+    redis.call('HDEL', KEYS[2], 'eff_knee', 'eff_cpu', 'eff_p90')
+    redis.call('HSET', KEYS[2], 'eff_why', why)
   end
   redis.call('HSET', KEYS[2], 'eff_rate', rate)
 else
