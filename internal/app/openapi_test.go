@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,8 +47,24 @@ func init() {
 	}
 }
 
-// oaNotServed marks the operations that only document a 405.
-const oaNotServed = "x-waitroom-not-served"
+// oaMethodsNotAllowed is the path-level extension that lists the methods a
+// path does not serve, the Allow header they get and their answer (a 405):
+// the contract of those answers, kept out of the operations so that
+// generated clients have no method that can only fail.
+const oaMethodsNotAllowed = "x-methods-not-allowed"
+
+// oaNotAllowed is one path's x-methods-not-allowed.
+type oaNotAllowed struct {
+	Methods  []string `json:"methods"`
+	Allow    string   `json:"allow"`
+	Response struct {
+		Ref string `json:"$ref"`
+	} `json:"response"`
+}
+
+// oaMethods are the methods a path either serves or refuses in its
+// x-methods-not-allowed; HEAD, OPTIONS and TRACE follow the prose rules.
+var oaMethods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch}
 
 // oaGateway marks the operations only gateway mode serves, under its prefix.
 const oaGateway = "x-waitroom-gateway"
@@ -64,6 +82,10 @@ type oaContract struct {
 	doc    *openapi3.T
 	router routers.Router
 	want   map[oaAnswer]bool // every documented status, "default" left out
+	// notAllowed is each path's x-methods-not-allowed, and methodNotAllowed
+	// the answer it names.
+	notAllowed       map[string]oaNotAllowed
+	methodNotAllowed *openapi3.ResponseRef
 }
 
 func loadOpenAPI(t *testing.T) *oaContract {
@@ -93,9 +115,22 @@ func loadOpenAPI(t *testing.T) *oaContract {
 	if err != nil {
 		t.Fatalf("routing openapi.yaml: %v", err)
 	}
-	c := &oaContract{doc: doc, router: router, want: map[oaAnswer]bool{}}
+	c := &oaContract{doc: doc, router: router, want: map[oaAnswer]bool{}, notAllowed: map[string]oaNotAllowed{}}
 	for path, item := range doc.Paths.Map() {
+		if len(item.Operations()) == 0 {
+			t.Fatalf("%s has no operation", path)
+		}
+		c.notAllowed[path] = c.loadNotAllowed(t, path, item)
+		for _, method := range c.notAllowed[path].Methods {
+			c.want[oaAnswer{method, path, http.StatusMethodNotAllowed}] = true
+		}
 		for method, op := range item.Operations() {
+			// What generators and linters need of every operation (redocly
+			// lint checks the same, where it runs).
+			if op.OperationID == "" || op.Summary == "" || op.Security == nil || op.Responses.Default() == nil {
+				t.Errorf("%s %s: operationId %q, summary %q, security %v, default answer %v: every operation needs all four",
+					method, path, op.OperationID, op.Summary, op.Security, op.Responses.Default() != nil)
+			}
 			for code := range op.Responses.Map() {
 				if code == "default" {
 					continue
@@ -111,29 +146,111 @@ func loadOpenAPI(t *testing.T) *oaContract {
 	return c
 }
 
-// gatewayOnly reports whether the operation is served in gateway mode only.
-func (c *oaContract) gatewayOnly(method, path string) bool {
+// loadNotAllowed reads and checks a path's x-methods-not-allowed: it lists
+// exactly the methods the path does not serve, names the Allow header the
+// server sends with them, and the 405 answer.
+func (c *oaContract) loadNotAllowed(t *testing.T, path string, item *openapi3.PathItem) oaNotAllowed {
+	t.Helper()
+	var na oaNotAllowed
+	raw, err := json.Marshal(item.Extensions[oaMethodsNotAllowed])
+	if err == nil {
+		err = json.Unmarshal(raw, &na)
+	}
+	if err != nil || item.Extensions[oaMethodsNotAllowed] == nil {
+		t.Fatalf("%s: %s missing or not {methods, allow, response}: %v", path, oaMethodsNotAllowed, err)
+	}
+	var unserved []string
+	for _, m := range oaMethods {
+		if item.GetOperation(m) == nil {
+			unserved = append(unserved, m)
+		}
+	}
+	if !slices.Equal(na.Methods, unserved) {
+		t.Errorf("%s: %s lists %v; the methods it does not serve are %v", path, oaMethodsNotAllowed, na.Methods, unserved)
+	}
+	if want := strings.Join(c.served(path), ", "); na.Allow != want {
+		t.Errorf("%s: %s says Allow %q; the operations make it %q", path, oaMethodsNotAllowed, na.Allow, want)
+	}
+	const prefix = "#/components/responses/"
+	ref := c.doc.Components.Responses[strings.TrimPrefix(na.Response.Ref, prefix)]
+	if !strings.HasPrefix(na.Response.Ref, prefix) || ref == nil {
+		t.Fatalf("%s: %s names the answer %q, which is no response of the document", path, oaMethodsNotAllowed, na.Response.Ref)
+	}
+	if c.methodNotAllowed != nil && c.methodNotAllowed != ref {
+		t.Errorf("%s: %s names another 405 answer than the other paths", path, oaMethodsNotAllowed)
+	}
+	c.methodNotAllowed = ref
+	return na
+}
+
+// gatewayOnly reports whether the path is served in gateway mode only: its
+// operations are (and so its 405s).
+func (c *oaContract) gatewayOnly(path string) bool {
 	item := c.doc.Paths.Value(path)
-	if item == nil || item.GetOperation(method) == nil {
+	if item == nil {
 		return false
 	}
-	return item.GetOperation(method).Extensions[oaGateway] != nil
+	for _, op := range item.Operations() {
+		if op.Extensions[oaGateway] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // served is the methods the document says path serves, as the server's
 // Allow header lists them (sorted; GET brings HEAD).
 func (c *oaContract) served(path string) []string {
 	var ms []string
-	for method, op := range c.doc.Paths.Value(path).Operations() {
-		if op.Extensions[oaNotServed] == nil {
-			ms = append(ms, method)
-			if method == http.MethodGet {
-				ms = append(ms, http.MethodHead)
-			}
+	for method := range c.doc.Paths.Value(path).Operations() {
+		ms = append(ms, method)
+		if method == http.MethodGet {
+			ms = append(ms, http.MethodHead)
 		}
 	}
 	sort.Strings(ms)
 	return ms
+}
+
+// findRoute is the route of req: its operation, or, for a method its path
+// lists in x-methods-not-allowed, an operation that answers only the
+// document's 405, for validating request and answer as any other.
+func (c *oaContract) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
+	route, params, err := c.router.FindRoute(req)
+	if err == nil && oaWholePath(route, params) {
+		return route, params, nil
+	}
+	for _, m := range oaMethods {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		found, params, perr := c.router.FindRoute(probe)
+		if perr != nil || !oaWholePath(found, params) {
+			continue
+		}
+		if !slices.Contains(c.notAllowed[found.Path].Methods, req.Method) {
+			break
+		}
+		r := *found
+		r.Method = req.Method
+		r.Operation = &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(http.StatusMethodNotAllowed, c.methodNotAllowed))}
+		return &r, params, nil
+	}
+	if err == nil {
+		err = errors.New("no operation and no x-methods-not-allowed entry")
+	}
+	return nil, nil, err
+}
+
+// oaWholePath reports whether the router matched every parameter of the
+// path: the legacy router answers PUT /admin/v1/products with the route of
+// PUT /admin/v1/products/{id}, id missing.
+func oaWholePath(route *routers.Route, params map[string]string) bool {
+	for _, seg := range strings.Split(route.Path, "/") {
+		if strings.HasPrefix(seg, "{") && params[strings.Trim(seg, "{}")] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // oaCase is one request and the answer it must get.
@@ -231,7 +348,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 
 	// The request, as the document sees it.
 	vreq := build("")
-	route, params, err := k.c.router.FindRoute(vreq)
+	route, params, err := k.c.findRoute(vreq)
 	if err != nil {
 		t.Fatalf("%s: not in openapi.yaml: %v", name, err)
 	}
@@ -280,12 +397,8 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 		t.Errorf("%s: status %d is not documented for %s %s: %s", name, r.status, route.Method, route.Path, r.raw)
 	}
 	if r.status == http.StatusMethodNotAllowed {
-		allow := strings.Join(k.c.served(route.Path), ", ")
-		if got := res.Header.Get("Allow"); got != allow {
-			t.Errorf("%s: Allow %q, want %q (the methods the document says the path serves)", name, got, allow)
-		}
-		if d := k.c.doc.Paths.Value(route.Path).Description; d != "Allow on 405: "+allow {
-			t.Errorf("%s: the path's description says %q, the server allows %q", route.Path, d, allow)
+		if got, allow := res.Header.Get("Allow"), k.c.notAllowed[route.Path].Allow; got != allow {
+			t.Errorf("%s: Allow %q, want %q (the path's %s)", name, got, allow, oaMethodsNotAllowed)
 		}
 	}
 	resIn := &openapi3filter.ResponseValidationInput{
@@ -298,8 +411,40 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 	if err := openapi3filter.ValidateResponse(ctx, resIn); err != nil {
 		t.Errorf("%s: the answer breaks the document: %v\nanswer: %d %s", name, err, r.status, r.raw)
 	}
+	if op := route.Operation.OperationID; (op == "enterQueue" || op == "getMyEntry") && r.status == http.StatusOK {
+		if err := oaEntryShape(r.body); err != nil {
+			t.Errorf("%s: %v: %s", name, err, r.raw)
+		}
+	}
 	k.hit.add(oaAnswer{route.Method, route.Path, r.status})
 	return r
+}
+
+// oaEntryShape checks what the Waiting, Ready and NotInQueue schemas say in
+// their descriptions, in the forms OpenAPI 3.0 generators read, rather than
+// in schema keywords that they do not (oneOf of bare required lists, an
+// enum of null): a WAITING answer has a place (all of position,
+// queueLength, estimatedWaitSeconds) or opensAt, never both; READY and
+// NOT_IN_QUEUE carry pollAfterSeconds, always null.
+func oaEntryShape(body map[string]any) error {
+	switch body["status"] {
+	case "WAITING":
+		var place int
+		for _, f := range []string{"position", "queueLength", "estimatedWaitSeconds"} {
+			if _, ok := body[f]; ok {
+				place++
+			}
+		}
+		_, opening := body["opensAt"]
+		if !(place == 3 && !opening || place == 0 && opening) {
+			return errors.New("WAITING with neither a whole place (position, queueLength, estimatedWaitSeconds) nor opensAt alone")
+		}
+	case "READY", "NOT_IN_QUEUE":
+		if v, ok := body["pollAfterSeconds"]; !ok || v != nil {
+			return fmt.Errorf("%s: pollAfterSeconds must be present and null", body["status"])
+		}
+	}
+	return nil
 }
 
 // TestOpenAPI drives every documented route and status through the program.
@@ -371,7 +516,7 @@ func TestOpenAPI(t *testing.T) {
 // embedded default always has an admin token (it makes one up) and its
 // stores live in process, so only draining makes it answer 503.
 func oaCannotOn(c *oaContract, b backend, tr oaAnswer) bool {
-	if c.gatewayOnly(tr.method, tr.path) {
+	if c.gatewayOnly(tr.path) {
 		return true // runOpenAPIGateway gives those
 	}
 	if b.redis {
@@ -387,7 +532,7 @@ func oaCannotOn(c *oaContract, b backend, tr oaAnswer) bool {
 }
 
 // TestOpenAPIRoutes: the routes the server registers are exactly the
-// operations the document describes (the not-served ones aside).
+// operations the document describes.
 func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
 	c := loadOpenAPI(t)
@@ -423,7 +568,6 @@ func TestOpenAPIRoutes(t *testing.T) {
 	for path, item := range c.doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			switch {
-			case op.Extensions[oaNotServed] != nil:
 			case op.Extensions[oaGateway] != nil:
 				gwDocumented[method+" "+path] = true
 			default:
@@ -697,10 +841,10 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	}
 
 	// ---- 405 on every method a path does not serve.
-	for path, item := range c.doc.Paths.Map() {
+	for path, na := range c.notAllowed {
 		concrete := strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css").Replace(path)
-		for method, op := range item.Operations() {
-			if op.Extensions[oaNotServed] != nil && op.Extensions[oaGateway] == nil {
+		for _, method := range na.Methods {
+			if !c.gatewayOnly(path) {
 				k.call(t, oaCase{method: method, path: concrete, auth: in.as(alice), status: 405, code: "method_not_allowed"})
 			}
 		}
@@ -778,7 +922,7 @@ func oaBodiesRefused(t *testing.T, c *oaContract, k *oaChecker, gateway bool, co
 	big := strings.Repeat("x", 2<<10)
 	for path, item := range c.doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			if op.Extensions[oaNotServed] != nil || op.RequestBody != nil || (op.Extensions[oaGateway] != nil) != gateway {
+			if op.RequestBody != nil || (op.Extensions[oaGateway] != nil) != gateway {
 				continue
 			}
 			if gateway && path == "/return" {
@@ -1037,9 +1181,9 @@ func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: back, auth: p.as("john doe"), status: 400, code: "invalid_user_id"})
 	k.call(t, oaCase{method: "GET", path: back + "&queue=nosuchqueue", auth: p.as(alice), status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: back + "&queue=bad*name", auth: p.as(alice), status: 400, code: "invalid_queue_name"})
-	for path, item := range c.doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			if op.Extensions[oaNotServed] != nil && op.Extensions[oaGateway] != nil {
+	for path, na := range c.notAllowed {
+		for _, method := range na.Methods {
+			if c.gatewayOnly(path) {
 				k.call(t, oaCase{method: method, path: path, status: 405, code: "method_not_allowed"})
 			}
 		}
@@ -1047,7 +1191,7 @@ func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
 	oaBodiesRefused(t, c, k, true, strings.NewReplacer())
 	var missing []string
 	for tr := range c.want {
-		if c.gatewayOnly(tr.method, tr.path) && !h.has(tr) {
+		if c.gatewayOnly(tr.path) && !h.has(tr) {
 			missing = append(missing, tr.String())
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,4 +114,47 @@ func KoreanFonts(t testing.TB) map[string]bool {
 		Missing(t, "font covering Korean (fc-list :lang=ko; scripts/test.sh installs fonts-nanum): %v", err)
 	}
 	return families
+}
+
+// NodeModulesVar names the env var holding the node_modules directory of
+// the npm tools tools/npm pins (scripts/test.sh installs them with npm ci).
+const NodeModulesVar = "WAITROOM_TEST_NODE_MODULES"
+
+// NodeModules returns that directory, with Missing's rule when it is not
+// set or lacks the tools.
+func NodeModules(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(NodeModulesVar)
+	if dir == "" {
+		Missing(t, "npm tools: %s is not set (run scripts/test.sh)", NodeModulesVar)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".bin")); err != nil {
+		Missing(t, "npm tools in %s (scripts/test.sh installs them): %v", dir, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		Missing(t, "node on PATH (scripts/test.sh installs it): %v", err)
+	}
+	return dir
+}
+
+// NodeTool returns the path of an npm tool's command (redocly, tsc, …).
+func NodeTool(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(NodeModules(t), ".bin", name)
+}
+
+// Python returns Debian's python3 (not a pyenv's first on PATH) with the
+// modules named importable, with Missing's rule otherwise
+// (scripts/test.sh installs python3-jwt and python3-cryptography).
+func Python(t testing.TB, modules ...string) string {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	check := "pass"
+	if len(modules) > 0 {
+		check = "import " + strings.Join(modules, ", ")
+	}
+	if out, err := exec.Command(python, "-c", check).CombinedOutput(); err != nil {
+		Missing(t, "%s with %v (scripts/test.sh installs them): %v: %s", python, modules, err, out)
+	}
+	return python
 }
