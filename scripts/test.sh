@@ -5,7 +5,8 @@
 # It installs redis-server, PostgreSQL, chromium and a font with Hangul (for
 # the pages' browser tests), curl (the README test), wrk, a C compiler (for
 # -race), npm and Python's JWT library (the API's consumers: the spec's
-# linter and generated clients, the entry-verification examples) from Debian
+# linter and generated clients, the entry-verification examples), and a JDK,
+# Jetty 9.4 and Flask (real backends behind gateway mode) from Debian
 # packages when they are missing, installs the npm tools tools/npm pins
 # (npm ci, cached by the lock file's hash), starts throwaway Redis
 # and PostgreSQL servers on free loopback ports, exports their URLs as
@@ -162,6 +163,12 @@ fi
 command -v curl >/dev/null || missing+=(curl)
 # wrk drives the hot-path section of the benchmark harness's smoke test.
 command -v wrk >/dev/null || missing+=(wrk)
+# Gateway mode's tests put it in front of real backends: a servlet on an
+# embedded Jetty 9.4 (compiled by javac at test time) and Flask, run by
+# Debian's own python3 (a pyenv python3 first on PATH would not see it).
+command -v javac >/dev/null || missing+=(default-jdk-headless)
+[[ -e /usr/share/java/jetty9-server.jar ]] || missing+=(libjetty9-java)
+/usr/bin/python3 -c 'import flask' 2>/dev/null || missing+=(python3-flask)
 # go test -race needs cgo, hence a C compiler and the libc headers.
 command -v gcc >/dev/null || missing+=(gcc)
 if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then

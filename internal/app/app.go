@@ -380,7 +380,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, gu
 		return nil, err
 	}
 	return gateway.New(gateway.Options{
-		Upstream: upstream, Routes: routes, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
+		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: guard, Signer: signer,
 		SecureCookies: c.SecureCookies, Logger: m.Logger,
 	})

@@ -93,12 +93,15 @@ type Config struct {
 	AddressSessionRate  float64
 
 	// Gateway mode (`waitroom proxy`): the line in front of any backend.
-	Proxy           bool     // set by ParseProxy
-	Upstream        string   // the backend's URL
-	Protect         []string // --protect: token spent on a 2xx
-	ProtectSession  []string // --protect-session: token needed, kept
-	Prefix          string   // where waitroom's own routes live
-	UpstreamTimeout time.Duration
+	Proxy          bool     // set by ParseProxy
+	Upstream       string   // the backend's URL
+	Protect        []string // --protect: token spent on a 2xx
+	ProtectSession []string // --protect-session: token needed, kept
+	// ProtectCaseSensitive compares paths with the patterns as written
+	// (by default without case, as many backends route).
+	ProtectCaseSensitive bool
+	Prefix               string // where waitroom's own routes live
+	UpstreamTimeout      time.Duration
 	// EntrySigningKey is a PEM file of Ed25519 keys for X-Waitroom-Entry
 	// (empty: one kept in DataDir on the embedded default, else a random
 	// one per start).
@@ -165,6 +168,7 @@ func (c *Config) GatewayFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Upstream, "upstream", "", "the backend to put the line in front of: an http:// or https:// URL (required)")
 	fs.Var(&listFlag{vals: &c.Protect}, "protect", "a route whose use spends an entry token when the upstream answers 2xx: 'METHOD /pattern' in Go ServeMux syntax, optionally followed by ' queue=NAME' (repeatable; ';' separates several in one value)")
 	fs.Var(&listFlag{vals: &c.ProtectSession}, "protect-session", "a route that needs a valid entry token but keeps it, for the pages of a multi-step checkout; same syntax as --protect (repeatable)")
+	fs.BoolVar(&c.ProtectCaseSensitive, "protect-case-sensitive", false, "compare request paths with the --protect and --protect-session patterns as written; by default case is ignored (/CHECKOUT is /checkout), since Express, ASP.NET Core and others route without case: set it only for a backend known to compare case")
 	fs.StringVar(&c.Prefix, "prefix", gateway.DefaultPrefix, "path under which waitroom serves its own API, pages, admin, metrics and probes")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", 30*time.Second, "how long to wait for the upstream's response headers; beyond it 504, and the entry token is kept")
 	fs.StringVar(&c.EntrySigningKey, "entry-signing-key", "", "PEM file of Ed25519 keys signing X-Waitroom-Entry: the first PRIVATE KEY signs, every key is published at {prefix}/.well-known/jwks.json (give every instance the same file); empty: kept in --data-dir on the embedded default, random per start otherwise")
@@ -409,7 +413,7 @@ func (c Config) Routes() ([]gateway.Route, error) {
 			rs = append(rs, r)
 		}
 	}
-	if err := gateway.CheckRoutes(rs, c.Prefix); err != nil {
+	if err := gateway.CheckRoutes(rs, c.Prefix, c.ProtectCaseSensitive); err != nil {
 		return nil, fmt.Errorf("--protect/--protect-session: %v", err)
 	}
 	return rs, nil

@@ -172,14 +172,22 @@ const gwPrefix = "/_waitroom"
 // config before it starts.
 func bootProxy(t *testing.T, b backend, s *upstreamShop, edit func(*app.Config)) *proxied {
 	t.Helper()
+	p := bootGateway(t, b, s.srv.URL, []string{"--protect", "POST /buy", "--protect-session", "GET /checkout"}, edit)
+	p.upstreamShop = s
+	return p
+}
+
+// bootGateway starts `waitroom proxy` in front of upstream with the given
+// protect flags (and a signing key of the test's own).
+func bootGateway(t *testing.T, b backend, upstream string, protect []string, edit func(*app.Config)) *proxied {
+	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "entry.pem")
 	key := gateway.GenerateKey()
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := app.ParseProxy([]string{"--upstream", s.srv.URL, "--protect", "POST /buy",
-		"--protect-session", "GET /checkout", "--entry-signing-key", keyFile, "--upstream-timeout", "20s"},
-		func(string) string { return "" }, io.Discard)
+	args := append([]string{"--upstream", upstream, "--entry-signing-key", keyFile, "--upstream-timeout", "20s"}, protect...)
+	cfg, err := app.ParseProxy(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +215,7 @@ func bootProxy(t *testing.T, b backend, s *upstreamShop, edit func(*app.Config))
 		}
 	})
 	in := &instance{t: t, m: m, base: "http://" + m.Addr(), secret: cfg.AuthSecret, admin: cfg.AdminToken, prefix: cfg.KeyPrefix}
-	return &proxied{instance: in, upstreamShop: s, keyPEM: key}
+	return &proxied{instance: in, keyPEM: key}
 }
 
 // setPaused pauses or resumes the default queue: paused, nobody is let

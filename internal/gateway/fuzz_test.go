@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bufio"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -34,7 +36,7 @@ func FuzzParseRoute(f *testing.F) {
 		if err != nil || again != r {
 			t.Fatalf("ParseRoute(%q) = %+v, but its own spelling reads %+v, %v", s, r, again, err)
 		}
-		CheckRoutes([]Route{r}, DefaultPrefix) // must not panic; may refuse
+		CheckRoutes([]Route{r}, DefaultPrefix, false) // must not panic; may refuse
 	})
 }
 
@@ -73,6 +75,58 @@ func FuzzSafeReturn(f *testing.F) {
 			}
 			if strings.HasPrefix(p, "//") || strings.Contains(p, "\\") {
 				t.Fatalf("SafeReturn(%q) = true, but decoded it reads %q", target, d)
+			}
+		}
+	})
+}
+
+// FuzzRouteMatch feeds arbitrary request lines to the matcher of the
+// specification's routes: it never panics, and a request it protects stays
+// protected, for the same route, when spelt as other backends also read
+// it: the method in lower case, the path in upper case, ".json" after it,
+// and, when it has no parameters yet (a backend that keeps them would read
+// another path), ";x" added to its last segment.
+func FuzzRouteMatch(f *testing.F) {
+	for _, c := range routeSpec {
+		f.Add(c.method, c.target)
+	}
+	table := specTable(f, false)
+	parse := func(method, target string) *http.Request {
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + target + " HTTP/1.1\r\nHost: " + specDefaultHost + "\r\n\r\n")))
+		if err != nil || absoluteForm(r) {
+			return nil
+		}
+		return r
+	}
+	f.Fuzz(func(t *testing.T, method, target string) {
+		r := parse(method, target)
+		if r == nil {
+			return
+		}
+		v := table.match(r)
+		if !v.protected {
+			return
+		}
+		path, query, hasQuery := strings.Cut(target, "?")
+		if hasQuery {
+			query = "?" + query
+		}
+		spellings := [][2]string{
+			{strings.ToLower(method), target},
+			{method, strings.ToUpper(path) + query},
+			{method, path + ".json" + query},
+		}
+		if !strings.ContainsAny(path, ";%") {
+			spellings = append(spellings, [2]string{method, path + ";x" + query})
+		}
+		for _, spelt := range spellings {
+			r := parse(spelt[0], spelt[1])
+			if r == nil {
+				continue
+			}
+			w := table.match(r)
+			if !w.protected || w.route.Pattern != v.route.Pattern && w.other != v.route.Pattern {
+				t.Fatalf("%s %s is %q, but %s %s is %q (also %q)", method, target, v.route.Pattern, spelt[0], spelt[1], w.route.Pattern, w.other)
 			}
 		}
 	})

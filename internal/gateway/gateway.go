@@ -51,6 +51,9 @@ type Options struct {
 	Upstream *url.URL
 	// Routes are the protected routes.
 	Routes []Route
+	// CaseSensitive compares paths with the patterns as written; by
+	// default case is ignored, as Express and ASP.NET Core do.
+	CaseSensitive bool
 	// Prefix is where waitroom's own routes are served (DefaultPrefix).
 	Prefix string
 	// UpstreamTimeout bounds the wait for the upstream's response headers.
@@ -95,7 +98,7 @@ func New(o Options) (*Gateway, error) {
 	if err := ValidUpstream(o.Upstream); err != nil {
 		return nil, fmt.Errorf("--upstream: %w", err)
 	}
-	rt, err := newRoutes(o.Routes, o.Prefix)
+	rt, err := newRoutes(o.Routes, o.Prefix, o.CaseSensitive)
 	if err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
@@ -137,6 +140,10 @@ func ValidUpstream(u *url.URL) error {
 // ServeHTTP routes a request: waitroom's own under the prefix, a protected
 // route through the line, everything else straight to the upstream.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if absoluteForm(r) {
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: send the path (%s), not a whole URL", httpapi.ErrRequestTarget, r.URL.RequestURI()))
+		return
+	}
 	if underPrefix(r.URL.Path, g.o.Prefix) {
 		g.api.ServeHTTP(w, r)
 		return
@@ -144,14 +151,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusRecorder{ResponseWriter: w}
 	route := "proxy"
-	if rt, ok := g.routes.match(r); ok {
-		route = "protected " + rt.Pattern
-		g.protected(sw, r, rt)
+	if v := g.routes.match(r); v.protected {
+		route = "protected " + v.route.Pattern
+		g.protected(sw, r, v)
 	} else {
 		g.proxy.ServeHTTP(sw, r)
 	}
 	g.o.API.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
 }
+
+// absoluteForm reports a request whose target is a whole URL ("POST
+// http://host/path"): Go's server has already dropped the Host header it
+// came with, so the gateway cannot check which host a backend would take
+// it for, and refuses it. Browsers send one only to a forward proxy, which
+// this is not.
+func absoluteForm(r *http.Request) bool { return r.URL.Scheme != "" || r.URL.Host != "" }
 
 // entryKey carries a protected request's entry to rewrite.
 type entryKey struct{}
@@ -233,7 +247,19 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 // protected serves a protected route: with a valid entry, forward it under
 // the token rules; without one, let the user straight in if the line is
 // quiet and the queue's entry policy allows it, or send them to the line.
-func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
+// A request that backends may read as two different protected routes is
+// answered as any other without an entry, and refused where it would be
+// forwarded: the entry was checked for one route, the backend may run the
+// other.
+func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
+	rt := v.route
+	ambiguous := func() bool {
+		if v.other == "" {
+			return false
+		}
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q and %q; send the plain path and method of the one you mean", httpapi.ErrAmbiguousRoute, rt.Pattern, v.other))
+		return true
+	}
 	caller, err := g.o.Identity.Caller(r)
 	if err != nil {
 		if !errors.Is(err, identity.ErrUnauthenticated) || !wantsHTML(r) {
@@ -253,6 +279,9 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
 	}
 	user := caller.User
 	if token := entryToken(r, rt.Queue); token != "" {
+		if ambiguous() {
+			return
+		}
 		err := g.forward(w, r, rt, user, token)
 		if err == nil {
 			return
@@ -274,14 +303,17 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, rt Route) {
 		g.sendToLine(w, r, rt)
 		return
 	}
-	v, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
+	if ambiguous() {
+		return
+	}
+	admitted, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
 	if err != nil {
 		g.o.API.WriteError(w, r, err)
 		return
 	}
-	if v.State == queue.Ready {
-		http.SetCookie(w, g.entryCookie(r, rt.Queue, v.Token, v.ExpiresAt))
-		if err := g.forward(w, r, rt, user, v.Token); err != nil {
+	if admitted.State == queue.Ready {
+		http.SetCookie(w, g.entryCookie(r, rt.Queue, admitted.Token, admitted.ExpiresAt))
+		if err := g.forward(w, r, rt, user, admitted.Token); err != nil {
 			g.o.API.WriteError(w, r, err)
 		}
 		return

@@ -24,6 +24,12 @@ var (
 	ErrUpstreamTimeout = errors.New("upstream did not answer in time")
 	// ErrUnsafeReturn: a return target that is not a path on this origin.
 	ErrUnsafeReturn = errors.New("return target must be a path on this site")
+	// ErrAmbiguousRoute: backends may read the request as two different
+	// protected routes, so it is not forwarded with an entry for one.
+	ErrAmbiguousRoute = errors.New("the request may be read as either of two protected routes")
+	// ErrRequestTarget: a request target the gateway does not forward (an
+	// absolute URL, which only forward proxies take).
+	ErrRequestTarget = errors.New("request target not accepted")
 )
 
 // Detailed is an error that adds fields to its error object, such as the
@@ -95,6 +101,8 @@ var errorTable = []struct {
 	{ErrUpstreamUnavailable, errorRow{http.StatusBadGateway, "upstream_unavailable", 5}},
 	{ErrUpstreamTimeout, errorRow{http.StatusGatewayTimeout, "upstream_timeout", 5}},
 	{ErrUnsafeReturn, errorRow{http.StatusBadRequest, "invalid_return", 0}},
+	{ErrAmbiguousRoute, errorRow{http.StatusBadRequest, "ambiguous_route", 0}},
+	{ErrRequestTarget, errorRow{http.StatusBadRequest, "invalid_request_target", 0}},
 }
 
 // errWith adds detail to a sentinel, keeping errors.Is working.
