@@ -199,8 +199,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
-	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge})
-	gate := m.newGatekeeper(c)
+	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
+	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies, Proxies: proxies})
+	gate := m.newGatekeeper(c, proxies)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
 		Identity:       id,
@@ -210,7 +211,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ReadyWarnings:  m.readyWarnings,
 		Logger:         m.Logger,
 		NewQueueConfig: qcfg,
-		SecureCookies:  c.SecureCookies,
 		Page:           web.Handler(web.Options{Base: c.prefix(), Gateway: c.Proxy}),
 		OpenAPI:        waitroom.OpenAPI,
 		Metrics:        metrics,
@@ -229,7 +229,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	if c.Proxy {
-		if m.Gateway, err = m.newGateway(id, gate, guard); err != nil {
+		if m.Gateway, err = m.newGateway(id, gate, guard, proxies); err != nil {
 			return err
 		}
 		server.Handler = m.Gateway
@@ -298,8 +298,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // up already): challenges signed with the auth secret, the per-address
 // limits (reported in the metrics), the client address behind the trusted
 // proxies.
-func (m *Main) newGatekeeper(c Config) *gatekeeper.Gatekeeper {
-	addrs, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
+func (m *Main) newGatekeeper(c Config, addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
 	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, nil)
 	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, nil)
 	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
@@ -365,7 +364,7 @@ func (m *Main) openOrders(ctx context.Context, guard *entry.Guard) (err error) {
 
 // newGateway builds gateway mode around the API: the upstream, its
 // protected routes and the key that signs X-Waitroom-Entry.
-func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, guard *entry.Guard) (*gateway.Gateway, error) {
+func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, guard *entry.Guard, proxies clientaddr.Resolver) (*gateway.Gateway, error) {
 	c := m.Config
 	upstream, err := c.UpstreamURL()
 	if err != nil {
@@ -382,7 +381,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, gu
 	return gateway.New(gateway.Options{
 		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: guard, Signer: signer,
-		SecureCookies: c.SecureCookies, Logger: m.Logger,
+		Proxies: proxies, Logger: m.Logger,
 	})
 }
 

@@ -142,7 +142,9 @@ func TestGatewayAgainstRealBackends(t *testing.T) {
 				tok := p.admitted("alice")
 				b.clear(t)
 				a := attack{method: "POST", target: "/checkout"}
-				status, _, body := rawHTTP(t, gw, a, []string{"Authorization", p.as("alice"), "X-Entry-Token", tok})
+				// A spoofed user spelt as CGI-style servers read it
+				// (Werkzeug takes X_Waitroom_User as X-Waitroom-User).
+				status, _, body := rawHTTP(t, gw, a, []string{"Authorization", p.as("alice"), "X-Entry-Token", tok, "X_Waitroom_User", "victim"})
 				if status != 200 {
 					t.Fatalf("%d %s", status, body)
 				}

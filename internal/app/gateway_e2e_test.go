@@ -29,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/gateway"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -268,15 +269,7 @@ func (p *proxied) buy(user, token string, headers ...string) response {
 // following a redirect, and its body.
 func (p *proxied) browserVisit(path string) (*http.Response, []byte) {
 	p.t.Helper()
-	req, _ := http.NewRequest("GET", p.base+path, nil)
-	req.Header.Set("Accept", "text/html")
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	return res, body
+	return p.browserVisitWith(path)
 }
 
 // noRedirects is a client that shows redirects instead of following them.
@@ -770,4 +763,168 @@ func watchHeap(t *testing.T) func() uint64 {
 		<-done
 		return peak.Load()
 	}
+}
+
+// What reaches the backend besides the request, and what the browser is
+// given: forwarding headers only from a trusted proxy, no X-Waitroom-*
+// header in any spelling, none of waitroom's cookies, one Secure rule for
+// every cookie, and a return Location that is what was checked.
+func TestGatewayHeadersAndCookies(t *testing.T) {
+	t.Parallel()
+	s := newUpstreamShop(t, 10)
+	p := bootProxy(t, backend{name: "embedded"}, s, nil)
+	trusting := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) { c.TrustedProxies = "127.0.0.1" })
+	for _, q := range []*proxied{p, trusting} {
+		q.setPaused(true)
+	}
+	spoof := []string{"X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https", "X-Forwarded-For", "6.6.6.6",
+		"Forwarded", "for=6.6.6.6;host=evil.example", "X-Real-IP", "6.6.6.6"}
+
+	t.Run("forwarding headers: the gateway's own unless from a trusted proxy", func(t *testing.T) {
+		p.do("GET", "/anything", "", nil, spoof...)
+		got := s.lastSeen().header
+		host := strings.TrimPrefix(p.base, "http://")
+		for h, want := range map[string]string{"X-Forwarded-Host": host, "X-Forwarded-Proto": "http", "X-Forwarded-For": "127.0.0.1",
+			"Forwarded": `for=127.0.0.1;host="` + host + `";proto=http`, "X-Real-Ip": ""} {
+			if v := strings.Join(got.Values(h), ", "); v != want {
+				t.Errorf("untrusted peer: %s %q reached the backend, want %q", h, v, want)
+			}
+		}
+		trusting.do("GET", "/anything", "", nil, spoof...)
+		got = s.lastSeen().header
+		for h, want := range map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https", "X-Forwarded-For": "6.6.6.6, 127.0.0.1",
+			"X-Real-Ip": "6.6.6.6"} {
+			if v := strings.Join(got.Values(h), ", "); v != want {
+				t.Errorf("trusted peer: %s %q reached the backend, want %q", h, v, want)
+			}
+		}
+	})
+
+	t.Run("X-Waitroom-* in any spelling never reaches the backend", func(t *testing.T) {
+		tok := p.admitted("honest")
+		spelt := []string{"X_Waitroom_User", "victim", "x_waitroom_entry", "forged", "X-Waitroom_User", "victim"}
+		status, _, body := rawHTTP(t, strings.TrimPrefix(p.base, "http://"), attack{method: "POST", target: "/buy", header: spelt},
+			[]string{"Authorization", p.as("honest"), "X-Entry-Token", tok, "Accept", "application/json"})
+		if status != 201 {
+			t.Fatalf("buy: %d %s", status, body)
+		}
+		calls := s.buyCalls()
+		for k, v := range calls[len(calls)-1].header {
+			if strings.HasPrefix(strings.ReplaceAll(strings.ToLower(k), "_", "-"), "x-waitroom-") && (k != "X-Waitroom-User" && k != "X-Waitroom-Entry" || v[0] == "victim") {
+				t.Errorf("%s: %q reached the backend", k, v)
+			}
+		}
+		if u := calls[len(calls)-1].header.Values("X-Waitroom-User"); len(u) != 1 || u[0] != "honest" {
+			t.Errorf("X-Waitroom-User %q, want [honest]", u)
+		}
+	})
+
+	t.Run("waitroom's cookies never reach the backend", func(t *testing.T) {
+		tok := p.admitted("cookied")
+		cookie := "shop_cart=3; " + identity.CookieName + "=whatever; " + gateway.EntryCookiePrefix + "default=" + tok + "; theme=dark"
+		if r := p.do("GET", "/checkout", p.as("cookied"), nil, "Cookie", cookie); r.status != 200 {
+			t.Fatalf("session route with the entry cookie: %d %s", r.status, r.raw)
+		}
+		checkout := s.lastSeen()
+		p.do("GET", "/anything", "", nil, "Cookie", cookie)
+		for _, call := range []shopCall{checkout, s.lastSeen()} {
+			if got := call.header.Values("Cookie"); len(got) != 1 || got[0] != "shop_cart=3; theme=dark" {
+				t.Errorf("%s %s: Cookie %q reached the backend, want the shop's own only", call.method, call.path, got)
+			}
+			if call.header.Get("X-Entry-Token") != "" {
+				t.Errorf("%s %s: the entry token reached the backend", call.method, call.path)
+			}
+		}
+	})
+
+	t.Run("one Secure rule for the page's session and the entry cookie", func(t *testing.T) {
+		for i, tt := range []struct {
+			name  string
+			q     *proxied
+			proto string
+			want  bool
+		}{
+			{"plain HTTP", p, "", false},
+			{"a client's own X-Forwarded-Proto", p, "https", false},
+			{"a trusted proxy's X-Forwarded-Proto", trusting, "https", true},
+		} {
+			var headers []string
+			if tt.proto != "" {
+				headers = []string{"X-Forwarded-Proto", tt.proto}
+			}
+			page := tt.q.do("GET", gwPrefix+"/", "", nil, headers...)
+			first, _ := tt.q.browserVisitWith("/checkout", headers...)
+			for what, res := range map[string][]string{"the waiting page": page.header.Values("Set-Cookie"), "the gateway's first visit": first.Header.Values("Set-Cookie")} {
+				c := findCookie(res, identity.CookieName)
+				if c == nil || c.Secure != tt.want {
+					t.Errorf("%s: %s's session cookie %+v, want Secure %v", tt.name, what, c, tt.want)
+				}
+			}
+			user := fmt.Sprintf("secure-%d", i)
+			tt.q.admitted(user)
+			req, _ := http.NewRequest("GET", tt.q.base+gwPrefix+"/return?to=%2Fcheckout", nil)
+			req.Header.Set("Authorization", tt.q.as(user))
+			for i := 0; i+1 < len(headers); i += 2 {
+				req.Header.Set(headers[i], headers[i+1])
+			}
+			res, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if c := findCookie(res.Header.Values("Set-Cookie"), gateway.EntryCookiePrefix+"default"); c == nil || c.Secure != tt.want {
+				t.Errorf("%s: entry cookie %+v, want Secure %v", tt.name, c, tt.want)
+			}
+		}
+	})
+
+	t.Run("the return Location is what was checked", func(t *testing.T) {
+		p.admitted("returner")
+		for _, bad := range []string{"/./%2fevil.com", "/.//evil.com", "/a/..//evil.com", "/%2e/%2fevil.com"} {
+			r := p.do("GET", gwPrefix+"/return?to="+url.QueryEscape(bad), p.as("returner"), nil)
+			if r.status != 400 || r.errorCode() != "invalid_return" || r.header.Get("Location") != "" {
+				t.Errorf("return to %q: %d %q %s", bad, r.status, r.header.Get("Location"), r.raw)
+			}
+		}
+		for _, good := range []string{"/checkout?step=2", "/a/./b", "/shop/../checkout"} {
+			req, _ := http.NewRequest("GET", p.base+gwPrefix+"/return?to="+url.QueryEscape(good), nil)
+			req.Header.Set("Authorization", p.as("returner"))
+			res, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != 303 || res.Header.Get("Location") != good {
+				t.Errorf("return to %q: %d Location %q, want 303 to exactly it", good, res.StatusCode, res.Header.Get("Location"))
+			}
+		}
+	})
+}
+
+// browserVisitWith is browserVisit with extra request headers (name,
+// value, …).
+func (p *proxied) browserVisitWith(path string, headers ...string) (*http.Response, []byte) {
+	p.t.Helper()
+	req, _ := http.NewRequest("GET", p.base+path, nil)
+	req.Header.Set("Accept", "text/html")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := noRedirects.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, body
+}
+
+// findCookie parses Set-Cookie values and returns the one named name.
+func findCookie(setCookies []string, name string) *http.Cookie {
+	for _, v := range setCookies {
+		if c, err := http.ParseSetCookie(v); err == nil && c.Name == name {
+			return c
+		}
+	}
+	return nil
 }

@@ -50,6 +50,27 @@ func (r Resolver) Trusted(a netip.Addr) bool {
 	return false
 }
 
+// FromTrusted reports whether req came straight from one of the trusted
+// proxies, so that what it says in X-Forwarded-* may be believed.
+func (r Resolver) FromTrusted(req *http.Request) bool {
+	a := parse(req.RemoteAddr)
+	return a.IsValid() && r.Trusted(a)
+}
+
+// HTTPS reports whether the client's request came over TLS: to this server,
+// or, by the X-Forwarded-Proto of a trusted proxy, to the proxy in front
+// (its first value: the hop nearest the client).
+func (r Resolver) HTTPS(req *http.Request) bool {
+	if req.TLS != nil {
+		return true
+	}
+	if !r.FromTrusted(req) {
+		return false
+	}
+	proto, _, _ := strings.Cut(req.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
 // Addr is the client's address: the connection's, unless that is a trusted
 // proxy; then X-Forwarded-For is read from the right (each proxy appends
 // the address it was connected from) and the first address that is not a

@@ -22,6 +22,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,10 +31,12 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -68,11 +71,10 @@ type Options struct {
 	Queue  *queue.Service
 	Guard  *entry.Guard
 	Signer *Signer
-	// SecureCookies marks the entry cookie Secure even on plain HTTP (TLS
-	// ends in front of waitroom); it is Secure on TLS or when a proxy in
-	// front says X-Forwarded-Proto: https.
-	SecureCookies bool
-	Logger        *slog.Logger
+	// Proxies are the trusted proxies (--trusted-proxies): only what they
+	// say in Forwarded and X-Forwarded-* is passed on.
+	Proxies clientaddr.Resolver
+	Logger  *slog.Logger
 }
 
 // Gateway is the http.Handler of `waitroom proxy`.
@@ -177,46 +179,124 @@ type forwarded struct {
 	failed  bool
 }
 
-// rewrite prepares the outbound request: the upstream's address, the
-// X-Forwarded-* headers of one more hop, no X-Waitroom-* header from the
-// client, and on a protected route who the user is and the signed entry.
+// rewrite prepares the outbound request: the upstream's address; the
+// forwarding headers of one more hop; none of the client's X-Waitroom-*
+// headers nor waitroom's own credentials (the entry token, the wr_entry_*
+// and wr_session cookies); and on a protected route who the user is and
+// the signed entry.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.o.Upstream)
 	pr.Out.Host = pr.In.Host // as the client sent it: the backend's links stay right
-	// What a proxy in front said is kept, and this hop added (Rewrite
-	// starts without them).
-	in := pr.In.Header
-	xff := in.Values("X-Forwarded-For")
-	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
-		xff = append(xff, ip)
-	}
-	if len(xff) > 0 {
-		pr.Out.Header.Set("X-Forwarded-For", strings.Join(xff, ", "))
-	}
-	pr.Out.Header.Set("X-Forwarded-Host", firstOr(in.Get("X-Forwarded-Host"), pr.In.Host))
-	proto := "http"
-	if pr.In.TLS != nil {
-		proto = "https"
-	}
-	pr.Out.Header.Set("X-Forwarded-Proto", firstOr(in.Get("X-Forwarded-Proto"), proto))
-
-	for k := range pr.Out.Header {
-		if len(k) >= len("X-Waitroom-") && strings.EqualFold(k[:len("X-Waitroom-")], "X-Waitroom-") {
-			delete(pr.Out.Header, k)
+	out := pr.Out.Header
+	trusted := g.o.Proxies.FromTrusted(pr.In)
+	for k := range out {
+		// Names are compared with "_" as "-": CGI-style servers read
+		// X_Waitroom_User as HTTP_X_WAITROOM_USER.
+		switch {
+		case hasHeaderPrefix(k, "X-Waitroom-"), sameHeader(k, "X-Entry-Token"):
+			delete(out, k)
+		case isForwardingHeader(k) && (!trusted || strings.IndexByte(k, '_') >= 0):
+			delete(out, k) // only a trusted proxy's, and never a spelling no proxy writes
 		}
 	}
+	g.forwardedFor(pr, trusted)
+	stripOwnCookies(out)
 	if f, ok := pr.In.Context().Value(entryKey{}).(*forwarded); ok {
-		pr.Out.Header.Del("X-Entry-Token") // the backend gets the signed entry instead
-		pr.Out.Header.Set("X-Waitroom-User", f.user)
-		pr.Out.Header.Set("X-Waitroom-Entry", f.header)
+		out.Set("X-Waitroom-User", f.user)
+		out.Set("X-Waitroom-Entry", f.header)
 	}
 }
 
-func firstOr(v, fallback string) string {
-	if v != "" {
-		return v
+// isForwardingHeader: a header a proxy writes to say where a request came
+// from and how. Backends build absolute URLs (password-reset links
+// included) from them, and trust the client address in them.
+func isForwardingHeader(k string) bool {
+	return sameHeader(k, "Forwarded") || hasHeaderPrefix(k, "X-Forwarded-") || sameHeader(k, "X-Real-IP") ||
+		sameHeader(k, "X-Client-IP") || sameHeader(k, "True-Client-IP") || sameHeader(k, "Front-End-Https") ||
+		sameHeader(k, "X-Url-Scheme")
+}
+
+// forwardedFor sets the forwarding headers of this hop. From a trusted
+// proxy what it said is kept and this hop added (X-Forwarded-For and
+// Forwarded grow by one; its X-Forwarded-Host and -Proto stand). From
+// anyone else they are the gateway's own: the client's address, the Host
+// it asked for, the scheme it came by.
+func (g *Gateway) forwardedFor(pr *httputil.ProxyRequest, trusted bool) {
+	in, out := pr.In.Header, pr.Out.Header
+	ip := ""
+	if host, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		ip = host
 	}
-	return fallback
+	scheme := "http" // of this hop
+	if pr.In.TLS != nil {
+		scheme = "https"
+	}
+	xff, host, proto := []string{ip}, pr.In.Host, scheme
+	if trusted {
+		xff = append(in.Values("X-Forwarded-For"), ip)
+		host = cmp.Or(in.Get("X-Forwarded-Host"), host)
+		proto = cmp.Or(in.Get("X-Forwarded-Proto"), proto)
+	}
+	out.Set("X-Forwarded-For", strings.Join(xff, ", "))
+	out.Set("X-Forwarded-Host", host)
+	out.Set("X-Forwarded-Proto", proto)
+	// Forwarded (RFC 7239): a trusted proxy's elements and this hop's; from
+	// anyone else this hop's alone. A trusted proxy that sent none gets
+	// none added, or a backend preferring Forwarded would read this hop's
+	// plain http over the proxy's X-Forwarded-Proto.
+	self := forwardedElement(ip, pr.In.Host, scheme)
+	switch prior := in.Values("Forwarded"); {
+	case !trusted:
+		out.Set("Forwarded", self)
+	case len(prior) > 0:
+		out["Forwarded"] = []string{strings.Join(prior, ", ") + ", " + self}
+	}
+}
+
+// forwardedElement is one hop of a Forwarded header.
+func forwardedElement(ip, host, proto string) string {
+	if strings.Contains(ip, ":") {
+		ip = `"[` + ip + `]"`
+	}
+	return "for=" + ip + ";host=" + strconv.Quote(host) + ";proto=" + proto
+}
+
+// stripOwnCookies removes waitroom's cookies from the Cookie header: the
+// backend gets the signed entry instead of the token, and has no use for
+// the session. Cookie headers without them pass byte for byte.
+func stripOwnCookies(h http.Header) {
+	vs := h["Cookie"]
+	var kept []string
+	changed := false
+	for _, v := range vs {
+		if !containsFold(v, "wr_") {
+			kept = append(kept, v)
+			continue
+		}
+		var parts []string
+		for part := range strings.SplitSeq(v, ";") {
+			name, _, _ := strings.Cut(strings.TrimSpace(part), "=")
+			if strings.EqualFold(name, identity.CookieName) || hasFoldPrefix(name, EntryCookiePrefix) {
+				changed = true
+				continue
+			}
+			parts = append(parts, strings.TrimSpace(part))
+		}
+		if len(parts) > 0 {
+			kept = append(kept, strings.Join(parts, "; "))
+		}
+	}
+	switch {
+	case !changed:
+	case len(kept) == 0:
+		delete(h, "Cookie")
+	default:
+		h["Cookie"] = kept
+	}
+}
+
+func hasFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // upstreamFailed answers when the upstream could not be reached or did not
@@ -275,7 +355,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 		}
 		var value string
 		caller.User, value = g.o.Identity.NewSession()
-		http.SetCookie(w, g.o.Identity.Cookie(value, g.secure(r)))
+		http.SetCookie(w, g.o.Identity.Cookie(r, value))
 	}
 	user := caller.User
 	if token := entryToken(r, rt.Queue); token != "" {
@@ -422,7 +502,11 @@ func (g *Gateway) returnTo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, g.entryCookie(r, name, v.Token, v.ExpiresAt))
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	// Location is written as checked: http.Redirect would clean the path
+	// first ("/./%2fevil.com" to "/%2fevil.com"), and what is sent must be
+	// what was checked.
+	w.Header().Set("Location", to)
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 // jwks serves the public keys of X-Waitroom-Entry (RFC 7517). Backends
@@ -453,15 +537,9 @@ func (g *Gateway) entryCookie(r *http.Request, queueName, token string, expires 
 		Expires:  expires,
 		MaxAge:   max(int(time.Until(expires).Seconds()), 1),
 		HttpOnly: true,
-		Secure:   g.secure(r),
+		Secure:   g.o.Identity.Secure(r),
 		SameSite: http.SameSiteLaxMode,
 	}
-}
-
-// secure reports whether cookies should be Secure: the request came over
-// TLS, here or at a proxy in front, or the operator said so.
-func (g *Gateway) secure(r *http.Request) bool {
-	return g.o.SecureCookies || r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // wantsHTML tells a browser navigating from an API client.

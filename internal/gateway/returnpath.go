@@ -46,5 +46,33 @@ func SafeReturn(target string) bool {
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
-	return !strings.HasPrefix(path, "//")
+	// With its dot segments removed, as a browser resolves it
+	// ("/.//evil.example" is "//evil.example").
+	return !strings.HasPrefix(removeDotSegments(path), "//")
+}
+
+// removeDotSegments is RFC 3986 §5.2.4 on an absolute path: "." and ".."
+// segments resolved, repeated slashes kept (unlike path.Clean).
+func removeDotSegments(p string) string {
+	segs := strings.Split(p, "/")[1:]
+	out := make([]string, 0, len(segs))
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }

@@ -10,8 +10,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/clientaddr"
 )
 
 // specRoutes are the patterns of the matching specification
@@ -424,6 +427,7 @@ func TestSafeReturn(t *testing.T) {
 		`\\evil.example`, `/\/evil.example`, "/%2F%2Fevil.example", "/%2f/evil.example", "/%5Cevil.example",
 		"/%252F%252Fevil.example", "javascript:alert(1)", "/ok\r\nSet-Cookie: x=1", "/ok%0d%0aSet-Cookie:x=1",
 		"/a b", "/\x00", "http:/evil.example", " /checkout", "/" + strings.Repeat("a", 3000),
+		"/./%2fevil.example", "/.//evil.example", "/a/..//evil.example", "/%2e/%2fevil.example", "/a/%2e%2e//evil.example",
 	} {
 		if SafeReturn(bad) {
 			t.Errorf("SafeReturn(%q) = true, want false", bad)
@@ -444,25 +448,113 @@ func TestValidPrefix(t *testing.T) {
 	}
 }
 
-// The X-Waitroom-* headers a client sends never reach the upstream; the
-// others, and the Host, are kept.
-func TestRewriteStripsWaitroomHeaders(t *testing.T) {
+// What the upstream is sent: the X-Waitroom-* headers and the entry token
+// a client sends never (in any spelling), the forwarding headers of a
+// client the gateway's own, of a trusted proxy kept and one hop added,
+// waitroom's cookies never; the rest, and the Host, as sent.
+func TestRewrite(t *testing.T) {
 	up, _ := url.Parse("http://127.0.0.1:9/base")
-	g := &Gateway{o: Options{Upstream: up}}
-	in := httptest.NewRequest("GET", "http://shop.example/x?q=1", nil)
-	in.Header.Set("X-Waitroom-User", "mallory")
-	in.Header["x-waitroom-entry"] = []string{"forged"} // not canonical: still stripped
-	in.Header.Set("X-Keep", "1")
-	pr := &httputil.ProxyRequest{In: in, Out: in.Clone(in.Context())}
-	g.rewrite(pr)
-	for k := range pr.Out.Header {
-		if strings.HasPrefix(strings.ToLower(k), "x-waitroom-") {
-			t.Errorf("%s reached the upstream", k)
+	proxies, _ := clientaddr.Parse("10.0.0.0/8")
+	g := &Gateway{o: Options{Upstream: up, Proxies: proxies}}
+	rewrite := func(peer string, header ...string) http.Header {
+		in := httptest.NewRequest("GET", "http://shop.example/x?q=1", nil)
+		in.RemoteAddr = peer
+		for i := 0; i+1 < len(header); i += 2 {
+			in.Header[header[i]] = append(in.Header[header[i]], header[i+1]) // as sent, not canonicalised
+		}
+		pr := &httputil.ProxyRequest{In: in, Out: in.Clone(in.Context())}
+		// As ReverseProxy does before Rewrite.
+		for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+			pr.Out.Header.Del(h)
+		}
+		g.rewrite(pr)
+		if pr.Out.Host != "shop.example" || pr.Out.URL.String() != "http://127.0.0.1:9/base/x?q=1" {
+			t.Errorf("host %q, URL %s", pr.Out.Host, pr.Out.URL)
+		}
+		return pr.Out.Header
+	}
+	spoofed := []string{
+		"X-Waitroom-User", "mallory", "x-waitroom-entry", "forged", "X_Waitroom_User", "victim", "X-Waitroom_Entry", "forged",
+		"X-Entry-Token", "token", "X_Entry_Token", "token",
+		"X-Forwarded-For", "6.6.6.6", "X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https",
+		"Forwarded", "for=6.6.6.6;host=evil.example;proto=https", "X-Forwarded-Port", "443", "X-Forwarded-Prefix", "/evil",
+		"X-Real-IP", "6.6.6.6", "X_Forwarded_Host", "evil.example", "True-Client-IP", "6.6.6.6",
+		"Cookie", "shop=1; wr_session=anon-1.2.3; wr_entry_default=tok; x=2", "Cookie", "WR_ENTRY_drops=tok",
+		"X-Keep", "1",
+	}
+
+	t.Run("from a client", func(t *testing.T) {
+		h := rewrite("203.0.113.9:5555", spoofed...)
+		want := http.Header{
+			"X-Keep":            {"1"},
+			"X-Forwarded-For":   {"203.0.113.9"},
+			"X-Forwarded-Host":  {"shop.example"},
+			"X-Forwarded-Proto": {"http"},
+			"Forwarded":         {`for=203.0.113.9;host="shop.example";proto=http`},
+			"Cookie":            {"shop=1; x=2"},
+		}
+		if diff := headerDiff(want, h); diff != "" {
+			t.Error(diff)
+		}
+	})
+	t.Run("from a trusted proxy", func(t *testing.T) {
+		h := rewrite("10.1.2.3:5555", spoofed...)
+		want := http.Header{
+			"X-Keep":             {"1"},
+			"X-Forwarded-For":    {"6.6.6.6, 10.1.2.3"},
+			"X-Forwarded-Host":   {"evil.example"},
+			"X-Forwarded-Proto":  {"https"},
+			"Forwarded":          {`for=6.6.6.6;host=evil.example;proto=https, for=10.1.2.3;host="shop.example";proto=http`},
+			"X-Forwarded-Port":   {"443"},
+			"X-Forwarded-Prefix": {"/evil"},
+			"X-Real-Ip":          {"6.6.6.6"},
+			"True-Client-Ip":     {"6.6.6.6"},
+			"Cookie":             {"shop=1; x=2"},
+		}
+		if diff := headerDiff(want, h); diff != "" {
+			t.Error(diff)
+		}
+	})
+	t.Run("a trusted proxy that sends no Forwarded gets none", func(t *testing.T) {
+		h := rewrite("10.1.2.3:5555", "X-Forwarded-Proto", "https")
+		if h.Get("Forwarded") != "" || h.Get("X-Forwarded-Proto") != "https" {
+			t.Errorf("Forwarded %q, X-Forwarded-Proto %q", h.Get("Forwarded"), h.Get("X-Forwarded-Proto"))
+		}
+	})
+	t.Run("cookies without waitroom's pass byte for byte", func(t *testing.T) {
+		h := rewrite("203.0.113.9:5555", "Cookie", "a=1;b=2;  c=3")
+		if got := h.Values("Cookie"); len(got) != 1 || got[0] != "a=1;b=2;  c=3" {
+			t.Errorf("Cookie %q", got)
+		}
+		if h := rewrite("203.0.113.9:5555", "Cookie", "wr_session=x"); len(h.Values("Cookie")) != 0 {
+			t.Errorf("Cookie %q, want none left", h.Values("Cookie"))
+		}
+	})
+}
+
+// headerDiff compares two headers by canonical name, "" when equal.
+func headerDiff(want, got http.Header) string {
+	canon := func(h http.Header) map[string]string {
+		m := map[string]string{}
+		for k, v := range h {
+			m[http.CanonicalHeaderKey(k)] = strings.Join(v, " | ")
+		}
+		return m
+	}
+	w, g := canon(want), canon(got)
+	var diff []string
+	for k, v := range w {
+		if g[k] != v {
+			diff = append(diff, fmt.Sprintf("%s: got %q, want %q", k, g[k], v))
 		}
 	}
-	if pr.Out.Header.Get("X-Keep") != "1" || pr.Out.Host != "shop.example" || pr.Out.URL.String() != "http://127.0.0.1:9/base/x?q=1" {
-		t.Errorf("not kept: headers %v, host %q, URL %s", pr.Out.Header, pr.Out.Host, pr.Out.URL)
+	for k, v := range g {
+		if _, ok := w[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: %q, want none", k, v))
+		}
 	}
+	slices.Sort(diff)
+	return strings.Join(diff, "\n")
 }
 
 // BenchmarkRouteMatch is the matcher's cost per request, for requests as

@@ -21,7 +21,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_, value := s.Identity.NewSession()
-		http.SetCookie(w, s.Identity.Cookie(value, s.SecureCookies))
+		http.SetCookie(w, s.Identity.Cookie(r, value))
 	}
 	s.pageFiles(w, r)
 }

@@ -59,8 +59,6 @@ type Options struct {
 	Logger *slog.Logger
 	// NewQueueConfig is what PUT starts from for fields it leaves out.
 	NewQueueConfig queue.Config
-	// SecureCookies marks the session cookie Secure (behind HTTPS).
-	SecureCookies bool
 	// OpenAPI is the contract served at GET /openapi.yaml (nil: not served).
 	OpenAPI []byte
 	// Metrics records per-instance series (nil records nothing);

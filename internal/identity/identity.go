@@ -19,6 +19,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -35,6 +36,8 @@ type Identity struct {
 	secret        []byte
 	sessionMaxAge time.Duration
 	now           func() time.Time
+	secureCookies bool
+	proxies       clientaddr.Resolver
 
 	// verified remembers JWTs already checked: a waiting user polls with the
 	// same token every few seconds, and verifying it (base64, JSON, HMAC) is
@@ -73,6 +76,12 @@ type Options struct {
 	// Now is the clock sessions are issued and checked by (time.Now when
 	// nil).
 	Now func() time.Time
+	// SecureCookies marks every cookie Secure, even on a request that came
+	// over plain HTTP (TLS ends in front and the proxy does not say so).
+	SecureCookies bool
+	// Proxies are the trusted proxies, whose X-Forwarded-Proto: https
+	// makes a cookie Secure.
+	Proxies clientaddr.Resolver
 }
 
 // New returns an Identity signing and checking with secret, with the
@@ -87,7 +96,7 @@ func NewWith(secret []byte, o Options) *Identity {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Identity{secret: secret, sessionMaxAge: o.SessionMaxAge, now: o.Now,
+	return &Identity{secret: secret, sessionMaxAge: o.SessionMaxAge, now: o.Now, secureCookies: o.SecureCookies, proxies: o.Proxies,
 		verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
 }
 
@@ -231,18 +240,26 @@ func (id *Identity) SignJWT(user string, ttl time.Duration) string {
 	return s
 }
 
-// Cookie returns the cookie carrying a session's value; the browser keeps
-// it as long as the session is good.
-func (id *Identity) Cookie(value string, secure bool) *http.Cookie {
+// Cookie returns the cookie carrying a session's value in the answer to r;
+// the browser keeps it as long as the session is good.
+func (id *Identity) Cookie(r *http.Request, value string) *http.Cookie {
 	return &http.Cookie{
 		Name:     CookieName,
 		Value:    value,
 		Path:     "/",
 		MaxAge:   int(id.sessionMaxAge.Seconds()),
 		HttpOnly: true,
-		Secure:   secure,
+		Secure:   id.Secure(r),
 		SameSite: http.SameSiteLaxMode,
 	}
+}
+
+// Secure is the one rule for every cookie waitroom sets (the session, the
+// gateway's entry): Secure when the request came over TLS, here or, by a
+// trusted proxy's X-Forwarded-Proto, in front; or always with
+// --secure-cookies. A client's own X-Forwarded-Proto counts for nothing.
+func (id *Identity) Secure(r *http.Request) bool {
+	return id.secureCookies || id.proxies.HTTPS(r)
 }
 
 // Bearer returns the credentials of an "Authorization: Bearer …" header;

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -163,7 +165,7 @@ func TestNewSessionRoundTrip(t *testing.T) {
 			t.Fatalf("NewSession repeated user %q", user)
 		}
 		seen[user] = true
-		c := id.Cookie(value, false)
+		c := id.Cookie(httptest.NewRequest("GET", "/", nil), value)
 		r := httptest.NewRequest("GET", "/", nil)
 		r.AddCookie(c)
 		got, err := id.User(r)
@@ -171,9 +173,55 @@ func TestNewSessionRoundTrip(t *testing.T) {
 			t.Fatalf("cookie %q → %q, %v; want %q", value, got, err, user)
 		}
 	}
-	c := id.Cookie("v", true)
+	c := NewWith(testSecret, Options{SecureCookies: true}).Cookie(httptest.NewRequest("GET", "/", nil), "v")
 	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || !c.Secure || c.Path != "/" || c.MaxAge != int(DefaultSessionMaxAge.Seconds()) {
 		t.Errorf("session cookie attributes: %+v", c)
+	}
+}
+
+// One Secure rule for every cookie: TLS here, a trusted proxy's
+// X-Forwarded-Proto: https, or --secure-cookies; never a client's own
+// X-Forwarded-Proto.
+func TestSecureCookieRule(t *testing.T) {
+	t.Parallel()
+	proxies, err := clientaddr.Parse("10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name          string
+		secureCookies bool
+		tls           bool
+		peer, proto   string
+		want          bool
+	}{
+		{"plain HTTP", false, false, "203.0.113.9:5000", "", false},
+		{"TLS to this server", false, true, "203.0.113.9:5000", "", true},
+		{"--secure-cookies", true, false, "203.0.113.9:5000", "", true},
+		{"a trusted proxy says https", false, false, "10.1.2.3:5000", "https", true},
+		{"a trusted proxy says HTTPS, then http", false, false, "10.1.2.3:5000", "HTTPS, http", true},
+		{"a trusted proxy says http", false, false, "10.1.2.3:5000", "http", false},
+		{"a client says https itself", false, false, "203.0.113.9:5000", "https", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := NewWith(testSecret, Options{SecureCookies: tt.secureCookies, Proxies: proxies})
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tt.peer
+			if tt.proto != "" {
+				r.Header.Set("X-Forwarded-Proto", tt.proto)
+			}
+			if !tt.tls {
+				r.TLS = nil
+			} else {
+				r.TLS = &tls.ConnectionState{}
+			}
+			if got := id.Secure(r); got != tt.want {
+				t.Errorf("Secure = %v, want %v", got, tt.want)
+			}
+			if got := id.Cookie(r, "v").Secure; got != tt.want {
+				t.Errorf("the session cookie's Secure = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -223,7 +271,7 @@ func TestSessionsExpire(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want unauthenticated", c.name, got, err)
 		}
 	}
-	if c := id.Cookie(fresh, false); c.MaxAge != 3600 {
+	if c := id.Cookie(httptest.NewRequest("GET", "/", nil), fresh); c.MaxAge != 3600 {
 		t.Errorf("cookie Max-Age %d, want the session's 3600", c.MaxAge)
 	}
 }
