@@ -103,9 +103,9 @@ func TestVerifyEntryExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct := func(entry string) response {
+			direct := func(to, entry string) response {
 				t.Helper()
-				req, _ := http.NewRequest("POST", shopURL+"/buy", nil)
+				req, _ := http.NewRequest("POST", to+"/buy", nil)
 				req.Header.Set("X-Waitroom-Entry", entry)
 				res, err := http.DefaultClient.Do(req)
 				if err != nil {
@@ -141,7 +141,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			entry := rec.last(t)
 
 			// 2. Replayed: the entry the gateway forwarded, sent again.
-			expect("the forwarded entry replayed (same jti)", direct(entry), http.StatusConflict)
+			expect("the forwarded entry replayed (same jti)", direct(shopURL, entry), http.StatusConflict)
 
 			// 3. Signed by another key: under the gateway's kid, and under
 			// its own.
@@ -156,7 +156,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			expect("an entry signed by another key under the gateway's kid", direct(underGatewayKid), http.StatusForbidden)
+			expect("an entry signed by another key under the gateway's kid", direct(shopURL, underGatewayKid), http.StatusForbidden)
 			other, err := gateway.ParseSigner(gateway.GenerateKey())
 			if err != nil {
 				t.Fatal(err)
@@ -165,18 +165,52 @@ func TestVerifyEntryExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			expect("an entry signed by another key under its own kid", direct(underOwnKid), http.StatusForbidden)
+			expect("an entry signed by another key under its own kid", direct(shopURL, underOwnKid), http.StatusForbidden)
 
 			// 4. Expired: the gateway's key, signed longer ago than an
 			// entry lives (and than the examples' 5 s leeway).
-			expect("an expired entry", direct(sign(buyer, "default", now.Add(-gateway.EntryJWTTTL-time.Minute))), http.StatusForbidden)
+			expect("an expired entry", direct(shopURL, sign(buyer, "default", now.Add(-gateway.EntryJWTTTL-time.Minute))), http.StatusForbidden)
 
 			// And what the checks must not refuse, sent the same way: a
 			// fresh entry of the gateway's key; and what they also refuse:
 			// an entry for another queue, no entry.
-			expect("a fresh entry signed by the gateway's key", direct(sign(saleID("direct"), "default", now)), http.StatusOK)
-			expect("an entry for another queue", direct(sign(buyer, "other", now)), http.StatusForbidden)
-			expect("no entry", direct(""), http.StatusUnauthorized)
+			expect("a fresh entry signed by the gateway's key", direct(shopURL, sign(saleID("direct"), "default", now)), http.StatusOK)
+			expect("an entry for another queue", direct(shopURL, sign(buyer, "other", now)), http.StatusForbidden)
+			expect("no entry", direct(shopURL, ""), http.StatusUnauthorized)
+
+			// With an issuer and an audience configured, the example
+			// checks them too: entries signed here with the gateway's key
+			// (the gateway names neither yet), sent to a second instance.
+			const iss, aud = "https://shop.example/_waitroom", "https://shop.example"
+			strict := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+			startExample(t, argv,
+				"LISTEN="+strings.TrimPrefix(strict, "http://"),
+				"WAITROOM_JWKS_URL="+p.base+gwPrefix+"/.well-known/jwks.json",
+				"WAITROOM_QUEUE=default",
+				"WAITROOM_ENTRY_ISSUER="+iss, "WAITROOM_ENTRY_AUDIENCE="+aud,
+				"USED_ENTRIES_DB="+filepath.Join(t.TempDir(), "used-entries.db"))
+			gatewayKey, err := jwt.ParseEdPrivateKeyFromPEM(p.keyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			naming := func(issuer string, audience ...string) string {
+				t.Helper()
+				c := gateway.EntryClaims{Queue: "default", RegisteredClaims: jwt.RegisteredClaims{
+					Subject: buyer, ID: saleID("jti"), Issuer: issuer, Audience: audience,
+					IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
+				}}
+				tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
+				tok.Header["kid"] = signer.KeyID()
+				h, err := tok.SignedString(gatewayKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h
+			}
+			expect("the configured iss and aud", direct(strict, naming(iss, aud)), http.StatusOK)
+			expect("another iss", direct(strict, naming("https://evil.example/_waitroom", aud)), http.StatusForbidden)
+			expect("another aud", direct(strict, naming(iss, "https://evil.example")), http.StatusForbidden)
+			expect("no iss nor aud", direct(strict, naming("")), http.StatusForbidden)
 		})
 	}
 }
