@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -35,18 +34,28 @@ const AdaptiveStartWhy = "adaptive on, from half the configured rate"
 // DefaultRateWindow is how long samples are gathered per decision.
 const DefaultRateWindow = time.Second
 
-// The reasons of the decisions NextRate tells the next window by, after
-// the last decision (RateDecision.Why).
+// RateKind is what a decision of the adaptive rate did.
+type RateKind string
+
 const (
-	backOff  = "back off: "
-	waitShow = "hold, the last back-off has yet to show: "
-	draining = "hold, draining: "
+	// RateBackOff: the rate was cut.
+	RateBackOff RateKind = "back-off"
+	// RateWaitShow: held on the window right after a back-off, whose calls
+	// were mostly let in before it.
+	RateWaitShow RateKind = "wait-show"
+	// RateDraining: held while a backlog drains.
+	RateDraining RateKind = "draining"
+	// RateHold: held for another reason (too few calls, nobody waiting,
+	// the backend falling behind).
+	RateHold RateKind = "hold"
+	// RateGrow: the rate was raised.
+	RateGrow RateKind = "grow"
 )
 
-// after reports whether the decision on the window before w's was one of
-// the kinds whys.
-func after(w RateWindow, whys ...string) bool {
-	return w.Last.Window == w.ID-1 && slices.ContainsFunc(whys, func(why string) bool { return strings.HasPrefix(w.Last.Why, why) })
+// after reports whether the decision on the window just before w's was of
+// one of kinds.
+func after(w RateWindow, kinds ...RateKind) bool {
+	return w.Last.Window == w.ID-1 && slices.Contains(kinds, w.Last.Kind)
 }
 
 // drainShare: a back-off goes no lower than this share of what the
@@ -183,19 +192,20 @@ func NextRate(c Config, w RateWindow) Decision {
 		bears = w.Rate * float64(s.Calls) / (last.CallsPerUser * float64(w.Admitted))
 	}
 	cut := func(to float64, why string) {
-		d.Rate, d.Knee, d.Why = w.Rate*to, w.Rate, backOff+why
+		d.Rate, d.Knee, d.Kind, d.Why = w.Rate*to, w.Rate, RateBackOff, "back off: "+why
 	}
+	hold := func(kind RateKind, why string, args ...any) { d.Kind, d.Why = kind, fmt.Sprintf(why, args...) }
 	switch {
 	case s.Calls < minCallsToJudge:
-		d.Why = fmt.Sprintf("hold: %d calls are too few to judge", s.Calls)
+		hold(RateHold, "hold: %d calls are too few to judge", s.Calls)
 	case float64(s.Overloaded) >= 0.02*float64(s.Calls):
 		cut(0.7, fmt.Sprintf("%d of %d calls failed or timed out", s.Overloaded, s.Calls))
-	case d.P90 > target && after(w, backOff):
-		d.Why = fmt.Sprintf(waitShow+"p90 %v above the target %v", d.P90, target)
-	case d.P90 > target && after(w, waitShow, draining) && d.P90 < last.P90:
-		d.Why = fmt.Sprintf(draining+"p90 %v above the target %v, down from %v", d.P90, target, last.P90)
+	case d.P90 > target && after(w, RateBackOff):
+		hold(RateWaitShow, "hold, the last back-off has yet to show: p90 %v above the target %v", d.P90, target)
+	case d.P90 > target && after(w, RateWaitShow, RateDraining) && d.P90 < last.P90:
+		hold(RateDraining, "hold, draining: p90 %v above the target %v, down from %v", d.P90, target, last.P90)
 	case d.P90 > target && bears > 0 && w.Rate <= drainShare*bears:
-		d.Why = fmt.Sprintf(draining+"p90 %v above the target %v; admitting %.1f/s of the %.1f/s the backend completes", d.P90, target, w.Rate, bears)
+		hold(RateDraining, "hold, draining: p90 %v above the target %v; admitting %.1f/s of the %.1f/s the backend completes", d.P90, target, w.Rate, bears)
 	case d.P90 > target:
 		deepest := 0.7
 		if d.P90 > target*3/2 {
@@ -208,14 +218,14 @@ func NextRate(c Config, w RateWindow) Decision {
 			d.Rate, d.Knee = max(d.Rate, drainShare*bears), bears
 		}
 	case w.Waiting == 0:
-		d.Why = "hold: nobody waiting"
+		hold(RateHold, "hold: nobody waiting")
 	case last.CallsPerUser > 0 && w.Admitted >= RateMinCalls && float64(s.Calls) < keepingUp*last.CallsPerUser*float64(w.Admitted):
 		// Under the target, but the backend completed fewer calls than
 		// the users let in make: a backlog is building that latency has
 		// yet to show (a target far above what the backend takes lets it
 		// grow for long). Hold, and let the measure of calls per user
 		// drift down in case users really make fewer.
-		d.Why = fmt.Sprintf("hold: the backend completed %d calls, the %d users let in make about %.0f", s.Calls, w.Admitted, last.CallsPerUser*float64(w.Admitted))
+		hold(RateHold, "hold: the backend completed %d calls, the %d users let in make about %.0f", s.Calls, w.Admitted, last.CallsPerUser*float64(w.Admitted))
 		d.CallsPerUser = callsPerUser(last.CallsPerUser, float64(s.Calls)/float64(w.Admitted))
 	default:
 		if d.Knee > 0 {
@@ -228,7 +238,7 @@ func NextRate(c Config, w RateWindow) Decision {
 		} else {
 			d.Rate = w.Rate * (1 + max(0.02, min(0.1, 2*float64(target-d.P90)/float64(target))))
 		}
-		d.Why = fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
+		d.Kind, d.Why = RateGrow, fmt.Sprintf("grow: p90 %v under the target %v", d.P90, target)
 		if w.Admitted > 0 {
 			d.CallsPerUser = callsPerUser(last.CallsPerUser, float64(s.Calls)/float64(w.Admitted))
 		}

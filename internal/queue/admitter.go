@@ -146,6 +146,7 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 	defer timer.Stop()
 	failures := 0
 	var opened time.Time // the opening this loop saw done
+	var swept time.Time  // when the janitor last swept the queue
 	for {
 		select {
 		case <-ctx.Done():
@@ -159,6 +160,10 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 			if a.open(ctx, queue) {
 				opened = at
 			}
+		}
+		if time.Since(swept) >= sweepEvery {
+			a.sweep(ctx, queue)
+			swept = time.Now()
 		}
 		var wait time.Duration
 		res, err := a.store.Admit(ctx, queue, NewTokens(cfg.BatchSize))
@@ -186,6 +191,28 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 			}
 		}
 		timer.Reset(wait)
+	}
+}
+
+// sweepEvery is how often each queue's janitor runs (Store.Sweep), and
+// sweepsAtMost how many sweeps it runs in a row while more is left.
+const (
+	sweepEvery   = time.Second
+	sweepsAtMost = 100
+)
+
+// sweep is the janitor, run between ticks, never inside one: it forgets
+// expired tokens, lapsed locks and leavers below the head, which nothing
+// waits for (asynq's janitor shape).
+func (a *Admitter) sweep(ctx context.Context, queue string) {
+	for range sweepsAtMost {
+		more, err := a.store.Sweep(ctx, queue)
+		if err != nil && ctx.Err() == nil {
+			a.logger.Warn("janitor: sweeping failed", "queue", queue, "err", err)
+		}
+		if err != nil || !more {
+			return
+		}
 	}
 }
 

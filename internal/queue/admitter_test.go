@@ -41,6 +41,9 @@ func (s *scriptedStore) Admit(context.Context, string, []string) (queue.Admissio
 	return queue.Admission{Ticked: true, NextIn: s.nextIn(c)}, nil
 }
 
+// Sweep: the janitor finds nothing to sweep.
+func (s *scriptedStore) Sweep(context.Context, string) (bool, error) { return false, nil }
+
 func runAdmitter(t *testing.T, s queue.Store, discover time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

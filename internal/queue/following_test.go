@@ -50,9 +50,9 @@ func windowOf(calls int, latency time.Duration, failed int, waiting int64, rate 
 // window 10 (when n > 1, held after it with the latency at lastP90).
 func cutAgo(w queue.RateWindow, n int64, knee float64, lastP90 time.Duration) queue.RateWindow {
 	w.ID = 10 + n
-	w.Last = queue.RateDecision{Window: w.ID - 1, Why: "back off: p90 1s above the target 250ms", P90: lastP90, Knee: knee}
+	w.Last = queue.RateDecision{Window: w.ID - 1, Kind: queue.RateBackOff, Why: "back off: p90 1s above the target 250ms", P90: lastP90, Knee: knee}
 	if n > 1 {
-		w.Last.Why = "hold, the last back-off has yet to show: p90 900ms above the target 250ms"
+		w.Last.Kind, w.Last.Why = queue.RateWaitShow, "hold, the last back-off has yet to show: p90 900ms above the target 250ms"
 	}
 	return w
 }
@@ -67,7 +67,7 @@ func measured(w queue.RateWindow, perUser float64, admitted int64) queue.RateWin
 // withKnee makes w a window long after a back-off from knee.
 func withKnee(w queue.RateWindow, knee float64) queue.RateWindow {
 	w.ID = 50
-	w.Last = queue.RateDecision{Window: 49, Why: "grow: p90 200ms under the target 250ms", Knee: knee}
+	w.Last = queue.RateDecision{Window: 49, Kind: queue.RateGrow, Why: "grow: p90 200ms under the target 250ms", Knee: knee}
 	return w
 }
 

@@ -63,10 +63,7 @@ type PaceState struct {
 // LinePace is the Pace of a line in the given state.
 func LinePace(s PaceState) Pace {
 	c := s.Config
-	p := Pace{Rate: c.RatePerSecond, Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach}
-	if c.Adaptive && s.EffectiveRate > 0 {
-		p.Rate = s.EffectiveRate
-	}
+	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= MeasureAfter {
@@ -101,12 +98,4 @@ func (p Pace) EstimateRate() float64 {
 		return p.Measured
 	}
 	return p.Rate
-}
-
-// AdvancePace is one admission tick's step of the measured pace: decay by
-// the busy time since the last busy tick (dt seconds) and count the users
-// who left the front. Both stores call it with the same numbers.
-func AdvancePace(rate, busy, dt float64, left int) (float64, float64) {
-	rate = rate*math.Exp(-dt/PaceWindow.Seconds()) + float64(left)/PaceWindow.Seconds()
-	return rate, min(busy+dt, 3600)
 }

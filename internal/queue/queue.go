@@ -132,6 +132,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// RateInForce is the admission rate with eff the adaptive rate stored (0:
+// none): while the rate is adaptive, that rate within its bounds, else the
+// configured one.
+func (c Config) RateInForce(eff float64) float64 {
+	if c.Adaptive && eff > 0 {
+		return max(c.MinRate, min(eff, c.MaxRate))
+	}
+	return c.RatePerSecond
+}
+
 // PerTick is how many users one tick admits on average.
 func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
 
@@ -277,7 +287,10 @@ type RateDecision struct {
 	// Window is the window decided on (RateWindow.ID).
 	Window int64
 	Rate   float64
-	Why    string
+	// Kind is what the decision did, for the next decision to go by; Why
+	// says why in words, for people only (logs, the admin page).
+	Kind RateKind
+	Why  string
 	// P90 is the latency the decision stood on.
 	P90 time.Duration
 	// Knee is where the backend stopped keeping up at the last back-off:
@@ -343,6 +356,12 @@ type Store interface {
 	// their place (Waiting), one holding a valid token gets it (Ready);
 	// otherwise NotInQueue: the line is busy, join it.
 	AdmitNow(ctx context.Context, queue, user, token string) (Entry, error)
+	// Sweep is the janitor's step, kept out of admission's hot path: it
+	// forgets tokens whose time is up (counting them expired), lapsed
+	// in-flight locks and leavers below the line's head, a bounded amount
+	// per call, and reports whether more may be left to sweep. Nothing
+	// else waits for it: every other step reads expiry itself.
+	Sweep(ctx context.Context, queue string) (more bool, err error)
 	// Seen marks users still in line as present now (AbandonAfter).
 	Seen(ctx context.Context, queue string, users []string) error
 	// FoldRate adds one instance's samples to the current window of the

@@ -328,9 +328,15 @@ func StoreFields(c Config) []string {
 // missing from it (written before the setting existed) takes its default;
 // a malformed one is an error naming it.
 func ConfigFromStore(m map[string]string) (Config, error) {
+	return ConfigFromFields(func(field string) (string, bool) { v, ok := m[field]; return v, ok })
+}
+
+// ConfigFromFields is ConfigFromStore with the hash's fields read through
+// get (a store that read them by name, in one go).
+func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 	c := DefaultConfig()
 	for _, s := range Settings {
-		raw, ok := m[s.Field]
+		raw, ok := get(s.Field)
 		if !ok {
 			if s.Always {
 				return Config{}, fmt.Errorf("queue config damaged: field %s missing", s.Field)

@@ -1,5 +1,7 @@
 package memstore
 
+import "github.com/waitroom/waitroom/internal/queue"
+
 // line is the waiting line in memory: users in ticket order with O(log n)
 // rank, the in-process twin of a Redis sorted set scored by an INCR ticket.
 //
@@ -136,16 +138,18 @@ func (l *line) remove(user string) bool {
 	return true
 }
 
-// popFront removes and returns up to n users from the front, in order.
-func (l *line) popFront(n int) []string {
-	var out []string
-	for len(out) < n && l.head < len(l.users) {
-		if u := l.users[l.head]; u != "" {
-			out = append(out, u)
-			l.remove(u)
-			continue
+// front reads up to n users in line order from the 0-based rank from, with
+// their tickets.
+func (l *line) front(from, n int64) []queue.Waiter {
+	t, ok := l.ticketAt(from)
+	if !ok {
+		return nil
+	}
+	out := make([]queue.Waiter, 0, min(n, l.len()-from))
+	for slot := int(t - l.base); slot < len(l.users) && int64(len(out)) < n; slot++ {
+		if u := l.users[slot]; u != "" {
+			out = append(out, queue.Waiter{User: u, Ticket: l.base + int64(slot)})
 		}
-		l.head++
 	}
 	return out
 }

@@ -28,7 +28,7 @@ func TestLineMatchesModel(t *testing.T) {
 			model = append(model[:i:i], model[i+1:]...)
 		case op < 10:
 			n := rnd.IntN(8)
-			got := l.popFront(n)
+			got := popFront(l, n)
 			want := model[:min(n, len(model))]
 			if fmt.Sprint(got) != fmt.Sprint(want) && len(got)+len(want) > 0 {
 				t.Fatalf("step %d: popFront(%d) = %v, want %v", step, n, got, want)
@@ -85,8 +85,18 @@ func TestLinePlacesReservedTickets(t *testing.T) {
 				t.Fatalf("before %d: ticketAt(%d) = %d, want %d", before, i, got, tk)
 			}
 		}
-		if got := l.popFront(len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := popFront(l, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("before %d: popped %v, want %v", before, got, want)
 		}
 	}
+}
+
+// popFront reads and removes up to n users from the front, in order.
+func popFront(l *line, n int) []string {
+	var out []string
+	for _, w := range l.front(0, int64(n)) {
+		out = append(out, w.User)
+		l.remove(w.User)
+	}
+	return out
 }

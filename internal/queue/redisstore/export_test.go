@@ -9,5 +9,5 @@ type Keys struct {
 // KeysOf returns the keys of queue under prefix.
 func KeysOf(prefix, queue string) Keys {
 	k := keysFor(prefix, queue)
-	return Keys{k.line, k.seq, k.cfg, k.adm, k.tokens, k.texp, k.inflight, k.owners, k.left, k.samples}
+	return Keys{k[kLine], k[kSeq], k[kCfg], k[kAdm], k[kTokens], k[kTexp], k[kInflight], k[kOwners], k[kLeft], k[kSamples]}
 }

@@ -1,39 +1,71 @@
 package redisstore
 
-// keys builds every key of one queue. All carry the hash tag {queue}, so on
-// Redis Cluster a queue lives in one slot and each script stays single-slot.
-type keys struct {
-	line, seq, cfg, adm, tokens, texp, inflight, owners, left string
-	// seen: users near the front → when last seen (no-shows); pre: the
-	// pre-queue of an opening, user → arrival; samples: this window's
-	// protected-call samples of every instance (the adaptive rate);
-	// rates: the admission rate's recent changes.
-	seen, pre, samples, rates string
-}
+import (
+	"fmt"
+	"strings"
 
-func keysFor(prefix, queue string) keys {
-	p := prefix + "{" + queue + "}:"
-	return keys{
-		line:     p + "line",
-		seq:      p + "seq",
-		cfg:      p + "cfg",
-		adm:      p + "adm",
-		tokens:   p + "tokens",
-		texp:     p + "texp",
-		inflight: p + "inflight",
-		owners:   p + "owners",
-		left:     p + "left",
-		seen:     p + "seen",
-		pre:      p + "pre",
-		samples:  p + "samples",
-		rates:    p + "rates",
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// A queue's keys, in the one order every script is given them as KEYS (the
+// prelude names them: K.line is KEYS[1]). All carry the hash tag {queue},
+// so on Redis Cluster a queue lives in one slot and each script stays
+// single-slot.
+const (
+	kLine     = iota // ZSET user → ticket
+	kSeq             // STRING the ticket counter
+	kCfg             // HASH the config (queue.Settings names each field), and epoch
+	kAdm             // HASH admission state (queue.TickState, tickFields) and counters
+	kTokens          // HASH user → entry token
+	kTexp            // ZSET user → token expiry (ms)
+	kInflight        // ZSET user → in-flight lock expiry (ms)
+	kOwners          // HASH user → the lock's owner
+	kLeft            // ZSET tickets of users who left the line, above the head
+	kSeen            // ZSET user near the front → last seen (ms; no-shows)
+	kPre             // ZSET the opening's pre-queue, user → arrival
+	kSamples         // HASH this window's protected-call samples of every instance (the adaptive rate)
+	kRates           // LIST the admission rate's recent changes: "ms rate why"
+	nKeys
+)
+
+var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kAdm: "adm", kTokens: "tokens", kTexp: "texp",
+	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates"}
+
+// keys are one queue's keys, indexed by the constants above.
+type keys [nKeys]string
+
+func keysFor(prefix, queue string) *keys {
+	var k keys
+	for i, name := range keyNames {
+		k[i] = prefix + "{" + queue + "}:" + name
 	}
+	return &k
 }
 
 // usedKey marks a one-time thing of the queue as used (FirstUse): a solved
-// challenge, by its nonce.
+// challenge, by its nonce. Scripts get it after the queue's keys.
 func usedKey(prefix, queue, key string) string { return prefix + "{" + queue + "}:used:" + key }
 
 // registryKey is the set of queue names. It is the one key outside any
 // queue's slot, so it is only ever touched by plain commands, never scripts.
 func registryKey(prefix string) string { return prefix + "queues" }
+
+// preludeNames is the Lua that opens the prelude: K, every key by name in
+// the KEYS order above (and K.used, the one a script may get after them),
+// and SETTINGS, the config hash's fields in queue.Settings order.
+func preludeNames() string {
+	var b strings.Builder
+	b.WriteString("local K = {")
+	for i, name := range keyNames {
+		fmt.Fprintf(&b, "%s = KEYS[%d], ", name, i+1)
+	}
+	fmt.Fprintf(&b, "used = KEYS[%d]}\nlocal SETTINGS = {", nKeys+1)
+	for i, s := range queue.Settings {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "'%s'", s.Field)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}

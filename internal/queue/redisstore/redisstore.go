@@ -1,7 +1,11 @@
 // Package redisstore keeps the waiting line in Redis. Every step that must
-// be atomic is one Lua script (scripts/*.lua), each naming its KEYS, ARGV and
-// reply in its header, run with EVALSHA and falling back to EVAL when Redis
-// has lost its script cache (NOSCRIPT after a restart or failover).
+// be atomic is one Lua script (scripts/*.lua), each naming its ARGV and
+// reply in its header, all given the queue's keys in one order and sharing
+// one prelude (scripts/prelude.lua: the clock, the rate in force, where a
+// user stands), run with EVALSHA and falling back to EVAL when Redis has
+// lost its script cache (NOSCRIPT after a restart or failover). Admission
+// is planned in Go (queue.PlanTick) between a read (tick.lua) and an
+// apply (admit.lua), as the embedded store plans it.
 package redisstore
 
 import (
@@ -22,26 +26,30 @@ import (
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-// mustScript loads scripts/<name>.lua, after the shared fragments named
-// by with (pace.lua: the line's pace, read by the scripts that answer with it).
-func mustScript(name string, with ...string) *redis.Script {
-	var src []byte
-	for _, f := range append(with, name) {
-		b, err := scriptFiles.ReadFile("scripts/" + f + ".lua")
-		if err != nil {
-			panic(err) // embedded at build time; missing means a broken build
-		}
-		src = append(append(src, b...), '\n')
+// prelude is what every script starts with: the names (keys.go, tick.go)
+// and scripts/prelude.lua.
+var prelude = preludeNames() + luaList("PACE", paceFields) + luaList("TICK", tickReads) + mustRead("prelude")
+
+func mustRead(name string) string {
+	b, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded at build time; missing means a broken build
 	}
-	return redis.NewScript(string(src))
+	return string(b)
 }
 
+// mustScript is scripts/<name>.lua after the prelude.
+func mustScript(name string) *redis.Script { return redis.NewScript(prelude + "\n" + mustRead(name)) }
+
 var (
-	enterScript     = mustScript("enter", "pace")
-	statusScript    = mustScript("status", "pace")
-	snapshotScript  = mustScript("snapshot", "pace")
+	enterScript     = mustScript("enter")
+	statusScript    = mustScript("status")
+	snapshotScript  = mustScript("snapshot")
 	leaveScript     = mustScript("leave")
+	tickScript      = mustScript("tick")
+	frontScript     = mustScript("front")
 	admitScript     = mustScript("admit")
+	sweepScript     = mustScript("sweep")
 	beginUseScript  = mustScript("begin_use")
 	endUseScript    = mustScript("end_use")
 	statsScript     = mustScript("stats")
@@ -51,7 +59,7 @@ var (
 	setRateScript   = mustScript("set_rate")
 	openDueScript   = mustScript("open_due")
 	placeScript     = mustScript("place")
-	admitNowScript  = mustScript("admit_now", "pace")
+	admitNowScript  = mustScript("admit_now")
 	firstUseScript  = mustScript("first_use")
 )
 
@@ -62,7 +70,7 @@ const DefaultPrefix = "wr:"
 // ClusterClient, failover clients and AutoPipeliner all fit.
 type rediser interface {
 	redis.Scripter
-	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
@@ -86,6 +94,12 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
+// run runs a script on the queue's keys (and extra ones after them).
+func (s *Store) run(ctx context.Context, script *redis.Script, name string, args []any, extra ...string) *redis.Cmd {
+	k := keysFor(s.prefix, name)
+	return script.Run(ctx, s.rdb, append(k[:], extra...), args...)
+}
+
 // unavailable marks an error of Redis itself, so callers answer 503. A
 // script that refused to act on data it cannot read (DAMAGED: a config
 // missing a field) is no outage and no reason to retry: that error stays
@@ -103,28 +117,39 @@ func unavailable(err error) error {
 
 // PutConfig implements queue.Store.
 func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) error {
-	k := keysFor(s.prefix, name)
 	fields := queue.StoreFields(c)
 	args := make([]any, len(fields))
 	for i, f := range fields {
 		args[i] = f
 	}
-	if err := putConfigScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.pre, k.rates}, args...).Err(); err != nil {
+	if err := s.run(ctx, putConfigScript, name, args).Err(); err != nil {
 		return unavailable(err)
 	}
 	return unavailable(s.rdb.SAdd(ctx, registryKey(s.prefix), name).Err())
 }
 
-// Config implements queue.Store.
+// settingFields are the config hash's fields, in queue.Settings order.
+var settingFields = func() []string {
+	out := make([]string, len(queue.Settings))
+	for i, st := range queue.Settings {
+		out[i] = st.Field
+	}
+	return out
+}()
+
+// Config implements queue.Store: one HMGET of the table's fields.
 func (s *Store) Config(ctx context.Context, name string) (queue.Config, error) {
-	m, err := s.rdb.HGetAll(ctx, keysFor(s.prefix, name).cfg).Result()
+	vals, err := s.rdb.HMGet(ctx, keysFor(s.prefix, name)[kCfg], settingFields...).Result()
 	if err != nil {
 		return queue.Config{}, unavailable(err)
 	}
-	if len(m) == 0 {
-		return queue.Config{}, queue.ErrQueueNotFound
+	p := reply{r: vals}
+	for i := range vals {
+		if vals[i] != nil {
+			return p.config(0)
+		}
 	}
-	return queue.ConfigFromStore(m)
+	return queue.Config{}, queue.ErrQueueNotFound
 }
 
 // Queues implements queue.Store.
@@ -135,8 +160,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, error) {
-	k := keysFor(s.prefix, name)
-	r, err := enterScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.tokens, k.texp, k.adm, k.pre, k.seen}, user).Slice()
+	r, err := s.run(ctx, enterScript, name, []any{user}).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -148,8 +172,7 @@ func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, erro
 
 // Status implements queue.Store.
 func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, error) {
-	k := keysFor(s.prefix, name)
-	r, err := statusScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.tokens, k.texp, k.adm, k.pre}, user).Slice()
+	r, err := s.run(ctx, statusScript, name, []any{user}).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -158,8 +181,7 @@ func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, err
 
 // AdmitNow implements queue.Store.
 func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Entry, error) {
-	k := keysFor(s.prefix, name)
-	r, err := admitNowScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.adm, k.tokens, k.texp, k.pre}, user, token).Slice()
+	r, err := s.run(ctx, admitNowScript, name, []any{user, token}).Slice()
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
@@ -167,7 +189,7 @@ func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.E
 }
 
 // parseEntry reads the reply shared by enter.lua, status.lua and
-// admit_now.lua.
+// admit_now.lua: the prelude's standing, then its pace block.
 func parseEntry(r []any) (queue.Entry, error) {
 	p := reply{r: r}
 	var e queue.Entry
@@ -186,14 +208,13 @@ func parseEntry(r []any) (queue.Entry, error) {
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	e.Pace, e.Epoch = p.pace(paceAt), p.epoch(paceAt)
+	e.Pace, e.Epoch = p.pace(paceAt)
 	return e, p.err
 }
 
 // Snapshot implements queue.Store.
 func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, error) {
-	k := keysFor(s.prefix, name)
-	r, err := snapshotScript.Run(ctx, s.rdb, []string{k.line, k.seq, k.cfg, k.left, k.adm}, queue.SnapshotMaxLeft).Slice()
+	r, err := s.run(ctx, snapshotScript, name, []any{queue.SnapshotMaxLeft}).Slice()
 	if err != nil {
 		return queue.Snapshot{}, unavailable(err)
 	}
@@ -201,8 +222,9 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	if p.int(0) == -1 {
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
-	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3), Pace: p.pace(4), Epoch: p.epoch(4)}
-	for i := 4 + paceFields; i < len(r); i++ {
+	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3)}
+	sn.Pace, sn.Epoch = p.pace(4)
+	for i := 4 + paceLen; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
@@ -212,35 +234,14 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, name, user string) (bool, error) {
-	k := keysFor(s.prefix, name)
-	n, err := leaveScript.Run(ctx, s.rdb, []string{k.line, k.tokens, k.texp, k.adm, k.left, k.pre, k.seen}, user).Int64()
+	n, err := s.run(ctx, leaveScript, name, []any{user}).Int64()
 	return n > 0, unavailable(err)
 }
 
-// Admit implements queue.Store.
-func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
-	k := keysFor(s.prefix, name)
-	args := make([]any, len(tokens))
-	for i, t := range tokens {
-		args[i] = t
-	}
-	r, err := admitScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.tokens, k.texp, k.left, k.seen}, args...).Slice()
-	if err != nil {
-		return queue.Admission{}, unavailable(err)
-	}
-	p := reply{r: r}
-	ticked := p.int(0)
-	if ticked < 0 {
-		return queue.Admission{}, queue.ErrQueueNotFound
-	}
-	a := queue.Admission{Ticked: ticked == 1, NextIn: time.Duration(p.int(1)) * time.Millisecond}
-	if a.Ticked {
-		a.Skipped = int(p.int(2))
-		for i := 3; i < len(r); i++ {
-			a.Admitted = append(a.Admitted, p.str(i))
-		}
-	}
-	return a, p.err
+// Sweep implements queue.Store.
+func (s *Store) Sweep(ctx context.Context, name string) (bool, error) {
+	n, err := s.run(ctx, sweepScript, name, nil).Int64()
+	return n == 1, unavailable(err)
 }
 
 // seenChunk bounds the users one seen.lua call marks.
@@ -248,7 +249,6 @@ const seenChunk = 1000
 
 // Seen implements queue.Store.
 func (s *Store) Seen(ctx context.Context, name string, users []string) error {
-	k := keysFor(s.prefix, name)
 	for len(users) > 0 {
 		chunk := users[:min(len(users), seenChunk)]
 		users = users[len(chunk):]
@@ -256,7 +256,7 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 		for i, u := range chunk {
 			args[i] = u
 		}
-		if err := seenScript.Run(ctx, s.rdb, []string{k.line, k.seen}, args...).Err(); err != nil {
+		if err := s.run(ctx, seenScript, name, args).Err(); err != nil {
 			return unavailable(err)
 		}
 	}
@@ -265,12 +265,11 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
-	k := keysFor(s.prefix, name)
 	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
-	r, err := foldRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.samples, k.line}, args...).Slice()
+	r, err := s.run(ctx, foldRateScript, name, args).Slice()
 	if err != nil {
 		return queue.RateWindow{}, unavailable(err)
 	}
@@ -283,10 +282,10 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 	}
 	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4), Admitted: p.int(5),
 		Last: queue.RateDecision{Window: p.int(6), Why: p.str(7), P90: time.Duration(p.int(8)), Knee: p.float(9),
-			CallsPerUser: p.float(10)},
+			CallsPerUser: p.float(10), Kind: queue.RateKind(p.str(11))},
 		Samples: queue.RateSample{Latency: map[int]int64{}}}
 	w.Last.Rate = w.Rate
-	for i := 11; i+1 < len(r); i += 2 {
+	for i := 12; i+1 < len(r); i += 2 {
 		field := p.str(i)
 		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
 		if err != nil && p.err == nil {
@@ -308,9 +307,7 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 
 // SetRate implements queue.Store.
 func (s *Store) SetRate(ctx context.Context, name string, d queue.RateDecision) (float64, bool, error) {
-	k := keysFor(s.prefix, name)
-	r, err := setRateScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.rates},
-		d.Window, d.Rate, d.Why, d.P90, d.Knee, d.CallsPerUser).Slice() // go-redis sends a Duration in ns
+	r, err := s.run(ctx, setRateScript, name, []any{d.Window, d.Rate, d.Why, d.P90, d.Knee, d.CallsPerUser, string(d.Kind)}).Slice() // go-redis sends a Duration in ns
 	if err != nil {
 		return 0, false, unavailable(err)
 	}
@@ -320,7 +317,7 @@ func (s *Store) SetRate(ctx context.Context, name string, d queue.RateDecision) 
 
 // RateChanges implements queue.Store.
 func (s *Store) RateChanges(ctx context.Context, name string) ([]queue.RateChange, error) {
-	raw, err := s.rdb.LRange(ctx, keysFor(s.prefix, name).rates, 0, -1).Result()
+	raw, err := s.rdb.LRange(ctx, keysFor(s.prefix, name)[kRates], 0, -1).Result()
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -342,8 +339,7 @@ func (s *Store) RateChanges(ctx context.Context, name string) ([]queue.RateChang
 
 // OpenDue implements queue.Store.
 func (s *Store) OpenDue(ctx context.Context, name, owner string, lease time.Duration) (queue.Opening, error) {
-	k := keysFor(s.prefix, name)
-	r, err := openDueScript.Run(ctx, s.rdb, []string{k.cfg, k.adm, k.pre, k.seq}, owner, lease.Milliseconds()).Slice()
+	r, err := s.run(ctx, openDueScript, name, []any{owner, lease.Milliseconds()}).Slice()
 	if err != nil {
 		return queue.Opening{}, unavailable(err)
 	}
@@ -371,7 +367,6 @@ const placeChunk = 1000
 
 // Place implements queue.Store.
 func (s *Store) Place(ctx context.Context, name, owner string, users []string, lease time.Duration) (bool, error) {
-	k := keysFor(s.prefix, name)
 	for {
 		chunk := users[:min(len(users), placeChunk)]
 		users = users[len(chunk):]
@@ -379,7 +374,7 @@ func (s *Store) Place(ctx context.Context, name, owner string, users []string, l
 		for _, u := range chunk {
 			args = append(args, u)
 		}
-		n, err := placeScript.Run(ctx, s.rdb, []string{k.adm, k.pre, k.line, k.left}, args...).Int64()
+		n, err := s.run(ctx, placeScript, name, args).Int64()
 		switch {
 		case err != nil:
 			return false, unavailable(err)
@@ -393,9 +388,7 @@ func (s *Store) Place(ctx context.Context, name, owner string, users []string, l
 
 // BeginUse implements queue.Store.
 func (s *Store) BeginUse(ctx context.Context, name, user, token, owner string, lock time.Duration) error {
-	k := keysFor(s.prefix, name)
-	n, err := beginUseScript.Run(ctx, s.rdb, []string{k.tokens, k.texp, k.inflight, k.owners},
-		user, token, max(lock.Milliseconds(), 1), owner).Int64()
+	n, err := s.run(ctx, beginUseScript, name, []any{user, token, max(lock.Milliseconds(), 1), owner}).Int64()
 	switch {
 	case err != nil:
 		return unavailable(err)
@@ -409,19 +402,16 @@ func (s *Store) BeginUse(ctx context.Context, name, user, token, owner string, l
 
 // EndUse implements queue.Store.
 func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, consumed bool) error {
-	k := keysFor(s.prefix, name)
 	flag := "0"
 	if consumed {
 		flag = "1"
 	}
-	return unavailable(endUseScript.Run(ctx, s.rdb, []string{k.tokens, k.texp, k.inflight, k.owners, k.adm},
-		user, token, flag, owner).Err())
+	return unavailable(s.run(ctx, endUseScript, name, []any{user, token, flag, owner}).Err())
 }
 
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
-	k := keysFor(s.prefix, name)
-	r, err := statsScript.Run(ctx, s.rdb, []string{k.line, k.cfg, k.adm, k.texp, k.seq, k.pre}).Slice()
+	r, err := s.run(ctx, statsScript, name, nil).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}
@@ -442,14 +432,8 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		AbandonedTotal: p.int(11),
 		PreQueued:      p.int(12),
 	}
-	// A window that has not closed for two of its lengths means admission
-	// stopped (no instance running): the last figure would be stale.
-	if since := p.int(5); since >= 0 && since < 10_000 {
-		st.MeasuredRate, _ = strconv.ParseFloat(p.str(4), 64)
-	}
-	if p.err != nil {
-		return queue.Stats{}, p.err
-	}
+	tick := queue.TickState{Measured: p.float(4), WinStart: p.ms(5)}
+	st.MeasuredRate = tick.MeasuredRate(p.ms(15))
 	eff, why := p.str(13), p.str(14)
 	if p.err != nil {
 		return queue.Stats{}, p.err
@@ -457,16 +441,17 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	if st.Config, err = s.Config(ctx, name); err != nil {
 		return queue.Stats{}, err
 	}
-	st.EffectiveRate = st.Config.RatePerSecond
-	if r, err := strconv.ParseFloat(eff, 64); err == nil && st.Config.Adaptive {
-		st.EffectiveRate, st.EffectiveWhy = max(st.Config.MinRate, min(r, st.Config.MaxRate)), why
+	effRate, _ := strconv.ParseFloat(eff, 64)
+	st.EffectiveRate = st.Config.RateInForce(effRate)
+	if st.Config.Adaptive && effRate > 0 {
+		st.EffectiveWhy = why
 	}
 	return st, nil
 }
 
 // FirstUse implements queue.Store.
 func (s *Store) FirstUse(ctx context.Context, name, key string, ttl time.Duration) (bool, error) {
-	n, err := firstUseScript.Run(ctx, s.rdb, []string{usedKey(s.prefix, name, key)}, max(ttl.Milliseconds(), 1), callID()).Int64()
+	n, err := s.run(ctx, firstUseScript, name, []any{max(ttl.Milliseconds(), 1), callID()}, usedKey(s.prefix, name, key)).Int64()
 	return n == 1, unavailable(err)
 }
 
@@ -477,107 +462,3 @@ func callID() string { return rand.Text() }
 
 // Ping implements queue.Store.
 func (s *Store) Ping(ctx context.Context) error { return unavailable(s.rdb.Ping(ctx).Err()) }
-
-// reply reads a script's array reply, remembering the first malformed field
-// instead of panicking on an unexpected type.
-type reply struct {
-	r   []any
-	err error
-}
-
-func (p *reply) int(i int) int64 {
-	if i < len(p.r) {
-		if v, ok := p.r[i].(int64); ok {
-			return v
-		}
-	}
-	p.fail(i)
-	return 0
-}
-
-func (p *reply) str(i int) string {
-	if i < len(p.r) {
-		if v, ok := p.r[i].(string); ok {
-			return v
-		}
-	}
-	p.fail(i)
-	return ""
-}
-
-// paceFields is how many fields pace.lua's block has.
-const paceFields = 17
-
-// epoch reads the line's epoch, the last field of pace.lua's block from
-// index i on (0: a config written before epochs).
-func (p *reply) epoch(i int) int64 {
-	v := p.opt(i + paceFields - 1)
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("the line's epoch: %w", err)
-	}
-	return n
-}
-
-// pace reads pace.lua's block from index i on into the line's Pace.
-func (p *reply) pace(i int) queue.Pace {
-	f := func(j int) string { return p.opt(i + j) }
-	num := func(j int) float64 {
-		v, err := strconv.ParseFloat(f(j), 64)
-		if err != nil && f(j) != "" && p.err == nil {
-			p.err = fmt.Errorf("pace field %d: %w", j, err)
-		}
-		return v
-	}
-	ms := func(j int) time.Time {
-		if v := num(j); v > 0 {
-			return time.UnixMilli(int64(v)).UTC()
-		}
-		return time.Time{}
-	}
-	c := queue.Config{RatePerSecond: num(0), BatchSize: int(num(1)), Paused: f(2) == "1",
-		Interval: time.Duration(num(3)) * time.Millisecond, Adaptive: f(4) == "1", MinRate: num(5), MaxRate: num(6),
-		OpensAt: ms(7)}
-	state := f(13)
-	return queue.LinePace(queue.PaceState{
-		Config: c, EffectiveRate: num(8), PaceRate: num(9), PaceBusy: num(10), Moved: ms(11), Reach: int64(num(12)),
-		Pending: !c.OpensAt.IsZero() && state == "", Placing: state == "placing",
-		Now: ms(14), Length: int64(num(15)),
-	})
-}
-
-// opt reads a field that may be nil (a hash field not set) as "", and a
-// number as its decimal text.
-func (p *reply) opt(i int) string {
-	if i >= len(p.r) {
-		p.fail(i)
-		return ""
-	}
-	switch v := p.r[i].(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	p.fail(i)
-	return ""
-}
-
-func (p *reply) float(i int) float64 {
-	v, err := strconv.ParseFloat(p.str(i), 64)
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("unexpected script reply at %d: %v", i, p.r)
-	}
-	return v
-}
-
-func (p *reply) fail(i int) {
-	if p.err == nil {
-		p.err = fmt.Errorf("unexpected script reply at %d: %v", i, p.r)
-	}
-}

@@ -22,7 +22,7 @@ import (
 
 // mustOpenRedis returns a client to the test Redis and a key prefix no other
 // test uses, so tests share one server without flushing it.
-func mustOpenRedis(t *testing.T) (*redis.Client, string) {
+func mustOpenRedis(t testing.TB) (*redis.Client, string) {
 	t.Helper()
 	return testenv.RedisClient(t), fmt.Sprintf("wrtest%d:", rand.Int64())
 }
@@ -407,8 +407,10 @@ func (runsScriptsTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 
 // TestScriptsRunTwiceCountOnce: a solved challenge used once is its first
 // use even when the client ran first_use.lua twice (a second use is
-// still refused), and samples folded by a fold_rate.lua run twice count
-// once. (admit.lua run twice: AdmitCalledAgainWithItsTokensAdmitsNobody.)
+// still refused), samples folded by a fold_rate.lua run twice count once,
+// and admission whose every step (tick.lua, admit.lua) runs twice admits
+// each user once, with a token of their own. (Admit called again with its
+// tokens: AdmitCalledAgainWithItsTokensAdmitsNobody.)
 func TestScriptsRunTwiceCountOnce(t *testing.T) {
 	shared, prefix := mustOpenRedis(t)
 	rdb := redis.NewClient(shared.Options())
@@ -439,5 +441,45 @@ func TestScriptsRunTwiceCountOnce(t *testing.T) {
 	calls, err := shared.HGet(ctx, redisstore.KeysOf(prefix, "q").Samples, "calls").Int()
 	if err != nil || calls != 5 {
 		t.Fatalf("5 calls folded by a script run twice count %d (%v)", calls, err)
+	}
+
+	c = queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 200, 2, 10*time.Millisecond // 2 a tick
+	if err := s.PutConfig(ctx, "line", c); err != nil {
+		t.Fatal(err)
+	}
+	users := []string{"a", "b", "c", "d", "e", "f"}
+	for _, u := range users {
+		if _, err := s.Enter(ctx, "line", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := map[string]string{} // token → user
+	for try := 0; len(held) < len(users); try++ {
+		if try == 1000 {
+			t.Fatalf("after 1000 calls, READY: %v", held)
+		}
+		// The caller sees the second run's reply: the tick was applied
+		// already, so it reports nobody admitted.
+		if a, err := s.Admit(ctx, "line", queue.NewTokens(c.BatchSize)); err != nil || len(a.Admitted) > 0 {
+			t.Fatalf("Admit run twice: %+v, %v; want nobody admitted by the second run", a, err)
+		}
+		time.Sleep(c.Interval)
+		for _, u := range users {
+			e, err := s.Status(ctx, "line", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.State != queue.Ready {
+				continue
+			}
+			if other, ok := held[e.Token]; ok && other != u {
+				t.Fatalf("%s and %s hold one token", u, other)
+			}
+			held[e.Token] = u
+		}
+	}
+	if st, err := s.Stats(ctx, "line"); err != nil || st.AdmittedTotal != int64(len(users)) || st.Length != 0 {
+		t.Fatalf("stats %+v, %v; want the %d admitted once each", st, err, len(users))
 	}
 }

@@ -117,7 +117,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"AdmitCalledAgainWithItsTokensAdmitsNobody", testAdmitRetried},
 		{"FirstUseIsOnce", testFirstUse},
 	}
-	tests = append(tests, followingTests...)
+	tests = append(append(tests, followingTests...), janitorTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -5,13 +5,13 @@
 -- the call's own id, so the same call run again (the Redis client re-sends
 -- a command whose reply was late) is still the first use, not a second.
 --
--- KEYS[1] used  STRING the marker ({q}:used:<key>)
+-- KEYS the queue's (prelude), then K.used, the marker ({q}:used:<key>)
 -- ARGV[1] ttl in ms (≥ 1), ARGV[2] the call's id
 -- Reply: 1 first use (now recorded), 0 used before
-if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1]) then
+if redis.call('SET', K.used, ARGV[2], 'NX', 'PX', ARGV[1]) then
   return 1
 end
-if redis.call('GET', KEYS[1]) == ARGV[2] then
+if redis.call('GET', K.used) == ARGV[2] then
   return 1
 end
 return 0

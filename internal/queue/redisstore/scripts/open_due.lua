@@ -4,11 +4,9 @@
 -- line (place.lua), in an order it draws. A lease that lapsed (its holder
 -- died) is taken over; the users not yet placed are drawn again.
 --
--- KEYS[1] cfg  HASH queue config (opens_at, ms)
--- KEYS[2] adm  HASH open_state ('placing', 'open'; none: pending while
---              opens_at is set), open_next, open_end, open_owner, open_lease
--- KEYS[3] pre  ZSET the pre-queue, user → arrival (ms)
--- KEYS[4] seq  STRING ticket counter
+-- KEYS the queue's (prelude): cfg's opens_at (ms); in adm, open_state
+--      ('placing', 'open'; none: pending while opens_at is set), open_next,
+--      open_end, open_owner, open_lease; pre, user → arrival (ms)
 -- ARGV[1] owner (one instance's)
 -- ARGV[2] lease (ms)
 -- Reply: {-1} unknown queue
@@ -17,34 +15,33 @@
 --        {2, user1, ...} due: the caller holds the lease; these wait to be
 --        placed, in arrival order
 --        {3} another instance is placing it
-local cfg = redis.call('HMGET', KEYS[1], 'opens_at', 'rate')
-if not cfg[2] then
+local cfg = hash(K.cfg, 'opens_at', 'rate')
+if not cfg.rate then
   return {-1}
 end
-local opensAt = tonumber(cfg[1]) or 0
-local adm = redis.call('HMGET', KEYS[2], 'open_state', 'open_owner', 'open_lease')
-if adm[1] == 'open' or (opensAt == 0 and not adm[1]) then
+local opensAt = tonumber(cfg.opens_at) or 0
+local adm = hash(K.adm, 'open_state', 'open_owner', 'open_lease')
+if adm.open_state == 'open' or (opensAt == 0 and not adm.open_state) then
   return {0}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if not adm[1] then
+local now = clock()
+if not adm.open_state then
   if now < opensAt then
     return {1, opensAt - now}
   end
-  local p = redis.call('ZCARD', KEYS[3])
+  local p = redis.call('ZCARD', K.pre)
   if p == 0 then
-    redis.call('HSET', KEYS[2], 'open_state', 'open')
+    redis.call('HSET', K.adm, 'open_state', 'open')
     return {0}
   end
-  local last = redis.call('INCRBY', KEYS[4], p)
-  redis.call('HSET', KEYS[2], 'open_state', 'placing', 'open_next', last - p + 1, 'open_end', last)
-elseif adm[2] ~= ARGV[1] and now < (tonumber(adm[3]) or 0) then
+  local last = redis.call('INCRBY', K.seq, p)
+  redis.call('HSET', K.adm, 'open_state', 'placing', 'open_next', last - p + 1, 'open_end', last)
+elseif adm.open_owner ~= ARGV[1] and now < (tonumber(adm.open_lease) or 0) then
   return {3}
 end
-redis.call('HSET', KEYS[2], 'open_owner', ARGV[1], 'open_lease', now + tonumber(ARGV[2]))
+redis.call('HSET', K.adm, 'open_owner', ARGV[1], 'open_lease', now + tonumber(ARGV[2]))
 local reply = {2}
-for _, user in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+for _, user in ipairs(redis.call('ZRANGE', K.pre, 0, -1)) do
   reply[#reply + 1] = user
 end
 return reply

@@ -4,15 +4,13 @@
 -- the pre-queue is empty the opening is done: the reserved tickets left
 -- over (those who left) become gaps in `left`, and admission may go on.
 --
--- KEYS[1] adm  HASH open_state, open_owner, open_lease, open_next, open_end
--- KEYS[2] pre  ZSET the pre-queue
--- KEYS[3] line ZSET user → ticket
--- KEYS[4] left ZSET tickets of users who left the line
+-- KEYS the queue's (prelude): in adm, open_state, open_owner, open_lease,
+--      open_next, open_end; pre, line, and left for the gaps
 -- ARGV[1] owner, ARGV[2] lease (ms), ARGV[3..] users (at most 1000)
 -- Reply: -1 the caller does not hold the lease; 0 placed, more to come;
 --        1 placed, and the opening is done
-local adm = redis.call('HMGET', KEYS[1], 'open_state', 'open_owner', 'open_next', 'open_end')
-if adm[1] ~= 'placing' or adm[2] ~= ARGV[1] then
+local adm = hash(K.adm, 'open_state', 'open_owner', 'open_next', 'open_end')
+if adm.open_state ~= 'placing' or adm.open_owner ~= ARGV[1] then
   return -1
 end
 local users = {}
@@ -21,12 +19,11 @@ for i = 3, #ARGV do
 end
 local waiting = {}
 if #users > 0 then
-  waiting = redis.call('ZMSCORE', KEYS[2], unpack(users))
+  waiting = redis.call('ZMSCORE', K.pre, unpack(users))
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = clock()
 
-local next, last = tonumber(adm[3]), tonumber(adm[4])
+local next, last = tonumber(adm.open_next), tonumber(adm.open_end)
 local adds, placed = {}, {}
 for i = 1, #users do
   if waiting[i] then
@@ -37,16 +34,16 @@ for i = 1, #users do
   end
 end
 if #placed > 0 then
-  redis.call('ZADD', KEYS[3], unpack(adds))
-  redis.call('ZREM', KEYS[2], unpack(placed))
+  redis.call('ZADD', K.line, unpack(adds))
+  redis.call('ZREM', K.pre, unpack(placed))
 end
-redis.call('HSET', KEYS[1], 'open_next', next, 'open_lease', now + tonumber(ARGV[2]))
-if redis.call('ZCARD', KEYS[2]) > 0 then
+redis.call('HSET', K.adm, 'open_next', next, 'open_lease', now + tonumber(ARGV[2]))
+if redis.call('ZCARD', K.pre) > 0 then
   return 0
 end
 for ticket = next, last do
-  redis.call('ZADD', KEYS[4], ticket, ticket)
+  redis.call('ZADD', K.left, ticket, ticket)
 end
-redis.call('HSET', KEYS[1], 'open_state', 'open', 'moved', now)
-redis.call('HDEL', KEYS[1], 'open_owner', 'open_lease', 'open_next', 'open_end')
+redis.call('HSET', K.adm, 'open_state', 'open', 'moved', now)
+redis.call('HDEL', K.adm, 'open_owner', 'open_lease', 'open_next', 'open_end')
 return 1

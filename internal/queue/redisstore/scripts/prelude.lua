@@ -1,0 +1,100 @@
+-- prelude: not a script of its own; the store puts it in front of every
+-- script, after the names keys.go writes: K, the queue's keys by name in the
+-- one KEYS order all scripts share (K.line is KEYS[1]); SETTINGS, the config
+-- hash's fields in queue.Settings order; PACE and TICK, the admission hash's
+-- fields the pace block and a tick read. What the scripts share is here.
+
+-- clock is Redis TIME in milliseconds (and TIME itself): the clock all
+-- instances share, read nowhere else.
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
+end
+
+-- hash reads a hash's fields by name: hash(K.adm, 'a', 'b').b
+local function hash(key, ...)
+  local names, out = {...}, {}
+  local values = redis.call('HMGET', key, unpack(names))
+  for i = 1, #names do
+    out[names[i]] = values[i]
+  end
+  return out
+end
+
+local function append(reply, list)
+  for i = 1, #list do
+    reply[#reply + 1] = list[i]
+  end
+  return reply
+end
+
+-- config reads the queue's config by name, and as the list the replies
+-- carry (the epoch, then SETTINGS); nil for an unknown queue.
+local function config()
+  local list = redis.call('HMGET', K.cfg, 'epoch', unpack(SETTINGS))
+  local cfg = {epoch = list[1]}
+  for i = 1, #SETTINGS do
+    cfg[SETTINGS[i]] = list[i + 1]
+  end
+  if cfg.rate or cfg.epoch then
+    return cfg, list
+  end
+end
+
+-- damaged is a DAMAGED error when a field of cfg named in need is missing or
+-- not a number, or one named in may is there and not a number; else nil.
+-- Scripts check what they read before their first write (Redis does not
+-- roll a script back); a read-only one answers clearly rather than with 0.
+local function damaged(cfg, need, may)
+  for i, name in ipairs(append(append({}, need), may or {})) do
+    if not tonumber(cfg[name]) and (i <= #need or cfg[name]) then
+      return redis.error_reply('DAMAGED queue config ' .. K.cfg .. ': ' .. name .. ' missing or not a number')
+    end
+  end
+end
+
+-- rateInForce is the admission rate, eff the adaptive rate stored: that,
+-- within its bounds, while the rate is adaptive, else the configured rate
+-- (queue.Config.RateInForce).
+local function rateInForce(cfg, eff)
+  if cfg.adaptive == '1' and tonumber(eff) and tonumber(cfg.min_rate) and tonumber(cfg.max_rate) then
+    return math.max(tonumber(cfg.min_rate), math.min(tonumber(eff), tonumber(cfg.max_rate)))
+  end
+  return tonumber(cfg.rate)
+end
+
+-- pace is the block an answer about the line carries, read in the same step
+-- (queue.LinePace): the config list, PACE of the admission hash, now, length.
+local function pace(list, now, length)
+  return append(append(append({}, list), redis.call('HMGET', K.adm, unpack(PACE))), {now, length})
+end
+
+-- standing is where the user stands: {1, position, length, ticket} in line,
+-- {3} in the opening's pre-queue, {2, token, expiresAtMs} with a valid
+-- token; else nil, and the token they hold whose time is up, if any.
+local function standing(user, now, length)
+  local ticket = redis.call('ZSCORE', K.line, user)
+  if ticket then
+    return {1, redis.call('ZRANK', K.line, user) + 1, length, tonumber(ticket)}
+  end
+  if redis.call('ZSCORE', K.pre, user) then
+    return {3}
+  end
+  local token = redis.call('HGET', K.tokens, user)
+  local exp = token and tonumber(redis.call('ZSCORE', K.texp, user))
+  if exp and exp > now then
+    return {2, token, exp}
+  end
+  return nil, token
+end
+
+-- dropToken deletes the user's token and counts it on counter, or as expired
+-- if its time was up, as stats.lua counted it already: counters never go back.
+local function dropToken(user, counter, now)
+  if (tonumber(redis.call('ZSCORE', K.texp, user)) or now + 1) <= now then
+    counter = 'expired'
+  end
+  redis.call('HDEL', K.tokens, user)
+  redis.call('ZREM', K.texp, user)
+  redis.call('HINCRBY', K.adm, counter, 1)
+end

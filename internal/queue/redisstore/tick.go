@@ -1,0 +1,193 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// tickFields are queue.TickState in the admission hash, field by field.
+// tick.lua reads them (and eff_rate and open_state, the rest of
+// queue.TickInput: the prelude's TICK); admit.lua writes what the plan
+// changed.
+var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
+	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints"}
+
+var tickReads = append(slices.Clone(tickFields), "eff_rate", "open_state")
+
+// added are the fields admit.lua adds to rather than sets: AdmitNow adds to
+// them too, between a tick's read and its apply.
+var added = []string{"inline", "win_count"}
+
+// Admit implements queue.Store: tick.lua reads, queue.PlanTick decides
+// (reading the front with front.lua as it needs it), and admit.lua applies
+// the plan if the tick is still the one read.
+func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
+	t, err := s.readTick(ctx, name)
+	if err != nil {
+		return queue.Admission{}, err
+	}
+	t.in.Tokens = len(tokens)
+	if len(tokens) > 0 {
+		t.in.Call = tokens[0]
+	}
+	front := func(from, n int64) ([]queue.Waiter, error) {
+		if from >= t.in.Length {
+			return nil, nil
+		}
+		return s.front(ctx, name, from, n)
+	}
+	plan, err := queue.PlanTick(t.in, front)
+	if err != nil || !plan.Write {
+		return plan.Admission(), err
+	}
+	r, err := s.run(ctx, admitScript, name, applyArgs(t, plan, tokens)).Slice()
+	if err != nil {
+		return queue.Admission{}, unavailable(err)
+	}
+	p := reply{r: r}
+	a := queue.Admission{Ticked: plan.Due && p.int(0) == 1, NextIn: plan.NextIn}
+	if a.Ticked {
+		a.Skipped = int(p.int(1))
+		for i := 2; i < len(r); i++ {
+			a.Admitted = append(a.Admitted, p.str(i))
+		}
+	}
+	return a, p.err
+}
+
+// tickRead is what tick.lua read: the input, and the tick state's fields
+// as stored.
+type tickRead struct {
+	in     queue.TickInput
+	stored map[string]string
+}
+
+func (s *Store) readTick(ctx context.Context, name string) (tickRead, error) {
+	r, err := s.run(ctx, tickScript, name, nil).Slice()
+	if err != nil {
+		return tickRead{}, unavailable(err)
+	}
+	p := reply{r: r}
+	if p.int(0) < 0 {
+		return tickRead{}, queue.ErrQueueNotFound
+	}
+	t := tickRead{stored: map[string]string{}}
+	t.in.Now, t.in.Length, t.in.Live = p.ms(0), p.int(1), p.int(2)
+	if t.in.Config, err = p.config(4); err != nil {
+		return t, err
+	}
+	at := 4 + len(queue.Settings)
+	for i, f := range tickReads {
+		t.stored[f] = p.opt(at + i)
+	}
+	t.in.EffectiveRate, _ = strconv.ParseFloat(t.stored["eff_rate"], 64)
+	t.in.Placing = t.stored["open_state"] == "placing"
+	if t.in.State, err = decodeTick(t.stored); err != nil {
+		return t, fmt.Errorf("redis data damaged: admission state: %w", err)
+	}
+	return t, p.err
+}
+
+// front is queue.Front on Redis: front.lua, at most 1000 users a call.
+func (s *Store) front(ctx context.Context, name string, from, n int64) ([]queue.Waiter, error) {
+	r, err := s.run(ctx, frontScript, name, []any{from, min(n, 1000)}).Slice()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	p := reply{r: r}
+	ws := make([]queue.Waiter, 0, len(r)/3)
+	for i := 0; i+2 < len(r); i += 3 {
+		ws = append(ws, queue.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
+	}
+	return ws, p.err
+}
+
+// applyArgs are admit.lua's arguments for plan: the due time read, the
+// tokens' expiry, the fields the plan changed and the users it planned.
+func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
+	now := encodeTick(plan.State)
+	var set, add []any
+	for _, f := range tickFields {
+		switch {
+		case slices.Contains(added, f):
+			before, _ := strconv.ParseInt(t.stored[f], 10, 64)
+			after, _ := strconv.ParseInt(now[f], 10, 64)
+			add = append(add, f, after-before)
+		case now[f] != t.stored[f]:
+			set = append(set, f, now[f])
+		}
+	}
+	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2}, append(set, add...)...)
+	for i, w := range plan.Admitted {
+		args = append(args, w.User, w.Ticket, tokens[i])
+	}
+	for _, w := range plan.Skipped {
+		args = append(args, w.User, w.Ticket, "")
+	}
+	return args
+}
+
+// encodeTick is a tick state as the admission hash keeps it, field by field
+// ("" for a field that is not set).
+func encodeTick(st queue.TickState) map[string]string {
+	ms := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	var cks []string
+	for _, c := range st.Checkpoints {
+		cks = append(cks, ms(c.At)+":"+strconv.FormatInt(c.Ticket, 10))
+	}
+	reach := ""
+	if st.Reach > 0 {
+		reach = strconv.FormatInt(st.Reach, 10)
+	}
+	return map[string]string{"next": ms(st.Next), "last_call": st.LastCall, "carry": num(st.Carry),
+		"inline": strconv.FormatInt(st.Inline, 10), "win_start": ms(st.WinStart), "win_count": strconv.FormatInt(st.WinCount, 10),
+		"measured": num(st.Measured), "pace_rate": num(st.PaceRate), "pace_busy": num(st.PaceBusy), "pace_at": ms(st.PaceAt),
+		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " ")}
+}
+
+// decodeTick reads what encodeTick wrote; a field not set reads as zero.
+func decodeTick(v map[string]string) (queue.TickState, error) {
+	var err error
+	num := func(f string) float64 {
+		if v[f] == "" {
+			return 0
+		}
+		x, e := strconv.ParseFloat(v[f], 64)
+		if e != nil && err == nil {
+			err = fmt.Errorf("%s: %w", f, e)
+		}
+		return x
+	}
+	ms := func(f string) time.Time {
+		if n := int64(num(f)); n > 0 {
+			return time.UnixMilli(n).UTC()
+		}
+		return time.Time{}
+	}
+	st := queue.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
+		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
+		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
+		Reach: int64(num("reach"))}
+	for _, c := range strings.Fields(v["checkpoints"]) {
+		at, ticket, _ := strings.Cut(c, ":")
+		a, e1 := strconv.ParseInt(at, 10, 64)
+		t, e2 := strconv.ParseInt(ticket, 10, 64)
+		if e1 != nil || e2 != nil {
+			return st, fmt.Errorf("checkpoint %q", c)
+		}
+		st.Checkpoints = append(st.Checkpoints, queue.Checkpoint{At: time.UnixMilli(a).UTC(), Ticket: t})
+	}
+	return st, err
+}

@@ -1,0 +1,326 @@
+package queue
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Admission, written once. A store reads what a tick needs (TickInput,
+// and the line's front on demand), PlanTick decides the tick — whether
+// one is due, the quota, the live-token cap, who is admitted and who is
+// skipped as a no-show, the measured rate and the line's pace — and the
+// store applies the plan in one atomic step that first checks the tick is
+// still the one it read (on Redis: the due time unchanged; in memory: the
+// lock held throughout). So every rule of admission lives here, and a new
+// one is written once for every store.
+
+// TickState is what admission keeps between ticks. Only admission writes
+// it, but for Inline and WinCount, which AdmitNow adds to, and Moved,
+// which entering an empty line and an opening set too.
+type TickState struct {
+	// Next is when the next tick is due (zero: at once).
+	Next time.Time
+	// LastCall names the call that claimed the last tick (its first fresh
+	// token): the same call again, re-sent, admits nobody.
+	LastCall string
+	// Carry is the fraction of a user the last tick's quota left over.
+	Carry float64
+	// Inline counts the users AdmitNow let in since the last tick: they
+	// come out of the next tick's quota, so the global rate holds.
+	Inline int64
+	// The measured rate: WinCount admitted since WinStart (a window of
+	// about 5 s), and Measured, the last window's users per second.
+	WinStart time.Time
+	WinCount int64
+	Measured float64
+	// The line's pace (PaceState), whose clock runs from PaceAt while
+	// people wait and admission runs (zero: stopped), and when the front
+	// last moved.
+	PaceRate, PaceBusy float64
+	PaceAt, Moved      time.Time
+	// Reach is how far from the front seen marks matter (Pace.Reach), and
+	// Checkpoints, oldest first, the ticket at its edge every half of
+	// AbandonAfter: no-shows are judged only among users who have been
+	// within it for AbandonAfter.
+	Reach       int64
+	Checkpoints []Checkpoint
+}
+
+// Checkpoint is the ticket at the edge of the reach at one time.
+type Checkpoint struct {
+	At     time.Time
+	Ticket int64
+}
+
+// maxCheckpoints is how many checkpoints a queue keeps: with one every half
+// of AbandonAfter, enough that one is always at least AbandonAfter old.
+const maxCheckpoints = 3
+
+// TickInput is what a store reads for one tick, in one step, by its clock.
+type TickInput struct {
+	Config Config
+	State  TickState
+	// Now is the store's clock in whole milliseconds.
+	Now time.Time
+	// Call names the call (its first fresh token; "" when it brings none),
+	// and Tokens is how many fresh tokens it brings: the most it may admit.
+	Call   string
+	Tokens int
+	// EffectiveRate is the adaptive rate stored (0: none).
+	EffectiveRate float64
+	// Placing: an opening's pre-queue is being placed; it goes in first.
+	Placing bool
+	// Length counts the users waiting; Live the tokens alive at Now (read
+	// only when Config.MaxActiveTokens caps them).
+	Length, Live int64
+}
+
+// Waiter is a user at the front of the line as admission reads it: their
+// ticket, and when they were last seen (zero: never; AbandonAfter).
+type Waiter struct {
+	User   string
+	Ticket int64
+	Seen   time.Time
+}
+
+// Front reads up to n waiters in line order from the 0-based rank from;
+// fewer at the end of the line.
+type Front func(from, n int64) ([]Waiter, error)
+
+// TickPlan is PlanTick's decision.
+type TickPlan struct {
+	// Due: this call claims a tick. Write: State is to be stored (a
+	// claimed tick, or a due time pulled in after the clock went back).
+	Due, Write bool
+	State      TickState
+	// Admitted, in line order, get the call's fresh tokens, the i-th the
+	// i-th, expiring at Expires; Skipped are no-shows. Both leave the line.
+	Admitted, Skipped []Waiter
+	Expires           time.Time
+	// NextIn is how long until the next tick is due.
+	NextIn time.Duration
+}
+
+// Admission is the plan as the caller of Store.Admit sees it.
+func (p TickPlan) Admission() Admission {
+	a := Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn}
+	for _, w := range p.Admitted {
+		a.Admitted = append(a.Admitted, w.User)
+	}
+	return a
+}
+
+// skipScan bounds how many no-shows one tick passes over.
+const skipScan = 1000
+
+// measureWindow is how long the measured rate counts before it is figured.
+const measureWindow = 5 * time.Second
+
+// PlanTick decides one admission tick. A tick is due when the store's clock
+// reaches State.Next, and claiming it moves Next one interval on, so any
+// number of instances together admit the configured rate with no leader;
+// a tick claimed late is made up, but a backlog of more than one is
+// dropped (Next re-anchors to now): a stalled instance releases at most two
+// batches back to back, never a burst. The tick admits rate × interval
+// users (the fraction carries over), at most a batch and no more than the
+// call's tokens, less those AdmitNow let in since the last tick, and no
+// more than the room under MaxActiveTokens; nobody while paused or while an
+// opening is being placed. With AbandonAfter, a user at the front not seen
+// for that long, though judged (see the checkpoints), is a no-show: out of
+// line without a token, and the tick fills its quota from those behind.
+func PlanTick(in TickInput, front Front) (TickPlan, error) {
+	c, now := in.Config, in.Now
+	p := TickPlan{State: in.State}
+	st := &p.State
+	due := st.Next
+	if due.IsZero() {
+		due = now
+	}
+	// Due more than one interval ahead: the clock went back (an NTP step,
+	// a restored VM) since it was written. Wait one interval from now, and
+	// keep that, or the limit would move on with the clock forever.
+	if limit := now.Add(c.Interval); due.After(limit) {
+		due, st.Next, p.Write = limit, limit, true
+	}
+	// The same call again: the Redis client re-sent it after a read timed
+	// out, though it had run. Its tokens went to the users it admitted;
+	// admitting others with them would give two people one token.
+	if in.Call != "" && in.Call == st.LastCall || now.Before(due) {
+		p.NextIn = max(due.Sub(now), 0)
+		return p, nil
+	}
+	p.Due, p.Write = true, true
+	next := due.Add(c.Interval)
+	if next.Before(now) {
+		next = now
+	}
+	rate := c.RateInForce(in.EffectiveRate)
+	stopped := c.Paused || in.Placing
+	reach := int64(math.Ceil(4*c.AbandonAfter.Seconds()*max(rate, st.PaceRate))) + 2*int64(c.BatchSize)
+	judged, mark, err := checkpoints(c, st, now, min(reach, in.Length)-1, front)
+	if err != nil {
+		return p, err
+	}
+	carry := 0.0
+	if !stopped {
+		var n int
+		n, carry = quota(c, rate, st.Carry, in.Tokens)
+		n = max(n-int(st.Inline), 0)
+		// The live-token cap: what it holds back is not carried (it would
+		// come out as a burst when room appears).
+		if c.MaxActiveTokens > 0 && c.MaxActiveTokens-in.Live < int64(n) {
+			n, carry = int(max(c.MaxActiveTokens-in.Live, 0)), 0
+		}
+		if p.Admitted, p.Skipped, err = pick(front, n, judged, now, c.AbandonAfter); err != nil {
+			return p, err
+		}
+		if len(p.Admitted) < n { // nobody waiting for the rest: it does not pile up
+			carry = 0
+		}
+	}
+	st.measure(now, len(p.Admitted))
+	st.advancePace(c, now, in.Length, len(p.Admitted)+len(p.Skipped), stopped)
+	st.Reach, st.Checkpoints = 0, nil
+	if c.AbandonAfter > 0 {
+		st.Reach, st.Checkpoints = reach, in.State.Checkpoints
+		if mark != nil {
+			st.Checkpoints = append(slices.Clone(st.Checkpoints), *mark)
+			st.Checkpoints = st.Checkpoints[max(0, len(st.Checkpoints)-maxCheckpoints):]
+		}
+	}
+	// Rounded as a store keeps it, so every store admits on the same
+	// ticks: unrounded, 0.1 ten times is 0.9999999999999999.
+	st.Next, st.Carry, st.LastCall, st.Inline = next, round(carry, 1e6), in.Call, 0
+	p.Expires, p.NextIn = now.Add(c.TokenTTL), next.Sub(now)
+	return p, nil
+}
+
+// quota is how many users one tick admits at rate, with the fraction
+// carried from the last, at most a batch and the tokens at hand (what the
+// tokens hold back is kept for the next tick, as the caller's config may be
+// older), and the fraction it carries on.
+func quota(c Config, rate, carried float64, tokens int) (int, float64) {
+	q := rate*c.Interval.Seconds() + carried
+	n := int(q)
+	carry := q - float64(n)
+	if n > c.BatchSize {
+		n, carry = c.BatchSize, 0
+	}
+	if n > tokens {
+		n, carry = tokens, carry+float64(n-tokens)
+	}
+	return n, carry
+}
+
+// MayAdmitNow says whether the next tick's quota has room for one more user
+// let straight in (Store.AdmitNow), given the rate stored and the tick state.
+func MayAdmitNow(c Config, effectiveRate float64, st TickState) bool {
+	n, _ := quota(c, c.RateInForce(effectiveRate), st.Carry, c.BatchSize)
+	return st.Inline < int64(n)
+}
+
+// checkpoints reads the no-show checkpoints: the highest ticket that was
+// within the reach of seen marks at least AbandonAfter ago (judged; -1:
+// none), and a new checkpoint when one is due, at the ticket of rank edge
+// (the edge of the reach, or the last in line).
+func checkpoints(c Config, st *TickState, now time.Time, edge int64, front Front) (int64, *Checkpoint, error) {
+	judged := int64(-1)
+	if c.AbandonAfter == 0 {
+		return judged, nil, nil
+	}
+	for _, ck := range st.Checkpoints {
+		if now.Sub(ck.At) >= c.AbandonAfter {
+			judged = max(judged, ck.Ticket)
+		}
+	}
+	if n := len(st.Checkpoints); n > 0 && now.Sub(st.Checkpoints[n-1].At) < c.AbandonAfter/2 {
+		return judged, nil, nil
+	}
+	mark := &Checkpoint{At: now}
+	if edge >= 0 {
+		w, err := front(edge, 1)
+		if err != nil {
+			return judged, nil, err
+		}
+		if len(w) > 0 {
+			mark.Ticket = w[0].Ticket
+		}
+	}
+	return judged, mark, nil
+}
+
+// pick reads the front for the first n present users, passing over at
+// most skipScan no-shows: users not seen for AbandonAfter (or never) whose
+// ticket is judged.
+func pick(front Front, n int, judged int64, now time.Time, abandon time.Duration) (admitted, skipped []Waiter, err error) {
+	var from int64
+	for len(admitted) < n && len(skipped) < skipScan {
+		chunk, err := front(from, int64(min(n-len(admitted), skipScan)))
+		if err != nil || len(chunk) == 0 {
+			return admitted, skipped, err
+		}
+		for _, w := range chunk {
+			if len(skipped) == skipScan {
+				break
+			}
+			from++
+			if abandon == 0 || !w.Seen.IsZero() && now.Sub(w.Seen) <= abandon || w.Ticket > judged {
+				admitted = append(admitted, w)
+			} else {
+				skipped = append(skipped, w)
+			}
+		}
+	}
+	return admitted, skipped, nil
+}
+
+// measure counts a tick's admitted users in the measured rate's window,
+// and figures the rate once the window is long enough.
+func (st *TickState) measure(now time.Time, admitted int) {
+	if st.WinStart.IsZero() {
+		st.WinStart = now
+	}
+	st.WinCount += int64(admitted)
+	if el := now.Sub(st.WinStart); el >= measureWindow {
+		st.Measured = round(float64(st.WinCount)/el.Seconds(), 1e3)
+		st.WinStart, st.WinCount = now, 0
+	}
+}
+
+// MeasuredRate is the admitted users per second over the last window, or 0
+// when no window closed for two of its lengths: admission stopped (no
+// instance running), and the last figure would be stale.
+func (st TickState) MeasuredRate(now time.Time) float64 {
+	if st.WinStart.IsZero() || now.Sub(st.WinStart) >= 2*measureWindow {
+		return 0
+	}
+	return st.Measured
+}
+
+// advancePace moves the line's pace on by one tick in which left users left
+// the front of a line length long (before the tick): an exponentially
+// weighted rate, over the last minute, of users leaving the front, on a
+// clock that runs only while people wait and admission runs (stopped:
+// paused, or an opening being placed).
+func (st *TickState) advancePace(c Config, now time.Time, length int64, left int, stopped bool) {
+	if stopped || length == 0 {
+		st.PaceAt = time.Time{}
+	} else {
+		dt := c.Interval.Seconds()
+		if !st.PaceAt.IsZero() {
+			dt = now.Sub(st.PaceAt).Seconds()
+		}
+		rate := st.PaceRate*math.Exp(-dt/PaceWindow.Seconds()) + float64(left)/PaceWindow.Seconds()
+		st.PaceRate, st.PaceBusy = round(rate, 1e6), round(min(st.PaceBusy+dt, 3600), 1e3)
+		st.PaceAt = time.Time{}
+		if length > int64(left) {
+			st.PaceAt = now
+		}
+	}
+	if stopped || length == 0 || left > 0 {
+		st.Moved = now
+	}
+}
+
+func round(v, scale float64) float64 { return math.Round(v*scale) / scale }
