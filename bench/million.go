@@ -627,7 +627,7 @@ func slotCeiling(ctx context.Context, o Options, calls int) ([]SlotRun, error) {
 			_, err := st.Snapshot(ctx, "slot")
 			return err
 		}},
-		{"admit.lua (a tick: mostly not yet due)", func(st *redisstore.Store, i int) error {
+		{"tick.lua (a tick read: mostly not yet due)", func(st *redisstore.Store, i int) error {
 			_, err := st.Admit(ctx, "slot", tokens)
 			return err
 		}},

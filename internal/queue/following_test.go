@@ -491,3 +491,20 @@ func TestOpeningOnTheFakeClock(t *testing.T) {
 		t.Fatalf("after the opening: %+v", st)
 	}
 }
+
+// TestNextRateGoesByKind: the next decision goes by what the last one did
+// (RateDecision.Kind), never by its words, which are for people: a
+// back-off reworded still holds the window after it, and words that read
+// like a back-off on a decision that grew hold nothing.
+func TestNextRateGoesByKind(t *testing.T) {
+	c := nextRateConfig()
+	w := cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 1, 60, time.Second)
+	w.Last.Why = "reworded for the admin page"
+	if d := queue.NextRate(c, w); d.Kind != queue.RateWaitShow || d.Rate != 42 {
+		t.Errorf("after a back-off, reworded: %v (%s, %q), want a hold at 42", d.Rate, d.Kind, d.Why)
+	}
+	w.Last.Kind, w.Last.Why = queue.RateGrow, "back off: p90 1s above the target 250ms"
+	if d := queue.NextRate(c, w); d.Kind != queue.RateBackOff || d.Rate >= 42 {
+		t.Errorf("after growing, with a back-off's words: %v (%s, %q), want a back-off", d.Rate, d.Kind, d.Why)
+	}
+}

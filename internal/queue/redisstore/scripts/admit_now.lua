@@ -20,13 +20,9 @@
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
 --        {3, pace...} waiting for the opening
-local cfg, list = config()
-if not cfg then
-  return {-1}
-end
-local bad = damaged(cfg, {'rate', 'batch', 'interval_ms', 'ttl_ms'}, {'max_active', 'opens_at', 'min_rate', 'max_rate'})
-if bad then
-  return bad
+local cfg, list, refused = config({'rate', 'batch', 'interval_ms', 'ttl_ms'}, {'max_active', 'opens_at', 'min_rate', 'max_rate'})
+if refused then
+  return refused
 end
 local user, now = ARGV[1], clock()
 local length = redis.call('ZCARD', K.line)

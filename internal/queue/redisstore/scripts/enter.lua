@@ -14,13 +14,9 @@
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
 --        {3, pace...} waiting for the opening, no place yet
-local cfg, list = config()
-if not cfg then
-  return {-1}
-end
-local bad = damaged(cfg, {'rate', 'batch', 'capacity'}, {'abandon_ms', 'opens_at'})
-if bad then
-  return bad
+local cfg, list, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 'opens_at'})
+if refused then
+  return refused
 end
 local adm = hash(K.adm, 'open_state', 'reach')
 local user, now = ARGV[1], clock()

@@ -1,11 +1,9 @@
--- prelude: not a script of its own; the store puts it in front of every
--- script, after the names keys.go writes: K, the queue's keys by name in the
--- one KEYS order all scripts share (K.line is KEYS[1]); SETTINGS, the config
--- hash's fields in queue.Settings order; PACE and TICK, the admission hash's
--- fields the pace block and a tick read. What the scripts share is here.
+-- prelude: put in front of every script, after the names the store writes:
+-- K, the queue's keys by name in the one KEYS order of all scripts (K.line
+-- is KEYS[1]); SETTINGS, the config's fields in queue.Settings order; PACE
+-- and TICK, the admission hash's fields the pace block and a tick read.
 
--- clock is Redis TIME in milliseconds (and TIME itself): the clock all
--- instances share, read nowhere else.
+-- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
@@ -21,24 +19,12 @@ local function hash(key, ...)
   return out
 end
 
+-- append adds list's items to reply.
 local function append(reply, list)
   for i = 1, #list do
     reply[#reply + 1] = list[i]
   end
   return reply
-end
-
--- config reads the queue's config by name, and as the list the replies
--- carry (the epoch, then SETTINGS); nil for an unknown queue.
-local function config()
-  local list = redis.call('HMGET', K.cfg, 'epoch', unpack(SETTINGS))
-  local cfg = {epoch = list[1]}
-  for i = 1, #SETTINGS do
-    cfg[SETTINGS[i]] = list[i + 1]
-  end
-  if cfg.rate or cfg.epoch then
-    return cfg, list
-  end
 end
 
 -- damaged is a DAMAGED error when a field of cfg named in need is missing or
@@ -53,9 +39,23 @@ local function damaged(cfg, need, may)
   end
 end
 
--- rateInForce is the admission rate, eff the adaptive rate stored: that,
--- within its bounds, while the rate is adaptive, else the configured rate
--- (queue.Config.RateInForce).
+-- config reads the queue's config by name, and as the list replies carry
+-- (the epoch, then SETTINGS); or the refusal to answer with: {-1} for an
+-- unknown queue, or damaged's error on the fields need and may name.
+local function config(need, may)
+  local list = redis.call('HMGET', K.cfg, 'epoch', unpack(SETTINGS))
+  local cfg = {epoch = list[1]}
+  for i = 1, #SETTINGS do
+    cfg[SETTINGS[i]] = list[i + 1]
+  end
+  if not (cfg.rate or cfg.epoch) then
+    return nil, nil, {-1}
+  end
+  return cfg, list, damaged(cfg, need or {}, may)
+end
+
+-- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
+-- within its bounds while the rate is adaptive, else the configured rate.
 local function rateInForce(cfg, eff)
   if cfg.adaptive == '1' and tonumber(eff) and tonumber(cfg.min_rate) and tonumber(cfg.max_rate) then
     return math.max(tonumber(cfg.min_rate), math.min(tonumber(eff), tonumber(cfg.max_rate)))

@@ -8,13 +8,9 @@
 --        lacks a field this script needs
 --        {1, head, last, length, pace..., leaver1, ...}
 --        head is 0 when no one waits.
-local cfg, list = config()
-if not cfg then
-  return {-1}
-end
-local bad = damaged(cfg, {'rate', 'batch'})
-if bad then
-  return bad
+local cfg, list, refused = config({'rate', 'batch'})
+if refused then
+  return refused
 end
 local length = redis.call('ZCARD', K.line)
 local reply = append({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, pace(list, clock(), length))

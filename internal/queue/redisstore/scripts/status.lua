@@ -9,13 +9,9 @@
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
 --        {3, pace...} waiting for the opening, no place yet
-local cfg, list = config()
-if not cfg then
-  return {-1}
-end
-local bad = damaged(cfg, {'rate', 'batch'})
-if bad then
-  return bad
+local cfg, list, refused = config({'rate', 'batch'})
+if refused then
+  return refused
 end
 local now = clock()
 local length = redis.call('ZCARD', K.line)

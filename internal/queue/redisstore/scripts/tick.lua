@@ -6,9 +6,9 @@
 -- Reply: {-1} unknown queue, else
 --        {now, length, live tokens, the config list (prelude), TICK of the
 --        admission hash...}
-local cfg, list = config()
-if not cfg then
-  return {-1}
+local _, list, refused = config()
+if refused then
+  return refused
 end
 local now = clock()
 local reply = {now, redis.call('ZCARD', K.line), redis.call('ZCOUNT', K.texp, '(' .. now, '+inf')}
