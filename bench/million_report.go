@@ -244,7 +244,7 @@ func (m *MillionReport) scaleLaw() string {
 	enterSlot, ok1 := m.slot("enter")
 	statusSlot, ok2 := m.slot("status")
 	snapSlot, ok3 := m.slot("snapshot")
-	admitSlot, ok4 := m.slot("admit")
+	admitSlot, ok4 := m.slot("tick")
 	if pollUs == 0 || enterUs == 0 || !ok1 || !ok2 || !ok3 || !ok4 {
 		return "\n(The scale law needs the sweep, the enter runs and the slot runs.)\n"
 	}

@@ -47,7 +47,6 @@ var (
 	snapshotScript  = mustScript("snapshot")
 	leaveScript     = mustScript("leave")
 	tickScript      = mustScript("tick")
-	frontScript     = mustScript("front")
 	admitScript     = mustScript("admit")
 	sweepScript     = mustScript("sweep")
 	beginUseScript  = mustScript("begin_use")

@@ -24,11 +24,15 @@ var tickReads = append(slices.Clone(tickFields), "eff_rate", "open_state")
 // them too, between a tick's read and its apply.
 var added = []string{"inline", "win_count"}
 
-// Admit implements queue.Store: tick.lua reads, queue.PlanTick decides
-// (reading the front with front.lua as it needs it), and admit.lua applies
-// the plan if the tick is still the one read.
+// frontChunk bounds the users one tick.lua call reads from the front.
+const frontChunk = 1000
+
+// Admit implements queue.Store: tick.lua reads, with the front's first
+// users (a tick passing over no-shows reads further), queue.PlanTick
+// decides, and admit.lua applies the plan if the tick is still the one
+// read.
 func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
-	t, err := s.readTick(ctx, name)
+	t, err := s.readTick(ctx, name, 0, min(len(tokens), frontChunk))
 	if err != nil {
 		return queue.Admission{}, err
 	}
@@ -37,10 +41,15 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 		t.in.Call = tokens[0]
 	}
 	front := func(from, n int64) ([]queue.Waiter, error) {
-		if from >= t.in.Length {
+		read := int64(len(t.front))
+		switch {
+		case from >= t.in.Length:
 			return nil, nil
+		case from+n <= read || read == t.in.Length:
+			return t.front[min(from, read):min(from+n, read)], nil
 		}
-		return s.front(ctx, name, from, n)
+		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)))
+		return more.front, err
 	}
 	plan, err := queue.PlanTick(t.in, front)
 	if err != nil || !plan.Write {
@@ -61,15 +70,16 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 	return a, p.err
 }
 
-// tickRead is what tick.lua read: the input, and the tick state's fields
-// as stored.
+// tickRead is what tick.lua read: the input, the tick state's fields as
+// stored, and a stretch of the front.
 type tickRead struct {
 	in     queue.TickInput
 	stored map[string]string
+	front  []queue.Waiter
 }
 
-func (s *Store) readTick(ctx context.Context, name string) (tickRead, error) {
-	r, err := s.run(ctx, tickScript, name, nil).Slice()
+func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (tickRead, error) {
+	r, err := s.run(ctx, tickScript, name, []any{from, n}).Slice()
 	if err != nil {
 		return tickRead{}, unavailable(err)
 	}
@@ -91,21 +101,10 @@ func (s *Store) readTick(ctx context.Context, name string) (tickRead, error) {
 	if t.in.State, err = decodeTick(t.stored); err != nil {
 		return t, fmt.Errorf("redis data damaged: admission state: %w", err)
 	}
+	for i := at + len(tickReads); i+2 < len(r); i += 3 {
+		t.front = append(t.front, queue.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
+	}
 	return t, p.err
-}
-
-// front is queue.Front on Redis: front.lua, at most 1000 users a call.
-func (s *Store) front(ctx context.Context, name string, from, n int64) ([]queue.Waiter, error) {
-	r, err := s.run(ctx, frontScript, name, []any{from, min(n, 1000)}).Slice()
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	p := reply{r: r}
-	ws := make([]queue.Waiter, 0, len(r)/3)
-	for i := 0; i+2 < len(r); i += 3 {
-		ws = append(ws, queue.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
-	}
-	return ws, p.err
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the
@@ -118,7 +117,9 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
 		case slices.Contains(added, f):
 			before, _ := strconv.ParseInt(t.stored[f], 10, 64)
 			after, _ := strconv.ParseInt(now[f], 10, 64)
-			add = append(add, f, after-before)
+			if after != before {
+				add = append(add, f, after-before)
+			}
 		case now[f] != t.stored[f]:
 			set = append(set, f, now[f])
 		}

@@ -54,8 +54,12 @@ for first = at, #ARGV, 3000 do
   end
 end
 reply[2] = skipped
-redis.call('HINCRBY', K.adm, 'admitted', #reply - 2)
-redis.call('HINCRBY', K.adm, 'abandoned', skipped)
+if #reply > 2 then
+  redis.call('HINCRBY', K.adm, 'admitted', #reply - 2)
+end
+if skipped > 0 then
+  redis.call('HINCRBY', K.adm, 'abandoned', skipped)
+end
 if #set > 0 then
   redis.call('HSET', K.adm, unpack(set))
 end
