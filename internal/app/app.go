@@ -16,6 +16,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +70,8 @@ type Main struct {
 	server     *http.Server
 	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
 	metricsLn  net.Listener
-	readyStore queue.Store    // readiness reads, never queued behind the auto-pipeline
+	readyStore queue.Store // readiness reads, never queued behind the auto-pipeline
+	health     *queue.HealthCheck
 	eviction   *evictionCheck // nil on the embedded line
 	stopLoops  context.CancelFunc
 	loopsDone  sync.WaitGroup
@@ -168,15 +171,27 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.readyStore == nil {
 		m.readyStore = qstore
 	}
-	if _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); err != nil {
+	m.health = queue.NewHealthCheck(m.Queue, m.readyStore, m.Logger)
+	if m.redis != nil {
+		m.health.Reach = reachAny(m.redis)
+	}
+	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); {
+	case errors.Is(err, queue.ErrUnavailable):
+		// Redis answered openRedis, so this is a Redis Cluster whose node
+		// holding the default queue is down: serve the other queues; the
+		// admission loop creates the default queue once it is back.
+		m.Logger.Warn("the default queue's store does not answer; serving the other queues meanwhile", "err", err)
+	case err != nil:
 		return fmt.Errorf("creating the default queue: %w", err)
 	}
+	m.health.Check(ctx) // readiness has an answer from the first probe on
 
 	if m.Registry == nil {
 		m.Registry = prometheus.NewRegistry()
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	metrics := telemetry.New(m.Registry, m.Queue)
+	telemetry.RegisterStoreHealth(m.Registry, m.health.Last)
 	metricsHandler := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 	publicMetrics := metricsHandler
 	if c.MetricsAddr != "" {
@@ -208,7 +223,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Gate:           gate,
 		AdminToken:     c.AdminToken,
 		Ready:          m.ready,
-		ReadyWarnings:  m.readyWarnings,
 		Logger:         m.Logger,
 		NewQueueConfig: qcfg,
 		Page:           web.Handler(web.Options{Base: c.prefix(), Gateway: c.Proxy}),
@@ -268,7 +282,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	admitter.OnOpened = m.Queue.Changed
-	m.loopsDone.Add(4)
+	m.loopsDone.Add(5)
+	go func() { defer m.loopsDone.Done(); m.health.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
 	go func() { defer m.loopsDone.Done(); rates.Run(loopsCtx) }()
@@ -467,40 +482,69 @@ func (m *Main) Addr() string {
 // Done is closed when the server stops serving, by Close or by itself.
 func (m *Main) Done() <-chan struct{} { return m.serveDone }
 
-// ready is /readyz: the store and the database answer, the default queue
-// exists (else requests would answer 404 until the admission loop creates
-// it again), and under --redis-strict-eviction Redis cannot evict our keys.
-func (m *Main) ready(ctx context.Context) error {
-	if err := m.readyStore.Ping(ctx); err != nil {
-		return err
+// ready is /readyz (httpapi.Options.Ready): whether this instance can do
+// its job. A fault outside the instance limits only what it touches:
+//
+//   - gateway mode forwards every unprotected route whatever the line's
+//     store does, so it is ready while it can reach the upstream's
+//     address; the store's state is reported, not a reason (a protected
+//     route answers 503 + Retry-After while its queue's store is away);
+//   - serve mode can serve nothing without a store, so a store that does
+//     not answer at all makes it unready; a Redis Cluster with some nodes
+//     down does not (their queues answer 503, the others are served): the
+//     queues are listed in degradedQueues. The default queue missing (Redis
+//     lost its data: created again within a second), an order database
+//     that does not answer, and under --redis-strict-eviction a Redis that
+//     may evict waitroom's keys make it unready too.
+//
+// strict (?strict=1) is the all-or-nothing answer: every part whole.
+// The store's state is the health check's, refreshed every second in the
+// background: a probe costs the store no round trip.
+func (m *Main) ready(ctx context.Context, strict bool) (httpapi.Readiness, error) {
+	h := m.health.Last()
+	r := httpapi.Readiness{Store: h.State()}
+	if h.Reachable { // else every queue is down: "store": "down" says it
+		r.DegradedQueues = h.Down
 	}
-	switch _, err := m.readyStore.Config(ctx, queue.DefaultQueue); {
-	case errors.Is(err, queue.ErrQueueNotFound):
-		return fmt.Errorf("%w: the default queue is missing from the store (did Redis lose its data?); "+
+	// What keeps the store from being whole, worst first.
+	var storeProblem error
+	switch {
+	case !h.Reachable:
+		storeProblem = fmt.Errorf("%w: the line's store does not answer: %v", queue.ErrUnavailable, h.Err)
+	case slices.Contains(h.Missing, queue.DefaultQueue):
+		storeProblem = fmt.Errorf("%w: the default queue is missing from the store (did Redis lose its data?); "+
 			"the admission loop creates it again within a second", httpapi.ErrNotReady)
-	case err != nil:
-		return err
-	}
-	if m.eviction != nil && m.Config.RedisStrictEviction {
+		r.Warnings = append(r.Warnings, storeProblem.Error())
+	case m.eviction != nil:
 		if problem := m.eviction.Problem(ctx); problem != "" {
-			return fmt.Errorf("%w: --redis-strict-eviction: %s", httpapi.ErrNotReady, problem)
+			if m.Config.RedisStrictEviction {
+				storeProblem = fmt.Errorf("%w: --redis-strict-eviction: %s", httpapi.ErrNotReady, problem)
+			}
+			r.Warnings = append(r.Warnings, problem)
 		}
 	}
-	if m.orderStore == nil { // gateway mode: the upstream's health is its own
-		return nil
+	if strict && storeProblem == nil && len(h.Down) > 0 {
+		storeProblem = fmt.Errorf("%w: strict: the store does not answer for %s", httpapi.ErrNotReady, strings.Join(h.Down, ", "))
 	}
-	return m.orderStore.Ping(ctx)
-}
 
-// readyWarnings is what /readyz reports without failing.
-func (m *Main) readyWarnings(ctx context.Context) []string {
-	if m.eviction == nil || m.Config.RedisStrictEviction {
-		return nil
+	if m.Gateway != nil {
+		if err := m.Gateway.UpstreamReachable(ctx); err != nil {
+			r.Upstream = "unreachable"
+			return r, fmt.Errorf("%w: cannot forward: %v", httpapi.ErrNotReady, err)
+		}
+		r.Upstream = "reachable"
+		if strict {
+			return r, storeProblem
+		}
+		return r, nil
 	}
-	if problem := m.eviction.Problem(ctx); problem != "" {
-		return []string{problem}
+	if storeProblem != nil {
+		return r, storeProblem
 	}
-	return nil
+	if m.orderStore != nil {
+		return r, m.orderStore.Ping(ctx)
+	}
+	return r, nil
 }
 
 // Close shuts down in order: stop admitting (nobody gets a token a draining

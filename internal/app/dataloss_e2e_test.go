@@ -32,9 +32,10 @@ func TestRedisLosesItsData(t *testing.T) {
 		checkWaitingAt(t, in.do("GET", mePath("default"), in.as("u40"), nil), 41)
 	}
 
-	// Everything goes; writes are held for 10 s (far longer than the one
-	// request that follows, however busy the machine), so the instance
-	// cannot create the queue again before its readiness is seen failing.
+	// Everything goes; writes are held for 10 s (far longer than the
+	// health check takes to see it, a second or two however busy the
+	// machine), so the instance cannot create the queue again before its
+	// readiness is seen failing.
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	if _, err := rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
@@ -44,6 +45,7 @@ func TestRedisLosesItsData(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	in.waitStatus("/readyz", 503) // readiness follows the store's health check, made every second
 	if r := in.do("GET", "/readyz", "", nil); r.status != 503 || r.errorCode() != "not_ready" ||
 		!strings.Contains(r.raw, "default queue is missing") {
 		t.Errorf("/readyz with the default queue gone: %d %s, want 503 not_ready saying why", r.status, r.raw)

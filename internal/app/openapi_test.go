@@ -834,6 +834,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	// ---- operations
 	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/readyz?strict=1", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/readyz?strict=maybe", status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/metrics", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/metrics", headers: []string{"Accept", "application/openmetrics-text; version=1.0.0"}, status: 200})
 	if doc := k.call(t, oaCase{method: "GET", path: "/openapi.yaml", status: 200}); doc.raw != string(waitroom.OpenAPI) {
@@ -1008,6 +1010,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
 
 	// Redis down, PostgreSQL up.
 	redisProxy.cut()
+	in.waitStatus("/readyz", 503)
 	entries := "/api/v1/queues/" + q + "/entries"
 	for _, m := range []struct {
 		method, path, auth string

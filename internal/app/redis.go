@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -64,11 +66,46 @@ func openRedis(ctx context.Context, mode, rawURL string, logger *slog.Logger) (r
 	default:
 		return nil, "", fmt.Errorf("--redis-mode: %q is not %s, %s or %s", mode, RedisSingle, RedisCluster, RedisSentinel)
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	// A cluster with a node down still serves the queues on the others:
+	// an instance (re)started meanwhile starts and serves them.
+	if err := reachAny(rdb)(ctx); err != nil {
 		rdb.Close()
 		return nil, "", fmt.Errorf("redis at %s: %w", where, err)
 	}
 	return rdb, where, nil
+}
+
+// reachAny returns a check of whether any part of Redis answers: the
+// server (or the primary Sentinel names), or on a cluster any primary.
+// The store's health check asks it when no queue answered, to tell a
+// store down from one whose queues all live on nodes that are down.
+func reachAny(rdb redis.UniversalClient) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, ok := rdb.(*redis.ClusterClient)
+		if !ok {
+			return rdb.Ping(ctx).Err()
+		}
+		var answered atomic.Bool
+		var mu sync.Mutex
+		var failures []string
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			if err := n.Ping(ctx).Err(); err != nil {
+				mu.Lock()
+				failures = append(failures, fmt.Sprintf("%s: %v", n.Options().Addr, err))
+				mu.Unlock()
+				return nil
+			}
+			answered.Store(true)
+			return nil
+		})
+		switch {
+		case answered.Load():
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("no primary of the cluster answers PING (%s)", strings.Join(failures, "; "))
+	}
 }
 
 // go-redis logs through one package-wide logger, a line per failed dial:
@@ -161,7 +198,11 @@ func (e *evictionCheck) read(ctx context.Context) string {
 		v, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 		mu.Lock()
 		defer mu.Unlock()
+		var refused redis.Error
 		switch policy := v["maxmemory-policy"]; {
+		case err != nil && !errors.As(err, &refused):
+			// A node that does not answer evicts nothing meanwhile; the
+			// health check reports it. Read again when it is back.
 		case err != nil || policy == "":
 			unreadable = append(unreadable, fmt.Sprintf("%s (%v)", c.Options().Addr, err))
 		case !evictionSafe[policy]:

@@ -83,6 +83,8 @@ type Gateway struct {
 	routes *routes
 	api    http.Handler
 	proxy  *httputil.ReverseProxy
+	// upstream tells readiness whether the upstream can be reached.
+	upstream *upstreamHealth
 }
 
 // EntryCookiePrefix starts the name of the cookie that carries a browser's
@@ -104,7 +106,7 @@ func New(o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
-	g := &Gateway{o: o, routes: rt, api: http.StripPrefix(o.Prefix, o.API)}
+	g := &Gateway{o: o, routes: rt, api: http.StripPrefix(o.Prefix, o.API), upstream: newUpstreamHealth(o.Upstream)}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = o.UpstreamTimeout
 	// Bytes pass as they are: no gzip added and undone on the way.
@@ -113,7 +115,7 @@ func New(o Options) (*Gateway, error) {
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 1024, 1024
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:      g.rewrite,
-		Transport:    transport,
+		Transport:    g.upstream.track(transport),
 		BufferPool:   bufferPool{},
 		ErrorHandler: g.upstreamFailed,
 		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),

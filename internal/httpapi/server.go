@@ -45,13 +45,12 @@ type Options struct {
 	Gate *gatekeeper.Gatekeeper
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
-	// Ready reports whether the dependencies answer (for /readyz); an
-	// error wrapping ErrNotReady says why the instance should get no
-	// traffic although they do.
-	Ready func(ctx context.Context) error
-	// ReadyWarnings, if set, lists what /readyz reports without failing
-	// (a Redis that may evict waitroom's keys).
-	ReadyWarnings func(ctx context.Context) []string
+	// Ready says whether this instance can do its job (for /readyz) and
+	// what it knows of the parts it depends on, for the answer's body. An
+	// error is a 503: one wrapping ErrNotReady says why although the
+	// dependencies answer. strict (?strict=1) asks for the all-or-nothing
+	// answer: ready only while every part is whole.
+	Ready func(ctx context.Context, strict bool) (Readiness, error)
 	// Page serves GET / and /q/{queue} (after the session cookie is set),
 	// and also GET /static/… and /admin, the files and the admin page that
 	// come with it; nil answers 404 (an API-only server).
@@ -380,24 +379,49 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// Readiness is the body of a ready /readyz: what the instance knows of the
+// parts it depends on, whether or not they keep it from being ready.
+type Readiness struct {
+	// Store is the line's store: "up", "degraded" (on Redis Cluster, some
+	// queues' slots do not answer: those queues answer 503) or "down".
+	Store string `json:"store"`
+	// DegradedQueues are the queues whose store does not answer.
+	DegradedQueues []string `json:"degradedQueues,omitempty"`
+	// Upstream, in gateway mode, is "reachable" (the backend's address
+	// takes connections) or "unreachable".
+	Upstream string `json:"upstream,omitempty"`
+	// Warnings are what an operator should fix although the instance
+	// serves (a Redis that may evict waitroom's keys).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// readyz is GET /readyz[?strict=1].
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	var strict bool
+	switch v := r.URL.Query().Get("strict"); v {
+	case "1", "true":
+		strict = true
+	case "", "0", "false":
+	default:
+		s.writeError(w, r, errWith(errBadRequest, "strict: want 1, true, 0 or false"))
+		return
+	}
 	if s.draining() {
 		s.writeError(w, r, errDraining)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	var ready Readiness
 	if s.Ready != nil {
-		if err := s.Ready(ctx); err != nil {
+		var err error
+		if ready, err = s.Ready(ctx, strict); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 	}
-	body := map[string]any{"status": "ready"}
-	if s.ReadyWarnings != nil {
-		if warn := s.ReadyWarnings(ctx); len(warn) > 0 {
-			body["warnings"] = warn
-		}
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, struct {
+		Status string `json:"status"`
+		Readiness
+	}{"ready", ready})
 }

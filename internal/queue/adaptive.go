@@ -282,11 +282,14 @@ type RateController struct {
 
 	mu      sync.Mutex
 	pending map[string]*RateSample
+	// folds logs a queue's failing hand-overs once per change of state.
+	folds *troubles
 }
 
 // NewRateController returns a RateController over store.
 func NewRateController(store Store, logger *slog.Logger) *RateController {
-	return &RateController{store: store, logger: logger, Window: DefaultRateWindow, pending: map[string]*RateSample{}}
+	return &RateController{store: store, logger: logger, Window: DefaultRateWindow, pending: map[string]*RateSample{},
+		folds: newTroubles(logger, "adaptive rate: handing samples to the store")}
 }
 
 // maxSampledQueues bounds the queues one instance gathers samples for
@@ -328,18 +331,20 @@ func (r *RateController) Flush(ctx context.Context) {
 	batch := r.pending
 	r.pending = make(map[string]*RateSample, len(batch))
 	r.mu.Unlock()
-	for q, s := range batch {
-		w, err := r.store.FoldRate(ctx, q, *s, r.Window)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.logger.Warn("adaptive rate: folding samples failed", "queue", q, "err", err)
-			}
-			continue
-		}
-		if w.Claimed {
-			r.decide(ctx, q, w)
-		}
+	queues := make([]string, 0, len(batch))
+	for q := range batch {
+		queues = append(queues, q)
 	}
+	EachQueue(ctx, queues, QueueCallTimeout, func(qctx context.Context, q string) {
+		w, err := r.store.FoldRate(qctx, q, *batch[q], r.Window)
+		if ctx.Err() != nil {
+			return
+		}
+		r.folds.result(q, err)
+		if err == nil && w.Claimed {
+			r.decide(qctx, q, w)
+		}
+	})
 }
 
 func (r *RateController) decide(ctx context.Context, q string, w RateWindow) {

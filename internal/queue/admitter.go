@@ -51,12 +51,16 @@ type Admitter struct {
 	Random io.Reader
 	// owner names this instance when it holds an opening's lease.
 	owner string
+	// ticks and listing log failed ticks (per queue) and failed listings
+	// of the queues once per change of state.
+	ticks, listing *troubles
 }
 
 // NewAdmitter returns an Admitter over store.
 func NewAdmitter(store Store, logger *slog.Logger) *Admitter {
 	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true,
-		Random: rand.Reader, owner: NewTokens(1)[0]}
+		Random: rand.Reader, owner: NewTokens(1)[0],
+		ticks: newTroubles(logger, "admission tick"), listing: newTroubles(logger, "admission: listing the queues")}
 }
 
 // Run admits until ctx ends, one loop per queue; queues created later are
@@ -103,21 +107,42 @@ func (l *queueLoop) setConfig(cfg Config) {
 }
 
 func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg *sync.WaitGroup) {
+	// A queue whose node is down must not hold up the others' discovery:
+	// every read is bounded, and the configs are read at once.
 	if a.EnsureQueues != nil {
-		a.EnsureQueues(ctx)
+		ensure, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+		a.EnsureQueues(ensure)
+		cancel()
 	}
-	names, err := a.store.Queues(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			a.logger.Warn("admission: listing queues failed", "err", err)
-		}
+	list, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+	names, err := a.store.Queues(list)
+	cancel()
+	if ctx.Err() != nil {
 		return
 	}
-	for _, name := range names {
-		cfg, err := a.store.Config(ctx, name)
-		if err != nil {
+	a.listing.result("", err)
+	if err != nil {
+		// On Redis Cluster the list lives on one node: while it is down,
+		// the queues already known keep their loops and configs.
+		return
+	}
+	configs := make([]Config, len(names))
+	found := make([]bool, len(names))
+	index := make(map[string]int, len(names))
+	for i, name := range names {
+		index[name] = i
+	}
+	EachQueue(ctx, names, QueueCallTimeout, func(ctx context.Context, name string) {
+		i := index[name]
+		if cfg, err := a.store.Config(ctx, name); err == nil {
+			configs[i], found[i] = cfg, true
+		}
+	})
+	for i, name := range names {
+		if !found[i] {
 			continue
 		}
+		cfg := configs[i]
 		l, ok := loops[name]
 		if !ok {
 			l = &queueLoop{cfg: cfg, reconfigured: make(chan struct{}, 1)}
@@ -144,7 +169,6 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	failures := 0
 	var opened time.Time // the opening this loop saw done
 	var swept time.Time  // when the janitor last swept the queue
 	for {
@@ -166,22 +190,17 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 			swept = time.Now()
 		}
 		var wait time.Duration
-		res, err := a.store.Admit(ctx, queue, NewTokens(cfg.BatchSize))
+		tick, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+		res, err := a.store.Admit(tick, queue, NewTokens(cfg.BatchSize))
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		failures := a.ticks.result(queue, err)
 		switch {
 		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			if failures == 1 || failures%100 == 0 {
-				a.logger.Warn("admission tick failed", "queue", queue, "err", err, "failures", failures)
-			}
 			wait = min(time.Duration(failures)*cfg.Interval, 5*time.Second)
 		default:
-			if failures > 0 {
-				a.logger.Info("admission recovered", "queue", queue, "after_failures", failures)
-			}
-			failures = 0
 			if (len(res.Admitted) > 0 || res.Skipped > 0) && a.OnAdmitUsers != nil {
 				a.OnAdmitUsers(queue, res.Admitted)
 			}

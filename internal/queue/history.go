@@ -36,8 +36,8 @@ func NewHistory(svc *Service, every, keep time.Duration) *History {
 // Every is the sampling interval.
 func (h *History) Every() time.Duration { return h.every }
 
-// Run samples until ctx ends. A failed sample (the store away) is skipped:
-// the gap shows in the chart.
+// Run samples until ctx ends. A failed sample (the store, or the queue's
+// node, away) is skipped: the gap shows in the chart.
 func (h *History) Run(ctx context.Context) {
 	t := time.NewTicker(h.every)
 	defer t.Stop()
@@ -52,18 +52,18 @@ func (h *History) Run(ctx context.Context) {
 }
 
 func (h *History) sample(ctx context.Context, now time.Time) {
-	names, err := h.svc.Queues(ctx)
-	if err != nil {
-		return
-	}
+	names := h.svc.KnownQueues(ctx)
+	var takenMu sync.Mutex
 	taken := make(map[string]HistoryPoint, len(names))
-	for _, q := range names {
+	EachQueue(ctx, names, QueueCallTimeout, func(ctx context.Context, q string) {
 		st, err := h.svc.Stats(ctx, q)
 		if err != nil {
-			continue
+			return
 		}
+		takenMu.Lock()
 		taken[q] = HistoryPoint{At: now, Length: st.Length, AdmittedTotal: st.AdmittedTotal, EffectiveRate: st.EffectiveRate}
-	}
+		takenMu.Unlock()
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for q, p := range taken {

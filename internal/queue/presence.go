@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 )
@@ -50,19 +49,26 @@ func (p *presence) note(queue, user string, e Entry) {
 	}
 }
 
-// flush sends every mark gathered since the last flush.
-func (p *presence) flush(ctx context.Context, logger *slog.Logger) {
+// flush sends every mark gathered since the last flush, every queue's at
+// once (a queue whose store does not answer holds up no other's).
+// Failures are logged by troubles.
+func (p *presence) flush(ctx context.Context, troubles *troubles) {
 	p.mu.Lock()
 	batch := p.marks
 	p.marks = make(map[string]map[string]struct{}, len(batch))
 	p.mu.Unlock()
-	for q, m := range batch {
-		users := make([]string, 0, len(m))
-		for u := range m {
+	queues := make([]string, 0, len(batch))
+	for q := range batch {
+		queues = append(queues, q)
+	}
+	EachQueue(ctx, queues, QueueCallTimeout, func(qctx context.Context, q string) {
+		users := make([]string, 0, len(batch[q]))
+		for u := range batch[q] {
 			users = append(users, u)
 		}
-		if err := p.store.Seen(ctx, q, users); err != nil && ctx.Err() == nil {
-			logger.Warn("no-shows: sending seen marks failed", "queue", q, "users", len(users), "err", err)
+		err := p.store.Seen(qctx, q, users)
+		if ctx.Err() == nil {
+			troubles.result(q, err)
 		}
-	}
+	})
 }

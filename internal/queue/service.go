@@ -52,6 +52,9 @@ type Service struct {
 
 	configsMu sync.Mutex
 	configs   map[string]recentConfig // RecentConfig's reads
+
+	knownMu sync.Mutex
+	known   []string // the last list of queues the store gave
 }
 
 // recentConfig is a queue's config as read at a moment.
@@ -78,10 +81,11 @@ func NewService(store Store, snapshotAge time.Duration) *Service {
 // RunPresence sends this instance's seen marks (no-shows, see presence)
 // every PresenceFlush until ctx ends.
 func (s *Service) RunPresence(ctx context.Context, logger *slog.Logger) {
-	every(ctx, PresenceFlush, func() { s.presence.flush(ctx, logger) })
+	troubles := newTroubles(logger, "no-shows: sending seen marks")
+	every(ctx, PresenceFlush, func() { s.presence.flush(ctx, troubles) })
 	// The marks taken since the last flush go too: an instance draining
 	// must not make its pollers look absent.
-	s.presence.flush(context.WithoutCancel(ctx), logger)
+	s.presence.flush(context.WithoutCancel(ctx), troubles)
 }
 
 // every runs fn every d until ctx ends.
@@ -340,7 +344,29 @@ func (s *Service) RateChanges(ctx context.Context, queue string) ([]RateChange, 
 }
 
 // Queues lists the queue names.
-func (s *Service) Queues(ctx context.Context) ([]string, error) { return s.store.Queues(ctx) }
+func (s *Service) Queues(ctx context.Context) ([]string, error) {
+	names, err := s.store.Queues(ctx)
+	if err == nil {
+		s.knownMu.Lock()
+		s.known = names
+		s.knownMu.Unlock()
+	}
+	return names, err
+}
+
+// KnownQueues lists the queues for the loops that visit them all (the
+// history, the metrics, the store's health): the store's list, or when the
+// store cannot give it, the last list it gave. On Redis Cluster the list
+// lives on one node; while that node is down the queues on the others are
+// still there to serve, and to watch.
+func (s *Service) KnownQueues(ctx context.Context) []string {
+	if names, err := s.Queues(ctx); err == nil {
+		return names
+	}
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	return s.known
+}
 
 // EnsureQueue creates the queue with c unless it exists already, and says
 // whether it did; an existing queue keeps its config, so restarting an

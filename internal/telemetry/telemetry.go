@@ -25,7 +25,9 @@ import (
 
 // QueueReader is what the scrape needs from the line.
 type QueueReader interface {
-	Queues(ctx context.Context) ([]string, error)
+	// KnownQueues lists the queues (the last list the store gave, when it
+	// cannot give one now).
+	KnownQueues(ctx context.Context) []string
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
 	// SnapshotAnswers counts this instance's status polls answered from a
 	// snapshot of the line and by the store.
@@ -175,7 +177,6 @@ var (
 	descRate      = desc("waitroom_admission_rate", "The admission rate in force, users per second: the adaptive rate while adaptive, else the configured one.")
 	descAbandoned = desc("waitroom_abandoned_total", "Waiting users skipped at admission as no-shows (not seen for abandonAfterSeconds).")
 	descPreQueue  = desc("waitroom_prequeue_length", "Users waiting for the queue's opening, not yet placed in line.")
-	descStoreUp   = prometheus.NewDesc("waitroom_store_up", "1 if the line's store answered this scrape.", nil, nil)
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
 	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue}
 	scrapeTimeout = 2 * time.Second
@@ -195,41 +196,47 @@ type queueCollector struct {
 	mu    sync.Mutex
 	at    time.Time // when stats were read; zero: never
 	stats []queue.Stats
-	up    bool
 }
 
-// read returns every queue's stats and whether the store answered them all,
-// reading them again when the last reading is older than maxAge.
-func (c *queueCollector) read() ([]queue.Stats, bool) {
+// read returns the stats of every queue that answered, reading them again
+// when the last reading is older than maxAge. Every queue is read at once
+// under its own deadline: a queue on a Redis Cluster node that is down
+// costs the others nothing, and only its own series go missing.
+func (c *queueCollector) read() []queue.Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < c.maxAge {
-		return c.stats, c.up
+		return c.stats
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
+	names := c.queues.KnownQueues(ctx)
 	// A new slice each time: earlier scrapes may still be reading the last.
-	var stats []queue.Stats
-	names, err := c.queues.Queues(ctx)
-	up := err == nil
-	for _, q := range names {
-		st, err := c.queues.Stats(ctx, q)
-		if err != nil {
-			up = false
-			continue
-		}
-		st.Queue = q
-		stats = append(stats, st)
+	read := make([]*queue.Stats, len(names))
+	index := make(map[string]int, len(names))
+	for i, q := range names {
+		index[q] = i
 	}
-	c.stats, c.up, c.at = stats, up, time.Now()
-	return stats, up
+	queue.EachQueue(ctx, names, scrapeTimeout, func(ctx context.Context, q string) {
+		if st, err := c.queues.Stats(ctx, q); err == nil {
+			st.Queue = q
+			read[index[q]] = &st
+		}
+	})
+	var stats []queue.Stats
+	for _, st := range read {
+		if st != nil {
+			stats = append(stats, *st)
+		}
+	}
+	c.stats, c.at = stats, time.Now()
+	return stats
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range queueDescs {
 		ch <- d
 	}
-	ch <- descStoreUp
 	ch <- descStatusBy
 }
 
@@ -237,12 +244,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	hits, misses := c.queues.SnapshotAnswers()
 	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(hits), "snapshot")
 	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(misses), "store")
-	stats, ok := c.read()
-	up := 0.0
-	if ok {
-		up = 1
-	}
-	for _, st := range stats {
+	for _, st := range c.read() {
 		q := st.Queue
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, q)
@@ -270,5 +272,42 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAbandoned, st.AbandonedTotal)
 		gauge(descPreQueue, float64(st.PreQueued))
 	}
-	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up)
+}
+
+var (
+	descStoreUp      = prometheus.NewDesc("waitroom_store_up", "1 while the line's store answers this instance, all of it or (Redis Cluster) part; 0 when no part answers: every queue answers 503.", nil, nil)
+	descStoreQueueUp = desc("waitroom_store_queue_up", "1 while the store answers this instance for the queue's keys; 0 when not (on Redis Cluster, the node holding its slot is down): the queue answers 503 while others are served.")
+)
+
+// RegisterStoreHealth adds waitroom_store_up and waitroom_store_queue_up,
+// read at scrape time from the last health check (health), which runs on
+// its own every second: a scrape asks the store nothing for them.
+func RegisterStoreHealth(reg prometheus.Registerer, health func() queue.Health) {
+	reg.MustRegister(storeHealthCollector(health))
+}
+
+type storeHealthCollector func() queue.Health
+
+func (storeHealthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descStoreUp
+	ch <- descStoreQueueUp
+}
+
+func (c storeHealthCollector) Collect(ch chan<- prometheus.Metric) {
+	h := c()
+	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, bit(h.Reachable))
+	down := map[string]bool{}
+	for _, q := range h.Down {
+		down[q] = true
+	}
+	for _, q := range h.Queues {
+		ch <- prometheus.MustNewConstMetric(descStoreQueueUp, prometheus.GaugeValue, bit(h.Reachable && !down[q]), q)
+	}
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

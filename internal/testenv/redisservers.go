@@ -54,7 +54,8 @@ func (s *RedisServer) start() {
 }
 
 // Restart starts a stopped server again on its port, empty (nothing is
-// persisted): as after a failover to a replica that lost everything.
+// persisted): as after a failover to a replica that lost everything. A
+// cluster node keeps its identity and its AOF (StartRedisCluster).
 func (s *RedisServer) Restart() {
 	s.t.Helper()
 	s.Stop()
@@ -66,6 +67,9 @@ func (s *RedisServer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port)
 
 // URL is a single-server redis:// URL.
 func (s *RedisServer) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Running reports whether the server has been started and not stopped.
+func (s *RedisServer) Running() bool { return s.cmd != nil }
 
 // Stop kills the server (as a crash would); stopping twice is fine.
 func (s *RedisServer) Stop() {
@@ -137,21 +141,44 @@ func FreePort(t testing.TB) int {
 	return 0
 }
 
-// StartRedisCluster starts a Redis Cluster of n primaries (no replicas) and
-// returns its go-redis cluster URL (one node as the host, the others as
-// addr= parameters) and the nodes.
-func StartRedisCluster(t testing.TB, n int) (string, []*RedisServer) {
+// RedisCluster is a Redis Cluster of private redis-servers one test owns.
+// Its nodes keep an AOF (appendfsync everysec), so a node killed and
+// started again comes back with what it had; and a node down takes only
+// its own slots down (cluster-require-full-coverage no).
+type RedisCluster struct {
+	// URL is the go-redis cluster URL: one node as the host, the others
+	// as addr= parameters.
+	URL string
+	// Nodes are every node; Primaries hold the slots at the start, and
+	// ReplicaOf names each primary's replica (none without replicas).
+	Nodes, Primaries []*RedisServer
+	ReplicaOf        map[*RedisServer]*RedisServer
+	t                testing.TB
+}
+
+// ClusterNodeTimeout is how long the cluster's nodes wait before they
+// call an unreachable node failing (cluster-node-timeout): its replica
+// is promoted a second or two after.
+const ClusterNodeTimeout = time.Second
+
+// StartRedisCluster starts a Redis Cluster of primaries primaries, each
+// with replicas replicas, and waits until every node agrees it is ok and
+// every replica has synced.
+func StartRedisCluster(t testing.TB, primaries, replicas int) *RedisCluster {
 	t.Helper()
-	var nodes []*RedisServer
+	c := &RedisCluster{t: t, ReplicaOf: map[*RedisServer]*RedisServer{}}
 	var addrs []string
-	for range n {
-		// Each node's nodes.conf lands in its own --dir.
-		s := StartRedis(t, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-		nodes = append(nodes, s)
+	for range primaries * (1 + replicas) {
+		// Each node's nodes.conf and AOF land in its own --dir.
+		s := StartRedis(t, "--cluster-enabled", "yes",
+			"--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout/time.Millisecond)),
+			"--cluster-require-full-coverage", "no", "--appendonly", "yes", "--appendfsync", "everysec",
+			"--repl-diskless-sync-delay", "0")
+		c.Nodes = append(c.Nodes, s)
 		addrs = append(addrs, s.Addr())
 	}
-	cli(t, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
-	for _, s := range nodes {
+	cli(t, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")...)
+	for _, s := range c.Nodes {
 		for i := 0; !strings.Contains(s.Cli("cluster", "info"), "cluster_state:ok"); i++ {
 			if i == 200 {
 				t.Fatalf("cluster node %s never reached cluster_state:ok", s.Addr())
@@ -159,15 +186,113 @@ func StartRedisCluster(t testing.TB, n int) (string, []*RedisServer) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	u := "redis://" + addrs[0]
+	// Which node redis-cli made a primary, and whose replica each other is.
+	byID := map[string]*RedisServer{}
+	masterOf := map[*RedisServer]string{}
+	for _, s := range c.Nodes {
+		me := s.myself()
+		byID[me.id] = s
+		if me.master == "-" {
+			c.Primaries = append(c.Primaries, s)
+		} else {
+			masterOf[s] = me.master
+		}
+	}
+	for replica, id := range masterOf {
+		c.ReplicaOf[byID[id]] = replica
+		for i := 0; !strings.Contains(replica.Cli("info", "replication"), "master_link_status:up"); i++ {
+			if i == 400 {
+				t.Fatalf("replica %s never synced with its primary", replica.Addr())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if len(c.Primaries) != primaries {
+		t.Fatalf("the cluster has %d primaries, want %d", len(c.Primaries), primaries)
+	}
+	c.URL = "redis://" + addrs[0]
 	for i, a := range addrs[1:] {
 		sep := "&"
 		if i == 0 {
 			sep = "?"
 		}
-		u += sep + "addr=" + a
+		c.URL += sep + "addr=" + a
 	}
-	return u, nodes
+	return c
+}
+
+// PrimaryOf is the node serving key's slot now, as that node itself says
+// (after a failover, the promoted replica); nil when no running node
+// claims it.
+func (c *RedisCluster) PrimaryOf(key string) *RedisServer {
+	c.t.Helper()
+	slot, err := strconv.Atoi(c.live().Cli("cluster", "keyslot", key))
+	if err != nil {
+		c.t.Fatalf("cluster keyslot %s: %v", key, err)
+	}
+	for _, s := range c.Nodes {
+		if !s.Running() {
+			continue
+		}
+		if me := s.myself(); me.master == "-" && me.serves(slot) {
+			return s
+		}
+	}
+	return nil
+}
+
+// live is a running node.
+func (c *RedisCluster) live() *RedisServer {
+	for _, s := range c.Nodes {
+		if s.Running() {
+			return s
+		}
+	}
+	c.t.Fatal("no node of the cluster is running")
+	return nil
+}
+
+// clusterNode is a node's own line of CLUSTER NODES.
+type clusterNode struct {
+	id, master string // master: "-" for a primary
+	slots      [][2]int
+}
+
+func (n clusterNode) serves(slot int) bool {
+	for _, r := range n.slots {
+		if slot >= r[0] && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// myself reads the node's own line of CLUSTER NODES: "<id> <addr> <flags>
+// <master> <ping> <pong> <epoch> <link> <slot ranges…>".
+func (s *RedisServer) myself() clusterNode {
+	s.t.Helper()
+	for line := range strings.SplitSeq(s.Cli("cluster", "nodes"), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.Contains(f[2], "myself") {
+			continue
+		}
+		n := clusterNode{id: f[0], master: f[3]}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue // a slot being migrated
+			}
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			a, _ := strconv.Atoi(lo)
+			b, _ := strconv.Atoi(hi)
+			n.slots = append(n.slots, [2]int{a, b})
+		}
+		return n
+	}
+	s.t.Fatalf("%s: no myself line in CLUSTER NODES", s.Addr())
+	return clusterNode{}
 }
 
 // SentinelSetup is a primary, one replica and one sentinel watching them

@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 // Cluster through an auto-pipelined cluster client: every script's keys
 // share the queue's hash slot, so each runs on the node that owns it.
 func TestConformanceOnCluster(t *testing.T) {
-	url, _ := testenv.StartRedisCluster(t, 3)
+	url := testenv.StartRedisCluster(t, 3, 0).URL
 	opt, err := redis.ParseClusterURL(url)
 	if err != nil {
 		t.Fatal(err)
