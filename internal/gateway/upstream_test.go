@@ -47,6 +47,10 @@ func TestUpstreamHealthDialsAtMostOncePerFreshness(t *testing.T) {
 			t.Fatalf("a listening upstream: %v", err)
 		}
 	}
+	// The server accepts the probe's connection after the dial returned.
+	for deadline := time.Now().Add(10 * time.Second); l.accepted.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if n := l.accepted.Load(); n != 1 {
 		t.Fatalf("100 probes of an idle gateway dialed %d times, want 1", n)
 	}

@@ -19,6 +19,8 @@ type errorLog struct {
 	logger *slog.Logger
 	every  time.Duration
 	now    func() time.Time
+	// after runs f once d has passed on now's clock (time.AfterFunc).
+	after func(d time.Duration, f func()) stopper
 
 	mu    sync.Mutex
 	codes map[string]*codeLog
@@ -31,11 +33,15 @@ type codeLog struct {
 	level   slog.Level
 	msg     string
 	last    []any // the attributes of the last held error
-	pending *time.Timer
+	pending stopper
 }
 
+// stopper is a timer that can be stopped (*time.Timer).
+type stopper interface{ Stop() bool }
+
 func newErrorLog(logger *slog.Logger) *errorLog {
-	return &errorLog{logger: logger, every: time.Second, now: time.Now, codes: map[string]*codeLog{}}
+	return &errorLog{logger: logger, every: time.Second, now: time.Now, codes: map[string]*codeLog{},
+		after: func(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }}
 }
 
 // log writes msg with attrs now, or counts it for the code's next line.
@@ -56,7 +62,7 @@ func (l *errorLog) log(ctx context.Context, level slog.Level, code, msg string, 
 	c.held++
 	c.level, c.msg, c.last = level, msg, attrs
 	if c.pending == nil {
-		c.pending = time.AfterFunc(c.logged.Add(l.every).Sub(now), func() { l.flushCode(code) })
+		c.pending = l.after(c.logged.Add(l.every).Sub(now), func() { l.flushCode(code) })
 	}
 }
 
