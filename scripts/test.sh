@@ -3,7 +3,8 @@
 # The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
 #
 # It installs redis-server, PostgreSQL, chromium and a font with Hangul (for
-# the pages' browser tests), curl (the README test), wrk, a C compiler (for
+# the pages' browser tests), curl (the README test), wrk, promtool (Debian's
+# prometheus: the alert rules' checks and unit tests), a C compiler (for
 # -race), npm and Python's JWT library (the API's consumers: the spec's
 # linter and generated clients, the entry-verification examples), and a JDK,
 # Jetty 9.4 and Flask (real backends behind gateway mode) from Debian
@@ -169,6 +170,8 @@ command -v wrk >/dev/null || missing+=(wrk)
 command -v javac >/dev/null || missing+=(default-jdk-headless)
 [[ -e /usr/share/java/jetty9-server.jar ]] || missing+=(libjetty9-java)
 /usr/bin/python3 -c 'import flask' 2>/dev/null || missing+=(python3-flask)
+# promtool checks the alert rules and runs their unit tests (deploy_test.go).
+command -v promtool >/dev/null || missing+=(prometheus)
 # go test -race needs cgo, hence a C compiler and the libc headers.
 command -v gcc >/dev/null || missing+=(gcc)
 if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
@@ -366,6 +369,10 @@ fi
 if ! command -v wrk >/dev/null; then
 	in_ci && die "wrk not found"
 	warn "wrk not found: the harness smoke test leaves out the hot paths"
+fi
+if ! command -v promtool >/dev/null; then
+	in_ci && die "promtool not found (Debian's prometheus package)"
+	warn "promtool not found: the alert rules' checks will skip"
 fi
 
 # ---------------------------------------------------------------- npm tools

@@ -13,6 +13,8 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,12 +23,44 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 const (
 	dashboardFile  = "../../deploy/grafana/waitroom-dashboard.json"
 	alertRulesFile = "../../deploy/prometheus/waitroom-alerts.yml"
+	// alertTestsFile holds promtool's unit tests of the alert rules.
+	alertTestsFile = "../../deploy/prometheus/waitroom-alerts.test.yml"
 )
+
+// TestAlertRulesPassPromtool: Prometheus's own checker accepts every rule
+// file in deploy/prometheus, and the alerts fire as their unit tests say
+// when fed an outage: Redis stopped (WaitroomStoreUnreachable per
+// instance, and no page per queue), a Redis Cluster node down
+// (WaitroomQueueDegraded for its queue only).
+func TestAlertRulesPassPromtool(t *testing.T) {
+	promtool := testenv.Promtool(t)
+	rules, err := filepath.Glob("../../deploy/prometheus/*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules = slices.DeleteFunc(rules, func(f string) bool { return strings.HasSuffix(f, ".test.yml") })
+	if !slices.Contains(rules, alertRulesFile) {
+		t.Fatalf("rule files %v, want %s among them", rules, alertRulesFile)
+	}
+	for _, args := range [][]string{
+		append([]string{"check", "rules"}, rules...),
+		{"test", "rules", alertTestsFile},
+	} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+			continue
+		}
+		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
+	}
+}
 
 func TestDeployQueriesExist(t *testing.T) {
 	exposed := exposedMetrics(t)
@@ -70,7 +104,7 @@ func TestDeployQueriesExist(t *testing.T) {
 			queries["alert "+r.Alert] = r.Expr
 		}
 	}
-	if want := []string{"WaitroomAdmissionStalled", "WaitroomRedisUnreachable", "WaitroomTokensExpiringUnused"}; !slices.Equal(alerts, want) {
+	if want := []string{"WaitroomAdmissionStalled", "WaitroomStoreUnreachable", "WaitroomQueueDegraded", "WaitroomTokensExpiringUnused"}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 
@@ -95,7 +129,7 @@ func TestDeployQueriesExist(t *testing.T) {
 	for _, n := range []string{
 		"waitroom_queue_length", "waitroom_admitted_total", "waitroom_tokens_active",
 		"waitroom_order_duration_seconds_bucket", "waitroom_status_answers_total", "waitroom_rejected_total",
-		"waitroom_store_up", "waitroom_tokens_expired_total",
+		"waitroom_store_up", "waitroom_store_queue_up", "waitroom_tokens_expired_total",
 	} {
 		if !used[n] {
 			t.Errorf("neither the dashboard nor the alerts watch %s", n)

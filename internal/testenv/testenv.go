@@ -91,6 +91,18 @@ func Chromium(t testing.TB) string {
 	return path
 }
 
+// Promtool returns the path of Prometheus's promtool (on PATH; Debian's
+// prometheus package has it, and scripts/test.sh installs it), with
+// Missing's rule when there is none.
+func Promtool(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		Missing(t, "promtool on PATH (scripts/test.sh installs Debian's prometheus): %v", err)
+	}
+	return path
+}
+
 // InCI reports whether the tests run under CI.
 func InCI() bool { return os.Getenv("CI") == "true" }
 
