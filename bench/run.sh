@@ -16,7 +16,9 @@
 #                                      # minutes); rewrites its section only
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
-#                                      # an instance, stops PostgreSQL; prints Markdown
+#                                      # an instance, stops PostgreSQL; then the
+#                                      # Redis Cluster failover run (six nodes);
+#                                      # prints Markdown
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -133,6 +135,15 @@ if ((chaos)); then
 	chaos_args=()
 	((short)) && chaos_args=(-short -command "bench/run.sh --chaos --short")
 	go run ./bench/cmd/chaos "${chaos_args[@]}" "${args[@]}"
+	# Then the Redis Cluster failover (bench/failover.go): six redis-servers
+	# of its own, a primary killed with a replica, then one without. The
+	# test command runs its short form; this is the long one.
+	say "the cluster failover run"
+	long=1
+	((short)) && long=""
+	WAITROOM_FAILOVER_LONG="$long" WAITROOM_FAILOVER_REPORT="$TMP/failover.md" \
+		go test -count=1 -timeout 10m -run '^TestClusterFailover$' -v ./bench/ >&2
+	cat "$TMP/failover.md"
 elif ((short)); then
 	dest="${out:-$TMP/out}"
 	go run ./bench/cmd/bench -short -profile=false -doc "$dest/benchmarks.md" -svg "$dest/bench" \

@@ -175,6 +175,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.redis != nil {
 		m.health.Reach = reachAny(m.redis)
 	}
+	if cluster, ok := m.redis.(*redis.ClusterClient); ok {
+		// go-redis learns a new map of the slots when a node answers MOVED,
+		// or once a minute; a dead primary answers nothing. While queues
+		// are down, ask again every check: a promoted replica serves them
+		// within a second of its promotion, not up to a minute later.
+		m.health.OnDown = func(ctx context.Context, _ []string) { cluster.ReloadState(ctx) }
+	}
 	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); {
 	case errors.Is(err, queue.ErrUnavailable):
 		// Redis answered openRedis, so this is a Redis Cluster whose node

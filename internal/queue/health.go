@@ -60,6 +60,9 @@ type HealthCheck struct {
 	// whose queues all live on a node that is down still counts as
 	// reachable. Nil: the store is reachable when some queue answered.
 	Reach func(ctx context.Context) error
+	// OnDown, if set, is told after each check that found queues down
+	// (on Redis Cluster: look for the replica promoted in its place).
+	OnDown func(ctx context.Context, down []string)
 
 	mu   sync.Mutex
 	last Health
@@ -138,6 +141,9 @@ func (c *HealthCheck) Check(ctx context.Context) Health {
 	c.last = h
 	c.mu.Unlock()
 	c.logChanges(before, h)
+	if len(h.Down) > 0 && c.OnDown != nil {
+		c.OnDown(ctx, h.Down)
+	}
 	return h
 }
 
