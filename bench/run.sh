@@ -119,6 +119,13 @@ cat >>"$TMP/pg/postgresql.conf" <<-CONF
 	synchronous_commit = off
 	full_page_writes = off
 CONF
+if ((chaos)); then
+	# The chaos run stops this PostgreSQL with -m immediate, a crash: a
+	# commit must be in the WAL before it is acknowledged, or an order the
+	# buyer was told of may be lost (synchronous_commit off loses up to
+	# three wal_writer_delay of them, and the run then reports it).
+	echo "synchronous_commit = on" >>"$TMP/pg/postgresql.conf"
+fi
 pport="$(free_port)"
 PG_DATA="$TMP/pg"
 (cd "$TMP" && as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$TMP/pg.log" -o "-p $pport" -w -t 60 start) >/dev/null ||
@@ -134,7 +141,8 @@ if ((chaos)); then
 	export WAITROOM_CHAOS_PG_START="$pg_ctl_as -l $TMP/pg.log -o '-p $pport' -w -t 60 start"
 	chaos_args=()
 	((short)) && chaos_args=(-short -command "bench/run.sh --chaos --short")
-	go run ./bench/cmd/chaos "${chaos_args[@]}" "${args[@]}"
+	chaos_rc=0
+	go run ./bench/cmd/chaos "${chaos_args[@]}" "${args[@]}" || chaos_rc=$?
 	# Then the Redis Cluster failover (bench/failover.go): six redis-servers
 	# of its own, a primary killed with a replica, then one without. The
 	# test command runs its short form; this is the long one.
@@ -144,6 +152,7 @@ if ((chaos)); then
 	WAITROOM_FAILOVER_LONG="$long" WAITROOM_FAILOVER_REPORT="$TMP/failover.md" \
 		go test -count=1 -timeout 10m -run '^TestClusterFailover$' -v ./bench/ >&2
 	cat "$TMP/failover.md"
+	exit "$chaos_rc"
 elif ((short)); then
 	dest="${out:-$TMP/out}"
 	go run ./bench/cmd/bench -short -profile=false -doc "$dest/benchmarks.md" -svg "$dest/bench" \
