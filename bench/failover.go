@@ -304,62 +304,38 @@ func (r *failoverRun) call(ctx context.Context, q, method, path, user string) (i
 
 // enterers brings a new user to q every enterEvery.
 func (r *failoverRun) enterers(ctx context.Context, q string) {
-	t := time.NewTicker(r.tl.enterEvery)
-	defer t.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	n := 0
+	<-every(ctx, nil, r.tl.enterEvery, func() {
 		user := fmt.Sprintf("%s-u%d", q, n)
+		n++
 		if st, _ := r.call(ctx, q, "POST", "/api/v1/queues/"+q+"/entries", user); st == http.StatusOK {
 			r.mu.Lock()
 			r.acked = append(r.acked, ackedPlace{queue: q, user: user, at: time.Now()})
 			r.mu.Unlock()
 		}
-	}
+	})
 }
 
 // poller asks the status of q's first user every pollEvery.
 func (r *failoverRun) poller(ctx context.Context, q string) {
-	t := time.NewTicker(r.tl.pollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		r.call(ctx, q, "GET", "/api/v1/queues/"+q+"/entries/me", q+"-u0")
-	}
+	<-every(ctx, nil, r.tl.pollEvery, func() { r.call(ctx, q, "GET", "/api/v1/queues/"+q+"/entries/me", q+"-u0") })
 }
 
 // readiness asks /readyz every 200 ms.
 func (r *failoverRun) readiness(ctx context.Context) {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	<-every(ctx, nil, 200*time.Millisecond, func() {
 		st, body, _, err := r.c.do(ctx, r.hc, "GET", "/readyz", "", nil)
 		if ctx.Err() != nil {
 			return
 		}
-		s := readySample{at: time.Now(), status: st}
+		s := readySample{at: time.Now(), status: st, degraded: anyStrings(body["degradedQueues"])}
 		if err != nil {
 			s.status = 0
-		}
-		for _, q := range anyStrings(body["degradedQueues"]) {
-			s.degraded = append(s.degraded, q)
 		}
 		r.mu.Lock()
 		r.readyz = append(r.readyz, s)
 		r.mu.Unlock()
-	}
+	})
 }
 
 func anyStrings(v any) []string {
