@@ -321,7 +321,9 @@ func (t *routes) mayMatch(p reading) bool {
 // PHP's PATH_INFO do), trailing junk trimmed again after the cut. Only a
 // cut that can change the answer is tried: in the first depth segments,
 // at the first "." of a segment (where a wildcard may be) or where one of
-// the patterns' literals there ends. It stops when try returns false.
+// the patterns' literals there ends, and a segment just past them that
+// starts with "." ("/drops/1/buy/.json" as /drops/1/buy/). It stops when
+// try returns false.
 func (t *routes) readAs(p reading, try func(reading) bool) {
 	withSlash := func(q reading) bool {
 		return try(q) && (!q.trailing || len(q.segs) == 0 || try(reading{segs: q.segs}))
@@ -329,10 +331,13 @@ func (t *routes) readAs(p reading, try func(reading) bool) {
 	if !withSlash(p) {
 		return
 	}
-	for i := 0; i < len(p.segs) && i < t.depth; i++ {
+	for i := 0; i < len(p.segs) && i <= t.depth; i++ {
 		s := p.segs[i]
 		first := true
 		for j := 0; j < len(s); j++ {
+			if i == t.depth && j > 0 {
+				break // past every pattern's literals only the cut before the segment matters
+			}
 			if s[j] != '.' || !first && !t.literalEnds[i][j] {
 				continue
 			}
