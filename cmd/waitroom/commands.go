@@ -46,15 +46,17 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	ttl := flags.Duration("ttl", time.Hour, "how long the JWT is valid")
 	secret := flags.String("auth-secret", "", "the HS256 secret, as given to serve; empty: the dev secret the embedded default keeps in --data-dir")
 	dataDir := flags.String("data-dir", app.DefaultDataDir, "the embedded default's data directory, as given to serve")
+	audience := flags.String("auth-audience", "", "the JWT's aud, as serve's --auth-audience requires (empty: none)")
+	issuer := flags.String("auth-issuer", "", "the JWT's iss, as serve's --auth-issuer requires (empty: none)")
 	flags.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: waitroom token --user ID [--ttl 1h]\n\n"+
 			"Prints a JWT that waitroom accepts as user ID (Authorization: Bearer …): what a\n"+
-			"shop's login would hand its users. --auth-secret and --data-dir have environment\n"+
-			"twins, as for serve.\n\n")
+			"shop's login would hand its users. --auth-secret, --data-dir, --auth-audience and\n"+
+			"--auth-issuer have environment twins, as for serve.\n\n")
 		flags.PrintDefaults()
 	}
 	// The settings shared with serve take serve's environment twins.
-	for _, name := range []string{"auth-secret", "data-dir"} {
+	for _, name := range []string{"auth-secret", "data-dir", "auth-audience", "auth-issuer"} {
 		if v := getenv(app.EnvName(name)); v != "" {
 			flags.Set(name, v)
 		}
@@ -84,7 +86,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	_, err := fmt.Fprintln(stdout, app.SignUserJWT(*secret, *user, *ttl))
+	_, err := fmt.Fprintln(stdout, app.SignUserJWT(*secret, *audience, *issuer, *user, *ttl))
 	return err
 }
 

@@ -31,12 +31,18 @@ func TestToken(t *testing.T) {
 		env    map[string]string
 		secret string // the secret the JWT must be signed with
 		ttl    time.Duration
+		// the server's --auth-audience and --auth-issuer
+		audience, issuer string
 	}{
-		{"--auth-secret", []string{"--user", "alice", "--auth-secret", "s3"}, nil, "s3", time.Hour},
-		{"WAITROOM_AUTH_SECRET", []string{"--user", "alice"}, map[string]string{"WAITROOM_AUTH_SECRET": "from-env"}, "from-env", time.Hour},
-		{"the flag wins", []string{"--user", "alice", "--auth-secret", "flag"}, map[string]string{"WAITROOM_AUTH_SECRET": "env"}, "flag", time.Hour},
-		{"the dev secret by --data-dir", []string{"--user", "alice", "--data-dir", devDir, "--ttl", "10m"}, nil, devSecret, 10 * time.Minute},
-		{"the dev secret by WAITROOM_DATA_DIR", []string{"--user", "bob-7"}, map[string]string{"WAITROOM_DATA_DIR": devDir}, devSecret, time.Hour},
+		{"--auth-secret", []string{"--user", "alice", "--auth-secret", "s3"}, nil, "s3", time.Hour, "", ""},
+		{"WAITROOM_AUTH_SECRET", []string{"--user", "alice"}, map[string]string{"WAITROOM_AUTH_SECRET": "from-env"}, "from-env", time.Hour, "", ""},
+		{"the flag wins", []string{"--user", "alice", "--auth-secret", "flag"}, map[string]string{"WAITROOM_AUTH_SECRET": "env"}, "flag", time.Hour, "", ""},
+		{"the dev secret by --data-dir", []string{"--user", "alice", "--data-dir", devDir, "--ttl", "10m"}, nil, devSecret, 10 * time.Minute, "", ""},
+		{"the dev secret by WAITROOM_DATA_DIR", []string{"--user", "bob-7"}, map[string]string{"WAITROOM_DATA_DIR": devDir}, devSecret, time.Hour, "", ""},
+		{"--auth-audience and --auth-issuer", []string{"--user", "carol", "--auth-secret", "s3", "--auth-audience", "waitroom", "--auth-issuer", "https://login.example"},
+			nil, "s3", time.Hour, "waitroom", "https://login.example"},
+		{"their environment twins", []string{"--user", "carol", "--auth-secret", "s3"},
+			map[string]string{"WAITROOM_AUTH_AUDIENCE": "waitroom", "WAITROOM_AUTH_ISSUER": "https://login.example"}, "s3", time.Hour, "waitroom", "https://login.example"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +57,7 @@ func TestToken(t *testing.T) {
 			// The server accepts it, as the user asked for.
 			req, _ := http.NewRequest("GET", "/", nil)
 			req.Header.Set("Authorization", "Bearer "+raw)
-			user, err := identity.New([]byte(tt.secret)).User(req)
+			user, err := identity.NewWith([]byte(tt.secret), identity.Options{Audience: tt.audience, Issuer: tt.issuer}).User(req)
 			if want := tt.args[1]; err != nil || user != want {
 				t.Fatalf("the server reads user %q, %v; want %q", user, err, want)
 			}

@@ -222,7 +222,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
-	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies, Proxies: proxies})
+	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
+		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer})
 	gate := m.newGatekeeper(c, proxies)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
@@ -361,7 +362,7 @@ func (m *Main) banner(c Config, qcfg queue.Config, devSecret bool) {
 	}
 	fmt.Fprintf(w, "  a user JWT:  %s   (%s)\n", token, why)
 	fmt.Fprintf(w, "  try it:      curl -X POST %s/api/v1/queues/default/entries -H 'Authorization: Bearer %s'\n",
-		m.Addr(), SignUserJWT(c.AuthSecret, "alice", 24*time.Hour))
+		m.Addr(), SignUserJWT(c.AuthSecret, c.AuthAudience, c.AuthIssuer, "alice", 24*time.Hour))
 }
 
 // openOrders opens the order database (PostgreSQL, or SQLite in the data
@@ -403,6 +404,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, gu
 	return gateway.New(gateway.Options{
 		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: guard, Signer: signer,
+		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
 		Proxies: proxies, Logger: m.Logger,
 	})
 }

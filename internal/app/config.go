@@ -34,7 +34,10 @@ type Config struct {
 	DatabaseURL         string // empty: SQLite in DataDir
 	DataDir             string
 	AuthSecret          string // empty: random per start
-	AdminToken          string // empty: random on the embedded default, else admin disabled
+	// AuthAudience and AuthIssuer, when set, are required of a user JWT's
+	// aud and iss.
+	AuthAudience, AuthIssuer string
+	AdminToken               string // empty: random on the embedded default, else admin disabled
 
 	Rate     float64 // 0: derived from the pool settings below
 	Batch    int
@@ -106,6 +109,9 @@ type Config struct {
 	// (empty: one kept in DataDir on the embedded default, else a random
 	// one per start).
 	EntrySigningKey string
+	// EntryIssuer and EntryAudience are X-Waitroom-Entry's iss and aud
+	// (empty: the prefix, and the upstream's URL).
+	EntryIssuer, EntryAudience string
 }
 
 // DefaultDataDir is --data-dir's default.
@@ -121,6 +127,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "directory of the SQLite file (and, on the embedded default without --auth-secret, of the dev secret it keeps)")
 	fs.StringVar(&c.AuthSecret, "auth-secret", "", "HS256 secret for user JWTs and session cookies; empty: random per start (set it when running several instances)")
+	fs.StringVar(&c.AuthAudience, "auth-audience", "", "when set, a user JWT must name it in aud (the shop's login issues tokens for several services); empty: aud is not checked")
+	fs.StringVar(&c.AuthIssuer, "auth-issuer", "", "when set, a user JWT's iss must be it (the shop's login); empty: iss is not checked")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
 	fs.Float64Var(&c.Rate, "rate", 0, "admitted users per second for the default and new queues; 0 derives it from --db-pool-size × --order-pool-share × 1s/--order-latency")
 	fs.IntVar(&c.Batch, "batch", 10, "most users admitted per tick")
@@ -171,6 +179,8 @@ func (c *Config) GatewayFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.ProtectCaseSensitive, "protect-case-sensitive", false, "compare request paths with the --protect and --protect-session patterns as written; by default case is ignored (/CHECKOUT is /checkout), since Express, ASP.NET Core and others route without case: set it only for a backend known to compare case")
 	fs.StringVar(&c.Prefix, "prefix", gateway.DefaultPrefix, "path under which waitroom serves its own API, pages, admin, metrics and probes")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", 30*time.Second, "how long to wait for the upstream's response headers; beyond it 504, and the entry token is kept")
+	fs.StringVar(&c.EntryIssuer, "entry-issuer", "", "X-Waitroom-Entry's iss, which backends check: the gateway's public URL, e.g. https://shop.example.com/_waitroom; empty: --prefix")
+	fs.StringVar(&c.EntryAudience, "entry-audience", "", "X-Waitroom-Entry's aud, which backends check: the backend's name; empty: --upstream as given")
 	fs.StringVar(&c.EntrySigningKey, "entry-signing-key", "", "PEM file of Ed25519 keys signing X-Waitroom-Entry: the first PRIVATE KEY signs, every key is published at {prefix}/.well-known/jwks.json (give every instance the same file); empty: kept in --data-dir on the embedded default, random per start otherwise")
 }
 

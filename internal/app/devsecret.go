@@ -61,8 +61,9 @@ func ReadDevSecret(dataDir string) (string, error) {
 }
 
 // SignUserJWT makes the HS256 JWT a shop's login would give user, valid for
-// ttl. It is waitroom's one call into its identity code outside the HTTP
-// layer (`waitroom token`, the start banner).
-func SignUserJWT(secret, user string, ttl time.Duration) string {
-	return identity.New([]byte(secret)).SignJWT(user, ttl)
+// ttl, with the audience and issuer --auth-audience and --auth-issuer
+// require (none where empty). It is waitroom's one call into its identity
+// code outside the HTTP layer (`waitroom token`, the start banner).
+func SignUserJWT(secret, audience, issuer, user string, ttl time.Duration) string {
+	return identity.NewWith([]byte(secret), identity.Options{Audience: audience, Issuer: issuer}).SignJWT(user, ttl)
 }

@@ -62,7 +62,7 @@ func TestEmbeddedKeepsItsSecret(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no dev secret after the first start: %v", err)
 	}
-	jwt := "Bearer " + app.SignUserJWT(secret, "carol", time.Hour)
+	jwt := "Bearer " + app.SignUserJWT(secret, "", "", "carol", time.Hour)
 	if r := first.do("POST", "/api/v1/queues/default/entries", jwt, nil); r.status != 200 {
 		t.Fatalf("enter with a JWT signed by the dev secret: %d %s", r.status, r.raw)
 	}

@@ -251,7 +251,7 @@ func startJetty(t *testing.T) realBackend {
 // python3 (a pyenv or venv python3 first on PATH would not see
 // python3-flask).
 func startFlask(t *testing.T) realBackend {
-	python := testenv.Flask(t)
+	python := testenv.Python(t, "flask")
 	return startProcess(t, "flask", exec.Command(python, "testdata/backends/shop.py"))
 }
 

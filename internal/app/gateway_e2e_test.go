@@ -688,8 +688,27 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("X-Waitroom-Entry does not verify against the served JWKS: %v", err)
 	}
-	if std.Subject != "verified" || extra["queue"] != "default" || std.ID == "" || std.IssuedAt == nil || std.Expiry == nil {
+	if std.Subject != "verified" || extra["queue"] != "default" || extra["route"] != "POST /buy" || std.ID == "" || std.IssuedAt == nil || std.Expiry == nil {
 		t.Fatalf("claims %+v %v", std, extra)
+	}
+	// Named for this backend by this gateway (the defaults: the upstream's
+	// URL and the prefix), and by the settings when given.
+	if err := std.Validate(josejwt.Expected{Issuer: gwPrefix, AnyAudience: josejwt.Audience{s.srv.URL}, Time: time.Now()}); err != nil {
+		t.Errorf("iss %q, aud %q: %v", std.Issuer, std.Audience, err)
+	}
+	named := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+		c.EntryIssuer, c.EntryAudience = "https://shop.example/_waitroom", "orders-service"
+	})
+	if r := named.buy("named", ""); r.status != 201 {
+		t.Fatalf("buy: %d %s", r.status, r.raw)
+	}
+	calls := s.buyCalls()
+	namedStd, _, err := verify(calls[len(calls)-1].header.Get("X-Waitroom-Entry"), fetchJWKS(named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := namedStd.Validate(josejwt.Expected{Issuer: "https://shop.example/_waitroom", AnyAudience: josejwt.Audience{"orders-service"}, Time: time.Now()}); err != nil {
+		t.Errorf("--entry-issuer, --entry-audience: iss %q, aud %q: %v", namedStd.Issuer, namedStd.Audience, err)
 	}
 
 	// Rotation: a new key first, the old one kept after it: both verify.
@@ -703,7 +722,7 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	if r := rotated.buy("after-rotation", ""); r.status != 201 {
 		t.Fatalf("buy: %d %s", r.status, r.raw)
 	}
-	calls := s.buyCalls()
+	calls = s.buyCalls()
 	fresh := calls[len(calls)-1].header.Get("X-Waitroom-Entry")
 	set := fetchJWKS(rotated)
 	if len(set.Keys) != 2 {
@@ -927,4 +946,33 @@ func findCookie(setCookies []string, name string) *http.Cookie {
 		}
 	}
 	return nil
+}
+
+// With --auth-audience and --auth-issuer, a user JWT the shop's login made
+// for another service (or another login made) is 401 on a protected route,
+// and the right one walks in on a quiet line.
+func TestGatewayUserJWTAudience(t *testing.T) {
+	t.Parallel()
+	s := newUpstreamShop(t, 10)
+	p := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+		c.AuthAudience, c.AuthIssuer = "waitroom", "https://login.shop.example"
+	})
+	jwtFor := func(audience, issuer string) string {
+		return "Bearer " + identity.NewWith([]byte(p.secret), identity.Options{Audience: audience, Issuer: issuer}).SignJWT("alice", time.Hour)
+	}
+	for _, tt := range []struct{ name, audience, issuer string }{
+		{"another audience", "orders", "https://login.shop.example"},
+		{"no audience", "", "https://login.shop.example"},
+		{"another issuer", "waitroom", "https://evil.example"},
+	} {
+		if r := p.do("POST", "/buy", jwtFor(tt.audience, tt.issuer), nil, "Accept", "application/json"); r.status != 401 || r.errorCode() != "unauthenticated" {
+			t.Errorf("%s: %d %s, want 401 unauthenticated", tt.name, r.status, r.raw)
+		}
+	}
+	if n := len(s.buyCalls()); n != 0 {
+		t.Fatalf("%d calls reached the backend", n)
+	}
+	if r := p.do("POST", "/buy", jwtFor("waitroom", "https://login.shop.example"), nil, "Accept", "application/json"); r.status != 201 {
+		t.Fatalf("the right audience and issuer on a quiet line: %d %s", r.status, r.raw)
+	}
 }

@@ -96,7 +96,9 @@ func TestVerifyEntryExamples(t *testing.T) {
 				"LISTEN=127.0.0.1:"+fmt.Sprint(port),
 				"WAITROOM_JWKS_URL="+p.base+gwPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
-				"WAITROOM_ENTRY_ISSUER=", "WAITROOM_ENTRY_AUDIENCE=",
+				// What the gateway names by default: its prefix, and the
+				// upstream's URL.
+				"WAITROOM_ENTRY_ISSUER="+gwPrefix, "WAITROOM_ENTRY_AUDIENCE="+front.URL,
 				"USED_ENTRIES_DB="+filepath.Join(t.TempDir(), "used-entries.db"))
 
 			signer, err := gateway.ParseSigner(p.keyPEM)
@@ -125,7 +127,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}
 			sign := func(user, queue string, at time.Time) string {
 				t.Helper()
-				h, err := signer.Sign(user, queue, saleID("jti"), at)
+				h, err := signer.Sign(gateway.Entry{Issuer: gwPrefix, Audience: front.URL, User: user, Queue: queue, Route: "POST /buy", ID: saleID("jti")}, at)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -147,7 +149,8 @@ func TestVerifyEntryExamples(t *testing.T) {
 			// its own.
 			_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
 			now := time.Now()
-			claims := gateway.EntryClaims{Queue: "default", RegisteredClaims: jwt.RegisteredClaims{
+			claims := gateway.EntryClaims{Queue: "default", Route: "POST /buy", RegisteredClaims: jwt.RegisteredClaims{
+				Issuer: gwPrefix, Audience: jwt.ClaimStrings{front.URL},
 				Subject: buyer, ID: saleID("jti"), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
 			}}
 			forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
@@ -161,7 +164,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			underOwnKid, err := other.Sign(buyer, "default", saleID("jti"), now)
+			underOwnKid, err := other.Sign(gateway.Entry{Issuer: gwPrefix, Audience: front.URL, User: buyer, Queue: "default", Route: "POST /buy", ID: saleID("jti")}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,9 +181,10 @@ func TestVerifyEntryExamples(t *testing.T) {
 			expect("an entry for another queue", direct(shopURL, sign(buyer, "other", now)), http.StatusForbidden)
 			expect("no entry", direct(shopURL, ""), http.StatusUnauthorized)
 
-			// With an issuer and an audience configured, the example
-			// checks them too: entries signed here with the gateway's key
-			// (the gateway names neither yet), sent to a second instance.
+			// With an issuer and an audience of the operator's choosing
+			// (--entry-issuer, --entry-audience), the example checks them:
+			// entries signed here with the gateway's key, sent to a second
+			// instance so configured.
 			const iss, aud = "https://shop.example/_waitroom", "https://shop.example"
 			strict := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 			startExample(t, argv,

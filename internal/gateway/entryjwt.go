@@ -34,10 +34,8 @@ type Signer struct {
 	// requests through a checkout reuse it rather than pay for a signature
 	// each (tens of microseconds of CPU).
 	mu     sync.Mutex
-	signed map[signedKey]signedEntry
+	signed map[Entry]signedEntry
 }
-
-type signedKey struct{ user, queue, jti string }
 
 type signedEntry struct {
 	header string
@@ -105,7 +103,7 @@ func ParseSigner(pemData []byte) (*Signer, error) {
 	if signing == nil {
 		return nil, errors.New("no Ed25519 PRIVATE KEY block (make one with: openssl genpkey -algorithm ed25519)")
 	}
-	s := &Signer{key: signing, kid: thumbprint(signing.Public().(ed25519.PublicKey)), signed: map[signedKey]signedEntry{}}
+	s := &Signer{key: signing, kid: thumbprint(signing.Public().(ed25519.PublicKey)), signed: map[Entry]signedEntry{}}
 	set := struct {
 		Keys []jwk `json:"keys"`
 	}{}
@@ -155,20 +153,34 @@ type EntryClaims struct {
 	jwt.RegisteredClaims
 	// Queue is the line the user came through.
 	Queue string `json:"queue"`
+	// Route is the protected route's pattern, as configured, that the
+	// entry was checked for ("POST /checkout"): a backend can refuse an
+	// entry let in for another route.
+	Route string `json:"route"`
 }
 
-// Sign returns the header for a request of user, let in by queue with the
-// entry token whose id is jti: one issued at now, or within the last half
-// of EntryJWTTTL for the same entry.
-func (s *Signer) Sign(user, queueName, jti string, now time.Time) (string, error) {
-	k := signedKey{user, queueName, jti}
+// Entry is who and what one X-Waitroom-Entry is for.
+type Entry struct {
+	// Issuer (iss) names the gateway (--entry-issuer: its public URL, or
+	// its prefix); Audience (aud) the backend (--entry-audience: the
+	// upstream's URL unless set).
+	Issuer, Audience string
+	User             string // sub
+	Queue, Route     string
+	// ID (jti) names the entry token without revealing it (EntryID).
+	ID string
+}
+
+// Sign returns the header for e: one issued at now, or within the last
+// half of EntryJWTTTL for the same entry.
+func (s *Signer) Sign(e Entry, now time.Time) (string, error) {
 	s.mu.Lock()
-	e, ok := s.signed[k]
+	prev, ok := s.signed[e]
 	s.mu.Unlock()
-	if ok && now.Sub(e.at) < EntryJWTTTL/2 && !now.Before(e.at) {
-		return e.header, nil
+	if ok && now.Sub(prev.at) < EntryJWTTTL/2 && !now.Before(prev.at) {
+		return prev.header, nil
 	}
-	header, err := s.sign(user, queueName, jti, now)
+	header, err := s.sign(e, now)
 	if err != nil {
 		return "", err
 	}
@@ -176,21 +188,27 @@ func (s *Signer) Sign(user, queueName, jti string, now time.Time) (string, error
 	if len(s.signed) >= maxSigned {
 		clear(s.signed)
 	}
-	s.signed[k] = signedEntry{header: header, at: now}
+	s.signed[e] = signedEntry{header: header, at: now}
 	s.mu.Unlock()
 	return header, nil
 }
 
-func (s *Signer) sign(user, queueName, jti string, now time.Time) (string, error) {
-	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, EntryClaims{
+func (s *Signer) sign(e Entry, now time.Time) (string, error) {
+	claims := EntryClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   user,
-			ID:        jti,
+			Issuer:    e.Issuer,
+			Subject:   e.User,
+			ID:        e.ID,
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(EntryJWTTTL)),
 		},
-		Queue: queueName,
-	})
+		Queue: e.Queue,
+		Route: e.Route,
+	}
+	if e.Audience != "" {
+		claims.Audience = jwt.ClaimStrings{e.Audience}
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	t.Header["kid"] = s.kid
 	return t.SignedString(s.key)
 }

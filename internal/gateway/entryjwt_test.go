@@ -17,7 +17,8 @@ func TestSignerSignsVerifiableEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().Truncate(time.Second)
-	h, err := s.Sign("alice", "default", "jti-1", now)
+	e := Entry{Issuer: "https://shop.example/_waitroom", Audience: "http://10.0.0.5:8080", User: "alice", Queue: "default", Route: "POST /checkout", ID: "jti-1"}
+	h, err := s.Sign(e, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,19 +32,25 @@ func TestSignerSignsVerifiableEntries(t *testing.T) {
 	if err != nil || !tok.Valid {
 		t.Fatalf("does not verify: %v", err)
 	}
-	if claims.Subject != "alice" || claims.Queue != "default" || claims.ID != "jti-1" ||
+	if claims.Subject != "alice" || claims.Queue != "default" || claims.ID != "jti-1" || claims.Route != "POST /checkout" ||
+		claims.Issuer != e.Issuer || len(claims.Audience) != 1 || claims.Audience[0] != e.Audience ||
 		!claims.IssuedAt.Time.Equal(now) || !claims.ExpiresAt.Time.Equal(now.Add(EntryJWTTTL)) {
 		t.Fatalf("claims %+v", claims)
 	}
 	// The same entry within half its life: the same header; later, a new one.
-	if again, _ := s.Sign("alice", "default", "jti-1", now.Add(EntryJWTTTL/2-time.Second)); again != h {
+	if again, _ := s.Sign(e, now.Add(EntryJWTTTL/2-time.Second)); again != h {
 		t.Error("signed again within half the header's life")
 	}
-	if later, _ := s.Sign("alice", "default", "jti-1", now.Add(EntryJWTTTL/2)); later == h {
+	if later, _ := s.Sign(e, now.Add(EntryJWTTTL/2)); later == h {
 		t.Error("reused a header past half its life")
 	}
-	if other, _ := s.Sign("bob", "default", "jti-1", now); other == h {
-		t.Error("another user got alice's header")
+	for name, other := range map[string]Entry{
+		"another user":  {Issuer: e.Issuer, Audience: e.Audience, User: "bob", Queue: "default", Route: e.Route, ID: "jti-1"},
+		"another route": {Issuer: e.Issuer, Audience: e.Audience, User: "alice", Queue: "default", Route: "POST /api/buy", ID: "jti-1"},
+	} {
+		if h2, _ := s.Sign(other, now); h2 == h {
+			t.Errorf("%s got alice's header for %s", name, e.Route)
+		}
 	}
 }
 

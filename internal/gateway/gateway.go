@@ -15,7 +15,8 @@
 //
 // A protected request carries upstream who the user is (X-Waitroom-User)
 // and an entry the backend can verify offline (X-Waitroom-Entry, an EdDSA
-// JWT whose keys are served at {prefix}/.well-known/jwks.json). A request
+// JWT whose keys are served at {prefix}/.well-known/jwks.json, naming the
+// gateway, the backend and the route it was checked for). A request
 // without a valid entry is let straight in while the line is quiet; else a
 // browser is sent to the waiting page and back once admitted, and an API
 // client is told where to join.
@@ -71,6 +72,10 @@ type Options struct {
 	Queue  *queue.Service
 	Guard  *entry.Guard
 	Signer *Signer
+	// EntryIssuer and EntryAudience are X-Waitroom-Entry's iss and aud
+	// (--entry-issuer, --entry-audience); by default the prefix and the
+	// upstream's URL.
+	EntryIssuer, EntryAudience string
 	// Proxies are the trusted proxies (--trusted-proxies): only what they
 	// say in Forwarded and X-Forwarded-* is passed on.
 	Proxies clientaddr.Resolver
@@ -102,6 +107,8 @@ func New(o Options) (*Gateway, error) {
 	if err := ValidUpstream(o.Upstream); err != nil {
 		return nil, fmt.Errorf("--upstream: %w", err)
 	}
+	o.EntryIssuer = cmp.Or(o.EntryIssuer, o.Prefix)
+	o.EntryAudience = cmp.Or(o.EntryAudience, o.Upstream.String())
 	rt, err := newRoutes(o.Routes, o.Prefix, o.CaseSensitive)
 	if err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
@@ -408,7 +415,8 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 // check on a --protect-session route. It returns an error only when the
 // request was not forwarded (the token invalid or in use, the store down).
 func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, token string) error {
-	header, err := g.o.Signer.Sign(user, rt.Queue, EntryID(rt.Queue, user, token), time.Now())
+	header, err := g.o.Signer.Sign(Entry{Issuer: g.o.EntryIssuer, Audience: g.o.EntryAudience, User: user,
+		Queue: rt.Queue, Route: rt.Pattern, ID: EntryID(rt.Queue, user, token)}, time.Now())
 	if err != nil {
 		return err
 	}

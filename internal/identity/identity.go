@@ -38,6 +38,11 @@ type Identity struct {
 	now           func() time.Time
 	secureCookies bool
 	proxies       clientaddr.Resolver
+	// parse checks a JWT's signature, algorithm, expiry and, when
+	// configured, its audience and issuer.
+	parser *jwt.Parser
+	// audience and issuer are what SignJWT writes.
+	audience, issuer string
 
 	// verified remembers JWTs already checked: a waiting user polls with the
 	// same token every few seconds, and verifying it (base64, JSON, HMAC) is
@@ -82,6 +87,10 @@ type Options struct {
 	// Proxies are the trusted proxies, whose X-Forwarded-Proto: https
 	// makes a cookie Secure.
 	Proxies clientaddr.Resolver
+	// Audience and Issuer, when set, are required of a user JWT's aud
+	// (one of its values) and iss (--auth-audience, --auth-issuer): a
+	// token the shop's login issued for another service is refused.
+	Audience, Issuer string
 }
 
 // New returns an Identity signing and checking with secret, with the
@@ -96,7 +105,19 @@ func NewWith(secret []byte, o Options) *Identity {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	checks := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{"HS256"}), // pinned: never "none", never RS/HS confusion
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(5 * time.Second),
+	}
+	if o.Audience != "" {
+		checks = append(checks, jwt.WithAudience(o.Audience))
+	}
+	if o.Issuer != "" {
+		checks = append(checks, jwt.WithIssuer(o.Issuer))
+	}
 	return &Identity{secret: secret, sessionMaxAge: o.SessionMaxAge, now: o.Now, secureCookies: o.SecureCookies, proxies: o.Proxies,
+		parser: jwt.NewParser(checks...), audience: o.Audience, issuer: o.Issuer,
 		verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
 }
 
@@ -138,11 +159,7 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 	if v, ok := id.cached(raw); ok && time.Now().Before(v.exp) {
 		return v.user, nil
 	}
-	tok, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return id.secret, nil },
-		jwt.WithValidMethods([]string{"HS256"}), // pinned: never "none", never RS/HS confusion
-		jwt.WithExpirationRequired(),
-		jwt.WithLeeway(5*time.Second),
-	)
+	tok, err := id.parser.Parse(raw, func(*jwt.Token) (any, error) { return id.secret, nil })
 	if err != nil || !tok.Valid {
 		return "", ErrUnauthenticated
 	}
@@ -227,13 +244,18 @@ func (id *Identity) sign(user, issued string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// SignJWT makes an HS256 token for user, valid for ttl: what a shop's login
-// would issue. Used by tests, the bench harness and the demo.
+// SignJWT makes an HS256 token for user, valid for ttl, with the
+// configured audience and issuer: what a shop's login would issue. Used by
+// `waitroom token`, tests, the bench harness and the demo.
 func (id *Identity) SignJWT(user string, ttl time.Duration) string {
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": user,
-		"exp": time.Now().Add(ttl).Unix(),
-	}).SignedString(id.secret)
+	claims := jwt.MapClaims{"sub": user, "exp": time.Now().Add(ttl).Unix()}
+	if id.audience != "" {
+		claims["aud"] = id.audience
+	}
+	if id.issuer != "" {
+		claims["iss"] = id.issuer
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(id.secret)
 	if err != nil {
 		panic(err) // HS256 with a byte key cannot fail
 	}

@@ -234,6 +234,45 @@ func sessionValue(id *Identity, user string, at time.Time) string {
 // TestSessionsExpire: a session is good for its max age after issue and
 // no longer; its issue time is signed, so it cannot be made younger; the
 // first cookie format, which had no issue time, is refused.
+// With --auth-audience and --auth-issuer a token the shop's login made for
+// another service, or that another login made, is refused; without them
+// aud and iss are not looked at.
+func TestJWTAudienceAndIssuer(t *testing.T) {
+	t.Parallel()
+	strict := NewWith(testSecret, Options{Audience: "waitroom", Issuer: "https://login.shop.example"})
+	lax := New(testSecret)
+	for _, tt := range []struct {
+		name   string
+		claims jwt.MapClaims
+		strict bool // accepted with the audience and issuer set
+	}{
+		{"both right", jwt.MapClaims{"aud": "waitroom", "iss": "https://login.shop.example"}, true},
+		{"ours among several audiences", jwt.MapClaims{"aud": []string{"orders", "waitroom"}, "iss": "https://login.shop.example"}, true},
+		{"another audience", jwt.MapClaims{"aud": "orders", "iss": "https://login.shop.example"}, false},
+		{"no audience", jwt.MapClaims{"iss": "https://login.shop.example"}, false},
+		{"another issuer", jwt.MapClaims{"aud": "waitroom", "iss": "https://evil.example"}, false},
+		{"no issuer", jwt.MapClaims{"aud": "waitroom"}, false},
+		{"neither", jwt.MapClaims{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.claims["sub"], tt.claims["exp"] = "alice", future()
+			r := requestWith("Bearer "+signed(t, jwt.SigningMethodHS256, tt.claims, testSecret), "")
+			if user, err := strict.User(r); (err == nil) != tt.strict || tt.strict && user != "alice" {
+				t.Errorf("with --auth-audience and --auth-issuer: %q, %v; want accepted %v", user, err, tt.strict)
+			} else if err != nil && !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("refused with %v, want ErrUnauthenticated (401)", err)
+			}
+			if user, err := lax.User(r); err != nil || user != "alice" {
+				t.Errorf("without them: %q, %v; want alice", user, err)
+			}
+		})
+	}
+	// SignJWT writes what the settings require.
+	if user, err := strict.User(requestWith("Bearer "+strict.SignJWT("bob", time.Minute), "")); err != nil || user != "bob" {
+		t.Errorf("its own SignJWT: %q, %v", user, err)
+	}
+}
+
 func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)

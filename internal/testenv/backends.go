@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// Real backends for gateway mode's tests: a servlet container and a Python
-// framework, as shops run them, installed by scripts/test.sh from Debian
-// packages (default-jdk-headless, libjetty9-java, python3-flask). Missing,
-// a test skips, or fails under CI.
+// A real servlet container for gateway mode's tests, as Java shops run
+// one, installed by scripts/test.sh from Debian packages
+// (default-jdk-headless, libjetty9-java). Missing, a test skips, or fails
+// under CI. (Flask, the other real backend, is Python's: testenv.Python.)
 
 // JettyJars are the jars of Debian's libjetty9-java (and libservlet-api-java)
 // a servlet on an embedded Jetty 9.4 needs.
@@ -46,18 +46,4 @@ func Jetty(t testing.TB) Java {
 	}
 	j.Classpath = strings.Join(jars, string(os.PathListSeparator))
 	return j
-}
-
-// SystemPython is Debian's own Python, whose packages (python3-flask) a
-// pyenv or venv python3 earlier on PATH would not see.
-const SystemPython = "/usr/bin/python3"
-
-// Flask returns SystemPython, with Missing's rule when it cannot import
-// flask.
-func Flask(t testing.TB) string {
-	t.Helper()
-	if out, err := exec.Command(SystemPython, "-c", "import flask").CombinedOutput(); err != nil {
-		Missing(t, "Flask for %s (scripts/test.sh installs python3-flask): %v: %s", SystemPython, err, out)
-	}
-	return SystemPython
 }
