@@ -57,6 +57,11 @@ type Main struct {
 	// Registry receives the metrics (a fresh one with Go and process
 	// collectors when nil).
 	Registry *prometheus.Registry
+	// Clock is this instance's wall clock (time.Now when nil): sessions,
+	// challenges, the per-address limits and, on the embedded line,
+	// admission ticks and token expiry read it. On Redis the line's order
+	// and expiry come from Redis TIME. Tests step it (internal/fairness).
+	Clock func() time.Time
 
 	Queue  *queue.Service
 	Orders *order.Service // nil in gateway mode
@@ -110,6 +115,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Logger == nil {
 		m.Logger = NewLogger(c, os.Stderr)
 	}
+	if m.Clock == nil {
+		m.Clock = time.Now
+	}
 	if m.Stdout == nil {
 		m.Stdout = os.Stdout
 	}
@@ -144,7 +152,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	var qstore queue.Store
 	if c.Embedded() {
-		qstore = memstore.New(nil)
+		qstore = memstore.New(m.Clock)
 	} else {
 		var where string
 		if m.redis, where, err = openRedis(ctx, c.RedisMode, c.RedisURL, m.Logger); err != nil {
@@ -223,7 +231,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
-		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer})
+		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
 	gate := m.newGatekeeper(c, proxies)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: history,
@@ -322,13 +330,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // limits (reported in the metrics), the client address behind the trusted
 // proxies.
 func (m *Main) newGatekeeper(c Config, addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
-	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, nil)
-	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, nil)
+	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, m.Clock)
+	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, m.Clock)
 	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
 	base := c.prefix()
 	return gatekeeper.New(gatekeeper.Options{
 		Queue:        m.Queue,
-		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), nil),
+		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), m.Clock),
 		Entries:      entries,
 		Sessions:     sessions,
 		Addresses:    addrs,

@@ -1,0 +1,259 @@
+package fairness
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Verdict is the check of one history.
+type Verdict struct {
+	// Result is Porcupine's: Ok, Illegal, or Unknown (the check ran out
+	// of time).
+	Result porcupine.CheckResult
+	// Operations counts the calls checked (statuses whose outcome is
+	// unknown are left out: a read that may not have happened changes
+	// nothing).
+	Operations int
+	// Violations are broken promises found outside the model (one token,
+	// one person; one token, one purchase) and answers outside the
+	// contract.
+	Violations []string
+	// PlacesLost counts, over the history's Redis restarts, users whose
+	// last answer before the kill said they were waiting or admitted and
+	// whom the restarted Redis held neither in line nor with a token.
+	PlacesLost int
+	// Visualization is the HTML file drawn for a history that failed.
+	Visualization string
+}
+
+// OK reports whether the history kept every promise.
+func (v Verdict) OK() bool { return v.Result == porcupine.Ok && len(v.Violations) == 0 }
+
+// Check checks a history: every segment between Redis restarts against the
+// model with Porcupine, the promises that hold across the whole history,
+// and the places a restart lost. A failing history's visualisation is
+// written under dir.
+func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Verdict {
+	v := Verdict{Result: porcupine.Ok, Violations: slices.Clone(h.Problems)}
+	v.Violations = append(v.Violations, promises(h)...)
+	m := model()
+	for i, seg := range segments(h, snapshotAge) {
+		v.Operations += len(seg)
+		res, info := porcupine.CheckOperationsVerbose(m, seg, timeout)
+		if res == porcupine.Ok {
+			continue
+		}
+		if v.Result == porcupine.Ok || res == porcupine.Illegal {
+			v.Result = res
+		}
+		if res == porcupine.Illegal && v.Visualization == "" {
+			path := filepath.Join(dir, fmt.Sprintf("%s-segment%d.html", name, i))
+			if err := porcupine.VisualizePath(m, info, path); err == nil {
+				v.Visualization = path
+			} else {
+				v.Violations = append(v.Violations, fmt.Sprintf("drawing the history: %v", err))
+			}
+		}
+	}
+	if v.Result != porcupine.Ok && v.Visualization == "" && len(v.Violations) > 0 {
+		// Nothing drawn (a timeout): the history is still worth a look.
+		path := filepath.Join(dir, name+".html")
+		if _, info := porcupine.CheckOperationsVerbose(m, h.Ops, time.Second); porcupine.VisualizePath(m, info, path) == nil {
+			v.Visualization = path
+		}
+	}
+	v.PlacesLost = placesLost(h)
+	return v
+}
+
+// promises checks what holds across the whole history whatever order the
+// calls took effect in: a token shown READY to one user only, and bought
+// with at most once.
+func promises(h *History) []string {
+	var out []string
+	owner := map[string]string{}
+	bought := map[string]int{}
+	for _, op := range h.Ops {
+		in, res := op.Input.(Input), op.Output.(Output)
+		if res.Unknown {
+			continue
+		}
+		if (in.Kind == Enter || in.Kind == Status) && res.State == Ready {
+			if prev, ok := owner[res.Token]; ok && prev != in.User {
+				out = append(out, fmt.Sprintf("token %s shown READY to %s and to %s", short(res.Token), prev, in.User))
+			}
+			owner[res.Token] = in.User
+		}
+		if in.Kind == Order && res.Order == Bought {
+			if bought[in.Token]++; bought[in.Token] == 2 {
+				out = append(out, fmt.Sprintf("token %s bought twice", short(in.Token)))
+			}
+		}
+	}
+	return out
+}
+
+// segments cuts the history at its Redis restarts: the calls between two
+// restarts are checked from what the first restart kept. A call in flight
+// at a kill may have taken effect before it (and been lost, or kept) or,
+// sent again, after the restart: it is unknown on both sides. A status
+// whose time overlaps a restart is left out (a read changes nothing), and
+// a status far from the front may be answered from a snapshot up to
+// snapshotAge old: its call is taken to start that much earlier.
+func segments(h *History, snapshotAge time.Duration) [][]porcupine.Operation {
+	segs := make([][]porcupine.Operation, len(h.Restarts)+1)
+	for j := range segs {
+		begin, end := int64(-1<<62), int64(infinity)
+		var kept map[string]*line
+		if j > 0 {
+			begin, kept = h.Restarts[j-1].Reopened, h.Restarts[j-1].kept
+		}
+		if j < len(h.Restarts) {
+			end = h.Restarts[j].Killed
+		}
+		specs := map[*Spec]*Spec{}
+		for _, op := range h.Ops {
+			in, out := op.Input.(Input), op.Output.(Output)
+			if op.Return < begin || op.Call > end {
+				continue // not in this segment
+			}
+			if kept != nil {
+				s, ok := specs[in.Spec]
+				if !ok { // the line starts where Redis kept it
+					c := *in.Spec
+					if c.start = kept[c.Queue]; c.start == nil {
+						c.start = newLine(open) // lost whole, made again
+					}
+					s, specs[in.Spec] = &c, &c
+				}
+				in.Spec = s
+			}
+			op.Input = in
+			switch {
+			case in.Kind == Status:
+				if op.Call < begin || op.Return > end {
+					continue
+				}
+				if out.State == Waiting && out.Position > snapshotReach {
+					op.Call = max(op.Call-int64(snapshotAge), begin)
+				}
+			case op.Call < begin || op.Return > end: // in flight at a kill or a restart
+				op.Output, op.Return = Output{Unknown: true}, infinity
+				op.Call = max(op.Call, begin)
+			}
+			segs[j] = append(segs[j], op)
+		}
+	}
+	return segs
+}
+
+// snapshotReach is how far from the front a status may be answered from a
+// snapshot: beyond two batches (the histories' batch is 10).
+const snapshotReach = 2 * 10
+
+// placesLost counts, at each Redis restart, the users whose last answer
+// before the kill had them waiting or admitted (with nothing of theirs in
+// flight that could have changed it) and whom the restarted Redis kept
+// neither in line, in the pre-queue, nor with a token.
+func placesLost(h *History) int {
+	lost := 0
+	for _, rs := range h.Restarts {
+		type last struct {
+			out     Output
+			at      int64
+			pending bool // a call that could change it was in flight at the kill
+		}
+		latest := map[string]*last{}
+		ops := slices.Clone(h.Ops)
+		sort.Slice(ops, func(i, j int) bool { return ops[i].Return < ops[j].Return })
+		for _, op := range ops {
+			in, out := op.Input.(Input), op.Output.(Output)
+			key := in.Spec.Queue + "\x00" + in.User
+			if op.Call >= rs.Killed {
+				continue
+			}
+			if op.Return >= rs.Killed {
+				if in.Kind != Status {
+					if l := latest[key]; l != nil {
+						l.pending = true
+					}
+				}
+				continue
+			}
+			if out.Unknown {
+				latest[key] = &last{pending: true}
+				continue
+			}
+			latest[key] = &last{out: out, at: op.Return}
+			if in.Kind == Leave || in.Kind == Order && out.Order == Bought {
+				latest[key].out.State = NotInQueue
+			}
+		}
+		for key, l := range latest {
+			if l.pending || l.out.State != Waiting && l.out.State != PreQueued && l.out.State != Ready {
+				continue
+			}
+			var queue, user string
+			for i := range key {
+				if key[i] == 0 {
+					queue, user = key[:i], key[i+1:]
+				}
+			}
+			k := rs.kept[queue]
+			if k == nil {
+				lost++ // the whole queue is gone
+				continue
+			}
+			if _, held := k.held[user]; !held && k.rank(user) == 0 && !k.inPre(user) {
+				lost++
+			}
+		}
+	}
+	return lost
+}
+
+// kept reads what Redis holds of each queue's line, straight from its keys
+// (the instances cannot reach it meanwhile).
+func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, error) {
+	out := map[string]*line{}
+	for _, s := range specs {
+		p := "wr:{" + s.Queue + "}:"
+		if n, err := c.rdb.Exists(ctx, p+"cfg").Result(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			continue // lost whole
+		}
+		waiting, err := c.rdb.ZRange(ctx, p+"line", 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		pre, err := c.rdb.ZRange(ctx, p+"pre", 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		tokens, err := c.rdb.HGetAll(ctx, p+"tokens").Result()
+		if err != nil {
+			return nil, err
+		}
+		state, err := c.rdb.HGet(ctx, p+"adm", "open_state").Result()
+		if err != nil && err.Error() != "redis: nil" {
+			return nil, err
+		}
+		l := &line{phase: open, waiting: waiting, held: tokens}
+		switch {
+		case state == "placing":
+			l.phase = closed
+		case state == "" && s.Opening:
+			l.phase = pending
+		}
+		l.pre = slices.Sorted(slices.Values(pre))
+		out[s.Queue] = l.done()
+	}
+	return out, nil
+}

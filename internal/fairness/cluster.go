@@ -1,0 +1,260 @@
+package fairness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/app"
+)
+
+// redisProcess is a redis-server of the run's own, with an AOF fsynced
+// every second (appendfsync everysec, as docs/operations.md recommends), so
+// that a kill -9 loses at most about the last second of writes.
+type redisProcess struct {
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startRedis(ctx context.Context, dir string) (*redisProcess, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	r := &redisProcess{port: port, dir: dir}
+	return r, r.start(ctx)
+}
+
+func (r *redisProcess) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+func (r *redisProcess) start(ctx context.Context) error {
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--dir", r.dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+		"--logfile", filepath.Join(r.dir, "redis.log"))
+	if err := r.cmd.Start(); err != nil {
+		return fmt.Errorf("redis-server: %w", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
+	defer c.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c.Ping(ctx).Err() == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("redis on %s did not answer within 30 s", r.addr())
+		}
+	}
+}
+
+// kill is kill -9.
+func (r *redisProcess) kill() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+// clock is an instance's wall clock, which a fault steps.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+func (c *clock) step(d time.Duration) { c.offset.Add(int64(d)) }
+
+// instance is one waitroom, booted in process on :0, reached by clients
+// through front and reaching Redis through back.
+type instance struct {
+	n     int
+	front *proxy
+	back  *proxy // nil on the embedded line
+	clock *clock
+
+	mu   sync.Mutex
+	main *app.Main
+	// gone is closed once the last killed or drained waitroom has shut
+	// down, so a restart never lets it reach Redis again.
+	gone chan struct{}
+}
+
+// cluster is the system under test: one Redis and three instances, or
+// one instance on the embedded line.
+type cluster struct {
+	o      Options
+	dir    string
+	redis  *redisProcess // nil: embedded
+	rdb    *redis.Client // straight to Redis, for reading what it kept
+	secret string
+	token  string // the admin token
+	insts  []*instance
+}
+
+func bootCluster(ctx context.Context, o Options, embedded bool) (*cluster, error) {
+	dir, err := os.MkdirTemp(o.Dir, "fairness-")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{o: o, dir: dir, secret: fmt.Sprintf("fairness-%032x", rand.Uint64()),
+		token: fmt.Sprintf("fairness-admin-%032x", rand.Uint64())}
+	n := 1
+	if !embedded {
+		n = 3
+		if c.redis, err = startRedis(ctx, dir); err != nil {
+			return nil, err
+		}
+		c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.addr()})
+	}
+	for i := range n {
+		in := &instance{n: i, clock: &clock{}}
+		if !embedded {
+			if in.back, err = newProxy(c.redis.addr()); err != nil {
+				c.close()
+				return nil, err
+			}
+		}
+		if in.front, err = newProxy("127.0.0.1:1"); err != nil {
+			c.close()
+			return nil, err
+		}
+		c.insts = append(c.insts, in)
+		if err := c.start(ctx, in); err != nil {
+			c.close()
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+	}
+	return c, nil
+}
+
+// start boots the instance's waitroom and points its front at it.
+func (c *cluster) start(ctx context.Context, in *instance) error {
+	cfg, err := app.Parse(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		return err
+	}
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(c.dir, "data-"+strconv.Itoa(in.n))
+	cfg.AuthSecret, cfg.AdminToken = c.secret, c.token
+	cfg.DrainDelay = 0
+	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.StatusSnapshotAge = c.o.SnapshotAge
+	cfg.LogLevel = "error"
+	if in.back != nil {
+		// A short read timeout, so that a stalled reply makes go-redis
+		// send the command again within the history.
+		cfg.RedisURL = "redis://" + in.back.addr() + "/0?read_timeout=" + redisReadTimeout.String()
+		cfg.DatabaseURL = c.o.DatabaseURL
+		cfg.DBPoolSize = 10
+	}
+	cfg.PaymentFailureRate = paymentBad
+	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(c.o.logWriter(), &slog.HandlerOptions{Level: slog.LevelError})),
+		Stdout: io.Discard, Clock: in.clock.now}
+	if err := m.Run(ctx); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.main = m
+	in.mu.Unlock()
+	in.front.retarget(m.Addr())
+	in.front.setDown(false)
+	return nil
+}
+
+// redisReadTimeout is the instances' go-redis read timeout: a reply stalled
+// longer than this is asked for again.
+const redisReadTimeout = 300 * time.Millisecond
+
+// kill makes the instance vanish at once, as kill -9 would for everyone
+// else: its clients' connections are reset and its Redis connections cut,
+// so nothing it does from then on reaches anyone; the process itself is
+// shut down in the background.
+func (c *cluster) kill(in *instance) {
+	in.front.setDown(true)
+	if in.back != nil {
+		in.back.setDown(true)
+	}
+	c.stop(in, false)
+}
+
+// drain is SIGTERM: the instance stops admitting, fails readiness and
+// finishes its requests in flight before closing (app.Main.Close).
+func (c *cluster) drain(in *instance) {
+	c.stop(in, true)
+	<-in.gone
+	in.front.setDown(true)
+}
+
+// stop closes the instance's waitroom, waiting for it when wait is set.
+func (c *cluster) stop(in *instance, wait bool) {
+	in.mu.Lock()
+	m, prev := in.main, in.gone
+	if m == nil { // stopped already
+		in.mu.Unlock()
+		if wait && prev != nil {
+			<-prev
+		}
+		return
+	}
+	in.main = nil
+	gone := make(chan struct{})
+	in.gone = gone
+	in.mu.Unlock()
+	go func() {
+		defer close(gone)
+		m.Close()
+	}()
+	if wait {
+		<-gone
+	}
+}
+
+// restart boots a killed or drained instance again, once the last one has
+// shut down.
+func (c *cluster) restart(ctx context.Context, in *instance) error {
+	in.mu.Lock()
+	gone := in.gone
+	in.mu.Unlock()
+	if gone != nil {
+		<-gone
+	}
+	if in.back != nil {
+		in.back.setDown(false)
+	}
+	return c.start(ctx, in)
+}
+
+func (c *cluster) close() {
+	var wg sync.WaitGroup
+	for _, in := range c.insts {
+		in.front.setDown(true)
+		wg.Go(func() { c.stop(in, true) })
+	}
+	wg.Wait()
+	for _, in := range c.insts {
+		in.front.close()
+		if in.back != nil {
+			in.back.close()
+		}
+	}
+	if c.rdb != nil {
+		c.rdb.Close()
+	}
+	if c.redis != nil {
+		c.redis.kill()
+	}
+	os.RemoveAll(c.dir)
+}

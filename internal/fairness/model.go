@@ -1,0 +1,536 @@
+// Package fairness checks the line's promises the way databases are
+// checked: it records every call a crowd of clients makes to the real
+// server through its HTTP API, under faults, with the time each call was
+// sent and answered (or that its outcome is unknown), and asks Porcupine
+// whether some order of those calls, each taking effect at one instant
+// between its sending and its answer, is allowed by a sequential model of
+// one queue. The model is the contract users see, not the internals: first
+// come first served, positions that never go up, a token for one person
+// only, spent at most once, kept when the order fails.
+//
+// Where the contract is deliberately weaker than that, the model says
+// exactly how (docs/operations.md, "Fairness you can check"):
+//   - a status answer far from the front may come from a snapshot of the
+//     line up to --status-snapshot-age old (the call is taken to start that
+//     much earlier; statusSnapshotReach);
+//   - with abandonAfterSeconds, a waiting user not seen for that long may
+//     be dropped from the head of the line without a token;
+//   - with opensAt, the users who entered before it are placed in line in
+//     any order at the opening, ahead of everyone who entered after it.
+//
+// Token expiry is not modelled: a history is far shorter than the token
+// TTL, and its clock steps are bounded below it.
+package fairness
+
+import (
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Kind is the call a client made.
+type Kind uint8
+
+const (
+	Enter Kind = iota
+	Status
+	Leave
+	Order
+)
+
+var kindNames = [...]string{"enter", "status", "leave", "order"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Spec is what the model needs to know of one queue's settings.
+type Spec struct {
+	Queue    string
+	Capacity int
+	// AbandonAfter > 0: no-shows may be dropped (see SinceSeen).
+	AbandonAfter time.Duration
+	// Opening: the queue had an opensAt ahead when the history began.
+	Opening bool
+	// start is the line as the history found it (nil: new and empty); a
+	// history after a Redis restart starts from what Redis kept.
+	start *line
+}
+
+// Input is one call.
+type Input struct {
+	Spec  *Spec
+	Kind  Kind
+	User  string
+	Token string // Order: the token presented
+	// SinceSeen is, for a status or enter answered NOT_IN_QUEUE, the time
+	// from the user's previous enter or status call (answered or not: it
+	// may have marked them present) to this answer; a no-show can only
+	// have been dropped if it is at least Spec.AbandonAfter.
+	SinceSeen time.Duration
+	// Instance is which waitroom answered (for the visualisation).
+	Instance int
+}
+
+// State is where the model's user stands, as answers say it.
+type State uint8
+
+const (
+	Waiting State = iota
+	PreQueued
+	Ready
+	NotInQueue
+	Full
+)
+
+var stateNames = [...]string{"WAITING", "PRE_QUEUE", "READY", "NOT_IN_QUEUE", "FULL"}
+
+func (s State) String() string { return stateNames[s] }
+
+// OrderResult is how an order call ended, for its token.
+type OrderResult uint8
+
+const (
+	Bought  OrderResult = iota // 201: the token is spent
+	Kept                       // 402 payment_failed, 409 out_of_stock: the token stays
+	InUse                      // 409 order_in_progress: the token is valid and locked
+	Invalid                    // 403 entry_token_invalid
+)
+
+var orderNames = [...]string{"bought", "kept", "in use", "invalid"}
+
+func (o OrderResult) String() string { return orderNames[o] }
+
+// Output is one call's answer.
+type Output struct {
+	// Unknown: no answer, a timeout, a reset connection or a 5xx; the call
+	// may or may not have taken effect (Jepsen's :info). Its operation
+	// returns at infinity.
+	Unknown          bool
+	State            State
+	Position, Length int64
+	Token            string
+	Order            OrderResult
+}
+
+// phase is how far a queue's opening has gone.
+type phase uint8
+
+const (
+	pending phase = iota // opensAt ahead: entries wait in the pre-queue
+	closed               // the pre-queue is closed; newcomers join behind it; not yet placed
+	open                 // everyone waits in line (always, without an opening)
+)
+
+// line is the model's state of one queue. It is never changed in place:
+// every step returns new states.
+type line struct {
+	phase   phase
+	pre     []string // the pre-queue, sorted (its order means nothing)
+	waiting []string // in line, first in first
+	// held maps an admitted user to their token, "" while no answer has
+	// shown it yet (with no-shows: admitted, or dropped).
+	held map[string]string
+	key  string
+}
+
+func newLine(phase phase) *line {
+	l := &line{phase: phase, held: map[string]string{}}
+	l.key = l.encode()
+	return l
+}
+
+func (l *line) clone() *line {
+	return &line{phase: l.phase, pre: slices.Clone(l.pre), waiting: slices.Clone(l.waiting), held: cloneMap(l.held)}
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// done seals a state made by clone and changed.
+func (l *line) done() *line { l.key = l.encode(); return l }
+
+// encode is the state as one canonical string: equal states, equal keys.
+func (l *line) encode() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s|%s|", l.phase, strings.Join(l.pre, ","), strings.Join(l.waiting, ","))
+	users := make([]string, 0, len(l.held))
+	for u := range l.held {
+		users = append(users, u)
+	}
+	slices.Sort(users)
+	for _, u := range users {
+		fmt.Fprintf(&b, "%s=%s;", u, l.held[u])
+	}
+	return b.String()
+}
+
+func (l *line) rank(user string) int { return slices.Index(l.waiting, user) + 1 }
+
+func (l *line) inPre(user string) bool {
+	_, ok := slices.BinarySearch(l.pre, user)
+	return ok
+}
+
+// ahead is how many users wait ahead of a newcomer joining now: before
+// the placing, the pre-queue is reserved in front of everyone.
+func (l *line) ahead() int {
+	if l.phase == closed {
+		return len(l.pre) + len(l.waiting)
+	}
+	return len(l.waiting)
+}
+
+// admit takes the first k users out of line as admitted (token not yet
+// seen): admission is not a call, so the model lets it happen when an
+// answer shows it did. Admission stops while an opening is placed.
+func (l *line) admit(k int) (*line, bool) {
+	if k == 0 {
+		return l, true
+	}
+	if k < 0 || k > len(l.waiting) || l.phase != open {
+		return nil, false
+	}
+	n := l.clone()
+	for _, u := range n.waiting[:k] {
+		n.held[u] = ""
+	}
+	n.waiting = n.waiting[k:]
+	return n.done(), true
+}
+
+// model is the sequential specification of the line, one queue per
+// partition. It is nondeterministic only at an opening, whose order is
+// drawn at random.
+func model() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: partitionByQueue,
+		Init:      func() []any { return []any{(*line)(nil)} },
+		Step: func(state, input, output any) []any {
+			in, out := input.(Input), output.(Output)
+			l := state.(*line)
+			if l == nil { // the partition's first step learns its queue
+				l = in.Spec.start
+				switch {
+				case l != nil:
+				case in.Spec.Opening:
+					l = newLine(pending)
+				default:
+					l = newLine(open)
+				}
+			}
+			var next []any
+			for _, s := range openings(l) {
+				if n := step(s, in, out); n != nil {
+					next = append(next, n)
+				}
+			}
+			return next
+		},
+		Equal: func(a, b any) bool {
+			la, lb := a.(*line), b.(*line)
+			if la == nil || lb == nil {
+				return la == lb
+			}
+			return la.key == lb.key
+		},
+		Hash: func(s any) uint64 {
+			if l := s.(*line); l != nil {
+				return maphash.String(hashSeed, l.key)
+			}
+			return 0
+		},
+		DescribeOperation: describe,
+		DescribeState: func(s any) string {
+			if l := s.(*line); l != nil {
+				return describeLine(l)
+			}
+			return "(empty)"
+		},
+	}
+	return nm.ToModel()
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// openings are the states the opening may have reached before the next
+// call takes effect: as it is, closed, or closed and placed in any order.
+func openings(l *line) []*line {
+	out := []*line{l}
+	if l.phase == pending {
+		c := l.clone()
+		c.phase = closed
+		c = c.done()
+		out = append(out, c)
+		l = c
+	}
+	if l.phase == closed {
+		for _, order := range permutations(l.pre) {
+			p := l.clone()
+			p.phase = open
+			p.waiting = append(order, p.waiting...)
+			p.pre = nil
+			out = append(out, p.done())
+		}
+	}
+	return out
+}
+
+func permutations(users []string) [][]string {
+	if len(users) <= 1 {
+		return [][]string{slices.Clone(users)}
+	}
+	var out [][]string
+	for i, u := range users {
+		rest := append(slices.Clone(users[:i]), users[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{u}, p...))
+		}
+	}
+	return out
+}
+
+// step applies one call to l: the next state, or nil when the answer is
+// not one the line could have given.
+func step(l *line, in Input, out Output) *line {
+	switch in.Kind {
+	case Enter, Status:
+		if out.Unknown { // only an enter changes anything (unknown statuses are left out)
+			return enter(l, in.User)
+		}
+		return reply(l, in, out)
+	case Leave:
+		return leave(l, in.User) // 204, or unknown: either way, at most this
+	case Order:
+		return order(l, in, out)
+	}
+	return nil
+}
+
+// enter is an enter's effect: a user neither in line, pre-queued nor
+// admitted joins (the pre-queue while the opening is pending).
+func enter(l *line, user string) *line {
+	if _, ok := l.held[user]; ok || l.rank(user) > 0 || l.inPre(user) {
+		return l
+	}
+	n := l.clone()
+	if l.phase == pending {
+		i, _ := slices.BinarySearch(n.pre, user)
+		n.pre = slices.Insert(n.pre, i, user)
+	} else {
+		n.waiting = append(n.waiting, user)
+	}
+	return n.done()
+}
+
+// reply checks an enter's or a status's answer and applies it.
+func reply(l *line, in Input, out Output) *line {
+	user := in.User
+	token, admitted := l.held[user]
+	switch out.State {
+	case Full:
+		if in.Kind != Enter || admitted || l.rank(user) > 0 || l.inPre(user) ||
+			len(l.pre)+len(l.waiting) < in.Spec.Capacity {
+			return nil
+		}
+		return l
+	case PreQueued:
+		if in.Kind == Enter && l.phase == pending {
+			l = enter(l, user)
+		}
+		if !l.inPre(user) {
+			return nil
+		}
+		return l
+	case Ready:
+		if !admitted {
+			r := l.rank(user)
+			if r == 0 {
+				return nil
+			}
+			var ok bool
+			if l, ok = l.admit(r); !ok { // FIFO: everyone ahead goes first
+				return nil
+			}
+			token = ""
+		}
+		if token == "" {
+			n := l.clone()
+			n.held[user] = out.Token
+			return n.done()
+		}
+		if token != out.Token {
+			return nil
+		}
+		return l
+	case NotInQueue:
+		if in.Kind == Enter || l.inPre(user) {
+			return nil
+		}
+		noShow := in.Spec.AbandonAfter > 0 && in.SinceSeen >= in.Spec.AbandonAfter
+		if r := l.rank(user); r > 0 {
+			// Only a no-show leaves the line without a token: dropped at
+			// the head, so everyone ahead went first.
+			if !noShow {
+				return nil
+			}
+			var ok bool
+			if l, ok = l.admit(r); !ok {
+				return nil
+			}
+			token, admitted = "", true
+		}
+		if admitted {
+			if token != "" || !noShow {
+				return nil
+			}
+			n := l.clone()
+			delete(n.held, user)
+			return n.done()
+		}
+		return l
+	case Waiting:
+		if admitted || l.inPre(user) {
+			return nil
+		}
+		if in.Kind == Enter {
+			l = enter(l, user)
+		}
+		r := l.rank(user)
+		if r == 0 {
+			return nil
+		}
+		if l.phase == closed {
+			r += len(l.pre)
+		}
+		// Positions never go up: the users ahead who are gone were
+		// admitted (or dropped as no-shows), in line order.
+		n, ok := l.admit(r - int(out.Position))
+		if !ok || int64(n.ahead()) != out.Length {
+			return nil
+		}
+		return n
+	}
+	return nil
+}
+
+// leave takes the user out of line or the pre-queue, or gives back their
+// token.
+func leave(l *line, user string) *line {
+	_, admitted := l.held[user]
+	if !admitted && l.rank(user) == 0 && !l.inPre(user) {
+		return l
+	}
+	n := l.clone()
+	delete(n.held, user)
+	n.waiting = slices.DeleteFunc(n.waiting, func(u string) bool { return u == user })
+	n.pre = slices.DeleteFunc(n.pre, func(u string) bool { return u == user })
+	return n.done()
+}
+
+// order checks an order's answer against the user's token: spent on
+// success, kept on failure.
+func order(l *line, in Input, out Output) *line {
+	token, admitted := l.held[in.User]
+	valid := admitted && (token == in.Token || token == "")
+	if out.Unknown {
+		if !valid {
+			return l
+		}
+		n := l.clone()
+		delete(n.held, in.User)
+		return n.done()
+	}
+	switch out.Order {
+	case Invalid:
+		if admitted && token == in.Token {
+			return nil
+		}
+		return l
+	case Bought, Kept, InUse:
+		if !valid {
+			return nil
+		}
+		n := l.clone()
+		if out.Order == Bought {
+			delete(n.held, in.User)
+		} else {
+			n.held[in.User] = in.Token
+		}
+		return n.done()
+	}
+	return nil
+}
+
+func describe(input, output any) string {
+	in, out := input.(Input), output.(Output)
+	call := fmt.Sprintf("%s(%s)", in.Kind, in.User)
+	if in.Kind == Order {
+		call = fmt.Sprintf("order(%s, %s)", in.User, short(in.Token))
+	}
+	switch {
+	case out.Unknown:
+		return call + " → ?"
+	case in.Kind == Leave:
+		return call + " → 204"
+	case in.Kind == Order:
+		return call + " → " + out.Order.String()
+	case out.State == Waiting:
+		return fmt.Sprintf("%s → WAITING %d/%d", call, out.Position, out.Length)
+	case out.State == Ready:
+		return fmt.Sprintf("%s → READY %s", call, short(out.Token))
+	}
+	return call + " → " + out.State.String()
+}
+
+func describeLine(l *line) string {
+	var b strings.Builder
+	if l.phase != open {
+		fmt.Fprintf(&b, "pre-queue %v (%s) ", l.pre, [...]string{"pending", "closed"}[l.phase])
+	}
+	fmt.Fprintf(&b, "line %v", l.waiting)
+	users := make([]string, 0, len(l.held))
+	for u := range l.held {
+		users = append(users, u)
+	}
+	slices.Sort(users)
+	for _, u := range users {
+		t := short(l.held[u])
+		if t == "" {
+			t = "?"
+		}
+		fmt.Fprintf(&b, " %s:%s", u, t)
+	}
+	return b.String()
+}
+
+func short(token string) string {
+	if len(token) > 6 {
+		return token[:6]
+	}
+	return token
+}
+
+func partitionByQueue(h []porcupine.Operation) [][]porcupine.Operation {
+	byQueue := map[string][]porcupine.Operation{}
+	var names []string
+	for _, op := range h {
+		q := op.Input.(Input).Spec.Queue
+		if _, ok := byQueue[q]; !ok {
+			names = append(names, q)
+		}
+		byQueue[q] = append(byQueue[q], op)
+	}
+	out := make([][]porcupine.Operation, 0, len(names))
+	for _, q := range names {
+		out = append(out, byQueue[q])
+	}
+	return out
+}

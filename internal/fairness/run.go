@@ -1,0 +1,291 @@
+package fairness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/waitroom/waitroom/internal/identity"
+)
+
+// Options say what a run records and where.
+type Options struct {
+	// Dir holds Redis's files and the instances' data (a temp dir).
+	Dir string
+	// DatabaseURL is the PostgreSQL the three instances on Redis share.
+	DatabaseURL string
+	// Out is where a failing history's visualisation is written (Dir
+	// when empty).
+	Out string
+	// SnapshotAge is the instances' --status-snapshot-age (100ms when 0).
+	SnapshotAge time.Duration
+	// Duration is each history's length (4s when 0).
+	Duration time.Duration
+	// Histories is how many histories each kind records.
+	Histories int
+	// Kinds names the kinds to record (Kinds when empty).
+	Kinds []string
+	// Timeout bounds the check of one history (60s when 0).
+	Timeout time.Duration
+	// StopAtFirst ends a kind at its first history that fails the check.
+	StopAtFirst bool
+	Log         io.Writer
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+func (o Options) logWriter() io.Writer {
+	if o.Log == nil {
+		return io.Discard
+	}
+	return o.Log
+}
+
+func (o *Options) defaults() {
+	if o.SnapshotAge == 0 {
+		o.SnapshotAge = 100 * time.Millisecond
+	}
+	if o.Duration == 0 {
+		o.Duration = 4 * time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = time.Minute
+	}
+	if o.Out == "" {
+		o.Out = o.Dir
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = Kinds
+	}
+}
+
+// Kinds are the faults a run injects, one kind per set of histories.
+// "embedded" is the in-process line with one instance (its clock stepped);
+// every other kind runs three instances on one Redis.
+var Kinds = []string{"none", "embedded", "network", "instance-kill", "drain", "clock", "redis-kill", "mixed"}
+
+// the line a history records: three queues, the first with an opening
+// shortly after the start (four users, so the model's orders of it stay
+// few), the others open from the start.
+var queueUsers = []int{4, 6, 6}
+
+const (
+	queueRate  = 4   // admitted users per second per queue
+	stock      = 10  // per queue's product
+	paymentBad = 0.2 // share of payments the fake payment declines
+)
+
+// Report is what a run recorded and found, per kind of fault.
+type Report struct {
+	Kinds []KindReport
+	Took  time.Duration
+}
+
+// KindReport sums up the histories of one kind.
+type KindReport struct {
+	Kind                   string
+	Histories, Operations  int
+	Faults                 int
+	Linearizable, Unknowns int
+	PlacesLost             int
+	// Failures describe the histories that broke a promise, each with
+	// the path of its visualisation.
+	Failures []string
+	// FirstFailure is the 1-based number of the first failing history (0:
+	// none failed).
+	FirstFailure int
+	Took         time.Duration
+}
+
+// Line is the run's summary for one kind.
+func (k KindReport) Line() string {
+	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d, places lost %d (%v)",
+		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, k.PlacesLost, k.Took.Round(time.Second))
+}
+
+// Totals is the run's summary line over every kind.
+func (r *Report) Totals() string {
+	var t KindReport
+	for _, k := range r.Kinds {
+		t.Histories += k.Histories
+		t.Operations += k.Operations
+		t.Faults += k.Faults
+		t.Linearizable += k.Linearizable
+	}
+	return fmt.Sprintf("histories %d, operations %d, faults injected %d, linearizable: %d/%d",
+		t.Histories, t.Operations, t.Faults, t.Linearizable, t.Histories)
+}
+
+// Markdown is the report as the table in docs/operations.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| fault | histories | operations | linearizable | places lost |\n|---|---|---|---|---|\n")
+	for _, k := range r.Kinds {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d/%d | %d |\n", kindTitles[k.Kind], k.Histories, k.Operations, k.Linearizable, k.Histories, k.PlacesLost)
+	}
+	return b.String()
+}
+
+var kindTitles = map[string]string{
+	"none":          "none (3 instances, one Redis)",
+	"embedded":      "embedded line, one instance, its clock stepped ±",
+	"network":       "Redis traffic delayed, stalled past the read timeout (go-redis re-sends), cut",
+	"instance-kill": "an instance killed and started again",
+	"drain":         "an instance drained (SIGTERM) and started again",
+	"clock":         "one instance's clock stepped +45 s, another's −90 s",
+	"redis-kill":    "Redis kill -9, restarted from its AOF (everysec)",
+	"mixed":         "three of the above at random",
+}
+
+// Run records and checks o.Histories histories of each kind, one system
+// booted per kind, and reports.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	began := time.Now()
+	rep := &Report{}
+	for _, kind := range o.Kinds {
+		k, err := runKind(ctx, o, kind)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", kind, err)
+		}
+		rep.Kinds = append(rep.Kinds, k)
+		o.logf("%s", k.Line())
+	}
+	rep.Took = time.Since(began)
+	return rep, nil
+}
+
+func runKind(ctx context.Context, o Options, kind string) (KindReport, error) {
+	k := KindReport{Kind: kind}
+	began := time.Now()
+	defer func() { k.Took = time.Since(began) }()
+	c, err := bootCluster(ctx, o, kind == "embedded")
+	if err != nil {
+		return k, err
+	}
+	defer c.close()
+	for i := 1; i <= o.Histories; i++ {
+		h, err := c.record(ctx, kind, i)
+		if err != nil {
+			return k, err
+		}
+		name := fmt.Sprintf("fairness-%s-%d-%x", kind, i, rand.Uint32())
+		v := Check(h, o.SnapshotAge, o.Timeout, o.Out, name)
+		k.Histories++
+		k.Operations += v.Operations
+		k.Faults += len(h.Faults)
+		k.PlacesLost += v.PlacesLost
+		switch {
+		case v.OK():
+			k.Linearizable++
+		default:
+			if v.Result == porcupine.Unknown {
+				k.Unknowns++
+			}
+			if k.FirstFailure == 0 {
+				k.FirstFailure = i
+			}
+			msg := fmt.Sprintf("history %d: %s", i, v.Result)
+			if len(v.Violations) > 0 {
+				msg += ": " + strings.Join(v.Violations, "; ")
+			}
+			if v.Visualization != "" {
+				msg += "; visualisation: " + v.Visualization
+			}
+			k.Failures = append(k.Failures, msg)
+			o.logf("%s %s", kind, msg)
+		}
+		k.Took = time.Since(began)
+		if o.StopAtFirst && k.FirstFailure > 0 {
+			break
+		}
+	}
+	return k, nil
+}
+
+// record runs one history on c: a fresh set of queues and products, the
+// crowd, and the kind's faults.
+func (c *cluster) record(ctx context.Context, kind string, n int) (*History, error) {
+	o := c.o
+	h := &History{Kind: kind}
+	r := &recorder{c: c, h: h, ids: identity.New([]byte(c.secret)),
+		http: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	defer r.http.CloseIdleConnections()
+	tag := fmt.Sprintf("%x", rand.Uint32())
+	opensAt := time.Now().Add(o.Duration / 4)
+	var users []*user
+	for qi, count := range queueUsers {
+		spec := &Spec{Queue: fmt.Sprintf("h%d-%s-q%d", n, tag, qi), Capacity: 1000, Opening: qi == 0}
+		cfg := map[string]any{"ratePerSecond": queueRate, "batchSize": 10, "intervalMs": 100,
+			"capacity": spec.Capacity, "tokenTtlSeconds": 300, "entry": "any"}
+		if spec.Opening {
+			cfg["opensAt"] = opensAt.UTC().Format(time.RFC3339Nano)
+		}
+		product := spec.Queue + "-tee"
+		if err := c.admin(ctx, "PUT", "/admin/v1/queues/"+spec.Queue, cfg); err != nil {
+			return nil, err
+		}
+		if err := c.admin(ctx, "PUT", "/admin/v1/products/"+product,
+			map[string]any{"name": "tee", "stock": stock, "queue": spec.Queue}); err != nil {
+			return nil, err
+		}
+		h.Specs = append(h.Specs, spec)
+		for i := range count {
+			name := fmt.Sprintf("q%du%d-%s", qi, i, tag)
+			users = append(users, &user{n: i, name: name, spec: spec, product: product,
+				auth: "Bearer " + r.ids.SignJWT(name, time.Hour), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
+		}
+	}
+	r.start = time.Now()
+	crowd, stop := context.WithTimeout(ctx, o.Duration)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, u := range users {
+		wg.Go(func() { r.run(crowd, u) })
+	}
+	ferr := r.faults(crowd, kind)
+	wg.Wait()
+	for _, in := range c.insts { // whatever the faults left undone
+		in.clock.offset.Store(0)
+		for _, p := range []*proxy{in.front, in.back} {
+			if p != nil {
+				p.setDelay(0)
+			}
+		}
+	}
+	return h, ferr
+}
+
+// admin makes an admin call through the first instance that answers.
+func (c *cluster) admin(ctx context.Context, method, path string, body any) error {
+	b, _ := json.Marshal(body)
+	var last error
+	for _, in := range c.insts {
+		req, _ := http.NewRequestWithContext(ctx, method, "http://"+in.front.addr()+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode/100 == 2 {
+			return nil
+		}
+		last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
+	}
+	return last
+}
