@@ -2,10 +2,13 @@ package fairness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -52,10 +55,14 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 		if v.Result == porcupine.Ok || res == porcupine.Illegal {
 			v.Result = res
 		}
+		if res == porcupine.Illegal {
+			v.Violations = append(v.Violations, explain(m, info, seg)...)
+		}
 		if res == porcupine.Illegal && v.Visualization == "" {
 			path := filepath.Join(dir, fmt.Sprintf("%s-segment%d.html", name, i))
 			if err := porcupine.VisualizePath(m, info, path); err == nil {
 				v.Visualization = path
+				save(strings.TrimSuffix(path, ".html")+".jsonl", seg)
 			} else {
 				v.Violations = append(v.Violations, fmt.Sprintf("drawing the history: %v", err))
 			}
@@ -70,6 +77,48 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 	}
 	v.PlacesLost = placesLost(h)
 	return v
+}
+
+// explain says, for each queue whose calls no order explains, where the
+// longest order found leaves the line and which answer cannot follow it.
+func explain(m porcupine.Model, info porcupine.LinearizationInfo, seg []porcupine.Operation) []string {
+	var out []string
+	parts := partitionByQueue(seg)
+	for p, partials := range info.PartialLinearizationsOperations() {
+		if p >= len(parts) {
+			break
+		}
+		var longest []porcupine.Operation
+		for _, l := range partials {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == len(parts[p]) {
+			continue
+		}
+		type id struct {
+			call, ret int64
+			user      string
+		}
+		placed := map[id]bool{}
+		state := m.Init()
+		for _, op := range longest {
+			placed[id{op.Call, op.Return, op.Input.(Input).User}] = true
+			_, state = m.Step(state, op.Input, op.Output)
+		}
+		var next *porcupine.Operation
+		for i, op := range parts[p] {
+			if !placed[id{op.Call, op.Return, op.Input.(Input).User}] && (next == nil || op.Return < next.Return) {
+				next = &parts[p][i]
+			}
+		}
+		in := next.Input.(Input)
+		out = append(out, fmt.Sprintf("queue %s: after %d of its %d calls the line is %s, and no order explains %s (instance %d, %.3f-%.3f s)",
+			in.Spec.Queue, len(longest), len(parts[p]), m.DescribeState(state), m.DescribeOperation(next.Input, next.Output),
+			in.Instance, float64(next.Call)/1e9, float64(next.Return)/1e9))
+	}
+	return out
 }
 
 // promises checks what holds across the whole history whatever order the
@@ -104,8 +153,9 @@ func promises(h *History) []string {
 // at a kill may have taken effect before it (and been lost, or kept) or,
 // sent again, after the restart: it is unknown on both sides. A status
 // whose time overlaps a restart is left out (a read changes nothing), and
-// a status far from the front may be answered from a snapshot up to
-// snapshotAge old: its call is taken to start that much earlier.
+// a status answer that may come from a snapshot (fromSnapshot) may show the
+// line up to snapshotAge before the call: its call is taken to start that
+// much earlier.
 func segments(h *History, snapshotAge time.Duration) [][]porcupine.Operation {
 	segs := make([][]porcupine.Operation, len(h.Restarts)+1)
 	for j := range segs {
@@ -140,7 +190,7 @@ func segments(h *History, snapshotAge time.Duration) [][]porcupine.Operation {
 				if op.Call < begin || op.Return > end {
 					continue
 				}
-				if out.State == Waiting && out.Position > snapshotReach {
+				if fromSnapshot(out) {
 					op.Call = max(op.Call-int64(snapshotAge), begin)
 				}
 			case op.Call < begin || op.Return > end: // in flight at a kill or a restart
@@ -153,9 +203,13 @@ func segments(h *History, snapshotAge time.Duration) [][]porcupine.Operation {
 	return segs
 }
 
-// snapshotReach is how far from the front a status may be answered from a
-// snapshot: beyond two batches (the histories' batch is 10).
-const snapshotReach = 2 * 10
+// fromSnapshot reports whether a status answer may have come from an
+// instance's snapshot of the line rather than from the store: a place
+// beyond two batches from the front (the histories' batch is 10), or
+// waiting for the opening (package queue, snapshots.go).
+func fromSnapshot(out Output) bool {
+	return out.State == PreQueued || out.State == Waiting && out.Position > 2*10
+}
 
 // placesLost counts, at each Redis restart, the users whose last answer
 // before the kill had them waiting or admitted (with nothing of theirs in
@@ -256,4 +310,135 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 		out[s.Queue] = l.done()
 	}
 	return out, nil
+}
+
+// A history file keeps the calls of one checked segment, for a closer
+// look or as a regression test (testdata/*.jsonl): a first line naming the
+// queues (savedSpec), then one call a line (savedOp) in the order sent.
+
+type savedSpec struct {
+	Queue        string     `json:"queue"`
+	Capacity     int        `json:"capacity"`
+	AbandonAfter string     `json:"abandonAfter,omitempty"`
+	Opening      bool       `json:"opening,omitempty"`
+	Start        *savedLine `json:"start,omitempty"`
+}
+
+type savedLine struct {
+	Phase   string            `json:"phase"`
+	Pre     []string          `json:"pre,omitempty"`
+	Waiting []string          `json:"waiting,omitempty"`
+	Held    map[string]string `json:"held,omitempty"`
+}
+
+var phaseNames = [...]string{"pending", "closed", "open"}
+
+type savedOp struct {
+	Queue    string      `json:"queue"`
+	Kind     string      `json:"kind"`
+	User     string      `json:"user"`
+	Token    string      `json:"token,omitempty"`
+	Instance int         `json:"instance"`
+	Call     int64       `json:"call"`
+	Return   int64       `json:"return"`
+	Out      savedOutput `json:"out"`
+}
+
+type savedOutput struct {
+	Unknown  bool   `json:"unknown,omitempty"`
+	State    string `json:"state,omitempty"`
+	Position int64  `json:"position,omitempty"`
+	Length   int64  `json:"length,omitempty"`
+	Token    string `json:"token,omitempty"`
+	Order    string `json:"order,omitempty"`
+}
+
+// save writes one segment's calls to path.
+func save(path string, seg []porcupine.Operation) error {
+	ops := slices.Clone(seg)
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	var specs []savedSpec
+	seen := map[*Spec]bool{}
+	for _, op := range ops {
+		sp := op.Input.(Input).Spec
+		if seen[sp] {
+			continue
+		}
+		seen[sp] = true
+		s := savedSpec{Queue: sp.Queue, Capacity: sp.Capacity, Opening: sp.Opening}
+		if sp.AbandonAfter > 0 {
+			s.AbandonAfter = sp.AbandonAfter.String()
+		}
+		if l := sp.start; l != nil {
+			s.Start = &savedLine{Phase: phaseNames[l.phase], Pre: l.pre, Waiting: l.waiting, Held: l.held}
+		}
+		specs = append(specs, s)
+	}
+	if err := enc.Encode(map[string]any{"specs": specs}); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		s := savedOp{Queue: in.Spec.Queue, Kind: in.Kind.String(), User: in.User, Token: in.Token, Instance: in.Instance,
+			Call: op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token}}
+		if !out.Unknown {
+			switch in.Kind {
+			case Enter, Status:
+				s.Out.State = out.State.String()
+			case Order:
+				s.Out.Order = out.Order.String()
+			}
+		}
+		if err := enc.Encode(s); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// load reads a segment save wrote.
+func load(path string) ([]porcupine.Operation, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	var head struct{ Specs []savedSpec }
+	if err := dec.Decode(&head); err != nil {
+		return nil, fmt.Errorf("%s: the specs: %w", path, err)
+	}
+	specs := map[string]*Spec{}
+	for _, s := range head.Specs {
+		sp := &Spec{Queue: s.Queue, Capacity: s.Capacity, Opening: s.Opening}
+		if s.AbandonAfter != "" {
+			if sp.AbandonAfter, err = time.ParseDuration(s.AbandonAfter); err != nil {
+				return nil, err
+			}
+		}
+		if l := s.Start; l != nil {
+			sp.start = &line{phase: phase(slices.Index(phaseNames[:], l.Phase)), pre: l.Pre, waiting: l.Waiting, held: l.Held}
+			if sp.start.held == nil {
+				sp.start.held = map[string]string{}
+			}
+			sp.start = sp.start.done()
+		}
+		specs[s.Queue] = sp
+	}
+	var ops []porcupine.Operation
+	for dec.More() {
+		var s savedOp
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		in := Input{Spec: specs[s.Queue], Kind: Kind(slices.Index(kindNames[:], s.Kind)), User: s.User, Token: s.Token, Instance: s.Instance}
+		out := Output{Unknown: s.Out.Unknown, Position: s.Out.Position, Length: s.Out.Length, Token: s.Out.Token,
+			State: State(slices.Index(stateNames[:], s.Out.State)), Order: OrderResult(slices.Index(orderNames[:], s.Out.Order))}
+		if in.Spec == nil || in.Kind > Order || !out.Unknown && (s.Out.State != "" && out.State > Full || s.Out.Order != "" && out.Order > Invalid) {
+			return nil, fmt.Errorf("%s: a call this package cannot read: %+v", path, s)
+		}
+		ops = append(ops, porcupine.Operation{ClientId: in.Instance, Input: in, Call: s.Call, Output: out, Return: s.Return})
+	}
+	return ops, nil
 }

@@ -455,6 +455,15 @@ func order(l *line, in Input, out Output) *line {
 		}
 		return l
 	case Bought, Kept, InUse:
+		if r := l.rank(in.User); !admitted && r > 0 {
+			// Admitted, though no answer said so yet (it was lost to a
+			// fault): everyone ahead went first.
+			var ok bool
+			if l, ok = l.admit(r); !ok {
+				return nil
+			}
+			valid = true
+		}
 		if !valid {
 			return nil
 		}

@@ -132,8 +132,10 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
-	// user: only the store can say READY and hand out the token.
-	if !ok || pos <= 2*int64(sn.Pace.Batch) {
+	// user: only the store can say READY and hand out the token. While an
+	// opening is placed, those still to be placed hold no ticket in the
+	// line yet: only the store counts them.
+	if !ok || pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing {
 		s.misses.Add(1)
 		return Entry{}, false
 	}

@@ -254,9 +254,20 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
 	}
 	q.seq++
 	q.line.push(user, q.seq)
-	n := q.line.len()
+	n := q.line.len() + q.unplaced() // behind an opening still being placed too
 	q.markOnEnter(user, n, now)
 	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, nil
+}
+
+// unplaced is, while an opening is being placed, how many of its pre-queue
+// are still to be placed: they are ahead of everyone who entered after its
+// close (tickets above openEnd), and the line's length counts them, as
+// prelude.lua's unplaced says. The caller holds q.mu.
+func (q *state) unplaced() int64 {
+	if q.openState != "placing" {
+		return 0
+	}
+	return int64(len(q.pre))
 }
 
 // markOnEnter: a user entering near the front is seen at once, before any
@@ -286,7 +297,11 @@ func (q *state) notInQueue(now time.Time) queue.Entry {
 func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len(), Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
+		n := q.unplaced()
+		if n > 0 && t > q.openEnd {
+			r += n
+		}
+		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if _, ok := q.pre[user]; ok {
 		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true

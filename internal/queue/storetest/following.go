@@ -485,10 +485,15 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 	if _, err := s.Place(ctx, q, "second", o.Pending, time.Minute); err == nil {
 		t.Fatal("a second instance placed without the lease")
 	}
-	if e := mustEnter(t, s, q, "late"); e.State != queue.Waiting || e.PreQueue {
-		t.Fatalf("entering while the opening is placed: %+v, want a place in line", e)
+	// Behind the four still to be placed, and still there once they are:
+	// a position never goes up (the fairness check found one that did).
+	if e := mustEnter(t, s, q, "late"); e.State != queue.Waiting || e.PreQueue || e.Position != 5 || e.Length != 5 {
+		t.Fatalf("entering while the opening is placed: %+v, want a place in line at 5 of 5", e)
 	}
 	mustLeave(t, s, q, "p3")
+	if e := mustStatus(t, s, q, "late"); e.Position != 4 || e.Length != 4 {
+		t.Fatalf("status while the opening is placed, p3 gone: %+v, want 4 of 4", e)
+	}
 	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 0 {
 		t.Fatalf("admitted %v while the opening is placed", got)
 	}
@@ -496,6 +501,15 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 	if err != nil || done {
 		t.Fatalf("first chunk: done %v, %v; want more to come (p2)", done, err)
 	}
+	for u, pos := range map[string]int64{"p4": 1, "p1": 2, "late": 4} {
+		if e := mustStatus(t, s, q, u); e.Position != pos || e.Length != 4 {
+			t.Errorf("half placed: %s at %d of %d, want %d of 4", u, e.Position, e.Length, pos)
+		}
+	}
+	if e := mustEnter(t, s, q, "later"); e.Position != 5 || e.Length != 5 {
+		t.Errorf("entering half way through the placing: %+v, want 5 of 5", e)
+	}
+	mustLeave(t, s, q, "later")
 	if done, err = s.Place(ctx, q, "first", []string{"p2"}, time.Minute); err != nil || !done {
 		t.Fatalf("last chunk: done %v, %v", done, err)
 	}
@@ -521,7 +535,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.EnteredTotal != st.Length+st.AdmittedTotal+st.LeftTotal+st.AbandonedTotal || st.LeftTotal != 1 || st.PreQueued != 0 {
+	if st.EnteredTotal != st.Length+st.AdmittedTotal+st.LeftTotal+st.AbandonedTotal || st.LeftTotal != 2 || st.PreQueued != 0 { // p3 and later
 		t.Fatalf("totals after the opening: %+v", st)
 	}
 }

@@ -51,6 +51,7 @@ if length == 0 then
 end
 local ticket = redis.call('INCR', K.seq)
 redis.call('ZADD', K.line, 'NX', ticket, user)
--- Tickets only grow, so the newcomer is last.
-mark(length + 1)
-return append({1, length + 1, length + 1, ticket}, pace(list, now, length + 1))
+-- Tickets only grow, so the newcomer is last, behind the unplaced too.
+local position = length + unplaced() + 1
+mark(position)
+return append({1, position, position, ticket}, pace(list, now, length + 1))

@@ -69,13 +69,31 @@ local function pace(list, now, length)
   return append(append(append({}, list), redis.call('HMGET', K.adm, unpack(PACE))), {now, length})
 end
 
--- standing is where the user stands: {1, position, length, ticket} in line,
+-- unplaced is, while an opening is being placed, how many of its pre-queue
+-- are still to be placed and the last ticket reserved for them (open_end):
+-- they are ahead of everyone who entered after the close, whose positions
+-- and the line's length count them; 0 otherwise.
+local function unplaced()
+  local a = hash(K.adm, 'open_state', 'open_end')
+  if a.open_state ~= 'placing' then
+    return 0, nil
+  end
+  return redis.call('ZCARD', K.pre), tonumber(a.open_end)
+end
+
+-- standing is where the user stands: {1, position, length, ticket} in line
+-- (behind the unplaced of an opening when they entered after its close),
 -- {3} in the opening's pre-queue, {2, token, expiresAtMs} with a valid
 -- token; else nil, and the token they hold whose time is up, if any.
 local function standing(user, now, length)
   local ticket = redis.call('ZSCORE', K.line, user)
   if ticket then
-    return {1, redis.call('ZRANK', K.line, user) + 1, length, tonumber(ticket)}
+    local n, last = unplaced()
+    local position = redis.call('ZRANK', K.line, user) + 1
+    if last and tonumber(ticket) > last then
+      position = position + n
+    end
+    return {1, position, length + n, tonumber(ticket)}
   end
   if redis.call('ZSCORE', K.pre, user) then
     return {3}
