@@ -46,6 +46,7 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 	v := Verdict{Result: porcupine.Ok, Violations: slices.Clone(h.Problems)}
 	v.Violations = append(v.Violations, promises(h)...)
 	m := model()
+	raw := segments(h, 0) // as sent, for the history file
 	for i, seg := range segments(h, snapshotAge) {
 		v.Operations += len(seg)
 		res, info := porcupine.CheckOperationsVerbose(m, seg, timeout)
@@ -62,7 +63,7 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 			path := filepath.Join(dir, fmt.Sprintf("%s-segment%d.html", name, i))
 			if err := porcupine.VisualizePath(m, info, path); err == nil {
 				v.Visualization = path
-				save(strings.TrimSuffix(path, ".html")+".jsonl", seg)
+				save(strings.TrimSuffix(path, ".html")+".jsonl", raw[i])
 			} else {
 				v.Violations = append(v.Violations, fmt.Sprintf("drawing the history: %v", err))
 			}

@@ -55,6 +55,12 @@ func TestRegressionHistories(t *testing.T) {
 		// and memstore; storetest's OpeningReservesTicketsAheadOfLaterEntries
 		// holds the stores to it.
 		{"opening-placing-positions.jsonl", "status(q0u0) → WAITING 3/3"},
+		// A network history: q0u0 left the pre-queue through instance 2
+		// and was told PRE_QUEUE by instance 0 116 ms after that leave was
+		// answered; instance 0's snapshot could not know who had left the
+		// pre-queue. Fixed in snapshots.go (pre-queued users are answered
+		// by the store); TestSnapshotLeavingThePreQueueElsewhere.
+		{"prequeue-left-elsewhere.jsonl", "status(q0u0) → PRE_QUEUE"},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -53,7 +53,7 @@ type lineView struct {
 	name string
 	mu   sync.Mutex
 	// tickets maps a user id's 64-bit keyed hash (snapshots.key) to the
-	// user's ticket (preQueued before the opening), from the store's answers. Keyed by the hash, not the
+	// user's ticket, from the store's answers. Keyed by the hash, not the
 	// id, it costs 24–38 bytes a user whatever the id's length (a
 	// map[string]int64 took 72 B with 12-byte ids and 104 B with the page's
 	// 37-byte ones, at a million: docs/benchmarks.md). Two users share a
@@ -121,15 +121,6 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 		s.misses.Add(1)
 		return Entry{}, false
 	}
-	if ticket == preQueued {
-		// Waiting for the opening: so they are until it starts to be placed.
-		if sn.Pace.OpensAt.IsZero() || sn.Pace.Placing {
-			s.misses.Add(1)
-			return Entry{}, false
-		}
-		s.hits.Add(1)
-		return Entry{State: Waiting, PreQueue: true, Pace: sn.Pace, Epoch: sn.Epoch}, true
-	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
 	// user: only the store can say READY and hand out the token. While an
@@ -142,9 +133,6 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	s.hits.Add(1)
 	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
 }
-
-// preQueued stands for the ticket of a user waiting for the opening.
-const preQueued = -1
 
 // fresh returns a snapshot no older than maxAge and newer than this
 // instance's last change, fetching it if need be; one fetch per queue is in
@@ -215,11 +203,13 @@ func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 // remember records what the store said of a user: a waiting user's ticket,
 // or that they no longer wait. Only a waiting user (so a queue that exists)
 // creates the queue's view.
+//
+// A user waiting for an opening holds no ticket and is not remembered: the
+// snapshot cannot tell who left the pre-queue through another instance, so
+// only the store answers them (the fairness check found an instance telling
+// a user who had left that they still waited for the opening).
 func (s *snapshots) remember(queue, user string, e Entry) {
-	waiting := e.State == Waiting && (e.Ticket != 0 || e.PreQueue)
-	if e.PreQueue {
-		e.Ticket = preQueued
-	}
+	waiting := e.State == Waiting && e.Ticket != 0
 	v := s.view(queue, waiting)
 	if v == nil {
 		return

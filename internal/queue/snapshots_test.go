@@ -341,3 +341,35 @@ func TestRememberedTicketsDieWithTheLine(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotLeavingThePreQueueElsewhere: a user waiting for the opening
+// who leaves through another instance is no longer told, by an instance
+// that answered them before, that they wait for it (the fairness check's
+// network history: PRE_QUEUE 116 ms after the leave was answered, with
+// snapshots at most 100 ms old).
+func TestSnapshotLeavingThePreQueueElsewhere(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	one, other := queue.NewService(store, time.Hour), queue.NewService(store, time.Hour)
+	c := fastQueue(t, one, "q")
+	c.OpensAt = time.Now().Add(time.Hour)
+	if err := one.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"a", "b"} {
+		if v, err := one.Enter(ctx, "q", u); err != nil || v.OpensAt.IsZero() {
+			t.Fatalf("%s entering before the opening: %+v, %v", u, v, err)
+		}
+	}
+	for range 3 { // the second poll onwards could come from the snapshot
+		if v, err := one.Status(ctx, "q", "a"); err != nil || v.OpensAt.IsZero() {
+			t.Fatalf("a before leaving: %+v, %v", v, err)
+		}
+	}
+	if err := other.Leave(ctx, "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := one.Status(ctx, "q", "a"); err != nil || v.State != queue.NotInQueue {
+		t.Fatalf("a after leaving through the other instance: %+v, %v; want NOT_IN_QUEUE", v, err)
+	}
+}
