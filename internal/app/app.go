@@ -175,6 +175,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Logger.Error(problem + " (refused with --redis-strict-eviction)")
 		}
 	}
+	qstore = withHistoryBug(qstore)
 	m.Queue = queue.NewService(qstore, c.StatusSnapshotAge)
 	if m.readyStore == nil {
 		m.readyStore = qstore

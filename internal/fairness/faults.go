@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,7 @@ func (r *recorder) faults(ctx context.Context, kind string) error {
 	case "embedded", "clock":
 		plan = []func(context.Context) error{r.stepClock(45 * time.Second), r.stepClock(-90 * time.Second)}
 	case "network":
-		plan = []func(context.Context) error{r.delay, r.stall, r.cut}
+		plan = []func(context.Context) error{r.stall, r.delay, r.stall, r.cut}
 	case "instance-kill":
 		plan = []func(context.Context) error{r.killInstance}
 	case "drain":
@@ -74,14 +75,16 @@ func (r *recorder) delay(ctx context.Context) error {
 	return nil
 }
 
-// stall holds one instance's Redis traffic past go-redis's read timeout,
-// so that it sends its commands again on a new connection, and then
-// delivers the held ones too.
+// stall holds the replies Redis sends every instance past go-redis's read
+// timeout, so that each sends its commands again on a new connection.
 func (r *recorder) stall(context.Context) error {
-	in := r.someInstance()
 	d := 3 * redisReadTimeout
-	r.fault(fmt.Sprintf("instance %d's Redis connections stalled %v (read timeout %v), then delivered", in.n, d, redisReadTimeout))
-	in.back.stall(d)
+	r.fault(fmt.Sprintf("Redis replies to every instance stalled %v (read timeout %v)", d, redisReadTimeout))
+	var wg sync.WaitGroup
+	for _, in := range r.c.insts {
+		wg.Go(func() { in.back.stall(d) })
+	}
+	wg.Wait()
 	return nil
 }
 

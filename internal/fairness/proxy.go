@@ -10,10 +10,10 @@ import (
 
 // proxy is a loopback TCP proxy the recorder puts between the clients and
 // an instance, and between an instance and Redis, to break the network the
-// way networks break: it delays bytes, stalls them (and then delivers
-// them, as TCP would even after the sender gave up and closed: the stalled
-// request reaches Redis after the client library sent it again), cuts
-// every connection, and refuses new ones while it is down.
+// way networks break: it delays bytes, stalls the answers (the command
+// ran, its reply comes after the client library's read timeout, so it
+// sends the command again), cuts every connection, and refuses new ones
+// while it is down.
 type proxy struct {
 	ln net.Listener
 
@@ -81,20 +81,24 @@ func (p *proxy) pipe(c net.Conn, target string) {
 	defer p.untrack(c, up)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.copy(up, c, lk) }()
-	go func() { defer wg.Done(); p.copy(c, up, lk) }()
+	go func() { defer wg.Done(); p.copy(up, c, nil) }()
+	go func() { defer wg.Done(); p.copy(c, up, lk) }() // answers: these stall
 	wg.Wait()
 }
 
 // copy moves bytes from src to dst through the faults in force, and closes
-// dst's writing side when src ends.
+// dst's writing side when src ends; with lk, a stall holds them.
 func (p *proxy) copy(dst, src net.Conn, lk *link) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			delay, stalled := p.delay, lk.stalled
+			delay := p.delay
+			var stalled chan struct{}
+			if lk != nil {
+				stalled = lk.stalled
+			}
 			p.mu.Unlock()
 			if stalled != nil {
 				<-stalled
@@ -179,8 +183,9 @@ func (p *proxy) setDelay(d time.Duration) {
 	p.mu.Unlock()
 }
 
-// stall holds every byte of the connections open now for d, then
-// delivers them all; connections opened meanwhile (the client library's
+// stall holds the answers on the connections open now for d, then
+// delivers them (to a client that may have given up on them); requests go
+// through at once, and connections opened meanwhile (the client library's
 // retry) pass.
 func (p *proxy) stall(d time.Duration) {
 	release := make(chan struct{})

@@ -83,7 +83,7 @@ var Kinds = []string{"none", "embedded", "network", "instance-kill", "drain", "c
 var queueUsers = []int{4, 6, 6}
 
 const (
-	queueRate  = 4   // admitted users per second per queue
+	queueRate  = 8   // admitted users per second per queue
 	stock      = 10  // per queue's product
 	paymentBad = 0.2 // share of payments the fake payment declines
 )

@@ -1,0 +1,94 @@
+//go:build historybugs
+
+package app
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/redisstore"
+)
+
+// HistoryBugEnv names the deliberate bug a -tags historybugs build puts in
+// the line, for the fairness check to catch (internal/fairness): read when
+// an instance starts.
+//
+//	admit-resend  a failed admission call sent again, without the guard
+//	              against the same call made twice
+//	split-enter   enter reads the line's length, then joins, in two steps
+//	early-spend   a token is spent before the protected call has answered
+const HistoryBugEnv = "WAITROOM_HISTORY_BUG"
+
+func withHistoryBug(s queue.Store) queue.Store {
+	switch os.Getenv(HistoryBugEnv) {
+	case "admit-resend":
+		if rs, ok := s.(*redisstore.Store); ok {
+			return &resentAdmit{Store: rs, failed: map[string][]string{}}
+		}
+	case "split-enter":
+		return splitEnter{s}
+	case "early-spend":
+		return earlySpend{s}
+	}
+	return s
+}
+
+// resentAdmit sends an admission call that failed (its answer lost: it may
+// have run) again, tokens and all, at the queue's next tick, as a client
+// library re-sending a command would; and the store's guard against the
+// same call made again is gone.
+type resentAdmit struct {
+	*redisstore.Store
+	mu     sync.Mutex
+	failed map[string][]string // by queue
+}
+
+func (b *resentAdmit) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
+	b.mu.Lock()
+	if again, ok := b.failed[q]; ok {
+		tokens = again
+		delete(b.failed, q)
+	}
+	b.mu.Unlock()
+	a, err := b.AdmitWithoutGuard(ctx, q, tokens)
+	if err != nil {
+		b.mu.Lock()
+		b.failed[q] = tokens
+		b.mu.Unlock()
+	}
+	return a, err
+}
+
+// splitEnter tells a newcomer the position read before joining: two
+// requests entering at once are both told the same place.
+type splitEnter struct{ queue.Store }
+
+func (b splitEnter) Enter(ctx context.Context, q, user string) (queue.Entry, error) {
+	before, err := b.Store.Status(ctx, q, user)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	sn, err := b.Snapshot(ctx, q)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	e, err := b.Store.Enter(ctx, q, user)
+	if err == nil && before.State == queue.NotInQueue && e.State == queue.Waiting && !e.PreQueue {
+		e.Position, e.Length = sn.Length+1, sn.Length+1
+	}
+	return e, err
+}
+
+// earlySpend consumes the token as soon as its use begins, before the
+// protected call has answered: a failed order loses it.
+type earlySpend struct{ queue.Store }
+
+func (b earlySpend) BeginUse(ctx context.Context, q, user, token, owner string, lock time.Duration) error {
+	if err := b.Store.BeginUse(ctx, q, user, token, owner, lock); err != nil {
+		return err
+	}
+	return b.Store.EndUse(ctx, q, user, token, owner, true)
+}
