@@ -19,6 +19,8 @@
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);
 #                                      # prints Markdown
+#   bench/run.sh --check               # the fairness check (cmd/check): 100 histories
+#                                      # under each kind of fault, checked with Porcupine
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -29,12 +31,14 @@ die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
 short=0
 out="" # --out: where the report and charts go instead of docs/ (or the short run's temp dir)
 chaos=0
+check=0
 args=()
 while (($#)); do
 	case "$1" in
 	--short | -short) short=1 ;;
 	--million) args+=(-sections million -limit 30m -command "bench/run.sh --million") ;;
 	--chaos) chaos=1 ;;
+	--check) check=1 ;;
 	--out | -out) out="${2:?--out needs a directory}"; shift ;;
 	--out=* | -out=*) out="${1#*=}" ;;
 	*) args+=("$1") ;;
@@ -133,7 +137,10 @@ PG_DATA="$TMP/pg"
 export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/postgres?sslmode=disable"
 say "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $("$PG_BIN/postgres" --version), $(go version)"
 
-if ((chaos)); then
+if ((check)); then
+	# It runs its own Redis (with an AOF) and waitroom instances in process.
+	go run ./bench/cmd/check "${args[@]}"
+elif ((chaos)); then
 	# The chaos run stops and starts this PostgreSQL itself; it runs its own
 	# Redis (with an AOF) and waitroom processes.
 	pg_ctl_as="cd $TMP && ${PG_USER:+runuser -u $PG_USER -- }$PG_BIN/pg_ctl -D $PG_DATA"

@@ -509,6 +509,18 @@ run_go() {
 status=0
 run_go test "${race[@]}" -count=1 -timeout 12m "${test_args[@]}" || status=$?
 
+# ---------------------------------------------------------------- fairness
+
+# The proof that the fairness check can fail (internal/fairness,
+# docs/operations.md "Fairness you can check"): a build with three
+# deliberate bugs (-tags historybugs, never in the normal build), each of
+# which the check must catch within a few histories; it logs how many.
+if ((status == 0 && $# == 0)); then
+	say "go vet -tags historybugs, go test -tags historybugs -run TestDeliberateBugsAreCaught ./internal/fairness"
+	go vet -tags historybugs ./internal/fairness ./internal/app ./internal/queue/redisstore || status=$?
+	((status == 0)) && { run_go test -tags historybugs -count=1 -timeout 5m -run '^TestDeliberateBugsAreCaught$' -v ./internal/fairness || status=$?; }
+fi
+
 # ---------------------------------------------------------------- fuzz
 
 # On a full run (no arguments) every fuzz target also fuzzes, a second or

@@ -19,7 +19,7 @@ import (
 // bug needed.
 func TestDeliberateBugsAreCaught(t *testing.T) {
 	const most = 10
-	testenv.RedisURL(t)
+	requireRedisServer(t)
 	dbURL := testenv.DatabaseURL(t)
 	for _, c := range []struct{ bug, kind string }{
 		{"admit-resend", "network"}, // needs go-redis to send admit.lua again
