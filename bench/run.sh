@@ -138,8 +138,9 @@ export WAITROOM_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/postgres
 say "redis $(redis-server --version | grep -o 'v=[0-9.]*'), $("$PG_BIN/postgres" --version), $(go version)"
 
 if ((check)); then
-	# It runs its own Redis (with an AOF) and waitroom instances in process.
-	go run ./bench/cmd/check "${args[@]}"
+	# It runs its own Redis (with an AOF) and waitroom instances in process;
+	# --out is where failing histories go (the temp dir when not given).
+	go run ./bench/cmd/check ${out:+-out "$out"} "${args[@]}"
 elif ((chaos)); then
 	# The chaos run stops and starts this PostgreSQL itself; it runs its own
 	# Redis (with an AOF) and waitroom processes.
