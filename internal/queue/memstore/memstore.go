@@ -234,7 +234,7 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error)
 func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
 	if e, ok := q.standing(user, now); ok {
 		if e.State == queue.Waiting && !e.PreQueue {
-			q.markOnEnter(user, e.Position, now)
+			q.markSeen(user, e.Position, now)
 		}
 		return e, nil
 	}
@@ -255,7 +255,7 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
 	q.seq++
 	q.line.push(user, q.seq)
 	n := q.line.len() + q.unplaced() // behind an opening still being placed too
-	q.markOnEnter(user, n, now)
+	q.markSeen(user, n, now)
 	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, nil
 }
 
@@ -270,9 +270,10 @@ func (q *state) unplaced() int64 {
 	return int64(len(q.pre))
 }
 
-// markOnEnter: a user entering near the front is seen at once, before any
-// instance's marks could arrive.
-func (q *state) markOnEnter(user string, position int64, now time.Time) {
+// markSeen: a user entering or asking for their status near the front is
+// seen at once, before their instance's batched marks could arrive (a user
+// back from a long absence would be skipped meanwhile, though asking).
+func (q *state) markSeen(user string, position int64, now time.Time) {
 	if q.cfg.AbandonAfter > 0 && (q.tick.Reach == 0 || position <= q.tick.Reach) {
 		q.seen[user] = now
 	}
@@ -282,6 +283,9 @@ func (q *state) markOnEnter(user string, position int64, now time.Time) {
 func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error) {
 	return in(s, name, func(q *state, now time.Time) (queue.Entry, error) {
 		if e, ok := q.standing(user, now); ok {
+			if e.State == queue.Waiting && !e.PreQueue {
+				q.markSeen(user, e.Position, now)
+			}
 			return e, nil
 		}
 		return q.notInQueue(now), nil

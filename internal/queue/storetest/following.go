@@ -29,6 +29,7 @@ var followingTests = []struct {
 	{"AdaptiveRateNeverLeavesItsBounds", testAdaptiveBounds},
 	{"AdaptiveRateRemembersItsLastDecision", testRateMemory},
 	{"NoShowsSkippedPresentAdmittedInOrder", testNoShowProperty},
+	{"NoShowBackAskingIsSeenAtOnce", testNoShowBackAsking},
 	{"StalledWhenTheFrontStandsStill", testStalled},
 	{"OpeningOrderIsUniform", testOpeningUniform},
 	{"OpeningReservesTicketsAheadOfLaterEntries", testOpeningWhilePlacing},
@@ -232,6 +233,32 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if first && next.Admitted != 3 {
 		t.Errorf("the window counts %d admitted, want the 3 let in while it was gathered", next.Admitted)
+	}
+}
+
+// testNoShowBackAsking: a user away longer than the abandon time who comes
+// back and asks for their status is seen by that answer, not only by their
+// instance's batched mark a second later (Store.Seen): the next tick lets
+// them in. The fairness check's no-show history caught one skipped half a
+// second after coming back, told five times meanwhile that they were first.
+func testNoShowBackAsking(t *testing.T, s queue.Store, clock Clock) {
+	const abandon = time.Second // the store's own rule, not the admin range (≥ 15 s)
+	c := fastConfig()
+	c.AbandonAfter = abandon
+	q := newQueue(t, s, c)
+	for i := range c.BatchSize + 1 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	// The first tick lets in a batch and sets the store's checkpoint: the
+	// one left is judged once their enter's mark is older than abandon.
+	admitDue(t, s, clock, q, c.BatchSize)
+	clock.Sleep(abandon + abandon/2)
+	back := fmt.Sprintf("u%d", c.BatchSize)
+	if e := mustStatus(t, s, q, back); e.State != queue.Waiting || e.Position != 1 {
+		t.Fatalf("%s back: %+v, want waiting first", back, e)
+	}
+	if got := admitDue(t, s, clock, q, c.BatchSize); !slices.Equal(got, []string{back}) {
+		t.Fatalf("the tick after %s asked admitted %v, want them", back, got)
 	}
 }
 

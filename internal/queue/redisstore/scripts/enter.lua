@@ -3,8 +3,7 @@
 -- full → refused; an opening ahead → the pre-queue; otherwise take the next
 -- ticket (INCR, never a clock) and join. One script, so no request can slip
 -- between the checks and the join. A user joining or entering again near
--- the front, when no-shows are skipped, is seen now (their instance's marks
--- could come after admission reaches them).
+-- the front is seen now (markSeen).
 --
 -- KEYS the queue's (prelude)
 -- ARGV[1] user id
@@ -18,20 +17,14 @@ local cfg, list, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 
 if refused then
   return refused
 end
-local adm = hash(K.adm, 'open_state', 'reach')
+local adm = hash(K.adm, 'open_state')
 local user, now = ARGV[1], clock()
 local length = redis.call('ZCARD', K.line)
-
-local function mark(position)
-  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not adm.reach or position <= tonumber(adm.reach)) then
-    redis.call('ZADD', K.seen, now, user)
-  end
-end
 
 local held, expired = standing(user, now, length)
 if held then
   if held[1] == 1 then
-    mark(held[2])
+    markSeen(cfg, user, held[2], now)
   end
   return append(held, pace(list, now, length))
 end
@@ -53,5 +46,5 @@ local ticket = redis.call('INCR', K.seq)
 redis.call('ZADD', K.line, 'NX', ticket, user)
 -- Tickets only grow, so the newcomer is last, behind the unplaced too.
 local position = length + unplaced() + 1
-mark(position)
+markSeen(cfg, user, position, now)
 return append({1, position, position, ticket}, pace(list, now, length + 1))

@@ -81,6 +81,20 @@ local function unplaced()
   return redis.call('ZCARD', K.pre), tonumber(a.open_end)
 end
 
+-- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
+-- position, within the reach of seen marks (every position before the first
+-- tick sets one), is seen now. Their instance's batched mark (seen.lua) comes
+-- up to a second later, and admission could reach them meanwhile: a user back
+-- from a long absence would be skipped though asking.
+local function markSeen(cfg, user, position, now)
+  if (tonumber(cfg.abandon_ms) or 0) > 0 then
+    local reach = tonumber(redis.call('HGET', K.adm, 'reach'))
+    if not reach or position <= reach then
+      redis.call('ZADD', K.seen, now, user)
+    end
+  end
+end
+
 -- standing is where the user stands: {1, position, length, ticket} in line
 -- (behind the unplaced of an opening when they entered after its close),
 -- {3} in the opening's pre-queue, {2, token, expiresAtMs} with a valid

@@ -1,5 +1,7 @@
 -- status: where a user stands, read in one step with the line's pace (the
--- estimate's inputs). Changes nothing.
+-- estimate's inputs). Changes nothing, but for one write: when no-shows are
+-- skipped, a waiting user near the front who asks is seen now, as on
+-- entering (markSeen).
 --
 -- KEYS the queue's (prelude)
 -- ARGV[1] user id
@@ -9,10 +11,14 @@
 --        {1, position, length, ticket, pace...} waiting
 --        {2, token, expiresAtMs, pace...} ready
 --        {3, pace...} waiting for the opening, no place yet
-local cfg, list, refused = config({'rate', 'batch'})
+local cfg, list, refused = config({'rate', 'batch'}, {'abandon_ms'})
 if refused then
   return refused
 end
 local now = clock()
 local length = redis.call('ZCARD', K.line)
-return append(standing(ARGV[1], now, length) or {0}, pace(list, now, length))
+local held = standing(ARGV[1], now, length)
+if held and held[1] == 1 then
+  markSeen(cfg, ARGV[1], held[2], now)
+end
+return append(held or {0}, pace(list, now, length))
