@@ -32,6 +32,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // ChaosOptions says what the chaos run runs on.
@@ -131,7 +132,7 @@ type chaosRun struct {
 	tl       chaosTimeline
 	secret   string
 	admin    string
-	redis    *chaosRedis
+	redis    *testenv.AOFRedis
 	rdb      *redis.Client
 	insts    []*chaosInstance
 	start    time.Time
@@ -178,11 +179,15 @@ func RunChaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 
 // boot starts Redis, three instances and the sale.
 func (r *chaosRun) boot(ctx context.Context) error {
-	var err error
-	if r.redis, err = startChaosRedis(ctx, r.o.Dir); err != nil {
+	redisDir := filepath.Join(r.o.Dir, "redis")
+	if err := os.MkdirAll(redisDir, 0o755); err != nil {
 		return err
 	}
-	r.rdb = redis.NewClient(&redis.Options{Addr: r.redis.addr(), MaxRetries: -1})
+	var err error
+	if r.redis, err = testenv.StartAOFRedis(ctx, redisDir); err != nil {
+		return err
+	}
+	r.rdb = redis.NewClient(&redis.Options{Addr: r.redis.Addr(), MaxRetries: -1})
 	for n := range 3 {
 		in, err := startChaosInstance(ctx, r, n)
 		if err != nil {
@@ -190,7 +195,7 @@ func (r *chaosRun) boot(ctx context.Context) error {
 		}
 		r.insts = append(r.insts, in)
 	}
-	r.o.logf("redis on %s (AOF everysec), 3 instances on %s, %s, %s", r.redis.addr(),
+	r.o.logf("redis on %s (AOF everysec), 3 instances on %s, %s, %s", r.redis.Addr(),
 		r.insts[0].addr, r.insts[1].addr, r.insts[2].addr)
 	admin := "Bearer " + r.admin
 	c := r.insts[0].client(r.admin)
@@ -211,7 +216,7 @@ func (r *chaosRun) stop() {
 		in.kill()
 	}
 	if r.redis != nil {
-		r.redis.kill()
+		r.redis.Kill()
 	}
 	if r.rdb != nil {
 		r.rdb.Close()
@@ -254,10 +259,10 @@ func (r *chaosRun) faults(ctx context.Context) (before []string, err error) {
 	}
 	r.event(fmt.Sprintf("%d waiting (their order is kept for the check)", len(before)))
 	r.at(ctx, tl.redisKill)
-	r.redis.kill()
+	r.redis.Kill()
 	r.event("Redis killed (-9)")
 	r.at(ctx, tl.redisKill+tl.redisDown)
-	if err := r.redis.start(context.WithoutCancel(ctx)); err != nil {
+	if err := r.redis.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("restarting redis: %w", err)
 	}
 	r.event("Redis started again from its AOF")
@@ -599,56 +604,6 @@ func (rep *ChaosReport) Markdown(command string) string {
 	return b.String()
 }
 
-// chaosRedis is a redis-server of the run's own, with an AOF, that it kills
-// and starts again on the same port.
-type chaosRedis struct {
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startChaosRedis(ctx context.Context, dir string) (*chaosRedis, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	r := &chaosRedis{port: port, dir: filepath.Join(dir, "redis")}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, err
-	}
-	return r, r.start(ctx)
-}
-
-func (r *chaosRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-func (r *chaosRedis) start(ctx context.Context) error {
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--dir", r.dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-		"--logfile", filepath.Join(r.dir, "redis.log"))
-	if err := r.cmd.Start(); err != nil {
-		return fmt.Errorf("redis-server: %w", err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c.Ping(ctx).Err() == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis on %s did not answer within 30 s", r.addr())
-		}
-	}
-}
-
-// kill is kill -9.
-func (r *chaosRedis) kill() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Signal(syscall.SIGKILL)
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
-
 // chaosInstance is one waitroom process.
 type chaosInstance struct {
 	n    int
@@ -667,7 +622,7 @@ func startChaosInstance(ctx context.Context, r *chaosRun, n int) (*chaosInstance
 		return nil, err
 	}
 	in.cmd = exec.Command(r.o.Binary, "serve", "--addr", in.addr,
-		"--redis-url", "redis://"+r.redis.addr()+"/0", "--database-url", r.o.DatabaseURL, "--db-pool-size", "10",
+		"--redis-url", "redis://"+r.redis.Addr()+"/0", "--database-url", r.o.DatabaseURL, "--db-pool-size", "10",
 		"--auth-secret", r.secret, "--admin-token", r.admin, "--drain-delay", "0", "--log-level", "warn")
 	in.cmd.Stdout, in.cmd.Stderr = in.log, in.log
 	if err := in.cmd.Start(); err != nil {

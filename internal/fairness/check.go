@@ -31,6 +31,10 @@ type Verdict struct {
 	// last answer before the kill said they were waiting or admitted and
 	// whom the restarted Redis held neither in line nor with a token.
 	PlacesLost int
+	// NoShows counts the users told NOT_IN_QUEUE while their last answer
+	// had them waiting, with no leave between: no-shows let go (only a
+	// queue with abandonAfterSeconds may, which the model checks).
+	NoShows int
 	// Visualization is the HTML file drawn for a history that failed.
 	Visualization string
 }
@@ -43,18 +47,26 @@ func (v Verdict) OK() bool { return v.Result == porcupine.Ok && len(v.Violations
 // and the places a restart lost. A failing history's visualisation is
 // written under dir.
 func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Verdict {
+	markRepeats(h)
 	v := Verdict{Result: porcupine.Ok, Violations: slices.Clone(h.Problems)}
 	v.Violations = append(v.Violations, promises(h)...)
 	m := model()
 	raw := segments(h, 0) // as sent, for the history file
 	for i, seg := range segments(h, snapshotAge) {
 		v.Operations += len(seg)
+		seg = enterEffects(seg)
 		res, info := porcupine.CheckOperationsVerbose(m, seg, timeout)
 		if res == porcupine.Ok {
 			continue
 		}
 		if v.Result == porcupine.Ok || res == porcupine.Illegal {
 			v.Result = res
+		}
+		if res == porcupine.Unknown { // out of time: keep the calls, to check again at leisure
+			path := filepath.Join(dir, fmt.Sprintf("%s-segment%d-unknown.jsonl", name, i))
+			if save(path, raw[i]) == nil {
+				v.Violations = append(v.Violations, "not checked within the time allowed; its calls: "+path)
+			}
 		}
 		if res == porcupine.Illegal {
 			v.Violations = append(v.Violations, explain(m, info, seg)...)
@@ -77,6 +89,7 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 		}
 	}
 	v.PlacesLost = placesLost(h)
+	v.NoShows = noShows(h)
 	return v
 }
 
@@ -101,16 +114,20 @@ func explain(m porcupine.Model, info porcupine.LinearizationInfo, seg []porcupin
 		type id struct {
 			call, ret int64
 			user      string
+			unknown   bool // an enter's effect, beside its answer
+		}
+		opID := func(op porcupine.Operation) id {
+			return id{op.Call, op.Return, op.Input.(Input).User, op.Output.(Output).Unknown}
 		}
 		placed := map[id]bool{}
 		state := m.Init()
 		for _, op := range longest {
-			placed[id{op.Call, op.Return, op.Input.(Input).User}] = true
+			placed[opID(op)] = true
 			_, state = m.Step(state, op.Input, op.Output)
 		}
 		var next *porcupine.Operation
 		for i, op := range parts[p] {
-			if !placed[id{op.Call, op.Return, op.Input.(Input).User}] && (next == nil || op.Return < next.Return) {
+			if !placed[opID(op)] && (next == nil || op.Return < next.Return) {
 				next = &parts[p][i]
 			}
 		}
@@ -204,12 +221,77 @@ func segments(h *History, snapshotAge time.Duration) [][]porcupine.Operation {
 	return segs
 }
 
+// enterEffects adds, for every enter the store's client may have sent
+// twice (MayRepeat) and that was answered with a place, its effect as a
+// call of its own over the same time, whose answer is not read. go-redis
+// sends a command again when its reply is late (the read timeout) or its
+// connection breaks, and the second run of enter.lua answers with the line
+// as it stands then: the user joined at the first run, and may have been
+// admitted since. So such an enter takes effect at one instant of its call
+// and its answer is read at that instant or a later one, before it
+// returned. (The answer half still joins if the effect has not: the
+// model's enter is idempotent.)
+func enterEffects(seg []porcupine.Operation) []porcupine.Operation {
+	out := slices.Clone(seg)
+	for _, op := range seg {
+		in, res := op.Input.(Input), op.Output.(Output)
+		if in.Kind != Enter || !in.MayRepeat || res.Unknown || res.State == Full {
+			continue
+		}
+		op.Output = Output{Unknown: true}
+		out = append(out, op)
+	}
+	return out
+}
+
+// markRepeats marks the enters of h the store's client may have sent
+// twice: on Redis (h.ReadTimeout set), those that lasted at least the read
+// timeout, or during which a connection to Redis was cut.
+func markRepeats(h *History) {
+	if h.ReadTimeout == 0 {
+		return
+	}
+	for i, op := range h.Ops {
+		in := op.Input.(Input)
+		if in.Kind != Enter || op.Output.(Output).Unknown {
+			continue
+		}
+		repeat := time.Duration(op.Return-op.Call) >= h.ReadTimeout
+		for _, at := range h.Cuts {
+			repeat = repeat || op.Call <= at && at <= op.Return
+		}
+		if repeat {
+			in.MayRepeat = true
+			h.Ops[i].Input = in
+		}
+	}
+}
+
 // fromSnapshot reports whether a status answer may have come from an
 // instance's snapshot of the line rather than from the store: a place
 // beyond two batches from the front (the histories' batch is 10), or
 // waiting for the opening (package queue, snapshots.go).
 func fromSnapshot(out Output) bool {
 	return out.State == PreQueued || out.State == Waiting && out.Position > 2*10
+}
+
+func noShows(h *History) int {
+	ops := slices.Clone(h.Ops)
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Return < ops[j].Return })
+	waiting := map[string]bool{} // by queue and user
+	n := 0
+	for _, op := range ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if out.Unknown {
+			continue
+		}
+		key := in.Spec.Queue + "\x00" + in.User
+		if in.Kind == Status && out.State == NotInQueue && waiting[key] {
+			n++
+		}
+		waiting[key] = (in.Kind == Enter || in.Kind == Status) && out.State == Waiting
+	}
+	return n
 }
 
 // placesLost counts, at each Redis restart, the users whose last answer
@@ -335,14 +417,18 @@ type savedLine struct {
 var phaseNames = [...]string{"pending", "closed", "open"}
 
 type savedOp struct {
-	Queue    string      `json:"queue"`
-	Kind     string      `json:"kind"`
-	User     string      `json:"user"`
-	Token    string      `json:"token,omitempty"`
-	Instance int         `json:"instance"`
-	Call     int64       `json:"call"`
-	Return   int64       `json:"return"`
-	Out      savedOutput `json:"out"`
+	Queue    string `json:"queue"`
+	Kind     string `json:"kind"`
+	User     string `json:"user"`
+	Token    string `json:"token,omitempty"`
+	Instance int    `json:"instance"`
+	// MayRepeat: an enter the store's client may have sent twice.
+	MayRepeat bool `json:"mayRepeat,omitempty"`
+	// SinceSeen: Input.SinceSeen (ns), for a no-show's NOT_IN_QUEUE.
+	SinceSeen time.Duration `json:"sinceSeen,omitempty"`
+	Call      int64         `json:"call"`
+	Return    int64         `json:"return"`
+	Out       savedOutput   `json:"out"`
 }
 
 type savedOutput struct {
@@ -382,8 +468,9 @@ func save(path string, seg []porcupine.Operation) error {
 	}
 	for _, op := range ops {
 		in, out := op.Input.(Input), op.Output.(Output)
-		s := savedOp{Queue: in.Spec.Queue, Kind: in.Kind.String(), User: in.User, Token: in.Token, Instance: in.Instance,
-			Call: op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token}}
+		s := savedOp{Queue: in.Spec.Queue, Kind: in.Kind.String(), User: in.User, Token: in.Token, Instance: in.Instance, MayRepeat: in.MayRepeat,
+			SinceSeen: in.SinceSeen,
+			Call:      op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token}}
 		if !out.Unknown {
 			switch in.Kind {
 			case Enter, Status:
@@ -433,7 +520,8 @@ func load(path string) ([]porcupine.Operation, error) {
 		if err := dec.Decode(&s); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		in := Input{Spec: specs[s.Queue], Kind: Kind(slices.Index(kindNames[:], s.Kind)), User: s.User, Token: s.Token, Instance: s.Instance}
+		in := Input{Spec: specs[s.Queue], Kind: Kind(slices.Index(kindNames[:], s.Kind)), User: s.User, Token: s.Token, Instance: s.Instance,
+			MayRepeat: s.MayRepeat, SinceSeen: s.SinceSeen}
 		out := Output{Unknown: s.Out.Unknown, Position: s.Out.Position, Length: s.Out.Length, Token: s.Out.Token,
 			State: State(slices.Index(stateNames[:], s.Out.State)), Order: OrderResult(slices.Index(orderNames[:], s.Out.Order))}
 		if in.Spec == nil || in.Kind > Order || !out.Unknown && (s.Out.State != "" && out.State > Full || s.Out.Order != "" && out.Order > Invalid) {

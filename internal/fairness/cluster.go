@@ -6,9 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,57 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
-
-// redisProcess is a redis-server of the run's own, with an AOF fsynced
-// every second (appendfsync everysec, as docs/operations.md recommends), so
-// that a kill -9 loses at most about the last second of writes.
-type redisProcess struct {
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startRedis(ctx context.Context, dir string) (*redisProcess, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	r := &redisProcess{port: port, dir: dir}
-	return r, r.start(ctx)
-}
-
-func (r *redisProcess) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-func (r *redisProcess) start(ctx context.Context) error {
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--dir", r.dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-		"--logfile", filepath.Join(r.dir, "redis.log"))
-	if err := r.cmd.Start(); err != nil {
-		return fmt.Errorf("redis-server: %w", err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c.Ping(ctx).Err() == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("redis on %s did not answer within 30 s", r.addr())
-		}
-	}
-}
-
-// kill is kill -9.
-func (r *redisProcess) kill() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
 
 // clock is an instance's wall clock, which a fault steps.
 type clock struct{ offset atomic.Int64 }
@@ -90,6 +39,28 @@ type instance struct {
 	// gone is closed once the last killed or drained waitroom has shut
 	// down, so a restart never lets it reach Redis again.
 	gone chan struct{}
+	// down is when the instance became unreachable (killed: its front
+	// refuses connections; drained: shut down), zero while it can be
+	// reached. It is set once nothing sent can reach a waitroom any more
+	// and cleared before anything can again, so a call that fails while
+	// the instance was down from before it was sent reached none.
+	down time.Time
+}
+
+func (in *instance) setDown(down bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.down = time.Time{}
+	if down {
+		in.down = time.Now()
+	}
+}
+
+// downSince reports whether the instance has been down since t or earlier.
+func (in *instance) downSince(t time.Time) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return !in.down.IsZero() && !in.down.After(t)
 }
 
 // cluster is the system under test: one Redis and three instances, or
@@ -97,8 +68,8 @@ type instance struct {
 type cluster struct {
 	o      Options
 	dir    string
-	redis  *redisProcess // nil: embedded
-	rdb    *redis.Client // straight to Redis, for reading what it kept
+	redis  *testenv.AOFRedis // nil: embedded
+	rdb    *redis.Client     // straight to Redis, for reading what it kept
 	secret string
 	token  string // the admin token
 	insts  []*instance
@@ -114,15 +85,15 @@ func bootCluster(ctx context.Context, o Options, embedded bool) (*cluster, error
 	n := 1
 	if !embedded {
 		n = 3
-		if c.redis, err = startRedis(ctx, dir); err != nil {
+		if c.redis, err = testenv.StartAOFRedis(ctx, dir); err != nil {
 			return nil, err
 		}
-		c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.addr()})
+		c.rdb = redis.NewClient(&redis.Options{Addr: c.redis.Addr()})
 	}
 	for i := range n {
 		in := &instance{n: i, clock: &clock{}}
 		if !embedded {
-			if in.back, err = newProxy(c.redis.addr()); err != nil {
+			if in.back, err = newProxy(c.redis.Addr()); err != nil {
 				c.close()
 				return nil, err
 			}
@@ -169,6 +140,7 @@ func (c *cluster) start(ctx context.Context, in *instance) error {
 	in.mu.Lock()
 	in.main = m
 	in.mu.Unlock()
+	in.setDown(false)
 	in.front.retarget(m.Addr())
 	in.front.setDown(false)
 	return nil
@@ -184,6 +156,7 @@ const redisReadTimeout = 300 * time.Millisecond
 // shut down in the background.
 func (c *cluster) kill(in *instance) {
 	in.front.setDown(true)
+	in.setDown(true)
 	if in.back != nil {
 		in.back.setDown(true)
 	}
@@ -195,6 +168,7 @@ func (c *cluster) kill(in *instance) {
 func (c *cluster) drain(in *instance) {
 	c.stop(in, true)
 	<-in.gone
+	in.setDown(true)
 	in.front.setDown(true)
 }
 
@@ -254,7 +228,7 @@ func (c *cluster) close() {
 		c.rdb.Close()
 	}
 	if c.redis != nil {
-		c.redis.kill()
+		c.redis.Kill()
 	}
 	os.RemoveAll(c.dir)
 }

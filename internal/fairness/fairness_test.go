@@ -5,19 +5,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
-// TestShortCheck is the short check every CI run makes: a few histories
-// of each kind of fault, recorded on the real program and checked.
+// TestShortCheck is the short check every CI run makes: a history of each
+// kind of fault, recorded on the real program and checked. The no-show
+// kind, whose histories last 40 s, is left to the long run (the model's
+// no-show rule is TestModelNoShows).
 func TestShortCheck(t *testing.T) {
-	o := Options{Dir: t.TempDir(), Out: os.TempDir(), Histories: 1, Duration: 3 * time.Second, Log: testWriter{t}}
+	kinds := slices.DeleteFunc(slices.Clone(Kinds), func(k string) bool { return k == "no-show" })
+	o := Options{Dir: t.TempDir(), Out: os.TempDir(), Histories: 1, Duration: 3 * time.Second, Kinds: kinds, Log: testWriter{t}}
 	if testing.Short() {
 		t.Skip("the short check boots Redis and three instances")
 	}
@@ -62,6 +64,22 @@ func TestRegressionHistories(t *testing.T) {
 		// pre-queue. Fixed in snapshots.go (pre-queued users are answered
 		// by the store); TestSnapshotLeavingThePreQueueElsewhere.
 		{"prequeue-left-elsewhere.jsonl", "status(q0u0) → PRE_QUEUE"},
+		// A clock history (its clock steps do not reach Redis's), on a
+		// loaded machine whose stalls held replies past the 300 ms read
+		// timeout (q1u0's status took 950 ms): admit.lua, sent again
+		// after another instance's tick, handed out tokens already given,
+		// and q1u3 was shown q1u0's token. Fixed in admit.lua (wr:{q}:calls keeps every call that
+		// claimed a tick in the last minute) and memstore;
+		// storetest's AdmitRepeatedAfterAnotherTick.
+		{"admit-repeat-after-another-tick.jsonl", "token EkWXi1 shown READY to q1u0 and to q1u3"},
+		// A no-show history (abandonAfterSeconds 15): q1u5, away from 4.8
+		// to 24.3 s, came back and was told seven times in 0.6 s that they
+		// were first in line, then skipped as a no-show: their status
+		// answers marked them present only through their instances'
+		// batched marks, a second later. Fixed in status.lua and memstore
+		// (a waiting user near the front who asks is seen at once);
+		// storetest's NoShowBackAskingIsSeenAtOnce.
+		{"no-show-back-asking.jsonl", "status(q1u5) → NOT_IN_QUEUE"},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -70,8 +88,8 @@ func TestRegressionHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 			v := Check(&History{Ops: ops}, 100*time.Millisecond, time.Minute, t.TempDir(), "regression")
-			if v.Result != porcupine.Illegal || !strings.Contains(strings.Join(v.Violations, "\n"), c.want) {
-				t.Fatalf("check says %s, %v; want Illegal at %q", v.Result, v.Violations, c.want)
+			if v.OK() || !strings.Contains(strings.Join(v.Violations, "\n"), c.want) {
+				t.Fatalf("check says %s, %v; want it refused at %q", v.Result, v.Violations, c.want)
 			}
 		})
 	}

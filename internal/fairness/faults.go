@@ -13,11 +13,11 @@ import (
 // stops (ctx). Every fault is undone before the end: the last part of a
 // history shows the system recovered.
 func (r *recorder) faults(ctx context.Context, kind string) error {
-	d := r.c.o.Duration
+	d := r.c.o.length(kind)
 	at := func(f float64) bool { return sleep(ctx, time.Until(r.start.Add(time.Duration(f*float64(d))))) }
 	var plan []func(context.Context) error
 	switch kind {
-	case "none":
+	case "none", "no-show":
 	case "embedded", "clock":
 		plan = []func(context.Context) error{r.stepClock(45 * time.Second), r.stepClock(-90 * time.Second)}
 	case "network":
@@ -92,6 +92,9 @@ func (r *recorder) stall(context.Context) error {
 func (r *recorder) cut(context.Context) error {
 	in := r.someInstance()
 	r.fault(fmt.Sprintf("instance %d's Redis connections cut", in.n))
+	r.mu.Lock()
+	r.h.Cuts = append(r.h.Cuts, r.now())
+	r.mu.Unlock()
 	in.back.cut()
 	return nil
 }
@@ -131,11 +134,11 @@ func (r *recorder) killRedis(ctx context.Context) error {
 		in.back.setDown(true)
 	}
 	killed := r.now()
-	r.c.redis.kill()
+	r.c.redis.Kill()
 	r.fault("Redis killed (-9)")
 	sleep(ctx, time.Duration(300+rand.IntN(500))*time.Millisecond)
 	bg := context.WithoutCancel(ctx)
-	if err := r.c.redis.start(bg); err != nil {
+	if err := r.c.redis.Start(bg); err != nil {
 		return err
 	}
 	kept, err := r.c.kept(bg, r.h.Specs)

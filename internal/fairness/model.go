@@ -72,6 +72,9 @@ type Input struct {
 	SinceSeen time.Duration
 	// Instance is which waitroom answered (for the visualisation).
 	Instance int
+	// MayRepeat: an enter the store's client may have sent twice, whose
+	// answer may be read after its effect (enterEffects).
+	MayRepeat bool
 }
 
 // State is where the model's user stands, as answers say it.

@@ -30,6 +30,12 @@ type History struct {
 	// Restarts are Redis restarts (kill -9 and back from the AOF), with
 	// what Redis kept, for the check.
 	Restarts []restart
+	// ReadTimeout is the instances' Redis read timeout, past which the
+	// client sends a command again (0: the embedded line, nothing is sent
+	// twice); Cuts are when connections to Redis were cut (ns from the
+	// start), which the client also answers by sending again.
+	ReadTimeout time.Duration
+	Cuts        []int64
 }
 
 // Fault is one fault injected, at its time from the history's start.
@@ -100,6 +106,9 @@ type answer struct {
 	status int // 0: no answer
 	body   map[string]any
 	err    error
+	// unsent: the call failed while its instance was down from before it
+	// was sent until after it failed: it reached no waitroom.
+	unsent bool
 }
 
 func (a answer) code() string {
@@ -109,8 +118,10 @@ func (a answer) code() string {
 }
 
 // send makes one HTTP call to a random instance.
-func (r *recorder) send(ctx context.Context, u *user, method, path string, body any, header ...string) (answer, int) {
+func (r *recorder) send(ctx context.Context, u *user, method, path string, body any, header ...string) (a answer, n int) {
 	in := r.c.insts[u.rng.IntN(len(r.c.insts))]
+	sent := time.Now()
+	defer func() { a.unsent = a.err != nil && in.downSince(sent) }()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -133,7 +144,7 @@ func (r *recorder) send(ctx context.Context, u *user, method, path string, body 
 	if err != nil {
 		return answer{err: err}, in.n
 	}
-	a := answer{status: res.StatusCode}
+	a = answer{status: res.StatusCode}
 	if len(raw) > 0 {
 		json.Unmarshal(raw, &a.body)
 	}
@@ -163,6 +174,9 @@ func (r *recorder) call(ctx context.Context, u *user, kind Kind, token string) (
 			"X-Entry-Token", token)
 	}
 	ret := r.now()
+	if a.unsent { // as if never made
+		return Output{Unknown: true}, true
+	}
 	seenBefore := u.seen
 	if kind == Enter || kind == Status {
 		u.seen = call
@@ -272,7 +286,8 @@ func (r *recorder) run(ctx context.Context, u *user) {
 		case waiting:
 			wait := poll()
 			if u.spec.AbandonAfter > 0 && u.rng.IntN(40) == 0 {
-				wait = u.spec.AbandonAfter + time.Second // a no-show
+				// A no-show: away past the abandon time by 1-8 s.
+				wait = u.spec.AbandonAfter + time.Duration(1000+u.rng.IntN(7000))*time.Millisecond
 			}
 			if !sleep(ctx, wait) {
 				return

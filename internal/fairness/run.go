@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -74,8 +75,30 @@ func (o *Options) defaults() {
 
 // Kinds are the faults a run injects, one kind per set of histories.
 // "embedded" is the in-process line with one instance (its clock stepped);
-// every other kind runs three instances on one Redis.
-var Kinds = []string{"none", "embedded", "network", "instance-kill", "drain", "clock", "redis-kill", "mixed"}
+// every other kind runs three instances on one Redis. "no-show" injects no
+// fault: its queues skip no-shows (abandonAfterSeconds), and its users now
+// and then stop polling for longer than that.
+var Kinds = []string{"none", "embedded", "network", "instance-kill", "drain", "clock", "redis-kill", "mixed", "no-show"}
+
+// The no-show histories: abandonAfterSeconds cannot go below 15 s, and
+// admit.lua judges a user only once they have been near the front that
+// long (its checkpoints, every half of it), so a no-show history lasts
+// NoShowLength, at a rate slow enough for users to wait that long, and
+// NoShowAtOnce of them are recorded at a time.
+const (
+	noShowAbandon = 15 * time.Second
+	NoShowLength  = 40 * time.Second
+	noShowRate    = 0.25
+	NoShowAtOnce  = 5
+)
+
+// length is how long a history of kind runs.
+func (o Options) length(kind string) time.Duration {
+	if kind == "no-show" {
+		return max(o.Duration, NoShowLength)
+	}
+	return o.Duration
+}
 
 // the line a history records: three queues, the first with an opening
 // shortly after the start (four users, so the model's orders of it stay
@@ -101,6 +124,7 @@ type KindReport struct {
 	Faults                 int
 	Linearizable, Unknowns int
 	PlacesLost             int
+	NoShows                int
 	// Failures describe the histories that broke a promise, each with
 	// the path of its visualisation.
 	Failures []string
@@ -112,8 +136,15 @@ type KindReport struct {
 
 // Line is the run's summary for one kind.
 func (k KindReport) Line() string {
-	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d, places lost %d (%v)",
-		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, k.PlacesLost, k.Took.Round(time.Second))
+	undecided, noShows := "", ""
+	if k.Unknowns > 0 {
+		undecided = fmt.Sprintf(" (%d not decided in time)", k.Unknowns)
+	}
+	if k.NoShows > 0 {
+		noShows = fmt.Sprintf(", no-shows let go %d", k.NoShows)
+	}
+	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s (%v)",
+		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows, k.Took.Round(time.Second))
 }
 
 // Totals is the run's summary line over every kind.
@@ -148,6 +179,7 @@ var kindTitles = map[string]string{
 	"clock":         "one instance's clock stepped +45 s, another's −90 s",
 	"redis-kill":    "Redis kill -9, restarted from its AOF (everysec)",
 	"mixed":         "three of the above at random",
+	"no-show":       "no fault; no-shows skipped after 15 s (abandonAfterSeconds), users away 16–23 s now and then",
 }
 
 // Run records and checks o.Histories histories of each kind, one system
@@ -177,17 +209,27 @@ func runKind(ctx context.Context, o Options, kind string) (KindReport, error) {
 		return k, err
 	}
 	defer c.close()
+	atOnce := 1
+	if kind == "no-show" {
+		atOnce = NoShowAtOnce
+	}
+	var recorded []*History
 	for i := 1; i <= o.Histories; i++ {
-		h, err := c.record(ctx, kind, i)
-		if err != nil {
-			return k, err
+		if len(recorded) == 0 { // record the next ones, atOnce at a time
+			var err error
+			if recorded, err = c.recordSome(ctx, kind, i, min(atOnce, o.Histories-i+1)); err != nil {
+				return k, err
+			}
 		}
+		h := recorded[0]
+		recorded = recorded[1:]
 		name := fmt.Sprintf("fairness-%s-%d-%x", kind, i, rand.Uint32())
 		v := Check(h, o.SnapshotAge, o.Timeout, o.Out, name)
 		k.Histories++
 		k.Operations += v.Operations
 		k.Faults += len(h.Faults)
 		k.PlacesLost += v.PlacesLost
+		k.NoShows += v.NoShows
 		switch {
 		case v.OK():
 			k.Linearizable++
@@ -216,21 +258,41 @@ func runKind(ctx context.Context, o Options, kind string) (KindReport, error) {
 	return k, nil
 }
 
+// recordSome records histories first to first+count-1 on c at once.
+func (c *cluster) recordSome(ctx context.Context, kind string, first, count int) ([]*History, error) {
+	hs := make([]*History, count)
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	for i := range count {
+		wg.Go(func() { hs[i], errs[i] = c.record(ctx, kind, first+i) })
+	}
+	wg.Wait()
+	return hs, errors.Join(errs...)
+}
+
 // record runs one history on c: a fresh set of queues and products, the
 // crowd, and the kind's faults.
 func (c *cluster) record(ctx context.Context, kind string, n int) (*History, error) {
 	o := c.o
+	length := o.length(kind)
 	h := &History{Kind: kind}
+	if c.redis != nil {
+		h.ReadTimeout = redisReadTimeout
+	}
 	r := &recorder{c: c, h: h, ids: identity.New([]byte(c.secret)),
 		http: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	defer r.http.CloseIdleConnections()
 	tag := fmt.Sprintf("%x", rand.Uint32())
-	opensAt := time.Now().Add(o.Duration / 4)
+	opensAt := time.Now().Add(length / 4)
 	var users []*user
 	for qi, count := range queueUsers {
 		spec := &Spec{Queue: fmt.Sprintf("h%d-%s-q%d", n, tag, qi), Capacity: 1000, Opening: qi == 0}
 		cfg := map[string]any{"ratePerSecond": queueRate, "batchSize": 10, "intervalMs": 100,
 			"capacity": spec.Capacity, "tokenTtlSeconds": 300, "entry": "any"}
+		if kind == "no-show" {
+			spec.AbandonAfter = noShowAbandon
+			cfg["abandonAfterSeconds"], cfg["ratePerSecond"] = noShowAbandon.Seconds(), noShowRate
+		}
 		if spec.Opening {
 			cfg["opensAt"] = opensAt.UTC().Format(time.RFC3339Nano)
 		}
@@ -250,7 +312,7 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		}
 	}
 	r.start = time.Now()
-	crowd, stop := context.WithTimeout(ctx, o.Duration)
+	crowd, stop := context.WithTimeout(ctx, length)
 	defer stop()
 	var wg sync.WaitGroup
 	for _, u := range users {

@@ -56,7 +56,8 @@ func run(histories int, kinds []string, duration time.Duration, out string) erro
 	}
 	fmt.Println(rep.Totals())
 	fmt.Printf("\n%s\n", rep.Markdown())
-	fmt.Printf("Took %v on %d histories of %v each.\n", rep.Took.Round(time.Second), histories*len(kinds), duration)
+	fmt.Printf("Took %v on %d histories of %v each (no-show: %v, %d at a time).\n", rep.Took.Round(time.Second),
+		histories*len(kinds), duration, max(duration, fairness.NoShowLength), fairness.NoShowAtOnce)
 	failed := 0
 	for _, k := range rep.Kinds {
 		for _, f := range k.Failures {
