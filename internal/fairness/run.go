@@ -331,23 +331,32 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 	return h, ferr
 }
 
-// admin makes an admin call through the first instance that answers.
+// admin makes an admin call through the first instance that answers, for
+// up to adminPatience: the faults of the history before may leave every
+// instance without Redis for a moment (a 503) before the next one starts.
 func (c *cluster) admin(ctx context.Context, method, path string, body any) error {
 	b, _ := json.Marshal(body)
 	var last error
-	for _, in := range c.insts {
-		req, _ := http.NewRequestWithContext(ctx, method, "http://"+in.front.addr()+path, bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			last = err
-			continue
+	for deadline := time.Now().Add(adminPatience); time.Now().Before(deadline); {
+		for _, in := range c.insts {
+			req, _ := http.NewRequestWithContext(ctx, method, "http://"+in.front.addr()+path, bytes.NewReader(b))
+			req.Header.Set("Authorization", "Bearer "+c.token)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				last = err
+				continue
+			}
+			res.Body.Close()
+			if res.StatusCode/100 == 2 {
+				return nil
+			}
+			last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
 		}
-		res.Body.Close()
-		if res.StatusCode/100 == 2 {
-			return nil
+		if !sleep(ctx, 100*time.Millisecond) {
+			return ctx.Err()
 		}
-		last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
 	}
-	return last
+	return fmt.Errorf("for %v: %w", adminPatience, last)
 }
+
+const adminPatience = 30 * time.Second
