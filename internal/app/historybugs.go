@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -16,8 +15,9 @@ import (
 // the line, for the fairness check to catch (internal/fairness): read when
 // an instance starts.
 //
-//	admit-resend  a failed admission call sent again, without the guard
-//	              against the same call made twice
+//	admit-resend  admit.lua without its guards (the tick read unchanged,
+//	              the users read still in line): sent again, or applied
+//	              after another instance's plan, it admits again
 //	split-enter   enter reads the line's length, then joins, in two steps
 //	early-spend   a token is spent before the protected call has answered
 const HistoryBugEnv = "WAITROOM_HISTORY_BUG"
@@ -26,7 +26,7 @@ func withHistoryBug(s queue.Store) queue.Store {
 	switch os.Getenv(HistoryBugEnv) {
 	case "admit-resend":
 		if rs, ok := s.(*redisstore.Store); ok {
-			return &resentAdmit{Store: rs, failed: map[string][]string{}}
+			return unguardedAdmit{rs}
 		}
 	case "split-enter":
 		return splitEnter{s}
@@ -36,30 +36,13 @@ func withHistoryBug(s queue.Store) queue.Store {
 	return s
 }
 
-// resentAdmit sends an admission call that failed (its answer lost: it may
-// have run) again, tokens and all, at the queue's next tick, as a client
-// library re-sending a command would; and the store's guard against the
-// same call made again is gone.
-type resentAdmit struct {
-	*redisstore.Store
-	mu     sync.Mutex
-	failed map[string][]string // by queue
-}
+// unguardedAdmit applies admission's plans with admit.lua's guards taken
+// out; go-redis sends admit.lua again by itself when a reply is later than
+// its read timeout (the network faults' stalls).
+type unguardedAdmit struct{ *redisstore.Store }
 
-func (b *resentAdmit) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
-	b.mu.Lock()
-	if again, ok := b.failed[q]; ok {
-		tokens = again
-		delete(b.failed, q)
-	}
-	b.mu.Unlock()
-	a, err := b.AdmitWithoutGuard(ctx, q, tokens)
-	if err != nil {
-		b.mu.Lock()
-		b.failed[q] = tokens
-		b.mu.Unlock()
-	}
-	return a, err
+func (b unguardedAdmit) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
+	return b.AdmitWithoutGuard(ctx, q, tokens)
 }
 
 // splitEnter tells a newcomer the position read before joining: two

@@ -22,7 +22,7 @@ func TestDeliberateBugsAreCaught(t *testing.T) {
 	requireRedisServer(t)
 	dbURL := testenv.DatabaseURL(t)
 	for _, c := range []struct{ bug, kind string }{
-		{"admit-resend", "network"}, // needs go-redis to send admit.lua again
+		{"admit-resend", "network"}, // go-redis sends admit.lua again in its stalls
 		{"split-enter", "none"},
 		{"early-spend", "none"},
 	} {

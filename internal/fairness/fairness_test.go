@@ -68,9 +68,11 @@ func TestRegressionHistories(t *testing.T) {
 		// loaded machine whose stalls held replies past the 300 ms read
 		// timeout (q1u0's status took 950 ms): admit.lua, sent again
 		// after another instance's tick, handed out tokens already given,
-		// and q1u3 was shown q1u0's token. Fixed in admit.lua (wr:{q}:calls keeps every call that
-		// claimed a tick in the last minute) and memstore;
-		// storetest's AdmitRepeatedAfterAnotherTick.
+		// and q1u3 was shown q1u0's token: a tick was then one script,
+		// which knew a repeat only by the last call. Since admission is
+		// written once, admit.lua applies a plan only on the due time it
+		// read, which the other tick moved on;
+		// redisstore's TestAdmitReSentAfterAnotherTick.
 		{"admit-repeat-after-another-tick.jsonl", "token EkWXi1 shown READY to q1u0 and to q1u3"},
 		// A no-show history (abandonAfterSeconds 15): q1u5, away from 4.8
 		// to 24.3 s, came back and was told seven times in 0.6 s that they

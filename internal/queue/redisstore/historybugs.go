@@ -4,14 +4,35 @@ package redisstore
 
 import (
 	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// AdmitWithoutGuard is Admit with its guard against the same call sent
-// again taken out (the call goes unnamed): a deliberate bug for the
-// fairness check to catch, only in a build with -tags historybugs
-// (internal/app/historybugs.go).
+// AdmitWithoutGuard is Admit applying its plan with admit.lua's guards
+// taken out: a deliberate bug for the fairness check to catch, only in a
+// build with -tags historybugs (internal/app/historybugs.go).
 func (s *Store) AdmitWithoutGuard(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
-	return s.admit(ctx, name, tokens, false)
+	return s.admit(ctx, name, tokens, unguardedAdmit)
 }
+
+// unguardedAdmit is admit.lua applying a plan whatever happened since it
+// was read: with neither the due time checked unchanged nor the users
+// checked still holding the tickets read. admit.lua sent again by go-redis
+// after its read timeout, or another instance's plan of the same tick,
+// then hands the same users tokens again.
+var unguardedAdmit = func() *redis.Script {
+	src := mustRead("admit")
+	for _, g := range [][2]string{
+		{"if (redis.call('HGET', K.adm, 'next') or '') ~= ARGV[1] then\n  return {0}\nend\n", ""},
+		{"if tonumber(held[j]) == tonumber(ticket) then", "if held[j] or true then"},
+	} {
+		if !strings.Contains(src, g[0]) {
+			panic("historybugs: admit.lua's guard is not where it was: update the deliberate bug: " + g[0])
+		}
+		src = strings.Replace(src, g[0], g[1], 1)
+	}
+	return redis.NewScript(prelude + "\n" + src)
+}()

@@ -483,3 +483,102 @@ func TestScriptsRunTwiceCountOnce(t *testing.T) {
 		t.Fatalf("stats %+v, %v; want the %d admitted once each", st, err, len(users))
 	}
 }
+
+// lastScript keeps the last script call Redis ran for the client, to send
+// it again later as the client does when the reply came after its read
+// timeout.
+type lastScript struct {
+	mu   sync.Mutex
+	args []any
+}
+
+func (*lastScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *lastScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && err == nil {
+			l.mu.Lock()
+			l.args = slices.Clone(cmd.Args())
+			l.mu.Unlock()
+		}
+		return err
+	}
+}
+
+func (*lastScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (l *lastScript) sent() []any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.args
+}
+
+// TestAdmitReSentAfterAnotherTick: admit.lua arriving again after another
+// instance's tick, once the next one is due (the client sent it again, its
+// reply having come after the read timeout), admits nobody and gives no
+// token a second time: the due time it was planned on has moved on. The
+// fairness check caught one token shown READY to two users this way when
+// a tick was one script that knew a repeat only by the last call
+// (internal/fairness/testdata/admit-repeat-after-another-tick.jsonl).
+func TestAdmitReSentAfterAnotherTick(t *testing.T) {
+	shared, prefix := mustOpenRedis(t)
+	rdb := redis.NewClient(shared.Options())
+	t.Cleanup(func() { rdb.Close() })
+	var last lastScript
+	rdb.AddHook(&last)
+	one, other := redisstore.New(rdb, prefix), redisstore.New(shared, prefix)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 200, 2, 10*time.Millisecond // 2 a tick
+	if err := one.PutConfig(ctx, "line", c); err != nil {
+		t.Fatal(err)
+	}
+	users := []string{"a", "b", "c", "d", "e", "f"}
+	for _, u := range users {
+		if _, err := one.Enter(ctx, "line", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admit := func(s *redisstore.Store) []string {
+		for range 1000 {
+			a, err := s.Admit(ctx, "line", queue.NewTokens(c.BatchSize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Ticked {
+				return a.Admitted
+			}
+			time.Sleep(a.NextIn)
+		}
+		t.Fatal("no tick became due")
+		return nil
+	}
+	if got := admit(one); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("one's tick admitted %v, want [a b]", got)
+	}
+	resent := last.sent() // admit.lua, as one sent it
+	if got := admit(other); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("the other's tick admitted %v, want [c d]", got)
+	}
+	time.Sleep(2 * c.Interval) // the next tick is due
+	r, err := shared.Do(ctx, resent...).Slice()
+	if err != nil || len(r) != 1 || r[0] != int64(0) {
+		t.Fatalf("admit.lua sent again: %v, %v; want {0}, the tick read gone", r, err)
+	}
+	held := map[string]string{} // token → user
+	for i, u := range users {
+		e, err := one.Status(ctx, "line", u)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case i < 4 && e.State != queue.Ready, i >= 4 && e.State != queue.Waiting:
+			t.Fatalf("%s after admit.lua was sent again: %+v", u, e)
+		case e.State == queue.Ready && held[e.Token] != "":
+			t.Fatalf("%s and %s hold one token", u, held[e.Token])
+		}
+		held[e.Token] = u
+	}
+}

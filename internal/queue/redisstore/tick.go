@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -32,18 +34,18 @@ const frontChunk = 1000
 // decides, and admit.lua applies the plan if the tick is still the one
 // read.
 func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
-	return s.admit(ctx, name, tokens, true)
+	return s.admit(ctx, name, tokens, admitScript)
 }
 
-// admit is Admit; without guard (only in a -tags historybugs build) the
-// call goes unnamed, so the same call sent again is not known for one.
-func (s *Store) admit(ctx context.Context, name string, tokens []string, guard bool) (queue.Admission, error) {
+// admit is Admit applying its plan with apply: admit.lua, or (only in a
+// -tags historybugs build) admit.lua without its guards.
+func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *redis.Script) (queue.Admission, error) {
 	t, err := s.readTick(ctx, name, 0, min(len(tokens), frontChunk))
 	if err != nil {
 		return queue.Admission{}, err
 	}
 	t.in.Tokens = len(tokens)
-	if len(tokens) > 0 && guard {
+	if len(tokens) > 0 {
 		t.in.Call = tokens[0]
 	}
 	front := func(from, n int64) ([]queue.Waiter, error) {
@@ -61,7 +63,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, guard b
 	if err != nil || !plan.Write {
 		return plan.Admission(), err
 	}
-	r, err := s.run(ctx, admitScript, name, applyArgs(t, plan, tokens)).Slice()
+	r, err := s.run(ctx, apply, name, applyArgs(t, plan, tokens)).Slice()
 	if err != nil {
 		return queue.Admission{}, unavailable(err)
 	}
