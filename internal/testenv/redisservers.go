@@ -156,10 +156,17 @@ type RedisCluster struct {
 	t                testing.TB
 }
 
-// ClusterNodeTimeout is how long the cluster's nodes wait before they
-// call an unreachable node failing (cluster-node-timeout): its replica
-// is promoted a second or two after.
+// ClusterNodeTimeout is how long the nodes of a cluster with replicas wait
+// before they call an unreachable node failing (cluster-node-timeout): its
+// replica is promoted a second or two after.
 const ClusterNodeTimeout = time.Second
+
+// noFailoverNodeTimeout is the cluster-node-timeout of a cluster without
+// replicas (Redis's default), where calling a node failing promotes
+// nobody: with a second, a node starved of the CPU for one on a busy
+// machine took the others for failing, called itself in the minority, and
+// answered CLUSTERDOWN (TestConformanceOnCluster, beside a busy loop).
+const noFailoverNodeTimeout = 15 * time.Second
 
 // StartRedisCluster starts a Redis Cluster of primaries primaries, each
 // with replicas replicas, and waits until every node agrees it is ok and
@@ -168,10 +175,14 @@ func StartRedisCluster(t testing.TB, primaries, replicas int) *RedisCluster {
 	t.Helper()
 	c := &RedisCluster{t: t, ReplicaOf: map[*RedisServer]*RedisServer{}}
 	var addrs []string
+	timeout := ClusterNodeTimeout
+	if replicas == 0 {
+		timeout = noFailoverNodeTimeout
+	}
 	for range primaries * (1 + replicas) {
 		// Each node's nodes.conf and AOF land in its own --dir.
 		s := StartRedis(t, "--cluster-enabled", "yes",
-			"--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout/time.Millisecond)),
+			"--cluster-node-timeout", strconv.Itoa(int(timeout/time.Millisecond)),
 			"--cluster-require-full-coverage", "no", "--appendonly", "yes", "--appendfsync", "everysec",
 			"--repl-diskless-sync-delay", "0")
 		c.Nodes = append(c.Nodes, s)
