@@ -26,18 +26,26 @@ type GatewayReport struct {
 	Threads  int
 	Duration time.Duration
 	Users    int
-	// Runs: direct, proxied, session-protected, direct again, against an
-	// upstream that answers at once (the proxy's CPU cost, worst case).
+	// Runs: direct, proxied, proxied in an attacker's spelling,
+	// session-protected, direct again, against an upstream that answers
+	// at once (the proxy's CPU cost, worst case).
 	Runs         []WrkRun
 	DirectMean   float64
 	ProxyRatio   float64 // unprotected route through the proxy ÷ the upstream directly
+	SpeltRatio   float64 // the same route in oddSpelling through the proxy ÷ the upstream directly
 	SessionRatio float64 // session-protected route with a valid entry ÷ the upstream directly
-	// Slow: the same four against routes where the upstream takes
+	// Slow: the same five against routes where the upstream takes
 	// UpstreamWork per request, as a shop's page does.
-	UpstreamWork                     time.Duration
-	Slow                             []WrkRun
-	SlowProxyRatio, SlowSessionRatio float64
+	UpstreamWork                                     time.Duration
+	Slow                                             []WrkRun
+	SlowProxyRatio, SlowSpeltRatio, SlowSessionRatio float64
 }
+
+// oddSpelling is /product as an attacker spells a route to walk past a
+// gateway (a dot segment behind `;`, an encoded `;`, upper case, an
+// extension): the gateway reads it every way a backend might (issue 19)
+// before it forwards it, its most expensive path.
+const oddSpelling = "/x/..;/PRODUCT%3Bjsessionid=x.json"
 
 // Goals of the gateway issue.
 const (
@@ -162,34 +170,35 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		*runs = append(*runs, r)
 		return nil
 	}
-	// Directly, through the proxy, session-protected, directly again:
-	// the two direct runs bracket the others, so a drift in the machine's
-	// speed shows.
-	measure := func(runs *[]WrkRun, prefix string) (proxy, session float64, err error) {
+	// Directly, through the proxy as written and as an attacker spells
+	// it, session-protected, directly again: the two direct runs bracket
+	// the others, so a drift in the machine's speed shows.
+	measure := func(runs *[]WrkRun, prefix string) (proxy, spelt, session float64, err error) {
 		for _, s := range []struct{ name, base, path string }{
 			{"upstream directly", upstreamURL, prefix + "/product"},
 			{"through the proxy", proxyURL, prefix + "/product"},
+			{"through the proxy, spelt oddly", proxyURL, prefix + oddSpelling},
 			{"session-protected, with an entry", proxyURL, prefix + "/checkout"},
 			{"upstream directly", upstreamURL, prefix + "/product"},
 		} {
 			if err := run(runs, s.name, s.base, s.path); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		}
 		rs := *runs
-		direct := (rs[0].ReqPerSec + rs[3].ReqPerSec) / 2
+		direct := (rs[0].ReqPerSec + rs[4].ReqPerSec) / 2
 		for i := range rs {
 			rs[i].RatioToBare = rs[i].ReqPerSec / direct
 			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
 				rs[i].Name, rs[i].Path, rs[i].ReqPerSec, rs[i].P50, rs[i].P99, rs[i].RatioToBare, rs[i].Non2xx, rs[i].Errors)
 		}
-		return rs[1].RatioToBare, rs[2].RatioToBare, nil
+		return rs[1].RatioToBare, rs[2].RatioToBare, rs[3].RatioToBare, nil
 	}
-	if rep.ProxyRatio, rep.SessionRatio, err = measure(&rep.Runs, ""); err != nil {
+	if rep.ProxyRatio, rep.SpeltRatio, rep.SessionRatio, err = measure(&rep.Runs, ""); err != nil {
 		return rep, err
 	}
-	rep.DirectMean = (rep.Runs[0].ReqPerSec + rep.Runs[3].ReqPerSec) / 2
-	if rep.SlowProxyRatio, rep.SlowSessionRatio, err = measure(&rep.Slow, "/slow"); err != nil {
+	rep.DirectMean = (rep.Runs[0].ReqPerSec + rep.Runs[4].ReqPerSec) / 2
+	if rep.SlowProxyRatio, rep.SlowSpeltRatio, rep.SlowSessionRatio, err = measure(&rep.Slow, "/slow"); err != nil {
 		return rep, err
 	}
 	return rep, nil

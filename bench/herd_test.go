@@ -102,6 +102,26 @@ func TestHarnessShort(t *testing.T) {
 		}
 	}
 
+	// The gateway: every run answered 2xx, the odd spelling too (read
+	// every way, it is still /product, unprotected, and forwarded).
+	if g := r.Gateway; g == nil {
+		t.Error("gateway: no report")
+	} else if g.Skipped != "" {
+		if testenv.InCI() {
+			t.Errorf("gateway skipped under CI (scripts/test.sh installs wrk): %s", g.Skipped)
+		}
+		t.Logf("gateway skipped: %s", g.Skipped)
+	} else {
+		if len(g.Runs) != 5 || len(g.Slow) != 5 || g.SpeltRatio <= 0 || g.SlowSpeltRatio <= 0 {
+			t.Errorf("gateway: %+v", g)
+		}
+		for _, w := range append(g.Runs, g.Slow...) {
+			if w.ReqPerSec <= 0 || w.Non2xx != 0 || w.Errors != 0 {
+				t.Errorf("gateway %s %s: %.0f req/s, %d non-2xx, %d errors", w.Name, w.Path, w.ReqPerSec, w.Non2xx, w.Errors)
+			}
+		}
+	}
+
 	if a := r.Accuracy; a == nil || len(a.Runs) == 0 {
 		t.Error("accuracy: no runs")
 	} else {

@@ -431,6 +431,9 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	fmt.Fprintf(&b, "\n- Unprotected route through the proxy: **%.2f×** the upstream directly when it answers at once "+
 		"(goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
 		g.ProxyRatio, GoalGatewayProxyRatio, met(g.ProxyRatio >= GoalGatewayProxyRatio), g.SlowProxyRatio, g.UpstreamWork)
+	fmt.Fprintf(&b, "- The same route spelt `%s` (read every way a backend might before it is forwarded): "+
+		"**%.2f×** when it answers at once, **%.2f×** when it takes %v.\n",
+		oddSpelling, g.SpeltRatio, g.SlowSpeltRatio, g.UpstreamWork)
 	fmt.Fprintf(&b, "- Session-protected route with a valid entry (identity, one Redis read of the token, the "+
 		"X-Waitroom-Entry signature): **%.2f×** when it answers at once (goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
 		g.SessionRatio, GoalGatewaySessionRatio, met(g.SessionRatio >= GoalGatewaySessionRatio), g.SlowSessionRatio, g.UpstreamWork)
