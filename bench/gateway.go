@@ -153,9 +153,17 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, base)
 		cmd.Env = append(os.Environ(), "WRK_ENTRIES="+entries, "WRK_PATH="+path)
 		cmd.WaitDelay = 5 * time.Second
+		before, err := procCPU(0)
+		if err != nil {
+			return err
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("wrk %s: %v: %s", name, err, out)
+		}
+		after, err := procCPU(0)
+		if err != nil {
+			return err
 		}
 		mm := wrkResult.FindStringSubmatch(string(out))
 		if mm == nil {
@@ -167,6 +175,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		r.P99, _ = strconv.ParseFloat(mm[3], 64)
 		r.Non2xx, _ = strconv.Atoi(mm[4])
 		r.Errors, _ = strconv.Atoi(mm[5])
+		r.CPUPerRequest = per(after-before, int(r.ReqPerSec*rep.Duration.Seconds()))
 		*runs = append(*runs, r)
 		return nil
 	}
@@ -189,8 +198,8 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		direct := (rs[0].ReqPerSec + rs[4].ReqPerSec) / 2
 		for i := range rs {
 			rs[i].RatioToBare = rs[i].ReqPerSec / direct
-			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
-				rs[i].Name, rs[i].Path, rs[i].ReqPerSec, rs[i].P50, rs[i].P99, rs[i].RatioToBare, rs[i].Non2xx, rs[i].Errors)
+			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f CPU %.1f µs/request non2xx %d errors %d",
+				rs[i].Name, rs[i].Path, rs[i].ReqPerSec, rs[i].P50, rs[i].P99, rs[i].RatioToBare, rs[i].CPUPerRequest, rs[i].Non2xx, rs[i].Errors)
 		}
 		return rs[1].RatioToBare, rs[2].RatioToBare, rs[3].RatioToBare, nil
 	}

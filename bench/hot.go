@@ -29,6 +29,11 @@ type WrkRun struct {
 	Non2xx      int
 	Errors      int
 	RatioToBare float64
+	// CPUPerRequest is the CPU time, in µs, the harness's own process (the
+	// server under test, and any upstream it runs) spent per request
+	// answered, where a section measures it: unlike req/s it barely moves
+	// when other work shares the machine.
+	CPUPerRequest float64
 }
 
 // HotReport is the hot paths section.

@@ -418,22 +418,30 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		"First the upstream answers at once (the proxy's own cost, worst case: its CPU competes with the upstream's and wrk's), "+
 		"then under `/slow/` it takes %v per request first, as a shop's page does:\n\n",
 		g.Threads, g.Conns, g.Duration, g.Users, g.UpstreamWork)
-	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | non-2xx | errors |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | CPU per request | non-2xx | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, set := range []struct {
 		name string
 		runs []WrkRun
 	}{{"answers at once", g.Runs}, {fmt.Sprintf("takes %v", g.UpstreamWork), g.Slow}} {
 		for _, r := range set.runs {
-			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %d | %d |\n",
-				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors)
+			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %.1f µs | %d | %d |\n",
+				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.CPUPerRequest, r.Non2xx, r.Errors)
 		}
 	}
+	b.WriteString("\nCPU per request: the CPU time of the process that runs the proxy and the upstream (not wrk's, not Redis') " +
+		"per request answered; directly it is the upstream's alone.\n")
 	fmt.Fprintf(&b, "\n- Unprotected route through the proxy: **%.2f×** the upstream directly when it answers at once "+
 		"(goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
 		g.ProxyRatio, GoalGatewayProxyRatio, met(g.ProxyRatio >= GoalGatewayProxyRatio), g.SlowProxyRatio, g.UpstreamWork)
 	fmt.Fprintf(&b, "- The same route spelt `%s` (read every way a backend might before it is forwarded): "+
 		"**%.2f×** when it answers at once, **%.2f×** when it takes %v.\n",
 		oddSpelling, g.SpeltRatio, g.SlowSpeltRatio, g.UpstreamWork)
+	if len(g.Runs) == 5 {
+		direct := (g.Runs[0].CPUPerRequest + g.Runs[4].CPUPerRequest) / 2
+		fmt.Fprintf(&b, "- The proxy's own CPU per request (through it, less directly), upstream answering at once: "+
+			"**%.1f µs** as written, **%.1f µs** spelt oddly, **%.1f µs** session-protected.\n",
+			g.Runs[1].CPUPerRequest-direct, g.Runs[2].CPUPerRequest-direct, g.Runs[3].CPUPerRequest-direct)
+	}
 	fmt.Fprintf(&b, "- Session-protected route with a valid entry (identity, one Redis read of the token, the "+
 		"X-Waitroom-Entry signature): **%.2f×** when it answers at once (goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
 		g.SessionRatio, GoalGatewaySessionRatio, met(g.SessionRatio >= GoalGatewaySessionRatio), g.SlowSessionRatio, g.UpstreamWork)
