@@ -131,7 +131,9 @@ type KindReport struct {
 	// FirstFailure is the 1-based number of the first failing history (0:
 	// none failed).
 	FirstFailure int
-	Took         time.Duration
+	// Took is the kind's whole time; Checking, the part spent checking
+	// its histories (Porcupine and the promises beside the model).
+	Took, Checking time.Duration
 }
 
 // Line is the run's summary for one kind.
@@ -143,8 +145,9 @@ func (k KindReport) Line() string {
 	if k.NoShows > 0 {
 		noShows = fmt.Sprintf(", no-shows let go %d", k.NoShows)
 	}
-	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s (%v)",
-		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows, k.Took.Round(time.Second))
+	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s (%v, checking %v)",
+		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows,
+		k.Took.Round(time.Second), k.Checking.Round(time.Millisecond))
 }
 
 // Totals is the run's summary line over every kind.
@@ -163,9 +166,11 @@ func (r *Report) Totals() string {
 // Markdown is the report as the table in docs/operations.md.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| fault | histories | operations | linearizable | places lost |\n|---|---|---|---|---|\n")
+	b.WriteString("| fault | histories | operations | faults injected | linearizable | anomalies | places lost | check time |\n" +
+		"|---|---|---|---|---|---|---|---|\n")
 	for _, k := range r.Kinds {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d/%d | %d |\n", kindTitles[k.Kind], k.Histories, k.Operations, k.Linearizable, k.Histories, k.PlacesLost)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d/%d | %d | %d | %v |\n", kindTitles[k.Kind], k.Histories, k.Operations, k.Faults,
+			k.Linearizable, k.Histories, k.Histories-k.Linearizable, k.PlacesLost, k.Checking.Round(time.Millisecond))
 	}
 	return b.String()
 }
@@ -224,7 +229,9 @@ func runKind(ctx context.Context, o Options, kind string) (KindReport, error) {
 		h := recorded[0]
 		recorded = recorded[1:]
 		name := fmt.Sprintf("fairness-%s-%d-%x", kind, i, rand.Uint32())
+		checking := time.Now()
 		v := Check(h, o.SnapshotAge, o.Timeout, o.Out, name)
+		k.Checking += time.Since(checking)
 		k.Histories++
 		k.Operations += v.Operations
 		k.Faults += len(h.Faults)
