@@ -24,7 +24,7 @@ import (
 // -v); only the behaviour is asserted, as times on a shared machine are not.
 func TestBrowserChallenge(t *testing.T) {
 	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.ChallengeCost = challenge.DefaultCost })
+	in := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = challenge.DefaultCost })
 	in.putQueue("default", map[string]any{"paused": true}) // nobody is admitted: the page stays WAITING
 
 	// What opening the page and joining costs Chromium without a challenge

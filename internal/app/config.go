@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
@@ -39,24 +38,12 @@ type Config struct {
 	AuthAudience, AuthIssuer string
 	AdminToken               string // empty: random on the embedded default, else admin disabled
 
-	Rate     float64 // 0: derived from the pool settings below
-	Batch    int
-	Interval time.Duration
-	Capacity int64
-	TokenTTL time.Duration
-	// MaxActiveTokens caps the live entry tokens per queue (0: no cap).
-	MaxActiveTokens int64
-	// Adaptive, MinRate, MaxRate (0: the most a tick admits, Batch per
-	// Interval) and TargetLatency: the adaptive rate of new queues.
-	Adaptive         bool
-	MinRate, MaxRate float64
-	TargetLatency    time.Duration
-	// AbandonAfter: new queues skip users silent this long (0: never).
-	AbandonAfter time.Duration
-	// EntryPolicy and ChallengeCost: who may take a place in the default
-	// and new queues, and the proof of work's difficulty.
-	EntryPolicy   string
-	ChallengeCost int
+	// Queue is the config of the default queue and of new queues, one
+	// flag per setting that has one (queue.Setting.Flag). Its
+	// RatePerSecond 0 is derived from the pool settings below, and its
+	// MaxRate 0 is the most a tick admits (BatchSize per Interval):
+	// QueueConfig works them out.
+	Queue queue.Config
 	// AdmissionJitter: the admission loop's random delay after each due tick
 	// (default true; off only for the herd benchmark in bench/).
 	AdmissionJitter bool
@@ -130,19 +117,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuthAudience, "auth-audience", "", "when set, a user JWT must name it in aud (the shop's login issues tokens for several services); empty: aud is not checked")
 	fs.StringVar(&c.AuthIssuer, "auth-issuer", "", "when set, a user JWT's iss must be it (the shop's login); empty: iss is not checked")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
-	fs.Float64Var(&c.Rate, "rate", 0, "admitted users per second for the default and new queues; 0 derives it from --db-pool-size × --order-pool-share × 1s/--order-latency")
-	fs.IntVar(&c.Batch, "batch", 10, "most users admitted per tick")
-	fs.DurationVar(&c.Interval, "interval", 100*time.Millisecond, "admission tick")
-	fs.Int64Var(&c.Capacity, "capacity", 100_000, "most users waiting per queue; beyond it 429")
-	fs.DurationVar(&c.TokenTTL, "token-ttl", 5*time.Minute, "entry token lifetime")
-	fs.Int64Var(&c.MaxActiveTokens, "max-active-tokens", 0, "most entry tokens alive at once per queue, for the default and new queues; admission waits for room under it (0: no cap)")
-	fs.BoolVar(&c.Adaptive, "adaptive", false, "new queues start with the adaptive rate on: admission follows the protected calls' latency and failures between --min-rate and --max-rate, aiming at --target-latency (docs/operations.md)")
-	fs.Float64Var(&c.MinRate, "min-rate", 1, "the adaptive rate's floor, users per second, for the default and new queues")
-	fs.Float64Var(&c.MaxRate, "max-rate", 0, "the adaptive rate's ceiling, users per second, for the default and new queues; 0: the most a tick admits (--batch per --interval)")
-	fs.DurationVar(&c.TargetLatency, "target-latency", 250*time.Millisecond, "the latency of protected calls (an order) the adaptive rate holds to, for the default and new queues")
-	fs.DurationVar(&c.AbandonAfter, "abandon-after", 0, "skip at admission a waiting user who has not asked for their status for this long, for the default and new queues (0: never; else at least 15s)")
-	fs.StringVar(&c.EntryPolicy, "entry-policy", string(queue.EntryChallenge), "who may take a place in the default and new queues: any (anyone with a session), challenge (anonymous sessions solve a proof of work, unseen in the page; signed-in users do not) or signed (signed-in users only)")
-	fs.IntVar(&c.ChallengeCost, "challenge-cost", challenge.DefaultCost, fmt.Sprintf("the proof of work's difficulty for the default and new queues: PBKDF2 iterations per attempt, %d attempts on average (%d..%d)", challenge.ExpectedAttempts, challenge.MinCost, challenge.MaxCost))
+	c.queueFlags(fs)
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 5*time.Second, "how often each queue's length is sampled for the admin page's chart (the last 10 minutes are kept, so the chart has them the moment the page opens)")
@@ -166,6 +141,61 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
 	fs.Float64Var(&c.AddressSessionRate, "address-session-rate", 1, "anonymous sessions per second handed out to one client address once the burst is spent; 0 lifts the limit")
 }
+
+// derivedWhenZero says what 0 means on the command line for the per-queue
+// settings whose 0 is worked out from others (QueueConfig).
+var derivedWhenZero = map[string]string{
+	"ratePerSecond":    "0 derives it from --db-pool-size × --order-pool-share × 1s/--order-latency.",
+	"maxRatePerSecond": "0: the most a tick admits, --batch per --interval.",
+}
+
+// queueFlags registers a flag for each per-queue setting that has one: its
+// name, kind, default and help come from queue.Settings, and it sets the
+// default queue's and new queues' config.
+func (c *Config) queueFlags(fs *flag.FlagSet) {
+	c.Queue = queue.DefaultConfig()
+	for _, s := range queue.Settings {
+		if s.Flag == "" {
+			continue
+		}
+		kind := map[queue.Kind]string{queue.Number: "a `number`", queue.Integer: "an `integer`",
+			queue.Duration: "a `duration` (100ms, 5m)", queue.Choice: "one of " + strings.Join(s.Choices, ", ")}[s.Kind]
+		usage := fmt.Sprintf("%s For the default queue and new queues: the admin API's %s", s.Help, s.Name)
+		if kind != "" {
+			usage += ", here " + kind
+		}
+		usage += "."
+		if zero, ok := derivedWhenZero[s.Name]; ok {
+			usage += " " + zero
+			s.Parse(&c.Queue, "0")
+		}
+		fs.Var(queueFlag{s, &c.Queue}, s.Flag, usage)
+	}
+}
+
+// queueFlag is the flag.Value of a per-queue setting.
+type queueFlag struct {
+	s   queue.Setting
+	cfg *queue.Config
+}
+
+// String is the value as the flag takes it, "" for the zero of its kind
+// (--help shows no default then, as for Go's own flags).
+func (f queueFlag) String() string {
+	if f.cfg == nil {
+		return ""
+	}
+	v := f.s.Format(*f.cfg)
+	if v == "0" || v == "0s" || v == "false" {
+		return ""
+	}
+	return v
+}
+
+func (f queueFlag) Set(v string) error { return f.s.Parse(f.cfg, v) }
+
+// IsBoolFlag lets a boolean setting's flag stand alone (--adaptive).
+func (f queueFlag) IsBoolFlag() bool { return f.s.Kind == queue.Bool }
 
 // minSecretLen is the shortest --auth-secret and --admin-token a server on
 // Redis accepts: 32 bytes, the strength of the HMAC-SHA-256 they key.
@@ -289,8 +319,8 @@ func (c Config) Validate() error {
 	if c.Pprof && c.MetricsAddr == "" {
 		bad("pprof", "needs --metrics-addr: the profiler is never served on the public --addr")
 	}
-	if c.Rate < 0 {
-		bad("rate", "must be ≥ 0, got %v", c.Rate)
+	if c.Queue.RatePerSecond < 0 {
+		bad("rate", "must be ≥ 0, got %v", c.Queue.RatePerSecond)
 	}
 	if c.DBPoolSize < 1 || c.DBPoolSize > 10_000 {
 		bad("db-pool-size", "must be 1..10000, got %d", c.DBPoolSize)
@@ -366,7 +396,13 @@ func (c Config) Validate() error {
 	}
 	if len(errs) == 0 {
 		if _, err := c.QueueConfig(); err != nil {
-			errs = append(errs, fmt.Errorf("the queue settings from --rate, --batch, --interval, --capacity, --token-ttl, --max-active-tokens, --adaptive, --min-rate, --max-rate, --target-latency, --abandon-after, --entry-policy, --challenge-cost: %v", err))
+			var flags []string
+			for _, s := range queue.Settings {
+				if s.Flag != "" {
+					flags = append(flags, "--"+s.Flag)
+				}
+			}
+			errs = append(errs, fmt.Errorf("the queue settings from %s: %v", strings.Join(flags, ", "), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -445,15 +481,10 @@ func (c Config) Signer() (*gateway.Signer, error) {
 // QueueConfig is the config of the default queue and of new queues: the
 // rate as set, or derived from the bottleneck.
 func (c Config) QueueConfig() (queue.Config, error) {
-	q := queue.DefaultConfig()
-	q.RatePerSecond, q.BatchSize, q.Interval = c.Rate, c.Batch, c.Interval
-	q.Capacity, q.TokenTTL, q.MaxActiveTokens = c.Capacity, c.TokenTTL, c.MaxActiveTokens
-	q.Adaptive, q.MinRate, q.MaxRate, q.TargetLatency = c.Adaptive, c.MinRate, c.MaxRate, c.TargetLatency
-	q.AbandonAfter = c.AbandonAfter
-	q.Entry, q.ChallengeCost = queue.EntryPolicy(c.EntryPolicy), c.ChallengeCost
-	q.RateDerivation = fmt.Sprintf("set directly: %g/s", c.Rate)
-	if q.MaxRate == 0 && c.Interval > 0 {
-		q.MaxRate = float64(c.Batch) / c.Interval.Seconds()
+	q := c.Queue
+	q.RateDerivation = fmt.Sprintf("set directly: %g/s", q.RatePerSecond)
+	if q.MaxRate == 0 && q.Interval > 0 {
+		q.MaxRate = float64(q.BatchSize) / q.Interval.Seconds()
 		// A slow tick (--batch 10 --interval 1m) derives a ceiling below
 		// the floor of 1/s. With the adaptive rate off the bounds are not
 		// used, so the floor comes down rather than refuse the start; with
@@ -462,7 +493,7 @@ func (c Config) QueueConfig() (queue.Config, error) {
 			q.MinRate = q.MaxRate
 		}
 	}
-	if c.Rate == 0 {
+	if q.RatePerSecond == 0 {
 		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)
 		if err != nil {
 			return q, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func TestParse(t *testing.T) {
@@ -41,13 +42,50 @@ func TestParse(t *testing.T) {
 			t.Fatalf("adaptive and no-show defaults: %+v", q)
 		}
 	})
+	t.Run("per-queue flags, env twins and help come from queue.Settings", func(t *testing.T) {
+		var help strings.Builder
+		app.Parse([]string{"--help"}, env(), &help)
+		flags := 0
+		for _, s := range queue.Settings {
+			if s.Flag == "" {
+				continue
+			}
+			flags++
+			if !strings.Contains(help.String(), "-"+s.Flag) || !strings.Contains(help.String(), s.Help) {
+				t.Errorf("--help lacks --%s with the table's help %q", s.Flag, s.Help)
+			}
+			// A value other than the default, through the env twin and
+			// through the flag (the rules between settings may refuse the
+			// whole config; what was read is read all the same).
+			c := queue.DefaultConfig()
+			want := map[queue.Kind]string{queue.Number: "3.5", queue.Integer: "777", queue.Duration: "17s", queue.Bool: "true"}[s.Kind]
+			if s.Kind == queue.Choice {
+				want = s.Choices[0]
+			}
+			if err := s.Parse(&c, want); err != nil || s.Format(c) == s.Format(queue.DefaultConfig()) {
+				t.Fatalf("%s: no other value to set (%q, %v)", s.Name, want, err)
+			}
+			for _, how := range []struct {
+				args []string
+				env  []string
+			}{{nil, []string{app.EnvName(s.Flag), want}}, {[]string{"--" + s.Flag + "=" + want}, nil}} {
+				got, _ := app.Parse(how.args, env(how.env...), io.Discard)
+				if v := s.Format(got.Queue); v != s.Format(c) {
+					t.Errorf("%v %v: %s is %s, want %s", how.args, how.env, s.Name, v, s.Format(c))
+				}
+			}
+		}
+		if flags < 12 {
+			t.Fatalf("only %d per-queue flags", flags)
+		}
+	})
 	t.Run("env twin, flag wins", func(t *testing.T) {
 		c, err := app.Parse([]string{"--capacity", "7"}, env("WAITROOM_CAPACITY", "5", "WAITROOM_REDIS_URL", "redis://x:1/0"), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Capacity != 7 || c.RedisURL != "redis://x:1/0" {
-			t.Fatalf("capacity %d redis %q", c.Capacity, c.RedisURL)
+		if c.Queue.Capacity != 7 || c.RedisURL != "redis://x:1/0" {
+			t.Fatalf("capacity %d redis %q", c.Queue.Capacity, c.RedisURL)
 		}
 	})
 	t.Run("secrets: 32 bytes on Redis, anything on the embedded default", func(t *testing.T) {

@@ -172,7 +172,7 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
 		c.RedisURL, c.KeyPrefix = srv.URL(), "wr:"
-		c.Rate, c.Interval = 0.1, time.Minute // the default queue ticks once a minute
+		c.Queue.RatePerSecond, c.Queue.Interval = 0.1, time.Minute // the default queue ticks once a minute
 		c.HistoryInterval = time.Minute
 		c.MetricsAddr, c.Pprof = "127.0.0.1:0", true
 		// Ticks at their due time: the loop's jitter (up to half an

@@ -323,23 +323,26 @@ type settingJSON struct {
 	MinExclusive bool     `json:"exclusiveMinimum,omitempty"`
 	OffZero      bool     `json:"zeroIsOff,omitempty"`
 	Choices      []string `json:"choices,omitempty"`
+	ChoiceLabels []string `json:"choiceLabels,omitempty"`
 	ReadOnly     bool     `json:"readOnly,omitempty"`
 	Default      any      `json:"default"`
+	Label        string   `json:"label"`
 	Help         string   `json:"help"`
 }
 
 // queueSettings serves the settings table: names, kinds, ranges, the
-// defaults new queues start from here, and what each does.
+// defaults new queues start from here, and, in English, what each is
+// called and does (the admin page shows these, translated).
 func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
 	out := make([]settingJSON, 0, len(queue.Settings))
 	for _, set := range queue.Settings {
 		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly,
-			Default: set.Value(s.NewQueueConfig), Help: set.Help}
+			Default: set.Value(s.NewQueueConfig), Label: set.Label, Help: set.Help}
 		switch set.Kind {
 		case queue.Number, queue.Integer, queue.Duration:
 			j.Minimum, j.Maximum, j.MinExclusive, j.OffZero = &set.Min, &set.Max, set.MinExclusive, set.OffZero
 		case queue.Choice:
-			j.Choices = set.Choices
+			j.Choices, j.ChoiceLabels = set.Choices, set.ChoiceLabels
 		}
 		if set.Kind == queue.Duration { // a whole number of its unit
 			j.Kind = "integer"

@@ -8,7 +8,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 )
@@ -41,109 +40,6 @@ var (
 	// ErrNotOwner: placing an opening whose lease another instance holds.
 	ErrNotOwner = errors.New("opening placed by another instance")
 )
-
-// Config is one queue's settings. Every instance reads them from the store,
-// so a change made through one instance applies everywhere at once. Each
-// field is declared, with its name, range and default, in Settings.
-type Config struct {
-	// RatePerSecond is the global admission rate, all instances together;
-	// with Adaptive, the rate the adaptive rate starts from.
-	RatePerSecond float64
-	// BatchSize caps how many users one tick admits (default 10).
-	BatchSize int
-	// Interval is the admission tick (default 100ms). Each tick admits
-	// RatePerSecond×Interval users (fractions carry over), at most BatchSize.
-	Interval time.Duration
-	// Capacity caps the waiting users (default 100000); beyond it, ErrQueueFull.
-	Capacity int64
-	// TokenTTL is how long an entry token lives (default 5m).
-	TokenTTL time.Duration
-	// MaxActiveTokens caps the tokens alive at once (0: no cap). Admission
-	// lets in no more than the room under it, so people who hold a token
-	// and order late can never add up to more concurrent orders than the
-	// order API was sized for.
-	MaxActiveTokens int64
-	// Paused stops admission; entering and status go on.
-	Paused bool
-	// Adaptive lets the admission rate follow the protected calls' measured
-	// latency and failures (RateController), never below MinRate nor above
-	// MaxRate, aiming at TargetLatency.
-	Adaptive         bool
-	MinRate, MaxRate float64
-	TargetLatency    time.Duration
-	// AbandonAfter: a waiting user who has not asked for their status for
-	// this long is skipped at admission instead of given a token (0: never).
-	AbandonAfter time.Duration
-	// OpensAt: users entering before it wait in a pre-queue and are placed
-	// in the line in a uniformly random order at OpensAt (zero: no opening).
-	OpensAt time.Time
-	// RateDerivation explains where RatePerSecond came from, for operators.
-	RateDerivation string
-
-	// Entry says who may take a place (default EntryChallenge).
-	Entry EntryPolicy
-	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
-	// PBKDF2 iterations per attempt (package challenge). A solution takes
-	// challenge.ExpectedAttempts attempts on average; checking one takes one.
-	ChallengeCost int
-}
-
-// EntryPolicy says who may take a place in a queue. Re-entering keeps a
-// place and is never refused by the policy; it decides who may take a new
-// one.
-type EntryPolicy string
-
-const (
-	// EntryAny: anyone with an identity (a signed-in user's JWT or the
-	// anonymous session cookie the page gets).
-	EntryAny EntryPolicy = "any"
-	// EntryChallenge: anonymous sessions solve a proof-of-work challenge
-	// for each place (the page does it unseen); signed-in users do not.
-	EntryChallenge EntryPolicy = "challenge"
-	// EntrySigned: signed-in users only.
-	EntrySigned EntryPolicy = "signed"
-)
-
-// Valid reports whether p is one of the policies.
-func (p EntryPolicy) Valid() bool { return p == EntryAny || p == EntryChallenge || p == EntrySigned }
-
-// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms,
-// and every other setting's default (Settings).
-func DefaultConfig() Config { return defaultFromSettings() }
-
-// Validate reports the first setting that cannot work, naming it: each
-// setting's own range (Settings), then the rules between them.
-func (c Config) Validate() error {
-	for _, s := range Settings {
-		if err := s.validate(c); err != nil {
-			return err
-		}
-	}
-	switch {
-	case c.PerTick() > float64(c.BatchSize):
-		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
-			ErrInvalidConfig, c.PerTick(), c.BatchSize)
-	case c.MinRate > c.MaxRate:
-		return fmt.Errorf("%w: minRatePerSecond %v is above maxRatePerSecond %v", ErrInvalidConfig, c.MinRate, c.MaxRate)
-	case c.Adaptive && c.MaxRate*c.Interval.Seconds() > float64(c.BatchSize):
-		return fmt.Errorf("%w: maxRatePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d, so the adaptive rate could never reach it; raise batchSize or lower maxRatePerSecond",
-			ErrInvalidConfig, c.MaxRate*c.Interval.Seconds(), c.BatchSize)
-	}
-	return nil
-}
-
-// RateInForce is the admission rate with eff the adaptive rate stored (0:
-// none): while the rate is adaptive, that rate within its bounds, else the
-// configured one.
-func (c Config) RateInForce(eff float64) float64 {
-	if c.Adaptive && eff > 0 {
-		return max(c.MinRate, min(eff, c.MaxRate))
-	}
-	return c.RatePerSecond
-}
-
-// PerTick is how many users one tick admits on average.
-func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
 
 // Entry is a user's standing as the store sees it, with the line's pace
 // read in the same step so the estimate matches the position.

@@ -10,6 +10,109 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 )
 
+// Config is one queue's settings. Every instance reads them from the store,
+// so a change made through one instance applies everywhere at once. Each
+// field is declared, with its name, range and default, in Settings.
+type Config struct {
+	// RatePerSecond is the global admission rate, all instances together;
+	// with Adaptive, the rate the adaptive rate starts from.
+	RatePerSecond float64
+	// BatchSize caps how many users one tick admits (default 10).
+	BatchSize int
+	// Interval is the admission tick (default 100ms). Each tick admits
+	// RatePerSecond×Interval users (fractions carry over), at most BatchSize.
+	Interval time.Duration
+	// Capacity caps the waiting users (default 100000); beyond it, ErrQueueFull.
+	Capacity int64
+	// TokenTTL is how long an entry token lives (default 5m).
+	TokenTTL time.Duration
+	// MaxActiveTokens caps the tokens alive at once (0: no cap). Admission
+	// lets in no more than the room under it, so people who hold a token
+	// and order late can never add up to more concurrent orders than the
+	// order API was sized for.
+	MaxActiveTokens int64
+	// Paused stops admission; entering and status go on.
+	Paused bool
+	// Adaptive lets the admission rate follow the protected calls' measured
+	// latency and failures (RateController), never below MinRate nor above
+	// MaxRate, aiming at TargetLatency.
+	Adaptive         bool
+	MinRate, MaxRate float64
+	TargetLatency    time.Duration
+	// AbandonAfter: a waiting user who has not asked for their status for
+	// this long is skipped at admission instead of given a token (0: never).
+	AbandonAfter time.Duration
+	// OpensAt: users entering before it wait in a pre-queue and are placed
+	// in the line in a uniformly random order at OpensAt (zero: no opening).
+	OpensAt time.Time
+	// RateDerivation explains where RatePerSecond came from, for operators.
+	RateDerivation string
+
+	// Entry says who may take a place (default EntryChallenge).
+	Entry EntryPolicy
+	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
+	// PBKDF2 iterations per attempt (package challenge). A solution takes
+	// challenge.ExpectedAttempts attempts on average; checking one takes one.
+	ChallengeCost int
+}
+
+// EntryPolicy says who may take a place in a queue. Re-entering keeps a
+// place and is never refused by the policy; it decides who may take a new
+// one.
+type EntryPolicy string
+
+const (
+	// EntryAny: anyone with an identity (a signed-in user's JWT or the
+	// anonymous session cookie the page gets).
+	EntryAny EntryPolicy = "any"
+	// EntryChallenge: anonymous sessions solve a proof-of-work challenge
+	// for each place (the page does it unseen); signed-in users do not.
+	EntryChallenge EntryPolicy = "challenge"
+	// EntrySigned: signed-in users only.
+	EntrySigned EntryPolicy = "signed"
+)
+
+// Valid reports whether p is one of the policies.
+func (p EntryPolicy) Valid() bool { return p == EntryAny || p == EntryChallenge || p == EntrySigned }
+
+// DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms,
+// and every other setting's default (Settings).
+func DefaultConfig() Config { return defaultFromSettings() }
+
+// Validate reports the first setting that cannot work, naming it: each
+// setting's own range (Settings), then the rules between them.
+func (c Config) Validate() error {
+	for _, s := range Settings {
+		if err := s.validate(c); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.PerTick() > float64(c.BatchSize):
+		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
+			ErrInvalidConfig, c.PerTick(), c.BatchSize)
+	case c.MinRate > c.MaxRate:
+		return fmt.Errorf("%w: minRatePerSecond %v is above maxRatePerSecond %v", ErrInvalidConfig, c.MinRate, c.MaxRate)
+	case c.Adaptive && c.MaxRate*c.Interval.Seconds() > float64(c.BatchSize):
+		return fmt.Errorf("%w: maxRatePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d, so the adaptive rate could never reach it; raise batchSize or lower maxRatePerSecond",
+			ErrInvalidConfig, c.MaxRate*c.Interval.Seconds(), c.BatchSize)
+	}
+	return nil
+}
+
+// RateInForce is the admission rate with eff the adaptive rate stored (0:
+// none): while the rate is adaptive, that rate within its bounds, else the
+// configured one.
+func (c Config) RateInForce(eff float64) float64 {
+	if c.Adaptive && eff > 0 {
+		return max(c.MinRate, min(eff, c.MaxRate))
+	}
+	return c.RatePerSecond
+}
+
+// PerTick is how many users one tick admits on average.
+func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
+
 // Every per-queue setting is declared once, in Settings: its name in the
 // admin JSON, its field in the store's config hash (wr:{q}:cfg on Redis),
 // its kind, the values it takes, its default, what it means, and how it is
@@ -69,8 +172,17 @@ type Setting struct {
 	Always bool
 	// Default is the JSON value a queue starts with (DefaultConfig).
 	Default any
-	// Help says what the setting does, for people (the admin page shows it).
-	Help string
+	// Label names the setting for people in a few words, Help says what
+	// it does, and ChoiceLabels name a Choice's values in Choices' order:
+	// in English, the one place English has them (the admin page and
+	// --help show them); the page's other languages translate them in
+	// internal/web/messages.
+	Label, Help  string
+	ChoiceLabels []string
+	// Flag is the command-line flag (and, by it, the environment variable)
+	// that sets the setting for the default queue and new queues; "" for
+	// none.
+	Flag string
 
 	// get and set read and write the setting's Go value on a Config:
 	// float64 (Number), int64 (Integer), bool, time.Duration, time.Time or
@@ -82,53 +194,53 @@ type Setting struct {
 // Settings is every per-queue setting, in the order people read them.
 var Settings = []Setting{
 	{Name: "ratePerSecond", Field: "rate", Always: true, Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
-		Help: "Admitted users per second, all instances together; with adaptive on, the guess it starts from half of. Setting it alone switches adaptive off.",
-		get:  func(c *Config) any { return c.RatePerSecond }, set: func(c *Config, v any) { c.RatePerSecond = v.(float64) }},
+		Label: "Rate (users / s)", Flag: "rate", Help: "Admitted users per second, all instances together; with adaptive on, the adaptive rate starts from half of it. Set alone through the admin API, it switches adaptive off.",
+		get: func(c *Config) any { return c.RatePerSecond }, set: func(c *Config, v any) { c.RatePerSecond = v.(float64) }},
 	{Name: "batchSize", Field: "batch", Always: true, Kind: Integer, Min: 1, Max: 10_000, Default: int64(10),
-		Help: "Most users one admission tick lets in.",
-		get:  func(c *Config) any { return int64(c.BatchSize) }, set: func(c *Config, v any) { c.BatchSize = int(v.(int64)) }},
+		Label: "Batch", Flag: "batch", Help: "Most users one admission tick lets in.",
+		get: func(c *Config) any { return int64(c.BatchSize) }, set: func(c *Config, v any) { c.BatchSize = int(v.(int64)) }},
 	{Name: "intervalMs", Field: "interval_ms", Always: true, Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(100),
-		Help: "The admission tick: each admits ratePerSecond × intervalMs / 1000 users, at most batchSize.",
-		get:  func(c *Config) any { return c.Interval }, set: func(c *Config, v any) { c.Interval = v.(time.Duration) }},
+		Label: "Tick (ms)", Flag: "interval", Help: "The admission tick: each admits ratePerSecond × intervalMs / 1000 users, at most batchSize.",
+		get: func(c *Config) any { return c.Interval }, set: func(c *Config, v any) { c.Interval = v.(time.Duration) }},
 	{Name: "capacity", Field: "capacity", Always: true, Kind: Integer, Min: 1, Max: 100_000_000, Default: int64(100_000),
-		Help: "Most users waiting; beyond it entering is refused (429).",
-		get:  func(c *Config) any { return c.Capacity }, set: func(c *Config, v any) { c.Capacity = v.(int64) }},
+		Label: "Capacity", Flag: "capacity", Help: "Most users waiting; beyond it entering is refused (429).",
+		get: func(c *Config) any { return c.Capacity }, set: func(c *Config, v any) { c.Capacity = v.(int64) }},
 	{Name: "tokenTtlSeconds", Field: "ttl_ms", Always: true, Kind: Duration, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
-		Help: "How long an entry token lives.",
-		get:  func(c *Config) any { return c.TokenTTL }, set: func(c *Config, v any) { c.TokenTTL = v.(time.Duration) }},
+		Label: "Entry lifetime (s)", Flag: "token-ttl", Help: "How long an entry token lives.",
+		get: func(c *Config) any { return c.TokenTTL }, set: func(c *Config, v any) { c.TokenTTL = v.(time.Duration) }},
 	{Name: "maxActiveTokens", Field: "max_active", Kind: Integer, Min: 0, Max: 100_000_000, Default: int64(0),
-		Help: "Most entry tokens alive at once (0: no cap); admission lets in no more than the room under it.",
-		get:  func(c *Config) any { return c.MaxActiveTokens }, set: func(c *Config, v any) { c.MaxActiveTokens = v.(int64) }},
+		Label: "Live tokens cap", Flag: "max-active-tokens", Help: "Most entry tokens alive at once (0: no cap); admission lets in no more than the room under it.",
+		get: func(c *Config) any { return c.MaxActiveTokens }, set: func(c *Config, v any) { c.MaxActiveTokens = v.(int64) }},
 	{Name: "paused", Field: "paused", Kind: Bool, Default: false,
-		Help: "Stops admission; entering and status go on.",
-		get:  func(c *Config) any { return c.Paused }, set: func(c *Config, v any) { c.Paused = v.(bool) }},
+		Label: "Paused", Help: "Stops admission; entering and status go on.",
+		get: func(c *Config) any { return c.Paused }, set: func(c *Config, v any) { c.Paused = v.(bool) }},
 	{Name: "adaptive", Field: "adaptive", Kind: Bool, Default: false,
-		Help: "Let the rate follow the protected calls' latency and failures, within minRatePerSecond..maxRatePerSecond.",
-		get:  func(c *Config) any { return c.Adaptive }, set: func(c *Config, v any) { c.Adaptive = v.(bool) }},
+		Label: "Adaptive rate", Flag: "adaptive", Help: "Let the rate follow the protected calls' latency and failures, within minRatePerSecond..maxRatePerSecond.",
+		get: func(c *Config) any { return c.Adaptive }, set: func(c *Config, v any) { c.Adaptive = v.(bool) }},
 	{Name: "minRatePerSecond", Field: "min_rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 1.0,
-		Help: "The adaptive rate's floor.",
-		get:  func(c *Config) any { return c.MinRate }, set: func(c *Config, v any) { c.MinRate = v.(float64) }},
+		Label: "Floor (users / s)", Flag: "min-rate", Help: "The adaptive rate's floor.",
+		get: func(c *Config) any { return c.MinRate }, set: func(c *Config, v any) { c.MinRate = v.(float64) }},
 	{Name: "maxRatePerSecond", Field: "max_rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
-		Help: "The adaptive rate's ceiling; with adaptive on, maxRatePerSecond × intervalMs / 1000 must fit in batchSize.",
-		get:  func(c *Config) any { return c.MaxRate }, set: func(c *Config, v any) { c.MaxRate = v.(float64) }},
+		Label: "Ceiling (users / s)", Flag: "max-rate", Help: "The adaptive rate's ceiling; with adaptive on, maxRatePerSecond × intervalMs / 1000 must fit in batchSize.",
+		get: func(c *Config) any { return c.MaxRate }, set: func(c *Config, v any) { c.MaxRate = v.(float64) }},
 	{Name: "targetLatencyMs", Field: "target_ms", Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(250),
-		Help: "The latency of protected calls (an order) the adaptive rate holds to: it grows while they stay near it and backs off when they rise above it or fail.",
-		get:  func(c *Config) any { return c.TargetLatency }, set: func(c *Config, v any) { c.TargetLatency = v.(time.Duration) }},
+		Label: "Target latency (ms)", Flag: "target-latency", Help: "The latency of protected calls (an order) the adaptive rate holds to: it grows while they stay near it and backs off when they rise above it or fail.",
+		get: func(c *Config) any { return c.TargetLatency }, set: func(c *Config, v any) { c.TargetLatency = v.(time.Duration) }},
 	{Name: "abandonAfterSeconds", Field: "abandon_ms", Kind: Duration, Unit: time.Second, OffZero: true, Min: 15, Max: 86_400, Default: int64(0),
-		Help: "Skip at admission a waiting user who has not asked for their status for this long (0: never); they are told NOT_IN_QUEUE and may enter again at the back.",
-		get:  func(c *Config) any { return c.AbandonAfter }, set: func(c *Config, v any) { c.AbandonAfter = v.(time.Duration) }},
+		Label: "Skip no-shows after (s)", Flag: "abandon-after", Help: "Skip at admission a waiting user who has not asked for their status for this long (0: never); they are told NOT_IN_QUEUE and may enter again at the back.",
+		get: func(c *Config) any { return c.AbandonAfter }, set: func(c *Config, v any) { c.AbandonAfter = v.(time.Duration) }},
 	{Name: "opensAt", Field: "opens_at", Kind: Instant, Default: "",
-		Help: "When the line opens (RFC 3339; empty: no opening). Entries before it wait in a pre-queue and are placed in the line in a random order at that moment; later ones join behind, in order.",
-		get:  func(c *Config) any { return c.OpensAt }, set: func(c *Config, v any) { c.OpensAt = v.(time.Time) }},
+		Label: "Opens at", Help: "When the line opens (RFC 3339; empty: no opening). Entries before it wait in a pre-queue and are placed in the line in a random order at that moment; later ones join behind, in order.",
+		get: func(c *Config) any { return c.OpensAt }, set: func(c *Config, v any) { c.OpensAt = v.(time.Time) }},
 	{Name: "entry", Field: "entry", Kind: Choice, Choices: []string{string(EntryAny), string(EntryChallenge), string(EntrySigned)}, Default: string(EntryChallenge),
-		Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",
-		get:  func(c *Config) any { return string(c.Entry) }, set: func(c *Config, v any) { c.Entry = EntryPolicy(v.(string)) }},
+		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"}, Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",
+		get: func(c *Config) any { return string(c.Entry) }, set: func(c *Config, v any) { c.Entry = EntryPolicy(v.(string)) }},
 	{Name: "challengeCost", Field: "challenge_cost", Kind: Integer, Min: challenge.MinCost, Max: challenge.MaxCost, Default: int64(challenge.DefaultCost),
-		Help: fmt.Sprintf("The proof of work's difficulty under entry challenge: PBKDF2 iterations per attempt, %d attempts on average; checking a solution takes one.", challenge.ExpectedAttempts),
-		get:  func(c *Config) any { return int64(c.ChallengeCost) }, set: func(c *Config, v any) { c.ChallengeCost = int(v.(int64)) }},
+		Label: "Proof-of-work cost", Flag: "challenge-cost", Help: fmt.Sprintf("The proof of work's difficulty under entry challenge: PBKDF2 iterations per attempt, %d attempts on average; checking a solution takes one.", challenge.ExpectedAttempts),
+		get: func(c *Config) any { return int64(c.ChallengeCost) }, set: func(c *Config, v any) { c.ChallengeCost = int(v.(int64)) }},
 	{Name: "rateDerivation", Field: "derivation", Kind: Text, ReadOnly: true, Default: "set directly: 100/s",
-		Help: "Where ratePerSecond came from.",
-		get:  func(c *Config) any { return c.RateDerivation }, set: func(c *Config, v any) { c.RateDerivation = v.(string) }},
+		Label: "Rate derived from", Help: "Where ratePerSecond came from.",
+		get: func(c *Config) any { return c.RateDerivation }, set: func(c *Config, v any) { c.RateDerivation = v.(string) }},
 }
 
 // SettingNamed returns the setting with the given JSON name.
@@ -216,6 +328,47 @@ func (s Setting) Set(c *Config, v any) error {
 		s.set(c, str)
 	}
 	return nil
+}
+
+// Parse sets the setting on c from text as a command line gives it: a
+// number, a Go duration such as 100ms for a Duration, true or false, one
+// of the choices, an RFC 3339 time. The range is not checked here:
+// Config.Validate checks it with the rules between settings, naming them.
+func (s Setting) Parse(c *Config, text string) error {
+	var v any
+	var err error
+	switch s.Kind {
+	case Number:
+		v, err = strconv.ParseFloat(text, 64)
+	case Integer:
+		v, err = strconv.ParseInt(text, 10, 64)
+	case Duration:
+		v, err = time.ParseDuration(text)
+	case Bool:
+		v, err = strconv.ParseBool(text)
+	case Instant:
+		v, err = parseInstant(text)
+	default:
+		v = text
+	}
+	if err != nil {
+		return fmt.Errorf("%s must be a %s", s.Name, s.Kind)
+	}
+	s.set(c, v)
+	return nil
+}
+
+// Format is the setting's value on c as Parse reads it.
+func (s Setting) Format(c Config) string {
+	switch v := s.get(&c).(type) {
+	case time.Time:
+		if v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprint(v)
+	}
 }
 
 func (s Setting) typeError(v any) error {

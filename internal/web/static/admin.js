@@ -355,7 +355,10 @@
   // filled and read by the functions here, from the server's declaration.
 
   const cap = (name) => name.charAt(0).toUpperCase() + name.slice(1);
-  const settingLabel = (s) => M['setting' + cap(s.name)] ?? s.name;
+  // A setting's name, help and choices come from the server, in English;
+  // another language translates them in its messages (setting<Name>,
+  // settingHelp<Name>, setting<Name><Choice>).
+  const settingLabel = (s) => M['setting' + cap(s.name)] ?? s.label ?? s.name;
 
   // addSettingFields adds to box one labelled field per setting an admin
   // may set, its inputs named after the settings; ids start with idPrefix.
@@ -376,7 +379,7 @@
         for (const v of s.choices || []) {
           const opt = document.createElement('option');
           opt.value = v;
-          opt.textContent = M['setting' + cap(s.name) + cap(v)] ?? v;
+          opt.textContent = M['setting' + cap(s.name) + cap(v)] ?? s.choiceLabels?.[s.choices.indexOf(v)] ?? v;
           input.append(opt);
         }
       } else if (s.kind === 'boolean') {
