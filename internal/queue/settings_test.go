@@ -2,7 +2,9 @@ package queue_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +149,57 @@ func TestValidateNamesTheSetting(t *testing.T) {
 	c.Adaptive, c.MaxRate = false, 500 // the ceiling matters only while adaptive
 	if err := c.Validate(); err != nil {
 		t.Fatalf("adaptive off with a high ceiling: %v", err)
+	}
+}
+
+// TestOperationsDocListsTheSettings: docs/operations.md's table of the
+// per-queue settings is the table in settings.go, rendered; a setting
+// added there is documented by running
+//
+//	WAITROOM_UPDATE_DOCS=1 go test -run TestOperationsDocListsTheSettings ./internal/queue/
+func TestOperationsDocListsTheSettings(t *testing.T) {
+	const path = "../../docs/operations.md"
+	const begin, end = "<!-- settings: generated from queue.Settings -->\n", "<!-- /settings -->"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the %q … %q block", path, begin, end)
+	}
+	var b strings.Builder
+	b.WriteString("| setting | values | default | flag (default and new queues) | what it does |\n|---|---|---|---|---|\n")
+	def := queue.DefaultConfig()
+	for _, s := range queue.Settings {
+		values := map[queue.Kind]string{queue.Bool: "true, false", queue.Instant: "RFC 3339 time, or \"\" for none",
+			queue.Choice: strings.Join(s.Choices, ", "), queue.Text: "read-only"}[s.Kind]
+		if values == "" {
+			values = s.Range()
+			if s.Kind == queue.Duration {
+				values += map[time.Duration]string{time.Millisecond: " ms", time.Second: " s"}[s.Unit]
+			}
+		}
+		flag := "—"
+		if s.Flag != "" {
+			flag = "`--" + s.Flag + "`"
+		}
+		dflt := "none"
+		if v := s.Value(def); v != nil {
+			dflt = fmt.Sprintf("`%v`", v)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, s.Help)
+	}
+	want := doc[:i+len(begin)] + b.String() + doc[j:]
+	if os.Getenv("WAITROOM_UPDATE_DOCS") != "" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != doc {
+		t.Errorf("%s's table of settings differs from queue.Settings (-doc +table):\n%s\nrun WAITROOM_UPDATE_DOCS=1 go test -run %s ./internal/queue/",
+			path, cmp.Diff(doc[i:j], want[i:len(want)-len(doc)+j]), t.Name())
 	}
 }

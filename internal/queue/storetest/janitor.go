@@ -13,11 +13,8 @@ import (
 
 // The suite's part for the janitor (Store.Sweep), which runs outside
 // admission's tick.
-var janitorTests = []struct {
-	name string
-	fn   func(t *testing.T, s queue.Store, clock Clock)
-}{
-	{"SweepForgetsWhatLapsedAndChangesNoAnswer", testSweep},
+func init() {
+	register(suiteTest{"SweepForgetsWhatLapsedAndChangesNoAnswer", testSweep})
 }
 
 // testSweep: the janitor forgets tokens whose time is up, lapsed in-flight

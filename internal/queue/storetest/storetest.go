@@ -117,7 +117,7 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		{"AdmitCalledAgainWithItsTokensAdmitsNobody", testAdmitRetried},
 		{"FirstUseIsOnce", testFirstUse},
 	}
-	tests = append(append(tests, followingTests...), janitorTests...)
+	tests = append(append(tests, followingTests...), registered...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -126,6 +126,19 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 		})
 	}
 }
+
+// suiteTest is one test of the suite.
+type suiteTest = struct {
+	name string
+	fn   func(t *testing.T, s queue.Store, clock Clock)
+}
+
+// registered are the tests of the suite's parts in files of their own,
+// each of which registers its tests (register, from init): a new part of
+// the suite is a new file.
+var registered []suiteTest
+
+func register(ts ...suiteTest) { registered = append(registered, ts...) }
 
 // fastConfig admits 10 users per 1 ms tick, so tests wait milliseconds.
 func fastConfig() queue.Config {
