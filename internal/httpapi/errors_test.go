@@ -6,8 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"regexp"
+	"slices"
 	"testing"
+
+	"go.yaml.in/yaml/v4"
 )
 
 func TestErrorTable(t *testing.T) {
@@ -52,4 +56,36 @@ func TestWriteErrorHidesUnexpected(t *testing.T) {
 type apiError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// TestErrorTableInTheSpec: every code the table answers with is one
+// openapi.yaml's ErrorCode lists, so a new row cannot answer with a code
+// the document does not know.
+func TestErrorTableInTheSpec(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ErrorCode struct {
+					Enum []string `yaml:"enum"`
+				} `yaml:"ErrorCode"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	codes := doc.Components.Schemas.ErrorCode.Enum
+	if len(codes) < 10 {
+		t.Fatalf("openapi.yaml's ErrorCode lists %d codes: not found where looked", len(codes))
+	}
+	for _, e := range errorTable {
+		if !slices.Contains(codes, e.row.code) {
+			t.Errorf("%v answers %q, which openapi.yaml's ErrorCode does not list", e.err, e.row.code)
+		}
+	}
 }
