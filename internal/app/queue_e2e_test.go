@@ -600,11 +600,13 @@ func testUserIDLimits(t *testing.T, in *instance) {
 
 func testAdminStats(t *testing.T, in *instance) {
 	st := in.mustStats("default")
-	checkExactFields(t, st, "queue", "ratePerSecond", "batchSize", "intervalMs", "capacity", "tokenTtlSeconds",
-		"maxActiveTokens", "paused", "entry", "challengeCost", "adaptive", "minRatePerSecond", "maxRatePerSecond", "targetLatencyMs",
-		"abandonAfterSeconds", "opensAt", "length", "admittedTotal", "activeTokens", "consumedTotal",
-		"measuredRatePerSecond", "rateDerivation", "effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal",
-		"preQueueLength")
+	// Every setting of the table, and the numbers.
+	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
+		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength"}
+	for _, s := range queue.Settings {
+		fields = append(fields, s.Name)
+	}
+	checkExactFields(t, st, fields...)
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
 		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(challenge.MinCost),
