@@ -40,9 +40,17 @@ func (v View) AdmissionNear() bool {
 	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
 }
 
+// ErrQueueClosed: the queue's closesAt has passed, and nobody new may take a
+// place (Config.ClosesAt).
+var ErrQueueClosed = errors.New("the queue is closed to newcomers")
+
 // Service is the line as users and operators see it: validation, estimates
 // and poll hints around the Store's atomic steps.
 type Service struct {
+	// Clock judges the instants of a queue's config that the store does not
+	// (ClosesAt): time.Now unless a test sets it.
+	Clock func() time.Time
+
 	store    Store
 	snaps    *snapshots // nil: every status poll asks the store
 	presence *presence
@@ -71,7 +79,7 @@ const recentConfigAge = time.Second
 // far from the front are answered from a snapshot of the line at most that
 // old (see snapshots); 0 sends every poll to the store.
 func NewService(store Store, snapshotAge time.Duration) *Service {
-	s := &Service{store: store, presence: newPresence(store), changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
+	s := &Service{Clock: time.Now, store: store, presence: newPresence(store), changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
 	if snapshotAge > 0 {
 		s.snaps = newSnapshots(store, snapshotAge)
 	}
@@ -188,9 +196,17 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 func (s *Service) Store() Store { return s.store }
 
 // Enter puts the user in line (or tells them they are already in or READY).
+// A closed queue (ClosesAt passed) tells whoever holds a place where they
+// stand, and refuses anyone else (ErrQueueClosed).
 func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
+	}
+	if v, closed, err := s.closed(ctx, queue, user); closed || err != nil {
+		if err == nil && v.State == NotInQueue {
+			err = ErrQueueClosed
+		}
+		return v, err
 	}
 	e, err := s.store.Enter(ctx, queue, user)
 	if err != nil {
@@ -243,6 +259,9 @@ func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
+	if v, closed, err := s.closed(ctx, queue, user); closed || err != nil {
+		return v, err // nobody new is let in, at once or otherwise
+	}
 	e, err := s.store.AdmitNow(ctx, queue, user, NewTokens(1)[0])
 	if err != nil {
 		return View{}, err
@@ -254,6 +273,17 @@ func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error
 		}
 	}
 	return s.view(e), nil
+}
+
+// closed says whether the queue has closed to newcomers (ClosesAt passed,
+// by the service's clock) and, if so, where the user stands.
+func (s *Service) closed(ctx context.Context, queue, user string) (View, bool, error) {
+	c, err := s.RecentConfig(ctx, queue)
+	if err != nil || c.ClosesAt.IsZero() || s.Clock().Before(c.ClosesAt) {
+		return View{}, false, err
+	}
+	v, err := s.Status(ctx, queue, user)
+	return v, true, err
 }
 
 // Leave takes the user out of line or gives back their unused token.

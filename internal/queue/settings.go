@@ -45,6 +45,9 @@ type Config struct {
 	// OpensAt: users entering before it wait in a pre-queue and are placed
 	// in the line in a uniformly random order at OpensAt (zero: no opening).
 	OpensAt time.Time
+	// ClosesAt: from then on nobody new takes a place; whoever is in line
+	// or holds an entry keeps it (zero: never).
+	ClosesAt time.Time
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
 
@@ -91,6 +94,9 @@ func (c Config) Validate() error {
 	case c.PerTick() > float64(c.BatchSize):
 		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
 			ErrInvalidConfig, c.PerTick(), c.BatchSize)
+	case !c.ClosesAt.IsZero() && !c.OpensAt.IsZero() && !c.ClosesAt.After(c.OpensAt):
+		return fmt.Errorf("%w: closesAt %s is not after opensAt %s", ErrInvalidConfig,
+			c.ClosesAt.Format(time.RFC3339), c.OpensAt.Format(time.RFC3339))
 	case c.MinRate > c.MaxRate:
 		return fmt.Errorf("%w: minRatePerSecond %v is above maxRatePerSecond %v", ErrInvalidConfig, c.MinRate, c.MaxRate)
 	case c.Adaptive && c.MaxRate*c.Interval.Seconds() > float64(c.BatchSize):
@@ -232,6 +238,9 @@ var Settings = []Setting{
 	{Name: "opensAt", Field: "opens_at", Kind: Instant, Default: "",
 		Label: "Opens at", Help: "When the line opens (RFC 3339; empty: no opening). Entries before it wait in a pre-queue and are placed in the line in a random order at that moment; later ones join behind, in order.",
 		get: func(c *Config) any { return c.OpensAt }, set: func(c *Config, v any) { c.OpensAt = v.(time.Time) }},
+	{Name: "closesAt", Field: "closes_at", Kind: Instant, Default: "",
+		Label: "Closes at", Help: "When the line closes (RFC 3339; empty: never). From then on nobody new takes a place (403 queue_closed); whoever is in line keeps their place and is let in as admission reaches them, and whoever holds an entry keeps it.",
+		get: func(c *Config) any { return c.ClosesAt }, set: func(c *Config, v any) { c.ClosesAt = v.(time.Time) }},
 	{Name: "entry", Field: "entry", Kind: Choice, Choices: []string{string(EntryAny), string(EntryChallenge), string(EntrySigned)}, Default: string(EntryChallenge),
 		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"}, Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",
 		get: func(c *Config) any { return string(c.Entry) }, set: func(c *Config, v any) { c.Entry = EntryPolicy(v.(string)) }},
