@@ -191,6 +191,7 @@
     const retryAfter = parseInt(res.headers.get('Retry-After'), 10);
     if (res.status === 403 && code === 'challenge_required' && method === 'POST') return joinWithChallenge(body.error.challengeUrl);
     if (res.status === 403 && code === 'signin_required') return show('signin');
+    if (res.status === 403 && code === 'queue_closed') return show('closed');
     if (res.status === 429 && code === 'too_many_entries') return crowded(retryAfter > 0 ? retryAfter : 5);
     if (res.status === 429 && code === 'queue_full') return full(retryAfter > 0 ? retryAfter : 30);
     if (res.status === 404 || code === 'invalid_queue_name') return show('notfound');
