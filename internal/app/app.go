@@ -29,7 +29,6 @@ import (
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
-	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -41,6 +40,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/spend"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -69,13 +69,21 @@ type Main struct {
 	// Gateway is the handler of `waitroom proxy` (nil for serve).
 	Gateway *gateway.Gateway
 
+	// What the start makes, in the order it makes it (Run).
+	newQueues  queue.Config // the default and new queues' config
+	devSecret  bool         // the auth secret is the one kept in the data dir
+	store      queue.Store
+	telemetry  *telemetry.Metrics
+	rates      *queue.RateController
+	guard      *spend.Guard
+	history    *queue.History
 	redis      redis.UniversalClient
 	orderStore order.Store
 	listener   net.Listener
 	server     *http.Server
 	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
 	metricsLn  net.Listener
-	readyStore queue.Store // readiness reads, never queued behind the auto-pipeline
+	readyStore queue.Inspector // readiness reads, never queued behind the auto-pipeline
 	health     *queue.HealthCheck
 	eviction   *evictionCheck // nil on the embedded line
 	stopLoops  context.CancelFunc
@@ -107,13 +115,44 @@ func durationAsText(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// Run opens the stores, makes sure the default queue exists, starts
-// admitting and starts serving. It returns once the listener is open;
+// Run starts waitroom, step by step: the config made final, the line's
+// store and the default queue, what guards the protected calls, HTTP, the
+// listener, the loops, the banner. It returns once the listener is open;
 // Close stops everything.
 func (m *Main) Run(ctx context.Context) (err error) {
-	c := m.Config
+	defer func() {
+		if err != nil {
+			m.abandon()
+		}
+	}()
+	if err := m.resolveConfig(); err != nil {
+		return err
+	}
+	if err := m.openLine(ctx); err != nil {
+		return err
+	}
+	if err := m.guardCalls(ctx); err != nil {
+		return err
+	}
+	if err := m.buildHTTP(); err != nil {
+		return err
+	}
+	if err := m.listen(); err != nil {
+		return err
+	}
+	m.startLoops(ctx)
+	m.announce()
+	return nil
+}
+
+// resolveConfig makes the config final before anything reads it: the
+// logger and output, the queues' defaults, and the secrets not given (the
+// embedded default keeps its auth secret in the data dir, so JWTs and
+// sessions survive a restart and `waitroom token` finds it).
+func (m *Main) resolveConfig() (err error) {
+	c := &m.Config
 	if m.Logger == nil {
-		m.Logger = NewLogger(c, os.Stderr)
+		m.Logger = NewLogger(*c, os.Stderr)
 	}
 	if m.Clock == nil {
 		m.Clock = time.Now
@@ -121,53 +160,48 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Stdout == nil {
 		m.Stdout = os.Stdout
 	}
-	defer func() {
-		if err != nil {
-			if m.metrics != nil {
-				m.metrics.Close()
-			}
-			m.closeStores()
-		}
-	}()
-	qcfg, err := c.QueueConfig()
-	if err != nil {
+	if m.newQueues, err = c.QueueConfig(); err != nil {
 		return err
 	}
-	devSecret := c.AuthSecret == "" && c.Embedded()
-	if c.AuthSecret == "" {
-		if devSecret {
-			// Kept in the data dir: JWTs and sessions survive a restart,
-			// and `waitroom token` finds it.
-			if c.AuthSecret, err = DevSecret(c.DataDir); err != nil {
-				return fmt.Errorf("--data-dir: the dev auth secret: %w", err)
-			}
-		} else {
-			c.AuthSecret = randomHex(32)
-			m.Logger.Warn("no --auth-secret: using a random one; session cookies and JWTs will not work across instances or restarts")
+	switch {
+	case c.AuthSecret != "":
+	case c.Embedded():
+		m.devSecret = true
+		if c.AuthSecret, err = DevSecret(c.DataDir); err != nil {
+			return fmt.Errorf("--data-dir: the dev auth secret: %w", err)
 		}
+	default:
+		c.AuthSecret = randomHex(32)
+		m.Logger.Warn("no --auth-secret: using a random one; session cookies and JWTs will not work across instances or restarts")
 	}
 	if c.AdminToken == "" && c.Embedded() {
 		c.AdminToken = randomHex(16)
 	}
+	return nil
+}
 
-	var qstore queue.Store
+// openLine opens the line's store — in this process, or on Redis behind an
+// auto-pipeline (concurrent requests share round trips: the HTTP layer's
+// wait on Redis, not Redis, is the ceiling, docs/benchmarks.md) — checks
+// Redis's eviction policy, and makes sure the default queue exists.
+func (m *Main) openLine(ctx context.Context) error {
+	c := m.Config
 	if c.Embedded() {
-		qstore = memstore.New(m.Clock)
+		m.store = memstore.New(m.Clock)
+		m.readyStore = m.store
 	} else {
-		var where string
-		if m.redis, where, err = openRedis(ctx, c.RedisMode, c.RedisURL, m.Logger); err != nil {
+		rdb, where, err := openRedis(ctx, c.RedisMode, c.RedisURL, m.Logger)
+		if err != nil {
 			return err
 		}
+		m.redis = rdb
 		m.Logger.Info("redis connected", "mode", c.RedisMode, "at", where)
-		// Concurrent requests share round trips: the HTTP layer's wait on
-		// Redis, not Redis, is the ceiling (docs/benchmarks.md).
-		ap, err := m.redis.AutoPipeline()
+		ap, err := rdb.AutoPipeline()
 		if err != nil {
 			return fmt.Errorf("redis auto-pipeline: %w", err)
 		}
-		qstore = redisstore.New(ap, c.KeyPrefix)
-		m.readyStore = redisstore.New(m.redis, c.KeyPrefix)
-		m.eviction = &evictionCheck{rdb: m.redis}
+		m.store, m.readyStore = redisstore.New(ap, c.KeyPrefix), redisstore.New(rdb, c.KeyPrefix)
+		m.eviction = &evictionCheck{rdb: rdb}
 		if problem := m.eviction.Problem(ctx); problem != "" {
 			if c.RedisStrictEviction {
 				return fmt.Errorf("--redis-strict-eviction: %s", problem)
@@ -175,11 +209,25 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.Logger.Error(problem + " (refused with --redis-strict-eviction)")
 		}
 	}
-	qstore = withHistoryBug(qstore)
-	m.Queue = queue.NewService(qstore, c.StatusSnapshotAge)
-	if m.readyStore == nil {
-		m.readyStore = qstore
+	m.store = withHistoryBug(m.store)
+	m.Queue = queue.NewService(m.store, c.StatusSnapshotAge)
+	m.watchHealth()
+	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); {
+	case errors.Is(err, queue.ErrUnavailable):
+		// Redis answered openRedis, so this is a Redis Cluster whose node
+		// holding the default queue is down: serve the other queues; the
+		// admission loop creates the default queue once it is back.
+		m.Logger.Warn("the default queue's store does not answer; serving the other queues meanwhile", "err", err)
+	case err != nil:
+		return fmt.Errorf("creating the default queue: %w", err)
 	}
+	m.health.Check(ctx) // readiness has an answer from the first probe on
+	return nil
+}
+
+// watchHealth sets up the check of the line's store, queue by queue, that
+// readiness, the metrics and the 503s of a queue whose store is away read.
+func (m *Main) watchHealth() {
 	m.health = queue.NewHealthCheck(m.Queue, m.readyStore, m.Logger)
 	if m.redis != nil {
 		m.health.Reach = reachAny(m.redis)
@@ -191,66 +239,58 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		// within a second of its promotion, not up to a minute later.
 		m.health.OnDown = func(ctx context.Context, _ []string) { cluster.ReloadState(ctx) }
 	}
-	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); {
-	case errors.Is(err, queue.ErrUnavailable):
-		// Redis answered openRedis, so this is a Redis Cluster whose node
-		// holding the default queue is down: serve the other queues; the
-		// admission loop creates the default queue once it is back.
-		m.Logger.Warn("the default queue's store does not answer; serving the other queues meanwhile", "err", err)
-	case err != nil:
-		return fmt.Errorf("creating the default queue: %w", err)
-	}
-	m.health.Check(ctx) // readiness has an answer from the first probe on
+}
 
+// guardCalls sets up what watches the protected calls — an order, or a
+// backend call through the gateway: the metrics, the adaptive rate that
+// follows them, and the guard that spends tokens on them — and, for serve,
+// the orders themselves.
+func (m *Main) guardCalls(ctx context.Context) error {
 	if m.Registry == nil {
 		m.Registry = prometheus.NewRegistry()
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	metrics := telemetry.New(m.Registry, m.Queue)
+	m.telemetry = telemetry.New(m.Registry, m.Queue)
 	telemetry.RegisterStoreHealth(m.Registry, m.health.Last)
-	metricsHandler := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
-	publicMetrics := metricsHandler
+	lockTTL := spend.DefaultLockTTL
+	if m.Config.Proxy { // a use holds its lock for as long as the upstream may take
+		lockTTL = max(lockTTL, m.Config.UpstreamTimeout+10*time.Second)
+	}
+	m.rates = queue.NewRateController(m.store, m.Logger)
+	m.guard = spend.NewGuard(m.store, lockTTL, func(q string, took time.Duration, o spend.Outcome) {
+		m.telemetry.ProtectedCall(q, took, o)
+		m.rates.Observe(q, took, o.Overloaded())
+	})
+	if m.Config.Proxy { // gateway mode sells nothing itself: the shop's backend does
+		return nil
+	}
+	return m.openOrders(ctx)
+}
+
+// buildHTTP builds the API (and, for proxy, the gateway around it) and the
+// server that serves it, with every timeout set; /metrics goes on its own
+// listener with --metrics-addr.
+func (m *Main) buildHTTP() (err error) {
+	c := m.Config
+	metrics := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+	publicMetrics := metrics
 	if c.MetricsAddr != "" {
 		publicMetrics = nil // only on the private listener
 	}
-	lockTTL := entry.DefaultLockTTL
-	if c.Proxy { // a use holds its lock for as long as the upstream may take
-		lockTTL = max(lockTTL, c.UpstreamTimeout+10*time.Second)
-	}
-	// Every protected call (an order, or a backend call through the
-	// gateway) is measured, and the adaptive rate follows them.
-	rates := queue.NewRateController(qstore, m.Logger)
-	guard := entry.NewGuard(qstore, lockTTL, func(q string, took time.Duration, o entry.Outcome) {
-		metrics.ProtectedCall(q, took, o)
-		rates.Observe(q, took, o.Overloaded())
-	})
-	if !c.Proxy { // gateway mode sells nothing itself: the shop's backend does
-		if err := m.openOrders(ctx, guard); err != nil {
-			return err
-		}
-	}
-	history := queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
+	m.history = queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
-	gate := m.newGatekeeper(c, proxies)
+	gate := m.newGatekeeper(proxies)
 	m.API = httpapi.New(httpapi.Options{
-		Queue: m.Queue, Orders: m.Orders, History: history,
-		Identity:       id,
-		Gate:           gate,
-		AdminToken:     c.AdminToken,
-		Ready:          m.ready,
-		Logger:         m.Logger,
-		NewQueueConfig: qcfg,
+		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate,
+		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
+		NewQueueConfig: m.newQueues,
 		Page:           web.Handler(web.Options{Base: c.prefix(), Gateway: c.Proxy}),
-		OpenAPI:        waitroom.OpenAPI,
-		Metrics:        metrics,
-		MetricsHandler: publicMetrics,
+		OpenAPI:        waitroom.OpenAPI, Metrics: m.telemetry, MetricsHandler: publicMetrics,
 	})
-
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
-
-	server := &http.Server{
+	m.server = &http.Server{
 		Handler:           m.API,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -260,77 +300,88 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	if c.Proxy {
-		if m.Gateway, err = m.newGateway(id, gate, guard, proxies); err != nil {
+		if m.Gateway, err = m.newGateway(id, gate, proxies); err != nil {
 			return err
 		}
-		server.Handler = m.Gateway
+		m.server.Handler = m.Gateway
 		// Uploads, downloads, streams and WebSockets pass through for as
 		// long as they take; only a slow request head is cut off.
-		server.ReadTimeout, server.WriteTimeout = 0, 0
+		m.server.ReadTimeout, m.server.WriteTimeout = 0, 0
 	}
 	if c.MetricsAddr != "" {
-		if err := m.serveMetrics(c, metricsHandler); err != nil {
-			return err
-		}
+		return m.serveMetrics(metrics)
 	}
-	m.listener, err = net.Listen("tcp", c.Addr)
-	if err != nil {
+	return nil
+}
+
+// listen opens --addr and serves on it.
+func (m *Main) listen() (err error) {
+	if m.listener, err = net.Listen("tcp", m.Config.Addr); err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}
-	m.server = server
 	m.serveDone = make(chan struct{})
 	go func() {
 		defer close(m.serveDone)
 		m.serveErr = m.server.Serve(m.listener)
 	}()
+	return nil
+}
 
-	loopsCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+// startLoops starts what runs beside the requests until Close: admission
+// (which also creates the default queue again if Redis lost its data),
+// the admin chart's history, the adaptive rate and the no-shows' seen
+// marks.
+func (m *Main) startLoops(ctx context.Context) {
+	loops, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopLoops = stop
-	admitter := queue.NewAdmitter(qstore, m.Logger)
-	admitter.Jitter = c.AdmissionJitter // --admission-jitter (bench/ turns it off)
+	admitter := queue.NewAdmitter(m.store, m.Logger)
+	admitter.Jitter = m.Config.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
+	admitter.OnOpened = m.Queue.Changed
 	// Redis that lost its data (a restart without AOF, FLUSHALL, a failover
 	// to an empty replica) lost the default queue too: every request would
 	// answer 404 until someone created it again.
 	admitter.EnsureQueues = func(ctx context.Context) {
-		if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, qcfg); created && err == nil {
+		if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); created && err == nil {
 			m.Logger.Error("the default queue was missing from the store (did Redis lose its data?): created again with the configured defaults; " +
 				"everyone who was in line must enter again")
 		}
 	}
-	admitter.OnOpened = m.Queue.Changed
-	m.loopsDone.Add(5)
-	go func() { defer m.loopsDone.Done(); m.health.Run(loopsCtx) }()
-	go func() { defer m.loopsDone.Done(); admitter.Run(loopsCtx) }()
-	go func() { defer m.loopsDone.Done(); history.Run(loopsCtx) }()
-	go func() { defer m.loopsDone.Done(); rates.Run(loopsCtx) }()
-	go func() { defer m.loopsDone.Done(); m.Queue.RunPresence(loopsCtx, m.Logger) }()
-
-	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", qcfg.RatePerSecond,
-		"rate_derivation", qcfg.RateDerivation, "batch", qcfg.BatchSize, "interval", qcfg.Interval,
-		"capacity", qcfg.Capacity, "token_ttl", qcfg.TokenTTL, "embedded", c.Embedded())
-	switch {
-	case c.Proxy:
-		m.Logger.Info("gateway", "upstream", c.Upstream, "protect", c.Protect, "protect_session", c.ProtectSession, "prefix", c.Prefix)
-		if c.Embedded() {
-			fmt.Fprintf(m.Stdout, "waitroom is guarding %s with the line in process (no Redis)\n", c.Upstream)
-			fmt.Fprintf(m.Stdout, "  shop:        http://%s/\n", m.Addr())
-			fmt.Fprintf(m.Stdout, "  line:        http://%s%s/\n", m.Addr(), c.Prefix)
-			fmt.Fprintf(m.Stdout, "  admin:       http://%s%s/admin (token %s)\n", m.Addr(), c.Prefix, c.AdminToken)
-			fmt.Fprintf(m.Stdout, "  admission:   %s\n", qcfg.RateDerivation)
-		}
-	case c.Embedded():
-		m.banner(c, qcfg, devSecret)
+	for _, run := range []func(context.Context){m.health.Run, admitter.Run, m.history.Run, m.rates.Run,
+		func(ctx context.Context) { m.Queue.RunPresence(ctx, m.Logger) }} {
+		m.loopsDone.Go(func() { run(loops) })
 	}
-	m.Config = c
-	return nil
 }
 
-// newGatekeeper builds the entry rules from c (with its auth secret made
+// announce logs the start, and tells the embedded default's user where
+// everything is.
+func (m *Main) announce() {
+	c, q := m.Config, m.newQueues
+	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", q.RatePerSecond,
+		"rate_derivation", q.RateDerivation, "batch", q.BatchSize, "interval", q.Interval,
+		"capacity", q.Capacity, "token_ttl", q.TokenTTL, "embedded", c.Embedded())
+	if c.Proxy {
+		m.Logger.Info("gateway", "upstream", c.Upstream, "protect", c.Protect, "protect_session", c.ProtectSession, "prefix", c.Prefix)
+	}
+	if c.Embedded() {
+		m.banner()
+	}
+}
+
+// abandon undoes a start that failed half-way.
+func (m *Main) abandon() {
+	if m.metrics != nil {
+		m.metrics.Close()
+	}
+	m.closeStores()
+}
+
+// newGatekeeper builds who may take a place from the config (its auth secret made
 // up already): challenges signed with the auth secret, the per-address
 // limits (reported in the metrics), the client address behind the trusted
 // proxies.
-func (m *Main) newGatekeeper(c Config, addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
+func (m *Main) newGatekeeper(addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
+	c := m.Config
 	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, m.Clock)
 	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, m.Clock)
 	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
@@ -345,9 +396,18 @@ func (m *Main) newGatekeeper(c Config, addrs clientaddr.Resolver) *gatekeeper.Ga
 	})
 }
 
-// banner tells the embedded default's user where everything is, and hands
-// them a user JWT to try the API with.
-func (m *Main) banner(c Config, qcfg queue.Config, devSecret bool) {
+// banner tells the embedded default's user where everything is, and, for
+// serve, hands them a user JWT to try the API with.
+func (m *Main) banner() {
+	c, w := m.Config, m.Stdout
+	if c.Proxy {
+		fmt.Fprintf(w, "waitroom is guarding %s with the line in process (no Redis)\n", c.Upstream)
+		fmt.Fprintf(w, "  shop:        http://%s/\n", m.Addr())
+		fmt.Fprintf(w, "  line:        http://%s%s/\n", m.Addr(), c.Prefix)
+		fmt.Fprintf(w, "  admin:       http://%s%s/admin (token %s)\n", m.Addr(), c.Prefix, c.AdminToken)
+		fmt.Fprintf(w, "  admission:   %s\n", m.newQueues.RateDerivation)
+		return
+	}
 	command := m.Command
 	if command == "" {
 		command = "waitroom"
@@ -356,14 +416,13 @@ func (m *Main) banner(c Config, qcfg queue.Config, devSecret bool) {
 	if c.DatabaseURL != "" {
 		where = "PostgreSQL"
 	}
-	w := m.Stdout
 	fmt.Fprintf(w, "waitroom is serving the line in process (no Redis) with %s\n", where)
 	fmt.Fprintf(w, "  page:        http://%s/\n", m.Addr())
 	fmt.Fprintf(w, "  admin:       http://%s/admin\n", m.Addr())
 	fmt.Fprintf(w, "  admin token: %s\n", c.AdminToken)
-	fmt.Fprintf(w, "  admission:   %s\n", qcfg.RateDerivation)
+	fmt.Fprintf(w, "  admission:   %s\n", m.newQueues.RateDerivation)
 	token, why := command+" token --user alice", "given the same --auth-secret"
-	if devSecret {
+	if m.devSecret {
 		why = "signed with the secret kept in " + filepath.Join(c.DataDir, DevSecretFile)
 		if c.DataDir != DefaultDataDir {
 			token += " --data-dir " + c.DataDir
@@ -376,7 +435,7 @@ func (m *Main) banner(c Config, qcfg queue.Config, devSecret bool) {
 
 // openOrders opens the order database (PostgreSQL, or SQLite in the data
 // directory) and the order service on it.
-func (m *Main) openOrders(ctx context.Context, guard *entry.Guard) (err error) {
+func (m *Main) openOrders(ctx context.Context) (err error) {
 	c := m.Config
 	if c.DatabaseURL != "" {
 		m.orderStore, err = postgres.Open(ctx, c.DatabaseURL, c.DBPoolSize)
@@ -390,13 +449,13 @@ func (m *Main) openOrders(ctx context.Context, guard *entry.Guard) (err error) {
 		return fmt.Errorf("order database: %w", err)
 	}
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
-	m.Orders = order.NewService(m.orderStore, guard, payment, order.Config{Work: c.OrderWork})
+	m.Orders = order.NewService(m.orderStore, m.guard, payment, order.Config{Work: c.OrderWork})
 	return nil
 }
 
 // newGateway builds gateway mode around the API: the upstream, its
 // protected routes and the key that signs X-Waitroom-Entry.
-func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, guard *entry.Guard, proxies clientaddr.Resolver) (*gateway.Gateway, error) {
+func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, proxies clientaddr.Resolver) (*gateway.Gateway, error) {
 	c := m.Config
 	upstream, err := c.UpstreamURL()
 	if err != nil {
@@ -412,7 +471,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, gu
 	}
 	return gateway.New(gateway.Options{
 		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
-		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: guard, Signer: signer,
+		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: m.guard, Signer: signer, Metrics: m.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
 		Proxies: proxies, Logger: m.Logger,
 	})
@@ -450,7 +509,8 @@ func (m *Main) entrySigner() (*gateway.Signer, error) {
 
 // serveMetrics serves /metrics (and with --pprof the profiler) on
 // --metrics-addr, a listener of its own for a private network.
-func (m *Main) serveMetrics(c Config, metrics http.Handler) error {
+func (m *Main) serveMetrics(metrics http.Handler) error {
+	c := m.Config
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	if c.Pprof {

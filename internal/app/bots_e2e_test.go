@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // session returns a fresh anonymous session cookie ("wr_session=…") as the
@@ -60,7 +61,7 @@ func TestEntryPolicies(t *testing.T) {
 					t.Fatalf("challenge: %d %s", c.status, c.raw)
 				}
 				p := ch.Parameters
-				if p.Algorithm != "PBKDF2/SHA-256" || p.Cost != challenge.MinCost || p.KeyPrefix != "000" || p.Data["queue"] != q ||
+				if p.Algorithm != "PBKDF2/SHA-256" || p.Cost != queue.MinChallengeCost || p.KeyPrefix != "000" || p.Data["queue"] != q ||
 					p.KeyLength != 32 || time.Until(time.Unix(p.ExpiresAt, 0)) > challenge.TTL {
 					t.Fatalf("challenge parameters %+v", p)
 				}

@@ -313,32 +313,37 @@ func (c Config) Validate() error {
 	bad := func(name, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{name}, args...)...))
 	}
+	c.validateServer(bad)
+	c.validateOrders(bad)
+	c.validateClients(bad)
+	if c.Proxy {
+		errs = append(errs, c.validateGateway()...)
+	}
+	if len(errs) == 0 {
+		if _, err := c.QueueConfig(); err != nil {
+			var flags []string
+			for _, s := range queue.Settings {
+				if s.Flag != "" {
+					flags = append(flags, "--"+s.Flag)
+				}
+			}
+			errs = append(errs, fmt.Errorf("the queue settings from %s: %v", strings.Join(flags, ", "), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// badSetting reports one setting that cannot work, by its flag name.
+type badSetting func(name, format string, args ...any)
+
+// validateServer checks the server's own settings: where it listens and
+// stores, how it logs and stops, the secrets.
+func (c Config) validateServer(bad badSetting) {
 	if c.Addr == "" {
 		bad("addr", "must not be empty")
 	}
 	if c.Pprof && c.MetricsAddr == "" {
 		bad("pprof", "needs --metrics-addr: the profiler is never served on the public --addr")
-	}
-	if c.Queue.RatePerSecond < 0 {
-		bad("rate", "must be ≥ 0, got %v", c.Queue.RatePerSecond)
-	}
-	if c.DBPoolSize < 1 || c.DBPoolSize > 10_000 {
-		bad("db-pool-size", "must be 1..10000, got %d", c.DBPoolSize)
-	}
-	if !(c.OrderPoolShare > 0 && c.OrderPoolShare <= 1) {
-		bad("order-pool-share", "must be in (0, 1], got %v", c.OrderPoolShare)
-	}
-	if c.OrderLatency <= 0 {
-		bad("order-latency", "must be > 0, got %v", c.OrderLatency)
-	}
-	if c.OrderWork < 0 || c.OrderWork > time.Minute {
-		bad("order-work", "must be 0..1m, got %v", c.OrderWork)
-	}
-	if c.PaymentFailureRate < 0 || c.PaymentFailureRate > 1 {
-		bad("payment-failure-rate", "must be 0..1, got %v", c.PaymentFailureRate)
-	}
-	if c.PaymentLatency < 0 {
-		bad("payment-latency", "must be ≥ 0, got %v", c.PaymentLatency)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("log-format", "must be json or text, got %q", c.LogFormat)
@@ -373,6 +378,37 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+}
+
+// validateOrders checks the order API's settings and the pool the rate
+// may be derived from.
+func (c Config) validateOrders(bad badSetting) {
+	if c.Queue.RatePerSecond < 0 {
+		bad("rate", "must be ≥ 0, got %v", c.Queue.RatePerSecond)
+	}
+	if c.DBPoolSize < 1 || c.DBPoolSize > 10_000 {
+		bad("db-pool-size", "must be 1..10000, got %d", c.DBPoolSize)
+	}
+	if !(c.OrderPoolShare > 0 && c.OrderPoolShare <= 1) {
+		bad("order-pool-share", "must be in (0, 1], got %v", c.OrderPoolShare)
+	}
+	if c.OrderLatency <= 0 {
+		bad("order-latency", "must be > 0, got %v", c.OrderLatency)
+	}
+	if c.OrderWork < 0 || c.OrderWork > time.Minute {
+		bad("order-work", "must be 0..1m, got %v", c.OrderWork)
+	}
+	if c.PaymentFailureRate < 0 || c.PaymentFailureRate > 1 {
+		bad("payment-failure-rate", "must be 0..1, got %v", c.PaymentFailureRate)
+	}
+	if c.PaymentLatency < 0 {
+		bad("payment-latency", "must be ≥ 0, got %v", c.PaymentLatency)
+	}
+}
+
+// validateClients checks what is told of clients: sessions, the proxies in
+// front, the per-address limits.
+func (c Config) validateClients(bad badSetting) {
 	if c.SessionMaxAge < time.Minute || c.SessionMaxAge > 30*24*time.Hour {
 		bad("session-max-age", "must be 1m..720h, got %v", c.SessionMaxAge)
 	}
@@ -391,21 +427,6 @@ func (c Config) Validate() error {
 			bad(l.name+"-rate", "must be 0 (no limit)..1000000, got %v", l.rate)
 		}
 	}
-	if c.Proxy {
-		errs = append(errs, c.validateGateway()...)
-	}
-	if len(errs) == 0 {
-		if _, err := c.QueueConfig(); err != nil {
-			var flags []string
-			for _, s := range queue.Settings {
-				if s.Flag != "" {
-					flags = append(flags, "--"+s.Flag)
-				}
-			}
-			errs = append(errs, fmt.Errorf("the queue settings from %s: %v", strings.Join(flags, ", "), err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // validateGateway checks the settings of `waitroom proxy`, each by its flag.

@@ -27,9 +27,9 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/waitroom/waitroom/internal/app"
-	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -198,7 +198,7 @@ func bootGateway(t *testing.T, b backend, upstream string, protect []string, edi
 	cfg.AdminToken = fmt.Sprintf("admin-%032x", rand.Uint64())
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.DrainDelay = 0
-	cfg.Queue.ChallengeCost = challenge.MinCost // as boot: cheap for tests
+	cfg.Queue.ChallengeCost = queue.MinChallengeCost // as boot: cheap for tests
 	if b.redis {
 		cfg.RedisURL = testenv.RedisURL(t)
 		cfg.KeyPrefix = fmt.Sprintf("wrgw%d:", rand.Int64())

@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -61,7 +62,7 @@ func boot(t testing.TB, b backend, edit func(*app.Config)) *instance {
 	// The least work a challenge may ask: tests that take places as
 	// anonymous sessions solve it in milliseconds (the default's cost is
 	// measured in bots_e2e_test.go and docs/security.md).
-	cfg.Queue.ChallengeCost = challenge.MinCost
+	cfg.Queue.ChallengeCost = queue.MinChallengeCost
 	if b.redis {
 		cfg.RedisURL = testenv.RedisURL(t)
 		cfg.KeyPrefix = fmt.Sprintf("wrapp%d:", rand.Int64())

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func TestEnterAndBecomeReady(t *testing.T) {
@@ -609,7 +609,7 @@ func testAdminStats(t *testing.T, in *instance) {
 	checkExactFields(t, st, fields...)
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
-		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(challenge.MinCost),
+		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(queue.MinChallengeCost),
 		"length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
 		"adaptive": false, "minRatePerSecond": 1.0, "maxRatePerSecond": 100.0, "targetLatencyMs": 250.0,
 		"abandonAfterSeconds": 0.0, "opensAt": nil, "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",

@@ -61,15 +61,11 @@ const (
 	ExpectedAttempts = 4096
 	// KeyLength is the derived key's length in bytes.
 	KeyLength = 32
-	// MinCost and MaxCost bound the PBKDF2 iterations per attempt a queue
-	// may ask for: below 10 a browser's per-call overhead is the whole cost,
-	// and above 100,000 checking one solution would take tens of
-	// milliseconds of the server's time.
-	MinCost, MaxCost = 10, 100_000
-	// DefaultCost is the difficulty of new queues, measured in
-	// docs/security.md: about 0.5 s of one core of native code per place,
-	// about a second for the page in Chromium on two cores.
-	DefaultCost = 700
+	// MaxCost bounds the PBKDF2 iterations per attempt a challenge may
+	// carry: above 100,000 checking one solution would take tens of
+	// milliseconds of the server's time. (What a queue may ask for, and
+	// asks by default, is its challengeCost setting's: package queue.)
+	MaxCost = 100_000
 	// TTL is how long an issued challenge may be solved and used.
 	TTL = 5 * time.Minute
 	// MaxPayloadLen bounds a solution as sent (base64); ours are ~500 bytes.
@@ -253,7 +249,7 @@ func (c Parameters) check() error {
 	switch {
 	case c.Algorithm != Algorithm:
 		return fmt.Errorf("%w: algorithm must be %s", ErrInvalid, Algorithm)
-	case c.Cost < MinCost || c.Cost > MaxCost:
+	case c.Cost < 1 || c.Cost > MaxCost:
 		return fmt.Errorf("%w: cost out of range", ErrInvalid)
 	case c.KeyLength != KeyLength:
 		return fmt.Errorf("%w: keyLength must be %d", ErrInvalid, KeyLength)

@@ -15,7 +15,11 @@ import (
 )
 
 // testCost keeps solving fast in tests (4096 × 10 iterations on average).
-const testCost = MinCost
+const testCost = 10 // the least a queue may ask (queue.MinChallengeCost)
+
+// defaultCost is new queues' difficulty (queue.DefaultChallengeCost), for
+// the benchmarks.
+const defaultCost = 700
 
 // clock is a settable time for expiry.
 type clock struct{ t time.Time }
@@ -86,7 +90,7 @@ func TestVerifyRefuses(t *testing.T) {
 		}, "default", ErrInvalid},
 		{"cost lowered after signing", func() string {
 			p := good
-			p.Challenge.Parameters.Cost = MinCost + 1
+			p.Challenge.Parameters.Cost = testCost + 1
 			return p.Encode()
 		}, "default", ErrInvalid},
 		{"queue changed after signing", func() string {
@@ -217,10 +221,10 @@ func TestSolveStopsWithContext(t *testing.T) {
 }
 
 // BenchmarkVerify is the server's cost of one accepted solution at the
-// default difficulty: one derivation of DefaultCost iterations.
+// default difficulty: one derivation of defaultCost iterations.
 func BenchmarkVerify(b *testing.B) {
 	is := NewIssuer([]byte("k"), nil)
-	c := is.Issue("default", DefaultCost)
+	c := is.Issue("default", defaultCost)
 	// A valid solution found once, outside the timing.
 	p, err := Solve(context.Background(), c, 2)
 	if err != nil {
@@ -261,7 +265,7 @@ func BenchmarkSolve(b *testing.B) {
 	is := NewIssuer([]byte("k"), nil)
 	cpu := startCPU(b)
 	for b.Loop() {
-		if _, err := Solve(context.Background(), is.Issue("default", DefaultCost), 1); err != nil {
+		if _, err := Solve(context.Background(), is.Issue("default", defaultCost), 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -271,7 +275,7 @@ func BenchmarkSolve(b *testing.B) {
 // BenchmarkAttempt is one derivation at the default cost: a solution takes
 // ExpectedAttempts of them on average.
 func BenchmarkAttempt(b *testing.B) {
-	c := NewIssuer([]byte("k"), nil).Issue("default", DefaultCost).Parameters
+	c := NewIssuer([]byte("k"), nil).Issue("default", defaultCost).Parameters
 	var n uint32
 	cpu := startCPU(b)
 	for b.Loop() {

@@ -88,7 +88,8 @@ type Options struct {
 	ChallengeURL func(queue string) string
 }
 
-// Gatekeeper applies the entry rules.
+// Gatekeeper decides who may take a place in a line (spending the entry
+// that comes of it is package spend's).
 type Gatekeeper struct{ o Options }
 
 // New returns a Gatekeeper.

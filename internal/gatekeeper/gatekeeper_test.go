@@ -3,7 +3,9 @@ package gatekeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func newFixture(t *testing.T, policy queue.EntryPolicy, burst int) fixture {
 	t.Helper()
 	svc := queue.NewService(memstore.New(nil), 0)
 	c := queue.DefaultConfig()
-	c.Paused, c.Entry, c.ChallengeCost = true, policy, challenge.MinCost
+	c.Paused, c.Entry, c.ChallengeCost = true, policy, queue.MinChallengeCost
 	if err := svc.PutConfig(context.Background(), "sale", c); err != nil {
 		t.Fatal(err)
 	}
@@ -191,5 +193,29 @@ func TestPolicyChangeShowsAtOnce(t *testing.T) {
 	start := time.Now()
 	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); err != nil {
 		t.Fatalf("right after the change to any: %v (%v later)", err, time.Since(start))
+	}
+}
+
+// TestChallengeCostFitsTheChallenge: every difficulty a queue may ask for
+// (its challengeCost setting, package queue) is one a challenge carries
+// (package challenge), and the setting's help says as many attempts as a
+// solution takes. The two packages meet here, where challenges are issued
+// at a queue's difficulty.
+func TestChallengeCostFitsTheChallenge(t *testing.T) {
+	s, ok := queue.SettingNamed("challengeCost")
+	if !ok {
+		t.Fatal("no challengeCost setting")
+	}
+	is := challenge.NewIssuer([]byte("k"), nil)
+	for _, cost := range []int{queue.MinChallengeCost, queue.DefaultChallengeCost, queue.MaxChallengeCost} {
+		if p := is.Issue("q", cost).Parameters; p.Cost != cost {
+			t.Errorf("a challenge at cost %d carries %d", cost, p.Cost)
+		}
+	}
+	if queue.MaxChallengeCost > challenge.MaxCost || s.Max != queue.MaxChallengeCost || s.Min != queue.MinChallengeCost {
+		t.Errorf("the setting's range %v..%v, the challenge's most %d", s.Min, s.Max, challenge.MaxCost)
+	}
+	if want := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts); !strings.Contains(s.Help, want) {
+		t.Errorf("the setting's help %q does not say %q", s.Help, want)
 	}
 }

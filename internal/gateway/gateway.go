@@ -8,7 +8,7 @@
 //     prefix (/_waitroom);
 //   - protected routes (--protect), which need a valid entry token and
 //     spend it when the upstream answers 2xx, with the same rules as the
-//     built-in order API (package entry): one use at a time, kept on any
+//     built-in order API (package spend): one use at a time, kept on any
 //     failure;
 //   - session-protected routes (--protect-session), which need a valid
 //     entry token and keep it, for the pages of a multi-step checkout.
@@ -38,15 +38,42 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/clientaddr"
-	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
-	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/spend"
+	"github.com/waitroom/waitroom/internal/telemetry"
 )
 
 // DefaultPrefix is where waitroom's own routes live in gateway mode.
 const DefaultPrefix = "/_waitroom"
+
+// Errors of gateway mode; the API answers them from its one table, as it
+// answers every error.
+var (
+	// ErrUpstreamUnavailable: the backend could not be reached or broke
+	// the connection (502).
+	ErrUpstreamUnavailable = errors.New("upstream unavailable")
+	// ErrUpstreamTimeout: the backend did not answer in time (504).
+	ErrUpstreamTimeout = errors.New("upstream did not answer in time")
+	// ErrUnsafeReturn: a return target that is not a path on this origin.
+	ErrUnsafeReturn = errors.New("return target must be a path on this site")
+	// ErrAmbiguousRoute: backends may read the request as two different
+	// protected routes, so it is not forwarded with an entry for one.
+	ErrAmbiguousRoute = errors.New("the request may be read as either of two protected routes")
+	// ErrRequestTarget: a request target the gateway does not forward (an
+	// absolute URL, which only forward proxies take).
+	ErrRequestTarget = errors.New("request target not accepted")
+)
+
+// API is what the gateway needs of waitroom's own HTTP API (httpapi.Server):
+// it serves the API, pages and admin under the prefix, takes the gateway's
+// own routes there, and answers every error.
+type API interface {
+	http.Handler
+	Handle(pattern string, h http.HandlerFunc)
+	WriteError(w http.ResponseWriter, r *http.Request, err error)
+}
 
 // Options configures a Gateway.
 type Options struct {
@@ -64,13 +91,15 @@ type Options struct {
 	UpstreamTimeout time.Duration
 	// API is waitroom's own HTTP API, pages and admin, served under Prefix
 	// (gateway adds its routes to it); it also answers every error.
-	API      *httpapi.Server
+	API      API
 	Identity *identity.Identity
+	// Metrics records the forwarded requests (nil records nothing).
+	Metrics *telemetry.Metrics
 	// Gate applies the queues' entry policies and per-address limits to
 	// the sessions the gateway hands out and the users it lets straight in.
 	Gate   *gatekeeper.Gatekeeper
 	Queue  *queue.Service
-	Guard  *entry.Guard
+	Guard  *spend.Guard
 	Signer *Signer
 	// EntryIssuer and EntryAudience are X-Waitroom-Entry's iss and aud
 	// (--entry-issuer, --entry-audience); by default the prefix and the
@@ -152,7 +181,7 @@ func ValidUpstream(u *url.URL) error {
 // route through the line, everything else straight to the upstream.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if absoluteForm(r) {
-		g.o.API.WriteError(w, r, fmt.Errorf("%w: send the path (%s), not a whole URL", httpapi.ErrRequestTarget, r.URL.RequestURI()))
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: send the path (%s), not a whole URL", ErrRequestTarget, r.URL.RequestURI()))
 		return
 	}
 	if underPrefix(r.URL.Path, g.o.Prefix) {
@@ -168,7 +197,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		g.proxy.ServeHTTP(sw, r)
 	}
-	g.o.API.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
+	g.o.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
 }
 
 // absoluteForm reports a request whose target is a whole URL ("POST
@@ -184,7 +213,7 @@ type entryKey struct{}
 type forwarded struct {
 	user, header string
 	// failure is what upstreamFailed saw, for the token's outcome.
-	failure entry.Outcome
+	failure spend.Outcome
 	failed  bool
 }
 
@@ -317,17 +346,17 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 	case r.Context().Err() != nil: // the client left
 		err = context.Canceled
 		if f != nil {
-			f.failure, f.failed = entry.Refused, true
+			f.failure, f.failed = spend.Refused, true
 		}
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		err = fmt.Errorf("%w: %v", httpapi.ErrUpstreamTimeout, err)
+		err = fmt.Errorf("%w: %v", ErrUpstreamTimeout, err)
 		if f != nil {
-			f.failure, f.failed = entry.TimedOut, true
+			f.failure, f.failed = spend.TimedOut, true
 		}
 	default:
-		err = fmt.Errorf("%w: %v", httpapi.ErrUpstreamUnavailable, err)
+		err = fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
 		if f != nil {
-			f.failure, f.failed = entry.Failed, true
+			f.failure, f.failed = spend.Failed, true
 		}
 	}
 	g.o.API.WriteError(w, r, err)
@@ -346,7 +375,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 		if v.other == "" {
 			return false
 		}
-		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q and %q; send the plain path and method of the one you mean", httpapi.ErrAmbiguousRoute, rt.Pattern, v.other))
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q and %q; send the plain path and method of the one you mean", ErrAmbiguousRoute, rt.Pattern, v.other))
 		return true
 	}
 	caller, err := g.o.Identity.Caller(r)
@@ -423,7 +452,7 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 	f := &forwarded{user: user, header: header}
 	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, f))
 	var aborted any
-	call := func(context.Context) (o entry.Outcome) {
+	call := func(context.Context) (o spend.Outcome) {
 		// The proxy aborts the connection with a panic when the response
 		// breaks off after its status went out: decide the token by that
 		// status first, then let the panic go on.
@@ -435,7 +464,7 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 		g.proxy.ServeHTTP(w, r)
 		return outcomeOf(f, w.status)
 	}
-	t := entry.Token{Queue: rt.Queue, User: user, Value: token}
+	t := spend.Token{Queue: rt.Queue, User: user, Value: token}
 	if rt.Consume {
 		err = g.o.Guard.Use(r.Context(), t, call)
 	} else {
@@ -449,16 +478,16 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 
 // outcomeOf reads how a forwarded call ended: the failure the proxy met,
 // else the upstream's status (2xx succeeded, 5xx failed, else refused).
-func outcomeOf(f *forwarded, status int) entry.Outcome {
+func outcomeOf(f *forwarded, status int) spend.Outcome {
 	switch {
 	case f.failed:
 		return f.failure
 	case status >= 200 && status < 300:
-		return entry.Succeeded
+		return spend.Succeeded
 	case status >= 500:
-		return entry.Failed
+		return spend.Failed
 	}
-	return entry.Refused
+	return spend.Refused
 }
 
 // sendToLine answers a request without an entry while the line is busy: a
@@ -494,7 +523,7 @@ func (g *Gateway) returnTo(w http.ResponseWriter, r *http.Request) {
 		name = queue.DefaultQueue
 	}
 	if !SafeReturn(to) {
-		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q", httpapi.ErrUnsafeReturn, to))
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q", ErrUnsafeReturn, to))
 		return
 	}
 	user, err := g.o.Identity.User(r)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -157,7 +156,7 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 		if err := c.Validate(); err == nil {
 			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 ||
 				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second ||
-				!c.Entry.Valid() || c.ChallengeCost < challenge.MinCost || c.ChallengeCost > challenge.MaxCost {
+				!c.Entry.Valid() || c.ChallengeCost < queue.MinChallengeCost || c.ChallengeCost > queue.MaxChallengeCost {
 				t.Fatalf("Validate accepted %+v", c)
 			}
 		}

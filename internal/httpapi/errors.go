@@ -10,26 +10,10 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/gatekeeper"
+	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
-)
-
-// Errors of gateway mode, answered from the same table.
-var (
-	// ErrUpstreamUnavailable: the backend could not be reached or broke
-	// the connection (502).
-	ErrUpstreamUnavailable = errors.New("upstream unavailable")
-	// ErrUpstreamTimeout: the backend did not answer in time (504).
-	ErrUpstreamTimeout = errors.New("upstream did not answer in time")
-	// ErrUnsafeReturn: a return target that is not a path on this origin.
-	ErrUnsafeReturn = errors.New("return target must be a path on this site")
-	// ErrAmbiguousRoute: backends may read the request as two different
-	// protected routes, so it is not forwarded with an entry for one.
-	ErrAmbiguousRoute = errors.New("the request may be read as either of two protected routes")
-	// ErrRequestTarget: a request target the gateway does not forward (an
-	// absolute URL, which only forward proxies take).
-	ErrRequestTarget = errors.New("request target not accepted")
 )
 
 // Detailed is an error that adds fields to its error object, such as the
@@ -99,11 +83,11 @@ var errorTable = []struct {
 	{errAdminOff, errorRow{http.StatusForbidden, "admin_disabled", 0}},
 	{errDraining, errorRow{http.StatusServiceUnavailable, "draining", 2}},
 	{ErrNotReady, errorRow{http.StatusServiceUnavailable, "not_ready", 5}},
-	{ErrUpstreamUnavailable, errorRow{http.StatusBadGateway, "upstream_unavailable", 5}},
-	{ErrUpstreamTimeout, errorRow{http.StatusGatewayTimeout, "upstream_timeout", 5}},
-	{ErrUnsafeReturn, errorRow{http.StatusBadRequest, "invalid_return", 0}},
-	{ErrAmbiguousRoute, errorRow{http.StatusBadRequest, "ambiguous_route", 0}},
-	{ErrRequestTarget, errorRow{http.StatusBadRequest, "invalid_request_target", 0}},
+	{gateway.ErrUpstreamUnavailable, errorRow{http.StatusBadGateway, "upstream_unavailable", 5}},
+	{gateway.ErrUpstreamTimeout, errorRow{http.StatusGatewayTimeout, "upstream_timeout", 5}},
+	{gateway.ErrUnsafeReturn, errorRow{http.StatusBadRequest, "invalid_return", 0}},
+	{gateway.ErrAmbiguousRoute, errorRow{http.StatusBadRequest, "ambiguous_route", 0}},
+	{gateway.ErrRequestTarget, errorRow{http.StatusBadRequest, "invalid_request_target", 0}},
 }
 
 // errWith adds detail to a sentinel, keeping errors.Is working.

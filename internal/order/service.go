@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/spend"
 )
 
 // Payment charges for an order inside its transaction; an error rolls the
@@ -66,17 +66,17 @@ type Config struct {
 }
 
 // Service places orders: one transaction (conditional stock decrement,
-// unique token, payment) run as a use of the entry token (package entry:
+// unique token, payment) run as a use of the entry token (package spend:
 // locked for this request alone, consumed on success, kept on failure).
 type Service struct {
 	store   Store
-	guard   *entry.Guard
+	guard   *spend.Guard
 	payment Payment
 	work    atomic.Int64 // Config.Work, changeable while serving (SetWork)
 }
 
 // NewService returns a Service.
-func NewService(store Store, guard *entry.Guard, payment Payment, cfg Config) *Service {
+func NewService(store Store, guard *spend.Guard, payment Payment, cfg Config) *Service {
 	s := &Service{store: store, guard: guard, payment: payment}
 	s.SetWork(cfg.Work)
 	return s
@@ -113,7 +113,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		no.RequestFingerprint = Fingerprint(r.ProductID, r.Quantity)
 	}
 	var orderErr error
-	useErr := s.guard.Use(ctx, entry.Token{Queue: q, User: r.UserID, Value: r.Token}, func(ctx context.Context) entry.Outcome {
+	useErr := s.guard.Use(ctx, spend.Token{Queue: q, User: r.UserID, Value: r.Token}, func(ctx context.Context) spend.Outcome {
 		o, orderErr = s.store.CreateOrder(ctx, no, time.Duration(s.work.Load()), s.payment.Charge)
 		return outcomeOf(orderErr)
 	})
@@ -159,21 +159,21 @@ func replay(prev Order, found bool, err error, r Request) (Order, bool, error) {
 // whatever Redis says (a failover may have resurrected it), so it is
 // consumed now; the database failing or too slow is what admission must
 // hear; anything else is the order's own refusal, and the token is kept.
-func outcomeOf(err error) entry.Outcome {
+func outcomeOf(err error) spend.Outcome {
 	switch {
 	case err == nil:
-		return entry.Succeeded
+		return spend.Succeeded
 	case errors.Is(err, ErrTokenUsed):
-		return entry.Spent
+		return spend.Spent
 	case errors.Is(err, context.DeadlineExceeded):
-		return entry.TimedOut
+		return spend.TimedOut
 	case errors.Is(err, ErrUnavailable):
-		return entry.Failed
+		return spend.Failed
 	case errors.Is(err, ErrOutOfStock), errors.Is(err, ErrPayment), errors.Is(err, ErrProductNotFound),
 		errors.Is(err, ErrDuplicateKey), errors.Is(err, ErrInvalidOrder), errors.Is(err, context.Canceled):
-		return entry.Refused
+		return spend.Refused
 	}
-	return entry.Failed
+	return spend.Failed
 }
 
 // Product returns a product; an id no product could have is simply not found.

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/order/postgres"
 	"github.com/waitroom/waitroom/internal/order/sqlite"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/spend"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -85,7 +85,7 @@ func testRetryRacingItsFirstTry(t *testing.T, db order.Store) {
 		t.Fatal(err)
 	}
 
-	svc := order.NewService(&missFirstLookup{Store: db}, entry.NewGuard(line, entry.DefaultLockTTL, nil),
+	svc := order.NewService(&missFirstLookup{Store: db}, spend.NewGuard(line, spend.DefaultLockTTL, nil),
 		&order.FakePayment{}, order.Config{})
 	got, replayed, err := svc.Place(ctx, order.Request{UserID: "ann", ProductID: product, Quantity: 1, Token: tok, IdempotencyKey: "k1-" + tok})
 	if err != nil || !replayed || got.ID != first.ID {

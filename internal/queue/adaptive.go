@@ -275,7 +275,7 @@ func callsPerUser(last, measured float64) float64 {
 // on a finished window, it decides the next rate (NextRate), writes it and
 // logs the change with its reason.
 type RateController struct {
-	store  Store
+	store  loopStore
 	logger *slog.Logger
 	// Window is how long samples are gathered per decision (DefaultRateWindow).
 	Window time.Duration
@@ -287,7 +287,7 @@ type RateController struct {
 }
 
 // NewRateController returns a RateController over store.
-func NewRateController(store Store, logger *slog.Logger) *RateController {
+func NewRateController(store loopStore, logger *slog.Logger) *RateController {
 	return &RateController{store: store, logger: logger, Window: DefaultRateWindow, pending: map[string]*RateSample{},
 		folds: newTroubles(logger, "adaptive rate: handing samples to the store")}
 }

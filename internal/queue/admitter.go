@@ -25,11 +25,18 @@ func NewTokens(n int) []string {
 	return out
 }
 
+// loopStore is what the loops need of a store: their steps, and the queues
+// and their configs.
+type loopStore interface {
+	Loops
+	Inspector
+}
+
 // Admitter lets users in. Every instance runs one; they need no leader,
 // because the store decides whether a tick is due from its own clock and the
 // last tick it recorded, so N instances together admit the configured rate.
 type Admitter struct {
-	store  Store
+	store  loopStore
 	logger *slog.Logger
 	// OnAdmitUsers, if set, is told who each tick admitted (metrics, tests),
 	// after every tick that moved the line (no-shows skipped included).
@@ -57,7 +64,7 @@ type Admitter struct {
 }
 
 // NewAdmitter returns an Admitter over store.
-func NewAdmitter(store Store, logger *slog.Logger) *Admitter {
+func NewAdmitter(store loopStore, logger *slog.Logger) *Admitter {
 	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true,
 		Random: rand.Reader, owner: NewTokens(1)[0],
 		ticks: newTroubles(logger, "admission tick"), listing: newTroubles(logger, "admission: listing the queues")}

@@ -53,7 +53,7 @@ type HealthCheck struct {
 	// probe is the store asked (the service's, or the same Redis through
 	// a client of its own, so the checks never queue behind the
 	// requests' auto-pipeline).
-	probe  Store
+	probe  Inspector
 	logger *slog.Logger
 	// Reach, if set, asks whether any part of the store answers when no
 	// queue did (on Redis Cluster: any primary answers PING), so a store
@@ -73,7 +73,7 @@ const HealthEvery = time.Second
 
 // NewHealthCheck returns a HealthCheck of the queues svc knows, asking
 // probe (svc's store, or a client of its own to the same store).
-func NewHealthCheck(svc *Service, probe Store, logger *slog.Logger) *HealthCheck {
+func NewHealthCheck(svc *Service, probe Inspector, logger *slog.Logger) *HealthCheck {
 	return &HealthCheck{svc: svc, probe: probe, logger: logger}
 }
 

@@ -14,7 +14,7 @@ import (
 // users admission may reach within the next AbandonAfter or so, and a poll
 // answered from a snapshot still costs no round trip of its own.
 type presence struct {
-	store Store
+	store Line
 
 	mu    sync.Mutex
 	marks map[string]map[string]struct{}
@@ -27,7 +27,7 @@ const presenceMaxUsers = 1 << 18
 // PresenceFlush is how often an instance sends its marks.
 const PresenceFlush = time.Second
 
-func newPresence(store Store) *presence {
+func newPresence(store Line) *presence {
 	return &presence{store: store, marks: map[string]map[string]struct{}{}}
 }
 

@@ -220,14 +220,20 @@ type Opening struct {
 
 // Store holds the line and the tokens. Each method is one atomic step in the
 // store (a Lua script on Redis, one critical section in memory), so no
-// request can slip between a check and its act.
+// request can slip between a check and its act. Its readers take only the
+// part they need: what requests and operators change (Line), what the
+// loops beside them do (Loops), and reading without changing (Inspector).
 type Store interface {
+	Line
+	Loops
+	Inspector
+}
+
+// Line is what requests do to a queue: an operator's config, a user's
+// place, status and entry token.
+type Line interface {
 	// PutConfig creates the queue or replaces its config.
 	PutConfig(ctx context.Context, queue string, c Config) error
-	// Config returns ErrQueueNotFound for an unknown queue.
-	Config(ctx context.Context, queue string) (Config, error)
-	// Queues lists every queue's name.
-	Queues(ctx context.Context) ([]string, error)
 	// Enter: a valid token → Ready; already in line → the same position;
 	// line at capacity → ErrQueueFull; else take the next ticket and join.
 	Enter(ctx context.Context, queue, user string) (Entry, error)
@@ -236,14 +242,6 @@ type Store interface {
 	// Leave removes the user from the line, or gives back an unused token.
 	// It reports whether anything was removed.
 	Leave(ctx context.Context, queue, user string) (bool, error)
-	// Admit runs one admission tick if one is due: it pops up to the tick's
-	// budget in line order and writes tokens[i] for the i-th popped user with
-	// the queue's TTL. len(tokens) should be the batch size; with fewer, the
-	// users due beyond them wait for the next tick. With AbandonAfter, a
-	// user not Seen for that long is skipped instead (out of line, no
-	// token) and the tick fills its budget from those behind. While an
-	// opening is being placed it admits nobody.
-	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
 	// AdmitNow lets the user in at once while the line is quiet: nobody
 	// waits, the queue is not paused, the next tick's budget has room (what
 	// is admitted this way comes out of that tick's quota, so the global
@@ -252,14 +250,52 @@ type Store interface {
 	// their place (Waiting), one holding a valid token gets it (Ready);
 	// otherwise NotInQueue: the line is busy, join it.
 	AdmitNow(ctx context.Context, queue, user, token string) (Entry, error)
+	// Seen marks users still in line as present now (AbandonAfter).
+	Seen(ctx context.Context, queue string, users []string) error
+	// Snapshot reads the line's head, last ticket, length, the tickets
+	// that left above the head (at most SnapshotMaxLeft) and the config, in
+	// one step.
+	Snapshot(ctx context.Context, queue string) (Snapshot, error)
+	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
+	// in-flight lock on it for owner (ErrTokenInUse while another owner
+	// holds it). Asking again as the same owner succeeds, so a retried call
+	// whose first reply was lost does not lock its own caller out.
+	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
+	// EndUse releases the lock if owner holds it; consumed=true also deletes
+	// the token, but only if it is still this token (compare-and-delete).
+	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
+	// FirstUse records key (a one-time thing of the queue, such as a solved
+	// challenge) for ttl and reports whether this was its first use: of
+	// any number of concurrent calls with one key, exactly one gets true
+	// until ttl passes. The queue need not exist.
+	FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error)
+}
+
+// Loops is what the loops beside the requests do: admission (Admitter),
+// its janitor, the opening, the adaptive rate (RateController).
+type Loops interface {
+	// Admit runs one admission tick if one is due: it pops up to the tick's
+	// budget in line order and writes tokens[i] for the i-th popped user with
+	// the queue's TTL. len(tokens) should be the batch size; with fewer, the
+	// users due beyond them wait for the next tick. With AbandonAfter, a
+	// user not Seen for that long is skipped instead (out of line, no
+	// token) and the tick fills its budget from those behind. While an
+	// opening is being placed it admits nobody.
+	Admit(ctx context.Context, queue string, tokens []string) (Admission, error)
 	// Sweep is the janitor's step, kept out of admission's hot path: it
 	// forgets tokens whose time is up (counting them expired), lapsed
 	// in-flight locks and leavers below the line's head, a bounded amount
 	// per call, and reports whether more may be left to sweep. Nothing
 	// else waits for it: every other step reads expiry itself.
 	Sweep(ctx context.Context, queue string) (more bool, err error)
-	// Seen marks users still in line as present now (AbandonAfter).
-	Seen(ctx context.Context, queue string, users []string) error
+	// OpenDue checks the queue's opening by the store's clock; when due it
+	// closes the pre-queue and gives owner the lease (for lease) to place
+	// it (Place).
+	OpenDue(ctx context.Context, queue, owner string, lease time.Duration) (Opening, error)
+	// Place puts users (a due opening's, in the order chosen) in line at
+	// the next reserved tickets, skipping any who left; once the pre-queue
+	// is empty the opening is done (true). ErrNotOwner: the lease is gone.
+	Place(ctx context.Context, queue, owner string, users []string, lease time.Duration) (bool, error)
 	// FoldRate adds one instance's samples to the current window of the
 	// adaptive rate; the first call after a window ends claims the
 	// decision on it (RateWindow.Claimed), once for all instances. With
@@ -270,35 +306,19 @@ type Store interface {
 	// rate is no longer adaptive or a later window was decided; it reports
 	// the rate before and whether it wrote.
 	SetRate(ctx context.Context, queue string, d RateDecision) (before float64, ok bool, err error)
-	// RateChanges lists the admission rate's recent changes, oldest first.
-	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
-	// OpenDue checks the queue's opening by the store's clock; when due it
-	// closes the pre-queue and gives owner the lease (for lease) to place
-	// it (Place).
-	OpenDue(ctx context.Context, queue, owner string, lease time.Duration) (Opening, error)
-	// Place puts users (a due opening's, in the order chosen) in line at
-	// the next reserved tickets, skipping any who left; once the pre-queue
-	// is empty the opening is done (true). ErrNotOwner: the lease is gone.
-	Place(ctx context.Context, queue, owner string, users []string, lease time.Duration) (bool, error)
-	// BeginUse checks the user's token (ErrTokenInvalid) and takes a short
-	// in-flight lock on it for owner (ErrTokenInUse while another owner
-	// holds it). Asking again as the same owner succeeds, so a retried call
-	// whose first reply was lost does not lock its own caller out.
-	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
-	// EndUse releases the lock if owner holds it; consumed=true also deletes
-	// the token, but only if it is still this token (compare-and-delete).
-	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
-	// Snapshot reads the line's head, last ticket, length, the tickets
-	// that left above the head (at most SnapshotMaxLeft) and the config, in
-	// one step.
-	Snapshot(ctx context.Context, queue string) (Snapshot, error)
+}
+
+// Inspector reads the queues without changing anything: for operators,
+// metrics and readiness.
+type Inspector interface {
+	// Config returns ErrQueueNotFound for an unknown queue.
+	Config(ctx context.Context, queue string) (Config, error)
+	// Queues lists every queue's name.
+	Queues(ctx context.Context) ([]string, error)
 	// Stats reads the operator's numbers for a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
-	// FirstUse records key (a one-time thing of the queue, such as a solved
-	// challenge) for ttl and reports whether this was its first use: of
-	// any number of concurrent calls with one key, exactly one gets true
-	// until ttl passes. The queue need not exist.
-	FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error)
+	// RateChanges lists the admission rate's recent changes, oldest first.
+	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
 	// Ping reports whether the store answers (readiness).
 	Ping(ctx context.Context) error
 }

@@ -192,9 +192,6 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 	}
 }
 
-// Store returns the store behind the service.
-func (s *Service) Store() Store { return s.store }
-
 // Enter puts the user in line (or tells them they are already in or READY).
 // A closed queue (ClosesAt passed) tells whoever holds a place where they
 // stand, and refuses anyone else (ErrQueueClosed).

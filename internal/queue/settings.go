@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/waitroom/waitroom/internal/challenge"
 )
 
 // Config is one queue's settings. Every instance reads them from the store,
@@ -54,8 +52,7 @@ type Config struct {
 	// Entry says who may take a place (default EntryChallenge).
 	Entry EntryPolicy
 	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
-	// PBKDF2 iterations per attempt (package challenge). A solution takes
-	// challenge.ExpectedAttempts attempts on average; checking one takes one.
+	// PBKDF2 iterations per attempt (package challenge; MinChallengeCost).
 	ChallengeCost int
 }
 
@@ -118,6 +115,18 @@ func (c Config) RateInForce(eff float64) float64 {
 
 // PerTick is how many users one tick admits on average.
 func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
+
+// The proof of work's difficulty a queue may ask for (challengeCost), in
+// PBKDF2 iterations per attempt: below 10 a browser's per-call overhead is
+// the whole cost, and above 100,000 checking one solution would take tens
+// of milliseconds of the server's time (package challenge refuses more).
+// The default, measured in docs/security.md, is about 0.5 s of one core of
+// native code per place, about a second for the page in Chromium on two
+// cores.
+const (
+	MinChallengeCost, MaxChallengeCost = 10, 100_000
+	DefaultChallengeCost               = 700
+)
 
 // Every per-queue setting is declared once, in Settings: its name in the
 // admin JSON, its field in the store's config hash (wr:{q}:cfg on Redis),
@@ -244,8 +253,8 @@ var Settings = []Setting{
 	{Name: "entry", Field: "entry", Kind: Choice, Choices: []string{string(EntryAny), string(EntryChallenge), string(EntrySigned)}, Default: string(EntryChallenge),
 		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"}, Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",
 		get: func(c *Config) any { return string(c.Entry) }, set: func(c *Config, v any) { c.Entry = EntryPolicy(v.(string)) }},
-	{Name: "challengeCost", Field: "challenge_cost", Kind: Integer, Min: challenge.MinCost, Max: challenge.MaxCost, Default: int64(challenge.DefaultCost),
-		Label: "Proof-of-work cost", Flag: "challenge-cost", Help: fmt.Sprintf("The proof of work's difficulty under entry challenge: PBKDF2 iterations per attempt, %d attempts on average; checking a solution takes one.", challenge.ExpectedAttempts),
+	{Name: "challengeCost", Field: "challenge_cost", Kind: Integer, Min: MinChallengeCost, Max: MaxChallengeCost, Default: int64(DefaultChallengeCost),
+		Label: "Proof-of-work cost", Flag: "challenge-cost", Help: "The proof of work's difficulty under entry challenge: PBKDF2 iterations per attempt, 4096 attempts on average; checking a solution takes one.",
 		get: func(c *Config) any { return int64(c.ChallengeCost) }, set: func(c *Config, v any) { c.ChallengeCost = int(v.(int64)) }},
 	{Name: "rateDerivation", Field: "derivation", Kind: Text, ReadOnly: true, Default: "set directly: 100/s",
 		Label: "Rate derived from", Help: "Where ratePerSecond came from.",

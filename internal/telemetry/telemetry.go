@@ -19,8 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/spend"
 )
 
 // QueueReader is what the scrape needs from the line.
@@ -145,8 +145,8 @@ func (m *Metrics) Order(result string, d time.Duration) {
 }
 
 // ProtectedCall records one call made with an entry token (an
-// entry.Observer).
-func (m *Metrics) ProtectedCall(queue string, took time.Duration, o entry.Outcome) {
+// spend.Observer).
+func (m *Metrics) ProtectedCall(queue string, took time.Duration, o spend.Outcome) {
 	if m == nil {
 		return
 	}

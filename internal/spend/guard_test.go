@@ -1,4 +1,4 @@
-package entry_test
+package spend_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/entry"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/spend"
 )
 
 // admitted returns a store holding one admitted user's token, and that token.
-func admitted(t *testing.T) (*memstore.Store, entry.Token) {
+func admitted(t *testing.T) (*memstore.Store, spend.Token) {
 	t.Helper()
 	ctx := context.Background()
 	s := memstore.New(nil)
@@ -32,10 +32,10 @@ func admitted(t *testing.T) (*memstore.Store, entry.Token) {
 	if err != nil || e.State != queue.Ready {
 		t.Fatalf("alice not admitted: %+v %v", e, err)
 	}
-	return s, entry.Token{Queue: "q", User: "alice", Value: e.Token}
+	return s, spend.Token{Queue: "q", User: "alice", Value: e.Token}
 }
 
-func holds(t *testing.T, s *memstore.Store, tok entry.Token) bool {
+func holds(t *testing.T, s *memstore.Store, tok spend.Token) bool {
 	t.Helper()
 	e, err := s.Status(context.Background(), tok.Queue, tok.User)
 	if err != nil {
@@ -46,25 +46,25 @@ func holds(t *testing.T, s *memstore.Store, tok entry.Token) bool {
 
 func TestOutcomeDecidesTheToken(t *testing.T) {
 	for _, tt := range []struct {
-		outcome entry.Outcome
+		outcome spend.Outcome
 		kept    bool
 	}{
-		{entry.Succeeded, false},
-		{entry.Spent, false},
-		{entry.Refused, true},
-		{entry.Failed, true},
-		{entry.TimedOut, true},
+		{spend.Succeeded, false},
+		{spend.Spent, false},
+		{spend.Refused, true},
+		{spend.Failed, true},
+		{spend.TimedOut, true},
 	} {
 		t.Run(tt.outcome.String(), func(t *testing.T) {
 			s, tok := admitted(t)
-			var seen []entry.Outcome
-			g := entry.NewGuard(s, 0, func(q string, _ time.Duration, o entry.Outcome) {
+			var seen []spend.Outcome
+			g := spend.NewGuard(s, 0, func(q string, _ time.Duration, o spend.Outcome) {
 				if q != tok.Queue {
 					t.Errorf("observed queue %q, want %q", q, tok.Queue)
 				}
 				seen = append(seen, o)
 			})
-			err := g.Use(context.Background(), tok, func(context.Context) entry.Outcome { return tt.outcome })
+			err := g.Use(context.Background(), tok, func(context.Context) spend.Outcome { return tt.outcome })
 			if err != nil {
 				t.Fatalf("Use: %v", err)
 			}
@@ -75,7 +75,7 @@ func TestOutcomeDecidesTheToken(t *testing.T) {
 				t.Errorf("observed %v, want [%v]", seen, tt.outcome)
 			}
 			// Kept means usable again at once: the lock was released.
-			err = g.Use(context.Background(), tok, func(context.Context) entry.Outcome { return entry.Succeeded })
+			err = g.Use(context.Background(), tok, func(context.Context) spend.Outcome { return spend.Succeeded })
 			if tt.kept && err != nil {
 				t.Errorf("second use of a kept token: %v", err)
 			}
@@ -88,14 +88,14 @@ func TestOutcomeDecidesTheToken(t *testing.T) {
 
 func TestRefusedBeforeTheCall(t *testing.T) {
 	s, tok := admitted(t)
-	g := entry.NewGuard(s, 0, nil)
-	for _, bad := range []entry.Token{
+	g := spend.NewGuard(s, 0, nil)
+	for _, bad := range []spend.Token{
 		{Queue: tok.Queue, User: tok.User, Value: "wrong"},
 		{Queue: tok.Queue, User: "bob", Value: tok.Value},
 		{Queue: "nowhere", User: tok.User, Value: tok.Value},
 	} {
 		called := false
-		err := g.Use(context.Background(), bad, func(context.Context) entry.Outcome { called = true; return entry.Succeeded })
+		err := g.Use(context.Background(), bad, func(context.Context) spend.Outcome { called = true; return spend.Succeeded })
 		if !errors.Is(err, queue.ErrTokenInvalid) || called {
 			t.Errorf("%+v: err %v, called %v; want ErrTokenInvalid and no call", bad, err, called)
 		}
@@ -109,7 +109,7 @@ func TestRefusedBeforeTheCall(t *testing.T) {
 // are refused as in use, and the token is then spent.
 func TestConcurrentUsesMakeOneCall(t *testing.T) {
 	s, tok := admitted(t)
-	g := entry.NewGuard(s, 0, nil)
+	g := spend.NewGuard(s, 0, nil)
 	var calls, inUse atomic.Int32
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -118,10 +118,10 @@ func TestConcurrentUsesMakeOneCall(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := g.Use(context.Background(), tok, func(context.Context) entry.Outcome {
+			err := g.Use(context.Background(), tok, func(context.Context) spend.Outcome {
 				calls.Add(1)
 				<-release // hold the lock until every other use has been refused
-				return entry.Succeeded
+				return spend.Succeeded
 			})
 			switch {
 			case errors.Is(err, queue.ErrTokenInUse):
@@ -148,19 +148,19 @@ func TestConcurrentUsesMakeOneCall(t *testing.T) {
 
 func TestPanicKeepsTokenAndReleasesLock(t *testing.T) {
 	s, tok := admitted(t)
-	var seen entry.Outcome = -1
-	g := entry.NewGuard(s, 0, func(_ string, _ time.Duration, o entry.Outcome) { seen = o })
+	var seen spend.Outcome = -1
+	g := spend.NewGuard(s, 0, func(_ string, _ time.Duration, o spend.Outcome) { seen = o })
 	func() {
 		defer func() { recover() }()
-		g.Use(context.Background(), tok, func(context.Context) entry.Outcome { panic("backend bug") })
+		g.Use(context.Background(), tok, func(context.Context) spend.Outcome { panic("backend bug") })
 	}()
-	if seen != entry.Failed {
+	if seen != spend.Failed {
 		t.Errorf("observed %v, want failed", seen)
 	}
 	if !holds(t, s, tok) {
 		t.Fatal("a panicking call took the token")
 	}
-	if err := g.Use(context.Background(), tok, func(context.Context) entry.Outcome { return entry.Succeeded }); err != nil {
+	if err := g.Use(context.Background(), tok, func(context.Context) spend.Outcome { return spend.Succeeded }); err != nil {
 		t.Errorf("lock not released after a panic: %v", err)
 	}
 }
@@ -169,12 +169,12 @@ func TestPanicKeepsTokenAndReleasesLock(t *testing.T) {
 // takes no lock, so a browser's several requests at once all pass.
 func TestCheckKeepsTheToken(t *testing.T) {
 	s, tok := admitted(t)
-	var observed []entry.Outcome
-	g := entry.NewGuard(s, 0, func(_ string, _ time.Duration, o entry.Outcome) { observed = append(observed, o) })
+	var observed []spend.Outcome
+	g := spend.NewGuard(s, 0, func(_ string, _ time.Duration, o spend.Outcome) { observed = append(observed, o) })
 	inner := make(chan error, 1)
-	err := g.Check(context.Background(), tok, func(ctx context.Context) entry.Outcome {
-		inner <- g.Check(ctx, tok, func(context.Context) entry.Outcome { return entry.Succeeded })
-		return entry.Succeeded
+	err := g.Check(context.Background(), tok, func(ctx context.Context) spend.Outcome {
+		inner <- g.Check(ctx, tok, func(context.Context) spend.Outcome { return spend.Succeeded })
+		return spend.Succeeded
 	})
 	if err != nil || <-inner != nil {
 		t.Fatalf("Check: %v; a Check while another runs must pass too", err)
@@ -185,12 +185,12 @@ func TestCheckKeepsTheToken(t *testing.T) {
 	if len(observed) != 2 {
 		t.Errorf("observed %v, want both calls", observed)
 	}
-	for _, bad := range []entry.Token{
+	for _, bad := range []spend.Token{
 		{Queue: tok.Queue, User: tok.User, Value: "wrong"},
 		{Queue: "nowhere", User: tok.User, Value: tok.Value},
 	} {
 		called := false
-		if err := g.Check(context.Background(), bad, func(context.Context) entry.Outcome { called = true; return entry.Succeeded }); !errors.Is(err, queue.ErrTokenInvalid) || called {
+		if err := g.Check(context.Background(), bad, func(context.Context) spend.Outcome { called = true; return spend.Succeeded }); !errors.Is(err, queue.ErrTokenInvalid) || called {
 			t.Errorf("%+v: %v, called %v", bad, err, called)
 		}
 	}
@@ -199,8 +199,8 @@ func TestCheckKeepsTheToken(t *testing.T) {
 // A token spent through this guard no longer opens a Check, trusted or not.
 func TestCheckAfterUseOnThisGuard(t *testing.T) {
 	s, tok := admitted(t)
-	g := entry.NewGuard(s, 0, nil)
-	ok := func(context.Context) entry.Outcome { return entry.Succeeded }
+	g := spend.NewGuard(s, 0, nil)
+	ok := func(context.Context) spend.Outcome { return spend.Succeeded }
 	if err := g.Check(context.Background(), tok, ok); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package entry keeps the rules of an entry token's use, the same wherever
-// the token is spent: the built-in order API (package order) and gateway
+// Package spend spends entry tokens: the rules of a token's use, the same
+// wherever it is spent: the built-in order API (package order) and gateway
 // mode in front of any backend (package gateway). A use checks the token and
 // takes its in-flight lock for this request alone (a concurrent second use is
 // refused and never reaches the backend), runs the protected call, then
@@ -7,7 +7,7 @@
 // failed order can be retried and one token never buys twice. Every call's
 // latency and outcome is reported, because the backend's measured health is
 // what admission follows.
-package entry
+package spend
 
 import (
 	"context"
@@ -113,9 +113,6 @@ func NewGuard(tokens Tokens, lockTTL time.Duration, observe Observer) *Guard {
 	}
 	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe, confirmed: map[Token]time.Time{}}
 }
-
-// LockTTL is how long a use may hold its token's lock.
-func (g *Guard) LockTTL() time.Duration { return g.lockTTL }
 
 // Use checks the token, takes its in-flight lock for this call alone, runs
 // call, and ends the use by the outcome call returns: consumed on Succeeded
