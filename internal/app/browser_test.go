@@ -468,6 +468,10 @@ func TestBrowser(t *testing.T) {
 		}
 		bob.typeInto("#product", "b-tee")
 		bob.typeInto("#quantity", "2")
+		// The receipt names the product from the page's own request for it,
+		// sent when the field changed: wait for it as alice did, or an order
+		// answered first is receipted by the product's id.
+		bob.waitUntil("the product's name", `document.getElementById('product-info').textContent.includes('Tee')`, 5*time.Second)
 		bob.click("#order-button")
 		bob.waitState("done", 5*time.Second)
 		if got := bob.text("#order-detail"); got != "2 × Tee" {
