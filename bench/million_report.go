@@ -119,8 +119,8 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		fmt.Fprintf(&b, "\nThe rest of the section loads through `%s`: the less the generator takes of the two shared cores, the more the server's figures are its own.\n", ClientRaw)
 	}
 
-	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the users still waiting, in a fixed scramble of the line of %s (so no user repeats within a step, and with more users than the identity cache's 400,000 tokens every poll verifies its JWT), %v per rate, admission running at 100/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
-		thousands(m.Users), m.stepDuration())
+	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the users still waiting, in a fixed scramble of the line of %s (so no user repeats within a step, and with more users than the identity cache's 400,000 tokens every poll verifies its JWT), %v per rate, admission running at %.0f/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
+		thousands(m.Users), m.stepDuration(), m.Rate)
 	b.WriteString("| offered | answered | p50 | p99 | p99.9 | generator lag p99 | failed | instance CPU/poll | generator CPU/poll | Redis commands/poll | Redis CPU/poll | from the snapshot | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range m.Sweep {
 		r, n := s.Result, max(1, s.Result.Requests)
@@ -141,8 +141,8 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 	p := m.Pollers
 	pu := m.PollersUse
 	polls := max(1, p.Far.Answered+p.Near)
-	fmt.Fprintf(&b, "\n**The night: the poller model.** %s of the line poll as the waiting page does — the first %s waiting and one in %d behind them, about %.0f polls/s nominal (80%% of the knee, or of the sweep's first rate without one: the share of the night this instance carries, the rest on other instances) — each when the last answer's `pollAfterSeconds` said, with `?waitSeconds=%d`; first polls spread over 10 s as if they had been polling all along; admission at 100/s. Polls that may be held (the user was about to be let in) go on connections of their own, as each person has their own. A user polls again only once answered, so a server that falls behind is offered less than nominal: the gap is the measure. Measured over %v after a warm-up:\n\n",
-		thousands(p.Users), thousands(m.PollFront), m.PollEvery, float64(m.Users)/float64(max(1, m.PollEvery))/10, herdWaitSeconds, p.Window)
+	fmt.Fprintf(&b, "\n**The night: the poller model.** %s of the line poll as the waiting page does — the first %s waiting and one in %d behind them, about %.0f polls/s nominal (80%% of the knee, or of the sweep's first rate without one: the share of the night this instance carries, the rest on other instances) — each when the last answer's `pollAfterSeconds` said, with `?waitSeconds=%d`; first polls spread over 10 s as if they had been polling all along; admission at %.0f/s. Polls that may be held (the user was about to be let in) go on connections of their own, as each person has their own. A user polls again only once answered, so a server that falls behind is offered less than nominal: the gap is the measure. Measured over %v after a warm-up:\n\n",
+		thousands(p.Users), thousands(m.PollFront), m.PollEvery, float64(m.Users)/float64(max(1, m.PollEvery))/10, herdWaitSeconds, m.Rate, p.Window)
 	b.WriteString("| polls offered | answered | far polls: p50 | p99 | p99.9 | generator lag p99 | failed | polls near the front (held) | let in | instance CPU/poll | Redis commands/poll | Redis CPU/poll | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| %.0f/s | %.0f/s | %s | **%s** | %s | %s | %d | %d | %d | %.1f µs | %.3f | %.2f µs | %s |\n",
 		p.Offered, p.Answered, msStr(p.Far.P50), msStr(p.Far.P99), msStr(p.Far.P999), msStr(p.Far.LagP99), p.Far.Requests-p.Far.OK, p.Near, p.Ready,
