@@ -336,7 +336,7 @@ func enter(l *line, user string) *line {
 // reply checks an enter's or a status's answer and applies it.
 func reply(l *line, in Input, out Output) *line {
 	user := in.User
-	token, admitted := l.held[user]
+	_, admitted := l.held[user]
 	switch out.State {
 	case Full:
 		if in.Kind != Enter || admitted || l.rank(user) > 0 || l.inPre(user) ||
@@ -353,52 +353,9 @@ func reply(l *line, in Input, out Output) *line {
 		}
 		return l
 	case Ready:
-		if !admitted {
-			r := l.rank(user)
-			if r == 0 {
-				return nil
-			}
-			var ok bool
-			if l, ok = l.admit(r); !ok { // FIFO: everyone ahead goes first
-				return nil
-			}
-			token = ""
-		}
-		if token == "" {
-			n := l.clone()
-			n.held[user] = out.Token
-			return n.done()
-		}
-		if token != out.Token {
-			return nil
-		}
-		return l
+		return ready(l, user, out.Token)
 	case NotInQueue:
-		if in.Kind == Enter || l.inPre(user) {
-			return nil
-		}
-		noShow := in.Spec.AbandonAfter > 0 && in.SinceSeen >= in.Spec.AbandonAfter
-		if r := l.rank(user); r > 0 {
-			// Only a no-show leaves the line without a token: dropped at
-			// the head, so everyone ahead went first.
-			if !noShow {
-				return nil
-			}
-			var ok bool
-			if l, ok = l.admit(r); !ok {
-				return nil
-			}
-			token, admitted = "", true
-		}
-		if admitted {
-			if token != "" || !noShow {
-				return nil
-			}
-			n := l.clone()
-			delete(n.held, user)
-			return n.done()
-		}
-		return l
+		return notInQueue(l, in)
 	case Waiting:
 		if admitted || l.inPre(user) {
 			return nil
@@ -422,6 +379,65 @@ func reply(l *line, in Input, out Output) *line {
 		return n
 	}
 	return nil
+}
+
+// ready checks a READY answer carrying token got and applies it: the user
+// holds that token, or was in line and is let in now, everyone ahead first.
+func ready(l *line, user, got string) *line {
+	token, admitted := l.held[user]
+	if !admitted {
+		r := l.rank(user)
+		if r == 0 {
+			return nil
+		}
+		var ok bool
+		if l, ok = l.admit(r); !ok { // FIFO: everyone ahead goes first
+			return nil
+		}
+		token = ""
+	}
+	if token == "" {
+		n := l.clone()
+		n.held[user] = got
+		return n.done()
+	}
+	if token != got {
+		return nil
+	}
+	return l
+}
+
+// notInQueue checks a NOT_IN_QUEUE answer to a status and applies it: the
+// user is neither in line nor holding a token, or is a no-show the line
+// dropped (everyone ahead of them gone first).
+func notInQueue(l *line, in Input) *line {
+	user := in.User
+	token, admitted := l.held[user]
+	if in.Kind == Enter || l.inPre(user) {
+		return nil
+	}
+	noShow := in.Spec.AbandonAfter > 0 && in.SinceSeen >= in.Spec.AbandonAfter
+	if r := l.rank(user); r > 0 {
+		// Only a no-show leaves the line without a token: dropped at
+		// the head, so everyone ahead went first.
+		if !noShow {
+			return nil
+		}
+		var ok bool
+		if l, ok = l.admit(r); !ok {
+			return nil
+		}
+		token, admitted = "", true
+	}
+	if admitted {
+		if token != "" || !noShow {
+			return nil
+		}
+		n := l.clone()
+		delete(n.held, user)
+		return n.done()
+	}
+	return l
 }
 
 // leave takes the user out of line or the pre-queue, or gives back their

@@ -261,8 +261,8 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
 
 // unplaced is, while an opening is being placed, how many of its pre-queue
 // are still to be placed: they are ahead of everyone who entered after its
-// close (tickets above openEnd), and the line's length counts them, as
-// prelude.lua's unplaced says. The caller holds q.mu.
+// close (tickets above openEnd), and the line's length counts them. The
+// caller holds q.mu.
 func (q *state) unplaced() int64 {
 	if q.openState != "placing" {
 		return 0
