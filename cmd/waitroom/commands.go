@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 // help prints the commands and what they do.
@@ -27,6 +28,8 @@ Commands:
             (the command when none is named)
   proxy     put the line in front of any HTTP backend (gateway mode, docs/gateway.md)
   token     print a user JWT to try the API with: token --user ID [--ttl 1h]
+  page      check DIR: check a --page-dir (the shop's waiting page templates,
+            docs/page.md) as serve would at start, without serving it
   version   print the version and the source revision this binary was built from
   help      print this help
 
@@ -88,6 +91,21 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	}
 	_, err := fmt.Fprintln(stdout, app.SignUserJWT(*secret, *audience, *issuer, *user, *ttl))
 	return err
+}
+
+// page runs `waitroom page check DIR`: the checks serve makes of
+// --page-dir at start (every template parsed, its blocks placed, run in
+// every language), without starting a server.
+func page(args []string, stdout, stderr io.Writer) error {
+	if len(args) != 2 || args[0] != "check" {
+		fmt.Fprint(stderr, "Usage: waitroom page check DIR\n\n"+
+			"Checks a page directory as `waitroom serve --page-dir DIR` does at start: every\n"+
+			"template (DIR/waiting.html, DIR/queues/{queue}/waiting.html) parses, places\n"+
+			"waitroom's blocks and runs in every language, and every asset it names is in\n"+
+			"DIR/assets. A problem is printed with its file and line, and the exit status is 1.\n")
+		return errors.New("page: want `page check DIR`")
+	}
+	return web.Check(args[1], stdout)
 }
 
 // versionText names the module version and the source revision from the

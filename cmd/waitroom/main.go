@@ -3,6 +3,7 @@
 //	waitroom [serve] [flags]        serve the line, the order API and the pages
 //	waitroom proxy [flags]          put the line in front of any HTTP backend
 //	waitroom token --user ID        print a user JWT to try the API with
+//	waitroom page check DIR         check a --page-dir without serving it
 //	waitroom version | --version    the version and source revision
 //	waitroom help                   the commands
 //
@@ -51,6 +52,8 @@ func run(args []string) error {
 		return serve(app.ParseProxy, args)
 	case "token":
 		return token(args, os.Getenv, os.Stdout, os.Stderr)
+	case "page":
+		return page(args, os.Stdout, os.Stderr)
 	case "version":
 		_, err := fmt.Println(versionText())
 		return err

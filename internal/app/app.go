@@ -277,6 +277,15 @@ func (m *Main) buildHTTP() (err error) {
 	if c.MetricsAddr != "" {
 		publicMetrics = nil // only on the private listener
 	}
+	// The pages, the operator's templates among them: one that cannot work
+	// stops the start here, naming its file and line.
+	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir})
+	if err != nil {
+		return fmt.Errorf("--page-dir: %w", err)
+	}
+	if c.PageDir != "" {
+		m.Logger.Info("waiting page templates", "page_dir", c.PageDir, "templates", site.Templates())
+	}
 	m.history = queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
@@ -286,7 +295,7 @@ func (m *Main) buildHTTP() (err error) {
 		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate,
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
 		NewQueueConfig: m.newQueues,
-		Page:           web.Handler(web.Options{Base: c.prefix(), Gateway: c.Proxy}),
+		Page:           site,
 		OpenAPI:        waitroom.OpenAPI, Metrics: m.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)

@@ -44,6 +44,9 @@ type Config struct {
 	// MaxRate 0 is the most a tick admits (BatchSize per Interval):
 	// QueueConfig works them out.
 	Queue queue.Config
+	// PageDir is the operator's waiting page: templates and assets
+	// (docs/page.md); empty: the built-in page.
+	PageDir string
 	// AdmissionJitter: the admission loop's random delay after each due tick
 	// (default true; off only for the herd benchmark in bench/).
 	AdmissionJitter bool
@@ -118,6 +121,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuthIssuer, "auth-issuer", "", "when set, a user JWT's iss must be it (the shop's login); empty: iss is not checked")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
 	c.queueFlags(fs)
+	fs.StringVar(&c.PageDir, "page-dir", "", "the shop's own waiting page: a directory with waiting.html (a Go html/template placing waitroom's blocks), optional queues/{queue}/waiting.html per queue and assets/ served at /assets/custom/ (docs/page.md); every template is checked at start; empty: the built-in page")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 5*time.Second, "how often each queue's length is sampled for the admin page's chart (the last 10 minutes are kept, so the chart has them the moment the page opens)")

@@ -597,7 +597,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 
 // runOpenAPI drives every route and status on one backend.
 func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
-	in := boot(t, b, nil)
+	// The shop's own page (examples/page): its files are served too.
+	in := boot(t, b, func(c *app.Config) { c.PageDir = "../../examples/page" })
 	k := &oaChecker{c: c, in: in, hit: h}
 	admin := in.adminAuth()
 
@@ -654,6 +655,21 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		t.Error("GET /q/{queue} without identity set no cookie")
 	}
 	k.call(t, oaCase{method: "GET", path: "/q/bad*name", status: 400, code: "invalid_queue_name", specInvalid: true})
+	// The page without JavaScript: under challenge it says why it cannot
+	// take a place; under any it takes one.
+	k.call(t, oaCase{method: "GET", path: "/q/" + paused + "/noscript?lang=ko", cookie: cookie, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/q/" + paused + "/noscript?joined=1", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/q/nosuchqueue/noscript", cookie: cookie, status: 404})
+	k.call(t, oaCase{method: "GET", path: "/q/bad*name/noscript", status: 400, code: "invalid_queue_name", specInvalid: true})
+	// The operator's message, in the answers of the line, by language.
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin,
+		body: map[string]any{"message": map[string]any{"en": "Restocked <b>M</b>", "ko": "재입고"}}, status: 200})
+	if r := k.call(t, oaCase{method: "GET", path: me(paused) + "?lang=ko", auth: in.as(bob), status: 200}); r.str("message") != "재입고" {
+		t.Errorf("the message for ?lang=ko: %s", r.raw)
+	}
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"message": strings.Repeat("x", 501)},
+		status: 400, code: "invalid_config", specInvalid: true})
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"message": ""}, status: 200})
 	// An anonymous session solves the queue's challenge to take a place.
 	r = k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 403, code: "challenge_required"})
 	if e, _ := r.body["error"].(map[string]any); e["challengeUrl"] != "/api/v1/queues/"+paused+"/challenge" {
@@ -783,7 +799,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: map[string]any{"ratePerSecond": 1000, "batchSize": 10, "intervalMs": 100}, status: 400, code: "invalid_config"})
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"rate":5}`, status: 400, code: "invalid_request", specInvalid: true})
 		k.call(t, oaCase{method: method, path: p, auth: admin, body: `null`, status: 400, code: "invalid_request", specInvalid: true})
-		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"paused":true` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
+		k.call(t, oaCase{method: method, path: p, auth: admin, body: `{"paused":true` + strings.Repeat(" ", 64<<10) + `}`, status: 413, code: "body_too_large"})
 		k.call(t, oaCase{method: method, path: "/admin/v1/queues/bad*name", auth: admin, body: map[string]any{}, status: 400, code: "invalid_queue_name", specInvalid: true})
 	}
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin, body: map[string]any{"name": "x"}, status: 400, code: "invalid_request", specInvalid: true})
@@ -830,6 +846,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/static/waitroom.css", headers: []string{"Range", "bytes=0-9"}, status: 206})
 	k.call(t, oaCase{method: "GET", path: "/static/waitroom.css", headers: []string{"Range", "bytes=99999999-"}, status: 416})
 	k.call(t, oaCase{method: "GET", path: "/static/nope.css", status: 404})
+	css := k.call(t, oaCase{method: "GET", path: "/assets/custom/brand.css", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/assets/custom/brand.css?v=1", headers: []string{"If-None-Match", css.header.Get("ETag")}, status: 304})
+	k.call(t, oaCase{method: "GET", path: "/assets/custom/nope.css", status: 404})
 
 	// ---- operations
 	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
@@ -1034,6 +1053,10 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
 			t.Errorf("%s %s: Retry-After %q", m.method, m.path, r.header.Get("Retry-After"))
 		}
+	}
+	// The page without JavaScript says so, and tries again.
+	if r := k.call(t, oaCase{method: "GET", path: "/q/" + q + "/noscript", auth: in.as(u), status: 503}); r.header.Get("Retry-After") == "" {
+		t.Errorf("the page without JavaScript, store down: no Retry-After")
 	}
 	// Still alive, and metrics still answer (the store is reported down).
 	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})

@@ -51,6 +51,9 @@ func TestOpenAPIQueueSettings(t *testing.T) {
 				wantType, wantFormat = "integer", "int64"
 			case queue.Instant, queue.Choice:
 				wantType = "string"
+			case queue.TextByLanguage:
+				checkMessageSchema(t, c, stats.Properties[s.Name], body.Properties[s.Name])
+				return
 			}
 			if s.Name == "batchSize" {
 				wantFormat = "" // an int in Go; the document has always left it unformatted
@@ -113,4 +116,35 @@ func enum(s *openapi3.Schema) []string {
 		out = append(out, fmt.Sprint(v))
 	}
 	return out
+}
+
+// checkMessageSchema: a TextByLanguage setting is a string or an object of
+// strings (MessageSetting), each text at most queue.MaxMessageChars; the
+// PUT and PATCH body's may be null.
+func checkMessageSchema(t *testing.T, c *oaContract, out, in *openapi3.SchemaRef) {
+	t.Helper()
+	ms := c.doc.Components.Schemas["MessageSetting"]
+	if ms == nil || out == nil || out.Ref != "#/components/schemas/MessageSetting" {
+		t.Fatalf("QueueStats.message is not a MessageSetting: %+v", out)
+	}
+	var kinds []string
+	for _, alt := range ms.Value.OneOf {
+		kinds = append(kinds, alt.Value.Type.Slice()...)
+		text := alt.Value
+		if alt.Value.Type.Is("object") {
+			text = alt.Value.AdditionalProperties.Schema.Value
+			if alt.Value.MaxProps == nil || *alt.Value.MaxProps != queue.MaxMessageLanguages {
+				t.Errorf("MessageSetting's object: maxProperties %v, want %d", alt.Value.MaxProps, queue.MaxMessageLanguages)
+			}
+		}
+		if text.MaxLength == nil || *text.MaxLength != queue.MaxMessageChars {
+			t.Errorf("MessageSetting's %v: maxLength %v, want %d", alt.Value.Type, text.MaxLength, queue.MaxMessageChars)
+		}
+	}
+	if !slices.Equal(kinds, []string{"string", "object"}) {
+		t.Errorf("MessageSetting is one of %v, want a string or an object", kinds)
+	}
+	if in == nil || !in.Value.Nullable || len(in.Value.AllOf) != 1 || in.Value.AllOf[0].Ref != "#/components/schemas/MessageSetting" {
+		t.Errorf("QueueConfig.message is not a nullable MessageSetting")
+	}
 }

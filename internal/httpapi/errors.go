@@ -90,6 +90,36 @@ var errorTable = []struct {
 	{gateway.ErrRequestTarget, errorRow{http.StatusBadRequest, "invalid_request_target", 0}},
 }
 
+// noteError looks err up in the table, logs it when it is unexpected or a
+// dependency's failure, counts it, and says what the client may be told:
+// the row (with the error's own Retry-After when it knows one) and the
+// message.
+func (s *Server) noteError(w http.ResponseWriter, r *http.Request, err error) (errorRow, string) {
+	row, known := lookupError(err)
+	msg := err.Error()
+	// Logged once per code per second, with a count (errorLog): during an
+	// outage every request fails the same way.
+	if !known {
+		s.errLog.log(r.Context(), slog.LevelError, row.code, "unexpected error", "method", r.Method, "path", r.URL.Path,
+			"request_id", requestID(r.Context()), "err", err)
+		msg = "internal error"
+	} else if row.status >= 500 && !errors.Is(err, errDraining) && !errors.Is(err, ErrNotReady) {
+		// (Draining and not-ready are this instance's own news, said in full.)
+		s.errLog.log(r.Context(), slog.LevelWarn, row.code, "dependency unavailable", "path", r.URL.Path,
+			"request_id", requestID(r.Context()), "err", err)
+		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"
+	}
+	if sw, ok := w.(*statusWriter); ok {
+		sw.code = row.code
+	}
+	s.Metrics.Rejected(row.code)
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		row.retryAfter = max(int((ra.RetryAfter()+time.Second-1)/time.Second), 1)
+	}
+	return row, msg
+}
+
 // errWith adds detail to a sentinel, keeping errors.Is working.
 func errWith(sentinel error, detail string) error {
 	return fmt.Errorf("%w: %s", sentinel, detail)
@@ -113,28 +143,7 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 // writeError answers err from the table. Unexpected errors are logged here,
 // once; their text never reaches the client.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	row, known := lookupError(err)
-	msg := err.Error()
-	// Logged once per code per second, with a count (errorLog): during an
-	// outage every request fails the same way.
-	if !known {
-		s.errLog.log(r.Context(), slog.LevelError, row.code, "unexpected error", "method", r.Method, "path", r.URL.Path,
-			"request_id", requestID(r.Context()), "err", err)
-		msg = "internal error"
-	} else if row.status >= 500 && !errors.Is(err, errDraining) && !errors.Is(err, ErrNotReady) {
-		// (Draining and not-ready are this instance's own news, said in full.)
-		s.errLog.log(r.Context(), slog.LevelWarn, row.code, "dependency unavailable", "path", r.URL.Path,
-			"request_id", requestID(r.Context()), "err", err)
-		msg = "temporarily unavailable; retry after " + strconv.Itoa(row.retryAfter) + " s"
-	}
-	if sw, ok := w.(*statusWriter); ok {
-		sw.code = row.code
-	}
-	s.Metrics.Rejected(row.code)
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) {
-		row.retryAfter = max(int((ra.RetryAfter()+time.Second-1)/time.Second), 1)
-	}
+	row, msg := s.noteError(w, r, err)
 	if row.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(row.retryAfter))
 	}

@@ -1,33 +1,143 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
+	"time"
 
+	"golang.org/x/text/language"
+
+	"github.com/waitroom/waitroom/internal/gatekeeper"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 // page serves the waiting-room page, first giving a visitor without an
 // identity the anonymous session cookie the page's API calls will carry.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	if q := r.PathValue("queue"); q != "" {
-		if err := queue.ValidateQueueName(q); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	q, ok := s.pageQueue(w, r)
+	if !ok {
+		return
 	}
 	if _, err := s.Identity.User(r); err != nil {
-		if err := s.Gate.NewSession(s.Gate.Address(r)); err != nil {
+		if _, err := s.newSession(w, r); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		_, value := s.Identity.NewSession()
-		http.SetCookie(w, s.Identity.Cookie(r, value))
 	}
-	s.pageFiles(w, r)
+	s.Page.Waiting(w, r, web.Visit{Queue: q, Message: s.pageMessage(r, q)})
 }
 
-// pageFiles serves what comes with the page (its static files, the admin
-// page): nothing there names a user, so no cookie is set.
+// pageQueue is the queue the page is for (/ is the default one), or false
+// after answering a bad name or a server without pages.
+func (s *Server) pageQueue(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if s.Page == nil {
+		s.writeError(w, r, errNotFound)
+		return "", false
+	}
+	q := r.PathValue("queue")
+	if q == "" {
+		return queue.DefaultQueue, true
+	}
+	if err := queue.ValidateQueueName(q); err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
+	return q, true
+}
+
+// newSession starts an anonymous session (within the address's limit) and
+// sets its cookie.
+func (s *Server) newSession(w http.ResponseWriter, r *http.Request) (identity.Caller, error) {
+	if err := s.Gate.NewSession(s.Gate.Address(r)); err != nil {
+		return identity.Caller{}, err
+	}
+	user, value := s.Identity.NewSession()
+	http.SetCookie(w, s.Identity.Cookie(r, value))
+	return identity.Caller{User: user}, nil
+}
+
+// pageMessage is the queue's message for the page, in the page's language;
+// nil when there is none or it cannot be read now (the page's first answer
+// brings it).
+func (s *Server) pageMessage(r *http.Request, q string) func(lang string) string {
+	c, err := s.Queue.RecentConfig(r.Context(), q)
+	if err != nil || c.Message.Empty() {
+		return nil
+	}
+	return func(lang string) string { return c.Message.For(language.Make(lang)) }
+}
+
+// noScript serves the waiting page that works without JavaScript: the
+// server asks where the visitor stands and writes it into the page, which
+// refreshes itself when the line says to ask again (pollAfterSeconds). On
+// the first visit it takes a place, where the queue's entry policy lets a
+// visitor in without a challenge (any, or a signed-in user); under
+// challenge it says plainly why it cannot. A refresh that finds the visitor
+// out of line (?joined=1) says so rather than take a new place unasked.
+func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.pageQueue(w, r)
+	if !ok {
+		return
+	}
+	caller, err := s.Identity.Caller(r)
+	if err != nil {
+		if caller, err = s.newSession(w, r); err != nil {
+			s.Page.Waiting(w, r, web.Visit{Queue: q, NoScript: s.standing(w, r, queue.View{}, err)})
+			return
+		}
+	}
+	v, err := s.Queue.Status(r.Context(), q, caller.User)
+	if err == nil && v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1" {
+		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "")
+	}
+	s.Page.Waiting(w, r, web.Visit{Queue: q, NoScript: s.standing(w, r, v, err), Message: s.pageMessage(r, q)})
+}
+
+// standing is a view of the line, or the error that stood in its way
+// (logged and counted as the API would), as the page without JavaScript
+// shows it.
+func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, err error) *web.Standing {
+	if err != nil {
+		row, _ := s.noteError(w, r, err)
+		again := time.Duration(row.retryAfter) * time.Second
+		switch {
+		case errors.Is(err, queue.ErrQueueNotFound), errors.Is(err, queue.ErrInvalidQueue):
+			return &web.Standing{State: web.NotFound}
+		case errors.Is(err, gatekeeper.ErrChallengeRequired):
+			return &web.Standing{State: web.Challenge}
+		case errors.Is(err, gatekeeper.ErrSignInRequired):
+			return &web.Standing{State: web.SignIn}
+		case errors.Is(err, gatekeeper.ErrTooManyEntries):
+			return &web.Standing{State: web.Crowded, PollAfter: again}
+		case errors.Is(err, queue.ErrQueueFull):
+			return &web.Standing{State: web.Full, PollAfter: again}
+		default:
+			return &web.Standing{State: web.Trouble, PollAfter: max(again, 5*time.Second)}
+		}
+	}
+	st := &web.Standing{Position: v.Position, Length: v.Length, EstimatedWaitSeconds: v.EstimatedWaitSeconds,
+		Paused: v.Paused, Stalled: v.Stalled, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt}
+	if v.PollAfterSeconds != nil {
+		st.PollAfter = time.Duration(*v.PollAfterSeconds) * time.Second
+	}
+	switch {
+	case v.State == queue.Ready:
+		st.State = web.Ready
+	case v.State == queue.Waiting && !v.OpensAt.IsZero():
+		st.State = web.Opening
+	case v.State == queue.Waiting:
+		st.State = web.Waiting
+	default:
+		st.State = web.Left
+	}
+	return st
+}
+
+// pageFiles serves what comes with the page (its static files, the
+// operator's assets, the admin page): nothing there names a user, so no
+// cookie is set.
 func (s *Server) pageFiles(w http.ResponseWriter, r *http.Request) {
 	if s.Page == nil {
 		s.writeError(w, r, errNotFound)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 // The WAITING / READY / NOT_IN_QUEUE answers (DESIGN.md §3) are the answer
@@ -21,9 +22,10 @@ import (
 // one run). queue_handlers_test.go keeps the struct encoding/json wrote
 // them from and checks the bytes are the same.
 
-// appendEntryJSON appends the answer for v, newline-terminated as
-// json.Encoder ends it, without allocating.
-func appendEntryJSON(b []byte, v queue.View) []byte {
+// appendEntryJSON appends the answer for v, with the queue's message for
+// the reader ("": none), newline-terminated as json.Encoder ends it,
+// without allocating.
+func appendEntryJSON(b []byte, v queue.View, message string) []byte {
 	b = append(b, `{"status":`...)
 	b = appendJSONString(b, string(v.State))
 	opening := v.State == queue.Waiting && !v.OpensAt.IsZero()
@@ -67,6 +69,12 @@ func appendEntryJSON(b []byte, v queue.View) []byte {
 		b = v.OpensAt.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
+	// The operator's message, in every state: the reader sees it whatever
+	// the line tells them.
+	if message != "" {
+		b = append(b, `,"message":`...)
+		b = appendJSONString(b, message)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -94,10 +102,10 @@ var (
 	noStore         = []string{"no-store"}
 )
 
-// writeEntry answers 200 with v, as writeJSON would.
-func writeEntry(w http.ResponseWriter, v queue.View) {
+// writeEntry answers 200 with v and the message, as writeJSON would.
+func writeEntry(w http.ResponseWriter, v queue.View, message string) {
 	bp := entryBufs.Get().(*[]byte)
-	b := appendEntryJSON((*bp)[:0], v)
+	b := appendEntryJSON((*bp)[:0], v, message)
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = jsonContentType, noStore
 	w.WriteHeader(http.StatusOK)
@@ -155,7 +163,22 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeEntry(w, v)
+	writeEntry(w, v, s.entryMessage(r, r.PathValue("queue")))
+}
+
+// entryMessage is the queue's message for the request's reader, by ?lang=
+// (the page's language) then Accept-Language; "" when there is none, or
+// when the config cannot be read just now (the next poll brings it). The
+// config is read at most once a second per queue (RecentConfig), and a
+// change made through this instance shows at once, so a new message
+// reaches everyone within one poll.
+func (s *Server) entryMessage(r *http.Request, q string) string {
+	c, err := s.Queue.RecentConfig(r.Context(), q)
+	if err != nil || c.Message.Empty() {
+		return ""
+	}
+	asked := web.RequestLanguages(r)
+	return c.Message.For(append(asked[0], asked[1]...)...)
 }
 
 // ChallengeSolutionHeader carries a solved challenge on enter: the ALTCHA
@@ -237,7 +260,7 @@ func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
 // invalid_config.
 func decodeSettings(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
 	var raw map[string]json.RawMessage
-	if err := decodeJSON(w, r, &raw); err != nil {
+	if err := decodeJSONUpTo(w, r, &raw, maxSettingsBody); err != nil {
 		return nil, err
 	}
 	changes := make(map[string]any, len(raw))
@@ -273,6 +296,15 @@ func settingValue(k queue.Kind, raw json.RawMessage) (any, error) {
 		var b bool
 		err := json.Unmarshal(raw, &b)
 		return b, err
+	case queue.TextByLanguage: // a string, or an object of strings
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+			var m map[string]string
+			err := json.Unmarshal(raw, &m)
+			return m, err
+		}
+		var str string
+		err := json.Unmarshal(raw, &str)
+		return str, err
 	default:
 		var str string
 		err := json.Unmarshal(raw, &str)
@@ -287,6 +319,8 @@ func jsonKind(k queue.Kind) string {
 		return "integer"
 	case queue.Instant, queue.Choice:
 		return "string"
+	case queue.TextByLanguage:
+		return "string or an object of strings by language"
 	}
 	return string(k)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,10 +27,11 @@ type entryJSON struct {
 	Paused               bool        `json:"paused,omitempty"`
 	Stalled              bool        `json:"stalled,omitempty"`
 	OpensAt              *time.Time  `json:"opensAt,omitempty"`
+	Message              string      `json:"message,omitempty"`
 }
 
-func toEntryJSON(v queue.View) entryJSON {
-	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds}
+func toEntryJSON(v queue.View, message string) entryJSON {
+	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds, Message: message}
 	switch {
 	case v.State == queue.Waiting && !v.OpensAt.IsZero():
 		at := v.OpensAt.UTC()
@@ -44,9 +46,9 @@ func toEntryJSON(v queue.View) entryJSON {
 }
 
 // encodingJSON is how the answers were written before: writeJSON's encoder.
-func encodingJSON(v queue.View) []byte {
+func encodingJSON(v queue.View, message string) []byte {
 	var buf bytes.Buffer
-	json.NewEncoder(&buf).Encode(toEntryJSON(v))
+	json.NewEncoder(&buf).Encode(toEntryJSON(v, message))
 	return buf.Bytes()
 }
 
@@ -81,10 +83,18 @@ func TestEntryShapes(t *testing.T) {
 			`{"status":"NOT_IN_QUEUE","pollAfterSeconds":null}`},
 		{"not in queue paused", queue.View{State: queue.NotInQueue, Paused: true},
 			`{"status":"NOT_IN_QUEUE","pollAfterSeconds":null}`},
+		{"waiting, with a message", queue.View{State: queue.Waiting, Position: 1, Length: 1, PollAfterSeconds: &poll},
+			`{"status":"WAITING","position":1,"queueLength":1,"estimatedWaitSeconds":0,"pollAfterSeconds":5,"message":"Restocked <b>M</b>"}`},
+		{"ready, with a message", queue.View{State: queue.Ready, Token: "tok", ExpiresAt: exp},
+			`{"status":"READY","token":"tok","expiresAt":"2026-11-27T00:05:00Z","pollAfterSeconds":null,"message":"Restocked <b>M</b>"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got := appendEntryJSON(nil, c.view)
+			var message string
+			if strings.HasSuffix(c.name, "with a message") {
+				message = "Restocked <b>M</b>"
+			}
+			got := appendEntryJSON(nil, c.view, message)
 			var g, w any
 			if err := json.Unmarshal(got, &g); err != nil {
 				t.Fatalf("%s: %v", got, err)
@@ -119,7 +129,8 @@ func TestEntryJSONIsEncodingJSONs(t *testing.T) {
 			p := rnd.Int64N(13) - 1
 			v.PollAfterSeconds = &p
 		}
-		want, got := encodingJSON(v), appendEntryJSON(nil, v)
+		message := tokens[rnd.IntN(len(tokens))]
+		want, got := encodingJSON(v, message), appendEntryJSON(nil, v, message)
 		if !bytes.Equal(want, got) {
 			t.Fatalf("view %d %+v:\nencoding/json %s\nappended      %s", i, v, want, got)
 		}
@@ -135,7 +146,7 @@ func TestEntryJSONAllocatesNothing(t *testing.T) {
 		{State: queue.NotInQueue},
 		{State: queue.Waiting, OpensAt: time.Now(), PollAfterSeconds: &poll},
 	} {
-		if n := testing.AllocsPerRun(100, func() { buf = appendEntryJSON(buf[:0], v) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { buf = appendEntryJSON(buf[:0], v, "Restocked: S and M") }); n != 0 {
 			t.Errorf("%s: %v allocations", v.State, n)
 		}
 	}
@@ -151,13 +162,13 @@ func BenchmarkEntryJSON(b *testing.B) {
 	b.Run("encoding/json", func(b *testing.B) {
 		for range b.N {
 			var buf bytes.Buffer
-			json.NewEncoder(&buf).Encode(toEntryJSON(v))
+			json.NewEncoder(&buf).Encode(toEntryJSON(v, ""))
 		}
 	})
 	b.Run("appended", func(b *testing.B) {
 		for range b.N {
 			bp := entryBufs.Get().(*[]byte)
-			*bp = appendEntryJSON((*bp)[:0], v)
+			*bp = appendEntryJSON((*bp)[:0], v, "")
 			entryBufs.Put(bp)
 		}
 	})

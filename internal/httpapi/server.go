@@ -24,10 +24,16 @@ import (
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/telemetry"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
-// maxBody bounds every JSON body; a larger one is refused before parsing.
+// maxBody bounds every JSON body but a queue's settings; a larger one is
+// refused before parsing.
 const maxBody = 4 << 10
+
+// maxSettingsBody bounds a queue's settings (PUT, PATCH): a message may be
+// 500 characters in each of 20 languages.
+const maxSettingsBody = 64 << 10
 
 // Options configures a Server.
 type Options struct {
@@ -51,10 +57,12 @@ type Options struct {
 	// dependencies answer. strict (?strict=1) asks for the all-or-nothing
 	// answer: ready only while every part is whole.
 	Ready func(ctx context.Context, strict bool) (Readiness, error)
-	// Page serves GET / and /q/{queue} (after the session cookie is set),
-	// and also GET /static/… and /admin, the files and the admin page that
-	// come with it; nil answers 404 (an API-only server).
-	Page   http.Handler
+	// Page serves the waiting page of GET / and /q/{queue} (after the
+	// session cookie is set) and its twin without JavaScript
+	// (/q/{queue}/noscript), and also GET /static/…, /assets/custom/… and
+	// /admin, the files and the admin page that come with it; nil answers
+	// 404 (an API-only server).
+	Page   *web.Site
 	Logger *slog.Logger
 	// NewQueueConfig is what PUT starts from for fields it leaves out.
 	NewQueueConfig queue.Config
@@ -121,7 +129,9 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /readyz", s.bodiless(s.readyz))
 	m.HandleFunc("GET /{$}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}", s.bodiless(s.page))
+	m.HandleFunc("GET /q/{queue}/noscript", s.bodiless(s.noScript))
 	m.HandleFunc("GET /static/", s.bodiless(s.pageFiles))
+	m.HandleFunc("GET /assets/custom/", s.bodiless(s.pageFiles))
 	m.HandleFunc("GET /admin", s.bodiless(s.pageFiles))
 	return s
 }
@@ -325,11 +335,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeJSON reads one JSON object of at most maxBody bytes, refusing
 // unknown fields so a typo is an error rather than silently ignored.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeJSONUpTo(w, r, v, maxBody)
+}
+
+// decodeJSONUpTo is decodeJSON for a body of at most limit bytes.
+func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	// The whole (bounded) body is read before parsing, so every body over
 	// maxBody is 413 whatever it holds. Decoding straight from the stream
 	// answered 400 instead when the JSON broke, or only trailing white space
 	// followed, before the limit was reached.
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -54,6 +54,9 @@ type Config struct {
 	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
 	// PBKDF2 iterations per attempt (package challenge; MinChallengeCost).
 	ChallengeCost int
+
+	// Message is the operator's word to the people in line (none: empty).
+	Message Message
 }
 
 // EntryPolicy says who may take a place in a queue. Re-entering keeps a
@@ -157,6 +160,10 @@ const (
 	Choice Kind = "choice"
 	// Text is a string (only read-only settings are text).
 	Text Kind = "string"
+	// TextByLanguage is a Message: in the admin JSON a string (one text
+	// for everyone) or an object of strings by language tag, "" for none;
+	// stored as JSON.
+	TextByLanguage Kind = "text-by-language"
 )
 
 // Setting declares one per-queue setting.
@@ -200,8 +207,8 @@ type Setting struct {
 	Flag string
 
 	// get and set read and write the setting's Go value on a Config:
-	// float64 (Number), int64 (Integer), bool, time.Duration, time.Time or
-	// string (Choice, Text), by Kind.
+	// float64 (Number), int64 (Integer), bool, time.Duration, time.Time,
+	// string (Choice, Text) or Message (TextByLanguage), by Kind.
 	get func(*Config) any
 	set func(*Config, any)
 }
@@ -256,6 +263,9 @@ var Settings = []Setting{
 	{Name: "challengeCost", Field: "challenge_cost", Kind: Integer, Min: MinChallengeCost, Max: MaxChallengeCost, Default: int64(DefaultChallengeCost),
 		Label: "Proof-of-work cost", Flag: "challenge-cost", Help: "The proof of work's difficulty under entry challenge: PBKDF2 iterations per attempt, 4096 attempts on average; checking a solution takes one.",
 		get: func(c *Config) any { return int64(c.ChallengeCost) }, set: func(c *Config, v any) { c.ChallengeCost = int(v.(int64)) }},
+	{Name: "message", Field: "message", Kind: TextByLanguage, Default: "",
+		Label: "Message to the line", Help: fmt.Sprintf("A word to the people in line, shown on the waiting page within one poll and carried in the entry and status answers: one text for everyone, or one per language ({\"en\": \"…\", \"ja\": \"…\"}), each at most %d characters, shown as text (markup is never run); \"\" clears it.", MaxMessageChars),
+		get: func(c *Config) any { return c.Message }, set: func(c *Config, v any) { c.Message = v.(Message) }},
 	{Name: "rateDerivation", Field: "derivation", Kind: Text, ReadOnly: true, Default: "set directly: 100/s",
 		Label: "Rate derived from", Help: "Where ratePerSecond came from.",
 		get: func(c *Config) any { return c.RateDerivation }, set: func(c *Config, v any) { c.RateDerivation = v.(string) }},
@@ -283,15 +293,17 @@ func (s Setting) Value(c Config) any {
 			return nil
 		}
 		return v.UTC().Format(time.RFC3339Nano)
+	case Message:
+		return v.AdminValue()
 	default:
 		return v
 	}
 }
 
 // Set puts an admin JSON value on c — float64 (Number), int64 (Integer,
-// Duration), bool or string (Instant: RFC 3339, "" for none; Choice;
-// Text) — after checking it, so an error names the setting and nothing is
-// set.
+// Duration), bool, string (Instant: RFC 3339, "" for none; Choice; Text)
+// or, for TextByLanguage, a string or map[string]string — after checking
+// it, so an error names the setting and nothing is set.
 func (s Setting) Set(c *Config, v any) error {
 	switch s.Kind {
 	case Number:
@@ -344,13 +356,20 @@ func (s Setting) Set(c *Config, v any) error {
 			}
 		}
 		s.set(c, str)
+	case TextByLanguage:
+		m, err := ParseMessage(v)
+		if err != nil {
+			return err
+		}
+		s.set(c, m)
 	}
 	return nil
 }
 
 // Parse sets the setting on c from text as a command line gives it: a
 // number, a Go duration such as 100ms for a Duration, true or false, one
-// of the choices, an RFC 3339 time. The range is not checked here:
+// of the choices, an RFC 3339 time, a message's one text or its JSON
+// object of texts by language. The range is not checked here:
 // Config.Validate checks it with the rules between settings, naming them.
 func (s Setting) Parse(c *Config, text string) error {
 	var v any
@@ -366,6 +385,8 @@ func (s Setting) Parse(c *Config, text string) error {
 		v, err = strconv.ParseBool(text)
 	case Instant:
 		v, err = parseInstant(text)
+	case TextByLanguage:
+		v, err = parseMessageText(text)
 	default:
 		v = text
 	}
@@ -384,6 +405,8 @@ func (s Setting) Format(c Config) string {
 			return ""
 		}
 		return v.UTC().Format(time.RFC3339Nano)
+	case Message:
+		return v.text()
 	default:
 		return fmt.Sprint(v)
 	}
@@ -489,6 +512,8 @@ func StoreFields(c Config) []string {
 			}
 		case string:
 			v = x
+		case Message:
+			v = x.stored
 		}
 		out = append(out, s.Field, v)
 	}
@@ -542,6 +567,10 @@ func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 			s.set(&c, raw)
 		case Text:
 			s.set(&c, raw)
+		case TextByLanguage:
+			var m Message
+			m, err = messageFromStore(raw)
+			s.set(&c, m)
 		}
 		if err != nil {
 			return Config{}, fmt.Errorf("queue config field %s: %w", s.Field, err)

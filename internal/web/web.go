@@ -1,10 +1,19 @@
-// Package web owns waitroom's two pages: the waiting room people stare at
-// on sale night (GET / and GET /q/{queue}) and the operators' admin page
-// (GET /admin). Both are plain HTML, CSS and JavaScript embedded in the
-// binary — no build step, no CDN, no request leaves the origin — and talk
-// to the JSON API of package httpapi like any other client.
+// Package web owns waitroom's pages: the waiting room people stare at on
+// sale night (GET / and GET /q/{queue}, and its twin that works without
+// JavaScript) and the operators' admin page (GET /admin). Both are plain
+// HTML, CSS and JavaScript embedded in the binary — no build step, no CDN,
+// no request leaves the origin — and talk to the JSON API of package
+// httpapi like any other client.
 //
-// The server picks the language (English or Korean) from ?lang= or else
+// The waiting page is a Go html/template: the built-in one, or the
+// operator's own from --page-dir (a whole directory, with per-queue
+// templates and static files), each placing waitroom's blocks — the live
+// status, the head's scripts, the language switch — where it likes
+// (templates.go, docs/page.md). Every template is parsed, checked and tried
+// in every language when the site is built, so a broken one stops the
+// start, naming its file and line.
+//
+// The server picks the language (languages.go) from ?lang= or else
 // Accept-Language and writes it into the page together with that
 // language's texts, so the page needs no second request and tests can
 // choose the language with a header.
@@ -15,37 +24,24 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
 //go:embed static templates messages
 var files embed.FS
 
-// Languages are the page languages, the first being the fallback.
-var Languages = []string{"en", "ko"}
-
 // contentSecurityPolicy allows the page nothing beyond its own origin: its
-// scripts and styles are files under /static/, it only fetches the API.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
+// scripts, styles and fonts are files under /static/ or the operator's
+// /assets/custom/, it only fetches the API.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; " +
 	"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// site is what Handler serves; built once, read-only afterwards.
-type site struct {
-	waiting, admin *template.Template
-	messages       map[string]map[string]string // lang → key → text
-	static         http.Handler
-	version        string // hash of the static files, busts caches on change
-	opts           Options
-}
-
-// Options says where the pages live and what they are for.
+// Options says where the pages live, what they are for and whose they are.
 type Options struct {
 	// Base is the path the pages and the API are served under: "" for
 	// `waitroom serve`, the --prefix (/_waitroom) in gateway mode.
@@ -54,45 +50,76 @@ type Options struct {
 	// the ?return= path it was sent from) instead of offering the built-in
 	// order form.
 	Gateway bool
+	// Dir is the operator's page directory (--page-dir): waiting.html,
+	// queues/{queue}/waiting.html and assets/ (docs/page.md). Empty: the
+	// built-in page for every queue.
+	Dir string
 }
 
-// Handler serves the waiting page for GET / and GET /q/{queue} (the page
-// reads the queue name from the path; / is queue "default"), the admin page
-// for GET /admin, and the pages' files under /static/, all below o.Base as
-// the browser sees them. It sets no cookie and checks no identity: httpapi
-// does that before it calls the page.
-func Handler(o Options) http.Handler {
-	s, err := newSite(o)
-	if err != nil {
-		// The files are embedded and covered by tests: a failure here is a
-		// broken build, not a runtime condition.
-		panic("web: " + err.Error())
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.page(s.waiting))
-	mux.HandleFunc("GET /q/{queue}", s.page(s.waiting))
-	mux.HandleFunc("GET /admin", s.page(s.admin))
-	mux.Handle("GET /static/", s.static)
-	return mux
+// Site serves the pages; built once by New, read-only afterwards.
+type Site struct {
+	o      Options
+	page   *catalog // the waiting page's languages and texts
+	admin  *catalog // the admin page's
+	pages  *pageSet
+	adminT *template.Template
+	static http.Handler
+	// version is a hash of the static files: it busts caches on change.
+	version string
+	statics map[string]bool
+	custom  *assetSet // the operator's assets; empty without Dir
+	mux     *http.ServeMux
 }
 
-func newSite(o Options) (*site, error) {
-	s := &site{messages: map[string]map[string]string{}, opts: o}
-	for _, lang := range Languages {
-		raw, err := files.ReadFile("messages/" + lang + ".json")
-		if err != nil {
-			return nil, err
-		}
-		m := map[string]string{}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("messages/%s.json: %w", lang, err)
-		}
-		s.messages[lang] = m
+// New builds the site: the texts, the static files and every template,
+// each checked (templates.go). An error names the file and line at fault.
+func New(o Options) (*Site, error) {
+	s := &Site{o: o, statics: map[string]bool{}}
+	var err error
+	if s.page, err = loadCatalog(files, "messages/page", pageCodes); err != nil {
+		return nil, err
 	}
-
-	static, err := fs.Sub(files, "static")
+	if s.admin, err = loadCatalog(files, "messages/admin", adminCodes); err != nil {
+		return nil, err
+	}
+	if err := s.loadStatic(); err != nil {
+		return nil, err
+	}
+	if s.custom, err = loadAssets(o.Dir); err != nil {
+		return nil, err
+	}
+	if s.pages, err = s.loadPages(o.Dir); err != nil {
+		return nil, err
+	}
+	s.adminT, err = template.New("admin.html").Funcs(s.funcs()).ParseFS(files,
+		"templates/admin.html", "templates/layout.html", "templates/blocks.html")
 	if err != nil {
 		return nil, err
+	}
+
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.serveWaiting)
+	m.HandleFunc("GET /q/{queue}", s.serveWaiting)
+	m.HandleFunc("GET /admin", s.serveAdmin)
+	m.Handle("GET /static/", s.static)
+	m.HandleFunc("GET /assets/custom/{path...}", s.custom.serve)
+	s.mux = m
+	return s, nil
+}
+
+// adminCodes are the admin page's languages: operators read English or
+// Korean.
+var adminCodes = []string{"en", "ko"}
+
+// ServeHTTP serves the admin page, the static files, the operator's assets
+// and, for a request that comes without a Visit (tests, a page without the
+// API), the waiting page. httpapi calls Waiting itself.
+func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Site) loadStatic() error {
+	static, err := fs.Sub(files, "static")
+	if err != nil {
+		return err
 	}
 	h := sha256.New()
 	err = fs.WalkDir(static, ".", func(path string, d fs.DirEntry, err error) error {
@@ -102,35 +129,37 @@ func newSite(o Options) (*site, error) {
 		b, err := fs.ReadFile(static, path)
 		h.Write([]byte(path))
 		h.Write(b)
+		s.statics[path] = true
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.version = hex.EncodeToString(h.Sum(nil))[:12]
 	s.static = http.StripPrefix("/static/", s.cacheStatic(http.FileServerFS(static)))
+	return nil
+}
 
-	funcs := template.FuncMap{
-		// asset names a static file with the version that lets browsers keep it.
-		"asset": func(name string) string { return o.Base + "/static/" + name + "?v=" + s.version },
+// funcs are the functions every template may call (docs/page.md).
+func (s *Site) funcs() template.FuncMap {
+	return template.FuncMap{
+		// static names one of waitroom's own files (/static/), with the
+		// version that lets browsers keep it.
+		"static": func(name string) (string, error) {
+			if !s.statics[name] {
+				return "", fmt.Errorf("static %q: waitroom has no such file", name)
+			}
+			return s.o.Base + "/static/" + name + "?v=" + s.version, nil
+		},
+		// asset names one of the operator's files (DIR/assets/), likewise.
+		"asset": func(name string) (string, error) { return s.custom.url(s.o.Base, name) },
 	}
-	for _, p := range []struct {
-		t    **template.Template
-		file string
-	}{{&s.waiting, "waiting.html"}, {&s.admin, "admin.html"}} {
-		t, err := template.New(p.file).Funcs(funcs).ParseFS(files, "templates/"+p.file, "templates/layout.html")
-		if err != nil {
-			return nil, err
-		}
-		*p.t = t
-	}
-	return s, nil
 }
 
 // cacheStatic lets browsers keep a file for a year when it is asked for by
 // the current version (the page always asks that way); anything else is
 // revalidated, so a stale URL never pins an old file.
-func (s *site) cacheStatic(next http.Handler) http.Handler {
+func (s *Site) cacheStatic(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/") || r.URL.Path == "" {
 			http.NotFound(w, r) // no directory listings
@@ -146,89 +175,150 @@ func (s *site) cacheStatic(next http.Handler) http.Handler {
 	})
 }
 
-// pageData is what the templates see.
+// ChooseLanguage is the waiting page's language for r (its code: "en",
+// "zh-Hant").
+func (s *Site) ChooseLanguage(r *http.Request) string { return s.page.choose(r).Code }
+
+// Visit is one request for the waiting page: which queue, what its
+// operator says, and, for the page that works without JavaScript, where
+// the visitor stands.
+type Visit struct {
+	Queue string
+	// Message is the operator's message for the page's language ("": none).
+	Message func(lang string) string
+	// NoScript, when set, renders the page that works without JavaScript
+	// for this standing.
+	NoScript *Standing
+}
+
+// pageData is what a waiting-page template sees (docs/page.md).
 type pageData struct {
-	Lang string
-	// T holds the texts of Lang; the templates print some, and the page's
-	// script reads them all from a JSON block.
+	// Lang is the page's language (a BCP 47 tag) and Dir its direction:
+	// <html lang="{{.Lang}}" dir="{{.Dir}}">.
+	Lang, Dir string
+	// T holds the texts of Lang, by key; the blocks print them, and the
+	// page's script reads them all from a JSON block.
 	T map[string]string
-	// OtherLang and OtherLangURL are the language switch: the same page in
-	// the other language, keeping the rest of the query (?product=…).
-	OtherLang, OtherLangName, OtherLangURL string
-	// Base and Mode tell the page's script where the API is and what to do
-	// once admitted ("shop": the order form; "gateway": back to ?return=).
-	Base, Mode string
+	// Queue is the queue's name.
+	Queue string
+	// Languages is the language switch: every language, its name in
+	// itself, the URL of this page in it, the current one marked.
+	Languages []link
+	// Message is the operator's message in Lang as the page was served.
+	Message string
+	// Base, Mode and NoScriptURL are for waitroom's blocks.
+	Base, Mode, NoScriptURL string
+	NoScript                *noScriptView
+	// PageLanguages are the waiting page's languages (the admin page's
+	// message fields).
+	PageLanguages []pageLanguage
 }
 
-func (s *site) page(t *template.Template) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		lang := ChooseLanguage(r)
-		other := Languages[0]
-		if lang == other {
-			other = Languages[1]
-		}
-		q := r.URL.Query()
-		q.Set("lang", other)
-		d := pageData{
-			Lang: lang, T: s.messages[lang],
-			OtherLang: other, OtherLangName: s.messages[other]["languageName"],
-			OtherLangURL: (&url.URL{Path: s.opts.Base + r.URL.Path, RawQuery: q.Encode()}).String(),
-			Base:         s.opts.Base, Mode: "shop",
-		}
-		if s.opts.Gateway {
-			d.Mode = "gateway"
-		}
-		var buf bytes.Buffer
-		if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {
-			http.Error(w, "page template: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Language", lang)
-		h.Set("Vary", "Accept-Language")
-		// The page carries live state and may set a session cookie: never cache it.
-		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		w.Write(buf.Bytes())
-	}
+// pageLanguage is a language as the admin page's script reads it.
+type pageLanguage struct {
+	Code string `json:"code"`
+	Name string `json:"name"`
 }
 
-// ChooseLanguage picks the page language: ?lang= when it names one of
-// Languages, else the Accept-Language entry with the highest q that does
-// (by primary subtag: "ko-KR" is Korean), else English.
-func ChooseLanguage(r *http.Request) string {
-	if l := strings.ToLower(r.URL.Query().Get("lang")); supported(l) {
-		return l
+// serveWaiting serves GET / and /q/{queue} without the API's knowledge.
+func (s *Site) serveWaiting(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	if q == "" {
+		q = "default"
 	}
-	best, bestQ := Languages[0], 0.0
-	for part := range strings.SplitSeq(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 || f > 1 {
-				continue
-			}
-			q = f
-		}
-		// Strictly greater: among equal q the earlier entry wins, as the
-		// header's order is the user's order of preference.
-		if supported(primary) && q > bestQ {
-			best, bestQ = primary, q
-		}
-	}
-	return best
+	s.Waiting(w, r, Visit{Queue: q})
 }
 
-func supported(lang string) bool {
-	for _, l := range Languages {
-		if l == lang {
-			return true
+// Waiting serves the waiting page of v.Queue (its own template, or the
+// site's), or the page without JavaScript when v.NoScript is set.
+func (s *Site) Waiting(w http.ResponseWriter, r *http.Request, v Visit) {
+	lang := s.page.choose(r)
+	d := s.pageData(r, lang, v)
+	status := http.StatusOK
+	if v.NoScript != nil {
+		switch v.NoScript.State {
+		case NotFound:
+			status = http.StatusNotFound
+		case Trouble:
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", fmt.Sprint(seconds(v.NoScript.PollAfter)))
 		}
 	}
-	return false
+	s.render(w, s.pages.forQueue(v.Queue), "", d, lang, status)
+}
+
+func (s *Site) pageData(r *http.Request, lang Language, v Visit) pageData {
+	d := pageData{
+		Lang: lang.Code, Dir: lang.Dir(), T: s.page.texts[lang.Code], Queue: v.Queue,
+		Languages: s.page.links(r, s.o.Base, lang),
+		Base:      s.o.Base, Mode: "shop",
+		NoScriptURL: s.noScriptURL(v.Queue, lang.Code, r.URL.Query().Get("return"), false),
+	}
+	if s.o.Gateway {
+		d.Mode = "gateway"
+	}
+	if v.Message != nil {
+		d.Message = v.Message(lang.Code)
+	}
+	if v.NoScript != nil {
+		d.NoScript = s.noScriptView(r, lang, v)
+	}
+	return d
+}
+
+// noScriptURL is the page without JavaScript for the queue; joined says
+// the visitor is in line (a refresh that finds them out of it says so
+// rather than enter again).
+func (s *Site) noScriptURL(queue, lang, ret string, joined bool) string {
+	q := url.Values{"lang": {lang}}
+	if ret != "" {
+		q.Set("return", ret)
+	}
+	if joined {
+		q.Set("joined", "1")
+	}
+	return s.o.Base + "/q/" + url.PathEscape(queue) + "/noscript?" + q.Encode()
+}
+
+// serveAdmin serves the admin page.
+func (s *Site) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	lang := s.admin.choose(r)
+	d := pageData{Lang: lang.Code, Dir: lang.Dir(), T: s.admin.texts[lang.Code],
+		Languages: s.admin.links(r, s.o.Base, lang), Base: s.o.Base, Mode: "shop"}
+	for _, l := range s.page.langs {
+		d.PageLanguages = append(d.PageLanguages, pageLanguage{Code: l.Code, Name: l.Name})
+	}
+	if s.o.Gateway {
+		d.Mode = "gateway"
+	}
+	s.render(w, s.adminT, "layout", d, lang, http.StatusOK)
+}
+
+// render runs the template (its named one, or itself) into a buffer first,
+// so that a failure is a clean 500 rather than half a page.
+func (s *Site) render(w http.ResponseWriter, t *template.Template, name string, d pageData, lang Language, status int) {
+	var buf bytes.Buffer
+	var err error
+	if name != "" {
+		err = t.ExecuteTemplate(&buf, name, d)
+	} else {
+		err = t.Execute(&buf, d)
+	}
+	if err != nil {
+		// Every template ran in every language at start (check): this is
+		// a bug, not the operator's.
+		http.Error(w, "page template: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Language", lang.Code)
+	h.Set("Vary", "Accept-Language")
+	// The page carries live state and may set a session cookie: never cache it.
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
 }

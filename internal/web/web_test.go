@@ -14,49 +14,35 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/language"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/web"
 )
 
-func TestChooseLanguage(t *testing.T) {
-	tests := []struct {
-		name, query, acceptLanguage, want string
-	}{
-		{"nothing asked", "", "", "en"},
-		{"Korean", "", "ko", "ko"},
-		{"Korean with region", "", "ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7", "ko"},
-		{"English first", "", "en-US,en;q=0.9,ko;q=0.8", "en"},
-		{"higher q wins over order", "", "en;q=0.5, ko;q=0.9", "ko"},
-		{"equal q: the earlier one", "", "ko;q=0.8,en;q=0.8", "ko"},
-		{"unsupported only", "", "fr-FR,de;q=0.9", "en"},
-		{"unsupported first", "", "ja,ko;q=0.5", "ko"},
-		{"q=0 means not this", "", "ko;q=0,fr", "en"},
-		{"bad q ignored", "", "ko;q=abc,en;q=0.1", "en"},
-		{"case", "", "KO-kr", "ko"},
-		{"query overrides", "lang=en", "ko-KR", "en"},
-		{"query Korean", "lang=ko", "en", "ko"},
-		{"unsupported query ignored", "lang=fr", "ko", "ko"},
+// newSite builds a site or fails the test.
+func newSite(t *testing.T, o web.Options) *web.Site {
+	t.Helper()
+	s, err := web.New(o)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest("GET", "/?"+tt.query, nil)
-			if tt.acceptLanguage != "" {
-				r.Header.Set("Accept-Language", tt.acceptLanguage)
-			}
-			if got := web.ChooseLanguage(r); got != tt.want {
-				t.Errorf("ChooseLanguage(?%s, %q) = %q, want %q", tt.query, tt.acceptLanguage, got, tt.want)
-			}
-		})
-	}
+	return s
 }
 
 // get asks h for path with an Accept-Language header.
 func get(t *testing.T, h http.Handler, path, acceptLanguage string) (*http.Response, string) {
 	t.Helper()
+	return getWith(t, h, path, map[string]string{"Accept-Language": acceptLanguage})
+}
+
+func getWith(t *testing.T, h http.Handler, path string, header map[string]string) (*http.Response, string) {
+	t.Helper()
 	r := httptest.NewRequest("GET", path, nil)
-	if acceptLanguage != "" {
-		r.Header.Set("Accept-Language", acceptLanguage)
+	for k, v := range header {
+		if v != "" {
+			r.Header.Set(k, v)
+		}
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -66,13 +52,13 @@ func get(t *testing.T, h http.Handler, path, acceptLanguage string) (*http.Respo
 }
 
 var (
-	langAttr     = regexp.MustCompile(`<html lang="([a-z]+)"[^>]*>`)
-	messagesJSON = regexp.MustCompile(`(?s)<script id="messages" type="application/json">(.*?)</script>`)
-	assetRef     = regexp.MustCompile(`(?:src|href)="(/static/[^"]+)"`)
+	htmlAttrs    = regexp.MustCompile(`<html lang="([A-Za-z-]+)" dir="(ltr|rtl)"[^>]*>`)
+	messagesJSON = regexp.MustCompile(`(?s)<script id="(?:waitroom-texts|messages)" type="application/json">(.*?)</script>`)
+	assetRef     = regexp.MustCompile(`(?:src|href)="(/(?:static|assets/custom)/[^"]+)"`)
 )
 
 func TestPages(t *testing.T) {
-	h := web.Handler(web.Options{})
+	h := newSite(t, web.Options{})
 	tests := []struct {
 		path, acceptLanguage, wantLang, wantText, wantScript string
 	}{
@@ -106,8 +92,8 @@ func TestPages(t *testing.T) {
 					t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
 				}
 			}
-			if m := langAttr.FindStringSubmatch(body); m == nil || m[1] != tt.wantLang {
-				t.Errorf("<html lang> = %v, want %q", m, tt.wantLang)
+			if m := htmlAttrs.FindStringSubmatch(body); m == nil || m[1] != tt.wantLang || m[2] != "ltr" {
+				t.Errorf("<html lang dir> = %v, want %q ltr", m, tt.wantLang)
 			}
 			if !strings.Contains(body, tt.wantText) {
 				t.Errorf("page lacks %q", tt.wantText)
@@ -117,14 +103,14 @@ func TestPages(t *testing.T) {
 			}
 			m := messagesJSON.FindStringSubmatch(body)
 			if m == nil {
-				t.Fatal("no messages block")
+				t.Fatal("no texts block")
 			}
 			var msgs map[string]string
 			if err := json.Unmarshal([]byte(m[1]), &msgs); err != nil {
-				t.Fatalf("messages block is not JSON: %v", err)
+				t.Fatalf("texts block is not JSON: %v", err)
 			}
 			if msgs["languageName"] != map[string]string{"en": "English", "ko": "한국어"}[tt.wantLang] {
-				t.Errorf("messages are not in %s: languageName %q", tt.wantLang, msgs["languageName"])
+				t.Errorf("texts are not in %s: languageName %q", tt.wantLang, msgs["languageName"])
 			}
 
 			// Every file the page names is served, and may be kept.
@@ -138,7 +124,7 @@ func TestPages(t *testing.T) {
 				if cc := res.Header.Get("Cache-Control"); !strings.Contains(cc, "immutable") {
 					t.Errorf("%s: Cache-Control %q, want immutable (the URL carries the version)", ref[1], cc)
 				}
-				if strings.Contains(ref[1], ".js?") {
+				if strings.Contains(ref[1], ".js?") && !strings.Contains(ref[1], "challenge-worker") {
 					scripts = append(scripts, ref[1])
 				}
 			}
@@ -149,16 +135,31 @@ func TestPages(t *testing.T) {
 	}
 }
 
-func TestLanguageSwitchKeepsTheQuery(t *testing.T) {
-	_, body := get(t, web.Handler(web.Options{}), "/q/spring-drop?product=tee", "en")
-	want := `<a class="lang-switch" href="/q/spring-drop?lang=ko&amp;product=tee" lang="ko" hreflang="ko">한국어</a>`
-	if !strings.Contains(body, want) {
-		t.Errorf("page lacks the language switch %s", want)
+// The language switch lists every language, each by its own name, linking
+// to the same page (query kept) in it.
+func TestLanguageSwitch(t *testing.T) {
+	s := newSite(t, web.Options{})
+	_, body := get(t, s, "/q/spring-drop?product=tee", "en")
+	for _, want := range []string{
+		`<a href="/q/spring-drop?lang=ko&amp;product=tee" lang="ko" hreflang="ko">한국어</a>`,
+		`<a href="/q/spring-drop?lang=en&amp;product=tee" lang="en" hreflang="en" aria-current="true">English</a>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks the language switch's %s", want)
+		}
+	}
+	links := regexp.MustCompile(`<a href="[^"]*" lang="([^"]+)" hreflang="[^"]+"`).FindAllStringSubmatch(body, -1)
+	var codes []string
+	for _, l := range links {
+		codes = append(codes, l[1])
+	}
+	if diff := cmp.Diff(web.PageLanguages(), codes); diff != "" {
+		t.Errorf("the switch lists (-languages +switch):\n%s", diff)
 	}
 }
 
 func TestStatic(t *testing.T) {
-	h := web.Handler(web.Options{})
+	h := newSite(t, web.Options{})
 	tests := []struct {
 		path        string
 		status      int
@@ -168,13 +169,15 @@ func TestStatic(t *testing.T) {
 		{"/static/waiting.js", 200, "text/javascript; charset=utf-8", "no-cache"},
 		{"/static/admin.js", 200, "text/javascript; charset=utf-8", "no-cache"},
 		{"/static/waitroom.css", 200, "text/css; charset=utf-8", "no-cache"},
+		{"/static/status.css", 200, "text/css; charset=utf-8", "no-cache"},
 		{"/static/favicon.svg", 200, "image/svg+xml", "no-cache"},
 		{"/static/waiting.js?v=old", 200, "text/javascript; charset=utf-8", "no-cache"},
 		{"/static/", 404, "", ""},
 		{"/static/nope.js", 404, "", ""},
-		{"/static/web.go", 404, "", ""},           // only static/ is served,
-		{"/static/waiting.html", 404, "", ""},     // not the templates,
-		{"/static/messages/en.json", 404, "", ""}, // nor the texts' files
+		{"/static/web.go", 404, "", ""},                // only static/ is served,
+		{"/static/waiting.html", 404, "", ""},          // not the templates,
+		{"/static/messages/page/en.json", 404, "", ""}, // nor the texts' files
+		{"/assets/custom/brand.css", 404, "", ""},      // no --page-dir: no assets
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -198,24 +201,28 @@ func TestStatic(t *testing.T) {
 	}
 }
 
-// TestMessages checks that both languages have the same texts and that
-// every text the templates and scripts ask for exists.
-func TestMessages(t *testing.T) {
-	load := func(lang string) map[string]string {
-		b, err := os.ReadFile(filepath.Join("messages", lang+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s: %v", lang, err)
-		}
-		return m
+// loadTexts reads messages/{dir}/{code}.json.
+func loadTexts(t *testing.T, dir, code string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("messages", dir, code+".json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	en, ko := load("en"), load("ko")
+	m := map[string]string{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s/%s: %v", dir, code, err)
+	}
+	return m
+}
+
+// TestTexts checks that every language has every text, with the same
+// placeholders, and a plural text in every plural form its language uses
+// (Arabic has six); and that every text the templates and scripts ask for
+// exists.
+func TestTexts(t *testing.T) {
 	// The settings' names, help and choices are English in the settings
 	// table (queue.Settings, served to the admin page), and only there;
-	// every other language translates all of them, in its own file.
+	// every other admin language translates all of them, in its own file.
 	settingTexts := map[string]bool{}
 	for _, set := range queue.Settings {
 		if set.ReadOnly {
@@ -227,40 +234,99 @@ func TestMessages(t *testing.T) {
 			settingTexts["setting"+name+strings.ToUpper(c[:1])+c[1:]] = true
 		}
 	}
-	for k := range settingTexts {
-		if _, ok := en[k]; ok {
-			t.Errorf("messages/en.json has %q: English names and explains the settings in queue.Settings alone", k)
-		}
-		if _, ok := ko[k]; !ok {
-			t.Errorf("messages/ko.json lacks %q, the Korean of a setting's text", k)
-		}
-	}
-	koPage := maps.Clone(ko)
-	maps.DeleteFunc(koPage, func(k, _ string) bool { return settingTexts[k] })
-	if diff := cmp.Diff(slices.Sorted(maps.Keys(en)), slices.Sorted(maps.Keys(koPage))); diff != "" {
-		t.Errorf("en and ko differ in keys (-en +ko):\n%s", diff)
-	}
-	for k, v := range ko {
-		// A placeholder missing in one language would print "{n}" to people.
-		if a, b := placeholders(en[k]), placeholders(v); !slices.Equal(a, b) {
-			t.Errorf("%s: placeholders en %v, ko %v", k, a, b)
-		}
+	for _, set := range []struct {
+		dir   string
+		codes []string
+	}{{"page", web.PageLanguages()}, {"admin", web.AdminLanguages()}} {
+		t.Run(set.dir, func(t *testing.T) {
+			en := loadTexts(t, set.dir, "en")
+			// The keys every language must have: plural texts by their base.
+			want := map[string]string{} // key or plural base → English text
+			for k, v := range en {
+				if settingTexts[k] {
+					t.Errorf("messages/%s/en.json has %q: English names and explains the settings in queue.Settings alone", set.dir, k)
+				}
+				if base, _, ok := strings.Cut(k, "."); ok {
+					want[base+".*"] = v
+				} else {
+					want[k] = v
+				}
+			}
+			if set.dir == "admin" {
+				for k := range settingTexts {
+					want[k] = "" // every other language translates it
+				}
+			}
+			for _, code := range set.codes {
+				texts := loadTexts(t, set.dir, code)
+				forms := web.PluralFormsNeeded(language.MustParse(code))
+				got := map[string]bool{}
+				for k, v := range texts {
+					if strings.TrimSpace(v) == "" && k != "positionUnit" {
+						t.Errorf("%s: %s is empty", code, k)
+					}
+					base, form, plural := strings.Cut(k, ".")
+					if plural {
+						got[base+".*"] = true
+						if !slices.Contains(forms, form) && form != "other" {
+							t.Errorf("%s: %s: %s has no plural form %q (it uses %v)", code, k, code, form, forms)
+						}
+					} else {
+						got[k] = true
+					}
+					// A placeholder missing in one language would print
+					// "{n}" to people.
+					if en, ok := want[k]; ok && !plural {
+						if a, b := placeholders(en), placeholders(v); !slices.Equal(a, b) {
+							t.Errorf("%s: %s: placeholders en %v, %s %v", code, k, a, code, b)
+						}
+					}
+				}
+				for k := range want {
+					if !got[k] && !(code == "en" && settingTexts[k]) {
+						t.Errorf("%s lacks %s", code, k)
+					}
+				}
+				for k := range got {
+					if _, ok := want[k]; !ok {
+						t.Errorf("%s has %s, which English does not", code, k)
+					}
+				}
+				for base := range want {
+					b, ok := strings.CutSuffix(base, ".*")
+					if !ok {
+						continue
+					}
+					for _, f := range forms {
+						if _, ok := texts[b+"."+f]; !ok {
+							t.Errorf("%s: %s lacks the plural form %q", code, b, f)
+						}
+					}
+				}
+			}
+		})
 	}
 
-	used := map[string][]string{}
+	used := map[string][]string{} // key → where, by text set
 	uses := []struct {
 		glob string
 		re   *regexp.Regexp
 	}{
 		{"templates/*.html", regexp.MustCompile(`\.T\.([A-Za-z]+)`)},
 		{"static/*.js", regexp.MustCompile(`\bt\('([A-Za-z]+)'`)},
+		{"static/*.js", regexp.MustCompile(`\btn\('([A-Za-z]+)'`)},
 		{"static/*.js", regexp.MustCompile(`\bM\.([A-Za-z]+)`)},
 		{"static/*.js", regexp.MustCompile(`\bsay\('([A-Za-z]+)'`)},
 		{"static/*.js", regexp.MustCompile(`\bsignOut\('([A-Za-z]+)'`)},
+		{"*.go", regexp.MustCompile(`\bt\("([A-Za-z]+)"`)},
+		{"*.go", regexp.MustCompile(`pluralKey\([^,]+, "([A-Za-z]+)"`)},
 	}
 	for _, u := range uses {
 		files, _ := filepath.Glob(u.glob)
 		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
@@ -273,9 +339,13 @@ func TestMessages(t *testing.T) {
 	if len(used) < 40 {
 		t.Fatalf("found only %d texts in use: the patterns no longer match the code", len(used))
 	}
+	page, admin := loadTexts(t, "page", "en"), loadTexts(t, "admin", "en")
 	for k, files := range used {
-		if _, ok := en[k]; !ok {
-			t.Errorf("%v use text %q, which messages/en.json lacks", slices.Compact(files), k)
+		_, inPage := page[k]
+		_, inAdmin := admin[k]
+		_, pluralPage := page[k+".other"]
+		if !inPage && !inAdmin && !pluralPage {
+			t.Errorf("%v use text %q, which no messages/*/en.json has", slices.Compact(files), k)
 		}
 	}
 }
@@ -291,19 +361,22 @@ func placeholders(s string) []string {
 // In gateway mode the page lives under the prefix and says so to its
 // script, and its files are asked for there.
 func TestGatewayPage(t *testing.T) {
-	h := web.Handler(web.Options{Base: "/_waitroom", Gateway: true})
+	h := newSite(t, web.Options{Base: "/_waitroom", Gateway: true})
 	res, body := get(t, h, "/q/default?return=%2Fcheckout", "en")
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 	for _, want := range []string{`data-base="/_waitroom"`, `data-mode="gateway"`, `src="/_waitroom/static/waiting.js?v=`,
-		`href="/_waitroom/static/waitroom.css?v=`, `href="/_waitroom/q/default?lang=ko&amp;return=%2Fcheckout"`} {
+		`href="/_waitroom/static/waitroom.css?v=`, `href="/_waitroom/q/default?lang=ko&amp;return=%2Fcheckout"`,
+		`url=/_waitroom/q/default/noscript?lang=en&amp;return=%2Fcheckout`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	_, plain := get(t, web.Handler(web.Options{}), "/", "en")
+	_, plain := get(t, newSite(t, web.Options{}), "/", "en")
 	if !strings.Contains(plain, `data-mode="shop"`) || strings.Contains(plain, "/_waitroom") {
 		t.Errorf("serve's page should be at the root in shop mode")
 	}
 }
+
+func keys[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Keys(m)) }

@@ -8,6 +8,9 @@
   'use strict';
 
   const M = JSON.parse(document.getElementById('messages').textContent);
+  // The waiting page's languages ({code, name}): a message may have a text
+  // in each.
+  const pageLanguages = JSON.parse(document.getElementById('page-languages').textContent);
   const lang = document.documentElement.lang || 'en';
   const numbers = new Intl.NumberFormat(lang);
   const rates = new Intl.NumberFormat(lang, { maximumFractionDigits: 1 });
@@ -337,6 +340,10 @@
     c.field('abandoned').textContent = q.abandonAfterSeconds > 0 || q.abandonedTotal > 0
       ? t('abandonedTotal', { n: numbers.format(q.abandonedTotal) }) : '';
     c.field('derivation').textContent = (q.adaptive ? q.effectiveRateReason : q.rateDerivation) || '';
+    // The operator's message, as text: whatever it holds is never markup here.
+    const said = messageFor(q.message, lang);
+    c.field('message').hidden = said === '';
+    c.field('message').textContent = said ? t('messageNow', { text: said }) : '';
     const opening = c.field('opening');
     opening.hidden = !q.opensAt || q.preQueueLength === 0 && Date.parse(q.opensAt) < now;
     opening.textContent = q.opensAt ? t('opensAtNote', {
@@ -360,6 +367,90 @@
   // settingHelp<Name>, setting<Name><Choice>).
   const settingLabel = (s) => M['setting' + cap(s.name)] ?? s.label ?? s.name;
 
+  // messageFor is the text of a message (a string, or texts by language)
+  // a reader of code sees, as the server picks it: their language's, else
+  // English, else the first.
+  function messageFor(m, code) {
+    if (typeof m === 'string' || !m) return m || '';
+    const keys = Object.keys(m).sort();
+    const base = code.split('-')[0];
+    return m[code] ?? m[keys.find((k) => k.split('-')[0] === base)] ?? m.en ?? m[keys[0]] ?? '';
+  }
+
+  // messageFields builds a message's fields: one text for every language,
+  // a text per page language (in a <details>), and a preview that shows
+  // the text as the waiting page does — as text.
+  function messageFields(wrap, s, id, onInput) {
+    const all = document.createElement('textarea');
+    all.id = id;
+    all.name = s.name;
+    all.rows = 3;
+    all.maxLength = 500;
+    all.dir = 'auto';
+    const byLang = document.createElement('details');
+    byLang.className = 'message-languages';
+    const summary = document.createElement('summary');
+    summary.textContent = t('messageByLanguage');
+    byLang.append(summary);
+    for (const l of pageLanguages) {
+      const f = document.createElement('div');
+      f.className = 'field';
+      const label = document.createElement('label');
+      label.htmlFor = id + '-' + l.code;
+      label.textContent = l.name;
+      label.lang = l.code;
+      const area = document.createElement('textarea');
+      area.id = id + '-' + l.code;
+      area.name = s.name + '.' + l.code;
+      area.dataset.messageLang = l.code;
+      area.lang = l.code;
+      area.dir = 'auto';
+      area.rows = 2;
+      area.maxLength = 500;
+      f.append(label, area);
+      byLang.append(f);
+    }
+    const preview = document.createElement('div');
+    preview.className = 'message-preview';
+    const previewLabel = document.createElement('p');
+    previewLabel.className = 'message-preview-label';
+    previewLabel.id = id + '-preview-label';
+    previewLabel.textContent = t('messagePreview');
+    const previewText = document.createElement('p');
+    previewText.className = 'operator-message-text';
+    previewText.dir = 'auto';
+    previewText.setAttribute('aria-labelledby', previewLabel.id);
+    preview.append(previewLabel, previewText);
+    const show = () => {
+      const said = messageFor(readMessage(wrap.closest('form'), s), lang);
+      previewText.textContent = said;
+      preview.hidden = said === '';
+    };
+    wrap.addEventListener('input', show);
+    if (onInput) wrap.addEventListener('input', onInput);
+    wrap.showPreview = show;
+    return { input: all, extra: [byLang, preview] };
+  }
+
+  // readMessage is the message a form's fields hold, as the admin API takes
+  // it: the texts by language when any is written (the text for every
+  // language standing for English where English has none), else the one
+  // text ("" for none).
+  function readMessage(form, s) {
+    const all = form.elements.namedItem(s.name).value;
+    const texts = {};
+    for (const area of form.querySelectorAll('[data-message-lang]')) {
+      if (area.value !== '') texts[area.dataset.messageLang] = area.value;
+    }
+    if (!Object.keys(texts).length) return all;
+    if (all !== '' && !('en' in texts)) texts.en = all;
+    return Object.fromEntries(Object.entries(texts).sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+
+  // sameSetting compares two values read from a form (a message may be an
+  // object).
+  const sameSetting = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
   // addSettingFields adds to box one labelled field per setting an admin
   // may set, its inputs named after the settings; ids start with idPrefix.
   function addSettingFields(box, idPrefix, onInput) {
@@ -372,6 +463,18 @@
       const label = document.createElement('label');
       label.htmlFor = id;
       label.textContent = settingLabel(s);
+      if (s.kind === 'text-by-language') {
+        wrap.className += ' setting-message';
+        const { input, extra } = messageFields(wrap, s, id, onInput);
+        const help = document.createElement('p');
+        help.className = 'setting-help';
+        help.id = id + '-help';
+        help.textContent = M['settingHelp' + cap(s.name)] ?? s.help;
+        input.setAttribute('aria-describedby', help.id);
+        wrap.append(label, input, help, ...extra);
+        box.append(wrap);
+        continue;
+      }
       const input = document.createElement(s.kind === 'choice' ? 'select' : 'input');
       input.id = id;
       input.name = s.name;
@@ -424,6 +527,7 @@
   // readSetting is the value a setting's input holds, as the admin API
   // takes it, or null when it holds none that could be.
   function readSetting(s, input) {
+    if (s.kind === 'text-by-language') return readMessage(input.form, s);
     if (s.kind === 'boolean') return input.checked;
     if (s.kind === 'date-time') return fromLocalInput(input.value);
     if (s.kind === 'choice') return input.value || null;
@@ -442,7 +546,12 @@
       const input = form.elements.namedItem(s.name);
       if (!input) continue;
       const v = values[s.name];
-      if (s.kind === 'boolean') input.checked = !!v;
+      if (s.kind === 'text-by-language') {
+        const byLang = v && typeof v === 'object' ? v : {};
+        input.value = typeof v === 'string' ? v : '';
+        for (const area of form.querySelectorAll('[data-message-lang]')) area.value = byLang[area.dataset.messageLang] ?? '';
+        input.closest('.setting').showPreview();
+      } else if (s.kind === 'boolean') input.checked = !!v;
       else if (s.kind === 'date-time') input.value = localInput(v);
       else input.value = v === undefined || v === null ? '' : String(v);
       shown[s.name] = readSetting(s, input);
@@ -458,7 +567,7 @@
       const input = form.elements.namedItem(s.name);
       if (!input) continue;
       const v = readSetting(s, input);
-      if (v === shown[s.name]) continue;
+      if (sameSetting(v, shown[s.name])) continue;
       if (v === null) return { invalid: s, input };
       patch[s.name] = v;
     }

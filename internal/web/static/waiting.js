@@ -9,23 +9,28 @@
 (() => {
   'use strict';
 
-  const M = JSON.parse(document.getElementById('messages').textContent);
+  const $ = (id) => document.getElementById(id);
+  const M = JSON.parse($('waitroom-texts').textContent);
+  // The page's language (the server chose it and the template wrote it on
+  // <html>): numbers and plural forms follow it.
   const lang = document.documentElement.lang || 'en';
   const numbers = new Intl.NumberFormat(lang);
-  const $ = (id) => document.getElementById(id);
+  const twoDigits = new Intl.NumberFormat(lang, { minimumIntegerDigits: 2, useGrouping: false });
+  const plurals = new Intl.PluralRules(lang);
 
-  // Where the API lives ("" for waitroom serve, the prefix in gateway
-  // mode) and what admission leads to: the order form ("shop") or back to
-  // the page the shopper was sent from ("gateway").
-  const base = document.documentElement.dataset.base || '';
-  const gateway = document.documentElement.dataset.mode === 'gateway';
-  // base + "/" is the default line; base + "/q/{queue}" names one.
-  const queue = (() => {
-    const m = location.pathname.slice(base.length).match(/^\/q\/([^/]+)\/?$/);
-    return m ? decodeURIComponent(m[1]) : 'default';
-  })();
+  // The status block says where the API lives ("" for waitroom serve, the
+  // prefix in gateway mode), which line this is, and what admission leads
+  // to: the order form ("shop") or back to the page the shopper was sent
+  // from ("gateway").
+  const root = $('waitroom');
+  const base = root.dataset.base || '';
+  const gateway = root.dataset.mode === 'gateway';
+  const queue = root.dataset.queue || 'default';
   const params = new URLSearchParams(location.search);
   const entriesURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
+  // The page's own title (the template's, the shop's name in it): what
+  // the line adds goes before it.
+  const pageTitle = document.title;
   const HOLD_SECONDS = 20;
 
   // Remembered per tab and per line: the first position seen (the start of
@@ -66,6 +71,32 @@
     return s;
   }
 
+  // tn is t for a count: the text of the count's plural category in the
+  // page's language (ahead.one, ahead.few, …), its {n} the count written
+  // the language's way.
+  function tn(key, n, vars) {
+    const k = key + '.' + plurals.select(n);
+    return t(k in M ? k : key + '.other', { n: numbers.format(n), ...vars });
+  }
+
+  function title(text) {
+    document.title = text ? text + ' · ' + pageTitle : pageTitle;
+  }
+
+  // The operator's message, as the last answer carried it: shown as text
+  // (textContent), never as markup.
+  function operatorMessage(text) {
+    const box = $('operator-message');
+    const p = $('operator-message-text');
+    if (typeof text !== 'string' || text === '') {
+      box.hidden = true;
+      p.textContent = '';
+      return;
+    }
+    if (p.textContent !== text) p.textContent = text;
+    box.hidden = false;
+  }
+
   // ------------------------------------------------------------ states
 
   const sections = document.querySelectorAll('[data-state]');
@@ -88,10 +119,13 @@
     if (heading && focusHeading) heading.focus({ preventScroll: false });
   }
 
-  function announce(text) {
+  // announce tells screen readers politely (the place: at most once per
+  // answer); urgently interrupts them (READY).
+  function announce(text, urgently) {
+    const el = urgently ? $('announcer-urgent') : announcer;
     // Re-setting the same text would not be announced again; clear first.
-    announcer.textContent = '';
-    setTimeout(() => { announcer.textContent = text; }, 50);
+    el.textContent = '';
+    setTimeout(() => { el.textContent = text; }, 50);
   }
 
   function banner(text) {
@@ -127,17 +161,17 @@
       $('opens-in').textContent = ms > 0 ? t('opensIn', { t: countdown(ms) }) : t('openingNow');
     }
     if (state === 'waiting') {
-      $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: left })
+      $('next-check').textContent = dueKind === 'poll' && left > 0 ? t('nextCheck', { n: numbers.format(left) })
         : held ? t('watching') : t('checking');
     } else if (state === 'full' || state === 'crowded') {
-      $(state + '-retry-in').textContent = dueKind === 'retry' && left > 0 ? t('retryIn', { n: left }) : t('retrying');
+      $(state + '-retry-in').textContent = dueKind === 'retry' && left > 0 ? t('retryIn', { n: numbers.format(left) }) : t('retrying');
     }
-    if (dueKind === 'trouble') banner(t('trouble', { n: Math.max(left, 1) }));
+    if (dueKind === 'trouble') banner(t('trouble', { n: numbers.format(Math.max(left, 1)) }));
     if (state === 'ready' && ready) {
       const ms = ready.expiresAt - Date.now();
       if (ms <= 0) return expired();
       const s = Math.ceil(ms / 1000);
-      $('expires').textContent = t('expiresIn', { t: Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0') });
+      $('expires').textContent = t('expiresIn', { t: countdown(ms) });
     }
   }
   setInterval(tick, 500);
@@ -159,7 +193,8 @@
       tick();
       const headers = { Accept: 'application/json' };
       if (solution) headers['X-Challenge-Solution'] = solution;
-      res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + '?waitSeconds=' + HOLD_SECONDS, {
+      const query = '?waitSeconds=' + HOLD_SECONDS + '&lang=' + encodeURIComponent(lang);
+      res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + query, {
         method,
         credentials: 'same-origin',
         cache: 'no-store',
@@ -178,6 +213,7 @@
     rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
     const skew = serverSkew(res);
     banner('');
+    if (res.ok) operatorMessage(body.message);
 
     if (res.ok) {
       if (method === 'POST') refused = 0;
@@ -208,7 +244,7 @@
   // one per core, while the page goes on saying what it said ("Joining the
   // line…"): nothing for the shopper to do or see. What it took is kept in
   // window.__challenge for the browser tests (and the curious).
-  const workerURL = document.getElementById('main').dataset.worker;
+  const workerURL = root.dataset.worker;
   let refused = 0; // solutions the server refused in a row (expired, used)
 
   async function joinWithChallenge(url) {
@@ -276,7 +312,7 @@
 
     $('position').textContent = numbers.format(pos);
     const ahead = pos - 1;
-    $('ahead').textContent = ahead <= 0 ? t('aheadNone') : ahead === 1 ? t('aheadOne') : t('aheadMany', { n: numbers.format(ahead) });
+    $('ahead').textContent = ahead <= 0 ? t('aheadNone') : tn('ahead', ahead);
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
@@ -292,7 +328,7 @@
       announce(t('announcePosition', { n: numbers.format(pos) }));
       lastPosition = pos;
     }
-    document.title = t('titleWaiting', { n: numbers.format(pos) });
+    title(t('titleWaiting', { n: numbers.format(pos) }));
 
     const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
     schedule(after, 'poll', () => lineRequest('GET'));
@@ -304,7 +340,7 @@
   function beforeOpening(b, skew) {
     opensAt = Date.parse(b.opensAt) - skew;
     show('opening');
-    document.title = t('titleOpening');
+    title(t('titleOpening'));
     nearFront = false;
     const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
     schedule(after, 'poll', () => lineRequest('GET'));
@@ -314,9 +350,9 @@
   function countdown(ms) {
     const s = Math.ceil(ms / 1000);
     const h = Math.floor(s / 3600);
-    const mm = String(Math.floor((s % 3600) / 60));
-    const ss = String(s % 60).padStart(2, '0');
-    return h > 0 ? h + ':' + mm.padStart(2, '0') + ':' + ss : mm + ':' + ss;
+    const m = Math.floor((s % 3600) / 60);
+    const ss = twoDigits.format(s % 60);
+    return h > 0 ? numbers.format(h) + ':' + twoDigits.format(m) + ':' + ss : numbers.format(m) + ':' + ss;
   }
 
   function progress(pct, text) {
@@ -331,9 +367,8 @@
     if (!(seconds > 0)) return t('etaSoon');
     if (seconds < 60) return t('etaUnderMinute');
     const minutes = Math.round(seconds / 60);
-    if (minutes < 60) return minutes === 1 ? t('etaMinute') : t('etaMinutes', { n: numbers.format(minutes) });
-    const hours = Math.round(minutes / 60);
-    return hours === 1 ? t('etaHour') : t('etaHours', { n: numbers.format(hours) });
+    if (minutes < 60) return tn('etaMinutes', minutes);
+    return tn('etaHours', Math.round(minutes / 60));
   }
 
   function admitted(b, skew) {
@@ -344,8 +379,8 @@
     saved.drop('first');
     lastPosition = 0;
     show('ready');
-    document.title = t('titleReady');
-    if (!wasReady) announce(t('announceReady'));
+    title(t('titleReady'));
+    if (!wasReady) announce(t('announceReady'), true);
     const product = $('product');
     if (!product.value && params.get('product')) product.value = params.get('product');
     describeProduct();
@@ -361,8 +396,8 @@
     const link = $('continue-link');
     link.href = base + '/return?queue=' + encodeURIComponent(queue) + '&to=' + encodeURIComponent(params.get('return') || '/');
     show('returning');
-    document.title = t('titleReady');
-    announce(t('announceReady'));
+    title(t('titleReady'));
+    announce(t('announceReady'), true);
     location.replace(link.href);
   }
 
@@ -370,14 +405,14 @@
     cancelSchedule();
     ready = null;
     show('left');
-    document.title = M.pageTitle + ' · ' + M.brand;
+    title('');
   }
 
   function expired() {
     cancelSchedule();
     ready = null;
     show('expired');
-    document.title = t('titleExpired');
+    title(t('titleExpired'));
   }
 
   function full(seconds) {
@@ -497,18 +532,13 @@
     $('order-number').textContent = t('orderNumber', { id: order.id });
     $('order-detail').textContent = t('doneDetail', { p: order.product, q: numbers.format(order.quantity) });
     show('done');
-    document.title = t('titleDone');
+    title(t('titleDone'));
   }
 
   // ------------------------------------------------------------ start
 
   for (const b of document.querySelectorAll('[data-action="enter"]')) b.addEventListener('click', enterAgain);
   for (const b of document.querySelectorAll('[data-action="reload"]')) b.addEventListener('click', () => location.reload());
-
-  if (queue !== 'default') {
-    $('line-name-text').textContent = queue;
-    $('line-name').hidden = false;
-  }
 
   const order = saved.get('order');
   if (order && order.id) {

@@ -1,0 +1,198 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/language"
+)
+
+// Message is the operator's word to the people in line ("we have
+// restocked", "sizes S and M are gone"): shown on the waiting page and
+// carried in the entry and status answers. It is one text for every
+// language, or one per language by BCP 47 tag ({"en": …, "ja": …}); the
+// zero Message is none. It is a value (comparable, as Config is): the
+// texts are held as the store keeps them, JSON, and read when asked for.
+type Message struct {
+	stored string // "" (none), a JSON string, or a JSON object by tag
+}
+
+// Equal reports whether m and o say the same (for go-cmp).
+func (m Message) Equal(o Message) bool { return m == o }
+
+// texts are the message's texts by tag ("" for the one for everyone).
+func (m Message) texts() map[string]string {
+	switch {
+	case m.stored == "":
+		return nil
+	case strings.HasPrefix(m.stored, "{"):
+		var out map[string]string
+		json.Unmarshal([]byte(m.stored), &out) // written by ParseMessage
+		return out
+	default:
+		var t string
+		json.Unmarshal([]byte(m.stored), &t)
+		return map[string]string{"": t}
+	}
+}
+
+// Limits of a message: what a crowd reads at a glance, in a config every
+// instance reads.
+const (
+	MaxMessageChars     = 500
+	MaxMessageLanguages = 20
+)
+
+// Empty reports whether there is no message.
+func (m Message) Empty() bool { return m.stored == "" }
+
+// ParseMessage reads a message as the admin API takes it: a string (one
+// text for everyone; "" for none) or an object of texts by language (a
+// language with "" has none; no language left, no message). Texts are at
+// most MaxMessageChars characters of printable text (line breaks and tabs
+// allowed); tags are BCP 47, kept in their canonical form.
+func ParseMessage(v any) (Message, error) {
+	switch v := v.(type) {
+	case string:
+		if v == "" {
+			return Message{}, nil
+		}
+		if err := checkMessageText(v); err != nil {
+			return Message{}, fmt.Errorf("%w: message %v", ErrInvalidConfig, err)
+		}
+		b, _ := json.Marshal(v)
+		return Message{stored: string(b)}, nil
+	case map[string]string:
+		if len(v) > MaxMessageLanguages {
+			return Message{}, fmt.Errorf("%w: message has %d languages, at most %d", ErrInvalidConfig, len(v), MaxMessageLanguages)
+		}
+		out := map[string]string{}
+		for _, raw := range slices.Sorted(maps.Keys(v)) {
+			text := v[raw]
+			tag, err := language.Parse(raw)
+			if err != nil || raw == "" {
+				return Message{}, fmt.Errorf("%w: message: %q is not a language tag (BCP 47: en, ja, zh-Hant, es-MX)", ErrInvalidConfig, raw)
+			}
+			if text == "" {
+				continue
+			}
+			if err := checkMessageText(text); err != nil {
+				return Message{}, fmt.Errorf("%w: message.%s %v", ErrInvalidConfig, raw, err)
+			}
+			key := tag.String()
+			if _, dup := out[key]; dup {
+				return Message{}, fmt.Errorf("%w: message names %s twice", ErrInvalidConfig, key)
+			}
+			out[key] = text
+		}
+		if len(out) == 0 {
+			return Message{}, nil
+		}
+		b, _ := json.Marshal(out) // keys in order: one message, one form
+		return Message{stored: string(b)}, nil
+	}
+	return Message{}, fmt.Errorf("%w: message must be a string or an object of strings by language, got %T", ErrInvalidConfig, v)
+}
+
+// checkMessageText holds one text to the limits.
+func checkMessageText(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > MaxMessageChars {
+		return fmt.Errorf("has %d characters, at most %d", n, MaxMessageChars)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) >= 0 {
+		return fmt.Errorf("holds a control character (only line breaks and tabs are allowed)")
+	}
+	return nil
+}
+
+// AdminValue is the message as the admin API shows it: "" for none, the
+// text when it is one for everyone, else the texts by language.
+func (m Message) AdminValue() any {
+	texts := m.texts()
+	if t, ok := texts[""]; ok || len(texts) == 0 {
+		return t
+	}
+	return texts
+}
+
+// languages are the tags of texts, English first when it has one (the
+// text for a reader whose language it lacks), then in tag order.
+func languages(texts map[string]string) []string {
+	keys := slices.Sorted(maps.Keys(texts))
+	if i := slices.Index(keys, "en"); i > 0 {
+		keys = append([]string{"en"}, slices.Delete(keys, i, i+1)...)
+	}
+	return keys
+}
+
+// For is the text for a reader of prefs (most wanted first): the one text,
+// or the language x/text's matcher is highly confident of (es-MX reads es;
+// zh-TW never reads zh-Hans), else the English one, else the first by tag.
+func (m Message) For(prefs ...language.Tag) string {
+	texts := m.texts()
+	if t, ok := texts[""]; ok || len(texts) == 0 {
+		return t
+	}
+	keys := languages(texts)
+	if len(keys) == 1 || len(prefs) == 0 {
+		return texts[keys[0]]
+	}
+	tags := make([]language.Tag, len(keys))
+	for i, k := range keys {
+		tags[i] = language.Make(k)
+	}
+	if _, i, conf := language.NewMatcher(tags).Match(prefs...); conf >= language.High {
+		return texts[keys[i]]
+	}
+	return texts[keys[0]]
+}
+
+// messageFromStore reads what the store keeps (Message.stored), checked
+// again: a hand-edited config is not trusted further than the API's.
+func messageFromStore(raw string) (Message, error) {
+	if raw == "" {
+		return Message{}, nil
+	}
+	if strings.HasPrefix(raw, "{") {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return Message{}, err
+		}
+		return ParseMessage(m)
+	}
+	var t string
+	if err := json.Unmarshal([]byte(raw), &t); err != nil {
+		return Message{}, err
+	}
+	return ParseMessage(t)
+}
+
+// parseMessageText reads a message as a command line gives it: a JSON
+// object of texts by language when it starts with "{", else the one text
+// for everyone.
+func parseMessageText(text string) (Message, error) {
+	if !strings.HasPrefix(text, "{") {
+		return ParseMessage(text)
+	}
+	var texts map[string]string
+	if err := json.Unmarshal([]byte(text), &texts); err != nil {
+		return Message{}, fmt.Errorf("%w: message: %v", ErrInvalidConfig, err)
+	}
+	return ParseMessage(texts)
+}
+
+// text is the message as parseMessageText reads it.
+func (m Message) text() string {
+	if t, ok := m.texts()[""]; ok || m.stored == "" {
+		return t
+	}
+	return m.stored
+}

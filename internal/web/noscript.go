@@ -1,0 +1,173 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// The page without JavaScript: the server says where the visitor stands,
+// in words of the page's language (x/text formats the numbers and picks
+// the plural forms, as Intl does on the page with JavaScript), and the page
+// refreshes itself when the server says to ask again.
+
+// StandingState is what the page without JavaScript shows.
+type StandingState string
+
+const (
+	Waiting StandingState = "waiting"
+	// Opening: waiting for the line's opening, with no place yet.
+	Opening StandingState = "opening"
+	Ready   StandingState = "ready"
+	// Left: was in line, is no more (admitted and expired, or skipped).
+	Left StandingState = "left"
+	Full StandingState = "full"
+	// Crowded: this address has taken its share of places for now.
+	Crowded StandingState = "crowded"
+	// SignIn: the line is for signed-in customers.
+	SignIn StandingState = "signin"
+	// Challenge: the line asks for a proof of work, which needs JavaScript.
+	Challenge StandingState = "challenge"
+	NotFound  StandingState = "notfound"
+	// Trouble: the line could not be asked (the store is down).
+	Trouble StandingState = "error"
+)
+
+// Standing is where a visitor without JavaScript stands, as the API found
+// it.
+type Standing struct {
+	State                                  StandingState
+	Position, Length, EstimatedWaitSeconds int64
+	Paused, Stalled                        bool
+	OpensAt, ExpiresAt                     time.Time
+	// PollAfter is when to ask again (0: nothing to wait for).
+	PollAfter time.Duration
+}
+
+// noScriptView is a Standing in words, for waitroom.noscript.
+type noScriptView struct {
+	State            StandingState
+	Position, Length string
+	Ahead, ETA       string
+	Paused, Stalled  bool
+	Heading, Note    string
+	Return           string
+	Again            string // the link to enter again
+	Refresh          *refresh
+}
+
+type refresh struct {
+	Seconds int64
+	URL     string
+}
+
+func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptView {
+	st := v.NoScript
+	T := s.page.texts[lang.Code]
+	p := message.NewPrinter(lang.Tag)
+	num := func(n int64) string { return p.Sprintf("%d", n) }
+	t := func(key string, vars ...string) string { return fill(T[key], vars...) }
+	ret := r.URL.Query().Get("return")
+	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled}
+	joined := false
+	switch st.State {
+	case Waiting:
+		joined = true
+		view.Position, view.Length = num(st.Position), num(st.Length)
+		switch ahead := st.Position - 1; {
+		case ahead <= 0:
+			view.Ahead = t("aheadNone")
+		default:
+			view.Ahead = t(pluralKey(lang.Tag, "ahead", ahead), "n", num(ahead))
+		}
+		switch {
+		case st.Paused:
+			view.ETA = t("etaPaused")
+		case st.Stalled:
+			view.ETA = t("etaStalled")
+		default:
+			view.ETA = eta(lang.Tag, T, p, st.EstimatedWaitSeconds)
+		}
+		view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
+	case Opening:
+		joined = true
+		view.Note = t("opensIn", "t", countdown(time.Until(st.OpensAt)))
+	case Ready:
+		joined = true
+		view.Note = t("expiresIn", "t", countdown(time.Until(st.ExpiresAt)))
+		if s.o.Gateway {
+			// Back to the shop, as the page with JavaScript goes: the
+			// gateway sets the entry cookie there (the ?return= it was
+			// sent with is checked there too).
+			if ret == "" {
+				ret = "/"
+			}
+			view.Return = s.o.Base + "/return?" + url.Values{"queue": {v.Queue}, "to": {ret}}.Encode()
+		}
+	case Left:
+		view.Heading, view.Note = t("leftHeading"), t("leftText")
+		view.Again = s.noScriptURL(v.Queue, lang.Code, ret, false)
+	case Full:
+		view.Heading, view.Note = t("fullHeading"), t("fullText")
+	case Crowded:
+		view.Heading, view.Note = t("crowdedHeading"), t("crowdedText")
+	case SignIn:
+		view.Heading, view.Note = t("signInRequiredHeading"), t("signInRequiredText")
+	case Challenge:
+		view.Heading, view.Note = t("noscriptChallengeHeading"), t("noscriptChallengeText")
+	case NotFound:
+		view.Heading, view.Note = t("notFoundHeading"), t("notFoundText")
+	case Trouble:
+		view.Heading, view.Note = t("noscriptTroubleHeading"), t("trouble", "n", num(seconds(st.PollAfter)))
+	}
+	switch {
+	case view.Return != "":
+		view.Refresh = &refresh{Seconds: 0, URL: view.Return}
+	case st.PollAfter > 0:
+		view.Refresh = &refresh{Seconds: seconds(st.PollAfter), URL: s.noScriptURL(v.Queue, lang.Code, ret, joined)}
+	}
+	return view
+}
+
+// seconds is d in whole seconds, rounded up, at least 1.
+func seconds(d time.Duration) int64 { return max(1, int64((d+time.Second-1)/time.Second)) }
+
+// eta says an estimated wait in words people use, as the page's script does.
+func eta(tag language.Tag, T map[string]string, p *message.Printer, secs int64) string {
+	if secs <= 0 {
+		return T["etaSoon"]
+	}
+	if secs < 60 {
+		return T["etaUnderMinute"]
+	}
+	minutes := (secs + 30) / 60
+	if minutes < 60 {
+		return fill(T[pluralKey(tag, "etaMinutes", minutes)], "n", p.Sprintf("%d", minutes))
+	}
+	hours := (minutes + 30) / 60
+	return fill(T[pluralKey(tag, "etaHours", hours)], "n", p.Sprintf("%d", hours))
+}
+
+// countdown says a time left as h:mm:ss or m:ss.
+func countdown(d time.Duration) string {
+	s := max(0, int64((d+time.Second-1)/time.Second))
+	if h := s / 3600; h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, s%3600/60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// fill puts values in a text's {placeholders}: pairs of name, value.
+func fill(text string, vars ...string) string {
+	for i := 0; i+1 < len(vars); i += 2 {
+		text = strings.ReplaceAll(text, "{"+vars[i]+"}", vars[i+1])
+	}
+	return text
+}
+
+func newRequest(target string) (*http.Request, error) { return http.NewRequest("GET", target, nil) }

@@ -1,0 +1,288 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template/parse"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// The waiting page's templates: the built-in one, the operator's
+// DIR/waiting.html, and DIR/queues/{queue}/waiting.html for one queue. Each
+// is checked the same way before anything is served:
+//
+//  1. it parses (html/template: every value it prints is escaped);
+//  2. it defines no template of waitroom's (waitroom.*);
+//  3. it places the blocks the page cannot work without: waitroom.head and
+//     waitroom.status (docs/page.md);
+//  4. it runs, in every language, for the page with JavaScript and for
+//     each state of the page without, and writes <html lang dir> as the
+//     language asks.
+//
+// A failure names the file and the line.
+
+// requiredBlocks are the blocks a waiting page must place, with the tag
+// they belong before, for the error's line.
+var requiredBlocks = []struct{ name, before, where string }{
+	{"waitroom.head", "</head>", "inside <head>"},
+	{"waitroom.status", "</body>", "inside <body>"},
+}
+
+// pageSet is the waiting page's templates by queue.
+type pageSet struct {
+	site     *template.Template            // the operator's waiting.html, else the built-in
+	perQueue map[string]*template.Template // DIR/queues/{queue}/waiting.html
+}
+
+func (p *pageSet) forQueue(q string) *template.Template {
+	if t, ok := p.perQueue[q]; ok {
+		return t
+	}
+	return p.site
+}
+
+// Names lists the templates in use: "built-in" or the operator's file, then
+// one per queue that has its own.
+func (s *Site) Templates() []string {
+	out := []string{s.pages.site.Name()}
+	for _, q := range slices.Sorted(maps.Keys(s.pages.perQueue)) {
+		out = append(out, s.pages.perQueue[q].Name())
+	}
+	return out
+}
+
+// loadPages reads and checks the built-in template and dir's.
+func (s *Site) loadPages(dir string) (*pageSet, error) {
+	builtin, err := files.ReadFile("templates/waiting.html")
+	if err != nil {
+		return nil, err
+	}
+	p := &pageSet{perQueue: map[string]*template.Template{}}
+	if p.site, err = s.pageTemplate("built-in waiting.html", string(builtin)); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return p, nil
+	}
+	var errs []error
+	found := false
+	site := filepath.Join(dir, "waiting.html")
+	if t, err := s.pageFile(site); err == nil {
+		p.site, found = t, true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	queues, err := os.ReadDir(filepath.Join(dir, "queues"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range queues {
+		path := filepath.Join(dir, "queues", e.Name(), "waiting.html")
+		if !e.IsDir() {
+			continue
+		}
+		if err := queue.ValidateQueueName(e.Name()); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not a queue name: %w", filepath.Join(dir, "queues", e.Name()), e.Name(), err))
+			continue
+		}
+		t, err := s.pageFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("%s: missing: a queue's folder holds its waiting.html", path))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.perQueue[e.Name()], found = t, true
+	}
+	if !found && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("%s: neither waiting.html nor queues/{queue}/waiting.html: nothing to serve", dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// pageFile reads and checks one operator's template.
+func (s *Site) pageFile(path string) (*template.Template, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.pageTemplate(path, string(b))
+}
+
+// pageTemplate parses text (named name in errors: its file), checks it and
+// adds waitroom's blocks.
+func (s *Site) pageTemplate(name, text string) (*template.Template, error) {
+	t, err := template.New(name).Funcs(s.funcs()).Parse(text)
+	if err != nil {
+		return nil, tidy(err)
+	}
+	for _, d := range t.Templates() {
+		if strings.HasPrefix(d.Name(), "waitroom.") && d.Tree != nil {
+			return nil, fmt.Errorf("%s: defines %q: the waitroom.* templates are waitroom's; place them with {{template %q .}}",
+				position(d.Tree, d.Tree.Root), d.Name(), d.Name())
+		}
+	}
+	placed := map[string]bool{}
+	placedBlocks(t, t.Tree, placed, map[string]bool{})
+	for _, b := range requiredBlocks {
+		if !placed[b.name] {
+			return nil, fmt.Errorf("%s:%d: the page never places {{template %q .}}; put it %s (before this line's %s)",
+				name, lineOf(text, b.before), b.name, b.where, b.before)
+		}
+	}
+	blocks, err := files.ReadFile("templates/blocks.html")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.New("blocks.html").Parse(string(blocks)); err != nil {
+		return nil, err
+	}
+	if err := s.tryPage(t, name, text); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// placedBlocks collects the templates tree places, following the
+// template's own definitions (a {{define}} that places a block counts
+// where it is placed).
+func placedBlocks(t *template.Template, tree *parse.Tree, placed, seen map[string]bool) {
+	if tree == nil || seen[tree.Name] {
+		return
+	}
+	seen[tree.Name] = true
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Nodes {
+				walk(c)
+			}
+		case *parse.TemplateNode:
+			placed[n.Name] = true
+			if d := t.Lookup(n.Name); d != nil {
+				placedBlocks(t, d.Tree, placed, seen)
+			}
+		case *parse.IfNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.List)
+			walk(n.ElseList)
+		}
+	}
+	walk(tree.Root)
+}
+
+var htmlTag = regexp.MustCompile(`(?is)<html\b[^>]*>`)
+
+// tryPage runs t for every language and every kind of page, so that an
+// error that only shows when it runs (a field that does not exist, an
+// asset that is not there, a value where html/template will not print one)
+// stops the start rather than a visitor's page, and checks that <html>
+// carries the page's language and direction.
+func (s *Site) tryPage(t *template.Template, name, text string) error {
+	for _, lang := range s.page.langs {
+		for _, v := range sampleVisits() {
+			d := s.samplePage(lang, v)
+			var out strings.Builder
+			if err := t.Execute(&out, d); err != nil {
+				return tidy(err)
+			}
+			tag := htmlTag.FindString(out.String())
+			if !strings.Contains(tag, `lang="`+lang.Code+`"`) || !strings.Contains(tag, `dir="`+lang.Dir()+`"`) {
+				return fmt.Errorf(`%s:%d: <html> must carry lang="{{.Lang}}" dir="{{.Dir}}" (in %s it wrote %q)`,
+					name, lineOf(text, "<html"), lang.Name, tag)
+			}
+		}
+	}
+	return nil
+}
+
+// sampleVisits are the pages tryPage runs: with JavaScript, and each state
+// of the page without.
+func sampleVisits() []Visit {
+	now := time.Now()
+	out := []Visit{{Queue: "default", Message: func(string) string { return "Restocked: sizes S and M are back <b>now</b>." }}}
+	for _, st := range []Standing{
+		{State: Waiting, Position: 1234, Length: 5000, EstimatedWaitSeconds: 250, PollAfter: 5 * time.Second},
+		{State: Waiting, Position: 2, Length: 2, Paused: true, PollAfter: 60 * time.Second},
+		{State: Waiting, Position: 7, Length: 9, Stalled: true, EstimatedWaitSeconds: 3, PollAfter: 2 * time.Second},
+		{State: Opening, OpensAt: now.Add(time.Hour), PollAfter: 60 * time.Second},
+		{State: Ready, ExpiresAt: now.Add(5 * time.Minute)},
+		{State: Left}, {State: Full, PollAfter: 30 * time.Second}, {State: Crowded, PollAfter: 5 * time.Second},
+		{State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Trouble, PollAfter: 5 * time.Second},
+	} {
+		out = append(out, Visit{Queue: "sample-queue", NoScript: &st})
+	}
+	return out
+}
+
+// samplePage is the data the page would get in lang for v.
+func (s *Site) samplePage(lang Language, v Visit) pageData {
+	r, _ := newRequest("/q/" + v.Queue + "?lang=" + lang.Code)
+	return s.pageData(r, lang, v)
+}
+
+// tidy drops html/template's "html/template:" and "template:" prefixes,
+// which leave the file and line first: "waiting.html:12: …".
+func tidy(err error) error {
+	msg := err.Error()
+	for _, p := range []string{"html/template:", "template:"} {
+		msg = strings.TrimSpace(strings.TrimPrefix(msg, p))
+	}
+	return errors.New(msg)
+}
+
+// position is a node's "file:line:col".
+func position(tree *parse.Tree, n parse.Node) string {
+	loc, _ := tree.ErrorContext(n)
+	return loc
+}
+
+// lineOf is the line of the first s in text (case-insensitive), else the
+// last line.
+func lineOf(text, s string) int {
+	i := strings.Index(strings.ToLower(text), strings.ToLower(s))
+	if i < 0 {
+		i = len(text)
+	}
+	return 1 + strings.Count(text[:i], "\n")
+}
+
+// Check builds the site of a page directory as `waitroom serve --page-dir
+// dir` would, without serving it (`waitroom page check`), and describes
+// what it found.
+func Check(dir string, w io.Writer) error {
+	s, err := New(Options{Dir: dir})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: ok, in %d languages\n", dir, len(s.page.langs))
+	for _, name := range s.Templates() {
+		fmt.Fprintf(w, "  template %s\n", name)
+	}
+	fmt.Fprintf(w, "  %d assets under %s/assets, served at /assets/custom/\n", len(s.custom.files), dir)
+	return nil
+}
