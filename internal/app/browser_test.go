@@ -919,14 +919,14 @@ func TestBrowser(t *testing.T) {
 		op.click("#new-queue")
 		op.waitUntil("the new-queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
 		var got []string
-		op.mustEval(`[...document.querySelectorAll('#queue-settings input, #queue-settings select')].filter(i => i.labels.length === 1 && i.labels[0].textContent.trim() !== '').map(i => i.name)`, &got)
+		op.mustEval(`[...document.querySelectorAll('#queue-settings input, #queue-settings select, #queue-settings textarea:not([data-message-lang])')].filter(i => i.labels.length === 1 && i.labels[0].textContent.trim() !== '').map(i => i.name)`, &got)
 		if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 			t.Errorf("the form's labelled settings differ from QueueConfig's properties (-api +form):\n%s", diff)
 		}
 		formValues := func(form string) map[string]any {
 			t.Helper()
 			var out map[string]any
-			op.mustEval(`Object.fromEntries([...document.querySelectorAll(`+jsString(form+" .setting input, "+form+" .setting select")+`)].map(i =>
+			op.mustEval(`Object.fromEntries([...document.querySelectorAll(`+jsString(form+" .setting input, "+form+" .setting select, "+form+" .setting textarea:not([data-message-lang])")+`)].map(i =>
 				[i.name, i.type === 'checkbox' ? i.checked : i.type === 'number' ? Number(i.value) : i.value]))`, &out)
 			return out
 		}
@@ -990,7 +990,8 @@ func TestBrowser(t *testing.T) {
 		op.waitUntil("the new queue's card", `!document.getElementById('queue-dialog').open && document.querySelector('`+card+`')`, 5*time.Second)
 		wantConfig := map[string]any{"ratePerSecond": 5.0, "batchSize": 1.0, "intervalMs": 200.0, "capacity": 50.0,
 			"tokenTtlSeconds": 60.0, "maxActiveTokens": 3.0, "paused": true, "adaptive": true, "minRatePerSecond": 2.0,
-			"maxRatePerSecond": 5.0, "targetLatencyMs": 400.0, "abandonAfterSeconds": 20.0, "entry": "signed", "challengeCost": 1500.0}
+			"maxRatePerSecond": 5.0, "targetLatencyMs": 400.0, "abandonAfterSeconds": 20.0, "entry": "signed", "challengeCost": 1500.0,
+			"message": ""}
 		config := func() map[string]any {
 			t.Helper()
 			r := in.do("GET", "/admin/v1/queues/b-form", in.adminAuth(), nil)

@@ -38,7 +38,7 @@ func (l Language) Dir() string {
 // pageCodes are the waiting page's languages, English first: the fallback
 // when none of the visitor's languages is among them. A language is added
 // by adding its messages/page file and its code here.
-var pageCodes = []string{"en", "ko"}
+var pageCodes = []string{"en", "ar", "de", "es", "fr", "ja", "ko", "pt-BR", "zh-Hans", "zh-Hant"}
 
 // rtlScripts are the scripts written right to left among the languages
 // this package could be given.

@@ -182,7 +182,7 @@
   // may carry a solved challenge (see joinWithChallenge).
   async function lineRequest(method, solution) {
     cancelSchedule();
-    const rec = { method, sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null };
+    const rec = { method, sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null, message: null };
     polls.push(rec);
     let res, body;
     try {
@@ -211,6 +211,7 @@
     rec.status = res.status;
     rec.state = body.status || '';
     rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
+    rec.message = body.message ?? null;
     const skew = serverSkew(res);
     banner('');
     if (res.ok) operatorMessage(body.message);

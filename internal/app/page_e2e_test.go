@@ -1,0 +1,165 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// A template waitroom cannot serve stops the start, naming its file and
+// line: a syntax error, a page without the status block, and a queue's
+// template with either.
+func TestPageDirStopsTheStart(t *testing.T) {
+	t.Parallel()
+	good, err := os.ReadFile(filepath.Join(exampleBrand, "waiting.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := `{{template "waitroom.status" .}}`
+	tests := []struct {
+		name, file, text, want string
+	}{
+		{"syntax error", "waiting.html", strings.Replace(string(good), status, status+"\n  {{if .Queue}}", 1),
+			`waiting.html:\d+: unexpected EOF`},
+		{"no status block", "waiting.html", strings.Replace(string(good), status, "", 1),
+			`waiting.html:\d+: the page never places \{\{template "waitroom.status" \.\}\}`},
+		{"a queue's template with a syntax error", "queues/vip/waiting.html", strings.Replace(string(good), "<title>", "<title>{{end}}", 1),
+			`queues/vip/waiting.html:\d+: unexpected \{\{end\}\}`},
+		{"a queue's template without the status block", "queues/vip/waiting.html", strings.Replace(string(good), status, "", 1),
+			`queues/vip/waiting.html:\d+: the page never places \{\{template "waitroom.status" \.\}\}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			files := map[string]string{"waiting.html": string(good), tt.file: tt.text}
+			for _, asset := range []string{"brand.css", "logo.svg"} {
+				b, err := os.ReadFile(filepath.Join(exampleBrand, "assets", asset))
+				if err != nil {
+					t.Fatal(err)
+				}
+				files["assets/"+asset] = string(b)
+			}
+			for name, text := range files {
+				path := filepath.Join(dir, name)
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := app.Parse([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--page-dir", dir},
+				func(string) string { return "" }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+			err = m.Run(context.Background())
+			if err == nil {
+				m.Close()
+				t.Fatal("started with a broken template")
+			}
+			want := regexp.MustCompile(`^--page-dir: ` + regexp.QuoteMeta(dir) + `/` + tt.want)
+			if !want.MatchString(err.Error()) {
+				t.Errorf("start failed with %q, want it to match %s", err, want)
+			}
+		})
+	}
+}
+
+// refreshTo is a page's <meta http-equiv="refresh">: after how long, to
+// where.
+var refreshTo = regexp.MustCompile(`<meta http-equiv="refresh" content="(\d+); url=([^"]+)">`)
+
+// curlPage fetches url with curl alone, keeping cookies in jar: the page,
+// and the refresh it asks for (none: -1).
+func curlPage(t *testing.T, jar, url string) (page string, after int, next string) {
+	t.Helper()
+	out, err := exec.Command("curl", "--silent", "--show-error", "--max-time", "30",
+		"--cookie", jar, "--cookie-jar", jar, "--header", "Accept-Language: en", url).Output()
+	if err != nil {
+		t.Fatalf("curl %s: %v", url, err)
+	}
+	page = string(out)
+	m := refreshTo.FindStringSubmatch(page)
+	if m == nil {
+		return page, -1, ""
+	}
+	after, _ = strconv.Atoi(m[1])
+	return page, after, html.UnescapeString(m[2])
+}
+
+// Without JavaScript: curl alone, following the pages' refreshes with the
+// waits they ask for, joins a queue whose entry policy is any and reaches
+// READY; under challenge the page says why it cannot.
+func TestNoScriptCurl(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		testenv.Missing(t, "curl (scripts/test.sh installs it): %v", err)
+	}
+	in := boot(t, backend{name: "embedded"}, nil)
+	in.putQueue("ns-any", map[string]any{"entry": "any", "paused": true, "message": "Doors open at nine."})
+	in.putQueue("ns-pow", map[string]any{"entry": "challenge"})
+	jar := filepath.Join(t.TempDir(), "cookies")
+
+	// The page with JavaScript sends a browser without it on (<noscript>).
+	page, after, next := curlPage(t, jar, in.base+"/q/ns-any")
+	if after != 0 || !strings.Contains(page, "<noscript><meta http-equiv=\"refresh\"") || next != "/q/ns-any/noscript?lang=en" {
+		t.Fatalf("the page's way without JavaScript: refresh %d to %q", after, next)
+	}
+	var states []string
+	released := false
+	for step := 0; step < 12; step++ {
+		page, after, next = curlPage(t, jar, in.base+next)
+		state := regexp.MustCompile(`data-state="([a-z]+)"`).FindStringSubmatch(page)
+		if state == nil {
+			t.Fatalf("step %d: no state in the page: %.400s", step, page)
+		}
+		states = append(states, fmt.Sprintf("%s (refresh %d s)", state[1], after))
+		if state[1] == "ready" {
+			if !strings.Contains(page, "It&#39;s your turn") || !strings.Contains(page, "Doors open at nine.") {
+				t.Errorf("READY page: %.600s", page)
+			}
+			break
+		}
+		if state[1] != "waiting" || after < 1 || after > 12 || !strings.Contains(next, "joined=1") {
+			t.Fatalf("step %d: %s, refresh %d s to %q: %.600s", step, state[1], after, next, page)
+		}
+		if !strings.Contains(page, `<span id="position">1</span>`) || !strings.Contains(page, "Doors open at nine.") {
+			t.Errorf("step %d: the waiting page lacks the place or the message: %.600s", step, page)
+		}
+		if !released { // in line: the admin lets people in
+			in.patchQueue("ns-any", map[string]any{"paused": false})
+			released = true
+		}
+		time.Sleep(time.Duration(after) * time.Second) // as the page asks
+	}
+	t.Logf("without JavaScript: %s", strings.Join(states, " → "))
+	if !strings.HasPrefix(states[len(states)-1], "ready") {
+		t.Fatalf("never READY: %v", states)
+	}
+	if st := in.do("GET", "/admin/v1/queues/ns-any", in.adminAuth(), nil); st.num("admittedTotal") != 1 {
+		t.Errorf("admitted %v, want the one curl", st.num("admittedTotal"))
+	}
+
+	// Under challenge the page says plainly why it cannot, and takes nothing.
+	page, after, _ = curlPage(t, jar, in.base+"/q/ns-pow/noscript?lang=en")
+	if !strings.Contains(page, `data-state="challenge"`) || !strings.Contains(page, "This line needs JavaScript") || after != -1 {
+		t.Errorf("under challenge: refresh %d, %.600s", after, page)
+	}
+	if st := in.do("GET", "/admin/v1/queues/ns-pow", in.adminAuth(), nil); st.num("length") != 0 {
+		t.Errorf("under challenge a place was taken: length %v", st.num("length"))
+	}
+}
