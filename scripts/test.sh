@@ -2,14 +2,16 @@
 # shellcheck disable=SC2317 # the cleanup functions run from traps
 # The project's one test command (README, DESIGN.md section 7; .ci/run calls it).
 #
-# It installs redis-server, PostgreSQL, chromium and a font with Hangul (for
-# the pages' browser tests), curl (the README test), wrk, promtool (Debian's
-# prometheus: the alert rules' checks and unit tests), a C compiler (for
-# -race), npm and Python's JWT library (the API's consumers: the spec's
-# linter and generated clients, the entry-verification examples), and a JDK,
-# Jetty 9.4 and Flask (real backends behind gateway mode) from Debian
-# packages when they are missing, installs the npm tools tools/npm pins
-# (npm ci, cached by the lock file's hash), starts throwaway Redis
+# It installs redis-server, PostgreSQL, chromium and fonts for the pages'
+# languages (Hangul, Japanese, Chinese, Arabic: the browser tests), curl
+# (the README and no-script tests), wrk, promtool (Debian's prometheus: the
+# alert rules' checks and unit tests), a C compiler (for -race), npm and
+# Python's JWT library (the API's consumers: the spec's linter and generated
+# clients, the entry-verification examples), and a JDK, Jetty 9.4 and Flask
+# (real backends behind gateway mode) from Debian packages when they are
+# missing, installs the npm tools tools/npm pins (npm ci, cached by the lock
+# file's hash: the linter, the TypeScript tools, axe-core for the pages'
+# accessibility audit), starts throwaway Redis
 # and PostgreSQL servers on free loopback ports, exports their URLs as
 # WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
 # `go test -race`, and always stops the servers and removes their temp dirs
@@ -155,11 +157,17 @@ if ((WANT_PG)); then
 	find_pg_bin >/dev/null || missing+=(postgresql)
 fi
 [[ -x "$CHROMIUM" || -n "${WAITROOM_TEST_CHROMIUM:-}" ]] || missing+=(chromium)
-# A font with Hangul, or the Korean page (browser test, screenshots) is empty
-# boxes: fonts-nanum, 10 MB (fonts-noto-cjk would be 57 MB).
-if ! { command -v fc-list >/dev/null && [[ -n "$(fc-list :lang=ko family 2>/dev/null)" ]]; }; then
-	missing+=(fonts-nanum)
-fi
+# Fonts for the waiting page's languages, or a language (browser tests,
+# screenshots) is empty boxes. Small packages rather than fonts-noto-cjk
+# (57 MB): Korean fonts-nanum (10 MB), Japanese fonts-ipafont-gothic
+# (3.5 MB), Simplified and Traditional Chinese fonts-wqy-zenhei (7.5 MB),
+# Arabic fonts-kacst-one (50 KB; the pages' font stacks name KacstOne).
+# About 20 s on a fresh machine.
+has_font() { command -v fc-list >/dev/null && [[ -n "$(fc-list "$1" family 2>/dev/null)" ]]; }
+has_font :lang=ko || missing+=(fonts-nanum)
+has_font :lang=ja || missing+=(fonts-ipafont-gothic)
+{ has_font :lang=zh-cn && has_font :lang=zh-tw; } || missing+=(fonts-wqy-zenhei)
+has_font KacstOne || missing+=(fonts-kacst-one)
 # The README test runs the README's curl session.
 command -v curl >/dev/null || missing+=(curl)
 # wrk drives the hot-path section of the benchmark harness's smoke test.

@@ -106,13 +106,13 @@ func Promtool(t testing.TB) string {
 // InCI reports whether the tests run under CI.
 func InCI() bool { return os.Getenv("CI") == "true" }
 
-// KoreanFonts returns the families of the installed fonts that cover
-// Korean (fontconfig's `fc-list :lang=ko`), with Missing's rule when there
-// are none: without one the Korean page renders as empty boxes.
-// scripts/test.sh installs fonts-nanum.
-func KoreanFonts(t testing.TB) map[string]bool {
+// Fonts returns the families of the installed fonts that cover a
+// language (fontconfig's `fc-list :lang=LANG`: ko, ja, zh-cn, zh-tw, ar),
+// with Missing's rule when there are none: without one the page in that
+// language renders as empty boxes. scripts/test.sh installs them.
+func Fonts(t testing.TB, lang string) map[string]bool {
 	t.Helper()
-	out, err := exec.Command("fc-list", ":lang=ko", "family").Output()
+	out, err := exec.Command("fc-list", ":lang="+lang, "family").Output()
 	families := map[string]bool{}
 	for line := range strings.SplitSeq(string(out), "\n") {
 		// One font per line; a font with several names lists them all.
@@ -123,7 +123,7 @@ func KoreanFonts(t testing.TB) map[string]bool {
 		}
 	}
 	if len(families) == 0 {
-		Missing(t, "font covering Korean (fc-list :lang=ko; scripts/test.sh installs fonts-nanum): %v", err)
+		Missing(t, "font covering %s (fc-list :lang=%s; scripts/test.sh installs one): %v", lang, lang, err)
 	}
 	return families
 }
@@ -169,4 +169,19 @@ func Python(t testing.TB, modules ...string) string {
 		Missing(t, "%s with %v (scripts/test.sh installs them): %v: %s", python, modules, err, out)
 	}
 	return python
+}
+
+// KoreanFonts is Fonts for Korean.
+func KoreanFonts(t testing.TB) map[string]bool { t.Helper(); return Fonts(t, "ko") }
+
+// Axe returns axe-core's script (the pages' accessibility audit), from the
+// npm tools tools/npm pins, with Missing's rule when it is not there.
+func Axe(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(NodeModules(t), "axe-core", "axe.min.js")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		Missing(t, "axe-core at %s (tools/npm; scripts/test.sh installs it): %v", path, err)
+	}
+	return string(b)
 }
