@@ -203,7 +203,7 @@ var a11yStates = []string{"joining (challenge)", "waiting", "paused", "stalled",
 // The no-script states are audited without axe's meta-refresh rule (see
 // TestAccessibility).
 
-// TestAccessibility audits, with axe-core (tools/package.json), the waiting
+// TestAccessibility audits, with axe-core (tools/npm), the waiting
 // page in every state in English, Korean and Arabic, and the admin page:
 // no violation of WCAG 2.1 AA. WAITROOM_A11Y_TABLE names a file to write
 // the table of results into (docs/page.md shows it).

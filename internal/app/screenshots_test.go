@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 // screenshotsVar names a directory: TestPageScreenshots writes the
@@ -142,4 +145,49 @@ func TestPageScreenshots(t *testing.T) {
 	ready.waitState("ready", joinWithin)
 	ready.waitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
 	shoot(ready, "ready-en.png")
+
+	// The page in every language, on a phone, at the same place in a
+	// line, with the operator's message: docs/page.md shows them.
+	in.putQueue("lang-tour", map[string]any{"paused": true, "entry": "any", "message": map[string]any{
+		"en": "Restocked: sizes S and M are back.", "ar": "أعدنا التوريد: المقاسان S وM متوفران من جديد.",
+		"de": "Nachschub: Die Größen S und M sind wieder da.", "es": "Reponemos: vuelven las tallas S y M.",
+		"fr": "Réassort : les tailles S et M sont de retour.", "ja": "再入荷：SサイズとMサイズが戻りました。",
+		"ko": "재입고: S와 M 사이즈가 다시 들어왔습니다.", "pt-BR": "Reposição: os tamanhos P e M voltaram.",
+		"zh-Hans": "补货：S 码和 M 码又有货了。", "zh-Hant": "補貨：S 號和 M 號又有貨了。",
+	}})
+	crowd("lang-tour", 20_000, 1234)
+	for _, code := range web.PageLanguages() {
+		v := newVisitor(t, browser, in, "")
+		if err := chromedp.Do(v.ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+			t.Fatal(err)
+		}
+		v.open("/q/lang-tour?lang=" + code)
+		v.waitState("waiting", joinWithin)
+		v.waitUntil("the message", `!document.getElementById('operator-message').hidden`, 15*time.Second)
+		shoot(v, "page-"+code+".png")
+	}
+	// The page without JavaScript, in Arabic.
+	noscript := newVisitor(t, browser, in, "")
+	if err := chromedp.Do(noscript.ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	noscript.open("/q/lang-tour/noscript?lang=ar")
+	shoot(noscript, "noscript-ar.png")
+
+	// The example brand (examples/page), in English and Japanese, and its
+	// members' line.
+	brand := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.PageDir = "../../examples/page" })
+	brand.putQueue("spring-drop", map[string]any{"paused": true, "entry": "any", "message": "Restocked: sizes S and M are back."})
+	brand.putQueue("vip", map[string]any{"paused": true, "entry": "any"})
+	for _, p := range []struct{ path, lang, name string }{
+		{"/q/spring-drop", "en", "brand-en.png"}, {"/q/spring-drop", "ja", "brand-ja.png"}, {"/q/vip", "ar", "brand-vip-ar.png"},
+	} {
+		v := newVisitor(t, browser, brand, "")
+		if err := chromedp.Do(v.ctx, chromedp.EmulateViewport(1000, 760)); err != nil {
+			t.Fatal(err)
+		}
+		v.open(p.path + "?lang=" + p.lang)
+		v.waitState("waiting", joinWithin)
+		shoot(v, p.name)
+	}
 }

@@ -69,7 +69,9 @@ type refresh struct {
 func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptView {
 	st := v.NoScript
 	T := s.page.texts[lang.Code]
-	p := message.NewPrinter(lang.Tag)
+	// Digits as the page's script writes them (Intl in Chromium writes
+	// Arabic with Latin digits; x/text's data would use Arabic-Indic).
+	p := message.NewPrinter(latinDigits(lang.Tag))
 	num := func(n int64) string { return p.Sprintf("%d", n) }
 	t := func(key string, vars ...string) string { return fill(T[key], vars...) }
 	ret := r.URL.Query().Get("return")
@@ -171,3 +173,12 @@ func fill(text string, vars ...string) string {
 }
 
 func newRequest(target string) (*http.Request, error) { return http.NewRequest("GET", target, nil) }
+
+// latinDigits is tag with Latin digits (-u-nu-latn).
+func latinDigits(tag language.Tag) language.Tag {
+	t, err := tag.SetTypeForKey("nu", "latn")
+	if err != nil {
+		return tag
+	}
+	return t
+}
