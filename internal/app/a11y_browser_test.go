@@ -362,6 +362,7 @@ func TestAccessibility(t *testing.T) {
 // The screen reader hears the place change at most once per answer,
 // politely, and READY at once, urgently.
 func TestAnnouncements(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	in := boot(t, backend{name: "embedded"}, nil)
 	in.putQueue("s-move", map[string]any{"entry": "any", "paused": true})
@@ -432,6 +433,7 @@ func TestAnnouncements(t *testing.T) {
 // Less motion for those who ask: the live dot stops breathing and the bar
 // stops gliding, on the built-in page and on a shop's own.
 func TestReducedMotion(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	in := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
 	in.putQueue("m-plain", map[string]any{"entry": "any", "paused": true})
@@ -458,6 +460,7 @@ func TestReducedMotion(t *testing.T) {
 // The admin's main flows by keyboard alone: sign in, pause a queue, write
 // its message and save it, make a queue, close the dialog.
 func TestAdminKeyboard(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	in := boot(t, backend{name: "embedded"}, nil)
 	in.putQueue("k-sale", map[string]any{"paused": false})

@@ -202,6 +202,7 @@ func TestShopPageBrowser(t *testing.T) {
 // page under the prefix, sees the operator's message, and lands on the
 // page they asked for once admitted.
 func TestShopPageGatewayBrowser(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	p := bootProxy(t, backend{name: "embedded"}, newUpstreamShop(t, 10), func(c *app.Config) { c.PageDir = exampleBrand })
 	p.setPaused(true)

@@ -68,7 +68,10 @@ func (s *Site) loadPages(dir string) (*pageSet, error) {
 		return nil, err
 	}
 	p := &pageSet{perQueue: map[string]*template.Template{}}
-	if p.site, err = s.pageTemplate("built-in waiting.html", string(builtin)); err != nil {
+	// The built-in page is checked like any other, but for the trial runs
+	// (4.), which its tests make (TestBuiltinTemplate): every start of the
+	// program, in every test, would pay for them.
+	if p.site, err = s.parsePage(builtinName, string(builtin)); err != nil {
 		return nil, err
 	}
 	if dir == "" {
@@ -124,9 +127,24 @@ func (s *Site) pageFile(path string) (*template.Template, error) {
 	return s.pageTemplate(path, string(b))
 }
 
-// pageTemplate parses text (named name in errors: its file), checks it and
-// adds waitroom's blocks.
+// builtinName names the built-in page in errors.
+const builtinName = "built-in waiting.html"
+
+// pageTemplate parses text (named name in errors: its file), checks it,
+// adds waitroom's blocks and runs it (tryPage).
 func (s *Site) pageTemplate(name, text string) (*template.Template, error) {
+	t, err := s.parsePage(name, text)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.tryPage(t, name, text); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parsePage is pageTemplate but for the trial runs.
+func (s *Site) parsePage(name, text string) (*template.Template, error) {
 	t, err := template.New(name).Funcs(s.funcs()).Parse(text)
 	if err != nil {
 		return nil, tidy(err)
@@ -152,10 +170,26 @@ func (s *Site) pageTemplate(name, text string) (*template.Template, error) {
 	if _, err := t.New("blocks.html").Parse(string(blocks)); err != nil {
 		return nil, err
 	}
-	if err := s.tryPage(t, name, text); err != nil {
-		return nil, err
-	}
 	return t, nil
+}
+
+// CheckBuiltin runs the built-in page's trial runs (tryPage), which New
+// leaves out, in shop and gateway mode.
+func CheckBuiltin() error {
+	builtin, err := files.ReadFile("templates/waiting.html")
+	if err != nil {
+		return err
+	}
+	for _, o := range []Options{{}, {Base: "/_waitroom", Gateway: true}} {
+		s, err := New(o)
+		if err != nil {
+			return err
+		}
+		if err := s.tryPage(s.pages.site, builtinName, string(builtin)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // placedBlocks collects the templates tree places, following the

@@ -176,6 +176,14 @@ func TestTemplateErrors(t *testing.T) {
 	}
 }
 
+// The built-in page passes the checks an operator's does, trial runs
+// included (New leaves those out for it: every start would pay for them).
+func TestBuiltinTemplate(t *testing.T) {
+	if err := web.CheckBuiltin(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	var out strings.Builder
 	if err := web.Check(exampleDir, &out); err != nil {
