@@ -204,7 +204,8 @@ func bodyCases(in *instance) []badCase {
 		admin(n+"batch fraction", target.method, target.path, `{"batchSize":1.5}`, 400, "invalid_request")
 		admin(n+"capacity overflow", target.method, target.path, `{"capacity":1e30}`, 400, "invalid_request")
 		admin(n+"rate out of float range", target.method, target.path, `{"ratePerSecond":1e400}`, 400, "invalid_request")
-		admin(n+"over 4 KiB", target.method, target.path, `{"paused":false`+strings.Repeat(` `, 5000)+`}`, 413, "body_too_large")
+		// A queue's settings may be 64 KiB (a message in twenty languages).
+		admin(n+"over 64 KiB", target.method, target.path, `{"paused":false`+strings.Repeat(` `, 66_000)+`}`, 413, "body_too_large")
 		admin(n+"invalid config", target.method, target.path, `{"ratePerSecond":-1}`, 400, "invalid_config")
 		admin(n+"rate over batch", target.method, target.path, `{"ratePerSecond":1000,"batchSize":10,"intervalMs":100}`, 400, "invalid_config")
 	}

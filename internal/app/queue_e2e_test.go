@@ -612,7 +612,7 @@ func testAdminStats(t *testing.T, in *instance) {
 		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(queue.MinChallengeCost),
 		"length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
 		"adaptive": false, "minRatePerSecond": 1.0, "maxRatePerSecond": 100.0, "targetLatencyMs": 250.0,
-		"abandonAfterSeconds": 0.0, "opensAt": nil, "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",
+		"abandonAfterSeconds": 0.0, "opensAt": nil, "message": "", "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",
 		"abandonedTotal": 0.0, "preQueueLength": 0.0,
 		"consumedTotal": 0.0,
 		// The rate comes from the bottleneck, and says how.

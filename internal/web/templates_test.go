@@ -23,7 +23,7 @@ func TestExampleTemplate(t *testing.T) {
 				t.Fatalf("status %d: %s", res.StatusCode, body)
 			}
 			for _, want := range []string{
-				`<title>Maru Goods · 대기실</title>`, `<p class="kicker">Spring drop · spring-drop</p>`,
+				`<title>Maru Goods · 대기실</title>`, `<p class="kicker"><span lang="en" dir="ltr">Spring drop · spring-drop</span></p>`,
 				`href="` + base + `/assets/custom/brand.css?v=`, // the shop's files, versioned
 				`id="waitroom"`, `src="` + base + `/static/waiting.js?v=`, // waitroom's blocks
 				`lang="zh-Hant"`, // the language switch lists every language
