@@ -1030,6 +1030,10 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	// Redis down, PostgreSQL up.
 	redisProxy.cut()
 	in.waitStatus("/readyz", 503)
+	// The answers before the cut read the queue's config, which the
+	// instance keeps for a second (queue.Service.RecentConfig): a challenge
+	// may be issued from it until then, not after.
+	in.waitStatus("/api/v1/queues/"+q+"/challenge", 503)
 	entries := "/api/v1/queues/" + q + "/entries"
 	for _, m := range []struct {
 		method, path, auth string
