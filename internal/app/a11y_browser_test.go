@@ -198,7 +198,7 @@ func (a *a11yTable) markdown(states, langs []string) string {
 
 // a11yStates are the waiting page's states the audit visits, in order.
 var a11yStates = []string{"joining (challenge)", "waiting", "paused", "stalled", "opening countdown", "ready",
-	"line full", "unknown queue", "error (connection)", "no-script waiting", "no-script challenge"}
+	"line full", "line closed", "unknown queue", "error (connection)", "no-script waiting", "no-script challenge"}
 
 // The no-script states are audited without axe's meta-refresh rule (see
 // TestAccessibility).
@@ -227,6 +227,7 @@ func TestAccessibility(t *testing.T) {
 	in.putQueue("a-full", map[string]any{"entry": "any", "paused": true, "capacity": 1})
 	in.do("POST", "/api/v1/queues/a-full/entries", in.as("a-first"), nil)
 	in.putQueue("a-pow", map[string]any{})
+	in.putQueue("a-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
 
 	for _, lang := range langs {
 		t.Run(lang, func(t *testing.T) {
@@ -271,6 +272,7 @@ func TestAccessibility(t *testing.T) {
 			visit("/q/a-open", "opening countdown", "opening", joinWithin)
 			visit("/q/a-ready", "ready", "ready", joinWithin)
 			visit("/q/a-full", "line full", "full", joinWithin)
+			visit("/q/a-closed", "line closed", "closed", joinWithin)
 			visit("/q/a-nosuch", "unknown queue", "notfound", joinWithin)
 			// The connection drops: the page says so over what it shows.
 			if _, err := chromedp.Call(waiting.ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{

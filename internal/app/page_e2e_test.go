@@ -112,6 +112,7 @@ func TestNoScriptCurl(t *testing.T) {
 	in := boot(t, backend{name: "embedded"}, nil)
 	in.putQueue("ns-any", map[string]any{"entry": "any", "paused": true, "message": "Doors open at nine."})
 	in.putQueue("ns-pow", map[string]any{"entry": "challenge"})
+	in.putQueue("ns-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
 	jar := filepath.Join(t.TempDir(), "cookies")
 
 	// The page with JavaScript sends a browser without it on (<noscript>).
@@ -161,5 +162,14 @@ func TestNoScriptCurl(t *testing.T) {
 	}
 	if st := in.do("GET", "/admin/v1/queues/ns-pow", in.adminAuth(), nil); st.num("length") != 0 {
 		t.Errorf("under challenge a place was taken: length %v", st.num("length"))
+	}
+
+	// A closed line says so, in the visitor's language, and takes nothing.
+	page, after, _ = curlPage(t, jar, in.base+"/q/ns-closed/noscript?lang=ja")
+	if !strings.Contains(page, `data-state="closed"`) || !strings.Contains(page, "この列の受付は終了しました") || after != -1 {
+		t.Errorf("a closed line: refresh %d, %.600s", after, page)
+	}
+	if st := in.do("GET", "/admin/v1/queues/ns-closed", in.adminAuth(), nil); st.num("length") != 0 {
+		t.Errorf("a closed line took a place: length %v", st.num("length"))
 	}
 }

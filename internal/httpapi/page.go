@@ -109,6 +109,8 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 			return &web.Standing{State: web.Challenge}
 		case errors.Is(err, gatekeeper.ErrSignInRequired):
 			return &web.Standing{State: web.SignIn}
+		case errors.Is(err, queue.ErrQueueClosed):
+			return &web.Standing{State: web.Closed}
 		case errors.Is(err, gatekeeper.ErrTooManyEntries):
 			return &web.Standing{State: web.Crowded, PollAfter: again}
 		case errors.Is(err, queue.ErrQueueFull):

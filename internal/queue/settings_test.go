@@ -174,7 +174,8 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 	def := queue.DefaultConfig()
 	for _, s := range queue.Settings {
 		values := map[queue.Kind]string{queue.Bool: "true, false", queue.Instant: "RFC 3339 time, or \"\" for none",
-			queue.Choice: strings.Join(s.Choices, ", "), queue.Text: "read-only"}[s.Kind]
+			queue.Choice: strings.Join(s.Choices, ", "), queue.Text: "read-only",
+			queue.TextByLanguage: fmt.Sprintf("text, or texts by language (`{\"en\": …}`), ≤ %d characters each; \"\" for none", queue.MaxMessageChars)}[s.Kind]
 		if values == "" {
 			values = s.Range()
 			if s.Kind == queue.Duration {
@@ -186,7 +187,7 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 			flag = "`--" + s.Flag + "`"
 		}
 		dflt := "none"
-		if v := s.Value(def); v != nil {
+		if v := s.Value(def); v != nil && v != "" {
 			dflt = fmt.Sprintf("`%v`", v)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, s.Help)

@@ -29,6 +29,8 @@ const (
 	Full StandingState = "full"
 	// Crowded: this address has taken its share of places for now.
 	Crowded StandingState = "crowded"
+	// Closed: the line has closed (closesAt) and takes no one new.
+	Closed StandingState = "closed"
 	// SignIn: the line is for signed-in customers.
 	SignIn StandingState = "signin"
 	// Challenge: the line asks for a proof of work, which needs JavaScript.
@@ -114,16 +116,9 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	case Left:
 		view.Heading, view.Note = t("leftHeading"), t("leftText")
 		view.Again = s.noScriptURL(v.Queue, lang.Code, ret, false)
-	case Full:
-		view.Heading, view.Note = t("fullHeading"), t("fullText")
-	case Crowded:
-		view.Heading, view.Note = t("crowdedHeading"), t("crowdedText")
-	case SignIn:
-		view.Heading, view.Note = t("signInRequiredHeading"), t("signInRequiredText")
-	case Challenge:
-		view.Heading, view.Note = t("noscriptChallengeHeading"), t("noscriptChallengeText")
-	case NotFound:
-		view.Heading, view.Note = t("notFoundHeading"), t("notFoundText")
+	case Full, Crowded, Closed, SignIn, Challenge, NotFound:
+		said := refusalTexts[st.State]
+		view.Heading, view.Note = t(said[0]), t(said[1])
 	case Trouble:
 		view.Heading, view.Note = t("noscriptTroubleHeading"), t("trouble", "n", num(seconds(st.PollAfter)))
 	}
@@ -134,6 +129,17 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		view.Refresh = &refresh{Seconds: seconds(st.PollAfter), URL: s.noScriptURL(v.Queue, lang.Code, ret, joined)}
 	}
 	return view
+}
+
+// refusalTexts are the heading and the text of each state in which the
+// visitor has no place, and waits for nothing or only for a retry.
+var refusalTexts = map[StandingState][2]string{
+	Full:      {"fullHeading", "fullText"},
+	Crowded:   {"crowdedHeading", "crowdedText"},
+	Closed:    {"closedHeading", "closedText"},
+	SignIn:    {"signInRequiredHeading", "signInRequiredText"},
+	Challenge: {"noscriptChallengeHeading", "noscriptChallengeText"},
+	NotFound:  {"notFoundHeading", "notFoundText"},
 }
 
 // seconds is d in whole seconds, rounded up, at least 1.

@@ -274,7 +274,7 @@ func sampleVisits() []Visit {
 		{State: Opening, OpensAt: now.Add(time.Hour), PollAfter: 60 * time.Second},
 		{State: Ready, ExpiresAt: now.Add(5 * time.Minute)},
 		{State: Left}, {State: Full, PollAfter: 30 * time.Second}, {State: Crowded, PollAfter: 5 * time.Second},
-		{State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Trouble, PollAfter: 5 * time.Second},
+		{State: Closed}, {State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Trouble, PollAfter: 5 * time.Second},
 	} {
 		out = append(out, Visit{Queue: "sample-queue", NoScript: &st})
 	}
