@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -161,5 +162,32 @@ func TestVersionAndHelp(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), `unknown command "nope"`) || !strings.Contains(stderr.String(), "Commands:") {
 		t.Errorf("waitroom nope: %v, stderr %q; want a failure naming it, with the help", err, stderr.String())
+	}
+}
+
+// `waitroom page check DIR`: the example brand passes, a broken template
+// fails naming its file and line, and anything else is a usage error.
+func TestPageCheck(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := page([]string{"check", "../../examples/page"}, &out, &errOut); err != nil {
+		t.Fatalf("the example brand: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "../../examples/page: ok") || !strings.Contains(out.String(), "queues/vip/waiting.html") {
+		t.Errorf("the example brand: %q", out.String())
+	}
+
+	broken := t.TempDir()
+	file := filepath.Join(broken, "waiting.html")
+	if err := os.WriteFile(file, []byte("<!doctype html>\n<html lang=\"{{.Lang}}\" dir=\"{{.Dir}}\">\n<title>{{if .Lang}}Shop</title>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := page([]string{"check", broken}, &out, &errOut)
+	if err == nil || !regexp.MustCompile(regexp.QuoteMeta(file)+`:\d+: `).MatchString(err.Error()) {
+		t.Errorf("a broken template: %v, want its file and line", err)
+	}
+
+	errOut.Reset()
+	if err := page([]string{"lint", broken}, &out, &errOut); err == nil || !strings.Contains(errOut.String(), "Usage: waitroom page check DIR") {
+		t.Errorf("page lint: %v, %q", err, errOut.String())
 	}
 }
