@@ -123,3 +123,16 @@ func TestMessageAsASetting(t *testing.T) {
 		t.Errorf("a 501-character message: %v", err)
 	}
 }
+
+// BenchmarkMessageFor: the text for a reader, as every status answer asks
+// while a queue has a message by language.
+func BenchmarkMessageFor(b *testing.B) {
+	m, _ := queue.ParseMessage(map[string]string{"en": "Back at nine", "ja": "9時に再開", "es": "a las nueve", "ar": "التاسعة", "zh-Hans": "九点"})
+	tags, _, _ := language.ParseAcceptLanguage("es-MX,es;q=0.9,en;q=0.8")
+	b.ReportAllocs()
+	for b.Loop() {
+		if m.For(tags...) != "a las nueve" {
+			b.Fatal("not the Spanish text")
+		}
+	}
+}
