@@ -93,3 +93,31 @@ func TestAdmitterTakesANewIntervalAtTheNextTick(t *testing.T) {
 	s.setConfig(c)
 	s.waitCalls(t, 5, "after the interval went from 1 min to 20 ms")
 }
+
+// stoppingStore admits one user and stops the run while its answer is on
+// the way, as a shutdown may.
+type stoppingStore struct {
+	*scriptedStore
+	stop context.CancelFunc
+}
+
+func (s *stoppingStore) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
+	s.stop()
+	return queue.Admission{Ticked: true, Admitted: []string{"u1"}, NextIn: time.Hour}, nil
+}
+
+// TestAdmitterReportsATickAnsweredAsItStops: users a tick let in are told
+// to OnAdmitUsers even when the run ended while the tick was answered:
+// they are in all the same (the counts had missed them).
+func TestAdmitterReportsATickAnsweredAsItStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &stoppingStore{scriptedStore: newScriptedStore(queue.DefaultConfig(), nil), stop: cancel}
+	a := queue.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var told []string
+	a.OnAdmitUsers = func(_ string, users []string) { told = append(told, users...) }
+	a.Run(ctx) // returns once the run is stopped
+	if len(told) != 1 || told[0] != "u1" {
+		t.Errorf("told %v, want [u1]", told)
+	}
+}
