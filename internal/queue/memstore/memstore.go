@@ -4,6 +4,11 @@
 // planned by the same queue.PlanTick as on Redis, and the store passes the
 // same suite, storetest. It serves one instance only: run several
 // instances on Redis.
+//
+// New keeps the line in memory only. Open keeps it in a directory too
+// (durable.go): every step that changes a queue is written, under the
+// queue's lock and so in the order the steps ran, to a journal that a
+// restart replays, and compacted now and then into a snapshot.
 package memstore
 
 import (
@@ -32,6 +37,9 @@ type Store struct {
 	used   map[usedKey]time.Time // FirstUse markers → when they lapse
 	// usedSweep counts markers added since expired ones were last swept.
 	usedSweep int
+	usedOps   int64 // FirstUse steps journaled (as state.ops)
+
+	disk *disk // the journal (Open); nil in memory only
 }
 
 type usedKey struct{ queue, key string }
@@ -63,7 +71,10 @@ type issuedToken struct {
 }
 
 type state struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ops counts the steps journaled for this queue: each record carries
+	// its number, so a replay skips what a snapshot holds already.
+	ops      int64
 	cfg      queue.Config
 	epoch    int64 // see queue.Snapshot.Epoch
 	line     *line
@@ -125,6 +136,36 @@ func in[T any](s *Store, name string, f func(q *state, now time.Time) (T, error)
 	return f(q, s.now().Truncate(time.Millisecond))
 }
 
+// change is in for a step that may change the queue: f also says whether
+// it did, and then the step (o, with the clock it ran at) is journaled
+// under the same lock, so the journal has each queue's steps in the order
+// they ran. Under fsync always it answers once the record is on disk.
+func change[T any](s *Store, o *op, f func(q *state, now time.Time) (T, bool, error)) (T, error) {
+	var zero T
+	if err := s.writable(); err != nil {
+		return zero, err
+	}
+	s.mu.Lock()
+	q, ok := s.queues[o.queue]
+	s.mu.Unlock()
+	if !ok {
+		return zero, queue.ErrQueueNotFound
+	}
+	q.mu.Lock()
+	now := s.now().Truncate(time.Millisecond)
+	v, changed, err := f(q, now)
+	var n uint64
+	if changed {
+		q.ops++
+		n = s.record(o, q.ops, now)
+	}
+	q.mu.Unlock()
+	if werr := s.await(n); werr != nil {
+		return zero, werr
+	}
+	return v, err
+}
+
 // orNothing: a call on an unknown queue has nothing to do (as on Redis).
 func orNothing(err error) error {
 	if errors.Is(err, queue.ErrQueueNotFound) {
@@ -136,16 +177,36 @@ func orNothing(err error) error {
 // PutConfig implements queue.Store. A new queue gets an epoch from the
 // clock (µs), never one given before.
 func (s *Store) PutConfig(_ context.Context, name string, c queue.Config) error {
-	s.mu.Lock()
-	_, ok := s.queues[name]
-	if !ok {
-		s.epoch = max(s.epoch+1, s.now().UnixMicro())
-		s.queues[name] = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
-			seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: s.epoch}
+	return s.putConfig(name, c, 0)
+}
+
+// putConfig is PutConfig; a replayed creation brings the epoch it was
+// given (else 0).
+func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
+	if err := s.writable(); err != nil {
+		return err
 	}
+	s.mu.Lock()
+	q, existed := s.queues[name]
+	if !existed {
+		if epoch == 0 {
+			epoch = max(s.epoch+1, s.now().UnixMicro())
+		}
+		s.epoch = max(s.epoch, epoch)
+		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
+			seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: epoch}
+	}
+	// Locked before anyone can find it: no step of a new queue is
+	// journaled ahead of its creation.
+	q.mu.Lock()
+	s.queues[name] = q
 	s.mu.Unlock()
-	_, err := in(s, name, func(q *state, now time.Time) (struct{}, error) { q.putConfig(c, !ok, now); return struct{}{}, nil })
-	return err
+	now := s.now().Truncate(time.Millisecond)
+	q.putConfig(c, !existed, now)
+	q.ops++
+	n := s.record(&op{kind: opPutConfig, queue: name, list: queue.StoreFields(c), n: q.epoch}, q.ops, now)
+	q.mu.Unlock()
+	return s.await(n)
 }
 
 // putConfig keeps admission in step with a new config: a shortened interval
@@ -228,7 +289,10 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.Entry, error) { return q.enter(user, now) })
+	return change(s, &op{kind: opEnter, queue: name, user: user}, func(q *state, now time.Time) (queue.Entry, bool, error) {
+		e, err := q.enter(user, now)
+		return e, true, err
+	})
 }
 
 func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
@@ -318,7 +382,10 @@ func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
 
 // Leave implements queue.Store.
 func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
-	left, err := in(s, name, func(q *state, now time.Time) (bool, error) { return q.leave(user, now), nil })
+	left, err := change(s, &op{kind: opLeave, queue: name, user: user}, func(q *state, now time.Time) (bool, bool, error) {
+		left := q.leave(user, now)
+		return left, left, nil
+	})
 	return left, orNothing(err)
 }
 
@@ -383,7 +450,8 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 
 // Admit implements queue.Store: queue.PlanTick decides, under the lock.
 func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Admission, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.Admission, error) {
+	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
+	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := queue.TickInput{Config: q.cfg, State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
 			Placing: q.openState == "placing", Length: q.line.len()}
 		if len(tokens) > 0 {
@@ -394,8 +462,11 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		}
 		p, err := queue.PlanTick(tick, q.front)
 		if err != nil || !p.Write {
-			return p.Admission(), err
+			return p.Admission(), false, err
 		}
+		// The journal keeps the tokens given out and the call's name (its
+		// first token); the rest only count.
+		o.list = tokens[:min(len(tokens), max(1, len(p.Admitted)))]
 		for _, w := range slices.Concat(p.Admitted, p.Skipped) {
 			q.line.remove(w.User)
 			delete(q.seen, w.User)
@@ -406,7 +477,7 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		q.admitted += int64(len(p.Admitted))
 		q.abandoned += int64(len(p.Skipped))
 		q.tick = p.State
-		return p.Admission(), nil
+		return p.Admission(), true, nil
 	})
 }
 
@@ -421,14 +492,14 @@ func (q *state) front(from, n int64) ([]queue.Waiter, error) {
 
 // AdmitNow implements queue.Store.
 func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.Entry, error) {
+	return change(s, &op{kind: opAdmitNow, queue: name, user: user, token: tok}, func(q *state, now time.Time) (queue.Entry, bool, error) {
 		if e, ok := q.standing(user, now); ok {
-			return e, nil
+			return e, false, nil
 		}
 		// An opening ahead is not a quiet line: its pre-queue goes first.
 		if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" ||
 			!queue.MayAdmitNow(q.cfg, q.effRate, q.tick) || q.cfg.MaxActiveTokens > 0 && q.live(now) >= q.cfg.MaxActiveTokens {
-			return q.notInQueue(now), nil
+			return q.notInQueue(now), false, nil
 		}
 		if t, ok := q.tokens[user]; ok { // expired: forget it, as Enter does
 			q.dropToken(user, t, now, &q.expired)
@@ -440,7 +511,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry
 		q.inlineTotal++
 		q.admitted++
 		e, _ := q.standing(user, now)
-		return e, nil
+		return e, true, nil
 	})
 }
 
@@ -458,7 +529,8 @@ func (q *state) live(now time.Time) int64 {
 // Sweep implements queue.Store: expired tokens, lapsed locks and leavers
 // below the head go.
 func (s *Store) Sweep(_ context.Context, name string) (bool, error) {
-	_, err := in(s, name, func(q *state, now time.Time) (struct{}, error) {
+	_, err := change(s, &op{kind: opSweep, queue: name}, func(q *state, now time.Time) (struct{}, bool, error) {
+		before := len(q.issued) + len(q.inflight) + len(q.leftTickets)
 		i := 0
 		for ; i < len(q.issued) && !q.issued[i].expires.After(now); i++ {
 			it := q.issued[i]
@@ -477,23 +549,24 @@ func (s *Store) Sweep(_ context.Context, name string) (bool, error) {
 			below, _ = slices.BinarySearch(q.leftTickets, head)
 		}
 		q.leftTickets = slices.Delete(q.leftTickets, 0, below)
-		return struct{}{}, nil
+		return struct{}{}, len(q.issued)+len(q.inflight)+len(q.leftTickets) < before, nil
 	})
 	return false, orNothing(err)
 }
 
 // BeginUse implements queue.Store.
 func (s *Store) BeginUse(_ context.Context, name, user, tok, owner string, lockFor time.Duration) error {
-	_, err := in(s, name, func(q *state, now time.Time) (struct{}, error) {
+	o := &op{kind: opBeginUse, queue: name, user: user, token: tok, owner: owner, dur: lockFor}
+	_, err := change(s, o, func(q *state, now time.Time) (struct{}, bool, error) {
 		t, ok := q.tokens[user]
 		if !ok || !sameToken(t.value, tok) || !t.expires.After(now) {
-			return struct{}{}, queue.ErrTokenInvalid
+			return struct{}{}, false, queue.ErrTokenInvalid
 		}
 		if l, ok := q.inflight[user]; ok && l.until.After(now) && l.owner != owner {
-			return struct{}{}, queue.ErrTokenInUse
+			return struct{}{}, false, queue.ErrTokenInUse
 		}
 		q.inflight[user] = lock{until: now.Add(lockFor), owner: owner}
-		return struct{}{}, nil
+		return struct{}{}, true, nil
 	})
 	if errors.Is(err, queue.ErrQueueNotFound) {
 		return queue.ErrTokenInvalid
@@ -510,14 +583,18 @@ func sameToken(a, b string) bool {
 
 // EndUse implements queue.Store.
 func (s *Store) EndUse(_ context.Context, name, user, tok, owner string, consumed bool) error {
-	_, err := in(s, name, func(q *state, now time.Time) (struct{}, error) {
+	o := &op{kind: opEndUse, queue: name, user: user, token: tok, owner: owner, flag: consumed}
+	_, err := change(s, o, func(q *state, now time.Time) (struct{}, bool, error) {
+		changed := false
 		if l, ok := q.inflight[user]; ok && l.owner == owner {
 			delete(q.inflight, user)
+			changed = true
 		}
 		if t, ok := q.tokens[user]; consumed && ok && t.value == tok {
 			q.dropToken(user, t, now, &q.consumed)
+			changed = true
 		}
-		return struct{}{}, nil
+		return struct{}{}, changed, nil
 	})
 	return orNothing(err)
 }
@@ -544,23 +621,26 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 
 // Seen implements queue.Store.
 func (s *Store) Seen(_ context.Context, name string, users []string) error {
-	_, err := in(s, name, func(q *state, now time.Time) (struct{}, error) {
+	_, err := change(s, &op{kind: opSeen, queue: name, list: users}, func(q *state, now time.Time) (struct{}, bool, error) {
+		changed := false
 		for _, u := range users {
 			if _, ok := q.line.ticket(u); ok {
-				q.seen[u] = now
+				q.seen[u], changed = now, true
 			}
 		}
-		return struct{}{}, nil
+		return struct{}{}, changed, nil
 	})
 	return orNothing(err) // nobody to mark
 }
 
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.RateWindow, error) {
+	o := &op{kind: opFoldRate, queue: name, dur: window, blob: mustJSON(sample)}
+	return change(s, o, func(q *state, now time.Time) (queue.RateWindow, bool, error) {
 		if !q.cfg.Adaptive {
+			changed := q.sampleWin != 0 || q.sample.Calls != 0
 			q.sampleWin, q.sample = 0, queue.RateSample{}
-			return queue.RateWindow{}, nil
+			return queue.RateWindow{}, changed, nil
 		}
 		win := now.UnixMilli() / window.Milliseconds()
 		out := queue.RateWindow{ID: win, Folded: win}
@@ -584,23 +664,23 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 			}
 			q.sample.Latency[b] += n
 		}
-		return out, nil
+		return out, true, nil
 	})
 }
 
 // SetRate implements queue.Store.
 func (s *Store) SetRate(_ context.Context, name string, d queue.RateDecision) (float64, bool, error) {
 	var before float64
-	ok, err := in(s, name, func(q *state, now time.Time) (bool, error) {
+	ok, err := change(s, &op{kind: opSetRate, queue: name, blob: mustJSON(d)}, func(q *state, now time.Time) (bool, bool, error) {
 		before = q.rateInForce()
 		if !q.cfg.Adaptive || d.Window <= q.effLast.Window {
-			return false, nil
+			return false, false, nil
 		}
 		q.effRate, q.effLast = q.cfg.RateInForce(d.Rate), d
 		if q.effRate != before {
 			q.logRate(now, q.effRate, d.Why)
 		}
-		return true, nil
+		return true, true, nil
 	})
 	return before, ok, err
 }
@@ -612,17 +692,17 @@ func (s *Store) RateChanges(_ context.Context, name string) ([]queue.RateChange,
 
 // OpenDue implements queue.Store.
 func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Duration) (queue.Opening, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.Opening, error) {
+	return change(s, &op{kind: opOpenDue, queue: name, owner: owner, dur: lease}, func(q *state, now time.Time) (queue.Opening, bool, error) {
 		if q.openState == "open" || q.cfg.OpensAt.IsZero() && q.openState == "" {
-			return queue.Opening{}, nil
+			return queue.Opening{}, false, nil
 		}
 		if q.openState == "" {
 			if now.Before(q.cfg.OpensAt) {
-				return queue.Opening{In: q.cfg.OpensAt.Sub(now)}, nil
+				return queue.Opening{In: q.cfg.OpensAt.Sub(now)}, false, nil
 			}
 			if len(q.pre) == 0 {
 				q.openState = "open"
-				return queue.Opening{}, nil
+				return queue.Opening{}, true, nil
 			}
 			// Close the pre-queue: a ticket is reserved for each of its
 			// users, so whoever enters from now on is behind all of them.
@@ -630,7 +710,7 @@ func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Durati
 			q.seq = q.openEnd
 			q.openState = "placing"
 		} else if q.openOwner != owner && now.Before(q.openLease) {
-			return queue.Opening{Busy: true}, nil
+			return queue.Opening{Busy: true}, false, nil
 		}
 		q.openOwner, q.openLease = owner, now.Add(lease)
 		pending := make([]string, 0, len(q.pre))
@@ -638,15 +718,16 @@ func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Durati
 			pending = append(pending, u)
 		}
 		slices.SortFunc(pending, func(a, b string) int { return cmp.Compare(q.pre[a], q.pre[b]) })
-		return queue.Opening{Due: true, Pending: pending}, nil
+		return queue.Opening{Due: true, Pending: pending}, true, nil
 	})
 }
 
 // Place implements queue.Store.
 func (s *Store) Place(_ context.Context, name, owner string, users []string, lease time.Duration) (bool, error) {
-	return in(s, name, func(q *state, now time.Time) (bool, error) {
+	o := &op{kind: opPlace, queue: name, owner: owner, list: users, dur: lease}
+	return change(s, o, func(q *state, now time.Time) (bool, bool, error) {
 		if q.openState != "placing" || q.openOwner != owner {
-			return false, queue.ErrNotOwner
+			return false, false, queue.ErrNotOwner
 		}
 		for _, u := range users {
 			if _, ok := q.pre[u]; !ok {
@@ -658,30 +739,42 @@ func (s *Store) Place(_ context.Context, name, owner string, users []string, lea
 		}
 		q.openLease = now.Add(lease)
 		if len(q.pre) > 0 {
-			return false, nil
+			return false, true, nil
 		}
 		for t := q.openNext; t <= q.openEnd; t++ { // the tickets of those who left
 			q.addLeft(t)
 		}
 		q.openState, q.openOwner = "open", ""
 		q.tick.Moved = now
-		return true, nil
+		return true, true, nil
 	})
 }
 
-// Ping implements queue.Store; memory always answers.
-func (s *Store) Ping(context.Context) error { return nil }
+// Ping implements queue.Store: memory always answers, but a store whose
+// journal failed cannot keep a change.
+func (s *Store) Ping(context.Context) error { return s.writable() }
 
 // FirstUse implements queue.Store: the first call with a key records it
 // until ttl passes.
 func (s *Store) FirstUse(_ context.Context, name, key string, ttl time.Duration) (bool, error) {
+	if err := s.writable(); err != nil {
+		return false, err
+	}
+	s.usedMu.Lock()
+	first, n := s.firstUse(name, key, ttl)
+	s.usedMu.Unlock()
+	return first, s.await(n)
+}
+
+// firstUse is FirstUse under usedMu; it returns the record to wait for.
+func (s *Store) firstUse(name, key string, ttl time.Duration) (bool, uint64) {
 	now := s.now()
 	k := usedKey{name, key}
-	s.usedMu.Lock()
-	defer s.usedMu.Unlock()
 	if until, ok := s.used[k]; ok && now.Before(until) {
-		return false, nil
+		return false, 0
 	}
+	s.usedOps++
+	n := s.record(&op{kind: opFirstUse, queue: name, token: key, dur: ttl}, s.usedOps, now)
 	s.used[k] = now.Add(max(ttl, time.Millisecond))
 	// Markers lapse by themselves on Redis; here a sweep every so many
 	// additions keeps the map to the live ones at an amortised O(1).
@@ -693,5 +786,5 @@ func (s *Store) FirstUse(_ context.Context, name, key string, ttl time.Duration)
 			}
 		}
 	}
-	return true, nil
+	return true, n
 }

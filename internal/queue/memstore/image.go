@@ -1,0 +1,144 @@
+package memstore
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// queueImage is one queue's whole state as a snapshot keeps it (gob: a
+// field added later reads as its zero value from an older snapshot).
+type queueImage struct {
+	Name string
+	Ops  int64
+	// Config is the settings' store fields (queue.StoreFields): a setting
+	// added later reads as its default.
+	Config []string
+	Epoch  int64
+	Seq    int64
+	// Line is everyone in line from LineBase on, by ticket: "" where
+	// someone left or was admitted.
+	LineBase int64
+	Line     []string
+	Tokens   []tokenImage
+	Issued   []tokenImage // in the order written (Sweep's order)
+	Inflight []lockImage
+	// LeftTickets, ascending: see state.leftTickets.
+	LeftTickets []int64
+	Tick        queue.TickState
+	Seen        map[string]time.Time
+
+	Admitted, Consumed, Left, Expired, Returned, Abandoned, InlineTotal int64
+
+	EffRate        float64
+	EffLast        queue.RateDecision
+	SampleWin      int64
+	Sample         queue.RateSample
+	SampleAdmitted int64
+	RateLog        []queue.RateChange
+
+	PreArrival        int64
+	Pre               map[string]int64
+	OpenState         string
+	OpenNext, OpenEnd int64
+	OpenOwner         string
+	OpenLease         time.Time
+}
+
+type tokenImage struct {
+	User, Value string
+	Expires     time.Time
+}
+
+type lockImage struct {
+	User, Owner string
+	Until       time.Time
+}
+
+// usedImage is the FirstUse markers.
+type usedImage struct {
+	Ops   int64
+	Queue []string
+	Key   []string
+	Until []time.Time
+}
+
+// image copies q's state (under its lock): what it shares with the live
+// state is never written again in place.
+func (q *state) image(name string) *queueImage {
+	img := &queueImage{
+		Name: name, Ops: q.ops, Config: queue.StoreFields(q.cfg), Epoch: q.epoch, Seq: q.seq,
+		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen),
+		Admitted: q.admitted, Consumed: q.consumed, Left: q.left, Expired: q.expired, Returned: q.ret,
+		Abandoned: q.abandoned, InlineTotal: q.inlineTotal,
+		EffRate: q.effRate, EffLast: q.effLast, SampleWin: q.sampleWin, Sample: q.sample, SampleAdmitted: q.sampleAdmitted,
+		RateLog:    slices.Clone(q.rateLog),
+		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
+		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
+	}
+	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
+	img.Sample.Latency = maps.Clone(q.sample.Latency)
+	if q.line.len() > 0 {
+		img.LineBase = q.line.base + int64(q.line.head)
+		img.Line = slices.Clone(q.line.users[q.line.head:])
+	}
+	img.Tokens = make([]tokenImage, 0, len(q.tokens))
+	for u, t := range q.tokens {
+		img.Tokens = append(img.Tokens, tokenImage{User: u, Value: t.value, Expires: t.expires})
+	}
+	img.Issued = make([]tokenImage, len(q.issued))
+	for i, t := range q.issued {
+		img.Issued[i] = tokenImage{User: t.user, Value: t.value, Expires: t.expires}
+	}
+	for u, l := range q.inflight {
+		img.Inflight = append(img.Inflight, lockImage{User: u, Owner: l.owner, Until: l.until})
+	}
+	return img
+}
+
+// restore is the state an image holds.
+func (img *queueImage) restore() (*state, error) {
+	fields := make(map[string]string, len(img.Config)/2)
+	for i := 0; i+1 < len(img.Config); i += 2 {
+		fields[img.Config[i]] = img.Config[i+1]
+	}
+	cfg, err := queue.ConfigFromStore(fields)
+	if err != nil {
+		return nil, err
+	}
+	q := &state{
+		ops: img.Ops, cfg: cfg, epoch: img.Epoch, line: newLine(), seq: img.Seq,
+		tokens: make(map[string]token, len(img.Tokens)), inflight: map[string]lock{},
+		leftTickets: img.LeftTickets, tick: img.Tick, seen: img.Seen,
+		admitted: img.Admitted, consumed: img.Consumed, left: img.Left, expired: img.Expired, ret: img.Returned,
+		abandoned: img.Abandoned, inlineTotal: img.InlineTotal,
+		effRate: img.EffRate, effLast: img.EffLast, sampleWin: img.SampleWin, sample: img.Sample, sampleAdmitted: img.SampleAdmitted,
+		rateLog:    img.RateLog,
+		preArrival: img.PreArrival, pre: img.Pre,
+		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
+	}
+	if q.seen == nil {
+		q.seen = map[string]time.Time{}
+	}
+	if q.pre == nil {
+		q.pre = map[string]int64{}
+	}
+	for i, u := range img.Line {
+		if u != "" {
+			q.line.push(u, img.LineBase+int64(i))
+		}
+	}
+	for _, t := range img.Tokens {
+		q.tokens[t.User] = token{value: t.Value, expires: t.Expires}
+	}
+	q.issued = make([]issuedToken, len(img.Issued))
+	for i, t := range img.Issued {
+		q.issued[i] = issuedToken{user: t.User, value: t.Value, expires: t.Expires}
+	}
+	for _, l := range img.Inflight {
+		q.inflight[l.User] = lock{until: l.Until, owner: l.Owner}
+	}
+	return q, nil
+}

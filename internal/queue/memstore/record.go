@@ -1,0 +1,274 @@
+package memstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// The journal keeps the steps that changed the store, not the state they
+// left: each record names a Store method, its arguments and the clock it
+// ran at, and a replay calls the same method on the same clock, so every
+// rule of the line (PlanTick included) is written once and the journal
+// needs no change when one changes. A config travels as its settings'
+// store fields (queue.StoreFields), so a new setting needs none either.
+
+// opKind names the method a record replays.
+type opKind byte
+
+const (
+	opPutConfig opKind = iota + 1
+	opEnter
+	opLeave
+	opAdmit
+	opAdmitNow
+	opSweep
+	opBeginUse
+	opEndUse
+	opSeen
+	opFoldRate
+	opSetRate
+	opOpenDue
+	opPlace
+	opFirstUse
+	// opResume: the store started again after being down for dur
+	// (Store.resume).
+	opResume
+	// opClock changes nothing: it says the store was running at its time
+	// (written every second and at Close), so a restart knows how long it
+	// was down.
+	opClock
+)
+
+// op is one journaled step: the method's arguments, its queue's step
+// number and the clock it ran at.
+type op struct {
+	kind  opKind
+	queue string
+	// seq numbers the queue's steps (FirstUse's have their own count).
+	seq                int64
+	at                 time.Time
+	user, token, owner string // FirstUse's key travels as token
+	// list: Admit's tokens given out (the first names the call), Seen's
+	// and Place's users, PutConfig's store fields.
+	list []string
+	// n: Admit's count of fresh tokens, PutConfig's epoch.
+	n    int64
+	dur  time.Duration // a lease, lock, window or ttl
+	flag bool          // EndUse's consumed
+	blob []byte        // FoldRate's sample, SetRate's decision (JSON)
+}
+
+func (o *op) encode() []byte {
+	b := make([]byte, 0, 64+len(o.queue)+len(o.user)+len(o.token)+len(o.owner)+len(o.blob))
+	b = append(b, byte(o.kind))
+	b = binary.AppendVarint(b, o.seq)
+	b = binary.AppendVarint(b, o.at.UnixNano())
+	for _, s := range [...]string{o.queue, o.user, o.token, o.owner} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(len(o.list)))
+	for _, s := range o.list {
+		b = appendString(b, s)
+	}
+	b = binary.AppendVarint(b, o.n)
+	b = binary.AppendVarint(b, int64(o.dur))
+	if o.flag {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	return appendString(b, string(o.blob))
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+var errBadRecord = errors.New("malformed journal record")
+
+func decodeOp(b []byte) (op, error) {
+	d := decoder{b: b}
+	var o op
+	o.kind = opKind(d.byte())
+	o.seq = d.varint()
+	o.at = time.Unix(0, d.varint()).UTC()
+	o.queue, o.user, o.token, o.owner = d.string(), d.string(), d.string(), d.string()
+	if n := d.uvarint(); n > 0 && n <= uint64(len(d.b)) {
+		o.list = make([]string, n)
+		for i := range o.list {
+			o.list[i] = d.string()
+		}
+	} else if n > 0 {
+		d.bad = true
+	}
+	o.n = d.varint()
+	o.dur = time.Duration(d.varint())
+	o.flag = d.byte() == 1
+	if blob := d.string(); blob != "" {
+		o.blob = []byte(blob)
+	}
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opClock {
+		return op{}, errBadRecord
+	}
+	return o, nil
+}
+
+// decoder reads what encode wrote; bad is set at the first thing that
+// does not fit.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.bad = true
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.bad = true
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("memstore: " + err.Error()) // plain data: cannot fail
+	}
+	return b
+}
+
+// record journals step o, number seq of its queue, that ran at now; it
+// returns the record's number for await (0: the store keeps no journal, or
+// is replaying one).
+func (s *Store) record(o *op, seq int64, now time.Time) uint64 {
+	if s.disk == nil {
+		return 0
+	}
+	o.seq, o.at = seq, now
+	return s.disk.log.Append(o.encode())
+}
+
+// await returns once record n is as safe as the fsync policy promises
+// (under always, on disk).
+func (s *Store) await(n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	if err := s.disk.log.Wait(n); err != nil {
+		return fmt.Errorf("%w: %w", queue.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// writable refuses a change the journal could not keep: once a write or a
+// sync failed, the store answers reads but no changes (503) until it is
+// restarted from what the disk holds.
+func (s *Store) writable() error {
+	if s.disk == nil {
+		return nil
+	}
+	if err := s.disk.log.Err(); err != nil {
+		return fmt.Errorf("%w: %w", queue.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// replay runs one journaled step again, on its clock. The step's own
+// error (a full line, a token in use) is its answer then, not a fault.
+func (s *Store) replay(o op) error {
+	ctx := context.Background()
+	var err error
+	switch o.kind {
+	case opPutConfig:
+		fields := make(map[string]string, len(o.list)/2)
+		for i := 0; i+1 < len(o.list); i += 2 {
+			fields[o.list[i]] = o.list[i+1]
+		}
+		var c queue.Config
+		if c, err = queue.ConfigFromStore(fields); err == nil {
+			err = s.putConfig(o.queue, c, o.n)
+		}
+		return err
+	case opEnter:
+		_, err = s.Enter(ctx, o.queue, o.user)
+	case opLeave:
+		_, err = s.Leave(ctx, o.queue, o.user)
+	case opAdmit:
+		if o.n < int64(len(o.list)) {
+			return errBadRecord
+		}
+		tokens := make([]string, o.n) // the ones never given out only count
+		copy(tokens, o.list)
+		_, err = s.Admit(ctx, o.queue, tokens)
+	case opAdmitNow:
+		_, err = s.AdmitNow(ctx, o.queue, o.user, o.token)
+	case opSweep:
+		_, err = s.Sweep(ctx, o.queue)
+	case opBeginUse:
+		err = s.BeginUse(ctx, o.queue, o.user, o.token, o.owner, o.dur)
+	case opEndUse:
+		err = s.EndUse(ctx, o.queue, o.user, o.token, o.owner, o.flag)
+	case opSeen:
+		err = s.Seen(ctx, o.queue, o.list)
+	case opFoldRate:
+		var sample queue.RateSample
+		if err := json.Unmarshal(o.blob, &sample); err != nil {
+			return err
+		}
+		_, err = s.FoldRate(ctx, o.queue, sample, o.dur)
+	case opSetRate:
+		var d queue.RateDecision
+		if err := json.Unmarshal(o.blob, &d); err != nil {
+			return err
+		}
+		_, _, err = s.SetRate(ctx, o.queue, d)
+	case opOpenDue:
+		_, err = s.OpenDue(ctx, o.queue, o.owner, o.dur)
+	case opPlace:
+		_, err = s.Place(ctx, o.queue, o.owner, o.list, o.dur)
+	case opFirstUse:
+		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
+	}
+	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) {
+		return err
+	}
+	return nil
+}
