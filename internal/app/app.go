@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/order/postgres"
 	"github.com/waitroom/waitroom/internal/order/sqlite"
@@ -73,6 +74,7 @@ type Main struct {
 	newQueues  queue.Config // the default and new queues' config
 	devSecret  bool         // the auth secret is the one kept in the data dir
 	store      queue.Store
+	embedded   *memstore.Store // the embedded line (closed last); nil on Redis
 	telemetry  *telemetry.Metrics
 	rates      *queue.RateController
 	guard      *spend.Guard
@@ -148,7 +150,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // resolveConfig makes the config final before anything reads it: the
 // logger and output, the queues' defaults, and the secrets not given (the
 // embedded default keeps its auth secret in the data dir, so JWTs and
-// sessions survive a restart and `waitroom token` finds it).
+// sessions survive a restart and `waitroom token` finds it, and its admin
+// token, so a restart does not lock the operator out).
 func (m *Main) resolveConfig() (err error) {
 	c := &m.Config
 	if m.Logger == nil {
@@ -175,7 +178,9 @@ func (m *Main) resolveConfig() (err error) {
 		m.Logger.Warn("no --auth-secret: using a random one; session cookies and JWTs will not work across instances or restarts")
 	}
 	if c.AdminToken == "" && c.Embedded() {
-		c.AdminToken = randomHex(16)
+		if c.AdminToken, err = AdminToken(c.DataDir); err != nil {
+			return fmt.Errorf("--data-dir: the admin token: %w", err)
+		}
 	}
 	return nil
 }
@@ -187,8 +192,9 @@ func (m *Main) resolveConfig() (err error) {
 func (m *Main) openLine(ctx context.Context) error {
 	c := m.Config
 	if c.Embedded() {
-		m.store = memstore.New(m.Clock)
-		m.readyStore = m.store
+		if err := m.openEmbedded(); err != nil {
+			return err
+		}
 	} else {
 		rdb, where, err := openRedis(ctx, c.RedisMode, c.RedisURL, m.Logger)
 		if err != nil {
@@ -224,6 +230,27 @@ func (m *Main) openLine(ctx context.Context) error {
 	m.health.Check(ctx) // readiness has an answer from the first probe on
 	return nil
 }
+
+// openEmbedded opens the line kept in the data dir (memstore.Open): what
+// the last run left is loaded, and the log says what was found and what a
+// crash could have cost.
+func (m *Main) openEmbedded() error {
+	c := m.Config
+	policy, _ := journal.ParsePolicy(c.EmbeddedFsync) // validated already
+	dir := filepath.Join(c.DataDir, LineDir)
+	s, rec, err := memstore.Open(dir, memstore.Options{Fsync: policy, Now: m.Clock, Logger: m.Logger})
+	if err != nil {
+		return fmt.Errorf("--data-dir: the embedded line: %w", err)
+	}
+	m.embedded, m.store, m.readyStore = s, s, s
+	m.Logger.Info(rec.Summary(policy), "dir", dir, "fsync", policy, "queues", rec.Queues, "places", rec.Places,
+		"tokens", rec.Tokens, "snapshot", rec.Snapshot, "records", rec.Records, "torn_bytes", rec.Torn,
+		"down", rec.Down, "took", rec.Took)
+	return nil
+}
+
+// LineDir is the directory in --data-dir that keeps the embedded line.
+const LineDir = "line"
 
 // watchHealth sets up the check of the line's store, queue by queue, that
 // readiness, the metrics and the 503s of a queue whose store is away read.
@@ -684,6 +711,10 @@ func (m *Main) closeStores() error {
 	if m.redis != nil {
 		errs = append(errs, m.redis.Close())
 		m.redis = nil
+	}
+	if m.embedded != nil {
+		errs = append(errs, m.embedded.Close())
+		m.embedded = nil
 	}
 	return errors.Join(errs...)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -32,11 +33,14 @@ type Config struct {
 	RedisStrictEviction bool
 	DatabaseURL         string // empty: SQLite in DataDir
 	DataDir             string
-	AuthSecret          string // empty: random per start
+	// EmbeddedFsync is when the embedded line's journal in DataDir is
+	// synced to disk (journal.Policy: always, everysec, no).
+	EmbeddedFsync string
+	AuthSecret    string // empty: random per start
 	// AuthAudience and AuthIssuer, when set, are required of a user JWT's
 	// aud and iss.
 	AuthAudience, AuthIssuer string
-	AdminToken               string // empty: random on the embedded default, else admin disabled
+	AdminToken               string // empty: kept in DataDir on the embedded default, else admin disabled
 
 	// Queue is the config of the default queue and of new queues, one
 	// flag per setting that has one (queue.Setting.Flag). Its
@@ -115,11 +119,12 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
 	fs.BoolVar(&c.RedisStrictEviction, "redis-strict-eviction", false, "refuse to start, and fail /readyz, when Redis's maxmemory-policy may evict waitroom's keys (allkeys-*) or cannot be read; without it that is logged and shown in /readyz")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "directory of the SQLite file (and, on the embedded default without --auth-secret, of the dev secret it keeps)")
+	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "directory of the SQLite file and, on the embedded default, of the line (its journal and snapshot, in line/), and of the auth secret and admin token kept when none is given")
+	fs.StringVar(&c.EmbeddedFsync, "embedded-fsync", string(journal.EverySec), "when the embedded line's journal is synced to disk, as Redis's appendfsync: always (before each change is answered: a power cut loses nothing answered), everysec (once a second: a killed process loses nothing, a machine that crashes about the last second) or no (the kernel's choice, about 30 s at worst)")
 	fs.StringVar(&c.AuthSecret, "auth-secret", "", "HS256 secret for user JWTs and session cookies; empty: random per start (set it when running several instances)")
 	fs.StringVar(&c.AuthAudience, "auth-audience", "", "when set, a user JWT must name it in aud (the shop's login issues tokens for several services); empty: aud is not checked")
 	fs.StringVar(&c.AuthIssuer, "auth-issuer", "", "when set, a user JWT's iss must be it (the shop's login); empty: iss is not checked")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: random and printed on the embedded default, admin disabled otherwise")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: on the embedded default one kept in --data-dir (made at the first start) and printed, admin disabled otherwise")
 	c.queueFlags(fs)
 	fs.StringVar(&c.PageDir, "page-dir", "", "the shop's own waiting page: a directory with waiting.html (a Go html/template placing waitroom's blocks), optional queues/{queue}/waiting.html per queue and assets/ served at /assets/custom/ (docs/page.md); every template is checked at start; empty: the built-in page")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
@@ -362,6 +367,9 @@ func (c Config) validateServer(bad badSetting) {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "must be > 0")
+	}
+	if _, err := journal.ParsePolicy(c.EmbeddedFsync); err != nil {
+		bad("embedded-fsync", "%v", err)
 	}
 	if m := c.RedisMode; m != RedisSingle && m != RedisCluster && m != RedisSentinel {
 		bad("redis-mode", "must be %s, %s or %s, got %q", RedisSingle, RedisCluster, RedisSentinel, m)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,29 @@ type Recovery struct {
 	Down time.Duration
 	// Took is how long loading took.
 	Took time.Duration
+}
+
+// Summary is the start's one line about the recovery: what was found,
+// and what a crash may have cost under policy (a stop with SIGTERM costs
+// nothing; a torn record is one the crash cut short, never answered
+// under always).
+func (r Recovery) Summary(policy journal.Policy) string {
+	var b strings.Builder
+	if !r.Snapshot && r.Records == 0 {
+		b.WriteString("the embedded line starts empty (nothing kept in its directory yet)")
+	} else {
+		fmt.Fprintf(&b, "recovered %d places, %d tokens in %d queues", r.Places, r.Tokens, r.Queues)
+		if r.Torn > 0 {
+			fmt.Fprintf(&b, " (a torn last record of %d bytes dropped)", r.Torn)
+		}
+	}
+	switch p := journal.SyncPeriod(policy); {
+	case p == 0:
+		fmt.Fprintf(&b, "; nothing answered is lost under %s", policy)
+	default:
+		fmt.Fprintf(&b, "; the last %d ms may be lost under %s", p.Milliseconds(), policy)
+	}
+	return b.String()
 }
 
 // disk is what a durable store keeps beside its memory.
@@ -256,7 +280,7 @@ func (s *Store) resume(now time.Time, down time.Duration, journal bool) {
 		if !t.Next.IsZero() && t.Next.Before(now) {
 			t.Next = now
 		}
-		for _, at := range []*time.Time{&t.PaceAt, &t.Moved} {
+		for _, at := range []*time.Time{&t.PaceAt, &t.Moved, &t.WinStart} {
 			if !at.IsZero() {
 				*at = at.Add(down)
 			}

@@ -73,8 +73,11 @@ type issuedToken struct {
 type state struct {
 	mu sync.Mutex
 	// ops counts the steps journaled for this queue: each record carries
-	// its number, so a replay skips what a snapshot holds already.
+	// its number, so a replay skips what a snapshot holds already. rec is
+	// the journal's number of the last one (what a read waits for under
+	// fsync always).
 	ops      int64
+	rec      uint64
 	cfg      queue.Config
 	epoch    int64 // see queue.Snapshot.Epoch
 	line     *line
@@ -132,8 +135,15 @@ func in[T any](s *Store, name string, f func(q *state, now time.Time) (T, error)
 		return zero, queue.ErrQueueNotFound
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	return f(q, s.now().Truncate(time.Millisecond))
+	v, err := f(q, s.now().Truncate(time.Millisecond))
+	n := q.rec
+	q.mu.Unlock()
+	// Under fsync always, what a read saw is on disk before it is told:
+	// a token a status shows is not lost to a crash a moment later.
+	if werr := s.await(n); werr != nil {
+		return v, werr
+	}
+	return v, err
 }
 
 // change is in for a step that may change the queue: f also says whether
@@ -157,8 +167,9 @@ func change[T any](s *Store, o *op, f func(q *state, now time.Time) (T, bool, er
 	var n uint64
 	if changed {
 		q.ops++
-		n = s.record(o, q.ops, now)
+		q.rec = s.record(o, q.ops, now)
 	}
+	n = q.rec // a step that changed nothing answers from what the last one wrote
 	q.mu.Unlock()
 	if werr := s.await(n); werr != nil {
 		return zero, werr
@@ -204,7 +215,8 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 	now := s.now().Truncate(time.Millisecond)
 	q.putConfig(c, !existed, now)
 	q.ops++
-	n := s.record(&op{kind: opPutConfig, queue: name, list: queue.StoreFields(c), n: q.epoch}, q.ops, now)
+	q.rec = s.record(&op{kind: opPutConfig, queue: name, list: queue.StoreFields(c), n: q.epoch}, q.ops, now)
+	n := q.rec
 	q.mu.Unlock()
 	return s.await(n)
 }
@@ -290,28 +302,28 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 // Enter implements queue.Store.
 func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error) {
 	return change(s, &op{kind: opEnter, queue: name, user: user}, func(q *state, now time.Time) (queue.Entry, bool, error) {
-		e, err := q.enter(user, now)
-		return e, true, err
+		return q.enter(user, now)
 	})
 }
 
-func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
+// enter is Enter under the lock; it also says whether the queue changed
+// (a re-entry only marks its user seen, if that).
+func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
 	if e, ok := q.standing(user, now); ok {
-		if e.State == queue.Waiting && !e.PreQueue {
-			q.markSeen(user, e.Position, now)
-		}
-		return e, nil
+		marked := e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now)
+		return e, marked, nil
 	}
-	if t, ok := q.tokens[user]; ok { // expired: forget it, line up again
+	t, expired := q.tokens[user]
+	if expired { // forget it, line up again
 		q.dropToken(user, t, now, &q.expired)
 	}
 	if q.line.len()+int64(len(q.pre)) >= q.cfg.Capacity {
-		return queue.Entry{}, queue.ErrQueueFull
+		return queue.Entry{}, expired, queue.ErrQueueFull
 	}
 	if q.pending() {
 		q.preArrival++
 		q.pre[user] = q.preArrival
-		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, nil
+		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
 	}
 	if q.line.len() == 0 {
 		q.tick.Moved = now // someone starts waiting: the front has not stood still
@@ -320,7 +332,7 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, error) {
 	q.line.push(user, q.seq)
 	n := q.line.len() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, nil
+	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, true, nil
 }
 
 // unplaced is, while an opening is being placed, how many of its pre-queue
@@ -336,19 +348,25 @@ func (q *state) unplaced() int64 {
 
 // markSeen: a user entering or asking for their status near the front is
 // seen at once, before their instance's batched marks could arrive (a user
-// back from a long absence would be skipped meanwhile, though asking).
-func (q *state) markSeen(user string, position int64, now time.Time) {
+// back from a long absence would be skipped meanwhile, though asking). It
+// reports whether it marked.
+func (q *state) markSeen(user string, position int64, now time.Time) bool {
 	if q.cfg.AbandonAfter > 0 && (q.tick.Reach == 0 || position <= q.tick.Reach) {
 		q.seen[user] = now
+		return true
 	}
+	return false
 }
 
-// Status implements queue.Store.
+// Status implements queue.Store. A mark it makes is journaled as Seen's
+// (the same change); a store whose journal failed still answers, and
+// keeps the mark in memory only.
 func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error) {
 	return in(s, name, func(q *state, now time.Time) (queue.Entry, error) {
 		if e, ok := q.standing(user, now); ok {
-			if e.State == queue.Waiting && !e.PreQueue {
-				q.markSeen(user, e.Position, now)
+			if e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now) && s.writable() == nil {
+				q.ops++
+				q.rec = s.record(&op{kind: opSeen, queue: name, list: []string{user}}, q.ops, now)
 			}
 			return e, nil
 		}

@@ -75,12 +75,17 @@ type restarting struct {
 // suite's steps fall in every place of the cycle anyway.
 const restartEvery = 3
 
+// restartsFor is how many calls of a test restart every restartEvery; a
+// test that makes hundreds of calls (an opening's order, tried 600 times)
+// restarts every restartLater after them.
+const restartsFor, restartLater = 300, 100
+
 // compactEvery: every so many restarts compact first, so the next opens
 // from a snapshot and the log it has not folded in.
 const compactEvery = 8
 
 func (r *restarting) restart() {
-	if r.calls.Add(1)%restartEvery != 0 {
+	if n := r.calls.Add(1); n%restartEvery != 0 || n > restartsFor && n%restartLater != 0 {
 		return
 	}
 	r.mu.Lock()
