@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
@@ -370,4 +371,49 @@ func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
 
 func signJWT(secret, user string) string {
 	return identity.New([]byte(secret)).SignJWT(user, time.Hour)
+}
+
+// TestEmbeddedRestartKeepsTheLine is issue 26 as it was found: the
+// default queue paused, three users in it, a user let in through another
+// queue, the program stopped and started again on the same data dir with
+// no admin token given. Everyone keeps their place and token, the pause
+// holds, the admin token is the same, and the log says what it recovered.
+func TestEmbeddedRestartKeepsTheLine(t *testing.T) {
+	dir := t.TempDir()
+	keep := func(c *app.Config) { c.DataDir, c.AdminToken = dir, "" }
+	first := boot(t, backend{name: "embedded"}, keep)
+	admin := first.m.Config.AdminToken
+	first.admin = admin
+	first.patchQueue("default", map[string]any{"paused": true})
+	for i, u := range []string{"ann", "bob", "cat"} {
+		if r := first.do("POST", "/api/v1/queues/default/entries", first.as(u), nil); r.num("position") != float64(i+1) {
+			t.Fatalf("%s entering: %s", u, r.raw)
+		}
+	}
+	first.putQueue("open", map[string]any{})
+	first.do("POST", "/api/v1/queues/open/entries", first.as("dan"), nil)
+	token := first.waitReady("open", "dan")
+	if err := first.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := boot(t, backend{name: "embedded"}, keep)
+	if got := second.m.Config.AdminToken; got != admin {
+		t.Errorf("admin token after a restart: %q, want the one kept, %q", got, admin)
+	}
+	second.admin = admin
+	for i, u := range []string{"ann", "bob", "cat"} {
+		if r := second.do("GET", "/api/v1/queues/default/entries/me", second.as(u), nil); r.str("status") != "WAITING" || r.num("position") != float64(i+1) {
+			t.Errorf("%s after a restart: %s, want WAITING at %d", u, r.raw, i+1)
+		}
+	}
+	if r := second.do("GET", "/admin/v1/queues/default", second.adminAuth(), nil); r.status != 200 || !strings.Contains(r.raw, `"paused":true`) {
+		t.Errorf("the default queue after a restart: %d %s, want paused", r.status, r.raw)
+	}
+	if r := second.do("GET", "/api/v1/queues/open/entries/me", second.as("dan"), nil); r.str("status") != "READY" || r.str("token") != token {
+		t.Errorf("dan after a restart: %s, want READY with %s", r.raw, token)
+	}
+	if logs := second.logs.String(); !strings.Contains(logs, "recovered 3 places, 1 tokens in 2 queues; the last 1000 ms may be lost under everysec") {
+		t.Errorf("no recovery line in the log:\n%s", logs)
+	}
 }

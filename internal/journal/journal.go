@@ -64,28 +64,34 @@ func AppendFrame(dst, payload []byte) []byte {
 }
 
 // ErrTorn says the data ends with a record that is cut short or does not
-// match its checksum: what a crash during a write leaves.
-var ErrTorn = errors.New("torn or damaged record")
+// match its checksum, with nothing but zeros after it: what a crash during
+// a write leaves (a file may be zero-filled past what reached the disk).
+var ErrTorn = errors.New("torn last record")
+
+// ErrDamaged says a record that does not match its checksum is followed by
+// more data: not a write a crash cut short, but a disk that lost data.
+var ErrDamaged = errors.New("damaged record")
 
 // ReadFrames calls fn with each record of data in order, up to the first
 // that is cut short or damaged. It returns how many bytes held whole
-// records, and ErrTorn if anything followed them. An error from fn stops
-// it and is returned.
+// records, and ErrTorn or ErrDamaged if anything followed them. An error
+// from fn stops it and is returned.
 func ReadFrames(data []byte, fn func(payload []byte) error) (int, error) {
 	good := 0
 	for good < len(data) {
 		rest := data[good:]
 		if len(rest) < frameHeader {
-			return good, ErrTorn
+			return good, tornOrDamaged(rest, len(rest))
 		}
 		n := binary.LittleEndian.Uint32(rest)
 		sum := binary.LittleEndian.Uint32(rest[4:])
 		if n > maxRecord || uint64(len(rest)-frameHeader) < uint64(n) {
-			return good, ErrTorn
+			return good, tornOrDamaged(rest, len(rest))
 		}
 		payload := rest[frameHeader : frameHeader+int(n)]
-		if crc32.Checksum(payload, crcTable) != sum {
-			return good, ErrTorn
+		// Nothing empty is ever written: an empty record is zeros.
+		if n == 0 || crc32.Checksum(payload, crcTable) != sum {
+			return good, tornOrDamaged(rest, frameHeader+int(n))
 		}
 		if err := fn(payload); err != nil {
 			return good, err
@@ -93,6 +99,17 @@ func ReadFrames(data []byte, fn func(payload []byte) error) (int, error) {
 		good += frameHeader + int(n)
 	}
 	return good, nil
+}
+
+// tornOrDamaged tells a bad record of end bytes at the start of rest: torn
+// if only zeros follow it, damaged otherwise.
+func tornOrDamaged(rest []byte, end int) error {
+	for _, b := range rest[end:] {
+		if b != 0 {
+			return ErrDamaged
+		}
+	}
+	return ErrTorn
 }
 
 // WriteFileAtomic replaces path with what write writes, whole or not at

@@ -194,8 +194,8 @@ func Open(dir string, o Options) (*Store, Recovery, error) {
 			if err := os.Truncate(path, int64(good)); err != nil {
 				return fail(err)
 			}
-		case errors.Is(err, journal.ErrTorn):
-			return fail(fmt.Errorf("%s: a damaged record at byte %d, and log segments after it: the disk lost data; "+
+		case errors.Is(err, journal.ErrTorn) || errors.Is(err, journal.ErrDamaged):
+			return fail(fmt.Errorf("%s: a damaged record at byte %d with more after it: the disk lost data; "+
 				"move the directory aside to start with an empty line, or restore it from a backup", path, good))
 		case err != nil:
 			return fail(fmt.Errorf("%s: record at byte %d: %w", path, good, err))

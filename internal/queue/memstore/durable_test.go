@@ -1,0 +1,184 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/journal"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/storetest"
+)
+
+// TestDurableTimeGoesOnWhileDown: tokens that expired while the store was
+// closed are expired when it opens again, and admission takes up with one
+// tick's quota, not the ten minutes' worth it missed.
+func TestDurableTimeGoesOnWhileDown(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	dir := t.TempDir()
+	s, _, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval, c.TokenTTL = 100, 10, 100*time.Millisecond, 5*time.Minute
+	if err := s.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if _, err := s.Enter(ctx, "q", fmt.Sprintf("u%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, err := s.Admit(ctx, "q", tokens("a", 10)); err != nil || len(a.Admitted) != 10 {
+		t.Fatalf("Admit: %+v, %v; want 10 admitted", a, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Sleep(10 * time.Minute)
+	s, rec, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rec.Places != 190 || rec.Tokens != 0 || rec.Down < 10*time.Minute {
+		t.Errorf("recovery %+v: want 190 places, 0 tokens (expired while down), down ≥ 10m", rec)
+	}
+	if e, err := s.Status(ctx, "q", "u000"); err != nil || e.State != queue.NotInQueue {
+		t.Errorf("the first admitted user after 10 minutes down: %+v, %v; want NOT_IN_QUEUE (token expired)", e, err)
+	}
+	if e, err := s.Status(ctx, "q", "u010"); err != nil || e.State != queue.Waiting || e.Position != 1 {
+		t.Errorf("the first waiting user: %+v, %v; want WAITING at 1", e, err)
+	}
+	a, err := s.Admit(ctx, "q", tokens("b", 10))
+	if err != nil || len(a.Admitted) != 10 {
+		t.Fatalf("the first tick after the restart: %+v, %v; want its quota, 10", a, err)
+	}
+	if a, err := s.Admit(ctx, "q", tokens("c", 10)); err != nil || len(a.Admitted) != 0 {
+		t.Errorf("a second tick at once: %d admitted, %v; want none (no burst to catch up)", len(a.Admitted), err)
+	}
+}
+
+// TestDurableTornLastRecord: the image a crash leaves, with the last record
+// cut short, opens without it (and without complaint the next time);
+// damage before the end stops the open with an error naming the file.
+func TestDurableTornLastRecord(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	dir := t.TempDir()
+	s := mustOpen(t, dir, journal.Always, clock.Now)
+	if err := s.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"u1", "u2", "u3"} {
+		if _, err := s.Enter(ctx, "q", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The crash: the directory as it is now, under fsync always every
+	// answered step on disk, and the last write cut short.
+	crash := func(t *testing.T, damage func(log []byte) []byte) string {
+		t.Helper()
+		img := t.TempDir()
+		segs, err := journal.Segments(dir)
+		if err != nil || len(segs) != 1 {
+			t.Fatalf("segments %v, %v", segs, err)
+		}
+		log, err := os.ReadFile(journal.SegmentPath(dir, segs[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(journal.SegmentPath(img, segs[0]), damage(log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+
+	t.Run("torn last record", func(t *testing.T) {
+		img := crash(t, func(log []byte) []byte { return log[:len(log)-3] })
+		s, rec, err := memstore.Open(img, memstore.Options{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Torn == 0 || rec.Places != 2 {
+			t.Errorf("recovery %+v: want a torn record dropped and 2 places", rec)
+		}
+		if !strings.Contains(rec.Summary(journal.EverySec), "torn last record") {
+			t.Errorf("summary %q does not tell of the torn record", rec.Summary(journal.EverySec))
+		}
+		for u, want := range map[string]queue.State{"u1": queue.Waiting, "u2": queue.Waiting, "u3": queue.NotInQueue} {
+			if e, err := s.Status(ctx, "q", u); err != nil || e.State != want {
+				t.Errorf("%s: %+v, %v; want %s", u, e, err, want)
+			}
+		}
+		if _, err := s.Enter(ctx, "q", "u4"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, rec, err = memstore.Open(img, memstore.Options{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if rec.Torn != 0 || rec.Places != 3 {
+			t.Errorf("opened again: %+v; want nothing torn, 3 places", rec)
+		}
+		if e, _ := s.Status(ctx, "q", "u4"); e.Position != 3 {
+			t.Errorf("u4 entered after the torn record: %+v, want position 3", e)
+		}
+	})
+	t.Run("damage before the end", func(t *testing.T) {
+		img := crash(t, func(log []byte) []byte {
+			log = append([]byte(nil), log...)
+			log[12] ^= 0xff // inside the first record: its checksum fails
+			return log
+		})
+		_, _, err := memstore.Open(img, memstore.Options{Now: clock.Now})
+		if err == nil || !strings.Contains(err.Error(), "log-00000001") {
+			t.Errorf("Open of a journal damaged in the middle: %v; want an error naming the file", err)
+		}
+	})
+}
+
+// TestDurableOneProcessPerDirectory: a second open of a directory in use is
+// refused, and succeeds once the first is closed.
+func TestDurableOneProcessPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s, _, err := memstore.Open(dir, memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := memstore.Open(dir, memstore.Options{}); !errors.Is(err, journal.ErrLocked) {
+		t.Errorf("a second Open: %v; want ErrLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = memstore.Open(dir, memstore.Options{})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, journal.LockFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+func tokens(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-token-%d", prefix, i)
+	}
+	return out
+}
