@@ -126,7 +126,7 @@ func ways() []way {
 				return nil, nil, err
 			}
 			return func(b []byte) error {
-				_, err := db.Exec("INSERT INTO line (k, v) VALUES (?, ?)", int64(binary.LittleEndian.Uint64(b)>>1), b)
+				_, err := db.Exec("INSERT INTO line (k, v) VALUES (?, ?)", int64(binary.LittleEndian.Uint64(b)), b)
 				return err
 			}, func() { db.Close() }, nil
 		}})
