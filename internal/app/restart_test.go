@@ -87,7 +87,7 @@ func TestEmbeddedLineSurvivesSIGKILL(t *testing.T) {
 			cutoff = killed.Add(-time.Second)
 		}
 		after := w.start(policies[(k+1)%len(policies)])
-		w.check(after, fmt.Sprintf("kill %d of %d (fsync %s)", k+1, kills, policy), cutoff)
+		w.check(after, fmt.Sprintf("kill %d of %d (fsync %s)", k+1, kills, policy), killed, cutoff)
 		after.cmd.Process.Signal(syscall.SIGTERM)
 		if err := after.cmd.Wait(); err != nil {
 			t.Fatalf("after kill %d: SIGTERM: %v\n%s", k+1, err, after.logs.String())
@@ -106,7 +106,7 @@ func TestEmbeddedLineSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.logs.String())
 	}
 	last := w.start("everysec")
-	w.check(last, "SIGTERM", stopped)
+	w.check(last, "SIGTERM", stopped, stopped)
 	if !strings.Contains(last.logs.String(), "recovered ") {
 		t.Errorf("no recovery line in the log at start:\n%s", last.logs.String())
 	}
@@ -279,7 +279,7 @@ func jwtFor(user string) string { return signJWT(killSecret, user) }
 //     entered, behind everyone let in;
 //   - no token is held by two users; the paused queue is paused, its three
 //     users at 1, 2, 3.
-func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
+func (w *killWorld) check(p *killProcess, what string, killed, cutoff time.Time) {
 	t := w.t
 	t.Helper()
 	in := p.client()
@@ -301,6 +301,16 @@ func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
 	}
 	tokens := map[string]string{}
 	var places, held, spent int
+	// lost is the latest answer the restarted process did not keep.
+	var lost time.Time
+	lose := func(u *lineUser, at ...time.Time) {
+		for _, a := range at {
+			if a.After(lost) {
+				lost = a
+			}
+		}
+		u.token, u.tokenAt, u.ordered, u.spentAt = "", time.Time{}, false, time.Time{}
+	}
 	for q, users := range w.users {
 		missingFrom, position, waitingFrom := -1, int64(0), -1
 		for i, u := range users {
@@ -316,8 +326,11 @@ func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
 				if int64(r.num("position")) != position {
 					t.Errorf("%s: %s is at %v, want %d (FIFO)", what, u.name, r.num("position"), position)
 				}
+				if !u.tokenAt.IsZero() && u.tokenAt.Before(cutoff) {
+					t.Errorf("%s: %s was told READY (%s) before the cutoff and is WAITING again", what, u.name, u.token)
+				}
 				if u.token != "" {
-					t.Errorf("%s: %s was told READY (%s) and is WAITING again", what, u.name, u.token)
+					lose(u, u.tokenAt, u.spentAt)
 				}
 				if waitingFrom < 0 {
 					waitingFrom = i
@@ -328,11 +341,17 @@ func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
 					t.Errorf("%s: %s is READY behind %s, who still waits (FIFO)", what, u.name, users[waitingFrom].name)
 				}
 				tok := r.str("token")
-				if u.token != "" && tok != u.token {
-					t.Errorf("%s: %s holds token %s, was told %s", what, u.name, tok, u.token)
-				}
 				if !u.spentAt.IsZero() && u.spentAt.Before(cutoff) {
 					t.Errorf("%s: %s's token was spent before the cutoff and is alive again", what, u.name)
+				}
+				switch {
+				case u.token != "" && tok != u.token:
+					if u.tokenAt.Before(cutoff) {
+						t.Errorf("%s: %s holds token %s, was told %s before the cutoff", what, u.name, tok, u.token)
+					}
+					lose(u, u.tokenAt, u.spentAt) // let in again after the restart
+				case !u.spentAt.IsZero():
+					lose(u, u.spentAt)
 				}
 				if other, ok := tokens[tok]; ok {
 					t.Errorf("%s: %s and %s hold one token", what, other, u.name)
@@ -348,6 +367,7 @@ func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
 				if answered || !u.tokenAt.IsZero() && u.tokenAt.Before(cutoff) {
 					t.Errorf("%s: %s was answered a place %v before the cutoff and is gone", what, u.name, cutoff.Sub(u.entered))
 				}
+				lose(u, u.entered, u.tokenAt)
 				if missingFrom < 0 && !u.entered.IsZero() {
 					missingFrom = i
 				}
@@ -362,8 +382,11 @@ func (w *killWorld) check(p *killProcess, what string, cutoff time.Time) {
 			}
 		}
 	}
-	t.Logf("%s: %d waiting, %d holding a token, %d spent, checked against the answers given up to %s before",
-		what, places, held, spent, time.Since(cutoff).Round(time.Millisecond))
+	kept := "every answer kept"
+	if !lost.IsZero() {
+		kept = fmt.Sprintf("the latest answer lost was given %v before the kill", killed.Sub(lost))
+	}
+	t.Logf("%s: %d waiting, %d holding a token, %d spent; %s", what, places, held, spent, kept)
 	if places+held+spent == 0 {
 		t.Errorf("%s: nobody to check: the load did not run", what)
 	}
