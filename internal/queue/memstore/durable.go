@@ -127,89 +127,31 @@ type snapshotHeader struct {
 // from part of its steps. Only one process may have dir open (LOCK).
 func Open(dir string, o Options) (*Store, Recovery, error) {
 	start := time.Now()
-	var rec Recovery
 	if o.Fsync == "" {
 		o.Fsync = journal.EverySec
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, rec, err
+		return nil, Recovery{}, err
 	}
 	unlock, err := journal.Lock(dir)
 	if err != nil {
-		return nil, rec, err
+		return nil, Recovery{}, err
 	}
 	s := New(o.Now)
-	clock := s.now
-	// A step replays on the clock it ran at; last is the latest of them
-	// (records of different queues may interleave a little out of order).
-	var at, last time.Time
-	s.now = func() time.Time { return at }
 	d := &disk{dir: dir, unlock: unlock, logger: o.Logger, stop: make(chan struct{}), done: make(chan struct{})}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
-	fail := func(err error) (*Store, Recovery, error) {
+	rec, err := s.load(d)
+	if err == nil {
+		d.log, err = journal.OpenLog(dir, o.Fsync)
+	}
+	if err != nil {
 		unlock()
 		return nil, rec, err
 	}
-	next, size, err := s.loadSnapshot(filepath.Join(dir, snapshotFile), &last)
-	if err != nil {
-		return fail(err)
-	}
-	at = last
-	rec.Snapshot, d.snapSize = next > 0, size
-	segs, err := journal.Segments(dir)
-	if err != nil {
-		return fail(err)
-	}
-	for i, n := range segs {
-		path := journal.SegmentPath(dir, n)
-		if n < next { // held by the snapshot; a crash came before it was deleted
-			if err := os.Remove(path); err != nil {
-				return fail(err)
-			}
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return fail(err)
-		}
-		good, err := journal.ReadFrames(data, func(payload []byte) error {
-			o, err := decodeOp(payload)
-			if err != nil {
-				return err
-			}
-			at = o.at
-			if at.After(last) {
-				last = at
-			}
-			rec.Records++
-			return s.replayRecord(o)
-		})
-		switch {
-		case errors.Is(err, journal.ErrTorn) && i == len(segs)-1:
-			// The write a crash cut short: never answered under always,
-			// the last milliseconds under everysec.
-			rec.Torn = len(data) - good
-			if err := os.Truncate(path, int64(good)); err != nil {
-				return fail(err)
-			}
-		case errors.Is(err, journal.ErrTorn) || errors.Is(err, journal.ErrDamaged):
-			return fail(fmt.Errorf("%s: a damaged record at byte %d with more after it: the disk lost data; "+
-				"move the directory aside to start with an empty line, or restore it from a backup", path, good))
-		case err != nil:
-			return fail(fmt.Errorf("%s: record at byte %d: %w", path, good, err))
-		}
-	}
-	now := clock()
-	if !last.IsZero() && now.After(last) {
-		rec.Down = now.Sub(last)
-	}
-	s.now = clock
-	if d.log, err = journal.OpenLog(dir, o.Fsync); err != nil {
-		return fail(err)
-	}
 	s.disk = d
+	now := s.now()
 	if rec.Down > 0 {
 		s.resume(now.Truncate(time.Millisecond), rec.Down, true)
 	}
@@ -223,6 +165,81 @@ func Open(dir string, o Options) (*Store, Recovery, error) {
 	rec.Took = time.Since(start)
 	go s.keep()
 	return s, rec, nil
+}
+
+// load reads what d's directory keeps into s: the snapshot, then each log
+// segment after it, every step on the clock it ran at. It reports how
+// long the store was down: from the latest step (records of different
+// queues may interleave a little out of order) to s's clock now.
+func (s *Store) load(d *disk) (Recovery, error) {
+	var rec Recovery
+	clock := s.now
+	var at, last time.Time
+	s.now = func() time.Time { return at }
+	defer func() { s.now = clock }()
+	next, size, err := s.loadSnapshot(filepath.Join(d.dir, snapshotFile), &last)
+	if err != nil {
+		return rec, err
+	}
+	at = last
+	rec.Snapshot, d.snapSize = next > 0, size
+	segs, err := journal.Segments(d.dir)
+	if err != nil {
+		return rec, err
+	}
+	for i, n := range segs {
+		path := journal.SegmentPath(d.dir, n)
+		if n < next { // held by the snapshot; a crash came before it was deleted
+			if err := os.Remove(path); err != nil {
+				return rec, err
+			}
+			continue
+		}
+		err := s.replaySegment(path, i == len(segs)-1, &rec, func(o *op) {
+			at = o.at
+			if at.After(last) {
+				last = at
+			}
+		})
+		if err != nil {
+			return rec, err
+		}
+	}
+	if now := clock(); !last.IsZero() && now.After(last) {
+		rec.Down = now.Sub(last)
+	}
+	return rec, nil
+}
+
+// replaySegment replays the log segment at path, calling clock with each
+// record before it runs. A torn end of the last segment is cut off (the
+// write a crash cut short: never answered under always, the last
+// milliseconds under everysec); any other damage is an error.
+func (s *Store) replaySegment(path string, last bool, rec *Recovery, clock func(*op)) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	good, err := journal.ReadFrames(data, func(payload []byte) error {
+		o, err := decodeOp(payload)
+		if err != nil {
+			return err
+		}
+		clock(&o)
+		rec.Records++
+		return s.replayRecord(o)
+	})
+	switch {
+	case errors.Is(err, journal.ErrTorn) && last:
+		rec.Torn = len(data) - good
+		return os.Truncate(path, int64(good))
+	case errors.Is(err, journal.ErrTorn) || errors.Is(err, journal.ErrDamaged):
+		return fmt.Errorf("%s: a damaged record at byte %d with more after it: the disk lost data; "+
+			"move the directory aside to start with an empty line, or restore it from a backup", path, good)
+	case err != nil:
+		return fmt.Errorf("%s: record at byte %d: %w", path, good, err)
+	}
+	return nil
 }
 
 // replayRecord replays o unless the snapshot holds it already; a step
