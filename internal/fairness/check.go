@@ -50,6 +50,7 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 	markRepeats(h)
 	v := Verdict{Result: porcupine.Ok, Violations: slices.Clone(h.Problems)}
 	v.Violations = append(v.Violations, promises(h)...)
+	v.Violations = append(v.Violations, stockAddsUp(h)...)
 	m := model()
 	raw := segments(h, 0) // as sent, for the history file
 	for i, seg := range segments(h, snapshotAge) {
@@ -161,6 +162,37 @@ func promises(h *History) []string {
 			if bought[in.Token]++; bought[in.Token] == 2 {
 				out = append(out, fmt.Sprintf("token %s bought twice", short(in.Token)))
 			}
+		}
+	}
+	return out
+}
+
+// stockAddsUp is the end state the chaos run checks too, read from the
+// order backend: each queue's product has lost one unit of its stock for
+// every order answered 201 (none lost, none sold twice) and at most one
+// more for each order whose outcome is unknown, and never went below zero.
+func stockAddsUp(h *History) []string {
+	if h.StockLeft == nil {
+		return nil
+	}
+	bought, unknown := map[string]int64{}, map[string]int64{}
+	for _, op := range h.Ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		switch {
+		case in.Kind != Order:
+		case out.Unknown:
+			unknown[in.Spec.Queue]++
+		case out.Order == Bought:
+			bought[in.Spec.Queue]++
+		}
+	}
+	var out []string
+	for _, s := range h.Specs {
+		q := s.Queue
+		left, most := h.StockLeft[q], stock-bought[q]
+		if left < 0 || left > most || left < most-unknown[q] {
+			out = append(out, fmt.Sprintf("queue %s: its product's stock is %d at the end, from %d, with %d orders answered 201 and %d of unknown outcome",
+				q, left, stock, bought[q], unknown[q]))
 		}
 	}
 	return out

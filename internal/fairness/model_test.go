@@ -82,3 +82,31 @@ func withSinceSeen(op porcupine.Operation, d time.Duration) porcupine.Operation 
 	op.Input = in
 	return op
 }
+
+// The end state beside the model: the stock left is what the orders'
+// answers say, within the ones of unknown outcome.
+func TestStockAddsUp(t *testing.T) {
+	spec := &Spec{Queue: "q", Capacity: 100}
+	ops := []porcupine.Operation{
+		call(spec, Order, "a", 0, 1, Output{Order: Bought}),
+		call(spec, Order, "b", 2, 3, Output{Order: Kept}),
+		call(spec, Order, "c", 4, infinity, Output{Unknown: true}),
+	}
+	for _, c := range []struct {
+		name string
+		left int64
+		ok   bool
+	}{
+		{"the unknown order not made", stock - 1, true},
+		{"the unknown order made", stock - 2, true},
+		{"an order answered 201 lost", stock, false},
+		{"a unit sold with no answer for it", stock - 3, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{Ops: ops, Specs: []*Spec{spec}, StockLeft: map[string]int64{"q": c.left}}
+			if got := stockAddsUp(h); (len(got) == 0) != c.ok {
+				t.Fatalf("stockAddsUp says %q; want ok %v", got, c.ok)
+			}
+		})
+	}
+}

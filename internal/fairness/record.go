@@ -36,6 +36,10 @@ type History struct {
 	// start), which the client also answers by sending again.
 	ReadTimeout time.Duration
 	Cuts        []int64
+	// StockLeft is, by queue, what its product's stock (stock at the
+	// start) was once the crowd had stopped, read from the order backend
+	// through the API (nil: not read, as for a history loaded from a file).
+	StockLeft map[string]int64
 }
 
 // Fault is one fault injected, at its time from the history's start.

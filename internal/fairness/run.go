@@ -303,12 +303,12 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		if spec.Opening {
 			cfg["opensAt"] = opensAt.UTC().Format(time.RFC3339Nano)
 		}
-		product := spec.Queue + "-tee"
-		if err := c.admin(ctx, "PUT", "/admin/v1/queues/"+spec.Queue, cfg); err != nil {
+		product := productOf(spec.Queue)
+		if err := c.admin(ctx, "PUT", "/admin/v1/queues/"+spec.Queue, cfg, nil); err != nil {
 			return nil, err
 		}
 		if err := c.admin(ctx, "PUT", "/admin/v1/products/"+product,
-			map[string]any{"name": "tee", "stock": stock, "queue": spec.Queue}); err != nil {
+			map[string]any{"name": "tee", "stock": stock, "queue": spec.Queue}, nil); err != nil {
 			return nil, err
 		}
 		h.Specs = append(h.Specs, spec)
@@ -335,14 +335,32 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 			}
 		}
 	}
-	return h, ferr
+	if ferr != nil {
+		return h, ferr
+	}
+	h.StockLeft = map[string]int64{}
+	for _, s := range h.Specs {
+		var p struct{ Stock int64 }
+		if err := c.admin(ctx, "GET", "/api/v1/products/"+productOf(s.Queue), nil, &p); err != nil {
+			return h, fmt.Errorf("the stock left: %w", err)
+		}
+		h.StockLeft[s.Queue] = p.Stock
+	}
+	return h, nil
 }
 
-// admin makes an admin call through the first instance that answers, for
-// up to adminPatience: the faults of the history before may leave every
-// instance without Redis for a moment (a 503) before the next one starts.
-func (c *cluster) admin(ctx context.Context, method, path string, body any) error {
-	b, _ := json.Marshal(body)
+// productOf names the product a history's queue protects.
+func productOf(queue string) string { return queue + "-tee" }
+
+// admin makes an admin call (a body unless GET) through the first instance
+// that answers, for up to adminPatience, and reads its answer into reply
+// (unless nil): the faults of the history before may leave every instance
+// without Redis for a moment (a 503) before the next one starts.
+func (c *cluster) admin(ctx context.Context, method, path string, body, reply any) error {
+	var b []byte
+	if method != "GET" {
+		b, _ = json.Marshal(body)
+	}
 	var last error
 	for deadline := time.Now().Add(adminPatience); time.Now().Before(deadline); {
 		for _, in := range c.insts {
@@ -353,11 +371,18 @@ func (c *cluster) admin(ctx context.Context, method, path string, body any) erro
 				last = err
 				continue
 			}
+			raw, err := io.ReadAll(res.Body)
 			res.Body.Close()
-			if res.StatusCode/100 == 2 {
+			switch {
+			case err != nil:
+				last = err
+			case res.StatusCode/100 != 2:
+				last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
+			case reply == nil:
 				return nil
+			default:
+				return json.Unmarshal(raw, reply)
 			}
-			last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
 		}
 		if !sleep(ctx, 100*time.Millisecond) {
 			return ctx.Err()
