@@ -16,7 +16,12 @@
 //   - with abandonAfterSeconds, a waiting user not seen for that long may
 //     be dropped from the head of the line without a token;
 //   - with opensAt, the users who entered before it are placed in line in
-//     any order at the opening, ahead of everyone who entered after it.
+//     any order at the opening, ahead of everyone who entered after it;
+//   - an enter the Redis client may have sent twice (it lasted the read
+//     timeout, or a connection was cut during it) may be answered with the
+//     line as it stood later than its effect (enterEffects);
+//   - after a Redis kill -9, the line starts again from what Redis kept;
+//     the acknowledged places it lost are counted, not hidden (placesLost).
 //
 // Token expiry is not modelled: a history is far shorter than the token
 // TTL, and its clock steps are bounded below it.
