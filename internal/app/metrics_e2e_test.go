@@ -212,6 +212,33 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 		in.mustPatchQueue(q, map[string]any{"intervalMs": 60000})
 	}
 	waitFor(t, "no tick due for 50 s", func() bool { return nextTickIn("m1") > 50*time.Second && nextTickIn("default") > 50*time.Second })
+	// Every wake of a queue's loop runs the janitor, which would sweep the
+	// tokens made to expire below. A tick due in 50 s does not mean no wake
+	// is pending: each loop adopts the minute-long interval only at its
+	// next discovery (every second) and wakes for it then, and a loop that
+	// ticked on the one-second interval still wakes a second later. So wait
+	// until the loops are quiet: no script run for three discovery periods
+	// (the loops' wakes are this Redis's only script runs meanwhile: the
+	// discovery and health checks read with HMGET and SMEMBERS).
+	scriptRuns := func() int64 {
+		stats, _ := rdb.Info(ctx, "commandstats").Result()
+		var n int64
+		for _, cmd := range []string{"evalsha", "eval"} {
+			_, rest, ok := strings.Cut(stats, "cmdstat_"+cmd+":calls=")
+			if ok {
+				v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				n += v
+			}
+		}
+		return n
+	}
+	quiet, runs := time.Now(), scriptRuns()
+	waitFor(t, "the admission loops to be quiet", func() bool {
+		if n := scriptRuns(); n != runs {
+			quiet, runs = time.Now(), n
+		}
+		return time.Since(quiet) >= 3*time.Second
+	})
 	now, err := rdb.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
