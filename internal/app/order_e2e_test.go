@@ -167,6 +167,28 @@ func tallyAnswers(t *testing.T, rs []response) map[string]int {
 	return n
 }
 
+// tallyOrBusy is tallyAnswers for a burst: 50 requests at once on two
+// loaded cores can outwait the Redis client's 1 s fail-fast timeouts, and a
+// 503 unavailable with Retry-After is then the contract's answer, not a
+// fault. Any other 5xx still fails.
+func tallyOrBusy(t *testing.T, rs []response) map[string]int {
+	t.Helper()
+	var rest []response
+	busy := 0
+	for _, r := range rs {
+		if r.status == http.StatusServiceUnavailable && r.errorCode() == "unavailable" && r.header.Get("Retry-After") != "" {
+			busy++
+			continue
+		}
+		rest = append(rest, r)
+	}
+	n := tallyAnswers(t, rest)
+	if busy > 0 {
+		n["503 unavailable"] = busy
+	}
+	return n
+}
+
 // wantOrderError fails unless r is the error answer status/code.
 func wantOrderError(t *testing.T, what string, r response, status int, code string) {
 	t.Helper()
@@ -242,9 +264,20 @@ func TestOrderDoubleSpend(t *testing.T) {
 			for i := range reqs {
 				reqs[i] = in.orderReq(u, tok, p)
 			}
-			got := tallyAnswers(t, in.fireAll(reqs))
-			if got["201"] != 1 || got["201"]+got["403 entry_token_invalid"]+got["409 order_in_progress"] != len(reqs) {
-				t.Errorf("answers: %v; want one 201, the rest 403 entry_token_invalid or 409 order_in_progress", got)
+			got := tallyOrBusy(t, in.fireAll(reqs))
+			busy := got["503 unavailable"]
+			if got["201"] > 1 || got["201"]+got["403 entry_token_invalid"]+got["409 order_in_progress"]+busy != len(reqs) {
+				t.Errorf("answers: %v; want at most one 201, the rest 403 entry_token_invalid, 409 order_in_progress or 503 unavailable", got)
+			}
+			if got["201"] == 0 {
+				// Every try that could have bought was answered 503: a failed
+				// order keeps its token, so the same token buys now.
+				if busy == 0 {
+					t.Fatalf("answers: %v; nobody bought and nothing failed", got)
+				}
+				if r := in.order(u, tok, p); r.status != http.StatusCreated {
+					t.Fatalf("the token after %d answers of 503: got %d %s, want 201", busy, r.status, r.raw)
+				}
 			}
 			if s := in.stock(p); s != 99 {
 				t.Errorf("stock: %d, want 99", s)
