@@ -386,7 +386,7 @@ func TestAnnouncements(t *testing.T) {
 	// The line moves a place or two per poll, then lets our visitor in.
 	in.patchQueue("s-move", map[string]any{"paused": false, "ratePerSecond": 0.5, "batchSize": 1})
 	v.waitState("ready", 60*time.Second)
-	time.Sleep(500 * time.Millisecond) // the announcement follows the change by 50 ms
+	v.waitUntil("READY announced", `window.__said.some(s => s.id === "announcer-urgent")`, 30*time.Second)
 	var said []struct {
 		ID, Text, Live string
 		At             float64
