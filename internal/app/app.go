@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
@@ -78,6 +79,7 @@ type Main struct {
 	telemetry  *telemetry.Metrics
 	rates      *queue.RateController
 	guard      *spend.Guard
+	bypass     *bypass.Rules // --bypass
 	history    *queue.History
 	redis      redis.UniversalClient
 	orderStore order.Store
@@ -318,8 +320,13 @@ func (m *Main) buildHTTP() (err error) {
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
 	gate := m.newGatekeeper(proxies)
+	// Read again: a value's file may have changed since Validate.
+	if m.bypass, err = c.BypassRules(); err != nil {
+		return fmt.Errorf("--bypass: %w", err)
+	}
+	m.telemetry.BypassRules(m.bypass.Labels())
 	m.API = httpapi.New(httpapi.Options{
-		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate,
+		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate, Bypass: m.bypass,
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
 		NewQueueConfig: m.newQueues,
 		Page:           site,
@@ -396,6 +403,9 @@ func (m *Main) announce() {
 	m.Logger.Info("waitroom started", "addr", m.Addr(), "rate", q.RatePerSecond,
 		"rate_derivation", q.RateDerivation, "batch", q.BatchSize, "interval", q.Interval,
 		"capacity", q.Capacity, "token_ttl", q.TokenTTL, "embedded", c.Embedded())
+	if labels := m.bypass.Labels(); len(labels) > 0 {
+		m.Logger.Info("bypass rules: requests they match pass the line", "rules", labels)
+	}
 	if c.Proxy {
 		m.Logger.Info("gateway", "upstream", c.Upstream, "protect", c.Protect, "protect_session", c.ProtectSession, "prefix", c.Prefix)
 	}
@@ -509,7 +519,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, pr
 		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: m.guard, Signer: signer, Metrics: m.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
-		Proxies: proxies, Logger: m.Logger,
+		Proxies: proxies, Bypass: m.bypass, Logger: m.Logger,
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
@@ -82,6 +83,10 @@ type Config struct {
 	SessionMaxAge time.Duration
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies string
+	// Bypass are the rules that let staff and monitors past the line
+	// (package bypass): "cidr 10.0.0.0/8", "header X-Staff-Key=@/path",
+	// each optionally followed by "queue=NAME".
+	Bypass []string
 	// Per client address: anonymous entries and new sessions (token
 	// buckets; a rate of 0 lifts the limit).
 	AddressEntryBurst   int
@@ -145,6 +150,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark every cookie waitroom sets Secure (TLS ends in front); without it they are Secure when the request came over TLS or a --trusted-proxies proxy says X-Forwarded-Proto: https")
 	fs.DurationVar(&c.SessionMaxAge, "session-max-age", identity.DefaultSessionMaxAge, "how long an anonymous session cookie is good for after it was issued; an older one is refused (401)")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "CIDRs or addresses of the proxies in front (load balancer, nginx), comma-separated: only from them is X-Forwarded-For believed when telling a client's address, and X-Forwarded-Proto when marking cookies Secure; in gateway mode only their forwarding headers reach the backend; empty: the connection's address is the client's")
+	fs.Var(&listFlag{vals: &c.Bypass}, "bypass", "let staff and monitors past the line: 'cidr 10.0.0.0/8' (the client's address as --trusted-proxies tells it) or 'header X-Staff-Key=VALUE' (at least 16 bytes, compared in constant time; VALUE may be @/path, a file whose trailing newline is dropped), optionally followed by ' queue=NAME' (repeatable; ';' separates several in one value). A bypassed request reaches a protected route without a token (proxy) or is READY at once (the API), takes no share of the admission rate or of maxActiveTokens, and is counted in waitroom_bypassed_total{rule}; the gateway strips the header before the upstream sees it")
 	fs.IntVar(&c.AddressEntryBurst, "address-entry-burst", 100, "places anonymous sessions may take from one client address in a row (IPv6: one /64); signed-in users are not limited per address")
 	fs.Float64Var(&c.AddressEntryRate, "address-entry-rate", 1, "places per second anonymous sessions may take from one client address once the burst is spent; 0 lifts the limit")
 	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
@@ -426,6 +432,8 @@ func (c Config) validateClients(bad badSetting) {
 	}
 	if _, err := clientaddr.Parse(c.TrustedProxies); err != nil {
 		bad("trusted-proxies", "%v", err)
+	} else if _, err := c.BypassRules(); err != nil {
+		bad("bypass", "%v", err)
 	}
 	for _, l := range []struct {
 		name  string
@@ -496,6 +504,16 @@ func (c Config) Routes() ([]gateway.Route, error) {
 		return nil, fmt.Errorf("--protect/--protect-session: %v", err)
 	}
 	return rs, nil
+}
+
+// BypassRules are --bypass, parsed, their files read, with the client
+// addresses --trusted-proxies tells.
+func (c Config) BypassRules() (*bypass.Rules, error) {
+	proxies, err := clientaddr.Parse(c.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("--trusted-proxies: %v", err)
+	}
+	return bypass.Parse(c.Bypass, proxies, os.ReadFile)
 }
 
 // Signer reads --entry-signing-key.

@@ -37,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
@@ -108,7 +109,10 @@ type Options struct {
 	// Proxies are the trusted proxies (--trusted-proxies): only what they
 	// say in Forwarded and X-Forwarded-* is passed on.
 	Proxies clientaddr.Resolver
-	Logger  *slog.Logger
+	// Bypass lets staff and monitors through protected routes without an
+	// entry (--bypass; nil: nobody); its headers never reach the upstream.
+	Bypass *bypass.Rules
+	Logger *slog.Logger
 }
 
 // Gateway is the http.Handler of `waitroom proxy`.
@@ -119,6 +123,9 @@ type Gateway struct {
 	proxy  *httputil.ReverseProxy
 	// upstream tells readiness whether the upstream can be reached.
 	upstream *upstreamHealth
+	// secrets are the bypass rules' headers, stripped from every request
+	// forwarded.
+	secrets []string
 }
 
 // EntryCookiePrefix starts the name of the cookie that carries a browser's
@@ -142,7 +149,8 @@ func New(o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
-	g := &Gateway{o: o, routes: rt, api: http.StripPrefix(o.Prefix, o.API), upstream: newUpstreamHealth(o.Upstream)}
+	g := &Gateway{o: o, routes: rt, api: http.StripPrefix(o.Prefix, o.API), upstream: newUpstreamHealth(o.Upstream),
+		secrets: o.Bypass.Headers()}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = o.UpstreamTimeout
 	// Bytes pass as they are: no gzip added and undone on the way.
@@ -219,9 +227,10 @@ type forwarded struct {
 
 // rewrite prepares the outbound request: the upstream's address; the
 // forwarding headers of one more hop; none of the client's X-Waitroom-*
-// headers nor waitroom's own credentials (the entry token, the wr_entry_*
-// and wr_session cookies); and on a protected route who the user is and
-// the signed entry.
+// headers nor waitroom's own credentials (the entry token, the bypass
+// rules' secret headers, the wr_entry_* and wr_session cookies); and on a
+// protected route who the user is and the signed entry, or the bypass rule
+// that let the request through.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.o.Upstream)
 	pr.Out.Host = pr.In.Host // as the client sent it: the backend's links stay right
@@ -231,7 +240,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		// Names are compared with "_" as "-": CGI-style servers read
 		// X_Waitroom_User as HTTP_X_WAITROOM_USER.
 		switch {
-		case hasHeaderPrefix(k, "X-Waitroom-"), sameHeader(k, "X-Entry-Token"):
+		case hasHeaderPrefix(k, "X-Waitroom-"), sameHeader(k, "X-Entry-Token"), g.secret(k):
 			delete(out, k)
 		case isForwardingHeader(k) && (!trusted || strings.IndexByte(k, '_') >= 0):
 			delete(out, k) // only a trusted proxy's, and never a spelling no proxy writes
@@ -243,7 +252,25 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		out.Set("X-Waitroom-User", f.user)
 		out.Set("X-Waitroom-Entry", f.header)
 	}
+	if rule, ok := pr.In.Context().Value(bypassKey{}).(string); ok {
+		out.Set("X-Waitroom-Bypass", rule)
+	}
 }
+
+// secret reports one of the bypass rules' headers, in any spelling a
+// backend may read as it.
+func (g *Gateway) secret(k string) bool {
+	for _, s := range g.secrets {
+		if sameHeader(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// bypassKey carries the label of the bypass rule that let a protected
+// request through, for rewrite.
+type bypassKey struct{}
 
 // isForwardingHeader: a header a proxy writes to say where a request came
 // from and how. Backends build absolute URLs (password-reset links
@@ -371,6 +398,13 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 // other.
 func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 	rt := v.route
+	if rule, ok := g.o.Bypass.Match(r, rt.Queue); ok {
+		// Staff or a monitor: straight through, with no entry, no token
+		// spent, nothing the admission rate follows.
+		g.o.Metrics.Bypassed(rule)
+		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
+		return
+	}
 	ambiguous := func() bool {
 		if v.other == "" {
 			return false
@@ -524,6 +558,11 @@ func (g *Gateway) returnTo(w http.ResponseWriter, r *http.Request) {
 	}
 	if !SafeReturn(to) {
 		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q", ErrUnsafeReturn, to))
+		return
+	}
+	if _, ok := g.o.Bypass.Match(r, name); ok { // READY without a token: back without a cookie
+		w.Header().Set("Location", to)
+		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
 	user, err := g.o.Identity.User(r)

@@ -147,6 +147,10 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, err)
 		return
 	}
+	if rule, ok := s.Bypass.Match(r, r.PathValue("queue")); ok {
+		s.answerBypassed(w, r, rule)
+		return
+	}
 	var v queue.View
 	if enter {
 		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r), r.Header.Get(ChallengeSolutionHeader))
@@ -164,6 +168,25 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		return
 	}
 	writeEntry(w, v, s.entryMessage(r, r.PathValue("queue")))
+}
+
+// answerBypassed answers enter or status for staff or a monitor a --bypass
+// rule lets past the line of an existing queue: READY at once, with a fresh
+// one-time token written nowhere, so it takes no place, no share of the
+// admission rate and no live-token slot (maxActiveTokens). The order API
+// accepts it because the order request is let past by the same rules
+// (placeOrder), not because the line knows it: without the rule the token
+// is worth nothing.
+func (s *Server) answerBypassed(w http.ResponseWriter, r *http.Request, rule string) {
+	q := r.PathValue("queue")
+	c, err := s.Queue.RecentConfig(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.Metrics.Bypassed(rule)
+	v := queue.View{State: queue.Ready, Token: queue.NewTokens(1)[0], ExpiresAt: time.Now().Add(c.TokenTTL).UTC()}
+	writeEntry(w, v, s.entryMessage(r, q))
 }
 
 // entryMessage is the queue's message for the request's reader, by ?lang=

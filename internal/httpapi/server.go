@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
@@ -49,6 +50,10 @@ type Options struct {
 	// Gate decides who may take a place and hands out challenges and new
 	// sessions within the per-address limits.
 	Gate *gatekeeper.Gatekeeper
+	// Bypass lets staff and monitors past the line (--bypass; nil:
+	// nobody): enter and status answer them READY at once, and the order
+	// API takes their orders without spending an entry token.
+	Bypass *bypass.Rules
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
 	// Ready says whether this instance can do its job (for /readyz) and

@@ -42,6 +42,7 @@ type Metrics struct {
 	orders        *prometheus.CounterVec
 	orderDuration prometheus.Histogram
 	protected     *prometheus.HistogramVec
+	bypassed      *prometheus.CounterVec
 }
 
 // New registers waitroom's metrics on reg.
@@ -70,8 +71,12 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 			Help:    "Calls made with an entry token (an order, or a protected route through the gateway), from the token check to the backend's answer, by queue and outcome (succeeded, spent, refused, failed, timed_out).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .2, .3, .5, 1, 2, 5, 10, 30},
 		}, []string{"queue", "outcome"}),
+		bypassed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitroom_bypassed_total",
+			Help: "Requests a --bypass rule let past the line (a protected route through the gateway, an enter or status answered READY, an order), by the rule, named without its secret.",
+		}, []string{"rule"}),
 	}
-	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, &queueCollector{queues: queues, maxAge: StatsMaxAge})
+	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
 }
 
@@ -125,6 +130,25 @@ func (m *Metrics) ObserveHTTP(route string, code int, d time.Duration) {
 		return
 	}
 	m.httpDuration.WithLabelValues(route, statusText(code)).Observe(d.Seconds())
+}
+
+// BypassRules shows each --bypass rule's count from the start, at 0 until
+// it lets someone past.
+func (m *Metrics) BypassRules(labels []string) {
+	if m == nil {
+		return
+	}
+	for _, l := range labels {
+		m.bypassed.WithLabelValues(l)
+	}
+}
+
+// Bypassed counts a request the rule labelled so let past the line.
+func (m *Metrics) Bypassed(rule string) {
+	if m == nil {
+		return
+	}
+	m.bypassed.WithLabelValues(rule).Inc()
 }
 
 // Rejected counts an error answer by its code.
