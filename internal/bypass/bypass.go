@@ -189,8 +189,12 @@ func redacted(spec string) string {
 	case words[0] == "cidr":
 		return fmt.Sprintf("%q", spec)
 	case words[0] == "header" && len(words) > 1:
-		name, _, _ := strings.Cut(words[1], "=")
-		return fmt.Sprintf("%q", "header "+name+"=…")
+		// A name only where it is one: "X-Staff-Key:VALUE" or a missing
+		// "=" would show the value as part of it.
+		if name, _, ok := strings.Cut(words[1], "="); ok && validName(name) {
+			return fmt.Sprintf("%q", "header "+name+"=…")
+		}
+		return `"header …"`
 	}
 	return fmt.Sprintf("a rule starting %q", cut(words[0]))
 }

@@ -1,0 +1,285 @@
+package app_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom/internal/app"
+)
+
+// staffKey is the bypass header's secret in these tests; its file ends in
+// a newline, as an editor leaves it.
+const staffKey = "staff-0123456789abcdef-key"
+
+func staffKeyFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "staff-key")
+	if err := os.WriteFile(path, []byte(staffKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// bypassCount is waitroom_bypassed_total for the rule labelled so (-1: no
+// such series).
+func bypassCount(t *testing.T, base, rule string) float64 {
+	t.Helper()
+	m := scrape(t, &instance{base: base})
+	v, ok := m[`waitroom_bypassed_total{rule="`+rule+`"}`]
+	if !ok {
+		return -1
+	}
+	return v
+}
+
+// anySpelling reports whether h carries the bypass header in any spelling
+// a backend might read as it (X-Staff-Key, X_Staff_Key, …), and its values.
+func anySpelling(h http.Header) []string {
+	var found []string
+	for k, vs := range h {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "X-Staff-Key") {
+			found = append(found, vs...)
+		}
+	}
+	return found
+}
+
+func TestGatewayBypass(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := newUpstreamShop(t, 100)
+			p := bootProxy(t, b, s, func(c *app.Config) {
+				c.TrustedProxies = "127.0.0.1"
+				c.Bypass = []string{"header X-Staff-Key=@" + staffKeyFile(t), "cidr 10.0.0.0/8 queue=default"}
+			})
+			p.setPaused(true) // a busy night: nobody is let straight in
+			metrics := p.base + gwPrefix
+			if n := bypassCount(t, metrics, "header X-Staff-Key"); n != 0 {
+				t.Fatalf("before anyone: header rule counted %v, want a series at 0", n)
+			}
+
+			t.Run("staff pass without a token, and the header never reaches the upstream", func(t *testing.T) {
+				r := p.do("POST", "/buy", "", nil, "X-Staff-Key", staffKey, "Accept", "application/json")
+				if r.status != http.StatusCreated {
+					t.Fatalf("staff buy: %d %s", r.status, r.raw)
+				}
+				buys := s.buyCalls()
+				if len(buys) != 1 {
+					t.Fatalf("the upstream saw %d buys, want 1", len(buys))
+				}
+				h := buys[0].header
+				if v := anySpelling(h); v != nil {
+					t.Errorf("the upstream saw the bypass header: %q", v)
+				}
+				if got := h.Get("X-Waitroom-Bypass"); got != "header X-Staff-Key" {
+					t.Errorf("X-Waitroom-Bypass = %q, want the rule's label", got)
+				}
+				if h.Get("X-Waitroom-Entry") != "" || h.Get("X-Waitroom-User") != "" {
+					t.Errorf("a bypassed request carried an entry: %v", h)
+				}
+				if r := p.do("GET", "/checkout", "", nil, "X-Staff-Key", staffKey); r.status != http.StatusOK {
+					t.Errorf("staff on the session route: %d %s", r.status, r.raw)
+				}
+				if v := anySpelling(s.lastSeen().header); v != nil {
+					t.Errorf("the upstream saw the bypass header on the session route: %q", v)
+				}
+				if n := bypassCount(t, metrics, "header X-Staff-Key"); n != 2 {
+					t.Errorf("waitroom_bypassed_total{rule=\"header X-Staff-Key\"} = %v, want 2", n)
+				}
+				// The browser the waiting page sends back is let back without a cookie.
+				res, _ := p.browserVisitWith(gwPrefix+"/return?queue=default&to=/checkout", "X-Staff-Key", staffKey)
+				if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/checkout" {
+					t.Errorf("return for staff: %d to %q", res.StatusCode, res.Header.Get("Location"))
+				}
+			})
+
+			t.Run("a wrong value gets the waiting room as before", func(t *testing.T) {
+				before := len(s.buyCalls())
+				for _, wrong := range []string{staffKey + "x", staffKey[:len(staffKey)-1], strings.ToUpper(staffKey), ""} {
+					r := p.buy("guesser", "", "X-Staff-Key", wrong)
+					if r.status != http.StatusForbidden || r.errorCode() != "entry_token_invalid" {
+						t.Errorf("wrong key %q: %d %s", wrong, r.status, r.raw)
+					}
+				}
+				res, _ := p.browserVisitWith("/checkout", "X-Staff-Key", staffKey+"x")
+				if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), gwPrefix+"/q/default") {
+					t.Errorf("a browser with a wrong key: %d to %q, want the waiting page", res.StatusCode, res.Header.Get("Location"))
+				}
+				// Another spelling is not the header (and is stripped all the same).
+				if r := p.buy("guesser", "", "X_Staff_Key", staffKey); r.status != http.StatusForbidden {
+					t.Errorf("X_Staff_Key: %d %s", r.status, r.raw)
+				}
+				if n := len(s.buyCalls()); n != before {
+					t.Errorf("%d buys reached the upstream with a wrong key", n-before)
+				}
+			})
+
+			t.Run("the header is stripped from every request, bypassed or not", func(t *testing.T) {
+				for _, h := range [][]string{{"X-Staff-Key", staffKey}, {"X-Staff-Key", "wrong"}, {"X_Staff_Key", staffKey}, {"x-staff-key", "wrong"}} {
+					r := p.do("GET", "/anything", "", nil, h...)
+					if r.status != http.StatusAccepted {
+						t.Fatalf("unprotected route: %d", r.status)
+					}
+					if v := anySpelling(s.lastSeen().header); v != nil {
+						t.Errorf("%s reached the upstream: %q", h[0], v)
+					}
+				}
+			})
+
+			t.Run("cidr through --trusted-proxies", func(t *testing.T) {
+				before := len(s.buyCalls())
+				// The test's connection is the trusted proxy; the client it names is in 10/8.
+				if r := p.do("POST", "/buy", "", nil, "X-Forwarded-For", "10.20.30.40", "Accept", "application/json"); r.status != http.StatusCreated {
+					t.Fatalf("office address through the proxy: %d %s", r.status, r.raw)
+				}
+				if got := s.buyCalls()[before].header.Get("X-Waitroom-Bypass"); got != "cidr 10.0.0.0/8 queue=default" {
+					t.Errorf("X-Waitroom-Bypass = %q", got)
+				}
+				// The proxy named an outside client after a 10/8 hop it does not trust.
+				if r := p.buy("outsider", "", "X-Forwarded-For", "10.20.30.40, 198.51.100.7"); r.status != http.StatusForbidden {
+					t.Errorf("an outside client: %d %s", r.status, r.raw)
+				}
+				if n := bypassCount(t, metrics, "cidr 10.0.0.0/8 queue=default"); n != 1 {
+					t.Errorf("cidr rule counted %v, want 1", n)
+				}
+			})
+
+			t.Run("never counted against admission", func(t *testing.T) {
+				r := p.do("GET", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), nil)
+				if r.status != 200 {
+					t.Fatalf("stats: %d %s", r.status, r.raw)
+				}
+				for _, f := range []string{"admittedTotal", "activeTokens", "length", "measuredRatePerSecond"} {
+					if r.num(f) != 0 {
+						t.Errorf("%s = %v after bypassed requests alone, want 0", f, r.num(f))
+					}
+				}
+			})
+
+			t.Run("the metric never shows the secret", func(t *testing.T) {
+				res, err := http.Get(metrics + "/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if strings.Contains(string(body), staffKey) {
+					t.Error("/metrics shows the staff key")
+				}
+			})
+		})
+	}
+}
+
+// A forwarded address from a peer --trusted-proxies does not name is not
+// believed: the cidr rule sees the connection's address.
+func TestGatewayBypassIgnoresUntrustedForwarding(t *testing.T) {
+	t.Parallel()
+	s := newUpstreamShop(t, 10)
+	p := bootProxy(t, backends[0], s, func(c *app.Config) {
+		c.TrustedProxies = "192.0.2.1" // not the test's connection
+		c.Bypass = []string{"cidr 10.0.0.0/8"}
+	})
+	p.setPaused(true)
+	if r := p.buy("outsider", "", "X-Forwarded-For", "10.20.30.40"); r.status != http.StatusForbidden {
+		t.Fatalf("a forwarded 10/8 address from an untrusted peer: %d %s", r.status, r.raw)
+	}
+	if n := len(s.buyCalls()); n != 0 {
+		t.Fatalf("%d buys reached the upstream", n)
+	}
+}
+
+// Through the API, a bypassed enter is READY at once, with a token the
+// order API takes from the same staff, and none of it shows in the line.
+func TestBypassedEnterIsReady(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := shop{boot(t, b, func(c *app.Config) {
+				c.Bypass = []string{"header X-Staff-Key=" + staffKey}
+			})}
+			q, product := in.newSale(10, map[string]any{"paused": true, "maxActiveTokens": 1})
+			staff := []string{"X-Staff-Key", staffKey}
+
+			r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as("clerk"), nil, staff...)
+			if r.status != http.StatusOK || r.str("status") != "READY" || r.str("token") == "" || r.str("expiresAt") == "" {
+				t.Fatalf("bypassed enter in a paused queue: %d %s", r.status, r.raw)
+			}
+			token := r.str("token")
+			if st := in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as("clerk"), nil, staff...); st.str("status") != "READY" {
+				t.Errorf("bypassed status: %s", st.raw)
+			}
+			if r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as("shopper"), nil, "X-Staff-Key", "wrong"); r.str("status") != "WAITING" {
+				t.Errorf("a wrong key enters the paused line as anyone: %s", r.raw)
+			}
+			stats := in.do("GET", "/admin/v1/queues/"+q, in.adminAuth(), nil)
+			if stats.num("admittedTotal") != 0 || stats.num("activeTokens") != 0 || stats.num("length") != 1 {
+				t.Errorf("the bypass showed in the line (want nothing admitted, no live token, the shopper alone waiting): %s", stats.raw)
+			}
+
+			// The order API takes the token from staff, once.
+			if r := in.order("clerk", token, product, staff...); r.status != http.StatusCreated {
+				t.Fatalf("staff order: %d %s", r.status, r.raw)
+			}
+			wantOrderError(t, "the same token again", in.order("clerk", token, product, staff...), http.StatusForbidden, "entry_token_invalid")
+			// Without the rule the token is worth nothing.
+			wantOrderError(t, "the token without the key", in.order("clerk", in.do("POST", "/api/v1/queues/"+q+"/entries",
+				in.as("clerk"), nil, staff...).str("token"), product), http.StatusForbidden, "entry_token_invalid")
+			if got := in.stock(product); got != 9 {
+				t.Errorf("stock %d, want 9", got)
+			}
+			if n := bypassCount(t, in.base, "header X-Staff-Key"); n != 5 {
+				t.Errorf("waitroom_bypassed_total = %v, want 5 (two enters, a status, two orders)", n)
+			}
+		})
+	}
+}
+
+func TestBadBypassRulesStopTheStart(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		rule, want string
+	}{
+		{"ip 10.0.0.0/8", `unknown kind "ip"`},
+		{"cidr 10.0.0.0/33", `"cidr 10.0.0.0/33": bad CIDR`},
+		{"header X-Staff-Key" + staffKey, "missing '='"},
+		{"header X-Staff-Key=@/nonexistent/key", "reading the value"},
+		{"header X-Staff-Key=", "empty value"},
+		{"cidr 10.0.0.0/8 queue=no/slash", "queue=no/slash"},
+	} {
+		for _, parse := range []struct {
+			name string
+			run  func([]string, func(string) string, io.Writer) (app.Config, error)
+			args []string
+		}{{"serve", app.Parse, nil}, {"proxy", app.ParseProxy, []string{"--upstream", "http://127.0.0.1:1"}}} {
+			t.Run(parse.name+" "+tc.rule, func(t *testing.T) {
+				_, err := parse.run(append(parse.args, "--bypass", "cidr 192.0.2.0/24", "--bypass", tc.rule), noEnv, io.Discard)
+				if err == nil || !strings.Contains(err.Error(), "--bypass: ") || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want one naming --bypass and %q", err, tc.want)
+				}
+				if strings.Contains(err.Error(), staffKey) {
+					t.Errorf("the error shows the secret: %v", err)
+				}
+			})
+		}
+	}
+	t.Run("the environment twin", func(t *testing.T) {
+		_, err := app.Parse(nil, func(k string) string {
+			return map[string]string{"WAITROOM_BYPASS": "cidr 10.0.0.0/8; header X-Staff-Key"}[k]
+		}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--bypass") || !strings.Contains(err.Error(), "missing '='") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("good rules, repeated and from the environment", func(t *testing.T) {
+		c, err := app.Parse([]string{"--bypass", "cidr 10.0.0.0/8", "--bypass", "header X-Staff-Key=@" + staffKeyFile(t) + " queue=sale"}, noEnv, io.Discard)
+		if err != nil || len(c.Bypass) != 2 {
+			t.Fatalf("%q, %v", c.Bypass, err)
+		}
+	})
+}
