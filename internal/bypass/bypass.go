@@ -98,18 +98,14 @@ func parseRule(spec string, readFile func(string) ([]byte, error)) (Rule, error)
 	}
 	switch kind, arg := words[0], words[1]; kind {
 	case "cidr":
-		p, err := netip.ParsePrefix(arg)
+		p, err := clientaddr.ParsePrefix(arg)
 		if err != nil {
-			a, aerr := netip.ParseAddr(arg)
-			if aerr != nil {
-				return Rule{}, fmt.Errorf("bad CIDR %q (want e.g. 10.0.0.0/8 or an address)", arg)
-			}
-			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+			return Rule{}, fmt.Errorf("bad CIDR: %v", err)
 		}
-		if p.Addr().Is4In6() {
+		if p.Addr().Is4In6() && p.Bits() >= 96 { // client addresses are read unmapped
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
-		r.prefix = p.Masked()
+		r.prefix = p
 		r.Label = "cidr " + r.prefix.String()
 	case "header":
 		name, value, err := headerRule(arg, readFile)
@@ -251,29 +247,21 @@ func (rule *Rule) matches(r *http.Request, addr netip.Addr) bool {
 
 // Headers are the rules' secret headers, by canonical name: the gateway
 // strips them (in any spelling) from every request it forwards.
-func (rs *Rules) Headers() []string {
-	if rs == nil {
-		return nil
-	}
-	var names []string
-	for _, r := range rs.rules {
-		if r.header != "" && !slices.Contains(names, r.header) {
-			names = append(names, r.header)
-		}
-	}
-	return names
-}
+func (rs *Rules) Headers() []string { return rs.each(func(r Rule) string { return r.header }) }
 
-// Labels are the rules' labels, in order, each once.
-func (rs *Rules) Labels() []string {
+// Labels are the rules' labels, in order.
+func (rs *Rules) Labels() []string { return rs.each(func(r Rule) string { return r.Label }) }
+
+// each is what of every rule is not empty, each once, in order.
+func (rs *Rules) each(what func(Rule) string) []string {
 	if rs == nil {
 		return nil
 	}
-	var labels []string
+	var out []string
 	for _, r := range rs.rules {
-		if !slices.Contains(labels, r.Label) {
-			labels = append(labels, r.Label)
+		if v := what(r); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
-	return labels
+	return out
 }

@@ -26,17 +26,26 @@ func Parse(list string) (Resolver, error) {
 		if part == "" {
 			continue
 		}
-		p, err := netip.ParsePrefix(part)
+		p, err := ParsePrefix(part)
 		if err != nil {
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil {
-				return Resolver{}, fmt.Errorf("%q is neither a CIDR (10.0.0.0/8) nor an address", part)
-			}
-			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+			return Resolver{}, err
 		}
-		r.trusted = append(r.trusted, p.Masked())
+		r.trusted = append(r.trusted, p)
 	}
 	return r, nil
+}
+
+// ParsePrefix reads a CIDR (10.0.0.0/8) or a single address, masked.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is neither a CIDR (10.0.0.0/8) nor an address", s)
+		}
+		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	}
+	return p.Masked(), nil
 }
 
 // Trusted reports whether a is one of the trusted proxies.

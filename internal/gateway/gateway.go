@@ -13,6 +13,10 @@
 //   - session-protected routes (--protect-session), which need a valid
 //     entry token and keep it, for the pages of a multi-step checkout.
 //
+// A request a --bypass rule lets through (staff, a monitor) reaches either
+// kind of protected route without an entry; the rules' secret headers are
+// stripped from every request forwarded.
+//
 // A protected request carries upstream who the user is (X-Waitroom-User)
 // and an entry the backend can verify offline (X-Waitroom-Entry, an EdDSA
 // JWT whose keys are served at {prefix}/.well-known/jwks.json, naming the

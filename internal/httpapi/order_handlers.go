@@ -29,10 +29,6 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := r.Header.Get("X-Entry-Token")
-	bypassed := s.bypassOrder(r, body.ProductID)
-	if bypassed && token == "" {
-		token = queue.NewTokens(1)[0] // the order's one-time id
-	}
 	if token == "" || len(token) > maxTokenLen {
 		s.writeError(w, r, queue.ErrTokenInvalid)
 		return
@@ -40,7 +36,7 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	o, replayed, err := s.Orders.Place(r.Context(), order.Request{
 		UserID: user, ProductID: body.ProductID, Quantity: body.Quantity,
-		Token: token, IdempotencyKey: r.Header.Get("Idempotency-Key"), Bypassed: bypassed,
+		Token: token, IdempotencyKey: r.Header.Get("Idempotency-Key"), Bypassed: s.bypassOrder(r, body.ProductID),
 	})
 	s.Metrics.Order(orderResult(err, replayed), time.Since(start))
 	if err != nil {
