@@ -2,10 +2,12 @@ package fairness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -208,8 +210,24 @@ func (c *cluster) restart(ctx context.Context, in *instance) error {
 	if in.back != nil {
 		in.back.setDown(false)
 	}
-	return c.start(ctx, in)
+	// As a supervisor restarts a process whose start failed: the start's
+	// first PING gets the instances' short read timeout (300 ms), which a
+	// loaded machine's fresh connection can outlast (a full suite at load
+	// 21 met it); Redis is up, so the next start reaches it.
+	deadline := time.Now().Add(restartPatience)
+	for {
+		err := c.start(ctx, in)
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() || time.Now().After(deadline) {
+			return err
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
 }
+
+// restartPatience bounds how long restart tries again a start that timed
+// out reaching Redis.
+const restartPatience = 10 * time.Second
 
 func (c *cluster) close() {
 	var wg sync.WaitGroup
