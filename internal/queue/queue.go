@@ -234,6 +234,10 @@ type Store interface {
 type Line interface {
 	// PutConfig creates the queue or replaces its config.
 	PutConfig(ctx context.Context, queue string, c Config) error
+	// DeleteQueue removes the queue with everyone in it and every token
+	// it gave; a queue of that name created later starts empty. A queue
+	// that does not exist is not an error.
+	DeleteQueue(ctx context.Context, queue string) error
 	// Enter: a valid token → Ready; already in line → the same position;
 	// line at capacity → ErrQueueFull; else take the next ticket and join.
 	Enter(ctx context.Context, queue, user string) (Entry, error)

@@ -343,6 +343,20 @@ func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
 	return err
 }
 
+// DeleteQueue removes a queue with everyone in it (Store.DeleteQueue):
+// whoever polls it next is told it is not found.
+func (s *Service) DeleteQueue(ctx context.Context, queue string) error {
+	if err := ValidateQueueName(queue); err != nil {
+		return err
+	}
+	err := s.store.DeleteQueue(ctx, queue)
+	s.configsMu.Lock()
+	delete(s.configs, queue)
+	s.configsMu.Unlock()
+	s.Changed(queue)
+	return err
+}
+
 // FirstUse records a one-time key of the queue (Store.FirstUse).
 func (s *Service) FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error) {
 	if err := ValidateQueueName(queue); err != nil {

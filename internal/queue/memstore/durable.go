@@ -156,8 +156,11 @@ func Open(dir string, o Options) (*Store, Recovery, error) {
 		s.resume(now.Truncate(time.Millisecond), rec.Down, true)
 	}
 	s.mu.Lock()
-	rec.Queues = len(s.queues)
 	for _, q := range s.queues {
+		if q.removed {
+			continue
+		}
+		rec.Queues++
 		rec.Places += q.line.len() + int64(len(q.pre))
 		rec.Tokens += q.live(now)
 	}

@@ -13,6 +13,8 @@ import (
 type queueImage struct {
 	Name string
 	Ops  int64
+	// Removed: a deleted queue's tombstone, which keeps only Ops.
+	Removed bool
 	// Config is the settings' store fields (queue.StoreFields): a setting
 	// added later reads as its default.
 	Config []string
@@ -69,7 +71,7 @@ type usedImage struct {
 // state is never written again in place.
 func (q *state) image(name string) *queueImage {
 	img := &queueImage{
-		Name: name, Ops: q.ops, Config: queue.StoreFields(q.cfg), Epoch: q.epoch, Seq: q.seq,
+		Name: name, Ops: q.ops, Removed: q.removed, Config: queue.StoreFields(q.cfg), Epoch: q.epoch, Seq: q.seq,
 		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen),
 		Admitted: q.admitted, Consumed: q.consumed, Left: q.left, Expired: q.expired, Returned: q.ret,
 		Abandoned: q.abandoned, InlineTotal: q.inlineTotal,
@@ -100,6 +102,11 @@ func (q *state) image(name string) *queueImage {
 
 // restore is the state an image holds.
 func (img *queueImage) restore() (*state, error) {
+	if img.Removed {
+		q := newState(0)
+		q.removed, q.ops = true, img.Ops
+		return q, nil
+	}
 	fields := make(map[string]string, len(img.Config)/2)
 	for i := 0; i+1 < len(img.Config); i += 2 {
 		fields[img.Config[i]] = img.Config[i+1]

@@ -72,6 +72,10 @@ type issuedToken struct {
 
 type state struct {
 	mu sync.Mutex
+	// removed: the queue was deleted (DeleteQueue); a removed state is a
+	// tombstone that only keeps ops. Written under both Store.mu and mu,
+	// so either lock suffices to read it.
+	removed bool
 	// ops counts the steps journaled for this queue: each record carries
 	// its number, so a replay skips what a snapshot holds already. rec is
 	// the journal's number of the last one (what a read waits for under
@@ -135,6 +139,11 @@ func in[T any](s *Store, name string, f func(q *state, now time.Time) (T, error)
 		return zero, queue.ErrQueueNotFound
 	}
 	q.mu.Lock()
+	if q.removed {
+		q.mu.Unlock()
+		var zero T
+		return zero, queue.ErrQueueNotFound
+	}
 	v, err := f(q, s.now().Truncate(time.Millisecond))
 	n := q.rec
 	q.mu.Unlock()
@@ -162,6 +171,10 @@ func change[T any](s *Store, o *op, f func(q *state, now time.Time) (T, bool, er
 		return zero, queue.ErrQueueNotFound
 	}
 	q.mu.Lock()
+	if q.removed {
+		q.mu.Unlock()
+		return zero, queue.ErrQueueNotFound
+	}
 	now := s.now().Truncate(time.Millisecond)
 	v, changed, err := f(q, now)
 	var n uint64
@@ -199,13 +212,18 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 	}
 	s.mu.Lock()
 	q, existed := s.queues[name]
-	if !existed {
+	if !existed || q.removed {
 		if epoch == 0 {
 			epoch = max(s.epoch+1, s.now().UnixMicro())
 		}
 		s.epoch = max(s.epoch, epoch)
-		q = &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
-			seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: epoch}
+		fresh := newState(epoch)
+		if existed { // a removed queue's steps go on counting (DeleteQueue)
+			q.mu.Lock()
+			fresh.ops = q.ops
+			q.mu.Unlock()
+		}
+		q, existed = fresh, false
 	}
 	// Locked before anyone can find it: no step of a new queue is
 	// journaled ahead of its creation.
@@ -218,6 +236,45 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 	q.rec = s.record(&op{kind: opPutConfig, queue: name, list: queue.StoreFields(c), n: q.epoch}, q.ops, now)
 	n := q.rec
 	q.mu.Unlock()
+	return s.await(n)
+}
+
+// newState is an empty queue's state.
+func newState(epoch int64) *state {
+	return &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
+		seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: epoch}
+}
+
+// DeleteQueue implements queue.Store. The queue's state is dropped and a
+// tombstone keeps its count of steps, so the journal numbers a queue's
+// steps on across a removal and a creation under the same name (a
+// compaction's snapshot and the log segment it overlaps agree on which
+// steps each holds).
+func (s *Store) DeleteQueue(_ context.Context, name string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	q, ok := s.queues[name]
+	if !ok {
+		s.mu.Unlock()
+		return nil
+	}
+	q.mu.Lock()
+	if q.removed {
+		q.mu.Unlock()
+		s.mu.Unlock()
+		return nil
+	}
+	q.removed = true // whoever holds q finds the queue gone
+	tomb := newState(0)
+	tomb.removed, tomb.ops = true, q.ops+1
+	now := s.now().Truncate(time.Millisecond)
+	tomb.rec = s.record(&op{kind: opDeleteQueue, queue: name}, tomb.ops, now)
+	s.queues[name] = tomb
+	n := tomb.rec
+	q.mu.Unlock()
+	s.mu.Unlock()
 	return s.await(n)
 }
 
@@ -292,8 +349,10 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	names := make([]string, 0, len(s.queues))
-	for n := range s.queues {
-		names = append(names, n)
+	for n, q := range s.queues {
+		if !q.removed {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names, nil

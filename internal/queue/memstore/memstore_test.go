@@ -127,6 +127,9 @@ var _ queue.Store = (*restarting)(nil)
 func (r *restarting) PutConfig(ctx context.Context, q string, c queue.Config) error {
 	return call0(r, func(s *memstore.Store) error { return s.PutConfig(ctx, q, c) })
 }
+func (r *restarting) DeleteQueue(ctx context.Context, q string) error {
+	return call0(r, func(s *memstore.Store) error { return s.DeleteQueue(ctx, q) })
+}
 func (r *restarting) Config(ctx context.Context, q string) (queue.Config, error) {
 	return call(r, func(s *memstore.Store) (queue.Config, error) { return s.Config(ctx, q) })
 }

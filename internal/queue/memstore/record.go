@@ -43,6 +43,8 @@ const (
 	// (written every second and at Close), so a restart knows how long it
 	// was down.
 	opClock
+	// opDeleteQueue: the queue was removed (Store.DeleteQueue).
+	opDeleteQueue
 )
 
 // op is one journaled step: the method's arguments, its queue's step
@@ -113,7 +115,7 @@ func decodeOp(b []byte) (op, error) {
 	if blob := d.string(); blob != "" {
 		o.blob = []byte(blob)
 	}
-	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opClock {
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opDeleteQueue {
 		return op{}, errBadRecord
 	}
 	return o, nil
@@ -266,6 +268,8 @@ func (s *Store) replay(o op) error {
 		_, err = s.Place(ctx, o.queue, o.owner, o.list, o.dur)
 	case opFirstUse:
 		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
+	case opDeleteQueue:
+		err = s.DeleteQueue(ctx, o.queue)
 	}
 	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) {
 		return err

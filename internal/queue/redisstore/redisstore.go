@@ -73,6 +73,8 @@ type rediser interface {
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
+	SRem(ctx context.Context, key string, members ...any) *redis.IntCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Ping(ctx context.Context) *redis.StatusCmd
 }
 
@@ -125,6 +127,18 @@ func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) erro
 		return unavailable(err)
 	}
 	return unavailable(s.rdb.SAdd(ctx, registryKey(s.prefix), name).Err())
+}
+
+// DeleteQueue implements queue.Store: the name leaves the registry (no
+// loop visits the queue again), then every key of the queue goes in one
+// DEL, which the hash tag keeps in one slot. The one-time marks
+// (usedKey) lapse by themselves.
+func (s *Store) DeleteQueue(ctx context.Context, name string) error {
+	if err := s.rdb.SRem(ctx, registryKey(s.prefix), name).Err(); err != nil {
+		return unavailable(err)
+	}
+	k := keysFor(s.prefix, name)
+	return unavailable(s.rdb.Del(ctx, k[:]...).Err())
 }
 
 // settingFields are the config hash's fields, in queue.Settings order.
