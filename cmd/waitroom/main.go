@@ -78,15 +78,34 @@ func serve(parse func([]string, func(string) string, io.Writer) (app.Config, err
 	if err := m.Run(ctx); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		m.Logger.Info("shutting down: draining")
-	case <-m.Done():
-	}
+	waitForEnd(ctx, m)
 	stop() // a second signal kills the process the usual way
 	if err := m.Close(); err != nil {
 		return err
 	}
 	m.Logger.Info("stopped")
 	return nil
+}
+
+// waitForEnd returns at SIGINT or SIGTERM (ctx) or when the server stops
+// by itself. With --queues, SIGHUP applies the file again meanwhile;
+// without it SIGHUP keeps its usual meaning (the process ends).
+func waitForEnd(ctx context.Context, m *app.Main) {
+	hup := make(chan os.Signal, 1)
+	if m.Config.QueuesFile != "" {
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			m.Logger.Info("shutting down: draining")
+			return
+		case <-m.Done():
+			return
+		case <-hup:
+			m.Logger.Info("SIGHUP: applying the queues file again", "file", m.Config.QueuesFile)
+			m.ReloadQueues(ctx) // what went wrong is logged
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/ratelimit"
 	"github.com/waitroom/waitroom/internal/spend"
 	"github.com/waitroom/waitroom/internal/telemetry"
@@ -72,8 +74,12 @@ type Main struct {
 	Gateway *gateway.Gateway
 
 	// What the start makes, in the order it makes it (Run).
-	newQueues  queue.Config // the default and new queues' config
-	devSecret  bool         // the auth secret is the one kept in the data dir
+	newQueues queue.Config // the default and new queues' config
+	// queuesFile is --queues as last read whole (nil without it);
+	// reloadMu keeps two reloads from interleaving.
+	queuesFile atomic.Pointer[queuefile.File]
+	reloadMu   sync.Mutex
+	devSecret  bool // the auth secret is the one kept in the data dir
 	store      queue.Store
 	embedded   *memstore.Store // the embedded line (closed last); nil on Redis
 	telemetry  *telemetry.Metrics
@@ -135,6 +141,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.openLine(ctx); err != nil {
 		return err
 	}
+	if err := m.applyQueuesFile(ctx); err != nil {
+		return err
+	}
 	if err := m.guardCalls(ctx); err != nil {
 		return err
 	}
@@ -150,7 +159,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 }
 
 // resolveConfig makes the config final before anything reads it: the
-// logger and output, the queues' defaults, and the secrets not given (the
+// logger and output, the queues' defaults and the queues file, and the
+// secrets not given (the
 // embedded default keeps its auth secret in the data dir, so JWTs and
 // sessions survive a restart and `waitroom token` finds it, and its admin
 // token, so a restart does not lock the operator out).
@@ -167,6 +177,13 @@ func (m *Main) resolveConfig() (err error) {
 	}
 	if m.newQueues, err = c.QueueConfig(); err != nil {
 		return err
+	}
+	if c.QueuesFile != "" {
+		f, err := m.readQueuesFile()
+		if err != nil {
+			return err
+		}
+		m.queuesFile.Store(f)
 	}
 	switch {
 	case c.AuthSecret != "":
@@ -328,9 +345,9 @@ func (m *Main) buildHTTP() (err error) {
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate, Bypass: m.bypass,
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
-		NewQueueConfig: m.newQueues,
-		Page:           site,
-		OpenAPI:        waitroom.OpenAPI, Metrics: m.telemetry, MetricsHandler: publicMetrics,
+		NewQueueConfig: m.newQueues, QueueConfigChanged: m.noteDrift,
+		Page:    site,
+		OpenAPI: waitroom.OpenAPI, Metrics: m.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
 	m.server = &http.Server{

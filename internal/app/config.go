@@ -49,6 +49,9 @@ type Config struct {
 	// MaxRate 0 is the most a tick admits (BatchSize per Interval):
 	// QueueConfig works them out.
 	Queue queue.Config
+	// QueuesFile is a YAML file naming queues and their settings
+	// (package queuefile), applied at start and on SIGHUP; empty: none.
+	QueuesFile string
 	// PageDir is the operator's waiting page: templates and assets
 	// (docs/page.md); empty: the built-in page.
 	PageDir string
@@ -131,6 +134,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuthIssuer, "auth-issuer", "", "when set, a user JWT's iss must be it (the shop's login); empty: iss is not checked")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for /admin; empty: on the embedded default one kept in --data-dir (made at the first start) and printed, admin disabled otherwise")
 	c.queueFlags(fs)
+	fs.StringVar(&c.QueuesFile, "queues", "", "a YAML file naming queues and their settings (the admin API's, by the same names; deploy/queues.yaml is an example): at start, and again on SIGHUP, each queue it names is created or set to match it, settings left out taking the defaults for new queues; queues it does not name are left alone unless it says prune: true; a file that cannot work stops the start (on SIGHUP: is logged and changes nothing), naming the file, the line and the setting; empty: none")
 	fs.StringVar(&c.PageDir, "page-dir", "", "the shop's own waiting page: a directory with waiting.html (a Go html/template placing waitroom's blocks), optional queues/{queue}/waiting.html per queue and assets/ served at /assets/custom/ (docs/page.md); every template is checked at start; empty: the built-in page")
 	fs.BoolVar(&c.AdmissionJitter, "admission-jitter", true, "delay each admission tick by a random part of half an interval (false only to reproduce the unjittered schedule, as the herd benchmark does)")
 	fs.DurationVar(&c.StatusSnapshotAge, "status-snapshot-age", 100*time.Millisecond, "answer status polls far from the front from a snapshot of the line at most this old, without a Redis round trip per poll (changes made through other instances show within it); 0 asks the store on every poll")

@@ -528,5 +528,8 @@ func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Confi
 		}
 	}
 	s.logger.InfoContext(r.Context(), "queue config changed", attrs...)
+	if s.QueueConfigChanged != nil {
+		s.QueueConfigChanged(r.Context(), name, c)
+	}
 	s.queueStats(w, r)
 }

@@ -71,6 +71,10 @@ type Options struct {
 	Logger *slog.Logger
 	// NewQueueConfig is what PUT starts from for fields it leaves out.
 	NewQueueConfig queue.Config
+	// QueueConfigChanged hears of every queue config the admin API stored
+	// (PUT or PATCH), after it was stored (nil: nobody): the queues file
+	// compares it with its own (drift).
+	QueueConfigChanged func(ctx context.Context, queue string, c queue.Config)
 	// OpenAPI is the contract served at GET /openapi.yaml (nil: not served).
 	OpenAPI []byte
 	// Metrics records per-instance series (nil records nothing);

@@ -168,3 +168,30 @@ func settingValue(name string, c queue.Config) any {
 	s, _ := queue.SettingNamed(name)
 	return s.Value(c)
 }
+
+// The README's part on the file names every setting a file may give: the
+// list there is written by hand, this keeps it whole when a setting is
+// added to queue.Settings.
+func TestREADMENamesEverySetting(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	start := strings.Index(readme, "### Queues as a file")
+	if start < 0 {
+		t.Fatal("README.md has no section ### Queues as a file")
+	}
+	section := readme[start:]
+	section = section[:strings.Index(section[4:], "\n#")+4]
+	for _, s := range queue.Settings {
+		if !s.ReadOnly && !strings.Contains(section, "`"+s.Name+"`") {
+			t.Errorf("README.md's Queues as a file does not name %s", s.Name)
+		}
+	}
+	for _, key := range []string{"`queues`", "`prune`", "SIGHUP", "deploy/queues.yaml"} {
+		if !strings.Contains(readme, key) {
+			t.Errorf("README.md does not say %s", key)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queuefile"
+)
+
+// The queues an operator keeps as a file (--queues): read and validated
+// whole before any queue is touched, then applied through the same queue
+// service calls the admin API makes. At start a file that cannot work
+// stops the start; on SIGHUP (ReloadQueues) it is logged and changes
+// nothing, and the file applied last stays the one drift is judged by.
+//
+// Drift is judged when it happens: the admin API tells (QueueConfigChanged)
+// of every config it stores, and one that differs from the file's for a
+// queue the file names is logged as a warning naming the queue and the
+// settings. Each instance judges the changes made through it, so every
+// instance should run with the same file; the next SIGHUP or start puts
+// the file's settings back, and logs each one it puts back.
+
+// readQueuesFile reads and validates --queues against the config new
+// queues get.
+func (m *Main) readQueuesFile() (*queuefile.File, error) {
+	path := m.Config.QueuesFile
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--queues: %w", err)
+	}
+	return queuefile.Parse(path, raw, m.newQueues)
+}
+
+// applyQueuesFile applies the file read at start, if there is one; a store
+// that refuses stops the start.
+func (m *Main) applyQueuesFile(ctx context.Context) error {
+	f := m.queuesFile.Load()
+	if f == nil {
+		return nil
+	}
+	if err := m.applyQueues(ctx, f); err != nil {
+		return fmt.Errorf("--queues %s: %w", f.Name, err)
+	}
+	return nil
+}
+
+// ReloadQueues reads --queues again and applies it, without a restart
+// (SIGHUP). A file that cannot work is logged and changes nothing; a
+// store that fails half-way is logged, and the next reload applies the
+// whole file again.
+func (m *Main) ReloadQueues(ctx context.Context) error {
+	if m.Config.QueuesFile == "" {
+		return errors.New("no --queues file to apply")
+	}
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
+	f, err := m.readQueuesFile()
+	if err != nil {
+		m.Logger.Error("the queues file was not applied: nothing changed", "file", m.Config.QueuesFile, "err", err)
+		return err
+	}
+	m.queuesFile.Store(f)
+	if err := m.applyQueues(ctx, f); err != nil {
+		m.Logger.Error("the queues file was applied in part: send SIGHUP again once the store answers", "file", f.Name, "err", err)
+		return err
+	}
+	m.Logger.Info("the queues file was applied", "file", f.Name, "queues", len(f.Queues), "prune", f.Prune)
+	return nil
+}
+
+// applyQueues makes every queue f names match it, and with prune removes
+// the queues it does not name (the default queue excepted: the admission
+// loop would make it again at once).
+func (m *Main) applyQueues(ctx context.Context, f *queuefile.File) error {
+	for _, q := range f.Queues {
+		if err := m.applyQueue(ctx, f.Name, q); err != nil {
+			return fmt.Errorf("queue %q: %w", q.Name, err)
+		}
+	}
+	if !f.Prune {
+		return nil
+	}
+	names, err := m.Queue.Queues(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the queues to prune: %w", err)
+	}
+	for _, name := range names {
+		if _, named := f.Queue(name); named || name == queue.DefaultQueue {
+			continue
+		}
+		if err := m.Queue.DeleteQueue(ctx, name); err != nil {
+			return fmt.Errorf("pruning queue %q: %w", name, err)
+		}
+		m.Logger.Warn("queue removed: the queues file does not name it and says prune: true", "file", f.Name, "queue", name)
+	}
+	return nil
+}
+
+// applyQueue creates q or sets its config to the file's, logging what it
+// changed; a queue that matches already is not written.
+func (m *Main) applyQueue(ctx context.Context, file string, q queuefile.Queue) error {
+	have, err := m.Queue.Config(ctx, q.Name)
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		if err := m.Queue.PutConfig(ctx, q.Name, q.Config); err != nil {
+			return err
+		}
+		m.Logger.Info("queue created from the queues file", "file", file, "queue", q.Name)
+		return nil
+	case err != nil:
+		return err
+	}
+	diff := queuefile.Diff(have, q.Config)
+	if len(diff) == 0 {
+		return nil
+	}
+	if err := m.Queue.PutConfig(ctx, q.Name, q.Config); err != nil {
+		return err
+	}
+	attrs := []any{"file", file, "queue", q.Name}
+	for _, d := range diff {
+		attrs = append(attrs, d.Setting, d.Have+" → "+d.Want)
+	}
+	m.Logger.Info("queue config set from the queues file", attrs...)
+	return nil
+}
+
+// noteDrift is the admin API's QueueConfigChanged: a queue the file names
+// whose new config differs from the file's is logged, naming each setting
+// as it is now and as the file has it.
+func (m *Main) noteDrift(ctx context.Context, name string, c queue.Config) {
+	f := m.queuesFile.Load()
+	if f == nil {
+		return
+	}
+	want, ok := f.Queue(name)
+	if !ok {
+		return
+	}
+	diff := queuefile.Diff(c, want.Config)
+	if len(diff) == 0 {
+		return
+	}
+	settings := make([]string, len(diff))
+	attrs := []any{"queue", name, "file", f.Name, "settings", settings}
+	for i, d := range diff {
+		settings[i] = d.Setting
+		attrs = append(attrs, d.Setting, fmt.Sprintf("%s (file: %s)", d.Have, d.Want))
+	}
+	m.Logger.WarnContext(ctx, "queue config drifts from the queues file: changed through the admin API; "+
+		"the next SIGHUP or start puts the file's settings back", attrs...)
+}
