@@ -86,9 +86,11 @@ func TestQueuesFileOnTheBinary(t *testing.T) {
 			}
 			p.wantLog(t, `msg="queue config set from the queues file".*queue=spring-sale.*ratePerSecond="200 → 300"`)
 
-			// Drift: logged when made, undone by the next SIGHUP.
-			in.patchQueue("members", map[string]any{"minRatePerSecond": 7, "paused": true})
+			// Drift: logged when made, undone by the next SIGHUP. The queue
+			// the file does not name is changed first: its lines are in
+			// the log by the time the drift of members is.
 			in.patchQueue("adhoc", map[string]any{"ratePerSecond": 6})
+			in.patchQueue("members", map[string]any{"minRatePerSecond": 7, "paused": true})
 			p.wantLog(t, `level=WARN msg="queue config drifts from the queues file.*queue=members .*settings="\[paused minRatePerSecond\]" paused="true \(file: false\)" minRatePerSecond="7 \(file: 5\)"`)
 			if regexp.MustCompile(`drifts from the queues file[^\n]*queue=adhoc`).MatchString(p.logs.String()) {
 				t.Error("a queue the file does not name was logged as drift")
@@ -301,11 +303,16 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 	}
 }
 
-// wantLog fails unless a line of the log matches pattern.
+// wantLog waits for a line of the log to match pattern (the process's
+// log reaches the test a moment after its answers do).
 func (p *binaryProcess) wantLog(t *testing.T, pattern string) {
 	t.Helper()
-	if !regexp.MustCompile(pattern).MatchString(p.logs.String()) {
-		t.Errorf("no log line matches %s:\n%s", pattern, p.logs.String())
+	re := regexp.MustCompile(pattern)
+	for deadline := time.Now().Add(10 * time.Second); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("no log line matches %s within 10 s:\n%s", pattern, p.logs.String())
+			return
+		}
 	}
 }
 
