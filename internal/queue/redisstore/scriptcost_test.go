@@ -1,0 +1,148 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/redisstore"
+)
+
+// TestScriptCost reports what Redis itself spends on the hot scripts —
+// enter (a new user joins), status (a waiting user's place) and snapshot —
+// with WAITROOM_SCRIPT_COST_USERS in line: EVALSHA's usec_per_call from
+// INFO commandstats, and the commands each call runs inside Redis. It is a
+// measurement, not a check (the budget is TestCommandBudget): it runs only
+// when WAITROOM_SCRIPT_COST_URL names a Redis of its own, which it flushes.
+// It uses nothing but the store's exported methods, so the same file
+// measures an older commit too (docs/benchmarks.md, "The prelude's cost"):
+//
+//	WAITROOM_SCRIPT_COST_URL=redis://127.0.0.1:PORT/0 WAITROOM_SCRIPT_COST_USERS=100000 \
+//	  go test -run TestScriptCost -v ./internal/queue/redisstore/
+func TestScriptCost(t *testing.T) {
+	url := os.Getenv("WAITROOM_SCRIPT_COST_URL")
+	if url == "" {
+		t.Skip("WAITROOM_SCRIPT_COST_URL not set: a measurement, run by hand")
+	}
+	users, err := strconv.Atoi(os.Getenv("WAITROOM_SCRIPT_COST_USERS"))
+	if err != nil || users <= 0 {
+		users = 100_000
+	}
+	calls := min(users, 20_000)
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.PoolSize = 16
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	st := redisstore.New(rdb, "cost:")
+	c := queue.DefaultConfig()
+	c.Paused, c.Capacity = true, 100_000_000 // the line only grows
+	if err := st.PutConfig(ctx, "cost", c); err != nil {
+		t.Fatal(err)
+	}
+	user := func(i int) string { return fmt.Sprintf("cost-u%07d", i) }
+	parallel(t, users, func(i int) error { _, err := st.Enter(ctx, "cost", user(i)); return err })
+
+	for _, s := range []struct {
+		name string
+		call func(i int) error
+	}{
+		{"enter", func(i int) error { _, err := st.Enter(ctx, "cost", user(users+i)); return err }},
+		{"status", func(i int) error { _, err := st.Status(ctx, "cost", user(i*7919%users)); return err }},
+		{"snapshot", func(int) error { _, err := st.Snapshot(ctx, "cost"); return err }},
+	} {
+		if err := s.call(calls); err != nil { // loads the script (EVALSHA, NOSCRIPT, EVAL) outside the window
+			t.Fatal(err)
+		}
+		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		parallel(t, calls, s.call)
+		stats := commandStats(t, rdb)
+		var inside []string
+		var n int64
+		for name, cs := range stats {
+			if name != "evalsha" && name != "info" && !strings.HasPrefix(name, "config") && name != "hello" && !strings.HasPrefix(name, "client") {
+				n += cs.calls
+				inside = append(inside, fmt.Sprintf("%s %.2f", name, float64(cs.calls)/float64(calls)))
+			}
+		}
+		sort.Strings(inside)
+		t.Logf("COST %s: %d in line, %d calls: evalsha %.2f µs per call; %.2f commands inside per call: %s",
+			s.name, users, stats["evalsha"].calls, stats["evalsha"].usecPerCall, float64(n)/float64(calls), strings.Join(inside, ", "))
+	}
+}
+
+// parallel calls call(0..n-1) from 16 goroutines.
+func parallel(t *testing.T, n int, call func(i int) error) {
+	t.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := call(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+type commandStat struct {
+	calls       int64
+	usecPerCall float64
+}
+
+// commandStats reads INFO commandstats: per command, its calls and usec_per_call.
+func commandStats(t testing.TB, rdb *redis.Client) map[string]commandStat {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]commandStat{}
+	for _, line := range strings.Split(info, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		var cs commandStat
+		for _, f := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				cs.calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec_per_call":
+				cs.usecPerCall, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		out[name] = cs
+	}
+	return out
+}
