@@ -6,8 +6,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -23,7 +21,7 @@ func (s *Store) AdmitWithoutGuard(ctx context.Context, name string, tokens []str
 // checked still holding the tickets read. admit.lua sent again by go-redis
 // after its read timeout, or another instance's plan of the same tick,
 // then hands the same users tokens again.
-var unguardedAdmit = func() *redis.Script {
+var unguardedAdmit = func() *script {
 	src := mustRead("admit")
 	for _, g := range [][2]string{
 		{"if (redis.call('HGET', K.adm, 'next') or '') ~= ARGV[1] then\n  return {0}\nend\n", ""},
@@ -34,5 +32,5 @@ var unguardedAdmit = func() *redis.Script {
 		}
 		src = strings.Replace(src, g[0], g[1], 1)
 	}
-	return redis.NewScript(prelude + "\n" + src)
+	return newScript(src)
 }()

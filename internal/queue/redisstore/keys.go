@@ -1,12 +1,5 @@
 package redisstore
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/waitroom/waitroom/internal/queue"
-)
-
 // A queue's keys, in the one order every script is given them as KEYS (the
 // prelude names them: K.line is KEYS[1]). All carry the hash tag {queue},
 // so on Redis Cluster a queue lives in one slot and each script stays
@@ -49,23 +42,3 @@ func usedKey(prefix, queue, key string) string { return prefix + "{" + queue + "
 // registryKey is the set of queue names. It is the one key outside any
 // queue's slot, so it is only ever touched by plain commands, never scripts.
 func registryKey(prefix string) string { return prefix + "queues" }
-
-// preludeNames is the Lua that opens the prelude: K, every key by name in
-// the KEYS order above (and K.used, the one a script may get after them),
-// and SETTINGS, the config hash's fields in queue.Settings order.
-func preludeNames() string {
-	var b strings.Builder
-	b.WriteString("local K = {")
-	for i, name := range keyNames {
-		fmt.Fprintf(&b, "%s = KEYS[%d], ", name, i+1)
-	}
-	fmt.Fprintf(&b, "used = KEYS[%d]}\nlocal SETTINGS = {", nKeys+1)
-	for i, s := range queue.Settings {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "'%s'", s.Field)
-	}
-	b.WriteString("}\n")
-	return b.String()
-}

@@ -26,10 +26,6 @@ import (
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-// prelude is what every script starts with: the names (keys.go, tick.go)
-// and scripts/prelude.lua.
-var prelude = preludeNames() + luaList("PACE", paceFields) + luaList("TICK", tickReads) + mustRead("prelude")
-
 func mustRead(name string) string {
 	b, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
@@ -38,15 +34,12 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// mustScript is scripts/<name>.lua after the prelude.
-func mustScript(name string) *redis.Script { return redis.NewScript(prelude + "\n" + mustRead(name)) }
-
 var (
 	enterScript     = mustScript("enter")
 	statusScript    = mustScript("status")
 	snapshotScript  = mustScript("snapshot")
 	leaveScript     = mustScript("leave")
-	tickScript      = mustScript("tick")
+	tickScript      = mustScript("tick", settingFields...) // queue.PlanTick reads the whole config
 	admitScript     = mustScript("admit")
 	sweepScript     = mustScript("sweep")
 	beginUseScript  = mustScript("begin_use")
@@ -96,9 +89,9 @@ func New(rdb rediser, prefix string) *Store {
 }
 
 // run runs a script on the queue's keys (and extra ones after them).
-func (s *Store) run(ctx context.Context, script *redis.Script, name string, args []any, extra ...string) *redis.Cmd {
+func (s *Store) run(ctx context.Context, sc *script, name string, args []any, extra ...string) *redis.Cmd {
 	k := keysFor(s.prefix, name)
-	return script.Run(ctx, s.rdb, append(k[:], extra...), args...)
+	return sc.Run(ctx, s.rdb, append(k[:], extra...), args...)
 }
 
 // unavailable marks an error of Redis itself, so callers answer 503. A
@@ -159,7 +152,7 @@ func (s *Store) Config(ctx context.Context, name string) (queue.Config, error) {
 	p := reply{r: vals}
 	for i := range vals {
 		if vals[i] != nil {
-			return p.config(0)
+			return p.config(0, settingFields)
 		}
 	}
 	return queue.Config{}, queue.ErrQueueNotFound
@@ -180,7 +173,7 @@ func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, erro
 	if code, _ := r[0].(int64); code == -2 {
 		return queue.Entry{}, queue.ErrQueueFull
 	}
-	return parseEntry(r)
+	return parseEntry(r, enterScript)
 }
 
 // Status implements queue.Store.
@@ -189,7 +182,7 @@ func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, err
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
-	return parseEntry(r)
+	return parseEntry(r, statusScript)
 }
 
 // AdmitNow implements queue.Store.
@@ -198,12 +191,12 @@ func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.E
 	if err != nil {
 		return queue.Entry{}, unavailable(err)
 	}
-	return parseEntry(r)
+	return parseEntry(r, admitNowScript)
 }
 
 // parseEntry reads the reply shared by enter.lua, status.lua and
-// admit_now.lua: the prelude's standing, then its pace block.
-func parseEntry(r []any) (queue.Entry, error) {
+// admit_now.lua (sc): the prelude's standing, then its pace block.
+func parseEntry(r []any, sc *script) (queue.Entry, error) {
 	p := reply{r: r}
 	var e queue.Entry
 	var paceAt int
@@ -221,7 +214,7 @@ func parseEntry(r []any) (queue.Entry, error) {
 	default:
 		return e, fmt.Errorf("unexpected script reply %v", r)
 	}
-	e.Pace, e.Epoch = p.pace(paceAt)
+	e.Pace, e.Epoch = p.pace(paceAt, sc)
 	return e, p.err
 }
 
@@ -236,8 +229,8 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
 	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3)}
-	sn.Pace, sn.Epoch = p.pace(4)
-	for i := 4 + paceLen; i < len(r); i++ {
+	sn.Pace, sn.Epoch = p.pace(4, snapshotScript)
+	for i := 4 + snapshotScript.paceLen(); i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft

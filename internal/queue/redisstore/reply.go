@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,21 +78,27 @@ func (p *reply) fail(i int) {
 	}
 }
 
-// settingIndex is each config field's place in queue.Settings.
-var settingIndex = func() map[string]int {
-	m := map[string]int{}
-	for i, s := range queue.Settings {
-		m[s.Field] = i
+// storedDefaults are the default config's fields as stored.
+var storedDefaults = func() map[string]string {
+	f := queue.StoreFields(queue.DefaultConfig())
+	m := make(map[string]string, len(f)/2)
+	for i := 0; i+1 < len(f); i += 2 {
+		m[f[i]] = f[i+1]
 	}
 	return m
 }()
 
-// config reads the settings from index i on, in queue.Settings order (as
-// the prelude's SETTINGS list them), by name.
-func (p *reply) config(i int) (queue.Config, error) {
+// config reads, from index i on, the config fields named in fields (as a
+// script's readConfig lists them), by name. A setting not among fields was
+// not read and takes its default: the reply of a script that reads part of
+// the config (the pace block's) is read only for that part.
+func (p *reply) config(i int, fields []string) (queue.Config, error) {
 	c, err := queue.ConfigFromFields(func(field string) (string, bool) {
-		j := i + settingIndex[field]
-		return p.opt(j), j < len(p.r) && p.r[j] != nil
+		j := slices.Index(fields, field)
+		if j < 0 {
+			return storedDefaults[field], true
+		}
+		return p.opt(i + j), i+j < len(p.r) && p.r[i+j] != nil
 	})
 	if err != nil {
 		return c, fmt.Errorf("redis data damaged: %w", err)
@@ -99,26 +106,32 @@ func (p *reply) config(i int) (queue.Config, error) {
 	return c, p.err
 }
 
+// paceSettings are the config fields queue.LinePace reads, which the pace
+// block carries (TestPaceSettings checks that no other setting changes a
+// Pace).
+var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at"}
+
 // paceFields are the admission hash's fields the pace block carries (the
 // prelude's PACE).
 var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state"}
 
-// paceLen is how many fields the prelude's pace block has: the epoch, the
-// settings, PACE, now and the line's length.
-var paceLen = 1 + len(queue.Settings) + len(paceFields) + 2
+// paceLen is how many fields sc's pace block has: its config list (the
+// epoch first), PACE, now and the line's length.
+func (sc *script) paceLen() int { return len(sc.cfg) + len(paceFields) + 2 }
 
-// pace reads the prelude's pace block from index i on: the line's Pace and
-// its epoch (0: a config written before epochs).
-func (p *reply) pace(i int) (queue.Pace, int64) {
-	c, err := p.config(i + 1)
+// pace reads sc's pace block from index i on: the line's Pace and its epoch
+// (0: a config written before epochs).
+func (p *reply) pace(i int, sc *script) (queue.Pace, int64) {
+	c, err := p.config(i, sc.cfg)
 	if err != nil && p.err == nil {
 		p.err = err
 	}
-	epoch, err := strconv.ParseInt(p.opt(i), 10, 64)
-	if err != nil && p.opt(i) != "" && p.err == nil {
+	at := i + slices.Index(sc.cfg, "epoch")
+	epoch, err := strconv.ParseInt(p.opt(at), 10, 64)
+	if err != nil && p.opt(at) != "" && p.err == nil {
 		p.err = fmt.Errorf("the line's epoch: %w", err)
 	}
-	a := i + 1 + len(queue.Settings)
+	a := i + len(sc.cfg)
 	state := p.opt(a + 5)
 	return queue.LinePace(queue.PaceState{
 		Config: c, EffectiveRate: p.float(a), PaceRate: p.float(a + 1), PaceBusy: p.float(a + 2), Moved: p.ms(a + 3),

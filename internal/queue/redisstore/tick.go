@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -39,7 +37,7 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 
 // admit is Admit applying its plan with apply: admit.lua, or (only in a
 // -tags historybugs build) admit.lua without its guards.
-func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *redis.Script) (queue.Admission, error) {
+func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *script) (queue.Admission, error) {
 	t, err := s.readTick(ctx, name, 0, min(len(tokens), frontChunk))
 	if err != nil {
 		return queue.Admission{}, err
@@ -97,10 +95,10 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 	}
 	t := tickRead{stored: map[string]string{}}
 	t.in.Now, t.in.Length, t.in.Live = p.ms(0), p.int(1), p.int(2)
-	if t.in.Config, err = p.config(4); err != nil {
+	if t.in.Config, err = p.config(3, tickScript.cfg); err != nil {
 		return t, err
 	}
-	at := 4 + len(queue.Settings)
+	at := 3 + len(tickScript.cfg)
 	for i, f := range tickReads {
 		t.stored[f] = p.opt(at + i)
 	}

@@ -24,15 +24,14 @@ local cfg, list, refused = config({'rate', 'batch', 'interval_ms', 'ttl_ms'}, {'
 if refused then
   return refused
 end
-local user, now = ARGV[1], clock()
+local adm, user, now = readAdmission(), ARGV[1], clock()
 local length = redis.call('ZCARD', K.line)
-local held, expired = standing(user, now, length)
+local held, expired = standing(adm, user, now, length)
 if held then
-  return append(held, pace(list, now, length))
+  return pace(held, list, adm, now, length)
 end
 
-local busy = append({0}, pace(list, now, length))
-local adm = hash(K.adm, 'carry', 'inline', 'eff_rate', 'open_state')
+local busy = pace({0}, list, adm, now, length)
 if cfg.paused == '1' or length > 0 or adm.open_state == 'placing' or ((tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state) then
   return busy
 end
@@ -54,4 +53,4 @@ redis.call('ZADD', K.texp, now + tonumber(cfg.ttl_ms), user)
 for _, counter in ipairs({'inline', 'inline_total', 'admitted', 'win_count'}) do
   redis.call('HINCRBY', K.adm, counter, 1)
 end
-return append({2, ARGV[2], now + tonumber(cfg.ttl_ms)}, pace(list, now, length))
+return pace({2, ARGV[2], now + tonumber(cfg.ttl_ms)}, list, adm, now, length)

@@ -17,16 +17,16 @@ local cfg, list, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 
 if refused then
   return refused
 end
-local adm = hash(K.adm, 'open_state')
+local adm = readAdmission()
 local user, now = ARGV[1], clock()
 local length = redis.call('ZCARD', K.line)
 
-local held, expired = standing(user, now, length)
+local held, expired = standing(adm, user, now, length)
 if held then
   if held[1] == 1 then
-    markSeen(cfg, user, held[2], now)
+    markSeen(cfg, adm, user, held[2], now)
   end
-  return append(held, pace(list, now, length))
+  return pace(held, list, adm, now, length)
 end
 if expired then -- forget it, and line up again like anyone else
   dropToken(user, 'expired', now)
@@ -37,14 +37,15 @@ end
 -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
 if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then
   redis.call('ZADD', K.pre, 'NX', now, user)
-  return append({3}, pace(list, now, length))
+  return pace({3}, list, adm, now, length)
 end
 if length == 0 then
   redis.call('HSET', K.adm, 'moved', now) -- someone starts waiting: the front has not stood still
+  adm.moved = now
 end
 local ticket = redis.call('INCR', K.seq)
 redis.call('ZADD', K.line, 'NX', ticket, user)
 -- Tickets only grow, so the newcomer is last, behind the unplaced too.
-local position = length + unplaced() + 1
-markSeen(cfg, user, position, now)
-return append({1, position, position, ticket}, pace(list, now, length + 1))
+local position = length + unplaced(adm) + 1
+markSeen(cfg, adm, user, position, now)
+return pace({1, position, position, ticket}, list, adm, now, length + 1)

@@ -1,7 +1,11 @@
--- prelude: put in front of every script, after the names the store writes:
--- K, the queue's keys by name in the one KEYS order of all scripts (K.line
--- is KEYS[1]); SETTINGS, the config's fields in queue.Settings order; PACE
--- and TICK, the admission hash's fields the pace block and a tick read.
+-- prelude: the functions scripts share. The store puts in front of each
+-- script only the functions it calls (prelude.go: Redis runs a script's
+-- whole text on every call), and writes for it: K.name as the KEYS[i] it
+-- names (the queue's keys by name in the one KEYS order of all scripts,
+-- keys.go); PACE, TICK and SETTINGS, lists of field names, where used;
+-- readConfig() and readAdmission(), one HMGET each of the config's and the
+-- admission hash's fields the script names (cfg.x, adm.x, config()'s need
+-- and may) and its reply carries, as a table by name and as the list.
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -9,7 +13,8 @@ local function clock()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
 end
 
--- hash reads a hash's fields by name: hash(K.adm, 'a', 'b').b
+-- hash reads a hash's fields by name: hash(K.adm, 'a', 'b').b (scripts
+-- off the hot path; the hot ones read with readConfig and readAdmission).
 local function hash(key, ...)
   local names, out = {...}, {}
   local values = redis.call('HMGET', key, unpack(names))
@@ -32,22 +37,20 @@ end
 -- Scripts check what they read before their first write (Redis does not
 -- roll a script back); a read-only one answers clearly rather than with 0.
 local function damaged(cfg, need, may)
-  for i, name in ipairs(append(append({}, need), may or {})) do
+  may = may or {}
+  for i = 1, #need + #may do
+    local name = need[i] or may[i - #need]
     if not tonumber(cfg[name]) and (i <= #need or cfg[name]) then
       return redis.error_reply('DAMAGED queue config ' .. K.cfg .. ': ' .. name .. ' missing or not a number')
     end
   end
 end
 
--- config reads the queue's config by name, and as the list replies carry
--- (the epoch, then SETTINGS); or the refusal to answer with: {-1} for an
--- unknown queue, or damaged's error on the fields need and may name.
+-- config is the queue's config as this script reads it (readConfig): by
+-- name, and the list its replies carry; or the refusal to answer with: {-1}
+-- for an unknown queue, or damaged's error on the fields need and may name.
 local function config(need, may)
-  local list = redis.call('HMGET', K.cfg, 'epoch', unpack(SETTINGS))
-  local cfg = {epoch = list[1]}
-  for i = 1, #SETTINGS do
-    cfg[SETTINGS[i]] = list[i + 1]
-  end
+  local cfg, list = readConfig()
   if not (cfg.rate or cfg.epoch) then
     return nil, nil, {-1}
   end
@@ -63,22 +66,32 @@ local function rateInForce(cfg, eff)
   return tonumber(cfg.rate)
 end
 
--- pace is the block an answer about the line carries, read in the same step
--- (queue.LinePace): the config list, PACE of the admission hash, now, length.
-local function pace(list, now, length)
-  return append(append(append({}, list), redis.call('HMGET', K.adm, unpack(PACE))), {now, length})
+-- pace appends to reply the block an answer about the line carries, read in
+-- the same step (queue.LinePace): the config list (readConfig's), PACE of
+-- adm, now and the line's length.
+local function pace(reply, list, adm, now, length)
+  local n = #reply
+  for i = 1, #list do
+    reply[n + i] = list[i]
+  end
+  n = n + #list
+  for i = 1, #PACE do
+    reply[n + i] = adm[PACE[i]]
+  end
+  n = n + #PACE
+  reply[n + 1], reply[n + 2] = now, length
+  return reply
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue
 -- are still to be placed and the last ticket reserved for them (open_end):
 -- they are ahead of everyone who entered after the close, whose positions
 -- and the line's length count them; 0 otherwise.
-local function unplaced()
-  local a = hash(K.adm, 'open_state', 'open_end')
-  if a.open_state ~= 'placing' then
+local function unplaced(adm)
+  if adm.open_state ~= 'placing' then
     return 0, nil
   end
-  return redis.call('ZCARD', K.pre), tonumber(a.open_end)
+  return redis.call('ZCARD', K.pre), tonumber(adm.open_end)
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -86,9 +99,9 @@ end
 -- tick sets one), is seen now. Their instance's batched mark (seen.lua) comes
 -- up to a second later, and admission could reach them meanwhile: a user back
 -- from a long absence would be skipped though asking.
-local function markSeen(cfg, user, position, now)
+local function markSeen(cfg, adm, user, position, now)
   if (tonumber(cfg.abandon_ms) or 0) > 0 then
-    local reach = tonumber(redis.call('HGET', K.adm, 'reach'))
+    local reach = tonumber(adm.reach)
     if not reach or position <= reach then
       redis.call('ZADD', K.seen, now, user)
     end
@@ -99,10 +112,10 @@ end
 -- (behind the unplaced of an opening when they entered after its close),
 -- {3} in the opening's pre-queue, {2, token, expiresAtMs} with a valid
 -- token; else nil, and the token they hold whose time is up, if any.
-local function standing(user, now, length)
+local function standing(adm, user, now, length)
   local ticket = redis.call('ZSCORE', K.line, user)
   if ticket then
-    local n, last = unplaced()
+    local n, last = unplaced(adm)
     local position = redis.call('ZRANK', K.line, user) + 1
     if last and tonumber(ticket) > last then
       position = position + n

@@ -8,12 +8,12 @@
 --        lacks a field this script needs
 --        {1, head, last, length, pace..., leaver1, ...}
 --        head is 0 when no one waits.
-local cfg, list, refused = config({'rate', 'batch'})
+local _, list, refused = config({'rate', 'batch'})
 if refused then
   return refused
 end
 local length = redis.call('ZCARD', K.line)
-local reply = append({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, pace(list, clock(), length))
+local reply = pace({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, list, readAdmission(), clock(), length)
 local head = redis.call('ZRANGE', K.line, 0, 0, 'WITHSCORES')
 if head[2] then
   reply[2] = tonumber(head[2])

@@ -15,10 +15,10 @@ local cfg, list, refused = config({'rate', 'batch'}, {'abandon_ms'})
 if refused then
   return refused
 end
-local now = clock()
+local adm, now = readAdmission(), clock()
 local length = redis.call('ZCARD', K.line)
-local held = standing(ARGV[1], now, length)
+local held = standing(adm, ARGV[1], now, length)
 if held and held[1] == 1 then
-  markSeen(cfg, ARGV[1], held[2], now)
+  markSeen(cfg, adm, ARGV[1], held[2], now)
 end
-return append(held or {0}, pace(list, now, length))
+return pace(held or {0}, list, adm, now, length)

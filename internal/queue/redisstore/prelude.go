@@ -1,0 +1,163 @@
+package redisstore
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// script is one of scripts/*.lua as Redis runs it, and the fields its
+// config and admission readers read, in the order its reply carries them
+// (the pace block): Go reads them by name.
+type script struct {
+	*redis.Script
+	src      string
+	cfg, adm []string
+}
+
+// mustScript is scripts/<name>.lua after the parts of the prelude it uses.
+// Redis runs a script's whole text on every call, so the prelude costs
+// only what a script takes from it (measured in docs/benchmarks.md, "The
+// prelude's cost"): the functions it calls (and those they call), the
+// lists it names, and the two readers written for it here, readConfig and
+// readAdmission, one HMGET each of only the fields the script names
+// (cfg.x, adm.x, the fields config() checks) and those its reply carries
+// for Go (the pace block's, and goReads). K.name is written as KEYS[i]
+// (keys.go), so no table of names is built per call.
+func mustScript(name string, goReads ...string) *script { return newScript(mustRead(name), goReads...) }
+
+// newScript is mustScript of a script's text.
+func newScript(body string, goReads ...string) *script {
+	code := preludeFor(body) + body
+	s := &script{}
+	pace := usesCall(code, "pace")
+	if usesCall(code, "readConfig") {
+		s.cfg = []string{"epoch"}
+		if pace {
+			s.cfg = append(s.cfg, paceSettings...)
+		}
+		s.cfg = appendNew(s.cfg, goReads...)
+		s.cfg = appendNew(s.cfg, fieldsOf(code, "cfg")...)
+		for _, m := range configCall.FindAllStringSubmatch(code, -1) {
+			for _, q := range quotedName.FindAllStringSubmatch(m[1], -1) {
+				s.cfg = appendNew(s.cfg, q[1])
+			}
+		}
+		code = reader("readConfig", kCfg, s.cfg) + code
+	}
+	if usesCall(code, "readAdmission") {
+		if pace {
+			s.adm = slices.Clone(paceFields)
+		}
+		s.adm = appendNew(s.adm, fieldsOf(code, "adm")...)
+		code = reader("readAdmission", kAdm, s.adm) + code
+	}
+	for _, l := range []struct {
+		name  string
+		items []string
+	}{{"PACE", paceFields}, {"TICK", tickReads}, {"SETTINGS", settingFields}} {
+		if regexp.MustCompile(`\b` + l.name + `\b`).MatchString(code) {
+			code = luaList(l.name, l.items) + code
+		}
+	}
+	s.src = keyNamesToKeys(code)
+	s.Script = redis.NewScript(s.src)
+	return s
+}
+
+// preludeChunks are scripts/prelude.lua's functions, each with its comment,
+// in the file's order (its opening comment dropped).
+var preludeChunks = func() (out []struct{ name, text string }) {
+	def := regexp.MustCompile(`(?m)^local function (\w+)\(`)
+	for _, chunk := range strings.Split(mustRead("prelude"), "\n\n") {
+		if m := def.FindStringSubmatch(chunk); m != nil {
+			out = append(out, struct{ name, text string }{m[1], chunk + "\n\n"})
+		}
+	}
+	return out
+}()
+
+// preludeFor is the prelude's functions body calls, and those they call.
+func preludeFor(body string) string {
+	used := map[string]bool{}
+	for grown := true; grown; {
+		grown = false
+		text := body
+		for _, c := range preludeChunks {
+			if used[c.name] {
+				text += c.text
+			}
+		}
+		for _, c := range preludeChunks {
+			if !used[c.name] && usesCall(text, c.name) {
+				used[c.name], grown = true, true
+			}
+		}
+	}
+	var b strings.Builder
+	for _, c := range preludeChunks {
+		if used[c.name] {
+			b.WriteString(c.text)
+		}
+	}
+	return b.String()
+}
+
+var (
+	configCall = regexp.MustCompile(`\bconfig\(([^)]*)\)`)
+	quotedName = regexp.MustCompile(`'(\w+)'`)
+	keyName    = regexp.MustCompile(`\bK\.(\w+)\b`)
+)
+
+func usesCall(code, fn string) bool {
+	return regexp.MustCompile(`\b` + fn + `\(`).MatchString(code)
+}
+
+// fieldsOf are the fields code reads as table.field.
+func fieldsOf(code, table string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`\b`+table+`\.(\w+)\b`).FindAllStringSubmatch(code, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// appendNew appends the items not in list yet.
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
+	}
+	return list
+}
+
+// reader is the Lua function name: one HMGET of fields of the queue's key
+// k, as a table by name and as the list in fields' order.
+func reader(name string, k int, fields []string) string {
+	named := make([]string, len(fields))
+	for i, f := range fields {
+		named[i] = fmt.Sprintf("%s = list[%d]", f, i+1)
+	}
+	return fmt.Sprintf("local function %s()\n  local list = redis.call('HMGET', K.%s, '%s')\n  return {%s}, list\nend\n",
+		name, keyNames[k], strings.Join(fields, "', '"), strings.Join(named, ", "))
+}
+
+// keyNamesToKeys writes each K.name as the KEYS[i] it names (keys.go's
+// order; K.used is the one a script may get after the queue's keys).
+func keyNamesToKeys(code string) string {
+	return keyName.ReplaceAllStringFunc(code, func(m string) string {
+		name := m[len("K."):]
+		if name == "used" {
+			return fmt.Sprintf("KEYS[%d]", nKeys+1)
+		}
+		i := slices.Index(keyNames[:], name)
+		if i < 0 {
+			panic("scripts: unknown key K." + name) // caught by every test that loads the package
+		}
+		return fmt.Sprintf("KEYS[%d]", i+1)
+	})
+}
