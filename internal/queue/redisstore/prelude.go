@@ -22,11 +22,11 @@ type script struct {
 // Redis runs a script's whole text on every call, so the prelude costs
 // only what a script takes from it (measured in docs/benchmarks.md, "The
 // prelude's cost"): the functions it calls (and those they call), the
-// lists it names, and the two readers written for it here, readConfig and
-// readAdmission, one HMGET each of only the fields the script names
-// (cfg.x, adm.x, the fields config() checks) and those its reply carries
-// for Go (the pace block's, and goReads). K.name is written as KEYS[i]
-// (keys.go), so no table of names is built per call.
+// lists it names, and the two readers written for it here (configReader,
+// readAdmission), one HMGET each of only the fields the script names
+// (cfg.x, adm.x, those config checks) and those its reply carries for Go
+// (the pace block's, and goReads). K.name is written as KEYS[i] (keys.go),
+// so no table of names is built per call.
 func mustScript(name string, goReads ...string) *script { return newScript(mustRead(name), goReads...) }
 
 // newScript is mustScript of a script's text.
@@ -34,19 +34,17 @@ func newScript(body string, goReads ...string) *script {
 	code := preludeFor(body) + body
 	s := &script{}
 	pace := usesCall(code, "pace")
-	if usesCall(code, "readConfig") {
+	if m := configCall.FindStringSubmatch(code); m != nil {
+		need, may := quotedNames(m[1]), quotedNames(m[2])
 		s.cfg = []string{"epoch"}
 		if pace {
 			s.cfg = append(s.cfg, paceSettings...)
 		}
 		s.cfg = appendNew(s.cfg, goReads...)
 		s.cfg = appendNew(s.cfg, fieldsOf(code, "cfg")...)
-		for _, m := range configCall.FindAllStringSubmatch(code, -1) {
-			for _, q := range quotedName.FindAllStringSubmatch(m[1], -1) {
-				s.cfg = appendNew(s.cfg, q[1])
-			}
-		}
-		code = reader("readConfig", kCfg, s.cfg) + code
+		s.cfg = appendNew(appendNew(s.cfg, need...), may...)
+		code = strings.Replace(code, m[0], "config()", 1)
+		code = configReader(s.cfg, need, may) + code
 	}
 	if usesCall(code, "readAdmission") {
 		if pace {
@@ -107,10 +105,18 @@ func preludeFor(body string) string {
 }
 
 var (
-	configCall = regexp.MustCompile(`\bconfig\(([^)]*)\)`)
+	configCall = regexp.MustCompile(`\bconfig\((\{[^}]*\})?(?:, (\{[^}]*\}))?\)`)
 	quotedName = regexp.MustCompile(`'(\w+)'`)
 	keyName    = regexp.MustCompile(`\bK\.(\w+)\b`)
 )
+
+func quotedNames(list string) []string {
+	var out []string
+	for _, q := range quotedName.FindAllStringSubmatch(list, -1) {
+		out = append(out, q[1])
+	}
+	return out
+}
 
 func usesCall(code, fn string) bool {
 	return regexp.MustCompile(`\b` + fn + `\(`).MatchString(code)
@@ -133,6 +139,30 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
+}
+
+// configReader is the Lua function config() of a script that calls
+// config(need, may) (written as config() in the text Redis gets: the names
+// are Go's, checked here, never a table built per call): the config's
+// fields by name, and the list its replies carry (fields' order); or the
+// refusal to answer with: {-1} for an unknown queue, or a DAMAGED error
+// when a field named in need is missing or not a number, or one in may is
+// there and not a number. Scripts check what they read before their first
+// write (Redis does not roll a script back); a read-only one answers
+// clearly rather than with 0.
+func configReader(fields, need, may []string) string {
+	var b strings.Builder
+	b.WriteString(strings.Replace(strings.TrimSuffix(reader("config", kCfg, fields), ", list\nend\n"), "  return {", "  local cfg = {", 1))
+	b.WriteString("\n  if not (cfg.rate or cfg.epoch) then\n    return nil, nil, {-1}\n  end\n")
+	for i, f := range append(slices.Clone(need), may...) {
+		cond := "not tonumber(cfg." + f + ")"
+		if i >= len(need) {
+			cond = "cfg." + f + " and " + cond
+		}
+		fmt.Fprintf(&b, "  if %s then\n    return nil, nil, redis.error_reply('DAMAGED queue config ' .. K.cfg .. ': %s missing or not a number')\n  end\n", cond, f)
+	}
+	b.WriteString("  return cfg, list\nend\n")
+	return b.String()
 }
 
 // reader is the Lua function name: one HMGET of fields of the queue's key

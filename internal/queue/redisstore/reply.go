@@ -89,7 +89,7 @@ var storedDefaults = func() map[string]string {
 }()
 
 // config reads, from index i on, the config fields named in fields (as a
-// script's readConfig lists them), by name. A setting not among fields was
+// script's config reader lists them), by name. A setting not among fields was
 // not read and takes its default: the reply of a script that reads part of
 // the config (the pace block's) is read only for that part.
 func (p *reply) config(i int, fields []string) (queue.Config, error) {

@@ -3,9 +3,11 @@
 -- whole text on every call), and writes for it: K.name as the KEYS[i] it
 -- names (the queue's keys by name in the one KEYS order of all scripts,
 -- keys.go); PACE, TICK and SETTINGS, lists of field names, where used;
--- readConfig() and readAdmission(), one HMGET each of the config's and the
--- admission hash's fields the script names (cfg.x, adm.x, config()'s need
--- and may) and its reply carries, as a table by name and as the list.
+-- config(need, may) and readAdmission(), one HMGET each of the config's and
+-- the admission hash's fields the script names (cfg.x, adm.x, need and may)
+-- and its reply carries, as a table by name and as the list; config refuses
+-- with {-1} for an unknown queue and with a DAMAGED error when a field in
+-- need is missing or not a number, or one in may is there and not a number.
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -14,7 +16,7 @@ local function clock()
 end
 
 -- hash reads a hash's fields by name: hash(K.adm, 'a', 'b').b (scripts
--- off the hot path; the hot ones read with readConfig and readAdmission).
+-- off the hot path; the hot ones read with config and readAdmission).
 local function hash(key, ...)
   local names, out = {...}, {}
   local values = redis.call('HMGET', key, unpack(names))
@@ -32,29 +34,16 @@ local function append(reply, list)
   return reply
 end
 
--- damaged is a DAMAGED error when a field of cfg named in need is missing or
--- not a number, or one named in may is there and not a number; else nil.
+-- damaged is a DAMAGED error when a field of cfg named in need is missing
+-- or not a number, else nil (scripts off the hot path; config checks its own).
 -- Scripts check what they read before their first write (Redis does not
 -- roll a script back); a read-only one answers clearly rather than with 0.
-local function damaged(cfg, need, may)
-  may = may or {}
-  for i = 1, #need + #may do
-    local name = need[i] or may[i - #need]
-    if not tonumber(cfg[name]) and (i <= #need or cfg[name]) then
+local function damaged(cfg, need)
+  for _, name in ipairs(need) do
+    if not tonumber(cfg[name]) then
       return redis.error_reply('DAMAGED queue config ' .. K.cfg .. ': ' .. name .. ' missing or not a number')
     end
   end
-end
-
--- config is the queue's config as this script reads it (readConfig): by
--- name, and the list its replies carry; or the refusal to answer with: {-1}
--- for an unknown queue, or damaged's error on the fields need and may name.
-local function config(need, may)
-  local cfg, list = readConfig()
-  if not (cfg.rate or cfg.epoch) then
-    return nil, nil, {-1}
-  end
-  return cfg, list, damaged(cfg, need or {}, may)
 end
 
 -- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
@@ -67,7 +56,7 @@ local function rateInForce(cfg, eff)
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
--- the same step (queue.LinePace): the config list (readConfig's), PACE of
+-- the same step (queue.LinePace): the config list (config's), PACE of
 -- adm, now and the line's length.
 local function pace(reply, list, adm, now, length)
   local n = #reply
