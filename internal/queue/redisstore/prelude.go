@@ -36,9 +36,9 @@ func newScript(body string, goReads ...string) *script {
 	pace := usesCall(code, "pace")
 	if m := configCall.FindStringSubmatch(code); m != nil {
 		need, may := quotedNames(m[1]), quotedNames(m[2])
-		s.cfg = []string{"epoch"}
+		s.cfg = []string{"epoch", "rate"} // a queue is known by either
 		if pace {
-			s.cfg = append(s.cfg, paceSettings...)
+			s.cfg = appendNew(s.cfg, paceSettings...)
 		}
 		s.cfg = appendNew(s.cfg, goReads...)
 		s.cfg = appendNew(s.cfg, fieldsOf(code, "cfg")...)

@@ -26,7 +26,7 @@ if refused then
 end
 local adm, user, now = readAdmission(), ARGV[1], clock()
 local length = redis.call('ZCARD', K.line)
-local held, expired = standing(adm, user, now, length)
+local held, expired = standing(cfg, adm, user, now, length)
 if held then
   return pace(held, list, adm, now, length)
 end

@@ -21,7 +21,7 @@ local adm = readAdmission()
 local user, now = ARGV[1], clock()
 local length = redis.call('ZCARD', K.line)
 
-local held, expired = standing(adm, user, now, length)
+local held, expired = standing(cfg, adm, user, now, length)
 if held then
   if held[1] == 1 then
     markSeen(cfg, adm, user, held[2], now)
@@ -31,7 +31,7 @@ end
 if expired then -- forget it, and line up again like anyone else
   dropToken(user, 'expired', now)
 end
-if length + redis.call('ZCARD', K.pre) >= tonumber(cfg.capacity) then
+if length + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity) then
   return {-2, length}
 end
 -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.

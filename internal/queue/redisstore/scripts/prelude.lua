@@ -72,6 +72,15 @@ local function pace(reply, list, adm, now, length)
   return reply
 end
 
+-- opening is whether an opening's pre-queue may hold users: one is ahead
+-- (opens_at set, not yet opened) or being placed. Only then is it looked at
+-- on the hot path: open_due.lua and place.lua empty it before they mark the
+-- queue open, and put_config.lua opens at once a queue whose opening is
+-- cleared with users in it.
+local function opening(cfg, adm)
+  return adm.open_state == 'placing' or ((tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state)
+end
+
 -- unplaced is, while an opening is being placed, how many of its pre-queue
 -- are still to be placed and the last ticket reserved for them (open_end):
 -- they are ahead of everyone who entered after the close, whose positions
@@ -101,7 +110,7 @@ end
 -- (behind the unplaced of an opening when they entered after its close),
 -- {3} in the opening's pre-queue, {2, token, expiresAtMs} with a valid
 -- token; else nil, and the token they hold whose time is up, if any.
-local function standing(adm, user, now, length)
+local function standing(cfg, adm, user, now, length)
   local ticket = redis.call('ZSCORE', K.line, user)
   if ticket then
     local n, last = unplaced(adm)
@@ -111,7 +120,7 @@ local function standing(adm, user, now, length)
     end
     return {1, position, length + n, tonumber(ticket)}
   end
-  if redis.call('ZSCORE', K.pre, user) then
+  if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then
     return {3}
   end
   local token = redis.call('HGET', K.tokens, user)

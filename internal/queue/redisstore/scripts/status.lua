@@ -17,7 +17,7 @@ if refused then
 end
 local adm, now = readAdmission(), clock()
 local length = redis.call('ZCARD', K.line)
-local held = standing(adm, ARGV[1], now, length)
+local held = standing(cfg, adm, ARGV[1], now, length)
 if held and held[1] == 1 then
   markSeen(cfg, adm, ARGV[1], held[2], now)
 end
