@@ -26,7 +26,8 @@ type script struct {
 // readAdmission), one HMGET each of only the fields the script names
 // (cfg.x, adm.x, those config checks) and those its reply carries for Go
 // (the pace block's, and goReads). K.name is written as KEYS[i] (keys.go),
-// so no table of names is built per call.
+// cfg.x and adm.x as the index of x in the list read, so no table of
+// names is built per call.
 func mustScript(name string, goReads ...string) *script { return newScript(mustRead(name), goReads...) }
 
 // newScript is mustScript of a script's text.
@@ -56,11 +57,13 @@ func newScript(body string, goReads ...string) *script {
 	for _, l := range []struct {
 		name  string
 		items []string
-	}{{"PACE", paceFields}, {"TICK", tickReads}, {"SETTINGS", settingFields}} {
+	}{{"TICK", tickReads}, {"SETTINGS", settingFields}} {
 		if regexp.MustCompile(`\b` + l.name + `\b`).MatchString(code) {
 			code = luaList(l.name, l.items) + code
 		}
 	}
+	code = fieldsToIndexes(code, "cfg", s.cfg)
+	code = fieldsToIndexes(code, "adm", s.adm)
 	s.src = keyNamesToKeys(code)
 	s.Script = redis.NewScript(s.src)
 	return s
@@ -152,8 +155,8 @@ func appendNew(list []string, items ...string) []string {
 // clearly rather than with 0.
 func configReader(fields, need, may []string) string {
 	var b strings.Builder
-	b.WriteString(strings.Replace(strings.TrimSuffix(reader("config", kCfg, fields), ", list\nend\n"), "  return {", "  local cfg = {", 1))
-	b.WriteString("\n  if not (cfg.rate or cfg.epoch) then\n    return nil, nil, {-1}\n  end\n")
+	b.WriteString(strings.Replace(strings.TrimSuffix(reader("config", kCfg, fields), "end\n"), "  return redis", "  local cfg = redis", 1))
+	b.WriteString("  if not (cfg.rate or cfg.epoch) then\n    return nil, nil, {-1}\n  end\n")
 	for i, f := range append(slices.Clone(need), may...) {
 		cond := "not tonumber(cfg." + f + ")"
 		if i >= len(need) {
@@ -161,19 +164,30 @@ func configReader(fields, need, may []string) string {
 		}
 		fmt.Fprintf(&b, "  if %s then\n    return nil, nil, redis.error_reply('DAMAGED queue config ' .. K.cfg .. ': %s missing or not a number')\n  end\n", cond, f)
 	}
-	b.WriteString("  return cfg, list\nend\n")
+	b.WriteString("  return cfg, cfg\nend\n")
 	return b.String()
 }
 
 // reader is the Lua function name: one HMGET of fields of the queue's key
-// k, as a table by name and as the list in fields' order.
+// k, the list in fields' order (read by name: fieldsToIndexes).
 func reader(name string, k int, fields []string) string {
-	named := make([]string, len(fields))
-	for i, f := range fields {
-		named[i] = fmt.Sprintf("%s = list[%d]", f, i+1)
+	return fmt.Sprintf("local function %s()\n  return redis.call('HMGET', K.%s, '%s')\nend\n",
+		name, keyNames[k], strings.Join(fields, "', '"))
+}
+
+// fieldsToIndexes writes each table.field in code as table[i], field's
+// place in fields (the list a reader read; nil: table is not one).
+func fieldsToIndexes(code, table string, fields []string) string {
+	if fields == nil {
+		return code
 	}
-	return fmt.Sprintf("local function %s()\n  local list = redis.call('HMGET', K.%s, '%s')\n  return {%s}, list\nend\n",
-		name, keyNames[k], strings.Join(fields, "', '"), strings.Join(named, ", "))
+	return regexp.MustCompile(`\b`+table+`\.(\w+)\b`).ReplaceAllStringFunc(code, func(m string) string {
+		i := slices.Index(fields, m[len(table)+1:])
+		if i < 0 {
+			panic("scripts: " + m + " not read") // fieldsOf put every one in fields
+		}
+		return fmt.Sprintf("%s[%d]", table, i+1)
+	})
 }
 
 // keyNamesToKeys writes each K.name as the KEYS[i] it names (keys.go's

@@ -111,13 +111,13 @@ func (p *reply) config(i int, fields []string) (queue.Config, error) {
 // Pace).
 var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at"}
 
-// paceFields are the admission hash's fields the pace block carries (the
-// prelude's PACE).
+// paceFields are the admission hash's fields queue.LinePace reads, which
+// the pace block carries.
 var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state"}
 
-// paceLen is how many fields sc's pace block has: its config list (the
-// epoch first), PACE, now and the line's length.
-func (sc *script) paceLen() int { return len(sc.cfg) + len(paceFields) + 2 }
+// paceLen is how many fields sc's pace block has: the config and
+// admission fields its readers read, now and the line's length.
+func (sc *script) paceLen() int { return len(sc.cfg) + len(sc.adm) + 2 }
 
 // pace reads sc's pace block from index i on: the line's Pace and its epoch
 // (0: a config written before epochs).
@@ -131,12 +131,12 @@ func (p *reply) pace(i int, sc *script) (queue.Pace, int64) {
 	if err != nil && p.opt(at) != "" && p.err == nil {
 		p.err = fmt.Errorf("the line's epoch: %w", err)
 	}
-	a := i + len(sc.cfg)
-	state := p.opt(a + 5)
+	adm := func(field string) int { return i + len(sc.cfg) + slices.Index(sc.adm, field) }
+	state, end := p.opt(adm("open_state")), i+len(sc.cfg)+len(sc.adm)
 	return queue.LinePace(queue.PaceState{
-		Config: c, EffectiveRate: p.float(a), PaceRate: p.float(a + 1), PaceBusy: p.float(a + 2), Moved: p.ms(a + 3),
-		Reach: int64(p.float(a + 4)), Pending: !c.OpensAt.IsZero() && state == "", Placing: state == "placing",
-		Now: p.ms(a + 6), Length: p.int(a + 7),
+		Config: c, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
+		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
+		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1),
 	}), epoch
 }
 

@@ -2,12 +2,14 @@
 -- script only the functions it calls (prelude.go: Redis runs a script's
 -- whole text on every call), and writes for it: K.name as the KEYS[i] it
 -- names (the queue's keys by name in the one KEYS order of all scripts,
--- keys.go); PACE, TICK and SETTINGS, lists of field names, where used;
+-- keys.go); TICK and SETTINGS, lists of field names, where used;
 -- config(need, may) and readAdmission(), one HMGET each of the config's and
 -- the admission hash's fields the script names (cfg.x, adm.x, need and may)
--- and its reply carries, as a table by name and as the list; config refuses
--- with {-1} for an unknown queue and with a DAMAGED error when a field in
--- need is missing or not a number, or one in may is there and not a number.
+-- and its reply carries, cfg.x and adm.x written as the index of x in the
+-- list read (cfg[2]), so no table of names is built per call; config
+-- refuses with {-1} for an unknown queue and with a DAMAGED error when a
+-- field in need is missing or not a number, or one in may is there and not
+-- a number.
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -56,18 +58,18 @@ local function rateInForce(cfg, eff)
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
--- the same step (queue.LinePace): the config list (config's), PACE of
--- adm, now and the line's length.
-local function pace(reply, list, adm, now, length)
+-- the same step (queue.LinePace): the config and admission fields read
+-- (Go reads them by name), now and the line's length.
+local function pace(reply, cfg, adm, now, length)
   local n = #reply
-  for i = 1, #list do
-    reply[n + i] = list[i]
+  for i = 1, #cfg do
+    reply[n + i] = cfg[i]
   end
-  n = n + #list
-  for i = 1, #PACE do
-    reply[n + i] = adm[PACE[i]]
+  n = n + #cfg
+  for i = 1, #adm do
+    reply[n + i] = adm[i]
   end
-  n = n + #PACE
+  n = n + #adm
   reply[n + 1], reply[n + 2] = now, length
   return reply
 end
