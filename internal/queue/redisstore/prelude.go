@@ -14,7 +14,6 @@ import (
 // (the pace block): Go reads them by name.
 type script struct {
 	*redis.Script
-	src      string
 	cfg, adm []string
 }
 
@@ -64,8 +63,7 @@ func newScript(body string, goReads ...string) *script {
 	}
 	code = fieldsToIndexes(code, "cfg", s.cfg)
 	code = fieldsToIndexes(code, "adm", s.adm)
-	s.src = keyNamesToKeys(code)
-	s.Script = redis.NewScript(s.src)
+	s.Script = redis.NewScript(keyNamesToKeys(code))
 	return s
 }
 

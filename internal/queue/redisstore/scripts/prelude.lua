@@ -9,7 +9,8 @@
 -- list read (cfg[2]), so no table of names is built per call; config
 -- refuses with {-1} for an unknown queue and with a DAMAGED error when a
 -- field in need is missing or not a number, or one in may is there and not
--- a number.
+-- a number. Each function is one paragraph with its comment (no blank line
+-- inside): prelude.go takes them apart at the blank lines.
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
