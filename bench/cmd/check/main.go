@@ -10,6 +10,9 @@
 //	bench/run.sh --check                  # 100 histories of each kind
 //	bench/run.sh --check -histories 5     # a quicker look
 //	bench/run.sh --check -kinds redis-kill,network
+//	go run ./bench/cmd/check -recheck -timeout 30m DIR/*-unknown.jsonl
+//	                                      # segments a run could not decide
+//	                                      # in its minute, checked at leisure
 package main
 
 import (
@@ -30,7 +33,16 @@ func main() {
 	kinds := flag.String("kinds", strings.Join(fairness.Kinds, ","), "kinds of fault, comma-separated")
 	duration := flag.Duration("duration", 4*time.Second, "each history's length")
 	out := flag.String("out", os.TempDir(), "where failing histories' visualisations go")
+	recheck := flag.Bool("recheck", false, "check again the saved segments named as arguments (-unknown.jsonl)")
+	timeout := flag.Duration("timeout", 30*time.Minute, "with -recheck: the time each segment may take")
 	flag.Parse()
+	if *recheck {
+		if err := recheckAll(flag.Args(), *timeout, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "check:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*histories, strings.Split(*kinds, ","), *duration, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "check:", err)
 		os.Exit(1)
@@ -67,6 +79,30 @@ func run(histories int, kinds []string, duration time.Duration, out string) erro
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d histories broke a promise", failed)
+	}
+	return nil
+}
+
+// recheckAll checks each saved segment again with timeout and prints its
+// verdict; it fails when one is not linearizable or still undecided.
+func recheckAll(paths []string, timeout time.Duration, out string) error {
+	bad := 0
+	for _, path := range paths {
+		start := time.Now()
+		v, err := fairness.Recheck(path, timeout, out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d operations, %s in %v\n", path, v.Operations, v.Result, time.Since(start).Round(time.Millisecond))
+		for _, problem := range v.Violations {
+			fmt.Printf("  %s\n", problem)
+		}
+		if !v.OK() {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d segments not shown linearizable", bad, len(paths))
 	}
 	return nil
 }
