@@ -582,3 +582,95 @@ func TestAdmitReSentAfterAnotherTick(t *testing.T) {
 		held[e.Token] = u
 	}
 }
+
+// beforeScript runs before once, ahead of the first script sent with want
+// among its arguments: something another instance does between a tick's
+// read and its apply.
+type beforeScript struct {
+	mu     sync.Mutex
+	want   string
+	before func()
+}
+
+func (*beforeScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (b *beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		b.mu.Lock()
+		run := b.before
+		if run != nil && cmd.Name() == "evalsha" && slices.Contains(cmd.Args(), any(b.want)) {
+			b.before = nil
+		} else {
+			run = nil
+		}
+		b.mu.Unlock()
+		if run != nil {
+			run()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestNoShowAskingDuringTheTick: a user planned as a no-show who asks for
+// their status between the tick's read and its apply (another instance's
+// poll) stays in line and is let in by the next tick. The fairness check's
+// no-show histories caught a user told "first in line" and skipped 35 ms
+// later, at load 20 (testdata/no-show-asked-during-the-tick.jsonl).
+func TestNoShowAskingDuringTheTick(t *testing.T) {
+	shared, prefix := mustOpenRedis(t)
+	rdb := redis.NewClient(shared.Options())
+	t.Cleanup(func() { rdb.Close() })
+	hook := &beforeScript{want: "back"}
+	rdb.AddHook(hook)
+	ticking, other := redisstore.New(rdb, prefix), redisstore.New(shared, prefix)
+	ctx := context.Background()
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 200, 2, 10*time.Millisecond
+	c.AbandonAfter = time.Second // the store's own rule, not the admin range
+	if err := other.PutConfig(ctx, "line", c); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"a", "b", "back"} {
+		if _, err := other.Enter(ctx, "line", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func() queue.Admission {
+		for range 1000 {
+			a, err := ticking.Admit(ctx, "line", queue.NewTokens(c.BatchSize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Ticked {
+				return a
+			}
+			time.Sleep(a.NextIn)
+		}
+		t.Fatal("no tick became due")
+		return queue.Admission{}
+	}
+	if a := tick(); !slices.Equal(a.Admitted, []string{"a", "b"}) {
+		t.Fatalf("the first tick admitted %v, want [a b]", a.Admitted)
+	}
+	time.Sleep(c.AbandonAfter * 3 / 2) // back is a no-show now
+	hook.mu.Lock()
+	hook.before = func() {
+		if e, err := other.Status(ctx, "line", "back"); err != nil || e.State != queue.Waiting {
+			t.Errorf("back asking: %+v, %v; want waiting", e, err)
+		}
+	}
+	hook.mu.Unlock()
+	if a := tick(); a.Skipped != 0 || len(a.Admitted) != 0 {
+		t.Fatalf("the tick planned before back asked: admitted %v, skipped %d; want nobody moved", a.Admitted, a.Skipped)
+	}
+	if e, err := other.Status(ctx, "line", "back"); err != nil || e.State != queue.Waiting {
+		t.Fatalf("back after the tick: %+v, %v; want still waiting", e, err)
+	}
+	if a := tick(); !slices.Equal(a.Admitted, []string{"back"}) {
+		t.Fatalf("the next tick admitted %v, want [back]", a.Admitted)
+	}
+}

@@ -130,12 +130,16 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
 			set = append(set, f, now[f])
 		}
 	}
-	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2}, append(set, add...)...)
+	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2, len(plan.Admitted)}, append(set, add...)...)
 	for i, w := range plan.Admitted {
 		args = append(args, w.User, w.Ticket, tokens[i])
 	}
-	for _, w := range plan.Skipped {
-		args = append(args, w.User, w.Ticket, "")
+	for _, w := range plan.Skipped { // with the seen mark read: one seen since is not skipped
+		seen := int64(0)
+		if !w.Seen.IsZero() {
+			seen = w.Seen.UnixMilli()
+		}
+		args = append(args, w.User, w.Ticket, seen)
 	}
 	return args
 }
