@@ -25,7 +25,7 @@ var unguardedAdmit = func() *script {
 	src := mustRead("admit")
 	for _, g := range [][2]string{
 		{"if (redis.call('HGET', K.adm, 'next') or '') ~= ARGV[1] then\n  return {0}\nend\n", ""},
-		{"if tonumber(held[j]) == tonumber(ticket) then", "if held[j] or true then"},
+		{"if tonumber(held[j]) == tonumber(ticket) and", "if (held[j] or true) and"},
 	} {
 		if !strings.Contains(src, g[0]) {
 			panic("historybugs: admit.lua's guard is not where it was: update the deliberate bug: " + g[0])
