@@ -40,8 +40,8 @@ func (v View) AdmissionNear() bool {
 	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
 }
 
-// ErrQueueClosed: the queue's closesAt has passed, and nobody new may take a
-// place (Config.ClosesAt).
+// ErrQueueClosed: the queue's closesAt has passed, or its method is reject,
+// and nobody new may take a place (Config.ClosesAt, MethodReject).
 var ErrQueueClosed = errors.New("the queue is closed to newcomers")
 
 // Service is the line as users and operators see it: validation, estimates
@@ -193,13 +193,18 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 }
 
 // Enter puts the user in line (or tells them they are already in or READY).
-// A closed queue (ClosesAt passed) tells whoever holds a place where they
-// stand, and refuses anyone else (ErrQueueClosed).
+// A closed queue (ClosesAt passed, or Method reject) tells whoever holds a
+// place where they stand, and refuses anyone else (ErrQueueClosed).
 func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
-	if v, closed, err := s.closed(ctx, queue, user); closed || err != nil {
+	c, err := s.RecentConfig(ctx, queue)
+	if err != nil {
+		return View{}, err
+	}
+	if s.closedTo(c) {
+		v, err := s.Status(ctx, queue, user)
 		if err == nil && v.State == NotInQueue {
 			err = ErrQueueClosed
 		}
@@ -256,9 +261,18 @@ func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
-	if v, closed, err := s.closed(ctx, queue, user); closed || err != nil {
-		return v, err // nobody new is let in, at once or otherwise
+	c, err := s.RecentConfig(ctx, queue)
+	if err != nil {
+		return View{}, err
 	}
+	if s.closedTo(c) { // nobody new is let in, at once or otherwise
+		return s.Status(ctx, queue, user)
+	}
+	return s.admitNow(ctx, queue, user)
+}
+
+// admitNow is AdmitNow once the queue is known to take newcomers.
+func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error) {
 	e, err := s.store.AdmitNow(ctx, queue, user, NewTokens(1)[0])
 	if err != nil {
 		return View{}, err
@@ -272,15 +286,11 @@ func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error
 	return s.view(e), nil
 }
 
-// closed says whether the queue has closed to newcomers (ClosesAt passed,
-// by the service's clock) and, if so, where the user stands.
-func (s *Service) closed(ctx context.Context, queue, user string) (View, bool, error) {
-	c, err := s.RecentConfig(ctx, queue)
-	if err != nil || c.ClosesAt.IsZero() || s.Clock().Before(c.ClosesAt) {
-		return View{}, false, err
-	}
-	v, err := s.Status(ctx, queue, user)
-	return v, true, err
+// closedTo says whether a queue of config c takes no newcomers now: its
+// method is reject, or its ClosesAt has passed by the service's clock. The
+// one rule for both: whoever holds a place keeps it, nobody new takes one.
+func (s *Service) closedTo(c Config) bool {
+	return c.Method == MethodReject || !c.ClosesAt.IsZero() && !s.Clock().Before(c.ClosesAt)
 }
 
 // Leave takes the user out of line or gives back their unused token.

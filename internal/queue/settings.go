@@ -46,6 +46,8 @@ type Config struct {
 	// ClosesAt: from then on nobody new takes a place; whoever is in line
 	// or holds an entry keeps it (zero: never).
 	ClosesAt time.Time
+	// Method is how the line lets people in (default MethodFIFO).
+	Method QueueingMethod
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
 
@@ -77,6 +79,17 @@ const (
 
 // Valid reports whether p is one of the policies.
 func (p EntryPolicy) Valid() bool { return p == EntryAny || p == EntryChallenge || p == EntrySigned }
+
+// QueueingMethod is how a queue lets people in (queueingMethod).
+type QueueingMethod string
+
+const (
+	// MethodFIFO: in line, admitted in the order they came, at the rate.
+	MethodFIFO QueueingMethod = "fifo"
+	// MethodReject: nobody new takes a place, as after ClosesAt; whoever is
+	// in line is admitted in order and whoever is READY stays so.
+	MethodReject QueueingMethod = "reject"
+)
 
 // DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms,
 // and every other setting's default (Settings).
@@ -257,6 +270,9 @@ var Settings = []Setting{
 	{Name: "closesAt", Field: "closes_at", Kind: Instant, Default: "",
 		Label: "Closes at", Help: "When the line closes (RFC 3339; empty: never). From then on nobody new takes a place (403 queue_closed); whoever is in line keeps their place and is let in as admission reaches them, and whoever holds an entry keeps it.",
 		get: func(c *Config) any { return c.ClosesAt }, set: func(c *Config, v any) { c.ClosesAt = v.(time.Time) }},
+	{Name: "queueingMethod", Field: "method", Kind: Choice, Choices: []string{string(MethodFIFO), string(MethodReject)}, Default: string(MethodFIFO),
+		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers"}, Help: "How the line lets people in: fifo (in the order they came, at the rate) or reject (nobody new takes a place, 403 queue_closed, as after closesAt; whoever is in line is let in, whoever holds an entry keeps it).",
+		get: func(c *Config) any { return string(c.Method) }, set: func(c *Config, v any) { c.Method = QueueingMethod(v.(string)) }},
 	{Name: "entry", Field: "entry", Kind: Choice, Choices: []string{string(EntryAny), string(EntryChallenge), string(EntrySigned)}, Default: string(EntryChallenge),
 		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"}, Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",
 		get: func(c *Config) any { return string(c.Entry) }, set: func(c *Config, v any) { c.Entry = EntryPolicy(v.(string)) }},

@@ -27,7 +27,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
 		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
 		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand",
-		Entry: queue.EntrySigned, ChallengeCost: 1234}
+		Method: queue.MethodReject, Entry: queue.EntrySigned, ChallengeCost: 1234}
 	fields := queue.StoreFields(c)
 	m := map[string]string{}
 	for i := 0; i < len(fields); i += 2 {
@@ -52,10 +52,10 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 	def := queue.DefaultConfig()
 	if got.MaxActiveTokens != 0 || got.Adaptive || got.MinRate != def.MinRate || got.MaxRate != def.MaxRate ||
 		got.TargetLatency != def.TargetLatency || got.AbandonAfter != 0 || !got.OpensAt.IsZero() || got.RatePerSecond != 10 ||
-		got.Entry != queue.EntryChallenge || got.ChallengeCost != def.ChallengeCost {
+		got.Entry != queue.EntryChallenge || got.ChallengeCost != def.ChallengeCost || got.Method != queue.MethodFIFO {
 		t.Fatalf("a config written before the newer settings: %+v", got)
 	}
-	for field, bad := range map[string]string{"rate": "fast", "entry": "everyone"} {
+	for field, bad := range map[string]string{"rate": "fast", "entry": "everyone", "method": "lottery"} {
 		damaged := maps.Clone(old)
 		damaged[field] = bad
 		if _, err := queue.ConfigFromStore(damaged); err == nil || !strings.Contains(err.Error(), field) {

@@ -17,10 +17,7 @@ func init() {
 }
 
 // testClosing: before closesAt entering is as ever; from then on nobody new
-// takes a place — entering is ErrQueueClosed, and a quiet line lets nobody
-// straight in — while whoever waits keeps their place and is admitted in
-// order, whoever is READY stays READY, and entering again tells each where
-// they stand. A closesAt not after opensAt is refused.
+// takes a place (closedLineDrains). A closesAt not after opensAt is refused.
 func testClosing(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig()
@@ -29,28 +26,48 @@ func testClosing(t *testing.T, s queue.Store, clock Clock) {
 	q := newQueue(t, s, c)
 	svc := queue.NewService(s, 0)
 	svc.Clock = clock.Now
+	closedLineDrains(t, s, clock, svc, q, func() {
+		clock.Sleep(c.ClosesAt.Sub(clock.Now()) + 10*time.Millisecond)
+	})
+
+	c.OpensAt = c.ClosesAt
+	if err := svc.PutConfig(ctx, q, c); !errors.Is(err, queue.ErrInvalidConfig) {
+		t.Errorf("closesAt not after opensAt: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// closedLineDrains holds the one rule of a line closed to newcomers, by
+// closesAt or by the reject method: a, b and c enter and a is admitted;
+// once closeIt has closed q, nobody new takes a place — entering is
+// ErrQueueClosed, and a quiet line lets nobody straight in — while whoever
+// waits keeps their place and is admitted in order, whoever is READY stays
+// READY, and entering again tells each where they stand. q admits one a
+// tick.
+func closedLineDrains(t *testing.T, s queue.Store, clock Clock, svc *queue.Service, q string, closeIt func()) {
+	t.Helper()
+	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} {
 		if v, err := svc.Enter(ctx, q, u); err != nil || v.State != queue.Waiting {
-			t.Fatalf("before closesAt, %s entering: %+v, %v", u, v, err)
+			t.Fatalf("before closing, %s entering: %+v, %v", u, v, err)
 		}
 	}
 	if got := admitDue(t, s, clock, q, 1); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("the first tick admitted %v, want [a]", got)
 	}
-	clock.Sleep(c.ClosesAt.Sub(clock.Now()) + 10*time.Millisecond)
+	closeIt()
 
 	if _, err := svc.Enter(ctx, q, "late"); !errors.Is(err, queue.ErrQueueClosed) {
-		t.Fatalf("a newcomer after closesAt: %v, want ErrQueueClosed", err)
+		t.Fatalf("a newcomer after closing: %v, want ErrQueueClosed", err)
 	}
 	if v, err := svc.AdmitNow(ctx, q, "late"); err != nil || v.State != queue.NotInQueue {
-		t.Fatalf("a newcomer let in at once after closesAt: %+v, %v; want NOT_IN_QUEUE", v, err)
+		t.Fatalf("a newcomer let in at once after closing: %+v, %v; want NOT_IN_QUEUE", v, err)
 	}
 	if v, err := svc.Enter(ctx, q, "a"); err != nil || v.State != queue.Ready {
-		t.Fatalf("a, READY, entering again after closesAt: %+v, %v", v, err)
+		t.Fatalf("a, READY, entering again after closing: %+v, %v", v, err)
 	}
 	for i, u := range []string{"b", "c"} {
 		if v, err := svc.Enter(ctx, q, u); err != nil || v.State != queue.Waiting || v.Position != int64(i+1) {
-			t.Fatalf("%s, in line, entering again after closesAt: %+v, %v; want waiting at %d", u, v, err, i+1)
+			t.Fatalf("%s, in line, entering again after closing: %+v, %v; want waiting at %d", u, v, err, i+1)
 		}
 	}
 	var admitted []string
@@ -58,14 +75,9 @@ func testClosing(t *testing.T, s queue.Store, clock Clock) {
 		admitted = append(admitted, admitDue(t, s, clock, q, 1)...)
 	}
 	if fmt.Sprint(admitted) != "[b c]" {
-		t.Fatalf("after closesAt the line was admitted as %v, want [b c]", admitted)
+		t.Fatalf("after closing the line was admitted as %v, want [b c]", admitted)
 	}
 	if v, err := svc.Status(ctx, q, "late"); err != nil || v.State != queue.NotInQueue {
 		t.Fatalf("the refused newcomer: %+v, %v", v, err)
-	}
-
-	c.OpensAt = c.ClosesAt
-	if err := svc.PutConfig(ctx, q, c); !errors.Is(err, queue.ErrInvalidConfig) {
-		t.Errorf("closesAt not after opensAt: %v, want ErrInvalidConfig", err)
 	}
 }

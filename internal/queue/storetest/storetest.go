@@ -891,6 +891,7 @@ func testConfigRoundTrip(t *testing.T, s queue.Store, clock Clock) {
 		TargetLatency: 300 * time.Millisecond, AbandonAfter: 45 * time.Second,
 		OpensAt:        time.Date(2031, 12, 24, 11, 0, 0, 0, time.UTC),
 		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
+		Method:         queue.MethodReject,
 		Entry:          queue.EntrySigned, ChallengeCost: 1234}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
