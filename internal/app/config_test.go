@@ -58,8 +58,11 @@ func TestParse(t *testing.T) {
 			// whole config; what was read is read all the same).
 			c := queue.DefaultConfig()
 			want := map[queue.Kind]string{queue.Number: "3.5", queue.Integer: "777", queue.Duration: "17s", queue.Bool: "true"}[s.Kind]
-			if s.Kind == queue.Choice {
+			if s.Kind == queue.Choice { // the first that is not the default
 				want = s.Choices[0]
+				if want == s.Format(c) {
+					want = s.Choices[1]
+				}
 			}
 			if err := s.Parse(&c, want); err != nil || s.Format(c) == s.Format(queue.DefaultConfig()) {
 				t.Fatalf("%s: no other value to set (%q, %v)", s.Name, want, err)
