@@ -194,7 +194,9 @@ func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.
 
 // Enter puts the user in line (or tells them they are already in or READY).
 // A closed queue (ClosesAt passed, or Method reject) tells whoever holds a
-// place where they stand, and refuses anyone else (ErrQueueClosed).
+// place where they stand, and refuses anyone else (ErrQueueClosed). Under
+// passthrough a newcomer is let straight in while MaxActiveTokens has room
+// (Store.AdmitNow, outside the rate), and joins the line otherwise.
 func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
@@ -209,6 +211,11 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 			err = ErrQueueClosed
 		}
 		return v, err
+	}
+	if c.Method == MethodPassthrough {
+		if v, err := s.admitNow(ctx, queue, user); err != nil || v.State != NotInQueue {
+			return v, err
+		}
 	}
 	e, err := s.store.Enter(ctx, queue, user)
 	if err != nil {

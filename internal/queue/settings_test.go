@@ -27,7 +27,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
 		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
 		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand",
-		Method: queue.MethodReject, Entry: queue.EntrySigned, ChallengeCost: 1234}
+		Method: queue.MethodPassthrough, Entry: queue.EntrySigned, ChallengeCost: 1234}
 	fields := queue.StoreFields(c)
 	m := map[string]string{}
 	for i := 0; i < len(fields); i += 2 {

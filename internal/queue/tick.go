@@ -215,7 +215,12 @@ func quota(c Config, rate, carried float64, tokens int) (int, float64) {
 
 // MayAdmitNow says whether the next tick's quota has room for one more user
 // let straight in (Store.AdmitNow), given the rate stored and the tick state.
+// Under passthrough the rate does not hold people back: only the live-token
+// cap does, which the store checks.
 func MayAdmitNow(c Config, effectiveRate float64, st TickState) bool {
+	if c.Method == MethodPassthrough {
+		return true
+	}
 	n, _ := quota(c, c.RateInForce(effectiveRate), st.Carry, c.BatchSize)
 	return st.Inline < int64(n)
 }

@@ -7,7 +7,8 @@
 -- with the token given, only if nobody waits, the queue is not paused, no
 -- opening is ahead or being placed, the next admission tick's quota still
 -- has room (queue.MayAdmitNow: those let in this way come out of it, so the
--- global rate holds) and the live-token cap has room. Such a user counts as
+-- global rate holds; under the passthrough method the rate holds nobody
+-- back) and the live-token cap has room. Such a user counts as
 -- having entered and been admitted, so the totals in stats.lua still
 -- balance; their ticket is below any later one, so snapshots are unaffected.
 --
@@ -36,7 +37,7 @@ if cfg.paused == '1' or length > 0 or adm.open_state == 'placing' or ((tonumber(
   return busy
 end
 local quota = rateInForce(cfg, adm.eff_rate) * tonumber(cfg.interval_ms) / 1000 + (tonumber(adm.carry) or 0)
-if (tonumber(adm.inline) or 0) >= math.min(math.floor(quota), tonumber(cfg.batch)) then
+if cfg.method ~= 'passthrough' and (tonumber(adm.inline) or 0) >= math.min(math.floor(quota), tonumber(cfg.batch)) then
   return busy
 end
 local maxActive = tonumber(cfg.max_active) or 0
