@@ -162,11 +162,12 @@ func New(o Options) (*Gateway, error) {
 	// One upstream takes every request: keep enough connections warm.
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 1024, 1024
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:      g.rewrite,
-		Transport:    g.upstream.track(transport),
-		BufferPool:   bufferPool{},
-		ErrorHandler: g.upstreamFailed,
-		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
+		Rewrite:        g.rewrite,
+		Transport:      g.upstream.track(transport),
+		BufferPool:     bufferPool{},
+		ErrorHandler:   g.upstreamFailed,
+		ModifyResponse: g.command,
+		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
 	o.API.Handle("GET /.well-known/jwks.json", g.jwks)
 	o.API.Handle("GET /return", g.returnTo)
@@ -227,6 +228,33 @@ type forwarded struct {
 	// failure is what upstreamFailed saw, for the token's outcome.
 	failure spend.Outcome
 	failed  bool
+	// release: the upstream answered X-Waitroom-Command: release.
+	release bool
+}
+
+// CommandHeader is what the upstream answers to end the user's entry at
+// once ("release", on any protected route, with any status). The gateway
+// reads it and removes it, in every spelling, before the client sees it.
+const CommandHeader = "X-Waitroom-Command"
+
+// command reads and removes the upstream's CommandHeader from every
+// response it forwards; on a protected request with an entry, "release"
+// marks the entry to be released once the call has ended.
+func (g *Gateway) command(resp *http.Response) error {
+	release := false
+	for k, vs := range resp.Header {
+		if !sameHeader(k, CommandHeader) {
+			continue
+		}
+		for _, v := range vs {
+			release = release || strings.EqualFold(strings.TrimSpace(v), "release")
+		}
+		delete(resp.Header, k)
+	}
+	if f, ok := resp.Request.Context().Value(entryKey{}).(*forwarded); ok && release {
+		f.release = true
+	}
+	return nil
 }
 
 // rewrite prepares the outbound request: the upstream's address; the
@@ -479,8 +507,10 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 
 // forward sends a request with a valid entry upstream: as a use of the
 // token (consumed on 2xx, kept otherwise) on a --protect route, as a mere
-// check on a --protect-session route. It returns an error only when the
-// request was not forwarded (the token invalid or in use, the store down).
+// check on a --protect-session route; an upstream answering
+// X-Waitroom-Command: release ends the entry at once, whatever its status.
+// It returns an error only when the request was not forwarded (the token
+// invalid or in use, the store down).
 func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, token string) error {
 	header, err := g.o.Signer.Sign(Entry{Issuer: g.o.EntryIssuer, Audience: g.o.EntryAudience, User: user,
 		Queue: rt.Queue, Route: rt.Pattern, ID: EntryID(rt.Queue, user, token)}, time.Now())
@@ -507,6 +537,12 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 		err = g.o.Guard.Use(r.Context(), t, call)
 	} else {
 		err = g.o.Guard.Check(r.Context(), t, call)
+	}
+	if err == nil && f.release {
+		if rerr := g.o.Guard.Release(r.Context(), t); rerr != nil {
+			// The entry stays until it expires: the store is down.
+			g.o.Logger.Warn("gateway: the upstream's release of an entry failed", "queue", rt.Queue, "err", rerr)
+		}
 	}
 	if aborted != nil {
 		panic(aborted)

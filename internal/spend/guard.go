@@ -181,6 +181,15 @@ func (g *Guard) Check(ctx context.Context, t Token, call func(ctx context.Contex
 	return nil
 }
 
+// Release ends the token at once, whatever its state: deleted and counted
+// as spent, if it is still this token (the backend ends an entry early),
+// its live-token slot free for the next admission tick. Nobody's in-flight
+// lock is touched: it asks as an owner of its own.
+func (g *Guard) Release(ctx context.Context, t Token) error {
+	g.forget(t)
+	return g.tokens.EndUse(context.WithoutCancel(ctx), t.Queue, t.User, t.Value, newOwner(), true)
+}
+
 func (g *Guard) trusted(t Token) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -1,0 +1,149 @@
+package app_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// commandUpstream is a backend that ends entries: it answers every request
+// with the status in ?status= (200 by default) and, when ?spell= names a
+// header spelling, X-Waitroom-Command: release under that spelling.
+func commandUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if spell := r.URL.Query().Get("spell"); spell != "" {
+			w.Header()[spell] = []string{"release"}
+		}
+		status := http.StatusOK
+		if s, err := strconv.Atoi(r.URL.Query().Get("status")); err == nil {
+			status = s
+		}
+		w.WriteHeader(status)
+		w.Write([]byte("done"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// commandHeaders lists X-Waitroom-Command in any spelling h carries it.
+func commandHeaders(h http.Header) []string {
+	var found []string
+	for k := range h {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "X-Waitroom-Command") {
+			found = append(found, k)
+		}
+	}
+	return found
+}
+
+// waitState waits (up to 30 s) for user to stand in state in the default
+// queue, and returns their token when READY.
+func (p *proxied) waitState(user, state string) string {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := p.do("GET", gwPrefix+"/api/v1/queues/default/entries/me", p.as(user), nil)
+		if r.str("status") == state {
+			return r.str("token")
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s: %s, want %s within 30 s", user, r.raw, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestGatewayReleaseFreesTheSlot: under maxActiveTokens 1, the one READY
+// user's entry ends when the backend answers X-Waitroom-Command: release
+// (on a session route with 200, on a spending route with a 409 that would
+// keep the token), or when they give it back with DELETE entries/me; each
+// time the next in line becomes READY at the next tick (token TTLs of five
+// minutes: nothing else frees the slot), and the header never reaches the
+// client in any spelling.
+func TestGatewayReleaseFreesTheSlot(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			up := commandUpstream(t)
+			p := bootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
+			r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{
+				"maxActiveTokens": 1, "intervalMs": 200, "ratePerSecond": 5, "tokenTtlSeconds": 300})
+			if r.status != 200 {
+				t.Fatalf("settings: %d %s", r.status, r.raw)
+			}
+			users := []string{"rel-a", "rel-b", "rel-c", "rel-d"}
+			for _, u := range users {
+				if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as(u), nil); r.status != 200 {
+					t.Fatalf("enter %s: %d %s", u, r.status, r.raw)
+				}
+			}
+			tokenA := p.waitState("rel-a", "READY")
+			// The cap holds while rel-a keeps the slot: several ticks pass
+			// (a request that is not a release among them) and rel-b waits.
+			if r := p.do("GET", "/page", p.as("rel-a"), nil, "X-Entry-Token", tokenA); r.status != 200 || commandHeaders(r.header) != nil {
+				t.Fatalf("a plain use: %d %v", r.status, r.header)
+			}
+			time.Sleep(time.Second)
+			if got := p.status("rel-b"); got != "WAITING" {
+				t.Fatalf("rel-b is %s while rel-a holds the only slot", got)
+			}
+
+			t.Run("release on a session route", func(t *testing.T) {
+				r := p.do("GET", "/page?spell=X-Waitroom-Command", p.as("rel-a"), nil, "X-Entry-Token", tokenA)
+				if r.status != 200 || r.raw != "done" {
+					t.Fatalf("release: %d %s", r.status, r.raw)
+				}
+				if h := commandHeaders(r.header); h != nil {
+					t.Errorf("the client saw %v", h)
+				}
+				if got := p.status("rel-a"); got != "NOT_IN_QUEUE" {
+					t.Errorf("rel-a after release: %s", got)
+				}
+				if r := p.do("GET", "/page", p.as("rel-a"), nil, "X-Entry-Token", tokenA, "Accept", "application/json"); r.status != http.StatusForbidden {
+					t.Errorf("the released token still opens the route: %d", r.status)
+				}
+			})
+			tokenB := p.waitState("rel-b", "READY")
+
+			t.Run("release on a spending route with a refusal, in another spelling", func(t *testing.T) {
+				r := p.do("POST", "/done?status=409&spell=x_waitroom_command", p.as("rel-b"), nil, "X-Entry-Token", tokenB)
+				if r.status != http.StatusConflict {
+					t.Fatalf("release: %d %s", r.status, r.raw)
+				}
+				if h := commandHeaders(r.header); h != nil {
+					t.Errorf("the client saw %v", h)
+				}
+				if got := p.status("rel-b"); got != "NOT_IN_QUEUE" {
+					t.Errorf("rel-b after release: %s", got)
+				}
+			})
+			tokenC := p.waitState("rel-c", "READY")
+
+			t.Run("DELETE entries/me gives the entry back", func(t *testing.T) {
+				if r := p.do("GET", "/page", p.as("rel-c"), nil, "X-Entry-Token", tokenC); r.status != 200 {
+					t.Fatalf("rel-c's use: %d", r.status)
+				}
+				if r := p.do("DELETE", gwPrefix+"/api/v1/queues/default/entries/me", p.as("rel-c"), nil); r.status != http.StatusNoContent {
+					t.Fatalf("DELETE: %d %s", r.status, r.raw)
+				}
+				if got := p.status("rel-c"); got != "NOT_IN_QUEUE" {
+					t.Errorf("rel-c after DELETE: %s", got)
+				}
+			})
+			tokenD := p.waitState("rel-d", "READY")
+			// Whatever the backend's spelling, on a route nobody protects too.
+			for _, spell := range []string{"X-WAITROOM-COMMAND", "x-waitroom-command"} {
+				if r := p.do("GET", "/open?spell="+spell, "", nil); r.status != 200 || commandHeaders(r.header) != nil {
+					t.Errorf("unprotected, %s: %d %v", spell, r.status, r.header)
+				}
+			}
+			if r := p.do("GET", "/page", p.as("rel-d"), nil, "X-Entry-Token", tokenD); r.status != 200 {
+				t.Errorf("rel-d's use: %d", r.status)
+			}
+		})
+	}
+}
