@@ -44,11 +44,18 @@ func commandHeaders(h http.Header) []string {
 // queue, and returns their token when READY.
 func (p *proxied) waitState(user, state string) string {
 	p.t.Helper()
+	return p.waitStanding(user, state).str("token")
+}
+
+// waitStanding waits (up to 30 s) for user to stand in state in the default
+// queue, and returns that status answer.
+func (p *proxied) waitStanding(user, state string) response {
+	p.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := p.do("GET", gwPrefix+"/api/v1/queues/default/entries/me", p.as(user), nil)
 		if r.str("status") == state {
-			return r.str("token")
+			return r
 		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("%s: %s, want %s within 30 s", user, r.raw, state)
@@ -143,6 +150,89 @@ func TestGatewayReleaseFreesTheSlot(t *testing.T) {
 			}
 			if r := p.do("GET", "/page", p.as("rel-d"), nil, "X-Entry-Token", tokenD); r.status != 200 {
 				t.Errorf("rel-d's use: %d", r.status)
+			}
+		})
+	}
+}
+
+// TestGatewaySlidingSessions: with tokenTtlSeconds 2 and sessionMaxSeconds
+// 4, an entry used on a session route every 300 ms stays good past its
+// first expiry and ends at the session's end (its first expiry less the TTL
+// plus sessionMaxSeconds, by the server's own expiresAt) while the line is
+// busy (a quiet line would let them straight in again); a sessionMaxSeconds
+// below tokenTtlSeconds is 400 naming it, and nothing changes.
+func TestGatewaySlidingSessions(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			up := commandUpstream(t)
+			p := bootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
+			settings := gwPrefix + "/admin/v1/queues/default"
+			before := p.do("GET", settings, p.adminAuth(), nil)
+			r := p.do("PATCH", settings, p.adminAuth(), map[string]any{"sessionMaxSeconds": 60, "paused": true})
+			if r.status != http.StatusBadRequest || r.errorCode() != "invalid_config" || !strings.Contains(r.raw, "sessionMaxSeconds") {
+				t.Fatalf("sessionMaxSeconds below tokenTtlSeconds: %d %s, want 400 invalid_config naming it", r.status, r.raw)
+			}
+			after := p.do("GET", settings, p.adminAuth(), nil)
+			for _, k := range []string{"sessionMaxSeconds", "tokenTtlSeconds", "paused"} {
+				if before.body[k] != after.body[k] {
+					t.Errorf("%s changed by a refused PATCH: %v → %v", k, before.body[k], after.body[k])
+				}
+			}
+			if after.num("sessionMaxSeconds") != 0 {
+				t.Errorf("sessionMaxSeconds by default: %v, want 0", after.body["sessionMaxSeconds"])
+			}
+
+			const ttl, most = 2 * time.Second, 4 * time.Second
+			if r := p.do("PATCH", settings, p.adminAuth(), map[string]any{"tokenTtlSeconds": 2, "sessionMaxSeconds": 4, "maxActiveTokens": 1}); r.status != 200 {
+				t.Fatalf("settings: %d %s", r.status, r.raw)
+			}
+			if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as("slider"), nil); r.status != 200 {
+				t.Fatalf("enter: %d %s", r.status, r.raw)
+			}
+			ready := p.waitStanding("slider", "READY")
+			token := ready.str("token")
+			first, err := time.Parse(time.RFC3339Nano, ready.str("expiresAt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Someone waits behind the one live token (maxActiveTokens 1): the
+			// line is busy, so an ended entry is not replaced by a fresh one.
+			if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as("behind"), nil); r.status != 200 || r.str("status") != "WAITING" {
+				t.Fatalf("enter behind: %d %s", r.status, r.raw)
+			}
+			ends := first.Add(most - ttl)
+			// Same machine, one clock; the slack covers the store's ms.
+			const slack = 150 * time.Millisecond
+			var lastOK time.Time
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				sent := time.Now()
+				r := p.do("GET", "/page", p.as("slider"), nil, "X-Entry-Token", token, "Accept", "application/json")
+				if r.status == http.StatusOK {
+					if sent.After(ends.Add(slack)) {
+						t.Fatalf("the entry still opened the route at %v, past the session's end %v", sent, ends)
+					}
+					lastOK = sent
+				} else {
+					if r.status != http.StatusForbidden {
+						t.Fatalf("use: %d %s", r.status, r.raw)
+					}
+					if time.Now().Before(ends.Add(-slack)) {
+						t.Fatalf("the entry ended at %v, before the session's end %v (first expiry %v)", time.Now(), ends, first)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the entry never ended")
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			if !lastOK.After(first.Add(slack)) {
+				t.Errorf("the last good use was at %v, not past the first expiry %v", lastOK, first)
+			}
+			if got := p.status("slider"); got != "NOT_IN_QUEUE" {
+				t.Errorf("after the session's end: %s", got)
 			}
 		})
 	}

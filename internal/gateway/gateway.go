@@ -647,7 +647,14 @@ func entryToken(r *http.Request, queueName string) string {
 	return ""
 }
 
+// entryCookie carries token, whose expiry is expires, for the queue. Under
+// sliding sessions (sessionMaxSeconds) the token may live on past it, so
+// the cookie lasts until the session's end: a token expired by then is
+// answered as none.
 func (g *Gateway) entryCookie(r *http.Request, queueName, token string, expires time.Time) *http.Cookie {
+	if c, err := g.o.Queue.RecentConfig(r.Context(), queueName); err == nil && c.SessionMax > 0 {
+		expires = expires.Add(c.SessionMax - c.TokenTTL)
+	}
 	return &http.Cookie{
 		Name:     EntryCookiePrefix + queueName,
 		Value:    token,

@@ -268,6 +268,13 @@ type Line interface {
 	// EndUse releases the lock if owner holds it; consumed=true also deletes
 	// the token, but only if it is still this token (compare-and-delete).
 	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
+	// Extend is one successful use of the user's token on a session route:
+	// ErrTokenInvalid unless it is theirs and live; with the queue's
+	// SessionMax set, its expiry moves to TokenTTL from now, never past
+	// SessionMax after it was issued (its first expiry less TokenTTL, as
+	// the first Extend reads it) and never earlier than it was. It answers
+	// the token's expiry.
+	Extend(ctx context.Context, queue, user, token string) (time.Time, error)
 	// FirstUse records key (a one-time thing of the queue, such as a solved
 	// challenge) for ttl and reports whether this was its first use: of
 	// any number of concurrent calls with one key, exactly one gets true

@@ -24,6 +24,11 @@ type Config struct {
 	Capacity int64
 	// TokenTTL is how long an entry token lives (default 5m).
 	TokenTTL time.Duration
+	// SessionMax, when not 0, makes entries sliding sessions: each
+	// successful use of a token on a session route (Store.Extend) moves its
+	// expiry to TokenTTL from then, never past SessionMax after it was
+	// issued. At least TokenTTL.
+	SessionMax time.Duration
 	// MaxActiveTokens caps the tokens alive at once (0: no cap). Admission
 	// lets in no more than the room under it, so people who hold a token
 	// and order late can never add up to more concurrent orders than the
@@ -114,6 +119,9 @@ func (c Config) Validate() error {
 	case !c.ClosesAt.IsZero() && !c.OpensAt.IsZero() && !c.ClosesAt.After(c.OpensAt):
 		return fmt.Errorf("%w: closesAt %s is not after opensAt %s", ErrInvalidConfig,
 			c.ClosesAt.Format(time.RFC3339), c.OpensAt.Format(time.RFC3339))
+	case c.SessionMax != 0 && c.SessionMax < c.TokenTTL:
+		return fmt.Errorf("%w: sessionMaxSeconds %d is below tokenTtlSeconds %d; raise it, or 0 for no sliding sessions",
+			ErrInvalidConfig, int64(c.SessionMax/time.Second), int64(c.TokenTTL/time.Second))
 	case c.MinRate > c.MaxRate:
 		return fmt.Errorf("%w: minRatePerSecond %v is above maxRatePerSecond %v", ErrInvalidConfig, c.MinRate, c.MaxRate)
 	case c.Adaptive && c.MaxRate*c.Interval.Seconds() > float64(c.BatchSize):
@@ -247,6 +255,9 @@ var Settings = []Setting{
 	{Name: "tokenTtlSeconds", Field: "ttl_ms", Always: true, Kind: Duration, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
 		Label: "Entry lifetime (s)", Flag: "token-ttl", Help: "How long an entry token lives.",
 		get: func(c *Config) any { return c.TokenTTL }, set: func(c *Config, v any) { c.TokenTTL = v.(time.Duration) }},
+	{Name: "sessionMaxSeconds", Field: "session_ms", Kind: Duration, Unit: time.Second, OffZero: true, Min: 1, Max: 7 * 86_400, Default: int64(0),
+		Label: "Session at most (s)", Flag: "session-max", Help: "Sliding sessions (0: off): each use of an entry on a session route gives it tokenTtlSeconds more, never past this long after it was issued; at least tokenTtlSeconds.",
+		get: func(c *Config) any { return c.SessionMax }, set: func(c *Config, v any) { c.SessionMax = v.(time.Duration) }},
 	{Name: "maxActiveTokens", Field: "max_active", Kind: Integer, Min: 0, Max: 100_000_000, Default: int64(0),
 		Label: "Live tokens cap", Flag: "max-active-tokens", Help: "Most entry tokens alive at once (0: no cap); admission lets in no more than the room under it.",
 		get: func(c *Config) any { return c.MaxActiveTokens }, set: func(c *Config, v any) { c.MaxActiveTokens = v.(int64) }},

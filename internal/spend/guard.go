@@ -12,8 +12,6 @@ package spend
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"sync"
@@ -63,7 +61,7 @@ func (o Outcome) Overloaded() bool { return o == Failed || o == TimedOut }
 type Tokens interface {
 	BeginUse(ctx context.Context, queue, user, token, owner string, lock time.Duration) error
 	EndUse(ctx context.Context, queue, user, token, owner string, consumed bool) error
-	Status(ctx context.Context, queue, user string) (queue.Entry, error)
+	Extend(ctx context.Context, queue, user, token string) (time.Time, error)
 }
 
 // Token names one entry token: whose, for which line.
@@ -155,22 +153,20 @@ func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context)
 // multi-step checkout, which a browser may load several at once. Like Use,
 // it returns an error only when call did not run, and reports the call.
 //
-// A token found valid is trusted for CheckTrust (never past its expiry)
-// without asking the store again.
+// The check is a use of the entry (queue.Store.Extend): where the queue
+// has sliding sessions (sessionMaxSeconds) it gives the token its TTL
+// again. A token found valid is trusted for CheckTrust (never past its
+// expiry) without asking the store again, so a session is extended at most
+// once a CheckTrust per instance.
 func (g *Guard) Check(ctx context.Context, t Token, call func(ctx context.Context) Outcome) error {
 	if !g.trusted(t) {
-		e, err := g.tokens.Status(ctx, t.Queue, t.User)
-		switch {
-		case errors.Is(err, queue.ErrQueueNotFound):
-			return queue.ErrTokenInvalid
-		case err != nil:
+		expires, err := g.tokens.Extend(ctx, t.Queue, t.User, t.Value)
+		if err != nil {
 			return err
-		case e.State != queue.Ready || !sameToken(e.Token, t.Value):
-			return queue.ErrTokenInvalid
 		}
 		until := time.Now().Add(CheckTrust)
-		if e.ExpiresAt.Before(until) {
-			until = e.ExpiresAt
+		if expires.Before(until) {
+			until = expires
 		}
 		g.trust(t, until)
 	}
@@ -210,13 +206,6 @@ func (g *Guard) forget(t Token) {
 	g.mu.Lock()
 	delete(g.confirmed, t)
 	g.mu.Unlock()
-}
-
-// sameToken compares digests in constant time: the time taken says nothing
-// about the stored token.
-func sameToken(a, b string) bool {
-	da, db := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
-	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }
 
 // newOwner names one request's hold on a token lock.

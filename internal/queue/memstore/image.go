@@ -52,6 +52,7 @@ type queueImage struct {
 type tokenImage struct {
 	User, Value string
 	Expires     time.Time
+	Until       time.Time // a sliding session's end (zero: none yet)
 }
 
 type lockImage struct {
@@ -88,7 +89,7 @@ func (q *state) image(name string) *queueImage {
 	}
 	img.Tokens = make([]tokenImage, 0, len(q.tokens))
 	for u, t := range q.tokens {
-		img.Tokens = append(img.Tokens, tokenImage{User: u, Value: t.value, Expires: t.expires})
+		img.Tokens = append(img.Tokens, tokenImage{User: u, Value: t.value, Expires: t.expires, Until: t.until})
 	}
 	img.Issued = make([]tokenImage, len(q.issued))
 	for i, t := range q.issued {
@@ -138,7 +139,7 @@ func (img *queueImage) restore() (*state, error) {
 		}
 	}
 	for _, t := range img.Tokens {
-		q.tokens[t.User] = token{value: t.Value, expires: t.Expires}
+		q.tokens[t.User] = token{value: t.Value, expires: t.Expires, until: t.Until}
 	}
 	q.issued = make([]issuedToken, len(img.Issued))
 	for i, t := range img.Issued {

@@ -58,6 +58,9 @@ func New(now func() time.Time) *Store {
 type token struct {
 	value   string
 	expires time.Time
+	// until is the sliding session's end (Extend), fixed at the first
+	// extension; zero before it.
+	until time.Time
 }
 
 type lock struct {
@@ -611,7 +614,8 @@ func (s *Store) Sweep(_ context.Context, name string) (bool, error) {
 		i := 0
 		for ; i < len(q.issued) && !q.issued[i].expires.After(now); i++ {
 			it := q.issued[i]
-			if t, ok := q.tokens[it.user]; ok && t.value == it.value {
+			// An extended token (Extend) is listed again at its new expiry.
+			if t, ok := q.tokens[it.user]; ok && t.value == it.value && !t.expires.After(now) {
 				q.dropToken(it.user, t, now, &q.expired)
 			}
 		}
@@ -674,6 +678,37 @@ func (s *Store) EndUse(_ context.Context, name, user, tok, owner string, consume
 		return struct{}{}, changed, nil
 	})
 	return orNothing(err)
+}
+
+// Extend implements queue.Store.
+func (s *Store) Extend(_ context.Context, name, user, tok string) (time.Time, error) {
+	o := &op{kind: opExtend, queue: name, user: user, token: tok}
+	exp, err := change(s, o, func(q *state, now time.Time) (time.Time, bool, error) {
+		t, ok := q.tokens[user]
+		if !ok || !sameToken(t.value, tok) || !t.expires.After(now) {
+			return time.Time{}, false, queue.ErrTokenInvalid
+		}
+		if q.cfg.SessionMax <= 0 {
+			return t.expires.UTC(), false, nil
+		}
+		if t.until.IsZero() {
+			t.until = t.expires.Add(q.cfg.SessionMax - q.cfg.TokenTTL)
+		}
+		next := now.Add(q.cfg.TokenTTL)
+		if next.After(t.until) {
+			next = t.until
+		}
+		if next.After(t.expires) {
+			t.expires = next
+			q.issued = append(q.issued, issuedToken{user: user, value: t.value, expires: next})
+		}
+		q.tokens[user] = t
+		return t.expires.UTC(), true, nil
+	})
+	if errors.Is(err, queue.ErrQueueNotFound) {
+		return time.Time{}, queue.ErrTokenInvalid
+	}
+	return exp, err
 }
 
 // Stats implements queue.Store. Nothing changes: tokens whose time is up but

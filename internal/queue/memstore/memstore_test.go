@@ -195,6 +195,9 @@ func (r *restarting) Stats(ctx context.Context, q string) (queue.Stats, error) {
 func (r *restarting) FirstUse(ctx context.Context, q, key string, ttl time.Duration) (bool, error) {
 	return call(r, func(s *memstore.Store) (bool, error) { return s.FirstUse(ctx, q, key, ttl) })
 }
+func (r *restarting) Extend(ctx context.Context, q, user, tok string) (time.Time, error) {
+	return call(r, func(s *memstore.Store) (time.Time, error) { return s.Extend(ctx, q, user, tok) })
+}
 func (r *restarting) Ping(ctx context.Context) error {
 	return call0(r, func(s *memstore.Store) error { return s.Ping(ctx) })
 }

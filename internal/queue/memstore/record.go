@@ -45,6 +45,9 @@ const (
 	opClock
 	// opDeleteQueue: the queue was removed (Store.DeleteQueue).
 	opDeleteQueue
+	// opExtend: a sliding session's use (Extend), numbered after the
+	// kinds journals already hold.
+	opExtend
 )
 
 // op is one journaled step: the method's arguments, its queue's step
@@ -115,7 +118,7 @@ func decodeOp(b []byte) (op, error) {
 	if blob := d.string(); blob != "" {
 		o.blob = []byte(blob)
 	}
-	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opDeleteQueue {
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opExtend {
 		return op{}, errBadRecord
 	}
 	return o, nil
@@ -270,6 +273,8 @@ func (s *Store) replay(o op) error {
 		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
 	case opDeleteQueue:
 		err = s.DeleteQueue(ctx, o.queue)
+	case opExtend:
+		_, err = s.Extend(ctx, o.queue, o.user, o.token)
 	}
 	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) {
 		return err

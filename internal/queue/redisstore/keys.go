@@ -39,6 +39,10 @@ func keysFor(prefix, queue string) *keys {
 // challenge, by its nonce. Scripts get it after the queue's keys.
 func usedKey(prefix, queue, key string) string { return prefix + "{" + queue + "}:used:" + key }
 
+// sessionKey holds the end of the user's sliding session (Extend), after
+// the queue's keys as usedKey is.
+func sessionKey(prefix, queue, user string) string { return prefix + "{" + queue + "}:session:" + user }
+
 // registryKey is the set of queue names. It is the one key outside any
 // queue's slot, so it is only ever touched by plain commands, never scripts.
 func registryKey(prefix string) string { return prefix + "queues" }

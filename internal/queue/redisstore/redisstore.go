@@ -53,6 +53,7 @@ var (
 	placeScript     = mustScript("place")
 	admitNowScript  = mustScript("admit_now")
 	firstUseScript  = mustScript("first_use")
+	extendScript    = mustScript("extend")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -459,6 +460,18 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 func (s *Store) FirstUse(ctx context.Context, name, key string, ttl time.Duration) (bool, error) {
 	n, err := s.run(ctx, firstUseScript, name, []any{max(ttl.Milliseconds(), 1), callID()}, usedKey(s.prefix, name, key)).Int64()
 	return n == 1, unavailable(err)
+}
+
+// Extend implements queue.Store.
+func (s *Store) Extend(ctx context.Context, name, user, token string) (time.Time, error) {
+	ms, err := s.run(ctx, extendScript, name, []any{user, token}, sessionKey(s.prefix, name, user)).Int64()
+	switch {
+	case err != nil:
+		return time.Time{}, unavailable(err)
+	case ms <= 0:
+		return time.Time{}, queue.ErrTokenInvalid
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 // callID names one call of a script that must not count twice when the
