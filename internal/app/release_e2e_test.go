@@ -155,8 +155,8 @@ func TestGatewayReleaseFreesTheSlot(t *testing.T) {
 	}
 }
 
-// TestGatewaySlidingSessions: with tokenTtlSeconds 2 and sessionMaxSeconds
-// 4, an entry used on a session route every 300 ms stays good past its
+// TestGatewaySlidingSessions: with tokenTtlSeconds 3 and sessionMaxSeconds
+// 6, an entry used on a session route every 300 ms stays good past its
 // first expiry and ends at the session's end (its first expiry less the TTL
 // plus sessionMaxSeconds, by the server's own expiresAt) while the line is
 // busy (a quiet line would let them straight in again); a sessionMaxSeconds
@@ -183,8 +183,11 @@ func TestGatewaySlidingSessions(t *testing.T) {
 				t.Errorf("sessionMaxSeconds by default: %v, want 0", after.body["sessionMaxSeconds"])
 			}
 
-			const ttl, most = 2 * time.Second, 4 * time.Second
-			if r := p.do("PATCH", settings, p.adminAuth(), map[string]any{"tokenTtlSeconds": 2, "sessionMaxSeconds": 4, "maxActiveTokens": 1}); r.status != 200 {
+			// A TTL of 3 s: the gateway asks the store at most once a second
+			// (spend.CheckTrust), so uses every 300 ms extend the token at
+			// least every 1.3 s, and a pause of the machine of 1.7 s is borne.
+			const ttl, most = 3 * time.Second, 6 * time.Second
+			if r := p.do("PATCH", settings, p.adminAuth(), map[string]any{"tokenTtlSeconds": 3, "sessionMaxSeconds": 6, "maxActiveTokens": 1}); r.status != 200 {
 				t.Fatalf("settings: %d %s", r.status, r.raw)
 			}
 			if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as("slider"), nil); r.status != 200 {

@@ -22,12 +22,17 @@ func testClosing(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig()
 	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
-	c.ClosesAt = clock.Now().Add(500 * time.Millisecond).Truncate(time.Millisecond)
 	q := newQueue(t, s, c)
 	svc := queue.NewService(s, 0)
 	svc.Clock = clock.Now
+	// The line closes now: set when the line is as wanted, not at an
+	// instant a slow machine could reach first.
 	closedLineDrains(t, s, clock, svc, q, func() {
-		clock.Sleep(c.ClosesAt.Sub(clock.Now()) + 10*time.Millisecond)
+		c.ClosesAt = clock.Now().Truncate(time.Millisecond)
+		if err := svc.PutConfig(ctx, q, c); err != nil {
+			t.Fatalf("closesAt now: %v", err)
+		}
+		clock.Sleep(10 * time.Millisecond)
 	})
 
 	c.OpensAt = c.ClosesAt

@@ -21,7 +21,10 @@ func init() {
 // changes nothing.
 func testSlidingSession(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
-	const ttl, most = time.Second, 2500 * time.Millisecond
+	// Uses come every 300 ms: a TTL of 2 s keeps the token through a pause
+	// of the machine of 1.7 s between two of them; the loop ends once the
+	// expiry reaches the session's end, a second past the first expiry.
+	const ttl, most = 2 * time.Second, 5 * time.Second
 	c := fastConfig()
 	c.TokenTTL, c.SessionMax = ttl, most
 	q := newQueue(t, s, c)
@@ -36,7 +39,7 @@ func testSlidingSession(t *testing.T, s queue.Store, clock Clock) {
 	}
 	last := a.ExpiresAt
 	for {
-		clock.Sleep(400 * time.Millisecond)
+		clock.Sleep(300 * time.Millisecond)
 		exp, err := s.Extend(ctx, q, "a", a.Token)
 		if err != nil {
 			t.Fatalf("Extend at %v before the session's end: %v", ends.Sub(clock.Now()), err)
@@ -54,6 +57,9 @@ func testSlidingSession(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if !ends.After(a.ExpiresAt.Add(ttl)) {
 		t.Fatalf("the session's end %v is within a TTL of the first expiry %v", ends, a.ExpiresAt)
+	}
+	if !clock.Now().After(a.ExpiresAt) {
+		t.Fatalf("the loop ended at %v, before the first expiry %v", clock.Now(), a.ExpiresAt)
 	}
 	if e := mustStatus(t, s, q, "a"); e.State != queue.Ready || !e.ExpiresAt.Equal(ends) {
 		t.Fatalf("past its first expiry, while used: %+v, want READY until %v", e, ends)
