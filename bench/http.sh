@@ -6,7 +6,10 @@
 #   bench/http.sh                 # starts its own redis-server
 #   WAITROOM_REDIS_URL=redis://127.0.0.1:6379/0 bench/http.sh
 #
-# Env: DURATION (default 10s), CONNS (100), THREADS (2), USERS (200000).
+# Env: DURATION (default 10s), CONNS (100), THREADS (2), USERS (200000),
+# PROFILE=DIR: also take a CPU profile of the instance during each scenario
+# (the middle of its run, 5 s; DURATION ≥ 8s) into DIR/<name>.pprof, and print
+# its top functions (go tool pprof -top), for where a request's time goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -47,8 +50,14 @@ go build -o "$work/jwts" ./bench/jwts
 secret=bench-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') # ≥ 32 bytes: --auth-secret on Redis
 admin=bench-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 port=$(free_port)
+profiling=()
+if [[ -n "${PROFILE:-}" ]]; then
+  mkdir -p "$PROFILE"
+  mport=$(free_port)
+  profiling=(--metrics-addr "127.0.0.1:$mport" --pprof)
+fi
 "$work/waitroom" serve --addr "127.0.0.1:$port" --auth-secret "$secret" --admin-token "$admin" \
-  --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn >"$work/waitroom.log" 2>&1 &
+  --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn "${profiling[@]}" >"$work/waitroom.log" 2>&1 &
 pids+=($!)
 base="http://127.0.0.1:$port"
 until curl -sf "$base/readyz" >/dev/null; do sleep 0.1; done
@@ -59,10 +68,19 @@ curl -sf -X PUT "$base/admin/v1/queues/bench" -H "Authorization: Bearer $admin" 
 "$work/jwts" -secret "$secret" -n "$USERS" >"$work/jwts.txt"
 
 run() { # name method path
-  local out
+  local out prof="" taker=""
+  if [[ -n "${PROFILE:-}" ]]; then
+    prof="$PROFILE/$1.pprof"
+    (sleep 2 && curl -sf -o "$prof" "http://127.0.0.1:$mport/debug/pprof/profile?seconds=5") &
+    taker=$!
+  fi
   out=$(WRK_JWTS="$work/jwts.txt" WRK_METHOD=$2 WRK_PATH=$3 \
     wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/wrk-users.lua "$base" | grep '^RESULT')
   echo "$1 $out"
+  if [[ -n "$prof" ]]; then
+    wait "$taker"
+    go tool pprof -top -nodecount=25 "$work/waitroom" "$prof" 2>/dev/null | sed 's/^/  /'
+  fi
 }
 
 echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')"

@@ -225,13 +225,22 @@ func (m *Main) openLine(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("redis auto-pipeline: %w", err)
 		}
-		m.store, m.readyStore = redisstore.New(ap, c.KeyPrefix), redisstore.New(rdb, c.KeyPrefix)
+		direct := redisstore.New(rdb, c.KeyPrefix)
+		m.store, m.readyStore = redisstore.New(ap, c.KeyPrefix), direct
 		m.eviction = &evictionCheck{rdb: rdb}
 		if problem := m.eviction.Problem(ctx); problem != "" {
 			if c.RedisStrictEviction {
 				return fmt.Errorf("--redis-strict-eviction: %s", problem)
 			}
 			m.Logger.Error(problem + " (refused with --redis-strict-eviction)")
+		}
+		// Not a reason to stop: a Cluster node that does not answer now
+		// leaves its queues' counters where they were, and a restart folds them.
+		switch n, err := direct.Upgrade(ctx); {
+		case err != nil:
+			m.Logger.Error("bringing Redis's keys to this version's layout (docs/operations.md#upgrading)", "err", err)
+		case n > 0:
+			m.Logger.Info("redis layout upgraded", "queues", n, "see", "docs/operations.md#upgrading")
 		}
 	}
 	m.store = withHistoryBug(m.store)

@@ -395,7 +395,7 @@ func httpSnapshot(in *instance) map[string]any {
 	return snap
 }
 
-// admissionTickFields are the fields of a queue's adm hash that the admission
+// admissionTickFields are the fields of a queue's hash that the admission
 // loop rewrites on every tick whatever requests come in (inline: what
 // AdmitNow took of the next tick, set back to 0 by each tick; last_call: the
 // call that claimed it); the counters (admitted, left, returned, consumed,
@@ -404,9 +404,9 @@ var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "m
 	"moved", "pace_rate", "pace_busy", "pace_at", "reach", "last_call"}
 
 // redisSnapshot reads every key under prefix: its type and DUMP, except for
-// the admission hashes, whose tick fields are left out (and which count as
-// absent when nothing else is in them: the admission loop creates them on
-// its first tick of a queue, whenever that comes).
+// the queues' hashes (config and admission state), whose admission tick
+// fields are left out: the admission loop writes them on every tick of a
+// queue, whenever that comes.
 func redisSnapshot(t *testing.T, rdb *redis.Client, prefix string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -418,16 +418,13 @@ func redisSnapshot(t *testing.T, rdb *redis.Client, prefix string) map[string]st
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasSuffix(key, ":adm") && typ == "hash" {
+		if strings.HasSuffix(key, ":cfg") && typ == "hash" {
 			m, err := rdb.HGetAll(ctx, key).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range admissionTickFields {
 				delete(m, f)
-			}
-			if len(m) == 0 {
-				continue // ticked, nothing counted: as if absent
 			}
 			fields := make([]string, 0, len(m))
 			for f, v := range m {

@@ -196,7 +196,7 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	in.mustPatchQueue("m1", map[string]any{"ratePerSecond": 0.1})
 	// Keys as docs/operations.md lays them out.
 	nextTickIn := func(q string) time.Duration {
-		next, _ := rdb.HGet(ctx, "wr:{"+q+"}:adm", "next").Int64()
+		next, _ := rdb.HGet(ctx, "wr:{"+q+"}:cfg", "next").Int64()
 		now, _ := rdb.Time(ctx).Result()
 		return time.Duration(next-now.UnixMilli()) * time.Millisecond
 	}

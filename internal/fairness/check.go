@@ -407,9 +407,9 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 	out := map[string]*line{}
 	for _, s := range specs {
 		p := "wr:{" + s.Queue + "}:"
-		if n, err := c.rdb.Exists(ctx, p+"cfg").Result(); err != nil {
+		if known, err := c.rdb.HExists(ctx, p+"cfg", "epoch").Result(); err != nil {
 			return nil, err
-		} else if n == 0 {
+		} else if !known {
 			continue // lost whole
 		}
 		waiting, err := c.rdb.ZRange(ctx, p+"line", 0, -1).Result()
@@ -424,7 +424,7 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 		if err != nil {
 			return nil, err
 		}
-		state, err := c.rdb.HGet(ctx, p+"adm", "open_state").Result()
+		state, err := c.rdb.HGet(ctx, p+"cfg", "open_state").Result()
 		if err != nil && err.Error() != "redis: nil" {
 			return nil, err
 		}

@@ -4,11 +4,17 @@ package redisstore
 // prelude names them: K.line is KEYS[1]). All carry the hash tag {queue},
 // so on Redis Cluster a queue lives in one slot and each script stays
 // single-slot.
+//
+// The admission state (queue.TickState, tickFields, the opening's state,
+// the adaptive rate and the counters) lives in the config's hash, under
+// names no setting takes (TestOneHashNoFieldTwice): the hot scripts read
+// both in one HMGET (issue 24's budget). Scripts name it K.adm, for what
+// they touch; it is K.cfg. Before that it had a hash of its own,
+// {queue}:adm, which Upgrade folds in.
 const (
 	kLine     = iota // ZSET user → ticket
 	kSeq             // STRING the ticket counter
-	kCfg             // HASH the config (queue.Settings names each field), and epoch
-	kAdm             // HASH admission state (queue.TickState, tickFields) and counters
+	kCfg             // HASH the config (queue.Settings names each field), epoch, and the admission state (scripts' K.adm)
 	kTokens          // HASH user → entry token
 	kTexp            // ZSET user → token expiry (ms)
 	kInflight        // ZSET user → in-flight lock expiry (ms)
@@ -21,7 +27,7 @@ const (
 	nKeys
 )
 
-var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kAdm: "adm", kTokens: "tokens", kTexp: "texp",
+var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kTokens: "tokens", kTexp: "texp",
 	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates"}
 
 // keys are one queue's keys, indexed by the constants above.

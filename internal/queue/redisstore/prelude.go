@@ -34,6 +34,13 @@ func newScript(body string, goReads ...string) *script {
 	code := preludeFor(body) + body
 	s := &script{}
 	pace := usesCall(code, "pace")
+	readsAdmission := usesCall(code, "readAdmission")
+	if readsAdmission {
+		if pace {
+			s.adm = slices.Clone(paceFields)
+		}
+		s.adm = appendNew(s.adm, fieldsOf(code, "adm")...)
+	}
 	if m := configCall.FindStringSubmatch(code); m != nil {
 		need, may := quotedNames(m[1]), quotedNames(m[2])
 		s.cfg = []string{"epoch", "rate"} // a queue is known by either
@@ -44,14 +51,9 @@ func newScript(body string, goReads ...string) *script {
 		s.cfg = appendNew(s.cfg, fieldsOf(code, "cfg")...)
 		s.cfg = appendNew(appendNew(s.cfg, need...), may...)
 		code = strings.Replace(code, m[0], "config()", 1)
-		code = configReader(s.cfg, need, may) + code
-	}
-	if usesCall(code, "readAdmission") {
-		if pace {
-			s.adm = slices.Clone(paceFields)
-		}
-		s.adm = appendNew(s.adm, fieldsOf(code, "adm")...)
-		code = reader("readAdmission", kAdm, s.adm) + code
+		code = configReader(s.cfg, need, may, s.adm) + code
+	} else if readsAdmission {
+		code = reader("readAdmission", s.adm) + code
 	}
 	for _, l := range []struct {
 		name  string
@@ -151,9 +153,23 @@ func appendNew(list []string, items ...string) []string {
 // there and not a number. Scripts check what they read before their first
 // write (Redis does not roll a script back); a read-only one answers
 // clearly rather than with 0.
-func configReader(fields, need, may []string) string {
+//
+// When the script also calls readAdmission (adm, its fields, not nil),
+// config's one HMGET reads them too, after the config's, since both live
+// in the queue's one hash (keys.go): config moves them off the end of its
+// list, so the list still ends with the config's last field, and
+// readAdmission returns them.
+func configReader(fields, need, may, adm []string) string {
 	var b strings.Builder
-	b.WriteString(strings.Replace(strings.TrimSuffix(reader("config", kCfg, fields), "end\n"), "  return redis", "  local cfg = redis", 1))
+	if adm != nil {
+		b.WriteString("local admission\nlocal function readAdmission()\n  return admission\nend\n")
+	}
+	fmt.Fprintf(&b, "local function config()\n  local cfg = %s\n", hmget(append(slices.Clone(fields), adm...)))
+	if adm != nil {
+		// From the end backwards, so the list's one border is its last config field.
+		fmt.Fprintf(&b, "  admission = {}\n  for i = %d, 1, -1 do\n    admission[i], cfg[%d + i] = cfg[%d + i], nil\n  end\n",
+			len(adm), len(fields), len(fields))
+	}
 	b.WriteString("  if not (cfg.rate or cfg.epoch) then\n    return nil, nil, {-1}\n  end\n")
 	for i, f := range append(slices.Clone(need), may...) {
 		cond := "not tonumber(cfg." + f + ")"
@@ -166,11 +182,15 @@ func configReader(fields, need, may []string) string {
 	return b.String()
 }
 
-// reader is the Lua function name: one HMGET of fields of the queue's key
-// k, the list in fields' order (read by name: fieldsToIndexes).
-func reader(name string, k int, fields []string) string {
-	return fmt.Sprintf("local function %s()\n  return redis.call('HMGET', K.%s, '%s')\nend\n",
-		name, keyNames[k], strings.Join(fields, "', '"))
+// reader is the Lua function name: one HMGET of fields of the queue's
+// hash, the list in fields' order (read by name: fieldsToIndexes).
+func reader(name string, fields []string) string {
+	return fmt.Sprintf("local function %s()\n  return %s\nend\n", name, hmget(fields))
+}
+
+// hmget is the Lua call reading fields of the queue's hash.
+func hmget(fields []string) string {
+	return fmt.Sprintf("redis.call('HMGET', K.cfg, '%s')", strings.Join(fields, "', '"))
 }
 
 // fieldsToIndexes writes each table.field in code as table[i], field's
@@ -189,12 +209,16 @@ func fieldsToIndexes(code, table string, fields []string) string {
 }
 
 // keyNamesToKeys writes each K.name as the KEYS[i] it names (keys.go's
-// order; K.used is the one a script may get after the queue's keys).
+// order; K.used or K.old_adm is the one a script may get after the queue's keys; K.adm,
+// the admission state, is the config's hash).
 func keyNamesToKeys(code string) string {
 	return keyName.ReplaceAllStringFunc(code, func(m string) string {
 		name := m[len("K."):]
-		if name == "used" {
+		switch name {
+		case "used", "old_adm": // the one key a script gets after the queue's
 			return fmt.Sprintf("KEYS[%d]", nKeys+1)
+		case "adm":
+			name = keyNames[kCfg]
 		}
 		i := slices.Index(keyNames[:], name)
 		if i < 0 {

@@ -54,6 +54,7 @@ var (
 	admitNowScript  = mustScript("admit_now")
 	firstUseScript  = mustScript("first_use")
 	extendScript    = mustScript("extend")
+	foldAdmScript   = mustScript("fold_admission")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -157,6 +158,31 @@ func (s *Store) Config(ctx context.Context, name string) (queue.Config, error) {
 		}
 	}
 	return queue.Config{}, queue.ErrQueueNotFound
+}
+
+// Upgrade brings what an earlier version of waitroom left in Redis to
+// today's keys, queue by queue, and says how many queues it changed: the
+// admission hash each queue had of its own until issue 24 ({queue}:adm)
+// is folded into the queue's hash (keys.go). Run at start; a no-op once
+// done. Instances of the earlier version must not run beside this one
+// (docs/operations.md, "Upgrading").
+func (s *Store) Upgrade(ctx context.Context) (int, error) {
+	names, err := s.Queues(ctx)
+	if err != nil {
+		return 0, err
+	}
+	changed := 0
+	for _, name := range names {
+		old := s.prefix + "{" + name + "}:adm"
+		n, err := s.run(ctx, foldAdmScript, name, nil, old).Int()
+		if err != nil {
+			return changed, unavailable(err)
+		}
+		if n > 0 {
+			changed++
+		}
+	}
+	return changed, nil
 }
 
 // Queues implements queue.Store.

@@ -33,7 +33,7 @@ func wallClock(rdb redis.Scripter, prefix string) storetest.WallClock {
 	return storetest.WallClock{ShiftStored: func(t *testing.T, q string, d time.Duration) {
 		t.Helper()
 		k := redisstore.KeysOf(prefix, q)
-		if err := shiftTimes.Run(context.Background(), rdb, []string{k.Adm, k.Texp, k.Inflight}, d.Milliseconds()).Err(); err != nil {
+		if err := shiftTimes.Run(context.Background(), rdb, []string{k.Cfg, k.Texp, k.Inflight}, d.Milliseconds()).Err(); err != nil {
 			t.Fatalf("shifting the times kept for %s: %v", q, err)
 		}
 	}}
@@ -373,7 +373,7 @@ func TestDamagedConfigWritesNothing(t *testing.T) {
 func dumpKeys(t *testing.T, rdb *redis.Client, k redisstore.Keys) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, key := range []string{k.Line, k.Seq, k.Cfg, k.Adm, k.Tokens, k.Texp, k.Inflight, k.Owners, k.Left} {
+	for _, key := range []string{k.Line, k.Seq, k.Cfg, k.Tokens, k.Texp, k.Inflight, k.Owners, k.Left} {
 		v, err := rdb.Dump(context.Background(), key).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)

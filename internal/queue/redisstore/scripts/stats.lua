@@ -11,7 +11,8 @@
 --        {length, admitted, consumed, active, measured, win_start,
 --         entered, left, expired, returned, admittedInline, abandoned,
 --         preQueued, eff_rate, eff_why, now}
-if redis.call('EXISTS', K.cfg) == 0 then
+local known = redis.call('HMGET', K.cfg, 'rate', 'epoch') -- the hash holds admission state too
+if not (known[1] or known[2]) then
   return {-1}
 end
 local now = clock()
