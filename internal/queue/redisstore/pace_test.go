@@ -43,3 +43,50 @@ func TestPaceSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceConfigRemembered: a pace block whose config fields are those of
+// the last one is read as the last one was, and one that differs in any
+// field is parsed again (a rate changed through another instance shows in
+// the next answer), a damaged one never remembered.
+func TestPaceConfigRemembered(t *testing.T) {
+	sc := newScript("local cfg, list = config({'rate'})\nreturn pace({}, list, readAdmission(), 0, 0)")
+	block := func(rate string) []any {
+		r := make([]any, sc.paceLen())
+		for i, f := range sc.cfg {
+			if v, ok := storedDefaults[f]; ok {
+				r[i] = v
+			}
+		}
+		r[slices.Index(sc.cfg, "rate")] = rate
+		r[len(r)-2], r[len(r)-1] = int64(1_800_000_000_000), int64(5)
+		return r
+	}
+	for _, step := range []struct {
+		rate string
+		want float64 // 0: damaged
+	}{{"100", 100}, {"100", 100}, {"7", 7}, {"x", 0}, {"7", 7}, {"100", 100}} {
+		p := reply{r: block(step.rate)}
+		c, err := p.paceConfig(0, sc)
+		switch {
+		case step.want == 0 && err == nil:
+			t.Errorf("rate %q read as %v, want an error", step.rate, c.RatePerSecond)
+		case step.want != 0 && (err != nil || c.RatePerSecond != step.want):
+			t.Errorf("rate %q read as %v, %v; want %v", step.rate, c.RatePerSecond, err, step.want)
+		}
+	}
+}
+
+func BenchmarkPaceConfig(b *testing.B) {
+	p := reply{r: make([]any, statusScript.paceLen())}
+	for i, f := range statusScript.cfg {
+		if v, ok := storedDefaults[f]; ok {
+			p.r[i] = v
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.paceConfig(0, statusScript); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,6 +16,9 @@ import (
 type script struct {
 	*redis.Script
 	cfg, adm []string
+	// paceConfig is the config its last pace block carried, parsed: the
+	// next one, nearly always the same fields, is not parsed again (reply.pace).
+	paceConfig atomic.Pointer[parsedConfig]
 }
 
 // mustScript is scripts/<name>.lua after the parts of the prelude it uses.

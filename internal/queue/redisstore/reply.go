@@ -119,10 +119,36 @@ var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach"
 // admission fields its readers read, now and the line's length.
 func (sc *script) paceLen() int { return len(sc.cfg) + len(sc.adm) + 2 }
 
+// parsedConfig is a config as a reply carried its fields, and parsed.
+type parsedConfig struct {
+	fields []any
+	c      queue.Config
+}
+
+// paceConfig reads the config fields of sc's pace block from index i on:
+// as sc's last pace block if they are the same (a queue's config changes
+// rarely, and parsing it was a quarter of an enter's time in Go: issue 24),
+// else parsed, and remembered when sound.
+func (p *reply) paceConfig(i int, sc *script) (queue.Config, error) {
+	n := len(sc.cfg)
+	if i+n > len(p.r) {
+		return p.config(i, sc.cfg)
+	}
+	fields := p.r[i : i+n]
+	if last := sc.paceConfig.Load(); last != nil && slices.Equal(last.fields, fields) {
+		return last.c, nil
+	}
+	c, err := p.config(i, sc.cfg)
+	if err == nil {
+		sc.paceConfig.Store(&parsedConfig{fields: slices.Clone(fields), c: c})
+	}
+	return c, err
+}
+
 // pace reads sc's pace block from index i on: the line's Pace and its epoch
 // (0: a config written before epochs).
 func (p *reply) pace(i int, sc *script) (queue.Pace, int64) {
-	c, err := p.config(i, sc.cfg)
+	c, err := p.paceConfig(i, sc)
 	if err != nil && p.err == nil {
 		p.err = err
 	}
