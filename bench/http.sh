@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/http.sh — enter and status through the HTTP server on real Redis,
 # beside the bare JSON endpoint (/healthz) of the same binary, measured with
-# wrk in one run. Loopback only; bounded by DURATION per scenario.
+# wrk in one run. Loopback only; bounded by DURATION per scenario. Every
+# user is in line before the status run (bench/cmd/enterall), as the
+# bench/run.sh harness has them: those who poll are in line.
 #
 #   bench/http.sh                 # starts its own redis-server
 #   WAITROOM_REDIS_URL=redis://127.0.0.1:6379/0 bench/http.sh
@@ -47,6 +49,7 @@ fi
 
 go build -o "$work/waitroom" ./cmd/waitroom
 go build -o "$work/jwts" ./bench/jwts
+go build -o "$work/enterall" ./bench/cmd/enterall
 secret=bench-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') # ≥ 32 bytes: --auth-secret on Redis
 admin=bench-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 port=$(free_port)
@@ -86,5 +89,7 @@ run() { # name method path
 echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')"
 run bare GET /healthz
 run enter POST /api/v1/queues/bench/entries
+# Those who poll are in line: enter whoever the enter run did not reach.
+"$work/enterall" -jwts "$work/jwts.txt" -url "$base/api/v1/queues/bench/entries" >&2
 run status GET /api/v1/queues/bench/entries/me
 run bare GET /healthz

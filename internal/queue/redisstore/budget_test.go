@@ -105,3 +105,118 @@ func commandsRun(t *testing.T, rdb *redis.Client) (int64, string) {
 	}
 	return n, strings.Join(which, ", ")
 }
+
+// TestFarStatusBudget: a poll from far back in line is answered from this
+// instance's snapshot of the line (queue.Service's snapshots), so Redis runs
+// a snapshot's commands once per snapshot period, not per poll: issue 24's
+// budget is at most 0.05 commands per far poll, scripts counted. Here 1,000
+// polls share two snapshots: the age is long, and an enter through this
+// instance halfway makes the first stale (its commands counted too).
+func TestFarStatusBudget(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	svc := queue.NewService(redisstore.New(rdb, ""), time.Minute)
+	c := queue.DefaultConfig()
+	c.Paused = true
+	if err := svc.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	user := func(i int) string { return fmt.Sprintf("u%05d", i) }
+	for i := range n {
+		if _, err := svc.Enter(ctx, "q", user(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Status(ctx, "q", user(n-1)); err != nil { // the snapshot taken
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const polls = 1000
+	for i := range polls {
+		if i == polls/2 { // a change through this instance: the next poll takes a new snapshot
+			if _, err := svc.Enter(ctx, "q", user(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		u := 100 + i%(n-100) // beyond the front's two batches
+		if v, err := svc.Status(ctx, "q", user(u)); err != nil || v.Position != int64(u+1) {
+			t.Fatalf("%s: %+v, %v; want position %d", user(u), v, err, u+1)
+		}
+	}
+	got, list := commandsRun(t, rdb)
+	evals := commandStats(t, rdb)["evalsha"].calls
+	const budget = 0.05
+	if per := float64(got+evals) / polls; per > budget {
+		t.Errorf("%.3f commands per far poll (%s; %d scripts), budget %v", per, list, evals, budget)
+	} else {
+		t.Logf("%.3f commands per far poll (%s; %d scripts), budget %v", per, list, evals, budget)
+	}
+}
+
+// TestAdmissionTickBudget: one admission tick that lets a batch in costs
+// Redis a bounded number of commands, its read (tick.lua) and its apply
+// (admit.lua) together, and per user let in.
+func TestAdmissionTickBudget(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	st := redisstore.New(rdb, "")
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = 10_000, 10, time.Millisecond
+	if err := st.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if _, err := st.Enter(ctx, "q", fmt.Sprintf("u%05d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func() int {
+		t.Helper()
+		for range 100 {
+			time.Sleep(3 * c.Interval) // due, nearly always at the first try
+			a, err := st.Admit(ctx, "q", queue.NewTokens(c.BatchSize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Ticked {
+				return len(a.Admitted)
+			}
+		}
+		t.Fatal("no tick came due in 100 tries")
+		return 0
+	}
+	tick() // every script loaded
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const ticks = 20
+	admitted := 0
+	for range ticks {
+		admitted += tick()
+	}
+	got, list := commandsRun(t, rdb)
+	stats := commandStats(t, rdb)
+	notDue := stats["evalsha"].calls - 2*ticks // tick.lua alone when the tick was not due
+	got -= notDue * 7                          // what "admission tick, not due" costs (TestCommandBudget)
+	if admitted != ticks*c.BatchSize {
+		t.Fatalf("%d ticks admitted %d, want %d", ticks, admitted, ticks*c.BatchSize)
+	}
+	// tick.lua's read, 7 (TestCommandBudget), and admit.lua's apply: the
+	// claim (HGET next), the counters added to (HINCRBY), the line as planned
+	// (ZMSCORE), per user let in ZREM from the line and from the seen marks,
+	// HSET of the token and ZADD of its expiry, then the admitted count
+	// (HINCRBY) and the tick's state (HSET): 12 a tick and 4 a user.
+	budget := float64(12 + 4*c.BatchSize)
+	if per := float64(got) / ticks; per > budget {
+		t.Errorf("%.1f commands per tick of %d (%s, less %d reads not due), budget %v", per, c.BatchSize, list, notDue, budget)
+	} else {
+		t.Logf("%.1f commands per tick of %d (%s, less %d reads not due), budget %v", per, c.BatchSize, list, notDue, budget)
+	}
+}
