@@ -25,7 +25,7 @@ type reusedWriter struct {
 	code int
 }
 
-func (w *reusedWriter) Header() http.Header { return w.h }
+func (w *reusedWriter) Header() http.Header  { return w.h }
 func (w *reusedWriter) WriteHeader(code int) { w.code = code }
 func (w *reusedWriter) Write(b []byte) (int, error) {
 	w.body = append(w.body, b...)
