@@ -758,3 +758,40 @@ func testProbes(t *testing.T, in *instance) {
 		}
 	}
 }
+
+// TestClosedQueueSaysWhy: a newcomer to a queue that takes nobody new
+// (queueingMethod reject, or closesAt passed) is refused 403 queue_closed,
+// in the operator's words when the queue has a message (for the reader's
+// language), in ours when it has none; whoever already holds a place is
+// answered where they stand.
+func TestClosedQueueSaysWhy(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			in := boot(t, b, nil)
+			in.putQueue("closed-words", map[string]any{"entry": "any", "paused": true,
+				"message": map[string]any{"en": "Sold out: thank you!", "ko": "매진되었습니다."}})
+			if r := in.do("POST", entriesPath("closed-words"), in.as("early"), nil); r.status != http.StatusOK {
+				t.Fatalf("entering before the close: %d %s", r.status, r.raw)
+			}
+			in.mustPatchQueue("closed-words", map[string]any{"queueingMethod": "reject"})
+			for _, c := range []struct{ lang, want string }{{"en", "Sold out: thank you!"}, {"ko-KR", "매진되었습니다."}} {
+				r := in.do("POST", entriesPath("closed-words"), in.as("late"), nil, "Accept-Language", c.lang)
+				e, _ := r.body["error"].(map[string]any)
+				if r.status != http.StatusForbidden || r.errorCode() != "queue_closed" || e["message"] != c.want {
+					t.Errorf("a newcomer (%s) after the close: %d %s, want 403 queue_closed saying %q", c.lang, r.status, r.raw, c.want)
+				}
+			}
+			if r := in.do("POST", entriesPath("closed-words"), in.as("early"), nil); r.status != http.StatusOK || r.str("status") != "WAITING" {
+				t.Errorf("whoever was in line, entering again after the close: %d %s", r.status, r.raw)
+			}
+			in.putQueue("closed-plain", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+			r := in.do("POST", entriesPath("closed-plain"), in.as("late"), nil)
+			e, _ := r.body["error"].(map[string]any)
+			if msg, _ := e["message"].(string); r.status != http.StatusForbidden || r.errorCode() != "queue_closed" || msg == "" {
+				t.Errorf("a newcomer to a closed queue with no message: %d %s, want 403 queue_closed with our words", r.status, r.raw)
+			}
+		})
+	}
+}

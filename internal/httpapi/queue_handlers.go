@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -164,10 +165,31 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
 	}
 	if err != nil {
+		if errors.Is(err, queue.ErrQueueClosed) {
+			err = inOperatorsWords(err, s.entryMessage(r, r.PathValue("queue")))
+		}
 		s.writeError(w, r, err)
 		return
 	}
 	writeEntry(w, v, s.entryMessage(r, r.PathValue("queue")))
+}
+
+// operatorsWords is an error whose message is the queue's own, for the
+// reader (a closed sale's "Sold out: thank you"), in place of ours.
+type operatorsWords struct {
+	err  error
+	text string
+}
+
+func (e operatorsWords) Error() string { return e.text }
+func (e operatorsWords) Unwrap() error { return e.err }
+
+// inOperatorsWords is err said with the queue's message, when it has one.
+func inOperatorsWords(err error, message string) error {
+	if message == "" {
+		return err
+	}
+	return operatorsWords{err, message}
 }
 
 // answerBypassed answers enter or status for staff or a monitor a --bypass
