@@ -1,7 +1,8 @@
 package redisstore
 
-// A queue's keys, in the one order every script is given them as KEYS (the
-// prelude names them: K.line is KEYS[1]). All carry the hash tag {queue},
+// A queue's keys. A script names them K.line, K.seq…, and gets as KEYS only
+// those it names, in this order (prelude.go's keyNamesToKeys writes each
+// K.name as its KEYS[i]). All carry the hash tag {queue},
 // so on Redis Cluster a queue lives in one slot and each script stays
 // single-slot.
 //
@@ -35,11 +36,14 @@ type keys [nKeys]string
 
 func keysFor(prefix, queue string) *keys {
 	var k keys
-	for i, name := range keyNames {
-		k[i] = prefix + "{" + queue + "}:" + name
+	for i := range keyNames {
+		k[i] = queueKeyName(prefix, queue, i)
 	}
 	return &k
 }
+
+// queueKeyName is the queue's key i.
+func queueKeyName(prefix, queue string, i int) string { return prefix + "{" + queue + "}:" + keyNames[i] }
 
 // usedKey marks a one-time thing of the queue as used (FirstUse): a solved
 // challenge, by its nonce. Scripts get it after the queue's keys.

@@ -16,6 +16,10 @@ import (
 type script struct {
 	*redis.Script
 	cfg, adm []string
+	// keys are the queue's keys the script touches (keys.go's constants), in
+	// the order it gets them as KEYS: only those, since Redis builds the
+	// KEYS table and go-redis sends each on every call.
+	keys []int
 	// paceConfig is the config its last pace block carried, parsed: the
 	// next one, nearly always the same fields, is not parsed again (reply.pace).
 	paceConfig atomic.Pointer[parsedConfig]
@@ -69,7 +73,8 @@ func newScript(body string, goReads ...string) *script {
 	}
 	code = fieldsToIndexes(code, "cfg", s.cfg)
 	code = fieldsToIndexes(code, "adm", s.adm)
-	s.Script = redis.NewScript(keyNamesToKeys(code))
+	code, s.keys = keyNamesToKeys(code)
+	s.Script = redis.NewScript(code)
 	return s
 }
 
@@ -212,22 +217,40 @@ func fieldsToIndexes(code, table string, fields []string) string {
 	})
 }
 
-// keyNamesToKeys writes each K.name as the KEYS[i] it names (keys.go's
-// order; K.used or K.old_adm is the one a script may get after the queue's keys; K.adm,
-// the admission state, is the config's hash).
-func keyNamesToKeys(code string) string {
+// keyNamesToKeys writes each K.name as a KEYS[i], and says which of the
+// queue's keys the script gets, in keys.go's order: those it names, and
+// nothing else (K.adm, the admission state, is the config's hash). K.used
+// or K.old_adm is the one key a script may get after them (Store.run's
+// extra).
+func keyNamesToKeys(code string) (string, []int) {
+	var used []int
+	for _, m := range keyName.FindAllStringSubmatch(code, -1) {
+		if i := queueKey(m[1]); i >= 0 && !slices.Contains(used, i) {
+			used = append(used, i)
+		}
+	}
+	slices.Sort(used)
 	return keyName.ReplaceAllStringFunc(code, func(m string) string {
-		name := m[len("K."):]
-		switch name {
-		case "used", "old_adm": // the one key a script gets after the queue's
-			return fmt.Sprintf("KEYS[%d]", nKeys+1)
-		case "adm":
-			name = keyNames[kCfg]
-		}
-		i := slices.Index(keyNames[:], name)
+		i := queueKey(m[len("K."):])
 		if i < 0 {
-			panic("scripts: unknown key K." + name) // caught by every test that loads the package
+			return fmt.Sprintf("KEYS[%d]", len(used)+1)
 		}
-		return fmt.Sprintf("KEYS[%d]", i+1)
-	})
+		return fmt.Sprintf("KEYS[%d]", slices.Index(used, i)+1)
+	}), used
+}
+
+// queueKey is the index (keys.go) of the queue's key K.name names, or -1
+// for the key after them.
+func queueKey(name string) int {
+	switch name {
+	case "used", "old_adm":
+		return -1
+	case "adm":
+		name = keyNames[kCfg]
+	}
+	i := slices.Index(keyNames[:], name)
+	if i < 0 {
+		panic("scripts: unknown key K." + name) // caught by every test that loads the package
+	}
+	return i
 }

@@ -90,10 +90,13 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
-// run runs a script on the queue's keys (and extra ones after them).
+// run runs a script on the queue's keys it touches (and extra ones after them).
 func (s *Store) run(ctx context.Context, sc *script, name string, args []any, extra ...string) *redis.Cmd {
-	k := keysFor(s.prefix, name)
-	return sc.Run(ctx, s.rdb, append(k[:], extra...), args...)
+	keys := make([]string, len(sc.keys), len(sc.keys)+len(extra))
+	for j, i := range sc.keys {
+		keys[j] = queueKeyName(s.prefix, name, i)
+	}
+	return sc.Run(ctx, s.rdb, append(keys, extra...), args...)
 }
 
 // unavailable marks an error of Redis itself, so callers answer 503. A

@@ -1,8 +1,8 @@
 -- prelude: the functions scripts share. The store puts in front of each
 -- script only the functions it calls (prelude.go: Redis runs a script's
 -- whole text on every call), and writes for it: K.name as the KEYS[i] it
--- names (the queue's keys by name in the one KEYS order of all scripts,
--- keys.go); TICK and SETTINGS, lists of field names, where used;
+-- names (a script gets as KEYS only the queue's keys it names, in keys.go's
+-- order); TICK and SETTINGS, lists of field names, where used;
 -- config(need, may) and readAdmission(), one HMGET each of the config's and
 -- the admission hash's fields the script names (cfg.x, adm.x, need and may)
 -- and its reply carries, cfg.x and adm.x written as the index of x in the
