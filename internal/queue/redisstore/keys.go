@@ -43,7 +43,9 @@ func keysFor(prefix, queue string) *keys {
 }
 
 // queueKeyName is the queue's key i.
-func queueKeyName(prefix, queue string, i int) string { return prefix + "{" + queue + "}:" + keyNames[i] }
+func queueKeyName(prefix, queue string, i int) string {
+	return prefix + "{" + queue + "}:" + keyNames[i]
+}
 
 // usedKey marks a one-time thing of the queue as used (FirstUse): a solved
 // challenge, by its nonce. Scripts get it after the queue's keys.
