@@ -11,15 +11,8 @@
 -- ARGV[4] owner (random per request)
 -- Reply: 1 locked, 0 token invalid (missing, wrong or expired), -1 in use
 local user = ARGV[1]
-local stored = redis.call('HGET', K.tokens, user)
--- Compare digests, not the secrets: the time a string compare takes then
--- says nothing useful about the stored token.
-if not stored or redis.sha1hex(stored) ~= redis.sha1hex(ARGV[2]) then
-  return 0
-end
-local now = clock()
-local exp = tonumber(redis.call('ZSCORE', K.texp, user))
-if not exp or exp <= now then
+local exp, now = liveToken(user, ARGV[2])
+if not exp then
   return 0
 end
 local lockUntil = tonumber(redis.call('ZSCORE', K.inflight, user))

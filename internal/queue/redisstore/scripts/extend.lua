@@ -13,14 +13,8 @@
 -- Reply: the token's expiry (ms), 0 if the token is invalid (missing,
 --        wrong or expired)
 local user = ARGV[1]
-local stored = redis.call('HGET', K.tokens, user)
--- Digests, not the secrets, are compared (begin_use.lua).
-if not stored or redis.sha1hex(stored) ~= redis.sha1hex(ARGV[2]) then
-  return 0
-end
-local now = clock()
-local exp = tonumber(redis.call('ZSCORE', K.texp, user))
-if not exp or exp <= now then
+local exp, now, digest = liveToken(user, ARGV[2])
+if not exp then
   return 0
 end
 local cfg = redis.call('HMGET', K.cfg, 'ttl_ms', 'session_ms')
@@ -29,7 +23,6 @@ if max <= 0 or not ttl then
   return exp
 end
 local marker = KEYS[#KEYS]
-local digest = redis.sha1hex(stored)
 local mark = redis.call('GET', marker)
 local ends
 if mark and string.sub(mark, 1, #digest) == digest then

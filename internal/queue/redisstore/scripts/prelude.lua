@@ -134,6 +134,24 @@ local function standing(cfg, adm, user, now, length)
   return nil, token
 end
 
+-- liveToken: when the token presented is the one the user holds and its
+-- time is not up, its expiry (ms), now, and the token's digest; else nil.
+-- Digests, not the secrets, are compared: the time a string compare takes
+-- then says nothing useful about the stored token.
+local function liveToken(user, presented)
+  local stored = redis.call('HGET', K.tokens, user)
+  local digest = stored and redis.sha1hex(stored)
+  if not digest or digest ~= redis.sha1hex(presented) then
+    return nil
+  end
+  local now = clock()
+  local exp = tonumber(redis.call('ZSCORE', K.texp, user))
+  if not exp or exp <= now then
+    return nil
+  end
+  return exp, now, digest
+end
+
 -- dropToken deletes the user's token and counts it on counter, or as expired
 -- if its time was up, as stats.lua counted it already: counters never go back.
 local function dropToken(user, counter, now)
