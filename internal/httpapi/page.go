@@ -119,7 +119,7 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 			return &web.Standing{State: web.Trouble, PollAfter: max(again, 5*time.Second)}
 		}
 	}
-	st := &web.Standing{Position: v.Position, Length: v.Length, EstimatedWaitSeconds: v.EstimatedWaitSeconds,
+	st := &web.Standing{Position: v.Position, Length: v.Length, EstimatedWaitSeconds: v.EstimatedWaitSeconds, Drawn: v.Drawn,
 		Paused: v.Paused, Stalled: v.Stalled, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt}
 	if v.PollAfterSeconds != nil {
 		st.PollAfter = time.Duration(*v.PollAfterSeconds) * time.Second

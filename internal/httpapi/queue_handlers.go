@@ -34,7 +34,11 @@ func appendEntryJSON(b []byte, v queue.View, message string) []byte {
 	case opening: // no place yet: opensAt instead, below
 	case v.State == queue.Waiting:
 		b = append(b, `,"position":`...)
-		b = strconv.AppendInt(b, v.Position, 10)
+		if v.Drawn { // a draw (queueingMethod random): no place to tell
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, v.Position, 10)
+		}
 		b = append(b, `,"queueLength":`...)
 		b = strconv.AppendInt(b, v.Length, 10)
 		b = append(b, `,"estimatedWaitSeconds":`...)

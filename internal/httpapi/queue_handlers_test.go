@@ -18,7 +18,7 @@ import (
 // appendEntryJSON: the reference its bytes are checked against.
 type entryJSON struct {
 	Status               queue.State `json:"status"`
-	Position             *int64      `json:"position,omitempty"`
+	Position             *position   `json:"position,omitempty"`
 	QueueLength          *int64      `json:"queueLength,omitempty"`
 	EstimatedWaitSeconds *int64      `json:"estimatedWaitSeconds,omitempty"`
 	Token                string      `json:"token,omitempty"`
@@ -30,6 +30,19 @@ type entryJSON struct {
 	Message              string      `json:"message,omitempty"`
 }
 
+// position is a WAITING answer's position: null in a draw.
+type position struct {
+	n     int64
+	drawn bool
+}
+
+func (p position) MarshalJSON() ([]byte, error) {
+	if p.drawn {
+		return []byte("null"), nil
+	}
+	return json.Marshal(p.n)
+}
+
 func toEntryJSON(v queue.View, message string) entryJSON {
 	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds, Message: message}
 	switch {
@@ -37,7 +50,7 @@ func toEntryJSON(v queue.View, message string) entryJSON {
 		at := v.OpensAt.UTC()
 		e.OpensAt, e.Paused = &at, v.Paused
 	case v.State == queue.Waiting:
-		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &v.Position, &v.Length, &v.EstimatedWaitSeconds
+		e.Position, e.QueueLength, e.EstimatedWaitSeconds = &position{v.Position, v.Drawn}, &v.Length, &v.EstimatedWaitSeconds
 		e.Paused, e.Stalled = v.Paused, v.Stalled && !v.Paused
 	case v.State == queue.Ready:
 		e.Token, e.ExpiresAt = v.Token, &v.ExpiresAt
@@ -65,6 +78,8 @@ func TestEntryShapes(t *testing.T) {
 	}{
 		{"waiting", queue.View{State: queue.Waiting, Position: 342, Length: 5120, EstimatedWaitSeconds: 4, PollAfterSeconds: &poll},
 			`{"status":"WAITING","position":342,"queueLength":5120,"estimatedWaitSeconds":4,"pollAfterSeconds":5}`},
+		{"waiting in a draw", queue.View{State: queue.Waiting, Drawn: true, Length: 5120, EstimatedWaitSeconds: 257, PollAfterSeconds: &poll},
+			`{"status":"WAITING","position":null,"queueLength":5120,"estimatedWaitSeconds":257,"pollAfterSeconds":5}`},
 		{"waiting at the front", queue.View{State: queue.Waiting, Position: 1, Length: 1, PollAfterSeconds: &poll},
 			`{"status":"WAITING","position":1,"queueLength":1,"estimatedWaitSeconds":0,"pollAfterSeconds":5}`},
 		{"waiting paused", queue.View{State: queue.Waiting, Position: 1, Length: 1, PollAfterSeconds: &poll, Paused: true},
@@ -120,7 +135,7 @@ func TestEntryJSONIsEncodingJSONs(t *testing.T) {
 			State: states[rnd.IntN(len(states))], Position: rnd.Int64N(1 << 40), Length: rnd.Int64N(1 << 40),
 			EstimatedWaitSeconds: rnd.Int64N(100000) - 1, Token: tokens[rnd.IntN(len(tokens))],
 			ExpiresAt: time.UnixMilli(rnd.Int64N(4e12)).UTC().Add(time.Duration(rnd.IntN(3)) * 1234 * time.Nanosecond),
-			Paused:    rnd.IntN(2) == 0, Stalled: rnd.IntN(2) == 0,
+			Paused:    rnd.IntN(2) == 0, Stalled: rnd.IntN(2) == 0, Drawn: rnd.IntN(3) == 0,
 		}
 		if rnd.IntN(4) == 0 {
 			v.OpensAt = time.UnixMilli(rnd.Int64N(4e12)).In(time.FixedZone("KST", 9*3600))

@@ -17,6 +17,25 @@ func EstimateWait(position int64, p Pace) int64 {
 	return int64(math.Ceil(float64(position) / p.EstimateRate()))
 }
 
+// EstimateDrawWait is the expected wait, in seconds, of a user in a line of
+// length users under MethodRandom, 0 when the whole line fits in the next
+// batch. Each tick draws its users uniformly among those in line, so with
+// nobody new arriving the order in which the line goes in is a uniformly
+// random permutation of it, and the user's place K in that order is
+// uniform on 1..length: E[K] = (length+1)/2. Admission lets in rate users a
+// second, so the user's expected wait is E[K]/rate = (length+1)/(2·rate),
+// at the rate EstimateWait divides by (Pace.EstimateRate). Newcomers join
+// the draw, so with people still arriving the wait is longer; and the
+// wait of one user varies from about 0 to length/rate around it. The
+// expected wait of one still in line does not grow while they wait: it is
+// the same figure of the line as it is now.
+func EstimateDrawWait(length int64, p Pace) int64 {
+	if length <= int64(p.Batch) {
+		return 0
+	}
+	return int64(math.Ceil(float64(length+1) / 2 / p.EstimateRate()))
+}
+
 // PollAfterOpening is the suggested seconds before the next status request
 // of a user waiting for the opening, left seconds away: by the same bands as
 // the estimate, but never long after the opening, and spread over a few

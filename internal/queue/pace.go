@@ -32,6 +32,10 @@ type Pace struct {
 	// placed in the line right now (admission waits for it).
 	OpensAt time.Time
 	Placing bool
+	// Drawn: the queue draws whom it lets in (MethodRandom), so a place in
+	// line tells nothing: no position is shown, and the estimate is a
+	// draw's (EstimateDrawWait).
+	Drawn bool
 }
 
 // PaceWindow is the time constant of Pace.Measured: the last minute.
@@ -63,7 +67,7 @@ type PaceState struct {
 // LinePace is the Pace of a line in the given state.
 func LinePace(s PaceState) Pace {
 	c := s.Config
-	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach}
+	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= MeasureAfter {

@@ -14,7 +14,11 @@ type View struct {
 	State    State
 	Position int64
 	Length   int64
-	// EstimatedWaitSeconds is ceil(position/rate), 0 within the next batch.
+	// Drawn: the queue draws whom it lets in (MethodRandom): Position is 0
+	// and shown as none, and the estimate is a draw's.
+	Drawn bool
+	// EstimatedWaitSeconds is ceil(position/rate), 0 within the next batch;
+	// when Drawn, the expected wait of a draw (EstimateDrawWait).
 	EstimatedWaitSeconds int64
 	// PollAfterSeconds is nil when there is nothing to wait for (READY,
 	// NOT_IN_QUEUE).
@@ -450,6 +454,10 @@ func (s *Service) view(e Entry) View {
 	case e.State == Waiting:
 		v.Position, v.Length, v.Stalled = e.Position, e.Length, e.Pace.Stalled
 		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Pace)
+		if e.Pace.Drawn {
+			v.Position, v.Drawn = 0, true
+			v.EstimatedWaitSeconds = EstimateDrawWait(e.Length, e.Pace)
+		}
 		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
 	case e.State == Ready:

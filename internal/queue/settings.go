@@ -98,6 +98,11 @@ const (
 	// admission rate, while MaxActiveTokens has room; over it they wait in
 	// line and are admitted as in MethodFIFO.
 	MethodPassthrough QueueingMethod = "passthrough"
+	// MethodRandom: in line, and each tick draws the users it lets in
+	// uniformly at random among everyone waiting (a lottery, not a race):
+	// there is no position to tell, only the line's length and the
+	// expected wait of a draw (EstimateDrawWait).
+	MethodRandom QueueingMethod = "random"
 )
 
 // DefaultConfig is the seed's configuration: 100 users/s as 10 per 100 ms,
@@ -285,8 +290,8 @@ var Settings = []Setting{
 	{Name: "closesAt", Field: "closes_at", Kind: Instant, Default: "",
 		Label: "Closes at", Help: "When the line closes (RFC 3339; empty: never). From then on nobody new takes a place (403 queue_closed); whoever is in line keeps their place and is let in as admission reaches them, and whoever holds an entry keeps it.",
 		get: func(c *Config) any { return c.ClosesAt }, set: func(c *Config, v any) { c.ClosesAt = v.(time.Time) }},
-	{Name: "queueingMethod", Field: "method", Kind: Choice, Choices: []string{string(MethodFIFO), string(MethodReject), string(MethodPassthrough)}, Default: string(MethodFIFO),
-		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers", "Straight in (count and protect)"}, Help: "How the line lets people in: fifo (in the order they came, at the rate), reject (nobody new takes a place, 403 queue_closed, as after closesAt; whoever is in line is let in, whoever holds an entry keeps it) or passthrough (whoever enters gets an entry at once, outside the rate, while maxActiveTokens has room; over it they wait in line as under fifo).",
+	{Name: "queueingMethod", Field: "method", Kind: Choice, Choices: []string{string(MethodFIFO), string(MethodReject), string(MethodPassthrough), string(MethodRandom)}, Default: string(MethodFIFO),
+		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers", "Straight in (count and protect)", "Random draw (lottery)"}, Help: "How the line lets people in: fifo (in the order they came, at the rate), reject (nobody new takes a place, 403 queue_closed, as after closesAt; whoever is in line is let in, whoever holds an entry keeps it), passthrough (whoever enters gets an entry at once, outside the rate, while maxActiveTokens has room; over it they wait in line as under fifo) or random (each tick draws whom it lets in uniformly at random among everyone in line, at the rate; no position is shown, only the line's length and the expected wait of a draw).",
 		get: func(c *Config) any { return string(c.Method) }, set: func(c *Config, v any) { c.Method = QueueingMethod(v.(string)) }},
 	{Name: "entry", Field: "entry", Kind: Choice, Choices: []string{string(EntryAny), string(EntryChallenge), string(EntrySigned)}, Default: string(EntryChallenge),
 		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"}, Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",

@@ -17,7 +17,8 @@ import (
 // goes to the store as before when this instance does not know the user's
 // ticket, when the snapshot cannot place it (the user left, was admitted,
 // or the snapshot is incomplete), or when the user is near the front, where
-// READY and the token need the store's exact answer.
+// READY and the token need the store's exact answer (under MethodRandom,
+// anyone in line is).
 //
 // Every change made through this instance (enter, leave, a new config, its
 // admitter's ticks) makes the snapshot stale at once, so one instance answers
@@ -126,7 +127,9 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	// user: only the store can say READY and hand out the token. While an
 	// opening is placed, those still to be placed hold no ticket in the
 	// line yet: only the store counts them.
-	if !ok || pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing {
+	// In a queue that draws whom it lets in, anyone may be next: only the
+	// store can say whether they still wait.
+	if !ok || pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing || sn.Pace.Drawn {
 		s.misses.Add(1)
 		return Entry{}, false
 	}

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"math"
 	"slices"
 	"time"
@@ -98,6 +100,14 @@ type TickPlan struct {
 	// i-th, expiring at Expires; Skipped are no-shows. Both leave the line.
 	Admitted, Skipped []Waiter
 	Expires           time.Time
+	// Draw (MethodRandom) is how many users the store draws at random from
+	// the line, in its atomic step, instead of Admitted: each with the
+	// call's next fresh token, passing over the no-shows Absent names,
+	// with at most Draws random values (Draw for each one admitted, and
+	// one for each no-show it may pass over). See DrawIndex.
+	Draw, Draws int
+	// Absent tells no-shows (AbandonAfter) from those present.
+	Absent Absence
 	// NextIn is how long until the next tick is due.
 	NextIn time.Duration
 }
@@ -158,10 +168,14 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	rate := c.RateInForce(in.EffectiveRate)
 	stopped := c.Paused || in.Placing
 	reach := int64(math.Ceil(4*c.AbandonAfter.Seconds()*max(rate, st.PaceRate))) + 2*int64(c.BatchSize)
+	if c.Method == MethodRandom {
+		reach = drawReach // anyone in line may be drawn next
+	}
 	judged, mark, err := checkpoints(c, st, now, min(reach, in.Length)-1, front)
 	if err != nil {
 		return p, err
 	}
+	absence := Absence{Judged: judged, SeenBefore: now.Add(-c.AbandonAfter)}
 	carry := 0.0
 	if !stopped {
 		var n int
@@ -172,15 +186,27 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		if c.MaxActiveTokens > 0 && c.MaxActiveTokens-in.Live < int64(n) {
 			n, carry = int(max(c.MaxActiveTokens-in.Live, 0)), 0
 		}
-		if p.Admitted, p.Skipped, err = pick(front, n, judged, now, c.AbandonAfter); err != nil {
-			return p, err
+		switch {
+		case c.Method == MethodRandom:
+			// Drawn in the store's atomic step, so among everyone in line
+			// as it is then; counted here as if nobody drawn is a no-show.
+			p.Draw = int(min(int64(n), in.Length))
+			p.Draws = p.Draw
+			if c.AbandonAfter > 0 {
+				p.Draws += int(min(skipScan, in.Length-int64(p.Draw)))
+			}
+			p.Absent = absence
+		default:
+			if p.Admitted, p.Skipped, err = pick(front, n, absence); err != nil {
+				return p, err
+			}
 		}
-		if len(p.Admitted) < n { // nobody waiting for the rest: it does not pile up
+		if len(p.Admitted)+p.Draw < n { // nobody waiting for the rest: it does not pile up
 			carry = 0
 		}
 	}
-	st.measure(now, len(p.Admitted))
-	st.advancePace(c, now, in.Length, len(p.Admitted)+len(p.Skipped), stopped)
+	st.measure(now, len(p.Admitted)+p.Draw)
+	st.advancePace(c, now, in.Length, len(p.Admitted)+len(p.Skipped)+p.Draw, stopped)
 	st.Reach, st.Checkpoints = 0, nil
 	if c.AbandonAfter > 0 {
 		st.Reach, st.Checkpoints = reach, in.State.Checkpoints
@@ -255,10 +281,50 @@ func checkpoints(c Config, st *TickState, now time.Time, edge int64, front Front
 	return judged, mark, nil
 }
 
+// drawReach is the reach of seen marks under MethodRandom: the whole line,
+// as anyone in it may be drawn at the next tick.
+const drawReach = math.MaxInt32
+
+// Absence is the no-show rule (Config.AbandonAfter) as one tick applies
+// it: a waiter is a no-show when their ticket is judged (no higher than
+// Judged: they have been within the reach of seen marks for AbandonAfter;
+// -1 when no-shows are not skipped) and they were not seen since
+// SeenBefore (now less AbandonAfter; never seen counts as not seen).
+type Absence struct {
+	Judged     int64
+	SeenBefore time.Time
+}
+
+// NoShow says whether w is a no-show. admit.lua asks the same of a user it
+// drew, with Judged and SeenBefore (in ms, 0 for never seen) as ARGV.
+func (a Absence) NoShow(w Waiter) bool {
+	return w.Ticket <= a.Judged && w.Seen.Before(a.SeenBefore)
+}
+
+// DrawIndex maps a random value r (uniform in [0, 2^53)) to a 0-based rank
+// in a line of length users (≥ 1): each rank equally likely, to within
+// length/2^53. In float64 arithmetic, which admit.lua's Lua numbers do
+// alike, so the same value draws the same rank on every store: r/2^53 is
+// exact, and the product rounds to at most length·(1-2^-53) < length.
+func DrawIndex(r uint64, length int64) int64 {
+	return int64(float64(r) / (1 << 53) * float64(length))
+}
+
+// DrawValues returns n random values for DrawIndex, from crypto/rand: the
+// draw of MethodRandom must not be one a user can predict.
+func DrawValues(n int) []uint64 {
+	buf := make([]byte, 8*n)
+	rand.Read(buf) // never fails (crypto/rand panics rather than return a weak value)
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(buf[8*i:]) >> 11
+	}
+	return out
+}
+
 // pick reads the front for the first n present users, passing over at
-// most skipScan no-shows: users not seen for AbandonAfter (or never) whose
-// ticket is judged.
-func pick(front Front, n int, judged int64, now time.Time, abandon time.Duration) (admitted, skipped []Waiter, err error) {
+// most skipScan no-shows (Absence).
+func pick(front Front, n int, absent Absence) (admitted, skipped []Waiter, err error) {
 	var from int64
 	for len(admitted) < n && len(skipped) < skipScan {
 		chunk, err := front(from, int64(min(n-len(admitted), skipScan)))
@@ -270,10 +336,10 @@ func pick(front Front, n int, judged int64, now time.Time, abandon time.Duration
 				break
 			}
 			from++
-			if abandon == 0 || !w.Seen.IsZero() && now.Sub(w.Seen) <= abandon || w.Ticket > judged {
-				admitted = append(admitted, w)
-			} else {
+			if absent.NoShow(w) {
 				skipped = append(skipped, w)
+			} else {
+				admitted = append(admitted, w)
 			}
 		}
 	}

@@ -45,8 +45,10 @@ const (
 type Standing struct {
 	State                                  StandingState
 	Position, Length, EstimatedWaitSeconds int64
-	Paused, Stalled                        bool
-	OpensAt, ExpiresAt                     time.Time
+	// Drawn: the line draws whom it lets in; Position means nothing.
+	Drawn              bool
+	Paused, Stalled    bool
+	OpensAt, ExpiresAt time.Time
 	// PollAfter is when to ask again (0: nothing to wait for).
 	PollAfter time.Duration
 }
@@ -56,6 +58,7 @@ type noScriptView struct {
 	State            StandingState
 	Position, Length string
 	Ahead, ETA       string
+	Drawn            bool
 	Paused, Stalled  bool
 	Heading, Note    string
 	Return           string
@@ -77,7 +80,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	num := func(n int64) string { return p.Sprintf("%d", n) }
 	t := func(key string, vars ...string) string { return fill(T[key], vars...) }
 	ret := r.URL.Query().Get("return")
-	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled}
+	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled, Drawn: st.Drawn}
 	joined := false
 	switch st.State {
 	case Waiting:

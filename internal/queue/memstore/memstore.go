@@ -530,6 +530,12 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 
 // Admit implements queue.Store: queue.PlanTick decides, under the lock.
 func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Admission, error) {
+	return s.admit(name, tokens, nil)
+}
+
+// admit is Admit drawing, under MethodRandom, with the random values given
+// (a journaled tick replayed), or fresh ones (queue.DrawValues) if none.
+func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admission, error) {
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := queue.TickInput{Config: q.cfg, State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
@@ -544,9 +550,17 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		if err != nil || !p.Write {
 			return p.Admission(), false, err
 		}
+		a := p.Admission()
+		if p.Draw > 0 {
+			if values == nil {
+				values = queue.DrawValues(p.Draws)
+			}
+			o.blob = encodeDraws(values)
+			a.Admitted, a.Skipped = q.draw(p, values, tokens)
+		}
 		// The journal keeps the tokens given out and the call's name (its
-		// first token); the rest only count.
-		o.list = tokens[:min(len(tokens), max(1, len(p.Admitted)))]
+		// first token), and a draw's random values; the rest only count.
+		o.list = tokens[:min(len(tokens), max(1, len(a.Admitted)))]
 		for _, w := range slices.Concat(p.Admitted, p.Skipped) {
 			q.line.remove(w.User)
 			delete(q.seen, w.User)
@@ -554,11 +568,36 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 		for i, w := range p.Admitted {
 			q.issue(w.User, tokens[i], p.Expires)
 		}
-		q.admitted += int64(len(p.Admitted))
-		q.abandoned += int64(len(p.Skipped))
+		q.admitted += int64(len(a.Admitted))
+		q.abandoned += int64(a.Skipped)
 		q.tick = p.State
-		return p.Admission(), true, nil
+		return a, true, nil
 	})
+}
+
+// draw lets in p.Draw users drawn at random (queue.MethodRandom), as
+// admit.lua does: each value picks the rank queue.DrawIndex gives in the
+// line as it is then, so one drawn leaves before the next is drawn; a
+// no-show drawn (p.Absent) leaves without a token. A user drawn leaves a
+// gap in the line, as a leaver does, for the snapshot.
+func (q *state) draw(p queue.TickPlan, values []uint64, tokens []string) (admitted []string, skipped int) {
+	for _, r := range values {
+		if len(admitted) == p.Draw || q.line.len() == 0 {
+			break
+		}
+		ws, _ := q.front(queue.DrawIndex(r, q.line.len()), 1)
+		w := ws[0]
+		q.line.remove(w.User)
+		delete(q.seen, w.User)
+		q.addLeft(w.Ticket)
+		if p.Absent.NoShow(w) {
+			skipped++
+			continue
+		}
+		q.issue(w.User, tokens[len(admitted)], p.Expires)
+		admitted = append(admitted, w.User)
+	}
+	return admitted, skipped
 }
 
 // front is queue.Front on the line, with the seen marks.

@@ -66,7 +66,7 @@ type op struct {
 	n    int64
 	dur  time.Duration // a lease, lock, window or ttl
 	flag bool          // EndUse's consumed
-	blob []byte        // FoldRate's sample, SetRate's decision (JSON)
+	blob []byte        // FoldRate's sample, SetRate's decision (JSON), Admit's draw (encodeDraws)
 }
 
 func (o *op) encode() []byte {
@@ -242,7 +242,11 @@ func (s *Store) replay(o op) error {
 		}
 		tokens := make([]string, o.n) // the ones never given out only count
 		copy(tokens, o.list)
-		_, err = s.Admit(ctx, o.queue, tokens)
+		var values []uint64
+		if values, err = decodeDraws(o.blob); err != nil {
+			return err
+		}
+		_, err = s.admit(o.queue, tokens, values)
 	case opAdmitNow:
 		_, err = s.AdmitNow(ctx, o.queue, o.user, o.token)
 	case opSweep:
@@ -280,4 +284,26 @@ func (s *Store) replay(o op) error {
 		return err
 	}
 	return nil
+}
+
+// encodeDraws is a draw's random values as a journal keeps them (Admit
+// under queue.MethodRandom, replayed with the same values).
+func encodeDraws(values []uint64) []byte {
+	b := make([]byte, 0, 8*len(values))
+	for _, v := range values {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+// decodeDraws reads what encodeDraws wrote; nil for none.
+func decodeDraws(b []byte) ([]uint64, error) {
+	if len(b)%8 != 0 {
+		return nil, errBadRecord
+	}
+	var out []uint64
+	for i := 0; i < len(b); i += 8 {
+		out = append(out, binary.LittleEndian.Uint64(b[i:]))
+	}
+	return out, nil
 }

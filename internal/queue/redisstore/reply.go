@@ -109,7 +109,7 @@ func (p *reply) config(i int, fields []string) (queue.Config, error) {
 // paceSettings are the config fields queue.LinePace reads, which the pace
 // block carries (TestPaceSettings checks that no other setting changes a
 // Pace).
-var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at"}
+var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at", "method"}
 
 // paceFields are the admission hash's fields queue.LinePace reads, which
 // the pace block carries.

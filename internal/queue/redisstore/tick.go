@@ -114,7 +114,8 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the
-// tokens' expiry, the fields the plan changed and the users it planned.
+// tokens' expiry, the fields the plan changed, a draw's tokens and random
+// values, and the users it planned.
 func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
 	now := encodeTick(plan.State)
 	var set, add []any
@@ -130,7 +131,18 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
 			set = append(set, f, now[f])
 		}
 	}
-	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2, len(plan.Admitted)}, append(set, add...)...)
+	var values []uint64
+	if plan.Draw > 0 { // MethodRandom: drawn in the script, with these values
+		values = queue.DrawValues(plan.Draws)
+	}
+	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2, len(plan.Admitted),
+		plan.Draw, len(values), plan.Absent.Judged, plan.Absent.SeenBefore.UnixMilli()}, append(set, add...)...)
+	for _, tok := range tokens[:plan.Draw] {
+		args = append(args, tok)
+	}
+	for _, v := range values {
+		args = append(args, v)
+	}
 	for i, w := range plan.Admitted {
 		args = append(args, w.User, w.Ticket, tokens[i])
 	}

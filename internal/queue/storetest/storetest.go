@@ -178,18 +178,24 @@ func mustStatus(t *testing.T, s queue.Store, q, user string) queue.Entry {
 // that tick's admitted users.
 func admitDue(t *testing.T, s queue.Store, clock Clock, q string, batch int) []string {
 	t.Helper()
+	return tickDue(t, s, clock, q, batch).Admitted
+}
+
+// tickDue is admitDue's whole answer.
+func tickDue(t *testing.T, s queue.Store, clock Clock, q string, batch int) queue.Admission {
+	t.Helper()
 	for range 1000 {
 		a, err := s.Admit(context.Background(), q, queue.NewTokens(batch))
 		if err != nil {
 			t.Fatalf("Admit: %v", err)
 		}
 		if a.Ticked {
-			return a.Admitted
+			return a
 		}
 		clock.Sleep(a.NextIn)
 	}
 	t.Fatal("admission never became due")
-	return nil
+	return queue.Admission{}
 }
 
 func testConcurrentEnters(t *testing.T, s queue.Store, clock Clock) {

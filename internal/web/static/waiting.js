@@ -302,25 +302,46 @@
     return Number.isFinite(d) ? d - Date.now() : 0;
   }
 
-  function waiting(b) {
-    const pos = b.position;
-    let first = saved.get('first');
-    if (!(first >= pos)) {
-      first = pos;
-      saved.set('first', first);
-    }
-    show('waiting');
+  // The built-in page's footer, and what it said: a draw says otherwise.
+  const foot = document.querySelector('footer.foot');
+  const footText = foot ? foot.textContent : '';
 
-    $('position').textContent = numbers.format(pos);
-    const ahead = pos - 1;
-    $('ahead').textContent = ahead <= 0 ? t('aheadNone') : tn('ahead', ahead);
+  function waiting(b) {
+    show('waiting');
+    // A line that draws whom it lets in (queueingMethod random) has no
+    // place to show: position is null, and the page says it is a draw.
+    const drawn = b.position === null;
+    $('place').hidden = $('progress').hidden = $('progress-meta').hidden = drawn;
+    $('draw-note').hidden = !drawn;
+    if (foot) foot.textContent = drawn ? t('footerDrawn') : footText;
+    if (drawn) {
+      saved.drop('first');
+      lastPosition = 0;
+      title(t('titleDrawn'));
+    } else {
+      place(b.position);
+    }
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
     $('stalled-note').hidden = !b.stalled;
 
-    // From the first place this tab saw (0%) to the front (100%).
+    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
+    schedule(after, 'poll', () => lineRequest('GET'));
+  }
+
+  // place shows the visitor's place in line, pos, and the way from the
+  // first place this tab saw (0%) to the front (100%).
+  function place(pos) {
+    let first = saved.get('first');
+    if (!(first >= pos)) {
+      first = pos;
+      saved.set('first', first);
+    }
+    $('position').textContent = numbers.format(pos);
+    const ahead = pos - 1;
+    $('ahead').textContent = ahead <= 0 ? t('aheadNone') : tn('ahead', ahead);
     const pct = first > 0 ? Math.round(((first - pos) / first) * 100) : 0;
     progress(pct, t('progressText', { n: numbers.format(pos) }));
     $('progress-from').textContent = first > pos ? t('progressFrom', { n: numbers.format(first) }) : '';
@@ -330,9 +351,6 @@
       lastPosition = pos;
     }
     title(t('titleWaiting', { n: numbers.format(pos) }));
-
-    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
-    schedule(after, 'poll', () => lineRequest('GET'));
   }
 
   // beforeOpening: in the pre-queue, with no place until the line opens;
