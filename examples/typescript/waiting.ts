@@ -20,6 +20,8 @@ export function describe(entry: Entry): string {
   switch (entry.status) {
     case "WAITING":
       if (entry.opensAt !== undefined) return `the line opens at ${entry.opensAt}`;
+      // null: the line draws whom it lets in (queueingMethod random).
+      if (entry.position === null) return `in the draw, ${entry.queueLength} in line, about ${entry.estimatedWaitSeconds} s on average`;
       return `number ${entry.position} of ${entry.queueLength}, about ${entry.estimatedWaitSeconds} s`;
     case "READY":
       return `in: buy with the entry token before ${entry.expiresAt}`;

@@ -682,6 +682,42 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a line that draws shows no place, then one after a switch to fifo", func(t *testing.T) {
+		t.Parallel()
+		in := in.reportingTo(t)
+		in.putQueue("b-draw", map[string]any{"queueingMethod": "random", "paused": true})
+		en, ko := newVisitor(t, browser, in, "en"), newVisitor(t, browser, in, "ko")
+		en.open("/q/b-draw")
+		en.waitState("waiting", joinWithin)
+		ko.open("/q/b-draw")
+		ko.waitState("waiting", joinWithin)
+		const drawnShown = `document.getElementById('place').hidden && document.getElementById('progress').hidden &&
+			!document.getElementById('draw-note').hidden`
+		for _, v := range []*visitor{en, ko} {
+			v.waitUntil("the draw's note instead of a place", drawnShown, 10*time.Second)
+		}
+		if got := en.text("#draw-note"); !strings.Contains(got, "draw") {
+			t.Errorf("the draw's note says %q", got)
+		}
+		if got := ko.text("#draw-note"); !strings.Contains(got, "추첨") {
+			t.Errorf("the Korean draw's note says %q", got)
+		}
+		var title, foot string
+		en.mustEval(`document.title`, &title)
+		en.mustEval(`document.querySelector('footer.foot').textContent`, &foot)
+		if !strings.HasPrefix(title, "In the draw") || foot != "Everyone in line has the same chance at each draw." {
+			t.Errorf("title %q, footer %q in a drawn line", title, foot)
+		}
+		// random → fifo: the place is told again, by ticket.
+		in.patchQueue("b-draw", map[string]any{"queueingMethod": "fifo"})
+		en.waitUntil("the place again", `!document.getElementById('place').hidden && document.getElementById('draw-note').hidden &&
+			document.getElementById('position').textContent === '1'`, 15*time.Second)
+		en.mustEval(`document.querySelector('footer.foot').textContent`, &foot)
+		if foot != "Everyone gets in in the order they arrived." {
+			t.Errorf("footer after the switch to fifo: %q", foot)
+		}
+	})
+
 	t.Run("a stalled line is said", func(t *testing.T) {
 		t.Parallel()
 		in := in.reportingTo(t)

@@ -294,8 +294,10 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 	var users []*user
 	for qi, count := range queueUsers {
 		spec := &Spec{Queue: fmt.Sprintf("h%d-%s-q%d", n, tag, qi), Capacity: 1000, Opening: qi == 0}
+		// fifo whatever the servers' --queueing-method: the model is a
+		// first-come line (a random draw is outside it).
 		cfg := map[string]any{"ratePerSecond": queueRate, "batchSize": 10, "intervalMs": 100,
-			"capacity": spec.Capacity, "tokenTtlSeconds": 300, "entry": "any"}
+			"capacity": spec.Capacity, "tokenTtlSeconds": 300, "entry": "any", "queueingMethod": "fifo"}
 		if kind == "no-show" {
 			spec.AbandonAfter = noShowAbandon
 			cfg["abandonAfterSeconds"], cfg["ratePerSecond"] = noShowAbandon.Seconds(), noShowRate
