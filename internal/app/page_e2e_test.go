@@ -113,6 +113,7 @@ func TestNoScriptCurl(t *testing.T) {
 	in.putQueue("ns-any", map[string]any{"entry": "any", "paused": true, "message": "Doors open at nine."})
 	in.putQueue("ns-pow", map[string]any{"entry": "challenge"})
 	in.putQueue("ns-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	in.putQueue("ns-draw", map[string]any{"entry": "any", "paused": true, "queueingMethod": "random"})
 	jar := filepath.Join(t.TempDir(), "cookies")
 
 	// The page with JavaScript sends a browser without it on (<noscript>).
@@ -162,6 +163,13 @@ func TestNoScriptCurl(t *testing.T) {
 	}
 	if st := in.do("GET", "/admin/v1/queues/ns-pow", in.adminAuth(), nil); st.num("length") != 0 {
 		t.Errorf("under challenge a place was taken: length %v", st.num("length"))
+	}
+
+	// A line that draws shows no place, says it is a draw, in the footer too.
+	page, _, _ = curlPage(t, jar, in.base+"/q/ns-draw/noscript?lang=ko")
+	if !strings.Contains(page, `data-state="waiting"`) || strings.Contains(page, `id="position"`) ||
+		!strings.Contains(page, `id="draw-note"`) || !strings.Contains(page, "추첨마다 같은 기회") {
+		t.Errorf("a drawn line without JavaScript: %.1200s", page)
 	}
 
 	// A closed line says so, in the visitor's language, and takes nothing.

@@ -271,6 +271,7 @@ func sampleVisits() []Visit {
 		{State: Waiting, Position: 1234, Length: 5000, EstimatedWaitSeconds: 250, PollAfter: 5 * time.Second},
 		{State: Waiting, Position: 2, Length: 2, Paused: true, PollAfter: 60 * time.Second},
 		{State: Waiting, Position: 7, Length: 9, Stalled: true, EstimatedWaitSeconds: 3, PollAfter: 2 * time.Second},
+		{State: Waiting, Drawn: true, Length: 5000, EstimatedWaitSeconds: 125, PollAfter: 10 * time.Second},
 		{State: Opening, OpensAt: now.Add(time.Hour), PollAfter: 60 * time.Second},
 		{State: Ready, ExpiresAt: now.Add(5 * time.Minute)},
 		{State: Left}, {State: Full, PollAfter: 30 * time.Second}, {State: Crowded, PollAfter: 5 * time.Second},
