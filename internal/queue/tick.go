@@ -139,6 +139,9 @@ const measureWindow = 5 * time.Second
 // opening is being placed. With AbandonAfter, a user at the front not seen
 // for that long, though judged (see the checkpoints), is a no-show: out of
 // line without a token, and the tick fills its quota from those behind.
+// Under MethodRandom the plan names nobody: the store draws the quota from
+// the whole line in its atomic step (TickPlan.Draw), no-shows passed over
+// by the same rule (Absence).
 func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	c, now := in.Config, in.Now
 	p := TickPlan{State: in.State}
