@@ -189,20 +189,8 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		if c.MaxActiveTokens > 0 && c.MaxActiveTokens-in.Live < int64(n) {
 			n, carry = int(max(c.MaxActiveTokens-in.Live, 0)), 0
 		}
-		switch {
-		case c.Method == MethodRandom:
-			// Drawn in the store's atomic step, so among everyone in line
-			// as it is then; counted here as if nobody drawn is a no-show.
-			p.Draw = int(min(int64(n), in.Length))
-			p.Draws = p.Draw
-			if c.AbandonAfter > 0 {
-				p.Draws += int(min(skipScan, in.Length-int64(p.Draw)))
-			}
-			p.Absent = absence
-		default:
-			if p.Admitted, p.Skipped, err = pick(front, n, absence); err != nil {
-				return p, err
-			}
+		if err := p.choose(c, front, n, in.Length, absence); err != nil {
+			return p, err
 		}
 		if len(p.Admitted)+p.Draw < n { // nobody waiting for the rest: it does not pile up
 			carry = 0
@@ -282,6 +270,23 @@ func checkpoints(c Config, st *TickState, now time.Time, edge int64, front Front
 		}
 	}
 	return judged, mark, nil
+}
+
+// choose plans whom the tick lets in, n at most, of a line length long:
+// under MethodRandom a draw the store makes in its atomic step, so among
+// everyone in line as it is then (counted here as if nobody drawn is a
+// no-show); else the first n present at the front (pick).
+func (p *TickPlan) choose(c Config, front Front, n int, length int64, absent Absence) (err error) {
+	if c.Method != MethodRandom {
+		p.Admitted, p.Skipped, err = pick(front, n, absent)
+		return err
+	}
+	p.Draw, p.Absent = int(min(int64(n), length)), absent
+	p.Draws = p.Draw
+	if c.AbandonAfter > 0 {
+		p.Draws += int(min(skipScan, length-int64(p.Draw)))
+	}
+	return nil
 }
 
 // drawReach is the reach of seen marks under MethodRandom: the whole line,
