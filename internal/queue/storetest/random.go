@@ -35,14 +35,36 @@ const chiSquare49At01 = 74.92
 // testRandomUniform: over 500 seeded runs of 50 users (the seed orders who
 // enters; the draw itself is crypto/rand), the first user admitted is at
 // each arrival position equally often: chi-square over the 50 positions
-// below the critical value at p = 0.01 (so a correct store fails it in 1 of
-// 100 runs by chance; fifo, always the first, scores 24,500). In every run
-// the line then drains in ticks of 7 drawn users, each of the 50 admitted
-// exactly once.
+// below the critical value at p = 0.01 (fifo, always the first, scores
+// 24,500; a draw skewed to the front half of the line, 544). A correct store
+// exceeds it in 1 sample of 100 by chance, and the seven stores the suite
+// runs on would fail one CI run in 15: so a sample above it is followed by
+// a second, independent one (other seeds, other draws), and the test fails
+// when both are — 1 in 10,000 for a correct store, every time for those
+// two. In every run the line then drains in ticks of 7 drawn users, each of
+// the 50 admitted exactly once.
 func testRandomUniform(t *testing.T, s queue.Store, clock Clock) {
+	chi, counts := firstAdmittedChiSquare(t, s, clock, 0)
+	t.Logf("chi-square of the first admitted's arrival position over 500 runs: %.1f (critical %.2f)", chi, chiSquare49At01)
+	if chi <= chiSquare49At01 {
+		return
+	}
+	again, countsAgain := firstAdmittedChiSquare(t, s, clock, 500)
+	t.Logf("above it by chance or not: a second sample of 500 runs: %.1f", again)
+	if again > chiSquare49At01 {
+		t.Fatalf("the first admitted is not uniform over arrival positions: chi-square %.1f and %.1f > %.2f (49 df, p = 0.01); counts %v and %v",
+			chi, again, chiSquare49At01, counts, countsAgain)
+	}
+}
+
+// firstAdmittedChiSquare runs testRandomUniform's 500 runs from seed from
+// on: the chi-square of the first admitted's arrival position, and the
+// count at each.
+func firstAdmittedChiSquare(t *testing.T, s queue.Store, clock Clock, from uint64) (float64, []int) {
+	t.Helper()
 	const runs, users = 500, 50
 	counts := make([]int, users)
-	for seed := range uint64(runs) {
+	for seed := from; seed < from+runs; seed++ {
 		q := newQueue(t, s, randomConfig())
 		arrival := make([]string, users)
 		for i, p := range rand.New(rand.NewPCG(seed, 23)).Perm(users) {
@@ -70,11 +92,7 @@ func testRandomUniform(t *testing.T, s queue.Store, clock Clock) {
 	for _, n := range counts {
 		chi += (float64(n) - expected) * (float64(n) - expected) / expected
 	}
-	t.Logf("chi-square of the first admitted's arrival position over %d runs: %.1f (critical %.2f)", runs, chi, chiSquare49At01)
-	if chi > chiSquare49At01 {
-		t.Fatalf("the first admitted is not uniform over arrival positions: chi-square %.1f > %.2f (49 df, p = 0.01); counts %v",
-			chi, chiSquare49At01, counts)
-	}
+	return chi, counts
 }
 
 // sorted is a sorted copy of users.
