@@ -28,9 +28,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/breaker"
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -94,6 +96,8 @@ type Main struct {
 	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
 	metricsLn  net.Listener
 	readyStore queue.Inspector // readiness reads, never queued behind the auto-pipeline
+	breaker    *breaker.Breaker // the store's, per queue (the requests' calls go through it)
+	degraded   *degraded.Policy // --on-store-error
 	health     *queue.HealthCheck
 	eviction   *evictionCheck // nil on the embedded line
 	stopLoops  context.CancelFunc
@@ -244,6 +248,7 @@ func (m *Main) openLine(ctx context.Context) error {
 		}
 	}
 	m.store = withHistoryBug(m.store)
+	m.guardStore()
 	m.Queue = queue.NewService(m.store, c.StatusSnapshotAge)
 	m.watchHealth()
 	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); {
@@ -277,6 +282,20 @@ func (m *Main) openEmbedded() error {
 	return nil
 }
 
+// guardStore puts the line's store behind a breaker per queue, so that
+// while a queue's store does not answer its requests are answered at once
+// (--on-store-error), not each after the store's timeout; the breaker asks
+// the readiness client, never queued behind the requests' auto-pipeline.
+func (m *Main) guardStore() {
+	m.breaker = breaker.New(breaker.Options{Logger: m.Logger, Probe: func(ctx context.Context, q string) error {
+		_, err := m.readyStore.Config(ctx, q)
+		return err
+	}})
+	m.store = breaker.Guard(m.store, m.breaker)
+	mode, _ := degraded.ParseMode(m.Config.OnStoreError) // validated already
+	m.degraded = degraded.New(mode, m.breaker, []byte(m.Config.AuthSecret), m.newQueues.TokenTTL, nil)
+}
+
 // LineDir is the directory in --data-dir that keeps the embedded line.
 const LineDir = "line"
 
@@ -307,6 +326,7 @@ func (m *Main) guardCalls(ctx context.Context) error {
 	}
 	m.telemetry = telemetry.New(m.Registry, m.Queue)
 	telemetry.RegisterStoreHealth(m.Registry, m.health.Last)
+	telemetry.RegisterBreaker(m.Registry, m.breaker.OpenQueues)
 	lockTTL := spend.DefaultLockTTL
 	if m.Config.Proxy { // a use holds its lock for as long as the upstream may take
 		lockTTL = max(lockTTL, m.Config.UpstreamTimeout+10*time.Second)
@@ -352,7 +372,7 @@ func (m *Main) buildHTTP() (err error) {
 	}
 	m.telemetry.BypassRules(m.bypass.Labels())
 	m.API = httpapi.New(httpapi.Options{
-		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate, Bypass: m.bypass,
+		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate, Bypass: m.bypass, Degraded: m.degraded,
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
 		NewQueueConfig: m.newQueues, QueueConfigChanged: m.noteDrift,
 		Page:    site,
@@ -416,7 +436,7 @@ func (m *Main) startLoops(ctx context.Context) {
 				"everyone who was in line must enter again")
 		}
 	}
-	for _, run := range []func(context.Context){m.health.Run, admitter.Run, m.history.Run, m.rates.Run,
+	for _, run := range []func(context.Context){m.health.Run, m.breaker.Run, admitter.Run, m.history.Run, m.rates.Run,
 		func(ctx context.Context) { m.Queue.RunPresence(ctx, m.Logger) }} {
 		m.loopsDone.Go(func() { run(loops) })
 	}
@@ -521,7 +541,14 @@ func (m *Main) openOrders(ctx context.Context) (err error) {
 		return fmt.Errorf("order database: %w", err)
 	}
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
-	m.Orders = order.NewService(m.orderStore, m.guard, payment, order.Config{Work: c.OrderWork})
+	m.Orders = order.NewService(m.orderStore, m.guard, payment, order.Config{Work: c.OrderWork,
+		Degraded: func(q, user, token string) bool {
+			ok := m.degraded.Accept(q, user, token)
+			if ok {
+				m.telemetry.Degraded("order")
+			}
+			return ok
+		}})
 	return nil
 }
 
@@ -545,7 +572,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, pr
 		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: m.guard, Signer: signer, Metrics: m.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
-		Proxies: proxies, Bypass: m.bypass, Logger: m.Logger,
+		Proxies: proxies, Bypass: m.bypass, Degraded: m.degraded, Logger: m.Logger,
 	})
 }
 
@@ -645,20 +672,31 @@ func (m *Main) Done() <-chan struct{} { return m.serveDone }
 //     queues are listed in degradedQueues. The default queue missing (Redis
 //     lost its data: created again within a second), an order database
 //     that does not answer, and under --redis-strict-eviction a Redis that
-//     may evict waitroom's keys make it unready too.
+//     may evict waitroom's keys make it unready too. Under
+//     --on-store-error admit a store that does not answer is reported, not
+//     a reason: orders go on, on degraded tokens, and the instance must
+//     stay in the load balancer for them.
+//
+// The store's breakers (open while a queue's store failed and no probe has
+// found it back) are reported in storeBreaker and breakerOpenQueues.
 //
 // strict (?strict=1) is the all-or-nothing answer: every part whole.
 // The store's state is the health check's, refreshed every second in the
 // background: a probe costs the store no round trip.
 func (m *Main) ready(ctx context.Context, strict bool) (httpapi.Readiness, error) {
 	h := m.health.Last()
-	r := httpapi.Readiness{Store: h.State()}
+	r := httpapi.Readiness{Store: h.State(), OnStoreError: string(m.degraded.Mode()), StoreBreaker: "closed"}
+	if open := m.breaker.OpenQueues(); len(open) > 0 {
+		r.StoreBreaker, r.BreakerOpenQueues = "open", open
+	}
 	if h.Reachable { // else every queue is down: "store": "down" says it
 		r.DegradedQueues = h.Down
 	}
 	// What keeps the store from being whole, worst first.
 	var storeProblem error
 	switch {
+	case !h.Reachable && m.degraded.Admits() && !strict:
+		r.Warnings = append(r.Warnings, "the line's store does not answer: protected requests are admitted degraded (--on-store-error admit)")
 	case !h.Reachable:
 		storeProblem = fmt.Errorf("%w: the line's store does not answer: %v", queue.ErrUnavailable, h.Err)
 	case slices.Contains(h.Missing, queue.DefaultQueue):

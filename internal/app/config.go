@@ -15,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/journal"
@@ -34,6 +35,10 @@ type Config struct {
 	RedisStrictEviction bool
 	DatabaseURL         string // empty: SQLite in DataDir
 	DataDir             string
+	// OnStoreError is what a protected request gets while its queue's
+	// store does not answer (degraded.Mode): wait (503 + Retry-After) or
+	// admit (through, marked degraded).
+	OnStoreError string
 	// EmbeddedFsync is when the embedded line's journal in DataDir is
 	// synced to disk (journal.Policy: always, everysec, no).
 	EmbeddedFsync string
@@ -126,6 +131,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisMode, "redis-mode", RedisSingle, "how --redis-url is read: single (one server), cluster (Redis Cluster; seed nodes as host plus addr= parameters) or sentinel (sentinels as host plus addr= parameters, master_name= the primary)")
 	fs.StringVar(&c.KeyPrefix, "redis-prefix", "wr:", "prefix of every Redis key")
 	fs.BoolVar(&c.RedisStrictEviction, "redis-strict-eviction", false, "refuse to start, and fail /readyz, when Redis's maxmemory-policy may evict waitroom's keys (allkeys-*) or cannot be read; without it that is logged and shown in /readyz")
+	fs.StringVar(&c.OnStoreError, "on-store-error", string(degraded.Wait), "what protected requests get while the line's store does not answer for their queue (a breaker opened by the first failure answers them at once, and probes the store once a second): wait (503 + Retry-After: the line's promise kept, the shop's protected routes down) or admit (the shop stays up, fairness and the rate given up for the outage: the gateway forwards protected requests without an entry, marked X-Waitroom-Degraded: store-unavailable; the API answers enter and status READY with degraded: true and a token the order API takes only while it runs with admit and finds the store away)")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL; empty uses a SQLite file in --data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", DefaultDataDir, "directory of the SQLite file and, on the embedded default, of the line (its journal and snapshot, in line/), and of the auth secret and admin token kept when none is given")
 	fs.StringVar(&c.EmbeddedFsync, "embedded-fsync", string(journal.EverySec), "when the embedded line's journal is synced to disk, as Redis's appendfsync: always (before each change is answered: a power cut loses nothing answered), everysec (once a second: a killed process loses nothing, a machine that crashes about the last second) or no (the kernel's choice, about 30 s at worst)")
@@ -380,6 +386,9 @@ func (c Config) validateServer(bad badSetting) {
 	}
 	if _, err := journal.ParsePolicy(c.EmbeddedFsync); err != nil {
 		bad("embedded-fsync", "%v", err)
+	}
+	if _, err := degraded.ParseMode(c.OnStoreError); err != nil {
+		bad("on-store-error", "%v", err)
 	}
 	if m := c.RedisMode; m != RedisSingle && m != RedisCluster && m != RedisSentinel {
 		bad("redis-mode", "must be %s, %s or %s, got %q", RedisSingle, RedisCluster, RedisSentinel, m)

@@ -17,6 +17,13 @@
 // kind of protected route without an entry; the rules' secret headers are
 // stripped from every request forwarded.
 //
+// Under --on-store-error admit, a protected request whose queue's store
+// does not answer (its breaker is open, or the call just failed) is
+// forwarded without an entry, marked X-Waitroom-Degraded:
+// store-unavailable; under wait it answers 503 + Retry-After. Only the
+// gateway writes that header: a client's is stripped with every other
+// X-Waitroom-* header.
+//
 // A protected request carries upstream who the user is (X-Waitroom-User)
 // and an entry the backend can verify offline (X-Waitroom-Entry, an EdDSA
 // JWT whose keys are served at {prefix}/.well-known/jwks.json, naming the
@@ -43,6 +50,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -116,7 +124,10 @@ type Options struct {
 	// Bypass lets staff and monitors through protected routes without an
 	// entry (--bypass; nil: nobody); its headers never reach the upstream.
 	Bypass *bypass.Rules
-	Logger *slog.Logger
+	// Degraded is --on-store-error (nil: wait): under admit, protected
+	// requests whose queue's store is away are forwarded without an entry.
+	Degraded *degraded.Policy
+	Logger   *slog.Logger
 }
 
 // Gateway is the http.Handler of `waitroom proxy`.
@@ -287,6 +298,9 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	if rule, ok := pr.In.Context().Value(bypassKey{}).(string); ok {
 		out.Set("X-Waitroom-Bypass", rule)
 	}
+	if pr.In.Context().Value(degradedKey{}) != nil {
+		out.Set(degraded.Header, degraded.HeaderValue)
+	}
 }
 
 // secret reports one of the bypass rules' headers, in any spelling a
@@ -303,6 +317,10 @@ func (g *Gateway) secret(k string) bool {
 // bypassKey carries the label of the bypass rule that let a protected
 // request through, for rewrite.
 type bypassKey struct{}
+
+// degradedKey marks a protected request forwarded without an entry because
+// its queue's store is away (--on-store-error admit), for rewrite.
+type degradedKey struct{}
 
 // isForwardingHeader: a header a proxy writes to say where a request came
 // from and how. Backends build absolute URLs (password-reset links
@@ -437,6 +455,12 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
 		return
 	}
+	if g.o.Degraded.AdmitNow(rt.Queue) {
+		// The queue's store is away (its breaker open): no call to it
+		// would answer before its timeout, so nothing is asked of it.
+		g.forwardDegraded(w, r)
+		return
+	}
 	ambiguous := func() bool {
 		if v.other == "" {
 			return false
@@ -471,7 +495,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 			return
 		}
 		if !errors.Is(err, queue.ErrTokenInvalid) {
-			g.o.API.WriteError(w, r, err)
+			g.storeFailed(w, r, err)
 			return
 		}
 	}
@@ -480,7 +504,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 	// session under "challenge" solves its challenge there).
 	may, err := g.o.Gate.MayAdmitNow(r.Context(), rt.Queue, caller, g.o.Gate.Address(r))
 	if err != nil {
-		g.o.API.WriteError(w, r, err)
+		g.storeFailed(w, r, err)
 		return
 	}
 	if !may {
@@ -492,7 +516,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 	}
 	admitted, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
 	if err != nil {
-		g.o.API.WriteError(w, r, err)
+		g.storeFailed(w, r, err)
 		return
 	}
 	if admitted.State == queue.Ready {
@@ -503,6 +527,28 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 		return
 	}
 	g.sendToLine(w, r, rt)
+}
+
+// storeFailed answers a protected request that was not forwarded because
+// of err: when the store failed under --on-store-error admit it is
+// forwarded degraded after all, else err is the answer (the store's
+// failure: 503 + Retry-After).
+func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, err error) {
+	if g.o.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
+		g.forwardDegraded(w, r)
+		return
+	}
+	g.o.API.WriteError(w, r, err)
+}
+
+// forwardDegraded forwards a protected request without an entry, marked
+// X-Waitroom-Degraded (--on-store-error admit): no token is asked for or
+// spent, and the backend gets neither X-Waitroom-User nor
+// X-Waitroom-Entry. It is counted, not logged: the breaker logs the
+// outage once.
+func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request) {
+	g.o.Metrics.Degraded("gateway")
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), degradedKey{}, true)))
 }
 
 // forward sends a request with a valid entry upstream: as a use of the
@@ -611,6 +657,13 @@ func (g *Gateway) returnTo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := g.o.Queue.Status(r.Context(), name, user)
+	if err != nil && g.o.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
+		// The store is away under --on-store-error admit: the protected
+		// route lets the browser through without an entry.
+		w.Header().Set("Location", to)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
 	if err != nil {
 		g.o.API.WriteError(w, r, err)
 		return

@@ -108,9 +108,16 @@ var (
 )
 
 // writeEntry answers 200 with v and the message, as writeJSON would.
-func writeEntry(w http.ResponseWriter, v queue.View, message string) {
+func writeEntry(w http.ResponseWriter, v queue.View, message string) { writeEntryMarked(w, v, message, false) }
+
+// writeEntryMarked is writeEntry, with "degraded": true last when
+// degraded (a READY given without the store, answerDegraded).
+func writeEntryMarked(w http.ResponseWriter, v queue.View, message string, degraded bool) {
 	bp := entryBufs.Get().(*[]byte)
 	b := appendEntryJSON((*bp)[:0], v, message)
+	if degraded {
+		b = append(b[:len(b)-len("}\n")], `,"degraded":true}`+"\n"...)
+	}
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = jsonContentType, noStore
 	w.WriteHeader(http.StatusOK)
@@ -156,6 +163,10 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.answerBypassed(w, r, rule)
 		return
 	}
+	if s.Degraded.AdmitNow(r.PathValue("queue")) {
+		s.answerDegraded(w, r.PathValue("queue"), user)
+		return
+	}
 	var v queue.View
 	if enter {
 		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r), r.Header.Get(ChallengeSolutionHeader))
@@ -167,6 +178,10 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		v, err = s.holdStatus(r, user, hold)
 	case !enter: // no wait asked, or too many held already: answer now
 		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
+	}
+	if err != nil && s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
+		s.answerDegraded(w, r.PathValue("queue"), user)
+		return
 	}
 	if err != nil {
 		if errors.Is(err, queue.ErrQueueClosed) {
@@ -194,6 +209,17 @@ func inOperatorsWords(err error, message string) error {
 		return err
 	}
 	return operatorsWords{err, message}
+}
+
+// answerDegraded answers enter or status while the queue's store is away,
+// under --on-store-error admit: READY with "degraded": true and the user's
+// degraded token for the queue, which the order API takes only while it
+// finds the store away too (degraded.Policy.Accept). Nothing is written:
+// the user keeps whatever place they had.
+func (s *Server) answerDegraded(w http.ResponseWriter, q, user string) {
+	s.Metrics.Degraded("entry")
+	token, expires := s.Degraded.Issue(q, user)
+	writeEntryMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", true)
 }
 
 // answerBypassed answers enter or status for staff or a monitor a --bypass

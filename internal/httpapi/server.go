@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/bypass"
+	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
@@ -54,6 +55,9 @@ type Options struct {
 	// nobody): enter and status answer them READY at once, and the order
 	// API takes their orders without spending an entry token.
 	Bypass *bypass.Rules
+	// Degraded is --on-store-error (nil: wait): under admit, enter and
+	// status answer a degraded READY while the queue's store is away.
+	Degraded *degraded.Policy
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
 	// Ready says whether this instance can do its job (for /readyz) and
@@ -411,6 +415,13 @@ type Readiness struct {
 	Store string `json:"store"`
 	// DegradedQueues are the queues whose store does not answer.
 	DegradedQueues []string `json:"degradedQueues,omitempty"`
+	// OnStoreError is --on-store-error: "wait" or "admit".
+	OnStoreError string `json:"onStoreError,omitempty"`
+	// StoreBreaker is "closed" (the store is asked) or "open" (some
+	// queue's store failed: its requests are answered at once without
+	// it, until a probe finds it back); BreakerOpenQueues lists them.
+	StoreBreaker      string   `json:"storeBreaker,omitempty"`
+	BreakerOpenQueues []string `json:"breakerOpenQueues,omitempty"`
 	// Upstream, in gateway mode, is "reachable" (the backend's address
 	// takes connections) or "unreachable".
 	Upstream string `json:"upstream,omitempty"`

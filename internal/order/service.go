@@ -68,6 +68,12 @@ type Config struct {
 	// Work is database time each order spends holding its connection (as
 	// pg_sleep would): how the benchmark reproduces a 200 ms order.
 	Work time.Duration
+	// Degraded, if set, says whether an order may be taken on the token
+	// without the line's store (--on-store-error admit: the token is the
+	// user's degraded token for the product's queue and that queue's store
+	// is away; degraded.Policy.Accept). Such an order spends nothing in the
+	// store; the orders table still takes its token once.
+	Degraded func(queue, user, token string) bool
 }
 
 // Service places orders: one transaction (conditional stock decrement,
@@ -78,11 +84,16 @@ type Service struct {
 	guard   *spend.Guard
 	payment Payment
 	work    atomic.Int64 // Config.Work, changeable while serving (SetWork)
+	// degraded is Config.Degraded (never nil).
+	degraded func(queue, user, token string) bool
 }
 
 // NewService returns a Service.
 func NewService(store Store, guard *spend.Guard, payment Payment, cfg Config) *Service {
-	s := &Service{store: store, guard: guard, payment: payment}
+	s := &Service{store: store, guard: guard, payment: payment, degraded: cfg.Degraded}
+	if s.degraded == nil {
+		s.degraded = func(string, string, string) bool { return false }
+	}
 	s.SetWork(cfg.Work)
 	return s
 }
@@ -122,10 +133,24 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 		o, orderErr = s.store.CreateOrder(ctx, no, time.Duration(s.work.Load()), s.payment.Charge)
 		return outcomeOf(orderErr)
 	}
-	if r.Bypassed {
+	// A degraded token is asked about before the store (whose breaker may
+	// be open) and again after it failed (which opened it).
+	degraded := func() bool {
+		if !s.degraded(q, r.UserID, r.Token) {
+			return false
+		}
 		create(ctx)
-	} else {
+		return true
+	}
+	switch {
+	case r.Bypassed:
+		create(ctx)
+	case degraded():
+	default:
 		useErr = s.guard.Use(ctx, spend.Token{Queue: q, User: r.UserID, Value: r.Token}, create)
+		if errors.Is(useErr, queue.ErrUnavailable) && degraded() {
+			useErr = nil
+		}
 	}
 	err = cmp.Or(useErr, orderErr) // useErr: the order was never tried
 	switch {

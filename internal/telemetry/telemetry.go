@@ -43,6 +43,7 @@ type Metrics struct {
 	orderDuration prometheus.Histogram
 	protected     *prometheus.HistogramVec
 	bypassed      *prometheus.CounterVec
+	degraded      *prometheus.CounterVec
 }
 
 // New registers waitroom's metrics on reg.
@@ -75,8 +76,15 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 			Name: "waitroom_bypassed_total",
 			Help: "Requests a --bypass rule let past the line (a protected route through the gateway, an enter or status answered READY, an order), by the rule, named without its secret.",
 		}, []string{"rule"}),
+		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waitroom_degraded_admissions_total",
+			Help: "Admissions made without the line's store under --on-store-error admit, by how: gateway (a protected request forwarded with X-Waitroom-Degraded), entry (enter or status answered with a degraded READY), order (an order attempt let past the line on a degraded token; the orders table still takes each token once).",
+		}, []string{"via"}),
 	}
-	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, &queueCollector{queues: queues, maxAge: StatsMaxAge})
+	for _, via := range []string{"gateway", "entry", "order"} {
+		m.degraded.WithLabelValues(via)
+	}
+	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, m.degraded, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
 }
 
@@ -149,6 +157,24 @@ func (m *Metrics) Bypassed(rule string) {
 		return
 	}
 	m.bypassed.WithLabelValues(rule).Inc()
+}
+
+// Degraded counts an admission made without the store under
+// --on-store-error admit: via is gateway, entry or order.
+func (m *Metrics) Degraded(via string) {
+	if m == nil {
+		return
+	}
+	m.degraded.WithLabelValues(via).Inc()
+}
+
+// RegisterBreaker adds waitroom_store_breaker_open: how many queues'
+// breakers are open now (package breaker), read at scrape time.
+func RegisterBreaker(reg prometheus.Registerer, open func() []string) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "waitroom_store_breaker_open",
+		Help: "Queues whose store breaker is open on this instance: their store failed and has not answered a probe since (once a second); their requests are answered at once without it, 503 under --on-store-error wait, degraded under admit. 0 when every breaker is closed.",
+	}, func() float64 { return float64(len(open())) }))
 }
 
 // Rejected counts an error answer by its code.

@@ -1,0 +1,241 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/degraded"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// persistentRedis is a private redis-server that keeps what it was told
+// (appendfsync always), so a Stop and Restart is an outage, not data loss:
+// a paused queue is paused again when it is back.
+func persistentRedis(t *testing.T) *testenv.RedisServer {
+	t.Helper()
+	return testenv.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+}
+
+// TestGatewayOnStoreError: --on-store-error in gateway mode, against a
+// real upstream, with the line's Redis killed. Under admit the protected
+// route reaches the upstream without a token, marked X-Waitroom-Degraded:
+// store-unavailable (a client's own value replaced), without
+// X-Waitroom-User or X-Waitroom-Entry, at once once the breaker is open;
+// /readyz stays 200 and shows the breaker; under wait it answers 503 +
+// Retry-After and nothing reaches the upstream. When Redis is back the
+// breaker closes within about a second and an entry is needed again. A
+// client-sent X-Waitroom-Degraded never reaches the upstream, in any
+// spelling, in either mode, with the store up or down.
+func TestGatewayOnStoreError(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []degraded.Mode{degraded.Admit, degraded.Wait} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			redis := persistentRedis(t)
+			shop := newUpstreamShop(t, 100)
+			p := bootProxy(t, backend{name: "private redis"}, shop, func(c *app.Config) {
+				c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(mode)
+			})
+			const readyz = gwPrefix + "/readyz"
+			forged := []string{"X-Waitroom-Degraded", "forged", "X_Waitroom_Degraded", "forged"}
+			p.setPaused(true) // nobody is let straight in: a buyer needs an entry
+			if r := p.buy("before", "", forged...); r.status != http.StatusForbidden || len(shop.buyCalls()) != 0 {
+				t.Fatalf("no entry, store up: %d %s (%d calls reached the shop), want 403", r.status, r.raw, len(shop.buyCalls()))
+			}
+			if r := p.do("GET", "/catalogue", "", nil, forged...); r.status != http.StatusAccepted {
+				t.Fatalf("unprotected: %d", r.status)
+			}
+			noForgery(t, "an unprotected request, store up", shop.lastSeen().header)
+			token := p.admitted("holder")
+			if r := p.buy("holder", token, forged...); r.status != http.StatusCreated {
+				t.Fatalf("with an entry: %d %s", r.status, r.raw)
+			}
+			noForgery(t, "a request with an entry", shop.buyCalls()[0].header)
+
+			redis.Stop()
+			first := time.Now()
+			r := p.buy("during", "", forged...)
+			took := time.Since(first)
+			if r := p.readiness(readyz); r.status != 200 || r.str("storeBreaker") != "open" || r.str("onStoreError") != string(mode) {
+				t.Errorf("readyz with the breaker open: %d %s, want 200, storeBreaker open, onStoreError %s", r.status, r.raw, mode)
+			}
+			var during []time.Duration
+			for range 20 {
+				began := time.Now()
+				r = p.buy("during", "", forged...)
+				during = append(during, time.Since(began))
+				if mode == degraded.Admit && r.status != http.StatusCreated || mode == degraded.Wait && (r.status != 503 || r.header.Get("Retry-After") == "") {
+					t.Fatalf("with Redis down under %s: %d (Retry-After %q) %s", mode, r.status, r.header.Get("Retry-After"), r.raw)
+				}
+			}
+			t.Logf("with Redis down under %s: the first protected request %v (it met the failure), the next 20 took %v", mode, took, during)
+			for _, d := range during {
+				if d > 500*time.Millisecond {
+					t.Errorf("a protected request took %v with the breaker open, want an answer at once", d)
+				}
+			}
+			calls := shop.buyCalls()[1:]
+			if mode == degraded.Wait {
+				if len(calls) != 0 {
+					t.Errorf("under wait %d protected requests reached the shop with Redis down", len(calls))
+				}
+			} else {
+				if len(calls) != 21 {
+					t.Errorf("under admit %d of 21 protected requests reached the shop", len(calls))
+				}
+				for _, c := range calls {
+					if got := c.header.Values(degraded.Header); len(got) != 1 || got[0] != degraded.HeaderValue {
+						t.Fatalf("%s = %q, want [%s]", degraded.Header, got, degraded.HeaderValue)
+					}
+					if c.header.Get("X-Waitroom-User") != "" || c.header.Get("X-Waitroom-Entry") != "" || c.header.Get("X_Waitroom_Degraded") != "" {
+						t.Fatalf("a degraded request carried the line's headers or the client's: %v", c.header)
+					}
+				}
+				m := scrape(t, &instance{t: t, base: p.base + gwPrefix})
+				if m["waitroom_store_breaker_open"] != 1 || m[`waitroom_degraded_admissions_total{via="gateway"}`] != 21 {
+					t.Errorf("metrics: waitroom_store_breaker_open %v, degraded admissions via gateway %v; want 1 and 21",
+						m["waitroom_store_breaker_open"], m[`waitroom_degraded_admissions_total{via="gateway"}`])
+				}
+			}
+			if r := p.do("GET", "/catalogue", "", nil, forged...); r.status != http.StatusAccepted {
+				t.Fatalf("unprotected, store down: %d", r.status)
+			}
+			noForgery(t, "an unprotected request, store down", shop.lastSeen().header)
+
+			// Back with what it had (the queue paused): within about a
+			// second the breaker closes and an entry is needed again.
+			redis.Restart()
+			back := time.Now()
+			n := len(shop.buyCalls())
+			for {
+				r := p.buy("after", "", forged...)
+				if r.status == http.StatusForbidden {
+					break
+				}
+				if time.Since(back) > 10*time.Second {
+					t.Fatalf("10 s after Redis came back the protected route still answers %d %s", r.status, r.raw)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			closed := time.Since(back)
+			t.Logf("entries needed again %v after Redis came back", closed)
+			if closed > 3*time.Second {
+				t.Errorf("entries needed again only %v after Redis came back, want about a second", closed)
+			}
+			for _, c := range shop.buyCalls()[n:] {
+				if c.header.Get(degraded.Header) == "" {
+					t.Errorf("a request without an entry reached the shop unmarked after Redis came back")
+				}
+			}
+			if r := p.readiness(readyz); r.str("storeBreaker") != "closed" {
+				t.Errorf("readyz once Redis is back: %s, want storeBreaker closed", r.raw)
+			}
+		})
+	}
+}
+
+// noForgery fails when X-Waitroom-Degraded, in any spelling, reached the
+// upstream on a request the gateway did not forward degraded: a client's
+// own never does.
+func noForgery(t *testing.T, what string, h http.Header) {
+	t.Helper()
+	for k, v := range h {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), degraded.Header) {
+			t.Errorf("%s: the upstream saw %s: %q", what, k, v)
+		}
+	}
+}
+
+// TestAPIOnStoreError: --on-store-error in serve mode, Redis killed. Under
+// admit, enter and status answer READY with degraded: true and the user's
+// degraded token, which buys once (the orders table's unique key), never
+// below zero stock, only for its own user, and is worth nothing once Redis
+// is back; /readyz stays 200 with the breaker open. Under wait enter
+// answers 503 + Retry-After, /readyz 503, and a degraded token (made with
+// the same secret) buys nothing.
+func TestAPIOnStoreError(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []degraded.Mode{degraded.Admit, degraded.Wait} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			redis := persistentRedis(t)
+			in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
+				c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(mode)
+			})
+			product := fmt.Sprintf("degraded-tee-%s", mode)
+			if r := in.do("PUT", "/admin/v1/products/"+product, in.adminAuth(), map[string]any{"name": "tee", "stock": 2}); r.status != 200 {
+				t.Fatalf("product: %d %s", r.status, r.raw)
+			}
+			buy := func(user, token, key string) response {
+				return in.do("POST", "/api/v1/orders", in.as(user), map[string]any{"productId": product, "quantity": 1},
+					"X-Entry-Token", token, "Idempotency-Key", key)
+			}
+			redis.Stop()
+			entries := "/api/v1/queues/default/entries"
+			r := in.do("POST", entries, in.as("ann"), nil)
+			if mode == degraded.Wait {
+				if r.status != 503 || r.header.Get("Retry-After") == "" {
+					t.Fatalf("enter under wait with Redis down: %d %s, want 503 with Retry-After", r.status, r.raw)
+				}
+				in.waitStatus("/readyz", 503)
+				token, _ := degraded.New(degraded.Admit, open{}, []byte(in.secret), 5*time.Minute, nil).Issue("default", "ann")
+				if r := buy("ann", token, "k1"); r.status != 503 {
+					t.Errorf("a degraded token under wait: %d %s, want 503 (the store is asked, and is away)", r.status, r.raw)
+				}
+				return
+			}
+			if r.status != 200 || r.str("status") != "READY" || r.body["degraded"] != true || !strings.HasPrefix(r.str("token"), "wrd1.") {
+				t.Fatalf("enter under admit with Redis down: %d %s, want READY, degraded, a degraded token", r.status, r.raw)
+			}
+			token := r.str("token")
+			if s := in.do("GET", entries+"/me", in.as("ann"), nil); s.str("token") != token || s.body["degraded"] != true {
+				t.Errorf("status under admit: %s, want the same degraded token", s.raw)
+			}
+			if r := in.readiness("/readyz"); r.status != 200 || r.str("storeBreaker") != "open" {
+				t.Errorf("readyz under admit with Redis down: %d %s, want 200 with the breaker open", r.status, r.raw)
+			}
+			if r := buy("bob", token, "k0"); r.status == 201 {
+				t.Errorf("ann's degraded token bought for bob")
+			}
+			if r := buy("ann", token, "k1"); r.status != 201 {
+				t.Fatalf("ann's order on her degraded token: %d %s", r.status, r.raw)
+			}
+			if r := buy("ann", token, "k2"); r.status != 403 {
+				t.Errorf("a second order on the same degraded token: %d %s, want 403 (one order per token)", r.status, r.raw)
+			}
+			tokenOf := func(user string) string {
+				return in.do("POST", entries, in.as(user), nil).str("token")
+			}
+			if r := buy("cid", tokenOf("cid"), "k3"); r.status != 201 {
+				t.Errorf("cid: %d %s", r.status, r.raw)
+			}
+			if r := buy("dee", tokenOf("dee"), "k4"); r.status != 409 || r.errorCode() != "out_of_stock" {
+				t.Errorf("a third buyer of two: %d %s, want 409 out_of_stock", r.status, r.raw)
+			}
+			eve := tokenOf("eve")
+			m := scrape(t, in)
+			// Attempts let past the line: ann's two, cid's, dee's.
+			if m[`waitroom_degraded_admissions_total{via="order"}`] != 4 {
+				t.Errorf("degraded order attempts counted %v, want 4", m[`waitroom_degraded_admissions_total{via="order"}`])
+			}
+
+			redis.Restart()
+			in.waitReadiness("/readyz", "the breaker closed", func(r readiness) bool { return r.str("storeBreaker") == "closed" })
+			if r := buy("eve", eve, "k5"); r.status != 403 {
+				t.Errorf("a degraded token with Redis back: %d %s, want 403", r.status, r.raw)
+			}
+			if r := in.do("GET", "/api/v1/products/"+product, in.as("ann"), nil); r.num("stock") != 0 {
+				t.Errorf("stock after the outage: %s, want 0", r.raw)
+			}
+		})
+	}
+}
+
+// open is an outage of every queue.
+type open struct{}
+
+func (open) Open(string) bool { return true }
