@@ -593,14 +593,7 @@ func (rep *ChaosReport) Markdown(command string) string {
 		fmt.Fprintf(&b, "%s %d", o, rep.Outcomes[o])
 	}
 	fmt.Fprintf(&b, ". Orders %d, stock %d of %d.\n\n", rep.Orders, rep.Stock, rep.Start)
-	if len(rep.Violations) == 0 {
-		b.WriteString("Every promise held: everyone who entered is in line (in the same relative order), admitted, or left; nobody bought twice; the stock never went below zero; no answer was a 5xx other than 503 with Retry-After.\n")
-	} else {
-		fmt.Fprintf(&b, "**%d promises broken:**\n\n", len(rep.Violations))
-		for _, v := range rep.Violations {
-			fmt.Fprintf(&b, "- %s\n", v)
-		}
-	}
+	writeViolations(&b, rep.Violations, "Every promise held: everyone who entered is in line (in the same relative order), admitted, or left; nobody bought twice; the stock never went below zero; no answer was a 5xx other than 503 with Retry-After.\n")
 	return b.String()
 }
 

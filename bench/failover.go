@@ -595,14 +595,7 @@ func (rep *FailoverReport) Markdown(command string) string {
 	}
 	fmt.Fprintf(&b, "\nThe queues on the primaries never killed, over the whole run: %s, p50 %.1f ms, p99 %.1f ms, max %.1f ms. `/readyz`: %s.\n\n",
 		statusCounts(rep.Others.ByStatus), ms(rep.Others.P50), ms(rep.Others.P99), ms(rep.Others.Max), statusCounts(rep.Readyz))
-	if len(rep.Violations) == 0 {
-		b.WriteString("Every promise held: the other primaries' queues answered 200 throughout, the dead node's queues answered 200 or 503 with Retry-After, `/readyz` stayed 200, and no place acknowledged more than 2 s before a kill was lost.\n")
-	} else {
-		fmt.Fprintf(&b, "**%d promises broken:**\n\n", len(rep.Violations))
-		for _, v := range rep.Violations {
-			fmt.Fprintf(&b, "- %s\n", v)
-		}
-	}
+	writeViolations(&b, rep.Violations, "Every promise held: the other primaries' queues answered 200 throughout, the dead node's queues answered 200 or 503 with Retry-After, `/readyz` stayed 200, and no place acknowledged more than 2 s before a kill was lost.\n")
 	return b.String()
 }
 

@@ -19,6 +19,9 @@
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);
 #                                      # prints Markdown
+#   bench/run.sh --chaos -on-store-error admit   # (or wait; --short too) the
+#                                      # store-error run instead: the gateway with
+#                                      # that setting, Redis killed 10 s under load
 #   bench/run.sh --check               # the fairness check (cmd/check): 100 histories
 #                                      # under each kind of fault, checked with Porcupine
 set -euo pipefail
@@ -151,6 +154,8 @@ elif ((chaos)); then
 	((short)) && chaos_args=(-short -command "bench/run.sh --chaos --short")
 	chaos_rc=0
 	go run ./bench/cmd/chaos "${chaos_args[@]}" "${args[@]}" || chaos_rc=$?
+	# The store-error run (-on-store-error) is one run of its own.
+	[[ " ${args[*]} " == *" -on-store-error "* ]] && exit "$chaos_rc"
 	# Then the Redis Cluster failover (bench/failover.go): six redis-servers
 	# of its own, a primary killed with a replica, then one without. The
 	# test command runs its short form; this is the long one.
