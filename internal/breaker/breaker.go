@@ -26,6 +26,12 @@ import (
 // ProbeEvery is how often an open breaker asks the store whether it is back.
 const ProbeEvery = time.Second
 
+// MaxOpen bounds the breakers open at once: a queue's name comes from the
+// request's path, and during an outage made-up names must not each cost a
+// probe a second. Beyond it, a queue's calls meet the store's failure
+// themselves.
+const MaxOpen = 1000
+
 // Breaker is the breakers of every queue.
 type Breaker struct {
 	// open is the set of open queues, replaced whole on each change (copy
@@ -105,6 +111,9 @@ func (b *Breaker) Failed(queue string, err error) {
 	if s, ok := b.states[queue]; ok {
 		s.failures++
 		return
+	}
+	if len(b.states) >= MaxOpen {
+		return // its calls meet the failure themselves, as without a breaker
 	}
 	now := b.now()
 	b.states[queue] = &state{since: now, nextProbe: now.Add(ProbeEvery), err: err}

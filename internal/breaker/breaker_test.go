@@ -150,6 +150,16 @@ func TestBreakerNotFoundIsAnAnswer(t *testing.T) {
 	}
 }
 
+func TestBreakerOpensAtMostMaxOpen(t *testing.T) {
+	b, _, _, _, _ := newBreaker(t)
+	for i := range breaker.MaxOpen + 10 {
+		b.Failed(fmt.Sprintf("made-up-%d", i), errDown)
+	}
+	if n := len(b.OpenQueues()); n != breaker.MaxOpen {
+		t.Fatalf("%d breakers open, want at most %d", n, breaker.MaxOpen)
+	}
+}
+
 // TestBreakerCheckCostsNothing: the check each protected request makes is
 // an atomic load, and no allocation, open or closed.
 func TestBreakerCheckCostsNothing(t *testing.T) {
