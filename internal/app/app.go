@@ -95,7 +95,7 @@ type Main struct {
 	server     *http.Server
 	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
 	metricsLn  net.Listener
-	readyStore queue.Inspector // readiness reads, never queued behind the auto-pipeline
+	readyStore queue.Inspector  // readiness reads, never queued behind the auto-pipeline
 	breaker    *breaker.Breaker // the store's, per queue (the requests' calls go through it)
 	degraded   *degraded.Policy // --on-store-error
 	health     *queue.HealthCheck

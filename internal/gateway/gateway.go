@@ -448,17 +448,7 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 // other.
 func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 	rt := v.route
-	if rule, ok := g.o.Bypass.Match(r, rt.Queue); ok {
-		// Staff or a monitor: straight through, with no entry, no token
-		// spent, nothing the admission rate follows.
-		g.o.Metrics.Bypassed(rule)
-		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
-		return
-	}
-	if g.o.Degraded.AdmitNow(rt.Queue) {
-		// The queue's store is away (its breaker open): no call to it
-		// would answer before its timeout, so nothing is asked of it.
-		g.forwardDegraded(w, r)
+	if g.passes(w, r, rt) {
 		return
 	}
 	ambiguous := func() bool {
@@ -527,6 +517,25 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 		return
 	}
 	g.sendToLine(w, r, rt)
+}
+
+// passes forwards a protected request that needs no entry, and reports
+// whether it did: one a --bypass rule lets through (staff, a monitor:
+// no entry, no token spent, nothing the admission rate follows), or under
+// --on-store-error admit one whose queue's store is away (its breaker
+// open: no call to it would answer before its timeout, so nothing is
+// asked of it).
+func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route) bool {
+	if rule, ok := g.o.Bypass.Match(r, rt.Queue); ok {
+		g.o.Metrics.Bypassed(rule)
+		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
+		return true
+	}
+	if g.o.Degraded.AdmitNow(rt.Queue) {
+		g.forwardDegraded(w, r)
+		return true
+	}
+	return false
 }
 
 // storeFailed answers a protected request that was not forwarded because

@@ -108,7 +108,9 @@ var (
 )
 
 // writeEntry answers 200 with v and the message, as writeJSON would.
-func writeEntry(w http.ResponseWriter, v queue.View, message string) { writeEntryMarked(w, v, message, false) }
+func writeEntry(w http.ResponseWriter, v queue.View, message string) {
+	writeEntryMarked(w, v, message, false)
+}
 
 // writeEntryMarked is writeEntry, with "degraded": true last when
 // degraded (a READY given without the store, answerDegraded).
