@@ -283,16 +283,20 @@ func (m *Main) openEmbedded() error {
 }
 
 // guardStore puts the line's store behind a breaker per queue, so that
-// while a queue's store does not answer its requests are answered at once
-// (--on-store-error), not each after the store's timeout; the breaker asks
-// the readiness client, never queued behind the requests' auto-pipeline.
+// while a queue's store does not answer its protected requests are decided
+// at once (--on-store-error), not each after the store's timeout; the
+// breaker asks the readiness client, never queued behind the requests'
+// auto-pipeline.
 func (m *Main) guardStore() {
 	m.breaker = breaker.New(breaker.Options{Logger: m.Logger, Probe: func(ctx context.Context, q string) error {
 		_, err := m.readyStore.Config(ctx, q)
 		return err
 	}})
-	m.store = breaker.Guard(m.store, m.breaker)
 	mode, _ := degraded.ParseMode(m.Config.OnStoreError) // validated already
+	// Under wait the API's calls still ask the store each (what it answers
+	// stays exactly today's); the gateway refuses protected routes at once
+	// itself (degraded.Policy.RefuseNow).
+	m.store = breaker.Guard(m.store, m.breaker, mode == degraded.Admit)
 	m.degraded = degraded.New(mode, m.breaker, []byte(m.Config.AuthSecret), m.newQueues.TokenTTL, nil)
 }
 

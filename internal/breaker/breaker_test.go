@@ -116,6 +116,33 @@ func TestBreakerOpensOnFailureProbesOnceASecondAndClosesOnSuccess(t *testing.T) 
 	}
 }
 
+// TestBreakerClosesOnACallThatAnswered: a call made past the breaker (the
+// admission tick) that the store answers closes it at once, before its
+// probe is due; one that fails opens it.
+func TestBreakerClosesOnACallThatAnswered(t *testing.T) {
+	ctx := context.Background()
+	b, _, p, changes, _ := newBreaker(t)
+	f := &failing{Store: memstore.New(nil)}
+	if err := f.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	s := breaker.Guard(f, b, true)
+	b.Failed("q", errDown)
+	if _, err := s.Admit(ctx, "q", queue.NewTokens(10)); err != nil {
+		t.Fatal(err)
+	}
+	if b.Open("q") || p.count("q") != 0 {
+		t.Fatalf("after an admission tick the store answered: open %v, %d probes", b.Open("q"), p.count("q"))
+	}
+	if diff := cmp.Diff([]change{{"q", true}, {"q", false}}, *changes); diff != "" {
+		t.Errorf("changes of state (-want +got):\n%s", diff)
+	}
+	b.Succeeded("q") // closed already: nothing
+	if len(*changes) != 2 {
+		t.Errorf("Succeeded on a closed breaker changed its state: %v", *changes)
+	}
+}
+
 func TestBreakerIsPerQueue(t *testing.T) {
 	ctx := context.Background()
 	b, c, p, _, _ := newBreaker(t)
@@ -171,6 +198,18 @@ func TestBreakerCheckCostsNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { b.Open("sale") }); n != 0 {
 		t.Errorf("Open (some open) allocates %v times", n)
 	}
+	// Nor does the guarded store add any to a call it lets through.
+	ctx := context.Background()
+	m := memstore.New(nil)
+	if err := m.PutConfig(ctx, "sale", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	m.Enter(ctx, "sale", "ann")
+	s := breaker.Guard(m, b, true)
+	bare := testing.AllocsPerRun(1000, func() { m.Status(ctx, "sale", "ann") })
+	if n := testing.AllocsPerRun(1000, func() { s.Status(ctx, "sale", "ann") }); n != bare {
+		t.Errorf("a guarded Status allocates %v times, the store's own %v", n, bare)
+	}
 }
 
 func BenchmarkBreakerOpen(b *testing.B) {
@@ -215,7 +254,7 @@ func TestStoreAnswersAtOnceWhileOpen(t *testing.T) {
 	if err := f.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
-	s := breaker.Guard(f, b)
+	s := breaker.Guard(f, b, true)
 	if _, err := s.Status(ctx, "q", "alice"); !errors.Is(err, errDown) {
 		t.Fatalf("first call = %v, want the store's own failure", err)
 	}
@@ -244,7 +283,7 @@ func TestStoreAnswersAtOnceWhileOpen(t *testing.T) {
 func TestStoreIgnoresCallersWhoLeft(t *testing.T) {
 	b, _, _, _, _ := newBreaker(t)
 	f := &failing{Store: memstore.New(nil), down: true}
-	s := breaker.Guard(f, b)
+	s := breaker.Guard(f, b, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s.Status(ctx, "q", "alice")

@@ -13,16 +13,25 @@ import (
 // that meets the store's failure opens its queue's breaker. Calls that end
 // something begun (EndUse: a spent token's compare-and-delete) and the
 // loops' calls always go to the store, so a breaker opened on one slow
-// call never costs a consumption.
+// call never costs a consumption; the answers of EndUse and of admission's
+// tick close an open breaker at once.
 type Store struct {
 	queue.Store
 	b *Breaker
+	// cut: calls about a queue whose breaker is open fail at once (else
+	// they still go to the store, and the breaker only watches).
+	cut bool
 }
 
 var _ queue.Store = (*Store)(nil)
 
-// Guard puts store behind b.
-func Guard(store queue.Store, b *Breaker) *Store { return &Store{Store: store, b: b} }
+// Guard puts store behind b. With cut, the requests' calls about a queue
+// whose breaker is open fail at once with ErrOpen; without it every call
+// still asks the store, and b only follows its failures and answers (for
+// the gateway's own decision, the log, the metrics and readiness).
+func Guard(store queue.Store, b *Breaker, cut bool) *Store {
+	return &Store{Store: store, b: b, cut: cut}
+}
 
 // noted records err of a call about queue: the store's own failure opens
 // the breaker; the caller leaving (context.Canceled) says nothing of the
@@ -34,9 +43,19 @@ func (s *Store) noted(ctx context.Context, q string, err error) error {
 	return err
 }
 
+// answered records err of a call made past the breaker: a failure opens
+// it, an answer closes it at once (Succeeded).
+func (s *Store) answered(ctx context.Context, q string, err error) error {
+	if err == nil {
+		s.b.Succeeded(q)
+		return nil
+	}
+	return s.noted(ctx, q, err)
+}
+
 // guarded runs call unless the queue's breaker is open.
 func guarded[T any](s *Store, ctx context.Context, q string, call func() (T, error)) (T, error) {
-	if s.b.Open(q) {
+	if s.cut && s.b.Open(q) {
 		var zero T
 		return zero, ErrOpen
 	}
@@ -83,7 +102,16 @@ func (s *Store) BeginUse(ctx context.Context, q, user, token, owner string, lock
 	return err
 }
 
-// EndUse always asks the store (see Store), and notes its failure.
+// EndUse always asks the store (see Store); its answer opens or closes the
+// breaker.
 func (s *Store) EndUse(ctx context.Context, q, user, token, owner string, consumed bool) error {
-	return s.noted(ctx, q, s.Store.EndUse(ctx, q, user, token, owner, consumed))
+	return s.answered(ctx, q, s.Store.EndUse(ctx, q, user, token, owner, consumed))
+}
+
+// Admit, the admission loop's tick, always asks the store; its answer
+// opens or closes the breaker, so a queue's breaker closes within a tick
+// of its store answering again, not only at the next probe.
+func (s *Store) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
+	a, err := s.Store.Admit(ctx, q, tokens)
+	return a, s.answered(ctx, q, err)
 }

@@ -95,6 +95,13 @@ func (p *Policy) Admits() bool { return p != nil && p.mode == Admit }
 // at once, without asking the store: Admit, and the queue's breaker open.
 func (p *Policy) AdmitNow(queue string) bool { return p.Admits() && p.outage.Open(queue) }
 
+// RefuseNow reports whether a protected request through the gateway is
+// refused at once (503), without asking the store: Wait, and the queue's
+// breaker open.
+func (p *Policy) RefuseNow(queue string) bool {
+	return p != nil && p.mode == Wait && p.outage.Open(queue)
+}
+
 // prefix starts every degraded token (never an ordinary token's start:
 // those are base64url of random bytes, without a dot).
 const prefix = "wrd1."

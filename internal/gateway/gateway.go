@@ -48,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/breaker"
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/degraded"
@@ -524,7 +525,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 // no entry, no token spent, nothing the admission rate follows), or under
 // --on-store-error admit one whose queue's store is away (its breaker
 // open: no call to it would answer before its timeout, so nothing is
-// asked of it).
+// asked of it); under wait such a request is answered 503 at once.
 func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route) bool {
 	if rule, ok := g.o.Bypass.Match(r, rt.Queue); ok {
 		g.o.Metrics.Bypassed(rule)
@@ -533,6 +534,10 @@ func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route) bool {
 	}
 	if g.o.Degraded.AdmitNow(rt.Queue) {
 		g.forwardDegraded(w, r)
+		return true
+	}
+	if g.o.Degraded.RefuseNow(rt.Queue) {
+		g.o.API.WriteError(w, r, breaker.ErrOpen)
 		return true
 	}
 	return false
