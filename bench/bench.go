@@ -65,6 +65,10 @@ type Options struct {
 	// HerdModes runs only the herd's schedules of these names (HerdModes'
 	// Name; empty: all three). The ratio to the burst needs the burst.
 	HerdModes []string
+	// GatewayProfiles: a directory where the gateway section writes a CPU
+	// profile of the harness's process under each run of a Go proxy
+	// (empty: none; the profiler's own cost is in those runs' figures).
+	GatewayProfiles string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }

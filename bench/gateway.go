@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -19,26 +20,68 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// GatewayReport is what `waitroom proxy` costs in front of a backend.
+// GatewayReport is what `waitroom proxy` costs in front of a backend,
+// beside its anchors: the upstream directly, the least a Go proxy does
+// (BareProxy) and nginx.
 type GatewayReport struct {
 	Skipped  string
 	Conns    int
 	Threads  int
 	Duration time.Duration
 	Users    int
-	// Runs: direct, proxied, proxied in an attacker's spelling,
-	// session-protected, direct again, against an upstream that answers
-	// at once (the proxy's CPU cost, worst case).
-	Runs         []WrkRun
-	DirectMean   float64
-	ProxyRatio   float64 // unprotected route through the proxy ÷ the upstream directly
-	SpeltRatio   float64 // the same route in oddSpelling through the proxy ÷ the upstream directly
-	SessionRatio float64 // session-protected route with a valid entry ÷ the upstream directly
-	// Slow: the same five against routes where the upstream takes
-	// UpstreamWork per request, as a shop's page does.
-	UpstreamWork                                     time.Duration
-	Slow                                             []WrkRun
-	SlowProxyRatio, SlowSpeltRatio, SlowSessionRatio float64
+	// Nginx is `nginx -v`'s version; NginxSkipped says why its runs are
+	// missing (no nginx on the machine).
+	Nginx, NginxSkipped string
+	// Fast is against an upstream that answers at once (the proxies' CPU
+	// cost, worst case); Slow against routes where it takes UpstreamWork
+	// per request first, as a shop's page does.
+	UpstreamWork time.Duration
+	Fast, Slow   GatewaySet
+}
+
+// GatewaySet is one upstream's runs, in order: directly, the bare Go
+// proxy, waitroom as written, spelt oddly, session-protected, nginx, the
+// bare Go proxy again, directly again. The first and last two bracket the
+// others, so a drift in the machine's speed shows.
+type GatewaySet struct {
+	Runs []WrkRun
+	// Direct and Bare are the means of the two runs of each.
+	Direct, Bare WrkRun
+	// Ratios to the bare Go proxy, req/s over req/s: waitroom's
+	// unprotected route as written, spelt oddly, session-protected, nginx.
+	ProxyToBare, SpeltToBare, SessionToBare, NginxToBare float64
+	// Ratios to the upstream directly.
+	BareRatio, ProxyRatio, SpeltRatio, SessionRatio, NginxRatio float64
+}
+
+// Names of the runs of a GatewaySet.
+const (
+	gwDirect  = "upstream directly"
+	gwBare    = "bare Go ReverseProxy"
+	gwProxy   = "waitroom proxy"
+	gwSpelt   = "waitroom proxy, spelt oddly"
+	gwSession = "waitroom proxy, session-protected, with an entry"
+	gwNginx   = "nginx proxy_pass, keepalive"
+)
+
+// run returns the set's run of that name; a second of the same name is
+// the mean of the two.
+func (s GatewaySet) run(name string) WrkRun {
+	var sum WrkRun
+	n := 0
+	for _, r := range s.Runs {
+		if r.Name == name {
+			sum.Name, sum.Path = r.Name, r.Path
+			sum.ReqPerSec += r.ReqPerSec
+			sum.CPUPerRequest += r.CPUPerRequest
+			n++
+		}
+	}
+	if n > 0 {
+		sum.ReqPerSec /= float64(n)
+		sum.CPUPerRequest /= float64(n)
+	}
+	return sum
 }
 
 // oddSpelling is /product as an attacker spells a route to walk past a
@@ -47,10 +90,11 @@ type GatewayReport struct {
 // before it forwards it, its most expensive path.
 const oddSpelling = "/x/..;/PRODUCT%3Bjsessionid=x.json"
 
-// Goals of the gateway issue.
+// Goals of the gateway (issue 24): against the least a Go proxy does, on
+// the same machine in the same run.
 const (
-	GoalGatewayProxyRatio   = 0.7
-	GoalGatewaySessionRatio = 0.5
+	GoalGatewayProxyToBare   = 1.0
+	GoalGatewaySessionToBare = 0.8
 )
 
 // gatewayPage is what the small upstream answers: a page of about 1 KB.
@@ -147,13 +191,48 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	}
 	f.Close()
 
+	bare, err := startBareProxy(upstreamURL)
+	if err != nil {
+		return rep, err
+	}
+	defer bare.Close()
+	bareURL := "http://" + bare.Addr
+	nginx, err := startNginx(ctx, o, ln.Addr().String())
+	if err != nil {
+		return rep, err
+	}
+	if nginx == nil {
+		rep.NginxSkipped = "nginx not found (bench/run.sh installs it)"
+		o.logf("gateway: nginx skipped: %s", rep.NginxSkipped)
+	} else {
+		defer nginx.Stop()
+		rep.Nginx = nginx.Version
+	}
+
 	run := func(runs *[]WrkRun, name, base, path string) error {
 		o.logf("gateway: wrk %s %s%s for %v", name, base, path, rep.Duration)
+		if o.GatewayProfiles != "" && name != gwDirect && name != gwNginx {
+			stop, err := cpuProfile(filepath.Join(o.GatewayProfiles, fmt.Sprintf("%s-%d.pprof", profileName(path, name), len(*runs))))
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		cmd := exec.CommandContext(ctx, wrk, fmt.Sprintf("-t%d", rep.Threads), fmt.Sprintf("-c%d", rep.Conns),
 			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, base)
 		cmd.Env = append(os.Environ(), "WRK_ENTRIES="+entries, "WRK_PATH="+path)
 		cmd.WaitDelay = 5 * time.Second
-		before, err := procCPU(0)
+		// The CPU of the harness's process (the upstream, and the Go
+		// proxies) and of nginx's, which is nothing unless it proxies.
+		cpu := func() (time.Duration, error) {
+			self, err := procCPU(0)
+			if err != nil || nginx == nil {
+				return self, err
+			}
+			ng, err := nginx.CPU()
+			return self + ng, err
+		}
+		before, err := cpu()
 		if err != nil {
 			return err
 		}
@@ -161,7 +240,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		if err != nil {
 			return fmt.Errorf("wrk %s: %v: %s", name, err, out)
 		}
-		after, err := procCPU(0)
+		after, err := cpu()
 		if err != nil {
 			return err
 		}
@@ -179,38 +258,76 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		*runs = append(*runs, r)
 		return nil
 	}
-	// Directly, through the proxy as written and as an attacker spells
-	// it, session-protected, directly again: the two direct runs bracket
-	// the others, so a drift in the machine's speed shows.
-	measure := func(runs *[]WrkRun, prefix string) (proxy, spelt, session float64, err error) {
-		for _, s := range []struct{ name, base, path string }{
-			{"upstream directly", upstreamURL, prefix + "/product"},
-			{"through the proxy", proxyURL, prefix + "/product"},
-			{"through the proxy, spelt oddly", proxyURL, prefix + oddSpelling},
-			{"session-protected, with an entry", proxyURL, prefix + "/checkout"},
-			{"upstream directly", upstreamURL, prefix + "/product"},
-		} {
-			if err := run(runs, s.name, s.base, s.path); err != nil {
-				return 0, 0, 0, err
+	measure := func(set *GatewaySet, prefix string) error {
+		steps := []struct{ name, base, path string }{
+			{gwDirect, upstreamURL, prefix + "/product"},
+			{gwBare, bareURL, prefix + "/product"},
+			{gwProxy, proxyURL, prefix + "/product"},
+			{gwSpelt, proxyURL, prefix + oddSpelling},
+			{gwSession, proxyURL, prefix + "/checkout"},
+		}
+		if nginx != nil {
+			steps = append(steps, struct{ name, base, path string }{gwNginx, "http://" + nginx.Addr, prefix + "/product"})
+		}
+		steps = append(steps, steps[1], steps[0])
+		for _, s := range steps {
+			if err := run(&set.Runs, s.name, s.base, s.path); err != nil {
+				return err
 			}
 		}
-		rs := *runs
-		direct := (rs[0].ReqPerSec + rs[4].ReqPerSec) / 2
-		for i := range rs {
-			rs[i].RatioToBare = rs[i].ReqPerSec / direct
-			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f CPU %.1f µs/request non2xx %d errors %d",
-				rs[i].Name, rs[i].Path, rs[i].ReqPerSec, rs[i].P50, rs[i].P99, rs[i].RatioToBare, rs[i].CPUPerRequest, rs[i].Non2xx, rs[i].Errors)
+		set.Direct, set.Bare = set.run(gwDirect), set.run(gwBare)
+		for i, r := range set.Runs {
+			set.Runs[i].RatioToBare = r.ReqPerSec / set.Direct.ReqPerSec
+			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request non2xx %d errors %d",
+				r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ReqPerSec/set.Direct.ReqPerSec, r.ReqPerSec/set.Bare.ReqPerSec,
+				r.CPUPerRequest, r.Non2xx, r.Errors)
 		}
-		return rs[1].RatioToBare, rs[2].RatioToBare, rs[3].RatioToBare, nil
+		ratio := func(name string, to WrkRun) float64 {
+			if r := set.run(name); r.ReqPerSec > 0 {
+				return r.ReqPerSec / to.ReqPerSec
+			}
+			return 0
+		}
+		set.BareRatio, set.ProxyRatio, set.SpeltRatio = ratio(gwBare, set.Direct), ratio(gwProxy, set.Direct), ratio(gwSpelt, set.Direct)
+		set.SessionRatio, set.NginxRatio = ratio(gwSession, set.Direct), ratio(gwNginx, set.Direct)
+		set.ProxyToBare, set.SpeltToBare = ratio(gwProxy, set.Bare), ratio(gwSpelt, set.Bare)
+		set.SessionToBare, set.NginxToBare = ratio(gwSession, set.Bare), ratio(gwNginx, set.Bare)
+		return nil
 	}
-	if rep.ProxyRatio, rep.SpeltRatio, rep.SessionRatio, err = measure(&rep.Runs, ""); err != nil {
+	if err := measure(&rep.Fast, ""); err != nil {
 		return rep, err
 	}
-	rep.DirectMean = (rep.Runs[0].ReqPerSec + rep.Runs[4].ReqPerSec) / 2
-	if rep.SlowProxyRatio, rep.SlowSpeltRatio, rep.SlowSessionRatio, err = measure(&rep.Slow, "/slow"); err != nil {
+	if err := measure(&rep.Slow, "/slow"); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// cpuProfile profiles the harness's process into file until stop is called.
+func cpuProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// profileName names a run's profile: gateway-slow-waitroom-proxy.
+func profileName(path, name string) string {
+	slug := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
+	if strings.HasPrefix(path, "/slow/") {
+		slug = "slow-" + slug
+	}
+	return "gateway-" + slug
 }
 
 // bootProxy starts `waitroom proxy` in front of upstream, on the test

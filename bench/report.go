@@ -413,37 +413,61 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		fmt.Fprintf(&b, "Skipped: %s.\n", g.Skipped)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "wrk -t%d -c%d -d%s against a small Go upstream (a 1 KB page) on loopback, directly and through "+
-		"`waitroom proxy` (line on Redis), %d users each with a valid entry, all on the same 2 cores. "+
-		"First the upstream answers at once (the proxy's own cost, worst case: its CPU competes with the upstream's and wrk's), "+
+	nginx := "nginx " + g.Nginx
+	if g.NginxSkipped != "" {
+		nginx = "nginx (skipped: " + g.NginxSkipped + ")"
+	}
+	fmt.Fprintf(&b, "wrk -t%d -c%d -d%s against a small Go upstream (a 1 KB page) on loopback: directly; through "+
+		"a bare Go `httputil.ReverseProxy` (waitroom's transport and buffer pool, nothing else); through `waitroom proxy` "+
+		"(line on Redis; %d users each with a valid entry) as written, spelt oddly and session-protected; through %s "+
+		"(`proxy_pass`, upstream `keepalive 64`, 2 workers); then the bare proxy and the upstream again. All on the same 2 cores. "+
+		"First the upstream answers at once (the proxies' own cost, worst case: their CPU competes with the upstream's and wrk's), "+
 		"then under `/slow/` it takes %v per request first, as a shop's page does:\n\n",
-		g.Threads, g.Conns, g.Duration, g.Users, g.UpstreamWork)
-	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | CPU per request | non-2xx | errors |\n|---|---|---|---|---|---|---|---|---|\n")
+		g.Threads, g.Conns, g.Duration, g.Users, nginx, g.UpstreamWork)
+	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | ÷ bare Go proxy | CPU per request | the proxy's own | non-2xx | errors |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, set := range []struct {
 		name string
-		runs []WrkRun
-	}{{"answers at once", g.Runs}, {fmt.Sprintf("takes %v", g.UpstreamWork), g.Slow}} {
-		for _, r := range set.runs {
-			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %.1f µs | %d | %d |\n",
-				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.CPUPerRequest, r.Non2xx, r.Errors)
+		set  GatewaySet
+	}{{"answers at once", g.Fast}, {fmt.Sprintf("takes %v", g.UpstreamWork), g.Slow}} {
+		for _, r := range set.set.Runs {
+			own := "—"
+			if r.Name != gwDirect {
+				own = fmt.Sprintf("%.1f µs", r.CPUPerRequest-set.set.Direct.CPUPerRequest)
+			}
+			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %.2f | %.1f µs | %s | %d | %d |\n",
+				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ReqPerSec/set.set.Direct.ReqPerSec,
+				r.ReqPerSec/set.set.Bare.ReqPerSec, r.CPUPerRequest, own, r.Non2xx, r.Errors)
 		}
 	}
-	b.WriteString("\nCPU per request: the CPU time of the process that runs the proxy and the upstream (not wrk's, not Redis') " +
-		"per request answered; directly it is the upstream's alone.\n")
-	fmt.Fprintf(&b, "\n- Unprotected route through the proxy: **%.2f×** the upstream directly when it answers at once "+
+	b.WriteString("\nCPU per request: the CPU time of the harness's process (the upstream, the bare Go proxy and waitroom proxy " +
+		"all run in it), plus nginx's master and workers, per request answered; not wrk's, not Redis'. The proxy's own is that " +
+		"less the mean of the two direct runs, where the upstream's alone is spent. Ratios are req/s over the mean of the two " +
+		"direct runs, or of the two bare Go proxy runs.\n\n")
+	f, s := g.Fast, g.Slow
+	fmt.Fprintf(&b, "- `waitroom proxy`, unprotected route: **%.2f×** the bare Go proxy when the upstream answers at once "+
 		"(goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
-		g.ProxyRatio, GoalGatewayProxyRatio, met(g.ProxyRatio >= GoalGatewayProxyRatio), g.SlowProxyRatio, g.UpstreamWork)
-	fmt.Fprintf(&b, "- The same route spelt `%s` (read every way a backend might before it is forwarded): "+
-		"**%.2f×** when it answers at once, **%.2f×** when it takes %v.\n",
-		oddSpelling, g.SpeltRatio, g.SlowSpeltRatio, g.UpstreamWork)
-	if len(g.Runs) == 5 {
-		direct := (g.Runs[0].CPUPerRequest + g.Runs[4].CPUPerRequest) / 2
-		fmt.Fprintf(&b, "- The proxy's own CPU per request (through it, less directly), upstream answering at once: "+
-			"**%.1f µs** as written, **%.1f µs** spelt oddly, **%.1f µs** session-protected.\n",
-			g.Runs[1].CPUPerRequest-direct, g.Runs[2].CPUPerRequest-direct, g.Runs[3].CPUPerRequest-direct)
+		f.ProxyToBare, GoalGatewayProxyToBare, met(f.ProxyToBare >= GoalGatewayProxyToBare), s.ProxyToBare, g.UpstreamWork)
+	fmt.Fprintf(&b, "- Session-protected route with a valid entry (identity, the token read from Redis or trusted for a second, "+
+		"the X-Waitroom-Entry signature): **%.2f×** the bare Go proxy at once (goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
+		f.SessionToBare, GoalGatewaySessionToBare, met(f.SessionToBare >= GoalGatewaySessionToBare), s.SessionToBare, g.UpstreamWork)
+	fmt.Fprintf(&b, "- The unprotected route spelt `%s` (read every way a backend might before it is forwarded): "+
+		"**%.2f×** the bare Go proxy at once, **%.2f×** when it takes %v.\n", oddSpelling, f.SpeltToBare, s.SpeltToBare, g.UpstreamWork)
+	if g.NginxSkipped == "" {
+		fmt.Fprintf(&b, "- nginx: **%.2f×** the bare Go proxy at once, **%.2f×** when it takes %v.\n", f.NginxToBare, s.NginxToBare, g.UpstreamWork)
 	}
-	fmt.Fprintf(&b, "- Session-protected route with a valid entry (identity, one Redis read of the token, the "+
-		"X-Waitroom-Entry signature): **%.2f×** when it answers at once (goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
-		g.SessionRatio, GoalGatewaySessionRatio, met(g.SessionRatio >= GoalGatewaySessionRatio), g.SlowSessionRatio, g.UpstreamWork)
+	fmt.Fprintf(&b, "- Against the upstream directly, at once: bare Go proxy %.2f×, waitroom %.2f× (session-protected %.2f×)",
+		f.BareRatio, f.ProxyRatio, f.SessionRatio)
+	if g.NginxSkipped == "" {
+		fmt.Fprintf(&b, ", nginx %.2f×", f.NginxRatio)
+	}
+	b.WriteString(".\n")
+	own := func(name string) float64 { return f.run(name).CPUPerRequest - f.Direct.CPUPerRequest }
+	fmt.Fprintf(&b, "- Each proxy's own CPU per request, upstream answering at once: bare Go proxy **%.1f µs**, waitroom **%.1f µs** "+
+		"as written, **%.1f µs** spelt oddly, **%.1f µs** session-protected", own(gwBare), own(gwProxy), own(gwSpelt), own(gwSession))
+	if g.NginxSkipped == "" {
+		fmt.Fprintf(&b, ", nginx **%.1f µs**", own(gwNginx))
+	}
+	b.WriteString(".\n")
 	return b.String()
 }

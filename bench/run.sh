@@ -3,7 +3,7 @@
 #
 # Starts a throwaway redis-server and PostgreSQL on free loopback ports (a
 # compact copy of scripts/test.sh's servers; installs redis-server,
-# postgresql and wrk from Debian packages when missing), runs the harness
+# postgresql, wrk and nginx from Debian packages when missing), runs the harness
 # (go run ./bench/cmd/bench: the herd, the hot paths under wrk, admission
 # accuracy, Redis memory) against the program booted in process, writes the
 # figures into docs/benchmarks.md and the SVG charts into docs/bench/, and
@@ -81,6 +81,9 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v wrk >/dev/null || missing+=(wrk)
+# nginx is the gateway section's outside anchor (bench/gateway_anchors.go
+# runs it with a config of its own in a temp dir, and stops it).
+command -v nginx >/dev/null || missing+=(nginx)
 find_pg_bin >/dev/null || missing+=(postgresql)
 if ((${#missing[@]})); then
 	sudo=()

@@ -172,6 +172,9 @@ has_font KacstOne || missing+=(fonts-kacst-one)
 command -v curl >/dev/null || missing+=(curl)
 # wrk drives the hot-path section of the benchmark harness's smoke test.
 command -v wrk >/dev/null || missing+=(wrk)
+# nginx is the gateway section's outside anchor in the same smoke test (the
+# harness runs it on a config of its own; about 5 s to install).
+[[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || missing+=(nginx)
 # Gateway mode's tests put it in front of real backends: a servlet on an
 # embedded Jetty 9.4 (compiled by javac at test time) and Flask, run by
 # Debian's own python3 (a pyenv python3 first on PATH would not see it).

@@ -40,21 +40,23 @@ func main() {
 	millionUsers := flag.Int("million-users", 0, "people in line in the million section (0: 1,000,000)")
 	herdFixed := flag.Bool("herd-fixed", false, "run the herd's schedules at a fixed rate instead of the adaptive one")
 	herdModes := flag.String("herd-modes", "", "comma-separated subset of the herd's schedules: burst,spread,spread+jitter (default all)")
+	gatewayProfiles := flag.String("gateway-profiles", "", "write CPU profiles of the gateway section's Go proxy runs into this directory (their figures then include the profiler)")
 	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
 	limit := flag.Duration("limit", 20*time.Minute, "stop everything after this long")
 	flag.Parse()
 
 	o := bench.Options{
-		RedisURL:     os.Getenv("WAITROOM_TEST_REDIS_URL"),
-		DatabaseURL:  os.Getenv("WAITROOM_TEST_DATABASE_URL"),
-		Short:        *short,
-		Profile:      *profile,
-		WrkScript:    "bench/wrk-users.lua",
-		HerdRate:     *herdRate,
-		HerdClients:  *herdClients,
-		HerdFixed:    *herdFixed,
-		MillionUsers: *millionUsers,
-		Log:          os.Stderr,
+		RedisURL:        os.Getenv("WAITROOM_TEST_REDIS_URL"),
+		DatabaseURL:     os.Getenv("WAITROOM_TEST_DATABASE_URL"),
+		Short:           *short,
+		Profile:         *profile,
+		WrkScript:       "bench/wrk-users.lua",
+		HerdRate:        *herdRate,
+		HerdClients:     *herdClients,
+		HerdFixed:       *herdFixed,
+		MillionUsers:    *millionUsers,
+		Log:             os.Stderr,
+		GatewayProfiles: *gatewayProfiles,
 	}
 	if o.RedisURL == "" || o.DatabaseURL == "" {
 		fmt.Fprintln(os.Stderr, "bench: WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL are required (bench/run.sh sets them)")
