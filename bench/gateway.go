@@ -74,12 +74,14 @@ func (s GatewaySet) run(name string) WrkRun {
 			sum.Name, sum.Path = r.Name, r.Path
 			sum.ReqPerSec += r.ReqPerSec
 			sum.CPUPerRequest += r.CPUPerRequest
+			sum.SysCPUPerRequest += r.SysCPUPerRequest
 			n++
 		}
 	}
 	if n > 0 {
 		sum.ReqPerSec /= float64(n)
 		sum.CPUPerRequest /= float64(n)
+		sum.SysCPUPerRequest /= float64(n)
 	}
 	return sum
 }
@@ -224,15 +226,15 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		cmd.WaitDelay = 5 * time.Second
 		// The CPU of the harness's process (the upstream, and the Go
 		// proxies) and of nginx's, which is nothing unless it proxies.
-		cpu := func() (time.Duration, error) {
-			self, err := procCPU(0)
+		cpu := func() (user, sys time.Duration, err error) {
+			user, sys, err = procTimes(0)
 			if err != nil || nginx == nil {
-				return self, err
+				return user, sys, err
 			}
-			ng, err := nginx.CPU()
-			return self + ng, err
+			u, s, err := nginx.CPU()
+			return user + u, sys + s, err
 		}
-		before, err := cpu()
+		user0, sys0, err := cpu()
 		if err != nil {
 			return err
 		}
@@ -240,7 +242,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		if err != nil {
 			return fmt.Errorf("wrk %s: %v: %s", name, err, out)
 		}
-		after, err := cpu()
+		user1, sys1, err := cpu()
 		if err != nil {
 			return err
 		}
@@ -254,7 +256,8 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		r.P99, _ = strconv.ParseFloat(mm[3], 64)
 		r.Non2xx, _ = strconv.Atoi(mm[4])
 		r.Errors, _ = strconv.Atoi(mm[5])
-		r.CPUPerRequest = per(after-before, int(r.ReqPerSec*rep.Duration.Seconds()))
+		n := int(r.ReqPerSec * rep.Duration.Seconds())
+		r.CPUPerRequest, r.SysCPUPerRequest = per(user1-user0+sys1-sys0, n), per(sys1-sys0, n)
 		*runs = append(*runs, r)
 		return nil
 	}
@@ -278,9 +281,9 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		set.Direct, set.Bare = set.run(gwDirect), set.run(gwBare)
 		for i, r := range set.Runs {
 			set.Runs[i].RatioToBare = r.ReqPerSec / set.Direct.ReqPerSec
-			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request non2xx %d errors %d",
+			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) non2xx %d errors %d",
 				r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ReqPerSec/set.Direct.ReqPerSec, r.ReqPerSec/set.Bare.ReqPerSec,
-				r.CPUPerRequest, r.Non2xx, r.Errors)
+				r.CPUPerRequest, r.SysCPUPerRequest, r.Non2xx, r.Errors)
 		}
 		ratio := func(name string, to WrkRun) float64 {
 			if r := set.run(name); r.ReqPerSec > 0 {

@@ -179,21 +179,21 @@ http {
 	return n, nil
 }
 
-// CPU is the CPU time nginx's master and workers have used.
-func (n *nginxProxy) CPU() (time.Duration, error) {
+// CPU is the CPU time nginx's master and workers have used, in user space
+// and in the kernel.
+func (n *nginxProxy) CPU() (user, sys time.Duration, err error) {
 	pids, err := childrenOf(n.cmd.Process.Pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var sum time.Duration
 	for _, pid := range append(pids, n.cmd.Process.Pid) {
-		d, err := procCPU(pid)
+		u, s, err := procTimes(pid)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		sum += d
+		user, sys = user+u, sys+s
 	}
-	return sum, nil
+	return user, sys, nil
 }
 
 // Stop stops nginx at once (SIGTERM: a fast shutdown) and removes its

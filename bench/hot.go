@@ -34,6 +34,9 @@ type WrkRun struct {
 	// answered, where a section measures it: unlike req/s it barely moves
 	// when other work shares the machine.
 	CPUPerRequest float64
+	// SysCPUPerRequest is the part of CPUPerRequest spent in the kernel
+	// (the socket calls), where a section measures it.
+	SysCPUPerRequest float64
 }
 
 // HotReport is the hot paths section.

@@ -209,29 +209,36 @@ func (in *instance) profile(ctx context.Context, d time.Duration, path string) e
 // procCPU is a process's CPU time so far (user + system), from
 // /proc/<pid>/stat; pid 0 is this process.
 func procCPU(pid int) (time.Duration, error) {
+	user, sys, err := procTimes(pid)
+	return user + sys, err
+}
+
+// procTimes is a process's CPU time in user space and in the kernel (pid
+// 0: this process).
+func procTimes(pid int) (user, sys time.Duration, err error) {
 	p := "self"
 	if pid != 0 {
 		p = strconv.Itoa(pid)
 	}
 	b, err := os.ReadFile("/proc/" + p + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name may hold spaces; the fields after it do not.
 	_, rest, ok := strings.Cut(string(b), ") ")
 	if !ok {
-		return 0, fmt.Errorf("unexpected /proc/%s/stat", p)
+		return 0, 0, fmt.Errorf("unexpected /proc/%s/stat", p)
 	}
 	f := strings.Fields(rest)
 	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%s/stat", p)
+		return 0, 0, fmt.Errorf("unexpected /proc/%s/stat", p)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14 of stat
 	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc/%s/stat", p)
+		return 0, 0, fmt.Errorf("unexpected /proc/%s/stat", p)
 	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, nil
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on

@@ -424,7 +424,7 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		"First the upstream answers at once (the proxies' own cost, worst case: their CPU competes with the upstream's and wrk's), "+
 		"then under `/slow/` it takes %v per request first, as a shop's page does:\n\n",
 		g.Threads, g.Conns, g.Duration, g.Users, nginx, g.UpstreamWork)
-	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | ÷ bare Go proxy | CPU per request | the proxy's own | non-2xx | errors |\n" +
+	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | ÷ bare Go proxy | CPU per request (in the kernel) | the proxy's own (in the kernel) | non-2xx | errors |\n" +
 		"|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, set := range []struct {
 		name string
@@ -433,15 +433,16 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		for _, r := range set.set.Runs {
 			own := "—"
 			if r.Name != gwDirect {
-				own = fmt.Sprintf("%.1f µs", r.CPUPerRequest-set.set.Direct.CPUPerRequest)
+				d := set.set.Direct
+				own = fmt.Sprintf("%.1f µs (%.1f)", r.CPUPerRequest-d.CPUPerRequest, r.SysCPUPerRequest-d.SysCPUPerRequest)
 			}
-			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %.2f | %.1f µs | %s | %d | %d |\n",
+			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %.2f | %.1f µs (%.1f) | %s | %d | %d |\n",
 				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ReqPerSec/set.set.Direct.ReqPerSec,
-				r.ReqPerSec/set.set.Bare.ReqPerSec, r.CPUPerRequest, own, r.Non2xx, r.Errors)
+				r.ReqPerSec/set.set.Bare.ReqPerSec, r.CPUPerRequest, r.SysCPUPerRequest, own, r.Non2xx, r.Errors)
 		}
 	}
 	b.WriteString("\nCPU per request: the CPU time of the harness's process (the upstream, the bare Go proxy and waitroom proxy " +
-		"all run in it), plus nginx's master and workers, per request answered; not wrk's, not Redis'. The proxy's own is that " +
+		"all run in it), plus nginx's master and workers, per request answered (in brackets: the part spent in the kernel); not wrk's, not Redis'. The proxy's own is that " +
 		"less the mean of the two direct runs, where the upstream's alone is spent. Ratios are req/s over the mean of the two " +
 		"direct runs, or of the two bare Go proxy runs.\n\n")
 	f, s := g.Fast, g.Slow
@@ -462,11 +463,15 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		fmt.Fprintf(&b, ", nginx %.2f×", f.NginxRatio)
 	}
 	b.WriteString(".\n")
-	own := func(name string) float64 { return f.run(name).CPUPerRequest - f.Direct.CPUPerRequest }
-	fmt.Fprintf(&b, "- Each proxy's own CPU per request, upstream answering at once: bare Go proxy **%.1f µs**, waitroom **%.1f µs** "+
-		"as written, **%.1f µs** spelt oddly, **%.1f µs** session-protected", own(gwBare), own(gwProxy), own(gwSpelt), own(gwSession))
+	own := func(name string) string {
+		r := f.run(name)
+		cpu, sys := r.CPUPerRequest-f.Direct.CPUPerRequest, r.SysCPUPerRequest-f.Direct.SysCPUPerRequest
+		return fmt.Sprintf("**%.1f µs** (%.1f in user space, %.1f in the kernel)", cpu, cpu-sys, sys)
+	}
+	fmt.Fprintf(&b, "- Each proxy's own CPU per request, upstream answering at once: bare Go proxy %s; waitroom %s "+
+		"as written, %s spelt oddly, %s session-protected", own(gwBare), own(gwProxy), own(gwSpelt), own(gwSession))
 	if g.NginxSkipped == "" {
-		fmt.Fprintf(&b, ", nginx **%.1f µs**", own(gwNginx))
+		fmt.Fprintf(&b, "; nginx %s", own(gwNginx))
 	}
 	b.WriteString(".\n")
 	return b.String()
