@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,8 @@ type GatewayReport struct {
 	Skipped  string
 	Conns    int
 	Threads  int
-	Duration time.Duration
+	Duration time.Duration // of one run of one round
+	Rounds   int
 	Users    int
 	// Nginx is `nginx -v`'s version; NginxSkipped says why its runs are
 	// missing (no nginx on the machine).
@@ -39,19 +41,34 @@ type GatewayReport struct {
 	Fast, Slow   GatewaySet
 }
 
-// GatewaySet is one upstream's runs, in order: directly, the bare Go
-// proxy, waitroom as written, spelt oddly, session-protected, nginx, the
-// bare Go proxy again, directly again. The first and last two bracket the
-// others, so a drift in the machine's speed shows.
+// GatewaySet is one upstream's runs: in each of Rounds rounds, directly,
+// the bare Go proxy, waitroom as written, spelt oddly, session-protected
+// and nginx, each round starting one further along the list, so that
+// every ratio compares runs seconds apart and none always runs first or
+// last: on a machine shared with other work, the median of the rounds'
+// ratios is what one run's ratio cannot be.
 type GatewaySet struct {
-	Runs []WrkRun
-	// Direct and Bare are the means of the two runs of each.
-	Direct, Bare WrkRun
-	// Ratios to the bare Go proxy, req/s over req/s: waitroom's
-	// unprotected route as written, spelt oddly, session-protected, nginx.
+	Rows []GatewayRow
+	// Direct and Bare are the rows of the upstream directly and of the
+	// bare Go proxy.
+	Direct, Bare GatewayRow
+	// Ratios to the bare Go proxy: waitroom's unprotected route as
+	// written, spelt oddly, session-protected, nginx.
 	ProxyToBare, SpeltToBare, SessionToBare, NginxToBare float64
 	// Ratios to the upstream directly.
 	BareRatio, ProxyRatio, SpeltRatio, SessionRatio, NginxRatio float64
+}
+
+// GatewayRow is one way to the upstream over the rounds: req/s, p50 and
+// p99 their medians, CPU per request the sum of CPU over the sum of
+// requests, errors summed.
+type GatewayRow struct {
+	WrkRun
+	// ToDirect and ToBare are the medians of the rounds' ratios of req/s to
+	// the upstream directly and to the bare Go proxy in the same round.
+	ToDirect, ToBare float64
+	// PerRound is each round's req/s.
+	PerRound []float64
 }
 
 // Names of the runs of a GatewaySet.
@@ -64,26 +81,27 @@ const (
 	gwNginx   = "nginx proxy_pass, keepalive"
 )
 
-// run returns the set's run of that name; a second of the same name is
-// the mean of the two.
-func (s GatewaySet) run(name string) WrkRun {
-	var sum WrkRun
-	n := 0
-	for _, r := range s.Runs {
+// row returns the set's row of that name (zero if it did not run).
+func (s GatewaySet) row(name string) GatewayRow {
+	for _, r := range s.Rows {
 		if r.Name == name {
-			sum.Name, sum.Path = r.Name, r.Path
-			sum.ReqPerSec += r.ReqPerSec
-			sum.CPUPerRequest += r.CPUPerRequest
-			sum.SysCPUPerRequest += r.SysCPUPerRequest
-			n++
+			return r
 		}
 	}
-	if n > 0 {
-		sum.ReqPerSec /= float64(n)
-		sum.CPUPerRequest /= float64(n)
-		sum.SysCPUPerRequest /= float64(n)
+	return GatewayRow{}
+}
+
+// median of xs (0 if none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
 	}
-	return sum
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // oddSpelling is /product as an attacker spells a route to walk past a
@@ -106,9 +124,9 @@ var gatewayPage = []byte("<!doctype html><title>Shop</title>" + strings.Repeat("
 // proxy on an unprotected route and on a session-protected route with a
 // valid entry, then directly again, in one run; the line is on Redis.
 func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
-	rep := &GatewayReport{Conns: 100, Threads: 2, Duration: 10 * time.Second, Users: 2000, UpstreamWork: 20 * time.Millisecond}
+	rep := &GatewayReport{Conns: 100, Threads: 2, Duration: 2 * time.Second, Rounds: 7, Users: 2000, UpstreamWork: 20 * time.Millisecond}
 	if o.Short {
-		rep.Duration, rep.Users = time.Second, 200
+		rep.Duration, rep.Rounds, rep.Users = time.Second, 1, 200
 	}
 	wrk := o.Wrk
 	if wrk == "" {
@@ -211,14 +229,16 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		rep.Nginx = nginx.Version
 	}
 
+	profiles := 0
 	run := func(runs *[]WrkRun, name, base, path string) error {
 		o.logf("gateway: wrk %s %s%s for %v", name, base, path, rep.Duration)
 		if o.GatewayProfiles != "" && name != gwDirect && name != gwNginx {
-			stop, err := cpuProfile(filepath.Join(o.GatewayProfiles, fmt.Sprintf("%s-%d.pprof", profileName(path, name), len(*runs))))
+			stop, err := cpuProfile(filepath.Join(o.GatewayProfiles, fmt.Sprintf("%s-%d.pprof", profileName(path, name), profiles)))
 			if err != nil {
 				return err
 			}
 			defer stop()
+			profiles++
 		}
 		cmd := exec.CommandContext(ctx, wrk, fmt.Sprintf("-t%d", rep.Threads), fmt.Sprintf("-c%d", rep.Conns),
 			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, base)
@@ -272,29 +292,52 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		if nginx != nil {
 			steps = append(steps, struct{ name, base, path string }{gwNginx, "http://" + nginx.Addr, prefix + "/product"})
 		}
-		steps = append(steps, steps[1], steps[0])
-		for _, s := range steps {
-			if err := run(&set.Runs, s.name, s.base, s.path); err != nil {
-				return err
+		rounds := make([][]WrkRun, rep.Rounds) // [round][step]
+		for k := range rounds {
+			rounds[k] = make([]WrkRun, len(steps))
+			for j := range steps {
+				i := (k + j) % len(steps)
+				var one []WrkRun
+				if err := run(&one, steps[i].name, steps[i].base, steps[i].path); err != nil {
+					return err
+				}
+				rounds[k][i] = one[0]
 			}
 		}
-		set.Direct, set.Bare = set.run(gwDirect), set.run(gwBare)
-		for i, r := range set.Runs {
-			set.Runs[i].RatioToBare = r.ReqPerSec / set.Direct.ReqPerSec
-			o.logf("gateway: %s %s %.0f req/s p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) non2xx %d errors %d",
-				r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ReqPerSec/set.Direct.ReqPerSec, r.ReqPerSec/set.Bare.ReqPerSec,
-				r.CPUPerRequest, r.SysCPUPerRequest, r.Non2xx, r.Errors)
-		}
-		ratio := func(name string, to WrkRun) float64 {
-			if r := set.run(name); r.ReqPerSec > 0 {
-				return r.ReqPerSec / to.ReqPerSec
+		ratios := func(i, to int) []float64 {
+			var rs []float64
+			for _, round := range rounds {
+				rs = append(rs, round[i].ReqPerSec/round[to].ReqPerSec)
 			}
-			return 0
+			return rs
 		}
-		set.BareRatio, set.ProxyRatio, set.SpeltRatio = ratio(gwBare, set.Direct), ratio(gwProxy, set.Direct), ratio(gwSpelt, set.Direct)
-		set.SessionRatio, set.NginxRatio = ratio(gwSession, set.Direct), ratio(gwNginx, set.Direct)
-		set.ProxyToBare, set.SpeltToBare = ratio(gwProxy, set.Bare), ratio(gwSpelt, set.Bare)
-		set.SessionToBare, set.NginxToBare = ratio(gwSession, set.Bare), ratio(gwNginx, set.Bare)
+		for i, st := range steps {
+			row := GatewayRow{WrkRun: WrkRun{Name: st.name, Method: "GET", Path: st.path}}
+			var p50, p99 []float64
+			var cpu, sys, requests float64
+			for _, round := range rounds {
+				r := round[i]
+				row.PerRound = append(row.PerRound, r.ReqPerSec)
+				p50, p99 = append(p50, r.P50), append(p99, r.P99)
+				row.Non2xx, row.Errors = row.Non2xx+r.Non2xx, row.Errors+r.Errors
+				n := r.ReqPerSec * rep.Duration.Seconds()
+				cpu, sys, requests = cpu+r.CPUPerRequest*n, sys+r.SysCPUPerRequest*n, requests+n
+			}
+			row.ReqPerSec, row.P50, row.P99 = median(row.PerRound), median(p50), median(p99)
+			if requests > 0 {
+				row.CPUPerRequest, row.SysCPUPerRequest = cpu/requests, sys/requests
+			}
+			row.ToDirect, row.ToBare = median(ratios(i, 0)), median(ratios(i, 1))
+			set.Rows = append(set.Rows, row)
+			o.logf("gateway: %s %s %.0f req/s (rounds %.0f) p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) non2xx %d errors %d",
+				row.Name, row.Path, row.ReqPerSec, row.PerRound, row.P50, row.P99, row.ToDirect, row.ToBare,
+				row.CPUPerRequest, row.SysCPUPerRequest, row.Non2xx, row.Errors)
+		}
+		set.Direct, set.Bare = set.row(gwDirect), set.row(gwBare)
+		set.BareRatio, set.ProxyRatio, set.SpeltRatio = set.Bare.ToDirect, set.row(gwProxy).ToDirect, set.row(gwSpelt).ToDirect
+		set.SessionRatio, set.NginxRatio = set.row(gwSession).ToDirect, set.row(gwNginx).ToDirect
+		set.ProxyToBare, set.SpeltToBare = set.row(gwProxy).ToBare, set.row(gwSpelt).ToBare
+		set.SessionToBare, set.NginxToBare = set.row(gwSession).ToBare, set.row(gwNginx).ToBare
 		return nil
 	}
 	if err := measure(&rep.Fast, ""); err != nil {

@@ -112,15 +112,15 @@ func TestHarnessShort(t *testing.T) {
 		}
 		t.Logf("gateway skipped: %s", g.Skipped)
 	} else {
-		want := 8 // directly, bare, waitroom ×3, nginx, bare, directly
+		want := 6 // directly, bare, waitroom ×3, nginx
 		if g.NginxSkipped != "" {
 			want--
 			t.Logf("gateway: nginx skipped: %s", g.NginxSkipped)
 		}
-		if len(g.Fast.Runs) != want || len(g.Slow.Runs) != want || g.Fast.SpeltToBare <= 0 || g.Slow.SpeltToBare <= 0 {
+		if len(g.Fast.Rows) != want || len(g.Slow.Rows) != want || g.Fast.SpeltToBare <= 0 || g.Slow.SpeltToBare <= 0 {
 			t.Errorf("gateway: %+v", g)
 		}
-		for _, w := range append(g.Fast.Runs, g.Slow.Runs...) {
+		for _, w := range append(g.Fast.Rows, g.Slow.Rows...) {
 			if w.ReqPerSec <= 0 || w.Non2xx != 0 || w.Errors != 0 {
 				t.Errorf("gateway %s %s: %.0f req/s, %d non-2xx, %d errors", w.Name, w.Path, w.ReqPerSec, w.Non2xx, w.Errors)
 			}

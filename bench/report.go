@@ -417,34 +417,34 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	if g.NginxSkipped != "" {
 		nginx = "nginx (skipped: " + g.NginxSkipped + ")"
 	}
-	fmt.Fprintf(&b, "wrk -t%d -c%d -d%s against a small Go upstream (a 1 KB page) on loopback: directly; through "+
+	fmt.Fprintf(&b, "wrk -t%d -c%d -d%s, %d rounds, against a small Go upstream (a 1 KB page) on loopback: directly; through "+
 		"a bare Go `httputil.ReverseProxy` (waitroom's transport and buffer pool, nothing else); through `waitroom proxy` "+
 		"(line on Redis; %d users each with a valid entry) as written, spelt oddly and session-protected; through %s "+
-		"(`proxy_pass`, upstream `keepalive 64`, 2 workers); then the bare proxy and the upstream again. All on the same 2 cores. "+
+		"(`proxy_pass`, upstream `keepalive 64`, 2 workers); each round starts one further along that list. All on the same 2 cores. "+
 		"First the upstream answers at once (the proxies' own cost, worst case: their CPU competes with the upstream's and wrk's), "+
 		"then under `/slow/` it takes %v per request first, as a shop's page does:\n\n",
-		g.Threads, g.Conns, g.Duration, g.Users, nginx, g.UpstreamWork)
+		g.Threads, g.Conns, g.Duration, g.Rounds, g.Users, nginx, g.UpstreamWork)
 	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | ÷ bare Go proxy | CPU per request (in the kernel) | the proxy's own (in the kernel) | non-2xx | errors |\n" +
 		"|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, set := range []struct {
 		name string
 		set  GatewaySet
 	}{{"answers at once", g.Fast}, {fmt.Sprintf("takes %v", g.UpstreamWork), g.Slow}} {
-		for _, r := range set.set.Runs {
+		for _, r := range set.set.Rows {
 			own := "—"
 			if r.Name != gwDirect {
 				d := set.set.Direct
 				own = fmt.Sprintf("%.1f µs (%.1f)", r.CPUPerRequest-d.CPUPerRequest, r.SysCPUPerRequest-d.SysCPUPerRequest)
 			}
-			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | %.2f | %.1f µs (%.1f) | %s | %d | %d |\n",
-				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ReqPerSec/set.set.Direct.ReqPerSec,
-				r.ReqPerSec/set.set.Bare.ReqPerSec, r.CPUPerRequest, r.SysCPUPerRequest, own, r.Non2xx, r.Errors)
+			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | **%.2f** | %.1f µs (%.1f) | %s | %d | %d |\n",
+				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ToDirect, r.ToBare,
+				r.CPUPerRequest, r.SysCPUPerRequest, own, r.Non2xx, r.Errors)
 		}
 	}
 	b.WriteString("\nCPU per request: the CPU time of the harness's process (the upstream, the bare Go proxy and waitroom proxy " +
 		"all run in it), plus nginx's master and workers, per request answered (in brackets: the part spent in the kernel); not wrk's, not Redis'. The proxy's own is that " +
-		"less the mean of the two direct runs, where the upstream's alone is spent. Ratios are req/s over the mean of the two " +
-		"direct runs, or of the two bare Go proxy runs.\n\n")
+		"less the direct runs', where the upstream's alone is spent. req/s, p50 and p99 are the medians of the rounds; the ratios " +
+		"are the medians of each round's ratio, req/s over req/s of the upstream directly or the bare Go proxy in the same round.\n\n")
 	f, s := g.Fast, g.Slow
 	fmt.Fprintf(&b, "- `waitroom proxy`, unprotected route: **%.2f×** the bare Go proxy when the upstream answers at once "+
 		"(goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
@@ -464,7 +464,7 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	}
 	b.WriteString(".\n")
 	own := func(name string) string {
-		r := f.run(name)
+		r := f.row(name)
 		cpu, sys := r.CPUPerRequest-f.Direct.CPUPerRequest, r.SysCPUPerRequest-f.Direct.SysCPUPerRequest
 		return fmt.Sprintf("**%.1f µs** (%.1f in user space, %.1f in the kernel)", cpu, cpu-sys, sys)
 	}
