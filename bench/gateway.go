@@ -34,6 +34,8 @@ type GatewayReport struct {
 	// Nginx is `nginx -v`'s version; NginxSkipped says why its runs are
 	// missing (no nginx on the machine).
 	Nginx, NginxSkipped string
+	// Perf: the system calls and context switches were counted (perf).
+	Perf bool
 	// Fast is against an upstream that answers at once (the proxies' CPU
 	// cost, worst case); Slow against routes where it takes UpstreamWork
 	// per request first, as a shop's page does.
@@ -229,6 +231,19 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		rep.Nginx = nginx.Version
 	}
 
+	// perf counts the system calls and context switches of the same
+	// processes whose CPU is measured, where the machine lets it.
+	counted := []int{os.Getpid()}
+	if nginx != nil {
+		pids, err := nginx.pids()
+		if err != nil {
+			return rep, err
+		}
+		counted = append(counted, pids...)
+	}
+	if rep.Perf = perfWorks(ctx); !rep.Perf {
+		o.logf("gateway: no perf that may count system calls: those columns are left out")
+	}
 	profiles := 0
 	run := func(runs *[]WrkRun, name, base, path string) error {
 		o.logf("gateway: wrk %s %s%s for %v", name, base, path, rep.Duration)
@@ -254,6 +269,12 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 			u, s, err := nginx.CPU()
 			return user + u, sys + s, err
 		}
+		var count *perfCount
+		if rep.Perf {
+			if count, err = startPerfCount(counted); err != nil {
+				return err
+			}
+		}
 		user0, sys0, err := cpu()
 		if err != nil {
 			return err
@@ -265,6 +286,12 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		user1, sys1, err := cpu()
 		if err != nil {
 			return err
+		}
+		var syscalls, switches float64
+		if count != nil {
+			if syscalls, switches, err = count.stop(); err != nil {
+				return err
+			}
 		}
 		mm := wrkResult.FindStringSubmatch(string(out))
 		if mm == nil {
@@ -278,6 +305,9 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		r.Errors, _ = strconv.Atoi(mm[5])
 		n := int(r.ReqPerSec * rep.Duration.Seconds())
 		r.CPUPerRequest, r.SysCPUPerRequest = per(user1-user0+sys1-sys0, n), per(sys1-sys0, n)
+		if n > 0 {
+			r.SyscallsPerRequest, r.SwitchesPerRequest = syscalls/float64(n), switches/float64(n)
+		}
 		*runs = append(*runs, r)
 		return nil
 	}
@@ -314,7 +344,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		for i, st := range steps {
 			row := GatewayRow{WrkRun: WrkRun{Name: st.name, Method: "GET", Path: st.path}}
 			var p50, p99 []float64
-			var cpu, sys, requests float64
+			var cpu, sys, calls, switches, requests float64
 			for _, round := range rounds {
 				r := round[i]
 				row.PerRound = append(row.PerRound, r.ReqPerSec)
@@ -322,16 +352,18 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 				row.Non2xx, row.Errors = row.Non2xx+r.Non2xx, row.Errors+r.Errors
 				n := r.ReqPerSec * rep.Duration.Seconds()
 				cpu, sys, requests = cpu+r.CPUPerRequest*n, sys+r.SysCPUPerRequest*n, requests+n
+				calls, switches = calls+r.SyscallsPerRequest*n, switches+r.SwitchesPerRequest*n
 			}
 			row.ReqPerSec, row.P50, row.P99 = median(row.PerRound), median(p50), median(p99)
 			if requests > 0 {
 				row.CPUPerRequest, row.SysCPUPerRequest = cpu/requests, sys/requests
+				row.SyscallsPerRequest, row.SwitchesPerRequest = calls/requests, switches/requests
 			}
 			row.ToDirect, row.ToBare = median(ratios(i, 0)), median(ratios(i, 1))
 			set.Rows = append(set.Rows, row)
-			o.logf("gateway: %s %s %.0f req/s (rounds %.0f) p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) non2xx %d errors %d",
+			o.logf("gateway: %s %s %.0f req/s (rounds %.0f) p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) syscalls %.2f switches %.2f non2xx %d errors %d",
 				row.Name, row.Path, row.ReqPerSec, row.PerRound, row.P50, row.P99, row.ToDirect, row.ToBare,
-				row.CPUPerRequest, row.SysCPUPerRequest, row.Non2xx, row.Errors)
+				row.CPUPerRequest, row.SysCPUPerRequest, row.SyscallsPerRequest, row.SwitchesPerRequest, row.Non2xx, row.Errors)
 		}
 		set.Direct, set.Bare = set.row(gwDirect), set.row(gwBare)
 		set.BareRatio, set.ProxyRatio, set.SpeltRatio = set.Bare.ToDirect, set.row(gwProxy).ToDirect, set.row(gwSpelt).ToDirect

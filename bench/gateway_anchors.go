@@ -179,14 +179,20 @@ http {
 	return n, nil
 }
 
+// pids are nginx's master and workers.
+func (n *nginxProxy) pids() ([]int, error) {
+	kids, err := childrenOf(n.cmd.Process.Pid)
+	return append(kids, n.cmd.Process.Pid), err
+}
+
 // CPU is the CPU time nginx's master and workers have used, in user space
 // and in the kernel.
 func (n *nginxProxy) CPU() (user, sys time.Duration, err error) {
-	pids, err := childrenOf(n.cmd.Process.Pid)
+	pids, err := n.pids()
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, pid := range append(pids, n.cmd.Process.Pid) {
+	for _, pid := range pids {
 		u, s, err := procTimes(pid)
 		if err != nil {
 			return 0, 0, err
@@ -232,4 +238,63 @@ func childrenOf(pid int) ([]int, error) {
 		}
 	}
 	return kids, nil
+}
+
+// perfCount counts the system calls and context switches of processes
+// (every thread they have when it starts) with `perf stat` from its start
+// to stop; nil when the machine has no perf that may count them.
+type perfCount struct {
+	cmd    *exec.Cmd
+	stderr strings.Builder
+}
+
+// perfEvents are what perfCount counts.
+const perfEvents = "raw_syscalls:sys_enter,context-switches"
+
+// perfWorks reports whether perf can count perfEvents here (installed, and
+// tracepoints open to this user).
+func perfWorks(ctx context.Context) bool {
+	out, err := exec.CommandContext(ctx, "perf", "stat", "-x", ",", "-e", perfEvents, "--", "true").CombinedOutput()
+	return err == nil && strings.Contains(string(out), "raw_syscalls:sys_enter") && !strings.Contains(string(out), "<not")
+}
+
+func startPerfCount(pids []int) (*perfCount, error) {
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(p)
+	}
+	c := &perfCount{}
+	c.cmd = exec.Command("perf", "stat", "-x", ",", "-e", perfEvents, "-p", strings.Join(list, ","))
+	c.cmd.Stderr = &c.stderr
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	time.Sleep(100 * time.Millisecond) // attached before the load starts
+	return c, nil
+}
+
+// stop ends the count and returns it.
+func (c *perfCount) stop() (syscalls, switches float64, err error) {
+	c.cmd.Process.Signal(os.Interrupt)
+	c.cmd.Wait() // perf stat exits non-zero on SIGINT
+	for line := range strings.SplitSeq(c.stderr.String(), "\n") {
+		f := strings.Split(line, ",")
+		if len(f) < 3 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		switch f[2] {
+		case "raw_syscalls:sys_enter":
+			syscalls = v
+		case "context-switches":
+			switches = v
+		}
+	}
+	if syscalls == 0 {
+		return 0, 0, fmt.Errorf("perf stat counted nothing: %s", c.stderr.String())
+	}
+	return syscalls, switches, nil
 }

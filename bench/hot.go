@@ -37,6 +37,10 @@ type WrkRun struct {
 	// SysCPUPerRequest is the part of CPUPerRequest spent in the kernel
 	// (the socket calls), where a section measures it.
 	SysCPUPerRequest float64
+	// SyscallsPerRequest and SwitchesPerRequest are the system calls and
+	// context switches of the same processes per request, where a section
+	// counts them (with perf, when the machine has it).
+	SyscallsPerRequest, SwitchesPerRequest float64
 }
 
 // HotReport is the hot paths section.

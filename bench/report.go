@@ -424,27 +424,42 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		"First the upstream answers at once (the proxies' own cost, worst case: their CPU competes with the upstream's and wrk's), "+
 		"then under `/slow/` it takes %v per request first, as a shop's page does:\n\n",
 		g.Threads, g.Conns, g.Duration, g.Rounds, g.Users, nginx, g.UpstreamWork)
-	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | ÷ bare Go proxy | CPU per request (in the kernel) | the proxy's own (in the kernel) | non-2xx | errors |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|---|\n")
+	perf, perfSep := "", ""
+	if g.Perf {
+		perf, perfSep = " the proxy's own system calls, context switches per request |", "---|"
+	}
+	b.WriteString("| upstream | run | req/s | p50 | p99 | ÷ upstream directly | ÷ bare Go proxy | CPU per request (in the kernel) | the proxy's own (in the kernel) |" +
+		perf + " non-2xx | errors |\n|---|---|---|---|---|---|---|---|---|" + perfSep + "---|---|\n")
 	for _, set := range []struct {
 		name string
 		set  GatewaySet
 	}{{"answers at once", g.Fast}, {fmt.Sprintf("takes %v", g.UpstreamWork), g.Slow}} {
 		for _, r := range set.set.Rows {
-			own := "—"
+			own, calls := "—", ""
+			d := set.set.Direct
 			if r.Name != gwDirect {
-				d := set.set.Direct
 				own = fmt.Sprintf("%.1f µs (%.1f)", r.CPUPerRequest-d.CPUPerRequest, r.SysCPUPerRequest-d.SysCPUPerRequest)
 			}
-			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | **%.2f** | %.1f µs (%.1f) | %s | %d | %d |\n",
+			if g.Perf {
+				calls = " — |"
+				if r.Name != gwDirect {
+					calls = fmt.Sprintf(" %.2f, %.2f |", r.SyscallsPerRequest-d.SyscallsPerRequest, r.SwitchesPerRequest-d.SwitchesPerRequest)
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s `GET %s` | %.0f | %.2f ms | %.2f ms | %.2f | **%.2f** | %.1f µs (%.1f) | %s |%s %d | %d |\n",
 				set.name, r.Name, r.Path, r.ReqPerSec, r.P50, r.P99, r.ToDirect, r.ToBare,
-				r.CPUPerRequest, r.SysCPUPerRequest, own, r.Non2xx, r.Errors)
+				r.CPUPerRequest, r.SysCPUPerRequest, own, calls, r.Non2xx, r.Errors)
 		}
 	}
 	b.WriteString("\nCPU per request: the CPU time of the harness's process (the upstream, the bare Go proxy and waitroom proxy " +
 		"all run in it), plus nginx's master and workers, per request answered (in brackets: the part spent in the kernel); not wrk's, not Redis'. The proxy's own is that " +
 		"less the direct runs', where the upstream's alone is spent. req/s, p50 and p99 are the medians of the rounds; the ratios " +
-		"are the medians of each round's ratio, req/s over req/s of the upstream directly or the bare Go proxy in the same round.\n\n")
+		"are the medians of each round's ratio, req/s over req/s of the upstream directly or the bare Go proxy in the same round.")
+	if g.Perf {
+		b.WriteString(" System calls and context switches: counted by `perf stat` (raw_syscalls:sys_enter, context-switches) on the " +
+			"same processes, less the direct runs'.")
+	}
+	b.WriteString("\n\n")
 	f, s := g.Fast, g.Slow
 	fmt.Fprintf(&b, "- `waitroom proxy`, unprotected route: **%.2f×** the bare Go proxy when the upstream answers at once "+
 		"(goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
@@ -466,7 +481,12 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	own := func(name string) string {
 		r := f.row(name)
 		cpu, sys := r.CPUPerRequest-f.Direct.CPUPerRequest, r.SysCPUPerRequest-f.Direct.SysCPUPerRequest
-		return fmt.Sprintf("**%.1f µs** (%.1f in user space, %.1f in the kernel)", cpu, cpu-sys, sys)
+		calls := ""
+		if g.Perf {
+			calls = fmt.Sprintf("; %.1f system calls, %.1f context switches", r.SyscallsPerRequest-f.Direct.SyscallsPerRequest,
+				r.SwitchesPerRequest-f.Direct.SwitchesPerRequest)
+		}
+		return fmt.Sprintf("**%.1f µs** (%.1f in user space, %.1f in the kernel%s)", cpu, cpu-sys, sys, calls)
 	}
 	fmt.Fprintf(&b, "- Each proxy's own CPU per request, upstream answering at once: bare Go proxy %s; waitroom %s "+
 		"as written, %s spelt oddly, %s session-protected", own(gwBare), own(gwProxy), own(gwSpelt), own(gwSession))
