@@ -152,6 +152,8 @@ http {
 		dir: dir, done: make(chan error, 1)}
 	n.cmd = exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", file, "-g", "daemon off;")
 	n.cmd.Stdout, n.cmd.Stderr = o.Log, o.Log
+	// Should the harness die without stopping it, nginx goes too.
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := n.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("nginx: %w", err)
