@@ -19,24 +19,12 @@ func init() {
 // testClosing: before closesAt entering is as ever; from then on nobody new
 // takes a place (closedLineDrains). A closesAt not after opensAt is refused.
 func testClosing(t *testing.T, s queue.Store, clock Clock) {
-	ctx := context.Background()
-	c := fastConfig()
-	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
-	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
-	svc.Clock = clock.Now
 	// The line closes now: set when the line is as wanted, not at an
 	// instant a slow machine could reach first.
-	closedLineDrains(t, s, clock, svc, q, func() {
-		c.ClosesAt = clock.Now().Truncate(time.Millisecond)
-		if err := svc.PutConfig(ctx, q, c); err != nil {
-			t.Fatalf("closesAt now: %v", err)
-		}
-		clock.Sleep(10 * time.Millisecond)
-	})
+	svc, q, c := closedLineDrains(t, s, clock, func(c *queue.Config) { c.ClosesAt = clock.Now().Truncate(time.Millisecond) })
 
 	c.OpensAt = c.ClosesAt
-	if err := svc.PutConfig(ctx, q, c); !errors.Is(err, queue.ErrInvalidConfig) {
+	if err := svc.PutConfig(context.Background(), q, c); !errors.Is(err, queue.ErrInvalidConfig) {
 		t.Errorf("closesAt not after opensAt: %v, want ErrInvalidConfig", err)
 	}
 }
@@ -46,11 +34,17 @@ func testClosing(t *testing.T, s queue.Store, clock Clock) {
 // once closeIt has closed q, nobody new takes a place — entering is
 // ErrQueueClosed, and a quiet line lets nobody straight in — while whoever
 // waits keeps their place and is admitted in order, whoever is READY stays
-// READY, and entering again tells each where they stand. q admits one a
-// tick.
-func closedLineDrains(t *testing.T, s queue.Store, clock Clock, svc *queue.Service, q string, closeIt func()) {
+// READY, and entering again tells each where they stand. The queue admits
+// one a tick, and is closed by closeIt's change to its config, put through
+// the service; its service, name and config are returned.
+func closedLineDrains(t *testing.T, s queue.Store, clock Clock, closeIt func(*queue.Config)) (*queue.Service, string, queue.Config) {
 	t.Helper()
 	ctx := context.Background()
+	c := fastConfig()
+	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
+	q := newQueue(t, s, c)
+	svc := queue.NewService(s, 0)
+	svc.Clock = clock.Now
 	for _, u := range []string{"a", "b", "c"} {
 		if v, err := svc.Enter(ctx, q, u); err != nil || v.State != queue.Waiting {
 			t.Fatalf("before closing, %s entering: %+v, %v", u, v, err)
@@ -59,7 +53,11 @@ func closedLineDrains(t *testing.T, s queue.Store, clock Clock, svc *queue.Servi
 	if got := admitDue(t, s, clock, q, 1); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("the first tick admitted %v, want [a]", got)
 	}
-	closeIt()
+	closeIt(&c)
+	if err := svc.PutConfig(ctx, q, c); err != nil {
+		t.Fatalf("closing the line: %v", err)
+	}
+	clock.Sleep(10 * time.Millisecond)
 
 	if _, err := svc.Enter(ctx, q, "late"); !errors.Is(err, queue.ErrQueueClosed) {
 		t.Fatalf("a newcomer after closing: %v, want ErrQueueClosed", err)
@@ -85,4 +83,5 @@ func closedLineDrains(t *testing.T, s queue.Store, clock Clock, svc *queue.Servi
 	if v, err := svc.Status(ctx, q, "late"); err != nil || v.State != queue.NotInQueue {
 		t.Fatalf("the refused newcomer: %+v, %v", v, err)
 	}
+	return svc, q, c
 }

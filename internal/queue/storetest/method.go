@@ -22,17 +22,7 @@ func init() {
 // testReject: a fifo line switched to reject at run time keeps the rule of
 // a line past its closesAt (closedLineDrains): nobody new, the line drains.
 func testReject(t *testing.T, s queue.Store, clock Clock) {
-	c := fastConfig()
-	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
-	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
-	svc.Clock = clock.Now
-	closedLineDrains(t, s, clock, svc, q, func() {
-		c.Method = queue.MethodReject
-		if err := svc.PutConfig(context.Background(), q, c); err != nil {
-			t.Fatalf("switching to reject: %v", err)
-		}
-	})
+	closedLineDrains(t, s, clock, func(c *queue.Config) { c.Method = queue.MethodReject })
 }
 
 // testPassthrough: under passthrough whoever enters is READY at once with
