@@ -12,6 +12,9 @@
 # PROFILE=DIR: also take a CPU profile of the instance during each scenario
 # (the middle of its run, 5 s; DURATION ≥ 8s) into DIR/<name>.pprof, and print
 # its top functions (go tool pprof -top), for where a request's time goes.
+# Each scenario also prints the CPU time a request cost each process (the
+# instance, Redis when this script started it, and wrk), from /proc and
+# /usr/bin/time: on two cores the three share, their sum bounds req/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -43,6 +46,7 @@ if [[ -z "${WAITROOM_REDIS_URL:-}" ]]; then
   rport=$(free_port)
   redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
   pids+=($!)
+  redis_pid=$!
   until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.1; done
   export WAITROOM_REDIS_URL="redis://127.0.0.1:$rport/0"
 fi
@@ -62,6 +66,7 @@ fi
 "$work/waitroom" serve --addr "127.0.0.1:$port" --auth-secret "$secret" --admin-token "$admin" \
   --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn "${profiling[@]}" >"$work/waitroom.log" 2>&1 &
 pids+=($!)
+waitroom_pid=$!
 base="http://127.0.0.1:$port"
 until curl -sf "$base/readyz" >/dev/null; do sleep 0.1; done
 
@@ -70,16 +75,30 @@ curl -sf -X PUT "$base/admin/v1/queues/bench" -H "Authorization: Bearer $admin" 
   -d '{"paused":true,"capacity":10000000}' >/dev/null
 "$work/jwts" -secret "$secret" -n "$USERS" >"$work/jwts.txt"
 
+cpu_ticks() { # pid: user+system clock ticks so far, 0 when not ours to read
+  [[ -n "${1:-}" && -r /proc/$1/stat ]] || { echo 0; return; }
+  awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 run() { # name method path
-  local out prof="" taker=""
+  local out prof="" taker="" w0 r0 w1 r1 n wrkcpu
   if [[ -n "${PROFILE:-}" ]]; then
     prof="$PROFILE/$1.pprof"
     (sleep 2 && curl -sf -o "$prof" "http://127.0.0.1:$mport/debug/pprof/profile?seconds=5") &
     taker=$!
   fi
+  w0=$(cpu_ticks "$waitroom_pid") r0=$(cpu_ticks "${redis_pid:-}")
   out=$(WRK_JWTS="$work/jwts.txt" WRK_METHOD=$2 WRK_PATH=$3 \
+    /usr/bin/time -f 'WRKCPU %U %S' -o "$work/wrk.time" \
     wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/wrk-users.lua "$base" | grep '^RESULT')
+  w1=$(cpu_ticks "$waitroom_pid") r1=$(cpu_ticks "${redis_pid:-}")
   echo "$1 $out"
+  # CPU µs per request: ticks are 1/100 s; wrk's user+system from time(1).
+  n=$(sed -E 's/.*req\/s=([0-9]+).*/\1/' <<<"$out")
+  wrkcpu=$(awk '/^WRKCPU/ { print $2 + $3 }' "$work/wrk.time")
+  awk -v n="$n" -v d="${DURATION%s}" -v w=$((w1 - w0)) -v r=$((r1 - r0)) -v k="$wrkcpu" 'BEGIN {
+    req = n * d; printf "  cpu_us/req instance=%.1f redis=%.1f wrk=%.1f\n", w * 1e4 / req, r * 1e4 / req, k * 1e6 / req }'
+
   if [[ -n "$prof" ]]; then
     wait "$taker"
     go tool pprof -top -nodecount=25 "$work/waitroom" "$prof" 2>/dev/null | sed 's/^/  /'
