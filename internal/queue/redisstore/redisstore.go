@@ -77,6 +77,7 @@ type rediser interface {
 type Store struct {
 	rdb    rediser
 	prefix string
+	enters enterBatches
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -192,18 +193,6 @@ func (s *Store) Upgrade(ctx context.Context) (int, error) {
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	names, err := s.rdb.SMembers(ctx, registryKey(s.prefix)).Result()
 	return names, unavailable(err)
-}
-
-// Enter implements queue.Store.
-func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, error) {
-	r, err := s.run(ctx, enterScript, name, []any{user}).Slice()
-	if err != nil {
-		return queue.Entry{}, unavailable(err)
-	}
-	if code, _ := r[0].(int64); code == -2 {
-		return queue.Entry{}, queue.ErrQueueFull
-	}
-	return parseEntry(r, enterScript)
 }
 
 // Status implements queue.Store.

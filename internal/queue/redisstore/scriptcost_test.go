@@ -20,12 +20,13 @@ import (
 
 // TestScriptCost reports what Redis itself spends on the hot scripts —
 // enter (a new user joins), status (a waiting user's place) and snapshot —
-// with WAITROOM_SCRIPT_COST_USERS in line: EVALSHA's usec_per_call from
-// INFO commandstats, and the commands each call runs inside Redis. It is a
+// with WAITROOM_SCRIPT_COST_USERS in line: EVALSHA's usec from INFO
+// commandstats per call of the store (concurrent enters share one EVALSHA:
+// enterbatch.go), and the commands each call runs inside Redis. It is a
 // measurement more than a check (the budget is TestCommandBudget): given
 // WAITROOM_SCRIPT_COST_URL, a Redis of its own that it flushes, it measures
 // at WAITROOM_SCRIPT_COST_USERS; without, it starts a redis-server and runs
-// small, so CI keeps it working (each call one EVALSHA). It uses nothing but
+// small, so CI keeps it working (each call one EVALSHA at most). It uses nothing but
 // the store's exported methods and testenv, so the same file measures an
 // older commit too (docs/benchmarks.md, "The prelude's cost"):
 //
@@ -77,6 +78,7 @@ func TestScriptCost(t *testing.T) {
 		// than the mean of one long run.
 		const batches = 10
 		var usec []float64
+		var scripts float64
 		var stats map[string]commandStat
 		for k := range batches {
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
@@ -85,10 +87,13 @@ func TestScriptCost(t *testing.T) {
 			per := calls / batches
 			parallel(t, per, func(i int) error { return s.call(k*per + i) })
 			stats = commandStats(t, rdb)
-			if got := stats["evalsha"].calls; got != int64(per) {
-				t.Fatalf("%s: %d EVALSHA for %d calls, want one each", s.name, got, per)
+			ev := stats["evalsha"]
+			if ev.calls == 0 || ev.calls > int64(per) {
+				t.Fatalf("%s: %d EVALSHA for %d calls, want one at most each", s.name, ev.calls, per)
 			}
-			usec = append(usec, stats["evalsha"].usecPerCall)
+			// Per call of the store: concurrent enters share one EVALSHA.
+			usec = append(usec, ev.usecPerCall*float64(ev.calls)/float64(per))
+			scripts += float64(ev.calls) / float64(per) / batches
 		}
 		sort.Float64s(usec)
 		var inside []string
@@ -100,8 +105,8 @@ func TestScriptCost(t *testing.T) {
 			}
 		}
 		sort.Strings(inside)
-		t.Logf("COST %s: %d in line, %d batches of %d calls: evalsha µs per call min %.2f median %.2f; %.2f commands inside per call: %s",
-			s.name, users, batches, calls/batches, usec[0], usec[batches/2], float64(n)/float64(calls/batches), strings.Join(inside, ", "))
+		t.Logf("COST %s: %d in line, %d batches of %d calls: evalsha µs per call min %.2f median %.2f; %.2f commands inside per call: %s; %.2f EVALSHA per call",
+			s.name, users, batches, calls/batches, usec[0], usec[batches/2], float64(n)/float64(calls/batches), strings.Join(inside, ", "), scripts)
 	}
 }
 
