@@ -79,7 +79,8 @@ func TestMillionMiniature(t *testing.T) {
 		t.Errorf("poller model: %+v", p)
 	}
 	for _, s := range m.Slot {
-		if s.Calls == 0 || s.Use.Scripts < int64(s.Calls) || s.Use.Redis <= 0 {
+		// Scripts ran, though fewer than calls for enter: concurrent enters share one (redisstore's enterbatch.go).
+		if s.Calls == 0 || s.Use.Scripts == 0 || s.Use.Redis <= 0 {
 			t.Errorf("slot %s: %+v", s.Script, s)
 		}
 	}
