@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -108,7 +109,7 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		fmt.Fprintf(&b, "| %s | %s | **%.1f B** | %s | %.1f B | %s | **%.1f B** | %.1f B |\n", thousands(p.Users), mb(p.RedisBytes), float64(p.RedisBytes)/float64(p.Users),
 			mb(p.InstanceHeap), float64(p.InstanceHeap)/float64(p.Users), mb(p.InstanceRSS), p.TicketBytes, p.TicketBytesLongIDs)
 	}
-	b.WriteString("\nThe instance's heap holds, per user, the ticket it remembers from the store's answer (what status polls far back are answered from) and its identity cache's verified JWT (bounded at 400,000 tokens, about 250 B each); the last two columns are the tickets alone, measured in this process on a `queue.Service` that remembered that many users, with the ids used here and with ids as long as the page's session ids (`anon-` and 32 hex digits).\n")
+	fmt.Fprintf(&b, "\nThe instance's heap holds, per user, the ticket it remembers from the store's answer (what status polls far back are answered from) and its identity cache's verified JWT (bounded at %s tokens, about 50 B each); the last two columns are the tickets alone, measured in this process on a `queue.Service` that remembered that many users, with the ids used here and with ids as long as the page's session ids (`anon-` and 32 hex digits).\n", thousands(identity.MaxVerified))
 
 	if len(m.Clients) > 0 {
 		b.WriteString("\n**The generator's own cost**, the same open-loop status load through each client:\n\n| client | offered | answered | p99 | generator CPU per request | instance CPU per request |\n|---|---|---|---|---|---|\n")
@@ -119,8 +120,8 @@ func millionMarkdown(m *MillionReport, stamp string) string {
 		fmt.Fprintf(&b, "\nThe rest of the section loads through `%s`: the less the generator takes of the two shared cores, the more the server's figures are its own.\n", ClientRaw)
 	}
 
-	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the users still waiting, in a fixed scramble of the line of %s (so no user repeats within a step, and with more users than the identity cache's 400,000 tokens every poll verifies its JWT), %v per rate, admission running at %.0f/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
-		thousands(m.Users), m.stepDuration(), m.Rate)
+	fmt.Fprintf(&b, "\n**Status polls, open loop, to the knee.** `GET …/entries/me`, each request the next of the users still waiting, in a fixed scramble of the line of %s (so no user repeats within a step; each user's JWT was verified when they entered, and the identity cache's %s tokens hold them all), %v per rate, admission running at %.0f/s. Latency from each request's intended send time. CPU per poll from `/proc/<pid>/stat` of the instance process and of the generator; Redis from `INFO cpu` and `INFO commandstats`.\n\n",
+		thousands(m.Users), thousands(identity.MaxVerified), m.stepDuration(), m.Rate)
 	b.WriteString("| offered | answered | p50 | p99 | p99.9 | generator lag p99 | failed | instance CPU/poll | generator CPU/poll | Redis commands/poll | Redis CPU/poll | from the snapshot | instance RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range m.Sweep {
 		r, n := s.Result, max(1, s.Result.Requests)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -47,22 +48,38 @@ type Identity struct {
 	// verified remembers JWTs already checked: a waiting user polls with the
 	// same token every few seconds, and verifying it (base64, JSON, HMAC) is
 	// the largest CPU cost of a status request after the network. The key is
-	// the whole token, signature included, so a forged one never hits.
-	// Two generations: when the current one is full it becomes the
+	// the whole token's SHA-256 (its first half), signature included, so a
+	// forged one never hits, and an entry is a few dozen bytes, not the
+	// token. Two generations: when the current one is full it becomes the
 	// previous one (whose hits move back to the current), so the tokens in
 	// use stay and the rest age out, in bounded memory.
 	mu                 sync.Mutex
-	verified, previous map[string]verifiedJWT
+	verified, previous map[tokenDigest]verifiedJWT
+	maxVerified        int // MaxVerified; tests set less
+}
+
+// tokenDigest is the first 16 bytes of a token's SHA-256: no two tokens
+// anyone can make share one.
+type tokenDigest [16]byte
+
+func digestOf(raw string) tokenDigest {
+	// The token's bytes read in place: a copy would be an allocation on
+	// every poll (TestHandlerAllocations), and SHA-256 only reads them.
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(raw), len(raw)))
+	return tokenDigest(sum[:16])
 }
 
 type verifiedJWT struct {
 	user string
-	exp  time.Time
+	exp  int64 // Unix ms
 }
 
-// maxVerified bounds the cache, both generations together (about 250 bytes
-// an entry); a miss only costs one verification.
-const maxVerified = 400_000
+// MaxVerified bounds the cache of verified JWTs, both generations together
+// (about 50 bytes an entry, measured by TestVerifiedCacheMemory): as many
+// users as poll one instance on a big night, each polling with the token
+// it entered with, are verified once each; a miss only costs one
+// verification (BenchmarkVerifyJWT).
+const MaxVerified = 2_000_000
 
 // DefaultSessionMaxAge is how long an anonymous session lasts unless
 // --session-max-age says otherwise: a whole sale night, however long the
@@ -118,7 +135,7 @@ func NewWith(secret []byte, o Options) *Identity {
 	}
 	return &Identity{secret: secret, sessionMaxAge: o.SessionMaxAge, now: o.Now, secureCookies: o.SecureCookies, proxies: o.Proxies,
 		parser: jwt.NewParser(checks...), audience: o.Audience, issuer: o.Issuer,
-		verified: map[string]verifiedJWT{}, previous: map[string]verifiedJWT{}}
+		verified: map[tokenDigest]verifiedJWT{}, previous: map[tokenDigest]verifiedJWT{}, maxVerified: MaxVerified}
 }
 
 // Caller is who a request is for.
@@ -156,7 +173,8 @@ func (id *Identity) User(r *http.Request) (string, error) {
 }
 
 func (id *Identity) userFromJWT(raw string) (string, error) {
-	if v, ok := id.cached(raw); ok && time.Now().Before(v.exp) {
+	key := digestOf(raw)
+	if v, ok := id.cached(key); ok && time.Now().UnixMilli() < v.exp {
 		return v.user, nil
 	}
 	tok, err := id.parser.Parse(raw, func(*jwt.Token) (any, error) { return id.secret, nil })
@@ -172,7 +190,7 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 	}
 	if exp, err := tok.Claims.GetExpirationTime(); err == nil && exp != nil {
 		id.mu.Lock()
-		id.remember(raw, verifiedJWT{user: sub, exp: exp.Time})
+		id.remember(key, verifiedJWT{user: sub, exp: exp.UnixMilli()})
 		id.mu.Unlock()
 	}
 	return sub, nil
@@ -180,26 +198,26 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 
 // cached looks a token up in both generations, moving a hit in the previous
 // one back to the current.
-func (id *Identity) cached(raw string) (verifiedJWT, bool) {
+func (id *Identity) cached(key tokenDigest) (verifiedJWT, bool) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if v, ok := id.verified[raw]; ok {
+	if v, ok := id.verified[key]; ok {
 		return v, true
 	}
-	v, ok := id.previous[raw]
+	v, ok := id.previous[key]
 	if ok {
-		delete(id.previous, raw)
-		id.remember(raw, v)
+		delete(id.previous, key)
+		id.remember(key, v)
 	}
 	return v, ok
 }
 
 // remember adds a verified token; the caller holds id.mu.
-func (id *Identity) remember(raw string, v verifiedJWT) {
-	if len(id.verified) >= maxVerified/2 {
-		id.previous, id.verified = id.verified, make(map[string]verifiedJWT, len(id.verified))
+func (id *Identity) remember(key tokenDigest, v verifiedJWT) {
+	if len(id.verified) >= id.maxVerified/2 {
+		id.previous, id.verified = id.verified, make(map[tokenDigest]verifiedJWT, len(id.verified))
 	}
-	id.verified[raw] = v
+	id.verified[key] = v
 }
 
 // NewSession returns a fresh anonymous user id and its signed cookie

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -458,21 +459,52 @@ func TestVerifiedCacheKeepsTokensInUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exp := verifiedJWT{user: "x", exp: time.Now().Add(time.Hour)}
+	id.maxVerified = 20_000 // MaxVerified's rule, at a size a test fills in a moment
+	exp := verifiedJWT{user: "x", exp: time.Now().Add(time.Hour).UnixMilli()}
 	for round := range 4 { // each round a full generation of other users
-		for i := range maxVerified / 2 {
+		for i := range id.maxVerified / 2 {
 			id.mu.Lock()
-			id.remember(fmt.Sprintf("other-%d-%d", round, i), exp)
+			id.remember(digestOf(fmt.Sprintf("other-%d-%d", round, i)), exp)
 			id.mu.Unlock()
 		}
-		if _, ok := id.cached(inUse); !ok {
+		if _, ok := id.cached(digestOf(inUse)); !ok {
 			t.Fatalf("round %d: the token in use was evicted", round)
 		}
-		if n := len(id.verified) + len(id.previous); n > maxVerified {
-			t.Fatalf("round %d: %d cached, bound %d", round, n, maxVerified)
+		if n := len(id.verified) + len(id.previous); n > id.maxVerified {
+			t.Fatalf("round %d: %d cached, bound %d", round, n, id.maxVerified)
 		}
 	}
-	if _, ok := id.cached(gone); ok {
+	if _, ok := id.cached(digestOf(gone)); ok {
 		t.Error("a token not used for two generations is still cached")
 	}
+}
+
+// TestVerifiedCacheMemory: what MaxVerified's comment says an entry costs,
+// measured: a full generation of 12-character user ids, in the heap after
+// a collection, per entry. The bound is what an operator sizes an instance
+// by (docs/operations.md): MaxVerified of them at most.
+func TestVerifiedCacheMemory(t *testing.T) {
+	id := New([]byte("secret"))
+	const n = 200_000
+	exp := time.Now().Add(time.Hour).UnixMilli()
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%07d", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	id.mu.Lock()
+	for _, u := range users {
+		id.remember(digestOf(u), verifiedJWT{user: strings.Clone(u), exp: exp}) // the user string as the claims give it: its own
+	}
+	id.mu.Unlock()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f B per verified JWT (%d cached, 12-character user ids)", per, n)
+	if per > 100 {
+		t.Errorf("%.0f B per verified JWT, more than the 100 docs/operations.md counts on (MaxVerified's comment says 50)", per)
+	}
+	runtime.KeepAlive(id)
 }
