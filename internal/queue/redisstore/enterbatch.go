@@ -126,25 +126,31 @@ func (s *Store) enterTogether(ctx context.Context, name string, batch []*enter) 
 		return
 	}
 	r, err := s.run(ctx, enterScript, name, args).Slice()
-	if err != nil {
+	var line queue.PaceState
+	var epoch int64
+	switch {
+	case err != nil:
 		err = unavailable(err)
-	} else if len(r) > 0 && r[0] == int64(-1) {
+	case len(r) > 0 && r[0] == int64(-1):
 		err = queue.ErrQueueNotFound
+	case len(r) != len(live)+1:
+		err = fmt.Errorf("enter.lua answered %d users of %d", len(r)-1, len(live))
+	default:
+		block, _ := r[len(live)].([]any)
+		p := reply{r: block}
+		line, epoch = p.paceState(0, enterScript)
+		err = p.err
 	}
 	for i, e := range live {
-		switch {
-		case err != nil:
-			e.err = err
-		case i >= len(r):
-			e.err = fmt.Errorf("enter.lua answered %d users of %d", len(r), len(live))
-		default:
-			e.entry, e.err = parseEnter(r[i])
+		if e.err = err; err == nil {
+			e.entry, e.err = parseEnter(r[i], line, epoch)
 		}
 	}
 }
 
-// parseEnter reads one user's reply of enter.lua.
-func parseEnter(v any) (queue.Entry, error) {
+// parseEnter reads one user's reply of enter.lua, with the line's state
+// its call's pace block carried.
+func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Entry, error) {
 	r, ok := v.([]any)
 	if !ok || len(r) == 0 {
 		return queue.Entry{}, fmt.Errorf("unexpected enter.lua reply %v", v)
@@ -152,5 +158,12 @@ func parseEnter(v any) (queue.Entry, error) {
 	if code, _ := r[0].(int64); code == -2 {
 		return queue.Entry{}, queue.ErrQueueFull
 	}
-	return parseEntry(r, enterScript)
+	p := reply{r: r}
+	e, at, err := p.standing()
+	if err != nil {
+		return e, err
+	}
+	line.Length = p.int(at) // the line as this user's enter left it
+	e.Pace, e.Epoch = queue.LinePace(line), epoch
+	return e, p.err
 }

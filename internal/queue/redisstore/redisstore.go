@@ -213,28 +213,39 @@ func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.E
 	return parseEntry(r, admitNowScript)
 }
 
-// parseEntry reads the reply shared by enter.lua, status.lua and
-// admit_now.lua (sc): the prelude's standing, then its pace block.
+// parseEntry reads the reply shared by status.lua and admit_now.lua (sc):
+// the prelude's standing, then its pace block.
 func parseEntry(r []any, sc *script) (queue.Entry, error) {
 	p := reply{r: r}
-	var e queue.Entry
-	var paceAt int
-	switch p.int(0) {
-	case -1:
-		return e, queue.ErrQueueNotFound
-	case 0:
-		e.State, paceAt = queue.NotInQueue, 1
-	case 1:
-		e.State, e.Position, e.Length, e.Ticket, paceAt = queue.Waiting, p.int(1), p.int(2), p.int(3), 4
-	case 2:
-		e.State, e.Token, e.ExpiresAt, paceAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC(), 3
-	case 3:
-		e.State, e.PreQueue, paceAt = queue.Waiting, true, 1
-	default:
-		return e, fmt.Errorf("unexpected script reply %v", r)
+	e, paceAt, err := p.standing()
+	if err != nil {
+		return e, err
 	}
 	e.Pace, e.Epoch = p.pace(paceAt, sc)
 	return e, p.err
+}
+
+// standing reads the prelude's standing at the start of a reply: the entry
+// without its pace, and where the rest of the reply starts.
+func (p *reply) standing() (queue.Entry, int, error) {
+	var e queue.Entry
+	switch p.int(0) {
+	case -1:
+		return e, 0, queue.ErrQueueNotFound
+	case 0:
+		e.State = queue.NotInQueue
+		return e, 1, p.err
+	case 1:
+		e.State, e.Position, e.Length, e.Ticket = queue.Waiting, p.int(1), p.int(2), p.int(3)
+		return e, 4, p.err
+	case 2:
+		e.State, e.Token, e.ExpiresAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC()
+		return e, 3, p.err
+	case 3:
+		e.State, e.PreQueue = queue.Waiting, true
+		return e, 1, p.err
+	}
+	return e, 0, fmt.Errorf("unexpected script reply %v", p.r)
 }
 
 // Snapshot implements queue.Store.

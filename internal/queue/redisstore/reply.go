@@ -148,6 +148,13 @@ func (p *reply) paceConfig(i int, sc *script) (queue.Config, error) {
 // pace reads sc's pace block from index i on: the line's Pace and its epoch
 // (0: a config written before epochs).
 func (p *reply) pace(i int, sc *script) (queue.Pace, int64) {
+	st, epoch := p.paceState(i, sc)
+	return queue.LinePace(st), epoch
+}
+
+// paceState reads sc's pace block from index i on: the line's state as
+// queue.LinePace takes it, and its epoch.
+func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 	c, err := p.paceConfig(i, sc)
 	if err != nil && p.err == nil {
 		p.err = err
@@ -159,11 +166,11 @@ func (p *reply) pace(i int, sc *script) (queue.Pace, int64) {
 	}
 	adm := func(field string) int { return i + len(sc.cfg) + slices.Index(sc.adm, field) }
 	state, end := p.opt(adm("open_state")), i+len(sc.cfg)+len(sc.adm)
-	return queue.LinePace(queue.PaceState{
+	return queue.PaceState{
 		Config: c, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1),
-	}), epoch
+	}, epoch
 }
 
 // luaList is a Lua table of strings named name, for the prelude.

@@ -14,11 +14,18 @@
 -- ARGV the user ids, in the order they came
 -- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
 --        when the config lacks a field this script needs; else one reply
---        per user, in ARGV's order:
+--        per user, in ARGV's order, each ending with the line's length as
+--        that user's pace block would carry it:
 --        {-2, length} line full
---        {1, position, length, ticket, pace...} waiting
---        {2, token, expiresAtMs, pace...} ready
---        {3, pace...} waiting for the opening, no place yet
+--        {1, position, length, ticket, paceLength} waiting
+--        {2, token, expiresAtMs, paceLength} ready
+--        {3, paceLength} waiting for the opening, no place yet
+--        then one pace block for them all, as it stands after the last:
+--        the only pace field an enter writes is moved, when someone joins
+--        an empty line, and a pace reads it only while the line is not
+--        empty, so the last one reads the same for every user. Sent once,
+--        not once a user: the block is most of an answer's values, each
+--        one Redis writes and the instance reads and allocates.
 local cfg, list, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 'opens_at'})
 if refused then
   return refused
@@ -35,7 +42,8 @@ local function enterOne(user)
     if held[1] == 1 then
       markSeen(cfg, adm, user, held[2], now)
     end
-    return pace(held, list, adm, now, length), length
+    held[#held + 1] = length
+    return held, length
   end
   if expired then -- forget it, and line up again like anyone else
     dropToken(user, 'expired', now)
@@ -46,7 +54,7 @@ local function enterOne(user)
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
   if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then
     redis.call('ZADD', K.pre, 'NX', now, user)
-    return pace({3}, list, adm, now, length), length
+    return {3, length}, length
   end
   if length == 0 then
     redis.call('HSET', K.adm, 'moved', now) -- someone starts waiting: the front has not stood still
@@ -57,11 +65,12 @@ local function enterOne(user)
   -- Tickets only grow, so the newcomer is last, behind the unplaced too.
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
-  return pace({1, position, position, ticket}, list, adm, now, length + 1), length + 1
+  return {1, position, position, ticket, length + 1}, length + 1
 end
 
 local replies = {}
 for i = 1, #ARGV do
   replies[i], length = enterOne(ARGV[i])
 end
+replies[#ARGV + 1] = pace({}, list, adm, now, length)
 return replies
