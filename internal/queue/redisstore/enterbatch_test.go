@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
@@ -99,5 +100,55 @@ func TestEnterGivenUpNeverJoins(t *testing.T) {
 	e, err := st.Status(context.Background(), "q", "gone")
 	if err != nil || e.State != queue.NotInQueue {
 		t.Fatalf("status: %+v, %v; want not in line", e, err)
+	}
+}
+
+// TestEntersTogetherReadOnePace: the enters of one call share one pace
+// block, as the line stands after the last of them (enter.lua). The one
+// pace field an enter writes is moved, when someone joins an empty line;
+// those before the join found the line empty, whose pace does not read
+// moved, and the rest see it as the join left it. So a line whose front
+// last moved an hour ago is stalled for every newcomer who finds people
+// in it, and for none of those whose first joined it empty.
+func TestEntersTogetherReadOnePace(t *testing.T) {
+	rdb := redisOfItsOwn(t)
+	ctx := context.Background()
+	st := redisstore.New(rdb, "")
+	if err := st.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil { // admitting, though nothing admits here
+		t.Fatal(err)
+	}
+	standStill := func() {
+		t.Helper()
+		if err := rdb.HSet(ctx, redisstore.KeysOf(redisstore.DefaultPrefix, "q").Cfg, "moved", time.Now().Add(-time.Hour).UnixMilli()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enterAtOnce := func(prefix string) []queue.Entry {
+		t.Helper()
+		entries, errs := make([]queue.Entry, 50), make([]error, 50)
+		var wg sync.WaitGroup
+		for i := range entries {
+			wg.Go(func() { entries[i], errs[i] = st.Enter(ctx, "q", fmt.Sprintf("%s%02d", prefix, i)) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return entries
+	}
+
+	standStill()
+	for _, e := range enterAtOnce("first") {
+		if e.Pace.Stalled {
+			t.Fatalf("stalled though the first of them joined an empty line just now: %+v", e)
+		}
+	}
+	standStill()
+	for _, e := range enterAtOnce("then") {
+		if !e.Pace.Stalled {
+			t.Fatalf("not stalled though the front last moved an hour ago: %+v", e)
+		}
 	}
 }

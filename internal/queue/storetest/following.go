@@ -402,6 +402,9 @@ func testStalled(t *testing.T, s queue.Store, clock Clock) {
 	if e := mustStatus(t, s, q, "b"); !e.Pace.Stalled {
 		t.Fatalf("nobody admitted for %v: not stalled", clock.Now().Sub(entered))
 	}
+	if e := mustEnter(t, s, q, "b"); !e.Pace.Stalled { // an enter's answer carries the same pace
+		t.Fatalf("entering again, nobody admitted for %v: not stalled", clock.Now().Sub(entered))
+	}
 	sn, err := s.Snapshot(context.Background(), q)
 	if err != nil || !sn.Pace.Stalled {
 		t.Fatalf("snapshot: stalled %v, %v", sn.Pace.Stalled, err)
@@ -420,7 +423,9 @@ func testStalled(t *testing.T, s queue.Store, clock Clock) {
 	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 2 {
 		t.Fatalf("admitted %v", got)
 	}
-	mustEnter(t, s, q, "c")
+	if e := mustEnter(t, s, q, "c"); e.Pace.Stalled {
+		t.Fatal("stalled on entering right after the front moved")
+	}
 	if e := mustStatus(t, s, q, "c"); e.Pace.Stalled {
 		t.Fatal("stalled right after the front moved")
 	}
