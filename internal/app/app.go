@@ -568,16 +568,29 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, pr
 	if err != nil {
 		return nil, err
 	}
+	reading, err := c.Reading()
+	if err != nil {
+		return nil, err
+	}
+	m.Logger.Info(hostsLine(reading))
 	signer, err := m.entrySigner()
 	if err != nil {
 		return nil, err
 	}
 	return gateway.New(gateway.Options{
-		Upstream: upstream, Routes: routes, CaseSensitive: c.ProtectCaseSensitive, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
+		Upstream: upstream, Routes: routes, Reading: reading, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: m.guard, Signer: signer, Metrics: m.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
 		Proxies: proxies, Bypass: m.bypass, Degraded: m.degraded, Logger: m.Logger,
 	})
+}
+
+// hostsLine says at start which reading of the patterns' hosts applies.
+func hostsLine(rd gateway.Reading) string {
+	if rd.DistinctHosts {
+		return "gateway: --hosts distinct: a host-qualified pattern applies to its host and to hosts no pattern names"
+	}
+	return "gateway: --hosts shared: a pattern's host is ignored, its path is protected on every host (--hosts distinct if the backend serves the patterns' hosts apart)"
 }
 
 // entrySigner is --entry-signing-key; without it, the embedded default

@@ -110,8 +110,17 @@ type Config struct {
 	// ProtectCaseSensitive compares paths with the patterns as written
 	// (by default without case, as many backends route).
 	ProtectCaseSensitive bool
-	Prefix               string // where waitroom's own routes live
-	UpstreamTimeout      time.Duration
+	// Hosts is "shared" (a pattern's host is ignored: its path is
+	// protected on every host) or "distinct" (the backend serves the
+	// patterns' hosts apart).
+	Hosts string
+	// MethodOverride lists the method overrides the backend honours
+	// (gateway.Reading.MethodOverrides); PathAllow the loosenings of the
+	// gateway's path checks.
+	MethodOverride  []string
+	PathAllow       []string
+	Prefix          string // where waitroom's own routes live
+	UpstreamTimeout time.Duration
 	// EntrySigningKey is a PEM file of Ed25519 keys for X-Waitroom-Entry
 	// (empty: one kept in DataDir on the embedded default, else a random
 	// one per start).
@@ -232,6 +241,9 @@ func (c *Config) GatewayFlags(fs *flag.FlagSet) {
 	fs.Var(&listFlag{vals: &c.Protect}, "protect", "a route whose use spends an entry token when the upstream answers 2xx: 'METHOD /pattern' in Go ServeMux syntax, optionally followed by ' queue=NAME' (repeatable; ';' separates several in one value)")
 	fs.Var(&listFlag{vals: &c.ProtectSession}, "protect-session", "a route that needs a valid entry token but keeps it, for the pages of a multi-step checkout; same syntax as --protect (repeatable)")
 	fs.BoolVar(&c.ProtectCaseSensitive, "protect-case-sensitive", false, "compare request paths with the --protect and --protect-session patterns as written; by default case is ignored (/CHECKOUT is /checkout), since Express, ASP.NET Core and others route without case: set it only for a backend known to compare case")
+	fs.StringVar(&c.Hosts, "hosts", "shared", "how the backend treats the hosts --protect patterns name: shared (default: a pattern's host is ignored and its path protected on every host, as Jetty, Flask and Express serve any Host) or distinct (the backend really serves those hosts as separate sites: a pattern applies to its host and to hosts no pattern names)")
+	fs.Var(&listFlag{vals: &c.MethodOverride}, "method-override", "the method overrides the backend honours: X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, _method (the query field), or none (no override, a body's included); those not named are removed before forwarding, and a POST with a body to a protected path is protected whatever method its route names unless none is given (repeatable; ',' or ';' separates several)")
+	fs.Var(&listFlag{vals: &c.PathAllow}, "path-allow", "let a path form the gateway refuses stand under a prefix: 'encoded-slash /files/' (%2F, %5C, a backslash), 'encoded-percent /search/' (%25), 'path-params /shop/' (';' where a protected route may match); the gateway then protects the path if any reading of it is protected (repeatable)")
 	fs.StringVar(&c.Prefix, "prefix", gateway.DefaultPrefix, "path under which waitroom serves its own API, pages, admin, metrics and probes")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", 30*time.Second, "how long to wait for the upstream's response headers; beyond it 504, and the entry token is kept")
 	fs.StringVar(&c.EntryIssuer, "entry-issuer", "", "X-Waitroom-Entry's iss, which backends check: the gateway's public URL, e.g. https://shop.example.com/_waitroom; empty: --prefix")
@@ -513,10 +525,35 @@ func (c Config) Routes() ([]gateway.Route, error) {
 			rs = append(rs, r)
 		}
 	}
-	if err := gateway.CheckRoutes(rs, c.Prefix, c.ProtectCaseSensitive); err != nil {
+	rd, err := c.Reading()
+	if err != nil {
+		return nil, err
+	}
+	if err := gateway.CheckRoutes(rs, c.Prefix, rd); err != nil {
 		return nil, fmt.Errorf("--protect/--protect-session: %v", err)
 	}
 	return rs, nil
+}
+
+// Reading is how the backend reads requests: --protect-case-sensitive,
+// --hosts, --method-override, --path-allow.
+func (c Config) Reading() (gateway.Reading, error) {
+	rd := gateway.Reading{CaseSensitive: c.ProtectCaseSensitive, PathAllow: c.PathAllow}
+	switch c.Hosts {
+	case "", "shared":
+	case "distinct":
+		rd.DistinctHosts = true
+	default:
+		return rd, fmt.Errorf("--hosts %q: want shared or distinct", c.Hosts)
+	}
+	for _, v := range c.MethodOverride {
+		for o := range strings.SplitSeq(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				rd.MethodOverrides = append(rd.MethodOverrides, o)
+			}
+		}
+	}
+	return rd, nil
 }
 
 // BypassRules are --bypass, parsed, their files read, with the client

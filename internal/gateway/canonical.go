@@ -1,9 +1,8 @@
 package gateway
 
 import (
-	"bytes"
-	"io"
-	"mime"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,33 +10,103 @@ import (
 	"unicode/utf8"
 )
 
-// Backends do not agree on what a request line means. Tomcat, Jetty and
-// Spring drop ";…" path parameters before routing; Flask and Symfony
-// upper-case the method; Express and ASP.NET Core compare paths without
-// case; Rails reads "/checkout.json" as /checkout; PHP runs
-// "/checkout.php/x" as checkout.php; Rack and Symfony take the method from
-// X-HTTP-Method-Override or a _method field; Express resolves no dot
-// segments while nginx does; some decode %2F into a slash and some keep it
-// in the segment. The gateway cannot know which backend it fronts, so it
-// reads every request all of those ways and protects it when any reading
-// names a protected route (DESIGN.md, "Gateway mode reads requests as
-// backends do").
+// The gateway reads each request one way, and what it forwards is that
+// reading: the method upper-cased, the path decoded once with its dot
+// segments removed and its slashes merged, the query without the method
+// overrides the backend is not said to honour. A request it cannot read
+// one way only (an encoded "/", a double encoding, a raw "#", a Connection
+// header naming one of its end-to-end headers…) is refused with 400 before
+// any backend sees it. So a backend cannot run a protected handler by
+// reading the request differently: it is handed the reading that was
+// judged (DESIGN.md, "Gateway mode forwards what it judged"; Envoy closed
+// CVE-2019-9901 the same way).
+//
+// Two things no reading of the request line settles stay open, and the
+// gateway takes the strict side of both: a body may name another method
+// (Rails, Laravel, Spring, Express read _method from forms and JSON, in
+// encodings no one can enumerate), so a request with a body is matched
+// under every method the patterns name unless --method-override none says
+// the backend honours no override; and routing conventions that read one
+// path as another (an extension, a trailing slash, case) are matched as
+// routes.readAs says.
 
-// canonical is a request as the gateway matches it: every method a
-// backend may take it for, the host, and every path a backend may read.
-type canonical struct {
-	// methods: the request's own, upper-cased, first; then every method an
-	// override header or _method query field names.
-	methods []string
-	// host: Host lower-cased (and case-folded), without port or trailing
-	// dots.
-	host string
-	// paths: the readings of the path, the normalised one first.
-	paths []reading
+// Errors of a request the gateway refuses to read (400). The answer names
+// the check that refused it in "reason".
+var (
+	// ErrUnreadablePath: a path backends read in more than one way.
+	ErrUnreadablePath = errors.New("the path can be read more than one way")
+	// ErrUnreadableHeader: a Connection header that would make a proxy
+	// drop what the gateway read the request with.
+	ErrUnreadableHeader = errors.New("a header makes the request readable more than one way")
+	// ErrMethodOverride: a method override the backend honours, spelt so
+	// that backends may read it as different methods.
+	ErrMethodOverride = errors.New("the method override can be read more than one way")
+)
+
+// refusal is a request refused before any matching: the sentinel it
+// answers as, the check that refused it and why.
+type refusal struct {
+	err    error
+	reason string
+	detail string
 }
 
-// reading is one way to read a path: its segments (decoded; a segment may
-// hold a "/" that a backend keeps as data) and whether it ends in a slash.
+func (r *refusal) Error() string              { return r.err.Error() + ": " + r.detail }
+func (r *refusal) Unwrap() error              { return r.err }
+func (r *refusal) Details() map[string]string { return map[string]string{"reason": r.reason} }
+
+func refusePath(reason, format string, args ...any) *refusal {
+	return &refusal{ErrUnreadablePath, reason, fmt.Sprintf(format, args...)}
+}
+
+func refuseHeader(reason, format string, args ...any) *refusal {
+	return &refusal{ErrUnreadableHeader, reason, fmt.Sprintf(format, args...)}
+}
+
+func refuseOverride(format string, args ...any) *refusal {
+	return &refusal{ErrMethodOverride, reasonMethodOverride, fmt.Sprintf(format, args...)}
+}
+
+// The reasons a refusal names (docs/gateway.md, "What the gateway refuses").
+const (
+	reasonFragment       = "fragment"
+	reasonEncodedSlash   = "encoded_slash"
+	reasonEncodedPercent = "encoded_percent"
+	reasonControl        = "control_character"
+	reasonUTF8           = "invalid_utf8"
+	reasonAboveRoot      = "above_root"
+	reasonPathParameter  = "path_parameter"
+	reasonBadEscape      = "bad_escape"
+	reasonConnection     = "connection"
+	reasonMethodOverride = "method_override"
+)
+
+// judged is a request as the gateway reads it, and as it forwards it.
+type judged struct {
+	// method: the request's own, upper-cased; forwarded.
+	method string
+	// overrides: the methods the overrides the backend honours name
+	// (--method-override), each read as backends read it.
+	overrides []string
+	// anyMethod: a body that may name another method (a _method field);
+	// the request is matched under every method the patterns name.
+	anyMethod bool
+	// host: the Host as a backend compares it with a name it serves.
+	host string
+	// path is the canonical path as forwarded (escaped); rawQuery the
+	// query as forwarded.
+	path, rawQuery string
+	// readings: the canonical path decoded (case-folded unless the
+	// gateway compares case), then the readings a loosening (--path-allow)
+	// lets stand beside it.
+	readings []reading
+	// found: what the path holds that a loosening covers.
+	found pathFeature
+}
+
+// reading is a path as a router sees it: its decoded segments (a segment
+// may hold a "/" under the encoded-slash loosening) and whether it ends in
+// a slash.
 type reading struct {
 	segs     []string
 	trailing bool
@@ -80,70 +149,570 @@ func escapeSegment(s string) string {
 // allocation).
 func plainSegment(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,=:@", c) >= 0) {
+		if !pathByte(s[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// maxDecodes bounds how many times a path is percent-decoded: enough for a
-// double (and triple) encoding, which some backends and WAF-fronted stacks
-// undo, but no loop on "%25252525…".
-const maxDecodes = 3
+// pathByte: c stands for itself in a path as the gateway forwards it: an
+// unreserved character, a sub-delimiter, ":" or "@" (RFC 3986 pchar).
+func pathByte(c byte) bool {
+	return unreserved(c) || strings.IndexByte("!$&'()*+,;=:@", c) >= 0
+}
 
-// canonicalRequest reads r as the backends may: the method and its
-// overrides from the headers and the query (not the body: overrides.go),
-// the host, and the path readings. foldCase folds the case of paths.
-func canonicalRequest(r *http.Request, foldCase bool) canonical {
-	c := canonical{methods: []string{canonicalMethod(r.Method)}, host: canonicalHost(r.Host)}
-	var pathOverrides []string
-	for k, vs := range r.Header {
+func unreserved(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// pathFeature is something in a path that backends read two ways, which
+// the gateway refuses unless a loosening (--path-allow) lets it stand
+// under a prefix.
+type pathFeature uint8
+
+const (
+	// encodedSlash: %2F, %5C or a raw "\": a separator to some backends
+	// (Werkzeug and Jetty decode the path, then split it; IIS and Tomcat
+	// take "\" for "/"), data to others.
+	encodedSlash pathFeature = 1 << iota
+	// encodedPercent: %25, a double encoding a backend that decodes twice
+	// reads as another path.
+	encodedPercent
+	// pathParams: ";", which servlet containers and Spring cut from every
+	// segment and others keep (refused only where a protected route may
+	// match either reading).
+	pathParams
+)
+
+// pathFeatures names each loosening as --path-allow takes it.
+var pathFeatures = []struct {
+	name    string
+	feature pathFeature
+	reason  string
+}{
+	{"encoded-slash", encodedSlash, reasonEncodedSlash},
+	{"encoded-percent", encodedPercent, reasonEncodedPercent},
+	{"path-params", pathParams, reasonPathParameter},
+}
+
+// canonicalPath reads the escaped path of a request target the one way the
+// gateway forwards it: each escape decoded once (an unreserved character
+// written plainly, anything else escaped again as %XX in upper case), dot
+// segments removed as RFC 3986 §5.2.4 does, repeated slashes merged. It
+// returns that path escaped, its decoded reading, and what it found that
+// only a loosening lets stand; or why it cannot read it one way.
+func canonicalPath(raw string) (string, reading, pathFeature, *refusal) {
+	var found pathFeature
+	var segs []string // decoded
+	var escs []string // as forwarded
+	var seg, esc strings.Builder
+	flush := func() {
+		segs, escs = append(segs, seg.String()), append(escs, esc.String())
+		seg.Reset()
+		esc.Reset()
+	}
+	for i := 1; i < len(raw); i++ {
+		c := raw[i]
 		switch {
-		case isMethodOverrideHeader(k):
-			for _, v := range vs {
-				c.methods = addMethods(c.methods, v)
+		case c == '/':
+			flush()
+			continue
+		case c == '%':
+			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
+				return "", reading{}, 0, refusePath(reasonBadEscape, "%q is not an escape", raw[i:min(i+3, len(raw))])
 			}
-		case sameHeader(k, "X-Original-URL"), sameHeader(k, "X-Rewrite-URL"):
-			// IIS, Symfony (before 4.1.3) and Zend read the path from these
-			// instead of the request line.
-			for _, v := range vs {
-				if p := overridePath(v); p != "" {
-					pathOverrides = append(pathOverrides, p)
+			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
+			i += 2
+			switch {
+			case c == '/' || c == '\\':
+				found |= encodedSlash
+			case c == '%':
+				found |= encodedPercent
+			case c == ';':
+				found |= pathParams
+			}
+			if unreserved(c) {
+				esc.WriteByte(c)
+			} else {
+				fmt.Fprintf(&esc, "%%%02X", c)
+			}
+		case c == '#':
+			return "", reading{}, 0, refusePath(reasonFragment, "a raw '#': backends end the target there, the gateway cannot")
+		case c == '\\':
+			found |= encodedSlash
+			esc.WriteString("%5C")
+		case c == ';':
+			found |= pathParams
+			esc.WriteByte(c)
+		case pathByte(c):
+			esc.WriteByte(c)
+		default:
+			fmt.Fprintf(&esc, "%%%02X", c)
+		}
+		if c < 0x20 || c == 0x7f {
+			return "", reading{}, 0, refusePath(reasonControl, "a control character (%#02x) in the path", c)
+		}
+		seg.WriteByte(c)
+	}
+	flush()
+	// Dot segments first, empty ones kept (RFC 3986 §5.2.4: in
+	// "/api//../buy" the ".." removes the empty segment, as Jetty reads
+	// it), then the empty segments merged.
+	var outSegs, outEscs []string
+	trailing := false
+	for i, s := range segs {
+		if !utf8.ValidString(s) {
+			return "", reading{}, 0, refusePath(reasonUTF8, "the path is not UTF-8 once decoded")
+		}
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			trailing = trailing || last
+		case "..":
+			if len(outSegs) == 0 {
+				return "", reading{}, 0, refusePath(reasonAboveRoot, "'..' above the root")
+			}
+			outSegs, outEscs = outSegs[:len(outSegs)-1], outEscs[:len(outEscs)-1]
+			trailing = trailing || last
+		default:
+			outSegs, outEscs = append(outSegs, s), append(outEscs, escs[i])
+			trailing = last && s == ""
+		}
+	}
+	p := reading{trailing: trailing}
+	var b strings.Builder
+	for i, s := range outSegs {
+		if s == "" {
+			continue
+		}
+		p.segs = append(p.segs, s)
+		b.WriteByte('/')
+		b.WriteString(outEscs[i])
+	}
+	if p.trailing || len(p.segs) == 0 {
+		b.WriteByte('/')
+	}
+	return b.String(), p, found, nil
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// pathAllowance is one --path-allow: a feature let stand in the paths under
+// a prefix.
+type pathAllowance struct {
+	feature pathFeature
+	prefix  reading // folded unless the gateway compares case
+}
+
+// parsePathAllow reads a --path-allow value: "KIND /prefix/", KIND one of
+// encoded-slash, encoded-percent, path-params.
+func parsePathAllow(v string, fold bool) (pathAllowance, error) {
+	kind, prefix, _ := strings.Cut(strings.TrimSpace(v), " ")
+	prefix = strings.TrimSpace(prefix)
+	a := pathAllowance{}
+	var names []string
+	for _, f := range pathFeatures {
+		names = append(names, f.name)
+		if f.name == kind {
+			a.feature = f.feature
+		}
+	}
+	if a.feature == 0 {
+		return a, fmt.Errorf("%q: the kind must be one of %s", v, strings.Join(names, ", "))
+	}
+	if !strings.HasPrefix(prefix, "/") {
+		return a, fmt.Errorf("%q: want 'KIND /path/prefix/', e.g. 'encoded-slash /files/'", v)
+	}
+	_, p, found, err := canonicalPath(prefix)
+	if err != nil || found != 0 {
+		return a, fmt.Errorf("%q: the prefix must be a plain path", v)
+	}
+	if fold {
+		p = foldReading(p)
+	}
+	a.prefix = p
+	return a, nil
+}
+
+// covers reports whether the allowance lets f stand in the path p: p's
+// first segments are the prefix's, whole.
+func (a pathAllowance) covers(f pathFeature, p reading) bool {
+	if a.feature != f || len(p.segs) < len(a.prefix.segs) {
+		return false
+	}
+	for i, s := range a.prefix.segs {
+		if p.segs[i] != s {
+			return false
+		}
+	}
+	return true
+}
+
+// A reader reads requests for the backend the gateway fronts, as the
+// operator described it (Reading).
+type reader struct {
+	fold bool
+	// overrideHeaders: the method-override headers the backend honours;
+	// overrideQuery: it honours a _method field in the query;
+	// bodyOverride: it may honour one in the body (unless "none").
+	overrideHeaders []string
+	overrideQuery   bool
+	bodyOverride    bool
+	allow           []pathAllowance
+}
+
+// Reading describes the backend the gateway fronts, as far as reading its
+// requests goes (gateway mode's --protect-case-sensitive, --hosts,
+// --method-override and --path-allow).
+type Reading struct {
+	// CaseSensitive compares paths with the patterns as written; by
+	// default case is ignored, as Express and ASP.NET Core route.
+	CaseSensitive bool
+	// DistinctHosts: the backend really serves the hosts the patterns name
+	// apart. By default a host-qualified pattern protects its path on every
+	// host (Jetty, Flask and Express as usually set up ignore Host).
+	DistinctHosts bool
+	// MethodOverrides the backend honours: X-HTTP-Method-Override,
+	// X-HTTP-Method, X-Method-Override, _method (the query field), or
+	// "none" (no override at all, a body's included). Those not named are
+	// removed before forwarding.
+	MethodOverrides []string
+	// PathAllow lets a feature the gateway refuses stand under a prefix:
+	// "encoded-slash /files/", "encoded-percent /search/",
+	// "path-params /shop/".
+	PathAllow []string
+}
+
+// methodOverrideHeaders are the headers frameworks take the method from:
+// Rack::MethodOverride's and Symfony's X-HTTP-Method-Override, OData's and
+// Microsoft's X-HTTP-Method, Express method-override's X-Method-Override.
+var methodOverrideHeaders = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
+
+// methodOverrideField is the form field frameworks take the method from.
+const methodOverrideField = "_method"
+
+// newReader checks a Reading.
+func newReader(rd Reading) (*reader, error) {
+	r := &reader{fold: !rd.CaseSensitive, bodyOverride: true}
+	for _, o := range rd.MethodOverrides {
+		switch o = strings.TrimSpace(o); {
+		case o == "none":
+			if len(rd.MethodOverrides) > 1 {
+				return nil, errors.New("--method-override none: the backend honours no override, so name no other")
+			}
+			r.bodyOverride = false
+		case o == methodOverrideField:
+			r.overrideQuery = true
+		default:
+			known := false
+			for _, h := range methodOverrideHeaders {
+				if strings.EqualFold(o, h) {
+					r.overrideHeaders, known = append(r.overrideHeaders, h), true
 				}
+			}
+			if !known {
+				return nil, fmt.Errorf("--method-override %q: want none, _method or one of %s", o, strings.Join(methodOverrideHeaders, ", "))
 			}
 		}
 	}
-	for _, v := range formValues(r.URL.RawQuery, "_method") {
-		c.methods = addMethods(c.methods, v)
+	for _, v := range rd.PathAllow {
+		a, err := parsePathAllow(v, r.fold)
+		if err != nil {
+			return nil, fmt.Errorf("--path-allow %w", err)
+		}
+		r.allow = append(r.allow, a)
 	}
-	c.paths = pathReadings(r.URL.EscapedPath(), foldCase)
-	for _, p := range pathOverrides {
-		c.paths = appendReadings(c.paths, pathReadings(p, foldCase)...)
+	return r, nil
+}
+
+// allowed reports whether a loosening lets f stand in the path p.
+func (rd *reader) allowed(f pathFeature, p reading) bool {
+	for _, a := range rd.allow {
+		if a.covers(f, p) {
+			return true
+		}
 	}
-	return c
+	return false
+}
+
+// read reads r one way, or says why it cannot. The ";" check needs the
+// routes and is the table's (routes.match).
+func (rd *reader) read(r *http.Request) (judged, *refusal) {
+	j := judged{method: canonicalMethod(r.Method), host: canonicalHost(r.Host)}
+	target := r.RequestURI
+	if target == "" { // a request made in process, not read off the wire
+		target = r.URL.RequestURI()
+	}
+	if target == "*" { // OPTIONS *: no path, nothing to protect
+		j.path = target
+		return j, nil
+	}
+	if strings.IndexByte(target, '#') >= 0 {
+		return j, refusePath(reasonFragment, "a raw '#': backends end the target there, the gateway cannot")
+	}
+	rawPath, rawQuery, _ := strings.Cut(target, "?")
+	path, p, found, ref := canonicalPath(rawPath)
+	if ref != nil {
+		return j, ref
+	}
+	if rd.fold {
+		p = foldReading(p)
+	}
+	j.path, j.readings, j.found = path, []reading{p}, found
+	for _, f := range pathFeatures[:2] { // path-params: routes.match, where it knows the routes
+		if found&f.feature == 0 {
+			continue
+		}
+		if !rd.allowed(f.feature, p) {
+			return j, refusePath(f.reason, "%s: read as a separator by some backends, as data by others (--path-allow %s PREFIX lets it stand)", what(f.feature), f.name)
+		}
+		j.readings = appendReadings(j.readings, rd.alternatives(f.feature, j.readings)...)
+	}
+	if ref := rd.headers(r, &j); ref != nil {
+		return j, ref
+	}
+	if ref := rd.query(rawQuery, &j); ref != nil {
+		return j, ref
+	}
+	// Every framework that takes the method from a body (Rack, Symfony and
+	// Laravel, Spring's HiddenHttpMethodFilter, ASP.NET Core, Express's
+	// method-override) does so on a POST only.
+	j.anyMethod = rd.bodyOverride && j.method == http.MethodPost && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	return j, nil
+}
+
+func what(f pathFeature) string {
+	switch f {
+	case encodedSlash:
+		return "an encoded '/' or a backslash"
+	case encodedPercent:
+		return "an encoded '%' (a double encoding)"
+	}
+	return "a ';' where a protected route may match"
+}
+
+// alternatives are the other readings of each path in ps that feature f,
+// let stand, makes: "%2F" and "\" as separators; a second decoding; ";…"
+// cut from every segment. Dot segments are resolved again in each (never
+// above the root).
+func (rd *reader) alternatives(f pathFeature, ps []reading) []reading {
+	var out []reading
+	for _, p := range ps {
+		var segs []string
+		for _, s := range p.segs {
+			switch f {
+			case encodedSlash:
+				segs = append(segs, strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' })...)
+			case encodedPercent:
+				if d, err := url.PathUnescape(s); err == nil {
+					s = d
+				}
+				segs = append(segs, strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' })...)
+			case pathParams:
+				if i := strings.IndexByte(s, ';'); i >= 0 {
+					s = s[:i]
+				}
+				if s != "" {
+					segs = append(segs, s)
+				}
+			}
+		}
+		q := reading{segs: resolveDots(segs), trailing: p.trailing}
+		if rd.fold {
+			q = foldReading(q)
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// resolveDots resolves "." and ".." segments, never above the root.
+func resolveDots(segs []string) []string {
+	out := make([]string, 0, len(segs))
+	for _, s := range segs {
+		switch s {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// hopByHop are the Connection options a request may name: what browsers,
+// curl and proxies send. A Connection naming anything else makes a proxy
+// drop that header after the gateway judged the request with it
+// (Connection: close, Content-Type turns a text body into a form for
+// Rack), so it is refused.
+var hopByHop = []string{"keep-alive", "close", "upgrade", "te", "http2-settings", "proxy-connection"}
+
+// headers checks Connection and reads the honoured method overrides.
+func (rd *reader) headers(r *http.Request, j *judged) *refusal {
+	for _, v := range r.Header["Connection"] {
+		for opt := range strings.SplitSeq(v, ",") {
+			opt = strings.TrimSpace(opt)
+			ok := opt == ""
+			for _, h := range hopByHop {
+				ok = ok || strings.EqualFold(opt, h)
+			}
+			if !ok {
+				return refuseHeader(reasonConnection, "Connection names %q: a proxy would drop it after the gateway read the request with it", opt)
+			}
+		}
+	}
+	if len(rd.overrideHeaders) == 0 {
+		return nil
+	}
+	var named []string
+	for k, vs := range r.Header {
+		for _, h := range rd.overrideHeaders {
+			if sameHeader(k, h) {
+				named = append(named, vs...)
+			}
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	m, ok := overrideMethod(named)
+	if !ok {
+		return refuseOverride("a method override must name one method, once, in letters")
+	}
+	j.overrides = append(j.overrides, m)
+	return nil
+}
+
+// overrideMethod is the one method an honoured override names: a single
+// value of ASCII letters, space around it trimmed; anything else (two
+// values, a list, a byte a backend trims or folds its own way, as Node
+// trims a no-break space) cannot be read one way.
+func overrideMethod(vs []string) (string, bool) {
+	if len(vs) != 1 {
+		return "", false
+	}
+	m := strings.Trim(vs[0], " \t")
+	if m == "" {
+		return "", false
+	}
+	for i := 0; i < len(m); i++ {
+		if c := m[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return "", false
+		}
+	}
+	return strings.ToUpper(m), true
+}
+
+// query removes from the query every field a backend may read as
+// _method, unless the backend honours it; then it must be spelt plainly,
+// once.
+func (rd *reader) query(raw string, j *judged) *refusal {
+	j.rawQuery = raw
+	if raw == "" || !containsFold(raw, "method") && strings.IndexByte(raw, '%') < 0 {
+		return nil // no field can be named _method
+	}
+	var kept []string
+	var named []string
+	changed := false
+	for field := range strings.SplitSeq(raw, "&") {
+		// Rack 2 also splits at ";": a part after one is a field of its own.
+		var keep []string
+		for part := range strings.SplitSeq(field, ";") {
+			name, value, _ := strings.Cut(part, "=")
+			if !overrideField(name) {
+				keep = append(keep, part)
+				continue
+			}
+			if rd.overrideQuery && name == methodOverrideField {
+				named = append(named, unescapeQuery(value))
+				keep = append(keep, part)
+				continue
+			}
+			if rd.overrideQuery {
+				return refuseOverride("%q in the query: _method spelt another way", name)
+			}
+			changed = true
+		}
+		if len(keep) > 0 {
+			kept = append(kept, strings.Join(keep, ";"))
+		}
+	}
+	if len(named) > 0 {
+		m, ok := overrideMethod(named)
+		if !ok {
+			return refuseOverride("_method must name one method, once, in letters")
+		}
+		j.overrides = append(j.overrides, m)
+	}
+	if changed {
+		j.rawQuery = strings.Join(kept, "&")
+	}
+	return nil
+}
+
+// overrideField reports whether a backend may read the query field named
+// raw as _method: decoded (up to three times, "+" as a space), trimmed,
+// without case, with PHP's mangling (" ", "." and "[" read as "_") and
+// qs's brackets ("_method[]", "_method[x]").
+func overrideField(raw string) bool {
+	if !containsFold(raw, "method") && strings.IndexByte(raw, '%') < 0 {
+		return false
+	}
+	name := raw
+	for range 3 {
+		d := unescapeQuery(name)
+		if d == name {
+			break
+		}
+		name = d
+	}
+	if i := strings.IndexByte(name, 0); i >= 0 {
+		name = name[:i] // a C string ends there
+	}
+	name = strings.ToLower(strings.TrimFunc(name, func(r rune) bool { return unicode.IsSpace(r) || r < 0x20 || r == utf8.RuneError }))
+	if i := strings.IndexByte(name, '['); i > 0 && strings.IndexByte(name[i:], ']') > 0 {
+		name = name[:i] // qs and PHP read "_method[]" as the field _method
+	}
+	name = strings.Map(func(r rune) rune {
+		if r == ' ' || r == '.' || r == '[' || r == '+' {
+			return '_'
+		}
+		return r
+	}, name)
+	return name == methodOverrideField
+}
+
+// unescapeQuery decodes a query name or value as form decoders do ("+" a
+// space); one that does not decode is read as it is.
+func unescapeQuery(s string) string {
+	if d, err := url.QueryUnescape(s); err == nil {
+		return d
+	}
+	return s
 }
 
 // canonicalMethod is the method as backends that upper-case it read it.
 func canonicalMethod(m string) string {
-	m = strings.TrimSpace(m)
 	for i := 0; i < len(m); i++ {
 		if c := m[i]; c >= 'a' && c <= 'z' {
 			return strings.ToUpper(m)
 		}
 	}
 	return m
-}
-
-// addMethods adds the methods an override value names ("PUT", or a list).
-func addMethods(ms []string, v string) []string {
-	for part := range strings.SplitSeq(v, ",") {
-		if m := canonicalMethod(part); m != "" && !contains(ms, m) {
-			ms = append(ms, m)
-		}
-	}
-	return ms
 }
 
 func contains(ss []string, s string) bool {
@@ -155,11 +724,8 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// methodOverrideHeaders are the headers frameworks take the method from:
-// Rack::MethodOverride's and Symfony's X-HTTP-Method-Override, OData's and
-// Microsoft's X-HTTP-Method, Express method-override's X-Method-Override.
-var methodOverrideHeaders = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
-
+// isMethodOverrideHeader: one of methodOverrideHeaders, in any spelling a
+// backend reads as it.
 func isMethodOverrideHeader(k string) bool {
 	for _, h := range methodOverrideHeaders {
 		if sameHeader(k, h) {
@@ -200,52 +766,6 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-// overridePath is the path of an X-Original-URL value (a path, or a URL).
-func overridePath(v string) string {
-	v = strings.TrimSpace(v)
-	if !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
-		u, err := url.Parse(v)
-		if err != nil {
-			return ""
-		}
-		return u.EscapedPath()
-	}
-	if i := strings.IndexAny(v, "?#"); i >= 0 {
-		v = v[:i]
-	}
-	return v
-}
-
-// formValues returns the values of the field named key (compared without
-// case or surrounding space) in an urlencoded string, splitting on "&" and
-// on ";" as Rack 2 does. A field that cannot be decoded is read raw.
-func formValues(q, key string) []string {
-	if q == "" || strings.IndexByte(q, '%') < 0 && !containsFold(q, key[1:]) {
-		return nil // neither the name nor an escape that could spell it
-	}
-	var vs []string
-	for q != "" {
-		var pair string
-		if i := strings.IndexAny(q, "&;"); i >= 0 {
-			pair, q = q[:i], q[i+1:]
-		} else {
-			pair, q = q, ""
-		}
-		k, v, _ := strings.Cut(pair, "=")
-		if d, err := url.QueryUnescape(k); err == nil {
-			k = d
-		}
-		if !strings.EqualFold(strings.TrimSpace(k), key) {
-			continue
-		}
-		if d, err := url.QueryUnescape(v); err == nil {
-			v = d
-		}
-		vs = append(vs, v)
-	}
-	return vs
-}
-
 // containsFold reports whether s holds sub (lower-case ASCII) in any case,
 // without allocating.
 func containsFold(s, sub string) bool {
@@ -270,174 +790,12 @@ func canonicalHost(h string) string {
 	return strings.TrimRight(foldCase(h), ".")
 }
 
-// pathReadings returns the readings of an escaped path, the normalised one
-// first, without duplicates. Three things backends disagree on make up to
-// eight readings, each combination of:
-//   - decoding: the whole path until nothing changes (at most maxDecodes
-//     times), backslashes and an encoded "/" as separators; or each
-//     segment once, an encoded "/" kept in it (ServeMux, Express, Rails);
-//   - ";…" parameters: removed from every segment (servlet containers,
-//     Spring); or kept;
-//   - dot segments: resolved (most); or kept as data (Express, Node).
-//
-// Repeated slashes are collapsed in all. Each reading is then case-folded
-// (foldCase), and also read truncated where a backend written in C would
-// stop (a NUL) or where a decoded "#" or "?" would end the path, and with
-// trailing spaces and control characters trimmed, as several backends trim
-// them.
-func pathReadings(escaped string, fold bool) []reading {
-	if escaped == "" || escaped[0] != '/' {
-		return nil // "*" (OPTIONS) and the like: no path to protect
-	}
-	if plainPath(escaped) {
-		// The common case: one reading, the path as sent.
-		p := reading{segs: splitSegments(escaped[1:]), trailing: strings.HasSuffix(escaped, "/")}
-		if fold {
-			p = foldReading(p)
-		}
-		return []reading{p}
-	}
-	var decodings [][]string
-	full := escaped
-	for range maxDecodes {
-		d, err := url.PathUnescape(full)
-		if err != nil || d == full {
-			break
-		}
-		full = d
-	}
-	full = strings.ReplaceAll(full, `\`, "/")
-	decodings = append(decodings, splitSegments(full[1:]))
-	trailing := []bool{strings.HasSuffix(full, "/")}
-	var once []string
-	for seg := range strings.SplitSeq(escaped[1:], "/") {
-		if d, err := url.PathUnescape(seg); err == nil {
-			seg = d
-		}
-		if seg != "" {
-			once = append(once, seg)
-		}
-	}
-	decodings = append(decodings, once)
-	trailing = append(trailing, strings.HasSuffix(escaped, "/"))
-
-	var out []reading
-	for i, segs := range decodings {
-		for _, strip := range []bool{true, false} {
-			s := segs
-			if strip {
-				if s = stripParams(segs); s == nil {
-					continue // no parameters: the same as kept
-				}
-			}
-			for _, resolve := range []bool{true, false} {
-				r := s
-				if resolve {
-					if r = resolveDots(s); r == nil {
-						continue
-					}
-				}
-				p := reading{segs: r, trailing: trailing[i]}
-				if fold {
-					p = foldReading(p)
-				}
-				out = appendReadings(out, p)
-				if t, ok := truncated(p); ok {
-					out = appendReadings(out, t)
-					p = t
-				}
-				if t, ok := trimmed(p); ok {
-					out = appendReadings(out, t)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// plainPath: no percent sign, no backslash, no ";", no dot segment and no
-// repeated slash: every backend reads such a path the same way.
-func plainPath(p string) bool {
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '%', '\\', ';':
-			return false
-		case '/':
-			rest := p[i+1:]
-			if strings.HasPrefix(rest, "/") || rest == "." || rest == ".." ||
-				strings.HasPrefix(rest, "./") || strings.HasPrefix(rest, "../") {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// splitSegments splits a path (without its leading slash) into its
-// non-empty segments.
-func splitSegments(p string) []string {
-	var segs []string
-	for seg := range strings.SplitSeq(p, "/") {
-		if seg != "" {
-			segs = append(segs, seg)
-		}
-	}
-	return segs
-}
-
-// stripParams removes ";…" from every segment, dropping those left empty;
-// nil when no segment has parameters.
-func stripParams(segs []string) []string {
-	found := false
-	for _, s := range segs {
-		found = found || strings.IndexByte(s, ';') >= 0
-	}
-	if !found {
-		return nil
-	}
-	out := make([]string, 0, len(segs))
-	for _, s := range segs {
-		if i := strings.IndexByte(s, ';'); i >= 0 {
-			s = s[:i]
-		}
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// resolveDots resolves "." and ".." segments (never above the root); nil
-// when there are none.
-func resolveDots(segs []string) []string {
-	found := false
-	for _, s := range segs {
-		found = found || s == "." || s == ".."
-	}
-	if !found {
-		return nil
-	}
-	out := make([]string, 0, len(segs))
-	for _, s := range segs {
-		switch s {
-		case ".":
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-		default:
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// truncated is p cut before its first NUL, "#" or "?" (decoded: a raw one
-// never gets this far): where a C string ends, or where a backend that
-// decodes before it splits the query or fragment off would end the path.
+// truncated is p cut before its first decoded "#" or "?": where a backend
+// that decodes the target before it splits the query or fragment off
+// would end the path.
 func truncated(p reading) (reading, bool) {
 	for i, s := range p.segs {
-		if j := strings.IndexAny(s, "\x00#?"); j >= 0 {
+		if j := strings.IndexAny(s, "#?"); j >= 0 {
 			segs := append(append([]string(nil), p.segs[:i]...), s[:j])
 			if s[:j] == "" {
 				segs = segs[:i]
@@ -448,8 +806,8 @@ func truncated(p reading) (reading, bool) {
 	return reading{}, false
 }
 
-// trimmed is p without the spaces and control characters at its end, which
-// several backends trim ("/checkout%20", "/checkout%09", "/checkout%00").
+// trimmed is p without the spaces at its end, which several backends trim
+// ("/checkout%20").
 func trimmed(p reading) (reading, bool) {
 	n := len(p.segs)
 	if n == 0 {
@@ -484,9 +842,14 @@ func appendReadings(ps []reading, add ...reading) []reading {
 }
 
 func foldReading(p reading) reading {
-	segs := make([]string, len(p.segs))
+	segs := p.segs
 	for i, s := range p.segs {
-		segs[i] = foldCase(s)
+		if f := foldCase(s); f != s {
+			if &segs[0] == &p.segs[0] {
+				segs = append([]string(nil), p.segs...)
+			}
+			segs[i] = f
+		}
 	}
 	return reading{segs: segs, trailing: p.trailing}
 }
@@ -526,69 +889,4 @@ func foldCase(s string) string {
 		i += n
 	}
 	return b.String()
-}
-
-// maxOverrideBody bounds the body the gateway reads to find a _method
-// field: a form that carries one is small.
-const maxOverrideBody = 16 << 10
-
-// bodyKind is what a body may say about the method.
-type bodyKind int
-
-const (
-	bodySilent     bodyKind = iota // none, or a type no framework reads fields from
-	bodyForm                       // an urlencoded or untyped form the gateway reads
-	bodyJSON                       // JSON the gateway reads (Laravel takes _method from it)
-	bodyUnreadable                 // may name a method the gateway cannot read cheaply
-)
-
-// bodyKindOf tells, from the headers alone, whether r's body may name a
-// method: a form (or an untyped body: Rack parses it as one) or JSON of a
-// known length within maxOverrideBody is read; a multipart form, a longer
-// or chunked one, or a Content-Type nobody can parse, is not.
-func bodyKindOf(r *http.Request) bodyKind {
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return bodySilent
-	}
-	kind := bodyForm
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		media, _, err := mime.ParseMediaType(ct)
-		switch {
-		case err != nil:
-			return bodyUnreadable
-		case media == "multipart/form-data":
-			return bodyUnreadable
-		case media == "application/json" || strings.HasSuffix(media, "+json"):
-			kind = bodyJSON
-		case media != "application/x-www-form-urlencoded":
-			return bodySilent
-		}
-	}
-	if r.ContentLength < 0 || r.ContentLength > maxOverrideBody {
-		return bodyUnreadable
-	}
-	return kind
-}
-
-// bodyOverride reads the body of a form or JSON (bodyKindOf) ahead and puts
-// it back, so the upstream gets the same bytes, and returns the values of
-// its _method fields; unknown when it may name any method (JSON that
-// mentions _method, or a body that broke off).
-func bodyOverride(r *http.Request, kind bodyKind) (methods []string, unknown bool) {
-	buf := make([]byte, r.ContentLength)
-	n, err := io.ReadFull(r.Body, buf)
-	r.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(buf[:n]), r.Body), Closer: r.Body}
-	switch {
-	case err != nil:
-		return nil, true
-	case kind == bodyJSON:
-		return nil, containsFold(string(buf), "_method")
-	}
-	return formValues(string(buf), "_method"), false
-}
-
-// replayBody is a body read ahead and put back in front of what is left.
-type replayBody struct {
-	io.Reader
-	io.Closer
 }

@@ -96,9 +96,9 @@ type Options struct {
 	Upstream *url.URL
 	// Routes are the protected routes.
 	Routes []Route
-	// CaseSensitive compares paths with the patterns as written; by
-	// default case is ignored, as Express and ASP.NET Core do.
-	CaseSensitive bool
+	// Reading describes how the backend reads requests: case, hosts, the
+	// method overrides it honours, the loosenings of the path checks.
+	Reading Reading
 	// Prefix is where waitroom's own routes are served (DefaultPrefix).
 	Prefix string
 	// UpstreamTimeout bounds the wait for the upstream's response headers.
@@ -161,7 +161,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	o.EntryIssuer = cmp.Or(o.EntryIssuer, o.Prefix)
 	o.EntryAudience = cmp.Or(o.EntryAudience, o.Upstream.String())
-	rt, err := newRoutes(o.Routes, o.Prefix, o.CaseSensitive)
+	rt, err := newRoutes(o.Routes, o.Prefix, o.Reading)
 	if err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
@@ -203,7 +203,9 @@ func ValidUpstream(u *url.URL) error {
 }
 
 // ServeHTTP routes a request: waitroom's own under the prefix, a protected
-// route through the line, everything else straight to the upstream.
+// route through the line, everything else straight to the upstream. What
+// goes upstream is the request as the gateway read it (routes.match): one
+// that cannot be read one way is refused first.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if absoluteForm(r) {
 		g.o.API.WriteError(w, r, fmt.Errorf("%w: send the path (%s), not a whole URL", ErrRequestTarget, r.URL.RequestURI()))
@@ -216,13 +218,64 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusRecorder{ResponseWriter: w}
 	route := "proxy"
-	if v := g.routes.match(r); v.protected {
-		route = "protected " + v.route.Pattern
-		g.protected(sw, r, v)
-	} else {
-		g.proxy.ServeHTTP(sw, r)
+	j, v, ref := g.routes.match(r)
+	switch {
+	case ref != nil:
+		route = "refused"
+		g.o.API.WriteError(sw, r, ref)
+	case underPrefix(j.path, g.o.Prefix): // "/x/../_waitroom/…"
+		g.api.ServeHTTP(w, asJudged(r, j))
+		return
+	default:
+		r = asJudged(r, j)
+		dropUpgrade(r.Header)
+		if r.ContentLength != 0 && r.Body != http.NoBody {
+			// Read the rest of the upload while the answer goes out: Go's
+			// server would otherwise close the request body once the
+			// answer's headers are written, and the proxy, still copying it
+			// upstream, would cut the answer short (issue 35).
+			http.NewResponseController(w).EnableFullDuplex()
+		}
+		if v.protected {
+			route = "protected " + v.route.Pattern
+			g.protected(sw, r, v)
+		} else {
+			g.proxy.ServeHTTP(sw, r)
+		}
 	}
 	g.o.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
+}
+
+// asJudged is r as the gateway read it: its method upper-cased, its path
+// canonical, its query without the overrides the backend does not honour.
+// A request already so (nearly all) is r itself.
+func asJudged(r *http.Request, j judged) *http.Request {
+	if r.Method == j.method && r.URL.RawQuery == j.rawQuery && (j.path == "*" || r.URL.EscapedPath() == j.path) {
+		return r
+	}
+	out := new(http.Request)
+	*out = *r
+	u := *r.URL
+	out.URL, out.Method = &u, j.method
+	if j.path != "*" {
+		u.Path, _ = url.PathUnescape(j.path) // the gateway's own escaping: it decodes
+		u.RawPath = j.path
+	}
+	u.RawQuery = j.rawQuery
+	out.RequestURI = u.RequestURI()
+	return out
+}
+
+// dropUpgrade removes an Upgrade to anything but WebSocket (h2c, TLS…):
+// the request goes on as a plain HTTP/1.1 one. Only a WebSocket handshake
+// is a request the gateway has read; what follows it is the backend's.
+func dropUpgrade(h http.Header) {
+	up := h["Upgrade"]
+	if len(up) == 0 || len(up) == 1 && strings.EqualFold(strings.TrimSpace(up[0]), "websocket") {
+		return
+	}
+	delete(h, "Upgrade")
+	delete(h, "Http2-Settings")
 }
 
 // absoluteForm reports a request whose target is a whole URL ("POST
@@ -288,6 +341,8 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 			delete(out, k)
 		case isForwardingHeader(k) && (!trusted || strings.IndexByte(k, '_') >= 0):
 			delete(out, k) // only a trusted proxy's, and never a spelling no proxy writes
+		case isMethodOverrideHeader(k) && !g.honoured(k), isPathOverrideHeader(k):
+			delete(out, k) // the method and path are the ones the gateway judged
 		}
 	}
 	g.forwardedFor(pr, trusted)
@@ -323,13 +378,46 @@ type bypassKey struct{}
 // its queue's store is away (--on-store-error admit), for rewrite.
 type degradedKey struct{}
 
-// isForwardingHeader: a header a proxy writes to say where a request came
-// from and how. Backends build absolute URLs (password-reset links
-// included) from them, and trust the client address in them.
+// forwardingHeaders are the headers proxies and CDNs write to say where a
+// request came from and how. Backends build absolute URLs (password-reset
+// links included) from them, and trust the client address in them.
+var forwardingHeaders = []string{
+	"Forwarded", "X-Forwarded", "Forwarded-For", "X-Real-IP", "X-Client-IP", "Client-IP", "True-Client-IP",
+	"CF-Connecting-IP", "Fastly-Client-IP", "X-Cluster-Client-IP", "X-Original-Forwarded-For", "X-Originating-IP",
+	"X-Remote-IP", "X-Remote-Addr", "X-ProxyUser-Ip", "Front-End-Https", "X-Url-Scheme",
+	"X-Host", "X-Original-Host", "X-HTTP-Host-Override",
+}
+
+// isForwardingHeader: one of forwardingHeaders or X-Forwarded-*, in any
+// spelling a backend reads as it.
 func isForwardingHeader(k string) bool {
-	return sameHeader(k, "Forwarded") || hasHeaderPrefix(k, "X-Forwarded-") || sameHeader(k, "X-Real-IP") ||
-		sameHeader(k, "X-Client-IP") || sameHeader(k, "True-Client-IP") || sameHeader(k, "Front-End-Https") ||
-		sameHeader(k, "X-Url-Scheme")
+	if hasHeaderPrefix(k, "X-Forwarded-") {
+		return true
+	}
+	for _, h := range forwardingHeaders {
+		if sameHeader(k, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPathOverrideHeader: a header some backends take the path from instead
+// of the request line (IIS's URL Rewrite, Symfony before 4.1.3, Zend): the
+// path forwarded is the one the gateway judged, so these never pass.
+func isPathOverrideHeader(k string) bool {
+	return sameHeader(k, "X-Original-URL") || sameHeader(k, "X-Rewrite-URL")
+}
+
+// honoured reports an override header the backend honours
+// (--method-override): it is forwarded, read as the backend reads it.
+func (g *Gateway) honoured(k string) bool {
+	for _, h := range g.routes.reader.overrideHeaders {
+		if sameHeader(k, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // forwardedFor sets the forwarding headers of this hop. From a trusted
@@ -581,15 +669,19 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, f))
 	var aborted any
 	call := func(context.Context) (o spend.Outcome) {
-		// The proxy aborts the connection with a panic when the response
-		// breaks off after its status went out: decide the token by that
-		// status first, then let the panic go on.
+		// The proxy aborts the connection with a panic when the answer
+		// breaks off after its status went out: the client did not get it
+		// whole, so the token is kept whatever the status said; then the
+		// panic goes on.
 		defer func() {
 			if v := recover(); v != nil {
-				aborted, o = v, outcomeOf(f, w.status)
+				aborted, o = v, spend.Failed
 			}
 		}()
 		g.proxy.ServeHTTP(w, r)
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return spend.Failed // the end of the answer did not reach the client
+		}
 		return outcomeOf(f, w.status)
 	}
 	t := spend.Token{Queue: rt.Queue, User: user, Value: token}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -38,7 +39,7 @@ func ParseRoute(s string, consume bool) (Route, error) {
 	if r.Pattern == "" {
 		return Route{}, fmt.Errorf("%q: empty pattern (want e.g. 'POST /checkout')", s)
 	}
-	if _, err := newRoutes([]Route{r}, "", true); err != nil {
+	if _, err := newRoutes([]Route{r}, "", Reading{CaseSensitive: true, DistinctHosts: true}); err != nil {
 		return Route{}, err
 	}
 	return r, nil
@@ -46,10 +47,11 @@ func ParseRoute(s string, consume bool) (Route, error) {
 
 // CheckRoutes checks the routes together: as ServeMux would (two patterns
 // that match the same requests with neither more specific are refused,
-// comparing paths without case unless caseSensitive), and that none would
-// take a path of waitroom's own under prefix.
-func CheckRoutes(rs []Route, prefix string, caseSensitive bool) error {
-	_, err := newRoutes(rs, prefix, caseSensitive)
+// comparing paths without case unless rd.CaseSensitive, and hosts only
+// under rd.DistinctHosts), that none would take a path of waitroom's own
+// under prefix, and rd itself.
+func CheckRoutes(rs []Route, prefix string, rd Reading) error {
+	_, err := newRoutes(rs, prefix, rd)
 	return err
 }
 
@@ -57,10 +59,14 @@ func CheckRoutes(rs []Route, prefix string, caseSensitive bool) error {
 type routes struct {
 	mux *http.ServeMux
 	// byPattern: each route by the pattern registered for it (its path
-	// case-folded unless caseSensitive).
+	// case-folded unless caseSensitive, its host dropped unless
+	// distinctHosts).
 	byPattern     map[string]Route
 	caseSensitive bool
-	// hosts: the hosts the patterns name (folded), as a set and in order.
+	// reader reads each request the one way it is forwarded.
+	reader *reader
+	// hosts: the hosts the patterns name (folded), as a set and in order;
+	// empty unless the backend serves them apart (--hosts distinct).
 	hosts    map[string]bool
 	hostList []string
 	// methods: the methods the patterns name, in order ("" for none).
@@ -79,9 +85,13 @@ type routes struct {
 }
 
 // newRoutes builds the table, with CheckRoutes's checks.
-func newRoutes(rs []Route, prefix string, caseSensitive bool) (t *routes, err error) {
+func newRoutes(rs []Route, prefix string, rd Reading) (t *routes, err error) {
+	caseSensitive := rd.CaseSensitive
 	t = &routes{mux: http.NewServeMux(), byPattern: map[string]Route{}, caseSensitive: caseSensitive,
 		hosts: map[string]bool{}, firstLiterals: map[string]bool{}}
+	if t.reader, err = newReader(rd); err != nil {
+		return nil, err
+	}
 	noop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	given := map[string]bool{}
 	for _, r := range rs {
@@ -93,12 +103,20 @@ func newRoutes(rs []Route, prefix string, caseSensitive bool) (t *routes, err er
 		if !caseSensitive {
 			host, p = foldCase(host), foldPatternPath(p)
 		}
+		named := host != ""
+		if !rd.DistinctHosts {
+			host = "" // the path, on every host
+		}
 		registered := host + p
 		if method != "" {
 			registered = method + " " + registered
 		}
 		if err := register(t.mux, registered, noop); err != nil {
-			if !caseSensitive && strings.Contains(err.Error(), "conflicts") {
+			switch {
+			case !strings.Contains(err.Error(), "conflicts"):
+			case named && !rd.DistinctHosts:
+				err = fmt.Errorf("%w (a pattern's host is ignored: the backend may serve its path on any host; --hosts distinct if it really serves the hosts apart)", err)
+			case !caseSensitive:
 				err = fmt.Errorf("%w (paths are compared without case; --protect-case-sensitive compares them as written)", err)
 			}
 			return nil, fmt.Errorf("%q: %w", r.Pattern, err)
@@ -201,13 +219,15 @@ var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
 
 // verdict is what the table says of a request.
 type verdict struct {
-	// route is the protected route the request is for: the first any
-	// reading matched (the method as sent and the normalised path first).
+	// route is the protected route the request is for: the first matched,
+	// under the request's own method first. Its Consume is set when any
+	// route the request matched spends the entry: the strictest applies.
 	route     Route
 	protected bool
-	// other is the pattern of a second route another reading matched: a
-	// backend may read the request as either, so it is not forwarded
-	// (ErrAmbiguousRoute). Empty when every reading agrees.
+	// other is the pattern of a route of another queue the request also
+	// matched (say under the method a body may name): its entry would be
+	// checked for one queue while the backend may run the other's route,
+	// so it is not forwarded (ErrAmbiguousRoute).
 	other string
 }
 
@@ -215,65 +235,76 @@ func (v *verdict) add(rt Route) {
 	switch {
 	case !v.protected:
 		v.route, v.protected = rt, true
-	case v.other == "" && rt.Pattern != v.route.Pattern:
+	case rt.Queue != v.route.Queue && v.other == "":
 		v.other = rt.Pattern
 	}
+	v.route.Consume = v.route.Consume || rt.Consume
 }
 
-// match says which protected route r is for: r is protected when any way
-// a backend may read it (canonicalRequest: every method, every path
-// reading; bodyOverride: a _method field in the body) matches a pattern.
-// It may read a form body ahead, and then puts it back.
-func (t *routes) match(r *http.Request) verdict {
+// match reads r the one way it is forwarded (reader.read) and says which
+// protected route it is for: under its own method, the method an honoured
+// override names, and, for a POST with a body (which may name a method
+// the gateway does not read), every method a pattern names. A ";" where a
+// protected route may match either way a backend reads it is refused
+// unless --path-allow path-params lets it stand.
+func (t *routes) match(r *http.Request) (judged, verdict, *refusal) {
+	j, ref := t.reader.read(r)
 	var v verdict
-	if len(t.byPattern) == 0 {
-		return v
+	if ref != nil || len(t.byPattern) == 0 || len(j.readings) == 0 {
+		return j, v, ref
 	}
-	c := canonicalRequest(r, !t.caseSensitive)
-	t.find(&v, c, c.methods)
-	// A _method field in the body matters only where a pattern for another
-	// method matches the path: look there first, read the body only then.
-	kind := bodyKindOf(r)
-	if kind == bodySilent {
-		return v
-	}
-	var others []string
-	for _, m := range t.methods {
-		if m != "" && !contains(c.methods, m) {
-			others = append(others, m)
+	if j.found&pathParams != 0 {
+		cut := t.reader.alternatives(pathParams, j.readings)
+		stripped := appendReadings(j.readings, cut...)
+		if !t.reader.allowed(pathParams, j.readings[0]) && !t.reader.allowed(pathParams, cut[0]) {
+			var any verdict
+			if t.find(&any, j.host, stripped, t.methods); any.protected {
+				return j, v, refusePath(reasonPathParameter, "%s: servlet containers cut ';…' from a segment, others keep it (--path-allow path-params PREFIX lets it stand)", what(pathParams))
+			}
+			return j, v, nil // neither reading is protected
 		}
+		j.readings = stripped
 	}
-	var there verdict
-	if t.find(&there, c, others); !there.protected {
-		return v
+	methods := append([]string{j.method}, j.overrides...)
+	if j.anyMethod {
+		methods = append(methods, t.methods...)
 	}
-	if kind == bodyUnreadable {
-		t.find(&v, c, others)
-		return v
-	}
-	named, unknown := bodyOverride(r, kind)
-	if unknown {
-		named = others
-	}
-	t.find(&v, c, named)
-	return v
+	t.find(&v, j.host, j.readings, methods)
+	return j, v, nil
 }
 
-// find adds to v the routes the request matches under methods.
-func (t *routes) find(v *verdict, c canonical, methods []string) {
+// find adds to v the routes the path readings match under methods, on the
+// host.
+func (t *routes) find(v *verdict, host string, readings []reading, methods []string) {
 	hosts := t.hostList
-	if t.hosts[c.host] {
-		hosts = []string{c.host}
+	if t.hosts[host] {
+		hosts = []string{host}
 	} else if len(hosts) == 0 {
 		hosts = []string{""}
 	}
-	// Any Host but one the patterns name may be any of them: a backend
-	// serves its default site for a name (or an address) it does not
-	// know, and many ignore Host altogether.
+	// Under --hosts distinct, any Host but one the patterns name may be
+	// any of them: a backend serves its default site for a name (or an
+	// address) it does not know.
+	var paths []reading
+	for _, p := range readings {
+		paths = appendReadings(paths, p)
+		if q, ok := truncated(p); ok {
+			paths, p = appendReadings(paths, q), q
+		}
+		if q, ok := trimmed(p); ok {
+			paths = appendReadings(paths, q)
+		}
+	}
 	probe := &http.Request{URL: &url.URL{}}
-	for _, m := range methods {
+	for i, m := range methods {
+		if m == "" {
+			m = http.MethodGet // a pattern without a method matches any
+		}
+		if slices.Contains(methods[:i], m) {
+			continue
+		}
 		probe.Method = m
-		for _, p := range c.paths {
+		for _, p := range paths {
 			if !t.mayMatch(p) {
 				continue
 			}
@@ -283,7 +314,7 @@ func (t *routes) find(v *verdict, c canonical, methods []string) {
 					if rt, ok := t.lookup(probe, q); ok {
 						v.add(rt)
 					}
-					return v.other == "" // two routes: nothing more to learn
+					return v.other == "" // another queue: nothing more to learn
 				})
 				if v.other != "" {
 					return

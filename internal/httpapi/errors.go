@@ -88,6 +88,9 @@ var errorTable = []struct {
 	{gateway.ErrUnsafeReturn, errorRow{http.StatusBadRequest, "invalid_return", 0}},
 	{gateway.ErrAmbiguousRoute, errorRow{http.StatusBadRequest, "ambiguous_route", 0}},
 	{gateway.ErrRequestTarget, errorRow{http.StatusBadRequest, "invalid_request_target", 0}},
+	{gateway.ErrUnreadablePath, errorRow{http.StatusBadRequest, "invalid_path", 0}},
+	{gateway.ErrUnreadableHeader, errorRow{http.StatusBadRequest, "invalid_header", 0}},
+	{gateway.ErrMethodOverride, errorRow{http.StatusBadRequest, "invalid_method_override", 0}},
 }
 
 // noteError looks err up in the table, logs it when it is unexpected or a
