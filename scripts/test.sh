@@ -11,7 +11,8 @@
 # (real backends behind gateway mode) from Debian packages when they are
 # missing, installs the npm tools tools/npm pins (npm ci, cached by the lock
 # file's hash: the linter, the TypeScript tools, axe-core for the pages'
-# accessibility audit), starts throwaway Redis
+# accessibility audit, Express 4 with body-parser and method-override for
+# the gateway's differential fuzzer), starts throwaway Redis
 # and PostgreSQL servers on free loopback ports, exports their URLs as
 # WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
 # `go test -race`, and always stops the servers and removes their temp dirs
