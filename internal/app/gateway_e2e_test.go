@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -977,5 +978,44 @@ func TestGatewayUserJWTAudience(t *testing.T) {
 	}
 	if r := p.do("POST", "/buy", jwtFor("waitroom", "https://login.shop.example"), nil, "Accept", "application/json"); r.status != 201 {
 		t.Fatalf("the right audience and issuer on a quiet line: %d %s", r.status, r.raw)
+	}
+}
+
+// An answer that breaks off after a 2xx status went out did not reach the
+// client whole: the entry is kept, and the user can try again (issue 35).
+func TestGatewayKeepsTheEntryOfACutAnswer(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+		w.WriteHeader(http.StatusOK)
+		w.Write(make([]byte, 100<<10))
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler) // the connection drops mid-answer
+	}))
+	t.Cleanup(upstream.Close)
+	p := bootGateway(t, backend{name: "embedded"}, upstream.URL, []string{"--protect", "POST /buy"}, nil)
+	p.setPaused(true)
+	tok := p.admitted("alice")
+	for attempt := 1; attempt <= 2; attempt++ {
+		req, _ := http.NewRequest("POST", p.base+"/buy", nil)
+		req.Header.Set("Authorization", p.as("alice"))
+		req.Header.Set("X-Entry-Token", tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || err == nil {
+			t.Fatalf("attempt %d: %d, %d bytes, %v: want a 200 cut short", attempt, res.StatusCode, got, err)
+		}
+		if st := p.status("alice"); st != "READY" {
+			t.Fatalf("after attempt %d cut short: %s, want READY (the entry kept)", attempt, st)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("the upstream was called %d times, want 2: the kept entry let the user try again", n)
 	}
 }

@@ -203,59 +203,10 @@ var pathFeatures = []struct {
 // returns that path escaped, its decoded reading, and what it found that
 // only a loosening lets stand; or why it cannot read it one way.
 func canonicalPath(raw string) (string, reading, pathFeature, *refusal) {
-	var found pathFeature
-	var segs []string // decoded
-	var escs []string // as forwarded
-	var seg, esc strings.Builder
-	flush := func() {
-		segs, escs = append(segs, seg.String()), append(escs, esc.String())
-		seg.Reset()
-		esc.Reset()
+	segs, escs, found, ref := decodeSegments(raw)
+	if ref != nil {
+		return "", reading{}, 0, ref
 	}
-	for i := 1; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c == '/':
-			flush()
-			continue
-		case c == '%':
-			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
-				return "", reading{}, 0, refusePath(reasonBadEscape, "%q is not an escape", raw[i:min(i+3, len(raw))])
-			}
-			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
-			i += 2
-			switch {
-			case c == '/' || c == '\\':
-				found |= encodedSlash
-			case c == '%':
-				found |= encodedPercent
-			case c == ';':
-				found |= pathParams
-			}
-			if unreserved(c) {
-				esc.WriteByte(c)
-			} else {
-				fmt.Fprintf(&esc, "%%%02X", c)
-			}
-		case c == '#':
-			return "", reading{}, 0, refusePath(reasonFragment, "a raw '#': backends end the target there, the gateway cannot")
-		case c == '\\':
-			found |= encodedSlash
-			esc.WriteString("%5C")
-		case c == ';':
-			found |= pathParams
-			esc.WriteByte(c)
-		case pathByte(c):
-			esc.WriteByte(c)
-		default:
-			fmt.Fprintf(&esc, "%%%02X", c)
-		}
-		if c < 0x20 || c == 0x7f {
-			return "", reading{}, 0, refusePath(reasonControl, "a control character (%#02x) in the path", c)
-		}
-		seg.WriteByte(c)
-	}
-	flush()
 	// Dot segments first, empty ones kept (RFC 3986 §5.2.4: in
 	// "/api//../buy" the ".." removes the empty segment, as Jetty reads
 	// it), then the empty segments merged.
@@ -294,6 +245,63 @@ func canonicalPath(raw string) (string, reading, pathFeature, *refusal) {
 		b.WriteByte('/')
 	}
 	return b.String(), p, found, nil
+}
+
+// decodeSegments splits an escaped path at its raw slashes into segments,
+// each decoded once (segs) and as it will be forwarded (escs), and notes
+// what it holds that backends read two ways.
+func decodeSegments(raw string) (segs, escs []string, found pathFeature, ref *refusal) {
+	var seg, esc strings.Builder
+	flush := func() {
+		segs, escs = append(segs, seg.String()), append(escs, esc.String())
+		seg.Reset()
+		esc.Reset()
+	}
+	for i := 1; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '/':
+			flush()
+			continue
+		case c == '%':
+			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
+				return nil, nil, 0, refusePath(reasonBadEscape, "%q is not an escape", raw[i:min(i+3, len(raw))])
+			}
+			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
+			i += 2
+			switch c {
+			case '/', '\\':
+				found |= encodedSlash
+			case '%':
+				found |= encodedPercent
+			case ';':
+				found |= pathParams
+			}
+			if unreserved(c) {
+				esc.WriteByte(c)
+			} else {
+				fmt.Fprintf(&esc, "%%%02X", c)
+			}
+		case c == '#':
+			return nil, nil, 0, refusePath(reasonFragment, "a raw '#': backends end the target there, the gateway cannot")
+		case c == '\\':
+			found |= encodedSlash
+			esc.WriteString("%5C")
+		case c == ';':
+			found |= pathParams
+			esc.WriteByte(c)
+		case pathByte(c):
+			esc.WriteByte(c)
+		default:
+			fmt.Fprintf(&esc, "%%%02X", c)
+		}
+		if c < 0x20 || c == 0x7f {
+			return nil, nil, 0, refusePath(reasonControl, "a control character (%#02x) in the path", c)
+		}
+		seg.WriteByte(c)
+	}
+	flush()
+	return segs, escs, found, nil
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

@@ -204,6 +204,7 @@ func TestBackends(t *testing.T) {
 					t.Errorf("%d hits, want the %d requests':\n%q", len(got), len(want), got)
 				}
 			})
+			t.Run("through the gateway", func(t *testing.T) { fuzzThroughGateway(t, b) })
 		})
 	}
 }

@@ -1,0 +1,94 @@
+//go:build linux
+
+package difffuzz_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+)
+
+// shortRequests is how many generated requests each backend gets in the
+// test command: the short run (bench/run.sh --fuzz runs the long one).
+// WAITROOM_DIFFFUZZ_REQUESTS sets another count.
+const shortRequests = 5000
+
+// fuzzThroughGateway is the short differential run against b: the
+// regression cases, the benign requests and shortRequests generated ones,
+// each sent straight to b and through the gateway in front of it. Nothing
+// may reach a protected handler through the gateway, and no benign
+// request may be answered by the gateway instead of b.
+func fuzzThroughGateway(t *testing.T, b *difffuzz.Backend) {
+	n := shortRequests
+	if v := os.Getenv("WAITROOM_DIFFFUZZ_REQUESTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("WAITROOM_DIFFFUZZ_REQUESTS=%q: %v", v, err)
+		}
+	}
+	gw, err := difffuzz.StartGateway(t.Context(), "http://"+b.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+
+	t.Run("benign requests pass", func(t *testing.T) {
+		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: gw.Addr, Extra: difffuzz.Benign})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Leaks != 0 || rep.FalseProtections != 0 || rep.DirectProtected != 0 {
+			t.Errorf("%d leaks, %d false protections, %d protected straight (want none):\n%s\n%s",
+				rep.Leaks, rep.FalseProtections, rep.DirectProtected, strings.Join(rep.LeakExamples, "\n"), strings.Join(rep.FalseExamples, "\n"))
+		}
+	})
+	t.Run(fmt.Sprintf("%d regressions and %d generated", len(difffuzz.Regressions), n), func(t *testing.T) {
+		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: gw.Addr, Extra: difffuzz.Regressions, Requests: n, Seed: 35})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(summary(rep))
+		if rep.Leaks != 0 {
+			t.Errorf("%d requests reached a protected handler through the gateway without an entry:\n%s", rep.Leaks, strings.Join(rep.LeakExamples, "\n"))
+		}
+		// The run proves something only if the attacks are real here.
+		if rep.DirectProtected < n/10 {
+			t.Errorf("only %d of %d requests ran a protected handler sent straight to %s: the run proves little", rep.DirectProtected, rep.Requests, b.Name)
+		}
+		if rep.NoAnswer > rep.Requests/20 {
+			t.Errorf("%d of %d requests got no answer on one side", rep.NoAnswer, rep.Requests)
+		}
+	})
+}
+
+// summary is the report as a few lines: the totals, the classes with their
+// counts, the gateway's answers on the false protections.
+func summary(r *difffuzz.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d requests, %d ran a protected handler straight, %d through the gateway (leaks), %d false protections, %d without an answer on one side\n",
+		r.Backend, r.Requests, r.DirectProtected, r.Leaks, r.FalseProtections, r.NoAnswer)
+	classes := slices.Sorted(func(yield func(string) bool) {
+		for k := range r.ByClass {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range classes {
+		c := r.ByClass[k]
+		fmt.Fprintf(&b, "  %-20s %6d requests %6d protected straight %3d leaks %6d false\n", k, c.Requests, c.DirectProtected, c.Leaks, c.FalseProtections)
+	}
+	var whys []string
+	for why, n := range r.FalseBy {
+		whys = append(whys, fmt.Sprintf("%s: %d", why, n))
+	}
+	sort.Strings(whys)
+	fmt.Fprintf(&b, "  false protections by the gateway's answer: %s", strings.Join(whys, "; "))
+	return b.String()
+}
