@@ -24,6 +24,10 @@
 #                                      # that setting, Redis killed 10 s under load
 #   bench/run.sh --check               # the fairness check (cmd/check): 100 histories
 #                                      # under each kind of fault, checked with Porcupine
+#   bench/run.sh --fuzz [--short]      # the gateway's differential fuzzer (cmd/difffuzz):
+#                                      # 1,000,000 requests a backend (20,000 short)
+#                                      # straight to Jetty, Flask, Express and through
+#                                      # the gateway; prints docs/security.md's table
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -35,6 +39,7 @@ short=0
 out="" # --out: where the report and charts go instead of docs/ (or the short run's temp dir)
 chaos=0
 check=0
+fuzz=0
 args=()
 while (($#)); do
 	case "$1" in
@@ -42,6 +47,7 @@ while (($#)); do
 	--million) args+=(-sections million -limit 30m -command "bench/run.sh --million") ;;
 	--chaos) chaos=1 ;;
 	--check) check=1 ;;
+	--fuzz) fuzz=1 ;;
 	--out | -out) out="${2:?--out needs a directory}"; shift ;;
 	--out=* | -out=*) out="${1#*=}" ;;
 	*) args+=("$1") ;;
@@ -68,6 +74,32 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+if ((fuzz)); then
+	# No Redis or PostgreSQL: the gateway runs on the embedded line. The
+	# backends come from Debian (a JDK, Jetty 9.4, Flask) and npm (Express,
+	# pinned in tools/npm, as the test command installs them).
+	warn() { printf '== WARNING: %s\n' "$*" >&2; }
+	need=()
+	command -v javac >/dev/null || need+=(default-jdk-headless)
+	[[ -e /usr/share/java/jetty9-server.jar ]] || need+=(libjetty9-java)
+	/usr/bin/python3 -c 'import flask' 2>/dev/null || need+=(python3-flask)
+	command -v npm >/dev/null || need+=(npm)
+	if ((${#need[@]})); then
+		say "installing ${need[*]}"
+		sudo=()
+		((EUID == 0)) || sudo=(sudo -n)
+		"${sudo[@]}" apt-get -q update >&2
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${need[@]}" >&2
+	fi
+	# shellcheck source=scripts/npm-tools.sh
+	source scripts/npm-tools.sh
+	install_npm_tools >&2 || die "the npm tools of tools/npm could not be installed"
+	requests=1000000
+	((short)) && requests=20000
+	go run ./bench/cmd/difffuzz -requests "$requests" "${args[@]}"
+	exit
+fi
 
 find_pg_bin() {
 	local d
