@@ -203,6 +203,9 @@ var pathFeatures = []struct {
 // returns that path escaped, its decoded reading, and what it found that
 // only a loosening lets stand; or why it cannot read it one way.
 func canonicalPath(raw string) (string, reading, pathFeature, *refusal) {
+	if plainPath(raw) { // nearly every request: nothing to decode, remove or merge
+		return raw, reading{segs: splitSegments(raw[1:]), trailing: strings.HasSuffix(raw, "/")}, 0, nil
+	}
 	segs, escs, found, ref := decodeSegments(raw)
 	if ref != nil {
 		return "", reading{}, 0, ref
@@ -302,6 +305,38 @@ func decodeSegments(raw string) (segs, escs []string, found pathFeature, ref *re
 	}
 	flush()
 	return segs, escs, found, nil
+}
+
+// plainPath: a path every byte of which stands for itself (no escape, no
+// ";", nothing that needs one), with no dot segment and no repeated slash:
+// already in its canonical form.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '/':
+			rest := p[i+1:]
+			if strings.HasPrefix(rest, "/") || rest == "." || rest == ".." ||
+				strings.HasPrefix(rest, "./") || strings.HasPrefix(rest, "../") {
+				return false
+			}
+		case c == ';' || !pathByte(c):
+			return false
+		}
+	}
+	return true
+}
+
+// splitSegments splits a path (without its leading slash) into its
+// non-empty segments.
+func splitSegments(p string) []string {
+	n := strings.Count(p, "/") + 1
+	segs := make([]string, 0, n)
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg != "" {
+			segs = append(segs, seg)
+		}
+	}
+	return segs
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

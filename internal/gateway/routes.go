@@ -265,7 +265,8 @@ func (t *routes) match(r *http.Request) (judged, verdict, *refusal) {
 		}
 		j.readings = stripped
 	}
-	methods := append([]string{j.method}, j.overrides...)
+	var buf [8]string
+	methods := append(append(buf[:0], j.method), j.overrides...)
 	if j.anyMethod {
 		methods = append(methods, t.methods...)
 	}
@@ -285,17 +286,16 @@ func (t *routes) find(v *verdict, host string, readings []reading, methods []str
 	// Under --hosts distinct, any Host but one the patterns name may be
 	// any of them: a backend serves its default site for a name (or an
 	// address) it does not know.
-	var paths []reading
+	paths := readings
 	for _, p := range readings {
-		paths = appendReadings(paths, p)
 		if q, ok := truncated(p); ok {
-			paths, p = appendReadings(paths, q), q
+			paths, p = appendReadings(slices.Clip(paths), q), q
 		}
 		if q, ok := trimmed(p); ok {
-			paths = appendReadings(paths, q)
+			paths = appendReadings(slices.Clip(paths), q)
 		}
 	}
-	probe := &http.Request{URL: &url.URL{}}
+	var probe *http.Request // made once a path may match: most never do
 	for i, m := range methods {
 		if m == "" {
 			m = http.MethodGet // a pattern without a method matches any
@@ -303,11 +303,14 @@ func (t *routes) find(v *verdict, host string, readings []reading, methods []str
 		if slices.Contains(methods[:i], m) {
 			continue
 		}
-		probe.Method = m
 		for _, p := range paths {
 			if !t.mayMatch(p) {
 				continue
 			}
+			if probe == nil {
+				probe = &http.Request{URL: &url.URL{}}
+			}
+			probe.Method = m
 			for _, h := range hosts {
 				probe.Host = h
 				t.readAs(p, func(q reading) bool {
