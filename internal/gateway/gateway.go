@@ -679,8 +679,10 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 			}
 		}()
 		g.proxy.ServeHTTP(w, r)
-		if err := http.NewResponseController(w).Flush(); err != nil {
-			return spend.Failed // the end of the answer did not reach the client
+		if r.Header.Get("Upgrade") == "" { // an upgraded connection is the backend's
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				return spend.Failed // the end of the answer did not reach the client
+			}
 		}
 		return outcomeOf(f, w.status)
 	}
