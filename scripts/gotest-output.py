@@ -6,13 +6,16 @@ prints, as they come, each package's own lines (build errors, "ok pkg
 1.2s", "FAIL pkg") and every failed test's output with its logs, and
 drops the output of tests that passed or skipped (all of it with -v, as
 go test -v does). At the end it writes to the file named by --summary
-the 15 slowest top-level tests and each package's elapsed time.
+the 15 slowest top-level tests and each package's elapsed time. A test's
+time is from its start (or its resumption, for a parallel one) to its end,
+its parallel subtests included, which its own Elapsed leaves out.
 
 Usage: go test -json ... | gotest-output.py [-v] --summary FILE
 """
 import argparse
 import json
 import sys
+from datetime import datetime
 
 SLOWEST = 15
 # test2json's framing lines: plain go test prints none of them.
@@ -28,6 +31,7 @@ def main():
     # (package, top-level test) -> its output lines, as (test, line), not
     # printed yet, and the subtests that passed or skipped (not printed).
     held = {}
+    began = {}  # (package, top-level test) -> when it started or resumed
     tests = []  # (elapsed, package, test, action) of top-level tests
     packages = []  # (elapsed, package, action)
 
@@ -71,6 +75,8 @@ def main():
                     flush(key, action == "fail")
             continue
         top = test.split("/")[0]
+        if test == top and action in ("run", "cont") and "Time" in ev:
+            began[(pkg, top)] = datetime.fromisoformat(ev["Time"])
         if out is not None:
             if args.v:
                 emit(out)
@@ -83,7 +89,10 @@ def main():
                 held.setdefault((pkg, top), ([], set()))[1].add(test)
             continue
         flush((pkg, top), action == "fail")
-        tests.append((ev.get("Elapsed", 0.0), pkg, test, action))
+        elapsed = ev.get("Elapsed", 0.0)
+        if (pkg, top) in began and "Time" in ev:
+            elapsed = max(elapsed, (datetime.fromisoformat(ev["Time"]) - began.pop((pkg, top))).total_seconds())
+        tests.append((elapsed, pkg, test, action))
 
     for key in list(held):  # the stream ended mid-test: show what it said
         flush(key, True)
