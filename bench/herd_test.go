@@ -63,7 +63,7 @@ func TestHarnessShort(t *testing.T) {
 	} else {
 		for _, run := range d.Runs {
 			checkHerd(t, "degrade "+run.Name, run.Result)
-			if res := run.Result; len(run.P95PerSecond) == 0 != (res.Orders == 0) {
+			if res := run.Result; (len(run.P95PerSecond) == 0) != (res.Orders == 0) {
 				t.Errorf("degrade %s: %d orders, %d seconds with a p95", run.Name, res.Orders, len(run.P95PerSecond))
 			}
 		}
