@@ -106,10 +106,12 @@ func median(xs []float64) float64 {
 }
 
 // oddSpelling is /product as an attacker spells a route to walk past a
-// gateway (a dot segment behind `;`, an encoded `;`, upper case, an
-// extension): the gateway reads it every way a backend might (issue 19)
-// before it forwards it, its most expensive path.
-const oddSpelling = "/x/..;/PRODUCT%3Bjsessionid=x.json"
+// gateway (a dot segment, a repeated slash, an encoded letter, upper case,
+// path parameters, an extension): the gateway decodes it, removes the dot
+// segment, merges the slashes, checks the ";" against every protected
+// route and forwards "/PRODUCT;v=1.json" (issue 35), its most expensive
+// path to an unprotected page.
+const oddSpelling = "/x/..//%50RODUCT;v=1.json"
 
 // Goals of the gateway (issue 24): against the least a Go proxy does, on
 // the same machine in the same run.

@@ -96,8 +96,8 @@ func TestHarnessShort(t *testing.T) {
 		}
 	}
 
-	// The gateway: every run answered 2xx, the odd spelling too (read
-	// every way, it is still /product, unprotected, and forwarded).
+	// The gateway: every run answered 2xx, the odd spelling too (read one
+	// way, it is still a page nothing protects, and forwarded).
 	if g := r.Gateway; g == nil {
 		t.Error("gateway: no report")
 	} else if g.Skipped != "" {

@@ -467,7 +467,7 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	fmt.Fprintf(&b, "- Session-protected route with a valid entry (identity, the token read from Redis or trusted for a second, "+
 		"the X-Waitroom-Entry signature): **%.2f×** the bare Go proxy at once (goal ≥ %.1f×: %s); **%.2f×** when it takes %v.\n",
 		f.SessionToBare, GoalGatewaySessionToBare, met(f.SessionToBare >= GoalGatewaySessionToBare), s.SessionToBare, g.UpstreamWork)
-	fmt.Fprintf(&b, "- The unprotected route spelt `%s` (read every way a backend might before it is forwarded): "+
+	fmt.Fprintf(&b, "- The unprotected route spelt `%s` (decoded, its dot segment removed and its `;` checked against the protected routes before it is forwarded): "+
 		"**%.2f×** the bare Go proxy at once, **%.2f×** when it takes %v.\n", oddSpelling, f.SpeltToBare, s.SpeltToBare, g.UpstreamWork)
 	if g.NginxSkipped == "" {
 		fmt.Fprintf(&b, "- nginx: **%.2f×** the bare Go proxy at once, **%.2f×** when it takes %v.\n", f.NginxToBare, s.NginxToBare, g.UpstreamWork)
