@@ -725,3 +725,31 @@ func BenchmarkRouteMatch(b *testing.B) {
 		})
 	}
 }
+
+// Only a WebSocket handshake goes on as an upgrade: any other Upgrade (h2c
+// with its settings, TLS) is dropped and the request is plain HTTP/1.1.
+func TestDropUpgrade(t *testing.T) {
+	for _, tt := range []struct {
+		up   []string
+		kept bool
+	}{
+		{[]string{"websocket"}, true},
+		{[]string{"WebSocket"}, true},
+		{nil, true},
+		{[]string{"h2c"}, false},
+		{[]string{"TLS/1.2"}, false},
+		{[]string{"websocket", "h2c"}, false},
+	} {
+		h := http.Header{"Connection": {"Upgrade, HTTP2-Settings"}, "Http2-Settings": {"AAMAAABkAARAAAAAAAIAAAAA"}}
+		if tt.up != nil {
+			h["Upgrade"] = tt.up
+		}
+		dropUpgrade(h)
+		if kept := len(h["Upgrade"]) > 0 || tt.up == nil; kept != tt.kept {
+			t.Errorf("Upgrade %q: kept %v, want %v", tt.up, kept, tt.kept)
+		}
+		if !tt.kept && h.Get("HTTP2-Settings") != "" {
+			t.Errorf("Upgrade %q dropped, but HTTP2-Settings kept", tt.up)
+		}
+	}
+}
