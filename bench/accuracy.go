@@ -54,7 +54,8 @@ func runAccuracy(ctx context.Context, o Options) (*AccuracyReport, error) {
 // accuracyRun runs n admission loops (as n instances would: each its own
 // Redis client and Admitter) on one queue with a line longer than they can
 // drain, and counts what Redis says was admitted over the window, after a
-// warm-up so the first tick's catch-up is not counted.
+// warm-up (until the first admission, and at least warmUp) so the first
+// tick's catch-up is not counted.
 func accuracyRun(ctx context.Context, o Options, rate float64, n int, warmUp, window time.Duration) (AccuracyRun, error) {
 	r := AccuracyRun{Instances: n, Configured: rate, Window: window}
 	sc, err := newScratch(o)
@@ -102,8 +103,14 @@ func accuracyRun(ctx context.Context, o Options, rate float64, n int, warmUp, wi
 		wg.Add(1)
 		go func() { defer wg.Done(); a.Run(runCtx) }()
 	}
+	// The warm-up: at least warmUp, and until the admitters have let
+	// someone in (on a loaded machine the first tick may come late).
 	time.Sleep(warmUp)
 	st0, err := store.Stats(ctx, "acc")
+	for err == nil && st0.AdmittedTotal == 0 {
+		time.Sleep(50 * time.Millisecond)
+		st0, err = store.Stats(ctx, "acc")
+	}
 	t0 := time.Now()
 	if err == nil {
 		time.Sleep(window)

@@ -56,10 +56,12 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("%d faults, want 2", len(rep.Faults))
 	}
 	promoted, alone := rep.Faults[0], rep.Faults[1]
-	// The replica took over: long before the minute a primary takes to be
-	// started again by hand, and it was the replica (the node stayed dead).
-	if !promoted.Replica || promoted.ServedAgain > 20*time.Second {
-		t.Errorf("the replica served the queues again after %v", promoted.ServedAgain)
+	// The replica took over, the node staying dead: RunFailover waited for
+	// Redis to promote it and for the queues to answer 200 again (a
+	// deadline of its own, and an error past it). How soon is a figure,
+	// in the report.
+	if !promoted.Replica {
+		t.Errorf("the first fault's queues were served again by the node itself, not its replica: %+v", promoted)
 	}
 	// No replica: its queues waited for the node, answering 503 meanwhile.
 	if alone.ServedAgain < alone.Down || alone.Answers.ByStatus[http.StatusServiceUnavailable] == 0 {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,7 +162,8 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	defer upstream.Close()
 	upstreamURL := "http://" + ln.Addr().String()
 
-	m, err := bootProxy(ctx, o, upstreamURL)
+	logs := &serverLog{tee: o.Log}
+	m, err := bootProxy(ctx, o, logs, upstreamURL)
 	if err != nil {
 		return rep, err
 	}
@@ -191,6 +191,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	}
 	w := bufio.NewWriter(f)
 	id := identity.New([]byte(m.Config.AuthSecret))
+	var first http.Header // the first user's, for a request sent alone (WrkRun.explain)
 	for i := range rep.Users {
 		user := fmt.Sprintf("gw-user-%d", i)
 		var v queue.View
@@ -206,7 +207,11 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		if v.State != queue.Ready {
 			return rep, fmt.Errorf("%s was not let in: %s", user, v.State)
 		}
-		fmt.Fprintf(w, "%s %s\n", id.SignJWT(user, 2*time.Hour), v.Token)
+		jwt := id.SignJWT(user, 2*time.Hour)
+		if first == nil {
+			first = http.Header{"Authorization": {"Bearer " + jwt}, "X-Entry-Token": {v.Token}}
+		}
+		fmt.Fprintf(w, "%s %s\n", jwt, v.Token)
 	}
 	if err := w.Flush(); err != nil {
 		return rep, err
@@ -255,8 +260,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 			defer stop()
 			profiles++
 		}
-		cmd := exec.CommandContext(ctx, wrk, fmt.Sprintf("-t%d", rep.Threads), fmt.Sprintf("-c%d", rep.Conns),
-			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, base)
+		cmd := exec.CommandContext(ctx, wrk, wrkArgs(o, rep.Threads, rep.Conns, rep.Duration, script, base)...)
 		cmd.Env = append(os.Environ(), "WRK_ENTRIES="+entries, "WRK_PATH="+path)
 		cmd.WaitDelay = 5 * time.Second
 		// The CPU of the harness's process (the upstream, and the Go
@@ -293,16 +297,11 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 				return err
 			}
 		}
-		mm := wrkResult.FindStringSubmatch(string(out))
-		if mm == nil {
-			return fmt.Errorf("wrk %s: no RESULT line in %s", name, out)
+		r, err := parseWrk(name, "GET", path, out)
+		if err != nil {
+			return err
 		}
-		r := WrkRun{Name: name, Method: "GET", Path: path}
-		r.ReqPerSec, _ = strconv.ParseFloat(mm[1], 64)
-		r.P50, _ = strconv.ParseFloat(mm[2], 64)
-		r.P99, _ = strconv.ParseFloat(mm[3], 64)
-		r.Non2xx, _ = strconv.Atoi(mm[4])
-		r.Errors, _ = strconv.Atoi(mm[5])
+		r.explain(ctx, "GET", base+path, first.Clone(), logs)
 		n := int(r.ReqPerSec * rep.Duration.Seconds())
 		r.CPUPerRequest, r.SysCPUPerRequest = per(user1-user0+sys1-sys0, n), per(sys1-sys0, n)
 		if n > 0 {
@@ -337,7 +336,9 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		ratios := func(i, to int) []float64 {
 			var rs []float64
 			for _, round := range rounds {
-				rs = append(rs, round[i].ReqPerSec/round[to].ReqPerSec)
+				if round[to].ReqPerSec > 0 { // a round that finished no request has no ratio
+					rs = append(rs, round[i].ReqPerSec/round[to].ReqPerSec)
+				}
 			}
 			return rs
 		}
@@ -349,7 +350,10 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 				r := round[i]
 				row.PerRound = append(row.PerRound, r.ReqPerSec)
 				p50, p99 = append(p50, r.P50), append(p99, r.P99)
-				row.Non2xx, row.Errors = row.Non2xx+r.Non2xx, row.Errors+r.Errors
+				row.Non2xx, row.Errors, row.Requests = row.Non2xx+r.Non2xx, row.Errors+r.Errors, row.Requests+r.Requests
+				if row.Alone == "" {
+					row.Alone, row.AloneOK = r.Alone, r.AloneOK
+				}
 				n := r.ReqPerSec * rep.Duration.Seconds()
 				cpu, sys, requests = cpu+r.CPUPerRequest*n, sys+r.SysCPUPerRequest*n, requests+n
 				calls, switches = calls+r.SyscallsPerRequest*n, switches+r.SwitchesPerRequest*n
@@ -361,9 +365,9 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 			}
 			row.ToDirect, row.ToBare = median(ratios(i, 0)), median(ratios(i, 1))
 			set.Rows = append(set.Rows, row)
-			o.logf("gateway: %s %s %.0f req/s (rounds %.0f) p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) syscalls %.2f switches %.2f non2xx %d errors %d",
+			o.logf("gateway: %s %s %.0f req/s (rounds %.0f) p50 %.2f ms p99 %.2f ms ÷ direct %.2f ÷ bare Go %.2f CPU %.1f µs/request (kernel %.1f) syscalls %.2f switches %.2f non2xx %d errors %d of %d requests %s",
 				row.Name, row.Path, row.ReqPerSec, row.PerRound, row.P50, row.P99, row.ToDirect, row.ToBare,
-				row.CPUPerRequest, row.SysCPUPerRequest, row.SyscallsPerRequest, row.SwitchesPerRequest, row.Non2xx, row.Errors)
+				row.CPUPerRequest, row.SysCPUPerRequest, row.SyscallsPerRequest, row.SwitchesPerRequest, row.Non2xx, row.Errors, row.Requests, row.Alone)
 		}
 		set.Direct, set.Bare = set.row(gwDirect), set.row(gwBare)
 		set.BareRatio, set.ProxyRatio, set.SpeltRatio = set.Bare.ToDirect, set.row(gwProxy).ToDirect, set.row(gwSpelt).ToDirect
@@ -409,9 +413,10 @@ func profileName(path, name string) string {
 }
 
 // bootProxy starts `waitroom proxy` in front of upstream, on the test
-// Redis, protecting GET /checkout as a session route.
-func bootProxy(ctx context.Context, o Options, upstream string) (*app.Main, error) {
-	return boot(ctx, o, &serverLog{tee: o.Log}, func(c *app.Config) {
+// Redis, protecting GET /checkout as a session route; its warnings go to
+// logs.
+func bootProxy(ctx context.Context, o Options, logs *serverLog, upstream string) (*app.Main, error) {
+	return boot(ctx, o, logs, func(c *app.Config) {
 		c.Proxy = true
 		c.Upstream = upstream
 		c.Prefix = "/_waitroom"

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +31,7 @@ type WrkRun struct {
 	P50, P99    float64 // ms
 	Non2xx      int
 	Errors      int
+	Requests    int // finished in the run
 	RatioToBare float64
 	// CPUPerRequest is the CPU time, in µs, the harness's own process (the
 	// server under test, and any upstream it runs) spent per request
@@ -41,6 +45,75 @@ type WrkRun struct {
 	// context switches of the same processes per request, where a section
 	// counts them (with perf, when the machine has it).
 	SyscallsPerRequest, SwitchesPerRequest float64
+	// Alone says why a run finished no request, or not only 2xx: what one
+	// of its requests got when sent alone right after it, with a minute to
+	// answer, and the first line the server logged ("" for a run that
+	// answered only 2xx). AloneOK: that request was answered 2xx.
+	Alone   string
+	AloneOK bool
+}
+
+var wrkResult = regexp.MustCompile(`RESULT req/s=(\S+) p50_ms=(\S+) p99_ms=(\S+) non2xx=(\d+) errors=(\d+) requests=(\d+)`)
+
+// parseWrk reads the RESULT line of bench/wrk-*.lua into a WrkRun.
+func parseWrk(name, method, path string, out []byte) (WrkRun, error) {
+	mm := wrkResult.FindStringSubmatch(string(out))
+	if mm == nil {
+		return WrkRun{}, fmt.Errorf("wrk %s: no RESULT line in %s", name, out)
+	}
+	r := WrkRun{Name: name, Method: method, Path: path}
+	r.ReqPerSec, _ = strconv.ParseFloat(mm[1], 64)
+	r.P50, _ = strconv.ParseFloat(mm[2], 64)
+	r.P99, _ = strconv.ParseFloat(mm[3], 64)
+	r.Non2xx, _ = strconv.Atoi(mm[4])
+	r.Errors, _ = strconv.Atoi(mm[5])
+	r.Requests, _ = strconv.Atoi(mm[6])
+	return r, nil
+}
+
+// wrkArgs are wrk's arguments for a run of d against base. In the short
+// mode (the test command's smoke test) a request may take a minute before
+// wrk counts it as an error: on a loaded machine a slow answer is not a
+// wrong one.
+func wrkArgs(o Options, threads, conns int, d time.Duration, script, base string) []string {
+	args := []string{fmt.Sprintf("-t%d", threads), fmt.Sprintf("-c%d", conns), fmt.Sprintf("-d%ds", int(d.Seconds())), "-s", script}
+	if o.Short {
+		args = append(args, "--timeout", "60s")
+	}
+	return append(args, base)
+}
+
+// explain fills in r.Alone when the run finished no request or not only
+// 2xx: it sends one of the run's requests (method, url, hdr) alone and
+// says what came back, and what the server logged.
+func (r *WrkRun) explain(ctx context.Context, method, url string, hdr http.Header, logs *serverLog) {
+	if r.Requests > 0 && r.Non2xx == 0 && r.Errors == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	logged := "; the server logged: " + cmp.Or(logs.First(), "nothing")
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		r.Alone = err.Error()
+		return
+	}
+	req.Header = hdr
+	sent := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	took := time.Since(sent).Round(time.Millisecond)
+	if err != nil {
+		r.Alone = fmt.Sprintf("no answer after %v: %v%s", took, err, logged)
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 300))
+	res.Body.Close()
+	r.AloneOK = res.StatusCode/100 == 2
+	r.Alone = fmt.Sprintf("%d after %v", res.StatusCode, took)
+	if !r.AloneOK {
+		r.Alone += ": " + strings.TrimSpace(string(body))
+	}
+	r.Alone += logged
 }
 
 // HotReport is the hot paths section.
@@ -75,8 +148,6 @@ func enterAll(ctx context.Context, svc *queue.Service, n int) error {
 	return g.Wait()
 }
 
-var wrkResult = regexp.MustCompile(`RESULT req/s=(\S+) p50_ms=(\S+) p99_ms=(\S+) non2xx=(\d+) errors=(\d+)`)
-
 func runHot(ctx context.Context, o Options) (*HotReport, error) {
 	rep := &HotReport{Conns: 100, Threads: 2, Duration: 10 * time.Second, Users: 200_000}
 	if o.Short {
@@ -102,7 +173,8 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 	if _, err := os.Stat(script); err != nil {
 		return rep, fmt.Errorf("wrk script: %w", err)
 	}
-	m, err := boot(ctx, o, &serverLog{tee: o.Log}, nil)
+	logs := &serverLog{tee: o.Log}
+	m, err := boot(ctx, o, logs, nil)
 	if err != nil {
 		return rep, err
 	}
@@ -125,6 +197,7 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 	}
 	w := bufio.NewWriter(f)
 	id := identity.New([]byte(m.Config.AuthSecret))
+	firstJWT := id.SignJWT("bench-user-0", 2*time.Hour) // for a request sent alone (WrkRun.explain)
 	for i := range rep.Users {
 		fmt.Fprintln(w, id.SignJWT(fmt.Sprintf("bench-user-%d", i), 2*time.Hour))
 	}
@@ -135,8 +208,7 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 
 	run := func(name, method, path string, profile bool) error {
 		o.logf("hot paths: wrk %s %s %s for %v", name, method, path, rep.Duration)
-		cmd := exec.CommandContext(ctx, wrk, fmt.Sprintf("-t%d", rep.Threads), fmt.Sprintf("-c%d", rep.Conns),
-			fmt.Sprintf("-d%ds", int(rep.Duration.Seconds())), "-s", script, c.base)
+		cmd := exec.CommandContext(ctx, wrk, wrkArgs(o, rep.Threads, rep.Conns, rep.Duration, script, c.base)...)
 		cmd.Env = append(os.Environ(), "WRK_JWTS="+jwtFile, "WRK_METHOD="+method, "WRK_PATH="+path)
 		cmd.WaitDelay = 5 * time.Second
 		if profile {
@@ -162,16 +234,11 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 		if err != nil {
 			return fmt.Errorf("wrk %s: %v: %s", name, err, out)
 		}
-		mm := wrkResult.FindStringSubmatch(string(out))
-		if mm == nil {
-			return fmt.Errorf("wrk %s: no RESULT line in %s", name, out)
+		r, err := parseWrk(name, method, path, out)
+		if err != nil {
+			return err
 		}
-		r := WrkRun{Name: name, Method: method, Path: path}
-		r.ReqPerSec, _ = strconv.ParseFloat(mm[1], 64)
-		r.P50, _ = strconv.ParseFloat(mm[2], 64)
-		r.P99, _ = strconv.ParseFloat(mm[3], 64)
-		r.Non2xx, _ = strconv.Atoi(mm[4])
-		r.Errors, _ = strconv.Atoi(mm[5])
+		r.explain(ctx, method, c.base+path, http.Header{"Authorization": {"Bearer " + firstJWT}}, logs)
 		rep.Runs = append(rep.Runs, r)
 		return nil
 	}
@@ -210,8 +277,8 @@ func runHot(ctx context.Context, o Options) (*HotReport, error) {
 	}
 	rep.EnterRatio, rep.StatusRatio = rep.Runs[1].RatioToBare, rep.Runs[2].RatioToBare
 	for _, r := range rep.Runs {
-		o.logf("hot paths: %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d",
-			r.Name, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors)
+		o.logf("hot paths: %s %.0f req/s p50 %.2f ms p99 %.2f ms ratio %.2f non2xx %d errors %d of %d requests %s",
+			r.Name, r.ReqPerSec, r.P50, r.P99, r.RatioToBare, r.Non2xx, r.Errors, r.Requests, r.Alone)
 	}
 	return rep, nil
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -22,8 +23,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestMillionMiniature runs the million section in its short mode (a few
-// thousand users, second-long steps) and checks that every part of it
-// produced figures; the figures themselves are bench/run.sh --million's.
+// thousand users, second-long steps) and checks its shape: every part of
+// it ran, every request was answered 2xx, the report has its sections. No
+// figure is asserted (they are bench/run.sh --million's), not even that a
+// rate or a latency is above zero.
 func TestMillionMiniature(t *testing.T) {
 	o := Options{
 		RedisURL:    testenv.RedisURL(t),
@@ -34,7 +37,9 @@ func TestMillionMiniature(t *testing.T) {
 	if testing.Verbose() {
 		o.Log = os.Stderr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A guard against a hang, not a speed check: ten times a quiet run's
+	// (under the short line's 300 s of admission: millionSizes.rate).
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	r, err := Run(ctx, o)
 	if err != nil {
@@ -49,12 +54,13 @@ func TestMillionMiniature(t *testing.T) {
 			t.Errorf("memory: %+v", p)
 		}
 	}
-	if len(m.Memory) != 2 || m.FillRate <= 0 || m.FillUse.Server <= 0 {
-		t.Errorf("fill: %d points, %v/s, %+v", len(m.Memory), m.FillRate, m.FillUse)
+	if len(m.Memory) != 2 || m.FillUse.Server <= 0 {
+		t.Errorf("fill: %d points, %+v", len(m.Memory), m.FillUse)
 	}
-	// Every load was answered in full, with nothing but 200s: a few
-	// hundred requests a second never time out, even on a busy machine.
-	loads := map[string]LoadResult{"bare": m.Bare, "enter open loop": m.EnterOpen}
+	// Every load was answered in full, with nothing but 2xx: the short
+	// mode's open loops wait a minute for their last answers, and each
+	// connection of a closed loop sends at least one request.
+	loads := map[string]LoadResult{"bare": m.Bare, "enter closed loop": m.EnterClosed, "enter open loop": m.EnterOpen}
 	for _, c := range m.Clients {
 		loads["client "+c.Client] = c.Result
 	}
@@ -65,18 +71,16 @@ func TestMillionMiniature(t *testing.T) {
 		loads[fmt.Sprintf("%d instances", s.Instances)] = s.Result
 	}
 	for name, l := range loads {
-		if l.Requests == 0 || l.OK != l.Requests || l.P50 <= 0 || l.P99 < l.P50 {
-			t.Errorf("%s: %s", name, l)
+		if l.Requests == 0 || l.OK != l.Requests {
+			t.Errorf("%s: %d of %d requests answered 2xx: %s (first error: %s)", name, l.OK, l.Requests, l.statusSummary(), cmp.Or(l.ErrorSample, "none"))
 		}
-	}
-	if m.EnterClosed.OK == 0 || m.EnterClosed.OK != m.EnterClosed.Requests || m.EnterRatio <= 0 {
-		t.Errorf("enter closed loop: %s, ratio %v", m.EnterClosed, m.EnterRatio)
 	}
 	if len(m.Clients) != 2 || len(m.Sweep) == 0 || len(m.Scale) != 2 || len(m.Slot) != 4 {
 		t.Errorf("%d clients, %d sweep steps, %d scale runs, %d slot runs", len(m.Clients), len(m.Sweep), len(m.Scale), len(m.Slot))
 	}
-	if p := m.Pollers; p.Far.Answered == 0 || p.Far.OK != p.Far.Answered || p.Ready == 0 || p.Offered <= 0 {
-		t.Errorf("poller model: %+v", p)
+	if p := m.Pollers; p.Far.Answered == 0 || p.Far.OK != p.Far.Answered || p.Ready == 0 {
+		t.Errorf("poller model: %d polls answered from far back, %d of them 2xx (%s), %d users let in: %+v",
+			p.Far.Answered, p.Far.OK, p.Far.statusSummary(), p.Ready, p)
 	}
 	for _, s := range m.Slot {
 		// Scripts ran, though fewer than calls for enter: concurrent enters share one (redisstore's enterbatch.go).

@@ -275,7 +275,9 @@ func (l OpenLoop) Run(ctx context.Context) (LoadResult, error) {
 
 // ClosedLoop is as many requests as Conns connections can carry back to
 // back for Duration (as wrk runs): the server's maximum rate, with
-// latencies from each actual send.
+// latencies from each actual send. Each connection sends at least one
+// request, however late it got going: a loaded machine may start one after
+// a short Duration is over, and a load of no request measures nothing.
 type ClosedLoop struct {
 	Bases    []string
 	Duration time.Duration
@@ -299,9 +301,9 @@ func (l ClosedLoop) Run(ctx context.Context) (LoadResult, error) {
 	stop := start.Add(l.Duration)
 	var next atomic.Int64
 	recs, total := onConns(l.Conns, newConn, 1024, func(c conn, rec *recorder) {
-		for ctx.Err() == nil {
+		for first := true; ctx.Err() == nil; first = false {
 			sent := time.Now()
-			if !sent.Before(stop) {
+			if !first && !sent.Before(stop) {
 				return
 			}
 			i := next.Add(1) - 1

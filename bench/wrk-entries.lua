@@ -25,8 +25,9 @@ function request()
 end
 
 function done(summary, latency, requests)
-  io.write(string.format("RESULT req/s=%.0f p50_ms=%.2f p99_ms=%.2f non2xx=%d errors=%d\n",
+  io.write(string.format("RESULT req/s=%.0f p50_ms=%.2f p99_ms=%.2f non2xx=%d errors=%d requests=%d\n",
     summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000,
     latency:percentile(99) / 1000, summary.errors.status,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.requests))
 end

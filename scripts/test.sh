@@ -16,7 +16,9 @@
 # and PostgreSQL servers on free loopback ports, exports their URLs as
 # WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
 # `go test -race`, and always stops the servers and removes their temp dirs
-# on exit.
+# on exit. go test's output reads as plain go test's (failed tests with their
+# logs; everything with -v), and the run ends with the 15 slowest tests and
+# each package's time, pass or fail.
 #
 # Usage:
 #   scripts/test.sh                                  # go test ... ./..., then each fuzz target 20,000 runs
@@ -184,6 +186,8 @@ command -v javac >/dev/null || missing+=(default-jdk-headless)
 /usr/bin/python3 -c 'import flask' 2>/dev/null || missing+=(python3-flask)
 # promtool checks the alert rules and runs their unit tests (deploy_test.go).
 command -v promtool >/dev/null || missing+=(prometheus)
+# python3 turns go test -json into the output and the slowest tests.
+command -v python3 >/dev/null || missing+=(python3)
 # go test -race needs cgo, hence a C compiler and the libc headers.
 command -v gcc >/dev/null || missing+=(gcc)
 if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
@@ -465,9 +469,11 @@ race=(-race)
 # -timeout guards against a hang, per package: internal/app, the end-to-end
 # and browser tests, takes 4-10 minutes on the shared development machine
 # depending on its load, and overran 12 minutes at a load average of 30 once
-# the pages' audit and languages joined it (docs/page.md); 20 leaves it room.
-timeout=20m
-say "go test ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${test_args[*]}"
+# the pages' audit and languages joined it (docs/page.md); bench, its
+# harness's short runs, 2.3 minutes on a quiet machine. 30 leaves either
+# room for a machine ten times slower than a quiet one.
+timeout=30m
+say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${test_args[*]}"
 # In its own process group, so that a signal to this script stops go test and
 # its test binaries before the servers go away.
 group=()
@@ -480,8 +486,23 @@ run_go() {
 	GO_PID=""
 	return "$rc"
 }
+# -json, through scripts/gotest-output.py: it prints what plain go test
+# would (each failed test's output with its logs, each package's ok or FAIL
+# line; everything with -v) and keeps the tests' and packages' times for
+# the summary at the end.
+verbose=()
+for a in "${args[@]}"; do
+	[[ "$a" == "-args" || "$a" == "--args" ]] && break
+	case "$a" in -v | --v | -v=true | --v=true | -test.v | --test.v | -test.v=true | --test.v=true) verbose=(-v) ;; esac
+done
+new_tmp_root
+timings="$TMP_ROOT/slowest.txt"
 status=0
-run_go test "${race[@]}" -count=1 -timeout "$timeout" "${test_args[@]}" || status=$?
+exec {out}> >(python3 scripts/gotest-output.py "${verbose[@]}" --summary "$timings")
+printer=$!
+run_go test -json "${race[@]}" -count=1 -timeout "$timeout" "${test_args[@]}" >&"$out" || status=$?
+exec {out}>&-
+wait "$printer" || { warn "scripts/gotest-output.py failed (exit $?)"; ((status)) || status=1; }
 
 # ---------------------------------------------------------------- fairness
 
@@ -513,6 +534,8 @@ if ((status == 0 && $# == 0)) && [[ "$fuzztime" != 0 && "$fuzztime" != 0s ]]; th
 	done < <(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . |
 		sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)$#\1 \2#' | sort)
 fi
+# The slowest tests and packages of the go test run above, pass or fail.
+[[ -s "$timings" ]] && cat "$timings"
 if ((status == 0)); then
 	say "tests passed"
 else

@@ -148,7 +148,7 @@ func TestNoShowsSkipped(t *testing.T) {
 			for _, u := range []string{"here-1", "here-2"} {
 				in.waitReady(q, u)
 			}
-			eventually(t, 10*time.Second, "the three no-shows counted", func() bool {
+			eventually(t, patience, "the three no-shows counted", func() bool {
 				return in.mustStats(q).num("abandonedTotal") == 3
 			})
 			for _, u := range []string{"gone-1", "gone-2", "gone-3"} {
@@ -179,11 +179,14 @@ func TestStalledIsSaid(t *testing.T) {
 			t.Parallel()
 			in := boot(t, b, nil)
 			q := saleID("stall")
-			in.mustPutQueue(q, map[string]any{"maxActiveTokens": 1})
+			// Ticks a second apart: the line is said stalled after its
+			// front stood still for ten of them (queue.StallAfter), so
+			// "right after it moved" below is ten seconds wide, not two.
+			in.mustPutQueue(q, map[string]any{"maxActiveTokens": 1, "intervalMs": 1000, "ratePerSecond": 10, "batchSize": 10})
 			in.do("POST", entriesPath(q), in.as("holder"), nil)
 			in.waitReady(q, "holder")
 			in.do("POST", entriesPath(q), in.as("waiter"), nil)
-			eventually(t, 15*time.Second, "stalled said", func() bool {
+			eventually(t, patience, "stalled said", func() bool {
 				return in.do("GET", mePath(q), in.as("waiter"), nil).body["stalled"] == true
 			})
 			in.do("DELETE", mePath(q), in.as("holder"), nil) // the token goes: room for one
@@ -226,7 +229,7 @@ func TestFairOpening(t *testing.T) {
 			if st := in.mustStats(q); st.num("preQueueLength") != 30 || st.num("length") != 0 {
 				t.Fatalf("before the opening: %s", st.raw)
 			}
-			eventually(t, 30*time.Second, "the opening placed", func() bool {
+			eventually(t, patience, "the opening placed", func() bool {
 				return in.mustStats(q).num("length") == 30
 			})
 			var places []int

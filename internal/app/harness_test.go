@@ -22,6 +22,11 @@ import (
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
+// patience is how long a test waits for a condition before it fails: what
+// takes a second on a quiet machine may take ten on a loaded CI machine,
+// and waiting is polled, so a long bound costs a passing test nothing.
+const patience = time.Minute
+
 // backend names the stores a test boots the program on.
 type backend struct {
 	name  string
@@ -276,7 +281,7 @@ func (in *instance) enterAnonymously(prefix, queue, cookie string) response {
 // waitReady polls a user's status until READY and returns the token.
 func (in *instance) waitReady(queue, user string) string {
 	in.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		r := in.do("GET", "/api/v1/queues/"+queue+"/entries/me", in.as(user), nil)
 		if r.str("status") == "READY" {
@@ -284,6 +289,6 @@ func (in *instance) waitReady(queue, user string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	in.t.Fatalf("%s never became READY in %s", user, queue)
+	in.t.Fatalf("%s not READY in %s after %v", user, queue, patience)
 	return ""
 }

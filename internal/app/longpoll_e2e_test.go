@@ -45,13 +45,31 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 					t.Errorf("waitSeconds=%s: %d %s, want 400 invalid_request", bad, r.status, r.raw)
 				}
 			}
+			// notHeld asks as held does and says whether the server held
+			// the request: whether waitroom_status_held counted it while it
+			// was in flight (a hold lasts the 20 s asked for, so it is seen
+			// however slow the machine; no time is measured).
+			notHeld := func(user string) (answer, bool) {
+				done := make(chan answer, 1)
+				go func() { done <- held(user, 20) }()
+				for {
+					select {
+					case a := <-done:
+						return a, true
+					case <-time.After(20 * time.Millisecond):
+					}
+					if scrape(t, in)["waitroom_status_held"] != 0 {
+						return <-done, false
+					}
+				}
+			}
 			// Position 10 at 2/s, an estimated 5 s: answered at once.
-			if a := held("lp9", 20); a.err != nil || a.r.str("status") != "WAITING" || a.took > 10*time.Second {
-				t.Errorf("far back: %s (%v) after %v, want WAITING at once", a.r.raw, a.err, a.took)
+			if a, ok := notHeld("lp9"); !ok || a.err != nil || a.r.str("status") != "WAITING" {
+				t.Errorf("far back: %s (%v), held %v; want WAITING at once", a.r.raw, a.err, !ok)
 			}
 			// Paused: nobody is let in, so nobody is held.
-			if a := held("lp0", 20); a.err != nil || a.r.str("status") != "WAITING" || a.r.body["paused"] != true || a.took > 10*time.Second {
-				t.Errorf("paused, near the front: %s (%v) after %v, want WAITING at once", a.r.raw, a.err, a.took)
+			if a, ok := notHeld("lp0"); !ok || a.err != nil || a.r.str("status") != "WAITING" || a.r.body["paused"] != true {
+				t.Errorf("paused, near the front: %s (%v), held %v; want WAITING at once", a.r.raw, a.err, !ok)
 			}
 
 			// Unpaused, one user per 2 s tick: lp0 goes in at once; lp1,
@@ -67,7 +85,7 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			done := make(chan answer, 1)
 			go func() { done <- held("lp1", 20) }()
 			a := <-done
-			if a.err != nil || a.r.str("status") != "READY" || a.r.str("token") == "" || a.took > 15*time.Second {
+			if a.err != nil || a.r.str("status") != "READY" || a.r.str("token") == "" {
 				t.Errorf("held until admitted: %s (%v) after %v, want READY with a token", a.r.raw, a.err, a.took)
 			}
 			t.Logf("lp1 held %v until admitted", a.took.Round(time.Millisecond))
@@ -95,9 +113,9 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			}
 			go func() { done <- held("lp9", 20) }()
 			// The request reaches the server when the machine lets it.
-			for deadline := time.Now().Add(10 * time.Second); scrape(t, in)["waitroom_status_held"] != 1; time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(time.Minute); scrape(t, in)["waitroom_status_held"] != 1; time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("waitroom_status_held = %v 10 s after one request went to be held", scrape(t, in)["waitroom_status_held"])
+					t.Fatalf("waitroom_status_held = %v a minute after one request went to be held", scrape(t, in)["waitroom_status_held"])
 				}
 			}
 			began := time.Now()
@@ -106,9 +124,13 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			}
 			closed := time.Since(began)
 			a = <-done
-			// The hold was 20 s: half of it is "not waited out" on any machine.
-			if a.err != nil || a.r.status != 200 || a.r.str("status") != "WAITING" || a.took > 10*time.Second || closed > 10*time.Second {
-				t.Errorf("on drain: %d %s (%v) after %v, Close took %v; want WAITING at once and a quick close", a.r.status, a.r.raw, a.err, a.took, closed)
+			// Let go rather than held its 20 s out: a request waited out
+			// is answered 20 s or more after it was sent, one let go at
+			// the drain sooner, unless the machine took all that to bring
+			// it to the server (the hold is the bound, not a speed).
+			if a.err != nil || a.r.status != 200 || a.r.str("status") != "WAITING" || a.took >= 20*time.Second {
+				t.Errorf("on drain: %d %s (%v) %v after it was sent, Close took %v; want WAITING before the hold's 20 s ran out",
+					a.r.status, a.r.raw, a.err, a.took, closed)
 			}
 		})
 	}

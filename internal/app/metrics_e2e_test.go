@@ -137,7 +137,7 @@ func TestMetricsAddUp(t *testing.T) {
 			}
 			// The 5 s tokens run out (5 s, so that a loaded machine still
 			// sees all 25 READY before any expires).
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			for deadline := time.Now().Add(patience); ; time.Sleep(200 * time.Millisecond) {
 				m = scrape(t, in)
 				if m[series("waitroom_tokens_active")] == 0 || time.Now().After(deadline) {
 					break
@@ -307,12 +307,12 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after 20 s.
+// waitFor polls cond until it holds, failing the test after patience.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 20 s for %s", what)
+			t.Fatalf("waited %v for %s", patience, what)
 		}
 	}
 }

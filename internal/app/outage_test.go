@@ -47,14 +47,14 @@ func TestRedisOutageRecovers(t *testing.T) {
 	// Same port, fresh and empty: as after a failover to a replica that lost
 	// everything, including the script cache.
 	redis.Restart()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		r := in.do("GET", "/readyz", "", nil)
 		if r.status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not ready 15 s after Redis came back: %d %s", r.status, r.raw)
+			t.Fatalf("not ready %v after Redis came back: %d %s", patience, r.status, r.raw)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -69,14 +69,15 @@ func TestRedisOutageRecovers(t *testing.T) {
 	in.waitReady("default", "after")
 }
 
-// waitStatus polls path until it answers status (within 10 s): readiness
-// follows the store's health check, made every second, not each probe.
+// waitStatus polls path until it answers status (within patience):
+// readiness follows the store's health check, made every second, not each
+// probe.
 func (in *instance) waitStatus(path string, status int) {
 	in.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for r := in.do("GET", path, "", nil); r.status != status; r = in.do("GET", path, "", nil) {
 		if time.Now().After(deadline) {
-			in.t.Fatalf("GET %s: %d %s after 10 s, want %d", path, r.status, r.raw, status)
+			in.t.Fatalf("GET %s: %d %s after %v, want %d", path, r.status, r.raw, patience, status)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -105,10 +106,10 @@ func anySlice(v any) []any { s, _ := v.([]any); return s }
 
 // waitReadiness polls path until until says yes, failing the test on the
 // first answer that is not 200 (the instance must stay ready throughout)
-// or after 20 s.
+// or after patience.
 func (in *instance) waitReadiness(path, what string, until func(readiness) bool) readiness {
 	in.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		r := in.readiness(path)
 		if r.status != http.StatusOK {
@@ -118,7 +119,7 @@ func (in *instance) waitReadiness(path, what string, until func(readiness) bool)
 			return r
 		}
 		if time.Now().After(deadline) {
-			in.t.Fatalf("%s: no %s within 20 s; last %s", path, what, r.raw)
+			in.t.Fatalf("%s: no %s within %v; last %s", path, what, patience, r.raw)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -174,10 +175,10 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	// creates the default queue again, and buyers get through.
 	redis.Restart()
 	p.waitReadiness(readyz, `store "up"`, func(r readiness) bool { return r.store == "up" })
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for r := p.buy("after", ""); r.status != http.StatusCreated; r = p.buy("after", "") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the protected route 20 s after Redis came back: %d %s", r.status, r.raw)
+			t.Fatalf("the protected route %v after Redis came back: %d %s", patience, r.status, r.raw)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -186,7 +187,7 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	// The upstream gone: nothing can be forwarded, so not ready (within
 	// the two seconds the last forwarded request's answer is trusted).
 	shop.srv.Close()
-	deadline = time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(patience)
 	for {
 		r := p.readiness(readyz)
 		if r.status == 503 {
@@ -196,7 +197,7 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("readyz 20 s after the upstream went: %d %s", r.status, r.raw)
+			t.Fatalf("readyz %v after the upstream went: %d %s", patience, r.status, r.raw)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

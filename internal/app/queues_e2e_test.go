@@ -294,10 +294,10 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	answered := regexp.MustCompile(`msg="the queues file (was applied|was not applied|was applied in part)`)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience)
 	for len(answered.FindAllString(p.logs.String(), -1)) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("no answer to SIGHUP %d within 30 s:\n%s", n, p.logs.String())
+			t.Fatalf("no answer to SIGHUP %d within %v:\n%s", n, patience, p.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -308,9 +308,9 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 func (p *binaryProcess) wantLog(t *testing.T, pattern string) {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	for deadline := time.Now().Add(10 * time.Second); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("no log line matches %s within 10 s:\n%s", pattern, p.logs.String())
+			t.Errorf("no log line matches %s within %v:\n%s", pattern, patience, p.logs.String())
 			return
 		}
 	}

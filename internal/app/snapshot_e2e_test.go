@@ -109,7 +109,7 @@ func TestSnapshotAcrossInstances(t *testing.T) {
 	// answer must come right without any further change.
 	waitPosition := func(user string, want float64) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(patience)
 		for p := position(b, user); p != want; p = position(b, user) {
 			if p < want || time.Now().After(deadline) { // stale is behind, never ahead
 				t.Fatalf("%s on the other instance: %v, want %v", user, p, want)

@@ -24,10 +24,12 @@ func persistentRedis(t *testing.T) *testenv.RedisServer {
 // real upstream, with the line's Redis killed. Under admit the protected
 // route reaches the upstream without a token, marked X-Waitroom-Degraded:
 // store-unavailable (a client's own value replaced), without
-// X-Waitroom-User or X-Waitroom-Entry, at once once the breaker is open;
-// /readyz stays 200 and shows the breaker; under wait it answers 503 +
-// Retry-After and nothing reaches the upstream. When Redis is back the
-// breaker closes within about a second and an entry is needed again. A
+// X-Waitroom-User or X-Waitroom-Entry; /readyz stays 200 and shows the
+// breaker open; under wait it answers 503 + Retry-After and nothing reaches
+// the upstream. When Redis is back the breaker closes (its probe, once a
+// second) and an entry is needed again. That an open breaker answers
+// without asking the store, and probes once a second, internal/breaker's
+// tests check with a call count and a clock of their own. A
 // client-sent X-Waitroom-Degraded never reaches the upstream, in any
 // spelling, in either mode, with the store up or down.
 func TestGatewayOnStoreError(t *testing.T) {
@@ -73,11 +75,6 @@ func TestGatewayOnStoreError(t *testing.T) {
 				}
 			}
 			t.Logf("with Redis down under %s: the first protected request %v (it met the failure), the next 20 took %v", mode, took, during)
-			for _, d := range during {
-				if d > 500*time.Millisecond {
-					t.Errorf("a protected request took %v with the breaker open, want an answer at once", d)
-				}
-			}
 			calls := shop.buyCalls()[1:]
 			if mode == degraded.Wait {
 				if len(calls) != 0 {
@@ -106,26 +103,22 @@ func TestGatewayOnStoreError(t *testing.T) {
 			}
 			noForgery(t, "an unprotected request, store down", shop.lastSeen().header)
 
-			// Back with what it had (the queue paused): within about a
-			// second the breaker closes and an entry is needed again.
+			// Back with what it had (the queue paused): the breaker's next
+			// probe closes it and an entry is needed again (about a second;
+			// a minute on a loaded machine is still no failure).
 			redis.Restart()
 			back := time.Now()
 			n := len(shop.buyCalls())
-			for {
+			for deadline := back.Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 				r := p.buy("after", "", forged...)
 				if r.status == http.StatusForbidden {
 					break
 				}
-				if time.Since(back) > 10*time.Second {
-					t.Fatalf("10 s after Redis came back the protected route still answers %d %s", r.status, r.raw)
+				if time.Now().After(deadline) {
+					t.Fatalf("a minute after Redis came back the protected route still answers %d %s", r.status, r.raw)
 				}
-				time.Sleep(20 * time.Millisecond)
 			}
-			closed := time.Since(back)
-			t.Logf("entries needed again %v after Redis came back", closed)
-			if closed > 3*time.Second {
-				t.Errorf("entries needed again only %v after Redis came back, want about a second", closed)
-			}
+			t.Logf("entries needed again %v after Redis came back", time.Since(back))
 			for _, c := range shop.buyCalls()[n:] {
 				if c.header.Get(degraded.Header) == "" {
 					t.Errorf("a request without an entry reached the shop unmarked after Redis came back")

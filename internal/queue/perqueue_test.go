@@ -23,7 +23,8 @@ type partialStore struct {
 	queue.Store
 	mu    sync.Mutex
 	ticks map[string]int
-	// foldedAt is when each queue's samples reached the store.
+	// foldedAt is when each queue's samples reached the store (the silent
+	// queue's: when its call gave up).
 	foldedAt map[string]time.Time
 	// down: the two queues' faults are on (else every queue is served).
 	down atomic.Bool
@@ -132,10 +133,11 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	rates.Flush(ctx)
 	flushed := time.Since(began)
 	s.mu.Lock()
-	liveAfter := s.foldedAt["live"].Sub(began)
+	live, hung := s.foldedAt["live"], s.foldedAt["hung"]
 	s.mu.Unlock()
-	if liveAfter > 500*time.Millisecond {
-		t.Errorf("the healthy queue's samples reached the store %v after the flush began, want at once (the flush took %v)", liveAfter, flushed)
+	if !live.Before(hung) {
+		t.Errorf("the healthy queue's samples reached the store %v after the flush began, the silent queue's call gave up after %v: want them before, not behind it",
+			live.Sub(began), hung.Sub(began))
 	}
 	if flushed < queue.QueueCallTimeout/2 {
 		t.Errorf("the flush took %v: the silent queue's call did not wait (the test's store is wrong)", flushed)
@@ -147,12 +149,13 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	}
 
 	// Meanwhile (the flush and the check took a couple of seconds) the
-	// healthy queue kept ticking every 20 ms; ten more ticks of it:
+	// healthy queue kept ticking every 20 ms; ten more ticks of it (a
+	// minute is the bound, not a pace):
 	before := s.tickCount("live")
 	start := time.Now()
-	live := 0
-	for deadline := start.Add(10 * time.Second); live < 10 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		live = s.tickCount("live") - before
+	ticked := 0
+	for deadline := start.Add(time.Minute); ticked < 10 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ticked = s.tickCount("live") - before
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Logf("ten ticks of the healthy queue took %v (a busy machine)", took)
@@ -166,8 +169,8 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if live < 10 {
-		t.Errorf("the healthy queue ticked %d times in 10 s beside two queues down, want at least 10 (about 50 a second)", live)
+	if ticked < 10 {
+		t.Errorf("the healthy queue ticked %d times in a minute beside two queues down, want at least 10 (about 50 a second)", ticked)
 	}
 	if n := s.tickCount("broken") - brokenBefore; n < 3 {
 		t.Errorf("the broken queue's admission was tried %d times: the test needs several failures", n)

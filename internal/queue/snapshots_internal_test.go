@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,7 +59,14 @@ func TestOneSnapshotFetchForACrowd(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // let them all arrive behind the first
+	// Every poll inside fresh: the first reading the snapshot (held by
+	// release), the others waiting for that read, however slowly the
+	// machine brings them there.
+	for deadline := time.Now().Add(time.Minute); inFresh() < 100; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 100 polls reached the snapshot's read after a minute", inFresh())
+		}
+	}
 	close(store.release)
 	wg.Wait()
 	if n := store.snapshots.Load(); n != 1 {
@@ -67,6 +76,19 @@ func TestOneSnapshotFetchForACrowd(t *testing.T) {
 		if p != int64(100+i) {
 			t.Fatalf("u%d placed at %d", 100+i, p)
 		}
+	}
+}
+
+// inFresh counts the goroutines inside snapshots.fresh: reading a snapshot
+// or waiting for another's read.
+func inFresh() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "queue.(*snapshots).fresh(")
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }
 
