@@ -56,26 +56,26 @@ func fontconfigLang(code string) string {
 // Every language: its texts, its direction, its plural forms by Intl, a
 // font that has its glyphs; Arabic laid out right to left.
 func TestLanguagesBrowser(t *testing.T) {
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, nil)
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, nil)
 	for _, code := range web.PageLanguages() {
 		t.Run(code, func(t *testing.T) {
 			t.Parallel()
-			in := in.reportingTo(t)
+			in := in.ReportingTo(t)
 			q := "l-" + code
-			in.putQueue(q, map[string]any{"paused": true, "entry": "any"})
+			in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 			for _, u := range []string{"l-first", "l-second"} { // two ahead
-				in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(u), nil)
+				in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(u), nil)
 			}
 			texts := pageTexts(t, code)
-			v := newVisitor(t, browser, in, "")
-			v.open("/q/" + q + "?lang=" + code)
-			v.waitState("waiting", joinWithin)
+			v := NewVisitor(t, browser, in, "")
+			v.Open("/q/" + q + "?lang=" + code)
+			v.WaitState("waiting", JoinWithin)
 			var got struct {
 				Lang, Dir, Heading, Ahead, Switch string
 				Links                             []string
 			}
-			v.mustEval(`({lang: document.documentElement.lang, dir: document.documentElement.dir,
+			v.MustEval(`({lang: document.documentElement.lang, dir: document.documentElement.dir,
 				heading: document.getElementById('waiting-heading').textContent.trim(),
 				ahead: document.getElementById('ahead').textContent,
 				links: [...document.querySelectorAll('.languages a')].map(a => a.lang)})`, &got)
@@ -92,18 +92,18 @@ func TestLanguagesBrowser(t *testing.T) {
 			// Two ahead (others took the first places): the language's own
 			// plural form, as Intl.PluralRules picks it (Arabic's dual).
 			var form string
-			v.mustEval(`new Intl.PluralRules(`+jsString(code)+`).select(2)`, &form)
+			v.MustEval(`new Intl.PluralRules(`+JSString(code)+`).select(2)`, &form)
 			want := texts["ahead."+form]
 			if want == "" {
 				want = texts["ahead.other"]
 			}
 			var two string
-			v.mustEval(`new Intl.NumberFormat(`+jsString(code)+`).format(2)`, &two)
+			v.MustEval(`new Intl.NumberFormat(`+JSString(code)+`).format(2)`, &two)
 			if want = strings.ReplaceAll(want, "{n}", two); got.Ahead != want {
 				t.Errorf("two ahead reads %q, want %q (form %s)", got.Ahead, want, form)
 			}
 			if code != "en" && !strings.HasPrefix(code, "pt") && code != "es" && code != "fr" && code != "de" {
-				v.checkFontsCover("#waiting-heading", testenv.Fonts(t, fontconfigLang(code)))
+				checkFontsCover(v, "#waiting-heading", testenv.Fonts(t, fontconfigLang(code)))
 			}
 			if code != "ar" {
 				return
@@ -114,7 +114,7 @@ func TestLanguagesBrowser(t *testing.T) {
 				Brand, Switch, Main, Bar, Track struct{ Left, Right float64 }
 				Align                           string
 			}
-			v.mustEval(`(() => { const r = (s) => { const b = document.querySelector(s).getBoundingClientRect(); return {left: b.left, right: b.right}; };
+			v.MustEval(`(() => { const r = (s) => { const b = document.querySelector(s).getBoundingClientRect(); return {left: b.left, right: b.right}; };
 				return {brand: r('.brand'), switch: r('.languages'), bar: r('.progress-bar'), track: r('.progress'),
 					align: getComputedStyle(document.querySelector('.place')).direction}; })()`, &rtl)
 			if !(rtl.Brand.Left > rtl.Switch.Right) || rtl.Align != "rtl" || rtl.Bar.Right != rtl.Track.Right || !(rtl.Bar.Left > rtl.Track.Left) {
@@ -127,16 +127,16 @@ func TestLanguagesBrowser(t *testing.T) {
 // axeRun audits the page as it is now with axe-core at WCAG 2.1 AA, less
 // the rules named, and returns the violations ("rule (impact): targets"
 // each).
-func (v *visitor) axeRun(axe string, except ...string) ([]string, error) {
-	v.t.Helper()
+func axeRun(v *Visitor, axe string, except ...string) ([]string, error) {
+	v.T.Helper()
 	var loaded bool
-	if err := v.eval(`typeof window.axe === 'object'`, &loaded); err != nil {
+	if err := v.Eval(`typeof window.axe === 'object'`, &loaded); err != nil {
 		return nil, err
 	}
 	if !loaded {
 		// Evaluated through the DevTools protocol, which the page's
 		// Content-Security-Policy does not govern.
-		if err := v.eval(axe+"\n;true", nil); err != nil {
+		if err := v.Eval(axe+"\n;true", nil); err != nil {
 			return nil, fmt.Errorf("injecting axe-core: %w", err)
 		}
 	}
@@ -150,7 +150,7 @@ func (v *visitor) axeRun(axe string, except ...string) ([]string, error) {
 		Impact string   `json:"impact"`
 		Nodes  []string `json:"nodes"`
 	}
-	err := v.eval(`axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations'],
+	err := v.Eval(`axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations'],
 		rules: `+string(offJSON)+`})
 		.then(r => r.violations.map(x => ({id: x.id, impact: x.impact, nodes: x.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary)})))`, &found)
 	if err != nil {
@@ -209,34 +209,34 @@ var a11yStates = []string{"joining (challenge)", "waiting", "paused", "stalled",
 // the table of results into (docs/page.md shows it).
 func TestAccessibility(t *testing.T) {
 	axe := testenv.Axe(t)
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, nil)
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, nil)
 	table := &a11yTable{rows: map[string]map[string]int{}}
 	langs := []string{"en", "ko", "ar"}
 
 	// The lines the states need, shared by the languages.
-	in.putQueue("a-join", map[string]any{"challengeCost": 100_000}) // minutes of work: joining for as long as the audit takes
-	in.putQueue("a-wait", map[string]any{"entry": "any", "ratePerSecond": 0.001, "batchSize": 1})
-	in.do("POST", "/api/v1/queues/a-wait/entries", in.as("a-ahead"), nil) // nobody else is let in for a while
-	in.putQueue("a-paused", map[string]any{"entry": "any", "paused": true})
-	in.putQueue("a-stall", map[string]any{"entry": "any", "maxActiveTokens": 1})
-	in.do("POST", "/api/v1/queues/a-stall/entries", in.as("a-holder"), nil)
-	in.waitReady("a-stall", "a-holder")
-	in.putQueue("a-open", map[string]any{"entry": "any", "opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
-	in.putQueue("a-ready", map[string]any{"entry": "any"})
-	in.putQueue("a-full", map[string]any{"entry": "any", "paused": true, "capacity": 1})
-	in.do("POST", "/api/v1/queues/a-full/entries", in.as("a-first"), nil)
-	in.putQueue("a-pow", map[string]any{})
-	in.putQueue("a-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	in.PutQueue("a-join", map[string]any{"challengeCost": 100_000}) // minutes of work: joining for as long as the audit takes
+	in.PutQueue("a-wait", map[string]any{"entry": "any", "ratePerSecond": 0.001, "batchSize": 1})
+	in.Do("POST", "/api/v1/queues/a-wait/entries", in.As("a-ahead"), nil) // nobody else is let in for a while
+	in.PutQueue("a-paused", map[string]any{"entry": "any", "paused": true})
+	in.PutQueue("a-stall", map[string]any{"entry": "any", "maxActiveTokens": 1})
+	in.Do("POST", "/api/v1/queues/a-stall/entries", in.As("a-holder"), nil)
+	in.WaitReady("a-stall", "a-holder")
+	in.PutQueue("a-open", map[string]any{"entry": "any", "opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	in.PutQueue("a-ready", map[string]any{"entry": "any"})
+	in.PutQueue("a-full", map[string]any{"entry": "any", "paused": true, "capacity": 1})
+	in.Do("POST", "/api/v1/queues/a-full/entries", in.As("a-first"), nil)
+	in.PutQueue("a-pow", map[string]any{})
+	in.PutQueue("a-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
 
 	for _, lang := range langs {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
-			in := in.reportingTo(t)
-			audit := func(v *visitor, state string) {
+			in := in.ReportingTo(t)
+			audit := func(v *Visitor, state string) {
 				t.Helper()
 				start := time.Now()
-				found, err := v.axeRun(axe)
+				found, err := axeRun(v, axe)
 				if err != nil {
 					t.Fatalf("%s: %v", state, err)
 				}
@@ -250,38 +250,38 @@ func TestAccessibility(t *testing.T) {
 			// it (a tab left open polls on, and two cores are all CI has).
 			visit := func(path, state, card string, timeout time.Duration) {
 				t.Helper()
-				v := newVisitor(t, browser, in, lang)
-				v.open(path)
-				v.waitState(card, timeout)
+				v := NewVisitor(t, browser, in, lang)
+				v.Open(path)
+				v.WaitState(card, timeout)
 				audit(v, state)
-				if err := chromedp.Cancel(v.ctx); err != nil {
+				if err := chromedp.Cancel(v.Ctx); err != nil {
 					t.Logf("closing the tab: %v", err)
 				}
 			}
 			visit("/q/a-join", "joining (challenge)", "joining", 5*time.Second) // its workers would run for minutes
-			waiting := newVisitor(t, browser, in, lang)
-			waiting.open("/q/a-wait")
-			waiting.waitState("waiting", joinWithin)
+			waiting := NewVisitor(t, browser, in, lang)
+			waiting.Open("/q/a-wait")
+			waiting.WaitState("waiting", JoinWithin)
 			audit(waiting, "waiting")
-			visit("/q/a-paused", "paused", "waiting", joinWithin)
-			stalled := newVisitor(t, browser, in, lang)
-			stalled.open("/q/a-stall")
-			stalled.waitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 20*time.Second)
+			visit("/q/a-paused", "paused", "waiting", JoinWithin)
+			stalled := NewVisitor(t, browser, in, lang)
+			stalled.Open("/q/a-stall")
+			stalled.WaitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 20*time.Second)
 			audit(stalled, "stalled")
-			chromedp.Cancel(stalled.ctx)
-			visit("/q/a-open", "opening countdown", "opening", joinWithin)
-			visit("/q/a-ready", "ready", "ready", joinWithin)
-			visit("/q/a-full", "line full", "full", joinWithin)
-			visit("/q/a-closed", "line closed", "closed", joinWithin)
-			visit("/q/a-nosuch", "unknown queue", "notfound", joinWithin)
+			chromedp.Cancel(stalled.Ctx)
+			visit("/q/a-open", "opening countdown", "opening", JoinWithin)
+			visit("/q/a-ready", "ready", "ready", JoinWithin)
+			visit("/q/a-full", "line full", "full", JoinWithin)
+			visit("/q/a-closed", "line closed", "closed", JoinWithin)
+			visit("/q/a-nosuch", "unknown queue", "notfound", JoinWithin)
 			// The connection drops: the page says so over what it shows.
-			if _, err := chromedp.Call(waiting.ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{
+			if _, err := chromedp.Call(waiting.Ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{
 				URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/api/*", Block: true}}}); err != nil {
 				t.Fatal(err)
 			}
-			waiting.waitUntil("the connection banner", `!document.getElementById('banner').hidden`, 20*time.Second)
+			waiting.WaitUntil("the connection banner", `!document.getElementById('banner').hidden`, 20*time.Second)
 			audit(waiting, "error (connection)")
-			chromedp.Cancel(waiting.ctx)
+			chromedp.Cancel(waiting.Ctx)
 			// The page without JavaScript refreshes itself: that is what it
 			// is for (WCAG 2.2.1's real-time exception: a place in a moving
 			// line), so axe's meta-refresh rule is left out there, and an
@@ -290,19 +290,19 @@ func TestAccessibility(t *testing.T) {
 				{"/q/a-paused/noscript?lang=" + lang, "no-script waiting"},
 				{"/q/a-pow/noscript?lang=" + lang, "no-script challenge"},
 			} {
-				v := newVisitor(t, browser, in, lang)
+				v := NewVisitor(t, browser, in, lang)
 				var found []string
 				var err error
 				for try := 0; try < 3; try++ {
-					v.open(ns.path)
-					if found, err = v.axeRun(axe, "meta-refresh"); err == nil {
+					v.Open(ns.path)
+					if found, err = axeRun(v, axe, "meta-refresh"); err == nil {
 						break
 					}
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", ns.state, err)
 				}
-				chromedp.Cancel(v.ctx)
+				chromedp.Cancel(v.Ctx)
 				table.add(ns.state, lang, len(found))
 				if len(found) > 0 {
 					t.Errorf("%s in %s: %d violations:\n  %s", ns.state, lang, len(found), strings.Join(found, "\n  "))
@@ -312,13 +312,13 @@ func TestAccessibility(t *testing.T) {
 	}
 	t.Run("admin", func(t *testing.T) {
 		t.Parallel()
-		in := in.reportingTo(t)
-		op := newVisitor(t, browser, in, "en")
-		op.open("/admin")
-		op.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
+		in := in.ReportingTo(t)
+		op := NewVisitor(t, browser, in, "en")
+		op.Open("/admin")
+		op.WaitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
 		check := func(state string) {
 			t.Helper()
-			found, err := op.axeRun(axe)
+			found, err := axeRun(op, axe)
 			if err != nil {
 				t.Fatalf("%s: %v", state, err)
 			}
@@ -328,19 +328,19 @@ func TestAccessibility(t *testing.T) {
 			}
 		}
 		check("sign-in")
-		op.typeInto("#token", in.admin)
-		op.keys("\r")
-		op.waitUntil("the cards", `document.querySelector('[data-queue="a-wait"] [data-field="length"]')?.textContent !== ''`, 10*time.Second)
-		op.click(`[data-queue="a-wait"] .settings summary`)
-		op.click(`[data-queue="a-wait"] .message-languages summary`)
-		op.typeInto(`[data-queue="a-wait"] textarea[name="message"]`, "Restocked at nine")
+		op.TypeInto("#token", in.AdminToken)
+		op.Keys("\r")
+		op.WaitUntil("the cards", `document.querySelector('[data-queue="a-wait"] [data-field="length"]')?.textContent !== ''`, 10*time.Second)
+		op.Click(`[data-queue="a-wait"] .settings summary`)
+		op.Click(`[data-queue="a-wait"] .message-languages summary`)
+		op.TypeInto(`[data-queue="a-wait"] textarea[name="message"]`, "Restocked at nine")
 		check("queues, settings and a message preview open")
-		op.click("#new-queue")
-		op.waitUntil("the new-queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
+		op.Click("#new-queue")
+		op.WaitUntil("the new-queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
 		check("new-queue dialog")
-		op.keys(kb.Escape)
-		op.click("#tab-products")
-		op.waitUntil("the products", `!document.getElementById('products-screen').hidden && document.querySelector('[data-product]')`, 10*time.Second)
+		op.Keys(kb.Escape)
+		op.Click("#tab-products")
+		op.WaitUntil("the products", `!document.getElementById('products-screen').hidden && document.querySelector('[data-product]')`, 10*time.Second)
 		check("products")
 	})
 	t.Cleanup(func() {
@@ -365,17 +365,17 @@ func TestAccessibility(t *testing.T) {
 // politely, and READY at once, urgently.
 func TestAnnouncements(t *testing.T) {
 	t.Parallel()
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, nil)
-	in.putQueue("s-move", map[string]any{"entry": "any", "paused": true})
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, nil)
+	in.PutQueue("s-move", map[string]any{"entry": "any", "paused": true})
 	for i := range 8 {
-		in.do("POST", "/api/v1/queues/s-move/entries", in.as(fmt.Sprintf("s-%d", i)), nil)
+		in.Do("POST", "/api/v1/queues/s-move/entries", in.As(fmt.Sprintf("s-%d", i)), nil)
 	}
-	v := newVisitor(t, browser, in, "en")
-	v.open("/q/s-move")
-	v.waitState("waiting", joinWithin)
+	v := NewVisitor(t, browser, in, "en")
+	v.Open("/q/s-move")
+	v.WaitState("waiting", JoinWithin)
 	// Every change of the two live regions, with when, and every answer.
-	v.mustEval(`(() => { window.__said = [];
+	v.MustEval(`(() => { window.__said = [];
 		for (const id of ['announcer', 'announcer-urgent']) {
 			const el = document.getElementById(id);
 			new MutationObserver(() => { if (el.textContent) window.__said.push({id, text: el.textContent, at: performance.now(),
@@ -384,17 +384,17 @@ func TestAnnouncements(t *testing.T) {
 		}
 		return true; })()`, nil)
 	// The line moves a place or two per poll, then lets our visitor in.
-	in.patchQueue("s-move", map[string]any{"paused": false, "ratePerSecond": 0.5, "batchSize": 1})
-	v.waitState("ready", 60*time.Second)
-	v.waitUntil("READY announced", `window.__said.some(s => s.id === "announcer-urgent")`, 30*time.Second)
+	in.PatchQueue("s-move", map[string]any{"paused": false, "ratePerSecond": 0.5, "batchSize": 1})
+	v.WaitState("ready", 60*time.Second)
+	v.WaitUntil("READY announced", `window.__said.some(s => s.id === "announcer-urgent")`, 30*time.Second)
 	var said []struct {
 		ID, Text, Live string
 		At             float64
 		Polls          int
 	}
-	v.mustEval(`window.__said`, &said)
-	var polls []pagePoll
-	v.mustEval(`window.__polls`, &polls)
+	v.MustEval(`window.__said`, &said)
+	var polls []PagePoll
+	v.MustEval(`window.__polls`, &polls)
 	var readyAt float64
 	for _, p := range polls {
 		if p.State == "READY" {
@@ -436,22 +436,22 @@ func TestAnnouncements(t *testing.T) {
 // stops gliding, on the built-in page and on a shop's own.
 func TestReducedMotion(t *testing.T) {
 	t.Parallel()
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
-	in.putQueue("m-plain", map[string]any{"entry": "any", "paused": true})
-	in.putQueue("vip", map[string]any{"entry": "any", "paused": true}) // the brand's own template
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
+	in.PutQueue("m-plain", map[string]any{"entry": "any", "paused": true})
+	in.PutQueue("vip", map[string]any{"entry": "any", "paused": true}) // the brand's own template
 	for _, reduce := range []bool{false, true} {
-		v := newVisitor(t, browser, in, "en")
+		v := NewVisitor(t, browser, in, "en")
 		if reduce {
-			if _, err := chromedp.Call(v.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			if _, err := chromedp.Call(v.Ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 				Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		v.open("/q/vip")
-		v.waitState("waiting", joinWithin)
+		v.Open("/q/vip")
+		v.WaitState("waiting", JoinWithin)
 		var got struct{ Animation, Transition string }
-		v.mustEval(`({animation: getComputedStyle(document.querySelector('#waiting-heading .pulse')).animationName,
+		v.MustEval(`({animation: getComputedStyle(document.querySelector('#waiting-heading .pulse')).animationName,
 			transition: getComputedStyle(document.getElementById('progress-bar')).transitionDuration})`, &got)
 		if moving := got.Animation != "none" && got.Transition != "0s"; moving == reduce {
 			t.Errorf("prefers-reduced-motion %v: animation %q, transition %q", reduce, got.Animation, got.Transition)
@@ -463,62 +463,62 @@ func TestReducedMotion(t *testing.T) {
 // its message and save it, make a queue, close the dialog.
 func TestAdminKeyboard(t *testing.T) {
 	t.Parallel()
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, nil)
-	in.putQueue("k-sale", map[string]any{"paused": false})
-	op := newVisitor(t, browser, in, "en")
-	op.open("/admin")
-	op.waitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, nil)
+	in.PutQueue("k-sale", map[string]any{"paused": false})
+	op := NewVisitor(t, browser, in, "en")
+	op.Open("/admin")
+	op.WaitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
 	// tabTo presses Tab until css has the focus (the keyboard reaches it).
 	tabTo := func(css string) {
 		t.Helper()
 		for range 120 {
 			var there bool
-			op.mustEval(`document.activeElement === document.querySelector(`+jsString(css)+`)`, &there)
+			op.MustEval(`document.activeElement === document.querySelector(`+JSString(css)+`)`, &there)
 			if there {
 				return
 			}
-			op.keys(kb.Tab)
+			op.Keys(kb.Tab)
 		}
-		t.Fatalf("Tab never reached %s (stuck on %s)", css, op.focused())
+		t.Fatalf("Tab never reached %s (stuck on %s)", css, op.Focused())
 	}
 	tabTo("#token")
-	op.keys(in.admin + "\r")
-	op.waitUntil("the dashboard", `!document.getElementById('dash').hidden && document.querySelector('[data-queue="k-sale"] .pause-button')`, 10*time.Second)
+	op.Keys(in.AdminToken + "\r")
+	op.WaitUntil("the dashboard", `!document.getElementById('dash').hidden && document.querySelector('[data-queue="k-sale"] .pause-button')`, 10*time.Second)
 
 	card := `[data-queue="k-sale"]`
 	tabTo(card + " .pause-button")
-	op.keys(" ") // Space presses a button
-	op.waitUntil("paused", `document.querySelector('`+card+` .badge').textContent === 'Paused'`, 5*time.Second)
-	if r := in.do("GET", "/admin/v1/queues/k-sale", in.adminAuth(), nil); r.body["paused"] != true {
-		t.Errorf("the pause button, by Space, did not pause: %s", r.raw)
+	op.Keys(" ") // Space presses a button
+	op.WaitUntil("paused", `document.querySelector('`+card+` .badge').textContent === 'Paused'`, 5*time.Second)
+	if r := in.Do("GET", "/admin/v1/queues/k-sale", in.AdminAuth(), nil); r.Body["paused"] != true {
+		t.Errorf("the pause button, by Space, did not pause: %s", r.Raw)
 	}
 
 	tabTo(card + " .settings summary")
-	op.keys("\r") // Enter opens <details>
+	op.Keys("\r") // Enter opens <details>
 	tabTo(card + ` textarea[name="message"]`)
-	op.keys("Back in five minutes")
+	op.Keys("Back in five minutes")
 	tabTo(card + " .settings-form button[type=submit]")
-	op.keys("\r")
-	op.waitUntil("saved", `document.querySelector('`+card+` .qmessage').textContent === 'Saved.'`, 5*time.Second)
-	if r := in.do("GET", "/admin/v1/queues/k-sale", in.adminAuth(), nil); r.str("message") != "Back in five minutes" {
-		t.Errorf("the message typed and saved by keyboard: %s", r.raw)
+	op.Keys("\r")
+	op.WaitUntil("saved", `document.querySelector('`+card+` .qmessage').textContent === 'Saved.'`, 5*time.Second)
+	if r := in.Do("GET", "/admin/v1/queues/k-sale", in.AdminAuth(), nil); r.Str("message") != "Back in five minutes" {
+		t.Errorf("the message typed and saved by keyboard: %s", r.Raw)
 	}
 
 	tabTo("#new-queue")
-	op.keys("\r")
-	op.waitUntil("the new-queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
-	if got := op.focused(); got != "input#queue-name" {
+	op.Keys("\r")
+	op.WaitUntil("the new-queue form", `document.getElementById('queue-dialog').open`, 5*time.Second)
+	if got := op.Focused(); got != "input#queue-name" {
 		t.Errorf("the dialog opened with the focus on %s, want its first field", got)
 	}
-	op.keys("k-new\r") // Enter in a field submits the form
-	op.waitUntil("the new queue's card", `!document.getElementById('queue-dialog').open && document.querySelector('[data-queue="k-new"]')`, 5*time.Second)
+	op.Keys("k-new\r") // Enter in a field submits the form
+	op.WaitUntil("the new queue's card", `!document.getElementById('queue-dialog').open && document.querySelector('[data-queue="k-new"]')`, 5*time.Second)
 	tabTo("#new-queue")
-	op.keys("\r")
-	op.waitUntil("the form again", `document.getElementById('queue-dialog').open`, 5*time.Second)
-	op.keys(kb.Escape)
-	op.waitUntil("Escape to close it", `!document.getElementById('queue-dialog').open`, 5*time.Second)
-	if got := op.focused(); got != "button#new-queue" {
+	op.Keys("\r")
+	op.WaitUntil("the form again", `document.getElementById('queue-dialog').open`, 5*time.Second)
+	op.Keys(kb.Escape)
+	op.WaitUntil("Escape to close it", `!document.getElementById('queue-dialog').open`, 5*time.Second)
+	if got := op.Focused(); got != "button#new-queue" {
 		t.Errorf("after Escape the focus is on %s, want back on the button that opened the dialog", got)
 	}
 }

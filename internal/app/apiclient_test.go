@@ -28,7 +28,7 @@ func TestGeneratedGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := copyTree(t, "../../examples/go-client")
+	dir := CopyTree(t, "../../examples/go-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	gocmd := func(in string, args ...string) string {
@@ -46,16 +46,16 @@ func TestGeneratedGoClient(t *testing.T) {
 	gocmd("waitroomapi", "tool", "oapi-codegen", "-config", "oapi-codegen.yaml", spec)
 	gocmd(".", "vet", "./...")
 	bin := filepath.Join(dir, "go-client")
-	gocmd(".", append(append([]string{"build"}, goBuildFlags...), "-o", bin, ".")...)
+	gocmd(".", append(append([]string{"build"}, GoBuildFlags...), "-o", bin, ".")...)
 
-	in := boot(t, backend{name: "embedded"}, nil)
-	sale := shop{in}
+	in := Boot(t, Backend{Name: "embedded"}, nil)
+	sale := Shop{Instance: in}
 	// One user a second: entering answers WAITING, and the next tick, up to
 	// a second later, lets the user in while the held status poll waits.
-	q, p := sale.newSale(5, map[string]any{"ratePerSecond": 1, "batchSize": 1, "intervalMs": 1000})
-	user := saleID("generated")
-	run := exec.CommandContext(ctx, bin, "-base", in.base, "-queue", q, "-product", p, "-timeout", "1m")
-	run.Env = append(os.Environ(), "WAITROOM_JWT="+in.jwt(user))
+	q, p := sale.NewSale(5, map[string]any{"ratePerSecond": 1, "batchSize": 1, "intervalMs": 1000})
+	user := UniqueID("generated")
+	run := exec.CommandContext(ctx, bin, "-base", in.Base, "-queue", q, "-product", p, "-timeout", "1m")
+	run.Env = append(os.Environ(), "WAITROOM_JWT="+in.JWT(user))
 	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go-client: %v\n%s", err, out)
@@ -68,39 +68,8 @@ func TestGeneratedGoClient(t *testing.T) {
 		!strings.HasSuffix(lines[2], "1 × "+p+" for "+user) {
 		t.Fatalf("go-client's session:\n%s", out)
 	}
-	if left := sale.stock(p); left != 4 {
+	if left := sale.Stock(p); left != 4 {
 		t.Errorf("stock after the generated client's order: %d, want 4", left)
 	}
 	t.Logf("examples/go-client on the generated client:\n%s", out)
-}
-
-// copyTree copies the regular files under src into a new temp dir (the
-// examples are built there, never in the source tree).
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if !d.Type().IsRegular() || strings.HasSuffix(rel, ".gen.go") {
-			return nil // a client generated locally is not the one under test
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }

@@ -68,10 +68,10 @@ func handMadeJWT(header, claims map[string]any, secret string) string {
 
 // identityCases are Authorization headers and cookies that name nobody
 // (401) or name an id that cannot be used (400).
-func identityCases(t *testing.T, in *instance) []badCase {
+func identityCases(t *testing.T, in *Instance) []badCase {
 	exp := time.Now().Add(time.Hour).Unix()
 	hs := func(claims jwt.MapClaims) string {
-		return "Bearer " + signTestJWT(t, jwt.SigningMethodHS256, claims, []byte(in.secret))
+		return "Bearer " + signTestJWT(t, jwt.SigningMethodHS256, claims, []byte(in.AuthSecret))
 	}
 	_, otherCookie := identity.New([]byte("not-the-secret")).NewSession()
 	unauth := []struct{ name, auth, cookie string }{
@@ -82,26 +82,26 @@ func identityCases(t *testing.T, in *instance) []badCase {
 		{name: "garbage bearer", auth: "Bearer !!!not-a-jwt!!!"},
 		{name: "three empty parts", auth: "Bearer .."},
 		{name: "huge bearer", auth: "Bearer " + strings.Repeat("A", 8000)},
-		{name: "JWT without scheme", auth: in.jwt("alice")},
-		{name: "JWT with two spaces", auth: "Bearer  " + in.jwt("alice")},
+		{name: "JWT without scheme", auth: in.JWT("alice")},
+		{name: "JWT with two spaces", auth: "Bearer  " + in.JWT("alice")},
 		{name: "JWT wrong secret", auth: "Bearer " + identity.New([]byte("not-the-secret")).SignJWT("alice", time.Hour)},
 		{name: "JWT alg none", auth: "Bearer " + signTestJWT(t, jwt.SigningMethodNone, jwt.MapClaims{"sub": "alice", "exp": exp}, jwt.UnsafeAllowNoneSignatureType)},
-		{name: "JWT alg none signed", auth: "Bearer " + handMadeJWT(map[string]any{"alg": "none", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": exp}, in.secret)},
-		{name: "JWT past exp", auth: "Bearer " + identity.New([]byte(in.secret)).SignJWT("alice", -time.Hour)},
+		{name: "JWT alg none signed", auth: "Bearer " + handMadeJWT(map[string]any{"alg": "none", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": exp}, in.AuthSecret)},
+		{name: "JWT past exp", auth: "Bearer " + identity.New([]byte(in.AuthSecret)).SignJWT("alice", -time.Hour)},
 		{name: "JWT without exp", auth: hs(jwt.MapClaims{"sub": "alice"})},
 		{name: "JWT exp not a number", auth: hs(jwt.MapClaims{"sub": "alice", "exp": "never"})},
 		{name: "JWT not yet valid", auth: hs(jwt.MapClaims{"sub": "alice", "exp": exp, "nbf": exp})},
 		{name: "JWT RS256", auth: "Bearer " + signTestJWT(t, jwt.SigningMethodRS256, jwt.MapClaims{"sub": "alice", "exp": exp}, rs256Key())},
-		{name: "JWT alg confusion RS256 header with HMAC", auth: "Bearer " + handMadeJWT(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": exp}, in.secret)},
-		{name: "JWT HS512 right secret", auth: "Bearer " + signTestJWT(t, jwt.SigningMethodHS512, jwt.MapClaims{"sub": "alice", "exp": exp}, []byte(in.secret))},
+		{name: "JWT alg confusion RS256 header with HMAC", auth: "Bearer " + handMadeJWT(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{"sub": "alice", "exp": exp}, in.AuthSecret)},
+		{name: "JWT HS512 right secret", auth: "Bearer " + signTestJWT(t, jwt.SigningMethodHS512, jwt.MapClaims{"sub": "alice", "exp": exp}, []byte(in.AuthSecret))},
 		{name: "JWT tampered payload", auth: func() string {
-			p := strings.Split(in.jwt("alice"), ".")
+			p := strings.Split(in.JWT("alice"), ".")
 			b, _ := json.Marshal(map[string]any{"sub": "mallory", "exp": exp})
 			return "Bearer " + p[0] + "." + base64.RawURLEncoding.EncodeToString(b) + "." + p[2]
 		}()},
 		{name: "JWT without sub", auth: hs(jwt.MapClaims{"exp": exp})},
 		{name: "JWT sub not a string", auth: hs(jwt.MapClaims{"sub": 7, "exp": exp})},
-		{name: "JWT empty sub", auth: in.as("")},
+		{name: "JWT empty sub", auth: in.As("")},
 		{name: "forged cookie", cookie: "wr_session=anon-0123456789abcdef.Zm9yZ2Vk"},
 		{name: "unsigned cookie", cookie: "wr_session=anon-0123456789abcdef"},
 		{name: "empty cookie", cookie: "wr_session="},
@@ -137,7 +137,7 @@ func identityCases(t *testing.T, in *instance) []badCase {
 		}
 		for _, u := range invalid {
 			out = append(out, badCase{name: rt.method + " sub " + u.name, method: rt.method, path: rt.path,
-				auth: in.as(u.sub), status: http.StatusBadRequest, code: "invalid_user_id"})
+				auth: in.As(u.sub), status: http.StatusBadRequest, code: "invalid_user_id"})
 		}
 	}
 	out = append(out, badCase{name: "order without identity", method: "POST", path: "/api/v1/orders",
@@ -147,7 +147,7 @@ func identityCases(t *testing.T, in *instance) []badCase {
 }
 
 // bodyCases are malformed, oversized, unknown-field and wrong-type bodies.
-func bodyCases(in *instance) []badCase {
+func bodyCases(in *Instance) []badCase {
 	big := `{"productId":"` + strings.Repeat("a", 5000) + `","quantity":1}`
 	malformed := []struct{ name, body string }{
 		{"empty", ""},
@@ -167,7 +167,7 @@ func bodyCases(in *instance) []badCase {
 			headers = []string{"X-Entry-Token", "not-a-token"}
 		}
 		out = append(out, badCase{name: "order " + name, method: "POST", path: "/api/v1/orders",
-			auth: in.as("buyer"), body: body, headers: headers, status: status, code: code})
+			auth: in.As("buyer"), body: body, headers: headers, status: status, code: code})
 	}
 	for _, m := range malformed {
 		order(m.name, m.body, http.StatusBadRequest, "invalid_request")
@@ -186,7 +186,7 @@ func bodyCases(in *instance) []badCase {
 	order("oversized token", `{"productId":"p1","quantity":1}`, http.StatusForbidden, "entry_token_invalid", "X-Entry-Token", strings.Repeat("t", 300))
 
 	admin := func(name, method, path string, body any, status int, code string) {
-		out = append(out, badCase{name: name, method: method, path: path, auth: in.adminAuth(),
+		out = append(out, badCase{name: name, method: method, path: path, auth: in.AdminAuth(),
 			body: body, status: status, code: code})
 	}
 	for _, target := range []struct{ method, path string }{
@@ -222,7 +222,7 @@ func bodyCases(in *instance) []badCase {
 }
 
 // queueNameCases put bad queue names in every path that takes one.
-func queueNameCases(in *instance) []badCase {
+func queueNameCases(in *Instance) []badCase {
 	names := []struct{ name, escaped string }{
 		{"65 chars", strings.Repeat("q", 65)},
 		{"1000 chars", strings.Repeat("q", 1000)},
@@ -248,12 +248,12 @@ func queueNameCases(in *instance) []badCase {
 			method, path, auth string
 			body               any
 		}{
-			{"POST", entriesPath(n.escaped), in.as("alice"), nil},
-			{"GET", mePath(n.escaped), in.as("alice"), nil},
-			{"DELETE", mePath(n.escaped), in.as("alice"), nil},
-			{"GET", "/admin/v1/queues/" + n.escaped, in.adminAuth(), nil},
-			{"PUT", "/admin/v1/queues/" + n.escaped, in.adminAuth(), `{}`},
-			{"PATCH", "/admin/v1/queues/" + n.escaped, in.adminAuth(), `{"paused":true}`},
+			{"POST", entriesPath(n.escaped), in.As("alice"), nil},
+			{"GET", mePath(n.escaped), in.As("alice"), nil},
+			{"DELETE", mePath(n.escaped), in.As("alice"), nil},
+			{"GET", "/admin/v1/queues/" + n.escaped, in.AdminAuth(), nil},
+			{"PUT", "/admin/v1/queues/" + n.escaped, in.AdminAuth(), `{}`},
+			{"PATCH", "/admin/v1/queues/" + n.escaped, in.AdminAuth(), `{"paused":true}`},
 			{"GET", "/q/" + n.escaped, "", nil},
 		} {
 			out = append(out, badCase{name: rt.method + " " + rt.path[:min(len(rt.path), 60)] + " " + n.name,
@@ -266,7 +266,7 @@ func queueNameCases(in *instance) []badCase {
 
 // routeCases are paths nobody serves (404) and methods a path does not take
 // (405), answered as JSON like every other error.
-func routeCases(in *instance) []badCase {
+func routeCases(in *Instance) []badCase {
 	var out []badCase
 	for _, p := range []struct{ method, path string }{
 		{"GET", "/nope"},
@@ -281,7 +281,7 @@ func routeCases(in *instance) []badCase {
 		{"GET", "/index.html"},
 	} {
 		out = append(out, badCase{name: "404 " + p.method + " " + p.path, method: p.method, path: p.path,
-			auth: in.as("alice"), status: http.StatusNotFound, code: "not_found"})
+			auth: in.As("alice"), status: http.StatusNotFound, code: "not_found"})
 	}
 	for _, p := range []struct{ method, path string }{
 		{"PUT", entriesPath("bq")},
@@ -299,7 +299,7 @@ func routeCases(in *instance) []badCase {
 		{"POST", "/"},
 	} {
 		out = append(out, badCase{name: "405 " + p.method + " " + p.path, method: p.method, path: p.path,
-			auth: in.as("alice"), status: http.StatusMethodNotAllowed, code: "method_not_allowed"})
+			auth: in.As("alice"), status: http.StatusMethodNotAllowed, code: "method_not_allowed"})
 	}
 	return out
 }
@@ -308,25 +308,25 @@ func routeCases(in *instance) []badCase {
 // code, never a 5xx, and leaves the stores as they were.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := Boot(t, b, nil)
 			// Some state for the bad requests to (not) disturb.
-			in.mustPutQueue("bq", map[string]any{"paused": true})
-			if r := in.do("POST", entriesPath("bq"), in.as("member"), nil); r.status != 200 {
-				t.Fatalf("enter: %d %s", r.status, r.raw)
+			in.PutQueue("bq", map[string]any{"paused": true})
+			if r := in.Do("POST", entriesPath("bq"), in.As("member"), nil); r.Status != 200 {
+				t.Fatalf("enter: %d %s", r.Status, r.Raw)
 			}
-			if r := in.do("PUT", "/admin/v1/products/p1", in.adminAuth(), map[string]any{"name": "P", "stock": 5, "queue": "bq"}); r.status != 200 {
-				t.Fatalf("product: %d %s", r.status, r.raw)
+			if r := in.Do("PUT", "/admin/v1/products/p1", in.AdminAuth(), map[string]any{"name": "P", "stock": 5, "queue": "bq"}); r.Status != 200 {
+				t.Fatalf("product: %d %s", r.Status, r.Raw)
 			}
 			var rdb *redis.Client
 			var redisBefore map[string]string
-			if b.redis {
+			if b.Redis {
 				rdb = testenv.RedisClient(t)
-				redisBefore = redisSnapshot(t, rdb, in.prefix)
+				redisBefore = redisSnapshot(t, rdb, in.KeyPrefix)
 				if len(redisBefore) == 0 {
-					t.Fatalf("no keys under %q: the snapshot looks in the wrong place", in.prefix)
+					t.Fatalf("no keys under %q: the snapshot looks in the wrong place", in.KeyPrefix)
 				}
 			}
 			httpBefore := httpSnapshot(in)
@@ -340,12 +340,12 @@ func TestBadInput(t *testing.T) {
 				for _, c := range cases {
 					t.Run(c.name, func(t *testing.T) {
 						t.Parallel()
-						r := in.reportingTo(t).do(c.method, c.path, c.auth, c.body, c.headers...)
-						if r.status >= 500 {
-							t.Fatalf("5xx: %d %s", r.status, r.raw)
+						r := in.ReportingTo(t).Do(c.method, c.path, c.auth, c.body, c.headers...)
+						if r.Status >= 500 {
+							t.Fatalf("5xx: %d %s", r.Status, r.Raw)
 						}
 						checkErrorAnswer(t, r, c.status, c.code)
-						if c.status == http.StatusMethodNotAllowed && r.header.Get("Allow") == "" {
+						if c.status == http.StatusMethodNotAllowed && r.Header.Get("Allow") == "" {
 							t.Errorf("405 without Allow")
 						}
 					})
@@ -356,15 +356,15 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("bad requests changed what the API shows (-before +after):\n%s", d)
 			}
 			if rdb != nil {
-				after := redisSnapshot(t, rdb, in.prefix)
+				after := redisSnapshot(t, rdb, in.KeyPrefix)
 				if d := cmp.Diff(redisBefore, after); d != "" {
 					t.Errorf("bad requests wrote to Redis (-before +after):\n%s", d)
 				}
 				// The check can see a write: one good request makes one.
-				if r := in.do("POST", entriesPath("bq"), in.as("latecomer"), nil); r.status != 200 {
-					t.Fatalf("enter: %d %s", r.status, r.raw)
+				if r := in.Do("POST", entriesPath("bq"), in.As("latecomer"), nil); r.Status != 200 {
+					t.Fatalf("enter: %d %s", r.Status, r.Raw)
 				}
-				if cmp.Equal(after, redisSnapshot(t, rdb, in.prefix)) {
+				if cmp.Equal(after, redisSnapshot(t, rdb, in.KeyPrefix)) {
 					t.Error("the Redis snapshot did not notice a good request's write")
 				}
 			}
@@ -373,24 +373,24 @@ func TestBadInput(t *testing.T) {
 }
 
 // httpSnapshot is the state the API shows an operator and a user.
-func httpSnapshot(in *instance) map[string]any {
-	in.t.Helper()
+func httpSnapshot(in *Instance) map[string]any {
+	in.T.Helper()
 	snap := map[string]any{}
-	list := in.do("GET", "/admin/v1/queues", in.adminAuth(), nil)
-	qs, _ := list.body["queues"].([]any)
+	list := in.Do("GET", "/admin/v1/queues", in.AdminAuth(), nil)
+	qs, _ := list.Body["queues"].([]any)
 	for _, q := range qs {
 		m, _ := q.(map[string]any)
 		delete(m, "measuredRatePerSecond") // moves with the admission ticks
 		snap["queue "+fmt.Sprint(m["queue"])] = m
 	}
 	for _, p := range []string{"p1", "p2"} {
-		r := in.do("GET", "/api/v1/products/"+p, "", nil)
-		snap["product "+p] = fmt.Sprint(r.status, " ", r.raw)
+		r := in.Do("GET", "/api/v1/products/"+p, "", nil)
+		snap["product "+p] = fmt.Sprint(r.Status, " ", r.Raw)
 	}
 	for _, u := range []string{"member", "alice", "buyer"} {
-		r := in.do("GET", mePath("bq"), in.as(u), nil)
-		delete(r.body, "pollAfterSeconds") // jittered
-		snap["user "+u] = r.body
+		r := in.Do("GET", mePath("bq"), in.As(u), nil)
+		delete(r.Body, "pollAfterSeconds") // jittered
+		snap["user "+u] = r.Body
 	}
 	return snap
 }

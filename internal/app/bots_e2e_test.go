@@ -24,116 +24,108 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// session returns a fresh anonymous session cookie ("wr_session=…") as the
-// page hands out.
-func (in *instance) session() string {
-	in.t.Helper()
-	_, v := identity.New([]byte(in.secret)).NewSession()
-	return identity.CookieName + "=" + v
-}
-
 func TestEntryPolicies(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := Boot(t, b, nil)
 			entries := func(q string) string { return "/api/v1/queues/" + q + "/entries" }
 			me := func(q string) string { return "/api/v1/queues/" + q + "/entries/me" }
 
 			t.Run("challenge: one solved challenge, one place", func(t *testing.T) {
-				in := in.reportingTo(t)
-				q := saleID("ch")
-				in.mustPutQueue(q, map[string]any{"paused": true}) // new queues: entry challenge
-				if st := in.mustStats(q); st.body["entry"] != "challenge" {
-					t.Fatalf("a new queue's entry policy is %v, want challenge", st.body["entry"])
+				in := in.ReportingTo(t)
+				q := UniqueID("ch")
+				in.PutQueue(q, map[string]any{"paused": true}) // new queues: entry challenge
+				if st := in.QueueStats(q); st.Body["entry"] != "challenge" {
+					t.Fatalf("a new queue's entry policy is %v, want challenge", st.Body["entry"])
 				}
-				alice := in.session()
-				r := in.do("POST", entries(q), "", nil, "Cookie", alice)
+				alice := in.SessionCookie()
+				r := in.Do("POST", entries(q), "", nil, "Cookie", alice)
 				checkErrorAnswer(t, r, http.StatusForbidden, "challenge_required")
-				url, _ := r.body["error"].(map[string]any)["challengeUrl"].(string)
+				url, _ := r.Body["error"].(map[string]any)["challengeUrl"].(string)
 				if url != "/api/v1/queues/"+q+"/challenge" {
 					t.Fatalf("challengeUrl %q", url)
 				}
 				// The challenge is ALTCHA v2 at the queue's difficulty.
-				c := in.do("GET", url, "", nil)
+				c := in.Do("GET", url, "", nil)
 				var ch challenge.Challenge
-				if err := json.Unmarshal([]byte(c.raw), &ch); err != nil || c.status != 200 {
-					t.Fatalf("challenge: %d %s", c.status, c.raw)
+				if err := json.Unmarshal([]byte(c.Raw), &ch); err != nil || c.Status != 200 {
+					t.Fatalf("challenge: %d %s", c.Status, c.Raw)
 				}
 				p := ch.Parameters
 				if p.Algorithm != "PBKDF2/SHA-256" || p.Cost != queue.MinChallengeCost || p.KeyPrefix != "000" || p.Data["queue"] != q ||
 					p.KeyLength != 32 || time.Until(time.Unix(p.ExpiresAt, 0)) > challenge.TTL {
 					t.Fatalf("challenge parameters %+v", p)
 				}
-				solution := in.solve("", q)
-				if pos := checkWaiting(t, in.do("POST", entries(q), "", nil, "Cookie", alice, "X-Challenge-Solution", solution), waitShape{100, 10, true}); pos != 1 {
+				solution := in.Solve("", q)
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", alice, "X-Challenge-Solution", solution), waitShape{100, 10, true}); pos != 1 {
 					t.Fatalf("entered at %d", pos)
 				}
 				// In line: entering again asks nothing and keeps the place.
-				if pos := checkWaiting(t, in.do("POST", entries(q), "", nil, "Cookie", alice), waitShape{100, 10, true}); pos != 1 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", alice), waitShape{100, 10, true}); pos != 1 {
 					t.Fatalf("entered again at %d", pos)
 				}
 				// The same solution never takes a second place.
-				bob := in.session()
-				checkErrorAnswer(t, in.do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", solution), http.StatusForbidden, "challenge_required")
+				bob := in.SessionCookie()
+				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", solution), http.StatusForbidden, "challenge_required")
 				// Nor does another queue's, nor a tampered one.
-				other := saleID("other")
-				in.mustPutQueue(other, map[string]any{"paused": true})
-				checkErrorAnswer(t, in.do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", in.solve("", other)), http.StatusForbidden, "challenge_required")
+				other := UniqueID("other")
+				in.PutQueue(other, map[string]any{"paused": true})
+				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", in.Solve("", other)), http.StatusForbidden, "challenge_required")
 				var payload challenge.Payload
-				raw, _ := base64.StdEncoding.DecodeString(in.solve("", q))
+				raw, _ := base64.StdEncoding.DecodeString(in.Solve("", q))
 				json.Unmarshal(raw, &payload)
 				payload.Solution.Counter++
-				checkErrorAnswer(t, in.do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", payload.Encode()), http.StatusForbidden, "challenge_required")
-				checkErrorAnswer(t, in.do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", "garbage"), http.StatusForbidden, "challenge_required")
-				if r := in.do("GET", me(q), "", nil, "Cookie", bob); r.str("status") != "NOT_IN_QUEUE" {
-					t.Fatalf("bob after refused solutions: %s", r.raw)
+				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", payload.Encode()), http.StatusForbidden, "challenge_required")
+				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", "garbage"), http.StatusForbidden, "challenge_required")
+				if r := in.Do("GET", me(q), "", nil, "Cookie", bob); r.Str("status") != "NOT_IN_QUEUE" {
+					t.Fatalf("bob after refused solutions: %s", r.Raw)
 				}
 				// Signed-in users are never asked.
-				if pos := checkWaiting(t, in.do("POST", entries(q), in.as("carol"), nil), waitShape{100, 10, true}); pos != 2 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), in.As("carol"), nil), waitShape{100, 10, true}); pos != 2 {
 					t.Fatalf("carol at %d", pos)
 				}
 				// Leaving and coming back is a new place: a new solution.
-				if r := in.do("DELETE", me(q), "", nil, "Cookie", alice); r.status != 204 {
-					t.Fatalf("leave: %d", r.status)
+				if r := in.Do("DELETE", me(q), "", nil, "Cookie", alice); r.Status != 204 {
+					t.Fatalf("leave: %d", r.Status)
 				}
-				checkErrorAnswer(t, in.do("POST", entries(q), "", nil, "Cookie", alice), http.StatusForbidden, "challenge_required")
-				if pos := checkWaiting(t, in.enterAnonymously("", q, alice), waitShape{100, 10, true}); pos != 2 {
+				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", alice), http.StatusForbidden, "challenge_required")
+				if pos := checkWaiting(t, in.EnterAnonymously("", q, alice), waitShape{100, 10, true}); pos != 2 {
 					t.Fatalf("back at %d, want behind carol", pos)
 				}
 			})
 
 			t.Run("signed: signed-in users only; places already held stay", func(t *testing.T) {
-				in := in.reportingTo(t)
-				q := saleID("signed")
-				in.mustPutQueue(q, map[string]any{"paused": true})
-				early := in.session()
-				in.enterAnonymously("", q, early)
-				if r := in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), map[string]any{"entry": "signed"}); r.status != 200 || r.str("entry") != "signed" {
-					t.Fatalf("PATCH entry signed: %d %s", r.status, r.raw)
+				in := in.ReportingTo(t)
+				q := UniqueID("signed")
+				in.PutQueue(q, map[string]any{"paused": true})
+				early := in.SessionCookie()
+				in.EnterAnonymously("", q, early)
+				if r := in.Do("PATCH", "/admin/v1/queues/"+q, in.AdminAuth(), map[string]any{"entry": "signed"}); r.Status != 200 || r.Str("entry") != "signed" {
+					t.Fatalf("PATCH entry signed: %d %s", r.Status, r.Raw)
 				}
-				checkErrorAnswer(t, in.do("POST", entries(q), "", nil, "Cookie", in.session(), "X-Challenge-Solution", in.solve("", q)), http.StatusForbidden, "signin_required")
-				if pos := checkWaiting(t, in.do("POST", entries(q), "", nil, "Cookie", early), waitShape{100, 10, true}); pos != 1 {
+				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", in.SessionCookie(), "X-Challenge-Solution", in.Solve("", q)), http.StatusForbidden, "signin_required")
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", early), waitShape{100, 10, true}); pos != 1 {
 					t.Fatalf("the session in line before the change: at %d", pos)
 				}
-				if pos := checkWaiting(t, in.do("POST", entries(q), in.as("dave"), nil), waitShape{100, 10, true}); pos != 2 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), in.As("dave"), nil), waitShape{100, 10, true}); pos != 2 {
 					t.Fatalf("dave at %d", pos)
 				}
 			})
 
 			t.Run("any: no challenge", func(t *testing.T) {
-				in := in.reportingTo(t)
-				q := saleID("any")
-				in.mustPutQueue(q, map[string]any{"paused": true, "entry": "any"})
-				if pos := checkWaiting(t, in.do("POST", entries(q), "", nil, "Cookie", in.session()), waitShape{100, 10, true}); pos != 1 {
+				in := in.ReportingTo(t)
+				q := UniqueID("any")
+				in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", in.SessionCookie()), waitShape{100, 10, true}); pos != 1 {
 					t.Fatalf("at %d", pos)
 				}
 			})
 
 			t.Run("bad settings", func(t *testing.T) {
-				in := in.reportingTo(t)
+				in := in.ReportingTo(t)
 				for _, body := range []map[string]any{{"entry": "everyone"}, {"entry": ""}, {"challengeCost": 9}, {"challengeCost": 100_001}} {
-					checkErrorAnswer(t, in.do("PATCH", "/admin/v1/queues/default", in.adminAuth(), body), http.StatusBadRequest, "invalid_config")
+					checkErrorAnswer(t, in.Do("PATCH", "/admin/v1/queues/default", in.AdminAuth(), body), http.StatusBadRequest, "invalid_config")
 				}
 			})
 		})
@@ -152,55 +144,55 @@ func TestPerAddressLimits(t *testing.T) {
 			c.TrustedProxies = trusted
 		}
 	}
-	newSession := func(in *instance, xff string) response {
+	newSession := func(in *Instance, xff string) Response {
 		if xff == "" {
-			return in.do("GET", "/", "", nil)
+			return in.Do("GET", "/", "", nil)
 		}
-		return in.do("GET", "/", "", nil, "X-Forwarded-For", xff)
+		return in.Do("GET", "/", "", nil, "X-Forwarded-For", xff)
 	}
-	wantTooMany := func(t *testing.T, r response) {
+	wantTooMany := func(t *testing.T, r Response) {
 		t.Helper()
 		checkErrorAnswer(t, r, http.StatusTooManyRequests, "too_many_entries")
-		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 90 || s > 100 {
-			t.Errorf("Retry-After %q, want about 100 s (one per 100 s)", r.header.Get("Retry-After"))
+		if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 90 || s > 100 {
+			t.Errorf("Retry-After %q, want about 100 s (one per 100 s)", r.Header.Get("Retry-After"))
 		}
 	}
 
 	t.Run("sessions and places per address", func(t *testing.T) {
 		t.Parallel()
-		in := boot(t, backend{name: "embedded"}, limited(""))
-		q := saleID("limits")
-		in.mustPutQueue(q, map[string]any{"paused": true, "entry": "any"})
+		in := Boot(t, Backend{Name: "embedded"}, limited(""))
+		q := UniqueID("limits")
+		in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 		var cookies []string
 		for range 3 {
 			r := newSession(in, "")
-			if r.status != 200 {
-				t.Fatalf("session: %d %s", r.status, r.raw)
+			if r.Status != 200 {
+				t.Fatalf("session: %d %s", r.Status, r.Raw)
 			}
 			cookies = append(cookies, oaSessionCookie(t, r))
 		}
 		wantTooMany(t, newSession(in, ""))
 		// A visitor who has a session is not counted again.
-		if r := in.do("GET", "/", "", nil, "Cookie", cookies[0]); r.status != 200 {
-			t.Fatalf("a page with a session: %d %s", r.status, r.raw)
+		if r := in.Do("GET", "/", "", nil, "Cookie", cookies[0]); r.Status != 200 {
+			t.Fatalf("a page with a session: %d %s", r.Status, r.Raw)
 		}
 		for _, c := range cookies {
-			if r := in.do("POST", "/api/v1/queues/"+q+"/entries", "", nil, "Cookie", c); r.status != 200 {
-				t.Fatalf("place: %d %s", r.status, r.raw)
+			if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", "", nil, "Cookie", c); r.Status != 200 {
+				t.Fatalf("place: %d %s", r.Status, r.Raw)
 			}
 		}
-		wantTooMany(t, in.do("POST", "/api/v1/queues/"+q+"/entries", "", nil, "Cookie", in.session()))
+		wantTooMany(t, in.Do("POST", "/api/v1/queues/"+q+"/entries", "", nil, "Cookie", in.SessionCookie()))
 		// Signed-in users are one identity each, whatever the address.
 		for i := range 10 {
-			if r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(fmt.Sprintf("member%d", i)), nil); r.status != 200 {
-				t.Fatalf("member %d: %d %s", i, r.status, r.raw)
+			if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(fmt.Sprintf("member%d", i)), nil); r.Status != 200 {
+				t.Fatalf("member %d: %d %s", i, r.Status, r.Raw)
 			}
 		}
 		// A client-written X-Forwarded-For is not believed.
 		wantTooMany(t, newSession(in, "198.51.100.77"))
 		// What the operator sees: one address tracked per limit, the
 		// refusals by code.
-		m := scrape(t, in)
+		m := Metrics(t, in.Base)
 		for k, want := range map[string]float64{
 			`waitroom_address_limit_addresses{limit="entries"}`:       1,
 			`waitroom_address_limit_addresses{limit="sessions"}`:      1,
@@ -215,10 +207,10 @@ func TestPerAddressLimits(t *testing.T) {
 
 	t.Run("X-Forwarded-For from a trusted proxy", func(t *testing.T) {
 		t.Parallel()
-		in := boot(t, backend{name: "embedded"}, limited("127.0.0.0/8"))
+		in := Boot(t, Backend{Name: "embedded"}, limited("127.0.0.0/8"))
 		for i := range 6 { // six clients behind the proxy: six buckets
-			if r := newSession(in, fmt.Sprintf("198.51.100.%d", i+1)); r.status != 200 {
-				t.Fatalf("client %d: %d %s", i, r.status, r.raw)
+			if r := newSession(in, fmt.Sprintf("198.51.100.%d", i+1)); r.Status != 200 {
+				t.Fatalf("client %d: %d %s", i, r.Status, r.Raw)
 			}
 		}
 		for range 3 {
@@ -230,8 +222,8 @@ func TestPerAddressLimits(t *testing.T) {
 			newSession(in, fmt.Sprintf("2001:db8:1:2::%x", i+1))
 		}
 		wantTooMany(t, newSession(in, "2001:db8:1:2:ffff::1"))
-		if r := newSession(in, "2001:db8:1:3::1"); r.status != 200 {
-			t.Fatalf("another /64: %d %s", r.status, r.raw)
+		if r := newSession(in, "2001:db8:1:3::1"); r.Status != 200 {
+			t.Fatalf("another /64: %d %s", r.Status, r.Raw)
 		}
 	})
 }
@@ -241,21 +233,21 @@ func TestPerAddressLimits(t *testing.T) {
 // cookies are 401.
 func TestSessionsExpireEndToEnd(t *testing.T) {
 	t.Parallel()
-	in := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.SessionMaxAge = time.Hour })
-	q := saleID("expiry")
-	in.mustPutQueue(q, map[string]any{"paused": true, "entry": "any"})
+	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.SessionMaxAge = time.Hour })
+	q := UniqueID("expiry")
+	in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 	issuedAt := func(at time.Time) string {
-		_, v := identity.NewWith([]byte(in.secret), identity.Options{Now: func() time.Time { return at }}).NewSession()
+		_, v := identity.NewWith([]byte(in.AuthSecret), identity.Options{Now: func() time.Time { return at }}).NewSession()
 		return identity.CookieName + "=" + v
 	}
-	fresh := oaSessionCookie(t, in.do("GET", "/", "", nil))
-	if r := in.do("GET", "/", "", nil); !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=3600") {
-		t.Errorf("session cookie %q, want Max-Age=3600", r.header.Get("Set-Cookie"))
+	fresh := oaSessionCookie(t, in.Do("GET", "/", "", nil))
+	if r := in.Do("GET", "/", "", nil); !strings.Contains(r.Header.Get("Set-Cookie"), "Max-Age=3600") {
+		t.Errorf("session cookie %q, want Max-Age=3600", r.Header.Get("Set-Cookie"))
 	}
 	user, rest, _ := strings.Cut(strings.TrimPrefix(fresh, identity.CookieName+"="), ".")
 	_, sig, _ := strings.Cut(rest, ".")
 	firstFormat := func(user string) string {
-		m := hmac.New(sha256.New, []byte(in.secret))
+		m := hmac.New(sha256.New, []byte(in.AuthSecret))
 		m.Write([]byte("waitroom-session:" + user))
 		return identity.CookieName + "=" + user + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 	}
@@ -269,10 +261,10 @@ func TestSessionsExpireEndToEnd(t *testing.T) {
 		{"made younger", identity.CookieName + "=" + user + "." + strconv.FormatInt(time.Now().Unix()+60, 10) + "." + sig, false},
 		{"first format (no issue time)", firstFormat(user), false},
 	} {
-		r := in.do("POST", "/api/v1/queues/"+q+"/entries", "", nil, "Cookie", c.cookie)
+		r := in.Do("POST", "/api/v1/queues/"+q+"/entries", "", nil, "Cookie", c.cookie)
 		switch {
-		case c.ok && r.status != 200:
-			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		case c.ok && r.Status != 200:
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Raw)
 		case !c.ok:
 			checkErrorAnswer(t, r, http.StatusUnauthorized, "unauthenticated")
 		}
@@ -284,21 +276,21 @@ func TestSessionsExpireEndToEnd(t *testing.T) {
 // to the limit.
 func TestBodiesWhereNoneIsTaken(t *testing.T) {
 	t.Parallel()
-	in := boot(t, backend{name: "embedded"}, nil)
-	q := saleID("bodies")
-	in.mustPutQueue(q, map[string]any{"paused": true})
+	in := Boot(t, Backend{Name: "embedded"}, nil)
+	q := UniqueID("bodies")
+	in.PutQueue(q, map[string]any{"paused": true})
 	enter := "/api/v1/queues/" + q + "/entries"
-	checkErrorAnswer(t, in.do("POST", enter, in.as("alice"), strings.Repeat("x", 2<<20)), http.StatusRequestEntityTooLarge, "body_too_large")
-	if r := in.do("GET", enter+"/me", in.as("alice"), nil); r.str("status") != "NOT_IN_QUEUE" {
-		t.Fatalf("the refused enter took a place: %s", r.raw)
+	checkErrorAnswer(t, in.Do("POST", enter, in.As("alice"), strings.Repeat("x", 2<<20)), http.StatusRequestEntityTooLarge, "body_too_large")
+	if r := in.Do("GET", enter+"/me", in.As("alice"), nil); r.Str("status") != "NOT_IN_QUEUE" {
+		t.Fatalf("the refused enter took a place: %s", r.Raw)
 	}
-	if r := in.do("POST", enter, in.as("alice"), "{}"); r.status != 200 {
-		t.Fatalf("a small body: %d %s", r.status, r.raw)
+	if r := in.Do("POST", enter, in.As("alice"), "{}"); r.Status != 200 {
+		t.Fatalf("a small body: %d %s", r.Status, r.Raw)
 	}
 	// Chunked, no length given: refused once past the limit.
-	req, _ := http.NewRequest("GET", in.base+enter+"/me", io.MultiReader(strings.NewReader(strings.Repeat("y", 4<<10))))
+	req, _ := http.NewRequest("GET", in.Base+enter+"/me", io.MultiReader(strings.NewReader(strings.Repeat("y", 4<<10))))
 	req.ContentLength = -1
-	req.Header.Set("Authorization", in.as("alice"))
+	req.Header.Set("Authorization", in.As("alice"))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -315,43 +307,43 @@ func TestBodiesWhereNoneIsTaken(t *testing.T) {
 // walk-ins count against the address; signed-in users are not limited.
 func TestGatewayEntryRules(t *testing.T) {
 	t.Parallel()
-	s := newUpstreamShop(t, 100)
-	p := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+	s := NewUpstreamShop(t, 100)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.AddressEntryBurst, c.AddressEntryRate = 2, 0.01
 		c.AddressSessionBurst, c.AddressSessionRate = 2, 0.01
 	})
 	for i := range 2 {
-		if res, _ := p.browserVisit("/checkout"); res.StatusCode != http.StatusSeeOther {
+		if res, _ := p.BrowserVisit("/checkout"); res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("first visit %d on a quiet line under challenge: %d, want 303 to the waiting page", i, res.StatusCode)
 		}
 	}
-	if res, _ := p.browserVisit("/checkout"); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+	if res, _ := p.BrowserVisit("/checkout"); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third new session from one address: %d Retry-After %q, want 429", res.StatusCode, res.Header.Get("Retry-After"))
 	}
-	anonBuy := func() response {
-		return p.do("POST", "/buy", "", nil, "Cookie", p.session(), "Accept", "application/json")
+	anonBuy := func() Response {
+		return p.Do("POST", "/buy", "", nil, "Cookie", p.SessionCookie(), "Accept", "application/json")
 	}
 	// An API client with a session is told where to join, not let in.
-	if r := anonBuy(); r.status != 403 || r.errorCode() != "entry_token_invalid" {
-		t.Fatalf("anonymous API walk-in under challenge: %d %s", r.status, r.raw)
+	if r := anonBuy(); r.Status != 403 || r.ErrorCode() != "entry_token_invalid" {
+		t.Fatalf("anonymous API walk-in under challenge: %d %s", r.Status, r.Raw)
 	}
-	if n := len(s.buyCalls()); n != 0 {
+	if n := len(s.BuyCalls()); n != 0 {
 		t.Fatalf("%d anonymous calls reached the upstream under challenge", n)
 	}
-	if r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "any"}); r.status != 200 {
-		t.Fatalf("entry any: %d %s", r.status, r.raw)
+	if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+		t.Fatalf("entry any: %d %s", r.Status, r.Raw)
 	}
 	for i := range 2 {
-		if r := anonBuy(); r.status != 201 {
-			t.Fatalf("anonymous walk-in %d under any: %d %s", i, r.status, r.raw)
+		if r := anonBuy(); r.Status != 201 {
+			t.Fatalf("anonymous walk-in %d under any: %d %s", i, r.Status, r.Raw)
 		}
 	}
-	if r := anonBuy(); r.status != 429 || r.errorCode() != "too_many_entries" {
-		t.Fatalf("a third anonymous walk-in from one address: %d %s", r.status, r.raw)
+	if r := anonBuy(); r.Status != 429 || r.ErrorCode() != "too_many_entries" {
+		t.Fatalf("a third anonymous walk-in from one address: %d %s", r.Status, r.Raw)
 	}
 	for i := range 5 {
-		if r := p.buy(fmt.Sprintf("member-%d", i), ""); r.status != 201 {
-			t.Fatalf("signed-in walk-in %d: %d %s", i, r.status, r.raw)
+		if r := p.Buy(fmt.Sprintf("member-%d", i), ""); r.Status != 201 {
+			t.Fatalf("signed-in walk-in %d: %d %s", i, r.Status, r.Raw)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func staffKeyFile(t *testing.T) string {
 // such series).
 func bypassCount(t *testing.T, base, rule string) float64 {
 	t.Helper()
-	m := scrape(t, &instance{base: base})
+	m := Metrics(t, base)
 	v, ok := m[`waitroom_bypassed_total{rule="`+rule+`"}`]
 	if !ok {
 		return -1
@@ -49,30 +49,30 @@ func anySpelling(h http.Header) []string {
 }
 
 func TestGatewayBypass(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := newUpstreamShop(t, 100)
-			p := bootProxy(t, b, s, func(c *app.Config) {
+			s := NewUpstreamShop(t, 100)
+			p := BootProxy(t, b, s, func(c *app.Config) {
 				c.TrustedProxies = "127.0.0.1"
 				c.Bypass = []string{"header X-Staff-Key=@" + staffKeyFile(t), "cidr 10.0.0.0/8 queue=default"}
 			})
-			p.setPaused(true) // a busy night: nobody is let straight in
-			metrics := p.base + gwPrefix
+			p.SetPaused(true) // a busy night: nobody is let straight in
+			metrics := p.Base + GatewayPrefix
 			if n := bypassCount(t, metrics, "header X-Staff-Key"); n != 0 {
 				t.Fatalf("before anyone: header rule counted %v, want a series at 0", n)
 			}
 
 			t.Run("staff pass without a token, and the header never reaches the upstream", func(t *testing.T) {
-				r := p.do("POST", "/buy", "", nil, "X-Staff-Key", staffKey, "Accept", "application/json")
-				if r.status != http.StatusCreated {
-					t.Fatalf("staff buy: %d %s", r.status, r.raw)
+				r := p.Do("POST", "/buy", "", nil, "X-Staff-Key", staffKey, "Accept", "application/json")
+				if r.Status != http.StatusCreated {
+					t.Fatalf("staff buy: %d %s", r.Status, r.Raw)
 				}
-				buys := s.buyCalls()
+				buys := s.BuyCalls()
 				if len(buys) != 1 {
 					t.Fatalf("the upstream saw %d buys, want 1", len(buys))
 				}
-				h := buys[0].header
+				h := buys[0].Header
 				if v := anySpelling(h); v != nil {
 					t.Errorf("the upstream saw the bypass header: %q", v)
 				}
@@ -82,67 +82,67 @@ func TestGatewayBypass(t *testing.T) {
 				if h.Get("X-Waitroom-Entry") != "" || h.Get("X-Waitroom-User") != "" {
 					t.Errorf("a bypassed request carried an entry: %v", h)
 				}
-				if r := p.do("GET", "/checkout", "", nil, "X-Staff-Key", staffKey); r.status != http.StatusOK {
-					t.Errorf("staff on the session route: %d %s", r.status, r.raw)
+				if r := p.Do("GET", "/checkout", "", nil, "X-Staff-Key", staffKey); r.Status != http.StatusOK {
+					t.Errorf("staff on the session route: %d %s", r.Status, r.Raw)
 				}
-				if v := anySpelling(s.lastSeen().header); v != nil {
+				if v := anySpelling(s.LastSeen().Header); v != nil {
 					t.Errorf("the upstream saw the bypass header on the session route: %q", v)
 				}
 				if n := bypassCount(t, metrics, "header X-Staff-Key"); n != 2 {
 					t.Errorf("waitroom_bypassed_total{rule=\"header X-Staff-Key\"} = %v, want 2", n)
 				}
 				// The browser the waiting page sends back is let back without a cookie.
-				res, _ := p.browserVisitWith(gwPrefix+"/return?queue=default&to=/checkout", "X-Staff-Key", staffKey)
+				res, _ := p.BrowserVisitWith(GatewayPrefix+"/return?queue=default&to=/checkout", "X-Staff-Key", staffKey)
 				if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/checkout" {
 					t.Errorf("return for staff: %d to %q", res.StatusCode, res.Header.Get("Location"))
 				}
 			})
 
 			t.Run("a wrong value gets the waiting room as before", func(t *testing.T) {
-				before := len(s.buyCalls())
+				before := len(s.BuyCalls())
 				for _, wrong := range []string{staffKey + "x", staffKey[:len(staffKey)-1], strings.ToUpper(staffKey), ""} {
-					r := p.buy("guesser", "", "X-Staff-Key", wrong)
-					if r.status != http.StatusForbidden || r.errorCode() != "entry_token_invalid" {
-						t.Errorf("wrong key %q: %d %s", wrong, r.status, r.raw)
+					r := p.Buy("guesser", "", "X-Staff-Key", wrong)
+					if r.Status != http.StatusForbidden || r.ErrorCode() != "entry_token_invalid" {
+						t.Errorf("wrong key %q: %d %s", wrong, r.Status, r.Raw)
 					}
 				}
-				res, _ := p.browserVisitWith("/checkout", "X-Staff-Key", staffKey+"x")
-				if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), gwPrefix+"/q/default") {
+				res, _ := p.BrowserVisitWith("/checkout", "X-Staff-Key", staffKey+"x")
+				if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), GatewayPrefix+"/q/default") {
 					t.Errorf("a browser with a wrong key: %d to %q, want the waiting page", res.StatusCode, res.Header.Get("Location"))
 				}
 				// Another spelling is not the header (and is stripped all the same).
-				if r := p.buy("guesser", "", "X_Staff_Key", staffKey); r.status != http.StatusForbidden {
-					t.Errorf("X_Staff_Key: %d %s", r.status, r.raw)
+				if r := p.Buy("guesser", "", "X_Staff_Key", staffKey); r.Status != http.StatusForbidden {
+					t.Errorf("X_Staff_Key: %d %s", r.Status, r.Raw)
 				}
-				if n := len(s.buyCalls()); n != before {
+				if n := len(s.BuyCalls()); n != before {
 					t.Errorf("%d buys reached the upstream with a wrong key", n-before)
 				}
 			})
 
 			t.Run("the header is stripped from every request, bypassed or not", func(t *testing.T) {
 				for _, h := range [][]string{{"X-Staff-Key", staffKey}, {"X-Staff-Key", "wrong"}, {"X_Staff_Key", staffKey}, {"x-staff-key", "wrong"}} {
-					r := p.do("GET", "/anything", "", nil, h...)
-					if r.status != http.StatusAccepted {
-						t.Fatalf("unprotected route: %d", r.status)
+					r := p.Do("GET", "/anything", "", nil, h...)
+					if r.Status != http.StatusAccepted {
+						t.Fatalf("unprotected route: %d", r.Status)
 					}
-					if v := anySpelling(s.lastSeen().header); v != nil {
+					if v := anySpelling(s.LastSeen().Header); v != nil {
 						t.Errorf("%s reached the upstream: %q", h[0], v)
 					}
 				}
 			})
 
 			t.Run("cidr through --trusted-proxies", func(t *testing.T) {
-				before := len(s.buyCalls())
+				before := len(s.BuyCalls())
 				// The test's connection is the trusted proxy; the client it names is in 10/8.
-				if r := p.do("POST", "/buy", "", nil, "X-Forwarded-For", "10.20.30.40", "Accept", "application/json"); r.status != http.StatusCreated {
-					t.Fatalf("office address through the proxy: %d %s", r.status, r.raw)
+				if r := p.Do("POST", "/buy", "", nil, "X-Forwarded-For", "10.20.30.40", "Accept", "application/json"); r.Status != http.StatusCreated {
+					t.Fatalf("office address through the proxy: %d %s", r.Status, r.Raw)
 				}
-				if got := s.buyCalls()[before].header.Get("X-Waitroom-Bypass"); got != "cidr 10.0.0.0/8 queue=default" {
+				if got := s.BuyCalls()[before].Header.Get("X-Waitroom-Bypass"); got != "cidr 10.0.0.0/8 queue=default" {
 					t.Errorf("X-Waitroom-Bypass = %q", got)
 				}
 				// The proxy named an outside client after a 10/8 hop it does not trust.
-				if r := p.buy("outsider", "", "X-Forwarded-For", "10.20.30.40, 198.51.100.7"); r.status != http.StatusForbidden {
-					t.Errorf("an outside client: %d %s", r.status, r.raw)
+				if r := p.Buy("outsider", "", "X-Forwarded-For", "10.20.30.40, 198.51.100.7"); r.Status != http.StatusForbidden {
+					t.Errorf("an outside client: %d %s", r.Status, r.Raw)
 				}
 				if n := bypassCount(t, metrics, "cidr 10.0.0.0/8 queue=default"); n != 1 {
 					t.Errorf("cidr rule counted %v, want 1", n)
@@ -150,13 +150,13 @@ func TestGatewayBypass(t *testing.T) {
 			})
 
 			t.Run("never counted against admission", func(t *testing.T) {
-				r := p.do("GET", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), nil)
-				if r.status != 200 {
-					t.Fatalf("stats: %d %s", r.status, r.raw)
+				r := p.Do("GET", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), nil)
+				if r.Status != 200 {
+					t.Fatalf("stats: %d %s", r.Status, r.Raw)
 				}
 				for _, f := range []string{"admittedTotal", "activeTokens", "length", "measuredRatePerSecond"} {
-					if r.num(f) != 0 {
-						t.Errorf("%s = %v after bypassed requests alone, want 0", f, r.num(f))
+					if r.Num(f) != 0 {
+						t.Errorf("%s = %v after bypassed requests alone, want 0", f, r.Num(f))
 					}
 				}
 			})
@@ -180,16 +180,16 @@ func TestGatewayBypass(t *testing.T) {
 // believed: the cidr rule sees the connection's address.
 func TestGatewayBypassIgnoresUntrustedForwarding(t *testing.T) {
 	t.Parallel()
-	s := newUpstreamShop(t, 10)
-	p := bootProxy(t, backends[0], s, func(c *app.Config) {
+	s := NewUpstreamShop(t, 10)
+	p := BootProxy(t, Backends[0], s, func(c *app.Config) {
 		c.TrustedProxies = "192.0.2.1" // not the test's connection
 		c.Bypass = []string{"cidr 10.0.0.0/8"}
 	})
-	p.setPaused(true)
-	if r := p.buy("outsider", "", "X-Forwarded-For", "10.20.30.40"); r.status != http.StatusForbidden {
-		t.Fatalf("a forwarded 10/8 address from an untrusted peer: %d %s", r.status, r.raw)
+	p.SetPaused(true)
+	if r := p.Buy("outsider", "", "X-Forwarded-For", "10.20.30.40"); r.Status != http.StatusForbidden {
+		t.Fatalf("a forwarded 10/8 address from an untrusted peer: %d %s", r.Status, r.Raw)
 	}
-	if n := len(s.buyCalls()); n != 0 {
+	if n := len(s.BuyCalls()); n != 0 {
 		t.Fatalf("%d buys reached the upstream", n)
 	}
 }
@@ -197,43 +197,43 @@ func TestGatewayBypassIgnoresUntrustedForwarding(t *testing.T) {
 // Through the API, a bypassed enter is READY at once, with a token the
 // order API takes from the same staff, and none of it shows in the line.
 func TestBypassedEnterIsReady(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := shop{boot(t, b, func(c *app.Config) {
+			in := Shop{Instance: Boot(t, b, func(c *app.Config) {
 				c.Bypass = []string{"header X-Staff-Key=" + staffKey}
 			})}
-			q, product := in.newSale(10, map[string]any{"paused": true, "maxActiveTokens": 1})
+			q, product := in.NewSale(10, map[string]any{"paused": true, "maxActiveTokens": 1})
 			staff := []string{"X-Staff-Key", staffKey}
 
-			r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as("clerk"), nil, staff...)
-			if r.status != http.StatusOK || r.str("status") != "READY" || r.str("token") == "" || r.str("expiresAt") == "" {
-				t.Fatalf("bypassed enter in a paused queue: %d %s", r.status, r.raw)
+			r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As("clerk"), nil, staff...)
+			if r.Status != http.StatusOK || r.Str("status") != "READY" || r.Str("token") == "" || r.Str("expiresAt") == "" {
+				t.Fatalf("bypassed enter in a paused queue: %d %s", r.Status, r.Raw)
 			}
-			token := r.str("token")
-			if st := in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as("clerk"), nil, staff...); st.str("status") != "READY" {
-				t.Errorf("bypassed status: %s", st.raw)
+			token := r.Str("token")
+			if st := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As("clerk"), nil, staff...); st.Str("status") != "READY" {
+				t.Errorf("bypassed status: %s", st.Raw)
 			}
-			if r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as("shopper"), nil, "X-Staff-Key", "wrong"); r.str("status") != "WAITING" {
-				t.Errorf("a wrong key enters the paused line as anyone: %s", r.raw)
+			if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As("shopper"), nil, "X-Staff-Key", "wrong"); r.Str("status") != "WAITING" {
+				t.Errorf("a wrong key enters the paused line as anyone: %s", r.Raw)
 			}
-			stats := in.do("GET", "/admin/v1/queues/"+q, in.adminAuth(), nil)
-			if stats.num("admittedTotal") != 0 || stats.num("activeTokens") != 0 || stats.num("length") != 1 {
-				t.Errorf("the bypass showed in the line (want nothing admitted, no live token, the shopper alone waiting): %s", stats.raw)
+			stats := in.Do("GET", "/admin/v1/queues/"+q, in.AdminAuth(), nil)
+			if stats.Num("admittedTotal") != 0 || stats.Num("activeTokens") != 0 || stats.Num("length") != 1 {
+				t.Errorf("the bypass showed in the line (want nothing admitted, no live token, the shopper alone waiting): %s", stats.Raw)
 			}
 
 			// The order API takes the token from staff, once.
-			if r := in.order("clerk", token, product, staff...); r.status != http.StatusCreated {
-				t.Fatalf("staff order: %d %s", r.status, r.raw)
+			if r := in.Order("clerk", token, product, staff...); r.Status != http.StatusCreated {
+				t.Fatalf("staff order: %d %s", r.Status, r.Raw)
 			}
-			wantOrderError(t, "the same token again", in.order("clerk", token, product, staff...), http.StatusForbidden, "entry_token_invalid")
+			wantOrderError(t, "the same token again", in.Order("clerk", token, product, staff...), http.StatusForbidden, "entry_token_invalid")
 			// Without the rule the token is worth nothing.
-			wantOrderError(t, "the token without the key", in.order("clerk", in.do("POST", "/api/v1/queues/"+q+"/entries",
-				in.as("clerk"), nil, staff...).str("token"), product), http.StatusForbidden, "entry_token_invalid")
-			if got := in.stock(product); got != 9 {
+			wantOrderError(t, "the token without the key", in.Order("clerk", in.Do("POST", "/api/v1/queues/"+q+"/entries",
+				in.As("clerk"), nil, staff...).Str("token"), product), http.StatusForbidden, "entry_token_invalid")
+			if got := in.Stock(product); got != 9 {
 				t.Errorf("stock %d, want 9", got)
 			}
-			if n := bypassCount(t, in.base, "header X-Staff-Key"); n != 5 {
+			if n := bypassCount(t, in.Base, "header X-Staff-Key"); n != 5 {
 				t.Errorf("waitroom_bypassed_total = %v, want 5 (two enters, a status, two orders)", n)
 			}
 		})

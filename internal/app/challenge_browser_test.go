@@ -24,20 +24,20 @@ import (
 // run (the figures in docs/security.md come from runs of this test with
 // -v); only the behaviour is asserted, as times on a shared machine are not.
 func TestBrowserChallenge(t *testing.T) {
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = queue.DefaultChallengeCost })
-	in.putQueue("default", map[string]any{"paused": true}) // nobody is admitted: the page stays WAITING
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = queue.DefaultChallengeCost })
+	in.PutQueue("default", map[string]any{"paused": true}) // nobody is admitted: the page stays WAITING
 
 	// What opening the page and joining costs Chromium without a challenge
 	// (a line where anyone may enter), to tell the challenge's own CPU
 	// time from the page's.
-	in.putQueue("open", map[string]any{"paused": true, "entry": "any"})
+	in.PutQueue("open", map[string]any{"paused": true, "entry": "any"})
 	var baseline time.Duration
 	for range 2 {
-		v := newVisitor(t, browser, in, "en")
+		v := NewVisitor(t, browser, in, "en")
 		cpu0 := browserCPU(browser)
-		v.open("/q/open")
-		v.waitState("waiting", 30*time.Second)
+		v.Open("/q/open")
+		v.WaitState("waiting", 30*time.Second)
 		cpu := browserCPU(browser) - cpu0
 		if baseline == 0 || cpu < baseline {
 			baseline = cpu
@@ -52,19 +52,19 @@ func TestBrowserChallenge(t *testing.T) {
 		{"Korean", "ko-KR,ko;q=0.9", "대기열에 들어가는 중…"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := newVisitor(t, browser, in, c.acceptLanguage)
+			v := NewVisitor(t, browser, in, c.acceptLanguage)
 			cpu0 := browserCPU(browser)
-			v.open("/")
-			v.waitState("waiting", 90*time.Second)
+			v.Open("/")
+			v.WaitState("waiting", 90*time.Second)
 			cpu := browserCPU(browser) - cpu0
-			if got := v.text(`[data-state="joining"] .joining`); got != c.joining {
+			if got := v.Text(`[data-state="joining"] .joining`); got != c.joining {
 				t.Errorf("the joining card said %q, want %q", got, c.joining)
 			}
 			var states []struct {
 				State string  `json:"state"`
 				At    float64 `json:"at"`
 			}
-			v.mustEval(`window.__states`, &states)
+			v.MustEval(`window.__states`, &states)
 			if len(states) != 2 || states[0].State != "joining" || states[1].State != "waiting" {
 				t.Fatalf("the page showed %+v, want joining then waiting and nothing else", states)
 			}
@@ -72,12 +72,12 @@ func TestBrowserChallenge(t *testing.T) {
 				StartedAt, FetchedAt, SolvedAt float64
 				Counter, Workers, Cost         int
 			}
-			v.mustEval(`window.__challenge`, &ch)
+			v.MustEval(`window.__challenge`, &ch)
 			if ch.Cost != queue.DefaultChallengeCost || ch.Counter < 0 || ch.Workers < 1 || ch.SolvedAt <= ch.FetchedAt {
 				t.Fatalf("challenge record %+v", ch)
 			}
 			// Entered as itself, once.
-			polls := v.polls()
+			polls := v.Polls()
 			if len(polls) != 2 || polls[0].Status != 403 || polls[1].Method != "POST" || polls[1].State != "WAITING" {
 				t.Fatalf("requests to the line: %+v, want 403 (challenge) then POST → WAITING", polls)
 			}

@@ -143,16 +143,16 @@ func TestDeployQueriesExist(t *testing.T) {
 // returns the sample names on its /metrics.
 func exposedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	in := boot(t, backend{name: "embedded"}, nil)
-	sale := shop{in}
-	q, p := sale.newSale(5, nil)
-	sale.buy(q, p, "deploy-buyer")
-	in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as("deploy-buyer"), nil)
-	if r := in.do("GET", "/api/v1/queues/"+q+"/entries/me", "", nil); r.status != http.StatusUnauthorized {
-		t.Fatalf("a request without identity: %d", r.status)
+	in := Boot(t, Backend{Name: "embedded"}, nil)
+	sale := Shop{Instance: in}
+	q, p := sale.NewSale(5, nil)
+	sale.Buy(q, p, "deploy-buyer")
+	in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As("deploy-buyer"), nil)
+	if r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", "", nil); r.Status != http.StatusUnauthorized {
+		t.Fatalf("a request without identity: %d", r.Status)
 	}
 	names := map[string]bool{}
-	for series := range scrape(t, in) {
+	for series := range Metrics(t, in.Base) {
 		name, _, _ := strings.Cut(series, "{")
 		names[name] = true
 	}

@@ -105,9 +105,9 @@ func TestGatewayAgainstRealBackends(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			b := s.start(t)
-			p := bootGateway(t, backend{name: "embedded"}, "http://"+b.addr, backendRoutes, nil)
-			p.setPaused(true) // a busy night: nobody is let straight in
-			gw := strings.TrimPrefix(p.base, "http://")
+			p := BootGateway(t, Backend{Name: "embedded"}, "http://"+b.addr, backendRoutes, nil)
+			p.SetPaused(true) // a busy night: nobody is let straight in
+			gw := strings.TrimPrefix(p.Base, "http://")
 
 			for _, a := range attacks {
 				t.Run(a.method+" "+a.target+" "+strings.Join(a.header, ": ")+a.host+a.body, func(t *testing.T) {
@@ -125,7 +125,7 @@ func TestGatewayAgainstRealBackends(t *testing.T) {
 						want   int
 					}{
 						{"an API client with no identity", []string{"Accept", "application/json"}, 401},
-						{"a signed-in API client without an entry", []string{"Accept", "application/json", "Authorization", p.as("mallory")}, 403},
+						{"a signed-in API client without an entry", []string{"Accept", "application/json", "Authorization", p.As("mallory")}, 403},
 						{"a browser", []string{"Accept", "text/html"}, 303},
 					} {
 						status, _, body := rawHTTP(t, gw, a, as.header)
@@ -148,12 +148,12 @@ func TestGatewayAgainstRealBackends(t *testing.T) {
 				})
 			}
 			t.Run("with an entry the order goes through, with who the user is", func(t *testing.T) {
-				tok := p.admitted("alice")
+				tok := p.Admitted("alice")
 				b.clear(t)
 				a := attack{method: "POST", target: "/checkout"}
 				// A spoofed user spelt as CGI-style servers read it
 				// (Werkzeug takes X_Waitroom_User as X-Waitroom-User).
-				status, _, body := rawHTTP(t, gw, a, []string{"Authorization", p.as("alice"), "X-Entry-Token", tok, "X_Waitroom_User", "victim"})
+				status, _, body := rawHTTP(t, gw, a, []string{"Authorization", p.As("alice"), "X-Entry-Token", tok, "X_Waitroom_User", "victim"})
 				if status != 200 {
 					t.Fatalf("%d %s", status, body)
 				}
@@ -246,8 +246,7 @@ func startProcess(t *testing.T, name string, cmd *exec.Cmd) realBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncWriter
-	stderr.w = &strings.Builder{}
+	var stderr SyncWriter
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -11,71 +11,71 @@ import (
 // for once admitted; on a quiet line, through the waiting page unseen
 // (challenge, the default) or the page at once (entry: any).
 func TestGatewayBrowser(t *testing.T) {
-	browser := startBrowser(t)
-	s := newUpstreamShop(t, 10)
-	p := bootProxy(t, backend{name: "embedded"}, s, nil)
+	browser := StartBrowser(t)
+	s := NewUpstreamShop(t, 10)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
 
 	t.Run("busy line: wait, then land on the page asked for", func(t *testing.T) {
-		p.setPaused(true)
-		shopper := newVisitor(t, browser, p.instance, "en")
-		shopper.open("/checkout?step=2")
-		shopper.waitState("waiting", joinWithin)
+		p.SetPaused(true)
+		shopper := NewVisitor(t, browser, p.Instance, "en")
+		shopper.Open("/checkout?step=2")
+		shopper.WaitState("waiting", JoinWithin)
 		var path string
-		shopper.mustEval(`location.pathname + location.search`, &path)
-		if path != gwPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
+		shopper.MustEval(`location.pathname + location.search`, &path)
+		if path != GatewayPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
 			t.Fatalf("the busy line sent the shopper to %q", path)
 		}
-		if got := shopper.text("#position"); got != "1" {
-			t.Fatalf("position %q, want 1; %s", got, shopper.screen())
+		if got := shopper.Text("#position"); got != "1" {
+			t.Fatalf("position %q, want 1; %s", got, shopper.Screen())
 		}
-		p.setPaused(false) // the line moves: the shopper is admitted
-		shopper.waitUntil("back on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
-		shopper.mustEval(`location.pathname + location.search`, &path)
+		p.SetPaused(false) // the line moves: the shopper is admitted
+		shopper.WaitUntil("back on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
+		shopper.MustEval(`location.pathname + location.search`, &path)
 		if path != "/checkout?step=2" {
 			t.Errorf("landed on %q, want /checkout?step=2", path)
 		}
-		if got := shopper.text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
+		if got := shopper.Text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
 			t.Errorf("the shop saw %q, want the shopper's session as X-Waitroom-User", got)
 		}
 		// The entry cookie is HttpOnly: the page cannot read it.
 		var cookies string
-		shopper.mustEval(`document.cookie`, &cookies)
+		shopper.MustEval(`document.cookie`, &cookies)
 		if strings.Contains(cookies, "wr_entry_") || strings.Contains(cookies, "wr_session") {
 			t.Errorf("script can read %q", cookies)
 		}
 		// Reloading keeps the entry (session route: not spent).
-		shopper.open("/checkout?step=3")
-		shopper.waitUntil("checkout again", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 10*time.Second)
+		shopper.Open("/checkout?step=3")
+		shopper.WaitUntil("checkout again", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 10*time.Second)
 	})
 
 	t.Run("quiet line, challenge: through the waiting page, nothing to do", func(t *testing.T) {
-		p.setPaused(false)
-		walkIn := newVisitor(t, browser, p.instance, "en")
-		walkIn.open("/checkout?step=1")
+		p.SetPaused(false)
+		walkIn := NewVisitor(t, browser, p.Instance, "en")
+		walkIn.Open("/checkout?step=1")
 		// The waiting page solves the challenge, enters, is admitted at the
 		// next tick and sends the shopper on, all by itself.
-		walkIn.waitUntil("on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
-		if got := walkIn.text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
+		walkIn.WaitUntil("on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
+		if got := walkIn.Text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
 			t.Errorf("page %q", got)
 		}
 	})
 
 	t.Run("quiet line, anyone may enter: the page at once", func(t *testing.T) {
-		p.setPaused(false)
-		if r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "any"}); r.status != 200 {
-			t.Fatalf("entry any: %d %s", r.status, r.raw)
+		p.SetPaused(false)
+		if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+			t.Fatalf("entry any: %d %s", r.Status, r.Raw)
 		}
-		walkIn := newVisitor(t, browser, p.instance, "ko")
-		walkIn.open("/checkout")
+		walkIn := NewVisitor(t, browser, p.Instance, "ko")
+		walkIn.Open("/checkout")
 		var nav struct {
 			Path      string `json:"path"`
 			Redirects int    `json:"redirects"`
 		}
-		walkIn.mustEval(`({path: location.pathname, redirects: performance.getEntriesByType('navigation')[0].redirectCount})`, &nav)
+		walkIn.MustEval(`({path: location.pathname, redirects: performance.getEntriesByType('navigation')[0].redirectCount})`, &nav)
 		if nav.Path != "/checkout" || nav.Redirects != 0 {
 			t.Fatalf("quiet line: at %q after %d redirects, want /checkout at once", nav.Path, nav.Redirects)
 		}
-		if got := walkIn.text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
+		if got := walkIn.Text("#checkout"); !strings.HasPrefix(got, "Checkout for anon-") {
 			t.Errorf("page %q", got)
 		}
 	})

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -30,348 +28,104 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/testenv"
 )
 
-// upstreamShop is a small backend of its own, as a shop's checkout would be: it
-// sells from its own stock at POST /buy, shows GET /checkout, echoes what
-// it receives elsewhere, and can be told to fail or to stall.
-type upstreamShop struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	stock int
-	buys  []shopCall // every call that reached POST /buy
-	seen  []shopCall // every other request, in order
-	fail  atomic.Bool
-	// stall, when set, holds POST /buy until it is closed.
-	stall atomic.Pointer[chan struct{}]
-}
-
-// shopCall is what the backend saw of one request.
-type shopCall struct {
-	method, path, rawQuery string
-	header                 http.Header
-	bodySHA                string
-	bodyLen                int64
-}
-
-func newUpstreamShop(t *testing.T, stock int) *upstreamShop {
-	t.Helper()
-	s := &upstreamShop{stock: stock}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /buy", func(w http.ResponseWriter, r *http.Request) {
-		if ch := s.stall.Load(); ch != nil {
-			<-*ch
-		}
-		s.mu.Lock()
-		s.buys = append(s.buys, s.record(r))
-		if s.fail.Load() {
-			s.mu.Unlock()
-			http.Error(w, `{"error":"the shop's database is down"}`, http.StatusInternalServerError)
-			return
-		}
-		if s.stock == 0 {
-			s.mu.Unlock()
-			http.Error(w, `{"error":"sold out"}`, http.StatusConflict)
-			return
-		}
-		s.stock--
-		left := s.stock
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		fmt.Fprintf(w, `{"bought":1,"left":%d}`, left)
-	})
-	mux.HandleFunc("GET /checkout", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.seen = append(s.seen, s.record(r))
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><title>Checkout</title><h1 id="checkout">Checkout for %s</h1>`, r.Header.Get("X-Waitroom-User"))
-	})
-	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		for {
-			typ, msg, err := c.Read(r.Context())
-			if err != nil {
-				return
-			}
-			if err := c.Write(r.Context(), typ, append([]byte("echo: "), msg...)); err != nil {
-				return
-			}
-		}
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		call := s.record(r) // reads the whole body as it streams, keeping only its hash
-		s.mu.Lock()
-		s.seen = append(s.seen, call)
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Add("X-Shop-Echo", "one")
-		w.Header().Add("X-Shop-Echo", "two")
-		w.Header().Add("Set-Cookie", "shop_a=1; Path=/")
-		w.Header().Add("Set-Cookie", "shop_b=2; Path=/")
-		w.WriteHeader(http.StatusAccepted)
-		fmt.Fprintf(w, "%s %s?%s len=%d sha=%s\n", r.Method, r.URL.Path, r.URL.RawQuery, call.bodyLen, call.bodySHA)
-		w.Write(blob) // the same bytes every time, to compare both ways
-	})
-	s.srv = httptest.NewServer(mux)
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-// blob is what the upstreamShop's catch-all route answers after its echo line.
-var blob = func() []byte {
-	b := make([]byte, 256<<10)
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}()
-
-func (s *upstreamShop) record(r *http.Request) shopCall {
-	h := sha256.New()
-	n, _ := io.Copy(h, r.Body)
-	return shopCall{method: r.Method, path: r.URL.Path, rawQuery: r.URL.RawQuery, header: r.Header.Clone(),
-		bodySHA: hex.EncodeToString(h.Sum(nil)), bodyLen: n}
-}
-
-func (s *upstreamShop) buyCalls() []shopCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]shopCall(nil), s.buys...)
-}
-
-func (s *upstreamShop) lastSeen() shopCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen[len(s.seen)-1]
-}
-
-func (s *upstreamShop) left() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stock
-}
-
-// proxied is a booted `waitroom proxy` in front of a upstreamShop.
-type proxied struct {
-	*instance
-	upstreamShop *upstreamShop
-	keyPEM       []byte
-}
-
-const gwPrefix = "/_waitroom"
-
-// bootProxy starts `waitroom proxy` in front of the upstreamShop, protecting
-// POST /buy (spent on 2xx) and GET /checkout (kept). edit may adjust the
-// config before it starts.
-func bootProxy(t *testing.T, b backend, s *upstreamShop, edit func(*app.Config)) *proxied {
-	t.Helper()
-	p := bootGateway(t, b, s.srv.URL, []string{"--protect", "POST /buy", "--protect-session", "GET /checkout"}, edit)
-	p.upstreamShop = s
-	return p
-}
-
-// bootGateway starts `waitroom proxy` in front of upstream with the given
-// protect flags (and a signing key of the test's own).
-func bootGateway(t *testing.T, b backend, upstream string, protect []string, edit func(*app.Config)) *proxied {
-	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), "entry.pem")
-	key := gateway.GenerateKey()
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"--upstream", upstream, "--entry-signing-key", keyFile, "--upstream-timeout", "20s"}, protect...)
-	cfg, err := app.ParseProxy(args, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	cfg.AuthSecret = fmt.Sprintf("secret-%032x", rand.Uint64()) // ≥ 32 bytes, as on Redis
-	cfg.AdminToken = fmt.Sprintf("admin-%032x", rand.Uint64())
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.DrainDelay = 0
-	cfg.Queue.ChallengeCost = queue.MinChallengeCost // as boot: cheap for tests
-	if b.redis {
-		cfg.RedisURL = testenv.RedisURL(t)
-		cfg.KeyPrefix = fmt.Sprintf("wrgw%d:", rand.Int64())
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatalf("boot: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	in := &instance{t: t, m: m, base: "http://" + m.Addr(), secret: cfg.AuthSecret, admin: cfg.AdminToken, prefix: cfg.KeyPrefix}
-	return &proxied{instance: in, keyPEM: key}
-}
-
-// setPaused pauses or resumes the default queue: paused, nobody is let
-// straight in (the line is not quiet) and nobody is admitted.
-func (p *proxied) setPaused(paused bool) {
-	p.t.Helper()
-	r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"paused": paused})
-	if r.status != 200 {
-		p.t.Fatalf("pause=%v: %d %s", paused, r.status, r.raw)
-	}
-}
-
-// admitted enters user in the paused default line, lets admission take them,
-// pauses again, and returns their entry token.
-func (p *proxied) admitted(user string) string {
-	p.t.Helper()
-	if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as(user), nil); r.status != 200 {
-		p.t.Fatalf("enter: %d %s", r.status, r.raw)
-	}
-	p.setPaused(false)
-	defer p.setPaused(true)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		r := p.do("GET", gwPrefix+"/api/v1/queues/default/entries/me", p.as(user), nil)
-		if r.str("status") == "READY" {
-			return r.str("token")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	p.t.Fatalf("%s never became READY", user)
-	return ""
-}
-
-// status is the user's state in the default line.
-func (p *proxied) status(user string) string {
-	p.t.Helper()
-	return p.do("GET", gwPrefix+"/api/v1/queues/default/entries/me", p.as(user), nil).str("status")
-}
-
-// buy calls the protected route as an API client.
-func (p *proxied) buy(user, token string, headers ...string) response {
-	p.t.Helper()
-	if token != "" {
-		headers = append(headers, "X-Entry-Token", token)
-	}
-	return p.do("POST", "/buy", p.as(user), nil, append(headers, "Accept", "application/json")...)
-}
-
-// browserVisit is a browser's visit with no cookie: the answer, not
-// following a redirect, and its body.
-func (p *proxied) browserVisit(path string) (*http.Response, []byte) {
-	p.t.Helper()
-	return p.browserVisitWith(path)
-}
-
-// noRedirects is a client that shows redirects instead of following them.
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
 func TestGatewayGuardsProtectedRoutes(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := newUpstreamShop(t, 100)
-			p := bootProxy(t, b, s, nil)
-			p.setPaused(true) // a busy night: nobody is let straight in
+			s := NewUpstreamShop(t, 100)
+			p := BootProxy(t, b, s, nil)
+			p.SetPaused(true) // a busy night: nobody is let straight in
 
 			t.Run("only entry holders reach protected routes", func(t *testing.T) {
-				if r := p.do("POST", "/buy", "", nil, "Accept", "application/json"); r.status != 401 || r.errorCode() != "unauthenticated" {
-					t.Errorf("no identity: %d %s", r.status, r.raw)
+				if r := p.Do("POST", "/buy", "", nil, "Accept", "application/json"); r.Status != 401 || r.ErrorCode() != "unauthenticated" {
+					t.Errorf("no identity: %d %s", r.Status, r.Raw)
 				}
-				r := p.buy("no-entry", "")
-				if r.status != 403 || r.errorCode() != "entry_token_invalid" {
-					t.Fatalf("no entry: %d %s", r.status, r.raw)
+				r := p.Buy("no-entry", "")
+				if r.Status != 403 || r.ErrorCode() != "entry_token_invalid" {
+					t.Fatalf("no entry: %d %s", r.Status, r.Raw)
 				}
-				e, _ := r.body["error"].(map[string]any)
-				if e["entriesUrl"] != gwPrefix+"/api/v1/queues/default/entries" {
+				e, _ := r.Body["error"].(map[string]any)
+				if e["entriesUrl"] != GatewayPrefix+"/api/v1/queues/default/entries" {
 					t.Errorf("403 names %v, want the queue's entries URL", e["entriesUrl"])
 				}
-				if r := p.buy("no-entry", "made-up-token"); r.status != 403 {
-					t.Errorf("made-up token: %d %s", r.status, r.raw)
+				if r := p.Buy("no-entry", "made-up-token"); r.Status != 403 {
+					t.Errorf("made-up token: %d %s", r.Status, r.Raw)
 				}
-				tok := p.admitted("holder")
-				if r := p.buy("thief", tok); r.status != 403 {
-					t.Errorf("someone else's token: %d %s", r.status, r.raw)
+				tok := p.Admitted("holder")
+				if r := p.Buy("thief", tok); r.Status != 403 {
+					t.Errorf("someone else's token: %d %s", r.Status, r.Raw)
 				}
-				if r := p.do("GET", "/checkout", p.as("no-entry"), nil, "Accept", "application/json"); r.status != 403 {
-					t.Errorf("session route without entry: %d %s", r.status, r.raw)
+				if r := p.Do("GET", "/checkout", p.As("no-entry"), nil, "Accept", "application/json"); r.Status != 403 {
+					t.Errorf("session route without entry: %d %s", r.Status, r.Raw)
 				}
-				if n := len(s.buyCalls()); n != 0 {
+				if n := len(s.BuyCalls()); n != 0 {
 					t.Fatalf("%d calls reached POST /buy without a valid entry", n)
 				}
 				// With the entry: the session route keeps it, the protected one spends it.
-				if r := p.do("GET", "/checkout", p.as("holder"), nil, "X-Entry-Token", tok); r.status != 200 || !strings.Contains(r.raw, "Checkout for holder") {
-					t.Fatalf("session route with entry: %d %s", r.status, r.raw)
+				if r := p.Do("GET", "/checkout", p.As("holder"), nil, "X-Entry-Token", tok); r.Status != 200 || !strings.Contains(r.Raw, "Checkout for holder") {
+					t.Fatalf("session route with entry: %d %s", r.Status, r.Raw)
 				}
-				if st := p.status("holder"); st != "READY" {
+				if st := p.UserStatus("holder"); st != "READY" {
 					t.Fatalf("after the session route: %s, want READY (kept)", st)
 				}
-				if r := p.buy("holder", tok); r.status != 201 {
-					t.Fatalf("protected route with entry: %d %s", r.status, r.raw)
+				if r := p.Buy("holder", tok); r.Status != 201 {
+					t.Fatalf("protected route with entry: %d %s", r.Status, r.Raw)
 				}
-				if st := p.status("holder"); st != "NOT_IN_QUEUE" {
+				if st := p.UserStatus("holder"); st != "NOT_IN_QUEUE" {
 					t.Fatalf("after a 2xx: %s, want the token spent", st)
 				}
-				if r := p.buy("holder", tok); r.status != 403 {
-					t.Fatalf("the spent token again: %d %s", r.status, r.raw)
+				if r := p.Buy("holder", tok); r.Status != 403 {
+					t.Fatalf("the spent token again: %d %s", r.Status, r.Raw)
 				}
-				if n, left := len(s.buyCalls()), s.left(); n != 1 || left != 99 {
+				if n, left := len(s.BuyCalls()), s.Left(); n != 1 || left != 99 {
 					t.Fatalf("upstreamShop saw %d buys, stock %d; want 1 and 99", n, left)
 				}
 			})
 
 			t.Run("an upstream failure keeps the token; a retry succeeds", func(t *testing.T) {
-				tok := p.admitted("retrier")
-				s.fail.Store(true)
-				r := p.buy("retrier", tok)
-				s.fail.Store(false)
-				if r.status != 500 || !strings.Contains(r.raw, "database is down") {
-					t.Fatalf("upstream 500: got %d %s, want it passed through", r.status, r.raw)
+				tok := p.Admitted("retrier")
+				s.Fail.Store(true)
+				r := p.Buy("retrier", tok)
+				s.Fail.Store(false)
+				if r.Status != 500 || !strings.Contains(r.Raw, "database is down") {
+					t.Fatalf("upstream 500: got %d %s, want it passed through", r.Status, r.Raw)
 				}
-				if st := p.status("retrier"); st != "READY" {
+				if st := p.UserStatus("retrier"); st != "READY" {
 					t.Fatalf("after a 500: %s, want READY (token kept)", st)
 				}
-				if r := p.buy("retrier", tok); r.status != 201 {
-					t.Fatalf("retry: %d %s", r.status, r.raw)
+				if r := p.Buy("retrier", tok); r.Status != 201 {
+					t.Fatalf("retry: %d %s", r.Status, r.Raw)
 				}
-				if st := p.status("retrier"); st != "NOT_IN_QUEUE" {
+				if st := p.UserStatus("retrier"); st != "NOT_IN_QUEUE" {
 					t.Fatalf("after the retry's 2xx: %s", st)
 				}
 			})
 
 			t.Run("an upstream that does not answer in time: 504, token kept", func(t *testing.T) {
-				slow := newUpstreamShop(t, 1)
-				q := bootProxy(t, b, slow, func(c *app.Config) { c.UpstreamTimeout = time.Second })
-				q.setPaused(true)
-				tok := q.admitted("patient")
+				slow := NewUpstreamShop(t, 1)
+				q := BootProxy(t, b, slow, func(c *app.Config) { c.UpstreamTimeout = time.Second })
+				q.SetPaused(true)
+				tok := q.Admitted("patient")
 				stall := make(chan struct{})
-				slow.stall.Store(&stall)
-				r := q.buy("patient", tok)
-				slow.stall.Store(nil)
+				slow.Stall.Store(&stall)
+				r := q.Buy("patient", tok)
+				slow.Stall.Store(nil)
 				close(stall)
-				if r.status != 504 || r.errorCode() != "upstream_timeout" || r.header.Get("Retry-After") == "" {
-					t.Fatalf("stalled upstream: %d %s", r.status, r.raw)
+				if r.Status != 504 || r.ErrorCode() != "upstream_timeout" || r.Header.Get("Retry-After") == "" {
+					t.Fatalf("stalled upstream: %d %s", r.Status, r.Raw)
 				}
-				if st := q.status("patient"); st != "READY" {
+				if st := q.UserStatus("patient"); st != "READY" {
 					t.Fatalf("after a timeout: %s, want READY", st)
 				}
 			})
 
 			t.Run("twenty concurrent uses of one token make one upstream call", func(t *testing.T) {
-				tok := p.admitted("eager")
-				before := len(s.buyCalls())
+				tok := p.Admitted("eager")
+				before := len(s.BuyCalls())
 				stall := make(chan struct{})
-				s.stall.Store(&stall)
+				s.Stall.Store(&stall)
 				var wg sync.WaitGroup
 				var mu sync.Mutex
 				codes := map[int]int{}
@@ -380,7 +134,7 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						status, err := rawBuy(p.base, p.jwt("eager"), tok)
+						status, err := rawBuy(p.Base, p.JWT("eager"), tok)
 						mu.Lock()
 						defer mu.Unlock()
 						if err != nil {
@@ -389,7 +143,7 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 						}
 						codes[status]++
 						if status == 409 && refused.Add(1) == 19 {
-							s.stall.Store(nil)
+							s.Stall.Store(nil)
 							close(stall) // every other use was refused: let the one through
 						}
 					}()
@@ -398,18 +152,18 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 				if codes[201] != 1 || codes[409] != 19 {
 					t.Fatalf("answers %v, want one 201 and nineteen 409", codes)
 				}
-				if n := len(s.buyCalls()) - before; n != 1 {
+				if n := len(s.BuyCalls()) - before; n != 1 {
 					t.Fatalf("%d calls reached the upstream, want exactly 1", n)
 				}
 			})
 
 			t.Run("a spoofed X-Waitroom-User is replaced", func(t *testing.T) {
-				tok := p.admitted("honest")
-				if r := p.buy("honest", tok, "X-Waitroom-User", "mallory", "X-Waitroom-Entry", "forged"); r.status != 201 {
-					t.Fatalf("buy: %d %s", r.status, r.raw)
+				tok := p.Admitted("honest")
+				if r := p.Buy("honest", tok, "X-Waitroom-User", "mallory", "X-Waitroom-Entry", "forged"); r.Status != 201 {
+					t.Fatalf("buy: %d %s", r.Status, r.Raw)
 				}
-				calls := s.buyCalls()
-				got := calls[len(calls)-1].header
+				calls := s.BuyCalls()
+				got := calls[len(calls)-1].Header
 				if v := got.Values("X-Waitroom-User"); len(v) != 1 || v[0] != "honest" {
 					t.Fatalf("upstream saw X-Waitroom-User %q, want [honest]", v)
 				}
@@ -420,8 +174,8 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 					t.Errorf("the entry token itself went upstream")
 				}
 				// Unprotected routes: no X-Waitroom-* at all.
-				p.do("GET", "/anything", "", nil, "X-Waitroom-User", "mallory")
-				for k := range s.lastSeen().header {
+				p.Do("GET", "/anything", "", nil, "X-Waitroom-User", "mallory")
+				for k := range s.LastSeen().Header {
 					if strings.HasPrefix(k, "X-Waitroom-") {
 						t.Errorf("unprotected route: %s reached the upstream", k)
 					}
@@ -429,62 +183,62 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 			})
 
 			t.Run("the quiet line lets people straight through", func(t *testing.T) {
-				p.setPaused(false)
-				defer p.setPaused(true)
-				r := p.buy("walk-in", "")
-				if r.status != 201 {
-					t.Fatalf("walk-in on a quiet line: %d %s", r.status, r.raw)
+				p.SetPaused(false)
+				defer p.SetPaused(true)
+				r := p.Buy("walk-in", "")
+				if r.Status != 201 {
+					t.Fatalf("walk-in on a quiet line: %d %s", r.Status, r.Raw)
 				}
-				if !strings.Contains(strings.Join(r.header.Values("Set-Cookie"), "\n"), gateway.EntryCookiePrefix+"default=") {
-					t.Errorf("no entry cookie set: %v", r.header.Values("Set-Cookie"))
+				if !strings.Contains(strings.Join(r.Header.Values("Set-Cookie"), "\n"), gateway.EntryCookiePrefix+"default=") {
+					t.Errorf("no entry cookie set: %v", r.Header.Values("Set-Cookie"))
 				}
 				// A browser's first visit, no cookie at all: under the default
 				// policy (challenge) its fresh session is no walk-in: it goes
 				// to the waiting page, which solves the challenge unseen.
-				res, body := p.browserVisit("/checkout")
-				if want := gwPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
+				res, body := p.BrowserVisit("/checkout")
+				if want := GatewayPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
 					t.Fatalf("first visit on a quiet line under challenge: %d %q %s, want 303 to %s", res.StatusCode, res.Header.Get("Location"), body, want)
 				}
 				if !strings.Contains(strings.Join(res.Header.Values("Set-Cookie"), "\n"), "wr_session=") {
 					t.Errorf("no session for the waiting page: %v", res.Header.Values("Set-Cookie"))
 				}
 				// Where anyone may enter (entry: any), the page at once.
-				if r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "any"}); r.status != 200 {
-					t.Fatalf("entry any: %d %s", r.status, r.raw)
+				if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+					t.Fatalf("entry any: %d %s", r.Status, r.Raw)
 				}
-				defer p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{"entry": "challenge"})
-				if res, body := p.browserVisit("/checkout"); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
+				defer p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "challenge"})
+				if res, body := p.BrowserVisit("/checkout"); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
 					t.Fatalf("first visit on a quiet line under any: %d %s", res.StatusCode, body)
 				}
 			})
 
 			t.Run("a browser without an entry goes to the waiting page", func(t *testing.T) {
-				req, _ := http.NewRequest("GET", p.base+"/checkout?step=2", nil)
+				req, _ := http.NewRequest("GET", p.Base+"/checkout?step=2", nil)
 				req.Header.Set("Accept", "text/html,application/xhtml+xml")
-				res, err := noRedirects.Do(req)
+				res, err := NoRedirects.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				res.Body.Close()
-				want := gwPrefix + "/q/default?return=" + url.QueryEscape("/checkout?step=2")
+				want := GatewayPrefix + "/q/default?return=" + url.QueryEscape("/checkout?step=2")
 				if res.StatusCode != 303 || res.Header.Get("Location") != want {
 					t.Fatalf("%d Location %q, want 303 to %q", res.StatusCode, res.Header.Get("Location"), want)
 				}
 			})
 
 			t.Run("returning after the wait: same-origin paths only", func(t *testing.T) {
-				tok := p.admitted("returner")
+				tok := p.Admitted("returner")
 				for _, bad := range []string{"https://evil.example/", "//evil.example", `/\evil.example`, `\\evil.example`,
 					"/%2F%2Fevil.example", "/%5Cevil.example", "javascript:alert(1)", "evil.example", "",
 					"/ok%0d%0aSet-Cookie:%20x=1", "http:/evil.example"} {
-					r := p.do("GET", gwPrefix+"/return?to="+url.QueryEscape(bad), p.as("returner"), nil)
-					if r.status != 400 || r.errorCode() != "invalid_return" || r.header.Get("Location") != "" {
-						t.Errorf("return to %q: %d %s", bad, r.status, r.raw)
+					r := p.Do("GET", GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
+					if r.Status != 400 || r.ErrorCode() != "invalid_return" || r.Header.Get("Location") != "" {
+						t.Errorf("return to %q: %d %s", bad, r.Status, r.Raw)
 					}
 				}
-				req, _ := http.NewRequest("GET", p.base+gwPrefix+"/return?to="+url.QueryEscape("/checkout?step=2"), nil)
-				req.Header.Set("Authorization", p.as("returner"))
-				res, err := noRedirects.Do(req)
+				req, _ := http.NewRequest("GET", p.Base+GatewayPrefix+"/return?to="+url.QueryEscape("/checkout?step=2"), nil)
+				req.Header.Set("Authorization", p.As("returner"))
+				res, err := NoRedirects.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -502,9 +256,9 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 					t.Fatalf("entry cookie %+v, want HttpOnly SameSite=Lax holding the token", cookie)
 				}
 				// The cookie alone (a browser) opens the session route.
-				r := p.do("GET", "/checkout", p.as("returner"), nil, "Cookie", cookie.Name+"="+cookie.Value)
-				if r.status != 200 {
-					t.Fatalf("with the entry cookie: %d %s", r.status, r.raw)
+				r := p.Do("GET", "/checkout", p.As("returner"), nil, "Cookie", cookie.Name+"="+cookie.Value)
+				if r.Status != 200 {
+					t.Fatalf("with the entry cookie: %d %s", r.Status, r.Raw)
 				}
 			})
 		})
@@ -530,11 +284,11 @@ func rawBuy(base, jwt, token string) (int, error) {
 // bytes one way; status, headers and body bytes the other; and WebSockets.
 func TestGatewayForwardsUntouched(t *testing.T) {
 	t.Parallel()
-	s := newUpstreamShop(t, 0)
-	p := bootProxy(t, backend{name: "embedded"}, s, nil)
+	s := NewUpstreamShop(t, 0)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
 
 	body := bytes.Repeat([]byte("waitroom\x00\xff"), 10_000)
-	send := func(base string) (*http.Response, []byte, shopCall) {
+	send := func(base string) (*http.Response, []byte, ShopCall) {
 		req, _ := http.NewRequest("PATCH", base+"/some/where%20odd/?b=2&a=1&a=0", bytes.NewReader(body))
 		req.Header.Set("X-Custom", "kept")
 		req.Header.Add("X-Multi", "1")
@@ -550,10 +304,10 @@ func TestGatewayForwardsUntouched(t *testing.T) {
 		if err != nil { // a body cut short says why (seen once in CI: 163,840 of 262,259 bytes)
 			t.Fatalf("%s: reading the answer: %v after %d bytes", base, err, len(got))
 		}
-		return res, got, s.lastSeen()
+		return res, got, s.LastSeen()
 	}
-	directRes, directBody, directCall := send(s.srv.URL)
-	viaRes, viaBody, viaCall := send(p.base)
+	directRes, directBody, directCall := send(s.Server.URL)
+	viaRes, viaBody, viaCall := send(p.Base)
 
 	if !bytes.Equal(directBody, viaBody) {
 		t.Fatalf("response bodies differ: %d bytes direct, %d via the proxy", len(directBody), len(viaBody))
@@ -566,23 +320,23 @@ func TestGatewayForwardsUntouched(t *testing.T) {
 			t.Errorf("response header %s: %q direct, %q via", h, d, v)
 		}
 	}
-	if directCall.method != viaCall.method || directCall.path != viaCall.path || directCall.rawQuery != viaCall.rawQuery ||
-		directCall.bodySHA != viaCall.bodySHA || directCall.bodyLen != int64(len(body)) {
+	if directCall.Method != viaCall.Method || directCall.Path != viaCall.Path || directCall.RawQuery != viaCall.RawQuery ||
+		directCall.BodySHA != viaCall.BodySHA || directCall.BodyLen != int64(len(body)) {
 		t.Errorf("request differs: direct %+v via %+v", directCall, viaCall)
 	}
 	for _, h := range []string{"X-Custom", "X-Multi", "Cookie", "Content-Type", "Content-Length"} {
-		if d, v := directCall.header.Values(h), viaCall.header.Values(h); strings.Join(d, "|") != strings.Join(v, "|") {
+		if d, v := directCall.Header.Values(h), viaCall.Header.Values(h); strings.Join(d, "|") != strings.Join(v, "|") {
 			t.Errorf("request header %s: %q direct, %q via", h, d, v)
 		}
 	}
-	if viaCall.header.Get("X-Forwarded-For") == "" {
+	if viaCall.Header.Get("X-Forwarded-For") == "" {
 		t.Errorf("no X-Forwarded-For added")
 	}
 
 	t.Run("WebSocket", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, _, err := websocket.Dial(ctx, "ws://"+p.m.Addr()+"/ws", nil)
+		c, _, err := websocket.Dial(ctx, "ws://"+p.Main.Addr()+"/ws", nil)
 		if err != nil {
 			t.Fatalf("dial through the proxy: %v", err)
 		}
@@ -600,18 +354,18 @@ func TestGatewayForwardsUntouched(t *testing.T) {
 	})
 
 	t.Run("an upstream that is down: 502, nothing lost", func(t *testing.T) {
-		down := newUpstreamShop(t, 1)
-		q := bootProxy(t, backend{name: "embedded"}, down, nil)
-		down.srv.Close()
-		r := q.do("GET", "/anything", "", nil)
-		if r.status != 502 || r.errorCode() != "upstream_unavailable" {
-			t.Fatalf("%d %s", r.status, r.raw)
+		down := NewUpstreamShop(t, 1)
+		q := BootProxy(t, Backend{Name: "embedded"}, down, nil)
+		down.Server.Close()
+		r := q.Do("GET", "/anything", "", nil)
+		if r.Status != 502 || r.ErrorCode() != "upstream_unavailable" {
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
-		r = q.buy("walk-in", "")
-		if r.status != 502 {
-			t.Fatalf("protected route to a dead upstream: %d %s", r.status, r.raw)
+		r = q.Buy("walk-in", "")
+		if r.Status != 502 {
+			t.Fatalf("protected route to a dead upstream: %d %s", r.Status, r.Raw)
 		}
-		if st := q.status("walk-in"); st != "READY" {
+		if st := q.UserStatus("walk-in"); st != "READY" {
 			t.Fatalf("after a 502: %s, want READY (the token let in straight is kept)", st)
 		}
 	})
@@ -621,11 +375,11 @@ func TestGatewayForwardsUntouched(t *testing.T) {
 // heap grows by a small part of it at most. Not parallel, so that nothing
 // else moves the heap meanwhile.
 func TestGatewayStreamsLargeUploads(t *testing.T) {
-	s := newUpstreamShop(t, 0)
-	p := bootProxy(t, backend{name: "embedded"}, s, nil)
+	s := NewUpstreamShop(t, 0)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
 	const size = 50 << 20
 	peak := watchHeap(t)
-	req, _ := http.NewRequest("POST", p.base+"/upload", io.LimitReader(&pattern{}, size))
+	req, _ := http.NewRequest("POST", p.Base+"/upload", io.LimitReader(&pattern{}, size))
 	req.ContentLength = -1 // chunked: the proxy cannot know the size either
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -636,9 +390,9 @@ func TestGatewayStreamsLargeUploads(t *testing.T) {
 	grew := peak()
 	want := sha256.New()
 	io.Copy(want, io.LimitReader(&pattern{}, size))
-	got := s.lastSeen()
-	if got.bodyLen != size || got.bodySHA != hex.EncodeToString(want.Sum(nil)) {
-		t.Fatalf("upstream got %d bytes (sha %s)", got.bodyLen, got.bodySHA)
+	got := s.LastSeen()
+	if got.BodyLen != size || got.BodySHA != hex.EncodeToString(want.Sum(nil)) {
+		t.Fatalf("upstream got %d bytes (sha %s)", got.BodyLen, got.BodySHA)
 	}
 	if grew > 16<<20 {
 		t.Fatalf("the heap grew by %d MB while 50 MB streamed through", grew>>20)
@@ -659,19 +413,19 @@ func (p *pattern) Read(b []byte) (int, error) {
 
 func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	t.Parallel()
-	s := newUpstreamShop(t, 10)
-	p := bootProxy(t, backend{name: "embedded"}, s, nil)
-	if r := p.buy("verified", ""); r.status != 201 {
-		t.Fatalf("buy: %d %s", r.status, r.raw)
+	s := NewUpstreamShop(t, 10)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
+	if r := p.Buy("verified", ""); r.Status != 201 {
+		t.Fatalf("buy: %d %s", r.Status, r.Raw)
 	}
-	entry := s.buyCalls()[0].header.Get("X-Waitroom-Entry")
+	entry := s.BuyCalls()[0].Header.Get("X-Waitroom-Entry")
 
-	fetchJWKS := func(p *proxied) jose.JSONWebKeySet {
+	fetchJWKS := func(p *Proxied) jose.JSONWebKeySet {
 		t.Helper()
-		r := p.do("GET", gwPrefix+"/.well-known/jwks.json", "", nil)
+		r := p.Do("GET", GatewayPrefix+"/.well-known/jwks.json", "", nil)
 		var set jose.JSONWebKeySet
-		if r.status != 200 || json.Unmarshal([]byte(r.raw), &set) != nil || len(set.Keys) == 0 {
-			t.Fatalf("JWKS: %d %s", r.status, r.raw)
+		if r.Status != 200 || json.Unmarshal([]byte(r.Raw), &set) != nil || len(set.Keys) == 0 {
+			t.Fatalf("JWKS: %d %s", r.Status, r.Raw)
 		}
 		return set
 	}
@@ -697,17 +451,17 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	}
 	// Named for this backend by this gateway (the defaults: the upstream's
 	// URL and the prefix), and by the settings when given.
-	if err := std.Validate(josejwt.Expected{Issuer: gwPrefix, AnyAudience: josejwt.Audience{s.srv.URL}, Time: time.Now()}); err != nil {
+	if err := std.Validate(josejwt.Expected{Issuer: GatewayPrefix, AnyAudience: josejwt.Audience{s.Server.URL}, Time: time.Now()}); err != nil {
 		t.Errorf("iss %q, aud %q: %v", std.Issuer, std.Audience, err)
 	}
-	named := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+	named := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.EntryIssuer, c.EntryAudience = "https://shop.example/_waitroom", "orders-service"
 	})
-	if r := named.buy("named", ""); r.status != 201 {
-		t.Fatalf("buy: %d %s", r.status, r.raw)
+	if r := named.Buy("named", ""); r.Status != 201 {
+		t.Fatalf("buy: %d %s", r.Status, r.Raw)
 	}
-	calls := s.buyCalls()
-	namedStd, _, err := verify(calls[len(calls)-1].header.Get("X-Waitroom-Entry"), fetchJWKS(named))
+	calls := s.BuyCalls()
+	namedStd, _, err := verify(calls[len(calls)-1].Header.Get("X-Waitroom-Entry"), fetchJWKS(named))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,18 +470,18 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	}
 
 	// Rotation: a new key first, the old one kept after it: both verify.
-	oldKey := p.keyPEM
+	oldKey := p.KeyPEM
 	newKey := gateway.GenerateKey()
-	rotated := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+	rotated := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
 		f := filepath.Join(t.TempDir(), "rotating.pem")
 		os.WriteFile(f, append(append([]byte{}, newKey...), oldKey...), 0o600)
 		c.EntrySigningKey = f
 	})
-	if r := rotated.buy("after-rotation", ""); r.status != 201 {
-		t.Fatalf("buy: %d %s", r.status, r.raw)
+	if r := rotated.Buy("after-rotation", ""); r.Status != 201 {
+		t.Fatalf("buy: %d %s", r.Status, r.Raw)
 	}
-	calls = s.buyCalls()
-	fresh := calls[len(calls)-1].header.Get("X-Waitroom-Entry")
+	calls = s.BuyCalls()
+	fresh := calls[len(calls)-1].Header.Get("X-Waitroom-Entry")
 	set := fetchJWKS(rotated)
 	if len(set.Keys) != 2 {
 		t.Fatalf("JWKS during rotation has %d keys, want 2", len(set.Keys))
@@ -739,7 +493,7 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 		t.Errorf("an entry signed with the new key: %v", err)
 	}
 	// The old key rotated out: its entries fail, the new ones verify.
-	done := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+	done := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
 		f := filepath.Join(t.TempDir(), "new.pem")
 		os.WriteFile(f, newKey, 0o600)
 		c.EntrySigningKey = f
@@ -794,27 +548,27 @@ func watchHeap(t *testing.T) func() uint64 {
 // every cookie, and a return Location that is what was checked.
 func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Parallel()
-	s := newUpstreamShop(t, 10)
-	p := bootProxy(t, backend{name: "embedded"}, s, nil)
-	trusting := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) { c.TrustedProxies = "127.0.0.1" })
-	for _, q := range []*proxied{p, trusting} {
-		q.setPaused(true)
+	s := NewUpstreamShop(t, 10)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
+	trusting := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) { c.TrustedProxies = "127.0.0.1" })
+	for _, q := range []*Proxied{p, trusting} {
+		q.SetPaused(true)
 	}
 	spoof := []string{"X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https", "X-Forwarded-For", "6.6.6.6",
 		"Forwarded", "for=6.6.6.6;host=evil.example", "X-Real-IP", "6.6.6.6"}
 
 	t.Run("forwarding headers: the gateway's own unless from a trusted proxy", func(t *testing.T) {
-		p.do("GET", "/anything", "", nil, spoof...)
-		got := s.lastSeen().header
-		host := strings.TrimPrefix(p.base, "http://")
+		p.Do("GET", "/anything", "", nil, spoof...)
+		got := s.LastSeen().Header
+		host := strings.TrimPrefix(p.Base, "http://")
 		for h, want := range map[string]string{"X-Forwarded-Host": host, "X-Forwarded-Proto": "http", "X-Forwarded-For": "127.0.0.1",
 			"Forwarded": `for=127.0.0.1;host="` + host + `";proto=http`, "X-Real-Ip": ""} {
 			if v := strings.Join(got.Values(h), ", "); v != want {
 				t.Errorf("untrusted peer: %s %q reached the backend, want %q", h, v, want)
 			}
 		}
-		trusting.do("GET", "/anything", "", nil, spoof...)
-		got = s.lastSeen().header
+		trusting.Do("GET", "/anything", "", nil, spoof...)
+		got = s.LastSeen().Header
 		for h, want := range map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https", "X-Forwarded-For": "6.6.6.6, 127.0.0.1",
 			"X-Real-Ip": "6.6.6.6"} {
 			if v := strings.Join(got.Values(h), ", "); v != want {
@@ -824,38 +578,38 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 	})
 
 	t.Run("X-Waitroom-* in any spelling never reaches the backend", func(t *testing.T) {
-		tok := p.admitted("honest")
+		tok := p.Admitted("honest")
 		spelt := []string{"X_Waitroom_User", "victim", "x_waitroom_entry", "forged", "X-Waitroom_User", "victim"}
-		status, _, body := rawHTTP(t, strings.TrimPrefix(p.base, "http://"), attack{method: "POST", target: "/buy", header: spelt},
-			[]string{"Authorization", p.as("honest"), "X-Entry-Token", tok, "Accept", "application/json"})
+		status, _, body := rawHTTP(t, strings.TrimPrefix(p.Base, "http://"), attack{method: "POST", target: "/buy", header: spelt},
+			[]string{"Authorization", p.As("honest"), "X-Entry-Token", tok, "Accept", "application/json"})
 		if status != 201 {
 			t.Fatalf("buy: %d %s", status, body)
 		}
-		calls := s.buyCalls()
-		for k, v := range calls[len(calls)-1].header {
+		calls := s.BuyCalls()
+		for k, v := range calls[len(calls)-1].Header {
 			if strings.HasPrefix(strings.ReplaceAll(strings.ToLower(k), "_", "-"), "x-waitroom-") && (k != "X-Waitroom-User" && k != "X-Waitroom-Entry" || v[0] == "victim") {
 				t.Errorf("%s: %q reached the backend", k, v)
 			}
 		}
-		if u := calls[len(calls)-1].header.Values("X-Waitroom-User"); len(u) != 1 || u[0] != "honest" {
+		if u := calls[len(calls)-1].Header.Values("X-Waitroom-User"); len(u) != 1 || u[0] != "honest" {
 			t.Errorf("X-Waitroom-User %q, want [honest]", u)
 		}
 	})
 
 	t.Run("waitroom's cookies never reach the backend", func(t *testing.T) {
-		tok := p.admitted("cookied")
+		tok := p.Admitted("cookied")
 		cookie := "shop_cart=3; " + identity.CookieName + "=whatever; " + gateway.EntryCookiePrefix + "default=" + tok + "; theme=dark"
-		if r := p.do("GET", "/checkout", p.as("cookied"), nil, "Cookie", cookie); r.status != 200 {
-			t.Fatalf("session route with the entry cookie: %d %s", r.status, r.raw)
+		if r := p.Do("GET", "/checkout", p.As("cookied"), nil, "Cookie", cookie); r.Status != 200 {
+			t.Fatalf("session route with the entry cookie: %d %s", r.Status, r.Raw)
 		}
-		checkout := s.lastSeen()
-		p.do("GET", "/anything", "", nil, "Cookie", cookie)
-		for _, call := range []shopCall{checkout, s.lastSeen()} {
-			if got := call.header.Values("Cookie"); len(got) != 1 || got[0] != "shop_cart=3; theme=dark" {
-				t.Errorf("%s %s: Cookie %q reached the backend, want the shop's own only", call.method, call.path, got)
+		checkout := s.LastSeen()
+		p.Do("GET", "/anything", "", nil, "Cookie", cookie)
+		for _, call := range []ShopCall{checkout, s.LastSeen()} {
+			if got := call.Header.Values("Cookie"); len(got) != 1 || got[0] != "shop_cart=3; theme=dark" {
+				t.Errorf("%s %s: Cookie %q reached the backend, want the shop's own only", call.Method, call.Path, got)
 			}
-			if call.header.Get("X-Entry-Token") != "" {
-				t.Errorf("%s %s: the entry token reached the backend", call.method, call.path)
+			if call.Header.Get("X-Entry-Token") != "" {
+				t.Errorf("%s %s: the entry token reached the backend", call.Method, call.Path)
 			}
 		}
 	})
@@ -863,7 +617,7 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Run("one Secure rule for the page's session and the entry cookie", func(t *testing.T) {
 		for i, tt := range []struct {
 			name  string
-			q     *proxied
+			q     *Proxied
 			proto string
 			want  bool
 		}{
@@ -875,22 +629,22 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 			if tt.proto != "" {
 				headers = []string{"X-Forwarded-Proto", tt.proto}
 			}
-			page := tt.q.do("GET", gwPrefix+"/", "", nil, headers...)
-			first, _ := tt.q.browserVisitWith("/checkout", headers...)
-			for what, res := range map[string][]string{"the waiting page": page.header.Values("Set-Cookie"), "the gateway's first visit": first.Header.Values("Set-Cookie")} {
+			page := tt.q.Do("GET", GatewayPrefix+"/", "", nil, headers...)
+			first, _ := tt.q.BrowserVisitWith("/checkout", headers...)
+			for what, res := range map[string][]string{"the waiting page": page.Header.Values("Set-Cookie"), "the gateway's first visit": first.Header.Values("Set-Cookie")} {
 				c := findCookie(res, identity.CookieName)
 				if c == nil || c.Secure != tt.want {
 					t.Errorf("%s: %s's session cookie %+v, want Secure %v", tt.name, what, c, tt.want)
 				}
 			}
 			user := fmt.Sprintf("secure-%d", i)
-			tt.q.admitted(user)
-			req, _ := http.NewRequest("GET", tt.q.base+gwPrefix+"/return?to=%2Fcheckout", nil)
-			req.Header.Set("Authorization", tt.q.as(user))
+			tt.q.Admitted(user)
+			req, _ := http.NewRequest("GET", tt.q.Base+GatewayPrefix+"/return?to=%2Fcheckout", nil)
+			req.Header.Set("Authorization", tt.q.As(user))
 			for i := 0; i+1 < len(headers); i += 2 {
 				req.Header.Set(headers[i], headers[i+1])
 			}
-			res, err := noRedirects.Do(req)
+			res, err := NoRedirects.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -902,17 +656,17 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 	})
 
 	t.Run("the return Location is what was checked", func(t *testing.T) {
-		p.admitted("returner")
+		p.Admitted("returner")
 		for _, bad := range []string{"/./%2fevil.com", "/.//evil.com", "/a/..//evil.com", "/%2e/%2fevil.com"} {
-			r := p.do("GET", gwPrefix+"/return?to="+url.QueryEscape(bad), p.as("returner"), nil)
-			if r.status != 400 || r.errorCode() != "invalid_return" || r.header.Get("Location") != "" {
-				t.Errorf("return to %q: %d %q %s", bad, r.status, r.header.Get("Location"), r.raw)
+			r := p.Do("GET", GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
+			if r.Status != 400 || r.ErrorCode() != "invalid_return" || r.Header.Get("Location") != "" {
+				t.Errorf("return to %q: %d %q %s", bad, r.Status, r.Header.Get("Location"), r.Raw)
 			}
 		}
 		for _, good := range []string{"/checkout?step=2", "/a/./b", "/shop/../checkout"} {
-			req, _ := http.NewRequest("GET", p.base+gwPrefix+"/return?to="+url.QueryEscape(good), nil)
-			req.Header.Set("Authorization", p.as("returner"))
-			res, err := noRedirects.Do(req)
+			req, _ := http.NewRequest("GET", p.Base+GatewayPrefix+"/return?to="+url.QueryEscape(good), nil)
+			req.Header.Set("Authorization", p.As("returner"))
+			res, err := NoRedirects.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -922,24 +676,6 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 			}
 		}
 	})
-}
-
-// browserVisitWith is browserVisit with extra request headers (name,
-// value, …).
-func (p *proxied) browserVisitWith(path string, headers ...string) (*http.Response, []byte) {
-	p.t.Helper()
-	req, _ := http.NewRequest("GET", p.base+path, nil)
-	req.Header.Set("Accept", "text/html")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	return res, body
 }
 
 // findCookie parses Set-Cookie values and returns the one named name.
@@ -957,27 +693,27 @@ func findCookie(setCookies []string, name string) *http.Cookie {
 // and the right one walks in on a quiet line.
 func TestGatewayUserJWTAudience(t *testing.T) {
 	t.Parallel()
-	s := newUpstreamShop(t, 10)
-	p := bootProxy(t, backend{name: "embedded"}, s, func(c *app.Config) {
+	s := NewUpstreamShop(t, 10)
+	p := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.AuthAudience, c.AuthIssuer = "waitroom", "https://login.shop.example"
 	})
 	jwtFor := func(audience, issuer string) string {
-		return "Bearer " + identity.NewWith([]byte(p.secret), identity.Options{Audience: audience, Issuer: issuer}).SignJWT("alice", time.Hour)
+		return "Bearer " + identity.NewWith([]byte(p.AuthSecret), identity.Options{Audience: audience, Issuer: issuer}).SignJWT("alice", time.Hour)
 	}
 	for _, tt := range []struct{ name, audience, issuer string }{
 		{"another audience", "orders", "https://login.shop.example"},
 		{"no audience", "", "https://login.shop.example"},
 		{"another issuer", "waitroom", "https://evil.example"},
 	} {
-		if r := p.do("POST", "/buy", jwtFor(tt.audience, tt.issuer), nil, "Accept", "application/json"); r.status != 401 || r.errorCode() != "unauthenticated" {
-			t.Errorf("%s: %d %s, want 401 unauthenticated", tt.name, r.status, r.raw)
+		if r := p.Do("POST", "/buy", jwtFor(tt.audience, tt.issuer), nil, "Accept", "application/json"); r.Status != 401 || r.ErrorCode() != "unauthenticated" {
+			t.Errorf("%s: %d %s, want 401 unauthenticated", tt.name, r.Status, r.Raw)
 		}
 	}
-	if n := len(s.buyCalls()); n != 0 {
+	if n := len(s.BuyCalls()); n != 0 {
 		t.Fatalf("%d calls reached the backend", n)
 	}
-	if r := p.do("POST", "/buy", jwtFor("waitroom", "https://login.shop.example"), nil, "Accept", "application/json"); r.status != 201 {
-		t.Fatalf("the right audience and issuer on a quiet line: %d %s", r.status, r.raw)
+	if r := p.Do("POST", "/buy", jwtFor("waitroom", "https://login.shop.example"), nil, "Accept", "application/json"); r.Status != 201 {
+		t.Fatalf("the right audience and issuer on a quiet line: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -995,12 +731,12 @@ func TestGatewayKeepsTheEntryOfACutAnswer(t *testing.T) {
 		panic(http.ErrAbortHandler) // the connection drops mid-answer
 	}))
 	t.Cleanup(upstream.Close)
-	p := bootGateway(t, backend{name: "embedded"}, upstream.URL, []string{"--protect", "POST /buy"}, nil)
-	p.setPaused(true)
-	tok := p.admitted("alice")
+	p := BootGateway(t, Backend{Name: "embedded"}, upstream.URL, []string{"--protect", "POST /buy"}, nil)
+	p.SetPaused(true)
+	tok := p.Admitted("alice")
 	for attempt := 1; attempt <= 2; attempt++ {
-		req, _ := http.NewRequest("POST", p.base+"/buy", nil)
-		req.Header.Set("Authorization", p.as("alice"))
+		req, _ := http.NewRequest("POST", p.Base+"/buy", nil)
+		req.Header.Set("Authorization", p.As("alice"))
 		req.Header.Set("X-Entry-Token", tok)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -1011,7 +747,7 @@ func TestGatewayKeepsTheEntryOfACutAnswer(t *testing.T) {
 		if res.StatusCode != 200 || err == nil {
 			t.Fatalf("attempt %d: %d, %d bytes, %v: want a 200 cut short", attempt, res.StatusCode, got, err)
 		}
-		if st := p.status("alice"); st != "READY" {
+		if st := p.UserStatus("alice"); st != "READY" {
 			t.Fatalf("after attempt %d cut short: %s, want READY (the entry kept)", attempt, st)
 		}
 	}

@@ -2,5 +2,5 @@
 
 package app_test
 
-// goBuildFlags: see race_test.go.
-var goBuildFlags []string
+// GoBuildFlags: see race.go.
+var GoBuildFlags []string

@@ -272,7 +272,7 @@ type oaCase struct {
 // against the contract, recording which documented answers were produced.
 type oaChecker struct {
 	c   *oaContract
-	in  *instance
+	in  *Instance
 	hit *oaHits
 	// prefix is where the API lives on the instance: "" for serve, the
 	// gateway's prefix for proxy. The document's paths are without it.
@@ -303,7 +303,7 @@ var oaRequestSeq atomic.Int64
 
 // call sends c and checks request and answer against the contract; it
 // returns the answer.
-func (k *oaChecker) call(t *testing.T, c oaCase) response {
+func (k *oaChecker) call(t *testing.T, c oaCase) Response {
 	t.Helper()
 	var body []byte
 	switch b := c.body.(type) {
@@ -322,7 +322,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 		if c.body != nil {
 			rd = bytes.NewReader(body)
 		}
-		req, err := http.NewRequest(c.method, k.in.base+prefix+c.path, rd)
+		req, err := http.NewRequest(c.method, k.in.Base+prefix+c.path, rd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 	}
 
 	// The answer.
-	res, err := noRedirects.Do(build(k.prefix))
+	res, err := NoRedirects.Do(build(k.prefix))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -380,43 +380,43 @@ func (k *oaChecker) call(t *testing.T, c oaCase) response {
 	if err != nil {
 		t.Fatalf("%s: reading the answer: %v", name, err)
 	}
-	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	r := Response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(raw, &r.body); err != nil {
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
 			t.Fatalf("%s: answer is not JSON: %q", name, raw)
 		}
 	}
-	if r.status != c.status || r.errorCode() != c.code {
-		t.Errorf("%s: got %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
+	if r.Status != c.status || r.ErrorCode() != c.code {
+		t.Errorf("%s: got %d %s, want %d %s", name, r.Status, r.Raw, c.status, c.code)
 	}
 	if got := res.Header.Get("X-Request-Id"); got != reqID {
 		t.Errorf("%s: X-Request-Id %q, want the request's %q", name, got, reqID)
 	}
 	// Documented by its own status, not only by the catch-all default.
-	if route.Operation.Responses.Status(r.status) == nil {
-		t.Errorf("%s: status %d is not documented for %s %s: %s", name, r.status, route.Method, route.Path, r.raw)
+	if route.Operation.Responses.Status(r.Status) == nil {
+		t.Errorf("%s: status %d is not documented for %s %s: %s", name, r.Status, route.Method, route.Path, r.Raw)
 	}
-	if r.status == http.StatusMethodNotAllowed {
+	if r.Status == http.StatusMethodNotAllowed {
 		if got, allow := res.Header.Get("Allow"), k.c.notAllowed[route.Path].Allow; got != allow {
 			t.Errorf("%s: Allow %q, want %q (the path's %s)", name, got, allow, oaMethodsNotAllowed)
 		}
 	}
 	resIn := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in,
-		Status:                 r.status,
+		Status:                 r.Status,
 		Header:                 res.Header,
 		Body:                   io.NopCloser(bytes.NewReader(raw)),
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	if err := openapi3filter.ValidateResponse(ctx, resIn); err != nil {
-		t.Errorf("%s: the answer breaks the document: %v\nanswer: %d %s", name, err, r.status, r.raw)
+		t.Errorf("%s: the answer breaks the document: %v\nanswer: %d %s", name, err, r.Status, r.Raw)
 	}
-	if op := route.Operation.OperationID; (op == "enterQueue" || op == "getMyEntry") && r.status == http.StatusOK {
-		if err := oaEntryShape(r.body); err != nil {
-			t.Errorf("%s: %v: %s", name, err, r.raw)
+	if op := route.Operation.OperationID; (op == "enterQueue" || op == "getMyEntry") && r.Status == http.StatusOK {
+		if err := oaEntryShape(r.Body); err != nil {
+			t.Errorf("%s: %v: %s", name, err, r.Raw)
 		}
 	}
-	k.hit.add(oaAnswer{route.Method, route.Path, r.status})
+	k.hit.add(oaAnswer{route.Method, route.Path, r.Status})
 	return r
 }
 
@@ -455,8 +455,8 @@ func TestOpenAPI(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[string]bool{}
 	t.Run("backends", func(t *testing.T) {
-		for _, b := range backends {
-			t.Run(b.name, func(t *testing.T) {
+		for _, b := range Backends {
+			t.Run(b.Name, func(t *testing.T) {
 				t.Parallel()
 				h := newOAHits()
 				runOpenAPI(t, c, b, h)
@@ -464,7 +464,7 @@ func TestOpenAPI(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				ran[b.name] = true
+				ran[b.Name] = true
 				mu.Unlock()
 				for tr := range h.set {
 					all.add(tr)
@@ -478,7 +478,7 @@ func TestOpenAPI(t *testing.T) {
 				}
 				sort.Strings(missing)
 				for _, m := range missing {
-					t.Errorf("documented but never exercised on %s: %s", b.name, m)
+					t.Errorf("documented but never exercised on %s: %s", b.Name, m)
 				}
 			})
 		}
@@ -493,9 +493,9 @@ func TestOpenAPI(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	for _, b := range backends {
-		if !ran[b.name] {
-			t.Logf("backend %s did not run: not checking that every documented answer was exercised on some backend", b.name)
+	for _, b := range Backends {
+		if !ran[b.Name] {
+			t.Logf("backend %s did not run: not checking that every documented answer was exercised on some backend", b.Name)
 			return
 		}
 	}
@@ -515,11 +515,11 @@ func TestOpenAPI(t *testing.T) {
 // oaCannotOn says which documented answers a backend cannot give: the
 // embedded default always has an admin token (it makes one up) and its
 // stores live in process, so only draining makes it answer 503.
-func oaCannotOn(c *oaContract, b backend, tr oaAnswer) bool {
+func oaCannotOn(c *oaContract, b Backend, tr oaAnswer) bool {
 	if c.gatewayOnly(tr.path) {
 		return true // runOpenAPIGateway gives those
 	}
-	if b.redis {
+	if b.Redis {
 		return false
 	}
 	switch {
@@ -596,54 +596,54 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // runOpenAPI drives every route and status on one backend.
-func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
+func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 	// The shop's own page (examples/page): its files are served too.
-	in := boot(t, b, func(c *app.Config) { c.PageDir = "../../examples/page" })
+	in := Boot(t, b, func(c *app.Config) { c.PageDir = "../../examples/page" })
 	k := &oaChecker{c: c, in: in, hit: h}
-	admin := in.adminAuth()
+	admin := in.AdminAuth()
 
 	// Queues: a paused one to wait in, a fast one to be admitted from, a
 	// full one.
-	paused, fast, full := saleID("paused"), saleID("fast"), saleID("full")
+	paused, fast, full := UniqueID("paused"), UniqueID("fast"), UniqueID("full")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"paused": true}, status: 200})
-	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + fast, auth: admin, body: fastSaleQueue, status: 200})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + fast, auth: admin, body: FastSaleQueue, status: 200})
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + full, auth: admin,
 		body: map[string]any{"paused": true, "capacity": 1, "ratePerSecond": nil}, status: 200})
 
 	// ---- the line
 	entries := func(q string) string { return "/api/v1/queues/" + q + "/entries" }
 	me := func(q string) string { return "/api/v1/queues/" + q + "/entries/me" }
-	alice, bob := saleID("alice"), saleID("bob")
-	r := k.call(t, oaCase{method: "POST", path: entries(paused), auth: in.as(alice), status: 200})
-	if r.str("status") != "WAITING" || r.body["paused"] != true {
-		t.Errorf("enter a paused queue: %s", r.raw)
+	alice, bob := UniqueID("alice"), UniqueID("bob")
+	r := k.call(t, oaCase{method: "POST", path: entries(paused), auth: in.As(alice), status: 200})
+	if r.Str("status") != "WAITING" || r.Body["paused"] != true {
+		t.Errorf("enter a paused queue: %s", r.Raw)
 	}
-	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.as(alice), status: 200})
-	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.as(bob), status: 200})                      // NOT_IN_QUEUE
-	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=5", auth: in.as(alice), status: 200}) // paused: not held
-	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
-	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.as(alice), status: 200})
-	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.as(alice), status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(alice), status: 200})
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(bob), status: 200})                      // NOT_IN_QUEUE
+	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200}) // paused: not held
+	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200})
+	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
 	// Before the opening: WAITING with opensAt, no place.
-	opening := saleID("opening")
+	opening := UniqueID("opening")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + opening, auth: admin,
 		body: map[string]any{"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, status: 200})
-	if r := k.call(t, oaCase{method: "POST", path: entries(opening), auth: in.as(alice), status: 200}); r.str("opensAt") == "" || r.body["position"] != nil {
-		t.Errorf("enter before the opening: %s", r.raw)
+	if r := k.call(t, oaCase{method: "POST", path: entries(opening), auth: in.As(alice), status: 200}); r.Str("opensAt") == "" || r.Body["position"] != nil {
+		t.Errorf("enter before the opening: %s", r.Raw)
 	}
-	k.call(t, oaCase{method: "GET", path: me(opening), auth: in.as(alice), status: 200})
-	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(alice), status: 200})                   // takes the one place
-	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.as(bob), status: 429, code: "queue_full"}) // none left
-	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.as(alice), status: 204})                    // leave
-	k.call(t, oaCase{method: "DELETE", path: me("nosuchqueue"), auth: in.as(alice), status: 204})             // nothing to leave
-	k.call(t, oaCase{method: "POST", path: entries("nosuchqueue"), auth: in.as(alice), status: 404, code: "queue_not_found"})
-	k.call(t, oaCase{method: "GET", path: me("nosuchqueue"), auth: in.as(alice), status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: me(opening), auth: in.As(alice), status: 200})
+	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.As(alice), status: 200})                   // takes the one place
+	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.As(bob), status: 429, code: "queue_full"}) // none left
+	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.As(alice), status: 204})                    // leave
+	k.call(t, oaCase{method: "DELETE", path: me("nosuchqueue"), auth: in.As(alice), status: 204})             // nothing to leave
+	k.call(t, oaCase{method: "POST", path: entries("nosuchqueue"), auth: in.As(alice), status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: me("nosuchqueue"), auth: in.As(alice), status: 404, code: "queue_not_found"})
 	for _, m := range []struct{ method, path string }{{"POST", entries(paused)}, {"GET", me(paused)}, {"DELETE", me(paused)}} {
 		k.call(t, oaCase{method: m.method, path: m.path, status: 401, code: "unauthenticated"})
 		k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer not-a-jwt", status: 401, code: "unauthenticated"})
 		k.call(t, oaCase{method: m.method, path: m.path, cookie: "wr_session=anon-1.forged", status: 401, code: "unauthenticated"})
-		k.call(t, oaCase{method: m.method, path: m.path, auth: in.as("john doe"), status: 400, code: "invalid_user_id"})
-		k.call(t, oaCase{method: m.method, path: strings.Replace(m.path, paused, "bad*name", 1), auth: in.as(alice),
+		k.call(t, oaCase{method: m.method, path: m.path, auth: in.As("john doe"), status: 400, code: "invalid_user_id"})
+		k.call(t, oaCase{method: m.method, path: strings.Replace(m.path, paused, "bad*name", 1), auth: in.As(alice),
 			status: 400, code: "invalid_queue_name", specInvalid: true})
 	}
 
@@ -651,7 +651,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	page := k.call(t, oaCase{method: "GET", path: "/", status: 200})
 	cookie := oaSessionCookie(t, page)
 	k.call(t, oaCase{method: "GET", path: "/", cookie: cookie, status: 200})
-	if page2 := k.call(t, oaCase{method: "GET", path: "/q/" + paused, status: 200}); page2.header.Get("Set-Cookie") == "" {
+	if page2 := k.call(t, oaCase{method: "GET", path: "/q/" + paused, status: 200}); page2.Header.Get("Set-Cookie") == "" {
 		t.Error("GET /q/{queue} without identity set no cookie")
 	}
 	k.call(t, oaCase{method: "GET", path: "/q/bad*name", status: 400, code: "invalid_queue_name", specInvalid: true})
@@ -664,90 +664,90 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	// The operator's message, in the answers of the line, by language.
 	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin,
 		body: map[string]any{"message": map[string]any{"en": "Restocked <b>M</b>", "ko": "재입고"}}, status: 200})
-	if r := k.call(t, oaCase{method: "GET", path: me(paused) + "?lang=ko", auth: in.as(bob), status: 200}); r.str("message") != "재입고" {
-		t.Errorf("the message for ?lang=ko: %s", r.raw)
+	if r := k.call(t, oaCase{method: "GET", path: me(paused) + "?lang=ko", auth: in.As(bob), status: 200}); r.Str("message") != "재입고" {
+		t.Errorf("the message for ?lang=ko: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"message": strings.Repeat("x", 501)},
 		status: 400, code: "invalid_config", specInvalid: true})
 	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"message": ""}, status: 200})
 	// An anonymous session solves the queue's challenge to take a place.
 	r = k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 403, code: "challenge_required"})
-	if e, _ := r.body["error"].(map[string]any); e["challengeUrl"] != "/api/v1/queues/"+paused+"/challenge" {
+	if e, _ := r.Body["error"].(map[string]any); e["challengeUrl"] != "/api/v1/queues/"+paused+"/challenge" {
 		t.Errorf("challenge_required names %v, want the queue's challenge URL", e["challengeUrl"])
 	}
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + paused + "/challenge", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/nosuchqueue/challenge", status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/bad*name/challenge", status: 400, code: "invalid_queue_name", specInvalid: true})
-	solution := in.solve("", paused)
+	solution := in.Solve("", paused)
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, headers: []string{"X-Challenge-Solution", solution}, status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 200}) // in line: no new solution asked
-	_, otherSession := identity.New([]byte(in.secret)).NewSession()
+	_, otherSession := identity.New([]byte(in.AuthSecret)).NewSession()
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: identity.CookieName + "=" + otherSession,
 		headers: []string{"X-Challenge-Solution", solution}, status: 403, code: "challenge_required"}) // used already
 	k.call(t, oaCase{method: "GET", path: me(paused), cookie: cookie, status: 200})
 	k.call(t, oaCase{method: "DELETE", path: me(paused), cookie: cookie, status: 204})
-	signedOnly := saleID("signed")
+	signedOnly := UniqueID("signed")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + signedOnly, auth: admin, body: map[string]any{"paused": true, "entry": "signed"}, status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(signedOnly), cookie: cookie, status: 403, code: "signin_required"})
-	k.call(t, oaCase{method: "POST", path: entries(signedOnly), auth: in.as(alice), status: 200})
+	k.call(t, oaCase{method: "POST", path: entries(signedOnly), auth: in.As(alice), status: 200})
 
 	// Admitted: READY on entering again and on status.
-	carol := saleID("carol")
-	k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.as(carol), status: 200})
-	token := in.waitReady(fast, carol)
-	if r := k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.as(carol), status: 200}); r.str("status") != "READY" || r.str("token") != token {
-		t.Errorf("enter again when READY: %s", r.raw)
+	carol := UniqueID("carol")
+	k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.As(carol), status: 200})
+	token := in.WaitReady(fast, carol)
+	if r := k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.As(carol), status: 200}); r.Str("status") != "READY" || r.Str("token") != token {
+		t.Errorf("enter again when READY: %s", r.Raw)
 	}
-	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.as(carol), status: 200}); r.str("status") != "READY" {
-		t.Errorf("status when READY: %s", r.raw)
+	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.As(carol), status: 200}); r.Str("status") != "READY" {
+		t.Errorf("status when READY: %s", r.Raw)
 	}
 
 	// ---- products and orders
-	tee, empty := saleID("tee"), saleID("empty")
+	tee, empty := UniqueID("tee"), UniqueID("empty")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin,
 		body: map[string]any{"name": "T-shirt", "stock": 5, "queue": fast}, status: 200})
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + empty, auth: admin,
 		body: map[string]any{"name": "Sold out", "stock": 0, "queue": fast}, status: 200})
-	dflt := saleID("dflt")
+	dflt := UniqueID("dflt")
 	if r := k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + dflt, auth: admin,
-		body: map[string]any{"name": "Default", "stock": 1, "queue": nil}, status: 200}); r.str("queue") != "default" {
-		t.Errorf("a product without a queue: %s", r.raw)
+		body: map[string]any{"name": "Default", "stock": 1, "queue": nil}, status: 200}); r.Str("queue") != "default" {
+		t.Errorf("a product without a queue: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + tee, status: 200})
-	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + saleID("nope"), status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + UniqueID("nope"), status: 404, code: "product_not_found"})
 
 	const orders = "/api/v1/orders"
 	orderBody := func(product string) map[string]any { return map[string]any{"productId": product, "quantity": 1} }
 	tokenHdr := func(tok string, more ...string) []string { return append([]string{"X-Entry-Token", tok}, more...) }
 	// Refusals before anything is bought.
 	k.call(t, oaCase{method: "POST", path: orders, body: orderBody(tee), headers: tokenHdr(token), status: 401, code: "unauthenticated"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as("john doe"), body: orderBody(tee), headers: tokenHdr(token), status: 400, code: "invalid_user_id"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: map[string]any{"productId": tee, "quantity": 0},
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As("john doe"), body: orderBody(tee), headers: tokenHdr(token), status: 400, code: "invalid_user_id"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: map[string]any{"productId": tee, "quantity": 0},
 		headers: tokenHdr(token), status: 400, code: "invalid_request", specInvalid: true})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: `{"productId":"` + tee + `","quantity":1,"price":0}`,
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: `{"productId":"` + tee + `","quantity":1,"price":0}`,
 		headers: tokenHdr(token), status: 400, code: "invalid_request", specInvalid: true})
 	// A valid order padded past 4 KiB: the document states the limit in prose.
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: `{"productId":"` + tee + `","quantity":1}` + strings.Repeat(" ", 5000),
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: `{"productId":"` + tee + `","quantity":1}` + strings.Repeat(" ", 5000),
 		headers: tokenHdr(token), status: 413, code: "body_too_large"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee),
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee),
 		headers: tokenHdr(token, "Idempotency-Key", strings.Repeat("k", 129)), status: 400, code: "invalid_request", specInvalid: true})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), status: 403, code: "entry_token_invalid", specInvalid: true})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr("not-the-token"), status: 403, code: "entry_token_invalid"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(alice), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(saleID("nope")), headers: tokenHdr(token), status: 404, code: "product_not_found"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(empty), headers: tokenHdr(token), status: 409, code: "out_of_stock"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), status: 403, code: "entry_token_invalid", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr("not-the-token"), status: 403, code: "entry_token_invalid"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(alice), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(UniqueID("nope")), headers: tokenHdr(token), status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(empty), headers: tokenHdr(token), status: 409, code: "out_of_stock"})
 	// Bought (the token kept through every refusal above), then replayed.
-	key := saleID("key")
-	o := k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 201})
-	again := k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 200})
-	if again.header.Get("Idempotent-Replayed") != "true" || again.num("id") != o.num("id") {
-		t.Errorf("replay: %s %v, first %s", again.raw, again.header, o.raw)
+	key := UniqueID("key")
+	o := k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 201})
+	again := k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 200})
+	if again.Header.Get("Idempotent-Replayed") != "true" || again.Num("id") != o.Num("id") {
+		t.Errorf("replay: %s %v, first %s", again.Raw, again.Header, o.Raw)
 	}
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: map[string]any{"productId": tee, "quantity": 2},
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: map[string]any{"productId": tee, "quantity": 2},
 		headers: tokenHdr(token, "Idempotency-Key", key), status: 422, code: "idempotency_key_reused"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.as(carol), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"}) // spent
-	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.as(carol), status: 200}); r.str("status") != "NOT_IN_QUEUE" {
-		t.Errorf("status after buying: %s", r.raw)
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"}) // spent
+	if r := k.call(t, oaCase{method: "GET", path: me(fast), auth: in.As(carol), status: 200}); r.Str("status") != "NOT_IN_QUEUE" {
+		t.Errorf("status after buying: %s", r.Raw)
 	}
 
 	// ---- admin
@@ -766,22 +766,22 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		{"POST", "/admin/v1/products/" + tee + "/restock", map[string]any{"quantity": 1}},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
-		k.call(t, oaCase{method: m.method, path: m.path, auth: in.as("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
+		k.call(t, oaCase{method: m.method, path: m.path, auth: in.As("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
 	}
-	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queues", auth: admin, status: 200}); !strings.Contains(r.raw, `"queue":"default"`) {
-		t.Errorf("list without default: %s", r.raw)
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queues", auth: admin, status: 200}); !strings.Contains(r.Raw, `"queue":"default"`) {
+		t.Errorf("list without default: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default", auth: admin, status: 200})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue", auth: admin, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default/history", auth: admin, status: 200})
-	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queue-settings", auth: admin, status: 200}); !strings.Contains(r.raw, `"name":"abandonAfterSeconds"`) {
-		t.Errorf("queue settings: %s", r.raw)
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queue-settings", auth: admin, status: 200}); !strings.Contains(r.Raw, `"name":"abandonAfterSeconds"`) {
+		t.Errorf("queue settings: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue/history", auth: admin, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/history", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
-	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"capacity": 50, "paused": nil}, status: 200}); r.num("capacity") != 50 || r.body["paused"] != true {
-		t.Errorf("PATCH: %s", r.raw)
+	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"capacity": 50, "paused": nil}, status: 200}); r.Num("capacity") != 50 || r.Body["paused"] != true {
+		t.Errorf("PATCH: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/nosuchqueue", auth: admin, body: map[string]any{"paused": true}, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"entry": "everyone"}, status: 400, code: "invalid_config", specInvalid: true})
@@ -809,32 +809,32 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 
 	// The product list, a page at a time, and restocking.
 	restock := "/admin/v1/products/" + tee + "/restock"
-	if r := k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 3}, status: 200}); r.num("stock") != 7 {
-		t.Errorf("restock 3 onto the 4 left: %s", r.raw)
+	if r := k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 3}, status: 200}); r.Num("stock") != 7 {
+		t.Errorf("restock 3 onto the 4 left: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 0}, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{}, status: 400, code: "invalid_request", specInvalid: true})
 	// Past the largest stock: the document states it in prose only.
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 1_000_000_000}, status: 400, code: "invalid_request"})
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: `{"quantity":1` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
-	k.call(t, oaCase{method: "POST", path: "/admin/v1/products/" + saleID("nope") + "/restock", auth: admin, body: map[string]any{"quantity": 1}, status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/products/" + UniqueID("nope") + "/restock", auth: admin, body: map[string]any{"quantity": 1}, status: 404, code: "product_not_found"})
 	// This test made three products: a page of one has a next.
 	first := k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1", auth: admin, status: 200})
-	if next := first.str("next"); next == "" {
-		t.Errorf("a page of 1 with more behind has no next: %s", first.raw)
+	if next := first.Str("next"); next == "" {
+		t.Errorf("a page of 1 with more behind has no next: %s", first.Raw)
 	} else {
 		k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1000&after=" + url.QueryEscape(next), auth: admin, status: 200})
 	}
-	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1&after=" + url.QueryEscape(tee[:len(tee)-1]), auth: admin, status: 200}); !strings.Contains(r.raw, `{"id":"`+tee+`","name":"T-shirt","stock":7,"queue":"`+fast+`","orders":1}`) {
-		t.Errorf("the list does not show %s with its one order: %s", tee, r.raw)
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1&after=" + url.QueryEscape(tee[:len(tee)-1]), auth: admin, status: 200}); !strings.Contains(r.Raw, `{"id":"`+tee+`","name":"T-shirt","stock":7,"queue":"`+fast+`","orders":1}`) {
+		t.Errorf("the list does not show %s with its one order: %s", tee, r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=0", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=ten", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?after=" + strings.Repeat("p", 129), auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 
 	// ---- the pages and their files
-	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.header.Get("Content-Language") != "ko" {
-		t.Errorf("GET /?lang=ko: Content-Language %q", r.header.Get("Content-Language"))
+	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
+		t.Errorf("GET /?lang=ko: Content-Language %q", r.Header.Get("Content-Language"))
 	}
 	k.call(t, oaCase{method: "GET", path: "/q/" + paused, headers: []string{"Accept-Language", "ko-KR,ko;q=0.9"}, cookie: cookie, status: 200})
 	k.call(t, oaCase{method: "GET", path: "/admin", status: 200})
@@ -847,7 +847,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/static/waitroom.css", headers: []string{"Range", "bytes=99999999-"}, status: 416})
 	k.call(t, oaCase{method: "GET", path: "/static/nope.css", status: 404})
 	css := k.call(t, oaCase{method: "GET", path: "/assets/custom/brand.css", status: 200})
-	k.call(t, oaCase{method: "GET", path: "/assets/custom/brand.css?v=1", headers: []string{"If-None-Match", css.header.Get("ETag")}, status: 304})
+	k.call(t, oaCase{method: "GET", path: "/assets/custom/brand.css?v=1", headers: []string{"If-None-Match", css.Header.Get("ETag")}, status: 304})
 	k.call(t, oaCase{method: "GET", path: "/assets/custom/nope.css", status: 404})
 
 	// ---- operations
@@ -857,7 +857,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/readyz?strict=maybe", status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/metrics", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/metrics", headers: []string{"Accept", "application/openmetrics-text; version=1.0.0"}, status: 200})
-	if doc := k.call(t, oaCase{method: "GET", path: "/openapi.yaml", status: 200}); doc.raw != string(waitroom.OpenAPI) {
+	if doc := k.call(t, oaCase{method: "GET", path: "/openapi.yaml", status: 200}); doc.Raw != string(waitroom.OpenAPI) {
 		t.Error("GET /openapi.yaml is not the embedded document")
 	}
 
@@ -866,7 +866,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 		concrete := strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css").Replace(path)
 		for _, method := range na.Methods {
 			if !c.gatewayOnly(path) {
-				k.call(t, oaCase{method: method, path: concrete, auth: in.as(alice), status: 405, code: "method_not_allowed"})
+				k.call(t, oaCase{method: method, path: concrete, auth: in.As(alice), status: 405, code: "method_not_allowed"})
 			}
 		}
 	}
@@ -879,36 +879,36 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 
 	// ---- failures only another configuration produces
 	t.Run("per-address limits", func(t *testing.T) {
-		in := boot(t, b, func(c *app.Config) {
+		in := Boot(t, b, func(c *app.Config) {
 			c.AddressSessionBurst, c.AddressSessionRate = 1, 0.01
 			c.AddressEntryBurst, c.AddressEntryRate = 1, 0.01
 		})
 		k := &oaChecker{c: c, in: in, hit: h}
 		first := oaSessionCookie(t, k.call(t, oaCase{method: "GET", path: "/", status: 200}))
 		r := k.call(t, oaCase{method: "GET", path: "/q/default", status: 429, code: "too_many_entries"})
-		if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); ra < 90 || ra > 100 {
-			t.Errorf("Retry-After %q, want about 100 s (one session per 100 s)", r.header.Get("Retry-After"))
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 90 || ra > 100 {
+			t.Errorf("Retry-After %q, want about 100 s (one session per 100 s)", r.Header.Get("Retry-After"))
 		}
 		k.call(t, oaCase{method: "GET", path: "/", status: 429, code: "too_many_entries"})
-		_, second := identity.New([]byte(in.secret)).NewSession()
+		_, second := identity.New([]byte(in.AuthSecret)).NewSession()
 		k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", cookie: first,
-			headers: []string{"X-Challenge-Solution", in.solve("", "default")}, status: 200})
+			headers: []string{"X-Challenge-Solution", in.Solve("", "default")}, status: 200})
 		k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", cookie: identity.CookieName + "=" + second,
-			headers: []string{"X-Challenge-Solution", in.solve("", "default")}, status: 429, code: "too_many_entries"})
+			headers: []string{"X-Challenge-Solution", in.Solve("", "default")}, status: 429, code: "too_many_entries"})
 	})
 	t.Run("payment fails", func(t *testing.T) {
-		in := boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
+		in := Boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
 		k := &oaChecker{c: c, in: in, hit: h}
-		sale := shop{in}
-		q, p := sale.newSale(1, nil)
-		u := saleID("payer")
-		tok := sale.admit(q, u)[u]
-		k.call(t, oaCase{method: "POST", path: orders, auth: in.as(u), body: orderBody(p), headers: tokenHdr(tok), status: 402, code: "payment_failed"})
-		sale.assertHolds(q, u, tok)
+		sale := Shop{Instance: in}
+		q, p := sale.NewSale(1, nil)
+		u := UniqueID("payer")
+		tok := sale.Admit(q, u)[u]
+		k.call(t, oaCase{method: "POST", path: orders, auth: in.As(u), body: orderBody(p), headers: tokenHdr(tok), status: 402, code: "payment_failed"})
+		sale.AssertHolds(q, u, tok)
 	})
-	if b.redis {
+	if b.Redis {
 		t.Run("admin disabled", func(t *testing.T) {
-			in := boot(t, b, func(c *app.Config) { c.AdminToken = "" })
+			in := Boot(t, b, func(c *app.Config) { c.AdminToken = "" })
 			k := &oaChecker{c: c, in: in, hit: h}
 			for _, m := range []struct {
 				method, path string
@@ -931,7 +931,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b backend, h *oaHits) {
 	}
 
 	// Last: a draining instance is not ready.
-	in.m.API.SetDraining(true)
+	in.Main.API.SetDraining(true)
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 503, code: "draining"})
 }
 
@@ -957,7 +957,7 @@ func oaBodiesRefused(t *testing.T, c *oaContract, k *oaChecker, gateway bool, co
 // checkConventions checks the promises the document makes in prose, for
 // requests no operation describes: HEAD, OPTIONS and TRACE, unknown paths,
 // request ids.
-func checkConventions(t *testing.T, in *instance) {
+func checkConventions(t *testing.T, in *Instance) {
 	t.Helper()
 	for _, c := range []struct {
 		method, path string
@@ -973,13 +973,13 @@ func checkConventions(t *testing.T, in *instance) {
 		{"GET", "/admin/v1/nope", 404, "not_found", ""},
 		{"POST", "/api/v2/orders", 404, "not_found", ""},
 	} {
-		r := in.do(c.method, c.path, "", nil)
-		if r.status != c.status || r.errorCode() != c.code || r.header.Get("Allow") != c.allow {
-			t.Errorf("%s %s: %d %q Allow %q, want %d %q Allow %q", c.method, c.path, r.status, r.errorCode(),
-				r.header.Get("Allow"), c.status, c.code, c.allow)
+		r := in.Do(c.method, c.path, "", nil)
+		if r.Status != c.status || r.ErrorCode() != c.code || r.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q Allow %q, want %d %q Allow %q", c.method, c.path, r.Status, r.ErrorCode(),
+				r.Header.Get("Allow"), c.status, c.code, c.allow)
 		}
-		if c.method == "HEAD" && r.raw != "" {
-			t.Errorf("HEAD %s answered a body: %q", c.path, r.raw)
+		if c.method == "HEAD" && r.Raw != "" {
+			t.Errorf("HEAD %s answered a body: %q", c.path, r.Raw)
 		}
 	}
 	hex16 := regexp.MustCompile(`^[0-9a-f]{16}$`)
@@ -988,78 +988,78 @@ func checkConventions(t *testing.T, in *instance) {
 		if sent != "" {
 			hdr = []string{"X-Request-Id", sent}
 		}
-		if got := in.do("GET", "/healthz", "", nil, hdr...).header.Get("X-Request-Id"); !hex16.MatchString(got) {
+		if got := in.Do("GET", "/healthz", "", nil, hdr...).Header.Get("X-Request-Id"); !hex16.MatchString(got) {
 			t.Errorf("X-Request-Id for a request that sent %q: %q, want 16 fresh hex digits", sent, got)
 		}
 	}
-	if got := in.do("GET", "/healthz", "", nil, "X-Request-Id", strings.Repeat("r", 64)).header.Get("X-Request-Id"); got != strings.Repeat("r", 64) {
+	if got := in.Do("GET", "/healthz", "", nil, "X-Request-Id", strings.Repeat("r", 64)).Header.Get("X-Request-Id"); got != strings.Repeat("r", 64) {
 		t.Errorf("a 64-character X-Request-Id was not echoed: %q", got)
 	}
 }
 
 // oaSessionCookie returns "wr_session=…" from an answer that sets it.
-func oaSessionCookie(t *testing.T, r response) string {
+func oaSessionCookie(t *testing.T, r Response) string {
 	t.Helper()
-	for _, v := range r.header.Values("Set-Cookie") {
+	for _, v := range r.Header.Values("Set-Cookie") {
 		if c, err := http.ParseSetCookie(v); err == nil && c.Name == "wr_session" {
 			return c.Name + "=" + c.Value
 		}
 	}
-	t.Fatalf("no wr_session cookie in %q", r.header.Values("Set-Cookie"))
+	t.Fatalf("no wr_session cookie in %q", r.Header.Values("Set-Cookie"))
 	return ""
 }
 
 // runOpenAPIOutage boots an instance whose Redis and PostgreSQL sit behind
 // proxies, then cuts the proxies: every route that needs them answers 503
 // with Retry-After.
-func runOpenAPIOutage(t *testing.T, c *oaContract, b backend, h *oaHits) {
+func runOpenAPIOutage(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 	redisProxy := startCutProxy(t, urlHost(t, testenv.RedisURL(t)))
 	pgProxy := startCutProxy(t, urlHost(t, testenv.DatabaseURL(t)))
-	in := boot(t, b, func(c *app.Config) {
+	in := Boot(t, b, func(c *app.Config) {
 		c.RedisURL = urlWithHost(t, c.RedisURL, redisProxy.addr())
 		c.DatabaseURL = urlWithHost(t, c.DatabaseURL, pgProxy.addr())
 	})
 	k := &oaChecker{c: c, in: in, hit: h}
-	admin := in.adminAuth()
-	sale := shop{in}
-	q, p := sale.newSale(5, nil)
-	u := saleID("u")
-	tok := sale.admit(q, u)[u]
+	admin := in.AdminAuth()
+	sale := Shop{Instance: in}
+	q, p := sale.NewSale(5, nil)
+	u := UniqueID("u")
+	tok := sale.Admit(q, u)[u]
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 200})
 
 	// Redis down, PostgreSQL up.
 	redisProxy.cut()
-	in.waitStatus("/readyz", 503)
+	in.WaitStatus("/readyz", 503)
 	// The answers before the cut read the queue's config, which the
 	// instance keeps for a second (queue.Service.RecentConfig): a challenge
 	// may be issued from it until then, not after.
-	in.waitStatus("/api/v1/queues/"+q+"/challenge", 503)
+	in.WaitStatus("/api/v1/queues/"+q+"/challenge", 503)
 	entries := "/api/v1/queues/" + q + "/entries"
 	for _, m := range []struct {
 		method, path, auth string
 		body               any
 		headers            []string
 	}{
-		{"POST", entries, in.as(u), nil, nil},
+		{"POST", entries, in.As(u), nil, nil},
 		{"GET", "/api/v1/queues/" + q + "/challenge", "", nil, nil},
-		{"GET", entries + "/me", in.as(u), nil, nil},
-		{"DELETE", entries + "/me", in.as(u), nil, nil},
+		{"GET", entries + "/me", in.As(u), nil, nil},
+		{"DELETE", entries + "/me", in.As(u), nil, nil},
 		{"GET", "/admin/v1/queues", admin, nil, nil},
 		{"GET", "/admin/v1/queues/" + q, admin, nil, nil},
 		{"PUT", "/admin/v1/queues/" + q, admin, map[string]any{}, nil},
 		{"PATCH", "/admin/v1/queues/" + q, admin, map[string]any{"paused": true}, nil},
 		{"GET", "/admin/v1/queues/" + q + "/history", admin, nil, nil},
 		// The product is read from PostgreSQL, the token from Redis.
-		{"POST", "/api/v1/orders", in.as(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
+		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},
 	} {
 		r := k.call(t, oaCase{method: m.method, path: m.path, auth: m.auth, body: m.body, headers: m.headers, status: 503, code: "unavailable"})
-		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
-			t.Errorf("%s %s: Retry-After %q", m.method, m.path, r.header.Get("Retry-After"))
+		if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 1 {
+			t.Errorf("%s %s: Retry-After %q", m.method, m.path, r.Header.Get("Retry-After"))
 		}
 	}
 	// The page without JavaScript says so, and tries again.
-	if r := k.call(t, oaCase{method: "GET", path: "/q/" + q + "/noscript", auth: in.as(u), status: 503}); r.header.Get("Retry-After") == "" {
+	if r := k.call(t, oaCase{method: "GET", path: "/q/" + q + "/noscript", auth: in.As(u), status: 503}); r.Header.Get("Retry-After") == "" {
 		t.Errorf("the page without JavaScript, store down: no Retry-After")
 	}
 	// Still alive, and metrics still answer (the store is reported down).
@@ -1188,29 +1188,29 @@ func urlWithHost(t *testing.T, raw, host string) string {
 // runOpenAPIGateway drives gateway mode's own operations, and the API under
 // the prefix, through `waitroom proxy` in front of a shop.
 func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
-	p := bootProxy(t, backend{name: "embedded"}, newUpstreamShop(t, 1), nil)
-	k := &oaChecker{c: c, in: p.instance, hit: h, prefix: gwPrefix}
-	p.setPaused(true)
+	p := BootProxy(t, Backend{Name: "embedded"}, NewUpstreamShop(t, 1), nil)
+	k := &oaChecker{c: c, in: p.Instance, hit: h, prefix: GatewayPrefix}
+	p.SetPaused(true)
 	k.call(t, oaCase{method: "GET", path: "/.well-known/jwks.json", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
 
-	alice := saleID("alice")
-	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", auth: p.as(alice), status: 200})
+	alice := UniqueID("alice")
+	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", auth: p.As(alice), status: 200})
 	back := "/return?to=" + url.QueryEscape("/checkout?step=2")
-	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.as(alice), status: 303}); r.header.Get("Location") != gwPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
-		t.Errorf("waiting: back to %q, want the waiting page", r.header.Get("Location"))
+	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.As(alice), status: 303}); r.Header.Get("Location") != GatewayPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
+		t.Errorf("waiting: back to %q, want the waiting page", r.Header.Get("Location"))
 	}
-	p.admitted(alice)
-	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.as(alice), status: 303}); r.header.Get("Location") != "/checkout?step=2" || r.header.Get("Set-Cookie") == "" {
-		t.Errorf("READY: %q with cookie %q", r.header.Get("Location"), r.header.Get("Set-Cookie"))
+	p.Admitted(alice)
+	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.As(alice), status: 303}); r.Header.Get("Location") != "/checkout?step=2" || r.Header.Get("Set-Cookie") == "" {
+		t.Errorf("READY: %q with cookie %q", r.Header.Get("Location"), r.Header.Get("Set-Cookie"))
 	}
-	k.call(t, oaCase{method: "GET", path: "/return?to=" + url.QueryEscape("//evil.example"), auth: p.as(alice), status: 400, code: "invalid_return"})
-	k.call(t, oaCase{method: "GET", path: "/return?to=" + url.QueryEscape("https://evil.example/"), auth: p.as(alice), status: 400, code: "invalid_return", specInvalid: true})
-	k.call(t, oaCase{method: "GET", path: "/return", auth: p.as(alice), status: 400, code: "invalid_return", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/return?to=" + url.QueryEscape("//evil.example"), auth: p.As(alice), status: 400, code: "invalid_return"})
+	k.call(t, oaCase{method: "GET", path: "/return?to=" + url.QueryEscape("https://evil.example/"), auth: p.As(alice), status: 400, code: "invalid_return", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/return", auth: p.As(alice), status: 400, code: "invalid_return", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: back, status: 401, code: "unauthenticated"})
-	k.call(t, oaCase{method: "GET", path: back, auth: p.as("john doe"), status: 400, code: "invalid_user_id"})
-	k.call(t, oaCase{method: "GET", path: back + "&queue=nosuchqueue", auth: p.as(alice), status: 404, code: "queue_not_found"})
-	k.call(t, oaCase{method: "GET", path: back + "&queue=bad*name", auth: p.as(alice), status: 400, code: "invalid_queue_name"})
+	k.call(t, oaCase{method: "GET", path: back, auth: p.As("john doe"), status: 400, code: "invalid_user_id"})
+	k.call(t, oaCase{method: "GET", path: back + "&queue=nosuchqueue", auth: p.As(alice), status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: back + "&queue=bad*name", auth: p.As(alice), status: 400, code: "invalid_queue_name"})
 	for path, na := range c.notAllowed {
 		for _, method := range na.Methods {
 			if c.gatewayOnly(path) {

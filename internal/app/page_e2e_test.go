@@ -109,22 +109,22 @@ func TestNoScriptCurl(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		testenv.Missing(t, "curl (scripts/test.sh installs it): %v", err)
 	}
-	in := boot(t, backend{name: "embedded"}, nil)
-	in.putQueue("ns-any", map[string]any{"entry": "any", "paused": true, "message": "Doors open at nine."})
-	in.putQueue("ns-pow", map[string]any{"entry": "challenge"})
-	in.putQueue("ns-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
-	in.putQueue("ns-draw", map[string]any{"entry": "any", "paused": true, "queueingMethod": "random"})
+	in := Boot(t, Backend{Name: "embedded"}, nil)
+	in.PutQueue("ns-any", map[string]any{"entry": "any", "paused": true, "message": "Doors open at nine."})
+	in.PutQueue("ns-pow", map[string]any{"entry": "challenge"})
+	in.PutQueue("ns-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	in.PutQueue("ns-draw", map[string]any{"entry": "any", "paused": true, "queueingMethod": "random"})
 	jar := filepath.Join(t.TempDir(), "cookies")
 
 	// The page with JavaScript sends a browser without it on (<noscript>).
-	page, after, next := curlPage(t, jar, in.base+"/q/ns-any")
+	page, after, next := curlPage(t, jar, in.Base+"/q/ns-any")
 	if after != 0 || !strings.Contains(page, "<noscript><meta http-equiv=\"refresh\"") || next != "/q/ns-any/noscript?lang=en" {
 		t.Fatalf("the page's way without JavaScript: refresh %d to %q", after, next)
 	}
 	var states []string
 	released := false
 	for step := 0; step < 12; step++ {
-		page, after, next = curlPage(t, jar, in.base+next)
+		page, after, next = curlPage(t, jar, in.Base+next)
 		state := regexp.MustCompile(`data-state="([a-z]+)"`).FindStringSubmatch(page)
 		if state == nil {
 			t.Fatalf("step %d: no state in the page: %.400s", step, page)
@@ -143,7 +143,7 @@ func TestNoScriptCurl(t *testing.T) {
 			t.Errorf("step %d: the waiting page lacks the place or the message: %.600s", step, page)
 		}
 		if !released { // in line: the admin lets people in
-			in.patchQueue("ns-any", map[string]any{"paused": false})
+			in.PatchQueue("ns-any", map[string]any{"paused": false})
 			released = true
 		}
 		time.Sleep(time.Duration(after) * time.Second) // as the page asks
@@ -152,32 +152,32 @@ func TestNoScriptCurl(t *testing.T) {
 	if !strings.HasPrefix(states[len(states)-1], "ready") {
 		t.Fatalf("never READY: %v", states)
 	}
-	if st := in.do("GET", "/admin/v1/queues/ns-any", in.adminAuth(), nil); st.num("admittedTotal") != 1 {
-		t.Errorf("admitted %v, want the one curl", st.num("admittedTotal"))
+	if st := in.Do("GET", "/admin/v1/queues/ns-any", in.AdminAuth(), nil); st.Num("admittedTotal") != 1 {
+		t.Errorf("admitted %v, want the one curl", st.Num("admittedTotal"))
 	}
 
 	// Under challenge the page says plainly why it cannot, and takes nothing.
-	page, after, _ = curlPage(t, jar, in.base+"/q/ns-pow/noscript?lang=en")
+	page, after, _ = curlPage(t, jar, in.Base+"/q/ns-pow/noscript?lang=en")
 	if !strings.Contains(page, `data-state="challenge"`) || !strings.Contains(page, "This line needs JavaScript") || after != -1 {
 		t.Errorf("under challenge: refresh %d, %.600s", after, page)
 	}
-	if st := in.do("GET", "/admin/v1/queues/ns-pow", in.adminAuth(), nil); st.num("length") != 0 {
-		t.Errorf("under challenge a place was taken: length %v", st.num("length"))
+	if st := in.Do("GET", "/admin/v1/queues/ns-pow", in.AdminAuth(), nil); st.Num("length") != 0 {
+		t.Errorf("under challenge a place was taken: length %v", st.Num("length"))
 	}
 
 	// A line that draws shows no place, says it is a draw, in the footer too.
-	page, _, _ = curlPage(t, jar, in.base+"/q/ns-draw/noscript?lang=ko")
+	page, _, _ = curlPage(t, jar, in.Base+"/q/ns-draw/noscript?lang=ko")
 	if !strings.Contains(page, `data-state="waiting"`) || strings.Contains(page, `id="position"`) ||
 		!strings.Contains(page, `id="draw-note"`) || !strings.Contains(page, "추첨마다 같은 기회") {
 		t.Errorf("a drawn line without JavaScript: %.1200s", page)
 	}
 
 	// A closed line says so, in the visitor's language, and takes nothing.
-	page, after, _ = curlPage(t, jar, in.base+"/q/ns-closed/noscript?lang=ja")
+	page, after, _ = curlPage(t, jar, in.Base+"/q/ns-closed/noscript?lang=ja")
 	if !strings.Contains(page, `data-state="closed"`) || !strings.Contains(page, "この列の受付は終了しました") || after != -1 {
 		t.Errorf("a closed line: refresh %d, %.600s", after, page)
 	}
-	if st := in.do("GET", "/admin/v1/queues/ns-closed", in.adminAuth(), nil); st.num("length") != 0 {
-		t.Errorf("a closed line took a place: length %v", st.num("length"))
+	if st := in.Do("GET", "/admin/v1/queues/ns-closed", in.AdminAuth(), nil); st.Num("length") != 0 {
+		t.Errorf("a closed line took a place: length %v", st.Num("length"))
 	}
 }

@@ -16,14 +16,14 @@ import (
 )
 
 func TestEnterAndBecomeReady(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			in := boot(t, b, nil)
-			r := in.do("POST", "/api/v1/queues/default/entries", in.as("alice"), nil)
-			if r.status != 200 || (r.str("status") != "WAITING" && r.str("status") != "READY") {
-				t.Fatalf("enter: %d %s", r.status, r.raw)
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			in := Boot(t, b, nil)
+			r := in.Do("POST", "/api/v1/queues/default/entries", in.As("alice"), nil)
+			if r.Status != 200 || (r.Str("status") != "WAITING" && r.Str("status") != "READY") {
+				t.Fatalf("enter: %d %s", r.Status, r.Raw)
 			}
-			tok := in.waitReady("default", "alice")
+			tok := in.WaitReady("default", "alice")
 			if len(tok) < 22 {
 				t.Fatalf("token %q is shorter than 128 bits of base64", tok)
 			}
@@ -33,50 +33,13 @@ func TestEnterAndBecomeReady(t *testing.T) {
 
 // ---------------------------------------------------------------- helpers
 
-// on returns the instance reporting to t: a subtest must fail itself, not
-// the test that booted the instance (FailNow only works on the test's own
-// goroutine).
-func (in *instance) reportingTo(t *testing.T) *instance {
-	c := *in
-	c.t = t
-	return &c
-}
-
-// asEach is one call of method and path per auth header, for fireAll.
-func asEach(method, path string, auths []string) []apiCall {
-	calls := make([]apiCall, len(auths))
+// asEach is one call of method and path per auth header, for FireAll.
+func asEach(method, path string, auths []string) []Call {
+	calls := make([]Call, len(auths))
 	for i, a := range auths {
-		calls[i] = apiCall{method: method, path: path, auth: a}
+		calls[i] = Call{Method: method, Path: path, Auth: a}
 	}
 	return calls
-}
-
-// mustPutQueue creates or replaces a queue's config through the admin API.
-func (in *instance) mustPutQueue(name string, cfg map[string]any) response {
-	in.t.Helper()
-	r := in.do("PUT", "/admin/v1/queues/"+name, in.adminAuth(), cfg)
-	if r.status != 200 {
-		in.t.Fatalf("PUT queue %s: %d %s", name, r.status, r.raw)
-	}
-	return r
-}
-
-func (in *instance) mustPatchQueue(name string, cfg map[string]any) response {
-	in.t.Helper()
-	r := in.do("PATCH", "/admin/v1/queues/"+name, in.adminAuth(), cfg)
-	if r.status != 200 {
-		in.t.Fatalf("PATCH queue %s: %d %s", name, r.status, r.raw)
-	}
-	return r
-}
-
-func (in *instance) mustStats(name string) response {
-	in.t.Helper()
-	r := in.do("GET", "/admin/v1/queues/"+name, in.adminAuth(), nil)
-	if r.status != 200 {
-		in.t.Fatalf("GET stats %s: %d %s", name, r.status, r.raw)
-	}
-	return r
 }
 
 func entriesPath(q string) string { return "/api/v1/queues/" + q + "/entries" }
@@ -92,17 +55,17 @@ func sortedFields(m map[string]any) []string {
 }
 
 // checkExactFields fails unless the body has exactly these fields.
-func checkExactFields(t *testing.T, r response, want ...string) {
+func checkExactFields(t *testing.T, r Response, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	if d := cmp.Diff(want, sortedFields(r.body)); d != "" {
-		t.Errorf("fields of %s (-want +got):\n%s", r.raw, d)
+	if d := cmp.Diff(want, sortedFields(r.Body)); d != "" {
+		t.Errorf("fields of %s (-want +got):\n%s", r.Raw, d)
 	}
 }
 
 // isNullField reports whether field is present and null.
-func (r response) isNullField(field string) bool {
-	v, ok := r.body[field]
+func isNullField(r Response, field string) bool {
+	v, ok := r.Body[field]
 	return ok && v == nil
 }
 
@@ -144,75 +107,75 @@ func checkPollJitter(t *testing.T, got, band int64) {
 
 // checkWaiting checks a WAITING answer against the contract and returns
 // the position.
-func checkWaiting(t *testing.T, r response, s waitShape) int64 {
+func checkWaiting(t *testing.T, r Response, s waitShape) int64 {
 	t.Helper()
-	if r.status != 200 || r.str("status") != "WAITING" {
-		t.Fatalf("want 200 WAITING, got %d %s", r.status, r.raw)
+	if r.Status != 200 || r.Str("status") != "WAITING" {
+		t.Fatalf("want 200 WAITING, got %d %s", r.Status, r.Raw)
 	}
 	want := []string{"status", "position", "queueLength", "estimatedWaitSeconds", "pollAfterSeconds"}
 	if s.paused {
 		want = append(want, "paused")
-		if r.body["paused"] != true {
-			t.Errorf("paused = %v while paused", r.body["paused"])
+		if r.Body["paused"] != true {
+			t.Errorf("paused = %v while paused", r.Body["paused"])
 		}
 	}
 	checkExactFields(t, r, want...)
-	pos, length := int64(r.num("position")), int64(r.num("queueLength"))
+	pos, length := int64(r.Num("position")), int64(r.Num("queueLength"))
 	if pos < 1 || pos > length {
 		t.Errorf("position %d outside 1..queueLength %d", pos, length)
 	}
-	est := int64(r.num("estimatedWaitSeconds"))
+	est := int64(r.Num("estimatedWaitSeconds"))
 	if w := s.wantEstimate(pos); est != w {
 		t.Errorf("position %d at %g/s, batch %d: estimatedWaitSeconds %d, want %d", pos, s.rate, s.batch, est, w)
 	}
-	checkPollJitter(t, int64(r.num("pollAfterSeconds")), contractPollBand(est))
+	checkPollJitter(t, int64(r.Num("pollAfterSeconds")), contractPollBand(est))
 	return pos
 }
 
 // checkReady checks a READY answer's shape and returns token and expiry.
-func checkReady(t *testing.T, r response) (string, time.Time) {
+func checkReady(t *testing.T, r Response) (string, time.Time) {
 	t.Helper()
-	if r.status != 200 || r.str("status") != "READY" {
-		t.Fatalf("want 200 READY, got %d %s", r.status, r.raw)
+	if r.Status != 200 || r.Str("status") != "READY" {
+		t.Fatalf("want 200 READY, got %d %s", r.Status, r.Raw)
 	}
 	checkExactFields(t, r, "status", "token", "expiresAt", "pollAfterSeconds")
-	if !r.isNullField("pollAfterSeconds") {
-		t.Errorf("READY pollAfterSeconds = %v, want null", r.body["pollAfterSeconds"])
+	if !isNullField(r, "pollAfterSeconds") {
+		t.Errorf("READY pollAfterSeconds = %v, want null", r.Body["pollAfterSeconds"])
 	}
-	exp, err := time.Parse(time.RFC3339Nano, r.str("expiresAt"))
+	exp, err := time.Parse(time.RFC3339Nano, r.Str("expiresAt"))
 	if err != nil {
-		t.Errorf("expiresAt %q: %v", r.str("expiresAt"), err)
+		t.Errorf("expiresAt %q: %v", r.Str("expiresAt"), err)
 	}
-	if len(r.str("token")) < 22 {
-		t.Errorf("token %q is shorter than 128 bits of base64", r.str("token"))
+	if len(r.Str("token")) < 22 {
+		t.Errorf("token %q is shorter than 128 bits of base64", r.Str("token"))
 	}
-	return r.str("token"), exp
+	return r.Str("token"), exp
 }
 
-func checkNotInQueue(t *testing.T, r response) {
+func checkNotInQueue(t *testing.T, r Response) {
 	t.Helper()
-	if r.status != 200 || r.str("status") != "NOT_IN_QUEUE" {
-		t.Fatalf("want 200 NOT_IN_QUEUE, got %d %s", r.status, r.raw)
+	if r.Status != 200 || r.Str("status") != "NOT_IN_QUEUE" {
+		t.Fatalf("want 200 NOT_IN_QUEUE, got %d %s", r.Status, r.Raw)
 	}
 	checkExactFields(t, r, "status", "pollAfterSeconds")
-	if !r.isNullField("pollAfterSeconds") {
-		t.Errorf("NOT_IN_QUEUE pollAfterSeconds = %v, want null", r.body["pollAfterSeconds"])
+	if !isNullField(r, "pollAfterSeconds") {
+		t.Errorf("NOT_IN_QUEUE pollAfterSeconds = %v, want null", r.Body["pollAfterSeconds"])
 	}
 }
 
 // checkErrorAnswer checks the one error shape, its status and its code.
-func checkErrorAnswer(t *testing.T, r response, status int, code string) {
+func checkErrorAnswer(t *testing.T, r Response, status int, code string) {
 	t.Helper()
-	if r.status != status || r.errorCode() != code {
-		t.Fatalf("want %d %s, got %d %s", status, code, r.status, r.raw)
+	if r.Status != status || r.ErrorCode() != code {
+		t.Fatalf("want %d %s, got %d %s", status, code, r.Status, r.Raw)
 	}
-	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("error Content-Type %q", ct)
 	}
 	checkExactFields(t, r, "error")
-	e, _ := r.body["error"].(map[string]any)
+	e, _ := r.Body["error"].(map[string]any)
 	if msg, _ := e["message"].(string); msg == "" {
-		t.Errorf("error without a message: %s", r.raw)
+		t.Errorf("error without a message: %s", r.Raw)
 	}
 }
 
@@ -220,21 +183,21 @@ func checkErrorAnswer(t *testing.T, r response, status int, code string) {
 
 func TestQueueContract(t *testing.T) {
 	t.Parallel()
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
-			t.Run("crowd", func(t *testing.T) { t.Parallel(); testCrowd(t, in.reportingTo(t)) })
-			t.Run("capacity", func(t *testing.T) { t.Parallel(); testCapacity(t, in.reportingTo(t)) })
-			t.Run("unknown queue", func(t *testing.T) { t.Parallel(); testUnknownQueue(t, in.reportingTo(t)) })
-			t.Run("admission in line order", func(t *testing.T) { t.Parallel(); testAdmissionOrder(t, in.reportingTo(t)) })
-			t.Run("leave closes the gap", func(t *testing.T) { t.Parallel(); testLeave(t, in.reportingTo(t)) })
-			t.Run("session cookie", func(t *testing.T) { t.Parallel(); testSessionCookie(t, in.reportingTo(t)) })
-			t.Run("user id limits", func(t *testing.T) { t.Parallel(); testUserIDLimits(t, in.reportingTo(t)) })
-			t.Run("admin stats", func(t *testing.T) { t.Parallel(); testAdminStats(t, in.reportingTo(t)) })
-			t.Run("admin config validation", func(t *testing.T) { t.Parallel(); testAdminValidation(t, in.reportingTo(t)) })
-			t.Run("admin auth", func(t *testing.T) { t.Parallel(); testAdminAuth(t, in.reportingTo(t)) })
-			t.Run("probes", func(t *testing.T) { t.Parallel(); testProbes(t, in.reportingTo(t)) })
+			in := Boot(t, b, nil)
+			t.Run("crowd", func(t *testing.T) { t.Parallel(); testCrowd(t, in.ReportingTo(t)) })
+			t.Run("capacity", func(t *testing.T) { t.Parallel(); testCapacity(t, in.ReportingTo(t)) })
+			t.Run("unknown queue", func(t *testing.T) { t.Parallel(); testUnknownQueue(t, in.ReportingTo(t)) })
+			t.Run("admission in line order", func(t *testing.T) { t.Parallel(); testAdmissionOrder(t, in.ReportingTo(t)) })
+			t.Run("leave closes the gap", func(t *testing.T) { t.Parallel(); testLeave(t, in.ReportingTo(t)) })
+			t.Run("session cookie", func(t *testing.T) { t.Parallel(); testSessionCookie(t, in.ReportingTo(t)) })
+			t.Run("user id limits", func(t *testing.T) { t.Parallel(); testUserIDLimits(t, in.ReportingTo(t)) })
+			t.Run("admin stats", func(t *testing.T) { t.Parallel(); testAdminStats(t, in.ReportingTo(t)) })
+			t.Run("admin config validation", func(t *testing.T) { t.Parallel(); testAdminValidation(t, in.ReportingTo(t)) })
+			t.Run("admin auth", func(t *testing.T) { t.Parallel(); testAdminAuth(t, in.ReportingTo(t)) })
+			t.Run("probes", func(t *testing.T) { t.Parallel(); testProbes(t, in.ReportingTo(t)) })
 		})
 	}
 }
@@ -242,25 +205,25 @@ func TestQueueContract(t *testing.T) {
 // testCrowd: 1000 users enter a paused queue at once; each gets its own
 // place 1..1000, keeps it on re-entry, and is told the estimate and poll
 // interval the contract derives from that place.
-func testCrowd(t *testing.T, in *instance) {
+func testCrowd(t *testing.T, in *Instance) {
 	const n = 1000
 	q := "crowd"
 	shape := waitShape{rate: 1, batch: 10, paused: true}
-	in.mustPutQueue(q, map[string]any{"paused": true, "ratePerSecond": 1, "batchSize": 10, "intervalMs": 100})
+	in.PutQueue(q, map[string]any{"paused": true, "ratePerSecond": 1, "batchSize": 10, "intervalMs": 100})
 
 	auths := make([]string, n)
 	for i := range auths {
-		auths[i] = in.as(fmt.Sprintf("crowd-%04d", i))
+		auths[i] = in.As(fmt.Sprintf("crowd-%04d", i))
 	}
 	userAt := make([]int, n+1) // position → index into auths
-	for i, r := range in.fireAll(asEach("POST", entriesPath(q), auths)) {
+	for i, r := range in.FireAll(asEach("POST", entriesPath(q), auths)) {
 		pos := checkWaiting(t, r, shape)
 		if pos < 1 || pos > n || userAt[pos] != 0 {
 			t.Fatalf("user %d got position %d, out of range or taken", i, pos)
 		}
 		userAt[pos] = i + 1
 		// Nobody leaves, so a newcomer is last: position = length then.
-		if l := int64(r.num("queueLength")); l != pos {
+		if l := int64(r.Num("queueLength")); l != pos {
 			t.Errorf("newcomer at %d was told queueLength %d", pos, l)
 		}
 	}
@@ -277,21 +240,21 @@ func testCrowd(t *testing.T, in *instance) {
 
 	// Each subtest fails itself, not this test (reportingTo).
 	t.Run("re-entry keeps the place", func(t *testing.T) {
-		for i, r := range in.reportingTo(t).fireAll(asEach("POST", entriesPath(q), auths)) {
+		for i, r := range in.ReportingTo(t).FireAll(asEach("POST", entriesPath(q), auths)) {
 			if pos := checkWaiting(t, r, shape); pos != posOf[i] {
 				t.Errorf("user %d re-entered at %d, had %d", i, pos, posOf[i])
 			}
-			if l := int64(r.num("queueLength")); l != n {
+			if l := int64(r.Num("queueLength")); l != n {
 				t.Errorf("queueLength %d, want %d", l, n)
 			}
 		}
 	})
 	t.Run("status", func(t *testing.T) {
-		for i, r := range in.reportingTo(t).fireAll(asEach("GET", mePath(q), auths)) {
+		for i, r := range in.ReportingTo(t).FireAll(asEach("GET", mePath(q), auths)) {
 			if pos := checkWaiting(t, r, shape); pos != posOf[i] {
 				t.Errorf("user %d status at %d, had %d", i, pos, posOf[i])
 			}
-			if l := int64(r.num("queueLength")); l != n {
+			if l := int64(r.Num("queueLength")); l != n {
 				t.Errorf("queueLength %d, want %d", l, n)
 			}
 		}
@@ -310,125 +273,125 @@ func testCrowd(t *testing.T, in *instance) {
 	}
 	for _, rate := range []float64{1, 10, 0.5} {
 		t.Run(fmt.Sprintf("bands at %g per s", rate), func(t *testing.T) {
-			in := in.reportingTo(t)
-			in.mustPatchQueue(q, map[string]any{"ratePerSecond": rate})
+			in := in.ReportingTo(t)
+			in.PatchQueue(q, map[string]any{"ratePerSecond": rate})
 			shape := waitShape{rate: rate, batch: 10, paused: true}
 			for _, c := range bands {
 				if c.rate != rate {
 					continue
 				}
 				t.Run(fmt.Sprintf("position %d", c.pos), func(t *testing.T) {
-					r := in.reportingTo(t).do("GET", mePath(q), auths[userAt[c.pos]], nil)
+					r := in.ReportingTo(t).Do("GET", mePath(q), auths[userAt[c.pos]], nil)
 					if pos := checkWaiting(t, r, shape); pos != c.pos {
 						t.Fatalf("position %d, want %d", pos, c.pos)
 					}
-					if est := int64(r.num("estimatedWaitSeconds")); est != c.wantEst {
+					if est := int64(r.Num("estimatedWaitSeconds")); est != c.wantEst {
 						t.Errorf("estimatedWaitSeconds %d, want %d", est, c.wantEst)
 					}
-					checkPollJitter(t, int64(r.num("pollAfterSeconds")), c.wantPoll)
+					checkPollJitter(t, int64(r.Num("pollAfterSeconds")), c.wantPoll)
 				})
 			}
 		})
 	}
 
-	st := in.mustStats(q)
-	if st.num("length") != n || st.num("admittedTotal") != 0 || st.body["paused"] != true {
-		t.Errorf("stats after the crowd: %s", st.raw)
+	st := in.QueueStats(q)
+	if st.Num("length") != n || st.Num("admittedTotal") != 0 || st.Body["paused"] != true {
+		t.Errorf("stats after the crowd: %s", st.Raw)
 	}
 }
 
 // testCapacity: a full line answers 429 queue_full with Retry-After to
 // newcomers, while members can still re-enter.
-func testCapacity(t *testing.T, in *instance) {
+func testCapacity(t *testing.T, in *Instance) {
 	q := "small"
 	shape := waitShape{rate: 100, batch: 10, paused: true}
-	in.mustPutQueue(q, map[string]any{"paused": true, "capacity": 3})
+	in.PutQueue(q, map[string]any{"paused": true, "capacity": 3})
 	for i := 1; i <= 3; i++ {
-		r := in.do("POST", entriesPath(q), in.as(fmt.Sprintf("cap-%d", i)), nil)
+		r := in.Do("POST", entriesPath(q), in.As(fmt.Sprintf("cap-%d", i)), nil)
 		if pos := checkWaiting(t, r, shape); pos != int64(i) {
 			t.Fatalf("cap-%d at %d", i, pos)
 		}
 	}
-	r := in.do("POST", entriesPath(q), in.as("cap-4"), nil)
+	r := in.Do("POST", entriesPath(q), in.As("cap-4"), nil)
 	checkErrorAnswer(t, r, http.StatusTooManyRequests, "queue_full")
-	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
-		t.Errorf("Retry-After %q, want whole seconds ≥ 1", r.header.Get("Retry-After"))
+	if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 1 {
+		t.Errorf("Retry-After %q, want whole seconds ≥ 1", r.Header.Get("Retry-After"))
 	}
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("cap-2"), nil), shape); pos != 2 {
+	if pos := checkWaiting(t, in.Do("POST", entriesPath(q), in.As("cap-2"), nil), shape); pos != 2 {
 		t.Errorf("a member re-entering a full line got %d, want 2", pos)
 	}
-	checkNotInQueue(t, in.do("GET", mePath(q), in.as("cap-4"), nil))
+	checkNotInQueue(t, in.Do("GET", mePath(q), in.As("cap-4"), nil))
 	// A place freed is a place taken.
-	if r := in.do("DELETE", mePath(q), in.as("cap-1"), nil); r.status != http.StatusNoContent {
-		t.Fatalf("leave: %d %s", r.status, r.raw)
+	if r := in.Do("DELETE", mePath(q), in.As("cap-1"), nil); r.Status != http.StatusNoContent {
+		t.Fatalf("leave: %d %s", r.Status, r.Raw)
 	}
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("cap-4"), nil), shape); pos != 3 {
+	if pos := checkWaiting(t, in.Do("POST", entriesPath(q), in.As("cap-4"), nil), shape); pos != 3 {
 		t.Errorf("cap-4 after a place freed: %d, want 3", pos)
 	}
-	checkErrorAnswer(t, in.do("POST", entriesPath(q), in.as("cap-5"), nil), http.StatusTooManyRequests, "queue_full")
-	if st := in.mustStats(q); st.num("length") != 3 {
-		t.Errorf("length %v, want 3", st.body["length"])
+	checkErrorAnswer(t, in.Do("POST", entriesPath(q), in.As("cap-5"), nil), http.StatusTooManyRequests, "queue_full")
+	if st := in.QueueStats(q); st.Num("length") != 3 {
+		t.Errorf("length %v, want 3", st.Body["length"])
 	}
 }
 
-func testUnknownQueue(t *testing.T, in *instance) {
+func testUnknownQueue(t *testing.T, in *Instance) {
 	for _, c := range []struct {
 		name, method, path, auth string
 		body                     any
 	}{
-		{"enter", "POST", entriesPath("nosuchqueue"), in.as("u"), nil},
-		{"status", "GET", mePath("nosuchqueue"), in.as("u"), nil},
-		{"admin stats", "GET", "/admin/v1/queues/nosuchqueue", in.adminAuth(), nil},
-		{"admin patch", "PATCH", "/admin/v1/queues/nosuchqueue", in.adminAuth(), map[string]any{"paused": false}},
+		{"enter", "POST", entriesPath("nosuchqueue"), in.As("u"), nil},
+		{"status", "GET", mePath("nosuchqueue"), in.As("u"), nil},
+		{"admin stats", "GET", "/admin/v1/queues/nosuchqueue", in.AdminAuth(), nil},
+		{"admin patch", "PATCH", "/admin/v1/queues/nosuchqueue", in.AdminAuth(), map[string]any{"paused": false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			checkErrorAnswer(t, in.reportingTo(t).do(c.method, c.path, c.auth, c.body), http.StatusNotFound, "queue_not_found")
+			checkErrorAnswer(t, in.ReportingTo(t).Do(c.method, c.path, c.auth, c.body), http.StatusNotFound, "queue_not_found")
 		})
 	}
 	// Leaving a line you are not in (of any queue) has the outcome asked for.
-	if r := in.do("DELETE", mePath("nosuchqueue"), in.as("u"), nil); r.status != http.StatusNoContent {
-		t.Errorf("leave an unknown queue: %d %s", r.status, r.raw)
+	if r := in.Do("DELETE", mePath("nosuchqueue"), in.As("u"), nil); r.Status != http.StatusNoContent {
+		t.Errorf("leave an unknown queue: %d %s", r.Status, r.Raw)
 	}
 	// Still unknown: none of the above created it.
-	checkErrorAnswer(t, in.do("GET", "/admin/v1/queues/nosuchqueue", in.adminAuth(), nil), http.StatusNotFound, "queue_not_found")
+	checkErrorAnswer(t, in.Do("GET", "/admin/v1/queues/nosuchqueue", in.AdminAuth(), nil), http.StatusNotFound, "queue_not_found")
 }
 
 // testAdmissionOrder: unpausing lets users in one by one in line order,
 // each with a token that lives tokenTtlSeconds; READY is sticky.
-func testAdmissionOrder(t *testing.T, in *instance) {
+func testAdmissionOrder(t *testing.T, in *Instance) {
 	const n, ttl = 6, 120
 	q := "inorder"
-	in.mustPutQueue(q, map[string]any{"paused": true, "ratePerSecond": 10, "batchSize": 1, "intervalMs": 100, "tokenTtlSeconds": ttl})
+	in.PutQueue(q, map[string]any{"paused": true, "ratePerSecond": 10, "batchSize": 1, "intervalMs": 100, "tokenTtlSeconds": ttl})
 	users := make([]string, n)
 	for i := range users {
-		users[i] = in.as(fmt.Sprintf("ord-%d", i))
-		if pos := checkWaiting(t, in.do("POST", entriesPath(q), users[i], nil), waitShape{10, 1, true}); pos != int64(i+1) {
+		users[i] = in.As(fmt.Sprintf("ord-%d", i))
+		if pos := checkWaiting(t, in.Do("POST", entriesPath(q), users[i], nil), waitShape{10, 1, true}); pos != int64(i+1) {
 			t.Fatalf("ord-%d at %d", i, pos)
 		}
 	}
 	// Paused: nobody gets in, even after the admitter has seen the queue.
 	time.Sleep(1200 * time.Millisecond)
-	checkWaiting(t, in.do("GET", mePath(q), users[0], nil), waitShape{10, 1, true})
+	checkWaiting(t, in.Do("GET", mePath(q), users[0], nil), waitShape{10, 1, true})
 
 	unpaused := time.Now()
-	if st := in.mustPatchQueue(q, map[string]any{"paused": false}); st.body["paused"] != false {
-		t.Fatalf("unpause: %s", st.raw)
+	if st := in.PatchQueue(q, map[string]any{"paused": false}); st.Body["paused"] != false {
+		t.Fatalf("unpause: %s", st.Raw)
 	}
 	// Poll from the back of the line to the front: whoever is READY at
 	// some moment had everyone before them admitted earlier, so each sweep
 	// must see a prefix of the line READY.
-	deadline := time.Now().Add(patience)
+	deadline := time.Now().Add(Patience)
 	for {
 		ready := make([]bool, n)
 		for i := n - 1; i >= 0; i-- {
-			r := in.do("GET", mePath(q), users[i], nil)
-			switch r.str("status") {
+			r := in.Do("GET", mePath(q), users[i], nil)
+			switch r.Str("status") {
 			case "READY":
 				ready[i] = true
 			case "WAITING":
 				checkWaiting(t, r, waitShape{10, 1, false})
 			default:
-				t.Fatalf("ord-%d: %d %s", i, r.status, r.raw)
+				t.Fatalf("ord-%d: %d %s", i, r.Status, r.Raw)
 			}
 		}
 		k := 0
@@ -451,7 +414,7 @@ func testAdmissionOrder(t *testing.T, in *instance) {
 	tokens := map[string]bool{}
 	var prev time.Time
 	for i, u := range users {
-		tok, exp := checkReady(t, in.do("GET", mePath(q), u, nil))
+		tok, exp := checkReady(t, in.Do("GET", mePath(q), u, nil))
 		if tokens[tok] {
 			t.Errorf("ord-%d got a token already handed out", i)
 		}
@@ -471,78 +434,78 @@ func testAdmissionOrder(t *testing.T, in *instance) {
 		prev = exp
 
 		// Entering again while READY keeps the same token.
-		tok2, exp2 := checkReady(t, in.do("POST", entriesPath(q), u, nil))
+		tok2, exp2 := checkReady(t, in.Do("POST", entriesPath(q), u, nil))
 		if tok2 != tok || !exp2.Equal(exp) {
 			t.Errorf("ord-%d re-entered READY with %q %v, had %q %v", i, tok2, exp2, tok, exp)
 		}
 	}
 	// Pausing stops admission, not the tokens already out: READY keeps its
 	// shape, and so does NOT_IN_QUEUE below.
-	in.mustPatchQueue(q, map[string]any{"paused": true})
-	if tok, _ := checkReady(t, in.do("GET", mePath(q), users[n-1], nil)); !tokens[tok] {
+	in.PatchQueue(q, map[string]any{"paused": true})
+	if tok, _ := checkReady(t, in.Do("GET", mePath(q), users[n-1], nil)); !tokens[tok] {
 		t.Errorf("READY while paused with an unknown token")
 	}
-	st := in.mustStats(q)
-	if st.num("admittedTotal") != n || st.num("activeTokens") != n || st.num("length") != 0 {
-		t.Errorf("stats after admitting everyone: %s", st.raw)
+	st := in.QueueStats(q)
+	if st.Num("admittedTotal") != n || st.Num("activeTokens") != n || st.Num("length") != 0 {
+		t.Errorf("stats after admitting everyone: %s", st.Raw)
 	}
 	// Giving back an unused token.
-	if r := in.do("DELETE", mePath(q), users[0], nil); r.status != http.StatusNoContent || r.raw != "" {
-		t.Fatalf("give back a token: %d %q", r.status, r.raw)
+	if r := in.Do("DELETE", mePath(q), users[0], nil); r.Status != http.StatusNoContent || r.Raw != "" {
+		t.Fatalf("give back a token: %d %q", r.Status, r.Raw)
 	}
-	checkNotInQueue(t, in.do("GET", mePath(q), users[0], nil))
-	if st := in.mustStats(q); st.num("activeTokens") != n-1 {
-		t.Errorf("activeTokens %v after a token was given back, want %d", st.body["activeTokens"], n-1)
+	checkNotInQueue(t, in.Do("GET", mePath(q), users[0], nil))
+	if st := in.QueueStats(q); st.Num("activeTokens") != n-1 {
+		t.Errorf("activeTokens %v after a token was given back, want %d", st.Body["activeTokens"], n-1)
 	}
 }
 
 // testLeave: leaving closes the gap for everyone behind; coming back means
 // the end of the line.
-func testLeave(t *testing.T, in *instance) {
+func testLeave(t *testing.T, in *Instance) {
 	q := "gap"
 	shape := waitShape{rate: 100, batch: 10, paused: true}
-	in.mustPutQueue(q, map[string]any{"paused": true})
+	in.PutQueue(q, map[string]any{"paused": true})
 	names := []string{"gap-a", "gap-b", "gap-c", "gap-d"}
 	for i, u := range names {
-		if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as(u), nil), shape); pos != int64(i+1) {
+		if pos := checkWaiting(t, in.Do("POST", entriesPath(q), in.As(u), nil), shape); pos != int64(i+1) {
 			t.Fatalf("%s at %d", u, pos)
 		}
 	}
-	r := in.do("DELETE", mePath(q), in.as("gap-b"), nil)
-	if r.status != http.StatusNoContent || r.raw != "" {
-		t.Fatalf("leave: %d %q", r.status, r.raw)
+	r := in.Do("DELETE", mePath(q), in.As("gap-b"), nil)
+	if r.Status != http.StatusNoContent || r.Raw != "" {
+		t.Fatalf("leave: %d %q", r.Status, r.Raw)
 	}
 	for _, c := range []struct {
 		user      string
 		pos, size int64
 	}{{"gap-a", 1, 3}, {"gap-c", 2, 3}, {"gap-d", 3, 3}} {
-		r := in.do("GET", mePath(q), in.as(c.user), nil)
-		if pos := checkWaiting(t, r, shape); pos != c.pos || int64(r.num("queueLength")) != c.size {
-			t.Errorf("%s: %s, want position %d of %d", c.user, r.raw, c.pos, c.size)
+		r := in.Do("GET", mePath(q), in.As(c.user), nil)
+		if pos := checkWaiting(t, r, shape); pos != c.pos || int64(r.Num("queueLength")) != c.size {
+			t.Errorf("%s: %s, want position %d of %d", c.user, r.Raw, c.pos, c.size)
 		}
 	}
-	checkNotInQueue(t, in.do("GET", mePath(q), in.as("gap-b"), nil))
-	if r := in.do("DELETE", mePath(q), in.as("gap-b"), nil); r.status != http.StatusNoContent {
-		t.Errorf("leaving twice: %d %s", r.status, r.raw)
+	checkNotInQueue(t, in.Do("GET", mePath(q), in.As("gap-b"), nil))
+	if r := in.Do("DELETE", mePath(q), in.As("gap-b"), nil); r.Status != http.StatusNoContent {
+		t.Errorf("leaving twice: %d %s", r.Status, r.Raw)
 	}
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("gap-b"), nil), shape); pos != 4 {
+	if pos := checkWaiting(t, in.Do("POST", entriesPath(q), in.As("gap-b"), nil), shape); pos != 4 {
 		t.Errorf("gap-b came back at %d, want the end (4)", pos)
 	}
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), in.as("gap-a"), nil), shape); pos != 1 {
+	if pos := checkWaiting(t, in.Do("POST", entriesPath(q), in.As("gap-a"), nil), shape); pos != 1 {
 		t.Errorf("gap-a re-entered at %d, want 1", pos)
 	}
 }
 
 // testSessionCookie: the page hands out a signed anonymous session that
 // the API accepts as identity.
-func testSessionCookie(t *testing.T, in *instance) {
+func testSessionCookie(t *testing.T, in *Instance) {
 	q := "cookies"
-	in.mustPutQueue(q, map[string]any{"paused": true})
-	page := in.do("GET", "/", "", nil)
-	if page.status != 200 {
-		t.Fatalf("GET /: %d", page.status)
+	in.PutQueue(q, map[string]any{"paused": true})
+	page := in.Do("GET", "/", "", nil)
+	if page.Status != 200 {
+		t.Fatalf("GET /: %d", page.Status)
 	}
-	set := page.header.Values("Set-Cookie")
+	set := page.Header.Values("Set-Cookie")
 	if len(set) != 1 {
 		t.Fatalf("GET / set cookies %q, want one", set)
 	}
@@ -555,55 +518,55 @@ func testSessionCookie(t *testing.T, in *instance) {
 	}
 	cookie := c.Name + "=" + c.Value
 	shape := waitShape{rate: 100, batch: 10, paused: true}
-	if pos := checkWaiting(t, in.enterAnonymously("", q, cookie), shape); pos != 1 {
+	if pos := checkWaiting(t, in.EnterAnonymously("", q, cookie), shape); pos != 1 {
 		t.Errorf("entered with the cookie at %d", pos)
 	}
 	// Entering again keeps the place, with no new challenge to solve.
-	if pos := checkWaiting(t, in.do("POST", entriesPath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
+	if pos := checkWaiting(t, in.Do("POST", entriesPath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
 		t.Errorf("entered again with the cookie at %d", pos)
 	}
-	if pos := checkWaiting(t, in.do("GET", mePath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
+	if pos := checkWaiting(t, in.Do("GET", mePath(q), "", nil, "Cookie", cookie), shape); pos != 1 {
 		t.Errorf("status with the cookie at %d", pos)
 	}
 	// A second visitor is someone else.
-	other := in.do("GET", "/q/"+q, "", nil)
-	c2, err := http.ParseSetCookie(other.header.Get("Set-Cookie"))
+	other := in.Do("GET", "/q/"+q, "", nil)
+	c2, err := http.ParseSetCookie(other.Header.Get("Set-Cookie"))
 	if err != nil || c2.Value == c.Value {
-		t.Fatalf("second visitor's cookie %q (err %v)", other.header.Get("Set-Cookie"), err)
+		t.Fatalf("second visitor's cookie %q (err %v)", other.Header.Get("Set-Cookie"), err)
 	}
-	if pos := checkWaiting(t, in.enterAnonymously("", q, c2.Name+"="+c2.Value), shape); pos != 2 {
+	if pos := checkWaiting(t, in.EnterAnonymously("", q, c2.Name+"="+c2.Value), shape); pos != 2 {
 		t.Errorf("second visitor at %d, want 2", pos)
 	}
 	// A visitor who has a session keeps it.
-	if again := in.do("GET", "/", "", nil, "Cookie", cookie); again.header.Get("Set-Cookie") != "" {
-		t.Errorf("a visitor with a session got a new cookie: %q", again.header.Get("Set-Cookie"))
+	if again := in.Do("GET", "/", "", nil, "Cookie", cookie); again.Header.Get("Set-Cookie") != "" {
+		t.Errorf("a visitor with a session got a new cookie: %q", again.Header.Get("Set-Cookie"))
 	}
-	if r := in.do("DELETE", mePath(q), "", nil, "Cookie", cookie); r.status != http.StatusNoContent {
-		t.Errorf("leave with the cookie: %d %s", r.status, r.raw)
+	if r := in.Do("DELETE", mePath(q), "", nil, "Cookie", cookie); r.Status != http.StatusNoContent {
+		t.Errorf("leave with the cookie: %d %s", r.Status, r.Raw)
 	}
-	checkErrorAnswer(t, in.do("GET", mePath(q), "", nil), http.StatusUnauthorized, "unauthenticated")
+	checkErrorAnswer(t, in.Do("GET", mePath(q), "", nil), http.StatusUnauthorized, "unauthenticated")
 }
 
 // testUserIDLimits: the longest and the oddest ids the contract allows work.
-func testUserIDLimits(t *testing.T, in *instance) {
+func testUserIDLimits(t *testing.T, in *Instance) {
 	q := "ids"
-	in.mustPutQueue(q, map[string]any{"paused": true})
+	in.PutQueue(q, map[string]any{"paused": true})
 	for _, id := range []string{
 		"x", strings.Repeat("u", 128), `a.b-c_d@e|f~!#$%^&*()+=[]<>?/\'"` + "`:;,", "user:1", "42",
 	} {
 		t.Run(id, func(t *testing.T) {
-			in := in.reportingTo(t)
-			r := in.do("POST", entriesPath(q), in.as(id), nil)
+			in := in.ReportingTo(t)
+			r := in.Do("POST", entriesPath(q), in.As(id), nil)
 			pos := checkWaiting(t, r, waitShape{100, 10, true})
-			if p := checkWaiting(t, in.do("GET", mePath(q), in.as(id), nil), waitShape{100, 10, true}); p != pos {
+			if p := checkWaiting(t, in.Do("GET", mePath(q), in.As(id), nil), waitShape{100, 10, true}); p != pos {
 				t.Errorf("status at %d, entered at %d", p, pos)
 			}
 		})
 	}
 }
 
-func testAdminStats(t *testing.T, in *instance) {
-	st := in.mustStats("default")
+func testAdminStats(t *testing.T, in *Instance) {
+	st := in.QueueStats("default")
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
 		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength"}
@@ -623,19 +586,19 @@ func testAdminStats(t *testing.T, in *instance) {
 		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",
 	}
 	for k, v := range want {
-		if st.body[k] != v {
-			t.Errorf("%s = %#v, want %#v", k, st.body[k], v)
+		if st.Body[k] != v {
+			t.Errorf("%s = %#v, want %#v", k, st.Body[k], v)
 		}
 	}
-	if m, ok := st.body["measuredRatePerSecond"].(float64); !ok || m < 0 {
-		t.Errorf("measuredRatePerSecond = %#v", st.body["measuredRatePerSecond"])
+	if m, ok := st.Body["measuredRatePerSecond"].(float64); !ok || m < 0 {
+		t.Errorf("measuredRatePerSecond = %#v", st.Body["measuredRatePerSecond"])
 	}
 
-	list := in.do("GET", "/admin/v1/queues", in.adminAuth(), nil)
-	if list.status != 200 {
-		t.Fatalf("list: %d %s", list.status, list.raw)
+	list := in.Do("GET", "/admin/v1/queues", in.AdminAuth(), nil)
+	if list.Status != 200 {
+		t.Fatalf("list: %d %s", list.Status, list.Raw)
 	}
-	qs, _ := list.body["queues"].([]any)
+	qs, _ := list.Body["queues"].([]any)
 	found := false
 	for _, q := range qs {
 		if m, _ := q.(map[string]any); m["queue"] == "default" {
@@ -643,15 +606,15 @@ func testAdminStats(t *testing.T, in *instance) {
 		}
 	}
 	if !found {
-		t.Errorf("default missing from %s", list.raw)
+		t.Errorf("default missing from %s", list.Raw)
 	}
 }
 
 // testAdminValidation: a config that cannot work is 400 invalid_config and
 // changes nothing; a good change is applied and shown.
-func testAdminValidation(t *testing.T, in *instance) {
+func testAdminValidation(t *testing.T, in *Instance) {
 	q := "cfg"
-	before := in.mustPutQueue(q, map[string]any{})
+	before := in.PutQueue(q, map[string]any{})
 	for _, c := range []struct {
 		name string
 		body map[string]any
@@ -684,41 +647,41 @@ func testAdminValidation(t *testing.T, in *instance) {
 		{"longer interval over batch", map[string]any{"intervalMs": 1000}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			in := in.reportingTo(t)
+			in := in.ReportingTo(t)
 			for _, method := range []string{"PATCH", "PUT"} {
-				r := in.do(method, "/admin/v1/queues/"+q, in.adminAuth(), c.body)
+				r := in.Do(method, "/admin/v1/queues/"+q, in.AdminAuth(), c.body)
 				checkErrorAnswer(t, r, http.StatusBadRequest, "invalid_config")
 				// The answer names the field at fault.
 				named := false
 				for field := range c.body {
-					e, _ := r.body["error"].(map[string]any)
+					e, _ := r.Body["error"].(map[string]any)
 					msg, _ := e["message"].(string)
 					named = named || strings.Contains(msg, field)
 				}
 				if !named {
-					t.Errorf("%s %v: the message names none of the fields: %s", method, c.body, r.raw)
+					t.Errorf("%s %v: the message names none of the fields: %s", method, c.body, r.Raw)
 				}
 			}
 		})
 	}
-	if d := cmp.Diff(before.body, in.mustStats(q).body); d != "" {
+	if d := cmp.Diff(before.Body, in.QueueStats(q).Body); d != "" {
 		t.Errorf("refused configs changed the queue (-before +after):\n%s", d)
 	}
-	after := in.mustPatchQueue(q, map[string]any{"ratePerSecond": 200, "batchSize": 20})
-	if after.num("ratePerSecond") != 200 || after.num("batchSize") != 20 || after.str("rateDerivation") != "set by admin" ||
-		after.num("intervalMs") != 100 || after.num("capacity") != 100000 || after.num("tokenTtlSeconds") != 300 {
-		t.Errorf("PATCH answered %s", after.raw)
+	after := in.PatchQueue(q, map[string]any{"ratePerSecond": 200, "batchSize": 20})
+	if after.Num("ratePerSecond") != 200 || after.Num("batchSize") != 20 || after.Str("rateDerivation") != "set by admin" ||
+		after.Num("intervalMs") != 100 || after.Num("capacity") != 100000 || after.Num("tokenTtlSeconds") != 300 {
+		t.Errorf("PATCH answered %s", after.Raw)
 	}
-	if d := cmp.Diff(after.body, in.mustStats(q).body); d != "" {
+	if d := cmp.Diff(after.Body, in.QueueStats(q).Body); d != "" {
 		t.Errorf("GET differs from the PATCH answer:\n%s", d)
 	}
 	// PUT means exactly this: the fields left out go back to the defaults.
-	if put := in.mustPutQueue(q, map[string]any{"capacity": 5}); put.num("ratePerSecond") != 100 || put.num("capacity") != 5 {
-		t.Errorf("PUT answered %s", put.raw)
+	if put := in.PutQueue(q, map[string]any{"capacity": 5}); put.Num("ratePerSecond") != 100 || put.Num("capacity") != 5 {
+		t.Errorf("PUT answered %s", put.Raw)
 	}
 }
 
-func testAdminAuth(t *testing.T, in *instance) {
+func testAdminAuth(t *testing.T, in *Instance) {
 	routes := []struct {
 		method, path string
 		body         any
@@ -732,33 +695,33 @@ func testAdminAuth(t *testing.T, in *instance) {
 	auths := []struct{ name, value string }{
 		{"none", ""},
 		{"wrong token", "Bearer wrong"},
-		{"token with extra", in.adminAuth() + "x"},
-		{"token prefix", in.adminAuth()[:len(in.adminAuth())-1]},
-		{"token without scheme", in.admin},
-		{"basic", "Basic " + in.admin},
-		{"user JWT", in.as("admin")},
+		{"token with extra", in.AdminAuth() + "x"},
+		{"token prefix", in.AdminAuth()[:len(in.AdminAuth())-1]},
+		{"token without scheme", in.AdminToken},
+		{"basic", "Basic " + in.AdminToken},
+		{"user JWT", in.As("admin")},
 	}
 	for _, rt := range routes {
 		for _, a := range auths {
 			t.Run(rt.method+" "+rt.path+" "+a.name, func(t *testing.T) {
-				checkErrorAnswer(t, in.reportingTo(t).do(rt.method, rt.path, a.value, rt.body), http.StatusUnauthorized, "admin_unauthorized")
+				checkErrorAnswer(t, in.ReportingTo(t).Do(rt.method, rt.path, a.value, rt.body), http.StatusUnauthorized, "admin_unauthorized")
 			})
 		}
 	}
-	checkErrorAnswer(t, in.do("GET", "/admin/v1/queues/authq", in.adminAuth(), nil), http.StatusNotFound, "queue_not_found")
-	if st := in.mustStats("default"); st.body["paused"] != false {
+	checkErrorAnswer(t, in.Do("GET", "/admin/v1/queues/authq", in.AdminAuth(), nil), http.StatusNotFound, "queue_not_found")
+	if st := in.QueueStats("default"); st.Body["paused"] != false {
 		t.Errorf("an unauthorized PATCH paused the default queue")
 	}
-	if r := in.do("GET", "/api/v1/products/authp", "", nil); r.status != http.StatusNotFound {
-		t.Errorf("an unauthorized PUT created a product: %d %s", r.status, r.raw)
+	if r := in.Do("GET", "/api/v1/products/authp", "", nil); r.Status != http.StatusNotFound {
+		t.Errorf("an unauthorized PUT created a product: %d %s", r.Status, r.Raw)
 	}
 }
 
-func testProbes(t *testing.T, in *instance) {
+func testProbes(t *testing.T, in *Instance) {
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
-		r := in.do("GET", path, "", nil)
-		if r.status != 200 || r.str("status") != want {
-			t.Errorf("%s: %d %s", path, r.status, r.raw)
+		r := in.Do("GET", path, "", nil)
+		if r.Status != 200 || r.Str("status") != want {
+			t.Errorf("%s: %d %s", path, r.Status, r.Raw)
 		}
 	}
 }
@@ -770,31 +733,31 @@ func testProbes(t *testing.T, in *instance) {
 // answered where they stand.
 func TestClosedQueueSaysWhy(t *testing.T) {
 	t.Parallel()
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
-			in.putQueue("closed-words", map[string]any{"entry": "any", "paused": true,
+			in := Boot(t, b, nil)
+			in.PutQueue("closed-words", map[string]any{"entry": "any", "paused": true,
 				"message": map[string]any{"en": "Sold out: thank you!", "ko": "매진되었습니다."}})
-			if r := in.do("POST", entriesPath("closed-words"), in.as("early"), nil); r.status != http.StatusOK {
-				t.Fatalf("entering before the close: %d %s", r.status, r.raw)
+			if r := in.Do("POST", entriesPath("closed-words"), in.As("early"), nil); r.Status != http.StatusOK {
+				t.Fatalf("entering before the close: %d %s", r.Status, r.Raw)
 			}
-			in.mustPatchQueue("closed-words", map[string]any{"queueingMethod": "reject"})
+			in.PatchQueue("closed-words", map[string]any{"queueingMethod": "reject"})
 			for _, c := range []struct{ lang, want string }{{"en", "Sold out: thank you!"}, {"ko-KR", "매진되었습니다."}} {
-				r := in.do("POST", entriesPath("closed-words"), in.as("late"), nil, "Accept-Language", c.lang)
-				e, _ := r.body["error"].(map[string]any)
-				if r.status != http.StatusForbidden || r.errorCode() != "queue_closed" || e["message"] != c.want {
-					t.Errorf("a newcomer (%s) after the close: %d %s, want 403 queue_closed saying %q", c.lang, r.status, r.raw, c.want)
+				r := in.Do("POST", entriesPath("closed-words"), in.As("late"), nil, "Accept-Language", c.lang)
+				e, _ := r.Body["error"].(map[string]any)
+				if r.Status != http.StatusForbidden || r.ErrorCode() != "queue_closed" || e["message"] != c.want {
+					t.Errorf("a newcomer (%s) after the close: %d %s, want 403 queue_closed saying %q", c.lang, r.Status, r.Raw, c.want)
 				}
 			}
-			if r := in.do("POST", entriesPath("closed-words"), in.as("early"), nil); r.status != http.StatusOK || r.str("status") != "WAITING" {
-				t.Errorf("whoever was in line, entering again after the close: %d %s", r.status, r.raw)
+			if r := in.Do("POST", entriesPath("closed-words"), in.As("early"), nil); r.Status != http.StatusOK || r.Str("status") != "WAITING" {
+				t.Errorf("whoever was in line, entering again after the close: %d %s", r.Status, r.Raw)
 			}
-			in.putQueue("closed-plain", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
-			r := in.do("POST", entriesPath("closed-plain"), in.as("late"), nil)
-			e, _ := r.body["error"].(map[string]any)
-			if msg, _ := e["message"].(string); r.status != http.StatusForbidden || r.errorCode() != "queue_closed" || msg == "" {
-				t.Errorf("a newcomer to a closed queue with no message: %d %s, want 403 queue_closed with our words", r.status, r.raw)
+			in.PutQueue("closed-plain", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+			r := in.Do("POST", entriesPath("closed-plain"), in.As("late"), nil)
+			e, _ := r.Body["error"].(map[string]any)
+			if msg, _ := e["message"].(string); r.Status != http.StatusForbidden || r.ErrorCode() != "queue_closed" || msg == "" {
+				t.Errorf("a newcomer to a closed queue with no message: %d %s, want 403 queue_closed with our words", r.Status, r.Raw)
 			}
 		})
 	}

@@ -2,7 +2,7 @@
 
 package app_test
 
-// goBuildFlags are the flags the tests build example programs with: the
+// GoBuildFlags are the flags the tests build example programs with: the
 // test binary's own race setting, so that the build shares the packages
 // (the standard library, SQLite) the test build compiled already.
-var goBuildFlags = []string{"-race"}
+var GoBuildFlags = []string{"-race"}

@@ -53,7 +53,7 @@ func TestREADMESession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncWriter{w: &strings.Builder{}}
+	logs := &SyncWriter{}
 	server.Stderr = logs
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestREADMESession(t *testing.T) {
 
 	// go run may compile first: a cold build cache takes minutes on 2 cores.
 	addr := make(chan string, 1)
-	banner := &syncWriter{w: &strings.Builder{}}
+	banner := &SyncWriter{}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {

@@ -42,23 +42,23 @@ func commandHeaders(h http.Header) []string {
 
 // waitState waits (up to 30 s) for user to stand in state in the default
 // queue, and returns their token when READY.
-func (p *proxied) waitState(user, state string) string {
-	p.t.Helper()
-	return p.waitStanding(user, state).str("token")
+func waitState(p *Proxied, user, state string) string {
+	p.T.Helper()
+	return waitStanding(p, user, state).Str("token")
 }
 
-// waitStanding waits (up to patience) for user to stand in state in the
+// waitStanding waits (up to Patience) for user to stand in state in the
 // default queue, and returns that status answer.
-func (p *proxied) waitStanding(user, state string) response {
-	p.t.Helper()
-	deadline := time.Now().Add(patience)
+func waitStanding(p *Proxied, user, state string) Response {
+	p.T.Helper()
+	deadline := time.Now().Add(Patience)
 	for {
-		r := p.do("GET", gwPrefix+"/api/v1/queues/default/entries/me", p.as(user), nil)
-		if r.str("status") == state {
+		r := p.Do("GET", GatewayPrefix+"/api/v1/queues/default/entries/me", p.As(user), nil)
+		if r.Str("status") == state {
 			return r
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("%s: %s, want %s within %v", user, r.raw, state, patience)
+			p.T.Fatalf("%s: %s, want %s within %v", user, r.Raw, state, Patience)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -72,84 +72,84 @@ func (p *proxied) waitStanding(user, state string) response {
 // minutes: nothing else frees the slot), and the header never reaches the
 // client in any spelling.
 func TestGatewayReleaseFreesTheSlot(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			up := commandUpstream(t)
-			p := bootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
-			r := p.do("PATCH", gwPrefix+"/admin/v1/queues/default", p.adminAuth(), map[string]any{
+			p := BootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
+			r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{
 				"maxActiveTokens": 1, "intervalMs": 200, "ratePerSecond": 5, "tokenTtlSeconds": 300})
-			if r.status != 200 {
-				t.Fatalf("settings: %d %s", r.status, r.raw)
+			if r.Status != 200 {
+				t.Fatalf("settings: %d %s", r.Status, r.Raw)
 			}
 			users := []string{"rel-a", "rel-b", "rel-c", "rel-d"}
 			for _, u := range users {
-				if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as(u), nil); r.status != 200 {
-					t.Fatalf("enter %s: %d %s", u, r.status, r.raw)
+				if r := p.Do("POST", GatewayPrefix+"/api/v1/queues/default/entries", p.As(u), nil); r.Status != 200 {
+					t.Fatalf("enter %s: %d %s", u, r.Status, r.Raw)
 				}
 			}
-			tokenA := p.waitState("rel-a", "READY")
+			tokenA := waitState(p, "rel-a", "READY")
 			// The cap holds while rel-a keeps the slot: several ticks pass
 			// (a request that is not a release among them) and rel-b waits.
-			if r := p.do("GET", "/page", p.as("rel-a"), nil, "X-Entry-Token", tokenA); r.status != 200 || commandHeaders(r.header) != nil {
-				t.Fatalf("a plain use: %d %v", r.status, r.header)
+			if r := p.Do("GET", "/page", p.As("rel-a"), nil, "X-Entry-Token", tokenA); r.Status != 200 || commandHeaders(r.Header) != nil {
+				t.Fatalf("a plain use: %d %v", r.Status, r.Header)
 			}
 			time.Sleep(time.Second)
-			if got := p.status("rel-b"); got != "WAITING" {
+			if got := p.UserStatus("rel-b"); got != "WAITING" {
 				t.Fatalf("rel-b is %s while rel-a holds the only slot", got)
 			}
 
 			t.Run("release on a session route", func(t *testing.T) {
-				r := p.do("GET", "/page?spell=X-Waitroom-Command", p.as("rel-a"), nil, "X-Entry-Token", tokenA)
-				if r.status != 200 || r.raw != "done" {
-					t.Fatalf("release: %d %s", r.status, r.raw)
+				r := p.Do("GET", "/page?spell=X-Waitroom-Command", p.As("rel-a"), nil, "X-Entry-Token", tokenA)
+				if r.Status != 200 || r.Raw != "done" {
+					t.Fatalf("release: %d %s", r.Status, r.Raw)
 				}
-				if h := commandHeaders(r.header); h != nil {
+				if h := commandHeaders(r.Header); h != nil {
 					t.Errorf("the client saw %v", h)
 				}
-				if got := p.status("rel-a"); got != "NOT_IN_QUEUE" {
+				if got := p.UserStatus("rel-a"); got != "NOT_IN_QUEUE" {
 					t.Errorf("rel-a after release: %s", got)
 				}
-				if r := p.do("GET", "/page", p.as("rel-a"), nil, "X-Entry-Token", tokenA, "Accept", "application/json"); r.status != http.StatusForbidden {
-					t.Errorf("the released token still opens the route: %d", r.status)
+				if r := p.Do("GET", "/page", p.As("rel-a"), nil, "X-Entry-Token", tokenA, "Accept", "application/json"); r.Status != http.StatusForbidden {
+					t.Errorf("the released token still opens the route: %d", r.Status)
 				}
 			})
-			tokenB := p.waitState("rel-b", "READY")
+			tokenB := waitState(p, "rel-b", "READY")
 
 			t.Run("release on a spending route with a refusal, in another spelling", func(t *testing.T) {
-				r := p.do("POST", "/done?status=409&spell=x_waitroom_command", p.as("rel-b"), nil, "X-Entry-Token", tokenB)
-				if r.status != http.StatusConflict {
-					t.Fatalf("release: %d %s", r.status, r.raw)
+				r := p.Do("POST", "/done?status=409&spell=x_waitroom_command", p.As("rel-b"), nil, "X-Entry-Token", tokenB)
+				if r.Status != http.StatusConflict {
+					t.Fatalf("release: %d %s", r.Status, r.Raw)
 				}
-				if h := commandHeaders(r.header); h != nil {
+				if h := commandHeaders(r.Header); h != nil {
 					t.Errorf("the client saw %v", h)
 				}
-				if got := p.status("rel-b"); got != "NOT_IN_QUEUE" {
+				if got := p.UserStatus("rel-b"); got != "NOT_IN_QUEUE" {
 					t.Errorf("rel-b after release: %s", got)
 				}
 			})
-			tokenC := p.waitState("rel-c", "READY")
+			tokenC := waitState(p, "rel-c", "READY")
 
 			t.Run("DELETE entries/me gives the entry back", func(t *testing.T) {
-				if r := p.do("GET", "/page", p.as("rel-c"), nil, "X-Entry-Token", tokenC); r.status != 200 {
-					t.Fatalf("rel-c's use: %d", r.status)
+				if r := p.Do("GET", "/page", p.As("rel-c"), nil, "X-Entry-Token", tokenC); r.Status != 200 {
+					t.Fatalf("rel-c's use: %d", r.Status)
 				}
-				if r := p.do("DELETE", gwPrefix+"/api/v1/queues/default/entries/me", p.as("rel-c"), nil); r.status != http.StatusNoContent {
-					t.Fatalf("DELETE: %d %s", r.status, r.raw)
+				if r := p.Do("DELETE", GatewayPrefix+"/api/v1/queues/default/entries/me", p.As("rel-c"), nil); r.Status != http.StatusNoContent {
+					t.Fatalf("DELETE: %d %s", r.Status, r.Raw)
 				}
-				if got := p.status("rel-c"); got != "NOT_IN_QUEUE" {
+				if got := p.UserStatus("rel-c"); got != "NOT_IN_QUEUE" {
 					t.Errorf("rel-c after DELETE: %s", got)
 				}
 			})
-			tokenD := p.waitState("rel-d", "READY")
+			tokenD := waitState(p, "rel-d", "READY")
 			// Whatever the backend's spelling, on a route nobody protects too.
 			for _, spell := range []string{"X-WAITROOM-COMMAND", "x-waitroom-command"} {
-				if r := p.do("GET", "/open?spell="+spell, "", nil); r.status != 200 || commandHeaders(r.header) != nil {
-					t.Errorf("unprotected, %s: %d %v", spell, r.status, r.header)
+				if r := p.Do("GET", "/open?spell="+spell, "", nil); r.Status != 200 || commandHeaders(r.Header) != nil {
+					t.Errorf("unprotected, %s: %d %v", spell, r.Status, r.Header)
 				}
 			}
-			if r := p.do("GET", "/page", p.as("rel-d"), nil, "X-Entry-Token", tokenD); r.status != 200 {
-				t.Errorf("rel-d's use: %d", r.status)
+			if r := p.Do("GET", "/page", p.As("rel-d"), nil, "X-Entry-Token", tokenD); r.Status != 200 {
+				t.Errorf("rel-d's use: %d", r.Status)
 			}
 		})
 	}
@@ -162,25 +162,25 @@ func TestGatewayReleaseFreesTheSlot(t *testing.T) {
 // busy (a quiet line would let them straight in again); a sessionMaxSeconds
 // below tokenTtlSeconds is 400 naming it, and nothing changes.
 func TestGatewaySlidingSessions(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			up := commandUpstream(t)
-			p := bootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
-			settings := gwPrefix + "/admin/v1/queues/default"
-			before := p.do("GET", settings, p.adminAuth(), nil)
-			r := p.do("PATCH", settings, p.adminAuth(), map[string]any{"sessionMaxSeconds": 60, "paused": true})
-			if r.status != http.StatusBadRequest || r.errorCode() != "invalid_config" || !strings.Contains(r.raw, "sessionMaxSeconds") {
-				t.Fatalf("sessionMaxSeconds below tokenTtlSeconds: %d %s, want 400 invalid_config naming it", r.status, r.raw)
+			p := BootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
+			settings := GatewayPrefix + "/admin/v1/queues/default"
+			before := p.Do("GET", settings, p.AdminAuth(), nil)
+			r := p.Do("PATCH", settings, p.AdminAuth(), map[string]any{"sessionMaxSeconds": 60, "paused": true})
+			if r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_config" || !strings.Contains(r.Raw, "sessionMaxSeconds") {
+				t.Fatalf("sessionMaxSeconds below tokenTtlSeconds: %d %s, want 400 invalid_config naming it", r.Status, r.Raw)
 			}
-			after := p.do("GET", settings, p.adminAuth(), nil)
+			after := p.Do("GET", settings, p.AdminAuth(), nil)
 			for _, k := range []string{"sessionMaxSeconds", "tokenTtlSeconds", "paused"} {
-				if before.body[k] != after.body[k] {
-					t.Errorf("%s changed by a refused PATCH: %v → %v", k, before.body[k], after.body[k])
+				if before.Body[k] != after.Body[k] {
+					t.Errorf("%s changed by a refused PATCH: %v → %v", k, before.Body[k], after.Body[k])
 				}
 			}
-			if after.num("sessionMaxSeconds") != 0 {
-				t.Errorf("sessionMaxSeconds by default: %v, want 0", after.body["sessionMaxSeconds"])
+			if after.Num("sessionMaxSeconds") != 0 {
+				t.Errorf("sessionMaxSeconds by default: %v, want 0", after.Body["sessionMaxSeconds"])
 			}
 
 			// A TTL of 10 s: the gateway asks the store at most once a second
@@ -188,39 +188,39 @@ func TestGatewaySlidingSessions(t *testing.T) {
 			// least every 1.3 s, and a pause of the machine of 8.7 s is borne
 			// (of 1.7 s with the 3 s this test had: too little at a load of 20).
 			const ttl, most = 10 * time.Second, 20 * time.Second
-			if r := p.do("PATCH", settings, p.adminAuth(), map[string]any{"tokenTtlSeconds": 10, "sessionMaxSeconds": 20, "maxActiveTokens": 1}); r.status != 200 {
-				t.Fatalf("settings: %d %s", r.status, r.raw)
+			if r := p.Do("PATCH", settings, p.AdminAuth(), map[string]any{"tokenTtlSeconds": 10, "sessionMaxSeconds": 20, "maxActiveTokens": 1}); r.Status != 200 {
+				t.Fatalf("settings: %d %s", r.Status, r.Raw)
 			}
-			if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as("slider"), nil); r.status != 200 {
-				t.Fatalf("enter: %d %s", r.status, r.raw)
+			if r := p.Do("POST", GatewayPrefix+"/api/v1/queues/default/entries", p.As("slider"), nil); r.Status != 200 {
+				t.Fatalf("enter: %d %s", r.Status, r.Raw)
 			}
-			ready := p.waitStanding("slider", "READY")
-			token := ready.str("token")
-			first, err := time.Parse(time.RFC3339Nano, ready.str("expiresAt"))
+			ready := waitStanding(p, "slider", "READY")
+			token := ready.Str("token")
+			first, err := time.Parse(time.RFC3339Nano, ready.Str("expiresAt"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Someone waits behind the one live token (maxActiveTokens 1): the
 			// line is busy, so an ended entry is not replaced by a fresh one.
-			if r := p.do("POST", gwPrefix+"/api/v1/queues/default/entries", p.as("behind"), nil); r.status != 200 || r.str("status") != "WAITING" {
-				t.Fatalf("enter behind: %d %s", r.status, r.raw)
+			if r := p.Do("POST", GatewayPrefix+"/api/v1/queues/default/entries", p.As("behind"), nil); r.Status != 200 || r.Str("status") != "WAITING" {
+				t.Fatalf("enter behind: %d %s", r.Status, r.Raw)
 			}
 			ends := first.Add(most - ttl)
 			// Same machine, one clock; the slack covers the store's ms.
 			const slack = 150 * time.Millisecond
 			var lastOK time.Time
-			deadline := time.Now().Add(most + patience)
+			deadline := time.Now().Add(most + Patience)
 			for {
 				sent := time.Now()
-				r := p.do("GET", "/page", p.as("slider"), nil, "X-Entry-Token", token, "Accept", "application/json")
-				if r.status == http.StatusOK {
+				r := p.Do("GET", "/page", p.As("slider"), nil, "X-Entry-Token", token, "Accept", "application/json")
+				if r.Status == http.StatusOK {
 					if sent.After(ends.Add(slack)) {
 						t.Fatalf("the entry still opened the route at %v, past the session's end %v", sent, ends)
 					}
 					lastOK = sent
 				} else {
-					if r.status != http.StatusForbidden {
-						t.Fatalf("use: %d %s", r.status, r.raw)
+					if r.Status != http.StatusForbidden {
+						t.Fatalf("use: %d %s", r.Status, r.Raw)
 					}
 					if time.Now().Before(ends.Add(-slack)) {
 						t.Fatalf("the entry ended at %v, before the session's end %v (first expiry %v)", time.Now(), ends, first)
@@ -235,7 +235,7 @@ func TestGatewaySlidingSessions(t *testing.T) {
 			if !lastOK.After(first.Add(slack)) {
 				t.Errorf("the last good use was at %v, not past the first expiry %v", lastOK, first)
 			}
-			if got := p.status("slider"); got != "NOT_IN_QUEUE" {
+			if got := p.UserStatus("slider"); got != "NOT_IN_QUEUE" {
 				t.Errorf("after the session's end: %s", got)
 			}
 		})

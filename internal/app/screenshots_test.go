@@ -39,30 +39,30 @@ func TestPageScreenshots(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	browser := startBrowser(t)
-	in := boot(t, backend{name: "embedded"}, nil)
+	browser := StartBrowser(t)
+	in := Boot(t, Backend{Name: "embedded"}, nil)
 
 	// A sale in full swing: two thousand ahead, let in quickly for a while,
 	// then at the pace the database bears.
-	in.putQueue("spring-drop", map[string]any{"paused": true, "ratePerSecond": 100, "batchSize": 10, "intervalMs": 100})
-	in.putProduct("tee", "Spring tee", 500, "spring-drop")
-	in.putQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
+	in.PutQueue("spring-drop", map[string]any{"paused": true, "ratePerSecond": 100, "batchSize": 10, "intervalMs": 100})
+	in.PutProduct("tee", "Spring tee", 500, "spring-drop")
+	in.PutQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
 
-	op := newVisitor(t, browser, in, "en")
-	if err := chromedp.Do(op.ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+	op := NewVisitor(t, browser, in, "en")
+	if err := chromedp.Do(op.Ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
-	op.open("/admin")
-	op.typeInto("#token", in.admin)
-	op.keys("\r")
-	op.waitUntil("the dashboard", `document.querySelector('[data-queue="spring-drop"]')`, 5*time.Second)
+	op.Open("/admin")
+	op.TypeInto("#token", in.AdminToken)
+	op.Keys("\r")
+	op.WaitUntil("the dashboard", `document.querySelector('[data-queue="spring-drop"]')`, 5*time.Second)
 
 	crowd := func(queue string, from, n int) {
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {
 				for i := from + w; i < from+n; i += 8 {
-					in.send(http.DefaultClient, apiCall{method: "POST", path: "/api/v1/queues/" + queue + "/entries", auth: in.as(fmt.Sprintf("u%d", i))})
+					in.Send(http.DefaultClient, Call{Method: "POST", Path: "/api/v1/queues/" + queue + "/entries", Auth: in.As(fmt.Sprintf("u%d", i))})
 				}
 			})
 		}
@@ -74,44 +74,44 @@ func TestPageScreenshots(t *testing.T) {
 	}
 	crowd("vip", 10_000, 140)
 
-	en := newVisitor(t, browser, in, "en-US,en;q=0.9")
-	if err := chromedp.Do(en.ctx, chromedp.EmulateViewport(1000, 720)); err != nil {
+	en := NewVisitor(t, browser, in, "en-US,en;q=0.9")
+	if err := chromedp.Do(en.Ctx, chromedp.EmulateViewport(1000, 720)); err != nil {
 		t.Fatal(err)
 	}
-	en.open("/q/spring-drop?product=tee")
-	en.waitState("waiting", joinWithin)
-	ko := newVisitor(t, browser, in, "ko-KR,ko;q=0.9")
-	if err := chromedp.Do(ko.ctx, chromedp.EmulateViewport(390, 760, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+	en.Open("/q/spring-drop?product=tee")
+	en.WaitState("waiting", JoinWithin)
+	ko := NewVisitor(t, browser, in, "ko-KR,ko;q=0.9")
+	if err := chromedp.Do(ko.Ctx, chromedp.EmulateViewport(390, 760, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	ko.open("/q/spring-drop?product=tee")
-	ko.waitState("waiting", joinWithin)
+	ko.Open("/q/spring-drop?product=tee")
+	ko.WaitState("waiting", JoinWithin)
 	crowd("spring-drop", 2000, 600) // more people behind them
 
-	in.patchQueue("spring-drop", map[string]any{"paused": false})
+	in.PatchQueue("spring-drop", map[string]any{"paused": false})
 	time.Sleep(9 * time.Second)
-	in.patchQueue("spring-drop", map[string]any{"ratePerSecond": 4, "batchSize": 1, "intervalMs": 250})
+	in.PatchQueue("spring-drop", map[string]any{"ratePerSecond": 4, "batchSize": 1, "intervalMs": 250})
 	time.Sleep(4 * time.Second)
 
 	// A refresh shows the new estimate at once and keeps the progress.
-	for _, v := range []*visitor{en, ko} {
-		if err := chromedp.Do(v.ctx, chromedp.Reload()); err != nil {
+	for _, v := range []*Visitor{en, ko} {
+		if err := chromedp.Do(v.Ctx, chromedp.Reload()); err != nil {
 			t.Fatal(err)
 		}
-		v.waitState("waiting", joinWithin)
+		v.WaitState("waiting", JoinWithin)
 	}
 	time.Sleep(1500 * time.Millisecond) // the bar's transition
 
-	shoot := func(v *visitor, name string) {
+	shoot := func(v *Visitor, name string) {
 		t.Helper()
-		buf, err := chromedp.Run(v.ctx, chromedp.FullScreenshot(100)) // 100: PNG
+		buf, err := chromedp.Run(v.Ctx, chromedp.FullScreenshot(100)) // 100: PNG
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s (%d KB): %s", name, len(buf)/1024, v.screen())
+		t.Logf("wrote %s (%d KB): %s", name, len(buf)/1024, v.Screen())
 	}
 	shoot(en, "waiting-en.png")
 	shoot(ko, "waiting-ko.png")
@@ -119,36 +119,36 @@ func TestPageScreenshots(t *testing.T) {
 
 	// The products screen, a sale under way: the first people let in
 	// bought tees; the other products sold a little through their lines.
-	sale := shop{in}
+	sale := Shop{Instance: in}
 	for i := range 37 {
-		sale.buy("spring-drop", "tee", fmt.Sprintf("u%d", i))
+		sale.Buy("spring-drop", "tee", fmt.Sprintf("u%d", i))
 	}
-	in.putQueue("express", map[string]any{})
-	in.putProduct("hoodie", "Spring hoodie", 120, "spring-drop")
-	in.putProduct("cap", "Canvas cap", 60, "vip")
-	in.putProduct("mug", "Enamel mug", 40, "express")
-	in.putProduct("poster", "Riso poster (signed)", 0, "express")
+	in.PutQueue("express", map[string]any{})
+	in.PutProduct("hoodie", "Spring hoodie", 120, "spring-drop")
+	in.PutProduct("cap", "Canvas cap", 60, "vip")
+	in.PutProduct("mug", "Enamel mug", 40, "express")
+	in.PutProduct("poster", "Riso poster (signed)", 0, "express")
 	for i := range 12 {
-		sale.buy("express", "mug", fmt.Sprintf("m%d", i))
+		sale.Buy("express", "mug", fmt.Sprintf("m%d", i))
 	}
-	op.click("#tab-products")
-	op.waitUntil("the products", `document.querySelector('[data-product="mug"] [data-field="orders"]')?.textContent === '12'`, 10*time.Second)
+	op.Click("#tab-products")
+	op.WaitUntil("the products", `document.querySelector('[data-product="mug"] [data-field="orders"]')?.textContent === '12'`, 10*time.Second)
 	shoot(op, "admin-products.png")
 
-	ready := newVisitor(t, browser, in, "en")
-	if err := chromedp.Do(ready.ctx, chromedp.EmulateViewport(1000, 640)); err != nil {
+	ready := NewVisitor(t, browser, in, "en")
+	if err := chromedp.Do(ready.Ctx, chromedp.EmulateViewport(1000, 640)); err != nil {
 		t.Fatal(err)
 	}
-	in.putQueue("express", map[string]any{})
-	in.putProduct("mug", "Enamel mug", 40, "express")
-	ready.open("/q/express?product=mug")
-	ready.waitState("ready", joinWithin)
-	ready.waitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
+	in.PutQueue("express", map[string]any{})
+	in.PutProduct("mug", "Enamel mug", 40, "express")
+	ready.Open("/q/express?product=mug")
+	ready.WaitState("ready", JoinWithin)
+	ready.WaitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
 	shoot(ready, "ready-en.png")
 
 	// The page in every language, on a phone, at the same place in a
 	// line, with the operator's message: docs/page.md shows them.
-	in.putQueue("lang-tour", map[string]any{"paused": true, "entry": "any", "message": map[string]any{
+	in.PutQueue("lang-tour", map[string]any{"paused": true, "entry": "any", "message": map[string]any{
 		"en": "Restocked: sizes S and M are back.", "ar": "أعدنا التوريد: المقاسان S وM متوفران من جديد.",
 		"de": "Nachschub: Die Größen S und M sind wieder da.", "es": "Reponemos: vuelven las tallas S y M.",
 		"fr": "Réassort : les tailles S et M sont de retour.", "ja": "再入荷：SサイズとMサイズが戻りました。",
@@ -157,37 +157,37 @@ func TestPageScreenshots(t *testing.T) {
 	}})
 	crowd("lang-tour", 20_000, 1234)
 	for _, code := range web.PageLanguages() {
-		v := newVisitor(t, browser, in, "")
-		if err := chromedp.Do(v.ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		v := NewVisitor(t, browser, in, "")
+		if err := chromedp.Do(v.Ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 			t.Fatal(err)
 		}
-		v.open("/q/lang-tour?lang=" + code)
-		v.waitState("waiting", joinWithin)
-		v.waitUntil("the message", `!document.getElementById('operator-message').hidden`, 15*time.Second)
+		v.Open("/q/lang-tour?lang=" + code)
+		v.WaitState("waiting", JoinWithin)
+		v.WaitUntil("the message", `!document.getElementById('operator-message').hidden`, 15*time.Second)
 		shoot(v, "page-"+code+".png")
 	}
 	// The page without JavaScript, in Arabic.
-	noscript := newVisitor(t, browser, in, "")
-	if err := chromedp.Do(noscript.ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+	noscript := NewVisitor(t, browser, in, "")
+	if err := chromedp.Do(noscript.Ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	noscript.open("/q/lang-tour/noscript?lang=ar")
+	noscript.Open("/q/lang-tour/noscript?lang=ar")
 	shoot(noscript, "noscript-ar.png")
 
 	// The example brand (examples/page), in English and Japanese, and its
 	// members' line.
-	brand := boot(t, backend{name: "embedded"}, func(c *app.Config) { c.PageDir = "../../examples/page" })
-	brand.putQueue("spring-drop", map[string]any{"paused": true, "entry": "any", "message": "Restocked: sizes S and M are back."})
-	brand.putQueue("vip", map[string]any{"paused": true, "entry": "any"})
+	brand := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = "../../examples/page" })
+	brand.PutQueue("spring-drop", map[string]any{"paused": true, "entry": "any", "message": "Restocked: sizes S and M are back."})
+	brand.PutQueue("vip", map[string]any{"paused": true, "entry": "any"})
 	for _, p := range []struct{ path, lang, name string }{
 		{"/q/spring-drop", "en", "brand-en.png"}, {"/q/spring-drop", "ja", "brand-ja.png"}, {"/q/vip", "ar", "brand-vip-ar.png"},
 	} {
-		v := newVisitor(t, browser, brand, "")
-		if err := chromedp.Do(v.ctx, chromedp.EmulateViewport(1000, 760)); err != nil {
+		v := NewVisitor(t, browser, brand, "")
+		if err := chromedp.Do(v.Ctx, chromedp.EmulateViewport(1000, 760)); err != nil {
 			t.Fatal(err)
 		}
-		v.open(p.path + "?lang=" + p.lang)
-		v.waitState("waiting", joinWithin)
+		v.Open(p.path + "?lang=" + p.lang)
+		v.WaitState("waiting", JoinWithin)
 		shoot(v, p.name)
 	}
 }

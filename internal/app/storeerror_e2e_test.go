@@ -38,44 +38,44 @@ func TestGatewayOnStoreError(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			redis := persistentRedis(t)
-			shop := newUpstreamShop(t, 100)
-			p := bootProxy(t, backend{name: "private redis"}, shop, func(c *app.Config) {
+			shop := NewUpstreamShop(t, 100)
+			p := BootProxy(t, Backend{Name: "private redis"}, shop, func(c *app.Config) {
 				c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(mode)
 			})
-			const readyz = gwPrefix + "/readyz"
+			const readyz = GatewayPrefix + "/readyz"
 			forged := []string{"X-Waitroom-Degraded", "forged", "X_Waitroom_Degraded", "forged"}
-			p.setPaused(true) // nobody is let straight in: a buyer needs an entry
-			if r := p.buy("before", "", forged...); r.status != http.StatusForbidden || len(shop.buyCalls()) != 0 {
-				t.Fatalf("no entry, store up: %d %s (%d calls reached the shop), want 403", r.status, r.raw, len(shop.buyCalls()))
+			p.SetPaused(true) // nobody is let straight in: a buyer needs an entry
+			if r := p.Buy("before", "", forged...); r.Status != http.StatusForbidden || len(shop.BuyCalls()) != 0 {
+				t.Fatalf("no entry, store up: %d %s (%d calls reached the shop), want 403", r.Status, r.Raw, len(shop.BuyCalls()))
 			}
-			if r := p.do("GET", "/catalogue", "", nil, forged...); r.status != http.StatusAccepted {
-				t.Fatalf("unprotected: %d", r.status)
+			if r := p.Do("GET", "/catalogue", "", nil, forged...); r.Status != http.StatusAccepted {
+				t.Fatalf("unprotected: %d", r.Status)
 			}
-			noForgery(t, "an unprotected request, store up", shop.lastSeen().header)
-			token := p.admitted("holder")
-			if r := p.buy("holder", token, forged...); r.status != http.StatusCreated {
-				t.Fatalf("with an entry: %d %s", r.status, r.raw)
+			noForgery(t, "an unprotected request, store up", shop.LastSeen().Header)
+			token := p.Admitted("holder")
+			if r := p.Buy("holder", token, forged...); r.Status != http.StatusCreated {
+				t.Fatalf("with an entry: %d %s", r.Status, r.Raw)
 			}
-			noForgery(t, "a request with an entry", shop.buyCalls()[0].header)
+			noForgery(t, "a request with an entry", shop.BuyCalls()[0].Header)
 
 			redis.Stop()
 			first := time.Now()
-			r := p.buy("during", "", forged...)
+			r := p.Buy("during", "", forged...)
 			took := time.Since(first)
-			if r := p.readiness(readyz); r.status != 200 || r.str("storeBreaker") != "open" || r.str("onStoreError") != string(mode) {
-				t.Errorf("readyz with the breaker open: %d %s, want 200, storeBreaker open, onStoreError %s", r.status, r.raw, mode)
+			if r := p.Readiness(readyz); r.Status != 200 || r.Str("storeBreaker") != "open" || r.Str("onStoreError") != string(mode) {
+				t.Errorf("readyz with the breaker open: %d %s, want 200, storeBreaker open, onStoreError %s", r.Status, r.Raw, mode)
 			}
 			var during []time.Duration
 			for range 20 {
 				began := time.Now()
-				r = p.buy("during", "", forged...)
+				r = p.Buy("during", "", forged...)
 				during = append(during, time.Since(began))
-				if mode == degraded.Admit && r.status != http.StatusCreated || mode == degraded.Wait && (r.status != 503 || r.header.Get("Retry-After") == "") {
-					t.Fatalf("with Redis down under %s: %d (Retry-After %q) %s", mode, r.status, r.header.Get("Retry-After"), r.raw)
+				if mode == degraded.Admit && r.Status != http.StatusCreated || mode == degraded.Wait && (r.Status != 503 || r.Header.Get("Retry-After") == "") {
+					t.Fatalf("with Redis down under %s: %d (Retry-After %q) %s", mode, r.Status, r.Header.Get("Retry-After"), r.Raw)
 				}
 			}
 			t.Logf("with Redis down under %s: the first protected request %v (it met the failure), the next 20 took %v", mode, took, during)
-			calls := shop.buyCalls()[1:]
+			calls := shop.BuyCalls()[1:]
 			if mode == degraded.Wait {
 				if len(calls) != 0 {
 					t.Errorf("under wait %d protected requests reached the shop with Redis down", len(calls))
@@ -85,47 +85,47 @@ func TestGatewayOnStoreError(t *testing.T) {
 					t.Errorf("under admit %d of 21 protected requests reached the shop", len(calls))
 				}
 				for _, c := range calls {
-					if got := c.header.Values(degraded.Header); len(got) != 1 || got[0] != degraded.HeaderValue {
+					if got := c.Header.Values(degraded.Header); len(got) != 1 || got[0] != degraded.HeaderValue {
 						t.Fatalf("%s = %q, want [%s]", degraded.Header, got, degraded.HeaderValue)
 					}
-					if c.header.Get("X-Waitroom-User") != "" || c.header.Get("X-Waitroom-Entry") != "" || c.header.Get("X_Waitroom_Degraded") != "" {
-						t.Fatalf("a degraded request carried the line's headers or the client's: %v", c.header)
+					if c.Header.Get("X-Waitroom-User") != "" || c.Header.Get("X-Waitroom-Entry") != "" || c.Header.Get("X_Waitroom_Degraded") != "" {
+						t.Fatalf("a degraded request carried the line's headers or the client's: %v", c.Header)
 					}
 				}
-				m := scrape(t, &instance{t: t, base: p.base + gwPrefix})
+				m := Metrics(t, p.Base+GatewayPrefix)
 				if m["waitroom_store_breaker_open"] != 1 || m[`waitroom_degraded_admissions_total{via="gateway"}`] != 21 {
 					t.Errorf("metrics: waitroom_store_breaker_open %v, degraded admissions via gateway %v; want 1 and 21",
 						m["waitroom_store_breaker_open"], m[`waitroom_degraded_admissions_total{via="gateway"}`])
 				}
 			}
-			if r := p.do("GET", "/catalogue", "", nil, forged...); r.status != http.StatusAccepted {
-				t.Fatalf("unprotected, store down: %d", r.status)
+			if r := p.Do("GET", "/catalogue", "", nil, forged...); r.Status != http.StatusAccepted {
+				t.Fatalf("unprotected, store down: %d", r.Status)
 			}
-			noForgery(t, "an unprotected request, store down", shop.lastSeen().header)
+			noForgery(t, "an unprotected request, store down", shop.LastSeen().Header)
 
 			// Back with what it had (the queue paused): the breaker's next
 			// probe closes it and an entry is needed again (about a second;
 			// a minute on a loaded machine is still no failure).
 			redis.Restart()
 			back := time.Now()
-			n := len(shop.buyCalls())
+			n := len(shop.BuyCalls())
 			for deadline := back.Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-				r := p.buy("after", "", forged...)
-				if r.status == http.StatusForbidden {
+				r := p.Buy("after", "", forged...)
+				if r.Status == http.StatusForbidden {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("a minute after Redis came back the protected route still answers %d %s", r.status, r.raw)
+					t.Fatalf("a minute after Redis came back the protected route still answers %d %s", r.Status, r.Raw)
 				}
 			}
 			t.Logf("entries needed again %v after Redis came back", time.Since(back))
-			for _, c := range shop.buyCalls()[n:] {
-				if c.header.Get(degraded.Header) == "" {
+			for _, c := range shop.BuyCalls()[n:] {
+				if c.Header.Get(degraded.Header) == "" {
 					t.Errorf("a request without an entry reached the shop unmarked after Redis came back")
 				}
 			}
-			if r := p.readiness(readyz); r.str("storeBreaker") != "closed" {
-				t.Errorf("readyz once Redis is back: %s, want storeBreaker closed", r.raw)
+			if r := p.Readiness(readyz); r.Str("storeBreaker") != "closed" {
+				t.Errorf("readyz once Redis is back: %s, want storeBreaker closed", r.Raw)
 			}
 		})
 	}
@@ -156,73 +156,73 @@ func TestAPIOnStoreError(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			redis := persistentRedis(t)
-			in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
+			in := Boot(t, Backend{Name: "private redis"}, func(c *app.Config) {
 				c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(mode)
 			})
 			product := fmt.Sprintf("degraded-tee-%s", mode)
-			if r := in.do("PUT", "/admin/v1/products/"+product, in.adminAuth(), map[string]any{"name": "tee", "stock": 2}); r.status != 200 {
-				t.Fatalf("product: %d %s", r.status, r.raw)
+			if r := in.Do("PUT", "/admin/v1/products/"+product, in.AdminAuth(), map[string]any{"name": "tee", "stock": 2}); r.Status != 200 {
+				t.Fatalf("product: %d %s", r.Status, r.Raw)
 			}
-			buy := func(user, token, key string) response {
-				return in.do("POST", "/api/v1/orders", in.as(user), map[string]any{"productId": product, "quantity": 1},
+			buy := func(user, token, key string) Response {
+				return in.Do("POST", "/api/v1/orders", in.As(user), map[string]any{"productId": product, "quantity": 1},
 					"X-Entry-Token", token, "Idempotency-Key", key)
 			}
 			redis.Stop()
 			entries := "/api/v1/queues/default/entries"
-			r := in.do("POST", entries, in.as("ann"), nil)
+			r := in.Do("POST", entries, in.As("ann"), nil)
 			if mode == degraded.Wait {
-				if r.status != 503 || r.header.Get("Retry-After") == "" {
-					t.Fatalf("enter under wait with Redis down: %d %s, want 503 with Retry-After", r.status, r.raw)
+				if r.Status != 503 || r.Header.Get("Retry-After") == "" {
+					t.Fatalf("enter under wait with Redis down: %d %s, want 503 with Retry-After", r.Status, r.Raw)
 				}
-				in.waitStatus("/readyz", 503)
-				token, _ := degraded.New(degraded.Admit, open{}, []byte(in.secret), 5*time.Minute, nil).Issue("default", "ann")
-				if r := buy("ann", token, "k1"); r.status != 503 {
-					t.Errorf("a degraded token under wait: %d %s, want 503 (the store is asked, and is away)", r.status, r.raw)
+				in.WaitStatus("/readyz", 503)
+				token, _ := degraded.New(degraded.Admit, open{}, []byte(in.AuthSecret), 5*time.Minute, nil).Issue("default", "ann")
+				if r := buy("ann", token, "k1"); r.Status != 503 {
+					t.Errorf("a degraded token under wait: %d %s, want 503 (the store is asked, and is away)", r.Status, r.Raw)
 				}
 				return
 			}
-			if r.status != 200 || r.str("status") != "READY" || r.body["degraded"] != true || !strings.HasPrefix(r.str("token"), "wrd1.") {
-				t.Fatalf("enter under admit with Redis down: %d %s, want READY, degraded, a degraded token", r.status, r.raw)
+			if r.Status != 200 || r.Str("status") != "READY" || r.Body["degraded"] != true || !strings.HasPrefix(r.Str("token"), "wrd1.") {
+				t.Fatalf("enter under admit with Redis down: %d %s, want READY, degraded, a degraded token", r.Status, r.Raw)
 			}
-			token := r.str("token")
-			if s := in.do("GET", entries+"/me", in.as("ann"), nil); s.str("token") != token || s.body["degraded"] != true {
-				t.Errorf("status under admit: %s, want the same degraded token", s.raw)
+			token := r.Str("token")
+			if s := in.Do("GET", entries+"/me", in.As("ann"), nil); s.Str("token") != token || s.Body["degraded"] != true {
+				t.Errorf("status under admit: %s, want the same degraded token", s.Raw)
 			}
-			if r := in.readiness("/readyz"); r.status != 200 || r.str("storeBreaker") != "open" {
-				t.Errorf("readyz under admit with Redis down: %d %s, want 200 with the breaker open", r.status, r.raw)
+			if r := in.Readiness("/readyz"); r.Status != 200 || r.Str("storeBreaker") != "open" {
+				t.Errorf("readyz under admit with Redis down: %d %s, want 200 with the breaker open", r.Status, r.Raw)
 			}
-			if r := buy("bob", token, "k0"); r.status == 201 {
+			if r := buy("bob", token, "k0"); r.Status == 201 {
 				t.Errorf("ann's degraded token bought for bob")
 			}
-			if r := buy("ann", token, "k1"); r.status != 201 {
-				t.Fatalf("ann's order on her degraded token: %d %s", r.status, r.raw)
+			if r := buy("ann", token, "k1"); r.Status != 201 {
+				t.Fatalf("ann's order on her degraded token: %d %s", r.Status, r.Raw)
 			}
-			if r := buy("ann", token, "k2"); r.status != 403 {
-				t.Errorf("a second order on the same degraded token: %d %s, want 403 (one order per token)", r.status, r.raw)
+			if r := buy("ann", token, "k2"); r.Status != 403 {
+				t.Errorf("a second order on the same degraded token: %d %s, want 403 (one order per token)", r.Status, r.Raw)
 			}
 			tokenOf := func(user string) string {
-				return in.do("POST", entries, in.as(user), nil).str("token")
+				return in.Do("POST", entries, in.As(user), nil).Str("token")
 			}
-			if r := buy("cid", tokenOf("cid"), "k3"); r.status != 201 {
-				t.Errorf("cid: %d %s", r.status, r.raw)
+			if r := buy("cid", tokenOf("cid"), "k3"); r.Status != 201 {
+				t.Errorf("cid: %d %s", r.Status, r.Raw)
 			}
-			if r := buy("dee", tokenOf("dee"), "k4"); r.status != 409 || r.errorCode() != "out_of_stock" {
-				t.Errorf("a third buyer of two: %d %s, want 409 out_of_stock", r.status, r.raw)
+			if r := buy("dee", tokenOf("dee"), "k4"); r.Status != 409 || r.ErrorCode() != "out_of_stock" {
+				t.Errorf("a third buyer of two: %d %s, want 409 out_of_stock", r.Status, r.Raw)
 			}
 			eve := tokenOf("eve")
-			m := scrape(t, in)
+			m := Metrics(t, in.Base)
 			// Attempts let past the line: ann's two, cid's, dee's.
 			if m[`waitroom_degraded_admissions_total{via="order"}`] != 4 {
 				t.Errorf("degraded order attempts counted %v, want 4", m[`waitroom_degraded_admissions_total{via="order"}`])
 			}
 
 			redis.Restart()
-			in.waitReadiness("/readyz", "the breaker closed", func(r readiness) bool { return r.str("storeBreaker") == "closed" })
-			if r := buy("eve", eve, "k5"); r.status != 403 {
-				t.Errorf("a degraded token with Redis back: %d %s, want 403", r.status, r.raw)
+			in.WaitReadiness("/readyz", "the breaker closed", func(r Readiness) bool { return r.Str("storeBreaker") == "closed" })
+			if r := buy("eve", eve, "k5"); r.Status != 403 {
+				t.Errorf("a degraded token with Redis back: %d %s, want 403", r.Status, r.Raw)
 			}
-			if r := in.do("GET", "/api/v1/products/"+product, in.as("ann"), nil); r.num("stock") != 0 {
-				t.Errorf("stock after the outage: %s, want 0", r.raw)
+			if r := in.Do("GET", "/api/v1/products/"+product, in.As("ann"), nil); r.Num("stock") != 0 {
+				t.Errorf("stock after the outage: %s, want 0", r.Raw)
 			}
 		})
 	}

@@ -43,7 +43,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 	}{
 		{"go", func(t *testing.T) []string {
 			bin := filepath.Join(t.TempDir(), "verify-entry")
-			out, err := exec.Command("go", append(append([]string{"build"}, goBuildFlags...), "-o", bin, "../../examples/verify-entry/go")...).CombinedOutput()
+			out, err := exec.Command("go", append(append([]string{"build"}, GoBuildFlags...), "-o", bin, "../../examples/verify-entry/go")...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("go build: %v\n%s", err, out)
 			}
@@ -62,7 +62,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}
 			// The example as a shop runs it: its package.json (an ES
 			// module) and node_modules beside it.
-			dir := copyTree(t, "../../examples/verify-entry/node")
+			dir := CopyTree(t, "../../examples/verify-entry/node")
 			if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
 				t.Fatal(err)
 			}
@@ -91,21 +91,21 @@ func TestVerifyEntryExamples(t *testing.T) {
 				forward.ServeHTTP(w, r)
 			}))
 			t.Cleanup(front.Close)
-			p := bootProxy(t, backend{name: "embedded"}, &upstreamShop{srv: front}, nil)
+			p := BootProxy(t, Backend{Name: "embedded"}, &UpstreamShop{Server: front}, nil)
 			startExample(t, argv,
 				"LISTEN=127.0.0.1:"+fmt.Sprint(port),
-				"WAITROOM_JWKS_URL="+p.base+gwPrefix+"/.well-known/jwks.json",
+				"WAITROOM_JWKS_URL="+p.Base+GatewayPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
 				// What the gateway names by default: its prefix, and the
 				// upstream's URL.
-				"WAITROOM_ENTRY_ISSUER="+gwPrefix, "WAITROOM_ENTRY_AUDIENCE="+front.URL,
+				"WAITROOM_ENTRY_ISSUER="+GatewayPrefix, "WAITROOM_ENTRY_AUDIENCE="+front.URL,
 				"USED_ENTRIES_DB="+filepath.Join(t.TempDir(), "used-entries.db"))
 
-			signer, err := gateway.ParseSigner(p.keyPEM)
+			signer, err := gateway.ParseSigner(p.KeyPEM)
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct := func(to, entry string) response {
+			direct := func(to, entry string) Response {
 				t.Helper()
 				req, _ := http.NewRequest("POST", to+"/buy", nil)
 				req.Header.Set("X-Waitroom-Entry", entry)
@@ -115,19 +115,19 @@ func TestVerifyEntryExamples(t *testing.T) {
 				}
 				defer res.Body.Close()
 				raw, _ := io.ReadAll(res.Body)
-				r := response{status: res.StatusCode, raw: string(raw)}
-				json.Unmarshal(raw, &r.body)
+				r := Response{Status: res.StatusCode, Raw: string(raw)}
+				json.Unmarshal(raw, &r.Body)
 				return r
 			}
-			expect := func(what string, r response, status int) {
+			expect := func(what string, r Response, status int) {
 				t.Helper()
-				if r.status != status {
-					t.Errorf("%s: %d %s, want %d", what, r.status, strings.TrimSpace(r.raw), status)
+				if r.Status != status {
+					t.Errorf("%s: %d %s, want %d", what, r.Status, strings.TrimSpace(r.Raw), status)
 				}
 			}
 			sign := func(user, queue string, at time.Time) string {
 				t.Helper()
-				h, err := signer.Sign(gateway.Entry{Issuer: gwPrefix, Audience: front.URL, User: user, Queue: queue, Route: "POST /buy", ID: saleID("jti")}, at)
+				h, err := signer.Sign(gateway.Entry{Issuer: GatewayPrefix, Audience: front.URL, User: user, Queue: queue, Route: "POST /buy", ID: UniqueID("jti")}, at)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,10 +135,10 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}
 
 			// 1. Valid: let in by the line, the request through the gateway.
-			buyer := saleID("buyer")
-			r := p.buy(buyer, p.admitted(buyer))
-			if r.status != http.StatusOK || r.body["bought"] != true || r.body["user"] != buyer {
-				t.Fatalf("a buyer let in by the line, through the gateway: %d %s", r.status, r.raw)
+			buyer := UniqueID("buyer")
+			r := p.Buy(buyer, p.Admitted(buyer))
+			if r.Status != http.StatusOK || r.Body["bought"] != true || r.Body["user"] != buyer {
+				t.Fatalf("a buyer let in by the line, through the gateway: %d %s", r.Status, r.Raw)
 			}
 			entry := rec.last(t)
 
@@ -150,8 +150,8 @@ func TestVerifyEntryExamples(t *testing.T) {
 			_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
 			now := time.Now()
 			claims := gateway.EntryClaims{Queue: "default", Route: "POST /buy", RegisteredClaims: jwt.RegisteredClaims{
-				Issuer: gwPrefix, Audience: jwt.ClaimStrings{front.URL},
-				Subject: buyer, ID: saleID("jti"), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
+				Issuer: GatewayPrefix, Audience: jwt.ClaimStrings{front.URL},
+				Subject: buyer, ID: UniqueID("jti"), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
 			}}
 			forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 			forged.Header["kid"] = signer.KeyID()
@@ -164,7 +164,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			underOwnKid, err := other.Sign(gateway.Entry{Issuer: gwPrefix, Audience: front.URL, User: buyer, Queue: "default", Route: "POST /buy", ID: saleID("jti")}, now)
+			underOwnKid, err := other.Sign(gateway.Entry{Issuer: GatewayPrefix, Audience: front.URL, User: buyer, Queue: "default", Route: "POST /buy", ID: UniqueID("jti")}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			// And what the checks must not refuse, sent the same way: a
 			// fresh entry of the gateway's key; and what they also refuse:
 			// an entry for another queue, no entry.
-			expect("a fresh entry signed by the gateway's key", direct(shopURL, sign(saleID("direct"), "default", now)), http.StatusOK)
+			expect("a fresh entry signed by the gateway's key", direct(shopURL, sign(UniqueID("direct"), "default", now)), http.StatusOK)
 			expect("an entry for another queue", direct(shopURL, sign(buyer, "other", now)), http.StatusForbidden)
 			expect("no entry", direct(shopURL, ""), http.StatusUnauthorized)
 
@@ -189,18 +189,18 @@ func TestVerifyEntryExamples(t *testing.T) {
 			strict := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 			startExample(t, argv,
 				"LISTEN="+strings.TrimPrefix(strict, "http://"),
-				"WAITROOM_JWKS_URL="+p.base+gwPrefix+"/.well-known/jwks.json",
+				"WAITROOM_JWKS_URL="+p.Base+GatewayPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
 				"WAITROOM_ENTRY_ISSUER="+iss, "WAITROOM_ENTRY_AUDIENCE="+aud,
 				"USED_ENTRIES_DB="+filepath.Join(t.TempDir(), "used-entries.db"))
-			gatewayKey, err := jwt.ParseEdPrivateKeyFromPEM(p.keyPEM)
+			gatewayKey, err := jwt.ParseEdPrivateKeyFromPEM(p.KeyPEM)
 			if err != nil {
 				t.Fatal(err)
 			}
 			naming := func(issuer string, audience ...string) string {
 				t.Helper()
 				c := gateway.EntryClaims{Queue: "default", RegisteredClaims: jwt.RegisteredClaims{
-					Subject: buyer, ID: saleID("jti"), Issuer: issuer, Audience: audience,
+					Subject: buyer, ID: UniqueID("jti"), Issuer: issuer, Audience: audience,
 					IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
 				}}
 				tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
@@ -251,7 +251,7 @@ func startExample(t *testing.T, argv []string, env ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncWriter{w: &strings.Builder{}}
+	stderr := &SyncWriter{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
