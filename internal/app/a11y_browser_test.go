@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -56,8 +57,8 @@ func fontconfigLang(code string) string {
 // Every language: its texts, its direction, its plural forms by Intl, a
 // font that has its glyphs; Arabic laid out right to left.
 func TestLanguagesBrowser(t *testing.T) {
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	for _, code := range web.PageLanguages() {
 		t.Run(code, func(t *testing.T) {
 			t.Parallel()
@@ -68,9 +69,9 @@ func TestLanguagesBrowser(t *testing.T) {
 				in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(u), nil)
 			}
 			texts := pageTexts(t, code)
-			v := NewVisitor(t, browser, in, "")
+			v := apptest.NewVisitor(t, browser, in, "")
 			v.Open("/q/" + q + "?lang=" + code)
-			v.WaitState("waiting", JoinWithin)
+			v.WaitState("waiting", apptest.JoinWithin)
 			var got struct {
 				Lang, Dir, Heading, Ahead, Switch string
 				Links                             []string
@@ -92,13 +93,13 @@ func TestLanguagesBrowser(t *testing.T) {
 			// Two ahead (others took the first places): the language's own
 			// plural form, as Intl.PluralRules picks it (Arabic's dual).
 			var form string
-			v.MustEval(`new Intl.PluralRules(`+JSString(code)+`).select(2)`, &form)
+			v.MustEval(`new Intl.PluralRules(`+apptest.JSString(code)+`).select(2)`, &form)
 			want := texts["ahead."+form]
 			if want == "" {
 				want = texts["ahead.other"]
 			}
 			var two string
-			v.MustEval(`new Intl.NumberFormat(`+JSString(code)+`).format(2)`, &two)
+			v.MustEval(`new Intl.NumberFormat(`+apptest.JSString(code)+`).format(2)`, &two)
 			if want = strings.ReplaceAll(want, "{n}", two); got.Ahead != want {
 				t.Errorf("two ahead reads %q, want %q (form %s)", got.Ahead, want, form)
 			}
@@ -127,7 +128,7 @@ func TestLanguagesBrowser(t *testing.T) {
 // axeRun audits the page as it is now with axe-core at WCAG 2.1 AA, less
 // the rules named, and returns the violations ("rule (impact): targets"
 // each).
-func axeRun(v *Visitor, axe string, except ...string) ([]string, error) {
+func axeRun(v *apptest.Visitor, axe string, except ...string) ([]string, error) {
 	v.T.Helper()
 	var loaded bool
 	if err := v.Eval(`typeof window.axe === 'object'`, &loaded); err != nil {
@@ -209,8 +210,8 @@ var a11yStates = []string{"joining (challenge)", "waiting", "paused", "stalled",
 // the table of results into (docs/page.md shows it).
 func TestAccessibility(t *testing.T) {
 	axe := testenv.Axe(t)
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	table := &a11yTable{rows: map[string]map[string]int{}}
 	langs := []string{"en", "ko", "ar"}
 
@@ -233,7 +234,7 @@ func TestAccessibility(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			in := in.ReportingTo(t)
-			audit := func(v *Visitor, state string) {
+			audit := func(v *apptest.Visitor, state string) {
 				t.Helper()
 				start := time.Now()
 				found, err := axeRun(v, axe)
@@ -250,7 +251,7 @@ func TestAccessibility(t *testing.T) {
 			// it (a tab left open polls on, and two cores are all CI has).
 			visit := func(path, state, card string, timeout time.Duration) {
 				t.Helper()
-				v := NewVisitor(t, browser, in, lang)
+				v := apptest.NewVisitor(t, browser, in, lang)
 				v.Open(path)
 				v.WaitState(card, timeout)
 				audit(v, state)
@@ -259,21 +260,21 @@ func TestAccessibility(t *testing.T) {
 				}
 			}
 			visit("/q/a-join", "joining (challenge)", "joining", 5*time.Second) // its workers would run for minutes
-			waiting := NewVisitor(t, browser, in, lang)
+			waiting := apptest.NewVisitor(t, browser, in, lang)
 			waiting.Open("/q/a-wait")
-			waiting.WaitState("waiting", JoinWithin)
+			waiting.WaitState("waiting", apptest.JoinWithin)
 			audit(waiting, "waiting")
-			visit("/q/a-paused", "paused", "waiting", JoinWithin)
-			stalled := NewVisitor(t, browser, in, lang)
+			visit("/q/a-paused", "paused", "waiting", apptest.JoinWithin)
+			stalled := apptest.NewVisitor(t, browser, in, lang)
 			stalled.Open("/q/a-stall")
 			stalled.WaitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 20*time.Second)
 			audit(stalled, "stalled")
 			chromedp.Cancel(stalled.Ctx)
-			visit("/q/a-open", "opening countdown", "opening", JoinWithin)
-			visit("/q/a-ready", "ready", "ready", JoinWithin)
-			visit("/q/a-full", "line full", "full", JoinWithin)
-			visit("/q/a-closed", "line closed", "closed", JoinWithin)
-			visit("/q/a-nosuch", "unknown queue", "notfound", JoinWithin)
+			visit("/q/a-open", "opening countdown", "opening", apptest.JoinWithin)
+			visit("/q/a-ready", "ready", "ready", apptest.JoinWithin)
+			visit("/q/a-full", "line full", "full", apptest.JoinWithin)
+			visit("/q/a-closed", "line closed", "closed", apptest.JoinWithin)
+			visit("/q/a-nosuch", "unknown queue", "notfound", apptest.JoinWithin)
 			// The connection drops: the page says so over what it shows.
 			if _, err := chromedp.Call(waiting.Ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{
 				URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/api/*", Block: true}}}); err != nil {
@@ -290,7 +291,7 @@ func TestAccessibility(t *testing.T) {
 				{"/q/a-paused/noscript?lang=" + lang, "no-script waiting"},
 				{"/q/a-pow/noscript?lang=" + lang, "no-script challenge"},
 			} {
-				v := NewVisitor(t, browser, in, lang)
+				v := apptest.NewVisitor(t, browser, in, lang)
 				var found []string
 				var err error
 				for try := 0; try < 3; try++ {
@@ -313,7 +314,7 @@ func TestAccessibility(t *testing.T) {
 	t.Run("admin", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
-		op := NewVisitor(t, browser, in, "en")
+		op := apptest.NewVisitor(t, browser, in, "en")
 		op.Open("/admin")
 		op.WaitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
 		check := func(state string) {
@@ -365,15 +366,15 @@ func TestAccessibility(t *testing.T) {
 // politely, and READY at once, urgently.
 func TestAnnouncements(t *testing.T) {
 	t.Parallel()
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	in.PutQueue("s-move", map[string]any{"entry": "any", "paused": true})
 	for i := range 8 {
 		in.Do("POST", "/api/v1/queues/s-move/entries", in.As(fmt.Sprintf("s-%d", i)), nil)
 	}
-	v := NewVisitor(t, browser, in, "en")
+	v := apptest.NewVisitor(t, browser, in, "en")
 	v.Open("/q/s-move")
-	v.WaitState("waiting", JoinWithin)
+	v.WaitState("waiting", apptest.JoinWithin)
 	// Every change of the two live regions, with when, and every answer.
 	v.MustEval(`(() => { window.__said = [];
 		for (const id of ['announcer', 'announcer-urgent']) {
@@ -393,7 +394,7 @@ func TestAnnouncements(t *testing.T) {
 		Polls          int
 	}
 	v.MustEval(`window.__said`, &said)
-	var polls []PagePoll
+	var polls []apptest.PagePoll
 	v.MustEval(`window.__polls`, &polls)
 	var readyAt float64
 	for _, p := range polls {
@@ -436,12 +437,12 @@ func TestAnnouncements(t *testing.T) {
 // stops gliding, on the built-in page and on a shop's own.
 func TestReducedMotion(t *testing.T) {
 	t.Parallel()
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
 	in.PutQueue("m-plain", map[string]any{"entry": "any", "paused": true})
 	in.PutQueue("vip", map[string]any{"entry": "any", "paused": true}) // the brand's own template
 	for _, reduce := range []bool{false, true} {
-		v := NewVisitor(t, browser, in, "en")
+		v := apptest.NewVisitor(t, browser, in, "en")
 		if reduce {
 			if _, err := chromedp.Call(v.Ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 				Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}}); err != nil {
@@ -449,7 +450,7 @@ func TestReducedMotion(t *testing.T) {
 			}
 		}
 		v.Open("/q/vip")
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		var got struct{ Animation, Transition string }
 		v.MustEval(`({animation: getComputedStyle(document.querySelector('#waiting-heading .pulse')).animationName,
 			transition: getComputedStyle(document.getElementById('progress-bar')).transitionDuration})`, &got)
@@ -463,10 +464,10 @@ func TestReducedMotion(t *testing.T) {
 // its message and save it, make a queue, close the dialog.
 func TestAdminKeyboard(t *testing.T) {
 	t.Parallel()
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	in.PutQueue("k-sale", map[string]any{"paused": false})
-	op := NewVisitor(t, browser, in, "en")
+	op := apptest.NewVisitor(t, browser, in, "en")
 	op.Open("/admin")
 	op.WaitUntil("the sign-in form", `!document.getElementById('login').hidden`, 5*time.Second)
 	// tabTo presses Tab until css has the focus (the keyboard reaches it).
@@ -474,7 +475,7 @@ func TestAdminKeyboard(t *testing.T) {
 		t.Helper()
 		for range 120 {
 			var there bool
-			op.MustEval(`document.activeElement === document.querySelector(`+JSString(css)+`)`, &there)
+			op.MustEval(`document.activeElement === document.querySelector(`+apptest.JSString(css)+`)`, &there)
 			if there {
 				return
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ func TestGeneratedGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := CopyTree(t, "../../examples/go-client")
+	dir := apptest.CopyTree(t, "../../examples/go-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	gocmd := func(in string, args ...string) string {
@@ -46,14 +47,14 @@ func TestGeneratedGoClient(t *testing.T) {
 	gocmd("waitroomapi", "tool", "oapi-codegen", "-config", "oapi-codegen.yaml", spec)
 	gocmd(".", "vet", "./...")
 	bin := filepath.Join(dir, "go-client")
-	gocmd(".", append(append([]string{"build"}, GoBuildFlags...), "-o", bin, ".")...)
+	gocmd(".", append(append([]string{"build"}, apptest.GoBuildFlags...), "-o", bin, ".")...)
 
-	in := Boot(t, Backend{Name: "embedded"}, nil)
-	sale := Shop{Instance: in}
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	sale := apptest.Shop{Instance: in}
 	// One user a second: entering answers WAITING, and the next tick, up to
 	// a second later, lets the user in while the held status poll waits.
 	q, p := sale.NewSale(5, map[string]any{"ratePerSecond": 1, "batchSize": 1, "intervalMs": 1000})
-	user := UniqueID("generated")
+	user := apptest.UniqueID("generated")
 	run := exec.CommandContext(ctx, bin, "-base", in.Base, "-queue", q, "-product", p, "-timeout", "1m")
 	run.Env = append(os.Environ(), "WAITROOM_JWT="+in.JWT(user))
 	out, err := run.CombinedOutput()

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -68,7 +69,7 @@ func handMadeJWT(header, claims map[string]any, secret string) string {
 
 // identityCases are Authorization headers and cookies that name nobody
 // (401) or name an id that cannot be used (400).
-func identityCases(t *testing.T, in *Instance) []badCase {
+func identityCases(t *testing.T, in *apptest.Instance) []badCase {
 	exp := time.Now().Add(time.Hour).Unix()
 	hs := func(claims jwt.MapClaims) string {
 		return "Bearer " + signTestJWT(t, jwt.SigningMethodHS256, claims, []byte(in.AuthSecret))
@@ -147,7 +148,7 @@ func identityCases(t *testing.T, in *Instance) []badCase {
 }
 
 // bodyCases are malformed, oversized, unknown-field and wrong-type bodies.
-func bodyCases(in *Instance) []badCase {
+func bodyCases(in *apptest.Instance) []badCase {
 	big := `{"productId":"` + strings.Repeat("a", 5000) + `","quantity":1}`
 	malformed := []struct{ name, body string }{
 		{"empty", ""},
@@ -222,7 +223,7 @@ func bodyCases(in *Instance) []badCase {
 }
 
 // queueNameCases put bad queue names in every path that takes one.
-func queueNameCases(in *Instance) []badCase {
+func queueNameCases(in *apptest.Instance) []badCase {
 	names := []struct{ name, escaped string }{
 		{"65 chars", strings.Repeat("q", 65)},
 		{"1000 chars", strings.Repeat("q", 1000)},
@@ -266,7 +267,7 @@ func queueNameCases(in *Instance) []badCase {
 
 // routeCases are paths nobody serves (404) and methods a path does not take
 // (405), answered as JSON like every other error.
-func routeCases(in *Instance) []badCase {
+func routeCases(in *apptest.Instance) []badCase {
 	var out []badCase
 	for _, p := range []struct{ method, path string }{
 		{"GET", "/nope"},
@@ -308,10 +309,10 @@ func routeCases(in *Instance) []badCase {
 // code, never a 5xx, and leaves the stores as they were.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			// Some state for the bad requests to (not) disturb.
 			in.PutQueue("bq", map[string]any{"paused": true})
 			if r := in.Do("POST", entriesPath("bq"), in.As("member"), nil); r.Status != 200 {
@@ -373,7 +374,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // httpSnapshot is the state the API shows an operator and a user.
-func httpSnapshot(in *Instance) map[string]any {
+func httpSnapshot(in *apptest.Instance) map[string]any {
 	in.T.Helper()
 	snap := map[string]any{}
 	list := in.Do("GET", "/admin/v1/queues", in.AdminAuth(), nil)

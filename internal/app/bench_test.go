@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // BenchmarkHTTP measures the hot paths through the real server on real
@@ -14,7 +16,7 @@ import (
 //
 //	scripts/test.sh -run '^$' -bench HTTP -benchtime 5s ./internal/app/
 func BenchmarkHTTP(b *testing.B) {
-	in := Boot(b, Backend{Name: "redis", Redis: true}, nil)
+	in := apptest.Boot(b, apptest.Backend{Name: "redis", Redis: true}, nil)
 	if r := in.Do("PUT", "/admin/v1/queues/bench", in.AdminAuth(), `{"paused":true,"capacity":10000000}`); r.Status != 200 {
 		b.Fatalf("creating the bench queue: %d %s", r.Status, r.Raw)
 	}

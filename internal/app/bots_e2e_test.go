@@ -19,22 +19,23 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func TestEntryPolicies(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			entries := func(q string) string { return "/api/v1/queues/" + q + "/entries" }
 			me := func(q string) string { return "/api/v1/queues/" + q + "/entries/me" }
 
 			t.Run("challenge: one solved challenge, one place", func(t *testing.T) {
 				in := in.ReportingTo(t)
-				q := UniqueID("ch")
+				q := apptest.UniqueID("ch")
 				in.PutQueue(q, map[string]any{"paused": true}) // new queues: entry challenge
 				if st := in.QueueStats(q); st.Body["entry"] != "challenge" {
 					t.Fatalf("a new queue's entry policy is %v, want challenge", st.Body["entry"])
@@ -69,7 +70,7 @@ func TestEntryPolicies(t *testing.T) {
 				bob := in.SessionCookie()
 				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", solution), http.StatusForbidden, "challenge_required")
 				// Nor does another queue's, nor a tampered one.
-				other := UniqueID("other")
+				other := apptest.UniqueID("other")
 				in.PutQueue(other, map[string]any{"paused": true})
 				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", bob, "X-Challenge-Solution", in.Solve("", other)), http.StatusForbidden, "challenge_required")
 				var payload challenge.Payload
@@ -97,7 +98,7 @@ func TestEntryPolicies(t *testing.T) {
 
 			t.Run("signed: signed-in users only; places already held stay", func(t *testing.T) {
 				in := in.ReportingTo(t)
-				q := UniqueID("signed")
+				q := apptest.UniqueID("signed")
 				in.PutQueue(q, map[string]any{"paused": true})
 				early := in.SessionCookie()
 				in.EnterAnonymously("", q, early)
@@ -115,7 +116,7 @@ func TestEntryPolicies(t *testing.T) {
 
 			t.Run("any: no challenge", func(t *testing.T) {
 				in := in.ReportingTo(t)
-				q := UniqueID("any")
+				q := apptest.UniqueID("any")
 				in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", in.SessionCookie()), waitShape{100, 10, true}); pos != 1 {
 					t.Fatalf("at %d", pos)
@@ -144,13 +145,13 @@ func TestPerAddressLimits(t *testing.T) {
 			c.TrustedProxies = trusted
 		}
 	}
-	newSession := func(in *Instance, xff string) Response {
+	newSession := func(in *apptest.Instance, xff string) apptest.Response {
 		if xff == "" {
 			return in.Do("GET", "/", "", nil)
 		}
 		return in.Do("GET", "/", "", nil, "X-Forwarded-For", xff)
 	}
-	wantTooMany := func(t *testing.T, r Response) {
+	wantTooMany := func(t *testing.T, r apptest.Response) {
 		t.Helper()
 		checkErrorAnswer(t, r, http.StatusTooManyRequests, "too_many_entries")
 		if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 90 || s > 100 {
@@ -160,8 +161,8 @@ func TestPerAddressLimits(t *testing.T) {
 
 	t.Run("sessions and places per address", func(t *testing.T) {
 		t.Parallel()
-		in := Boot(t, Backend{Name: "embedded"}, limited(""))
-		q := UniqueID("limits")
+		in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, limited(""))
+		q := apptest.UniqueID("limits")
 		in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 		var cookies []string
 		for range 3 {
@@ -192,7 +193,7 @@ func TestPerAddressLimits(t *testing.T) {
 		wantTooMany(t, newSession(in, "198.51.100.77"))
 		// What the operator sees: one address tracked per limit, the
 		// refusals by code.
-		m := Metrics(t, in.Base)
+		m := apptest.Metrics(t, in.Base)
 		for k, want := range map[string]float64{
 			`waitroom_address_limit_addresses{limit="entries"}`:       1,
 			`waitroom_address_limit_addresses{limit="sessions"}`:      1,
@@ -207,7 +208,7 @@ func TestPerAddressLimits(t *testing.T) {
 
 	t.Run("X-Forwarded-For from a trusted proxy", func(t *testing.T) {
 		t.Parallel()
-		in := Boot(t, Backend{Name: "embedded"}, limited("127.0.0.0/8"))
+		in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, limited("127.0.0.0/8"))
 		for i := range 6 { // six clients behind the proxy: six buckets
 			if r := newSession(in, fmt.Sprintf("198.51.100.%d", i+1)); r.Status != 200 {
 				t.Fatalf("client %d: %d %s", i, r.Status, r.Raw)
@@ -233,8 +234,8 @@ func TestPerAddressLimits(t *testing.T) {
 // cookies are 401.
 func TestSessionsExpireEndToEnd(t *testing.T) {
 	t.Parallel()
-	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.SessionMaxAge = time.Hour })
-	q := UniqueID("expiry")
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.SessionMaxAge = time.Hour })
+	q := apptest.UniqueID("expiry")
 	in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 	issuedAt := func(at time.Time) string {
 		_, v := identity.NewWith([]byte(in.AuthSecret), identity.Options{Now: func() time.Time { return at }}).NewSession()
@@ -276,8 +277,8 @@ func TestSessionsExpireEndToEnd(t *testing.T) {
 // to the limit.
 func TestBodiesWhereNoneIsTaken(t *testing.T) {
 	t.Parallel()
-	in := Boot(t, Backend{Name: "embedded"}, nil)
-	q := UniqueID("bodies")
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	q := apptest.UniqueID("bodies")
 	in.PutQueue(q, map[string]any{"paused": true})
 	enter := "/api/v1/queues/" + q + "/entries"
 	checkErrorAnswer(t, in.Do("POST", enter, in.As("alice"), strings.Repeat("x", 2<<20)), http.StatusRequestEntityTooLarge, "body_too_large")
@@ -307,8 +308,8 @@ func TestBodiesWhereNoneIsTaken(t *testing.T) {
 // walk-ins count against the address; signed-in users are not limited.
 func TestGatewayEntryRules(t *testing.T) {
 	t.Parallel()
-	s := NewUpstreamShop(t, 100)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
+	s := apptest.NewUpstreamShop(t, 100)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.AddressEntryBurst, c.AddressEntryRate = 2, 0.01
 		c.AddressSessionBurst, c.AddressSessionRate = 2, 0.01
 	})
@@ -320,7 +321,7 @@ func TestGatewayEntryRules(t *testing.T) {
 	if res, _ := p.BrowserVisit("/checkout"); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third new session from one address: %d Retry-After %q, want 429", res.StatusCode, res.Header.Get("Retry-After"))
 	}
-	anonBuy := func() Response {
+	anonBuy := func() apptest.Response {
 		return p.Do("POST", "/buy", "", nil, "Cookie", p.SessionCookie(), "Accept", "application/json")
 	}
 	// An API client with a session is told where to join, not let in.
@@ -330,7 +331,7 @@ func TestGatewayEntryRules(t *testing.T) {
 	if n := len(s.BuyCalls()); n != 0 {
 		t.Fatalf("%d anonymous calls reached the upstream under challenge", n)
 	}
-	if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+	if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
 		t.Fatalf("entry any: %d %s", r.Status, r.Raw)
 	}
 	for i := range 2 {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -28,8 +29,8 @@ import (
 // ---------------------------------------------------------------- the tests
 
 func TestBrowser(t *testing.T) {
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("browser tests took %s", time.Since(start).Round(time.Millisecond)) })
 
@@ -43,9 +44,9 @@ func TestBrowser(t *testing.T) {
 		in.PutProduct("b-tee", "Tee", 5, "b-sale")
 		in.PutProduct("b-gone", "Sold out", 0, "b-sale")
 
-		alice := NewVisitor(t, browser, in, "en-US,en;q=0.9")
+		alice := apptest.NewVisitor(t, browser, in, "en-US,en;q=0.9")
 		alice.Open("/q/b-sale?product=b-tee")
-		alice.WaitState("waiting", JoinWithin)
+		alice.WaitState("waiting", apptest.JoinWithin)
 		if got := alice.Text("#position"); got != "1" {
 			t.Fatalf("alice's position = %q, want 1; %s", got, alice.Screen())
 		}
@@ -62,9 +63,9 @@ func TestBrowser(t *testing.T) {
 		}
 
 		// A second person, with their own cookie, is behind her.
-		bob := NewVisitor(t, browser, in, "en")
+		bob := apptest.NewVisitor(t, browser, in, "en")
 		bob.Open("/q/b-sale")
-		bob.WaitState("waiting", JoinWithin)
+		bob.WaitState("waiting", apptest.JoinWithin)
 		if got := bob.Text("#position"); got != "2" {
 			t.Fatalf("bob's position = %q, want 2; %s", got, bob.Screen())
 		}
@@ -76,7 +77,7 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(alice.Ctx, chromedp.Reload()); err != nil {
 			t.Fatal(err)
 		}
-		alice.WaitState("waiting", JoinWithin)
+		alice.WaitState("waiting", apptest.JoinWithin)
 		if got := alice.Text("#position"); got != "1" {
 			t.Fatalf("after a refresh alice's position = %q, want 1", got)
 		}
@@ -166,12 +167,12 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("the connection drops and comes back; a failed payment keeps the entry", func(t *testing.T) {
 		t.Parallel()
-		pay := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.PaymentFailureRate = 1 })
+		pay := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.PaymentFailureRate = 1 })
 		pay.PutQueue("b-pay", map[string]any{"paused": true})
 		pay.PutProduct("b-pen", "Pen", 3, "b-pay")
-		dave := NewVisitor(t, browser, pay, "en")
+		dave := apptest.NewVisitor(t, browser, pay, "en")
 		dave.Open("/q/b-pay?product=b-pen")
-		dave.WaitState("waiting", JoinWithin)
+		dave.WaitState("waiting", apptest.JoinWithin)
 
 		// The network goes away: the next poll fails, the page says so and
 		// keeps showing the place; when it is back the banner goes.
@@ -215,9 +216,9 @@ func TestBrowser(t *testing.T) {
 		in.PutQueue("b-fast", map[string]any{})
 		in.PutProduct("b-cap", "Cap", 3, "b-fast")
 
-		carol := NewVisitor(t, browser, in, "en")
+		carol := apptest.NewVisitor(t, browser, in, "en")
 		carol.Open("/q/b-fast?product=b-cap")
-		carol.WaitState("ready", JoinWithin)
+		carol.WaitState("ready", apptest.JoinWithin)
 		// The token goes away behind the page's back (as when it expires).
 		var status int
 		carol.MustEval(`fetch('/api/v1/queues/b-fast/entries/me', {method: 'DELETE'}).then(r => r.status)`, &status)
@@ -243,7 +244,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("Tab from the heading reached %q (%s)", got, carol.Focused())
 		}
 		carol.Keys("\r")
-		carol.WaitState("ready", JoinWithin)
+		carol.WaitState("ready", apptest.JoinWithin)
 		if got := carol.Focused(); got != "h1#ready-heading" {
 			t.Errorf("focus when READY is on %q", got)
 		}
@@ -278,9 +279,9 @@ func TestBrowser(t *testing.T) {
 		if r := in.Do("POST", "/api/v1/queues/b-full/entries", in.As("first"), nil); r.Status != 200 {
 			t.Fatalf("first in: %d %s", r.Status, r.Raw)
 		}
-		dave := NewVisitor(t, browser, in, "en")
+		dave := apptest.NewVisitor(t, browser, in, "en")
 		dave.Open("/q/b-full")
-		dave.WaitState("full", JoinWithin)
+		dave.WaitState("full", apptest.JoinWithin)
 		if got := dave.Text("#full-heading"); got != "The line is full right now" {
 			t.Errorf("heading = %q", got)
 		}
@@ -300,9 +301,9 @@ func TestBrowser(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
 		in.PutQueue("b-ko", map[string]any{"paused": true})
-		eun := NewVisitor(t, browser, in, "ko-KR,ko;q=0.9,en;q=0.5")
+		eun := apptest.NewVisitor(t, browser, in, "ko-KR,ko;q=0.9,en;q=0.5")
 		eun.Open("/q/b-ko")
-		eun.WaitState("waiting", JoinWithin)
+		eun.WaitState("waiting", apptest.JoinWithin)
 		var lang string
 		eun.MustEval(`document.documentElement.lang`, &lang)
 		if lang != "ko" {
@@ -327,7 +328,7 @@ func TestBrowser(t *testing.T) {
 		}
 
 		eun.Open("/q/b-ko?lang=en")
-		eun.WaitState("waiting", JoinWithin)
+		eun.WaitState("waiting", apptest.JoinWithin)
 		if got := eun.Text("#waiting-heading"); got != "You're in line" {
 			t.Errorf("with ?lang=en the heading is %q", got)
 		}
@@ -344,11 +345,11 @@ func TestBrowser(t *testing.T) {
 		// the admin then opens the line early by clearing opensAt.
 		opensAt := time.Now().Add(40 * time.Second).UTC()
 		in.PutQueue("b-open", map[string]any{"opensAt": opensAt.Format(time.RFC3339Nano), "paused": true})
-		en, ko := NewVisitor(t, browser, in, "en"), NewVisitor(t, browser, in, "ko")
+		en, ko := apptest.NewVisitor(t, browser, in, "en"), apptest.NewVisitor(t, browser, in, "ko")
 		en.Open("/q/b-open")
 		ko.Open("/q/b-open")
-		for v, want := range map[*Visitor]string{en: "Opens in 0:", ko: "후 오픈"} {
-			v.WaitState("opening", JoinWithin)
+		for v, want := range map[*apptest.Visitor]string{en: "Opens in 0:", ko: "후 오픈"} {
+			v.WaitState("opening", apptest.JoinWithin)
 			if got := v.Text("#opens-in"); !strings.Contains(got, want) {
 				t.Errorf("the countdown says %q, want %q in it; %s", got, want, v.Screen())
 			}
@@ -356,7 +357,7 @@ func TestBrowser(t *testing.T) {
 		// The page counts down; once the line has opened, its next poll
 		// shows the place drawn for it.
 		first := en.Text("#opens-in")
-		en.WaitUntil("the countdown to move", `document.getElementById('opens-in').textContent !== `+JSString(first), 3*time.Second)
+		en.WaitUntil("the countdown to move", `document.getElementById('opens-in').textContent !== `+apptest.JSString(first), 3*time.Second)
 		in.PatchQueue("b-open", map[string]any{"opensAt": ""})
 		en.WaitState("waiting", 30*time.Second)
 		if got := en.Text("#position"); got != "1" && got != "2" {
@@ -368,14 +369,14 @@ func TestBrowser(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
 		in.PutQueue("b-draw", map[string]any{"queueingMethod": "random", "paused": true})
-		en, ko := NewVisitor(t, browser, in, "en"), NewVisitor(t, browser, in, "ko")
+		en, ko := apptest.NewVisitor(t, browser, in, "en"), apptest.NewVisitor(t, browser, in, "ko")
 		en.Open("/q/b-draw")
-		en.WaitState("waiting", JoinWithin)
+		en.WaitState("waiting", apptest.JoinWithin)
 		ko.Open("/q/b-draw")
-		ko.WaitState("waiting", JoinWithin)
+		ko.WaitState("waiting", apptest.JoinWithin)
 		const drawnShown = `document.getElementById('place').hidden && document.getElementById('progress').hidden &&
 			!document.getElementById('draw-note').hidden`
-		for _, v := range []*Visitor{en, ko} {
+		for _, v := range []*apptest.Visitor{en, ko} {
 			v.WaitUntil("the draw's note instead of a place", drawnShown, 10*time.Second)
 		}
 		if got := en.Text("#draw-note"); !strings.Contains(got, "draw") {
@@ -406,9 +407,9 @@ func TestBrowser(t *testing.T) {
 		in.PutQueue("b-stall", map[string]any{"maxActiveTokens": 1})
 		in.Do("POST", "/api/v1/queues/b-stall/entries", in.As("b-holder"), nil)
 		in.WaitReady("b-stall", "b-holder")
-		v := NewVisitor(t, browser, in, "en")
+		v := apptest.NewVisitor(t, browser, in, "en")
 		v.Open("/q/b-stall")
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		// Its polls come every 2 s; the line is stalled after 2 s.
 		v.WaitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 15*time.Second)
 		if got := v.Text("#eta"); got != "Not moving right now" {
@@ -425,7 +426,7 @@ func TestBrowser(t *testing.T) {
 		for _, u := range []string{"a1", "a2", "a3"} {
 			in.Do("POST", "/api/v1/queues/b-admin/entries", in.As(u), nil)
 		}
-		op := SignedInAdmin(t, browser, in)
+		op := apptest.SignedInAdmin(t, browser, in)
 		card := `[data-queue="b-admin"]`
 		op.WaitUntil("the b-admin card", `document.querySelector('`+card+`')`, 5*time.Second)
 		if got := op.Text(card + ` [data-field="length"]`); got != "3" {
@@ -505,14 +506,14 @@ func TestBrowser(t *testing.T) {
 		// those minutes at once (here the server samples every 100 ms).
 		// Twenty of them: the page's own samples, one per 2 s, would take
 		// longer than any wait to make as many.
-		hist := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.HistoryInterval = 100 * time.Millisecond })
+		hist := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.HistoryInterval = 100 * time.Millisecond })
 		hist.PutQueue("b-hist", map[string]any{"paused": true})
 		hist.Do("POST", "/api/v1/queues/b-hist/entries", hist.As("h1"), nil)
 		waitFor(t, "twenty samples of b-hist on the server", func() bool {
 			points, _ := hist.Do("GET", "/admin/v1/queues/b-hist/history", hist.AdminAuth(), nil).Body["points"].([]any)
 			return len(points) >= 20
 		})
-		op2 := SignedInAdmin(t, browser, hist)
+		op2 := apptest.SignedInAdmin(t, browser, hist)
 		op2.WaitUntil("the chart seeded with the server's samples",
 			`(document.querySelector('[data-queue="b-hist"] .chart-line')?.getAttribute('d') || '').split('L').length >= 20`, 3*time.Second)
 
@@ -527,12 +528,12 @@ func TestBrowser(t *testing.T) {
 	t.Run("admin page: products, their stock and orders", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
-		sale := Shop{Instance: in}
+		sale := apptest.Shop{Instance: in}
 		in.PutQueue("b-shop", map[string]any{})
 		in.PutProduct("b-mug", "Mug", 3, "b-shop")
 		sale.Buy("b-shop", "b-mug", "mug-buyer-1")
 
-		op := SignedInAdmin(t, browser, in)
+		op := apptest.SignedInAdmin(t, browser, in)
 		op.Click("#tab-products")
 		row := `[data-product="b-mug"]`
 		op.WaitUntil("the mug's row", `document.querySelector('`+row+`')`, 5*time.Second)
@@ -615,8 +616,8 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("admin page in gateway mode: queues, no products", func(t *testing.T) {
 		t.Parallel()
-		p := BootProxy(t, Backend{Name: "embedded"}, NewUpstreamShop(t, 1), nil)
-		op := SignedInAdminAt(t, browser, p.Instance, GatewayPrefix+"/admin#products")
+		p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 1), nil)
+		op := apptest.SignedInAdminAt(t, browser, p.Instance, apptest.GatewayPrefix+"/admin#products")
 		op.WaitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
 		var shown map[string]bool
 		op.MustEval(`({tabs: !document.getElementById('tabs').hidden, queues: !document.getElementById('queues-screen').hidden,
@@ -629,7 +630,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("admin page: a new queue from the server's settings", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
-		op := SignedInAdmin(t, browser, in)
+		op := apptest.SignedInAdmin(t, browser, in)
 		op.WaitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
 
 		// The form's fields are the admin API's queue settings: every
@@ -649,7 +650,7 @@ func TestBrowser(t *testing.T) {
 		formValues := func(form string) map[string]any {
 			t.Helper()
 			var out map[string]any
-			op.MustEval(`Object.fromEntries([...document.querySelectorAll(`+JSString(form+" .setting input, "+form+" .setting select, "+form+" .setting textarea:not([data-message-lang])")+`)].map(i =>
+			op.MustEval(`Object.fromEntries([...document.querySelectorAll(`+apptest.JSString(form+" .setting input, "+form+" .setting select, "+form+" .setting textarea:not([data-message-lang])")+`)].map(i =>
 				[i.name, i.type === 'checkbox' ? i.checked : i.type === 'number' ? Number(i.value) : i.value]))`, &out)
 			return out
 		}
@@ -777,7 +778,7 @@ func TestBrowser(t *testing.T) {
 // checkFontsCover fails unless the text of the element css is drawn with
 // fonts among families (by Chromium's own account of the fonts it used),
 // apart from the odd space or digit a fallback may draw.
-func checkFontsCover(v *Visitor, css string, families map[string]bool) {
+func checkFontsCover(v *apptest.Visitor, css string, families map[string]bool) {
 	v.T.Helper()
 	ids, err := chromedp.Run(v.Ctx, chromedp.QueryNodeIDs(chromedp.CSS(css)))
 	if err != nil || len(ids) == 0 {

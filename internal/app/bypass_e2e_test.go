@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // staffKey is the bypass header's secret in these tests; its file ends in
@@ -28,7 +29,7 @@ func staffKeyFile(t *testing.T) string {
 // such series).
 func bypassCount(t *testing.T, base, rule string) float64 {
 	t.Helper()
-	m := Metrics(t, base)
+	m := apptest.Metrics(t, base)
 	v, ok := m[`waitroom_bypassed_total{rule="`+rule+`"}`]
 	if !ok {
 		return -1
@@ -49,16 +50,16 @@ func anySpelling(h http.Header) []string {
 }
 
 func TestGatewayBypass(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := NewUpstreamShop(t, 100)
-			p := BootProxy(t, b, s, func(c *app.Config) {
+			s := apptest.NewUpstreamShop(t, 100)
+			p := apptest.BootProxy(t, b, s, func(c *app.Config) {
 				c.TrustedProxies = "127.0.0.1"
 				c.Bypass = []string{"header X-Staff-Key=@" + staffKeyFile(t), "cidr 10.0.0.0/8 queue=default"}
 			})
 			p.SetPaused(true) // a busy night: nobody is let straight in
-			metrics := p.Base + GatewayPrefix
+			metrics := p.Base + apptest.GatewayPrefix
 			if n := bypassCount(t, metrics, "header X-Staff-Key"); n != 0 {
 				t.Fatalf("before anyone: header rule counted %v, want a series at 0", n)
 			}
@@ -92,7 +93,7 @@ func TestGatewayBypass(t *testing.T) {
 					t.Errorf("waitroom_bypassed_total{rule=\"header X-Staff-Key\"} = %v, want 2", n)
 				}
 				// The browser the waiting page sends back is let back without a cookie.
-				res, _ := p.BrowserVisitWith(GatewayPrefix+"/return?queue=default&to=/checkout", "X-Staff-Key", staffKey)
+				res, _ := p.BrowserVisitWith(apptest.GatewayPrefix+"/return?queue=default&to=/checkout", "X-Staff-Key", staffKey)
 				if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/checkout" {
 					t.Errorf("return for staff: %d to %q", res.StatusCode, res.Header.Get("Location"))
 				}
@@ -107,7 +108,7 @@ func TestGatewayBypass(t *testing.T) {
 					}
 				}
 				res, _ := p.BrowserVisitWith("/checkout", "X-Staff-Key", staffKey+"x")
-				if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), GatewayPrefix+"/q/default") {
+				if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), apptest.GatewayPrefix+"/q/default") {
 					t.Errorf("a browser with a wrong key: %d to %q, want the waiting page", res.StatusCode, res.Header.Get("Location"))
 				}
 				// Another spelling is not the header (and is stripped all the same).
@@ -150,7 +151,7 @@ func TestGatewayBypass(t *testing.T) {
 			})
 
 			t.Run("never counted against admission", func(t *testing.T) {
-				r := p.Do("GET", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), nil)
+				r := p.Do("GET", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), nil)
 				if r.Status != 200 {
 					t.Fatalf("stats: %d %s", r.Status, r.Raw)
 				}
@@ -180,8 +181,8 @@ func TestGatewayBypass(t *testing.T) {
 // believed: the cidr rule sees the connection's address.
 func TestGatewayBypassIgnoresUntrustedForwarding(t *testing.T) {
 	t.Parallel()
-	s := NewUpstreamShop(t, 10)
-	p := BootProxy(t, Backends[0], s, func(c *app.Config) {
+	s := apptest.NewUpstreamShop(t, 10)
+	p := apptest.BootProxy(t, apptest.Backends[0], s, func(c *app.Config) {
 		c.TrustedProxies = "192.0.2.1" // not the test's connection
 		c.Bypass = []string{"cidr 10.0.0.0/8"}
 	})
@@ -197,10 +198,10 @@ func TestGatewayBypassIgnoresUntrustedForwarding(t *testing.T) {
 // Through the API, a bypassed enter is READY at once, with a token the
 // order API takes from the same staff, and none of it shows in the line.
 func TestBypassedEnterIsReady(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, func(c *app.Config) {
+			in := apptest.Shop{Instance: apptest.Boot(t, b, func(c *app.Config) {
 				c.Bypass = []string{"header X-Staff-Key=" + staffKey}
 			})}
 			q, product := in.NewSale(10, map[string]any{"paused": true, "maxActiveTokens": 1})

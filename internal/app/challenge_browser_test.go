@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -24,8 +25,8 @@ import (
 // run (the figures in docs/security.md come from runs of this test with
 // -v); only the behaviour is asserted, as times on a shared machine are not.
 func TestBrowserChallenge(t *testing.T) {
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = queue.DefaultChallengeCost })
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = queue.DefaultChallengeCost })
 	in.PutQueue("default", map[string]any{"paused": true}) // nobody is admitted: the page stays WAITING
 
 	// What opening the page and joining costs Chromium without a challenge
@@ -34,7 +35,7 @@ func TestBrowserChallenge(t *testing.T) {
 	in.PutQueue("open", map[string]any{"paused": true, "entry": "any"})
 	var baseline time.Duration
 	for range 2 {
-		v := NewVisitor(t, browser, in, "en")
+		v := apptest.NewVisitor(t, browser, in, "en")
 		cpu0 := browserCPU(browser)
 		v.Open("/q/open")
 		v.WaitState("waiting", 30*time.Second)
@@ -52,7 +53,7 @@ func TestBrowserChallenge(t *testing.T) {
 		{"Korean", "ko-KR,ko;q=0.9", "대기열에 들어가는 중…"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := NewVisitor(t, browser, in, c.acceptLanguage)
+			v := apptest.NewVisitor(t, browser, in, c.acceptLanguage)
 			cpu0 := browserCPU(browser)
 			v.Open("/")
 			v.WaitState("waiting", 90*time.Second)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // TestRedisLosesItsData: Redis forgets everything (FLUSHALL, as a restart
@@ -23,7 +24,7 @@ import (
 // someone holding the same ticket.
 func TestRedisLosesItsData(t *testing.T) {
 	t.Parallel()
-	in, srv := BootOnPrivateRedis(t)
+	in, srv := apptest.BootOnPrivateRedis(t)
 	in.PatchQueue("default", map[string]any{"paused": true})
 	for i := range 50 {
 		in.Do("POST", entriesPath("default"), in.As(fmt.Sprintf("u%d", i)), nil)
@@ -50,13 +51,13 @@ func TestRedisLosesItsData(t *testing.T) {
 		!strings.Contains(r.Raw, "default queue is missing") {
 		t.Errorf("/readyz with the default queue gone: %d %s, want 503 not_ready saying why", r.Status, r.Raw)
 	}
-	for deadline := time.Now().Add(Patience); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(50 * time.Millisecond) {
 		r := in.Do("GET", "/readyz", "", nil)
 		if r.Status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %s %v after the data was lost", r.Status, r.Raw, Patience)
+			t.Fatalf("/readyz still %d %s %v after the data was lost", r.Status, r.Raw, apptest.Patience)
 		}
 	}
 	// Back with the configured defaults: not paused, empty.
@@ -75,7 +76,7 @@ func TestRedisLosesItsData(t *testing.T) {
 }
 
 // checkWaitingAt fails unless r is WAITING at position pos.
-func checkWaitingAt(t *testing.T, r Response, pos float64) {
+func checkWaitingAt(t *testing.T, r apptest.Response, pos float64) {
 	t.Helper()
 	if r.Status != 200 || r.Str("status") != "WAITING" || r.Num("position") != pos {
 		t.Fatalf("want WAITING at %v, got %d %s", pos, r.Status, r.Raw)
@@ -100,7 +101,7 @@ func TestRedisThatMayEvictOurKeys(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			in, srv := BootOnPrivateRedis(t, c.args...)
+			in, srv := apptest.BootOnPrivateRedis(t, c.args...)
 			r := in.Do("GET", "/readyz", "", nil)
 			warnings, _ := r.Body["warnings"].([]any)
 			switch {

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v4"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -143,8 +144,8 @@ func TestDeployQueriesExist(t *testing.T) {
 // returns the sample names on its /metrics.
 func exposedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	in := Boot(t, Backend{Name: "embedded"}, nil)
-	sale := Shop{Instance: in}
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	sale := apptest.Shop{Instance: in}
 	q, p := sale.NewSale(5, nil)
 	sale.Buy(q, p, "deploy-buyer")
 	in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As("deploy-buyer"), nil)
@@ -152,7 +153,7 @@ func exposedMetrics(t *testing.T) map[string]bool {
 		t.Fatalf("a request without identity: %d", r.Status)
 	}
 	names := map[string]bool{}
-	for series := range Metrics(t, in.Base) {
+	for series := range apptest.Metrics(t, in.Base) {
 		name, _, _ := strings.Cut(series, "{")
 		names[name] = true
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 func TestDevSecret(t *testing.T) {
@@ -57,7 +58,7 @@ func TestDevSecret(t *testing.T) {
 func TestEmbeddedKeepsItsSecret(t *testing.T) {
 	dir := t.TempDir()
 	noSecret := func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir }
-	first := Boot(t, Backend{Name: "embedded"}, noSecret)
+	first := apptest.Boot(t, apptest.Backend{Name: "embedded"}, noSecret)
 	secret, err := app.ReadDevSecret(dir)
 	if err != nil {
 		t.Fatalf("no dev secret after the first start: %v", err)
@@ -72,7 +73,7 @@ func TestEmbeddedKeepsItsSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := Boot(t, Backend{Name: "embedded"}, noSecret)
+	second := apptest.Boot(t, apptest.Backend{Name: "embedded"}, noSecret)
 	if r := second.Do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.Status != 200 {
 		t.Errorf("the JWT after a restart: %d %s", r.Status, r.Raw)
 	}
@@ -82,7 +83,7 @@ func TestEmbeddedKeepsItsSecret(t *testing.T) {
 
 	t.Run("with Redis", func(t *testing.T) {
 		dir := t.TempDir()
-		in := Boot(t, Backend{Name: "redis", Redis: true}, func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir })
+		in := apptest.Boot(t, apptest.Backend{Name: "redis", Redis: true}, func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir })
 		if _, err := os.Stat(filepath.Join(dir, app.DevSecretFile)); !os.IsNotExist(err) {
 			t.Errorf("a Redis instance wrote a dev secret: %v", err)
 		}
@@ -125,7 +126,7 @@ func TestBanner(t *testing.T) {
 	}
 	_, auth, _ := strings.Cut(strings.TrimSpace(tryIt), "-H 'Authorization: ")
 	auth = strings.TrimSuffix(strings.SplitN(auth, "\n", 2)[0], "'")
-	in := &Instance{T: t, Base: "http://" + m.Addr()}
+	in := &apptest.Instance{T: t, Base: "http://" + m.Addr()}
 	if r := in.Do("POST", "/api/v1/queues/default/entries", auth, nil); r.Status != 200 {
 		t.Errorf("the banner's example: %d %s", r.Status, r.Raw)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // eventually polls cond every 100 ms until it holds or the deadline passes.
@@ -34,15 +35,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // rate changes, the waitroom_admission_rate metric and a log line saying
 // why. A manual rate switches it off.
 func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			// The embedded store takes one order at a time, so 20 clients
 			// ordering 150 ms each wait at most ~3 s in its queue (more would
 			// wait past the server's 30 s write timeout on a loaded machine),
 			// and a decision's 20 calls take a few seconds.
-			in := Boot(t, b, func(c *app.Config) { c.OrderWork = 150 * time.Millisecond })
-			sale := Shop{Instance: in}
+			in := apptest.Boot(t, b, func(c *app.Config) { c.OrderWork = 150 * time.Millisecond })
+			sale := apptest.Shop{Instance: in}
 			q, product := sale.NewSale(1_000_000, map[string]any{"ratePerSecond": 20, "batchSize": 10, "intervalMs": 100,
 				"adaptive": true, "minRatePerSecond": 4, "maxRatePerSecond": 50, "targetLatencyMs": 50})
 			if r := in.QueueStats(q); r.Num("effectiveRatePerSecond") != 10 {
@@ -93,7 +94,7 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 			if len(changes) < 2 {
 				t.Errorf("history's rate changes: %s", h.Raw)
 			}
-			if m := Metrics(t, in.Base); m[`waitroom_admission_rate{queue="`+q+`"}`] != 4 {
+			if m := apptest.Metrics(t, in.Base); m[`waitroom_admission_rate{queue="`+q+`"}`] != 4 {
 				t.Errorf("waitroom_admission_rate = %v, want 4", m[`waitroom_admission_rate{queue="`+q+`"}`])
 			}
 			logs := in.Logs.String()
@@ -117,11 +118,11 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 // counted in abandonedTotal and waitroom_abandoned_total, and entering again
 // puts one at the back.
 func TestNoShowsSkipped(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
-			q := UniqueID("noshow")
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("noshow")
 			in.PutQueue(q, map[string]any{"abandonAfterSeconds": 15, "paused": true})
 			users := []string{"gone-1", "here-1", "gone-2", "here-2", "gone-3"}
 			for _, u := range users {
@@ -148,13 +149,13 @@ func TestNoShowsSkipped(t *testing.T) {
 			for _, u := range []string{"here-1", "here-2"} {
 				in.WaitReady(q, u)
 			}
-			eventually(t, Patience, "the three no-shows counted", func() bool {
+			eventually(t, apptest.Patience, "the three no-shows counted", func() bool {
 				return in.QueueStats(q).Num("abandonedTotal") == 3
 			})
 			for _, u := range []string{"gone-1", "gone-2", "gone-3"} {
 				checkNotInQueue(t, in.Do("GET", mePath(q), in.As(u), nil))
 			}
-			if m := Metrics(t, in.Base); m[`waitroom_abandoned_total{queue="`+q+`"}`] != 3 {
+			if m := apptest.Metrics(t, in.Base); m[`waitroom_abandoned_total{queue="`+q+`"}`] != 3 {
 				t.Errorf("waitroom_abandoned_total = %v, want 3", m[`waitroom_abandoned_total{queue="`+q+`"}`])
 			}
 			st := in.QueueStats(q)
@@ -174,11 +175,11 @@ func TestNoShowsSkipped(t *testing.T) {
 // after a few seconds the waiting are told the line is stalled; once the
 // token goes and the line moves, they are not.
 func TestStalledIsSaid(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
-			q := UniqueID("stall")
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("stall")
 			// Ticks a second apart: the line is said stalled after its
 			// front stood still for ten of them (queue.StallAfter), so
 			// "right after it moved" below is ten seconds wide, not two.
@@ -186,7 +187,7 @@ func TestStalledIsSaid(t *testing.T) {
 			in.Do("POST", entriesPath(q), in.As("holder"), nil)
 			in.WaitReady(q, "holder")
 			in.Do("POST", entriesPath(q), in.As("waiter"), nil)
-			eventually(t, Patience, "stalled said", func() bool {
+			eventually(t, apptest.Patience, "stalled said", func() bool {
 				return in.Do("GET", mePath(q), in.As("waiter"), nil).Body["stalled"] == true
 			})
 			in.Do("DELETE", mePath(q), in.As("holder"), nil) // the token goes: room for one
@@ -203,11 +204,11 @@ func TestStalledIsSaid(t *testing.T) {
 // place; at opensAt (admission paused) they are placed, every place 1–30
 // taken once; a user entering after is 31st.
 func TestFairOpening(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
-			q := UniqueID("opening")
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("opening")
 			// Ten seconds ahead: the 30 entries must all come before it, and
 			// on a loaded machine 2 s was not always enough for them.
 			opensAt := time.Now().Add(10 * time.Second).UTC().Truncate(time.Millisecond)
@@ -229,7 +230,7 @@ func TestFairOpening(t *testing.T) {
 			if st := in.QueueStats(q); st.Num("preQueueLength") != 30 || st.Num("length") != 0 {
 				t.Fatalf("before the opening: %s", st.Raw)
 			}
-			eventually(t, Patience, "the opening placed", func() bool {
+			eventually(t, apptest.Patience, "the opening placed", func() bool {
 				return in.QueueStats(q).Num("length") == 30
 			})
 			var places []int

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -105,7 +106,7 @@ func TestGatewayAgainstRealBackends(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			b := s.start(t)
-			p := BootGateway(t, Backend{Name: "embedded"}, "http://"+b.addr, backendRoutes, nil)
+			p := apptest.BootGateway(t, apptest.Backend{Name: "embedded"}, "http://"+b.addr, backendRoutes, nil)
 			p.SetPaused(true) // a busy night: nobody is let straight in
 			gw := strings.TrimPrefix(p.Base, "http://")
 
@@ -246,7 +247,7 @@ func startProcess(t *testing.T, name string, cmd *exec.Cmd) realBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr SyncWriter
+	var stderr apptest.SyncWriter
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

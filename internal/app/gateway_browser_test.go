@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // A shopper in a real browser, through `waitroom proxy`: sent to the
@@ -11,18 +13,18 @@ import (
 // for once admitted; on a quiet line, through the waiting page unseen
 // (challenge, the default) or the page at once (entry: any).
 func TestGatewayBrowser(t *testing.T) {
-	browser := StartBrowser(t)
-	s := NewUpstreamShop(t, 10)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
+	browser := apptest.StartBrowser(t)
+	s := apptest.NewUpstreamShop(t, 10)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, nil)
 
 	t.Run("busy line: wait, then land on the page asked for", func(t *testing.T) {
 		p.SetPaused(true)
-		shopper := NewVisitor(t, browser, p.Instance, "en")
+		shopper := apptest.NewVisitor(t, browser, p.Instance, "en")
 		shopper.Open("/checkout?step=2")
-		shopper.WaitState("waiting", JoinWithin)
+		shopper.WaitState("waiting", apptest.JoinWithin)
 		var path string
 		shopper.MustEval(`location.pathname + location.search`, &path)
-		if path != GatewayPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
+		if path != apptest.GatewayPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
 			t.Fatalf("the busy line sent the shopper to %q", path)
 		}
 		if got := shopper.Text("#position"); got != "1" {
@@ -50,7 +52,7 @@ func TestGatewayBrowser(t *testing.T) {
 
 	t.Run("quiet line, challenge: through the waiting page, nothing to do", func(t *testing.T) {
 		p.SetPaused(false)
-		walkIn := NewVisitor(t, browser, p.Instance, "en")
+		walkIn := apptest.NewVisitor(t, browser, p.Instance, "en")
 		walkIn.Open("/checkout?step=1")
 		// The waiting page solves the challenge, enters, is admitted at the
 		// next tick and sends the shopper on, all by itself.
@@ -62,10 +64,10 @@ func TestGatewayBrowser(t *testing.T) {
 
 	t.Run("quiet line, anyone may enter: the page at once", func(t *testing.T) {
 		p.SetPaused(false)
-		if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+		if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
 			t.Fatalf("entry any: %d %s", r.Status, r.Raw)
 		}
-		walkIn := NewVisitor(t, browser, p.Instance, "ko")
+		walkIn := apptest.NewVisitor(t, browser, p.Instance, "ko")
 		walkIn.Open("/checkout")
 		var nav struct {
 			Path      string `json:"path"`

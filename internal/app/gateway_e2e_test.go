@@ -26,16 +26,17 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
 func TestGatewayGuardsProtectedRoutes(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := NewUpstreamShop(t, 100)
-			p := BootProxy(t, b, s, nil)
+			s := apptest.NewUpstreamShop(t, 100)
+			p := apptest.BootProxy(t, b, s, nil)
 			p.SetPaused(true) // a busy night: nobody is let straight in
 
 			t.Run("only entry holders reach protected routes", func(t *testing.T) {
@@ -47,7 +48,7 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 					t.Fatalf("no entry: %d %s", r.Status, r.Raw)
 				}
 				e, _ := r.Body["error"].(map[string]any)
-				if e["entriesUrl"] != GatewayPrefix+"/api/v1/queues/default/entries" {
+				if e["entriesUrl"] != apptest.GatewayPrefix+"/api/v1/queues/default/entries" {
 					t.Errorf("403 names %v, want the queue's entries URL", e["entriesUrl"])
 				}
 				if r := p.Buy("no-entry", "made-up-token"); r.Status != 403 {
@@ -104,8 +105,8 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 			})
 
 			t.Run("an upstream that does not answer in time: 504, token kept", func(t *testing.T) {
-				slow := NewUpstreamShop(t, 1)
-				q := BootProxy(t, b, slow, func(c *app.Config) { c.UpstreamTimeout = time.Second })
+				slow := apptest.NewUpstreamShop(t, 1)
+				q := apptest.BootProxy(t, b, slow, func(c *app.Config) { c.UpstreamTimeout = time.Second })
 				q.SetPaused(true)
 				tok := q.Admitted("patient")
 				stall := make(chan struct{})
@@ -196,17 +197,17 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 				// policy (challenge) its fresh session is no walk-in: it goes
 				// to the waiting page, which solves the challenge unseen.
 				res, body := p.BrowserVisit("/checkout")
-				if want := GatewayPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
+				if want := apptest.GatewayPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
 					t.Fatalf("first visit on a quiet line under challenge: %d %q %s, want 303 to %s", res.StatusCode, res.Header.Get("Location"), body, want)
 				}
 				if !strings.Contains(strings.Join(res.Header.Values("Set-Cookie"), "\n"), "wr_session=") {
 					t.Errorf("no session for the waiting page: %v", res.Header.Values("Set-Cookie"))
 				}
 				// Where anyone may enter (entry: any), the page at once.
-				if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+				if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
 					t.Fatalf("entry any: %d %s", r.Status, r.Raw)
 				}
-				defer p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "challenge"})
+				defer p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "challenge"})
 				if res, body := p.BrowserVisit("/checkout"); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
 					t.Fatalf("first visit on a quiet line under any: %d %s", res.StatusCode, body)
 				}
@@ -215,12 +216,12 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 			t.Run("a browser without an entry goes to the waiting page", func(t *testing.T) {
 				req, _ := http.NewRequest("GET", p.Base+"/checkout?step=2", nil)
 				req.Header.Set("Accept", "text/html,application/xhtml+xml")
-				res, err := NoRedirects.Do(req)
+				res, err := apptest.NoRedirects.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				res.Body.Close()
-				want := GatewayPrefix + "/q/default?return=" + url.QueryEscape("/checkout?step=2")
+				want := apptest.GatewayPrefix + "/q/default?return=" + url.QueryEscape("/checkout?step=2")
 				if res.StatusCode != 303 || res.Header.Get("Location") != want {
 					t.Fatalf("%d Location %q, want 303 to %q", res.StatusCode, res.Header.Get("Location"), want)
 				}
@@ -231,14 +232,14 @@ func TestGatewayGuardsProtectedRoutes(t *testing.T) {
 				for _, bad := range []string{"https://evil.example/", "//evil.example", `/\evil.example`, `\\evil.example`,
 					"/%2F%2Fevil.example", "/%5Cevil.example", "javascript:alert(1)", "evil.example", "",
 					"/ok%0d%0aSet-Cookie:%20x=1", "http:/evil.example"} {
-					r := p.Do("GET", GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
+					r := p.Do("GET", apptest.GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
 					if r.Status != 400 || r.ErrorCode() != "invalid_return" || r.Header.Get("Location") != "" {
 						t.Errorf("return to %q: %d %s", bad, r.Status, r.Raw)
 					}
 				}
-				req, _ := http.NewRequest("GET", p.Base+GatewayPrefix+"/return?to="+url.QueryEscape("/checkout?step=2"), nil)
+				req, _ := http.NewRequest("GET", p.Base+apptest.GatewayPrefix+"/return?to="+url.QueryEscape("/checkout?step=2"), nil)
 				req.Header.Set("Authorization", p.As("returner"))
-				res, err := NoRedirects.Do(req)
+				res, err := apptest.NoRedirects.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -284,11 +285,11 @@ func rawBuy(base, jwt, token string) (int, error) {
 // bytes one way; status, headers and body bytes the other; and WebSockets.
 func TestGatewayForwardsUntouched(t *testing.T) {
 	t.Parallel()
-	s := NewUpstreamShop(t, 0)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
+	s := apptest.NewUpstreamShop(t, 0)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, nil)
 
 	body := bytes.Repeat([]byte("waitroom\x00\xff"), 10_000)
-	send := func(base string) (*http.Response, []byte, ShopCall) {
+	send := func(base string) (*http.Response, []byte, apptest.ShopCall) {
 		req, _ := http.NewRequest("PATCH", base+"/some/where%20odd/?b=2&a=1&a=0", bytes.NewReader(body))
 		req.Header.Set("X-Custom", "kept")
 		req.Header.Add("X-Multi", "1")
@@ -354,8 +355,8 @@ func TestGatewayForwardsUntouched(t *testing.T) {
 	})
 
 	t.Run("an upstream that is down: 502, nothing lost", func(t *testing.T) {
-		down := NewUpstreamShop(t, 1)
-		q := BootProxy(t, Backend{Name: "embedded"}, down, nil)
+		down := apptest.NewUpstreamShop(t, 1)
+		q := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, down, nil)
 		down.Server.Close()
 		r := q.Do("GET", "/anything", "", nil)
 		if r.Status != 502 || r.ErrorCode() != "upstream_unavailable" {
@@ -375,8 +376,8 @@ func TestGatewayForwardsUntouched(t *testing.T) {
 // heap grows by a small part of it at most. Not parallel, so that nothing
 // else moves the heap meanwhile.
 func TestGatewayStreamsLargeUploads(t *testing.T) {
-	s := NewUpstreamShop(t, 0)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
+	s := apptest.NewUpstreamShop(t, 0)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, nil)
 	const size = 50 << 20
 	peak := watchHeap(t)
 	req, _ := http.NewRequest("POST", p.Base+"/upload", io.LimitReader(&pattern{}, size))
@@ -413,16 +414,16 @@ func (p *pattern) Read(b []byte) (int, error) {
 
 func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	t.Parallel()
-	s := NewUpstreamShop(t, 10)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
+	s := apptest.NewUpstreamShop(t, 10)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, nil)
 	if r := p.Buy("verified", ""); r.Status != 201 {
 		t.Fatalf("buy: %d %s", r.Status, r.Raw)
 	}
 	entry := s.BuyCalls()[0].Header.Get("X-Waitroom-Entry")
 
-	fetchJWKS := func(p *Proxied) jose.JSONWebKeySet {
+	fetchJWKS := func(p *apptest.Proxied) jose.JSONWebKeySet {
 		t.Helper()
-		r := p.Do("GET", GatewayPrefix+"/.well-known/jwks.json", "", nil)
+		r := p.Do("GET", apptest.GatewayPrefix+"/.well-known/jwks.json", "", nil)
 		var set jose.JSONWebKeySet
 		if r.Status != 200 || json.Unmarshal([]byte(r.Raw), &set) != nil || len(set.Keys) == 0 {
 			t.Fatalf("JWKS: %d %s", r.Status, r.Raw)
@@ -451,10 +452,10 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	}
 	// Named for this backend by this gateway (the defaults: the upstream's
 	// URL and the prefix), and by the settings when given.
-	if err := std.Validate(josejwt.Expected{Issuer: GatewayPrefix, AnyAudience: josejwt.Audience{s.Server.URL}, Time: time.Now()}); err != nil {
+	if err := std.Validate(josejwt.Expected{Issuer: apptest.GatewayPrefix, AnyAudience: josejwt.Audience{s.Server.URL}, Time: time.Now()}); err != nil {
 		t.Errorf("iss %q, aud %q: %v", std.Issuer, std.Audience, err)
 	}
-	named := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
+	named := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.EntryIssuer, c.EntryAudience = "https://shop.example/_waitroom", "orders-service"
 	})
 	if r := named.Buy("named", ""); r.Status != 201 {
@@ -472,7 +473,7 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 	// Rotation: a new key first, the old one kept after it: both verify.
 	oldKey := p.KeyPEM
 	newKey := gateway.GenerateKey()
-	rotated := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
+	rotated := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
 		f := filepath.Join(t.TempDir(), "rotating.pem")
 		os.WriteFile(f, append(append([]byte{}, newKey...), oldKey...), 0o600)
 		c.EntrySigningKey = f
@@ -493,7 +494,7 @@ func TestGatewayEntryVerifiesWithJWKS(t *testing.T) {
 		t.Errorf("an entry signed with the new key: %v", err)
 	}
 	// The old key rotated out: its entries fail, the new ones verify.
-	done := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
+	done := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
 		f := filepath.Join(t.TempDir(), "new.pem")
 		os.WriteFile(f, newKey, 0o600)
 		c.EntrySigningKey = f
@@ -548,10 +549,10 @@ func watchHeap(t *testing.T) func() uint64 {
 // every cookie, and a return Location that is what was checked.
 func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Parallel()
-	s := NewUpstreamShop(t, 10)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, nil)
-	trusting := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) { c.TrustedProxies = "127.0.0.1" })
-	for _, q := range []*Proxied{p, trusting} {
+	s := apptest.NewUpstreamShop(t, 10)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, nil)
+	trusting := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) { c.TrustedProxies = "127.0.0.1" })
+	for _, q := range []*apptest.Proxied{p, trusting} {
 		q.SetPaused(true)
 	}
 	spoof := []string{"X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https", "X-Forwarded-For", "6.6.6.6",
@@ -604,7 +605,7 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 		}
 		checkout := s.LastSeen()
 		p.Do("GET", "/anything", "", nil, "Cookie", cookie)
-		for _, call := range []ShopCall{checkout, s.LastSeen()} {
+		for _, call := range []apptest.ShopCall{checkout, s.LastSeen()} {
 			if got := call.Header.Values("Cookie"); len(got) != 1 || got[0] != "shop_cart=3; theme=dark" {
 				t.Errorf("%s %s: Cookie %q reached the backend, want the shop's own only", call.Method, call.Path, got)
 			}
@@ -617,7 +618,7 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Run("one Secure rule for the page's session and the entry cookie", func(t *testing.T) {
 		for i, tt := range []struct {
 			name  string
-			q     *Proxied
+			q     *apptest.Proxied
 			proto string
 			want  bool
 		}{
@@ -629,7 +630,7 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 			if tt.proto != "" {
 				headers = []string{"X-Forwarded-Proto", tt.proto}
 			}
-			page := tt.q.Do("GET", GatewayPrefix+"/", "", nil, headers...)
+			page := tt.q.Do("GET", apptest.GatewayPrefix+"/", "", nil, headers...)
 			first, _ := tt.q.BrowserVisitWith("/checkout", headers...)
 			for what, res := range map[string][]string{"the waiting page": page.Header.Values("Set-Cookie"), "the gateway's first visit": first.Header.Values("Set-Cookie")} {
 				c := findCookie(res, identity.CookieName)
@@ -639,12 +640,12 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 			}
 			user := fmt.Sprintf("secure-%d", i)
 			tt.q.Admitted(user)
-			req, _ := http.NewRequest("GET", tt.q.Base+GatewayPrefix+"/return?to=%2Fcheckout", nil)
+			req, _ := http.NewRequest("GET", tt.q.Base+apptest.GatewayPrefix+"/return?to=%2Fcheckout", nil)
 			req.Header.Set("Authorization", tt.q.As(user))
 			for i := 0; i+1 < len(headers); i += 2 {
 				req.Header.Set(headers[i], headers[i+1])
 			}
-			res, err := NoRedirects.Do(req)
+			res, err := apptest.NoRedirects.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -658,15 +659,15 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Run("the return Location is what was checked", func(t *testing.T) {
 		p.Admitted("returner")
 		for _, bad := range []string{"/./%2fevil.com", "/.//evil.com", "/a/..//evil.com", "/%2e/%2fevil.com"} {
-			r := p.Do("GET", GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
+			r := p.Do("GET", apptest.GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
 			if r.Status != 400 || r.ErrorCode() != "invalid_return" || r.Header.Get("Location") != "" {
 				t.Errorf("return to %q: %d %q %s", bad, r.Status, r.Header.Get("Location"), r.Raw)
 			}
 		}
 		for _, good := range []string{"/checkout?step=2", "/a/./b", "/shop/../checkout"} {
-			req, _ := http.NewRequest("GET", p.Base+GatewayPrefix+"/return?to="+url.QueryEscape(good), nil)
+			req, _ := http.NewRequest("GET", p.Base+apptest.GatewayPrefix+"/return?to="+url.QueryEscape(good), nil)
 			req.Header.Set("Authorization", p.As("returner"))
-			res, err := NoRedirects.Do(req)
+			res, err := apptest.NoRedirects.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -693,8 +694,8 @@ func findCookie(setCookies []string, name string) *http.Cookie {
 // and the right one walks in on a quiet line.
 func TestGatewayUserJWTAudience(t *testing.T) {
 	t.Parallel()
-	s := NewUpstreamShop(t, 10)
-	p := BootProxy(t, Backend{Name: "embedded"}, s, func(c *app.Config) {
+	s := apptest.NewUpstreamShop(t, 10)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.AuthAudience, c.AuthIssuer = "waitroom", "https://login.shop.example"
 	})
 	jwtFor := func(audience, issuer string) string {
@@ -731,7 +732,7 @@ func TestGatewayKeepsTheEntryOfACutAnswer(t *testing.T) {
 		panic(http.ErrAbortHandler) // the connection drops mid-answer
 	}))
 	t.Cleanup(upstream.Close)
-	p := BootGateway(t, Backend{Name: "embedded"}, upstream.URL, []string{"--protect", "POST /buy"}, nil)
+	p := apptest.BootGateway(t, apptest.Backend{Name: "embedded"}, upstream.URL, []string{"--protect", "POST /buy"}, nil)
 	p.SetPaused(true)
 	tok := p.Admitted("alice")
 	for attempt := 1; attempt <= 2; attempt++ {

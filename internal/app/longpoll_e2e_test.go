@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // TestStatusWaitsNearTheFront: GET …/entries/me?waitSeconds=N holds a user
@@ -13,10 +15,10 @@ import (
 // further back, or in a paused queue, at once; a draining server lets a
 // held request go at once; a bad N is a 400.
 func TestStatusWaitsNearTheFront(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			const q = "lp"
 			if r := in.Do("PUT", "/admin/v1/queues/"+q, in.AdminAuth(),
 				`{"ratePerSecond":2,"batchSize":2,"intervalMs":1000,"paused":true}`); r.Status != 200 {
@@ -28,13 +30,13 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			// held asks with waitSeconds; safe from any goroutine (an error
 			// comes back in the answer, for the test's goroutine to report).
 			type answer struct {
-				r    Response
+				r    apptest.Response
 				err  error
 				took time.Duration
 			}
 			held := func(user string, wait int) answer {
 				began := time.Now()
-				r, err := in.Send(http.DefaultClient, Call{Method: "GET",
+				r, err := in.Send(http.DefaultClient, apptest.Call{Method: "GET",
 					Path: fmt.Sprintf("/api/v1/queues/%s/entries/me?waitSeconds=%d", q, wait), Auth: in.As(user)})
 				return answer{r, err, time.Since(began)}
 			}
@@ -58,7 +60,7 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 						return a, true
 					case <-time.After(20 * time.Millisecond):
 					}
-					if Metrics(t, in.Base)["waitroom_status_held"] != 0 {
+					if apptest.Metrics(t, in.Base)["waitroom_status_held"] != 0 {
 						return <-done, false
 					}
 				}
@@ -113,9 +115,9 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 			}
 			go func() { done <- held("lp9", 20) }()
 			// The request reaches the server when the machine lets it.
-			for deadline := time.Now().Add(time.Minute); Metrics(t, in.Base)["waitroom_status_held"] != 1; time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(time.Minute); apptest.Metrics(t, in.Base)["waitroom_status_held"] != 1; time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("waitroom_status_held = %v a minute after one request went to be held", Metrics(t, in.Base)["waitroom_status_held"])
+					t.Fatalf("waitroom_status_held = %v a minute after one request went to be held", apptest.Metrics(t, in.Base)["waitroom_status_held"])
 				}
 			}
 			began := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -19,10 +20,10 @@ import (
 // the line and checks that /metrics balances exactly:
 // entered = waiting + admitted + left + abandoned; admitted = consumed + active + expired + returned.
 func TestMetricsAddUp(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			q := "metrics"
 			if r := in.Do("PUT", "/admin/v1/queues/"+q, in.AdminAuth(),
 				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":5,"paused":true}`); r.Status != 200 {
@@ -50,9 +51,9 @@ func TestMetricsAddUp(t *testing.T) {
 			for _, u := range users[:25] {
 				tokens[u] = in.WaitReady(q, u)
 			}
-			var buys []Call
+			var buys []apptest.Call
 			for _, u := range users[:10] { // 10 try to buy 5: 5 created, 5 out of stock
-				buys = append(buys, Call{Method: "POST", Path: "/api/v1/orders", Auth: in.As(u),
+				buys = append(buys, apptest.Call{Method: "POST", Path: "/api/v1/orders", Auth: in.As(u),
 					Body: map[string]any{"productId": "metrics-tee", "quantity": 1}, Headers: []string{"X-Entry-Token", tokens[u]}})
 			}
 			in.FireAll(buys)
@@ -62,7 +63,7 @@ func TestMetricsAddUp(t *testing.T) {
 			in.Do("POST", "/api/v1/queues/"+q+"/entries", "", nil) // one unauthenticated rejection
 
 			series := func(name string) string { return name + `{queue="` + q + `"}` }
-			m := Metrics(t, in.Base)
+			m := apptest.Metrics(t, in.Base)
 			want := map[string]float64{
 				series("waitroom_entered_total"):                    30,
 				series("waitroom_left_total"):                       5,
@@ -106,8 +107,8 @@ func TestMetricsAddUp(t *testing.T) {
 			}
 			// The 5 s tokens run out (5 s, so that a loaded machine still
 			// sees all 25 READY before any expires).
-			for deadline := time.Now().Add(Patience); ; time.Sleep(200 * time.Millisecond) {
-				m = Metrics(t, in.Base)
+			for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(200 * time.Millisecond) {
+				m = apptest.Metrics(t, in.Base)
 				if m[series("waitroom_tokens_active")] == 0 || time.Now().After(deadline) {
 					break
 				}
@@ -139,7 +140,7 @@ func TestMetricsAddUp(t *testing.T) {
 func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
-	in := Boot(t, Backend{Name: "private redis"}, func(c *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "private redis"}, func(c *app.Config) {
 		c.RedisURL, c.KeyPrefix = srv.URL(), "wr:"
 		c.Queue.RatePerSecond, c.Queue.Interval = 0.1, time.Minute // the default queue ticks once a minute
 		c.HistoryInterval = time.Minute
@@ -221,7 +222,7 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 		t.Fatalf("%d expired tokens left unswept, want 6 (something swept them: the test shows nothing)", n)
 	}
 
-	private := &Instance{T: t, Base: "http://" + in.Main.MetricsAddr()}
+	private := &apptest.Instance{T: t, Base: "http://" + in.Main.MetricsAddr()}
 	info := func() (commands, changes int64) {
 		stats, _ := rdb.Info(ctx, "stats", "persistence").Result()
 		field := func(name string) int64 {
@@ -232,11 +233,11 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 		return field("total_commands_processed"), field("rdb_changes_since_last_save")
 	}
 	cmds0, changes0 := info()
-	m := Metrics(t, private.Base) // the first reading
+	m := apptest.Metrics(t, private.Base) // the first reading
 	cmds1, _ := info()
 	began := time.Now()
 	for range 99 {
-		m = Metrics(t, private.Base)
+		m = apptest.Metrics(t, private.Base)
 	}
 	elapsed := time.Since(began)
 	cmds2, changes2 := info()
@@ -276,12 +277,12 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after Patience.
+// waitFor polls cond until it holds, failing the test after apptest.Patience.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(Patience); !cond(); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(apptest.Patience); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", Patience, what)
+			t.Fatalf("waited %v for %s", apptest.Patience, what)
 		}
 	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/waitroom/waitroom"
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -272,7 +273,7 @@ type oaCase struct {
 // against the contract, recording which documented answers were produced.
 type oaChecker struct {
 	c   *oaContract
-	in  *Instance
+	in  *apptest.Instance
 	hit *oaHits
 	// prefix is where the API lives on the instance: "" for serve, the
 	// gateway's prefix for proxy. The document's paths are without it.
@@ -303,7 +304,7 @@ var oaRequestSeq atomic.Int64
 
 // call sends c and checks request and answer against the contract; it
 // returns the answer.
-func (k *oaChecker) call(t *testing.T, c oaCase) Response {
+func (k *oaChecker) call(t *testing.T, c oaCase) apptest.Response {
 	t.Helper()
 	var body []byte
 	switch b := c.body.(type) {
@@ -371,7 +372,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) Response {
 	}
 
 	// The answer.
-	res, err := NoRedirects.Do(build(k.prefix))
+	res, err := apptest.NoRedirects.Do(build(k.prefix))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -380,7 +381,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) Response {
 	if err != nil {
 		t.Fatalf("%s: reading the answer: %v", name, err)
 	}
-	r := Response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
+	r := apptest.Response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(raw, &r.Body); err != nil {
 			t.Fatalf("%s: answer is not JSON: %q", name, raw)
@@ -455,7 +456,7 @@ func TestOpenAPI(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[string]bool{}
 	t.Run("backends", func(t *testing.T) {
-		for _, b := range Backends {
+		for _, b := range apptest.Backends {
 			t.Run(b.Name, func(t *testing.T) {
 				t.Parallel()
 				h := newOAHits()
@@ -493,7 +494,7 @@ func TestOpenAPI(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		if !ran[b.Name] {
 			t.Logf("backend %s did not run: not checking that every documented answer was exercised on some backend", b.Name)
 			return
@@ -515,7 +516,7 @@ func TestOpenAPI(t *testing.T) {
 // oaCannotOn says which documented answers a backend cannot give: the
 // embedded default always has an admin token (it makes one up) and its
 // stores live in process, so only draining makes it answer 503.
-func oaCannotOn(c *oaContract, b Backend, tr oaAnswer) bool {
+func oaCannotOn(c *oaContract, b apptest.Backend, tr oaAnswer) bool {
 	if c.gatewayOnly(tr.path) {
 		return true // runOpenAPIGateway gives those
 	}
@@ -596,24 +597,24 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // runOpenAPI drives every route and status on one backend.
-func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
+func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	// The shop's own page (examples/page): its files are served too.
-	in := Boot(t, b, func(c *app.Config) { c.PageDir = "../../examples/page" })
+	in := apptest.Boot(t, b, func(c *app.Config) { c.PageDir = "../../examples/page" })
 	k := &oaChecker{c: c, in: in, hit: h}
 	admin := in.AdminAuth()
 
 	// Queues: a paused one to wait in, a fast one to be admitted from, a
 	// full one.
-	paused, fast, full := UniqueID("paused"), UniqueID("fast"), UniqueID("full")
+	paused, fast, full := apptest.UniqueID("paused"), apptest.UniqueID("fast"), apptest.UniqueID("full")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"paused": true}, status: 200})
-	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + fast, auth: admin, body: FastSaleQueue, status: 200})
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + fast, auth: admin, body: apptest.FastSaleQueue, status: 200})
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + full, auth: admin,
 		body: map[string]any{"paused": true, "capacity": 1, "ratePerSecond": nil}, status: 200})
 
 	// ---- the line
 	entries := func(q string) string { return "/api/v1/queues/" + q + "/entries" }
 	me := func(q string) string { return "/api/v1/queues/" + q + "/entries/me" }
-	alice, bob := UniqueID("alice"), UniqueID("bob")
+	alice, bob := apptest.UniqueID("alice"), apptest.UniqueID("bob")
 	r := k.call(t, oaCase{method: "POST", path: entries(paused), auth: in.As(alice), status: 200})
 	if r.Str("status") != "WAITING" || r.Body["paused"] != true {
 		t.Errorf("enter a paused queue: %s", r.Raw)
@@ -625,7 +626,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
 	// Before the opening: WAITING with opensAt, no place.
-	opening := UniqueID("opening")
+	opening := apptest.UniqueID("opening")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + opening, auth: admin,
 		body: map[string]any{"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, status: 200})
 	if r := k.call(t, oaCase{method: "POST", path: entries(opening), auth: in.As(alice), status: 200}); r.Str("opensAt") == "" || r.Body["position"] != nil {
@@ -686,13 +687,13 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 		headers: []string{"X-Challenge-Solution", solution}, status: 403, code: "challenge_required"}) // used already
 	k.call(t, oaCase{method: "GET", path: me(paused), cookie: cookie, status: 200})
 	k.call(t, oaCase{method: "DELETE", path: me(paused), cookie: cookie, status: 204})
-	signedOnly := UniqueID("signed")
+	signedOnly := apptest.UniqueID("signed")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + signedOnly, auth: admin, body: map[string]any{"paused": true, "entry": "signed"}, status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(signedOnly), cookie: cookie, status: 403, code: "signin_required"})
 	k.call(t, oaCase{method: "POST", path: entries(signedOnly), auth: in.As(alice), status: 200})
 
 	// Admitted: READY on entering again and on status.
-	carol := UniqueID("carol")
+	carol := apptest.UniqueID("carol")
 	k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.As(carol), status: 200})
 	token := in.WaitReady(fast, carol)
 	if r := k.call(t, oaCase{method: "POST", path: entries(fast), auth: in.As(carol), status: 200}); r.Str("status") != "READY" || r.Str("token") != token {
@@ -703,18 +704,18 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 	}
 
 	// ---- products and orders
-	tee, empty := UniqueID("tee"), UniqueID("empty")
+	tee, empty := apptest.UniqueID("tee"), apptest.UniqueID("empty")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + tee, auth: admin,
 		body: map[string]any{"name": "T-shirt", "stock": 5, "queue": fast}, status: 200})
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + empty, auth: admin,
 		body: map[string]any{"name": "Sold out", "stock": 0, "queue": fast}, status: 200})
-	dflt := UniqueID("dflt")
+	dflt := apptest.UniqueID("dflt")
 	if r := k.call(t, oaCase{method: "PUT", path: "/admin/v1/products/" + dflt, auth: admin,
 		body: map[string]any{"name": "Default", "stock": 1, "queue": nil}, status: 200}); r.Str("queue") != "default" {
 		t.Errorf("a product without a queue: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + tee, status: 200})
-	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + UniqueID("nope"), status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/products/" + apptest.UniqueID("nope"), status: 404, code: "product_not_found"})
 
 	const orders = "/api/v1/orders"
 	orderBody := func(product string) map[string]any { return map[string]any{"productId": product, "quantity": 1} }
@@ -734,10 +735,10 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), status: 403, code: "entry_token_invalid", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr("not-the-token"), status: 403, code: "entry_token_invalid"})
 	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(alice), body: orderBody(tee), headers: tokenHdr(token), status: 403, code: "entry_token_invalid"})
-	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(UniqueID("nope")), headers: tokenHdr(token), status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(apptest.UniqueID("nope")), headers: tokenHdr(token), status: 404, code: "product_not_found"})
 	k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(empty), headers: tokenHdr(token), status: 409, code: "out_of_stock"})
 	// Bought (the token kept through every refusal above), then replayed.
-	key := UniqueID("key")
+	key := apptest.UniqueID("key")
 	o := k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 201})
 	again := k.call(t, oaCase{method: "POST", path: orders, auth: in.As(carol), body: orderBody(tee), headers: tokenHdr(token, "Idempotency-Key", key), status: 200})
 	if again.Header.Get("Idempotent-Replayed") != "true" || again.Num("id") != o.Num("id") {
@@ -817,7 +818,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 	// Past the largest stock: the document states it in prose only.
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"quantity": 1_000_000_000}, status: 400, code: "invalid_request"})
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: `{"quantity":1` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
-	k.call(t, oaCase{method: "POST", path: "/admin/v1/products/" + UniqueID("nope") + "/restock", auth: admin, body: map[string]any{"quantity": 1}, status: 404, code: "product_not_found"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/products/" + apptest.UniqueID("nope") + "/restock", auth: admin, body: map[string]any{"quantity": 1}, status: 404, code: "product_not_found"})
 	// This test made three products: a page of one has a next.
 	first := k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=1", auth: admin, status: 200})
 	if next := first.Str("next"); next == "" {
@@ -879,7 +880,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 
 	// ---- failures only another configuration produces
 	t.Run("per-address limits", func(t *testing.T) {
-		in := Boot(t, b, func(c *app.Config) {
+		in := apptest.Boot(t, b, func(c *app.Config) {
 			c.AddressSessionBurst, c.AddressSessionRate = 1, 0.01
 			c.AddressEntryBurst, c.AddressEntryRate = 1, 0.01
 		})
@@ -897,18 +898,18 @@ func runOpenAPI(t *testing.T, c *oaContract, b Backend, h *oaHits) {
 			headers: []string{"X-Challenge-Solution", in.Solve("", "default")}, status: 429, code: "too_many_entries"})
 	})
 	t.Run("payment fails", func(t *testing.T) {
-		in := Boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
+		in := apptest.Boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })
 		k := &oaChecker{c: c, in: in, hit: h}
-		sale := Shop{Instance: in}
+		sale := apptest.Shop{Instance: in}
 		q, p := sale.NewSale(1, nil)
-		u := UniqueID("payer")
+		u := apptest.UniqueID("payer")
 		tok := sale.Admit(q, u)[u]
 		k.call(t, oaCase{method: "POST", path: orders, auth: in.As(u), body: orderBody(p), headers: tokenHdr(tok), status: 402, code: "payment_failed"})
 		sale.AssertHolds(q, u, tok)
 	})
 	if b.Redis {
 		t.Run("admin disabled", func(t *testing.T) {
-			in := Boot(t, b, func(c *app.Config) { c.AdminToken = "" })
+			in := apptest.Boot(t, b, func(c *app.Config) { c.AdminToken = "" })
 			k := &oaChecker{c: c, in: in, hit: h}
 			for _, m := range []struct {
 				method, path string
@@ -957,7 +958,7 @@ func oaBodiesRefused(t *testing.T, c *oaContract, k *oaChecker, gateway bool, co
 // checkConventions checks the promises the document makes in prose, for
 // requests no operation describes: HEAD, OPTIONS and TRACE, unknown paths,
 // request ids.
-func checkConventions(t *testing.T, in *Instance) {
+func checkConventions(t *testing.T, in *apptest.Instance) {
 	t.Helper()
 	for _, c := range []struct {
 		method, path string
@@ -998,7 +999,7 @@ func checkConventions(t *testing.T, in *Instance) {
 }
 
 // oaSessionCookie returns "wr_session=…" from an answer that sets it.
-func oaSessionCookie(t *testing.T, r Response) string {
+func oaSessionCookie(t *testing.T, r apptest.Response) string {
 	t.Helper()
 	for _, v := range r.Header.Values("Set-Cookie") {
 		if c, err := http.ParseSetCookie(v); err == nil && c.Name == "wr_session" {
@@ -1012,18 +1013,18 @@ func oaSessionCookie(t *testing.T, r Response) string {
 // runOpenAPIOutage boots an instance whose Redis and PostgreSQL sit behind
 // proxies, then cuts the proxies: every route that needs them answers 503
 // with Retry-After.
-func runOpenAPIOutage(t *testing.T, c *oaContract, b Backend, h *oaHits) {
+func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	redisProxy := startCutProxy(t, urlHost(t, testenv.RedisURL(t)))
 	pgProxy := startCutProxy(t, urlHost(t, testenv.DatabaseURL(t)))
-	in := Boot(t, b, func(c *app.Config) {
+	in := apptest.Boot(t, b, func(c *app.Config) {
 		c.RedisURL = urlWithHost(t, c.RedisURL, redisProxy.addr())
 		c.DatabaseURL = urlWithHost(t, c.DatabaseURL, pgProxy.addr())
 	})
 	k := &oaChecker{c: c, in: in, hit: h}
 	admin := in.AdminAuth()
-	sale := Shop{Instance: in}
+	sale := apptest.Shop{Instance: in}
 	q, p := sale.NewSale(5, nil)
-	u := UniqueID("u")
+	u := apptest.UniqueID("u")
 	tok := sale.Admit(q, u)[u]
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 200})
 
@@ -1188,16 +1189,16 @@ func urlWithHost(t *testing.T, raw, host string) string {
 // runOpenAPIGateway drives gateway mode's own operations, and the API under
 // the prefix, through `waitroom proxy` in front of a shop.
 func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
-	p := BootProxy(t, Backend{Name: "embedded"}, NewUpstreamShop(t, 1), nil)
-	k := &oaChecker{c: c, in: p.Instance, hit: h, prefix: GatewayPrefix}
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 1), nil)
+	k := &oaChecker{c: c, in: p.Instance, hit: h, prefix: apptest.GatewayPrefix}
 	p.SetPaused(true)
 	k.call(t, oaCase{method: "GET", path: "/.well-known/jwks.json", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/healthz", status: 200})
 
-	alice := UniqueID("alice")
+	alice := apptest.UniqueID("alice")
 	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/default/entries", auth: p.As(alice), status: 200})
 	back := "/return?to=" + url.QueryEscape("/checkout?step=2")
-	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.As(alice), status: 303}); r.Header.Get("Location") != GatewayPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
+	if r := k.call(t, oaCase{method: "GET", path: back, auth: p.As(alice), status: 303}); r.Header.Get("Location") != apptest.GatewayPrefix+"/q/default?return=%2Fcheckout%3Fstep%3D2" {
 		t.Errorf("waiting: back to %q, want the waiting page", r.Header.Get("Location"))
 	}
 	p.Admitted(alice)

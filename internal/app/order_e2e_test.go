@@ -7,7 +7,7 @@ package app_test
 // are refused with the right 4xx and never a 5xx.
 //
 // PostgreSQL is shared by every boot, so product ids, user ids and
-// Idempotency-Keys carry a random suffix (see UniqueID): reruns and parallel
+// Idempotency-Keys carry a random suffix (see apptest.UniqueID): reruns and parallel
 // tests never meet each other's rows.
 
 import (
@@ -22,12 +22,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // tallyAnswers tallies answers by "status code" (code empty on success) and
 // fails the test on any 5xx.
-func tallyAnswers(t *testing.T, rs []Response) map[string]int {
+func tallyAnswers(t *testing.T, rs []apptest.Response) map[string]int {
 	t.Helper()
 	n := map[string]int{}
 	for _, r := range rs {
@@ -43,9 +44,9 @@ func tallyAnswers(t *testing.T, rs []Response) map[string]int {
 // loaded cores can outwait the Redis client's 1 s fail-fast timeouts, and a
 // 503 unavailable with Retry-After is then the contract's answer, not a
 // fault. Any other 5xx still fails.
-func tallyOrBusy(t *testing.T, rs []Response) map[string]int {
+func tallyOrBusy(t *testing.T, rs []apptest.Response) map[string]int {
 	t.Helper()
-	var rest []Response
+	var rest []apptest.Response
 	busy := 0
 	for _, r := range rs {
 		if r.Status == http.StatusServiceUnavailable && r.ErrorCode() == "unavailable" && r.Header.Get("Retry-After") != "" {
@@ -62,7 +63,7 @@ func tallyOrBusy(t *testing.T, rs []Response) map[string]int {
 }
 
 // wantOrderError fails unless r is the error answer status/code.
-func wantOrderError(t *testing.T, what string, r Response, status int, code string) {
+func wantOrderError(t *testing.T, what string, r apptest.Response, status int, code string) {
 	t.Helper()
 	if r.Status != status || r.ErrorCode() != code {
 		t.Errorf("%s: got %d %s, want %d %s", what, r.Status, r.Raw, status, code)
@@ -73,7 +74,7 @@ func wantOrderError(t *testing.T, what string, r Response, status int, code stri
 func freshUsers(n int) []string {
 	us := make([]string, n)
 	for i := range us {
-		us[i] = UniqueID(fmt.Sprintf("u%d", i))
+		us[i] = apptest.UniqueID(fmt.Sprintf("u%d", i))
 	}
 	return us
 }
@@ -84,15 +85,15 @@ func freshUsers(n int) []string {
 func TestOrderNoOversell(t *testing.T) {
 	t.Parallel()
 	const stock = 10
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(stock, nil)
 			buyers := freshUsers(10 * stock)
 			tokens := in.Admit(q, buyers...)
 
-			reqs := make([]Call, len(buyers))
+			reqs := make([]apptest.Call, len(buyers))
 			for i, u := range buyers {
 				reqs[i] = in.OrderCall(u, tokens[u], p)
 			}
@@ -124,15 +125,15 @@ func TestOrderNoOversell(t *testing.T) {
 // every other use is refused (in flight → 409, already consumed → 403).
 func TestOrderDoubleSpend(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(100, nil)
-			u := UniqueID("spender")
+			u := apptest.UniqueID("spender")
 			tok := in.Admit(q, u)[u]
 
-			reqs := make([]Call, 50)
+			reqs := make([]apptest.Call, 50)
 			for i := range reqs {
 				reqs[i] = in.OrderCall(u, tok, p)
 			}
@@ -165,15 +166,15 @@ func TestOrderDoubleSpend(t *testing.T) {
 // it (403), nothing is sold, and the token is consumed again.
 func TestOrderResurrectedToken(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		if !b.Redis {
 			continue // only Redis fails over; the in-process line cannot lose a deletion
 		}
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(5, nil)
-			u := UniqueID("phoenix")
+			u := apptest.UniqueID("phoenix")
 			tok := in.Admit(q, u)[u]
 			if r := in.Order(u, tok, p); r.Status != http.StatusCreated {
 				t.Fatalf("first order: %d %s", r.Status, r.Raw)
@@ -211,12 +212,12 @@ func TestOrderResurrectedToken(t *testing.T) {
 // user's fault keeps the token; success consumes it.
 func TestOrderFailureKeepsToken(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name+"/out of stock", func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(0, nil)
-			u := UniqueID("early")
+			u := apptest.UniqueID("early")
 			tok := in.Admit(q, u)[u]
 
 			wantOrderError(t, "order while out of stock", in.Order(u, tok, p), http.StatusConflict, "out_of_stock")
@@ -238,9 +239,9 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 		})
 		t.Run(b.Name+"/payment failed", func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, func(c *app.Config) { c.PaymentFailureRate = 1 })}
 			q, p := in.NewSale(3, nil)
-			u := UniqueID("broke")
+			u := apptest.UniqueID("broke")
 			tok := in.Admit(q, u)[u]
 			for range 2 {
 				wantOrderError(t, "order whose payment fails", in.Order(u, tok, p), http.StatusPaymentRequired, "payment_failed")
@@ -258,12 +259,12 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 // same key with another product or quantity is 422 idempotency_key_reused.
 func TestOrderIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name+"/sequential", func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(10, nil)
-			u, key := UniqueID("retrier"), UniqueID("key")
+			u, key := apptest.UniqueID("retrier"), apptest.UniqueID("key")
 			tok := in.Admit(q, u)[u]
 
 			first := in.Order(u, tok, p, "Idempotency-Key", key)
@@ -285,23 +286,23 @@ func TestOrderIdempotencyKey(t *testing.T) {
 			other := in.OrderCall(u, tok, p, "Idempotency-Key", key)
 			other.Body = map[string]any{"productId": p, "quantity": 2}
 			wantOrderError(t, "the same key for two units", in.DoCall(other), http.StatusUnprocessableEntity, "idempotency_key_reused")
-			other.Body = map[string]any{"productId": UniqueID("p"), "quantity": 1}
+			other.Body = map[string]any{"productId": apptest.UniqueID("p"), "quantity": 1}
 			wantOrderError(t, "the same key for another product", in.DoCall(other), http.StatusUnprocessableEntity, "idempotency_key_reused")
 			if s := in.Stock(p); s != 9 {
 				t.Errorf("stock after the refused reuses: %d, want 9", s)
 			}
 			// A new key is a new order, and the token is spent.
-			wantOrderError(t, "a new key with the spent token", in.Order(u, tok, p, "Idempotency-Key", UniqueID("key")),
+			wantOrderError(t, "a new key with the spent token", in.Order(u, tok, p, "Idempotency-Key", apptest.UniqueID("key")),
 				http.StatusForbidden, "entry_token_invalid")
 		})
 		t.Run(b.Name+"/concurrent", func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(10, nil)
-			u, key := UniqueID("impatient"), UniqueID("key")
+			u, key := apptest.UniqueID("impatient"), apptest.UniqueID("key")
 			tok := in.Admit(q, u)[u]
 
-			reqs := make([]Call, 20)
+			reqs := make([]apptest.Call, 20)
 			for i := range reqs {
 				reqs[i] = in.OrderCall(u, tok, p, "Idempotency-Key", key)
 			}
@@ -335,22 +336,22 @@ func TestOrderIdempotencyKey(t *testing.T) {
 // 5xx, and none of them costs the user the token.
 func TestOrderRefusals(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q, p := in.NewSale(10, nil)
-			alice, bob := UniqueID("alice"), UniqueID("bob")
+			alice, bob := apptest.UniqueID("alice"), apptest.UniqueID("bob")
 			tokens := in.Admit(q, alice, bob)
 			tok := tokens[alice]
-			orderAs := func(auth string, body any, headers ...string) Response {
-				return in.DoCall(Call{Method: "POST", Path: "/api/v1/orders", Auth: auth, Body: body, Headers: headers})
+			orderAs := func(auth string, body any, headers ...string) apptest.Response {
+				return in.DoCall(apptest.Call{Method: "POST", Path: "/api/v1/orders", Auth: auth, Body: body, Headers: headers})
 			}
 			good := map[string]any{"productId": p, "quantity": 1}
 
 			cases := []struct {
 				name   string
-				r      Response
+				r      apptest.Response
 				status int
 				code   string
 			}{
@@ -377,8 +378,8 @@ func TestOrderRefusals(t *testing.T) {
 				{"productId a number", orderAs(in.As(alice), map[string]any{"productId": 7, "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
 				{"productId too long", orderAs(in.As(alice), map[string]any{"productId": strings.Repeat("p", 129), "quantity": 1}, "X-Entry-Token", tok), 400, "invalid_request"},
 				{"Idempotency-Key too long", orderAs(in.As(alice), good, "X-Entry-Token", tok, "Idempotency-Key", strings.Repeat("k", 129)), 400, "invalid_request"},
-				{"unknown product", orderAs(in.As(alice), map[string]any{"productId": UniqueID("nope"), "quantity": 1}, "X-Entry-Token", tok), 404, "product_not_found"},
-				{"GET unknown product", in.DoCall(Call{Method: "GET", Path: "/api/v1/products/" + UniqueID("nope")}), 404, "product_not_found"},
+				{"unknown product", orderAs(in.As(alice), map[string]any{"productId": apptest.UniqueID("nope"), "quantity": 1}, "X-Entry-Token", tok), 404, "product_not_found"},
+				{"GET unknown product", in.DoCall(apptest.Call{Method: "GET", Path: "/api/v1/products/" + apptest.UniqueID("nope")}), 404, "product_not_found"},
 			}
 			for _, c := range cases {
 				if c.r.Status >= 500 {
@@ -402,21 +403,21 @@ func TestOrderRefusals(t *testing.T) {
 // TestOrderExpiredToken: a token past its TTL is refused (403).
 func TestOrderExpiredToken(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, nil)}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			// 3 s, not 1: on a loaded CI machine a poll can come later than
 			// 1 s, and a token that expires unseen is never READY at all.
 			q, p := in.NewSale(10, map[string]any{"ratePerSecond": 1000, "batchSize": 100, "intervalMs": 100, "tokenTtlSeconds": 3})
-			u := UniqueID("late")
+			u := apptest.UniqueID("late")
 			tok := in.Admit(q, u)[u]
 			// Expiry belongs to the store's clock: wait until the line itself
 			// no longer shows the token.
-			deadline := time.Now().Add(Patience)
+			deadline := time.Now().Add(apptest.Patience)
 			for in.StatusOf(q, u).Str("status") == "READY" {
 				if time.Now().After(deadline) {
-					t.Fatalf("a 3 s token still READY after %v", Patience)
+					t.Fatalf("a 3 s token still READY after %v", apptest.Patience)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -433,12 +434,12 @@ func TestOrderExpiredToken(t *testing.T) {
 func TestOrderWork(t *testing.T) {
 	t.Parallel()
 	const work = 200 * time.Millisecond
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Shop{Instance: Boot(t, b, func(c *app.Config) { c.OrderWork = work })}
+			in := apptest.Shop{Instance: apptest.Boot(t, b, func(c *app.Config) { c.OrderWork = work })}
 			q, p := in.NewSale(1, nil)
-			u := UniqueID("patient")
+			u := apptest.UniqueID("patient")
 			tok := in.Admit(q, u)[u]
 			start := time.Now()
 			r := in.Order(u, tok, p)

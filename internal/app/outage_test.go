@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 // serves again and admission resumes, with no restart.
 func TestRedisOutageRecovers(t *testing.T) {
 	t.Parallel()
-	in, redis := BootOnPrivateRedis(t)
+	in, redis := apptest.BootOnPrivateRedis(t)
 	if r := in.Do("POST", "/api/v1/queues/default/entries", in.As("before"), nil); r.Status != 200 {
 		t.Fatalf("before the outage: %d %s", r.Status, r.Raw)
 	}
@@ -47,14 +48,14 @@ func TestRedisOutageRecovers(t *testing.T) {
 	// Same port, fresh and empty: as after a failover to a replica that lost
 	// everything, including the script cache.
 	redis.Restart()
-	deadline := time.Now().Add(Patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for {
 		r := in.Do("GET", "/readyz", "", nil)
 		if r.Status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not ready %v after Redis came back: %d %s", Patience, r.Status, r.Raw)
+			t.Fatalf("not ready %v after Redis came back: %d %s", apptest.Patience, r.Status, r.Raw)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -83,10 +84,10 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "home") })
 	mux.HandleFunc("GET /catalogue", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "tees") })
 	mux.HandleFunc("POST /buy", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
-	shop := &UpstreamShop{Server: httptest.NewServer(mux)}
+	shop := &apptest.UpstreamShop{Server: httptest.NewServer(mux)}
 	t.Cleanup(shop.Server.Close)
-	p := BootProxy(t, Backend{Name: "private redis"}, shop, func(c *app.Config) { c.RedisURL, c.KeyPrefix = redis.URL(), "wr:" })
-	const readyz = GatewayPrefix + "/readyz"
+	p := apptest.BootProxy(t, apptest.Backend{Name: "private redis"}, shop, func(c *app.Config) { c.RedisURL, c.KeyPrefix = redis.URL(), "wr:" })
+	const readyz = apptest.GatewayPrefix + "/readyz"
 
 	if r := p.Readiness(readyz); r.Status != 200 || r.Store != "up" || r.Str("upstream") != "reachable" {
 		t.Fatalf("before the outage: %d %s", r.Status, r.Raw)
@@ -96,7 +97,7 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	}
 
 	redis.Stop()
-	r := p.WaitReadiness(readyz, `store "down"`, func(r Readiness) bool { return r.Store == "down" && r.Degraded == nil })
+	r := p.WaitReadiness(readyz, `store "down"`, func(r apptest.Readiness) bool { return r.Store == "down" && r.Degraded == nil })
 	t.Logf("readyz with Redis stopped: %d %s", r.Status, r.Raw)
 	for _, path := range []string{"/", "/catalogue"} {
 		if r := p.Do("GET", path, "", nil); r.Status != 200 {
@@ -110,7 +111,7 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	if r := p.Readiness(readyz + "?strict=1"); r.Status != 503 || r.ErrorCode() != "unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Errorf("readyz?strict=1 with Redis stopped: %d %s, want 503 unavailable with Retry-After", r.Status, r.Raw)
 	}
-	if m := Metrics(t, p.Base+GatewayPrefix); m["waitroom_store_up"] != 0 || m[`waitroom_store_queue_up{queue="default"}`] != 0 {
+	if m := apptest.Metrics(t, p.Base+apptest.GatewayPrefix); m["waitroom_store_up"] != 0 || m[`waitroom_store_queue_up{queue="default"}`] != 0 {
 		t.Errorf("metrics with Redis stopped: store_up %v, default's store_queue_up %v, want 0 and 0",
 			m["waitroom_store_up"], m[`waitroom_store_queue_up{queue="default"}`])
 	}
@@ -118,11 +119,11 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	// Back, empty (as a replica that lost everything): the admission loop
 	// creates the default queue again, and buyers get through.
 	redis.Restart()
-	p.WaitReadiness(readyz, `store "up"`, func(r Readiness) bool { return r.Store == "up" })
-	deadline := time.Now().Add(Patience)
+	p.WaitReadiness(readyz, `store "up"`, func(r apptest.Readiness) bool { return r.Store == "up" })
+	deadline := time.Now().Add(apptest.Patience)
 	for r := p.Buy("after", ""); r.Status != http.StatusCreated; r = p.Buy("after", "") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the protected route %v after Redis came back: %d %s", Patience, r.Status, r.Raw)
+			t.Fatalf("the protected route %v after Redis came back: %d %s", apptest.Patience, r.Status, r.Raw)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -131,7 +132,7 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 	// The upstream gone: nothing can be forwarded, so not ready (within
 	// the two seconds the last forwarded request's answer is trusted).
 	shop.Server.Close()
-	deadline = time.Now().Add(Patience)
+	deadline = time.Now().Add(apptest.Patience)
 	for {
 		r := p.Readiness(readyz)
 		if r.Status == 503 {
@@ -141,7 +142,7 @@ func TestGatewayOutlivesItsStore(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("readyz %v after the upstream went: %d %s", Patience, r.Status, r.Raw)
+			t.Fatalf("readyz %v after the upstream went: %d %s", apptest.Patience, r.Status, r.Raw)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // exampleBrand is the repository's example of a shop's own waiting page
@@ -19,7 +20,7 @@ const exampleBrand = "../../examples/page"
 
 // watchDialogs fails the test for any JavaScript dialog (alert, confirm,
 // prompt) the tab opens from now on, and dismisses it.
-func watchDialogs(v *Visitor) func() []string {
+func watchDialogs(v *apptest.Visitor) func() []string {
 	var mu sync.Mutex
 	var opened []string
 	err := chromedp.Listen(v.Ctx, func(ev any) {
@@ -46,17 +47,17 @@ func watchDialogs(v *Visitor) func() []string {
 // message is shown as text on the page and on the admin page, and runs
 // nothing.
 func TestShopPageBrowser(t *testing.T) {
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = exampleBrand })
 
 	t.Run("the example brand: join, wait, a message within one poll, READY", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
 		in.PutQueue("p-brand", map[string]any{"paused": true})
-		v := NewVisitor(t, browser, in, "en")
+		v := apptest.NewVisitor(t, browser, in, "en")
 		dialogs := watchDialogs(v)
 		v.Open("/q/p-brand")
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		var look struct {
 			Kicker, Title, Paper string
 			Challenged           bool
@@ -76,10 +77,10 @@ func TestShopPageBrowser(t *testing.T) {
 		var sent int
 		v.MustEval(`window.__polls.length`, &sent)
 		in.PatchQueue("p-brand", map[string]any{"message": said})
-		v.WaitUntil("the message", `document.getElementById('operator-message-text').textContent === `+JSString(said)+
+		v.WaitUntil("the message", `document.getElementById('operator-message-text').textContent === `+apptest.JSString(said)+
 			` && !document.getElementById('operator-message').hidden`, 20*time.Second)
 		var first int
-		v.MustEval(`window.__polls.findIndex(p => p.message === `+JSString(said)+`)`, &first)
+		v.MustEval(`window.__polls.findIndex(p => p.message === `+apptest.JSString(said)+`)`, &first)
 		if first < 0 || first > sent {
 			t.Errorf("the message came with request %d; %d had been sent when it was set: not within one poll", first, sent)
 		}
@@ -102,9 +103,9 @@ func TestShopPageBrowser(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
 		in.PutQueue("vip", map[string]any{"paused": true, "entry": "any"})
-		v := NewVisitor(t, browser, in, "ja")
+		v := apptest.NewVisitor(t, browser, in, "ja")
 		v.Open("/q/vip")
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		var got struct {
 			Members bool
 			Title   string
@@ -122,19 +123,19 @@ func TestShopPageBrowser(t *testing.T) {
 		const attack = `<script>alert(1)</script><img src=x onerror="alert(2)"> & <b>bold</b>`
 		in.PutQueue("p-xss", map[string]any{"paused": true, "entry": "any",
 			"message": map[string]any{"en": attack, "ko": attack + " 한국어"}})
-		v := NewVisitor(t, browser, in, "en")
+		v := apptest.NewVisitor(t, browser, in, "en")
 		dialogs := watchDialogs(v)
 		v.Open("/q/p-xss")
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		// Served in the page and brought by every answer: text both ways.
-		v.WaitUntil("a poll with the message", `window.__polls.some(p => p.message === `+JSString(attack)+`)`, 15*time.Second)
-		checkText := func(v *Visitor, css, want string) {
+		v.WaitUntil("a poll with the message", `window.__polls.some(p => p.message === `+apptest.JSString(attack)+`)`, 15*time.Second)
+		checkText := func(v *apptest.Visitor, css, want string) {
 			t.Helper()
 			var got struct {
 				Text     string
 				Elements int
 			}
-			v.MustEval(`(() => { const e = document.querySelector(`+JSString(css)+`);
+			v.MustEval(`(() => { const e = document.querySelector(`+apptest.JSString(css)+`);
 				return {text: e ? (e.value ?? e.textContent) : null, elements: e ? e.querySelectorAll('*').length : -1}; })()`, &got)
 			if got.Text != want || got.Elements != 0 {
 				t.Errorf("%s holds %q with %d elements, want the text %q and none", css, got.Text, got.Elements, want)
@@ -147,7 +148,7 @@ func TestShopPageBrowser(t *testing.T) {
 			t.Errorf("%d elements of the message made it into the page", injected)
 		}
 
-		op := SignedInAdmin(t, browser, in)
+		op := apptest.SignedInAdmin(t, browser, in)
 		opDialogs := watchDialogs(op)
 		card := `[data-queue="p-xss"]`
 		op.WaitUntil("the queue's card", `document.querySelector('`+card+` [data-field="message"]')?.textContent.includes('<script>')`, 10*time.Second)
@@ -174,7 +175,7 @@ func TestShopPageBrowser(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
 		in.PutQueue("p-say", map[string]any{"paused": true, "entry": "any"})
-		op := SignedInAdmin(t, browser, in)
+		op := apptest.SignedInAdmin(t, browser, in)
 		card := `[data-queue="p-say"]`
 		op.WaitUntil("the queue's card", `document.querySelector('`+card+`')`, 10*time.Second)
 		op.Click(card + " .settings summary")
@@ -191,9 +192,9 @@ func TestShopPageBrowser(t *testing.T) {
 		}
 		// Each reader gets theirs.
 		for lang, want := range map[string]string{"ja-JP": "午後9時に再開します", "en": "Back at 9pm", "de": "Back at 9pm"} {
-			v := NewVisitor(t, browser, in, lang)
+			v := apptest.NewVisitor(t, browser, in, lang)
 			v.Open("/q/p-say")
-			v.WaitUntil("the message in "+lang, `document.getElementById('operator-message-text').textContent === `+JSString(want), JoinWithin)
+			v.WaitUntil("the message in "+lang, `document.getElementById('operator-message-text').textContent === `+apptest.JSString(want), apptest.JoinWithin)
 		}
 	})
 }
@@ -203,23 +204,23 @@ func TestShopPageBrowser(t *testing.T) {
 // page they asked for once admitted.
 func TestShopPageGatewayBrowser(t *testing.T) {
 	t.Parallel()
-	browser := StartBrowser(t)
-	p := BootProxy(t, Backend{Name: "embedded"}, NewUpstreamShop(t, 10), func(c *app.Config) { c.PageDir = exampleBrand })
+	browser := apptest.StartBrowser(t)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 10), func(c *app.Config) { c.PageDir = exampleBrand })
 	p.SetPaused(true)
-	if r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"message": "Checkout opens in a moment."}); r.Status != 200 {
+	if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"message": "Checkout opens in a moment."}); r.Status != 200 {
 		t.Fatalf("message: %d %s", r.Status, r.Raw)
 	}
-	shopper := NewVisitor(t, browser, p.Instance, "en")
+	shopper := apptest.NewVisitor(t, browser, p.Instance, "en")
 	shopper.Open("/checkout?step=2")
-	shopper.WaitState("waiting", JoinWithin)
+	shopper.WaitState("waiting", apptest.JoinWithin)
 	var got struct {
 		Path, Kicker, Message, CSS string
 	}
 	shopper.MustEval(`({path: location.pathname, kicker: document.querySelector('.kicker')?.textContent,
 		message: document.getElementById('operator-message-text').textContent,
 		css: document.querySelector('link[rel=stylesheet]').getAttribute('href')})`, &got)
-	if got.Path != GatewayPrefix+"/q/default" || got.Kicker != "Spring drop · default" || got.Message != "Checkout opens in a moment." ||
-		!strings.HasPrefix(got.CSS, GatewayPrefix+"/assets/custom/brand.css?v=") {
+	if got.Path != apptest.GatewayPrefix+"/q/default" || got.Kicker != "Spring drop · default" || got.Message != "Checkout opens in a moment." ||
+		!strings.HasPrefix(got.CSS, apptest.GatewayPrefix+"/assets/custom/brand.css?v=") {
 		t.Errorf("the waiting page in gateway mode: %+v", got)
 	}
 	p.SetPaused(false)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -109,7 +110,7 @@ func TestNoScriptCurl(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		testenv.Missing(t, "curl (scripts/test.sh installs it): %v", err)
 	}
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	in.PutQueue("ns-any", map[string]any{"entry": "any", "paused": true, "message": "Doors open at nine."})
 	in.PutQueue("ns-pow", map[string]any{"entry": "challenge"})
 	in.PutQueue("ns-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})

@@ -12,13 +12,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func TestEnterAndBecomeReady(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			r := in.Do("POST", "/api/v1/queues/default/entries", in.As("alice"), nil)
 			if r.Status != 200 || (r.Str("status") != "WAITING" && r.Str("status") != "READY") {
 				t.Fatalf("enter: %d %s", r.Status, r.Raw)
@@ -34,10 +35,10 @@ func TestEnterAndBecomeReady(t *testing.T) {
 // ---------------------------------------------------------------- helpers
 
 // asEach is one call of method and path per auth header, for FireAll.
-func asEach(method, path string, auths []string) []Call {
-	calls := make([]Call, len(auths))
+func asEach(method, path string, auths []string) []apptest.Call {
+	calls := make([]apptest.Call, len(auths))
 	for i, a := range auths {
-		calls[i] = Call{Method: method, Path: path, Auth: a}
+		calls[i] = apptest.Call{Method: method, Path: path, Auth: a}
 	}
 	return calls
 }
@@ -55,7 +56,7 @@ func sortedFields(m map[string]any) []string {
 }
 
 // checkExactFields fails unless the body has exactly these fields.
-func checkExactFields(t *testing.T, r Response, want ...string) {
+func checkExactFields(t *testing.T, r apptest.Response, want ...string) {
 	t.Helper()
 	slices.Sort(want)
 	if d := cmp.Diff(want, sortedFields(r.Body)); d != "" {
@@ -64,7 +65,7 @@ func checkExactFields(t *testing.T, r Response, want ...string) {
 }
 
 // isNullField reports whether field is present and null.
-func isNullField(r Response, field string) bool {
+func isNullField(r apptest.Response, field string) bool {
 	v, ok := r.Body[field]
 	return ok && v == nil
 }
@@ -107,7 +108,7 @@ func checkPollJitter(t *testing.T, got, band int64) {
 
 // checkWaiting checks a WAITING answer against the contract and returns
 // the position.
-func checkWaiting(t *testing.T, r Response, s waitShape) int64 {
+func checkWaiting(t *testing.T, r apptest.Response, s waitShape) int64 {
 	t.Helper()
 	if r.Status != 200 || r.Str("status") != "WAITING" {
 		t.Fatalf("want 200 WAITING, got %d %s", r.Status, r.Raw)
@@ -133,7 +134,7 @@ func checkWaiting(t *testing.T, r Response, s waitShape) int64 {
 }
 
 // checkReady checks a READY answer's shape and returns token and expiry.
-func checkReady(t *testing.T, r Response) (string, time.Time) {
+func checkReady(t *testing.T, r apptest.Response) (string, time.Time) {
 	t.Helper()
 	if r.Status != 200 || r.Str("status") != "READY" {
 		t.Fatalf("want 200 READY, got %d %s", r.Status, r.Raw)
@@ -152,7 +153,7 @@ func checkReady(t *testing.T, r Response) (string, time.Time) {
 	return r.Str("token"), exp
 }
 
-func checkNotInQueue(t *testing.T, r Response) {
+func checkNotInQueue(t *testing.T, r apptest.Response) {
 	t.Helper()
 	if r.Status != 200 || r.Str("status") != "NOT_IN_QUEUE" {
 		t.Fatalf("want 200 NOT_IN_QUEUE, got %d %s", r.Status, r.Raw)
@@ -164,7 +165,7 @@ func checkNotInQueue(t *testing.T, r Response) {
 }
 
 // checkErrorAnswer checks the one error shape, its status and its code.
-func checkErrorAnswer(t *testing.T, r Response, status int, code string) {
+func checkErrorAnswer(t *testing.T, r apptest.Response, status int, code string) {
 	t.Helper()
 	if r.Status != status || r.ErrorCode() != code {
 		t.Fatalf("want %d %s, got %d %s", status, code, r.Status, r.Raw)
@@ -183,10 +184,10 @@ func checkErrorAnswer(t *testing.T, r Response, status int, code string) {
 
 func TestQueueContract(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			t.Run("crowd", func(t *testing.T) { t.Parallel(); testCrowd(t, in.ReportingTo(t)) })
 			t.Run("capacity", func(t *testing.T) { t.Parallel(); testCapacity(t, in.ReportingTo(t)) })
 			t.Run("unknown queue", func(t *testing.T) { t.Parallel(); testUnknownQueue(t, in.ReportingTo(t)) })
@@ -205,7 +206,7 @@ func TestQueueContract(t *testing.T) {
 // testCrowd: 1000 users enter a paused queue at once; each gets its own
 // place 1..1000, keeps it on re-entry, and is told the estimate and poll
 // interval the contract derives from that place.
-func testCrowd(t *testing.T, in *Instance) {
+func testCrowd(t *testing.T, in *apptest.Instance) {
 	const n = 1000
 	q := "crowd"
 	shape := waitShape{rate: 1, batch: 10, paused: true}
@@ -302,7 +303,7 @@ func testCrowd(t *testing.T, in *Instance) {
 
 // testCapacity: a full line answers 429 queue_full with Retry-After to
 // newcomers, while members can still re-enter.
-func testCapacity(t *testing.T, in *Instance) {
+func testCapacity(t *testing.T, in *apptest.Instance) {
 	q := "small"
 	shape := waitShape{rate: 100, batch: 10, paused: true}
 	in.PutQueue(q, map[string]any{"paused": true, "capacity": 3})
@@ -334,7 +335,7 @@ func testCapacity(t *testing.T, in *Instance) {
 	}
 }
 
-func testUnknownQueue(t *testing.T, in *Instance) {
+func testUnknownQueue(t *testing.T, in *apptest.Instance) {
 	for _, c := range []struct {
 		name, method, path, auth string
 		body                     any
@@ -358,7 +359,7 @@ func testUnknownQueue(t *testing.T, in *Instance) {
 
 // testAdmissionOrder: unpausing lets users in one by one in line order,
 // each with a token that lives tokenTtlSeconds; READY is sticky.
-func testAdmissionOrder(t *testing.T, in *Instance) {
+func testAdmissionOrder(t *testing.T, in *apptest.Instance) {
 	const n, ttl = 6, 120
 	q := "inorder"
 	in.PutQueue(q, map[string]any{"paused": true, "ratePerSecond": 10, "batchSize": 1, "intervalMs": 100, "tokenTtlSeconds": ttl})
@@ -380,7 +381,7 @@ func testAdmissionOrder(t *testing.T, in *Instance) {
 	// Poll from the back of the line to the front: whoever is READY at
 	// some moment had everyone before them admitted earlier, so each sweep
 	// must see a prefix of the line READY.
-	deadline := time.Now().Add(Patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for {
 		ready := make([]bool, n)
 		for i := n - 1; i >= 0; i-- {
@@ -461,7 +462,7 @@ func testAdmissionOrder(t *testing.T, in *Instance) {
 
 // testLeave: leaving closes the gap for everyone behind; coming back means
 // the end of the line.
-func testLeave(t *testing.T, in *Instance) {
+func testLeave(t *testing.T, in *apptest.Instance) {
 	q := "gap"
 	shape := waitShape{rate: 100, batch: 10, paused: true}
 	in.PutQueue(q, map[string]any{"paused": true})
@@ -498,7 +499,7 @@ func testLeave(t *testing.T, in *Instance) {
 
 // testSessionCookie: the page hands out a signed anonymous session that
 // the API accepts as identity.
-func testSessionCookie(t *testing.T, in *Instance) {
+func testSessionCookie(t *testing.T, in *apptest.Instance) {
 	q := "cookies"
 	in.PutQueue(q, map[string]any{"paused": true})
 	page := in.Do("GET", "/", "", nil)
@@ -548,7 +549,7 @@ func testSessionCookie(t *testing.T, in *Instance) {
 }
 
 // testUserIDLimits: the longest and the oddest ids the contract allows work.
-func testUserIDLimits(t *testing.T, in *Instance) {
+func testUserIDLimits(t *testing.T, in *apptest.Instance) {
 	q := "ids"
 	in.PutQueue(q, map[string]any{"paused": true})
 	for _, id := range []string{
@@ -565,7 +566,7 @@ func testUserIDLimits(t *testing.T, in *Instance) {
 	}
 }
 
-func testAdminStats(t *testing.T, in *Instance) {
+func testAdminStats(t *testing.T, in *apptest.Instance) {
 	st := in.QueueStats("default")
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
@@ -612,7 +613,7 @@ func testAdminStats(t *testing.T, in *Instance) {
 
 // testAdminValidation: a config that cannot work is 400 invalid_config and
 // changes nothing; a good change is applied and shown.
-func testAdminValidation(t *testing.T, in *Instance) {
+func testAdminValidation(t *testing.T, in *apptest.Instance) {
 	q := "cfg"
 	before := in.PutQueue(q, map[string]any{})
 	for _, c := range []struct {
@@ -681,7 +682,7 @@ func testAdminValidation(t *testing.T, in *Instance) {
 	}
 }
 
-func testAdminAuth(t *testing.T, in *Instance) {
+func testAdminAuth(t *testing.T, in *apptest.Instance) {
 	routes := []struct {
 		method, path string
 		body         any
@@ -717,7 +718,7 @@ func testAdminAuth(t *testing.T, in *Instance) {
 	}
 }
 
-func testProbes(t *testing.T, in *Instance) {
+func testProbes(t *testing.T, in *apptest.Instance) {
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
 		r := in.Do("GET", path, "", nil)
 		if r.Status != 200 || r.Str("status") != want {
@@ -733,10 +734,10 @@ func testProbes(t *testing.T, in *Instance) {
 // answered where they stand.
 func TestClosedQueueSaysWhy(t *testing.T) {
 	t.Parallel()
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			in.PutQueue("closed-words", map[string]any{"entry": "any", "paused": true,
 				"message": map[string]any{"en": "Sold out: thank you!", "ko": "매진되었습니다."}})
 			if r := in.Do("POST", entriesPath("closed-words"), in.As("early"), nil); r.Status != http.StatusOK {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/testenv"
@@ -35,7 +36,7 @@ const exampleQueues = "../../deploy/queues.yaml"
 // it says prune: true, and then only they go (never the default queue).
 func TestQueuesFileOnTheBinary(t *testing.T) {
 	bin := buildWaitroom(t)
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "queues.yaml")
@@ -163,13 +164,13 @@ func TestQueuesFileProxyAndNoFile(t *testing.T) {
 	if cfg.QueuesFile != exampleQueues {
 		t.Fatalf("proxy --queues: %q", cfg.QueuesFile)
 	}
-	in := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) {
 		c.Proxy, c.Upstream, c.Protect, c.QueuesFile, c.Prefix = cfg.Proxy, cfg.Upstream, cfg.Protect, cfg.QueuesFile, cfg.Prefix
 	})
 	if r := in.Do("GET", cfg.Prefix+"/admin/v1/queues/spring-sale", in.AdminAuth(), nil); r.Status != 200 || r.Body["ratePerSecond"] != 200.0 {
 		t.Errorf("proxy: spring-sale %d %s", r.Status, r.Raw)
 	}
-	plain := Boot(t, Backend{Name: "embedded"}, nil)
+	plain := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 	if err := plain.Main.ReloadQueues(t.Context()); err == nil {
 		t.Error("ReloadQueues without --queues: no error")
 	}
@@ -177,7 +178,7 @@ func TestQueuesFileProxyAndNoFile(t *testing.T) {
 
 // wantSettings: every queue of file has, through the admin API, every
 // setting as the file and the defaults for new queues say.
-func wantSettings(t *testing.T, in *Instance, file string) {
+func wantSettings(t *testing.T, in *apptest.Instance, file string) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -208,7 +209,7 @@ func wantSettings(t *testing.T, in *Instance, file string) {
 }
 
 // queueSettings reads a queue through the admin API.
-func queueSettings(in *Instance, name string) map[string]any {
+func queueSettings(in *apptest.Instance, name string) map[string]any {
 	in.T.Helper()
 	r := in.Do("GET", "/admin/v1/queues/"+name, in.AdminAuth(), nil)
 	if r.Status != 200 {
@@ -238,7 +239,7 @@ func writeFile(t *testing.T, path, text string) {
 type binaryProcess struct {
 	cmd                 *exec.Cmd
 	base, secret, admin string
-	logs                *SyncWriter
+	logs                *apptest.SyncWriter
 }
 
 // startBinary runs `waitroom serve` with args on a free port and returns
@@ -246,7 +247,7 @@ type binaryProcess struct {
 func startBinary(t *testing.T, bin string, args ...string) *binaryProcess {
 	t.Helper()
 	p := &binaryProcess{secret: fmt.Sprintf("secret-%032x", rand.Uint64()), admin: fmt.Sprintf("admin-%032x", rand.Uint64()),
-		logs: &SyncWriter{}}
+		logs: &apptest.SyncWriter{}}
 	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
 		"--auth-secret", p.secret, "--admin-token", p.admin, "--log-format", "text", "--drain-delay", "0"}, args...)...)
 	stderr, err := p.cmd.StderrPipe()
@@ -282,8 +283,8 @@ func startBinary(t *testing.T, bin string, args ...string) *binaryProcess {
 	return p
 }
 
-func (p *binaryProcess) client(t *testing.T) *Instance {
-	return &Instance{T: t, Base: p.base, AuthSecret: p.secret, AdminToken: p.admin, Logs: p.logs}
+func (p *binaryProcess) client(t *testing.T) *apptest.Instance {
+	return &apptest.Instance{T: t, Base: p.base, AuthSecret: p.secret, AdminToken: p.admin, Logs: p.logs}
 }
 
 // hangUp sends SIGHUP and waits for the n-th answer to one in the log
@@ -294,10 +295,10 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	answered := regexp.MustCompile(`msg="the queues file (was applied|was not applied|was applied in part)`)
-	deadline := time.Now().Add(Patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for len(answered.FindAllString(p.logs.String(), -1)) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("no answer to SIGHUP %d within %v:\n%s", n, Patience, p.logs.String())
+			t.Fatalf("no answer to SIGHUP %d within %v:\n%s", n, apptest.Patience, p.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -308,9 +309,9 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 func (p *binaryProcess) wantLog(t *testing.T, pattern string) {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	for deadline := time.Now().Add(Patience); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(apptest.Patience); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("no log line matches %s within %v:\n%s", pattern, Patience, p.logs.String())
+			t.Errorf("no log line matches %s within %v:\n%s", pattern, apptest.Patience, p.logs.String())
 			return
 		}
 	}

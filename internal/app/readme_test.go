@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func TestREADMESession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &SyncWriter{}
+	logs := &apptest.SyncWriter{}
 	server.Stderr = logs
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestREADMESession(t *testing.T) {
 
 	// go run may compile first: a cold build cache takes minutes on 2 cores.
 	addr := make(chan string, 1)
-	banner := &SyncWriter{}
+	banner := &apptest.SyncWriter{}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {

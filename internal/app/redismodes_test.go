@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -17,8 +18,8 @@ func TestOnRedisCluster(t *testing.T) {
 	t.Parallel()
 	url := testenv.StartRedisCluster(t, 3, 0).URL
 	onCluster := func(c *app.Config) { c.RedisMode, c.RedisURL, c.KeyPrefix = app.RedisCluster, url, "wr:" }
-	a := Boot(t, Backend{Name: "cluster"}, onCluster)
-	b := Boot(t, Backend{Name: "cluster"}, func(c *app.Config) {
+	a := apptest.Boot(t, apptest.Backend{Name: "cluster"}, onCluster)
+	b := apptest.Boot(t, apptest.Backend{Name: "cluster"}, func(c *app.Config) {
 		onCluster(c)
 		c.AuthSecret, c.AdminToken = a.AuthSecret, a.AdminToken
 	})
@@ -28,7 +29,7 @@ func TestOnRedisCluster(t *testing.T) {
 			t.Fatalf("queue %s: %d %s", q, r.Status, r.Raw)
 		}
 		for i := range 5 {
-			in := []*Instance{a, b}[i%2]
+			in := []*apptest.Instance{a, b}[i%2]
 			r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(fmt.Sprintf("%s-%d", q, i)), nil)
 			if r.Status != 200 || r.Num("position") != float64(i+1) {
 				t.Fatalf("%s: enter %d: %d %s", q, i, r.Status, r.Raw)
@@ -49,7 +50,7 @@ func TestOnRedisCluster(t *testing.T) {
 	if r := a.Do("POST", "/api/v1/orders", a.As("north-0"), map[string]any{"productId": "cluster-tee", "quantity": 1}, "X-Entry-Token", tok); r.Status != 201 {
 		t.Fatalf("order: %d %s", r.Status, r.Raw)
 	}
-	m := Metrics(t, a.Base)
+	m := apptest.Metrics(t, a.Base)
 	if m[`waitroom_store_up`] != 1 || m[`waitroom_queue_length{queue="south"}`] != 5 {
 		t.Errorf("metrics on the cluster: store_up %v, south length %v", m[`waitroom_store_up`], m[`waitroom_queue_length{queue="south"}`])
 	}
@@ -63,7 +64,7 @@ func TestOnRedisCluster(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	s := testenv.StartRedisSentinel(t)
-	in := Boot(t, Backend{Name: "sentinel"}, func(c *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "sentinel"}, func(c *app.Config) {
 		c.RedisMode, c.RedisURL, c.KeyPrefix = app.RedisSentinel, s.URL, "wr:"
 	})
 	if r := in.Do("PUT", "/admin/v1/queues/fo", in.AdminAuth(), `{"paused":true}`); r.Status != 200 {
@@ -93,8 +94,8 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("during the failover: %d %s (Retry-After %q), want 503 with Retry-After", r.Status, r.Raw, r.Header.Get("Retry-After"))
 		}
 		saw503 = true
-		if time.Since(began) > Patience {
-			t.Fatalf("no answer from the promoted replica after %v", Patience)
+		if time.Since(began) > apptest.Patience {
+			t.Fatalf("no answer from the promoted replica after %v", apptest.Patience)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -141,7 +142,7 @@ func queuesByNode(t *testing.T, c *testenv.RedisCluster, prefix string, want int
 func TestClusterNodeDown(t *testing.T) {
 	t.Parallel()
 	c := testenv.StartRedisCluster(t, 3, 0)
-	in := Boot(t, Backend{Name: "cluster"}, func(cfg *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "cluster"}, func(cfg *app.Config) {
 		cfg.RedisMode, cfg.RedisURL, cfg.KeyPrefix = app.RedisCluster, c.URL, "wr:"
 	})
 	victim := c.PrimaryOf("wr:queues") // the list of queues lives there
@@ -167,8 +168,8 @@ func TestClusterNodeDown(t *testing.T) {
 	}
 	// The instance knows every queue (it lists them every second) before
 	// the list's node goes.
-	for deadline := time.Now().Add(Patience); ; time.Sleep(50 * time.Millisecond) {
-		m, known := Metrics(t, in.Base), true
+	for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(50 * time.Millisecond) {
+		m, known := apptest.Metrics(t, in.Base), true
 		for _, q := range append(slices.Clone(dead), live...) {
 			known = known && m[`waitroom_store_queue_up{queue="`+q+`"}`] == 1
 		}
@@ -187,7 +188,7 @@ func TestClusterNodeDown(t *testing.T) {
 
 	victim.Stop()
 	killed := time.Now()
-	r := in.WaitReadiness("/readyz", "the dead node's queues listed", func(r Readiness) bool {
+	r := in.WaitReadiness("/readyz", "the dead node's queues listed", func(r apptest.Readiness) bool {
 		return r.Store == "degraded" && slices.Equal(r.Degraded, degraded)
 	})
 	t.Logf("readyz %v after the kill: %s", time.Since(killed).Round(time.Millisecond), r.Raw)
@@ -217,7 +218,7 @@ func TestClusterNodeDown(t *testing.T) {
 	if r := in.Readiness("/readyz?strict=1"); r.Status != 503 || r.ErrorCode() != "not_ready" {
 		t.Errorf("readyz?strict=1 with a node down: %d %s, want 503 not_ready", r.Status, r.Raw)
 	}
-	m := Metrics(t, in.Base)
+	m := apptest.Metrics(t, in.Base)
 	if m["waitroom_store_up"] != 1 {
 		t.Errorf("waitroom_store_up with one node of three down: %v, want 1", m["waitroom_store_up"])
 	}
@@ -233,18 +234,18 @@ func TestClusterNodeDown(t *testing.T) {
 	}
 	// Admission goes on where it can: every live queue lets someone in
 	// (within a few of its half-second ticks on a quiet machine).
-	deadline := time.Now().Add(Patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for _, q := range live {
 		for in.Do("GET", "/admin/v1/queues/"+q, in.AdminAuth(), nil).Num("admittedTotal") <= admitted[q] {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s (live node) admitted nobody in %v with another node down", q, Patience)
+				t.Fatalf("%s (live node) admitted nobody in %v with another node down", q, apptest.Patience)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
 
 	victim.Restart()
-	in.WaitReadiness("/readyz", `store "up" again`, func(r Readiness) bool { return r.Store == "up" })
+	in.WaitReadiness("/readyz", `store "up" again`, func(r apptest.Readiness) bool { return r.Store == "up" })
 	for _, q := range dead {
 		r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(q+"-39"), nil)
 		if r.Status != 200 || (r.Str("status") != "WAITING" && r.Str("status") != "READY") {

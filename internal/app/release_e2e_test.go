@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // commandUpstream is a backend that ends entries: it answers every request
@@ -42,23 +44,23 @@ func commandHeaders(h http.Header) []string {
 
 // waitState waits (up to 30 s) for user to stand in state in the default
 // queue, and returns their token when READY.
-func waitState(p *Proxied, user, state string) string {
+func waitState(p *apptest.Proxied, user, state string) string {
 	p.T.Helper()
 	return waitStanding(p, user, state).Str("token")
 }
 
-// waitStanding waits (up to Patience) for user to stand in state in the
+// waitStanding waits (up to apptest.Patience) for user to stand in state in the
 // default queue, and returns that status answer.
-func waitStanding(p *Proxied, user, state string) Response {
+func waitStanding(p *apptest.Proxied, user, state string) apptest.Response {
 	p.T.Helper()
-	deadline := time.Now().Add(Patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for {
-		r := p.Do("GET", GatewayPrefix+"/api/v1/queues/default/entries/me", p.As(user), nil)
+		r := p.Do("GET", apptest.GatewayPrefix+"/api/v1/queues/default/entries/me", p.As(user), nil)
 		if r.Str("status") == state {
 			return r
 		}
 		if time.Now().After(deadline) {
-			p.T.Fatalf("%s: %s, want %s within %v", user, r.Raw, state, Patience)
+			p.T.Fatalf("%s: %s, want %s within %v", user, r.Raw, state, apptest.Patience)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -72,19 +74,19 @@ func waitStanding(p *Proxied, user, state string) Response {
 // minutes: nothing else frees the slot), and the header never reaches the
 // client in any spelling.
 func TestGatewayReleaseFreesTheSlot(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			up := commandUpstream(t)
-			p := BootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
-			r := p.Do("PATCH", GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{
+			p := apptest.BootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
+			r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{
 				"maxActiveTokens": 1, "intervalMs": 200, "ratePerSecond": 5, "tokenTtlSeconds": 300})
 			if r.Status != 200 {
 				t.Fatalf("settings: %d %s", r.Status, r.Raw)
 			}
 			users := []string{"rel-a", "rel-b", "rel-c", "rel-d"}
 			for _, u := range users {
-				if r := p.Do("POST", GatewayPrefix+"/api/v1/queues/default/entries", p.As(u), nil); r.Status != 200 {
+				if r := p.Do("POST", apptest.GatewayPrefix+"/api/v1/queues/default/entries", p.As(u), nil); r.Status != 200 {
 					t.Fatalf("enter %s: %d %s", u, r.Status, r.Raw)
 				}
 			}
@@ -134,7 +136,7 @@ func TestGatewayReleaseFreesTheSlot(t *testing.T) {
 				if r := p.Do("GET", "/page", p.As("rel-c"), nil, "X-Entry-Token", tokenC); r.Status != 200 {
 					t.Fatalf("rel-c's use: %d", r.Status)
 				}
-				if r := p.Do("DELETE", GatewayPrefix+"/api/v1/queues/default/entries/me", p.As("rel-c"), nil); r.Status != http.StatusNoContent {
+				if r := p.Do("DELETE", apptest.GatewayPrefix+"/api/v1/queues/default/entries/me", p.As("rel-c"), nil); r.Status != http.StatusNoContent {
 					t.Fatalf("DELETE: %d %s", r.Status, r.Raw)
 				}
 				if got := p.UserStatus("rel-c"); got != "NOT_IN_QUEUE" {
@@ -162,12 +164,12 @@ func TestGatewayReleaseFreesTheSlot(t *testing.T) {
 // busy (a quiet line would let them straight in again); a sessionMaxSeconds
 // below tokenTtlSeconds is 400 naming it, and nothing changes.
 func TestGatewaySlidingSessions(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			up := commandUpstream(t)
-			p := BootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
-			settings := GatewayPrefix + "/admin/v1/queues/default"
+			p := apptest.BootGateway(t, b, up.URL, []string{"--protect", "POST /done", "--protect-session", "GET /page"}, nil)
+			settings := apptest.GatewayPrefix + "/admin/v1/queues/default"
 			before := p.Do("GET", settings, p.AdminAuth(), nil)
 			r := p.Do("PATCH", settings, p.AdminAuth(), map[string]any{"sessionMaxSeconds": 60, "paused": true})
 			if r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_config" || !strings.Contains(r.Raw, "sessionMaxSeconds") {
@@ -191,7 +193,7 @@ func TestGatewaySlidingSessions(t *testing.T) {
 			if r := p.Do("PATCH", settings, p.AdminAuth(), map[string]any{"tokenTtlSeconds": 10, "sessionMaxSeconds": 20, "maxActiveTokens": 1}); r.Status != 200 {
 				t.Fatalf("settings: %d %s", r.Status, r.Raw)
 			}
-			if r := p.Do("POST", GatewayPrefix+"/api/v1/queues/default/entries", p.As("slider"), nil); r.Status != 200 {
+			if r := p.Do("POST", apptest.GatewayPrefix+"/api/v1/queues/default/entries", p.As("slider"), nil); r.Status != 200 {
 				t.Fatalf("enter: %d %s", r.Status, r.Raw)
 			}
 			ready := waitStanding(p, "slider", "READY")
@@ -202,14 +204,14 @@ func TestGatewaySlidingSessions(t *testing.T) {
 			}
 			// Someone waits behind the one live token (maxActiveTokens 1): the
 			// line is busy, so an ended entry is not replaced by a fresh one.
-			if r := p.Do("POST", GatewayPrefix+"/api/v1/queues/default/entries", p.As("behind"), nil); r.Status != 200 || r.Str("status") != "WAITING" {
+			if r := p.Do("POST", apptest.GatewayPrefix+"/api/v1/queues/default/entries", p.As("behind"), nil); r.Status != 200 || r.Str("status") != "WAITING" {
 				t.Fatalf("enter behind: %d %s", r.Status, r.Raw)
 			}
 			ends := first.Add(most - ttl)
 			// Same machine, one clock; the slack covers the store's ms.
 			const slack = 150 * time.Millisecond
 			var lastOK time.Time
-			deadline := time.Now().Add(most + Patience)
+			deadline := time.Now().Add(most + apptest.Patience)
 			for {
 				sent := time.Now()
 				r := p.Do("GET", "/page", p.As("slider"), nil, "X-Entry-Token", token, "Accept", "application/json")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
@@ -141,7 +142,7 @@ type killProcess struct {
 	w    *killWorld
 	cmd  *exec.Cmd
 	base string
-	logs *SyncWriter
+	logs *apptest.SyncWriter
 }
 
 const killSecret, killAdmin = "kill-secret-0123456789abcdef0123456789", "kill-admin-0123456789abcdef0123456789"
@@ -155,7 +156,7 @@ func (w *killWorld) start(policy string) *killProcess {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	p := &killProcess{w: w, cmd: cmd, logs: &SyncWriter{}}
+	p := &killProcess{w: w, cmd: cmd, logs: &apptest.SyncWriter{}}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
@@ -179,8 +180,8 @@ func (w *killWorld) start(policy string) *killProcess {
 	return p
 }
 
-func (p *killProcess) client() *Instance {
-	return &Instance{T: p.w.t, Base: p.base, AuthSecret: killSecret, AdminToken: killAdmin}
+func (p *killProcess) client() *apptest.Instance {
+	return &apptest.Instance{T: p.w.t, Base: p.base, AuthSecret: killSecret, AdminToken: killAdmin}
 }
 
 // load runs users against p until stop is called: in each queue one
@@ -201,7 +202,7 @@ func (w *killWorld) load(p *killProcess) (stop func()) {
 				w.next++
 				u := &lineUser{name: fmt.Sprintf("%s-u%d", q, w.next)}
 				w.mu.Unlock()
-				r, err := in.Send(client, Call{Method: "POST", Path: "/api/v1/queues/" + q + "/entries", Auth: "Bearer " + jwtFor(u.name)})
+				r, err := in.Send(client, apptest.Call{Method: "POST", Path: "/api/v1/queues/" + q + "/entries", Auth: "Bearer " + jwtFor(u.name)})
 				if err == nil && r.Status != 200 {
 					continue // refused: no place
 				}
@@ -233,7 +234,7 @@ func (w *killWorld) load(p *killProcess) (stop func()) {
 				}
 				auth := "Bearer " + jwtFor(u.name)
 				if u.token == "" {
-					r, err := in.Send(client, Call{Method: "GET", Path: "/api/v1/queues/" + q + "/entries/me", Auth: auth})
+					r, err := in.Send(client, apptest.Call{Method: "GET", Path: "/api/v1/queues/" + q + "/entries/me", Auth: auth})
 					switch {
 					case err != nil || r.Status != 200:
 					case r.Str("status") == "READY":
@@ -251,7 +252,7 @@ func (w *killWorld) load(p *killProcess) (stop func()) {
 				w.mu.Lock()
 				u.ordered = true
 				w.mu.Unlock()
-				r, err := in.Send(client, Call{Method: "POST", Path: "/api/v1/orders", Auth: auth,
+				r, err := in.Send(client, apptest.Call{Method: "POST", Path: "/api/v1/orders", Auth: auth,
 					Body: map[string]any{"productId": product, "quantity": 1}, Headers: []string{"X-Entry-Token", u.token}})
 				if err == nil && r.Status == 201 {
 					w.mu.Lock()
@@ -404,7 +405,7 @@ func signJWT(secret, user string) string {
 func TestEmbeddedRestartKeepsTheLine(t *testing.T) {
 	dir := t.TempDir()
 	keep := func(c *app.Config) { c.DataDir, c.AdminToken = dir, "" }
-	first := Boot(t, Backend{Name: "embedded"}, keep)
+	first := apptest.Boot(t, apptest.Backend{Name: "embedded"}, keep)
 	admin := first.Main.Config.AdminToken
 	first.AdminToken = admin
 	first.PatchQueue("default", map[string]any{"paused": true})
@@ -420,7 +421,7 @@ func TestEmbeddedRestartKeepsTheLine(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := Boot(t, Backend{Name: "embedded"}, keep)
+	second := apptest.Boot(t, apptest.Backend{Name: "embedded"}, keep)
 	if got := second.Main.Config.AdminToken; got != admin {
 		t.Errorf("admin token after a restart: %q, want the one kept, %q", got, admin)
 	}

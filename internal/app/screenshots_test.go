@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/web"
 )
 
@@ -39,8 +40,8 @@ func TestPageScreenshots(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	browser := StartBrowser(t)
-	in := Boot(t, Backend{Name: "embedded"}, nil)
+	browser := apptest.StartBrowser(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
 
 	// A sale in full swing: two thousand ahead, let in quickly for a while,
 	// then at the pace the database bears.
@@ -48,7 +49,7 @@ func TestPageScreenshots(t *testing.T) {
 	in.PutProduct("tee", "Spring tee", 500, "spring-drop")
 	in.PutQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
 
-	op := NewVisitor(t, browser, in, "en")
+	op := apptest.NewVisitor(t, browser, in, "en")
 	if err := chromedp.Do(op.Ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestPageScreenshots(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := from + w; i < from+n; i += 8 {
-					in.Send(http.DefaultClient, Call{Method: "POST", Path: "/api/v1/queues/" + queue + "/entries", Auth: in.As(fmt.Sprintf("u%d", i))})
+					in.Send(http.DefaultClient, apptest.Call{Method: "POST", Path: "/api/v1/queues/" + queue + "/entries", Auth: in.As(fmt.Sprintf("u%d", i))})
 				}
 			})
 		}
@@ -74,18 +75,18 @@ func TestPageScreenshots(t *testing.T) {
 	}
 	crowd("vip", 10_000, 140)
 
-	en := NewVisitor(t, browser, in, "en-US,en;q=0.9")
+	en := apptest.NewVisitor(t, browser, in, "en-US,en;q=0.9")
 	if err := chromedp.Do(en.Ctx, chromedp.EmulateViewport(1000, 720)); err != nil {
 		t.Fatal(err)
 	}
 	en.Open("/q/spring-drop?product=tee")
-	en.WaitState("waiting", JoinWithin)
-	ko := NewVisitor(t, browser, in, "ko-KR,ko;q=0.9")
+	en.WaitState("waiting", apptest.JoinWithin)
+	ko := apptest.NewVisitor(t, browser, in, "ko-KR,ko;q=0.9")
 	if err := chromedp.Do(ko.Ctx, chromedp.EmulateViewport(390, 760, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
 	ko.Open("/q/spring-drop?product=tee")
-	ko.WaitState("waiting", JoinWithin)
+	ko.WaitState("waiting", apptest.JoinWithin)
 	crowd("spring-drop", 2000, 600) // more people behind them
 
 	in.PatchQueue("spring-drop", map[string]any{"paused": false})
@@ -94,15 +95,15 @@ func TestPageScreenshots(t *testing.T) {
 	time.Sleep(4 * time.Second)
 
 	// A refresh shows the new estimate at once and keeps the progress.
-	for _, v := range []*Visitor{en, ko} {
+	for _, v := range []*apptest.Visitor{en, ko} {
 		if err := chromedp.Do(v.Ctx, chromedp.Reload()); err != nil {
 			t.Fatal(err)
 		}
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 	}
 	time.Sleep(1500 * time.Millisecond) // the bar's transition
 
-	shoot := func(v *Visitor, name string) {
+	shoot := func(v *apptest.Visitor, name string) {
 		t.Helper()
 		buf, err := chromedp.Run(v.Ctx, chromedp.FullScreenshot(100)) // 100: PNG
 		if err != nil {
@@ -119,7 +120,7 @@ func TestPageScreenshots(t *testing.T) {
 
 	// The products screen, a sale under way: the first people let in
 	// bought tees; the other products sold a little through their lines.
-	sale := Shop{Instance: in}
+	sale := apptest.Shop{Instance: in}
 	for i := range 37 {
 		sale.Buy("spring-drop", "tee", fmt.Sprintf("u%d", i))
 	}
@@ -135,14 +136,14 @@ func TestPageScreenshots(t *testing.T) {
 	op.WaitUntil("the products", `document.querySelector('[data-product="mug"] [data-field="orders"]')?.textContent === '12'`, 10*time.Second)
 	shoot(op, "admin-products.png")
 
-	ready := NewVisitor(t, browser, in, "en")
+	ready := apptest.NewVisitor(t, browser, in, "en")
 	if err := chromedp.Do(ready.Ctx, chromedp.EmulateViewport(1000, 640)); err != nil {
 		t.Fatal(err)
 	}
 	in.PutQueue("express", map[string]any{})
 	in.PutProduct("mug", "Enamel mug", 40, "express")
 	ready.Open("/q/express?product=mug")
-	ready.WaitState("ready", JoinWithin)
+	ready.WaitState("ready", apptest.JoinWithin)
 	ready.WaitUntil("the product line", `document.getElementById('product-info').textContent !== ''`, 3*time.Second)
 	shoot(ready, "ready-en.png")
 
@@ -157,17 +158,17 @@ func TestPageScreenshots(t *testing.T) {
 	}})
 	crowd("lang-tour", 20_000, 1234)
 	for _, code := range web.PageLanguages() {
-		v := NewVisitor(t, browser, in, "")
+		v := apptest.NewVisitor(t, browser, in, "")
 		if err := chromedp.Do(v.Ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 			t.Fatal(err)
 		}
 		v.Open("/q/lang-tour?lang=" + code)
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		v.WaitUntil("the message", `!document.getElementById('operator-message').hidden`, 15*time.Second)
 		shoot(v, "page-"+code+".png")
 	}
 	// The page without JavaScript, in Arabic.
-	noscript := NewVisitor(t, browser, in, "")
+	noscript := apptest.NewVisitor(t, browser, in, "")
 	if err := chromedp.Do(noscript.Ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
@@ -176,18 +177,18 @@ func TestPageScreenshots(t *testing.T) {
 
 	// The example brand (examples/page), in English and Japanese, and its
 	// members' line.
-	brand := Boot(t, Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = "../../examples/page" })
+	brand := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = "../../examples/page" })
 	brand.PutQueue("spring-drop", map[string]any{"paused": true, "entry": "any", "message": "Restocked: sizes S and M are back."})
 	brand.PutQueue("vip", map[string]any{"paused": true, "entry": "any"})
 	for _, p := range []struct{ path, lang, name string }{
 		{"/q/spring-drop", "en", "brand-en.png"}, {"/q/spring-drop", "ja", "brand-ja.png"}, {"/q/vip", "ar", "brand-vip-ar.png"},
 	} {
-		v := NewVisitor(t, browser, brand, "")
+		v := apptest.NewVisitor(t, browser, brand, "")
 		if err := chromedp.Do(v.Ctx, chromedp.EmulateViewport(1000, 760)); err != nil {
 			t.Fatal(err)
 		}
 		v.Open(p.path + "?lang=" + p.lang)
-		v.WaitState("waiting", JoinWithin)
+		v.WaitState("waiting", apptest.JoinWithin)
 		shoot(v, p.name)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
@@ -37,7 +38,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &SyncWriter{}
+	logs := &apptest.SyncWriter{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		for sc.Scan() {
 		}
 	}()
-	in := &Instance{T: t, Base: base, AuthSecret: secret, AdminToken: admin}
+	in := &apptest.Instance{T: t, Base: base, AuthSecret: secret, AdminToken: admin}
 	if r := in.Do("PUT", "/admin/v1/products/drain-tee", in.AdminAuth(), map[string]any{"name": "tee", "stock": 100}); r.Status != 200 {
 		t.Fatalf("product: %d %s", r.Status, r.Raw)
 	}
@@ -136,7 +137,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	// it has handled the signal, which a busy machine may delay: asked until
 	// (the drain's 5 s are the bound: after them nothing answers).
 	for {
-		r, err := in.Send(http.DefaultClient, Call{Method: "GET", Path: "/readyz"})
+		r, err := in.Send(http.DefaultClient, apptest.Call{Method: "GET", Path: "/readyz"})
 		if err != nil {
 			t.Errorf("/readyz during the drain: %v, want 503 draining", err)
 			break
@@ -177,8 +178,8 @@ func TestSIGTERMDrains(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v; logs:\n%s", err, logs.String())
 		}
-	case <-time.After(Patience):
-		t.Fatalf("still running %v after SIGTERM (its bound: 5 s drain + 10 s); logs:\n%s", Patience, logs.String())
+	case <-time.After(apptest.Patience):
+		t.Fatalf("still running %v after SIGTERM (its bound: 5 s drain + 10 s); logs:\n%s", apptest.Patience, logs.String())
 	}
 	t.Logf("exited 0, %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
 	if _, err := http.Get(base + "/healthz"); err == nil {
@@ -193,10 +194,10 @@ func TestSIGTERMDrains(t *testing.T) {
 // (HTTP server, admission loops, Redis and database pools) is gone.
 // Not parallel, so the goroutines of paused parallel tests stay put.
 func TestCloseLeaksNothing(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			in.Do("POST", "/api/v1/queues/default/entries", in.As("leak"), nil)
 			in.WaitReady("default", "leak")
 			http.DefaultClient.CloseIdleConnections()

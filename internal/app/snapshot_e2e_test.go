@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 const snapshotHits = `waitroom_status_answers_total{source="snapshot"}`
@@ -16,10 +17,10 @@ const snapshotHits = `waitroom_status_answers_total{source="snapshot"}`
 // same positions, a leaver ahead closes the gap at once, and near the front
 // the store answers.
 func TestStatusPollsFromSnapshot(t *testing.T) {
-	for _, b := range Backends {
+	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := Boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			const q = "snap"
 			if r := in.Do("PUT", "/admin/v1/queues/"+q, in.AdminAuth(),
 				`{"ratePerSecond":1,"batchSize":2,"intervalMs":1000,"paused":true}`); r.Status != 200 {
@@ -30,7 +31,7 @@ func TestStatusPollsFromSnapshot(t *testing.T) {
 					t.Fatalf("enter: %d %s", r.Status, r.Raw)
 				}
 			}
-			status := func(user string) Response {
+			status := func(user string) apptest.Response {
 				t.Helper()
 				r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(user), nil)
 				if r.Status != 200 {
@@ -38,7 +39,7 @@ func TestStatusPollsFromSnapshot(t *testing.T) {
 				}
 				return r
 			}
-			before := Metrics(t, in.Base)[snapshotHits]
+			before := apptest.Metrics(t, in.Base)[snapshotHits]
 			for i := 5; i < 40; i++ {
 				r := status(fmt.Sprintf("s%d", i))
 				if r.Str("status") != "WAITING" || r.Num("position") != float64(i+1) || r.Num("queueLength") != 40 ||
@@ -46,7 +47,7 @@ func TestStatusPollsFromSnapshot(t *testing.T) {
 					t.Fatalf("s%d: %s", i, r.Raw)
 				}
 			}
-			if hits := Metrics(t, in.Base)[snapshotHits] - before; hits != 35 {
+			if hits := apptest.Metrics(t, in.Base)[snapshotHits] - before; hits != 35 {
 				t.Errorf("%v of 35 polls far from the front answered from the snapshot", hits)
 			}
 
@@ -74,9 +75,9 @@ func TestStatusPollsFromSnapshot(t *testing.T) {
 // and the users admitted by the first instance's admitter.
 func TestSnapshotAcrossInstances(t *testing.T) {
 	t.Parallel()
-	redis := Backends[1]
-	a := Boot(t, redis, nil)
-	b := Boot(t, redis, func(c *app.Config) {
+	redis := apptest.Backends[1]
+	a := apptest.Boot(t, redis, nil)
+	b := apptest.Boot(t, redis, func(c *app.Config) {
 		c.KeyPrefix, c.AuthSecret, c.AdminToken = a.KeyPrefix, a.AuthSecret, a.AdminToken
 	})
 	const q = "snap2"
@@ -87,7 +88,7 @@ func TestSnapshotAcrossInstances(t *testing.T) {
 	for i := range 30 {
 		a.Do("POST", "/api/v1/queues/"+q+"/entries", a.As(fmt.Sprintf("x%d", i)), nil)
 	}
-	position := func(in *Instance, user string) float64 {
+	position := func(in *apptest.Instance, user string) float64 {
 		t.Helper()
 		r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(user), nil)
 		if r.Status != 200 {
@@ -109,7 +110,7 @@ func TestSnapshotAcrossInstances(t *testing.T) {
 	// answer must come right without any further change.
 	waitPosition := func(user string, want float64) {
 		t.Helper()
-		deadline := time.Now().Add(Patience)
+		deadline := time.Now().Add(apptest.Patience)
 		for p := position(b, user); p != want; p = position(b, user) {
 			if p < want || time.Now().After(deadline) { // stale is behind, never ahead
 				t.Fatalf("%s on the other instance: %v, want %v", user, p, want)
@@ -130,7 +131,7 @@ func TestSnapshotAcrossInstances(t *testing.T) {
 	}
 	// 29 waited after x5 left; x20 was 20th; everyone admitted was ahead.
 	waitPosition("x20", 20-(29-waiting))
-	if hits := Metrics(t, b.Base)[snapshotHits]; hits < 2 {
+	if hits := apptest.Metrics(t, b.Base)[snapshotHits]; hits < 2 {
 		t.Errorf("b answered %v polls from its snapshot", hits)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -38,11 +39,11 @@ func TestGatewayOnStoreError(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			redis := persistentRedis(t)
-			shop := NewUpstreamShop(t, 100)
-			p := BootProxy(t, Backend{Name: "private redis"}, shop, func(c *app.Config) {
+			shop := apptest.NewUpstreamShop(t, 100)
+			p := apptest.BootProxy(t, apptest.Backend{Name: "private redis"}, shop, func(c *app.Config) {
 				c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(mode)
 			})
-			const readyz = GatewayPrefix + "/readyz"
+			const readyz = apptest.GatewayPrefix + "/readyz"
 			forged := []string{"X-Waitroom-Degraded", "forged", "X_Waitroom_Degraded", "forged"}
 			p.SetPaused(true) // nobody is let straight in: a buyer needs an entry
 			if r := p.Buy("before", "", forged...); r.Status != http.StatusForbidden || len(shop.BuyCalls()) != 0 {
@@ -92,7 +93,7 @@ func TestGatewayOnStoreError(t *testing.T) {
 						t.Fatalf("a degraded request carried the line's headers or the client's: %v", c.Header)
 					}
 				}
-				m := Metrics(t, p.Base+GatewayPrefix)
+				m := apptest.Metrics(t, p.Base+apptest.GatewayPrefix)
 				if m["waitroom_store_breaker_open"] != 1 || m[`waitroom_degraded_admissions_total{via="gateway"}`] != 21 {
 					t.Errorf("metrics: waitroom_store_breaker_open %v, degraded admissions via gateway %v; want 1 and 21",
 						m["waitroom_store_breaker_open"], m[`waitroom_degraded_admissions_total{via="gateway"}`])
@@ -156,14 +157,14 @@ func TestAPIOnStoreError(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			redis := persistentRedis(t)
-			in := Boot(t, Backend{Name: "private redis"}, func(c *app.Config) {
+			in := apptest.Boot(t, apptest.Backend{Name: "private redis"}, func(c *app.Config) {
 				c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(mode)
 			})
 			product := fmt.Sprintf("degraded-tee-%s", mode)
 			if r := in.Do("PUT", "/admin/v1/products/"+product, in.AdminAuth(), map[string]any{"name": "tee", "stock": 2}); r.Status != 200 {
 				t.Fatalf("product: %d %s", r.Status, r.Raw)
 			}
-			buy := func(user, token, key string) Response {
+			buy := func(user, token, key string) apptest.Response {
 				return in.Do("POST", "/api/v1/orders", in.As(user), map[string]any{"productId": product, "quantity": 1},
 					"X-Entry-Token", token, "Idempotency-Key", key)
 			}
@@ -210,14 +211,14 @@ func TestAPIOnStoreError(t *testing.T) {
 				t.Errorf("a third buyer of two: %d %s, want 409 out_of_stock", r.Status, r.Raw)
 			}
 			eve := tokenOf("eve")
-			m := Metrics(t, in.Base)
+			m := apptest.Metrics(t, in.Base)
 			// Attempts let past the line: ann's two, cid's, dee's.
 			if m[`waitroom_degraded_admissions_total{via="order"}`] != 4 {
 				t.Errorf("degraded order attempts counted %v, want 4", m[`waitroom_degraded_admissions_total{via="order"}`])
 			}
 
 			redis.Restart()
-			in.WaitReadiness("/readyz", "the breaker closed", func(r Readiness) bool { return r.Str("storeBreaker") == "closed" })
+			in.WaitReadiness("/readyz", "the breaker closed", func(r apptest.Readiness) bool { return r.Str("storeBreaker") == "closed" })
 			if r := buy("eve", eve, "k5"); r.Status != 403 {
 				t.Errorf("a degraded token with Redis back: %d %s, want 403", r.Status, r.Raw)
 			}

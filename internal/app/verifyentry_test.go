@@ -22,6 +22,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -43,7 +44,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 	}{
 		{"go", func(t *testing.T) []string {
 			bin := filepath.Join(t.TempDir(), "verify-entry")
-			out, err := exec.Command("go", append(append([]string{"build"}, GoBuildFlags...), "-o", bin, "../../examples/verify-entry/go")...).CombinedOutput()
+			out, err := exec.Command("go", append(append([]string{"build"}, apptest.GoBuildFlags...), "-o", bin, "../../examples/verify-entry/go")...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("go build: %v\n%s", err, out)
 			}
@@ -62,7 +63,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}
 			// The example as a shop runs it: its package.json (an ES
 			// module) and node_modules beside it.
-			dir := CopyTree(t, "../../examples/verify-entry/node")
+			dir := apptest.CopyTree(t, "../../examples/verify-entry/node")
 			if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
 				t.Fatal(err)
 			}
@@ -91,21 +92,21 @@ func TestVerifyEntryExamples(t *testing.T) {
 				forward.ServeHTTP(w, r)
 			}))
 			t.Cleanup(front.Close)
-			p := BootProxy(t, Backend{Name: "embedded"}, &UpstreamShop{Server: front}, nil)
+			p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, &apptest.UpstreamShop{Server: front}, nil)
 			startExample(t, argv,
 				"LISTEN=127.0.0.1:"+fmt.Sprint(port),
-				"WAITROOM_JWKS_URL="+p.Base+GatewayPrefix+"/.well-known/jwks.json",
+				"WAITROOM_JWKS_URL="+p.Base+apptest.GatewayPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
 				// What the gateway names by default: its prefix, and the
 				// upstream's URL.
-				"WAITROOM_ENTRY_ISSUER="+GatewayPrefix, "WAITROOM_ENTRY_AUDIENCE="+front.URL,
+				"WAITROOM_ENTRY_ISSUER="+apptest.GatewayPrefix, "WAITROOM_ENTRY_AUDIENCE="+front.URL,
 				"USED_ENTRIES_DB="+filepath.Join(t.TempDir(), "used-entries.db"))
 
 			signer, err := gateway.ParseSigner(p.KeyPEM)
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct := func(to, entry string) Response {
+			direct := func(to, entry string) apptest.Response {
 				t.Helper()
 				req, _ := http.NewRequest("POST", to+"/buy", nil)
 				req.Header.Set("X-Waitroom-Entry", entry)
@@ -115,11 +116,11 @@ func TestVerifyEntryExamples(t *testing.T) {
 				}
 				defer res.Body.Close()
 				raw, _ := io.ReadAll(res.Body)
-				r := Response{Status: res.StatusCode, Raw: string(raw)}
+				r := apptest.Response{Status: res.StatusCode, Raw: string(raw)}
 				json.Unmarshal(raw, &r.Body)
 				return r
 			}
-			expect := func(what string, r Response, status int) {
+			expect := func(what string, r apptest.Response, status int) {
 				t.Helper()
 				if r.Status != status {
 					t.Errorf("%s: %d %s, want %d", what, r.Status, strings.TrimSpace(r.Raw), status)
@@ -127,7 +128,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}
 			sign := func(user, queue string, at time.Time) string {
 				t.Helper()
-				h, err := signer.Sign(gateway.Entry{Issuer: GatewayPrefix, Audience: front.URL, User: user, Queue: queue, Route: "POST /buy", ID: UniqueID("jti")}, at)
+				h, err := signer.Sign(gateway.Entry{Issuer: apptest.GatewayPrefix, Audience: front.URL, User: user, Queue: queue, Route: "POST /buy", ID: apptest.UniqueID("jti")}, at)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +136,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}
 
 			// 1. Valid: let in by the line, the request through the gateway.
-			buyer := UniqueID("buyer")
+			buyer := apptest.UniqueID("buyer")
 			r := p.Buy(buyer, p.Admitted(buyer))
 			if r.Status != http.StatusOK || r.Body["bought"] != true || r.Body["user"] != buyer {
 				t.Fatalf("a buyer let in by the line, through the gateway: %d %s", r.Status, r.Raw)
@@ -150,8 +151,8 @@ func TestVerifyEntryExamples(t *testing.T) {
 			_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
 			now := time.Now()
 			claims := gateway.EntryClaims{Queue: "default", Route: "POST /buy", RegisteredClaims: jwt.RegisteredClaims{
-				Issuer: GatewayPrefix, Audience: jwt.ClaimStrings{front.URL},
-				Subject: buyer, ID: UniqueID("jti"), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
+				Issuer: apptest.GatewayPrefix, Audience: jwt.ClaimStrings{front.URL},
+				Subject: buyer, ID: apptest.UniqueID("jti"), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
 			}}
 			forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 			forged.Header["kid"] = signer.KeyID()
@@ -164,7 +165,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			underOwnKid, err := other.Sign(gateway.Entry{Issuer: GatewayPrefix, Audience: front.URL, User: buyer, Queue: "default", Route: "POST /buy", ID: UniqueID("jti")}, now)
+			underOwnKid, err := other.Sign(gateway.Entry{Issuer: apptest.GatewayPrefix, Audience: front.URL, User: buyer, Queue: "default", Route: "POST /buy", ID: apptest.UniqueID("jti")}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +178,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			// And what the checks must not refuse, sent the same way: a
 			// fresh entry of the gateway's key; and what they also refuse:
 			// an entry for another queue, no entry.
-			expect("a fresh entry signed by the gateway's key", direct(shopURL, sign(UniqueID("direct"), "default", now)), http.StatusOK)
+			expect("a fresh entry signed by the gateway's key", direct(shopURL, sign(apptest.UniqueID("direct"), "default", now)), http.StatusOK)
 			expect("an entry for another queue", direct(shopURL, sign(buyer, "other", now)), http.StatusForbidden)
 			expect("no entry", direct(shopURL, ""), http.StatusUnauthorized)
 
@@ -189,7 +190,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			strict := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 			startExample(t, argv,
 				"LISTEN="+strings.TrimPrefix(strict, "http://"),
-				"WAITROOM_JWKS_URL="+p.Base+GatewayPrefix+"/.well-known/jwks.json",
+				"WAITROOM_JWKS_URL="+p.Base+apptest.GatewayPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
 				"WAITROOM_ENTRY_ISSUER="+iss, "WAITROOM_ENTRY_AUDIENCE="+aud,
 				"USED_ENTRIES_DB="+filepath.Join(t.TempDir(), "used-entries.db"))
@@ -200,7 +201,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			naming := func(issuer string, audience ...string) string {
 				t.Helper()
 				c := gateway.EntryClaims{Queue: "default", RegisteredClaims: jwt.RegisteredClaims{
-					Subject: buyer, ID: UniqueID("jti"), Issuer: issuer, Audience: audience,
+					Subject: buyer, ID: apptest.UniqueID("jti"), Issuer: issuer, Audience: audience,
 					IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(gateway.EntryJWTTTL)),
 				}}
 				tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
@@ -251,7 +252,7 @@ func startExample(t *testing.T, argv []string, env ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &SyncWriter{}
+	stderr := &apptest.SyncWriter{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

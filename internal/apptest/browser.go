@@ -1,4 +1,4 @@
-package app_test
+package apptest
 
 // A person with a browser: Debian's chromium, headless, driven by
 // chromedp, against an instance booted on :0. Outside CI the tests that

@@ -1,4 +1,4 @@
-package app_test
+package apptest
 
 // PostgreSQL is shared by every boot, so product ids, user ids and
 // Idempotency-Keys carry a random suffix (UniqueID): reruns and parallel

@@ -1,6 +1,6 @@
 //go:build !race
 
-package app_test
+package apptest
 
 // GoBuildFlags: see race.go.
 var GoBuildFlags []string

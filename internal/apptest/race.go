@@ -1,6 +1,6 @@
 //go:build race
 
-package app_test
+package apptest
 
 // GoBuildFlags are the flags the tests build example programs with: the
 // test binary's own race setting, so that the build shares the packages

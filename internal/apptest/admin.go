@@ -1,4 +1,4 @@
-package app_test
+package apptest
 
 // The admin API's writes and reads the tests set their scene with; each
 // fails the test unless it answers 200.
