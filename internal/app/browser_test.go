@@ -614,19 +614,6 @@ func TestBrowser(t *testing.T) {
 		op.WaitUntil("the products after a reload", `!document.getElementById('products-screen').hidden && document.querySelector('`+row+`')`, 5*time.Second)
 	})
 
-	t.Run("admin page in gateway mode: queues, no products", func(t *testing.T) {
-		t.Parallel()
-		p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 1), nil)
-		op := apptest.SignedInAdminAt(t, browser, p.Instance, apptest.GatewayPrefix+"/admin#products")
-		op.WaitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
-		var shown map[string]bool
-		op.MustEval(`({tabs: !document.getElementById('tabs').hidden, queues: !document.getElementById('queues-screen').hidden,
-			products: !document.getElementById('products-screen').hidden})`, &shown)
-		if diff := cmp.Diff(map[string]bool{"tabs": false, "queues": true, "products": false}, shown); diff != "" {
-			t.Errorf("shown in gateway mode, which sells nothing itself (-want +got):\n%s", diff)
-		}
-	})
-
 	t.Run("admin page: a new queue from the server's settings", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)

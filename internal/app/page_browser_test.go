@@ -198,36 +198,3 @@ func TestShopPageBrowser(t *testing.T) {
 		}
 	})
 }
-
-// Gateway mode with the shop's own page: the shopper waits on the brand's
-// page under the prefix, sees the operator's message, and lands on the
-// page they asked for once admitted.
-func TestShopPageGatewayBrowser(t *testing.T) {
-	t.Parallel()
-	browser := apptest.StartBrowser(t)
-	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 10), func(c *app.Config) { c.PageDir = exampleBrand })
-	p.SetPaused(true)
-	if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"message": "Checkout opens in a moment."}); r.Status != 200 {
-		t.Fatalf("message: %d %s", r.Status, r.Raw)
-	}
-	shopper := apptest.NewVisitor(t, browser, p.Instance, "en")
-	shopper.Open("/checkout?step=2")
-	shopper.WaitState("waiting", apptest.JoinWithin)
-	var got struct {
-		Path, Kicker, Message, CSS string
-	}
-	shopper.MustEval(`({path: location.pathname, kicker: document.querySelector('.kicker')?.textContent,
-		message: document.getElementById('operator-message-text').textContent,
-		css: document.querySelector('link[rel=stylesheet]').getAttribute('href')})`, &got)
-	if got.Path != apptest.GatewayPrefix+"/q/default" || got.Kicker != "Spring drop · default" || got.Message != "Checkout opens in a moment." ||
-		!strings.HasPrefix(got.CSS, apptest.GatewayPrefix+"/assets/custom/brand.css?v=") {
-		t.Errorf("the waiting page in gateway mode: %+v", got)
-	}
-	p.SetPaused(false)
-	shopper.WaitUntil("back on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
-	var path string
-	shopper.MustEval(`location.pathname + location.search`, &path)
-	if path != "/checkout?step=2" {
-		t.Errorf("landed on %q, want /checkout?step=2", path)
-	}
-}

@@ -1,17 +1,22 @@
-package app_test
+package gateway_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // A shopper in a real browser, through `waitroom proxy`: sent to the
 // waiting page while the line is busy, let back in to the page they asked
 // for once admitted; on a quiet line, through the waiting page unseen
-// (challenge, the default) or the page at once (entry: any).
+// (challenge, the default) or the page at once (entry: any). The
+// gateway's admin page shows the queues and no products: it sells nothing
+// itself.
 func TestGatewayBrowser(t *testing.T) {
 	browser := apptest.StartBrowser(t)
 	s := apptest.NewUpstreamShop(t, 10)
@@ -81,4 +86,55 @@ func TestGatewayBrowser(t *testing.T) {
 			t.Errorf("page %q", got)
 		}
 	})
+
+	t.Run("admin page in gateway mode: queues, no products", func(t *testing.T) {
+		t.Parallel()
+		p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 1), nil)
+		op := apptest.SignedInAdminAt(t, browser, p.Instance, apptest.GatewayPrefix+"/admin#products")
+		op.WaitUntil("the default queue's card", `document.querySelector('[data-queue="default"]')`, 5*time.Second)
+		var shown map[string]bool
+		op.MustEval(`({tabs: !document.getElementById('tabs').hidden, queues: !document.getElementById('queues-screen').hidden,
+			products: !document.getElementById('products-screen').hidden})`, &shown)
+		if diff := cmp.Diff(map[string]bool{"tabs": false, "queues": true, "products": false}, shown); diff != "" {
+			t.Errorf("shown in gateway mode, which sells nothing itself (-want +got):\n%s", diff)
+		}
+	})
 }
+
+// Gateway mode with the shop's own page: the shopper waits on the brand's
+// page under the prefix, sees the operator's message, and lands on the
+// page they asked for once admitted.
+func TestShopPageGatewayBrowser(t *testing.T) {
+	t.Parallel()
+	browser := apptest.StartBrowser(t)
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, apptest.NewUpstreamShop(t, 10), func(c *app.Config) { c.PageDir = exampleBrand })
+	p.SetPaused(true)
+	if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"message": "Checkout opens in a moment."}); r.Status != 200 {
+		t.Fatalf("message: %d %s", r.Status, r.Raw)
+	}
+	shopper := apptest.NewVisitor(t, browser, p.Instance, "en")
+	shopper.Open("/checkout?step=2")
+	shopper.WaitState("waiting", apptest.JoinWithin)
+	var got struct {
+		Path, Kicker, Message, CSS string
+	}
+	shopper.MustEval(`({path: location.pathname, kicker: document.querySelector('.kicker')?.textContent,
+		message: document.getElementById('operator-message-text').textContent,
+		css: document.querySelector('link[rel=stylesheet]').getAttribute('href')})`, &got)
+	if got.Path != apptest.GatewayPrefix+"/q/default" || got.Kicker != "Spring drop · default" || got.Message != "Checkout opens in a moment." ||
+		!strings.HasPrefix(got.CSS, apptest.GatewayPrefix+"/assets/custom/brand.css?v=") {
+		t.Errorf("the waiting page in gateway mode: %+v", got)
+	}
+	p.SetPaused(false)
+	shopper.WaitUntil("back on the checkout page", `location.pathname === '/checkout' && !!document.getElementById('checkout')`, 15*time.Second)
+	var path string
+	shopper.MustEval(`location.pathname + location.search`, &path)
+	if path != "/checkout?step=2" {
+		t.Errorf("landed on %q, want /checkout?step=2", path)
+	}
+}
+
+// exampleBrand is the repository's example of a shop's own waiting page
+// (docs/page.md): its own template, look and assets, and a template of its
+// own for the queue vip.
+const exampleBrand = "../../examples/page"
