@@ -170,7 +170,7 @@ func TestPerAddressLimits(t *testing.T) {
 			if r.Status != 200 {
 				t.Fatalf("session: %d %s", r.Status, r.Raw)
 			}
-			cookies = append(cookies, oaSessionCookie(t, r))
+			cookies = append(cookies, sessionCookieSet(t, r))
 		}
 		wantTooMany(t, newSession(in, ""))
 		// A visitor who has a session is not counted again.
@@ -241,7 +241,7 @@ func TestSessionsExpireEndToEnd(t *testing.T) {
 		_, v := identity.NewWith([]byte(in.AuthSecret), identity.Options{Now: func() time.Time { return at }}).NewSession()
 		return identity.CookieName + "=" + v
 	}
-	fresh := oaSessionCookie(t, in.Do("GET", "/", "", nil))
+	fresh := sessionCookieSet(t, in.Do("GET", "/", "", nil))
 	if r := in.Do("GET", "/", "", nil); !strings.Contains(r.Header.Get("Set-Cookie"), "Max-Age=3600") {
 		t.Errorf("session cookie %q, want Max-Age=3600", r.Header.Get("Set-Cookie"))
 	}
@@ -300,4 +300,16 @@ func TestBodiesWhereNoneIsTaken(t *testing.T) {
 	if res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("chunked 4 KiB to a status poll: %d", res.StatusCode)
 	}
+}
+
+// sessionCookieSet returns "wr_session=…" from an answer that sets it.
+func sessionCookieSet(t *testing.T, r apptest.Response) string {
+	t.Helper()
+	for _, v := range r.Header.Values("Set-Cookie") {
+		if c, err := http.ParseSetCookie(v); err == nil && c.Name == "wr_session" {
+			return c.Name + "=" + c.Value
+		}
+	}
+	t.Fatalf("no wr_session cookie in %q", r.Header.Values("Set-Cookie"))
+	return ""
 }

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -241,23 +240,4 @@ func TestParseProxy(t *testing.T) {
 	if _, err := app.Parse([]string{"--upstream", "http://shop"}, noEnv, io.Discard); err == nil {
 		t.Error("serve accepted a gateway flag")
 	}
-}
-
-// Every setting of serve and proxy has its row in the README's settings
-// tables: the flag, its environment twin.
-func TestEverySettingInREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c app.Config
-	fs := flag.NewFlagSet("settings", flag.ContinueOnError)
-	c.Flags(fs)
-	c.GatewayFlags(fs)
-	fs.VisitAll(func(f *flag.Flag) {
-		row := "| `--" + f.Name + "` | `" + app.EnvName(f.Name) + "` |"
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README.md has no settings row starting %s", row)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package app_test
+package repolint_test
 
 // The HTTP contract, openapi.yaml, held against the real program: every
 // route and every status the document lists for it is driven through a

@@ -1,10 +1,11 @@
-package app_test
+package repolint_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -155,4 +157,23 @@ func readmeBlock(t *testing.T, readme []byte, marker string) string {
 		t.Fatalf("no ```sh block after %q in README.md", marker)
 	}
 	return string(m[1])
+}
+
+// Every setting of serve and proxy has its row in the README's settings
+// tables: the flag, its environment twin.
+func TestEverySettingInREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c app.Config
+	fs := flag.NewFlagSet("settings", flag.ContinueOnError)
+	c.Flags(fs)
+	c.GatewayFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		row := "| `--" + f.Name + "` | `" + app.EnvName(f.Name) + "` |"
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README.md has no settings row starting %s", row)
+		}
+	})
 }

@@ -1,10 +1,12 @@
-package waitroom_test
+package repolint_test
 
 // openapi.yaml as the tools people point at an OpenAPI file take it: the
 // linter most of them run, and TypeScript types generated from it and
 // compiled. The Go client oapi-codegen generates is built and driven against
-// a running server in internal/app (TestGeneratedGoClient). The versions are
-// tools/npm's, which scripts/test.sh installs.
+// a running server beside this (apiclient_test.go, TestGeneratedGoClient).
+// The versions are tools/npm's, which scripts/test.sh installs. The tools
+// run from the repository's root, where their settings are (redocly.yaml,
+// .redocly.lint-ignore.yaml).
 
 import (
 	"encoding/json"
@@ -16,11 +18,16 @@ import (
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
+// root is the repository's root, seen from this package's directory.
+const root = "../.."
+
 // TestOpenAPILint: `redocly lint openapi.yaml` with the recommended rules
 // (redocly.yaml, .redocly.lint-ignore.yaml) finds nothing.
 func TestOpenAPILint(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(testenv.NodeTool(t, "redocly"), "lint", "openapi.yaml", "--format=json").Output()
+	lint := exec.Command(testenv.NodeTool(t, "redocly"), "lint", "openapi.yaml", "--format=json")
+	lint.Dir = root
+	out, err := lint.Output()
 	var report struct {
 		Totals struct {
 			Errors, Warnings, Ignored int
@@ -58,7 +65,7 @@ func TestOpenAPITypeScript(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, f := range []string{"waiting.ts", "tsconfig.json"} {
-		b, err := os.ReadFile(filepath.Join("examples", "typescript", f))
+		b, err := os.ReadFile(filepath.Join(root, "examples", "typescript", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +74,9 @@ func TestOpenAPITypeScript(t *testing.T) {
 		}
 	}
 	types := filepath.Join(dir, "waitroom.d.ts")
-	if out, err := exec.Command(testenv.NodeTool(t, "openapi-typescript"), "openapi.yaml", "-o", types).CombinedOutput(); err != nil {
+	generate := exec.Command(testenv.NodeTool(t, "openapi-typescript"), "openapi.yaml", "-o", types)
+	generate.Dir = root
+	if out, err := generate.CombinedOutput(); err != nil {
 		t.Fatalf("openapi-typescript: %v\n%s", err, out)
 	}
 	if out, err := exec.Command(testenv.NodeTool(t, "tsc"), "-p", dir).CombinedOutput(); err != nil {

@@ -1,4 +1,4 @@
-package app_test
+package repolint_test
 
 // The operator's dashboard (deploy/grafana) and alert rules
 // (deploy/prometheus) query metrics by name; a name the program does not
