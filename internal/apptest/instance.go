@@ -72,7 +72,7 @@ func Boot(t testing.TB, b Backend, edit func(*app.Config)) *Instance {
 	cfg.DrainDelay = 0 // no load balancer in tests
 	// The least work a challenge may ask: tests that take places as
 	// anonymous sessions solve it in milliseconds (the default's cost is
-	// measured in internal/app's bots_e2e_test.go and docs/security.md).
+	// measured in internal/httpapi's bots_e2e_test.go and docs/security.md).
 	cfg.Queue.ChallengeCost = queue.MinChallengeCost
 	if b.Redis {
 		cfg.RedisURL = testenv.RedisURL(t)

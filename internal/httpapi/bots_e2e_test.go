@@ -1,4 +1,4 @@
-package app_test
+package httpapi_test
 
 // A fair line against bots (issue 11), through the real program: the
 // entry policies, the challenge and its one use, the per-address limits

@@ -1,29 +1,15 @@
-package app_test
+package httpapi_test
 
 import (
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 )
 
-// staffKey is the bypass header's secret in these tests; its file ends in
-// a newline, as an editor leaves it.
+// staffKey is the bypass header's secret in these tests.
 const staffKey = "staff-0123456789abcdef-key"
-
-func staffKeyFile(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "staff-key")
-	if err := os.WriteFile(path, []byte(staffKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // bypassCount is waitroom_bypassed_total for the rule labelled so (-1: no
 // such series).
@@ -81,48 +67,4 @@ func TestBypassedEnterIsReady(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestBadBypassRulesStopTheStart(t *testing.T) {
-	noEnv := func(string) string { return "" }
-	for _, tc := range []struct {
-		rule, want string
-	}{
-		{"ip 10.0.0.0/8", `unknown kind "ip"`},
-		{"cidr 10.0.0.0/33", `"cidr 10.0.0.0/33": bad CIDR`},
-		{"header X-Staff-Key" + staffKey, "missing '='"},
-		{"header X-Staff-Key=@/nonexistent/key", "reading the value"},
-		{"header X-Staff-Key=", "empty value"},
-		{"cidr 10.0.0.0/8 queue=no/slash", "queue=no/slash"},
-	} {
-		for _, parse := range []struct {
-			name string
-			run  func([]string, func(string) string, io.Writer) (app.Config, error)
-			args []string
-		}{{"serve", app.Parse, nil}, {"proxy", app.ParseProxy, []string{"--upstream", "http://127.0.0.1:1"}}} {
-			t.Run(parse.name+" "+tc.rule, func(t *testing.T) {
-				_, err := parse.run(append(parse.args, "--bypass", "cidr 192.0.2.0/24", "--bypass", tc.rule), noEnv, io.Discard)
-				if err == nil || !strings.Contains(err.Error(), "--bypass: ") || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("err = %v, want one naming --bypass and %q", err, tc.want)
-				}
-				if strings.Contains(err.Error(), staffKey) {
-					t.Errorf("the error shows the secret: %v", err)
-				}
-			})
-		}
-	}
-	t.Run("the environment twin", func(t *testing.T) {
-		_, err := app.Parse(nil, func(k string) string {
-			return map[string]string{"WAITROOM_BYPASS": "cidr 10.0.0.0/8; header X-Staff-Key"}[k]
-		}, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "--bypass") || !strings.Contains(err.Error(), "missing '='") {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("good rules, repeated and from the environment", func(t *testing.T) {
-		c, err := app.Parse([]string{"--bypass", "cidr 10.0.0.0/8", "--bypass", "header X-Staff-Key=@" + staffKeyFile(t) + " queue=sale"}, noEnv, io.Discard)
-		if err != nil || len(c.Bypass) != 2 {
-			t.Fatalf("%q, %v", c.Bypass, err)
-		}
-	})
 }

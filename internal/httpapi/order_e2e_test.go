@@ -1,4 +1,4 @@
-package app_test
+package httpapi_test
 
 // The order API's promises (DESIGN.md §1.4 and §3, issue 3), shown end to end
 // through HTTP on every backend: no oversell, one order per entry token (even
