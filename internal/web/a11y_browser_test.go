@@ -1,4 +1,4 @@
-package app_test
+package web_test
 
 // The waiting page for everyone: every language (Arabic right to left),
 // an axe-core audit of every state in English, Korean and Arabic and of the

@@ -1,6 +1,6 @@
 //go:build screenshots
 
-package app_test
+package web_test
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ const screenshotsVar = "WAITROOM_SCREENSHOTS"
 // check, so it is built only with the screenshots tag and never shows up as
 // a skipped test:
 //
-//	go test -tags screenshots -run PageScreenshots ./internal/app/
+//	go test -tags screenshots -run PageScreenshots ./internal/web/
 func TestPageScreenshots(t *testing.T) {
 	dir := os.Getenv(screenshotsVar)
 	if dir == "" {

@@ -1,4 +1,4 @@
-package app_test
+package web_test
 
 // The waiting-room and admin pages in a real browser: Debian's chromium,
 // headless, driven by chromedp, against the real program booted on :0.
@@ -812,4 +812,14 @@ func openAPIDoc(t *testing.T) *openapi3.T {
 		t.Fatalf("loading openapi.yaml: %v", err)
 	}
 	return doc
+}
+
+// waitFor polls cond until it holds, failing the test after apptest.Patience.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(apptest.Patience); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", apptest.Patience, what)
+		}
+	}
 }
