@@ -5,7 +5,7 @@ package waitroom
 import _ "embed"
 
 // OpenAPI is openapi.yaml: the HTTP API as the server answers it (OpenAPI
-// 3.0.3). internal/app/openapi_test.go drives every route and status it
+// 3.0.3). internal/repolint/openapi_test.go drives every route and status it
 // lists through the real program and validates each answer against it.
 //
 //go:embed openapi.yaml

@@ -466,12 +466,13 @@ go vet "${vet_flags[@]}" "${pkgs[@]}"
 # detector would distort; tests always run with it.
 race=(-race)
 [[ "${WAITROOM_TEST_RACE:-1}" == "0" ]] && race=()
-# -timeout guards against a hang, per package: internal/app, the end-to-end
-# and browser tests, takes 4-10 minutes on the shared development machine
-# depending on its load, and overran 12 minutes at a load average of 30 once
-# the pages' audit and languages joined it (docs/page.md); bench, its
-# harness's short runs, 2.3 minutes on a quiet machine. 30 leaves either
-# room for a machine ten times slower than a quiet one.
+# -timeout guards against a hang, per package: internal/app, when it held
+# the end-to-end and browser tests (now in internal/httpapi, gateway, web),
+# took 4-10 minutes on the shared development machine depending on its
+# load, and overran 12 minutes at a load average of 30 once the pages'
+# audit and languages joined it (docs/page.md); bench, its harness's short
+# runs, 2.3 minutes on a quiet machine. 30 leaves either room for a machine
+# ten times slower than a quiet one.
 timeout=30m
 say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${test_args[*]}"
 # In its own process group, so that a signal to this script stops go test and

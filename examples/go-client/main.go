@@ -7,7 +7,7 @@
 //	WAITROOM_JWT=$(go run ../../cmd/waitroom token --user alice) \
 //	  go run . -base http://localhost:8080 -product tee
 //
-// internal/app's TestGeneratedGoClient generates the client, builds this
+// internal/repolint's TestGeneratedGoClient generates the client, builds this
 // program and runs it against a server it boots.
 package main
 

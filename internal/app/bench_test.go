@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // BenchmarkHTTP measures the hot paths through the real server on real
@@ -14,22 +16,22 @@ import (
 //
 //	scripts/test.sh -run '^$' -bench HTTP -benchtime 5s ./internal/app/
 func BenchmarkHTTP(b *testing.B) {
-	in := boot(b, backend{name: "redis", redis: true}, nil)
-	if r := in.do("PUT", "/admin/v1/queues/bench", in.adminAuth(), `{"paused":true,"capacity":10000000}`); r.status != 200 {
-		b.Fatalf("creating the bench queue: %d %s", r.status, r.raw)
+	in := apptest.Boot(b, apptest.Backend{Name: "redis", Redis: true}, nil)
+	if r := in.Do("PUT", "/admin/v1/queues/bench", in.AdminAuth(), `{"paused":true,"capacity":10000000}`); r.Status != 200 {
+		b.Fatalf("creating the bench queue: %d %s", r.Status, r.Raw)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	var users atomic.Int64
 	jwts := make([]string, 50_000)
 	for i := range jwts {
-		jwts[i] = "Bearer " + in.jwt(fmt.Sprintf("bench-%d", i))
+		jwts[i] = "Bearer " + in.JWT(fmt.Sprintf("bench-%d", i))
 	}
 	run := func(b *testing.B, method, path string) {
 		b.SetParallelism(16) // 16 × GOMAXPROCS concurrent clients, as wrk's connections
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				req, _ := http.NewRequest(method, in.base+path, nil)
+				req, _ := http.NewRequest(method, in.Base+path, nil)
 				req.Header.Set("Authorization", jwts[users.Add(1)%int64(len(jwts))])
 				res, err := client.Do(req)
 				if err != nil {

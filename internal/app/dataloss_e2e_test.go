@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // TestRedisLosesItsData: Redis forgets everything (FLUSHALL, as a restart
@@ -23,13 +24,13 @@ import (
 // someone holding the same ticket.
 func TestRedisLosesItsData(t *testing.T) {
 	t.Parallel()
-	in, srv := bootOnPrivateRedis(t)
-	in.mustPatchQueue("default", map[string]any{"paused": true})
+	in, srv := apptest.BootOnPrivateRedis(t)
+	in.PatchQueue("default", map[string]any{"paused": true})
 	for i := range 50 {
-		in.do("POST", entriesPath("default"), in.as(fmt.Sprintf("u%d", i)), nil)
+		in.Do("POST", entriesPath("default"), in.As(fmt.Sprintf("u%d", i)), nil)
 	}
 	for range 2 { // the second answer comes from this instance's snapshot
-		checkWaitingAt(t, in.do("GET", mePath("default"), in.as("u40"), nil), 41)
+		checkWaitingAt(t, in.Do("GET", mePath("default"), in.As("u40"), nil), 41)
 	}
 
 	// Everything goes; writes are held for 10 s (far longer than the
@@ -45,40 +46,40 @@ func TestRedisLosesItsData(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	in.waitStatus("/readyz", 503) // readiness follows the store's health check, made every second
-	if r := in.do("GET", "/readyz", "", nil); r.status != 503 || r.errorCode() != "not_ready" ||
-		!strings.Contains(r.raw, "default queue is missing") {
-		t.Errorf("/readyz with the default queue gone: %d %s, want 503 not_ready saying why", r.status, r.raw)
+	in.WaitStatus("/readyz", 503) // readiness follows the store's health check, made every second
+	if r := in.Do("GET", "/readyz", "", nil); r.Status != 503 || r.ErrorCode() != "not_ready" ||
+		!strings.Contains(r.Raw, "default queue is missing") {
+		t.Errorf("/readyz with the default queue gone: %d %s, want 503 not_ready saying why", r.Status, r.Raw)
 	}
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		r := in.do("GET", "/readyz", "", nil)
-		if r.status == 200 {
+	for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(50 * time.Millisecond) {
+		r := in.Do("GET", "/readyz", "", nil)
+		if r.Status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %s %v after the data was lost", r.status, r.raw, patience)
+			t.Fatalf("/readyz still %d %s %v after the data was lost", r.Status, r.Raw, apptest.Patience)
 		}
 	}
 	// Back with the configured defaults: not paused, empty.
-	if st := in.mustStats("default"); st.body["paused"] != false || st.num("length") != 0 || st.num("ratePerSecond") != 100 {
-		t.Errorf("the default queue came back as %s", st.raw)
+	if st := in.QueueStats("default"); st.Body["paused"] != false || st.Num("length") != 0 || st.Num("ratePerSecond") != 100 {
+		t.Errorf("the default queue came back as %s", st.Raw)
 	}
 
 	// A new crowd fills the new line (paused, so nobody moves): ticket 41
 	// is n40's now, far enough from the front for a snapshot to answer.
-	in.mustPatchQueue("default", map[string]any{"paused": true})
+	in.PatchQueue("default", map[string]any{"paused": true})
 	for i := range 60 {
-		in.do("POST", entriesPath("default"), in.as(fmt.Sprintf("n%d", i)), nil)
+		in.Do("POST", entriesPath("default"), in.As(fmt.Sprintf("n%d", i)), nil)
 	}
-	checkNotInQueue(t, in.do("GET", mePath("default"), in.as("u40"), nil))
-	checkWaitingAt(t, in.do("GET", mePath("default"), in.as("n50"), nil), 51)
+	checkNotInQueue(t, in.Do("GET", mePath("default"), in.As("u40"), nil))
+	checkWaitingAt(t, in.Do("GET", mePath("default"), in.As("n50"), nil), 51)
 }
 
 // checkWaitingAt fails unless r is WAITING at position pos.
-func checkWaitingAt(t *testing.T, r response, pos float64) {
+func checkWaitingAt(t *testing.T, r apptest.Response, pos float64) {
 	t.Helper()
-	if r.status != 200 || r.str("status") != "WAITING" || r.num("position") != pos {
-		t.Fatalf("want WAITING at %v, got %d %s", pos, r.status, r.raw)
+	if r.Status != 200 || r.Str("status") != "WAITING" || r.Num("position") != pos {
+		t.Fatalf("want WAITING at %v, got %d %s", pos, r.Status, r.Raw)
 	}
 }
 
@@ -100,16 +101,16 @@ func TestRedisThatMayEvictOurKeys(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			in, srv := bootOnPrivateRedis(t, c.args...)
-			r := in.do("GET", "/readyz", "", nil)
-			warnings, _ := r.body["warnings"].([]any)
+			in, srv := apptest.BootOnPrivateRedis(t, c.args...)
+			r := in.Do("GET", "/readyz", "", nil)
+			warnings, _ := r.Body["warnings"].([]any)
 			switch {
-			case r.status != 200:
-				t.Errorf("/readyz: %d %s, want 200", r.status, r.raw)
+			case r.Status != 200:
+				t.Errorf("/readyz: %d %s, want 200", r.Status, r.Raw)
 			case c.report == "" && len(warnings) > 0:
-				t.Errorf("/readyz warns about a safe Redis: %s", r.raw)
+				t.Errorf("/readyz warns about a safe Redis: %s", r.Raw)
 			case c.report != "" && (len(warnings) != 1 || !strings.Contains(fmt.Sprint(warnings[0]), c.report)):
-				t.Errorf("/readyz: %s, want a warning saying %q", r.raw, c.report)
+				t.Errorf("/readyz: %s, want a warning saying %q", r.Raw, c.report)
 			}
 
 			cfg, err := app.Parse([]string{"--addr", "127.0.0.1:0", "--redis-url", srv.URL(), "--redis-strict-eviction", "--drain-delay", "0",

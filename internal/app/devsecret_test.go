@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 func TestDevSecret(t *testing.T) {
@@ -57,37 +58,37 @@ func TestDevSecret(t *testing.T) {
 func TestEmbeddedKeepsItsSecret(t *testing.T) {
 	dir := t.TempDir()
 	noSecret := func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir }
-	first := boot(t, backend{name: "embedded"}, noSecret)
+	first := apptest.Boot(t, apptest.Backend{Name: "embedded"}, noSecret)
 	secret, err := app.ReadDevSecret(dir)
 	if err != nil {
 		t.Fatalf("no dev secret after the first start: %v", err)
 	}
 	jwt := "Bearer " + app.SignUserJWT(secret, "", "", "carol", time.Hour)
-	if r := first.do("POST", "/api/v1/queues/default/entries", jwt, nil); r.status != 200 {
-		t.Fatalf("enter with a JWT signed by the dev secret: %d %s", r.status, r.raw)
+	if r := first.Do("POST", "/api/v1/queues/default/entries", jwt, nil); r.Status != 200 {
+		t.Fatalf("enter with a JWT signed by the dev secret: %d %s", r.Status, r.Raw)
 	}
-	page := first.do("GET", "/", "", nil)
-	cookie := strings.Split(page.header.Get("Set-Cookie"), ";")[0]
-	if err := first.m.Close(); err != nil {
+	page := first.Do("GET", "/", "", nil)
+	cookie := strings.Split(page.Header.Get("Set-Cookie"), ";")[0]
+	if err := first.Main.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	second := boot(t, backend{name: "embedded"}, noSecret)
-	if r := second.do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.status != 200 {
-		t.Errorf("the JWT after a restart: %d %s", r.status, r.raw)
+	second := apptest.Boot(t, apptest.Backend{Name: "embedded"}, noSecret)
+	if r := second.Do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.Status != 200 {
+		t.Errorf("the JWT after a restart: %d %s", r.Status, r.Raw)
 	}
-	if r := second.do("GET", "/api/v1/queues/default/entries/me", "", nil, "Cookie", cookie); r.status != 200 {
-		t.Errorf("the session cookie after a restart: %d %s", r.status, r.raw)
+	if r := second.Do("GET", "/api/v1/queues/default/entries/me", "", nil, "Cookie", cookie); r.Status != 200 {
+		t.Errorf("the session cookie after a restart: %d %s", r.Status, r.Raw)
 	}
 
 	t.Run("with Redis", func(t *testing.T) {
 		dir := t.TempDir()
-		in := boot(t, backend{name: "redis", redis: true}, func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir })
+		in := apptest.Boot(t, apptest.Backend{Name: "redis", Redis: true}, func(c *app.Config) { c.AuthSecret = ""; c.DataDir = dir })
 		if _, err := os.Stat(filepath.Join(dir, app.DevSecretFile)); !os.IsNotExist(err) {
 			t.Errorf("a Redis instance wrote a dev secret: %v", err)
 		}
-		if r := in.do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.status != 401 {
-			t.Errorf("a JWT of the dev secret on a Redis instance with a random one: %d", r.status)
+		if r := in.Do("GET", "/api/v1/queues/default/entries/me", jwt, nil); r.Status != 401 {
+			t.Errorf("a JWT of the dev secret on a Redis instance with a random one: %d", r.Status)
 		}
 	})
 }
@@ -125,9 +126,9 @@ func TestBanner(t *testing.T) {
 	}
 	_, auth, _ := strings.Cut(strings.TrimSpace(tryIt), "-H 'Authorization: ")
 	auth = strings.TrimSuffix(strings.SplitN(auth, "\n", 2)[0], "'")
-	in := &instance{t: t, base: "http://" + m.Addr()}
-	if r := in.do("POST", "/api/v1/queues/default/entries", auth, nil); r.status != 200 {
-		t.Errorf("the banner's example: %d %s", r.status, r.raw)
+	in := &apptest.Instance{T: t, Base: "http://" + m.Addr()}
+	if r := in.Do("POST", "/api/v1/queues/default/entries", auth, nil); r.Status != 200 {
+		t.Errorf("the banner's example: %d %s", r.Status, r.Raw)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 )
 
 // eventually polls cond every 100 ms until it holds or the deadline passes.
@@ -34,19 +35,19 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // rate changes, the waitroom_admission_rate metric and a log line saying
 // why. A manual rate switches it off.
 func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			// The embedded store takes one order at a time, so 20 clients
 			// ordering 150 ms each wait at most ~3 s in its queue (more would
 			// wait past the server's 30 s write timeout on a loaded machine),
 			// and a decision's 20 calls take a few seconds.
-			in := boot(t, b, func(c *app.Config) { c.OrderWork = 150 * time.Millisecond })
-			sale := shop{in}
-			q, product := sale.newSale(1_000_000, map[string]any{"ratePerSecond": 20, "batchSize": 10, "intervalMs": 100,
+			in := apptest.Boot(t, b, func(c *app.Config) { c.OrderWork = 150 * time.Millisecond })
+			sale := apptest.Shop{Instance: in}
+			q, product := sale.NewSale(1_000_000, map[string]any{"ratePerSecond": 20, "batchSize": 10, "intervalMs": 100,
 				"adaptive": true, "minRatePerSecond": 4, "maxRatePerSecond": 50, "targetLatencyMs": 50})
-			if r := in.mustStats(q); r.num("effectiveRatePerSecond") != 10 {
-				t.Fatalf("switched on: %s; want it at half the configured 20/s", r.raw)
+			if r := in.QueueStats(q); r.Num("effectiveRatePerSecond") != 10 {
+				t.Fatalf("switched on: %s; want it at half the configured 20/s", r.Raw)
 			}
 			// A crowd that orders as soon as it is let in, until the rate is at
 			// its floor (bounded by the deadline below).
@@ -63,17 +64,17 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 						default:
 						}
 						u := fmt.Sprintf("slow-%d-%d", i, n)
-						in.do("POST", entriesPath(q), in.as(u), nil)
+						in.Do("POST", entriesPath(q), in.As(u), nil)
 						for {
 							select {
 							case <-stop:
 								return
 							default:
 							}
-							r := in.do("GET", mePath(q)+"?waitSeconds=2", in.as(u), nil)
-							if r.str("status") == "READY" {
-								in.do("POST", "/api/v1/orders", in.as(u), map[string]any{"productId": product, "quantity": 1},
-									"X-Entry-Token", r.str("token"))
+							r := in.Do("GET", mePath(q)+"?waitSeconds=2", in.As(u), nil)
+							if r.Str("status") == "READY" {
+								in.Do("POST", "/api/v1/orders", in.As(u), map[string]any{"productId": product, "quantity": 1},
+									"X-Entry-Token", r.Str("token"))
 								break
 							}
 						}
@@ -82,30 +83,30 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 			}
 			defer func() { close(stop); wg.Wait() }()
 			eventually(t, 90*time.Second, "the rate backs off to its floor", func() bool {
-				return in.mustStats(q).num("effectiveRatePerSecond") == 4
+				return in.QueueStats(q).Num("effectiveRatePerSecond") == 4
 			})
-			st := in.mustStats(q)
-			if !strings.HasPrefix(st.str("effectiveRateReason"), "back off: p90 ") {
-				t.Errorf("reason: %s", st.raw)
+			st := in.QueueStats(q)
+			if !strings.HasPrefix(st.Str("effectiveRateReason"), "back off: p90 ") {
+				t.Errorf("reason: %s", st.Raw)
 			}
-			h := in.do("GET", "/admin/v1/queues/"+q+"/history", in.adminAuth(), nil)
-			changes, _ := h.body["rateChanges"].([]any)
+			h := in.Do("GET", "/admin/v1/queues/"+q+"/history", in.AdminAuth(), nil)
+			changes, _ := h.Body["rateChanges"].([]any)
 			if len(changes) < 2 {
-				t.Errorf("history's rate changes: %s", h.raw)
+				t.Errorf("history's rate changes: %s", h.Raw)
 			}
-			if m := scrape(t, in); m[`waitroom_admission_rate{queue="`+q+`"}`] != 4 {
+			if m := apptest.Metrics(t, in.Base); m[`waitroom_admission_rate{queue="`+q+`"}`] != 4 {
 				t.Errorf("waitroom_admission_rate = %v, want 4", m[`waitroom_admission_rate{queue="`+q+`"}`])
 			}
-			logs := in.logs.String()
+			logs := in.Logs.String()
 			if !strings.Contains(logs, "admission rate changed") || !strings.Contains(logs, "why=\"back off: p90") ||
 				!strings.Contains(logs, "target=50ms") {
 				t.Errorf("no log line saying why the rate changed:\n%.2000s", logs)
 			}
 
 			// A rate set by hand switches the adaptive rate off.
-			r := in.mustPatchQueue(q, map[string]any{"ratePerSecond": 7})
-			if r.body["adaptive"] != false || r.num("effectiveRatePerSecond") != 7 || r.str("rateDerivation") != "set by admin" {
-				t.Errorf("after a manual rate: %s", r.raw)
+			r := in.PatchQueue(q, map[string]any{"ratePerSecond": 7})
+			if r.Body["adaptive"] != false || r.Num("effectiveRatePerSecond") != 7 || r.Str("rateDerivation") != "set by admin" {
+				t.Errorf("after a manual rate: %s", r.Raw)
 			}
 		})
 	}
@@ -117,16 +118,16 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 // counted in abandonedTotal and waitroom_abandoned_total, and entering again
 // puts one at the back.
 func TestNoShowsSkipped(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
-			q := saleID("noshow")
-			in.mustPutQueue(q, map[string]any{"abandonAfterSeconds": 15, "paused": true})
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("noshow")
+			in.PutQueue(q, map[string]any{"abandonAfterSeconds": 15, "paused": true})
 			users := []string{"gone-1", "here-1", "gone-2", "here-2", "gone-3"}
 			for _, u := range users {
-				if r := in.do("POST", entriesPath(q), in.as(u), nil); r.status != 200 {
-					t.Fatalf("enter: %s", r.raw)
+				if r := in.Do("POST", entriesPath(q), in.As(u), nil); r.Status != 200 {
+					t.Fatalf("enter: %s", r.Raw)
 				}
 			}
 			// The present poll every 2 s (as the page does near the front)
@@ -138,33 +139,33 @@ func TestNoShowsSkipped(t *testing.T) {
 			start := time.Now()
 			for time.Since(start) < 25*time.Second {
 				for _, u := range []string{"here-1", "here-2"} {
-					if r := in.do("GET", mePath(q), in.as(u), nil); r.str("status") != "WAITING" {
-						t.Fatalf("%s while paused: %s", u, r.raw)
+					if r := in.Do("GET", mePath(q), in.As(u), nil); r.Str("status") != "WAITING" {
+						t.Fatalf("%s while paused: %s", u, r.Raw)
 					}
 				}
 				time.Sleep(2 * time.Second)
 			}
-			in.mustPatchQueue(q, map[string]any{"paused": false})
+			in.PatchQueue(q, map[string]any{"paused": false})
 			for _, u := range []string{"here-1", "here-2"} {
-				in.waitReady(q, u)
+				in.WaitReady(q, u)
 			}
-			eventually(t, patience, "the three no-shows counted", func() bool {
-				return in.mustStats(q).num("abandonedTotal") == 3
+			eventually(t, apptest.Patience, "the three no-shows counted", func() bool {
+				return in.QueueStats(q).Num("abandonedTotal") == 3
 			})
 			for _, u := range []string{"gone-1", "gone-2", "gone-3"} {
-				checkNotInQueue(t, in.do("GET", mePath(q), in.as(u), nil))
+				checkNotInQueue(t, in.Do("GET", mePath(q), in.As(u), nil))
 			}
-			if m := scrape(t, in); m[`waitroom_abandoned_total{queue="`+q+`"}`] != 3 {
+			if m := apptest.Metrics(t, in.Base); m[`waitroom_abandoned_total{queue="`+q+`"}`] != 3 {
 				t.Errorf("waitroom_abandoned_total = %v, want 3", m[`waitroom_abandoned_total{queue="`+q+`"}`])
 			}
-			st := in.mustStats(q)
-			if st.num("admittedTotal") != 2 || st.num("length") != 0 {
-				t.Errorf("stats: %s", st.raw)
+			st := in.QueueStats(q)
+			if st.Num("admittedTotal") != 2 || st.Num("length") != 0 {
+				t.Errorf("stats: %s", st.Raw)
 			}
-			in.mustPatchQueue(q, map[string]any{"paused": true})
-			in.do("POST", entriesPath(q), in.as("newcomer"), nil)
-			if r := in.do("POST", entriesPath(q), in.as("gone-1"), nil); r.num("position") != 2 {
-				t.Errorf("a skipped user entering again: %s, want the back (2)", r.raw)
+			in.PatchQueue(q, map[string]any{"paused": true})
+			in.Do("POST", entriesPath(q), in.As("newcomer"), nil)
+			if r := in.Do("POST", entriesPath(q), in.As("gone-1"), nil); r.Num("position") != 2 {
+				t.Errorf("a skipped user entering again: %s, want the back (2)", r.Raw)
 			}
 		})
 	}
@@ -174,26 +175,26 @@ func TestNoShowsSkipped(t *testing.T) {
 // after a few seconds the waiting are told the line is stalled; once the
 // token goes and the line moves, they are not.
 func TestStalledIsSaid(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
-			q := saleID("stall")
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("stall")
 			// Ticks a second apart: the line is said stalled after its
 			// front stood still for ten of them (queue.StallAfter), so
 			// "right after it moved" below is ten seconds wide, not two.
-			in.mustPutQueue(q, map[string]any{"maxActiveTokens": 1, "intervalMs": 1000, "ratePerSecond": 10, "batchSize": 10})
-			in.do("POST", entriesPath(q), in.as("holder"), nil)
-			in.waitReady(q, "holder")
-			in.do("POST", entriesPath(q), in.as("waiter"), nil)
-			eventually(t, patience, "stalled said", func() bool {
-				return in.do("GET", mePath(q), in.as("waiter"), nil).body["stalled"] == true
+			in.PutQueue(q, map[string]any{"maxActiveTokens": 1, "intervalMs": 1000, "ratePerSecond": 10, "batchSize": 10})
+			in.Do("POST", entriesPath(q), in.As("holder"), nil)
+			in.WaitReady(q, "holder")
+			in.Do("POST", entriesPath(q), in.As("waiter"), nil)
+			eventually(t, apptest.Patience, "stalled said", func() bool {
+				return in.Do("GET", mePath(q), in.As("waiter"), nil).Body["stalled"] == true
 			})
-			in.do("DELETE", mePath(q), in.as("holder"), nil) // the token goes: room for one
-			in.waitReady(q, "waiter")
-			in.do("POST", entriesPath(q), in.as("next"), nil)
-			if r := in.do("GET", mePath(q), in.as("next"), nil); r.body["stalled"] != nil {
-				t.Errorf("right after the line moved: %s", r.raw)
+			in.Do("DELETE", mePath(q), in.As("holder"), nil) // the token goes: room for one
+			in.WaitReady(q, "waiter")
+			in.Do("POST", entriesPath(q), in.As("next"), nil)
+			if r := in.Do("GET", mePath(q), in.As("next"), nil); r.Body["stalled"] != nil {
+				t.Errorf("right after the line moved: %s", r.Raw)
 			}
 		})
 	}
@@ -203,42 +204,42 @@ func TestStalledIsSaid(t *testing.T) {
 // place; at opensAt (admission paused) they are placed, every place 1–30
 // taken once; a user entering after is 31st.
 func TestFairOpening(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
-			q := saleID("opening")
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("opening")
 			// Ten seconds ahead: the 30 entries must all come before it, and
 			// on a loaded machine 2 s was not always enough for them.
 			opensAt := time.Now().Add(10 * time.Second).UTC().Truncate(time.Millisecond)
-			in.mustPutQueue(q, map[string]any{"opensAt": opensAt.Format(time.RFC3339Nano), "paused": true})
+			in.PutQueue(q, map[string]any{"opensAt": opensAt.Format(time.RFC3339Nano), "paused": true})
 			var users []string
 			for i := range 30 {
 				u := fmt.Sprintf("early-%d", i)
 				users = append(users, u)
-				r := in.do("POST", entriesPath(q), in.as(u), nil)
-				at, _ := time.Parse(time.RFC3339Nano, r.str("opensAt"))
-				if r.str("status") != "WAITING" || !at.Equal(opensAt) || r.body["position"] != nil {
-					t.Fatalf("entering before the opening: %s", r.raw)
+				r := in.Do("POST", entriesPath(q), in.As(u), nil)
+				at, _ := time.Parse(time.RFC3339Nano, r.Str("opensAt"))
+				if r.Str("status") != "WAITING" || !at.Equal(opensAt) || r.Body["position"] != nil {
+					t.Fatalf("entering before the opening: %s", r.Raw)
 				}
 				// At most the time left, plus one, plus the spread (0–4 s).
-				if p, left := r.num("pollAfterSeconds"), math.Ceil(time.Until(opensAt).Seconds()); p < 1 || p > max(left, 0)+5 {
+				if p, left := r.Num("pollAfterSeconds"), math.Ceil(time.Until(opensAt).Seconds()); p < 1 || p > max(left, 0)+5 {
 					t.Errorf("pollAfterSeconds %v with %v s left before the opening", p, left)
 				}
 			}
-			if st := in.mustStats(q); st.num("preQueueLength") != 30 || st.num("length") != 0 {
-				t.Fatalf("before the opening: %s", st.raw)
+			if st := in.QueueStats(q); st.Num("preQueueLength") != 30 || st.Num("length") != 0 {
+				t.Fatalf("before the opening: %s", st.Raw)
 			}
-			eventually(t, patience, "the opening placed", func() bool {
-				return in.mustStats(q).num("length") == 30
+			eventually(t, apptest.Patience, "the opening placed", func() bool {
+				return in.QueueStats(q).Num("length") == 30
 			})
 			var places []int
 			for _, u := range users {
-				r := in.do("GET", mePath(q), in.as(u), nil)
-				if r.body["opensAt"] != nil {
-					t.Fatalf("after the opening: %s", r.raw)
+				r := in.Do("GET", mePath(q), in.As(u), nil)
+				if r.Body["opensAt"] != nil {
+					t.Fatalf("after the opening: %s", r.Raw)
 				}
-				places = append(places, int(r.num("position")))
+				places = append(places, int(r.Num("position")))
 			}
 			slices.Sort(places)
 			for i, p := range places {
@@ -246,14 +247,14 @@ func TestFairOpening(t *testing.T) {
 					t.Fatalf("places after the opening %v, want each of 1..30 once", places)
 				}
 			}
-			if r := in.do("POST", entriesPath(q), in.as("later"), nil); r.num("position") != 31 {
-				t.Errorf("entering after the opening: %s", r.raw)
+			if r := in.Do("POST", entriesPath(q), in.As("later"), nil); r.Num("position") != 31 {
+				t.Errorf("entering after the opening: %s", r.Raw)
 			}
-			if !strings.Contains(in.logs.String(), "line opened") {
+			if !strings.Contains(in.Logs.String(), "line opened") {
 				t.Error("no log line for the opening")
 			}
-			if r := in.do("GET", mePath(q), in.as("nobody"), nil); r.status != http.StatusOK {
-				t.Errorf("status of a stranger: %d", r.status)
+			if r := in.Do("GET", mePath(q), in.As("nobody"), nil); r.Status != http.StatusOK {
+				t.Errorf("status of a stranger: %d", r.Status)
 			}
 		})
 	}

@@ -1,99 +1,69 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
-
-// scrape reads /metrics into "name{labels}" → value.
-func scrape(t *testing.T, in *instance) map[string]float64 {
-	t.Helper()
-	res, err := http.Get(in.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("/metrics: %d %s", res.StatusCode, b)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
 
 // TestMetricsAddUp runs a scripted crowd through every way in and out of
 // the line and checks that /metrics balances exactly:
 // entered = waiting + admitted + left + abandoned; admitted = consumed + active + expired + returned.
 func TestMetricsAddUp(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			in := boot(t, b, nil)
+			in := apptest.Boot(t, b, nil)
 			q := "metrics"
-			if r := in.do("PUT", "/admin/v1/queues/"+q, in.adminAuth(),
-				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":5,"paused":true}`); r.status != 200 {
-				t.Fatalf("queue: %d %s", r.status, r.raw)
+			if r := in.Do("PUT", "/admin/v1/queues/"+q, in.AdminAuth(),
+				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":5,"paused":true}`); r.Status != 200 {
+				t.Fatalf("queue: %d %s", r.Status, r.Raw)
 			}
-			if r := in.do("PUT", "/admin/v1/products/metrics-tee", in.adminAuth(),
-				map[string]any{"name": "tee", "stock": 5, "queue": q}); r.status != 200 {
-				t.Fatalf("product: %d %s", r.status, r.raw)
+			if r := in.Do("PUT", "/admin/v1/products/metrics-tee", in.AdminAuth(),
+				map[string]any{"name": "tee", "stock": 5, "queue": q}); r.Status != 200 {
+				t.Fatalf("product: %d %s", r.Status, r.Raw)
 			}
 			users := make([]string, 30)
 			for i := range users {
 				users[i] = fmt.Sprintf("m-user-%d", i)
-				if r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(users[i]), nil); r.status != 200 {
-					t.Fatalf("enter: %d %s", r.status, r.raw)
+				if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(users[i]), nil); r.Status != 200 {
+					t.Fatalf("enter: %d %s", r.Status, r.Raw)
 				}
-				in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(users[i]), nil) // re-entry: not a new join
+				in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(users[i]), nil) // re-entry: not a new join
 			}
 			for _, u := range users[25:] { // 5 leave the line
-				if r := in.do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.as(u), nil); r.status != 204 {
-					t.Fatalf("leave: %d", r.status)
+				if r := in.Do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.As(u), nil); r.Status != 204 {
+					t.Fatalf("leave: %d", r.Status)
 				}
 			}
-			in.do("PATCH", "/admin/v1/queues/"+q, in.adminAuth(), `{"paused":false}`)
+			in.Do("PATCH", "/admin/v1/queues/"+q, in.AdminAuth(), `{"paused":false}`)
 			tokens := map[string]string{}
 			for _, u := range users[:25] {
-				tokens[u] = in.waitReady(q, u)
+				tokens[u] = in.WaitReady(q, u)
 			}
-			var buys []apiCall
+			var buys []apptest.Call
 			for _, u := range users[:10] { // 10 try to buy 5: 5 created, 5 out of stock
-				buys = append(buys, apiCall{method: "POST", path: "/api/v1/orders", auth: in.as(u),
-					body: map[string]any{"productId": "metrics-tee", "quantity": 1}, headers: []string{"X-Entry-Token", tokens[u]}})
+				buys = append(buys, apptest.Call{Method: "POST", Path: "/api/v1/orders", Auth: in.As(u),
+					Body: map[string]any{"productId": "metrics-tee", "quantity": 1}, Headers: []string{"X-Entry-Token", tokens[u]}})
 			}
-			in.fireAll(buys)
+			in.FireAll(buys)
 			for _, u := range users[10:13] { // 3 give their token back
-				in.do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.as(u), nil)
+				in.Do("DELETE", "/api/v1/queues/"+q+"/entries/me", in.As(u), nil)
 			}
-			in.do("POST", "/api/v1/queues/"+q+"/entries", "", nil) // one unauthenticated rejection
+			in.Do("POST", "/api/v1/queues/"+q+"/entries", "", nil) // one unauthenticated rejection
 
 			series := func(name string) string { return name + `{queue="` + q + `"}` }
-			m := scrape(t, in)
+			m := apptest.Metrics(t, in.Base)
 			want := map[string]float64{
 				series("waitroom_entered_total"):                    30,
 				series("waitroom_left_total"):                       5,
@@ -137,8 +107,8 @@ func TestMetricsAddUp(t *testing.T) {
 			}
 			// The 5 s tokens run out (5 s, so that a loaded machine still
 			// sees all 25 READY before any expires).
-			for deadline := time.Now().Add(patience); ; time.Sleep(200 * time.Millisecond) {
-				m = scrape(t, in)
+			for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(200 * time.Millisecond) {
+				m = apptest.Metrics(t, in.Base)
 				if m[series("waitroom_tokens_active")] == 0 || time.Now().After(deadline) {
 					break
 				}
@@ -170,7 +140,7 @@ func TestMetricsAddUp(t *testing.T) {
 func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
-	in := boot(t, backend{name: "private redis"}, func(c *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "private redis"}, func(c *app.Config) {
 		c.RedisURL, c.KeyPrefix = srv.URL(), "wr:"
 		c.Queue.RatePerSecond, c.Queue.Interval = 0.1, time.Minute // the default queue ticks once a minute
 		c.HistoryInterval = time.Minute
@@ -187,13 +157,13 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	// tokens' time is made up (their expiry moved into the past in Redis,
 	// which is what running out is to every script), so no tick sweeps them
 	// during the scrapes however slow the machine is.
-	in.mustPutQueue("m1", map[string]any{"paused": true, "ratePerSecond": 6, "batchSize": 10, "intervalMs": 1000, "tokenTtlSeconds": 60})
+	in.PutQueue("m1", map[string]any{"paused": true, "ratePerSecond": 6, "batchSize": 10, "intervalMs": 1000, "tokenTtlSeconds": 60})
 	for i := range 6 {
-		in.do("POST", entriesPath("m1"), in.as(fmt.Sprintf("m1-%d", i)), nil)
+		in.Do("POST", entriesPath("m1"), in.As(fmt.Sprintf("m1-%d", i)), nil)
 	}
-	in.mustPatchQueue("m1", map[string]any{"paused": false})
-	waitFor(t, "six admitted", func() bool { return in.mustStats("m1").num("admittedTotal") == 6 })
-	in.mustPatchQueue("m1", map[string]any{"ratePerSecond": 0.1})
+	in.PatchQueue("m1", map[string]any{"paused": false})
+	waitFor(t, "six admitted", func() bool { return in.QueueStats("m1").Num("admittedTotal") == 6 })
+	in.PatchQueue("m1", map[string]any{"ratePerSecond": 0.1})
 	// Keys as docs/operations.md lays them out.
 	nextTickIn := func(q string) time.Duration {
 		next, _ := rdb.HGet(ctx, "wr:{"+q+"}:cfg", "next").Int64()
@@ -204,12 +174,12 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	// interval brings the next tick forward, and the minute is back for the
 	// one after it.
 	for _, q := range []string{"m1", "default"} {
-		in.mustPatchQueue(q, map[string]any{"intervalMs": 1000})
+		in.PatchQueue(q, map[string]any{"intervalMs": 1000})
 	}
 	// (A tick has run once the next one is ahead again.)
 	waitFor(t, "ticks a second apart", func() bool { return nextTickIn("m1") > 0 && nextTickIn("default") > 0 })
 	for _, q := range []string{"m1", "default"} {
-		in.mustPatchQueue(q, map[string]any{"intervalMs": 60000})
+		in.PatchQueue(q, map[string]any{"intervalMs": 60000})
 	}
 	waitFor(t, "no tick due for 50 s", func() bool { return nextTickIn("m1") > 50*time.Second && nextTickIn("default") > 50*time.Second })
 	// Every wake of a queue's loop runs the janitor, which would sweep the
@@ -246,13 +216,13 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	for _, u := range rdb.ZRange(ctx, "wr:{m1}:texp", 0, -1).Val() {
 		rdb.ZAddXX(ctx, "wr:{m1}:texp", redis.Z{Score: float64(now.UnixMilli() - 1000), Member: u})
 	}
-	waitFor(t, "the tokens to count as expired", func() bool { return in.mustStats("m1").num("activeTokens") == 0 })
+	waitFor(t, "the tokens to count as expired", func() bool { return in.QueueStats("m1").Num("activeTokens") == 0 })
 	unswept := func() int64 { return rdb.ZCard(ctx, "wr:{m1}:texp").Val() }
 	if n := unswept(); n != 6 {
 		t.Fatalf("%d expired tokens left unswept, want 6 (something swept them: the test shows nothing)", n)
 	}
 
-	private := &instance{t: t, base: "http://" + in.m.MetricsAddr()}
+	private := &apptest.Instance{T: t, Base: "http://" + in.Main.MetricsAddr()}
 	info := func() (commands, changes int64) {
 		stats, _ := rdb.Info(ctx, "stats", "persistence").Result()
 		field := func(name string) int64 {
@@ -263,11 +233,11 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 		return field("total_commands_processed"), field("rdb_changes_since_last_save")
 	}
 	cmds0, changes0 := info()
-	m := scrape(t, private) // the first reading
+	m := apptest.Metrics(t, private.Base) // the first reading
 	cmds1, _ := info()
 	began := time.Now()
 	for range 99 {
-		m = scrape(t, private)
+		m = apptest.Metrics(t, private.Base)
 	}
 	elapsed := time.Since(began)
 	cmds2, changes2 := info()
@@ -296,23 +266,23 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 			elapsed, got, bound, reading)
 	}
 
-	if r := in.do("GET", "/metrics", "", nil); r.status != 404 {
-		t.Errorf("/metrics on the public listener with --metrics-addr: %d, want 404", r.status)
+	if r := in.Do("GET", "/metrics", "", nil); r.Status != 404 {
+		t.Errorf("/metrics on the public listener with --metrics-addr: %d, want 404", r.Status)
 	}
-	if r := private.do("GET", "/debug/pprof/cmdline", "", nil); r.status != 200 {
-		t.Errorf("/debug/pprof/cmdline with --pprof: %d", r.status)
+	if r := private.Do("GET", "/debug/pprof/cmdline", "", nil); r.Status != 200 {
+		t.Errorf("/debug/pprof/cmdline with --pprof: %d", r.Status)
 	}
-	if r := in.do("GET", "/debug/pprof/cmdline", "", nil); r.status != 404 {
-		t.Errorf("/debug/pprof on the public listener: %d, want 404", r.status)
+	if r := in.Do("GET", "/debug/pprof/cmdline", "", nil); r.Status != 404 {
+		t.Errorf("/debug/pprof on the public listener: %d, want 404", r.Status)
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after patience.
+// waitFor polls cond until it holds, failing the test after apptest.Patience.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(patience); !cond(); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(apptest.Patience); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", patience, what)
+			t.Fatalf("waited %v for %s", apptest.Patience, what)
 		}
 	}
 }

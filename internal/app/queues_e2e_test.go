@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/testenv"
@@ -35,8 +36,8 @@ const exampleQueues = "../../deploy/queues.yaml"
 // it says prune: true, and then only they go (never the default queue).
 func TestQueuesFileOnTheBinary(t *testing.T) {
 	bin := buildWaitroom(t)
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "queues.yaml")
 			example, err := os.ReadFile(exampleQueues)
@@ -45,7 +46,7 @@ func TestQueuesFileOnTheBinary(t *testing.T) {
 			}
 			writeFile(t, file, string(example))
 			args := []string{"--queues", file}
-			if b.redis {
+			if b.Redis {
 				args = append(args, "--redis-url", testenv.RedisURL(t), "--redis-prefix", fmt.Sprintf("wrqf%d:", rand.Int64()))
 			}
 			p := startBinary(t, bin, args...)
@@ -53,21 +54,21 @@ func TestQueuesFileOnTheBinary(t *testing.T) {
 
 			// At start: every queue of the example, with its settings.
 			wantSettings(t, in, file)
-			sale := in.queueSettings("spring-sale")
+			sale := queueSettings(in, "spring-sale")
 			if sale["ratePerSecond"] != 200.0 || sale["maxActiveTokens"] != 2000.0 || sale["rateDerivation"] != "set by the queues file" {
 				t.Errorf("spring-sale at start: %v", sale)
 			}
 			if m, _ := sale["message"].(map[string]any); m["ja"] != "春のセール：500足、お一人様一足まで。" {
 				t.Errorf("spring-sale's message: %v", sale["message"])
 			}
-			if in.queueSettings("backstage")["paused"] != true {
+			if queueSettings(in, "backstage")["paused"] != true {
 				t.Error("backstage is not paused")
 			}
 			// Someone in line, and a queue the file does not name.
-			if r := in.do("POST", "/api/v1/queues/backstage/entries", in.as("alice"), nil); r.status != 200 || r.num("position") != 1 {
-				t.Fatalf("alice entering backstage: %d %s", r.status, r.raw)
+			if r := in.Do("POST", "/api/v1/queues/backstage/entries", in.As("alice"), nil); r.Status != 200 || r.Num("position") != 1 {
+				t.Fatalf("alice entering backstage: %d %s", r.Status, r.Raw)
 			}
-			in.putQueue("adhoc", map[string]any{"ratePerSecond": 5})
+			in.PutQueue("adhoc", map[string]any{"ratePerSecond": 5})
 
 			// An edit and SIGHUP: the file's new settings, same process.
 			edited := strings.Replace(string(example), "ratePerSecond: 200", "ratePerSecond: 300", 1)
@@ -75,22 +76,22 @@ func TestQueuesFileOnTheBinary(t *testing.T) {
 			writeFile(t, file, edited)
 			p.hangUp(t, 1)
 			wantSettings(t, in, file)
-			if got := in.queueSettings("spring-sale"); got["ratePerSecond"] != 300.0 || got["capacity"] != float64(queue.DefaultConfig().Capacity) {
+			if got := queueSettings(in, "spring-sale"); got["ratePerSecond"] != 300.0 || got["capacity"] != float64(queue.DefaultConfig().Capacity) {
 				t.Errorf("spring-sale after SIGHUP: rate %v capacity %v, want 300 and the default", got["ratePerSecond"], got["capacity"])
 			}
-			if r := in.do("GET", "/api/v1/queues/backstage/entries/me", in.as("alice"), nil); r.status != 200 || r.num("position") != 1 {
-				t.Errorf("alice after SIGHUP: %d %s, want still first in line", r.status, r.raw)
+			if r := in.Do("GET", "/api/v1/queues/backstage/entries/me", in.As("alice"), nil); r.Status != 200 || r.Num("position") != 1 {
+				t.Errorf("alice after SIGHUP: %d %s, want still first in line", r.Status, r.Raw)
 			}
-			if r := in.do("GET", "/admin/v1/queues/adhoc", in.adminAuth(), nil); r.status != 200 {
-				t.Errorf("adhoc after SIGHUP without prune: %d, want left alone", r.status)
+			if r := in.Do("GET", "/admin/v1/queues/adhoc", in.AdminAuth(), nil); r.Status != 200 {
+				t.Errorf("adhoc after SIGHUP without prune: %d, want left alone", r.Status)
 			}
 			p.wantLog(t, `msg="queue config set from the queues file".*queue=spring-sale.*ratePerSecond="200 → 300"`)
 
 			// Drift: logged when made, undone by the next SIGHUP. The queue
 			// the file does not name is changed first: its lines are in
 			// the log by the time the drift of members is.
-			in.patchQueue("adhoc", map[string]any{"ratePerSecond": 6})
-			in.patchQueue("members", map[string]any{"minRatePerSecond": 7, "paused": true})
+			in.PatchQueue("adhoc", map[string]any{"ratePerSecond": 6})
+			in.PatchQueue("members", map[string]any{"minRatePerSecond": 7, "paused": true})
 			p.wantLog(t, `level=WARN msg="queue config drifts from the queues file.*queue=members .*settings="\[paused minRatePerSecond\]" paused="true \(file: false\)" minRatePerSecond="7 \(file: 5\)"`)
 			if regexp.MustCompile(`drifts from the queues file[^\n]*queue=adhoc`).MatchString(p.logs.String()) {
 				t.Error("a queue the file does not name was logged as drift")
@@ -104,15 +105,15 @@ func TestQueuesFileOnTheBinary(t *testing.T) {
 			writeFile(t, file, strings.Replace(bad, "ratePerSecond: 300", "ratePerSecond: 400", 1))
 			p.hangUp(t, 3)
 			p.wantLog(t, regexp.QuoteMeta(fmt.Sprintf(`%s:%d: queue \"spring-sale\": invalid queue config: batchSize must be 1..10000, got 0`, file, line)))
-			if got := in.queueSettings("spring-sale"); got["ratePerSecond"] != 300.0 || got["batchSize"] != 40.0 {
+			if got := queueSettings(in, "spring-sale"); got["ratePerSecond"] != 300.0 || got["batchSize"] != 40.0 {
 				t.Errorf("after a bad file: rate %v batch %v, want 300 and 40 as before", got["ratePerSecond"], got["batchSize"])
 			}
 
 			// prune: true removes what the file does not name, and only that.
 			writeFile(t, file, strings.Replace(edited, "prune: false", "prune: true", 1))
 			p.hangUp(t, 4)
-			if r := in.do("GET", "/admin/v1/queues/adhoc", in.adminAuth(), nil); r.status != 404 {
-				t.Errorf("adhoc after prune: %d, want 404", r.status)
+			if r := in.Do("GET", "/admin/v1/queues/adhoc", in.AdminAuth(), nil); r.Status != 404 {
+				t.Errorf("adhoc after prune: %d, want 404", r.Status)
 			}
 			wantSettings(t, in, file)
 			p.wantLog(t, `level=WARN msg="queue removed: the queues file does not name it and says prune: true".*queue=adhoc`)
@@ -163,21 +164,21 @@ func TestQueuesFileProxyAndNoFile(t *testing.T) {
 	if cfg.QueuesFile != exampleQueues {
 		t.Fatalf("proxy --queues: %q", cfg.QueuesFile)
 	}
-	in := boot(t, backend{name: "embedded"}, func(c *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) {
 		c.Proxy, c.Upstream, c.Protect, c.QueuesFile, c.Prefix = cfg.Proxy, cfg.Upstream, cfg.Protect, cfg.QueuesFile, cfg.Prefix
 	})
-	if r := in.do("GET", cfg.Prefix+"/admin/v1/queues/spring-sale", in.adminAuth(), nil); r.status != 200 || r.body["ratePerSecond"] != 200.0 {
-		t.Errorf("proxy: spring-sale %d %s", r.status, r.raw)
+	if r := in.Do("GET", cfg.Prefix+"/admin/v1/queues/spring-sale", in.AdminAuth(), nil); r.Status != 200 || r.Body["ratePerSecond"] != 200.0 {
+		t.Errorf("proxy: spring-sale %d %s", r.Status, r.Raw)
 	}
-	plain := boot(t, backend{name: "embedded"}, nil)
-	if err := plain.m.ReloadQueues(t.Context()); err == nil {
+	plain := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	if err := plain.Main.ReloadQueues(t.Context()); err == nil {
 		t.Error("ReloadQueues without --queues: no error")
 	}
 }
 
 // wantSettings: every queue of file has, through the admin API, every
 // setting as the file and the defaults for new queues say.
-func wantSettings(t *testing.T, in *instance, file string) {
+func wantSettings(t *testing.T, in *apptest.Instance, file string) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -196,7 +197,7 @@ func wantSettings(t *testing.T, in *instance, file string) {
 		t.Fatal(err)
 	}
 	for _, q := range f.Queues {
-		got := in.queueSettings(q.Name)
+		got := queueSettings(in, q.Name)
 		for _, s := range queue.Settings {
 			want, _ := json.Marshal(s.Value(q.Config))
 			have, _ := json.Marshal(got[s.Name])
@@ -208,13 +209,13 @@ func wantSettings(t *testing.T, in *instance, file string) {
 }
 
 // queueSettings reads a queue through the admin API.
-func (in *instance) queueSettings(name string) map[string]any {
-	in.t.Helper()
-	r := in.do("GET", "/admin/v1/queues/"+name, in.adminAuth(), nil)
-	if r.status != 200 {
-		in.t.Fatalf("GET queue %s: %d %s", name, r.status, r.raw)
+func queueSettings(in *apptest.Instance, name string) map[string]any {
+	in.T.Helper()
+	r := in.Do("GET", "/admin/v1/queues/"+name, in.AdminAuth(), nil)
+	if r.Status != 200 {
+		in.T.Fatalf("GET queue %s: %d %s", name, r.Status, r.Raw)
 	}
-	return r.body
+	return r.Body
 }
 
 // buildWaitroom builds the program as an operator runs it.
@@ -238,7 +239,7 @@ func writeFile(t *testing.T, path, text string) {
 type binaryProcess struct {
 	cmd                 *exec.Cmd
 	base, secret, admin string
-	logs                *syncWriter
+	logs                *apptest.SyncWriter
 }
 
 // startBinary runs `waitroom serve` with args on a free port and returns
@@ -246,7 +247,7 @@ type binaryProcess struct {
 func startBinary(t *testing.T, bin string, args ...string) *binaryProcess {
 	t.Helper()
 	p := &binaryProcess{secret: fmt.Sprintf("secret-%032x", rand.Uint64()), admin: fmt.Sprintf("admin-%032x", rand.Uint64()),
-		logs: &syncWriter{w: &strings.Builder{}}}
+		logs: &apptest.SyncWriter{}}
 	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
 		"--auth-secret", p.secret, "--admin-token", p.admin, "--log-format", "text", "--drain-delay", "0"}, args...)...)
 	stderr, err := p.cmd.StderrPipe()
@@ -282,8 +283,8 @@ func startBinary(t *testing.T, bin string, args ...string) *binaryProcess {
 	return p
 }
 
-func (p *binaryProcess) client(t *testing.T) *instance {
-	return &instance{t: t, base: p.base, secret: p.secret, admin: p.admin, logs: p.logs}
+func (p *binaryProcess) client(t *testing.T) *apptest.Instance {
+	return &apptest.Instance{T: t, Base: p.base, AuthSecret: p.secret, AdminToken: p.admin, Logs: p.logs}
 }
 
 // hangUp sends SIGHUP and waits for the n-th answer to one in the log
@@ -294,10 +295,10 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	answered := regexp.MustCompile(`msg="the queues file (was applied|was not applied|was applied in part)`)
-	deadline := time.Now().Add(patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for len(answered.FindAllString(p.logs.String(), -1)) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("no answer to SIGHUP %d within %v:\n%s", n, patience, p.logs.String())
+			t.Fatalf("no answer to SIGHUP %d within %v:\n%s", n, apptest.Patience, p.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -308,9 +309,9 @@ func (p *binaryProcess) hangUp(t *testing.T, n int) {
 func (p *binaryProcess) wantLog(t *testing.T, pattern string) {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	for deadline := time.Now().Add(patience); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(apptest.Patience); !re.MatchString(p.logs.String()); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("no log line matches %s within %v:\n%s", pattern, patience, p.logs.String())
+			t.Errorf("no log line matches %s within %v:\n%s", pattern, apptest.Patience, p.logs.String())
 			return
 		}
 	}

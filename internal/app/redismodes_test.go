@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -17,39 +18,39 @@ func TestOnRedisCluster(t *testing.T) {
 	t.Parallel()
 	url := testenv.StartRedisCluster(t, 3, 0).URL
 	onCluster := func(c *app.Config) { c.RedisMode, c.RedisURL, c.KeyPrefix = app.RedisCluster, url, "wr:" }
-	a := boot(t, backend{name: "cluster"}, onCluster)
-	b := boot(t, backend{name: "cluster"}, func(c *app.Config) {
+	a := apptest.Boot(t, apptest.Backend{Name: "cluster"}, onCluster)
+	b := apptest.Boot(t, apptest.Backend{Name: "cluster"}, func(c *app.Config) {
 		onCluster(c)
-		c.AuthSecret, c.AdminToken = a.secret, a.admin
+		c.AuthSecret, c.AdminToken = a.AuthSecret, a.AdminToken
 	})
 	queues := []string{"north", "south", "east", "west"} // spread over the slots
 	for _, q := range queues {
-		if r := a.do("PUT", "/admin/v1/queues/"+q, a.adminAuth(), `{"paused":true}`); r.status != 200 {
-			t.Fatalf("queue %s: %d %s", q, r.status, r.raw)
+		if r := a.Do("PUT", "/admin/v1/queues/"+q, a.AdminAuth(), `{"paused":true}`); r.Status != 200 {
+			t.Fatalf("queue %s: %d %s", q, r.Status, r.Raw)
 		}
 		for i := range 5 {
-			in := []*instance{a, b}[i%2]
-			r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(fmt.Sprintf("%s-%d", q, i)), nil)
-			if r.status != 200 || r.num("position") != float64(i+1) {
-				t.Fatalf("%s: enter %d: %d %s", q, i, r.status, r.raw)
+			in := []*apptest.Instance{a, b}[i%2]
+			r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(fmt.Sprintf("%s-%d", q, i)), nil)
+			if r.Status != 200 || r.Num("position") != float64(i+1) {
+				t.Fatalf("%s: enter %d: %d %s", q, i, r.Status, r.Raw)
 			}
 		}
-		if r := b.do("GET", "/api/v1/queues/"+q+"/entries/me", b.as(q+"-2"), nil); r.num("position") != 3 || r.num("queueLength") != 5 {
-			t.Fatalf("%s: status on the other instance: %s", q, r.raw)
+		if r := b.Do("GET", "/api/v1/queues/"+q+"/entries/me", b.As(q+"-2"), nil); r.Num("position") != 3 || r.Num("queueLength") != 5 {
+			t.Fatalf("%s: status on the other instance: %s", q, r.Raw)
 		}
 	}
-	if r := b.do("GET", "/admin/v1/queues", b.adminAuth(), nil); r.status != 200 {
-		t.Fatalf("listing queues: %d %s", r.status, r.raw)
+	if r := b.Do("GET", "/admin/v1/queues", b.AdminAuth(), nil); r.Status != 200 {
+		t.Fatalf("listing queues: %d %s", r.Status, r.Raw)
 	}
-	a.do("PATCH", "/admin/v1/queues/north", a.adminAuth(), `{"paused":false}`)
-	tok := b.waitReady("north", "north-0")
-	if r := a.do("PUT", "/admin/v1/products/cluster-tee", a.adminAuth(), map[string]any{"name": "tee", "stock": 1, "queue": "north"}); r.status != 200 && r.status != 201 {
-		t.Fatalf("product: %d %s", r.status, r.raw)
+	a.Do("PATCH", "/admin/v1/queues/north", a.AdminAuth(), `{"paused":false}`)
+	tok := b.WaitReady("north", "north-0")
+	if r := a.Do("PUT", "/admin/v1/products/cluster-tee", a.AdminAuth(), map[string]any{"name": "tee", "stock": 1, "queue": "north"}); r.Status != 200 && r.Status != 201 {
+		t.Fatalf("product: %d %s", r.Status, r.Raw)
 	}
-	if r := a.do("POST", "/api/v1/orders", a.as("north-0"), map[string]any{"productId": "cluster-tee", "quantity": 1}, "X-Entry-Token", tok); r.status != 201 {
-		t.Fatalf("order: %d %s", r.status, r.raw)
+	if r := a.Do("POST", "/api/v1/orders", a.As("north-0"), map[string]any{"productId": "cluster-tee", "quantity": 1}, "X-Entry-Token", tok); r.Status != 201 {
+		t.Fatalf("order: %d %s", r.Status, r.Raw)
 	}
-	m := scrape(t, a)
+	m := apptest.Metrics(t, a.Base)
 	if m[`waitroom_store_up`] != 1 || m[`waitroom_queue_length{queue="south"}`] != 5 {
 		t.Errorf("metrics on the cluster: store_up %v, south length %v", m[`waitroom_store_up`], m[`waitroom_queue_length{queue="south"}`])
 	}
@@ -63,15 +64,15 @@ func TestOnRedisCluster(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	s := testenv.StartRedisSentinel(t)
-	in := boot(t, backend{name: "sentinel"}, func(c *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "sentinel"}, func(c *app.Config) {
 		c.RedisMode, c.RedisURL, c.KeyPrefix = app.RedisSentinel, s.URL, "wr:"
 	})
-	if r := in.do("PUT", "/admin/v1/queues/fo", in.adminAuth(), `{"paused":true}`); r.status != 200 {
-		t.Fatalf("queue: %d %s", r.status, r.raw)
+	if r := in.Do("PUT", "/admin/v1/queues/fo", in.AdminAuth(), `{"paused":true}`); r.Status != 200 {
+		t.Fatalf("queue: %d %s", r.Status, r.Raw)
 	}
 	for i := range 10 {
-		if r := in.do("POST", "/api/v1/queues/fo/entries", in.as(fmt.Sprintf("fo-%d", i)), nil); r.status != 200 {
-			t.Fatalf("enter: %d %s", r.status, r.raw)
+		if r := in.Do("POST", "/api/v1/queues/fo/entries", in.As(fmt.Sprintf("fo-%d", i)), nil); r.Status != 200 {
+			t.Fatalf("enter: %d %s", r.Status, r.Raw)
 		}
 	}
 	// Replication is asynchronous: wait until the replica has it all, as
@@ -82,28 +83,28 @@ func TestSentinelFailover(t *testing.T) {
 	began := time.Now()
 	var saw503 bool
 	for {
-		r := in.do("GET", "/api/v1/queues/fo/entries/me", in.as("fo-4"), nil)
-		if r.status == 200 {
-			if r.num("position") != 5 || r.num("queueLength") != 10 {
-				t.Fatalf("after the failover fo-4 stands at %s, want 5 of 10", r.raw)
+		r := in.Do("GET", "/api/v1/queues/fo/entries/me", in.As("fo-4"), nil)
+		if r.Status == 200 {
+			if r.Num("position") != 5 || r.Num("queueLength") != 10 {
+				t.Fatalf("after the failover fo-4 stands at %s, want 5 of 10", r.Raw)
 			}
 			break
 		}
-		if r.status != 503 || r.header.Get("Retry-After") == "" {
-			t.Fatalf("during the failover: %d %s (Retry-After %q), want 503 with Retry-After", r.status, r.raw, r.header.Get("Retry-After"))
+		if r.Status != 503 || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("during the failover: %d %s (Retry-After %q), want 503 with Retry-After", r.Status, r.Raw, r.Header.Get("Retry-After"))
 		}
 		saw503 = true
-		if time.Since(began) > patience {
-			t.Fatalf("no answer from the promoted replica after %v", patience)
+		if time.Since(began) > apptest.Patience {
+			t.Fatalf("no answer from the promoted replica after %v", apptest.Patience)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("served again %v after the primary died (503 meanwhile: %v)", time.Since(began).Round(10*time.Millisecond), saw503)
-	if r := in.do("POST", "/api/v1/queues/fo/entries", in.as("fo-new"), nil); r.status != 200 || r.num("position") != 11 {
-		t.Fatalf("entering after the failover: %d %s", r.status, r.raw)
+	if r := in.Do("POST", "/api/v1/queues/fo/entries", in.As("fo-new"), nil); r.Status != 200 || r.Num("position") != 11 {
+		t.Fatalf("entering after the failover: %d %s", r.Status, r.Raw)
 	}
-	in.do("PATCH", "/admin/v1/queues/fo", in.adminAuth(), `{"paused":false}`)
-	in.waitReady("fo", "fo-0")
+	in.Do("PATCH", "/admin/v1/queues/fo", in.AdminAuth(), `{"paused":false}`)
+	in.WaitReady("fo", "fo-0")
 }
 
 // queuesByNode names queues (prefix0, prefix1, …) until each node of the
@@ -141,7 +142,7 @@ func queuesByNode(t *testing.T, c *testenv.RedisCluster, prefix string, want int
 func TestClusterNodeDown(t *testing.T) {
 	t.Parallel()
 	c := testenv.StartRedisCluster(t, 3, 0)
-	in := boot(t, backend{name: "cluster"}, func(cfg *app.Config) {
+	in := apptest.Boot(t, apptest.Backend{Name: "cluster"}, func(cfg *app.Config) {
 		cfg.RedisMode, cfg.RedisURL, cfg.KeyPrefix = app.RedisCluster, c.URL, "wr:"
 	})
 	victim := c.PrimaryOf("wr:queues") // the list of queues lives there
@@ -156,19 +157,19 @@ func TestClusterNodeDown(t *testing.T) {
 	}
 	for _, q := range append(slices.Clone(dead), live...) {
 		// Two a second: the line lasts the whole test.
-		if r := in.do("PUT", "/admin/v1/queues/"+q, in.adminAuth(), `{"ratePerSecond":2,"batchSize":1,"intervalMs":500}`); r.status != 200 {
-			t.Fatalf("queue %s: %d %s", q, r.status, r.raw)
+		if r := in.Do("PUT", "/admin/v1/queues/"+q, in.AdminAuth(), `{"ratePerSecond":2,"batchSize":1,"intervalMs":500}`); r.Status != 200 {
+			t.Fatalf("queue %s: %d %s", q, r.Status, r.Raw)
 		}
 		for i := range 40 {
-			if r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(fmt.Sprintf("%s-%d", q, i)), nil); r.status != 200 {
-				t.Fatalf("%s: enter %d: %d %s", q, i, r.status, r.raw)
+			if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(fmt.Sprintf("%s-%d", q, i)), nil); r.Status != 200 {
+				t.Fatalf("%s: enter %d: %d %s", q, i, r.Status, r.Raw)
 			}
 		}
 	}
 	// The instance knows every queue (it lists them every second) before
 	// the list's node goes.
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		m, known := scrape(t, in), true
+	for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(50 * time.Millisecond) {
+		m, known := apptest.Metrics(t, in.Base), true
 		for _, q := range append(slices.Clone(dead), live...) {
 			known = known && m[`waitroom_store_queue_up{queue="`+q+`"}`] == 1
 		}
@@ -187,37 +188,37 @@ func TestClusterNodeDown(t *testing.T) {
 
 	victim.Stop()
 	killed := time.Now()
-	r := in.waitReadiness("/readyz", "the dead node's queues listed", func(r readiness) bool {
-		return r.store == "degraded" && slices.Equal(r.degraded, degraded)
+	r := in.WaitReadiness("/readyz", "the dead node's queues listed", func(r apptest.Readiness) bool {
+		return r.Store == "degraded" && slices.Equal(r.Degraded, degraded)
 	})
-	t.Logf("readyz %v after the kill: %s", time.Since(killed).Round(time.Millisecond), r.raw)
+	t.Logf("readyz %v after the kill: %s", time.Since(killed).Round(time.Millisecond), r.Raw)
 
 	admitted := map[string]float64{}
 	for _, q := range live {
 		began := time.Now()
-		if r := in.do("POST", "/api/v1/queues/"+q+"/entries", in.as(q+"-late"), nil); r.status != 200 {
-			t.Errorf("enter %s (a live node's) with a node down: %d %s", q, r.status, r.raw)
+		if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(q+"-late"), nil); r.Status != 200 {
+			t.Errorf("enter %s (a live node's) with a node down: %d %s", q, r.Status, r.Raw)
 		}
-		if r := in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as(q+"-39"), nil); r.status != 200 || r.str("status") != "WAITING" {
-			t.Errorf("status in %s (a live node's): %d %s", q, r.status, r.raw)
+		if r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(q+"-39"), nil); r.Status != 200 || r.Str("status") != "WAITING" {
+			t.Errorf("status in %s (a live node's): %d %s", q, r.Status, r.Raw)
 		}
 		t.Logf("%s (live node): enter and status answered in %v", q, time.Since(began).Round(time.Millisecond))
-		admitted[q] = in.do("GET", "/admin/v1/queues/"+q, in.adminAuth(), nil).num("admittedTotal")
+		admitted[q] = in.Do("GET", "/admin/v1/queues/"+q, in.AdminAuth(), nil).Num("admittedTotal")
 	}
 	for _, q := range dead {
 		began := time.Now()
 		for _, call := range []struct{ method, path string }{{"POST", "/entries"}, {"GET", "/entries/me"}} {
-			r := in.do(call.method, "/api/v1/queues/"+q+call.path, in.as(q+"-39"), nil)
-			if r.status != 503 || r.header.Get("Retry-After") == "" {
-				t.Errorf("%s %s on the dead node: %d (Retry-After %q) %s, want 503 with Retry-After", call.method, q+call.path, r.status, r.header.Get("Retry-After"), r.raw)
+			r := in.Do(call.method, "/api/v1/queues/"+q+call.path, in.As(q+"-39"), nil)
+			if r.Status != 503 || r.Header.Get("Retry-After") == "" {
+				t.Errorf("%s %s on the dead node: %d (Retry-After %q) %s, want 503 with Retry-After", call.method, q+call.path, r.Status, r.Header.Get("Retry-After"), r.Raw)
 			}
 		}
 		t.Logf("%s (dead node): enter and status answered 503 in %v", q, time.Since(began).Round(time.Millisecond))
 	}
-	if r := in.readiness("/readyz?strict=1"); r.status != 503 || r.errorCode() != "not_ready" {
-		t.Errorf("readyz?strict=1 with a node down: %d %s, want 503 not_ready", r.status, r.raw)
+	if r := in.Readiness("/readyz?strict=1"); r.Status != 503 || r.ErrorCode() != "not_ready" {
+		t.Errorf("readyz?strict=1 with a node down: %d %s, want 503 not_ready", r.Status, r.Raw)
 	}
-	m := scrape(t, in)
+	m := apptest.Metrics(t, in.Base)
 	if m["waitroom_store_up"] != 1 {
 		t.Errorf("waitroom_store_up with one node of three down: %v, want 1", m["waitroom_store_up"])
 	}
@@ -233,25 +234,25 @@ func TestClusterNodeDown(t *testing.T) {
 	}
 	// Admission goes on where it can: every live queue lets someone in
 	// (within a few of its half-second ticks on a quiet machine).
-	deadline := time.Now().Add(patience)
+	deadline := time.Now().Add(apptest.Patience)
 	for _, q := range live {
-		for in.do("GET", "/admin/v1/queues/"+q, in.adminAuth(), nil).num("admittedTotal") <= admitted[q] {
+		for in.Do("GET", "/admin/v1/queues/"+q, in.AdminAuth(), nil).Num("admittedTotal") <= admitted[q] {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s (live node) admitted nobody in %v with another node down", q, patience)
+				t.Fatalf("%s (live node) admitted nobody in %v with another node down", q, apptest.Patience)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
 
 	victim.Restart()
-	in.waitReadiness("/readyz", `store "up" again`, func(r readiness) bool { return r.store == "up" })
+	in.WaitReadiness("/readyz", `store "up" again`, func(r apptest.Readiness) bool { return r.Store == "up" })
 	for _, q := range dead {
-		r := in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as(q+"-39"), nil)
-		if r.status != 200 || (r.str("status") != "WAITING" && r.str("status") != "READY") {
-			t.Errorf("%s-39 after its node came back: %d %s, want their place", q, r.status, r.raw)
+		r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(q+"-39"), nil)
+		if r.Status != 200 || (r.Str("status") != "WAITING" && r.Str("status") != "READY") {
+			t.Errorf("%s-39 after its node came back: %d %s, want their place", q, r.Status, r.Raw)
 		}
 	}
-	if r := in.readiness("/readyz?strict=1"); r.status != 200 {
-		t.Errorf("readyz?strict=1 with the node back: %d %s", r.status, r.raw)
+	if r := in.Readiness("/readyz?strict=1"); r.Status != 200 {
+		t.Errorf("readyz?strict=1 with the node back: %d %s", r.Status, r.Raw)
 	}
 }

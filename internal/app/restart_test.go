@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
@@ -54,15 +55,15 @@ func TestEmbeddedLineSurvivesSIGKILL(t *testing.T) {
 	policies := []string{"everysec", "always"}
 	p := w.start(policies[0])
 	in := p.client()
-	in.putProduct("kill-tee", "tee", 1_000_000, "")
-	in.putProduct("kill-mug", "mug", 1_000_000, "kq")
-	in.putQueue("kq", map[string]any{"ratePerSecond": 40, "batchSize": 10, "intervalMs": 100})
-	in.patchQueue("default", map[string]any{"ratePerSecond": 40, "batchSize": 10, "intervalMs": 100})
+	in.PutProduct("kill-tee", "tee", 1_000_000, "")
+	in.PutProduct("kill-mug", "mug", 1_000_000, "kq")
+	in.PutQueue("kq", map[string]any{"ratePerSecond": 40, "batchSize": 10, "intervalMs": 100})
+	in.PatchQueue("default", map[string]any{"ratePerSecond": 40, "batchSize": 10, "intervalMs": 100})
 	// The shop owner's brake: a paused queue with three people in it.
-	in.putQueue("held", map[string]any{"paused": true})
+	in.PutQueue("held", map[string]any{"paused": true})
 	for i := range 3 {
-		if r := in.do("POST", "/api/v1/queues/held/entries", in.as(fmt.Sprintf("held-%d", i)), nil); r.status != 200 || r.num("position") != float64(i+1) {
-			t.Fatalf("held-%d entering: %d %s", i, r.status, r.raw)
+		if r := in.Do("POST", "/api/v1/queues/held/entries", in.As(fmt.Sprintf("held-%d", i)), nil); r.Status != 200 || r.Num("position") != float64(i+1) {
+			t.Fatalf("held-%d entering: %d %s", i, r.Status, r.Raw)
 		}
 	}
 
@@ -141,7 +142,7 @@ type killProcess struct {
 	w    *killWorld
 	cmd  *exec.Cmd
 	base string
-	logs *syncWriter
+	logs *apptest.SyncWriter
 }
 
 const killSecret, killAdmin = "kill-secret-0123456789abcdef0123456789", "kill-admin-0123456789abcdef0123456789"
@@ -155,7 +156,7 @@ func (w *killWorld) start(policy string) *killProcess {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	p := &killProcess{w: w, cmd: cmd, logs: &syncWriter{w: &strings.Builder{}}}
+	p := &killProcess{w: w, cmd: cmd, logs: &apptest.SyncWriter{}}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
@@ -179,8 +180,8 @@ func (w *killWorld) start(policy string) *killProcess {
 	return p
 }
 
-func (p *killProcess) client() *instance {
-	return &instance{t: p.w.t, base: p.base, secret: killSecret, admin: killAdmin}
+func (p *killProcess) client() *apptest.Instance {
+	return &apptest.Instance{T: p.w.t, Base: p.base, AuthSecret: killSecret, AdminToken: killAdmin}
 }
 
 // load runs users against p until stop is called: in each queue one
@@ -190,7 +191,7 @@ func (p *killProcess) client() *instance {
 func (w *killWorld) load(p *killProcess) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := p.client()
-	in.t = nil // never fails the test from these goroutines: errors are the kill's
+	in.T = nil // never fails the test from these goroutines: errors are the kill's
 	client := &http.Client{Timeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	for _, q := range []string{"default", "kq"} {
@@ -201,8 +202,8 @@ func (w *killWorld) load(p *killProcess) (stop func()) {
 				w.next++
 				u := &lineUser{name: fmt.Sprintf("%s-u%d", q, w.next)}
 				w.mu.Unlock()
-				r, err := in.send(client, apiCall{method: "POST", path: "/api/v1/queues/" + q + "/entries", auth: "Bearer " + jwtFor(u.name)})
-				if err == nil && r.status != 200 {
+				r, err := in.Send(client, apptest.Call{Method: "POST", Path: "/api/v1/queues/" + q + "/entries", Auth: "Bearer " + jwtFor(u.name)})
+				if err == nil && r.Status != 200 {
 					continue // refused: no place
 				}
 				// No answer (the kill, a timeout): a place that may or may
@@ -233,14 +234,14 @@ func (w *killWorld) load(p *killProcess) (stop func()) {
 				}
 				auth := "Bearer " + jwtFor(u.name)
 				if u.token == "" {
-					r, err := in.send(client, apiCall{method: "GET", path: "/api/v1/queues/" + q + "/entries/me", auth: auth})
+					r, err := in.Send(client, apptest.Call{Method: "GET", Path: "/api/v1/queues/" + q + "/entries/me", Auth: auth})
 					switch {
-					case err != nil || r.status != 200:
-					case r.str("status") == "READY":
+					case err != nil || r.Status != 200:
+					case r.Str("status") == "READY":
 						w.mu.Lock()
-						u.token, u.tokenAt = r.str("token"), time.Now()
+						u.token, u.tokenAt = r.Str("token"), time.Now()
 						w.mu.Unlock()
-					case r.str("status") == "NOT_IN_QUEUE": // check says whether that may be
+					case r.Str("status") == "NOT_IN_QUEUE": // check says whether that may be
 						u.absent = true
 						i++
 					default:
@@ -251,9 +252,9 @@ func (w *killWorld) load(p *killProcess) (stop func()) {
 				w.mu.Lock()
 				u.ordered = true
 				w.mu.Unlock()
-				r, err := in.send(client, apiCall{method: "POST", path: "/api/v1/orders", auth: auth,
-					body: map[string]any{"productId": product, "quantity": 1}, headers: []string{"X-Entry-Token", u.token}})
-				if err == nil && r.status == 201 {
+				r, err := in.Send(client, apptest.Call{Method: "POST", Path: "/api/v1/orders", Auth: auth,
+					Body: map[string]any{"productId": product, "quantity": 1}, Headers: []string{"X-Entry-Token", u.token}})
+				if err == nil && r.Status == 201 {
 					w.mu.Lock()
 					u.spentAt = time.Now()
 					w.mu.Unlock()
@@ -285,19 +286,19 @@ func (w *killWorld) check(p *killProcess, what string, killed, cutoff time.Time)
 	in := p.client()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if r := in.do("GET", "/admin/v1/queues/held", in.adminAuth(), nil); r.status != 200 || r.body["paused"] != true && !strings.Contains(r.raw, `"paused":true`) {
-		t.Errorf("%s: the paused queue: %d %s", what, r.status, r.raw)
+	if r := in.Do("GET", "/admin/v1/queues/held", in.AdminAuth(), nil); r.Status != 200 || r.Body["paused"] != true && !strings.Contains(r.Raw, `"paused":true`) {
+		t.Errorf("%s: the paused queue: %d %s", what, r.Status, r.Raw)
 	}
 	for i := range 3 {
-		if r := in.do("GET", "/api/v1/queues/held/entries/me", in.as(fmt.Sprintf("held-%d", i)), nil); r.str("status") != "WAITING" || r.num("position") != float64(i+1) {
-			t.Errorf("%s: held-%d: %s, want WAITING at %d", what, i, r.raw, i+1)
+		if r := in.Do("GET", "/api/v1/queues/held/entries/me", in.As(fmt.Sprintf("held-%d", i)), nil); r.Str("status") != "WAITING" || r.Num("position") != float64(i+1) {
+			t.Errorf("%s: held-%d: %s, want WAITING at %d", what, i, r.Raw, i+1)
 		}
 	}
 	// Admission stands still while the line is read, so positions hold
 	// still; whatever it did between the start and here is as it may be.
 	for q := range w.users {
-		in.patchQueue(q, map[string]any{"paused": true})
-		defer in.patchQueue(q, map[string]any{"paused": false})
+		in.PatchQueue(q, map[string]any{"paused": true})
+		defer in.PatchQueue(q, map[string]any{"paused": false})
 	}
 	tokens := map[string]string{}
 	var places, held, spent int
@@ -317,14 +318,14 @@ func (w *killWorld) check(p *killProcess, what string, killed, cutoff time.Time)
 			if u.gone {
 				continue
 			}
-			r := in.do("GET", "/api/v1/queues/"+q+"/entries/me", in.as(u.name), nil)
-			state := r.str("status")
+			r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(u.name), nil)
+			state := r.Str("status")
 			answered := !u.entered.IsZero() && u.entered.Before(cutoff)
 			switch state {
 			case "WAITING":
 				position++
-				if int64(r.num("position")) != position {
-					t.Errorf("%s: %s is at %v, want %d (FIFO)", what, u.name, r.num("position"), position)
+				if int64(r.Num("position")) != position {
+					t.Errorf("%s: %s is at %v, want %d (FIFO)", what, u.name, r.Num("position"), position)
 				}
 				if !u.tokenAt.IsZero() && u.tokenAt.Before(cutoff) {
 					t.Errorf("%s: %s was told READY (%s) before the cutoff and is WAITING again", what, u.name, u.token)
@@ -340,7 +341,7 @@ func (w *killWorld) check(p *killProcess, what string, killed, cutoff time.Time)
 				if waitingFrom >= 0 {
 					t.Errorf("%s: %s is READY behind %s, who still waits (FIFO)", what, u.name, users[waitingFrom].name)
 				}
-				tok := r.str("token")
+				tok := r.Str("token")
 				if !u.spentAt.IsZero() && u.spentAt.Before(cutoff) {
 					t.Errorf("%s: %s's token was spent before the cutoff and is alive again", what, u.name)
 				}
@@ -374,7 +375,7 @@ func (w *killWorld) check(p *killProcess, what string, killed, cutoff time.Time)
 				u.gone = true
 				continue
 			default:
-				t.Errorf("%s: %s: %d %s", what, u.name, r.status, r.raw)
+				t.Errorf("%s: %s: %d %s", what, u.name, r.Status, r.Raw)
 				continue
 			}
 			if missingFrom >= 0 {
@@ -404,39 +405,39 @@ func signJWT(secret, user string) string {
 func TestEmbeddedRestartKeepsTheLine(t *testing.T) {
 	dir := t.TempDir()
 	keep := func(c *app.Config) { c.DataDir, c.AdminToken = dir, "" }
-	first := boot(t, backend{name: "embedded"}, keep)
-	admin := first.m.Config.AdminToken
-	first.admin = admin
-	first.patchQueue("default", map[string]any{"paused": true})
+	first := apptest.Boot(t, apptest.Backend{Name: "embedded"}, keep)
+	admin := first.Main.Config.AdminToken
+	first.AdminToken = admin
+	first.PatchQueue("default", map[string]any{"paused": true})
 	for i, u := range []string{"ann", "bob", "cat"} {
-		if r := first.do("POST", "/api/v1/queues/default/entries", first.as(u), nil); r.num("position") != float64(i+1) {
-			t.Fatalf("%s entering: %s", u, r.raw)
+		if r := first.Do("POST", "/api/v1/queues/default/entries", first.As(u), nil); r.Num("position") != float64(i+1) {
+			t.Fatalf("%s entering: %s", u, r.Raw)
 		}
 	}
-	first.putQueue("open", map[string]any{})
-	first.do("POST", "/api/v1/queues/open/entries", first.as("dan"), nil)
-	token := first.waitReady("open", "dan")
-	if err := first.m.Close(); err != nil {
+	first.PutQueue("open", map[string]any{})
+	first.Do("POST", "/api/v1/queues/open/entries", first.As("dan"), nil)
+	token := first.WaitReady("open", "dan")
+	if err := first.Main.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	second := boot(t, backend{name: "embedded"}, keep)
-	if got := second.m.Config.AdminToken; got != admin {
+	second := apptest.Boot(t, apptest.Backend{Name: "embedded"}, keep)
+	if got := second.Main.Config.AdminToken; got != admin {
 		t.Errorf("admin token after a restart: %q, want the one kept, %q", got, admin)
 	}
-	second.admin = admin
+	second.AdminToken = admin
 	for i, u := range []string{"ann", "bob", "cat"} {
-		if r := second.do("GET", "/api/v1/queues/default/entries/me", second.as(u), nil); r.str("status") != "WAITING" || r.num("position") != float64(i+1) {
-			t.Errorf("%s after a restart: %s, want WAITING at %d", u, r.raw, i+1)
+		if r := second.Do("GET", "/api/v1/queues/default/entries/me", second.As(u), nil); r.Str("status") != "WAITING" || r.Num("position") != float64(i+1) {
+			t.Errorf("%s after a restart: %s, want WAITING at %d", u, r.Raw, i+1)
 		}
 	}
-	if r := second.do("GET", "/admin/v1/queues/default", second.adminAuth(), nil); r.status != 200 || !strings.Contains(r.raw, `"paused":true`) {
-		t.Errorf("the default queue after a restart: %d %s, want paused", r.status, r.raw)
+	if r := second.Do("GET", "/admin/v1/queues/default", second.AdminAuth(), nil); r.Status != 200 || !strings.Contains(r.Raw, `"paused":true`) {
+		t.Errorf("the default queue after a restart: %d %s, want paused", r.Status, r.Raw)
 	}
-	if r := second.do("GET", "/api/v1/queues/open/entries/me", second.as("dan"), nil); r.str("status") != "READY" || r.str("token") != token {
-		t.Errorf("dan after a restart: %s, want READY with %s", r.raw, token)
+	if r := second.Do("GET", "/api/v1/queues/open/entries/me", second.As("dan"), nil); r.Str("status") != "READY" || r.Str("token") != token {
+		t.Errorf("dan after a restart: %s, want READY with %s", r.Raw, token)
 	}
-	if logs := second.logs.String(); !strings.Contains(logs, "recovered 3 places, 1 tokens in 2 queues; the last 1000 ms may be lost under everysec") {
+	if logs := second.Logs.String(); !strings.Contains(logs, "recovered 3 places, 1 tokens in 2 queues; the last 1000 ms may be lost under everysec") {
 		t.Errorf("no recovery line in the log:\n%s", logs)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
@@ -37,8 +38,8 @@ func TestSIGTERMDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
-	cmd.Stderr = &syncWriter{w: &logs}
+	logs := &apptest.SyncWriter{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,17 +61,17 @@ func TestSIGTERMDrains(t *testing.T) {
 		for sc.Scan() {
 		}
 	}()
-	in := &instance{t: t, base: base, secret: secret, admin: admin}
-	if r := in.do("PUT", "/admin/v1/products/drain-tee", in.adminAuth(), map[string]any{"name": "tee", "stock": 100}); r.status != 200 {
-		t.Fatalf("product: %d %s", r.status, r.raw)
+	in := &apptest.Instance{T: t, Base: base, AuthSecret: secret, AdminToken: admin}
+	if r := in.Do("PUT", "/admin/v1/products/drain-tee", in.AdminAuth(), map[string]any{"name": "tee", "stock": 100}); r.Status != 200 {
+		t.Fatalf("product: %d %s", r.Status, r.Raw)
 	}
 	const buyers = 5
 	tokens := make([]string, buyers)
 	for i := range buyers {
-		in.do("POST", "/api/v1/queues/default/entries", in.as(fmt.Sprintf("d%d", i)), nil)
+		in.Do("POST", "/api/v1/queues/default/entries", in.As(fmt.Sprintf("d%d", i)), nil)
 	}
 	for i := range buyers {
-		tokens[i] = in.waitReady("default", fmt.Sprintf("d%d", i))
+		tokens[i] = in.WaitReady("default", fmt.Sprintf("d%d", i))
 	}
 
 	// Five orders of 300 ms each on SQLite's single writer: about 1.5 s of
@@ -136,16 +137,16 @@ func TestSIGTERMDrains(t *testing.T) {
 	// it has handled the signal, which a busy machine may delay: asked until
 	// (the drain's 5 s are the bound: after them nothing answers).
 	for {
-		r, err := in.send(http.DefaultClient, apiCall{method: "GET", path: "/readyz"})
+		r, err := in.Send(http.DefaultClient, apptest.Call{Method: "GET", Path: "/readyz"})
 		if err != nil {
 			t.Errorf("/readyz during the drain: %v, want 503 draining", err)
 			break
 		}
-		if r.status == 503 && r.errorCode() == "draining" {
+		if r.Status == 503 && r.ErrorCode() == "draining" {
 			break
 		}
-		if r.status != 200 {
-			t.Errorf("/readyz %v after SIGTERM: %d %s, want 503 draining", time.Since(signalled), r.status, r.raw)
+		if r.Status != 200 {
+			t.Errorf("/readyz %v after SIGTERM: %d %s, want 503 draining", time.Since(signalled), r.Status, r.Raw)
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -177,8 +178,8 @@ func TestSIGTERMDrains(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v; logs:\n%s", err, logs.String())
 		}
-	case <-time.After(patience):
-		t.Fatalf("still running %v after SIGTERM (its bound: 5 s drain + 10 s); logs:\n%s", patience, logs.String())
+	case <-time.After(apptest.Patience):
+		t.Fatalf("still running %v after SIGTERM (its bound: 5 s drain + 10 s); logs:\n%s", apptest.Patience, logs.String())
 	}
 	t.Logf("exited 0, %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
 	if _, err := http.Get(base + "/healthz"); err == nil {
@@ -189,35 +190,18 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
-}
-
 // TestCloseLeaksNothing: after Close every goroutine the program started
 // (HTTP server, admission loops, Redis and database pools) is gone.
 // Not parallel, so the goroutines of paused parallel tests stay put.
 func TestCloseLeaksNothing(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
-			in := boot(t, b, nil)
-			in.do("POST", "/api/v1/queues/default/entries", in.as("leak"), nil)
-			in.waitReady("default", "leak")
+			in := apptest.Boot(t, b, nil)
+			in.Do("POST", "/api/v1/queues/default/entries", in.As("leak"), nil)
+			in.WaitReady("default", "leak")
 			http.DefaultClient.CloseIdleConnections()
-			if err := in.m.Close(); err != nil {
+			if err := in.Main.Close(); err != nil {
 				t.Fatal(err)
 			}
 			goleak.VerifyNone(t, ignore)

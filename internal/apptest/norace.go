@@ -1,0 +1,6 @@
+//go:build !race
+
+package apptest
+
+// GoBuildFlags: see race.go.
+var GoBuildFlags []string

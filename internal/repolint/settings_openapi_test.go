@@ -1,0 +1,156 @@
+package repolint_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// TestOpenAPIQueueSettings holds openapi.yaml's queue config schemas against
+// the one declaration of the settings (queue.Settings): QueueConfig (the PUT
+// and PATCH body) has exactly the settings an admin may change, each nullable
+// (null = left out), of its kind and range; QueueStats (GET) shows every
+// setting, each required, of its kind.
+func TestOpenAPIQueueSettings(t *testing.T) {
+	t.Parallel()
+	c := loadOpenAPI(t)
+	schema := func(name string) *openapi3.Schema {
+		ref := c.doc.Components.Schemas[name]
+		if ref == nil || ref.Value == nil {
+			t.Fatalf("openapi.yaml has no schema %s", name)
+		}
+		return ref.Value
+	}
+	body, stats := schema("QueueConfig"), schema("QueueStats")
+
+	var writable []string
+	for _, s := range queue.Settings {
+		if !s.ReadOnly {
+			writable = append(writable, s.Name)
+		}
+	}
+	var documented []string
+	for name := range body.Properties {
+		documented = append(documented, name)
+	}
+	slices.Sort(writable)
+	slices.Sort(documented)
+	if !slices.Equal(writable, documented) {
+		t.Errorf("QueueConfig's properties %v; the settings an admin may change are %v", documented, writable)
+	}
+
+	for _, s := range queue.Settings {
+		t.Run(s.Name, func(t *testing.T) {
+			wantType, wantFormat := string(s.Kind), ""
+			switch s.Kind {
+			case queue.Integer, queue.Duration:
+				wantType, wantFormat = "integer", "int64"
+			case queue.Instant, queue.Choice:
+				wantType = "string"
+			case queue.TextByLanguage:
+				checkMessageSchema(t, c, stats.Properties[s.Name], body.Properties[s.Name])
+				return
+			}
+			if s.Name == "batchSize" {
+				wantFormat = "" // an int in Go; the document has always left it unformatted
+			}
+			out := stats.Properties[s.Name]
+			if out == nil || !slices.Contains(stats.Required, s.Name) {
+				t.Fatalf("QueueStats does not require %s", s.Name)
+			}
+			if !out.Value.Type.Is(wantType) {
+				t.Errorf("QueueStats.%s is %v, the setting is a %s", s.Name, out.Value.Type, wantType)
+			}
+			if s.Kind == queue.Instant && (out.Value.Format != "date-time" || !out.Value.Nullable) {
+				t.Errorf("QueueStats.%s: format %q nullable %v, want a nullable date-time", s.Name, out.Value.Format, out.Value.Nullable)
+			}
+			if s.Kind == queue.Choice && !slices.Equal(enum(out.Value), s.Choices) {
+				t.Errorf("QueueStats.%s takes %v, the setting's choices are %v", s.Name, enum(out.Value), s.Choices)
+			}
+			if s.ReadOnly {
+				return
+			}
+			in := body.Properties[s.Name].Value
+			if !in.Type.Is(wantType) || in.Format != wantFormat {
+				t.Errorf("QueueConfig.%s is %v %q, the setting is %s %q", s.Name, in.Type, in.Format, wantType, wantFormat)
+			}
+			if !in.Nullable {
+				t.Errorf("QueueConfig.%s is not nullable (null means left out)", s.Name)
+			}
+			switch s.Kind {
+			case queue.Number, queue.Integer, queue.Duration:
+				low := s.Min
+				if s.OffZero {
+					low = 0
+				}
+				if in.Min == nil || *in.Min != low || in.ExclusiveMin.IsTrue() != s.MinExclusive {
+					t.Errorf("QueueConfig.%s minimum %v (exclusive %v), the setting's lowest value is %v (exclusive %v)",
+						s.Name, in.Min, in.ExclusiveMin.IsTrue(), low, s.MinExclusive)
+				}
+				if in.Max == nil || *in.Max != s.Max {
+					t.Errorf("QueueConfig.%s maximum %v, the setting's is %v", s.Name, in.Max, s.Max)
+				}
+			case queue.Choice:
+				// null (left out) comes with nullable, which generators
+				// read; an enum listing null they do not.
+				if !slices.Equal(enum(in), s.Choices) {
+					t.Errorf("QueueConfig.%s takes %v, want the setting's choices: %v", s.Name, enum(in), s.Choices)
+				}
+			case queue.Instant:
+				if in.Pattern == "" {
+					t.Errorf("QueueConfig.%s has no pattern: an RFC 3339 time or \"\"", s.Name)
+				}
+			}
+		})
+	}
+}
+
+// enum is a schema's enum as strings.
+func enum(s *openapi3.Schema) []string {
+	out := make([]string, 0, len(s.Enum))
+	for _, v := range s.Enum {
+		out = append(out, fmt.Sprint(v))
+	}
+	return out
+}
+
+// checkMessageSchema: a TextByLanguage setting is a string or an object of
+// strings (QueueStats: MessageSetting; the PUT and PATCH body's the same,
+// its string nullable), each text at most queue.MaxMessageChars, at most
+// queue.MaxMessageLanguages languages.
+func checkMessageSchema(t *testing.T, c *oaContract, out, in *openapi3.SchemaRef) {
+	t.Helper()
+	ms := c.doc.Components.Schemas["MessageSetting"]
+	if ms == nil || out == nil || out.Ref != "#/components/schemas/MessageSetting" {
+		t.Fatalf("QueueStats.message is not a MessageSetting: %+v", out)
+	}
+	for _, s := range []struct {
+		name     string
+		schema   *openapi3.Schema
+		nullable bool
+	}{{"MessageSetting", ms.Value, false}, {"QueueConfig.message", in.Value, true}} {
+		var kinds []string
+		for _, alt := range s.schema.OneOf {
+			kinds = append(kinds, alt.Value.Type.Slice()...)
+			text := alt.Value
+			if alt.Value.Type.Is("object") {
+				text = alt.Value.AdditionalProperties.Schema.Value
+				if alt.Value.MaxProps == nil || *alt.Value.MaxProps != queue.MaxMessageLanguages {
+					t.Errorf("%s's object: maxProperties %v, want %d", s.name, alt.Value.MaxProps, queue.MaxMessageLanguages)
+				}
+			} else if alt.Value.Nullable != s.nullable {
+				t.Errorf("%s's string: nullable %v, want %v (null means left out in a body)", s.name, alt.Value.Nullable, s.nullable)
+			}
+			if text.MaxLength == nil || *text.MaxLength != queue.MaxMessageChars {
+				t.Errorf("%s's %v: maxLength %v, want %d", s.name, alt.Value.Type, text.MaxLength, queue.MaxMessageChars)
+			}
+		}
+		if !slices.Equal(kinds, []string{"string", "object"}) {
+			t.Errorf("%s is one of %v, want a string or an object", s.name, kinds)
+		}
+	}
+}
