@@ -39,7 +39,7 @@ set -euo pipefail
 
 export PATH="/usr/local/go/bin:${PATH:-}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-say() { printf '== %s\n' "$*"; }
+say() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 warn() { printf '== WARNING: %s\n' "$*" >&2; }
 die() { printf '== ERROR: %s\n' "$*" >&2; exit 1; }
 in_ci() { [[ "${CI:-}" == "true" ]]; }
