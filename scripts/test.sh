@@ -57,6 +57,7 @@ REDIS_PID=""
 PG_DATA=""
 PG_USER=""
 GO_PID=""
+BESIDE_PID=""
 
 as_pg_user() {
 	# postgres refuses to run as root: run it as $PG_USER (only set when root).
@@ -91,6 +92,13 @@ stop_postgres() {
 	PG_DATA=""
 }
 
+stop_beside() {
+	[[ -n "$BESIDE_PID" ]] || return 0
+	kill -TERM -- "-$BESIDE_PID" 2>/dev/null || kill -TERM "$BESIDE_PID" 2>/dev/null || true
+	wait "$BESIDE_PID" 2>/dev/null || true
+	BESIDE_PID=""
+}
+
 stop_go() {
 	[[ -n "$GO_PID" ]] || return 0
 	# go test runs in its own process group (setsid): stop it and the test binaries.
@@ -107,6 +115,7 @@ stop_go() {
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
+	stop_beside
 	stop_go
 	if [[ -n "$REDIS_PID" || -n "$PG_DATA" ]]; then
 		say "stopping test servers"
@@ -474,7 +483,14 @@ race=(-race)
 # runs, 2.3 minutes on a quiet machine. 30 leaves either room for a machine
 # ten times slower than a quiet one.
 timeout=30m
-say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${test_args[*]}"
+# Four test binaries at once on two cores (go test's -p is the number of
+# cores by default): most of the end-to-end tests wait on Redis, browsers
+# and admission ticks, not the CPU, so two at a time left a core idle half
+# of the time (the tests took 8.1 minutes with -p 2, 5.6 with -p 4, both
+# warm and quiet). WAITROOM_TEST_P sets another; a -p among the arguments
+# wins.
+parallel=(-p "${WAITROOM_TEST_P:-4}")
+say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${parallel[*]} ${test_args[*]}"
 # In its own process group, so that a signal to this script stops go test and
 # its test binaries before the servers go away.
 group=()
@@ -498,42 +514,64 @@ for a in "${args[@]}"; do
 done
 new_tmp_root
 timings="$TMP_ROOT/slowest.txt"
-status=0
-exec {out}> >(python3 scripts/gotest-output.py "${verbose[@]}" --summary "$timings")
-printer=$!
-run_go test -json "${race[@]}" -count=1 -timeout "$timeout" "${test_args[@]}" >&"$out" || status=$?
-exec {out}>&-
-wait "$printer" || { warn "scripts/gotest-output.py failed (exit $?)"; ((status)) || status=1; }
 
-# ---------------------------------------------------------------- fairness
+# ---------------------------------------------------------------- beside the tests
 
+# On a full run (no arguments), two checks run beside go test, in a process
+# group of their own, their output kept for the end: the tests wait on
+# Redis, browsers and tickers for much of their time, and these use the
+# CPU they leave (a full run took 10.4 minutes with them after the tests,
+# 2.1 of which were these).
+#
 # The proof that the fairness check can fail (internal/fairness,
 # docs/operations.md "Fairness you can check"): a build with three
 # deliberate bugs (-tags historybugs, never in the normal build), each of
 # which the check must catch within a few histories; it logs how many.
-if ((status == 0 && $# == 0)); then
+#
+# Every fuzz target fuzzes, a second or a few: WAITROOM_TEST_FUZZTIME (go
+# test's -fuzztime; default 20000x, that many inputs; 0 skips). A count,
+# not a time: Go 1.26's fuzzing coordinator can fail a target with a bare
+# "context deadline exceeded" when a timed -fuzztime ends while a worker is
+# busy (golang/go#75804, fixed in 1.27; a loaded CI run met it), and a
+# count sets no deadline. A crasher is saved under the package's
+# testdata/fuzz/<Target>/ and fails the run; committed, it is a regression
+# test that every go test runs from then on.
+beside_checks() {
+	local rc=0
 	say "go vet -tags historybugs, go test -tags historybugs -run TestDeliberateBugsAreCaught ./internal/fairness"
-	go vet -tags historybugs ./internal/fairness ./internal/app ./internal/queue/redisstore || status=$?
-	((status == 0)) && { run_go test -tags historybugs -count=1 -timeout 5m -run '^TestDeliberateBugsAreCaught$' -v ./internal/fairness || status=$?; }
-fi
-
-# ---------------------------------------------------------------- fuzz
-
-# On a full run (no arguments) every fuzz target also fuzzes, a second or
-# a few: WAITROOM_TEST_FUZZTIME (go test's -fuzztime; default 20000x, that
-# many inputs; 0 skips). A count, not a time: Go 1.26's fuzzing coordinator
-# can fail a target with a bare "context deadline exceeded" when a timed
-# -fuzztime ends while a worker is busy (golang/go#75804, fixed in 1.27; a
-# loaded CI run met it), and a count sets no deadline. A crasher is saved
-# under the package's testdata/fuzz/<Target>/ and fails the run; committed,
-# it is a regression test that every go test runs from then on.
-fuzztime="${WAITROOM_TEST_FUZZTIME:-20000x}"
-if ((status == 0 && $# == 0)) && [[ "$fuzztime" != 0 && "$fuzztime" != 0s ]]; then
+	go vet -tags historybugs ./internal/fairness ./internal/app ./internal/queue/redisstore || rc=$?
+	go test -tags historybugs -count=1 -timeout 10m -run '^TestDeliberateBugsAreCaught$' -v ./internal/fairness || rc=$?
+	local fuzztime="${WAITROOM_TEST_FUZZTIME:-20000x}"
+	[[ "$fuzztime" == 0 || "$fuzztime" == 0s ]] && return "$rc"
 	while read -r pkg target; do
 		say "fuzz $target ($pkg), -fuzztime $fuzztime"
-		run_go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" || status=$?
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" || rc=$?
 	done < <(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . |
 		sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)$#\1 \2#' | sort)
+	return "$rc"
+}
+beside_log="$TMP_ROOT/beside.log"
+if (($# == 0)); then
+	say "beside the tests: the deliberate bugs of internal/fairness, then every fuzz target (their output after the tests')"
+	"${group[@]}" bash -c "SECONDS=$SECONDS; $(declare -f say beside_checks); beside_checks" </dev/null >"$beside_log" 2>&1 &
+	BESIDE_PID=$!
+fi
+
+# ---------------------------------------------------------------- go test
+
+status=0
+exec {out}> >(python3 scripts/gotest-output.py "${verbose[@]}" --summary "$timings")
+printer=$!
+run_go test -json "${race[@]}" -count=1 -timeout "$timeout" "${parallel[@]}" "${test_args[@]}" >&"$out" || status=$?
+exec {out}>&-
+wait "$printer" || { warn "scripts/gotest-output.py failed (exit $?)"; ((status)) || status=1; }
+
+if [[ -n "$BESIDE_PID" ]]; then
+	beside=0
+	wait "$BESIDE_PID" || beside=$?
+	BESIDE_PID=""
+	cat "$beside_log"
+	((beside == 0)) || { say "the checks beside the tests FAILED (exit $beside)"; ((status)) || status=$beside; }
 fi
 # The slowest tests and packages of the go test run above, pass or fail.
 [[ -s "$timings" ]] && cat "$timings"
