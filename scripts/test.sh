@@ -21,7 +21,7 @@
 # each package's time, pass or fail.
 #
 # Usage:
-#   scripts/test.sh                                  # go test ... ./..., then each fuzz target 20,000 runs
+#   scripts/test.sh                                  # go test ... ./..., with each fuzz target 20,000 runs beside it
 #   scripts/test.sh ./internal/queue/...             # only these packages
 #   scripts/test.sh -run TestFoo ./internal/queue/...
 #   scripts/test.sh -run TestFoo                     # no package given: ./...
