@@ -2,37 +2,24 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
-// realBackend is a shop's checkout the gateway is put in front of.
-type realBackend struct {
-	name string
-	addr string // host:port it listens on
-	// hits lists the requests that reached an order handler (for the Go
-	// echo: every request that reached it at all), as "METHOD URI
-	// user=X-Waitroom-User".
-	hits  func(t *testing.T) []string
-	clear func(t *testing.T)
-}
-
 // backendRoutes are what the gateway protects in front of every real
-// backend: the order handlers of Shop.java and shop.py, and a host's pages.
+// backend: order handlers of the differential fuzzer's shops
+// (internal/gateway/difffuzz), and a host's pages.
 var backendRoutes = []string{
 	"--protect", "POST /checkout", "--protect", "POST /api/buy", "--protect", "PUT /items/{id}",
 	"--protect-session", "shop.example.com/vip/",
@@ -98,14 +85,10 @@ var attacks = []attack{
 // ones marked there do run the handler: the attacks are real. (The
 // differential fuzzer, internal/gateway/difffuzz, sends many more.)
 func TestGatewayAgainstRealBackends(t *testing.T) {
-	starts := []struct {
-		name  string
-		start func(t *testing.T) realBackend
-	}{{"jetty", startJetty}, {"flask", startFlask}}
-	for _, s := range starts {
-		t.Run(s.name, func(t *testing.T) {
+	for _, name := range difffuzz.BackendNames {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := s.start(t)
+			b := startBackend(t, name)
 			p := apptest.BootGateway(t, apptest.Backend{Name: "embedded"}, "http://"+b.addr, backendRoutes, nil)
 			p.SetPaused(true) // a busy night: nobody is let straight in
 			gw := strings.TrimPrefix(p.Base, "http://")
@@ -213,97 +196,45 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// startJetty compiles testdata/backends/Shop.java (a servlet at /checkout
-// and /api/buy) and runs it on an embedded Jetty 9.4.
-func startJetty(t *testing.T) realBackend {
-	java := testenv.Jetty(t)
-	dir := t.TempDir()
-	src, err := filepath.Abs("testdata/backends/Shop.java")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(java.Javac, "-nowarn", "-cp", java.Classpath, "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	cmd := exec.Command(java.Java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", java.Classpath+string(os.PathListSeparator)+dir, "Shop")
-	return startProcess(t, "jetty", cmd)
+// backend is one of the differential fuzzer's shops, its hits read
+// without the request ids the fuzzer tags them with.
+type backend struct {
+	name, addr string
+	b          *difffuzz.Backend
 }
 
-// startFlask runs testdata/backends/shop.py on Werkzeug, with Debian's
-// python3 (a pyenv or venv python3 first on PATH would not see
-// python3-flask).
-func startFlask(t *testing.T) realBackend {
-	python := testenv.Python(t, "flask")
-	return startProcess(t, "flask", exec.Command(python, "testdata/backends/shop.py"))
-}
-
-var portLine = regexp.MustCompile(`^PORT (\d+)$`)
-
-// startProcess starts a backend that prints "PORT n" once it listens and
-// serves GET and DELETE /__hits; it is killed when the test ends.
-func startProcess(t *testing.T, name string, cmd *exec.Cmd) realBackend {
+// startBackend starts a real backend for the test, with testenv.Missing's
+// rule when its tools are not installed.
+func startBackend(t *testing.T, name string) backend {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
+	env, missing := difffuzz.LookupEnv(name)
+	if len(missing) > 0 {
+		testenv.Missing(t, "%s", strings.Join(missing, "; "))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	b, err := difffuzz.StartBackend(ctx, name, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr apptest.SyncWriter
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	t.Cleanup(func() { b.Close() })
+	return backend{name: name, addr: b.Addr, b: b}
+}
+
+// hits lists the protected handler runs since the last clear, as
+// "<id> <method> <route>[ user=<X-Waitroom-User>]".
+func (b backend) hits(t *testing.T) []string {
+	t.Helper()
+	hits, err := b.b.Hits(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	port := make(chan int, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := portLine.FindStringSubmatch(sc.Text()); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				port <- n
-			}
-		}
-	}()
-	var addr string
-	select {
-	case n := <-port:
-		addr = fmt.Sprintf("127.0.0.1:%d", n)
-	case <-time.After(2 * time.Minute): // a JVM on a loaded 2-core machine
-		t.Fatalf("%s did not start within 2 minutes:\n%s", name, stderr.String())
-	}
-	hitsURL := "http://" + addr + "/__hits"
-	return realBackend{
-		name: name,
-		addr: addr,
-		hits: func(t *testing.T) []string {
-			t.Helper()
-			res, err := http.Get(hitsURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			if res.StatusCode != 200 {
-				t.Fatalf("GET /__hits: %d %s", res.StatusCode, b)
-			}
-			var hits []string // one a line
-			for line := range strings.Lines(string(b)) {
-				if line = strings.TrimSpace(line); line != "" {
-					hits = append(hits, line)
-				}
-			}
-			return hits
-		},
-		clear: func(t *testing.T) {
-			t.Helper()
-			req, _ := http.NewRequest("DELETE", hitsURL, nil)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-		},
+	return hits
+}
+
+func (b backend) clear(t *testing.T) {
+	t.Helper()
+	if err := b.b.Clear(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,8 +21,10 @@
 //     framework answers by itself (400, 404, 405, redirects) stands.
 //   - A hit is the line "<X-Fuzz-Id> <method> <route>": the request's
 //     X-Fuzz-Id header ("-" without one), the method the handler saw
-//     (after any override), and the route. GET /__hits lists them, one a
-//     line, DELETE /__hits clears them.
+//     (after any override), and the route, then " user=<X-Waitroom-User>"
+//     when the request carried one (the gateway says who on a request it
+//     forwarded with an entry). GET /__hits lists them, one a line, DELETE
+//     /__hits clears them.
 //
 // Jetty and Express keep connections alive; Flask's server (Werkzeug's)
 // answers every request with "Connection: close", so a client of it dials

@@ -27,7 +27,8 @@ import org.eclipse.jetty.servlet.ServletHolder;
 // servlet per protected route, mapped as a servlet app maps them, Spring's
 // hidden-method filter in front, request bodies inflated by GzipHandler.
 // A protected handler answers "PROTECTED <route>" and records
-// "<X-Fuzz-Id> <method> <route>"; everything else answers
+// "<X-Fuzz-Id> <method> <route>" (and " user=<X-Waitroom-User>" when the
+// gateway said who); everything else answers
 // "OPEN <method> <path>". GET /__hits lists the records, DELETE clears them.
 public class Shop {
 	static final List<String> hits = new ArrayList<>();
@@ -87,7 +88,8 @@ public class Shop {
 			}
 			String id = req.getHeader("X-Fuzz-Id");
 			synchronized (hits) {
-				hits.add((id == null ? "-" : id) + " " + m + " " + route);
+				String user = req.getHeader("X-Waitroom-User");
+				hits.add((id == null ? "-" : id) + " " + m + " " + route + (user == null ? "" : " user=" + user));
 			}
 			reply(res, "PROTECTED " + route);
 		}

@@ -1,7 +1,8 @@
 // The differential fuzzer's Express 4 shop: one route per protected route,
 // app.all('*') for everything else, and method-override set up as its
 // README shows (every getter it documents). A protected handler answers
-// "PROTECTED <route>" and records "<X-Fuzz-Id> <method> <route>"; the
+// "PROTECTED <route>" and records "<X-Fuzz-Id> <method> <route>" (and
+// " user=<X-Waitroom-User>" when the gateway said who); the
 // catch-all answers "OPEN <method> <path>". GET /__hits lists the records,
 // DELETE clears them.
 'use strict'
@@ -42,7 +43,8 @@ app.use(methodOverride(function (req, res) {
 
 function protect (route) {
   return (req, res) => {
-    hits.push(`${req.get('X-Fuzz-Id') ?? '-'} ${req.method} ${route}`)
+    const user = req.get('X-Waitroom-User')
+    hits.push(`${req.get('X-Fuzz-Id') ?? '-'} ${req.method} ${route}` + (user === undefined ? '' : ` user=${user}`))
     res.type('text/plain').send('PROTECTED ' + route)
   }
 }

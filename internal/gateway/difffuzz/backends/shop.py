@@ -1,7 +1,8 @@
 """The differential fuzzer's Flask shop: one @app.route per protected route,
 a catch-all for everything else, and the method-override middleware of
 Flask's documentation. A protected handler answers "PROTECTED <route>" and
-records "<X-Fuzz-Id> <method> <route>"; the catch-all answers
+records "<X-Fuzz-Id> <method> <route>" (and " user=<X-Waitroom-User>" when
+the gateway said who); the catch-all answers
 "OPEN <method> <path>". GET /__hits lists the records, DELETE clears them."""
 import logging
 import threading
@@ -25,7 +26,8 @@ def text(body):
 
 def protect(route):
     with lock:
-        hits.append("%s %s %s" % (request.headers.get("X-Fuzz-Id", "-"), request.method, route))
+        user = request.headers.get("X-Waitroom-User")
+        hits.append("%s %s %s%s" % (request.headers.get("X-Fuzz-Id", "-"), request.method, route, "" if user is None else " user=" + user))
     return text("PROTECTED " + route)
 
 
