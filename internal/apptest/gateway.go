@@ -1,11 +1,7 @@
 package apptest
 
 import (
-	"context"
-	"fmt"
 	"io"
-	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +10,6 @@ import (
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/gateway"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // Proxied is a booted `waitroom proxy` in front of an upstream.
@@ -53,30 +47,7 @@ func BootGateway(t *testing.T, b Backend, upstream string, protect []string, edi
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	cfg.AuthSecret = fmt.Sprintf("secret-%032x", rand.Uint64()) // ≥ 32 bytes, as on Redis
-	cfg.AdminToken = fmt.Sprintf("admin-%032x", rand.Uint64())
-	cfg.ShutdownTimeout = 5 * time.Second
-	cfg.DrainDelay = 0
-	cfg.Queue.ChallengeCost = queue.MinChallengeCost // as Boot: cheap for tests
-	if b.Redis {
-		cfg.RedisURL = testenv.RedisURL(t)
-		cfg.KeyPrefix = fmt.Sprintf("wrgw%d:", rand.Int64())
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatalf("boot: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	in := &Instance{T: t, Main: m, Base: "http://" + m.Addr(), AuthSecret: cfg.AuthSecret, AdminToken: cfg.AdminToken, KeyPrefix: cfg.KeyPrefix}
+	in := start(t, cfg, b, "wrgw", edit)
 	return &Proxied{Instance: in, KeyPEM: key}
 }
 

@@ -64,6 +64,16 @@ func Boot(t testing.TB, b Backend, edit func(*app.Config)) *Instance {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return start(t, cfg, b, "wrapp", edit)
+}
+
+// start runs cfg as a test's program: on :0 on the backend's stores (keys
+// under a unique prefix starting keyPrefix), with a fresh data dir,
+// secrets of its own, the cheapest challenge and no drain delay; edit may
+// adjust the config before it starts. The program is closed when the test
+// ends, and a failing Close fails the test.
+func start(t testing.TB, cfg app.Config, b Backend, keyPrefix string, edit func(*app.Config)) *Instance {
+	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.AuthSecret = fmt.Sprintf("secret-%032x", rand.Uint64()) // ≥ 32 bytes, as on Redis
@@ -76,7 +86,7 @@ func Boot(t testing.TB, b Backend, edit func(*app.Config)) *Instance {
 	cfg.Queue.ChallengeCost = queue.MinChallengeCost
 	if b.Redis {
 		cfg.RedisURL = testenv.RedisURL(t)
-		cfg.KeyPrefix = fmt.Sprintf("wrapp%d:", rand.Int64())
+		cfg.KeyPrefix = fmt.Sprintf("%s%d:", keyPrefix, rand.Int64())
 	}
 	if b.Postgres {
 		cfg.DatabaseURL = testenv.DatabaseURL(t)
