@@ -180,12 +180,11 @@ func usesAny(code string, names []string) bool {
 func configFields(body string) (need [][]string, out string, err error) {
 	var first []string
 	out = replaceCode(body, configCall, false, func(m []string) string {
-		lists := []string{m[1], m[2]}
-		if need == nil {
-			need = [][]string{quoted(m[1]), quoted(m[2])}
-			first = lists
-		} else if m[1] != "" && !slices.Equal(lists, first) && err == nil {
-			err = fmt.Errorf("config called with %s, then with %s: one list of fields a script", first, lists)
+		switch lists := []string{m[1], m[2]}; {
+		case need == nil:
+			need, first = [][]string{quoted(m[1]), quoted(m[2])}, append(lists, m[0])
+		case m[1] != "" && !slices.Equal(lists, first[:2]) && err == nil:
+			err = fmt.Errorf("%s called, then %s: one list of fields a script", first[2], m[0])
 		}
 		return "config()"
 	})
