@@ -1,14 +1,3 @@
-// Package redisstore keeps the waiting line in Redis. Every step that must
-// be atomic is one Lua script (scripts/*.lua), each naming its KEYS, ARGV
-// and reply in its header and sharing one prelude (scripts/prelude.lua:
-// the clock, the rate in force, where a user stands), run with EVALSHA and
-// falling back to EVAL when Redis has lost its script cache (NOSCRIPT
-// after a restart or failover). The scripts are written in a dialect that
-// names the queue's keys and config fields; go generate writes each as
-// Redis runs it into scripts/generated, and those files are what the
-// store runs (scripts/README.md). Admission is planned in Go
-// (queue.PlanTick) between a read (tick.lua) and an apply (admit.lua), as
-// the embedded store plans it.
 package redisstore
 
 import (
@@ -82,13 +71,19 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
-// run runs a script on the queue's keys it touches (and extra ones after them).
+// run runs a script on the queue's keys it touches (and extra ones after
+// them). An error names the script, whose generated file a Redis error's
+// line number points into (scripts/README.md).
 func (s *Store) run(ctx context.Context, sc *script, name string, args []any, extra ...string) *redis.Cmd {
 	keys := make([]string, len(sc.keys), len(sc.keys)+len(extra))
 	for j, i := range sc.keys {
 		keys[j] = queueKeyName(s.prefix, name, i)
 	}
-	return sc.Run(ctx, s.rdb, append(keys, extra...), args...)
+	cmd := sc.Run(ctx, s.rdb, append(keys, extra...), args...)
+	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		cmd.SetErr(fmt.Errorf("scripts/generated/%s.lua: %w", sc.name, err))
+	}
+	return cmd
 }
 
 // unavailable marks an error of Redis itself, so callers answer 503. A

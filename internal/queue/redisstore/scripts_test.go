@@ -1,15 +1,21 @@
 package redisstore
 
 import (
+	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // TestReplyKindsAgree: every reply kind scripts/prelude.lua names (local
@@ -150,5 +156,96 @@ func TestScriptsNameKnownKeys(t *testing.T) {
 		if !slices.IsSorted(sc.keys) {
 			t.Errorf("%s gets its keys as %v, not in keys.go's order", e.Name(), sc.keys)
 		}
+	}
+}
+
+// TestTwinsTableNamesWhatExists: the package doc's table of twins names
+// every script and every function of the prelude, and each memstore name
+// and conformance case it gives exists: an index that has drifted fails
+// here.
+func TestTwinsTableNamesWhatExists(t *testing.T) {
+	doc := readAll(t, "doc.go")
+	rows := regexp.MustCompile(`(?m)^//\t(\S.*?)  +(\S.*?)  +(\S.*)$`).FindAllStringSubmatch(doc, -1)
+	if len(rows) < 20 {
+		t.Fatalf("doc.go's table has %d rows: the search is broken", len(rows))
+	}
+	rows = rows[1:] // the header
+	memstore, storetest := readAll(t, "../memstore/*.go"), readAll(t, "../storetest/*.go")
+	tests, scripts := readAll(t, "*_test.go"), readAll(t, "scripts/*.lua")
+	var lua []string
+	for _, r := range rows {
+		lua = append(lua, r[1])
+		for _, m := range regexp.MustCompile(`(\w+)\.lua's (\w+)(?:, (\w+))?|prelude's (\w+)(?:, (\w+))?`).FindAllStringSubmatch(r[1], -1) {
+			for _, fn := range slices.DeleteFunc(m[2:], func(s string) bool { return s == "" }) {
+				if fn != "config" && !strings.Contains(scripts, "local function "+fn+"(") { // the generator writes config
+					t.Errorf("the table names %s, a function no script declares", fn)
+				}
+			}
+		}
+		for _, m := range regexp.MustCompile(`\b(Store|state)\.(\w+)|\b(sameToken)\b`).FindAllStringSubmatch(r[2], -1) {
+			if m[3] != "" {
+				m[2] = m[3]
+			}
+			if !regexp.MustCompile(`func (\(\w+ \*(Store|state)\) )?` + m[2] + `\(|\bq\.` + m[2] + `\b`).MatchString(memstore) {
+				t.Errorf("the table names memstore's %s, which memstore does not have", m[0])
+			}
+		}
+		for _, c := range regexp.MustCompile(`\b[A-Z]\w+\b`).FindAllString(r[3], -1) {
+			if !strings.Contains(storetest, `"`+c+`"`) && !(strings.HasPrefix(c, "Test") && strings.Contains(tests, "func "+c+"(")) {
+				t.Errorf("the table names %s, neither a conformance case nor a test of this package", c)
+			}
+		}
+	}
+	named := strings.Join(lua, "\n")
+	files, _ := filepath.Glob("scripts/*.lua")
+	for _, f := range files {
+		if name := filepath.Base(f); name != "prelude.lua" && !strings.Contains(named, name) {
+			t.Errorf("the table has no row for %s", name)
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^local function (\w+)\(`).FindAllStringSubmatch(readAll(t, "scripts/prelude.lua"), -1) {
+		if !regexp.MustCompile(`prelude's (\w+, )?`+m[1]+`\b`).MatchString(named) && m[1] != "append" { // a list's, no twin
+			t.Errorf("the table has no row for the prelude's %s", m[1])
+		}
+	}
+}
+
+// readAll is the files matching pattern, one after the other.
+func readAll(t *testing.T, pattern string) string {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: %v, %v", pattern, files, err)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(text)
+	}
+	return b.String()
+}
+
+// TestRedisErrorNamesALineOfTheGeneratedFile: a script that fails in Redis
+// (here the queue's hash is a string: WRONGTYPE) fails with an error that
+// names its generated file, and the line Redis names is the line of that
+// file that failed.
+func TestRedisErrorNamesALineOfTheGeneratedFile(t *testing.T) {
+	rdb := testenv.RedisClient(t)
+	prefix := fmt.Sprintf("wrline%d:", rand.Int64())
+	if err := rdb.Set(context.Background(), keysFor(prefix, "q")[kCfg], "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(rdb, prefix).Status(context.Background(), "q", "u")
+	m := regexp.MustCompile(`(scripts/generated/\w+\.lua): .*@user_script:(\d+)`).FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		t.Fatalf("Status on a damaged queue: %v; want an error naming the generated file and a line", err)
+	}
+	line, _ := strconv.Atoi(m[2])
+	lines := strings.Split(readAll(t, m[1]), "\n")
+	if line < 1 || line > len(lines) || !strings.Contains(lines[line-1], "redis.call('HMGET'") {
+		t.Errorf("%v: line %d of %s is not the HMGET that failed", err, line, m[1])
 	}
 }
