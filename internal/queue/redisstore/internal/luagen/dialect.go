@@ -40,7 +40,7 @@ var (
 	declaration = regexp.MustCompile(`^local\s+(?:function\s+(\w+)|([\w\s,]+?)\s*=)`)
 	configCall  = regexp.MustCompile(`\bconfig\(\s*(\{[^}]*\})?\s*(?:,\s*(\{[^}]*\}))?\s*\)`)
 	quotedName  = regexp.MustCompile(`'(\w+)'`)
-	fieldRef    = regexp.MustCompile(`(^|[^.\w])(cfg|adm|K)\.(\w+)\b`)
+	fieldRef    = regexp.MustCompile(`(^|\.\.|[^.\w])(cfg|adm|K)\.(\w+)\b`) // not x.cfg.y, but ..cfg.y
 )
 
 // chunk is one declaration of the prelude, with its comment.
@@ -178,13 +178,13 @@ func usesAny(code string, names []string) bool {
 // calls config), and body with every call written config(). Every call
 // names the same lists, or none after the first.
 func configFields(body string) (need [][]string, out string, err error) {
-	var first []string
+	var first []string // the first call: its lists, and its text
 	out = replaceCode(body, configCall, false, func(m []string) string {
-		switch lists := []string{m[1], m[2]}; {
-		case need == nil:
-			need, first = [][]string{quoted(m[1]), quoted(m[2])}, append(lists, m[0])
-		case m[1] != "" && !slices.Equal(lists, first[:2]) && err == nil:
-			err = fmt.Errorf("%s called, then %s: one list of fields a script", first[2], m[0])
+		switch {
+		case first == nil:
+			need, first = [][]string{quoted(m[1]), quoted(m[2])}, m
+		case m[1] != "" && (m[1] != first[1] || m[2] != first[2]) && err == nil:
+			err = fmt.Errorf("%s called, then %s: one list of fields a script", first[0], m[0])
 		}
 		return "config()"
 	})
