@@ -55,7 +55,7 @@ func runDegrade(ctx context.Context, o Options) (*DegradeReport, error) {
 		StepAt: 20 * time.Second, RunFor: 60 * time.Second, Target: degradeTarget,
 		FixedRate: degradeFixedRate, AdaptiveCeiling: 100}
 	if o.Short {
-		rep.Users, rep.StepAt, rep.RunFor = 400, 5*time.Second, 10*time.Second
+		rep.Users, rep.StepAt, rep.RunFor = 200, 3*time.Second, 6*time.Second
 	}
 	spread := HerdModes[2] // 10 per 100 ms, jitter on
 	for _, adaptive := range []bool{false, true} {
@@ -127,7 +127,7 @@ type NoShowRun struct {
 func runNoShow(ctx context.Context, o Options) (*NoShowReport, error) {
 	rep := &NoShowReport{Users: 3000, Share: 0.3, Rate: degradeFixedRate, Abandon: 15 * time.Second}
 	if o.Short {
-		rep.Users = 200
+		rep.Users = 100
 	}
 	mode := HerdModes[2]
 	mode.Rate, mode.Adaptive = rep.Rate, false

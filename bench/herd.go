@@ -129,7 +129,7 @@ const (
 func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 	users := 3000
 	if o.Short {
-		users = 200
+		users = 100 // a second of admission at 100/s: the smoke test's shape, not a figure
 	}
 	clients := o.HerdClients
 	switch clients {

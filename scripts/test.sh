@@ -21,7 +21,7 @@
 # each package's time, pass or fail.
 #
 # Usage:
-#   scripts/test.sh                                  # go test ... ./..., with each fuzz target 20,000 runs beside it
+#   scripts/test.sh                                  # go test ... ./..., with each fuzz target 5,000 runs beside it
 #   scripts/test.sh ./internal/queue/...             # only these packages
 #   scripts/test.sh -run TestFoo ./internal/queue/...
 #   scripts/test.sh -run TestFoo                     # no package given: ./...
@@ -440,6 +440,19 @@ takes_value() {
 	esac
 	return 1
 }
+# Every package, those whose tests take longest first: go test starts test
+# binaries in the order it is given them, -p at a time, so a long package
+# started last would run alone at the end while the other core idles (as
+# internal/web did, started last of ./... for its 2.5 minutes). Measured
+# with the summary at the end of a run; a package missing from the list
+# (a new one) runs after these, in go list's order.
+longest_first() {
+	local slow=(./bench ./internal/web ./internal/app ./internal/queue/redisstore ./internal/queue/memstore
+		./internal/gateway ./internal/gateway/difffuzz ./internal/httpapi ./internal/fairness ./internal/repolint)
+	local p
+	for p in "${slow[@]}"; do [[ -d "$p" ]] && printf '%s\n' "$p"; done
+	go list -f '{{.Dir}}' ./... | sed "s#^$PWD#.#" | grep -vxF -f <(printf '%s\n' "${slow[@]}")
+}
 MODULE="$(go list -m 2>/dev/null | head -n1 || true)"
 [[ -n "$MODULE" ]] || MODULE="github.com/waitroom/waitroom"
 pkgs=()
@@ -462,7 +475,8 @@ test_args=("$@")
 if ((${#pkgs[@]} == 0)); then
 	pkgs=(./...)
 	# Before the flags: anything after -args belongs to the test binary.
-	test_args=(./... "$@")
+	mapfile -t every < <(longest_first)
+	test_args=("${every[@]}" "$@")
 fi
 
 export CGO_ENABLED=1 # -race needs cgo
@@ -490,7 +504,9 @@ timeout=30m
 # warm and quiet). WAITROOM_TEST_P sets another; a -p among the arguments
 # wins.
 parallel=(-p "${WAITROOM_TEST_P:-4}")
-say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${parallel[*]} ${test_args[*]}"
+shown="${test_args[*]}"
+[[ "${pkgs[*]}" == "./..." ]] && shown="./... (the longest first) $*"
+say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${parallel[*]} $shown"
 # In its own process group, so that a signal to this script stops go test and
 # its test binaries before the servers go away.
 group=()
@@ -529,7 +545,11 @@ timings="$TMP_ROOT/slowest.txt"
 # which the check must catch within a few histories; it logs how many.
 #
 # Every fuzz target fuzzes, a second or a few: WAITROOM_TEST_FUZZTIME (go
-# test's -fuzztime; default 20000x, that many inputs; 0 skips). A count,
+# test's -fuzztime; default 5000x, that many inputs; 0 skips). Each target
+# costs about 4 CPU-seconds before its first new input (the coordinator,
+# its workers, the corpus run as a baseline) and 5,000 inputs about 1.5
+# more; 20,000 took 12-25 each, 200 of the run's 615 CPU-seconds (the long
+# form: WAITROOM_TEST_FUZZTIME=1m scripts/test.sh). A count,
 # not a time: Go 1.26's fuzzing coordinator can fail a target with a bare
 # "context deadline exceeded" when a timed -fuzztime ends while a worker is
 # busy (golang/go#75804, fixed in 1.27; a loaded CI run met it), and a
@@ -541,11 +561,26 @@ beside_checks() {
 	say "go vet -tags historybugs, go test -tags historybugs -run TestDeliberateBugsAreCaught ./internal/fairness"
 	go vet -tags historybugs ./internal/fairness ./internal/app ./internal/queue/redisstore || rc=$?
 	go test -tags historybugs -count=1 -timeout 10m -run '^TestDeliberateBugsAreCaught$' -v ./internal/fairness || rc=$?
-	local fuzztime="${WAITROOM_TEST_FUZZTIME:-20000x}"
+	local fuzztime="${WAITROOM_TEST_FUZZTIME:-5000x}"
 	[[ "$fuzztime" == 0 || "$fuzztime" == 0s ]] && return "$rc"
+	# One instrumented test binary per package (go test -fuzz would link one
+	# per target, 2-3 CPU-seconds each), run from the package's directory
+	# as go test runs it (testdata/fuzz/ is read and written there), with
+	# go test's cache of interesting inputs, and one worker: a count of
+	# inputs costs less CPU in one worker than in two.
+	local pkg target imp bin="" last="" cache
+	cache="$(go env GOCACHE)/fuzz"
 	while read -r pkg target; do
+		if [[ "$pkg" != "$last" ]]; then
+			last="$pkg"
+			imp="$(go list -f '{{.ImportPath}}' "$pkg")"
+			bin="$TMP_ROOT/fuzz-${imp//\//_}.test"
+			go test -c -fuzz=. -o "$bin" "$pkg" || { rc=$?; bin=""; }
+		fi
+		[[ -n "$bin" ]] || continue
 		say "fuzz $target ($pkg), -fuzztime $fuzztime"
-		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" || rc=$?
+		(cd "$pkg" && "$bin" -test.run='^$' -test.fuzz="^${target}\$" -test.fuzztime="$fuzztime" -test.parallel=1 \
+			-test.timeout=10m -test.fuzzcachedir="$cache/$imp") || rc=$?
 	done < <(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . |
 		sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)$#\1 \2#' | sort)
 	return "$rc"
@@ -553,7 +588,7 @@ beside_checks() {
 beside_log="$TMP_ROOT/beside.log"
 if (($# == 0)); then
 	say "beside the tests: the deliberate bugs of internal/fairness, then every fuzz target (their output after the tests')"
-	"${group[@]}" bash -c "SECONDS=$SECONDS; $(declare -f say beside_checks); beside_checks" </dev/null >"$beside_log" 2>&1 &
+	"${group[@]}" bash -c "SECONDS=$SECONDS; TMP_ROOT=$TMP_ROOT; $(declare -f say beside_checks); beside_checks" </dev/null >"$beside_log" 2>&1 &
 	BESIDE_PID=$!
 fi
 

@@ -105,7 +105,7 @@ func bootCluster(ctx context.Context, o Options, embedded bool) (*cluster, error
 			return nil, err
 		}
 		c.insts = append(c.insts, in)
-		if err := c.start(ctx, in); err != nil {
+		if err := c.startPatiently(ctx, in); err != nil {
 			c.close()
 			return nil, fmt.Errorf("instance %d: %w", i, err)
 		}
@@ -210,10 +210,15 @@ func (c *cluster) restart(ctx context.Context, in *instance) error {
 	if in.back != nil {
 		in.back.setDown(false)
 	}
-	// As a supervisor restarts a process whose start failed: the start's
-	// first PING gets the instances' short read timeout (300 ms), which a
-	// loaded machine's fresh connection can outlast (a full suite at load
-	// 21 met it); Redis is up, so the next start reaches it.
+	return c.startPatiently(ctx, in)
+}
+
+// startPatiently is start, tried again as a supervisor restarts a process
+// whose start failed: the start's first PING gets the instances' short
+// read timeout (300 ms), which a loaded machine's fresh connection can
+// outlast (a full suite at load 21 met it on a restart, one at load 12 on
+// the first start); Redis is up, so the next start reaches it.
+func (c *cluster) startPatiently(ctx context.Context, in *instance) error {
 	deadline := time.Now().Add(restartPatience)
 	for {
 		err := c.start(ctx, in)
@@ -225,8 +230,8 @@ func (c *cluster) restart(ctx context.Context, in *instance) error {
 	}
 }
 
-// restartPatience bounds how long restart tries again a start that timed
-// out reaching Redis.
+// restartPatience bounds how long startPatiently tries again a start that
+// timed out reaching Redis.
 const restartPatience = 10 * time.Second
 
 func (c *cluster) close() {

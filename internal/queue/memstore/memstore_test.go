@@ -22,6 +22,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestDistributions checks the Go draw's distributions, once for every
+// variant of the store (they draw with the same code).
+func TestDistributions(t *testing.T) {
+	storetest.RunDistributions(t, func(t *testing.T) (queue.Store, storetest.Clock) {
+		clock := storetest.NewFakeClock()
+		return memstore.New(clock.Now), clock
+	})
+}
+
 // TestConformanceDurable runs the suite on the store kept in a directory,
 // under fsync always (every change waits for its sync) and no.
 func TestConformanceDurable(t *testing.T) {

@@ -62,6 +62,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestDistributions checks the Lua draw's distributions, once for every
+// way of reaching Redis (they run the same scripts).
+func TestDistributions(t *testing.T) {
+	storetest.RunDistributions(t, func(t *testing.T) (queue.Store, storetest.Clock) {
+		rdb, prefix := mustOpenRedis(t)
+		return redisstore.New(rdb, prefix), wallClock(rdb, prefix)
+	})
+}
+
 // TestConformanceOnCluster runs the suite on a real three-node Redis
 // Cluster through an auto-pipelined cluster client: every script's keys
 // share the queue's hash slot, so each runs on the node that owns it.

@@ -127,6 +127,27 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 	}
 }
 
+// RunDistributions runs the suite's statistical part: that the random draw
+// is uniform over the line and that an opening's draw places everyone in
+// the order drawn, evenly over the orders. Thousands of calls each, it is
+// asked once per implementation of the draw (memstore's Go, redisstore's
+// Lua), not again of its variants (durable, restarting, Cluster, auto-
+// pipelined), whose draws are the same code: those Run checks with a
+// smaller sample that each draw admits everyone once and places every
+// order.
+func RunDistributions(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
+	for _, tt := range []suiteTest{
+		{"RandomDrawIsUniform", testRandomUniform},
+		{"OpeningOrderIsUniform", testOpeningUniform},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, clock := open(t)
+			tt.fn(t, s, clock)
+		})
+	}
+}
+
 // suiteTest is one test of the suite.
 type suiteTest = struct {
 	name string
