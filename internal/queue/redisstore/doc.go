@@ -27,7 +27,8 @@
 // embedded store (internal/queue/memstore) written apart from it, in Go.
 // The conformance suite (internal/queue/storetest), run on both stores,
 // holds each pair equal; a change to one side is a change to its twin,
-// and these cases show it:
+// and these cases show it (RandomDrawIsUniform and OpeningOrderIsUniform
+// are storetest.RunDistributions', asked once of each implementation):
 //
 //	Lua (scripts/)               memstore                           storetest case
 //	enter.lua                    Store.Enter, state.enter           ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers
@@ -35,7 +36,7 @@
 //	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne
 //	leave.lua                    Store.Leave, state.leave           LeavingClosesTheGap, LeaveGivesBackToken
 //	tick.lua, admit.lua          Store.Admit (queue.PlanTick)       AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
-//	admit.lua's draw             state.draw                         RandomDrawIsUniformAndAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
+//	admit.lua's draw             state.draw                         RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
 //	admit.lua's pop, issue       state.pop, state.issue             AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
 //	admit_now.lua                Store.AdmitNow                     QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
 //	sweep.lua                    Store.Sweep                        SweepForgetsWhatLapsedAndChangesNoAnswer
@@ -45,7 +46,7 @@
 //	put_config.lua               Store.PutConfig, state.putConfig   ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds
 //	seen.lua                     Store.Seen                         NoShowsSkippedPresentAdmittedInOrder
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate      AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
-//	open_due.lua, place.lua      Store.OpenDue, Store.Place         OpeningOrderIsUniform, OpeningReservesTicketsAheadOfLaterEntries
+//	open_due.lua, place.lua      Store.OpenDue, Store.Place         OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
 //	first_use.lua                Store.FirstUse                     FirstUseIsOnce
 //	fold_admission.lua           none: Redis's own upgrade          TestUpgradeFoldsTheOldAdmissionHash (this package)
 //	prelude's config             Store.Config, state.cfg            UnknownQueue; TestDamagedConfigWritesNothing (this package)
