@@ -172,14 +172,15 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	var v queue.View
 	if enter {
 		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r), r.Header.Get(ChallengeSolutionHeader))
+	} else {
+		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
 	}
-	switch {
-	case err != nil:
-	case (!enter || v.AdmissionNear()) && hold > 0 && s.tryHold():
+	// Held only once the answer says admission is near: a request far back
+	// is answered at once and never takes one of the hold slots, which are
+	// for those about to be let in (nor counts in waitroom_status_held).
+	if err == nil && hold > 0 && v.AdmissionNear() && s.tryHold() {
 		defer s.releaseHold()
 		v, err = s.holdStatus(r, user, hold)
-	case !enter: // no wait asked, or too many held already: answer now
-		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
 	}
 	if err != nil && s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
 		s.answerDegraded(w, r.PathValue("queue"), user)
