@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // View is what a user is told about their standing.
@@ -41,7 +43,7 @@ type View struct {
 // place in line. WaitStatus holds such users; nobody else is worth holding
 // (a held request answers as soon as the line is found stalled).
 func (v View) AdmissionNear() bool {
-	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
+	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
 }
 
 // ErrQueueClosed: the queue's closesAt has passed, or its method is reject,
@@ -93,25 +95,11 @@ func NewService(store Store, snapshotAge time.Duration) *Service {
 // RunPresence sends this instance's seen marks (no-shows, see presence)
 // every PresenceFlush until ctx ends.
 func (s *Service) RunPresence(ctx context.Context, logger *slog.Logger) {
-	troubles := newTroubles(logger, "no-shows: sending seen marks")
-	every(ctx, PresenceFlush, func() { s.presence.flush(ctx, troubles) })
+	troubles := perqueue.NewTroubles(logger, "no-shows: sending seen marks")
+	perqueue.Every(ctx, presenceFlush, func() { s.presence.flush(ctx, troubles) })
 	// The marks taken since the last flush go too: an instance draining
 	// must not make its pollers look absent.
 	s.presence.flush(context.WithoutCancel(ctx), troubles)
-}
-
-// every runs fn every d until ctx ends.
-func every(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn()
-	}
 }
 
 // SnapshotAnswers counts status polls answered from a snapshot (hits) and
@@ -449,16 +437,16 @@ func (s *Service) view(e Entry) View {
 	switch {
 	case e.State == Waiting && e.PreQueue:
 		v.OpensAt = e.Pace.OpensAt
-		p := PollAfterOpening(time.Until(v.OpensAt))
+		p := pollAfterOpening(time.Until(v.OpensAt))
 		v.PollAfterSeconds = &p
 	case e.State == Waiting:
 		v.Position, v.Length, v.Stalled = e.Position, e.Length, e.Pace.Stalled
-		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Pace)
+		v.EstimatedWaitSeconds = estimateWait(e.Position, e.Pace)
 		if e.Pace.Drawn {
 			v.Position, v.Drawn = 0, true
-			v.EstimatedWaitSeconds = EstimateDrawWait(e.Length, e.Pace)
+			v.EstimatedWaitSeconds = estimateDrawWait(e.Length, e.Pace)
 		}
-		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds))
+		p := jitterSeconds(pollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
 	case e.State == Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt

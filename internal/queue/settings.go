@@ -330,7 +330,7 @@ func (s Setting) Value(c Config) any {
 		}
 		return v.UTC().Format(time.RFC3339Nano)
 	case Message:
-		return v.AdminValue()
+		return v.adminValue()
 	default:
 		return v
 	}
@@ -393,7 +393,7 @@ func (s Setting) Set(c *Config, v any) error {
 		}
 		s.set(c, str)
 	case TextByLanguage:
-		m, err := ParseMessage(v)
+		m, err := parseMessage(v)
 		if err != nil {
 			return err
 		}
@@ -479,7 +479,7 @@ func (s Setting) check(v float64) error {
 	if low && v <= s.Max { // false for NaN
 		return nil
 	}
-	return fmt.Errorf("%w: %s must be %s, got %s", ErrInvalidConfig, s.Name, s.Range(), strconv.FormatFloat(v, 'f', -1, 64))
+	return fmt.Errorf("%w: %s must be %s, got %s", ErrInvalidConfig, s.Name, s.rangeText(), strconv.FormatFloat(v, 'f', -1, 64))
 }
 
 // checkChoice holds a string against the setting's choices.
@@ -492,7 +492,7 @@ func (s Setting) checkChoice(v string) error {
 }
 
 // Range says in words which values the setting takes.
-func (s Setting) Range() string {
+func (s Setting) rangeText() string {
 	g := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	r := g(s.Min) + ".." + g(s.Max)
 	if s.MinExclusive {

@@ -32,7 +32,7 @@ import (
 // every remembered ticket of the queue is dropped: a user the store no
 // longer holds is never told a place from the old line.
 type snapshots struct {
-	store  Line
+	store  line
 	maxAge time.Duration
 	// seed keys the hash of user ids the tickets are remembered by; random
 	// per process, so no one can choose an id that collides with another's.
@@ -74,7 +74,7 @@ type lineView struct {
 	fetching chan struct{} // closed when the fetch in flight ends
 }
 
-func newSnapshots(store Line, maxAge time.Duration) *snapshots {
+func newSnapshots(store line, maxAge time.Duration) *snapshots {
 	return &snapshots{store: store, maxAge: maxAge, seed: maphash.MakeSeed(), queues: map[string]*lineView{}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // Enters travel together. On sale night the enters of one queue reach an
@@ -99,7 +100,7 @@ func (s *Store) nextEnters(name string, q *queueEnters) {
 	go func() {
 		// The batch is many callers': it runs to the end whichever of them
 		// stops waiting, within the bound of a background call.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), queue.QueueCallTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), perqueue.CallTimeout)
 		s.enterTogether(ctx, name, batch)
 		cancel()
 		for _, e := range batch {

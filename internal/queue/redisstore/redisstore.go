@@ -4,7 +4,7 @@
 // one prelude (scripts/prelude.lua: the clock, the rate in force, where a
 // user stands), run with EVALSHA and falling back to EVAL when Redis has
 // lost its script cache (NOSCRIPT after a restart or failover). Admission
-// is planned in Go (queue.PlanTick) between a read (tick.lua) and an
+// is planned in Go (admission.PlanTick) between a read (tick.lua) and an
 // apply (admit.lua), as the embedded store plans it.
 package redisstore
 
@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 //go:embed scripts/*.lua
@@ -39,7 +40,7 @@ var (
 	statusScript    = mustScript("status")
 	snapshotScript  = mustScript("snapshot")
 	leaveScript     = mustScript("leave")
-	tickScript      = mustScript("tick", settingFields...) // queue.PlanTick reads the whole config
+	tickScript      = mustScript("tick", settingFields...) // admission.PlanTick reads the whole config
 	admitScript     = mustScript("admit")
 	sweepScript     = mustScript("sweep")
 	beginUseScript  = mustScript("begin_use")
@@ -301,7 +302,7 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
-	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
+	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
@@ -468,7 +469,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		AbandonedTotal: p.int(11),
 		PreQueued:      p.int(12),
 	}
-	tick := queue.TickState{Measured: p.float(4), WinStart: p.ms(5)}
+	tick := admission.TickState{Measured: p.float(4), WinStart: p.ms(5)}
 	st.MeasuredRate = tick.MeasuredRate(p.ms(15))
 	eff, why := p.str(13), p.str(14)
 	if p.err != nil {

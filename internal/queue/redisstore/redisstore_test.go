@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/testenv"
@@ -212,7 +213,7 @@ func TestThreeAdmittersShareTheRate(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for range 3 {
-		a := queue.NewAdmitter(rec, discardLogger())
+		a := admission.NewAdmitter(rec, discardLogger())
 		a.OnAdmitUsers = func(_ string, users []string) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
-// tickFields are queue.TickState in the admission hash, field by field.
+// tickFields are admission.TickState in the admission hash, field by field.
 // tick.lua reads them (and eff_rate and open_state, the rest of
-// queue.TickInput: the prelude's TICK); admit.lua writes what the plan
+// admission.TickInput: the prelude's TICK); admit.lua writes what the plan
 // changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
 	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints"}
@@ -28,7 +29,7 @@ var added = []string{"inline", "win_count"}
 const frontChunk = 1000
 
 // Admit implements queue.Store: tick.lua reads, with the front's first
-// users (a tick passing over no-shows reads further), queue.PlanTick
+// users (a tick passing over no-shows reads further), admission.PlanTick
 // decides, and admit.lua applies the plan if the tick is still the one
 // read.
 func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
@@ -46,7 +47,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 	if len(tokens) > 0 {
 		t.in.Call = tokens[0]
 	}
-	front := func(from, n int64) ([]queue.Waiter, error) {
+	front := func(from, n int64) ([]admission.Waiter, error) {
 		read := int64(len(t.front))
 		switch {
 		case from >= t.in.Length:
@@ -57,7 +58,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)))
 		return more.front, err
 	}
-	plan, err := queue.PlanTick(t.in, front)
+	plan, err := admission.PlanTick(t.in, front)
 	if err != nil || !plan.Write {
 		return plan.Admission(), err
 	}
@@ -79,9 +80,9 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 // tickRead is what tick.lua read: the input, the tick state's fields as
 // stored, and a stretch of the front.
 type tickRead struct {
-	in     queue.TickInput
+	in     admission.TickInput
 	stored map[string]string
-	front  []queue.Waiter
+	front  []admission.Waiter
 }
 
 func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (tickRead, error) {
@@ -108,7 +109,7 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 		return t, fmt.Errorf("redis data damaged: admission state: %w", err)
 	}
 	for i := at + len(tickReads); i+2 < len(r); i += 3 {
-		t.front = append(t.front, queue.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
+		t.front = append(t.front, admission.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
 	}
 	return t, p.err
 }
@@ -116,7 +117,7 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 // applyArgs are admit.lua's arguments for plan: the due time read, the
 // tokens' expiry, the fields the plan changed, a draw's tokens and random
 // values, and the users it planned.
-func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
+func applyArgs(t tickRead, plan admission.TickPlan, tokens []string) []any {
 	now := encodeTick(plan.State)
 	var set, add []any
 	for _, f := range tickFields {
@@ -133,7 +134,7 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
 	}
 	var values []uint64
 	if plan.Draw > 0 { // MethodRandom: drawn in the script, with these values
-		values = queue.DrawValues(plan.Draws)
+		values = admission.DrawValues(plan.Draws)
 	}
 	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2, len(plan.Admitted),
 		plan.Draw, len(values), plan.Absent.Judged, plan.Absent.SeenBefore.UnixMilli()}, append(set, add...)...)
@@ -158,7 +159,7 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) []any {
 
 // encodeTick is a tick state as the admission hash keeps it, field by field
 // ("" for a field that is not set).
-func encodeTick(st queue.TickState) map[string]string {
+func encodeTick(st admission.TickState) map[string]string {
 	ms := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -181,7 +182,7 @@ func encodeTick(st queue.TickState) map[string]string {
 }
 
 // decodeTick reads what encodeTick wrote; a field not set reads as zero.
-func decodeTick(v map[string]string) (queue.TickState, error) {
+func decodeTick(v map[string]string) (admission.TickState, error) {
 	var err error
 	num := func(f string) float64 {
 		if v[f] == "" {
@@ -199,7 +200,7 @@ func decodeTick(v map[string]string) (queue.TickState, error) {
 		}
 		return time.Time{}
 	}
-	st := queue.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
+	st := admission.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
 		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
 		Reach: int64(num("reach"))}
@@ -210,7 +211,7 @@ func decodeTick(v map[string]string) (queue.TickState, error) {
 		if e1 != nil || e2 != nil {
 			return st, fmt.Errorf("checkpoint %q", c)
 		}
-		st.Checkpoints = append(st.Checkpoints, queue.Checkpoint{At: time.UnixMilli(a).UTC(), Ticket: t})
+		st.Checkpoints = append(st.Checkpoints, admission.Checkpoint{At: time.UnixMilli(a).UTC(), Ticket: t})
 	}
 	return st, err
 }
