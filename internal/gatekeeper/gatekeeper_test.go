@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 type fixture struct {
@@ -215,7 +216,7 @@ func TestChallengeCostFitsTheChallenge(t *testing.T) {
 	if queue.MaxChallengeCost > challenge.MaxCost || s.Max != queue.MaxChallengeCost || s.Min != queue.MinChallengeCost {
 		t.Errorf("the setting's range %v..%v, the challenge's most %d", s.Min, s.Max, challenge.MaxCost)
 	}
-	if want := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts); !strings.Contains(s.Help, want) {
-		t.Errorf("the setting's help %q does not say %q", s.Help, want)
+	if want, help := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts), web.SettingHelp(s.Name); !strings.Contains(help, want) {
+		t.Errorf("the setting's help %q does not say %q", help, want)
 	}
 }

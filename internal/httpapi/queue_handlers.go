@@ -432,7 +432,7 @@ type settingJSON struct {
 	Minimum      *float64 `json:"minimum,omitempty"`
 	Maximum      *float64 `json:"maximum,omitempty"`
 	MinExclusive bool     `json:"exclusiveMinimum,omitempty"`
-	OffZero      bool     `json:"zeroIsOff,omitempty"`
+	ZeroMeansOff bool     `json:"zeroIsOff,omitempty"`
 	Choices      []string `json:"choices,omitempty"`
 	ChoiceLabels []string `json:"choiceLabels,omitempty"`
 	ReadOnly     bool     `json:"readOnly,omitempty"`
@@ -448,10 +448,10 @@ func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
 	out := make([]settingJSON, 0, len(queue.Settings))
 	for _, set := range queue.Settings {
 		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly,
-			Default: set.Value(s.NewQueueConfig), Label: set.Label, Help: set.Help}
+			Default: set.Value(s.NewQueueConfig), Label: set.Label, Help: web.SettingHelp(set.Name)}
 		switch set.Kind {
 		case queue.Number, queue.Integer, queue.Duration:
-			j.Minimum, j.Maximum, j.MinExclusive, j.OffZero = &set.Min, &set.Max, set.MinExclusive, set.OffZero
+			j.Minimum, j.Maximum, j.MinExclusive, j.ZeroMeansOff = &set.Min, &set.Max, set.MinExclusive, set.ZeroMeansOff
 		case queue.Choice:
 			j.Choices, j.ChoiceLabels = set.Choices, set.ChoiceLabels
 		}

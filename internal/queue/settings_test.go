@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -167,6 +168,12 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s lacks the %q … %q block", path, begin, end)
 	}
+	// What each setting does is the admin page's English text (package
+	// web's messages; queue does not import web).
+	var help map[string]string
+	if raw, err := os.ReadFile("../web/messages/admin/en.json"); err != nil || json.Unmarshal(raw, &help) != nil {
+		t.Fatalf("the admin page's English texts: %v", err)
+	}
 	var b strings.Builder
 	b.WriteString("| setting | values | default | flag (default and new queues) | what it does |\n|---|---|---|---|---|\n")
 	def := DefaultConfig()
@@ -188,7 +195,7 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		if v := s.Value(def); v != nil && v != "" {
 			dflt = fmt.Sprintf("`%v`", v)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, s.Help)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, help["settingHelp"+strings.ToUpper(s.Name[:1])+s.Name[1:]])
 	}
 	want := doc[:i+len(begin)] + b.String() + doc[j:]
 	if os.Getenv("WAITROOM_UPDATE_DOCS") != "" {
