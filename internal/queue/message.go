@@ -14,7 +14,7 @@ import (
 
 // Message is the operator's word to the people in line ("we have
 // restocked", "sizes S and M are gone"): shown on the waiting page and
-// carried in the entry and status answers. It is one text for every
+// carried in the enter and status answers. It is one text for every
 // language, or one per language by BCP 47 tag ({"en": …, "ja": …}); the
 // zero Message is none. Only ParseMessage makes one: it keeps the form the
 // store holds (JSON) and, once, the texts and the matcher over their

@@ -35,7 +35,7 @@ func newPresence(store line) *presence {
 
 // note marks the user if their standing makes them one whose presence
 // admission will check.
-func (p *presence) note(queue, user string, e Entry) {
+func (p *presence) note(queue, user string, e Standing) {
 	if e.State != Waiting || e.PreQueue || e.Pace.Reach == 0 || e.Position > e.Pace.Reach {
 		return
 	}

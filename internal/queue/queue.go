@@ -44,9 +44,9 @@ var (
 	ErrNotOwner = errors.New("opening placed by another instance")
 )
 
-// Entry is a user's standing as the store sees it, with the line's pace
+// Standing is a user's standing as the store sees it, with the line's pace
 // read in the same step so the estimate matches the position.
-type Entry struct {
+type Standing struct {
 	State State
 	// PreQueue: waiting for the line's opening (Pace.OpensAt), with no
 	// place yet.
@@ -301,9 +301,9 @@ type line interface {
 	DeleteQueue(ctx context.Context, queue string) error
 	// Enter: a valid token → Ready; already in line → the same position;
 	// line at capacity → ErrQueueFull; else take the next ticket and join.
-	Enter(ctx context.Context, queue, user string) (Entry, error)
+	Enter(ctx context.Context, queue, user string) (Standing, error)
 	// Status reads the user's standing without changing it.
-	Status(ctx context.Context, queue, user string) (Entry, error)
+	Status(ctx context.Context, queue, user string) (Standing, error)
 	// Leave removes the user from the line, or gives back an unused token.
 	// It reports whether anything was removed.
 	Leave(ctx context.Context, queue, user string) (bool, error)
@@ -314,7 +314,7 @@ type line interface {
 	// the user with the queue's TTL and they are Ready. A user in line gets
 	// their place (Waiting), one holding a valid token gets it (Ready);
 	// otherwise NotInQueue: the line is busy, join it.
-	AdmitNow(ctx context.Context, queue, user, token string) (Entry, error)
+	AdmitNow(ctx context.Context, queue, user, token string) (Standing, error)
 	// Seen marks users still in line as present now (AbandonAfter).
 	Seen(ctx context.Context, queue string, users []string) error
 	// Snapshot reads the line's head, last ticket, length, the tickets

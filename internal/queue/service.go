@@ -232,9 +232,9 @@ func (s *Service) Status(ctx context.Context, queue, user string) (View, error) 
 // status is Status before the estimate: from the snapshot when it can
 // answer, else from the store (remembering the ticket it gives). A user
 // near enough the front for no-shows to matter is marked present.
-func (s *Service) status(ctx context.Context, queue, user string) (Entry, error) {
+func (s *Service) status(ctx context.Context, queue, user string) (Standing, error) {
 	if err := validate(queue, user); err != nil {
-		return Entry{}, err
+		return Standing{}, err
 	}
 	if s.snaps != nil {
 		if e, ok := s.snaps.status(ctx, queue, user); ok {
@@ -244,7 +244,7 @@ func (s *Service) status(ctx context.Context, queue, user string) (Entry, error)
 	}
 	e, err := s.store.Status(ctx, queue, user)
 	if err != nil {
-		return Entry{}, err
+		return Standing{}, err
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
@@ -300,7 +300,7 @@ func (s *Service) Leave(ctx context.Context, queue, user string) error {
 	}
 	_, err := s.store.Leave(ctx, queue, user)
 	if err == nil && s.snaps != nil {
-		s.snaps.remember(queue, user, Entry{State: NotInQueue})
+		s.snaps.remember(queue, user, Standing{State: NotInQueue})
 		s.snaps.changed(queue)
 	}
 	return err
@@ -315,7 +315,7 @@ func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
 }
 
 // RecentConfig is Config read at most a second ago: what every enter asks
-// (the queue's entry policy) without a store round trip each time. A
+// (the queue's join policy) without a store round trip each time. A
 // change made through this instance shows at once, one made through
 // another within the second.
 func (s *Service) RecentConfig(ctx context.Context, queue string) (Config, error) {
@@ -432,7 +432,7 @@ func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (crea
 	return true, s.PutConfig(ctx, queue, c)
 }
 
-func (s *Service) view(e Entry) View {
+func (s *Service) view(e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	switch {
 	case e.State == Waiting && e.PreQueue:

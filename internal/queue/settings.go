@@ -56,9 +56,9 @@ type Config struct {
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
 
-	// Entry says who may take a place (default EntryChallenge).
-	Entry EntryPolicy
-	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
+	// Join says who may take a place (default JoinChallenge).
+	Join JoinPolicy
+	// ChallengeCost is the proof of work's difficulty under JoinChallenge:
 	// PBKDF2 iterations per attempt (package challenge; MinChallengeCost).
 	ChallengeCost int
 
@@ -66,24 +66,24 @@ type Config struct {
 	Message Message
 }
 
-// EntryPolicy says who may take a place in a queue. Re-entering keeps a
+// JoinPolicy says who may take a place in a queue. Re-entering keeps a
 // place and is never refused by the policy; it decides who may take a new
 // one.
-type EntryPolicy string
+type JoinPolicy string
 
 const (
-	// EntryAny: anyone with an identity (a signed-in user's JWT or the
+	// JoinAny: anyone with an identity (a signed-in user's JWT or the
 	// anonymous session cookie the page gets).
-	EntryAny EntryPolicy = "any"
-	// EntryChallenge: anonymous sessions solve a proof-of-work challenge
+	JoinAny JoinPolicy = "any"
+	// JoinChallenge: anonymous sessions solve a proof-of-work challenge
 	// for each place (the page does it unseen); signed-in users do not.
-	EntryChallenge EntryPolicy = "challenge"
-	// EntrySigned: signed-in users only.
-	EntrySigned EntryPolicy = "signed"
+	JoinChallenge JoinPolicy = "challenge"
+	// JoinSigned: signed-in users only.
+	JoinSigned JoinPolicy = "signed"
 )
 
 // Valid reports whether p is one of the policies.
-func (p EntryPolicy) Valid() bool { return p == EntryAny || p == EntryChallenge || p == EntrySigned }
+func (p JoinPolicy) Valid() bool { return p == JoinAny || p == JoinChallenge || p == JoinSigned }
 
 // QueueingMethod is how a queue lets people in (queueingMethod).
 type QueueingMethod string
@@ -350,9 +350,9 @@ var Settings = declared([]Setting{
 	{Name: "queueingMethod", Field: "method", Default: string(MethodFIFO),
 		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers", "Straight in (count and protect)", "Random draw (lottery)"},
 		value: choice([]QueueingMethod{MethodFIFO, MethodReject, MethodPassthrough, MethodRandom}, func(c *Config) *QueueingMethod { return &c.Method })},
-	{Name: "entry", Field: "entry", Default: string(EntryChallenge),
-		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"},
-		value: choice([]EntryPolicy{EntryAny, EntryChallenge, EntrySigned}, func(c *Config) *EntryPolicy { return &c.Entry })},
+	{Name: "entry", Field: "entry", Default: string(JoinChallenge),
+		Label: "Who may join", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"},
+		value: choice([]JoinPolicy{JoinAny, JoinChallenge, JoinSigned}, func(c *Config) *JoinPolicy { return &c.Join })},
 	{Name: "challengeCost", Field: "challenge_cost", Min: MinChallengeCost, Max: MaxChallengeCost, Default: int64(DefaultChallengeCost),
 		Label: "Proof-of-work cost", Flag: "challenge-cost",
 		value: integer(func(c *Config) *int { return &c.ChallengeCost })},

@@ -26,7 +26,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
 		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
 		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand",
-		Method: MethodPassthrough, Entry: EntrySigned, ChallengeCost: 1234}
+		Method: MethodPassthrough, Join: JoinSigned, ChallengeCost: 1234}
 	fields := StoreFields(c)
 	m := map[string]string{}
 	for i := 0; i < len(fields); i += 2 {
@@ -51,7 +51,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 	def := DefaultConfig()
 	if got.MaxActiveTokens != 0 || got.Adaptive || got.MinRate != def.MinRate || got.MaxRate != def.MaxRate ||
 		got.TargetLatency != def.TargetLatency || got.AbandonAfter != 0 || !got.OpensAt.IsZero() || got.RatePerSecond != 10 ||
-		got.Entry != EntryChallenge || got.ChallengeCost != def.ChallengeCost || got.Method != MethodFIFO {
+		got.Join != JoinChallenge || got.ChallengeCost != def.ChallengeCost || got.Method != MethodFIFO {
 		t.Fatalf("a config written before the newer settings: %+v", got)
 	}
 	for field, bad := range map[string]string{"rate": "fast", "entry": "everyone", "method": "lottery"} {
@@ -84,8 +84,8 @@ func TestApply(t *testing.T) {
 	if c, err = Apply(c, map[string]any{"opensAt": ""}); err != nil || !c.OpensAt.IsZero() {
 		t.Fatalf("clearing opensAt: %v, %v", c.OpensAt, err)
 	}
-	if c, err = Apply(c, map[string]any{"entry": "signed", "challengeCost": int64(2000)}); err != nil || c.Entry != EntrySigned || c.ChallengeCost != 2000 {
-		t.Fatalf("the entry policy and its cost: %v %v, %v", c.Entry, c.ChallengeCost, err)
+	if c, err = Apply(c, map[string]any{"entry": "signed", "challengeCost": int64(2000)}); err != nil || c.Join != JoinSigned || c.ChallengeCost != 2000 {
+		t.Fatalf("the join policy and its cost: %v %v, %v", c.Join, c.ChallengeCost, err)
 	}
 
 	for _, tc := range []struct {
@@ -102,9 +102,9 @@ func TestApply(t *testing.T) {
 		{"malformed opensAt", map[string]any{"opensAt": "24 Dec"}, "opensAt"},
 		{"wrong type", map[string]any{"paused": "yes"}, "paused"},
 		{"huge interval", map[string]any{"intervalMs": int64(1) << 62}, "intervalMs"},
-		{"unknown entry policy", map[string]any{"entry": "everyone"}, "entry"},
-		{"empty entry policy", map[string]any{"entry": ""}, "entry"},
-		{"entry policy not a string", map[string]any{"entry": 1.0}, "entry"},
+		{"unknown join policy", map[string]any{"entry": "everyone"}, "entry"},
+		{"empty join policy", map[string]any{"entry": ""}, "entry"},
+		{"join policy not a string", map[string]any{"entry": 1.0}, "entry"},
 		{"challenge too cheap", map[string]any{"challengeCost": int64(9)}, "challengeCost"},
 		{"challenge too dear", map[string]any{"challengeCost": int64(100_001)}, "challengeCost"},
 	} {
@@ -133,7 +133,7 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{"sub-second token TTL", func(c *Config) { c.TokenTTL = 300 * time.Millisecond }, "tokenTtlSeconds"},
 		{"interval not whole ms", func(c *Config) { c.Interval = 1500 * time.Microsecond }, "intervalMs"},
 		{"abandon 10 s", func(c *Config) { c.AbandonAfter = 10 * time.Second }, "abandonAfterSeconds"},
-		{"no entry policy", func(c *Config) { c.Entry = "" }, "entry"},
+		{"no join policy", func(c *Config) { c.Join = "" }, "entry"},
 		{"no challenge cost", func(c *Config) { c.ChallengeCost = 0 }, "challengeCost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -207,13 +207,13 @@ func (l *lostStore) epoch(e int64) int64 {
 	return e
 }
 
-func (l *lostStore) Enter(ctx context.Context, q, u string) (queue.Entry, error) {
+func (l *lostStore) Enter(ctx context.Context, q, u string) (queue.Standing, error) {
 	e, err := l.store().Enter(ctx, q, u)
 	e.Epoch = l.epoch(e.Epoch)
 	return e, err
 }
 
-func (l *lostStore) Status(ctx context.Context, q, u string) (queue.Entry, error) {
+func (l *lostStore) Status(ctx context.Context, q, u string) (queue.Standing, error) {
 	e, err := l.store().Status(ctx, q, u)
 	e.Epoch = l.epoch(e.Epoch)
 	return e, err

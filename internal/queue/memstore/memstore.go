@@ -363,15 +363,15 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 }
 
 // Enter implements queue.Store.
-func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error) {
-	return change(s, &op{kind: opEnter, queue: name, user: user}, func(q *state, now time.Time) (queue.Entry, bool, error) {
+func (s *Store) Enter(_ context.Context, name, user string) (queue.Standing, error) {
+	return change(s, &op{kind: opEnter, queue: name, user: user}, func(q *state, now time.Time) (queue.Standing, bool, error) {
 		return q.enter(user, now)
 	})
 }
 
 // enter is Enter under the lock; it also says whether the queue changed
 // (a re-entry only marks its user seen, if that).
-func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
+func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) {
 	if e, ok := q.standing(user, now); ok {
 		marked := e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now)
 		return e, marked, nil
@@ -381,12 +381,12 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
 		q.dropToken(user, t, now, &q.expired)
 	}
 	if q.line.len()+int64(len(q.pre)) >= q.cfg.Capacity {
-		return queue.Entry{}, expired, queue.ErrQueueFull
+		return queue.Standing{}, expired, queue.ErrQueueFull
 	}
 	if q.pending() {
 		q.preArrival++
 		q.pre[user] = q.preArrival
-		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
+		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
 	}
 	if q.line.len() == 0 {
 		q.tick.Moved = now // someone starts waiting: the front has not stood still
@@ -395,7 +395,7 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
 	q.line.push(user, q.seq)
 	n := q.line.len() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, true, nil
+	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, true, nil
 }
 
 // unplaced is, while an opening is being placed, how many of its pre-queue
@@ -424,8 +424,8 @@ func (q *state) markSeen(user string, position int64, now time.Time) bool {
 // Status implements queue.Store. A mark it makes is journaled as Seen's
 // (the same change); a store whose journal failed still answers, and
 // keeps the mark in memory only.
-func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.Entry, error) {
+func (s *Store) Status(_ context.Context, name, user string) (queue.Standing, error) {
+	return in(s, name, func(q *state, now time.Time) (queue.Standing, error) {
 		if e, ok := q.standing(user, now); ok {
 			if e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now) && s.writable() == nil {
 				q.ops++
@@ -437,28 +437,28 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 	})
 }
 
-func (q *state) notInQueue(now time.Time) queue.Entry {
-	return queue.Entry{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
+func (q *state) notInQueue(now time.Time) queue.Standing {
+	return queue.Standing{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
 }
 
 // standing is the user's place in line or in the pre-queue, or their valid
 // token.
-func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
+func (q *state) standing(user string, now time.Time) (queue.Standing, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
 		n := q.unplaced()
 		if n > 0 && t > q.openEnd {
 			r += n
 		}
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
+		return queue.Standing{State: queue.Waiting, Position: r + 1, Length: q.line.len() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if _, ok := q.pre[user]; ok {
-		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
+		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
-		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, true
+		return queue.Standing{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, true
 	}
-	return queue.Entry{}, false
+	return queue.Standing{}, false
 }
 
 // Leave implements queue.Store.
@@ -611,8 +611,8 @@ func (q *state) front(from, n int64) ([]admission.Waiter, error) {
 }
 
 // AdmitNow implements queue.Store.
-func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry, error) {
-	return change(s, &op{kind: opAdmitNow, queue: name, user: user, token: tok}, func(q *state, now time.Time) (queue.Entry, bool, error) {
+func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Standing, error) {
+	return change(s, &op{kind: opAdmitNow, queue: name, user: user, token: tok}, func(q *state, now time.Time) (queue.Standing, bool, error) {
 		if e, ok := q.standing(user, now); ok {
 			return e, false, nil
 		}

@@ -33,7 +33,7 @@ const maxEnterBatch = 64
 type enter struct {
 	ctx   context.Context
 	user  string
-	entry queue.Entry
+	entry queue.Standing
 	err   error
 	done  chan struct{}
 }
@@ -50,7 +50,7 @@ type queueEnters struct {
 }
 
 // Enter implements queue.Store.
-func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, error) {
+func (s *Store) Enter(ctx context.Context, name, user string) (queue.Standing, error) {
 	b := &s.enters
 	b.mu.Lock()
 	q := b.queues[name]
@@ -76,7 +76,7 @@ func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, erro
 	case <-e.done:
 		return e.entry, e.err
 	case <-ctx.Done(): // its call may still put it in line, as a call cut short by a timeout may
-		return queue.Entry{}, unavailable(ctx.Err())
+		return queue.Standing{}, unavailable(ctx.Err())
 	}
 }
 
@@ -151,13 +151,13 @@ func (s *Store) enterTogether(ctx context.Context, name string, batch []*enter) 
 
 // parseEnter reads one user's reply of enter.lua, with the line's state
 // its call's pace block carried.
-func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Entry, error) {
+func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Standing, error) {
 	r, ok := v.([]any)
 	if !ok || len(r) == 0 {
-		return queue.Entry{}, fmt.Errorf("unexpected enter.lua reply %v", v)
+		return queue.Standing{}, fmt.Errorf("unexpected enter.lua reply %v", v)
 	}
 	if code, _ := r[0].(int64); code == -2 {
-		return queue.Entry{}, queue.ErrQueueFull
+		return queue.Standing{}, queue.ErrQueueFull
 	}
 	p := reply{r: r}
 	e, at, err := p.standing()

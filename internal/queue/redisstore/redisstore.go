@@ -197,26 +197,26 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 }
 
 // Status implements queue.Store.
-func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, error) {
+func (s *Store) Status(ctx context.Context, name, user string) (queue.Standing, error) {
 	r, err := s.run(ctx, statusScript, name, []any{user}).Slice()
 	if err != nil {
-		return queue.Entry{}, unavailable(err)
+		return queue.Standing{}, unavailable(err)
 	}
 	return parseEntry(r, statusScript)
 }
 
 // AdmitNow implements queue.Store.
-func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Entry, error) {
+func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Standing, error) {
 	r, err := s.run(ctx, admitNowScript, name, []any{user, token}).Slice()
 	if err != nil {
-		return queue.Entry{}, unavailable(err)
+		return queue.Standing{}, unavailable(err)
 	}
 	return parseEntry(r, admitNowScript)
 }
 
 // parseEntry reads the reply shared by status.lua and admit_now.lua (sc):
 // the prelude's standing, then its pace block.
-func parseEntry(r []any, sc *script) (queue.Entry, error) {
+func parseEntry(r []any, sc *script) (queue.Standing, error) {
 	p := reply{r: r}
 	e, paceAt, err := p.standing()
 	if err != nil {
@@ -228,8 +228,8 @@ func parseEntry(r []any, sc *script) (queue.Entry, error) {
 
 // standing reads the prelude's standing at the start of a reply: the entry
 // without its pace, and where the rest of the reply starts.
-func (p *reply) standing() (queue.Entry, int, error) {
-	var e queue.Entry
+func (p *reply) standing() (queue.Standing, int, error) {
+	var e queue.Standing
 	switch p.int(0) {
 	case -1:
 		return e, 0, queue.ErrQueueNotFound
