@@ -30,7 +30,9 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 }
 
 // TestAdaptiveRateFollowsSlowOrders: orders take 150 ms against a 50 ms
-// target, so the adaptive rate backs off from 20/s to its floor; each change
+// target, so the adaptive rate backs off from the 10/s it starts at to its
+// floor of 5/s (one decision halves it: p90 three times the target; two at
+// most, if a window's calls failed on a loaded machine); each change
 // is in GET (effectiveRatePerSecond, effectiveRateReason), the history's
 // rate changes, the waitroom_admission_rate metric and a log line saying
 // why. A manual rate switches it off.
@@ -45,7 +47,7 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 			in := apptest.Boot(t, b, func(c *app.Config) { c.OrderWork = 150 * time.Millisecond })
 			sale := apptest.Shop{Instance: in}
 			q, product := sale.NewSale(1_000_000, map[string]any{"ratePerSecond": 20, "batchSize": 10, "intervalMs": 100,
-				"adaptive": true, "minRatePerSecond": 4, "maxRatePerSecond": 50, "targetLatencyMs": 50})
+				"adaptive": true, "minRatePerSecond": 5, "maxRatePerSecond": 50, "targetLatencyMs": 50})
 			if r := in.QueueStats(q); r.Num("effectiveRatePerSecond") != 10 {
 				t.Fatalf("switched on: %s; want it at half the configured 20/s", r.Raw)
 			}
@@ -82,8 +84,11 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 				}()
 			}
 			defer func() { close(stop); wg.Wait() }()
-			eventually(t, 90*time.Second, "the rate backs off to its floor", func() bool {
-				return in.QueueStats(q).Num("effectiveRatePerSecond") == 4
+			// A decision stands on 20 orders, which a loaded machine (load 23
+			// and a core spinning) took more than the 90 s this once allowed
+			// to finish: the bound is for a hang, not a pace.
+			eventually(t, 3*apptest.Patience, "the rate backs off to its floor", func() bool {
+				return in.QueueStats(q).Num("effectiveRatePerSecond") == 5
 			})
 			st := in.QueueStats(q)
 			if !strings.HasPrefix(st.Str("effectiveRateReason"), "back off: p90 ") {
@@ -94,8 +99,8 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 			if len(changes) < 2 {
 				t.Errorf("history's rate changes: %s", h.Raw)
 			}
-			if m := apptest.Metrics(t, in.Base); m[`waitroom_admission_rate{queue="`+q+`"}`] != 4 {
-				t.Errorf("waitroom_admission_rate = %v, want 4", m[`waitroom_admission_rate{queue="`+q+`"}`])
+			if m := apptest.Metrics(t, in.Base); m[`waitroom_admission_rate{queue="`+q+`"}`] != 5 {
+				t.Errorf("waitroom_admission_rate = %v, want 5", m[`waitroom_admission_rate{queue="`+q+`"}`])
 			}
 			logs := in.Logs.String()
 			if !strings.Contains(logs, "admission rate changed") || !strings.Contains(logs, "why=\"back off: p90") ||

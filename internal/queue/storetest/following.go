@@ -468,47 +468,52 @@ func testOpeningUniform(t *testing.T, s queue.Store, clock Clock) {
 	t.Logf("orders %v, chi-square %.2f (p > 0.01 below %.3f)", counts, chi, chiSquare5At1Percent)
 }
 
-// openings opens a pre-queue of a, b and c runs times, each checked: how
-// often each order of the three came up.
+// openings opens a pre-queue of a, b and c runs times, in parallel
+// batches, each checked: how often each order of the three came up.
 func openings(t *testing.T, s queue.Store, clock Clock, runs int) map[string]int {
 	t.Helper()
 	ctx := context.Background()
-	src := rand.NewChaCha8([32]byte{7})
 	counts := map[string]int{}
-	for run := range runs {
-		c := queue.DefaultConfig()
-		c.OpensAt = clock.Now().Add(-time.Hour) // due at once: no waiting in the test
-		q := newQueue(t, s, c)
-		for _, u := range []string{"a", "b", "c"} {
-			if e := mustEnter(t, s, q, u); e.State != queue.Waiting || !e.PreQueue || e.Position != 0 {
-				t.Fatalf("run %d: %s entering before the opening: %+v", run, u, e)
+	var mu sync.Mutex
+	inBatches(t, 0, runs, 50, func(t *testing.T, first, n int) {
+		src := rand.NewChaCha8([32]byte{7, byte(first), byte(first >> 8)}) // seeded: repeatable
+		for run := first; run < first+n; run++ {
+			c := queue.DefaultConfig()
+			c.OpensAt = clock.Now().Add(-time.Hour) // due at once: no waiting in the test
+			q := newQueue(t, s, c)
+			for _, u := range []string{"a", "b", "c"} {
+				if e := mustEnter(t, s, q, u); e.State != queue.Waiting || !e.PreQueue || e.Position != 0 {
+					t.Fatalf("run %d: %s entering before the opening: %+v", run, u, e)
+				}
+			}
+			if e := mustStatus(t, s, q, "a"); !e.PreQueue || !e.Pace.OpensAt.Truncate(time.Millisecond).Equal(c.OpensAt.Truncate(time.Millisecond)) {
+				t.Fatalf("run %d: status in the pre-queue: %+v", run, e)
+			}
+			o, placed, err := admission.OpenLine(ctx, s, q, "owner", src)
+			if err != nil || !o.Due || placed != 3 {
+				t.Fatalf("run %d: OpenLine: %+v, %d, %v", run, o, placed, err)
+			}
+			order := make([]string, 3)
+			for _, u := range []string{"a", "b", "c"} {
+				e := mustStatus(t, s, q, u)
+				if e.State != queue.Waiting || e.PreQueue || e.Position < 1 || e.Position > 3 {
+					t.Fatalf("run %d: %s after the opening: %+v", run, u, e)
+				}
+				order[e.Position-1] = u
+			}
+			mu.Lock()
+			counts[fmt.Sprint(order)]++
+			mu.Unlock()
+			for i, u := range []string{"d", "e"} {
+				if e := mustEnter(t, s, q, u); e.State != queue.Waiting || e.Position != int64(4+i) {
+					t.Fatalf("run %d: %s entering after the opening: %+v, want position %d", run, u, e, 4+i)
+				}
+			}
+			if o, err := s.OpenDue(ctx, q, "owner", time.Minute); err != nil || o.Due || o.In != 0 {
+				t.Fatalf("run %d: after the opening OpenDue says %+v, %v", run, o, err)
 			}
 		}
-		if e := mustStatus(t, s, q, "a"); !e.PreQueue || !e.Pace.OpensAt.Truncate(time.Millisecond).Equal(c.OpensAt.Truncate(time.Millisecond)) {
-			t.Fatalf("run %d: status in the pre-queue: %+v", run, e)
-		}
-		o, placed, err := admission.OpenLine(ctx, s, q, "owner", src)
-		if err != nil || !o.Due || placed != 3 {
-			t.Fatalf("run %d: OpenLine: %+v, %d, %v", run, o, placed, err)
-		}
-		order := make([]string, 3)
-		for _, u := range []string{"a", "b", "c"} {
-			e := mustStatus(t, s, q, u)
-			if e.State != queue.Waiting || e.PreQueue || e.Position < 1 || e.Position > 3 {
-				t.Fatalf("run %d: %s after the opening: %+v", run, u, e)
-			}
-			order[e.Position-1] = u
-		}
-		counts[fmt.Sprint(order)]++
-		for i, u := range []string{"d", "e"} {
-			if e := mustEnter(t, s, q, u); e.State != queue.Waiting || e.Position != int64(4+i) {
-				t.Fatalf("run %d: %s entering after the opening: %+v, want position %d", run, u, e, 4+i)
-			}
-		}
-		if o, err := s.OpenDue(ctx, q, "owner", time.Minute); err != nil || o.Due || o.In != 0 {
-			t.Fatalf("run %d: after the opening OpenDue says %+v, %v", run, o, err)
-		}
-	}
+	})
 	return counts
 }
 

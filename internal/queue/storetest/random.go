@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,36 +65,42 @@ func testRandomUniform(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
-// drawRuns runs runs seeded runs of 50 users from seed from on, each
-// drained to the last and checked to admit each user once, and counts how
-// often the first admitted was at each arrival position.
-func drawRuns(t *testing.T, s queue.Store, clock Clock, from uint64, runs int) []int {
+// drawRuns runs runs seeded runs of 50 users from seed from on, in
+// parallel batches, each drained to the last and checked to admit each
+// user once, and counts how often the first admitted was at each arrival
+// position.
+func drawRuns(t *testing.T, s queue.Store, clock Clock, from, runs int) []int {
 	t.Helper()
 	const users = 50
 	counts := make([]int, users)
-	for seed := from; seed < from+uint64(runs); seed++ {
-		q := newQueue(t, s, randomConfig())
-		arrival := make([]string, users)
-		for i, p := range rand.New(rand.NewPCG(seed, 23)).Perm(users) {
-			arrival[i] = fmt.Sprintf("u%d", p)
-			mustEnter(t, s, q, arrival[i])
-		}
-		first := admitDue(t, s, clock, q, 1)
-		if len(first) != 1 {
-			t.Fatalf("run %d: the first tick of one admitted %v", seed, first)
-		}
-		counts[slices.Index(arrival, first[0])]++
-		admitted := first
-		for tick := 0; len(admitted) < users; tick++ {
-			if tick > users {
-				t.Fatalf("run %d: the line never drained: %d of %d admitted", seed, len(admitted), users)
+	var mu sync.Mutex
+	inBatches(t, from, runs, 50, func(t *testing.T, first, n int) {
+		for seed := uint64(first); seed < uint64(first+n); seed++ {
+			q := newQueue(t, s, randomConfig())
+			arrival := make([]string, users)
+			for i, p := range rand.New(rand.NewPCG(seed, 23)).Perm(users) {
+				arrival[i] = fmt.Sprintf("u%d", p)
+				mustEnter(t, s, q, arrival[i])
 			}
-			admitted = append(admitted, admitDue(t, s, clock, q, 7)...)
+			first := admitDue(t, s, clock, q, 1)
+			if len(first) != 1 {
+				t.Fatalf("run %d: the first tick of one admitted %v", seed, first)
+			}
+			mu.Lock()
+			counts[slices.Index(arrival, first[0])]++
+			mu.Unlock()
+			admitted := first
+			for tick := 0; len(admitted) < users; tick++ {
+				if tick > users {
+					t.Fatalf("run %d: the line never drained: %d of %d admitted", seed, len(admitted), users)
+				}
+				admitted = append(admitted, admitDue(t, s, clock, q, 7)...)
+			}
+			if got, want := sorted(admitted), sorted(arrival); !slices.Equal(got, want) {
+				t.Fatalf("run %d: admitted %v, want each of %v once", seed, got, want)
+			}
 		}
-		if got, want := sorted(admitted), sorted(arrival); !slices.Equal(got, want) {
-			t.Fatalf("run %d: admitted %v, want each of %v once", seed, got, want)
-		}
-	}
+	})
 	return counts
 }
 

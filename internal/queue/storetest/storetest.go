@@ -148,6 +148,27 @@ func RunDistributions(t *testing.T, open func(t *testing.T) (queue.Store, Clock)
 	}
 }
 
+// inBatches runs the runs numbered from to from+runs-1 in parallel subtests
+// of batch runs each (run gets the first number and how many), for tests of
+// many runs, each on a queue of its own: on Redis a run is dozens of round
+// trips, which a loaded machine makes slow rather than costly. It returns
+// once every batch has, and stops the test if one failed.
+func inBatches(t *testing.T, from, runs, batch int, run func(t *testing.T, first, n int)) {
+	t.Helper()
+	ok := t.Run("runs", func(t *testing.T) {
+		for first := from; first < from+runs; first += batch {
+			n := min(batch, from+runs-first)
+			t.Run(fmt.Sprintf("%d-%d", first, first+n-1), func(t *testing.T) {
+				t.Parallel()
+				run(t, first, n)
+			})
+		}
+	})
+	if !ok {
+		t.FailNow()
+	}
+}
+
 // suiteTest is one test of the suite.
 type suiteTest = struct {
 	name string
