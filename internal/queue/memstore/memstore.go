@@ -563,8 +563,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		// first token), and a draw's random values; the rest only count.
 		o.list = tokens[:min(len(tokens), max(1, len(a.Admitted)))]
 		for _, w := range slices.Concat(p.Admitted, p.Skipped) {
-			q.line.remove(w.User)
-			delete(q.seen, w.User)
+			q.pop(w.User)
 		}
 		for i, w := range p.Admitted {
 			q.issue(w.User, tokens[i], p.Expires)
@@ -576,11 +575,12 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	})
 }
 
-// draw lets in p.Draw users drawn at random (queue.MethodRandom), as
-// admit.lua does: each value picks the rank admission.DrawIndex gives in the
-// line as it is then, so one drawn leaves before the next is drawn; a
-// no-show drawn (p.Absent) leaves without a token. A user drawn leaves a
-// gap in the line, as a leaver does, for the snapshot.
+// draw lets in p.Draw users drawn at random (queue.MethodRandom); its
+// twin is admit.lua's draw, step for step: each value picks the rank
+// admission.DrawIndex gives in the line as it is then, so one drawn leaves
+// before the next is drawn; a no-show drawn (p.Absent) leaves without a
+// token. A user drawn leaves a gap in the line, as a leaver does, for the
+// snapshot.
 func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string) (admitted []string, skipped int) {
 	for _, r := range values {
 		if len(admitted) == p.Draw || q.line.len() == 0 {
@@ -588,17 +588,24 @@ func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string) (ad
 		}
 		ws, _ := q.front(admission.DrawIndex(r, q.line.len()), 1)
 		w := ws[0]
-		q.line.remove(w.User)
-		delete(q.seen, w.User)
+		absent := p.Absent.NoShow(w)
+		q.pop(w.User)
 		q.addLeft(w.Ticket)
-		if p.Absent.NoShow(w) {
+		if absent {
 			skipped++
-			continue
+		} else {
+			q.issue(w.User, tokens[len(admitted)], p.Expires)
+			admitted = append(admitted, w.User)
 		}
-		q.issue(w.User, tokens[len(admitted)], p.Expires)
-		admitted = append(admitted, w.User)
 	}
 	return admitted, skipped
+}
+
+// pop takes the user out of the line, let in or passed over as a no-show,
+// and their seen mark with them (admit.lua's pop).
+func (q *state) pop(user string) {
+	q.line.remove(user)
+	delete(q.seen, user)
 }
 
 // front is admission.Front on the line, with the seen marks.

@@ -132,7 +132,7 @@ func (s *Store) enterTogether(ctx context.Context, name string, batch []*enter) 
 	switch {
 	case err != nil:
 		err = unavailable(err)
-	case len(r) > 0 && r[0] == int64(-1):
+	case len(r) > 0 && r[0] == int64(kindUnknownQueue):
 		err = queue.ErrQueueNotFound
 	case len(r) != len(live)+1:
 		err = fmt.Errorf("enter.lua answered %d users of %d", len(r)-1, len(live))
@@ -156,7 +156,7 @@ func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Standing, error
 	if !ok || len(r) == 0 {
 		return queue.Standing{}, fmt.Errorf("unexpected enter.lua reply %v", v)
 	}
-	if code, _ := r[0].(int64); code == -2 {
+	if kind, _ := r[0].(int64); kind == kindLineFull {
 		return queue.Standing{}, queue.ErrQueueFull
 	}
 	p := reply{r: r}

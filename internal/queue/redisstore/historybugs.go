@@ -4,6 +4,8 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -20,17 +22,19 @@ func (s *Store) AdmitWithoutGuard(ctx context.Context, name string, tokens []str
 // was read: with neither the due time checked unchanged nor the users
 // checked still holding the tickets read. admit.lua sent again by go-redis
 // after its read timeout, or another instance's plan of the same tick,
-// then hands the same users tokens again.
+// then hands the same users tokens again. It is the text Redis runs
+// (scripts/generated/admit.lua), the guards taken out.
 var unguardedAdmit = func() *script {
 	src := mustRead("admit")
+	cfg := fmt.Sprintf("KEYS[%d]", slices.Index(admitScript.keys, kCfg)+1)
 	for _, g := range [][2]string{
-		{"if (redis.call('HGET', K.adm, 'next') or '') ~= ARGV[1] then\n  return {0}\nend\n", ""},
-		{"if tonumber(held[j]) == tonumber(ticket) and", "if (held[j] or true) and"},
+		{"if (redis.call('HGET', " + cfg + ", 'next') or '') ~= due then\n  return {TICK_GONE}\nend\n", ""},
+		{"if tonumber(held[j]) == ticket and", "if (held[j] or true) and"},
 	} {
 		if !strings.Contains(src, g[0]) {
 			panic("historybugs: admit.lua's guard is not where it was: update the deliberate bug: " + g[0])
 		}
 		src = strings.Replace(src, g[0], g[1], 1)
 	}
-	return newScript(src)
+	return newScript("admit", src)
 }()

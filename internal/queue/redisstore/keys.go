@@ -1,21 +1,23 @@
 package redisstore
 
 // A queue's keys. A script names them K.line, K.seq…, and gets as KEYS only
-// those it names, in this order (prelude.go's keyNamesToKeys writes each
-// K.name as its KEYS[i]). All carry the hash tag {queue},
-// so on Redis Cluster a queue lives in one slot and each script stays
-// single-slot.
+// those it names, in this order: the generator writes each K.name as its
+// KEYS[i] (the directive below names the keys to it, in this order;
+// TestGenerateNamesTheKeys). All carry the hash tag {queue}, so on Redis
+// Cluster a queue lives in one slot and each script stays single-slot.
 //
 // The admission state (admission.TickState, tickFields, the opening's state,
 // the adaptive rate and the counters) lives in the config's hash, under
 // names no setting takes (TestOneHashNoFieldTwice): the hot scripts read
-// both in one HMGET (issue 24's budget). Scripts name it K.adm, for what
-// they touch; it is K.cfg. Before that it had a hash of its own,
-// {queue}:adm, which Upgrade folds in.
+// both in one HMGET (issue 24's budget), scripts name the config's fields
+// cfg.x and the admission state's adm.x. Before that it had a hash of its
+// own, {queue}:adm, which Upgrade folds in.
+//
+//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates
 const (
 	kLine     = iota // ZSET user → ticket
 	kSeq             // STRING the ticket counter
-	kCfg             // HASH the config (queue.Settings names each field), epoch, and the admission state (scripts' K.adm)
+	kCfg             // HASH the config (queue.Settings names each field), epoch, and the admission state
 	kTokens          // HASH user → entry token
 	kTexp            // ZSET user → token expiry (ms)
 	kInflight        // ZSET user → in-flight lock expiry (ms)

@@ -49,15 +49,15 @@ func TestPaceSettings(t *testing.T) {
 // field is parsed again (a rate changed through another instance shows in
 // the next answer), a damaged one never remembered.
 func TestPaceConfigRemembered(t *testing.T) {
-	sc := newScript("local cfg, list = config({'rate'})\nreturn pace({}, list, readAdmission(), 0, 0)")
+	sc := &script{}
 	block := func(rate string) []any {
-		r := make([]any, sc.paceLen())
-		for i, f := range sc.cfg {
+		r := make([]any, paceLen)
+		for i, f := range paceConfigFields {
 			if v, ok := storedDefaults[f]; ok {
 				r[i] = v
 			}
 		}
-		r[slices.Index(sc.cfg, "rate")] = rate
+		r[slices.Index(paceConfigFields, "rate")] = rate
 		r[len(r)-2], r[len(r)-1] = int64(1_800_000_000_000), int64(5)
 		return r
 	}
@@ -77,8 +77,8 @@ func TestPaceConfigRemembered(t *testing.T) {
 }
 
 func BenchmarkPaceConfig(b *testing.B) {
-	p := reply{r: make([]any, statusScript.paceLen())}
-	for i, f := range statusScript.cfg {
+	p := reply{r: make([]any, paceLen)}
+	for i, f := range paceConfigFields {
 		if v, ok := storedDefaults[f]; ok {
 			p.r[i] = v
 		}

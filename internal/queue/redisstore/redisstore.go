@@ -1,17 +1,8 @@
-// Package redisstore keeps the waiting line in Redis. Every step that must
-// be atomic is one Lua script (scripts/*.lua), each naming its ARGV and
-// reply in its header, all given the queue's keys in one order and sharing
-// one prelude (scripts/prelude.lua: the clock, the rate in force, where a
-// user stands), run with EVALSHA and falling back to EVAL when Redis has
-// lost its script cache (NOSCRIPT after a restart or failover). Admission
-// is planned in Go (admission.PlanTick) between a read (tick.lua) and an
-// apply (admit.lua), as the embedded store plans it.
 package redisstore
 
 import (
 	"context"
 	"crypto/rand"
-	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -24,23 +15,12 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
-//go:embed scripts/*.lua
-var scriptFiles embed.FS
-
-func mustRead(name string) string {
-	b, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err) // embedded at build time; missing means a broken build
-	}
-	return string(b)
-}
-
 var (
 	enterScript     = mustScript("enter")
 	statusScript    = mustScript("status")
 	snapshotScript  = mustScript("snapshot")
 	leaveScript     = mustScript("leave")
-	tickScript      = mustScript("tick", settingFields...) // admission.PlanTick reads the whole config
+	tickScript      = mustScript("tick")
 	admitScript     = mustScript("admit")
 	sweepScript     = mustScript("sweep")
 	beginUseScript  = mustScript("begin_use")
@@ -92,13 +72,19 @@ func New(rdb rediser, prefix string) *Store {
 	return &Store{rdb: rdb, prefix: prefix}
 }
 
-// run runs a script on the queue's keys it touches (and extra ones after them).
+// run runs a script on the queue's keys it touches (and extra ones after
+// them). An error names the script, whose generated file a Redis error's
+// line number points into (scripts/README.md).
 func (s *Store) run(ctx context.Context, sc *script, name string, args []any, extra ...string) *redis.Cmd {
 	keys := make([]string, len(sc.keys), len(sc.keys)+len(extra))
 	for j, i := range sc.keys {
 		keys[j] = queueKeyName(s.prefix, name, i)
 	}
-	return sc.Run(ctx, s.rdb, append(keys, extra...), args...)
+	cmd := sc.Run(ctx, s.rdb, append(keys, extra...), args...)
+	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		cmd.SetErr(fmt.Errorf("scripts/generated/%s.lua: %w", sc.name, err))
+	}
+	return cmd
 }
 
 // unavailable marks an error of Redis itself, so callers answer 503. A
@@ -231,18 +217,18 @@ func parseEntry(r []any, sc *script) (queue.Standing, error) {
 func (p *reply) standing() (queue.Standing, int, error) {
 	var e queue.Standing
 	switch p.int(0) {
-	case -1:
+	case kindUnknownQueue:
 		return e, 0, queue.ErrQueueNotFound
-	case 0:
+	case kindNotInLine:
 		e.State = queue.NotInQueue
 		return e, 1, p.err
-	case 1:
+	case kindWaiting:
 		e.State, e.Position, e.Length, e.Ticket = queue.Waiting, p.int(1), p.int(2), p.int(3)
 		return e, 4, p.err
-	case 2:
+	case kindReady:
 		e.State, e.Token, e.ExpiresAt = queue.Ready, p.str(1), time.UnixMilli(p.int(2)).UTC()
 		return e, 3, p.err
-	case 3:
+	case kindPreQueue:
 		e.State, e.PreQueue = queue.Waiting, true
 		return e, 1, p.err
 	}
@@ -256,12 +242,12 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 		return queue.Snapshot{}, unavailable(err)
 	}
 	p := reply{r: r}
-	if p.int(0) == -1 {
+	if p.int(0) == kindUnknownQueue {
 		return queue.Snapshot{}, queue.ErrQueueNotFound
 	}
 	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3)}
 	sn.Pace, sn.Epoch = p.pace(4, snapshotScript)
-	for i := 4 + snapshotScript.paceLen(); i < len(r); i++ {
+	for i := 4 + paceLen; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
@@ -272,7 +258,7 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, name, user string) (bool, error) {
 	n, err := s.run(ctx, leaveScript, name, []any{user}).Int64()
-	return n > 0, unavailable(err)
+	return err == nil && n != kindNothingLeft, unavailable(err)
 }
 
 // Sweep implements queue.Store.
@@ -312,10 +298,13 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 	}
 	p := reply{r: r}
 	switch p.int(0) {
-	case 0:
+	case kindNotAdaptive:
 		return queue.RateWindow{}, p.err
-	case 1:
+	case kindFolded:
 		return queue.RateWindow{ID: p.int(1), Folded: p.int(1)}, p.err
+	case kindClaimed:
+	default:
+		return queue.RateWindow{}, fmt.Errorf("unexpected fold_rate.lua reply %v", r)
 	}
 	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4), Admitted: p.int(5),
 		Last: queue.RateDecision{Window: p.int(6), Why: p.str(7), P90: time.Duration(p.int(8)), Knee: p.float(9),
@@ -383,18 +372,21 @@ func (s *Store) OpenDue(ctx context.Context, name, owner string, lease time.Dura
 	p := reply{r: r}
 	var o queue.Opening
 	switch p.int(0) {
-	case -1:
+	case kindUnknownQueue:
 		return o, queue.ErrQueueNotFound
-	case 1:
+	case kindNoOpening:
+	case kindNotDue:
 		o.In = time.Duration(p.int(1)) * time.Millisecond
-	case 2:
+	case kindDue:
 		o.Due = true
 		o.Pending = make([]string, 0, len(r)-1)
 		for i := 1; i < len(r); i++ {
 			o.Pending = append(o.Pending, p.str(i))
 		}
-	case 3:
+	case kindPlacedElsewhere:
 		o.Busy = true
+	default:
+		return o, fmt.Errorf("unexpected open_due.lua reply %v", r)
 	}
 	return o, p.err
 }
@@ -415,10 +407,10 @@ func (s *Store) Place(ctx context.Context, name, owner string, users []string, l
 		switch {
 		case err != nil:
 			return false, unavailable(err)
-		case n < 0:
+		case n == kindNotOwner:
 			return false, queue.ErrNotOwner
-		case n == 1 || len(users) == 0:
-			return n == 1, nil
+		case n == kindOpened || len(users) == 0:
+			return n == kindOpened, nil
 		}
 	}
 }
@@ -429,10 +421,12 @@ func (s *Store) BeginUse(ctx context.Context, name, user, token, owner string, l
 	switch {
 	case err != nil:
 		return unavailable(err)
-	case n == 0:
+	case n == kindTokenInvalid:
 		return queue.ErrTokenInvalid
-	case n < 0:
+	case n == kindInUse:
 		return queue.ErrTokenInUse
+	case n != kindLocked:
+		return fmt.Errorf("unexpected begin_use.lua reply %d", n)
 	}
 	return nil
 }
@@ -453,7 +447,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		return queue.Stats{}, unavailable(err)
 	}
 	p := reply{r: r}
-	if p.int(0) < 0 {
+	if p.int(0) == kindUnknownQueue {
 		return queue.Stats{}, queue.ErrQueueNotFound
 	}
 	st := queue.Stats{

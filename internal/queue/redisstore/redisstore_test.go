@@ -1,11 +1,13 @@
 package redisstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -594,8 +596,8 @@ func TestAdmitReSentAfterAnotherTick(t *testing.T) {
 }
 
 // beforeScript runs before once, ahead of the first script sent with want
-// among its arguments: something another instance does between a tick's
-// read and its apply.
+// among its arguments, or in its JSON argument (admit.lua's plan): something
+// another instance does between a tick's read and its apply.
 type beforeScript struct {
 	mu     sync.Mutex
 	want   string
@@ -608,7 +610,11 @@ func (b *beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		b.mu.Lock()
 		run := b.before
-		if run != nil && cmd.Name() == "evalsha" && slices.Contains(cmd.Args(), any(b.want)) {
+		names := func(arg any) bool {
+			js, ok := arg.([]byte)
+			return arg == any(b.want) || ok && bytes.Contains(js, []byte(strconv.Quote(b.want)))
+		}
+		if run != nil && cmd.Name() == "evalsha" && slices.ContainsFunc(cmd.Args(), names) {
 			b.before = nil
 		} else {
 			run = nil

@@ -4,10 +4,65 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Reply kinds: a reply's first value, as scripts/prelude.lua names them
+// (UNKNOWN_QUEUE is kindUnknownQueue): TestReplyKindsAgree reads the Lua
+// and holds the two equal.
+const (
+	// Where a user stands (standing), enter.lua's full line, an unknown queue.
+	kindUnknownQueue = -1
+	kindLineFull     = -2
+	kindNotInLine    = 0
+	kindWaiting      = 1
+	kindReady        = 2
+	kindPreQueue     = 3
+)
+
+// Reply kinds of open_due.lua (OpenDue).
+const (
+	kindNoOpening       = 0
+	kindNotDue          = 1
+	kindDue             = 2
+	kindPlacedElsewhere = 3
+)
+
+// Reply kinds of fold_rate.lua (FoldRate).
+const (
+	kindNotAdaptive = 0
+	kindFolded      = 1
+	kindClaimed     = 2
+)
+
+// Reply kinds of leave.lua (Leave).
+const (
+	kindNothingLeft  = 0
+	kindLeftLine     = 1
+	kindGaveBack     = 2
+	kindLeftPreQueue = 3
+)
+
+// Reply kinds of begin_use.lua (BeginUse).
+const (
+	kindLocked       = 1
+	kindTokenInvalid = 0
+	kindInUse        = -1
+)
+
+// Reply kinds of place.lua (Place).
+const (
+	kindNotOwner    = -1
+	kindMoreToPlace = 0
+	kindOpened      = 1
+)
+
+// Reply kinds of admit.lua (Admit).
+const (
+	kindTickGone = 0
+	kindApplied  = 1
 )
 
 // reply reads a script's array reply, remembering the first malformed field
@@ -107,17 +162,20 @@ func (p *reply) config(i int, fields []string) (queue.Config, error) {
 }
 
 // paceSettings are the config fields queue.LinePace reads, which the pace
-// block carries (TestPaceSettings checks that no other setting changes a
-// Pace).
+// block carries after the epoch (TestPaceSettings checks that no other
+// setting changes a Pace).
 var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at", "method"}
 
-// paceFields are the admission hash's fields queue.LinePace reads, which
-// the pace block carries.
+// paceConfigFields are the pace block's config fields, in its order.
+var paceConfigFields = append([]string{"epoch"}, paceSettings...)
+
+// paceFields are the admission state's fields queue.LinePace reads, which
+// the pace block carries after the config's. The prelude's pace writes the
+// block in this order (TestPaceBlockAgrees), then now and the line's length.
 var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state"}
 
-// paceLen is how many fields sc's pace block has: the config and
-// admission fields its readers read, now and the line's length.
-func (sc *script) paceLen() int { return len(sc.cfg) + len(sc.adm) + 2 }
+// paceLen is how many values a pace block has.
+var paceLen = len(paceConfigFields) + len(paceFields) + 2
 
 // parsedConfig is a config as a reply carried its fields, and parsed.
 type parsedConfig struct {
@@ -125,20 +183,20 @@ type parsedConfig struct {
 	c      queue.Config
 }
 
-// paceConfig reads the config fields of sc's pace block from index i on:
-// as sc's last pace block if they are the same (a queue's config changes
-// rarely, and parsing it was a quarter of an enter's time in Go: issue 24),
-// else parsed, and remembered when sound.
+// paceConfig reads the config fields of a pace block of sc from index i
+// on: as sc's last pace block if they are the same (a queue's config
+// changes rarely, and parsing it was a quarter of an enter's time in Go:
+// issue 24), else parsed, and remembered when sound.
 func (p *reply) paceConfig(i int, sc *script) (queue.Config, error) {
-	n := len(sc.cfg)
+	n := len(paceConfigFields)
 	if i+n > len(p.r) {
-		return p.config(i, sc.cfg)
+		return p.config(i, paceConfigFields)
 	}
 	fields := p.r[i : i+n]
 	if last := sc.paceConfig.Load(); last != nil && slices.Equal(last.fields, fields) {
 		return last.c, nil
 	}
-	c, err := p.config(i, sc.cfg)
+	c, err := p.config(i, paceConfigFields)
 	if err == nil {
 		sc.paceConfig.Store(&parsedConfig{fields: slices.Clone(fields), c: c})
 	}
@@ -159,21 +217,15 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 	if err != nil && p.err == nil {
 		p.err = err
 	}
-	at := i + slices.Index(sc.cfg, "epoch")
-	epoch, err := strconv.ParseInt(p.opt(at), 10, 64)
-	if err != nil && p.opt(at) != "" && p.err == nil {
+	epoch, err := strconv.ParseInt(p.opt(i), 10, 64)
+	if err != nil && p.opt(i) != "" && p.err == nil {
 		p.err = fmt.Errorf("the line's epoch: %w", err)
 	}
-	adm := func(field string) int { return i + len(sc.cfg) + slices.Index(sc.adm, field) }
-	state, end := p.opt(adm("open_state")), i+len(sc.cfg)+len(sc.adm)
+	adm := func(field string) int { return i + len(paceConfigFields) + slices.Index(paceFields, field) }
+	state, end := p.opt(adm("open_state")), i+len(paceConfigFields)+len(paceFields)
 	return queue.PaceState{
 		Config: c, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1),
 	}, epoch
-}
-
-// luaList is a Lua table of strings named name, for the prelude.
-func luaList(name string, items []string) string {
-	return "local " + name + " = {'" + strings.Join(items, "', '") + "'}\n"
 }

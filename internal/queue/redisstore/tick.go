@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,13 +14,14 @@ import (
 )
 
 // tickFields are admission.TickState in the admission hash, field by field.
-// tick.lua reads them (and eff_rate and open_state, the rest of
-// admission.TickInput: the prelude's TICK); admit.lua writes what the plan
-// changed.
+// tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
 	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints"}
 
-var tickReads = append(slices.Clone(tickFields), "eff_rate", "open_state")
+// tickReads are the fields of the queue's hash tick.lua reads for Go, by
+// name: the whole config, the epoch (a queue is known by it or its rate),
+// the tick state, and the rest of admission.TickInput.
+var tickReads = slices.Concat(settingFields, []string{"epoch"}, tickFields, []string{"eff_rate", "open_state"})
 
 // added are the fields admit.lua adds to rather than sets: AdmitNow adds to
 // them too, between a tick's read and its apply.
@@ -62,12 +64,16 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 	if err != nil || !plan.Write {
 		return plan.Admission(), err
 	}
-	r, err := s.run(ctx, apply, name, applyArgs(t, plan, tokens)).Slice()
+	args, err := applyArgs(t, plan, tokens)
+	if err != nil {
+		return queue.Admission{}, err
+	}
+	r, err := s.run(ctx, apply, name, args).Slice()
 	if err != nil {
 		return queue.Admission{}, unavailable(err)
 	}
 	p := reply{r: r}
-	a := queue.Admission{Ticked: plan.Due && p.int(0) == 1, NextIn: plan.NextIn}
+	a := queue.Admission{Ticked: plan.Due && p.int(0) == kindApplied, NextIn: plan.NextIn}
 	if a.Ticked {
 		a.Skipped = int(p.int(1))
 		for i := 2; i < len(r); i++ {
@@ -86,20 +92,28 @@ type tickRead struct {
 }
 
 func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (tickRead, error) {
-	r, err := s.run(ctx, tickScript, name, []any{from, n}).Slice()
+	args := make([]any, 0, 2+len(tickReads))
+	args = append(args, from, n)
+	for _, f := range tickReads {
+		args = append(args, f)
+	}
+	r, err := s.run(ctx, tickScript, name, args).Slice()
 	if err != nil {
 		return tickRead{}, unavailable(err)
 	}
 	p := reply{r: r}
-	if p.int(0) < 0 {
+	const at = 3 // the fields read, after now, the line's length and the live tokens
+	if len(r) < at+len(tickReads) {
+		return tickRead{}, fmt.Errorf("unexpected tick.lua reply %v", r)
+	}
+	if known := r[at+slices.Index(tickReads, "rate")] != nil || r[at+slices.Index(tickReads, "epoch")] != nil; !known {
 		return tickRead{}, queue.ErrQueueNotFound
 	}
 	t := tickRead{stored: map[string]string{}}
 	t.in.Now, t.in.Length, t.in.Live = p.ms(0), p.int(1), p.int(2)
-	if t.in.Config, err = p.config(3, tickScript.cfg); err != nil {
+	if t.in.Config, err = p.config(at, tickReads); err != nil {
 		return t, err
 	}
-	at := 3 + len(tickScript.cfg)
 	for i, f := range tickReads {
 		t.stored[f] = p.opt(at + i)
 	}
@@ -114,47 +128,59 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 	return t, p.err
 }
 
+// admitPlan is admit.lua's ARGV[3]: a plan of admission.PlanTick, as the
+// script applies it (its header names each field). Never a JSON null:
+// the script iterates every field but draw.
+type admitPlan struct {
+	Set     map[string]string `json:"set"`     // the tick state's fields the plan changed ("" deletes one)
+	Add     map[string]int64  `json:"add"`     // and those it adds to (added)
+	Admit   [][3]any          `json:"admit"`   // user, ticket, token
+	NoShows [][3]any          `json:"noShows"` // user, ticket, the seen mark read (ms; 0 never)
+	Draw    *admitDraw        `json:"draw,omitempty"`
+}
+
+// admitDraw is a random draw's part of admitPlan (admission.TickPlan.Draw).
+type admitDraw struct {
+	N          int      `json:"n"`          // how many to let in
+	Tokens     []string `json:"tokens"`     // theirs, in the order they are drawn
+	Values     []uint64 `json:"values"`     // random, for admission.DrawIndex
+	Judged     int64    `json:"judged"`     // admission.Absence
+	SeenBefore int64    `json:"seenBefore"` // in ms
+}
+
 // applyArgs are admit.lua's arguments for plan: the due time read, the
-// tokens' expiry, the fields the plan changed, a draw's tokens and random
-// values, and the users it planned.
-func applyArgs(t tickRead, plan admission.TickPlan, tokens []string) []any {
+// tokens' expiry, and the plan.
+func applyArgs(t tickRead, plan admission.TickPlan, tokens []string) ([]any, error) {
 	now := encodeTick(plan.State)
-	var set, add []any
+	a := admitPlan{Set: map[string]string{}, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}}
 	for _, f := range tickFields {
 		switch {
 		case slices.Contains(added, f):
 			before, _ := strconv.ParseInt(t.stored[f], 10, 64)
 			after, _ := strconv.ParseInt(now[f], 10, 64)
 			if after != before {
-				add = append(add, f, after-before)
+				a.Add[f] = after - before
 			}
 		case now[f] != t.stored[f]:
-			set = append(set, f, now[f])
+			a.Set[f] = now[f]
 		}
 	}
-	var values []uint64
 	if plan.Draw > 0 { // MethodRandom: drawn in the script, with these values
-		values = admission.DrawValues(plan.Draws)
-	}
-	args := append([]any{t.stored["next"], plan.Expires.UnixMilli(), len(set) / 2, len(add) / 2, len(plan.Admitted),
-		plan.Draw, len(values), plan.Absent.Judged, plan.Absent.SeenBefore.UnixMilli()}, append(set, add...)...)
-	for _, tok := range tokens[:plan.Draw] {
-		args = append(args, tok)
-	}
-	for _, v := range values {
-		args = append(args, v)
+		a.Draw = &admitDraw{N: plan.Draw, Tokens: tokens[:plan.Draw], Values: admission.DrawValues(plan.Draws),
+			Judged: plan.Absent.Judged, SeenBefore: plan.Absent.SeenBefore.UnixMilli()}
 	}
 	for i, w := range plan.Admitted {
-		args = append(args, w.User, w.Ticket, tokens[i])
+		a.Admit = append(a.Admit, [3]any{w.User, w.Ticket, tokens[i]})
 	}
 	for _, w := range plan.Skipped { // with the seen mark read: one seen since is not skipped
 		seen := int64(0)
 		if !w.Seen.IsZero() {
 			seen = w.Seen.UnixMilli()
 		}
-		args = append(args, w.User, w.Ticket, seen)
+		a.NoShows = append(a.NoShows, [3]any{w.User, w.Ticket, seen})
 	}
-	return args
+	js, err := json.Marshal(a)
+	return []any{t.stored["next"], plan.Expires.UnixMilli(), js}, err
 }
 
 // encodeTick is a tick state as the admission hash keeps it, field by field

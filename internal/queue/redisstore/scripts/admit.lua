@@ -11,7 +11,7 @@
 -- asks is skipped as absent.
 --
 -- Under queueingMethod random the plan names nobody: it says how many to
--- draw, d, and brings random values (Go's crypto/rand, never Lua's
+-- draw and brings random values (Go's crypto/rand, never Lua's
 -- math.random, which Redis seeds alike every time). Each value picks a
 -- user at the rank queue.DrawIndex gives in the line as it is now, and that
 -- user leaves before the next value is used (a draw without replacement);
@@ -19,96 +19,121 @@
 -- bar, both Go's figures) leaves without a token, and the next value
 -- draws again. Drawn users leave a gap for snapshot.lua, as leavers do.
 --
--- KEYS the queue's (prelude)
--- ARGV[1] the due time read ('' none), ARGV[2] the tokens' expiry (ms),
--- ARGV[3] s, ARGV[4] a, ARGV[5] n, ARGV[6] d, ARGV[7] v, ARGV[8] the
--- judged ticket and ARGV[9] the seen bar (ms) of a draw's no-shows: then s
--- field, value pairs of the admission hash to set ('' deletes the field),
--- a field, number pairs to add to it, the d tokens of a draw and its v
--- random values (each below 2^53), and the users planned as user, ticket,
--- token triples, the ARGV[5] admitted first, then the no-shows as user,
--- ticket, the seen mark read (ms; 0 never)
--- Reply: {0} not the tick read; {1, skipped, admitted user, ...} applied
-if (redis.call('HGET', K.adm, 'next') or '') ~= ARGV[1] then
-  return {0}
+-- KEYS the queue's (the generated text's second line names them)
+-- ARGV[1] the due time read ('' none)
+-- ARGV[2] the tokens' expiry (ms)
+-- ARGV[3] the plan, JSON (tick.go's admitPlan):
+--         set      {field: value} of the queue's hash to set ('' deletes it)
+--         add      {field: n} to add to it
+--         admit    [[user, ticket, token], ...] planned, in order
+--         noShows  [[user, ticket, seen], ...] to pass over, with the seen
+--                  mark read (ms; 0 never)
+--         draw     absent, or {n, tokens, values, judged, seenBefore}: how
+--                  many to draw, their n tokens, the random values (each
+--                  below 2^53), and the no-shows' judged ticket and seen
+--                  bar (ms)
+-- Reply: {TICK_GONE}; {APPLIED, skipped, admitted user, ...}
+local due = ARGV[1]
+local expires = ARGV[2]
+local plan = cjson.decode(ARGV[3])
+if (redis.call('HGET', K.cfg, 'next') or '') ~= due then
+  return {TICK_GONE}
 end
-local set, unset = {}, {}
-local at = 10 + 2 * tonumber(ARGV[3])
-for i = 10, at - 1, 2 do
-  if ARGV[i + 1] == '' then
-    unset[#unset + 1] = ARGV[i]
-  else
-    append(set, {ARGV[i], ARGV[i + 1]})
-  end
-end
-for i = at, at + 2 * tonumber(ARGV[4]) - 1, 2 do
-  redis.call('HINCRBY', K.adm, ARGV[i], ARGV[i + 1])
-end
-at = at + 2 * tonumber(ARGV[4])
 
-local reply, skipped, admitted = {1, 0}, 0, tonumber(ARGV[5])
--- let: the user leaves the line, admitted with token, or skipped as a
--- no-show without one.
-local function let(user, token)
+-- pop takes the user out of the line, let in or passed over as a no-show,
+-- and their seen mark with them (memstore's state.pop).
+local function pop(user)
   redis.call('ZREM', K.line, user)
   redis.call('ZREM', K.seen, user)
-  if token then
-    redis.call('HSET', K.tokens, user, token)
-    redis.call('ZADD', K.texp, ARGV[2], user)
-    reply[#reply + 1] = user
-  else
-    skipped = skipped + 1
-  end
 end
 
-local draw, values = tonumber(ARGV[6]), at + tonumber(ARGV[6])
-local judged, bar, length = tonumber(ARGV[8]), tonumber(ARGV[9]), 0
-if draw > 0 then
-  length = redis.call('ZCARD', K.line)
+-- issue writes the user's token (memstore's state.issue).
+local function issue(user, token)
+  redis.call('HSET', K.tokens, user, token)
+  redis.call('ZADD', K.texp, expires, user)
 end
-for i = values, values + tonumber(ARGV[7]) - 1 do
-  if #reply - 2 == draw or length == 0 then
-    break
-  end
-  local rank = math.floor(tonumber(ARGV[i]) / 2 ^ 53 * length) -- queue.DrawIndex
-  local drawn = redis.call('ZRANGE', K.line, rank, rank, 'WITHSCORES')
-  local user, ticket = drawn[1], tonumber(drawn[2])
-  local noShow = ticket <= judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < bar
-  redis.call('ZADD', K.left, ticket, ticket)
-  let(user, not noShow and ARGV[at + #reply - 2] or nil)
-  length = length - 1
-end
-at = values + tonumber(ARGV[7])
 
--- stillAbsent: a no-show read as last seen at seen (ms) has not asked since.
-local function stillAbsent(user, seen)
-  return (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tonumber(seen)
+-- draw lets in d.n users drawn at random (queue.MethodRandom); its twin
+-- is memstore's state.draw, step for step: each value picks the rank queue.DrawIndex
+-- gives in the line as it is then, so one drawn leaves before the next is
+-- drawn; a no-show drawn (queue.Absence.NoShow: ticket judged, not seen
+-- since the bar) leaves without a token. A user drawn leaves a gap in the
+-- line, as a leaver does, for the snapshot.
+local function draw(d)
+  local admitted, skipped, length = {}, 0, redis.call('ZCARD', K.line)
+  for _, r in ipairs(d.values) do
+    if #admitted == d.n or length == 0 then
+      break
+    end
+    local rank = math.floor(r / 2 ^ 53 * length) -- queue.DrawIndex
+    local w = redis.call('ZRANGE', K.line, rank, rank, 'WITHSCORES')
+    local user, ticket = w[1], tonumber(w[2])
+    local absent = ticket <= d.judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < d.seenBefore -- queue.Absence.NoShow
+    pop(user)
+    redis.call('ZADD', K.left, ticket, ticket) -- addLeft
+    length = length - 1
+    if absent then
+      skipped = skipped + 1
+    else
+      issue(user, d.tokens[#admitted + 1])
+      admitted[#admitted + 1] = user
+    end
+  end
+  return admitted, skipped
 end
-for first = at, #ARGV, 3000 do
+
+local admitted, skipped = {}, 0
+if plan.draw then
+  admitted, skipped = draw(plan.draw)
+end
+-- The users planned, admitted first, then the no-shows: each leaves the
+-- line if they still hold the ticket read, a no-show only if not seen
+-- since their mark was read (one who asked meanwhile is not absent).
+local nAdmit = #plan.admit
+local planned = append(plan.admit, plan.noShows)
+for first = 1, #planned, 1000 do
   local users = {}
-  for i = first, math.min(first + 2999, #ARGV), 3 do
-    users[#users + 1] = ARGV[i]
+  for i = first, math.min(first + 999, #planned) do
+    users[#users + 1] = planned[i][1]
   end
   local held = redis.call('ZMSCORE', K.line, unpack(users))
   for j = 1, #users do
-    local ticket, third = ARGV[first + 3 * j - 2], ARGV[first + 3 * j - 1]
-    local noShow = (first - at) / 3 + j > admitted
-    if tonumber(held[j]) == tonumber(ticket) and (not noShow or stillAbsent(users[j], third)) then
-      let(users[j], not noShow and third or nil)
+    local i = first + j - 1
+    local user, ticket, tokenOrSeen = planned[i][1], planned[i][2], planned[i][3]
+    local noShow = i > nAdmit
+    if tonumber(held[j]) == ticket and (not noShow or (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
+      pop(user)
+      if noShow then
+        skipped = skipped + 1
+      else
+        issue(user, tokenOrSeen)
+        admitted[#admitted + 1] = user
+      end
     end
   end
 end
-reply[2] = skipped
-if #reply > 2 then
-  redis.call('HINCRBY', K.adm, 'admitted', #reply - 2)
+
+for field, n in pairs(plan.add) do
+  redis.call('HINCRBY', K.cfg, field, n)
+end
+if #admitted > 0 then
+  redis.call('HINCRBY', K.cfg, 'admitted', #admitted)
 end
 if skipped > 0 then
-  redis.call('HINCRBY', K.adm, 'abandoned', skipped)
+  redis.call('HINCRBY', K.cfg, 'abandoned', skipped)
+end
+local set, unset = {}, {}
+for field, value in pairs(plan.set) do
+  if value == '' then
+    unset[#unset + 1] = field
+  else
+    append(set, {field, value})
+  end
 end
 if #set > 0 then
-  redis.call('HSET', K.adm, unpack(set))
+  redis.call('HSET', K.cfg, unpack(set))
 end
 if #unset > 0 then
-  redis.call('HDEL', K.adm, unpack(unset))
+  redis.call('HDEL', K.cfg, unpack(unset))
 end
-return reply
+return append({APPLIED, skipped}, admitted)

@@ -12,28 +12,28 @@
 -- having entered and been admitted, so the totals in stats.lua still
 -- balance; their ticket is below any later one, so snapshots are unaffected.
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] user id
 -- ARGV[2] a fresh token, written if the user is admitted
--- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
---        when the config lacks a field this script needs
---        {0, pace...} not admitted (the line is busy)
---        {1, position, length, ticket, pace...} waiting
---        {2, token, expiresAtMs, pace...} ready
---        {3, pace...} waiting for the opening
-local cfg, list, refused = config({'rate', 'batch', 'interval_ms', 'ttl_ms'}, {'max_active', 'opens_at', 'min_rate', 'max_rate'})
-if refused then
-  return refused
-end
-local adm, user, now = readAdmission(), ARGV[1], clock()
+-- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED (nothing written)
+--        when the config lacks a field this script needs; else standing's,
+--        then the pace block:
+--        {NOT_IN_LINE, pace...} not admitted (the line is busy)
+--        {WAITING, position, length, ticket, pace...}
+--        {READY, token, expiresAtMs, pace...}
+--        {PRE_QUEUE, pace...} waiting for the opening
+local user, token = ARGV[1], ARGV[2]
+local cfg, adm, refused = config({'rate', 'batch', 'interval_ms', 'ttl_ms'}, {'max_active', 'opens_at', 'min_rate', 'max_rate'})
+if refused then return refused end
+local now = clock()
 local length = redis.call('ZCARD', K.line)
 local held, expired = standing(cfg, adm, user, now, length)
 if held then
-  return pace(held, list, adm, now, length)
+  return pace(held, cfg, adm, now, length)
 end
 
-local busy = pace({0}, list, adm, now, length)
-if cfg.paused == '1' or length > 0 or adm.open_state == 'placing' or ((tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state) then
+local busy = pace({NOT_IN_LINE}, cfg, adm, now, length)
+if cfg.paused == '1' or length > 0 or opening(cfg, adm) then
   return busy
 end
 local quota = rateInForce(cfg, adm.eff_rate) * tonumber(cfg.interval_ms) / 1000 + (tonumber(adm.carry) or 0)
@@ -46,12 +46,12 @@ if maxActive > 0 and redis.call('ZCOUNT', K.texp, '(' .. now, '+inf') >= maxActi
 end
 
 if expired then -- forget it, as enter.lua does
-  redis.call('HINCRBY', K.adm, 'expired', 1)
+  redis.call('HINCRBY', K.cfg, 'expired', 1)
 end
 redis.call('INCR', K.seq)
-redis.call('HSET', K.tokens, user, ARGV[2])
+redis.call('HSET', K.tokens, user, token)
 redis.call('ZADD', K.texp, now + tonumber(cfg.ttl_ms), user)
 for _, counter in ipairs({'inline', 'inline_total', 'admitted', 'win_count'}) do
-  redis.call('HINCRBY', K.adm, counter, 1)
+  redis.call('HINCRBY', K.cfg, counter, 1)
 end
-return pace({2, ARGV[2], now + tonumber(cfg.ttl_ms)}, list, adm, now, length)
+return pace({READY, token, now + tonumber(cfg.ttl_ms)}, cfg, adm, now, length)

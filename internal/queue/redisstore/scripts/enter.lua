@@ -10,27 +10,25 @@
 -- under way (enterbatch.go). What every one of them reads the same (the
 -- config, the admission state, the clock, the line's length) is read once.
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- ARGV the user ids, in the order they came
--- Reply: {-1} unknown queue; an error starting DAMAGED (nothing written)
+-- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED (nothing written)
 --        when the config lacks a field this script needs; else one reply
 --        per user, in ARGV's order, each ending with the line's length as
 --        that user's pace block would carry it:
---        {-2, length} line full
---        {1, position, length, ticket, paceLength} waiting
---        {2, token, expiresAtMs, paceLength} ready
---        {3, paceLength} waiting for the opening, no place yet
+--        {LINE_FULL, length}
+--        {WAITING, position, length, ticket, paceLength}
+--        {READY, token, expiresAtMs, paceLength}
+--        {PRE_QUEUE, paceLength} waiting for the opening, no place yet
 --        then one pace block for them all, as it stands after the last:
 --        the only pace field an enter writes is moved, when someone joins
 --        an empty line, and a pace reads it only while the line is not
 --        empty, so the last one reads the same for every user. Sent once,
 --        not once a user: the block is most of an answer's values, each
 --        one Redis writes and the instance reads and allocates.
-local cfg, list, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 'opens_at'})
-if refused then
-  return refused
-end
-local adm = readAdmission()
+local users = ARGV
+local cfg, adm, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 'opens_at'})
+if refused then return refused end
 local now = clock()
 local length = redis.call('ZCARD', K.line)
 
@@ -39,7 +37,7 @@ local length = redis.call('ZCARD', K.line)
 local function enterOne(user)
   local held, expired = standing(cfg, adm, user, now, length)
   if held then
-    if held[1] == 1 then
+    if held[1] == WAITING then
       markSeen(cfg, adm, user, held[2], now)
     end
     held[#held + 1] = length
@@ -49,15 +47,15 @@ local function enterOne(user)
     dropToken(user, 'expired', now)
   end
   if length + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity) then
-    return {-2, length}, length
+    return {LINE_FULL, length}, length
   end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
   if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then
     redis.call('ZADD', K.pre, 'NX', now, user)
-    return {3, length}, length
+    return {PRE_QUEUE, length}, length
   end
   if length == 0 then
-    redis.call('HSET', K.adm, 'moved', now) -- someone starts waiting: the front has not stood still
+    redis.call('HSET', K.cfg, 'moved', now) -- someone starts waiting: the front has not stood still
     adm.moved = now
   end
   local ticket = redis.call('INCR', K.seq)
@@ -65,12 +63,12 @@ local function enterOne(user)
   -- Tickets only grow, so the newcomer is last, behind the unplaced too.
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
-  return {1, position, position, ticket, length + 1}, length + 1
+  return {WAITING, position, position, ticket, length + 1}, length + 1
 end
 
 local replies = {}
-for i = 1, #ARGV do
-  replies[i], length = enterOne(ARGV[i])
+for i = 1, #users do
+  replies[i], length = enterOne(users[i])
 end
-replies[#ARGV + 1] = pace({}, list, adm, now, length)
+replies[#users + 1] = pace({}, cfg, adm, now, length)
 return replies

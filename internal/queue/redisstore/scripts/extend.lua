@@ -6,23 +6,24 @@
 -- digest, a space, the end in ms), which lapses with it: a marker of an
 -- earlier token of the user is not this token's.
 --
--- KEYS the queue's (prelude), then the user's session marker
---      ({q}:session:<user>), last
+-- KEYS the queue's (the generated text's second line names them), then the
+--      user's session marker ({q}:session:<user>), last
 -- ARGV[1] user id
 -- ARGV[2] the token presented
 -- Reply: the token's expiry (ms), 0 if the token is invalid (missing,
 --        wrong or expired)
 local user = ARGV[1]
-local exp, now, digest = liveToken(user, ARGV[2])
+local presented = ARGV[2]
+local marker = KEYS[#KEYS]
+local exp, now, digest = liveToken(user, presented)
 if not exp then
   return 0
 end
-local cfg = redis.call('HMGET', K.cfg, 'ttl_ms', 'session_ms')
-local ttl, max = tonumber(cfg[1]), tonumber(cfg[2]) or 0
+local cfg = config()
+local ttl, max = tonumber(cfg.ttl_ms), tonumber(cfg.session_ms) or 0
 if max <= 0 or not ttl then
   return exp
 end
-local marker = KEYS[#KEYS]
 local mark = redis.call('GET', marker)
 local ends
 if mark and string.sub(mark, 1, #digest) == digest then

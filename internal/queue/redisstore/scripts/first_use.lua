@@ -5,13 +5,17 @@
 -- the call's own id, so the same call run again (the Redis client re-sends
 -- a command whose reply was late) is still the first use, not a second.
 --
--- KEYS the queue's (prelude), then K.used, the marker ({q}:used:<key>)
+-- KEYS the marker ({q}:used:<key>), alone: the script names none of the
+--      queue's keys
 -- ARGV[1] ttl in ms (≥ 1), ARGV[2] the call's id
 -- Reply: 1 first use (now recorded), 0 used before
-if redis.call('SET', K.used, ARGV[2], 'NX', 'PX', ARGV[1]) then
+local marker = KEYS[#KEYS]
+local ttlMs = ARGV[1]
+local call = ARGV[2]
+if redis.call('SET', marker, call, 'NX', 'PX', ttlMs) then
   return 1
 end
-if redis.call('GET', K.used) == ARGV[2] then
+if redis.call('GET', marker) == call then
   return 1
 end
 return 0

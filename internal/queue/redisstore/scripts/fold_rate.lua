@@ -5,50 +5,52 @@
 -- decision per window and need no leader. A window with fewer calls than
 -- the minimum is not decided: its samples join the new window.
 --
--- KEYS the queue's (prelude); samples holds win, adm0 (admitted when the
---      window began), calls, overloaded, b<bucket> → count, and c:<call id>
---      of the calls folded in (a call run again, as the Redis client
---      re-sends a command whose reply was late, is not counted twice)
+-- KEYS the queue's (the generated text's second line names them); samples
+--      holds win, adm0 (admitted when the window began), calls,
+--      overloaded, b<bucket> → count, and c:<call id> of the calls folded
+--      in (a call run again, as the Redis client re-sends a command whose
+--      reply was late, is not counted twice)
 -- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
 -- ARGV[3] calls, ARGV[4] overloaded, ARGV[5] the call's id,
 -- ARGV[6..] bucket, count pairs
--- Reply: {0} the rate is not adaptive (samples dropped)
---        {1, window} folded into the current window
---        {2, window, rate, waiting, current, admitted, lastWindow, lastWhy,
---        lastP90, lastKnee, lastCallsPerUser, lastKind, field, value, ...}
---        folded into `current`; this call claims the decision on `window`
---        (the one before), whose samples (every instance's) follow as the
---        samples hash's field, value pairs but the call ids; admitted counts
---        the users admitted since it began; the last* are the last decision
---        written (set_rate.lua)
-local cfg = hash(K.cfg, 'adaptive', 'rate', 'min_rate', 'max_rate')
+-- Reply: {NOT_ADAPTIVE} (samples dropped)
+--        {FOLDED, window} folded into the current window
+--        {CLAIMED, window, rate, waiting, current, admitted, lastWindow,
+--        lastWhy, lastP90, lastKnee, lastCallsPerUser, lastKind, field,
+--        value, ...} folded into `current`; this call claims the decision
+--        on `window` (the one before), whose samples (every instance's)
+--        follow as the samples hash's field, value pairs but the call ids;
+--        admitted counts the users admitted since it began; the last* are
+--        the last decision written (set_rate.lua)
+local windowMs = tonumber(ARGV[1])
+local minCalls = tonumber(ARGV[2])
+local calls, overloaded = ARGV[3], ARGV[4]
+local seen = 'c:' .. ARGV[5]
+local buckets = {unpack(ARGV, 6)}
+local cfg, adm, refused = config({'rate', 'min_rate', 'max_rate'})
 if cfg.adaptive ~= '1' then
   redis.call('DEL', K.samples)
-  return {0}
+  return {NOT_ADAPTIVE}
 end
--- Checked before the first write (Redis does not roll a script back).
-local bad = damaged(cfg, {'rate', 'min_rate', 'max_rate'})
-if bad then
-  return bad
+if refused then -- checked before the first write, as config read it
+  return refused
 end
-local win = math.floor(clock() / tonumber(ARGV[1]))
+local win = math.floor(clock() / windowMs)
 local current = tonumber(redis.call('HGET', K.samples, 'win'))
-local seen = 'c:' .. ARGV[5]
 if current == win and redis.call('HEXISTS', K.samples, seen) == 1 then
-  return {1, win} -- this call, run again: folded already
+  return {FOLDED, win} -- this call, run again: folded already
 end
 
-local reply = {1, win}
-local calls = tonumber(redis.call('HGET', K.samples, 'calls')) or 0
-if current == win - 1 and calls < tonumber(ARGV[2]) then
+local reply = {FOLDED, win}
+local admitted = tonumber(adm.admitted) or 0
+local folded = tonumber(redis.call('HGET', K.samples, 'calls')) or 0
+if current == win - 1 and folded < minCalls then
   redis.call('HSET', K.samples, 'win', win) -- too few to decide on: they join this window
 elseif current ~= win then
   if current == win - 1 then
     local done = redis.call('HGETALL', K.samples)
-    local adm = hash(K.adm, 'eff_rate', 'eff_win', 'eff_why', 'eff_p90', 'eff_knee', 'eff_cpu', 'eff_kind', 'admitted')
-    local admitted = tonumber(adm.admitted) or 0
     local since = tonumber(redis.call('HGET', K.samples, 'adm0')) or admitted
-    reply = {2, current, tostring(rateInForce(cfg, adm.eff_rate)), redis.call('ZCARD', K.line), win,
+    reply = {CLAIMED, current, tostring(rateInForce(cfg, adm.eff_rate)), redis.call('ZCARD', K.line), win,
       admitted - since, tonumber(adm.eff_win) or 0, adm.eff_why or '', tonumber(adm.eff_p90) or 0,
       adm.eff_knee or '0', adm.eff_cpu or '0', adm.eff_kind or ''}
     for i = 1, #done, 2 do
@@ -58,12 +60,12 @@ elseif current ~= win then
     end
   end
   redis.call('DEL', K.samples)
-  redis.call('HSET', K.samples, 'win', win, 'adm0', tonumber(redis.call('HGET', K.adm, 'admitted')) or 0)
+  redis.call('HSET', K.samples, 'win', win, 'adm0', admitted)
 end
-redis.call('HINCRBY', K.samples, 'calls', ARGV[3])
-redis.call('HINCRBY', K.samples, 'overloaded', ARGV[4])
-for i = 6, #ARGV, 2 do
-  redis.call('HINCRBY', K.samples, 'b' .. ARGV[i], ARGV[i + 1])
+redis.call('HINCRBY', K.samples, 'calls', calls)
+redis.call('HINCRBY', K.samples, 'overloaded', overloaded)
+for i = 1, #buckets, 2 do
+  redis.call('HINCRBY', K.samples, 'b' .. buckets[i], buckets[i + 1])
 end
 redis.call('HSET', K.samples, seen, 1)
 return reply

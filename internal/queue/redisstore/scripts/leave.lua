@@ -3,29 +3,29 @@
 -- their ticket goes in K.left (the janitor, sweep.lua, drops those below
 -- the head).
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] user id
--- Reply: 1 if the user left the line, 2 if a token was given back, 3 if
---        they left the pre-queue, 0 if there was nothing to remove.
+-- Reply: LEFT_LINE, GAVE_BACK (an unused token), LEFT_PRE_QUEUE, or
+--        NOTHING_LEFT when there was nothing to remove
 local user = ARGV[1]
 local ticket = redis.call('ZSCORE', K.line, user)
 if ticket then
   redis.call('ZREM', K.line, user)
   redis.call('ZREM', K.seen, user)
   redis.call('ZADD', K.left, ticket, ticket)
-  redis.call('HINCRBY', K.adm, 'left', 1)
-  return 1
+  redis.call('HINCRBY', K.cfg, 'left', 1)
+  return LEFT_LINE
 end
 if redis.call('ZREM', K.pre, user) == 1 then
   -- While the opening is placed, pre-queued users hold reserved tickets:
   -- they entered, and now they left (place.lua leaves their ticket a gap).
-  if redis.call('HGET', K.adm, 'open_state') == 'placing' then
-    redis.call('HINCRBY', K.adm, 'left', 1)
+  if redis.call('HGET', K.cfg, 'open_state') == 'placing' then
+    redis.call('HINCRBY', K.cfg, 'left', 1)
   end
-  return 3
+  return LEFT_PRE_QUEUE
 end
 if redis.call('HEXISTS', K.tokens, user) == 1 then
   dropToken(user, 'returned', clock())
-  return 2
+  return GAVE_BACK
 end
-return 0
+return NOTHING_LEFT

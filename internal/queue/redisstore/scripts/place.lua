@@ -4,18 +4,18 @@
 -- the pre-queue is empty the opening is done: the reserved tickets left
 -- over (those who left) become gaps in `left`, and admission may go on.
 --
--- KEYS the queue's (prelude): in adm, open_state, open_owner, open_lease,
---      open_next, open_end; pre, line, and left for the gaps
+-- KEYS the queue's (the generated text's second line names them): in cfg,
+--      open_state, open_owner, open_lease, open_next, open_end; pre, line,
+--      and left for the gaps
 -- ARGV[1] owner, ARGV[2] lease (ms), ARGV[3..] users (at most 1000)
--- Reply: -1 the caller does not hold the lease; 0 placed, more to come;
---        1 placed, and the opening is done
-local adm = hash(K.adm, 'open_state', 'open_owner', 'open_next', 'open_end')
-if adm.open_state ~= 'placing' or adm.open_owner ~= ARGV[1] then
-  return -1
-end
-local users = {}
-for i = 3, #ARGV do
-  users[#users + 1] = ARGV[i]
+-- Reply: NOT_OWNER the caller does not hold the lease; MORE_TO_PLACE
+--        placed, more to come; OPENED placed, and the opening is done
+local owner = ARGV[1]
+local leaseMs = tonumber(ARGV[2])
+local users = {unpack(ARGV, 3)}
+local _, adm = config()
+if adm.open_state ~= 'placing' or adm.open_owner ~= owner then
+  return NOT_OWNER
 end
 local waiting = {}
 if #users > 0 then
@@ -37,13 +37,13 @@ if #placed > 0 then
   redis.call('ZADD', K.line, unpack(adds))
   redis.call('ZREM', K.pre, unpack(placed))
 end
-redis.call('HSET', K.adm, 'open_next', next, 'open_lease', now + tonumber(ARGV[2]))
+redis.call('HSET', K.cfg, 'open_next', next, 'open_lease', now + leaseMs)
 if redis.call('ZCARD', K.pre) > 0 then
-  return 0
+  return MORE_TO_PLACE
 end
 for ticket = next, last do
   redis.call('ZADD', K.left, ticket, ticket)
 end
-redis.call('HSET', K.adm, 'open_state', 'open', 'moved', now)
-redis.call('HDEL', K.adm, 'open_owner', 'open_lease', 'open_next', 'open_end')
-return 1
+redis.call('HSET', K.cfg, 'open_state', 'open', 'moved', now)
+redis.call('HDEL', K.cfg, 'open_owner', 'open_lease', 'open_next', 'open_end')
+return OPENED

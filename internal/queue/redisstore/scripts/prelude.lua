@@ -1,32 +1,43 @@
--- prelude: the functions scripts share. The store puts in front of each
--- script only the functions it calls (prelude.go: Redis runs a script's
--- whole text on every call), and writes for it: K.name as the KEYS[i] it
--- names (a script gets as KEYS only the queue's keys it names, in keys.go's
--- order); TICK and SETTINGS, lists of field names, where used;
--- config(need, may) and readAdmission(), one HMGET each of the config's and
--- the admission hash's fields the script names (cfg.x, adm.x, need and may)
--- and its reply carries, cfg.x and adm.x written as the index of x in the
--- list read (cfg[2]), so no table of names is built per call; config
--- refuses with {-1} for an unknown queue and with a DAMAGED error when a
--- field in need is missing or not a number, or one in may is there and not
--- a number. Each function is one paragraph with its comment (no blank line
--- inside): prelude.go takes them apart at the blank lines.
+-- prelude: what the scripts share. The generator (go generate; README.md)
+-- puts in front of each script the declarations below that it uses, and
+-- those they use, in this file's order. A declaration starts at a `local`
+-- at the start of a line, with the comment just above it, and ends where
+-- the next one's comment starts. Every script that uses a declaration runs
+-- its lines (a script as Redis runs it has at most 100 lines of code), so
+-- a guard that returns is written on one line here.
+
+-- Reply kinds, a reply's first value: where a user stands (standing, and
+-- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
+-- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+
+-- Reply kinds of open_due.lua: no opening pending, one not yet due, one
+-- due (the caller holds the lease), one another instance is placing.
+local NO_OPENING, NOT_DUE, DUE, PLACED_ELSEWHERE = 0, 1, 2, 3
+
+-- Reply kinds of fold_rate.lua: the rate is not adaptive, the samples
+-- were folded, and folded with the claim of the last window's decision.
+local NOT_ADAPTIVE, FOLDED, CLAIMED = 0, 1, 2
+
+-- Reply kinds of leave.lua: what the user left, if anything.
+local NOTHING_LEFT, LEFT_LINE, GAVE_BACK, LEFT_PRE_QUEUE = 0, 1, 2, 3
+
+-- Reply kinds of begin_use.lua: the lock taken, the token not valid
+-- (missing, wrong or expired), or in use by another request.
+local LOCKED, TOKEN_INVALID, IN_USE = 1, 0, -1
+
+-- Reply kinds of place.lua: the caller does not hold the opening's lease,
+-- more are to be placed, or the last were and the line is open.
+local NOT_OWNER, MORE_TO_PLACE, OPENED = -1, 0, 1
+
+-- Reply kinds of admit.lua: the tick read has gone (nobody admitted), or
+-- the plan was applied.
+local TICK_GONE, APPLIED = 0, 1
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
-end
-
--- hash reads a hash's fields by name: hash(K.adm, 'a', 'b').b (scripts
--- off the hot path; the hot ones read with config and readAdmission).
-local function hash(key, ...)
-  local names, out = {...}, {}
-  local values = redis.call('HMGET', key, unpack(names))
-  for i = 1, #names do
-    out[names[i]] = values[i]
-  end
-  return out
 end
 
 -- append adds list's items to reply.
@@ -35,18 +46,6 @@ local function append(reply, list)
     reply[#reply + 1] = list[i]
   end
   return reply
-end
-
--- damaged is a DAMAGED error when a field of cfg named in need is missing
--- or not a number, else nil (scripts off the hot path; config checks its own).
--- Scripts check what they read before their first write (Redis does not
--- roll a script back); a read-only one answers clearly rather than with 0.
-local function damaged(cfg, need)
-  for _, name in ipairs(need) do
-    if not tonumber(cfg[name]) then
-      return redis.error_reply('DAMAGED queue config ' .. K.cfg .. ': ' .. name .. ' missing or not a number')
-    end
-  end
 end
 
 -- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
@@ -59,20 +58,13 @@ local function rateInForce(cfg, eff)
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
--- the same step (queue.LinePace): the config and admission fields read
--- (Go reads them by name), now and the line's length.
+-- the same step (queue.LinePace), in the order Go reads it (reply.go's
+-- paceSettings and paceFields after the epoch; TestPaceBlockAgrees), then
+-- now and the line's length.
 local function pace(reply, cfg, adm, now, length)
-  local n = #reply
-  for i = 1, #cfg do
-    reply[n + i] = cfg[i]
-  end
-  n = n + #cfg
-  for i = 1, #adm do
-    reply[n + i] = adm[i]
-  end
-  n = n + #adm
-  reply[n + 1], reply[n + 2] = now, length
-  return reply
+  return append(reply, {cfg.epoch, cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused, cfg.adaptive, cfg.min_rate,
+    cfg.max_rate, cfg.opens_at, cfg.method, adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach,
+    adm.open_state, now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -89,9 +81,7 @@ end
 -- they are ahead of everyone who entered after the close, whose positions
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
-  if adm.open_state ~= 'placing' then
-    return 0, nil
-  end
+  if adm.open_state ~= 'placing' then return 0, nil end
   return redis.call('ZCARD', K.pre), tonumber(adm.open_end)
 end
 
@@ -101,36 +91,28 @@ end
 -- up to a second later, and admission could reach them meanwhile: a user back
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
-  if (tonumber(cfg.abandon_ms) or 0) > 0 then
-    local reach = tonumber(adm.reach)
-    if not reach or position <= reach then
-      redis.call('ZADD', K.seen, now, user)
-    end
+  local reach = tonumber(adm.reach)
+  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then
+    redis.call('ZADD', K.seen, now, user)
   end
 end
 
--- standing is where the user stands: {1, position, length, ticket} in line
--- (behind the unplaced of an opening when they entered after its close),
--- {3} in the opening's pre-queue, {2, token, expiresAtMs} with a valid
--- token; else nil, and the token they hold whose time is up, if any.
+-- standing is where the user stands: {WAITING, position, length, ticket}
+-- in line (behind the unplaced of an opening when they entered after its
+-- close), {PRE_QUEUE} in the opening's pre-queue, {READY, token,
+-- expiresAtMs} with a valid token; else nil, and the token they hold whose
+-- time is up, if any.
 local function standing(cfg, adm, user, now, length)
   local ticket = redis.call('ZSCORE', K.line, user)
   if ticket then
     local n, last = unplaced(adm)
-    local position = redis.call('ZRANK', K.line, user) + 1
-    if last and tonumber(ticket) > last then
-      position = position + n
-    end
-    return {1, position, length + n, tonumber(ticket)}
+    local ahead = last and tonumber(ticket) > last and n or 0 -- the unplaced, for one who entered after the close
+    return {WAITING, redis.call('ZRANK', K.line, user) + 1 + ahead, length + n, tonumber(ticket)}
   end
-  if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then
-    return {3}
-  end
+  if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then return {PRE_QUEUE} end
   local token = redis.call('HGET', K.tokens, user)
   local exp = token and tonumber(redis.call('ZSCORE', K.texp, user))
-  if exp and exp > now then
-    return {2, token, exp}
-  end
+  if exp and exp > now then return {READY, token, exp} end
   return nil, token
 end
 
@@ -141,14 +123,10 @@ end
 local function liveToken(user, presented)
   local stored = redis.call('HGET', K.tokens, user)
   local digest = stored and redis.sha1hex(stored)
-  if not digest or digest ~= redis.sha1hex(presented) then
-    return nil
-  end
+  if not digest or digest ~= redis.sha1hex(presented) then return nil end
   local now = clock()
   local exp = tonumber(redis.call('ZSCORE', K.texp, user))
-  if not exp or exp <= now then
-    return nil
-  end
+  if not exp or exp <= now then return nil end
   return exp, now, digest
 end
 
@@ -160,5 +138,5 @@ local function dropToken(user, counter, now)
   end
   redis.call('HDEL', K.tokens, user)
   redis.call('ZREM', K.texp, user)
-  redis.call('HINCRBY', K.adm, counter, 1)
+  redis.call('HINCRBY', K.cfg, counter, 1)
 end

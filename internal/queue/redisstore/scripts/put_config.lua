@@ -17,57 +17,60 @@
 --   - a new opens_at starts a new pre-queue; clearing it while people wait
 --     in the pre-queue opens the line now.
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- ARGV    field, value pairs of every setting (queue.StoreFields: the
 --         table queue.Settings names each field)
 -- Reply: 1
 -- The arguments are checked before the first write (Redis does not roll a
--- script back), and so is what is read of the old config.
-local cfg = {}
-for i = 1, #ARGV - 1, 2 do
-  cfg[ARGV[i]] = ARGV[i + 1]
+-- script back).
+local fields = ARGV
+local new = {}
+for i = 1, #fields - 1, 2 do
+  new[fields[i]] = fields[i + 1]
 end
-if #ARGV % 2 ~= 0 or damaged(cfg, cfg.adaptive == '1' and {'interval_ms', 'rate', 'min_rate', 'max_rate'} or {'interval_ms', 'rate'}) then
+if #fields % 2 ~= 0 or not (tonumber(new.interval_ms) and tonumber(new.rate)) or
+    new.adaptive == '1' and not (tonumber(new.min_rate) and tonumber(new.max_rate)) then
   return redis.error_reply('DAMAGED put_config arguments: field, value pairs with interval_ms, rate (and min_rate, max_rate when adaptive) expected')
 end
-local before = hash(K.cfg, 'rate', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'abandon_ms')
-local adm = hash(K.adm, 'next', 'eff_rate', 'open_state')
+local cfg, adm = config() -- as it was
+local rateBefore = cfg.rate and rateInForce(cfg, adm.eff_rate)
+local adaptiveBefore, opensBefore, abandonBefore = cfg.adaptive, cfg.opens_at, cfg.abandon_ms
 local now, t = clock()
-local rateBefore = before.rate and rateInForce(before, adm.eff_rate)
 
-redis.call('HSET', K.cfg, unpack(ARGV))
-if redis.call('HEXISTS', K.cfg, 'epoch') == 0 then
+redis.call('HSET', K.cfg, unpack(fields))
+if not cfg.epoch then
   redis.call('HSET', K.cfg, 'epoch', t[1] .. string.format('%06d', tonumber(t[2])))
 end
+cfg = config() -- as it is now
 if tonumber(adm.next) and tonumber(adm.next) > now + tonumber(cfg.interval_ms) then
-  redis.call('HSET', K.adm, 'next', now)
+  redis.call('HSET', K.cfg, 'next', now)
 end
 
 local rate, why = tonumber(cfg.rate), 'the configured rate'
 if cfg.adaptive == '1' then
-  if before.adaptive == '1' and tonumber(adm.eff_rate) then
+  if adaptiveBefore == '1' and tonumber(adm.eff_rate) then
     rate, why = rateInForce(cfg, adm.eff_rate), 'adaptive bounds changed'
   else
     rate, why = rateInForce(cfg, rate / 2), 'adaptive on, from half the configured rate'
-    redis.call('HDEL', K.adm, 'eff_knee', 'eff_cpu', 'eff_p90', 'eff_kind')
-    redis.call('HSET', K.adm, 'eff_why', why)
+    redis.call('HDEL', K.cfg, 'eff_knee', 'eff_cpu', 'eff_p90', 'eff_kind')
+    redis.call('HSET', K.cfg, 'eff_why', why)
   end
-  redis.call('HSET', K.adm, 'eff_rate', rate)
+  redis.call('HSET', K.cfg, 'eff_rate', rate)
 else
-  redis.call('HDEL', K.adm, 'eff_rate')
-  if before.adaptive == '1' then why = 'adaptive off: the configured rate' end
+  redis.call('HDEL', K.cfg, 'eff_rate')
+  if adaptiveBefore == '1' then why = 'adaptive off: the configured rate' end
 end
 if not rateBefore or rate ~= rateBefore then
   redis.call('LPUSH', K.rates, now .. ' ' .. rate .. ' ' .. why)
   redis.call('LTRIM', K.rates, 0, 299)
 end
 
-if cfg.abandon_ms ~= before.abandon_ms then
-  redis.call('HDEL', K.adm, 'checkpoints')
+if cfg.abandon_ms ~= abandonBefore then
+  redis.call('HDEL', K.cfg, 'checkpoints')
 end
 local state = adm.open_state
-if cfg.opens_at ~= before.opens_at and state ~= 'placing' then
-  redis.call('HDEL', K.adm, 'open_state')
+if cfg.opens_at ~= opensBefore and state ~= 'placing' then
+  redis.call('HDEL', K.cfg, 'open_state')
   state = false
 end
 if (tonumber(cfg.opens_at) or 0) == 0 and not state and redis.call('ZCARD', K.pre) > 0 then

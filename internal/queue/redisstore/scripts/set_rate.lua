@@ -3,30 +3,32 @@
 -- unless the rate is no longer adaptive or a later window was decided
 -- already. A change is recorded in K.rates.
 --
--- KEYS the queue's (prelude); adm keeps the decision as eff_rate, eff_win,
---      eff_why, eff_p90, eff_knee, eff_cpu, eff_kind (queue.RateDecision)
+-- KEYS the queue's (the generated text's second line names them); cfg
+--      keeps the decision as eff_rate, eff_win, eff_why, eff_p90,
+--      eff_knee, eff_cpu, eff_kind (queue.RateDecision)
 -- ARGV[1] window, ARGV[2] rate, ARGV[3] why, ARGV[4] p90 (ns), ARGV[5] knee,
 -- ARGV[6] calls per user, ARGV[7] kind
 -- Reply: {written (1 or 0), the rate in force before}
-local cfg = hash(K.cfg, 'adaptive', 'rate', 'min_rate', 'max_rate')
-local adm = hash(K.adm, 'eff_rate', 'eff_win')
+local window = ARGV[1]
+local decided = ARGV[2]
+local why = ARGV[3]
+local p90, knee, callsPerUser, kind = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local cfg, adm, refused = config({'rate', 'min_rate', 'max_rate'})
 if cfg.adaptive ~= '1' then
   return {0, cfg.rate or '0'}
 end
--- Checked before the first write (Redis does not roll a script back).
-local bad = damaged(cfg, {'rate', 'min_rate', 'max_rate'})
-if bad then
-  return bad
+if refused then -- checked before the first write, as config read it
+  return refused
 end
 local before = rateInForce(cfg, adm.eff_rate)
-if (tonumber(adm.eff_win) or -1) >= tonumber(ARGV[1]) then
+if (tonumber(adm.eff_win) or -1) >= tonumber(window) then
   return {0, tostring(before)}
 end
-local rate = rateInForce(cfg, ARGV[2])
-redis.call('HSET', K.adm, 'eff_rate', rate, 'eff_win', ARGV[1], 'eff_why', ARGV[3], 'eff_p90', ARGV[4],
-  'eff_knee', ARGV[5], 'eff_cpu', ARGV[6], 'eff_kind', ARGV[7])
+local rate = rateInForce(cfg, decided)
+redis.call('HSET', K.cfg, 'eff_rate', rate, 'eff_win', window, 'eff_why', why, 'eff_p90', p90,
+  'eff_knee', knee, 'eff_cpu', callsPerUser, 'eff_kind', kind)
 if rate ~= before then
-  redis.call('LPUSH', K.rates, clock() .. ' ' .. rate .. ' ' .. ARGV[3])
+  redis.call('LPUSH', K.rates, clock() .. ' ' .. rate .. ' ' .. why)
   redis.call('LTRIM', K.rates, 0, 299)
 end
 return {1, tostring(before)}

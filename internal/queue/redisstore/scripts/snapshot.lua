@@ -2,22 +2,21 @@
 -- above the head, in one step, so an instance can answer status polls by
 -- arithmetic for a moment (queue.Snapshot). Changes nothing.
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] at most this many leavers; one more is read to tell "more"
--- Reply: {-1} unknown queue; an error starting DAMAGED when the config
---        lacks a field this script needs
+-- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED when the config lacks
+--        a field this script needs
 --        {1, head, last, length, pace..., leaver1, ...}
 --        head is 0 when no one waits.
-local _, list, refused = config({'rate', 'batch'})
-if refused then
-  return refused
-end
+local maxLeft = tonumber(ARGV[1])
+local cfg, adm, refused = config({'rate', 'batch'})
+if refused then return refused end
 local length = redis.call('ZCARD', K.line)
-local reply = pace({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, list, readAdmission(), clock(), length)
+local reply = pace({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, cfg, adm, clock(), length)
 local head = redis.call('ZRANGE', K.line, 0, 0, 'WITHSCORES')
 if head[2] then
   reply[2] = tonumber(head[2])
-  local left = redis.call('ZRANGEBYSCORE', K.left, head[2], '+inf', 'LIMIT', 0, tonumber(ARGV[1]) + 1)
+  local left = redis.call('ZRANGEBYSCORE', K.left, head[2], '+inf', 'LIMIT', 0, maxLeft + 1)
   for i = 1, #left do
     reply[#reply + 1] = tonumber(left[i])
   end

@@ -6,19 +6,16 @@
 --              opening is placed: they hold reserved tickets)
 --   admitted = consumed + active + expired + returned
 --
--- KEYS the queue's (prelude); seq counts the joins
--- Reply: {-1} unknown queue, else
+-- KEYS the queue's (the generated text's second line names them); seq
+--      counts the joins
+-- Reply: {UNKNOWN_QUEUE}, else
 --        {length, admitted, consumed, active, measured, win_start,
 --         entered, left, expired, returned, admittedInline, abandoned,
 --         preQueued, eff_rate, eff_why, now}
-local known = redis.call('HMGET', K.cfg, 'rate', 'epoch') -- the hash holds admission state too
-if not (known[1] or known[2]) then
-  return {-1}
-end
+local _, adm, refused = config()
+if refused then return refused end
 local now = clock()
 local unswept = redis.call('ZCOUNT', K.texp, '-inf', now)
-local adm = hash(K.adm, 'admitted', 'consumed', 'measured', 'win_start', 'left', 'expired', 'returned',
-  'inline_total', 'abandoned', 'eff_rate', 'eff_why')
 local function n(v) return tonumber(v) or 0 end
 return {
   redis.call('ZCARD', K.line), n(adm.admitted), n(adm.consumed), redis.call('ZCARD', K.texp) - unswept,

@@ -3,22 +3,21 @@
 -- skipped, a waiting user near the front who asks is seen now, as on
 -- entering (markSeen).
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] user id
--- Reply: {-1} unknown queue; an error starting DAMAGED when the config
---        lacks a field this script needs
---        {0, pace...} not in queue
---        {1, position, length, ticket, pace...} waiting
---        {2, token, expiresAtMs, pace...} ready
---        {3, pace...} waiting for the opening, no place yet
-local cfg, list, refused = config({'rate', 'batch'}, {'abandon_ms'})
-if refused then
-  return refused
-end
-local adm, now = readAdmission(), clock()
+-- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED when the config lacks
+--        a field this script needs; else standing's, then the pace block:
+--        {NOT_IN_LINE, pace...}
+--        {WAITING, position, length, ticket, pace...}
+--        {READY, token, expiresAtMs, pace...}
+--        {PRE_QUEUE, pace...} waiting for the opening, no place yet
+local user = ARGV[1]
+local cfg, adm, refused = config({'rate', 'batch'}, {'abandon_ms'})
+if refused then return refused end
+local now = clock()
 local length = redis.call('ZCARD', K.line)
-local held = standing(cfg, adm, ARGV[1], now, length)
-if held and held[1] == 1 then
-  markSeen(cfg, adm, ARGV[1], held[2], now)
+local held = standing(cfg, adm, user, now, length)
+if held and held[1] == WAITING then
+  markSeen(cfg, adm, user, held[2], now)
 end
-return pace(held or {0}, list, adm, now, length)
+return pace(held or {NOT_IN_LINE}, cfg, adm, now, length)

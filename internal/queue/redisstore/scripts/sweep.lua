@@ -5,14 +5,14 @@
 -- for it: every other script reads expiry itself, and snapshot.lua reads
 -- leavers from the head on.
 --
--- KEYS the queue's (prelude)
+-- KEYS the queue's (the generated text's second line names them)
 -- Reply: 1 when there may be more to sweep, else 0
 local now = clock()
 local expired = redis.call('ZRANGEBYSCORE', K.texp, '-inf', now, 'LIMIT', 0, 1000)
 if #expired > 0 then
   redis.call('HDEL', K.tokens, unpack(expired))
   redis.call('ZREM', K.texp, unpack(expired))
-  redis.call('HINCRBY', K.adm, 'expired', #expired)
+  redis.call('HINCRBY', K.cfg, 'expired', #expired)
 end
 local lapsed = redis.call('ZRANGEBYSCORE', K.inflight, '-inf', now, 'LIMIT', 0, 1000)
 if #lapsed > 0 then

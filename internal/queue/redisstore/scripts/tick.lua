@@ -4,19 +4,19 @@
 -- the edge of their reach, reads further stretches with this script again.
 -- Changes nothing.
 --
--- KEYS the queue's (prelude)
--- ARGV[1] the front's first rank to read (0-based), ARGV[2] how many (≤ 1000)
--- Reply: {-1} unknown queue, else
---        {now, length, live tokens, the config list (prelude), TICK of the
---        admission hash..., then user, ticket, last seen (nil: never), ...}
-local _, list, refused = config()
-if refused then
-  return refused
-end
+-- KEYS the queue's (the generated text's second line names them)
+-- ARGV[1] the front's first rank to read (0-based), ARGV[2] how many
+--         (≤ 1000), ARGV[3..] the fields of the queue's hash Go reads
+--         (tick.go's tickReads: every setting, the epoch, the tick state)
+-- Reply: {now, length, live tokens, the fields' values..., then user,
+--        ticket, last seen (nil: never), ...}; Go tells an unknown queue
+--        by its fields
+local from = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local fields = {unpack(ARGV, 3)}
 local now = clock()
 local reply = {now, redis.call('ZCARD', K.line), redis.call('ZCOUNT', K.texp, '(' .. now, '+inf')}
-append(append(reply, list), redis.call('HMGET', K.adm, unpack(TICK)))
-local from, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+append(reply, redis.call('HMGET', K.cfg, unpack(fields)))
 local users = {}
 if n > 0 then
   users = redis.call('ZRANGE', K.line, from, from + n - 1, 'WITHSCORES')

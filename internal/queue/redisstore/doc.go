@@ -1,0 +1,61 @@
+// Package redisstore keeps the waiting line in Redis. Every step that must
+// be atomic is one Lua script (scripts/*.lua), each naming its KEYS, ARGV
+// and reply in its header and sharing one prelude (scripts/prelude.lua:
+// the clock, the rate in force, where a user stands), run with EVALSHA and
+// falling back to EVAL when Redis has lost its script cache (NOSCRIPT
+// after a restart or failover). Admission is planned in Go
+// (admission.PlanTick) between a read (tick.lua) and an apply (admit.lua), as
+// the embedded store plans it.
+//
+// The scripts are written in a dialect of Lua that names the queue's keys
+// (K.line) and its hash's fields (cfg.rate, adm.moved). go generate
+// (keys.go's directive; the generator is internal/luagen) writes each as
+// Redis runs it into scripts/generated, and those files are what the store
+// embeds and runs: a line number in a Redis error is a line of the file of
+// that name there. scripts/README.md describes the dialect.
+//
+// What crosses between Go and Lua is named on both sides: each script's
+// ARGV by the locals it opens with, admit.lua's plan by its JSON fields
+// (admitPlan), a reply's kind by a const of reply.go and a local of the
+// prelude alike (kindWaiting, WAITING: TestReplyKindsAgree), the pace
+// block's fields by reply.go's lists and the prelude's pace
+// (TestPaceBlockAgrees).
+//
+// # Twins
+//
+// Each script, and each function of the prelude, has a twin in the
+// embedded store (internal/queue/memstore) written apart from it, in Go.
+// The conformance suite (internal/queue/storetest), run on both stores,
+// holds each pair equal; a change to one side is a change to its twin,
+// and these cases show it (RandomDrawIsUniform and OpeningOrderIsUniform
+// are storetest.RunDistributions', asked once of each implementation):
+//
+//	Lua (scripts/)               memstore                           storetest case
+//	enter.lua                    Store.Enter, state.enter           ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers
+//	status.lua                   Store.Status                       SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce
+//	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne
+//	leave.lua                    Store.Leave, state.leave           LeavingClosesTheGap, LeaveGivesBackToken
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)       AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
+//	admit.lua's draw             state.draw                         RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
+//	admit.lua's pop, issue       state.pop, state.issue             AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
+//	admit_now.lua                Store.AdmitNow                     QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
+//	sweep.lua                    Store.Sweep                        SweepForgetsWhatLapsedAndChangesNoAnswer
+//	begin_use.lua, end_use.lua   Store.BeginUse, Store.EndUse       TokenUseRules, ConcurrentUseOfOneToken, ReleasedEntryFreesItsSlot
+//	extend.lua                   Store.Extend                       SlidingSessionLastsWhileUsedUpToItsMax
+//	stats.lua                    Store.Stats                        Stats, StatsAddUp, StatsReadExpiryWithoutSweeping
+//	put_config.lua               Store.PutConfig, state.putConfig   ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds
+//	seen.lua                     Store.Seen                         NoShowsSkippedPresentAdmittedInOrder
+//	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate      AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
+//	open_due.lua, place.lua      Store.OpenDue, Store.Place         OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
+//	first_use.lua                Store.FirstUse                     FirstUseIsOnce
+//	fold_admission.lua           none: Redis's own upgrade          TestUpgradeFoldsTheOldAdmissionHash (this package)
+//	prelude's config             Store.Config, state.cfg            UnknownQueue; TestDamagedConfigWritesNothing (this package)
+//	prelude's clock              New's now                          ClockSteppedBackDelaysOneIntervalAtMost
+//	prelude's rateInForce        state.rateInForce                  AdaptiveRateNeverLeavesItsBounds
+//	prelude's pace               state.pace (queue.LinePace)        SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
+//	prelude's opening, unplaced  state.pending, state.unplaced      OpeningReservesTicketsAheadOfLaterEntries
+//	prelude's markSeen           state.markSeen                     NoShowBackAskingIsSeenAtOnce
+//	prelude's standing           state.standing                     ReEntryKeepsPosition, ReadyUserEnteringStaysReady
+//	prelude's liveToken          sameToken, in BeginUse and Extend  TokenUseRules, TokensExpireAtTTL
+//	prelude's dropToken          state.dropToken                    StatsAddUp, LeaveGivesBackToken
+package redisstore

@@ -1,0 +1,3 @@
+-- bothtables: one field, named both ways
+local cfg, adm = config()
+return {cfg.moved, adm.moved}

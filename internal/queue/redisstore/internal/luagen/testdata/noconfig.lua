@@ -1,0 +1,2 @@
+-- noconfig: names a field but never calls config()
+return adm.next

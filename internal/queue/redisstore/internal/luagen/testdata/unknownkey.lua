@@ -1,0 +1,2 @@
+-- unknownkey: K.nope is none of the queue's keys
+return redis.call('GET', K.nope)
