@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 )
 
@@ -94,7 +95,7 @@ func accuracyRun(ctx context.Context, o Options, rate float64, n int, warmUp, wi
 			return r, err
 		}
 		defer c.Close()
-		a := queue.NewAdmitter(redisstore.New(c, prefix), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		a := admission.NewAdmitter(redisstore.New(c, prefix), slog.New(slog.NewTextHandler(io.Discard, nil)))
 		a.OnAdmitUsers = func(_ string, u []string) {
 			mu.Lock()
 			perSec[int(time.Since(start).Seconds())] += len(u)

@@ -704,9 +704,9 @@ func gcd(a, b int64) int64 {
 // id ends with. The service remembers each answer; nothing else is kept.
 type ticketStore struct{ queue.Store }
 
-func (ticketStore) Status(_ context.Context, _, user string) (queue.Entry, error) {
+func (ticketStore) Status(_ context.Context, _, user string) (queue.Standing, error) {
 	n, _ := strconv.ParseInt(user[len(user)-7:], 10, 64)
-	return queue.Entry{State: queue.Waiting, Position: n + 1, Length: 1 << 30, Ticket: n + 1, Pace: queue.LinePace(queue.PaceState{Config: queue.DefaultConfig()})}, nil
+	return queue.Standing{State: queue.Waiting, Position: n + 1, Length: 1 << 30, Ticket: n + 1, Pace: queue.LinePace(queue.PaceState{Config: queue.DefaultConfig()})}, nil
 }
 
 // ticketBytes is the Go heap a queue.Service keeps per remembered user,

@@ -129,7 +129,7 @@ func (a answer) nextNear() bool {
 	return a.state == "WAITING" && !a.paused && a.etaSeconds >= 0 && a.etaSeconds-max(a.pollAfter, 0) <= 8
 }
 
-// parseAnswer reads the fields the model needs from an entry answer
+// parseAnswer reads the fields the model needs from an enter or status answer
 // without a JSON decoder (the generator's CPU is the server's too).
 func parseAnswer(body []byte) answer {
 	a := answer{etaSeconds: -1, pollAfter: -1}

@@ -42,8 +42,10 @@ import (
 	"github.com/waitroom/waitroom/internal/order/postgres"
 	"github.com/waitroom/waitroom/internal/order/sqlite"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/ratelimit"
 	"github.com/waitroom/waitroom/internal/spend"
@@ -85,10 +87,10 @@ type Main struct {
 	store      queue.Store
 	embedded   *memstore.Store // the embedded line (closed last); nil on Redis
 	telemetry  *telemetry.Metrics
-	rates      *queue.RateController
+	rates      *admission.RateController
 	guard      *spend.Guard
 	bypass     *bypass.Rules // --bypass
-	history    *queue.History
+	history    *watch.History
 	redis      redis.UniversalClient
 	orderStore order.Store
 	listener   net.Listener
@@ -98,7 +100,7 @@ type Main struct {
 	readyStore queue.Inspector  // readiness reads, never queued behind the auto-pipeline
 	breaker    *breaker.Breaker // the store's, per queue (the requests' calls go through it)
 	degraded   *degraded.Policy // --on-store-error
-	health     *queue.HealthCheck
+	health     *watch.HealthCheck
 	eviction   *evictionCheck // nil on the embedded line
 	stopLoops  context.CancelFunc
 	loopsDone  sync.WaitGroup
@@ -306,7 +308,7 @@ const LineDir = "line"
 // watchHealth sets up the check of the line's store, queue by queue, that
 // readiness, the metrics and the 503s of a queue whose store is away read.
 func (m *Main) watchHealth() {
-	m.health = queue.NewHealthCheck(m.Queue, m.readyStore, m.Logger)
+	m.health = watch.NewHealthCheck(m.Queue, m.readyStore, m.Logger)
 	if m.redis != nil {
 		m.health.Reach = reachAny(m.redis)
 	}
@@ -335,7 +337,7 @@ func (m *Main) guardCalls(ctx context.Context) error {
 	if m.Config.Proxy { // a use holds its lock for as long as the upstream may take
 		lockTTL = max(lockTTL, m.Config.UpstreamTimeout+10*time.Second)
 	}
-	m.rates = queue.NewRateController(m.store, m.Logger)
+	m.rates = admission.NewRateController(m.store, m.Logger)
 	m.guard = spend.NewGuard(m.store, lockTTL, func(q string, took time.Duration, o spend.Outcome) {
 		m.telemetry.ProtectedCall(q, took, o)
 		m.rates.Observe(q, took, o.Overloaded())
@@ -365,7 +367,7 @@ func (m *Main) buildHTTP() (err error) {
 	if c.PageDir != "" {
 		m.Logger.Info("waiting page templates", "page_dir", c.PageDir, "templates", site.Templates())
 	}
-	m.history = queue.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
+	m.history = watch.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
@@ -427,7 +429,7 @@ func (m *Main) listen() (err error) {
 func (m *Main) startLoops(ctx context.Context) {
 	loops, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopLoops = stop
-	admitter := queue.NewAdmitter(m.store, m.Logger)
+	admitter := admission.NewAdmitter(m.store, m.Logger)
 	admitter.Jitter = m.Config.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
 	admitter.OnOpened = m.Queue.Changed

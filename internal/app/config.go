@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 // Config is every setting of `waitroom serve`. Each has a flag and a
@@ -194,7 +195,7 @@ func (c *Config) queueFlags(fs *flag.FlagSet) {
 		}
 		kind := map[queue.Kind]string{queue.Number: "a `number`", queue.Integer: "an `integer`",
 			queue.Duration: "a `duration` (100ms, 5m)", queue.Choice: "one of " + strings.Join(s.Choices, ", ")}[s.Kind]
-		usage := fmt.Sprintf("%s For the default queue and new queues: the admin API's %s", s.Help, s.Name)
+		usage := fmt.Sprintf("%s For the default queue and new queues: the admin API's %s", web.SettingHelp(s.Name), s.Name)
 		if kind != "" {
 			usage += ", here " + kind
 		}

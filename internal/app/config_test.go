@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 func TestParse(t *testing.T) {
@@ -49,8 +50,8 @@ func TestParse(t *testing.T) {
 				continue
 			}
 			flags++
-			if !strings.Contains(help.String(), "-"+s.Flag) || !strings.Contains(help.String(), s.Help) {
-				t.Errorf("--help lacks --%s with the table's help %q", s.Flag, s.Help)
+			if h := web.SettingHelp(s.Name); h == "" || !strings.Contains(help.String(), "-"+s.Flag) || !strings.Contains(help.String(), h) {
+				t.Errorf("--help lacks --%s with the setting's help %q", s.Flag, h)
 			}
 			// A value other than the default, through the env twin and
 			// through the flag (the rules between settings may refuse the
@@ -107,7 +108,7 @@ func TestParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		q, _ := c.QueueConfig()
-		if q.Entry != "challenge" || q.ChallengeCost != queue.DefaultChallengeCost || c.SessionMaxAge != 24*time.Hour ||
+		if q.Join != "challenge" || q.ChallengeCost != queue.DefaultChallengeCost || c.SessionMaxAge != 24*time.Hour ||
 			c.AddressEntryBurst != 100 || c.AddressEntryRate != 1 || c.AddressSessionBurst != 100 || c.AddressSessionRate != 1 || c.TrustedProxies != "" {
 			t.Fatalf("defaults: %+v %+v", q, c)
 		}

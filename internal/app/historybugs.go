@@ -49,14 +49,14 @@ func (b unguardedAdmit) Admit(ctx context.Context, q string, tokens []string) (q
 // requests entering at once are both told the same place.
 type splitEnter struct{ queue.Store }
 
-func (b splitEnter) Enter(ctx context.Context, q, user string) (queue.Entry, error) {
+func (b splitEnter) Enter(ctx context.Context, q, user string) (queue.Standing, error) {
 	before, err := b.Store.Status(ctx, q, user)
 	if err != nil {
-		return queue.Entry{}, err
+		return queue.Standing{}, err
 	}
 	sn, err := b.Snapshot(ctx, q)
 	if err != nil {
-		return queue.Entry{}, err
+		return queue.Standing{}, err
 	}
 	e, err := b.Store.Enter(ctx, q, user)
 	if err == nil && before.State == queue.NotInQueue && e.State == queue.Waiting && !e.PreQueue {

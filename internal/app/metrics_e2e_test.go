@@ -265,7 +265,7 @@ func TestScrapesAreCheapAndReadOnly(t *testing.T) {
 	// One reading (less INFO itself) serves every scrape for a second;
 	// every second meanwhile the admission loops' discovery reads the list
 	// and each config (and the default queue once more), and the health
-	// check (queue.HealthEvery) the list and each config again.
+	// check (watch.HealthEvery) the list and each config again.
 	const queues = 2
 	reading := cmds1 - cmds0 - 1
 	seconds := int64(elapsed/telemetry.StatsMaxAge) + 1

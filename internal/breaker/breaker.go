@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // ProbeEvery is how often an open breaker asks the store whether it is back
@@ -184,7 +185,7 @@ func (b *Breaker) Tick(ctx context.Context) []string {
 	var wg sync.WaitGroup
 	for i, q := range due {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, queue.QueueCallTimeout)
+			ctx, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
 			defer cancel()
 			if err := b.probe(ctx, q); err != nil && !errors.Is(err, queue.ErrQueueNotFound) {
 				results[i] = err
@@ -228,18 +229,11 @@ const tickEvery = 100 * time.Millisecond
 
 // Run probes the open breakers (Tick) until ctx ends.
 func (b *Breaker) Run(ctx context.Context) {
-	t := time.NewTicker(tickEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	perqueue.Every(ctx, tickEvery, func() {
 		if len(*b.open.Load()) > 0 {
 			b.Tick(ctx)
 		}
-	}
+	})
 }
 
 // ErrOpen is the answer to a call about a queue whose breaker is open: the

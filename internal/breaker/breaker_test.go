@@ -229,13 +229,13 @@ type failing struct {
 	calls int
 }
 
-func (f *failing) Status(ctx context.Context, q, user string) (queue.Entry, error) {
+func (f *failing) Status(ctx context.Context, q, user string) (queue.Standing, error) {
 	f.mu.Lock()
 	f.calls++
 	down := f.down
 	f.mu.Unlock()
 	if down {
-		return queue.Entry{}, errDown
+		return queue.Standing{}, errDown
 	}
 	return f.Store.Status(ctx, q, user)
 }

@@ -63,20 +63,20 @@ func guarded[T any](s *Store, ctx context.Context, q string, call func() (T, err
 	return v, s.noted(ctx, q, err)
 }
 
-func (s *Store) Enter(ctx context.Context, q, user string) (queue.Entry, error) {
-	return guarded(s, ctx, q, func() (queue.Entry, error) { return s.Store.Enter(ctx, q, user) })
+func (s *Store) Enter(ctx context.Context, q, user string) (queue.Standing, error) {
+	return guarded(s, ctx, q, func() (queue.Standing, error) { return s.Store.Enter(ctx, q, user) })
 }
 
-func (s *Store) Status(ctx context.Context, q, user string) (queue.Entry, error) {
-	return guarded(s, ctx, q, func() (queue.Entry, error) { return s.Store.Status(ctx, q, user) })
+func (s *Store) Status(ctx context.Context, q, user string) (queue.Standing, error) {
+	return guarded(s, ctx, q, func() (queue.Standing, error) { return s.Store.Status(ctx, q, user) })
 }
 
 func (s *Store) Leave(ctx context.Context, q, user string) (bool, error) {
 	return guarded(s, ctx, q, func() (bool, error) { return s.Store.Leave(ctx, q, user) })
 }
 
-func (s *Store) AdmitNow(ctx context.Context, q, user, token string) (queue.Entry, error) {
-	return guarded(s, ctx, q, func() (queue.Entry, error) { return s.Store.AdmitNow(ctx, q, user, token) })
+func (s *Store) AdmitNow(ctx context.Context, q, user, token string) (queue.Standing, error) {
+	return guarded(s, ctx, q, func() (queue.Standing, error) { return s.Store.AdmitNow(ctx, q, user, token) })
 }
 
 func (s *Store) Snapshot(ctx context.Context, q string) (queue.Snapshot, error) {

@@ -1,6 +1,6 @@
 // Package gatekeeper decides who may take a place in a line, so that
 // entering costs a person nothing they notice and a script a lot: the
-// queue's entry policy (any, challenge, signed), the proof of work an
+// queue's join policy (any, challenge, signed), the proof of work an
 // anonymous session solves for each place (package challenge), each
 // solution accepted once, and per-address limits on anonymous entries and
 // on new sessions. Signed-in users (the shop's JWT) are one identity each:
@@ -120,19 +120,19 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 	if err != nil {
 		return queue.View{}, err
 	}
-	if cfg.Entry == queue.EntryAny {
+	if cfg.Join == queue.JoinAny {
 		if err := g.take(g.o.Entries, addr, "entries"); err != nil {
 			return queue.View{}, err
 		}
 		return g.o.Queue.Enter(ctx, q, c.User)
 	}
-	if proof == "" || cfg.Entry == queue.EntrySigned {
+	if proof == "" || cfg.Join == queue.JoinSigned {
 		// Asking costs a status read, never a place.
 		v, err := g.o.Queue.Status(ctx, q, c.User)
 		if err != nil || v.State != queue.NotInQueue {
 			return v, err
 		}
-		if cfg.Entry == queue.EntrySigned {
+		if cfg.Join == queue.JoinSigned {
 			return queue.View{}, ErrSignInRequired
 		}
 		return queue.View{}, ChallengeRequired{URL: g.o.ChallengeURL(q)}
@@ -181,7 +181,7 @@ func (g *Gatekeeper) MayAdmitNow(ctx context.Context, q string, c identity.Calle
 		return true, nil
 	}
 	cfg, err := g.o.Queue.RecentConfig(ctx, q)
-	if err != nil || cfg.Entry != queue.EntryAny {
+	if err != nil || cfg.Join != queue.JoinAny {
 		return false, err
 	}
 	if err := g.take(g.o.Entries, addr, "entries"); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/web"
 )
 
 type fixture struct {
@@ -25,11 +26,11 @@ type fixture struct {
 // newFixture is a gatekeeper over an in-process line with a paused queue
 // "sale" under policy, and limits of burst places/sessions per address
 // (no refill).
-func newFixture(t *testing.T, policy queue.EntryPolicy, burst int) fixture {
+func newFixture(t *testing.T, policy queue.JoinPolicy, burst int) fixture {
 	t.Helper()
 	svc := queue.NewService(memstore.New(nil), 0)
 	c := queue.DefaultConfig()
-	c.Paused, c.Entry, c.ChallengeCost = true, policy, queue.MinChallengeCost
+	c.Paused, c.Join, c.ChallengeCost = true, policy, queue.MinChallengeCost
 	if err := svc.PutConfig(context.Background(), "sale", c); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func signed(user string) identity.Caller { return identity.Caller{User: user, Si
 func TestChallengePolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, queue.EntryChallenge, 3)
+	f := newFixture(t, queue.JoinChallenge, 3)
 
 	_, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "")
 	var cr ChallengeRequired
@@ -111,7 +112,7 @@ func TestChallengePolicy(t *testing.T) {
 func TestSignedPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, queue.EntrySigned, 100)
+	f := newFixture(t, queue.JoinSigned, 100)
 	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, f.solution(t)); !errors.Is(err, ErrSignInRequired) {
 		t.Fatalf("anonymous under signed: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestSignedPolicy(t *testing.T) {
 func TestAnyPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, queue.EntryAny, 2)
+	f := newFixture(t, queue.JoinAny, 2)
 	for _, u := range []string{"anon-a", "anon-b"} {
 		if _, err := f.g.Enter(ctx, "sale", anon(u), home, ""); err != nil {
 			t.Fatalf("%s: %v", u, err)
@@ -146,7 +147,7 @@ func TestAnyPolicy(t *testing.T) {
 
 func TestNewSessionsPerAddress(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, queue.EntryChallenge, 2)
+	f := newFixture(t, queue.JoinChallenge, 2)
 	for range 2 {
 		if err := f.g.NewSession(home); err != nil {
 			t.Fatal(err)
@@ -164,7 +165,7 @@ func TestNewSessionsPerAddress(t *testing.T) {
 func TestUnknownQueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, queue.EntryChallenge, 10)
+	f := newFixture(t, queue.JoinChallenge, 10)
 	if _, err := f.g.Enter(ctx, "nope", anon("anon-a"), home, ""); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("Enter: %v", err)
 	}
@@ -181,12 +182,12 @@ func TestUnknownQueue(t *testing.T) {
 func TestPolicyChangeShowsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, queue.EntryChallenge, 10)
+	f := newFixture(t, queue.JoinChallenge, 10)
 	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatal(err)
 	}
 	c, _ := f.q.Config(ctx, "sale")
-	c.Entry = queue.EntryAny
+	c.Join = queue.JoinAny
 	if err := f.q.PutConfig(ctx, "sale", c); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestChallengeCostFitsTheChallenge(t *testing.T) {
 	if queue.MaxChallengeCost > challenge.MaxCost || s.Max != queue.MaxChallengeCost || s.Min != queue.MinChallengeCost {
 		t.Errorf("the setting's range %v..%v, the challenge's most %d", s.Min, s.Max, challenge.MaxCost)
 	}
-	if want := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts); !strings.Contains(s.Help, want) {
-		t.Errorf("the setting's help %q does not say %q", s.Help, want)
+	if want, help := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts), web.SettingHelp(s.Name); !strings.Contains(help, want) {
+		t.Errorf("the setting's help %q does not say %q", help, want)
 	}
 }

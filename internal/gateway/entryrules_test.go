@@ -10,7 +10,7 @@ import (
 )
 
 // TestGatewayEntryRules: the gateway's new sessions and quiet-line walk-ins
-// obey the same entry policy and per-address limits as the API: under
+// obey the same join policy and per-address limits as the API: under
 // challenge an anonymous session is never let straight in; under any, its
 // walk-ins count against the address; signed-in users are not limited.
 func TestGatewayEntryRules(t *testing.T) {

@@ -109,7 +109,7 @@ type Options struct {
 	Identity *identity.Identity
 	// Metrics records the forwarded requests (nil records nothing).
 	Metrics *telemetry.Metrics
-	// Gate applies the queues' entry policies and per-address limits to
+	// Gate applies the queues' join policies and per-address limits to
 	// the sessions the gateway hands out and the users it lets straight in.
 	Gate   *gatekeeper.Gatekeeper
 	Queue  *queue.Service
@@ -530,7 +530,7 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 
 // protected serves a protected route: with a valid entry, forward it under
 // the token rules; without one, let the user straight in if the line is
-// quiet and the queue's entry policy allows it, or send them to the line.
+// quiet and the queue's join policy allows it, or send them to the line.
 // A request that backends may read as two different protected routes is
 // answered as any other without an entry, and refused where it would be
 // forwarded: the entry was checked for one route, the backend may run the

@@ -47,7 +47,7 @@ func TestHandlerAllocations(t *testing.T) {
 	ctx := context.Background()
 	svc := queue.NewService(memstore.New(nil), time.Second)
 	c := queue.DefaultConfig()
-	c.Paused, c.Entry = true, queue.EntryAny
+	c.Paused, c.Join = true, queue.JoinAny
 	if err := svc.PutConfig(ctx, "q", c); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestHandlerAllocations(t *testing.T) {
 		//   go tool pprof -sample_index=alloc_objects -top m.out
 		{"status", "GET", 8, "the request id (its hex text, the text as a context value, the context, the request carrying it) " +
 			"and the status-recording writer (ServeHTTP: 5); the route's path values (ServeMux: 1); the Content-Type header (1); " +
-			"pollAfter's *int64 in the view (1). The entry JSON is appended without allocating (TestEntryJSONAllocatesNothing)"},
+			"pollAfter's *int64 in the view (1). The entry JSON is appended without allocating (TestAnswerJSONAllocatesNothing)"},
 		{"enter again", "POST", 8, "as status: entering again is answered from the store where the user stands, with the same allocations"},
 	} {
 		t.Run(b.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 package httpapi_test
 
 // A fair line against bots (issue 11), through the real program: the
-// entry policies, the challenge and its one use, the per-address limits
+// join policies, the challenge and its one use, the per-address limits
 // behind trusted proxies, sessions that expire, bodies refused where none
 // is taken.
 
@@ -38,7 +38,7 @@ func TestEntryPolicies(t *testing.T) {
 				q := apptest.UniqueID("ch")
 				in.PutQueue(q, map[string]any{"paused": true}) // new queues: entry challenge
 				if st := in.QueueStats(q); st.Body["entry"] != "challenge" {
-					t.Fatalf("a new queue's entry policy is %v, want challenge", st.Body["entry"])
+					t.Fatalf("a new queue's join policy is %v, want challenge", st.Body["entry"])
 				}
 				alice := in.SessionCookie()
 				r := in.Do("POST", entries(q), "", nil, "Cookie", alice)

@@ -156,7 +156,7 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 		if err := c.Validate(); err == nil {
 			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 ||
 				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second ||
-				!c.Entry.Valid() || c.ChallengeCost < queue.MinChallengeCost || c.ChallengeCost > queue.MaxChallengeCost {
+				!c.Join.Valid() || c.ChallengeCost < queue.MinChallengeCost || c.ChallengeCost > queue.MaxChallengeCost {
 				t.Fatalf("Validate accepted %+v", c)
 			}
 		}

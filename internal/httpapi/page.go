@@ -72,7 +72,7 @@ func (s *Server) pageMessage(r *http.Request, q string) func(lang string) string
 // noScript serves the waiting page that works without JavaScript: the
 // server asks where the visitor stands and writes it into the page, which
 // refreshes itself when the line says to ask again (pollAfterSeconds). On
-// the first visit it takes a place, where the queue's entry policy lets a
+// the first visit it takes a place, where the queue's join policy lets a
 // visitor in without a challenge (any, or a signed-in user); under
 // challenge it says plainly why it cannot. A refresh that finds the visitor
 // out of line (?joined=1) says so rather than take a new place unasked.

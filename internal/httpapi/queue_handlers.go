@@ -19,14 +19,14 @@ import (
 // The WAITING / READY / NOT_IN_QUEUE answers (DESIGN.md §3) are the answer
 // to every poll, so they are written by hand into a pooled buffer rather
 // than through encoding/json, whose reflection and allocations were a
-// measurable share of a poll's CPU (BenchmarkEntryJSON: before and after in
+// measurable share of a poll's CPU (BenchmarkAnswerJSON: before and after in
 // one run). queue_handlers_test.go keeps the struct encoding/json wrote
 // them from and checks the bytes are the same.
 
-// appendEntryJSON appends the answer for v, with the queue's message for
+// appendAnswerJSON appends the answer for v, with the queue's message for
 // the reader ("": none), newline-terminated as json.Encoder ends it,
 // without allocating.
-func appendEntryJSON(b []byte, v queue.View, message string) []byte {
+func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 	b = append(b, `{"status":`...)
 	b = appendJSONString(b, string(v.State))
 	opening := v.State == queue.Waiting && !v.OpensAt.IsZero()
@@ -98,25 +98,25 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
-// The entry answers' header values, shared: net/http only reads them, and a
+// The enter and status answers' header values, shared: net/http only reads them, and a
 // fresh []string per answer is an allocation per poll.
 var (
 	jsonContentType = []string{"application/json"}
 	noStore         = []string{"no-store"}
 )
 
-// writeEntry answers 200 with v and the message, as writeJSON would.
-func writeEntry(w http.ResponseWriter, v queue.View, message string) {
-	writeEntryMarked(w, v, message, false)
+// writeAnswer answers 200 with v and the message, as writeJSON would.
+func writeAnswer(w http.ResponseWriter, v queue.View, message string) {
+	writeAnswerMarked(w, v, message, false)
 }
 
-// writeEntryMarked is writeEntry, with "degraded": true last when
+// writeAnswerMarked is writeAnswer, with "degraded": true last when
 // degraded (a READY given without the store, answerDegraded).
-func writeEntryMarked(w http.ResponseWriter, v queue.View, message string, degraded bool) {
-	bp := entryBufs.Get().(*[]byte)
-	b := appendEntryJSON((*bp)[:0], v, message)
+func writeAnswerMarked(w http.ResponseWriter, v queue.View, message string, degraded bool) {
+	bp := answerBufs.Get().(*[]byte)
+	b := appendAnswerJSON((*bp)[:0], v, message)
 	if degraded {
 		b = append(b[:len(b)-len("}\n")], `,"degraded":true}`+"\n"...)
 	}
@@ -125,7 +125,7 @@ func writeEntryMarked(w http.ResponseWriter, v queue.View, message string, degra
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
 	*bp = b
-	entryBufs.Put(bp)
+	answerBufs.Put(bp)
 }
 
 // user resolves the request's identity or answers the error itself.
@@ -193,7 +193,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeEntry(w, v, s.entryMessage(r, r.PathValue("queue")))
+	writeAnswer(w, v, s.entryMessage(r, r.PathValue("queue")))
 }
 
 // operatorsWords is an error whose message is the queue's own, for the
@@ -222,7 +222,7 @@ func inOperatorsWords(err error, message string) error {
 func (s *Server) answerDegraded(w http.ResponseWriter, q, user string) {
 	s.Metrics.Degraded("entry")
 	token, expires := s.Degraded.Issue(q, user)
-	writeEntryMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", true)
+	writeAnswerMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", true)
 }
 
 // answerBypassed answers enter or status for staff or a monitor a --bypass
@@ -241,7 +241,7 @@ func (s *Server) answerBypassed(w http.ResponseWriter, r *http.Request, rule str
 	}
 	s.Metrics.Bypassed(rule)
 	v := queue.View{State: queue.Ready, Token: queue.NewTokens(1)[0], ExpiresAt: time.Now().Add(c.TokenTTL).UTC()}
-	writeEntry(w, v, s.entryMessage(r, q))
+	writeAnswer(w, v, s.entryMessage(r, q))
 }
 
 // entryMessage is the queue's message for the request's reader, by ?lang=
@@ -433,7 +433,7 @@ type settingJSON struct {
 	Minimum      *float64 `json:"minimum,omitempty"`
 	Maximum      *float64 `json:"maximum,omitempty"`
 	MinExclusive bool     `json:"exclusiveMinimum,omitempty"`
-	OffZero      bool     `json:"zeroIsOff,omitempty"`
+	ZeroMeansOff bool     `json:"zeroIsOff,omitempty"`
 	Choices      []string `json:"choices,omitempty"`
 	ChoiceLabels []string `json:"choiceLabels,omitempty"`
 	ReadOnly     bool     `json:"readOnly,omitempty"`
@@ -449,10 +449,10 @@ func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
 	out := make([]settingJSON, 0, len(queue.Settings))
 	for _, set := range queue.Settings {
 		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly,
-			Default: set.Value(s.NewQueueConfig), Label: set.Label, Help: set.Help}
+			Default: set.Value(s.NewQueueConfig), Label: set.Label, Help: web.SettingHelp(set.Name)}
 		switch set.Kind {
 		case queue.Number, queue.Integer, queue.Duration:
-			j.Minimum, j.Maximum, j.MinExclusive, j.OffZero = &set.Min, &set.Max, set.MinExclusive, set.OffZero
+			j.Minimum, j.Maximum, j.MinExclusive, j.ZeroMeansOff = &set.Min, &set.Max, set.MinExclusive, set.ZeroMeansOff
 		case queue.Choice:
 			j.Choices, j.ChoiceLabels = set.Choices, set.ChoiceLabels
 		}

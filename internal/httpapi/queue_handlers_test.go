@@ -14,9 +14,9 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// entryJSON is the struct encoding/json wrote the entry answers from before
-// appendEntryJSON: the reference its bytes are checked against.
-type entryJSON struct {
+// answerJSON is the struct encoding/json wrote the enter and status answers from before
+// appendAnswerJSON: the reference its bytes are checked against.
+type answerJSON struct {
 	Status               queue.State `json:"status"`
 	Position             *position   `json:"position,omitempty"`
 	QueueLength          *int64      `json:"queueLength,omitempty"`
@@ -43,8 +43,8 @@ func (p position) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p.n)
 }
 
-func toEntryJSON(v queue.View, message string) entryJSON {
-	e := entryJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds, Message: message}
+func toAnswerJSON(v queue.View, message string) answerJSON {
+	e := answerJSON{Status: v.State, PollAfterSeconds: v.PollAfterSeconds, Message: message}
 	switch {
 	case v.State == queue.Waiting && !v.OpensAt.IsZero():
 		at := v.OpensAt.UTC()
@@ -61,13 +61,13 @@ func toEntryJSON(v queue.View, message string) entryJSON {
 // encodingJSON is how the answers were written before: writeJSON's encoder.
 func encodingJSON(v queue.View, message string) []byte {
 	var buf bytes.Buffer
-	json.NewEncoder(&buf).Encode(toEntryJSON(v, message))
+	json.NewEncoder(&buf).Encode(toAnswerJSON(v, message))
 	return buf.Bytes()
 }
 
-// TestEntryShapes pins the three documented answers (DESIGN.md §3); paused
+// TestAnswerShapes pins the three documented answers (DESIGN.md §3); paused
 // appears on WAITING only.
-func TestEntryShapes(t *testing.T) {
+func TestAnswerShapes(t *testing.T) {
 	t.Parallel()
 	poll := int64(5)
 	exp := time.Date(2026, 11, 27, 0, 5, 0, 0, time.UTC)
@@ -109,7 +109,7 @@ func TestEntryShapes(t *testing.T) {
 			if strings.HasSuffix(c.name, "with a message") {
 				message = "Restocked <b>M</b>"
 			}
-			got := appendEntryJSON(nil, c.view, message)
+			got := appendAnswerJSON(nil, c.view, message)
 			var g, w any
 			if err := json.Unmarshal(got, &g); err != nil {
 				t.Fatalf("%s: %v", got, err)
@@ -122,10 +122,10 @@ func TestEntryShapes(t *testing.T) {
 	}
 }
 
-// TestEntryJSONIsEncodingJSONs: the hand-written answers are byte for byte
-// what encoding/json wrote from entryJSON, for every state and for values
+// TestAnswerJSONIsEncodingJSONs: the hand-written answers are byte for byte
+// what encoding/json wrote from answerJSON, for every state and for values
 // that need escaping or carry nanoseconds.
-func TestEntryJSONIsEncodingJSONs(t *testing.T) {
+func TestAnswerJSONIsEncodingJSONs(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(14, 1))
 	tokens := []string{"", "AbC-_09xyzAbC-_09xyzAb", `quote"back\slash`, "<html>&amp;", "tab\there", "é-ü", "\u2028", "bad\xffutf8"}
@@ -145,14 +145,14 @@ func TestEntryJSONIsEncodingJSONs(t *testing.T) {
 			v.PollAfterSeconds = &p
 		}
 		message := tokens[rnd.IntN(len(tokens))]
-		want, got := encodingJSON(v, message), appendEntryJSON(nil, v, message)
+		want, got := encodingJSON(v, message), appendAnswerJSON(nil, v, message)
 		if !bytes.Equal(want, got) {
 			t.Fatalf("view %d %+v:\nencoding/json %s\nappended      %s", i, v, want, got)
 		}
 	}
 }
 
-func TestEntryJSONAllocatesNothing(t *testing.T) {
+func TestAnswerJSONAllocatesNothing(t *testing.T) {
 	poll := int64(10)
 	buf := make([]byte, 0, 256)
 	for _, v := range []queue.View{
@@ -161,30 +161,30 @@ func TestEntryJSONAllocatesNothing(t *testing.T) {
 		{State: queue.NotInQueue},
 		{State: queue.Waiting, OpensAt: time.Now(), PollAfterSeconds: &poll},
 	} {
-		if n := testing.AllocsPerRun(100, func() { buf = appendEntryJSON(buf[:0], v, "Restocked: S and M") }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { buf = appendAnswerJSON(buf[:0], v, "Restocked: S and M") }); n != 0 {
 			t.Errorf("%s: %v allocations", v.State, n)
 		}
 	}
 }
 
-// BenchmarkEntryJSON: a far-back poll's answer through encoding/json, as
+// BenchmarkAnswerJSON: a far-back poll's answer through encoding/json, as
 // before, and appended by hand, as now, in one run.
 //
 //	go test -run '^$' -bench EntryJSON -benchmem ./internal/httpapi/
-func BenchmarkEntryJSON(b *testing.B) {
+func BenchmarkAnswerJSON(b *testing.B) {
 	poll := int64(10)
 	v := queue.View{State: queue.Waiting, Position: 734_211, Length: 1_000_000, EstimatedWaitSeconds: 7343, PollAfterSeconds: &poll}
 	b.Run("encoding/json", func(b *testing.B) {
 		for range b.N {
 			var buf bytes.Buffer
-			json.NewEncoder(&buf).Encode(toEntryJSON(v, ""))
+			json.NewEncoder(&buf).Encode(toAnswerJSON(v, ""))
 		}
 	})
 	b.Run("appended", func(b *testing.B) {
 		for range b.N {
-			bp := entryBufs.Get().(*[]byte)
-			*bp = appendEntryJSON((*bp)[:0], v, "")
-			entryBufs.Put(bp)
+			bp := answerBufs.Get().(*[]byte)
+			*bp = appendAnswerJSON((*bp)[:0], v, "")
+			answerBufs.Put(bp)
 		}
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -45,7 +46,7 @@ type Options struct {
 	Orders *order.Service
 	// History serves each queue's recent samples to the admin page (nil:
 	// an empty history).
-	History *queue.History
+	History *watch.History
 	// Identity checks JWTs and signs session cookies.
 	Identity *identity.Identity
 	// Gate decides who may take a place and hands out challenges and new

@@ -10,7 +10,7 @@ import (
 // within the next batch ("any moment now"). The rate is the one admission
 // uses, or the pace measured over the last minute when that differs from it
 // (Pace.EstimateRate).
-func EstimateWait(position int64, p Pace) int64 {
+func estimateWait(position int64, p Pace) int64 {
 	if position <= int64(p.Batch) {
 		return 0
 	}
@@ -29,7 +29,7 @@ func EstimateWait(position int64, p Pace) int64 {
 // wait of one user varies from about 0 to length/rate around it. The
 // expected wait of one still in line does not grow while they wait: it is
 // the same figure of the line as it is now.
-func EstimateDrawWait(length int64, p Pace) int64 {
+func estimateDrawWait(length int64, p Pace) int64 {
 	if length <= int64(p.Batch) {
 		return 0
 	}
@@ -41,9 +41,9 @@ func EstimateDrawWait(length int64, p Pace) int64 {
 // the estimate, but never long after the opening, and spread over a few
 // seconds after it so that a pre-queue of thousands does not ask at once
 // (nothing is gained by asking first: the order is drawn).
-func PollAfterOpening(left time.Duration) int64 {
+func pollAfterOpening(left time.Duration) int64 {
 	secs := int64(math.Ceil(left.Seconds()))
-	p := JitterSeconds(PollAfter(secs))
+	p := jitterSeconds(pollAfter(secs))
 	if after := secs + 1 + rand.Int64N(5); p > after {
 		p = after
 	}
@@ -53,7 +53,7 @@ func PollAfterOpening(left time.Duration) int64 {
 // PollAfter is the suggested seconds before the next status request, by the
 // estimate (not the position), so a rate change moves the bands too:
 // ≥ 60 s → 10, 10–60 s → 5, < 10 s → 2.
-func PollAfter(estimateSeconds int64) int64 {
+func pollAfter(estimateSeconds int64) int64 {
 	switch {
 	case estimateSeconds >= 60:
 		return 10
@@ -67,7 +67,7 @@ func PollAfter(estimateSeconds int64) int64 {
 // JitterSeconds spreads a poll interval by up to ±20%, rounded to whole
 // seconds (the contract's type), so that clients who entered together drift
 // apart: 10 → 8..12, 5 → 4..6; 2 stays 2. Never below one second.
-func JitterSeconds(seconds int64) int64 {
+func jitterSeconds(seconds int64) int64 {
 	// The top-level generator is safe for concurrent use without a lock:
 	// every poll calls this.
 	j := int64(math.Round(float64(seconds) * (0.8 + 0.4*rand.Float64())))

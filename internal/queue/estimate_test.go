@@ -1,11 +1,9 @@
-package queue_test
+package queue
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // TestEstimateDrawWait: the expected wait of a draw is (length+1)/(2·rate)
@@ -16,19 +14,19 @@ func TestEstimateDrawWait(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		length int64
-		pace   queue.Pace
+		pace   Pace
 		want   int64
 	}{
-		{"the whole line in the next batch", 10, queue.Pace{Rate: 100, Batch: 10}, 0},
-		{"one more than a batch", 11, queue.Pace{Rate: 100, Batch: 10}, 1},                              // 12/200 s
-		{"a thousand at 100/s", 1000, queue.Pace{Rate: 100, Batch: 10}, 6},                              // 1001/200 = 5.005
-		{"a hundred thousand at 100/s", 100_000, queue.Pace{Rate: 100, Batch: 10}, 501},                 // 100001/200 = 500.005
-		{"odd: (n+1)/2 exact", 199, queue.Pace{Rate: 10, Batch: 1}, 10},                                 // 200/20
-		{"the measured pace when it differs", 1000, queue.Pace{Rate: 100, Batch: 10, Measured: 50}, 11}, // 1001/100
-		{"the rate when the pace is close", 1000, queue.Pace{Rate: 100, Batch: 10, Measured: 95}, 6},
+		{"the whole line in the next batch", 10, Pace{Rate: 100, Batch: 10}, 0},
+		{"one more than a batch", 11, Pace{Rate: 100, Batch: 10}, 1},                              // 12/200 s
+		{"a thousand at 100/s", 1000, Pace{Rate: 100, Batch: 10}, 6},                              // 1001/200 = 5.005
+		{"a hundred thousand at 100/s", 100_000, Pace{Rate: 100, Batch: 10}, 501},                 // 100001/200 = 500.005
+		{"odd: (n+1)/2 exact", 199, Pace{Rate: 10, Batch: 1}, 10},                                 // 200/20
+		{"the measured pace when it differs", 1000, Pace{Rate: 100, Batch: 10, Measured: 50}, 11}, // 1001/100
+		{"the rate when the pace is close", 1000, Pace{Rate: 100, Batch: 10, Measured: 95}, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := queue.EstimateDrawWait(tc.length, tc.pace); got != tc.want {
+			if got := estimateDrawWait(tc.length, tc.pace); got != tc.want {
 				t.Fatalf("EstimateDrawWait(%d, %+v) = %d, want %d", tc.length, tc.pace, got, tc.want)
 			}
 		})
@@ -70,7 +68,7 @@ func TestEstimateDrawWaitIsTheMeanOfADraw(t *testing.T) {
 		if math.Abs(mean-est) > interval/2+0.02*est {
 			t.Errorf("n %d, batch %d, rate %g: simulated mean wait %.2f s, estimate (n+1)/(2·rate) %.2f s", tc.n, tc.batch, tc.rate, mean, est)
 		}
-		got := queue.EstimateDrawWait(int64(tc.n), queue.Pace{Rate: tc.rate, Batch: tc.batch})
+		got := estimateDrawWait(int64(tc.n), Pace{Rate: tc.rate, Batch: tc.batch})
 		if want := int64(math.Ceil(est)); got != want {
 			t.Errorf("EstimateDrawWait(%d) = %d, want ceil(%.3f)", tc.n, got, est)
 		}

@@ -14,7 +14,7 @@ import (
 
 // Message is the operator's word to the people in line ("we have
 // restocked", "sizes S and M are gone"): shown on the waiting page and
-// carried in the entry and status answers. It is one text for every
+// carried in the enter and status answers. It is one text for every
 // language, or one per language by BCP 47 tag ({"en": …, "ja": …}); the
 // zero Message is none. Only ParseMessage makes one: it keeps the form the
 // store holds (JSON) and, once, the texts and the matcher over their
@@ -72,7 +72,7 @@ func (m Message) Empty() bool { return m.stored == "" }
 // language with "" has none; no language left, no message). Texts are at
 // most MaxMessageChars characters of printable text (line breaks and tabs
 // allowed); tags are BCP 47, kept in their canonical form.
-func ParseMessage(v any) (Message, error) {
+func parseMessage(v any) (Message, error) {
 	switch v := v.(type) {
 	case string:
 		if v == "" {
@@ -131,7 +131,7 @@ func checkMessageText(s string) error {
 
 // AdminValue is the message as the admin API shows it: "" for none, the
 // text when it is one for everyone, else the texts by language.
-func (m Message) AdminValue() any {
+func (m Message) adminValue() any {
 	texts := m.texts()
 	if t, ok := texts[""]; ok || len(texts) == 0 {
 		return t
@@ -177,13 +177,13 @@ func messageFromStore(raw string) (Message, error) {
 		if err := json.Unmarshal([]byte(raw), &m); err != nil {
 			return Message{}, err
 		}
-		return ParseMessage(m)
+		return parseMessage(m)
 	}
 	var t string
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
 		return Message{}, err
 	}
-	return ParseMessage(t)
+	return parseMessage(t)
 }
 
 // parseMessageText reads a message as a command line gives it: a JSON
@@ -191,13 +191,13 @@ func messageFromStore(raw string) (Message, error) {
 // for everyone.
 func parseMessageText(text string) (Message, error) {
 	if !strings.HasPrefix(text, "{") {
-		return ParseMessage(text)
+		return parseMessage(text)
 	}
 	var texts map[string]string
 	if err := json.Unmarshal([]byte(text), &texts); err != nil {
 		return Message{}, fmt.Errorf("%w: message: %v", ErrInvalidConfig, err)
 	}
-	return ParseMessage(texts)
+	return parseMessage(texts)
 }
 
 // text is the message as parseMessageText reads it.

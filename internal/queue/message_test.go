@@ -1,4 +1,4 @@
-package queue_test
+package queue
 
 import (
 	"errors"
@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/text/language"
-
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // TestParseMessage: a message is one text or texts by language, within
@@ -26,8 +24,8 @@ func TestParseMessage(t *testing.T) {
 		{"no language left: none", map[string]string{"en": ""}, ""},
 		{"markup kept as text", "<script>alert(1)</script>", "<script>alert(1)</script>"},
 		{"line breaks and tabs", "one\n\ttwo", "one\n\ttwo"},
-		{"500 characters", strings.Repeat("あ", queue.MaxMessageChars), strings.Repeat("あ", queue.MaxMessageChars)},
-		{"501 characters", strings.Repeat("a", queue.MaxMessageChars+1), nil},
+		{"500 characters", strings.Repeat("あ", MaxMessageChars), strings.Repeat("あ", MaxMessageChars)},
+		{"501 characters", strings.Repeat("a", MaxMessageChars+1), nil},
 		{"a control character", "bell\a", nil},
 		{"not UTF-8", "\xff", nil},
 		{"not a tag", map[string]string{"english!": "Hi"}, nil},
@@ -36,9 +34,9 @@ func TestParseMessage(t *testing.T) {
 		{"not a string", 42.0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := queue.ParseMessage(tc.in)
+			m, err := parseMessage(tc.in)
 			if tc.want == nil {
-				if !errors.Is(err, queue.ErrInvalidConfig) {
+				if !errors.Is(err, ErrInvalidConfig) {
 					t.Fatalf("ParseMessage(%q) = %v, want ErrInvalidConfig", tc.in, err)
 				}
 				return
@@ -46,7 +44,7 @@ func TestParseMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, m.AdminValue()); diff != "" {
+			if diff := cmp.Diff(tc.want, m.adminValue()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -56,7 +54,7 @@ func TestParseMessage(t *testing.T) {
 // TestMessageFor: a reader gets their language's text when x/text's
 // matcher is highly confident of it, else English, else the first.
 func TestMessageFor(t *testing.T) {
-	m, err := queue.ParseMessage(map[string]string{"en": "en", "es": "es", "zh-Hans": "zh-Hans", "ar": "ar"})
+	m, err := parseMessage(map[string]string{"en": "en", "es": "es", "zh-Hans": "zh-Hans", "ar": "ar"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +72,11 @@ func TestMessageFor(t *testing.T) {
 			t.Errorf("For(%q) = %q, want %q", tc.prefs, got, tc.want)
 		}
 	}
-	noEnglish, _ := queue.ParseMessage(map[string]string{"ja": "ja", "fr": "fr"})
+	noEnglish, _ := parseMessage(map[string]string{"ja": "ja", "fr": "fr"})
 	if got := noEnglish.For(language.Korean); got != "fr" {
 		t.Errorf("no English: For(ko) = %q, want the first by tag (fr)", got)
 	}
-	one, _ := queue.ParseMessage("for everyone")
+	one, _ := parseMessage("for everyone")
 	if got := one.For(language.Arabic); got != "for everyone" {
 		t.Errorf("one text: For(ar) = %q", got)
 	}
@@ -87,30 +85,30 @@ func TestMessageFor(t *testing.T) {
 // TestMessageAsASetting: the message goes through the table like every
 // setting — the admin JSON, the command line's text and the store's hash.
 func TestMessageAsASetting(t *testing.T) {
-	s, ok := queue.SettingNamed("message")
+	s, ok := SettingNamed("message")
 	if !ok {
 		t.Fatal("no message in queue.Settings")
 	}
 	for _, in := range []any{"Doors open at nine", map[string]string{"en": "Doors", "ja": "扉"}} {
-		var c queue.Config
+		var c Config
 		if err := s.Set(&c, in); err != nil {
 			t.Fatal(err)
 		}
-		var parsed queue.Config
+		var parsed Config
 		if err := s.Parse(&parsed, s.Format(c)); err != nil {
 			t.Fatalf("Parse(Format) %q: %v", s.Format(c), err)
 		}
 		if diff := cmp.Diff(s.Value(c), s.Value(parsed)); diff != "" {
 			t.Errorf("through the command line's text (-set +parsed):\n%s", diff)
 		}
-		c = queue.DefaultConfig()
+		c = DefaultConfig()
 		s.Set(&c, in)
-		fields := queue.StoreFields(c)
+		fields := StoreFields(c)
 		hash := map[string]string{}
 		for i := 0; i+1 < len(fields); i += 2 {
 			hash[fields[i]] = fields[i+1]
 		}
-		back, err := queue.ConfigFromFields(func(f string) (string, bool) { v, ok := hash[f]; return v, ok })
+		back, err := ConfigFromFields(func(f string) (string, bool) { v, ok := hash[f]; return v, ok })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,8 +116,8 @@ func TestMessageAsASetting(t *testing.T) {
 			t.Errorf("through the store's hash (-set +read):\n%s", diff)
 		}
 	}
-	var c queue.Config
-	if err := s.Set(&c, strings.Repeat("x", 501)); !errors.Is(err, queue.ErrInvalidConfig) {
+	var c Config
+	if err := s.Set(&c, strings.Repeat("x", 501)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a 501-character message: %v", err)
 	}
 }
@@ -127,7 +125,7 @@ func TestMessageAsASetting(t *testing.T) {
 // BenchmarkMessageFor: the text for a reader, as every status answer asks
 // while a queue has a message by language.
 func BenchmarkMessageFor(b *testing.B) {
-	m, _ := queue.ParseMessage(map[string]string{"en": "Back at nine", "ja": "9時に再開", "es": "a las nueve", "ar": "التاسعة", "zh-Hans": "九点"})
+	m, _ := parseMessage(map[string]string{"en": "Back at nine", "ja": "9時に再開", "es": "a las nueve", "ar": "التاسعة", "zh-Hans": "九点"})
 	tags, _, _ := language.ParseAcceptLanguage("es-MX,es;q=0.9,en;q=0.8")
 	b.ReportAllocs()
 	for b.Loop() {

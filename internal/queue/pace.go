@@ -43,7 +43,7 @@ const PaceWindow = time.Minute
 
 // MeasureAfter is how much busy time the measured pace needs behind it
 // before an estimate relies on it.
-const MeasureAfter = 10 * time.Second
+const measureAfter = 10 * time.Second
 
 // PaceState is what a store keeps for Pace; LinePace turns it into one, so
 // both stores answer alike.
@@ -70,7 +70,7 @@ func LinePace(s PaceState) Pace {
 	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
-	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= MeasureAfter {
+	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= measureAfter {
 		p.Measured = s.PaceRate / (1 - math.Exp(-s.PaceBusy/PaceWindow.Seconds()))
 	}
 	if s.Pending || s.Placing {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // presence batches "seen" marks for no-show skipping (Config.AbandonAfter):
@@ -14,7 +16,7 @@ import (
 // users admission may reach within the next AbandonAfter or so, and a poll
 // answered from a snapshot still costs no round trip of its own.
 type presence struct {
-	store Line
+	store line
 
 	mu    sync.Mutex
 	marks map[string]map[string]struct{}
@@ -25,15 +27,15 @@ type presence struct {
 const presenceMaxUsers = 1 << 18
 
 // PresenceFlush is how often an instance sends its marks.
-const PresenceFlush = time.Second
+const presenceFlush = time.Second
 
-func newPresence(store Line) *presence {
+func newPresence(store line) *presence {
 	return &presence{store: store, marks: map[string]map[string]struct{}{}}
 }
 
 // note marks the user if their standing makes them one whose presence
 // admission will check.
-func (p *presence) note(queue, user string, e Entry) {
+func (p *presence) note(queue, user string, e Standing) {
 	if e.State != Waiting || e.PreQueue || e.Pace.Reach == 0 || e.Position > e.Pace.Reach {
 		return
 	}
@@ -52,7 +54,7 @@ func (p *presence) note(queue, user string, e Entry) {
 // flush sends every mark gathered since the last flush, every queue's at
 // once (a queue whose store does not answer holds up no other's).
 // Failures are logged by troubles.
-func (p *presence) flush(ctx context.Context, troubles *troubles) {
+func (p *presence) flush(ctx context.Context, troubles *perqueue.Troubles) {
 	p.mu.Lock()
 	batch := p.marks
 	p.marks = make(map[string]map[string]struct{}, len(batch))
@@ -61,14 +63,14 @@ func (p *presence) flush(ctx context.Context, troubles *troubles) {
 	for q := range batch {
 		queues = append(queues, q)
 	}
-	EachQueue(ctx, queues, QueueCallTimeout, func(qctx context.Context, q string) {
+	perqueue.Each(ctx, queues, perqueue.CallTimeout, func(qctx context.Context, q string) {
 		users := make([]string, 0, len(batch[q]))
 		for u := range batch[q] {
 			users = append(users, u)
 		}
 		err := p.store.Seen(qctx, q, users)
 		if ctx.Err() == nil {
-			troubles.result(q, err)
+			troubles.Result(q, err)
 		}
 	})
 }

@@ -7,7 +7,10 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"math"
 	"slices"
 	"time"
 )
@@ -41,9 +44,9 @@ var (
 	ErrNotOwner = errors.New("opening placed by another instance")
 )
 
-// Entry is a user's standing as the store sees it, with the line's pace
+// Standing is a user's standing as the store sees it, with the line's pace
 // read in the same step so the estimate matches the position.
-type Entry struct {
+type Standing struct {
 	State State
 	// PreQueue: waiting for the line's opening (Pace.OpensAt), with no
 	// place yet.
@@ -152,11 +155,65 @@ type Stats struct {
 
 // RateSample is protected calls folded by one instance over one window: how
 // many, how many overloaded (failed or timed out), and their latencies in
-// LatencyBuckets.
+// latency buckets.
 type RateSample struct {
 	Calls, Overloaded int64
 	// Latency counts calls by latency bucket (LatencyBucket).
 	Latency map[int]int64
+}
+
+// latencyBase is the width of a latency bucket: each is 5% wider than the
+// one below, so a percentile read from the buckets is within 5%.
+const latencyBase = 1.05
+
+// latencyBucket is the bucket of a protected call's latency in
+// RateSample.Latency: 0 up to 1 ms, then b for (1.05^(b-1), 1.05^b] ms.
+func latencyBucket(d time.Duration) int {
+	ms := float64(d) / float64(time.Millisecond)
+	if ms <= 1 {
+		return 0
+	}
+	return int(math.Ceil(math.Log(ms) / math.Log(latencyBase)))
+}
+
+// bucketLatency is the upper bound of a bucket.
+func bucketLatency(b int) time.Duration {
+	return time.Duration(math.Pow(latencyBase, float64(b)) * float64(time.Millisecond))
+}
+
+// Add counts one call in the sample.
+func (s *RateSample) Add(took time.Duration, overloaded bool) {
+	s.Calls++
+	if overloaded {
+		s.Overloaded++
+	}
+	if s.Latency == nil {
+		s.Latency = map[int]int64{}
+	}
+	s.Latency[latencyBucket(took)]++
+}
+
+// Percentile is the latency below which the fraction q of the sampled
+// calls fell (the upper bound of its bucket); 0 with no calls.
+func (s RateSample) Percentile(q float64) time.Duration {
+	var total int64
+	buckets := make([]int, 0, len(s.Latency))
+	for b, n := range s.Latency {
+		buckets = append(buckets, b)
+		total += n
+	}
+	if total == 0 {
+		return 0
+	}
+	slices.Sort(buckets)
+	need := int64(math.Ceil(q * float64(total)))
+	var seen int64
+	for _, b := range buckets {
+		if seen += s.Latency[b]; seen >= need {
+			return bucketLatency(b)
+		}
+	}
+	return bucketLatency(buckets[len(buckets)-1])
 }
 
 // RateWindow is what FoldRate answers: whether this call claimed the
@@ -198,6 +255,10 @@ type RateDecision struct {
 	CallsPerUser float64
 }
 
+// RateKind is what a decision of the adaptive rate did (the kinds are
+// admission's).
+type RateKind string
+
 // RateChange is one change of the adaptive rate, for the admin chart.
 type RateChange struct {
 	At   time.Time
@@ -224,14 +285,14 @@ type Opening struct {
 // part they need: what requests and operators change (Line), what the
 // loops beside them do (Loops), and reading without changing (Inspector).
 type Store interface {
-	Line
+	line
 	Loops
 	Inspector
 }
 
 // Line is what requests do to a queue: an operator's config, a user's
 // place, status and entry token.
-type Line interface {
+type line interface {
 	// PutConfig creates the queue or replaces its config.
 	PutConfig(ctx context.Context, queue string, c Config) error
 	// DeleteQueue removes the queue with everyone in it and every token
@@ -240,9 +301,9 @@ type Line interface {
 	DeleteQueue(ctx context.Context, queue string) error
 	// Enter: a valid token → Ready; already in line → the same position;
 	// line at capacity → ErrQueueFull; else take the next ticket and join.
-	Enter(ctx context.Context, queue, user string) (Entry, error)
+	Enter(ctx context.Context, queue, user string) (Standing, error)
 	// Status reads the user's standing without changing it.
-	Status(ctx context.Context, queue, user string) (Entry, error)
+	Status(ctx context.Context, queue, user string) (Standing, error)
 	// Leave removes the user from the line, or gives back an unused token.
 	// It reports whether anything was removed.
 	Leave(ctx context.Context, queue, user string) (bool, error)
@@ -253,7 +314,7 @@ type Line interface {
 	// the user with the queue's TTL and they are Ready. A user in line gets
 	// their place (Waiting), one holding a valid token gets it (Ready);
 	// otherwise NotInQueue: the line is busy, join it.
-	AdmitNow(ctx context.Context, queue, user, token string) (Entry, error)
+	AdmitNow(ctx context.Context, queue, user, token string) (Standing, error)
 	// Seen marks users still in line as present now (AbandonAfter).
 	Seen(ctx context.Context, queue string, users []string) error
 	// Snapshot reads the line's head, last ticket, length, the tickets
@@ -332,4 +393,18 @@ type Inspector interface {
 	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
 	// Ping reports whether the store answers (readiness).
 	Ping(ctx context.Context) error
+}
+
+// tokenBytes is the entropy of an entry token: 128 bits.
+const tokenBytes = 16
+
+// NewTokens returns n random entry tokens (128 bits each, base64url).
+func NewTokens(n int) []string {
+	buf := make([]byte, n*tokenBytes)
+	rand.Read(buf) // never fails (crypto/rand panics rather than return a weak value)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = base64.RawURLEncoding.EncodeToString(buf[i*tokenBytes : (i+1)*tokenBytes])
+	}
+	return out
 }

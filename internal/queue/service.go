@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // View is what a user is told about their standing.
@@ -41,7 +43,7 @@ type View struct {
 // place in line. WaitStatus holds such users; nobody else is worth holding
 // (a held request answers as soon as the line is found stalled).
 func (v View) AdmissionNear() bool {
-	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= PollAfter(0)
+	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
 }
 
 // ErrQueueClosed: the queue's closesAt has passed, or its method is reject,
@@ -93,25 +95,11 @@ func NewService(store Store, snapshotAge time.Duration) *Service {
 // RunPresence sends this instance's seen marks (no-shows, see presence)
 // every PresenceFlush until ctx ends.
 func (s *Service) RunPresence(ctx context.Context, logger *slog.Logger) {
-	troubles := newTroubles(logger, "no-shows: sending seen marks")
-	every(ctx, PresenceFlush, func() { s.presence.flush(ctx, troubles) })
+	troubles := perqueue.NewTroubles(logger, "no-shows: sending seen marks")
+	perqueue.Every(ctx, presenceFlush, func() { s.presence.flush(ctx, troubles) })
 	// The marks taken since the last flush go too: an instance draining
 	// must not make its pollers look absent.
 	s.presence.flush(context.WithoutCancel(ctx), troubles)
-}
-
-// every runs fn every d until ctx ends.
-func every(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn()
-	}
 }
 
 // SnapshotAnswers counts status polls answered from a snapshot (hits) and
@@ -244,9 +232,9 @@ func (s *Service) Status(ctx context.Context, queue, user string) (View, error) 
 // status is Status before the estimate: from the snapshot when it can
 // answer, else from the store (remembering the ticket it gives). A user
 // near enough the front for no-shows to matter is marked present.
-func (s *Service) status(ctx context.Context, queue, user string) (Entry, error) {
+func (s *Service) status(ctx context.Context, queue, user string) (Standing, error) {
 	if err := validate(queue, user); err != nil {
-		return Entry{}, err
+		return Standing{}, err
 	}
 	if s.snaps != nil {
 		if e, ok := s.snaps.status(ctx, queue, user); ok {
@@ -256,7 +244,7 @@ func (s *Service) status(ctx context.Context, queue, user string) (Entry, error)
 	}
 	e, err := s.store.Status(ctx, queue, user)
 	if err != nil {
-		return Entry{}, err
+		return Standing{}, err
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
@@ -312,7 +300,7 @@ func (s *Service) Leave(ctx context.Context, queue, user string) error {
 	}
 	_, err := s.store.Leave(ctx, queue, user)
 	if err == nil && s.snaps != nil {
-		s.snaps.remember(queue, user, Entry{State: NotInQueue})
+		s.snaps.remember(queue, user, Standing{State: NotInQueue})
 		s.snaps.changed(queue)
 	}
 	return err
@@ -327,7 +315,7 @@ func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
 }
 
 // RecentConfig is Config read at most a second ago: what every enter asks
-// (the queue's entry policy) without a store round trip each time. A
+// (the queue's join policy) without a store round trip each time. A
 // change made through this instance shows at once, one made through
 // another within the second.
 func (s *Service) RecentConfig(ctx context.Context, queue string) (Config, error) {
@@ -444,21 +432,21 @@ func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (crea
 	return true, s.PutConfig(ctx, queue, c)
 }
 
-func (s *Service) view(e Entry) View {
+func (s *Service) view(e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	switch {
 	case e.State == Waiting && e.PreQueue:
 		v.OpensAt = e.Pace.OpensAt
-		p := PollAfterOpening(time.Until(v.OpensAt))
+		p := pollAfterOpening(time.Until(v.OpensAt))
 		v.PollAfterSeconds = &p
 	case e.State == Waiting:
 		v.Position, v.Length, v.Stalled = e.Position, e.Length, e.Pace.Stalled
-		v.EstimatedWaitSeconds = EstimateWait(e.Position, e.Pace)
+		v.EstimatedWaitSeconds = estimateWait(e.Position, e.Pace)
 		if e.Pace.Drawn {
 			v.Position, v.Drawn = 0, true
-			v.EstimatedWaitSeconds = EstimateDrawWait(e.Length, e.Pace)
+			v.EstimatedWaitSeconds = estimateDrawWait(e.Length, e.Pace)
 		}
-		p := JitterSeconds(PollAfter(v.EstimatedWaitSeconds))
+		p := jitterSeconds(pollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
 	case e.State == Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt

@@ -56,9 +56,9 @@ type Config struct {
 	// RateDerivation explains where RatePerSecond came from, for operators.
 	RateDerivation string
 
-	// Entry says who may take a place (default EntryChallenge).
-	Entry EntryPolicy
-	// ChallengeCost is the proof of work's difficulty under EntryChallenge:
+	// Join says who may take a place (default JoinChallenge).
+	Join JoinPolicy
+	// ChallengeCost is the proof of work's difficulty under JoinChallenge:
 	// PBKDF2 iterations per attempt (package challenge; MinChallengeCost).
 	ChallengeCost int
 
@@ -66,24 +66,24 @@ type Config struct {
 	Message Message
 }
 
-// EntryPolicy says who may take a place in a queue. Re-entering keeps a
+// JoinPolicy says who may take a place in a queue. Re-entering keeps a
 // place and is never refused by the policy; it decides who may take a new
 // one.
-type EntryPolicy string
+type JoinPolicy string
 
 const (
-	// EntryAny: anyone with an identity (a signed-in user's JWT or the
+	// JoinAny: anyone with an identity (a signed-in user's JWT or the
 	// anonymous session cookie the page gets).
-	EntryAny EntryPolicy = "any"
-	// EntryChallenge: anonymous sessions solve a proof-of-work challenge
+	JoinAny JoinPolicy = "any"
+	// JoinChallenge: anonymous sessions solve a proof-of-work challenge
 	// for each place (the page does it unseen); signed-in users do not.
-	EntryChallenge EntryPolicy = "challenge"
-	// EntrySigned: signed-in users only.
-	EntrySigned EntryPolicy = "signed"
+	JoinChallenge JoinPolicy = "challenge"
+	// JoinSigned: signed-in users only.
+	JoinSigned JoinPolicy = "signed"
 )
 
 // Valid reports whether p is one of the policies.
-func (p EntryPolicy) Valid() bool { return p == EntryAny || p == EntryChallenge || p == EntrySigned }
+func (p JoinPolicy) Valid() bool { return p == JoinAny || p == JoinChallenge || p == JoinSigned }
 
 // QueueingMethod is how a queue lets people in (queueingMethod).
 type QueueingMethod string
@@ -202,7 +202,9 @@ type Setting struct {
 	Name string
 	// Field is its field in the store's config hash (rate).
 	Field string
-	Kind  Kind
+	// Kind follows from the row's value: the Go type of its field on
+	// Config decides it (declared), so the two cannot disagree.
+	Kind Kind
 	// Unit is what one JSON number of a Duration counts (time.Millisecond
 	// for intervalMs).
 	Unit time.Duration
@@ -210,102 +212,157 @@ type Setting struct {
 	// excluded when MinExclusive).
 	Min, Max     float64
 	MinExclusive bool
-	// OffZero: 0 is accepted too, outside [Min, Max], and turns the
+	// ZeroMeansOff: 0 is accepted too, outside [Min, Max], and turns the
 	// setting off (abandonAfterSeconds).
-	OffZero bool
-	// Choices are the values a Choice takes.
+	ZeroMeansOff bool
+	// Choices are the values a Choice takes, from its row's value.
 	Choices []string
 	// ReadOnly settings are shown by the admin API but never set through
 	// it (where the rate came from).
 	ReadOnly bool
-	// Always: every config ever written has the field, so a config hash
-	// without it is damaged (a partial write, an evicted or hand-edited
-	// key), never an old one to fill with the default.
-	Always bool
+	// RequiredInStore: every config ever written has the field, so a
+	// config hash without it is damaged (a partial write, an evicted or
+	// hand-edited key), never an old one to fill with the default.
+	RequiredInStore bool
 	// Default is the JSON value a queue starts with (DefaultConfig).
 	Default any
-	// Label names the setting for people in a few words, Help says what
-	// it does, and ChoiceLabels name a Choice's values in Choices' order:
-	// in English, the one place English has them (the admin page and
-	// --help show them); the page's other languages translate them in
-	// internal/web/messages.
-	Label, Help  string
+	// Label names the setting for people in a few words, and ChoiceLabels
+	// name a Choice's values in Choices' order: in English, the one place
+	// English has them (the admin page and --help show them); the page's
+	// other languages translate them in internal/web/messages, where every
+	// language, English too, says what each setting does
+	// (settingHelp<Name>).
+	Label        string
 	ChoiceLabels []string
 	// Flag is the command-line flag (and, by it, the environment variable)
 	// that sets the setting for the default queue and new queues; "" for
 	// none.
 	Flag string
 
-	// get and set read and write the setting's Go value on a Config:
-	// float64 (Number), int64 (Integer), bool, time.Duration, time.Time,
-	// string (Choice, Text) or Message (TextByLanguage), by Kind.
-	get func(*Config) any
-	set func(*Config, any)
+	// value is the setting's one typed accessor: where on a Config its
+	// value lives (number, integer, duration, boolean, instant, choice,
+	// text, textByLanguage). Its get and set derive from it.
+	value access
+}
+
+// access is a setting's typed accessor as the table's code uses it: get
+// reads the setting's value on a Config as its Kind's Go type — float64
+// (Number), int64 (Integer), bool, time.Duration, time.Time, string
+// (Choice, Text) or Message (TextByLanguage) — and set writes one. Only
+// the constructors below make one, each pairing a Kind with its Go type,
+// so the table's code always hands set the type it takes.
+type access struct {
+	kind    Kind
+	choices []string
+	get     func(*Config) any
+	set     func(*Config, any)
+}
+
+// kindValue is the Go type of a Kind's values.
+type kindValue interface {
+	float64 | int64 | bool | time.Duration | time.Time | string | Message
+}
+
+// field is the accessor of a setting of kind whose Config field, at,
+// holds the kind's own Go type.
+func field[T kindValue](kind Kind, at func(*Config) *T) access {
+	return access{kind: kind, get: func(c *Config) any { return *at(c) }, set: func(c *Config, v any) { *at(c) = v.(T) }}
+}
+
+func number(at func(*Config) *float64) access         { return field(Number, at) }
+func duration(at func(*Config) *time.Duration) access { return field(Duration, at) }
+func boolean(at func(*Config) *bool) access           { return field(Bool, at) }
+func instant(at func(*Config) *time.Time) access      { return field(Instant, at) }
+func text(at func(*Config) *string) access            { return field(Text, at) }
+func textByLanguage(at func(*Config) *Message) access { return field(TextByLanguage, at) }
+
+// integer is the accessor of an Integer whose field is any integer type.
+func integer[T ~int | ~int64](at func(*Config) *T) access {
+	return access{kind: Integer, get: func(c *Config) any { return int64(*at(c)) }, set: func(c *Config, v any) { *at(c) = T(v.(int64)) }}
+}
+
+// choice is the accessor of a Choice among choices, whose field is of
+// their string type.
+func choice[T ~string](choices []T, at func(*Config) *T) access {
+	a := access{kind: Choice, get: func(c *Config) any { return string(*at(c)) }, set: func(c *Config, v any) { *at(c) = T(v.(string)) }}
+	for _, ch := range choices {
+		a.choices = append(a.choices, string(ch))
+	}
+	return a
+}
+
+// declared completes the rows with what their values decide: the Kind,
+// and a Choice's values.
+func declared(rows []Setting) []Setting {
+	for i := range rows {
+		rows[i].Kind, rows[i].Choices = rows[i].value.kind, rows[i].value.choices
+	}
+	return rows
 }
 
 // Settings is every per-queue setting, in the order people read them.
-var Settings = []Setting{
-	{Name: "ratePerSecond", Field: "rate", Always: true, Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
-		Label: "Rate (users / s)", Flag: "rate", Help: "Admitted users per second, all instances together; with adaptive on, the adaptive rate starts from half of it. Set alone through the admin API, it switches adaptive off.",
-		get: func(c *Config) any { return c.RatePerSecond }, set: func(c *Config, v any) { c.RatePerSecond = v.(float64) }},
-	{Name: "batchSize", Field: "batch", Always: true, Kind: Integer, Min: 1, Max: 10_000, Default: int64(10),
-		Label: "Batch", Flag: "batch", Help: "Most users one admission tick lets in.",
-		get: func(c *Config) any { return int64(c.BatchSize) }, set: func(c *Config, v any) { c.BatchSize = int(v.(int64)) }},
-	{Name: "intervalMs", Field: "interval_ms", Always: true, Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(100),
-		Label: "Tick (ms)", Flag: "interval", Help: "The admission tick: each admits ratePerSecond × intervalMs / 1000 users, at most batchSize.",
-		get: func(c *Config) any { return c.Interval }, set: func(c *Config, v any) { c.Interval = v.(time.Duration) }},
-	{Name: "capacity", Field: "capacity", Always: true, Kind: Integer, Min: 1, Max: 100_000_000, Default: int64(100_000),
-		Label: "Capacity", Flag: "capacity", Help: "Most users waiting; beyond it entering is refused (429).",
-		get: func(c *Config) any { return c.Capacity }, set: func(c *Config, v any) { c.Capacity = v.(int64) }},
-	{Name: "tokenTtlSeconds", Field: "ttl_ms", Always: true, Kind: Duration, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
-		Label: "Entry lifetime (s)", Flag: "token-ttl", Help: "How long an entry token lives.",
-		get: func(c *Config) any { return c.TokenTTL }, set: func(c *Config, v any) { c.TokenTTL = v.(time.Duration) }},
-	{Name: "sessionMaxSeconds", Field: "session_ms", Kind: Duration, Unit: time.Second, OffZero: true, Min: 1, Max: 7 * 86_400, Default: int64(0),
-		Label: "Session at most (s)", Flag: "session-max", Help: "Sliding sessions (0: off): each use of an entry on a session route gives it tokenTtlSeconds more, never past this long after it was issued; at least tokenTtlSeconds.",
-		get: func(c *Config) any { return c.SessionMax }, set: func(c *Config, v any) { c.SessionMax = v.(time.Duration) }},
-	{Name: "maxActiveTokens", Field: "max_active", Kind: Integer, Min: 0, Max: 100_000_000, Default: int64(0),
-		Label: "Live tokens cap", Flag: "max-active-tokens", Help: "Most entry tokens alive at once (0: no cap); admission lets in no more than the room under it.",
-		get: func(c *Config) any { return c.MaxActiveTokens }, set: func(c *Config, v any) { c.MaxActiveTokens = v.(int64) }},
-	{Name: "paused", Field: "paused", Kind: Bool, Default: false,
-		Label: "Paused", Help: "Stops admission; entering and status go on.",
-		get: func(c *Config) any { return c.Paused }, set: func(c *Config, v any) { c.Paused = v.(bool) }},
-	{Name: "adaptive", Field: "adaptive", Kind: Bool, Default: false,
-		Label: "Adaptive rate", Flag: "adaptive", Help: "Let the rate follow the protected calls' latency and failures, within minRatePerSecond..maxRatePerSecond.",
-		get: func(c *Config) any { return c.Adaptive }, set: func(c *Config, v any) { c.Adaptive = v.(bool) }},
-	{Name: "minRatePerSecond", Field: "min_rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 1.0,
-		Label: "Floor (users / s)", Flag: "min-rate", Help: "The adaptive rate's floor.",
-		get: func(c *Config) any { return c.MinRate }, set: func(c *Config, v any) { c.MinRate = v.(float64) }},
-	{Name: "maxRatePerSecond", Field: "max_rate", Kind: Number, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
-		Label: "Ceiling (users / s)", Flag: "max-rate", Help: "The adaptive rate's ceiling; with adaptive on, maxRatePerSecond × intervalMs / 1000 must fit in batchSize.",
-		get: func(c *Config) any { return c.MaxRate }, set: func(c *Config, v any) { c.MaxRate = v.(float64) }},
-	{Name: "targetLatencyMs", Field: "target_ms", Kind: Duration, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(250),
-		Label: "Target latency (ms)", Flag: "target-latency", Help: "The latency of protected calls (an order) the adaptive rate holds to: it grows while they stay near it and backs off when they rise above it or fail.",
-		get: func(c *Config) any { return c.TargetLatency }, set: func(c *Config, v any) { c.TargetLatency = v.(time.Duration) }},
-	{Name: "abandonAfterSeconds", Field: "abandon_ms", Kind: Duration, Unit: time.Second, OffZero: true, Min: 15, Max: 86_400, Default: int64(0),
-		Label: "Skip no-shows after (s)", Flag: "abandon-after", Help: "Skip at admission a waiting user who has not asked for their status for this long (0: never); they are told NOT_IN_QUEUE and may enter again at the back.",
-		get: func(c *Config) any { return c.AbandonAfter }, set: func(c *Config, v any) { c.AbandonAfter = v.(time.Duration) }},
-	{Name: "opensAt", Field: "opens_at", Kind: Instant, Default: "",
-		Label: "Opens at", Help: "When the line opens (RFC 3339; empty: no opening). Entries before it wait in a pre-queue and are placed in the line in a random order at that moment; later ones join behind, in order.",
-		get: func(c *Config) any { return c.OpensAt }, set: func(c *Config, v any) { c.OpensAt = v.(time.Time) }},
-	{Name: "closesAt", Field: "closes_at", Kind: Instant, Default: "",
-		Label: "Closes at", Help: "When the line closes (RFC 3339; empty: never). From then on nobody new takes a place (403 queue_closed); whoever is in line keeps their place and is let in as admission reaches them, and whoever holds an entry keeps it.",
-		get: func(c *Config) any { return c.ClosesAt }, set: func(c *Config, v any) { c.ClosesAt = v.(time.Time) }},
-	{Name: "queueingMethod", Field: "method", Kind: Choice, Choices: []string{string(MethodFIFO), string(MethodReject), string(MethodPassthrough), string(MethodRandom)}, Default: string(MethodFIFO),
-		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers", "Straight in (count and protect)", "Random draw (lottery)"}, Help: "How the line lets people in: fifo (in the order they came, at the rate), reject (nobody new takes a place, 403 queue_closed, as after closesAt; whoever is in line is let in, whoever holds an entry keeps it), passthrough (whoever enters gets an entry at once, outside the rate, while maxActiveTokens has room; over it they wait in line as under fifo) or random (each tick draws whom it lets in uniformly at random among everyone in line, at the rate; no position is shown, only the line's length and the expected wait of a draw).",
-		get: func(c *Config) any { return string(c.Method) }, set: func(c *Config, v any) { c.Method = QueueingMethod(v.(string)) }},
-	{Name: "entry", Field: "entry", Kind: Choice, Choices: []string{string(EntryAny), string(EntryChallenge), string(EntrySigned)}, Default: string(EntryChallenge),
-		Label: "Who may enter", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"}, Help: "Who may take a place: any (anyone with a session), challenge (an anonymous session solves a proof of work for each place, unseen in the page; signed-in users do not) or signed (signed-in users only).",
-		get: func(c *Config) any { return string(c.Entry) }, set: func(c *Config, v any) { c.Entry = EntryPolicy(v.(string)) }},
-	{Name: "challengeCost", Field: "challenge_cost", Kind: Integer, Min: MinChallengeCost, Max: MaxChallengeCost, Default: int64(DefaultChallengeCost),
-		Label: "Proof-of-work cost", Flag: "challenge-cost", Help: "The proof of work's difficulty under entry challenge: PBKDF2 iterations per attempt, 4096 attempts on average; checking a solution takes one.",
-		get: func(c *Config) any { return int64(c.ChallengeCost) }, set: func(c *Config, v any) { c.ChallengeCost = int(v.(int64)) }},
-	{Name: "message", Field: "message", Kind: TextByLanguage, Default: "",
-		Label: "Message to the line", Help: fmt.Sprintf("A word to the people in line, shown on the waiting page within one poll and carried in the entry and status answers: one text for everyone, or one per language ({\"en\": \"…\", \"ja\": \"…\"}), each at most %d characters, shown as text (markup is never run); \"\" clears it.", MaxMessageChars),
-		get: func(c *Config) any { return c.Message }, set: func(c *Config, v any) { c.Message = v.(Message) }},
-	{Name: "rateDerivation", Field: "derivation", Kind: Text, ReadOnly: true, Default: "set directly: 100/s",
-		Label: "Rate derived from", Help: "Where ratePerSecond came from.",
-		get: func(c *Config) any { return c.RateDerivation }, set: func(c *Config, v any) { c.RateDerivation = v.(string) }},
-}
+var Settings = declared([]Setting{
+	{Name: "ratePerSecond", Field: "rate", RequiredInStore: true, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+		Label: "Rate (users / s)", Flag: "rate",
+		value: number(func(c *Config) *float64 { return &c.RatePerSecond })},
+	{Name: "batchSize", Field: "batch", RequiredInStore: true, Min: 1, Max: 10_000, Default: int64(10),
+		Label: "Batch", Flag: "batch",
+		value: integer(func(c *Config) *int { return &c.BatchSize })},
+	{Name: "intervalMs", Field: "interval_ms", RequiredInStore: true, Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(100),
+		Label: "Tick (ms)", Flag: "interval",
+		value: duration(func(c *Config) *time.Duration { return &c.Interval })},
+	{Name: "capacity", Field: "capacity", RequiredInStore: true, Min: 1, Max: 100_000_000, Default: int64(100_000),
+		Label: "Capacity", Flag: "capacity",
+		value: integer(func(c *Config) *int64 { return &c.Capacity })},
+	{Name: "tokenTtlSeconds", Field: "ttl_ms", RequiredInStore: true, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
+		Label: "Entry lifetime (s)", Flag: "token-ttl",
+		value: duration(func(c *Config) *time.Duration { return &c.TokenTTL })},
+	{Name: "sessionMaxSeconds", Field: "session_ms", Unit: time.Second, ZeroMeansOff: true, Min: 1, Max: 7 * 86_400, Default: int64(0),
+		Label: "Session at most (s)", Flag: "session-max",
+		value: duration(func(c *Config) *time.Duration { return &c.SessionMax })},
+	{Name: "maxActiveTokens", Field: "max_active", Min: 0, Max: 100_000_000, Default: int64(0),
+		Label: "Live tokens cap", Flag: "max-active-tokens",
+		value: integer(func(c *Config) *int64 { return &c.MaxActiveTokens })},
+	{Name: "paused", Field: "paused", Default: false,
+		Label: "Paused",
+		value: boolean(func(c *Config) *bool { return &c.Paused })},
+	{Name: "adaptive", Field: "adaptive", Default: false,
+		Label: "Adaptive rate", Flag: "adaptive",
+		value: boolean(func(c *Config) *bool { return &c.Adaptive })},
+	{Name: "minRatePerSecond", Field: "min_rate", Min: 0, MinExclusive: true, Max: 1e6, Default: 1.0,
+		Label: "Floor (users / s)", Flag: "min-rate",
+		value: number(func(c *Config) *float64 { return &c.MinRate })},
+	{Name: "maxRatePerSecond", Field: "max_rate", Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+		Label: "Ceiling (users / s)", Flag: "max-rate",
+		value: number(func(c *Config) *float64 { return &c.MaxRate })},
+	{Name: "targetLatencyMs", Field: "target_ms", Unit: time.Millisecond, Min: 1, Max: 60_000, Default: int64(250),
+		Label: "Target latency (ms)", Flag: "target-latency",
+		value: duration(func(c *Config) *time.Duration { return &c.TargetLatency })},
+	{Name: "abandonAfterSeconds", Field: "abandon_ms", Unit: time.Second, ZeroMeansOff: true, Min: 15, Max: 86_400, Default: int64(0),
+		Label: "Skip no-shows after (s)", Flag: "abandon-after",
+		value: duration(func(c *Config) *time.Duration { return &c.AbandonAfter })},
+	{Name: "opensAt", Field: "opens_at", Default: "",
+		Label: "Opens at",
+		value: instant(func(c *Config) *time.Time { return &c.OpensAt })},
+	{Name: "closesAt", Field: "closes_at", Default: "",
+		Label: "Closes at",
+		value: instant(func(c *Config) *time.Time { return &c.ClosesAt })},
+	{Name: "queueingMethod", Field: "method", Default: string(MethodFIFO),
+		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers", "Straight in (count and protect)", "Random draw (lottery)"},
+		value: choice([]QueueingMethod{MethodFIFO, MethodReject, MethodPassthrough, MethodRandom}, func(c *Config) *QueueingMethod { return &c.Method })},
+	{Name: "entry", Field: "entry", Default: string(JoinChallenge),
+		Label: "Who may join", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"},
+		value: choice([]JoinPolicy{JoinAny, JoinChallenge, JoinSigned}, func(c *Config) *JoinPolicy { return &c.Join })},
+	{Name: "challengeCost", Field: "challenge_cost", Min: MinChallengeCost, Max: MaxChallengeCost, Default: int64(DefaultChallengeCost),
+		Label: "Proof-of-work cost", Flag: "challenge-cost",
+		value: integer(func(c *Config) *int { return &c.ChallengeCost })},
+	{Name: "message", Field: "message", Default: "",
+		Label: "Message to the line",
+		value: textByLanguage(func(c *Config) *Message { return &c.Message })},
+	{Name: "rateDerivation", Field: "derivation", ReadOnly: true, Default: "set directly: 100/s",
+		Label: "Rate derived from",
+		value: text(func(c *Config) *string { return &c.RateDerivation })},
+})
 
 // SettingNamed returns the setting with the given JSON name.
 func SettingNamed(name string) (Setting, bool) {
@@ -321,7 +378,7 @@ func SettingNamed(name string) (Setting, bool) {
 // int64 (Integer, and Duration in whole Units), bool, string, or nil for an
 // Instant that is not set.
 func (s Setting) Value(c Config) any {
-	switch v := s.get(&c).(type) {
+	switch v := s.value.get(&c).(type) {
 	case time.Duration:
 		return int64(v / s.Unit)
 	case time.Time:
@@ -330,7 +387,7 @@ func (s Setting) Value(c Config) any {
 		}
 		return v.UTC().Format(time.RFC3339Nano)
 	case Message:
-		return v.AdminValue()
+		return v.adminValue()
 	default:
 		return v
 	}
@@ -350,7 +407,7 @@ func (s Setting) Set(c *Config, v any) error {
 		if err := s.check(f); err != nil {
 			return err
 		}
-		s.set(c, f)
+		s.value.set(c, f)
 	case Integer, Duration:
 		n, ok := v.(int64)
 		if !ok {
@@ -360,16 +417,16 @@ func (s Setting) Set(c *Config, v any) error {
 			return err
 		}
 		if s.Kind == Integer {
-			s.set(c, n)
+			s.value.set(c, n)
 		} else {
-			s.set(c, time.Duration(n)*s.Unit) // in range, so it cannot overflow
+			s.value.set(c, time.Duration(n)*s.Unit) // in range, so it cannot overflow
 		}
 	case Bool:
 		b, ok := v.(bool)
 		if !ok {
 			return s.typeError(v)
 		}
-		s.set(c, b)
+		s.value.set(c, b)
 	case Instant:
 		str, ok := v.(string)
 		if !ok {
@@ -380,7 +437,7 @@ func (s Setting) Set(c *Config, v any) error {
 			return fmt.Errorf("%w: %s must be an RFC 3339 time such as 2026-12-24T20:00:00+09:00 (or \"\" for none), got %q",
 				ErrInvalidConfig, s.Name, str)
 		}
-		s.set(c, t)
+		s.value.set(c, t)
 	case Choice, Text:
 		str, ok := v.(string)
 		if !ok {
@@ -391,13 +448,13 @@ func (s Setting) Set(c *Config, v any) error {
 				return err
 			}
 		}
-		s.set(c, str)
+		s.value.set(c, str)
 	case TextByLanguage:
-		m, err := ParseMessage(v)
+		m, err := parseMessage(v)
 		if err != nil {
 			return err
 		}
-		s.set(c, m)
+		s.value.set(c, m)
 	}
 	return nil
 }
@@ -429,13 +486,13 @@ func (s Setting) Parse(c *Config, text string) error {
 	if err != nil {
 		return fmt.Errorf("%s must be a %s", s.Name, s.Kind)
 	}
-	s.set(c, v)
+	s.value.set(c, v)
 	return nil
 }
 
 // Format is the setting's value on c as Parse reads it.
 func (s Setting) Format(c Config) string {
-	switch v := s.get(&c).(type) {
+	switch v := s.value.get(&c).(type) {
 	case time.Time:
 		if v.IsZero() {
 			return ""
@@ -469,7 +526,7 @@ func (s Setting) check(v float64) error {
 	if s.Kind != Number && s.Kind != Integer && s.Kind != Duration {
 		return nil
 	}
-	if s.OffZero && v == 0 {
+	if s.ZeroMeansOff && v == 0 {
 		return nil
 	}
 	low := v >= s.Min
@@ -479,7 +536,7 @@ func (s Setting) check(v float64) error {
 	if low && v <= s.Max { // false for NaN
 		return nil
 	}
-	return fmt.Errorf("%w: %s must be %s, got %s", ErrInvalidConfig, s.Name, s.Range(), strconv.FormatFloat(v, 'f', -1, 64))
+	return fmt.Errorf("%w: %s must be %s, got %s", ErrInvalidConfig, s.Name, s.rangeText(), strconv.FormatFloat(v, 'f', -1, 64))
 }
 
 // checkChoice holds a string against the setting's choices.
@@ -492,13 +549,13 @@ func (s Setting) checkChoice(v string) error {
 }
 
 // Range says in words which values the setting takes.
-func (s Setting) Range() string {
+func (s Setting) rangeText() string {
 	g := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	r := g(s.Min) + ".." + g(s.Max)
 	if s.MinExclusive {
 		r = "> " + g(s.Min) + " and ≤ " + g(s.Max)
 	}
-	if s.OffZero {
+	if s.ZeroMeansOff {
 		r = "0 (off) or " + r
 	}
 	return r
@@ -508,7 +565,7 @@ func (s Setting) Range() string {
 // is held as is, not truncated to its Unit (300 ms is not 1..86400
 // seconds), and must be whole milliseconds, as the store keeps it.
 func (s Setting) validate(c Config) error {
-	switch v := s.get(&c).(type) {
+	switch v := s.value.get(&c).(type) {
 	case float64:
 		return s.check(v)
 	case int64:
@@ -532,7 +589,7 @@ func StoreFields(c Config) []string {
 	out := make([]string, 0, 2*len(Settings))
 	for _, s := range Settings {
 		var v string
-		switch x := s.get(&c).(type) {
+		switch x := s.value.get(&c).(type) {
 		case float64:
 			v = strconv.FormatFloat(x, 'f', -1, 64)
 		case int64:
@@ -570,7 +627,7 @@ func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 	for _, s := range Settings {
 		raw, ok := get(s.Field)
 		if !ok {
-			if s.Always {
+			if s.RequiredInStore {
 				return Config{}, fmt.Errorf("queue config damaged: field %s missing", s.Field)
 			}
 			continue
@@ -580,33 +637,33 @@ func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 		case Number:
 			var f float64
 			f, err = strconv.ParseFloat(raw, 64)
-			s.set(&c, f)
+			s.value.set(&c, f)
 		case Integer, Duration, Instant:
 			var n int64
 			n, err = strconv.ParseInt(raw, 10, 64)
 			switch s.Kind {
 			case Integer:
-				s.set(&c, n)
+				s.value.set(&c, n)
 			case Duration:
-				s.set(&c, time.Duration(n)*time.Millisecond)
+				s.value.set(&c, time.Duration(n)*time.Millisecond)
 			case Instant:
 				var t time.Time
 				if n != 0 {
 					t = time.UnixMilli(n).UTC()
 				}
-				s.set(&c, t)
+				s.value.set(&c, t)
 			}
 		case Bool:
-			s.set(&c, raw == "1")
+			s.value.set(&c, raw == "1")
 		case Choice:
 			err = s.checkChoice(raw)
-			s.set(&c, raw)
+			s.value.set(&c, raw)
 		case Text:
-			s.set(&c, raw)
+			s.value.set(&c, raw)
 		case TextByLanguage:
 			var m Message
 			m, err = messageFromStore(raw)
-			s.set(&c, m)
+			s.value.set(&c, m)
 		}
 		if err != nil {
 			return Config{}, fmt.Errorf("queue config field %s: %w", s.Field, err)
@@ -652,7 +709,7 @@ func defaultFromSettings() Config {
 	var c Config
 	for _, s := range Settings {
 		if s.ReadOnly {
-			s.set(&c, s.Default)
+			s.value.set(&c, s.Default)
 			continue
 		}
 		if err := s.Set(&c, s.Default); err != nil {

@@ -1,6 +1,7 @@
-package queue_test
+package queue
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,12 +11,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
-	if err := queue.DefaultConfig().Validate(); err != nil {
+	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -23,20 +22,20 @@ func TestDefaultConfigIsValid(t *testing.T) {
 // TestConfigThroughTheStoreFields: every setting survives the store's
 // hash, whatever its kind; a field the hash lacks takes its default.
 func TestConfigThroughTheStoreFields(t *testing.T) {
-	c := queue.Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
+	c := Config{RatePerSecond: 33.5, BatchSize: 7, Interval: 250 * time.Millisecond, Capacity: 1234,
 		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
 		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
 		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand",
-		Method: queue.MethodPassthrough, Entry: queue.EntrySigned, ChallengeCost: 1234}
-	fields := queue.StoreFields(c)
+		Method: MethodPassthrough, Join: JoinSigned, ChallengeCost: 1234}
+	fields := StoreFields(c)
 	m := map[string]string{}
 	for i := 0; i < len(fields); i += 2 {
 		m[fields[i]] = fields[i+1]
 	}
-	if len(m) != len(queue.Settings) {
-		t.Fatalf("%d fields for %d settings: %v", len(m), len(queue.Settings), fields)
+	if len(m) != len(Settings) {
+		t.Fatalf("%d fields for %d settings: %v", len(m), len(Settings), fields)
 	}
-	got, err := queue.ConfigFromStore(m)
+	got, err := ConfigFromStore(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,20 +44,20 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 	}
 
 	old := map[string]string{"rate": "10", "batch": "5", "interval_ms": "100", "capacity": "9", "ttl_ms": "60000", "paused": "0", "derivation": "x"}
-	got, err = queue.ConfigFromStore(old)
+	got, err = ConfigFromStore(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := queue.DefaultConfig()
+	def := DefaultConfig()
 	if got.MaxActiveTokens != 0 || got.Adaptive || got.MinRate != def.MinRate || got.MaxRate != def.MaxRate ||
 		got.TargetLatency != def.TargetLatency || got.AbandonAfter != 0 || !got.OpensAt.IsZero() || got.RatePerSecond != 10 ||
-		got.Entry != queue.EntryChallenge || got.ChallengeCost != def.ChallengeCost || got.Method != queue.MethodFIFO {
+		got.Join != JoinChallenge || got.ChallengeCost != def.ChallengeCost || got.Method != MethodFIFO {
 		t.Fatalf("a config written before the newer settings: %+v", got)
 	}
 	for field, bad := range map[string]string{"rate": "fast", "entry": "everyone", "method": "lottery"} {
 		damaged := maps.Clone(old)
 		damaged[field] = bad
-		if _, err := queue.ConfigFromStore(damaged); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := ConfigFromStore(damaged); err == nil || !strings.Contains(err.Error(), field) {
 			t.Fatalf("a malformed field %s: %v", field, err)
 		}
 	}
@@ -67,26 +66,26 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 // TestApply: the admin's changes, their rules, and refusals that name the
 // setting and change nothing.
 func TestApply(t *testing.T) {
-	base := queue.DefaultConfig()
+	base := DefaultConfig()
 	base.Adaptive = true
 
-	c, err := queue.Apply(base, map[string]any{"ratePerSecond": 50.0})
+	c, err := Apply(base, map[string]any{"ratePerSecond": 50.0})
 	if err != nil || c.Adaptive || c.RatePerSecond != 50 || c.RateDerivation != "set by admin" {
 		t.Fatalf("a manual rate: %+v, %v; want adaptive off and the rate set by admin", c, err)
 	}
-	c, err = queue.Apply(base, map[string]any{"ratePerSecond": 50.0, "adaptive": true})
+	c, err = Apply(base, map[string]any{"ratePerSecond": 50.0, "adaptive": true})
 	if err != nil || !c.Adaptive || c.RatePerSecond != 50 {
 		t.Fatalf("a rate to start the adaptive one from: %+v, %v", c, err)
 	}
-	c, err = queue.Apply(base, map[string]any{"paused": true, "opensAt": "2026-12-24T20:00:00+09:00", "abandonAfterSeconds": int64(30)})
+	c, err = Apply(base, map[string]any{"paused": true, "opensAt": "2026-12-24T20:00:00+09:00", "abandonAfterSeconds": int64(30)})
 	if err != nil || !c.Adaptive || !c.Paused || !c.OpensAt.Equal(time.Date(2026, 12, 24, 11, 0, 0, 0, time.UTC)) || c.AbandonAfter != 30*time.Second {
 		t.Fatalf("other settings: %+v, %v", c, err)
 	}
-	if c, err = queue.Apply(c, map[string]any{"opensAt": ""}); err != nil || !c.OpensAt.IsZero() {
+	if c, err = Apply(c, map[string]any{"opensAt": ""}); err != nil || !c.OpensAt.IsZero() {
 		t.Fatalf("clearing opensAt: %v, %v", c.OpensAt, err)
 	}
-	if c, err = queue.Apply(c, map[string]any{"entry": "signed", "challengeCost": int64(2000)}); err != nil || c.Entry != queue.EntrySigned || c.ChallengeCost != 2000 {
-		t.Fatalf("the entry policy and its cost: %v %v, %v", c.Entry, c.ChallengeCost, err)
+	if c, err = Apply(c, map[string]any{"entry": "signed", "challengeCost": int64(2000)}); err != nil || c.Join != JoinSigned || c.ChallengeCost != 2000 {
+		t.Fatalf("the join policy and its cost: %v %v, %v", c.Join, c.ChallengeCost, err)
 	}
 
 	for _, tc := range []struct {
@@ -103,15 +102,15 @@ func TestApply(t *testing.T) {
 		{"malformed opensAt", map[string]any{"opensAt": "24 Dec"}, "opensAt"},
 		{"wrong type", map[string]any{"paused": "yes"}, "paused"},
 		{"huge interval", map[string]any{"intervalMs": int64(1) << 62}, "intervalMs"},
-		{"unknown entry policy", map[string]any{"entry": "everyone"}, "entry"},
-		{"empty entry policy", map[string]any{"entry": ""}, "entry"},
-		{"entry policy not a string", map[string]any{"entry": 1.0}, "entry"},
+		{"unknown join policy", map[string]any{"entry": "everyone"}, "entry"},
+		{"empty join policy", map[string]any{"entry": ""}, "entry"},
+		{"join policy not a string", map[string]any{"entry": 1.0}, "entry"},
 		{"challenge too cheap", map[string]any{"challengeCost": int64(9)}, "challengeCost"},
 		{"challenge too dear", map[string]any{"challengeCost": int64(100_001)}, "challengeCost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := queue.Apply(base, tc.changes)
-			if !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			got, err := Apply(base, tc.changes)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("err = %v; want ErrInvalidConfig naming %s", err, tc.field)
 			}
 			if d := cmp.Diff(base, got); d != "" {
@@ -125,27 +124,27 @@ func TestApply(t *testing.T) {
 func TestValidateNamesTheSetting(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(*queue.Config)
+		edit  func(*Config)
 		field string
 	}{
-		{"min above max", func(c *queue.Config) { c.MinRate, c.MaxRate = 50, 5 }, "minRatePerSecond"},
-		{"adaptive ceiling beyond a tick", func(c *queue.Config) { c.Adaptive, c.MaxRate = true, 500 }, "maxRatePerSecond"},
-		{"rate beyond a tick", func(c *queue.Config) { c.RatePerSecond = 500 }, "batchSize"},
-		{"sub-second token TTL", func(c *queue.Config) { c.TokenTTL = 300 * time.Millisecond }, "tokenTtlSeconds"},
-		{"interval not whole ms", func(c *queue.Config) { c.Interval = 1500 * time.Microsecond }, "intervalMs"},
-		{"abandon 10 s", func(c *queue.Config) { c.AbandonAfter = 10 * time.Second }, "abandonAfterSeconds"},
-		{"no entry policy", func(c *queue.Config) { c.Entry = "" }, "entry"},
-		{"no challenge cost", func(c *queue.Config) { c.ChallengeCost = 0 }, "challengeCost"},
+		{"min above max", func(c *Config) { c.MinRate, c.MaxRate = 50, 5 }, "minRatePerSecond"},
+		{"adaptive ceiling beyond a tick", func(c *Config) { c.Adaptive, c.MaxRate = true, 500 }, "maxRatePerSecond"},
+		{"rate beyond a tick", func(c *Config) { c.RatePerSecond = 500 }, "batchSize"},
+		{"sub-second token TTL", func(c *Config) { c.TokenTTL = 300 * time.Millisecond }, "tokenTtlSeconds"},
+		{"interval not whole ms", func(c *Config) { c.Interval = 1500 * time.Microsecond }, "intervalMs"},
+		{"abandon 10 s", func(c *Config) { c.AbandonAfter = 10 * time.Second }, "abandonAfterSeconds"},
+		{"no join policy", func(c *Config) { c.Join = "" }, "entry"},
+		{"no challenge cost", func(c *Config) { c.ChallengeCost = 0 }, "challengeCost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := queue.DefaultConfig()
+			c := DefaultConfig()
 			tc.edit(&c)
-			if err := c.Validate(); !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("err = %v; want ErrInvalidConfig naming %s", err, tc.field)
 			}
 		})
 	}
-	c := queue.DefaultConfig()
+	c := DefaultConfig()
 	c.Adaptive, c.MaxRate = false, 500 // the ceiling matters only while adaptive
 	if err := c.Validate(); err != nil {
 		t.Fatalf("adaptive off with a high ceiling: %v", err)
@@ -169,16 +168,22 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s lacks the %q … %q block", path, begin, end)
 	}
+	// What each setting does is the admin page's English text (package
+	// web's messages; queue does not import web).
+	var help map[string]string
+	if raw, err := os.ReadFile("../web/messages/admin/en.json"); err != nil || json.Unmarshal(raw, &help) != nil {
+		t.Fatalf("the admin page's English texts: %v", err)
+	}
 	var b strings.Builder
 	b.WriteString("| setting | values | default | flag (default and new queues) | what it does |\n|---|---|---|---|---|\n")
-	def := queue.DefaultConfig()
-	for _, s := range queue.Settings {
-		values := map[queue.Kind]string{queue.Bool: "true, false", queue.Instant: "RFC 3339 time, or \"\" for none",
-			queue.Choice: strings.Join(s.Choices, ", "), queue.Text: "read-only",
-			queue.TextByLanguage: fmt.Sprintf("text, or texts by language (`{\"en\": …}`), ≤ %d characters each; \"\" for none", queue.MaxMessageChars)}[s.Kind]
+	def := DefaultConfig()
+	for _, s := range Settings {
+		values := map[Kind]string{Bool: "true, false", Instant: "RFC 3339 time, or \"\" for none",
+			Choice: strings.Join(s.Choices, ", "), Text: "read-only",
+			TextByLanguage: fmt.Sprintf("text, or texts by language (`{\"en\": …}`), ≤ %d characters each; \"\" for none", MaxMessageChars)}[s.Kind]
 		if values == "" {
-			values = s.Range()
-			if s.Kind == queue.Duration {
+			values = s.rangeText()
+			if s.Kind == Duration {
 				values += map[time.Duration]string{time.Millisecond: " ms", time.Second: " s"}[s.Unit]
 			}
 		}
@@ -190,7 +195,7 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		if v := s.Value(def); v != nil && v != "" {
 			dflt = fmt.Sprintf("`%v`", v)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, s.Help)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, help["settingHelp"+strings.ToUpper(s.Name[:1])+s.Name[1:]])
 	}
 	want := doc[:i+len(begin)] + b.String() + doc[j:]
 	if os.Getenv("WAITROOM_UPDATE_DOCS") != "" {

@@ -32,7 +32,7 @@ import (
 // every remembered ticket of the queue is dropped: a user the store no
 // longer holds is never told a place from the old line.
 type snapshots struct {
-	store  Line
+	store  line
 	maxAge time.Duration
 	// seed keys the hash of user ids the tickets are remembered by; random
 	// per process, so no one can choose an id that collides with another's.
@@ -74,7 +74,7 @@ type lineView struct {
 	fetching chan struct{} // closed when the fetch in flight ends
 }
 
-func newSnapshots(store Line, maxAge time.Duration) *snapshots {
+func newSnapshots(store line, maxAge time.Duration) *snapshots {
 	return &snapshots{store: store, maxAge: maxAge, seed: maphash.MakeSeed(), queues: map[string]*lineView{}}
 }
 
@@ -94,11 +94,11 @@ func (s *snapshots) view(queue string, create bool) *lineView {
 
 // status answers from the snapshot, or says it cannot (false): then the
 // caller asks the store and tells remember what it said.
-func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool) {
+func (s *snapshots) status(ctx context.Context, queue, user string) (Standing, bool) {
 	v := s.view(queue, false)
 	if v == nil {
 		s.misses.Add(1)
-		return Entry{}, false
+		return Standing{}, false
 	}
 	k := s.key(user)
 	v.mu.Lock()
@@ -106,12 +106,12 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	v.mu.Unlock()
 	if !known {
 		s.misses.Add(1)
-		return Entry{}, false
+		return Standing{}, false
 	}
 	sn, ok := s.fresh(ctx, v)
 	if !ok {
 		s.misses.Add(1)
-		return Entry{}, false
+		return Standing{}, false
 	}
 	// Read again: the fetch may have found another epoch and dropped it.
 	v.mu.Lock()
@@ -120,7 +120,7 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	v.mu.Unlock()
 	if !known || !sameLine {
 		s.misses.Add(1)
-		return Entry{}, false
+		return Standing{}, false
 	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
@@ -131,10 +131,10 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Entry, bool
 	// store can say whether they still wait.
 	if !ok || pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing || sn.Pace.Drawn {
 		s.misses.Add(1)
-		return Entry{}, false
+		return Standing{}, false
 	}
 	s.hits.Add(1)
-	return Entry{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
+	return Standing{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
 }
 
 // fresh returns a snapshot no older than maxAge and newer than this
@@ -211,7 +211,7 @@ func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 // snapshot cannot tell who left the pre-queue through another instance, so
 // only the store answers them (the fairness check found an instance telling
 // a user who had left that they still waited for the opening).
-func (s *snapshots) remember(queue, user string, e Entry) {
+func (s *snapshots) remember(queue, user string, e Standing) {
 	waiting := e.State == Waiting && e.Ticket != 0
 	v := s.view(queue, waiting)
 	if v == nil {

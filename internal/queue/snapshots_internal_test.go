@@ -30,13 +30,13 @@ func (l *lineStore) Snapshot(_ context.Context, q string) (Snapshot, error) {
 	return Snapshot{Head: 1, Last: 1000, Length: 1000, Complete: true, Pace: Pace{Rate: 100, Batch: 10}}, nil
 }
 
-func (l *lineStore) Status(_ context.Context, q, user string) (Entry, error) {
+func (l *lineStore) Status(_ context.Context, q, user string) (Standing, error) {
 	if q != "q" {
-		return Entry{}, ErrQueueNotFound
+		return Standing{}, ErrQueueNotFound
 	}
 	var n int64
 	fmt.Sscanf(user, "u%d", &n)
-	return Entry{State: Waiting, Position: n, Length: 1000, Ticket: n, Pace: Pace{Rate: 100, Batch: 10}}, nil
+	return Standing{State: Waiting, Position: n, Length: 1000, Ticket: n, Pace: Pace{Rate: 100, Batch: 10}}, nil
 }
 
 // TestOneSnapshotFetchForACrowd: polls arriving while a snapshot is being
@@ -45,7 +45,7 @@ func TestOneSnapshotFetchForACrowd(t *testing.T) {
 	store := &lineStore{release: make(chan struct{})}
 	s := newSnapshots(store, time.Hour)
 	for i := 100; i < 200; i++ {
-		s.remember("q", fmt.Sprintf("u%d", i), Entry{State: Waiting, Ticket: int64(i)})
+		s.remember("q", fmt.Sprintf("u%d", i), Standing{State: Waiting, Ticket: int64(i)})
 	}
 	var wg sync.WaitGroup
 	positions := make([]int64, 100)
@@ -101,7 +101,7 @@ func TestMadeUpQueuesLeaveNoTrace(t *testing.T) {
 		q := fmt.Sprintf("nosuch%d", i)
 		svc.Status(context.Background(), q, "u1")
 		svc.WaitStatus(context.Background(), q, "u1", time.Second)
-		svc.snaps.remember(q, "u1", Entry{State: NotInQueue}) // as Leave does
+		svc.snaps.remember(q, "u1", Standing{State: NotInQueue}) // as Leave does
 		svc.Changed(q)
 	}
 	if n := len(svc.snaps.queues); n != 0 {
@@ -116,7 +116,7 @@ func TestMadeUpQueuesLeaveNoTrace(t *testing.T) {
 // costs no allocation (it runs for nearly every poll on sale night).
 func TestSnapshotAnswerAllocatesNothing(t *testing.T) {
 	s := newSnapshots(&lineStore{}, time.Hour)
-	s.remember("q", "u500", Entry{State: Waiting, Ticket: 500})
+	s.remember("q", "u500", Standing{State: Waiting, Ticket: 500})
 	if _, ok := s.status(context.Background(), "q", "u500"); !ok {
 		t.Fatal("not answered from the snapshot")
 	}

@@ -45,10 +45,10 @@ func BenchmarkRememberedTicketBytes(b *testing.B) {
 		b.Run("snapshots/"+ids.name, func(b *testing.B) {
 			for range b.N {
 				s := newSnapshots(&lineStore{}, time.Hour)
-				s.remember("q", ids.id(0), Entry{State: Waiting, Ticket: 1})
+				s.remember("q", ids.id(0), Standing{State: Waiting, Ticket: 1})
 				before := heap()
 				for i := 1; i < n; i++ {
-					s.remember("q", ids.id(i), Entry{State: Waiting, Ticket: int64(i + 1)})
+					s.remember("q", ids.id(i), Standing{State: Waiting, Ticket: int64(i + 1)})
 				}
 				after := heap()
 				runtime.KeepAlive(s)

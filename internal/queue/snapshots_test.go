@@ -180,46 +180,6 @@ func TestNoSnapshotWithAgeZero(t *testing.T) {
 	}
 }
 
-// TestHistoryKeepsTheRecentSamples: every queue is sampled at the interval,
-// samples older than the window go, and the points say what Stats said.
-func TestHistoryKeepsTheRecentSamples(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc := queue.NewService(memstore.New(nil), 0)
-	fastQueue(t, svc, "a")
-	fastQueue(t, svc, "b")
-	for i := range 7 {
-		svc.Enter(ctx, "a", fmt.Sprintf("u%d", i))
-	}
-	h := queue.NewHistory(svc, 10*time.Millisecond, 100*time.Millisecond)
-	done := make(chan struct{})
-	go func() { defer close(done); h.Run(ctx) }()
-	// Samples come when the machine lets the sampler run: wait for three of
-	// each, and past the window, rather than a fixed time.
-	began := time.Now()
-	for deadline := began.Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		pa, pb := h.Points("a"), h.Points("b")
-		if len(pa) >= 3 && len(pb) >= 3 && time.Since(began) > 200*time.Millisecond {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("points after 20 s: a %d, b %d", len(pa), len(pb))
-		}
-	}
-	cancel()
-	<-done
-	pa, pb := h.Points("a"), h.Points("b")
-	if last := pa[len(pa)-1]; last.Length != 7 || pb[len(pb)-1].Length != 0 {
-		t.Errorf("last samples: a %+v, b %+v", last, pb[len(pb)-1])
-	}
-	if span := pa[len(pa)-1].At.Sub(pa[0].At); span > 100*time.Millisecond {
-		t.Errorf("kept %v of samples, want at most the 100 ms window", span)
-	}
-	if len(h.Points("nosuch")) != 0 {
-		t.Error("points for a queue that does not exist")
-	}
-}
-
 // lostStore is a store whose data can be lost, as Redis loses it: swap
 // replaces everything with an empty store. keepEpoch makes the new store
 // answer with the old epoch, as a restore or a failover to a replica that
@@ -247,13 +207,13 @@ func (l *lostStore) epoch(e int64) int64 {
 	return e
 }
 
-func (l *lostStore) Enter(ctx context.Context, q, u string) (queue.Entry, error) {
+func (l *lostStore) Enter(ctx context.Context, q, u string) (queue.Standing, error) {
 	e, err := l.store().Enter(ctx, q, u)
 	e.Epoch = l.epoch(e.Epoch)
 	return e, err
 }
 
-func (l *lostStore) Status(ctx context.Context, q, u string) (queue.Entry, error) {
+func (l *lostStore) Status(ctx context.Context, q, u string) (queue.Standing, error) {
 	e, err := l.store().Status(ctx, q, u)
 	e.Epoch = l.epoch(e.Epoch)
 	return e, err

@@ -47,7 +47,7 @@ func TestParseExample(t *testing.T) {
 		{"abandon", sale.Config.AbandonAfter, 2 * time.Minute},
 		{"opens", sale.Config.OpensAt, opens.UTC()},
 		{"closes", sale.Config.ClosesAt, opens.Add(2 * time.Hour).UTC()},
-		{"entry", sale.Config.Entry, queue.EntryChallenge},
+		{"entry", sale.Config.Join, queue.JoinChallenge},
 		{"message", settingValue("message", sale.Config), map[string]string{"en": "Spring sale: 500 pairs, one per customer.", "ja": "春のセール：500足、お一人様一足まで。"}},
 		{"derivation", sale.Config.RateDerivation, "set by the queues file"},
 		// Left out: the base config's.

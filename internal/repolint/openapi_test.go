@@ -413,7 +413,7 @@ func (k *oaChecker) call(t *testing.T, c oaCase) apptest.Response {
 		t.Errorf("%s: the answer breaks the document: %v\nanswer: %d %s", name, err, r.Status, r.Raw)
 	}
 	if op := route.Operation.OperationID; (op == "enterQueue" || op == "getMyEntry") && r.Status == http.StatusOK {
-		if err := oaEntryShape(r.Body); err != nil {
+		if err := oaAnswerShape(r.Body); err != nil {
 			t.Errorf("%s: %v: %s", name, err, r.Raw)
 		}
 	}
@@ -421,13 +421,13 @@ func (k *oaChecker) call(t *testing.T, c oaCase) apptest.Response {
 	return r
 }
 
-// oaEntryShape checks what the Waiting, Ready and NotInQueue schemas say in
+// oaAnswerShape checks what the Waiting, Ready and NotInQueue schemas say in
 // their descriptions, in the forms OpenAPI 3.0 generators read, rather than
 // in schema keywords that they do not (oneOf of bare required lists, an
 // enum of null): a WAITING answer has a place (all of position,
 // queueLength, estimatedWaitSeconds) or opensAt, never both; READY and
 // NOT_IN_QUEUE carry pollAfterSeconds, always null.
-func oaEntryShape(body map[string]any) error {
+func oaAnswerShape(body map[string]any) error {
 	switch body["status"] {
 	case "WAITING":
 		var place int

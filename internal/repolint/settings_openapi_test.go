@@ -84,7 +84,7 @@ func TestOpenAPIQueueSettings(t *testing.T) {
 			switch s.Kind {
 			case queue.Number, queue.Integer, queue.Duration:
 				low := s.Min
-				if s.OffZero {
+				if s.ZeroMeansOff {
 					low = 0
 				}
 				if in.Min == nil || *in.Min != low || in.ExclusiveMin.IsTrue() != s.MinExclusive {

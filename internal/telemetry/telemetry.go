@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
+	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/spend"
 )
 
@@ -267,7 +269,7 @@ func (c *queueCollector) read() []queue.Stats {
 	for i, q := range names {
 		index[q] = i
 	}
-	queue.EachQueue(ctx, names, scrapeTimeout, func(ctx context.Context, q string) {
+	perqueue.Each(ctx, names, scrapeTimeout, func(ctx context.Context, q string) {
 		if st, err := c.queues.Stats(ctx, q); err == nil {
 			st.Queue = q
 			read[index[q]] = &st
@@ -332,11 +334,11 @@ var (
 // RegisterStoreHealth adds waitroom_store_up and waitroom_store_queue_up,
 // read at scrape time from the last health check (health), which runs on
 // its own every second: a scrape asks the store nothing for them.
-func RegisterStoreHealth(reg prometheus.Registerer, health func() queue.Health) {
+func RegisterStoreHealth(reg prometheus.Registerer, health func() watch.Health) {
 	reg.MustRegister(storeHealthCollector(health))
 }
 
-type storeHealthCollector func() queue.Health
+type storeHealthCollector func() watch.Health
 
 func (storeHealthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descStoreUp

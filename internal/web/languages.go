@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/text/feature/plural"
 	"golang.org/x/text/language"
@@ -172,14 +173,33 @@ func PluralFormsNeeded(tag language.Tag) []string {
 	return out
 }
 
-// isPlural reports whether key names a plural text (aheadMany.one).
-func isPlural(key string) (base, form string, ok bool) {
-	base, form, ok = strings.Cut(key, ".")
-	return
-}
-
 // PageLanguages are the waiting page's language codes, English first.
 func PageLanguages() []string { return slices.Clone(pageCodes) }
 
 // AdminLanguages are the admin page's.
 func AdminLanguages() []string { return slices.Clone(adminCodes) }
+
+// SettingHelp says in English what the per-queue setting named name does:
+// the admin page's text settingHelp<Name>, which the admin API's settings
+// and --help serve too, and which every other admin language translates
+// in its own file.
+func SettingHelp(name string) string {
+	if name == "" {
+		return ""
+	}
+	return adminEnglish()["settingHelp"+strings.ToUpper(name[:1])+name[1:]]
+}
+
+// adminEnglish are the admin page's English texts, read once from the
+// embedded files (a file that does not parse fails every test of the pages).
+var adminEnglish = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	raw, err := fs.ReadFile(files, "messages/admin/en.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &m)
+	}
+	if err != nil {
+		panic("web: messages/admin/en.json: " + err.Error())
+	}
+	return m
+})

@@ -38,7 +38,7 @@ func curlPage(t *testing.T, jar, url string) (page string, after int, next strin
 }
 
 // Without JavaScript: curl alone, following the pages' refreshes with the
-// waits they ask for, joins a queue whose entry policy is any and reaches
+// waits they ask for, joins a queue whose join policy is any and reaches
 // READY; under challenge the page says why it cannot.
 func TestNoScriptCurl(t *testing.T) {
 	t.Parallel()

@@ -3,7 +3,6 @@ package web_test
 import (
 	"encoding/json"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -220,16 +219,21 @@ func loadTexts(t *testing.T, dir, code string) map[string]string {
 // (Arabic has six); and that every text the templates and scripts ask for
 // exists.
 func TestTexts(t *testing.T) {
-	// The settings' names, help and choices are English in the settings
-	// table (queue.Settings, served to the admin page), and only there;
-	// every other admin language translates all of them, in its own file.
+	// The settings' names and choices are English in the settings table
+	// (queue.Settings, served to the admin page), and only there; every
+	// other admin language translates them, in its own file. What each
+	// setting does is a text here in every language, English included
+	// (settingHelp<Name>, served by the admin API as well).
 	settingTexts := map[string]bool{}
 	for _, set := range queue.Settings {
+		name := strings.ToUpper(set.Name[:1]) + set.Name[1:]
+		if web.SettingHelp(set.Name) == "" {
+			t.Errorf("messages/admin/en.json lacks settingHelp%s: what %s does", name, set.Name)
+		}
 		if set.ReadOnly {
 			continue
 		}
-		name := strings.ToUpper(set.Name[:1]) + set.Name[1:]
-		settingTexts["setting"+name], settingTexts["settingHelp"+name] = true, true
+		settingTexts["setting"+name] = true
 		for _, c := range set.Choices {
 			settingTexts["setting"+name+strings.ToUpper(c[:1])+c[1:]] = true
 		}
@@ -244,7 +248,7 @@ func TestTexts(t *testing.T) {
 			want := map[string]string{} // key or plural base → English text
 			for k, v := range en {
 				if settingTexts[k] {
-					t.Errorf("messages/%s/en.json has %q: English names and explains the settings in queue.Settings alone", set.dir, k)
+					t.Errorf("messages/%s/en.json has %q: English names the settings in queue.Settings alone", set.dir, k)
 				}
 				if base, _, ok := strings.Cut(k, "."); ok {
 					want[base+".*"] = v
@@ -380,5 +384,3 @@ func TestGatewayPage(t *testing.T) {
 		t.Errorf("serve's page should be at the root in shop mode")
 	}
 }
-
-func keys[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Keys(m)) }

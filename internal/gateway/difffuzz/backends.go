@@ -74,8 +74,7 @@ type Env struct {
 }
 
 // jettyJars are the jars in /usr/share/java an embedded Jetty 9.4 with
-// servlets needs: Debian's libjetty9-java and libservlet-api-java, as
-// testenv.JettyJars (which this package cannot import: it imports testing).
+// servlets needs: Debian's libjetty9-java and libservlet-api-java.
 var jettyJars = []string{"jetty9-server", "jetty9-servlet", "jetty9-http", "jetty9-io", "jetty9-util", "jetty9-security", "servlet-api"}
 
 // nodeModulesVar names the node_modules directory scripts/test.sh installs

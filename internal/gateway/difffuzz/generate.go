@@ -364,15 +364,6 @@ var operators = []operator{
 	}},
 }
 
-// OperatorNames lists the operators, for the report's rows.
-func OperatorNames() []string {
-	var names []string
-	for _, o := range operators {
-		names = append(names, o.name)
-	}
-	return names
-}
-
 // Generate is request n of the run seeded so: a base (protected ones
 // three times as often: they are the aim) and up to three operators, each
 // at most once. The same seed and n give the same request.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 // queueImage is one queue's whole state as a snapshot keeps it (gob: a
@@ -29,7 +30,7 @@ type queueImage struct {
 	Inflight []lockImage
 	// LeftTickets, ascending: see state.leftTickets.
 	LeftTickets []int64
-	Tick        queue.TickState
+	Tick        admission.TickState
 	Seen        map[string]time.Time
 
 	Admitted, Consumed, Left, Expired, Returned, Abandoned, InlineTotal int64

@@ -1,6 +1,6 @@
 package memstore
 
-import "github.com/waitroom/waitroom/internal/queue"
+import "github.com/waitroom/waitroom/internal/queue/admission"
 
 // line is the waiting line in memory: users in ticket order with O(log n)
 // rank, the in-process twin of a Redis sorted set scored by an INCR ticket.
@@ -140,15 +140,15 @@ func (l *line) remove(user string) bool {
 
 // front reads up to n users in line order from the 0-based rank from, with
 // their tickets.
-func (l *line) front(from, n int64) []queue.Waiter {
+func (l *line) front(from, n int64) []admission.Waiter {
 	t, ok := l.ticketAt(from)
 	if !ok {
 		return nil
 	}
-	out := make([]queue.Waiter, 0, min(n, l.len()-from))
+	out := make([]admission.Waiter, 0, min(n, l.len()-from))
 	for slot := int(t - l.base); slot < len(l.users) && int64(len(out)) < n; slot++ {
 		if u := l.users[slot]; u != "" {
-			out = append(out, queue.Waiter{User: u, Ticket: l.base + int64(slot)})
+			out = append(out, admission.Waiter{User: u, Ticket: l.base + int64(slot)})
 		}
 	}
 	return out

@@ -1,7 +1,7 @@
 // Package memstore keeps the waiting line in this process: the embedded
 // default that lets anyone run waitroom with no setup. Each method is one
 // critical section (as each Redis method is one script), admission is
-// planned by the same queue.PlanTick as on Redis, and the store passes the
+// planned by the same admission.PlanTick as on Redis, and the store passes the
 // same suite, storetest. It serves one instance only: run several
 // instances on Redis.
 //
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 // Store is the in-process implementation of queue.Store.
@@ -99,9 +100,9 @@ type state struct {
 	// (the janitor drops those below the head).
 	leftTickets []int64
 
-	// tick is admission's own state (queue.PlanTick), and seen when each
+	// tick is admission's own state (admission.PlanTick), and seen when each
 	// user near the front was last seen (no-shows).
-	tick queue.TickState
+	tick admission.TickState
 	seen map[string]time.Time
 
 	admitted, consumed, left, expired, ret int64
@@ -283,7 +284,7 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 
 // putConfig keeps admission in step with a new config: a shortened interval
 // applies at once; the adaptive rate starts from half the configured one
-// (queue.AdaptiveStart) and stays within its bounds; a new AbandonAfter
+// (admission.AdaptiveStart) and stays within its bounds; a new AbandonAfter
 // forgets the checkpoints taken for the old one (nobody is judged until it
 // has passed); a new opening time starts a new pre-queue, and taking it
 // away from one that has people opens the line now.
@@ -298,7 +299,7 @@ func (q *state) putConfig(c queue.Config, created bool, now time.Time) {
 	case c.Adaptive && before.Adaptive && q.effRate > 0:
 		q.effRate, why = c.RateInForce(q.effRate), "adaptive bounds changed"
 	case c.Adaptive:
-		q.effRate, why = queue.AdaptiveStart(c), queue.AdaptiveStartWhy
+		q.effRate, why = admission.AdaptiveStart(c), admission.AdaptiveStartWhy
 		q.effLast = queue.RateDecision{Window: q.effLast.Window, Why: why} // nothing remembered of an earlier backend
 	default:
 		q.effRate = 0
@@ -362,15 +363,15 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 }
 
 // Enter implements queue.Store.
-func (s *Store) Enter(_ context.Context, name, user string) (queue.Entry, error) {
-	return change(s, &op{kind: opEnter, queue: name, user: user}, func(q *state, now time.Time) (queue.Entry, bool, error) {
+func (s *Store) Enter(_ context.Context, name, user string) (queue.Standing, error) {
+	return change(s, &op{kind: opEnter, queue: name, user: user}, func(q *state, now time.Time) (queue.Standing, bool, error) {
 		return q.enter(user, now)
 	})
 }
 
 // enter is Enter under the lock; it also says whether the queue changed
 // (a re-entry only marks its user seen, if that).
-func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
+func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) {
 	if e, ok := q.standing(user, now); ok {
 		marked := e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now)
 		return e, marked, nil
@@ -380,12 +381,12 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
 		q.dropToken(user, t, now, &q.expired)
 	}
 	if q.line.len()+int64(len(q.pre)) >= q.cfg.Capacity {
-		return queue.Entry{}, expired, queue.ErrQueueFull
+		return queue.Standing{}, expired, queue.ErrQueueFull
 	}
 	if q.pending() {
 		q.preArrival++
 		q.pre[user] = q.preArrival
-		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
+		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
 	}
 	if q.line.len() == 0 {
 		q.tick.Moved = now // someone starts waiting: the front has not stood still
@@ -394,7 +395,7 @@ func (q *state) enter(user string, now time.Time) (queue.Entry, bool, error) {
 	q.line.push(user, q.seq)
 	n := q.line.len() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
-	return queue.Entry{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, true, nil
+	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, true, nil
 }
 
 // unplaced is, while an opening is being placed, how many of its pre-queue
@@ -423,8 +424,8 @@ func (q *state) markSeen(user string, position int64, now time.Time) bool {
 // Status implements queue.Store. A mark it makes is journaled as Seen's
 // (the same change); a store whose journal failed still answers, and
 // keeps the mark in memory only.
-func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error) {
-	return in(s, name, func(q *state, now time.Time) (queue.Entry, error) {
+func (s *Store) Status(_ context.Context, name, user string) (queue.Standing, error) {
+	return in(s, name, func(q *state, now time.Time) (queue.Standing, error) {
 		if e, ok := q.standing(user, now); ok {
 			if e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now) && s.writable() == nil {
 				q.ops++
@@ -436,28 +437,28 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Entry, error
 	})
 }
 
-func (q *state) notInQueue(now time.Time) queue.Entry {
-	return queue.Entry{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
+func (q *state) notInQueue(now time.Time) queue.Standing {
+	return queue.Standing{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
 }
 
 // standing is the user's place in line or in the pre-queue, or their valid
 // token.
-func (q *state) standing(user string, now time.Time) (queue.Entry, bool) {
+func (q *state) standing(user string, now time.Time) (queue.Standing, bool) {
 	if r, ok := q.line.rank(user); ok {
 		t, _ := q.line.ticket(user)
 		n := q.unplaced()
 		if n > 0 && t > q.openEnd {
 			r += n
 		}
-		return queue.Entry{State: queue.Waiting, Position: r + 1, Length: q.line.len() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
+		return queue.Standing{State: queue.Waiting, Position: r + 1, Length: q.line.len() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if _, ok := q.pre[user]; ok {
-		return queue.Entry{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
+		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
-		return queue.Entry{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, true
+		return queue.Standing{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, true
 	}
-	return queue.Entry{}, false
+	return queue.Standing{}, false
 }
 
 // Leave implements queue.Store.
@@ -528,17 +529,17 @@ func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error)
 	})
 }
 
-// Admit implements queue.Store: queue.PlanTick decides, under the lock.
+// Admit implements queue.Store: admission.PlanTick decides, under the lock.
 func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Admission, error) {
 	return s.admit(name, tokens, nil)
 }
 
 // admit is Admit drawing, under MethodRandom, with the random values given
-// (a journaled tick replayed), or fresh ones (queue.DrawValues) if none.
+// (a journaled tick replayed), or fresh ones (admission.DrawValues) if none.
 func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admission, error) {
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
-		tick := queue.TickInput{Config: q.cfg, State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
+		tick := admission.TickInput{Config: q.cfg, State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
 			Placing: q.openState == "placing", Length: q.line.len()}
 		if len(tokens) > 0 {
 			tick.Call = tokens[0]
@@ -546,14 +547,14 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		if q.cfg.MaxActiveTokens > 0 {
 			tick.Live = q.live(now)
 		}
-		p, err := queue.PlanTick(tick, q.front)
+		p, err := admission.PlanTick(tick, q.front)
 		if err != nil || !p.Write {
 			return p.Admission(), false, err
 		}
 		a := p.Admission()
 		if p.Draw > 0 {
 			if values == nil {
-				values = queue.DrawValues(p.Draws)
+				values = admission.DrawValues(p.Draws)
 			}
 			o.blob = encodeDraws(values)
 			a.Admitted, a.Skipped = q.draw(p, values, tokens)
@@ -576,16 +577,16 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 
 // draw lets in p.Draw users drawn at random (queue.MethodRandom); its
 // twin is admit.lua's draw, step for step: each value picks the rank
-// queue.DrawIndex gives in the line as it is then, so one drawn leaves
+// admission.DrawIndex gives in the line as it is then, so one drawn leaves
 // before the next is drawn; a no-show drawn (p.Absent) leaves without a
 // token. A user drawn leaves a gap in the line, as a leaver does, for the
 // snapshot.
-func (q *state) draw(p queue.TickPlan, values []uint64, tokens []string) (admitted []string, skipped int) {
+func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string) (admitted []string, skipped int) {
 	for _, r := range values {
 		if len(admitted) == p.Draw || q.line.len() == 0 {
 			break
 		}
-		ws, _ := q.front(queue.DrawIndex(r, q.line.len()), 1)
+		ws, _ := q.front(admission.DrawIndex(r, q.line.len()), 1)
 		w := ws[0]
 		absent := p.Absent.NoShow(w)
 		q.pop(w.User)
@@ -607,8 +608,8 @@ func (q *state) pop(user string) {
 	delete(q.seen, user)
 }
 
-// front is queue.Front on the line, with the seen marks.
-func (q *state) front(from, n int64) ([]queue.Waiter, error) {
+// front is admission.Front on the line, with the seen marks.
+func (q *state) front(from, n int64) ([]admission.Waiter, error) {
 	ws := q.line.front(from, n)
 	for i := range ws {
 		ws[i].Seen = q.seen[ws[i].User]
@@ -617,14 +618,14 @@ func (q *state) front(from, n int64) ([]queue.Waiter, error) {
 }
 
 // AdmitNow implements queue.Store.
-func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Entry, error) {
-	return change(s, &op{kind: opAdmitNow, queue: name, user: user, token: tok}, func(q *state, now time.Time) (queue.Entry, bool, error) {
+func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Standing, error) {
+	return change(s, &op{kind: opAdmitNow, queue: name, user: user, token: tok}, func(q *state, now time.Time) (queue.Standing, bool, error) {
 		if e, ok := q.standing(user, now); ok {
 			return e, false, nil
 		}
 		// An opening ahead is not a quiet line: its pre-queue goes first.
 		if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" ||
-			!queue.MayAdmitNow(q.cfg, q.effRate, q.tick) || q.cfg.MaxActiveTokens > 0 && q.live(now) >= q.cfg.MaxActiveTokens {
+			!admission.MayAdmitNow(q.cfg, q.effRate, q.tick) || q.cfg.MaxActiveTokens > 0 && q.live(now) >= q.cfg.MaxActiveTokens {
 			return q.notInQueue(now), false, nil
 		}
 		if t, ok := q.tokens[user]; ok { // expired: forget it, as Enter does
@@ -804,7 +805,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		out := queue.RateWindow{ID: win, Folded: win}
 		switch {
 		case q.sampleWin == win:
-		case q.sampleWin == win-1 && q.sample.Calls < queue.RateMinCalls:
+		case q.sampleWin == win-1 && q.sample.Calls < admission.RateMinCalls:
 			q.sampleWin = win // too few to decide on: they join this window
 		default:
 			if q.sampleWin == win-1 {

@@ -145,11 +145,11 @@ func (r *restarting) Config(ctx context.Context, q string) (queue.Config, error)
 func (r *restarting) Queues(ctx context.Context) ([]string, error) {
 	return call(r, func(s *memstore.Store) ([]string, error) { return s.Queues(ctx) })
 }
-func (r *restarting) Enter(ctx context.Context, q, user string) (queue.Entry, error) {
-	return call(r, func(s *memstore.Store) (queue.Entry, error) { return s.Enter(ctx, q, user) })
+func (r *restarting) Enter(ctx context.Context, q, user string) (queue.Standing, error) {
+	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Enter(ctx, q, user) })
 }
-func (r *restarting) Status(ctx context.Context, q, user string) (queue.Entry, error) {
-	return call(r, func(s *memstore.Store) (queue.Entry, error) { return s.Status(ctx, q, user) })
+func (r *restarting) Status(ctx context.Context, q, user string) (queue.Standing, error) {
+	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Status(ctx, q, user) })
 }
 func (r *restarting) Leave(ctx context.Context, q, user string) (bool, error) {
 	return call(r, func(s *memstore.Store) (bool, error) { return s.Leave(ctx, q, user) })
@@ -157,8 +157,8 @@ func (r *restarting) Leave(ctx context.Context, q, user string) (bool, error) {
 func (r *restarting) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
 	return call(r, func(s *memstore.Store) (queue.Admission, error) { return s.Admit(ctx, q, tokens) })
 }
-func (r *restarting) AdmitNow(ctx context.Context, q, user, tok string) (queue.Entry, error) {
-	return call(r, func(s *memstore.Store) (queue.Entry, error) { return s.AdmitNow(ctx, q, user, tok) })
+func (r *restarting) AdmitNow(ctx context.Context, q, user, tok string) (queue.Standing, error) {
+	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.AdmitNow(ctx, q, user, tok) })
 }
 func (r *restarting) Sweep(ctx context.Context, q string) (bool, error) {
 	return call(r, func(s *memstore.Store) (bool, error) { return s.Sweep(ctx, q) })

@@ -4,7 +4,7 @@
 // the clock, the rate in force, where a user stands), run with EVALSHA and
 // falling back to EVAL when Redis has lost its script cache (NOSCRIPT
 // after a restart or failover). Admission is planned in Go
-// (queue.PlanTick) between a read (tick.lua) and an apply (admit.lua), as
+// (admission.PlanTick) between a read (tick.lua) and an apply (admit.lua), as
 // the embedded store plans it.
 //
 // The scripts are written in a dialect of Lua that names the queue's keys
@@ -35,7 +35,7 @@
 //	status.lua                   Store.Status                       SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce
 //	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne
 //	leave.lua                    Store.Leave, state.leave           LeavingClosesTheGap, LeaveGivesBackToken
-//	tick.lua, admit.lua          Store.Admit (queue.PlanTick)       AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)       AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
 //	admit.lua's draw             state.draw                         RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
 //	admit.lua's pop, issue       state.pop, state.issue             AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
 //	admit_now.lua                Store.AdmitNow                     QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // Enters travel together. On sale night the enters of one queue reach an
@@ -32,7 +33,7 @@ const maxEnterBatch = 64
 type enter struct {
 	ctx   context.Context
 	user  string
-	entry queue.Entry
+	entry queue.Standing
 	err   error
 	done  chan struct{}
 }
@@ -49,7 +50,7 @@ type queueEnters struct {
 }
 
 // Enter implements queue.Store.
-func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, error) {
+func (s *Store) Enter(ctx context.Context, name, user string) (queue.Standing, error) {
 	b := &s.enters
 	b.mu.Lock()
 	q := b.queues[name]
@@ -75,7 +76,7 @@ func (s *Store) Enter(ctx context.Context, name, user string) (queue.Entry, erro
 	case <-e.done:
 		return e.entry, e.err
 	case <-ctx.Done(): // its call may still put it in line, as a call cut short by a timeout may
-		return queue.Entry{}, unavailable(ctx.Err())
+		return queue.Standing{}, unavailable(ctx.Err())
 	}
 }
 
@@ -99,7 +100,7 @@ func (s *Store) nextEnters(name string, q *queueEnters) {
 	go func() {
 		// The batch is many callers': it runs to the end whichever of them
 		// stops waiting, within the bound of a background call.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), queue.QueueCallTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), perqueue.CallTimeout)
 		s.enterTogether(ctx, name, batch)
 		cancel()
 		for _, e := range batch {
@@ -150,13 +151,13 @@ func (s *Store) enterTogether(ctx context.Context, name string, batch []*enter) 
 
 // parseEnter reads one user's reply of enter.lua, with the line's state
 // its call's pace block carried.
-func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Entry, error) {
+func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Standing, error) {
 	r, ok := v.([]any)
 	if !ok || len(r) == 0 {
-		return queue.Entry{}, fmt.Errorf("unexpected enter.lua reply %v", v)
+		return queue.Standing{}, fmt.Errorf("unexpected enter.lua reply %v", v)
 	}
 	if kind, _ := r[0].(int64); kind == kindLineFull {
-		return queue.Entry{}, queue.ErrQueueFull
+		return queue.Standing{}, queue.ErrQueueFull
 	}
 	p := reply{r: r}
 	e, at, err := p.standing()

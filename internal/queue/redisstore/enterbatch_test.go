@@ -38,7 +38,7 @@ func TestEntersTogether(t *testing.T) {
 	for i := range n {
 		users = append(users, fmt.Sprintf("u%03d", i))
 	}
-	entries, errs := make([]queue.Entry, len(users)), make([]error, len(users))
+	entries, errs := make([]queue.Standing, len(users)), make([]error, len(users))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, u := range users {
@@ -123,9 +123,9 @@ func TestEntersTogetherReadOnePace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	enterAtOnce := func(prefix string) []queue.Entry {
+	enterAtOnce := func(prefix string) []queue.Standing {
 		t.Helper()
-		entries, errs := make([]queue.Entry, 50), make([]error, 50)
+		entries, errs := make([]queue.Standing, 50), make([]error, 50)
 		var wg sync.WaitGroup
 		for i := range entries {
 			wg.Go(func() { entries[i], errs[i] = st.Enter(ctx, "q", fmt.Sprintf("%s%02d", prefix, i)) })

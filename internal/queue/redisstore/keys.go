@@ -6,7 +6,7 @@ package redisstore
 // TestGenerateNamesTheKeys). All carry the hash tag {queue}, so on Redis
 // Cluster a queue lives in one slot and each script stays single-slot.
 //
-// The admission state (queue.TickState, tickFields, the opening's state,
+// The admission state (admission.TickState, tickFields, the opening's state,
 // the adaptive rate and the counters) lives in the config's hash, under
 // names no setting takes (TestOneHashNoFieldTwice): the hot scripts read
 // both in one HMGET (issue 24's budget), scripts name the config's fields

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 var (
@@ -182,26 +183,26 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 }
 
 // Status implements queue.Store.
-func (s *Store) Status(ctx context.Context, name, user string) (queue.Entry, error) {
+func (s *Store) Status(ctx context.Context, name, user string) (queue.Standing, error) {
 	r, err := s.run(ctx, statusScript, name, []any{user}).Slice()
 	if err != nil {
-		return queue.Entry{}, unavailable(err)
+		return queue.Standing{}, unavailable(err)
 	}
 	return parseEntry(r, statusScript)
 }
 
 // AdmitNow implements queue.Store.
-func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Entry, error) {
+func (s *Store) AdmitNow(ctx context.Context, name, user, token string) (queue.Standing, error) {
 	r, err := s.run(ctx, admitNowScript, name, []any{user, token}).Slice()
 	if err != nil {
-		return queue.Entry{}, unavailable(err)
+		return queue.Standing{}, unavailable(err)
 	}
 	return parseEntry(r, admitNowScript)
 }
 
 // parseEntry reads the reply shared by status.lua and admit_now.lua (sc):
 // the prelude's standing, then its pace block.
-func parseEntry(r []any, sc *script) (queue.Entry, error) {
+func parseEntry(r []any, sc *script) (queue.Standing, error) {
 	p := reply{r: r}
 	e, paceAt, err := p.standing()
 	if err != nil {
@@ -213,8 +214,8 @@ func parseEntry(r []any, sc *script) (queue.Entry, error) {
 
 // standing reads the prelude's standing at the start of a reply: the entry
 // without its pace, and where the rest of the reply starts.
-func (p *reply) standing() (queue.Entry, int, error) {
-	var e queue.Entry
+func (p *reply) standing() (queue.Standing, int, error) {
+	var e queue.Standing
 	switch p.int(0) {
 	case kindUnknownQueue:
 		return e, 0, queue.ErrQueueNotFound
@@ -287,7 +288,7 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
-	args := []any{window.Milliseconds(), queue.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
+	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
@@ -462,7 +463,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		AbandonedTotal: p.int(11),
 		PreQueued:      p.int(12),
 	}
-	tick := queue.TickState{Measured: p.float(4), WinStart: p.ms(5)}
+	tick := admission.TickState{Measured: p.float(4), WinStart: p.ms(5)}
 	st.MeasuredRate = tick.MeasuredRate(p.ms(15))
 	eff, why := p.str(13), p.str(14)
 	if p.err != nil {

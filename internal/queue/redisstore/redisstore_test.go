@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/testenv"
@@ -125,10 +126,10 @@ func TestConformanceAutoPipeline(t *testing.T) {
 	})
 }
 
-// TestConfigBeforeEntryPolicies: a queue written before entry policies
+// TestConfigBeforeJoinPolicies: a queue written before join policies
 // existed (no entry or challenge_cost field) reads with the defaults, so
 // an upgrade puts the default line behind the challenge.
-func TestConfigBeforeEntryPolicies(t *testing.T) {
+func TestConfigBeforeJoinPolicies(t *testing.T) {
 	rdb, prefix := mustOpenRedis(t)
 	ctx := context.Background()
 	s := redisstore.New(rdb, prefix)
@@ -142,8 +143,8 @@ func TestConfigBeforeEntryPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := queue.DefaultConfig(); c.Entry != want.Entry || c.ChallengeCost != want.ChallengeCost {
-		t.Fatalf("entry %q cost %d, want the defaults %q %d", c.Entry, c.ChallengeCost, want.Entry, want.ChallengeCost)
+	if want := queue.DefaultConfig(); c.Join != want.Join || c.ChallengeCost != want.ChallengeCost {
+		t.Fatalf("entry %q cost %d, want the defaults %q %d", c.Join, c.ChallengeCost, want.Join, want.ChallengeCost)
 	}
 }
 
@@ -214,7 +215,7 @@ func TestThreeAdmittersShareTheRate(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for range 3 {
-		a := queue.NewAdmitter(rec, discardLogger())
+		a := admission.NewAdmitter(rec, discardLogger())
 		a.OnAdmitUsers = func(_ string, users []string) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
-// tickFields are queue.TickState in the admission hash, field by field.
+// tickFields are admission.TickState in the admission hash, field by field.
 // tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
 	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints"}
 
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
-// the tick state, and the rest of queue.TickInput.
+// the tick state, and the rest of admission.TickInput.
 var tickReads = slices.Concat(settingFields, []string{"epoch"}, tickFields, []string{"eff_rate", "open_state"})
 
 // added are the fields admit.lua adds to rather than sets: AdmitNow adds to
@@ -30,7 +31,7 @@ var added = []string{"inline", "win_count"}
 const frontChunk = 1000
 
 // Admit implements queue.Store: tick.lua reads, with the front's first
-// users (a tick passing over no-shows reads further), queue.PlanTick
+// users (a tick passing over no-shows reads further), admission.PlanTick
 // decides, and admit.lua applies the plan if the tick is still the one
 // read.
 func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
@@ -48,7 +49,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 	if len(tokens) > 0 {
 		t.in.Call = tokens[0]
 	}
-	front := func(from, n int64) ([]queue.Waiter, error) {
+	front := func(from, n int64) ([]admission.Waiter, error) {
 		read := int64(len(t.front))
 		switch {
 		case from >= t.in.Length:
@@ -59,7 +60,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)))
 		return more.front, err
 	}
-	plan, err := queue.PlanTick(t.in, front)
+	plan, err := admission.PlanTick(t.in, front)
 	if err != nil || !plan.Write {
 		return plan.Admission(), err
 	}
@@ -85,9 +86,9 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 // tickRead is what tick.lua read: the input, the tick state's fields as
 // stored, and a stretch of the front.
 type tickRead struct {
-	in     queue.TickInput
+	in     admission.TickInput
 	stored map[string]string
-	front  []queue.Waiter
+	front  []admission.Waiter
 }
 
 func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (tickRead, error) {
@@ -122,12 +123,12 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 		return t, fmt.Errorf("redis data damaged: admission state: %w", err)
 	}
 	for i := at + len(tickReads); i+2 < len(r); i += 3 {
-		t.front = append(t.front, queue.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
+		t.front = append(t.front, admission.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
 	}
 	return t, p.err
 }
 
-// admitPlan is admit.lua's ARGV[3]: a plan of queue.PlanTick, as the
+// admitPlan is admit.lua's ARGV[3]: a plan of admission.PlanTick, as the
 // script applies it (its header names each field). Never a JSON null:
 // the script iterates every field but draw.
 type admitPlan struct {
@@ -138,18 +139,18 @@ type admitPlan struct {
 	Draw    *admitDraw        `json:"draw,omitempty"`
 }
 
-// admitDraw is a random draw's part of admitPlan (queue.TickPlan.Draw).
+// admitDraw is a random draw's part of admitPlan (admission.TickPlan.Draw).
 type admitDraw struct {
 	N          int      `json:"n"`          // how many to let in
 	Tokens     []string `json:"tokens"`     // theirs, in the order they are drawn
-	Values     []uint64 `json:"values"`     // random, for queue.DrawIndex
-	Judged     int64    `json:"judged"`     // queue.Absence
+	Values     []uint64 `json:"values"`     // random, for admission.DrawIndex
+	Judged     int64    `json:"judged"`     // admission.Absence
 	SeenBefore int64    `json:"seenBefore"` // in ms
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the
 // tokens' expiry, and the plan.
-func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) ([]any, error) {
+func applyArgs(t tickRead, plan admission.TickPlan, tokens []string) ([]any, error) {
 	now := encodeTick(plan.State)
 	a := admitPlan{Set: map[string]string{}, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}}
 	for _, f := range tickFields {
@@ -165,7 +166,7 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) ([]any, error) 
 		}
 	}
 	if plan.Draw > 0 { // MethodRandom: drawn in the script, with these values
-		a.Draw = &admitDraw{N: plan.Draw, Tokens: tokens[:plan.Draw], Values: queue.DrawValues(plan.Draws),
+		a.Draw = &admitDraw{N: plan.Draw, Tokens: tokens[:plan.Draw], Values: admission.DrawValues(plan.Draws),
 			Judged: plan.Absent.Judged, SeenBefore: plan.Absent.SeenBefore.UnixMilli()}
 	}
 	for i, w := range plan.Admitted {
@@ -184,7 +185,7 @@ func applyArgs(t tickRead, plan queue.TickPlan, tokens []string) ([]any, error) 
 
 // encodeTick is a tick state as the admission hash keeps it, field by field
 // ("" for a field that is not set).
-func encodeTick(st queue.TickState) map[string]string {
+func encodeTick(st admission.TickState) map[string]string {
 	ms := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -207,7 +208,7 @@ func encodeTick(st queue.TickState) map[string]string {
 }
 
 // decodeTick reads what encodeTick wrote; a field not set reads as zero.
-func decodeTick(v map[string]string) (queue.TickState, error) {
+func decodeTick(v map[string]string) (admission.TickState, error) {
 	var err error
 	num := func(f string) float64 {
 		if v[f] == "" {
@@ -225,7 +226,7 @@ func decodeTick(v map[string]string) (queue.TickState, error) {
 		}
 		return time.Time{}
 	}
-	st := queue.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
+	st := admission.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
 		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
 		Reach: int64(num("reach"))}
@@ -236,7 +237,7 @@ func decodeTick(v map[string]string) (queue.TickState, error) {
 		if e1 != nil || e2 != nil {
 			return st, fmt.Errorf("checkpoint %q", c)
 		}
-		st.Checkpoints = append(st.Checkpoints, queue.Checkpoint{At: time.UnixMilli(a).UTC(), Ticket: t})
+		st.Checkpoints = append(st.Checkpoints, admission.Checkpoint{At: time.UnixMilli(a).UTC(), Ticket: t})
 	}
 	return st, err
 }

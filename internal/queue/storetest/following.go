@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 var followingTests = []struct {
@@ -75,7 +76,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 				if w.Claimed {
 					claimed += w.Samples.Calls
 					claims[w.ID]++
-					if w.Samples.Calls < queue.RateMinCalls {
+					if w.Samples.Calls < admission.RateMinCalls {
 						t.Errorf("window %d decided on %d calls", w.ID, w.Samples.Calls)
 					}
 				}
@@ -93,7 +94,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 			t.Errorf("window %d claimed %d times", w, n)
 		}
 	}
-	if claimed > folded || claimed < queue.RateMinCalls {
+	if claimed > folded || claimed < admission.RateMinCalls {
 		t.Errorf("the claims carried %d calls, %d were folded", claimed, folded)
 	}
 }
@@ -102,7 +103,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 // rates asked for outside the bounds, leave the rate in force within
 // [MinRate, MaxRate]; a decision on an older window, or while the rate is
 // not adaptive, writes nothing; switching adaptive on starts from
-// queue.AdaptiveStart, and admission uses the rate in force.
+// admission.AdaptiveStart, and admission uses the rate in force.
 func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := adaptiveConfig()
@@ -115,11 +116,11 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 		}
 		return st.EffectiveRate
 	}
-	if r, want := effective(), queue.AdaptiveStart(c); r != want {
+	if r, want := effective(), admission.AdaptiveStart(c); r != want {
 		t.Fatalf("switched on: the rate in force is %v, want %v (half the configured %v)", r, want, c.RatePerSecond)
 	}
-	if st, err := s.Stats(ctx, q); err != nil || st.EffectiveWhy != queue.AdaptiveStartWhy {
-		t.Fatalf("switched on: the rate's reason is %q (%v), want %q", st.EffectiveWhy, err, queue.AdaptiveStartWhy)
+	if st, err := s.Stats(ctx, q); err != nil || st.EffectiveWhy != admission.AdaptiveStartWhy {
+		t.Fatalf("switched on: the rate's reason is %q (%v), want %q", st.EffectiveWhy, err, admission.AdaptiveStartWhy)
 	}
 	rnd := rand.New(rand.NewPCG(3, 4))
 	id := int64(1)
@@ -131,7 +132,7 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 			for range rnd.IntN(40) {
 				sample.Add(time.Duration(rnd.IntN(400))*time.Millisecond, rnd.IntN(20) == 0)
 			}
-			rate = queue.NextRate(c, queue.RateWindow{Samples: sample, Rate: effective(), Waiting: int64(rnd.IntN(2))}).Rate
+			rate = admission.NextRate(c, queue.RateWindow{Samples: sample, Rate: effective(), Waiting: int64(rnd.IntN(2))}).Rate
 		case 1:
 			rate = c.MaxRate * (1 + rnd.Float64()*10)
 		case 2:
@@ -188,7 +189,7 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 	q := newQueue(t, s, adaptiveConfig())
 	const window = 20 * time.Millisecond
 	var sample queue.RateSample
-	for range queue.RateMinCalls {
+	for range admission.RateMinCalls {
 		sample.Add(30*time.Millisecond, false)
 	}
 	// claim folds a window's worth of calls (between them, during runs),
@@ -488,7 +489,7 @@ func openings(t *testing.T, s queue.Store, clock Clock, runs int) map[string]int
 			if e := mustStatus(t, s, q, "a"); !e.PreQueue || !e.Pace.OpensAt.Truncate(time.Millisecond).Equal(c.OpensAt.Truncate(time.Millisecond)) {
 				t.Fatalf("run %d: status in the pre-queue: %+v", run, e)
 			}
-			o, placed, err := queue.OpenLine(ctx, s, q, "owner", src)
+			o, placed, err := admission.OpenLine(ctx, s, q, "owner", src)
 			if err != nil || !o.Due || placed != 3 {
 				t.Fatalf("run %d: OpenLine: %+v, %d, %v", run, o, placed, err)
 			}

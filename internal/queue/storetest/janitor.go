@@ -43,7 +43,7 @@ func testSweep(t *testing.T, s queue.Store, clock Clock) {
 	mustLeave(t, s, q, "f") // a gap above it
 	mustEnter(t, s, q, "a") // a's expired token forgotten on entering again
 
-	read := func() (queue.Stats, queue.Snapshot, []queue.Entry) {
+	read := func() (queue.Stats, queue.Snapshot, []queue.Standing) {
 		t.Helper()
 		st, err := s.Stats(ctx, q)
 		if err != nil {
@@ -53,7 +53,7 @@ func testSweep(t *testing.T, s queue.Store, clock Clock) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var es []queue.Entry
+		var es []queue.Standing
 		for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
 			es = append(es, mustStatus(t, s, q, u))
 		}

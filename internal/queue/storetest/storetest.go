@@ -198,7 +198,7 @@ func newQueue(t *testing.T, s queue.Store, c queue.Config) string {
 	return name
 }
 
-func mustEnter(t *testing.T, s queue.Store, q, user string) queue.Entry {
+func mustEnter(t *testing.T, s queue.Store, q, user string) queue.Standing {
 	t.Helper()
 	e, err := s.Enter(context.Background(), q, user)
 	if err != nil {
@@ -207,7 +207,7 @@ func mustEnter(t *testing.T, s queue.Store, q, user string) queue.Entry {
 	return e
 }
 
-func mustStatus(t *testing.T, s queue.Store, q, user string) queue.Entry {
+func mustStatus(t *testing.T, s queue.Store, q, user string) queue.Standing {
 	t.Helper()
 	e, err := s.Status(context.Background(), q, user)
 	if err != nil {
@@ -281,7 +281,7 @@ func testReEntry(t *testing.T, s queue.Store, clock Clock) {
 	}
 	for range 3 {
 		e := mustEnter(t, s, q, "b")
-		want := queue.Entry{State: queue.Waiting, Position: 2, Length: 3, Ticket: 2}
+		want := queue.Standing{State: queue.Waiting, Position: 2, Length: 3, Ticket: 2}
 		if diff := cmp.Diff(want, e, ignorePaceAndEpoch); diff != "" {
 			t.Fatalf("re-entry (-want +got):\n%s", diff)
 		}
@@ -940,7 +940,7 @@ func testConfigRoundTrip(t *testing.T, s queue.Store, clock Clock) {
 		OpensAt:        time.Date(2031, 12, 24, 11, 0, 0, 0, time.UTC),
 		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
 		Method:         queue.MethodReject,
-		Entry:          queue.EntrySigned, ChallengeCost: 1234}
+		Join:           queue.JoinSigned, ChallengeCost: 1234}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {
@@ -1203,7 +1203,7 @@ func testAdmitNowQuiet(t *testing.T, s queue.Store, clock Clock) {
 	c := queue.DefaultConfig()
 	c.MaxActiveTokens = 2
 	q := newQueue(t, s, c)
-	admitNow := func(user, token string) queue.Entry {
+	admitNow := func(user, token string) queue.Standing {
 		t.Helper()
 		e, err := s.AdmitNow(ctx, q, user, token)
 		if err != nil {

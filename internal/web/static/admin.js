@@ -362,9 +362,10 @@
   // filled and read by the functions here, from the server's declaration.
 
   const cap = (name) => name.charAt(0).toUpperCase() + name.slice(1);
-  // A setting's name, help and choices come from the server, in English;
+  // A setting's name and choices come from the server, in English;
   // another language translates them in its messages (setting<Name>,
-  // settingHelp<Name>, setting<Name><Choice>).
+  // setting<Name><Choice>). What it does is in every language's messages,
+  // English too (settingHelp<Name>; the server serves the English one).
   const settingLabel = (s) => M['setting' + cap(s.name)] ?? s.label ?? s.name;
 
   // messageFor is the text of a message (a string, or texts by language)

@@ -1,4 +1,8 @@
-package queue
+// Package watch keeps what operators watch, every instance for itself:
+// the line's store's health queue by queue (HealthCheck, for readiness
+// and metrics) and each queue's recent numbers (History, for the admin
+// page's charts).
+package watch
 
 import (
 	"context"
@@ -8,6 +12,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // Health is what the store answered at its last check, queue by queue: on
@@ -49,11 +56,11 @@ func (h Health) State() string {
 // without a round trip of their own. It logs the store's and each queue's
 // changes of state, once each.
 type HealthCheck struct {
-	svc *Service
+	svc *queue.Service
 	// probe is the store asked (the service's, or the same Redis through
 	// a client of its own, so the checks never queue behind the
 	// requests' auto-pipeline).
-	probe  Inspector
+	probe  queue.Inspector
 	logger *slog.Logger
 	// Reach, if set, asks whether any part of the store answers when no
 	// queue did (on Redis Cluster: any primary answers PING), so a store
@@ -73,13 +80,13 @@ const HealthEvery = time.Second
 
 // NewHealthCheck returns a HealthCheck of the queues svc knows, asking
 // probe (svc's store, or a client of its own to the same store).
-func NewHealthCheck(svc *Service, probe Inspector, logger *slog.Logger) *HealthCheck {
+func NewHealthCheck(svc *queue.Service, probe queue.Inspector, logger *slog.Logger) *HealthCheck {
 	return &HealthCheck{svc: svc, probe: probe, logger: logger}
 }
 
 // Run checks every HealthEvery until ctx ends.
 func (c *HealthCheck) Run(ctx context.Context) {
-	every(ctx, HealthEvery, func() { c.Check(ctx) })
+	perqueue.Every(ctx, HealthEvery, func() { c.Check(ctx) })
 }
 
 // Last is the last check's answer (the zero Health before the first).
@@ -91,24 +98,24 @@ func (c *HealthCheck) Last() Health {
 
 // Check asks the store now, keeps the answer and returns it.
 func (c *HealthCheck) Check(ctx context.Context) Health {
-	list, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+	list, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
 	names := c.svc.KnownQueues(list)
 	cancel()
-	if !slices.Contains(names, DefaultQueue) {
-		names = append(slices.Clip(names), DefaultQueue)
+	if !slices.Contains(names, queue.DefaultQueue) {
+		names = append(slices.Clip(names), queue.DefaultQueue)
 	}
 	h := Health{Queues: slices.Sorted(slices.Values(names))}
 	var mu sync.Mutex
 	var answered int
 	var lastErr error
-	EachQueue(ctx, h.Queues, QueueCallTimeout, func(ctx context.Context, q string) {
+	perqueue.Each(ctx, h.Queues, perqueue.CallTimeout, func(ctx context.Context, q string) {
 		_, err := c.probe.Config(ctx, q)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case err == nil:
 			answered++
-		case errors.Is(err, ErrQueueNotFound):
+		case errors.Is(err, queue.ErrQueueNotFound):
 			answered++
 			h.Missing = append(h.Missing, q)
 		default:
@@ -123,7 +130,7 @@ func (c *HealthCheck) Check(ctx context.Context) Health {
 	slices.Sort(h.Missing)
 	h.Reachable = answered > 0
 	if !h.Reachable && c.Reach != nil {
-		reach, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+		reach, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
 		err := c.Reach(reach)
 		cancel()
 		h.Reachable = err == nil

@@ -1,9 +1,12 @@
-package queue
+package watch
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // HistoryPoint is one sample of a queue's numbers.
@@ -21,7 +24,7 @@ type HistoryPoint struct {
 // when the page did. Each instance keeps its own; the line is shared, so
 // they agree.
 type History struct {
-	svc         *Service
+	svc         *queue.Service
 	every, keep time.Duration
 
 	mu     sync.Mutex
@@ -29,7 +32,7 @@ type History struct {
 }
 
 // NewHistory returns a History sampling svc every `every`, keeping `keep`.
-func NewHistory(svc *Service, every, keep time.Duration) *History {
+func NewHistory(svc *queue.Service, every, keep time.Duration) *History {
 	return &History{svc: svc, every: every, keep: keep, points: map[string][]HistoryPoint{}}
 }
 
@@ -55,7 +58,7 @@ func (h *History) sample(ctx context.Context, now time.Time) {
 	names := h.svc.KnownQueues(ctx)
 	var takenMu sync.Mutex
 	taken := make(map[string]HistoryPoint, len(names))
-	EachQueue(ctx, names, QueueCallTimeout, func(ctx context.Context, q string) {
+	perqueue.Each(ctx, names, perqueue.CallTimeout, func(ctx context.Context, q string) {
 		st, err := h.svc.Stats(ctx, q)
 		if err != nil {
 			return

@@ -1,4 +1,4 @@
-package queue
+package admission
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // A fair opening (Config.OpensAt). Users entering before it wait in a
@@ -26,7 +28,7 @@ const openLease = 30 * time.Second
 // drawing the order from random (crypto/rand.Reader in production; a seeded
 // source makes a test repeatable). It reports the opening as the store saw
 // it, and how many users it placed.
-func OpenLine(ctx context.Context, store Loops, queue, owner string, random io.Reader) (Opening, int, error) {
+func OpenLine(ctx context.Context, store queue.Loops, queue, owner string, random io.Reader) (queue.Opening, int, error) {
 	o, err := store.OpenDue(ctx, queue, owner, openLease)
 	if err != nil || !o.Due {
 		return o, 0, err

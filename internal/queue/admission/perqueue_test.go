@@ -1,4 +1,4 @@
-package queue_test
+package admission_test
 
 import (
 	"context"
@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
+	"github.com/waitroom/waitroom/internal/queue/watch"
 )
 
 // partialStore is a store whose queue "hung" never answers (each call
@@ -110,7 +113,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	a := queue.NewAdmitter(s, logger)
+	a := admission.NewAdmitter(s, logger)
 	a.Discover = 50 * time.Millisecond
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -125,7 +128,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 
 	// Samples of all three handed over in one flush: the healthy queue's
 	// arrive while the silent one's call is still waiting.
-	rates := queue.NewRateController(s, logger)
+	rates := admission.NewRateController(s, logger)
 	for _, q := range []string{"hung", "live", "broken"} {
 		rates.Observe(q, time.Millisecond, false)
 	}
@@ -139,11 +142,11 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 		t.Errorf("the healthy queue's samples reached the store %v after the flush began, the silent queue's call gave up after %v: want them before, not behind it",
 			live.Sub(began), hung.Sub(began))
 	}
-	if flushed < queue.QueueCallTimeout/2 {
+	if flushed < perqueue.CallTimeout/2 {
 		t.Errorf("the flush took %v: the silent queue's call did not wait (the test's store is wrong)", flushed)
 	}
 
-	h := queue.NewHealthCheck(queue.NewService(s, 0), s, logger).Check(ctx)
+	h := watch.NewHealthCheck(queue.NewService(s, 0), s, logger).Check(ctx)
 	if !h.Reachable || strings.Join(h.Down, ",") != "broken,hung" || h.State() != "degraded" {
 		t.Errorf("health: reachable %v, down %v, state %q; want reachable, down [broken hung], degraded", h.Reachable, h.Down, h.State())
 	}

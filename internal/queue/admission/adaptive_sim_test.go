@@ -1,4 +1,4 @@
-package queue
+package admission
 
 // A simulated backend for the adaptive rate: a pool of connections that
 // each serve one call at a time, in arrival order, in front of which the
@@ -15,6 +15,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 type simBackend struct {
@@ -33,7 +35,7 @@ type simResult struct {
 // simulate admits users at the adaptive rate (from AdaptiveStart, as a
 // store switches it on) for runFor seconds; each admitted user calls the
 // backend once, 20 ms later, and nobody runs out of line.
-func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
+func simulate(c queue.Config, b simBackend, runFor float64, seed uint64) simResult {
 	const (
 		step     = 0.001 // s
 		interval = 0.1   // admission tick
@@ -49,10 +51,10 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 		since    int64
 		arrivals []float64 // calls waiting for a connection, by arrival
 		free     []float64 // when each connection is free again
-		pending  RateSample
+		pending  queue.RateSample
 		win      = int64(-1)
-		gathered RateSample
-		last     RateWindow
+		gathered queue.RateSample
+		last     queue.RateWindow
 		calls    []float64    // pending call starts, by time
 		done     [][2]float64 // calls being served: when they end, what they took
 	)
@@ -113,7 +115,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 				res.rateAt = append(res.rateAt, now)
 				res.rate = append(res.rate, rate)
 			}
-			win, gathered, since = w, RateSample{}, admitted
+			win, gathered, since = w, queue.RateSample{}, admitted
 		}
 		for bk, n := range pending.Latency {
 			if gathered.Latency == nil {
@@ -122,7 +124,7 @@ func simulate(c Config, b simBackend, runFor float64, seed uint64) simResult {
 			gathered.Latency[bk] += n
 		}
 		gathered.Calls += pending.Calls
-		pending = RateSample{}
+		pending = queue.RateSample{}
 	}
 	return res
 }
@@ -155,8 +157,8 @@ func (r simResult) rateBetween(from, to float64) float64 {
 	return sum / float64(n)
 }
 
-func simConfig(rate float64, target time.Duration) Config {
-	c := DefaultConfig()
+func simConfig(rate float64, target time.Duration) queue.Config {
+	c := queue.DefaultConfig()
 	c.Adaptive, c.RatePerSecond, c.MinRate, c.MaxRate, c.TargetLatency = true, rate, 10, rate, target
 	return c
 }

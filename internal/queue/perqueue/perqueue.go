@@ -1,4 +1,7 @@
-package queue
+// Package perqueue is what the loops that visit every queue share: a call
+// per queue at once, each under its own deadline, a ticker, and a log of
+// each queue's trouble once when it starts and once when it ends.
+package perqueue
 
 import (
 	"context"
@@ -16,14 +19,14 @@ import (
 // each under its own deadline, and log a queue's trouble once when it
 // starts and once when it ends, not once per call.
 
-// QueueCallTimeout bounds one background call about one queue. The Redis
+// CallTimeout bounds one background call about one queue. The Redis
 // client gives up on a node after about a second (a dial or a read), so
 // this is only reached by a call queued behind others.
-const QueueCallTimeout = 2 * time.Second
+const CallTimeout = 2 * time.Second
 
-// EachQueue calls fn for every queue at once, each with a context that
+// Each calls fn for every queue at once, each with a context that
 // ends after timeout, and returns when all have returned.
-func EachQueue(ctx context.Context, queues []string, timeout time.Duration, fn func(ctx context.Context, queue string)) {
+func Each(ctx context.Context, queues []string, timeout time.Duration, fn func(ctx context.Context, queue string)) {
 	var wg sync.WaitGroup
 	for _, q := range queues {
 		wg.Go(func() {
@@ -35,10 +38,10 @@ func EachQueue(ctx context.Context, queues []string, timeout time.Duration, fn f
 	wg.Wait()
 }
 
-// troubles remembers which queues' calls of one kind are failing, so a
+// Troubles remembers which queues' calls of one kind are failing, so a
 // loop logs a queue's trouble when it begins and when it ends: once per
 // change of state, however many calls fail in between.
-type troubles struct {
+type Troubles struct {
 	logger *slog.Logger
 	// what names the calls in the log ("admission tick").
 	what string
@@ -47,14 +50,15 @@ type troubles struct {
 	failed map[string]int // queue → calls failed in a row
 }
 
-func newTroubles(logger *slog.Logger, what string) *troubles {
-	return &troubles{logger: logger, what: what, failed: map[string]int{}}
+// NewTroubles returns Troubles logging to logger about the calls named what.
+func NewTroubles(logger *slog.Logger, what string) *Troubles {
+	return &Troubles{logger: logger, what: what, failed: map[string]int{}}
 }
 
-// result records one call about queue: it logs the first failure after a
+// Result records one call about queue: it logs the first failure after a
 // success (with the error) and the first success after failures (with how
 // many failed), and reports how many calls have failed in a row now.
-func (t *troubles) result(queue string, err error, attrs ...any) int {
+func (t *Troubles) Result(queue string, err error, attrs ...any) int {
 	t.mu.Lock()
 	before := t.failed[queue]
 	if err == nil {
@@ -76,4 +80,18 @@ func (t *troubles) result(queue string, err error, attrs ...any) int {
 		return before + 1
 	}
 	return 0
+}
+
+// Every runs fn every d until ctx ends.
+func Every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
+	}
 }

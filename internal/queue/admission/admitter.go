@@ -1,35 +1,23 @@
-package queue
+package admission
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
-
-// TokenBytes is the entropy of an entry token: 128 bits.
-const TokenBytes = 16
-
-// NewTokens returns n random entry tokens (128 bits each, base64url).
-func NewTokens(n int) []string {
-	buf := make([]byte, n*TokenBytes)
-	rand.Read(buf) // never fails (crypto/rand panics rather than return a weak value)
-	out := make([]string, n)
-	for i := range out {
-		out[i] = base64.RawURLEncoding.EncodeToString(buf[i*TokenBytes : (i+1)*TokenBytes])
-	}
-	return out
-}
 
 // loopStore is what the loops need of a store: their steps, and the queues
 // and their configs.
 type loopStore interface {
-	Loops
-	Inspector
+	queue.Loops
+	queue.Inspector
 }
 
 // Admitter lets users in. Every instance runs one; they need no leader,
@@ -60,14 +48,14 @@ type Admitter struct {
 	owner string
 	// ticks and listing log failed ticks (per queue) and failed listings
 	// of the queues once per change of state.
-	ticks, listing *troubles
+	ticks, listing *perqueue.Troubles
 }
 
 // NewAdmitter returns an Admitter over store.
 func NewAdmitter(store loopStore, logger *slog.Logger) *Admitter {
 	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true,
-		Random: rand.Reader, owner: NewTokens(1)[0],
-		ticks: newTroubles(logger, "admission tick"), listing: newTroubles(logger, "admission: listing the queues")}
+		Random: rand.Reader, owner: queue.NewTokens(1)[0],
+		ticks: perqueue.NewTroubles(logger, "admission tick"), listing: perqueue.NewTroubles(logger, "admission: listing the queues")}
 }
 
 // Run admits until ctx ends, one loop per queue; queues created later are
@@ -90,17 +78,17 @@ func (a *Admitter) Run(ctx context.Context) {
 
 type queueLoop struct {
 	mu  sync.Mutex
-	cfg Config
+	cfg queue.Config
 	// reconfigured wakes the loop when discover finds a new config, so a
 	// shorter interval (or a resume) takes effect at the next tick rather
 	// than after a sleep planned under the old config.
 	reconfigured chan struct{}
 }
 
-func (l *queueLoop) config() Config { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
+func (l *queueLoop) config() queue.Config { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
 
 // setConfig records cfg and wakes the loop if it changed.
-func (l *queueLoop) setConfig(cfg Config) {
+func (l *queueLoop) setConfig(cfg queue.Config) {
 	l.mu.Lock()
 	changed := cfg != l.cfg
 	l.cfg = cfg
@@ -117,29 +105,29 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 	// A queue whose node is down must not hold up the others' discovery:
 	// every read is bounded, and the configs are read at once.
 	if a.EnsureQueues != nil {
-		ensure, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+		ensure, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
 		a.EnsureQueues(ensure)
 		cancel()
 	}
-	list, cancel := context.WithTimeout(ctx, QueueCallTimeout)
+	list, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
 	names, err := a.store.Queues(list)
 	cancel()
 	if ctx.Err() != nil {
 		return
 	}
-	a.listing.result("", err)
+	a.listing.Result("", err)
 	if err != nil {
 		// On Redis Cluster the list lives on one node: while it is down,
 		// the queues already known keep their loops and configs.
 		return
 	}
-	configs := make([]Config, len(names))
+	configs := make([]queue.Config, len(names))
 	found := make([]bool, len(names))
 	index := make(map[string]int, len(names))
 	for i, name := range names {
 		index[name] = i
 	}
-	EachQueue(ctx, names, QueueCallTimeout, func(ctx context.Context, name string) {
+	perqueue.Each(ctx, names, perqueue.CallTimeout, func(ctx context.Context, name string) {
 		i := index[name]
 		if cfg, err := a.store.Config(ctx, name); err == nil {
 			configs[i], found[i] = cfg, true
@@ -172,12 +160,12 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 // It never sleeps longer than one interval of the queue's current config,
 // whatever the store said (a clock that went back, a config changed
 // elsewhere), and a new config wakes it at once.
-func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
+func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var opened time.Time // the opening this loop saw done
-	var swept time.Time  // when the janitor last swept the queue
+	var swept time.Time  // when the janitor last swept the name
 	for {
 		select {
 		case <-ctx.Done():
@@ -188,28 +176,28 @@ func (a *Admitter) loop(ctx context.Context, queue string, l *queueLoop) {
 		}
 		cfg := l.config()
 		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Now().After(at.Add(-cfg.Interval)) {
-			if a.open(ctx, queue) {
+			if a.open(ctx, name) {
 				opened = at
 			}
 		}
 		if time.Since(swept) >= sweepEvery {
-			a.sweep(ctx, queue)
+			a.sweep(ctx, name)
 			swept = time.Now()
 		}
 		var wait time.Duration
-		tick, cancel := context.WithTimeout(ctx, QueueCallTimeout)
-		res, err := a.store.Admit(tick, queue, NewTokens(cfg.BatchSize))
+		tick, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
+		res, err := a.store.Admit(tick, name, queue.NewTokens(cfg.BatchSize))
 		cancel()
 		// Told even when the loop is stopping: the users are let in all
 		// the same (a tick answered as the run ended had dropped them from
 		// the counts; TestThreeAdmittersShareTheRate saw 420 of 430).
 		if err == nil && (len(res.Admitted) > 0 || res.Skipped > 0) && a.OnAdmitUsers != nil {
-			a.OnAdmitUsers(queue, res.Admitted)
+			a.OnAdmitUsers(name, res.Admitted)
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		failures := a.ticks.result(queue, err)
+		failures := a.ticks.Result(name, err)
 		switch {
 		case err != nil:
 			wait = min(time.Duration(failures)*cfg.Interval, 5*time.Second)

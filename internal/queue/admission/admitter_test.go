@@ -1,4 +1,4 @@
-package queue_test
+package admission_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 // scriptedStore is the part of a store the admitter uses, answering Admit
@@ -47,7 +48,7 @@ func (s *scriptedStore) Sweep(context.Context, string) (bool, error) { return fa
 func runAdmitter(t *testing.T, s queue.Store, discover time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a := queue.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a.Discover = discover
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -113,7 +114,7 @@ func TestAdmitterReportsATickAnsweredAsItStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &stoppingStore{scriptedStore: newScriptedStore(queue.DefaultConfig(), nil), stop: cancel}
-	a := queue.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var told []string
 	a.OnAdmitUsers = func(_ string, users []string) { told = append(told, users...) }
 	a.Run(ctx) // returns once the run is stopped

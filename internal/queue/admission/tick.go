@@ -1,4 +1,9 @@
-package queue
+// Package admission lets people in from the line: it plans each tick once
+// for every store (PlanTick), runs the loop that asks the store for ticks
+// (Admitter), places a fair opening (OpenLine), and decides the adaptive
+// rate (NextRate, RateController). It imports queue for the line's types
+// and Store; queue knows nothing of it.
+package admission
 
 import (
 	"crypto/rand"
@@ -6,6 +11,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // Admission, written once. A store reads what a tick needs (TickInput,
@@ -61,7 +68,7 @@ const maxCheckpoints = 3
 
 // TickInput is what a store reads for one tick, in one step, by its clock.
 type TickInput struct {
-	Config Config
+	Config queue.Config
 	State  TickState
 	// Now is the store's clock in whole milliseconds.
 	Now time.Time
@@ -113,8 +120,8 @@ type TickPlan struct {
 }
 
 // Admission is the plan as the caller of Store.Admit sees it.
-func (p TickPlan) Admission() Admission {
-	a := Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn}
+func (p TickPlan) Admission() queue.Admission {
+	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn}
 	for _, w := range p.Admitted {
 		a.Admitted = append(a.Admitted, w.User)
 	}
@@ -171,7 +178,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	rate := c.RateInForce(in.EffectiveRate)
 	stopped := c.Paused || in.Placing
 	reach := int64(math.Ceil(4*c.AbandonAfter.Seconds()*max(rate, st.PaceRate))) + 2*int64(c.BatchSize)
-	if c.Method == MethodRandom {
+	if c.Method == queue.MethodRandom {
 		reach = drawReach // anyone in line may be drawn next
 	}
 	judged, mark, err := checkpoints(c, st, now, min(reach, in.Length)-1, front)
@@ -217,7 +224,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 // carried from the last, at most a batch and the tokens at hand (what the
 // tokens hold back is kept for the next tick, as the caller's config may be
 // older), and the fraction it carries on.
-func quota(c Config, rate, carried float64, tokens int) (int, float64) {
+func quota(c queue.Config, rate, carried float64, tokens int) (int, float64) {
 	q := rate*c.Interval.Seconds() + carried
 	n := int(q)
 	carry := q - float64(n)
@@ -234,8 +241,8 @@ func quota(c Config, rate, carried float64, tokens int) (int, float64) {
 // let straight in (Store.AdmitNow), given the rate stored and the tick state.
 // Under passthrough the rate does not hold people back: only the live-token
 // cap does, which the store checks.
-func MayAdmitNow(c Config, effectiveRate float64, st TickState) bool {
-	if c.Method == MethodPassthrough {
+func MayAdmitNow(c queue.Config, effectiveRate float64, st TickState) bool {
+	if c.Method == queue.MethodPassthrough {
 		return true
 	}
 	n, _ := quota(c, c.RateInForce(effectiveRate), st.Carry, c.BatchSize)
@@ -246,7 +253,7 @@ func MayAdmitNow(c Config, effectiveRate float64, st TickState) bool {
 // within the reach of seen marks at least AbandonAfter ago (judged; -1:
 // none), and a new checkpoint when one is due, at the ticket of rank edge
 // (the edge of the reach, or the last in line).
-func checkpoints(c Config, st *TickState, now time.Time, edge int64, front Front) (int64, *Checkpoint, error) {
+func checkpoints(c queue.Config, st *TickState, now time.Time, edge int64, front Front) (int64, *Checkpoint, error) {
 	judged := int64(-1)
 	if c.AbandonAfter == 0 {
 		return judged, nil, nil
@@ -276,8 +283,8 @@ func checkpoints(c Config, st *TickState, now time.Time, edge int64, front Front
 // under MethodRandom a draw the store makes in its atomic step, so among
 // everyone in line as it is then (counted here as if nobody drawn is a
 // no-show); else the first n present at the front (pick).
-func (p *TickPlan) choose(c Config, front Front, n int, length int64, absent Absence) (err error) {
-	if c.Method != MethodRandom {
+func (p *TickPlan) choose(c queue.Config, front Front, n int, length int64, absent Absence) (err error) {
+	if c.Method != queue.MethodRandom {
 		p.Admitted, p.Skipped, err = pick(front, n, absent)
 		return err
 	}
@@ -382,7 +389,7 @@ func (st TickState) MeasuredRate(now time.Time) float64 {
 // weighted rate, over the last minute, of users leaving the front, on a
 // clock that runs only while people wait and admission runs (stopped:
 // paused, or an opening being placed).
-func (st *TickState) advancePace(c Config, now time.Time, length int64, left int, stopped bool) {
+func (st *TickState) advancePace(c queue.Config, now time.Time, length int64, left int, stopped bool) {
 	if stopped || length == 0 {
 		st.PaceAt = time.Time{}
 	} else {
@@ -390,7 +397,7 @@ func (st *TickState) advancePace(c Config, now time.Time, length int64, left int
 		if !st.PaceAt.IsZero() {
 			dt = now.Sub(st.PaceAt).Seconds()
 		}
-		rate := st.PaceRate*math.Exp(-dt/PaceWindow.Seconds()) + float64(left)/PaceWindow.Seconds()
+		rate := st.PaceRate*math.Exp(-dt/queue.PaceWindow.Seconds()) + float64(left)/queue.PaceWindow.Seconds()
 		st.PaceRate, st.PaceBusy = round(rate, 1e6), round(min(st.PaceBusy+dt, 3600), 1e3)
 		st.PaceAt = time.Time{}
 		if length > int64(left) {

@@ -1,4 +1,4 @@
-package queue_test
+package admission_test
 
 // Admission that follows the backend, on the in-process store's injected
 // clock: every time here is the fake clock's, so nothing depends on how
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 )
 
@@ -50,9 +51,9 @@ func windowOf(calls int, latency time.Duration, failed int, waiting int64, rate 
 // window 10 (when n > 1, held after it with the latency at lastP90).
 func cutAgo(w queue.RateWindow, n int64, knee float64, lastP90 time.Duration) queue.RateWindow {
 	w.ID = 10 + n
-	w.Last = queue.RateDecision{Window: w.ID - 1, Kind: queue.RateBackOff, Why: "back off: p90 1s above the target 250ms", P90: lastP90, Knee: knee}
+	w.Last = queue.RateDecision{Window: w.ID - 1, Kind: admission.RateBackOff, Why: "back off: p90 1s above the target 250ms", P90: lastP90, Knee: knee}
 	if n > 1 {
-		w.Last.Kind, w.Last.Why = queue.RateWaitShow, "hold, the last back-off has yet to show: p90 900ms above the target 250ms"
+		w.Last.Kind, w.Last.Why = admission.RateWaitShow, "hold, the last back-off has yet to show: p90 900ms above the target 250ms"
 	}
 	return w
 }
@@ -67,7 +68,7 @@ func measured(w queue.RateWindow, perUser float64, admitted int64) queue.RateWin
 // withKnee makes w a window long after a back-off from knee.
 func withKnee(w queue.RateWindow, knee float64) queue.RateWindow {
 	w.ID = 50
-	w.Last = queue.RateDecision{Window: 49, Kind: queue.RateGrow, Why: "grow: p90 200ms under the target 250ms", Knee: knee}
+	w.Last = queue.RateDecision{Window: 49, Kind: admission.RateGrow, Why: "grow: p90 200ms under the target 250ms", Knee: knee}
 	return w
 }
 
@@ -116,7 +117,7 @@ func TestNextRate(t *testing.T) {
 		{"never below the floor by latency", windowOf(50, 5*time.Second, 0, 50, 11), 10, 10, "back off", 11},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := queue.NextRate(c, tc.w)
+			d := admission.NextRate(c, tc.w)
 			if d.Rate < tc.low || d.Rate > tc.top || !strings.HasPrefix(d.Why, tc.why) || d.Knee != tc.knee {
 				t.Fatalf("NextRate = %v (%q, knee %v), want %v..%v (%s…, knee %v)", d.Rate, d.Why, d.Knee, tc.low, tc.top, tc.why, tc.knee)
 			}
@@ -146,7 +147,7 @@ func TestCallsPerUserMeasured(t *testing.T) {
 		{"above the target: kept", measured(windowOf(50, time.Second, 0, 50, 60), 1, 100), 1, "back off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := queue.NextRate(c, tc.w)
+			d := admission.NextRate(c, tc.w)
 			if math.Abs(d.CallsPerUser-tc.want) > 1e-9 || !strings.HasPrefix(d.Why, tc.why) {
 				t.Errorf("%v calls per user (%q), want %v (%s…)", d.CallsPerUser, d.Why, tc.want, tc.why)
 			}
@@ -364,7 +365,7 @@ func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
 	for i := range 50 {
 		store.Enter(ctx, "q", fmt.Sprintf("u%d", i))
 	}
-	a, b := queue.NewRateController(store, discard()), queue.NewRateController(store, discard())
+	a, b := admission.NewRateController(store, discard()), admission.NewRateController(store, discard())
 	rate := func() float64 {
 		st, _ := store.Stats(ctx, "q")
 		return st.EffectiveRate
@@ -378,7 +379,7 @@ func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
 			}
 			a.Flush(ctx)
 			b.Flush(ctx)
-			clock.Add(queue.DefaultRateWindow)
+			clock.Add(admission.DefaultRateWindow)
 			rates = append(rates, rate())
 		}
 		return rates
@@ -416,7 +417,7 @@ func TestDrawOrderIsUniform(t *testing.T) {
 	counts := map[string]int{}
 	const draws = 24_000
 	for range draws {
-		order, err := queue.DrawOrder([]string{"a", "b", "c", "d"}, src)
+		order, err := admission.DrawOrder([]string{"a", "b", "c", "d"}, src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,7 +434,7 @@ func TestDrawOrderIsUniform(t *testing.T) {
 	if chi > 41.638 {
 		t.Fatalf("chi-square %.2f: not uniform: %v", chi, counts)
 	}
-	if a := queue.NewAdmitter(nil, discard()); a.Random != rand.Reader {
+	if a := admission.NewAdmitter(nil, discard()); a.Random != rand.Reader {
 		t.Fatal("the admitter does not draw from crypto/rand")
 	}
 	// Every user stays in the draw, once.
@@ -441,7 +442,7 @@ func TestDrawOrderIsUniform(t *testing.T) {
 	for i := range users {
 		users[i] = fmt.Sprint(i)
 	}
-	order, err := queue.DrawOrder(slices.Clone(users), rand.Reader)
+	order, err := admission.DrawOrder(slices.Clone(users), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +471,7 @@ func TestOpeningOnTheFakeClock(t *testing.T) {
 	if err != nil || !v.OpensAt.Equal(c.OpensAt) || v.Position != 0 || *v.PollAfterSeconds < 8 {
 		t.Fatalf("an hour before: %+v, %v", v, err)
 	}
-	o, _, err := queue.OpenLine(ctx, store, "q", "me", rand.Reader)
+	o, _, err := admission.OpenLine(ctx, store, "q", "me", rand.Reader)
 	if err != nil || o.Due || o.In != time.Hour {
 		t.Fatalf("an hour before, OpenLine: %+v, %v", o, err)
 	}
@@ -478,7 +479,7 @@ func TestOpeningOnTheFakeClock(t *testing.T) {
 		svc.Enter(ctx, "q", fmt.Sprintf("p%d", i))
 	}
 	clock.Add(time.Hour)
-	o, placed, err := queue.OpenLine(ctx, store, "q", "me", rand.Reader)
+	o, placed, err := admission.OpenLine(ctx, store, "q", "me", rand.Reader)
 	if err != nil || !o.Due || placed != 10 {
 		t.Fatalf("at opensAt: %+v, placed %d, %v", o, placed, err)
 	}
@@ -500,11 +501,11 @@ func TestNextRateGoesByKind(t *testing.T) {
 	c := nextRateConfig()
 	w := cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 1, 60, time.Second)
 	w.Last.Why = "reworded for the admin page"
-	if d := queue.NextRate(c, w); d.Kind != queue.RateWaitShow || d.Rate != 42 {
+	if d := admission.NextRate(c, w); d.Kind != admission.RateWaitShow || d.Rate != 42 {
 		t.Errorf("after a back-off, reworded: %v (%s, %q), want a hold at 42", d.Rate, d.Kind, d.Why)
 	}
-	w.Last.Kind, w.Last.Why = queue.RateGrow, "back off: p90 1s above the target 250ms"
-	if d := queue.NextRate(c, w); d.Kind != queue.RateBackOff || d.Rate >= 42 {
+	w.Last.Kind, w.Last.Why = admission.RateGrow, "back off: p90 1s above the target 250ms"
+	if d := admission.NextRate(c, w); d.Kind != admission.RateBackOff || d.Rate >= 42 {
 		t.Errorf("after growing, with a back-off's words: %v (%s, %q), want a back-off", d.Rate, d.Kind, d.Why)
 	}
 }

@@ -1,4 +1,4 @@
-package queue
+package admission
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
 // The adaptive rate. Every protected call (an order; a backend call through
@@ -26,7 +29,7 @@ import (
 // line is longest, before the first decision could cut it. From half, the
 // rate grows a tenth a second while latency stays under the target, and
 // so reaches the guess within eight seconds if the backend bears it.
-func AdaptiveStart(c Config) float64 { return max(c.MinRate, min(c.RatePerSecond/2, c.MaxRate)) }
+func AdaptiveStart(c queue.Config) float64 { return max(c.MinRate, min(c.RatePerSecond/2, c.MaxRate)) }
 
 // AdaptiveStartWhy is the reason logged for AdaptiveStart.
 const AdaptiveStartWhy = "adaptive on, from half the configured rate"
@@ -34,27 +37,25 @@ const AdaptiveStartWhy = "adaptive on, from half the configured rate"
 // DefaultRateWindow is how long samples are gathered per decision.
 const DefaultRateWindow = time.Second
 
-// RateKind is what a decision of the adaptive rate did.
-type RateKind string
-
+// What a decision of the adaptive rate did (queue.RateDecision.Kind).
 const (
 	// RateBackOff: the rate was cut.
-	RateBackOff RateKind = "back-off"
+	RateBackOff queue.RateKind = "back-off"
 	// RateWaitShow: held on the window right after a back-off, whose calls
 	// were mostly let in before it.
-	RateWaitShow RateKind = "wait-show"
+	RateWaitShow queue.RateKind = "wait-show"
 	// RateDraining: held while a backlog drains.
-	RateDraining RateKind = "draining"
+	RateDraining queue.RateKind = "draining"
 	// RateHold: held for another reason (too few calls, nobody waiting,
 	// the backend falling behind).
-	RateHold RateKind = "hold"
+	RateHold queue.RateKind = "hold"
 	// RateGrow: the rate was raised.
-	RateGrow RateKind = "grow"
+	RateGrow queue.RateKind = "grow"
 )
 
 // after reports whether the decision on the window just before w's was of
 // one of kinds.
-func after(w RateWindow, kinds ...RateKind) bool {
+func after(w queue.RateWindow, kinds ...queue.RateKind) bool {
 	return w.Last.Window == w.ID-1 && slices.Contains(kinds, w.Last.Kind)
 }
 
@@ -78,64 +79,10 @@ const RateMinCalls = 20
 // least RateMinCalls; this guards against anything less).
 const minCallsToJudge = 3
 
-// latencyBase is the width of a latency bucket: each is 5% wider than the
-// one below, so a percentile read from the buckets is within 5%.
-const latencyBase = 1.05
-
-// LatencyBucket is the bucket of a protected call's latency in
-// RateSample.Latency: 0 up to 1 ms, then b for (1.05^(b-1), 1.05^b] ms.
-func LatencyBucket(d time.Duration) int {
-	ms := float64(d) / float64(time.Millisecond)
-	if ms <= 1 {
-		return 0
-	}
-	return int(math.Ceil(math.Log(ms) / math.Log(latencyBase)))
-}
-
-// bucketLatency is the upper bound of a bucket.
-func bucketLatency(b int) time.Duration {
-	return time.Duration(math.Pow(latencyBase, float64(b)) * float64(time.Millisecond))
-}
-
-// Add counts one call in the sample.
-func (s *RateSample) Add(took time.Duration, overloaded bool) {
-	s.Calls++
-	if overloaded {
-		s.Overloaded++
-	}
-	if s.Latency == nil {
-		s.Latency = map[int]int64{}
-	}
-	s.Latency[LatencyBucket(took)]++
-}
-
-// Percentile is the latency below which the fraction q of the sampled
-// calls fell (the upper bound of its bucket); 0 with no calls.
-func (s RateSample) Percentile(q float64) time.Duration {
-	var total int64
-	buckets := make([]int, 0, len(s.Latency))
-	for b, n := range s.Latency {
-		buckets = append(buckets, b)
-		total += n
-	}
-	if total == 0 {
-		return 0
-	}
-	slices.Sort(buckets)
-	need := int64(math.Ceil(q * float64(total)))
-	var seen int64
-	for _, b := range buckets {
-		if seen += s.Latency[b]; seen >= need {
-			return bucketLatency(b)
-		}
-	}
-	return bucketLatency(buckets[len(buckets)-1])
-}
-
 // Decision is NextRate's answer: the decision the store keeps, and the
 // figures of the window it stood on.
 type Decision struct {
-	RateDecision
+	queue.RateDecision
 	Calls, Failed int64
 }
 
@@ -178,10 +125,10 @@ type Decision struct {
 // calls changes nothing. The target must lie above what the backend takes
 // when unloaded: latency that no rate can bring under it drives the rate
 // down to its floor.
-func NextRate(c Config, w RateWindow) Decision {
+func NextRate(c queue.Config, w queue.RateWindow) Decision {
 	s := w.Samples
 	last := w.Last
-	d := Decision{RateDecision: RateDecision{Window: w.ID, Rate: w.Rate, P90: s.Percentile(0.9), Knee: last.Knee, CallsPerUser: last.CallsPerUser},
+	d := Decision{RateDecision: queue.RateDecision{Window: w.ID, Rate: w.Rate, P90: s.Percentile(0.9), Knee: last.Knee, CallsPerUser: last.CallsPerUser},
 		Calls: s.Calls, Failed: s.Overloaded}
 	target := c.TargetLatency
 	// bears is what the backend completed in the window, in users per
@@ -194,7 +141,7 @@ func NextRate(c Config, w RateWindow) Decision {
 	cut := func(to float64, why string) {
 		d.Rate, d.Knee, d.Kind, d.Why = w.Rate*to, w.Rate, RateBackOff, "back off: "+why
 	}
-	hold := func(kind RateKind, why string, args ...any) { d.Kind, d.Why = kind, fmt.Sprintf(why, args...) }
+	hold := func(kind queue.RateKind, why string, args ...any) { d.Kind, d.Why = kind, fmt.Sprintf(why, args...) }
 	switch {
 	case s.Calls < minCallsToJudge:
 		hold(RateHold, "hold: %d calls are too few to judge", s.Calls)
@@ -281,15 +228,15 @@ type RateController struct {
 	Window time.Duration
 
 	mu      sync.Mutex
-	pending map[string]*RateSample
+	pending map[string]*queue.RateSample
 	// folds logs a queue's failing hand-overs once per change of state.
-	folds *troubles
+	folds *perqueue.Troubles
 }
 
 // NewRateController returns a RateController over store.
 func NewRateController(store loopStore, logger *slog.Logger) *RateController {
-	return &RateController{store: store, logger: logger, Window: DefaultRateWindow, pending: map[string]*RateSample{},
-		folds: newTroubles(logger, "adaptive rate: handing samples to the store")}
+	return &RateController{store: store, logger: logger, Window: DefaultRateWindow, pending: map[string]*queue.RateSample{},
+		folds: perqueue.NewTroubles(logger, "adaptive rate: handing samples to the store")}
 }
 
 // maxSampledQueues bounds the queues one instance gathers samples for
@@ -299,16 +246,16 @@ const maxSampledQueues = 10_000
 
 // Observe records one protected call: its queue, its latency from the
 // token check to its answer, and whether it failed or timed out.
-func (r *RateController) Observe(queue string, took time.Duration, overloaded bool) {
+func (r *RateController) Observe(name string, took time.Duration, overloaded bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.pending[queue]
+	s, ok := r.pending[name]
 	if !ok {
 		if len(r.pending) >= maxSampledQueues {
 			return
 		}
-		s = &RateSample{}
-		r.pending[queue] = s
+		s = &queue.RateSample{}
+		r.pending[name] = s
 	}
 	s.Add(took, overloaded)
 }
@@ -321,7 +268,7 @@ const flushesPerWindow = 4
 
 // Run flushes the samples a few times per window until ctx ends.
 func (r *RateController) Run(ctx context.Context) {
-	every(ctx, r.Window/flushesPerWindow, func() { r.Flush(ctx) })
+	perqueue.Every(ctx, r.Window/flushesPerWindow, func() { r.Flush(ctx) })
 }
 
 // Flush hands every queue's samples to the store and decides the windows
@@ -329,25 +276,25 @@ func (r *RateController) Run(ctx context.Context) {
 func (r *RateController) Flush(ctx context.Context) {
 	r.mu.Lock()
 	batch := r.pending
-	r.pending = make(map[string]*RateSample, len(batch))
+	r.pending = make(map[string]*queue.RateSample, len(batch))
 	r.mu.Unlock()
 	queues := make([]string, 0, len(batch))
 	for q := range batch {
 		queues = append(queues, q)
 	}
-	EachQueue(ctx, queues, QueueCallTimeout, func(qctx context.Context, q string) {
+	perqueue.Each(ctx, queues, perqueue.CallTimeout, func(qctx context.Context, q string) {
 		w, err := r.store.FoldRate(qctx, q, *batch[q], r.Window)
 		if ctx.Err() != nil {
 			return
 		}
-		r.folds.result(q, err)
+		r.folds.Result(q, err)
 		if err == nil && w.Claimed {
 			r.decide(qctx, q, w)
 		}
 	})
 }
 
-func (r *RateController) decide(ctx context.Context, q string, w RateWindow) {
+func (r *RateController) decide(ctx context.Context, q string, w queue.RateWindow) {
 	c, err := r.store.Config(ctx, q)
 	if err != nil || !c.Adaptive {
 		return
