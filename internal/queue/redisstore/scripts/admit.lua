@@ -1,4 +1,4 @@
--- admit: apply one admission tick that queue.PlanTick planned on what
+-- admit: apply one admission tick that admission.PlanTick planned on what
 -- tick.lua read, if the tick is still the one read: its due time unchanged.
 -- An instance that claimed the tick meanwhile moved it on, and so did this
 -- very call if the Redis client re-sent it (the reply came after its read
@@ -13,9 +13,9 @@
 -- Under queueingMethod random the plan names nobody: it says how many to
 -- draw and brings random values (Go's crypto/rand, never Lua's
 -- math.random, which Redis seeds alike every time). Each value picks a
--- user at the rank queue.DrawIndex gives in the line as it is now, and that
+-- user at the rank admission.DrawIndex gives in the line as it is now, and that
 -- user leaves before the next value is used (a draw without replacement);
--- a no-show drawn (queue.Absence.NoShow: ticket judged, not seen since the
+-- a no-show drawn (admission.Absence.NoShow: ticket judged, not seen since the
 -- bar, both Go's figures) leaves without a token, and the next value
 -- draws again. Drawn users leave a gap for snapshot.lua, as leavers do.
 --
@@ -54,9 +54,9 @@ local function issue(user, token)
 end
 
 -- draw lets in d.n users drawn at random (queue.MethodRandom); its twin
--- is memstore's state.draw, step for step: each value picks the rank queue.DrawIndex
+-- is memstore's state.draw, step for step: each value picks the rank admission.DrawIndex
 -- gives in the line as it is then, so one drawn leaves before the next is
--- drawn; a no-show drawn (queue.Absence.NoShow: ticket judged, not seen
+-- drawn; a no-show drawn (admission.Absence.NoShow: ticket judged, not seen
 -- since the bar) leaves without a token. A user drawn leaves a gap in the
 -- line, as a leaver does, for the snapshot.
 local function draw(d)
@@ -65,10 +65,10 @@ local function draw(d)
     if #admitted == d.n or length == 0 then
       break
     end
-    local rank = math.floor(r / 2 ^ 53 * length) -- queue.DrawIndex
+    local rank = math.floor(r / 2 ^ 53 * length) -- admission.DrawIndex
     local w = redis.call('ZRANGE', K.line, rank, rank, 'WITHSCORES')
     local user, ticket = w[1], tonumber(w[2])
-    local absent = ticket <= d.judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < d.seenBefore -- queue.Absence.NoShow
+    local absent = ticket <= d.judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < d.seenBefore -- admission.Absence.NoShow
     pop(user)
     redis.call('ZADD', K.left, ticket, ticket) -- addLeft
     length = length - 1

@@ -6,7 +6,7 @@
 -- one holding a valid token gets it back. Anyone else is admitted at once,
 -- with the token given, only if nobody waits, the queue is not paused, no
 -- opening is ahead or being placed, the next admission tick's quota still
--- has room (queue.MayAdmitNow: those let in this way come out of it, so the
+-- has room (admission.MayAdmitNow: those let in this way come out of it, so the
 -- global rate holds; under the passthrough method the rate holds nobody
 -- back) and the live-token cap has room. Such a user counts as
 -- having entered and been admitted, so the totals in stats.lua still

@@ -13,7 +13,7 @@
 --     eff_kind), stays within its bounds, and is dropped when switched off;
 --     a change of the rate in force is recorded in K.rates (the admin chart);
 --   - a new abandon_ms forgets the no-show checkpoints taken for the old one
---     (queue.TickState): nobody is judged until the new one has passed;
+--     (admission.TickState): nobody is judged until the new one has passed;
 --   - a new opens_at starts a new pre-queue; clearing it while people wait
 --     in the pre-queue opens the line now.
 --

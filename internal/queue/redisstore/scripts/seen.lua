@@ -1,5 +1,5 @@
 -- seen: mark users still in line as present now, for the no-show rule
--- (queue.PlanTick, abandon_ms). Instances batch the status polls of users
+-- (admission.PlanTick, abandon_ms). Instances batch the status polls of users
 -- near the front and send them here about once a second.
 --
 -- KEYS the queue's (the generated text's second line names them)

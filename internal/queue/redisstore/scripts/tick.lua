@@ -1,5 +1,5 @@
--- tick: read what one admission tick needs (queue.TickInput) and a stretch
--- of the line's front, in one step, for queue.PlanTick to decide in Go;
+-- tick: read what one admission tick needs (admission.TickInput) and a stretch
+-- of the line's front, in one step, for admission.PlanTick to decide in Go;
 -- admit.lua applies the plan. A tick that passes over no-shows, or looks at
 -- the edge of their reach, reads further stretches with this script again.
 -- Changes nothing.
