@@ -146,7 +146,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) { s.line(w, r, f
 const maxWaitSeconds = 25
 
 // line answers enter and status: the user's standing, held for news when
-// the client sent ?waitSeconds= and admission is near (queue.WaitStatus).
+// the client sent ?waitSeconds= and admission is near (queue.HoldFrom).
 // An enter that lands near the front waits as a status poll would, rather
 // than have the client sleep pollAfterSeconds while being let in.
 func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
@@ -180,7 +180,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	// for those about to be let in (nor counts in waitroom_status_held).
 	if err == nil && hold > 0 && v.AdmissionNear() && s.tryHold() {
 		defer s.releaseHold()
-		v, err = s.holdStatus(r, user, hold)
+		v, err = s.holdStatus(r, user, hold, v)
 	}
 	if err != nil && s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
 		s.answerDegraded(w, r.PathValue("queue"), user)
@@ -275,9 +275,9 @@ func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c)
 }
 
-// holdStatus is WaitStatus, ended early when the client leaves or the
-// server starts draining.
-func (s *Server) holdStatus(r *http.Request, user string, hold time.Duration) (queue.View, error) {
+// holdStatus holds from v (the standing just read: queue.HoldFrom), ended
+// early when the client leaves or the server starts draining.
+func (s *Server) holdStatus(r *http.Request, user string, hold time.Duration, v queue.View) (queue.View, error) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go func() {
@@ -287,7 +287,7 @@ func (s *Server) holdStatus(r *http.Request, user string, hold time.Duration) (q
 		case <-ctx.Done():
 		}
 	}()
-	return s.Queue.WaitStatus(ctx, r.PathValue("queue"), user, hold)
+	return s.Queue.HoldFrom(ctx, r.PathValue("queue"), user, hold, v)
 }
 
 func (s *Server) tryHold() bool {

@@ -144,7 +144,8 @@ func (s *Service) changedSignal(queue string) <-chan struct{} {
 // the user): the default admission tick.
 const holdRecheck = 100 * time.Millisecond
 
-// WaitStatus is Status for a client willing to wait up to hold for news: a
+// HoldFrom is Status for a client willing to wait up to hold for news,
+// from v, the standing the caller has just read (not read again): a
 // user still waiting whom admission may reach before their next poll would
 // be due (estimated wait ≤ the shortest pollAfter, 2 s) is held until no
 // longer waiting (READY, or out of line) or until hold or ctx ends, and then
@@ -156,14 +157,16 @@ const holdRecheck = 100 * time.Millisecond
 // paused queue, is answered at once, as by Status. ctx ending (the client
 // left, the server drains) ends the hold with the last answer, never a
 // reading in progress, so it is never an error.
-func (s *Service) WaitStatus(ctx context.Context, queue, user string, hold time.Duration) (View, error) {
+func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Duration, v View) (View, error) {
 	deadline := time.Now().Add(hold)
-	for {
-		e, err := s.status(context.WithoutCancel(ctx), queue, user)
-		if err != nil {
-			return View{}, err
+	for first := true; ; first = false {
+		if !first {
+			e, err := s.status(context.WithoutCancel(ctx), queue, user)
+			if err != nil {
+				return View{}, err
+			}
+			v = s.view(e)
 		}
-		v := s.view(e)
 		left := time.Until(deadline)
 		if !v.AdmissionNear() || left <= 0 {
 			return v, nil

@@ -99,8 +99,8 @@ func TestMadeUpQueuesLeaveNoTrace(t *testing.T) {
 	svc := NewService(store, time.Second)
 	for i := range 1000 {
 		q := fmt.Sprintf("nosuch%d", i)
-		svc.Status(context.Background(), q, "u1")
-		svc.WaitStatus(context.Background(), q, "u1", time.Second)
+		v, _ := svc.Status(context.Background(), q, "u1")
+		svc.HoldFrom(context.Background(), q, "u1", time.Second, v)
 		svc.snaps.remember(q, "u1", Standing{State: NotInQueue}) // as Leave does
 		svc.Changed(q)
 	}
