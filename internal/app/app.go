@@ -554,7 +554,16 @@ func (m *Main) openOrders(ctx context.Context) (err error) {
 				m.telemetry.Degraded("order")
 			}
 			return ok
+		},
+		TellStock: func(ctx context.Context, q string, st queue.Stock, onlyLower bool) error {
+			_, err := m.Queue.SetStock(ctx, q, st, onlyLower)
+			return err
 		}})
+	// What each queue has left to sell, as the database has it now: a
+	// restart, or a change made while no instance ran, shows at once.
+	for _, q := range m.Queue.KnownQueues(ctx) {
+		m.Orders.TellStock(ctx, q, false)
+	}
 	return nil
 }
 

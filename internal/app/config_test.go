@@ -108,7 +108,7 @@ func TestParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		q, _ := c.QueueConfig()
-		if q.Join != "challenge" || q.ChallengeCost != queue.DefaultChallengeCost || c.SessionMaxAge != 24*time.Hour ||
+		if q.Join != "challenge" || q.ChallengeCost != queue.DefaultConfig().ChallengeCost || c.SessionMaxAge != 24*time.Hour ||
 			c.AddressEntryBurst != 100 || c.AddressEntryRate != 1 || c.AddressSessionBurst != 100 || c.AddressSessionRate != 1 || c.TrustedProxies != "" {
 			t.Fatalf("defaults: %+v %+v", q, c)
 		}

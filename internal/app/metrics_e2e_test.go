@@ -28,7 +28,7 @@ func TestMetricsAddUp(t *testing.T) {
 			in := apptest.Boot(t, b, nil)
 			q := "metrics"
 			if r := in.Do("PUT", "/admin/v1/queues/"+q, in.AdminAuth(),
-				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":600,"paused":true}`); r.Status != 200 {
+				`{"ratePerSecond":1000,"batchSize":100,"intervalMs":100,"tokenTtlSeconds":600,"paused":true,"admitPerUnit":0}`); r.Status != 200 {
 				t.Fatalf("queue: %d %s", r.Status, r.Raw)
 			}
 			if r := in.Do("PUT", "/admin/v1/products/metrics-tee", in.AdminAuth(),

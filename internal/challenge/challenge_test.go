@@ -17,7 +17,7 @@ import (
 // testCost keeps solving fast in tests (4096 × 10 iterations on average).
 const testCost = 10 // the least a queue may ask (queue.MinChallengeCost)
 
-// defaultCost is new queues' difficulty (queue.DefaultChallengeCost), for
+// defaultCost is new queues' difficulty (queue.DefaultConfig().ChallengeCost), for
 // the benchmarks.
 const defaultCost = 700
 

@@ -208,12 +208,12 @@ func TestChallengeCostFitsTheChallenge(t *testing.T) {
 		t.Fatal("no challengeCost setting")
 	}
 	is := challenge.NewIssuer([]byte("k"), nil)
-	for _, cost := range []int{queue.MinChallengeCost, queue.DefaultChallengeCost, queue.MaxChallengeCost} {
+	for _, cost := range []int{queue.MinChallengeCost, queue.DefaultConfig().ChallengeCost, int(s.Max)} {
 		if p := is.Issue("q", cost).Parameters; p.Cost != cost {
 			t.Errorf("a challenge at cost %d carries %d", cost, p.Cost)
 		}
 	}
-	if queue.MaxChallengeCost > challenge.MaxCost || s.Max != queue.MaxChallengeCost || s.Min != queue.MinChallengeCost {
+	if s.Max > challenge.MaxCost || s.Min != queue.MinChallengeCost {
 		t.Errorf("the setting's range %v..%v, the challenge's most %d", s.Min, s.Max, challenge.MaxCost)
 	}
 	if want, help := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts), web.SettingHelp(s.Name); !strings.Contains(help, want) {

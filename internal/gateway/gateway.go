@@ -289,7 +289,7 @@ func absoluteForm(r *http.Request) bool { return r.URL.Scheme != "" || r.URL.Hos
 type entryKey struct{}
 
 type forwarded struct {
-	user, header string
+	user, header, queue string
 	// failure is what upstreamFailed saw, for the token's outcome.
 	failure spend.Outcome
 	failed  bool
@@ -297,29 +297,123 @@ type forwarded struct {
 	release bool
 }
 
-// CommandHeader is what the upstream answers to end the user's entry at
-// once ("release", on any protected route, with any status). The gateway
-// reads it and removes it, in every spelling, before the client sees it.
+// CommandHeader is what the upstream answers to tell waitroom something,
+// on any answer, with any status; the gateway reads it and removes it, in
+// every spelling, before the client sees it. Its commands, comma-separated:
+//
+//	release                         end this request's entry at once (a protected route)
+//	sold-out [; queue=Q]            the queue has nothing left to sell
+//	restock [; units=N] [; queue=Q] it has again: N units, or a count not known
+//
+// The queue is Q, else the protected route's the request took, else the
+// one queue the routes name.
 const CommandHeader = "X-Waitroom-Command"
 
 // command reads and removes the upstream's CommandHeader from every
 // response it forwards; on a protected request with an entry, "release"
-// marks the entry to be released once the call has ended.
+// marks the entry to be released once the call has ended; "sold-out" and
+// "restock" set the queue's stock before the answer goes on.
 func (g *Gateway) command(resp *http.Response) error {
-	release := false
+	f, _ := resp.Request.Context().Value(entryKey{}).(*forwarded)
 	for k, vs := range resp.Header {
 		if !sameHeader(k, CommandHeader) {
 			continue
 		}
 		for _, v := range vs {
-			release = release || strings.EqualFold(strings.TrimSpace(v), "release")
+			for c := range strings.SplitSeq(v, ",") {
+				g.run(resp.Request.Context(), parseCommand(c), f)
+			}
 		}
 		delete(resp.Header, k)
 	}
-	if f, ok := resp.Request.Context().Value(entryKey{}).(*forwarded); ok && release {
-		f.release = true
-	}
 	return nil
+}
+
+// upstreamCommand is one command of CommandHeader.
+type upstreamCommand struct {
+	name, queue string
+	units       int64
+	hasUnits    bool
+	bad         string // why it cannot be carried out
+}
+
+// parseCommand reads "name; key=value; …".
+func parseCommand(s string) upstreamCommand {
+	parts := strings.Split(s, ";")
+	c := upstreamCommand{name: strings.ToLower(strings.TrimSpace(parts[0]))}
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		switch k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v); k {
+		case "queue":
+			c.queue = v
+		case "units":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				c.bad = fmt.Sprintf("units=%q: want a whole number, 0 or more", v)
+			}
+			c.units, c.hasUnits = n, true
+		default:
+			c.bad = fmt.Sprintf("unknown parameter %q", k)
+		}
+	}
+	return c
+}
+
+// run carries out one upstream command; f is the entry of the request it
+// answered (nil: an unprotected route, or no entry). A command that cannot
+// be carried out is logged: the answer goes on.
+func (g *Gateway) run(ctx context.Context, c upstreamCommand, f *forwarded) {
+	if c.name == "" {
+		return
+	}
+	if c.name == "release" {
+		if f != nil {
+			f.release = true
+		}
+		return
+	}
+	q := c.queue
+	if q == "" && f != nil {
+		q = f.queue
+	}
+	if q == "" {
+		q = g.onlyQueue()
+	}
+	var st queue.Stock
+	switch {
+	case c.bad != "":
+	case c.name == "sold-out" && !c.hasUnits:
+		st = queue.Stock{Known: true}
+	case c.name == "restock" && c.hasUnits:
+		st = queue.Stock{Known: true, Units: c.units}
+	case c.name == "restock":
+		st = queue.Stock{}
+	default:
+		c.bad = "unknown command"
+	}
+	if c.bad == "" && q == "" {
+		c.bad = "no queue: name one with ; queue=NAME (the request took no protected route, and the routes name several queues)"
+	}
+	if c.bad != "" {
+		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" cannot be carried out", "command", c.name, "why", c.bad)
+		return
+	}
+	if _, err := g.o.Queue.SetStock(context.WithoutCancel(ctx), q, st, false); err != nil {
+		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" failed", "command", c.name, "queue", q, "err", err)
+	}
+}
+
+// onlyQueue is the one queue the protected routes name, or "" when they
+// name several (or none).
+func (g *Gateway) onlyQueue() string {
+	only := ""
+	for _, rt := range g.o.Routes {
+		if only != "" && rt.Queue != only {
+			return ""
+		}
+		only = rt.Queue
+	}
+	return only
 }
 
 // rewrite prepares the outbound request: the upstream's address; the
@@ -665,7 +759,7 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 	if err != nil {
 		return err
 	}
-	f := &forwarded{user: user, header: header}
+	f := &forwarded{user: user, header: header, queue: rt.Queue}
 	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, f))
 	var aborted any
 	call := func(context.Context) (o spend.Outcome) {

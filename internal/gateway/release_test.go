@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,14 +12,15 @@ import (
 	"github.com/waitroom/waitroom/internal/apptest"
 )
 
-// commandUpstream is a backend that ends entries: it answers every request
-// with the status in ?status= (200 by default) and, when ?spell= names a
-// header spelling, X-Waitroom-Command: release under that spelling.
+// commandUpstream is a backend that tells waitroom things: it answers every
+// request with the status in ?status= (200 by default) and, when ?spell=
+// names a header spelling, X-Waitroom-Command under that spelling, with the
+// command in ?cmd= (release by default).
 func commandUpstream(t *testing.T) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if spell := r.URL.Query().Get("spell"); spell != "" {
-			w.Header()[spell] = []string{"release"}
+			w.Header()[spell] = []string{cmp.Or(r.URL.Query().Get("cmd"), "release")}
 		}
 		status := http.StatusOK
 		if s, err := strconv.Atoi(r.URL.Query().Get("status")); err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,10 +134,12 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 		`{"opensAt":"2026-12-24T20:00:00+09:00"}`, `{"opensAt":"tomorrow"}`, `{"opensAt":""}`, `{"opensAt":5}`,
 		`{"rateDerivation":"x"}`, `{"targetLatencyMs":-1}`,
 		`{"entry":"signed","challengeCost":2000}`, `{"entry":"everyone"}`, `{"entry":""}`, `{"entry":1}`,
-		`{"challengeCost":9}`, `{"challengeCost":1.5}`,
+		`{"challengeCost":9}`, `{"challengeCost":1.5}`, `{"admitPerUnit":0}`, `{"admitPerUnit":0.05}`, `{"admitPerUnit":2.5}`,
 	} {
 		f.Add([]byte(s))
 	}
+	costSetting, _ := queue.SettingNamed("challengeCost")
+	maxCost := costSetting.Max
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("PATCH", "/", bytes.NewReader(body))
 		changes, err := decodeSettings(httptest.NewRecorder(), r)
@@ -156,7 +159,8 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 		if err := c.Validate(); err == nil {
 			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 ||
 				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second ||
-				!c.Join.Valid() || c.ChallengeCost < queue.MinChallengeCost || c.ChallengeCost > queue.MaxChallengeCost {
+				!slices.Contains([]queue.JoinPolicy{queue.JoinAny, queue.JoinChallenge, queue.JoinSigned}, c.Join) ||
+				c.ChallengeCost < queue.MinChallengeCost || float64(c.ChallengeCost) > maxCost {
 				t.Fatalf("Validate accepted %+v", c)
 			}
 		}

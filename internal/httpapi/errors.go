@@ -52,6 +52,7 @@ var errorTable = []struct {
 	{queue.ErrQueueNotFound, errorRow{http.StatusNotFound, "queue_not_found", 0}},
 	{queue.ErrQueueFull, errorRow{http.StatusTooManyRequests, "queue_full", 30}},
 	{queue.ErrQueueClosed, errorRow{http.StatusForbidden, "queue_closed", 0}},
+	{queue.ErrSoldOut, errorRow{http.StatusGone, "sold_out", 0}},
 	{queue.ErrInvalidUser, errorRow{http.StatusBadRequest, "invalid_user_id", 0}},
 	{queue.ErrInvalidQueue, errorRow{http.StatusBadRequest, "invalid_queue_name", 0}},
 	{queue.ErrInvalidConfig, errorRow{http.StatusBadRequest, "invalid_config", 0}},

@@ -70,6 +70,15 @@ func wantOrderError(t *testing.T, what string, r apptest.Response, status int, c
 	}
 }
 
+// uncapped is apptest.FastSaleQueue with admitPerUnit 0: admission lets in
+// more buyers than there are units, as the tests of the database's own
+// guard need.
+func uncapped() map[string]any {
+	cfg := maps.Clone(apptest.FastSaleQueue)
+	cfg["admitPerUnit"] = 0
+	return cfg
+}
+
 // freshUsers returns n fresh user ids.
 func freshUsers(n int) []string {
 	us := make([]string, n)
@@ -79,9 +88,10 @@ func freshUsers(n int) []string {
 	return us
 }
 
-// TestOrderNoOversell: ten buyers per unit, all admitted, all ordering at
-// once. The conditional decrement sells exactly the stock; every loser gets
-// 409 out_of_stock and keeps the token to try again.
+// TestOrderNoOversell: ten buyers per unit, all admitted (admitPerUnit 0:
+// the line's own cap off, so the database's guard is what is tested), all
+// ordering at once. The conditional decrement sells exactly the stock;
+// every loser gets 409 out_of_stock and keeps the token to try again.
 func TestOrderNoOversell(t *testing.T) {
 	t.Parallel()
 	const stock = 10
@@ -89,7 +99,7 @@ func TestOrderNoOversell(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
-			q, p := in.NewSale(stock, nil)
+			q, p := in.NewSale(stock, uncapped())
 			buyers := freshUsers(10 * stock)
 			tokens := in.Admit(q, buyers...)
 
@@ -216,9 +226,10 @@ func TestOrderFailureKeepsToken(t *testing.T) {
 		t.Run(b.Name+"/out of stock", func(t *testing.T) {
 			t.Parallel()
 			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
-			q, p := in.NewSale(0, nil)
+			q, p := in.NewSale(1, nil)
 			u := apptest.UniqueID("early")
 			tok := in.Admit(q, u)[u]
+			in.Restock(p, q, 0) // sold out: an entry already handed out is honoured
 
 			wantOrderError(t, "order while out of stock", in.Order(u, tok, p), http.StatusConflict, "out_of_stock")
 			in.AssertHolds(q, u, tok)

@@ -570,7 +570,7 @@ func testAdminStats(t *testing.T, in *apptest.Instance) {
 	st := in.QueueStats("default")
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
-		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength"}
+		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut"}
 	for _, s := range queue.Settings {
 		fields = append(fields, s.Name)
 	}

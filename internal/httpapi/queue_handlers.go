@@ -69,6 +69,9 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 	if v.State == queue.Waiting && !opening && v.Stalled && !v.Paused {
 		b = append(b, `,"stalled":true`...)
 	}
+	if v.State == queue.Waiting && v.BeyondStock {
+		b = append(b, `,"beyondStock":true`...)
+	}
 	if opening {
 		b = append(b, `,"opensAt":"`...)
 		b = v.OpensAt.UTC().AppendFormat(b, time.RFC3339Nano)
@@ -187,7 +190,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		return
 	}
 	if err != nil {
-		if errors.Is(err, queue.ErrQueueClosed) {
+		if errors.Is(err, queue.ErrQueueClosed) || errors.Is(err, queue.ErrSoldOut) {
 			err = inOperatorsWords(err, s.entryMessage(r, r.PathValue("queue")))
 		}
 		s.writeError(w, r, err)
@@ -403,6 +406,52 @@ func jsonKind(k queue.Kind) string {
 	return string(k)
 }
 
+// stockRequestJSON is a restock's optional body: the units left, when the
+// operator knows them.
+type stockRequestJSON struct {
+	UnitsLeft *int64 `json:"unitsLeft"`
+}
+
+// soldOut marks a queue sold out by hand (Queue.SetStock 0): what the
+// order API does itself when it sells the last unit, for a shop whose
+// stock waitroom does not see.
+func (s *Server) soldOut(w http.ResponseWriter, r *http.Request) {
+	s.setStock(w, r, queue.Stock{Known: true}, false)
+}
+
+// restock reopens a sold-out queue, everyone's place kept: with the units
+// left the body gives; else, with the order API, as its database has them
+// (a queue no product names: not known); else not known.
+func (s *Server) restock(w http.ResponseWriter, r *http.Request) {
+	var body stockRequestJSON
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &body); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	st := queue.Stock{}
+	if body.UnitsLeft != nil {
+		st = queue.Stock{Known: true, Units: *body.UnitsLeft}
+	}
+	s.setStock(w, r, st, body.UnitsLeft == nil && s.Orders != nil)
+}
+
+// setStock sets a queue's stock, then with recount as the order API's
+// database has it (if any product names the queue), and answers with its
+// stats (as queueStats).
+func (s *Server) setStock(w http.ResponseWriter, r *http.Request, st queue.Stock, recount bool) {
+	q := r.PathValue("queue")
+	if _, err := s.Queue.SetStock(r.Context(), q, st, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if recount {
+		s.Orders.TellStock(r.Context(), q, false)
+	}
+	s.queueStats(w, r)
+}
+
 // statsJSON is a queue as the admin sees it: every setting (queue.Settings)
 // and the numbers of the line.
 func toStatsJSON(st queue.Stats) map[string]any {
@@ -417,6 +466,11 @@ func toStatsJSON(st queue.Stats) map[string]any {
 		"effectiveRateReason":    st.EffectiveWhy,
 		"abandonedTotal":         st.AbandonedTotal,
 		"preQueueLength":         st.PreQueued,
+		"unitsLeft":              nil,
+		"soldOut":                st.Stock.SoldOut(),
+	}
+	if st.Stock.Known {
+		out["unitsLeft"] = st.Stock.Units
 	}
 	for _, set := range queue.Settings {
 		out[set.Name] = set.Value(st.Config)

@@ -131,6 +131,8 @@ func New(o Options) *Server {
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.bodiless(s.admin(s.queueHistory)))
+	m.HandleFunc("POST /admin/v1/queues/{queue}/sold-out", s.bodiless(s.admin(s.soldOut)))
+	m.HandleFunc("POST /admin/v1/queues/{queue}/restock", s.admin(s.restock))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
 
 	if o.MetricsHandler != nil {

@@ -11,11 +11,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // MaxQuantity bounds one order; anything above is treated as bad input rather
 // than as a reason to lock a row.
 const MaxQuantity = 100
+
+// DefaultQueue sells the products that name no queue (its stores read
+// it here, as they import nothing of the line).
+const DefaultQueue = queue.DefaultQueue
 
 // MaxStock bounds a product's stock, whether set or reached by restocking.
 const MaxStock = 1_000_000_000
@@ -141,6 +147,10 @@ type Store interface {
 	// rolls back and its error is returned. Unknown product →
 	// ErrProductNotFound.
 	CreateOrder(ctx context.Context, o NewOrder, work time.Duration, beforeCommit func(context.Context, Order) error) (Order, error)
+	// UnitsLeft is the stock of every product queue sells (a product
+	// without a queue is the default queue's), added up, as committed; and
+	// false when no product names the queue.
+	UnitsLeft(ctx context.Context, queue string) (int64, bool, error)
 	// OrderByKey finds the order a user made with an Idempotency-Key
 	// (ErrNotFound-like: returns ok=false when none).
 	OrderByKey(ctx context.Context, userID, key string) (Order, bool, error)

@@ -74,6 +74,11 @@ type Config struct {
 	// is away; degraded.Policy.Accept). Such an order spends nothing in the
 	// store; the orders table still takes its token once.
 	Degraded func(queue, user, token string) bool
+	// TellStock, if set, tells a queue what it has left to sell
+	// (queue.Service.SetStock): after every sale and every refusal for
+	// want of stock, as a sale's count (onlyLower), and after a product is
+	// put or restocked, as it stands.
+	TellStock func(ctx context.Context, queue string, st queue.Stock, onlyLower bool) error
 }
 
 // Service places orders: one transaction (conditional stock decrement,
@@ -86,13 +91,18 @@ type Service struct {
 	work    atomic.Int64 // Config.Work, changeable while serving (SetWork)
 	// degraded is Config.Degraded (never nil).
 	degraded func(queue, user, token string) bool
+	// tellStock is Config.TellStock (never nil).
+	tellStock func(ctx context.Context, queue string, st queue.Stock, onlyLower bool) error
 }
 
 // NewService returns a Service.
 func NewService(store Store, guard *spend.Guard, payment Payment, cfg Config) *Service {
-	s := &Service{store: store, guard: guard, payment: payment, degraded: cfg.Degraded}
+	s := &Service{store: store, guard: guard, payment: payment, degraded: cfg.Degraded, tellStock: cfg.TellStock}
 	if s.degraded == nil {
 		s.degraded = func(string, string, string) bool { return false }
+	}
+	if s.tellStock == nil {
+		s.tellStock = func(context.Context, string, queue.Stock, bool) error { return nil }
 	}
 	s.SetWork(cfg.Work)
 	return s
@@ -117,10 +127,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if err != nil {
 		return Order{}, false, err
 	}
-	q := p.Queue
-	if q == "" {
-		q = queue.DefaultQueue
-	}
+	q := queueOf(p)
 	no := NewOrder{
 		ProductID: r.ProductID, UserID: r.UserID, Quantity: r.Quantity,
 		Token: r.Token, IdempotencyKey: r.IdempotencyKey,
@@ -131,6 +138,12 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	var orderErr, useErr error
 	create := func(ctx context.Context) spend.Outcome {
 		o, orderErr = s.store.CreateOrder(ctx, no, time.Duration(s.work.Load()), s.payment.Charge)
+		if orderErr == nil || errors.Is(orderErr, ErrOutOfStock) {
+			// Before the token is spent (the guard does it once this
+			// returns): the live entries never outnumber what admission's
+			// cap counts as left to buy (queue.Config.AdmitPerUnit).
+			s.TellStock(ctx, q, true)
+		}
 		return outcomeOf(orderErr)
 	}
 	// A degraded token is asked about before the store (whose breaker may
@@ -211,6 +224,23 @@ func outcomeOf(err error) spend.Outcome {
 	return spend.Failed
 }
 
+// TellStock tells queue what it has left to sell: the units of its
+// products as committed, added up after the transaction (Store.UnitsLeft).
+// Read after the commit, not inside it: two sales of a queue's last units
+// of two products, each in its own transaction, each see the other's unit
+// as still there under READ COMMITTED, so neither would see the queue sold
+// out; whichever reads last after both commits sees 0. A sale's count may
+// arrive after a later one's, so it is told as onlyLower. Telling is best
+// effort: the order stands whatever the line's store says, and the next
+// sale or refusal tells again.
+func (s *Service) TellStock(ctx context.Context, q string, onlyLower bool) {
+	n, ok, err := s.store.UnitsLeft(ctx, q)
+	if err != nil || !ok {
+		return
+	}
+	_ = s.tellStock(ctx, q, queue.Stock{Known: true, Units: n}, onlyLower) // best effort, as above
+}
+
 // Product returns a product; an id no product could have is simply not found.
 func (s *Service) Product(ctx context.Context, id string) (Product, error) {
 	if !ValidProductID(id) {
@@ -234,8 +264,22 @@ func (s *Service) PutProduct(ctx context.Context, p Product) (Product, error) {
 			return Product{}, fmt.Errorf("%w: %v", ErrInvalidOrder, err)
 		}
 	}
-	return s.store.PutProduct(ctx, p)
+	before, err := s.store.Product(ctx, p.ID)
+	if err != nil && !errors.Is(err, ErrProductNotFound) {
+		return Product{}, err
+	}
+	got, err := s.store.PutProduct(ctx, p)
+	if err == nil {
+		s.TellStock(ctx, queueOf(got), false)
+		if before.ID != "" && queueOf(before) != queueOf(got) { // moved: its old queue has less to sell
+			s.TellStock(ctx, queueOf(before), false)
+		}
+	}
+	return got, err
 }
+
+// queueOf is the queue that sells p.
+func queueOf(p Product) string { return cmp.Or(p.Queue, queue.DefaultQueue) }
 
 // MaxProductsPage bounds one page of Products.
 const MaxProductsPage = 1000
@@ -269,7 +313,11 @@ func (s *Service) Restock(ctx context.Context, id string, add int64) (Product, e
 	case add < 1 || add > MaxStock:
 		return Product{}, fmt.Errorf("%w: quantity must be 1..%d", ErrInvalidOrder, MaxStock)
 	}
-	return s.store.Restock(ctx, id, add)
+	p, err := s.store.Restock(ctx, id, add)
+	if err == nil {
+		s.TellStock(ctx, queueOf(p), false)
+	}
+	return p, err
 }
 
 // FakePayment is the built-in payment step: it always succeeds unless

@@ -64,6 +64,12 @@ func pollAfter(estimateSeconds int64) int64 {
 	}
 }
 
+// pollAfterSoldOut is the suggested seconds before the next status request
+// of a user whose queue is sold out: nothing moves until a restock, so long
+// enough that a sold-out line of millions costs little, and short enough
+// that a restock shows within a minute or so.
+const pollAfterSoldOut = 30
+
 // JitterSeconds spreads a poll interval by up to ±20%, rounded to whole
 // seconds (the contract's type), so that clients who entered together drift
 // apart: 10 → 8..12, 5 → 4..6; 2 stays 2. Never below one second.

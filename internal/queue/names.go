@@ -2,14 +2,14 @@ package queue
 
 import "fmt"
 
-// MaxUserIDLen bounds a user id.
-const MaxUserIDLen = 128
+// maxUserIDLen bounds a user id.
+const maxUserIDLen = 128
 
 // ValidateUserID accepts 1–128 printable ASCII characters without braces or
 // white space: braces would move a key to another Redis Cluster slot, and
 // anything else is more likely an attack than a name.
 func ValidateUserID(id string) error {
-	if err := validateName(id, MaxUserIDLen); err != nil {
+	if err := validateName(id, maxUserIDLen); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidUser, err)
 	}
 	return nil

@@ -36,6 +36,8 @@ type Pace struct {
 	// line tells nothing: no position is shown, and the estimate is a
 	// draw's (EstimateDrawWait).
 	Drawn bool
+	// Stock is what the queue has left to sell (Stock.SoldOut).
+	Stock Stock
 }
 
 // PaceWindow is the time constant of Pace.Measured: the last minute.
@@ -62,12 +64,13 @@ type PaceState struct {
 	// Pending: the opening at Config.OpensAt is still ahead; Placing: its
 	// pre-queue is being placed in the line.
 	Pending, Placing bool
+	Stock            Stock
 }
 
 // LinePace is the Pace of a line in the given state.
 func LinePace(s PaceState) Pace {
 	c := s.Config
-	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom}
+	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom, Stock: s.Stock}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= measureAfter {
@@ -76,7 +79,7 @@ func LinePace(s PaceState) Pace {
 	if s.Pending || s.Placing {
 		p.OpensAt, p.Placing = c.OpensAt, s.Placing
 	}
-	if !c.Paused && !s.Placing && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > StallAfter(c, p.Rate) {
+	if !c.Paused && !s.Placing && !s.Stock.SoldOut() && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > StallAfter(c, p.Rate) {
 		p.Stalled = true
 	}
 	return p

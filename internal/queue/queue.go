@@ -25,12 +25,18 @@ const (
 	Waiting    State = "WAITING"
 	Ready      State = "READY"
 	NotInQueue State = "NOT_IN_QUEUE"
+	// SoldOut: the user holds a place, but the queue has nothing left to
+	// sell (Stock.SoldOut); a restock gives them their place back.
+	SoldOut State = "SOLD_OUT"
 )
 
 // Errors of the line. The HTTP layer maps each to a status in one table.
 var (
 	ErrQueueNotFound = errors.New("queue not found")
 	ErrQueueFull     = errors.New("queue is full")
+	// ErrSoldOut: the queue has nothing left to sell, so nobody new takes
+	// a place (Stock.SoldOut).
+	ErrSoldOut       = errors.New("sold out")
 	ErrInvalidUser   = errors.New("invalid user id")
 	ErrInvalidQueue  = errors.New("invalid queue name")
 	ErrInvalidConfig = errors.New("invalid queue config")
@@ -63,6 +69,18 @@ type Standing struct {
 	ExpiresAt time.Time
 	Pace      Pace
 }
+
+// Stock is what a queue has left to sell, as the shop last told it
+// (Store.SetStock): the units left of every product the queue sells. The
+// zero Stock is not known: no cap on admission, never sold out.
+type Stock struct {
+	Known bool
+	Units int64 // while Known; never negative
+}
+
+// SoldOut says the queue has nothing left to sell: admission stops, nobody
+// new takes a place, and whoever waits is told so, keeping their place.
+func (s Stock) SoldOut() bool { return s.Known && s.Units <= 0 }
 
 // Snapshot is a queue's line as one instant saw it: enough to work out
 // anyone's position from their ticket alone (Position), so most status polls
@@ -151,6 +169,8 @@ type Stats struct {
 	AbandonedTotal int64
 	// PreQueued counts users waiting for the opening, not yet in line.
 	PreQueued int64
+	// Stock is what the queue has left to sell, as last told.
+	Stock Stock
 }
 
 // RateSample is protected calls folded by one instance over one window: how
@@ -300,7 +320,8 @@ type line interface {
 	// that does not exist is not an error.
 	DeleteQueue(ctx context.Context, queue string) error
 	// Enter: a valid token → Ready; already in line → the same position;
-	// line at capacity → ErrQueueFull; else take the next ticket and join.
+	// line at capacity → ErrQueueFull; sold out (Stock.SoldOut) →
+	// ErrSoldOut; else take the next ticket and join.
 	Enter(ctx context.Context, queue, user string) (Standing, error)
 	// Status reads the user's standing without changing it.
 	Status(ctx context.Context, queue, user string) (Standing, error)
@@ -336,6 +357,10 @@ type line interface {
 	// the first Extend reads it) and never earlier than it was. It answers
 	// the token's expiry.
 	Extend(ctx context.Context, queue, user, token string) (time.Time, error)
+	// SetStock tells the queue what it has left to sell. With onlyLower
+	// it is a sale's count, which may arrive after a later sale's: it
+	// lowers a known count and never raises it. It answers the stock now.
+	SetStock(ctx context.Context, queue string, s Stock, onlyLower bool) (Stock, error)
 	// FirstUse records key (a one-time thing of the queue, such as a solved
 	// challenge) for ttl and reports whether this was its first use: of
 	// any number of concurrent calls with one key, exactly one gets true

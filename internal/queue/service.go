@@ -35,6 +35,9 @@ type View struct {
 	// OpensAt is set while the user waits for the line's opening, with no
 	// place yet (Position 0).
 	OpensAt time.Time
+	// BeyondStock: fewer units are left than people ahead of the user, so
+	// those ahead could buy everything before admission reaches them.
+	BeyondStock bool
 }
 
 // AdmissionNear reports whether admission may reach this waiting user
@@ -49,6 +52,29 @@ func (v View) AdmissionNear() bool {
 // ErrQueueClosed: the queue's closesAt has passed, or its method is reject,
 // and nobody new may take a place (Config.ClosesAt, MethodReject).
 var ErrQueueClosed = errors.New("the queue is closed to newcomers")
+
+// SetStock tells the queue what it has left to sell (Store.SetStock); a
+// stock of 0 is sold out, and any other (or one not known) is a restock:
+// whoever waits has their place again, and admission goes on. Status polls
+// through this instance see the change at once; through another, within
+// the age of that instance's snapshot of the line (NewService).
+func (s *Service) SetStock(ctx context.Context, queue string, st Stock, onlyLower bool) (Stock, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return Stock{}, err
+	}
+	if st.Known && (st.Units < 0 || st.Units > maxUnits) {
+		return Stock{}, fmt.Errorf("%w: unitsLeft must be 0..%d, got %d", ErrInvalidConfig, maxUnits, st.Units)
+	}
+	now, err := s.store.SetStock(ctx, queue, st, onlyLower)
+	if err == nil {
+		s.Changed(queue)
+	}
+	return now, err
+}
+
+// maxUnits bounds a queue's units left, as the order API bounds a
+// product's stock.
+const maxUnits = 1_000_000_000
 
 // Service is the line as users and operators see it: validation, estimates
 // and poll hints around the Store's atomic steps.
@@ -438,6 +464,11 @@ func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (crea
 func (s *Service) view(e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	switch {
+	case e.State == Waiting && e.Pace.Stock.SoldOut():
+		// Their place is kept for a restock, but nothing moves until one.
+		v.State = SoldOut
+		p := jitterSeconds(pollAfterSoldOut)
+		v.PollAfterSeconds = &p
 	case e.State == Waiting && e.PreQueue:
 		v.OpensAt = e.Pace.OpensAt
 		p := pollAfterOpening(time.Until(v.OpensAt))
@@ -451,6 +482,7 @@ func (s *Service) view(e Standing) View {
 		}
 		p := jitterSeconds(pollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
+		v.BeyondStock = e.Pace.Stock.Known && !e.Pace.Drawn && e.Position > e.Pace.Stock.Units
 	case e.State == Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt
 	}

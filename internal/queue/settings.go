@@ -34,6 +34,11 @@ type Config struct {
 	// and order late can never add up to more concurrent orders than the
 	// order API was sized for.
 	MaxActiveTokens int64
+	// AdmitPerUnit caps the tokens alive at once by what is left to sell:
+	// at most Stock.Units × AdmitPerUnit (0: no cap; none while the stock
+	// is not known). A live token stands for an order that may still come,
+	// so at 1 nobody is let in to find nothing left.
+	AdmitPerUnit float64
 	// Paused stops admission; entering and status go on.
 	Paused bool
 	// Adaptive lets the admission rate follow the protected calls' measured
@@ -82,8 +87,6 @@ const (
 	JoinSigned JoinPolicy = "signed"
 )
 
-// Valid reports whether p is one of the policies.
-func (p JoinPolicy) Valid() bool { return p == JoinAny || p == JoinChallenge || p == JoinSigned }
 
 // QueueingMethod is how a queue lets people in (queueingMethod).
 type QueueingMethod string
@@ -157,8 +160,8 @@ func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds(
 // native code per place, about a second for the page in Chromium on two
 // cores.
 const (
-	MinChallengeCost, MaxChallengeCost = 10, 100_000
-	DefaultChallengeCost               = 700
+	MinChallengeCost, maxChallengeCost = 10, 100_000
+	defaultChallengeCost               = 700
 )
 
 // Every per-queue setting is declared once, in Settings: its name in the
@@ -323,6 +326,9 @@ var Settings = declared([]Setting{
 	{Name: "maxActiveTokens", Field: "max_active", Min: 0, Max: 100_000_000, Default: int64(0),
 		Label: "Live tokens cap", Flag: "max-active-tokens",
 		value: integer(func(c *Config) *int64 { return &c.MaxActiveTokens })},
+	{Name: "admitPerUnit", Field: "per_unit", ZeroMeansOff: true, Min: 0.1, Max: 1000, Default: 1.0,
+		Label: "Entries per unit left", Flag: "admit-per-unit",
+		value: number(func(c *Config) *float64 { return &c.AdmitPerUnit })},
 	{Name: "paused", Field: "paused", Default: false,
 		Label: "Paused",
 		value: boolean(func(c *Config) *bool { return &c.Paused })},
@@ -353,7 +359,7 @@ var Settings = declared([]Setting{
 	{Name: "entry", Field: "entry", Default: string(JoinChallenge),
 		Label: "Who may join", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"},
 		value: choice([]JoinPolicy{JoinAny, JoinChallenge, JoinSigned}, func(c *Config) *JoinPolicy { return &c.Join })},
-	{Name: "challengeCost", Field: "challenge_cost", Min: MinChallengeCost, Max: MaxChallengeCost, Default: int64(DefaultChallengeCost),
+	{Name: "challengeCost", Field: "challenge_cost", Min: MinChallengeCost, Max: maxChallengeCost, Default: int64(defaultChallengeCost),
 		Label: "Proof-of-work cost", Flag: "challenge-cost",
 		value: integer(func(c *Config) *int { return &c.ChallengeCost })},
 	{Name: "message", Field: "message", Default: "",
@@ -613,15 +619,9 @@ func StoreFields(c Config) []string {
 	return out
 }
 
-// ConfigFromStore reads a config hash written by StoreFields. A field
-// missing from it (written before the setting existed) takes its default;
-// a malformed one is an error naming it.
-func ConfigFromStore(m map[string]string) (Config, error) {
-	return ConfigFromFields(func(field string) (string, bool) { v, ok := m[field]; return v, ok })
-}
-
-// ConfigFromFields is ConfigFromStore with the hash's fields read through
-// get (a store that read them by name, in one go).
+// ConfigFromFields reads a config as StoreFields wrote it, each field read
+// through get. A field missing (written before the setting existed) takes
+// its default; a malformed one is an error naming it.
 func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 	c := DefaultConfig()
 	for _, s := range Settings {

@@ -35,7 +35,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 	if len(m) != len(Settings) {
 		t.Fatalf("%d fields for %d settings: %v", len(m), len(Settings), fields)
 	}
-	got, err := ConfigFromStore(m)
+	got, err := configFromStore(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 	}
 
 	old := map[string]string{"rate": "10", "batch": "5", "interval_ms": "100", "capacity": "9", "ttl_ms": "60000", "paused": "0", "derivation": "x"}
-	got, err = ConfigFromStore(old)
+	got, err = configFromStore(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 	for field, bad := range map[string]string{"rate": "fast", "entry": "everyone", "method": "lottery"} {
 		damaged := maps.Clone(old)
 		damaged[field] = bad
-		if _, err := ConfigFromStore(damaged); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := configFromStore(damaged); err == nil || !strings.Contains(err.Error(), field) {
 			t.Fatalf("a malformed field %s: %v", field, err)
 		}
 	}
@@ -208,4 +208,9 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		t.Errorf("%s's table of settings differs from queue.Settings (-doc +table):\n%s\nrun WAITROOM_UPDATE_DOCS=1 go test -run %s ./internal/queue/",
 			path, cmp.Diff(doc[i:j], want[i:len(want)-len(doc)+j]), t.Name())
 	}
+}
+
+// configFromStore is ConfigFromFields over a hash read whole.
+func configFromStore(m map[string]string) (Config, error) {
+	return ConfigFromFields(func(f string) (string, bool) { v, ok := m[f]; return v, ok })
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/spend"
@@ -217,7 +218,7 @@ var (
 	descLength    = desc("waitroom_queue_length", "Users waiting in line.")
 	descPaused    = desc("waitroom_queue_paused", "1 while admission is paused.")
 	descActive    = desc("waitroom_tokens_active", "Entry tokens issued and not yet used, returned or expired.")
-	descCap       = desc("waitroom_tokens_cap", "The queue's cap on live entry tokens (maxActiveTokens); 0 means no cap.")
+	descCap       = desc("waitroom_tokens_cap", "The cap on live entry tokens in force: maxActiveTokens, or the units left × admitPerUnit when lower; 0 means no cap.")
 	descEntered   = desc("waitroom_entered_total", "Users who joined the line (re-entries keep their place and do not count).")
 	descAdmitted  = desc("waitroom_admitted_total", "Users admitted (each got an entry token).")
 	descLeft      = desc("waitroom_left_total", "Users who left the line before admission.")
@@ -229,8 +230,10 @@ var (
 	descRate      = desc("waitroom_admission_rate", "The admission rate in force, users per second: the adaptive rate while adaptive, else the configured one.")
 	descAbandoned = desc("waitroom_abandoned_total", "Waiting users skipped at admission as no-shows (not seen for abandonAfterSeconds).")
 	descPreQueue  = desc("waitroom_prequeue_length", "Users waiting for the queue's opening, not yet placed in line.")
+	descSoldOut   = desc("waitroom_queue_sold_out", "1 while the queue has nothing left to sell: admission stops, newcomers are refused 410, whoever waits is told SOLD_OUT.")
+	descUnitsLeft = desc("waitroom_queue_units_left", "What the queue has left to sell, as last told (the order API after each sale, the admin API, the backend's X-Waitroom-Command); absent while not known.")
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
-	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue}
+	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue, descSoldOut, descUnitsLeft}
 	scrapeTimeout = 2 * time.Second
 )
 
@@ -304,14 +307,18 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter := func(d *prometheus.Desc, v int64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), q)
 		}
-		paused := 0.0
-		if st.Config.Paused {
-			paused = 1
-		}
 		gauge(descLength, float64(st.Length))
-		gauge(descPaused, paused)
+		gauge(descPaused, bit(st.Config.Paused))
+		gauge(descSoldOut, bit(st.Stock.SoldOut()))
+		if st.Stock.Known {
+			gauge(descUnitsLeft, float64(st.Stock.Units))
+		}
 		gauge(descActive, float64(st.ActiveTokens))
-		gauge(descCap, float64(st.Config.MaxActiveTokens))
+		limit, capped := admission.LiveCap(st.Config, st.Stock)
+		if !capped {
+			limit = 0
+		}
+		gauge(descCap, float64(limit))
 		counter(descEntered, st.EnteredTotal)
 		counter(descAdmitted, st.AdmittedTotal)
 		counter(descLeft, st.LeftTotal)

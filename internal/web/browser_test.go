@@ -704,7 +704,7 @@ func TestBrowser(t *testing.T) {
 		wantConfig := map[string]any{"ratePerSecond": 5.0, "batchSize": 1.0, "intervalMs": 200.0, "capacity": 50.0,
 			"tokenTtlSeconds": 60.0, "maxActiveTokens": 3.0, "paused": true, "adaptive": true, "minRatePerSecond": 2.0,
 			"maxRatePerSecond": 5.0, "targetLatencyMs": 400.0, "abandonAfterSeconds": 20.0, "entry": "signed", "challengeCost": 1500.0,
-			"message": "", "queueingMethod": "fifo", "sessionMaxSeconds": 0.0}
+			"message": "", "queueingMethod": "fifo", "sessionMaxSeconds": 0.0, "admitPerUnit": 1.0}
 		config := func() map[string]any {
 			t.Helper()
 			r := in.Do("GET", "/admin/v1/queues/b-form", in.AdminAuth(), nil)

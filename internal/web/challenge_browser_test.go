@@ -26,7 +26,7 @@ import (
 // -v); only the behaviour is asserted, as times on a shared machine are not.
 func TestBrowserChallenge(t *testing.T) {
 	browser := apptest.StartBrowser(t)
-	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = queue.DefaultChallengeCost })
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.Queue.ChallengeCost = queue.DefaultConfig().ChallengeCost })
 	in.PutQueue("default", map[string]any{"paused": true}) // nobody is admitted: the page stays WAITING
 
 	// What opening the page and joining costs Chromium without a challenge
@@ -74,7 +74,7 @@ func TestBrowserChallenge(t *testing.T) {
 				Counter, Workers, Cost         int
 			}
 			v.MustEval(`window.__challenge`, &ch)
-			if ch.Cost != queue.DefaultChallengeCost || ch.Counter < 0 || ch.Workers < 1 || ch.SolvedAt <= ch.FetchedAt {
+			if ch.Cost != queue.DefaultConfig().ChallengeCost || ch.Counter < 0 || ch.Workers < 1 || ch.SolvedAt <= ch.FetchedAt {
 				t.Fatalf("challenge record %+v", ch)
 			}
 			// Entered as itself, once.
@@ -96,7 +96,7 @@ func TestBrowserChallenge(t *testing.T) {
 	start, cpu0 := time.Now(), processCPU()
 	n := 0
 	for time.Since(start) < 2*time.Second {
-		p, err := challenge.Solve(context.Background(), is.Issue("default", queue.DefaultChallengeCost), 1)
+		p, err := challenge.Solve(context.Background(), is.Issue("default", queue.DefaultConfig().ChallengeCost), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestBrowserChallenge(t *testing.T) {
 	}
 	cpu := processCPU() - cpu0
 	t.Logf("native Go, one core: %.0f µs of CPU per attempt at cost %d, so %.2f CPU-s per place on average",
-		float64(cpu.Microseconds())/float64(n), queue.DefaultChallengeCost, cpu.Seconds()/float64(n)*challenge.ExpectedAttempts)
+		float64(cpu.Microseconds())/float64(n), queue.DefaultConfig().ChallengeCost, cpu.Seconds()/float64(n)*challenge.ExpectedAttempts)
 }
 
 // processCPU is the CPU time this process has used (user and system).

@@ -129,6 +129,20 @@ func (s *Store) Product(ctx context.Context, id string) (order.Product, error) {
 	return p, nil
 }
 
+// UnitsLeft implements order.Store.UnitsLeft. A product without a queue
+// (an empty queue column) is the default queue's.
+func (s *Store) UnitsLeft(ctx context.Context, queue string) (int64, bool, error) {
+	var units, products int64
+	err := s.read.QueryRowContext(ctx, `
+		SELECT COALESCE(SUM(stock), 0), count(*) FROM products
+		WHERE queue = ?1 OR (queue = '' AND ?1 = ?2)`, queue, order.DefaultQueue,
+	).Scan(&units, &products)
+	if err != nil {
+		return 0, false, s.wrapErr(ctx, "units left", err)
+	}
+	return units, products > 0, nil
+}
+
 // Products implements order.Store.Products. The order count is read through
 // the orders_product_id index, one product at a time.
 func (s *Store) Products(ctx context.Context, after string, limit int) ([]order.ProductStats, error) {

@@ -81,8 +81,31 @@ type TickInput struct {
 	// Placing: an opening's pre-queue is being placed; it goes in first.
 	Placing bool
 	// Length counts the users waiting; Live the tokens alive at Now (read
-	// only when Config.MaxActiveTokens caps them).
+	// only when a cap needs them: LiveCapped).
 	Length, Live int64
+	// Stock is what the queue has left to sell: sold out, nobody is
+	// admitted; known, Config.AdmitPerUnit caps the live tokens by it.
+	Stock queue.Stock
+}
+
+// LiveCapped says whether a tick of config c with stock st needs the live
+// tokens counted (TickInput.Live): a cap holds them.
+func LiveCapped(c queue.Config, st queue.Stock) bool {
+	return c.MaxActiveTokens > 0 || c.AdmitPerUnit > 0 && st.Known
+}
+
+// LiveCap is the most tokens that may be alive at once, and false when
+// nothing caps them: MaxActiveTokens, and what is left to sell ×
+// AdmitPerUnit (rounded down: a fraction of a unit buys nothing).
+func LiveCap(c queue.Config, st queue.Stock) (int64, bool) {
+	limit, capped := c.MaxActiveTokens, c.MaxActiveTokens > 0
+	if c.AdmitPerUnit > 0 && st.Known {
+		byStock := int64(math.Floor(float64(st.Units) * c.AdmitPerUnit))
+		if !capped || byStock < limit {
+			limit, capped = byStock, true
+		}
+	}
+	return limit, capped
 }
 
 // Waiter is a user at the front of the line as admission reads it: their
@@ -142,7 +165,8 @@ const measureWindow = 5 * time.Second
 // batches back to back, never a burst. The tick admits rate × interval
 // users (the fraction carries over), at most a batch and no more than the
 // call's tokens, less those AdmitNow let in since the last tick, and no
-// more than the room under MaxActiveTokens; nobody while paused or while an
+// more than the room under the live-token cap (MaxActiveTokens, and the
+// stock left × AdmitPerUnit); nobody while paused, sold out or while an
 // opening is being placed. With AbandonAfter, a user at the front not seen
 // for that long, though judged (see the checkpoints), is a no-show: out of
 // line without a token, and the tick fills its quota from those behind.
@@ -176,7 +200,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		next = now
 	}
 	rate := c.RateInForce(in.EffectiveRate)
-	stopped := c.Paused || in.Placing
+	stopped := c.Paused || in.Placing || in.Stock.SoldOut()
 	reach := int64(math.Ceil(4*c.AbandonAfter.Seconds()*max(rate, st.PaceRate))) + 2*int64(c.BatchSize)
 	if c.Method == queue.MethodRandom {
 		reach = drawReach // anyone in line may be drawn next
@@ -193,8 +217,8 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		n = max(n-int(st.Inline), 0)
 		// The live-token cap: what it holds back is not carried (it would
 		// come out as a burst when room appears).
-		if c.MaxActiveTokens > 0 && c.MaxActiveTokens-in.Live < int64(n) {
-			n, carry = int(max(c.MaxActiveTokens-in.Live, 0)), 0
+		if limit, capped := LiveCap(c, in.Stock); capped && limit-in.Live < int64(n) {
+			n, carry = int(max(limit-in.Live, 0)), 0
 		}
 		if err := p.choose(c, front, n, in.Length, absence); err != nil {
 			return p, err
@@ -238,10 +262,14 @@ func quota(c queue.Config, rate, carried float64, tokens int) (int, float64) {
 }
 
 // MayAdmitNow says whether the next tick's quota has room for one more user
-// let straight in (Store.AdmitNow), given the rate stored and the tick state.
-// Under passthrough the rate does not hold people back: only the live-token
-// cap does, which the store checks.
-func MayAdmitNow(c queue.Config, effectiveRate float64, st TickState) bool {
+// let straight in (Store.AdmitNow), given the rate stored, the tick state,
+// the stock and the live tokens (read when LiveCapped): not while sold out,
+// nor over the live-token cap. Under passthrough the rate does not hold
+// people back: only the cap does.
+func MayAdmitNow(c queue.Config, effectiveRate float64, st TickState, stock queue.Stock, live int64) bool {
+	if limit, capped := LiveCap(c, stock); stock.SoldOut() || capped && live >= limit {
+		return false
+	}
 	if c.Method == queue.MethodPassthrough {
 		return true
 	}

@@ -48,6 +48,7 @@ type queueImage struct {
 	OpenNext, OpenEnd int64
 	OpenOwner         string
 	OpenLease         time.Time
+	Stock             queue.Stock
 }
 
 type tokenImage struct {
@@ -81,6 +82,7 @@ func (q *state) image(name string) *queueImage {
 		RateLog:    slices.Clone(q.rateLog),
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
+		Stock: q.stock,
 	}
 	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
 	img.Sample.Latency = maps.Clone(q.sample.Latency)
@@ -102,6 +104,16 @@ func (q *state) image(name string) *queueImage {
 	return img
 }
 
+// configFrom reads a config kept as its store fields (queue.StoreFields:
+// field, value, …).
+func configFrom(fields []string) (queue.Config, error) {
+	m := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		m[fields[i]] = fields[i+1]
+	}
+	return queue.ConfigFromFields(func(f string) (string, bool) { v, ok := m[f]; return v, ok })
+}
+
 // restore is the state an image holds.
 func (img *queueImage) restore() (*state, error) {
 	if img.Removed {
@@ -109,11 +121,7 @@ func (img *queueImage) restore() (*state, error) {
 		q.removed, q.ops = true, img.Ops
 		return q, nil
 	}
-	fields := make(map[string]string, len(img.Config)/2)
-	for i := 0; i+1 < len(img.Config); i += 2 {
-		fields[img.Config[i]] = img.Config[i+1]
-	}
-	cfg, err := queue.ConfigFromStore(fields)
+	cfg, err := configFrom(img.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +135,7 @@ func (img *queueImage) restore() (*state, error) {
 		rateLog:    img.RateLog,
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
+		stock: img.Stock,
 	}
 	if q.seen == nil {
 		q.seen = map[string]time.Time{}

@@ -126,6 +126,9 @@ type state struct {
 	openNext, openEnd int64
 	openOwner         string
 	openLease         time.Time
+
+	// stock is what the queue has left to sell (SetStock).
+	stock queue.Stock
 }
 
 // rateLogSize bounds the recent rate changes kept for the admin chart.
@@ -339,7 +342,7 @@ func (q *state) pace(now time.Time) queue.Pace {
 	return queue.LinePace(queue.PaceState{
 		Config: q.cfg, EffectiveRate: q.effRate, PaceRate: q.tick.PaceRate, PaceBusy: q.tick.PaceBusy,
 		Moved: q.tick.Moved, Now: now, Length: q.line.len(), Reach: q.tick.Reach,
-		Pending: q.pending(), Placing: q.openState == "placing",
+		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
 	})
 }
 
@@ -382,6 +385,9 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 	}
 	if q.line.len()+int64(len(q.pre)) >= q.cfg.Capacity {
 		return queue.Standing{}, expired, queue.ErrQueueFull
+	}
+	if q.stock.SoldOut() {
+		return queue.Standing{}, expired, queue.ErrSoldOut
 	}
 	if q.pending() {
 		q.preArrival++
@@ -540,11 +546,11 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := admission.TickInput{Config: q.cfg, State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
-			Placing: q.openState == "placing", Length: q.line.len()}
+			Placing: q.openState == "placing", Length: q.line.len(), Stock: q.stock}
 		if len(tokens) > 0 {
 			tick.Call = tokens[0]
 		}
-		if q.cfg.MaxActiveTokens > 0 {
+		if admission.LiveCapped(q.cfg, q.stock) {
 			tick.Live = q.live(now)
 		}
 		p, err := admission.PlanTick(tick, q.front)
@@ -624,8 +630,14 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Stand
 			return e, false, nil
 		}
 		// An opening ahead is not a quiet line: its pre-queue goes first.
-		if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" ||
-			!admission.MayAdmitNow(q.cfg, q.effRate, q.tick) || q.cfg.MaxActiveTokens > 0 && q.live(now) >= q.cfg.MaxActiveTokens {
+		if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" {
+			return q.notInQueue(now), false, nil
+		}
+		var live int64
+		if admission.LiveCapped(q.cfg, q.stock) {
+			live = q.live(now)
+		}
+		if !admission.MayAdmitNow(q.cfg, q.effRate, q.tick, q.stock, live) {
 			return q.notInQueue(now), false, nil
 		}
 		if t, ok := q.tokens[user]; ok { // expired: forget it, as Enter does
@@ -758,6 +770,22 @@ func (s *Store) Extend(_ context.Context, name, user, tok string) (time.Time, er
 	return exp, err
 }
 
+// SetStock implements queue.Store.
+func (s *Store) SetStock(_ context.Context, name string, st queue.Stock, onlyLower bool) (queue.Stock, error) {
+	o := &op{kind: opSetStock, queue: name, n: st.Units, flag: st.Known}
+	if onlyLower {
+		o.owner = "lower"
+	}
+	return change(s, o, func(q *state, _ time.Time) (queue.Stock, bool, error) {
+		if onlyLower && q.stock.Known && (!st.Known || st.Units >= q.stock.Units) {
+			return q.stock, false, nil
+		}
+		changed := q.stock != st
+		q.stock = st
+		return st, changed, nil
+	})
+}
+
 // Stats implements queue.Store. Nothing changes: tokens whose time is up but
 // not yet swept count as expired.
 func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
@@ -768,7 +796,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 			EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
 			ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 			AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
-			EffectiveRate: q.rateInForce(),
+			EffectiveRate: q.rateInForce(), Stock: q.stock,
 		}
 		if q.cfg.Adaptive {
 			st.EffectiveWhy = q.effLast.Why

@@ -163,6 +163,9 @@ func (r *restarting) AdmitNow(ctx context.Context, q, user, tok string) (queue.S
 func (r *restarting) Sweep(ctx context.Context, q string) (bool, error) {
 	return call(r, func(s *memstore.Store) (bool, error) { return s.Sweep(ctx, q) })
 }
+func (r *restarting) SetStock(ctx context.Context, q string, st queue.Stock, onlyLower bool) (queue.Stock, error) {
+	return call(r, func(s *memstore.Store) (queue.Stock, error) { return s.SetStock(ctx, q, st, onlyLower) })
+}
 func (r *restarting) Seen(ctx context.Context, q string, users []string) error {
 	return call0(r, func(s *memstore.Store) error { return s.Seen(ctx, q, users) })
 }

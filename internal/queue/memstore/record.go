@@ -48,6 +48,9 @@ const (
 	// opExtend: a sliding session's use (Extend), numbered after the
 	// kinds journals already hold.
 	opExtend
+	// opSetStock: what the queue has left to sell (SetStock): n the
+	// units, flag whether they are known, owner "lower" for onlyLower.
+	opSetStock
 )
 
 // op is one journaled step: the method's arguments, its queue's step
@@ -118,7 +121,7 @@ func decodeOp(b []byte) (op, error) {
 	if blob := d.string(); blob != "" {
 		o.blob = []byte(blob)
 	}
-	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opExtend {
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opSetStock {
 		return op{}, errBadRecord
 	}
 	return o, nil
@@ -223,12 +226,8 @@ func (s *Store) replay(o op) error {
 	var err error
 	switch o.kind {
 	case opPutConfig:
-		fields := make(map[string]string, len(o.list)/2)
-		for i := 0; i+1 < len(o.list); i += 2 {
-			fields[o.list[i]] = o.list[i+1]
-		}
 		var c queue.Config
-		if c, err = queue.ConfigFromStore(fields); err == nil {
+		if c, err = configFrom(o.list); err == nil {
 			err = s.putConfig(o.queue, c, o.n)
 		}
 		return err
@@ -279,6 +278,8 @@ func (s *Store) replay(o op) error {
 		err = s.DeleteQueue(ctx, o.queue)
 	case opExtend:
 		_, err = s.Extend(ctx, o.queue, o.user, o.token)
+	case opSetStock:
+		_, err = s.SetStock(ctx, o.queue, queue.Stock{Known: o.flag, Units: o.n}, o.owner == "lower")
 	}
 	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) {
 		return err

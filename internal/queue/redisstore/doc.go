@@ -31,7 +31,7 @@
 // are storetest.RunDistributions', asked once of each implementation):
 //
 //	Lua (scripts/)               memstore                           storetest case
-//	enter.lua                    Store.Enter, state.enter           ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers
+//	enter.lua                    Store.Enter, state.enter           ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
 //	status.lua                   Store.Status                       SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce
 //	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne
 //	leave.lua                    Store.Leave, state.leave           LeavingClosesTheGap, LeaveGivesBackToken
@@ -48,6 +48,7 @@
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate      AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
 //	open_due.lua, place.lua      Store.OpenDue, Store.Place         OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
 //	first_use.lua                Store.FirstUse                     FirstUseIsOnce
+//	set_stock.lua                Store.SetStock                     SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock
 //	fold_admission.lua           none: Redis's own upgrade          TestUpgradeFoldsTheOldAdmissionHash (this package)
 //	prelude's config             Store.Config, state.cfg            UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                          ClockSteppedBackDelaysOneIntervalAtMost

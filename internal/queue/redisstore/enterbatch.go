@@ -156,8 +156,11 @@ func parseEnter(v any, line queue.PaceState, epoch int64) (queue.Standing, error
 	if !ok || len(r) == 0 {
 		return queue.Standing{}, fmt.Errorf("unexpected enter.lua reply %v", v)
 	}
-	if kind, _ := r[0].(int64); kind == kindLineFull {
+	switch kind, _ := r[0].(int64); kind {
+	case kindLineFull:
 		return queue.Standing{}, queue.ErrQueueFull
+	case kindSoldOut:
+		return queue.Standing{}, queue.ErrSoldOut
 	}
 	p := reply{r: r}
 	e, at, err := p.standing()

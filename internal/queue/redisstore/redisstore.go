@@ -35,6 +35,7 @@ var (
 	admitNowScript  = mustScript("admit_now")
 	firstUseScript  = mustScript("first_use")
 	extendScript    = mustScript("extend")
+	setStockScript  = mustScript("set_stock")
 	foldAdmScript   = mustScript("fold_admission")
 )
 
@@ -451,6 +452,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		return queue.Stats{}, queue.ErrQueueNotFound
 	}
 	st := queue.Stats{
+		Stock:          p.stock(16),
 		Length:         p.int(0),
 		AdmittedTotal:  p.int(1),
 		ConsumedTotal:  p.int(2),
@@ -478,6 +480,27 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		st.EffectiveWhy = why
 	}
 	return st, nil
+}
+
+// SetStock implements queue.Store.
+func (s *Store) SetStock(ctx context.Context, name string, st queue.Stock, onlyLower bool) (queue.Stock, error) {
+	units, lower := "", "0"
+	if st.Known {
+		units = strconv.FormatInt(max(st.Units, 0), 10)
+	}
+	if onlyLower {
+		lower = "1"
+	}
+	r, err := s.run(ctx, setStockScript, name, []any{units, lower}).Slice()
+	if err != nil {
+		return queue.Stock{}, unavailable(err)
+	}
+	p := reply{r: r}
+	if p.int(0) == kindUnknownQueue {
+		return queue.Stock{}, queue.ErrQueueNotFound
+	}
+	now := p.stock(1)
+	return now, p.err
 }
 
 // FirstUse implements queue.Store.

@@ -16,11 +16,15 @@ const (
 	// Where a user stands (standing), enter.lua's full line, an unknown queue.
 	kindUnknownQueue = -1
 	kindLineFull     = -2
+	kindSoldOut      = -3
 	kindNotInLine    = 0
 	kindWaiting      = 1
 	kindReady        = 2
 	kindPreQueue     = 3
 )
+
+// The reply kind of set_stock.lua (SetStock).
+const kindStock = 1
 
 // Reply kinds of open_due.lua (OpenDue).
 const (
@@ -119,6 +123,14 @@ func (p *reply) float(i int) float64 {
 	return v
 }
 
+// stock reads a queue's units_left: none stored is a stock not known.
+func (p *reply) stock(i int) queue.Stock {
+	if p.opt(i) == "" {
+		return queue.Stock{}
+	}
+	return queue.Stock{Known: true, Units: max(int64(p.float(i)), 0)}
+}
+
 // ms reads milliseconds since the epoch as a time (zero for none, or 0).
 func (p *reply) ms(i int) time.Time {
 	if v := int64(p.float(i)); v > 0 {
@@ -172,7 +184,7 @@ var paceConfigFields = append([]string{"epoch"}, paceSettings...)
 // paceFields are the admission state's fields queue.LinePace reads, which
 // the pace block carries after the config's. The prelude's pace writes the
 // block in this order (TestPaceBlockAgrees), then now and the line's length.
-var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state"}
+var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left"}
 
 // paceLen is how many values a pace block has.
 var paceLen = len(paceConfigFields) + len(paceFields) + 2
@@ -226,6 +238,6 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 	return queue.PaceState{
 		Config: c, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
-		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1),
+		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
 	}, epoch
 }

@@ -21,7 +21,7 @@ var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
 // the tick state, and the rest of admission.TickInput.
-var tickReads = slices.Concat(settingFields, []string{"epoch"}, tickFields, []string{"eff_rate", "open_state"})
+var tickReads = slices.Concat(settingFields, []string{"epoch"}, tickFields, []string{"eff_rate", "open_state", "units_left"})
 
 // added are the fields admit.lua adds to rather than sets: AdmitNow adds to
 // them too, between a tick's read and its apply.
@@ -119,6 +119,7 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 	}
 	t.in.EffectiveRate, _ = strconv.ParseFloat(t.stored["eff_rate"], 64)
 	t.in.Placing = t.stored["open_state"] == "placing"
+	t.in.Stock = p.stock(at + slices.Index(tickReads, "units_left"))
 	if t.in.State, err = decodeTick(t.stored); err != nil {
 		return t, fmt.Errorf("redis data damaged: admission state: %w", err)
 	}

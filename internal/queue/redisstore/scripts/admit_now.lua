@@ -8,7 +8,8 @@
 -- opening is ahead or being placed, the next admission tick's quota still
 -- has room (admission.MayAdmitNow: those let in this way come out of it, so the
 -- global rate holds; under the passthrough method the rate holds nobody
--- back) and the live-token cap has room. Such a user counts as
+-- back), the queue is not sold out, and the live-token cap has room: at
+-- most max_active, and the units left × per_unit. Such a user counts as
 -- having entered and been admitted, so the totals in stats.lua still
 -- balance; their ticket is below any later one, so snapshots are unaffected.
 --
@@ -40,8 +41,11 @@ local quota = rateInForce(cfg, adm.eff_rate) * tonumber(cfg.interval_ms) / 1000 
 if cfg.method ~= 'passthrough' and (tonumber(adm.inline) or 0) >= math.min(math.floor(quota), tonumber(cfg.batch)) then
   return busy
 end
-local maxActive = tonumber(cfg.max_active) or 0
-if maxActive > 0 and redis.call('ZCOUNT', K.texp, '(' .. now, '+inf') >= maxActive then
+local limit = (tonumber(cfg.max_active) or 0) > 0 and tonumber(cfg.max_active) or nil
+local units, perUnit = tonumber(adm.units_left), tonumber(cfg.per_unit) or 0
+if units == 0 then return busy end
+if units and perUnit > 0 then limit = math.min(limit or math.huge, math.floor(units * perUnit)) end
+if limit and redis.call('ZCOUNT', K.texp, '(' .. now, '+inf') >= limit then
   return busy
 end
 

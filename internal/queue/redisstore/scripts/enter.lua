@@ -1,6 +1,7 @@
 -- enter: put users in line, or tell each where they already stand.
 -- Already in line or in the pre-queue → the same; valid token → READY; line
--- full → refused; an opening ahead → the pre-queue; otherwise take the next
+-- full → refused; sold out (units_left 0) → refused; an opening ahead →
+-- the pre-queue; otherwise take the next
 -- ticket (INCR, never a clock) and join. One script, so no request can slip
 -- between the checks and the join. A user joining or entering again near
 -- the front is seen now (markSeen).
@@ -17,6 +18,7 @@
 --        per user, in ARGV's order, each ending with the line's length as
 --        that user's pace block would carry it:
 --        {LINE_FULL, length}
+--        {SOLD_OUT, length}
 --        {WAITING, position, length, ticket, paceLength}
 --        {READY, token, expiresAtMs, paceLength}
 --        {PRE_QUEUE, paceLength} waiting for the opening, no place yet
@@ -49,6 +51,7 @@ local function enterOne(user)
   if length + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity) then
     return {LINE_FULL, length}, length
   end
+  if adm.units_left == '0' then return {SOLD_OUT, length}, length end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
   if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then
     redis.call('ZADD', K.pre, 'NX', now, user)

@@ -7,9 +7,10 @@
 -- a guard that returns is written on one line here.
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
--- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
+-- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
+-- TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
 
 -- Reply kinds of open_due.lua: no opening pending, one not yet due, one
 -- due (the caller holds the lease), one another instance is placing.
@@ -33,6 +34,9 @@ local NOT_OWNER, MORE_TO_PLACE, OPENED = -1, 0, 1
 -- Reply kinds of admit.lua: the tick read has gone (nobody admitted), or
 -- the plan was applied.
 local TICK_GONE, APPLIED = 0, 1
+
+-- The reply kind of set_stock.lua: the stock as it stands now.
+local STOCK = 1
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -64,7 +68,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg.epoch, cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused, cfg.adaptive, cfg.min_rate,
     cfg.max_rate, cfg.opens_at, cfg.method, adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach,
-    adm.open_state, now, length})
+    adm.open_state, adm.units_left, now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead

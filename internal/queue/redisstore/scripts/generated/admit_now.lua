@@ -10,7 +10,8 @@
 -- opening is ahead or being placed, the next admission tick's quota still
 -- has room (admission.MayAdmitNow: those let in this way come out of it, so the
 -- global rate holds; under the passthrough method the rate holds nobody
--- back) and the live-token cap has room. Such a user counts as
+-- back), the queue is not sold out, and the live-token cap has room: at
+-- most max_active, and the units left × per_unit. Such a user counts as
 -- having entered and been admitted, so the totals in stats.lua still
 -- balance; their ticket is below any later one, so snapshots are unaffected.
 --
@@ -26,9 +27,10 @@
 --        {PRE_QUEUE, pace...} waiting for the opening
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
--- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
+-- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
+-- TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -60,7 +62,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg[2], cfg[1], cfg[6], cfg[7], cfg[8], cfg[3], cfg[4],
     cfg[5], cfg[9], cfg[10], adm[11], adm[12], adm[13], adm[14], adm[15],
-    adm[16], now, length})
+    adm[16], adm[17], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -78,7 +80,7 @@ end
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
   if adm[16] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[6]), tonumber(adm[17])
+  return redis.call('ZCARD', KEYS[6]), tonumber(adm[18])
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -103,13 +105,13 @@ end
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] batch
 -- [7] interval_ms [8] paused [9] opens_at [10] method [11] eff_rate [12] pace_rate
--- [13] pace_busy [14] moved [15] reach [16] open_state [17] open_end [18] carry
--- [19] inline [20] max_active [21] ttl_ms
+-- [13] pace_busy [14] moved [15] reach [16] open_state [17] units_left [18] open_end
+-- [19] carry [20] inline [21] max_active [22] per_unit [23] ttl_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'batch', 'interval_ms', 'paused', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'open_end', 'carry', 'inline', 'max_active', 'ttl_ms')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'batch', 'interval_ms', 'paused', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'carry', 'inline', 'max_active', 'per_unit', 'ttl_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[6]) and 'batch' or not tonumber(cfg[7]) and 'interval_ms'
-    or not tonumber(cfg[21]) and 'ttl_ms' or cfg[20] and not tonumber(cfg[20]) and 'max_active' or cfg[9] and not tonumber(cfg[9]) and 'opens_at'
+    or not tonumber(cfg[23]) and 'ttl_ms' or cfg[21] and not tonumber(cfg[21]) and 'max_active' or cfg[9] and not tonumber(cfg[9]) and 'opens_at'
     or cfg[4] and not tonumber(cfg[4]) and 'min_rate' or cfg[5] and not tonumber(cfg[5]) and 'max_rate'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
@@ -129,12 +131,15 @@ local busy = pace({NOT_IN_LINE}, cfg, adm, now, length)
 if cfg[8] == '1' or length > 0 or opening(cfg, adm) then
   return busy
 end
-local quota = rateInForce(cfg, adm[11]) * tonumber(cfg[7]) / 1000 + (tonumber(adm[18]) or 0)
-if cfg[10] ~= 'passthrough' and (tonumber(adm[19]) or 0) >= math.min(math.floor(quota), tonumber(cfg[6])) then
+local quota = rateInForce(cfg, adm[11]) * tonumber(cfg[7]) / 1000 + (tonumber(adm[19]) or 0)
+if cfg[10] ~= 'passthrough' and (tonumber(adm[20]) or 0) >= math.min(math.floor(quota), tonumber(cfg[6])) then
   return busy
 end
-local maxActive = tonumber(cfg[20]) or 0
-if maxActive > 0 and redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf') >= maxActive then
+local limit = (tonumber(cfg[21]) or 0) > 0 and tonumber(cfg[21]) or nil
+local units, perUnit = tonumber(adm[17]), tonumber(cfg[22]) or 0
+if units == 0 then return busy end
+if units and perUnit > 0 then limit = math.min(limit or math.huge, math.floor(units * perUnit)) end
+if limit and redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf') >= limit then
   return busy
 end
 
@@ -143,8 +148,8 @@ if expired then -- forget it, as enter.lua does
 end
 redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[4], user, token)
-redis.call('ZADD', KEYS[5], now + tonumber(cfg[21]), user)
+redis.call('ZADD', KEYS[5], now + tonumber(cfg[23]), user)
 for _, counter in ipairs({'inline', 'inline_total', 'admitted', 'win_count'}) do
   redis.call('HINCRBY', KEYS[3], counter, 1)
 end
-return pace({READY, token, now + tonumber(cfg[21])}, cfg, adm, now, length)
+return pace({READY, token, now + tonumber(cfg[23])}, cfg, adm, now, length)

@@ -2,7 +2,8 @@
 -- KEYS: line seq cfg tokens texp seen pre
 -- enter: put users in line, or tell each where they already stand.
 -- Already in line or in the pre-queue → the same; valid token → READY; line
--- full → refused; an opening ahead → the pre-queue; otherwise take the next
+-- full → refused; sold out (units_left 0) → refused; an opening ahead →
+-- the pre-queue; otherwise take the next
 -- ticket (INCR, never a clock) and join. One script, so no request can slip
 -- between the checks and the join. A user joining or entering again near
 -- the front is seen now (markSeen).
@@ -19,6 +20,7 @@
 --        per user, in ARGV's order, each ending with the line's length as
 --        that user's pace block would carry it:
 --        {LINE_FULL, length}
+--        {SOLD_OUT, length}
 --        {WAITING, position, length, ticket, paceLength}
 --        {READY, token, expiresAtMs, paceLength}
 --        {PRE_QUEUE, paceLength} waiting for the opening, no place yet
@@ -30,9 +32,10 @@
 --        one Redis writes and the instance reads and allocates.
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
--- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
+-- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
+-- TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -55,7 +58,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg[2], cfg[1], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7],
     cfg[8], cfg[9], cfg[10], adm[11], adm[12], adm[13], adm[14], adm[15],
-    adm[16], now, length})
+    adm[16], adm[17], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -73,7 +76,7 @@ end
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
   if adm[16] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[7]), tonumber(adm[17])
+  return redis.call('ZCARD', KEYS[7]), tonumber(adm[18])
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -83,7 +86,7 @@ end
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
   local reach = tonumber(adm[15])
-  if (tonumber(cfg[18]) or 0) > 0 and (not reach or position <= reach) then
+  if (tonumber(cfg[19]) or 0) > 0 and (not reach or position <= reach) then
     redis.call('ZADD', KEYS[6], now, user)
   end
 end
@@ -121,13 +124,13 @@ end
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] batch [4] interval_ms [5] paused [6] adaptive
 -- [7] min_rate [8] max_rate [9] opens_at [10] method [11] eff_rate [12] pace_rate
--- [13] pace_busy [14] moved [15] reach [16] open_state [17] open_end [18] abandon_ms
--- [19] capacity
+-- [13] pace_busy [14] moved [15] reach [16] open_state [17] units_left [18] open_end
+-- [19] abandon_ms [20] capacity
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'open_end', 'abandon_ms', 'capacity')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms', 'capacity')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
-  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[3]) and 'batch' or not tonumber(cfg[19]) and 'capacity'
-    or cfg[18] and not tonumber(cfg[18]) and 'abandon_ms' or cfg[9] and not tonumber(cfg[9]) and 'opens_at'
+  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[3]) and 'batch' or not tonumber(cfg[20]) and 'capacity'
+    or cfg[19] and not tonumber(cfg[19]) and 'abandon_ms' or cfg[9] and not tonumber(cfg[9]) and 'opens_at'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
 end
@@ -152,9 +155,10 @@ local function enterOne(user)
   if expired then -- forget it, and line up again like anyone else
     dropToken(user, 'expired', now)
   end
-  if length + (opening(cfg, adm) and redis.call('ZCARD', KEYS[7]) or 0) >= tonumber(cfg[19]) then
+  if length + (opening(cfg, adm) and redis.call('ZCARD', KEYS[7]) or 0) >= tonumber(cfg[20]) then
     return {LINE_FULL, length}, length
   end
+  if adm[17] == '0' then return {SOLD_OUT, length}, length end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
   if (tonumber(cfg[9]) or 0) > 0 and not adm[16] then
     redis.call('ZADD', KEYS[7], 'NX', now, user)

@@ -26,9 +26,10 @@
 --        the last decision written (set_rate.lua)
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
--- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
+-- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
+-- TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
 
 -- Reply kinds of fold_rate.lua: the rate is not adaptive, the samples
 -- were folded, and folded with the claim of the last window's decision.

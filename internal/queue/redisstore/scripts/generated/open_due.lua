@@ -20,9 +20,10 @@
 --        {PLACED_ELSEWHERE} another instance is placing it
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
--- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
+-- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
+-- TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
 
 -- Reply kinds of open_due.lua: no opening pending, one not yet due, one
 -- due (the caller holds the lease), one another instance is placing.

@@ -15,9 +15,10 @@
 --        {PRE_QUEUE, pace...} waiting for the opening, no place yet
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL), and an unknown queue (config). Go names each
--- alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
+-- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
+-- TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
 
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
@@ -40,7 +41,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg[2], cfg[1], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7],
     cfg[8], cfg[9], cfg[10], adm[11], adm[12], adm[13], adm[14], adm[15],
-    adm[16], now, length})
+    adm[16], adm[17], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -58,7 +59,7 @@ end
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
   if adm[16] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[6]), tonumber(adm[17])
+  return redis.call('ZCARD', KEYS[6]), tonumber(adm[18])
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -68,7 +69,7 @@ end
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
   local reach = tonumber(adm[15])
-  if (tonumber(cfg[18]) or 0) > 0 and (not reach or position <= reach) then
+  if (tonumber(cfg[19]) or 0) > 0 and (not reach or position <= reach) then
     redis.call('ZADD', KEYS[5], now, user)
   end
 end
@@ -95,11 +96,12 @@ end
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] batch [4] interval_ms [5] paused [6] adaptive
 -- [7] min_rate [8] max_rate [9] opens_at [10] method [11] eff_rate [12] pace_rate
--- [13] pace_busy [14] moved [15] reach [16] open_state [17] open_end [18] abandon_ms
+-- [13] pace_busy [14] moved [15] reach [16] open_state [17] units_left [18] open_end
+-- [19] abandon_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[2], 'rate', 'epoch', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'open_end', 'abandon_ms')
+  local cfg = redis.call('HMGET', KEYS[2], 'rate', 'epoch', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
-  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[3]) and 'batch' or cfg[18] and not tonumber(cfg[18]) and 'abandon_ms'
+  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[3]) and 'batch' or cfg[19] and not tonumber(cfg[19]) and 'abandon_ms'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
 end
