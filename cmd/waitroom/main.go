@@ -73,12 +73,21 @@ func serve(parse func([]string, func(string) string, io.Writer) (app.Config, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP is caught before the server answers anyone: a SIGHUP sent
+	// once it answers (as an operator or a test does after its first
+	// request) must reload the file, not end the process, as SIGHUP's
+	// default action would while it was not caught yet.
+	hup := make(chan os.Signal, 1)
+	if cfg.QueuesFile != "" {
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 
 	m := &app.Main{Config: cfg, Logger: app.NewLogger(cfg, os.Stderr), Command: selfCommand()}
 	if err := m.Run(ctx); err != nil {
 		return err
 	}
-	waitForEnd(ctx, m)
+	waitForEnd(ctx, m, hup)
 	stop() // a second signal kills the process the usual way
 	if err := m.Close(); err != nil {
 		return err
@@ -88,14 +97,9 @@ func serve(parse func([]string, func(string) string, io.Writer) (app.Config, err
 }
 
 // waitForEnd returns at SIGINT or SIGTERM (ctx) or when the server stops
-// by itself. With --queues, SIGHUP applies the file again meanwhile;
+// by itself. With --queues, SIGHUP (hup) applies the file again meanwhile;
 // without it SIGHUP keeps its usual meaning (the process ends).
-func waitForEnd(ctx context.Context, m *app.Main) {
-	hup := make(chan os.Signal, 1)
-	if m.Config.QueuesFile != "" {
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-	}
+func waitForEnd(ctx context.Context, m *app.Main, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():
