@@ -87,7 +87,6 @@ const (
 	JoinSigned JoinPolicy = "signed"
 )
 
-
 // QueueingMethod is how a queue lets people in (queueingMethod).
 type QueueingMethod string
 
