@@ -30,6 +30,11 @@ Commands:
   token     print a user JWT to try the API with: token --user ID [--ttl 1h]
   page      check DIR: check a --page-dir (the shop's waiting page templates,
             docs/page.md) as serve would at start, without serving it
+  sold-out  mark a queue sold out on a running instance: sold-out --queue Q
+            [--addr http://127.0.0.1:8080] (the admin API, with --admin-token)
+  restock   tell a queue on a running instance what it has to sell again:
+            restock --queue Q [--units N] (without --units: recounted from the
+            order API's products)
   version   print the version and the source revision this binary was built from
   help      print this help
 

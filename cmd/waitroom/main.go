@@ -4,6 +4,8 @@
 //	waitroom proxy [flags]          put the line in front of any HTTP backend
 //	waitroom token --user ID        print a user JWT to try the API with
 //	waitroom page check DIR         check a --page-dir without serving it
+//	waitroom sold-out --queue Q     mark a queue sold out on a running instance
+//	waitroom restock --queue Q      tell it what it has to sell again (--units N)
 //	waitroom version | --version    the version and source revision
 //	waitroom help                   the commands
 //
@@ -54,6 +56,8 @@ func run(args []string) error {
 		return token(args, os.Getenv, os.Stdout, os.Stderr)
 	case "page":
 		return page(args, os.Stdout, os.Stderr)
+	case "sold-out", "restock":
+		return stock(command, args, os.Getenv, os.Stdout, os.Stderr)
 	case "version":
 		_, err := fmt.Println(versionText())
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
@@ -152,7 +153,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waitroom help: %v", err)
 	}
-	for _, cmd := range []string{"serve", "proxy", "token", "version", "help"} {
+	for _, cmd := range []string{"serve", "proxy", "token", "sold-out", "restock", "version", "help"} {
 		if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).Match(out) {
 			t.Errorf("help does not describe %s:\n%s", cmd, out)
 		}
@@ -189,5 +190,98 @@ func TestPageCheck(t *testing.T) {
 	errOut.Reset()
 	if err := page([]string{"lint", broken}, &out, &errOut); err == nil || !strings.Contains(errOut.String(), "Usage: waitroom page check DIR") {
 		t.Errorf("page lint: %v, %q", err, errOut.String())
+	}
+}
+
+// `waitroom sold-out` and `waitroom restock` against a running instance:
+// each changes the queue's stock as the admin API does and prints it; a
+// refusal is an error with the API's code and message, and nothing is
+// printed.
+func TestStockCommands(t *testing.T) {
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	q := apptest.UniqueID("sale")
+	in.PutQueue(q, map[string]any{"paused": true})
+	addr := []string{"--addr", in.Base, "--queue", q}
+	withToken := map[string]string{"WAITROOM_ADMIN_TOKEN": in.AdminToken}
+	listen := ":" + strings.TrimPrefix(in.Base, "http://127.0.0.1:") // as serve's --addr
+
+	for _, tt := range []struct {
+		name, command string
+		args          []string
+		env           map[string]string
+		want          string // printed
+		unitsLeft     any    // the queue's stats after it
+		soldOut       bool
+	}{
+		{"sold out", "sold-out", addr, withToken, q + ": sold out (0 units left)\n", 0.0, true},
+		{"restocked with units", "restock", append(addr, "--units", "500", "--admin-token", in.AdminToken), nil, q + ": 500 units left\n", 500.0, false},
+		{"sold out again, the address as serve listens", "sold-out", []string{"--queue", q},
+			map[string]string{"WAITROOM_ADMIN_TOKEN": in.AdminToken, "WAITROOM_ADDR": listen}, q + ": sold out (0 units left)\n", 0.0, true},
+		// No product names the queue: the recount finds nothing to sell.
+		{"restocked, units not given", "restock", addr, withToken, q + ": units left not known (admission is not capped by the stock)\n", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if err := stock(tt.command, tt.args, env(tt.env), &out, &errOut); err != nil {
+				t.Fatalf("%s %q: %v\n%s", tt.command, tt.args, err, errOut.String())
+			}
+			if out.String() != tt.want {
+				t.Errorf("printed %q, want %q", out.String(), tt.want)
+			}
+			st := in.QueueStats(q)
+			if st.Body["unitsLeft"] != tt.unitsLeft || st.Body["soldOut"] != tt.soldOut {
+				t.Errorf("the queue's stats: unitsLeft %v soldOut %v, want %v %v", st.Body["unitsLeft"], st.Body["soldOut"], tt.unitsLeft, tt.soldOut)
+			}
+		})
+	}
+
+	// The embedded default's own token, read from its data dir.
+	t.Run("the token kept in --data-dir", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, app.AdminTokenFile), []byte(in.AdminToken+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		if err := stock("restock", append(addr, "--units", "3", "--data-dir", dir), env(nil), &out, &errOut); err != nil || out.String() != q+": 3 units left\n" {
+			t.Errorf("restock with the token in --data-dir: %v, %q %s", err, out.String(), errOut.String())
+		}
+	})
+}
+
+func TestStockCommandsRefused(t *testing.T) {
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	q := apptest.UniqueID("sale")
+	in.PutQueue(q, map[string]any{})
+	token := []string{"--addr", in.Base, "--admin-token", in.AdminToken}
+	empty := t.TempDir()
+	for _, tt := range []struct {
+		name, command string
+		args          []string
+		want          string // in the error
+	}{
+		{"no queue", "sold-out", token, "--queue is required"},
+		{"a queue that does not exist", "sold-out", append(token, "--queue", "nosuchqueue"), "404 queue_not_found: queue not found"},
+		{"a name no queue can have", "restock", append(token, "--queue", "bad*name"), "400 invalid_queue_name"},
+		{"a wrong token", "restock", []string{"--addr", in.Base, "--admin-token", "wrong", "--queue", q}, "401 admin_unauthorized"},
+		{"no token anywhere", "sold-out", []string{"--addr", in.Base, "--queue", q, "--data-dir", empty}, filepath.Join(empty, app.AdminTokenFile)},
+		{"negative units", "restock", append(token, "--queue", q, "--units", "-1"), "--units"},
+		{"units to sold-out", "sold-out", append(token, "--queue", q, "--units", "1"), "flag provided but not defined: -units"},
+		{"an address that is none", "sold-out", append(token, "--queue", q, "--addr", "nowhere"), "--addr"},
+		{"nobody there", "sold-out", []string{"--addr", "http://127.0.0.1:1", "--admin-token", "t", "--queue", q}, "connection refused"},
+		{"a stray argument", "restock", append(token, "--queue", q, "500"), "unexpected arguments"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := stock(tt.command, tt.args, env(nil), &out, &errOut)
+			if err == nil || !strings.Contains(err.Error()+errOut.String(), tt.want) {
+				t.Errorf("%s %q = %v (%s), want an error naming %q", tt.command, tt.args, err, errOut.String(), tt.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("printed %q on an error", out.String())
+			}
+		})
+	}
+	if st := in.QueueStats(q); st.Body["unitsLeft"] != nil || st.Body["soldOut"] != false {
+		t.Errorf("refused commands changed the queue: %s", st.Raw)
 	}
 }

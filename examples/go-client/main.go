@@ -77,6 +77,10 @@ func run(ctx context.Context, base, jwt, queue, product string) error {
 			return buy(ctx, c, product, s.Token)
 		case waitroomapi.NotInQueue:
 			return errors.New("NOT_IN_QUEUE: the place was lost (left, or skipped as a no-show)")
+		case waitroomapi.SoldOut:
+			// The place is kept for a restock; a shop would say so and ask
+			// again after pollAfterSeconds. This walk-through stops here.
+			return errors.New("SOLD_OUT: nothing left to sell")
 		case waitroomapi.Waiting:
 			fmt.Println("WAITING:", describe(s))
 			if near := s.EstimatedWaitSeconds != nil && *s.EstimatedWaitSeconds <= 2 && s.Paused == nil; !near {

@@ -25,6 +25,9 @@ export function describe(entry: Entry): string {
       return `number ${entry.position} of ${entry.queueLength}, about ${entry.estimatedWaitSeconds} s`;
     case "READY":
       return `in: buy with the entry token before ${entry.expiresAt}`;
+    case "SOLD_OUT":
+      // The place is kept: a restock gives it back, so keep asking.
+      return `sold out; asking again in ${entry.pollAfterSeconds} s`;
     case "NOT_IN_QUEUE":
       return "not in line";
   }

@@ -34,6 +34,10 @@ func ReadDevSecret(dataDir string) (string, error) { return readKept(dataDir, De
 // (readable by the owner only) on the first start.
 func AdminToken(dataDir string) (string, error) { return keptSecret(dataDir, AdminTokenFile, 16) }
 
+// ReadAdminToken reads the admin token AdminToken keeps in dataDir; an
+// error wrapping fs.ErrNotExist when there is none yet.
+func ReadAdminToken(dataDir string) (string, error) { return readKept(dataDir, AdminTokenFile) }
+
 // keptSecret returns the secret kept in dataDir's file, making one of n
 // random bytes (hex) on the first start.
 func keptSecret(dataDir, file string, n int) (string, error) {

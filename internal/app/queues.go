@@ -100,8 +100,18 @@ func (m *Main) applyQueues(ctx context.Context, f *queuefile.File) error {
 }
 
 // applyQueue creates q or sets its config to the file's, logging what it
-// changed; a queue that matches already is not written.
+// changed; a queue that matches already is not written. Then the stock
+// the file starts the sale with, if it gives one (applyUnitsLeft).
 func (m *Main) applyQueue(ctx context.Context, file string, q queuefile.Queue) error {
+	if err := m.applyConfig(ctx, file, q); err != nil {
+		return err
+	}
+	return m.applyUnitsLeft(ctx, file, q)
+}
+
+// applyConfig creates q or sets its config to the file's, logging what it
+// changed; a queue that matches already is not written.
+func (m *Main) applyConfig(ctx context.Context, file string, q queuefile.Queue) error {
 	have, err := m.Queue.Config(ctx, q.Name)
 	switch {
 	case errors.Is(err, queue.ErrQueueNotFound):
@@ -125,6 +135,25 @@ func (m *Main) applyQueue(ctx context.Context, file string, q queuefile.Queue) e
 		attrs = append(attrs, d.Setting, d.Have+" → "+d.Want)
 	}
 	m.Logger.Info("queue config set from the queues file", attrs...)
+	return nil
+}
+
+// applyUnitsLeft tells q the stock the file starts its sale with, only
+// while the queue's stock is not known: once a sale has counted it down
+// (or the backend or an operator has told it), a restart or a SIGHUP must
+// not put back units already sold.
+func (m *Main) applyUnitsLeft(ctx context.Context, file string, q queuefile.Queue) error {
+	if q.UnitsLeft == nil {
+		return nil
+	}
+	st, err := m.Queue.Stats(ctx, q.Name)
+	if err != nil || st.Stock.Known {
+		return err
+	}
+	if _, err := m.Queue.SetStock(ctx, q.Name, queue.Stock{Known: true, Units: *q.UnitsLeft}, false); err != nil {
+		return err
+	}
+	m.Logger.Info("queue stock set from the queues file", "file", file, "queue", q.Name, "unitsLeft", *q.UnitsLeft)
 	return nil
 }
 

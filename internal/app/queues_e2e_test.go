@@ -176,6 +176,57 @@ func TestQueuesFileProxyAndNoFile(t *testing.T) {
 	}
 }
 
+// The stock a queues file starts a sale with (unitsLeft), in gateway
+// mode, where no order API counts it: applied at start and on SIGHUP only
+// while the queue's stock is not known, so a reload mid-sale never puts
+// back what was sold, nor reopens a sold-out queue.
+func TestQueuesFileUnitsLeft(t *testing.T) {
+	cfg, err := app.ParseProxy([]string{"--upstream", "http://127.0.0.1:9", "--protect", "POST /buy queue=spring-sale", "--queues", exampleQueues},
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) {
+		c.Proxy, c.Upstream, c.Protect, c.QueuesFile, c.Prefix = cfg.Proxy, cfg.Upstream, cfg.Protect, cfg.QueuesFile, cfg.Prefix
+	})
+	admin := cfg.Prefix + "/admin/v1/queues/spring-sale"
+	stock := func(when string, want any) {
+		t.Helper()
+		if r := in.Do("GET", admin, in.AdminAuth(), nil); r.Status != 200 || r.Body["unitsLeft"] != want {
+			t.Errorf("%s: %d unitsLeft %v, want %v", when, r.Status, r.Body["unitsLeft"], want)
+		}
+	}
+	reload := func() {
+		t.Helper()
+		if err := in.Main.ReloadQueues(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stock("at start", 500.0)
+	for _, step := range []struct {
+		name, path string
+		body       any
+		want       any // units left after the command and after a reload
+	}{
+		{"counted down", "/restock", map[string]any{"unitsLeft": 3}, 3.0},
+		{"sold out", "/sold-out", nil, 0.0},
+		{"restocked by hand", "/restock", map[string]any{"unitsLeft": 900}, 900.0},
+	} {
+		if r := in.Do("POST", admin+step.path, in.AdminAuth(), step.body); r.Status != 200 {
+			t.Fatalf("%s: %d %s", step.name, r.Status, r.Raw)
+		}
+		reload()
+		stock(step.name+", then SIGHUP", step.want)
+	}
+	// Not known again (a restock without a count, in gateway mode): the
+	// file's stock is the one to start from.
+	if r := in.Do("POST", admin+"/restock", in.AdminAuth(), nil); r.Status != 200 || r.Body["unitsLeft"] != nil {
+		t.Fatalf("restock without a count: %d %s", r.Status, r.Raw)
+	}
+	reload()
+	stock("not known, then SIGHUP", 500.0)
+}
+
 // wantSettings: every queue of file has, through the admin API, every
 // setting as the file and the defaults for new queues say.
 func wantSettings(t *testing.T, in *apptest.Instance, file string) {

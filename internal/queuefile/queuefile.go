@@ -41,7 +41,15 @@ type Queue struct {
 	Config queue.Config
 	// Set names the settings the file gives, in the file's order.
 	Set []string
+	// UnitsLeft is the stock the queue starts the sale with (nil: the
+	// file gives none). Not a setting: the sale counts it down, so it is
+	// applied only while the queue's stock is not known, and a restart or
+	// a reload mid-sale never puts back what was sold.
+	UnitsLeft *int64
 }
+
+// maxUnitsLeft bounds unitsLeft, as the admin API's restock bounds it.
+const maxUnitsLeft = 1_000_000_000
 
 // Queue returns the file's queue with the given name.
 func (f *File) Queue(name string) (Queue, bool) {
@@ -64,6 +72,7 @@ func (f *File) Queue(name string) (Queue, bool) {
 //	  spring-sale:
 //	    ratePerSecond: 200
 //	    message: {en: "…", ja: "…"}
+//	    unitsLeft: 500    # optional: the stock the sale starts with
 func Parse(name string, data []byte, base queue.Config) (*File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -157,6 +166,14 @@ func parseQueue(key, body *yaml.Node, base queue.Config, bad badAt) (Queue, erro
 	default:
 		changes := map[string]any{}
 		err := eachPair(body, bad, func(k, v *yaml.Node) error {
+			if k.Value == "unitsLeft" {
+				var n int64
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&n) != nil || n < 0 || n > maxUnitsLeft {
+					return at(v, "unitsLeft must be a whole number from 0 to %d, got %s", maxUnitsLeft, describe(v))
+				}
+				q.UnitsLeft = &n
+				return nil
+			}
 			s, ok := queue.SettingNamed(k.Value)
 			if !ok || s.ReadOnly {
 				return at(k, "unknown setting %q (the settings are the admin API's: %s)", k.Value, settingNames())
@@ -277,7 +294,8 @@ func describe(n *yaml.Node) string {
 	return "nothing"
 }
 
-// settingNames lists the settings a file may give.
+// settingNames lists the settings a file may give (and unitsLeft, which
+// is none).
 func settingNames() string {
 	var names []string
 	for _, s := range queue.Settings {
@@ -285,7 +303,7 @@ func settingNames() string {
 			names = append(names, s.Name)
 		}
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + "; and unitsLeft, the stock the sale starts with"
 }
 
 // Difference is one setting whose value differs between two configs.

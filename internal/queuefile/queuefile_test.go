@@ -2,6 +2,7 @@ package queuefile_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,14 @@ func TestParseExample(t *testing.T) {
 	if q, _ := f.Queue("members"); !q.Config.Adaptive || q.Config.MaxRate != 80 || q.Line == 0 {
 		t.Errorf("members: %+v", q)
 	}
+	// The stock the sale starts with, which is no setting; a queue that
+	// gives none has none.
+	if sale.UnitsLeft == nil || *sale.UnitsLeft != 500 || slices.Contains(sale.Set, "unitsLeft") {
+		t.Errorf("spring-sale's units left: %v (settings %v), want 500 and no setting", sale.UnitsLeft, sale.Set)
+	}
+	if q, _ := f.Queue("members"); q.UnitsLeft != nil {
+		t.Errorf("members' units left: %d, want none", *q.UnitsLeft)
+	}
 }
 
 // A file that cannot work is refused whole, naming the file, the line and
@@ -93,6 +102,11 @@ func TestParseRefuses(t *testing.T) {
 		{"no queues", "prune: true\n", []string{"q.yaml:1:", "no queues"}},
 		{"queues a list", "queues:\n  - sale\n", []string{"q.yaml:2:", "mapping of queue names"}},
 		{"settings a list", "queues:\n  sale: [1, 2]\n", []string{"q.yaml:2:", "mapping of settings"}},
+		{"negative units left", "queues:\n  sale:\n    unitsLeft: -1\n", []string{"q.yaml:3:", `"sale"`, "unitsLeft must be a whole number from 0 to 1000000000, got -1"}},
+		{"units left past the most", "queues:\n  sale:\n    unitsLeft: 1000000001\n", []string{"q.yaml:3:", "unitsLeft must be"}},
+		{"a fraction of a unit", "queues:\n  sale:\n    unitsLeft: 2.5\n", []string{"q.yaml:3:", "unitsLeft must be", "got 2.5"}},
+		{"units left quoted", "queues:\n  sale:\n    unitsLeft: \"500\"\n", []string{"q.yaml:3:", "unitsLeft must be"}},
+		{"units left twice", "queues:\n  sale:\n    unitsLeft: 5\n    unitsLeft: 6\n", []string{"q.yaml:4:", `"unitsLeft" is named twice`}},
 		{"empty", "", []string{"q.yaml: empty"}},
 		{"not YAML", "queues: {sale: [\n", []string{"q.yaml:", "yaml"}},
 	}
@@ -147,6 +161,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("queues:\n  a: {ratePerSecond: 1e300}\n"))
 	f.Add([]byte("queues: &x {a: *x}\n"))
 	f.Add([]byte("prune: true\nqueues:\n  a:\n    message: {en: hi}\n"))
+	f.Add([]byte("queues:\n  a: {unitsLeft: 0x10}\n"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		file, err := queuefile.Parse("f.yaml", raw, queue.DefaultConfig())
 		if err != nil {
@@ -155,6 +170,9 @@ func FuzzParse(f *testing.F) {
 		for _, q := range file.Queues {
 			if err := queue.ValidateQueueName(q.Name); err != nil {
 				t.Errorf("queue %q accepted: %v", q.Name, err)
+			}
+			if q.UnitsLeft != nil && (*q.UnitsLeft < 0 || *q.UnitsLeft > 1_000_000_000) {
+				t.Errorf("queue %q accepted with unitsLeft %d", q.Name, *q.UnitsLeft)
 			}
 			if err := q.Config.Validate(); err != nil {
 				t.Errorf("queue %q accepted with %v", q.Name, err)

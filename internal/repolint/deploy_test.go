@@ -105,7 +105,7 @@ func TestDeployQueriesExist(t *testing.T) {
 			queries["alert "+r.Alert] = r.Expr
 		}
 	}
-	if want := []string{"WaitroomAdmissionStalled", "WaitroomStoreUnreachable", "WaitroomQueueDegraded", "WaitroomTokensExpiringUnused"}; !slices.Equal(alerts, want) {
+	if want := []string{"WaitroomAdmissionStalled", "WaitroomSoldOut", "WaitroomStoreUnreachable", "WaitroomQueueDegraded", "WaitroomTokensExpiringUnused"}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 
@@ -131,6 +131,7 @@ func TestDeployQueriesExist(t *testing.T) {
 		"waitroom_queue_length", "waitroom_admitted_total", "waitroom_tokens_active",
 		"waitroom_order_duration_seconds_bucket", "waitroom_status_answers_total", "waitroom_rejected_total",
 		"waitroom_store_up", "waitroom_store_queue_up", "waitroom_tokens_expired_total",
+		"waitroom_queue_sold_out", "waitroom_queue_units_left",
 	} {
 		if !used[n] {
 			t.Errorf("neither the dashboard nor the alerts watch %s", n)

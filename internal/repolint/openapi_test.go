@@ -765,6 +765,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 		{"PUT", "/admin/v1/products/" + tee, map[string]any{"name": "x", "stock": 1}},
 		{"GET", "/admin/v1/products", nil},
 		{"POST", "/admin/v1/products/" + tee + "/restock", map[string]any{"quantity": 1}},
+		{"POST", "/admin/v1/queues/" + paused + "/sold-out", nil},
+		{"POST", "/admin/v1/queues/" + paused + "/restock", map[string]any{"unitsLeft": 1}},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
 		k.call(t, oaCase{method: m.method, path: m.path, auth: in.As("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
@@ -832,6 +834,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=0", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?limit=ten", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?after=" + strings.Repeat("p", 129), auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+
+	runOpenAPIStock(t, k, admin)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
@@ -924,6 +928,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"PUT", "/admin/v1/products/p", map[string]any{"name": "x", "stock": 1}},
 				{"GET", "/admin/v1/products", nil},
 				{"POST", "/admin/v1/products/p/restock", map[string]any{"quantity": 1}},
+				{"POST", "/admin/v1/queues/default/sold-out", nil},
+				{"POST", "/admin/v1/queues/default/restock", nil},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -934,6 +940,61 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	// Last: a draining instance is not ready.
 	in.Main.API.SetDraining(true)
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 503, code: "draining"})
+}
+
+// runOpenAPIStock drives a queue's stock through the admin API and what
+// the line answers meanwhile: sold out, a newcomer refused with 410 and
+// whoever holds a place answered SOLD_OUT; restocked, the places back, and
+// beyondStock for whoever waits behind more people than units.
+func runOpenAPIStock(t *testing.T, k *oaChecker, admin string) {
+	t.Helper()
+	in := k.in
+	q := apptest.UniqueID("stock")
+	entries, me := "/api/v1/queues/"+q+"/entries", "/api/v1/queues/"+q+"/entries/me"
+	soldOut, restock := "/admin/v1/queues/"+q+"/sold-out", "/admin/v1/queues/"+q+"/restock"
+	first, second := apptest.UniqueID("first"), apptest.UniqueID("second")
+	// Paused: whoever enters stays in line.
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + q, auth: admin, body: map[string]any{"paused": true}, status: 200})
+	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(first), status: 200})
+
+	if r := k.call(t, oaCase{method: "POST", path: soldOut, auth: admin, status: 200}); r.Body["soldOut"] != true || r.Body["unitsLeft"] != 0.0 {
+		t.Errorf("sold out: %s", r.Raw)
+	}
+	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(second), status: 410, code: "sold_out"})
+	for _, c := range []oaCase{
+		{method: "POST", path: entries, auth: in.As(first), status: 200},
+		{method: "GET", path: me, auth: in.As(first), status: 200},
+	} {
+		if r := k.call(t, c); r.Str("status") != "SOLD_OUT" {
+			t.Errorf("%s %s, holding a place in a sold-out queue: %s", c.method, c.path, r.Raw)
+		}
+	}
+
+	r := k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"unitsLeft": 1}, status: 200})
+	if r.Body["soldOut"] != false || r.Body["unitsLeft"] != 1.0 {
+		t.Errorf("restock of 1: %s", r.Raw)
+	}
+	if r := k.call(t, oaCase{method: "GET", path: me, auth: in.As(first), status: 200}); r.Str("status") != "WAITING" || r.Num("position") != 1 || r.Body["beyondStock"] != nil {
+		t.Errorf("the first in line after a restock of 1: %s", r.Raw)
+	}
+	if r := k.call(t, oaCase{method: "POST", path: entries, auth: in.As(second), status: 200}); r.Num("position") != 2 || r.Body["beyondStock"] != true {
+		t.Errorf("second in line for 1 unit: %s", r.Raw)
+	}
+	// No units given: recounted from the products, and none names this
+	// queue: not known.
+	for _, body := range []any{nil, map[string]any{}, map[string]any{"unitsLeft": nil}} {
+		if r := k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: body, status: 200}); r.Body["unitsLeft"] != nil || r.Body["soldOut"] != false {
+			t.Errorf("restock with %v: %s", body, r.Raw)
+		}
+	}
+
+	for _, path := range []string{soldOut, restock} {
+		k.call(t, oaCase{method: "POST", path: strings.Replace(path, q, "nosuchqueue", 1), auth: admin, status: 404, code: "queue_not_found"})
+		k.call(t, oaCase{method: "POST", path: strings.Replace(path, q, "bad*name", 1), auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	}
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"unitsLeft": -1}, status: 400, code: "invalid_config", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"units": 5}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: `{"unitsLeft":1` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
 }
 
 // oaBodiesRefused sends every operation that takes no body (of gateway mode
@@ -1050,6 +1111,8 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"PUT", "/admin/v1/queues/" + q, admin, map[string]any{}, nil},
 		{"PATCH", "/admin/v1/queues/" + q, admin, map[string]any{"paused": true}, nil},
 		{"GET", "/admin/v1/queues/" + q + "/history", admin, nil, nil},
+		{"POST", "/admin/v1/queues/" + q + "/sold-out", admin, nil, nil},
+		{"POST", "/admin/v1/queues/" + q + "/restock", admin, map[string]any{"unitsLeft": 5}, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},
