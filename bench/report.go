@@ -278,10 +278,10 @@ func pollTold(secs int64) string {
 func soldOutMarkdown(so *SoldOutReport, stamp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", stamp)
-	fmt.Fprintf(&b, "%d units of one product, %d virtual users who each want one, arriving evenly over %v; admission at a fixed %g/s "+
-		"(10 per 100 ms, jitter on), %v order work on %d PostgreSQL connections. Users poll as the waiting page does, buy one unit "+
+	fmt.Fprintf(&b, "%d units of one product, %d virtual users who each want one, arriving evenly over %g s; admission at a fixed %g/s "+
+		"(10 per 100 ms, jitter on), %d ms order work on %d PostgreSQL connections. Users poll as the waiting page does, buy one unit "+
 		"with their token once READY, and stop at their first SOLD_OUT. Each run on a fresh instance, queue and product:\n\n",
-		so.Units, so.Users, so.Arrival, so.Rate, so.OrderWork, so.PoolSize)
+		so.Units, so.Users, so.Arrival.Seconds(), so.Rate, so.OrderWork.Milliseconds(), so.PoolSize)
 	b.WriteString("| |")
 	sep := "|---|"
 	for _, r := range so.Runs {
@@ -312,6 +312,9 @@ func soldOutMarkdown(so *SoldOutReport, stamp string) string {
 		return fmt.Sprintf("**%s** (%s)", secs(r.NoticeMax), pollTold(r.NoticeMaxPoll))
 	})
 	row("largest pollAfterSeconds any of them was told", func(r SoldOutRun) string { return pollTold(r.MostPoll) })
+	row("of them told later than their own pollAfterSeconds (by at most)", func(r SoldOutRun) string {
+		return fmt.Sprintf("%d (%.0f ms)", r.Late, ms(r.LateBy))
+	})
 	row("of them never told SOLD_OUT (let in after the last sale)", func(r SoldOutRun) string { return fmt.Sprint(r.NeverTold) })
 	row("users admitted (READY)", func(r SoldOutRun) string { return fmt.Sprint(r.Admitted) })
 	row("users who saw SOLD_OUT", func(r SoldOutRun) string { return fmt.Sprint(r.SawSoldOut) })
@@ -331,8 +334,8 @@ func soldOutMarkdown(so *SoldOutReport, stamp string) string {
 			bound = min(bound, time.Duration(r.MostPoll)*time.Second)
 		}
 		fmt.Fprintf(&b, "\nadmitPerUnit %g: the stock sold whole, each unit once — %s; everyone waiting told within one poll "+
-			"(p100 ≤ %v: the largest pollAfterSeconds told, at most %v) — %s", r.AdmitPerUnit, met(whole),
-			bound, soldOutMostPoll, met(r.NoticeMax <= bound))
+			"(p100 ≤ %g s: the largest pollAfterSeconds told, at most %g s) — %s", r.AdmitPerUnit, met(whole),
+			bound.Seconds(), soldOutMostPoll.Seconds(), met(r.NoticeMax <= bound))
 		if r.AdmitPerUnit > 0 {
 			fmt.Fprintf(&b, "; nobody let in refused for want of stock — %s", met(r.OutOfStock == 0))
 		}

@@ -62,8 +62,13 @@ type SoldOutRun struct {
 	// median and its maximum; the pollAfterSeconds the slowest was told
 	// before it, and the largest any of them was told (0: none, their
 	// first answer was held near the front until SOLD_OUT).
-	NoticeP50, NoticeMax     time.Duration
-	NoticeMaxPoll, MostPoll  int64
+	NoticeP50, NoticeMax    time.Duration
+	NoticeMaxPoll, MostPoll int64
+	// Late: told later than the pollAfterSeconds they had been told, by
+	// at most LateBy (their poll's own round trip at most: the answer
+	// before it came before the last sale).
+	Late                     int
+	LateBy                   time.Duration
 	NeverTold                int // waiting at the last sale, never answered SOLD_OUT
 	Errors, Retries          int
 	ErrorSample, RetrySample string
@@ -341,7 +346,12 @@ func soldOutNotice(buyers []soldOutBuyer, lastSale time.Time, run *SoldOutRun) {
 			run.NeverTold++
 			continue
 		}
-		notices = append(notices, told{b.soldOutAt.Sub(lastSale), b.lastPoll})
+		after := b.soldOutAt.Sub(lastSale)
+		if over := after - time.Duration(b.lastPoll)*time.Second; b.lastPoll > 0 && over > 0 {
+			run.Late++
+			run.LateBy = max(run.LateBy, over)
+		}
+		notices = append(notices, told{after, b.lastPoll})
 		run.MostPoll = max(run.MostPoll, b.lastPoll)
 	}
 	if len(notices) == 0 {
