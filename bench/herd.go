@@ -225,6 +225,7 @@ func (c *client) pollAgain(ctx context.Context, r *userOutcome, after float64, p
 	case <-time.After(time.Duration(after * float64(time.Second))):
 	}
 	r.polls++
+	r.polled = time.Now()
 	return c.doRetrying(ctx, r, c.poll, "GET", path, auth, nil)
 }
 
@@ -511,7 +512,8 @@ type userOutcome struct {
 	polls       int
 	retries     int
 	retrySample string
-	vanished    bool // entered and never came back (no-shows)
+	vanished    bool      // entered and never came back (no-shows)
+	polled      time.Time // when the last poll was sent (pollAgain)
 }
 
 // settled is the median of the rate samples of the run's second half.

@@ -312,8 +312,8 @@ func soldOutMarkdown(so *SoldOutReport, stamp string) string {
 		return fmt.Sprintf("**%s** (%s)", secs(r.NoticeMax), pollTold(r.NoticeMaxPoll))
 	})
 	row("largest pollAfterSeconds any of them was told", func(r SoldOutRun) string { return pollTold(r.MostPoll) })
-	row("of them told later than their own pollAfterSeconds (by at most)", func(r SoldOutRun) string {
-		return fmt.Sprintf("%d (%.0f ms)", r.Late, ms(r.LateBy))
+	row("of them told later than their own pollAfterSeconds: by at most (that poll's longest round trip)", func(r SoldOutRun) string {
+		return fmt.Sprintf("%d: %.0f ms (%.0f ms)", r.Late, ms(r.LateBy), ms(r.LateTrip))
 	})
 	row("of them never told SOLD_OUT (let in after the last sale)", func(r SoldOutRun) string { return fmt.Sprint(r.NeverTold) })
 	row("users admitted (READY)", func(r SoldOutRun) string { return fmt.Sprint(r.Admitted) })

@@ -65,10 +65,11 @@ type SoldOutRun struct {
 	NoticeP50, NoticeMax    time.Duration
 	NoticeMaxPoll, MostPoll int64
 	// Late: told later than the pollAfterSeconds they had been told, by
-	// at most LateBy (their poll's own round trip at most: the answer
-	// before it came before the last sale).
+	// at most LateBy; LateTrip is the longest round trip of their SOLD_OUT
+	// poll (the answer before it came before the last sale, so a poll sent
+	// on time is late by no more than its round trip).
 	Late                     int
-	LateBy                   time.Duration
+	LateBy, LateTrip         time.Duration
 	NeverTold                int // waiting at the last sale, never answered SOLD_OUT
 	Errors, Retries          int
 	ErrorSample, RetrySample string
@@ -350,6 +351,9 @@ func soldOutNotice(buyers []soldOutBuyer, lastSale time.Time, run *SoldOutRun) {
 		if over := after - time.Duration(b.lastPoll)*time.Second; b.lastPoll > 0 && over > 0 {
 			run.Late++
 			run.LateBy = max(run.LateBy, over)
+			if !b.polled.IsZero() {
+				run.LateTrip = max(run.LateTrip, b.soldOutAt.Sub(b.polled))
+			}
 		}
 		notices = append(notices, told{after, b.lastPoll})
 		run.MostPoll = max(run.MostPoll, b.lastPoll)
