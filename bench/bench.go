@@ -1,5 +1,5 @@
 // Package bench is waitroom's benchmark harness: the seed's thundering-herd
-// experiment, the hot paths under wrk, admission accuracy and Redis memory,
+// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy and Redis memory,
 // each against the real program booted in process (internal/app) on real
 // Redis and PostgreSQL. bench/run.sh starts throwaway servers and runs it
 // through cmd/bench, which writes docs/benchmarks.md and its SVG charts;
@@ -38,9 +38,10 @@ type Options struct {
 	DatabaseURL string
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
-	// Sections to run: "herd", "degrade", "noshow", "hot", "accuracy",
-	// "memory", "gateway", "million"; empty = all but "million", which runs
-	// only when named (it takes minutes: bench/run.sh --million).
+	// Sections to run: "herd", "degrade", "noshow", "soldout", "hot",
+	// "accuracy", "memory", "gateway", "million"; empty = all but
+	// "million", which runs only when named (it takes minutes:
+	// bench/run.sh --million).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -95,6 +96,7 @@ type Report struct {
 	Herd     *HerdReport
 	Degrade  *DegradeReport
 	NoShow   *NoShowReport
+	SoldOut  *SoldOutReport
 	Hot      *HotReport
 	Accuracy *AccuracyReport
 	Memory   *MemoryReport
@@ -124,6 +126,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("noshow") {
 		if r.NoShow, err = runNoShow(ctx, o); err != nil {
 			return r, fmt.Errorf("noshow: %w", err)
+		}
+	}
+	if o.want("soldout") {
+		if r.SoldOut, err = runSoldOut(ctx, o); err != nil {
+			return r, fmt.Errorf("soldout: %w", err)
 		}
 	}
 	if o.want("hot") {

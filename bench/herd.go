@@ -215,6 +215,20 @@ func (c *client) doRetrying(ctx context.Context, r *userOutcome, hc *http.Client
 	}
 }
 
+// pollAgain waits the pollAfterSeconds a WAITING answer gave, then asks
+// for the user's standing (path) again, as the page does; the run's end
+// cuts the wait short, as an error.
+func (c *client) pollAgain(ctx context.Context, r *userOutcome, after float64, path, auth string) (int, map[string]any, error) {
+	select {
+	case <-ctx.Done():
+		return 0, nil, errors.New("time limit reached while waiting")
+	case <-time.After(time.Duration(after * float64(time.Second))):
+	}
+	r.polls++
+	r.polled = time.Now()
+	return c.doRetrying(ctx, r, c.poll, "GET", path, auth, nil)
+}
+
 // do sends one request and returns the status, the JSON body and the
 // Retry-After (1 s when absent).
 func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth string, body any, hdr ...string) (int, map[string]any, time.Duration, error) {
@@ -275,17 +289,7 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	mode, users := spec.mode, spec.users
 	res := HerdResult{Mode: mode, Users: users}
 	appName := fmt.Sprintf("wrbench-herd-%d", rand.Int64())
-	dbURL, err := herdDatabaseURL(o.DatabaseURL, appName)
-	if err != nil {
-		return res, err
-	}
-	logs := &serverLog{tee: o.Log}
-	m, err := boot(ctx, o, logs, func(c *app.Config) {
-		c.DatabaseURL = dbURL
-		c.DBPoolSize = herdPool
-		c.OrderWork = herdOrderWork
-		c.AdmissionJitter = mode.Jitter
-	})
+	m, logs, err := bootShop(ctx, o, appName, mode.Jitter)
 	if err != nil {
 		return res, err
 	}
@@ -459,6 +463,24 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	return res, nil
 }
 
+// bootShop boots a waitroom with the order API on the herd's pool and
+// order work, its connections named appName in pg_stat_activity; its
+// warnings go to the serverLog it returns.
+func bootShop(ctx context.Context, o Options, appName string, jitter bool) (*app.Main, *serverLog, error) {
+	dbURL, err := herdDatabaseURL(o.DatabaseURL, appName)
+	if err != nil {
+		return nil, nil, err
+	}
+	logs := &serverLog{tee: o.Log}
+	m, err := boot(ctx, o, logs, func(c *app.Config) {
+		c.DatabaseURL = dbURL
+		c.DBPoolSize = herdPool
+		c.OrderWork = herdOrderWork
+		c.AdmissionJitter = jitter
+	})
+	return m, logs, err
+}
+
 // every runs fn every d, in a goroutine of its own, until stop is closed or
 // ctx ends; the channel it returns is closed when it has stopped.
 func every(ctx context.Context, stop <-chan struct{}, d time.Duration, fn func()) <-chan struct{} {
@@ -490,7 +512,8 @@ type userOutcome struct {
 	polls       int
 	retries     int
 	retrySample string
-	vanished    bool // entered and never came back (no-shows)
+	vanished    bool      // entered and never came back (no-shows)
+	polled      time.Time // when the last poll was sent (pollAgain)
 }
 
 // settled is the median of the rate samples of the run's second half.
@@ -554,14 +577,7 @@ func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, star
 			r.err = fmt.Errorf("unexpected answer %v", body)
 			return r
 		}
-		select {
-		case <-ctx.Done():
-			r.err = errors.New("time limit reached while waiting")
-			return r
-		case <-time.After(time.Duration(after * float64(time.Second))):
-		}
-		r.polls++
-		st, body, err = c.doRetrying(ctx, &r, c.poll, "GET", path+"/me"+wait, jwt, nil)
+		st, body, err = c.pollAgain(ctx, &r, after, path+"/me"+wait, jwt)
 	}
 	token, _ := body["token"].(string)
 	t0 := time.Now()

@@ -80,6 +80,17 @@ func TestHarnessShort(t *testing.T) {
 		}
 	}
 
+	// The sale: with the cap nobody let in is refused for want of stock;
+	// in both runs the database sold the stock whole, each unit once, and
+	// every user is accounted for (no time is asserted).
+	if so := r.SoldOut; so == nil || len(so.Runs) != len(soldOutPerUnit) {
+		t.Errorf("soldout: %+v", r.SoldOut)
+	} else {
+		for _, run := range so.Runs {
+			checkSoldOut(t, so, run)
+		}
+	}
+
 	if h := r.Hot; h == nil {
 		t.Error("hot paths: no report")
 	} else if h.Skipped != "" {
@@ -152,7 +163,7 @@ func TestHarnessShort(t *testing.T) {
 	}
 	b, _ := os.ReadFile(doc)
 	for _, want := range []string{"kept", "| spread+jitter |", "<!-- bench:memory -->", "bench/bench-herd-latency.svg",
-		"<!-- bench:degrade -->", "<!-- bench:noshow -->", "bench/bench-degrade-latency.svg", "bench/bench-herd-rate.svg"} {
+		"<!-- bench:degrade -->", "<!-- bench:noshow -->", "<!-- bench:soldout -->", "bench/bench-degrade-latency.svg", "bench/bench-herd-rate.svg"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %q:\n%s", want, b)
 		}
@@ -182,6 +193,27 @@ func checkHerd(t *testing.T, what string, res HerdResult) {
 	}
 	if res.Retries > 0 { // a loaded machine may make Redis or the database fail fast; clients retry
 		t.Logf("%s: %d answers 503, retried (first: %s)", what, res.Retries, res.RetrySample)
+	}
+}
+
+// checkSoldOut: a run of the sale sold its stock whole, each unit once,
+// refused nobody it let in when admission was capped by the stock, and
+// every user ended bought, refused (410 or 409) or told SOLD_OUT.
+func checkSoldOut(t *testing.T, so *SoldOutReport, run SoldOutRun) {
+	t.Helper()
+	if run.Orders != so.Units || run.UnitsLeft != 0 || run.Doubled != 0 || run.Lost != 0 {
+		t.Errorf("soldout admitPerUnit %g: %d orders of %d units, %d left, %d doubled, %d lost",
+			run.AdmitPerUnit, run.Orders, so.Units, run.UnitsLeft, run.Doubled, run.Lost)
+	}
+	if run.AdmitPerUnit > 0 && run.OutOfStock != 0 {
+		t.Errorf("soldout admitPerUnit %g: %d users let in were answered out_of_stock", run.AdmitPerUnit, run.OutOfStock)
+	}
+	if ended := run.Orders + run.OutOfStock + run.Refused + run.SawSoldOut; run.Errors != 0 || ended != so.Users {
+		t.Errorf("soldout admitPerUnit %g: %d bought, %d out_of_stock, %d refused, %d told SOLD_OUT, of %d users; %d errors (first: %s)",
+			run.AdmitPerUnit, run.Orders, run.OutOfStock, run.Refused, run.SawSoldOut, so.Users, run.Errors, run.ErrorSample)
+	}
+	if run.Retries > 0 {
+		t.Logf("soldout admitPerUnit %g: %d answers 503, retried (first: %s)", run.AdmitPerUnit, run.Retries, run.RetrySample)
 	}
 }
 

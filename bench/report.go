@@ -80,6 +80,9 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if n := r.NoShow; n != nil {
 		sections["noshow"] = noShowMarkdown(n, stamp)
 	}
+	if so := r.SoldOut; so != nil {
+		sections["soldout"] = soldOutMarkdown(so, stamp)
+	}
 	if h := r.Hot; h != nil {
 		link := ""
 		if h.Skipped == "" {
@@ -111,7 +114,7 @@ func Write(r *Report, doc, svgDir, command string) error {
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "degrade", "noshow", "hot", "accuracy", "memory", "gateway", "million"} {
+	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million"} {
 		body, ok := sections[name]
 		if !ok {
 			continue
@@ -259,6 +262,87 @@ func noShowMarkdown(n *NoShowReport, stamp string) string {
 		fmt.Fprintf(&b, "\nSkipping gave %d fewer tokens to no-shows (%.2f× as many) and let the last present user in %.1f s sooner (%.2f× the time).\n",
 			off.NoShowTokens-on.NoShowTokens, float64(on.NoShowTokens)/float64(max(off.NoShowTokens, 1)),
 			(off.LastPresentReady - on.LastPresentReady).Seconds(), on.LastPresentReady.Seconds()/max(off.LastPresentReady.Seconds(), 0.001))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// pollTold is a pollAfterSeconds told before SOLD_OUT, or that none was.
+func pollTold(secs int64) string {
+	if secs == 0 {
+		return "none: held until told"
+	}
+	return fmt.Sprintf("%d s", secs)
+}
+
+func soldOutMarkdown(so *SoldOutReport, stamp string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", stamp)
+	fmt.Fprintf(&b, "%d units of one product, %d virtual users who each want one, arriving evenly over %g s; admission at a fixed %g/s "+
+		"(10 per 100 ms, jitter on), %d ms order work on %d PostgreSQL connections. Users poll as the waiting page does, buy one unit "+
+		"with their token once READY, and stop at their first SOLD_OUT. Each run on a fresh instance, queue and product:\n\n",
+		so.Units, so.Users, so.Arrival.Seconds(), so.Rate, so.OrderWork.Milliseconds(), so.PoolSize)
+	b.WriteString("| |")
+	sep := "|---|"
+	for _, r := range so.Runs {
+		name := fmt.Sprintf("admitPerUnit %g", r.AdmitPerUnit)
+		if r.AdmitPerUnit == 0 {
+			name += " (no cap: before)"
+		}
+		b.WriteString(" " + name + " |")
+		sep += "---|"
+	}
+	b.WriteString("\n" + sep + "\n")
+	row := func(what string, cell func(SoldOutRun) string) {
+		b.WriteString("| " + what + " |")
+		for _, r := range so.Runs {
+			b.WriteString(" " + cell(r) + " |")
+		}
+		b.WriteString("\n")
+	}
+	secs := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	row("admitted users answered 409 out_of_stock", func(r SoldOutRun) string { return fmt.Sprintf("**%d**", r.OutOfStock) })
+	row(fmt.Sprintf("orders in the database (of %d units)", so.Units), func(r SoldOutRun) string { return fmt.Sprint(r.Orders) })
+	row("units left in the database", func(r SoldOutRun) string { return fmt.Sprint(r.UnitsLeft) })
+	row("orders doubled (two on one token) / lost", func(r SoldOutRun) string { return fmt.Sprintf("%d / %d", r.Doubled, r.Lost) })
+	row("the last unit sold, after the first user arrived", func(r SoldOutRun) string { return secs(r.LastSale) })
+	row("users in line, not yet let in, when the last unit sold", func(r SoldOutRun) string { return fmt.Sprint(r.Waiting) })
+	row("their SOLD_OUT notice after the last sale: p50", func(r SoldOutRun) string { return secs(r.NoticeP50) })
+	row("p100 (the pollAfterSeconds that user was told before)", func(r SoldOutRun) string {
+		return fmt.Sprintf("**%s** (%s)", secs(r.NoticeMax), pollTold(r.NoticeMaxPoll))
+	})
+	row("largest pollAfterSeconds any of them was told", func(r SoldOutRun) string { return pollTold(r.MostPoll) })
+	row("of them told later than their own pollAfterSeconds: by at most (that poll's longest round trip)", func(r SoldOutRun) string {
+		return fmt.Sprintf("%d: %.0f ms (%.0f ms)", r.Late, ms(r.LateBy), ms(r.LateTrip))
+	})
+	row("of them never told SOLD_OUT (let in after the last sale)", func(r SoldOutRun) string { return fmt.Sprint(r.NeverTold) })
+	row("users admitted (READY)", func(r SoldOutRun) string { return fmt.Sprint(r.Admitted) })
+	row("users who saw SOLD_OUT", func(r SoldOutRun) string { return fmt.Sprint(r.SawSoldOut) })
+	row("newcomers refused 410 sold_out", func(r SoldOutRun) string { return fmt.Sprint(r.Refused) })
+	row("errors / 503s retried", func(r SoldOutRun) string { return fmt.Sprintf("%d / %d", r.Errors, r.Retries) })
+	row("wall time", func(r SoldOutRun) string { return secs(r.Duration) })
+	if len(so.Runs) > 0 {
+		fmt.Fprintf(&b, "\nThe notice is timed from %s, to the user's first SOLD_OUT answer.\n", so.Runs[0].NoticeFrom)
+	}
+	for _, r := range so.Runs {
+		whole := r.Orders == so.Units && r.UnitsLeft == 0 && r.Doubled == 0 && r.Lost == 0
+		// Within one poll: the longest anyone was told to wait, and never
+		// past the longest the line tells (0: every notice came on a held
+		// request, which answers as soon as it knows).
+		bound := soldOutMostPoll
+		if r.MostPoll > 0 {
+			bound = min(bound, time.Duration(r.MostPoll)*time.Second)
+		}
+		fmt.Fprintf(&b, "\nadmitPerUnit %g: the stock sold whole, each unit once — %s; everyone waiting told within one poll "+
+			"(p100 ≤ %g s: the largest pollAfterSeconds told, at most %g s) — %s", r.AdmitPerUnit, met(whole),
+			bound.Seconds(), soldOutMostPoll.Seconds(), met(r.NoticeMax <= bound))
+		if r.AdmitPerUnit > 0 {
+			fmt.Fprintf(&b, "; nobody let in refused for want of stock — %s", met(r.OutOfStock == 0))
+		}
+		b.WriteString(".\n")
+		if r.Errors > 0 {
+			fmt.Fprintf(&b, "\nadmitPerUnit %g: %d errors, the first: `%s`\n", r.AdmitPerUnit, r.Errors, r.ErrorSample)
+		}
 	}
 	b.WriteString("\n")
 	return b.String()

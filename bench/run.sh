@@ -4,17 +4,21 @@
 # Starts a throwaway redis-server and PostgreSQL on free loopback ports (a
 # compact copy of scripts/test.sh's servers; installs redis-server,
 # postgresql, wrk and nginx from Debian packages when missing), runs the harness
-# (go run ./bench/cmd/bench: the herd, the hot paths under wrk, admission
-# accuracy, Redis memory) against the program booted in process, writes the
-# figures into docs/benchmarks.md and the SVG charts into docs/bench/, and
-# stops the servers. Every load is bounded; the whole run takes a few minutes.
+# (go run ./bench/cmd/bench: the herd, a stock sold out, the hot paths under
+# wrk, admission accuracy, Redis memory) against the program booted in
+# process, writes the figures into docs/benchmarks.md and the SVG charts into
+# docs/bench/, and stops the servers. Every load is bounded; the whole run takes a few minutes.
 #
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
 #   bench/run.sh --short               # seconds; writes into a temp dir, prints it, deletes it
 #   bench/run.sh --short --out DIR     # the same, kept in DIR (DIR/benchmarks.md, DIR/bench/*.svg)
 #   bench/run.sh --million             # a million in line, open loop (several
 #                                      # minutes); rewrites its section only
-#   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench)
+#   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
+#                                      # degrade, noshow, soldout, hot, accuracy,
+#                                      # memory, gateway, million
+#   bench/run.sh -sections soldout     # a minute: 500 units, 5,000 users, with
+#                                      # admitPerUnit 1 and 0 (docs/benchmarks.md, Sold out)
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);

@@ -30,7 +30,7 @@ func main() {
 		os.Exit(bench.ServeInstance())
 	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,hot,accuracy,memory,gateway,million (default all but million)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,million (default all but million)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
