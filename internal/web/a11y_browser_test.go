@@ -199,7 +199,7 @@ func (a *a11yTable) markdown(states, langs []string) string {
 
 // a11yStates are the waiting page's states the audit visits, in order.
 var a11yStates = []string{"joining (challenge)", "waiting", "paused", "stalled", "opening countdown", "ready",
-	"line full", "line closed", "unknown queue", "error (connection)", "no-script waiting", "no-script challenge"}
+	"line full", "line closed", "sold out", "unknown queue", "error (connection)", "no-script waiting", "no-script challenge"}
 
 // The no-script states are audited without axe's meta-refresh rule (see
 // TestAccessibility).
@@ -229,6 +229,8 @@ func TestAccessibility(t *testing.T) {
 	in.Do("POST", "/api/v1/queues/a-full/entries", in.As("a-first"), nil)
 	in.PutQueue("a-pow", map[string]any{})
 	in.PutQueue("a-closed", map[string]any{"entry": "any", "closesAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	in.PutQueue("a-soldout", map[string]any{"entry": "any"})
+	in.Do("POST", "/admin/v1/queues/a-soldout/sold-out", in.AdminAuth(), nil)
 
 	for _, lang := range langs {
 		t.Run(lang, func(t *testing.T) {
@@ -274,6 +276,7 @@ func TestAccessibility(t *testing.T) {
 			visit("/q/a-ready", "ready", "ready", apptest.JoinWithin)
 			visit("/q/a-full", "line full", "full", apptest.JoinWithin)
 			visit("/q/a-closed", "line closed", "closed", apptest.JoinWithin)
+			visit("/q/a-soldout", "sold out", "soldout", apptest.JoinWithin)
 			visit("/q/a-nosuch", "unknown queue", "notfound", apptest.JoinWithin)
 			// The connection drops: the page says so over what it shows.
 			if _, err := chromedp.Call(waiting.Ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{

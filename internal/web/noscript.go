@@ -38,6 +38,9 @@ const (
 	NotFound  StandingState = "notfound"
 	// Trouble: the line could not be asked (the store is down).
 	Trouble StandingState = "error"
+	// SoldOut: the sale has nothing left; nobody new takes a place, and
+	// whoever holds one keeps it until a restock (Standing.KeepsPlace).
+	SoldOut StandingState = "soldout"
 )
 
 // Standing is where a visitor without JavaScript stands, as the API found
@@ -46,8 +49,13 @@ type Standing struct {
 	State                                  StandingState
 	Position, Length, EstimatedWaitSeconds int64
 	// Drawn: the line draws whom it lets in; Position means nothing.
-	Drawn              bool
-	Paused, Stalled    bool
+	Drawn           bool
+	Paused, Stalled bool
+	// BeyondStock (Waiting): fewer units are left than people ahead.
+	BeyondStock bool
+	// KeepsPlace (SoldOut): the visitor holds a place (SOLD_OUT), rather
+	// than having been refused one (410 sold_out).
+	KeepsPlace         bool
 	OpensAt, ExpiresAt time.Time
 	// PollAfter is when to ask again (0: nothing to wait for).
 	PollAfter time.Duration
@@ -60,6 +68,8 @@ type noScriptView struct {
 	Ahead, ETA       string
 	Drawn            bool
 	Paused, Stalled  bool
+	BeyondStock      bool
+	KeepsPlace       bool
 	Heading, Note    string
 	Return           string
 	Again            string // the link to enter again
@@ -80,7 +90,8 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	num := func(n int64) string { return p.Sprintf("%d", n) }
 	t := func(key string, vars ...string) string { return fill(T[key], vars...) }
 	ret := r.URL.Query().Get("return")
-	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled, Drawn: st.Drawn}
+	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled, Drawn: st.Drawn,
+		BeyondStock: st.BeyondStock, KeepsPlace: st.KeepsPlace}
 	joined := false
 	switch st.State {
 	case Waiting:
@@ -115,6 +126,14 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 				ret = "/"
 			}
 			view.Return = s.o.Base + "/return?" + url.Values{"queue": {v.Queue}, "to": {ret}}.Encode()
+		}
+	case SoldOut:
+		// Whoever holds a place refreshes as one in line; whoever was
+		// refused one refreshes as a newcomer, who enters once a restock
+		// lets them.
+		joined = st.KeepsPlace
+		if st.KeepsPlace {
+			view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
 		}
 	case Left:
 		view.Heading, view.Note = t("leftHeading"), t("leftText")

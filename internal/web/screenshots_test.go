@@ -175,6 +175,18 @@ func TestPageScreenshots(t *testing.T) {
 	noscript.Open("/q/lang-tour/noscript?lang=ar")
 	shoot(noscript, "noscript-ar.png")
 
+	// Sold out, on a phone: someone in line, with the operator's message.
+	in.PutQueue("sold", map[string]any{"paused": true, "entry": "any", "message": "Thank you for waiting: we will restock in May."})
+	sold := apptest.NewVisitor(t, browser, in, "en")
+	if err := chromedp.Do(sold.Ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	sold.Open("/q/sold")
+	sold.WaitState("waiting", apptest.JoinWithin)
+	in.Do("POST", "/admin/v1/queues/sold/sold-out", in.AdminAuth(), nil)
+	sold.WaitState("soldout", 15*time.Second)
+	shoot(sold, "soldout-en.png")
+
 	// The example brand (examples/page), in English and Japanese, and its
 	// members' line.
 	brand := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) { c.PageDir = "../../examples/page" })

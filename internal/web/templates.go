@@ -276,6 +276,8 @@ func sampleVisits() []Visit {
 		{State: Ready, ExpiresAt: now.Add(5 * time.Minute)},
 		{State: Left}, {State: Full, PollAfter: 30 * time.Second}, {State: Crowded, PollAfter: 5 * time.Second},
 		{State: Closed}, {State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Trouble, PollAfter: 5 * time.Second},
+		{State: Waiting, Position: 40, Length: 90, BeyondStock: true, EstimatedWaitSeconds: 200, PollAfter: 10 * time.Second},
+		{State: SoldOut, KeepsPlace: true, PollAfter: 30 * time.Second}, {State: SoldOut, PollAfter: 30 * time.Second},
 	} {
 		out = append(out, Visit{Queue: "sample-queue", NoScript: &st})
 	}

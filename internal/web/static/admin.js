@@ -1,5 +1,6 @@
-// The admin page: every queue's line, admission and tokens, live, with
-// pause/resume, the rate and a form with every setting, and new queues; and
+// The admin page: every queue's line, admission, tokens and units left,
+// live, with pause/resume, the rate, sold out and restock, and a form with
+// every setting, and new queues; and
 // the products, with their stock and orders, created and restocked here.
 // The page itself is public; what it shows comes from the admin JSON API
 // (/admin/v1), called with the admin token the operator pastes in. The
@@ -283,8 +284,9 @@
     });
     const c = {
       name, el, field, samples: [], rates: [], paused: false, rateDirty: false,
-      badge: q('.badge'), pause: q('.pause-button'), rateForm: q('.rate-form'),
-      rateInput: q('.rate-input'), message: q('.qmessage'),
+      badge: q('.badge-state'), soldOutBadge: q('.badge-soldout'), pause: q('.pause-button'),
+      rateForm: q('.rate-form'), rateInput: q('.rate-input'), message: q('.qmessage'),
+      unitsInput: q('.units-input'),
       lengthChart: chart(q('.chart:not(.chart-rate)')), rateChart: chart(q('.chart-rate')),
     };
     el.dataset.queue = name;
@@ -292,6 +294,23 @@
     c.pause.addEventListener('click', () => change(c, { paused: !c.paused }));
     c.rateInput.addEventListener('input', () => { c.rateDirty = true; });
     buildSettingsForm(c);
+    q('.soldout-button').addEventListener('click', () => setStock(c, 'sold-out', undefined, 'markedSoldOut'));
+    const help = q('.units-help');
+    help.id = 'units-help-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
+    c.unitsInput.setAttribute('aria-describedby', help.id);
+    q('.stock-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const raw = c.unitsInput.value.trim();
+      const units = Number(raw);
+      if (c.unitsInput.validity.badInput || raw !== '' && !(Number.isInteger(units) && units >= 0)) {
+        note(c, t('restockUnitsInvalid'), true);
+        c.unitsInput.focus();
+        return;
+      }
+      // No units: the server counts them from the products, or forgets them.
+      setStock(c, 'restock', raw === '' ? undefined : { unitsLeft: units }, 'restockedQueue')
+        .then((ok) => { if (ok) c.unitsInput.value = ''; });
+    });
     c.rateForm.addEventListener('submit', (e) => {
       e.preventDefault();
       const v = Number(c.rateInput.value);
@@ -314,6 +333,16 @@
     return true;
   }
 
+  // setStock marks the queue sold out or restocks it (action: the admin
+  // API's verb) and shows the answer, the queue's stats, at once.
+  async function setStock(c, action, body, savedKey) {
+    const q = await send(c.message, 'POST', '/queues/' + encodeURIComponent(c.name) + '/' + action, body);
+    if (!q) return false;
+    render(c, q, Date.now());
+    note(c, t(savedKey));
+    return true;
+  }
+
   function note(c, text, isError) {
     say(c.message, text, isError);
   }
@@ -325,6 +354,9 @@
     c.badge.classList.toggle('is-paused', q.paused);
     c.pause.textContent = q.paused ? t('resume') : t('pause');
     c.pause.classList.toggle('is-paused', q.paused);
+    c.soldOutBadge.hidden = !q.soldOut;
+    c.field('units').textContent = q.unitsLeft === null || q.unitsLeft === undefined
+      ? t('unitsLeftUnknown') : t('unitsLeft', { n: numbers.format(q.unitsLeft) });
 
     c.field('length').textContent = numbers.format(q.length);
     c.field('measured').textContent = rates.format(q.measuredRatePerSecond);

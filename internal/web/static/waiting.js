@@ -1,6 +1,7 @@
 // The waiting-room page. It enters the line (POST, idempotent: a refresh
 // keeps the place), shows where the visitor stands, asks again exactly when
-// the server's pollAfterSeconds says and never sooner, and once admitted
+// the server's pollAfterSeconds says and never sooner, says when the sale
+// has sold out (and carries on if it is restocked), and once admitted
 // turns into the order form that spends the entry token.
 //
 // Identity is the anonymous wr_session cookie the server set with this page
@@ -60,6 +61,7 @@
   let dueKind = '';       // what the countdown shows: 'poll' | 'retry' | 'trouble'
   let lastPosition = 0;
   let nearFront = false;  // the last answer was near enough the front for the server to hold our poll
+  let beyondStock = false; // the last answer said fewer units are left than people ahead
   let held = false;       // a status request the server may hold is in flight
   let ready = null;       // {token, expiresAt (ms, local clock)}
   let opensAt = 0;        // before the line's opening: when it opens (ms, local clock)
@@ -120,12 +122,23 @@
   }
 
   // announce tells screen readers politely (the place: at most once per
-  // answer); urgently interrupts them (READY).
+  // answer); urgently interrupts them (READY). What one answer has to say
+  // (the place, then a note) is said together: a second text would cut
+  // the first off.
+  const unsaid = new Map(); // live region → text about to be set
   function announce(text, urgently) {
     const el = urgently ? $('announcer-urgent') : announcer;
+    if (unsaid.has(el)) {
+      unsaid.set(el, unsaid.get(el) + ' ' + text);
+      return;
+    }
+    unsaid.set(el, text);
     // Re-setting the same text would not be announced again; clear first.
     el.textContent = '';
-    setTimeout(() => { el.textContent = text; }, 50);
+    setTimeout(() => {
+      el.textContent = unsaid.get(el);
+      unsaid.delete(el);
+    }, 50);
   }
 
   function banner(text) {
@@ -221,6 +234,7 @@
       switch (body.status) {
         case 'WAITING': return body.opensAt ? beforeOpening(body, skew) : waiting(body);
         case 'READY': return admitted(body, skew);
+        case 'SOLD_OUT': return soldOut(true, body.pollAfterSeconds, 'GET');
         default: return notInLine();
       }
     }
@@ -229,6 +243,7 @@
     if (res.status === 403 && code === 'challenge_required' && method === 'POST') return joinWithChallenge(body.error.challengeUrl);
     if (res.status === 403 && code === 'signin_required') return show('signin');
     if (res.status === 403 && code === 'queue_closed') return show('closed');
+    if (res.status === 410 && code === 'sold_out') return soldOut(false, retryAfter, 'POST');
     if (res.status === 429 && code === 'too_many_entries') return crowded(retryAfter > 0 ? retryAfter : 5);
     if (res.status === 429 && code === 'queue_full') return full(retryAfter > 0 ? retryAfter : 30);
     if (res.status === 404 || code === 'invalid_queue_name') return show('notfound');
@@ -326,6 +341,9 @@
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
     $('stalled-note').hidden = !b.stalled;
+    $('beyond-stock-note').hidden = !b.beyondStock;
+    if (b.beyondStock && !beyondStock) announce(t('beyondStockNote'));
+    beyondStock = !!b.beyondStock;
 
     const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
     schedule(after, 'poll', () => lineRequest('GET'));
@@ -418,6 +436,22 @@
     title(t('titleReady'));
     announce(t('announceReady'), true);
     location.replace(link.href);
+  }
+
+  // soldOut: the sale has nothing left, and nothing moves until a restock:
+  // no place, estimate or countdown. Whoever holds a place keeps it and
+  // asks again when the server says, so a restock gives it back within one
+  // poll; whoever was refused one (410) tries to enter again as seldom.
+  function soldOut(keepsPlace, seconds, method) {
+    nearFront = false;
+    beyondStock = false;
+    lastPosition = 0; // a restock announces the place again
+    $('soldout-kept').hidden = !keepsPlace;
+    $('soldout-no-place').hidden = keepsPlace;
+    if (state !== 'soldout') announce(t('soldOutHeading') + '. ' + t('soldOutText'));
+    show('soldout');
+    title(t('titleSoldOut'));
+    schedule(seconds > 0 ? seconds : 30, 'poll', () => lineRequest(method));
   }
 
   function notInLine() {
