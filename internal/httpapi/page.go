@@ -115,12 +115,16 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 			return &web.Standing{State: web.Crowded, PollAfter: again}
 		case errors.Is(err, queue.ErrQueueFull):
 			return &web.Standing{State: web.Full, PollAfter: again}
+		case errors.Is(err, queue.ErrSoldOut):
+			// Refused a place: the page enters again as seldom as the
+			// page with JavaScript does, so a restock lets them in.
+			return &web.Standing{State: web.SoldOut, PollAfter: 30 * time.Second}
 		default:
 			return &web.Standing{State: web.Trouble, PollAfter: max(again, 5*time.Second)}
 		}
 	}
 	st := &web.Standing{Position: v.Position, Length: v.Length, EstimatedWaitSeconds: v.EstimatedWaitSeconds, Drawn: v.Drawn,
-		Paused: v.Paused, Stalled: v.Stalled, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt}
+		Paused: v.Paused, Stalled: v.Stalled, BeyondStock: v.BeyondStock, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt}
 	if v.PollAfterSeconds != nil {
 		st.PollAfter = time.Duration(*v.PollAfterSeconds) * time.Second
 	}
@@ -131,6 +135,8 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 		st.State = web.Opening
 	case v.State == queue.Waiting:
 		st.State = web.Waiting
+	case v.State == queue.SoldOut:
+		st.State, st.KeepsPlace = web.SoldOut, true
 	default:
 		st.State = web.Left
 	}

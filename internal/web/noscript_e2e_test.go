@@ -116,4 +116,29 @@ func TestNoScriptCurl(t *testing.T) {
 	if st := in.Do("GET", "/admin/v1/queues/ns-closed", in.AdminAuth(), nil); st.Num("length") != 0 {
 		t.Errorf("a closed line took a place: length %v", st.Num("length"))
 	}
+
+	// Sold out: whoever is in line is told so, keeps their place and the
+	// page refreshes as one in line when the line says; a newcomer is told
+	// so and the page refreshes as a first visit; a restock gives the
+	// place back.
+	in.PutQueue("ns-sold", map[string]any{"entry": "any", "paused": true})
+	held := filepath.Join(t.TempDir(), "held")
+	if page, _, _ = curlPage(t, held, in.Base+"/q/ns-sold/noscript?lang=en"); !strings.Contains(page, `<span id="position">1</span>`) {
+		t.Fatalf("no place in ns-sold: %.600s", page)
+	}
+	in.Do("POST", "/admin/v1/queues/ns-sold/sold-out", in.AdminAuth(), nil)
+	page, after, next = curlPage(t, held, in.Base+"/q/ns-sold/noscript?lang=en&joined=1")
+	if !strings.Contains(page, `data-state="soldout"`) || !strings.Contains(page, "You keep your place in line") ||
+		strings.Contains(page, `id="position"`) || after < 24 || after > 36 || !strings.Contains(next, "joined=1") {
+		t.Errorf("sold out, in line: refresh %d s to %q, %.900s", after, next, page)
+	}
+	page, after, next = curlPage(t, filepath.Join(t.TempDir(), "newcomer"), in.Base+"/q/ns-sold/noscript?lang=ja")
+	if !strings.Contains(page, `data-state="soldout"`) || !strings.Contains(page, "完売しました") ||
+		!strings.Contains(page, "再入荷があれば、このページから自動で列に並びます") || after != 30 || strings.Contains(next, "joined") {
+		t.Errorf("sold out, a newcomer: refresh %d s to %q, %.900s", after, next, page)
+	}
+	in.Do("POST", "/admin/v1/queues/ns-sold/restock", in.AdminAuth(), nil)
+	if page, _, _ = curlPage(t, held, in.Base+"/q/ns-sold/noscript?lang=en&joined=1"); !strings.Contains(page, `<span id="position">1</span>`) {
+		t.Errorf("after the restock the place is not back: %.900s", page)
+	}
 }

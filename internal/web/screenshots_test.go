@@ -46,7 +46,10 @@ func TestPageScreenshots(t *testing.T) {
 	// A sale in full swing: two thousand ahead, let in quickly for a while,
 	// then at the pace the database bears.
 	in.PutQueue("spring-drop", map[string]any{"paused": true, "ratePerSecond": 100, "batchSize": 10, "intervalMs": 100})
-	in.PutProduct("tee", "Spring tee", 500, "spring-drop")
+	// Stock enough for everyone in the pictures: with fewer units than
+	// people let in, the stock's cap (admitPerUnit) would hold admission
+	// and the page would say so.
+	in.PutProduct("tee", "Spring tee", 5000, "spring-drop")
 	in.PutQueue("vip", map[string]any{"paused": true, "ratePerSecond": 20, "batchSize": 2, "intervalMs": 100})
 
 	op := apptest.NewVisitor(t, browser, in, "en")
