@@ -289,12 +289,12 @@ func absoluteForm(r *http.Request) bool { return r.URL.Scheme != "" || r.URL.Hos
 type entryKey struct{}
 
 type forwarded struct {
-	user, header, queue string
+	user, header string
+	// entry is the token the request is a use of.
+	entry spend.Token
 	// failure is what upstreamFailed saw, for the token's outcome.
 	failure spend.Outcome
 	failed  bool
-	// release: the upstream answered X-Waitroom-Command: release.
-	release bool
 }
 
 // CommandHeader is what the upstream answers to tell waitroom something,
@@ -310,9 +310,11 @@ type forwarded struct {
 const CommandHeader = "X-Waitroom-Command"
 
 // command reads and removes the upstream's CommandHeader from every
-// response it forwards; on a protected request with an entry, "release"
-// marks the entry to be released once the call has ended; "sold-out" and
-// "restock" set the queue's stock before the answer goes on.
+// response it forwards and carries out its commands before the answer goes
+// on (the proxy calls it before it copies a byte of the answer to the
+// client): a client that has read any of an answer carrying "release" can
+// no longer use the entry it released, and one told of "sold-out" finds the
+// queue sold out.
 func (g *Gateway) command(resp *http.Response) error {
 	f, _ := resp.Request.Context().Value(entryKey{}).(*forwarded)
 	for k, vs := range resp.Header {
@@ -367,14 +369,20 @@ func (g *Gateway) run(ctx context.Context, c upstreamCommand, f *forwarded) {
 		return
 	}
 	if c.name == "release" {
-		if f != nil {
-			f.release = true
+		if f == nil {
+			return
+		}
+		// The in-flight lock of the use under way stays its own: the
+		// use ends as it would have, with nothing left to spend.
+		if err := g.o.Guard.Release(context.WithoutCancel(ctx), f.entry); err != nil {
+			// The entry stays until it expires: the store is down.
+			g.o.Logger.Warn("gateway: the upstream's release of an entry failed", "queue", f.entry.Queue, "err", err)
 		}
 		return
 	}
 	q := c.queue
 	if q == "" && f != nil {
-		q = f.queue
+		q = f.entry.Queue
 	}
 	if q == "" {
 		q = g.onlyQueue()
@@ -759,7 +767,8 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 	if err != nil {
 		return err
 	}
-	f := &forwarded{user: user, header: header, queue: rt.Queue}
+	t := spend.Token{Queue: rt.Queue, User: user, Value: token}
+	f := &forwarded{user: user, header: header, entry: t}
 	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, f))
 	var aborted any
 	call := func(context.Context) (o spend.Outcome) {
@@ -780,17 +789,10 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 		}
 		return outcomeOf(f, w.status)
 	}
-	t := spend.Token{Queue: rt.Queue, User: user, Value: token}
 	if rt.Consume {
 		err = g.o.Guard.Use(r.Context(), t, call)
 	} else {
 		err = g.o.Guard.Check(r.Context(), t, call)
-	}
-	if err == nil && f.release {
-		if rerr := g.o.Guard.Release(r.Context(), t); rerr != nil {
-			// The entry stays until it expires: the store is down.
-			g.o.Logger.Warn("gateway: the upstream's release of an entry failed", "queue", rt.Queue, "err", rerr)
-		}
 	}
 	if aborted != nil {
 		panic(aborted)
