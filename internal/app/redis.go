@@ -68,11 +68,31 @@ func openRedis(ctx context.Context, mode, rawURL string, logger *slog.Logger) (r
 	}
 	// A cluster with a node down still serves the queues on the others:
 	// an instance (re)started meanwhile starts and serves them.
-	if err := reachAny(rdb)(ctx); err != nil {
+	if err := reachPatiently(ctx, reachAny(rdb)); err != nil {
 		rdb.Close()
 		return nil, "", fmt.Errorf("redis at %s: %w", where, err)
 	}
 	return rdb, where, nil
+}
+
+// startPatience bounds how long a start waits for a Redis that answers too
+// slowly: the fail-fast timeouts are for requests, which answer 503 at
+// once rather than wait; a start gains nothing by giving up on one slow
+// PING (Redis busy forking a snapshot, a loaded host: a test instance met
+// it beside a busy core at load 16).
+const startPatience = 10 * time.Second
+
+// reachPatiently asks reach again while it times out, for at most
+// startPatience; any other failure (refused, a wrong password) is at once.
+func reachPatiently(ctx context.Context, reach func(context.Context) error) error {
+	deadline := time.Now().Add(startPatience)
+	for {
+		err := reach(ctx)
+		var timeout interface{ Timeout() bool }
+		if err == nil || !errors.As(err, &timeout) || !timeout.Timeout() || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 // reachAny returns a check of whether any part of Redis answers: the
