@@ -72,7 +72,7 @@ func accuracyRun(ctx context.Context, o Options, rate float64, n int, warmUp, wi
 	if err := store.PutConfig(ctx, "acc", cfg); err != nil {
 		return r, err
 	}
-	r.PerTick = fmt.Sprintf("%.1f per %v tick", cfg.PerTick(), cfg.Interval)
+	r.PerTick = fmt.Sprintf("%.1f per %v tick", cfg.RatePerSecond*cfg.Interval.Seconds(), cfg.Interval)
 	// A line longer than the warm-up and the window can drain.
 	users := int(rate*(window+warmUp+2*time.Second).Seconds()*1.5) + 100
 	if err := fill(ctx, rdb, prefix, "acc", "acc-u", 0, users); err != nil {

@@ -1,5 +1,6 @@
 // Package bench is waitroom's benchmark harness: the seed's thundering-herd
-// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy and Redis memory,
+// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy, Redis memory
+// and the front document through nginx's cache (front.go),
 // each against the real program booted in process (internal/app) on real
 // Redis and PostgreSQL. bench/run.sh starts throwaway servers and runs it
 // through cmd/bench, which writes docs/benchmarks.md and its SVG charts;
@@ -39,7 +40,7 @@ type Options struct {
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
 	// Sections to run: "herd", "degrade", "noshow", "soldout", "hot",
-	// "accuracy", "memory", "gateway", "million"; empty = all but
+	// "accuracy", "memory", "gateway", "front", "million"; empty = all but
 	// "million", which runs only when named (it takes minutes:
 	// bench/run.sh --million).
 	Sections []string
@@ -70,6 +71,11 @@ type Options struct {
 	// profile of the harness's process under each run of a Go proxy
 	// (empty: none; the profiler's own cost is in those runs' figures).
 	GatewayProfiles string
+	// FrontProfiles: a directory where the front section writes a CPU
+	// profile of each instance over each run's measured window
+	// (front-idle-0.pprof, front-document-0.pprof, front-exact-1.pprof, ...; empty: none; the
+	// profiler's own cost is then in those runs' figures).
+	FrontProfiles string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
@@ -102,6 +108,7 @@ type Report struct {
 	Memory   *MemoryReport
 	Gateway  *GatewayReport
 	Million  *MillionReport
+	Front    *FrontReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -151,6 +158,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("gateway") {
 		if r.Gateway, err = runGateway(ctx, o); err != nil {
 			return r, fmt.Errorf("gateway: %w", err)
+		}
+	}
+	if o.want("front") {
+		if r.Front, err = runFront(ctx, o); err != nil {
+			return r, fmt.Errorf("front: %w", err)
 		}
 	}
 	if o.want("million") {

@@ -33,6 +33,9 @@ type GatewayReport struct {
 	// Nginx is `nginx -v`'s version; NginxSkipped says why its runs are
 	// missing (no nginx on the machine).
 	Nginx, NginxSkipped string
+	// DecidingSkipped says which deciding fronts (nginx + auth_request,
+	// Caddy + forward_auth) did not run, and why.
+	DecidingSkipped []string
 	// Perf: the system calls and context switches were counted (perf).
 	Perf bool
 	// Fast is against an upstream that answers at once (the proxies' CPU
@@ -58,6 +61,10 @@ type GatewaySet struct {
 	ProxyToBare, SpeltToBare, SessionToBare, NginxToBare float64
 	// Ratios to the upstream directly.
 	BareRatio, ProxyRatio, SpeltRatio, SessionRatio, NginxRatio float64
+	// AuthzSessionToSession: nginx + auth_request on the session-protected
+	// route over waitroom proxy on it, the median of the rounds' ratios
+	// (issue 41's goal: ≥ 1.5×); CaddyAuthzSessionToSession likewise.
+	AuthzSessionToSession, CaddyAuthzSessionToSession float64
 }
 
 // GatewayRow is one way to the upstream over the rounds: req/s, p50 and
@@ -80,6 +87,12 @@ const (
 	gwSpelt   = "waitroom proxy, spelt oddly"
 	gwSession = "waitroom proxy, session-protected, with an entry"
 	gwNginx   = "nginx proxy_pass, keepalive"
+	// The shop's own proxy forwarding, waitroom only deciding (issue 41):
+	// deploy/nginx-auth-request.conf and deploy/Caddyfile as shipped.
+	gwNginxAuthz        = "nginx + auth_request (waitroom decides)"
+	gwNginxAuthzSession = "nginx + auth_request, session-protected, with an entry"
+	gwCaddyAuthz        = "Caddy + forward_auth (waitroom decides)"
+	gwCaddyAuthzSession = "Caddy + forward_auth, session-protected, with an entry"
 )
 
 // row returns the set's row of that name (zero if it did not run).
@@ -118,6 +131,9 @@ const oddSpelling = "/x/..//%50RODUCT;v=1.json"
 const (
 	GoalGatewayProxyToBare   = 1.0
 	GoalGatewaySessionToBare = 0.8
+	// GoalAuthzSessionToProxy: nginx + auth_request on a session-protected
+	// route against `waitroom proxy` on it (issue 41).
+	GoalAuthzSessionToProxy = 1.5
 )
 
 // gatewayPage is what the small upstream answers: a page of about 1 KB.
@@ -238,6 +254,12 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		rep.Nginx = nginx.Version
 	}
 
+	fronts, err := startDecidingFronts(ctx, o, rep, m.Addr(), ln.Addr().String())
+	if err != nil {
+		return rep, err
+	}
+	defer fronts.stop()
+
 	// perf counts the system calls and context switches of the same
 	// processes whose CPU is measured, where the machine lets it.
 	counted := []int{os.Getpid()}
@@ -248,6 +270,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		}
 		counted = append(counted, pids...)
 	}
+	counted = append(counted, fronts.pids()...)
 	if rep.Perf = perfWorks(ctx); !rep.Perf {
 		o.logf("gateway: no perf that may count system calls: those columns are left out")
 	}
@@ -269,10 +292,15 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		// proxies) and of nginx's, which is nothing unless it proxies.
 		cpu := func() (user, sys time.Duration, err error) {
 			user, sys, err = procTimes(0)
+			if err != nil {
+				return user, sys, err
+			}
+			u, s, err := fronts.cpu()
+			user, sys = user+u, sys+s
 			if err != nil || nginx == nil {
 				return user, sys, err
 			}
-			u, s, err := nginx.CPU()
+			u, s, err = nginx.CPU()
 			return user + u, sys + s, err
 		}
 		var count *perfCount
@@ -322,6 +350,14 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		}
 		if nginx != nil {
 			steps = append(steps, struct{ name, base, path string }{gwNginx, "http://" + nginx.Addr, prefix + "/product"})
+		}
+		if fronts.nginx != nil {
+			steps = append(steps, struct{ name, base, path string }{gwNginxAuthz, "http://" + fronts.nginx.Addr, prefix + "/product"},
+				struct{ name, base, path string }{gwNginxAuthzSession, "http://" + fronts.nginx.Addr, prefix + "/checkout"})
+		}
+		if fronts.caddy != nil {
+			steps = append(steps, struct{ name, base, path string }{gwCaddyAuthz, "http://" + fronts.caddy.Addr, prefix + "/product"},
+				struct{ name, base, path string }{gwCaddyAuthzSession, "http://" + fronts.caddy.Addr, prefix + "/checkout"})
 		}
 		rounds := make([][]WrkRun, rep.Rounds) // [round][step]
 		for k := range rounds {
@@ -376,6 +412,17 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 		set.SessionRatio, set.NginxRatio = set.row(gwSession).ToDirect, set.row(gwNginx).ToDirect
 		set.ProxyToBare, set.SpeltToBare = set.row(gwProxy).ToBare, set.row(gwSpelt).ToBare
 		set.SessionToBare, set.NginxToBare = set.row(gwSession).ToBare, set.row(gwNginx).ToBare
+		index := func(name string) int {
+			return slices.IndexFunc(steps, func(st struct{ name, base, path string }) bool { return st.name == name })
+		}
+		if session := index(gwSession); session >= 0 {
+			if i := index(gwNginxAuthzSession); i >= 0 {
+				set.AuthzSessionToSession = median(ratios(i, session))
+			}
+			if i := index(gwCaddyAuthzSession); i >= 0 {
+				set.CaddyAuthzSessionToSession = median(ratios(i, session))
+			}
+		}
 		return nil
 	}
 	if err := measure(&rep.Fast, ""); err != nil {
@@ -427,6 +474,8 @@ func bootProxy(ctx context.Context, o Options, logs *serverLog, upstream string)
 		c.Prefix = "/_waitroom"
 		c.UpstreamTimeout = 30 * time.Second
 		c.ProtectSession = []string{"GET /checkout", "GET /slow/checkout"}
+		// The deciding fronts (nginx, Caddy) ask from loopback.
+		c.TrustedProxies = "127.0.0.1"
 		c.DatabaseURL = ""
 	})
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -16,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/proxyfront"
 )
 
 // The gateway section's anchors: what `waitroom proxy` is held against
@@ -74,51 +75,16 @@ func (bareBuffers) Put(b []byte) { bareBufferPool.Put(&b) }
 // nginxProxy is nginx's proxy_pass in front of the same upstream, its
 // connections to it kept alive (keepalive 64, HTTP/1.1), one worker per
 // core, no access log, its files in a temp dir.
-type nginxProxy struct {
-	Addr, Version string
-	cmd           *exec.Cmd
-	dir           string
-	done          chan error
-}
-
-// nginxBinary is nginx on PATH or where Debian puts it (/usr/sbin, not on
-// every user's PATH); "" when the machine has none.
-func nginxBinary() string {
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	return ""
-}
+type nginxProxy struct{ *apptest.Nginx }
 
 // startNginx starts nginx in front of upstream (host:port); nil, nil when
 // the machine has no nginx.
-func startNginx(ctx context.Context, o Options, upstream string) (*nginxProxy, error) {
-	bin := nginxBinary()
-	if bin == "" {
+func startNginx(_ context.Context, o Options, upstream string) (*nginxProxy, error) {
+	if apptest.NginxBinary() == "" {
 		return nil, nil
 	}
-	version, err := exec.CommandContext(ctx, bin, "-v").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("nginx -v: %v: %s", err, version)
-	}
-	dir, err := os.MkdirTemp("", "waitroom-bench-nginx-")
-	if err != nil {
-		return nil, err
-	}
-	// Workers run as nobody when started as root; they only read here.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nginx binds it next; a port taken meanwhile fails loudly below
-	conf := fmt.Sprintf(`worker_processes 2;
+	n, err := apptest.StartNginx(func(dir, addr string) (string, error) {
+		return fmt.Sprintf(`worker_processes 2;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
 events { worker_connections 4096; }
@@ -142,59 +108,29 @@ http {
 		}
 	}
 }
-`, dir, upstream, addr)
-	file := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
-		os.RemoveAll(dir)
+`, dir, upstream, addr), nil
+	}, o.Log)
+	if err != nil {
 		return nil, err
 	}
-	n := &nginxProxy{Addr: addr, Version: strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(version)), "nginx version:")),
-		dir: dir, done: make(chan error, 1)}
-	n.cmd = exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", file, "-g", "daemon off;")
-	n.cmd.Stdout, n.cmd.Stderr = o.Log, o.Log
-	// Should the harness die without stopping it, nginx goes too.
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := n.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("nginx: %w", err)
-	}
-	go func() { n.done <- n.cmd.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-n.done:
-			n.done <- err
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			n.Stop()
-			return nil, fmt.Errorf("nginx exited: %v: %s", err, log)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			n.Stop()
-			return nil, errors.New("nginx did not listen within 10 s")
-		}
-	}
-	o.logf("gateway: %s on %s in front of %s", n.Version, addr, upstream)
-	return n, nil
+	o.logf("gateway: %s on %s in front of %s", n.Version, n.Addr, upstream)
+	return &nginxProxy{n}, nil
 }
 
-// pids are nginx's master and workers.
-func (n *nginxProxy) pids() ([]int, error) {
-	kids, err := childrenOf(n.cmd.Process.Pid)
-	return append(kids, n.cmd.Process.Pid), err
-}
+func (n *nginxProxy) pids() ([]int, error) { return n.PIDs() }
 
 // CPU is the CPU time nginx's master and workers have used, in user space
 // and in the kernel.
-func (n *nginxProxy) CPU() (user, sys time.Duration, err error) {
-	pids, err := n.pids()
+func (n *nginxProxy) CPU() (user, sys time.Duration, err error) { return pidsCPU(n.PIDs) }
+
+// pidsCPU is the CPU time the processes pids lists have used, in user
+// space and in the kernel.
+func pidsCPU(pids func() ([]int, error)) (user, sys time.Duration, err error) {
+	ps, err := pids()
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, pid := range pids {
+	for _, pid := range ps {
 		u, s, err := procTimes(pid)
 		if err != nil {
 			return 0, 0, err
@@ -202,44 +138,6 @@ func (n *nginxProxy) CPU() (user, sys time.Duration, err error) {
 		user, sys = user+u, sys+s
 	}
 	return user, sys, nil
-}
-
-// Stop stops nginx at once (SIGTERM: a fast shutdown) and removes its
-// files.
-func (n *nginxProxy) Stop() {
-	n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-n.done:
-		n.done <- err
-	case <-time.After(10 * time.Second):
-		n.cmd.Process.Kill()
-		<-n.done
-	}
-	os.RemoveAll(n.dir)
-}
-
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(pid int) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var kids []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		_, rest, ok := strings.Cut(string(b), ") ")
-		if f := strings.Fields(rest); ok && len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			kids = append(kids, child)
-		}
-	}
-	return kids, nil
 }
 
 // perfCount counts the system calls and context switches of processes
@@ -299,4 +197,76 @@ func (c *perfCount) stop() (syscalls, switches float64, err error) {
 		return 0, 0, fmt.Errorf("perf stat counted nothing: %s", c.stderr.String())
 	}
 	return syscalls, switches, nil
+}
+
+// decidingFronts are the shop's own proxies forwarding to the upstream
+// while waitroom only decides (issue 41), on deploy/'s configurations as
+// shipped: nginx + auth_request and Caddy + forward_auth; either is nil
+// when the machine lacks it.
+type decidingFronts struct {
+	nginx, caddy *proxyfront.Front
+	// procs: their processes, listed once (reading /proc for them at
+	// every measurement would cost the harness's CPU in every row).
+	procs []int
+}
+
+func startDecidingFronts(ctx context.Context, o Options, rep *GatewayReport, waitroom, upstream string) (*decidingFronts, error) {
+	f := &decidingFronts{}
+	a := proxyfront.Addresses{Waitroom: waitroom, Backend: upstream, Workers: 2}
+	// deploy/ beside bench/, found as the wrk scripts are.
+	deploy := filepath.Join(filepath.Dir(firstNonEmpty(o.WrkScript, "bench/wrk-users.lua")), "..", "deploy")
+	for _, c := range []struct {
+		name, file string
+		start      func(context.Context, string, proxyfront.Addresses, io.Writer) (*proxyfront.Front, error)
+		into       **proxyfront.Front
+	}{
+		{"nginx", filepath.Join(deploy, "nginx-auth-request.conf"), proxyfront.Nginx, &f.nginx},
+		{"caddy", filepath.Join(deploy, "Caddyfile"), proxyfront.Caddy, &f.caddy},
+	} {
+		if proxyfront.Binary(c.name) == "" {
+			rep.DecidingSkipped = append(rep.DecidingSkipped, c.name+" not found (scripts/test.sh installs it)")
+			o.logf("gateway: %s + decision skipped: no %s", c.name, c.name)
+			continue
+		}
+		conf, err := os.ReadFile(c.file)
+		if err != nil {
+			f.stop()
+			return nil, err
+		}
+		if *c.into, err = c.start(ctx, string(conf), a, nil); err != nil {
+			f.stop()
+			return nil, fmt.Errorf("%s on %s: %w", c.name, c.file, err)
+		}
+		o.logf("gateway: %s on %s, deciding by waitroom at %s", c.name, (*c.into).Addr, waitroom)
+	}
+	f.each(func(p *proxyfront.Front) {
+		pids, _ := p.PIDs()
+		f.procs = append(f.procs, pids...)
+	})
+	return f, nil
+}
+
+func (f *decidingFronts) each(do func(*proxyfront.Front)) {
+	for _, p := range []*proxyfront.Front{f.nginx, f.caddy} {
+		if p != nil {
+			do(p)
+		}
+	}
+}
+
+func (f *decidingFronts) stop() { f.each((*proxyfront.Front).Stop) }
+
+// pids are the fronts' processes (nginx's master and workers, Caddy's one).
+func (f *decidingFronts) pids() []int { return f.procs }
+
+// cpu is the CPU time the fronts have used.
+func (f *decidingFronts) cpu() (user, sys time.Duration, err error) {
+	for _, pid := range f.pids() {
+		u, s, err := procTimes(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		user, sys = user+u, sys+s
+	}
+	return user, sys, nil
 }

@@ -14,13 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 )
 
 // HerdMode is one admission schedule of the herd experiment.
@@ -78,6 +79,9 @@ type HerdResult struct {
 	// Unserved: users still waiting for their order when a run of fixed
 	// length (herdSpec.runFor) ended; not errors.
 	Unserved int
+	// Sale is the run's sale as the instance's report tells it, beside
+	// the bench's own time in line (the herd section's runs only).
+	Sale *HerdSale
 }
 
 // Point is one sample of a time series.
@@ -140,7 +144,7 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 		return nil, fmt.Errorf("unknown client model %q (want %s or %s)", clients, HerdPage, HerdPolling)
 	}
 	o.HerdClients = clients
-	derived, _, err := queue.RateFromPool(herdPool, 1, herdOrderWork)
+	derived, _, err := admission.RateFromPool(herdPool, 1, herdOrderWork)
 	if err != nil {
 		return nil, err
 	}
@@ -165,13 +169,20 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 			}
 		}
 		o.logf("herd: %s (%s, adaptive %v), %d users", mode.Name, mode.Described, mode.Adaptive, users)
-		res, err := herdRun(ctx, o, herdSpec{mode: mode, users: users})
+		res, err := herdRun(ctx, o, herdSpec{mode: mode, users: users, report: true})
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", mode.Name, err)
 		}
 		o.logf("herd: %s: %d orders, p50 %v p95 %v p99 %v, max busy %d, errors %d, %d status polls (%.0f/s), settled at %.1f/s, %v",
 			mode.Name, res.Orders, res.P50, res.P95, res.P99, res.MaxBusyConns, res.Errors,
 			res.StatusPolls, float64(res.StatusPolls)/res.Duration.Seconds(), res.SettledRate, res.Duration.Round(time.Millisecond))
+		if s := res.Sale; s != nil {
+			o.logf("herd: %s: time in line p50 %v p95 %v as lived, %v and %v entered to admitted; the report's %v (×%.3f) and %v (×%.3f), %d of %d admitted counted",
+				mode.Name, s.LivedP50.Round(time.Millisecond), s.LivedP95.Round(time.Millisecond),
+				s.BenchP50.Round(time.Millisecond), s.BenchP95.Round(time.Millisecond),
+				s.ReportP50.Round(time.Millisecond), ratio(s.ReportP50, s.BenchP50),
+				s.ReportP95.Round(time.Millisecond), ratio(s.ReportP95, s.BenchP95), s.ReportCounted, s.Admitted)
+		}
 		rep.Modes = append(rep.Modes, res)
 	}
 	if len(rep.Modes) == 0 {
@@ -283,6 +294,10 @@ type herdSpec struct {
 	// runFor ends the run after that long (0: once every present user
 	// ordered).
 	runFor time.Duration
+	// report: read the sale's report from the instance after the run
+	// (HerdResult.Sale), the crowd let in only once the queue's first
+	// row is written.
+	report bool
 }
 
 func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) {
@@ -305,7 +320,7 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	q := fmt.Sprintf("herd-%d", rand.IntN(1e9))
 	cfg := map[string]any{
 		"ratePerSecond": mode.Rate, "batchSize": mode.Batch, "intervalMs": mode.Interval.Milliseconds(),
-		"capacity": users * 2, "tokenTtlSeconds": 600, "abandonAfterSeconds": int(spec.abandon.Seconds()),
+		"capacity": users * 2, "tokenTtlSeconds": herdTokenTTL.Seconds(), "abandonAfterSeconds": int(spec.abandon.Seconds()),
 	}
 	if mode.Adaptive {
 		target, floor := cmp.Or(spec.target, herdTarget), cmp.Or(spec.minRate, herdMinRate)
@@ -330,6 +345,12 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	jwts := make([]string, users)
 	for i := range jwts {
 		jwts[i] = "Bearer " + id.SignJWT(fmt.Sprintf("%s-u%d", q, i), time.Hour)
+	}
+
+	if spec.report {
+		if err := awaitFirstRow(ctx, c, q); err != nil {
+			return res, err
+		}
 	}
 
 	// Bounded: the line drains in users/rate seconds, at the adaptive
@@ -402,6 +423,11 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	<-busyDone
 	<-rateDone
 	res.SettledRate = settled(res.Rate)
+	if spec.report {
+		if res.Sale, err = herdSale(ctx, c, q, out); err != nil {
+			return res, fmt.Errorf("the sale's report: %w", err)
+		}
+	}
 	if spec.vanish != nil {
 		if err := countNoShows(ctx, c, q, jwts, out, &res); err != nil {
 			return res, err
@@ -514,6 +540,10 @@ type userOutcome struct {
 	retrySample string
 	vanished    bool      // entered and never came back (no-shows)
 	polled      time.Time // when the last poll was sent (pollAgain)
+	// The user's time in line (HerdSale): when they asked to enter, when
+	// the enter's request was written, when admission let them in (the
+	// store's clock, from the READY answer) and when they were told.
+	asked, placed, admitted, told time.Time
 }
 
 // settled is the median of the rate samples of the run's second half.
@@ -559,7 +589,12 @@ func countNoShows(ctx context.Context, c *client, q string, jwts []string, out [
 // sees it.
 func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, start time.Time) (r userOutcome) {
 	path := "/api/v1/queues/" + q + "/entries"
-	st, body, err := c.doRetrying(ctx, &r, c.poll, "POST", path+wait, jwt, nil)
+	var written atomic.Int64
+	r.asked = time.Now()
+	st, body, err := c.doRetrying(timeEnter(ctx, &written), &r, c.poll, "POST", path+wait, jwt, nil)
+	if w := written.Load(); w != 0 {
+		r.placed = time.Unix(0, w)
+	}
 	for {
 		if err != nil {
 			r.err = err
@@ -582,6 +617,7 @@ func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, star
 	token, _ := body["token"].(string)
 	t0 := time.Now()
 	r.readyAt = t0.Sub(start)
+	r.told, r.admitted = t0, admittedAt(body)
 	// The Idempotency-Key makes a retried order safe: if the first try was
 	// created after all, the retry returns that order.
 	st, body, err = c.doRetrying(ctx, &r, c.order, "POST", "/api/v1/orders", jwt,

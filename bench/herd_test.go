@@ -54,6 +54,11 @@ func TestHarnessShort(t *testing.T) {
 			t.Errorf("herd %s: %d latencies for %d orders, busy connections %d in %d samples, adaptive %v with %d rate samples",
 				m.Mode.Name, len(m.Latency), m.Orders, m.MaxBusyConns, m.BusySamples, m.Mode.Adaptive, len(m.Rate))
 		}
+		// The sale's report was read from the instance (TestHerdReport
+		// audits it in chromium).
+		if m.Sale == nil || len(m.Sale.HTML) == 0 {
+			t.Errorf("herd %s: no report of the sale: %+v", m.Mode.Name, m.Sale)
+		}
 	}
 
 	// The degradation: both runs ran their time out without an error; the
@@ -117,10 +122,19 @@ func TestHarnessShort(t *testing.T) {
 		}
 		t.Logf("gateway skipped: %s", g.Skipped)
 	} else {
-		want := 6 // directly, bare, waitroom ×3, nginx
+		// directly, bare, waitroom ×3, nginx, and nginx + auth_request and
+		// Caddy + forward_auth (unprotected, session-protected) deciding.
+		want := 10
 		if g.NginxSkipped != "" {
 			want--
 			t.Logf("gateway: nginx skipped: %s", g.NginxSkipped)
+		}
+		for _, why := range g.DecidingSkipped {
+			want -= 2
+			if testenv.InCI() {
+				t.Errorf("gateway: a deciding front skipped under CI (scripts/test.sh installs nginx and caddy): %s", why)
+			}
+			t.Logf("gateway: %s", why)
 		}
 		// The short run measures the fast upstream only.
 		if len(g.Fast.Rows) != want || len(g.Slow.Rows) != 0 {
@@ -129,6 +143,22 @@ func TestHarnessShort(t *testing.T) {
 		for _, w := range append(g.Fast.Rows, g.Slow.Rows...) {
 			checkWrk(t, "gateway "+w.Name+" "+w.Path, w.WrkRun)
 		}
+	}
+
+	// The front: both runs ran, nothing was answered wrongly (a poll the
+	// generator gave up waiting for is a starved machine's, counted
+	// apart), every place a page worked out from the document was within
+	// its stated bound of the exact rank
+	// (a correctness check, not a figure), and pages saw READY.
+	if f := r.Front; f == nil {
+		t.Error("front: no report")
+	} else if f.Skipped != "" {
+		if testenv.InCI() {
+			t.Errorf("front skipped under CI (scripts/test.sh installs nginx): %s", f.Skipped)
+		}
+		t.Logf("front skipped: %s", f.Skipped)
+	} else {
+		checkFront(t, f)
 	}
 
 	// Accuracy: each rate with one and with three admitting instances (a
@@ -264,5 +294,20 @@ func TestHerdPollingShort(t *testing.T) {
 	}
 	if _, err := Run(ctx, Options{Sections: []string{"herd"}, HerdClients: "psychic"}); err == nil || !strings.Contains(err.Error(), "psychic") {
 		t.Errorf("unknown client model: %v", err)
+	}
+}
+
+func checkFront(t *testing.T, f *FrontReport) {
+	t.Helper()
+	if len(f.Runs) != 2 || !f.Runs[0].Document || f.Runs[1].Document {
+		t.Fatalf("front: runs %+v, want the document's then the exact polls'", f.Runs)
+	}
+	for _, run := range f.Runs {
+		if run.Failed > 0 || run.Outside > 0 || run.Waiting == 0 {
+			t.Errorf("front %s: %d failed, %d places outside the bound, %d waiting", run.Name, run.Failed, run.Outside, run.Waiting)
+		}
+	}
+	if doc := f.Runs[0]; doc.Placed == 0 && doc.Polls > doc.Asks {
+		t.Errorf("front: %d reads of the document placed no one", doc.Polls-doc.Asks)
 	}
 }

@@ -9,6 +9,12 @@
 #   WAITROOM_REDIS_URL=redis://127.0.0.1:6379/0 bench/http.sh
 #
 # Env: DURATION (default 10s), CONNS (100), THREADS (2), USERS (200000),
+# WEBHOOK_SILENT=1: events flow all through the run (a second queue paused and
+# resumed every half second: an event each second it is read) and, where the
+# binary has --webhook, go to a
+# receiver that accepts connections and never answers (docs/benchmarks.md,
+# "Webhooks and the hot paths"); a binary without it gets the same events
+# and no receiver, so the two compare,
 # PROFILE=DIR: also take a CPU profile of the instance during each scenario
 # (the middle of its run, 5 s; DURATION ≥ 8s) into DIR/<name>.pprof, and print
 # its top functions (go tool pprof -top), for where a request's time goes.
@@ -40,6 +46,17 @@ free_port() {
   done
 }
 
+# waits up to 30 s for a command to succeed; a server that could not start (its
+# port taken meanwhile by another process) ends the run with its log.
+wait_for() { # log command...
+  local log=$1 i
+  shift
+  for i in $(seq 300); do "$@" >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "not up within 30 s: $*" >&2
+  tail -n 20 "$log" >&2
+  exit 1
+}
+
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 if [[ -z "${WAITROOM_REDIS_URL:-}" ]]; then
   command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
@@ -47,7 +64,7 @@ if [[ -z "${WAITROOM_REDIS_URL:-}" ]]; then
   redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
   pids+=($!)
   redis_pid=$!
-  until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.1; done
+  wait_for "$work/redis.log" redis-cli -p "$rport" ping
   export WAITROOM_REDIS_URL="redis://127.0.0.1:$rport/0"
 fi
 
@@ -58,21 +75,44 @@ secret=bench-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') # ≥ 32 byte
 admin=bench-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 port=$(free_port)
 profiling=()
+metrics_base="http://127.0.0.1:$port"
 if [[ -n "${PROFILE:-}" ]]; then
   mkdir -p "$PROFILE"
   mport=$(free_port)
   profiling=(--metrics-addr "127.0.0.1:$mport" --pprof)
+  metrics_base="http://127.0.0.1:$mport"
+fi
+webhooks=()
+if [[ -n "${WEBHOOK_SILENT:-}" ]] && "$work/waitroom" serve --help 2>&1 | grep -q -- '-webhook-secret-file'; then
+  hport=$(free_port)
+  # Accepts every connection and never answers: each attempt waits out its timeout.
+  python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1024); held = []
+while True: held.append(s.accept()[0])' "$hport" &
+  pids+=($!)
+  od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$work/webhook-secret"
+  webhooks=(--webhook "http://127.0.0.1:$hport/hooks" --webhook-secret-file "$work/webhook-secret")
 fi
 "$work/waitroom" serve --addr "127.0.0.1:$port" --auth-secret "$secret" --admin-token "$admin" \
-  --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn "${profiling[@]}" >"$work/waitroom.log" 2>&1 &
+  --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn "${profiling[@]}" "${webhooks[@]}" >"$work/waitroom.log" 2>&1 &
 pids+=($!)
 waitroom_pid=$!
 base="http://127.0.0.1:$port"
-until curl -sf "$base/readyz" >/dev/null; do sleep 0.1; done
+wait_for "$work/waitroom.log" curl -sf "$base/readyz"
 
 # A paused queue big enough for every user: the bench measures the line, not admission.
 curl -sf -X PUT "$base/admin/v1/queues/bench" -H "Authorization: Bearer $admin" \
   -d '{"paused":true,"capacity":10000000}' >/dev/null
+if [[ -n "${WEBHOOK_SILENT:-}" ]]; then
+  # Events for the whole run: another queue paused and resumed.
+  (paused=false; while :; do
+    paused=$([[ $paused == true ]] && echo false || echo true)
+    curl -sf -X PUT "$base/admin/v1/queues/bench-events" -H "Authorization: Bearer $admin" -d "{\"paused\":$paused}" >/dev/null || true
+    sleep 0.5
+  done) &
+  pids+=($!)
+fi
 "$work/jwts" -secret "$secret" -n "$USERS" >"$work/jwts.txt"
 
 cpu_ticks() { # pid: user+system clock ticks so far, 0 when not ours to read
@@ -105,10 +145,13 @@ run() { # name method path
   fi
 }
 
-echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')"
+echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')${WEBHOOK_SILENT:+, events flowing, ${webhooks[1]:-no receiver}}"
 run bare GET /healthz
 run enter POST /api/v1/queues/bench/entries
 # Those who poll are in line: enter whoever the enter run did not reach.
 "$work/enterall" -jwts "$work/jwts.txt" -url "$base/api/v1/queues/bench/entries" >&2
 run status GET /api/v1/queues/bench/entries/me
 run bare GET /healthz
+if ((${#webhooks[@]})); then
+  curl -sf "$metrics_base/metrics" | grep -E '^waitroom_(webhook_pending|webhook_attempts_failed_total|events_published_total)' | sed 's/^/  /'
+fi

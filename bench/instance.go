@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waitroom/waitroom/internal/app"
 )
@@ -33,6 +36,14 @@ type instanceConfig struct {
 	RedisURL, DatabaseURL, KeyPrefix, AuthSecret, AdminToken string
 }
 
+// newInstanceConfig is a line of its own on the test servers: a fresh key
+// prefix and fresh secrets.
+func newInstanceConfig(o Options) instanceConfig {
+	return instanceConfig{RedisURL: o.RedisURL, DatabaseURL: o.DatabaseURL,
+		KeyPrefix: fmt.Sprintf("wrbench%d:", rand.Int64()), AuthSecret: fmt.Sprintf("bench-secret-%032x", rand.Uint64()),
+		AdminToken: fmt.Sprintf("bench-admin-%032x", rand.Uint64())} // ≥ 32 bytes on Redis
+}
+
 // instanceAddrs is the one line an instance prints on stdout once serving.
 type instanceAddrs struct {
 	// Addr serves the API; Debug serves /debug/pprof/ and /bench/heap on
@@ -47,6 +58,10 @@ type HeapReport struct {
 	// SnapshotHits and SnapshotMisses are the status answers from the
 	// line's snapshot and from the store since the start.
 	SnapshotHits, SnapshotMisses uint64
+	// Requests counts the HTTP requests the instance has answered, by
+	// route pattern, from its own waitroom_http_request_duration_seconds:
+	// what reached it, whatever stood in front.
+	Requests map[string]uint64
 }
 
 // ServeInstance is the process InstanceEnv asks for: it serves until its
@@ -83,6 +98,7 @@ func ServeInstance() int {
 			h.HeapAlloc = ms.HeapAlloc
 		}
 		h.SnapshotHits, h.SnapshotMisses = m.Queue.SnapshotAnswers()
+		h.Requests = requestsByRoute(m.Registry)
 		json.NewEncoder(w).Encode(h)
 	})
 	debug := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -258,4 +274,23 @@ func procRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS")
+}
+
+// requestsByRoute sums the instance's request histogram's counts by route.
+func requestsByRoute(reg *prometheus.Registry) map[string]uint64 {
+	out := map[string]uint64{}
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() != "waitroom_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "route" {
+					out[l.GetValue()] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return out
 }

@@ -277,9 +277,7 @@ func runMillion(ctx context.Context, o Options) (*MillionReport, error) {
 		return rep, err
 	}
 	defer rdb.Close()
-	cfg := instanceConfig{RedisURL: o.RedisURL, DatabaseURL: o.DatabaseURL,
-		KeyPrefix: fmt.Sprintf("wrbench%d:", rand.Int64()), AuthSecret: fmt.Sprintf("bench-secret-%032x", rand.Uint64()),
-		AdminToken: fmt.Sprintf("bench-admin-%032x", rand.Uint64())} // ≥ 32 bytes on Redis
+	cfg := newInstanceConfig(o)
 	defer dropPrefix(context.WithoutCancel(ctx), rdb, cfg.KeyPrefix)
 	a, err := startInstance(ctx, cfg, o.Log)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
@@ -286,7 +285,7 @@ func (m *MillionReport) scaleLaw() string {
 		enterRedisUs, ceiling, float64(enterSlot.Calls)/enterSlot.Use.Wall.Seconds(), 1e7/ceiling)
 	fmt.Fprintf(&b, "\nWhat grows with instances × queues is Redis's fixed cost: every instance reads every queue's snapshot and calls its admission script about %.0f times a second (%.1f µs of Redis each), which is what takes a hundred queues past one primary above; a longer snapshot age far from the front, or one admitting instance per queue, would cut it.\n",
 		lawTicksPerSec, snapRedisUs+admitRedisUs)
-	fmt.Fprintf(&b, "\nEach instance behind a round-robin balancer sees every user, so it remembers every ticket: %.0f MB at ten million with the tickets as measured, but an instance remembers at most %d users per queue (then it starts over), so a queue of more than that needs a sticky balancer (each instance then knows 1/N of the line) or a higher bound; past it, polls fall through to Redis at %.1f µs each.\n",
-		1e7*last.TicketBytes/1e6, queue.SnapshotMaxUsers, statusRedisUs)
+	fmt.Fprintf(&b, "\nEach instance behind a round-robin balancer sees every user, so it remembers every ticket: %.0f MB at ten million with the tickets as measured, but an instance remembers at most 2^20 users per queue (then it starts over), so a queue of more than that needs a sticky balancer (each instance then knows 1/N of the line) or a higher bound; past it, polls fall through to Redis at %.1f µs each.\n",
+		1e7*last.TicketBytes/1e6, statusRedisUs)
 	return b.String()
 }

@@ -31,6 +31,9 @@ type Request struct {
 	Method, Path string
 	// Auth is the Authorization header's value ("" for none).
 	Auth string
+	// Header is one more header, "Name: value" ("" for none): the page's
+	// X-Waitroom-Ticket.
+	Header string
 	// To is the index of the server in the load's Bases (0: the first).
 	To int
 }
@@ -393,6 +396,9 @@ func (c *netHTTPConn) do(ctx context.Context, r Request) (int, []byte, error) {
 	if r.Auth != "" {
 		req.Header.Set("Authorization", r.Auth)
 	}
+	if name, value, ok := strings.Cut(r.Header, ":"); ok {
+		req.Header.Set(name, strings.TrimSpace(value))
+	}
 	res, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -461,6 +467,10 @@ func appendRequest(b []byte, r Request, host string) []byte {
 		b = append(b, r.Auth...)
 		b = append(b, "\r\n"...)
 	}
+	if r.Header != "" {
+		b = append(b, r.Header...)
+		b = append(b, "\r\n"...)
+	}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 		b = append(b, "Content-Length: 0\r\n"...)
 	}
@@ -517,6 +527,8 @@ func readResponse(r *bufio.Reader, buf *[]byte) (status int, body []byte, keep b
 	}
 	b := (*buf)[:0]
 	switch {
+	case status == http.StatusNoContent || status == http.StatusNotModified:
+		// No body, whatever the headers say (RFC 9112 §6.3).
 	case chunked:
 		for {
 			line, err = r.ReadSlice('\n')

@@ -203,44 +203,19 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 		nextNear[u].Store(true)
 	}
 	var dueInWindow atomic.Int64
-	go func() { // the dispatcher: hands out polls as they fall due
+	go func() {
 		defer close(work)
 		defer close(nearWork)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		var batch []pollDue
-		warm := false
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
+		dispatch(ctx, sched, start, p.WarmUp, end, p.AtWarmUp, p.AtEnd, func(d pollDue) {
+			if d.at >= p.WarmUp {
+				dueInWindow.Add(1)
 			}
-			now := time.Since(start)
-			if !warm && now >= p.WarmUp {
-				warm = true
-				if p.AtWarmUp != nil {
-					p.AtWarmUp()
-				}
+			if nextNear[d.user].Load() {
+				nearWork <- d
+			} else {
+				work <- d
 			}
-			batch = sched.due(min(now, end-1), batch[:0])
-			for _, d := range batch {
-				if d.at >= p.WarmUp {
-					dueInWindow.Add(1)
-				}
-				if nextNear[d.user].Load() {
-					nearWork <- d
-				} else {
-					work <- d
-				}
-			}
-			if now >= end {
-				if p.AtEnd != nil {
-					p.AtEnd()
-				}
-				return
-			}
-		}
+		})
 	}()
 
 	var ready, gone, near atomic.Int64
@@ -306,4 +281,38 @@ func (p Pollers) Run(ctx context.Context) (PollersResult, error) {
 		res.Answered = float64(far.Answered+res.Near) / w
 	}
 	return res, nil
+}
+
+// dispatch hands out the schedule's polls as they fall due, from start
+// until end, to route; atWarm and atEnd (each may be nil) run as the
+// measured window opens, warm after the start, and as it closes.
+func dispatch(ctx context.Context, sched *schedule, start time.Time, warm, end time.Duration, atWarm, atEnd func(), route func(pollDue)) {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	var batch []pollDue
+	warmed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Since(start)
+		if !warmed && now >= warm {
+			warmed = true
+			if atWarm != nil {
+				atWarm()
+			}
+		}
+		batch = sched.due(min(now, end-1), batch[:0])
+		for _, d := range batch {
+			route(d)
+		}
+		if now >= end {
+			if atEnd != nil {
+				atEnd()
+			}
+			return
+		}
+	}
 }

@@ -64,7 +64,15 @@ func Write(r *Report, doc, svgDir, command string) error {
 				return err
 			}
 		}
-		sections["herd"] = herdMarkdown(h, stamp, link, link2, link3)
+		reports := map[string]string{}
+		for _, m := range h.Modes {
+			if m.Sale != nil && len(m.Sale.HTML) > 0 {
+				if reports[m.Mode.Name], err = svg(HerdReportFile(m.Mode.Name), string(m.Sale.HTML)); err != nil {
+					return err
+				}
+			}
+		}
+		sections["herd"] = herdMarkdown(h, stamp, link, link2, link3) + herdSaleMarkdown(h, reports)
 	}
 	if d := r.Degrade; d != nil {
 		link, err := svg("bench-degrade-latency.svg", degradeLatencyChart(d))
@@ -108,13 +116,16 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if m := r.Million; m != nil {
 		sections["million"] = millionMarkdown(m, stamp)
 	}
+	if f := r.Front; f != nil {
+		sections["front"] = frontMarkdown(f, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million"} {
+	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front"} {
 		body, ok := sections[name]
 		if !ok {
 			continue
@@ -504,7 +515,9 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	fmt.Fprintf(&b, "wrk -t%d -c%d -d%s, %d rounds, against a small Go upstream (a 1 KB page) on loopback: directly; through "+
 		"a bare Go `httputil.ReverseProxy` (waitroom's transport and buffer pool, nothing else); through `waitroom proxy` "+
 		"(line on Redis; %d users each with a valid entry) as written, spelt oddly and session-protected; through %s "+
-		"(`proxy_pass`, upstream `keepalive 64`, 2 workers); each round starts one further along that list. All on the same 2 cores. "+
+		"(`proxy_pass`, upstream `keepalive 64`, 2 workers); through nginx + `auth_request` and Caddy + `forward_auth` forwarding "+
+		"themselves while waitroom decides (deploy/nginx-auth-request.conf and deploy/Caddyfile as shipped, unprotected and "+
+		"session-protected); each round starts one further along that list. All on the same 2 cores. "+
 		"First the upstream answers at once (the proxies' own cost, worst case: their CPU competes with the upstream's and wrk's), "+
 		"then under `/slow/` it takes %v per request first, as a shop's page does:\n\n",
 		g.Threads, g.Conns, g.Duration, g.Rounds, g.Users, nginx, g.UpstreamWork)
@@ -556,6 +569,7 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	if g.NginxSkipped == "" {
 		fmt.Fprintf(&b, "- nginx: **%.2f×** the bare Go proxy at once, **%.2f×** when it takes %v.\n", f.NginxToBare, s.NginxToBare, g.UpstreamWork)
 	}
+	decidingMarkdown(&b, g)
 	fmt.Fprintf(&b, "- Against the upstream directly, at once: bare Go proxy %.2f×, waitroom %.2f× (session-protected %.2f×)",
 		f.BareRatio, f.ProxyRatio, f.SessionRatio)
 	if g.NginxSkipped == "" {
@@ -579,4 +593,37 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 	}
 	b.WriteString(".\n")
 	return b.String()
+}
+
+// decidingMarkdown says what the shop's own proxy costs with waitroom
+// deciding (issue 41): its goal, nginx + auth_request on the
+// session-protected route ≥ 1.5× waitroom proxy there, and the unprotected
+// route's cost, one decision per request (the shipped configuration asks
+// for every request).
+func decidingMarkdown(b *strings.Builder, g *GatewayReport) {
+	f, s := g.Fast, g.Slow
+	for _, why := range g.DecidingSkipped {
+		fmt.Fprintf(b, "- Deciding front skipped: %s.\n", why)
+	}
+	if r := f.row(gwNginxAuthzSession); r.Name != "" {
+		fmt.Fprintf(b, "- nginx + auth_request, waitroom deciding, session-protected route with a valid entry: **%.2f×** `waitroom proxy` "+
+			"on that route in the same rounds when the upstream answers at once (goal ≥ %.1f×: %s); **%.2f×** when it takes %v. "+
+			"Unprotected, the shipped configuration asks for every request: %.0f req/s, %.2f× nginx alone, %.2f× `waitroom proxy`.\n",
+			f.AuthzSessionToSession, GoalAuthzSessionToProxy, met(f.AuthzSessionToSession >= GoalAuthzSessionToProxy),
+			s.AuthzSessionToSession, g.UpstreamWork, f.row(gwNginxAuthz).ReqPerSec,
+			ratioOf(f.row(gwNginxAuthz), f.row(gwNginx)), ratioOf(f.row(gwNginxAuthz), f.row(gwProxy)))
+	}
+	if r := f.row(gwCaddyAuthzSession); r.Name != "" {
+		fmt.Fprintf(b, "- Caddy + forward_auth, session-protected with a valid entry: **%.2f×** `waitroom proxy` on that route at once, "+
+			"**%.2f×** when it takes %v; unprotected %.0f req/s.\n", f.CaddyAuthzSessionToSession, s.CaddyAuthzSessionToSession,
+			g.UpstreamWork, f.row(gwCaddyAuthz).ReqPerSec)
+	}
+}
+
+// ratioOf is a's median req/s over b's (0 when b did not run).
+func ratioOf(a, b GatewayRow) float64 {
+	if b.ReqPerSec == 0 {
+		return 0
+	}
+	return a.ReqPerSec / b.ReqPerSec
 }

@@ -5,7 +5,8 @@
 # compact copy of scripts/test.sh's servers; installs redis-server,
 # postgresql, wrk and nginx from Debian packages when missing), runs the harness
 # (go run ./bench/cmd/bench: the herd, a stock sold out, the hot paths under
-# wrk, admission accuracy, Redis memory) against the program booted in
+# wrk, admission accuracy, Redis memory, the front document through nginx's
+# cache) against the program booted in
 # process, writes the figures into docs/benchmarks.md and the SVG charts into
 # docs/bench/, and stops the servers. Every load is bounded; the whole run takes a few minutes.
 #
@@ -16,7 +17,10 @@
 #                                      # minutes); rewrites its section only
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
 #                                      # degrade, noshow, soldout, hot, accuracy,
-#                                      # memory, gateway, million
+#                                      # memory, gateway, front, million
+#   bench/run.sh -sections front       # three minutes: 100,000 in line, pages on
+#                                      # the front document through deploy/nginx.conf
+#                                      # against exact polls (docs/benchmarks.md §6)
 #   bench/run.sh -sections soldout     # a minute: 500 units, 5,000 users, with
 #                                      # admitPerUnit 1 and 0 (docs/benchmarks.md, Sold out)
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
@@ -120,6 +124,8 @@ command -v wrk >/dev/null || missing+=(wrk)
 # nginx is the gateway section's outside anchor (bench/gateway_anchors.go
 # runs it with a config of its own in a temp dir, and stops it).
 command -v nginx >/dev/null || missing+=(nginx)
+# Caddy is the other deciding front of the same section (deploy/Caddyfile).
+command -v caddy >/dev/null || missing+=(caddy)
 find_pg_bin >/dev/null || missing+=(postgresql)
 if ((${#missing[@]})); then
 	sudo=()

@@ -185,8 +185,14 @@ command -v curl >/dev/null || missing+=(curl)
 # wrk drives the hot-path section of the benchmark harness's smoke test.
 command -v wrk >/dev/null || missing+=(wrk)
 # nginx is the gateway section's outside anchor in the same smoke test (the
-# harness runs it on a config of its own; about 5 s to install).
+# harness runs it on a config of its own), and runs deploy/nginx.conf, the
+# front document's cache, in front of real instances in internal/httpapi's
+# tests and the harness's front section (about 5 s to install).
 [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || missing+=(nginx)
+# Caddy stands in front of the gateway's decision in its end-to-end tests
+# (deploy/Caddyfile): Debian's 2.6 (forward_auth since 2.5), one binary,
+# rather than Caddy's Go module and its hundred dependencies in go.mod.
+command -v caddy >/dev/null || missing+=(caddy)
 # Gateway mode's tests put it in front of real backends: a servlet on an
 # embedded Jetty 9.4 (compiled by javac at test time) and Flask, run by
 # Debian's own python3 (a pyenv python3 first on PATH would not see it).

@@ -35,6 +35,9 @@ Commands:
   restock   tell a queue on a running instance what it has to sell again:
             restock --queue Q [--units N] (without --units: recounted from the
             order API's products)
+  report    the sale's report, one HTML file: report --queue Q [--since 6h]
+            [--until T] [--out FILE] (the queue's figures minute by minute,
+            read from a running instance through the admin API)
   version   print the version and the source revision this binary was built from
   help      print this help
 

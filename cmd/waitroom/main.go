@@ -6,6 +6,7 @@
 //	waitroom page check DIR         check a --page-dir without serving it
 //	waitroom sold-out --queue Q     mark a queue sold out on a running instance
 //	waitroom restock --queue Q      tell it what it has to sell again (--units N)
+//	waitroom report --queue Q       the sale's report, one HTML file (--since, --until, --out)
 //	waitroom version | --version    the version and source revision
 //	waitroom help                   the commands
 //
@@ -22,6 +23,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
 )
@@ -58,6 +60,8 @@ func run(args []string) error {
 		return page(args, os.Stdout, os.Stderr)
 	case "sold-out", "restock":
 		return stock(command, args, os.Getenv, os.Stdout, os.Stderr)
+	case "report":
+		return reportCmd(args, os.Getenv, time.Now(), os.Stdout, os.Stderr)
 	case "version":
 		_, err := fmt.Println(versionText())
 		return err

@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/waitroom/waitroom/internal/app"
 )
 
 // stockTimeout bounds one admin call: an instance that does not answer in
@@ -32,10 +26,7 @@ func stock(command string, args []string, getenv func(string) string, stdout, st
 	flags := flag.NewFlagSet("waitroom "+command, flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	q := flags.String("queue", "", "the queue (required)")
-	addr := flags.String("addr", "http://127.0.0.1:8080", "the running instance: its URL, or its listen address as given to serve (:8080 is this machine's port 8080); "+
-		"behind waitroom proxy, with its --prefix (http://127.0.0.1:8080/_waitroom)")
-	token := flags.String("admin-token", "", "the admin token, as given to serve; empty: the one the embedded default keeps in --data-dir")
-	dataDir := flags.String("data-dir", app.DefaultDataDir, "the embedded default's data directory, as given to serve")
+	target := adminFlags(flags)
 	units := int64(-1)
 	if command == "restock" {
 		flags.Int64Var(&units, "units", -1, "the units the queue has left to sell; left out: recounted from the order API's products (gateway mode: not known)")
@@ -49,42 +40,24 @@ func stock(command string, args []string, getenv func(string) string, stdout, st
 			synopsis, stockUsage[command])
 		flags.PrintDefaults()
 	}
-	for _, name := range []string{"addr", "admin-token", "data-dir"} {
-		if v := getenv(app.EnvName(name)); v != "" {
-			flags.Set(name, v)
-		}
-	}
-	if err := flags.Parse(args); err != nil {
+	target.fromEnv(flags, getenv)
+	if err := parseQueueCommand(flags, args, q); err != nil {
 		return err
 	}
 	unitsGiven := false
 	flags.Visit(func(f *flag.Flag) { unitsGiven = unitsGiven || f.Name == "units" })
-	switch {
-	case flags.NArg() > 0:
-		return fmt.Errorf("unexpected arguments: %v", flags.Args())
-	case *q == "":
-		flags.Usage()
-		return errors.New("--queue is required")
-	case unitsGiven && units < 0:
+	if unitsGiven && units < 0 {
 		return fmt.Errorf("--units: must be 0 or more, got %d", units)
 	}
-	base, err := instanceURL(*addr)
+	base, token, err := target.resolve()
 	if err != nil {
-		return fmt.Errorf("--addr: %w", err)
-	}
-	if *token == "" {
-		if *token, err = app.ReadAdminToken(*dataDir); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("no admin token: pass --admin-token (or WAITROOM_ADMIN_TOKEN) as given to serve, "+
-				"or run this where the embedded default keeps one, %s", filepath.Join(*dataDir, app.AdminTokenFile))
-		} else if err != nil {
-			return err
-		}
+		return err
 	}
 	var body []byte
 	if unitsGiven {
 		body, _ = json.Marshal(map[string]int64{"unitsLeft": units})
 	}
-	left, err := postStock(base+"/admin/v1/queues/"+url.PathEscape(*q)+"/"+command, *token, body)
+	left, err := postStock(base+"/admin/v1/queues/"+url.PathEscape(*q)+"/"+command, token, body)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", command, *q, err)
 	}
@@ -127,35 +100,14 @@ func instanceURL(addr string) (string, error) {
 func postStock(endpoint, token string, body []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stockTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer res.Body.Close()
 	var answer struct {
 		UnitsLeft *int64 `json:"unitsLeft"`
 		SoldOut   bool   `json:"soldOut"`
-		Error     *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
 	}
-	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&answer); err != nil {
-		return "", fmt.Errorf("%s: the answer is not the admin API's JSON: %v", res.Status, err)
+	if err := adminCall(ctx, http.MethodPost, endpoint, token, body, &answer); err != nil {
+		return "", err
 	}
 	switch {
-	case answer.Error != nil:
-		return "", fmt.Errorf("%d %s: %s", res.StatusCode, answer.Error.Code, answer.Error.Message)
-	case res.StatusCode != http.StatusOK:
-		return "", fmt.Errorf("%s", res.Status)
 	case answer.SoldOut:
 		return "sold out (0 units left)", nil
 	case answer.UnitsLeft == nil:

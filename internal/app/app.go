@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/degraded"
+	"github.com/waitroom/waitroom/internal/events"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -43,14 +44,17 @@ import (
 	"github.com/waitroom/waitroom/internal/order/sqlite"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/ratelimit"
 	"github.com/waitroom/waitroom/internal/spend"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // Main is one running waitroom.
@@ -87,6 +91,9 @@ type Main struct {
 	store      queue.Store
 	embedded   *memstore.Store // the embedded line (closed last); nil on Redis
 	telemetry  *telemetry.Metrics
+	// pending is what this instance observed for the sale's rows (admitted
+	// users' waits, orders) until the detector's next pass writes it.
+	pending    rollup.Pending
 	rates      *admission.RateController
 	guard      *spend.Guard
 	bypass     *bypass.Rules // --bypass
@@ -108,6 +115,13 @@ type Main struct {
 	serveErr   error
 	closeOnce  sync.Once
 	closeErr   error
+
+	// The shop's events (webhooks.go); instance names this process in its
+	// breakers' events.
+	webhookSecret []byte
+	webhooks      *webhook.Sender
+	detector      *events.Detector
+	instance      string
 }
 
 // NewLogger builds the logger the config asks for.
@@ -132,9 +146,9 @@ func durationAsText(_ []string, a slog.Attr) slog.Attr {
 }
 
 // Run starts waitroom, step by step: the config made final, the line's
-// store and the default queue, what guards the protected calls, HTTP, the
-// listener, the loops, the banner. It returns once the listener is open;
-// Close stops everything.
+// store and the default queue, what guards the protected calls, the shop's
+// events, HTTP, the listener, the loops, the banner. It returns once the
+// listener is open; Close stops everything.
 func (m *Main) Run(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -153,6 +167,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.guardCalls(ctx); err != nil {
 		return err
 	}
+	m.tellTheShop()
 	if err := m.buildHTTP(); err != nil {
 		return err
 	}
@@ -190,6 +205,9 @@ func (m *Main) resolveConfig() (err error) {
 			return err
 		}
 		m.queuesFile.Store(f)
+	}
+	if err := m.readWebhookSecret(m.queuesFile.Load()); err != nil {
+		return err
 	}
 	switch {
 	case c.AuthSecret != "":
@@ -290,7 +308,7 @@ func (m *Main) openEmbedded() error {
 // breaker asks the readiness client, never queued behind the requests'
 // auto-pipeline.
 func (m *Main) guardStore() {
-	m.breaker = breaker.New(breaker.Options{Logger: m.Logger, Probe: func(ctx context.Context, q string) error {
+	m.breaker = breaker.New(breaker.Options{Logger: m.Logger, OnChange: m.breakerChanged, Probe: func(ctx context.Context, q string) error {
 		_, err := m.readyStore.Config(ctx, q)
 		return err
 	}})
@@ -379,6 +397,11 @@ func (m *Main) buildHTTP() (err error) {
 	m.telemetry.BypassRules(m.bypass.Labels())
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Orders: m.Orders, History: m.history, Identity: id, Gate: gate, Bypass: m.bypass, Degraded: m.degraded,
+		// The key every instance shares already (sessions, challenges,
+		// degraded tokens), under the tickets' own label: the gateway's
+		// Ed25519 entry key may be random per process, and a page's ticket
+		// must verify on whichever instance it reaches.
+		Tickets:    front.NewTickets([]byte(c.AuthSecret)),
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
 		NewQueueConfig: m.newQueues, QueueConfigChanged: m.noteDrift,
 		Page:    site,
@@ -424,14 +447,15 @@ func (m *Main) listen() (err error) {
 
 // startLoops starts what runs beside the requests until Close: admission
 // (which also creates the default queue again if Redis lost its data),
-// the admin chart's history, the adaptive rate and the no-shows' seen
-// marks.
+// the admin chart's history, the adaptive rate, the no-shows' seen marks,
+// and the shop's events: finding them, and sending them.
 func (m *Main) startLoops(ctx context.Context) {
 	loops, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopLoops = stop
 	admitter := admission.NewAdmitter(m.store, m.Logger)
 	admitter.Jitter = m.Config.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
+	admitter.OnAdmission = m.admitted
 	admitter.OnOpened = m.Queue.Changed
 	// Redis that lost its data (a restart without AOF, FLUSHALL, a failover
 	// to an empty replica) lost the default queue too: every request would
@@ -443,7 +467,7 @@ func (m *Main) startLoops(ctx context.Context) {
 		}
 	}
 	for _, run := range []func(context.Context){m.health.Run, m.breaker.Run, admitter.Run, m.history.Run, m.rates.Run,
-		func(ctx context.Context) { m.Queue.RunPresence(ctx, m.Logger) }} {
+		func(ctx context.Context) { m.Queue.RunPresence(ctx, m.Logger) }, m.detector.Run, m.webhooks.Run} {
 		m.loopsDone.Go(func() { run(loops) })
 	}
 }
@@ -535,17 +559,21 @@ func (m *Main) banner() {
 // directory) and the order service on it.
 func (m *Main) openOrders(ctx context.Context) (err error) {
 	c := m.Config
+	// Each Open returns a nil *Store on failure: kept only on success, so
+	// an order store that is not nil is one that opened (closeStores).
+	var opened order.Store
 	if c.DatabaseURL != "" {
-		m.orderStore, err = postgres.Open(ctx, c.DatabaseURL, c.DBPoolSize)
+		opened, err = postgres.Open(ctx, c.DatabaseURL, c.DBPoolSize)
 	} else {
 		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
 			return fmt.Errorf("--data-dir: %w", err)
 		}
-		m.orderStore, err = sqlite.Open(ctx, filepath.Join(c.DataDir, "waitroom.db"))
+		opened, err = sqlite.Open(ctx, filepath.Join(c.DataDir, "waitroom.db"))
 	}
 	if err != nil {
 		return fmt.Errorf("order database: %w", err)
 	}
+	m.orderStore = opened
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
 	m.Orders = order.NewService(m.orderStore, m.guard, payment, order.Config{Work: c.OrderWork,
 		Degraded: func(q, user, token string) bool {
@@ -558,6 +586,10 @@ func (m *Main) openOrders(ctx context.Context) (err error) {
 		TellStock: func(ctx context.Context, q string, st queue.Stock, onlyLower bool) error {
 			_, err := m.Queue.SetStock(ctx, q, st, onlyLower)
 			return err
+		},
+		Placed: func(q string) {
+			m.telemetry.OrderPlaced(q)
+			m.pending.Ordered(q)
 		}})
 	// What each queue has left to sell, as the database has it now: a
 	// restart, or a change made while no instance ran, shows at once.

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -20,7 +22,10 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/web"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // Config is every setting of `waitroom serve`. Each has a flag and a
@@ -129,6 +134,18 @@ type Config struct {
 	// EntryIssuer and EntryAudience are X-Waitroom-Entry's iss and aud
 	// (empty: the prefix, and the upstream's URL).
 	EntryIssuer, EntryAudience string
+
+	// Webhooks receive every queue's events (package events; a queue's
+	// own are in the queues file); WebhookSecretFile holds the key that
+	// signs them, required with any; WebhookRetryFor is how long an event
+	// is retried before it is dropped.
+	Webhooks          []string
+	WebhookSecretFile string
+	WebhookRetryFor   time.Duration
+
+	// RollupRetention is how long each queue's per-minute rows (package
+	// rollup: the sale's report) are kept.
+	RollupRetention time.Duration
 }
 
 // DefaultDataDir is --data-dir's default.
@@ -171,6 +188,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionMaxAge, "session-max-age", identity.DefaultSessionMaxAge, "how long an anonymous session cookie is good for after it was issued; an older one is refused (401)")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "CIDRs or addresses of the proxies in front (load balancer, nginx), comma-separated: only from them is X-Forwarded-For believed when telling a client's address, and X-Forwarded-Proto when marking cookies Secure; in gateway mode only their forwarding headers reach the backend; empty: the connection's address is the client's")
 	fs.Var(&listFlag{vals: &c.Bypass}, "bypass", "let staff and monitors past the line: 'cidr 10.0.0.0/8' (the client's address as --trusted-proxies tells it) or 'header X-Staff-Key=VALUE' (at least 16 bytes, compared in constant time; VALUE may be @/path, a file whose trailing newline is dropped), optionally followed by ' queue=NAME' (repeatable; ';' separates several in one value). A bypassed request reaches a protected route without a token (proxy) or is READY at once (the API), takes no share of the admission rate or of maxActiveTokens, and is counted in waitroom_bypassed_total{rule}; the gateway strips the header before the upstream sees it")
+	fs.Var(&listFlag{vals: &c.Webhooks, separators: ",;"}, "webhook", "a URL that receives every queue's events as signed POSTs of JSON (a queue opened, closed, paused, resumed, sold out, restocked, its rate changed, a phase of its sale began, a store breaker opened or closed: docs/operations.md#webhooks); repeatable, ',' or ';' separates several in one value (a comma inside a URL: %2C); a queue's own receivers are its webhooks in --queues")
+	fs.StringVar(&c.WebhookSecretFile, "webhook-secret-file", "", "a file holding the secret that signs every webhook (Waitroom-Signature: HMAC-SHA256 over the timestamp and the body), at least 16 bytes, its trailing newline dropped; required with --webhook or a queue's webhooks; give every instance the same")
+	fs.DurationVar(&c.RollupRetention, "rollup-retention", rollup.DefaultKeep, "how long each queue's per-minute rows are kept in the store (the sale's report: waitroom report, GET /admin/v1/queues/{queue}/rollups); about 1.5 MB a busy queue a day on Redis, nothing for one whose numbers stand still (docs/operations.md)")
+	fs.DurationVar(&c.WebhookRetryFor, "webhook-retry-for", webhook.DefaultRetryFor, "how long an event is retried, with exponential backoff and jitter, while its receiver fails (no answer within 10 s, or not a 2xx); then it is dropped and counted (waitroom_webhook_deliveries_total{result=\"expired\"})")
 	fs.IntVar(&c.AddressEntryBurst, "address-entry-burst", 100, "places anonymous sessions may take from one client address in a row (IPv6: one /64); signed-in users are not limited per address")
 	fs.Float64Var(&c.AddressEntryRate, "address-entry-rate", 1, "places per second anonymous sessions may take from one client address once the burst is spent; 0 lifts the limit")
 	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
@@ -256,6 +277,8 @@ func (c *Config) GatewayFlags(fs *flag.FlagSet) {
 // and the command line, if it names the flag, replaces it (flags win).
 type listFlag struct {
 	vals *[]string
+	// separators split one value into several (";" when empty).
+	separators string
 	// fromCommandLine: a value from the command line has replaced the
 	// environment's.
 	fromCommandLine bool
@@ -273,7 +296,8 @@ func (l *listFlag) Set(v string) error {
 	if !l.parsingEnv && !l.fromCommandLine {
 		*l.vals, l.fromCommandLine = nil, true
 	}
-	for part := range strings.SplitSeq(v, ";") {
+	seps := cmp.Or(l.separators, ";")
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
 		if part = strings.TrimSpace(part); part != "" {
 			*l.vals = append(*l.vals, part)
 		}
@@ -354,6 +378,7 @@ func (c Config) Validate() error {
 	c.validateServer(bad)
 	c.validateOrders(bad)
 	c.validateClients(bad)
+	c.validateWebhooks(bad)
 	if c.Proxy {
 		errs = append(errs, c.validateGateway()...)
 	}
@@ -473,6 +498,52 @@ func (c Config) validateClients(bad badSetting) {
 			bad(l.name+"-rate", "must be 0 (no limit)..1000000, got %v", l.rate)
 		}
 	}
+}
+
+// minWebhookSecretLen is the shortest webhook secret: 16 bytes, 128 bits
+// of a key nobody must guess.
+const minWebhookSecretLen = 16
+
+// validateWebhooks checks the receivers and, with any, the secret.
+func (c Config) validateWebhooks(bad badSetting) {
+	for _, u := range c.Webhooks {
+		if err := webhook.ValidURL(u); err != nil {
+			bad("webhook", "%v", err)
+		}
+	}
+	switch {
+	case c.WebhookSecretFile != "":
+		if _, err := c.WebhookSecret(); err != nil {
+			bad("webhook-secret-file", "%v", err)
+		}
+	case len(c.Webhooks) > 0:
+		bad("webhook-secret-file", "%v", errNoWebhookSecret)
+	}
+	if c.WebhookRetryFor < time.Minute || c.WebhookRetryFor > 72*time.Hour {
+		bad("webhook-retry-for", "must be 1m..72h, got %v", c.WebhookRetryFor)
+	}
+	if c.RollupRetention < time.Minute || c.RollupRetention > 366*24*time.Hour {
+		bad("rollup-retention", "must be 1m..8784h (a year), got %v", c.RollupRetention)
+	}
+}
+
+// errNoWebhookSecret: a receiver named without --webhook-secret-file.
+var errNoWebhookSecret = errors.New("required with a webhook (--webhook, or a queue's webhooks in --queues): " +
+	"the secret receivers check each event's signature with (e.g. openssl rand -hex 32 > FILE)")
+
+// WebhookSecret reads --webhook-secret-file: the key that signs every
+// webhook, without its trailing newline.
+func (c Config) WebhookSecret() ([]byte, error) {
+	raw, err := os.ReadFile(c.WebhookSecretFile)
+	if err != nil {
+		return nil, err
+	}
+	secret := bytes.TrimRight(raw, "\r\n")
+	if len(secret) < minWebhookSecretLen {
+		return nil, fmt.Errorf("%s holds %d bytes, want at least %d (e.g. openssl rand -hex 32 > FILE)",
+			c.WebhookSecretFile, len(secret), minWebhookSecretLen)
+	}
+	return secret, nil
 }
 
 // validateGateway checks the settings of `waitroom proxy`, each by its flag.
@@ -596,7 +667,7 @@ func (c Config) QueueConfig() (queue.Config, error) {
 		}
 	}
 	if q.RatePerSecond == 0 {
-		rate, why, err := queue.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)
+		rate, why, err := admission.RateFromPool(c.DBPoolSize, c.OrderPoolShare, c.OrderLatency)
 		if err != nil {
 			return q, err
 		}

@@ -299,3 +299,57 @@ func staffKeyFile(t *testing.T) string {
 	}
 	return path
 }
+
+// Webhooks need a secret, named as the flag to give when missing; the env
+// twin takes several receivers separated by commas, and the command line
+// replaces them.
+func TestWebhookSettings(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "webhook-secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("0123456789abcde\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // "" for none
+	}{
+		{"a webhook without a secret", []string{"--webhook", "https://shop.example/hooks"}, "--webhook-secret-file: required with a webhook"},
+		{"a secret file that is not there", []string{"--webhook", "https://shop.example/hooks", "--webhook-secret-file", filepath.Join(dir, "none")}, "--webhook-secret-file: open"},
+		{"a secret of 15 bytes", []string{"--webhook", "https://shop.example/hooks", "--webhook-secret-file", short}, "holds 15 bytes, want at least 16"},
+		{"not a URL over HTTP", []string{"--webhook", "shop.example/hooks", "--webhook-secret-file", secret}, "--webhook: "},
+		{"retried for a second", []string{"--webhook-retry-for", "1s"}, "--webhook-retry-for: must be 1m..72h"},
+		{"a webhook and its secret", []string{"--webhook", "https://shop.example/hooks", "--webhook-secret-file", secret}, ""},
+		{"no webhook, no secret", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := app.Parse(tc.args, noEnv, io.Discard)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("the env twin's list, and the command line over it", func(t *testing.T) {
+		env := map[string]string{"WAITROOM_WEBHOOK": "https://a.example/h, https://b.example/h;http://10.0.0.5:3000/h",
+			"WAITROOM_WEBHOOK_SECRET_FILE": secret}
+		c, err := app.Parse(nil, func(k string) string { return env[k] }, io.Discard)
+		if err != nil || strings.Join(c.Webhooks, " ") != "https://a.example/h https://b.example/h http://10.0.0.5:3000/h" {
+			t.Fatalf("%q, %v", c.Webhooks, err)
+		}
+		c, err = app.Parse([]string{"--webhook", "https://c.example/h"}, func(k string) string { return env[k] }, io.Discard)
+		if err != nil || strings.Join(c.Webhooks, " ") != "https://c.example/h" || c.WebhookRetryFor != time.Hour {
+			t.Fatalf("%q retried for %v, %v", c.Webhooks, c.WebhookRetryFor, err)
+		}
+		if s, err := c.WebhookSecret(); err != nil || string(s) != strings.Repeat("k", 32) {
+			t.Fatalf("secret %q, %v: want the file's without its newline", s, err)
+		}
+	})
+}

@@ -186,7 +186,7 @@ func TestStalledIsSaid(t *testing.T) {
 			in := apptest.Boot(t, b, nil)
 			q := apptest.UniqueID("stall")
 			// Ticks a second apart: the line is said stalled after its
-			// front stood still for ten of them (queue.StallAfter), so
+			// front stood still for ten of them (the stall rule), so
 			// "right after it moved" below is ten seconds wide, not two.
 			in.PutQueue(q, map[string]any{"maxActiveTokens": 1, "intervalMs": 1000, "ratePerSecond": 10, "batchSize": 10})
 			in.Do("POST", entriesPath(q), in.As("holder"), nil)

@@ -58,11 +58,15 @@ func (m *Main) ReloadQueues(ctx context.Context) error {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
 	f, err := m.readQueuesFile()
+	if err == nil && m.webhookSecret == nil && firstWithWebhooks(f) != "" {
+		err = fmt.Errorf("--webhook-secret-file: %v; the file gives queue %q webhooks", errNoWebhookSecret, firstWithWebhooks(f))
+	}
 	if err != nil {
 		m.Logger.Error("the queues file was not applied: nothing changed", "file", m.Config.QueuesFile, "err", err)
 		return err
 	}
 	m.queuesFile.Store(f)
+	m.webhooks.SetReceivers(m.webhookReceivers())
 	if err := m.applyQueues(ctx, f); err != nil {
 		m.Logger.Error("the queues file was applied in part: send SIGHUP again once the store answers", "file", f.Name, "err", err)
 		return err

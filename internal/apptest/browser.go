@@ -68,10 +68,12 @@ type Visitor struct {
 	reqs []LineRequest // the tab's requests to the line, from the network events
 }
 
-// LineRequest is one request to /api/v1/queues/{q}/entries[/me] as the
-// browser saw it leave.
+// LineRequest is one request to /api/v1/queues/{q}/entries[/me], or to
+// the line's front document (Front: the same for everyone, no one's own
+// request), as the browser saw it leave.
 type LineRequest struct {
 	Method string
+	Front  bool
 	At     float64 // seconds, the browser's monotonic clock
 	// loader is the document that sent it: after a reload, a request the
 	// old document sent (or whose event arrived late) is not the new one's.
@@ -118,11 +120,12 @@ func NewVisitor(t *testing.T, browser context.Context, in *Instance, acceptLangu
 			return
 		}
 		u, err := url.Parse(e.Request.URL)
-		if err != nil || !strings.HasPrefix(u.Path, "/api/v1/queues/") || !strings.Contains(u.Path, "/entries") {
+		front := strings.HasSuffix(u.Path, "/front")
+		if err != nil || !strings.HasPrefix(u.Path, "/api/v1/queues/") || !strings.Contains(u.Path, "/entries") && !front {
 			return
 		}
 		v.mu.Lock()
-		v.reqs = append(v.reqs, LineRequest{Method: e.Request.Method, At: e.Timestamp.Float64(), Loader: e.LoaderID})
+		v.reqs = append(v.reqs, LineRequest{Method: e.Request.Method, Front: front, At: e.Timestamp.Float64(), Loader: e.LoaderID})
 		v.mu.Unlock()
 	})
 	if err != nil {
@@ -309,8 +312,11 @@ func (v *Visitor) CheckPollGaps() []PagePoll {
 			t.Fatalf("request %d was sent after an answer without pollAfterSeconds: %+v", i, polls)
 		}
 		want := *prev.PollAfterSeconds
-		if polls[i].Method != "GET" || reqs[i].Method != "GET" {
-			t.Errorf("request %d: %s/%s, want a GET status poll", i, polls[i].Method, reqs[i].Method)
+		if front := polls[i].Method == "FRONT"; polls[i].Method != "GET" && !front || reqs[i].Method != "GET" || reqs[i].Front != front {
+			t.Errorf("request %d: %s/%s (front %v), want a GET status poll or a read of the front", i, polls[i].Method, reqs[i].Method, reqs[i].Front)
+		}
+		if want == 0 { // a read of the front that handed over to the instance at once
+			continue
 		}
 		pageGap := (polls[i].SentAt - prev.SentAt) / 1000
 		netGap := reqs[i].At - reqs[i-1].At
@@ -397,4 +403,43 @@ func SignedInAdminAt(t *testing.T, browser context.Context, in *Instance, path s
 	op.Keys("\r")
 	op.WaitUntil("the dashboard", `!document.getElementById('dash').hidden`, 5*time.Second)
 	return op
+}
+
+// Axe audits the page as it is now with axe-core at WCAG 2.1 AA, less
+// the rules named, and returns the violations ("rule (impact): targets"
+// each). axe is axe-core's script (testenv.Axe), injected once per page.
+func (v *Visitor) Axe(axe string, except ...string) ([]string, error) {
+	v.T.Helper()
+	var loaded bool
+	if err := v.Eval(`typeof window.axe === 'object'`, &loaded); err != nil {
+		return nil, err
+	}
+	if !loaded {
+		// Evaluated through the DevTools protocol, which the page's
+		// Content-Security-Policy does not govern.
+		if err := v.Eval(axe+"\n;true", nil); err != nil {
+			return nil, fmt.Errorf("injecting axe-core: %w", err)
+		}
+	}
+	off := map[string]map[string]bool{}
+	for _, r := range except {
+		off[r] = map[string]bool{"enabled": false}
+	}
+	offJSON, _ := json.Marshal(off)
+	var found []struct {
+		ID     string   `json:"id"`
+		Impact string   `json:"impact"`
+		Nodes  []string `json:"nodes"`
+	}
+	err := v.Eval(`axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations'],
+		rules: `+string(offJSON)+`})
+		.then(r => r.violations.map(x => ({id: x.id, impact: x.impact, nodes: x.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary)})))`, &found)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, f := range found {
+		out = append(out, fmt.Sprintf("%s (%s): %s", f.ID, f.Impact, strings.Join(f.Nodes, " | ")))
+	}
+	return out, nil
 }

@@ -58,6 +58,14 @@ type Instance struct {
 // a fresh data dir, secrets of its own, the cheapest challenge and no drain
 // delay; edit may adjust the config before it starts. The program is closed
 // when the test ends, and a failing Close fails the test.
+// LeastChallengeCost is the least proof of work a queue may ask
+// (challengeCost's minimum in queue.Settings), the cost the instances
+// here set: an anonymous visitor solves it at once.
+var LeastChallengeCost = func() int {
+	s, _ := queue.SettingNamed("challengeCost")
+	return int(s.Min)
+}()
+
 func Boot(t testing.TB, b Backend, edit func(*app.Config)) *Instance {
 	t.Helper()
 	cfg, err := app.Parse(nil, func(string) string { return "" }, io.Discard)
@@ -83,7 +91,7 @@ func start(t testing.TB, cfg app.Config, b Backend, keyPrefix string, edit func(
 	// The least work a challenge may ask: tests that take places as
 	// anonymous sessions solve it in milliseconds (the default's cost is
 	// measured in internal/httpapi's bots_e2e_test.go and docs/security.md).
-	cfg.Queue.ChallengeCost = queue.MinChallengeCost
+	cfg.Queue.ChallengeCost = LeastChallengeCost
 	if b.Redis {
 		cfg.RedisURL = testenv.RedisURL(t)
 		cfg.KeyPrefix = fmt.Sprintf("%s%d:", keyPrefix, rand.Int64())

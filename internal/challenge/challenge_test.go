@@ -15,7 +15,7 @@ import (
 )
 
 // testCost keeps solving fast in tests (4096 × 10 iterations on average).
-const testCost = 10 // the least a queue may ask (queue.MinChallengeCost)
+const testCost = 10 // the least a queue may ask (challengeCost's minimum in queue.Settings)
 
 // defaultCost is new queues' difficulty (queue.DefaultConfig().ChallengeCost), for
 // the benchmarks.

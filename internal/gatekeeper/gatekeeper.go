@@ -116,7 +116,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 	if c.Signed {
 		return g.o.Queue.Enter(ctx, q, c.User)
 	}
-	cfg, err := g.o.Queue.RecentConfig(ctx, q)
+	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
 	if err != nil {
 		return queue.View{}, err
 	}
@@ -158,7 +158,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 
 // Challenge issues a challenge for the queue at its difficulty.
 func (g *Gatekeeper) Challenge(ctx context.Context, q string) (challenge.Challenge, error) {
-	cfg, err := g.o.Queue.RecentConfig(ctx, q)
+	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
 	if err != nil {
 		return challenge.Challenge{}, err
 	}
@@ -180,7 +180,7 @@ func (g *Gatekeeper) MayAdmitNow(ctx context.Context, q string, c identity.Calle
 	if c.Signed {
 		return true, nil
 	}
-	cfg, err := g.o.Queue.RecentConfig(ctx, q)
+	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
 	if err != nil || cfg.Join != queue.JoinAny {
 		return false, err
 	}

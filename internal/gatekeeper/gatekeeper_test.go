@@ -23,6 +23,13 @@ type fixture struct {
 	is *challenge.Issuer
 }
 
+// leastCost is the least proof of work a queue may ask (challengeCost's
+// minimum): solved at once.
+func leastCost() int {
+	s, _ := queue.SettingNamed("challengeCost")
+	return int(s.Min)
+}
+
 // newFixture is a gatekeeper over an in-process line with a paused queue
 // "sale" under policy, and limits of burst places/sessions per address
 // (no refill).
@@ -30,7 +37,7 @@ func newFixture(t *testing.T, policy queue.JoinPolicy, burst int) fixture {
 	t.Helper()
 	svc := queue.NewService(memstore.New(nil), 0)
 	c := queue.DefaultConfig()
-	c.Paused, c.Join, c.ChallengeCost = true, policy, queue.MinChallengeCost
+	c.Paused, c.Join, c.ChallengeCost = true, policy, leastCost()
 	if err := svc.PutConfig(context.Background(), "sale", c); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +185,7 @@ func TestUnknownQueue(t *testing.T) {
 }
 
 // TestPolicyChangeShowsAtOnce: a config changed through this instance's
-// service applies to the next enter (RecentConfig is forgotten on PutConfig).
+// service applies to the next enter (ConfigInForce is forgotten on PutConfig).
 func TestPolicyChangeShowsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -208,12 +215,12 @@ func TestChallengeCostFitsTheChallenge(t *testing.T) {
 		t.Fatal("no challengeCost setting")
 	}
 	is := challenge.NewIssuer([]byte("k"), nil)
-	for _, cost := range []int{queue.MinChallengeCost, queue.DefaultConfig().ChallengeCost, int(s.Max)} {
+	for _, cost := range []int{int(s.Min), queue.DefaultConfig().ChallengeCost, int(s.Max)} {
 		if p := is.Issue("q", cost).Parameters; p.Cost != cost {
 			t.Errorf("a challenge at cost %d carries %d", cost, p.Cost)
 		}
 	}
-	if s.Max > challenge.MaxCost || s.Min != queue.MinChallengeCost {
+	if s.Max > challenge.MaxCost || s.Min < 1 {
 		t.Errorf("the setting's range %v..%v, the challenge's most %d", s.Min, s.Max, challenge.MaxCost)
 	}
 	if want, help := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts), web.SettingHelp(s.Name); !strings.Contains(help, want) {

@@ -31,238 +31,298 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 )
 
+// The gateway's end-to-end cases, through waitroom proxy and through the
+// shop's own proxies asking waitroom's decision (deploy/): the judgment is
+// the same whichever asks. Where they differ is said: behind a proxy that
+// forwards itself, a single-use entry is spent when the decision lets its
+// request on, since the backend's answer never passes waitroom.
 func TestGatewayGuardsProtectedRoutes(t *testing.T) {
-	for _, b := range apptest.Backends {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			s := apptest.NewUpstreamShop(t, 100)
-			p := apptest.BootProxy(t, b, s, nil)
-			p.SetPaused(true) // a busy night: nobody is let straight in
-
-			t.Run("only entry holders reach protected routes", func(t *testing.T) {
-				if r := p.Do("POST", "/buy", "", nil, "Accept", "application/json"); r.Status != 401 || r.ErrorCode() != "unauthenticated" {
-					t.Errorf("no identity: %d %s", r.Status, r.Raw)
-				}
-				r := p.Buy("no-entry", "")
-				if r.Status != 403 || r.ErrorCode() != "entry_token_invalid" {
-					t.Fatalf("no entry: %d %s", r.Status, r.Raw)
-				}
-				e, _ := r.Body["error"].(map[string]any)
-				if e["entriesUrl"] != apptest.GatewayPrefix+"/api/v1/queues/default/entries" {
-					t.Errorf("403 names %v, want the queue's entries URL", e["entriesUrl"])
-				}
-				if r := p.Buy("no-entry", "made-up-token"); r.Status != 403 {
-					t.Errorf("made-up token: %d %s", r.Status, r.Raw)
-				}
-				tok := p.Admitted("holder")
-				if r := p.Buy("thief", tok); r.Status != 403 {
-					t.Errorf("someone else's token: %d %s", r.Status, r.Raw)
-				}
-				if r := p.Do("GET", "/checkout", p.As("no-entry"), nil, "Accept", "application/json"); r.Status != 403 {
-					t.Errorf("session route without entry: %d %s", r.Status, r.Raw)
-				}
-				if n := len(s.BuyCalls()); n != 0 {
-					t.Fatalf("%d calls reached POST /buy without a valid entry", n)
-				}
-				// With the entry: the session route keeps it, the protected one spends it.
-				if r := p.Do("GET", "/checkout", p.As("holder"), nil, "X-Entry-Token", tok); r.Status != 200 || !strings.Contains(r.Raw, "Checkout for holder") {
-					t.Fatalf("session route with entry: %d %s", r.Status, r.Raw)
-				}
-				if st := p.UserStatus("holder"); st != "READY" {
-					t.Fatalf("after the session route: %s, want READY (kept)", st)
-				}
-				if r := p.Buy("holder", tok); r.Status != 201 {
-					t.Fatalf("protected route with entry: %d %s", r.Status, r.Raw)
-				}
-				if st := p.UserStatus("holder"); st != "NOT_IN_QUEUE" {
-					t.Fatalf("after a 2xx: %s, want the token spent", st)
-				}
-				if r := p.Buy("holder", tok); r.Status != 403 {
-					t.Fatalf("the spent token again: %d %s", r.Status, r.Raw)
-				}
-				if n, left := len(s.BuyCalls()), s.Left(); n != 1 || left != 99 {
-					t.Fatalf("upstreamShop saw %d buys, stock %d; want 1 and 99", n, left)
-				}
+	for _, f := range apptest.Fronts {
+		for _, b := range apptest.Backends {
+			t.Run(f.Name+"/"+b.Name, func(t *testing.T) {
+				t.Parallel()
+				guardsProtectedRoutes(t, f, b)
 			})
+		}
+	}
+}
 
-			t.Run("an upstream failure keeps the token; a retry succeeds", func(t *testing.T) {
-				tok := p.Admitted("retrier")
-				s.Fail.Store(true)
-				r := p.Buy("retrier", tok)
-				s.Fail.Store(false)
-				if r.Status != 500 || !strings.Contains(r.Raw, "database is down") {
-					t.Fatalf("upstream 500: got %d %s, want it passed through", r.Status, r.Raw)
-				}
-				if st := p.UserStatus("retrier"); st != "READY" {
-					t.Fatalf("after a 500: %s, want READY (token kept)", st)
-				}
-				if r := p.Buy("retrier", tok); r.Status != 201 {
-					t.Fatalf("retry: %d %s", r.Status, r.Raw)
-				}
-				if st := p.UserStatus("retrier"); st != "NOT_IN_QUEUE" {
-					t.Fatalf("after the retry's 2xx: %s", st)
-				}
-			})
+func guardsProtectedRoutes(t *testing.T, f apptest.Front, b apptest.Backend) {
+	s := apptest.NewUpstreamShop(t, 100)
+	p := apptest.BootProxyBehind(t, f, b, s, nil)
+	p.SetPaused(true) // a busy night: nobody is let straight in
 
-			t.Run("an upstream that does not answer in time: 504, token kept", func(t *testing.T) {
-				slow := apptest.NewUpstreamShop(t, 1)
-				q := apptest.BootProxy(t, b, slow, func(c *app.Config) { c.UpstreamTimeout = time.Second })
-				q.SetPaused(true)
-				tok := q.Admitted("patient")
-				stall := make(chan struct{})
-				slow.Stall.Store(&stall)
-				r := q.Buy("patient", tok)
-				slow.Stall.Store(nil)
-				close(stall)
-				if r.Status != 504 || r.ErrorCode() != "upstream_timeout" || r.Header.Get("Retry-After") == "" {
-					t.Fatalf("stalled upstream: %d %s", r.Status, r.Raw)
-				}
-				if st := q.UserStatus("patient"); st != "READY" {
-					t.Fatalf("after a timeout: %s, want READY", st)
-				}
-			})
+	t.Run("only entry holders reach protected routes", func(t *testing.T) {
+		if r := p.Do("POST", "/buy", "", nil, "Accept", "application/json"); r.Status != 401 || r.ErrorCode() != "unauthenticated" {
+			t.Errorf("no identity: %d %s", r.Status, r.Raw)
+		}
+		r := p.Buy("no-entry", "")
+		if r.Status != 403 || r.ErrorCode() != "entry_token_invalid" {
+			t.Fatalf("no entry: %d %s", r.Status, r.Raw)
+		}
+		e, _ := r.Body["error"].(map[string]any)
+		if e["entriesUrl"] != apptest.GatewayPrefix+"/api/v1/queues/default/entries" {
+			t.Errorf("403 names %v, want the queue's entries URL", e["entriesUrl"])
+		}
+		if r := p.Buy("no-entry", "made-up-token"); r.Status != 403 {
+			t.Errorf("made-up token: %d %s", r.Status, r.Raw)
+		}
+		tok := p.Admitted("holder")
+		if r := p.Buy("thief", tok); r.Status != 403 {
+			t.Errorf("someone else's token: %d %s", r.Status, r.Raw)
+		}
+		if r := p.Do("GET", "/checkout", p.As("no-entry"), nil, "Accept", "application/json"); r.Status != 403 {
+			t.Errorf("session route without entry: %d %s", r.Status, r.Raw)
+		}
+		if n := len(s.BuyCalls()); n != 0 {
+			t.Fatalf("%d calls reached POST /buy without a valid entry", n)
+		}
+		// With the entry: the session route keeps it, the protected one spends it.
+		if r := p.Do("GET", "/checkout", p.As("holder"), nil, "X-Entry-Token", tok); r.Status != 200 || !strings.Contains(r.Raw, "Checkout for holder") {
+			t.Fatalf("session route with entry: %d %s", r.Status, r.Raw)
+		}
+		if st := p.UserStatus("holder"); st != "READY" {
+			t.Fatalf("after the session route: %s, want READY (kept)", st)
+		}
+		if r := p.Buy("holder", tok); r.Status != 201 {
+			t.Fatalf("protected route with entry: %d %s", r.Status, r.Raw)
+		}
+		if st := p.UserStatus("holder"); st != "NOT_IN_QUEUE" {
+			t.Fatalf("after a 2xx: %s, want the token spent", st)
+		}
+		if r := p.Buy("holder", tok); r.Status != 403 {
+			t.Fatalf("the spent token again: %d %s", r.Status, r.Raw)
+		}
+		if n, left := len(s.BuyCalls()), s.Left(); n != 1 || left != 99 {
+			t.Fatalf("upstreamShop saw %d buys, stock %d; want 1 and 99", n, left)
+		}
+	})
 
-			t.Run("twenty concurrent uses of one token make one upstream call", func(t *testing.T) {
-				tok := p.Admitted("eager")
-				before := len(s.BuyCalls())
-				stall := make(chan struct{})
-				s.Stall.Store(&stall)
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				codes := map[int]int{}
-				var refused atomic.Int32
-				for range 20 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						status, err := rawBuy(p.Base, p.JWT("eager"), tok)
-						mu.Lock()
-						defer mu.Unlock()
-						if err != nil {
-							codes[-1]++
-							return
-						}
-						codes[status]++
-						if status == 409 && refused.Add(1) == 19 {
-							s.Stall.Store(nil)
-							close(stall) // every other use was refused: let the one through
-						}
-					}()
-				}
-				wg.Wait()
-				if codes[201] != 1 || codes[409] != 19 {
-					t.Fatalf("answers %v, want one 201 and nineteen 409", codes)
-				}
-				if n := len(s.BuyCalls()) - before; n != 1 {
-					t.Fatalf("%d calls reached the upstream, want exactly 1", n)
-				}
-			})
+	t.Run("an upstream failure keeps the token; a retry succeeds", func(t *testing.T) {
+		tok := p.Admitted("retrier")
+		s.Fail.Store(true)
+		r := p.Buy("retrier", tok)
+		s.Fail.Store(false)
+		if r.Status != 500 || !strings.Contains(r.Raw, "database is down") {
+			t.Fatalf("upstream 500: got %d %s, want it passed through", r.Status, r.Raw)
+		}
+		if f.Decides() {
+			// Spent at the decision: the 500 never passed waitroom.
+			if st := p.UserStatus("retrier"); st != "NOT_IN_QUEUE" {
+				t.Fatalf("behind %s, after a 500: %s, want the token spent at the decision", f.Name, st)
+			}
+			if r := p.Buy("retrier", tok); r.Status != 403 {
+				t.Fatalf("behind %s, the spent token again: %d %s", f.Name, r.Status, r.Raw)
+			}
+			return
+		}
+		if st := p.UserStatus("retrier"); st != "READY" {
+			t.Fatalf("after a 500: %s, want READY (token kept)", st)
+		}
+		if r := p.Buy("retrier", tok); r.Status != 201 {
+			t.Fatalf("retry: %d %s", r.Status, r.Raw)
+		}
+		if st := p.UserStatus("retrier"); st != "NOT_IN_QUEUE" {
+			t.Fatalf("after the retry's 2xx: %s", st)
+		}
+	})
 
-			t.Run("a spoofed X-Waitroom-User is replaced", func(t *testing.T) {
-				tok := p.Admitted("honest")
-				if r := p.Buy("honest", tok, "X-Waitroom-User", "mallory", "X-Waitroom-Entry", "forged"); r.Status != 201 {
-					t.Fatalf("buy: %d %s", r.Status, r.Raw)
-				}
-				calls := s.BuyCalls()
-				got := calls[len(calls)-1].Header
-				if v := got.Values("X-Waitroom-User"); len(v) != 1 || v[0] != "honest" {
-					t.Fatalf("upstream saw X-Waitroom-User %q, want [honest]", v)
-				}
-				if v := got.Values("X-Waitroom-Entry"); len(v) != 1 || v[0] == "forged" {
-					t.Fatalf("upstream saw X-Waitroom-Entry %q", v)
-				}
-				if got.Get("X-Entry-Token") != "" {
-					t.Errorf("the entry token itself went upstream")
-				}
-				// Unprotected routes: no X-Waitroom-* at all.
-				p.Do("GET", "/anything", "", nil, "X-Waitroom-User", "mallory")
-				for k := range s.LastSeen().Header {
-					if strings.HasPrefix(k, "X-Waitroom-") {
-						t.Errorf("unprotected route: %s reached the upstream", k)
-					}
-				}
-			})
+	// Behind a proxy that forwards itself, the wait for the backend is that
+	// proxy's own (nginx's proxy_read_timeout): the case is waitroom proxy's.
+	upstreamTimeout := func(t *testing.T) {
+		slow := apptest.NewUpstreamShop(t, 1)
+		q := apptest.BootProxy(t, b, slow, func(c *app.Config) { c.UpstreamTimeout = time.Second })
+		q.SetPaused(true)
+		tok := q.Admitted("patient")
+		stall := make(chan struct{})
+		slow.Stall.Store(&stall)
+		r := q.Buy("patient", tok)
+		slow.Stall.Store(nil)
+		close(stall)
+		if r.Status != 504 || r.ErrorCode() != "upstream_timeout" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("stalled upstream: %d %s", r.Status, r.Raw)
+		}
+		if st := q.UserStatus("patient"); st != "READY" {
+			t.Fatalf("after a timeout: %s, want READY", st)
+		}
+	}
+	if !f.Decides() {
+		t.Run("an upstream that does not answer in time: 504, token kept", upstreamTimeout)
+	}
 
-			t.Run("the quiet line lets people straight through", func(t *testing.T) {
-				p.SetPaused(false)
-				defer p.SetPaused(true)
-				r := p.Buy("walk-in", "")
-				if r.Status != 201 {
-					t.Fatalf("walk-in on a quiet line: %d %s", r.Status, r.Raw)
-				}
-				if !strings.Contains(strings.Join(r.Header.Values("Set-Cookie"), "\n"), gateway.EntryCookiePrefix+"default=") {
-					t.Errorf("no entry cookie set: %v", r.Header.Values("Set-Cookie"))
-				}
-				// A browser's first visit, no cookie at all: under the default
-				// policy (challenge) its fresh session is no walk-in: it goes
-				// to the waiting page, which solves the challenge unseen.
-				res, body := p.BrowserVisit("/checkout")
-				if want := apptest.GatewayPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
-					t.Fatalf("first visit on a quiet line under challenge: %d %q %s, want 303 to %s", res.StatusCode, res.Header.Get("Location"), body, want)
-				}
-				if !strings.Contains(strings.Join(res.Header.Values("Set-Cookie"), "\n"), "wr_session=") {
-					t.Errorf("no session for the waiting page: %v", res.Header.Values("Set-Cookie"))
-				}
-				// Where anyone may enter (entry: any), the page at once.
-				if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
-					t.Fatalf("entry any: %d %s", r.Status, r.Raw)
-				}
-				defer p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "challenge"})
-				if res, body := p.BrowserVisit("/checkout"); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
-					t.Fatalf("first visit on a quiet line under any: %d %s", res.StatusCode, body)
-				}
-			})
-
-			t.Run("a browser without an entry goes to the waiting page", func(t *testing.T) {
-				req, _ := http.NewRequest("GET", p.Base+"/checkout?step=2", nil)
-				req.Header.Set("Accept", "text/html,application/xhtml+xml")
-				res, err := apptest.NoRedirects.Do(req)
+	t.Run("twenty concurrent uses of one token make one upstream call", func(t *testing.T) {
+		tok := p.Admitted("eager")
+		before := len(s.BuyCalls())
+		if f.Decides() {
+			decidedOnce(t, p, tok, func() int { return len(s.BuyCalls()) - before })
+			return
+		}
+		stall := make(chan struct{})
+		s.Stall.Store(&stall)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[int]int{}
+		var refused atomic.Int32
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status, err := rawBuy(p.Base, p.JWT("eager"), tok)
+				mu.Lock()
+				defer mu.Unlock()
 				if err != nil {
-					t.Fatal(err)
+					codes[-1]++
+					return
 				}
-				res.Body.Close()
-				want := apptest.GatewayPrefix + "/q/default?return=" + url.QueryEscape("/checkout?step=2")
-				if res.StatusCode != 303 || res.Header.Get("Location") != want {
-					t.Fatalf("%d Location %q, want 303 to %q", res.StatusCode, res.Header.Get("Location"), want)
+				codes[status]++
+				if status == 409 && refused.Add(1) == 19 {
+					s.Stall.Store(nil)
+					close(stall) // every other use was refused: let the one through
 				}
-			})
+			}()
+		}
+		wg.Wait()
+		if codes[201] != 1 || codes[409] != 19 {
+			t.Fatalf("answers %v, want one 201 and nineteen 409", codes)
+		}
+		if n := len(s.BuyCalls()) - before; n != 1 {
+			t.Fatalf("%d calls reached the upstream, want exactly 1", n)
+		}
+	})
 
-			t.Run("returning after the wait: same-origin paths only", func(t *testing.T) {
-				tok := p.Admitted("returner")
-				for _, bad := range []string{"https://evil.example/", "//evil.example", `/\evil.example`, `\\evil.example`,
-					"/%2F%2Fevil.example", "/%5Cevil.example", "javascript:alert(1)", "evil.example", "",
-					"/ok%0d%0aSet-Cookie:%20x=1", "http:/evil.example"} {
-					r := p.Do("GET", apptest.GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
-					if r.Status != 400 || r.ErrorCode() != "invalid_return" || r.Header.Get("Location") != "" {
-						t.Errorf("return to %q: %d %s", bad, r.Status, r.Raw)
-					}
-				}
-				req, _ := http.NewRequest("GET", p.Base+apptest.GatewayPrefix+"/return?to="+url.QueryEscape("/checkout?step=2"), nil)
-				req.Header.Set("Authorization", p.As("returner"))
-				res, err := apptest.NoRedirects.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res.Body.Close()
-				if res.StatusCode != 303 || res.Header.Get("Location") != "/checkout?step=2" {
-					t.Fatalf("good return: %d %q", res.StatusCode, res.Header.Get("Location"))
-				}
-				var cookie *http.Cookie
-				for _, c := range res.Cookies() {
-					if c.Name == gateway.EntryCookiePrefix+"default" {
-						cookie = c
-					}
-				}
-				if cookie == nil || cookie.Value != tok || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode {
-					t.Fatalf("entry cookie %+v, want HttpOnly SameSite=Lax holding the token", cookie)
-				}
-				// The cookie alone (a browser) opens the session route.
-				r := p.Do("GET", "/checkout", p.As("returner"), nil, "Cookie", cookie.Name+"="+cookie.Value)
-				if r.Status != 200 {
-					t.Fatalf("with the entry cookie: %d %s", r.Status, r.Raw)
-				}
-			})
-		})
+	t.Run("a spoofed X-Waitroom-User is replaced", func(t *testing.T) {
+		tok := p.Admitted("honest")
+		if r := p.Buy("honest", tok, "X-Waitroom-User", "mallory", "X-Waitroom-Entry", "forged"); r.Status != 201 {
+			t.Fatalf("buy: %d %s", r.Status, r.Raw)
+		}
+		calls := s.BuyCalls()
+		got := calls[len(calls)-1].Header
+		if v := got.Values("X-Waitroom-User"); len(v) != 1 || v[0] != "honest" {
+			t.Fatalf("upstream saw X-Waitroom-User %q, want [honest]", v)
+		}
+		if v := got.Values("X-Waitroom-Entry"); len(v) != 1 || v[0] == "forged" {
+			t.Fatalf("upstream saw X-Waitroom-Entry %q", v)
+		}
+		if got.Get("X-Entry-Token") != "" {
+			t.Errorf("the entry token itself went upstream")
+		}
+		// Unprotected routes: no X-Waitroom-* at all.
+		p.Do("GET", "/anything", "", nil, "X-Waitroom-User", "mallory")
+		for k := range s.LastSeen().Header {
+			if strings.HasPrefix(k, "X-Waitroom-") {
+				t.Errorf("unprotected route: %s reached the upstream (%q)", k, s.LastSeen().Header[k])
+			}
+		}
+	})
+
+	t.Run("the quiet line lets people straight through", func(t *testing.T) {
+		p.SetPaused(false)
+		defer p.SetPaused(true)
+		r := p.Buy("walk-in", "")
+		if r.Status != 201 {
+			t.Fatalf("walk-in on a quiet line: %d %s", r.Status, r.Raw)
+		}
+		if !strings.Contains(strings.Join(r.Header.Values("Set-Cookie"), "\n"), gateway.EntryCookiePrefix+"default=") {
+			t.Errorf("no entry cookie set: %v", r.Header.Values("Set-Cookie"))
+		}
+		// A browser's first visit, no cookie at all: under the default
+		// policy (challenge) its fresh session is no walk-in: it goes
+		// to the waiting page, which solves the challenge unseen.
+		res, body := p.BrowserVisit("/checkout")
+		if want := apptest.GatewayPrefix + "/q/default?return=%2Fcheckout"; res.StatusCode != 303 || res.Header.Get("Location") != want {
+			t.Fatalf("first visit on a quiet line under challenge: %d %q %s, want 303 to %s", res.StatusCode, res.Header.Get("Location"), body, want)
+		}
+		if !strings.Contains(strings.Join(res.Header.Values("Set-Cookie"), "\n"), "wr_session=") {
+			t.Errorf("no session for the waiting page: %v", res.Header.Values("Set-Cookie"))
+		}
+		// Where anyone may enter (entry: any), the page at once.
+		if r := p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "any"}); r.Status != 200 {
+			t.Fatalf("entry any: %d %s", r.Status, r.Raw)
+		}
+		defer p.Do("PATCH", apptest.GatewayPrefix+"/admin/v1/queues/default", p.AdminAuth(), map[string]any{"entry": "challenge"})
+		if res, body := p.BrowserVisit("/checkout"); res.StatusCode != 200 || !bytes.Contains(body, []byte("Checkout for anon-")) {
+			t.Fatalf("first visit on a quiet line under any: %d %s", res.StatusCode, body)
+		}
+	})
+
+	t.Run("a browser without an entry goes to the waiting page", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", p.Base+"/checkout?step=2", nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml")
+		res, err := apptest.NoRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		want := apptest.GatewayPrefix + "/q/default?return=" + url.QueryEscape("/checkout?step=2")
+		if res.StatusCode != 303 || res.Header.Get("Location") != want {
+			t.Fatalf("%d Location %q, want 303 to %q", res.StatusCode, res.Header.Get("Location"), want)
+		}
+	})
+
+	t.Run("returning after the wait: same-origin paths only", func(t *testing.T) {
+		tok := p.Admitted("returner")
+		for _, bad := range []string{"https://evil.example/", "//evil.example", `/\evil.example`, `\\evil.example`,
+			"/%2F%2Fevil.example", "/%5Cevil.example", "javascript:alert(1)", "evil.example", "",
+			"/ok%0d%0aSet-Cookie:%20x=1", "http:/evil.example"} {
+			r := p.Do("GET", apptest.GatewayPrefix+"/return?to="+url.QueryEscape(bad), p.As("returner"), nil)
+			if r.Status != 400 || r.ErrorCode() != "invalid_return" || r.Header.Get("Location") != "" {
+				t.Errorf("return to %q: %d %s", bad, r.Status, r.Raw)
+			}
+		}
+		req, _ := http.NewRequest("GET", p.Base+apptest.GatewayPrefix+"/return?to="+url.QueryEscape("/checkout?step=2"), nil)
+		req.Header.Set("Authorization", p.As("returner"))
+		res, err := apptest.NoRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 303 || res.Header.Get("Location") != "/checkout?step=2" {
+			t.Fatalf("good return: %d %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		var cookie *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == gateway.EntryCookiePrefix+"default" {
+				cookie = c
+			}
+		}
+		if cookie == nil || cookie.Value != tok || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode {
+			t.Fatalf("entry cookie %+v, want HttpOnly SameSite=Lax holding the token", cookie)
+		}
+		// The cookie alone (a browser) opens the session route.
+		r := p.Do("GET", "/checkout", p.As("returner"), nil, "Cookie", cookie.Name+"="+cookie.Value)
+		if r.Status != 200 {
+			t.Fatalf("with the entry cookie: %d %s", r.Status, r.Raw)
+		}
+	})
+}
+
+// decidedOnce: behind a proxy asking the decision, twenty concurrent uses
+// of one token let one through (the entry spent as it is let on), and the
+// others are told the entry is in use (409) or spent (403).
+func decidedOnce(t *testing.T, p *apptest.Proxied, tok string, calls func() int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, err := rawBuy(p.Base, p.JWT("eager"), tok)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				status = -1
+			}
+			codes[status]++
+		}()
+	}
+	wg.Wait()
+	if codes[201] != 1 || codes[403]+codes[409] != 19 {
+		t.Fatalf("answers %v, want one 201 and nineteen 403 or 409", codes)
+	}
+	if n := calls(); n != 1 {
+		t.Fatalf("%d calls reached the upstream, want exactly 1", n)
 	}
 }
 

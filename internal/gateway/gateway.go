@@ -212,35 +212,57 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if underPrefix(r.URL.Path, g.o.Prefix) {
+		if name, ok := strings.CutPrefix(r.URL.Path, g.o.Prefix+AuthzPath); ok {
+			g.decide(w, r, name)
+			return
+		}
 		g.api.ServeHTTP(w, r)
 		return
 	}
+	g.judge(w, r)
+}
+
+// judge is the one place a request outside the prefix is read and judged,
+// for `waitroom proxy` and for the decision a proxy in front asks for
+// (authz.go) alike: refused, waitroom's own, protected or open. Where the
+// judgment lets a request on, onward forwards it (proxy) or says so
+// (decision).
+func (g *Gateway) judge(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusRecorder{ResponseWriter: w}
-	route := "proxy"
+	_, deciding := r.Context().Value(decisionKey{}).(*asker)
+	route, label := "proxy", "" // a decision's labels start "authz "
+	if deciding {
+		route, label = "authz", "authz "
+	}
 	j, v, ref := g.routes.match(r)
+	if ref == nil && deciding {
+		ref = g.asForwarded(r, j)
+	}
 	switch {
 	case ref != nil:
-		route = "refused"
+		route = label + "refused"
 		g.o.API.WriteError(sw, r, ref)
-	case underPrefix(j.path, g.o.Prefix): // "/x/../_waitroom/…"
+	case underPrefix(j.path, g.o.Prefix) && !deciding: // "/x/../_waitroom/…"
 		g.api.ServeHTTP(w, asJudged(r, j))
 		return
 	default:
-		r = asJudged(r, j)
-		dropUpgrade(r.Header)
-		if r.ContentLength != 0 && r.Body != http.NoBody {
-			// Read the rest of the upload while the answer goes out: Go's
-			// server would otherwise close the request body once the
-			// answer's headers are written, and the proxy, still copying it
-			// upstream, would cut the answer short (issue 35).
-			http.NewResponseController(w).EnableFullDuplex()
+		if !deciding {
+			r = asJudged(r, j)
+			dropUpgrade(r.Header)
+			if r.ContentLength != 0 && r.Body != http.NoBody {
+				// Read the rest of the upload while the answer goes out: Go's
+				// server would otherwise close the request body once the
+				// answer's headers are written, and the proxy, still copying it
+				// upstream, would cut the answer short (issue 35).
+				http.NewResponseController(w).EnableFullDuplex()
+			}
 		}
 		if v.protected {
-			route = "protected " + v.route.Pattern
+			route = label + "protected " + v.route.Pattern
 			g.protected(sw, r, v)
 		} else {
-			g.proxy.ServeHTTP(sw, r)
+			g.onward(sw, r)
 		}
 	}
 	g.o.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
@@ -449,15 +471,24 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 	g.forwardedFor(pr, trusted)
 	stripOwnCookies(out)
-	if f, ok := pr.In.Context().Value(entryKey{}).(*forwarded); ok {
-		out.Set("X-Waitroom-User", f.user)
-		out.Set("X-Waitroom-Entry", f.header)
+	judgment(pr.In.Context(), out)
+}
+
+// judgment sets in h what the gateway tells the upstream of a request it
+// let on, from what judge put in its context: on a protected route who the
+// user is and the signed entry, or the bypass rule that let it through, or
+// that it went without the line (degraded). The proxy sets them on the
+// request it forwards; a decision sends them to the proxy that asked.
+func judgment(ctx context.Context, h http.Header) {
+	if f, ok := ctx.Value(entryKey{}).(*forwarded); ok {
+		h.Set("X-Waitroom-User", f.user)
+		h.Set("X-Waitroom-Entry", f.header)
 	}
-	if rule, ok := pr.In.Context().Value(bypassKey{}).(string); ok {
-		out.Set("X-Waitroom-Bypass", rule)
+	if rule, ok := ctx.Value(bypassKey{}).(string); ok {
+		h.Set("X-Waitroom-Bypass", rule)
 	}
-	if pr.In.Context().Value(degradedKey{}) != nil {
-		out.Set(degraded.Header, degraded.HeaderValue)
+	if ctx.Value(degradedKey{}) != nil {
+		h.Set(degraded.Header, degraded.HeaderValue)
 	}
 }
 
@@ -719,7 +750,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route) bool {
 	if rule, ok := g.o.Bypass.Match(r, rt.Queue); ok {
 		g.o.Metrics.Bypassed(rule)
-		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
+		g.onward(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
 		return true
 	}
 	if g.o.Degraded.AdmitNow(rt.Queue) {
@@ -752,7 +783,7 @@ func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, err error) {
 // outage once.
 func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request) {
 	g.o.Metrics.Degraded("gateway")
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), degradedKey{}, true)))
+	g.onward(w, r.WithContext(context.WithValue(r.Context(), degradedKey{}, true)))
 }
 
 // forward sends a request with a valid entry upstream: as a use of the
@@ -781,7 +812,7 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 				aborted, o = v, spend.Failed
 			}
 		}()
-		g.proxy.ServeHTTP(w, r)
+		g.onward(w, r)
 		if r.Header.Get("Upgrade") == "" { // an upgraded connection is the backend's
 			if err := http.NewResponseController(w).Flush(); err != nil {
 				return spend.Failed // the end of the answer did not reach the client
@@ -909,7 +940,7 @@ func entryToken(r *http.Request, queueName string) string {
 // the cookie lasts until the session's end: a token expired by then is
 // answered as none.
 func (g *Gateway) entryCookie(r *http.Request, queueName, token string, expires time.Time) *http.Cookie {
-	if c, err := g.o.Queue.RecentConfig(r.Context(), queueName); err == nil && c.SessionMax > 0 {
+	if c, err := g.o.Queue.ConfigInForce(r.Context(), queueName); err == nil && c.SessionMax > 0 {
 		expires = expires.Add(c.SessionMax - c.TokenTTL)
 	}
 	return &http.Cookie{

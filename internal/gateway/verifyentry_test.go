@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
@@ -93,7 +91,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			}))
 			t.Cleanup(front.Close)
 			p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, &apptest.UpstreamShop{Server: front}, nil)
-			startExample(t, argv,
+			apptest.StartExample(t, argv,
 				"LISTEN=127.0.0.1:"+fmt.Sprint(port),
 				"WAITROOM_JWKS_URL="+p.Base+apptest.GatewayPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
@@ -188,7 +186,7 @@ func TestVerifyEntryExamples(t *testing.T) {
 			// instance so configured.
 			const iss, aud = "https://shop.example/_waitroom", "https://shop.example"
 			strict := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-			startExample(t, argv,
+			apptest.StartExample(t, argv,
 				"LISTEN="+strings.TrimPrefix(strict, "http://"),
 				"WAITROOM_JWKS_URL="+p.Base+apptest.GatewayPrefix+"/.well-known/jwks.json",
 				"WAITROOM_QUEUE=default",
@@ -240,51 +238,6 @@ func (r *entryRecorder) last(t *testing.T) string {
 		t.Fatalf("the gateway forwarded no X-Waitroom-Entry: %q", r.entries)
 	}
 	return r.entries[len(r.entries)-1]
-}
-
-// startExample runs argv with env added to the test's environment until the
-// test ends, and waits for it to say it listens.
-func startExample(t *testing.T, argv []string, env ...string) {
-	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &apptest.SyncWriter{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s's stderr:\n%s", argv[0], stderr.String())
-		}
-	})
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "listening on ") {
-				listening <- sc.Text()
-			}
-		}
-		close(listening)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	select {
-	case line, ok := <-listening:
-		if !ok {
-			t.Fatalf("%v ended without listening: %s", argv, stderr.String())
-		}
-		t.Log(line)
-	case <-ctx.Done():
-		t.Fatalf("%v did not say it listens within a minute: %s", argv, stderr.String())
-	}
 }
 
 func readJSON(t *testing.T, path string, v any) {

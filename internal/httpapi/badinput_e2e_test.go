@@ -415,6 +415,12 @@ func redisSnapshot(t *testing.T, rdb *redis.Client, prefix string) map[string]st
 	iter := rdb.Scan(ctx, 0, prefix+"*", 500).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
+		if strings.Contains(key, ":minute:") {
+			// The sale's per-minute rows: every instance's events detector
+			// writes them once a second from what it reads, whatever the
+			// requests; a request that wrote would show in the line's keys.
+			continue
+		}
 		typ, err := rdb.Type(ctx, key).Result()
 		if err != nil {
 			t.Fatal(err)

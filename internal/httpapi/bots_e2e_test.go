@@ -22,7 +22,6 @@ import (
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func TestEntryPolicies(t *testing.T) {
@@ -54,7 +53,7 @@ func TestEntryPolicies(t *testing.T) {
 					t.Fatalf("challenge: %d %s", c.Status, c.Raw)
 				}
 				p := ch.Parameters
-				if p.Algorithm != "PBKDF2/SHA-256" || p.Cost != queue.MinChallengeCost || p.KeyPrefix != "000" || p.Data["queue"] != q ||
+				if p.Algorithm != "PBKDF2/SHA-256" || p.Cost != apptest.LeastChallengeCost || p.KeyPrefix != "000" || p.Data["queue"] != q ||
 					p.KeyLength != 32 || time.Until(time.Unix(p.ExpiresAt, 0)) > challenge.TTL {
 					t.Fatalf("challenge parameters %+v", p)
 				}

@@ -160,7 +160,7 @@ func FuzzDecodeQueueConfigBody(f *testing.F) {
 			if c.RatePerSecond <= 0 || c.BatchSize < 1 || c.Interval <= 0 || c.Capacity < 1 || c.TokenTTL <= 0 ||
 				c.MinRate > c.MaxRate || c.TargetLatency <= 0 || c.AbandonAfter != 0 && c.AbandonAfter < 15*time.Second ||
 				!slices.Contains([]queue.JoinPolicy{queue.JoinAny, queue.JoinChallenge, queue.JoinSigned}, c.Join) ||
-				c.ChallengeCost < queue.MinChallengeCost || float64(c.ChallengeCost) > maxCost {
+				float64(c.ChallengeCost) < costSetting.Min || float64(c.ChallengeCost) > maxCost {
 				t.Fatalf("Validate accepted %+v", c)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/front"
 )
 
 // Detailed is an error that adds fields to its error object, such as the
@@ -58,6 +59,7 @@ var errorTable = []struct {
 	{queue.ErrInvalidConfig, errorRow{http.StatusBadRequest, "invalid_config", 0}},
 	{queue.ErrTokenInvalid, errorRow{http.StatusForbidden, "entry_token_invalid", 0}},
 	{queue.ErrTokenInUse, errorRow{http.StatusConflict, "order_in_progress", 0}},
+	{front.ErrTicketInvalid, errorRow{http.StatusForbidden, "ticket_invalid", 0}},
 	{queue.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{order.ErrProductNotFound, errorRow{http.StatusNotFound, "product_not_found", 0}},
 	{order.ErrOutOfStock, errorRow{http.StatusConflict, "out_of_stock", 0}},
@@ -92,6 +94,9 @@ var errorTable = []struct {
 	{gateway.ErrUnreadablePath, errorRow{http.StatusBadRequest, "invalid_path", 0}},
 	{gateway.ErrUnreadableHeader, errorRow{http.StatusBadRequest, "invalid_header", 0}},
 	{gateway.ErrMethodOverride, errorRow{http.StatusBadRequest, "invalid_method_override", 0}},
+	{gateway.ErrUntrustedAsker, errorRow{http.StatusForbidden, "untrusted_proxy", 0}},
+	{gateway.ErrNotAsJudged, errorRow{http.StatusBadRequest, "not_as_judged", 0}},
+	{gateway.ErrDecisionRequest, errorRow{http.StatusBadRequest, "invalid_decision_request", 0}},
 }
 
 // noteError looks err up in the table, logs it when it is unexpected or a

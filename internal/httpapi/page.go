@@ -26,7 +26,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.Page.Waiting(w, r, web.Visit{Queue: q, Message: s.pageMessage(r, q)})
+	s.Page.Waiting(w, r, s.visit(r, q))
 }
 
 // pageQueue is the queue the page is for (/ is the default one), or false
@@ -58,15 +58,21 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request) (identity.Ca
 	return identity.Caller{User: user}, nil
 }
 
-// pageMessage is the queue's message for the page, in the page's language;
-// nil when there is none or it cannot be read now (the page's first answer
-// brings it).
-func (s *Server) pageMessage(r *http.Request, q string) func(lang string) string {
-	c, err := s.Queue.RecentConfig(r.Context(), q)
-	if err != nil || c.Message.Empty() {
-		return nil
+// visit is a request for the queue's page with what its settings in force
+// say of it: the message, in the page's language (nil when there is none
+// or it cannot be read now: the page's first answer brings it), and the
+// phase's page template.
+func (s *Server) visit(r *http.Request, q string) web.Visit {
+	v := web.Visit{Queue: q}
+	c, err := s.Queue.ConfigInForce(r.Context(), q)
+	if err != nil {
+		return v
 	}
-	return func(lang string) string { return c.Message.For(language.Make(lang)) }
+	v.Template = c.PageTemplate
+	if !c.Message.Empty() {
+		v.Message = func(lang string) string { return c.Message.For(language.Make(lang)) }
+	}
+	return v
 }
 
 // noScript serves the waiting page that works without JavaScript: the
@@ -92,7 +98,9 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	if err == nil && v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1" {
 		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "")
 	}
-	s.Page.Waiting(w, r, web.Visit{Queue: q, NoScript: s.standing(w, r, v, err), Message: s.pageMessage(r, q)})
+	visit := s.visit(r, q)
+	visit.NoScript = s.standing(w, r, v, err)
+	s.Page.Waiting(w, r, visit)
 }
 
 // standing is a view of the line, or the error that stood in its way

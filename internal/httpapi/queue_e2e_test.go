@@ -113,7 +113,8 @@ func checkWaiting(t *testing.T, r apptest.Response, s waitShape) int64 {
 	if r.Status != 200 || r.Str("status") != "WAITING" {
 		t.Fatalf("want 200 WAITING, got %d %s", r.Status, r.Raw)
 	}
-	want := []string{"status", "position", "queueLength", "estimatedWaitSeconds", "pollAfterSeconds"}
+	// ticket: the signed place-holder the page reads the front document by.
+	want := []string{"status", "position", "queueLength", "estimatedWaitSeconds", "pollAfterSeconds", "ticket"}
 	if s.paused {
 		want = append(want, "paused")
 		if r.Body["paused"] != true {
@@ -570,14 +571,14 @@ func testAdminStats(t *testing.T, in *apptest.Instance) {
 	st := in.QueueStats("default")
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
-		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut"}
+		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut", "phaseInForce"}
 	for _, s := range queue.Settings {
 		fields = append(fields, s.Name)
 	}
 	checkExactFields(t, st, fields...)
 	want := map[string]any{
 		"queue": "default", "ratePerSecond": 100.0, "batchSize": 10.0, "intervalMs": 100.0, "capacity": 100000.0,
-		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(queue.MinChallengeCost),
+		"tokenTtlSeconds": 300.0, "maxActiveTokens": 0.0, "paused": false, "entry": "challenge", "challengeCost": float64(apptest.LeastChallengeCost),
 		"length": 0.0, "admittedTotal": 0.0, "activeTokens": 0.0,
 		"adaptive": false, "minRatePerSecond": 1.0, "maxRatePerSecond": 100.0, "targetLatencyMs": 250.0,
 		"abandonAfterSeconds": 0.0, "opensAt": nil, "message": "", "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",

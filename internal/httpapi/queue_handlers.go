@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/web"
 )
 
@@ -112,14 +114,19 @@ var (
 
 // writeAnswer answers 200 with v and the message, as writeJSON would.
 func writeAnswer(w http.ResponseWriter, v queue.View, message string) {
-	writeAnswerMarked(w, v, message, false)
+	writeAnswerMarked(w, v, message, "", false)
 }
 
-// writeAnswerMarked is writeAnswer, with "degraded": true last when
-// degraded (a READY given without the store, answerDegraded).
-func writeAnswerMarked(w http.ResponseWriter, v queue.View, message string, degraded bool) {
+// writeAnswerMarked is writeAnswer, with the user's signed ticket ("":
+// none) and "degraded": true (a READY given without the store,
+// answerDegraded) last.
+func writeAnswerMarked(w http.ResponseWriter, v queue.View, message, ticket string, degraded bool) {
 	bp := answerBufs.Get().(*[]byte)
 	b := appendAnswerJSON((*bp)[:0], v, message)
+	if ticket != "" { // "t1.", digits, dots and base64url: nothing to escape
+		b = append(b[:len(b)-len("}\n")], `,"ticket":"`...)
+		b = append(append(b, ticket...), "\"}\n"...)
+	}
 	if degraded {
 		b = append(b[:len(b)-len("}\n")], `,"degraded":true}`+"\n"...)
 	}
@@ -160,6 +167,9 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	}
 	user := caller.User
 	hold, err := waitSeconds(r)
+	if err == nil {
+		err = s.checkTicket(r, user)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -196,7 +206,34 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeAnswer(w, v, s.entryMessage(r, r.PathValue("queue")))
+	writeAnswerMarked(w, v, s.entryMessage(r, r.PathValue("queue")), s.signedTicket(r.PathValue("queue"), user, v), false)
+}
+
+// TicketHeader carries the signed ticket a page was given back to its
+// instance (entries and entries/me): one this server did not sign for
+// this user and queue is refused (403 ticket_invalid), so a forged or
+// altered ticket gets no answer at all, never a place or an entry. The
+// answer itself is the line's own: a ticket never stands in for it.
+const TicketHeader = "X-Waitroom-Ticket"
+
+// checkTicket refuses a request carrying a ticket not signed here for the
+// user in the request's queue; a request without one is not asked for it.
+func (s *Server) checkTicket(r *http.Request, user string) error {
+	signed := r.Header.Get(TicketHeader)
+	if signed == "" || s.Tickets == nil {
+		return nil
+	}
+	_, _, err := s.Tickets.Verify(r.PathValue("queue"), user, signed)
+	return err
+}
+
+// signedTicket is the user's ticket in answer v, signed; "" when they hold
+// none (not waiting, before an opening) or no signer is configured.
+func (s *Server) signedTicket(q, user string, v queue.View) string {
+	if s.Tickets == nil || v.Ticket == 0 || (v.State != queue.Waiting && v.State != queue.SoldOut) {
+		return ""
+	}
+	return s.Tickets.Sign(q, user, v.Epoch, v.Ticket)
 }
 
 // operatorsWords is an error whose message is the queue's own, for the
@@ -225,7 +262,7 @@ func inOperatorsWords(err error, message string) error {
 func (s *Server) answerDegraded(w http.ResponseWriter, q, user string) {
 	s.Metrics.Degraded("entry")
 	token, expires := s.Degraded.Issue(q, user)
-	writeAnswerMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", true)
+	writeAnswerMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", "", true)
 }
 
 // answerBypassed answers enter or status for staff or a monitor a --bypass
@@ -237,7 +274,7 @@ func (s *Server) answerDegraded(w http.ResponseWriter, q, user string) {
 // is worth nothing.
 func (s *Server) answerBypassed(w http.ResponseWriter, r *http.Request, rule string) {
 	q := r.PathValue("queue")
-	c, err := s.Queue.RecentConfig(r.Context(), q)
+	c, err := s.Queue.ConfigInForce(r.Context(), q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -250,11 +287,11 @@ func (s *Server) answerBypassed(w http.ResponseWriter, r *http.Request, rule str
 // entryMessage is the queue's message for the request's reader, by ?lang=
 // (the page's language) then Accept-Language; "" when there is none, or
 // when the config cannot be read just now (the next poll brings it). The
-// config is read at most once a second per queue (RecentConfig), and a
+// config is read at most once a second per queue (ConfigInForce), and a
 // change made through this instance shows at once, so a new message
 // reaches everyone within one poll.
 func (s *Server) entryMessage(r *http.Request, q string) string {
-	c, err := s.Queue.RecentConfig(r.Context(), q)
+	c, err := s.Queue.ConfigInForce(r.Context(), q)
 	if err != nil || c.Message.Empty() {
 		return ""
 	}
@@ -377,6 +414,8 @@ func settingValue(k queue.Kind, raw json.RawMessage) (any, error) {
 		var b bool
 		err := json.Unmarshal(raw, &b)
 		return b, err
+	case queue.PhaseList: // read, each phase and its settings, by queue's own rules
+		return raw, nil
 	case queue.TextByLanguage: // a string, or an object of strings
 		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 			var m map[string]string
@@ -402,6 +441,8 @@ func jsonKind(k queue.Kind) string {
 		return "string"
 	case queue.TextByLanguage:
 		return "string or an object of strings by language"
+	case queue.PhaseList:
+		return "array of phases"
 	}
 	return string(k)
 }
@@ -452,9 +493,9 @@ func (s *Server) setStock(w http.ResponseWriter, r *http.Request, st queue.Stock
 	s.queueStats(w, r)
 }
 
-// statsJSON is a queue as the admin sees it: every setting (queue.Settings)
-// and the numbers of the line.
-func toStatsJSON(st queue.Stats) map[string]any {
+// statsJSON is a queue as the admin sees it at now: every setting
+// (queue.Settings), the phase in force, and the numbers of the line.
+func toStatsJSON(st queue.Stats, now time.Time) map[string]any {
 	out := map[string]any{
 		"queue":                  st.Queue,
 		"length":                 st.Length,
@@ -474,6 +515,10 @@ func toStatsJSON(st queue.Stats) map[string]any {
 	}
 	for _, set := range queue.Settings {
 		out[set.Name] = set.Value(st.Config)
+	}
+	out["phaseInForce"] = nil
+	if in := st.Config.InForce(now); in.PhaseInForce != "" {
+		out["phaseInForce"] = in.PhaseInForce // its own rate is already the effective one (queue.Service.Stats)
 	}
 	return out
 }
@@ -532,7 +577,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		out = append(out, toStatsJSON(st))
+		out = append(out, toStatsJSON(st, s.Queue.Clock()))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
 }
@@ -543,7 +588,7 @@ func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toStatsJSON(st))
+	writeJSON(w, http.StatusOK, toStatsJSON(st, s.Queue.Clock()))
 }
 
 // historyJSON is a queue's recent samples, oldest first.
@@ -589,6 +634,155 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, c := range changes {
 		out.RateChanges = append(out.RateChanges, rateChangeJSON{At: c.At, RatePerSecond: c.Rate, Reason: c.Why})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// defaultRollupSpan is how far back a rollups request without since reads.
+const defaultRollupSpan = 24 * time.Hour
+
+// queueRollups answers a queue's per-minute rows and the sale's moments
+// (queue.Service.Rollups, rollup.Rollup's JSON) from since to until (RFC
+// 3339; until defaults to now, since to a day before until). Rows outlive
+// their queue until their retention (--rollup-retention), so a queue that
+// does not exist (any more) answers its rows kept, or none.
+func (s *Server) queueRollups(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	if err := queue.ValidateQueueName(q); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	until, since := s.Queue.Clock(), time.Time{}
+	for _, p := range []struct {
+		name string
+		to   *time.Time
+	}{{"until", &until}, {"since", &since}} {
+		if v := r.URL.Query().Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				s.writeError(w, r, fmt.Errorf("%w: %s must be an RFC 3339 time: %v", errBadRequest, p.name, err))
+				return
+			}
+			*p.to = t
+		}
+	}
+	if since.IsZero() {
+		since = until.Add(-defaultRollupSpan)
+	}
+	if until.Before(since) || until.Sub(since) > rollup.MaxRange {
+		s.writeError(w, r, fmt.Errorf("%w: since must come before until, at most %v before it", errBadRequest, rollup.MaxRange))
+		return
+	}
+	out, err := s.Queue.Rollups(r.Context(), q, since, until)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, saleOf(out))
+}
+
+// saleOf is a queue's rows as `waitroom report` reads them (report.Sale,
+// the shape its TestSaleJSON pins): histograms as buckets with their
+// bounds, time in line in seconds; moments with a detail in words.
+func saleOf(r rollup.Rollup) report.Sale {
+	sale := report.Sale{Queue: r.Queue, From: r.Since, Until: r.Until, Minutes: []report.Minute{}, Moments: []report.Moment{}}
+	for _, m := range r.Minutes {
+		sale.Minutes = append(sale.Minutes, report.Minute{Start: m.Start, LineLength: m.Length, LineMax: m.MaxLength,
+			PreQueue: m.PreQueue, RatePerSecond: m.Rate, Entered: m.Entered, Left: m.Left, Skipped: m.Skipped,
+			Admitted: m.Admitted, Used: m.Used, Ordered: m.Ordered, Expired: m.Expired,
+			TimeInLine: bucketsOf(m.TimeInLine), EstimateRatio: bucketsOf(m.EstimateRatio)})
+	}
+	for _, m := range r.Moments {
+		sale.Moments = append(sale.Moments, report.Moment{At: m.At, Kind: m.Type, Detail: momentDetail(m)})
+	}
+	return sale
+}
+
+// bucketsOf is a row's histogram (rollup.Bucket's, in milli-units: bucket
+// 0 up to 1, about nothing) with its bounds in units: seconds, or a ratio.
+func bucketsOf(h rollup.Histogram) report.Histogram {
+	counts := make(map[int]int64, len(h))
+	for b, n := range h {
+		if b > 0 {
+			counts[b] = n
+		}
+	}
+	out := report.Exponential(1.05, h[0], counts)
+	for i := range out {
+		out[i].Lo, out[i].Hi = out[i].Lo/1000, out[i].Hi/1000
+	}
+	return out
+}
+
+// momentDetail says in words what a moment's data holds.
+func momentDetail(m rollup.Moment) string {
+	num := func(k string) string { return strconv.FormatFloat(toFloat(m.Data[k]), 'g', -1, 64) }
+	switch m.Type {
+	case "phase.started":
+		return fmt.Sprint(m.Data["phase"])
+	case "rate.changed":
+		return fmt.Sprintf("%s/s → %s/s: %v", num("previousRate"), num("rate"), m.Data["reason"])
+	case "queue.closed":
+		return fmt.Sprint(m.Data["reason"])
+	case "stock.restocked":
+		if m.Data["unitsLeft"] != nil {
+			return num("unitsLeft") + " units left"
+		}
+	}
+	return ""
+}
+
+func toFloat(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+// scheduleJSON is which settings are in force when (queue.Config.Schedule).
+type scheduleJSON struct {
+	Queue string         `json:"queue"`
+	Now   time.Time      `json:"now"`
+	Steps []scheduleStep `json:"steps"`
+}
+
+// scheduleStep is one stretch of the schedule with the settings a phase
+// may change, as they are in force then.
+type scheduleStep struct {
+	Phase             *string    `json:"phase"`
+	From              time.Time  `json:"from"`
+	Until             *time.Time `json:"until"`
+	RatePerSecond     float64    `json:"ratePerSecond"`
+	Adaptive          bool       `json:"adaptive"`
+	QueueingMethod    string     `json:"queueingMethod"`
+	MaxActiveTokens   int64      `json:"maxActiveTokens"`
+	SessionMaxSeconds int64      `json:"sessionMaxSeconds"`
+	Entry             string     `json:"entry"`
+	Message           any        `json:"message"`
+	Template          string     `json:"template,omitempty"`
+}
+
+func (s *Server) queueSchedule(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	c, err := s.Queue.Config(r.Context(), q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := s.Queue.Clock().UTC().Truncate(time.Millisecond)
+	message, _ := queue.SettingNamed("message")
+	out := scheduleJSON{Queue: q, Now: now}
+	for _, step := range c.Schedule(now) {
+		in := c.InForce(step.StartsAt)
+		js := scheduleStep{From: step.StartsAt.UTC(), RatePerSecond: in.RatePerSecond, Adaptive: in.Adaptive,
+			QueueingMethod: string(in.Method), MaxActiveTokens: in.MaxActiveTokens, SessionMaxSeconds: int64(in.SessionMax / time.Second),
+			Entry: string(in.Join), Message: message.Value(in), Template: in.PageTemplate}
+		if step.Name != "" {
+			js.Phase = &step.Name
+		}
+		if !step.EndsAt.IsZero() {
+			until := step.EndsAt.UTC()
+			js.Until = &until
+		}
+		out.Steps = append(out.Steps, js)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -25,7 +25,9 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/watch"
+	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -49,6 +51,10 @@ type Options struct {
 	History *watch.History
 	// Identity checks JWTs and signs session cookies.
 	Identity *identity.Identity
+	// Tickets signs the ticket the enter and status answers carry, which
+	// the page reads its place by from the front document (nil: answers
+	// carry none, and a ticket sent back is not checked).
+	Tickets *front.Tickets
 	// Gate decides who may take a place and hands out challenges and new
 	// sessions within the per-address limits.
 	Gate *gatekeeper.Gatekeeper
@@ -80,6 +86,9 @@ type Options struct {
 	// (PUT or PATCH), after it was stored (nil: nobody): the queues file
 	// compares it with its own (drift).
 	QueueConfigChanged func(ctx context.Context, queue string, c queue.Config)
+	// Reports reads a queue's per-minute figures for its report (nil: none
+	// are kept, and the report says that nothing was recorded).
+	Reports report.Source
 	// OpenAPI is the contract served at GET /openapi.yaml (nil: not served).
 	OpenAPI []byte
 	// Metrics records per-instance series (nil records nothing);
@@ -94,6 +103,10 @@ type Server struct {
 	logger *slog.Logger
 	errLog *errorLog
 	mux    *http.ServeMux
+
+	// fronts holds each queue's front document, built at most once a
+	// tick.
+	fronts *frontCache
 
 	// held bounds the status requests held open at once (waitSeconds);
 	// beyond it they are answered at once, as without waitSeconds.
@@ -110,7 +123,7 @@ const maxHeld = 10_000
 // New builds the Server and its routes.
 func New(o Options) *Server {
 	s := &Server{Options: o, logger: o.Logger, errLog: newErrorLog(o.Logger), mux: http.NewServeMux(),
-		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
+		held: make(chan struct{}, maxHeld), drained: make(chan struct{}), fronts: newFrontCache(o.Queue)}
 	m := s.mux
 	// Every route but the four that read a JSON body refuses a body larger
 	// than maxIgnoredBody (bodiless).
@@ -118,6 +131,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /api/v1/queues/{queue}/challenge", s.bodiless(s.challenge))
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.bodiless(s.status))
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.bodiless(s.leave))
+	m.HandleFunc("GET /api/v1/queues/{queue}/front", s.bodiless(s.front))
 	if o.Orders != nil { // gateway mode has no order API of its own
 		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
 		m.HandleFunc("GET /api/v1/products/{id}", s.bodiless(s.product))
@@ -131,6 +145,9 @@ func New(o Options) *Server {
 	m.HandleFunc("PUT /admin/v1/queues/{queue}", s.admin(s.putQueue))
 	m.HandleFunc("PATCH /admin/v1/queues/{queue}", s.admin(s.patchQueue))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/history", s.bodiless(s.admin(s.queueHistory)))
+	m.HandleFunc("GET /admin/v1/queues/{queue}/rollups", s.bodiless(s.admin(s.queueRollups)))
+	m.HandleFunc("GET /admin/v1/queues/{queue}/schedule", s.bodiless(s.admin(s.queueSchedule)))
+	m.HandleFunc("GET /admin/v1/queues/{queue}/report", s.bodiless(s.admin(s.queueReport)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/sold-out", s.bodiless(s.admin(s.soldOut)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/restock", s.admin(s.restock))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))

@@ -79,6 +79,9 @@ type Config struct {
 	// want of stock, as a sale's count (onlyLower), and after a product is
 	// put or restocked, as it stands.
 	TellStock func(ctx context.Context, queue string, st queue.Stock, onlyLower bool) error
+	// Placed, if set, is told of each order created (not a replay), with
+	// the queue that sells its product: the sale's funnel (issue 38).
+	Placed func(queue string)
 }
 
 // Service places orders: one transaction (conditional stock decrement,
@@ -93,11 +96,15 @@ type Service struct {
 	degraded func(queue, user, token string) bool
 	// tellStock is Config.TellStock (never nil).
 	tellStock func(ctx context.Context, queue string, st queue.Stock, onlyLower bool) error
+	placed    func(queue string) // Config.Placed (never nil)
 }
 
 // NewService returns a Service.
 func NewService(store Store, guard *spend.Guard, payment Payment, cfg Config) *Service {
-	s := &Service{store: store, guard: guard, payment: payment, degraded: cfg.Degraded, tellStock: cfg.TellStock}
+	s := &Service{store: store, guard: guard, payment: payment, degraded: cfg.Degraded, tellStock: cfg.TellStock, placed: cfg.Placed}
+	if s.placed == nil {
+		s.placed = func(string) {}
+	}
 	if s.degraded == nil {
 		s.degraded = func(string, string, string) bool { return false }
 	}
@@ -184,6 +191,7 @@ func (s *Service) Place(ctx context.Context, r Request) (o Order, replayed bool,
 	if err != nil {
 		return Order{}, false, err
 	}
+	s.placed(q)
 	return o, false, nil
 }
 

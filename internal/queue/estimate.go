@@ -79,3 +79,15 @@ func jitterSeconds(seconds int64) int64 {
 	j := int64(math.Round(float64(seconds) * (0.8 + 0.4*rand.Float64())))
 	return max(j, 1)
 }
+
+// Shown is the wait, in seconds, a user at position in a line of length
+// is told (View.EstimatedWaitSeconds): a draw's expected wait when the
+// queue draws, else the position's. The stores keep the one a newcomer is
+// told with their place (rollup.Wait.Shown), so the estimate's accuracy
+// can be measured when admission reaches them.
+func (p Pace) Shown(position, length int64) int64 {
+	if p.Drawn {
+		return estimateDrawWait(length, p)
+	}
+	return estimateWait(position, p)
+}

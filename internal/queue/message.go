@@ -60,8 +60,8 @@ func newMessage(stored string, texts map[string]string) Message {
 // Limits of a message: what a crowd reads at a glance, in a config every
 // instance reads.
 const (
-	MaxMessageChars     = 500
-	MaxMessageLanguages = 20
+	maxMessageChars     = 500
+	maxMessageLanguages = 20
 )
 
 // Empty reports whether there is no message.
@@ -70,7 +70,7 @@ func (m Message) Empty() bool { return m.stored == "" }
 // ParseMessage reads a message as the admin API takes it: a string (one
 // text for everyone; "" for none) or an object of texts by language (a
 // language with "" has none; no language left, no message). Texts are at
-// most MaxMessageChars characters of printable text (line breaks and tabs
+// most maxMessageChars characters of printable text (line breaks and tabs
 // allowed); tags are BCP 47, kept in their canonical form.
 func parseMessage(v any) (Message, error) {
 	switch v := v.(type) {
@@ -84,8 +84,8 @@ func parseMessage(v any) (Message, error) {
 		b, _ := json.Marshal(v)
 		return newMessage(string(b), map[string]string{"": v}), nil
 	case map[string]string:
-		if len(v) > MaxMessageLanguages {
-			return Message{}, fmt.Errorf("%w: message has %d languages, at most %d", ErrInvalidConfig, len(v), MaxMessageLanguages)
+		if len(v) > maxMessageLanguages {
+			return Message{}, fmt.Errorf("%w: message has %d languages, at most %d", ErrInvalidConfig, len(v), maxMessageLanguages)
 		}
 		out := map[string]string{}
 		for _, raw := range slices.Sorted(maps.Keys(v)) {
@@ -120,8 +120,8 @@ func checkMessageText(s string) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("is not valid UTF-8")
 	}
-	if n := utf8.RuneCountInString(s); n > MaxMessageChars {
-		return fmt.Errorf("has %d characters, at most %d", n, MaxMessageChars)
+	if n := utf8.RuneCountInString(s); n > maxMessageChars {
+		return fmt.Errorf("has %d characters, at most %d", n, maxMessageChars)
 	}
 	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) >= 0 {
 		return fmt.Errorf("holds a control character (only line breaks and tabs are allowed)")

@@ -20,7 +20,7 @@ type Pace struct {
 	// MeasureAfter of busy time behind it).
 	Measured float64
 	// Stalled: admission is not paused, people wait, yet nobody has left the
-	// front for several intervals (StallAfter): no instance admits, or the
+	// front for several intervals (stallAfter): no instance admits, or the
 	// token cap holds everyone back.
 	Stalled bool
 	// Reach is how far from the front a waiting user's presence matters:
@@ -79,16 +79,16 @@ func LinePace(s PaceState) Pace {
 	if s.Pending || s.Placing {
 		p.OpensAt, p.Placing = c.OpensAt, s.Placing
 	}
-	if !c.Paused && !s.Placing && !s.Stock.SoldOut() && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > StallAfter(c, p.Rate) {
+	if !c.Paused && !s.Placing && !s.Stock.SoldOut() && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > stallAfter(c, p.Rate) {
 		p.Stalled = true
 	}
 	return p
 }
 
-// StallAfter is how long the front may stand still, with people waiting and
+// stallAfter is how long the front may stand still, with people waiting and
 // admission running, before the line is said to be stalled: several ticks,
 // and several admissions' worth at a slow rate, at least two seconds.
-func StallAfter(c Config, rate float64) time.Duration {
+func stallAfter(c Config, rate float64) time.Duration {
 	d := max(2*time.Second, 10*c.Interval)
 	if rate > 0 {
 		d = max(d, time.Duration(3/rate*float64(time.Second)))

@@ -10,9 +10,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"math"
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // DefaultQueue exists from the start; products without a queue are behind it.
@@ -134,6 +135,10 @@ type Admission struct {
 	Skipped int
 	// NextIn is how long until the next tick is due, by the store's clock.
 	NextIn time.Duration
+	// Waited says, for each of Admitted (in its order), when they took
+	// their place and the wait they were shown then, kept by the store
+	// with their place (time in line, the estimate's accuracy).
+	Waited []rollup.Wait
 }
 
 // Stats is the operator's view of one queue.
@@ -159,7 +164,8 @@ type Stats struct {
 	// seconds (all instances together); 0 when nothing was admitted lately.
 	MeasuredRate float64
 	// EffectiveRate is the rate admission uses now (the adaptive rate, or
-	// the configured one) and EffectiveWhy the adaptive rate's last reason.
+	// the configured one; read through Service.Stats, a phase's own while
+	// one is in force) and EffectiveWhy its reason.
 	EffectiveRate float64
 	EffectiveWhy  string
 	// AbandonedTotal counts waiting users skipped at admission as no-shows;
@@ -171,6 +177,32 @@ type Stats struct {
 	PreQueued int64
 	// Stock is what the queue has left to sell, as last told.
 	Stock Stock
+	// Changed says when the states a shop is told of last changed.
+	Changed Changes
+}
+
+// inForce makes EffectiveRate and EffectiveWhy the rate in force at now: a
+// phase's own fixed rate while one is in force (the store keeps the
+// adaptive rate it would otherwise use).
+func (st Stats) inForce(now time.Time) Stats {
+	in := st.Config.InForce(now)
+	if in.PhaseInForce != "" && !in.Adaptive && in.RatePerSecond != st.Config.RatePerSecond {
+		st.EffectiveRate, st.EffectiveWhy = in.RatePerSecond, in.RateDerivation
+	}
+	return st
+}
+
+// Changes says when, by the store's clock, a queue's states that a shop is
+// told of (package events) last changed; zero while they have not changed
+// since the queue was created. Every instance reads the same instants, so
+// every instance names one change alike, however late it notices it.
+type Changes struct {
+	// Paused: Config.Paused was set or cleared.
+	Paused time.Time
+	// Method: Config.Method was set to another method.
+	Method time.Time
+	// SoldOut: Stock.SoldOut became true, or false again.
+	SoldOut time.Time
 }
 
 // RateSample is protected calls folded by one instance over one window: how
@@ -178,27 +210,8 @@ type Stats struct {
 // latency buckets.
 type RateSample struct {
 	Calls, Overloaded int64
-	// Latency counts calls by latency bucket (LatencyBucket).
+	// Latency counts calls by latency in ms, in rollup.Bucket's buckets.
 	Latency map[int]int64
-}
-
-// latencyBase is the width of a latency bucket: each is 5% wider than the
-// one below, so a percentile read from the buckets is within 5%.
-const latencyBase = 1.05
-
-// latencyBucket is the bucket of a protected call's latency in
-// RateSample.Latency: 0 up to 1 ms, then b for (1.05^(b-1), 1.05^b] ms.
-func latencyBucket(d time.Duration) int {
-	ms := float64(d) / float64(time.Millisecond)
-	if ms <= 1 {
-		return 0
-	}
-	return int(math.Ceil(math.Log(ms) / math.Log(latencyBase)))
-}
-
-// bucketLatency is the upper bound of a bucket.
-func bucketLatency(b int) time.Duration {
-	return time.Duration(math.Pow(latencyBase, float64(b)) * float64(time.Millisecond))
 }
 
 // Add counts one call in the sample.
@@ -210,30 +223,7 @@ func (s *RateSample) Add(took time.Duration, overloaded bool) {
 	if s.Latency == nil {
 		s.Latency = map[int]int64{}
 	}
-	s.Latency[latencyBucket(took)]++
-}
-
-// Percentile is the latency below which the fraction q of the sampled
-// calls fell (the upper bound of its bucket); 0 with no calls.
-func (s RateSample) Percentile(q float64) time.Duration {
-	var total int64
-	buckets := make([]int, 0, len(s.Latency))
-	for b, n := range s.Latency {
-		buckets = append(buckets, b)
-		total += n
-	}
-	if total == 0 {
-		return 0
-	}
-	slices.Sort(buckets)
-	need := int64(math.Ceil(q * float64(total)))
-	var seen int64
-	for _, b := range buckets {
-		if seen += s.Latency[b]; seen >= need {
-			return bucketLatency(b)
-		}
-	}
-	return bucketLatency(buckets[len(buckets)-1])
+	s.Latency[rollup.Bucket(float64(took)/float64(time.Millisecond))]++
 }
 
 // RateWindow is what FoldRate answers: whether this call claimed the
@@ -398,6 +388,10 @@ type Loops interface {
 	// decision on it (RateWindow.Claimed), once for all instances. With
 	// the rate not adaptive the samples are dropped.
 	FoldRate(ctx context.Context, queue string, s RateSample, window time.Duration) (RateWindow, error)
+	// Roll applies w to the queue's row of the minute the store's clock is
+	// in (rollup.Write), kept for w.Keep after. The queue need not exist:
+	// rows outlive it, until their time is up.
+	Roll(ctx context.Context, queue string, w rollup.Write) error
 	// SetRate sets the adaptive rate decided on window d.Window, within
 	// the queue's bounds, and keeps d for the next decision, unless the
 	// rate is no longer adaptive or a later window was decided; it reports
@@ -416,6 +410,9 @@ type Inspector interface {
 	Stats(ctx context.Context, queue string) (Stats, error)
 	// RateChanges lists the admission rate's recent changes, oldest first.
 	RateChanges(ctx context.Context, queue string) ([]RateChange, error)
+	// Rollups reads the queue's rows of the minutes from since to until
+	// (both included) that are kept, oldest first.
+	Rollups(ctx context.Context, queue string, since, until time.Time) ([]rollup.Row, error)
 	// Ping reports whether the store answers (readiness).
 	Ping(ctx context.Context) error
 }

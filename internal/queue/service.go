@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // View is what a user is told about their standing.
@@ -38,6 +39,11 @@ type View struct {
 	// BeyondStock: fewer units are left than people ahead of the user, so
 	// those ahead could buy everything before admission reaches them.
 	BeyondStock bool
+	// Ticket and Epoch are the user's place-holder in the line (Standing),
+	// while they hold one (WAITING with a place, or SOLD_OUT): with the
+	// queue's front document they give the page the position without
+	// asking (internal/queue/front). 0 before an opening.
+	Ticket, Epoch int64
 }
 
 // AdmissionNear reports whether admission may reach this waiting user
@@ -91,7 +97,7 @@ type Service struct {
 	changes map[string]chan struct{} // closed when the queue changes here (WaitStatus)
 
 	configsMu sync.Mutex
-	configs   map[string]recentConfig // RecentConfig's reads
+	configs   map[string]recentConfig // ConfigInForce's reads
 
 	knownMu sync.Mutex
 	known   []string // the last list of queues the store gave
@@ -103,7 +109,7 @@ type recentConfig struct {
 	at time.Time
 }
 
-// recentConfigAge is how old a config RecentConfig answers with may be: a
+// recentConfigAge is how old a config ConfigInForce answers with may be: a
 // change made through another instance shows within it.
 const recentConfigAge = time.Second
 
@@ -126,6 +132,25 @@ func (s *Service) RunPresence(ctx context.Context, logger *slog.Logger) {
 	// The marks taken since the last flush go too: an instance draining
 	// must not make its pollers look absent.
 	s.presence.flush(context.WithoutCancel(ctx), troubles)
+}
+
+// Snapshot is the queue's line as this instance last read it, no older
+// than the snapshot age (NewService): the one read the status polls share,
+// so a front document built from it costs the store nothing more.
+// ErrQueueNotFound for a queue that does not exist, asked before anything
+// is kept for it, so made-up names leave nothing behind.
+func (s *Service) Snapshot(ctx context.Context, queue string) (Snapshot, error) {
+	if _, err := s.ConfigInForce(ctx, queue); err != nil {
+		return Snapshot{}, err
+	}
+	if s.snaps != nil {
+		if sn, _, ok := s.snaps.fresh(ctx, s.snaps.view(queue, true), s.snaps.maxAge); ok {
+			return sn, nil
+		}
+	}
+	// No snapshots kept, or the fetch failed: the store's own answer (and
+	// its error).
+	return s.store.Snapshot(ctx, queue)
 }
 
 // SnapshotAnswers counts status polls answered from a snapshot (hits) and
@@ -183,15 +208,24 @@ const holdRecheck = 100 * time.Millisecond
 // paused queue, is answered at once, as by Status. ctx ending (the client
 // left, the server drains) ends the hold with the last answer, never a
 // reading in progress, so it is never an error.
+//
+// The held requests of a queue on one instance recheck together: each
+// recheck first asks the instance's snapshot of the line, read at most once
+// per holdRecheck for all of them (snapshots.stillWaiting), and the store
+// only for a user it no longer places (so READY, and its token, still come
+// from the store), and the next recheck is timed by when that snapshot was
+// read. A change through this instance (its admitter's tick) wakes them at
+// once and makes the snapshot stale, so they share the one read after it.
 func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Duration, v View) (View, error) {
 	deadline := time.Now().Add(hold)
+	var sharedAt time.Time // when the snapshot the last recheck used was read (zero: the store answered)
 	for first := true; ; first = false {
 		if !first {
-			e, err := s.status(context.WithoutCancel(ctx), queue, user)
+			e, at, err := s.recheck(context.WithoutCancel(ctx), queue, user)
 			if err != nil {
 				return View{}, err
 			}
-			v = s.view(e)
+			v, sharedAt = s.view(ctx, queue, e), at
 		}
 		left := time.Until(deadline)
 		if !v.AdmissionNear() || left <= 0 {
@@ -201,7 +235,11 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 		// names leave nothing behind; a change between the read above and
 		// this is caught by the recheck.
 		changed := s.changedSignal(queue)
-		t := time.NewTimer(min(left, holdRecheck))
+		wait := holdRecheck
+		if !sharedAt.IsZero() { // when that snapshot is due again (and a little after, so it is)
+			wait = max(0, time.Until(sharedAt.Add(holdRecheck))) + time.Millisecond
+		}
+		t := time.NewTimer(min(left, wait))
 		select {
 		case <-ctx.Done(): // the client left, or the server drains
 			t.Stop()
@@ -213,6 +251,21 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 	}
 }
 
+// recheck reads a held user's standing again: from the snapshot the
+// instance's held requests share while it places the user still in line,
+// else as Status does. The time is when that snapshot was read (zero when
+// it did not answer).
+func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, time.Time, error) {
+	if s.snaps != nil {
+		if e, at, ok := s.snaps.stillWaiting(ctx, queue, user, holdRecheck); ok {
+			s.presence.note(queue, user, e)
+			return e, at, nil
+		}
+	}
+	e, err := s.status(ctx, queue, user)
+	return e, time.Time{}, err
+}
+
 // Enter puts the user in line (or tells them they are already in or READY).
 // A closed queue (ClosesAt passed, or Method reject) tells whoever holds a
 // place where they stand, and refuses anyone else (ErrQueueClosed). Under
@@ -222,7 +275,7 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
-	c, err := s.RecentConfig(ctx, queue)
+	c, err := s.ConfigInForce(ctx, queue)
 	if err != nil {
 		return View{}, err
 	}
@@ -246,7 +299,7 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 		s.snaps.remember(queue, user, e)
 		s.snaps.changed(queue)
 	}
-	return s.view(e), nil
+	return s.view(ctx, queue, e), nil
 }
 
 // Status reads the user's standing.
@@ -255,7 +308,7 @@ func (s *Service) Status(ctx context.Context, queue, user string) (View, error) 
 	if err != nil {
 		return View{}, err
 	}
-	return s.view(e), nil
+	return s.view(ctx, queue, e), nil
 }
 
 // status is Status before the estimate: from the snapshot when it can
@@ -289,7 +342,7 @@ func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
-	c, err := s.RecentConfig(ctx, queue)
+	c, err := s.ConfigInForce(ctx, queue)
 	if err != nil {
 		return View{}, err
 	}
@@ -311,7 +364,7 @@ func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error
 			s.snaps.changed(queue)
 		}
 	}
-	return s.view(e), nil
+	return s.view(ctx, queue, e), nil
 }
 
 // closedTo says whether a queue of config c takes no newcomers now: its
@@ -343,16 +396,18 @@ func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
 	return s.store.Config(ctx, queue)
 }
 
-// RecentConfig is Config read at most a second ago: what every enter asks
-// (the queue's join policy) without a store round trip each time. A
-// change made through this instance shows at once, one made through
-// another within the second.
-func (s *Service) RecentConfig(ctx context.Context, queue string) (Config, error) {
+// ConfigInForce is the queue's settings as they stand now: its config,
+// read at most a second ago, with the phase in force by the service's
+// clock put over it (Config.InForce). Every enter asks it (the join
+// policy, the method) without a store round trip each time. A change made
+// through this instance shows at once, one made through another within
+// the second; a phase starts on time whenever the config was read.
+func (s *Service) ConfigInForce(ctx context.Context, queue string) (Config, error) {
 	s.configsMu.Lock()
 	r, ok := s.configs[queue]
 	s.configsMu.Unlock()
 	if ok && time.Since(r.at) < recentConfigAge {
-		return r.c, nil
+		return r.c.InForce(s.Clock()), nil
 	}
 	at := time.Now()
 	c, err := s.Config(ctx, queue)
@@ -362,7 +417,7 @@ func (s *Service) RecentConfig(ctx context.Context, queue string) (Config, error
 	s.configsMu.Lock()
 	s.configs[queue] = recentConfig{c: c, at: at}
 	s.configsMu.Unlock()
-	return c, nil
+	return c.InForce(s.Clock()), nil
 }
 
 // PutConfig validates and stores a queue's config, creating the queue.
@@ -410,7 +465,54 @@ func (s *Service) Stats(ctx context.Context, queue string) (Stats, error) {
 	}
 	st, err := s.store.Stats(ctx, queue)
 	st.Queue = queue
-	return st, err
+	return st.inForce(s.Clock()), err
+}
+
+// Rollups reads a queue's minutes from since to until, oldest first, and
+// the sale's moments among them (rollup.Build), as the store keeps them
+// (rows older than the retention are gone; minutes in which nothing
+// changed, written by no instance, are filled in: rollup.Fill). The row of
+// the minute before since is read too, for the totals the first minute's
+// counts start from.
+func (s *Service) Rollups(ctx context.Context, queue string, since, until time.Time) (rollup.Rollup, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return rollup.Rollup{}, err
+	}
+	since, until = since.UTC().Truncate(time.Minute), until.UTC()
+	if until.Before(since) || until.Sub(since) > rollup.MaxRange {
+		return rollup.Rollup{}, fmt.Errorf("%w: since must come before until, at most %v before it", ErrInvalidConfig, rollup.MaxRange)
+	}
+	rows, err := s.store.Rollups(ctx, queue, since.Add(-time.Minute), until)
+	if err != nil {
+		return rollup.Rollup{}, err
+	}
+	minutes, moments := rollup.Build(rows)
+	end := until
+	if now := s.Clock(); now.Before(end) {
+		end = now
+	}
+	minutes = rollup.Fill(minutes, end)
+	r := rollup.Rollup{Queue: queue, Since: since, Until: until, Minutes: []rollup.Minute{}, Moments: []rollup.Moment{}}
+	for _, m := range minutes {
+		if !m.Start.Before(since) {
+			r.Minutes = append(r.Minutes, m)
+		}
+	}
+	for _, m := range moments {
+		if !m.At.Before(since) && !m.At.After(until) {
+			r.Moments = append(r.Moments, m)
+		}
+	}
+	return r, nil
+}
+
+// Roll writes this instance's reading of a queue into its row of the
+// minute (Store.Roll).
+func (s *Service) Roll(ctx context.Context, queue string, w rollup.Write) error {
+	if err := ValidateQueueName(queue); err != nil {
+		return err
+	}
+	return s.store.Roll(ctx, queue, w)
 }
 
 // RateChanges lists the recent changes of a queue's admission rate,
@@ -461,13 +563,21 @@ func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (crea
 	return true, s.PutConfig(ctx, queue, c)
 }
 
-func (s *Service) view(e Standing) View {
+// view is what the user of the queue is told of their standing e.
+func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
+	if e.State == Waiting && !e.PreQueue {
+		v.Ticket, v.Epoch = e.Ticket, e.Epoch
+	}
 	switch {
 	case e.State == Waiting && e.Pace.Stock.SoldOut():
 		// Their place is kept for a restock, but nothing moves until one.
 		v.State = SoldOut
-		p := jitterSeconds(pollAfterSoldOut)
+		poll := int64(pollAfterSoldOut)
+		if c, err := s.ConfigInForce(ctx, queue); err == nil {
+			poll = int64(c.SoldOutPoll / time.Second)
+		}
+		p := jitterSeconds(poll)
 		v.PollAfterSeconds = &p
 	case e.State == Waiting && e.PreQueue:
 		v.OpensAt = e.Pace.OpensAt
@@ -475,10 +585,9 @@ func (s *Service) view(e Standing) View {
 		v.PollAfterSeconds = &p
 	case e.State == Waiting:
 		v.Position, v.Length, v.Stalled = e.Position, e.Length, e.Pace.Stalled
-		v.EstimatedWaitSeconds = estimateWait(e.Position, e.Pace)
+		v.EstimatedWaitSeconds = e.Pace.Shown(e.Position, e.Length)
 		if e.Pace.Drawn {
 			v.Position, v.Drawn = 0, true
-			v.EstimatedWaitSeconds = estimateDrawWait(e.Length, e.Pace)
 		}
 		p := jitterSeconds(pollAfter(v.EstimatedWaitSeconds))
 		v.PollAfterSeconds = &p
@@ -497,20 +606,4 @@ func validate(queue, user string) error {
 		return err
 	}
 	return nil
-}
-
-// RateFromPool derives the admission rate from the bottleneck: the order
-// API's share of the database pool, each connection serving 1/latency
-// orders per second. It returns the rate and a sentence explaining it.
-func RateFromPool(poolSize int, share float64, orderLatency time.Duration) (float64, string, error) {
-	if poolSize < 1 || !(share > 0 && share <= 1) || orderLatency <= 0 {
-		return 0, "", fmt.Errorf("%w: pool size ≥ 1, share in (0,1] and latency > 0 are needed, got %d, %v, %v",
-			ErrInvalidConfig, poolSize, share, orderLatency)
-	}
-	conns := float64(poolSize) * share
-	perConn := float64(time.Second) / float64(orderLatency)
-	rate := conns * perConn
-	why := fmt.Sprintf("%d conns × %g × 1000/%g ms = %g/s", poolSize, share,
-		float64(orderLatency)/float64(time.Millisecond), rate)
-	return rate, why, nil
 }

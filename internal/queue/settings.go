@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,6 +40,10 @@ type Config struct {
 	// is not known). A live token stands for an order that may still come,
 	// so at 1 nobody is let in to find nothing left.
 	AdmitPerUnit float64
+	// SoldOutPoll is how soon someone waiting in a sold-out queue is told
+	// to ask again (±20%): nothing moves until a restock, which reaches
+	// them within it. Longer costs a sold-out line of millions less.
+	SoldOutPoll time.Duration
 	// Paused stops admission; entering and status go on.
 	Paused bool
 	// Adaptive lets the admission rate follow the protected calls' measured
@@ -64,11 +69,18 @@ type Config struct {
 	// Join says who may take a place (default JoinChallenge).
 	Join JoinPolicy
 	// ChallengeCost is the proof of work's difficulty under JoinChallenge:
-	// PBKDF2 iterations per attempt (package challenge; MinChallengeCost).
+	// PBKDF2 iterations per attempt (package challenge; challengeCost's Min in Settings).
 	ChallengeCost int
 
 	// Message is the operator's word to the people in line (none: empty).
 	Message Message
+
+	// Phases are the sale's steps, in the order they start, each changing
+	// some of the settings above while it lasts (Phase, InForce).
+	Phases []Phase
+	// PhaseInForce names the phase whose settings these are, and
+	// PageTemplate its page template: set by InForce, never stored.
+	PhaseInForce, PageTemplate string
 }
 
 // JoinPolicy says who may take a place in a queue. Re-entering keeps a
@@ -120,9 +132,9 @@ func (c Config) Validate() error {
 		}
 	}
 	switch {
-	case c.PerTick() > float64(c.BatchSize):
+	case c.perTick() > float64(c.BatchSize):
 		return fmt.Errorf("%w: ratePerSecond×intervalMs/1000 = %.1f users per tick exceeds batchSize %d; raise batchSize or shorten intervalMs",
-			ErrInvalidConfig, c.PerTick(), c.BatchSize)
+			ErrInvalidConfig, c.perTick(), c.BatchSize)
 	case !c.ClosesAt.IsZero() && !c.OpensAt.IsZero() && !c.ClosesAt.After(c.OpensAt):
 		return fmt.Errorf("%w: closesAt %s is not after opensAt %s", ErrInvalidConfig,
 			c.ClosesAt.Format(time.RFC3339), c.OpensAt.Format(time.RFC3339))
@@ -148,8 +160,8 @@ func (c Config) RateInForce(eff float64) float64 {
 	return c.RatePerSecond
 }
 
-// PerTick is how many users one tick admits on average.
-func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
+// perTick is how many users one tick admits on average.
+func (c Config) perTick() float64 { return c.RatePerSecond * c.Interval.Seconds() }
 
 // The proof of work's difficulty a queue may ask for (challengeCost), in
 // PBKDF2 iterations per attempt: below 10 a browser's per-call overhead is
@@ -159,7 +171,7 @@ func (c Config) PerTick() float64 { return c.RatePerSecond * c.Interval.Seconds(
 // native code per place, about a second for the page in Chromium on two
 // cores.
 const (
-	MinChallengeCost, maxChallengeCost = 10, 100_000
+	minChallengeCost, maxChallengeCost = 10, 100_000
 	defaultChallengeCost               = 700
 )
 
@@ -190,12 +202,16 @@ const (
 	Instant Kind = "date-time"
 	// Choice is a string, one of the setting's Choices.
 	Choice Kind = "choice"
-	// Text is a string (only read-only settings are text).
-	Text Kind = "string"
+	// readOnlyText is a string: only a read-only setting is text, so no
+	// code outside sets one.
+	readOnlyText Kind = "string"
 	// TextByLanguage is a Message: in the admin JSON a string (one text
 	// for everyone) or an object of strings by language tag, "" for none;
 	// stored as JSON.
 	TextByLanguage Kind = "text-by-language"
+	// PhaseList is a []Phase: in the admin JSON a list of phase objects
+	// (json.RawMessage, or its text), [] for none; stored as that JSON.
+	PhaseList Kind = "phases"
 )
 
 // Setting declares one per-queue setting.
@@ -250,7 +266,7 @@ type Setting struct {
 // access is a setting's typed accessor as the table's code uses it: get
 // reads the setting's value on a Config as its Kind's Go type — float64
 // (Number), int64 (Integer), bool, time.Duration, time.Time, string
-// (Choice, Text) or Message (TextByLanguage) — and set writes one. Only
+// (Choice, readOnlyText) or Message (TextByLanguage) — and set writes one. Only
 // the constructors below make one, each pairing a Kind with its Go type,
 // so the table's code always hands set the type it takes.
 type access struct {
@@ -262,7 +278,7 @@ type access struct {
 
 // kindValue is the Go type of a Kind's values.
 type kindValue interface {
-	float64 | int64 | bool | time.Duration | time.Time | string | Message
+	float64 | int64 | bool | time.Duration | time.Time | string | Message | []Phase
 }
 
 // field is the accessor of a setting of kind whose Config field, at,
@@ -275,8 +291,9 @@ func number(at func(*Config) *float64) access         { return field(Number, at)
 func duration(at func(*Config) *time.Duration) access { return field(Duration, at) }
 func boolean(at func(*Config) *bool) access           { return field(Bool, at) }
 func instant(at func(*Config) *time.Time) access      { return field(Instant, at) }
-func text(at func(*Config) *string) access            { return field(Text, at) }
+func text(at func(*Config) *string) access            { return field(readOnlyText, at) }
 func textByLanguage(at func(*Config) *Message) access { return field(TextByLanguage, at) }
+func phaseList(at func(*Config) *[]Phase) access      { return field(PhaseList, at) }
 
 // integer is the accessor of an Integer whose field is any integer type.
 func integer[T ~int | ~int64](at func(*Config) *T) access {
@@ -328,6 +345,9 @@ var Settings = declared([]Setting{
 	{Name: "admitPerUnit", Field: "per_unit", ZeroMeansOff: true, Min: 0.1, Max: 1000, Default: 1.0,
 		Label: "Entries per unit left", Flag: "admit-per-unit",
 		value: number(func(c *Config) *float64 { return &c.AdmitPerUnit })},
+	{Name: "soldOutPollSeconds", Field: "soldout_poll_ms", Unit: time.Second, Min: 5, Max: 600, Default: int64(pollAfterSoldOut),
+		Label: "Sold-out poll (s)",
+		value: duration(func(c *Config) *time.Duration { return &c.SoldOutPoll })},
 	{Name: "paused", Field: "paused", Default: false,
 		Label: "Paused",
 		value: boolean(func(c *Config) *bool { return &c.Paused })},
@@ -358,12 +378,15 @@ var Settings = declared([]Setting{
 	{Name: "entry", Field: "entry", Default: string(JoinChallenge),
 		Label: "Who may join", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"},
 		value: choice([]JoinPolicy{JoinAny, JoinChallenge, JoinSigned}, func(c *Config) *JoinPolicy { return &c.Join })},
-	{Name: "challengeCost", Field: "challenge_cost", Min: MinChallengeCost, Max: maxChallengeCost, Default: int64(defaultChallengeCost),
+	{Name: "challengeCost", Field: "challenge_cost", Min: minChallengeCost, Max: maxChallengeCost, Default: int64(defaultChallengeCost),
 		Label: "Proof-of-work cost", Flag: "challenge-cost",
 		value: integer(func(c *Config) *int { return &c.ChallengeCost })},
 	{Name: "message", Field: "message", Default: "",
 		Label: "Message to the line",
 		value: textByLanguage(func(c *Config) *Message { return &c.Message })},
+	{Name: "phases", Field: "phases", Default: "",
+		Label: "Phases",
+		value: phaseList(func(c *Config) *[]Phase { return &c.Phases })},
 	{Name: "rateDerivation", Field: "derivation", ReadOnly: true, Default: "set directly: 100/s",
 		Label: "Rate derived from",
 		value: text(func(c *Config) *string { return &c.RateDerivation })},
@@ -380,8 +403,9 @@ func SettingNamed(name string) (Setting, bool) {
 }
 
 // Value is the setting's value on c as the admin JSON shows it: float64,
-// int64 (Integer, and Duration in whole Units), bool, string, or nil for an
-// Instant that is not set.
+// int64 (Integer, and Duration in whole Units), bool, string, nil for an
+// Instant that is not set, or a list of phases as encoding/json decodes
+// one ([]any).
 func (s Setting) Value(c Config) any {
 	switch v := s.value.get(&c).(type) {
 	case time.Duration:
@@ -393,13 +417,19 @@ func (s Setting) Value(c Config) any {
 		return v.UTC().Format(time.RFC3339Nano)
 	case Message:
 		return v.adminValue()
+	case []Phase:
+		list := []any{} // [] for none, not null
+		if len(v) > 0 {
+			_ = json.Unmarshal([]byte(phasesJSON(v)), &list) // what phasesJSON wrote
+		}
+		return list
 	default:
 		return v
 	}
 }
 
 // Set puts an admin JSON value on c — float64 (Number), int64 (Integer,
-// Duration), bool, string (Instant: RFC 3339, "" for none; Choice; Text)
+// Duration), bool, string (Instant: RFC 3339, "" for none; Choice; readOnlyText)
 // or, for TextByLanguage, a string or map[string]string — after checking
 // it, so an error names the setting and nothing is set.
 func (s Setting) Set(c *Config, v any) error {
@@ -443,7 +473,7 @@ func (s Setting) Set(c *Config, v any) error {
 				ErrInvalidConfig, s.Name, str)
 		}
 		s.value.set(c, t)
-	case Choice, Text:
+	case Choice, readOnlyText:
 		str, ok := v.(string)
 		if !ok {
 			return s.typeError(v)
@@ -460,6 +490,21 @@ func (s Setting) Set(c *Config, v any) error {
 			return err
 		}
 		s.value.set(c, m)
+	case PhaseList:
+		var raw []byte
+		switch v := v.(type) {
+		case json.RawMessage:
+			raw = v
+		case string:
+			raw = []byte(v)
+		default:
+			return s.typeError(v)
+		}
+		phases, err := parsePhases(raw)
+		if err != nil {
+			return err
+		}
+		s.value.set(c, phases)
 	}
 	return nil
 }
@@ -485,6 +530,10 @@ func (s Setting) Parse(c *Config, text string) error {
 		v, err = parseInstant(text)
 	case TextByLanguage:
 		v, err = parseMessageText(text)
+	case PhaseList:
+		if v, err = parsePhases([]byte(text)); err != nil {
+			return err
+		}
 	default:
 		v = text
 	}
@@ -505,6 +554,8 @@ func (s Setting) Format(c Config) string {
 		return v.UTC().Format(time.RFC3339Nano)
 	case Message:
 		return v.text()
+	case []Phase:
+		return phasesJSON(v)
 	default:
 		return fmt.Sprint(v)
 	}
@@ -579,6 +630,8 @@ func (s Setting) validate(c Config) error {
 		if s.Kind == Choice {
 			return s.checkChoice(v)
 		}
+	case []Phase:
+		return c.validatePhases()
 	case time.Duration:
 		if v%time.Millisecond != 0 {
 			return fmt.Errorf("%w: %s must be whole milliseconds, got %v", ErrInvalidConfig, s.Name, v)
@@ -612,6 +665,8 @@ func StoreFields(c Config) []string {
 			v = x
 		case Message:
 			v = x.stored
+		case []Phase:
+			v = phasesJSON(x)
 		}
 		out = append(out, s.Field, v)
 	}
@@ -657,12 +712,16 @@ func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 		case Choice:
 			err = s.checkChoice(raw)
 			s.value.set(&c, raw)
-		case Text:
+		case readOnlyText:
 			s.value.set(&c, raw)
 		case TextByLanguage:
 			var m Message
 			m, err = messageFromStore(raw)
 			s.value.set(&c, m)
+		case PhaseList:
+			var phases []Phase
+			phases, err = parsePhases([]byte(raw))
+			s.value.set(&c, phases)
 		}
 		if err != nil {
 			return Config{}, fmt.Errorf("queue config field %s: %w", s.Field, err)
@@ -698,6 +757,12 @@ func Apply(c Config, changes map[string]any) (Config, error) {
 		}
 		if c.RatePerSecond != before.RatePerSecond {
 			c.RateDerivation = "set by admin"
+		}
+	}
+	// A first phase with a pre-queue is the queue's opening.
+	if _, ok := changes["phases"]; ok && len(c.Phases) > 0 && c.Phases[0].PreQueue {
+		if _, ok := changes["opensAt"]; !ok {
+			c.OpensAt = c.Phases[0].StartsAt
 		}
 	}
 	return c, nil

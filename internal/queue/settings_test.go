@@ -179,8 +179,9 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 	def := DefaultConfig()
 	for _, s := range Settings {
 		values := map[Kind]string{Bool: "true, false", Instant: "RFC 3339 time, or \"\" for none",
-			Choice: strings.Join(s.Choices, ", "), Text: "read-only",
-			TextByLanguage: fmt.Sprintf("text, or texts by language (`{\"en\": …}`), ≤ %d characters each; \"\" for none", MaxMessageChars)}[s.Kind]
+			Choice: strings.Join(s.Choices, ", "), readOnlyText: "read-only",
+			TextByLanguage: fmt.Sprintf("text, or texts by language (`{\"en\": …}`), ≤ %d characters each; \"\" for none", maxMessageChars),
+			PhaseList:      fmt.Sprintf("a list of ≤ %d phases (see Phases below); `[]` for none", maxPhases)}[s.Kind]
 		if values == "" {
 			values = s.rangeText()
 			if s.Kind == Duration {
@@ -192,7 +193,9 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 			flag = "`--" + s.Flag + "`"
 		}
 		dflt := "none"
-		if v := s.Value(def); v != nil && v != "" {
+		if v := s.Value(def); s.Kind == PhaseList {
+			dflt = "none"
+		} else if v != nil && v != "" {
 			dflt = fmt.Sprintf("`%v`", v)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, help["settingHelp"+strings.ToUpper(s.Name[:1])+s.Name[1:]])

@@ -44,10 +44,10 @@ type snapshots struct {
 	hits, misses atomic.Uint64
 }
 
-// SnapshotMaxUsers bounds the tickets one instance remembers per queue; when
+// snapshotMaxUsers bounds the tickets one instance remembers per queue; when
 // full it starts over (those users' next poll asks the store and is
 // remembered again).
-const SnapshotMaxUsers = 1 << 20
+const snapshotMaxUsers = 1 << 20
 
 // lineView is what this instance knows of one queue's line.
 type lineView struct {
@@ -95,10 +95,29 @@ func (s *snapshots) view(queue string, create bool) *lineView {
 // status answers from the snapshot, or says it cannot (false): then the
 // caller asks the store and tells remember what it said.
 func (s *snapshots) status(ctx context.Context, queue, user string) (Standing, bool) {
+	e, _, ok := s.standing(ctx, queue, user, s.maxAge, false)
+	return e, ok
+}
+
+// stillWaiting answers a held poll's recheck (Service.HoldFrom) from a
+// snapshot no older than maxAge, the front included: so every poll held on
+// this instance shares one read of the line per recheck instead of each
+// reading its own standing. It only ever says the user still waits, and
+// where: a user the snapshot does not place (admitted, gone, not known
+// here, a line it cannot count) is asked of the store, which alone says
+// READY and gives the token. It also gives when the snapshot was read, so
+// the held polls can time their next recheck by it and keep sharing.
+func (s *snapshots) stillWaiting(ctx context.Context, queue, user string, maxAge time.Duration) (Standing, time.Time, bool) {
+	return s.standing(ctx, queue, user, maxAge, true)
+}
+
+// standing is status and stillWaiting: from a snapshot no older than
+// maxAge; within two batches of the front only when front is set.
+func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge time.Duration, front bool) (Standing, time.Time, bool) {
 	v := s.view(queue, false)
 	if v == nil {
 		s.misses.Add(1)
-		return Standing{}, false
+		return Standing{}, time.Time{}, false
 	}
 	k := s.key(user)
 	v.mu.Lock()
@@ -106,12 +125,12 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Standing, b
 	v.mu.Unlock()
 	if !known {
 		s.misses.Add(1)
-		return Standing{}, false
+		return Standing{}, time.Time{}, false
 	}
-	sn, ok := s.fresh(ctx, v)
+	sn, takenAt, ok := s.fresh(ctx, v, maxAge)
 	if !ok {
 		s.misses.Add(1)
-		return Standing{}, false
+		return Standing{}, time.Time{}, false
 	}
 	// Read again: the fetch may have found another epoch and dropped it.
 	v.mu.Lock()
@@ -120,43 +139,44 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Standing, b
 	v.mu.Unlock()
 	if !known || !sameLine {
 		s.misses.Add(1)
-		return Standing{}, false
+		return Standing{}, time.Time{}, false
 	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
-	// user: only the store can say READY and hand out the token. While an
+	// user: only the store can say READY and hand out the token (a held
+	// poll's recheck asks only whether they still wait: front). While an
 	// opening is placed, those still to be placed hold no ticket in the
 	// line yet: only the store counts them.
 	// In a queue that draws whom it lets in, anyone may be next: only the
 	// store can say whether they still wait.
-	if !ok || pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing || sn.Pace.Drawn {
+	if !ok || !front && pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing || sn.Pace.Drawn {
 		s.misses.Add(1)
-		return Standing{}, false
+		return Standing{}, time.Time{}, false
 	}
 	s.hits.Add(1)
-	return Standing{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
+	return Standing{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, takenAt, true
 }
 
 // fresh returns a snapshot no older than maxAge and newer than this
 // instance's last change, fetching it if need be; one fetch per queue is in
 // flight at a time and the others wait for it. False when the store failed
 // or the snapshot went stale again while waiting: ask the store.
-func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
+func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration) (Snapshot, time.Time, bool) {
 	v.mu.Lock()
-	if sn, ok := v.current(s.maxAge); ok {
+	if sn, at, ok := v.current(maxAge); ok {
 		v.mu.Unlock()
-		return sn, true
+		return sn, at, true
 	}
 	if wait := v.fetching; wait != nil {
 		v.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return Snapshot{}, false
+			return Snapshot{}, time.Time{}, false
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		return v.current(s.maxAge)
+		return v.current(maxAge)
 	}
 	done := make(chan struct{})
 	v.fetching = done
@@ -171,7 +191,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 	v.fetching = nil
 	close(done)
 	if err != nil {
-		return Snapshot{}, false
+		return Snapshot{}, time.Time{}, false
 	}
 	// A ticket this instance was given before the fetch began is one the
 	// store issued before it answered: a last ticket below it means the
@@ -182,7 +202,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView) (Snapshot, bool) {
 		gen = v.gen
 	}
 	v.snap, v.snapGen, v.takenAt = sn, gen, time.Now()
-	return v.current(s.maxAge)
+	return v.current(maxAge)
 }
 
 // forget drops every remembered ticket: the store's line is not the one
@@ -193,14 +213,14 @@ func (v *lineView) forget(epoch int64) {
 	v.gen++
 }
 
-// current is the snapshot if it is still good; the caller holds v.mu. It
-// is a copy (no allocation: the next fetch replaces v.snap, and Left is
-// never changed in place).
-func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
+// current is the snapshot if it is still good, and when it was read; the
+// caller holds v.mu. It is a copy (no allocation: the next fetch replaces
+// v.snap, and Left is never changed in place).
+func (v *lineView) current(maxAge time.Duration) (Snapshot, time.Time, bool) {
 	if v.takenAt.IsZero() || v.snapGen != v.gen || time.Since(v.takenAt) > maxAge {
-		return Snapshot{}, false
+		return Snapshot{}, time.Time{}, false
 	}
-	return v.snap, true
+	return v.snap, v.takenAt, true
 }
 
 // remember records what the store said of a user: a waiting user's ticket,
@@ -227,7 +247,7 @@ func (s *snapshots) remember(queue, user string, e Standing) {
 	if e.Epoch != v.epoch {
 		v.forget(e.Epoch)
 	}
-	if _, ok := v.tickets[k]; !ok && len(v.tickets) >= SnapshotMaxUsers {
+	if _, ok := v.tickets[k]; !ok && len(v.tickets) >= snapshotMaxUsers {
 		clear(v.tickets)
 	}
 	v.tickets[k] = e.Ticket

@@ -8,6 +8,7 @@
 package queuefile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // File is a queues file, read and validated as a whole.
@@ -46,6 +48,10 @@ type Queue struct {
 	// applied only while the queue's stock is not known, and a restart or
 	// a reload mid-sale never puts back what was sold.
 	UnitsLeft *int64
+	// Webhooks are the URLs that receive this queue's events (package
+	// webhook), beside --webhook's, which receive every queue's. Not a
+	// setting: each instance reads them from its own file.
+	Webhooks []string
 }
 
 // maxUnitsLeft bounds unitsLeft, as the admin API's restock bounds it.
@@ -73,6 +79,7 @@ func (f *File) Queue(name string) (Queue, bool) {
 //	    ratePerSecond: 200
 //	    message: {en: "…", ja: "…"}
 //	    unitsLeft: 500    # optional: the stock the sale starts with
+//	    webhooks: [https://shop.example/hooks/waitroom]   # optional
 func Parse(name string, data []byte, base queue.Config) (*File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -166,6 +173,14 @@ func parseQueue(key, body *yaml.Node, base queue.Config, bad badAt) (Queue, erro
 	default:
 		changes := map[string]any{}
 		err := eachPair(body, bad, func(k, v *yaml.Node) error {
+			if k.Value == "webhooks" {
+				urls, err := webhookURLs(v)
+				if err != nil {
+					return at(v, "webhooks %v", err)
+				}
+				q.Webhooks = urls
+				return nil
+			}
 			if k.Value == "unitsLeft" {
 				var n int64
 				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&n) != nil || n < 0 || n > maxUnitsLeft {
@@ -212,12 +227,27 @@ func value(s queue.Setting, v *yaml.Node) (any, error) {
 	tag := v.ShortTag()
 	want := map[queue.Kind]string{queue.Number: "a number", queue.Integer: "a whole number", queue.Bool: "true or false",
 		queue.Instant: `an RFC 3339 time such as 2026-12-24T20:00:00+09:00, or "" for none`, queue.Choice: "a string",
-		queue.Duration: "a whole number of " + unit(s), queue.TextByLanguage: "a string or a mapping of language tags to strings"}[s.Kind]
+		queue.Duration: "a whole number of " + unit(s), queue.TextByLanguage: "a string or a mapping of language tags to strings",
+		queue.PhaseList: "a list of phases"}[s.Kind]
 	wrong := errors.New(want)
-	if v.Kind != yaml.ScalarNode && s.Kind != queue.TextByLanguage {
+	if v.Kind != yaml.ScalarNode && s.Kind != queue.TextByLanguage && s.Kind != queue.PhaseList {
 		return nil, wrong
 	}
 	switch s.Kind {
+	case queue.PhaseList: // each phase as the admin JSON gives it, checked there
+		var list []map[string]any
+		if v.Kind != yaml.SequenceNode || v.Decode(&list) != nil {
+			return nil, wrong
+		}
+		for _, p := range list {
+			for k, x := range p {
+				if t, ok := x.(time.Time); ok { // an unquoted instant: RFC 3339 again
+					p[k] = t.Format(time.RFC3339Nano)
+				}
+			}
+		}
+		b, err := json.Marshal(list)
+		return json.RawMessage(b), err
 	case queue.Number:
 		var f float64
 		if tag != "!!int" && tag != "!!float" || v.Decode(&f) != nil {
@@ -265,6 +295,28 @@ func value(s queue.Setting, v *yaml.Node) (any, error) {
 	}
 }
 
+// webhookURLs reads a queue's webhooks: a list of http:// or https:// URLs
+// (a single URL alone is a list of one).
+func webhookURLs(v *yaml.Node) ([]string, error) {
+	items := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		items = v.Content
+	}
+	var urls []string
+	for _, n := range items {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return nil, fmt.Errorf("must be a list of URLs, got %s", describe(n))
+		}
+		if err := webhook.ValidURL(n.Value); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(urls, n.Value) {
+			urls = append(urls, n.Value)
+		}
+	}
+	return urls, nil
+}
+
 // unit names what one number of a Duration setting counts.
 func unit(s queue.Setting) string {
 	if s.Unit == time.Millisecond {
@@ -303,7 +355,7 @@ func settingNames() string {
 			names = append(names, s.Name)
 		}
 	}
-	return strings.Join(names, ", ") + "; and unitsLeft, the stock the sale starts with"
+	return strings.Join(names, ", ") + "; and unitsLeft, the stock the sale starts with, and webhooks, the URLs that receive the queue's events"
 }
 
 // Difference is one setting whose value differs between two configs.

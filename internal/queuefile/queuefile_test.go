@@ -29,7 +29,7 @@ func TestParseExample(t *testing.T) {
 	for _, q := range f.Queues {
 		names = append(names, q.Name)
 	}
-	if diff := cmp.Diff([]string{"default", "spring-sale", "members", "backstage"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"default", "spring-sale", "winter-sale", "members", "backstage"}, names); diff != "" {
 		t.Errorf("queues (-want +got):\n%s", diff)
 	}
 	if f.Prune {
@@ -65,6 +65,17 @@ func TestParseExample(t *testing.T) {
 	}
 	if q, _ := f.Queue("members"); !q.Config.Adaptive || q.Config.MaxRate != 80 || q.Line == 0 {
 		t.Errorf("members: %+v", q)
+	}
+	// Phases: the members' draw from an unquoted instant, which opens the
+	// queue, then the public at the queue's own settings.
+	winter, _ := f.Queue("winter-sale")
+	members := winter.Config.InForce(time.Date(2027, 12, 1, 1, 0, 0, 0, time.UTC))
+	public := winter.Config.InForce(time.Date(2027, 12, 1, 2, 0, 0, 0, time.UTC))
+	if len(winter.Config.Phases) != 2 || !winter.Config.OpensAt.Equal(time.Date(2027, 12, 1, 1, 0, 0, 0, time.UTC)) ||
+		members.PhaseInForce != "members" || members.Method != queue.MethodRandom || members.RatePerSecond != 50 || members.Join != queue.JoinSigned ||
+		public.PhaseInForce != "public" || public.Method != queue.MethodFIFO || public.RatePerSecond != 100 ||
+		public.Message.For() != "Open to everyone, first come." {
+		t.Errorf("winter-sale: opens %v, members %+v, public %+v", winter.Config.OpensAt, members, public)
 	}
 	// The stock the sale starts with, which is no setting; a queue that
 	// gives none has none.
@@ -107,6 +118,10 @@ func TestParseRefuses(t *testing.T) {
 		{"a fraction of a unit", "queues:\n  sale:\n    unitsLeft: 2.5\n", []string{"q.yaml:3:", "unitsLeft must be", "got 2.5"}},
 		{"units left quoted", "queues:\n  sale:\n    unitsLeft: \"500\"\n", []string{"q.yaml:3:", "unitsLeft must be"}},
 		{"units left twice", "queues:\n  sale:\n    unitsLeft: 5\n    unitsLeft: 6\n", []string{"q.yaml:4:", `"unitsLeft" is named twice`}},
+		{"webhooks a number", "queues:\n  sale:\n    webhooks: 5\n", []string{"q.yaml:3:", `"sale"`, "webhooks must be a list of URLs, got 5"}},
+		{"webhooks a mapping", "queues:\n  sale:\n    webhooks: {a: b}\n", []string{"q.yaml:3:", "webhooks must be a list of URLs"}},
+		{"a webhook not over HTTP", "queues:\n  sale:\n    webhooks: [ftp://shop.example/x]\n", []string{"q.yaml:3:", "webhooks", "want an http:// or https:// URL"}},
+		{"a webhook without a host", "queues:\n  sale:\n    webhooks: ['https:///x']\n", []string{"q.yaml:3:", "no host"}},
 		{"empty", "", []string{"q.yaml: empty"}},
 		{"not YAML", "queues: {sale: [\n", []string{"q.yaml:", "yaml"}},
 	}
@@ -126,6 +141,27 @@ func TestParseRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A queue's webhooks are no setting: the URLs that receive its events, a
+// list or one alone, each once.
+func TestParseWebhooks(t *testing.T) {
+	const yaml = "queues:\n  sale:\n    webhooks: [https://shop.example/a, 'http://10.0.0.5:3000/b?k=1', https://shop.example/a]\n" +
+		"  drop:\n    webhooks: https://shop.example/c\n  quiet: {}\n"
+	f, err := queuefile.Parse("q.yaml", []byte(yaml), queue.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"sale":  {"https://shop.example/a", "http://10.0.0.5:3000/b?k=1"},
+		"drop":  {"https://shop.example/c"},
+		"quiet": nil,
+	} {
+		q, _ := f.Queue(name)
+		if diff := cmp.Diff(want, q.Webhooks); diff != "" || slices.Contains(q.Set, "webhooks") {
+			t.Errorf("%s's webhooks (-want +got):\n%s (settings %v)", name, diff, q.Set)
+		}
 	}
 }
 
@@ -187,28 +223,16 @@ func settingValue(name string, c queue.Config) any {
 	return s.Value(c)
 }
 
-// The README's part on the file names every setting a file may give: the
-// list there is written by hand, this keeps it whole when a setting is
-// added to queue.Settings.
-func TestREADMENamesEverySetting(t *testing.T) {
+// The README's part on the file says what the file is and points to the
+// settings' table (docs/operations.md, generated from queue.Settings)
+// rather than listing the settings again.
+func TestREADMEDescribesTheFile(t *testing.T) {
 	raw, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(raw)
-	start := strings.Index(readme, "### Queues as a file")
-	if start < 0 {
-		t.Fatal("README.md has no section ### Queues as a file")
-	}
-	section := readme[start:]
-	section = section[:strings.Index(section[4:], "\n#")+4]
-	for _, s := range queue.Settings {
-		if !s.ReadOnly && !strings.Contains(section, "`"+s.Name+"`") {
-			t.Errorf("README.md's Queues as a file does not name %s", s.Name)
-		}
-	}
-	for _, key := range []string{"`queues`", "`prune`", "SIGHUP", "deploy/queues.yaml"} {
-		if !strings.Contains(readme, key) {
+	for _, key := range []string{"### Queues as a file", "`queues`", "`prune`", "SIGHUP", "deploy/queues.yaml", "docs/operations.md#per-queue-settings"} {
+		if !strings.Contains(string(raw), key) {
 			t.Errorf("README.md does not say %s", key)
 		}
 	}

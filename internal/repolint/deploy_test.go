@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,7 +106,7 @@ func TestDeployQueriesExist(t *testing.T) {
 			queries["alert "+r.Alert] = r.Expr
 		}
 	}
-	if want := []string{"WaitroomAdmissionStalled", "WaitroomSoldOut", "WaitroomStoreUnreachable", "WaitroomQueueDegraded", "WaitroomTokensExpiringUnused"}; !slices.Equal(alerts, want) {
+	if want := []string{"WaitroomAdmissionStalled", "WaitroomSoldOut", "WaitroomStoreUnreachable", "WaitroomQueueDegraded", "WaitroomTokensExpiringUnused", "WaitroomEstimatesOff"}; !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 
@@ -132,6 +133,7 @@ func TestDeployQueriesExist(t *testing.T) {
 		"waitroom_order_duration_seconds_bucket", "waitroom_status_answers_total", "waitroom_rejected_total",
 		"waitroom_store_up", "waitroom_store_queue_up", "waitroom_tokens_expired_total",
 		"waitroom_queue_sold_out", "waitroom_queue_units_left",
+		"waitroom_time_in_line_seconds_bucket", "waitroom_estimate_ratio_bucket",
 	} {
 		if !used[n] {
 			t.Errorf("neither the dashboard nor the alerts watch %s", n)
@@ -153,6 +155,8 @@ func exposedMetrics(t *testing.T) map[string]bool {
 	if r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", "", nil); r.Status != http.StatusUnauthorized {
 		t.Fatalf("a request without identity: %d", r.Status)
 	}
+	// A queue with phases has its phase series.
+	in.PatchQueue(q, map[string]any{"phases": []any{map[string]any{"name": "members", "startsAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)}}})
 	names := map[string]bool{}
 	for series := range apptest.Metrics(t, in.Base) {
 		name, _, _ := strings.Cut(series, "{")

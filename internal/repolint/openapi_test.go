@@ -620,7 +620,14 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 		t.Errorf("enter a paused queue: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(alice), status: 200})
-	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(bob), status: 200})                      // NOT_IN_QUEUE
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(bob), status: 200}) // NOT_IN_QUEUE
+	// The front document, and the ticket a page reads it by.
+	frontDoc := k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + paused + "/front", status: 200})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + paused + "/front", headers: []string{"If-None-Match", frontDoc.Header.Get("ETag")}, status: 304})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/nosuchqueue/front", status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/bad*name/front", status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(alice), headers: []string{"X-Waitroom-Ticket", r.Str("ticket")}, status: 200})
+	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(bob), headers: []string{"X-Waitroom-Ticket", r.Str("ticket")}, status: 403, code: "ticket_invalid"})
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200}) // paused: not held
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200})
@@ -761,6 +768,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 		{"PUT", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
 		{"PATCH", "/admin/v1/queues/" + paused, map[string]any{"paused": true}},
 		{"GET", "/admin/v1/queues/" + paused + "/history", nil},
+		{"GET", "/admin/v1/queues/" + paused + "/rollups", nil},
+		{"GET", "/admin/v1/queues/" + paused + "/schedule", nil},
+		{"GET", "/admin/v1/queues/" + paused + "/report", nil},
 		{"GET", "/admin/v1/queue-settings", nil},
 		{"PUT", "/admin/v1/products/" + tee, map[string]any{"name": "x", "stock": 1}},
 		{"GET", "/admin/v1/products", nil},
@@ -783,6 +793,32 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	}
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue/history", auth: admin, status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/history", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default/rollups", auth: admin, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default/rollups?since=2026-12-01T00:00:00Z&until=2026-12-01T01:00:00Z", auth: admin, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default/rollups?since=yesterday", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/rollups", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	// A queue's phases, shown in its stats and as its schedule.
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	phased := map[string]any{"paused": true, "phases": []any{map[string]any{"name": "members", "startsAt": soon, "ratePerSecond": 50, "queueingMethod": "random",
+		"entry": "signed", "message": map[string]string{"en": "Members first", "ja": "会員が先"}}}}
+	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: phased, status: 200}); !strings.Contains(r.Raw, `"phaseInForce":null`) {
+		t.Errorf("PATCH phases: %s", r.Raw)
+	}
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/" + paused + "/schedule", auth: admin, status: 200}); !strings.Contains(r.Raw, `"phase":"members"`) {
+		t.Errorf("schedule: %s", r.Raw)
+	}
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue/schedule", auth: admin, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/schedule", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	// The sale's report: a page of HTML, whatever the span holds.
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/" + paused + "/report?since=2026-12-04T20:00:00Z&tz=Asia/Seoul&lang=ko", auth: admin, status: 200}); !strings.Contains(r.Raw, `<html lang="ko">`) ||
+		r.Header.Get("Content-Language") != "ko" {
+		t.Errorf("report: %s %.200s", r.Header, r.Raw)
+	}
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/" + paused + "/report?since=2026-12-04T21:00:00Z&until=2026-12-04T20:00:00Z", auth: admin, status: 400, code: "invalid_request"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/" + paused + "/report?tz=Mars/Olympus", auth: admin, status: 400, code: "invalid_request"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/nosuchqueue/report", auth: admin, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/bad*name/report", auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"phases": []any{}}, status: 200})
 	if r := k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/" + paused, auth: admin, body: map[string]any{"capacity": 50, "paused": nil}, status: 200}); r.Num("capacity") != 50 || r.Body["paused"] != true {
 		t.Errorf("PATCH: %s", r.Raw)
 	}
@@ -924,6 +960,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"PUT", "/admin/v1/queues/default", map[string]any{}},
 				{"PATCH", "/admin/v1/queues/default", map[string]any{"paused": true}},
 				{"GET", "/admin/v1/queues/default/history", nil},
+				{"GET", "/admin/v1/queues/default/rollups", nil},
+				{"GET", "/admin/v1/queues/default/schedule", nil},
+				{"GET", "/admin/v1/queues/default/report", nil},
 				{"GET", "/admin/v1/queue-settings", nil},
 				{"PUT", "/admin/v1/products/p", map[string]any{"name": "x", "stock": 1}},
 				{"GET", "/admin/v1/products", nil},
@@ -1093,7 +1132,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 	redisProxy.cut()
 	in.WaitStatus("/readyz", 503)
 	// The answers before the cut read the queue's config, which the
-	// instance keeps for a second (queue.Service.RecentConfig): a challenge
+	// instance keeps for a second (queue.Service.ConfigInForce): a challenge
 	// may be issued from it until then, not after.
 	in.WaitStatus("/api/v1/queues/"+q+"/challenge", 503)
 	entries := "/api/v1/queues/" + q + "/entries"
@@ -1104,6 +1143,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 	}{
 		{"POST", entries, in.As(u), nil, nil},
 		{"GET", "/api/v1/queues/" + q + "/challenge", "", nil, nil},
+		{"GET", "/api/v1/queues/" + q + "/front", "", nil, nil},
 		{"GET", entries + "/me", in.As(u), nil, nil},
 		{"DELETE", entries + "/me", in.As(u), nil, nil},
 		{"GET", "/admin/v1/queues", admin, nil, nil},
@@ -1111,6 +1151,9 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"PUT", "/admin/v1/queues/" + q, admin, map[string]any{}, nil},
 		{"PATCH", "/admin/v1/queues/" + q, admin, map[string]any{"paused": true}, nil},
 		{"GET", "/admin/v1/queues/" + q + "/history", admin, nil, nil},
+		{"GET", "/admin/v1/queues/" + q + "/rollups", admin, nil, nil},
+		{"GET", "/admin/v1/queues/" + q + "/schedule", admin, nil, nil},
+		{"GET", "/admin/v1/queues/" + q + "/report", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/sold-out", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/restock", admin, map[string]any{"unitsLeft": 5}, nil},
 		// The product is read from PostgreSQL, the token from Redis.

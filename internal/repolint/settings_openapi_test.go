@@ -3,6 +3,8 @@ package repolint_test
 import (
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -53,6 +55,14 @@ func TestOpenAPIQueueSettings(t *testing.T) {
 				wantType = "string"
 			case queue.TextByLanguage:
 				checkMessageSchema(t, c, stats.Properties[s.Name], body.Properties[s.Name])
+				return
+			case queue.PhaseList:
+				for _, in := range []*openapi3.SchemaRef{stats.Properties[s.Name], body.Properties[s.Name]} {
+					if in == nil || !in.Value.Type.Is("array") || in.Value.Items == nil || in.Value.Items.Ref != "#/components/schemas/Phase" ||
+						in.Value.MaxItems == nil || *in.Value.MaxItems != 8 {
+						t.Errorf("%s is not an array of at most 8 Phase in both QueueStats and QueueConfig", s.Name)
+					}
+				}
 				return
 			}
 			if s.Name == "batchSize" {
@@ -120,10 +130,11 @@ func enum(s *openapi3.Schema) []string {
 
 // checkMessageSchema: a TextByLanguage setting is a string or an object of
 // strings (QueueStats: MessageSetting; the PUT and PATCH body's the same,
-// its string nullable), each text at most queue.MaxMessageChars, at most
-// queue.MaxMessageLanguages languages.
+// its string nullable), each text and the number of languages limited as
+// the message setting itself limits them.
 func checkMessageSchema(t *testing.T, c *oaContract, out, in *openapi3.SchemaRef) {
 	t.Helper()
+	maxChars, maxLanguages := messageLimits(t)
 	ms := c.doc.Components.Schemas["MessageSetting"]
 	if ms == nil || out == nil || out.Ref != "#/components/schemas/MessageSetting" {
 		t.Fatalf("QueueStats.message is not a MessageSetting: %+v", out)
@@ -139,18 +150,56 @@ func checkMessageSchema(t *testing.T, c *oaContract, out, in *openapi3.SchemaRef
 			text := alt.Value
 			if alt.Value.Type.Is("object") {
 				text = alt.Value.AdditionalProperties.Schema.Value
-				if alt.Value.MaxProps == nil || *alt.Value.MaxProps != queue.MaxMessageLanguages {
-					t.Errorf("%s's object: maxProperties %v, want %d", s.name, alt.Value.MaxProps, queue.MaxMessageLanguages)
+				if alt.Value.MaxProps == nil || *alt.Value.MaxProps != maxLanguages {
+					t.Errorf("%s's object: maxProperties %v, want %d", s.name, orNone(alt.Value.MaxProps), maxLanguages)
 				}
 			} else if alt.Value.Nullable != s.nullable {
 				t.Errorf("%s's string: nullable %v, want %v (null means left out in a body)", s.name, alt.Value.Nullable, s.nullable)
 			}
-			if text.MaxLength == nil || *text.MaxLength != queue.MaxMessageChars {
-				t.Errorf("%s's %v: maxLength %v, want %d", s.name, alt.Value.Type, text.MaxLength, queue.MaxMessageChars)
+			if text.MaxLength == nil || *text.MaxLength != maxChars {
+				t.Errorf("%s's %v: maxLength %v, want %d", s.name, alt.Value.Type, orNone(text.MaxLength), maxChars)
 			}
 		}
 		if !slices.Equal(kinds, []string{"string", "object"}) {
 			t.Errorf("%s is one of %v, want a string or an object", s.name, kinds)
 		}
 	}
+}
+
+// messageLimits finds the longest text and the most languages the message
+// setting accepts, by asking it: the spec must say what the setting does,
+// not what a constant beside it claims.
+func messageLimits(t *testing.T) (chars, languages uint64) {
+	t.Helper()
+	setting, ok := queue.SettingNamed("message")
+	if !ok {
+		t.Fatal("no message setting")
+	}
+	accepts := func(v any) bool {
+		c := queue.DefaultConfig()
+		return setting.Set(&c, v) == nil
+	}
+	const ceiling = 100_000
+	longest := sort.Search(ceiling, func(n int) bool { return !accepts(strings.Repeat("a", n+1)) })
+	tags := []string{"en", "fr", "de", "es", "it", "pt", "nl", "sv", "da", "fi", "pl", "cs", "hu", "ro", "el", "tr",
+		"ru", "uk", "ja", "ko", "zh", "ar", "he", "hi", "th", "vi", "id", "ms", "ca", "eu"}
+	most := sort.Search(len(tags), func(n int) bool {
+		texts := map[string]string{}
+		for _, tag := range tags[:n+1] {
+			texts[tag] = "a"
+		}
+		return !accepts(texts)
+	})
+	if longest == ceiling || most == len(tags) {
+		t.Fatalf("the message setting takes texts of %d characters and %d languages: no limit found", longest, most)
+	}
+	return uint64(longest), uint64(most)
+}
+
+// orNone prints a schema's optional bound.
+func orNone(bound *uint64) string {
+	if bound == nil {
+		return "none"
+	}
+	return fmt.Sprint(*bound)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/spend"
 )
@@ -47,6 +48,9 @@ type Metrics struct {
 	protected     *prometheus.HistogramVec
 	bypassed      *prometheus.CounterVec
 	degraded      *prometheus.CounterVec
+	timeInLine    *prometheus.HistogramVec
+	estimate      *prometheus.HistogramVec
+	placed        *prometheus.CounterVec
 }
 
 // New registers waitroom's metrics on reg.
@@ -87,8 +91,55 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 	for _, via := range []string{"gateway", "entry", "order"} {
 		m.degraded.WithLabelValues(via)
 	}
-	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, m.degraded, &queueCollector{queues: queues, maxAge: StatsMaxAge})
+	m.saleMetrics()
+	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, m.degraded,
+		m.timeInLine, m.estimate, m.placed, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
+}
+
+// saleMetrics makes the per-instance series of how a sale went (issue
+// 38): time in line and the estimate's accuracy, observed by the instance
+// whose tick admitted the user, and orders placed by the instance that
+// took them; sum them across instances.
+func (m *Metrics) saleMetrics() {
+	m.timeInLine = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "waitroom_time_in_line_seconds",
+		Help:    "Time from taking a place in line to admission, of each user admitted (this instance's ticks); those let straight in never waited and are not counted.",
+		Buckets: []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400},
+	}, []string{"queue"})
+	m.estimate = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "waitroom_estimate_ratio",
+		Help:    "The wait realised over the wait shown at entry, of each user admitted (this instance's ticks): 1 is on time, 2 twice as long as promised; a shown 0 (any moment now) counts as 1 s; users placed by an opening, shown no wait, are not counted.",
+		Buckets: []float64{0.1, 0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10},
+	}, []string{"queue"})
+	m.placed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitroom_orders_placed_total",
+		Help: "Orders created through the order API (replays not counted), by the queue that sells the product (this instance's).",
+	}, []string{"queue"})
+}
+
+// Admitted observes the waits of users admitted to queue (a tick's
+// queue.Admission.Waited).
+func (m *Metrics) Admitted(queue string, waits []rollup.Wait) {
+	if m == nil {
+		return
+	}
+	for _, w := range waits {
+		if d, ok := w.TimeInLine(); ok {
+			m.timeInLine.WithLabelValues(queue).Observe(d.Seconds())
+		}
+		if r, ok := w.Ratio(); ok {
+			m.estimate.WithLabelValues(queue).Observe(r)
+		}
+	}
+}
+
+// OrderPlaced counts an order created for queue.
+func (m *Metrics) OrderPlaced(queue string) {
+	if m == nil {
+		return
+	}
+	m.placed.WithLabelValues(queue).Inc()
 }
 
 // StatsMaxAge is how long one reading of every queue's numbers serves
@@ -232,6 +283,7 @@ var (
 	descPreQueue  = desc("waitroom_prequeue_length", "Users waiting for the queue's opening, not yet placed in line.")
 	descSoldOut   = desc("waitroom_queue_sold_out", "1 while the queue has nothing left to sell: admission stops, newcomers are refused 410, whoever waits is told SOLD_OUT.")
 	descUnitsLeft = desc("waitroom_queue_units_left", "What the queue has left to sell, as last told (the order API after each sale, the admin API, the backend's X-Waitroom-Command); absent while not known.")
+	descPhase     = prometheus.NewDesc("waitroom_queue_phase", "One series per phase of the queue's (the phases setting): 1 for the phase in force, 0 for the others; none while the queue has no phases.", []string{"queue", "phase"}, nil)
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
 	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue, descSoldOut, descUnitsLeft}
 	scrapeTimeout = 2 * time.Second
@@ -293,14 +345,20 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- descStatusBy
+	ch <- descPhase
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	hits, misses := c.queues.SnapshotAnswers()
 	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(hits), "snapshot")
 	ch <- prometheus.MustNewConstMetric(descStatusBy, prometheus.CounterValue, float64(misses), "store")
+	now := time.Now() // the phase in force, as ConfigInForce judges it
 	for _, st := range c.read() {
 		q := st.Queue
+		in := st.Config.InForce(now) // a phase's rate and cap, while one is in force
+		for _, p := range st.Config.Phases {
+			ch <- prometheus.MustNewConstMetric(descPhase, prometheus.GaugeValue, bit(p.Name == in.PhaseInForce), q, p.Name)
+		}
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, q)
 		}
@@ -314,7 +372,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descUnitsLeft, float64(st.Stock.Units))
 		}
 		gauge(descActive, float64(st.ActiveTokens))
-		limit, capped := admission.LiveCap(st.Config, st.Stock)
+		limit, capped := admission.LiveCap(in, st.Stock)
 		if !capped {
 			limit = 0
 		}
@@ -325,9 +383,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descConsumed, st.ConsumedTotal)
 		counter(descExpired, st.ExpiredTotal)
 		counter(descReturned, st.ReturnedTotal)
-		gauge(descRateConf, st.Config.RatePerSecond)
+		gauge(descRateConf, in.RatePerSecond)
 		gauge(descRateMeas, st.MeasuredRate)
-		gauge(descRate, st.EffectiveRate)
+		gauge(descRate, st.EffectiveRate) // a phase's own, while one is in force (Service.Stats)
 		counter(descAbandoned, st.AbandonedTotal)
 		gauge(descPreQueue, float64(st.PreQueued))
 	}

@@ -103,6 +103,20 @@ func Promtool(t testing.TB) string {
 	return path
 }
 
+// Nginx returns the path of nginx (Debian's /usr/sbin/nginx, else on
+// PATH; scripts/test.sh installs it), with Missing's rule when there is
+// none.
+func Nginx(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"/usr/sbin/nginx", "nginx"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	Missing(t, "nginx (scripts/test.sh installs Debian's)")
+	return ""
+}
+
 // InCI reports whether the tests run under CI.
 func InCI() bool { return os.Getenv("CI") == "true" }
 

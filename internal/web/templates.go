@@ -38,14 +38,20 @@ var requiredBlocks = []struct{ name, before, where string }{
 	{"waitroom.status", "</body>", "inside <body>"},
 }
 
-// pageSet is the waiting page's templates by queue.
+// pageSet is the waiting page's templates by queue and by phase.
 type pageSet struct {
 	site     *template.Template            // the operator's waiting.html, else the built-in
 	perQueue map[string]*template.Template // DIR/queues/{queue}/waiting.html
+	named    map[string]*template.Template // DIR/templates/{name}/waiting.html, for a phase's template
 }
 
-func (p *pageSet) forQueue(q string) *template.Template {
-	if t, ok := p.perQueue[q]; ok {
+// forVisit is the template of the visit's phase, else its queue's own,
+// else the site's.
+func (p *pageSet) forVisit(v Visit) *template.Template {
+	if t, ok := p.named[v.Template]; ok {
+		return t
+	}
+	if t, ok := p.perQueue[v.Queue]; ok {
 		return t
 	}
 	return p.site
@@ -55,8 +61,10 @@ func (p *pageSet) forQueue(q string) *template.Template {
 // one per queue that has its own.
 func (s *Site) Templates() []string {
 	out := []string{s.pages.site.Name()}
-	for _, q := range slices.Sorted(maps.Keys(s.pages.perQueue)) {
-		out = append(out, s.pages.perQueue[q].Name())
+	for _, set := range []map[string]*template.Template{s.pages.perQueue, s.pages.named} {
+		for _, k := range slices.Sorted(maps.Keys(set)) {
+			out = append(out, set[k].Name())
+		}
 	}
 	return out
 }
@@ -67,7 +75,7 @@ func (s *Site) loadPages(dir string) (*pageSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pageSet{perQueue: map[string]*template.Template{}}
+	p := &pageSet{perQueue: map[string]*template.Template{}, named: map[string]*template.Template{}}
 	// The built-in page is checked like any other, but for the trial runs
 	// (4.), which its tests make (TestBuiltinTemplate): every start of the
 	// program, in every test, would pay for them.
@@ -85,29 +93,40 @@ func (s *Site) loadPages(dir string) (*pageSet, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
-	queues, err := os.ReadDir(filepath.Join(dir, "queues"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	for _, e := range queues {
-		path := filepath.Join(dir, "queues", e.Name(), "waiting.html")
-		if !e.IsDir() {
-			continue
-		}
-		if err := queue.ValidateQueueName(e.Name()); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q is not a queue name: %w", filepath.Join(dir, "queues", e.Name()), e.Name(), err))
-			continue
-		}
-		t, err := s.pageFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("%s: missing: a queue's folder holds its waiting.html", path))
-			continue
-		}
-		if err != nil {
+	// A queue's own folder, and a phase's template's, each hold a
+	// waiting.html; the folder's name is the queue's, or the template's.
+	for _, set := range []struct {
+		folder, names string
+		into          map[string]*template.Template
+		valid         func(string) error
+	}{
+		{"queues", "a queue", p.perQueue, queue.ValidateQueueName},
+		{"templates", "a phase's template", p.named, validTemplateName},
+	} {
+		entries, err := os.ReadDir(filepath.Join(dir, set.folder))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
-			continue
 		}
-		p.perQueue[e.Name()], found = t, true
+		for _, e := range entries {
+			path := filepath.Join(dir, set.folder, e.Name(), "waiting.html")
+			if !e.IsDir() {
+				continue
+			}
+			if err := set.valid(e.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not %s name: %w", filepath.Join(dir, set.folder, e.Name()), e.Name(), set.names, err))
+				continue
+			}
+			t, err := s.pageFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("%s: missing: the folder holds its waiting.html", path))
+				continue
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			set.into[e.Name()], found = t, true
+		}
 	}
 	if !found && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("%s: neither waiting.html nor queues/{queue}/waiting.html: nothing to serve", dir))
@@ -117,6 +136,17 @@ func (s *Site) loadPages(dir string) (*pageSet, error) {
 	}
 	return p, nil
 }
+
+// validTemplateName holds a templates/ folder to the names a phase's
+// template may have.
+func validTemplateName(name string) error {
+	if !templateName.MatchString(name) {
+		return errors.New("1 to 40 of a-z, 0-9, - and _, starting with a letter or digit")
+	}
+	return nil
+}
+
+var templateName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
 // pageFile reads and checks one operator's template.
 func (s *Site) pageFile(path string) (*template.Template, error) {

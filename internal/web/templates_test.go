@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -152,6 +153,8 @@ func TestTemplateErrors(t *testing.T) {
 			`FILE: missing`, "queues/vip/waiting.html"},
 		{"a folder that is no queue's", map[string]string{"queues/no way/waiting.html": good},
 			`FILE: "no way" is not a queue name`, "queues/no way"},
+		{"a folder that is no phase template's", map[string]string{"waiting.html": good, "templates/Members/waiting.html": good},
+			`FILE: "Members" is not a phase's template name`, "templates/Members"},
 		{"nothing to serve", map[string]string{"assets/logo.svg": "<svg/>"},
 			`FILE: neither waiting.html nor queues/\{queue\}/waiting.html`, ""},
 	}
@@ -203,5 +206,21 @@ func TestCheck(t *testing.T) {
 	}
 	if _, body := get(t, s, "/q/vip", "en"); !strings.Contains(body, "<title>Shop</title>") {
 		t.Errorf("/q/vip is not its own page")
+	}
+}
+
+// TestPhaseTemplate: a visit during a phase with a page template of its
+// own gets templates/{name}/waiting.html; a template the directory lacks
+// gets the queue's page.
+func TestPhaseTemplate(t *testing.T) {
+	dir := pageDir(t, map[string]string{"waiting.html": good,
+		"templates/members/waiting.html": strings.Replace(good, "<title>Shop</title>", "<title>Members</title>", 1)})
+	s := newSite(t, web.Options{Dir: dir})
+	for template, title := range map[string]string{"members": "<title>Members</title>", "": "<title>Shop</title>", "gone": "<title>Shop</title>"} {
+		w := httptest.NewRecorder()
+		s.Waiting(w, httptest.NewRequest("GET", "/q/sale", nil), web.Visit{Queue: "sale", Template: template})
+		if !strings.Contains(w.Body.String(), title) {
+			t.Errorf("template %q: the page lacks %s", template, title)
+		}
 	}
 }

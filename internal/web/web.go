@@ -51,8 +51,8 @@ type Options struct {
 	// order form.
 	Gateway bool
 	// Dir is the operator's page directory (--page-dir): waiting.html,
-	// queues/{queue}/waiting.html and assets/ (docs/page.md). Empty: the
-	// built-in page for every queue.
+	// queues/{queue}/waiting.html, templates/{phase template}/waiting.html
+	// and assets/ (docs/page.md). Empty: the built-in page for every queue.
 	Dir string
 }
 
@@ -186,6 +186,10 @@ type Visit struct {
 	Queue string
 	// Message is the operator's message for the page's language ("": none).
 	Message func(lang string) string
+	// Template names the page template of the queue's phase in force
+	// (--page-dir's templates/{name}/waiting.html; "", or one the
+	// directory lacks: the queue's own).
+	Template string
 	// NoScript, when set, renders the page that works without JavaScript
 	// for this standing.
 	NoScript *Standing
@@ -244,7 +248,7 @@ func (s *Site) Waiting(w http.ResponseWriter, r *http.Request, v Visit) {
 			w.Header().Set("Retry-After", fmt.Sprint(seconds(v.NoScript.PollAfter)))
 		}
 	}
-	s.render(w, s.pages.forQueue(v.Queue), "", d, lang, status)
+	s.render(w, s.pages.forVisit(v), "", d, lang, status)
 }
 
 func (s *Site) pageData(r *http.Request, lang Language, v Visit) pageData {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -30,7 +31,7 @@ func main() {
 		os.Exit(bench.ServeInstance())
 	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,million (default all but million)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million (default all but million)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
@@ -41,6 +42,7 @@ func main() {
 	herdFixed := flag.Bool("herd-fixed", false, "run the herd's schedules at a fixed rate instead of the adaptive one")
 	herdModes := flag.String("herd-modes", "", "comma-separated subset of the herd's schedules: burst,spread,spread+jitter (default all)")
 	gatewayProfiles := flag.String("gateway-profiles", "", "write CPU profiles of the gateway section's Go proxy runs into this directory (their figures then include the profiler)")
+	frontProfiles := flag.String("front-profiles", "", "write CPU profiles of the front section's instances over each run's window into this directory (their figures then include the profiler)")
 	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
 	limit := flag.Duration("limit", 20*time.Minute, "stop everything after this long")
 	flag.Parse()
@@ -57,6 +59,7 @@ func main() {
 		MillionUsers:    *millionUsers,
 		Log:             os.Stderr,
 		GatewayProfiles: *gatewayProfiles,
+		FrontProfiles:   *frontProfiles,
 	}
 	if o.RedisURL == "" || o.DatabaseURL == "" {
 		fmt.Fprintln(os.Stderr, "bench: WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL are required (bench/run.sh sets them)")
@@ -94,6 +97,13 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Fprintf(os.Stderr, "bench: wrote %s and %s/*.svg\n", *doc, *svgDir)
+		if r.Herd != nil {
+			for _, m := range r.Herd.Modes {
+				if m.Sale != nil && len(m.Sale.HTML) > 0 {
+					fmt.Fprintf(os.Stderr, "bench: the herd's %s sale, its report: %s\n", m.Mode.Name, filepath.Join(*svgDir, bench.HerdReportFile(m.Mode.Name)))
+				}
+			}
+		}
 	}
 	fmt.Fprintf(os.Stderr, "bench: done in %v\n", time.Since(start).Round(time.Second))
 }

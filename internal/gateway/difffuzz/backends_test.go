@@ -205,6 +205,7 @@ func TestBackends(t *testing.T) {
 				}
 			})
 			t.Run("through the gateway", func(t *testing.T) { fuzzThroughGateway(t, b) })
+			t.Run("through nginx and the decision", func(t *testing.T) { fuzzThroughNginx(t, b) })
 		})
 	}
 }

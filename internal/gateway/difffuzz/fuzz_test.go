@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+	"github.com/waitroom/waitroom/internal/proxyfront"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // shortRequests is how many generated requests each backend gets in the
@@ -25,6 +27,40 @@ const shortRequests = 5000
 // may reach a protected handler through the gateway, and no benign
 // request may be answered by the gateway instead of b.
 func fuzzThroughGateway(t *testing.T, b *difffuzz.Backend) {
+	gw, err := difffuzz.StartGateway(t.Context(), "http://"+b.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	fuzzThrough(t, b, gw.Addr)
+}
+
+// fuzzThroughNginx is the same run through real nginx on
+// deploy/nginx-auth-request.conf, asking the gateway's decision and
+// forwarding to b itself: the judgment must not depend on who asks.
+func fuzzThroughNginx(t *testing.T, b *difffuzz.Backend) {
+	if proxyfront.Binary("nginx") == "" {
+		testenv.Missing(t, "nginx")
+	}
+	gw, err := difffuzz.StartGateway(t.Context(), "http://"+b.Addr, "--trusted-proxies", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	conf, err := os.ReadFile("../../../deploy/nginx-auth-request.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := proxyfront.Nginx(t.Context(), string(conf), proxyfront.Addresses{Waitroom: gw.Addr, Backend: b.Addr, Workers: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(front.Stop)
+	fuzzThrough(t, b, front.Addr)
+}
+
+// fuzzThrough runs the short differential run through the front at addr.
+func fuzzThrough(t *testing.T, b *difffuzz.Backend, addr string) {
 	n := shortRequests
 	if v := os.Getenv("WAITROOM_DIFFFUZZ_REQUESTS"); v != "" {
 		var err error
@@ -32,14 +68,8 @@ func fuzzThroughGateway(t *testing.T, b *difffuzz.Backend) {
 			t.Fatalf("WAITROOM_DIFFFUZZ_REQUESTS=%q: %v", v, err)
 		}
 	}
-	gw, err := difffuzz.StartGateway(t.Context(), "http://"+b.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close() })
-
 	t.Run("benign requests pass", func(t *testing.T) {
-		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: gw.Addr, Extra: difffuzz.Benign})
+		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: addr, Extra: difffuzz.Benign})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +79,7 @@ func fuzzThroughGateway(t *testing.T, b *difffuzz.Backend) {
 		}
 	})
 	t.Run(fmt.Sprintf("%d regressions and %d generated", len(difffuzz.Regressions), n), func(t *testing.T) {
-		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: gw.Addr, Extra: difffuzz.Regressions, Requests: n, Seed: 35})
+		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: addr, Extra: difffuzz.Regressions, Requests: n, Seed: 35})
 		if err != nil {
 			t.Fatal(err)
 		}

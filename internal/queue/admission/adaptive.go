@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // The adaptive rate. Every protected call (an order; a backend call through
@@ -128,7 +129,7 @@ type Decision struct {
 func NextRate(c queue.Config, w queue.RateWindow) Decision {
 	s := w.Samples
 	last := w.Last
-	d := Decision{RateDecision: queue.RateDecision{Window: w.ID, Rate: w.Rate, P90: s.Percentile(0.9), Knee: last.Knee, CallsPerUser: last.CallsPerUser},
+	d := Decision{RateDecision: queue.RateDecision{Window: w.ID, Rate: w.Rate, P90: latencyPercentile(s, 0.9), Knee: last.Knee, CallsPerUser: last.CallsPerUser},
 		Calls: s.Calls, Failed: s.Overloaded}
 	target := c.TargetLatency
 	// bears is what the backend completed in the window, in users per
@@ -310,4 +311,10 @@ func (r *RateController) decide(ctx context.Context, q string, w queue.RateWindo
 			"p90", d.P90.String(), "target", c.TargetLatency.String(), "calls", d.Calls, "failed", d.Failed,
 			"admitted", w.Admitted, "knee", d.Knee, "calls_per_user", math.Round(d.CallsPerUser*100)/100, "window", r.Window.String())
 	}
+}
+
+// latencyPercentile is the latency below which the fraction q of the
+// sampled calls fell (the upper bound of its bucket); 0 with no calls.
+func latencyPercentile(s queue.RateSample, q float64) time.Duration {
+	return time.Duration(rollup.Histogram(s.Latency).Quantile(q) * float64(time.Millisecond))
 }

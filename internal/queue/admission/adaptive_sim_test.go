@@ -221,3 +221,17 @@ func TestAdaptiveFollowsASlowdown(t *testing.T) {
 		}
 	}
 }
+
+func TestLatencyPercentile(t *testing.T) {
+	var s queue.RateSample
+	for i := 1; i <= 100; i++ {
+		s.Add(time.Duration(i)*10*time.Millisecond, false) // 10 ms … 1 s
+	}
+	p90 := latencyPercentile(s, 0.9)
+	if p90 < 900*time.Millisecond || p90 > 945*time.Millisecond {
+		t.Fatalf("p90 of 10..1000 ms = %v, want 900 ms within the 5%% bucket", p90)
+	}
+	if latencyPercentile(queue.RateSample{}, 0.9) != 0 {
+		t.Fatal("an empty sample has a percentile")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,10 @@ type Admitter struct {
 	// OnAdmitUsers, if set, is told who each tick admitted (metrics, tests),
 	// after every tick that moved the line (no-shows skipped included).
 	OnAdmitUsers func(queue string, users []string)
+	// OnAdmission, if set, is told each tick's whole answer after
+	// OnAdmitUsers: the admitted's waits (queue.Admission.Waited) for the
+	// sale's metrics.
+	OnAdmission func(queue string, a queue.Admission)
 	// Discover is how often the list of queues and their configs is re-read.
 	Discover time.Duration
 	// Jitter adds a random part of half an interval after each due time
@@ -90,7 +95,7 @@ func (l *queueLoop) config() queue.Config { l.mu.Lock(); defer l.mu.Unlock(); re
 // setConfig records cfg and wakes the loop if it changed.
 func (l *queueLoop) setConfig(cfg queue.Config) {
 	l.mu.Lock()
-	changed := cfg != l.cfg
+	changed := !slices.Equal(queue.StoreFields(cfg), queue.StoreFields(l.cfg))
 	l.cfg = cfg
 	l.mu.Unlock()
 	if changed {
@@ -193,6 +198,9 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		// the counts; TestThreeAdmittersShareTheRate saw 420 of 430).
 		if err == nil && (len(res.Admitted) > 0 || res.Skipped > 0) && a.OnAdmitUsers != nil {
 			a.OnAdmitUsers(name, res.Admitted)
+		}
+		if err == nil && len(res.Admitted) > 0 && a.OnAdmission != nil {
+			a.OnAdmission(name, res)
 		}
 		if ctx.Err() != nil {
 			return

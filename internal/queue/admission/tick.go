@@ -68,6 +68,7 @@ const maxCheckpoints = 3
 
 // TickInput is what a store reads for one tick, in one step, by its clock.
 type TickInput struct {
+	// Config is the queue's config in force at Now (queue.Config.InForce).
 	Config queue.Config
 	State  TickState
 	// Now is the store's clock in whole milliseconds.

@@ -254,12 +254,12 @@ func (s *Store) replayRecord(o op) error {
 	case opResume:
 		s.resume(o.at, o.dur, false)
 		return nil
-	case opFirstUse:
+	case opFirstUse, opRoll:
 		if o.seq <= s.usedOps {
 			return nil
 		}
 		if o.seq != s.usedOps+1 {
-			return fmt.Errorf("first use %d follows %d: %w", o.seq, s.usedOps, errMissing)
+			return fmt.Errorf("first use or row %d follows %d: %w", o.seq, s.usedOps, errMissing)
 		}
 		err := s.replay(o)
 		s.usedOps = o.seq
@@ -409,7 +409,7 @@ func (s *Store) Compact() error {
 			}
 		}
 		s.usedMu.Lock()
-		used := usedImage{Ops: s.usedOps}
+		used := usedImage{Ops: s.usedOps, Rows: s.rowImages()}
 		for k, until := range s.used {
 			used.Queue, used.Key, used.Until = append(used.Queue, k.queue), append(used.Key, k.key), append(used.Until, until)
 		}
@@ -485,6 +485,7 @@ func (s *Store) loadSnapshot(path string, last *time.Time) (int, int64, error) {
 				return err
 			}
 			s.usedOps = used.Ops
+			s.restoreRows(used.Rows)
 			for j := range used.Key {
 				s.used[usedKey{used.Queue[j], used.Key[j]}] = used.Until[j]
 			}

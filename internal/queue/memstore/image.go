@@ -32,6 +32,7 @@ type queueImage struct {
 	LeftTickets []int64
 	Tick        admission.TickState
 	Seen        map[string]time.Time
+	Joined      map[string]joined
 
 	Admitted, Consumed, Left, Expired, Returned, Abandoned, InlineTotal int64
 
@@ -49,6 +50,7 @@ type queueImage struct {
 	OpenOwner         string
 	OpenLease         time.Time
 	Stock             queue.Stock
+	Changed           queue.Changes
 }
 
 type tokenImage struct {
@@ -68,6 +70,8 @@ type usedImage struct {
 	Queue []string
 	Key   []string
 	Until []time.Time
+	// Rows are the queues' per-minute rows (Roll).
+	Rows []rowImage
 }
 
 // image copies q's state (under its lock): what it shares with the live
@@ -75,14 +79,14 @@ type usedImage struct {
 func (q *state) image(name string) *queueImage {
 	img := &queueImage{
 		Name: name, Ops: q.ops, Removed: q.removed, Config: queue.StoreFields(q.cfg), Epoch: q.epoch, Seq: q.seq,
-		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen),
+		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen), Joined: maps.Clone(q.joined),
 		Admitted: q.admitted, Consumed: q.consumed, Left: q.left, Expired: q.expired, Returned: q.ret,
 		Abandoned: q.abandoned, InlineTotal: q.inlineTotal,
 		EffRate: q.effRate, EffLast: q.effLast, SampleWin: q.sampleWin, Sample: q.sample, SampleAdmitted: q.sampleAdmitted,
 		RateLog:    slices.Clone(q.rateLog),
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
-		Stock: q.stock,
+		Stock: q.stock, Changed: q.changed,
 	}
 	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
 	img.Sample.Latency = maps.Clone(q.sample.Latency)
@@ -128,17 +132,20 @@ func (img *queueImage) restore() (*state, error) {
 	q := &state{
 		ops: img.Ops, cfg: cfg, epoch: img.Epoch, line: newLine(), seq: img.Seq,
 		tokens: make(map[string]token, len(img.Tokens)), inflight: map[string]lock{},
-		leftTickets: img.LeftTickets, tick: img.Tick, seen: img.Seen,
+		leftTickets: img.LeftTickets, tick: img.Tick, seen: img.Seen, joined: img.Joined,
 		admitted: img.Admitted, consumed: img.Consumed, left: img.Left, expired: img.Expired, ret: img.Returned,
 		abandoned: img.Abandoned, inlineTotal: img.InlineTotal,
 		effRate: img.EffRate, effLast: img.EffLast, sampleWin: img.SampleWin, sample: img.Sample, sampleAdmitted: img.SampleAdmitted,
 		rateLog:    img.RateLog,
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
-		stock: img.Stock,
+		stock: img.Stock, changed: img.Changed,
 	}
 	if q.seen == nil {
 		q.seen = map[string]time.Time{}
+	}
+	if q.joined == nil { // a snapshot from before places kept their taking
+		q.joined = map[string]joined{}
 	}
 	if q.pre == nil {
 		q.pre = map[string]int64{}

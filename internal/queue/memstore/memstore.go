@@ -24,6 +24,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // Store is the in-process implementation of queue.Store.
@@ -38,12 +39,23 @@ type Store struct {
 	used   map[usedKey]time.Time // FirstUse markers → when they lapse
 	// usedSweep counts markers added since expired ones were last swept.
 	usedSweep int
-	usedOps   int64 // FirstUse steps journaled (as state.ops)
+	usedOps   int64 // FirstUse and Roll steps journaled (as state.ops)
+	// rows are the queues' per-minute rows (rollup.go), swept of the
+	// lapsed at rowsSwept.
+	rows      map[string]map[int64]*row
+	rowsSwept time.Time
 
 	disk *disk // the journal (Open); nil in memory only
 }
 
 type usedKey struct{ queue, key string }
+
+// joined is a place's taking: when, and the wait shown then (seconds;
+// rollup.NoneShown: none).
+type joined struct {
+	At    time.Time
+	Shown int64
+}
 
 var _ queue.Store = (*Store)(nil)
 
@@ -104,6 +116,9 @@ type state struct {
 	// user near the front was last seen (no-shows).
 	tick admission.TickState
 	seen map[string]time.Time
+	// joined is, for each user in line, when they took their place and
+	// the wait they were shown (rollup.Wait), dropped with the place.
+	joined map[string]joined
 
 	admitted, consumed, left, expired, ret int64
 	abandoned, inlineTotal                 int64
@@ -129,6 +144,8 @@ type state struct {
 
 	// stock is what the queue has left to sell (SetStock).
 	stock queue.Stock
+	// changed says when the states a shop is told of last changed.
+	changed queue.Changes
 }
 
 // rateLogSize bounds the recent rate changes kept for the admin chart.
@@ -249,7 +266,7 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 // newState is an empty queue's state.
 func newState(epoch int64) *state {
 	return &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
-		seen: map[string]time.Time{}, pre: map[string]int64{}, epoch: epoch}
+		seen: map[string]time.Time{}, joined: map[string]joined{}, pre: map[string]int64{}, epoch: epoch}
 }
 
 // DeleteQueue implements queue.Store. The queue's state is dropped and a
@@ -290,10 +307,17 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 // (admission.AdaptiveStart) and stays within its bounds; a new AbandonAfter
 // forgets the checkpoints taken for the old one (nobody is judged until it
 // has passed); a new opening time starts a new pre-queue, and taking it
-// away from one that has people opens the line now.
+// away from one that has people opens the line now; pausing, resuming and
+// another method are stamped (queue.Changes).
 func (q *state) putConfig(c queue.Config, created bool, now time.Time) {
 	before, rateBefore := q.cfg, q.rateInForce()
 	q.cfg = c
+	if !created && c.Paused != before.Paused {
+		q.changed.Paused = now
+	}
+	if !created && c.Method != before.Method {
+		q.changed.Method = now
+	}
 	if q.tick.Next.After(now.Add(c.Interval)) {
 		q.tick.Next = now
 	}
@@ -340,7 +364,7 @@ func (q *state) pending() bool { return !q.cfg.OpensAt.IsZero() && q.openState =
 // pace is the line's queue.Pace now.
 func (q *state) pace(now time.Time) queue.Pace {
 	return queue.LinePace(queue.PaceState{
-		Config: q.cfg, EffectiveRate: q.effRate, PaceRate: q.tick.PaceRate, PaceBusy: q.tick.PaceBusy,
+		Config: q.cfg.InForce(now), EffectiveRate: q.effRate, PaceRate: q.tick.PaceRate, PaceBusy: q.tick.PaceBusy,
 		Moved: q.tick.Moved, Now: now, Length: q.line.len(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
 	})
@@ -401,7 +425,9 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 	q.line.push(user, q.seq)
 	n := q.line.len() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
-	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: q.pace(now), Epoch: q.epoch}, true, nil
+	p := q.pace(now)
+	q.joined[user] = joined{At: now, Shown: p.Shown(n, n)}
+	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch}, true, nil
 }
 
 // unplaced is, while an opening is being placed, how many of its pre-queue
@@ -478,10 +504,9 @@ func (s *Store) Leave(_ context.Context, name, user string) (bool, error) {
 
 func (q *state) leave(user string, now time.Time) bool {
 	if t, ok := q.line.ticket(user); ok {
-		q.line.remove(user)
+		q.pop(user, now)
 		q.addLeft(t)
 		q.left++
-		delete(q.seen, user)
 		return true
 	}
 	if _, ok := q.pre[user]; ok {
@@ -545,12 +570,12 @@ func (s *Store) Admit(_ context.Context, name string, tokens []string) (queue.Ad
 func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admission, error) {
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
-		tick := admission.TickInput{Config: q.cfg, State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
+		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
 			Placing: q.openState == "placing", Length: q.line.len(), Stock: q.stock}
 		if len(tokens) > 0 {
 			tick.Call = tokens[0]
 		}
-		if admission.LiveCapped(q.cfg, q.stock) {
+		if admission.LiveCapped(tick.Config, q.stock) {
 			tick.Live = q.live(now)
 		}
 		p, err := admission.PlanTick(tick, q.front)
@@ -563,13 +588,15 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 				values = admission.DrawValues(p.Draws)
 			}
 			o.blob = encodeDraws(values)
-			a.Admitted, a.Skipped = q.draw(p, values, tokens)
+			a.Admitted, a.Waited, a.Skipped = q.draw(p, values, tokens, now)
 		}
 		// The journal keeps the tokens given out and the call's name (its
 		// first token), and a draw's random values; the rest only count.
 		o.list = tokens[:min(len(tokens), max(1, len(a.Admitted)))]
-		for _, w := range slices.Concat(p.Admitted, p.Skipped) {
-			q.pop(w.User)
+		for i, w := range slices.Concat(p.Admitted, p.Skipped) {
+			if wait := q.pop(w.User, now); i < len(p.Admitted) {
+				a.Waited = append(a.Waited, wait)
+			}
 		}
 		for i, w := range p.Admitted {
 			q.issue(w.User, tokens[i], p.Expires)
@@ -587,7 +614,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 // before the next is drawn; a no-show drawn (p.Absent) leaves without a
 // token. A user drawn leaves a gap in the line, as a leaver does, for the
 // snapshot.
-func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string) (admitted []string, skipped int) {
+func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string, now time.Time) (admitted []string, waited []rollup.Wait, skipped int) {
 	for _, r := range values {
 		if len(admitted) == p.Draw || q.line.len() == 0 {
 			break
@@ -595,23 +622,30 @@ func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string) (ad
 		ws, _ := q.front(admission.DrawIndex(r, q.line.len()), 1)
 		w := ws[0]
 		absent := p.Absent.NoShow(w)
-		q.pop(w.User)
+		wait := q.pop(w.User, now)
 		q.addLeft(w.Ticket)
 		if absent {
 			skipped++
 		} else {
 			q.issue(w.User, tokens[len(admitted)], p.Expires)
-			admitted = append(admitted, w.User)
+			admitted, waited = append(admitted, w.User), append(waited, wait)
 		}
 	}
-	return admitted, skipped
+	return admitted, waited, skipped
 }
 
-// pop takes the user out of the line, let in or passed over as a no-show,
-// and their seen mark with them (admit.lua's pop).
-func (q *state) pop(user string) {
+// pop takes the user out of the line, let in, passed over as a no-show
+// or leaving, and their seen mark and place's taking with them (admit.lua's
+// pop); it answers the taking as a wait admitted now.
+func (q *state) pop(user string, now time.Time) rollup.Wait {
 	q.line.remove(user)
 	delete(q.seen, user)
+	j, ok := q.joined[user]
+	delete(q.joined, user)
+	if !ok {
+		return rollup.Wait{Admitted: now}
+	}
+	return rollup.Wait{Entered: j.At, Shown: j.Shown, Admitted: now}
 }
 
 // front is admission.Front on the line, with the seen marks.
@@ -633,18 +667,19 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Stand
 		if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" {
 			return q.notInQueue(now), false, nil
 		}
+		c := q.cfg.InForce(now)
 		var live int64
-		if admission.LiveCapped(q.cfg, q.stock) {
+		if admission.LiveCapped(c, q.stock) {
 			live = q.live(now)
 		}
-		if !admission.MayAdmitNow(q.cfg, q.effRate, q.tick, q.stock, live) {
+		if !admission.MayAdmitNow(c, q.effRate, q.tick, q.stock, live) {
 			return q.notInQueue(now), false, nil
 		}
 		if t, ok := q.tokens[user]; ok { // expired: forget it, as Enter does
 			q.dropToken(user, t, now, &q.expired)
 		}
 		q.seq++ // entered and admitted at once: the totals still balance
-		q.issue(user, tok, now.Add(q.cfg.TokenTTL))
+		q.issue(user, tok, now.Add(c.TokenTTL))
 		q.tick.Inline++
 		q.tick.WinCount++
 		q.inlineTotal++
@@ -747,13 +782,14 @@ func (s *Store) Extend(_ context.Context, name, user, tok string) (time.Time, er
 		if !ok || !sameToken(t.value, tok) || !t.expires.After(now) {
 			return time.Time{}, false, queue.ErrTokenInvalid
 		}
-		if q.cfg.SessionMax <= 0 {
+		c := q.cfg.InForce(now)
+		if c.SessionMax <= 0 {
 			return t.expires.UTC(), false, nil
 		}
 		if t.until.IsZero() {
-			t.until = t.expires.Add(q.cfg.SessionMax - q.cfg.TokenTTL)
+			t.until = t.expires.Add(c.SessionMax - c.TokenTTL)
 		}
-		next := now.Add(q.cfg.TokenTTL)
+		next := now.Add(c.TokenTTL)
 		if next.After(t.until) {
 			next = t.until
 		}
@@ -776,11 +812,14 @@ func (s *Store) SetStock(_ context.Context, name string, st queue.Stock, onlyLow
 	if onlyLower {
 		o.owner = "lower"
 	}
-	return change(s, o, func(q *state, _ time.Time) (queue.Stock, bool, error) {
+	return change(s, o, func(q *state, now time.Time) (queue.Stock, bool, error) {
 		if onlyLower && q.stock.Known && (!st.Known || st.Units >= q.stock.Units) {
 			return q.stock, false, nil
 		}
 		changed := q.stock != st
+		if q.stock.SoldOut() != st.SoldOut() {
+			q.changed.SoldOut = now
+		}
 		q.stock = st
 		return st, changed, nil
 	})
@@ -796,7 +835,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 			EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
 			ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 			AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
-			EffectiveRate: q.rateInForce(), Stock: q.stock,
+			EffectiveRate: q.rateInForce(), Stock: q.stock, Changed: q.changed,
 		}
 		if q.cfg.Adaptive {
 			st.EffectiveWhy = q.effLast.Why
@@ -922,6 +961,7 @@ func (s *Store) Place(_ context.Context, name, owner string, users []string, lea
 			}
 			delete(q.pre, u)
 			q.line.place(u, q.openNext)
+			q.joined[u] = joined{At: now, Shown: rollup.NoneShown} // shown the opening's time, not a wait
 			q.openNext++
 		}
 		q.openLease = now.Add(lease)

@@ -10,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
 )
 
@@ -212,4 +213,10 @@ func (r *restarting) Extend(ctx context.Context, q, user, tok string) (time.Time
 }
 func (r *restarting) Ping(ctx context.Context) error {
 	return call0(r, func(s *memstore.Store) error { return s.Ping(ctx) })
+}
+func (r *restarting) Roll(ctx context.Context, q string, w rollup.Write) error {
+	return call0(r, func(s *memstore.Store) error { return s.Roll(ctx, q, w) })
+}
+func (r *restarting) Rollups(ctx context.Context, q string, since, until time.Time) ([]rollup.Row, error) {
+	return call(r, func(s *memstore.Store) ([]rollup.Row, error) { return s.Rollups(ctx, q, since, until) })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // The journal keeps the steps that changed the store, not the state they
@@ -51,6 +52,9 @@ const (
 	// opSetStock: what the queue has left to sell (SetStock): n the
 	// units, flag whether they are known, owner "lower" for onlyLower.
 	opSetStock
+	// opRoll: a write to a queue's row of the minute (Roll), blob its
+	// rollup.Write (JSON), numbered with FirstUse's steps.
+	opRoll
 )
 
 // op is one journaled step: the method's arguments, its queue's step
@@ -69,7 +73,7 @@ type op struct {
 	n    int64
 	dur  time.Duration // a lease, lock, window or ttl
 	flag bool          // EndUse's consumed
-	blob []byte        // FoldRate's sample, SetRate's decision (JSON), Admit's draw (encodeDraws)
+	blob []byte        // FoldRate's sample, SetRate's decision, Roll's write (JSON), Admit's draw (encodeDraws)
 }
 
 func (o *op) encode() []byte {
@@ -121,7 +125,7 @@ func decodeOp(b []byte) (op, error) {
 	if blob := d.string(); blob != "" {
 		o.blob = []byte(blob)
 	}
-	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opSetStock {
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opRoll {
 		return op{}, errBadRecord
 	}
 	return o, nil
@@ -274,6 +278,12 @@ func (s *Store) replay(o op) error {
 		_, err = s.Place(ctx, o.queue, o.owner, o.list, o.dur)
 	case opFirstUse:
 		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
+	case opRoll:
+		var w rollup.Write
+		if err := json.Unmarshal(o.blob, &w); err != nil {
+			return err
+		}
+		err = s.Roll(ctx, o.queue, w)
 	case opDeleteQueue:
 		err = s.DeleteQueue(ctx, o.queue)
 	case opExtend:

@@ -42,17 +42,20 @@
 //	sweep.lua                    Store.Sweep                        SweepForgetsWhatLapsedAndChangesNoAnswer
 //	begin_use.lua, end_use.lua   Store.BeginUse, Store.EndUse       TokenUseRules, ConcurrentUseOfOneToken, ReleasedEntryFreesItsSlot
 //	extend.lua                   Store.Extend                       SlidingSessionLastsWhileUsedUpToItsMax
-//	stats.lua                    Store.Stats                        Stats, StatsAddUp, StatsReadExpiryWithoutSweeping
-//	put_config.lua               Store.PutConfig, state.putConfig   ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds
+//	stats.lua                    Store.Stats                        Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen
+//	put_config.lua               Store.PutConfig, state.putConfig   ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
 //	seen.lua                     Store.Seen                         NoShowsSkippedPresentAdmittedInOrder
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate      AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
 //	open_due.lua, place.lua      Store.OpenDue, Store.Place         OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
 //	first_use.lua                Store.FirstUse                     FirstUseIsOnce
-//	set_stock.lua                Store.SetStock                     SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock
+//	roll.lua                     Store.Roll, Store.roll             RowsAddUpRaceFreeAndLapse
+//	rows.lua                     Store.Rollups                      RowsAddUpRaceFreeAndLapse
+//	set_stock.lua                Store.SetStock                     SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
 //	fold_admission.lua           none: Redis's own upgrade          TestUpgradeFoldsTheOldAdmissionHash (this package)
 //	prelude's config             Store.Config, state.cfg            UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                          ClockSteppedBackDelaysOneIntervalAtMost
 //	prelude's rateInForce        state.rateInForce                  AdaptiveRateNeverLeavesItsBounds
+//	prelude's shown              state.enter (queue.Pace.Shown)     PlaceKeepsWhenAndTheWaitShown
 //	prelude's pace               state.pace (queue.LinePace)        SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
 //	prelude's opening, unplaced  state.pending, state.unplaced      OpeningReservesTicketsAheadOfLaterEntries
 //	prelude's markSeen           state.markSeen                     NoShowBackAskingIsSeenAtOnce

@@ -1,5 +1,7 @@
 package redisstore
 
+import "strconv"
+
 // A queue's keys. A script names them K.line, K.seq…, and gets as KEYS only
 // those it names, in this order: the generator writes each K.name as its
 // KEYS[i] (the directive below names the keys to it, in this order;
@@ -13,7 +15,7 @@ package redisstore
 // cfg.x and the admission state's adm.x. Before that it had a hash of its
 // own, {queue}:adm, which Upgrade folds in.
 //
-//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates
+//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined
 const (
 	kLine     = iota // ZSET user → ticket
 	kSeq             // STRING the ticket counter
@@ -27,11 +29,12 @@ const (
 	kPre             // ZSET the opening's pre-queue, user → arrival
 	kSamples         // HASH this window's protected-call samples of every instance (the adaptive rate)
 	kRates           // LIST the admission rate's recent changes: "ms rate why"
+	kJoined          // HASH user in line → "ms shown": when they took their place, the wait (s) shown then (-1 none)
 	nKeys
 )
 
 var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kTokens: "tokens", kTexp: "texp",
-	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates"}
+	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates", kJoined: "joined"}
 
 // keys are one queue's keys, indexed by the constants above.
 type keys [nKeys]string
@@ -56,6 +59,13 @@ func usedKey(prefix, queue, key string) string { return prefix + "{" + queue + "
 // sessionKey holds the end of the user's sliding session (Extend), after
 // the queue's keys as usedKey is.
 func sessionKey(prefix, queue, user string) string { return prefix + "{" + queue + "}:session:" + user }
+
+// minuteKey is the queue's row of the minute starting at ms (roll.lua),
+// passed to scripts after the queue's keys as usedKey is. Rows are not the
+// queue's keys: they outlive it, until their time is up.
+func minuteKey(prefix, queue string, ms int64) string {
+	return prefix + "{" + queue + "}:minute:" + strconv.FormatInt(ms, 10)
+}
 
 // registryKey is the set of queue names. It is the one key outside any
 // queue's slot, so it is only ever touched by plain commands, never scripts.

@@ -248,6 +248,9 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	}
 	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3)}
 	sn.Pace, sn.Epoch = p.pace(4, snapshotScript)
+	if n := len(r) - 4 - paceLen; n > 0 { // one allocation, not a growing slice: held requests read it every tick
+		sn.Left = make([]int64, 0, n)
+	}
 	for i := 4 + paceLen; i < len(r); i++ {
 		sn.Left = append(sn.Left, p.int(i))
 	}
@@ -464,6 +467,7 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		InlineTotal:    p.int(10),
 		AbandonedTotal: p.int(11),
 		PreQueued:      p.int(12),
+		Changed:        queue.Changes{Paused: p.ms(17), Method: p.ms(18), SoldOut: p.ms(19)},
 	}
 	tick := admission.TickState{Measured: p.float(4), WinStart: p.ms(5)}
 	st.MeasuredRate = tick.MeasuredRate(p.ms(15))

@@ -113,6 +113,9 @@ func TestPaceBlockAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := regexp.MustCompile(`(?ms)^local function pace\(.*?^end$`).FindString(string(prelude))
+	// A setting a phase may change is written as the phase's, or else the
+	// queue's own (adm.phase_rate or cfg.rate): it is the queue's field's place.
+	fn = regexp.MustCompile(`adm\.phase_\w+ (?:and '\w*' )?or `).ReplaceAllString(fn, "")
 	var cfg, adm []string
 	for _, m := range regexp.MustCompile(`\b(cfg|adm)\.(\w+)`).FindAllStringSubmatch(fn, -1) {
 		if m[1] == "adm" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // tickFields are admission.TickState in the admission hash, field by field.
@@ -21,7 +23,42 @@ var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
 // the tick state, and the rest of admission.TickInput.
-var tickReads = slices.Concat(settingFields, []string{"epoch"}, tickFields, []string{"eff_rate", "open_state", "units_left"})
+var tickReads = slices.Concat(settingFields, []string{"epoch"}, tickFields, []string{"eff_rate", "open_state", "units_left"}, phaseFieldNames)
+
+// phaseFieldNames are the fields through which the scripts see the
+// settings of the phase in force that they read themselves (adm.phase_rate
+// before cfg.rate, …): the queue's own stay where the admin put them, and
+// each tick brings these to the phase in force by Redis's clock
+// (phaseFields), so a phase starts, on every instance, within a tick.
+var phaseFieldNames = []string{"phase_rate", "phase_method", "phase_max_active", "phase_session_ms"}
+
+// phaseFields are the phase_ fields for the phase of c in force at now,
+// each "" (none) where the phase keeps the queue's own setting.
+func phaseFields(c queue.Config, now time.Time) map[string]string {
+	want := map[string]string{}
+	for _, f := range phaseFieldNames {
+		want[f] = ""
+	}
+	name := c.InForce(now).PhaseInForce
+	i := slices.IndexFunc(c.Phases, func(p queue.Phase) bool { return p.Name == name })
+	if name == "" || i < 0 {
+		return want
+	}
+	p := c.Phases[i]
+	if p.RatePerSecond != nil {
+		want["phase_rate"] = strconv.FormatFloat(*p.RatePerSecond, 'f', -1, 64)
+	}
+	if p.Method != nil {
+		want["phase_method"] = string(*p.Method)
+	}
+	if p.MaxActiveTokens != nil {
+		want["phase_max_active"] = strconv.FormatInt(*p.MaxActiveTokens, 10)
+	}
+	if p.SessionMax != nil {
+		want["phase_session_ms"] = strconv.FormatInt(p.SessionMax.Milliseconds(), 10)
+	}
+	return want
+}
 
 // added are the fields admit.lua adds to rather than sets: AdmitNow adds to
 // them too, between a tick's read and its apply.
@@ -32,8 +69,9 @@ const frontChunk = 1000
 
 // Admit implements queue.Store: tick.lua reads, with the front's first
 // users (a tick passing over no-shows reads further), admission.PlanTick
-// decides, and admit.lua applies the plan if the tick is still the one
-// read.
+// decides on the config in force at Redis's clock, and admit.lua applies
+// the plan, and the phase in force (phaseFields), if the tick is still the
+// one read.
 func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.Admission, error) {
 	return s.admit(ctx, name, tokens, admitScript)
 }
@@ -60,11 +98,17 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)))
 		return more.front, err
 	}
+	phase := phaseFields(t.in.Config, t.in.Now)
+	t.in.Config = t.in.Config.InForce(t.in.Now)
 	plan, err := admission.PlanTick(t.in, front)
-	if err != nil || !plan.Write {
+	if err != nil {
 		return plan.Admission(), err
 	}
-	args, err := applyArgs(t, plan, tokens)
+	maps.DeleteFunc(phase, func(f, v string) bool { return t.stored[f] == v })
+	if !plan.Write && len(phase) == 0 {
+		return plan.Admission(), nil
+	}
+	args, err := applyArgs(t, plan, tokens, phase)
 	if err != nil {
 		return queue.Admission{}, err
 	}
@@ -76,11 +120,30 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 	a := queue.Admission{Ticked: plan.Due && p.int(0) == kindApplied, NextIn: plan.NextIn}
 	if a.Ticked {
 		a.Skipped = int(p.int(1))
-		for i := 2; i < len(r); i++ {
-			a.Admitted = append(a.Admitted, p.str(i))
+		n := int(p.int(2))
+		for i := range n {
+			a.Admitted = append(a.Admitted, p.str(3+i))
+			a.Waited = append(a.Waited, waited(r, 3+n+i, t.in.Now))
 		}
 	}
 	return a, p.err
+}
+
+// waited reads admit.lua's "ms shown" at r[i] (nil: not kept) as the wait
+// of a user admitted at now.
+func waited(r []any, i int, now time.Time) rollup.Wait {
+	w := rollup.Wait{Admitted: now}
+	var s string
+	if i < len(r) {
+		s, _ = r[i].(string)
+	}
+	ms, shown, ok := strings.Cut(s, " ")
+	at, err1 := strconv.ParseInt(ms, 10, 64)
+	n, err2 := strconv.ParseInt(shown, 10, 64)
+	if ok && err1 == nil && err2 == nil {
+		w.Entered, w.Shown = time.UnixMilli(at).UTC(), n
+	}
+	return w
 }
 
 // tickRead is what tick.lua read: the input, the tick state's fields as
@@ -150,10 +213,10 @@ type admitDraw struct {
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the
-// tokens' expiry, and the plan.
-func applyArgs(t tickRead, plan admission.TickPlan, tokens []string) ([]any, error) {
+// tokens' expiry, and the plan, with the phase_ fields that change.
+func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[string]string) ([]any, error) {
 	now := encodeTick(plan.State)
-	a := admitPlan{Set: map[string]string{}, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}}
+	a := admitPlan{Set: phase, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}}
 	for _, f := range tickFields {
 		switch {
 		case slices.Contains(added, f):

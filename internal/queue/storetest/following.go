@@ -393,7 +393,7 @@ func testNoShowProperty(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
-// testStalled: people waiting and nobody let in for StallAfter is said in
+// testStalled: people waiting and nobody let in for ten ticks is said in
 // every answer, until the front moves again; a paused line is not stalled.
 func testStalled(t *testing.T, s queue.Store, clock Clock) {
 	c := fastConfig()
@@ -402,7 +402,7 @@ func testStalled(t *testing.T, s queue.Store, clock Clock) {
 	entered := clock.Now()
 	mustEnter(t, s, q, "a")
 	mustEnter(t, s, q, "b")
-	after := queue.StallAfter(c, c.RatePerSecond)
+	const after = 2500 * time.Millisecond // ten ticks, more than 2 s and 3 admissions' worth
 	if e := mustStatus(t, s, q, "b"); e.Pace.Stalled && clock.Now().Sub(entered) < after {
 		t.Fatalf("stalled %v after entering (stalled after %v)", clock.Now().Sub(entered), after)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -1255,7 +1256,7 @@ func testAdmitNowQuiet(t *testing.T, s queue.Store, clock Clock) {
 	want := queue.Stats{EnteredTotal: 3, AdmittedTotal: 2, InlineTotal: 2, LeftTotal: 1, ActiveTokens: 2}
 	got := queue.Stats{EnteredTotal: st.EnteredTotal, AdmittedTotal: st.AdmittedTotal, InlineTotal: st.InlineTotal,
 		LeftTotal: st.LeftTotal, ActiveTokens: st.ActiveTokens, Length: st.Length}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("stats %+v, want %+v", got, want)
 	}
 	if _, err := s.AdmitNow(ctx, "nope-unknown", "a", "t"); !errors.Is(err, queue.ErrQueueNotFound) {

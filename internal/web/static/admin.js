@@ -295,6 +295,10 @@
     c.rateInput.addEventListener('input', () => { c.rateDirty = true; });
     buildSettingsForm(c);
     q('.soldout-button').addEventListener('click', () => setStock(c, 'sold-out', undefined, 'markedSoldOut'));
+    const reportHelp = q('.report-help');
+    reportHelp.id = 'report-help-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
+    q('.report-button').setAttribute('aria-describedby', reportHelp.id);
+    q('.report-button').addEventListener('click', () => saveReport(c));
     const help = q('.units-help');
     help.id = 'units-help-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
     c.unitsInput.setAttribute('aria-describedby', help.id);
@@ -343,6 +347,40 @@
     return true;
   }
 
+  // saveReport fetches the sale's report and saves it as a file. Not a
+  // link: a link cannot carry the admin token; and not opened in a tab from
+  // the fetched copy: a page made from this one would inherit its
+  // Content-Security-Policy, which forbids the report's own style.
+  async function saveReport(c) {
+    note(c, '');
+    const ask = (tz) => fetch(base + '/admin/v1/queues/' + encodeURIComponent(c.name) + '/report?' + new URLSearchParams({ lang, tz }), {
+      headers: { Authorization: 'Bearer ' + getToken() }, cache: 'no-store',
+    });
+    const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+    let res;
+    try {
+      res = await ask(tz);
+      // A zone the server's time zone database lacks: in UTC, then.
+      if (res.status === 400 && tz !== 'UTC') res = await ask('UTC');
+    } catch (err) {
+      note(c, err.message, true);
+      return;
+    }
+    if (!res.ok) {
+      const r = { res, data: await res.json().catch(() => ({})) };
+      if (answered(r)) note(c, errorText(r), true);
+      return;
+    }
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(await res.blob());
+    a.download = 'waitroom-report-' + c.name + '.html';
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+    note(c, t('reportSaved', { file: a.download }));
+  }
+
   function note(c, text, isError) {
     say(c.message, text, isError);
   }
@@ -382,10 +420,72 @@
       time: new Date(q.opensAt).toLocaleString(lang), n: numbers.format(q.preQueueLength),
     }) : '';
 
+    const phase = c.field('phase');
+    phase.hidden = !q.phaseInForce;
+    phase.textContent = q.phaseInForce ? t('phaseNow', { name: q.phaseInForce, rate: rates.format(q.effectiveRatePerSecond) }) : '';
+    showSchedule(c, q, now);
+
     if (!c.rateDirty && document.activeElement !== c.rateInput) c.rateInput.value = String(q.ratePerSecond);
     fillSettingsForm(c, q);
     drawLength(c, now);
     drawRate(c, now);
+  }
+
+  // showSchedule draws the queue's timeline (GET …/schedule) while it has
+  // phases: asked again when they change, when a step ends and every
+  // minute, not on every refresh.
+  async function showSchedule(c, q, now) {
+    const box = c.field('timeline');
+    const phases = JSON.stringify(q.phases || []);
+    if (phases === '[]') {
+      box.hidden = true;
+      c.schedule = null;
+      return;
+    }
+    if (c.schedule && c.schedule.phases === phases && now < c.schedule.until) return;
+    c.schedule = { phases, until: now + 60_000 };
+    let r;
+    try {
+      r = await api('GET', '/queues/' + encodeURIComponent(c.name) + '/schedule');
+    } catch {
+      c.schedule = null;
+      return;
+    }
+    if (!r.res.ok) {
+      c.schedule = null;
+      return;
+    }
+    const steps = r.data.steps || [];
+    const ends = steps.map((st) => st.until && Date.parse(st.until)).filter(Boolean);
+    if (ends.length) c.schedule.until = Math.min(c.schedule.until, ...ends);
+    drawSchedule(box, steps, Date.parse(r.data.now));
+    box.hidden = false;
+  }
+
+  // drawSchedule lists the steps as a bar of stretches, each as wide as it
+  // lasts (the last, without an end, as wide as the longest), the one in
+  // force marked; each says its phase, when, the method, the rate and who
+  // may join.
+  function drawSchedule(box, steps, now) {
+    const span = (st) => (st.until ? Date.parse(st.until) - Date.parse(st.from) : 0);
+    const longest = Math.max(60_000, ...steps.map(span));
+    const when = (iso) => new Date(iso).toLocaleString(lang, { dateStyle: 'short', timeStyle: 'short' });
+    const items = steps.map((st) => {
+      const li = document.createElement('li');
+      li.className = 'timeline-step' + (st.phase ? '' : ' timeline-own');
+      li.style.flexGrow = String(Math.max(1, Math.round((span(st) || longest) / 60_000)));
+      const inForce = Date.parse(st.from) <= now && (!st.until || now < Date.parse(st.until));
+      if (inForce) li.setAttribute('aria-current', 'step');
+      const name = document.createElement('strong');
+      name.textContent = st.phase || t('timelineOwn');
+      const detail = document.createElement('span');
+      detail.textContent = t(st.until ? 'timelineSpan' : 'timelineFrom', { from: when(st.from), until: st.until ? when(st.until) : '' }) + ' · ' +
+        choiceLabel(settingNamed('queueingMethod'), st.queueingMethod) + ' · ' +
+        t('timelineRate', { n: rates.format(st.ratePerSecond) }) + ' · ' + choiceLabel(settingNamed('entry'), st.entry);
+      li.append(name, detail);
+      return li;
+    });
+    box.querySelector('.timeline-steps').replaceChildren(...items);
   }
 
   // ------------------------------------------------------------ settings forms
@@ -394,6 +494,9 @@
   // filled and read by the functions here, from the server's declaration.
 
   const cap = (name) => name.charAt(0).toUpperCase() + name.slice(1);
+  const settingNamed = (name) => settings.find((s) => s.name === name) || { name, choices: [] };
+  // choiceLabel names one of a choice setting's values for people.
+  const choiceLabel = (s, v) => M['setting' + cap(s.name) + cap(v)] ?? s.choiceLabels?.[s.choices.indexOf(v)] ?? v;
   // A setting's name and choices come from the server, in English;
   // another language translates them in its messages (setting<Name>,
   // setting<Name><Choice>). What it does is in every language's messages,
@@ -508,14 +611,19 @@
         box.append(wrap);
         continue;
       }
-      const input = document.createElement(s.kind === 'choice' ? 'select' : 'input');
+      const input = document.createElement(s.kind === 'choice' ? 'select' : s.kind === 'phases' ? 'textarea' : 'input');
       input.id = id;
       input.name = s.name;
-      if (s.kind === 'choice') {
+      if (s.kind === 'phases') { // a list of phases, as the admin JSON gives it
+        wrap.className += ' setting-phases';
+        input.rows = 6;
+        input.spellcheck = false;
+        input.placeholder = '[{"name": "members", "startsAt": "…", "ratePerSecond": 50}]';
+      } else if (s.kind === 'choice') {
         for (const v of s.choices || []) {
           const opt = document.createElement('option');
           opt.value = v;
-          opt.textContent = M['setting' + cap(s.name) + cap(v)] ?? s.choiceLabels?.[s.choices.indexOf(v)] ?? v;
+          opt.textContent = choiceLabel(s, v);
           input.append(opt);
         }
       } else if (s.kind === 'boolean') {
@@ -561,6 +669,14 @@
   // takes it, or null when it holds none that could be.
   function readSetting(s, input) {
     if (s.kind === 'text-by-language') return readMessage(input.form, s);
+    if (s.kind === 'phases') {
+      try {
+        const list = JSON.parse(input.value.trim() || '[]');
+        return Array.isArray(list) ? list : null;
+      } catch {
+        return null;
+      }
+    }
     if (s.kind === 'boolean') return input.checked;
     if (s.kind === 'date-time') return fromLocalInput(input.value);
     if (s.kind === 'choice') return input.value || null;
@@ -584,7 +700,8 @@
         input.value = typeof v === 'string' ? v : '';
         for (const area of form.querySelectorAll('[data-message-lang]')) area.value = byLang[area.dataset.messageLang] ?? '';
         input.closest('.setting').showPreview();
-      } else if (s.kind === 'boolean') input.checked = !!v;
+      } else if (s.kind === 'phases') input.value = v && v.length ? JSON.stringify(v, null, 2) : '';
+      else if (s.kind === 'boolean') input.checked = !!v;
       else if (s.kind === 'date-time') input.value = localInput(v);
       else input.value = v === undefined || v === null ? '' : String(v);
       shown[s.name] = readSetting(s, input);

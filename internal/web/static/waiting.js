@@ -4,6 +4,14 @@
 // has sold out (and carries on if it is restocked), and once admitted
 // turns into the order form that spends the entry token.
 //
+// Far from the front it asks no one about itself: it reads the line's front
+// document (GET …/front, the same for everyone, which a CDN answers) and
+// works out its place from the signed ticket its last answer carried, by
+// the server's own formulas; it asks its instance (entries/me) only where
+// the document says admission may reach it soon (askWithin), where no-shows
+// are judged (presence), or where the document places no one by its ticket
+// (a draw, an opening, admitted, left, another epoch).
+//
 // Identity is the anonymous wr_session cookie the server set with this page
 // (or the shop's own login cookie); fetch sends it because the API is on the
 // same origin.
@@ -29,10 +37,15 @@
   const queue = root.dataset.queue || 'default';
   const params = new URLSearchParams(location.search);
   const entriesURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
+  const frontURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/front';
   // The page's own title (the template's, the shop's name in it): what
   // the line adds goes before it.
   const pageTitle = document.title;
   const HOLD_SECONDS = 20;
+  // Within this estimate of the front the page asks its instance, without
+  // first reading the front document (whose askWithin covers the same
+  // seconds of admission: queue/front's AskAhead).
+  const ASK_AHEAD_SECONDS = 5;
 
   // Remembered per tab and per line: the first position seen (the start of
   // the progress bar, so a refresh does not reset it) and a finished order.
@@ -64,6 +77,9 @@
   let beyondStock = false; // the last answer said fewer units are left than people ahead
   let held = false;       // a status request the server may hold is in flight
   let ready = null;       // {token, expiresAt (ms, local clock)}
+  let ticket = null;      // {signed, epoch, n}: the place-holder the last answer carried
+  let front = null;       // the last front document read
+  let lastAsked = 0;      // when the page last asked its instance (Date.now() clock)
   let opensAt = 0;        // before the line's opening: when it opens (ms, local clock)
   let ordering = false;
 
@@ -206,6 +222,8 @@
       tick();
       const headers = { Accept: 'application/json' };
       if (solution) headers['X-Challenge-Solution'] = solution;
+      if (ticket) headers['X-Waitroom-Ticket'] = ticket.signed;
+      lastAsked = Date.now();
       const query = '?waitSeconds=' + HOLD_SECONDS + '&lang=' + encodeURIComponent(lang);
       res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + query, {
         method,
@@ -231,6 +249,7 @@
 
     if (res.ok) {
       if (method === 'POST') refused = 0;
+      ticket = readTicket(body.ticket);
       switch (body.status) {
         case 'WAITING': return body.opensAt ? beforeOpening(body, skew) : waiting(body);
         case 'READY': return admitted(body, skew);
@@ -242,6 +261,10 @@
     const retryAfter = parseInt(res.headers.get('Retry-After'), 10);
     if (res.status === 403 && code === 'challenge_required' && method === 'POST') return joinWithChallenge(body.error.challengeUrl);
     if (res.status === 403 && code === 'signin_required') return show('signin');
+    if (res.status === 403 && code === 'ticket_invalid' && ticket) {
+      ticket = null; // not this server's any more (a new secret): ask without it
+      return lineRequest(method);
+    }
     if (res.status === 403 && code === 'queue_closed') return show('closed');
     if (res.status === 410 && code === 'sold_out') return soldOut(false, retryAfter, 'POST');
     if (res.status === 429 && code === 'too_many_entries') return crowded(retryAfter > 0 ? retryAfter : 5);
@@ -322,6 +345,19 @@
   const footText = foot ? foot.textContent : '';
 
   function waiting(b) {
+    render(b);
+    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
+    // With a ticket and a place further than ASK_AHEAD_SECONDS from the
+    // front, the next look is at the front document, unless the last one
+    // said this place is where the instance must answer.
+    const byFront = ticket && b.position !== null && b.estimatedWaitSeconds > ASK_AHEAD_SECONDS &&
+      !(front && b.position <= front.askWithin);
+    schedule(after, 'poll', byFront ? readFront : () => lineRequest('GET'));
+  }
+
+  // render shows a WAITING answer, the instance's or one worked out from
+  // the front document.
+  function render(b) {
     show('waiting');
     // A line that draws whom it lets in (queueingMethod random) has no
     // place to show: position is null, and the page says it is a draw.
@@ -344,9 +380,105 @@
     $('beyond-stock-note').hidden = !b.beyondStock;
     if (b.beyondStock && !beyondStock) announce(t('beyondStockNote'));
     beyondStock = !!b.beyondStock;
+  }
 
-    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
-    schedule(after, 'poll', () => lineRequest('GET'));
+  // ------------------------------------------------------------ the front document
+
+  // readTicket reads a signed ticket (t1.<epoch>.<ticket>.<mac>): the page
+  // only reads its two numbers; the server alone can check the mac.
+  function readTicket(signed) {
+    const m = typeof signed === 'string' && /^t1\.(-?\d+)\.(\d+)\.[A-Za-z0-9_-]+$/.exec(signed);
+    return m ? { signed, epoch: Number(m[1]), n: Number(m[2]) } : null;
+  }
+
+  // placeFromFront is queue/front's Document.Place: the ticket's distance
+  // from the head less the leavers below it (read back from their gaps),
+  // and the lowest place it may really have when leavers lie beyond the
+  // list. null: the document places no one by this ticket.
+  function placeFromFront(d, tk) {
+    if (!tk || tk.epoch !== d.epoch || d.head === 0 || tk.n < d.head || tk.n > d.last || d.drawn || d.placing || d.opensAt) return null;
+    let at = d.head, below = 0;
+    for (const gap of d.left.deltas) {
+      at += gap;
+      if (at === tk.n) return null; // left the line
+      if (at > tk.n) break;
+      below++;
+    }
+    const position = tk.n - d.head + 1 - below;
+    const lowest = d.left.unlisted > 0 && below === d.left.deltas.length ? Math.max(1, position - d.left.unlisted) : position;
+    return { position, lowest };
+  }
+
+  // The server's estimate (queue/estimate.go): ceil(position / rate), 0
+  // within the next batch; the poll bands 10/5/2 by it, ±20%.
+  function estimate(position, pace) {
+    if (position <= pace.batchSize || !(pace.estimateRatePerSecond > 0)) return 0;
+    return Math.ceil(position / pace.estimateRatePerSecond);
+  }
+  function jitter(seconds) {
+    return Math.max(1, Math.round(seconds * (0.8 + 0.4 * Math.random())));
+  }
+  function pollBand(est) {
+    return est >= 60 ? 10 : est >= 10 ? 5 : 2;
+  }
+
+  // frontMessage is the operator's message for this page's language from
+  // every language's text: the language, then its primary tag, then
+  // English, then the first.
+  function frontMessage(m) {
+    if (typeof m === 'string' || !m) return m || '';
+    const primary = lang.split('-')[0];
+    const key = [lang, primary, 'en'].find((k) => k in m) || Object.keys(m)[0];
+    return m[key] || '';
+  }
+
+  // readFront reads the front document and works out the standing from
+  // it, or asks the instance where the document cannot answer for it.
+  async function readFront() {
+    cancelSchedule();
+    const rec = { method: 'FRONT', sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null, message: null, position: null };
+    polls.push(rec);
+    let d;
+    try {
+      // No cookie: the document is the same for everyone, and a cache
+      // keys it without one.
+      const res = await fetch(frontURL, { credentials: 'omit', headers: { Accept: 'application/json' } });
+      rec.status = res.status;
+      if (!res.ok) throw new Error('front: ' + res.status);
+      d = await res.json();
+    } catch {
+      rec.answeredAt = performance.now();
+      rec.pollAfterSeconds = 0;
+      return lineRequest('GET'); // the instance answers as before
+    }
+    rec.answeredAt = performance.now();
+    front = d;
+    const p = placeFromFront(d, ticket);
+    const presenceDue = p && d.presence && p.lowest <= d.presence.within && Date.now() - lastAsked >= d.presence.everySeconds * 1000;
+    if (!p || p.lowest <= d.askWithin || presenceDue) {
+      rec.pollAfterSeconds = 0; // the instance is asked at once
+      return lineRequest('GET');
+    }
+    operatorMessage(frontMessage(d.message));
+    rec.message = frontMessage(d.message) || null;
+    if (d.soldOut) {
+      rec.state = 'SOLD_OUT';
+      rec.pollAfterSeconds = jitter(d.soldOutPollSeconds);
+      // The place is kept; the document is read again as seldom as the
+      // instance would have the page ask.
+      return soldOut(true, rec.pollAfterSeconds, 'FRONT');
+    }
+    const est = estimate(p.position, d.pace);
+    const after = jitter(pollBand(est));
+    rec.state = 'WAITING';
+    rec.pollAfterSeconds = after;
+    rec.position = p.position;
+    render({
+      position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: est, paused: d.pace.paused,
+      stalled: d.pace.stalled && !d.pace.paused, beyondStock: d.unitsLeft !== null && p.position > d.unitsLeft,
+    });
+    nearFront = false; // the instance holds no front reader
+    schedule(after, 'poll', readFront);
   }
 
   // place shows the visitor's place in line, pos, and the way from the
@@ -440,8 +572,9 @@
 
   // soldOut: the sale has nothing left, and nothing moves until a restock:
   // no place, estimate or countdown. Whoever holds a place keeps it and
-  // asks again when the server says, so a restock gives it back within one
-  // poll; whoever was refused one (410) tries to enter again as seldom.
+  // asks again when the server says (the front document, when that is
+  // what said it), so a restock gives it back within one poll; whoever was
+  // refused one (410) tries to enter again as seldom.
   function soldOut(keepsPlace, seconds, method) {
     nearFront = false;
     beyondStock = false;
@@ -451,7 +584,7 @@
     if (state !== 'soldout') announce(t('soldOutHeading') + '. ' + t('soldOutText'));
     show('soldout');
     title(t('titleSoldOut'));
-    schedule(seconds > 0 ? seconds : 30, 'poll', () => lineRequest(method));
+    schedule(seconds > 0 ? seconds : 30, 'poll', method === 'FRONT' ? readFront : () => lineRequest(method));
   }
 
   function notInLine() {

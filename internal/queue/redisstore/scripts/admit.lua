@@ -32,7 +32,9 @@
 --                  many to draw, their n tokens, the random values (each
 --                  below 2^53), and the no-shows' judged ticket and seen
 --                  bar (ms)
--- Reply: {TICK_GONE}; {APPLIED, skipped, admitted user, ...}
+-- Reply: {TICK_GONE}; {APPLIED, skipped, n, n admitted users, ..., then
+--        for each of them when they took their place and the wait they
+--        were shown, "ms shown" (K.joined; nil: not kept)}
 local due = ARGV[1]
 local expires = ARGV[2]
 local plan = cjson.decode(ARGV[3])
@@ -41,10 +43,13 @@ if (redis.call('HGET', K.cfg, 'next') or '') ~= due then
 end
 
 -- pop takes the user out of the line, let in or passed over as a no-show,
--- and their seen mark with them (memstore's state.pop).
+-- and their seen mark with them (memstore's state.pop); their place's
+-- taking (K.joined) goes at the end, once the admitted's is read.
+local popped = {}
 local function pop(user)
   redis.call('ZREM', K.line, user)
   redis.call('ZREM', K.seen, user)
+  popped[#popped + 1] = user
 end
 
 -- issue writes the user's token (memstore's state.issue).
@@ -116,12 +121,8 @@ end
 for field, n in pairs(plan.add) do
   redis.call('HINCRBY', K.cfg, field, n)
 end
-if #admitted > 0 then
-  redis.call('HINCRBY', K.cfg, 'admitted', #admitted)
-end
-if skipped > 0 then
-  redis.call('HINCRBY', K.cfg, 'abandoned', skipped)
-end
+if #admitted > 0 then redis.call('HINCRBY', K.cfg, 'admitted', #admitted) end
+if skipped > 0 then redis.call('HINCRBY', K.cfg, 'abandoned', skipped) end
 local set, unset = {}, {}
 for field, value in pairs(plan.set) do
   if value == '' then
@@ -136,4 +137,13 @@ end
 if #unset > 0 then
   redis.call('HDEL', K.cfg, unpack(unset))
 end
-return append({APPLIED, skipped}, admitted)
+-- Two commands a tick, not two a user; a thousand at a time, as unpack
+-- takes a few thousand values at most.
+local reply = append({APPLIED, skipped, #admitted}, admitted)
+for i = 1, #admitted, 1000 do
+  append(reply, redis.call('HMGET', K.joined, unpack(admitted, i, math.min(i + 999, #admitted))))
+end
+for i = 1, #popped, 1000 do
+  redis.call('HDEL', K.joined, unpack(popped, i, math.min(i + 999, #popped)))
+end
+return reply

@@ -9,7 +9,8 @@
 -- has room (admission.MayAdmitNow: those let in this way come out of it, so the
 -- global rate holds; under the passthrough method the rate holds nobody
 -- back), the queue is not sold out, and the live-token cap has room: at
--- most max_active, and the units left × per_unit. Such a user counts as
+-- most max_active (a phase's own, phase_max_active, while it lasts), and
+-- the units left × per_unit. Such a user counts as
 -- having entered and been admitted, so the totals in stats.lua still
 -- balance; their ticket is below any later one, so snapshots are unaffected.
 --
@@ -37,11 +38,12 @@ local busy = pace({NOT_IN_LINE}, cfg, adm, now, length)
 if cfg.paused == '1' or length > 0 or opening(cfg, adm) then
   return busy
 end
-local quota = rateInForce(cfg, adm.eff_rate) * tonumber(cfg.interval_ms) / 1000 + (tonumber(adm.carry) or 0)
-if cfg.method ~= 'passthrough' and (tonumber(adm.inline) or 0) >= math.min(math.floor(quota), tonumber(cfg.batch)) then
+local quota = (tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate)) * tonumber(cfg.interval_ms) / 1000 + (tonumber(adm.carry) or 0)
+if (adm.phase_method or cfg.method) ~= 'passthrough' and (tonumber(adm.inline) or 0) >= math.min(math.floor(quota), tonumber(cfg.batch)) then
   return busy
 end
-local limit = (tonumber(cfg.max_active) or 0) > 0 and tonumber(cfg.max_active) or nil
+local maxActive = tonumber(adm.phase_max_active or cfg.max_active) or 0
+local limit = maxActive > 0 and maxActive or nil
 local units, perUnit = tonumber(adm.units_left), tonumber(cfg.per_unit) or 0
 if units == 0 then return busy end
 if units and perUnit > 0 then limit = math.min(limit or math.huge, math.floor(units * perUnit)) end

@@ -4,7 +4,9 @@
 -- the pre-queue; otherwise take the next
 -- ticket (INCR, never a clock) and join. One script, so no request can slip
 -- between the checks and the join. A user joining or entering again near
--- the front is seen now (markSeen).
+-- the front is seen now (markSeen). A newcomer's place keeps when it was
+-- taken and the wait they were shown (K.joined, shown), for admission to
+-- measure their time in line and the estimate's accuracy.
 --
 -- Several users, one after the other as if each came alone: an instance
 -- sends together the enters of a queue that arrived while its last call was
@@ -39,18 +41,14 @@ local length = redis.call('ZCARD', K.line)
 local function enterOne(user)
   local held, expired = standing(cfg, adm, user, now, length)
   if held then
-    if held[1] == WAITING then
-      markSeen(cfg, adm, user, held[2], now)
-    end
+    if held[1] == WAITING then markSeen(cfg, adm, user, held[2], now) end
     held[#held + 1] = length
     return held, length
   end
-  if expired then -- forget it, and line up again like anyone else
-    dropToken(user, 'expired', now)
-  end
-  if length + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity) then
-    return {LINE_FULL, length}, length
-  end
+  -- A token whose time is up: forget it, and line up again like anyone else.
+  if expired then dropToken(user, 'expired', now) end
+  local full = length + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity)
+  if full then return {LINE_FULL, length}, length end
   if adm.units_left == '0' then return {SOLD_OUT, length}, length end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
   if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then
@@ -66,6 +64,7 @@ local function enterOne(user)
   -- Tickets only grow, so the newcomer is last, behind the unplaced too.
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
+  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, position))
   return {WAITING, position, position, ticket, length + 1}, length + 1
 end
 

@@ -19,8 +19,8 @@ local exp, now, digest = liveToken(user, presented)
 if not exp then
   return 0
 end
-local cfg = config()
-local ttl, max = tonumber(cfg.ttl_ms), tonumber(cfg.session_ms) or 0
+local cfg, adm = config()
+local ttl, max = tonumber(cfg.ttl_ms), tonumber(adm.phase_session_ms or cfg.session_ms) or 0
 if max <= 0 or not ttl then
   return exp
 end

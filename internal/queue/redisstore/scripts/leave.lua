@@ -12,6 +12,7 @@ local ticket = redis.call('ZSCORE', K.line, user)
 if ticket then
   redis.call('ZREM', K.line, user)
   redis.call('ZREM', K.seen, user)
+  redis.call('HDEL', K.joined, user)
   redis.call('ZADD', K.left, ticket, ticket)
   redis.call('HINCRBY', K.cfg, 'left', 1)
   return LEFT_LINE

@@ -24,18 +24,21 @@ end
 local now = clock()
 
 local next, last = tonumber(adm.open_next), tonumber(adm.open_end)
-local adds, placed = {}, {}
+local adds, placed, joined = {}, {}, {}
 for i = 1, #users do
   if waiting[i] then
     adds[#adds + 1] = next
     adds[#adds + 1] = users[i]
     placed[#placed + 1] = users[i]
+    -- Their place's taking (enter.lua's): shown the opening's time, no wait.
+    append(joined, {users[i], now .. ' -1'})
     next = next + 1
   end
 end
 if #placed > 0 then
   redis.call('ZADD', K.line, unpack(adds))
   redis.call('ZREM', K.pre, unpack(placed))
+  redis.call('HSET', K.joined, unpack(joined))
 end
 redis.call('HSET', K.cfg, 'open_next', next, 'open_lease', now + leaseMs)
 if redis.call('ZCARD', K.pre) > 0 then

@@ -46,29 +46,41 @@ end
 
 -- append adds list's items to reply.
 local function append(reply, list)
-  for i = 1, #list do
-    reply[#reply + 1] = list[i]
-  end
+  for i = 1, #list do reply[#reply + 1] = list[i] end
   return reply
 end
 
 -- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
 -- within its bounds while the rate is adaptive, else the configured rate.
+-- (A phase's own rate, adm.phase_rate, goes before it where one counts.)
 local function rateInForce(cfg, eff)
-  if cfg.adaptive == '1' and tonumber(eff) and tonumber(cfg.min_rate) and tonumber(cfg.max_rate) then
-    return math.max(tonumber(cfg.min_rate), math.min(tonumber(eff), tonumber(cfg.max_rate)))
-  end
-  return tonumber(cfg.rate)
+  local adaptive = cfg.adaptive == '1' and tonumber(eff) and tonumber(cfg.min_rate) and tonumber(cfg.max_rate)
+  return adaptive and math.max(tonumber(cfg.min_rate), math.min(tonumber(eff), tonumber(cfg.max_rate))) or tonumber(cfg.rate)
+end
+
+-- shown is the wait (s) a newcomer at position is told (queue.Pace.Shown,
+-- their line as long as their position): a draw's expected wait or the
+-- position's, at the rate an estimate divides by (Pace.EstimateRate: the
+-- pace measured, bias-corrected, when it is known and a tenth off the rate
+-- in force), kept with their place (K.joined) for the estimate's accuracy.
+local function shown(cfg, adm, position)
+  local r, busy = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0
+  local m = busy >= 10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
+  if m > 0 and math.abs(m - r) > r / 10 then r = m end
+  local drawn = (adm.phase_method or cfg.method) == 'random'
+  return position <= tonumber(cfg.batch) and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
 -- the same step (queue.LinePace), in the order Go reads it (reply.go's
 -- paceSettings and paceFields after the epoch; TestPaceBlockAgrees), then
--- now and the line's length.
+-- now and the line's length. The settings are those in force: the phase's
+-- rate (fixed: not adaptive) and method over the queue's own (the tick
+-- keeps the phase in force in the phase_ fields: tick.go's phaseFields).
 local function pace(reply, cfg, adm, now, length)
-  return append(reply, {cfg.epoch, cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused, cfg.adaptive, cfg.min_rate,
-    cfg.max_rate, cfg.opens_at, cfg.method, adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach,
-    adm.open_state, adm.units_left, now, length})
+  return append(reply, {cfg.epoch, adm.phase_rate or cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused,
+    adm.phase_rate and '0' or cfg.adaptive, cfg.min_rate, cfg.max_rate, cfg.opens_at, adm.phase_method or cfg.method,
+    adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -96,9 +108,7 @@ end
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
   local reach = tonumber(adm.reach)
-  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then
-    redis.call('ZADD', K.seen, now, user)
-  end
+  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', K.seen, now, user) end
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -137,9 +147,7 @@ end
 -- dropToken deletes the user's token and counts it on counter, or as expired
 -- if its time was up, as stats.lua counted it already: counters never go back.
 local function dropToken(user, counter, now)
-  if (tonumber(redis.call('ZSCORE', K.texp, user)) or now + 1) <= now then
-    counter = 'expired'
-  end
+  if (tonumber(redis.call('ZSCORE', K.texp, user)) or now + 1) <= now then counter = 'expired' end
   redis.call('HDEL', K.tokens, user)
   redis.call('ZREM', K.texp, user)
   redis.call('HINCRBY', K.cfg, counter, 1)

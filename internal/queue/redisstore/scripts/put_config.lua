@@ -15,7 +15,10 @@
 --   - a new abandon_ms forgets the no-show checkpoints taken for the old one
 --     (admission.TickState): nobody is judged until the new one has passed;
 --   - a new opens_at starts a new pre-queue; clearing it while people wait
---     in the pre-queue opens the line now.
+--     in the pre-queue opens the line now;
+--   - pausing or resuming an existing queue, or changing its method, is
+--     stamped with the time (paused_at, method_at: queue.Changes), so every
+--     instance names the change alike for the shop's events.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV    field, value pairs of every setting (queue.StoreFields: the
@@ -35,13 +38,20 @@ end
 local cfg, adm = config() -- as it was
 local rateBefore = cfg.rate and rateInForce(cfg, adm.eff_rate)
 local adaptiveBefore, opensBefore, abandonBefore = cfg.adaptive, cfg.opens_at, cfg.abandon_ms
+local existed, pausedBefore, methodBefore = cfg.epoch, cfg.paused, cfg.method
 local now, t = clock()
 
 redis.call('HSET', K.cfg, unpack(fields))
-if not cfg.epoch then
+if not existed then
   redis.call('HSET', K.cfg, 'epoch', t[1] .. string.format('%06d', tonumber(t[2])))
 end
 cfg = config() -- as it is now
+if existed and cfg.paused ~= pausedBefore then
+  redis.call('HSET', K.cfg, 'paused_at', now)
+end
+if existed and cfg.method ~= methodBefore then
+  redis.call('HSET', K.cfg, 'method_at', now)
+end
 if tonumber(adm.next) and tonumber(adm.next) > now + tonumber(cfg.interval_ms) then
   redis.call('HSET', K.cfg, 'next', now)
 end

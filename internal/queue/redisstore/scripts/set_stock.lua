@@ -5,7 +5,9 @@
 -- admission stops (tick.lua reads it for admission.PlanTick) and every pace
 -- block carries it, so whoever waits is told and keeps their place. A
 -- sale's count (only lower) may arrive after a later sale's: it never
--- raises a known count.
+-- raises a known count. Selling out, and a restock after it, is stamped
+-- with the time (sold_out_at: queue.Changes), so every instance names the
+-- change alike for the shop's events.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] the units left, '' for not known; ARGV[2] '1': only lower
@@ -21,5 +23,8 @@ if units == '' then
   redis.call('HDEL', K.cfg, 'units_left')
 else
   redis.call('HSET', K.cfg, 'units_left', units)
+end
+if (known ~= nil and known <= 0) ~= (units ~= '' and tonumber(units) <= 0) then
+  redis.call('HSET', K.cfg, 'sold_out_at', (clock()))
 end
 return {STOCK, units}

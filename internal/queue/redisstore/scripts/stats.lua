@@ -11,7 +11,8 @@
 -- Reply: {UNKNOWN_QUEUE}, else
 --        {length, admitted, consumed, active, measured, win_start,
 --         entered, left, expired, returned, admittedInline, abandoned,
---         preQueued, eff_rate, eff_why, now, units_left ('' not known)}
+--         preQueued, eff_rate, eff_why, now, units_left ('' not known),
+--         paused_at, method_at, sold_out_at (ms; 0: not changed)}
 local _, adm, refused = config()
 if refused then return refused end
 local now = clock()
@@ -21,5 +22,5 @@ return {
   redis.call('ZCARD', K.line), n(adm.admitted), n(adm.consumed), redis.call('ZCARD', K.texp) - unswept,
   adm.measured or '0', n(adm.win_start), n(redis.call('GET', K.seq)), n(adm.left), n(adm.expired) + unswept,
   n(adm.returned), n(adm.inline_total), n(adm.abandoned), redis.call('ZCARD', K.pre), adm.eff_rate or '',
-  adm.eff_why or '', now, adm.units_left or '',
+  adm.eff_why or '', now, adm.units_left or '', n(adm.paused_at), n(adm.method_at), n(adm.sold_out_at),
 }

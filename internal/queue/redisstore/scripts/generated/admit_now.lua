@@ -11,7 +11,8 @@
 -- has room (admission.MayAdmitNow: those let in this way come out of it, so the
 -- global rate holds; under the passthrough method the rate holds nobody
 -- back), the queue is not sold out, and the live-token cap has room: at
--- most max_active, and the units left × per_unit. Such a user counts as
+-- most max_active (a phase's own, phase_max_active, while it lasts), and
+-- the units left × per_unit. Such a user counts as
 -- having entered and been admitted, so the totals in stats.lua still
 -- balance; their ticket is below any later one, so snapshots are unaffected.
 --
@@ -40,29 +41,28 @@ end
 
 -- append adds list's items to reply.
 local function append(reply, list)
-  for i = 1, #list do
-    reply[#reply + 1] = list[i]
-  end
+  for i = 1, #list do reply[#reply + 1] = list[i] end
   return reply
 end
 
 -- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
 -- within its bounds while the rate is adaptive, else the configured rate.
+-- (A phase's own rate, adm.phase_rate, goes before it where one counts.)
 local function rateInForce(cfg, eff)
-  if cfg[3] == '1' and tonumber(eff) and tonumber(cfg[4]) and tonumber(cfg[5]) then
-    return math.max(tonumber(cfg[4]), math.min(tonumber(eff), tonumber(cfg[5])))
-  end
-  return tonumber(cfg[1])
+  local adaptive = cfg[3] == '1' and tonumber(eff) and tonumber(cfg[4]) and tonumber(cfg[5])
+  return adaptive and math.max(tonumber(cfg[4]), math.min(tonumber(eff), tonumber(cfg[5]))) or tonumber(cfg[1])
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
 -- the same step (queue.LinePace), in the order Go reads it (reply.go's
 -- paceSettings and paceFields after the epoch; TestPaceBlockAgrees), then
--- now and the line's length.
+-- now and the line's length. The settings are those in force: the phase's
+-- rate (fixed: not adaptive) and method over the queue's own (the tick
+-- keeps the phase in force in the phase_ fields: tick.go's phaseFields).
 local function pace(reply, cfg, adm, now, length)
-  return append(reply, {cfg[2], cfg[1], cfg[6], cfg[7], cfg[8], cfg[3], cfg[4],
-    cfg[5], cfg[9], cfg[10], adm[11], adm[12], adm[13], adm[14], adm[15],
-    adm[16], adm[17], now, length})
+  return append(reply, {cfg[2], adm[6] or cfg[1], cfg[7], cfg[8], cfg[9],
+    adm[6] and '0' or cfg[3], cfg[4], cfg[5], cfg[10], adm[11] or cfg[12],
+    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -71,7 +71,7 @@ end
 -- queue open, and put_config.lua opens at once a queue whose opening is
 -- cleared with users in it.
 local function opening(cfg, adm)
-  return adm[16] == 'placing' or ((tonumber(cfg[9]) or 0) > 0 and not adm[16])
+  return adm[18] == 'placing' or ((tonumber(cfg[10]) or 0) > 0 and not adm[18])
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue
@@ -79,8 +79,8 @@ end
 -- they are ahead of everyone who entered after the close, whose positions
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
-  if adm[16] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[6]), tonumber(adm[18])
+  if adm[18] ~= 'placing' then return 0, nil end
+  return redis.call('ZCARD', KEYS[6]), tonumber(adm[20])
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -103,15 +103,16 @@ local function standing(cfg, adm, user, now, length)
 end
 
 -- config is the queue's hash as this script reads it (written by the generator):
--- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] batch
--- [7] interval_ms [8] paused [9] opens_at [10] method [11] eff_rate [12] pace_rate
--- [13] pace_busy [14] moved [15] reach [16] open_state [17] units_left [18] open_end
--- [19] carry [20] inline [21] max_active [22] per_unit [23] ttl_ms
+-- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] phase_rate
+-- [7] batch [8] interval_ms [9] paused [10] opens_at [11] phase_method [12] method
+-- [13] eff_rate [14] pace_rate [15] pace_busy [16] moved [17] reach [18] open_state
+-- [19] units_left [20] open_end [21] carry [22] inline [23] phase_max_active [24] max_active
+-- [25] per_unit [26] ttl_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'batch', 'interval_ms', 'paused', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'carry', 'inline', 'max_active', 'per_unit', 'ttl_ms')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'batch', 'interval_ms', 'paused', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'carry', 'inline', 'phase_max_active', 'max_active', 'per_unit', 'ttl_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
-  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[6]) and 'batch' or not tonumber(cfg[7]) and 'interval_ms'
-    or not tonumber(cfg[23]) and 'ttl_ms' or cfg[21] and not tonumber(cfg[21]) and 'max_active' or cfg[9] and not tonumber(cfg[9]) and 'opens_at'
+  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[7]) and 'batch' or not tonumber(cfg[8]) and 'interval_ms'
+    or not tonumber(cfg[26]) and 'ttl_ms' or cfg[24] and not tonumber(cfg[24]) and 'max_active' or cfg[10] and not tonumber(cfg[10]) and 'opens_at'
     or cfg[4] and not tonumber(cfg[4]) and 'min_rate' or cfg[5] and not tonumber(cfg[5]) and 'max_rate'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
@@ -128,15 +129,16 @@ if held then
 end
 
 local busy = pace({NOT_IN_LINE}, cfg, adm, now, length)
-if cfg[8] == '1' or length > 0 or opening(cfg, adm) then
+if cfg[9] == '1' or length > 0 or opening(cfg, adm) then
   return busy
 end
-local quota = rateInForce(cfg, adm[11]) * tonumber(cfg[7]) / 1000 + (tonumber(adm[19]) or 0)
-if cfg[10] ~= 'passthrough' and (tonumber(adm[20]) or 0) >= math.min(math.floor(quota), tonumber(cfg[6])) then
+local quota = (tonumber(adm[6]) or rateInForce(cfg, adm[13])) * tonumber(cfg[8]) / 1000 + (tonumber(adm[21]) or 0)
+if (adm[11] or cfg[12]) ~= 'passthrough' and (tonumber(adm[22]) or 0) >= math.min(math.floor(quota), tonumber(cfg[7])) then
   return busy
 end
-local limit = (tonumber(cfg[21]) or 0) > 0 and tonumber(cfg[21]) or nil
-local units, perUnit = tonumber(adm[17]), tonumber(cfg[22]) or 0
+local maxActive = tonumber(adm[23] or cfg[24]) or 0
+local limit = maxActive > 0 and maxActive or nil
+local units, perUnit = tonumber(adm[19]), tonumber(cfg[25]) or 0
 if units == 0 then return busy end
 if units and perUnit > 0 then limit = math.min(limit or math.huge, math.floor(units * perUnit)) end
 if limit and redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf') >= limit then
@@ -148,8 +150,8 @@ if expired then -- forget it, as enter.lua does
 end
 redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[4], user, token)
-redis.call('ZADD', KEYS[5], now + tonumber(cfg[23]), user)
+redis.call('ZADD', KEYS[5], now + tonumber(cfg[26]), user)
 for _, counter in ipairs({'inline', 'inline_total', 'admitted', 'win_count'}) do
   redis.call('HINCRBY', KEYS[3], counter, 1)
 end
-return pace({READY, token, now + tonumber(cfg[23])}, cfg, adm, now, length)
+return pace({READY, token, now + tonumber(cfg[26])}, cfg, adm, now, length)

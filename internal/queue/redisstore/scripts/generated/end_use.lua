@@ -21,9 +21,7 @@ end
 -- dropToken deletes the user's token and counts it on counter, or as expired
 -- if its time was up, as stats.lua counted it already: counters never go back.
 local function dropToken(user, counter, now)
-  if (tonumber(redis.call('ZSCORE', KEYS[3], user)) or now + 1) <= now then
-    counter = 'expired'
-  end
+  if (tonumber(redis.call('ZSCORE', KEYS[3], user)) or now + 1) <= now then counter = 'expired' end
   redis.call('HDEL', KEYS[2], user)
   redis.call('ZREM', KEYS[3], user)
   redis.call('HINCRBY', KEYS[1], counter, 1)

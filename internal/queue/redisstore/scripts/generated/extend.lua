@@ -42,9 +42,9 @@ local function liveToken(user, presented)
 end
 
 -- config is the queue's hash as this script reads it (written by the generator):
--- [1] rate [2] epoch [3] ttl_ms [4] session_ms
+-- [1] rate [2] epoch [3] ttl_ms [4] phase_session_ms [5] session_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[1], 'rate', 'epoch', 'ttl_ms', 'session_ms')
+  local cfg = redis.call('HMGET', KEYS[1], 'rate', 'epoch', 'ttl_ms', 'phase_session_ms', 'session_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   return cfg, cfg
 end
@@ -56,8 +56,8 @@ local exp, now, digest = liveToken(user, presented)
 if not exp then
   return 0
 end
-local cfg = config()
-local ttl, max = tonumber(cfg[3]), tonumber(cfg[4]) or 0
+local cfg, adm = config()
+local ttl, max = tonumber(cfg[3]), tonumber(adm[4] or cfg[5]) or 0
 if max <= 0 or not ttl then
   return exp
 end

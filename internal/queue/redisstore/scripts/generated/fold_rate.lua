@@ -43,19 +43,16 @@ end
 
 -- append adds list's items to reply.
 local function append(reply, list)
-  for i = 1, #list do
-    reply[#reply + 1] = list[i]
-  end
+  for i = 1, #list do reply[#reply + 1] = list[i] end
   return reply
 end
 
 -- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
 -- within its bounds while the rate is adaptive, else the configured rate.
+-- (A phase's own rate, adm.phase_rate, goes before it where one counts.)
 local function rateInForce(cfg, eff)
-  if cfg[3] == '1' and tonumber(eff) and tonumber(cfg[4]) and tonumber(cfg[5]) then
-    return math.max(tonumber(cfg[4]), math.min(tonumber(eff), tonumber(cfg[5])))
-  end
-  return tonumber(cfg[1])
+  local adaptive = cfg[3] == '1' and tonumber(eff) and tonumber(cfg[4]) and tonumber(cfg[5])
+  return adaptive and math.max(tonumber(cfg[4]), math.min(tonumber(eff), tonumber(cfg[5]))) or tonumber(cfg[1])
 end
 
 -- config is the queue's hash as this script reads it (written by the generator):

@@ -17,7 +17,10 @@
 --   - a new abandon_ms forgets the no-show checkpoints taken for the old one
 --     (admission.TickState): nobody is judged until the new one has passed;
 --   - a new opens_at starts a new pre-queue; clearing it while people wait
---     in the pre-queue opens the line now.
+--     in the pre-queue opens the line now;
+--   - pausing or resuming an existing queue, or changing its method, is
+--     stamped with the time (paused_at, method_at: queue.Changes), so every
+--     instance names the change alike for the shop's events.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV    field, value pairs of every setting (queue.StoreFields: the
@@ -40,18 +43,18 @@ end
 
 -- rateInForce is queue.Config.RateInForce: eff, the adaptive rate stored,
 -- within its bounds while the rate is adaptive, else the configured rate.
+-- (A phase's own rate, adm.phase_rate, goes before it where one counts.)
 local function rateInForce(cfg, eff)
-  if cfg[3] == '1' and tonumber(eff) and tonumber(cfg[4]) and tonumber(cfg[5]) then
-    return math.max(tonumber(cfg[4]), math.min(tonumber(eff), tonumber(cfg[5])))
-  end
-  return tonumber(cfg[1])
+  local adaptive = cfg[3] == '1' and tonumber(eff) and tonumber(cfg[4]) and tonumber(cfg[5])
+  return adaptive and math.max(tonumber(cfg[4]), math.min(tonumber(eff), tonumber(cfg[5]))) or tonumber(cfg[1])
 end
 
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] eff_rate
--- [7] opens_at [8] abandon_ms [9] next [10] interval_ms [11] open_state
+-- [7] opens_at [8] abandon_ms [9] paused [10] method [11] next [12] interval_ms
+-- [13] open_state
 local function config()
-  local cfg = redis.call('HMGET', KEYS[1], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'eff_rate', 'opens_at', 'abandon_ms', 'next', 'interval_ms', 'open_state')
+  local cfg = redis.call('HMGET', KEYS[1], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'eff_rate', 'opens_at', 'abandon_ms', 'paused', 'method', 'next', 'interval_ms', 'open_state')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   return cfg, cfg
 end
@@ -68,14 +71,21 @@ end
 local cfg, adm = config() -- as it was
 local rateBefore = cfg[1] and rateInForce(cfg, adm[6])
 local adaptiveBefore, opensBefore, abandonBefore = cfg[3], cfg[7], cfg[8]
+local existed, pausedBefore, methodBefore = cfg[2], cfg[9], cfg[10]
 local now, t = clock()
 
 redis.call('HSET', KEYS[1], unpack(fields))
-if not cfg[2] then
+if not existed then
   redis.call('HSET', KEYS[1], 'epoch', t[1] .. string.format('%06d', tonumber(t[2])))
 end
 cfg = config() -- as it is now
-if tonumber(adm[9]) and tonumber(adm[9]) > now + tonumber(cfg[10]) then
+if existed and cfg[9] ~= pausedBefore then
+  redis.call('HSET', KEYS[1], 'paused_at', now)
+end
+if existed and cfg[10] ~= methodBefore then
+  redis.call('HSET', KEYS[1], 'method_at', now)
+end
+if tonumber(adm[11]) and tonumber(adm[11]) > now + tonumber(cfg[12]) then
   redis.call('HSET', KEYS[1], 'next', now)
 end
 
@@ -101,7 +111,7 @@ end
 if cfg[8] ~= abandonBefore then
   redis.call('HDEL', KEYS[1], 'checkpoints')
 end
-local state = adm[11]
+local state = adm[13]
 if cfg[7] ~= opensBefore and state ~= 'placing' then
   redis.call('HDEL', KEYS[1], 'open_state')
   state = false

@@ -7,7 +7,9 @@
 -- admission stops (tick.lua reads it for admission.PlanTick) and every pace
 -- block carries it, so whoever waits is told and keeps their place. A
 -- sale's count (only lower) may arrive after a later sale's: it never
--- raises a known count.
+-- raises a known count. Selling out, and a restock after it, is stamped
+-- with the time (sold_out_at: queue.Changes), so every instance names the
+-- change alike for the shop's events.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] the units left, '' for not known; ARGV[2] '1': only lower
@@ -21,6 +23,12 @@ local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE
 
 -- The reply kind of set_stock.lua: the stock as it stands now.
 local STOCK = 1
+
+-- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
+end
 
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] units_left
@@ -41,5 +49,8 @@ if units == '' then
   redis.call('HDEL', KEYS[1], 'units_left')
 else
   redis.call('HSET', KEYS[1], 'units_left', units)
+end
+if (known ~= nil and known <= 0) ~= (units ~= '' and tonumber(units) <= 0) then
+  redis.call('HSET', KEYS[1], 'sold_out_at', (clock()))
 end
 return {STOCK, units}

@@ -13,7 +13,8 @@
 -- Reply: {UNKNOWN_QUEUE}, else
 --        {length, admitted, consumed, active, measured, win_start,
 --         entered, left, expired, returned, admittedInline, abandoned,
---         preQueued, eff_rate, eff_why, now, units_left ('' not known)}
+--         preQueued, eff_rate, eff_why, now, units_left ('' not known),
+--         paused_at, method_at, sold_out_at (ms; 0: not changed)}
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
 -- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
@@ -30,9 +31,9 @@ end
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] admitted [4] consumed [5] measured [6] win_start
 -- [7] left [8] expired [9] returned [10] inline_total [11] abandoned [12] eff_rate
--- [13] eff_why [14] units_left
+-- [13] eff_why [14] units_left [15] paused_at [16] method_at [17] sold_out_at
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'admitted', 'consumed', 'measured', 'win_start', 'left', 'expired', 'returned', 'inline_total', 'abandoned', 'eff_rate', 'eff_why', 'units_left')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'admitted', 'consumed', 'measured', 'win_start', 'left', 'expired', 'returned', 'inline_total', 'abandoned', 'eff_rate', 'eff_why', 'units_left', 'paused_at', 'method_at', 'sold_out_at')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   return cfg, cfg
 end
@@ -46,5 +47,5 @@ return {
   redis.call('ZCARD', KEYS[1]), n(adm[3]), n(adm[4]), redis.call('ZCARD', KEYS[4]) - unswept,
   adm[5] or '0', n(adm[6]), n(redis.call('GET', KEYS[2])), n(adm[7]), n(adm[8]) + unswept,
   n(adm[9]), n(adm[10]), n(adm[11]), redis.call('ZCARD', KEYS[5]), adm[12] or '',
-  adm[13] or '', now, adm[14] or '',
+  adm[13] or '', now, adm[14] or '', n(adm[15]), n(adm[16]), n(adm[17]),
 }

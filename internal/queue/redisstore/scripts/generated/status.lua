@@ -28,20 +28,20 @@ end
 
 -- append adds list's items to reply.
 local function append(reply, list)
-  for i = 1, #list do
-    reply[#reply + 1] = list[i]
-  end
+  for i = 1, #list do reply[#reply + 1] = list[i] end
   return reply
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
 -- the same step (queue.LinePace), in the order Go reads it (reply.go's
 -- paceSettings and paceFields after the epoch; TestPaceBlockAgrees), then
--- now and the line's length.
+-- now and the line's length. The settings are those in force: the phase's
+-- rate (fixed: not adaptive) and method over the queue's own (the tick
+-- keeps the phase in force in the phase_ fields: tick.go's phaseFields).
 local function pace(reply, cfg, adm, now, length)
-  return append(reply, {cfg[2], cfg[1], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7],
-    cfg[8], cfg[9], cfg[10], adm[11], adm[12], adm[13], adm[14], adm[15],
-    adm[16], adm[17], now, length})
+  return append(reply, {cfg[2], adm[3] or cfg[1], cfg[4], cfg[5], cfg[6],
+    adm[3] and '0' or cfg[7], cfg[8], cfg[9], cfg[10], adm[11] or cfg[12],
+    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -50,7 +50,7 @@ end
 -- queue open, and put_config.lua opens at once a queue whose opening is
 -- cleared with users in it.
 local function opening(cfg, adm)
-  return adm[16] == 'placing' or ((tonumber(cfg[9]) or 0) > 0 and not adm[16])
+  return adm[18] == 'placing' or ((tonumber(cfg[10]) or 0) > 0 and not adm[18])
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue
@@ -58,8 +58,8 @@ end
 -- they are ahead of everyone who entered after the close, whose positions
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
-  if adm[16] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[6]), tonumber(adm[18])
+  if adm[18] ~= 'placing' then return 0, nil end
+  return redis.call('ZCARD', KEYS[6]), tonumber(adm[20])
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -68,10 +68,8 @@ end
 -- up to a second later, and admission could reach them meanwhile: a user back
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
-  local reach = tonumber(adm[15])
-  if (tonumber(cfg[19]) or 0) > 0 and (not reach or position <= reach) then
-    redis.call('ZADD', KEYS[5], now, user)
-  end
+  local reach = tonumber(adm[17])
+  if (tonumber(cfg[21]) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', KEYS[5], now, user) end
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -94,14 +92,14 @@ local function standing(cfg, adm, user, now, length)
 end
 
 -- config is the queue's hash as this script reads it (written by the generator):
--- [1] rate [2] epoch [3] batch [4] interval_ms [5] paused [6] adaptive
--- [7] min_rate [8] max_rate [9] opens_at [10] method [11] eff_rate [12] pace_rate
--- [13] pace_busy [14] moved [15] reach [16] open_state [17] units_left [18] open_end
--- [19] abandon_ms
+-- [1] rate [2] epoch [3] phase_rate [4] batch [5] interval_ms [6] paused
+-- [7] adaptive [8] min_rate [9] max_rate [10] opens_at [11] phase_method [12] method
+-- [13] eff_rate [14] pace_rate [15] pace_busy [16] moved [17] reach [18] open_state
+-- [19] units_left [20] open_end [21] abandon_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[2], 'rate', 'epoch', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms')
+  local cfg = redis.call('HMGET', KEYS[2], 'rate', 'epoch', 'phase_rate', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
-  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[3]) and 'batch' or cfg[19] and not tonumber(cfg[19]) and 'abandon_ms'
+  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[4]) and 'batch' or cfg[21] and not tonumber(cfg[21]) and 'abandon_ms'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
 end

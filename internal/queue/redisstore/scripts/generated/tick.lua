@@ -22,9 +22,7 @@ end
 
 -- append adds list's items to reply.
 local function append(reply, list)
-  for i = 1, #list do
-    reply[#reply + 1] = list[i]
-  end
+  for i = 1, #list do reply[#reply + 1] = list[i] end
   return reply
 end
 

@@ -1,0 +1,97 @@
+package apptest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/proxyfront"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+// Front is what stands before the backend in a gateway test: waitroom
+// proxy itself, or the shop's own proxy asking waitroom's decision.
+type Front struct {
+	Name string
+	// Deploy is the configuration in deploy/ the proxy runs ("" for
+	// waitroom proxy itself).
+	Deploy string
+	start  func(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.Front
+}
+
+// Fronts are the gateway's fronts its end-to-end cases run through.
+var Fronts = []Front{
+	{Name: "waitroom proxy"},
+	{Name: "nginx auth_request", Deploy: "nginx-auth-request.conf", start: startNginx},
+	{Name: "caddy forward_auth", Deploy: "Caddyfile", start: startCaddy},
+}
+
+// Decides reports whether the front asks waitroom's decision and forwards
+// itself: a single-use entry is then spent when the decision lets its
+// request on, since no answer of the backend passes waitroom.
+func (f Front) Decides() bool { return f.Deploy != "" }
+
+func startNginx(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.Front {
+	if proxyfront.Binary("nginx") == "" {
+		testenv.Missing(t, "nginx")
+	}
+	p, err := proxyfront.Nginx(t.Context(), conf, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func startCaddy(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.Front {
+	if proxyfront.Binary("caddy") == "" {
+		testenv.Missing(t, "caddy")
+	}
+	p, err := proxyfront.Caddy(t.Context(), conf, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// RepoFile reads a file of the repository by its path from the root
+// (found from the test's directory upward).
+func RepoFile(t testing.TB, path string) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			b, err := os.ReadFile(filepath.Join(dir, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod above the test's directory to find %s from", path)
+		}
+		dir = parent
+	}
+}
+
+// BootProxyBehind is BootProxy behind the front: waitroom proxy trusting
+// the front's address, the front forwarding to s and asking waitroom; the
+// Proxied's Base is the front's.
+func BootProxyBehind(t *testing.T, f Front, b Backend, s *UpstreamShop, edit func(*app.Config)) *Proxied {
+	t.Helper()
+	if !f.Decides() {
+		return BootProxy(t, b, s, edit)
+	}
+	p := BootProxy(t, b, s, func(c *app.Config) {
+		c.TrustedProxies = "127.0.0.1"
+		if edit != nil {
+			edit(c)
+		}
+	})
+	front := f.start(t, RepoFile(t, filepath.Join("deploy", f.Deploy)),
+		proxyfront.Addresses{Waitroom: p.Main.Addr(), Backend: s.Server.Listener.Addr().String()})
+	t.Cleanup(front.Stop)
+	p.Base = "http://" + front.Addr
+	return p
+}

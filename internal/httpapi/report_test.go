@@ -1,0 +1,92 @@
+package httpapi_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/report"
+	"github.com/waitroom/waitroom/internal/report/reporttest"
+)
+
+// fakeRollups stands in for the store's rollups: the known sale, or an
+// error; it remembers the span it was asked for.
+type fakeRollups struct {
+	err          error
+	since, until time.Time
+}
+
+func (f *fakeRollups) Sale(ctx context.Context, q string, since, until time.Time) (report.Sale, error) {
+	f.since, f.until = since, until
+	sale, _ := reporttest.Sale(q)
+	return sale, f.err
+}
+
+// The report route renders what its source gives for the span asked,
+// in the language and zone asked, and answers the source's failure from
+// the error table.
+func TestQueueReportRoute(t *testing.T) {
+	svc := queue.NewService(memstore.New(nil), 0)
+	if err := svc.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeRollups{}
+	api := httpapi.New(httpapi.Options{Queue: svc, AdminToken: "t", Reports: src, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	get := func(path string) (*http.Response, string) {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Accept-Language", "ko-KR,ko;q=0.9")
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		return w.Result(), w.Body.String()
+	}
+	res, body := get("/admin/v1/queues/spring-drop/report?since=2026-12-04T19:00:00Z&until=2026-12-04T21:00:00Z&tz=Asia/Seoul")
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/html; charset=utf-8" || res.Header.Get("Content-Language") != "ko" {
+		t.Fatalf("%d %v: %.300s", res.StatusCode, res.Header, body)
+	}
+	if want := time.Date(2026, 12, 4, 19, 0, 0, 0, time.UTC); !src.since.Equal(want) || !src.until.Equal(want.Add(2*time.Hour)) {
+		t.Errorf("the source was asked for %v–%v", src.since, src.until)
+	}
+	_, truth := reporttest.Sale("spring-drop")
+	for _, want := range []string{`<html lang="ko">`, "2026-12-05 04:00부터 2026-12-05 06:00까지 (Asia/Seoul)", truth.EnteredText()} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+
+	src.err = queue.ErrUnavailable
+	if res, body := get("/admin/v1/queues/spring-drop/report?lang=en"); res.StatusCode != 503 || !strings.Contains(body, `"unavailable"`) {
+		t.Errorf("the source down: %d %s", res.StatusCode, body)
+	}
+}
+
+// The route with no source of its own reads the store's rows; with no
+// since, as far back as a read may reach, whatever second until is (an
+// until off the minute once reached a minute too far: 400).
+func TestQueueReportRouteStoreWithoutSince(t *testing.T) {
+	svc := queue.NewService(memstore.New(nil), 0)
+	if err := svc.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Options{Queue: svc, AdminToken: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, until := range []string{"", "&until=2026-12-04T21:00:00Z", "&until=2026-12-04T21:00:31Z"} {
+		req := httptest.NewRequest("GET", "/admin/v1/queues/spring-drop/report?lang=en"+until, nil)
+		req.Header.Set("Authorization", "Bearer t")
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "<h1") {
+			t.Errorf("until %q: %d %.300s", until, w.Code, w.Body.String())
+		}
+	}
+}

@@ -1,0 +1,248 @@
+// Package proxyfront starts the shop's own proxy, real nginx or real Caddy,
+// in front of waitroom's decision and a backend, on the configurations
+// deploy/ ships, as written but for the addresses: what the gateway's
+// tests, its differential fuzzer and the benchmarks put in front.
+package proxyfront
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The addresses the shipped configurations name, replaced by the real ones.
+const (
+	WaitroomAddr = "127.0.0.1:8080"
+	BackendAddr  = "127.0.0.1:3000"
+)
+
+// Front is a proxy started here.
+type Front struct {
+	// Addr is where it listens (host:port).
+	Addr string
+	cmd  *exec.Cmd
+	dir  string
+	done chan error
+}
+
+// Binary finds a proxy's binary on PATH or where Debian puts it (/usr/sbin
+// is not on every user's PATH); "" when the machine has none.
+func Binary(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/bin"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return filepath.Join(dir, name)
+		}
+	}
+	return ""
+}
+
+// Addresses says where the configuration's waitroom and backend are
+// (host:port each) and, for nginx, how many workers to run (1 if 0).
+type Addresses struct {
+	Waitroom, Backend string
+	Workers           int
+}
+
+// Nginx starts nginx on conf, a file to include in http {} (as
+// deploy/nginx-auth-request.conf), with its addresses replaced and its
+// "listen 80;" a free port; its own files in a temp dir.
+func Nginx(ctx context.Context, conf string, a Addresses, log io.Writer) (*Front, error) {
+	bin := Binary("nginx")
+	if bin == "" {
+		return nil, errors.New("no nginx on this machine (apt-get install nginx; scripts/test.sh installs it)")
+	}
+	site, addr, err := placed(conf, a, "listen 80;", "listen %s;")
+	if err != nil {
+		return nil, err
+	}
+	f, err := newFront(addr)
+	if err != nil {
+		return nil, err
+	}
+	main := fmt.Sprintf(`worker_processes %[2]d;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path %[1]s/body;
+	proxy_temp_path %[1]s/proxy;
+	fastcgi_temp_path %[1]s/fastcgi;
+	uwsgi_temp_path %[1]s/uwsgi;
+	scgi_temp_path %[1]s/scgi;
+	include %[1]s/site.conf;
+}
+`, f.dir, max(a.Workers, 1))
+	if err := f.write("site.conf", site); err != nil {
+		return nil, err
+	}
+	if err := f.write("nginx.conf", main); err != nil {
+		return nil, err
+	}
+	return f.start(ctx, exec.Command(bin, "-p", f.dir, "-e", filepath.Join(f.dir, "error.log"),
+		"-c", filepath.Join(f.dir, "nginx.conf"), "-g", "daemon off;"), log, "error.log")
+}
+
+// Caddy starts Caddy on caddyfile (as deploy/Caddyfile), with its
+// addresses replaced and its site address ":80" a free port.
+func Caddy(ctx context.Context, caddyfile string, a Addresses, log io.Writer) (*Front, error) {
+	bin := Binary("caddy")
+	if bin == "" {
+		return nil, errors.New("no caddy on this machine (apt-get install caddy; scripts/test.sh installs it)")
+	}
+	site, addr, err := placed(caddyfile, a, "http://:80 {", "http://%s {")
+	if err != nil {
+		return nil, err
+	}
+	f, err := newFront(addr)
+	if err != nil {
+		return nil, err
+	}
+	// No admin endpoint, no storage outside the temp dir.
+	site = "{\n\tadmin off\n\tstorage file_system " + f.dir + "\n}\n" + site
+	if err := f.write("Caddyfile", site); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "run", "--adapter", "caddyfile", "--config", filepath.Join(f.dir, "Caddyfile"))
+	cmd.Env = append(os.Environ(), "HOME="+f.dir, "XDG_DATA_HOME="+f.dir, "XDG_CONFIG_HOME="+f.dir)
+	return f.start(ctx, cmd, log, "")
+}
+
+// placed is conf with the addresses replaced and its listen directive
+// (listen, a format of the new one) on a free port, which it returns. A
+// configuration that no longer names them fails: the test would otherwise
+// run on addresses of its own.
+func placed(conf string, a Addresses, listen, format string) (string, string, error) {
+	for _, r := range [][2]string{{WaitroomAddr, a.Waitroom}, {BackendAddr, a.Backend}, {listen, ""}} {
+		if !strings.Contains(conf, r[0]) {
+			return "", "", fmt.Errorf("the configuration no longer names %q", r[0])
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the proxy binds it next; a port taken meanwhile fails loudly
+	r := strings.NewReplacer(WaitroomAddr, a.Waitroom, BackendAddr, a.Backend, listen, fmt.Sprintf(format, addr))
+	return r.Replace(conf), addr, nil
+}
+
+func newFront(addr string) (*Front, error) {
+	dir, err := os.MkdirTemp("", "waitroom-proxyfront-")
+	if err != nil {
+		return nil, err
+	}
+	// nginx's workers run as nobody when started as root; they only read here.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &Front{Addr: addr, dir: dir, done: make(chan error, 1)}, nil
+}
+
+func (f *Front) write(name, text string) error {
+	if err := os.WriteFile(filepath.Join(f.dir, name), []byte(text), 0o644); err != nil {
+		os.RemoveAll(f.dir)
+		return err
+	}
+	return nil
+}
+
+// start runs cmd and waits until it listens on f.Addr; logFile, if any, is
+// the file in f.dir that says why it did not.
+func (f *Front) start(ctx context.Context, cmd *exec.Cmd, log io.Writer, logFile string) (*Front, error) {
+	f.cmd = cmd
+	var out strings.Builder
+	if log == nil {
+		log = io.Discard
+	}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)
+	// Should the process that started it die without stopping it, it goes too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(f.dir)
+		return nil, err
+	}
+	go func() { f.done <- cmd.Wait() }()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if c, err := net.DialTimeout("tcp", f.Addr, time.Second); err == nil {
+			c.Close()
+			return f, nil
+		}
+		select {
+		case err := <-f.done:
+			f.done <- err
+			msg := out.String()
+			if logFile != "" {
+				b, _ := os.ReadFile(filepath.Join(f.dir, logFile))
+				msg += string(b)
+			}
+			f.Stop()
+			return nil, fmt.Errorf("%s exited: %v: %s", filepath.Base(cmd.Path), err, msg)
+		case <-ctx.Done():
+			f.Stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			f.Stop()
+			return nil, fmt.Errorf("%s did not listen within 20 s: %s", filepath.Base(cmd.Path), out.String())
+		}
+	}
+}
+
+// PIDs are the proxy's processes: its main one and its children (nginx's
+// workers).
+func (f *Front) PIDs() ([]int, error) {
+	kids, err := Children(f.cmd.Process.Pid)
+	return append(kids, f.cmd.Process.Pid), err
+}
+
+// Children lists the processes whose parent is pid.
+func Children(pid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); ok && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	return kids, nil
+}
+
+// Stop stops the proxy at once (SIGTERM) and removes its files.
+func (f *Front) Stop() {
+	f.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-f.done:
+		f.done <- err
+	case <-time.After(10 * time.Second):
+		f.cmd.Process.Kill()
+		<-f.done
+	}
+	os.RemoveAll(f.dir)
+}

@@ -1,0 +1,139 @@
+package front_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/front"
+)
+
+// line is a made-up line: tickets 1..last, the first admitted below head,
+// and some who left.
+func line(r *rand.Rand, last int64, leaveOdds float64) (head int64, waiting []int64, left []int64) {
+	head = 1 + r.Int64N(last/2)
+	for t := head; t <= last; t++ {
+		if t > head && r.Float64() < leaveOdds {
+			left = append(left, t)
+		} else {
+			waiting = append(waiting, t)
+		}
+	}
+	return head, waiting, left
+}
+
+// snapshotOf is the snapshot a store would give of the line, keeping at
+// most maxLeft leavers as the stores do.
+func snapshotOf(head, last int64, waiting, left []int64, maxLeft int) queue.Snapshot {
+	sn := queue.Snapshot{Head: head, Last: last, Length: int64(len(waiting)), Epoch: 7, Complete: len(left) <= maxLeft,
+		Pace: queue.Pace{Rate: 100, Batch: 10}}
+	sn.Left = left[:min(len(left), maxLeft)]
+	return sn
+}
+
+func TestPlaceIsTheExactRankWhenTheLeaversAreListed(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 50 {
+		head, waiting, left := line(r, 2000, 0.2)
+		d := front.New(snapshotOf(head, 2000, waiting, left, queue.SnapshotMaxLeft), queue.DefaultConfig())
+		for rank, ticket := range waiting {
+			pos, lowest, ok := d.Place(7, ticket)
+			if !ok || pos != int64(rank+1) || lowest != pos {
+				t.Fatalf("ticket %d: got place %d (lowest %d, ok %v), want %d exactly", ticket, pos, lowest, ok, rank+1)
+			}
+		}
+		for _, ticket := range left {
+			if _, _, ok := d.Place(7, ticket); ok {
+				t.Fatalf("ticket %d left the line, yet the document places it", ticket)
+			}
+		}
+		if _, _, ok := d.Place(7, head-1); head > 1 && ok {
+			t.Fatalf("a ticket below the head (admitted) is placed")
+		}
+	}
+}
+
+func TestPlaceIsWithinTheStatedBoundWhenTheLeaversAreNot(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20 {
+		head, waiting, left := line(r, 5000, 0.3)
+		d := front.New(snapshotOf(head, 5000, waiting, left, 100), queue.DefaultConfig())
+		if d.Unlisted != int64(len(left)-100) {
+			t.Fatalf("unlisted leavers: got %d, want %d", d.Unlisted, len(left)-100)
+		}
+		for rank, ticket := range waiting {
+			pos, lowest, ok := d.Place(7, ticket)
+			exact := int64(rank + 1)
+			if !ok || lowest > exact || exact > pos || pos-lowest > d.Unlisted {
+				t.Fatalf("ticket %d: exact %d not within [%d, %d] (unlisted %d)", ticket, exact, lowest, pos, d.Unlisted)
+			}
+		}
+	}
+}
+
+func TestTheDocumentPlacesNoOneWhereOnlyTheInstanceCan(t *testing.T) {
+	sn := queue.Snapshot{Head: 10, Last: 20, Length: 11, Epoch: 7, Complete: true, Pace: queue.Pace{Rate: 100, Batch: 10}}
+	for name, change := range map[string]func(*queue.Snapshot){
+		"a draw":            func(s *queue.Snapshot) { s.Pace.Drawn = true },
+		"an opening ahead":  func(s *queue.Snapshot) { s.Pace.OpensAt = time.Now().Add(time.Hour) },
+		"an opening placed": func(s *queue.Snapshot) { s.Pace.Placing = true },
+		"another epoch":     func(s *queue.Snapshot) { s.Epoch = 8 },
+		"nobody waiting":    func(s *queue.Snapshot) { s.Head = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := sn
+			change(&s)
+			if _, _, ok := front.New(s, queue.DefaultConfig()).Place(7, 15); ok {
+				t.Error("placed a ticket the document cannot place")
+			}
+		})
+	}
+}
+
+func TestAskWithinCoversTheAheadAndTwoBatches(t *testing.T) {
+	c := queue.DefaultConfig()
+	slow := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1, Batch: 10}}, c)
+	if slow.AskWithin != 20 {
+		t.Errorf("at 1/s, batches of 10: ask within %d, want two batches (20)", slow.AskWithin)
+	}
+	fast := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Batch: 10}}, c)
+	if want := int64(1000 * front.AskAhead.Seconds()); fast.AskWithin != want {
+		t.Errorf("at 1000/s: ask within %d, want %d", fast.AskWithin, want)
+	}
+	measured := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Measured: 200, Batch: 10}}, c)
+	if want := int64(200 * front.AskAhead.Seconds()); measured.AskWithin != want {
+		t.Errorf("measured 200/s where 1000/s is in force: ask within %d, want %d (the estimate's rate)", measured.AskWithin, want)
+	}
+	if !fast.Ask(fast.AskWithin) || fast.Ask(fast.AskWithin+1) {
+		t.Error("Ask does not turn at AskWithin")
+	}
+}
+
+func TestPresenceFollowsAbandonAfter(t *testing.T) {
+	c := queue.DefaultConfig()
+	sn := queue.Snapshot{Pace: queue.Pace{Rate: 100, Batch: 10, Reach: 12_000}}
+	if d := front.New(sn, c); d.PresenceWithin != 0 || d.PresenceEvery != 0 {
+		t.Errorf("no-shows not skipped, yet a heartbeat: within %d every %v", d.PresenceWithin, d.PresenceEvery)
+	}
+	c.AbandonAfter = 30 * time.Second
+	d := front.New(sn, c)
+	if d.PresenceWithin != 12_000 || d.PresenceEvery != 10*time.Second {
+		t.Errorf("abandonAfter 30 s, reach 12000: heartbeat within %d every %v, want 12000 every 10s", d.PresenceWithin, d.PresenceEvery)
+	}
+}
+
+func TestTheDocumentSaysTheMessageInEveryLanguage(t *testing.T) {
+	c, err := queue.Apply(queue.DefaultConfig(), map[string]any{"message": map[string]string{"en": "Sizes S and M are gone.", "ja": "S・Mは完売です。"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := front.New(queue.Snapshot{}, c).Message.(map[string]string)
+	if !ok || got["en"] != "Sizes S and M are gone." || got["ja"] != "S・Mは完売です。" {
+		t.Errorf("message: got %#v", front.New(queue.Snapshot{}, c).Message)
+	}
+	if !slices.Equal(front.New(queue.Snapshot{}, queue.DefaultConfig()).Left, []int64{}) {
+		t.Error("no leavers should be an empty list, not none")
+	}
+}

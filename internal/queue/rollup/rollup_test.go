@@ -1,0 +1,80 @@
+package rollup_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/waitroom/waitroom/internal/queue/rollup"
+)
+
+func TestWaitRatioCountsAShownZeroAsOneSecond(t *testing.T) {
+	at := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		w     rollup.Wait
+		ratio float64
+		ok    bool
+	}{
+		{"on time", rollup.Wait{Entered: at, Shown: 60, Admitted: at.Add(time.Minute)}, 1, true},
+		{"twice", rollup.Wait{Entered: at, Shown: 30, Admitted: at.Add(time.Minute)}, 2, true},
+		{"any moment now", rollup.Wait{Entered: at, Shown: 0, Admitted: at.Add(3 * time.Second)}, 3, true},
+		{"none shown", rollup.Wait{Entered: at, Shown: rollup.NoneShown, Admitted: at.Add(time.Minute)}, 0, false},
+		{"never waited", rollup.Wait{Admitted: at}, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if r, ok := c.w.Ratio(); ok != c.ok || math.Abs(r-c.ratio) > 1e-9 {
+				t.Errorf("Ratio = %v, %v; want %v, %v", r, ok, c.ratio, c.ok)
+			}
+		})
+	}
+}
+
+func TestQuantileWithinFivePercent(t *testing.T) {
+	h := rollup.Histogram{}
+	for v := 1; v <= 1000; v++ {
+		h.Add(float64(v) * 1000) // 1 s to 1000 s, in ms
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		truth := q * 1000 * 1000
+		if got := h.Quantile(q); got < truth || got > truth*1.05 {
+			t.Errorf("p%v = %v, truth %v: not within 5%% above", q*100, got, truth)
+		}
+	}
+}
+
+// TestBuildCountsEachMinuteFromTheOneBefore: a minute's funnel is the
+// growth of the totals since the row before it, the first row's since its
+// own first reading; minutes no one wrote are filled in; moments are read
+// back with their instants and data.
+func TestBuildCountsEachMinuteFromTheOneBefore(t *testing.T) {
+	m0 := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	moment := rollup.MomentWrite(rollup.Moment{At: m0.Add(90 * time.Second), Type: "stock.sold_out", Data: map[string]any{}}, time.Hour)
+	rows := []rollup.Row{
+		{Minute: m0, Fields: map[string]string{"entered": "50", "from.entered": "40", "admitted": "5", "from.admitted": "5", "length": "45", "maxLength": "45", "rate": "2500", "t100": "3", "ordered": "2"}},
+		{Minute: m0.Add(time.Minute), Fields: map[string]string{"entered": "80", "from.entered": "60", "admitted": "25", "from.admitted": "20", "length": "55", "maxLength": "70", "rate": "2500"}},
+		{Minute: m0.Add(3 * time.Minute), Fields: map[string]string{"entered": "81", "from.entered": "81", "admitted": "80", "from.admitted": "80", "length": "1", "maxLength": "1", "rate": "2500", "r1000": "55"}},
+	}
+	for k, v := range moment.Set {
+		rows[1].Fields[k] = v
+	}
+	minutes, moments := rollup.Build(rows)
+	minutes = rollup.Fill(minutes, m0.Add(4*time.Minute))
+	type brief struct{ Entered, Admitted, Length, MaxLength, Ordered, Waits, Ratios int64 }
+	var got []brief
+	for _, m := range minutes {
+		got = append(got, brief{m.Entered, m.Admitted, m.Length, m.MaxLength, m.Ordered, m.TimeInLine.Count(), m.EstimateRatio.Count()})
+	}
+	want := []brief{{10, 0, 45, 45, 2, 3, 0}, {30, 20, 55, 70, 0, 0, 0}, {0, 0, 55, 55, 0, 0, 0}, {1, 55, 1, 1, 0, 0, 55}, {0, 0, 1, 1, 0, 0, 0}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("minutes (-want +got):\n%s", d)
+	}
+	if len(moments) != 1 || moments[0].Type != "stock.sold_out" || !moments[0].At.Equal(m0.Add(90*time.Second)) {
+		t.Errorf("moments: %+v", moments)
+	}
+	if minutes[0].Rate != 2.5 {
+		t.Errorf("rate %v, want 2.5", minutes[0].Rate)
+	}
+}

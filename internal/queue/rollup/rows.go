@@ -1,0 +1,259 @@
+package rollup
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Write is what one instance adds to a queue's row of the minute it is in
+// (queue.Store.Roll): safe to repeat and to race (the package doc).
+type Write struct {
+	// Add is added to the row's fields; Max raises them to at least,
+	// Min lowers them to at most, Set sets them.
+	Add, Max, Min map[string]int64
+	Set           map[string]string
+	// Keep is how long the row is kept after this write (the retention).
+	Keep time.Duration
+}
+
+// Empty says the write changes nothing.
+func (w Write) Empty() bool {
+	return len(w.Add) == 0 && len(w.Max) == 0 && len(w.Min) == 0 && len(w.Set) == 0
+}
+
+// MaxRange bounds the span one read of rows covers (queue.Service.Rollups):
+// a month of minutes.
+const MaxRange = 31 * 24 * time.Hour
+
+// Row is one minute of a queue as a store keeps it.
+type Row struct {
+	Minute time.Time // its start
+	Fields map[string]string
+}
+
+// The funnel: the line's totals (queue.Stats), raised in every row to what
+// an instance read (Max) and lowered in "from." fields to its first
+// reading in the minute (Min).
+var funnel = []string{"entered", "left", "skipped", "admitted", "used", "expired"}
+
+// Reading is the line's state as one instance read it: its totals since
+// the queue was created, its length, its pre-queue and the rate in force.
+type Reading struct {
+	Entered, Left, Skipped, Admitted, Used, Expired int64
+	Length, PreQueue                                int64
+	Rate                                            float64
+}
+
+// Write is the write of reading r, with add (Pending.Take) added.
+func (r Reading) Write(add map[string]int64, keep time.Duration) Write {
+	totals := []int64{r.Entered, r.Left, r.Skipped, r.Admitted, r.Used, r.Expired}
+	w := Write{Add: add, Max: map[string]int64{"maxLength": r.Length}, Min: map[string]int64{}, Keep: keep,
+		Set: map[string]string{"length": strconv.FormatInt(r.Length, 10), "preQueue": strconv.FormatInt(r.PreQueue, 10),
+			"rate": strconv.FormatInt(int64(math.Round(r.Rate*1000)), 10)}}
+	for i, name := range funnel {
+		w.Max[name], w.Min["from."+name] = totals[i], totals[i]
+	}
+	return w
+}
+
+// MomentWrite is the write that records a moment of the sale in the row
+// of its minute's instance: data is the event's (JSON).
+func MomentWrite(m Moment, keep time.Duration) Write {
+	data, _ := json.Marshal(m.Data)
+	return Write{Set: map[string]string{"moment:" + strconv.FormatInt(m.At.UnixMilli(), 10) + ":" + m.Type: string(data)}, Keep: keep}
+}
+
+// Minute is one minute of a queue's sale.
+type Minute struct {
+	Start time.Time `json:"start"`
+	// Length is the users waiting at the minute's end (the last reading
+	// in it), MaxLength the most any reading in it saw, PreQueue the users
+	// waiting for the opening at its end, Rate the admission rate in force
+	// at its end (users/s).
+	Length    int64   `json:"length"`
+	MaxLength int64   `json:"maxLength"`
+	PreQueue  int64   `json:"preQueue"`
+	Rate      float64 `json:"rate"`
+	// The funnel within the minute: joined the line, left it, skipped as
+	// no-shows, admitted, entries used (tokens spent), orders placed, and
+	// entries that expired unused.
+	Entered  int64 `json:"entered"`
+	Left     int64 `json:"left"`
+	Skipped  int64 `json:"skipped"`
+	Admitted int64 `json:"admitted"`
+	Used     int64 `json:"used"`
+	Ordered  int64 `json:"ordered"`
+	Expired  int64 `json:"expired"`
+	// TimeInLine counts the minute's admitted by their time in line (ms,
+	// in Bucket's buckets), EstimateRatio by their wait realised over the
+	// wait shown (× 1000; Wait.Ratio).
+	TimeInLine    Histogram `json:"timeInLine"`
+	EstimateRatio Histogram `json:"estimateRatio"`
+}
+
+// Moment is a moment of the sale: an event of package events (its type,
+// queue.opened, stock.sold_out, phase.started, …), its instant and data.
+type Moment struct {
+	At   time.Time      `json:"at"`
+	Type string         `json:"type"`
+	Data map[string]any `json:"data"`
+}
+
+// Rollup is a queue's minutes from Since to Until, oldest first, and its
+// moments among them, oldest first.
+type Rollup struct {
+	Queue   string    `json:"queue"`
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+	Minutes []Minute  `json:"minutes"`
+	Moments []Moment  `json:"moments"`
+}
+
+// Build turns rows, oldest first, into minutes and moments. A minute's
+// funnel is the growth of the totals from the row before it (so what
+// happened while no instance read the line counts in the next minute
+// read), or, for the first row or after the totals went back (the queue
+// was deleted and made again), from the minute's first reading.
+func Build(rows []Row) ([]Minute, []Moment) {
+	minutes := make([]Minute, 0, len(rows))
+	var moments []Moment
+	var before map[string]int64
+	for _, r := range rows {
+		f := parse(r.Fields)
+		m := Minute{Start: r.Minute.UTC(), Length: f["length"], MaxLength: f["maxLength"], PreQueue: f["preQueue"],
+			Rate: float64(f["rate"]) / 1000, Ordered: f["ordered"], TimeInLine: Histogram{}, EstimateRatio: Histogram{}}
+		counts := make([]int64, len(funnel))
+		for i, name := range funnel {
+			from, ok := before[name]
+			if !ok || from > f[name] {
+				from = f["from."+name]
+			}
+			counts[i] = max(f[name]-from, 0)
+		}
+		m.Entered, m.Left, m.Skipped, m.Admitted, m.Used, m.Expired = counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]
+		for k, n := range f {
+			h := m.TimeInLine
+			if k[0] == 'r' {
+				h = m.EstimateRatio
+			}
+			if b, err := strconv.Atoi(k[1:]); err == nil && (k[0] == 't' || k[0] == 'r') {
+				h[b] += n
+			}
+		}
+		moments = append(moments, parseMoments(r.Fields)...)
+		minutes = append(minutes, m)
+		if _, ok := f["entered"]; ok {
+			before = f
+		}
+	}
+	slices.SortStableFunc(moments, func(a, b Moment) int { return a.At.Compare(b.At) })
+	return minutes, moments
+}
+
+// Fill puts in the minutes from the first of minutes to end that have no
+// row: nothing changed in them (an instance writes a queue's row only when
+// its numbers moved), so each is the minute before it with no counts.
+func Fill(minutes []Minute, end time.Time) []Minute {
+	if len(minutes) == 0 {
+		return minutes
+	}
+	out := make([]Minute, 0, len(minutes))
+	for i, m := range minutes {
+		out = append(out, m)
+		next := end.Truncate(time.Minute)
+		if i+1 < len(minutes) {
+			next = minutes[i+1].Start.Add(-time.Minute)
+		}
+		for t := m.Start.Add(time.Minute); !t.After(next); t = t.Add(time.Minute) {
+			out = append(out, Minute{Start: t, Length: m.Length, MaxLength: m.Length, PreQueue: m.PreQueue, Rate: m.Rate,
+				TimeInLine: Histogram{}, EstimateRatio: Histogram{}})
+		}
+	}
+	return out
+}
+
+// parse reads a row's numeric fields.
+func parse(fields map[string]string) map[string]int64 {
+	f := make(map[string]int64, len(fields))
+	for k, v := range fields {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			f[k] = n
+		}
+	}
+	return f
+}
+
+// parseMoments reads a row's moments ("moment:<ms>:<type>" → data).
+func parseMoments(fields map[string]string) []Moment {
+	var out []Moment
+	for k, v := range fields {
+		rest, ok := strings.CutPrefix(k, "moment:")
+		if !ok {
+			continue
+		}
+		ms, typ, _ := strings.Cut(rest, ":")
+		at, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			continue
+		}
+		m := Moment{At: time.UnixMilli(at).UTC(), Type: typ, Data: map[string]any{}}
+		_ = json.Unmarshal([]byte(v), &m.Data)
+		out = append(out, m)
+	}
+	return out
+}
+
+// Pending gathers what this instance observed and has not yet written
+// (admitted users' waits, orders), per queue, until Take: the additive part
+// of the next Write.
+type Pending struct {
+	mu sync.Mutex
+	by map[string]map[string]int64
+}
+
+// Admitted counts one admitted user's wait.
+func (p *Pending) Admitted(queue string, w Wait) {
+	d, ok := w.TimeInLine()
+	if !ok {
+		return
+	}
+	p.add(queue, "t"+strconv.Itoa(Bucket(float64(d.Milliseconds()))))
+	if r, ok := w.Ratio(); ok {
+		p.add(queue, "r"+strconv.Itoa(Bucket(r*1000)))
+	}
+}
+
+// Ordered counts one order placed.
+func (p *Pending) Ordered(queue string) { p.add(queue, "ordered") }
+
+func (p *Pending) add(queue, field string) { p.Return(queue, map[string]int64{field: 1}) }
+
+// Return gives back what a failed write took, to go with the next.
+func (p *Pending) Return(queue string, add map[string]int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.by == nil {
+		p.by = map[string]map[string]int64{}
+	}
+	if p.by[queue] == nil {
+		p.by[queue] = map[string]int64{}
+	}
+	for k, n := range add {
+		p.by[queue][k] += n
+	}
+}
+
+// Take hands over what queue has pending (nil: nothing). A write that
+// fails gives it back (Return).
+func (p *Pending) Take(queue string) map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.by[queue]
+	delete(p.by, queue)
+	return m
+}

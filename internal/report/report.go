@@ -1,0 +1,108 @@
+// Package report owns the sale's report: one queue's per-minute figures
+// over a span (a Sale) made into one self-contained HTML file, with its
+// charts drawn as inline SVG and every chart's figures also as a table, so
+// that the file can be mailed, archived and opened anywhere, years later,
+// with no script, font or request to anywhere.
+//
+// The package knows neither HTTP nor the store. The figures come from a
+// Source: `waitroom report` reads them through the admin API, the admin
+// route that serves the report reads them from the store; each adapts its
+// side's type to Sale, which is also the JSON shape the admin API's
+// rollups route answers (json tags below; json_test.go holds an example,
+// and the test that keeps it the shape).
+package report
+
+import (
+	"context"
+	"time"
+)
+
+// Sale is one queue's figures over a span: what Render draws.
+type Sale struct {
+	Queue string `json:"queue"`
+	// From and Until are the span asked for; zero: unbounded. The charts
+	// span the minutes that have figures.
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+	// Minutes are the rollups, oldest first, one per minute that has any;
+	// a minute missing is a minute nothing was recorded in.
+	Minutes []Minute `json:"minutes"`
+	// Moments are what happened to the sale, oldest first.
+	Moments []Moment `json:"moments"`
+}
+
+// Minute is one minute of one queue.
+type Minute struct {
+	// Start is the minute's first instant (UTC, on the minute).
+	Start time.Time `json:"start"`
+	// LineLength is the line's length at the minute's end, LineMax the
+	// most it held during the minute, PreQueue those waiting for the
+	// opening (opensAt) at the minute's end.
+	LineLength int64 `json:"lineLength"`
+	LineMax    int64 `json:"lineMax"`
+	PreQueue   int64 `json:"preQueue"`
+	// RatePerSecond is the admission rate in force at the minute's end
+	// (0 while paused).
+	RatePerSecond float64 `json:"ratePerSecond"`
+	// The funnel, counted in the minute: took a place, left the line,
+	// skipped as no-shows, admitted (given an entry), entries used,
+	// orders placed, entries that expired unused.
+	Entered  int64 `json:"entered"`
+	Left     int64 `json:"left"`
+	Skipped  int64 `json:"skipped"`
+	Admitted int64 `json:"admitted"`
+	Used     int64 `json:"used"`
+	Ordered  int64 `json:"ordered"`
+	Expired  int64 `json:"expired"`
+	// TimeInLine is, in seconds, how long those admitted in the minute
+	// waited (took a place to admitted). EstimateRatio is, for the same
+	// people, the wait realised divided by the wait the line showed them
+	// when they took their place (1: exact; 2: twice as long).
+	TimeInLine    Histogram `json:"timeInLine"`
+	EstimateRatio Histogram `json:"estimateRatio"`
+}
+
+// Histogram is a sparse histogram: only buckets with a count, in
+// ascending order, none overlapping. Buckets about 5% wide give
+// percentiles within 5% (Quantile).
+type Histogram []Bucket
+
+// Bucket counts the observations v with Lo < v ≤ Hi (Lo = Hi = 0: the
+// observations that were exactly 0).
+type Bucket struct {
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Count int64   `json:"count"`
+}
+
+// Moment is one thing that happened to the sale.
+type Moment struct {
+	At time.Time `json:"at"`
+	// Kind is the webhook event's type (internal/events): queue.opened,
+	// queue.closed, queue.paused, queue.resumed, stock.sold_out,
+	// stock.restocked, phase.started, rate.changed. Another is shown as it
+	// is written.
+	Kind string `json:"kind"`
+	// Detail says more, in the operator's words or the server's
+	// ("members", "100/s → 80/s: latency 412 ms above 300 ms").
+	Detail string `json:"detail,omitempty"`
+}
+
+// The kinds of moment the report names in its own words.
+const (
+	MomentOpened       = "queue.opened"
+	MomentClosed       = "queue.closed"
+	MomentPaused       = "queue.paused"
+	MomentResumed      = "queue.resumed"
+	MomentSoldOut      = "stock.sold_out"
+	MomentRestocked    = "stock.restocked"
+	MomentPhaseStarted = "phase.started"
+	MomentRateChanged  = "rate.changed"
+)
+
+// Source gives a queue's figures between since and until (zero: from the
+// first kept, to now). A queue that does not exist is the source's error;
+// a span with nothing in it is a Sale without minutes.
+type Source interface {
+	Sale(ctx context.Context, queue string, since, until time.Time) (Sale, error)
+}
