@@ -138,14 +138,18 @@ func NewVisitor(t *testing.T, browser context.Context, in *Instance, acceptLangu
 // page's script does next, the caller waits for with WaitState/WaitUntil.
 func (v *Visitor) Open(path string) {
 	v.T.Helper()
-	if err := chromedp.Do(v.Ctx, chromedp.Navigate(v.base+path)); err != nil {
+	ctx, cancel := context.WithTimeout(v.Ctx, callWithin)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(v.base+path)); err != nil {
 		v.T.Fatalf("open %s: %v", path, err)
 	}
 }
 
 // Eval evaluates a JavaScript expression and decodes its JSON value into out.
 func (v *Visitor) Eval(expr string, out any) error {
-	raw, err := chromedp.Run(v.Ctx, chromedp.Evaluate[[]byte](expr, chromedp.EvalAwaitPromise))
+	ctx, cancel := context.WithTimeout(v.Ctx, callWithin)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		return err
 	}
@@ -197,6 +201,12 @@ func (v *Visitor) State() string {
 // may take ten times as long. Waiting is polled, so a long bound costs
 // nothing when the page is quick.
 const minWait = 30 * time.Second
+
+// callWithin bounds one call to the browser (a load, an evaluation, an
+// audit): far beyond what a loaded machine takes (an audit, 5 s), so that a
+// browser that stops answering fails the test that asked, with what it
+// asked, instead of hanging the package until go test's timeout.
+const callWithin = 2 * time.Minute
 
 // JoinWithin bounds a page's way into the line: the proof of work it
 // solves in Web Workers takes a median 1.2 s on a quiet machine

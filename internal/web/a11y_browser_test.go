@@ -126,19 +126,34 @@ func TestLanguagesBrowser(t *testing.T) {
 	}
 }
 
-// axeRun audits the page as it is now with axe-core at WCAG 2.1 AA, less
-// the rules named (apptest.Visitor.Axe).
-// holdNavigations keeps the visitor on the page it is on: every later
-// request for a document is paused by the browser and never answered, so
-// the page's own refresh cannot replace it.
-func holdNavigations(t *testing.T, v *apptest.Visitor) {
+// refuseNavigations keeps the visitor on the page it is on: the browser
+// pauses every later request for a document, and each is failed at once as
+// aborted, which leaves the page in place, so the page's own refresh cannot
+// replace it during an audit. A paused request must be answered: Chromium
+// holds back every later answer of the tab's DevTools session until it is,
+// and an audit that met the refresh hung until go test's timeout.
+func refuseNavigations(t *testing.T, v *apptest.Visitor) {
 	t.Helper()
+	err := chromedp.Listen(v.Ctx, func(ev any) {
+		paused, ok := ev.(*fetch.EventRequestPaused)
+		if !ok {
+			return
+		}
+		go func() { // a listener must not wait for the session it listens to
+			chromedp.Call(v.Ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: paused.RequestID, ErrorReason: network.ErrorReasonAborted})
+		}()
+	})
+	if err != nil {
+		t.Fatalf("refusing the page's navigations: %v", err)
+	}
 	documents := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageRequest}}
 	if _, err := chromedp.Call(v.Ctx, fetch.Enable, fetch.EnableParams{Patterns: documents}); err != nil {
-		t.Fatalf("holding the page's navigations: %v", err)
+		t.Fatalf("refusing the page's navigations: %v", err)
 	}
 }
 
+// axeRun audits the page as it is now with axe-core at WCAG 2.1 AA, less
+// the rules named (apptest.Visitor.Axe).
 func axeRun(v *apptest.Visitor, axe string, except ...string) ([]string, error) {
 	return v.Axe(axe, except...)
 }
@@ -271,7 +286,7 @@ func TestAccessibility(t *testing.T) {
 			// The page without JavaScript refreshes itself: that is what it
 			// is for (WCAG 2.2.1's real-time exception: a place in a moving
 			// line), so axe's meta-refresh rule is left out there, and the
-			// refresh is held while the audit runs (on a loaded machine it
+			// refresh is refused while the audit runs (on a loaded machine it
 			// cut three audits in a row short).
 			for _, ns := range []struct{ path, state string }{
 				{"/q/a-paused/noscript?lang=" + lang, "no-script waiting"},
@@ -279,7 +294,7 @@ func TestAccessibility(t *testing.T) {
 			} {
 				v := apptest.NewVisitor(t, browser, in, lang)
 				v.Open(ns.path)
-				holdNavigations(t, v)
+				refuseNavigations(t, v)
 				found, err := axeRun(v, axe, "meta-refresh")
 				if err != nil {
 					t.Fatalf("%s: %v", ns.state, err)

@@ -24,7 +24,9 @@ import (
 // in. In CI the far stretch lasts about ten seconds; with
 // WAITROOM_TEST_FRONT_MINUTE=1 it lasts over a minute.
 func TestBrowserFarFromTheFrontTheDocumentAnswers(t *testing.T) {
-	ahead := 15
+	// Twenty ahead: the page reads the front every 5–6 s while its
+	// estimate is 10–30 s, so the far stretch shows at least two places.
+	ahead := 20
 	if os.Getenv("WAITROOM_TEST_FRONT_MINUTE") != "" {
 		ahead = 70
 	}
@@ -79,7 +81,7 @@ func TestBrowserFarFromTheFrontTheDocumentAnswers(t *testing.T) {
 			own++
 		}
 	}
-	if own != 0 || reads < 2 || len(shown) < 3 {
+	if own != 0 || reads < 2 || len(shown) < 2 {
 		t.Errorf("over %v far from the front: %d requests of its own after entering (want none), %d reads of the front, places shown %v",
 			far.Round(time.Second), own, reads, shown)
 	}
