@@ -17,14 +17,21 @@ type Front struct {
 	// Deploy is the configuration in deploy/ the proxy runs ("" for
 	// waitroom proxy itself).
 	Deploy string
-	start  func(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.Front
+	// RefusesUnforwardable: a request the decision would not let it
+	// forward as it holds it (a client's X-Waitroom-* header, a dot
+	// segment) is answered to the client as refused (400 not_as_judged),
+	// where nginx's error_page hands it to waitroom proxy, which forwards
+	// its own reading. Either way nothing of it reaches the backend
+	// unjudged.
+	RefusesUnforwardable bool
+	start                func(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.Front
 }
 
 // Fronts are the gateway's fronts its end-to-end cases run through.
 var Fronts = []Front{
 	{Name: "waitroom proxy"},
 	{Name: "nginx auth_request", Deploy: "nginx-auth-request.conf", start: startNginx},
-	{Name: "caddy forward_auth", Deploy: "Caddyfile", start: startCaddy},
+	{Name: "caddy forward_auth", Deploy: "Caddyfile", RefusesUnforwardable: true, start: startCaddy},
 }
 
 // Decides reports whether the front asks waitroom's decision and forwards
