@@ -24,6 +24,10 @@ type Front struct {
 	// its own reading. Either way nothing of it reaches the backend
 	// unjudged.
 	RefusesUnforwardable bool
+	// ReplacesForwardedFor: the front sets X-Forwarded-For to its peer's
+	// address, believing no client's (Caddy without trusted_proxies),
+	// where nginx appends its peer to the one it was sent.
+	ReplacesForwardedFor bool
 	start                func(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.Front
 }
 
@@ -31,7 +35,7 @@ type Front struct {
 var Fronts = []Front{
 	{Name: "waitroom proxy"},
 	{Name: "nginx auth_request", Deploy: "nginx-auth-request.conf", start: startNginx},
-	{Name: "caddy forward_auth", Deploy: "Caddyfile", RefusesUnforwardable: true, start: startCaddy},
+	{Name: "caddy forward_auth", Deploy: "Caddyfile", RefusesUnforwardable: true, ReplacesForwardedFor: true, start: startCaddy},
 }
 
 // Decides reports whether the front asks waitroom's decision and forwards
@@ -87,6 +91,13 @@ func RepoFile(t testing.TB, path string) string {
 // Proxied's Base is the front's.
 func BootProxyBehind(t *testing.T, f Front, b Backend, s *UpstreamShop, edit func(*app.Config)) *Proxied {
 	t.Helper()
+	return BootProxyBehindAs(t, f, b, s, edit, nil)
+}
+
+// BootProxyBehindAs is BootProxyBehind with the front's configuration as
+// an operator would change it from deploy/'s (nil: as shipped).
+func BootProxyBehindAs(t *testing.T, f Front, b Backend, s *UpstreamShop, edit func(*app.Config), conf func(string) string) *Proxied {
+	t.Helper()
 	if !f.Decides() {
 		return BootProxy(t, b, s, edit)
 	}
@@ -96,7 +107,11 @@ func BootProxyBehind(t *testing.T, f Front, b Backend, s *UpstreamShop, edit fun
 			edit(c)
 		}
 	})
-	front := f.start(t, RepoFile(t, filepath.Join("deploy", f.Deploy)),
+	shipped := RepoFile(t, filepath.Join("deploy", f.Deploy))
+	if conf != nil {
+		shipped = conf(shipped)
+	}
+	front := f.start(t, shipped,
 		proxyfront.Addresses{Waitroom: p.Main.Addr(), Backend: s.Server.Listener.Addr().String()})
 	t.Cleanup(front.Stop)
 	p.Base = "http://" + front.Addr

@@ -48,6 +48,7 @@ const (
 	reasonNotCanonical   = "not_canonical"
 	reasonOverrideHeader = "override_header"
 	reasonWaitroomHeader = "waitroom_header"
+	reasonOtherSpelling  = "other_spelling"
 )
 
 // AuthzPath is where the decision is asked, under the prefix:
@@ -217,7 +218,11 @@ func token(s string) bool {
 // reading; a proxy forwards what it holds): a form that is not its reading
 // (a dot segment, a lower-case method, a removed _method field), a method
 // or path override the backend is not said to honour, a client's
-// X-Waitroom-* header. nginx hands such a request to `waitroom proxy`.
+// X-Waitroom-* header, or a header `waitroom proxy` would remove in a
+// spelling no proxy in front removes (X_Entry_Token, X_Staff_Key for a
+// --bypass header, X_Forwarded_For: CGI-style backends read "_" as "-";
+// nginx drops such names, Caddy forwards them). nginx hands such a request
+// to `waitroom proxy`.
 func (g *Gateway) asForwarded(r *http.Request, j judged) *refusal {
 	if asJudged(r, j) != r {
 		return &refusal{ErrNotAsJudged, reasonNotCanonical,
@@ -229,6 +234,8 @@ func (g *Gateway) asForwarded(r *http.Request, j judged) *refusal {
 			return &refusal{ErrNotAsJudged, reasonOverrideHeader, fmt.Sprintf("%s: the backend would read the method or path from it", k)}
 		case hasHeaderPrefix(k, "X-Waitroom-"):
 			return &refusal{ErrNotAsJudged, reasonWaitroomHeader, fmt.Sprintf("%s: only waitroom sets it", k)}
+		case strings.IndexByte(k, '_') >= 0 && (sameHeader(k, "X-Entry-Token") || g.secret(k) || isForwardingHeader(k)):
+			return &refusal{ErrNotAsJudged, reasonOtherSpelling, fmt.Sprintf("%s: a backend may read it as a header waitroom keeps from it", k)}
 		}
 	}
 	return nil
