@@ -91,7 +91,8 @@ func freshUsers(n int) []string {
 // TestOrderNoOversell: ten buyers per unit, all admitted (admitPerUnit 0:
 // the line's own cap off, so the database's guard is what is tested), all
 // ordering at once. The conditional decrement sells exactly the stock;
-// every loser gets 409 out_of_stock and keeps the token to try again.
+// every loser gets 409 out_of_stock (or, on a loaded machine, 503 with
+// Retry-After) and keeps the token to try again.
 func TestOrderNoOversell(t *testing.T) {
 	t.Parallel()
 	const stock = 10
@@ -108,8 +109,15 @@ func TestOrderNoOversell(t *testing.T) {
 				reqs[i] = in.OrderCall(u, tokens[u], p)
 			}
 			rs := in.FireAll(reqs)
-			got := tallyAnswers(t, rs)
-			want := map[string]int{"201": stock, "409 out_of_stock": 9 * stock}
+			// A hundred at once may outwait the Redis client's fail-fast
+			// timeouts on loaded cores (tallyOrBusy): those buyers are told
+			// 503 and keep their tokens, and the others still buy every unit.
+			got := tallyOrBusy(t, rs)
+			busy := got["503 unavailable"]
+			want := map[string]int{"201": stock, "409 out_of_stock": 9*stock - busy}
+			if busy > 0 {
+				want["503 unavailable"] = busy
+			}
 			if !maps.Equal(got, want) {
 				t.Errorf("answers: got %v, want %v", got, want)
 			}
