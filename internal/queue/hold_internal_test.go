@@ -97,7 +97,11 @@ func TestHeldRequestSeesReady(t *testing.T) {
 	}()
 	// Held, rechecking from the snapshot (at least one read after the
 	// hold began), then let in.
+	deadline := time.Now().Add(time.Minute) // a bound on a hung test, not a figure
 	for n := store.snapshots.Load(); store.snapshots.Load() < n+2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held request read no snapshot of the line in a minute")
+		}
 	}
 	store.head.Store(11)
 	select {
