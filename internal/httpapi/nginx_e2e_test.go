@@ -100,6 +100,7 @@ func TestNginxCachesTheFront(t *testing.T) {
 	answers := make([]cachedAnswer, 200)
 	var wg sync.WaitGroup
 	before := frontFetches(t, a, b)
+	burst := time.Now()
 	for i := range answers {
 		wg.Add(1)
 		go func() {
@@ -113,8 +114,15 @@ func TestNginxCachesTheFront(t *testing.T) {
 			t.Fatalf("reader %d: %d, cookie %q, body %q; want 200, no cookie, the same document as reader 0", i, an.status, an.cookie, an.body)
 		}
 	}
-	if fetched := frontFetches(t, a, b) - before; fetched > 1 {
-		t.Errorf("200 readers at once: %v fetches reached the instances, want at most 1 (proxy_cache_lock)", fetched)
+	// nginx holds the others for the one fetch up to proxy_cache_lock_timeout
+	// (2 s in deploy/nginx.conf), then lets them ask themselves: a loaded
+	// machine that takes longer than that to answer is told so, not failed.
+	fetched := frontFetches(t, a, b) - before
+	switch took := time.Since(burst); {
+	case took > 2*time.Second:
+		t.Logf("200 readers at once took %v, past the cache lock's 2 s: %v fetches reached the instances", took.Round(time.Millisecond), fetched)
+	case fetched > 1:
+		t.Errorf("200 readers at once: %v fetches reached the instances in %v, want at most 1 (proxy_cache_lock)", fetched, took.Round(time.Millisecond))
 	}
 
 	res, err := http.Get(url)
