@@ -61,7 +61,7 @@ func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
 	}
 	// The pool connects lazily; ping now so a wrong URL fails at start, not
 	// on the first buyer.
-	if err := pool.Ping(ctx); err != nil {
+	if err := pingAtStart(ctx, pool); err != nil {
 		pool.Close()
 		return nil, wrapErr(ctx, "open", err)
 	}
@@ -70,6 +70,24 @@ func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
 		return nil, wrapErr(ctx, "migrate", err)
 	}
 	return &Store{pool: pool}, nil
+}
+
+// startAttempts is how many connect timeouts Open sits out before it gives up.
+const startAttempts = 4
+
+// pingAtStart pings until the database answers, retrying only timeouts: a
+// server busy forking backends (a loaded host, a checkpoint, a crowd of
+// instances starting at once) answers late, and an instance that gave up on it
+// would stay down. What says nothing is there (refused, no such host) or that
+// the URL is wrong (authentication, no such database) fails at once.
+func pingAtStart(ctx context.Context, pool *pgxpool.Pool) error {
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		if err = pool.Ping(ctx); err == nil || !pgconn.Timeout(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // PutProduct creates the product or replaces its name, stock and queue.

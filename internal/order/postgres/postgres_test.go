@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,6 +55,101 @@ func TestOpenUnreachable(t *testing.T) {
 	if !errors.Is(err, order.ErrUnavailable) {
 		t.Errorf("Open(closed port) = %v, want %v", err, order.ErrUnavailable)
 	}
+}
+
+// TestOpenWaitsForASlowServer: at start, a server that takes the connection
+// but is slow to answer it (a loaded host) is asked again, and the instance
+// starts; one that never answers is given up on after a bounded number of
+// tries.
+func TestOpenWaitsForASlowServer(t *testing.T) {
+	dbURL := testenv.DatabaseURL(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In front of the real server: the first two connections are taken
+	// and never answered, later ones are passed through.
+	front := silentThen(t, 2, u.Host)
+	u.Host = front.addr
+	q := u.Query()
+	q.Set("connect_timeout", "1")
+	u.RawQuery = q.Encode()
+
+	s, err := postgres.Open(t.Context(), u.String(), 2)
+	if err != nil {
+		t.Fatalf("Open behind two silent connections: %v", err)
+	}
+	defer s.Close()
+	if got := front.accepted.Load(); got < 3 {
+		t.Errorf("the server was dialled %d times, want the two silent ones and one more", got)
+	}
+
+	silent := silentThen(t, 1000, u.Host)
+	u.Host = silent.addr
+	if s, err := postgres.Open(t.Context(), u.String(), 2); err == nil {
+		s.Close()
+		t.Fatal("Open on a server that never answers succeeded")
+	} else if !errors.Is(err, order.ErrUnavailable) {
+		t.Errorf("Open on a server that never answers = %v, want %v", err, order.ErrUnavailable)
+	}
+	if got := silent.accepted.Load(); got < 2 || got > 8 {
+		t.Errorf("a server that never answers was dialled %d times, want a few and a bound", got)
+	}
+}
+
+// silentFront is a TCP front that holds its first n connections unanswered
+// and passes later ones to target.
+type silentFront struct {
+	addr     string
+	accepted atomic.Int64
+}
+
+func silentThen(t *testing.T, n int64, target string) *silentFront {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &silentFront{addr: ln.Addr().String()}
+	var (
+		mu   sync.Mutex
+		held []net.Conn
+	)
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if f.accepted.Add(1) <= n {
+				mu.Lock()
+				held = append(held, c) // closed at cleanup; never answered
+				mu.Unlock()
+				continue
+			}
+			go pipe(c, target)
+		}
+	}()
+	return f
+}
+
+func pipe(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go io.Copy(up, c)
+	io.Copy(c, up)
 }
 
 func TestOpenInvalid(t *testing.T) {
