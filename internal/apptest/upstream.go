@@ -101,6 +101,11 @@ func NewUpstreamShop(t *testing.T, stock int) *UpstreamShop {
 		w.Header().Add("X-Shop-Echo", "two")
 		w.Header().Add("Set-Cookie", "shop_a=1; Path=/")
 		w.Header().Add("Set-Cookie", "shop_b=2; Path=/")
+		// ?command-as=NAME: the answer carries X-Waitroom-Command spelt
+		// NAME, written as given, as a backend in any language may.
+		if name := r.URL.Query().Get("command-as"); name != "" {
+			w.Header()[name] = []string{"release"}
+		}
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, "%s %s?%s len=%d sha=%s\n", r.Method, r.URL.Path, r.URL.RawQuery, call.BodyLen, call.BodySHA)
 		w.Write(blob) // the same bytes every time, to compare both ways

@@ -647,6 +647,20 @@ func TestGatewayKeepsItsOwnFromTheBackend(t *testing.T) {
 				}
 			})
 
+			t.Run("X-Waitroom-Command in any spelling never reaches the client", func(t *testing.T) {
+				for _, spelt := range []string{"X-Waitroom-Command", "x_waitroom_command", "X-WAITROOM_COMMAND", "X_Waitroom-Command"} {
+					status, header, _ := rawHTTP(t, strings.TrimPrefix(p.Base, "http://"), attack{method: "GET", target: "/anything?command-as=" + spelt}, nil)
+					if status != http.StatusAccepted {
+						t.Fatalf("%s: %d, want the shop's 202", spelt, status)
+					}
+					for k := range header {
+						if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "X-Waitroom-Command") {
+							t.Errorf("the backend's %s reached the client as %s", spelt, k)
+						}
+					}
+				}
+			})
+
 			t.Run("waitroom's cookies never reach the backend", func(t *testing.T) {
 				tok := p.Admitted("cookied")
 				cookie := "shop_cart=3; " + identity.CookieName + "=whatever; " + gateway.EntryCookiePrefix + "default=" + tok + "; theme=dark"
