@@ -95,6 +95,7 @@ type Main struct {
 	// users' waits, orders) until the detector's next pass writes it.
 	pending    rollup.Pending
 	rates      *admission.RateController
+	admitter   *admission.Admitter // started with the loops; enters wake it
 	guard      *spend.Guard
 	bypass     *bypass.Rules // --bypass
 	history    *watch.History
@@ -270,6 +271,8 @@ func (m *Main) openLine(ctx context.Context) error {
 	m.store = withHistoryBug(m.store)
 	m.guardStore()
 	m.Queue = queue.NewService(m.store, c.StatusSnapshotAge)
+	m.admitter = admission.NewAdmitter(m.store, m.Logger)
+	m.Queue.Joined = m.admitter.Wake
 	m.watchHealth()
 	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); {
 	case errors.Is(err, queue.ErrUnavailable):
@@ -452,7 +455,7 @@ func (m *Main) listen() (err error) {
 func (m *Main) startLoops(ctx context.Context) {
 	loops, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopLoops = stop
-	admitter := admission.NewAdmitter(m.store, m.Logger)
+	admitter := m.admitter
 	admitter.Jitter = m.Config.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
 	admitter.OnAdmission = m.admitted

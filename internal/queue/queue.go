@@ -139,6 +139,9 @@ type Admission struct {
 	// their place and the wait they were shown then, kept by the store
 	// with their place (time in line, the estimate's accuracy).
 	Waited []rollup.Wait
+	// Idle: the line was empty and nothing was due to change; until
+	// someone joins, the next tick can only repeat this one.
+	Idle bool
 }
 
 // Stats is the operator's view of one queue.

@@ -88,6 +88,10 @@ type Service struct {
 	// Clock judges the instants of a queue's config that the store does not
 	// (ClosesAt): time.Now unless a test sets it.
 	Clock func() time.Time
+	// Joined, if set, is told that someone joined a queue's line or was
+	// let straight in through this instance (the admission loop's Wake:
+	// an idle queue's loop ticks at once). Set before the first request.
+	Joined func(queue string)
 
 	store    Store
 	snaps    *snapshots // nil: every status poll asks the store
@@ -299,6 +303,9 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 		s.snaps.remember(queue, user, e)
 		s.snaps.changed(queue)
 	}
+	if e.State == Waiting && s.Joined != nil {
+		s.Joined(queue)
+	}
 	return s.view(ctx, queue, e), nil
 }
 
@@ -357,6 +364,9 @@ func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error
 	e, err := s.store.AdmitNow(ctx, queue, user, NewTokens(1)[0])
 	if err != nil {
 		return View{}, err
+	}
+	if e.State == Ready && s.Joined != nil {
+		s.Joined(queue) // what was let in comes out of the next tick's quota, which that tick resets
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)

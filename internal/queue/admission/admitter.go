@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -47,6 +48,9 @@ type Admitter struct {
 	// OnOpened, if set, is told when this instance placed a queue's
 	// opening in line (the line changed).
 	OnOpened func(queue string)
+	// IdleEvery is how often a queue whose line is empty is ticked, when
+	// no opening or phase is scheduled on it (1 s).
+	IdleEvery time.Duration
 	// Random draws the order of an opening's pre-queue (crypto/rand).
 	Random io.Reader
 	// owner names this instance when it holds an opening's lease.
@@ -54,12 +58,21 @@ type Admitter struct {
 	// ticks and listing log failed ticks (per queue) and failed listings
 	// of the queues once per change of state.
 	ticks, listing *perqueue.Troubles
+
+	mu    sync.Mutex
+	loops map[string]*queueLoop // by queue; Run's
 }
+
+// idleEvery is how often a queue whose line is empty is ticked
+// (Admitter.IdleEvery): an idle queue then costs each instance a read a
+// second, not ten. Someone joining through this instance wakes its loop at
+// once (Wake); one joining through another instance wakes that one's.
+const idleEvery = time.Second
 
 // NewAdmitter returns an Admitter over store.
 func NewAdmitter(store loopStore, logger *slog.Logger) *Admitter {
-	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true,
-		Random: rand.Reader, owner: queue.NewTokens(1)[0],
+	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true, IdleEvery: idleEvery,
+		Random: rand.Reader, owner: queue.NewTokens(1)[0], loops: map[string]*queueLoop{},
 		ticks: perqueue.NewTroubles(logger, "admission tick"), listing: perqueue.NewTroubles(logger, "admission: listing the queues")}
 }
 
@@ -68,11 +81,10 @@ func NewAdmitter(store loopStore, logger *slog.Logger) *Admitter {
 func (a *Admitter) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	configs := map[string]*queueLoop{}
 	t := time.NewTicker(a.Discover)
 	defer t.Stop()
 	for {
-		a.discover(ctx, configs, &wg)
+		a.discover(ctx, &wg)
 		select {
 		case <-ctx.Done():
 			return
@@ -84,10 +96,42 @@ func (a *Admitter) Run(ctx context.Context) {
 type queueLoop struct {
 	mu  sync.Mutex
 	cfg queue.Config
-	// reconfigured wakes the loop when discover finds a new config, so a
-	// shorter interval (or a resume) takes effect at the next tick rather
-	// than after a sleep planned under the old config.
-	reconfigured chan struct{}
+	// wake wakes the loop when discover finds a new config, so a shorter
+	// interval (or a resume) takes effect at the next tick rather than
+	// after a sleep planned under the old config, and when someone joins
+	// an idle line (Wake).
+	wake chan struct{}
+	// idle: the loop sleeps the idle queue's long sleep, which only then
+	// Wake cuts short (a busy queue's loop ticks within an interval anyway,
+	// and a wake per enter would be a read per enter).
+	idle atomic.Bool
+	// joined: Wake was called since the loop's last tick began; the tick
+	// may have read the line before them, so the loop does not sleep long.
+	joined atomic.Bool
+}
+
+// poke wakes the loop unless a wake is pending already.
+func (l *queueLoop) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wake tells the queue's loop that someone joined its line or was let
+// straight in through this instance: an idle queue's loop, which ticks only
+// once a second, ticks at once. Cheap enough for every enter.
+func (a *Admitter) Wake(queue string) {
+	a.mu.Lock()
+	l := a.loops[queue]
+	a.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.joined.Store(true)
+	if l.idle.CompareAndSwap(true, false) {
+		l.poke()
+	}
 }
 
 func (l *queueLoop) config() queue.Config { l.mu.Lock(); defer l.mu.Unlock(); return l.cfg }
@@ -99,14 +143,11 @@ func (l *queueLoop) setConfig(cfg queue.Config) {
 	l.cfg = cfg
 	l.mu.Unlock()
 	if changed {
-		select {
-		case l.reconfigured <- struct{}{}:
-		default: // a wake is pending already
-		}
+		l.poke()
 	}
 }
 
-func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg *sync.WaitGroup) {
+func (a *Admitter) discover(ctx context.Context, wg *sync.WaitGroup) {
 	// A queue whose node is down must not hold up the others' discovery:
 	// every read is bounded, and the configs are read at once.
 	if a.EnsureQueues != nil {
@@ -143,10 +184,14 @@ func (a *Admitter) discover(ctx context.Context, loops map[string]*queueLoop, wg
 			continue
 		}
 		cfg := configs[i]
-		l, ok := loops[name]
+		a.mu.Lock()
+		l, ok := a.loops[name]
 		if !ok {
-			l = &queueLoop{cfg: cfg, reconfigured: make(chan struct{}, 1)}
-			loops[name] = l
+			l = &queueLoop{cfg: cfg, wake: make(chan struct{}, 1)}
+			a.loops[name] = l
+		}
+		a.mu.Unlock()
+		if !ok {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -176,9 +221,10 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-		case <-l.reconfigured:
+		case <-l.wake:
 			timer.Stop()
 		}
+		l.idle.Store(false)
 		cfg := l.config()
 		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Now().After(at.Add(-cfg.Interval)) {
 			if a.open(ctx, name) {
@@ -190,6 +236,7 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 			swept = time.Now()
 		}
 		var wait time.Duration
+		l.joined.Store(false)
 		tick, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
 		res, err := a.store.Admit(tick, name, queue.NewTokens(cfg.BatchSize))
 		cancel()
@@ -211,6 +258,16 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 			wait = min(time.Duration(failures)*cfg.Interval, 5*time.Second)
 		default:
 			wait = min(res.NextIn, cfg.Interval)
+			// An empty line is read once a second, unless an opening or a
+			// phase is scheduled: those start within a tick of their time.
+			// idle is set before joined is read, so a Wake either finds it
+			// set (and pokes) or is seen here.
+			if res.Idle && cfg.OpensAt.IsZero() && len(cfg.Phases) == 0 {
+				l.idle.Store(true)
+				if !l.joined.Load() || !l.idle.CompareAndSwap(true, false) {
+					wait = max(wait, a.IdleEvery)
+				}
+			}
 			if a.Jitter {
 				wait += time.Duration(rnd.Int64N(int64(cfg.Interval/2) + 1))
 			}

@@ -95,6 +95,52 @@ func TestAdmitterTakesANewIntervalAtTheNextTick(t *testing.T) {
 	s.waitCalls(t, 5, "after the interval went from 1 min to 20 ms")
 }
 
+// idleStore is a scriptedStore whose line is empty: every tick is idle.
+type idleStore struct{ *scriptedStore }
+
+func (s idleStore) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
+	a, err := s.scriptedStore.Admit(ctx, q, tokens)
+	a.Idle = true
+	return a, err
+}
+
+// TestAdmitterSleepsOnAnIdleQueueUntilWoken: an empty line's loop sleeps
+// IdleEvery (here an hour) after an idle tick, not an interval; Wake, as an
+// enter through this instance calls it, ticks at once. A queue with an
+// opening scheduled is ticked every interval, idle or not.
+func TestAdmitterSleepsOnAnIdleQueueUntilWoken(t *testing.T) {
+	c := queue.DefaultConfig()
+	c.Interval = 20 * time.Millisecond
+	s := idleStore{newScriptedStore(c, func(c queue.Config) time.Duration { return c.Interval })}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a.Discover, a.IdleEvery = time.Hour, time.Hour
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	s.waitCalls(t, 1, "the first tick")
+	time.Sleep(300 * time.Millisecond) // 15 intervals
+	if n := len(s.calls); n > 0 {
+		t.Fatalf("%d more ticks of an idle queue in 300 ms, want none before an hour or a wake", n)
+	}
+	for range 3 {
+		a.Wake("q")
+		s.waitCalls(t, 1, "a wake")
+	}
+	a.Wake("no such queue") // nothing to wake; no harm
+
+	c.OpensAt = time.Now().Add(time.Hour)
+	s.setConfig(c)
+	a2 := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a2.Discover, a2.IdleEvery = time.Hour, time.Hour
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done2 := make(chan struct{})
+	go func() { defer close(done2); a2.Run(ctx2) }()
+	defer func() { cancel2(); <-done2 }()
+	s.waitCalls(t, 5, "an idle queue with an opening scheduled, ticked every interval")
+}
+
 // stoppingStore admits one user and stops the run while its answer is on
 // the way, as a shutdown may.
 type stoppingStore struct {

@@ -141,11 +141,14 @@ type TickPlan struct {
 	Absent Absence
 	// NextIn is how long until the next tick is due.
 	NextIn time.Duration
+	// Idle: the line was empty and the tick changed nothing (not stored);
+	// the next one matters only once someone comes (queue.Admission.Idle).
+	Idle bool
 }
 
 // Admission is the plan as the caller of Store.Admit sees it.
 func (p TickPlan) Admission() queue.Admission {
-	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn}
+	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn, Idle: p.Idle}
 	for _, w := range p.Admitted {
 		a.Admitted = append(a.Admitted, w.User)
 	}
@@ -199,6 +202,13 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	next := due.Add(c.Interval)
 	if next.Before(now) {
 		next = now
+		// A late tick is made up only for people who were waiting: after
+		// the line stood empty or stopped (the last stored tick left the
+		// pace's clock stopped), an idle queue's ticks were not stored,
+		// and nobody is owed the ticks it did not store.
+		if in.State.PaceAt.IsZero() {
+			next = now.Add(c.Interval)
+		}
 	}
 	rate := c.RateInForce(in.EffectiveRate)
 	stopped := c.Paused || in.Placing || in.Stock.SoldOut()
@@ -242,7 +252,31 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	// ticks: unrounded, 0.1 ten times is 0.9999999999999999.
 	st.Next, st.Carry, st.LastCall, st.Inline = next, round(carry, 1e6), in.Call, 0
 	p.Expires, p.NextIn = now.Add(c.TokenTTL), next.Sub(now)
+	if in.Length == 0 && unchanged(in.State, *st) {
+		// An empty line's tick that changes nothing anyone reads is not
+		// stored: an idle queue then costs each instance a read a tick, not
+		// a read and a write (nor a journal frame in the embedded store).
+		// Entering an empty line sets Moved itself, and the next tick due
+		// after someone enters admits one tick's quota, as it would have.
+		// It is still a tick taken (Due): it admitted the nobody there was.
+		p.Write, p.State, p.Idle = false, in.State, true
+	}
 	return p, nil
+}
+
+// unchanged reports whether a tick of an empty line moved the state from
+// was to is only in what an empty line's tick always moves: when the next
+// tick is due, the call that claimed it, when the front last moved, and
+// the start of a measuring window that counted nobody and changed no
+// figure.
+func unchanged(was, is TickState) bool {
+	if is.WinCount != 0 || was.WinCount != 0 || is.Measured != was.Measured {
+		return false
+	}
+	is.Next, is.LastCall, is.Moved, is.WinStart = was.Next, was.LastCall, was.Moved, was.WinStart
+	return is.Carry == was.Carry && is.Inline == was.Inline && is.PaceRate == was.PaceRate &&
+		is.PaceBusy == was.PaceBusy && is.PaceAt.Equal(was.PaceAt) && is.Reach == was.Reach &&
+		slices.Equal(is.Checkpoints, was.Checkpoints)
 }
 
 // quota is how many users one tick admits at rate, with the fraction

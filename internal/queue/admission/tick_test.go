@@ -1,0 +1,62 @@
+package admission_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
+)
+
+// TestIdleTickIsNotStored: a tick of an empty line that changes nothing
+// anyone reads is taken but not stored (an idle queue costs no write a
+// tick); one that resets what AdmitNow spent, closes a measuring window
+// with a new figure, or admits someone is.
+func TestIdleTickIsNotStored(t *testing.T) {
+	c := queue.DefaultConfig()
+	now := time.UnixMilli(1_800_000_000_000)
+	none := func(from, n int64) ([]admission.Waiter, error) { return nil, nil }
+	tick := func(st admission.TickState, length int64, front admission.Front) admission.TickPlan {
+		t.Helper()
+		p, err := admission.PlanTick(admission.TickInput{Config: c, State: st, Now: now, Call: "call", Tokens: c.BatchSize, Length: length}, front)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// A fresh queue's ticks store nothing while nobody comes.
+	var idle admission.TickState
+	for range 3 {
+		p := tick(idle, 0, none)
+		if !p.Due || p.Write || len(p.Admitted) != 0 {
+			t.Fatalf("an idle queue's tick: due %v, write %v, admitted %v; want taken, not stored", p.Due, p.Write, p.Admitted)
+		}
+		if !p.State.Next.Equal(idle.Next) {
+			t.Errorf("an unstored tick's state moved Next: %v → %v", idle.Next, p.State.Next)
+		}
+		now = now.Add(c.Interval)
+	}
+
+	spent := idle
+	spent.Inline, spent.WinCount = 3, 3
+	if p := tick(spent, 0, none); !p.Write || p.State.Inline != 0 {
+		t.Errorf("after AdmitNow let 3 in: write %v, inline %d; want stored, inline back to 0", p.Write, p.State.Inline)
+	}
+
+	measured := idle
+	measured.Measured, measured.WinStart = 7, now.Add(-6*time.Second) // a window of 5 s, ended
+	if p := tick(measured, 0, none); !p.Write || p.State.Measured != 0 {
+		t.Errorf("a window closing on nobody after 7/s: write %v, measured %v; want stored, 0", p.Write, p.State.Measured)
+	}
+
+	one := func(from, n int64) ([]admission.Waiter, error) {
+		if from > 0 {
+			return nil, nil
+		}
+		return []admission.Waiter{{User: "a", Ticket: 1}}, nil
+	}
+	if p := tick(idle, 1, one); !p.Write || len(p.Admitted) != 1 {
+		t.Errorf("someone in line: write %v, admitted %v; want stored, a admitted", p.Write, p.Admitted)
+	}
+}
