@@ -199,17 +199,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		return p, nil
 	}
 	p.Due, p.Write = true, true
-	next := due.Add(c.Interval)
-	if next.Before(now) {
-		next = now
-		// A late tick is made up only for people who were waiting: after
-		// the line stood empty or stopped (the last stored tick left the
-		// pace's clock stopped), an idle queue's ticks were not stored,
-		// and nobody is owed the ticks it did not store.
-		if in.State.PaceAt.IsZero() {
-			next = now.Add(c.Interval)
-		}
-	}
+	next := nextDue(in, due)
 	rate := c.RateInForce(in.EffectiveRate)
 	stopped := c.Paused || in.Placing || in.Stock.SoldOut()
 	reach := int64(math.Ceil(4*c.AbandonAfter.Seconds()*max(rate, st.PaceRate))) + 2*int64(c.BatchSize)
@@ -262,6 +252,23 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		p.Write, p.State, p.Idle = false, in.State, true
 	}
 	return p, nil
+}
+
+// nextDue is when the tick after one due at due is: one interval on. A
+// tick claimed late is made up, once (due now), but only for people who
+// were waiting: after the line stood empty or stopped (the last stored
+// tick left the pace's clock stopped) an idle queue's ticks were not
+// stored, and nobody is owed them.
+func nextDue(in TickInput, due time.Time) time.Time {
+	next, now := due.Add(in.Config.Interval), in.Now
+	switch {
+	case !next.Before(now):
+		return next
+	case in.State.PaceAt.IsZero():
+		return now.Add(in.Config.Interval)
+	default:
+		return now
+	}
 }
 
 // unchanged reports whether a tick of an empty line moved the state from
