@@ -70,14 +70,7 @@ func refusedAsUnforwardable(f apptest.Front, r apptest.Response) bool {
 }
 
 func TestGatewayBypass(t *testing.T) {
-	for _, f := range apptest.Fronts {
-		for _, b := range apptest.Backends {
-			t.Run(f.Name+"/"+b.Name, func(t *testing.T) {
-				t.Parallel()
-				gatewayBypass(t, f, b)
-			})
-		}
-	}
+	eachFrontAndBackend(t, gatewayBypass)
 }
 
 func gatewayBypass(t *testing.T, f apptest.Front, b apptest.Backend) {

@@ -37,11 +37,18 @@ import (
 // forwards itself, a single-use entry is spent when the decision lets its
 // request on, since the backend's answer never passes waitroom.
 func TestGatewayGuardsProtectedRoutes(t *testing.T) {
+	eachFrontAndBackend(t, guardsProtectedRoutes)
+}
+
+// eachFrontAndBackend runs one end-to-end case, in parallel, through every
+// front (waitroom proxy, the shop's nginx and Caddy asking the decision) on
+// every backend (the embedded store, Redis and PostgreSQL).
+func eachFrontAndBackend(t *testing.T, run func(t *testing.T, f apptest.Front, b apptest.Backend)) {
 	for _, f := range apptest.Fronts {
 		for _, b := range apptest.Backends {
 			t.Run(f.Name+"/"+b.Name, func(t *testing.T) {
 				t.Parallel()
-				guardsProtectedRoutes(t, f, b)
+				run(t, f, b)
 			})
 		}
 	}

@@ -169,14 +169,7 @@ func TestGatewayReleaseFreesTheSlot(t *testing.T) {
 // decision: a session route's entry is checked and extended by the same
 // code, whichever asks.
 func TestGatewaySlidingSessions(t *testing.T) {
-	for _, f := range apptest.Fronts {
-		for _, b := range apptest.Backends {
-			t.Run(f.Name+"/"+b.Name, func(t *testing.T) {
-				t.Parallel()
-				slidingSessions(t, f, b)
-			})
-		}
-	}
+	eachFrontAndBackend(t, slidingSessions)
 }
 
 func slidingSessions(t *testing.T, f apptest.Front, b apptest.Backend) {

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -275,15 +276,15 @@ func nextDue(in TickInput, due time.Time) time.Time {
 // was to is only in what an empty line's tick always moves: when the next
 // tick is due, the call that claimed it, when the front last moved, and
 // the start of a measuring window that counted nobody and changed no
-// figure.
+// figure. Every other field is compared, a field added later included.
 func unchanged(was, is TickState) bool {
-	if is.WinCount != 0 || was.WinCount != 0 || is.Measured != was.Measured {
+	if is.WinCount != 0 || was.WinCount != 0 {
 		return false
 	}
 	is.Next, is.LastCall, is.Moved, is.WinStart = was.Next, was.LastCall, was.Moved, was.WinStart
-	return is.Carry == was.Carry && is.Inline == was.Inline && is.PaceRate == was.PaceRate &&
-		is.PaceBusy == was.PaceBusy && is.PaceAt.Equal(was.PaceAt) && is.Reach == was.Reach &&
-		slices.Equal(is.Checkpoints, was.Checkpoints)
+	wasMarks, isMarks := was.Checkpoints, is.Checkpoints
+	was.Checkpoints, is.Checkpoints = nil, nil
+	return reflect.DeepEqual(was, is) && slices.Equal(wasMarks, isMarks) // nil and empty alike
 }
 
 // quota is how many users one tick admits at rate, with the fraction
