@@ -105,17 +105,23 @@ type Main struct {
 	server     *http.Server
 	metrics    *http.Server // --metrics-addr; nil when /metrics is on the public listener
 	metricsLn  net.Listener
-	readyStore queue.Inspector  // readiness reads, never queued behind the auto-pipeline
-	breaker    *breaker.Breaker // the store's, per queue (the requests' calls go through it)
-	degraded   *degraded.Policy // --on-store-error
-	health     *watch.HealthCheck
-	eviction   *evictionCheck // nil on the embedded line
-	stopLoops  context.CancelFunc
-	loopsDone  sync.WaitGroup
-	serveDone  chan struct{}
-	serveErr   error
-	closeOnce  sync.Once
-	closeErr   error
+	readyStore queue.Inspector // readiness reads, never queued behind the auto-pipeline
+	// loopStore is the store the admission and adaptive-rate loops call:
+	// on Redis, without the auto-pipeline. A loop makes one call at a time,
+	// which a pipeline cannot share, and its hops through the pipeline's
+	// goroutines cost an idle instance about a third more CPU a call
+	// (docs/benchmarks.md §6); its ticks then never queue behind requests.
+	loopStore queue.Store
+	breaker   *breaker.Breaker // the store's, per queue (the requests' calls go through it)
+	degraded  *degraded.Policy // --on-store-error
+	health    *watch.HealthCheck
+	eviction  *evictionCheck // nil on the embedded line
+	stopLoops context.CancelFunc
+	loopsDone sync.WaitGroup
+	serveDone chan struct{}
+	serveErr  error
+	closeOnce sync.Once
+	closeErr  error
 
 	// The shop's events (webhooks.go); instance names this process in its
 	// breakers' events.
@@ -230,8 +236,9 @@ func (m *Main) resolveConfig() (err error) {
 }
 
 // openLine opens the line's store — in this process, or on Redis behind an
-// auto-pipeline (concurrent requests share round trips: the HTTP layer's
-// wait on Redis, not Redis, is the ceiling, docs/benchmarks.md) — checks
+// auto-pipeline when calls are concurrent (they share round trips: the HTTP
+// layer's wait on Redis, not Redis, is the ceiling, docs/benchmarks.md;
+// redisstore.PipelineWhenBusy) — checks
 // Redis's eviction policy, and makes sure the default queue exists.
 func (m *Main) openLine(ctx context.Context) error {
 	c := m.Config
@@ -251,7 +258,7 @@ func (m *Main) openLine(ctx context.Context) error {
 			return fmt.Errorf("redis auto-pipeline: %w", err)
 		}
 		direct := redisstore.New(rdb, c.KeyPrefix)
-		m.store, m.readyStore = redisstore.New(ap, c.KeyPrefix), direct
+		m.store, m.loopStore, m.readyStore = redisstore.New(redisstore.PipelineWhenBusy(rdb, ap), c.KeyPrefix), direct, direct
 		m.eviction = &evictionCheck{rdb: rdb}
 		if problem := m.eviction.Problem(ctx); problem != "" {
 			if c.RedisStrictEviction {
@@ -268,10 +275,10 @@ func (m *Main) openLine(ctx context.Context) error {
 			m.Logger.Info("redis layout upgraded", "queues", n, "see", "docs/operations.md#upgrading")
 		}
 	}
-	m.store = withHistoryBug(m.store)
+	m.store, m.loopStore = withHistoryBug(m.store), withHistoryBug(m.loopStore)
 	m.guardStore()
 	m.Queue = queue.NewService(m.store, c.StatusSnapshotAge)
-	m.admitter = admission.NewAdmitter(m.store, m.Logger)
+	m.admitter = admission.NewAdmitter(m.loopStore, m.Logger)
 	m.Queue.Joined = m.admitter.Wake
 	m.watchHealth()
 	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); {
@@ -298,7 +305,7 @@ func (m *Main) openEmbedded() error {
 	if err != nil {
 		return fmt.Errorf("--data-dir: the embedded line: %w", err)
 	}
-	m.embedded, m.store, m.readyStore = s, s, s
+	m.embedded, m.store, m.loopStore, m.readyStore = s, s, s, s
 	m.Logger.Info(rec.Summary(policy), "dir", dir, "fsync", policy, "queues", rec.Queues, "places", rec.Places,
 		"tokens", rec.Tokens, "snapshot", rec.Snapshot, "records", rec.Records, "torn_bytes", rec.Torn,
 		"down", rec.Down, "took", rec.Took)
@@ -320,6 +327,7 @@ func (m *Main) guardStore() {
 	// stays exactly today's); the gateway refuses protected routes at once
 	// itself (degraded.Policy.RefuseNow).
 	m.store = breaker.Guard(m.store, m.breaker, mode == degraded.Admit)
+	m.loopStore = breaker.Guard(m.loopStore, m.breaker, mode == degraded.Admit)
 	m.degraded = degraded.New(mode, m.breaker, []byte(m.Config.AuthSecret), m.newQueues.TokenTTL, nil)
 }
 
@@ -358,7 +366,7 @@ func (m *Main) guardCalls(ctx context.Context) error {
 	if m.Config.Proxy { // a use holds its lock for as long as the upstream may take
 		lockTTL = max(lockTTL, m.Config.UpstreamTimeout+10*time.Second)
 	}
-	m.rates = admission.NewRateController(m.store, m.Logger)
+	m.rates = admission.NewRateController(m.loopStore, m.Logger)
 	m.guard = spend.NewGuard(m.store, lockTTL, func(q string, took time.Duration, o spend.Outcome) {
 		m.telemetry.ProtectedCall(q, took, o)
 		m.rates.Observe(q, took, o.Overloaded())
@@ -458,6 +466,7 @@ func (m *Main) startLoops(ctx context.Context) {
 	admitter := m.admitter
 	admitter.Jitter = m.Config.AdmissionJitter // --admission-jitter (bench/ turns it off)
 	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
+	admitter.OnRead = m.Queue.LineRead
 	admitter.OnAdmission = m.admitted
 	admitter.OnOpened = m.Queue.Changed
 	// Redis that lost its data (a restart without AOF, FLUSHALL, a failover

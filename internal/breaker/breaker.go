@@ -47,6 +47,10 @@ type Breaker struct {
 	logger   *slog.Logger
 	onChange func(queue string, open bool)
 
+	// opened is told when the open set stops being empty: Run sleeps
+	// while it is.
+	opened chan struct{}
+
 	mu     sync.Mutex // writers: Failed, Tick
 	states map[string]*state
 }
@@ -78,7 +82,8 @@ func New(o Options) *Breaker {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Breaker{now: o.Now, probe: o.Probe, logger: o.Logger, onChange: o.OnChange, states: map[string]*state{}}
+	b := &Breaker{now: o.Now, probe: o.Probe, logger: o.Logger, onChange: o.OnChange, states: map[string]*state{},
+		opened: make(chan struct{}, 1)}
 	b.open.Store(&map[string]struct{}{})
 	return b
 }
@@ -161,6 +166,12 @@ func (b *Breaker) publish() {
 		open[q] = struct{}{}
 	}
 	b.open.Store(&open)
+	if len(open) > 0 {
+		select {
+		case b.opened <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Tick probes every open queue whose probe is due, each under its own
@@ -227,13 +238,28 @@ func (b *Breaker) Tick(ctx context.Context) []string {
 // about ProbeEvery plus this of its store coming back.
 const tickEvery = 100 * time.Millisecond
 
-// Run probes the open breakers (Tick) until ctx ends.
+// Run probes the open breakers (Tick) until ctx ends, and sleeps while
+// none is open.
 func (b *Breaker) Run(ctx context.Context) {
-	perqueue.Every(ctx, tickEvery, func() {
+	for {
+		if len(*b.open.Load()) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.opened:
+			}
+		}
+		t := time.NewTimer(perqueue.UntilBeat(tickEvery))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 		if len(*b.open.Load()) > 0 {
 			b.Tick(ctx)
 		}
-	})
+	}
 }
 
 // ErrOpen is the answer to a call about a queue whose breaker is open: the

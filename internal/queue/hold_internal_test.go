@@ -36,9 +36,29 @@ func (l *movingLine) Status(_ context.Context, q, user string) (Standing, error)
 	}
 }
 
-// TestHeldRequestsShareOneRead: requests held near the front recheck from
-// the instance's one snapshot of the line, not each from the store, and
-// read it at most once per recheck interval between them.
+// holding waits until someone is held on the queue (HoldFrom waits on its
+// change signal).
+func holding(t *testing.T, svc *Service, queue string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a bound on a hung test, not a figure
+	for {
+		svc.mu.Lock()
+		_, held := svc.changes[queue]
+		svc.mu.Unlock()
+		if held {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nobody held on the queue after a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestHeldRequestsShareOneRead: requests held near the front recheck when
+// the instance's admitter has read the line (LineRead), all from one
+// snapshot of it, not each from the store; with nobody held, LineRead
+// leaves the snapshot alone.
 func TestHeldRequestsShareOneRead(t *testing.T) {
 	store := &movingLine{}
 	store.head.Store(1)
@@ -53,63 +73,88 @@ func TestHeldRequestsShareOneRead(t *testing.T) {
 		views[i] = v
 	}
 	statuses, snapshots := store.statuses.Load(), store.snapshots.Load()
-	const hold = 350 * time.Millisecond
+	svc.LineRead("q")
+	if _, err := svc.Status(context.Background(), "q", "u30"); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.snapshots.Load() - snapshots; n != 0 {
+		t.Errorf("%d snapshot reads after LineRead with nobody held, want 0 (the snapshot is still good)", n)
+	}
+	statuses = store.statuses.Load()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	began := time.Now()
 	var wg sync.WaitGroup
 	for i := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := svc.HoldFrom(context.Background(), "q", fmt.Sprintf("u%d", i+1), hold, views[i])
+			v, err := svc.HoldFrom(ctx, "q", fmt.Sprintf("u%d", i+1), time.Hour, views[i])
 			if err != nil || v.State != Waiting || v.Position != int64(i+1) {
 				t.Errorf("u%d after the hold: %+v %v, want waiting at %d", i+1, v, err, i+1)
 			}
 		}()
 	}
+	holding(t, svc, "q")
+	const reads = 3
+	for i := range int64(reads) {
+		svc.LineRead("q")
+		deadline := time.Now().Add(time.Minute) // a bound on a hung test, not a figure
+		for store.snapshots.Load() < snapshots+i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no snapshot read a minute after LineRead %d", i+1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		holding(t, svc, "q")
+	}
+	cancel()
 	wg.Wait()
 	if n := store.statuses.Load() - statuses; n != 0 {
 		t.Errorf("%d status reads from the store by %d held requests whom the snapshot placed, want 0", n, users)
 	}
-	// One read per recheck interval at most (the snapshot is good that
-	// long): however the held requests' timers fall, hold/holdRecheck+1.
-	if n, most := store.snapshots.Load()-snapshots, int64(hold/holdRecheck)+1; n < 1 || n > most {
-		t.Errorf("%d snapshot reads for %d requests held %v, want 1..%d", n, users, hold, most)
+	// One read per LineRead, and one per fallback beat the test outlived.
+	fallbacks := int64(time.Since(began)/holdFallback) + 1
+	if n := store.snapshots.Load() - snapshots; n < reads || n > reads+fallbacks {
+		t.Errorf("%d snapshot reads for %d requests held through %d LineReads, want %d..%d", n, users, reads, reads, reads+fallbacks)
 	}
 }
 
-// TestHeldRequestSeesReady: a held request whose user is let in (here
-// through another instance: nothing on this one says the line moved) is
-// answered READY, with the store's token, before its hold ends.
+// TestHeldRequestSeesReady: a held request whose user is let in through
+// another instance is answered READY, with the store's token, at this
+// instance's admitter's next read of the line (LineRead), or, when that
+// does not come, at the fallback recheck.
 func TestHeldRequestSeesReady(t *testing.T) {
-	store := &movingLine{}
-	store.head.Store(1)
-	svc := NewService(store, time.Second)
-	v, err := svc.Status(context.Background(), "q", "u5")
-	if err != nil || !v.AdmissionNear() {
-		t.Fatalf("u5: %+v %v, want waiting near the front", v, err)
-	}
-	done := make(chan View, 1)
-	go func() {
-		v, err := svc.HoldFrom(context.Background(), "q", "u5", time.Hour, v)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- v
-	}()
-	// Held, rechecking from the snapshot (at least one read after the
-	// hold began), then let in.
-	deadline := time.Now().Add(time.Minute) // a bound on a hung test, not a figure
-	for n := store.snapshots.Load(); store.snapshots.Load() < n+2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the held request read no snapshot of the line in a minute")
-		}
-	}
-	store.head.Store(11)
-	select {
-	case v := <-done:
-		if v.State != Ready || v.Token != "token-u5" {
-			t.Errorf("held request answered %+v, want READY with the store's token", v)
-		}
-	case <-time.After(time.Minute): // a bound on a hung test, not a figure
-		t.Fatal("held request not answered a minute after its user was let in")
+	for _, told := range []bool{true, false} {
+		t.Run(map[bool]string{true: "told by the admitter's read", false: "by the fallback"}[told], func(t *testing.T) {
+			store := &movingLine{}
+			store.head.Store(1)
+			svc := NewService(store, time.Second)
+			v, err := svc.Status(context.Background(), "q", "u5")
+			if err != nil || !v.AdmissionNear() {
+				t.Fatalf("u5: %+v %v, want waiting near the front", v, err)
+			}
+			done := make(chan View, 1)
+			go func() {
+				v, err := svc.HoldFrom(context.Background(), "q", "u5", time.Hour, v)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- v
+			}()
+			holding(t, svc, "q")
+			store.head.Store(11)
+			if told {
+				svc.LineRead("q")
+			}
+			select {
+			case v := <-done:
+				if v.State != Ready || v.Token != "token-u5" {
+					t.Errorf("held request answered %+v, want READY with the store's token", v)
+				}
+			case <-time.After(time.Minute): // a bound on a hung test, not a figure
+				t.Fatal("held request not answered a minute after its user was let in")
+			}
+		})
 	}
 }

@@ -148,7 +148,7 @@ func (s *Service) Snapshot(ctx context.Context, queue string) (Snapshot, error) 
 		return Snapshot{}, err
 	}
 	if s.snaps != nil {
-		if sn, _, ok := s.snaps.fresh(ctx, s.snaps.view(queue, true), s.snaps.maxAge); ok {
+		if sn, ok := s.snaps.fresh(ctx, s.snaps.view(queue, true), s.snaps.maxAge); ok {
 			return sn, nil
 		}
 	}
@@ -194,9 +194,32 @@ func (s *Service) changedSignal(queue string) <-chan struct{} {
 	return ch
 }
 
-// holdRecheck is how often a held status request asks again when nothing
-// on this instance said the line moved (another instance may have admitted
-// the user): the default admission tick.
+// LineRead says this instance's admitter has just read the queue's line
+// and moved nobody itself: another instance may have let people in since
+// it last looked. Requests held on the queue (HoldFrom) recheck now,
+// sharing one fresh read of the line, so they learn READY at the
+// admitter's next read after anyone lets them in (within half an
+// interval, its jitter, when two instances share the queue), and wake
+// with it rather than on timers of their own. Without held requests it
+// does nothing.
+func (s *Service) LineRead(queue string) {
+	s.mu.Lock()
+	_, held := s.changes[queue]
+	s.mu.Unlock()
+	if held {
+		s.Changed(queue)
+	}
+}
+
+// holdFallback is how often a held status request asks again when nothing
+// on this instance says the line may have moved: the instance's admitter
+// reads it every tick (LineRead), so this is only for a queue whose ticks
+// it cannot read (the store failing, a queue not yet discovered). On the
+// process's beat, so the held requests fall back together.
+const holdFallback = time.Second
+
+// holdRecheck is the oldest snapshot of the line a held request's recheck
+// trusts: the default admission tick.
 const holdRecheck = 100 * time.Millisecond
 
 // HoldFrom is Status for a client willing to wait up to hold for news,
@@ -213,23 +236,21 @@ const holdRecheck = 100 * time.Millisecond
 // left, the server drains) ends the hold with the last answer, never a
 // reading in progress, so it is never an error.
 //
-// The held requests of a queue on one instance recheck together: each
-// recheck first asks the instance's snapshot of the line, read at most once
-// per holdRecheck for all of them (snapshots.stillWaiting), and the store
-// only for a user it no longer places (so READY, and its token, still come
-// from the store), and the next recheck is timed by when that snapshot was
-// read. A change through this instance (its admitter's tick) wakes them at
-// once and makes the snapshot stale, so they share the one read after it.
+// The held requests of a queue on one instance recheck together, when
+// the line may have moved: this instance's admitter let people in
+// (Changed) or read the line (LineRead), or holdFallback passed. Each
+// recheck first asks the instance's snapshot of the line, read once for
+// all of them (snapshots.stillWaiting), and the store only for a user it
+// no longer places (so READY, and its token, still come from the store).
 func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Duration, v View) (View, error) {
 	deadline := time.Now().Add(hold)
-	var sharedAt time.Time // when the snapshot the last recheck used was read (zero: the store answered)
 	for first := true; ; first = false {
 		if !first {
-			e, at, err := s.recheck(context.WithoutCancel(ctx), queue, user)
+			e, err := s.recheck(context.WithoutCancel(ctx), queue, user)
 			if err != nil {
 				return View{}, err
 			}
-			v, sharedAt = s.view(ctx, queue, e), at
+			v = s.view(ctx, queue, e)
 		}
 		left := time.Until(deadline)
 		if !v.AdmissionNear() || left <= 0 {
@@ -239,11 +260,7 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 		// names leave nothing behind; a change between the read above and
 		// this is caught by the recheck.
 		changed := s.changedSignal(queue)
-		wait := holdRecheck
-		if !sharedAt.IsZero() { // when that snapshot is due again (and a little after, so it is)
-			wait = max(0, time.Until(sharedAt.Add(holdRecheck))) + time.Millisecond
-		}
-		t := time.NewTimer(min(left, wait))
+		t := time.NewTimer(min(left, perqueue.UntilBeat(holdFallback)))
 		select {
 		case <-ctx.Done(): // the client left, or the server drains
 			t.Stop()
@@ -257,17 +274,15 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 
 // recheck reads a held user's standing again: from the snapshot the
 // instance's held requests share while it places the user still in line,
-// else as Status does. The time is when that snapshot was read (zero when
-// it did not answer).
-func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, time.Time, error) {
+// else as Status does.
+func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, error) {
 	if s.snaps != nil {
-		if e, at, ok := s.snaps.stillWaiting(ctx, queue, user, holdRecheck); ok {
+		if e, ok := s.snaps.stillWaiting(ctx, queue, user, holdRecheck); ok {
 			s.presence.note(queue, user, e)
-			return e, at, nil
+			return e, nil
 		}
 	}
-	e, err := s.status(ctx, queue, user)
-	return e, time.Time{}, err
+	return s.status(ctx, queue, user)
 }
 
 // Enter puts the user in line (or tells them they are already in or READY).

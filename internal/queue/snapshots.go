@@ -95,8 +95,7 @@ func (s *snapshots) view(queue string, create bool) *lineView {
 // status answers from the snapshot, or says it cannot (false): then the
 // caller asks the store and tells remember what it said.
 func (s *snapshots) status(ctx context.Context, queue, user string) (Standing, bool) {
-	e, _, ok := s.standing(ctx, queue, user, s.maxAge, false)
-	return e, ok
+	return s.standing(ctx, queue, user, s.maxAge, false)
 }
 
 // stillWaiting answers a held poll's recheck (Service.HoldFrom) from a
@@ -105,19 +104,18 @@ func (s *snapshots) status(ctx context.Context, queue, user string) (Standing, b
 // reading its own standing. It only ever says the user still waits, and
 // where: a user the snapshot does not place (admitted, gone, not known
 // here, a line it cannot count) is asked of the store, which alone says
-// READY and gives the token. It also gives when the snapshot was read, so
-// the held polls can time their next recheck by it and keep sharing.
-func (s *snapshots) stillWaiting(ctx context.Context, queue, user string, maxAge time.Duration) (Standing, time.Time, bool) {
+// READY and gives the token.
+func (s *snapshots) stillWaiting(ctx context.Context, queue, user string, maxAge time.Duration) (Standing, bool) {
 	return s.standing(ctx, queue, user, maxAge, true)
 }
 
 // standing is status and stillWaiting: from a snapshot no older than
 // maxAge; within two batches of the front only when front is set.
-func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge time.Duration, front bool) (Standing, time.Time, bool) {
+func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge time.Duration, front bool) (Standing, bool) {
 	v := s.view(queue, false)
 	if v == nil {
 		s.misses.Add(1)
-		return Standing{}, time.Time{}, false
+		return Standing{}, false
 	}
 	k := s.key(user)
 	v.mu.Lock()
@@ -125,12 +123,12 @@ func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge tim
 	v.mu.Unlock()
 	if !known {
 		s.misses.Add(1)
-		return Standing{}, time.Time{}, false
+		return Standing{}, false
 	}
-	sn, takenAt, ok := s.fresh(ctx, v, maxAge)
+	sn, ok := s.fresh(ctx, v, maxAge)
 	if !ok {
 		s.misses.Add(1)
-		return Standing{}, time.Time{}, false
+		return Standing{}, false
 	}
 	// Read again: the fetch may have found another epoch and dropped it.
 	v.mu.Lock()
@@ -139,7 +137,7 @@ func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge tim
 	v.mu.Unlock()
 	if !known || !sameLine {
 		s.misses.Add(1)
-		return Standing{}, time.Time{}, false
+		return Standing{}, false
 	}
 	pos, ok := sn.Position(ticket)
 	// Within two batches of the front the next tick or two may admit the
@@ -151,28 +149,28 @@ func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge tim
 	// store can say whether they still wait.
 	if !ok || !front && pos <= 2*int64(sn.Pace.Batch) || sn.Pace.Placing || sn.Pace.Drawn {
 		s.misses.Add(1)
-		return Standing{}, time.Time{}, false
+		return Standing{}, false
 	}
 	s.hits.Add(1)
-	return Standing{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, takenAt, true
+	return Standing{State: Waiting, Position: pos, Length: sn.Length, Ticket: ticket, Pace: sn.Pace, Epoch: sn.Epoch}, true
 }
 
 // fresh returns a snapshot no older than maxAge and newer than this
 // instance's last change, fetching it if need be; one fetch per queue is in
 // flight at a time and the others wait for it. False when the store failed
 // or the snapshot went stale again while waiting: ask the store.
-func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration) (Snapshot, time.Time, bool) {
+func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration) (Snapshot, bool) {
 	v.mu.Lock()
-	if sn, at, ok := v.current(maxAge); ok {
+	if sn, ok := v.current(maxAge); ok {
 		v.mu.Unlock()
-		return sn, at, true
+		return sn, true
 	}
 	if wait := v.fetching; wait != nil {
 		v.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return Snapshot{}, time.Time{}, false
+			return Snapshot{}, false
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -191,7 +189,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration
 	v.fetching = nil
 	close(done)
 	if err != nil {
-		return Snapshot{}, time.Time{}, false
+		return Snapshot{}, false
 	}
 	// A ticket this instance was given before the fetch began is one the
 	// store issued before it answered: a last ticket below it means the
@@ -213,14 +211,14 @@ func (v *lineView) forget(epoch int64) {
 	v.gen++
 }
 
-// current is the snapshot if it is still good, and when it was read; the
-// caller holds v.mu. It is a copy (no allocation: the next fetch replaces
-// v.snap, and Left is never changed in place).
-func (v *lineView) current(maxAge time.Duration) (Snapshot, time.Time, bool) {
+// current is the snapshot if it is still good; the caller holds v.mu. It
+// is a copy (no allocation: the next fetch replaces v.snap, and Left is
+// never changed in place).
+func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 	if v.takenAt.IsZero() || v.snapGen != v.gen || time.Since(v.takenAt) > maxAge {
-		return Snapshot{}, time.Time{}, false
+		return Snapshot{}, false
 	}
-	return v.snap, v.takenAt, true
+	return v.snap, true
 }
 
 // remember records what the store said of a user: a waiting user's ticket,

@@ -230,6 +230,9 @@ type RateController struct {
 
 	mu      sync.Mutex
 	pending map[string]*queue.RateSample
+	// sampled is told when a sample is taken into an empty pending (Run
+	// sleeps until then: an instance that protects no calls never wakes).
+	sampled chan struct{}
 	// folds logs a queue's failing hand-overs once per change of state.
 	folds *perqueue.Troubles
 }
@@ -237,7 +240,7 @@ type RateController struct {
 // NewRateController returns a RateController over store.
 func NewRateController(store loopStore, logger *slog.Logger) *RateController {
 	return &RateController{store: store, logger: logger, Window: DefaultRateWindow, pending: map[string]*queue.RateSample{},
-		folds: perqueue.NewTroubles(logger, "adaptive rate: handing samples to the store")}
+		sampled: make(chan struct{}, 1), folds: perqueue.NewTroubles(logger, "adaptive rate: handing samples to the store")}
 }
 
 // maxSampledQueues bounds the queues one instance gathers samples for
@@ -257,6 +260,12 @@ func (r *RateController) Observe(name string, took time.Duration, overloaded boo
 		}
 		s = &queue.RateSample{}
 		r.pending[name] = s
+		if len(r.pending) == 1 {
+			select {
+			case r.sampled <- struct{}{}:
+			default:
+			}
+		}
 	}
 	s.Add(took, overloaded)
 }
@@ -267,9 +276,25 @@ func (r *RateController) Observe(name string, took time.Duration, overloaded boo
 // ends: the sooner a decision, the smaller the backlog it has to drain.
 const flushesPerWindow = 4
 
-// Run flushes the samples a few times per window until ctx ends.
+// Run flushes the samples a few times per window, on the process's beat,
+// until ctx ends. With nothing taken since the last flush it sleeps: a
+// flush of nothing does nothing.
 func (r *RateController) Run(ctx context.Context) {
-	perqueue.Every(ctx, r.Window/flushesPerWindow, func() { r.Flush(ctx) })
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.sampled:
+		}
+		t := time.NewTimer(perqueue.UntilBeat(r.Window / flushesPerWindow))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		r.Flush(ctx)
+	}
 }
 
 // Flush hands every queue's samples to the store and decides the windows

@@ -48,6 +48,10 @@ type Admitter struct {
 	// OnOpened, if set, is told when this instance placed a queue's
 	// opening in line (the line changed).
 	OnOpened func(queue string)
+	// OnRead, if set, is told after each tick the store answered that
+	// moved nobody through this instance: another instance may have
+	// moved the line since this one last looked (queue.Service.LineRead).
+	OnRead func(queue string)
 	// IdleEvery is how often a queue whose line is empty is ticked, when
 	// no opening or phase is scheduled on it (1 s).
 	IdleEvery time.Duration
@@ -81,16 +85,8 @@ func NewAdmitter(store loopStore, logger *slog.Logger) *Admitter {
 func (a *Admitter) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	t := time.NewTicker(a.Discover)
-	defer t.Stop()
-	for {
-		a.discover(ctx, &wg)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	a.discover(ctx, &wg)
+	perqueue.Every(ctx, a.Discover, func() { a.discover(ctx, &wg) })
 }
 
 type queueLoop struct {
@@ -243,8 +239,12 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		// Told even when the loop is stopping: the users are let in all
 		// the same (a tick answered as the run ended had dropped them from
 		// the counts; TestThreeAdmittersShareTheRate saw 420 of 430).
-		if err == nil && (len(res.Admitted) > 0 || res.Skipped > 0) && a.OnAdmitUsers != nil {
+		moved := len(res.Admitted) > 0 || res.Skipped > 0
+		if err == nil && moved && a.OnAdmitUsers != nil {
 			a.OnAdmitUsers(name, res.Admitted)
+		}
+		if err == nil && !moved && a.OnRead != nil {
+			a.OnRead(name)
 		}
 		if err == nil && len(res.Admitted) > 0 && a.OnAdmission != nil {
 			a.OnAdmission(name, res)
@@ -261,11 +261,14 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 			// An empty line is read once a second, unless an opening or a
 			// phase is scheduled: those start within a tick of their time.
 			// idle is set before joined is read, so a Wake either finds it
-			// set (and pokes) or is seen here.
+			// set (and pokes) or is seen here. The read is on the process's
+			// beat, with its other loops (perqueue.UntilBeat), and without
+			// jitter: an empty line lets nobody in.
 			if res.Idle && cfg.OpensAt.IsZero() && len(cfg.Phases) == 0 {
 				l.idle.Store(true)
 				if !l.joined.Load() || !l.idle.CompareAndSwap(true, false) {
-					wait = max(wait, a.IdleEvery)
+					wait = max(wait, perqueue.UntilBeat(a.IdleEvery))
+					break
 				}
 			}
 			if a.Jitter {

@@ -1,11 +1,13 @@
 // Package perqueue is what the loops that visit every queue share: a call
-// per queue at once, each under its own deadline, a ticker, and a log of
-// each queue's trouble once when it starts and once when it ends.
+// per queue at once, each under its own deadline, the beat the loops keep
+// time by, and a log of each queue's trouble once when it starts and once
+// when it ends.
 package perqueue
 
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -82,9 +84,9 @@ func (t *Troubles) Result(queue string, err error, attrs ...any) int {
 	return 0
 }
 
-// Every runs fn every d until ctx ends.
+// Every runs fn on every beat of d (UntilBeat) until ctx ends.
 func Every(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
+	t := time.NewTimer(UntilBeat(d))
 	defer t.Stop()
 	for {
 		select {
@@ -93,5 +95,33 @@ func Every(ctx context.Context, d time.Duration, fn func()) {
 		case <-t.C:
 		}
 		fn()
+		t.Reset(UntilBeat(d))
 	}
+}
+
+// The loops of one process keep time together. On an idle instance what
+// costs is not the work of a loop's turn but waking the process for it
+// (the Go scheduler's threads, the netpoller, the syscalls: about 250 µs of
+// CPU for a timer alone on the benchmark's machine, docs/benchmarks.md §6),
+// so loops that each kept their own ticker, started a few milliseconds
+// apart, woke it once each. Every loop of the same period instead wakes on
+// the same instants, the process's beats: multiples of the period from
+// the Unix epoch, shifted by a phase drawn once per process, so the turns
+// of one instance share one wakeup (and their calls one pipeline), while
+// those of different instances do not all reach the store at the same
+// moment.
+var phase = time.Duration(rand.Int64N(int64(time.Hour)))
+
+// UntilBeat is how long until this process's next beat of period d, at
+// least a quarter of d away (so a turn that ended just before a beat,
+// the timer and the wall clock a hair apart, does not run again at once).
+func UntilBeat(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	wait := d - time.Duration((time.Now().UnixNano()-int64(phase))%int64(d))
+	if wait < d/4 {
+		wait += d
+	}
+	return wait
 }

@@ -42,16 +42,8 @@ func (h *History) Every() time.Duration { return h.every }
 // Run samples until ctx ends. A failed sample (the store, or the queue's
 // node, away) is skipped: the gap shows in the chart.
 func (h *History) Run(ctx context.Context) {
-	t := time.NewTicker(h.every)
-	defer t.Stop()
-	for {
-		h.sample(ctx, time.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	h.sample(ctx, time.Now())
+	perqueue.Every(ctx, h.every, func() { h.sample(ctx, time.Now()) })
 }
 
 func (h *History) sample(ctx context.Context, now time.Time) {
