@@ -248,12 +248,7 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	}
 	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3)}
 	sn.Pace, sn.Epoch = p.pace(4, snapshotScript)
-	if n := len(r) - 4 - paceLen; n > 0 { // one allocation, not a growing slice: held requests read it every tick
-		sn.Left = make([]int64, 0, n)
-	}
-	for i := 4 + paceLen; i < len(r); i++ {
-		sn.Left = append(sn.Left, p.int(i))
-	}
+	sn.Left = p.tickets(4 + paceLen)
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
 	sn.Left = sn.Left[:min(len(sn.Left), queue.SnapshotMaxLeft)]
 	return sn, p.err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -94,6 +95,27 @@ func (p *reply) str(i int) string {
 	}
 	p.fail(i)
 	return ""
+}
+
+// tickets reads a list of tickets sent as one string, each followed by a
+// comma (snapshot.lua's leavers): one allocation, where a list of thousands
+// of numbers costs one an item, and held requests read it every tick.
+func (p *reply) tickets(i int) []int64 {
+	text := p.str(i)
+	if text == "" {
+		return nil
+	}
+	out := make([]int64, 0, strings.Count(text, ","))
+	for text != "" {
+		item, rest, _ := strings.Cut(text, ",")
+		n, err := strconv.ParseInt(item, 10, 64)
+		if err != nil {
+			p.fail(i)
+			return nil
+		}
+		out, text = append(out, n), rest
+	}
+	return out
 }
 
 // opt reads a field that may be nil (a hash field not set) as "", and a

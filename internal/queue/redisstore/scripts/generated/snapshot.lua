@@ -8,8 +8,11 @@
 -- ARGV[1] at most this many leavers; one more is read to tell "more"
 -- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED when the config lacks
 --        a field this script needs
---        {1, head, last, length, pace..., leaver1, ...}
---        head is 0 when no one waits.
+--        {1, head, last, length, pace..., leavers}
+--        head is 0 when no one waits; leavers is their tickets in order,
+--        each followed by a comma ("" for none): one string, not a list,
+--        as the held polls of every instance read it every tick and a
+--        list of thousands costs the client an allocation an item.
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
 -- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
@@ -60,11 +63,11 @@ if refused then return refused end
 local length = redis.call('ZCARD', KEYS[1])
 local reply = pace({1, 0, tonumber(redis.call('GET', KEYS[2]) or '0'), length}, cfg, adm, clock(), length)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local left = {}
 if head[2] then
   reply[2] = tonumber(head[2])
-  local left = redis.call('ZRANGEBYSCORE', KEYS[4], head[2], '+inf', 'LIMIT', 0, maxLeft + 1)
-  for i = 1, #left do
-    reply[#reply + 1] = tonumber(left[i])
-  end
+  left = redis.call('ZRANGEBYSCORE', KEYS[4], head[2], '+inf', 'LIMIT', 0, maxLeft + 1)
+  left[#left + 1] = ''
 end
+reply[#reply + 1] = table.concat(left, ',')
 return reply
