@@ -213,7 +213,9 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 // instance (entries and entries/me): one this server did not sign for
 // this user and queue is refused (403 ticket_invalid), so a forged or
 // altered ticket gets no answer at all, never a place or an entry. The
-// answer itself is the line's own: a ticket never stands in for it.
+// answer itself is the line's own: a ticket never stands in for it. It
+// only tells the instance which place to look up in its snapshot of the
+// line (queue.Service.TicketShown), as the store's last answer would have.
 const TicketHeader = "X-Waitroom-Ticket"
 
 // checkTicket refuses a request carrying a ticket not signed here for the
@@ -223,7 +225,10 @@ func (s *Server) checkTicket(r *http.Request, user string) error {
 	if signed == "" || s.Tickets == nil {
 		return nil
 	}
-	_, _, err := s.Tickets.Verify(r.PathValue("queue"), user, signed)
+	epoch, ticket, err := s.Tickets.Verify(r.PathValue("queue"), user, signed)
+	if err == nil {
+		s.Queue.TicketShown(r.PathValue("queue"), user, epoch, ticket)
+	}
 	return err
 }
 

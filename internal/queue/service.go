@@ -194,6 +194,18 @@ func (s *Service) changedSignal(queue string) <-chan struct{} {
 	return ch
 }
 
+// TicketShown says the user showed the ticket the line gave them (epoch,
+// ticket), its signature checked by the caller: this instance's snapshot
+// of the line may then answer their status by arithmetic, as it does after
+// the store has told it their ticket, rather than ask the store. A page
+// reading the front document calls its instance only near the front, so
+// without this each of its calls was the store's.
+func (s *Service) TicketShown(queue, user string, epoch, ticket int64) {
+	if s.snaps != nil {
+		s.snaps.shown(queue, user, epoch, ticket)
+	}
+}
+
 // LineRead says this instance's admitter has just read the queue's line
 // and moved nobody itself: another instance may have let people in since
 // it last looked. Requests held on the queue (HoldFrom) recheck now,

@@ -252,6 +252,31 @@ func (s *snapshots) remember(queue, user string, e Standing) {
 	v.seen = max(v.seen, e.Ticket)
 }
 
+// shown remembers a ticket the user showed, signed by this service (so the
+// line gave it to them), as remember does a store's answer, with three
+// differences: only into a view of the queue whose epoch is the ticket's
+// (a ticket shown never drops what the store said), never raising seen (it
+// was the store's before this instance saw it), and never over a ticket
+// the store gave here. That is safe because the snapshot places a ticket
+// only if it lies at or above the head and is not among the leavers: a
+// user who since left, was let in or skipped holds a ticket the snapshot
+// does not place, and the store is asked.
+func (s *snapshots) shown(queue, user string, epoch, ticket int64) {
+	v := s.view(queue, false)
+	if v == nil {
+		return
+	}
+	k := s.key(user)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.epoch == 0 || epoch != v.epoch || len(v.tickets) >= snapshotMaxUsers {
+		return
+	}
+	if _, known := v.tickets[k]; !known {
+		v.tickets[k] = ticket
+	}
+}
+
 // key is what a user's ticket is remembered by.
 func (s *snapshots) key(user string) uint64 { return maphash.String(s.seed, user) }
 

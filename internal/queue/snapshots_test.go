@@ -333,3 +333,134 @@ func TestSnapshotLeavingThePreQueueElsewhere(t *testing.T) {
 		t.Fatalf("a after leaving through the other instance: %+v, %v; want NOT_IN_QUEUE", v, err)
 	}
 }
+
+// TestShownTicketsAnswerAsTheStore: users enter through one instance and
+// poll another that knows them only by the tickets they show (a page on
+// the front document: TicketShown). Random enters, leaves, re-entries and
+// admissions; each user shows the ticket of their latest enter or, now
+// and then, one from before they left. Every status the second instance
+// answers is exactly the store's, most from its snapshot; a ticket of
+// another epoch is not taken, and drops nothing the instance knew.
+func TestShownTicketsAnswerAsTheStore(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	a, b := queue.NewService(store, time.Hour), queue.NewService(store, time.Hour)
+	direct := queue.NewService(store, 0)
+	fastQueue(t, a, "q")
+	if _, err := b.Snapshot(ctx, "q"); err != nil { // b's view of the line, as its front document makes it
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	type shown struct{ epoch, ticket int64 }
+	latest, older := map[string]shown{}, map[string]shown{}
+	users := 0
+	enter := func(u string) {
+		v, err := a.Enter(ctx, "q", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.State == queue.Waiting && v.Ticket != 0 {
+			if old, ok := latest[u]; ok && old.ticket != v.Ticket {
+				older[u] = old
+			}
+			latest[u] = shown{v.Epoch, v.Ticket}
+		}
+	}
+	var farBack uint64
+	for step := range 3000 {
+		switch op := rnd.IntN(100); {
+		case op < 30 || users == 0:
+			enter(fmt.Sprintf("u%d", users))
+			users++
+		case op < 33:
+			if err := a.Leave(ctx, "q", fmt.Sprintf("u%d", rnd.IntN(users))); err != nil {
+				t.Fatal(err)
+			}
+		case op < 35:
+			enter(fmt.Sprintf("u%d", rnd.IntN(users))) // back after leaving, or keeping their place
+		case op < 37:
+			admitTick(t, store, "q")
+		default:
+			u := fmt.Sprintf("u%d", rnd.IntN(users))
+			tk, ok := latest[u]
+			if old, was := older[u]; was && rnd.IntN(4) == 0 {
+				tk, ok = old, true
+			}
+			if !ok {
+				continue
+			}
+			b.Changed("q") // another instance's changes show within the age; here at once
+			b.TicketShown("q", u, tk.epoch, tk.ticket)
+			got, err := b.Status(ctx, "q", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := direct.Status(ctx, "q", u)
+			if !sameView(got, want) {
+				t.Fatalf("step %d: %s showing ticket %d told %+v, the store says %+v", step, u, tk.ticket, got, want)
+			}
+			if want.State == queue.Waiting && want.Position > 20 {
+				farBack++
+			}
+		}
+	}
+	hits, misses := b.SnapshotAnswers()
+	t.Logf("%d answers from the snapshot, %d from the store, %d far from the front", hits, misses, farBack)
+	if hits == 0 || hits > farBack {
+		t.Errorf("the snapshot answered %d polls, want some and at most the %d far from the front", hits, farBack)
+	}
+
+	// A ticket of another epoch (a line Redis lost, created again) is not
+	// taken: the store answers, and what b knew stays known.
+	var known string
+	for u, tk := range latest {
+		if v, _ := direct.Status(ctx, "q", u); v.State == queue.Waiting && v.Position > 20 && v.Ticket == tk.ticket {
+			known = u
+			break
+		}
+	}
+	if known == "" {
+		t.Fatal("nobody far back to poll")
+	}
+	b.Changed("q")
+	b.TicketShown("q", known, latest[known].epoch, latest[known].ticket)
+	hits, _ = b.SnapshotAnswers()
+	if _, err := b.Status(ctx, "q", known); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := b.SnapshotAnswers(); h != hits+1 {
+		t.Fatalf("%s, known to b, not answered from its snapshot", known)
+	}
+	// Someone b has never heard of is answered from its snapshot once they
+	// show their ticket, and not before.
+	enter("newcomer")
+	b.Changed("q")
+	hits, _ = b.SnapshotAnswers()
+	if _, err := b.Status(ctx, "q", "newcomer"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := b.SnapshotAnswers(); h != hits {
+		t.Fatal("b answered a newcomer it did not know from its snapshot")
+	}
+	enter("newcomer2")
+	b.Changed("q")
+	b.TicketShown("q", "newcomer2", latest["newcomer2"].epoch, latest["newcomer2"].ticket)
+	if _, err := b.Status(ctx, "q", "newcomer2"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := b.SnapshotAnswers(); h != hits+1 {
+		t.Error("a newcomer showing their ticket was not answered from b's snapshot")
+	}
+
+	b.TicketShown("q", "stranger", latest[known].epoch+1, 1)
+	if v, err := b.Status(ctx, "q", "stranger"); err != nil || v.State != queue.NotInQueue {
+		t.Errorf("a stranger showing another epoch's ticket told %+v %v, want NOT_IN_QUEUE from the store", v, err)
+	}
+	hits, _ = b.SnapshotAnswers()
+	if _, err := b.Status(ctx, "q", known); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := b.SnapshotAnswers(); h != hits+1 {
+		t.Errorf("after another epoch's ticket was shown, %s was no longer answered from the snapshot", known)
+	}
+}
