@@ -63,8 +63,13 @@ type lineView struct {
 	// which only the store gives, within two batches of the front.
 	tickets map[uint64]int64
 	// epoch is the line's epoch the tickets belong to; seen is the highest
-	// ticket the store has given here in it.
+	// ticket the store has given here in it, or a user has shown here.
 	epoch, seen int64
+	// wentBack: the store went back in time within this epoch, and may
+	// have given some tickets twice, before and after; which ones cannot be
+	// told (the line may have grown again before it was noticed), so no
+	// ticket shown is taken in this epoch any more (shown).
+	wentBack bool
 	// gen counts changes made through this instance; a snapshot is good
 	// while gen is what it was when the snapshot was asked for.
 	gen      uint64
@@ -197,6 +202,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration
 	// began, so a ticket handed out meanwhile raises no alarm.)
 	if sn.Epoch != epoch || sn.Last < seen {
 		v.forget(sn.Epoch)
+		v.wentBack = v.wentBack || sn.Epoch == epoch
 		gen = v.gen
 	}
 	v.snap, v.snapGen, v.takenAt = sn, gen, time.Now()
@@ -207,6 +213,9 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration
 // they were given in. The caller holds v.mu.
 func (v *lineView) forget(epoch int64) {
 	clear(v.tickets)
+	if epoch != v.epoch {
+		v.wentBack = false
+	}
 	v.epoch, v.seen = epoch, 0
 	v.gen++
 }
@@ -253,14 +262,27 @@ func (s *snapshots) remember(queue, user string, e Standing) {
 }
 
 // shown remembers a ticket the user showed, signed by this service (so the
-// line gave it to them), as remember does a store's answer, with three
-// differences: only into a view of the queue whose epoch is the ticket's
-// (a ticket shown never drops what the store said), never raising seen (it
-// was the store's before this instance saw it), and never over a ticket
-// the store gave here. That is safe because the snapshot places a ticket
-// only if it lies at or above the head and is not among the leavers: a
-// user who since left, was let in or skipped holds a ticket the snapshot
-// does not place, and the store is asked.
+// line gave it to them), as remember does a store's answer, but only into a
+// view of the queue whose epoch is the ticket's (a ticket shown never drops
+// what the store said) and never over a ticket the store gave here. That is
+// safe because the snapshot places a ticket only if it lies at or above the
+// head and is not among the leavers: a user who since left, was let in or
+// skipped holds a ticket the snapshot does not place, and the store is
+// asked. (Within a tick of a planned no-show being seen after all,
+// admission may let in people behind them without listing them as leavers;
+// their next call is placed until the no-show leaves the head, as with a
+// ticket the store gave, and their READY comes from the store.)
+//
+// A store that went back in time within the epoch (a restore, a replica
+// that missed writes) gives again tickets it had given before: a ticket
+// shown then may be someone else's now. The ticket raises seen, since the
+// store did give it, so the next read of the line notices a store whose
+// last ticket is now below it (fresh); once one has been noticed, no
+// ticket shown is taken in the epoch, and the store answers as it did
+// before tickets were shown. (One that goes unnoticed, the line having
+// grown past every ticket seen here, is answered by the store near the
+// front: docs/operations.md, "Nobody is told a place the store no longer
+// holds".)
 func (s *snapshots) shown(queue, user string, epoch, ticket int64) {
 	v := s.view(queue, false)
 	if v == nil {
@@ -269,9 +291,10 @@ func (s *snapshots) shown(queue, user string, epoch, ticket int64) {
 	k := s.key(user)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.epoch == 0 || epoch != v.epoch || len(v.tickets) >= snapshotMaxUsers {
+	if v.epoch == 0 || epoch != v.epoch || v.wentBack || len(v.tickets) >= snapshotMaxUsers {
 		return
 	}
+	v.seen = max(v.seen, ticket)
 	if _, known := v.tickets[k]; !known {
 		v.tickets[k] = ticket
 	}

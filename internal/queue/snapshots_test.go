@@ -288,6 +288,12 @@ func TestRememberedTicketsDieWithTheLine(t *testing.T) {
 				if v, err := svc.Status(ctx, "q", "u30"); err != nil || v.State != queue.NotInQueue {
 					t.Fatalf("u30 after the store went back: %+v, %v; want NOT_IN_QUEUE", v, err)
 				}
+				// u30's page shows the ticket it was given before: 31 may
+				// be someone else's now, so it is not taken.
+				svc.TicketShown("q", "u30", keep, 31)
+				if v, err := svc.Status(ctx, "q", "u30"); err != nil || v.State != queue.NotInQueue {
+					t.Fatalf("u30 showing its old ticket after the store went back: %+v, %v; want NOT_IN_QUEUE", v, err)
+				}
 			}
 			enter(45, 60)
 			time.Sleep(2 * age)
@@ -462,5 +468,64 @@ func TestShownTicketsAnswerAsTheStore(t *testing.T) {
 	}
 	if h, _ := b.SnapshotAnswers(); h != hits+1 {
 		t.Errorf("after another epoch's ticket was shown, %s was no longer answered from the snapshot", known)
+	}
+}
+
+// TestShownTicketsNoticeAStoreThatWentBack: an instance that knows its
+// users only by the tickets they show (pages on the front document) still
+// notices a store gone back in time within the epoch, from a ticket shown
+// above the store's last, and from then on takes no ticket shown in the
+// epoch: a user whose place was lost is told NOT_IN_QUEUE, not the place
+// their ticket number now holds in the new line.
+func TestShownTicketsNoticeAStoreThatWentBack(t *testing.T) {
+	ctx := context.Background()
+	const age = 10 * time.Millisecond
+	first := memstore.New(nil)
+	store := &lostStore{Store: first}
+	entering := queue.NewService(store, 0)
+	fastQueue(t, entering, "q")
+	tickets := map[string]int64{}
+	for i := range 50 {
+		u := fmt.Sprintf("u%d", i)
+		v, err := entering.Enter(ctx, "q", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tickets[u] = v.Ticket
+	}
+	sn, _ := first.Snapshot(ctx, "q")
+	svc := queue.NewService(store, age)
+	if _, err := svc.Snapshot(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	svc.TicketShown("q", "u40", sn.Epoch, tickets["u40"])
+	if v, err := svc.Status(ctx, "q", "u40"); err != nil || v.Position != 41 {
+		t.Fatalf("u40 showing ticket %d before: %+v, %v; want position 41", tickets["u40"], v, err)
+	}
+	if hits, _ := svc.SnapshotAnswers(); hits != 1 {
+		t.Fatalf("%d answers from the snapshot, want u40's: the test shows nothing", hits)
+	}
+
+	store.swap(memstore.New(nil), sn.Epoch) // the same epoch, an empty line
+	other := queue.NewService(store, 0)
+	fastQueue(t, other, "q")
+	for i := range 45 { // tickets 1..45 given again
+		if _, err := other.Enter(ctx, "q", fmt.Sprintf("n%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * age) // svc's snapshot is out of date
+	// u47 shows ticket 48, above the store's last (45): the next read notices.
+	svc.TicketShown("q", "u47", sn.Epoch, tickets["u47"])
+	if v, err := svc.Status(ctx, "q", "u47"); err != nil || v.State != queue.NotInQueue {
+		t.Fatalf("u47 after the store went back: %+v, %v; want NOT_IN_QUEUE", v, err)
+	}
+	// u30's ticket 31 is n30's now, far enough back for a snapshot answer.
+	svc.TicketShown("q", "u30", sn.Epoch, tickets["u30"])
+	if v, err := svc.Status(ctx, "q", "u30"); err != nil || v.State != queue.NotInQueue {
+		t.Fatalf("u30 showing ticket 31 after the store went back: %+v, %v; want NOT_IN_QUEUE", v, err)
+	}
+	if v, err := svc.Status(ctx, "q", "n30"); err != nil || v.Position != 31 {
+		t.Fatalf("n30: %+v, %v; want position 31", v, err)
 	}
 }
