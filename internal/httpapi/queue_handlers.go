@@ -168,7 +168,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	user := caller.User
 	hold, err := waitSeconds(r)
 	if err == nil {
-		err = s.checkTicket(r, user)
+		err = s.takeTicket(r, user)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -218,9 +218,11 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 // line (queue.Service.TicketShown), as the store's last answer would have.
 const TicketHeader = "X-Waitroom-Ticket"
 
-// checkTicket refuses a request carrying a ticket not signed here for the
-// user in the request's queue; a request without one is not asked for it.
-func (s *Server) checkTicket(r *http.Request, user string) error {
+// takeTicket refuses a request carrying a ticket not signed here for the
+// user in the request's queue (a request without one is not asked for it),
+// and tells the line the ticket a request shows signed
+// (queue.Service.TicketShown).
+func (s *Server) takeTicket(r *http.Request, user string) error {
 	signed := r.Header.Get(TicketHeader)
 	if signed == "" || s.Tickets == nil {
 		return nil

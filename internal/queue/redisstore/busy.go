@@ -28,78 +28,64 @@ type pipelineWhenBusy struct {
 	inFlight      atomic.Int64
 }
 
-// pick is the client for a call about to be made; done must follow
-// when it has been answered (both faces answer before they return).
-func (p *pipelineWhenBusy) pick() rediser {
+// call makes one call on the client its moment picks, counted in flight
+// until it is answered (both faces answer before they return).
+func call[T any](p *pipelineWhenBusy, do func(rediser) T) T {
+	defer p.inFlight.Add(-1)
 	if p.inFlight.Add(1) == 1 {
-		return p.alone
+		return do(p.alone)
 	}
-	return p.shared
+	return do(p.shared)
 }
 
-func (p *pipelineWhenBusy) done() { p.inFlight.Add(-1) }
-
 func (p *pipelineWhenBusy) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	defer p.done()
-	return p.pick().Eval(ctx, script, keys, args...)
+	return call(p, func(c rediser) *redis.Cmd { return c.Eval(ctx, script, keys, args...) })
 }
 
 func (p *pipelineWhenBusy) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	defer p.done()
-	return p.pick().EvalSha(ctx, sha1, keys, args...)
+	return call(p, func(c rediser) *redis.Cmd { return c.EvalSha(ctx, sha1, keys, args...) })
 }
 
 func (p *pipelineWhenBusy) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	defer p.done()
-	return p.pick().EvalRO(ctx, script, keys, args...)
+	return call(p, func(c rediser) *redis.Cmd { return c.EvalRO(ctx, script, keys, args...) })
 }
 
 func (p *pipelineWhenBusy) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	defer p.done()
-	return p.pick().EvalShaRO(ctx, sha1, keys, args...)
+	return call(p, func(c rediser) *redis.Cmd { return c.EvalShaRO(ctx, sha1, keys, args...) })
 }
 
 func (p *pipelineWhenBusy) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	defer p.done()
-	return p.pick().ScriptExists(ctx, hashes...)
+	return call(p, func(c rediser) *redis.BoolSliceCmd { return c.ScriptExists(ctx, hashes...) })
 }
 
 func (p *pipelineWhenBusy) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
-	defer p.done()
-	return p.pick().ScriptLoad(ctx, script)
+	return call(p, func(c rediser) *redis.StringCmd { return c.ScriptLoad(ctx, script) })
 }
 
 func (p *pipelineWhenBusy) HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd {
-	defer p.done()
-	return p.pick().HMGet(ctx, key, fields...)
+	return call(p, func(c rediser) *redis.SliceCmd { return c.HMGet(ctx, key, fields...) })
 }
 
 func (p *pipelineWhenBusy) LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd {
-	defer p.done()
-	return p.pick().LRange(ctx, key, start, stop)
+	return call(p, func(c rediser) *redis.StringSliceCmd { return c.LRange(ctx, key, start, stop) })
 }
 
 func (p *pipelineWhenBusy) SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd {
-	defer p.done()
-	return p.pick().SAdd(ctx, key, members...)
+	return call(p, func(c rediser) *redis.IntCmd { return c.SAdd(ctx, key, members...) })
 }
 
 func (p *pipelineWhenBusy) SMembers(ctx context.Context, key string) *redis.StringSliceCmd {
-	defer p.done()
-	return p.pick().SMembers(ctx, key)
+	return call(p, func(c rediser) *redis.StringSliceCmd { return c.SMembers(ctx, key) })
 }
 
 func (p *pipelineWhenBusy) SRem(ctx context.Context, key string, members ...any) *redis.IntCmd {
-	defer p.done()
-	return p.pick().SRem(ctx, key, members...)
+	return call(p, func(c rediser) *redis.IntCmd { return c.SRem(ctx, key, members...) })
 }
 
 func (p *pipelineWhenBusy) Del(ctx context.Context, keys ...string) *redis.IntCmd {
-	defer p.done()
-	return p.pick().Del(ctx, keys...)
+	return call(p, func(c rediser) *redis.IntCmd { return c.Del(ctx, keys...) })
 }
 
 func (p *pipelineWhenBusy) Ping(ctx context.Context) *redis.StatusCmd {
-	defer p.done()
-	return p.pick().Ping(ctx)
+	return call(p, func(c rediser) *redis.StatusCmd { return c.Ping(ctx) })
 }
