@@ -249,6 +249,24 @@ func (g *Gateway) onward(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if r.ContentLength != 0 && r.Body != http.NoBody {
+		// Read the rest of the upload while the answer goes out: Go's
+		// server would otherwise close the request body once the answer's
+		// headers are written, and the proxy, still copying it upstream,
+		// would cut the answer short (issue 35). Only a request forwarded
+		// here: one answered without forwarding keeps Go's usual handling.
+		http.NewResponseController(w).EnableFullDuplex()
+		// In full duplex, Go's server no longer reads what is left of the
+		// body before the next request (an upstream that answered without
+		// reading it all): its close after the handler would, but only once
+		// it has stopped watching the connection, and reads the next
+		// request's first bytes concurrently with that, a panic ("invalid
+		// concurrent Body.Read call") that drops the connection (issue 49).
+		// Closed here, the rest is read (up to Go's 256 KB; beyond, the
+		// connection closes after the answer) while the server still
+		// watches.
+		defer r.Body.Close()
+	}
 	g.proxy.ServeHTTP(w, r)
 }
 

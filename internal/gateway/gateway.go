@@ -250,13 +250,6 @@ func (g *Gateway) judge(w http.ResponseWriter, r *http.Request) {
 		if !deciding {
 			r = asJudged(r, j)
 			dropUpgrade(r.Header)
-			if r.ContentLength != 0 && r.Body != http.NoBody {
-				// Read the rest of the upload while the answer goes out: Go's
-				// server would otherwise close the request body once the
-				// answer's headers are written, and the proxy, still copying it
-				// upstream, would cut the answer short (issue 35).
-				http.NewResponseController(w).EnableFullDuplex()
-			}
 		}
 		if v.protected {
 			route = label + "protected " + v.route.Pattern
