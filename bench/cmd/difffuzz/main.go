@@ -4,7 +4,8 @@
 // requests, each once straight to the backend and once through `waitroom
 // proxy` in front of it, and prints the table of docs/security.md:
 // requests, the backend's own protected routings, leaks, and false
-// protections by class. It exits 1 when anything leaked.
+// protections by class, and the panics waitroom logged. It exits 1 when
+// anything leaked or waitroom logged a panic.
 //
 //	bench/run.sh --fuzz                 # 1,000,000 a backend
 //	bench/run.sh --fuzz --short         # 20,000 a backend
@@ -52,7 +53,7 @@ func main() {
 			os.Exit(1)
 		}
 		reports = append(reports, rep)
-		leaked = leaked || rep.Leaks > 0
+		leaked = leaked || rep.Leaks > 0 || rep.Panics > 0
 	}
 	printTables(reports)
 	if leaked {
@@ -73,21 +74,29 @@ func run(ctx context.Context, name string, env difffuzz.Env, requests int, seed 
 	}
 	defer gw.Close()
 	start := time.Now()
-	return difffuzz.Run(ctx, difffuzz.Options{Backend: b, Gateway: gw.Addr, Extra: difffuzz.Regressions, Requests: requests, Seed: seed,
+	rep, err := difffuzz.Run(ctx, difffuzz.Options{Backend: b, Gateway: gw.Addr, Extra: difffuzz.Regressions, Requests: requests, Seed: seed,
 		Workers: workers, Progress: func(sent int) {
 			if sent%50_000 < 2000 || sent == requests+len(difffuzz.Regressions) {
 				fmt.Fprintf(os.Stderr, "%s: %d sent, %.0f/s\n", name, sent, float64(sent)/time.Since(start).Seconds())
 			}
 		}})
+	if err != nil {
+		return nil, err
+	}
+	var first string
+	if rep.Panics, first = gw.Panics(); rep.Panics > 0 {
+		fmt.Fprintf(os.Stderr, "%s: the gateway logged %d panics, the first: %s\n", name, rep.Panics, first)
+	}
+	return rep, nil
 }
 
 // printTables prints the totals per backend, then per class, then the
 // gateway's answers on the false protections, then any leak.
 func printTables(reps []*difffuzz.Report) {
-	fmt.Println("| backend | requests | the backend alone ran a protected handler | reached one through the gateway (leaks) | false protections | no answer on one side |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	fmt.Println("| backend | requests | the backend alone ran a protected handler | reached one through the gateway (leaks) | false protections | no answer on one side | panics in waitroom's log |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range reps {
-		fmt.Printf("| %s | %d | %d | **%d** | %d | %d |\n", r.Backend, r.Requests, r.DirectProtected, r.Leaks, r.FalseProtections, r.NoAnswer)
+		fmt.Printf("| %s | %d | %d | **%d** | %d | %d | **%d** |\n", r.Backend, r.Requests, r.DirectProtected, r.Leaks, r.FalseProtections, r.NoAnswer, r.Panics)
 	}
 	fmt.Println()
 	head := "| class |"

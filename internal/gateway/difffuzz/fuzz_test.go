@@ -35,6 +35,15 @@ func fuzzThroughGateway(t *testing.T, b *difffuzz.Backend) {
 	}
 	t.Cleanup(func() { gw.Close() })
 	fuzzThrough(t, b, gw.Addr)
+	noPanics(t, gw)
+}
+
+// noPanics fails the test on a panic the gateway logged during the run: an
+// answer may be right and its connection dropped all the same (issue 49).
+func noPanics(t *testing.T, gw *difffuzz.Gateway) {
+	if n, first := gw.Panics(); n > 0 {
+		t.Errorf("the gateway logged %d panics, the first: %s", n, first)
+	}
 }
 
 // fuzzThroughNginx is the same run through real nginx on
@@ -59,6 +68,7 @@ func fuzzThroughNginx(t *testing.T, b *difffuzz.Backend) {
 	}
 	t.Cleanup(front.Stop)
 	fuzzThrough(t, b, front.Addr)
+	noPanics(t, gw)
 }
 
 // fuzzThrough runs the short differential run through the front at addr.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/app"
@@ -23,6 +24,7 @@ type Gateway struct {
 	Addr string
 	m    *app.Main
 	dir  string
+	log  panicLog
 }
 
 // StartGateway boots the gateway in front of upstream (http://host:port),
@@ -50,8 +52,10 @@ func StartGateway(ctx context.Context, upstream string, extra ...string) (*Gatew
 	cfg.AdminToken = fmt.Sprintf("difffuzz-admin-%032x", rand.Uint64())
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.DrainDelay = 0
-	cfg.LogLevel = "error"
-	g.m = &app.Main{Config: cfg, Logger: app.NewLogger(cfg, io.Discard), Stdout: io.Discard}
+	// Warnings, where Go's server logs a panic in a handler ("http: panic
+	// serving"): a run fails on one (issue 49).
+	cfg.LogLevel = "warn"
+	g.m = &app.Main{Config: cfg, Logger: app.NewLogger(cfg, &g.log), Stdout: io.Discard}
 	if err := g.m.Run(ctx); err != nil {
 		g.m = nil
 		g.Close()
@@ -83,6 +87,33 @@ func (g *Gateway) pause(ctx context.Context, prefix, admin string) error {
 		return fmt.Errorf("pausing the line: %d %s", res.StatusCode, body)
 	}
 	return nil
+}
+
+// Panics is how many panics the gateway has logged so far, and the first.
+func (g *Gateway) Panics() (n int, first string) {
+	g.log.mu.Lock()
+	defer g.log.mu.Unlock()
+	return g.log.panics, g.log.first
+}
+
+// panicLog counts the log records that tell of a panic, keeping the
+// first; the rest of the log (a warning per request the backend's
+// commands could not be carried out for, say) is dropped.
+type panicLog struct {
+	mu     sync.Mutex
+	panics int
+	first  string
+}
+
+func (l *panicLog) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("panic")) {
+		l.mu.Lock()
+		if l.panics++; l.first == "" {
+			l.first = string(p)
+		}
+		l.mu.Unlock()
+	}
+	return len(p), nil
 }
 
 // Close stops the gateway and removes its data.

@@ -47,6 +47,9 @@ type Report struct {
 	// NoAnswer: requests that got no HTTP answer on one side (a backend
 	// closing on a request it cannot parse).
 	NoAnswer int
+	// Panics: panics the gateway logged during the run (Gateway.Panics,
+	// set by the caller that started it). The other number that must be 0.
+	Panics int
 	// ByClass counts per operator (a request counts under each it used).
 	ByClass map[string]*ClassCount
 	// FalseBy counts the false protections by the gateway's answer (its
