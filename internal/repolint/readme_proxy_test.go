@@ -17,7 +17,8 @@ import (
 // written: real nginx and real Caddy on them, in front of a live waitroom
 // (the README's routes, its line paused) and a backend. A protected route
 // needs an entry, a browser without one goes to the waiting page, an entry
-// lets the request through with the user named, and anything else passes.
+// lets the request through with the user named, anything else passes, and
+// waitroom's metrics are not served.
 // Each snippet is also its file in deploy/ without the comments, so that
 // the two never drift.
 func TestREADMEProxySnippets(t *testing.T) {
@@ -79,6 +80,15 @@ func checkSnippet(t *testing.T, proxy, snippet string) {
 	}
 	if r := p.Do("GET", "/anything?x=1", "", nil); r.Status != 202 || shop.LastSeen().Path != "/anything" {
 		t.Errorf("an unprotected route: %d %s", r.Status, r.Raw)
+	}
+	// The metrics are the operator's Prometheus's, not the public's.
+	for _, path := range []string{"/metrics", "/metrics?x", "//metrics", "/./metrics"} {
+		if r := p.Do("GET", apptest.GatewayPrefix+path, "", nil); r.Status != 404 {
+			t.Errorf("GET %s%s through the proxy: %d, want 404", apptest.GatewayPrefix, path, r.Status)
+		}
+	}
+	if r := p.Do("GET", apptest.GatewayPrefix+"/healthz", "", nil); r.Status != 200 {
+		t.Errorf("GET %s/healthz through the proxy: %d %s, want waitroom's 200", apptest.GatewayPrefix, r.Status, r.Raw)
 	}
 }
 
