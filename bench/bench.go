@@ -217,6 +217,11 @@ type serverLog struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 	tee io.Writer
+	// panics counts the records that tell of a panic (Go's server's "http:
+	// panic serving", a handler's recovered "panic: "): a section whose
+	// server logged one reports it (issue 49).
+	panics     int
+	firstPanic string
 }
 
 const serverLogCap = 4 << 10
@@ -227,10 +232,22 @@ func (l *serverLog) Write(p []byte) (int, error) {
 	if l.tee != nil {
 		l.tee.Write(p)
 	}
+	if bytes.Contains(p, []byte("http: panic serving")) || bytes.Contains(p, []byte("panic: ")) {
+		if l.panics++; l.firstPanic == "" {
+			l.firstPanic = string(p)
+		}
+	}
 	if room := serverLogCap - l.buf.Len(); room > 0 {
 		l.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// Panics is how many records so far told of a panic, and the first.
+func (l *serverLog) Panics() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.panics, l.firstPanic
 }
 
 // First is the first line logged, or "".

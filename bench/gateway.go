@@ -43,6 +43,9 @@ type GatewayReport struct {
 	// per request first, as a shop's page does.
 	UpstreamWork time.Duration
 	Fast, Slow   GatewaySet
+	// Panics the waitroom under measure logged during the section: 0, or
+	// the section failed (issue 49).
+	Panics int
 }
 
 // GatewaySet is one upstream's runs: in each of Rounds rounds, directly,
@@ -428,11 +431,14 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	if err := measure(&rep.Fast, ""); err != nil {
 		return rep, err
 	}
-	if o.Short {
-		return rep, nil // the smoke test: the slow upstream's set is the same harness again
+	if !o.Short { // the smoke test: the slow upstream's set is the same harness again
+		if err := measure(&rep.Slow, "/slow"); err != nil {
+			return rep, err
+		}
 	}
-	if err := measure(&rep.Slow, "/slow"); err != nil {
-		return rep, err
+	var firstPanic string
+	if rep.Panics, firstPanic = logs.Panics(); rep.Panics > 0 {
+		return rep, fmt.Errorf("waitroom logged %d panics during the section, the first: %s", rep.Panics, firstPanic)
 	}
 	return rep, nil
 }

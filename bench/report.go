@@ -508,6 +508,7 @@ func gatewayMarkdown(g *GatewayReport, stamp string) string {
 		fmt.Fprintf(&b, "Skipped: %s.\n", g.Skipped)
 		return b.String()
 	}
+	fmt.Fprintf(&b, "Panics in waitroom's log during the section: %d.\n\n", g.Panics)
 	nginx := "nginx " + g.Nginx
 	if g.NginxSkipped != "" {
 		nginx = "nginx (skipped: " + g.NginxSkipped + ")"
