@@ -636,7 +636,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, pr
 		Upstream: upstream, Routes: routes, Reading: reading, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: m.guard, Signer: signer, Metrics: m.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
-		Proxies: proxies, Bypass: m.bypass, Degraded: m.degraded, Logger: m.Logger,
+		Proxies: proxies, Bypass: m.bypass, Degraded: m.degraded, AdminToken: c.AdminToken, Logger: m.Logger,
 	})
 }
 

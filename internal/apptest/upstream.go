@@ -146,6 +146,13 @@ func (s *UpstreamShop) LastSeen() ShopCall {
 	return s.seen[len(s.seen)-1]
 }
 
+// Seen is every request to any route but POST /buy, in order.
+func (s *UpstreamShop) Seen() []ShopCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ShopCall(nil), s.seen...)
+}
+
 // Left is the stock left.
 func (s *UpstreamShop) Left() int {
 	s.mu.Lock()

@@ -218,12 +218,16 @@ func token(s string) bool {
 // reading; a proxy forwards what it holds): a form that is not its reading
 // (a dot segment, a lower-case method, a removed _method field), a method
 // or path override the backend is not said to honour, a client's
-// X-Waitroom-* header, or a header `waitroom proxy` would remove in a
+// X-Waitroom-* header, waitroom's admin token in any header
+// (adminTokenRefusal), or a header `waitroom proxy` would remove in a
 // spelling no proxy in front removes (X_Entry_Token, X_Staff_Key for a
 // --bypass header, X_Forwarded_For: CGI-style backends read "_" as "-";
 // nginx drops such names, Caddy forwards them). nginx hands such a request
 // to `waitroom proxy`.
 func (g *Gateway) asForwarded(r *http.Request, j judged) *refusal {
+	if ref := g.adminTokenRefusal(r); ref != nil {
+		return ref // whatever the path: the proxy would forward it to the backend
+	}
 	if asJudged(r, j) != r {
 		return &refusal{ErrNotAsJudged, reasonNotCanonical,
 			fmt.Sprintf("send it as %s %s", j.method, (&url.URL{Path: "/", RawPath: j.path, RawQuery: j.rawQuery}).RequestURI())}

@@ -128,7 +128,11 @@ type Options struct {
 	// Degraded is --on-store-error (nil: wait): under admit, protected
 	// requests whose queue's store is away are forwarded without an entry.
 	Degraded *degraded.Policy
-	Logger   *slog.Logger
+	// AdminToken is waitroom's admin token (--admin-token; empty: admin
+	// disabled): a request outside the prefix that carries it in any
+	// header is refused, never forwarded (admintoken.go).
+	AdminToken string
+	Logger     *slog.Logger
 }
 
 // Gateway is the http.Handler of `waitroom proxy`.
@@ -142,6 +146,11 @@ type Gateway struct {
 	// secrets are the bypass rules' headers, stripped from every request
 	// forwarded.
 	secrets []string
+	// adminToken is Options.AdminToken, as carriesToken compares it.
+	adminToken []byte
+	// stock is what the upstream's commands last told each queue, so that
+	// a backend repeating a command on every answer is not logged each time.
+	stock stockTold
 }
 
 // EntryCookiePrefix starts the name of the cookie that carries a browser's
@@ -166,7 +175,7 @@ func New(o Options) (*Gateway, error) {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
 	g := &Gateway{o: o, routes: rt, api: http.StripPrefix(o.Prefix, o.API), upstream: newUpstreamHealth(o.Upstream),
-		secrets: o.Bypass.Headers()}
+		secrets: o.Bypass.Headers(), adminToken: []byte(o.AdminToken)}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = o.UpstreamTimeout
 	// Bytes pass as they are: no gzip added and undone on the way.
@@ -238,6 +247,9 @@ func (g *Gateway) judge(w http.ResponseWriter, r *http.Request) {
 	j, v, ref := g.routes.match(r)
 	if ref == nil && deciding {
 		ref = g.asForwarded(r, j)
+	}
+	if ref == nil && !deciding && !underPrefix(j.path, g.o.Prefix) { // a decision's is asForwarded's
+		ref = g.adminTokenRefusal(r)
 	}
 	switch {
 	case ref != nil:
@@ -421,9 +433,12 @@ func (g *Gateway) run(ctx context.Context, c upstreamCommand, f *forwarded) {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" cannot be carried out", "command", c.name, "why", c.bad)
 		return
 	}
-	if _, err := g.o.Queue.SetStock(context.WithoutCancel(ctx), q, st, false); err != nil {
+	now, err := g.o.Queue.SetStock(context.WithoutCancel(ctx), q, st, false)
+	if err != nil {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" failed", "command", c.name, "queue", q, "err", err)
+		return
 	}
+	g.logStockChanged(ctx, q, c.name, now)
 }
 
 // onlyQueue is the one queue the protected routes name, or "" when they

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/apptest"
@@ -93,6 +94,20 @@ func TestGatewaySoldOutAndRestockCommands(t *testing.T) {
 			visit("/info", "sold-out; queue=no-such-queue")
 			if units, sold := stock(); sold || units != 5.0 {
 				t.Fatalf("after commands that cannot be carried out: unitsLeft %v, soldOut %v; want 5 as before", units, sold)
+			}
+
+			// Each change is logged as the admin API logs one; a repeat of
+			// the stock last told is not logged again at once.
+			visit("/info", "restock; units=5")
+			logs := p.Logs.String()
+			for want, n := range map[string]int{
+				`msg="queue stock changed" queue=default command=sold-out unitsLeft=0 soldOut=true via=X-Waitroom-Command`:     2,
+				`msg="queue stock changed" queue=default command=restock unitsLeft=<nil> soldOut=false via=X-Waitroom-Command`: 1,
+				`msg="queue stock changed" queue=default command=restock unitsLeft=5 soldOut=false via=X-Waitroom-Command`:     1,
+			} {
+				if got := strings.Count(logs, want); got != n {
+					t.Errorf("%d lines %s, want %d", got, want, n)
+				}
 			}
 		})
 	}

@@ -97,6 +97,10 @@ var errorTable = []struct {
 	{gateway.ErrUntrustedAsker, errorRow{http.StatusForbidden, "untrusted_proxy", 0}},
 	{gateway.ErrNotAsJudged, errorRow{http.StatusBadRequest, "not_as_judged", 0}},
 	{gateway.ErrDecisionRequest, errorRow{http.StatusBadRequest, "invalid_decision_request", 0}},
+	// Not 421 Misdirected Request, apt as it reads: RFC 9110 lets a client
+	// send a 421's request again on another connection, the admin token
+	// with it.
+	{gateway.ErrAdminTokenOutsidePrefix, errorRow{http.StatusBadRequest, "admin_token_outside_prefix", 0}},
 }
 
 // noteError looks err up in the table, logs it when it is unexpected or a

@@ -464,7 +464,7 @@ type stockRequestJSON struct {
 // order API does itself when it sells the last unit, for a shop whose
 // stock waitroom does not see.
 func (s *Server) soldOut(w http.ResponseWriter, r *http.Request) {
-	s.setStock(w, r, queue.Stock{Known: true}, false)
+	s.setStock(w, r, "sold-out", queue.Stock{Known: true}, false)
 }
 
 // restock reopens a sold-out queue, everyone's place kept: with the units
@@ -482,22 +482,49 @@ func (s *Server) restock(w http.ResponseWriter, r *http.Request) {
 	if body.UnitsLeft != nil {
 		st = queue.Stock{Known: true, Units: *body.UnitsLeft}
 	}
-	s.setStock(w, r, st, body.UnitsLeft == nil && s.Orders != nil)
+	s.setStock(w, r, "restock", st, body.UnitsLeft == nil && s.Orders != nil)
 }
 
-// setStock sets a queue's stock, then with recount as the order API's
-// database has it (if any product names the queue), and answers with its
-// stats (as queueStats).
-func (s *Server) setStock(w http.ResponseWriter, r *http.Request, st queue.Stock, recount bool) {
+// setStock carries out an operator's stock command: it sets a queue's
+// stock, then with recount as the order API's database has it (if any
+// product names the queue), logs the change as a settings change is
+// logged (saveQueue), and answers with the queue's stats (as queueStats).
+func (s *Server) setStock(w http.ResponseWriter, r *http.Request, command string, st queue.Stock, recount bool) {
 	q := r.PathValue("queue")
-	if _, err := s.Queue.SetStock(r.Context(), q, st, false); err != nil {
+	now, err := s.Queue.SetStock(r.Context(), q, st, false)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if recount {
 		s.Orders.TellStock(r.Context(), q, false)
 	}
-	s.queueStats(w, r)
+	stats, err := s.Queue.Stats(r.Context(), q)
+	if err == nil {
+		now = stats.Stock // a recount's, when there was one
+	}
+	s.logStockChanged(r, q, command, now, recount)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toStatsJSON(stats, s.Queue.Clock()))
+}
+
+// logStockChanged writes the info line of an operator's stock command: the
+// queue, the request, the command, units left (nil: not known), whether it
+// is sold out, and whether the units were recounted from the products.
+// The gateway writes the same line for the backend's X-Waitroom-Command.
+func (s *Server) logStockChanged(r *http.Request, q, command string, st queue.Stock, recounted bool) {
+	var units any
+	if st.Known {
+		units = st.Units
+	}
+	attrs := []any{"queue", q, "request_id", requestID(r.Context()), "command", command, "unitsLeft", units, "soldOut", st.SoldOut()}
+	if recounted {
+		attrs = append(attrs, "recounted", true) // from the order API's products
+	}
+	s.logger.InfoContext(r.Context(), "queue stock changed", attrs...)
 }
 
 // statsJSON is a queue as the admin sees it at now: every setting

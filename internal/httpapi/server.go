@@ -423,8 +423,16 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.Write(s.OpenAPI)
 }
 
+// Service is what GET /healthz names as the program answering. A client
+// about to send the admin token (the admin commands of cmd/waitroom) asks
+// it first, with no token: at an address that reaches another server (the
+// shop's backend at a gateway's root) it finds no "waitroom" and sends
+// nothing secret.
+const Service = "waitroom"
+
+// healthz answers 200 while the process serves HTTP, naming the service.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": Service})
 }
 
 // Readiness is the body of a ready /readyz: what the instance knows of the
