@@ -25,7 +25,8 @@ type adminTarget struct {
 func adminFlags(flags *flag.FlagSet) adminTarget {
 	return adminTarget{
 		addr: flags.String("addr", "http://127.0.0.1:8080", "the running instance: its URL, or its listen address as given to serve (:8080 is this machine's port 8080); "+
-			"behind waitroom proxy, with its --prefix (http://127.0.0.1:8080/_waitroom)"),
+			"behind waitroom proxy, with its --prefix (http://127.0.0.1:8080/_waitroom; /_waitroom is tried by itself when the root is not waitroom). "+
+			"The admin token is sent only once the address has answered GET /healthz as waitroom"),
 		token:   flags.String("admin-token", "", "the admin token, as given to serve; empty: the one the embedded default keeps in --data-dir"),
 		dataDir: flags.String("data-dir", app.DefaultDataDir, "the embedded default's data directory, as given to serve"),
 	}
@@ -41,21 +42,29 @@ func (adminTarget) fromEnv(flags *flag.FlagSet, getenv func(string) string) {
 	}
 }
 
-// resolve is the instance's base URL and the admin token: --admin-token,
-// else the one the embedded default keeps in --data-dir.
-func (a adminTarget) resolve() (base, token string, err error) {
-	if base, err = instanceURL(*a.addr); err != nil {
-		return "", "", fmt.Errorf("--addr: %w", err)
+// resolve is the instance and the admin token: --admin-token, else the one
+// the embedded default keeps in --data-dir. The instance is --addr once it
+// has answered as waitroom (findWaitroom), so the token is never sent
+// anywhere else; what findWaitroom notes goes to notes.
+func (a adminTarget) resolve(ctx context.Context, notes io.Writer) (at waitroomBase, token string, err error) {
+	base, err := instanceURL(*a.addr)
+	if err != nil {
+		return waitroomBase{}, "", fmt.Errorf("--addr: %w", err)
 	}
-	if token = *a.token; token != "" {
-		return base, token, nil
+	if token = *a.token; token == "" {
+		token, err = app.ReadAdminToken(*a.dataDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return waitroomBase{}, "", fmt.Errorf("no admin token: pass --admin-token (or WAITROOM_ADMIN_TOKEN) as given to serve, "+
+				"or run this where the embedded default keeps one, %s", filepath.Join(*a.dataDir, app.AdminTokenFile))
+		}
+		if err != nil {
+			return waitroomBase{}, "", err
+		}
 	}
-	token, err = app.ReadAdminToken(*a.dataDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", "", fmt.Errorf("no admin token: pass --admin-token (or WAITROOM_ADMIN_TOKEN) as given to serve, "+
-			"or run this where the embedded default keeps one, %s", filepath.Join(*a.dataDir, app.AdminTokenFile))
+	if at, err = findWaitroom(ctx, base, notes); err != nil {
+		return waitroomBase{}, "", fmt.Errorf("%w (the admin token was not sent)", err)
 	}
-	return base, token, err
+	return at, token, nil
 }
 
 // parseQueueCommand parses the flags of a command about one queue and
@@ -78,14 +87,20 @@ func parseQueueCommand(flags *flag.FlagSet, args []string, queue *string) error 
 // figures for the longest span kept (14 days of minutes) fit many times.
 const maxAdminAnswer = 256 << 20
 
-// adminCall sends one admin API request and decodes its JSON answer into
-// out; a refusal is an error carrying the API's status, code and message.
-func adminCall(ctx context.Context, method, endpoint, token string, body []byte, out any) error {
+// adminClient follows no redirect: a command sends the admin token to the
+// address that answered as waitroom and to no other, and a redirect is
+// shown as the answer it is.
+var adminClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// adminCall sends one admin API request (path under the instance, with its
+// query) and decodes its JSON answer into out; a refusal is an error
+// carrying the API's status, code and message.
+func adminCall(ctx context.Context, method string, at waitroomBase, path, token string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, endpoint, rd)
+	req, err := http.NewRequestWithContext(ctx, method, at.url+path, rd)
 	if err != nil {
 		return err
 	}
@@ -94,7 +109,7 @@ func adminCall(ctx context.Context, method, endpoint, token string, body []byte,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := adminClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -103,6 +118,21 @@ func adminCall(ctx context.Context, method, endpoint, token string, body []byte,
 	if err != nil {
 		return fmt.Errorf("%s: reading the answer: %v", res.Status, err)
 	}
+	if err := apiRefusal(res.StatusCode, raw); err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s", res.Status)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s: the answer is not the admin API's JSON: %v", res.Status, err)
+	}
+	return nil
+}
+
+// apiRefusal is the API's error object in an answer, as an error with its
+// status, code and message (nil when the answer carries none).
+func apiRefusal(status int, raw []byte) error {
 	var refusal struct {
 		Error *struct {
 			Code    string `json:"code"`
@@ -110,13 +140,7 @@ func adminCall(ctx context.Context, method, endpoint, token string, body []byte,
 		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &refusal) == nil && refusal.Error != nil {
-		return fmt.Errorf("%d %s: %s", res.StatusCode, refusal.Error.Code, refusal.Error.Message)
-	}
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s", res.Status)
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s: the answer is not the admin API's JSON: %v", res.Status, err)
+		return fmt.Errorf("%d %s: %s", status, refusal.Error.Code, refusal.Error.Message)
 	}
 	return nil
 }

@@ -38,6 +38,10 @@ Commands:
   report    the sale's report, one HTML file: report --queue Q [--since 6h]
             [--until T] [--out FILE] (the queue's figures minute by minute,
             read from a running instance through the admin API)
+  solve     anonymous visitors for a smoke or load test: solve [--queue Q]
+            [--count N] [--enter] [--addr URL] prints each one's session
+            cookie and its solved proof of work (or, with --enter, takes its
+            place and prints its status)
   version   print the version and the source revision this binary was built from
   help      print this help
 

@@ -7,6 +7,7 @@
 //	waitroom sold-out --queue Q     mark a queue sold out on a running instance
 //	waitroom restock --queue Q      tell it what it has to sell again (--units N)
 //	waitroom report --queue Q       the sale's report, one HTML file (--since, --until, --out)
+//	waitroom solve --queue Q        anonymous visitors for a test: session cookie, solved challenge (--enter)
 //	waitroom version | --version    the version and source revision
 //	waitroom help                   the commands
 //
@@ -62,6 +63,10 @@ func run(args []string) error {
 		return stock(command, args, os.Getenv, os.Stdout, os.Stderr)
 	case "report":
 		return reportCmd(args, os.Getenv, time.Now(), os.Stdout, os.Stderr)
+	case "solve":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return solveCmd(ctx, args, os.Getenv, os.Stdout, os.Stderr)
 	case "version":
 		_, err := fmt.Println(versionText())
 		return err

@@ -153,7 +153,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waitroom help: %v", err)
 	}
-	for _, cmd := range []string{"serve", "proxy", "token", "sold-out", "restock", "report", "version", "help"} {
+	for _, cmd := range []string{"serve", "proxy", "token", "sold-out", "restock", "report", "solve", "version", "help"} {
 		if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).Match(out) {
 			t.Errorf("help does not describe %s:\n%s", cmd, out)
 		}
@@ -233,6 +233,20 @@ func TestStockCommands(t *testing.T) {
 				t.Errorf("the queue's stats: unitsLeft %v soldOut %v, want %v %v", st.Body["unitsLeft"], st.Body["soldOut"], tt.unitsLeft, tt.soldOut)
 			}
 		})
+	}
+
+	// Each command is logged as a settings PATCH is: the queue, the
+	// request, what changed (a restock without units is recounted from the
+	// products: none names this queue, so not known).
+	logs := in.Logs.String()
+	for _, want := range []string{
+		`msg="queue stock changed" queue=` + q + ` request_id=\w+ command=sold-out unitsLeft=0 soldOut=true\n`,
+		`msg="queue stock changed" queue=` + q + ` request_id=\w+ command=restock unitsLeft=500 soldOut=false\n`,
+		`msg="queue stock changed" queue=` + q + ` request_id=\w+ command=restock unitsLeft=<nil> soldOut=false recounted=true\n`,
+	} {
+		if !regexp.MustCompile(want).MatchString(logs) {
+			t.Errorf("no log line %s in:\n%s", want, logs)
+		}
 	}
 
 	// The embedded default's own token, read from its data dir.

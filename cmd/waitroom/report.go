@@ -51,13 +51,13 @@ func reportCmd(args []string, getenv func(string) string, now time.Time, stdout,
 	if err != nil {
 		return fmt.Errorf("--tz: %w", err)
 	}
-	base, token, err := target.resolve()
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	at, token, err := target.resolve(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
-	defer cancel()
-	return writeReport(ctx, adminRollups{base: base, token: token}, *q, from, to, *out,
+	return writeReport(ctx, adminRollups{at: at, token: token}, *q, from, to, *out,
 		report.Options{Lang: *lang, Location: loc, Now: now}, stdout)
 }
 
@@ -131,7 +131,8 @@ func reportSpan(since, until string, now time.Time) (from, to time.Time, err err
 // /admin/v1/queues/{queue}/rollups?since=&until= (RFC 3339; either left
 // out when zero), whose answer is a report.Sale as JSON.
 type adminRollups struct {
-	base, token string
+	at    waitroomBase
+	token string
 }
 
 var _ report.Source = adminRollups{}
@@ -144,11 +145,11 @@ func (a adminRollups) Sale(ctx context.Context, queue string, since, until time.
 	if !until.IsZero() {
 		q.Set("until", until.UTC().Format(time.RFC3339))
 	}
-	endpoint := a.base + "/admin/v1/queues/" + url.PathEscape(queue) + "/rollups"
+	path := "/admin/v1/queues/" + url.PathEscape(queue) + "/rollups"
 	if len(q) > 0 {
-		endpoint += "?" + q.Encode()
+		path += "?" + q.Encode()
 	}
 	var sale report.Sale
-	err := adminCall(ctx, http.MethodGet, endpoint, a.token, nil, &sale)
+	err := adminCall(ctx, http.MethodGet, a.at, path, a.token, nil, &sale)
 	return sale, err
 }

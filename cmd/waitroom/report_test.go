@@ -17,7 +17,8 @@ import (
 
 // rollupsServer stands in for an instance's admin API: it answers the
 // rollups route with the known sale as JSON (the shape the route must
-// answer: a report.Sale), and records the queries it was asked.
+// answer: a report.Sale) and /healthz as waitroom does, and records the
+// queries it was asked.
 func rollupsServer(t *testing.T, token string) (*httptest.Server, func() []string) {
 	t.Helper()
 	var mu sync.Mutex
@@ -29,6 +30,8 @@ func rollupsServer(t *testing.T, token string) (*httptest.Server, func() []strin
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
+		case r.URL.Path == "/healthz": // asked first, without the token
+			w.Write([]byte(`{"status":"ok","service":"waitroom"}`))
 		case r.Header.Get("Authorization") != "Bearer "+token:
 			w.WriteHeader(http.StatusUnauthorized)
 			w.Write([]byte(`{"error":{"code":"admin_unauthorized","message":"admin token missing or wrong"}}`))

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// stockTimeout bounds one admin call: an instance that does not answer in
-// this long is as good as down for an operator at a shell.
+// stockTimeout bounds a stock command (asking whether --addr is waitroom,
+// then the admin call): an instance that does not answer in this long is as
+// good as down for an operator at a shell.
 const stockTimeout = 30 * time.Second
 
 // stock runs `waitroom sold-out` and `waitroom restock`: the admin API's
@@ -49,7 +50,9 @@ func stock(command string, args []string, getenv func(string) string, stdout, st
 	if unitsGiven && units < 0 {
 		return fmt.Errorf("--units: must be 0 or more, got %d", units)
 	}
-	base, token, err := target.resolve()
+	ctx, cancel := context.WithTimeout(context.Background(), stockTimeout)
+	defer cancel()
+	at, token, err := target.resolve(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -57,7 +60,7 @@ func stock(command string, args []string, getenv func(string) string, stdout, st
 	if unitsGiven {
 		body, _ = json.Marshal(map[string]int64{"unitsLeft": units})
 	}
-	left, err := postStock(base+"/admin/v1/queues/"+url.PathEscape(*q)+"/"+command, token, body)
+	left, err := postStock(ctx, at, "/admin/v1/queues/"+url.PathEscape(*q)+"/"+command, token, body)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", command, *q, err)
 	}
@@ -97,14 +100,12 @@ func instanceURL(addr string) (string, error) {
 
 // postStock sends one of the stock commands and reads the queue's stock
 // from its answer (the queue's stats).
-func postStock(endpoint, token string, body []byte) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), stockTimeout)
-	defer cancel()
+func postStock(ctx context.Context, at waitroomBase, path, token string, body []byte) (string, error) {
 	var answer struct {
 		UnitsLeft *int64 `json:"unitsLeft"`
 		SoldOut   bool   `json:"soldOut"`
 	}
-	if err := adminCall(ctx, http.MethodPost, endpoint, token, body, &answer); err != nil {
+	if err := adminCall(ctx, http.MethodPost, at, path, token, body, &answer); err != nil {
 		return "", err
 	}
 	switch {
