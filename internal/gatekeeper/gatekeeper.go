@@ -108,6 +108,9 @@ const replayMargin = time.Minute
 //   - a signed-in caller always may;
 //   - an anonymous caller who already holds a place (waiting, or READY) is
 //     told so whatever the policy: re-entering takes nothing new;
+//   - an anonymous newcomer who would be asked for a challenge or to sign
+//     in is refused instead when the queue refuses newcomers whatever
+//     they do (closed, sold out: queue.Service.Knock);
 //   - otherwise under "signed": ErrSignInRequired; under "any": one of the
 //     address's entries; under "challenge": one of the address's entries
 //     and a solution of a challenge of this queue (proof), unexpired,
@@ -127,8 +130,10 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 		return g.o.Queue.Enter(ctx, q, c.User)
 	}
 	if proof == "" || cfg.Join == queue.JoinSigned {
-		// Asking costs a status read, never a place.
-		v, err := g.o.Queue.Status(ctx, q, c.User)
+		// Asking costs a status read, never a place; a newcomer the queue
+		// refuses anyway (closed, sold out) is told so by it, before being
+		// sent to solve a challenge or to sign in for nothing.
+		v, err := g.o.Queue.Knock(ctx, q, c.User)
 		if err != nil || v.State != queue.NotInQueue {
 			return v, err
 		}
@@ -156,10 +161,16 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 	return g.o.Queue.Enter(ctx, q, c.User)
 }
 
-// Challenge issues a challenge for the queue at its difficulty.
+// Challenge issues a challenge for the queue at its difficulty, unless
+// the queue refuses newcomers now (closed, sold out:
+// queue.Service.RefusesNewcomers): then that refusal, so that no one
+// solves a proof of work for a place they cannot have.
 func (g *Gatekeeper) Challenge(ctx context.Context, q string) (challenge.Challenge, error) {
 	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
 	if err != nil {
+		return challenge.Challenge{}, err
+	}
+	if err := g.o.Queue.RefusesNewcomers(ctx, q); err != nil {
 		return challenge.Challenge{}, err
 	}
 	return g.o.Challenges.Issue(q, cfg.ChallengeCost), nil

@@ -184,6 +184,54 @@ func TestUnknownQueue(t *testing.T) {
 	}
 }
 
+// TestRefusedBeforeAsked: a newcomer to a queue that refuses newcomers
+// whatever they do (sold out, closed) is told so at once, under every
+// policy that would ask them for something (a challenge, a sign-in),
+// and is handed no challenge to solve; whoever holds a place is told
+// where they stand, asked for nothing (issue 49).
+func TestRefusedBeforeAsked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, refusal := range []struct {
+		name string
+		make func(t *testing.T, f fixture)
+		want error
+		held queue.State
+	}{
+		{"sold out", func(t *testing.T, f fixture) {
+			if _, err := f.q.SetStock(ctx, "sale", queue.Stock{Known: true, Units: 0}, false); err != nil {
+				t.Fatal(err)
+			}
+		}, queue.ErrSoldOut, queue.SoldOut},
+		{"closed", func(t *testing.T, f fixture) {
+			c, _ := f.q.Config(ctx, "sale")
+			c.Method = queue.MethodReject
+			if err := f.q.PutConfig(ctx, "sale", c); err != nil {
+				t.Fatal(err)
+			}
+		}, queue.ErrQueueClosed, queue.Waiting},
+	} {
+		for _, policy := range []queue.JoinPolicy{queue.JoinChallenge, queue.JoinSigned} {
+			t.Run(refusal.name+"/"+string(policy), func(t *testing.T) {
+				f := newFixture(t, policy, 100)
+				if _, err := f.g.Enter(ctx, "sale", signed("member"), home, ""); err != nil {
+					t.Fatal(err)
+				}
+				refusal.make(t, f)
+				if _, err := f.g.Enter(ctx, "sale", anon("anon-late"), home, ""); !errors.Is(err, refusal.want) {
+					t.Errorf("a newcomer: %v, want %v", err, refusal.want)
+				}
+				if c, err := f.g.Challenge(ctx, "sale"); !errors.Is(err, refusal.want) {
+					t.Errorf("a challenge for a newcomer: %+v, %v; want none, %v", c, err, refusal.want)
+				}
+				if v, err := f.g.Enter(ctx, "sale", anon("member"), home, ""); err != nil || v.State != refusal.held {
+					t.Errorf("someone holding a place: %+v, %v; want %s", v, err, refusal.held)
+				}
+			})
+		}
+	}
+}
+
 // TestPolicyChangeShowsAtOnce: a config changed through this instance's
 // service applies to the next enter (ConfigInForce is forgotten on PutConfig).
 func TestPolicyChangeShowsAtOnce(t *testing.T) {

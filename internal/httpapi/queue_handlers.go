@@ -200,10 +200,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		return
 	}
 	if err != nil {
-		if errors.Is(err, queue.ErrQueueClosed) || errors.Is(err, queue.ErrSoldOut) {
-			err = inOperatorsWords(err, s.entryMessage(r, r.PathValue("queue")))
-		}
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.refusalInOperatorsWords(r, err))
 		return
 	}
 	writeAnswerMarked(w, v, s.entryMessage(r, r.PathValue("queue")), s.signedTicket(r.PathValue("queue"), user, v), false)
@@ -252,6 +249,17 @@ type operatorsWords struct {
 
 func (e operatorsWords) Error() string { return e.text }
 func (e operatorsWords) Unwrap() error { return e.err }
+
+// refusalInOperatorsWords is err, and when it refuses a newcomer a place
+// (closed, sold out) said with the queue's message for the request's
+// reader: a closed sale's "Sold out: thank you" reaches whoever is turned
+// away, by whichever route.
+func (s *Server) refusalInOperatorsWords(r *http.Request, err error) error {
+	if errors.Is(err, queue.ErrQueueClosed) || errors.Is(err, queue.ErrSoldOut) {
+		return inOperatorsWords(err, s.entryMessage(r, r.PathValue("queue")))
+	}
+	return err
+}
 
 // inOperatorsWords is err said with the queue's message, when it has one.
 func inOperatorsWords(err error, message string) error {
@@ -312,11 +320,12 @@ const ChallengeSolutionHeader = "X-Challenge-Solution"
 
 // challenge issues a proof-of-work challenge for the queue (ALTCHA v2
 // parameters and signature); its solution, sent with enter, takes one
-// place.
+// place. A queue that takes no newcomers now (closed, sold out) hands out
+// none: its refusal instead, as entering would answer it.
 func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 	c, err := s.Gate.Challenge(r.Context(), r.PathValue("queue"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.refusalInOperatorsWords(r, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, c)

@@ -6,6 +6,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/apptest"
@@ -121,6 +122,62 @@ func TestAdminSoldOutAndRestock(t *testing.T) {
 			}
 			if r := in.Do("POST", path+"/sold-out", "", nil); r.Status != http.StatusUnauthorized {
 				t.Errorf("sold-out without the admin token: %d %s, want 401", r.Status, r.Raw)
+			}
+		})
+	}
+}
+
+// TestSoldOutRefusesBeforeTheChallenge: under the challenge policy, a
+// newcomer to a sold-out queue is refused 410 sold_out at once, in the
+// queue's words, where they would have been asked to solve a proof of work
+// first (issue 49): entering without a solution, asking the challenge route
+// for one, and the page without JavaScript all say sold out, and nobody
+// takes a place. Whoever held a place is answered SOLD_OUT, asked for
+// nothing. A restock asks newcomers for their challenge again.
+func TestSoldOutRefusesBeforeTheChallenge(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			in := apptest.Boot(t, b, nil)
+			q := apptest.UniqueID("so-ch")
+			const words = "The spring drop is over"
+			in.PutQueue(q, map[string]any{"paused": true, "message": words}) // new queues: entry challenge
+			member := in.SessionCookie()
+			if r := in.EnterAnonymously("", q, member); r.Status != http.StatusOK {
+				t.Fatalf("a place before the sale sold out: %d %s", r.Status, r.Raw)
+			}
+			if r := in.Do("POST", "/admin/v1/queues/"+q+"/sold-out", in.AdminAuth(), nil); r.Status != http.StatusOK {
+				t.Fatalf("sold-out: %d %s", r.Status, r.Raw)
+			}
+
+			newcomer := in.SessionCookie()
+			for _, r := range []apptest.Response{
+				in.Do("POST", entriesPath(q), "", nil, "Cookie", newcomer),
+				in.Do("GET", "/api/v1/queues/"+q+"/challenge", "", nil),
+			} {
+				checkErrorAnswer(t, r, http.StatusGone, "sold_out")
+				if e, _ := r.Body["error"].(map[string]any); e["message"] != words || e["challengeUrl"] != nil {
+					t.Errorf("the refusal: %s, want the queue's words and no challenge", r.Raw)
+				}
+			}
+			if r := in.Do("GET", "/q/"+q+"/noscript?lang=en", "", nil, "Cookie", newcomer); r.Status != http.StatusOK ||
+				!strings.Contains(r.Raw, `data-state="soldout"`) || strings.Contains(r.Raw, `data-state="challenge"`) {
+				t.Errorf("the page without JavaScript, a newcomer: %d %.600s; want it sold out, no challenge", r.Status, r.Raw)
+			}
+			if r := in.Do("POST", entriesPath(q), "", nil, "Cookie", member); r.Status != http.StatusOK || r.Str("status") != "SOLD_OUT" {
+				t.Errorf("the member, holding a place: %d %s, want SOLD_OUT", r.Status, r.Raw)
+			}
+			if st := in.QueueStats(q); st.Num("length") != 1 {
+				t.Errorf("a newcomer took a place in a sold-out line: length %v", st.Num("length"))
+			}
+
+			if r := in.Do("POST", "/admin/v1/queues/"+q+"/restock", in.AdminAuth(), map[string]any{"unitsLeft": 10}); r.Status != http.StatusOK {
+				t.Fatalf("restock: %d %s", r.Status, r.Raw)
+			}
+			checkErrorAnswer(t, in.Do("POST", entriesPath(q), "", nil, "Cookie", newcomer), http.StatusForbidden, "challenge_required")
+			if r := in.EnterAnonymously("", q, newcomer); r.Status != http.StatusOK || r.Str("status") != "WAITING" {
+				t.Errorf("the newcomer after the restock, with a solution: %d %s", r.Status, r.Raw)
 			}
 		})
 	}

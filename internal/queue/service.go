@@ -336,6 +336,67 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	return s.view(ctx, queue, e), nil
 }
 
+// Knock is Enter for a caller who must do something before they may take
+// a place (solve a challenge, sign in), asked before they are asked to do
+// it: whoever holds a place is told where they stand, as by Status; a
+// newcomer gets the refusal Enter would give them now (ErrQueueClosed,
+// ErrSoldOut), so a sold-out line never has someone solve a proof of work
+// only to be turned away; any other newcomer is NOT_IN_QUEUE, a place
+// theirs to take. It costs what Status costs: a newcomer's standing comes
+// from the store, and the queue's stock comes in the same answer (its
+// pace).
+func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
+	e, err := s.status(ctx, queue, user)
+	if err != nil {
+		return View{}, err
+	}
+	if e.State == NotInQueue {
+		c, err := s.ConfigInForce(ctx, queue)
+		if err != nil {
+			return View{}, err
+		}
+		if err := s.refusal(c, e.Pace.Stock); err != nil {
+			return View{}, err
+		}
+	}
+	return s.view(ctx, queue, e), nil
+}
+
+// RefusesNewcomers is the refusal a newcomer to the queue would get now
+// (ErrQueueClosed, ErrSoldOut), as this instance knows it: the config read
+// within the second (ConfigInForce) and the stock in its snapshot of the
+// line (Snapshot, the read the status polls share; with snapshots off, a
+// read of its own). Nil when the queue takes newcomers, and when the line
+// cannot be read just now: entering tells them then. For what is asked
+// only of a newcomer (a challenge), so that nobody is handed work for a
+// place they cannot have.
+func (s *Service) RefusesNewcomers(ctx context.Context, queue string) error {
+	c, err := s.ConfigInForce(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if s.closedTo(c) {
+		return ErrQueueClosed
+	}
+	sn, err := s.Snapshot(ctx, queue)
+	if err != nil {
+		return nil
+	}
+	return s.refusal(c, sn.Pace.Stock)
+}
+
+// refusal is why a newcomer may not take a place in a queue of config c
+// with stock st (Enter's rules: closed before sold out), nil when they may.
+func (s *Service) refusal(c Config, st Stock) error {
+	switch {
+	case s.closedTo(c):
+		return ErrQueueClosed
+	case st.SoldOut():
+		return ErrSoldOut
+	}
+	return nil
+}
+
 // Status reads the user's standing.
 func (s *Service) Status(ctx context.Context, queue, user string) (View, error) {
 	e, err := s.status(ctx, queue, user)

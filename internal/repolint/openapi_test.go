@@ -686,6 +686,10 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + paused + "/challenge", status: 200})
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/nosuchqueue/challenge", status: 404, code: "queue_not_found"})
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/bad*name/challenge", status: 400, code: "invalid_queue_name", specInvalid: true})
+	// A queue that takes no newcomers hands out no challenge for a place.
+	closed := apptest.UniqueID("closed")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + closed, auth: admin, body: map[string]any{"queueingMethod": "reject"}, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + closed + "/challenge", status: 403, code: "queue_closed"})
 	solution := in.Solve("", paused)
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, headers: []string{"X-Challenge-Solution", solution}, status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 200}) // in line: no new solution asked
@@ -1000,6 +1004,9 @@ func runOpenAPIStock(t *testing.T, k *oaChecker, admin string) {
 		t.Errorf("sold out: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(second), status: 410, code: "sold_out"})
+	// An anonymous newcomer is told so before any challenge (issue 49).
+	k.call(t, oaCase{method: "POST", path: entries, cookie: in.SessionCookie(), status: 410, code: "sold_out"})
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + q + "/challenge", status: 410, code: "sold_out"})
 	for _, c := range []oaCase{
 		{method: "POST", path: entries, auth: in.As(first), status: 200},
 		{method: "GET", path: me, auth: in.As(first), status: 200},

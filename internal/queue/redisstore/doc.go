@@ -32,8 +32,8 @@
 //
 //	Lua (scripts/)               memstore                           storetest case
 //	enter.lua                    Store.Enter, state.enter           ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
-//	status.lua                   Store.Status                       SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce
-//	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne
+//	status.lua                   Store.Status                       SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt
+//	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt
 //	leave.lua                    Store.Leave, state.leave           LeavingClosesTheGap, LeaveGivesBackToken
 //	tick.lua, admit.lua          Store.Admit (admission.PlanTick)       AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
 //	admit.lua's draw             state.draw                         RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom

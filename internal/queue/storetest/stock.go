@@ -26,7 +26,8 @@ func units(n int64) queue.Stock { return queue.Stock{Known: true, Units: n} }
 var unknown = queue.Stock{}
 
 // testSoldOut: once the stock is 0, nobody new takes a place (entering is
-// ErrSoldOut, a quiet line lets nobody straight in), admission lets nobody
+// ErrSoldOut, and so is knocking, from the stock in a newcomer's status
+// answer; a quiet line lets nobody straight in), admission lets nobody
 // in, whoever waits is told SOLD_OUT with a long poll and keeps their
 // place, and whoever is READY stays so; a restock, with or without a
 // count, gives everyone their place back where it was and admission goes
@@ -53,6 +54,14 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if v, err := svc.AdmitNow(ctx, q, "late"); err != nil || v.State != queue.NotInQueue {
 		t.Fatalf("a newcomer let in at once while sold out: %+v, %v; want NOT_IN_QUEUE", v, err)
+	}
+	// Told before being asked to solve a challenge: from the stock in a
+	// newcomer's status answer, and in the line's snapshot.
+	if v, err := svc.Knock(ctx, q, "late"); !errors.Is(err, queue.ErrSoldOut) {
+		t.Fatalf("a newcomer knocking while sold out: %+v, %v; want ErrSoldOut", v, err)
+	}
+	if err := svc.RefusesNewcomers(ctx, q); !errors.Is(err, queue.ErrSoldOut) {
+		t.Fatalf("RefusesNewcomers while sold out: %v, want ErrSoldOut", err)
 	}
 	if v, err := svc.Status(ctx, q, "a"); err != nil || v.State != queue.Ready {
 		t.Fatalf("a, READY before the last unit went: %+v, %v; want READY still", v, err)
@@ -93,6 +102,12 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 				t.Fatal(err)
 			}
 		}
+	}
+	if v, err := svc.Knock(ctx, q, "late"); err != nil || v.State != queue.NotInQueue {
+		t.Fatalf("a newcomer knocking after restock: %+v, %v; want NOT_IN_QUEUE", v, err)
+	}
+	if err := svc.RefusesNewcomers(ctx, q); err != nil {
+		t.Fatalf("RefusesNewcomers after restock: %v", err)
 	}
 	if _, err := svc.Enter(ctx, q, "late"); err != nil {
 		t.Fatalf("a newcomer after restock: %v", err)
