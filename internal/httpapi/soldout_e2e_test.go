@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // TestLastSaleSellsTheLineOut: two units, two buyers let in (admitPerUnit
@@ -77,7 +78,8 @@ func TestLastSaleSellsTheLineOut(t *testing.T) {
 // whose stock waitroom is not told (no product names it): sold-out sells
 // it out, restock with a count sets it, without one makes it not known;
 // a bad count or body is 400, an unknown queue 404, and both need the
-// admin token.
+// admin token. While sold out (or paused) the stats' rate reason says that
+// admission lets nobody in.
 func TestAdminSoldOutAndRestock(t *testing.T) {
 	t.Parallel()
 	for _, b := range apptest.Backends {
@@ -115,6 +117,24 @@ func TestAdminSoldOutAndRestock(t *testing.T) {
 				if st.Body["unitsLeft"] != step.units || st.Body["soldOut"] != step.soldOut {
 					t.Fatalf("after %s %s: unitsLeft %v, soldOut %v; want %v, %v", step.op, step.body,
 						st.Body["unitsLeft"], st.Body["soldOut"], step.units, step.soldOut)
+				}
+				// The rate's reason says admission lets nobody in while sold
+				// out; the rate is the one it resumes at (issue 49).
+				why := ""
+				if step.soldOut {
+					why = queue.SoldOutWhy
+				}
+				if st.Body["effectiveRateReason"] != why || st.Body["effectiveRatePerSecond"] != 1000.0 {
+					t.Fatalf("after %s %s: effectiveRatePerSecond %v, effectiveRateReason %q; want 1000, %q", step.op, step.body,
+						st.Body["effectiveRatePerSecond"], st.Body["effectiveRateReason"], why)
+				}
+			}
+			// Sold out before paused: a resume would let nobody in either.
+			in.PatchQueue(q, map[string]any{"paused": true})
+			for _, step := range []struct{ op, why string }{{"restock", queue.PausedWhy}, {"sold-out", queue.SoldOutWhy}} {
+				in.Do("POST", path+"/"+step.op, in.AdminAuth(), nil)
+				if st := in.QueueStats(q); st.Body["effectiveRateReason"] != step.why {
+					t.Errorf("paused, after %s: effectiveRateReason %q, want %q", step.op, st.Body["effectiveRateReason"], step.why)
 				}
 			}
 			if r := in.Do("POST", "/admin/v1/queues/no-such-queue/sold-out", in.AdminAuth(), nil); r.Status != http.StatusNotFound {
