@@ -535,11 +535,7 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
 func (m *Main) banner() {
 	c, w := m.Config, m.Stdout
 	if c.Proxy {
-		fmt.Fprintf(w, "waitroom is guarding %s with the line in process (no Redis)\n", c.Upstream)
-		fmt.Fprintf(w, "  shop:        http://%s/\n", m.Addr())
-		fmt.Fprintf(w, "  line:        http://%s%s/\n", m.Addr(), c.Prefix)
-		fmt.Fprintf(w, "  admin:       http://%s%s/admin (token %s)\n", m.Addr(), c.Prefix, c.AdminToken)
-		fmt.Fprintf(w, "  admission:   %s\n", m.newQueues.RateDerivation)
+		gatewayBanner(w, c, m.Addr(), m.newQueues.RateDerivation)
 		return
 	}
 	command := m.Command
@@ -565,6 +561,33 @@ func (m *Main) banner() {
 	fmt.Fprintf(w, "  a user JWT:  %s   (%s)\n", token, why)
 	fmt.Fprintf(w, "  try it:      curl -X POST %s/api/v1/queues/default/entries -H 'Authorization: Bearer %s'\n",
 		m.Addr(), SignUserJWT(c.AuthSecret, c.AuthAudience, c.AuthIssuer, "alice", 24*time.Hour))
+}
+
+// gatewayBanner is banner for `waitroom proxy`, listening on addr. Where
+// the shop is depends on what stands in front: waitroom's own address
+// when nothing does; the public address when a setting names it
+// (--entry-issuer, the gateway's public URL: Config.publicBase); and when
+// a proxy stands in front (--trusted-proxies: nginx or Caddy asking for
+// decisions, a load balancer) but no setting names its address, a plain
+// word that the shop is at the proxy's address, never waitroom's own
+// port given as the shop's, which would take people past the proxy. The
+// admin page stays on waitroom's own address: the operator is beside it.
+func gatewayBanner(w io.Writer, c Config, addr, derivation string) {
+	fmt.Fprintf(w, "waitroom is guarding %s with the line in process (no Redis)\n", c.Upstream)
+	switch public := c.publicBase(); {
+	case public != "":
+		fmt.Fprintf(w, "  shop:        %s   (its public address, from --entry-issuer)\n", public)
+		fmt.Fprintf(w, "  line:        %s%s/\n", public, strings.TrimPrefix(c.Prefix, "/"))
+	case c.TrustedProxies != "":
+		fmt.Fprintf(w, "  shop:        behind your proxy: open the shop at your proxy's address, not waitroom's own http://%s/\n", addr)
+		fmt.Fprintf(w, "               (--entry-issuer, the public URL such as https://shop.example.com%s, would name it here)\n", c.Prefix)
+		fmt.Fprintf(w, "  line:        at your proxy's address, under %s/\n", c.Prefix)
+	default:
+		fmt.Fprintf(w, "  shop:        http://%s/\n", addr)
+		fmt.Fprintf(w, "  line:        http://%s%s/\n", addr, c.Prefix)
+	}
+	fmt.Fprintf(w, "  admin:       http://%s%s/admin (token %s)\n", addr, c.Prefix, c.AdminToken)
+	fmt.Fprintf(w, "  admission:   %s\n", derivation)
 }
 
 // openOrders opens the order database (PostgreSQL, or SQLite in the data

@@ -268,7 +268,7 @@ func (c *Config) GatewayFlags(fs *flag.FlagSet) {
 	fs.Var(&listFlag{vals: &c.PathAllow}, "path-allow", "let a path form the gateway refuses stand under a prefix: 'encoded-slash /files/' (%2F, %5C, a backslash), 'encoded-percent /search/' (%25), 'path-params /shop/' (';' where a protected route may match); the gateway then protects the path if any reading of it is protected (repeatable)")
 	fs.StringVar(&c.Prefix, "prefix", gateway.DefaultPrefix, "path under which waitroom serves its own API, pages, admin, metrics and probes")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", 30*time.Second, "how long to wait for the upstream's response headers; beyond it 504, and the entry token is kept")
-	fs.StringVar(&c.EntryIssuer, "entry-issuer", "", "X-Waitroom-Entry's iss, which backends check: the gateway's public URL, e.g. https://shop.example.com/_waitroom; empty: --prefix")
+	fs.StringVar(&c.EntryIssuer, "entry-issuer", "", "X-Waitroom-Entry's iss, which backends check: the gateway's public URL, e.g. https://shop.example.com/_waitroom (the embedded default's start banner then names the shop by it); empty: --prefix")
 	fs.StringVar(&c.EntryAudience, "entry-audience", "", "X-Waitroom-Entry's aud, which backends check: the backend's name; empty: --upstream as given")
 	fs.StringVar(&c.EntrySigningKey, "entry-signing-key", "", "PEM file of Ed25519 keys signing X-Waitroom-Entry: the first PRIVATE KEY signs, every key is published at {prefix}/.well-known/jwks.json (give every instance the same file); empty: kept in --data-dir on the embedded default, random per start otherwise")
 }
@@ -683,6 +683,24 @@ func (c Config) prefix() string {
 		return c.Prefix
 	}
 	return ""
+}
+
+// publicBase is the shop's public address as --entry-issuer names it, when
+// it is the gateway's public URL as its help asks
+// (https://shop.example.com/_waitroom): the URL without --prefix, ending
+// in "/" (https://shop.example.com/). "" when it names no address: empty,
+// not an absolute http(s) URL, or not ending in --prefix (an issuer name of
+// the shop's own choosing).
+func (c Config) publicBase() string {
+	u, err := url.Parse(c.EntryIssuer)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return ""
+	}
+	path, ok := strings.CutSuffix(strings.TrimSuffix(u.Path, "/"), c.Prefix)
+	if !ok {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: path + "/"}).String()
 }
 
 // Embedded reports whether this is the zero-setup mode (no Redis).

@@ -132,6 +132,67 @@ func TestBanner(t *testing.T) {
 	}
 }
 
+// TestGatewayBanner: `waitroom proxy`'s banner names the shop where people
+// reach it (issue 49): waitroom's own address when nothing stands in front;
+// the public address --entry-issuer names (the gateway's public URL) when
+// it names one; and behind a proxy (--trusted-proxies: nginx or Caddy
+// asking for decisions) with no address named, that the shop is at the
+// proxy's address, never waitroom's own port as the shop.
+func TestGatewayBanner(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		// want and never are read with "ADDR" as the instance's address.
+		want  []string
+		never []string
+	}{
+		{"in front", nil,
+			[]string{"  shop:        http://ADDR/\n", "  line:        http://ADDR/_waitroom/\n", "  admin:       http://ADDR/_waitroom/admin (token "},
+			[]string{"proxy"}},
+		{"public URL named", []string{"--trusted-proxies", "127.0.0.1", "--entry-issuer", "https://shop.example.com/_waitroom"},
+			[]string{"  shop:        https://shop.example.com/   (its public address, from --entry-issuer)\n",
+				"  line:        https://shop.example.com/_waitroom/\n", "  admin:       http://ADDR/_waitroom/admin (token "},
+			[]string{"shop:        http://ADDR"}},
+		{"under a path, another prefix", []string{"--prefix", "/_line", "--entry-issuer", "https://example.com/shop/_line/"},
+			[]string{"  shop:        https://example.com/shop/   (its public address, from --entry-issuer)\n",
+				"  line:        https://example.com/shop/_line/\n"},
+			nil},
+		{"behind a proxy, its address not named", []string{"--trusted-proxies", "127.0.0.1", "--entry-issuer", "shop-gateway"},
+			[]string{"  shop:        behind your proxy: open the shop at your proxy's address, not waitroom's own http://ADDR/\n",
+				"(--entry-issuer, the public URL such as https://shop.example.com/_waitroom, would name it here)",
+				"  line:        at your proxy's address, under /_waitroom/\n", "  admin:       http://ADDR/_waitroom/admin (token "},
+			[]string{"shop:        http://", "line:        http://"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--upstream", "http://127.0.0.1:9"}, tc.args...)
+			cfg, err := app.ParseProxy(args, func(string) string { return "" }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			m := &app.Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Stdout: &out}
+			if err := m.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			banner := out.String()
+			t.Logf("banner:\n%s", banner)
+			for _, want := range tc.want {
+				if want = strings.ReplaceAll(want, "ADDR", m.Addr()); !strings.Contains(banner, want) {
+					t.Errorf("the banner lacks %q", want)
+				}
+			}
+			for _, never := range tc.never {
+				if never = strings.ReplaceAll(never, "ADDR", m.Addr()); strings.Contains(banner, never) {
+					t.Errorf("the banner says %q", never)
+				}
+			}
+		})
+	}
+}
+
 // TestLogDurations: durations are logged as Go writes them, in both formats.
 func TestLogDurations(t *testing.T) {
 	for _, format := range []string{"json", "text"} {
