@@ -460,6 +460,7 @@ type frontDoc struct {
 		Rate         float64 `json:"ratePerSecond"`
 		EstimateRate float64 `json:"estimateRatePerSecond"`
 		Batch        int     `json:"batchSize"`
+		NextTick     int64   `json:"nextTickAdmits"` // a place within it is told 0
 		Paused       bool    `json:"paused"`
 		Stalled      bool    `json:"stalled"`
 	} `json:"pace"`
@@ -476,7 +477,7 @@ type frontDoc struct {
 // document is the page's reading of the JSON as package front's Document.
 func (f frontDoc) document() front.Document {
 	d := front.Document{Epoch: f.Epoch, Head: f.Head, Last: f.Last, Length: f.QueueLength, Unlisted: f.Left.Unlisted,
-		Rate: f.Pace.Rate, EstimateRate: f.Pace.EstimateRate, Batch: f.Pace.Batch, Paused: f.Pace.Paused, Stalled: f.Pace.Stalled,
+		Rate: f.Pace.Rate, EstimateRate: f.Pace.EstimateRate, Batch: f.Pace.Batch, NextTickAdmits: f.Pace.NextTick, Paused: f.Pace.Paused, Stalled: f.Pace.Stalled,
 		Drawn: f.Drawn, Placing: f.Placing, AskWithin: f.AskWithin}
 	at := f.Head
 	for _, gap := range f.Left.Deltas {
@@ -495,7 +496,7 @@ func (f frontDoc) document() front.Document {
 // pageEstimate and pageLook are waiting.js's estimate and poll band: the
 // server's formulas (queue/estimate.go), as the page applies them.
 func pageEstimate(position int64, d front.Document) int64 {
-	if position <= int64(d.Batch) || !(d.EstimateRate > 0) {
+	if position <= d.NextTickAdmits || !(d.EstimateRate > 0) {
 		return 0
 	}
 	return int64(math.Ceil(float64(position) / d.EstimateRate))

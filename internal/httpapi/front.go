@@ -50,6 +50,7 @@ type frontPaceJSON struct {
 	RatePerSecond         float64 `json:"ratePerSecond"`
 	EstimateRatePerSecond float64 `json:"estimateRatePerSecond"`
 	BatchSize             int     `json:"batchSize"`
+	NextTickAdmits        int64   `json:"nextTickAdmits"`
 	Paused                bool    `json:"paused"`
 	Stalled               bool    `json:"stalled"`
 }
@@ -61,8 +62,9 @@ type presenceJSON struct {
 
 func toFrontJSON(q string, d front.Document) frontJSON {
 	out := frontJSON{Queue: q, Epoch: d.Epoch, Head: d.Head, Last: d.Last, QueueLength: d.Length,
-		Left:  frontLeftJSON{Deltas: make([]int64, len(d.Left)), Complete: d.Unlisted == 0, Unlisted: d.Unlisted},
-		Pace:  frontPaceJSON{RatePerSecond: d.Rate, EstimateRatePerSecond: d.EstimateRate, BatchSize: d.Batch, Paused: d.Paused, Stalled: d.Stalled},
+		Left: frontLeftJSON{Deltas: make([]int64, len(d.Left)), Complete: d.Unlisted == 0, Unlisted: d.Unlisted},
+		Pace: frontPaceJSON{RatePerSecond: d.Rate, EstimateRatePerSecond: d.EstimateRate, BatchSize: d.Batch,
+			NextTickAdmits: d.NextTickAdmits, Paused: d.Paused, Stalled: d.Stalled},
 		Drawn: d.Drawn, Placing: d.Placing, SoldOut: d.Stock.SoldOut(), SoldOutPollSeconds: int64(d.SoldOutPoll / time.Second),
 		Message: d.Message, AskWithin: d.AskWithin, MaxAgeSeconds: int64(front.MaxAge / time.Second)}
 	prev := d.Head

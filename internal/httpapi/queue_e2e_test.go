@@ -70,16 +70,20 @@ func isNullField(r apptest.Response, field string) bool {
 	return ok && v == nil
 }
 
-// waitShape is what the wait estimate needs to know about a queue.
+// waitShape is what the wait estimate needs to know about a queue: its
+// rate, and what its next tick surely lets in (rate × interval rounded
+// down, at most a batch: 10 at the default 100/s, 100 ms, batches of 10).
 type waitShape struct {
 	rate   float64
-	batch  int64
+	tick   int64
 	paused bool
 }
 
-// wantEstimate is the contract: ceil(position/rate), 0 within the next batch.
+// wantEstimate is the contract: ceil(position/rate), 0 within what the
+// next tick surely lets in (issue 49: not within a batch, which at 1/s
+// and 100 ms ticks told the first ten 0 when the tenth waited 10 s).
 func (s waitShape) wantEstimate(pos int64) int64 {
-	if pos <= s.batch {
+	if pos <= s.tick {
 		return 0
 	}
 	return int64(math.Ceil(float64(pos) / s.rate))
@@ -128,7 +132,7 @@ func checkWaiting(t *testing.T, r apptest.Response, s waitShape) int64 {
 	}
 	est := int64(r.Num("estimatedWaitSeconds"))
 	if w := s.wantEstimate(pos); est != w {
-		t.Errorf("position %d at %g/s, batch %d: estimatedWaitSeconds %d, want %d", pos, s.rate, s.batch, est, w)
+		t.Errorf("position %d at %g/s, %d a tick: estimatedWaitSeconds %d, want %d", pos, s.rate, s.tick, est, w)
 	}
 	checkPollJitter(t, int64(r.Num("pollAfterSeconds")), contractPollBand(est))
 	return pos
@@ -210,7 +214,7 @@ func TestQueueContract(t *testing.T) {
 func testCrowd(t *testing.T, in *apptest.Instance) {
 	const n = 1000
 	q := "crowd"
-	shape := waitShape{rate: 1, batch: 10, paused: true}
+	shape := waitShape{rate: 1, tick: 0, paused: true} // 0.1 a tick
 	in.PutQueue(q, map[string]any{"paused": true, "ratePerSecond": 1, "batchSize": 10, "intervalMs": 100})
 
 	auths := make([]string, n)
@@ -263,21 +267,22 @@ func testCrowd(t *testing.T, in *apptest.Instance) {
 	})
 
 	// The estimate and the poll bands follow the rate (estimate, not
-	// position, picks the band), so a rate change moves them.
+	// position, picks the band), so a rate change moves them; and so does
+	// what the next 100 ms tick lets in, 0 at 1/s and 0.5/s, 1 at 10/s.
 	bands := []struct {
 		rate                   float64
 		pos, wantEst, wantPoll int64
 	}{
-		{1, 1, 0, 2}, {1, 5, 0, 2}, {1, 10, 0, 2}, {1, 11, 11, 5}, {1, 30, 30, 5}, {1, 59, 59, 5},
+		{1, 1, 1, 2}, {1, 5, 5, 2}, {1, 9, 9, 2}, {1, 10, 10, 5}, {1, 11, 11, 5}, {1, 30, 30, 5}, {1, 59, 59, 5},
 		{1, 60, 60, 10}, {1, 100, 100, 10}, {1, 1000, 1000, 10},
-		{10, 5, 0, 2}, {10, 30, 3, 2}, {10, 99, 10, 5}, {10, 100, 10, 5}, {10, 591, 60, 10}, {10, 1000, 100, 10},
-		{0.5, 11, 22, 5}, {0.5, 29, 58, 5}, {0.5, 30, 60, 10},
+		{10, 1, 0, 2}, {10, 2, 1, 2}, {10, 5, 1, 2}, {10, 30, 3, 2}, {10, 99, 10, 5}, {10, 100, 10, 5}, {10, 591, 60, 10}, {10, 1000, 100, 10},
+		{0.5, 1, 2, 2}, {0.5, 11, 22, 5}, {0.5, 29, 58, 5}, {0.5, 30, 60, 10},
 	}
 	for _, rate := range []float64{1, 10, 0.5} {
 		t.Run(fmt.Sprintf("bands at %g per s", rate), func(t *testing.T) {
 			in := in.ReportingTo(t)
 			in.PatchQueue(q, map[string]any{"ratePerSecond": rate})
-			shape := waitShape{rate: rate, batch: 10, paused: true}
+			shape := waitShape{rate: rate, tick: int64(rate / 10), paused: true} // ticks of 100 ms
 			for _, c := range bands {
 				if c.rate != rate {
 					continue
@@ -306,7 +311,7 @@ func testCrowd(t *testing.T, in *apptest.Instance) {
 // newcomers, while members can still re-enter.
 func testCapacity(t *testing.T, in *apptest.Instance) {
 	q := "small"
-	shape := waitShape{rate: 100, batch: 10, paused: true}
+	shape := waitShape{rate: 100, tick: 10, paused: true}
 	in.PutQueue(q, map[string]any{"paused": true, "capacity": 3})
 	for i := 1; i <= 3; i++ {
 		r := in.Do("POST", entriesPath(q), in.As(fmt.Sprintf("cap-%d", i)), nil)
@@ -465,7 +470,7 @@ func testAdmissionOrder(t *testing.T, in *apptest.Instance) {
 // the end of the line.
 func testLeave(t *testing.T, in *apptest.Instance) {
 	q := "gap"
-	shape := waitShape{rate: 100, batch: 10, paused: true}
+	shape := waitShape{rate: 100, tick: 10, paused: true}
 	in.PutQueue(q, map[string]any{"paused": true})
 	names := []string{"gap-a", "gap-b", "gap-c", "gap-d"}
 	for i, u := range names {
@@ -519,7 +524,7 @@ func testSessionCookie(t *testing.T, in *apptest.Instance) {
 		t.Fatalf("session cookie %q: want wr_session, HttpOnly, SameSite=Lax, Path=/", set[0])
 	}
 	cookie := c.Name + "=" + c.Value
-	shape := waitShape{rate: 100, batch: 10, paused: true}
+	shape := waitShape{rate: 100, tick: 10, paused: true}
 	if pos := checkWaiting(t, in.EnterAnonymously("", q, cookie), shape); pos != 1 {
 		t.Errorf("entered with the cookie at %d", pos)
 	}

@@ -7,33 +7,62 @@ import (
 )
 
 // EstimateWait is ceil(position / rate) seconds, and 0 when the position is
-// within the next batch ("any moment now"). The rate is the one admission
-// uses, or the pace measured over the last minute when that differs from it
-// (Pace.EstimateRate).
+// within what the next tick lets in ("any moment now": NextTickAdmits). The
+// rate is the one admission uses, or the pace measured over the last minute
+// when that differs from it (Pace.EstimateRate).
 func estimateWait(position int64, p Pace) int64 {
-	if position <= int64(p.Batch) {
+	if position <= p.NextTickAdmits() {
 		return 0
 	}
 	return int64(math.Ceil(float64(position) / p.EstimateRate()))
 }
 
 // EstimateDrawWait is the expected wait, in seconds, of a user in a line of
-// length users under MethodRandom, 0 when the whole line fits in the next
-// batch. Each tick draws its users uniformly among those in line, so with
-// nobody new arriving the order in which the line goes in is a uniformly
-// random permutation of it, and the user's place K in that order is
-// uniform on 1..length: E[K] = (length+1)/2. Admission lets in rate users a
-// second, so the user's expected wait is E[K]/rate = (length+1)/(2·rate),
-// at the rate EstimateWait divides by (Pace.EstimateRate). Newcomers join
-// the draw, so with people still arriving the wait is longer; and the
-// wait of one user varies from about 0 to length/rate around it. The
-// expected wait of one still in line does not grow while they wait: it is
-// the same figure of the line as it is now.
+// length users under MethodRandom, 0 when the whole line fits in what the
+// next tick lets in (NextTickAdmits). Each tick draws its users uniformly
+// among those in line, so with nobody new arriving the order in which the
+// line goes in is a uniformly random permutation of it, and the user's
+// place K in that order is uniform on 1..length: E[K] = (length+1)/2.
+// Admission lets in rate users a second, so the user's expected wait is
+// E[K]/rate = (length+1)/(2·rate), at the rate EstimateWait divides by
+// (Pace.EstimateRate). Newcomers join the draw, so with people still
+// arriving the wait is longer; and the wait of one user varies from about 0
+// to length/rate around it. The expected wait of one still in line does
+// not grow while they wait: it is the same figure of the line as it is now.
 func estimateDrawWait(length int64, p Pace) int64 {
-	if length <= int64(p.Batch) {
+	if length <= p.NextTickAdmits() {
 		return 0
 	}
 	return int64(math.Ceil(float64(length+1) / 2 / p.EstimateRate()))
+}
+
+// NextTickAdmits is how many users the next admission tick surely lets in,
+// at the rate an estimate divides by (EstimateRate, so a phase's rate, the
+// adaptive rate and the measured pace move it): rate × interval, rounded
+// down, at most a batch. Within it a user is told 0 ("any moment now").
+//
+// Rounded down because that is what admission surely does: each tick lets
+// in rate × interval plus the fraction the last one left over, rounded
+// down, and carries the new fraction on (admission's quota). The carry is
+// below one, so a tick lets in the rounded-down amount or one more, which
+// one depending on a carry no answer reads (and a snapshot or the front
+// document would read a tick or more late). At 15/s and 100 ms the ticks
+// admit 1 and 2 in turn: position 1 is told 0, position 2 ceil(2/15) = 1 s.
+// A tick that lets in less than one person (2/s: 0.2 a tick, one person
+// every fifth tick) tells nobody 0: position 1 is told ceil(1/2) = 1 s.
+//
+// The live-token cap (maxActiveTokens, and the stock left × admitPerUnit)
+// is not counted: the room under it is the live tokens counted, which no
+// store reads where it answers a status (Redis: a ZCOUNT on every poll; the
+// embedded store: a walk of its tokens; a snapshot or the front document:
+// not at all). While the cap holds admission back the measured pace falls,
+// and EstimateRate follows it once it is a tenth off the rate.
+//
+// The float arithmetic is admission's own (rate × Interval.Seconds(), then
+// truncated), so at the rate in force a whole number of users a tick is
+// counted whole; prelude.lua's shown does the same in Lua.
+func (p Pace) NextTickAdmits() int64 {
+	return min(int64(p.EstimateRate()*p.Interval.Seconds()), int64(p.Batch))
 }
 
 // PollAfterOpening is the suggested seconds before the next status request

@@ -4,11 +4,16 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
+// tick100 is the default admission tick.
+const tick100 = 100 * time.Millisecond
+
 // TestEstimateDrawWait: the expected wait of a draw is (length+1)/(2·rate)
-// seconds, rounded up, 0 when the whole line fits in the next batch, at
-// the rate an estimate divides by (the measured pace when it differs).
+// seconds, rounded up, 0 when the whole line fits in what the next tick
+// lets in, at the rate an estimate divides by (the measured pace when it
+// differs).
 func TestEstimateDrawWait(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -17,13 +22,14 @@ func TestEstimateDrawWait(t *testing.T) {
 		pace   Pace
 		want   int64
 	}{
-		{"the whole line in the next batch", 10, Pace{Rate: 100, Batch: 10}, 0},
-		{"one more than a batch", 11, Pace{Rate: 100, Batch: 10}, 1},                              // 12/200 s
-		{"a thousand at 100/s", 1000, Pace{Rate: 100, Batch: 10}, 6},                              // 1001/200 = 5.005
-		{"a hundred thousand at 100/s", 100_000, Pace{Rate: 100, Batch: 10}, 501},                 // 100001/200 = 500.005
-		{"odd: (n+1)/2 exact", 199, Pace{Rate: 10, Batch: 1}, 10},                                 // 200/20
-		{"the measured pace when it differs", 1000, Pace{Rate: 100, Batch: 10, Measured: 50}, 11}, // 1001/100
-		{"the rate when the pace is close", 1000, Pace{Rate: 100, Batch: 10, Measured: 95}, 6},
+		{"the whole line in the next tick", 10, Pace{Rate: 100, Batch: 10, Interval: tick100}, 0},
+		{"one more than a tick", 11, Pace{Rate: 100, Batch: 10, Interval: tick100}, 1},                               // 12/200 s
+		{"a thousand at 100/s", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100}, 6},                              // 1001/200 = 5.005
+		{"a hundred thousand at 100/s", 100_000, Pace{Rate: 100, Batch: 10, Interval: tick100}, 501},                 // 100001/200 = 500.005
+		{"odd: (n+1)/2 exact", 199, Pace{Rate: 10, Batch: 1, Interval: tick100}, 10},                                 // 200/20
+		{"the measured pace when it differs", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 50}, 11}, // 1001/100
+		{"the rate when the pace is close", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 95}, 6},
+		{"below one a tick: nobody is told 0", 1, Pace{Rate: 2, Batch: 10, Interval: tick100}, 1}, // 2/4 s
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := estimateDrawWait(tc.length, tc.pace); got != tc.want {
@@ -68,9 +74,43 @@ func TestEstimateDrawWaitIsTheMeanOfADraw(t *testing.T) {
 		if math.Abs(mean-est) > interval/2+0.02*est {
 			t.Errorf("n %d, batch %d, rate %g: simulated mean wait %.2f s, estimate (n+1)/(2·rate) %.2f s", tc.n, tc.batch, tc.rate, mean, est)
 		}
-		got := estimateDrawWait(int64(tc.n), Pace{Rate: tc.rate, Batch: tc.batch})
+		got := estimateDrawWait(int64(tc.n), Pace{Rate: tc.rate, Batch: tc.batch, Interval: time.Duration(interval * float64(time.Second))})
 		if want := int64(math.Ceil(est)); got != want {
 			t.Errorf("EstimateDrawWait(%d) = %d, want ceil(%.3f)", tc.n, got, est)
 		}
+	}
+}
+
+// TestNextTickAdmits: what the next tick surely lets in is the rate an
+// estimate divides by × the interval, rounded down as admission rounds its
+// quota (the carried fraction may add one, or not), at most a batch; the
+// estimate is 0 within it and ceil(position / rate) beyond.
+func TestNextTickAdmits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		pace Pace
+		want int64
+		told map[int64]int64 // position → estimate
+	}{
+		{"the default: 10 a tick", Pace{Rate: 100, Batch: 10, Interval: tick100}, 10, map[int64]int64{1: 0, 10: 0, 11: 1}},
+		{"2/s: 0.2 a tick", Pace{Rate: 2, Batch: 10, Interval: tick100}, 0, map[int64]int64{1: 1, 10: 5, 11: 6}},
+		{"15/s: 1.5 a tick, 1 sure", Pace{Rate: 15, Batch: 10, Interval: tick100}, 1, map[int64]int64{1: 0, 2: 1}},
+		{"ticks of 3 s at 0.5/s", Pace{Rate: 0.5, Batch: 2, Interval: 3 * time.Second}, 1, map[int64]int64{1: 0, 2: 4}},
+		{"admission's floats: 100/s × 0.29 s", Pace{Rate: 100, Batch: 29, Interval: 290 * time.Millisecond}, 28, map[int64]int64{28: 0, 29: 1}},
+		{"the measured pace moves it", Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 20}, 2, map[int64]int64{2: 0, 3: 1}},
+		{"at most a batch", Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 300}, 10, map[int64]int64{10: 0, 11: 1}},
+		{"no interval known: nobody told 0", Pace{Rate: 100, Batch: 10}, 0, map[int64]int64{1: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.pace.NextTickAdmits(); got != tc.want {
+				t.Errorf("NextTickAdmits() = %d, want %d", got, tc.want)
+			}
+			for pos, want := range tc.told {
+				if got := estimateWait(pos, tc.pace); got != want {
+					t.Errorf("EstimateWait(%d) = %d, want %d", pos, got, want)
+				}
+			}
+		})
 	}
 }

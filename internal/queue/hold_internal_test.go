@@ -18,7 +18,7 @@ type movingLine struct {
 	statuses, snapshots atomic.Int64
 }
 
-var movingPace = Pace{Rate: 100, Batch: 10}
+var movingPace = Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}
 
 func (l *movingLine) Snapshot(_ context.Context, q string) (Snapshot, error) {
 	l.snapshots.Add(1)

@@ -11,9 +11,12 @@ import (
 type Pace struct {
 	// Rate is the admission rate in force: the adaptive rate while the
 	// queue's rate is adaptive, else the configured one.
-	Rate   float64
-	Batch  int
-	Paused bool
+	Rate float64
+	// Batch is the most one tick lets in, and Interval the time between
+	// ticks: with the rate, what the next tick lets in (NextTickAdmits).
+	Batch    int
+	Interval time.Duration
+	Paused   bool
 	// Measured is the line's pace over about the last minute it was busy
 	// (people waiting, admission running): users leaving its front per
 	// second, admitted or skipped as no-shows. 0 while unknown (less than
@@ -70,7 +73,7 @@ type PaceState struct {
 // LinePace is the Pace of a line in the given state.
 func LinePace(s PaceState) Pace {
 	c := s.Config
-	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom, Stock: s.Stock}
+	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Interval: c.Interval, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom, Stock: s.Stock}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= measureAfter {

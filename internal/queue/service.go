@@ -20,8 +20,10 @@ type View struct {
 	// Drawn: the queue draws whom it lets in (MethodRandom): Position is 0
 	// and shown as none, and the estimate is a draw's.
 	Drawn bool
-	// EstimatedWaitSeconds is ceil(position/rate), 0 within the next batch;
-	// when Drawn, the expected wait of a draw (EstimateDrawWait).
+	// EstimatedWaitSeconds is ceil(position/rate), 0 within what the next
+	// tick surely lets in (Pace.NextTickAdmits: rate × interval rounded
+	// down, at most a batch; none at a rate below one a tick); when Drawn,
+	// the expected wait of a draw (EstimateDrawWait).
 	EstimatedWaitSeconds int64
 	// PollAfterSeconds is nil when there is nothing to wait for (READY,
 	// NOT_IN_QUEUE).

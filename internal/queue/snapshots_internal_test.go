@@ -27,7 +27,7 @@ func (l *lineStore) Snapshot(_ context.Context, q string) (Snapshot, error) {
 	if l.release != nil {
 		<-l.release
 	}
-	return Snapshot{Head: 1, Last: 1000, Length: 1000, Complete: true, Pace: Pace{Rate: 100, Batch: 10}}, nil
+	return Snapshot{Head: 1, Last: 1000, Length: 1000, Complete: true, Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}, nil
 }
 
 func (l *lineStore) Status(_ context.Context, q, user string) (Standing, error) {
@@ -36,7 +36,7 @@ func (l *lineStore) Status(_ context.Context, q, user string) (Standing, error) 
 	}
 	var n int64
 	fmt.Sscanf(user, "u%d", &n)
-	return Standing{State: Waiting, Position: n, Length: 1000, Ticket: n, Pace: Pace{Rate: 100, Batch: 10}}, nil
+	return Standing{State: Waiting, Position: n, Length: 1000, Ticket: n, Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}, nil
 }
 
 // TestOneSnapshotFetchForACrowd: polls arriving while a snapshot is being

@@ -37,9 +37,11 @@ type Document struct {
 	Unlisted int64
 	// Pace is the line's pace as the estimate uses it (queue.Pace):
 	// EstimateRate is the rate an estimate divides by, Rate the rate in
-	// force.
+	// force, and NextTickAdmits what the next tick surely lets in (a
+	// place within it is told 0: queue.Pace.NextTickAdmits).
 	Rate, EstimateRate float64
 	Batch              int
+	NextTickAdmits     int64
 	Paused, Stalled    bool
 	// Drawn: the queue draws whom it lets in (queueingMethod random), so
 	// a ticket holds no place: the page asks its instance, as before.
@@ -102,7 +104,7 @@ const presenceMargin = 3
 func New(sn queue.Snapshot, c queue.Config) Document {
 	p := sn.Pace
 	d := Document{Epoch: sn.Epoch, Head: sn.Head, Last: sn.Last, Length: sn.Length, Left: sn.Left,
-		Rate: p.Rate, EstimateRate: p.EstimateRate(), Batch: p.Batch, Paused: p.Paused, Stalled: p.Stalled,
+		Rate: p.Rate, EstimateRate: p.EstimateRate(), Batch: p.Batch, NextTickAdmits: p.NextTickAdmits(), Paused: p.Paused, Stalled: p.Stalled,
 		Drawn: p.Drawn, OpensAt: p.OpensAt, Placing: p.Placing, Stock: p.Stock, SoldOutPoll: c.SoldOutPoll}
 	if d.Left == nil {
 		d.Left = []int64{}

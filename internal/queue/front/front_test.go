@@ -137,3 +137,16 @@ func TestTheDocumentSaysTheMessageInEveryLanguage(t *testing.T) {
 		t.Error("no leavers should be an empty list, not none")
 	}
 }
+
+// TestTheDocumentSaysWhatTheNextTickLetsIn: a page tells 0 within the
+// document's NextTickAdmits, the pace's (queue.Pace.NextTickAdmits): ten at
+// the default, none at 2/s.
+func TestTheDocumentSaysWhatTheNextTickLetsIn(t *testing.T) {
+	c := queue.DefaultConfig()
+	for rate, want := range map[float64]int64{100: 10, 2: 0} {
+		d := front.New(queue.Snapshot{Pace: queue.Pace{Rate: rate, Batch: 10, Interval: 100 * time.Millisecond}}, c)
+		if d.NextTickAdmits != want {
+			t.Errorf("at %v/s, ticks of 100 ms: the next tick lets in %d, want %d", rate, d.NextTickAdmits, want)
+		}
+	}
+}

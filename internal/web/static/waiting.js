@@ -410,11 +410,19 @@
   }
 
   // The server's estimate (queue/estimate.go): ceil(position / rate), 0
-  // within the next batch; the poll bands 10/5/2 by it, ±20%.
+  // within what the next tick surely lets in (nextTickAdmits: the server's
+  // rate × interval rounded down, at most a batch; 0 below one a tick, so
+  // at 2/s nobody is told 0); the poll bands 10/5/2 by it, ±20%. A
+  // document without nextTickAdmits (an older server's, from a cache) tells
+  // nobody 0.
   function estimate(position, pace) {
-    if (position <= pace.batchSize || !(pace.estimateRatePerSecond > 0)) return 0;
+    if (!(pace.estimateRatePerSecond > 0)) return 0;
+    if (position <= pace.nextTickAdmits) return 0;
     return Math.ceil(position / pace.estimateRatePerSecond);
   }
+  // For the browser tests: the estimate on the cases every store and the
+  // server's Go answer alike (queue/storetest's estimate cases).
+  window.__estimate = estimate;
   function jitter(seconds) {
     return Math.max(1, Math.round(seconds * (0.8 + 0.4 * Math.random())));
   }

@@ -31,7 +31,7 @@
 --        not once a user: the block is most of an answer's values, each
 --        one Redis writes and the instance reads and allocates.
 local users = ARGV
-local cfg, adm, refused = config({'rate', 'batch', 'capacity'}, {'abandon_ms', 'opens_at'})
+local cfg, adm, refused = config({'rate', 'batch', 'interval_ms', 'capacity'}, {'abandon_ms', 'opens_at'})
 if refused then return refused end
 local now = clock()
 local length = redis.call('ZCARD', K.line)
@@ -69,8 +69,6 @@ local function enterOne(user)
 end
 
 local replies = {}
-for i = 1, #users do
-  replies[i], length = enterOne(users[i])
-end
+for i = 1, #users do replies[i], length = enterOne(users[i]) end
 replies[#users + 1] = pace({}, cfg, adm, now, length)
 return replies

@@ -63,12 +63,18 @@ end
 -- position's, at the rate an estimate divides by (Pace.EstimateRate: the
 -- pace measured, bias-corrected, when it is known and a tenth off the rate
 -- in force), kept with their place (K.joined) for the estimate's accuracy.
+-- 0 within what the next tick surely lets in (Pace.NextTickAdmits: rate ×
+-- interval rounded down, at most a batch), the interval in seconds figured
+-- as Go's Duration.Seconds does, whole seconds plus the rest, so both round
+-- alike.
 local function shown(cfg, adm, position)
   local r, busy = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0
   local m = busy >= 10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
   if m > 0 and math.abs(m - r) > r / 10 then r = m end
+  local ms = tonumber(cfg.interval_ms)
+  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg.batch))
   local drawn = (adm.phase_method or cfg.method) == 'random'
-  return position <= tonumber(cfg.batch) and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
+  return position <= tick and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
 end
 
 -- pace appends to reply the block an answer about the line carries, read in

@@ -64,12 +64,18 @@ end
 -- position's, at the rate an estimate divides by (Pace.EstimateRate: the
 -- pace measured, bias-corrected, when it is known and a tenth off the rate
 -- in force), kept with their place (K.joined) for the estimate's accuracy.
+-- 0 within what the next tick surely lets in (Pace.NextTickAdmits: rate ×
+-- interval rounded down, at most a batch), the interval in seconds figured
+-- as Go's Duration.Seconds does, whole seconds plus the rest, so both round
+-- alike.
 local function shown(cfg, adm, position)
   local r, busy = tonumber(adm[6]) or rateInForce(cfg, adm[7]), tonumber(adm[8]) or 0
   local m = busy >= 10 and (tonumber(adm[9]) or 0) / (1 - math.exp(-busy / 60)) or 0
   if m > 0 and math.abs(m - r) > r / 10 then r = m end
-  local drawn = (adm[10] or cfg[11]) == 'random'
-  return position <= tonumber(cfg[12]) and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
+  local ms = tonumber(cfg[10])
+  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg[11]))
+  local drawn = (adm[12] or cfg[13]) == 'random'
+  return position <= tick and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
 end
 
 -- pace appends to reply the block an answer about the line carries, read in
@@ -79,8 +85,8 @@ end
 -- rate (fixed: not adaptive) and method over the queue's own (the tick
 -- keeps the phase in force in the phase_ fields: tick.go's phaseFields).
 local function pace(reply, cfg, adm, now, length)
-  return append(reply, {cfg[2], adm[6] or cfg[1], cfg[12], cfg[13], cfg[14],
-    adm[6] and '0' or cfg[3], cfg[4], cfg[5], cfg[15], adm[10] or cfg[11],
+  return append(reply, {cfg[2], adm[6] or cfg[1], cfg[11], cfg[10], cfg[14],
+    adm[6] and '0' or cfg[3], cfg[4], cfg[5], cfg[15], adm[12] or cfg[13],
     adm[7], adm[9], adm[8], adm[16], adm[17], adm[18], adm[19], now, length})
 end
 
@@ -142,14 +148,14 @@ end
 
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] phase_rate
--- [7] eff_rate [8] pace_busy [9] pace_rate [10] phase_method [11] method [12] batch
--- [13] interval_ms [14] paused [15] opens_at [16] moved [17] reach [18] open_state
+-- [7] eff_rate [8] pace_busy [9] pace_rate [10] interval_ms [11] batch [12] phase_method
+-- [13] method [14] paused [15] opens_at [16] moved [17] reach [18] open_state
 -- [19] units_left [20] open_end [21] abandon_ms [22] capacity
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'eff_rate', 'pace_busy', 'pace_rate', 'phase_method', 'method', 'batch', 'interval_ms', 'paused', 'opens_at', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms', 'capacity')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'eff_rate', 'pace_busy', 'pace_rate', 'interval_ms', 'batch', 'phase_method', 'method', 'paused', 'opens_at', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms', 'capacity')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
-  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[12]) and 'batch' or not tonumber(cfg[22]) and 'capacity'
-    or cfg[21] and not tonumber(cfg[21]) and 'abandon_ms' or cfg[15] and not tonumber(cfg[15]) and 'opens_at'
+  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[11]) and 'batch' or not tonumber(cfg[10]) and 'interval_ms'
+    or not tonumber(cfg[22]) and 'capacity' or cfg[21] and not tonumber(cfg[21]) and 'abandon_ms' or cfg[15] and not tonumber(cfg[15]) and 'opens_at'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
 end
@@ -193,8 +199,6 @@ local function enterOne(user)
 end
 
 local replies = {}
-for i = 1, #users do
-  replies[i], length = enterOne(users[i])
-end
+for i = 1, #users do replies[i], length = enterOne(users[i]) end
 replies[#users + 1] = pace({}, cfg, adm, now, length)
 return replies

@@ -1,0 +1,153 @@
+package storetest
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// The estimate a user is told (issue 49): 0 only within what the next
+// tick surely lets in, by the same rule in every language that computes
+// it. The cases are testdata, so the page's JavaScript is tested on them
+// too (internal/web).
+
+func init() {
+	register(suiteTest{"EstimateIsZeroOnlyWithinWhatTheNextTickLetsIn", testEstimates},
+		suiteTest{"EstimateFollowsThePhasesRate", testEstimateFollowsThePhase})
+}
+
+//go:embed testdata/estimates.json
+var estimatesJSON []byte
+
+// EstimateCase is one queue's estimates as testdata/estimates.json holds
+// them: its settings, and the wait, in seconds, a newcomer at each
+// position (the line as long as their position) is told.
+type EstimateCase struct {
+	Name          string               `json:"name"`
+	RatePerSecond float64              `json:"ratePerSecond"`
+	IntervalMs    int64                `json:"intervalMs"`
+	BatchSize     int64                `json:"batchSize"`
+	Method        queue.QueueingMethod `json:"queueingMethod"`
+	Told          map[int64]int64      `json:"told"`
+}
+
+// EstimateCases are the cases of testdata/estimates.json.
+func EstimateCases() []EstimateCase {
+	var f struct{ Cases []EstimateCase }
+	if err := json.Unmarshal(estimatesJSON, &f); err != nil {
+		panic("storetest: testdata/estimates.json: " + err.Error())
+	}
+	return f.Cases
+}
+
+// Settings are the case's settings as the admin API takes them.
+func (ec EstimateCase) Settings() map[string]any {
+	s := map[string]any{"ratePerSecond": ec.RatePerSecond, "intervalMs": ec.IntervalMs, "batchSize": ec.BatchSize}
+	if ec.Method != "" {
+		s["queueingMethod"] = string(ec.Method)
+	}
+	return s
+}
+
+// Positions are the positions the case tells, in order.
+func (ec EstimateCase) Positions() []int64 { return slices.Sorted(maps.Keys(ec.Told)) }
+
+// testEstimates: on each case's queue, the newcomers are told the case's
+// estimates (Go: Pace.Shown on the store's pace), and so are they when
+// they ask (first come only: a draw's estimate is the line's, not the
+// place's), and each place keeps the wait told (the Redis store's
+// prelude.lua shown, the embedded store's Go), as admission, sped up,
+// reports when it lets them in.
+func testEstimates(t *testing.T, s queue.Store, clock Clock) {
+	for _, ec := range EstimateCases() {
+		t.Run(ec.Name, func(t *testing.T) {
+			c, err := queue.Apply(queue.DefaultConfig(), ec.Settings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := newQueue(t, s, c)
+			positions := ec.Positions()
+			user := func(pos int64) string { return fmt.Sprintf("u%03d", pos) }
+			for pos := int64(1); pos <= positions[len(positions)-1]; pos++ {
+				e := mustEnter(t, s, q, user(pos))
+				want, told := ec.Told[pos]
+				if got := e.Pace.Shown(e.Position, e.Length); told && (e.Position != pos || got != want) {
+					t.Errorf("newcomer %d: at %d told %d s, want %d s", pos, e.Position, got, want)
+				}
+			}
+			if ec.Method != queue.MethodRandom {
+				for _, pos := range positions {
+					if e := mustStatus(t, s, q, user(pos)); e.Pace.Shown(e.Position, e.Length) != ec.Told[pos] {
+						t.Errorf("status at %d: told %d s, want %d s", e.Position, e.Pace.Shown(e.Position, e.Length), ec.Told[pos])
+					}
+				}
+			}
+			checkWaitsKept(t, s, clock, q, c, positions, func(u string) (int64, bool) {
+				var pos int64
+				_, err := fmt.Sscanf(u, "u%03d", &pos)
+				want, ok := ec.Told[pos]
+				return want, err == nil && ok
+			})
+		})
+	}
+}
+
+// checkWaitsKept lets everyone in line in at fastConfig's pace (the
+// queue's method kept) and checks the wait each place kept against want's.
+func checkWaitsKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, positions []int64, want func(user string) (int64, bool)) {
+	t.Helper()
+	fast := fastConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = fast.RatePerSecond, fast.BatchSize, fast.Interval
+	if err := s.PutConfig(context.Background(), q, c); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for range 100 {
+		a := tickDue(t, s, clock, q, c.BatchSize)
+		for i, u := range a.Admitted {
+			if w, ok := want(u); ok && i < len(a.Waited) {
+				checked++
+				if a.Waited[i].Shown != w {
+					t.Errorf("%s: the place kept %d s shown, want %d s", u, a.Waited[i].Shown, w)
+				}
+			}
+		}
+		if checked == len(positions) {
+			return
+		}
+	}
+	t.Errorf("admission reported the wait kept of %d of the %d told", checked, len(positions))
+}
+
+// testEstimateFollowsThePhase: a phase's rate is the one the estimate
+// divides by, and so the one that says what the next tick lets in: a
+// queue of the default 100/s under a phase of 2/s tells nobody 0. (Redis's
+// scripts see a phase once a tick has brought it in: the tick comes first.)
+func testEstimateFollowsThePhase(t *testing.T, s queue.Store, clock Clock) {
+	now := clock.Now()
+	c, err := queue.Apply(queue.DefaultConfig(), map[string]any{"phases": json.RawMessage(`[
+	  {"name": "slow", "startsAt": "` + now.Add(-time.Second).UTC().Format(time.RFC3339Nano) + `", "ratePerSecond": 2}]`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, s, c)
+	for pos := 1; pos <= 11; pos++ {
+		mustEnter(t, s, q, fmt.Sprintf("u%02d", pos))
+	}
+	if a := tickDue(t, s, clock, q, c.BatchSize); len(a.Admitted) != 0 {
+		t.Fatalf("a tick at 2/s (0.2 a tick) admitted %v", a.Admitted)
+	}
+	for pos, want := range map[int]int64{1: 1, 10: 5, 11: 6} {
+		e := mustStatus(t, s, q, fmt.Sprintf("u%02d", pos))
+		if got := e.Pace.Shown(e.Position, e.Length); e.Pace.Rate != 2 || got != want {
+			t.Errorf("position %d under the 2/s phase: rate %v, told %d s; want 2/s, %d s", e.Position, e.Pace.Rate, got, want)
+		}
+	}
+}
