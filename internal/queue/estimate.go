@@ -39,7 +39,9 @@ func estimateDrawWait(length int64, p Pace) int64 {
 // NextTickAdmits is how many users the next admission tick surely lets in,
 // at the rate an estimate divides by (EstimateRate, so a phase's rate, the
 // adaptive rate and the measured pace move it): rate × interval, rounded
-// down, at most a batch. Within it a user is told 0 ("any moment now").
+// down, at most a batch, and, under a live-token cap, at most the room the
+// last tick left under it (CapRoom). Within it a user is told 0 ("any
+// moment now").
 //
 // Rounded down because that is what admission surely does: each tick lets
 // in rate × interval plus the fraction the last one left over, rounded
@@ -51,18 +53,23 @@ func estimateDrawWait(length int64, p Pace) int64 {
 // A tick that lets in less than one person (2/s: 0.2 a tick, one person
 // every fifth tick) tells nobody 0: position 1 is told ceil(1/2) = 1 s.
 //
-// The live-token cap (maxActiveTokens, and the stock left × admitPerUnit)
-// is not counted: the room under it is the live tokens counted, which no
-// store reads where it answers a status (Redis: a ZCOUNT on every poll; the
-// embedded store: a walk of its tokens; a snapshot or the front document:
-// not at all). While the cap holds admission back the measured pace falls,
-// and EstimateRate follows it once it is a tenth off the rate.
+// The cap (maxActiveTokens, and the stock left × admitPerUnit) lets a tick
+// in no more than the room under it. Counting the live tokens on every
+// status would cost a count per poll (a ZCOUNT on Redis), so the room is
+// the one the last tick recorded in admission's state, which every answer
+// reads anyway: stale by at most one tick (tokens given back or expired
+// since add room, and AdmitNow's since take some; the tick after an empty
+// line fills records it afresh). At the cap (room 0) nobody is told 0.
 //
 // The float arithmetic is admission's own (rate × Interval.Seconds(), then
 // truncated), so at the rate in force a whole number of users a tick is
 // counted whole; prelude.lua's shown does the same in Lua.
 func (p Pace) NextTickAdmits() int64 {
-	return min(int64(p.EstimateRate()*p.Interval.Seconds()), int64(p.Batch))
+	n := min(int64(p.EstimateRate()*p.Interval.Seconds()), int64(p.Batch))
+	if p.Capped {
+		n = min(n, p.CapRoom)
+	}
+	return n
 }
 
 // PollAfterOpening is the suggested seconds before the next status request

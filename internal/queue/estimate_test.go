@@ -83,7 +83,8 @@ func TestEstimateDrawWaitIsTheMeanOfADraw(t *testing.T) {
 
 // TestNextTickAdmits: what the next tick surely lets in is the rate an
 // estimate divides by × the interval, rounded down as admission rounds its
-// quota (the carried fraction may add one, or not), at most a batch; the
+// quota (the carried fraction may add one, or not), at most a batch and,
+// under a live-token cap, the room the last tick left under it; the
 // estimate is 0 within it and ceil(position / rate) beyond.
 func TestNextTickAdmits(t *testing.T) {
 	t.Parallel()
@@ -101,6 +102,11 @@ func TestNextTickAdmits(t *testing.T) {
 		{"the measured pace moves it", Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 20}, 2, map[int64]int64{2: 0, 3: 1}},
 		{"at most a batch", Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 300}, 10, map[int64]int64{10: 0, 11: 1}},
 		{"no interval known: nobody told 0", Pace{Rate: 100, Batch: 10}, 0, map[int64]int64{1: 1}},
+		{"at the cap: nobody told 0", Pace{Rate: 100, Batch: 10, Interval: tick100, Capped: true}, 0, map[int64]int64{1: 1, 11: 1}},
+		{"room for 3 under the cap", Pace{Rate: 100, Batch: 10, Interval: tick100, Capped: true, CapRoom: 3}, 3, map[int64]int64{3: 0, 4: 1}},
+		{"room beyond a batch", Pace{Rate: 100, Batch: 10, Interval: tick100, Capped: true, CapRoom: 18}, 10, map[int64]int64{10: 0, 11: 1}},
+		{"room beyond the rate", Pace{Rate: 2, Batch: 10, Interval: tick100, Capped: true, CapRoom: 5}, 0, map[int64]int64{1: 1}},
+		{"a room recorded without a cap counts for nothing", Pace{Rate: 100, Batch: 10, Interval: tick100, CapRoom: 0}, 10, map[int64]int64{10: 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.pace.NextTickAdmits(); got != tc.want {

@@ -41,6 +41,12 @@ type Pace struct {
 	Drawn bool
 	// Stock is what the queue has left to sell (Stock.SoldOut).
 	Stock Stock
+	// CapRoom is the room the last admission tick left under the
+	// live-token cap (maxActiveTokens, and the stock left × admitPerUnit),
+	// and Capped says a cap held at that tick (else CapRoom is 0 and
+	// counts for nothing): NextTickAdmits lets in no more.
+	CapRoom int64
+	Capped  bool
 }
 
 // PaceWindow is the time constant of Pace.Measured: the last minute.
@@ -68,12 +74,17 @@ type PaceState struct {
 	// pre-queue is being placed in the line.
 	Pending, Placing bool
 	Stock            Stock
+	// CapRoom and Capped are the room the last tick left under the
+	// live-token cap, as admission's state records it (Pace.CapRoom).
+	CapRoom int64
+	Capped  bool
 }
 
 // LinePace is the Pace of a line in the given state.
 func LinePace(s PaceState) Pace {
 	c := s.Config
-	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Interval: c.Interval, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom, Stock: s.Stock}
+	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Interval: c.Interval, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom, Stock: s.Stock,
+		CapRoom: s.CapRoom, Capped: s.Capped}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= measureAfter {

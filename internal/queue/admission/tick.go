@@ -55,6 +55,13 @@ type TickState struct {
 	// within it for AbandonAfter.
 	Reach       int64
 	Checkpoints []Checkpoint
+	// CapRoom is the room the tick left under the live-token cap
+	// (LiveCap): the cap less the tokens alive and those it let in, at
+	// least 0; Capped is false when nothing capped them (CapRoom 0). An
+	// answer's pace reads it (queue.Pace.NextTickAdmits) from the state it
+	// reads anyway, so a status costs no count of the live tokens.
+	CapRoom int64
+	Capped  bool
 }
 
 // Checkpoint is the ticket at the edge of the reach at one time.
@@ -177,7 +184,9 @@ const measureWindow = 5 * time.Second
 // line without a token, and the tick fills its quota from those behind.
 // Under MethodRandom the plan names nobody: the store draws the quota from
 // the whole line in its atomic step (TickPlan.Draw), no-shows passed over
-// by the same rule (Absence).
+// by the same rule (Absence). Under a cap, the state records the room the
+// tick left under it (TickState.CapRoom), which answers read for the
+// estimate (queue.Pace.NextTickAdmits).
 func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	c, now := in.Config, in.Now
 	p := TickPlan{State: in.State}
@@ -229,6 +238,10 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 			carry = 0
 		}
 	}
+	st.CapRoom, st.Capped = 0, false
+	if limit, capped := LiveCap(c, in.Stock); capped {
+		st.CapRoom, st.Capped = max(limit-in.Live-int64(len(p.Admitted)+p.Draw), 0), true
+	}
 	st.measure(now, len(p.Admitted)+p.Draw)
 	st.advancePace(c, now, in.Length, len(p.Admitted)+len(p.Skipped)+p.Draw, stopped)
 	st.Reach, st.Checkpoints = 0, nil
@@ -274,14 +287,18 @@ func nextDue(in TickInput, due time.Time) time.Time {
 
 // unchanged reports whether a tick of an empty line moved the state from
 // was to is only in what an empty line's tick always moves: when the next
-// tick is due, the call that claimed it, when the front last moved, and
-// the start of a measuring window that counted nobody and changed no
-// figure. Every other field is compared, a field added later included.
+// tick is due, the call that claimed it, when the front last moved, the
+// start of a measuring window that counted nobody and changed no figure,
+// and the room under the live-token cap (tokens expiring move it while
+// nobody waits, and an idle queue would be written on every tick; the
+// first tick after someone enters records it). Every other field is
+// compared, a field added later included.
 func unchanged(was, is TickState) bool {
 	if is.WinCount != 0 || was.WinCount != 0 {
 		return false
 	}
 	is.Next, is.LastCall, is.Moved, is.WinStart = was.Next, was.LastCall, was.Moved, was.WinStart
+	is.CapRoom, is.Capped = was.CapRoom, was.Capped
 	wasMarks, isMarks := was.Checkpoints, is.Checkpoints
 	was.Checkpoints, is.Checkpoints = nil, nil
 	return reflect.DeepEqual(was, is) && slices.Equal(wasMarks, isMarks) // nil and empty alike

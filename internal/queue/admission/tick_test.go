@@ -60,3 +60,49 @@ func TestIdleTickIsNotStored(t *testing.T) {
 		t.Errorf("someone in line: write %v, admitted %v; want stored, a admitted", p.Write, p.Admitted)
 	}
 }
+
+// TestTickRecordsTheRoomUnderTheCap: a tick under a live-token cap records
+// the room it left, the cap less the tokens alive and those it let in (what
+// an answer's estimate reads: queue.Pace.NextTickAdmits); without a cap it
+// records none; and an empty line's tick that only finds the room moved
+// (tokens expired) is not stored for it.
+func TestTickRecordsTheRoomUnderTheCap(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	line := func(length int64) admission.Front {
+		return func(from, n int64) ([]admission.Waiter, error) {
+			var w []admission.Waiter
+			for i := from; i < min(from+n, length); i++ {
+				w = append(w, admission.Waiter{User: string(rune('a' + i)), Ticket: i + 1})
+			}
+			return w, nil
+		}
+	}
+	for _, tc := range []struct {
+		name              string
+		maxActive, live   int64
+		length            int64
+		admitted          int
+		room              int64
+		capped, wantWrite bool
+	}{
+		{"no cap", 0, 0, 30, 10, 0, false, true},
+		{"room for 3, two alive: 3 let in, none left", 5, 2, 30, 3, 0, true, true},
+		{"room for 18: a batch let in, 8 left", 20, 2, 30, 10, 8, true, true},
+		{"a line of 2, room for 18: 16 left", 20, 2, 2, 2, 16, true, true},
+		{"an empty line: not stored for the room alone", 20, 2, 0, 0, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := queue.DefaultConfig()
+			c.MaxActiveTokens = tc.maxActive
+			p, err := admission.PlanTick(admission.TickInput{Config: c, Now: now, Call: "call", Tokens: c.BatchSize,
+				Length: tc.length, Live: tc.live}, line(tc.length))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Admitted) != tc.admitted || p.Write != tc.wantWrite || p.State.Capped != tc.capped || p.State.CapRoom != tc.room {
+				t.Errorf("admitted %d, write %v, capped %v, room %d; want %d, %v, %v, %d",
+					len(p.Admitted), p.Write, p.State.Capped, p.State.CapRoom, tc.admitted, tc.wantWrite, tc.capped, tc.room)
+			}
+		})
+	}
+}

@@ -150,3 +150,16 @@ func TestTheDocumentSaysWhatTheNextTickLetsIn(t *testing.T) {
 		}
 	}
 }
+
+// TestTheDocumentCountsTheCapsRoom: under a live-token cap the document's
+// NextTickAdmits is at most the room the last tick left under it, so the
+// page, which reads only that, tells nobody 0 at the cap.
+func TestTheDocumentCountsTheCapsRoom(t *testing.T) {
+	c := queue.DefaultConfig()
+	for room, want := range map[int64]int64{0: 0, 3: 3, 18: 10} {
+		p := queue.Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond, Capped: true, CapRoom: room}
+		if d := front.New(queue.Snapshot{Pace: p}, c); d.NextTickAdmits != want {
+			t.Errorf("room %d under the cap: the next tick lets in %d, want %d", room, d.NextTickAdmits, want)
+		}
+	}
+}

@@ -367,6 +367,7 @@ func (q *state) pace(now time.Time) queue.Pace {
 		Config: q.cfg.InForce(now), EffectiveRate: q.effRate, PaceRate: q.tick.PaceRate, PaceBusy: q.tick.PaceBusy,
 		Moved: q.tick.Moved, Now: now, Length: q.line.len(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
+		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped,
 	})
 }
 

@@ -206,7 +206,7 @@ var paceConfigFields = append([]string{"epoch"}, paceSettings...)
 // paceFields are the admission state's fields queue.LinePace reads, which
 // the pace block carries after the config's. The prelude's pace writes the
 // block in this order (TestPaceBlockAgrees), then now and the line's length.
-var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left"}
+var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room"}
 
 // paceLen is how many values a pace block has.
 var paceLen = len(paceConfigFields) + len(paceFields) + 2
@@ -261,5 +261,6 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 		Config: c, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
+		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "",
 	}, epoch
 }

@@ -18,7 +18,7 @@ import (
 // tickFields are admission.TickState in the admission hash, field by field.
 // tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
-	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints"}
+	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room"}
 
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
@@ -272,10 +272,14 @@ func encodeTick(st admission.TickState) map[string]string {
 	if st.Reach > 0 {
 		reach = strconv.FormatInt(st.Reach, 10)
 	}
+	capRoom := "" // no cap
+	if st.Capped {
+		capRoom = strconv.FormatInt(st.CapRoom, 10)
+	}
 	return map[string]string{"next": ms(st.Next), "last_call": st.LastCall, "carry": num(st.Carry),
 		"inline": strconv.FormatInt(st.Inline, 10), "win_start": ms(st.WinStart), "win_count": strconv.FormatInt(st.WinCount, 10),
 		"measured": num(st.Measured), "pace_rate": num(st.PaceRate), "pace_busy": num(st.PaceBusy), "pace_at": ms(st.PaceAt),
-		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " ")}
+		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " "), "cap_room": capRoom}
 }
 
 // decodeTick reads what encodeTick wrote; a field not set reads as zero.
@@ -300,7 +304,7 @@ func decodeTick(v map[string]string) (admission.TickState, error) {
 	st := admission.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
 		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
-		Reach: int64(num("reach"))}
+		Reach: int64(num("reach")), CapRoom: int64(num("cap_room")), Capped: v["cap_room"] != ""}
 	for _, c := range strings.Fields(v["checkpoints"]) {
 		at, ticket, _ := strings.Cut(c, ":")
 		a, e1 := strconv.ParseInt(at, 10, 64)

@@ -27,15 +27,19 @@ func init() {
 var estimatesJSON []byte
 
 // EstimateCase is one queue's estimates as testdata/estimates.json holds
-// them: its settings, and the wait, in seconds, a newcomer at each
-// position (the line as long as their position) is told.
+// them: its settings, how many are let in before the newcomers come (their
+// tokens alive, under the live-token cap: LetInFirst), and the wait, in
+// seconds, a newcomer at each position (the line as long as their
+// position) is told.
 type EstimateCase struct {
-	Name          string               `json:"name"`
-	RatePerSecond float64              `json:"ratePerSecond"`
-	IntervalMs    int64                `json:"intervalMs"`
-	BatchSize     int64                `json:"batchSize"`
-	Method        queue.QueueingMethod `json:"queueingMethod"`
-	Told          map[int64]int64      `json:"told"`
+	Name            string               `json:"name"`
+	RatePerSecond   float64              `json:"ratePerSecond"`
+	IntervalMs      int64                `json:"intervalMs"`
+	BatchSize       int64                `json:"batchSize"`
+	Method          queue.QueueingMethod `json:"queueingMethod"`
+	MaxActiveTokens int64                `json:"maxActiveTokens"`
+	LetInFirst      int                  `json:"letInFirst"`
+	Told            map[int64]int64      `json:"told"`
 }
 
 // EstimateCases are the cases of testdata/estimates.json.
@@ -52,6 +56,9 @@ func (ec EstimateCase) Settings() map[string]any {
 	s := map[string]any{"ratePerSecond": ec.RatePerSecond, "intervalMs": ec.IntervalMs, "batchSize": ec.BatchSize}
 	if ec.Method != "" {
 		s["queueingMethod"] = string(ec.Method)
+	}
+	if ec.MaxActiveTokens > 0 {
+		s["maxActiveTokens"] = ec.MaxActiveTokens
 	}
 	return s
 }
@@ -73,6 +80,7 @@ func testEstimates(t *testing.T, s queue.Store, clock Clock) {
 				t.Fatal(err)
 			}
 			q := newQueue(t, s, c)
+			letInFirst(t, s, clock, q, c, ec.LetInFirst)
 			positions := ec.Positions()
 			user := func(pos int64) string { return fmt.Sprintf("u%03d", pos) }
 			for pos := int64(1); pos <= positions[len(positions)-1]; pos++ {
@@ -99,12 +107,30 @@ func testEstimates(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
+// letInFirst lets n users in by admission's ticks before anyone else
+// comes: their tokens stay alive, so the room the last tick left under the
+// queue's live-token cap is the cap less n.
+func letInFirst(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, n int) {
+	t.Helper()
+	for i := range n {
+		mustEnter(t, s, q, fmt.Sprintf("first%03d", i))
+	}
+	for admitted := 0; admitted < n; {
+		if a := tickDue(t, s, clock, q, c.BatchSize); len(a.Admitted) == 0 {
+			t.Fatalf("a tick let in none of the %d waiting under a cap of %d", n-admitted, c.MaxActiveTokens)
+		} else {
+			admitted += len(a.Admitted)
+		}
+	}
+}
+
 // checkWaitsKept lets everyone in line in at fastConfig's pace (the
-// queue's method kept) and checks the wait each place kept against want's.
+// queue's method kept, its live-token cap lifted) and checks the wait each
+// place kept against want's.
 func checkWaitsKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, positions []int64, want func(user string) (int64, bool)) {
 	t.Helper()
 	fast := fastConfig()
-	c.RatePerSecond, c.BatchSize, c.Interval = fast.RatePerSecond, fast.BatchSize, fast.Interval
+	c.RatePerSecond, c.BatchSize, c.Interval, c.MaxActiveTokens = fast.RatePerSecond, fast.BatchSize, fast.Interval, 0
 	if err := s.PutConfig(context.Background(), q, c); err != nil {
 		t.Fatal(err)
 	}

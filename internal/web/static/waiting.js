@@ -411,8 +411,10 @@
 
   // The server's estimate (queue/estimate.go): ceil(position / rate), 0
   // within what the next tick surely lets in (nextTickAdmits: the server's
-  // rate × interval rounded down, at most a batch; 0 below one a tick, so
-  // at 2/s nobody is told 0); the poll bands 10/5/2 by it, ±20%. A
+  // rate × interval rounded down, at most a batch and the room the last
+  // tick left under the live-token cap; 0 below one a tick, so at 2/s
+  // nobody is told 0, nor anyone at the cap); the poll bands 10/5/2 by it,
+  // ±20%. A
   // document without nextTickAdmits (an older server's, from a cache) tells
   // nobody 0.
   function estimate(position, pace) {

@@ -64,15 +64,16 @@ end
 -- pace measured, bias-corrected, when it is known and a tenth off the rate
 -- in force), kept with their place (K.joined) for the estimate's accuracy.
 -- 0 within what the next tick surely lets in (Pace.NextTickAdmits: rate ×
--- interval rounded down, at most a batch), the interval in seconds figured
--- as Go's Duration.Seconds does, whole seconds plus the rest, so both round
--- alike.
+-- interval rounded down, at most a batch and, under a live-token cap, the
+-- room the last tick left under it, adm.cap_room), the interval in seconds
+-- figured as Go's Duration.Seconds does, whole seconds plus the rest, so
+-- both round alike.
 local function shown(cfg, adm, position)
   local r, busy = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0
   local m = busy >= 10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
   if m > 0 and math.abs(m - r) > r / 10 then r = m end
   local ms = tonumber(cfg.interval_ms)
-  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg.batch))
+  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg.batch), tonumber(adm.cap_room) or math.huge)
   local drawn = (adm.phase_method or cfg.method) == 'random'
   return position <= tick and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
 end
@@ -86,7 +87,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg.epoch, adm.phase_rate or cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused,
     adm.phase_rate and '0' or cfg.adaptive, cfg.min_rate, cfg.max_rate, cfg.opens_at, adm.phase_method or cfg.method,
-    adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, now, length})
+    adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room, now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead

@@ -62,7 +62,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg[2], adm[6] or cfg[1], cfg[7], cfg[8], cfg[9],
     adm[6] and '0' or cfg[3], cfg[4], cfg[5], cfg[10], adm[11] or cfg[12],
-    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], now, length})
+    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], adm[20], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -80,7 +80,7 @@ end
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
   if adm[18] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[6]), tonumber(adm[20])
+  return redis.call('ZCARD', KEYS[6]), tonumber(adm[21])
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -106,13 +106,13 @@ end
 -- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] phase_rate
 -- [7] batch [8] interval_ms [9] paused [10] opens_at [11] phase_method [12] method
 -- [13] eff_rate [14] pace_rate [15] pace_busy [16] moved [17] reach [18] open_state
--- [19] units_left [20] open_end [21] carry [22] inline [23] phase_max_active [24] max_active
--- [25] per_unit [26] ttl_ms
+-- [19] units_left [20] cap_room [21] open_end [22] carry [23] inline [24] phase_max_active
+-- [25] max_active [26] per_unit [27] ttl_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'batch', 'interval_ms', 'paused', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'carry', 'inline', 'phase_max_active', 'max_active', 'per_unit', 'ttl_ms')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'batch', 'interval_ms', 'paused', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'cap_room', 'open_end', 'carry', 'inline', 'phase_max_active', 'max_active', 'per_unit', 'ttl_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[7]) and 'batch' or not tonumber(cfg[8]) and 'interval_ms'
-    or not tonumber(cfg[26]) and 'ttl_ms' or cfg[24] and not tonumber(cfg[24]) and 'max_active' or cfg[10] and not tonumber(cfg[10]) and 'opens_at'
+    or not tonumber(cfg[27]) and 'ttl_ms' or cfg[25] and not tonumber(cfg[25]) and 'max_active' or cfg[10] and not tonumber(cfg[10]) and 'opens_at'
     or cfg[4] and not tonumber(cfg[4]) and 'min_rate' or cfg[5] and not tonumber(cfg[5]) and 'max_rate'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
@@ -132,13 +132,13 @@ local busy = pace({NOT_IN_LINE}, cfg, adm, now, length)
 if cfg[9] == '1' or length > 0 or opening(cfg, adm) then
   return busy
 end
-local quota = (tonumber(adm[6]) or rateInForce(cfg, adm[13])) * tonumber(cfg[8]) / 1000 + (tonumber(adm[21]) or 0)
-if (adm[11] or cfg[12]) ~= 'passthrough' and (tonumber(adm[22]) or 0) >= math.min(math.floor(quota), tonumber(cfg[7])) then
+local quota = (tonumber(adm[6]) or rateInForce(cfg, adm[13])) * tonumber(cfg[8]) / 1000 + (tonumber(adm[22]) or 0)
+if (adm[11] or cfg[12]) ~= 'passthrough' and (tonumber(adm[23]) or 0) >= math.min(math.floor(quota), tonumber(cfg[7])) then
   return busy
 end
-local maxActive = tonumber(adm[23] or cfg[24]) or 0
+local maxActive = tonumber(adm[24] or cfg[25]) or 0
 local limit = maxActive > 0 and maxActive or nil
-local units, perUnit = tonumber(adm[19]), tonumber(cfg[25]) or 0
+local units, perUnit = tonumber(adm[19]), tonumber(cfg[26]) or 0
 if units == 0 then return busy end
 if units and perUnit > 0 then limit = math.min(limit or math.huge, math.floor(units * perUnit)) end
 if limit and redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf') >= limit then
@@ -150,8 +150,8 @@ if expired then -- forget it, as enter.lua does
 end
 redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[4], user, token)
-redis.call('ZADD', KEYS[5], now + tonumber(cfg[26]), user)
+redis.call('ZADD', KEYS[5], now + tonumber(cfg[27]), user)
 for _, counter in ipairs({'inline', 'inline_total', 'admitted', 'win_count'}) do
   redis.call('HINCRBY', KEYS[3], counter, 1)
 end
-return pace({READY, token, now + tonumber(cfg[26])}, cfg, adm, now, length)
+return pace({READY, token, now + tonumber(cfg[27])}, cfg, adm, now, length)

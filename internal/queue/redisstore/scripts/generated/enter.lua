@@ -65,16 +65,17 @@ end
 -- pace measured, bias-corrected, when it is known and a tenth off the rate
 -- in force), kept with their place (K.joined) for the estimate's accuracy.
 -- 0 within what the next tick surely lets in (Pace.NextTickAdmits: rate ×
--- interval rounded down, at most a batch), the interval in seconds figured
--- as Go's Duration.Seconds does, whole seconds plus the rest, so both round
--- alike.
+-- interval rounded down, at most a batch and, under a live-token cap, the
+-- room the last tick left under it, adm.cap_room), the interval in seconds
+-- figured as Go's Duration.Seconds does, whole seconds plus the rest, so
+-- both round alike.
 local function shown(cfg, adm, position)
   local r, busy = tonumber(adm[6]) or rateInForce(cfg, adm[7]), tonumber(adm[8]) or 0
   local m = busy >= 10 and (tonumber(adm[9]) or 0) / (1 - math.exp(-busy / 60)) or 0
   if m > 0 and math.abs(m - r) > r / 10 then r = m end
   local ms = tonumber(cfg[10])
-  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg[11]))
-  local drawn = (adm[12] or cfg[13]) == 'random'
+  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg[11]), tonumber(adm[12]) or math.huge)
+  local drawn = (adm[13] or cfg[14]) == 'random'
   return position <= tick and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
 end
 
@@ -85,9 +86,9 @@ end
 -- rate (fixed: not adaptive) and method over the queue's own (the tick
 -- keeps the phase in force in the phase_ fields: tick.go's phaseFields).
 local function pace(reply, cfg, adm, now, length)
-  return append(reply, {cfg[2], adm[6] or cfg[1], cfg[11], cfg[10], cfg[14],
-    adm[6] and '0' or cfg[3], cfg[4], cfg[5], cfg[15], adm[12] or cfg[13],
-    adm[7], adm[9], adm[8], adm[16], adm[17], adm[18], adm[19], now, length})
+  return append(reply, {cfg[2], adm[6] or cfg[1], cfg[11], cfg[10], cfg[15],
+    adm[6] and '0' or cfg[3], cfg[4], cfg[5], cfg[16], adm[13] or cfg[14],
+    adm[7], adm[9], adm[8], adm[17], adm[18], adm[19], adm[20], adm[12], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -96,7 +97,7 @@ end
 -- queue open, and put_config.lua opens at once a queue whose opening is
 -- cleared with users in it.
 local function opening(cfg, adm)
-  return adm[18] == 'placing' or ((tonumber(cfg[15]) or 0) > 0 and not adm[18])
+  return adm[19] == 'placing' or ((tonumber(cfg[16]) or 0) > 0 and not adm[19])
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue
@@ -104,8 +105,8 @@ end
 -- they are ahead of everyone who entered after the close, whose positions
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
-  if adm[18] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[7]), tonumber(adm[20])
+  if adm[19] ~= 'placing' then return 0, nil end
+  return redis.call('ZCARD', KEYS[7]), tonumber(adm[21])
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -114,8 +115,8 @@ end
 -- up to a second later, and admission could reach them meanwhile: a user back
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
-  local reach = tonumber(adm[17])
-  if (tonumber(cfg[21]) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', KEYS[6], now, user) end
+  local reach = tonumber(adm[18])
+  if (tonumber(cfg[22]) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', KEYS[6], now, user) end
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -148,14 +149,14 @@ end
 
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] adaptive [4] min_rate [5] max_rate [6] phase_rate
--- [7] eff_rate [8] pace_busy [9] pace_rate [10] interval_ms [11] batch [12] phase_method
--- [13] method [14] paused [15] opens_at [16] moved [17] reach [18] open_state
--- [19] units_left [20] open_end [21] abandon_ms [22] capacity
+-- [7] eff_rate [8] pace_busy [9] pace_rate [10] interval_ms [11] batch [12] cap_room
+-- [13] phase_method [14] method [15] paused [16] opens_at [17] moved [18] reach
+-- [19] open_state [20] units_left [21] open_end [22] abandon_ms [23] capacity
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'eff_rate', 'pace_busy', 'pace_rate', 'interval_ms', 'batch', 'phase_method', 'method', 'paused', 'opens_at', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms', 'capacity')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'adaptive', 'min_rate', 'max_rate', 'phase_rate', 'eff_rate', 'pace_busy', 'pace_rate', 'interval_ms', 'batch', 'cap_room', 'phase_method', 'method', 'paused', 'opens_at', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms', 'capacity')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[11]) and 'batch' or not tonumber(cfg[10]) and 'interval_ms'
-    or not tonumber(cfg[22]) and 'capacity' or cfg[21] and not tonumber(cfg[21]) and 'abandon_ms' or cfg[15] and not tonumber(cfg[15]) and 'opens_at'
+    or not tonumber(cfg[23]) and 'capacity' or cfg[22] and not tonumber(cfg[22]) and 'abandon_ms' or cfg[16] and not tonumber(cfg[16]) and 'opens_at'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
 end
@@ -177,17 +178,17 @@ local function enterOne(user)
   end
   -- A token whose time is up: forget it, and line up again like anyone else.
   if expired then dropToken(user, 'expired', now) end
-  local full = length + (opening(cfg, adm) and redis.call('ZCARD', KEYS[7]) or 0) >= tonumber(cfg[22])
+  local full = length + (opening(cfg, adm) and redis.call('ZCARD', KEYS[7]) or 0) >= tonumber(cfg[23])
   if full then return {LINE_FULL, length}, length end
-  if adm[19] == '0' then return {SOLD_OUT, length}, length end
+  if adm[20] == '0' then return {SOLD_OUT, length}, length end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
-  if (tonumber(cfg[15]) or 0) > 0 and not adm[18] then
+  if (tonumber(cfg[16]) or 0) > 0 and not adm[19] then
     redis.call('ZADD', KEYS[7], 'NX', now, user)
     return {PRE_QUEUE, length}, length
   end
   if length == 0 then
     redis.call('HSET', KEYS[3], 'moved', now) -- someone starts waiting: the front has not stood still
-    adm[16] = now
+    adm[17] = now
   end
   local ticket = redis.call('INCR', KEYS[2])
   redis.call('ZADD', KEYS[1], 'NX', ticket, user)

@@ -41,16 +41,16 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg[2], adm[3] or cfg[1], cfg[4], cfg[5], cfg[6],
     adm[3] and '0' or cfg[7], cfg[8], cfg[9], cfg[10], adm[11] or cfg[12],
-    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], now, length})
+    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], adm[20], now, length})
 end
 
 -- config is the queue's hash as this script reads it (written by the generator):
 -- [1] rate [2] epoch [3] phase_rate [4] batch [5] interval_ms [6] paused
 -- [7] adaptive [8] min_rate [9] max_rate [10] opens_at [11] phase_method [12] method
 -- [13] eff_rate [14] pace_rate [15] pace_busy [16] moved [17] reach [18] open_state
--- [19] units_left
+-- [19] units_left [20] cap_room
 local function config()
-  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'phase_rate', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left')
+  local cfg = redis.call('HMGET', KEYS[3], 'rate', 'epoch', 'phase_rate', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'cap_room')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
   local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[4]) and 'batch'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[3] .. ': ' .. damaged .. ' missing or not a number') end

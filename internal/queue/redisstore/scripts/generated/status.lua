@@ -41,7 +41,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg[2], adm[3] or cfg[1], cfg[4], cfg[5], cfg[6],
     adm[3] and '0' or cfg[7], cfg[8], cfg[9], cfg[10], adm[11] or cfg[12],
-    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], now, length})
+    adm[13], adm[14], adm[15], adm[16], adm[17], adm[18], adm[19], adm[20], now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -59,7 +59,7 @@ end
 -- and the line's length count them; 0 otherwise.
 local function unplaced(adm)
   if adm[18] ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', KEYS[6]), tonumber(adm[20])
+  return redis.call('ZCARD', KEYS[6]), tonumber(adm[21])
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -69,7 +69,7 @@ end
 -- from a long absence would be skipped though asking.
 local function markSeen(cfg, adm, user, position, now)
   local reach = tonumber(adm[17])
-  if (tonumber(cfg[21]) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', KEYS[5], now, user) end
+  if (tonumber(cfg[22]) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', KEYS[5], now, user) end
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
@@ -95,11 +95,11 @@ end
 -- [1] rate [2] epoch [3] phase_rate [4] batch [5] interval_ms [6] paused
 -- [7] adaptive [8] min_rate [9] max_rate [10] opens_at [11] phase_method [12] method
 -- [13] eff_rate [14] pace_rate [15] pace_busy [16] moved [17] reach [18] open_state
--- [19] units_left [20] open_end [21] abandon_ms
+-- [19] units_left [20] cap_room [21] open_end [22] abandon_ms
 local function config()
-  local cfg = redis.call('HMGET', KEYS[2], 'rate', 'epoch', 'phase_rate', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'open_end', 'abandon_ms')
+  local cfg = redis.call('HMGET', KEYS[2], 'rate', 'epoch', 'phase_rate', 'batch', 'interval_ms', 'paused', 'adaptive', 'min_rate', 'max_rate', 'opens_at', 'phase_method', 'method', 'eff_rate', 'pace_rate', 'pace_busy', 'moved', 'reach', 'open_state', 'units_left', 'cap_room', 'open_end', 'abandon_ms')
   if not (cfg[1] or cfg[2]) then return cfg, cfg, {UNKNOWN_QUEUE} end
-  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[4]) and 'batch' or cfg[21] and not tonumber(cfg[21]) and 'abandon_ms'
+  local damaged = not tonumber(cfg[1]) and 'rate' or not tonumber(cfg[4]) and 'batch' or cfg[22] and not tonumber(cfg[22]) and 'abandon_ms'
   if damaged then return cfg, cfg, redis.error_reply('DAMAGED queue config ' .. KEYS[2] .. ': ' .. damaged .. ' missing or not a number') end
   return cfg, cfg
 end
