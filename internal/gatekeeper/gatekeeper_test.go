@@ -185,7 +185,7 @@ func TestUnknownQueue(t *testing.T) {
 }
 
 // TestRefusedBeforeAsked: a newcomer to a queue that refuses newcomers
-// whatever they do (sold out, closed) is told so at once, under every
+// whatever they do (sold out, closed, full) is told so at once, under every
 // policy that would ask them for something (a challenge, a sign-in),
 // and is handed no challenge to solve; whoever holds a place is told
 // where they stand, asked for nothing (issue 49).
@@ -210,6 +210,13 @@ func TestRefusedBeforeAsked(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, queue.ErrQueueClosed, queue.Waiting},
+		{"full", func(t *testing.T, f fixture) {
+			c, _ := f.q.Config(ctx, "sale")
+			c.Capacity = 1 // the member waiting fills it
+			if err := f.q.PutConfig(ctx, "sale", c); err != nil {
+				t.Fatal(err)
+			}
+		}, queue.ErrQueueFull, queue.Waiting},
 	} {
 		for _, policy := range []queue.JoinPolicy{queue.JoinChallenge, queue.JoinSigned} {
 			t.Run(refusal.name+"/"+string(policy), func(t *testing.T) {

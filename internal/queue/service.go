@@ -342,11 +342,12 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 // a place (solve a challenge, sign in), asked before they are asked to do
 // it: whoever holds a place is told where they stand, as by Status; a
 // newcomer gets the refusal Enter would give them now (ErrQueueClosed,
-// ErrSoldOut), so a sold-out line never has someone solve a proof of work
-// only to be turned away; any other newcomer is NOT_IN_QUEUE, a place
-// theirs to take. It costs what Status costs: a newcomer's standing comes
-// from the store, and the queue's stock comes in the same answer (its
-// pace).
+// ErrQueueFull, ErrSoldOut), so a full or sold-out line never has someone
+// solve a proof of work only to be turned away; any other newcomer is
+// NOT_IN_QUEUE, a place theirs to take. It costs what Status costs: a
+// newcomer's standing comes from the store with the queue's stock in the
+// same answer, and the line's length from the instance's snapshot of it
+// (the read the status polls share).
 func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
 	e, err := s.status(ctx, queue, user)
 	if err != nil {
@@ -357,7 +358,11 @@ func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
 		if err != nil {
 			return View{}, err
 		}
-		if err := s.refusal(c, e.Pace.Stock); err != nil {
+		var length int64 // not known: entering tells them the line is full
+		if sn, err := s.Snapshot(ctx, queue); err == nil {
+			length = sn.Length
+		}
+		if err := s.refusal(c, length, e.Pace.Stock); err != nil {
 			return View{}, err
 		}
 	}
@@ -365,9 +370,9 @@ func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
 }
 
 // RefusesNewcomers is the refusal a newcomer to the queue would get now
-// (ErrQueueClosed, ErrSoldOut), as this instance knows it: the config read
-// within the second (ConfigInForce) and the stock in its snapshot of the
-// line (Snapshot, the read the status polls share; with snapshots off, a
+// (ErrQueueClosed, ErrQueueFull, ErrSoldOut), as this instance knows it:
+// the config read within the second (ConfigInForce) and the length and
+// stock in its snapshot of the line (Snapshot, the read the status polls share; with snapshots off, a
 // read of its own). Nil when the queue takes newcomers, and when the line
 // cannot be read just now: entering tells them then. For what is asked
 // only of a newcomer (a challenge), so that nobody is handed work for a
@@ -384,15 +389,21 @@ func (s *Service) RefusesNewcomers(ctx context.Context, queue string) error {
 	if err != nil {
 		return nil
 	}
-	return s.refusal(c, sn.Pace.Stock)
+	return s.refusal(c, sn.Length, sn.Pace.Stock)
 }
 
 // refusal is why a newcomer may not take a place in a queue of config c
-// with stock st (Enter's rules: closed before sold out), nil when they may.
-func (s *Service) refusal(c Config, st Stock) error {
+// whose line is length long, with stock st (Enter's rules: closed, then
+// full, then sold out), nil when they may. The length leaves out an
+// opening's pre-queue, which Enter counts too: a newcomer this lets
+// through may still be told the line is full when they enter, never the
+// other way round.
+func (s *Service) refusal(c Config, length int64, st Stock) error {
 	switch {
 	case s.closedTo(c):
 		return ErrQueueClosed
+	case length >= c.Capacity:
+		return ErrQueueFull
 	case st.SoldOut():
 		return ErrSoldOut
 	}
