@@ -690,6 +690,18 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	closed := apptest.UniqueID("closed")
 	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + closed, auth: admin, body: map[string]any{"queueingMethod": "reject"}, status: 200})
 	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + closed + "/challenge", status: 403, code: "queue_closed"})
+	// Nor for a place in a full line.
+	fullQ := apptest.UniqueID("full")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + fullQ, auth: admin, body: map[string]any{"paused": true, "capacity": 1}, status: 200})
+	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/" + fullQ + "/entries", auth: in.As("fills-it"), status: 200})
+	// The route reads the length from the instance's snapshot of the line,
+	// up to --status-snapshot-age old.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if in.Do("GET", "/api/v1/queues/"+fullQ+"/challenge", "", nil).Status == 429 {
+			break
+		}
+	}
+	k.call(t, oaCase{method: "GET", path: "/api/v1/queues/" + fullQ + "/challenge", status: 429, code: "queue_full"})
 	solution := in.Solve("", paused)
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, headers: []string{"X-Challenge-Solution", solution}, status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused), cookie: cookie, status: 200}) // in line: no new solution asked
