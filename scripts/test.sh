@@ -515,15 +515,7 @@ timeout=30m
 # of the time (the tests took 8.1 minutes with -p 2, 5.6 with -p 4, both
 # warm and quiet). WAITROOM_TEST_P sets another; a -p among the arguments
 # wins.
-#
-# Within a package, eight parallel tests at once (go test's -parallel is
-# the number of cores by default): the end-to-end tests wait for time to
-# pass (no-show waits, token expiry, ticks), so two at a time kept
-# internal/app at 209 s where eight take 95 s (alone, warm); bench,
-# gateway, httpapi and redisstore run together took 191 s with two and 176
-# s with eight, internal/web 201 s and 194 s. WAITROOM_TEST_PARALLEL sets
-# another; a -parallel among the arguments wins.
-parallel=(-p "${WAITROOM_TEST_P:-4}" -parallel "${WAITROOM_TEST_PARALLEL:-8}")
+parallel=(-p "${WAITROOM_TEST_P:-4}")
 shown="${test_args[*]}"
 [[ "${pkgs[*]}" == "./..." ]] && shown="./... (the longest first) $*"
 say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${parallel[*]} $shown"
