@@ -4,8 +4,6 @@ package app_test
 // both backends: the adaptive rate backing off from slow orders, no-shows
 // skipped, a stalled line said, and a fair opening. Times are real here;
 // every wait is a poll with a deadline several times what the config says.
-// They wait for time to pass, not for the CPU, so each runs in parallel
-// with the package's other tests, not only its two backends with each other.
 
 import (
 	"fmt"
@@ -39,7 +37,6 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // rate changes, the waitroom_admission_rate metric and a log line saying
 // why. A manual rate switches it off.
 func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
-	t.Parallel()
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -126,7 +123,6 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 // counted in abandonedTotal and waitroom_abandoned_total, and entering again
 // puts one at the back.
 func TestNoShowsSkipped(t *testing.T) {
-	t.Parallel()
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -184,7 +180,6 @@ func TestNoShowsSkipped(t *testing.T) {
 // after a few seconds the waiting are told the line is stalled; once the
 // token goes and the line moves, they are not.
 func TestStalledIsSaid(t *testing.T) {
-	t.Parallel()
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -214,7 +209,6 @@ func TestStalledIsSaid(t *testing.T) {
 // place; at opensAt (admission paused) they are placed, every place 1–30
 // taken once; a user entering after is 31st.
 func TestFairOpening(t *testing.T) {
-	t.Parallel()
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()

@@ -34,7 +34,6 @@ import (
 //
 //	WAITROOM_KILLS=20 scripts/test.sh -run TestEmbeddedLineSurvivesSIGKILL ./internal/app/
 func TestEmbeddedLineSurvivesSIGKILL(t *testing.T) {
-	t.Parallel()
 	kills := 2
 	if v := os.Getenv("WAITROOM_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -23,7 +23,6 @@ import (
 // waiting, and the held status poll that tells them READY (a held poll
 // answers as soon as admission reaches them).
 func TestSaleMeasuredEndToEnd(t *testing.T) {
-	t.Parallel()
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()

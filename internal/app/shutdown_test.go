@@ -24,7 +24,6 @@ import (
 // in flight, and checks every one of them is answered, new work is refused
 // and the process exits 0.
 func TestSIGTERMDrains(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "waitroom")
 	build := exec.Command("go", "build", "-o", bin, "../../cmd/waitroom")
