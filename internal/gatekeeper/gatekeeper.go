@@ -110,7 +110,7 @@ const replayMargin = time.Minute
 //     told so whatever the policy: re-entering takes nothing new;
 //   - an anonymous newcomer who would be asked for a challenge or to sign
 //     in is refused instead when the queue refuses newcomers whatever
-//     they do (closed, sold out: queue.Service.Knock);
+//     they do (closed, full, sold out: queue.Service.Knock);
 //   - otherwise under "signed": ErrSignInRequired; under "any": one of the
 //     address's entries; under "challenge": one of the address's entries
 //     and a solution of a challenge of this queue (proof), unexpired,
@@ -131,7 +131,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 	}
 	if proof == "" || cfg.Join == queue.JoinSigned {
 		// Asking costs a status read, never a place; a newcomer the queue
-		// refuses anyway (closed, sold out) is told so by it, before being
+		// refuses anyway (closed, full, sold out) is told so by it, before being
 		// sent to solve a challenge or to sign in for nothing.
 		v, err := g.o.Queue.Knock(ctx, q, c.User)
 		if err != nil || v.State != queue.NotInQueue {
@@ -162,7 +162,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 }
 
 // Challenge issues a challenge for the queue at its difficulty, unless
-// the queue refuses newcomers now (closed, sold out:
+// the queue refuses newcomers now (closed, full, sold out:
 // queue.Service.RefusesNewcomers): then that refusal, so that no one
 // solves a proof of work for a place they cannot have.
 func (g *Gatekeeper) Challenge(ctx context.Context, q string) (challenge.Challenge, error) {

@@ -268,8 +268,13 @@ func (g *Gateway) onward(w http.ResponseWriter, r *http.Request) {
 		// concurrent Body.Read call") that drops the connection (issue 49).
 		// Closed here, the rest is read (up to Go's 256 KB; beyond, the
 		// connection closes after the answer) while the server still
-		// watches.
-		defer r.Body.Close()
+		// watches. The answer goes out first: a client that sent Expect:
+		// 100-continue to a backend that answered without reading is
+		// waiting for it, not sending.
+		defer func() {
+			http.NewResponseController(w).Flush()
+			r.Body.Close()
+		}()
 	}
 	g.proxy.ServeHTTP(w, r)
 }

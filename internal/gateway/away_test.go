@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,8 +19,10 @@ import (
 // is the decision's. After, the pages no route protects are still the
 // shop's (GET and HEAD go on unjudged: nginx used to answer 500 for every
 // page), while the protected routes, the session-protected GET /checkout
-// included, and every other POST are answered 503 with Retry-After, and
-// none of them reaches the shop. At no moment does a visitor get a 500.
+// included (spelt with a newline too), and every other POST are answered
+// 503 with Retry-After, and none of them reaches the shop, nor does a
+// client's X-Waitroom-*, path or method override in any spelling. At no
+// moment does a visitor get a 500.
 func TestFrontOutlivesWaitroom(t *testing.T) {
 	for _, f := range apptest.Fronts {
 		if !f.Decides() {
@@ -38,8 +41,22 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 		n, _ := reached.LoadOrStore(r.Method+" "+r.URL.Path, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 	}
+	// What the shop must never be handed, in any spelling: a user or bypass
+	// a client wrote, or another method or path than the one judged.
+	var forged atomic.Int64
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { count(r); fmt.Fprint(w, "the shop's page") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		count(r)
+		for k := range r.Header {
+			switch strings.ToLower(strings.ReplaceAll(k, "_", "-")) {
+			case "x-waitroom-user", "x-waitroom-bypass", "x-original-url", "x-http-method-override":
+				if r.Header.Get(k) != "" {
+					forged.Add(1)
+				}
+			}
+		}
+		fmt.Fprint(w, "the shop's page")
+	})
 	shop := &apptest.UpstreamShop{Server: httptest.NewServer(mux)}
 	t.Cleanup(shop.Server.Close)
 	// BootProxy's routes: POST /buy (spent) and GET /checkout (kept); the
@@ -52,20 +69,27 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 		// before and away: the statuses allowed while waitroom answers
 		// and once it is gone.
 		before, away []int
+		headers      []string
 	}
+	forging := []string{"X_Waitroom_User", "forged", "X_Waitroom_Bypass", "forged", "X-Original-URL", "/checkout",
+		"X_HTTP_Method_Override", "POST"}
 	visits := []visit{
-		{"GET", "/", []int{200}, []int{200}},
-		{"GET", "/product/7", []int{200}, []int{200}},
-		{"HEAD", "/product/7", []int{200}, []int{200}},
-		{"GET", "/checkout", []int{401}, []int{503}},
-		{"POST", "/buy", []int{401}, []int{503}},
-		{"POST", "/newsletter", []int{200}, []int{503}},
+		{"GET", "/", []int{200}, []int{200}, nil},
+		{"GET", "/product/7", []int{200}, []int{200}, nil},
+		{"HEAD", "/product/7", []int{200}, []int{200}, nil},
+		{"GET", "/checkout", []int{401}, []int{503}, nil},
+		{"GET", "/en%0A/checkout", []int{400}, []int{503}, nil}, // "." does not match a newline
+		{"POST", "/buy", []int{401}, []int{503}, nil},
+		{"POST", "/newsletter", []int{200}, []int{503}, nil},
+		// Refused by the decision (a client's X-Waitroom-*, a path
+		// override) or forwarded without them; away, forwarded without them.
+		{"GET", "/product/8", []int{200, 400}, []int{200}, forging},
 	}
 	var gone atomic.Bool
 	var mu sync.Mutex
 	seen := map[string]int{} // "phase METHOD /path status" → count
 	var wrong []string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a bound: the load stops when told
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := range 4 {
@@ -84,6 +108,9 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 				wasGone := gone.Load()
 				req, _ := http.NewRequest(v.method, p.Base+v.path, nil)
 				req.Header.Set("Accept", "application/json")
+				for i := 0; i+1 < len(v.headers); i += 2 {
+					req.Header[v.headers[i]] = []string{v.headers[i+1]} // as spelt
+				}
 				res, err := client.Do(req)
 				if err != nil {
 					mu.Lock()
@@ -124,7 +151,24 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 		t.Errorf("stopping waitroom: %v", err)
 	}
 	gone.Store(true)
-	time.Sleep(2 * time.Second) // and with it gone
+	// And with it gone, until every visit has been answered a few times.
+	for until := time.Now().Add(30 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		least := -1
+		for _, v := range visits {
+			n := 0
+			for _, st := range v.away {
+				n += seen[fmt.Sprintf("away %s %s %d", v.method, v.path, st)]
+			}
+			if least < 0 || n < least {
+				least = n
+			}
+		}
+		mu.Unlock()
+		if least >= 10 {
+			break
+		}
+	}
 	close(stop)
 	wg.Wait()
 
@@ -142,7 +186,10 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 			t.Errorf("%s %s was never refused with waitroom gone", v.method, v.path)
 		}
 	}
-	for _, route := range []string{"POST /buy", "GET /checkout"} {
+	if n := forged.Load(); n > 0 {
+		t.Errorf("the shop was handed a client's X-Waitroom-*, X-Original-URL or method override %d times", n)
+	}
+	for _, route := range []string{"POST /buy", "GET /checkout", "GET /en\n/checkout"} {
 		if n, ok := reached.Load(route); ok {
 			t.Errorf("%s reached the shop %d times without an entry", route, n.(*atomic.Int64).Load())
 		}

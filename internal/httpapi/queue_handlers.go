@@ -251,7 +251,7 @@ func (e operatorsWords) Error() string { return e.text }
 func (e operatorsWords) Unwrap() error { return e.err }
 
 // refusalInOperatorsWords is err, and when it refuses a newcomer a place
-// (closed, sold out) said with the queue's message for the request's
+// (closed, full, sold out) said with the queue's message for the request's
 // reader: a closed sale's "Sold out: thank you" reaches whoever is turned
 // away, by whichever route.
 func (s *Server) refusalInOperatorsWords(r *http.Request, err error) error {
@@ -320,7 +320,7 @@ const ChallengeSolutionHeader = "X-Challenge-Solution"
 
 // challenge issues a proof-of-work challenge for the queue (ALTCHA v2
 // parameters and signature); its solution, sent with enter, takes one
-// place. A queue that takes no newcomers now (closed, sold out) hands out
+// place. A queue that takes no newcomers now (closed, full, sold out) hands out
 // none: its refusal instead, as entering would answer it.
 func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 	c, err := s.Gate.Challenge(r.Context(), r.PathValue("queue"))

@@ -344,10 +344,10 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 // newcomer gets the refusal Enter would give them now (ErrQueueClosed,
 // ErrQueueFull, ErrSoldOut), so a full or sold-out line never has someone
 // solve a proof of work only to be turned away; any other newcomer is
-// NOT_IN_QUEUE, a place theirs to take. It costs what Status costs: a
-// newcomer's standing comes from the store with the queue's stock in the
-// same answer, and the line's length from the instance's snapshot of it
-// (the read the status polls share).
+// NOT_IN_QUEUE, a place theirs to take. It costs a Status and, for a
+// newcomer, the config in force (read within the second) and the
+// instance's snapshot of the line for its length (the read the status
+// polls share); the stock comes in the status answer.
 func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
 	e, err := s.status(ctx, queue, user)
 	if err != nil {
@@ -394,10 +394,10 @@ func (s *Service) RefusesNewcomers(ctx context.Context, queue string) error {
 
 // refusal is why a newcomer may not take a place in a queue of config c
 // whose line is length long, with stock st (Enter's rules: closed, then
-// full, then sold out), nil when they may. The length leaves out an
-// opening's pre-queue, which Enter counts too: a newcomer this lets
-// through may still be told the line is full when they enter, never the
-// other way round.
+// full, then sold out), nil when they may. The length is a snapshot's, up
+// to its age old, and leaves out an opening's pre-queue, which Enter
+// counts: a newcomer may be told the line is full a moment after it had
+// room again, or let through to be told so when they enter.
 func (s *Service) refusal(c Config, length int64, st Stock) error {
 	switch {
 	case s.closedTo(c):
