@@ -1,14 +1,18 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/apptest"
 )
@@ -93,6 +97,9 @@ func refusedUploadsKeepTheConnection(t *testing.T, f apptest.Front) {
 	if status, reused, body := send("/buy", "", 10); status != http.StatusUnauthorized || !reused {
 		t.Errorf("after the backend's 413: %d (reused %v) %s, want 401 on the same connection", status, reused, body)
 	}
+	if !f.Decides() { // nginx and Caddy answer Expect: 100-continue themselves
+		expectContinueAnswered(t, p.Base)
+	}
 	if n := bought.Load(); n != 0 {
 		t.Errorf("%d refused POSTs reached the backend", n)
 	}
@@ -100,4 +107,28 @@ func refusedUploadsKeepTheConnection(t *testing.T, f apptest.Front) {
 		t.Errorf("waitroom logged a panic: %s", panic)
 	}
 	t.Logf("%d refused uploads of up to 200 KB on one connection, one forwarded the backend did not read", 2*len(sizes))
+}
+
+// expectContinueAnswered: a client that sends Expect: 100-continue, and
+// waits for the 100 before its upload, to a backend that answers without
+// reading (413) gets that answer at once; it is not left waiting while the
+// gateway waits for the upload it never asked for (issue 49's review).
+func expectContinueAnswered(t *testing.T, base string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /too-large HTTP/1.1\r\nHost: shop\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n")
+	// Well within the server's ReadTimeout (10 s), which would end the wait.
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("Expect: 100-continue to a backend that answers at once: no answer: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("Expect: 100-continue: %d, want the backend's 413", res.StatusCode)
+	}
 }
