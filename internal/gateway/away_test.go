@@ -195,3 +195,34 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 		}
 	}
 }
+
+// TestNginxKeepsARefusalWhenWaitroomGoesAfterIt: waitroom denies a request
+// (its decision's 401) and is gone before nginx's @waitroom can have it
+// answer: the request stays refused, 503 with Retry-After, not nginx's 502
+// (nor the fallback's pass). @waitroom is pointed at a dead port so that
+// the moment is not left to chance; TestFrontOutlivesWaitroom met it under
+// load once.
+func TestNginxKeepsARefusalWhenWaitroomGoesAfterIt(t *testing.T) {
+	t.Parallel()
+	f := apptest.Fronts[1]
+	if f.Deploy != "nginx-auth-request.conf" {
+		t.Fatalf("apptest.Fronts[1] is %s, want nginx", f.Name)
+	}
+	shop := apptest.NewUpstreamShop(t, 0)
+	p := apptest.BootProxyBehindAs(t, f, apptest.Backend{Name: "embedded"}, shop, nil, func(conf string) string {
+		i := strings.Index(conf, "location @waitroom {")
+		j := i + strings.Index(conf[i:], "proxy_pass http://waitroom;")
+		if i < 0 || j < i {
+			t.Fatal("deploy/nginx-auth-request.conf has no @waitroom proxying to waitroom")
+		}
+		return conf[:j] + "proxy_pass http://127.0.0.1:1;" + conf[j+len("proxy_pass http://waitroom;"):]
+	})
+	p.SetPaused(true)
+	r := p.Do("GET", "/checkout", "", nil, "Accept", "application/json")
+	if r.Status != 503 || r.Header.Get("Retry-After") == "" {
+		t.Errorf("refused, then waitroom gone: %d (Retry-After %q) %s, want 503 with Retry-After", r.Status, r.Header.Get("Retry-After"), r.Raw)
+	}
+	if n := len(shop.Seen()); n != 0 {
+		t.Errorf("the shop saw %d requests", n)
+	}
+}
