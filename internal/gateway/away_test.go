@@ -146,29 +146,36 @@ func frontOutlivesWaitroom(t *testing.T, f apptest.Front) {
 			}
 		})
 	}
-	time.Sleep(1 * time.Second) // the load runs with waitroom up
+	// answeredEach waits until every visit has been answered at least n
+	// times in the phase, as its statuses allow (a deadline, not a pace).
+	answeredEach := func(phase string, n int) {
+		for until := time.Now().Add(30 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+			mu.Lock()
+			least := -1
+			for _, v := range visits {
+				got, allowed := 0, v.before
+				if phase == "away" {
+					allowed = v.away
+				}
+				for _, st := range allowed {
+					got += seen[fmt.Sprintf("%s %s %s %d", phase, v.method, v.path, st)]
+				}
+				if least < 0 || got < least {
+					least = got
+				}
+			}
+			mu.Unlock()
+			if least >= n {
+				return
+			}
+		}
+	}
+	answeredEach("before", 5) // the load runs with waitroom up
 	if err := p.Main.Close(); err != nil {
 		t.Errorf("stopping waitroom: %v", err)
 	}
 	gone.Store(true)
-	// And with it gone, until every visit has been answered a few times.
-	for until := time.Now().Add(30 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
-		mu.Lock()
-		least := -1
-		for _, v := range visits {
-			n := 0
-			for _, st := range v.away {
-				n += seen[fmt.Sprintf("away %s %s %d", v.method, v.path, st)]
-			}
-			if least < 0 || n < least {
-				least = n
-			}
-		}
-		mu.Unlock()
-		if least >= 10 {
-			break
-		}
-	}
+	answeredEach("away", 10) // and with it gone
 	close(stop)
 	wg.Wait()
 
