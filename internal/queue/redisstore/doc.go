@@ -62,7 +62,7 @@
 //	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
 //	prelude's rateInForce        state.rateInForce                                                AdaptiveRateNeverLeavesItsBounds
-//	prelude's shown              state.enter (queue.Pace.Shown)     estimate                      PlaceKeepsWhenAndTheWaitShown, EstimateIsZeroOnlyWithinWhatTheNextTickLetsIn
+//	prelude's shown              state.enter (queue.Pace.Shown)     estimate                      PlaceKeepsWhenAndTheWaitShown, EstimateIsZeroOnlyWithinWhatTheNextTickLetsIn, PlaceIsTheCasesRank
 //	prelude's pace               state.pace (queue.LinePace)                                      SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
 //	prelude's opening, unplaced  state.pending, state.unplaced                                    OpeningReservesTicketsAheadOfLaterEntries
 //	prelude's markSeen           state.markSeen                                                   NoShowBackAskingIsSeenAtOnce

@@ -107,24 +107,28 @@ func (pc PlaceCase) Snapshot(epoch int64) queue.Snapshot {
 func (pc PlaceCase) Ordered() []int64 { return slices.Sorted(maps.Keys(pc.Tickets)) }
 
 // testPlaces builds each case's line in the store, ticket by ticket (those
-// below the head and those who left leave), and holds the store to the
-// case: its snapshot lists the head, the last ticket and every leaver
-// (Redis: snapshot.lua), and each holder's status says they wait at the
-// case's rank (Redis: status.lua's ZRANK), with the case's estimate where
-// the rank is the listed place, or that they do not.
-func testPlaces(t *testing.T, s queue.Store, _ Clock) {
+// below the head and those who left leave at once, so each newcomer takes
+// their place at the case's rank), and holds the store to the case: its
+// snapshot lists the head, the last ticket and every leaver (Redis:
+// snapshot.lua), each holder's status says they wait at the case's rank
+// (Redis: status.lua's ZRANK), with the case's estimate where the rank is
+// the listed place, or that they do not; and admission reports the same
+// estimate kept with each such place (Redis: the prelude's shown, at
+// enter).
+func testPlaces(t *testing.T, s queue.Store, clock Clock) {
 	for _, pc := range PlaceCases() {
 		t.Run(pc.Name, func(t *testing.T) {
 			q := newQueue(t, s, pc.Config())
 			user := func(ticket int64) string { return fmt.Sprintf("t%03d", ticket) }
+			kept := map[string]int64{}
 			for ticket := int64(1); ticket <= pc.Last; ticket++ {
 				if e := mustEnter(t, s, q, user(ticket)); e.Ticket != ticket {
 					t.Fatalf("entering %d-th: ticket %d", ticket, e.Ticket)
 				}
-			}
-			for ticket := int64(1); ticket <= pc.Last; ticket++ {
 				if !pc.Waiting(ticket) {
 					mustLeave(t, s, q, user(ticket))
+				} else if p := pc.Tickets[ticket]; p != nil && p.Rank == p.Position {
+					kept[user(ticket)] = p.Estimate
 				}
 			}
 			sn, err := s.Snapshot(context.Background(), q)
@@ -137,6 +141,10 @@ func testPlaces(t *testing.T, s queue.Store, _ Clock) {
 			for _, ticket := range pc.Ordered() {
 				checkPlaced(t, pc, sn, ticket, mustStatus(t, s, q, user(ticket)))
 			}
+			checkWaitsKept(t, s, clock, q, pc.Config(), len(kept), func(u string) (int64, bool) {
+				w, ok := kept[u]
+				return w, ok
+			})
 		})
 	}
 }
