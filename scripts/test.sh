@@ -209,7 +209,8 @@ if command -v dpkg >/dev/null && [[ ! -e /usr/include/stdlib.h ]]; then
 	missing+=(libc6-dev)
 fi
 # npm installs the tools of tools/npm (below); the machine's Node.js runs
-# them, or one from the npm registry when it has none recent enough.
+# them, or one from the npm registry when it has none recent enough, and
+# runs the page's own arithmetic on the place cases (testenv.Node).
 command -v npm >/dev/null || missing+=(npm)
 # The Python entry-verification example (examples/verify-entry/python)
 # runs on Debian's python3 with its JWT and cryptography packages.

@@ -5,20 +5,24 @@ package httpapi_test
 // would tell it; and a ticket not signed here gets nothing.
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/queue/front"
 )
 
 func frontPath(q string) string { return "/api/v1/queues/" + q + "/front" }
 
-// placeFrom is the page's arithmetic (waiting.js placeFromFront), on the
-// document as JSON: the ticket's distance from the head less the leavers
-// below it, the leavers read back from their deltas.
+// placeFrom is where the document, as the page reads it (JSON), places
+// the holder of signed: front.Document.Place on what it carries, the
+// leavers read back from their deltas (the page's placeFromFront is held
+// to the same rule by the place cases: TestThePagePlacesAsTheServerDoes).
 func placeFrom(t *testing.T, doc apptest.Response, signed string) (int64, bool) {
 	t.Helper()
 	parts := strings.Split(signed, ".")
@@ -27,22 +31,29 @@ func placeFrom(t *testing.T, doc apptest.Response, signed string) (int64, bool) 
 	}
 	epoch, _ := strconv.ParseInt(parts[1], 10, 64)
 	ticket, _ := strconv.ParseInt(parts[2], 10, 64)
-	head, last := int64(doc.Num("head")), int64(doc.Num("last"))
-	if epoch != int64(doc.Num("epoch")) || head == 0 || ticket < head || ticket > last {
-		return 0, false
-	}
-	left := doc.Body["left"].(map[string]any)
-	below, at := int64(0), head
-	for _, d := range left["deltas"].([]any) {
-		at += int64(d.(float64))
-		if at == ticket {
-			return 0, false
+	var read struct {
+		Epoch, Head, Last int64
+		Left              struct {
+			Deltas   []int64
+			Unlisted int64
 		}
-		if at < ticket {
-			below++
-		}
+		Drawn, Placing bool
+		OpensAt        *time.Time
 	}
-	return ticket - head + 1 - below, true
+	if err := json.Unmarshal([]byte(doc.Raw), &read); err != nil {
+		t.Fatalf("front: %v: %s", err, doc.Raw)
+	}
+	d := front.Document{Epoch: read.Epoch, Head: read.Head, Last: read.Last, Unlisted: read.Left.Unlisted, Drawn: read.Drawn, Placing: read.Placing}
+	if read.OpensAt != nil {
+		d.OpensAt = *read.OpensAt
+	}
+	at := read.Head
+	for _, delta := range read.Left.Deltas {
+		at += delta
+		d.Left = append(d.Left, at)
+	}
+	position, _, ok := d.Place(epoch, ticket)
+	return position, ok
 }
 
 // enterEach puts users in line through in, in order, and answers each

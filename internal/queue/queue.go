@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/rollup"
@@ -110,17 +109,15 @@ type Snapshot struct {
 // SnapshotMaxLeft bounds Snapshot.Left: beyond it, status goes to the store.
 const SnapshotMaxLeft = 4096
 
-// Position is the 1-based place of the user holding ticket, and false when
-// the snapshot cannot tell (not waiting as of the snapshot, or incomplete).
+// Position is the 1-based place of the user holding ticket (the line's
+// one rule: Position, the function), and false when the snapshot cannot
+// tell (not waiting as of the snapshot, or incomplete).
 func (s *Snapshot) Position(ticket int64) (int64, bool) {
-	if !s.Complete || s.Head == 0 || ticket < s.Head || ticket > s.Last {
+	if !s.Complete {
 		return 0, false
 	}
-	gaps, found := slices.BinarySearch(s.Left, ticket)
-	if found {
-		return 0, false
-	}
-	return ticket - s.Head - int64(gaps) + 1, true
+	pos, _, ok := Position(ticket, s.Head, s.Last, s.Left, 0)
+	return pos, ok
 }
 
 // Admission is the outcome of one admission attempt.

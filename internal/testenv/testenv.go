@@ -142,6 +142,19 @@ func Fonts(t testing.TB, lang string) map[string]bool {
 	return families
 }
 
+// Node returns the path of node (Node.js, on PATH; scripts/test.sh
+// installs it with npm), with Missing's rule when there is none: the
+// page's JavaScript runs through it on the cases the server's Go is held
+// to.
+func Node(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("node")
+	if err != nil {
+		Missing(t, "node on PATH (scripts/test.sh installs it): %v", err)
+	}
+	return path
+}
+
 // NodeModulesVar names the env var holding the node_modules directory of
 // the npm tools tools/npm pins (scripts/test.sh installs them with npm ci).
 const NodeModulesVar = "WAITROOM_TEST_NODE_MODULES"

@@ -12,7 +12,6 @@ package front
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -133,19 +132,10 @@ func New(sn queue.Snapshot, c queue.Config) Document {
 // head (admitted, or skipped as a no-show) or among the leavers, a draw or
 // an opening; the page then asks its instance.
 func (d Document) Place(epoch, ticket int64) (position, lowest int64, ok bool) {
-	if epoch != d.Epoch || d.Head == 0 || ticket < d.Head || ticket > d.Last || d.Drawn || d.Placing || !d.OpensAt.IsZero() {
+	if epoch != d.Epoch || d.Drawn || d.Placing || !d.OpensAt.IsZero() {
 		return 0, 0, false
 	}
-	below, left := slices.BinarySearch(d.Left, ticket)
-	if left {
-		return 0, 0, false
-	}
-	position = ticket - d.Head + 1 - int64(below)
-	lowest = position
-	if d.Unlisted > 0 && below == len(d.Left) {
-		lowest = max(1, position-d.Unlisted)
-	}
-	return position, lowest, true
+	return queue.Position(ticket, d.Head, d.Last, d.Left, d.Unlisted)
 }
 
 // Ask says whether a page at this lowest place must ask its instance now

@@ -28,38 +28,45 @@
 // The conformance suite (internal/queue/storetest), run on both stores,
 // holds each pair equal; a change to one side is a change to its twin,
 // and these cases show it (RandomDrawIsUniform and OpeningOrderIsUniform
-// are storetest.RunDistributions', asked once of each implementation):
+// are storetest.RunDistributions', asked once of each implementation).
+// Where the waiting page works out the same itself (page: a function of
+// internal/web's static/waiting.js), from the front document far from the
+// front, it is a third twin: the place cases (storetest's
+// testdata/places.json) hold the stores to them (PlaceIsTheCasesRank),
+// Go's one rule (queue.Position, Pace.Shown) in queue/front's
+// TestPlacesAreTheCases, and the page's, through node, in internal/httpapi's
+// TestThePagePlacesAsTheServerDoes:
 //
-//	Lua (scripts/)               memstore                           storetest case
-//	enter.lua                    Store.Enter, state.enter           ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
-//	status.lua                   Store.Status                       SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt
-//	snapshot.lua                 Store.Snapshot                     SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt
-//	leave.lua                    Store.Leave, state.leave           LeavingClosesTheGap, LeaveGivesBackToken
-//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)       AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
-//	admit.lua's draw             state.draw                         RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
-//	admit.lua's pop, issue       state.pop, state.issue             AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
-//	admit_now.lua                Store.AdmitNow                     QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
-//	sweep.lua                    Store.Sweep                        SweepForgetsWhatLapsedAndChangesNoAnswer
-//	begin_use.lua, end_use.lua   Store.BeginUse, Store.EndUse       TokenUseRules, ConcurrentUseOfOneToken, ReleasedEntryFreesItsSlot
-//	extend.lua                   Store.Extend                       SlidingSessionLastsWhileUsedUpToItsMax
-//	stats.lua                    Store.Stats                        Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen
-//	put_config.lua               Store.PutConfig, state.putConfig   ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
-//	seen.lua                     Store.Seen                         NoShowsSkippedPresentAdmittedInOrder
-//	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate      AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
-//	open_due.lua, place.lua      Store.OpenDue, Store.Place         OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
-//	first_use.lua                Store.FirstUse                     FirstUseIsOnce
-//	roll.lua                     Store.Roll, Store.roll             RowsAddUpRaceFreeAndLapse
-//	rows.lua                     Store.Rollups                      RowsAddUpRaceFreeAndLapse
-//	set_stock.lua                Store.SetStock                     SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
-//	fold_admission.lua           none: Redis's own upgrade          TestUpgradeFoldsTheOldAdmissionHash (this package)
-//	prelude's config             Store.Config, state.cfg            UnknownQueue; TestDamagedConfigWritesNothing (this package)
-//	prelude's clock              New's now                          ClockSteppedBackDelaysOneIntervalAtMost
-//	prelude's rateInForce        state.rateInForce                  AdaptiveRateNeverLeavesItsBounds
-//	prelude's shown              state.enter (queue.Pace.Shown)     PlaceKeepsWhenAndTheWaitShown
-//	prelude's pace               state.pace (queue.LinePace)        SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
-//	prelude's opening, unplaced  state.pending, state.unplaced      OpeningReservesTicketsAheadOfLaterEntries
-//	prelude's markSeen           state.markSeen                     NoShowBackAskingIsSeenAtOnce
-//	prelude's standing           state.standing                     ReEntryKeepsPosition, ReadyUserEnteringStaysReady
-//	prelude's liveToken          sameToken, in BeginUse and Extend  TokenUseRules, TokensExpireAtTTL
-//	prelude's dropToken          state.dropToken                    StatsAddUp, LeaveGivesBackToken
+//	Lua (scripts/)               memstore                           page (web/static/waiting.js)  storetest case
+//	enter.lua                    Store.Enter, state.enter                                         ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
+//	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
+//	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
+//	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
+//	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
+//	admit.lua's pop, issue       state.pop, state.issue                                           AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
+//	admit_now.lua                Store.AdmitNow                                                   QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
+//	sweep.lua                    Store.Sweep                                                      SweepForgetsWhatLapsedAndChangesNoAnswer
+//	begin_use.lua, end_use.lua   Store.BeginUse, Store.EndUse                                     TokenUseRules, ConcurrentUseOfOneToken, ReleasedEntryFreesItsSlot
+//	extend.lua                   Store.Extend                                                     SlidingSessionLastsWhileUsedUpToItsMax
+//	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen
+//	put_config.lua               Store.PutConfig, state.putConfig                                 ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
+//	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder
+//	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate                                    AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
+//	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
+//	first_use.lua                Store.FirstUse                                                   FirstUseIsOnce
+//	roll.lua                     Store.Roll, Store.roll                                           RowsAddUpRaceFreeAndLapse
+//	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
+//	set_stock.lua                Store.SetStock                                                   SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
+//	fold_admission.lua           none: Redis's own upgrade                                        TestUpgradeFoldsTheOldAdmissionHash (this package)
+//	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
+//	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
+//	prelude's rateInForce        state.rateInForce                                                AdaptiveRateNeverLeavesItsBounds
+//	prelude's shown              state.enter (queue.Pace.Shown)     estimate                      PlaceKeepsWhenAndTheWaitShown, EstimateIsZeroOnlyWithinWhatTheNextTickLetsIn, PlaceIsTheCasesRank
+//	prelude's pace               state.pace (queue.LinePace)                                      SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
+//	prelude's opening, unplaced  state.pending, state.unplaced                                    OpeningReservesTicketsAheadOfLaterEntries
+//	prelude's markSeen           state.markSeen                                                   NoShowBackAskingIsSeenAtOnce
+//	prelude's standing           state.standing                                                   ReEntryKeepsPosition, ReadyUserEnteringStaysReady
+//	prelude's liveToken          sameToken, in BeginUse and Extend                                TokenUseRules, TokensExpireAtTTL
+//	prelude's dropToken          state.dropToken                                                  StatsAddUp, LeaveGivesBackToken
 package redisstore

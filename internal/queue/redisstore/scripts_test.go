@@ -163,20 +163,21 @@ func TestScriptsNameKnownKeys(t *testing.T) {
 }
 
 // TestTwinsTableNamesWhatExists: the package doc's table of twins names
-// every script and every function of the prelude, and each memstore name
-// and conformance case it gives exists: an index that has drifted fails
-// here.
+// every script and every function of the prelude, and each memstore name,
+// page function and conformance case it gives exists: an index that has
+// drifted fails here.
 func TestTwinsTableNamesWhatExists(t *testing.T) {
-	doc := readAll(t, "doc.go")
-	rows := regexp.MustCompile(`(?m)^//\t(\S.*?)  +(\S.*?)  +(\S.*)$`).FindAllStringSubmatch(doc, -1)
+	rows := twinsTable(t, readAll(t, "doc.go"))
 	if len(rows) < 20 {
 		t.Fatalf("doc.go's table has %d rows: the search is broken", len(rows))
 	}
-	rows = rows[1:] // the header
 	memstore, storetest := readAll(t, "../memstore/*.go"), readAll(t, "../storetest/*.go")
-	tests, scripts := readAll(t, "*_test.go"), readAll(t, "scripts/*.lua")
+	tests, scripts, page := readAll(t, "*_test.go"), readAll(t, "scripts/*.lua"), readAll(t, "../../web/static/waiting.js")
 	var lua []string
 	for _, r := range rows {
+		if r[4] != "" && !strings.Contains(page, "function "+r[4]+"(") {
+			t.Errorf("the table names the page's %s, which waiting.js does not declare", r[4])
+		}
 		lua = append(lua, r[1])
 		for _, m := range regexp.MustCompile(`(\w+)\.lua's (\w+)(?:, (\w+))?|prelude's (\w+)(?:, (\w+))?`).FindAllStringSubmatch(r[1], -1) {
 			for _, fn := range slices.DeleteFunc(m[2:], func(s string) bool { return s == "" }) {
@@ -211,6 +212,30 @@ func TestTwinsTableNamesWhatExists(t *testing.T) {
 			t.Errorf("the table has no row for the prelude's %s", m[1])
 		}
 	}
+}
+
+// twinsTable is the rows of doc's table of twins, each as a match is:
+// the row, then its cells (Lua, memstore, storetest case, page), cut
+// where the header's titles start.
+func twinsTable(t *testing.T, doc string) [][]string {
+	t.Helper()
+	header := regexp.MustCompile(`(?m)^//\tLua \(scripts/\) +memstore +page \(\S+\) +storetest case$`).FindString(doc)
+	if header == "" {
+		t.Fatal("doc.go's table of twins: no header Lua (scripts/), memstore, page (…), storetest case")
+	}
+	at := []int{3, strings.Index(header, "memstore"), strings.Index(header, "page ("), strings.Index(header, "storetest case")}
+	var rows [][]string
+	for _, line := range strings.Split(doc[strings.Index(doc, header)+len(header)+1:], "\n") {
+		if !strings.HasPrefix(line, "//\t") {
+			break
+		}
+		if len(line) <= at[3] {
+			t.Fatalf("doc.go's table of twins: a row without its conformance case: %q", line)
+		}
+		cell := func(i, j int) string { return strings.TrimSpace(line[at[i]:j]) }
+		rows = append(rows, []string{line, cell(0, at[1]), cell(1, at[2]), line[at[3]:], cell(2, at[3])})
+	}
+	return rows
 }
 
 // readAll is the files matching pattern, one after the other.

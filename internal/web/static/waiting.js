@@ -15,8 +15,54 @@
 // Identity is the anonymous wr_session cookie the server set with this page
 // (or the shop's own login cookie); fetch sends it because the API is on the
 // same origin.
+
+// The page's arithmetic, outside its closure so that node runs it alone:
+// the place it works out from the front document and the wait it tells
+// there, twins of the server's queue.Position (through queue/front's
+// Document.Place) and queue.Pace.Shown. The cases of
+// internal/queue/storetest/testdata/places.json hold the three equal
+// (internal/httpapi's TestThePagePlacesAsTheServerDoes runs them here).
+const waitroomArithmetic = (() => {
+  'use strict';
+
+  // placeFromFront is queue/front's Document.Place (queue.Position): the
+  // ticket's distance from the head less the leavers below it (read back
+  // from their gaps), and the lowest place it may really have when leavers
+  // lie beyond the list. null: the document places no one by this ticket.
+  function placeFromFront(d, tk) {
+    if (!tk || tk.epoch !== d.epoch || d.head === 0 || tk.n < d.head || tk.n > d.last || d.drawn || d.placing || d.opensAt) return null;
+    let at = d.head, below = 0;
+    for (const gap of d.left.deltas) {
+      at += gap;
+      if (at === tk.n) return null; // left the line
+      if (at > tk.n) break;
+      below++;
+    }
+    const position = tk.n - d.head + 1 - below;
+    const lowest = d.left.unlisted > 0 && below === d.left.deltas.length ? Math.max(1, position - d.left.unlisted) : position;
+    return { position, lowest };
+  }
+
+  // The server's estimate (queue/estimate.go): ceil(position / rate), 0
+  // within what the next tick surely lets in (nextTickAdmits: the server's
+  // rate × interval rounded down, at most a batch and the room the last
+  // tick left under the live-token cap; 0 below one a tick, so at 2/s
+  // nobody is told 0, nor anyone at the cap); the poll bands 10/5/2 by it,
+  // ±20%. A document without nextTickAdmits (an older server's, from a
+  // cache) tells nobody 0.
+  function estimate(position, pace) {
+    if (!(pace.estimateRatePerSecond > 0)) return 0;
+    if (position <= pace.nextTickAdmits) return 0;
+    return Math.ceil(position / pace.estimateRatePerSecond);
+  }
+
+  return { placeFromFront, estimate };
+})();
+
 (() => {
   'use strict';
+  if (typeof document === 'undefined') return; // node, running the arithmetic alone (above)
+  const { placeFromFront, estimate } = waitroomArithmetic;
 
   const $ = (id) => document.getElementById(id);
   const M = JSON.parse($('waitroom-texts').textContent);
@@ -391,37 +437,6 @@
     return m ? { signed, epoch: Number(m[1]), n: Number(m[2]) } : null;
   }
 
-  // placeFromFront is queue/front's Document.Place: the ticket's distance
-  // from the head less the leavers below it (read back from their gaps),
-  // and the lowest place it may really have when leavers lie beyond the
-  // list. null: the document places no one by this ticket.
-  function placeFromFront(d, tk) {
-    if (!tk || tk.epoch !== d.epoch || d.head === 0 || tk.n < d.head || tk.n > d.last || d.drawn || d.placing || d.opensAt) return null;
-    let at = d.head, below = 0;
-    for (const gap of d.left.deltas) {
-      at += gap;
-      if (at === tk.n) return null; // left the line
-      if (at > tk.n) break;
-      below++;
-    }
-    const position = tk.n - d.head + 1 - below;
-    const lowest = d.left.unlisted > 0 && below === d.left.deltas.length ? Math.max(1, position - d.left.unlisted) : position;
-    return { position, lowest };
-  }
-
-  // The server's estimate (queue/estimate.go): ceil(position / rate), 0
-  // within what the next tick surely lets in (nextTickAdmits: the server's
-  // rate × interval rounded down, at most a batch and the room the last
-  // tick left under the live-token cap; 0 below one a tick, so at 2/s
-  // nobody is told 0, nor anyone at the cap); the poll bands 10/5/2 by it,
-  // ±20%. A
-  // document without nextTickAdmits (an older server's, from a cache) tells
-  // nobody 0.
-  function estimate(position, pace) {
-    if (!(pace.estimateRatePerSecond > 0)) return 0;
-    if (position <= pace.nextTickAdmits) return 0;
-    return Math.ceil(position / pace.estimateRatePerSecond);
-  }
   // For the browser tests: the estimate on the cases every store and the
   // server's Go answer alike (queue/storetest's estimate cases).
   window.__estimate = estimate;
