@@ -183,11 +183,11 @@ func New(o Options) (*Gateway, error) {
 	// One upstream takes every request: keep enough connections warm.
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 1024, 1024
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:        g.rewrite,
+		Rewrite:        func(pr *httputil.ProxyRequest) { g.rewrite(pr, judgment{}) },
 		Transport:      g.upstream.track(transport),
 		BufferPool:     bufferPool{},
-		ErrorHandler:   g.upstreamFailed,
-		ModifyResponse: g.command,
+		ErrorHandler:   func(w http.ResponseWriter, r *http.Request, err error) { g.upstreamFailed(w, r, err, nil) },
+		ModifyResponse: func(resp *http.Response) error { return g.command(resp, nil) },
 		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
 	o.API.Handle("GET /.well-known/jwks.json", g.jwks)
@@ -228,49 +228,168 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.api.ServeHTTP(w, r)
 		return
 	}
-	g.judge(w, r)
+	g.judge(w, r, forwarder{g})
 }
 
 // judge is the one place a request outside the prefix is read and judged,
 // for `waitroom proxy` and for the decision a proxy in front asks for
 // (authz.go) alike: refused, waitroom's own, protected or open. Where the
-// judgment lets a request on, onward forwards it (proxy) or says so
-// (decision).
-func (g *Gateway) judge(w http.ResponseWriter, r *http.Request) {
+// judgment lets a request on, it hands it to on: the proxy forwards it
+// (forwarder), the decision says so (decider).
+func (g *Gateway) judge(w http.ResponseWriter, r *http.Request, on onward) {
 	start := time.Now()
 	sw := &statusRecorder{ResponseWriter: w}
-	_, deciding := r.Context().Value(decisionKey{}).(*asker)
-	route, label := "proxy", "" // a decision's labels start "authz "
-	if deciding {
-		route, label = "authz", "authz "
-	}
+	route, label := on.labels()
 	j, v, ref := g.routes.match(r)
-	if ref == nil && deciding {
-		ref = g.asForwarded(r, j)
+	if ref == nil {
+		ref = on.refuse(r, j)
 	}
-	if ref == nil && !deciding && !underPrefix(j.path, g.o.Prefix) { // a decision's is asForwarded's
-		ref = g.adminTokenRefusal(r)
-	}
-	switch {
-	case ref != nil:
-		route = label + "refused"
+	if ref != nil {
 		g.o.API.WriteError(sw, r, ref)
-	case underPrefix(j.path, g.o.Prefix) && !deciding: // "/x/../_waitroom/…"
-		g.api.ServeHTTP(w, asJudged(r, j))
+		g.o.Metrics.ObserveHTTP(label+"refused", sw.final(r), time.Since(start))
 		return
-	default:
-		if !deciding {
-			r = asJudged(r, j)
-			dropUpgrade(r.Header)
-		}
-		if v.protected {
-			route = label + "protected " + v.route.Pattern
-			g.protected(sw, r, v)
-		} else {
-			g.onward(sw, r)
-		}
+	}
+	r, ok := on.take(w, r, j)
+	if !ok {
+		return
+	}
+	if v.protected {
+		route = label + "protected " + v.route.Pattern
+		g.protected(sw, r, v, on)
+	} else {
+		on.pass(sw, r, judgment{})
 	}
 	g.o.Metrics.ObserveHTTP(route, sw.final(r), time.Since(start))
+}
+
+// onward is what follows a judgment, the one thing `waitroom proxy` and
+// the decision do differently: the proxy forwards the request it judged
+// (forwarder); the decision tells the proxy in front, which forwards what
+// it holds itself (decider).
+type onward interface {
+	// labels are the metrics route of an open request, and the start of
+	// the others' ("refused", "protected /checkout").
+	labels() (open, prefix string)
+	// refuse is what this step refuses beyond what the reading does.
+	refuse(r *http.Request, j judged) *refusal
+	// take is the request as it goes on, or false when the step served it
+	// itself.
+	take(w http.ResponseWriter, r *http.Request, j judged) (*http.Request, bool)
+	// pass lets a judged request on.
+	pass(w http.ResponseWriter, r *http.Request, j judgment)
+}
+
+// judgment is what judge hands the onward step of a request it lets on,
+// and what the upstream is told of it: on a protected route the entry the
+// request is a use of, or the bypass rule that let it through, or that it
+// went without the line (degraded); on an open route, nothing.
+type judgment struct {
+	// entry is the use of an entry token the request is (nil: none).
+	entry *entryUse
+	// bypass is the label of the --bypass rule that let it through.
+	bypass string
+	// degraded: let through without an entry, its queue's store away
+	// (--on-store-error admit).
+	degraded bool
+}
+
+// entryUse is a protected request's use of an entry token.
+type entryUse struct {
+	// user and header are X-Waitroom-User and X-Waitroom-Entry.
+	user, header string
+	// token is the token the request is a use of.
+	token spend.Token
+	// failure is what upstreamFailed saw, for the token's outcome.
+	failure spend.Outcome
+	failed  bool
+}
+
+// tell sets in h what the gateway tells the upstream of a request it let
+// on: on a protected route who the user is and the signed entry, or the
+// bypass rule that let it through, or that it went without the line. The
+// proxy sets them on the request it forwards; a decision sends them to the
+// proxy that asked.
+func (j judgment) tell(h http.Header) {
+	if j.entry != nil {
+		h.Set("X-Waitroom-User", j.entry.user)
+		h.Set("X-Waitroom-Entry", j.entry.header)
+	}
+	if j.bypass != "" {
+		h.Set("X-Waitroom-Bypass", j.bypass)
+	}
+	if j.degraded {
+		h.Set(degraded.Header, degraded.HeaderValue)
+	}
+}
+
+// forwarder is `waitroom proxy`'s onward step: it forwards the request as
+// the gateway read it.
+type forwarder struct{ g *Gateway }
+
+func (forwarder) labels() (string, string) { return "proxy", "" }
+
+// refuse refuses a request carrying the admin token outside the prefix; a
+// path under it ("/x/../_waitroom/…") is waitroom's own.
+func (f forwarder) refuse(r *http.Request, j judged) *refusal {
+	if underPrefix(j.path, f.g.o.Prefix) {
+		return nil
+	}
+	return f.g.adminTokenRefusal(r)
+}
+
+// take serves a path under the prefix itself, and goes on with the
+// request as read: no Upgrade but WebSocket's.
+func (f forwarder) take(w http.ResponseWriter, r *http.Request, j judged) (*http.Request, bool) {
+	if underPrefix(j.path, f.g.o.Prefix) {
+		f.g.api.ServeHTTP(w, asJudged(r, j))
+		return nil, false
+	}
+	r = asJudged(r, j)
+	dropUpgrade(r.Header)
+	return r, true
+}
+
+// pass forwards r to the upstream, telling it the judgment.
+func (f forwarder) pass(w http.ResponseWriter, r *http.Request, j judgment) {
+	p := f.g.proxy
+	if j != (judgment{}) {
+		p = f.g.proxyFor(j)
+	}
+	if r.ContentLength != 0 && r.Body != http.NoBody {
+		// Read the rest of the upload while the answer goes out: Go's
+		// server would otherwise close the request body once the answer's
+		// headers are written, and the proxy, still copying it upstream,
+		// would cut the answer short (issue 35). Only a request forwarded
+		// here: one answered without forwarding keeps Go's usual handling.
+		http.NewResponseController(w).EnableFullDuplex()
+		// In full duplex, Go's server no longer reads what is left of the
+		// body before the next request (an upstream that answered without
+		// reading it all): its close after the handler would, but only once
+		// it has stopped watching the connection, and reads the next
+		// request's first bytes concurrently with that, a panic ("invalid
+		// concurrent Body.Read call") that drops the connection (issue 49).
+		// Closed here, the rest is read (up to Go's 256 KB; beyond, the
+		// connection closes after the answer) while the server still
+		// watches. The answer goes out first: a client that sent Expect:
+		// 100-continue to a backend that answered without reading is
+		// waiting for it, not sending.
+		defer func() {
+			http.NewResponseController(w).Flush()
+			r.Body.Close()
+		}()
+	}
+	p.ServeHTTP(w, r)
+}
+
+// proxyFor is the proxy for a request whose judgment the upstream is told
+// of: its entry's use is what the upstream's release ends and what a
+// failure to reach the upstream is recorded in.
+func (g *Gateway) proxyFor(j judgment) *httputil.ReverseProxy {
+	p := *g.proxy
+	p.Rewrite = func(pr *httputil.ProxyRequest) { g.rewrite(pr, j) }
+	p.ModifyResponse = func(resp *http.Response) error { return g.command(resp, j.entry) }
+	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { g.upstreamFailed(w, r, err, j.entry) }
+	return &p
 }
 
 // asJudged is r as the gateway read it: its method upper-cased, its path
@@ -312,18 +431,6 @@ func dropUpgrade(h http.Header) {
 // this is not.
 func absoluteForm(r *http.Request) bool { return r.URL.Scheme != "" || r.URL.Host != "" }
 
-// entryKey carries a protected request's entry to rewrite.
-type entryKey struct{}
-
-type forwarded struct {
-	user, header string
-	// entry is the token the request is a use of.
-	entry spend.Token
-	// failure is what upstreamFailed saw, for the token's outcome.
-	failure spend.Outcome
-	failed  bool
-}
-
 // CommandHeader is what the upstream answers to tell waitroom something,
 // on any answer, with any status; the gateway reads it and removes it, in
 // every spelling, before the client sees it. Its commands, comma-separated:
@@ -341,16 +448,15 @@ const CommandHeader = "X-Waitroom-Command"
 // on (the proxy calls it before it copies a byte of the answer to the
 // client): a client that has read any of an answer carrying "release" can
 // no longer use the entry it released, and one told of "sold-out" finds the
-// queue sold out.
-func (g *Gateway) command(resp *http.Response) error {
-	f, _ := resp.Request.Context().Value(entryKey{}).(*forwarded)
+// queue sold out. u is the entry the request was a use of (nil: none).
+func (g *Gateway) command(resp *http.Response, u *entryUse) error {
 	for k, vs := range resp.Header {
 		if !sameHeader(k, CommandHeader) {
 			continue
 		}
 		for _, v := range vs {
 			for c := range strings.SplitSeq(v, ",") {
-				g.run(resp.Request.Context(), parseCommand(c), f)
+				g.run(resp.Request.Context(), parseCommand(c), u)
 			}
 		}
 		delete(resp.Header, k)
@@ -388,28 +494,28 @@ func parseCommand(s string) upstreamCommand {
 	return c
 }
 
-// run carries out one upstream command; f is the entry of the request it
+// run carries out one upstream command; u is the entry of the request it
 // answered (nil: an unprotected route, or no entry). A command that cannot
 // be carried out is logged: the answer goes on.
-func (g *Gateway) run(ctx context.Context, c upstreamCommand, f *forwarded) {
+func (g *Gateway) run(ctx context.Context, c upstreamCommand, u *entryUse) {
 	if c.name == "" {
 		return
 	}
 	if c.name == "release" {
-		if f == nil {
+		if u == nil {
 			return
 		}
 		// The in-flight lock of the use under way stays its own: the
 		// use ends as it would have, with nothing left to spend.
-		if err := g.o.Guard.Release(context.WithoutCancel(ctx), f.entry); err != nil {
+		if err := g.o.Guard.Release(context.WithoutCancel(ctx), u.token); err != nil {
 			// The entry stays until it expires: the store is down.
-			g.o.Logger.Warn("gateway: the upstream's release of an entry failed", "queue", f.entry.Queue, "err", err)
+			g.o.Logger.Warn("gateway: the upstream's release of an entry failed", "queue", u.token.Queue, "err", err)
 		}
 		return
 	}
 	q := c.queue
-	if q == "" && f != nil {
-		q = f.entry.Queue
+	if q == "" && u != nil {
+		q = u.token.Queue
 	}
 	if q == "" {
 		q = g.onlyQueue()
@@ -458,9 +564,8 @@ func (g *Gateway) onlyQueue() string {
 // forwarding headers of one more hop; none of the client's X-Waitroom-*
 // headers nor waitroom's own credentials (the entry token, the bypass
 // rules' secret headers, the wr_entry_* and wr_session cookies); and on a
-// protected route who the user is and the signed entry, or the bypass rule
-// that let the request through.
-func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+// protected route what the judgment tells it (j.tell).
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest, j judgment) {
 	pr.SetURL(g.o.Upstream)
 	pr.Out.Host = pr.In.Host // as the client sent it: the backend's links stay right
 	out := pr.Out.Header
@@ -479,25 +584,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 	g.forwardedFor(pr, trusted)
 	stripOwnCookies(out)
-	judgment(pr.In.Context(), out)
-}
-
-// judgment sets in h what the gateway tells the upstream of a request it
-// let on, from what judge put in its context: on a protected route who the
-// user is and the signed entry, or the bypass rule that let it through, or
-// that it went without the line (degraded). The proxy sets them on the
-// request it forwards; a decision sends them to the proxy that asked.
-func judgment(ctx context.Context, h http.Header) {
-	if f, ok := ctx.Value(entryKey{}).(*forwarded); ok {
-		h.Set("X-Waitroom-User", f.user)
-		h.Set("X-Waitroom-Entry", f.header)
-	}
-	if rule, ok := ctx.Value(bypassKey{}).(string); ok {
-		h.Set("X-Waitroom-Bypass", rule)
-	}
-	if ctx.Value(degradedKey{}) != nil {
-		h.Set(degraded.Header, degraded.HeaderValue)
-	}
+	j.tell(out)
 }
 
 // secret reports one of the bypass rules' headers, in any spelling a
@@ -510,14 +597,6 @@ func (g *Gateway) secret(k string) bool {
 	}
 	return false
 }
-
-// bypassKey carries the label of the bypass rule that let a protected
-// request through, for rewrite.
-type bypassKey struct{}
-
-// degradedKey marks a protected request forwarded without an entry because
-// its queue's store is away (--on-store-error admit), for rewrite.
-type degradedKey struct{}
 
 // forwardingHeaders are the headers proxies and CDNs write to say where a
 // request came from and how. Backends build absolute URLs (password-reset
@@ -645,25 +724,24 @@ func hasFoldPrefix(s, prefix string) bool {
 }
 
 // upstreamFailed answers when the upstream could not be reached or did not
-// answer in time: 502 or 504 JSON, and the token, if any, is kept.
-func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
-	f, _ := r.Context().Value(entryKey{}).(*forwarded)
+// answer in time: 502 or 504 JSON, and the token of u, if any, is kept.
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error, u *entryUse) {
 	var ne net.Error
 	switch {
 	case r.Context().Err() != nil: // the client left
 		err = context.Canceled
-		if f != nil {
-			f.failure, f.failed = spend.Refused, true
+		if u != nil {
+			u.failure, u.failed = spend.Refused, true
 		}
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		err = fmt.Errorf("%w: %v", ErrUpstreamTimeout, err)
-		if f != nil {
-			f.failure, f.failed = spend.TimedOut, true
+		if u != nil {
+			u.failure, u.failed = spend.TimedOut, true
 		}
 	default:
 		err = fmt.Errorf("%w: %v", ErrUpstreamUnavailable, err)
-		if f != nil {
-			f.failure, f.failed = spend.Failed, true
+		if u != nil {
+			u.failure, u.failed = spend.Failed, true
 		}
 	}
 	g.o.API.WriteError(w, r, err)
@@ -676,9 +754,9 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 // answered as any other without an entry, and refused where it would be
 // forwarded: the entry was checked for one route, the backend may run the
 // other.
-func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
+func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict, on onward) {
 	rt := v.route
-	if g.passes(w, r, rt) {
+	if g.passes(w, r, rt, on) {
 		return
 	}
 	ambiguous := func() bool {
@@ -710,12 +788,12 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 		if ambiguous() {
 			return
 		}
-		err := g.forward(w, r, rt, user, token)
+		err := g.forward(w, r, on, rt, user, token)
 		if err == nil {
 			return
 		}
 		if !errors.Is(err, queue.ErrTokenInvalid) {
-			g.storeFailed(w, r, err)
+			g.storeFailed(w, r, on, err)
 			return
 		}
 	}
@@ -724,7 +802,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 	// session under "challenge" solves its challenge there).
 	may, err := g.o.Gate.MayAdmitNow(r.Context(), rt.Queue, caller, g.o.Gate.Address(r))
 	if err != nil {
-		g.storeFailed(w, r, err)
+		g.storeFailed(w, r, on, err)
 		return
 	}
 	if !may {
@@ -736,12 +814,12 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 	}
 	admitted, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
 	if err != nil {
-		g.storeFailed(w, r, err)
+		g.storeFailed(w, r, on, err)
 		return
 	}
 	if admitted.State == queue.Ready {
 		http.SetCookie(w, g.entryCookie(r, rt.Queue, admitted.Token, admitted.ExpiresAt))
-		if err := g.forward(w, r, rt, user, admitted.Token); err != nil {
+		if err := g.forward(w, r, on, rt, user, admitted.Token); err != nil {
 			g.o.API.WriteError(w, r, err)
 		}
 		return
@@ -755,14 +833,14 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict) {
 // --on-store-error admit one whose queue's store is away (its breaker
 // open: no call to it would answer before its timeout, so nothing is
 // asked of it); under wait such a request is answered 503 at once.
-func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route) bool {
+func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route, on onward) bool {
 	if rule, ok := g.o.Bypass.Match(r, rt.Queue); ok {
 		g.o.Metrics.Bypassed(rule)
-		g.onward(w, r.WithContext(context.WithValue(r.Context(), bypassKey{}, rule)))
+		on.pass(w, r, judgment{bypass: rule})
 		return true
 	}
 	if g.o.Degraded.AdmitNow(rt.Queue) {
-		g.forwardDegraded(w, r)
+		g.forwardDegraded(w, r, on)
 		return true
 	}
 	if g.o.Degraded.RefuseNow(rt.Queue) {
@@ -776,9 +854,9 @@ func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route) bool {
 // of err: when the store failed under --on-store-error admit it is
 // forwarded degraded after all, else err is the answer (the store's
 // failure: 503 + Retry-After).
-func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, err error) {
+func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, on onward, err error) {
 	if g.o.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
-		g.forwardDegraded(w, r)
+		g.forwardDegraded(w, r, on)
 		return
 	}
 	g.o.API.WriteError(w, r, err)
@@ -789,9 +867,9 @@ func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, err error) {
 // spent, and the backend gets neither X-Waitroom-User nor
 // X-Waitroom-Entry. It is counted, not logged: the breaker logs the
 // outage once.
-func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request) {
+func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request, on onward) {
 	g.o.Metrics.Degraded("gateway")
-	g.onward(w, r.WithContext(context.WithValue(r.Context(), degradedKey{}, true)))
+	on.pass(w, r, judgment{degraded: true})
 }
 
 // forward sends a request with a valid entry upstream: as a use of the
@@ -800,15 +878,14 @@ func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request) {
 // X-Waitroom-Command: release ends the entry at once, whatever its status.
 // It returns an error only when the request was not forwarded (the token
 // invalid or in use, the store down).
-func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, token string) error {
+func (g *Gateway) forward(w *statusRecorder, r *http.Request, on onward, rt Route, user, token string) error {
 	header, err := g.o.Signer.Sign(Entry{Issuer: g.o.EntryIssuer, Audience: g.o.EntryAudience, User: user,
 		Queue: rt.Queue, Route: rt.Pattern, ID: EntryID(rt.Queue, user, token)}, time.Now())
 	if err != nil {
 		return err
 	}
 	t := spend.Token{Queue: rt.Queue, User: user, Value: token}
-	f := &forwarded{user: user, header: header, entry: t}
-	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, f))
+	u := &entryUse{user: user, header: header, token: t}
 	var aborted any
 	call := func(context.Context) (o spend.Outcome) {
 		// The proxy aborts the connection with a panic when the answer
@@ -820,13 +897,13 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 				aborted, o = v, spend.Failed
 			}
 		}()
-		g.onward(w, r)
+		on.pass(w, r, judgment{entry: u})
 		if r.Header.Get("Upgrade") == "" { // an upgraded connection is the backend's
 			if err := http.NewResponseController(w).Flush(); err != nil {
 				return spend.Failed // the end of the answer did not reach the client
 			}
 		}
-		return outcomeOf(f, w.status)
+		return outcomeOf(u, w.status)
 	}
 	if rt.Consume {
 		err = g.o.Guard.Use(r.Context(), t, call)
@@ -841,10 +918,10 @@ func (g *Gateway) forward(w *statusRecorder, r *http.Request, rt Route, user, to
 
 // outcomeOf reads how a forwarded call ended: the failure the proxy met,
 // else the upstream's status (2xx succeeded, 5xx failed, else refused).
-func outcomeOf(f *forwarded, status int) spend.Outcome {
+func outcomeOf(u *entryUse, status int) spend.Outcome {
 	switch {
-	case f.failed:
-		return f.failure
+	case u.failed:
+		return u.failure
 	case status >= 200 && status < 300:
 		return spend.Succeeded
 	case status >= 500:
