@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +19,8 @@ import (
 // judged by judge, the one place `waitroom proxy` judges too: the same
 // routes, reading and refusals, the same entry, session, bypass,
 // degraded-mode and release rules. What differs is only what "let on"
-// means: the proxy forwards, the decision answers 2xx with what the
-// upstream is to be told (onward).
+// means: the proxy forwards (forwarder), the decision answers 2xx with
+// what the upstream is to be told (decider).
 //
 // A proxy in front forwards the request as it received it, not as the
 // gateway read it, so a decision lets on only a request whose form is its
@@ -144,9 +143,6 @@ func askerOf(path string) (*asker, bool) {
 	return a, ok
 }
 
-// decisionKey marks a request judged for a decision: its *asker.
-type decisionKey struct{}
-
 // decide answers a proxy's question about the request it holds; name is
 // the decision path's after {prefix}/authz/ ("nginx", "envoy/checkout").
 func (g *Gateway) decide(w http.ResponseWriter, r *http.Request, name string) {
@@ -164,7 +160,7 @@ func (g *Gateway) decide(w http.ResponseWriter, r *http.Request, name string) {
 	if err != nil {
 		g.o.API.WriteError(rec, r, err)
 	} else {
-		g.judge(rec, orig)
+		g.judge(rec, orig, decider{g})
 	}
 	a.answer(w, rec, orig)
 }
@@ -199,7 +195,7 @@ func (g *Gateway) originalRequest(r *http.Request, a *asker) (*http.Request, err
 	if canonicalMethod(method) == http.MethodPost {
 		orig.ContentLength, orig.Body = -1, io.NopCloser(strings.NewReader(""))
 	}
-	return orig.WithContext(context.WithValue(r.Context(), decisionKey{}, a)), nil
+	return orig.WithContext(r.Context()), nil
 }
 
 // token: a method as HTTP spells one (letters, digits and the few marks
@@ -245,38 +241,26 @@ func (g *Gateway) asForwarded(r *http.Request, j judged) *refusal {
 	return nil
 }
 
-// onward lets a judged request on: `waitroom proxy` forwards it; a
-// decision answers 2xx with what the upstream is to be told (judgment).
-func (g *Gateway) onward(w http.ResponseWriter, r *http.Request) {
-	if _, deciding := r.Context().Value(decisionKey{}).(*asker); deciding {
-		judgment(r.Context(), w.Header())
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	if r.ContentLength != 0 && r.Body != http.NoBody {
-		// Read the rest of the upload while the answer goes out: Go's
-		// server would otherwise close the request body once the answer's
-		// headers are written, and the proxy, still copying it upstream,
-		// would cut the answer short (issue 35). Only a request forwarded
-		// here: one answered without forwarding keeps Go's usual handling.
-		http.NewResponseController(w).EnableFullDuplex()
-		// In full duplex, Go's server no longer reads what is left of the
-		// body before the next request (an upstream that answered without
-		// reading it all): its close after the handler would, but only once
-		// it has stopped watching the connection, and reads the next
-		// request's first bytes concurrently with that, a panic ("invalid
-		// concurrent Body.Read call") that drops the connection (issue 49).
-		// Closed here, the rest is read (up to Go's 256 KB; beyond, the
-		// connection closes after the answer) while the server still
-		// watches. The answer goes out first: a client that sent Expect:
-		// 100-continue to a backend that answered without reading is
-		// waiting for it, not sending.
-		defer func() {
-			http.NewResponseController(w).Flush()
-			r.Body.Close()
-		}()
-	}
-	g.proxy.ServeHTTP(w, r)
+// decider is the decision's onward step: it tells the proxy that asked
+// that the request may pass, with what the upstream is to be told
+// (judgment.tell); answer puts it in the proxy's form.
+type decider struct{ g *Gateway }
+
+func (decider) labels() (string, string) { return "authz", "authz " }
+
+// refuse refuses a request the proxy in front would forward otherwise
+// than the gateway read it.
+func (d decider) refuse(r *http.Request, j judged) *refusal { return d.g.asForwarded(r, j) }
+
+// take goes on with the request as the proxy holds it, which asForwarded
+// found to be the reading: the proxy, not the gateway, forwards it.
+func (decider) take(_ http.ResponseWriter, r *http.Request, _ judged) (*http.Request, bool) {
+	return r, true
+}
+
+func (decider) pass(w http.ResponseWriter, _ *http.Request, j judgment) {
+	j.tell(w.Header())
+	w.WriteHeader(http.StatusOK)
 }
 
 // The headers of a decision's answer beside judgment's, for a proxy that

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -218,4 +219,12 @@ func (s *Signer) sign(e Entry, now time.Time) (string, error) {
 func EntryID(queueName, user, token string) string {
 	sum := sha256.Sum256([]byte("waitroom-entry\x00" + queueName + "\x00" + user + "\x00" + token))
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// jwks serves the public keys of X-Waitroom-Entry (RFC 7517). Backends
+// cache it for a minute; a kid they do not know makes them fetch it again.
+func (g *Gateway) jwks(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	w.Write(g.o.Signer.JWKS())
 }

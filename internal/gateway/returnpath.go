@@ -1,8 +1,13 @@
 package gateway
 
 import (
+	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // maxReturnLen bounds a return target; a longer one is refused.
@@ -75,4 +80,52 @@ func removeDotSegments(p string) string {
 		}
 	}
 	return "/" + strings.Join(out, "/")
+}
+
+// returnTo is GET {prefix}/return?queue=&to=: where the waiting page sends
+// an admitted browser. With the user READY it sets the entry cookie and
+// redirects to `to`, a path on this site (anything else is refused: no
+// open redirect); otherwise back to the waiting page.
+func (g *Gateway) returnTo(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	to, name := q.Get("to"), q.Get("queue")
+	if name == "" {
+		name = queue.DefaultQueue
+	}
+	if !SafeReturn(to) {
+		g.o.API.WriteError(w, r, fmt.Errorf("%w: %q", ErrUnsafeReturn, to))
+		return
+	}
+	if _, ok := g.o.Bypass.Match(r, name); ok { // READY without a token: back without a cookie
+		w.Header().Set("Location", to)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	user, err := g.o.Identity.User(r)
+	if err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
+	v, err := g.o.Queue.Status(r.Context(), name, user)
+	if err != nil && g.o.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
+		// The store is away under --on-store-error admit: the protected
+		// route lets the browser through without an entry.
+		w.Header().Set("Location", to)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	if err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
+	if v.State != queue.Ready {
+		http.Redirect(w, r, g.o.Prefix+"/q/"+name+"?return="+url.QueryEscape(to), http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, g.entryCookie(r, name, v.Token, v.ExpiresAt))
+	// Location is written as checked: http.Redirect would clean the path
+	// first ("/./%2fevil.com" to "/%2fevil.com"), and what is sent must be
+	// what was checked.
+	w.Header().Set("Location", to)
+	w.WriteHeader(http.StatusSeeOther)
 }

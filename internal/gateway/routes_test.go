@@ -602,7 +602,7 @@ func TestRewrite(t *testing.T) {
 		for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 			pr.Out.Header.Del(h)
 		}
-		g.rewrite(pr)
+		g.rewrite(pr, judgment{})
 		if pr.Out.Host != "shop.example" || pr.Out.URL.String() != "http://127.0.0.1:9/base/x?q=1" {
 			t.Errorf("host %q, URL %s", pr.Out.Host, pr.Out.URL)
 		}

@@ -74,3 +74,36 @@ func takesT(fn *ast.FuncDecl) bool {
 	pkg, ok := sel.X.(*ast.Ident)
 	return ok && pkg.Name == "testing" && sel.Sel.Name == "T"
 }
+
+// TestNoGatewayFileIsLong keeps the gateway split by concern (issue 50):
+// no file of the product under internal/gateway over 500 lines. A file
+// that grows past it holds a second concern; give that one a file.
+func TestNoGatewayFileIsLong(t *testing.T) {
+	const most = 500
+	seen := 0
+	err := filepath.WalkDir("../gateway", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "testdata":
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		seen++
+		if n := strings.Count(string(src), "\n"); n > most {
+			t.Errorf("%s is %d lines (at most %d): split it by concern", path, n, most)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 {
+		t.Fatal("found no Go file under ../gateway: the walk no longer reaches the gateway")
+	}
+}
