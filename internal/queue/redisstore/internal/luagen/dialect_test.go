@@ -29,7 +29,7 @@ func TestGolden(t *testing.T) {
 		{"unknownkey", "K.nope is none of the queue's keys (line, seq, cfg, pre)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := generate(tc.name, prelude, mustReadFile(t, "testdata/"+tc.name+".lua"), testKeys)
+			got, err := generate(prelude, []source{{tc.name, mustReadFile(t, "testdata/"+tc.name+".lua")}}, testKeys)
 			switch {
 			case tc.err != "":
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
