@@ -57,13 +57,17 @@ type script struct {
 // names its keys (internal/luagen writes it).
 const keysLine = "-- KEYS: "
 
+// registration starts a function's registration, up to its name: in a call
+// of its own, or in a table when it has flags (no-writes).
+const registration = `redis\.register_function(?:\('|\{function_name = ')`
+
 // mustScript is the function of scripts/generated/waitroom.lua made of
 // scripts/<name>.lua.
 func mustScript(name string) *script { return lib.script(name) }
 
 // script is the function of l made of scripts/<name>.lua.
 func (l *library) script(name string) *script {
-	m := regexp.MustCompile(`(?m)^` + keysLine + `(.*)\nredis\.register_function\('(` + regexp.QuoteMeta(name) + `_[0-9a-f]+)'`).FindStringSubmatch(l.text)
+	m := regexp.MustCompile(`(?m)^` + keysLine + `(.*)\n` + registration + `(` + regexp.QuoteMeta(name) + `_[0-9a-f]+)'`).FindStringSubmatch(l.text)
 	if m == nil {
 		panic(fmt.Sprintf("scripts/generated/waitroom.lua: no function of %s.lua: run go generate ./internal/queue/redisstore", name))
 	}

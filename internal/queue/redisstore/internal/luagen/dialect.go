@@ -150,6 +150,30 @@ func generate(prelude string, scripts []source, keys []string) (Library, error) 
 	return lib, nil
 }
 
+// readCommands are the commands of Redis that write nothing, of those the
+// scripts call.
+var readCommands = []string{"TIME", "GET", "HGET", "HMGET", "HGETALL", "HEXISTS", "ZCARD", "ZCOUNT",
+	"ZSCORE", "ZMSCORE", "ZRANK", "ZRANGE", "ZRANGEBYSCORE", "LRANGE", "SMEMBERS"}
+
+var redisCall = regexp.MustCompile(`\bredis\.p?call\(\s*('(\w+)')?`)
+
+// readsOnly says whether code calls only readCommands, each named as a
+// string: its function is registered with the flag no-writes, so Redis
+// runs it when it is out of memory (as it ran a script until its first
+// write) and refuses any write it would attempt. Any other call, or one
+// whose command is not a string, may write, and a function that may write
+// is refused before it starts when Redis is out of memory (a refusal
+// before the first write, as every script's checks are: Redis does not
+// roll one back).
+func readsOnly(code string) bool {
+	for _, m := range redisCall.FindAllStringSubmatch(mask(code, false), -1) {
+		if !slices.Contains(readCommands, strings.ToUpper(m[2])) {
+			return false
+		}
+	}
+	return true
+}
+
 // sharedPlaces are the fields every function that uses a prelude function
 // naming fields reads first, in this order: rate and epoch (a queue is
 // known by either), then those the prelude names, so that the prelude's
@@ -203,8 +227,12 @@ func function(s source, chunks []chunk, shared [][2]string, keys []string) (Func
 	if err != nil {
 		return Function{}, err
 	}
-	text := fmt.Sprintf("%s%s%s\nredis.register_function('%s_%%[1]s', function(KEYS, ARGV)\nK = {%s}\n%s\nend)\n",
-		doc, keysLine, strings.Join(used, " "), s.name, strings.Join(names, ", "), strings.TrimRight(body, "\n"))
+	open, end := "redis.register_function('%s_%%[1]s', function(KEYS, ARGV)", "end)"
+	if readsOnly(prelude.String() + body) {
+		open, end = "redis.register_function{function_name = '%s_%%[1]s', callback = function(KEYS, ARGV)", "end, flags = {'no-writes'}}"
+	}
+	text := fmt.Sprintf("%s%s%s\n"+open+"\nK = {%s}\n%s\n%s\n",
+		doc, keysLine, strings.Join(used, " "), s.name, strings.Join(names, ", "), strings.TrimRight(body, "\n"), end)
 	return Function{Text: text, Keys: used}, nil
 }
 
