@@ -32,11 +32,7 @@ var lib = &library{text: libraryText}
 // another version loaded beside them (a rolling deploy).
 type library struct {
 	text string
-	// mu makes the calls that all found the library missing at once
-	// (the first calls after a start, or after Redis lost it) load it
-	// once; loads counts the loads done.
-	mu    sync.Mutex
-	loads atomic.Int64
+	mu   sync.Mutex // held by the calls that found the library missing, one at a time
 }
 
 // script is one function of the library, a script of scripts/.
@@ -86,32 +82,33 @@ func (l *library) script(name string) *script {
 // does not have it (its first call on a server, or Redis lost its
 // functions: a restart without persistence, FUNCTION FLUSH, a Cluster node
 // new to the slot) loads the library and calls again, as go-redis's
-// Script.Run sends EVAL after EVALSHA's NOSCRIPT.
+// Script.Run sends EVAL after EVALSHA's NOSCRIPT. The calls that all found
+// it missing at once (the first after a start) take turns: each calls
+// again first, and only one that still finds it missing loads it.
 func (sc *script) call(ctx context.Context, c rediser, keys []string, args []any) *redis.Cmd {
-	loads := sc.lib.loads.Load()
 	cmd := c.FCall(ctx, sc.fn, keys, args...)
-	if !redis.HasErrorPrefix(cmd.Err(), "Function not found") {
+	if !missing(cmd) {
 		return cmd
 	}
-	err := sc.lib.load(ctx, c, loads)
-	cmd = c.FCall(ctx, sc.fn, keys, args...)
-	if err != nil && redis.HasErrorPrefix(cmd.Err(), "Function not found") {
+	sc.lib.mu.Lock()
+	defer sc.lib.mu.Unlock()
+	if cmd = c.FCall(ctx, sc.fn, keys, args...); !missing(cmd) {
+		return cmd
+	}
+	err := sc.lib.load(ctx, c)
+	if cmd = c.FCall(ctx, sc.fn, keys, args...); err != nil && missing(cmd) {
 		cmd.SetErr(fmt.Errorf("%w (loading the library: %w)", cmd.Err(), err))
 	}
 	return cmd
 }
 
+// missing says whether Redis answered cmd that it has no such function.
+func missing(cmd *redis.Cmd) bool { return redis.HasErrorPrefix(cmd.Err(), "Function not found") }
+
 // load loads the library wherever the queues' keys may be: on every
 // primary of a Cluster (one down fails the load, not the others), else on
-// the server (a Sentinel's primary replicates it to its replicas). A load
-// done since loads, by another call, is not done again.
-func (l *library) load(ctx context.Context, c rediser, loads int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.loads.Load() != loads {
-		return nil
-	}
-	defer l.loads.Add(1)
+// the server (a Sentinel's primary replicates it to its replicas).
+func (l *library) load(ctx context.Context, c rediser) error {
 	if p, ok := c.(*pipelineWhenBusy); ok {
 		c = p.alone
 	}

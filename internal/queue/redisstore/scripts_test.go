@@ -150,7 +150,7 @@ func TestGenerateNamesTheKeys(t *testing.T) {
 // TestScriptsNameKnownKeys: every generated function's keys are the queue's,
 // in keys.go's order.
 func TestScriptsNameKnownKeys(t *testing.T) {
-	names := regexp.MustCompile(`(?m)^` + registration + `(\w+)_[0-9a-f]+'`).FindAllStringSubmatch(lib.text, -1)
+	names := regexp.MustCompile(`(?m)^`+registration+`(\w+)_[0-9a-f]+'`).FindAllStringSubmatch(lib.text, -1)
 	if len(names) < 15 {
 		t.Fatalf("the generated library has %d functions", len(names))
 	}
