@@ -153,7 +153,7 @@ func runMemory(ctx context.Context, o Options) (*MemoryReport, error) {
 
 // fill puts count users (idPrefix + number, from first) in line through the
 // store's own Enter script, on an auto-pipelined client with many callers at
-// once, so round trips carry hundreds of EVALSHAs each.
+// once, so round trips carry hundreds of FCALLs each.
 func fill(ctx context.Context, rdb *redis.Client, prefix, q, idPrefix string, first, count int) error {
 	return pipelined(ctx, rdb, prefix, count, func(store *redisstore.Store, i int) error {
 		_, err := store.Enter(ctx, q, fmt.Sprintf("%s%07d", idPrefix, first+i))

@@ -77,12 +77,12 @@ const (
 // MeterDelta is what the server(s), the generator and Redis spent over a
 // stretch of time. CPU times come from /proc/<pid>/stat for the instance
 // processes and this process (the generator), and from INFO cpu for Redis;
-// commands from INFO commandstats (EVALSHA counted as one, the commands its
+// commands from INFO commandstats (FCALL counted as one, the commands its
 // script runs counted too).
 type MeterDelta struct {
 	Wall, Server, Generator, Redis time.Duration
 	Commands, Scripts              int64
-	ScriptUsec                     int64 // Redis's own time inside EVALSHA/EVAL
+	ScriptUsec                     int64 // Redis's own time inside FCALL
 }
 
 type meterReading struct {
@@ -118,7 +118,7 @@ func readMeter(ctx context.Context, rdb *redis.Client, pids []int) (meterReading
 		}
 		calls, usec := statField(v, "calls"), statField(v, "usec")
 		m.commands += calls
-		if name == "evalsha" || name == "eval" {
+		if name == "fcall" {
 			m.scripts += calls
 			m.scriptUse += usec
 		}

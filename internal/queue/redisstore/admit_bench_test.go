@@ -54,7 +54,7 @@ func BenchmarkAdmit(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			ev := commandStats(b, rdb)["evalsha"]
+			ev := commandStats(b, rdb)["fcall"]
 			b.ReportMetric(ev.usecPerCall*float64(ev.calls)/float64(b.N), "redis-µs/tick")
 		})
 	}

@@ -38,28 +38,12 @@ func call[T any](p *pipelineWhenBusy, do func(rediser) T) T {
 	return do(p.shared)
 }
 
-func (p *pipelineWhenBusy) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return call(p, func(c rediser) *redis.Cmd { return c.Eval(ctx, script, keys, args...) })
+func (p *pipelineWhenBusy) FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd {
+	return call(p, func(c rediser) *redis.Cmd { return c.FCall(ctx, function, keys, args...) })
 }
 
-func (p *pipelineWhenBusy) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return call(p, func(c rediser) *redis.Cmd { return c.EvalSha(ctx, sha1, keys, args...) })
-}
-
-func (p *pipelineWhenBusy) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return call(p, func(c rediser) *redis.Cmd { return c.EvalRO(ctx, script, keys, args...) })
-}
-
-func (p *pipelineWhenBusy) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return call(p, func(c rediser) *redis.Cmd { return c.EvalShaRO(ctx, sha1, keys, args...) })
-}
-
-func (p *pipelineWhenBusy) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	return call(p, func(c rediser) *redis.BoolSliceCmd { return c.ScriptExists(ctx, hashes...) })
-}
-
-func (p *pipelineWhenBusy) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
-	return call(p, func(c rediser) *redis.StringCmd { return c.ScriptLoad(ctx, script) })
+func (p *pipelineWhenBusy) FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd {
+	return call(p, func(c rediser) *redis.StringCmd { return c.FunctionLoadReplace(ctx, code) })
 }
 
 func (p *pipelineWhenBusy) HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd {

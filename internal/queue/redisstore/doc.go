@@ -1,9 +1,10 @@
 // Package redisstore keeps the waiting line in Redis. Every step that must
 // be atomic is one Lua script (scripts/*.lua), each naming its KEYS, ARGV
 // and reply in its header and sharing one prelude (scripts/prelude.lua:
-// the clock, the rate in force, where a user stands), run with EVALSHA and
-// falling back to EVAL when Redis has lost its script cache (NOSCRIPT
-// after a restart or failover). Admission is planned in Go
+// the clock, the rate in force, where a user stands). The scripts are one
+// library of Redis functions, the prelude written once, called with FCALL
+// and loaded again when Redis answers "Function not found" (a restart
+// without persistence, FUNCTION FLUSH, a Cluster node new to the slot). Admission is planned in Go
 // (admission.PlanTick) between a read (tick.lua) and an apply (admit.lua), as
 // the embedded store plans it.
 //

@@ -45,7 +45,8 @@ const DefaultPrefix = "wr:"
 // rediser is the part of a go-redis client the store needs; Client,
 // ClusterClient, failover clients and AutoPipeliner all fit.
 type rediser interface {
-	redis.Scripter
+	FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd
+	FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
@@ -65,7 +66,10 @@ type Store struct {
 var _ queue.Store = (*Store)(nil)
 
 // New returns a Store on rdb whose keys start with prefix (DefaultPrefix
-// when empty; tests use a unique prefix each instead of flushing).
+// when empty; tests use a unique prefix each instead of flushing). On a
+// Cluster, rdb is the *redis.ClusterClient or PipelineWhenBusy over it,
+// which load the scripts' library on every primary (an auto-pipeline
+// alone would load it on one node).
 func New(rdb rediser, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -74,16 +78,16 @@ func New(rdb rediser, prefix string) *Store {
 }
 
 // run runs a script on the queue's keys it touches (and extra ones after
-// them). An error names the script, whose generated file a Redis error's
-// line number points into (scripts/README.md).
+// them). An error names the script, and the generated library a Redis
+// error's line number points into (scripts/README.md).
 func (s *Store) run(ctx context.Context, sc *script, name string, args []any, extra ...string) *redis.Cmd {
 	keys := make([]string, len(sc.keys), len(sc.keys)+len(extra))
 	for j, i := range sc.keys {
 		keys[j] = queueKeyName(s.prefix, name, i)
 	}
-	cmd := sc.Run(ctx, s.rdb, append(keys, extra...), args...)
+	cmd := sc.call(ctx, s.rdb, append(keys, extra...), args)
 	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
-		cmd.SetErr(fmt.Errorf("scripts/generated/%s.lua: %w", sc.name, err))
+		cmd.SetErr(fmt.Errorf("scripts/generated/waitroom.lua (%s.lua): %w", sc.name, err))
 	}
 	return cmd
 }

@@ -73,8 +73,10 @@ func TestDistributions(t *testing.T) {
 }
 
 // TestConformanceOnCluster runs the suite on a real three-node Redis
-// Cluster through an auto-pipelined cluster client: every script's keys
-// share the queue's hash slot, so each runs on the node that owns it.
+// Cluster through the client internal/app makes of one (PipelineWhenBusy
+// over the cluster client and its auto-pipeline): every script's keys
+// share the queue's hash slot, so each runs on the node that owns it, and
+// the library is loaded on every primary through the cluster client.
 func TestConformanceOnCluster(t *testing.T) {
 	url := testenv.StartRedisCluster(t, 3, 0).URL
 	opt, err := redis.ParseClusterURL(url)
@@ -92,7 +94,7 @@ func TestConformanceOnCluster(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) (queue.Store, storetest.Clock) {
 			opened.Add(1)
 			prefix := fmt.Sprintf("wrtest%d:", rand.Int64())
-			return redisstore.New(ap, prefix), wallClock(rdb, prefix)
+			return redisstore.New(redisstore.PipelineWhenBusy(rdb, ap), prefix), wallClock(rdb, prefix)
 		})
 	})
 	if opened.Load() < 10 {
@@ -148,9 +150,10 @@ func TestConfigBeforeJoinPolicies(t *testing.T) {
 	}
 }
 
-// TestScriptsSurviveScriptFlush: after a restart or failover Redis has lost
-// its script cache; EVALSHA's NOSCRIPT must fall back to EVAL.
-func TestScriptsSurviveScriptFlush(t *testing.T) {
+// TestScriptsSurviveFunctionFlush: after a restart without persistence, or
+// FUNCTION FLUSH, Redis has lost the library; FCALL's "Function not found"
+// must load it and call again.
+func TestScriptsSurviveFunctionFlush(t *testing.T) {
 	rdb, prefix := mustOpenRedis(t)
 	ap, err := rdb.AutoPipeline()
 	if err != nil {
@@ -172,12 +175,12 @@ func scriptsSurviveFlush(t *testing.T, rdb *redis.Client, s *redisstore.Store) {
 	if _, err := s.Enter(ctx, "q", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+	if err := rdb.FunctionFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	e, err := s.Enter(ctx, "q", "b")
 	if err != nil || e.Position != 2 {
-		t.Fatalf("after SCRIPT FLUSH: %+v, %v", e, err)
+		t.Fatalf("after FUNCTION FLUSH: %+v, %v", e, err)
 	}
 }
 
@@ -404,7 +407,7 @@ func (runsScriptsTwice) DialHook(next redis.DialHook) redis.DialHook { return ne
 
 func (runsScriptsTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		if cmd.Name() == "fcall" {
 			if err := next(ctx, cmd); err != nil {
 				return err
 			}
@@ -509,7 +512,7 @@ func (*lastScript) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (l *lastScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if n := cmd.Name(); (n == "evalsha" || n == "eval") && err == nil {
+		if cmd.Name() == "fcall" && err == nil {
 			l.mu.Lock()
 			l.args = slices.Clone(cmd.Args())
 			l.mu.Unlock()
@@ -614,7 +617,7 @@ func (b *beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			js, ok := arg.([]byte)
 			return arg == any(b.want) || ok && bytes.Contains(js, []byte(strconv.Quote(b.want)))
 		}
-		if run != nil && cmd.Name() == "evalsha" && slices.ContainsFunc(cmd.Args(), names) {
+		if run != nil && cmd.Name() == "fcall" && slices.ContainsFunc(cmd.Args(), names) {
 			b.before = nil
 		} else {
 			run = nil

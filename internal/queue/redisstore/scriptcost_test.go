@@ -20,13 +20,13 @@ import (
 
 // TestScriptCost reports what Redis itself spends on the hot scripts —
 // enter (a new user joins), status (a waiting user's place) and snapshot —
-// with WAITROOM_SCRIPT_COST_USERS in line: EVALSHA's usec from INFO
-// commandstats per call of the store (concurrent enters share one EVALSHA:
+// with WAITROOM_SCRIPT_COST_USERS in line: FCALL's usec from INFO
+// commandstats per call of the store (concurrent enters share one FCALL:
 // enterbatch.go), and the commands each call runs inside Redis. It is a
 // measurement more than a check (the budget is TestCommandBudget): given
 // WAITROOM_SCRIPT_COST_URL, a Redis of its own that it flushes, it measures
 // at WAITROOM_SCRIPT_COST_USERS; without, it starts a redis-server and runs
-// small, so CI keeps it working (each call one EVALSHA at most). It uses nothing but
+// small, so CI keeps it working (each call one FCALL at most). It uses nothing but
 // the store's exported methods and testenv, so the same file measures an
 // older commit too (docs/benchmarks.md, "The prelude's cost"):
 //
@@ -70,7 +70,7 @@ func TestScriptCost(t *testing.T) {
 		{"status", func(i int) error { _, err := st.Status(ctx, "cost", user(i*7919%users)); return err }},
 		{"snapshot", func(int) error { _, err := st.Snapshot(ctx, "cost"); return err }},
 	} {
-		if err := s.call(calls); err != nil { // loads the script (EVALSHA, NOSCRIPT, EVAL) outside the window
+		if err := s.call(calls); err != nil { // loads the script (FCALL, not found, FUNCTION LOAD) outside the window
 			t.Fatal(err)
 		}
 		// In batches, each with its own reset: a batch the machine's other
@@ -87,11 +87,11 @@ func TestScriptCost(t *testing.T) {
 			per := calls / batches
 			parallel(t, per, func(i int) error { return s.call(k*per + i) })
 			stats = commandStats(t, rdb)
-			ev := stats["evalsha"]
+			ev := stats["fcall"]
 			if ev.calls == 0 || ev.calls > int64(per) {
-				t.Fatalf("%s: %d EVALSHA for %d calls, want one at most each", s.name, ev.calls, per)
+				t.Fatalf("%s: %d FCALL for %d calls, want one at most each", s.name, ev.calls, per)
 			}
-			// Per call of the store: concurrent enters share one EVALSHA.
+			// Per call of the store: concurrent enters share one FCALL.
 			usec = append(usec, ev.usecPerCall*float64(ev.calls)/float64(per))
 			scripts += float64(ev.calls) / float64(per) / batches
 		}
@@ -99,13 +99,13 @@ func TestScriptCost(t *testing.T) {
 		var inside []string
 		var n int64
 		for name, cs := range stats {
-			if name != "evalsha" && name != "info" && !strings.HasPrefix(name, "config") && name != "hello" && !strings.HasPrefix(name, "client") {
+			if name != "fcall" && !strings.HasPrefix(name, "function") && name != "info" && !strings.HasPrefix(name, "config") && name != "hello" && !strings.HasPrefix(name, "client") {
 				n += cs.calls
 				inside = append(inside, fmt.Sprintf("%s %.2f", name, float64(cs.calls)/float64(calls/batches)))
 			}
 		}
 		sort.Strings(inside)
-		t.Logf("COST %s: %d in line, %d batches of %d calls: evalsha µs per call min %.2f median %.2f; %.2f commands inside per call: %s; %.2f EVALSHA per call",
+		t.Logf("COST %s: %d in line, %d batches of %d calls: fcall µs per call min %.2f median %.2f; %.2f commands inside per call: %s; %.2f FCALL per call",
 			s.name, users, batches, calls/batches, usec[0], usec[batches/2], float64(n)/float64(calls/batches), strings.Join(inside, ", "), scripts)
 	}
 }

@@ -1,10 +1,13 @@
 package redisstore
 
 import (
-	"embed"
+	"context"
+	_ "embed" // the library
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -12,56 +15,107 @@ import (
 
 // The scripts are written in scripts/*.lua, in a dialect of Lua that
 // names the queue's keys and config fields (scripts/README.md); go
-// generate (keys.go's directive, internal/luagen) writes each as Redis
-// runs it into scripts/generated, and that text is what the store embeds
-// and runs: a line number in a Redis error is a line of that file.
+// generate (keys.go's directive, internal/luagen) writes them as Redis
+// runs them into one library of Redis functions,
+// scripts/generated/waitroom.lua: the prelude once, each script a
+// function. That text is what the store embeds, loads and calls: a line
+// number in a Redis error is a line of that file.
 
-//go:embed scripts/generated/*.lua
-var generated embed.FS
+//go:embed scripts/generated/waitroom.lua
+var libraryText string
 
-// script is one of scripts/generated/*.lua.
+// lib is scripts/generated/waitroom.lua.
+var lib = &library{text: libraryText}
+
+// library is a library of Redis functions, named in its first line by its
+// text's hash: a version's instances call their own functions whatever
+// another version loaded beside them (a rolling deploy).
+type library struct {
+	text string
+	mu   sync.Mutex // held by the calls that found the library missing, one at a time
+}
+
+// script is one function of the library, a script of scripts/.
 type script struct {
-	*redis.Script
-	name string
+	lib  *library
+	name string // the script's: scripts/<name>.lua
+	fn   string // the function's, which FCALL names: <name>_<hash>
 	// keys are the queue's keys the script gets as KEYS (keys.go's
-	// constants), in order: only those it names, since Redis builds the
-	// KEYS table and go-redis sends each on every call. The generated
-	// text's second line names them.
+	// constants), in order: only those it names, since go-redis sends
+	// each on every call. The line above its registration names them.
 	keys []int
 	// paceConfig is the config its last pace block carried, parsed: the
 	// next one, nearly always the same fields, is not parsed again (reply.pace).
 	paceConfig atomic.Pointer[parsedConfig]
 }
 
-// keysLine starts a generated script's second line, which names its keys
-// (internal/luagen writes it).
+// keysLine starts the line above each function's registration, which
+// names its keys (internal/luagen writes it).
 const keysLine = "-- KEYS: "
 
-// mustScript is scripts/generated/<name>.lua.
-func mustScript(name string) *script { return newScript(name, mustRead(name)) }
+// registration starts a function's registration, up to its name: in a call
+// of its own, or in a table when it has flags (no-writes).
+const registration = `redis\.register_function(?:\('|\{function_name = ')`
 
-func mustRead(name string) string {
-	b, err := generated.ReadFile("scripts/generated/" + name + ".lua")
-	if err != nil {
-		panic(err) // embedded at build time; missing means go generate was not run
-	}
-	return string(b)
-}
+// mustScript is the function of scripts/generated/waitroom.lua made of
+// scripts/<name>.lua.
+func mustScript(name string) *script { return lib.script(name) }
 
-// newScript is the generated script text, named name.
-func newScript(name, text string) *script {
-	lines := strings.SplitN(text, "\n", 3)
-	names, ok := strings.CutPrefix(lines[min(1, len(lines)-1)], keysLine)
-	if !ok {
-		panic(fmt.Sprintf("scripts/generated/%s.lua: no %q line second: run go generate ./internal/queue/redisstore", name, keysLine))
+// script is the function of l made of scripts/<name>.lua.
+func (l *library) script(name string) *script {
+	m := regexp.MustCompile(`(?m)^` + keysLine + `(.*)\n` + registration + `(` + regexp.QuoteMeta(name) + `_[0-9a-f]+)'`).FindStringSubmatch(l.text)
+	if m == nil {
+		panic(fmt.Sprintf("scripts/generated/waitroom.lua: no function of %s.lua: run go generate ./internal/queue/redisstore", name))
 	}
-	s := &script{Script: redis.NewScript(text), name: name}
-	for _, n := range strings.Fields(names) {
+	s := &script{lib: l, name: name, fn: m[2]}
+	for _, n := range strings.Fields(m[1]) {
 		i := slices.Index(keyNames[:], n)
 		if i < 0 {
-			panic(fmt.Sprintf("scripts/generated/%s.lua: unknown key %q", name, n)) // every test that loads the package fails
+			panic(fmt.Sprintf("scripts/generated/waitroom.lua: %s: unknown key %q", name, n)) // every test that loads the package fails
 		}
 		s.keys = append(s.keys, i)
 	}
 	return s
+}
+
+// call calls the script's function with keys and args, and when Redis
+// does not have it (its first call on a server, or Redis lost its
+// functions: a restart without persistence, FUNCTION FLUSH, a Cluster node
+// new to the slot) loads the library and calls again, as go-redis's
+// Script.Run sends EVAL after EVALSHA's NOSCRIPT. The calls that all found
+// it missing at once (the first after a start) take turns: each calls
+// again first, and only one that still finds it missing loads it.
+func (sc *script) call(ctx context.Context, c rediser, keys []string, args []any) *redis.Cmd {
+	cmd := c.FCall(ctx, sc.fn, keys, args...)
+	if !missing(cmd) {
+		return cmd
+	}
+	sc.lib.mu.Lock()
+	defer sc.lib.mu.Unlock()
+	if cmd = c.FCall(ctx, sc.fn, keys, args...); !missing(cmd) {
+		return cmd
+	}
+	err := sc.lib.load(ctx, c)
+	if cmd = c.FCall(ctx, sc.fn, keys, args...); err != nil && missing(cmd) {
+		cmd.SetErr(fmt.Errorf("%w (loading the library: %w)", cmd.Err(), err))
+	}
+	return cmd
+}
+
+// missing says whether Redis answered cmd that it has no such function.
+func missing(cmd *redis.Cmd) bool { return redis.HasErrorPrefix(cmd.Err(), "Function not found") }
+
+// load loads the library wherever the queues' keys may be: on every
+// primary of a Cluster (one down fails the load, not the others), else on
+// the server (a Sentinel's primary replicates it to its replicas).
+func (l *library) load(ctx context.Context, c rediser) error {
+	if p, ok := c.(*pipelineWhenBusy); ok {
+		c = p.alone
+	}
+	if cluster, ok := c.(*redis.ClusterClient); ok {
+		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return node.FunctionLoadReplace(ctx, l.text).Err()
+		})
+	}
+	return c.FunctionLoadReplace(ctx, l.text).Err()
 }

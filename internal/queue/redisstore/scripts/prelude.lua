@@ -1,10 +1,9 @@
 -- prelude: what the scripts share. The generator (go generate; README.md)
--- puts in front of each script the declarations below that it uses, and
--- those they use, in this file's order. A declaration starts at a `local`
--- at the start of a line, with the comment just above it, and ends where
--- the next one's comment starts. Every script that uses a declaration runs
--- its lines (a script as Redis runs it has at most 100 lines of code), so
--- a guard that returns is written on one line here.
+-- puts it once at the top of the library of functions the scripts become,
+-- loaded once per server: a script's 100 lines do not count it (it has
+-- 200 of its own). A declaration starts at a `local` at the start of a
+-- line, with the comment just above it, and ends where the next one's
+-- comment starts.
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
 -- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go

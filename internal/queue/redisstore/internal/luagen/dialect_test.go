@@ -29,7 +29,7 @@ func TestGolden(t *testing.T) {
 		{"unknownkey", "K.nope is none of the queue's keys (line, seq, cfg, pre)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := generate(tc.name, prelude, mustReadFile(t, "testdata/"+tc.name+".lua"), testKeys)
+			got, err := generate(prelude, []source{{tc.name, mustReadFile(t, "testdata/"+tc.name+".lua")}}, testKeys)
 			switch {
 			case tc.err != "":
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -68,4 +68,19 @@ func mustReadFile(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestReadsOnly: a function is no-writes only when every call names a
+// command that writes nothing, as a string; a write in a comment does not count.
+func TestReadsOnly(t *testing.T) {
+	for code, want := range map[string]bool{
+		"local n = redis.call('ZCARD', K.line) -- redis.call('DEL', K.line)": true,
+		"redis.call('HMGET', K.cfg, 'rate')\nreturn redis.pcall('time')":     true,
+		"redis.call('ZCARD', K.line)\nredis.call('HSET', K.cfg, 'a', 1)":     false,
+		"local cmd = 'GET'\nreturn redis.call(cmd, K.seq)":                   false,
+	} {
+		if got := readsOnly(code); got != want {
+			t.Errorf("readsOnly(%q) = %v, want %v", code, got, want)
+		}
+	}
 }

@@ -1,8 +1,9 @@
-// Command luagen writes redisstore's scripts as Redis runs them: each
-// scripts/<name>.lua, written in the scripts' dialect, becomes
-// scripts/generated/<name>.lua (dialect.go says what it rewrites;
+// Command luagen writes redisstore's scripts as Redis runs them: the
+// scripts/<name>.lua, written in the scripts' dialect, become one library
+// of Redis functions, scripts/generated/waitroom.lua, the prelude once and
+// each script a function (dialect.go says what it rewrites;
 // scripts/README.md, for the scripts' readers, says it too). Run by
-// go generate ./internal/queue/redisstore; its test fails when a
+// go generate ./internal/queue/redisstore; its test fails when the
 // generated file differs from what it would write.
 //
 //	go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,...
@@ -27,18 +28,21 @@ func main() {
 	}
 }
 
-// generateAll is every script of src as Redis runs it, by name, given
-// the queue's keys.
-func generateAll(src string, keys []string) (map[string]Script, error) {
+// libraryFile is the generated library's name in the out folder.
+const libraryFile = "waitroom.lua"
+
+// generateAll is the library of every script of src as Redis runs it,
+// given the queue's keys.
+func generateAll(src string, keys []string) (Library, error) {
 	prelude, err := os.ReadFile(filepath.Join(src, "prelude.lua"))
 	if err != nil {
-		return nil, err
+		return Library{}, err
 	}
 	files, err := filepath.Glob(filepath.Join(src, "*.lua"))
 	if err != nil {
-		return nil, err
+		return Library{}, err
 	}
-	out := map[string]Script{}
+	var scripts []source
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".lua")
 		if name == "prelude" {
@@ -46,19 +50,18 @@ func generateAll(src string, keys []string) (map[string]Script, error) {
 		}
 		body, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return Library{}, err
 		}
-		if out[name], err = generate(name, string(prelude), string(body), keys); err != nil {
-			return nil, err
-		}
+		scripts = append(scripts, source{name, string(body)})
 	}
-	return out, nil
+	return generate(string(prelude), scripts, keys)
 }
 
-// write writes every script of src into out, and removes from out what no
-// script of src is generated as any more.
+// write writes the library of the scripts of src into out, and removes
+// from out every other .lua file (the scripts' files of the versions
+// before the library).
 func write(src, out string, keys []string) error {
-	scripts, err := generateAll(src, keys)
+	lib, err := generateAll(src, keys)
 	if err != nil {
 		return err
 	}
@@ -70,16 +73,11 @@ func write(src, out string, keys []string) error {
 		return err
 	}
 	for _, f := range old {
-		if _, ok := scripts[strings.TrimSuffix(filepath.Base(f), ".lua")]; !ok {
+		if filepath.Base(f) != libraryFile {
 			if err := os.Remove(f); err != nil {
 				return err
 			}
 		}
 	}
-	for name, s := range scripts {
-		if err := os.WriteFile(filepath.Join(out, name+".lua"), []byte(s.Text), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return os.WriteFile(filepath.Join(out, libraryFile), []byte(lib.Text), 0o644)
 }

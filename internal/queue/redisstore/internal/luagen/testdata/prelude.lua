@@ -13,7 +13,7 @@ local function clock()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- unused is named by no script: left out.
+-- unused is named by no script: in the library all the same.
 local function unused()
   return K.seq
 end
