@@ -179,8 +179,11 @@ const (
 // read and written on Config. Validation, the fields the Redis store writes
 // and parses, the admin API's input and output, the settings the admin page
 // builds its form from and the check of openapi.yaml all follow this table,
-// so a new setting is its own logic plus one row here. (The Lua scripts read
-// the fields they use by name: they are the logic, not the declaration.)
+// so a new setting is its own logic plus one row here. So do phases: a row
+// with Phased may be changed by a phase, and a phase's JSON, what is in
+// force (Config.InForce), the Redis store's phase_ fields and the schedule
+// follow. (The Lua scripts read the fields they use by name, a phase's
+// first, adm.phase_x or cfg.x: they are the logic, not the declaration.)
 
 // Kind is the type of a setting's value.
 type Kind string
