@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -220,9 +221,10 @@ func parsePhases(raw []byte) ([]Phase, error) {
 	var list []map[string]json.RawMessage
 	err := json.Unmarshal(raw, &list)
 	for i := 0; err == nil && i < len(list); i++ {
-		for k := range list[i] {
+		for _, k := range slices.Sorted(maps.Keys(list[i])) {
 			if !slices.Contains(phaseKeys(), k) {
 				err = fmt.Errorf("json: unknown field %q", k)
+				break
 			}
 		}
 	}
