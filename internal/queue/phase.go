@@ -55,23 +55,26 @@ type InForce struct {
 // InForce is c as it stands at now: the queue's own settings with those of
 // the phase in force then (Phases) put over them, row by phased row.
 func (c Config) InForce(now time.Time) InForce {
-	in := InForce{Config: c}
 	p, ok := c.phaseAt(now)
 	if !ok {
-		return in
+		return InForce{Config: c} // on the hot path: allocates nothing
 	}
-	in.PhaseInForce, in.PageTemplate = p.Name, p.Template
+	return InForce{Config: p.over(c), PhaseInForce: p.Name, PageTemplate: p.Template}
+}
+
+// over is c with p's overrides put over it, each by its row's Set.
+func (p Phase) over(c Config) Config {
 	for _, s := range Settings {
 		v, ok := p.Overrides[s.Name]
 		if !ok || !s.Phased {
 			continue
 		}
-		_ = s.Set(&in.Config, v) // held to the row when the phase was read or validated
+		_ = s.Set(&c, v) // held to the row when the phase was read or validated
 		if s.inPhase != nil {
-			s.inPhase(&in.Config, p.Name)
+			s.inPhase(&c, p.Name)
 		}
 	}
-	return in
+	return c
 }
 
 // phaseAt is the phase in force at now: the last to start by then, unless
