@@ -704,7 +704,7 @@ type ticketStore struct{ queue.Store }
 
 func (ticketStore) Status(_ context.Context, _, user string) (queue.Standing, error) {
 	n, _ := strconv.ParseInt(user[len(user)-7:], 10, 64)
-	return queue.Standing{State: queue.Waiting, Position: n + 1, Length: 1 << 30, Ticket: n + 1, Pace: queue.LinePace(queue.PaceState{Config: queue.DefaultConfig()})}, nil
+	return queue.Standing{State: queue.Waiting, Position: n + 1, Length: 1 << 30, Ticket: n + 1, Pace: queue.LinePace(queue.PaceState{Config: queue.DefaultConfig().InForce(time.Time{})})}, nil
 }
 
 // ticketBytes is the Go heap a queue.Service keeps per remembered user,

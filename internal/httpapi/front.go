@@ -191,6 +191,6 @@ func (c *frontCache) build(ctx context.Context, q string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(toFrontJSON(q, front.New(sn, cfg)))
+	body, err := json.Marshal(toFrontJSON(q, front.New(sn, cfg.Config))) // the settings in force
 	return append(body, '\n'), err
 }

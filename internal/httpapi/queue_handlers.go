@@ -782,25 +782,33 @@ func toFloat(v any) float64 {
 
 // scheduleJSON is which settings are in force when (queue.Config.Schedule).
 type scheduleJSON struct {
-	Queue string         `json:"queue"`
-	Now   time.Time      `json:"now"`
-	Steps []scheduleStep `json:"steps"`
+	Queue string           `json:"queue"`
+	Now   time.Time        `json:"now"`
+	Steps []map[string]any `json:"steps"`
 }
 
-// scheduleStep is one stretch of the schedule with the settings a phase
-// may change, as they are in force then.
-type scheduleStep struct {
-	Phase             *string    `json:"phase"`
-	From              time.Time  `json:"from"`
-	Until             *time.Time `json:"until"`
-	RatePerSecond     float64    `json:"ratePerSecond"`
-	Adaptive          bool       `json:"adaptive"`
-	QueueingMethod    string     `json:"queueingMethod"`
-	MaxActiveTokens   int64      `json:"maxActiveTokens"`
-	SessionMaxSeconds int64      `json:"sessionMaxSeconds"`
-	Entry             string     `json:"entry"`
-	Message           any        `json:"message"`
-	Template          string     `json:"template,omitempty"`
+// scheduleStep is one stretch of the schedule: its phase (nil for the
+// queue's own settings), from, until (nil: for good), the page template,
+// and every setting a phase may change (queue.Setting.Phased) as it is in
+// force then, with whether the rate is adaptive (a phase's rate is not).
+func scheduleStep(c queue.Config, step queue.Phase) map[string]any {
+	in := c.InForce(step.StartsAt)
+	js := map[string]any{"phase": nil, "from": step.StartsAt.UTC(), "until": nil, "adaptive": in.Adaptive}
+	for _, s := range queue.Settings {
+		if s.Phased {
+			js[s.Name] = s.Value(in.Config)
+		}
+	}
+	if step.Name != "" {
+		js["phase"] = step.Name
+	}
+	if !step.EndsAt.IsZero() {
+		js["until"] = step.EndsAt.UTC()
+	}
+	if in.PageTemplate != "" {
+		js["template"] = in.PageTemplate
+	}
+	return js
 }
 
 func (s *Server) queueSchedule(w http.ResponseWriter, r *http.Request) {
@@ -811,21 +819,9 @@ func (s *Server) queueSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Queue.Clock().UTC().Truncate(time.Millisecond)
-	message, _ := queue.SettingNamed("message")
 	out := scheduleJSON{Queue: q, Now: now}
 	for _, step := range c.Schedule(now) {
-		in := c.InForce(step.StartsAt)
-		js := scheduleStep{From: step.StartsAt.UTC(), RatePerSecond: in.RatePerSecond, Adaptive: in.Adaptive,
-			QueueingMethod: string(in.Method), MaxActiveTokens: in.MaxActiveTokens, SessionMaxSeconds: int64(in.SessionMax / time.Second),
-			Entry: string(in.Join), Message: message.Value(in), Template: in.PageTemplate}
-		if step.Name != "" {
-			js.Phase = &step.Name
-		}
-		if !step.EndsAt.IsZero() {
-			until := step.EndsAt.UTC()
-			js.Until = &until
-		}
-		out.Steps = append(out.Steps, js)
+		out.Steps = append(out.Steps, scheduleStep(c, step))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -59,7 +59,7 @@ const measureAfter = 10 * time.Second
 // PaceState is what a store keeps for Pace; LinePace turns it into one, so
 // both stores answer alike.
 type PaceState struct {
-	Config Config
+	Config InForce
 	// EffectiveRate is the adaptive rate in force (0: none stored yet).
 	EffectiveRate float64
 	// PaceRate is an exponentially weighted rate (time constant PaceWindow)
@@ -102,7 +102,7 @@ func LinePace(s PaceState) Pace {
 // stallAfter is how long the front may stand still, with people waiting and
 // admission running, before the line is said to be stalled: several ticks,
 // and several admissions' worth at a slow rate, at least two seconds.
-func stallAfter(c Config, rate float64) time.Duration {
+func stallAfter(c InForce, rate float64) time.Duration {
 	d := max(2*time.Second, 10*c.Interval)
 	if rate > 0 {
 		d = max(d, time.Duration(3/rate*float64(time.Second)))

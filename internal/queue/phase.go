@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,15 +28,10 @@ type Phase struct {
 	// Template names the waiting page's template for the phase
 	// (--page-dir's templates/{name}/waiting.html; "": the queue's).
 	Template string
-
-	// What the phase changes; nil: the queue's own. A rate of its own is a
-	// fixed rate: the adaptive rate rests while the phase lasts.
-	RatePerSecond   *float64
-	Method          *QueueingMethod
-	MaxActiveTokens *int64
-	SessionMax      *time.Duration
-	Join            *JoinPolicy
-	Message         *Message
+	// Overrides are what the phase changes, by the settings' names (only
+	// rows with Phased), each a value as the row's Set takes it; the
+	// queue's own for the rest.
+	Overrides map[string]any
 }
 
 // maxPhases bounds a queue's phases: a sale's steps, not a calendar.
@@ -42,32 +41,38 @@ const maxPhases = 8
 // a page template's directory.
 var phaseName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
+// InForce is a queue's settings as they stand at a moment (Config.InForce):
+// the stored ones with the phase in force then put over them. The planners
+// take it, not a Config, so settings read without their phase do not
+// compile.
+type InForce struct {
+	Config
+	// PhaseInForce names the phase whose settings these are ("": the
+	// queue's own), and PageTemplate its page template.
+	PhaseInForce, PageTemplate string
+}
+
 // InForce is c as it stands at now: the queue's own settings with those of
-// the phase in force then (Phases) put over them; PhaseInForce names it.
-func (c Config) InForce(now time.Time) Config {
+// the phase in force then (Phases) put over them, row by phased row.
+func (c Config) InForce(now time.Time) InForce {
 	p, ok := c.phaseAt(now)
 	if !ok {
-		return c
+		return InForce{Config: c} // on the hot path: allocates nothing
 	}
-	c.PhaseInForce, c.PageTemplate = p.Name, p.Template
-	if p.RatePerSecond != nil {
-		c.RatePerSecond, c.Adaptive = *p.RatePerSecond, false
-		c.RateDerivation = fmt.Sprintf("phase %s: %v/s", p.Name, *p.RatePerSecond)
-	}
-	if p.Method != nil {
-		c.Method = *p.Method
-	}
-	if p.MaxActiveTokens != nil {
-		c.MaxActiveTokens = *p.MaxActiveTokens
-	}
-	if p.SessionMax != nil {
-		c.SessionMax = *p.SessionMax
-	}
-	if p.Join != nil {
-		c.Join = *p.Join
-	}
-	if p.Message != nil {
-		c.Message = *p.Message
+	return InForce{Config: p.over(c), PhaseInForce: p.Name, PageTemplate: p.Template}
+}
+
+// over is c with p's overrides put over it, each by its row's Set.
+func (p Phase) over(c Config) Config {
+	for _, s := range Settings {
+		v, ok := p.Overrides[s.Name]
+		if !ok || !s.Phased {
+			continue
+		}
+		_ = s.Set(&c, v) // held to the row when the phase was read or validated
+		if s.inPhase != nil {
+			s.inPhase(&c, p.Name)
+		}
 	}
 	return c
 }
@@ -149,8 +154,11 @@ func (c Config) validatePhases() error {
 		case p.Template != "" && !phaseName.MatchString(p.Template):
 			return bad("template must be 1 to 40 of a-z, 0-9, - and _, starting with a letter or digit")
 		}
+		if err := p.checkOverrides(); err != nil {
+			return bad("%v", err)
+		}
 		seen[p.Name] = true
-		in := c.InForce(p.StartsAt)
+		in := c.InForce(p.StartsAt).Config
 		in.Phases = nil
 		if err := in.Validate(); err != nil {
 			return bad("%v", err)
@@ -159,101 +167,142 @@ func (c Config) validatePhases() error {
 	return nil
 }
 
-// phaseJSON is a phase as the admin API and the queues file give it and
-// the store keeps it: the overridden settings by their names.
-type phaseJSON struct {
-	Name              string          `json:"name"`
-	StartsAt          string          `json:"startsAt"`
-	EndsAt            string          `json:"endsAt,omitempty"`
-	PreQueue          bool            `json:"preQueue,omitempty"`
-	RatePerSecond     *float64        `json:"ratePerSecond,omitempty"`
-	QueueingMethod    *string         `json:"queueingMethod,omitempty"`
-	MaxActiveTokens   *int64          `json:"maxActiveTokens,omitempty"`
-	SessionMaxSeconds *int64          `json:"sessionMaxSeconds,omitempty"`
-	Entry             *string         `json:"entry,omitempty"`
-	Message           json.RawMessage `json:"message,omitempty"`
-	Template          string          `json:"template,omitempty"`
+// checkOverrides holds each of p's overrides to its row: a setting a
+// phase may change (Phased), of a value its Set takes.
+func (p Phase) checkOverrides() error {
+	var c Config
+	n := 0
+	for _, s := range Settings {
+		v, ok := p.Overrides[s.Name]
+		if !ok {
+			continue
+		}
+		n++
+		if !s.Phased {
+			return fmt.Errorf("%w: %s is not a setting a phase may change", ErrInvalidConfig, s.Name)
+		}
+		if err := s.Set(&c, v); err != nil {
+			return err
+		}
+	}
+	if n != len(p.Overrides) {
+		return fmt.Errorf("%w: a phase overrides a setting that does not exist", ErrInvalidConfig)
+	}
+	return nil
 }
 
-// parsePhases reads phases as JSON ("" or null: none), each overridden
-// setting checked as the setting itself is (its range, its choices).
+// phaseFixed are a phase's own fields in JSON, beside the settings it
+// overrides (the phased rows, by their names).
+type phaseFixed struct {
+	Name     string `json:"name"`
+	StartsAt string `json:"startsAt"`
+	EndsAt   string `json:"endsAt,omitempty"`
+	PreQueue bool   `json:"preQueue,omitempty"`
+	Template string `json:"template,omitempty"`
+}
+
+// phaseKeys are the names a phase's JSON object may hold, in the order
+// phasesJSON writes them: its own fields and the phased settings.
+func phaseKeys() []string {
+	keys := []string{"name", "startsAt", "endsAt", "preQueue"}
+	for _, s := range Settings {
+		if s.Phased {
+			keys = append(keys, s.Name)
+		}
+	}
+	return append(keys, "template")
+}
+
+// parsePhases reads phases as JSON ("" or null: none), as the admin API and
+// the queues file give them and the store keeps them: each an object of a
+// phase's own fields and the settings it overrides by their names, each
+// checked as the setting itself is (its row's Set: its range, its choices).
 func parsePhases(raw []byte) ([]Phase, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, nil
 	}
-	var list []phaseJSON
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&list); err != nil {
-		return nil, fmt.Errorf("%w: phases must be a list of phases (name, startsAt, endsAt, preQueue, ratePerSecond, queueingMethod, maxActiveTokens, sessionMaxSeconds, entry, message, template): %v",
-			ErrInvalidConfig, err)
+	var list []map[string]json.RawMessage
+	err := json.Unmarshal(raw, &list)
+	for i := 0; err == nil && i < len(list); i++ {
+		for _, k := range slices.Sorted(maps.Keys(list[i])) {
+			if !slices.Contains(phaseKeys(), k) {
+				err = fmt.Errorf("json: unknown field %q", k)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: phases must be a list of phases (%s): %v", ErrInvalidConfig, strings.Join(phaseKeys(), ", "), err)
 	}
 	out := make([]Phase, len(list))
 	for i, j := range list {
-		p, err := j.phase()
+		p, err := phaseFrom(j)
 		if err != nil {
-			return nil, fmt.Errorf("phases[%d] (%s): %w", i, j.Name, err)
+			return nil, fmt.Errorf("phases[%d] (%s): %w", i, p.Name, err)
 		}
 		out[i] = p
 	}
 	return out, nil
 }
 
-// phase is j as a Phase, each setting through its row (Setting.Set), so
-// a phase takes what the queue's own setting takes.
-func (j phaseJSON) phase() (Phase, error) {
-	p := Phase{Name: j.Name, PreQueue: j.PreQueue, Template: j.Template}
+// phaseFrom is the phase one JSON object gives, each override through its
+// row (Setting.Set), so a phase takes what the queue's own setting takes.
+func phaseFrom(obj map[string]json.RawMessage) (Phase, error) {
+	var f phaseFixed
+	whole, _ := json.Marshal(obj)
+	if err := json.Unmarshal(whole, &f); err != nil {
+		return Phase{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	p := Phase{Name: f.Name, PreQueue: f.PreQueue, Template: f.Template}
 	var err error
-	if p.StartsAt, err = parsePhaseInstant("startsAt", j.StartsAt); err != nil {
+	if p.StartsAt, err = parsePhaseInstant("startsAt", f.StartsAt); err != nil {
 		return p, err
 	}
-	if p.EndsAt, err = parsePhaseInstant("endsAt", j.EndsAt); err != nil {
+	if p.EndsAt, err = parsePhaseInstant("endsAt", f.EndsAt); err != nil {
 		return p, err
 	}
 	var c Config
-	for _, o := range []struct {
-		setting string
-		value   any // nil: not given
-	}{
-		{"ratePerSecond", given(j.RatePerSecond)}, {"queueingMethod", given(j.QueueingMethod)},
-		{"maxActiveTokens", given(j.MaxActiveTokens)}, {"sessionMaxSeconds", given(j.SessionMaxSeconds)}, {"entry", given(j.Entry)},
-	} {
-		if o.value == nil {
+	for _, s := range Settings {
+		raw, ok := obj[s.Name]
+		if !ok || !s.Phased || string(raw) == "null" {
 			continue
 		}
-		s, _ := SettingNamed(o.setting)
-		if err := s.Set(&c, o.value); err != nil {
+		v, err := s.fromJSON(raw)
+		if err == nil {
+			err = s.Set(&c, v)
+		}
+		if err != nil {
 			return p, err
 		}
-		switch o.setting {
-		case "ratePerSecond":
-			p.RatePerSecond = &c.RatePerSecond
-		case "queueingMethod":
-			p.Method = &c.Method
-		case "maxActiveTokens":
-			p.MaxActiveTokens = &c.MaxActiveTokens
-		case "sessionMaxSeconds":
-			p.SessionMax = &c.SessionMax
-		case "entry":
-			p.Join = &c.Join
+		if p.Overrides == nil {
+			p.Overrides = map[string]any{}
 		}
-	}
-	if len(j.Message) > 0 {
-		m, err := messageFromStore(string(j.Message))
-		if err != nil {
-			return p, fmt.Errorf("%w: message must be a string or an object of strings by language: %v", ErrInvalidConfig, err)
-		}
-		p.Message = &m
+		p.Overrides[s.Name] = v
 	}
 	return p, nil
 }
 
-// given is *v as Setting.Set takes it, or nil when v is.
-func given[T any](v *T) any {
-	if v == nil {
-		return nil
+// fromJSON is a JSON value as the row's Set takes it (Set checks it).
+func (s Setting) fromJSON(raw json.RawMessage) (any, error) {
+	decode := func(v any) (any, error) {
+		if err := json.Unmarshal(raw, v); err != nil {
+			return nil, fmt.Errorf("%w: %s must be a %s: %v", ErrInvalidConfig, s.Name, s.Kind, err)
+		}
+		return reflect.ValueOf(v).Elem().Interface(), nil
 	}
-	return *v
+	switch s.Kind {
+	case Number:
+		return decode(new(float64))
+	case Integer, Duration:
+		return decode(new(int64))
+	case Bool:
+		return decode(new(bool))
+	case TextByLanguage:
+		if m, err := decode(new(map[string]string)); err == nil {
+			return m, nil
+		}
+	}
+	return decode(new(string))
 }
 
 func parsePhaseInstant(name, s string) (time.Time, error) {
@@ -264,37 +313,42 @@ func parsePhaseInstant(name, s string) (time.Time, error) {
 	return t, nil
 }
 
-// phasesJSON is phases as parsePhases reads them ("" for none).
+// phasesJSON is phases as parsePhases reads them ("" for none): each
+// phase's fields in phaseKeys' order, a message as it is stored.
 func phasesJSON(phases []Phase) string {
 	if len(phases) == 0 {
 		return ""
 	}
-	list := make([]phaseJSON, len(phases))
+	var b strings.Builder
 	for i, p := range phases {
-		j := phaseJSON{Name: p.Name, StartsAt: formatInstant(p.StartsAt), EndsAt: formatInstant(p.EndsAt), PreQueue: p.PreQueue,
-			RatePerSecond: p.RatePerSecond, MaxActiveTokens: p.MaxActiveTokens, Template: p.Template}
-		if p.Method != nil {
-			m := string(*p.Method)
-			j.QueueingMethod = &m
-		}
-		if p.SessionMax != nil {
-			s := int64(*p.SessionMax / time.Second)
-			j.SessionMaxSeconds = &s
-		}
-		if p.Join != nil {
-			e := string(*p.Join)
-			j.Entry = &e
-		}
-		if p.Message != nil {
-			j.Message = json.RawMessage(p.Message.stored)
-			if p.Message.Empty() {
-				j.Message = json.RawMessage(`""`)
+		b.WriteString(map[bool]string{true: "[", false: ","}[i == 0])
+		f, _ := json.Marshal(phaseFixed{Name: p.Name, StartsAt: formatInstant(p.StartsAt), EndsAt: formatInstant(p.EndsAt), PreQueue: p.PreQueue})
+		b.Write(f[:len(f)-1]) // open: the overrides follow
+		var c Config
+		for _, s := range Settings {
+			v, ok := p.Overrides[s.Name]
+			if !ok || s.Set(&c, v) != nil {
+				continue
 			}
+			var out any = s.Value(c)
+			if m, ok := s.value.get(&c).(Message); ok {
+				out = json.RawMessage(m.stored)
+				if m.Empty() {
+					out = ""
+				}
+			}
+			k, _ := json.Marshal(s.Name)
+			val, _ := json.Marshal(out)
+			b.WriteString("," + string(k) + ":" + string(val))
 		}
-		list[i] = j
+		if p.Template != "" {
+			t, _ := json.Marshal(p.Template)
+			b.WriteString(`,"template":` + string(t))
+		}
+		b.WriteString("}")
 	}
-	b, _ := json.Marshal(list)
-	return string(b)
+	b.WriteString("]")
+	return b.String()
 }
 
 // formatInstant is t as the admin JSON gives an instant ("" for none).

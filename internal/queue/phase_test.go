@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // saleAt is a two-phase sale opening at t0: members draw at 50/s for an
@@ -134,5 +136,35 @@ func TestPhasesRefusedNameTheirFault(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "at most 8") {
 		t.Errorf("nine phases: %v", err)
+	}
+}
+
+// TestPhasesStoredByEarlierVersionsRead: phases as an instance before the
+// phased rows stored them (its keys in another order) read as they did,
+// and are written back with the same keys and values.
+func TestPhasesStoredByEarlierVersionsRead(t *testing.T) {
+	const old = `[{"name":"members","startsAt":"2026-12-24T20:00:00Z","preQueue":true,"ratePerSecond":50,"queueingMethod":"random",` +
+		`"maxActiveTokens":200,"sessionMaxSeconds":900,"entry":"signed","message":{"en":"Members' draw","ja":"会員抽選"},"template":"members"},` +
+		`{"name":"public","startsAt":"2026-12-24T21:00:00Z","endsAt":"2026-12-24T23:00:00Z","message":""}]`
+	c, err := configFromStore(map[string]string{"rate": "100", "batch": "10", "interval_ms": "100", "capacity": "100000", "ttl_ms": "300000", "phases": old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.InForce(time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC))
+	if m.PhaseInForce != "members" || m.RatePerSecond != 50 || m.Adaptive || m.Method != MethodRandom || m.MaxActiveTokens != 200 ||
+		m.SessionMax != 15*time.Minute || m.Join != JoinSigned || m.Message.For() != "Members' draw" || m.PageTemplate != "members" ||
+		m.RateDerivation != "phase members: 50/s" {
+		t.Errorf("members read from an earlier version's store: %+v", m)
+	}
+	var was, is []map[string]any
+	phases, _ := SettingNamed("phases")
+	if err := json.Unmarshal([]byte(old), &was); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(phases.Format(c)), &is); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(was, is); diff != "" {
+		t.Errorf("written back (-earlier +now):\n%s", diff)
 	}
 }

@@ -398,7 +398,7 @@ func (s *Service) RefusesNewcomers(ctx context.Context, queue string) error {
 // to its age old, and leaves out an opening's pre-queue, which Enter
 // counts: a newcomer may be told the line is full a moment after it had
 // room again, or let through to be told so when they enter.
-func (s *Service) refusal(c Config, length int64, st Stock) error {
+func (s *Service) refusal(c InForce, length int64, st Stock) error {
 	switch {
 	case s.closedTo(c):
 		return ErrQueueClosed
@@ -481,7 +481,7 @@ func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error
 // closedTo says whether a queue of config c takes no newcomers now: its
 // method is reject, or its ClosesAt has passed by the service's clock. The
 // one rule for both: whoever holds a place keeps it, nobody new takes one.
-func (s *Service) closedTo(c Config) bool {
+func (s *Service) closedTo(c InForce) bool {
 	return c.Method == MethodReject || !c.ClosesAt.IsZero() && !s.Clock().Before(c.ClosesAt)
 }
 
@@ -513,7 +513,7 @@ func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
 // policy, the method) without a store round trip each time. A change made
 // through this instance shows at once, one made through another within
 // the second; a phase starts on time whenever the config was read.
-func (s *Service) ConfigInForce(ctx context.Context, queue string) (Config, error) {
+func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, error) {
 	s.configsMu.Lock()
 	r, ok := s.configs[queue]
 	s.configsMu.Unlock()
@@ -523,7 +523,7 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (Config, erro
 	at := time.Now()
 	c, err := s.Config(ctx, queue)
 	if err != nil {
-		return c, err
+		return InForce{}, err
 	}
 	s.configsMu.Lock()
 	s.configs[queue] = recentConfig{c: c, at: at}

@@ -76,11 +76,9 @@ type Config struct {
 	Message Message
 
 	// Phases are the sale's steps, in the order they start, each changing
-	// some of the settings above while it lasts (Phase, InForce).
+	// some of the settings above (the rows with Phased) while it lasts
+	// (Phase, InForce).
 	Phases []Phase
-	// PhaseInForce names the phase whose settings these are, and
-	// PageTemplate its page template: set by InForce, never stored.
-	PhaseInForce, PageTemplate string
 }
 
 // JoinPolicy says who may take a place in a queue. Re-entering keeps a
@@ -181,8 +179,11 @@ const (
 // read and written on Config. Validation, the fields the Redis store writes
 // and parses, the admin API's input and output, the settings the admin page
 // builds its form from and the check of openapi.yaml all follow this table,
-// so a new setting is its own logic plus one row here. (The Lua scripts read
-// the fields they use by name: they are the logic, not the declaration.)
+// so a new setting is its own logic plus one row here. So do phases: a row
+// with Phased may be changed by a phase, and a phase's JSON, what is in
+// force (Config.InForce), the Redis store's phase_ fields and the schedule
+// follow. (The Lua scripts read the fields they use by name, a phase's
+// first, adm.phase_x or cfg.x: they are the logic, not the declaration.)
 
 // Kind is the type of a setting's value.
 type Kind string
@@ -256,6 +257,15 @@ type Setting struct {
 	// that sets the setting for the default queue and new queues; "" for
 	// none.
 	Flag string
+	// Phased: a phase may change the setting while it lasts (Phase's
+	// Overrides, by Name). All else about phases follows from it: what is
+	// in force (Config.InForce), a phase's JSON, the Redis store's phase_
+	// fields, the schedule and openapi.yaml's Phase schema.
+	Phased bool
+
+	// inPhase, if set, is what else the setting's phase value changes on
+	// the settings in force (a phase's rate is a fixed rate).
+	inPhase func(c *Config, phase string)
 
 	// value is the setting's one typed accessor: where on a Config its
 	// value lives (number, integer, duration, boolean, instant, choice,
@@ -321,7 +331,7 @@ func declared(rows []Setting) []Setting {
 
 // Settings is every per-queue setting, in the order people read them.
 var Settings = declared([]Setting{
-	{Name: "ratePerSecond", Field: "rate", RequiredInStore: true, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+	{Name: "ratePerSecond", Field: "rate", RequiredInStore: true, Phased: true, inPhase: fixedRate, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
 		Label: "Rate (users / s)", Flag: "rate",
 		value: number(func(c *Config) *float64 { return &c.RatePerSecond })},
 	{Name: "batchSize", Field: "batch", RequiredInStore: true, Min: 1, Max: 10_000, Default: int64(10),
@@ -336,10 +346,10 @@ var Settings = declared([]Setting{
 	{Name: "tokenTtlSeconds", Field: "ttl_ms", RequiredInStore: true, Unit: time.Second, Min: 1, Max: 86_400, Default: int64(300),
 		Label: "Entry lifetime (s)", Flag: "token-ttl",
 		value: duration(func(c *Config) *time.Duration { return &c.TokenTTL })},
-	{Name: "sessionMaxSeconds", Field: "session_ms", Unit: time.Second, ZeroMeansOff: true, Min: 1, Max: 7 * 86_400, Default: int64(0),
+	{Name: "sessionMaxSeconds", Field: "session_ms", Phased: true, Unit: time.Second, ZeroMeansOff: true, Min: 1, Max: 7 * 86_400, Default: int64(0),
 		Label: "Session at most (s)", Flag: "session-max",
 		value: duration(func(c *Config) *time.Duration { return &c.SessionMax })},
-	{Name: "maxActiveTokens", Field: "max_active", Min: 0, Max: 100_000_000, Default: int64(0),
+	{Name: "maxActiveTokens", Field: "max_active", Phased: true, Min: 0, Max: 100_000_000, Default: int64(0),
 		Label: "Live tokens cap", Flag: "max-active-tokens",
 		value: integer(func(c *Config) *int64 { return &c.MaxActiveTokens })},
 	{Name: "admitPerUnit", Field: "per_unit", ZeroMeansOff: true, Min: 0.1, Max: 1000, Default: 1.0,
@@ -372,16 +382,16 @@ var Settings = declared([]Setting{
 	{Name: "closesAt", Field: "closes_at", Default: "",
 		Label: "Closes at",
 		value: instant(func(c *Config) *time.Time { return &c.ClosesAt })},
-	{Name: "queueingMethod", Field: "method", Default: string(MethodFIFO),
+	{Name: "queueingMethod", Field: "method", Phased: true, Default: string(MethodFIFO),
 		Label: "Queueing method", Flag: "queueing-method", ChoiceLabels: []string{"First come, first served", "Closed to newcomers", "Straight in (count and protect)", "Random draw (lottery)"},
 		value: choice([]QueueingMethod{MethodFIFO, MethodReject, MethodPassthrough, MethodRandom}, func(c *Config) *QueueingMethod { return &c.Method })},
-	{Name: "entry", Field: "entry", Default: string(JoinChallenge),
+	{Name: "entry", Field: "entry", Phased: true, Default: string(JoinChallenge),
 		Label: "Who may join", Flag: "entry-policy", ChoiceLabels: []string{"Anyone", "Proof of work for anonymous", "Signed-in only"},
 		value: choice([]JoinPolicy{JoinAny, JoinChallenge, JoinSigned}, func(c *Config) *JoinPolicy { return &c.Join })},
 	{Name: "challengeCost", Field: "challenge_cost", Min: minChallengeCost, Max: maxChallengeCost, Default: int64(defaultChallengeCost),
 		Label: "Proof-of-work cost", Flag: "challenge-cost",
 		value: integer(func(c *Config) *int { return &c.ChallengeCost })},
-	{Name: "message", Field: "message", Default: "",
+	{Name: "message", Field: "message", Phased: true, Default: "",
 		Label: "Message to the line",
 		value: textByLanguage(func(c *Config) *Message { return &c.Message })},
 	{Name: "phases", Field: "phases", Default: "",
@@ -391,6 +401,13 @@ var Settings = declared([]Setting{
 		Label: "Rate derived from",
 		value: text(func(c *Config) *string { return &c.RateDerivation })},
 })
+
+// fixedRate: a phase's own rate is a fixed rate, so the adaptive rate
+// rests while the phase lasts.
+func fixedRate(c *Config, phase string) {
+	c.Adaptive = false
+	c.RateDerivation = fmt.Sprintf("phase %s: %v/s", phase, c.RatePerSecond)
+}
 
 // SettingNamed returns the setting with the given JSON name.
 func SettingNamed(name string) (Setting, bool) {

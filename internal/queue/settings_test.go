@@ -198,7 +198,11 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		} else if v != nil && v != "" {
 			dflt = fmt.Sprintf("`%v`", v)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, help["settingHelp"+strings.ToUpper(s.Name[:1])+s.Name[1:]])
+		does := help["settingHelp"+strings.ToUpper(s.Name[:1])+s.Name[1:]]
+		if s.Phased {
+			does += " A phase may change it."
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, does)
 	}
 	want := doc[:i+len(begin)] + b.String() + doc[j:]
 	if os.Getenv("WAITROOM_UPDATE_DOCS") != "" {

@@ -2,8 +2,10 @@ package repolint_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -203,3 +205,109 @@ func orNone(bound *uint64) string {
 	}
 	return fmt.Sprint(*bound)
 }
+
+// TestOpenAPIPhaseFollowsTheRows: openapi.yaml's Phase schema (a phase as
+// the admin API takes and shows it) and the schedule's steps have the
+// settings a phase may change (queue.Setting.Phased) in blocks generated
+// from the rows, and no other: Phase takes each as the setting does (its
+// kind, range and choices; not nullable: a phase leaves a setting out by
+// not naming it), and each schedule step requires every one.
+// WAITROOM_UPDATE_DOCS=1 writes the blocks.
+func TestOpenAPIPhaseFollowsTheRows(t *testing.T) {
+	const path = "../../openapi.yaml"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	var phase, step, phased []string
+	for _, s := range queue.Settings {
+		if s.Phased {
+			phased = append(phased, s.Name)
+			phase = append(phase, "        "+s.Name+": "+phasedSchema(s, true))
+			step = append(step, "              "+s.Name+": "+phasedSchema(s, false))
+		}
+	}
+	want := doc
+	for _, b := range []struct {
+		marker string
+		lines  []string
+	}{
+		{"phased settings", phase},
+		{"step's required", []string{"            required: [" + strings.Join(append([]string{"phase", "from", "until"}, phased...), ", ") + "]"}},
+		{"step's settings", step},
+	} {
+		i := strings.Index(want, "# "+b.marker+": generated from queue.Settings")
+		j := strings.Index(want, "# /"+b.marker+"\n")
+		if i < 0 || j < i {
+			t.Fatalf("%s lacks its generated block %q", path, b.marker)
+		}
+		from, to := i+strings.Index(want[i:], "\n")+1, strings.LastIndex(want[:j], "\n")+1
+		want = want[:from] + strings.Join(b.lines, "\n") + "\n" + want[to:]
+	}
+	if os.Getenv("WAITROOM_UPDATE_DOCS") != "" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != doc {
+		t.Fatalf("%s's phased settings differ from queue.Settings' phased rows; run WAITROOM_UPDATE_DOCS=1 go test -run %s ./internal/repolint/", path, t.Name())
+	}
+
+	// Nothing phased is listed by hand beside the blocks.
+	c := loadOpenAPI(t)
+	steps := c.doc.Components.Schemas["QueueSchedule"].Value.Properties["steps"].Value.Items.Value
+	for _, tc := range []struct {
+		schema string
+		own    []string
+		got    *openapi3.Schema
+	}{
+		{"Phase", []string{"name", "startsAt", "endsAt", "preQueue", "template"}, c.doc.Components.Schemas["Phase"].Value},
+		{"QueueSchedule's step", []string{"phase", "from", "until", "adaptive", "template"}, steps},
+	} {
+		var props []string
+		for name := range tc.got.Properties {
+			props = append(props, name)
+		}
+		if want := sorted(append(tc.own, phased...)); !slices.Equal(sorted(props), want) {
+			t.Errorf("%s's properties %v; want its own and the phased settings: %v", tc.schema, sorted(props), want)
+		}
+	}
+}
+
+// phasedSchema is a phased setting's schema as a phase takes it (in) or a
+// schedule step shows it.
+func phasedSchema(s queue.Setting, in bool) string {
+	g := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	var out string
+	switch s.Kind {
+	case queue.TextByLanguage:
+		return "{$ref: '#/components/schemas/MessageSetting'}"
+	case queue.Choice:
+		return "{type: string, enum: [" + strings.Join(s.Choices, ", ") + "]}"
+	case queue.Bool:
+		return "{type: boolean}"
+	case queue.Instant:
+		return "{type: string, format: date-time}"
+	case queue.Number:
+		out = "type: number"
+	default: // Integer, Duration
+		out = "type: integer, format: int64"
+	}
+	if in {
+		low := s.Min
+		if s.ZeroMeansOff {
+			low = 0
+		}
+		out += ", minimum: " + g(low)
+		if s.MinExclusive {
+			out += ", exclusiveMinimum: true"
+		}
+		out += ", maximum: " + g(s.Max)
+	}
+	return "{" + out + "}"
+}
+
+// sorted is a sorted copy of names.
+func sorted(names []string) []string { return slices.Sorted(slices.Values(names)) }

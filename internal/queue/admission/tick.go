@@ -77,7 +77,7 @@ const maxCheckpoints = 3
 // TickInput is what a store reads for one tick, in one step, by its clock.
 type TickInput struct {
 	// Config is the queue's config in force at Now (queue.Config.InForce).
-	Config queue.Config
+	Config queue.InForce
 	State  TickState
 	// Now is the store's clock in whole milliseconds.
 	Now time.Time
@@ -99,14 +99,14 @@ type TickInput struct {
 
 // LiveCapped says whether a tick of config c with stock st needs the live
 // tokens counted (TickInput.Live): a cap holds them.
-func LiveCapped(c queue.Config, st queue.Stock) bool {
+func LiveCapped(c queue.InForce, st queue.Stock) bool {
 	return c.MaxActiveTokens > 0 || c.AdmitPerUnit > 0 && st.Known
 }
 
 // LiveCap is the most tokens that may be alive at once, and false when
 // nothing caps them: MaxActiveTokens, and what is left to sell ×
 // AdmitPerUnit (rounded down: a fraction of a unit buys nothing).
-func LiveCap(c queue.Config, st queue.Stock) (int64, bool) {
+func LiveCap(c queue.InForce, st queue.Stock) (int64, bool) {
 	limit, capped := c.MaxActiveTokens, c.MaxActiveTokens > 0
 	if c.AdmitPerUnit > 0 && st.Known {
 		byStock := int64(math.Floor(float64(st.Units) * c.AdmitPerUnit))
@@ -308,7 +308,7 @@ func unchanged(was, is TickState) bool {
 // carried from the last, at most a batch and the tokens at hand (what the
 // tokens hold back is kept for the next tick, as the caller's config may be
 // older), and the fraction it carries on.
-func quota(c queue.Config, rate, carried float64, tokens int) (int, float64) {
+func quota(c queue.InForce, rate, carried float64, tokens int) (int, float64) {
 	q := rate*c.Interval.Seconds() + carried
 	n := int(q)
 	carry := q - float64(n)
@@ -326,7 +326,7 @@ func quota(c queue.Config, rate, carried float64, tokens int) (int, float64) {
 // the stock and the live tokens (read when LiveCapped): not while sold out,
 // nor over the live-token cap. Under passthrough the rate does not hold
 // people back: only the cap does.
-func MayAdmitNow(c queue.Config, effectiveRate float64, st TickState, stock queue.Stock, live int64) bool {
+func MayAdmitNow(c queue.InForce, effectiveRate float64, st TickState, stock queue.Stock, live int64) bool {
 	if limit, capped := LiveCap(c, stock); stock.SoldOut() || capped && live >= limit {
 		return false
 	}
@@ -341,7 +341,7 @@ func MayAdmitNow(c queue.Config, effectiveRate float64, st TickState, stock queu
 // within the reach of seen marks at least AbandonAfter ago (judged; -1:
 // none), and a new checkpoint when one is due, at the ticket of rank edge
 // (the edge of the reach, or the last in line).
-func checkpoints(c queue.Config, st *TickState, now time.Time, edge int64, front Front) (int64, *Checkpoint, error) {
+func checkpoints(c queue.InForce, st *TickState, now time.Time, edge int64, front Front) (int64, *Checkpoint, error) {
 	judged := int64(-1)
 	if c.AbandonAfter == 0 {
 		return judged, nil, nil
@@ -371,7 +371,7 @@ func checkpoints(c queue.Config, st *TickState, now time.Time, edge int64, front
 // under MethodRandom a draw the store makes in its atomic step, so among
 // everyone in line as it is then (counted here as if nobody drawn is a
 // no-show); else the first n present at the front (pick).
-func (p *TickPlan) choose(c queue.Config, front Front, n int, length int64, absent Absence) (err error) {
+func (p *TickPlan) choose(c queue.InForce, front Front, n int, length int64, absent Absence) (err error) {
 	if c.Method != queue.MethodRandom {
 		p.Admitted, p.Skipped, err = pick(front, n, absent)
 		return err
@@ -477,7 +477,7 @@ func (st TickState) MeasuredRate(now time.Time) float64 {
 // weighted rate, over the last minute, of users leaving the front, on a
 // clock that runs only while people wait and admission runs (stopped:
 // paused, or an opening being placed).
-func (st *TickState) advancePace(c queue.Config, now time.Time, length int64, left int, stopped bool) {
+func (st *TickState) advancePace(c queue.InForce, now time.Time, length int64, left int, stopped bool) {
 	if stopped || length == 0 {
 		st.PaceAt = time.Time{}
 	} else {

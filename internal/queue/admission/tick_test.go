@@ -18,7 +18,7 @@ func TestIdleTickIsNotStored(t *testing.T) {
 	none := func(from, n int64) ([]admission.Waiter, error) { return nil, nil }
 	tick := func(st admission.TickState, length int64, front admission.Front) admission.TickPlan {
 		t.Helper()
-		p, err := admission.PlanTick(admission.TickInput{Config: c, State: st, Now: now, Call: "call", Tokens: c.BatchSize, Length: length}, front)
+		p, err := admission.PlanTick(admission.TickInput{Config: c.InForce(now), State: st, Now: now, Call: "call", Tokens: c.BatchSize, Length: length}, front)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestTickRecordsTheRoomUnderTheCap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := queue.DefaultConfig()
 			c.MaxActiveTokens = tc.maxActive
-			p, err := admission.PlanTick(admission.TickInput{Config: c, Now: now, Call: "call", Tokens: c.BatchSize,
+			p, err := admission.PlanTick(admission.TickInput{Config: c.InForce(now), Now: now, Call: "call", Tokens: c.BatchSize,
 				Length: tc.length, Live: tc.live}, line(tc.length))
 			if err != nil {
 				t.Fatal(err)

@@ -35,7 +35,7 @@ func TestPaceSettings(t *testing.T) {
 			}
 			for _, st := range states {
 				base := st
-				base.Config, st.Config = queue.DefaultConfig(), c
+				base.Config, st.Config = queue.InForce{Config: queue.DefaultConfig()}, queue.InForce{Config: c}
 				if got, want := queue.LinePace(st), queue.LinePace(base); got != want {
 					t.Errorf("%s = %q changes the pace (%+v, not %+v): add it to paceSettings", s.Field, raw, got, want)
 				}

@@ -258,7 +258,7 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 	adm := func(field string) int { return i + len(paceConfigFields) + slices.Index(paceFields, field) }
 	state, end := p.opt(adm("open_state")), i+len(paceConfigFields)+len(paceFields)
 	return queue.PaceState{
-		Config: c, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
+		Config: queue.InForce{Config: c}, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
 		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "",

@@ -36,36 +36,40 @@ var tickReadArgs = func() []any {
 }()
 
 // phaseFieldNames are the fields through which the scripts see the
-// settings of the phase in force that they read themselves (adm.phase_rate
-// before cfg.rate, …): the queue's own stay where the admin put them, and
-// each tick brings these to the phase in force by Redis's clock
-// (phaseFields), so a phase starts, on every instance, within a tick.
-var phaseFieldNames = []string{"phase_rate", "phase_method", "phase_max_active", "phase_session_ms"}
+// settings of the phase in force (adm.phase_rate before cfg.rate, …): one
+// per setting a phase may change (queue.Setting.Phased), "phase_" and its
+// field. The queue's own stay where the admin put them, and each tick
+// brings these to the phase in force by Redis's clock (phaseFields), so a
+// phase starts, on every instance, within a tick.
+var phaseFieldNames = func() []string {
+	var names []string
+	for _, s := range queue.Settings {
+		if s.Phased {
+			names = append(names, phasePrefix+s.Field)
+		}
+	}
+	return names
+}()
 
-// phaseFields are the phase_ fields for the phase of c in force at now,
-// each "" (none) where the phase keeps the queue's own setting.
-func phaseFields(c queue.Config, now time.Time) map[string]string {
+const phasePrefix = "phase_"
+
+// phaseFields are the phase_ fields for the settings in force, each as the
+// config hash holds its setting where the phase in force overrides it, ""
+// (none) where the phase keeps the queue's own.
+func phaseFields(in queue.InForce) map[string]string {
 	want := map[string]string{}
 	for _, f := range phaseFieldNames {
 		want[f] = ""
 	}
-	name := c.InForce(now).PhaseInForce
-	i := slices.IndexFunc(c.Phases, func(p queue.Phase) bool { return p.Name == name })
-	if name == "" || i < 0 {
+	i := slices.IndexFunc(in.Phases, func(p queue.Phase) bool { return p.Name == in.PhaseInForce })
+	if in.PhaseInForce == "" || i < 0 {
 		return want
 	}
-	p := c.Phases[i]
-	if p.RatePerSecond != nil {
-		want["phase_rate"] = strconv.FormatFloat(*p.RatePerSecond, 'f', -1, 64)
-	}
-	if p.Method != nil {
-		want["phase_method"] = string(*p.Method)
-	}
-	if p.MaxActiveTokens != nil {
-		want["phase_max_active"] = strconv.FormatInt(*p.MaxActiveTokens, 10)
-	}
-	if p.SessionMax != nil {
-		want["phase_session_ms"] = strconv.FormatInt(p.SessionMax.Milliseconds(), 10)
+	fields := queue.StoreFields(in.Config) // a pair per row, in table order
+	for j, s := range queue.Settings {
+		if _, ok := in.Phases[i].Overrides[s.Name]; ok && s.Phased {
+			want[phasePrefix+s.Field] = fields[2*j+1]
+		}
 	}
 	return want
 }
@@ -108,8 +112,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)))
 		return more.front, err
 	}
-	phase := phaseFields(t.in.Config, t.in.Now)
-	t.in.Config = t.in.Config.InForce(t.in.Now)
+	phase := phaseFields(t.in.Config)
 	plan, err := admission.PlanTick(t.in, front)
 	if err != nil {
 		return plan.Admission(), err
@@ -181,9 +184,11 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 	}
 	t := tickRead{stored: map[string]string{}}
 	t.in.Now, t.in.Length, t.in.Live = p.ms(0), p.int(1), p.int(2)
-	if t.in.Config, err = p.config(at, tickReads); err != nil {
+	c, err := p.config(at, tickReads)
+	if err != nil {
 		return t, err
 	}
+	t.in.Config = c.InForce(t.in.Now)
 	for i, f := range tickReads {
 		t.stored[f] = p.opt(at + i)
 	}
