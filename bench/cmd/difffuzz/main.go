@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+	"github.com/waitroom/waitroom/internal/difffuzz"
 )
 
 func main() {

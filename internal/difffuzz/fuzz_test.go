@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+	"github.com/waitroom/waitroom/internal/difffuzz"
 	"github.com/waitroom/waitroom/internal/proxyfront"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -60,7 +60,7 @@ func fuzzThroughNginx(t *testing.T, b *difffuzz.Backend) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
-	conf, err := os.ReadFile("../../../deploy/nginx-auth-request.conf")
+	conf, err := os.ReadFile("../../deploy/nginx-auth-request.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
