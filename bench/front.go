@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/proxyfront"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 )
@@ -165,7 +166,7 @@ type FrontReport struct {
 func runFront(ctx context.Context, o Options) (*FrontReport, error) {
 	sz := frontSizesFor(o.Short)
 	rep := &FrontReport{Users: sz.users, Rate: sz.rate, Instances: 2}
-	if apptest.NginxBinary() == "" {
+	if proxyfront.Binary("nginx") == "" {
 		rep.Skipped = "no nginx on this machine (bench/run.sh installs Debian's)"
 		return rep, nil
 	}
@@ -190,7 +191,7 @@ func runFront(ctx context.Context, o Options) (*FrontReport, error) {
 		}
 		instances, upstreams = append(instances, in), append(upstreams, in.Addr)
 	}
-	nginx, err := apptest.StartNginx(func(dir, addr string) (string, error) {
+	nginx, err := proxyfront.NginxWith(ctx, func(dir, addr string) (string, error) {
 		return apptest.DeployedNginxConf(dir, addr, upstreams)
 	}, o.Log)
 	if err != nil {
@@ -432,7 +433,7 @@ type pageRun struct {
 	document  bool
 	bases     []string // nginx, then the instances
 	instances []*instance
-	nginx     *apptest.Nginx
+	nginx     *proxyfront.Front
 	rdb       *redis.Client
 	watch     *admissions
 	log       func(string, ...any)

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/proxyfront"
 )
 
@@ -75,15 +74,15 @@ func (bareBuffers) Put(b []byte) { bareBufferPool.Put(&b) }
 // nginxProxy is nginx's proxy_pass in front of the same upstream, its
 // connections to it kept alive (keepalive 64, HTTP/1.1), one worker per
 // core, no access log, its files in a temp dir.
-type nginxProxy struct{ *apptest.Nginx }
+type nginxProxy struct{ *proxyfront.Front }
 
 // startNginx starts nginx in front of upstream (host:port); nil, nil when
 // the machine has no nginx.
-func startNginx(_ context.Context, o Options, upstream string) (*nginxProxy, error) {
-	if apptest.NginxBinary() == "" {
+func startNginx(ctx context.Context, o Options, upstream string) (*nginxProxy, error) {
+	if proxyfront.Binary("nginx") == "" {
 		return nil, nil
 	}
-	n, err := apptest.StartNginx(func(dir, addr string) (string, error) {
+	n, err := proxyfront.NginxWith(ctx, func(dir, addr string) (string, error) {
 		return fmt.Sprintf(`worker_processes 2;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;

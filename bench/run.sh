@@ -36,6 +36,8 @@
 #                                      # 1,000,000 requests a backend (20,000 short)
 #                                      # straight to Jetty, Flask, Express and through
 #                                      # the gateway; prints docs/security.md's table
+#   bench/run.sh --fuzz -front nginx   # the same through nginx asking the decision,
+#                                      # each answer's class against waitroom proxy's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -93,6 +95,7 @@ if ((fuzz)); then
 	[[ -e /usr/share/java/jetty9-server.jar ]] || need+=(libjetty9-java)
 	/usr/bin/python3 -c 'import flask' 2>/dev/null || need+=(python3-flask)
 	command -v npm >/dev/null || need+=(npm)
+	[[ " ${args[*]} " == *" nginx "* && ! -x /usr/sbin/nginx ]] && ! command -v nginx >/dev/null && need+=(nginx)
 	if ((${#need[@]})); then
 		say "installing ${need[*]}"
 		sudo=()

@@ -455,7 +455,7 @@ takes_value() {
 # (a new one) runs after these, in go list's order.
 longest_first() {
 	local slow=(./bench ./internal/web ./internal/app ./internal/queue/redisstore ./internal/queue/memstore
-		./internal/gateway ./internal/gateway/difffuzz ./internal/httpapi ./internal/fairness ./internal/repolint)
+		./internal/gateway ./internal/difffuzz ./internal/httpapi ./internal/fairness ./internal/repolint)
 	local p
 	for p in "${slow[@]}"; do [[ -d "$p" ]] && printf '%s\n' "$p"; done
 	go list -f '{{.Dir}}' ./... | sed "s#^$PWD#.#" | grep -vxF -f <(printf '%s\n' "${slow[@]}")

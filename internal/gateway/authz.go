@@ -85,13 +85,14 @@ var forwardedAsker = &asker{
 // own headers only: a header another proxy would set is, through this one,
 // a client's.
 var askers = map[string]*asker{
-	// nginx auth_request: X-Original-Method and X-Original-URI
-	// ($request_uri) set by the auth location, the Host as it sets it.
+	// nginx auth_request: X-Original-Method, X-Original-URI
+	// ($request_uri) and X-Original-Host ($host) set by the auth location,
+	// which asks with DecisionHost (nginxHost).
 	"nginx": {
 		original: func(r *http.Request, _ string) (string, string, string) {
-			return r.Header.Get("X-Original-Method"), r.Header.Get("X-Original-URI"), r.Host
+			return r.Header.Get("X-Original-Method"), r.Header.Get("X-Original-URI"), nginxHost(r)
 		},
-		own:           []string{"X-Original-Method", "X-Original-URI"},
+		own:           []string{"X-Original-Method", "X-Original-URI", HeaderOriginalHost},
 		deniesWith401: true,
 	},
 	// ingress-nginx's auth-url: X-Original-Method and X-Original-URL
@@ -180,6 +181,8 @@ func (g *Gateway) originalRequest(r *http.Request, a *asker) (*http.Request, err
 		return nil, fmt.Errorf("%w: %q is not a path", ErrRequestTarget, target)
 	case !token(method):
 		return nil, fmt.Errorf("%w: method %q", ErrDecisionRequest, method)
+	case !validHost(host):
+		return nil, fmt.Errorf("%w: Host %q, which waitroom proxy's server refuses", ErrDecisionRequest, host)
 	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil {

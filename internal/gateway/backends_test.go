@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/apptest"
-	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+	"github.com/waitroom/waitroom/internal/difffuzz"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // backendRoutes are what the gateway protects in front of every real
 // backend: order handlers of the differential fuzzer's shops
-// (internal/gateway/difffuzz), and a host's pages.
+// (internal/difffuzz), and a host's pages.
 var backendRoutes = []string{
 	"--protect", "POST /checkout", "--protect", "POST /api/buy", "--protect", "PUT /items/{id}",
 	"--protect-session", "shop.example.com/vip/",
@@ -83,7 +83,7 @@ var attacks = []attack{
 // 401, 403 or 303, or forwarded without what made it protected, and
 // nothing reaches an order handler. Sent to Jetty and Flask directly, the
 // ones marked there do run the handler: the attacks are real. (The
-// differential fuzzer, internal/gateway/difffuzz, sends many more.)
+// differential fuzzer, internal/difffuzz, sends many more.)
 func TestGatewayAgainstRealBackends(t *testing.T) {
 	for _, name := range difffuzz.BackendNames {
 		t.Run(name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/proxyfront"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -30,7 +31,7 @@ func startDeployedNginx(t *testing.T, instances ...*apptest.Instance) string {
 	for _, in := range instances {
 		upstreams = append(upstreams, strings.TrimPrefix(in.Base, "http://"))
 	}
-	n, err := apptest.StartNginx(func(dir, addr string) (string, error) {
+	n, err := proxyfront.NginxWith(t.Context(), func(dir, addr string) (string, error) {
 		return apptest.DeployedNginxConf(dir, addr, upstreams)
 	}, nil)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Package proxyfront starts the shop's own proxy, real nginx or real Caddy,
 // in front of waitroom's decision and a backend, on the configurations
 // deploy/ ships, as written but for the addresses: what the gateway's
-// tests, its differential fuzzer and the benchmarks put in front.
+// tests, its differential fuzzer and the benchmarks put in front. It is
+// also the one launcher of nginx on a whole configuration of its own
+// (NginxWith: deploy/nginx.conf's cache, the benchmarks' plain proxy).
 package proxyfront
 
 import (
@@ -29,9 +31,11 @@ const (
 type Front struct {
 	// Addr is where it listens (host:port).
 	Addr string
-	cmd  *exec.Cmd
-	dir  string
-	done chan error
+	// Version is nginx's ("nginx/1.22.1"); "" for Caddy.
+	Version string
+	cmd     *exec.Cmd
+	dir     string
+	done    chan error
 }
 
 // Binary finds a proxy's binary on PATH or where Debian puts it (/usr/sbin
@@ -59,19 +63,15 @@ type Addresses struct {
 // deploy/nginx-auth-request.conf), with its addresses replaced and its
 // "listen 80;" a free port; its own files in a temp dir.
 func Nginx(ctx context.Context, conf string, a Addresses, log io.Writer) (*Front, error) {
-	bin := Binary("nginx")
-	if bin == "" {
-		return nil, errors.New("no nginx on this machine (apt-get install nginx; scripts/test.sh installs it)")
-	}
-	site, addr, err := placed(conf, a, "listen 80;", "listen %s;")
-	if err != nil {
-		return nil, err
-	}
-	f, err := newFront(addr)
-	if err != nil {
-		return nil, err
-	}
-	main := fmt.Sprintf(`worker_processes %[2]d;
+	return NginxWith(ctx, func(dir, addr string) (string, error) {
+		site, err := placed(conf, a, "listen 80;", "listen "+addr+";")
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o644); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(`worker_processes %[2]d;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
 events { worker_connections 4096; }
@@ -84,11 +84,39 @@ http {
 	scgi_temp_path %[1]s/scgi;
 	include %[1]s/site.conf;
 }
-`, f.dir, max(a.Workers, 1))
-	if err := f.write("site.conf", site); err != nil {
+`, dir, max(a.Workers, 1)), nil
+	}, log)
+}
+
+// NginxWith starts nginx on the whole configuration conf writes for its
+// dir (where its pid, logs and temp files are to go) and the address it is
+// to listen on, and waits until it listens: the one way nginx is started
+// here, for deploy/'s site files (Nginx), deploy/nginx.conf and the
+// benchmarks' own configurations alike.
+func NginxWith(ctx context.Context, conf func(dir, addr string) (string, error), log io.Writer) (*Front, error) {
+	bin := Binary("nginx")
+	if bin == "" {
+		return nil, errors.New("no nginx on this machine (apt-get install nginx; scripts/test.sh installs it)")
+	}
+	version, err := exec.Command(bin, "-v").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("nginx -v: %v: %s", err, version)
+	}
+	addr, err := freeAddr()
+	if err != nil {
 		return nil, err
 	}
-	if err := f.write("nginx.conf", main); err != nil {
+	f, err := newFront(addr)
+	if err != nil {
+		return nil, err
+	}
+	f.Version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(version)), "nginx version:"))
+	text, err := conf(f.dir, addr)
+	if err != nil {
+		os.RemoveAll(f.dir)
+		return nil, err
+	}
+	if err := f.write("nginx.conf", text); err != nil {
 		return nil, err
 	}
 	return f.start(ctx, exec.Command(bin, "-p", f.dir, "-e", filepath.Join(f.dir, "error.log"),
@@ -102,7 +130,11 @@ func Caddy(ctx context.Context, caddyfile string, a Addresses, log io.Writer) (*
 	if bin == "" {
 		return nil, errors.New("no caddy on this machine (apt-get install caddy; scripts/test.sh installs it)")
 	}
-	site, addr, err := placed(caddyfile, a, "http://:80 {", "http://%s {")
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	site, err := placed(caddyfile, a, "http://:80 {", "http://"+addr+" {")
 	if err != nil {
 		return nil, err
 	}
@@ -121,23 +153,26 @@ func Caddy(ctx context.Context, caddyfile string, a Addresses, log io.Writer) (*
 }
 
 // placed is conf with the addresses replaced and its listen directive
-// (listen, a format of the new one) on a free port, which it returns. A
-// configuration that no longer names them fails: the test would otherwise
-// run on addresses of its own.
-func placed(conf string, a Addresses, listen, format string) (string, string, error) {
+// replaced by listenAt. A configuration that no longer names them fails:
+// the test would otherwise run on addresses of its own.
+func placed(conf string, a Addresses, listen, listenAt string) (string, error) {
 	for _, r := range [][2]string{{WaitroomAddr, a.Waitroom}, {BackendAddr, a.Backend}, {listen, ""}} {
 		if !strings.Contains(conf, r[0]) {
-			return "", "", fmt.Errorf("the configuration no longer names %q", r[0])
+			return "", fmt.Errorf("the configuration no longer names %q", r[0])
 		}
 	}
+	return strings.NewReplacer(WaitroomAddr, a.Waitroom, BackendAddr, a.Backend, listen, listenAt).Replace(conf), nil
+}
+
+// freeAddr is a loopback address with a free port for the proxy to bind
+// next; a port taken meanwhile fails loudly when it starts.
+func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	addr := ln.Addr().String()
-	ln.Close() // the proxy binds it next; a port taken meanwhile fails loudly
-	r := strings.NewReplacer(WaitroomAddr, a.Waitroom, BackendAddr, a.Backend, listen, fmt.Sprintf(format, addr))
-	return r.Replace(conf), addr, nil
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 func newFront(addr string) (*Front, error) {

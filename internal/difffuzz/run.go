@@ -17,6 +17,13 @@ type Options struct {
 	// protecting GatewayRoutes, its line paused (nobody let straight in)
 	// and the requests carrying no identity: nothing protected may pass.
 	Gateway string
+	// Reference, when set, is the address of `waitroom proxy` alone in
+	// front of the same Backend (Gateway then being another front, nginx
+	// asking the decision): each request is sent there too, and its answer's
+	// class (2xx, 3xx, 4xx, 5xx, none) compared with Gateway's. Every front
+	// answers as `waitroom proxy` does: a client's bad request is its 4xx
+	// through any of them, never the front's 5xx.
+	Reference string
 	// Requests generated (Generate(Seed, 0…Requests-1)), after Extra.
 	Requests int
 	Seed     uint64
@@ -55,8 +62,20 @@ type Report struct {
 	// FalseBy counts the false protections by the gateway's answer (its
 	// error code and reason, or "entry required").
 	FalseBy map[string]int
-	// LeakExamples and FalseExamples: the first few of each, to read.
-	LeakExamples, FalseExamples []string
+	// Versus counts the answers by class through Gateway against
+	// Reference's for the same request ("4xx → 5xx": `waitroom proxy`
+	// answered 4xx, the front 5xx); empty without a Reference.
+	Versus map[string]int
+	// VersusExamples: the first few requests of each pair of classes that
+	// differ.
+	VersusExamples map[string][]string
+	// ServerErrorsWhereProxy4xx: requests `waitroom proxy` (Reference)
+	// answered with a 4xx and the front with a 5xx: a client's bad request
+	// turned into the shop's server error. The third number that must be 0.
+	ServerErrorsWhereProxy4xx int
+	// LeakExamples, FalseExamples and ServerErrorExamples: the first few of
+	// each, to read.
+	LeakExamples, FalseExamples, ServerErrorExamples []string
 }
 
 // ClassCount is one row of the report.
@@ -73,14 +92,14 @@ const (
 
 // result is one request's two answers.
 type result struct {
-	req             Request
-	direct, gateway Answer
+	req                        Request
+	direct, gateway, reference Answer
 }
 
 // Run sends each request straight to the backend and through the gateway,
 // and reads from the backend which ran a protected handler.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Backend: o.Backend.Name, ByClass: map[string]*ClassCount{}, FalseBy: map[string]int{}}
+	rep := &Report{Backend: o.Backend.Name, ByClass: map[string]*ClassCount{}, FalseBy: map[string]int{}, Versus: map[string]int{}, VersusExamples: map[string][]string{}}
 	total := len(o.Extra) + o.Requests
 	workers := o.Workers
 	if workers == 0 {
@@ -98,14 +117,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				direct, gateway := &conn{addr: o.Backend.Addr}, &conn{addr: o.Gateway}
+				direct, gateway, reference := &conn{addr: o.Backend.Addr}, &conn{addr: o.Gateway}, &conn{addr: o.Reference}
 				defer direct.close()
 				defer gateway.close()
+				defer reference.close()
 				for i := range next {
 					r := o.request(i)
-					results[i-from] = result{req: r,
+					res := result{req: r,
 						direct:  exchange(direct, r, "d"+strconv.Itoa(i), o.Backend.Addr),
 						gateway: exchange(gateway, r, "g"+strconv.Itoa(i), o.Gateway)}
+					if o.Reference != "" {
+						// "r": the backend's hits through it are the plain
+						// proxy's run's to count, not this one's.
+						res.reference = exchange(reference, r, "r"+strconv.Itoa(i), o.Reference)
+					}
+					results[i-from] = res
 				}
 			}()
 		}
@@ -125,6 +151,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 		rep.add(from, results, hits)
+		if o.Reference != "" {
+			rep.compare(results)
+		}
 		if o.Progress != nil {
 			o.Progress(to)
 		}
@@ -197,6 +226,35 @@ func (rep *Report) add(from int, results []result, hits []string) {
 			}
 		}
 	}
+}
+
+// compare counts one batch's answers through the front by class against
+// `waitroom proxy`'s.
+func (rep *Report) compare(results []result) {
+	for _, res := range results {
+		ref, got := answerClass(res.reference), answerClass(res.gateway)
+		pair := ref + " → " + got
+		rep.Versus[pair]++
+		if ref != got && len(rep.VersusExamples[pair]) < 3 {
+			rep.VersusExamples[pair] = append(rep.VersusExamples[pair], fmt.Sprintf("%s (%v): waitroom proxy %d %.60q, the front %d %.60q",
+				res.req, res.req.Classes, res.reference.Status, res.reference.Body, res.gateway.Status, res.gateway.Body))
+		}
+		if ref == "4xx" && got == "5xx" {
+			rep.ServerErrorsWhereProxy4xx++
+			if len(rep.ServerErrorExamples) < examples {
+				rep.ServerErrorExamples = append(rep.ServerErrorExamples, fmt.Sprintf("%s (%v): waitroom proxy %s, the front %d %.60q",
+					res.req, res.req.Classes, gatewayAnswer(res.reference), res.gateway.Status, res.gateway.Body))
+			}
+		}
+	}
+}
+
+// answerClass is an answer's status class ("4xx"), "none" without one.
+func answerClass(a Answer) string {
+	if a.Err != nil || a.Status == 0 {
+		return "none"
+	}
+	return strconv.Itoa(a.Status/100) + "xx"
 }
 
 func b2i(b bool) int {

@@ -35,6 +35,16 @@ var Regressions = []Request{
 	{Classes: []string{"override-query"}, Method: "POST", Target: "/items/7?+method=PUT"},
 	{Classes: []string{"override-query"}, Method: "POST", Target: "/items/7?[method=PUT"},
 	{Classes: []string{"upgrade"}, Method: "POST", Target: "/checkout", Header: [][2]string{{"Connection", "Upgrade, HTTP2-Settings"}, {"Upgrade", "h2c"}, {"HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA"}}},
+	// Issue 50: Go's server refuses these before waitroom's handler; through
+	// nginx, the decision's subrequest was refused so, and nginx answered 500.
+	{Classes: []string{"host"}, Method: "POST", Target: "/checkout", Host: "a@shop.test"},
+	{Classes: []string{"host"}, Method: "POST", Target: "/checkout", HTTP10: true},
+	{Classes: []string{"host"}, Method: "GET", Target: "/items/7", HTTP10: true},
+	{Classes: []string{"absolute-form", "host"}, Method: "POST", Target: "http://shop.example.com/checkout", Host: "a@shop.test"},
+	// And a header value nginx passes on and Go's server refuses (DEL):
+	// that 500 was read as "waitroom away", and a GET went on unjudged.
+	{Classes: []string{"header-value"}, Method: "GET", Target: "/drops/9/buy", Header: [][2]string{{"X-Note", "a\x7fb"}}},
+	{Classes: []string{"header-value"}, Method: "POST", Target: "/checkout", Header: [][2]string{{"X-Note", "a\x7fb"}}},
 	// Issue 19's.
 	{Classes: []string{"path-param"}, Method: "POST", Target: "/checkout;jsessionid=x"},
 	{Classes: []string{"path-param"}, Method: "POST", Target: "/api;x=1/buy"},

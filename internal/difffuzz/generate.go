@@ -22,13 +22,24 @@ type Request struct {
 	Body   []byte
 	// Chunked sends Body chunked, without a length.
 	Chunked bool
+	// HTTP10 sends it as HTTP/1.0, with no Host header unless Host names
+	// one (HTTP/1.0 requires none).
+	HTTP10 bool
 }
 
 // Bytes is the request on the wire, with X-Fuzz-Id: id and the Host it
 // names (defaultHost when it names none).
 func (r Request) Bytes(id, defaultHost string) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nX-Fuzz-Id: %s\r\n", r.Method, r.Target, cmpOr(r.Host, defaultHost), id)
+	if r.HTTP10 {
+		fmt.Fprintf(&b, "%s %s HTTP/1.0\r\n", r.Method, r.Target)
+		if r.Host != "" {
+			fmt.Fprintf(&b, "Host: %s\r\n", r.Host)
+		}
+	} else {
+		fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", r.Method, r.Target, cmpOr(r.Host, defaultHost))
+	}
+	fmt.Fprintf(&b, "X-Fuzz-Id: %s\r\n", id)
 	for _, h := range r.Header {
 		fmt.Fprintf(&b, "%s: %s\r\n", h[0], h[1])
 	}
@@ -46,6 +57,9 @@ func (r Request) Bytes(id, defaultHost string) []byte {
 // String is the request in a line, for reports.
 func (r Request) String() string {
 	s := r.Method + " " + r.Target
+	if r.HTTP10 {
+		s += " HTTP/1.0"
+	}
 	if r.Host != "" {
 		s += " Host: " + r.Host
 	}
@@ -350,7 +364,15 @@ var operators = []operator{
 		}
 	}},
 	{"host", func(g *rand.Rand, r *Request, b base) {
-		r.Host = pick(g, "blog.example.com", "shop.example.com", "203.0.113.7", "SHOP.example.com.", "localhost:1")
+		// "": an HTTP/1.0 request with no Host at all; "a@shop.test": one
+		// Go's server refuses (a front that passes it on must not turn
+		// that refusal into its own 5xx).
+		switch h := pick(g, "blog.example.com", "shop.example.com", "203.0.113.7", "SHOP.example.com.", "localhost:1", "a@shop.test", ""); h {
+		case "":
+			r.HTTP10 = true
+		default:
+			r.Host = h
+		}
 	}},
 	{"upgrade", func(g *rand.Rand, r *Request, b base) {
 		r.Header = append(r.Header, [2]string{"Connection", "Upgrade, HTTP2-Settings"}, [2]string{"Upgrade", pick(g, "h2c", "TLS/1.2", "foo")}, [2]string{"HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA"})

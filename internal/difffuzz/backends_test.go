@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+	"github.com/waitroom/waitroom/internal/difffuzz"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/gateway/difffuzz"
+	"github.com/waitroom/waitroom/internal/difffuzz"
 	"github.com/waitroom/waitroom/internal/proxyfront"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -34,13 +34,13 @@ func fuzzThroughGateway(t *testing.T, b *difffuzz.Backend) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
-	fuzzThrough(t, b, gw.Addr)
+	fuzzThrough(t, b, gw.Addr, "")
 	noPanics(t, gw)
 }
 
 // noPanics fails the test on a panic the gateway logged during the run: an
 // answer may be right and its connection dropped all the same (issue 49).
-func noPanics(t *testing.T, gw *difffuzz.Gateway) {
+func noPanics(t *testing.T, gw interface{ Panics() (int, string) }) {
 	n, first := gw.Panics()
 	if n > 0 {
 		t.Errorf("the gateway logged %d panics, the first: %s", n, first)
@@ -50,31 +50,29 @@ func noPanics(t *testing.T, gw *difffuzz.Gateway) {
 
 // fuzzThroughNginx is the same run through real nginx on
 // deploy/nginx-auth-request.conf, asking the gateway's decision and
-// forwarding to b itself: the judgment must not depend on who asks.
+// forwarding to b itself: the judgment must not depend on who asks, and no
+// answer may be nginx's 5xx where `waitroom proxy` alone answers 4xx.
 func fuzzThroughNginx(t *testing.T, b *difffuzz.Backend) {
 	if proxyfront.Binary("nginx") == "" {
 		testenv.Missing(t, "nginx")
 	}
-	gw, err := difffuzz.StartGateway(t.Context(), "http://"+b.Addr, "--trusted-proxies", "127.0.0.1")
+	conf, err := os.ReadFile("../../deploy/nginx-auth-request.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { gw.Close() })
-	conf, err := os.ReadFile("../../../deploy/nginx-auth-request.conf")
+	front, err := difffuzz.StartNginxFront(t.Context(), b, string(conf), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	front, err := proxyfront.Nginx(t.Context(), string(conf), proxyfront.Addresses{Waitroom: gw.Addr, Backend: b.Addr, Workers: 2}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(front.Stop)
-	fuzzThrough(t, b, front.Addr)
-	noPanics(t, gw)
+	t.Cleanup(func() { front.Close() })
+	fuzzThrough(t, b, front.Addr, front.Reference)
+	noPanics(t, front)
 }
 
-// fuzzThrough runs the short differential run through the front at addr.
-func fuzzThrough(t *testing.T, b *difffuzz.Backend, addr string) {
+// fuzzThrough runs the short differential run through the front at addr;
+// with reference (`waitroom proxy` alone in front of b), its answers by
+// class against the reference's too.
+func fuzzThrough(t *testing.T, b *difffuzz.Backend, addr, reference string) {
 	n := shortRequests
 	if v := os.Getenv("WAITROOM_DIFFFUZZ_REQUESTS"); v != "" {
 		var err error
@@ -83,7 +81,7 @@ func fuzzThrough(t *testing.T, b *difffuzz.Backend, addr string) {
 		}
 	}
 	t.Run("benign requests pass", func(t *testing.T) {
-		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: addr, Extra: difffuzz.Benign})
+		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: addr, Reference: reference, Extra: difffuzz.Benign})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,17 +91,23 @@ func fuzzThrough(t *testing.T, b *difffuzz.Backend, addr string) {
 		}
 	})
 	t.Run(fmt.Sprintf("%d regressions and %d generated", len(difffuzz.Regressions), n), func(t *testing.T) {
-		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: addr, Extra: difffuzz.Regressions, Requests: n, Seed: 35})
+		rep, err := difffuzz.Run(t.Context(), difffuzz.Options{Backend: b, Gateway: addr, Reference: reference, Extra: difffuzz.Regressions, Requests: n, Seed: 35})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Log(summary(rep))
+		for pair, ex := range rep.VersusExamples {
+			t.Logf("%s, e.g.:\n%s", pair, strings.Join(ex, "\n"))
+		}
 		if rep.Leaks != 0 {
 			t.Errorf("%d requests reached a protected handler through the gateway without an entry:\n%s", rep.Leaks, strings.Join(rep.LeakExamples, "\n"))
 		}
 		// The run proves something only if the attacks are real here.
 		if rep.DirectProtected < n/10 {
 			t.Errorf("only %d of %d requests ran a protected handler sent straight to %s: the run proves little", rep.DirectProtected, rep.Requests, b.Name)
+		}
+		if rep.ServerErrorsWhereProxy4xx != 0 {
+			t.Errorf("%d requests waitroom proxy answers with a 4xx got a 5xx through the front:\n%s", rep.ServerErrorsWhereProxy4xx, strings.Join(rep.ServerErrorExamples, "\n"))
 		}
 		if rep.NoAnswer > rep.Requests/20 {
 			t.Errorf("%d of %d requests got no answer on one side", rep.NoAnswer, rep.Requests)
@@ -134,5 +138,19 @@ func summary(r *difffuzz.Report) string {
 	}
 	sort.Strings(whys)
 	fmt.Fprintf(&b, "  false protections by the gateway's answer: %s", strings.Join(whys, "; "))
+	if len(r.Versus) > 0 {
+		fmt.Fprintf(&b, "\n  waitroom proxy's class → the front's: %s; 5xx where waitroom proxy gives 4xx: %d", versus(r), r.ServerErrorsWhereProxy4xx)
+	}
 	return b.String()
+}
+
+// versus is the report's answer classes, through waitroom proxy against
+// through the front, as "4xx → 4xx 2517; …".
+func versus(r *difffuzz.Report) string {
+	var pairs []string
+	for k, n := range r.Versus {
+		pairs = append(pairs, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, "; ")
 }
