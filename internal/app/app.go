@@ -48,6 +48,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/ratelimit"
@@ -277,9 +278,14 @@ func (m *Main) openLine(ctx context.Context) error {
 	}
 	m.store, m.loopStore = withHistoryBug(m.store), withHistoryBug(m.loopStore)
 	m.guardStore()
-	m.Queue = queue.NewService(m.store, c.StatusSnapshotAge)
-	m.admitter = admission.NewAdmitter(m.loopStore, m.Logger)
-	m.Queue.Joined = m.admitter.Wake
+	// The line's signals, one value both halves of the loop are made on:
+	// the service tells who joined, which wakes the admitter; the admitter
+	// tells what each tick moved or read, which the service's snapshots
+	// and held requests hear, and so do the sale's metrics (admitted).
+	line := signals.New()
+	m.Queue = queue.NewService(m.store, c.StatusSnapshotAge, line)
+	m.admitter = admission.NewAdmitter(m.loopStore, m.Logger, line, m.ensureDefaultQueue)
+	line.Listen(signals.Listener{Moved: m.admitted})
 	m.watchHealth()
 	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); {
 	case errors.Is(err, queue.ErrUnavailable):
@@ -465,22 +471,21 @@ func (m *Main) startLoops(ctx context.Context) {
 	m.stopLoops = stop
 	admitter := m.admitter
 	admitter.Jitter = m.Config.AdmissionJitter // --admission-jitter (bench/ turns it off)
-	admitter.OnAdmitUsers = func(q string, _ []string) { m.Queue.Changed(q) }
-	admitter.OnRead = m.Queue.LineRead
-	admitter.OnAdmission = m.admitted
-	admitter.OnOpened = m.Queue.Changed
-	// Redis that lost its data (a restart without AOF, FLUSHALL, a failover
-	// to an empty replica) lost the default queue too: every request would
-	// answer 404 until someone created it again.
-	admitter.EnsureQueues = func(ctx context.Context) {
-		if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); created && err == nil {
-			m.Logger.Error("the default queue was missing from the store (did Redis lose its data?): created again with the configured defaults; " +
-				"everyone who was in line must enter again")
-		}
-	}
 	for _, run := range []func(context.Context){m.health.Run, m.breaker.Run, admitter.Run, m.history.Run, m.rates.Run,
 		func(ctx context.Context) { m.Queue.RunPresence(ctx, m.Logger) }, m.detector.Run, m.webhooks.Run} {
 		m.loopsDone.Go(func() { run(loops) })
+	}
+}
+
+// ensureDefaultQueue creates the default queue again if it went: Redis
+// that lost its data (a restart without AOF, FLUSHALL, a failover to an
+// empty replica) lost the default queue too, and every request would
+// answer 404 until someone created it again. The admitter runs it at
+// every discovery.
+func (m *Main) ensureDefaultQueue(ctx context.Context) {
+	if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.newQueues); created && err == nil {
+		m.Logger.Error("the default queue was missing from the store (did Redis lose its data?): created again with the configured defaults; " +
+			"everyone who was in line must enter again")
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/waitroom/waitroom/internal/events"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -63,9 +63,9 @@ func (m *Main) tellTheShop() {
 
 // admitted measures a tick's admitted (issue 38): their time in line and
 // the estimate's accuracy, on /metrics and in the sale's rows.
-func (m *Main) admitted(q string, a queue.Admission) {
-	m.telemetry.Admitted(q, a.Waited)
-	for _, w := range a.Waited {
+func (m *Main) admitted(q string, _ []string, waited []rollup.Wait) {
+	m.telemetry.Admitted(q, waited)
+	for _, w := range waited {
 		m.pending.Admitted(q, w)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // View is what a user is told about their standing.
@@ -75,7 +76,7 @@ func (s *Service) SetStock(ctx context.Context, queue string, st Stock, onlyLowe
 	}
 	now, err := s.store.SetStock(ctx, queue, st, onlyLower)
 	if err == nil {
-		s.Changed(queue)
+		s.line.Moved(queue, nil, nil)
 	}
 	return now, err
 }
@@ -90,11 +91,11 @@ type Service struct {
 	// Clock judges the instants of a queue's config that the store does not
 	// (ClosesAt): time.Now unless a test sets it.
 	Clock func() time.Time
-	// Joined, if set, is told that someone joined a queue's line or was
-	// let straight in through this instance (the admission loop's Wake:
-	// an idle queue's loop ticks at once). Set before the first request.
-	Joined func(queue string)
 
+	// line is told who joined through this instance (which wakes the
+	// admission loop), and tells of the line moved or read by the
+	// admission loop and of configs changed by the operator's calls.
+	line     *signals.Line
 	store    Store
 	snaps    *snapshots // nil: every status poll asks the store
 	presence *presence
@@ -119,15 +120,35 @@ type recentConfig struct {
 // change made through another instance shows within it.
 const recentConfigAge = time.Second
 
-// NewService returns a Service over store. With snapshotAge > 0, status polls
-// far from the front are answered from a snapshot of the line at most that
-// old (see snapshots); 0 sends every poll to the store.
-func NewService(store Store, snapshotAge time.Duration) *Service {
-	s := &Service{Clock: time.Now, store: store, presence: newPresence(store), changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
+// NewService returns a Service over store, on the instance's line of
+// signals: it tells line who joined, and listens to it for the line moved
+// or read elsewhere on the instance (the admitter, the operator's calls).
+// With snapshotAge > 0, status polls far from the front are answered from
+// a snapshot of the line at most that old (see snapshots); 0 sends every
+// poll to the store. A nil line is one of the service's own.
+func NewService(store Store, snapshotAge time.Duration, line *signals.Line) *Service {
+	if line == nil { // a service alone still hears its own calls
+		line = signals.New()
+	}
+	s := &Service{Clock: time.Now, line: line, store: store, presence: newPresence(store), changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
 	if snapshotAge > 0 {
 		s.snaps = newSnapshots(store, snapshotAge)
 	}
+	line.Listen(signals.Listener{
+		Moved:        func(queue string, _ []string, _ []rollup.Wait) { s.changed(queue) },
+		Read:         s.lineRead,
+		Reconfigured: s.reconfigured,
+	})
 	return s
+}
+
+// reconfigured forgets the queue's config read last, and what was held on
+// the queue looks again.
+func (s *Service) reconfigured(queue string) {
+	s.configsMu.Lock()
+	delete(s.configs, queue)
+	s.configsMu.Unlock()
+	s.changed(queue)
 }
 
 // RunPresence sends this instance's seen marks (no-shows, see presence)
@@ -168,10 +189,11 @@ func (s *Service) SnapshotAnswers() (hits, misses uint64) {
 	return s.snaps.hits.Load(), s.snaps.misses.Load()
 }
 
-// Changed tells the service that the queue changed on this instance but
-// outside its own calls (the admitter admitted users): a snapshot it holds
-// is stale, and held status requests look again.
-func (s *Service) Changed(queue string) {
+// changed is told that the queue changed on this instance, through its
+// own calls or outside them (signals.Line.Moved: the admitter admitted
+// users): a snapshot it holds is stale, and held status requests look
+// again.
+func (s *Service) changed(queue string) {
 	if s.snaps != nil {
 		s.snaps.changed(queue)
 	}
@@ -208,7 +230,7 @@ func (s *Service) TicketShown(queue, user string, epoch, ticket int64) {
 	}
 }
 
-// LineRead says this instance's admitter has just read the queue's line
+// lineRead is told (signals.Line.Read) that this instance's admitter has just read the queue's line
 // and moved nobody itself: another instance may have let people in since
 // it last looked. Requests held on the queue (HoldFrom) recheck now,
 // sharing one fresh read of the line, so they learn READY at the
@@ -216,18 +238,18 @@ func (s *Service) TicketShown(queue, user string, epoch, ticket int64) {
 // interval, its jitter, when two instances share the queue), and wake
 // with it rather than on timers of their own. Without held requests it
 // does nothing.
-func (s *Service) LineRead(queue string) {
+func (s *Service) lineRead(queue string) {
 	s.mu.Lock()
 	_, held := s.changes[queue]
 	s.mu.Unlock()
 	if held {
-		s.Changed(queue)
+		s.changed(queue)
 	}
 }
 
 // holdFallback is how often a held status request asks again when nothing
 // on this instance says the line may have moved: the instance's admitter
-// reads it every tick (LineRead), so this is only for a queue whose ticks
+// reads it every tick (lineRead), so this is only for a queue whose ticks
 // it cannot read (the store failing, a queue not yet discovered). On the
 // process's beat, so the held requests fall back together.
 const holdFallback = time.Second
@@ -252,7 +274,7 @@ const holdRecheck = 100 * time.Millisecond
 //
 // The held requests of a queue on one instance recheck together, when
 // the line may have moved: this instance's admitter let people in
-// (Changed) or read the line (LineRead), or holdFallback passed. Each
+// (changed) or read the line (lineRead), or holdFallback passed. Each
 // recheck first asks the instance's snapshot of the line, read once for
 // all of them (snapshots.stillWaiting), and the store only for a user it
 // no longer places (so READY, and its token, still come from the store).
@@ -332,8 +354,8 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 		s.snaps.remember(queue, user, e)
 		s.snaps.changed(queue)
 	}
-	if e.State == Waiting && s.Joined != nil {
-		s.Joined(queue)
+	if e.State == Waiting {
+		s.line.Joined(queue)
 	}
 	return s.view(ctx, queue, e), nil
 }
@@ -466,8 +488,8 @@ func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error
 	if err != nil {
 		return View{}, err
 	}
-	if e.State == Ready && s.Joined != nil {
-		s.Joined(queue) // what was let in comes out of the next tick's quota, which that tick resets
+	if e.State == Ready {
+		s.line.Joined(queue) // what was let in comes out of the next tick's quota, which that tick resets
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
@@ -540,10 +562,7 @@ func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
 		return err
 	}
 	err := s.store.PutConfig(ctx, queue, c)
-	s.configsMu.Lock()
-	delete(s.configs, queue)
-	s.configsMu.Unlock()
-	s.Changed(queue)
+	s.line.Reconfigured(queue)
 	return err
 }
 
@@ -554,10 +573,7 @@ func (s *Service) DeleteQueue(ctx context.Context, queue string) error {
 		return err
 	}
 	err := s.store.DeleteQueue(ctx, queue)
-	s.configsMu.Lock()
-	delete(s.configs, queue)
-	s.configsMu.Unlock()
-	s.Changed(queue)
+	s.line.Reconfigured(queue)
 	return err
 }
 

@@ -234,7 +234,7 @@ func TestPaceMeasured(t *testing.T) {
 func TestStalledOnTheFakeClock(t *testing.T) {
 	clock := newFakeClock()
 	store := memstore.New(clock.Now)
-	svc := queue.NewService(store, 0)
+	svc := queue.NewService(store, 0, nil)
 	ctx := context.Background()
 	c := queue.DefaultConfig()
 	c.MaxActiveTokens = 1 // one token held, nobody more gets in
@@ -274,7 +274,7 @@ func TestStalledOnTheFakeClock(t *testing.T) {
 func TestNoShowsOnTheFakeClock(t *testing.T) {
 	clock := newFakeClock()
 	store := memstore.New(clock.Now)
-	svc := queue.NewService(store, 0)
+	svc := queue.NewService(store, 0, nil)
 	ctx := context.Background()
 	c := queue.DefaultConfig()
 	c.RatePerSecond, c.BatchSize, c.Interval, c.AbandonAfter = 1, 1, time.Second, 15*time.Second
@@ -420,7 +420,7 @@ func TestDrawOrderIsUniform(t *testing.T) {
 	if chi > 41.638 {
 		t.Fatalf("chi-square %.2f: not uniform: %v", chi, counts)
 	}
-	if a := admission.NewAdmitter(nil, discard()); a.Random != rand.Reader {
+	if a := admission.NewAdmitter(nil, discard(), nil, nil); a.Random != rand.Reader {
 		t.Fatal("the admitter does not draw from crypto/rand")
 	}
 	// Every user stays in the draw, once.
@@ -445,7 +445,7 @@ func TestDrawOrderIsUniform(t *testing.T) {
 func TestOpeningOnTheFakeClock(t *testing.T) {
 	clock := newFakeClock()
 	store := memstore.New(clock.Now)
-	svc := queue.NewService(store, 0)
+	svc := queue.NewService(store, 0, nil)
 	ctx := context.Background()
 	c := queue.DefaultConfig()
 	c.Paused = true

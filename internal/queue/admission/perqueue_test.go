@@ -113,7 +113,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	a := admission.NewAdmitter(s, logger)
+	a := admission.NewAdmitter(s, logger, nil, nil)
 	a.Discover = 50 * time.Millisecond
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -146,7 +146,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 		t.Errorf("the flush took %v: the silent queue's call did not wait (the test's store is wrong)", flushed)
 	}
 
-	h := watch.NewHealthCheck(queue.NewService(s, 0), s, logger).Check(ctx)
+	h := watch.NewHealthCheck(queue.NewService(s, 0, nil), s, logger).Check(ctx)
 	if !h.Reachable || strings.Join(h.Down, ",") != "broken,hung" || h.State() != "degraded" {
 		t.Errorf("health: reachable %v, down %v, state %q; want reachable, down [broken hung], degraded", h.Reachable, h.Down, h.State())
 	}

@@ -122,7 +122,7 @@ func commandsRun(t *testing.T, rdb *redis.Client) (int64, string) {
 func TestFarStatusBudget(t *testing.T) {
 	rdb := redisOfItsOwn(t)
 	ctx := context.Background()
-	svc := queue.NewService(redisstore.New(rdb, ""), time.Minute)
+	svc := queue.NewService(redisstore.New(rdb, ""), time.Minute, nil)
 	c := queue.DefaultConfig()
 	c.Paused = true
 	if err := svc.PutConfig(ctx, "q", c); err != nil {

@@ -43,7 +43,7 @@ func closedLineDrains(t *testing.T, s queue.Store, clock Clock, closeIt func(*qu
 	c := fastConfig()
 	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svc := queue.NewService(s, 0, nil)
 	svc.Clock = clock.Now
 	for _, u := range []string{"a", "b", "c"} {
 		if v, err := svc.Enter(ctx, q, u); err != nil || v.State != queue.Waiting {

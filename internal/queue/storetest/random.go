@@ -195,7 +195,7 @@ func testRandomNoShows(t *testing.T, s queue.Store, clock Clock) {
 // ticket); random → fifo orders whoever is left by ticket, their arrival.
 func testRandomSwitch(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
-	svc := queue.NewService(s, 0)
+	svc := queue.NewService(s, 0, nil)
 	svc.Clock = clock.Now
 	c := randomConfig()
 	c.Method = queue.MethodFIFO

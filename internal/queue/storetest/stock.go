@@ -38,7 +38,7 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
 	c.SoldOutPoll = 2 * time.Minute
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svc := queue.NewService(s, 0, nil)
 	for _, u := range []string{"a", "b", "c", "d"} {
 		mustEnter(t, s, q, u)
 	}
@@ -126,7 +126,7 @@ func testAdmitPerUnit(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig() // 10 a tick
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svc := queue.NewService(s, 0, nil)
 	for i := range 20 {
 		mustEnter(t, s, q, fmt.Sprintf("u%02d", i))
 	}

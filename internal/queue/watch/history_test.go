@@ -16,7 +16,7 @@ import (
 func TestHistoryKeepsTheRecentSamples(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc := queue.NewService(memstore.New(nil), 0)
+	svc := queue.NewService(memstore.New(nil), 0, nil)
 	for _, q := range []string{"a", "b"} {
 		if err := svc.PutConfig(ctx, q, queue.DefaultConfig()); err != nil {
 			t.Fatal(err)
