@@ -74,7 +74,7 @@ func happenEach(t *testing.T, stores []queue.Store) {
 	var detectors []*events.Detector
 	out := &collector{}
 	for _, s := range stores {
-		svc := queue.NewService(s, 0)
+		svc := queue.NewService(s, 0, nil)
 		services = append(services, svc)
 		detectors = append(detectors, events.NewDetector(events.Options{Store: svc, Publisher: out,
 			Queues: func(context.Context) []string { return []string{q} }}))

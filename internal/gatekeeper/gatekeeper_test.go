@@ -35,7 +35,7 @@ func leastCost() int {
 // (no refill).
 func newFixture(t *testing.T, policy queue.JoinPolicy, burst int) fixture {
 	t.Helper()
-	svc := queue.NewService(memstore.New(nil), 0)
+	svc := queue.NewService(memstore.New(nil), 0, nil)
 	c := queue.DefaultConfig()
 	c.Paused, c.Join, c.ChallengeCost = true, policy, leastCost()
 	if err := svc.PutConfig(context.Background(), "sale", c); err != nil {

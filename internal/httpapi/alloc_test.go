@@ -45,7 +45,7 @@ func (w *reusedWriter) reset() {
 // request and writer are reused, as a kept-alive connection's are.
 func TestHandlerAllocations(t *testing.T) {
 	ctx := context.Background()
-	svc := queue.NewService(memstore.New(nil), time.Second)
+	svc := queue.NewService(memstore.New(nil), time.Second, nil)
 	c := queue.DefaultConfig()
 	c.Paused, c.Join = true, queue.JoinAny
 	if err := svc.PutConfig(ctx, "q", c); err != nil {

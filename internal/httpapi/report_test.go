@@ -34,7 +34,7 @@ func (f *fakeRollups) Sale(ctx context.Context, q string, since, until time.Time
 // in the language and zone asked, and answers the source's failure from
 // the error table.
 func TestQueueReportRoute(t *testing.T) {
-	svc := queue.NewService(memstore.New(nil), 0)
+	svc := queue.NewService(memstore.New(nil), 0, nil)
 	if err := svc.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestQueueReportRoute(t *testing.T) {
 // since, as far back as a read may reach, whatever second until is (an
 // until off the minute once reached a minute too far: 400).
 func TestQueueReportRouteStoreWithoutSince(t *testing.T) {
-	svc := queue.NewService(memstore.New(nil), 0)
+	svc := queue.NewService(memstore.New(nil), 0, nil)
 	if err := svc.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
