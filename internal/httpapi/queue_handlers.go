@@ -730,10 +730,7 @@ func (s *Server) queueRollups(w http.ResponseWriter, r *http.Request) {
 func saleOf(r rollup.Rollup) report.Sale {
 	sale := report.Sale{Queue: r.Queue, From: r.Since, Until: r.Until, Minutes: []report.Minute{}, Moments: []report.Moment{}}
 	for _, m := range r.Minutes {
-		sale.Minutes = append(sale.Minutes, report.Minute{Start: m.Start, LineLength: m.Length, LineMax: m.MaxLength,
-			PreQueue: m.PreQueue, RatePerSecond: m.Rate, Entered: m.Entered, Left: m.Left, Skipped: m.Skipped,
-			Admitted: m.Admitted, Used: m.Used, Ordered: m.Ordered, Expired: m.Expired,
-			TimeInLine: bucketsOf(m.TimeInLine), EstimateRatio: bucketsOf(m.EstimateRatio)})
+		sale.Minutes = append(sale.Minutes, rollup.WithHistograms(m, bucketsOf))
 	}
 	for _, m := range r.Moments {
 		sale.Moments = append(sale.Moments, report.Moment{At: m.At, Kind: m.Type, Detail: momentDetail(m)})

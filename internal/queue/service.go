@@ -619,7 +619,7 @@ func (s *Service) Rollups(ctx context.Context, queue string, since, until time.T
 		end = now
 	}
 	minutes = rollup.Fill(minutes, end)
-	r := rollup.Rollup{Queue: queue, Since: since, Until: until, Minutes: []rollup.Minute{}, Moments: []rollup.Moment{}}
+	r := rollup.Rollup{Queue: queue, Since: since, Until: until, Minutes: []rollup.Minute[rollup.Histogram]{}, Moments: []rollup.Moment{}}
 	for _, m := range minutes {
 		if !m.Start.Before(since) {
 			r.Minutes = append(r.Minutes, m)
