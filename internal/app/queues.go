@@ -31,13 +31,13 @@ func (m *Main) readQueuesFile() (*queuefile.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--queues: %w", err)
 	}
-	return queuefile.Parse(path, raw, m.newQueues)
+	return queuefile.Parse(path, raw, m.settings.newQueues)
 }
 
 // applyQueuesFile applies the file read at start, if there is one; a store
 // that refuses stops the start.
 func (m *Main) applyQueuesFile(ctx context.Context) error {
-	f := m.queuesFile.Load()
+	f := m.settings.queuesFile.Load()
 	if f == nil {
 		return nil
 	}
@@ -55,18 +55,18 @@ func (m *Main) ReloadQueues(ctx context.Context) error {
 	if m.Config.QueuesFile == "" {
 		return errors.New("no --queues file to apply")
 	}
-	m.reloadMu.Lock()
-	defer m.reloadMu.Unlock()
+	m.settings.reloadMu.Lock()
+	defer m.settings.reloadMu.Unlock()
 	f, err := m.readQueuesFile()
-	if err == nil && m.webhookSecret == nil && firstWithWebhooks(f) != "" {
+	if err == nil && m.settings.webhookSecret == nil && firstWithWebhooks(f) != "" {
 		err = fmt.Errorf("--webhook-secret-file: %v; the file gives queue %q webhooks", errNoWebhookSecret, firstWithWebhooks(f))
 	}
 	if err != nil {
 		m.Logger.Error("the queues file was not applied: nothing changed", "file", m.Config.QueuesFile, "err", err)
 		return err
 	}
-	m.queuesFile.Store(f)
-	m.webhooks.SetReceivers(m.webhookReceivers())
+	m.settings.queuesFile.Store(f)
+	m.sale.shop.webhooks.SetReceivers(m.webhookReceivers())
 	if err := m.applyQueues(ctx, f); err != nil {
 		m.Logger.Error("the queues file was applied in part: send SIGHUP again once the store answers", "file", f.Name, "err", err)
 		return err
@@ -165,7 +165,7 @@ func (m *Main) applyUnitsLeft(ctx context.Context, file string, q queuefile.Queu
 // whose new config differs from the file's is logged, naming each setting
 // as it is now and as the file has it.
 func (m *Main) noteDrift(ctx context.Context, name string, c queue.Config) {
-	f := m.queuesFile.Load()
+	f := m.settings.queuesFile.Load()
 	if f == nil {
 		return
 	}
