@@ -29,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/queue/watch"
@@ -103,6 +104,24 @@ type line struct {
 	eviction  *evictionCheck      // nil on the embedded line
 	admitter  *admission.Admitter // started with the loops; enters wake it
 	signals   *signals.Line       // the service's and the admitter's, and the sale's metrics'
+	operate   *operate.Operator   // the operator's calls, on the same signals
+}
+
+// Operator is the operator's calls on the line (configs, stats, stock,
+// rollups, the list of queues), as the admin API makes them; nil before
+// Run.
+func (m *Main) Operator() *operate.Operator {
+	if m.line == nil {
+		return nil
+	}
+	return m.line.operate
+}
+
+// lineReader is the line read whole, the user's path and the operator's
+// calls: the metrics and the shop's events read both.
+type lineReader struct {
+	*queue.Service
+	*operate.Operator
 }
 
 // sale is what guardCalls and tellTheShop built: what watches the

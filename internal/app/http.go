@@ -51,7 +51,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	if c.PageDir != "" {
 		m.Logger.Info("waiting page templates", "page_dir", c.PageDir, "templates", site.Templates())
 	}
-	s.history = watch.NewHistory(m.Queue, c.HistoryInterval, historyKeep)
+	s.history = watch.NewHistory(m.line.operate, c.HistoryInterval, historyKeep)
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
@@ -62,7 +62,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	}
 	m.sale.telemetry.BypassRules(s.bypass.Labels())
 	m.API = httpapi.New(httpapi.Options{
-		Queue: m.Queue, Orders: m.Orders, History: s.history, Identity: id, Gate: gate, Bypass: s.bypass, Degraded: m.line.degraded,
+		Queue: m.Queue, Operate: m.line.operate, Orders: m.Orders, History: s.history, Identity: id, Gate: gate, Bypass: s.bypass, Degraded: m.line.degraded,
 		// The key every instance shares already (sessions, challenges,
 		// degraded tokens), under the tickets' own label: the gateway's
 		// Ed25519 entry key may be random per process, and a page's ticket
@@ -123,6 +123,7 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
 	base := c.prefix()
 	return gatekeeper.New(gatekeeper.Options{
 		Queue:        m.Queue,
+		Claims:       m.line.operate,
 		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), m.Clock),
 		Entries:      entries,
 		Sessions:     sessions,
@@ -154,7 +155,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, pr
 	}
 	return gateway.New(gateway.Options{
 		Upstream: upstream, Routes: routes, Reading: reading, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
-		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Guard: m.sale.guard, Signer: signer, Metrics: m.sale.telemetry,
+		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Operate: m.line.operate, Guard: m.sale.guard, Signer: signer, Metrics: m.sale.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
 		Proxies: proxies, Bypass: bp, Degraded: m.line.degraded, AdminToken: c.AdminToken, Logger: m.Logger,
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/queue/watch"
@@ -70,9 +71,10 @@ func (m *Main) openLine(ctx context.Context) (l *line, err error) {
 	// and held requests hear, and so do the sale's metrics (guardCalls).
 	l.signals = signals.New()
 	m.Queue = queue.NewService(l.store, c.StatusSnapshotAge, l.signals)
+	l.operate = operate.New(l.store, l.signals)
 	l.admitter = admission.NewAdmitter(l.loopStore, m.Logger, l.signals, m.ensureDefaultQueue)
 	m.watchHealth(l)
-	switch _, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.settings.newQueues); {
+	switch _, err := l.operate.EnsureQueue(ctx, queue.DefaultQueue, m.settings.newQueues); {
 	case errors.Is(err, queue.ErrUnavailable):
 		// Redis answered openRedis, so this is a Redis Cluster whose node
 		// holding the default queue is down: serve the other queues; the
@@ -128,7 +130,7 @@ const LineDir = "line"
 // watchHealth sets up the check of the line's store, queue by queue, that
 // readiness, the metrics and the 503s of a queue whose store is away read.
 func (m *Main) watchHealth(l *line) {
-	l.health = watch.NewHealthCheck(m.Queue, l.readyStore, m.Logger)
+	l.health = watch.NewHealthCheck(l.operate, l.readyStore, m.Logger)
 	if l.redis != nil {
 		l.health.Reach = reachAny(l.redis)
 	}
@@ -147,7 +149,7 @@ func (m *Main) watchHealth(l *line) {
 // answer 404 until someone created it again. The admitter runs it at
 // every discovery.
 func (m *Main) ensureDefaultQueue(ctx context.Context) {
-	if created, err := m.Queue.EnsureQueue(ctx, queue.DefaultQueue, m.settings.newQueues); created && err == nil {
+	if created, err := m.line.operate.EnsureQueue(ctx, queue.DefaultQueue, m.settings.newQueues); created && err == nil {
 		m.Logger.Error("the default queue was missing from the store (did Redis lose its data?): created again with the configured defaults; " +
 			"everyone who was in line must enter again")
 	}

@@ -31,7 +31,7 @@ func (m *Main) guardCalls(ctx context.Context) (*sale, error) {
 		m.Registry = prometheus.NewRegistry()
 		m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &sale{telemetry: telemetry.New(m.Registry, m.Queue)}
+	s := &sale{telemetry: telemetry.New(m.Registry, lineReader{m.Queue, m.line.operate})}
 	m.line.signals.Listen(signals.Listener{Moved: s.admitted})
 	telemetry.RegisterStoreHealth(m.Registry, m.line.health.Last)
 	telemetry.RegisterBreaker(m.Registry, m.line.breaker.OpenQueues)
@@ -79,7 +79,7 @@ func (m *Main) openOrders(ctx context.Context, s *sale) (err error) {
 			return ok
 		},
 		TellStock: func(ctx context.Context, q string, st queue.Stock, onlyLower bool) error {
-			_, err := m.Queue.SetStock(ctx, q, st, onlyLower)
+			_, err := m.line.operate.SetStock(ctx, q, st, onlyLower)
 			return err
 		},
 		Placed: func(q string) {
@@ -88,7 +88,7 @@ func (m *Main) openOrders(ctx context.Context, s *sale) (err error) {
 		}})
 	// What each queue has left to sell, as the database has it now: a
 	// restart, or a change made while no instance ran, shows at once.
-	for _, q := range m.Queue.KnownQueues(ctx) {
+	for _, q := range m.line.operate.KnownQueues(ctx) {
 		m.Orders.TellStock(ctx, q, false)
 	}
 	return nil

@@ -57,7 +57,7 @@ func (m *Main) tellTheShop() (sh shop) {
 	sh.instance = cmp.Or(host, "waitroom") + "-" + randomHex(3)
 	sh.webhooks = webhook.New(webhook.Options{Secret: m.settings.webhookSecret, RetryFor: m.Config.WebhookRetryFor,
 		Registry: m.Registry, Logger: m.Logger, Now: m.Clock}, m.webhookReceivers())
-	sh.detector = events.NewDetector(events.Options{Store: m.Queue, Publisher: sh.webhooks, Queues: m.Queue.KnownQueues,
+	sh.detector = events.NewDetector(events.Options{Store: lineReader{m.Queue, m.line.operate}, Publisher: sh.webhooks, Queues: m.line.operate.KnownQueues,
 		Now: m.Clock, Logger: m.Logger, Pending: &m.sale.pending, Keep: m.Config.RollupRetention})
 	return sh
 }

@@ -55,6 +55,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/spend"
 	"github.com/waitroom/waitroom/internal/telemetry"
 )
@@ -111,10 +112,13 @@ type Options struct {
 	Metrics *telemetry.Metrics
 	// Gate applies the queues' join policies and per-address limits to
 	// the sessions the gateway hands out and the users it lets straight in.
-	Gate   *gatekeeper.Gatekeeper
-	Queue  *queue.Service
-	Guard  *spend.Guard
-	Signer *Signer
+	Gate  *gatekeeper.Gatekeeper
+	Queue *queue.Service
+	// Operate tells the queue what it has left to sell (the sold-out and
+	// restock commands).
+	Operate *operate.Operator
+	Guard   *spend.Guard
+	Signer  *Signer
 	// EntryIssuer and EntryAudience are X-Waitroom-Entry's iss and aud
 	// (--entry-issuer, --entry-audience); by default the prefix and the
 	// upstream's URL.
@@ -433,7 +437,7 @@ func (g *Gateway) run(ctx context.Context, c upstreamCommand, f *forwarded) {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" cannot be carried out", "command", c.name, "why", c.bad)
 		return
 	}
-	now, err := g.o.Queue.SetStock(context.WithoutCancel(ctx), q, st, false)
+	now, err := g.o.Operate.SetStock(context.WithoutCancel(ctx), q, st, false)
 	if err != nil {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" failed", "command", c.name, "queue", q, "err", err)
 		return

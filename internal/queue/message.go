@@ -64,8 +64,9 @@ const (
 	maxMessageLanguages = 20
 )
 
-// Empty reports whether there is no message.
-func (m Message) Empty() bool { return m.stored == "" }
+// empty reports whether there is no message (outside the package, For
+// says "" for none: no text of a message is empty).
+func (m Message) empty() bool { return m.stored == "" }
 
 // ParseMessage reads a message as the admin API takes it: a string (one
 // text for everyone; "" for none) or an object of texts by language (a

@@ -287,7 +287,7 @@ func phasesJSON(phases []Phase) string {
 		}
 		if p.Message != nil {
 			j.Message = json.RawMessage(p.Message.stored)
-			if p.Message.Empty() {
+			if p.Message.empty() {
 				j.Message = json.RawMessage(`""`)
 			}
 		}

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -62,31 +61,9 @@ func (v View) AdmissionNear() bool {
 // and nobody new may take a place (Config.ClosesAt, MethodReject).
 var ErrQueueClosed = errors.New("the queue is closed to newcomers")
 
-// SetStock tells the queue what it has left to sell (Store.SetStock); a
-// stock of 0 is sold out, and any other (or one not known) is a restock:
-// whoever waits has their place again, and admission goes on. Status polls
-// through this instance see the change at once; through another, within
-// the age of that instance's snapshot of the line (NewService).
-func (s *Service) SetStock(ctx context.Context, queue string, st Stock, onlyLower bool) (Stock, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return Stock{}, err
-	}
-	if st.Known && (st.Units < 0 || st.Units > maxUnits) {
-		return Stock{}, fmt.Errorf("%w: unitsLeft must be 0..%d, got %d", ErrInvalidConfig, maxUnits, st.Units)
-	}
-	now, err := s.store.SetStock(ctx, queue, st, onlyLower)
-	if err == nil {
-		s.line.Moved(queue, nil, nil)
-	}
-	return now, err
-}
-
-// maxUnits bounds a queue's units left, as the order API bounds a
-// product's stock.
-const maxUnits = 1_000_000_000
-
-// Service is the line as users and operators see it: validation, estimates
-// and poll hints around the Store's atomic steps.
+// Service is the line as its users see it: validation, estimates and
+// poll hints around the Store's atomic steps (the operator's calls are
+// package operate's).
 type Service struct {
 	// Clock judges the instants of a queue's config that the store does not
 	// (ClosesAt): time.Now unless a test sets it.
@@ -106,8 +83,6 @@ type Service struct {
 	configsMu sync.Mutex
 	configs   map[string]recentConfig // ConfigInForce's reads
 
-	knownMu sync.Mutex
-	known   []string // the last list of queues the store gave
 }
 
 // recentConfig is a queue's config as read at a moment.
@@ -521,14 +496,6 @@ func (s *Service) Leave(ctx context.Context, queue, user string) error {
 	return err
 }
 
-// Config returns a queue's config.
-func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return Config{}, err
-	}
-	return s.store.Config(ctx, queue)
-}
-
 // ConfigInForce is the queue's settings as they stand now: its config,
 // read at most a second ago, with the phase in force by the service's
 // clock put over it (Config.InForce). Every enter asks it (the join
@@ -542,8 +509,11 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (Config, erro
 	if ok && time.Since(r.at) < recentConfigAge {
 		return r.c.InForce(s.Clock()), nil
 	}
+	if err := ValidateQueueName(queue); err != nil {
+		return Config{}, err
+	}
 	at := time.Now()
-	c, err := s.Config(ctx, queue)
+	c, err := s.store.Config(ctx, queue)
 	if err != nil {
 		return c, err
 	}
@@ -551,143 +521,6 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (Config, erro
 	s.configs[queue] = recentConfig{c: c, at: at}
 	s.configsMu.Unlock()
 	return c.InForce(s.Clock()), nil
-}
-
-// PutConfig validates and stores a queue's config, creating the queue.
-func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
-	if err := ValidateQueueName(queue); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
-		return err
-	}
-	err := s.store.PutConfig(ctx, queue, c)
-	s.line.Reconfigured(queue)
-	return err
-}
-
-// DeleteQueue removes a queue with everyone in it (Store.DeleteQueue):
-// whoever polls it next is told it is not found.
-func (s *Service) DeleteQueue(ctx context.Context, queue string) error {
-	if err := ValidateQueueName(queue); err != nil {
-		return err
-	}
-	err := s.store.DeleteQueue(ctx, queue)
-	s.line.Reconfigured(queue)
-	return err
-}
-
-// FirstUse records a one-time key of the queue (Store.FirstUse).
-func (s *Service) FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return false, err
-	}
-	return s.store.FirstUse(ctx, queue, key, ttl)
-}
-
-// Stats returns the operator's view of a queue.
-func (s *Service) Stats(ctx context.Context, queue string) (Stats, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return Stats{}, err
-	}
-	st, err := s.store.Stats(ctx, queue)
-	st.Queue = queue
-	return st.inForce(s.Clock()), err
-}
-
-// Rollups reads a queue's minutes from since to until, oldest first, and
-// the sale's moments among them (rollup.Build), as the store keeps them
-// (rows older than the retention are gone; minutes in which nothing
-// changed, written by no instance, are filled in: rollup.Fill). The row of
-// the minute before since is read too, for the totals the first minute's
-// counts start from.
-func (s *Service) Rollups(ctx context.Context, queue string, since, until time.Time) (rollup.Rollup, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return rollup.Rollup{}, err
-	}
-	since, until = since.UTC().Truncate(time.Minute), until.UTC()
-	if until.Before(since) || until.Sub(since) > rollup.MaxRange {
-		return rollup.Rollup{}, fmt.Errorf("%w: since must come before until, at most %v before it", ErrInvalidConfig, rollup.MaxRange)
-	}
-	rows, err := s.store.Rollups(ctx, queue, since.Add(-time.Minute), until)
-	if err != nil {
-		return rollup.Rollup{}, err
-	}
-	minutes, moments := rollup.Build(rows)
-	end := until
-	if now := s.Clock(); now.Before(end) {
-		end = now
-	}
-	minutes = rollup.Fill(minutes, end)
-	r := rollup.Rollup{Queue: queue, Since: since, Until: until, Minutes: []rollup.Minute[rollup.Histogram]{}, Moments: []rollup.Moment{}}
-	for _, m := range minutes {
-		if !m.Start.Before(since) {
-			r.Minutes = append(r.Minutes, m)
-		}
-	}
-	for _, m := range moments {
-		if !m.At.Before(since) && !m.At.After(until) {
-			r.Moments = append(r.Moments, m)
-		}
-	}
-	return r, nil
-}
-
-// Roll writes this instance's reading of a queue into its row of the
-// minute (Store.Roll).
-func (s *Service) Roll(ctx context.Context, queue string, w rollup.Write) error {
-	if err := ValidateQueueName(queue); err != nil {
-		return err
-	}
-	return s.store.Roll(ctx, queue, w)
-}
-
-// RateChanges lists the recent changes of a queue's admission rate,
-// oldest first (the admin chart).
-func (s *Service) RateChanges(ctx context.Context, queue string) ([]RateChange, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return nil, err
-	}
-	return s.store.RateChanges(ctx, queue)
-}
-
-// Queues lists the queue names.
-func (s *Service) Queues(ctx context.Context) ([]string, error) {
-	names, err := s.store.Queues(ctx)
-	if err == nil {
-		s.knownMu.Lock()
-		s.known = names
-		s.knownMu.Unlock()
-	}
-	return names, err
-}
-
-// KnownQueues lists the queues for the loops that visit them all (the
-// history, the metrics, the store's health): the store's list, or when the
-// store cannot give it, the last list it gave. On Redis Cluster the list
-// lives on one node; while that node is down the queues on the others are
-// still there to serve, and to watch.
-func (s *Service) KnownQueues(ctx context.Context) []string {
-	if names, err := s.Queues(ctx); err == nil {
-		return names
-	}
-	s.knownMu.Lock()
-	defer s.knownMu.Unlock()
-	return s.known
-}
-
-// EnsureQueue creates the queue with c unless it exists already, and says
-// whether it did; an existing queue keeps its config, so restarting an
-// instance never undoes an operator's change.
-func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (created bool, err error) {
-	_, err = s.store.Config(ctx, queue)
-	if err == nil {
-		return false, nil
-	}
-	if !errors.Is(err, ErrQueueNotFound) {
-		return false, err
-	}
-	return true, s.PutConfig(ctx, queue, c)
 }
 
 // view is what the user of the queue is told of their standing e.

@@ -26,7 +26,7 @@ func (w Write) Empty() bool {
 	return len(w.Add) == 0 && len(w.Max) == 0 && len(w.Min) == 0 && len(w.Set) == 0
 }
 
-// MaxRange bounds the span one read of rows covers (queue.Service.Rollups):
+// MaxRange bounds the span one read of rows covers (operate.Operator.Rollups):
 // a month of minutes.
 const MaxRange = 31 * 24 * time.Hour
 
