@@ -44,7 +44,7 @@ func New(store queue.Store, line *signals.Line) *Operator {
 // stock of 0 is sold out, and any other (or one not known) is a restock:
 // whoever waits has their place again, and admission goes on. Status polls
 // through this instance see the change at once; through another, within
-// the age of that instance's snapshot of the line (NewService).
+// the age of that instance's snapshot of the line (queue.NewService).
 func (o *Operator) SetStock(ctx context.Context, q string, st queue.Stock, onlyLower bool) (queue.Stock, error) {
 	if err := queue.ValidateQueueName(q); err != nil {
 		return queue.Stock{}, err
