@@ -107,15 +107,17 @@ func (s idleStore) Admit(ctx context.Context, q string, tokens []string) (queue.
 }
 
 // TestAdmitterSleepsOnAnIdleQueueUntilWoken: an empty line's loop sleeps
-// IdleEvery (here an hour) after an idle tick, not an interval; Wake, as an
-// enter through this instance calls it, ticks at once. A queue with an
+// IdleEvery (here an hour) after an idle tick, not an interval; an enter
+// through this instance, told on the line the admitter was made on
+// (signals.Line.Joined, which calls Wake), ticks at once. A queue with an
 // opening scheduled is ticked every interval, idle or not.
 func TestAdmitterSleepsOnAnIdleQueueUntilWoken(t *testing.T) {
 	c := queue.DefaultConfig()
 	c.Interval = 20 * time.Millisecond
 	s := idleStore{newScriptedStore(c, func(c queue.Config) time.Duration { return c.Interval })}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+	line := signals.New()
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), line, nil)
 	a.Discover, a.IdleEvery = time.Hour, time.Hour
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -127,10 +129,10 @@ func TestAdmitterSleepsOnAnIdleQueueUntilWoken(t *testing.T) {
 		t.Fatalf("%d more ticks of an idle queue in 300 ms, want none before an hour or a wake", n)
 	}
 	for range 3 {
-		a.Wake("q")
+		line.Joined("q")
 		s.waitCalls(t, 1, "a wake")
 	}
-	a.Wake("no such queue") // nothing to wake; no harm
+	line.Joined("no such queue") // nothing to wake; no harm
 
 	c.OpensAt = time.Now().Add(time.Hour)
 	s.setConfig(c)
