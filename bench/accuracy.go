@@ -12,6 +12,8 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // AccuracyRun is one configured rate with some admitting instances.
@@ -95,12 +97,13 @@ func accuracyRun(ctx context.Context, o Options, rate float64, n int, warmUp, wi
 			return r, err
 		}
 		defer c.Close()
-		a := admission.NewAdmitter(redisstore.New(c, prefix), slog.New(slog.NewTextHandler(io.Discard, nil)))
-		a.OnAdmitUsers = func(_ string, u []string) {
+		line := signals.New()
+		line.Listen(signals.Listener{Moved: func(_ string, u []string, _ []rollup.Wait) {
 			mu.Lock()
 			perSec[int(time.Since(start).Seconds())] += len(u)
 			mu.Unlock()
-		}
+		}})
+		a := admission.NewAdmitter(redisstore.New(c, prefix), slog.New(slog.NewTextHandler(io.Discard, nil)), line, nil)
 		wg.Add(1)
 		go func() { defer wg.Done(); a.Run(runCtx) }()
 	}

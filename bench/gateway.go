@@ -197,7 +197,7 @@ func runGateway(ctx context.Context, o Options) (*GatewayReport, error) {
 	wide.RatePerSecond, wide.BatchSize, wide.Interval = 100_000, 10_000, 100*time.Millisecond
 	wide.Capacity, wide.TokenTTL, wide.RateDerivation = 100_000, time.Hour, "bench"
 	wide.Join = queue.JoinAny
-	if err := m.Queue.PutConfig(ctx, queue.DefaultQueue, wide); err != nil {
+	if err := m.Operator().PutConfig(ctx, queue.DefaultQueue, wide); err != nil {
 		return rep, err
 	}
 	dir, err := os.MkdirTemp("", "waitroom-bench-gw-")

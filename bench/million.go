@@ -718,7 +718,7 @@ func ticketBytes(n int, id func(int) string) (float64, error) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	svc := queue.NewService(ticketStore{}, time.Hour)
+	svc := queue.NewService(ticketStore{}, time.Hour, nil)
 	ctx := context.Background()
 	if _, err := svc.Status(ctx, "q", id(0)); err != nil { // the queue's view exists
 		return 0, err

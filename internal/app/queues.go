@@ -31,13 +31,13 @@ func (m *Main) readQueuesFile() (*queuefile.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--queues: %w", err)
 	}
-	return queuefile.Parse(path, raw, m.newQueues)
+	return queuefile.Parse(path, raw, m.settings.newQueues)
 }
 
 // applyQueuesFile applies the file read at start, if there is one; a store
 // that refuses stops the start.
 func (m *Main) applyQueuesFile(ctx context.Context) error {
-	f := m.queuesFile.Load()
+	f := m.settings.queuesFile.Load()
 	if f == nil {
 		return nil
 	}
@@ -55,18 +55,18 @@ func (m *Main) ReloadQueues(ctx context.Context) error {
 	if m.Config.QueuesFile == "" {
 		return errors.New("no --queues file to apply")
 	}
-	m.reloadMu.Lock()
-	defer m.reloadMu.Unlock()
+	m.settings.reloadMu.Lock()
+	defer m.settings.reloadMu.Unlock()
 	f, err := m.readQueuesFile()
-	if err == nil && m.webhookSecret == nil && firstWithWebhooks(f) != "" {
+	if err == nil && m.settings.webhookSecret == nil && firstWithWebhooks(f) != "" {
 		err = fmt.Errorf("--webhook-secret-file: %v; the file gives queue %q webhooks", errNoWebhookSecret, firstWithWebhooks(f))
 	}
 	if err != nil {
 		m.Logger.Error("the queues file was not applied: nothing changed", "file", m.Config.QueuesFile, "err", err)
 		return err
 	}
-	m.queuesFile.Store(f)
-	m.webhooks.SetReceivers(m.webhookReceivers())
+	m.settings.queuesFile.Store(f)
+	m.sale.shop.webhooks.SetReceivers(m.webhookReceivers())
 	if err := m.applyQueues(ctx, f); err != nil {
 		m.Logger.Error("the queues file was applied in part: send SIGHUP again once the store answers", "file", f.Name, "err", err)
 		return err
@@ -87,7 +87,7 @@ func (m *Main) applyQueues(ctx context.Context, f *queuefile.File) error {
 	if !f.Prune {
 		return nil
 	}
-	names, err := m.Queue.Queues(ctx)
+	names, err := m.line.operate.Queues(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the queues to prune: %w", err)
 	}
@@ -95,7 +95,7 @@ func (m *Main) applyQueues(ctx context.Context, f *queuefile.File) error {
 		if _, named := f.Queue(name); named || name == queue.DefaultQueue {
 			continue
 		}
-		if err := m.Queue.DeleteQueue(ctx, name); err != nil {
+		if err := m.line.operate.DeleteQueue(ctx, name); err != nil {
 			return fmt.Errorf("pruning queue %q: %w", name, err)
 		}
 		m.Logger.Warn("queue removed: the queues file does not name it and says prune: true", "file", f.Name, "queue", name)
@@ -116,10 +116,10 @@ func (m *Main) applyQueue(ctx context.Context, file string, q queuefile.Queue) e
 // applyConfig creates q or sets its config to the file's, logging what it
 // changed; a queue that matches already is not written.
 func (m *Main) applyConfig(ctx context.Context, file string, q queuefile.Queue) error {
-	have, err := m.Queue.Config(ctx, q.Name)
+	have, err := m.line.operate.Config(ctx, q.Name)
 	switch {
 	case errors.Is(err, queue.ErrQueueNotFound):
-		if err := m.Queue.PutConfig(ctx, q.Name, q.Config); err != nil {
+		if err := m.line.operate.PutConfig(ctx, q.Name, q.Config); err != nil {
 			return err
 		}
 		m.Logger.Info("queue created from the queues file", "file", file, "queue", q.Name)
@@ -131,7 +131,7 @@ func (m *Main) applyConfig(ctx context.Context, file string, q queuefile.Queue) 
 	if len(diff) == 0 {
 		return nil
 	}
-	if err := m.Queue.PutConfig(ctx, q.Name, q.Config); err != nil {
+	if err := m.line.operate.PutConfig(ctx, q.Name, q.Config); err != nil {
 		return err
 	}
 	attrs := []any{"file", file, "queue", q.Name}
@@ -150,11 +150,11 @@ func (m *Main) applyUnitsLeft(ctx context.Context, file string, q queuefile.Queu
 	if q.UnitsLeft == nil {
 		return nil
 	}
-	st, err := m.Queue.Stats(ctx, q.Name)
+	st, err := m.line.operate.Stats(ctx, q.Name)
 	if err != nil || st.Stock.Known {
 		return err
 	}
-	if _, err := m.Queue.SetStock(ctx, q.Name, queue.Stock{Known: true, Units: *q.UnitsLeft}, false); err != nil {
+	if _, err := m.line.operate.SetStock(ctx, q.Name, queue.Stock{Known: true, Units: *q.UnitsLeft}, false); err != nil {
 		return err
 	}
 	m.Logger.Info("queue stock set from the queues file", "file", file, "queue", q.Name, "unitsLeft", *q.UnitsLeft)
@@ -165,7 +165,7 @@ func (m *Main) applyUnitsLeft(ctx context.Context, file string, q queuefile.Queu
 // whose new config differs from the file's is logged, naming each setting
 // as it is now and as the file has it.
 func (m *Main) noteDrift(ctx context.Context, name string, c queue.Config) {
-	f := m.queuesFile.Load()
+	f := m.settings.queuesFile.Load()
 	if f == nil {
 		return
 	}

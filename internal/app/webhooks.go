@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/waitroom/waitroom/internal/events"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -33,7 +33,7 @@ func (m *Main) readWebhookSecret(f *queuefile.File) error {
 	if err != nil {
 		return fmt.Errorf("--webhook-secret-file: %w", err)
 	}
-	m.webhookSecret = secret
+	m.settings.webhookSecret = secret
 	return nil
 }
 
@@ -50,23 +50,24 @@ func firstWithWebhooks(f *queuefile.File) string {
 	return ""
 }
 
-// tellTheShop sets up the shop's events: this instance's name in its own
+// tellTheShop sets up the shop's events and returns them: this instance's name in its own
 // (its breakers'), the sender to the receivers, and what finds the events.
-func (m *Main) tellTheShop() {
+func (m *Main) tellTheShop() (sh shop) {
 	host, _ := os.Hostname()
-	m.instance = cmp.Or(host, "waitroom") + "-" + randomHex(3)
-	m.webhooks = webhook.New(webhook.Options{Secret: m.webhookSecret, RetryFor: m.Config.WebhookRetryFor,
+	sh.instance = cmp.Or(host, "waitroom") + "-" + randomHex(3)
+	sh.webhooks = webhook.New(webhook.Options{Secret: m.settings.webhookSecret, RetryFor: m.Config.WebhookRetryFor,
 		Registry: m.Registry, Logger: m.Logger, Now: m.Clock}, m.webhookReceivers())
-	m.detector = events.NewDetector(events.Options{Store: m.Queue, Publisher: m.webhooks, Queues: m.Queue.KnownQueues,
-		Now: m.Clock, Logger: m.Logger, Pending: &m.pending, Keep: m.Config.RollupRetention})
+	sh.detector = events.NewDetector(events.Options{Store: lineReader{m.Queue, m.line.operate}, Publisher: sh.webhooks, Queues: m.line.operate.KnownQueues,
+		Now: m.Clock, Logger: m.Logger, Pending: &m.sale.pending, Keep: m.Config.RollupRetention})
+	return sh
 }
 
 // admitted measures a tick's admitted (issue 38): their time in line and
 // the estimate's accuracy, on /metrics and in the sale's rows.
-func (m *Main) admitted(q string, a queue.Admission) {
-	m.telemetry.Admitted(q, a.Waited)
-	for _, w := range a.Waited {
-		m.pending.Admitted(q, w)
+func (s *sale) admitted(q string, _ []string, waited []rollup.Wait) {
+	s.telemetry.Admitted(q, waited)
+	for _, w := range waited {
+		s.pending.Admitted(q, w)
 	}
 }
 
@@ -76,7 +77,7 @@ func (m *Main) webhookReceivers() []webhook.Receiver {
 	for _, u := range m.Config.Webhooks {
 		rs = append(rs, webhook.Receiver{URL: u})
 	}
-	if f := m.queuesFile.Load(); f != nil {
+	if f := m.settings.queuesFile.Load(); f != nil {
 		for _, q := range f.Queues {
 			for _, u := range q.Webhooks {
 				rs = append(rs, webhook.Receiver{URL: u, Queues: []string{q.Name}})
@@ -90,7 +91,7 @@ func (m *Main) webhookReceivers() []webhook.Receiver {
 // store opening or closing: its own event, published unclaimed (the store
 // may well be away).
 func (m *Main) breakerChanged(queue string, open bool) {
-	if m.webhooks != nil {
-		m.webhooks.Publish(events.BreakerEvent(queue, open, m.instance, m.Clock()))
+	if m.sale != nil && m.sale.shop.webhooks != nil {
+		m.sale.shop.webhooks.Publish(events.BreakerEvent(queue, open, m.sale.shop.instance, m.Clock()))
 	}
 }

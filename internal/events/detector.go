@@ -14,7 +14,7 @@ import (
 )
 
 // Store is what detection reads a queue's state from and claims an event
-// through (queue.Service).
+// through (queue.Service and operate.Operator).
 type Store interface {
 	Stats(ctx context.Context, queue string) (queue.Stats, error)
 	RateChanges(ctx context.Context, queue string) ([]queue.RateChange, error)

@@ -16,7 +16,9 @@ import (
 	"github.com/waitroom/waitroom/internal/events"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -64,17 +66,25 @@ func TestThreeInstancesPublishEachEventOnce(t *testing.T) {
 	})
 }
 
+// instance is one instance's line: the user's path and the operator's
+// calls, on one line of signals.
+type instance struct {
+	*queue.Service
+	*operate.Operator
+}
+
 // happenEach makes one of each happening in a queue, with a pass of every
 // instance's detector (one per store) after each, all at once, and checks
 // that each happening was published once in all.
 func happenEach(t *testing.T, stores []queue.Store) {
 	ctx := context.Background()
 	q := fmt.Sprintf("sale%d", rand.Int64())
-	var services []*queue.Service
+	var services []instance
 	var detectors []*events.Detector
 	out := &collector{}
 	for _, s := range stores {
-		svc := queue.NewService(s, 0)
+		line := signals.New()
+		svc := instance{queue.NewService(s, 0, line), operate.New(s, line)}
 		services = append(services, svc)
 		detectors = append(detectors, events.NewDetector(events.Options{Store: svc, Publisher: out,
 			Queues: func(context.Context) []string { return []string{q} }}))
@@ -88,7 +98,7 @@ func happenEach(t *testing.T, stores []queue.Store) {
 	}
 	// An instance to make each change through, each time another.
 	turn := 0
-	through := func() *queue.Service { turn++; return services[turn%len(services)] }
+	through := func() instance { turn++; return services[turn%len(services)] }
 	c := queue.DefaultConfig()
 	put := func(edit func(*queue.Config)) {
 		t.Helper()

@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/ratelimit"
 )
 
@@ -77,7 +78,10 @@ func retrySeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / 
 
 // Options configures a Gatekeeper.
 type Options struct {
-	Queue      *queue.Service
+	Queue *queue.Service
+	// Claims spends a solved challenge once across every instance
+	// (operate.Operator.FirstUse).
+	Claims     *operate.Operator
 	Challenges *challenge.Issuer
 	// Entries limits the places anonymous sessions take per address, and
 	// Sessions the anonymous sessions handed out per address.
@@ -151,7 +155,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, add
 	if err != nil {
 		return queue.View{}, ChallengeRequired{URL: g.o.ChallengeURL(q), Reason: err}
 	}
-	first, err := g.o.Queue.FirstUse(ctx, q, "challenge:"+solved.ReplayKey, time.Until(solved.ExpiresAt)+replayMargin)
+	first, err := g.o.Claims.FirstUse(ctx, q, "challenge:"+solved.ReplayKey, time.Until(solved.ExpiresAt)+replayMargin)
 	if err != nil {
 		return queue.View{}, err
 	}

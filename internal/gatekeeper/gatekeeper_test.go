@@ -13,6 +13,8 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/ratelimit"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -20,6 +22,7 @@ import (
 type fixture struct {
 	g  *Gatekeeper
 	q  *queue.Service
+	op *operate.Operator
 	is *challenge.Issuer
 }
 
@@ -35,17 +38,18 @@ func leastCost() int {
 // (no refill).
 func newFixture(t *testing.T, policy queue.JoinPolicy, burst int) fixture {
 	t.Helper()
-	svc := queue.NewService(memstore.New(nil), 0)
+	store, line := memstore.New(nil), signals.New()
+	svc, op := queue.NewService(store, 0, line), operate.New(store, line)
 	c := queue.DefaultConfig()
 	c.Paused, c.Join, c.ChallengeCost = true, policy, leastCost()
-	if err := svc.PutConfig(context.Background(), "sale", c); err != nil {
+	if err := op.PutConfig(context.Background(), "sale", c); err != nil {
 		t.Fatal(err)
 	}
 	is := challenge.NewIssuer([]byte("gatekeeper test secret, 32 bytes"), nil)
 	limit := ratelimit.Limit{Rate: 1e-9, Burst: burst}
-	g := New(Options{Queue: svc, Challenges: is, Entries: ratelimit.New(limit, nil), Sessions: ratelimit.New(limit, nil),
+	g := New(Options{Queue: svc, Claims: op, Challenges: is, Entries: ratelimit.New(limit, nil), Sessions: ratelimit.New(limit, nil),
 		ChallengeURL: func(q string) string { return "/api/v1/queues/" + q + "/challenge" }})
-	return fixture{g: g, q: svc, is: is}
+	return fixture{g: g, q: svc, op: op, is: is}
 }
 
 func (f fixture) solution(t *testing.T) string {
@@ -199,21 +203,21 @@ func TestRefusedBeforeAsked(t *testing.T) {
 		held queue.State
 	}{
 		{"sold out", func(t *testing.T, f fixture) {
-			if _, err := f.q.SetStock(ctx, "sale", queue.Stock{Known: true, Units: 0}, false); err != nil {
+			if _, err := f.op.SetStock(ctx, "sale", queue.Stock{Known: true, Units: 0}, false); err != nil {
 				t.Fatal(err)
 			}
 		}, queue.ErrSoldOut, queue.SoldOut},
 		{"closed", func(t *testing.T, f fixture) {
-			c, _ := f.q.Config(ctx, "sale")
+			c, _ := f.op.Config(ctx, "sale")
 			c.Method = queue.MethodReject
-			if err := f.q.PutConfig(ctx, "sale", c); err != nil {
+			if err := f.op.PutConfig(ctx, "sale", c); err != nil {
 				t.Fatal(err)
 			}
 		}, queue.ErrQueueClosed, queue.Waiting},
 		{"full", func(t *testing.T, f fixture) {
-			c, _ := f.q.Config(ctx, "sale")
+			c, _ := f.op.Config(ctx, "sale")
 			c.Capacity = 1 // the member waiting fills it
-			if err := f.q.PutConfig(ctx, "sale", c); err != nil {
+			if err := f.op.PutConfig(ctx, "sale", c); err != nil {
 				t.Fatal(err)
 			}
 		}, queue.ErrQueueFull, queue.Waiting},
@@ -248,9 +252,9 @@ func TestPolicyChangeShowsAtOnce(t *testing.T) {
 	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatal(err)
 	}
-	c, _ := f.q.Config(ctx, "sale")
+	c, _ := f.op.Config(ctx, "sale")
 	c.Join = queue.JoinAny
-	if err := f.q.PutConfig(ctx, "sale", c); err != nil {
+	if err := f.op.PutConfig(ctx, "sale", c); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

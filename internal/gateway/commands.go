@@ -118,7 +118,7 @@ func (g *Gateway) run(ctx context.Context, c upstreamCommand, u *entryUse) {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" cannot be carried out", "command", c.name, "why", c.bad)
 		return
 	}
-	now, err := g.o.Queue.SetStock(context.WithoutCancel(ctx), q, st, false)
+	now, err := g.o.Operate.SetStock(context.WithoutCancel(ctx), q, st, false)
 	if err != nil {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" failed", "command", c.name, "queue", q, "err", err)
 		return

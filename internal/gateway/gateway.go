@@ -58,6 +58,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/spend"
 	"github.com/waitroom/waitroom/internal/telemetry"
 )
@@ -114,10 +115,13 @@ type Options struct {
 	Metrics *telemetry.Metrics
 	// Gate applies the queues' join policies and per-address limits to
 	// the sessions the gateway hands out and the users it lets straight in.
-	Gate   *gatekeeper.Gatekeeper
-	Queue  *queue.Service
-	Guard  *spend.Guard
-	Signer *Signer
+	Gate  *gatekeeper.Gatekeeper
+	Queue *queue.Service
+	// Operate tells the queue what it has left to sell (the sold-out and
+	// restock commands).
+	Operate *operate.Operator
+	Guard   *spend.Guard
+	Signer  *Signer
 	// EntryIssuer and EntryAudience are X-Waitroom-Entry's iss and aud
 	// (--entry-issuer, --entry-audience); by default the prefix and the
 	// upstream's URL.

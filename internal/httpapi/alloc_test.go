@@ -14,6 +14,8 @@ import (
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // reusedWriter is a ResponseWriter that keeps its header map and body
@@ -45,14 +47,15 @@ func (w *reusedWriter) reset() {
 // request and writer are reused, as a kept-alive connection's are.
 func TestHandlerAllocations(t *testing.T) {
 	ctx := context.Background()
-	svc := queue.NewService(memstore.New(nil), time.Second)
+	store, line := memstore.New(nil), signals.New()
+	svc, op := queue.NewService(store, time.Second, line), operate.New(store, line)
 	c := queue.DefaultConfig()
 	c.Paused, c.Join = true, queue.JoinAny
-	if err := svc.PutConfig(ctx, "q", c); err != nil {
+	if err := op.PutConfig(ctx, "q", c); err != nil {
 		t.Fatal(err)
 	}
 	id := identity.New([]byte("an-allocation-test-secret-of-32-bytes"))
-	srv := httpapi.New(httpapi.Options{Queue: svc, Identity: id, Logger: slog.New(slog.DiscardHandler), Gate: gatekeeper.New(gatekeeper.Options{Queue: svc})})
+	srv := httpapi.New(httpapi.Options{Queue: svc, Identity: id, Logger: slog.New(slog.DiscardHandler), Gate: gatekeeper.New(gatekeeper.Options{Queue: svc, Claims: op})})
 	for i := range 1000 {
 		if _, err := svc.Enter(ctx, "q", fmt.Sprintf("u%04d", i)); err != nil {
 			t.Fatal(err)

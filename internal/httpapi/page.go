@@ -69,7 +69,7 @@ func (s *Server) visit(r *http.Request, q string) web.Visit {
 		return v
 	}
 	v.Template = c.PageTemplate
-	if !c.Message.Empty() {
+	if c.Message.For() != "" { // a message, in whichever language
 		v.Message = func(lang string) string { return c.Message.For(language.Make(lang)) }
 	}
 	return v

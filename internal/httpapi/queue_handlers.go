@@ -307,7 +307,7 @@ func (s *Server) answerBypassed(w http.ResponseWriter, r *http.Request, rule str
 // reaches everyone within one poll.
 func (s *Server) entryMessage(r *http.Request, q string) string {
 	c, err := s.Queue.ConfigInForce(r.Context(), q)
-	if err != nil || c.Message.Empty() {
+	if err != nil { // no message: For says ""
 		return ""
 	}
 	asked := web.RequestLanguages(r)
@@ -500,7 +500,7 @@ func (s *Server) restock(w http.ResponseWriter, r *http.Request) {
 // logged (saveQueue), and answers with the queue's stats (as queueStats).
 func (s *Server) setStock(w http.ResponseWriter, r *http.Request, command string, st queue.Stock, recount bool) {
 	q := r.PathValue("queue")
-	now, err := s.Queue.SetStock(r.Context(), q, st, false)
+	now, err := s.Operate.SetStock(r.Context(), q, st, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -508,7 +508,7 @@ func (s *Server) setStock(w http.ResponseWriter, r *http.Request, command string
 	if recount {
 		s.Orders.TellStock(r.Context(), q, false)
 	}
-	stats, err := s.Queue.Stats(r.Context(), q)
+	stats, err := s.Operate.Stats(r.Context(), q)
 	if err == nil {
 		now = stats.Stock // a recount's, when there was one
 	}
@@ -561,7 +561,7 @@ func toStatsJSON(st queue.Stats, now time.Time) map[string]any {
 	}
 	out["phaseInForce"] = nil
 	if in := st.Config.InForce(now); in.PhaseInForce != "" {
-		out["phaseInForce"] = in.PhaseInForce // its own rate is already the effective one (queue.Service.Stats)
+		out["phaseInForce"] = in.PhaseInForce // its own rate is already the effective one (operate.Operator.Stats)
 	}
 	return out
 }
@@ -608,14 +608,14 @@ func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
-	names, err := s.Queue.Queues(r.Context())
+	names, err := s.Operate.Queues(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	out := make([]map[string]any, 0, len(names))
 	for _, n := range names {
-		st, err := s.Queue.Stats(r.Context(), n)
+		st, err := s.Operate.Stats(r.Context(), n)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -626,7 +626,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.Queue.Stats(r.Context(), r.PathValue("queue"))
+	st, err := s.Operate.Stats(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -658,7 +658,7 @@ type rateChangeJSON struct {
 
 func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
-	if _, err := s.Queue.Config(r.Context(), q); err != nil { // 400 bad name, 404 no such queue
+	if _, err := s.Operate.Config(r.Context(), q); err != nil { // 400 bad name, 404 no such queue
 		s.writeError(w, r, err)
 		return
 	}
@@ -670,7 +670,7 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 				EffectiveRatePerSecond: p.EffectiveRate})
 		}
 	}
-	changes, err := s.Queue.RateChanges(r.Context(), q)
+	changes, err := s.Operate.RateChanges(r.Context(), q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -685,7 +685,7 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) {
 const defaultRollupSpan = 24 * time.Hour
 
 // queueRollups answers a queue's per-minute rows and the sale's moments
-// (queue.Service.Rollups, rollup.Rollup's JSON) from since to until (RFC
+// (operate.Operator.Rollups, rollup.Rollup's JSON) from since to until (RFC
 // 3339; until defaults to now, since to a day before until). Rows outlive
 // their queue until their retention (--rollup-retention), so a queue that
 // does not exist (any more) answers its rows kept, or none.
@@ -716,7 +716,7 @@ func (s *Server) queueRollups(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: since must come before until, at most %v before it", errBadRequest, rollup.MaxRange))
 		return
 	}
-	out, err := s.Queue.Rollups(r.Context(), q, since, until)
+	out, err := s.Operate.Rollups(r.Context(), q, since, until)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -730,10 +730,7 @@ func (s *Server) queueRollups(w http.ResponseWriter, r *http.Request) {
 func saleOf(r rollup.Rollup) report.Sale {
 	sale := report.Sale{Queue: r.Queue, From: r.Since, Until: r.Until, Minutes: []report.Minute{}, Moments: []report.Moment{}}
 	for _, m := range r.Minutes {
-		sale.Minutes = append(sale.Minutes, report.Minute{Start: m.Start, LineLength: m.Length, LineMax: m.MaxLength,
-			PreQueue: m.PreQueue, RatePerSecond: m.Rate, Entered: m.Entered, Left: m.Left, Skipped: m.Skipped,
-			Admitted: m.Admitted, Used: m.Used, Ordered: m.Ordered, Expired: m.Expired,
-			TimeInLine: bucketsOf(m.TimeInLine), EstimateRatio: bucketsOf(m.EstimateRatio)})
+		sale.Minutes = append(sale.Minutes, rollup.WithHistograms(m, bucketsOf))
 	}
 	for _, m := range r.Moments {
 		sale.Moments = append(sale.Moments, report.Moment{At: m.At, Kind: m.Type, Detail: momentDetail(m)})
@@ -813,7 +810,7 @@ func scheduleStep(c queue.Config, step queue.Phase) map[string]any {
 
 func (s *Server) queueSchedule(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
-	c, err := s.Queue.Config(r.Context(), q)
+	c, err := s.Operate.Config(r.Context(), q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -843,7 +840,7 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	c, err := s.Queue.Config(r.Context(), r.PathValue("queue"))
+	c, err := s.Operate.Config(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -857,7 +854,7 @@ func (s *Server) saveQueue(w http.ResponseWriter, r *http.Request, c queue.Confi
 	name := r.PathValue("queue")
 	c, err := queue.Apply(c, changes)
 	if err == nil {
-		err = s.Queue.PutConfig(r.Context(), name, c)
+		err = s.Operate.PutConfig(r.Context(), name, c)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/web"
@@ -22,7 +22,7 @@ const reportSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img
 // Accept-Language) and the time zone (?tz=, an IANA name; UTC).
 func (s *Server) queueReport(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
-	if _, err := s.Queue.Config(r.Context(), q); err != nil { // 400 bad name, 404 no such queue
+	if _, err := s.Operate.Config(r.Context(), q); err != nil { // 400 bad name, 404 no such queue
 		s.writeError(w, r, err)
 		return
 	}
@@ -33,7 +33,7 @@ func (s *Server) queueReport(w http.ResponseWriter, r *http.Request) {
 	}
 	source := s.Reports
 	if source == nil {
-		source = storeRows{s.Queue}
+		source = storeRows{s.Operate}
 	}
 	sale, err := source.Sale(r.Context(), q, since, until)
 	if err != nil {
@@ -93,8 +93,8 @@ func reportQuery(v url.Values, now time.Time) (since, until time.Time, loc *time
 }
 
 // storeRows is the report's source unless Options.Reports names another:
-// the queue's per-minute rows in the store (queue.Service.Rollups).
-type storeRows struct{ queue *queue.Service }
+// the queue's per-minute rows in the store (operate.Operator.Rollups).
+type storeRows struct{ queue *operate.Operator }
 
 // Sale reads the rows from since (zero: as far back as a request may
 // reach, rollup.MaxRange, which holds the default retention; a minute less,

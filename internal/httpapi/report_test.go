@@ -13,6 +13,8 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/report/reporttest"
 )
@@ -34,12 +36,13 @@ func (f *fakeRollups) Sale(ctx context.Context, q string, since, until time.Time
 // in the language and zone asked, and answers the source's failure from
 // the error table.
 func TestQueueReportRoute(t *testing.T) {
-	svc := queue.NewService(memstore.New(nil), 0)
-	if err := svc.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
+	store, line := memstore.New(nil), signals.New()
+	svc, op := queue.NewService(store, 0, line), operate.New(store, line)
+	if err := op.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
 	src := &fakeRollups{}
-	api := httpapi.New(httpapi.Options{Queue: svc, AdminToken: "t", Reports: src, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	api := httpapi.New(httpapi.Options{Queue: svc, Operate: op, AdminToken: "t", Reports: src, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	get := func(path string) (*http.Response, string) {
 		req := httptest.NewRequest("GET", path, nil)
 		req.Header.Set("Authorization", "Bearer t")
@@ -75,11 +78,12 @@ func TestQueueReportRoute(t *testing.T) {
 // since, as far back as a read may reach, whatever second until is (an
 // until off the minute once reached a minute too far: 400).
 func TestQueueReportRouteStoreWithoutSince(t *testing.T) {
-	svc := queue.NewService(memstore.New(nil), 0)
-	if err := svc.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
+	store, line := memstore.New(nil), signals.New()
+	svc, op := queue.NewService(store, 0, line), operate.New(store, line)
+	if err := op.PutConfig(context.Background(), "spring-drop", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Options{Queue: svc, AdminToken: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	api := httpapi.New(httpapi.Options{Queue: svc, Operate: op, AdminToken: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, until := range []string{"", "&until=2026-12-04T21:00:00Z", "&until=2026-12-04T21:00:31Z"} {
 		req := httptest.NewRequest("GET", "/admin/v1/queues/spring-drop/report?lang=en"+until, nil)
 		req.Header.Set("Authorization", "Bearer t")

@@ -26,6 +26,7 @@ import (
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/front"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/telemetry"
@@ -43,6 +44,9 @@ const maxSettingsBody = 64 << 10
 // Options configures a Server.
 type Options struct {
 	Queue *queue.Service
+	// Operate makes the admin routes' calls (configs, stats, stock,
+	// rollups, the list of queues).
+	Operate *operate.Operator
 	// Orders serves the order API and the admin's products (nil: neither,
 	// as in gateway mode, where the shop's own backend sells).
 	Orders *order.Service

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/apptest"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 )
 
 // TestLastSaleSellsTheLineOut: two units, two buyers let in (admitPerUnit
@@ -122,7 +122,7 @@ func TestAdminSoldOutAndRestock(t *testing.T) {
 				// out; the rate is the one it resumes at (issue 49).
 				why := ""
 				if step.soldOut {
-					why = queue.SoldOutWhy
+					why = operate.SoldOutWhy
 				}
 				if st.Body["effectiveRateReason"] != why || st.Body["effectiveRatePerSecond"] != 1000.0 {
 					t.Fatalf("after %s %s: effectiveRatePerSecond %v, effectiveRateReason %q; want 1000, %q", step.op, step.body,
@@ -131,7 +131,7 @@ func TestAdminSoldOutAndRestock(t *testing.T) {
 			}
 			// Sold out before paused: a resume would let nobody in either.
 			in.PatchQueue(q, map[string]any{"paused": true})
-			for _, step := range []struct{ op, why string }{{"restock", queue.PausedWhy}, {"sold-out", queue.SoldOutWhy}} {
+			for _, step := range []struct{ op, why string }{{"restock", operate.PausedWhy}, {"sold-out", operate.SoldOutWhy}} {
 				in.Do("POST", path+"/"+step.op, in.AdminAuth(), nil)
 				if st := in.QueueStats(q); st.Body["effectiveRateReason"] != step.why {
 					t.Errorf("paused, after %s: effectiveRateReason %q, want %q", step.op, st.Body["effectiveRateReason"], step.why)

@@ -75,7 +75,7 @@ type Config struct {
 	// store; the orders table still takes its token once.
 	Degraded func(queue, user, token string) bool
 	// TellStock, if set, tells a queue what it has left to sell
-	// (queue.Service.SetStock): after every sale and every refusal for
+	// (operate.Operator.SetStock): after every sale and every refusal for
 	// want of stock, as a sale's count (onlyLower), and after a product is
 	// put or restocked, as it stands.
 	TellStock func(ctx context.Context, queue string, st queue.Stock, onlyLower bool) error

@@ -62,7 +62,7 @@ func holding(t *testing.T, svc *Service, queue string) {
 func TestHeldRequestsShareOneRead(t *testing.T) {
 	store := &movingLine{}
 	store.head.Store(1)
-	svc := NewService(store, time.Second)
+	svc := NewService(store, time.Second, nil)
 	const users = 20
 	views := make([]View, users)
 	for i := range users {
@@ -73,7 +73,7 @@ func TestHeldRequestsShareOneRead(t *testing.T) {
 		views[i] = v
 	}
 	statuses, snapshots := store.statuses.Load(), store.snapshots.Load()
-	svc.LineRead("q")
+	svc.lineRead("q")
 	if _, err := svc.Status(context.Background(), "q", "u30"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestHeldRequestsShareOneRead(t *testing.T) {
 	holding(t, svc, "q")
 	const reads = 3
 	for i := range int64(reads) {
-		svc.LineRead("q")
+		svc.lineRead("q")
 		deadline := time.Now().Add(time.Minute) // a bound on a hung test, not a figure
 		for store.snapshots.Load() < snapshots+i+1 {
 			if time.Now().After(deadline) {
@@ -129,7 +129,7 @@ func TestHeldRequestSeesReady(t *testing.T) {
 		t.Run(map[bool]string{true: "told by the admitter's read", false: "by the fallback"}[told], func(t *testing.T) {
 			store := &movingLine{}
 			store.head.Store(1)
-			svc := NewService(store, time.Second)
+			svc := NewService(store, time.Second, nil)
 			v, err := svc.Status(context.Background(), "q", "u5")
 			if err != nil || !v.AdmissionNear() {
 				t.Fatalf("u5: %+v %v, want waiting near the front", v, err)
@@ -145,7 +145,7 @@ func TestHeldRequestSeesReady(t *testing.T) {
 			holding(t, svc, "q")
 			store.head.Store(11)
 			if told {
-				svc.LineRead("q")
+				svc.lineRead("q")
 			}
 			select {
 			case v := <-done:

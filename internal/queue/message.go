@@ -33,9 +33,6 @@ type readable struct {
 	matcher language.Matcher  // over keys; nil with one text
 }
 
-// Equal reports whether m and o say the same (for go-cmp).
-func (m Message) Equal(o Message) bool { return m.stored == o.stored }
-
 // texts are the message's texts by tag ("" for the one for everyone).
 func (m Message) texts() map[string]string {
 	if m.parsed == nil {
@@ -64,8 +61,9 @@ const (
 	maxMessageLanguages = 20
 )
 
-// Empty reports whether there is no message.
-func (m Message) Empty() bool { return m.stored == "" }
+// empty reports whether there is no message (outside the package, For
+// says "" for none: no text of a message is empty).
+func (m Message) empty() bool { return m.stored == "" }
 
 // ParseMessage reads a message as the admin API takes it: a string (one
 // text for everyone; "" for none) or an object of texts by language (a

@@ -333,7 +333,7 @@ func phasesJSON(phases []Phase) string {
 			var out any = s.Value(c)
 			if m, ok := s.value.get(&c).(Message); ok {
 				out = json.RawMessage(m.stored)
-				if m.Empty() {
+				if m.empty() {
 					out = ""
 				}
 			}

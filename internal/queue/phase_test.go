@@ -53,7 +53,7 @@ func TestPhasesChangeTheSettingsInForce(t *testing.T) {
 		p.MaxActiveTokens != 0 || p.PageTemplate != "" || p.Message.For() != "Open to all" {
 		t.Errorf("public: %+v", p)
 	}
-	if after := c.InForce(t0.Add(3 * time.Hour)); after.PhaseInForce != "" || !after.Message.Empty() {
+	if after := c.InForce(t0.Add(3 * time.Hour)); after.PhaseInForce != "" || !after.Message.empty() {
 		t.Errorf("after the last phase ended: %q %q, want the queue's own", after.PhaseInForce, after.Message.For())
 	}
 }

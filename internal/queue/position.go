@@ -16,9 +16,9 @@ import "slices"
 // ticket below head (admitted, or skipped as a no-show), above last, or in
 // left.
 //
-// This is the rule, once: Snapshot.Position (exact: unlisted 0) and
-// front.Document.Place both ask here, and waiting.js's placeFromFront is
-// its twin in the page; the cases of storetest's testdata/places.json hold
+// This is the rule, once: the service's snapshot of the line (exact:
+// unlisted 0) and front.Document.Place both ask here, and waiting.js's
+// placeFromFront is its twin in the page; the cases of storetest's testdata/places.json hold
 // them, and the stores' own ranks, equal.
 //
 // What comes next fits as arguments, not new rules. A lane (issue 53) is

@@ -109,17 +109,6 @@ type Snapshot struct {
 // SnapshotMaxLeft bounds Snapshot.Left: beyond it, status goes to the store.
 const SnapshotMaxLeft = 4096
 
-// Position is the 1-based place of the user holding ticket (the line's
-// one rule: Position, the function), and false when the snapshot cannot
-// tell (not waiting as of the snapshot, or incomplete).
-func (s *Snapshot) Position(ticket int64) (int64, bool) {
-	if !s.Complete {
-		return 0, false
-	}
-	pos, _, ok := Position(ticket, s.Head, s.Last, s.Left, 0)
-	return pos, ok
-}
-
 // Admission is the outcome of one admission attempt.
 type Admission struct {
 	// Ticked says this call claimed a due tick (even if nobody was admitted:
@@ -164,7 +153,7 @@ type Stats struct {
 	// seconds (all instances together); 0 when nothing was admitted lately.
 	MeasuredRate float64
 	// EffectiveRate is the rate admission uses now (the adaptive rate, or
-	// the configured one; read through Service.Stats, a phase's own while
+	// the configured one; read through operate.Operator.Stats, a phase's own while
 	// one is in force) and EffectiveWhy its reason.
 	EffectiveRate float64
 	EffectiveWhy  string
@@ -180,37 +169,6 @@ type Stats struct {
 	// Changed says when the states a shop is told of last changed.
 	Changed Changes
 }
-
-// inForce makes EffectiveRate and EffectiveWhy the rate in force at now: a
-// phase's own fixed rate while one is in force (the store keeps the
-// adaptive rate it would otherwise use). While admission lets nobody in
-// at that rate (sold out, paused), the reason says so (SoldOutWhy,
-// PausedWhy) and the rate stays the one admission resumes at: it is the
-// rate the metrics, the history chart and the sale's report draw, where
-// the gap between it and the people let in shows what held the line back
-// (MeasuredRate is what admission let in, 0 then).
-func (st Stats) inForce(now time.Time) Stats {
-	in := st.Config.InForce(now)
-	if in.PhaseInForce != "" && !in.Adaptive && in.RatePerSecond != st.Config.RatePerSecond {
-		st.EffectiveRate, st.EffectiveWhy = in.RatePerSecond, in.RateDerivation
-	}
-	switch {
-	case st.Stock.SoldOut():
-		st.EffectiveWhy = SoldOutWhy
-	case in.Paused:
-		st.EffectiveWhy = PausedWhy
-	}
-	return st
-}
-
-// The rate's reason (Stats.EffectiveWhy) while admission lets nobody in,
-// sold out before paused (a resume lets nobody into a sold-out line).
-// Words for people, as the adaptive rate's reasons are: a program reads
-// Stock.SoldOut and Config.Paused.
-const (
-	SoldOutWhy = "sold out: admission lets nobody in until a restock, then at this rate"
-	PausedWhy  = "paused: admission lets nobody in until resumed, then at this rate"
-)
 
 // Changes says when, by the store's clock, a queue's states that a shop is
 // told of (package events) last changed; zero while they have not changed

@@ -3,13 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // View is what a user is told about their standing.
@@ -61,40 +61,18 @@ func (v View) AdmissionNear() bool {
 // and nobody new may take a place (Config.ClosesAt, MethodReject).
 var ErrQueueClosed = errors.New("the queue is closed to newcomers")
 
-// SetStock tells the queue what it has left to sell (Store.SetStock); a
-// stock of 0 is sold out, and any other (or one not known) is a restock:
-// whoever waits has their place again, and admission goes on. Status polls
-// through this instance see the change at once; through another, within
-// the age of that instance's snapshot of the line (NewService).
-func (s *Service) SetStock(ctx context.Context, queue string, st Stock, onlyLower bool) (Stock, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return Stock{}, err
-	}
-	if st.Known && (st.Units < 0 || st.Units > maxUnits) {
-		return Stock{}, fmt.Errorf("%w: unitsLeft must be 0..%d, got %d", ErrInvalidConfig, maxUnits, st.Units)
-	}
-	now, err := s.store.SetStock(ctx, queue, st, onlyLower)
-	if err == nil {
-		s.Changed(queue)
-	}
-	return now, err
-}
-
-// maxUnits bounds a queue's units left, as the order API bounds a
-// product's stock.
-const maxUnits = 1_000_000_000
-
-// Service is the line as users and operators see it: validation, estimates
-// and poll hints around the Store's atomic steps.
+// Service is the line as its users see it: validation, estimates and
+// poll hints around the Store's atomic steps (the operator's calls are
+// package operate's).
 type Service struct {
 	// Clock judges the instants of a queue's config that the store does not
 	// (ClosesAt): time.Now unless a test sets it.
 	Clock func() time.Time
-	// Joined, if set, is told that someone joined a queue's line or was
-	// let straight in through this instance (the admission loop's Wake:
-	// an idle queue's loop ticks at once). Set before the first request.
-	Joined func(queue string)
 
+	// line is told who joined through this instance (which wakes the
+	// admission loop), and tells of the line moved or read by the
+	// admission loop and of configs changed by the operator's calls.
+	line     *signals.Line
 	store    Store
 	snaps    *snapshots // nil: every status poll asks the store
 	presence *presence
@@ -105,8 +83,6 @@ type Service struct {
 	configsMu sync.Mutex
 	configs   map[string]recentConfig // ConfigInForce's reads
 
-	knownMu sync.Mutex
-	known   []string // the last list of queues the store gave
 }
 
 // recentConfig is a queue's config as read at a moment.
@@ -119,15 +95,35 @@ type recentConfig struct {
 // change made through another instance shows within it.
 const recentConfigAge = time.Second
 
-// NewService returns a Service over store. With snapshotAge > 0, status polls
-// far from the front are answered from a snapshot of the line at most that
-// old (see snapshots); 0 sends every poll to the store.
-func NewService(store Store, snapshotAge time.Duration) *Service {
-	s := &Service{Clock: time.Now, store: store, presence: newPresence(store), changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
+// NewService returns a Service over store, on the instance's line of
+// signals: it tells line who joined, and listens to it for the line moved
+// or read elsewhere on the instance (the admitter, the operator's calls).
+// With snapshotAge > 0, status polls far from the front are answered from
+// a snapshot of the line at most that old (see snapshots); 0 sends every
+// poll to the store. A nil line is one of the service's own.
+func NewService(store Store, snapshotAge time.Duration, line *signals.Line) *Service {
+	if line == nil { // a service alone still hears its own calls
+		line = signals.New()
+	}
+	s := &Service{Clock: time.Now, line: line, store: store, presence: newPresence(store), changes: map[string]chan struct{}{}, configs: map[string]recentConfig{}}
 	if snapshotAge > 0 {
 		s.snaps = newSnapshots(store, snapshotAge)
 	}
+	line.Listen(signals.Listener{
+		Moved:        func(queue string, _ []string, _ []rollup.Wait) { s.changed(queue) },
+		Read:         s.lineRead,
+		Reconfigured: s.reconfigured,
+	})
 	return s
+}
+
+// reconfigured forgets the queue's config read last, and what was held on
+// the queue looks again.
+func (s *Service) reconfigured(queue string) {
+	s.configsMu.Lock()
+	delete(s.configs, queue)
+	s.configsMu.Unlock()
+	s.changed(queue)
 }
 
 // RunPresence sends this instance's seen marks (no-shows, see presence)
@@ -168,10 +164,11 @@ func (s *Service) SnapshotAnswers() (hits, misses uint64) {
 	return s.snaps.hits.Load(), s.snaps.misses.Load()
 }
 
-// Changed tells the service that the queue changed on this instance but
-// outside its own calls (the admitter admitted users): a snapshot it holds
-// is stale, and held status requests look again.
-func (s *Service) Changed(queue string) {
+// changed is told that the queue changed on this instance, through its
+// own calls or outside them (signals.Line.Moved: the admitter admitted
+// users): a snapshot it holds is stale, and held status requests look
+// again.
+func (s *Service) changed(queue string) {
 	if s.snaps != nil {
 		s.snaps.changed(queue)
 	}
@@ -208,7 +205,7 @@ func (s *Service) TicketShown(queue, user string, epoch, ticket int64) {
 	}
 }
 
-// LineRead says this instance's admitter has just read the queue's line
+// lineRead is told (signals.Line.Read) that this instance's admitter has just read the queue's line
 // and moved nobody itself: another instance may have let people in since
 // it last looked. Requests held on the queue (HoldFrom) recheck now,
 // sharing one fresh read of the line, so they learn READY at the
@@ -216,18 +213,18 @@ func (s *Service) TicketShown(queue, user string, epoch, ticket int64) {
 // interval, its jitter, when two instances share the queue), and wake
 // with it rather than on timers of their own. Without held requests it
 // does nothing.
-func (s *Service) LineRead(queue string) {
+func (s *Service) lineRead(queue string) {
 	s.mu.Lock()
 	_, held := s.changes[queue]
 	s.mu.Unlock()
 	if held {
-		s.Changed(queue)
+		s.changed(queue)
 	}
 }
 
 // holdFallback is how often a held status request asks again when nothing
 // on this instance says the line may have moved: the instance's admitter
-// reads it every tick (LineRead), so this is only for a queue whose ticks
+// reads it every tick (lineRead), so this is only for a queue whose ticks
 // it cannot read (the store failing, a queue not yet discovered). On the
 // process's beat, so the held requests fall back together.
 const holdFallback = time.Second
@@ -252,7 +249,7 @@ const holdRecheck = 100 * time.Millisecond
 //
 // The held requests of a queue on one instance recheck together, when
 // the line may have moved: this instance's admitter let people in
-// (Changed) or read the line (LineRead), or holdFallback passed. Each
+// (changed) or read the line (lineRead), or holdFallback passed. Each
 // recheck first asks the instance's snapshot of the line, read once for
 // all of them (snapshots.stillWaiting), and the store only for a user it
 // no longer places (so READY, and its token, still come from the store).
@@ -332,8 +329,8 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 		s.snaps.remember(queue, user, e)
 		s.snaps.changed(queue)
 	}
-	if e.State == Waiting && s.Joined != nil {
-		s.Joined(queue)
+	if e.State == Waiting {
+		s.line.Joined(queue)
 	}
 	return s.view(ctx, queue, e), nil
 }
@@ -466,8 +463,8 @@ func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error
 	if err != nil {
 		return View{}, err
 	}
-	if e.State == Ready && s.Joined != nil {
-		s.Joined(queue) // what was let in comes out of the next tick's quota, which that tick resets
+	if e.State == Ready {
+		s.line.Joined(queue) // what was let in comes out of the next tick's quota, which that tick resets
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
@@ -499,14 +496,6 @@ func (s *Service) Leave(ctx context.Context, queue, user string) error {
 	return err
 }
 
-// Config returns a queue's config.
-func (s *Service) Config(ctx context.Context, queue string) (Config, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return Config{}, err
-	}
-	return s.store.Config(ctx, queue)
-}
-
 // ConfigInForce is the queue's settings as they stand now: its config,
 // read at most a second ago, with the phase in force by the service's
 // clock put over it (Config.InForce). Every enter asks it (the join
@@ -520,8 +509,11 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 	if ok && time.Since(r.at) < recentConfigAge {
 		return r.c.InForce(s.Clock()), nil
 	}
+	if err := ValidateQueueName(queue); err != nil {
+		return InForce{}, err
+	}
 	at := time.Now()
-	c, err := s.Config(ctx, queue)
+	c, err := s.store.Config(ctx, queue)
 	if err != nil {
 		return InForce{}, err
 	}
@@ -529,149 +521,6 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 	s.configs[queue] = recentConfig{c: c, at: at}
 	s.configsMu.Unlock()
 	return c.InForce(s.Clock()), nil
-}
-
-// PutConfig validates and stores a queue's config, creating the queue.
-func (s *Service) PutConfig(ctx context.Context, queue string, c Config) error {
-	if err := ValidateQueueName(queue); err != nil {
-		return err
-	}
-	if err := c.Validate(); err != nil {
-		return err
-	}
-	err := s.store.PutConfig(ctx, queue, c)
-	s.configsMu.Lock()
-	delete(s.configs, queue)
-	s.configsMu.Unlock()
-	s.Changed(queue)
-	return err
-}
-
-// DeleteQueue removes a queue with everyone in it (Store.DeleteQueue):
-// whoever polls it next is told it is not found.
-func (s *Service) DeleteQueue(ctx context.Context, queue string) error {
-	if err := ValidateQueueName(queue); err != nil {
-		return err
-	}
-	err := s.store.DeleteQueue(ctx, queue)
-	s.configsMu.Lock()
-	delete(s.configs, queue)
-	s.configsMu.Unlock()
-	s.Changed(queue)
-	return err
-}
-
-// FirstUse records a one-time key of the queue (Store.FirstUse).
-func (s *Service) FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return false, err
-	}
-	return s.store.FirstUse(ctx, queue, key, ttl)
-}
-
-// Stats returns the operator's view of a queue.
-func (s *Service) Stats(ctx context.Context, queue string) (Stats, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return Stats{}, err
-	}
-	st, err := s.store.Stats(ctx, queue)
-	st.Queue = queue
-	return st.inForce(s.Clock()), err
-}
-
-// Rollups reads a queue's minutes from since to until, oldest first, and
-// the sale's moments among them (rollup.Build), as the store keeps them
-// (rows older than the retention are gone; minutes in which nothing
-// changed, written by no instance, are filled in: rollup.Fill). The row of
-// the minute before since is read too, for the totals the first minute's
-// counts start from.
-func (s *Service) Rollups(ctx context.Context, queue string, since, until time.Time) (rollup.Rollup, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return rollup.Rollup{}, err
-	}
-	since, until = since.UTC().Truncate(time.Minute), until.UTC()
-	if until.Before(since) || until.Sub(since) > rollup.MaxRange {
-		return rollup.Rollup{}, fmt.Errorf("%w: since must come before until, at most %v before it", ErrInvalidConfig, rollup.MaxRange)
-	}
-	rows, err := s.store.Rollups(ctx, queue, since.Add(-time.Minute), until)
-	if err != nil {
-		return rollup.Rollup{}, err
-	}
-	minutes, moments := rollup.Build(rows)
-	end := until
-	if now := s.Clock(); now.Before(end) {
-		end = now
-	}
-	minutes = rollup.Fill(minutes, end)
-	r := rollup.Rollup{Queue: queue, Since: since, Until: until, Minutes: []rollup.Minute{}, Moments: []rollup.Moment{}}
-	for _, m := range minutes {
-		if !m.Start.Before(since) {
-			r.Minutes = append(r.Minutes, m)
-		}
-	}
-	for _, m := range moments {
-		if !m.At.Before(since) && !m.At.After(until) {
-			r.Moments = append(r.Moments, m)
-		}
-	}
-	return r, nil
-}
-
-// Roll writes this instance's reading of a queue into its row of the
-// minute (Store.Roll).
-func (s *Service) Roll(ctx context.Context, queue string, w rollup.Write) error {
-	if err := ValidateQueueName(queue); err != nil {
-		return err
-	}
-	return s.store.Roll(ctx, queue, w)
-}
-
-// RateChanges lists the recent changes of a queue's admission rate,
-// oldest first (the admin chart).
-func (s *Service) RateChanges(ctx context.Context, queue string) ([]RateChange, error) {
-	if err := ValidateQueueName(queue); err != nil {
-		return nil, err
-	}
-	return s.store.RateChanges(ctx, queue)
-}
-
-// Queues lists the queue names.
-func (s *Service) Queues(ctx context.Context) ([]string, error) {
-	names, err := s.store.Queues(ctx)
-	if err == nil {
-		s.knownMu.Lock()
-		s.known = names
-		s.knownMu.Unlock()
-	}
-	return names, err
-}
-
-// KnownQueues lists the queues for the loops that visit them all (the
-// history, the metrics, the store's health): the store's list, or when the
-// store cannot give it, the last list it gave. On Redis Cluster the list
-// lives on one node; while that node is down the queues on the others are
-// still there to serve, and to watch.
-func (s *Service) KnownQueues(ctx context.Context) []string {
-	if names, err := s.Queues(ctx); err == nil {
-		return names
-	}
-	s.knownMu.Lock()
-	defer s.knownMu.Unlock()
-	return s.known
-}
-
-// EnsureQueue creates the queue with c unless it exists already, and says
-// whether it did; an existing queue keeps its config, so restarting an
-// instance never undoes an operator's change.
-func (s *Service) EnsureQueue(ctx context.Context, queue string, c Config) (created bool, err error) {
-	_, err = s.store.Config(ctx, queue)
-	if err == nil {
-		return false, nil
-	}
-	if !errors.Is(err, ErrQueueNotFound) {
-		return false, err
-	}
-	return true, s.PutConfig(ctx, queue, c)
 }
 
 // view is what the user of the queue is told of their standing e.

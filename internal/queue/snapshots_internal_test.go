@@ -96,7 +96,7 @@ func inFresh() int {
 // queues that do not exist cost no memory.
 func TestMadeUpQueuesLeaveNoTrace(t *testing.T) {
 	store := &lineStore{}
-	svc := NewService(store, time.Second)
+	svc := NewService(store, time.Second, nil)
 	for i := range 1000 {
 		q := fmt.Sprintf("nosuch%d", i)
 		v, _ := svc.Status(context.Background(), q, "u1")

@@ -53,8 +53,8 @@ func sameView(a, b queue.View) bool {
 func TestSnapshotAnswersAreTheStoresAnswers(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(nil)
-	svc := queue.NewService(store, time.Hour)
-	direct := queue.NewService(store, 0)
+	svc := queue.NewService(store, time.Hour, nil)
+	direct := queue.NewService(store, 0, nil)
 	fastQueue(t, svc, "q")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	users := 0
@@ -105,7 +105,7 @@ func TestSnapshotOfAnotherInstanceCatchesUp(t *testing.T) {
 	ctx := context.Background()
 	const age = 150 * time.Millisecond
 	store := memstore.New(nil)
-	a, b := queue.NewService(store, age), queue.NewService(store, age)
+	a, b := queue.NewService(store, age, nil), queue.NewService(store, age, nil)
 	cfg := fastQueue(t, a, "q")
 	for i := range 100 {
 		if _, err := a.Enter(ctx, "q", fmt.Sprintf("u%d", i)); err != nil {
@@ -165,7 +165,7 @@ func TestSnapshotOfAnotherInstanceCatchesUp(t *testing.T) {
 // TestNoSnapshotWithAgeZero: age 0 sends every poll to the store.
 func TestNoSnapshotWithAgeZero(t *testing.T) {
 	ctx := context.Background()
-	svc := queue.NewService(memstore.New(nil), 0)
+	svc := queue.NewService(memstore.New(nil), 0, nil)
 	fastQueue(t, svc, "q")
 	for i := range 50 {
 		svc.Enter(ctx, "q", fmt.Sprintf("u%d", i))
@@ -248,7 +248,7 @@ func TestRememberedTicketsDieWithTheLine(t *testing.T) {
 			const age = 10 * time.Millisecond
 			first := memstore.New(nil)
 			store := &lostStore{Store: first}
-			svc := queue.NewService(store, age)
+			svc := queue.NewService(store, age, nil)
 			fastQueue(t, svc, "q")
 			for i := range 50 {
 				if _, err := svc.Enter(ctx, "q", fmt.Sprintf("u%d", i)); err != nil {
@@ -271,7 +271,7 @@ func TestRememberedTicketsDieWithTheLine(t *testing.T) {
 			time.Sleep(time.Millisecond) // a later epoch for the new queue
 			store.swap(memstore.New(nil), keep)
 			// Another instance creates the queue again and lets people in.
-			other := queue.NewService(store, 0)
+			other := queue.NewService(store, 0, nil)
 			fastQueue(t, other, "q")
 			enter := func(from, to int) {
 				for i := from; i < to; i++ {
@@ -316,7 +316,7 @@ func TestRememberedTicketsDieWithTheLine(t *testing.T) {
 func TestSnapshotLeavingThePreQueueElsewhere(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(nil)
-	one, other := queue.NewService(store, time.Hour), queue.NewService(store, time.Hour)
+	one, other := queue.NewService(store, time.Hour, nil), queue.NewService(store, time.Hour, nil)
 	c := fastQueue(t, one, "q")
 	c.OpensAt = time.Now().Add(time.Hour)
 	if err := one.PutConfig(ctx, "q", c); err != nil {
@@ -350,8 +350,8 @@ func TestSnapshotLeavingThePreQueueElsewhere(t *testing.T) {
 func TestShownTicketsAnswerAsTheStore(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(nil)
-	a, b := queue.NewService(store, time.Hour), queue.NewService(store, time.Hour)
-	direct := queue.NewService(store, 0)
+	a, b := queue.NewService(store, time.Hour, nil), queue.NewService(store, time.Hour, nil)
+	direct := queue.NewService(store, 0, nil)
 	fastQueue(t, a, "q")
 	if _, err := b.Snapshot(ctx, "q"); err != nil { // b's view of the line, as its front document makes it
 		t.Fatal(err)
@@ -482,7 +482,7 @@ func TestShownTicketsNoticeAStoreThatWentBack(t *testing.T) {
 	const age = 10 * time.Millisecond
 	first := memstore.New(nil)
 	store := &lostStore{Store: first}
-	entering := queue.NewService(store, 0)
+	entering := queue.NewService(store, 0, nil)
 	fastQueue(t, entering, "q")
 	tickets := map[string]int64{}
 	for i := range 50 {
@@ -494,7 +494,7 @@ func TestShownTicketsNoticeAStoreThatWentBack(t *testing.T) {
 		tickets[u] = v.Ticket
 	}
 	sn, _ := first.Snapshot(ctx, "q")
-	svc := queue.NewService(store, age)
+	svc := queue.NewService(store, age, nil)
 	if _, err := svc.Snapshot(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestShownTicketsNoticeAStoreThatWentBack(t *testing.T) {
 	}
 
 	store.swap(memstore.New(nil), sn.Epoch) // the same epoch, an empty line
-	other := queue.NewService(store, 0)
+	other := queue.NewService(store, 0, nil)
 	fastQueue(t, other, "q")
 	for i := range 45 { // tickets 1..45 given again
 		if _, err := other.Enter(ctx, "q", fmt.Sprintf("n%d", i)); err != nil {

@@ -29,7 +29,7 @@ func (f *funnel) add(m Minute) {
 }
 
 // quiet: nobody was in line or came, went or bought in the minute.
-func (m Minute) quiet() bool {
+func quiet(m Minute) bool {
 	var f funnel
 	f.add(m)
 	return f == funnel{} && m.LineLength == 0 && m.LineMax == 0 && m.PreQueue == 0
@@ -76,10 +76,10 @@ func workOut(s Sale) figures {
 	slices.SortFunc(ms, func(a, b Minute) int { return a.Start.Compare(b.Start) })
 	// A store may keep a minute for every minute of its retention: the
 	// quiet ones before the sale and after it are no part of the report.
-	for len(ms) > 0 && ms[0].quiet() {
+	for len(ms) > 0 && quiet(ms[0]) {
 		ms = ms[1:]
 	}
-	for len(ms) > 0 && ms[len(ms)-1].quiet() {
+	for len(ms) > 0 && quiet(ms[len(ms)-1]) {
 		ms = ms[:len(ms)-1]
 	}
 	f := figures{sale: s}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 )
 
@@ -48,8 +49,8 @@ const saleJSON = `{
 func TestSaleJSON(t *testing.T) {
 	at := func(m int) time.Time { return time.Date(2026, 12, 4, 20, m, 0, 0, time.UTC) }
 	want := report.Sale{Queue: "spring-drop", From: at(0), Until: at(60),
-		Minutes: []report.Minute{{Start: at(0), LineLength: 2700, LineMax: 2710, RatePerSecond: 15,
-			Entered: 3600, Left: 3, Skipped: 9, Admitted: 891, Used: 820, Ordered: 790,
+		Minutes: []report.Minute{{Figures: rollup.Figures{Start: at(0), LineLength: 2700, LineMax: 2710, RatePerSecond: 15,
+			Entered: 3600, Left: 3, Skipped: 9, Admitted: 891, Used: 820, Ordered: 790},
 			TimeInLine:    report.Histogram{{Count: 12}, {Lo: 28.5, Hi: 29.8, Count: 40}},
 			EstimateRatio: report.Histogram{{Lo: 0.96, Hi: 1, Count: 31}}}},
 		Moments: []report.Moment{{At: at(0), Kind: report.MomentOpened}, {At: at(33), Kind: report.MomentSoldOut, Detail: "0 units left"}},

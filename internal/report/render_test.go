@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/report/reporttest"
 	"github.com/waitroom/waitroom/internal/web"
@@ -136,12 +137,12 @@ func TestRenderTrimsQuietMinutes(t *testing.T) {
 	sale, _ := reporttest.Sale("spring-drop")
 	var padded []report.Minute
 	for i := -600; i < 0; i++ {
-		padded = append(padded, report.Minute{Start: reporttest.Start.Add(time.Duration(i) * time.Minute), RatePerSecond: 15})
+		padded = append(padded, report.Minute{Figures: rollup.Figures{Start: reporttest.Start.Add(time.Duration(i) * time.Minute), RatePerSecond: 15}})
 	}
 	padded = append(padded, sale.Minutes...)
 	end := sale.Minutes[len(sale.Minutes)-1].Start
 	for i := 1; i <= 600; i++ {
-		padded = append(padded, report.Minute{Start: end.Add(time.Duration(i) * time.Minute), RatePerSecond: 25})
+		padded = append(padded, report.Minute{Figures: rollup.Figures{Start: end.Add(time.Duration(i) * time.Minute), RatePerSecond: 25}})
 	}
 	sale.Minutes, sale.From, sale.Until = padded, time.Time{}, time.Time{}
 	var b bytes.Buffer

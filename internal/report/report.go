@@ -15,6 +15,8 @@ package report
 import (
 	"context"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // Sale is one queue's figures over a span: what Render draws.
@@ -31,36 +33,9 @@ type Sale struct {
 	Moments []Moment `json:"moments"`
 }
 
-// Minute is one minute of one queue.
-type Minute struct {
-	// Start is the minute's first instant (UTC, on the minute).
-	Start time.Time `json:"start"`
-	// LineLength is the line's length at the minute's end, LineMax the
-	// most it held during the minute, PreQueue those waiting for the
-	// opening (opensAt) at the minute's end.
-	LineLength int64 `json:"lineLength"`
-	LineMax    int64 `json:"lineMax"`
-	PreQueue   int64 `json:"preQueue"`
-	// RatePerSecond is the admission rate in force at the minute's end
-	// (0 while paused).
-	RatePerSecond float64 `json:"ratePerSecond"`
-	// The funnel, counted in the minute: took a place, left the line,
-	// skipped as no-shows, admitted (given an entry), entries used,
-	// orders placed, entries that expired unused.
-	Entered  int64 `json:"entered"`
-	Left     int64 `json:"left"`
-	Skipped  int64 `json:"skipped"`
-	Admitted int64 `json:"admitted"`
-	Used     int64 `json:"used"`
-	Ordered  int64 `json:"ordered"`
-	Expired  int64 `json:"expired"`
-	// TimeInLine is, in seconds, how long those admitted in the minute
-	// waited (took a place to admitted). EstimateRatio is, for the same
-	// people, the wait realised divided by the wait the line showed them
-	// when they took their place (1: exact; 2: twice as long).
-	TimeInLine    Histogram `json:"timeInLine"`
-	EstimateRatio Histogram `json:"estimateRatio"`
-}
+// Minute is one minute of one queue: the rollup's row (rollup.Minute),
+// its histograms as buckets bounded in units (time in line in seconds).
+type Minute = rollup.Minute[Histogram]
 
 // Histogram is a sparse histogram: only buckets with a count, in
 // ascending order, none overlapping. Buckets about 5% wide give

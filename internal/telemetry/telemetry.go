@@ -385,7 +385,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descReturned, st.ReturnedTotal)
 		gauge(descRateConf, in.RatePerSecond)
 		gauge(descRateMeas, st.MeasuredRate)
-		gauge(descRate, st.EffectiveRate) // a phase's own, while one is in force (Service.Stats)
+		gauge(descRate, st.EffectiveRate) // a phase's own, while one is in force (operate.Operator.Stats)
 		counter(descAbandoned, st.AbandonedTotal)
 		gauge(descPreQueue, float64(st.PreQueued))
 	}

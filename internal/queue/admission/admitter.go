@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // loopStore is what the loops need of a store: their steps, and the queues
@@ -28,30 +29,22 @@ type loopStore interface {
 type Admitter struct {
 	store  loopStore
 	logger *slog.Logger
-	// OnAdmitUsers, if set, is told who each tick admitted (metrics, tests),
-	// after every tick that moved the line (no-shows skipped included).
-	OnAdmitUsers func(queue string, users []string)
-	// OnAdmission, if set, is told each tick's whole answer after
-	// OnAdmitUsers: the admitted's waits (queue.Admission.Waited) for the
-	// sale's metrics.
-	OnAdmission func(queue string, a queue.Admission)
+	// line is told after every tick that moved the line (no-shows skipped
+	// included), with whom it admitted and their waits (the service's
+	// snapshots, the sale's metrics), after every tick that moved nobody
+	// (the service's held requests), and of each opening placed; it wakes
+	// the queue's loop when someone joins through this instance (Wake).
+	line *signals.Line
+	// ensure runs at every discovery before the queues are listed, to
+	// create again the queues that must exist (the default queue, after
+	// Redis lost its data); nil for none.
+	ensure func(ctx context.Context)
 	// Discover is how often the list of queues and their configs is re-read.
 	Discover time.Duration
 	// Jitter adds a random part of half an interval after each due time
 	// (default true). Off only to reproduce the unjittered schedule in the
 	// herd benchmark (bench/, --admission-jitter=false).
 	Jitter bool
-	// EnsureQueues, if set, runs at every discovery before the queues are
-	// listed, to create again the queues that must exist (the default
-	// queue, after Redis lost its data).
-	EnsureQueues func(ctx context.Context)
-	// OnOpened, if set, is told when this instance placed a queue's
-	// opening in line (the line changed).
-	OnOpened func(queue string)
-	// OnRead, if set, is told after each tick the store answered that
-	// moved nobody through this instance: another instance may have
-	// moved the line since this one last looked (queue.Service.LineRead).
-	OnRead func(queue string)
 	// IdleEvery is how often a queue whose line is empty is ticked, when
 	// no opening or phase is scheduled on it (1 s).
 	IdleEvery time.Duration
@@ -73,11 +66,16 @@ type Admitter struct {
 // once (Wake); one joining through another instance wakes that one's.
 const idleEvery = time.Second
 
-// NewAdmitter returns an Admitter over store.
-func NewAdmitter(store loopStore, logger *slog.Logger) *Admitter {
-	return &Admitter{store: store, logger: logger, Discover: time.Second, Jitter: true, IdleEvery: idleEvery,
+// NewAdmitter returns an Admitter over store, on the instance's line of
+// signals: it listens to line for who joined (Wake) and tells it what each
+// tick did. ensure, if not nil, runs at every discovery before the queues
+// are listed, to create again the queues that must exist.
+func NewAdmitter(store loopStore, logger *slog.Logger, line *signals.Line, ensure func(ctx context.Context)) *Admitter {
+	a := &Admitter{store: store, logger: logger, line: line, ensure: ensure, Discover: time.Second, Jitter: true, IdleEvery: idleEvery,
 		Random: rand.Reader, owner: queue.NewTokens(1)[0], loops: map[string]*queueLoop{},
 		ticks: perqueue.NewTroubles(logger, "admission tick"), listing: perqueue.NewTroubles(logger, "admission: listing the queues")}
+	line.Listen(signals.Listener{Joined: a.Wake})
+	return a
 }
 
 // Run admits until ctx ends, one loop per queue; queues created later are
@@ -146,9 +144,9 @@ func (l *queueLoop) setConfig(cfg queue.Config) {
 func (a *Admitter) discover(ctx context.Context, wg *sync.WaitGroup) {
 	// A queue whose node is down must not hold up the others' discovery:
 	// every read is bounded, and the configs are read at once.
-	if a.EnsureQueues != nil {
+	if a.ensure != nil {
 		ensure, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
-		a.EnsureQueues(ensure)
+		a.ensure(ensure)
 		cancel()
 	}
 	list, cancel := context.WithTimeout(ctx, perqueue.CallTimeout)
@@ -240,14 +238,11 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		// the same (a tick answered as the run ended had dropped them from
 		// the counts; TestThreeAdmittersShareTheRate saw 420 of 430).
 		moved := len(res.Admitted) > 0 || res.Skipped > 0
-		if err == nil && moved && a.OnAdmitUsers != nil {
-			a.OnAdmitUsers(name, res.Admitted)
-		}
-		if err == nil && !moved && a.OnRead != nil {
-			a.OnRead(name)
-		}
-		if err == nil && len(res.Admitted) > 0 && a.OnAdmission != nil {
-			a.OnAdmission(name, res)
+		switch {
+		case err == nil && moved:
+			a.line.Moved(name, res.Admitted, res.Waited)
+		case err == nil:
+			a.line.Read(name)
 		}
 		if ctx.Err() != nil {
 			return
@@ -316,9 +311,7 @@ func (a *Admitter) open(ctx context.Context, queue string) bool {
 	case o.Due:
 		a.logger.Info("line opened: the pre-queue placed in a random order", "queue", queue, "placed", placed,
 			"took", time.Since(start).String())
-		if a.OnOpened != nil {
-			a.OnOpened(queue)
-		}
+		a.line.Moved(queue, nil, nil)
 		return true
 	}
 	return !o.Busy && o.In == 0

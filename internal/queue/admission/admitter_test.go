@@ -10,6 +10,8 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // scriptedStore is the part of a store the admitter uses, answering Admit
@@ -48,7 +50,7 @@ func (s *scriptedStore) Sweep(context.Context, string) (bool, error) { return fa
 func runAdmitter(t *testing.T, s queue.Store, discover time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	a.Discover = discover
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -105,15 +107,17 @@ func (s idleStore) Admit(ctx context.Context, q string, tokens []string) (queue.
 }
 
 // TestAdmitterSleepsOnAnIdleQueueUntilWoken: an empty line's loop sleeps
-// IdleEvery (here an hour) after an idle tick, not an interval; Wake, as an
-// enter through this instance calls it, ticks at once. A queue with an
+// IdleEvery (here an hour) after an idle tick, not an interval; an enter
+// through this instance, told on the line the admitter was made on
+// (signals.Line.Joined, which calls Wake), ticks at once. A queue with an
 // opening scheduled is ticked every interval, idle or not.
 func TestAdmitterSleepsOnAnIdleQueueUntilWoken(t *testing.T) {
 	c := queue.DefaultConfig()
 	c.Interval = 20 * time.Millisecond
 	s := idleStore{newScriptedStore(c, func(c queue.Config) time.Duration { return c.Interval })}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	line := signals.New()
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), line, nil)
 	a.Discover, a.IdleEvery = time.Hour, time.Hour
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -125,14 +129,14 @@ func TestAdmitterSleepsOnAnIdleQueueUntilWoken(t *testing.T) {
 		t.Fatalf("%d more ticks of an idle queue in 300 ms, want none before an hour or a wake", n)
 	}
 	for range 3 {
-		a.Wake("q")
+		line.Joined("q")
 		s.waitCalls(t, 1, "a wake")
 	}
-	a.Wake("no such queue") // nothing to wake; no harm
+	line.Joined("no such queue") // nothing to wake; no harm
 
 	c.OpensAt = time.Now().Add(time.Hour)
 	s.setConfig(c)
-	a2 := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a2 := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	a2.Discover, a2.IdleEvery = time.Hour, time.Hour
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	done2 := make(chan struct{})
@@ -154,15 +158,16 @@ func (s *stoppingStore) Admit(ctx context.Context, q string, tokens []string) (q
 }
 
 // TestAdmitterReportsATickAnsweredAsItStops: users a tick let in are told
-// to OnAdmitUsers even when the run ended while the tick was answered:
+// to the line's signals (signals.Line.Moved) even when the run ended while the tick was answered:
 // they are in all the same (the counts had missed them).
 func TestAdmitterReportsATickAnsweredAsItStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &stoppingStore{scriptedStore: newScriptedStore(queue.DefaultConfig(), nil), stop: cancel}
-	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var told []string
-	a.OnAdmitUsers = func(_ string, users []string) { told = append(told, users...) }
+	line := signals.New()
+	line.Listen(signals.Listener{Moved: func(_ string, users []string, _ []rollup.Wait) { told = append(told, users...) }})
+	a := admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), line, nil)
 	a.Run(ctx) // returns once the run is stopped
 	if len(told) != 1 || told[0] != "u1" {
 		t.Errorf("told %v, want [u1]", told)

@@ -21,6 +21,8 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -234,11 +236,13 @@ func TestPaceMeasured(t *testing.T) {
 func TestStalledOnTheFakeClock(t *testing.T) {
 	clock := newFakeClock()
 	store := memstore.New(clock.Now)
-	svc := queue.NewService(store, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(store, 0, svcLine)
+	op := operate.New(store, svcLine)
 	ctx := context.Background()
 	c := queue.DefaultConfig()
 	c.MaxActiveTokens = 1 // one token held, nobody more gets in
-	if err := svc.PutConfig(ctx, "q", c); err != nil {
+	if err := op.PutConfig(ctx, "q", c); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"a", "b", "c"} {
@@ -260,7 +264,7 @@ func TestStalledOnTheFakeClock(t *testing.T) {
 		}
 	}
 	c.Paused = true
-	svc.PutConfig(ctx, "q", c)
+	op.PutConfig(ctx, "q", c)
 	if v, _ := svc.Status(ctx, "q", "c"); v.Stalled || !v.Paused {
 		t.Fatalf("paused: %+v", v)
 	}
@@ -274,11 +278,13 @@ func TestStalledOnTheFakeClock(t *testing.T) {
 func TestNoShowsOnTheFakeClock(t *testing.T) {
 	clock := newFakeClock()
 	store := memstore.New(clock.Now)
-	svc := queue.NewService(store, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(store, 0, svcLine)
+	op := operate.New(store, svcLine)
 	ctx := context.Background()
 	c := queue.DefaultConfig()
 	c.RatePerSecond, c.BatchSize, c.Interval, c.AbandonAfter = 1, 1, time.Second, 15*time.Second
-	if err := svc.PutConfig(ctx, "q", c); err != nil {
+	if err := op.PutConfig(ctx, "q", c); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 200 {
@@ -420,7 +426,7 @@ func TestDrawOrderIsUniform(t *testing.T) {
 	if chi > 41.638 {
 		t.Fatalf("chi-square %.2f: not uniform: %v", chi, counts)
 	}
-	if a := admission.NewAdmitter(nil, discard()); a.Random != rand.Reader {
+	if a := admission.NewAdmitter(nil, discard(), nil, nil); a.Random != rand.Reader {
 		t.Fatal("the admitter does not draw from crypto/rand")
 	}
 	// Every user stays in the draw, once.
@@ -445,12 +451,14 @@ func TestDrawOrderIsUniform(t *testing.T) {
 func TestOpeningOnTheFakeClock(t *testing.T) {
 	clock := newFakeClock()
 	store := memstore.New(clock.Now)
-	svc := queue.NewService(store, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(store, 0, svcLine)
+	op := operate.New(store, svcLine)
 	ctx := context.Background()
 	c := queue.DefaultConfig()
 	c.Paused = true
 	c.OpensAt = clock.Now().Add(time.Hour)
-	if err := svc.PutConfig(ctx, "q", c); err != nil {
+	if err := op.PutConfig(ctx, "q", c); err != nil {
 		t.Fatal(err)
 	}
 	v, err := svc.Enter(ctx, "q", "early")

@@ -13,6 +13,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 )
@@ -113,7 +114,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	a := admission.NewAdmitter(s, logger)
+	a := admission.NewAdmitter(s, logger, nil, nil)
 	a.Discover = 50 * time.Millisecond
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
@@ -146,7 +147,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 		t.Errorf("the flush took %v: the silent queue's call did not wait (the test's store is wrong)", flushed)
 	}
 
-	h := watch.NewHealthCheck(queue.NewService(s, 0), s, logger).Check(ctx)
+	h := watch.NewHealthCheck(operate.New(s, nil), s, logger).Check(ctx)
 	if !h.Reachable || strings.Join(h.Down, ",") != "broken,hung" || h.State() != "degraded" {
 		t.Errorf("health: reachable %v, down %v, state %q; want reachable, down [broken hung], degraded", h.Reachable, h.Down, h.State())
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -122,10 +124,11 @@ func commandsRun(t *testing.T, rdb *redis.Client) (int64, string) {
 func TestFarStatusBudget(t *testing.T) {
 	rdb := redisOfItsOwn(t)
 	ctx := context.Background()
-	svc := queue.NewService(redisstore.New(rdb, ""), time.Minute)
+	store, line := redisstore.New(rdb, ""), signals.New()
+	svc := queue.NewService(store, time.Minute, line)
 	c := queue.DefaultConfig()
 	c.Paused = true
-	if err := svc.PutConfig(ctx, "q", c); err != nil {
+	if err := operate.New(store, line).PutConfig(ctx, "q", c); err != nil {
 		t.Fatal(err)
 	}
 	const n = 1000

@@ -19,6 +19,8 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -218,14 +220,15 @@ func TestThreeAdmittersShareTheRate(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for range 3 {
-		a := admission.NewAdmitter(rec, discardLogger())
-		a.OnAdmitUsers = func(_ string, users []string) {
+		line := signals.New()
+		line.Listen(signals.Listener{Moved: func(_ string, users []string, _ []rollup.Wait) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, u := range users {
 				seen[u]++
 			}
-		}
+		}})
+		a := admission.NewAdmitter(rec, discardLogger(), line, nil)
 		wg.Go(func() { a.Run(runCtx) })
 	}
 	wg.Wait()

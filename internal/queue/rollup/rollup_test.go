@@ -65,7 +65,7 @@ func TestBuildCountsEachMinuteFromTheOneBefore(t *testing.T) {
 	type brief struct{ Entered, Admitted, Length, MaxLength, Ordered, Waits, Ratios int64 }
 	var got []brief
 	for _, m := range minutes {
-		got = append(got, brief{m.Entered, m.Admitted, m.Length, m.MaxLength, m.Ordered, m.TimeInLine.Count(), m.EstimateRatio.Count()})
+		got = append(got, brief{m.Entered, m.Admitted, m.LineLength, m.LineMax, m.Ordered, m.TimeInLine.Count(), m.EstimateRatio.Count()})
 	}
 	want := []brief{{10, 0, 45, 45, 2, 3, 0}, {30, 20, 55, 70, 0, 0, 0}, {0, 0, 55, 55, 0, 0, 0}, {1, 55, 1, 1, 0, 0, 55}, {0, 0, 1, 1, 0, 0, 0}}
 	if d := cmp.Diff(want, got); d != "" {
@@ -74,7 +74,7 @@ func TestBuildCountsEachMinuteFromTheOneBefore(t *testing.T) {
 	if len(moments) != 1 || moments[0].Type != "stock.sold_out" || !moments[0].At.Equal(m0.Add(90*time.Second)) {
 		t.Errorf("moments: %+v", moments)
 	}
-	if minutes[0].Rate != 2.5 {
-		t.Errorf("rate %v, want 2.5", minutes[0].Rate)
+	if minutes[0].RatePerSecond != 2.5 {
+		t.Errorf("rate %v, want 2.5", minutes[0].RatePerSecond)
 	}
 }

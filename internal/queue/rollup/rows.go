@@ -26,7 +26,7 @@ func (w Write) Empty() bool {
 	return len(w.Add) == 0 && len(w.Max) == 0 && len(w.Min) == 0 && len(w.Set) == 0
 }
 
-// MaxRange bounds the span one read of rows covers (queue.Service.Rollups):
+// MaxRange bounds the span one read of rows covers (operate.Operator.Rollups):
 // a month of minutes.
 const MaxRange = 31 * 24 * time.Hour
 
@@ -68,20 +68,39 @@ func MomentWrite(m Moment, keep time.Duration) Write {
 	return Write{Set: map[string]string{"moment:" + strconv.FormatInt(m.At.UnixMilli(), 10) + ":" + m.Type: string(data)}, Keep: keep}
 }
 
-// Minute is one minute of a queue's sale.
-type Minute struct {
+// Minute is one minute of a queue's sale, the one shape of it: as Build
+// makes it from the rows, with the rows' own histograms (H = Histogram:
+// bucket → count, in milli-units), and as the sale's report reads and
+// draws it, with buckets bounded in units (report.Minute =
+// Minute[report.Histogram], whose JSON the admin API's rollups route
+// answers). Only the histograms differ between the two; WithHistograms
+// turns one into the other.
+type Minute[H any] struct {
+	Figures
+	// TimeInLine counts the minute's admitted by their time in line
+	// (Histogram: ms in Bucket's buckets; the report's: seconds),
+	// EstimateRatio by their wait realised over the wait shown (1: exact;
+	// 2: twice as long; Histogram: × 1000, Wait.Ratio).
+	TimeInLine    H `json:"timeInLine"`
+	EstimateRatio H `json:"estimateRatio"`
+}
+
+// Figures are a minute's figures but its histograms.
+type Figures struct {
+	// Start is the minute's first instant (UTC, on the minute).
 	Start time.Time `json:"start"`
-	// Length is the users waiting at the minute's end (the last reading
-	// in it), MaxLength the most any reading in it saw, PreQueue the users
-	// waiting for the opening at its end, Rate the admission rate in force
-	// at its end (users/s).
-	Length    int64   `json:"length"`
-	MaxLength int64   `json:"maxLength"`
-	PreQueue  int64   `json:"preQueue"`
-	Rate      float64 `json:"rate"`
+	// LineLength is the users waiting at the minute's end (the last
+	// reading in it), LineMax the most any reading in it saw, PreQueue
+	// the users waiting for the opening (opensAt) at its end.
+	LineLength int64 `json:"lineLength"`
+	LineMax    int64 `json:"lineMax"`
+	PreQueue   int64 `json:"preQueue"`
+	// RatePerSecond is the admission rate in force at the minute's end
+	// (users/s; 0 while paused).
+	RatePerSecond float64 `json:"ratePerSecond"`
 	// The funnel within the minute: joined the line, left it, skipped as
-	// no-shows, admitted, entries used (tokens spent), orders placed, and
-	// entries that expired unused.
+	// no-shows, admitted (given an entry), entries used (tokens spent),
+	// orders placed, and entries that expired unused.
 	Entered  int64 `json:"entered"`
 	Left     int64 `json:"left"`
 	Skipped  int64 `json:"skipped"`
@@ -89,11 +108,12 @@ type Minute struct {
 	Used     int64 `json:"used"`
 	Ordered  int64 `json:"ordered"`
 	Expired  int64 `json:"expired"`
-	// TimeInLine counts the minute's admitted by their time in line (ms,
-	// in Bucket's buckets), EstimateRatio by their wait realised over the
-	// wait shown (× 1000; Wait.Ratio).
-	TimeInLine    Histogram `json:"timeInLine"`
-	EstimateRatio Histogram `json:"estimateRatio"`
+}
+
+// WithHistograms is m with its histograms redrawn by f (the report's
+// bounded buckets from the rows' counts).
+func WithHistograms[H, G any](m Minute[H], f func(H) G) Minute[G] {
+	return Minute[G]{Figures: m.Figures, TimeInLine: f(m.TimeInLine), EstimateRatio: f(m.EstimateRatio)}
 }
 
 // Moment is a moment of the sale: an event of package events (its type,
@@ -107,11 +127,11 @@ type Moment struct {
 // Rollup is a queue's minutes from Since to Until, oldest first, and its
 // moments among them, oldest first.
 type Rollup struct {
-	Queue   string    `json:"queue"`
-	Since   time.Time `json:"since"`
-	Until   time.Time `json:"until"`
-	Minutes []Minute  `json:"minutes"`
-	Moments []Moment  `json:"moments"`
+	Queue   string              `json:"queue"`
+	Since   time.Time           `json:"since"`
+	Until   time.Time           `json:"until"`
+	Minutes []Minute[Histogram] `json:"minutes"`
+	Moments []Moment            `json:"moments"`
 }
 
 // Build turns rows, oldest first, into minutes and moments. A minute's
@@ -119,14 +139,14 @@ type Rollup struct {
 // happened while no instance read the line counts in the next minute
 // read), or, for the first row or after the totals went back (the queue
 // was deleted and made again), from the minute's first reading.
-func Build(rows []Row) ([]Minute, []Moment) {
-	minutes := make([]Minute, 0, len(rows))
+func Build(rows []Row) ([]Minute[Histogram], []Moment) {
+	minutes := make([]Minute[Histogram], 0, len(rows))
 	var moments []Moment
 	var before map[string]int64
 	for _, r := range rows {
 		f := parse(r.Fields)
-		m := Minute{Start: r.Minute.UTC(), Length: f["length"], MaxLength: f["maxLength"], PreQueue: f["preQueue"],
-			Rate: float64(f["rate"]) / 1000, Ordered: f["ordered"], TimeInLine: Histogram{}, EstimateRatio: Histogram{}}
+		m := Minute[Histogram]{Figures: Figures{Start: r.Minute.UTC(), LineLength: f["length"], LineMax: f["maxLength"], PreQueue: f["preQueue"],
+			RatePerSecond: float64(f["rate"]) / 1000, Ordered: f["ordered"]}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}}
 		counts := make([]int64, len(funnel))
 		for i, name := range funnel {
 			from, ok := before[name]
@@ -158,11 +178,11 @@ func Build(rows []Row) ([]Minute, []Moment) {
 // Fill puts in the minutes from the first of minutes to end that have no
 // row: nothing changed in them (an instance writes a queue's row only when
 // its numbers moved), so each is the minute before it with no counts.
-func Fill(minutes []Minute, end time.Time) []Minute {
+func Fill(minutes []Minute[Histogram], end time.Time) []Minute[Histogram] {
 	if len(minutes) == 0 {
 		return minutes
 	}
-	out := make([]Minute, 0, len(minutes))
+	out := make([]Minute[Histogram], 0, len(minutes))
 	for i, m := range minutes {
 		out = append(out, m)
 		next := end.Truncate(time.Minute)
@@ -170,8 +190,8 @@ func Fill(minutes []Minute, end time.Time) []Minute {
 			next = minutes[i+1].Start.Add(-time.Minute)
 		}
 		for t := m.Start.Add(time.Minute); !t.After(next); t = t.Add(time.Minute) {
-			out = append(out, Minute{Start: t, Length: m.Length, MaxLength: m.Length, PreQueue: m.PreQueue, Rate: m.Rate,
-				TimeInLine: Histogram{}, EstimateRatio: Histogram{}})
+			out = append(out, Minute[Histogram]{Figures: Figures{Start: t, LineLength: m.LineLength, LineMax: m.LineLength,
+				PreQueue: m.PreQueue, RatePerSecond: m.RatePerSecond}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}})
 		}
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // The suite's part for a line that closes (closesAt), through the service,
@@ -21,10 +23,10 @@ func init() {
 func testClosing(t *testing.T, s queue.Store, clock Clock) {
 	// The line closes now: set when the line is as wanted, not at an
 	// instant a slow machine could reach first.
-	svc, q, c := closedLineDrains(t, s, clock, func(c *queue.Config) { c.ClosesAt = clock.Now().Truncate(time.Millisecond) })
+	_, q, c := closedLineDrains(t, s, clock, func(c *queue.Config) { c.ClosesAt = clock.Now().Truncate(time.Millisecond) })
 
 	c.OpensAt = c.ClosesAt
-	if err := svc.PutConfig(context.Background(), q, c); !errors.Is(err, queue.ErrInvalidConfig) {
+	if err := operate.New(s, nil).PutConfig(context.Background(), q, c); !errors.Is(err, queue.ErrInvalidConfig) {
 		t.Errorf("closesAt not after opensAt: %v, want ErrInvalidConfig", err)
 	}
 }
@@ -43,7 +45,9 @@ func closedLineDrains(t *testing.T, s queue.Store, clock Clock, closeIt func(*qu
 	c := fastConfig()
 	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(s, 0, svcLine)
+	op := operate.New(s, svcLine)
 	svc.Clock = clock.Now
 	for _, u := range []string{"a", "b", "c"} {
 		if v, err := svc.Enter(ctx, q, u); err != nil || v.State != queue.Waiting {
@@ -54,7 +58,7 @@ func closedLineDrains(t *testing.T, s queue.Store, clock Clock, closeIt func(*qu
 		t.Fatalf("the first tick admitted %v, want [a]", got)
 	}
 	closeIt(&c)
-	if err := svc.PutConfig(ctx, q, c); err != nil {
+	if err := op.PutConfig(ctx, q, c); err != nil {
 		t.Fatalf("closing the line: %v", err)
 	}
 	clock.Sleep(10 * time.Millisecond)

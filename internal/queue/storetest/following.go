@@ -586,7 +586,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 		t.Fatal(err)
 	}
 	for u, pos := range want {
-		if p, ok := sn.Position(mustStatus(t, s, q, u).Ticket); !ok || p != pos {
+		if p, ok := placeIn(sn, mustStatus(t, s, q, u).Ticket); !ok || p != pos {
 			t.Errorf("snapshot places %s at %d/%v, want %d", u, p, ok, pos)
 		}
 	}

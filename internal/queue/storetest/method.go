@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 )
 
 // The suite's part for the queueing methods (queueingMethod), through the
@@ -36,7 +37,7 @@ func testPassthrough(t *testing.T, s queue.Store, clock Clock) {
 	c.RatePerSecond, c.BatchSize, c.Interval = 10, 1, 100*time.Millisecond // one a tick
 	c.MaxActiveTokens, c.Method = 3, queue.MethodPassthrough
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svc := queue.NewService(s, 0, nil)
 	svc.Clock = clock.Now
 	tokens := map[string]string{}
 	for i := range 5 {
@@ -89,9 +90,9 @@ func testUnknownMethod(t *testing.T, s queue.Store, _ Clock) {
 	c := fastConfig()
 	c.Method = queue.MethodReject
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	op := operate.New(s, nil)
 	c.Method = "lottery"
-	if err := svc.PutConfig(ctx, q, c); !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), "queueingMethod") {
+	if err := op.PutConfig(ctx, q, c); !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), "queueingMethod") {
 		t.Fatalf("queueingMethod lottery: %v, want ErrInvalidConfig naming queueingMethod", err)
 	}
 	if got, err := s.Config(ctx, q); err != nil || got.Method != queue.MethodReject {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // The suite's part for queueingMethod random: each tick draws whom it lets
@@ -195,7 +197,9 @@ func testRandomNoShows(t *testing.T, s queue.Store, clock Clock) {
 // ticket); random → fifo orders whoever is left by ticket, their arrival.
 func testRandomSwitch(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
-	svc := queue.NewService(s, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(s, 0, svcLine)
+	op := operate.New(s, svcLine)
 	svc.Clock = clock.Now
 	c := randomConfig()
 	c.Method = queue.MethodFIFO
@@ -210,7 +214,7 @@ func testRandomSwitch(t *testing.T, s queue.Store, clock Clock) {
 		arrival = append(arrival, u)
 	}
 	c.Method = queue.MethodRandom
-	if err := svc.PutConfig(ctx, q, c); err != nil {
+	if err := op.PutConfig(ctx, q, c); err != nil {
 		t.Fatalf("switching to random: %v", err)
 	}
 	before := mustStatus(t, s, q, "u19")
@@ -245,7 +249,7 @@ func testRandomSwitch(t *testing.T, s queue.Store, clock Clock) {
 	}
 	drawn := admitDue(t, s, clock, q, 5)
 	c.Method = queue.MethodFIFO
-	if err := svc.PutConfig(ctx, q, c); err != nil {
+	if err := op.PutConfig(ctx, q, c); err != nil {
 		t.Fatalf("switching to fifo: %v", err)
 	}
 	var left []string

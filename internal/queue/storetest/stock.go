@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
 // The suite's part for what a queue has left to sell (Store.SetStock):
@@ -38,14 +40,16 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 	c.RatePerSecond, c.BatchSize = 1000, 1 // one a tick
 	c.SoldOutPoll = 2 * time.Minute
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(s, 0, svcLine)
+	op := operate.New(s, svcLine)
 	for _, u := range []string{"a", "b", "c", "d"} {
 		mustEnter(t, s, q, u)
 	}
 	if got := admitDue(t, s, clock, q, 1); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("the first tick admitted %v, want [a]", got)
 	}
-	if st, err := svc.SetStock(ctx, q, units(0), false); err != nil || !st.SoldOut() {
+	if st, err := op.SetStock(ctx, q, units(0), false); err != nil || !st.SoldOut() {
 		t.Fatalf("SetStock(0): %+v, %v; want sold out", st, err)
 	}
 
@@ -84,7 +88,7 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 	}
 
 	for i, restock := range []queue.Stock{units(2), unknown} {
-		if _, err := svc.SetStock(ctx, q, restock, false); err != nil {
+		if _, err := op.SetStock(ctx, q, restock, false); err != nil {
 			t.Fatalf("restock %+v: %v", restock, err)
 		}
 		waiting := []string{"b", "c", "d"}[i:]
@@ -98,7 +102,7 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 			t.Fatalf("the first tick after restock %+v admitted %v, want [%s]", restock, got, waiting[0])
 		}
 		if i == 0 {
-			if _, err := svc.SetStock(ctx, q, units(0), false); err != nil {
+			if _, err := op.SetStock(ctx, q, units(0), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -112,7 +116,7 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 	if _, err := svc.Enter(ctx, q, "late"); err != nil {
 		t.Fatalf("a newcomer after restock: %v", err)
 	}
-	if _, err := svc.SetStock(ctx, "no-such-queue", units(0), false); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := op.SetStock(ctx, "no-such-queue", units(0), false); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("SetStock on an unknown queue: %v, want ErrQueueNotFound", err)
 	}
 }
@@ -126,11 +130,13 @@ func testAdmitPerUnit(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig() // 10 a tick
 	q := newQueue(t, s, c)
-	svc := queue.NewService(s, 0)
+	svcLine := signals.New()
+	svc := queue.NewService(s, 0, svcLine)
+	op := operate.New(s, svcLine)
 	for i := range 20 {
 		mustEnter(t, s, q, fmt.Sprintf("u%02d", i))
 	}
-	if _, err := svc.SetStock(ctx, q, units(3), false); err != nil {
+	if _, err := op.SetStock(ctx, q, units(3), false); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := svc.Status(ctx, q, "u03"); err != nil || !v.BeyondStock {
@@ -155,7 +161,7 @@ func testAdmitPerUnit(t *testing.T, s queue.Store, clock Clock) {
 	if err := s.BeginUse(ctx, q, "u00", a.Token, "order", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.SetStock(ctx, q, units(2), true); err != nil {
+	if _, err := op.SetStock(ctx, q, units(2), true); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.EndUse(ctx, q, "u00", a.Token, "order", true); err != nil {
@@ -190,7 +196,7 @@ func testAdmitPerUnit(t *testing.T, s queue.Store, clock Clock) {
 	if err := s.PutConfig(ctx, q, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.SetStock(ctx, q, unknown, false); err != nil {
+	if _, err := op.SetStock(ctx, q, unknown, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := admitDue(t, s, clock, q, 10); len(got) != 3 {
@@ -199,7 +205,7 @@ func testAdmitPerUnit(t *testing.T, s queue.Store, clock Clock) {
 
 	// A quiet line lets people straight in only under the cap too.
 	quiet := newQueue(t, s, fastConfig())
-	if _, err := svc.SetStock(ctx, quiet, units(1), false); err != nil {
+	if _, err := op.SetStock(ctx, quiet, units(1), false); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := svc.AdmitNow(ctx, quiet, "x"); err != nil || v.State != queue.Ready {

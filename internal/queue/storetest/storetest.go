@@ -468,7 +468,7 @@ func testSnapshotProperty(t *testing.T, s queue.Store, clock Clock) {
 					t.Fatalf("step %d: snapshot %+v, want length %d, last %d", step, sn, len(model), last)
 				}
 				for u, ticket := range tickets {
-					pos, ok := sn.Position(ticket)
+					pos, ok := placeIn(sn, ticket)
 					want := int64(indexOf(model, u) + 1)
 					if want > 0 && tickets[u] != mustStatus(t, s, q, u).Ticket {
 						t.Fatalf("step %d: status of %s has another ticket than enter gave", step, u)
@@ -503,14 +503,14 @@ func testSnapshotIncomplete(t *testing.T, s queue.Store, clock Clock) {
 	if sn.Complete || len(sn.Left) > queue.SnapshotMaxLeft || sn.Length != 2 {
 		t.Fatalf("snapshot: complete %v, %d leavers, length %d", sn.Complete, len(sn.Left), sn.Length)
 	}
-	if pos, ok := sn.Position(tickets[n-1]); ok {
+	if pos, ok := placeIn(sn, tickets[n-1]); ok {
 		t.Fatalf("an incomplete snapshot placed the last user at %d", pos)
 	}
 	mustLeave(t, s, q, "u0") // the head leaves: the last user is alone, no leaver above him
 	if sn, err = s.Snapshot(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	if pos, ok := sn.Position(tickets[n-1]); !ok || pos != 1 || !sn.Complete {
+	if pos, ok := placeIn(sn, tickets[n-1]); !ok || pos != 1 || !sn.Complete {
 		t.Fatalf("after the head left: %d/%v, complete %v", pos, ok, sn.Complete)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
@@ -56,7 +57,7 @@ func (h Health) State() string {
 // without a round trip of their own. It logs the store's and each queue's
 // changes of state, once each.
 type HealthCheck struct {
-	svc *queue.Service
+	svc *operate.Operator
 	// probe is the store asked (the service's, or the same Redis through
 	// a client of its own, so the checks never queue behind the
 	// requests' auto-pipeline).
@@ -80,7 +81,7 @@ const HealthEvery = time.Second
 
 // NewHealthCheck returns a HealthCheck of the queues svc knows, asking
 // probe (svc's store, or a client of its own to the same store).
-func NewHealthCheck(svc *queue.Service, probe queue.Inspector, logger *slog.Logger) *HealthCheck {
+func NewHealthCheck(svc *operate.Operator, probe queue.Inspector, logger *slog.Logger) *HealthCheck {
 	return &HealthCheck{svc: svc, probe: probe, logger: logger}
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 )
 
@@ -24,7 +24,7 @@ type HistoryPoint struct {
 // when the page did. Each instance keeps its own; the line is shared, so
 // they agree.
 type History struct {
-	svc         *queue.Service
+	svc         *operate.Operator
 	every, keep time.Duration
 
 	mu     sync.Mutex
@@ -32,7 +32,7 @@ type History struct {
 }
 
 // NewHistory returns a History sampling svc every `every`, keeping `keep`.
-func NewHistory(svc *queue.Service, every, keep time.Duration) *History {
+func NewHistory(svc *operate.Operator, every, keep time.Duration) *History {
 	return &History{svc: svc, every: every, keep: keep, points: map[string][]HistoryPoint{}}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
+	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 )
 
@@ -16,16 +18,17 @@ import (
 func TestHistoryKeepsTheRecentSamples(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc := queue.NewService(memstore.New(nil), 0)
+	store, line := memstore.New(nil), signals.New()
+	svc, op := queue.NewService(store, 0, line), operate.New(store, line)
 	for _, q := range []string{"a", "b"} {
-		if err := svc.PutConfig(ctx, q, queue.DefaultConfig()); err != nil {
+		if err := op.PutConfig(ctx, q, queue.DefaultConfig()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 7 {
 		svc.Enter(ctx, "a", fmt.Sprintf("u%d", i))
 	}
-	h := watch.NewHistory(svc, 10*time.Millisecond, 100*time.Millisecond)
+	h := watch.NewHistory(op, 10*time.Millisecond, 100*time.Millisecond)
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
 	// Samples come when the machine lets the sampler run: wait for three of
