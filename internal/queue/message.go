@@ -65,6 +65,9 @@ const (
 // says "" for none: no text of a message is empty).
 func (m Message) empty() bool { return m.stored == "" }
 
+// Equal reports whether m and o say the same (for go-cmp).
+func (m Message) Equal(o Message) bool { return m.stored == o.stored }
+
 // ParseMessage reads a message as the admin API takes it: a string (one
 // text for everyone; "" for none) or an object of texts by language (a
 // language with "" has none; no language left, no message). Texts are at

@@ -271,10 +271,10 @@ type Opening struct {
 // store (a Lua script on Redis, one critical section in memory), so no
 // request can slip between a check and its act. Its readers take only the
 // part they need: what requests and operators change (Line), what the
-// loops beside them do (Loops), and reading without changing (Inspector).
+// loops beside them do (loops), and reading without changing (Inspector).
 type Store interface {
 	line
-	Loops
+	loops
 	Inspector
 }
 
@@ -336,9 +336,10 @@ type line interface {
 	FirstUse(ctx context.Context, queue, key string, ttl time.Duration) (bool, error)
 }
 
-// Loops is what the loops beside the requests do: admission (Admitter),
-// its janitor, the opening, the adaptive rate (RateController).
-type Loops interface {
+// loops is what the loops beside the requests do: admission (package
+// admission's Admitter), its janitor, the opening, the adaptive rate
+// (RateController).
+type loops interface {
 	// Admit runs one admission tick if one is due: it pops up to the tick's
 	// budget in line order and writes tokens[i] for the i-th popped user with
 	// the queue's TTL. len(tokens) should be the batch size; with fewer, the

@@ -16,12 +16,9 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/signals"
 )
 
-// loopStore is what the loops need of a store: their steps, and the queues
-// and their configs.
-type loopStore interface {
-	queue.Loops
-	queue.Inspector
-}
+// loopStore is what the loops need of a store: their steps (queue.Store's
+// loops), and the queues and their configs.
+type loopStore = queue.Store
 
 // Admitter lets users in. Every instance runs one; they need no leader,
 // because the store decides whether a tick is due from its own clock and the

@@ -28,7 +28,7 @@ const openLease = 30 * time.Second
 // drawing the order from random (crypto/rand.Reader in production; a seeded
 // source makes a test repeatable). It reports the opening as the store saw
 // it, and how many users it placed.
-func OpenLine(ctx context.Context, store queue.Loops, queue, owner string, random io.Reader) (queue.Opening, int, error) {
+func OpenLine(ctx context.Context, store queue.Store, queue, owner string, random io.Reader) (queue.Opening, int, error) {
 	o, err := store.OpenDue(ctx, queue, owner, openLease)
 	if err != nil || !o.Due {
 		return o, 0, err
