@@ -182,7 +182,9 @@ func (g *Gateway) originalRequest(r *http.Request, a *asker) (*http.Request, err
 	case !token(method):
 		return nil, fmt.Errorf("%w: method %q", ErrDecisionRequest, method)
 	case !validHost(host):
-		return nil, fmt.Errorf("%w: Host %q, which waitroom proxy's server refuses", ErrDecisionRequest, host)
+		// The client's, not the proxy's: refused as waitroom proxy's server
+		// refuses it (400 invalid_header; nginx's 401 has waitroom proxy say so).
+		return nil, refuseHeader("host", "Host %q is not one a server reads", host)
 	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil {

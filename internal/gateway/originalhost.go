@@ -13,14 +13,22 @@ import "net/http"
 // none). The decision then refuses a Host `waitroom proxy` would refuse
 // (validHost), which for nginx is 401: error_page hands the request to
 // `waitroom proxy`, which answers it with Go's own 400.
+//
+// The name has capitals, compared as they are, because nginx lowercases
+// $host: a configuration written before X-Original-Host, which sends the
+// client's $host as the Host and passes on a client's X-Original-Host,
+// can never ask with it, so a client sending "Host: waitroom-decision"
+// and an X-Original-Host of its choosing through such a configuration
+// still has its own Host judged (under --hosts distinct, another host's
+// routes would have been the ones checked).
 const (
-	DecisionHost       = "waitroom-decision"
+	DecisionHost       = "Waitroom-Decision"
 	HeaderOriginalHost = "X-Original-Host"
 )
 
 // nginxHost is the original request's host as nginx carries it: in
-// X-Original-Host when asked with DecisionHost ("" when the client sent
-// none), else the Host itself (a configuration written before
+// X-Original-Host when asked with DecisionHost, exactly ("" when the
+// client sent none), else the Host itself (a configuration written before
 // X-Original-Host, which sent the client's $host as the Host).
 func nginxHost(r *http.Request) string {
 	if r.Host != DecisionHost {

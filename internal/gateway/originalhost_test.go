@@ -28,6 +28,10 @@ func TestDecisionReadsTheOriginalHost(t *testing.T) {
 		{"nginx: no Host at all (HTTP/1.0)", "nginx", gateway.DecisionHost, nil, 200},
 		{"nginx: a Host Go's server refuses, 401 for waitroom proxy to answer", "nginx", gateway.DecisionHost, []string{"X-Original-Host", "a@shop.test"}, 401},
 		{"nginx, a configuration from before X-Original-Host: the Host is the client's", "nginx", "shop.example.com", []string{"X-Original-Host", "a@shop.test"}, 200},
+		// Through such a configuration a client may send "Host:
+		// waitroom-decision" and an X-Original-Host: nginx lowercases $host,
+		// DecisionHost has capitals, so the client's Host is the one judged.
+		{"nginx, before X-Original-Host: a client's waitroom-decision and X-Original-Host", "nginx", "waitroom-decision", []string{"X-Original-Host", "a@shop.test"}, 200},
 		{"ingress-nginx: a Host Go's server refuses, in X-Original-URL", "ingress-nginx", "waitroom.shop.svc", []string{"X-Original-URL", "https://a@shop.test/product"}, 401},
 		{"caddy: a Host Go's server refuses, its 400", "caddy", "127.0.0.1", []string{"X-Forwarded-Host", "a@shop.test", "X-Forwarded-Uri", "/product", "X-Forwarded-Method", "GET"}, 400},
 	} {
