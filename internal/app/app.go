@@ -256,7 +256,9 @@ func (m *Main) close() error {
 		if err := m.served.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
-		<-m.run.serveDone
+		if m.run.serveDone != nil { // nil when listening failed: nothing was served
+			<-m.run.serveDone
+		}
 		if err := m.run.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
