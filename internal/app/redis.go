@@ -72,7 +72,24 @@ func openRedis(ctx context.Context, mode, rawURL string, logger *slog.Logger) (r
 		rdb.Close()
 		return nil, "", fmt.Errorf("redis at %s: %w", where, err)
 	}
+	if err := needFunctions(ctx, rdb); err != nil {
+		rdb.Close()
+		return nil, "", fmt.Errorf("redis at %s: %w", where, err)
+	}
 	return rdb, where, nil
+}
+
+// needFunctions refuses a Redis without functions (before 7.0) at the
+// start, in a sentence, rather than let every call fail on FCALL: the
+// line's scripts are one library of functions (redisstore). Only Redis's
+// own "unknown command" refuses; anything else (a node down) is the
+// requests' to meet.
+func needFunctions(ctx context.Context, rdb redis.UniversalClient) error {
+	err := rdb.Do(ctx, "FUNCTION", "LIST", "LIBRARYNAME", "waitroom_").Err()
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+		return fmt.Errorf("waitroom needs Redis 7.0 or later (its scripts are Redis functions): %w", err)
+	}
+	return nil
 }
 
 // startPatience bounds how long a start waits for a Redis that answers too
