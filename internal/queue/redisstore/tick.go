@@ -36,15 +36,18 @@ var tickReadArgs = func() []any {
 }()
 
 // phaseFieldNames are the fields through which the scripts see the
-// settings of the phase in force (adm.phase_rate before cfg.rate, …): one
-// per setting a phase may change (queue.Setting.Phased), "phase_" and its
-// field. The queue's own stay where the admin put them, and each tick
-// brings these to the phase in force by Redis's clock (phaseFields), so a
-// phase starts, on every instance, within a tick.
+// settings of the phase in force (adm.phase_rate before cfg.rate, …):
+// "phase_" and the field of each setting a phase may change
+// (queue.Setting.Phased) that the library reads; a phased setting only Go
+// reads (the entry policy, the message) has none, so no tick reads or
+// writes a message it does not need. The queue's own stay where the admin
+// put them, and each tick brings these to the phase in force by Redis's
+// clock (phaseFields), so a phase starts, on every instance, within a
+// tick.
 var phaseFieldNames = func() []string {
 	var names []string
 	for _, s := range queue.Settings {
-		if s.Phased {
+		if s.Phased && strings.Contains(lib.text, "'"+phasePrefix+s.Field+"'") {
 			names = append(names, phasePrefix+s.Field)
 		}
 	}
