@@ -184,6 +184,25 @@ func scriptsSurviveFlush(t *testing.T, rdb *redis.Client, s *redisstore.Store) {
 	if err != nil || e.Position != 2 {
 		t.Fatalf("after FUNCTION FLUSH: %+v, %v", e, err)
 	}
+	// Many calls finding it missing at once (a restart under load): one
+	// loads, and every call is answered.
+	if err := rdb.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Go(func() {
+			if _, err := s.Enter(ctx, "q", fmt.Sprintf("many-%d", i)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call beside others after FUNCTION FLUSH: %v", err)
+	}
 }
 
 // TestThreeAdmittersShareTheRate: three admitters (as three instances would

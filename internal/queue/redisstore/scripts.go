@@ -31,8 +31,9 @@ var lib = &library{text: libraryText}
 // text's hash: a version's instances call their own functions whatever
 // another version loaded beside them (a rolling deploy).
 type library struct {
-	text string
-	mu   sync.Mutex // held by the calls that found the library missing, one at a time
+	text  string
+	mu    sync.Mutex    // held while loading: one load at a time
+	loads atomic.Uint64 // loads done by this process, on any server
 }
 
 // script is one function of the library, a script of scripts/.
@@ -82,24 +83,41 @@ func (l *library) script(name string) *script {
 // does not have it (its first call on a server, or Redis lost its
 // functions: a restart without persistence, FUNCTION FLUSH, a Cluster node
 // new to the slot) loads the library and calls again, as go-redis's
-// Script.Run sends EVAL after EVALSHA's NOSCRIPT. The calls that all found
-// it missing at once (the first after a start) take turns: each calls
-// again first, and only one that still finds it missing loads it.
+// Script.Run sends EVAL after EVALSHA's NOSCRIPT. Of the calls that all
+// found it missing at once (the first after a start) one loads it; the
+// others, finding a load done since they called, call again at once, side
+// by side. A load may have been another server's (a process with stores
+// on two), so a call still missing it goes round again, a bounded number
+// of times.
 func (sc *script) call(ctx context.Context, c rediser, keys []string, args []any) *redis.Cmd {
-	cmd := c.FCall(ctx, sc.fn, keys, args...)
-	if !missing(cmd) {
-		return cmd
+	var cmd *redis.Cmd
+	for round := 0; ; round++ {
+		loadsBefore := sc.lib.loads.Load()
+		cmd = c.FCall(ctx, sc.fn, keys, args...)
+		if !missing(cmd) || round == 3 {
+			return cmd
+		}
+		if err := sc.lib.loadUnless(ctx, c, loadsBefore); err != nil {
+			cmd = c.FCall(ctx, sc.fn, keys, args...)
+			if missing(cmd) {
+				cmd.SetErr(fmt.Errorf("%w (loading the library: %w)", cmd.Err(), err))
+			}
+			return cmd
+		}
 	}
-	sc.lib.mu.Lock()
-	defer sc.lib.mu.Unlock()
-	if cmd = c.FCall(ctx, sc.fn, keys, args...); !missing(cmd) {
-		return cmd
+}
+
+// loadUnless loads the library unless a load was done since the caller
+// counted loadsBefore.
+func (l *library) loadUnless(ctx context.Context, c rediser, loadsBefore uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loads.Load() != loadsBefore {
+		return nil
 	}
-	err := sc.lib.load(ctx, c)
-	if cmd = c.FCall(ctx, sc.fn, keys, args...); err != nil && missing(cmd) {
-		cmd.SetErr(fmt.Errorf("%w (loading the library: %w)", cmd.Err(), err))
-	}
-	return cmd
+	err := l.load(ctx, c)
+	l.loads.Add(1)
+	return err
 }
 
 // missing says whether Redis answered cmd that it has no such function.
