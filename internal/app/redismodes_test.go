@@ -3,6 +3,7 @@ package app_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,24 +102,47 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	t.Logf("served again %v after the primary died (503 meanwhile: %v)", time.Since(began).Round(10*time.Millisecond), saw503)
 	// A read answered is not yet a write taken: the replica sentinel names
-	// may still be finishing its promotion (READONLY), and the store's
-	// reads (the snapshot) run on it meanwhile. Entering then gets the same
-	// 503 with Retry-After, until it does not (CI met it once).
-	for {
-		r := in.Do("POST", "/api/v1/queues/fo/entries", in.As("fo-new"), nil)
-		if r.Status == 200 {
-			if r.Num("position") != 11 {
-				t.Fatalf("entering after the failover: %s, want position 11", r.Raw)
+	// may still be finishing its promotion, and the store's reads (the
+	// snapshot) answer meanwhile. A write then gets the same 503 with
+	// Retry-After, until it does not (CI met it: an enter, and an unpause
+	// left unchecked, after which nobody was let in).
+	written := func(what string, do func() apptest.Response) apptest.Response {
+		refused := 0
+		for {
+			r := do()
+			if r.Status == 200 {
+				if refused > 0 {
+					t.Logf("%s: %d answers of 503 before a 200, %v after the primary died", what, refused, time.Since(began).Round(10*time.Millisecond))
+				}
+				return r
 			}
+			if r.Status != 503 || r.Header.Get("Retry-After") == "" || time.Since(began) > apptest.Patience {
+				t.Fatalf("%s after the failover: %d %s (Retry-After %q)", what, r.Status, r.Raw, r.Header.Get("Retry-After"))
+			}
+			refused++
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	r := written("entering", func() apptest.Response { return in.Do("POST", "/api/v1/queues/fo/entries", in.As("fo-new"), nil) })
+	if r.Num("position") != 11 {
+		t.Fatalf("entering after the failover: %s, want position 11", r.Raw)
+	}
+	written("unpausing", func() apptest.Response {
+		return in.Do("PATCH", "/admin/v1/queues/fo", in.AdminAuth(), `{"paused":false}`)
+	})
+	// As in.WaitReady, but a failure says what the instance logged (CI
+	// once found nobody let in for a minute after the failover).
+	for deadline := time.Now().Add(apptest.Patience); ; time.Sleep(20 * time.Millisecond) {
+		r := in.Do("GET", "/api/v1/queues/fo/entries/me", in.As("fo-0"), nil)
+		if r.Str("status") == "READY" {
 			break
 		}
-		if r.Status != 503 || r.Header.Get("Retry-After") == "" || time.Since(began) > apptest.Patience {
-			t.Fatalf("entering after the failover: %d %s (Retry-After %q)", r.Status, r.Raw, r.Header.Get("Retry-After"))
+		if time.Now().After(deadline) {
+			lines := strings.Split(strings.TrimSpace(in.Logs.String()), "\n")
+			t.Fatalf("fo-0 not READY after %v: %d %s\nthe instance's last log lines:\n%s", apptest.Patience, r.Status, r.Raw,
+				strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	in.Do("PATCH", "/admin/v1/queues/fo", in.AdminAuth(), `{"paused":false}`)
-	in.WaitReady("fo", "fo-0")
 }
 
 // queuesByNode names queues (prefix0, prefix1, …) until each node of the
