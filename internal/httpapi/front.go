@@ -191,6 +191,6 @@ func (c *frontCache) build(ctx context.Context, q string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(toFrontJSON(q, front.New(sn, cfg.Config))) // the settings in force
+	body, err := json.Marshal(toFrontJSON(q, front.New(sn, cfg)))
 	return append(body, '\n'), err
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/testenv"
@@ -47,7 +48,7 @@ func TestThePagePlacesAsTheServerDoes(t *testing.T) {
 	cases := storetest.PlaceCases()
 	var docs []doc
 	for _, pc := range cases {
-		docs = append(docs, doc{toFrontJSON("places", front.New(pc.Snapshot(7), pc.Config())), pc.Ordered()})
+		docs = append(docs, doc{toFrontJSON("places", front.New(pc.Snapshot(7), queue.InForce{Config: pc.Config()})), pc.Ordered()})
 	}
 	in, err := json.Marshal(docs)
 	if err != nil {

@@ -99,8 +99,8 @@ const (
 const presenceMargin = 3
 
 // New is the document of a line in snapshot sn, under c, the queue's
-// settings in force.
-func New(sn queue.Snapshot, c queue.Config) Document {
+// settings in force (a phase's message, not the queue's own).
+func New(sn queue.Snapshot, c queue.InForce) Document {
 	p := sn.Pace
 	d := Document{Epoch: sn.Epoch, Head: sn.Head, Last: sn.Last, Length: sn.Length, Left: sn.Left,
 		Rate: p.Rate, EstimateRate: p.EstimateRate(), Batch: p.Batch, NextTickAdmits: p.NextTickAdmits(), Paused: p.Paused, Stalled: p.Stalled,
@@ -115,7 +115,7 @@ func New(sn queue.Snapshot, c queue.Config) Document {
 		d.Unlisted = max(0, sn.Last-sn.Head+1-sn.Length-int64(len(sn.Left)))
 	}
 	message, _ := queue.SettingNamed("message")
-	d.Message = message.Value(c)
+	d.Message = message.Value(c.Config)
 	d.AskWithin = max(2*int64(p.Batch), int64(math.Ceil(p.EstimateRate()*AskAhead.Seconds())))
 	if c.AbandonAfter > 0 && p.Reach > 0 {
 		d.PresenceWithin = p.Reach

@@ -37,7 +37,7 @@ func TestPlaceIsTheExactRankWhenTheLeaversAreListed(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
 		head, waiting, left := line(r, 2000, 0.2)
-		d := front.New(snapshotOf(head, 2000, waiting, left, queue.SnapshotMaxLeft), queue.DefaultConfig())
+		d := front.New(snapshotOf(head, 2000, waiting, left, queue.SnapshotMaxLeft), queue.InForce{Config: queue.DefaultConfig()})
 		for rank, ticket := range waiting {
 			pos, lowest, ok := d.Place(7, ticket)
 			if !ok || pos != int64(rank+1) || lowest != pos {
@@ -59,7 +59,7 @@ func TestPlaceIsWithinTheStatedBoundWhenTheLeaversAreNot(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 20 {
 		head, waiting, left := line(r, 5000, 0.3)
-		d := front.New(snapshotOf(head, 5000, waiting, left, 100), queue.DefaultConfig())
+		d := front.New(snapshotOf(head, 5000, waiting, left, 100), queue.InForce{Config: queue.DefaultConfig()})
 		if d.Unlisted != int64(len(left)-100) {
 			t.Fatalf("unlisted leavers: got %d, want %d", d.Unlisted, len(left)-100)
 		}
@@ -85,7 +85,7 @@ func TestTheDocumentPlacesNoOneWhereOnlyTheInstanceCan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := sn
 			change(&s)
-			if _, _, ok := front.New(s, queue.DefaultConfig()).Place(7, 15); ok {
+			if _, _, ok := front.New(s, queue.InForce{Config: queue.DefaultConfig()}).Place(7, 15); ok {
 				t.Error("placed a ticket the document cannot place")
 			}
 		})
@@ -94,15 +94,15 @@ func TestTheDocumentPlacesNoOneWhereOnlyTheInstanceCan(t *testing.T) {
 
 func TestAskWithinCoversTheAheadAndTwoBatches(t *testing.T) {
 	c := queue.DefaultConfig()
-	slow := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1, Batch: 10}}, c)
+	slow := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1, Batch: 10}}, queue.InForce{Config: c})
 	if slow.AskWithin != 20 {
 		t.Errorf("at 1/s, batches of 10: ask within %d, want two batches (20)", slow.AskWithin)
 	}
-	fast := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Batch: 10}}, c)
+	fast := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Batch: 10}}, queue.InForce{Config: c})
 	if want := int64(1000 * front.AskAhead.Seconds()); fast.AskWithin != want {
 		t.Errorf("at 1000/s: ask within %d, want %d", fast.AskWithin, want)
 	}
-	measured := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Measured: 200, Batch: 10}}, c)
+	measured := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Measured: 200, Batch: 10}}, queue.InForce{Config: c})
 	if want := int64(200 * front.AskAhead.Seconds()); measured.AskWithin != want {
 		t.Errorf("measured 200/s where 1000/s is in force: ask within %d, want %d (the estimate's rate)", measured.AskWithin, want)
 	}
@@ -114,11 +114,11 @@ func TestAskWithinCoversTheAheadAndTwoBatches(t *testing.T) {
 func TestPresenceFollowsAbandonAfter(t *testing.T) {
 	c := queue.DefaultConfig()
 	sn := queue.Snapshot{Pace: queue.Pace{Rate: 100, Batch: 10, Reach: 12_000}}
-	if d := front.New(sn, c); d.PresenceWithin != 0 || d.PresenceEvery != 0 {
+	if d := front.New(sn, queue.InForce{Config: c}); d.PresenceWithin != 0 || d.PresenceEvery != 0 {
 		t.Errorf("no-shows not skipped, yet a heartbeat: within %d every %v", d.PresenceWithin, d.PresenceEvery)
 	}
 	c.AbandonAfter = 30 * time.Second
-	d := front.New(sn, c)
+	d := front.New(sn, queue.InForce{Config: c})
 	if d.PresenceWithin != 12_000 || d.PresenceEvery != 10*time.Second {
 		t.Errorf("abandonAfter 30 s, reach 12000: heartbeat within %d every %v, want 12000 every 10s", d.PresenceWithin, d.PresenceEvery)
 	}
@@ -129,11 +129,11 @@ func TestTheDocumentSaysTheMessageInEveryLanguage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := front.New(queue.Snapshot{}, c).Message.(map[string]string)
+	got, ok := front.New(queue.Snapshot{}, queue.InForce{Config: c}).Message.(map[string]string)
 	if !ok || got["en"] != "Sizes S and M are gone." || got["ja"] != "S・Mは完売です。" {
-		t.Errorf("message: got %#v", front.New(queue.Snapshot{}, c).Message)
+		t.Errorf("message: got %#v", front.New(queue.Snapshot{}, queue.InForce{Config: c}).Message)
 	}
-	if !slices.Equal(front.New(queue.Snapshot{}, queue.DefaultConfig()).Left, []int64{}) {
+	if !slices.Equal(front.New(queue.Snapshot{}, queue.InForce{Config: queue.DefaultConfig()}).Left, []int64{}) {
 		t.Error("no leavers should be an empty list, not none")
 	}
 }
@@ -144,7 +144,7 @@ func TestTheDocumentSaysTheMessageInEveryLanguage(t *testing.T) {
 func TestTheDocumentSaysWhatTheNextTickLetsIn(t *testing.T) {
 	c := queue.DefaultConfig()
 	for rate, want := range map[float64]int64{100: 10, 2: 0} {
-		d := front.New(queue.Snapshot{Pace: queue.Pace{Rate: rate, Batch: 10, Interval: 100 * time.Millisecond}}, c)
+		d := front.New(queue.Snapshot{Pace: queue.Pace{Rate: rate, Batch: 10, Interval: 100 * time.Millisecond}}, queue.InForce{Config: c})
 		if d.NextTickAdmits != want {
 			t.Errorf("at %v/s, ticks of 100 ms: the next tick lets in %d, want %d", rate, d.NextTickAdmits, want)
 		}
@@ -158,7 +158,7 @@ func TestTheDocumentCountsTheCapsRoom(t *testing.T) {
 	c := queue.DefaultConfig()
 	for room, want := range map[int64]int64{0: 0, 3: 3, 18: 10} {
 		p := queue.Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond, Capped: true, CapRoom: room}
-		if d := front.New(queue.Snapshot{Pace: p}, c); d.NextTickAdmits != want {
+		if d := front.New(queue.Snapshot{Pace: p}, queue.InForce{Config: c}); d.NextTickAdmits != want {
 			t.Errorf("room %d under the cap: the next tick lets in %d, want %d", room, d.NextTickAdmits, want)
 		}
 	}

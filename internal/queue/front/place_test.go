@@ -18,7 +18,7 @@ func TestPlacesAreTheCases(t *testing.T) {
 	for _, pc := range storetest.PlaceCases() {
 		t.Run(pc.Name, func(t *testing.T) {
 			sn := pc.Snapshot(7)
-			d := front.New(sn, pc.Config())
+			d := front.New(sn, queue.InForce{Config: pc.Config()})
 			if d.Unlisted != int64(len(pc.Unlisted)) {
 				t.Fatalf("the document counts %d unlisted, want %d", d.Unlisted, len(pc.Unlisted))
 			}
