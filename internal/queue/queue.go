@@ -68,6 +68,31 @@ type Standing struct {
 	Token     string
 	ExpiresAt time.Time
 	Pace      Pace
+	// Shadow: the place is in the shadow line (a suspect's, EnterShadow).
+	// Position is then the one it is shown, where a person who arrived
+	// with it would stand, and Ticket its number in the shadow line, which
+	// the real line's snapshot never places.
+	Shadow bool
+}
+
+// SuspectMark is what a suspect's place keeps of why it is one: the
+// signals that marked it (package suspect's names) and its address as a
+// keyed hash, never in clear.
+type SuspectMark struct {
+	Signals []string
+	Address string
+}
+
+// Suspect is one place in the shadow line, as an operator lists it.
+type Suspect struct {
+	// Ticket is its number in the shadow line: the id an operator clears
+	// it by (ClearSuspect).
+	Ticket int64
+	// Behind is the real line's last ticket when it arrived: a person
+	// arriving then would have stood just behind it.
+	Behind int64
+	Joined time.Time
+	SuspectMark
 }
 
 // Stock is what a queue has left to sell, as the shop last told it
@@ -93,6 +118,10 @@ type Snapshot struct {
 	// Head is 0 when no one waits.
 	Head, Last int64
 	Length     int64
+	// Cleared holds, ascending, for each place cleared from the shadow
+	// line (ClearSuspect) still waiting, the ticket it stands just behind:
+	// it ranks above every ticket higher than that.
+	Cleared []int64
 	// Left holds, ascending, the tickets above Head whose users left the
 	// line. Complete is false when there were more than the store returns
 	// (SnapshotMaxLeft); such a snapshot answers no one.
@@ -166,6 +195,15 @@ type Stats struct {
 	PreQueued int64
 	// Stock is what the queue has left to sell, as last told.
 	Stock Stock
+	// The shadow line (EnterShadow) balances apart from the real line:
+	//   ShadowEnteredTotal = ShadowLength + ShadowAdmittedTotal +
+	//                        ShadowLeftTotal + ClearedTotal
+	// and a cleared place then counts in EnteredTotal as a join.
+	ShadowLength        int64
+	ShadowEnteredTotal  int64
+	ShadowAdmittedTotal int64
+	ShadowLeftTotal     int64
+	ClearedTotal        int64
 	// Changed says when the states a shop is told of last changed.
 	Changed Changes
 }
@@ -329,6 +367,19 @@ type line interface {
 	// it is a sale's count, which may arrive after a later sale's: it
 	// lowers a known count and never raises it. It answers the stock now.
 	SetStock(ctx context.Context, queue string, s Stock, onlyLower bool) (Stock, error)
+	// EnterShadow is Enter for a suspect: a user already in the real line,
+	// or READY, is told so as by Enter; otherwise the place is taken in the
+	// shadow line (its own tickets and ShadowCapacity: ErrQueueFull beyond
+	// it), keeping mark and the real line's last ticket (Suspect.Behind).
+	// Sold out, closed and an opening ahead answer as for a person.
+	EnterShadow(ctx context.Context, queue, user string, mark SuspectMark) (Standing, error)
+	// Suspects lists up to limit places of the shadow line, in its order.
+	Suspects(ctx context.Context, queue string, limit int) ([]Suspect, error)
+	// ClearSuspect moves the shadow line's place numbered ticket into the
+	// real line where a person arriving when it did would stand (just
+	// behind Suspect.Behind, or first if that ticket has been let in), its
+	// time in line kept. It reports whether the place was found.
+	ClearSuspect(ctx context.Context, queue string, ticket int64) (bool, error)
 	// FirstUse records key (a one-time thing of the queue, such as a solved
 	// challenge) for ttl and reports whether this was its first use: of
 	// any number of concurrent calls with one key, exactly one gets true

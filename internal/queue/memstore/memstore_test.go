@@ -152,6 +152,15 @@ func (r *restarting) Enter(ctx context.Context, q, user string) (queue.Standing,
 func (r *restarting) Status(ctx context.Context, q, user string) (queue.Standing, error) {
 	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Status(ctx, q, user) })
 }
+func (r *restarting) EnterShadow(ctx context.Context, q, user string, m queue.SuspectMark) (queue.Standing, error) {
+	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.EnterShadow(ctx, q, user, m) })
+}
+func (r *restarting) Suspects(ctx context.Context, q string, limit int) ([]queue.Suspect, error) {
+	return call(r, func(s *memstore.Store) ([]queue.Suspect, error) { return s.Suspects(ctx, q, limit) })
+}
+func (r *restarting) ClearSuspect(ctx context.Context, q string, ticket int64) (bool, error) {
+	return call(r, func(s *memstore.Store) (bool, error) { return s.ClearSuspect(ctx, q, ticket) })
+}
 func (r *restarting) Leave(ctx context.Context, q, user string) (bool, error) {
 	return call(r, func(s *memstore.Store) (bool, error) { return s.Leave(ctx, q, user) })
 }
