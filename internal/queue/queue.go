@@ -73,6 +73,10 @@ type Standing struct {
 	// with it would stand, and Ticket its number in the shadow line, which
 	// the real line's snapshot never places.
 	Shadow bool
+	// Behind, for a Shadow place, is the real line's last ticket when it
+	// arrived (Suspect.Behind): its Position is one more than the people
+	// waiting up to that ticket.
+	Behind int64
 }
 
 // SuspectMark is what a suspect's place keeps of why it is one: the
