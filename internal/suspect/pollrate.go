@@ -100,7 +100,8 @@ func (p *PollRates) Polled(key string, told time.Duration, now time.Time) {
 		// as winning a lottery twice.
 		if st, ok = sh.old[h]; ok {
 			delete(sh.old, h)
-		} else if len(sh.young) >= p.perGen {
+		}
+		if len(sh.young) >= p.perGen {
 			sh.old, sh.young = sh.young, make(map[uint64]pollState, p.perGen)
 		}
 	}

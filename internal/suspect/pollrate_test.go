@@ -194,6 +194,7 @@ func BenchmarkPolled(b *testing.B) {
 	for i := range keys {
 		keys[i] = "queue\x00user-" + strconv.Itoa(i)
 	}
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		i := rand.IntN(len(keys))
 		now := t0
