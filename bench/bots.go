@@ -63,8 +63,8 @@ type BotsRun struct {
 	// From the instance: its stats' shadowLength and the admin suspects
 	// list's length (-1: not answered).
 	ShadowLength, SuspectsListed int
-	// The carrier-NAT people placed, and the time from the first of them
-	// trying to the last of them placed.
+	// The carrier-NAT people placed, and the longest any of them took from
+	// asking for a session to holding a place.
 	NATPlaced int
 	NATWithin time.Duration
 	// People's time in line: from the opening to their READY answer.

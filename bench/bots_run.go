@@ -196,7 +196,6 @@ func (r *botsRunner) pollMany(ctx context.Context, clients []*botClient, n int) 
 
 // count adds up what the clients were answered.
 func (r *botsRunner) count(run *BotsRun) {
-	var natTried, natPlaced time.Time
 	var inLine []time.Duration
 	for _, c := range r.crowd {
 		if !c.ready.IsZero() {
@@ -221,14 +220,8 @@ func (r *botsRunner) count(run *BotsRun) {
 		}
 		if c.kind == kindNAT && !c.placed.IsZero() {
 			run.NATPlaced++
-			if natTried.IsZero() || c.tried.Before(natTried) {
-				natTried = c.tried
-			}
-			natPlaced = later(natPlaced, c.placed)
+			run.NATWithin = max(run.NATWithin, c.placed.Sub(c.tried))
 		}
-	}
-	if run.NATPlaced > 0 {
-		run.NATWithin = natPlaced.Sub(natTried)
 	}
 	if run.Admitted > 0 {
 		run.PeopleShare = float64(run.PeopleAdmitted) / float64(run.Admitted)
@@ -237,13 +230,6 @@ func (r *botsRunner) count(run *BotsRun) {
 	run.TimeP50, run.TimeP95 = percentile(inLine, 50), percentile(inLine, 95)
 	run.Requests = int(r.requests.Load())
 	run.Errors, run.ErrorSample = r.errors, r.errSample
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // request sends one request as client c (nil: the operator): its address
