@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func init() {
 		suiteTest{"ShadowAdmitsLastOnlyOnceTheLineIsEmpty", testShadowAdmitsLast},
 		suiteTest{"ShadowPlaceIsInNoDraw", testShadowNotDrawn},
 		suiteTest{"DeletedQueueForgetsItsSuspects", testShadowDeleted},
+		suiteTest{"ShadowAndLineAddUpAndSnapshotPlacesEveryone", testShadowProperty},
 	)
 }
 
@@ -129,6 +131,11 @@ func testShadowAnswered(t *testing.T, s queue.Store, clock Clock) {
 	}
 	shadowAt(t, "x with nobody waiting", mustStatus(t, s, q, "x"), 1, 3, 1)
 	shadowAt(t, "y with nobody waiting", mustStatus(t, s, q, "y"), 2, 4, 1)
+	if e, err := s.AdmitNow(ctx, q, "y", queue.NewTokens(1)[0]); err != nil {
+		t.Fatal(err)
+	} else {
+		shadowAt(t, "y asking to be let straight in", e, 2, 4, 1)
+	}
 	if left, err := s.Leave(ctx, q, "x"); err != nil || !left {
 		t.Fatalf("x leaving: %v, %v", left, err)
 	}
@@ -472,4 +479,83 @@ func testShadowDeleted(t *testing.T, s queue.Store, clock Clock) {
 		t.Errorf("stats of the queue made again: %+v", st)
 	}
 	shadowAt(t, "x entering again", mustEnterShadow(t, s, q, "x"), 1, 0, 1)
+}
+
+// testShadowProperty runs a random mix of people and suspects entering,
+// leaving, being cleared and let in (shadowAdmits last), then lets both
+// lines in, and checks after every step that both lines' totals balance, that the places of everyone
+// waiting in the line are exactly 1 to its length, and that the snapshot's
+// arithmetic places each ticket where the store does.
+func testShadowProperty(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.RatePerSecond, c.BatchSize, c.ShadowAdmits = 1000, 1, queue.ShadowLast // one a tick
+	q := newQueue(t, s, c)
+	rnd := rand.New(rand.NewPCG(51, 51))
+	users := make([]string, 24)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%d", i)
+	}
+	for step := range 240 {
+		u := users[rnd.IntN(len(users))]
+		switch rnd.IntN(10) {
+		case 0, 1:
+			mustEnter(t, s, q, u)
+		case 2, 3:
+			mustEnterShadow(t, s, q, u)
+		case 4, 5:
+			mustLeave(t, s, q, u)
+		case 6:
+			if sus, err := s.Suspects(ctx, q, 100); err != nil {
+				t.Fatal(err)
+			} else if len(sus) > 0 {
+				if ok, err := s.ClearSuspect(ctx, q, sus[rnd.IntN(len(sus))].Ticket); err != nil || !ok {
+					t.Fatalf("step %d: clearing a listed suspect: %v, %v", step, ok, err)
+				}
+			}
+		case 7:
+			admitDue(t, s, clock, q, c.BatchSize)
+		default:
+			mustStatus(t, s, q, u)
+		}
+		checkLine(t, s, q, users, fmt.Sprintf("step %d", step))
+	}
+	for len(admitDue(t, s, clock, q, c.BatchSize)) > 0 { // the line, then the shadow line
+		checkLine(t, s, q, users, "draining")
+	}
+	// The seed takes every way: a mix that did not proves little.
+	if st := mustStats(t, s, q); st.ClearedTotal == 0 || st.ShadowAdmittedTotal == 0 || st.ShadowLeftTotal == 0 || st.AdmittedTotal == 0 || st.LeftTotal == 0 {
+		t.Fatalf("the mix missed a way in or out: %+v", st)
+	}
+}
+
+// checkLine: the totals balance (mustStats), everyone waiting in the line
+// holds one of the places 1 to its length, and the snapshot places each
+// ticket as the store does.
+func checkLine(t *testing.T, s queue.Store, q string, users []string, when string) {
+	t.Helper()
+	st := mustStats(t, s, q)
+	sn, err := s.Snapshot(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var places []int64
+	var ticketed []string
+	for _, u := range users {
+		e := mustStatus(t, s, q, u)
+		if e.State != queue.Waiting || e.Shadow || e.PreQueue {
+			continue
+		}
+		places = append(places, e.Position)
+		if e.Ticket > 0 {
+			ticketed = append(ticketed, u)
+		}
+	}
+	slices.Sort(places)
+	for i, p := range places {
+		if p != int64(i+1) || int64(len(places)) != st.Length || sn.Length != st.Length {
+			t.Fatalf("%s: the line's places are %v, its length %d (snapshot %d)", when, places, st.Length, sn.Length)
+		}
+	}
+	checkClearedArithmetic(t, s, q, sn, ticketed)
 }
