@@ -418,8 +418,12 @@ func testShadowAdmitsLast(t *testing.T, s queue.Store, clock Clock) {
 	}
 	mustEnter(t, s, q, "d")
 	var got []string
-	for range 4 {
-		got = append(got, admitDue(t, s, clock, q, 2)...)
+	for i := range 4 {
+		a := tickDue(t, s, clock, q, 2)
+		if a.Shadow != (i == 1 || i == 2) {
+			t.Errorf("tick %d (%v) says Shadow %v", i, a.Admitted, a.Shadow)
+		}
+		got = append(got, a.Admitted...)
 	}
 	if fmt.Sprint(got) != "[d x y z]" {
 		t.Fatalf("let in %v, want [d x y z]", got)
