@@ -243,15 +243,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		if limit, capped := LiveCap(c, in.Stock); capped && limit-in.Live < int64(n) {
 			n, carry = int(max(limit-in.Live, 0)), 0
 		}
-		if shadowTurn(in) {
-			// Suspects are let in last, in their line's order: never drawn,
-			// never judged no-shows (they are not marked seen).
-			p.Shadow = true
-			p.Admitted, p.Skipped, err = pick(in.ShadowFront, n, Absence{Judged: -1})
-		} else {
-			err = p.choose(c, front, n, in.Length, absence)
-		}
-		if err != nil {
+		if err := p.admit(in, front, n, absence); err != nil {
 			return p, err
 		}
 		if len(p.Admitted)+p.Draw < n { // nobody waiting for the rest: it does not pile up
@@ -286,6 +278,18 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		p.Write, p.State, p.Idle = false, in.State, true
 	}
 	return p, nil
+}
+
+// admit plans whom the tick lets in, n at most: the shadow line's, on its
+// turn (shadowTurn), in its order (suspects are never drawn, and never
+// judged no-shows: they are not marked seen); else the line's (choose).
+func (p *TickPlan) admit(in TickInput, front Front, n int, absent Absence) (err error) {
+	if shadowTurn(in) {
+		p.Shadow = true
+		p.Admitted, p.Skipped, err = pick(in.ShadowFront, n, Absence{Judged: -1})
+		return err
+	}
+	return p.choose(in.Config, front, n, in.Length, absent)
 }
 
 // shadowTurn says a tick lets the shadow line in: the queue says so
