@@ -890,7 +890,8 @@ func (s *Store) Seen(_ context.Context, name string, users []string) error {
 	_, err := change(s, &op{kind: opSeen, queue: name, list: users}, func(q *state, now time.Time) (struct{}, bool, error) {
 		changed := false
 		for _, u := range users {
-			if _, _, _, ok := q.rankOf(u); ok {
+			_, ticketed := q.line.ticket(u)
+			if _, cleared := q.sh.clearedAt[u]; ticketed || cleared {
 				q.seen[u], changed = now, true
 			}
 		}

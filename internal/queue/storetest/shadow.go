@@ -184,8 +184,8 @@ func testShadowCleared(t *testing.T, s queue.Store, clock Clock) {
 		t.Errorf("clearing a ticket never given: %v, %v; want not found", ok, err)
 	}
 	x := mustStatus(t, s, q, "x")
-	if x.State != queue.Waiting || x.Shadow || x.Position != 4 || x.Length != 6 {
-		t.Fatalf("x cleared: %+v; want waiting at 4 of 6 in the real line", x)
+	if x.State != queue.Waiting || x.Shadow || x.Position != 4 || x.Length != 6 || x.Ticket != 0 {
+		t.Fatalf("x cleared: %+v; want waiting at 4 of 6 in the real line, with no ticket (the snapshot cannot place it)", x)
 	}
 	if e := mustEnterShadow(t, s, q, "x"); e.Shadow || e.Position != 4 {
 		t.Fatalf("x cleared, marked again: %+v; want its place at 4", e)
