@@ -132,14 +132,16 @@ func TestShadowLineLetInLast(t *testing.T) {
 		set     func(*queue.Config)
 		length  int64
 		placing bool
+		pending bool
 		want    string
 	}{
-		{"last, line empty", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, "shadow [v w x]"},
-		{"last, drawn line empty", func(c *queue.Config) { c.ShadowAdmits, c.Method = queue.ShadowLast, queue.MethodRandom }, 0, false, "shadow [v w x]"},
-		{"last, someone waiting", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 1, false, "line [a]"},
-		{"last, an opening placed", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, true, "line []"},
-		{"last, paused", func(c *queue.Config) { c.ShadowAdmits, c.Paused = queue.ShadowLast, true }, 0, false, "line []"},
-		{"never", func(c *queue.Config) {}, 0, false, "line []"},
+		{"last, line empty", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, false, "shadow [v w x]"},
+		{"last, drawn line empty", func(c *queue.Config) { c.ShadowAdmits, c.Method = queue.ShadowLast, queue.MethodRandom }, 0, false, false, "shadow [v w x]"},
+		{"last, someone waiting", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 1, false, false, "line [a]"},
+		{"last, an opening placed", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, true, false, "line []"},
+		{"last, an opening ahead", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, true, "line []"},
+		{"last, paused", func(c *queue.Config) { c.ShadowAdmits, c.Paused = queue.ShadowLast, true }, 0, false, false, "line []"},
+		{"never", func(c *queue.Config) {}, 0, false, false, "line []"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := queue.DefaultConfig()
@@ -150,7 +152,7 @@ func TestShadowLineLetInLast(t *testing.T) {
 				line = func(from, n int64) ([]admission.Waiter, error) { return nil, nil }
 			}
 			p, err := admission.PlanTick(admission.TickInput{Config: c.InForce(now), Now: now, Call: "call", Tokens: c.BatchSize,
-				Length: tc.length, Placing: tc.placing, Shadow: 5, ShadowFront: shadow}, line)
+				Length: tc.length, Placing: tc.placing, Pending: tc.pending, Shadow: 5, ShadowFront: shadow}, line)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -598,7 +598,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
-			Placing: q.openState == "placing", Length: q.waiting(), Stock: q.stock}
+			Placing: q.openState == "placing", Pending: q.pending(), Length: q.waiting(), Stock: q.stock}
 		if q.cfg.ShadowAdmits == queue.ShadowLast {
 			tick.Shadow, tick.ShadowFront = int64(len(q.sh.Places)), q.shadowFront
 		}

@@ -368,7 +368,7 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 	}
 
 	c = fastConfig()
-	c.OpensAt = clock.Now().Add(time.Hour)
+	c.OpensAt, c.ShadowAdmits = clock.Now().Add(time.Hour), queue.ShadowLast
 	o := newQueue(t, s, c)
 	mustEnter(t, s, o, "a")
 	mustEnter(t, s, o, "b")
@@ -376,6 +376,9 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 		if e.State != queue.Waiting || !e.PreQueue || !e.Shadow || e.Behind != 2 {
 			t.Fatalf("x before the opening: %+v; want a shadow place in the pre-queue, behind 2", e)
 		}
+	}
+	if got := admitDue(t, s, clock, o, 10); len(got) != 0 {
+		t.Fatalf("before the opening, let in %v; want nobody (the shadow line waits for the pre-queue)", got)
 	}
 	c.OpensAt = clock.Now()
 	if err := s.PutConfig(ctx, o, c); err != nil {
@@ -391,6 +394,13 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 		t.Fatalf("placing: %v, %v", done, err)
 	}
 	shadowAt(t, "x once placed", mustStatus(t, s, o, "x"), 1, 2, 3)
+	var got []string
+	for len(got) < 4 {
+		got = append(got, admitDue(t, s, clock, o, 10)...)
+	}
+	if fmt.Sprint(got) != "[b a c x]" {
+		t.Fatalf("let in %v, want [b a c x]: the opening's order, c, then the shadow line", got)
+	}
 }
 
 // testShadowAdmitsLast: under shadowAdmits last, the shadow line is let
