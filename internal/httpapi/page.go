@@ -96,7 +96,7 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.Queue.Status(r.Context(), q, caller.User)
 	if err == nil && v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1" {
-		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "")
+		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "", "")
 	}
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)

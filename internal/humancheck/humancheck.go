@@ -154,8 +154,14 @@ func (c *Checker) SiteKey() string { return c.o.SiteKey }
 func (c *Checker) ScriptURL() string { return c.o.ScriptURL }
 
 // ScriptOrigin is the script's origin (scheme://host[:port]): what the
-// page's Content-Security-Policy allows in script-src and frame-src.
-func (c *Checker) ScriptOrigin() string { return c.scriptOrigin }
+// page's Content-Security-Policy allows in script-src and frame-src; ""
+// for no Checker (no provider configured: the page allows nothing more).
+func (c *Checker) ScriptOrigin() string {
+	if c == nil {
+		return ""
+	}
+	return c.scriptOrigin
+}
 
 // answer is siteverify's JSON (the fields waitroom reads).
 type answer struct {
