@@ -85,6 +85,7 @@ func New(o Options) *Provider {
 	p := &Provider{o: o, tokens: map[string]*minted{}, idem: map[string][]byte{}, mux: http.NewServeMux()}
 	p.mux.HandleFunc("GET "+ScriptPath, p.serveScript)
 	p.mux.HandleFunc("GET "+widgetPath, p.serveWidget)
+	p.mux.HandleFunc("POST "+widgetPath, p.serveToken)
 	p.mux.HandleFunc("POST "+VerifyPath, p.serveVerify)
 	return p
 }
@@ -214,8 +215,9 @@ func (p *Provider) serveScript(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, script)
 }
 
-// serveWidget is the iframe: a checkbox; ticking it posts a token minted
-// for the embedding page's host to that page (and to no other origin).
+// serveWidget is the iframe: a checkbox; ticking it has this server mint
+// a token (serveToken) for the embedding page's host, posted to that page
+// (and to no other origin).
 func (p *Provider) serveWidget(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	parent, err := url.Parse(q.Get("origin"))
@@ -223,10 +225,23 @@ func (p *Provider) serveWidget(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "origin: want the embedding page's origin", http.StatusBadRequest)
 		return
 	}
-	token := p.widgetToken(parent.Hostname(), q.Get("action"))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	widgetPage.Execute(w, map[string]string{"Widget": q.Get("id"), "Token": token, "Origin": parent.Scheme + "://" + parent.Host})
+	widgetPage.Execute(w, map[string]string{"Widget": q.Get("id"), "Action": q.Get("action"), "Origin": parent.Scheme + "://" + parent.Host})
+}
+
+// serveToken is the widget's ticked box: a token for the page at origin,
+// as SetWidget says (minted, forged or replayed).
+func (p *Provider) serveToken(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	parent, err := url.Parse(r.FormValue("origin"))
+	if err != nil || parent.Host == "" {
+		http.Error(w, "origin: want the embedding page's origin", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprint(w, p.widgetToken(parent.Hostname(), r.FormValue("action")))
 }
 
 var widgetPage = template.Must(template.New("widget").Parse(`<!doctype html>
@@ -235,10 +250,12 @@ var widgetPage = template.Must(template.New("widget").Parse(`<!doctype html>
 </head><body>
 <label><input type="checkbox" id="box"> I am human <small>(local stand-in)</small></label>
 <script>
-document.getElementById('box').addEventListener('change', function (e) {
+parent.postMessage({ widget: {{.Widget}}, ready: true }, {{.Origin}});
+document.getElementById('box').addEventListener('change', async function (e) {
   if (!e.target.checked) return;
   e.target.disabled = true;
-  parent.postMessage({ widget: {{.Widget}}, token: {{.Token}} }, {{.Origin}});
+  const res = await fetch(location.pathname, { method: 'POST', body: new URLSearchParams({ origin: {{.Origin}}, action: {{.Action}} }) });
+  parent.postMessage({ widget: {{.Widget}}, token: await res.text() }, {{.Origin}});
 });
 </script>
 </body></html>
@@ -272,6 +289,11 @@ const script = `(() => {
   addEventListener('message', (e) => {
     if (e.origin !== origin || !e.data || !widgets.has(e.data.widget)) return;
     const w = widgets.get(e.data.widget);
+    if (e.data.ready) {
+      // Shown and ready for a click (the tests wait for this mark).
+      w.frame.dataset.ready = '1';
+      return;
+    }
     w.token = String(e.data.token);
     if (typeof w.params.callback === 'function') w.params.callback(w.token);
   });
