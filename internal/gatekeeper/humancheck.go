@@ -115,7 +115,8 @@ func humanCheckApplies(cfg queue.Config, c identity.Caller) bool {
 // in the line as allow does. (The gate's judgement of every signal, being
 // merged, applies them all and calls humanCheck itself: then this goes.)
 func (g *Gatekeeper) enterChecked(ctx context.Context, q string, cfg queue.Config, c identity.Caller, addr netip.Addr, token string) (queue.View, error) {
-	if token == "" && g.o.Human != nil {
+	if token == "" {
+		// Whoever holds a place is told so, whatever this instance can check.
 		v, err := g.o.Queue.Knock(ctx, q, c.User)
 		if err != nil || v.State != queue.NotInQueue {
 			return v, err
