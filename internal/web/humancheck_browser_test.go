@@ -13,6 +13,7 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/humancheck/localprovider"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // TestBrowserHumanCheck: under entry turnstile, against the local stand-in
@@ -62,6 +63,11 @@ func TestBrowserHumanCheck(t *testing.T) {
 	t.Run("a good token takes a place", func(t *testing.T) {
 		v := apptest.NewVisitor(t, browser, in, "en")
 		v.Open("/q/human")
+		v.WaitState("humancheck", apptest.JoinWithin)
+		// The card with the widget in it, as a screen reader meets it.
+		if found, err := axeRun(v, testenv.Axe(t)); err != nil || len(found) > 0 {
+			t.Errorf("axe-core on the human check: %v %v", found, err)
+		}
 		tick(t, v)
 		v.WaitState("waiting", apptest.JoinWithin)
 		wantCodes(t, v, "403 human_check_required", "200 WAITING")
