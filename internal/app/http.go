@@ -3,6 +3,8 @@ package app
 // HTTP: the API, the gateway around it, the servers and the listeners (buildHTTP, listen).
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -55,7 +58,13 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
-	gate := m.newGatekeeper(proxies)
+	if len(c.SuspectRanges) > 0 { // read again: a file may have changed since Validate
+		if s.ranges, err = suspect.NewRanges(c.SuspectRanges); err != nil {
+			return s, fmt.Errorf("--suspect-ranges: %w", err)
+		}
+		m.Logger.Info("suspect address ranges", "files", c.SuspectRanges, "ranges", s.ranges.Len())
+	}
+	gate := m.newGatekeeper(proxies, s.ranges)
 	// Read again: a value's file may have changed since Validate.
 	if s.bypass, err = c.BypassRules(); err != nil {
 		return s, fmt.Errorf("--bypass: %w", err)
@@ -115,21 +124,49 @@ func (m *Main) listen() (err error) {
 // up already): challenges signed with the auth secret, the per-address
 // limits (reported in the metrics), the client address behind the trusted
 // proxies.
-func (m *Main) newGatekeeper(addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
+func (m *Main) newGatekeeper(addrs clientaddr.Resolver, ranges *suspect.Ranges) *gatekeeper.Gatekeeper {
 	c := m.Config
 	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, m.Clock)
 	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, m.Clock)
 	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
 	base := c.prefix()
 	return gatekeeper.New(gatekeeper.Options{
-		Queue:        m.Queue,
-		Claims:       m.line.operate,
-		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), m.Clock),
-		Entries:      entries,
-		Sessions:     sessions,
-		Addresses:    addrs,
-		ChallengeURL: func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
+		Queue:          m.Queue,
+		Claims:         m.line.operate,
+		Challenges:     challenge.NewIssuer([]byte(c.AuthSecret), m.Clock),
+		Entries:        entries,
+		Sessions:       sessions,
+		Addresses:      addrs,
+		ChallengeURL:   func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
+		BotScoreHeader: c.BotScoreHeader, BotScoreBelow: c.BotScoreBelow, Ranges: suspectRanges(ranges),
+		PollRate: suspect.NewPollRate(pollRateWindow, pollRateFactor), MarkKey: markKey(c.AuthSecret),
+		Metrics: m.sale.telemetry, Logger: m.Logger, Clock: m.Clock,
 	})
+}
+
+// The poll-rate signal: a session that polled, over the window, at least
+// factor times as often as its answers told it to is a suspect for the
+// places it takes next.
+const (
+	pollRateWindow = 2 * time.Minute
+	pollRateFactor = 3
+)
+
+// suspectRanges is the ranges as the gatekeeper takes them: none when nil
+// (a nil *suspect.Ranges in the interface would be called).
+func suspectRanges(r *suspect.Ranges) gatekeeper.Ranges {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+// markKey keys the hash a suspect's address is kept and logged by: the
+// auth secret every instance shares, under a label of its own.
+func markKey(secret string) []byte {
+	h := hmac.New(sha256.New, []byte(secret))
+	h.Write([]byte("waitroom-suspect-address"))
+	return h.Sum(nil)
 }
 
 // newGateway builds gateway mode around the API: the upstream, its

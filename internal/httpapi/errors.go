@@ -75,6 +75,10 @@ var errorTable = []struct {
 	{identity.ErrUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
 	{gatekeeper.ErrChallengeRequired, errorRow{http.StatusForbidden, "challenge_required", 0}},
 	{gatekeeper.ErrSignInRequired, errorRow{http.StatusForbidden, "signin_required", 0}},
+	{gatekeeper.ErrSuspectedBot, errorRow{http.StatusForbidden, "suspected_bot", 0}},
+	// A likely bot in an outage under --on-store-error admit is told what
+	// everyone is told under wait: nothing that says it was judged.
+	{gatekeeper.ErrSuspectDegraded, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	// Retry-After is the address's own wait (RetryAfter) when the error
 	// knows it; 1 s otherwise.
 	{gatekeeper.ErrTooManyEntries, errorRow{http.StatusTooManyRequests, "too_many_entries", 1}},
