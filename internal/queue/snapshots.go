@@ -310,6 +310,9 @@ func (s *snapshots) shown(queue, user string, epoch, ticket int64) {
 		return
 	}
 	v.seen = max(v.seen, ticket)
+	if _, shadow := v.shadows[k]; shadow { // a shadow ticket numbers no place here
+		return
+	}
 	if _, known := v.tickets[k]; !known {
 		v.tickets[k] = ticket
 	}
