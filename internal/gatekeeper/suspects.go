@@ -86,7 +86,7 @@ func (g *Gatekeeper) Entrant(r *http.Request, caller identity.Caller) Entrant {
 // addresses.
 func (g *Gatekeeper) signals(q string, e Entrant) []string {
 	var out []string
-	if score, err := strconv.Atoi(strings.TrimSpace(e.Score)); err == nil && score >= 1 && score <= 99 && score < g.o.BotScoreBelow {
+	if e.Score != "" && edgeScoreBelow(e.Score, g.o.BotScoreBelow) {
 		out = append(out, string(suspect.EdgeScore))
 	}
 	if g.o.Ranges != nil && e.Addr.IsValid() && g.o.Ranges.Contains(e.Addr) {
@@ -96,6 +96,13 @@ func (g *Gatekeeper) signals(q string, e Entrant) []string {
 		out = append(out, string(suspect.PollRate))
 	}
 	return out
+}
+
+// edgeScoreBelow says whether the edge's score is one of 1–99 below
+// threshold; a score that cannot be read is unknown, so not.
+func edgeScoreBelow(score string, threshold int) bool {
+	n, err := strconv.Atoi(strings.TrimSpace(score))
+	return err == nil && n >= 1 && n <= 99 && n < threshold
 }
 
 // Suspected says whether the signals judged without the store mark e as
