@@ -60,8 +60,10 @@ func (s *snapshots) shadowStanding(ctx context.Context, v *lineView, k uint64, s
 	}
 	s.hits.Add(1)
 	pos := shownBehind(sp.behind, sn)
+	// Its length counts it, as the stores' answers do: one more than the
+	// people waiting, and never short of its own position.
 	return Standing{State: Waiting, Shadow: true, Ticket: sp.ticket, Behind: sp.behind, Position: pos,
-		Length: max(sn.Length, pos), Pace: sn.Pace, Epoch: sn.Epoch}, true
+		Length: max(sn.Length+1, pos), Pace: sn.Pace, Epoch: sn.Epoch}, true
 }
 
 // shownBehind is the position a shadow place that arrived behind ticket
