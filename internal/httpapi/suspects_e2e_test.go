@@ -84,6 +84,19 @@ func TestShadowedAnswersAsAPerson(t *testing.T) {
 			if botMe.Status != 200 || !slices.Equal(keysOf(botMe), keysOf(personMe)) {
 				t.Errorf("status: the bot got %d %v, a person %d %v", botMe.Status, keysOf(botMe), personMe.Status, keysOf(personMe))
 			}
+			// The front document places the person's ticket and never the
+			// bot's (another line's epoch), so the bot's page asks here; shown
+			// back, its ticket is still answered as its shadow place.
+			doc := in.Do("GET", frontPath(q), "", nil)
+			if _, ok := placeFrom(t, doc, bot.Str("ticket")); ok {
+				t.Errorf("the front document places the bot's ticket %s", bot.Str("ticket"))
+			}
+			if pos, ok := placeFrom(t, doc, person.Str("ticket")); !ok || pos != 5 {
+				t.Errorf("the front document places the person at %d %v, want 5", pos, ok)
+			}
+			if r := in.Do("GET", me, in.As("bot"), nil, "X-Waitroom-Ticket", bot.Str("ticket")); r.Status != 200 || r.Num("position") != 5 || r.Str("ticket") != bot.Str("ticket") {
+				t.Errorf("the bot showing its ticket: %d %s, want its shadow place, 5", r.Status, r.Raw)
+			}
 			// People are let in: the bot's position falls with theirs, and
 			// it is never let in before them.
 			in.PatchQueue(q, map[string]any{"paused": false})
@@ -172,6 +185,33 @@ func TestSuspectActions(t *testing.T) {
 			t.Errorf("a signed-in person behind the NAT: %d %s", r.Status, r.Raw)
 		}
 	})
+}
+
+// TestPollRateMarksTheNextPlace: a session that polls its status much
+// faster than it is told becomes a suspect for the places it takes next,
+// here refused; its place already held is kept.
+func TestPollRateMarksTheNextPlace(t *testing.T) {
+	t.Parallel()
+	in := apptest.Boot(t, apptest.Backends[0], nil)
+	q := apptest.UniqueID("polls")
+	in.PutQueue(q, map[string]any{"paused": true, "suspects": "refuse"})
+	entries, me := "/api/v1/queues/"+q+"/entries", "/api/v1/queues/"+q+"/entries/me"
+	if r := in.Do("POST", entries, in.As("hammer"), nil); r.Status != 200 || r.Num("pollAfterSeconds") < 2 {
+		t.Fatalf("entering: %d %s", r.Status, r.Raw)
+	}
+	for range 30 { // told to wait 2 s or more: asked at once, 30 times
+		if r := in.Do("GET", me, in.As("hammer"), nil); r.Status != 200 {
+			t.Fatalf("polling: %d %s", r.Status, r.Raw)
+		}
+	}
+	if r := in.Do("POST", entries, in.As("hammer"), nil); r.Status != 200 || r.Num("position") != 1 {
+		t.Errorf("entering again while holding a place: %d %s, want the place kept", r.Status, r.Raw)
+	}
+	in.Do("DELETE", me, in.As("hammer"), nil)
+	checkErrorAnswer(t, in.Do("POST", entries, in.As("hammer"), nil), http.StatusForbidden, "suspected_bot")
+	if r := in.Do("POST", entries, in.As("calm"), nil); r.Status != 200 {
+		t.Errorf("a session that polled as told: %d %s", r.Status, r.Raw)
+	}
 }
 
 // TestSuspectDegraded: under --on-store-error admit, with the store away,
