@@ -180,7 +180,13 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, e Entrant) (queue.View
 		if e.Proof == "" { // the human check marked it: now the dearer proof
 			return g.refuseNewcomer(ctx, q, e, ChallengeRequired{URL: g.o.ChallengeURL(q)})
 		}
-		if err := g.spendProof(ctx, q, e.Proof, cost); err != nil {
+		// Only a suspect's proof is held to its cost: a person's challenge
+		// issued before the queue's cost changed still takes its place.
+		least := 0
+		if len(signals) > 0 {
+			least = cost
+		}
+		if err := g.spendProof(ctx, q, e.Proof, least); err != nil {
 			return queue.View{}, err
 		}
 	}
@@ -231,12 +237,12 @@ func proofCost(cfg queue.InForce, e Entrant, signals []string) int {
 	return cost
 }
 
-// spendProof checks a solved challenge of the queue issued at cost or
-// dearer (a challenge carries its cost), and spends it: a solution is
+// spendProof checks a solved challenge of the queue issued at least at
+// cost least (a challenge carries its cost), and spends it: a solution is
 // accepted once (ChallengeRequired otherwise).
-func (g *Gatekeeper) spendProof(ctx context.Context, q, proof string, cost int) error {
+func (g *Gatekeeper) spendProof(ctx context.Context, q, proof string, least int) error {
 	solved, err := g.o.Challenges.Verify(proof, q)
-	if err == nil && solved.Cost < cost {
+	if err == nil && solved.Cost < least {
 		err = errors.New("this solution is of a cheaper challenge than this place asks: get a new one")
 	}
 	if err != nil {
