@@ -40,9 +40,9 @@ type Options struct {
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
 	// Sections to run: "herd", "degrade", "noshow", "soldout", "hot",
-	// "accuracy", "memory", "gateway", "front", "million"; empty = all but
-	// "million", which runs only when named (it takes minutes:
-	// bench/run.sh --million).
+	// "accuracy", "memory", "gateway", "front", "million", "bots"; empty =
+	// all but "million" and "bots", which run only when named (they take
+	// minutes: bench/run.sh --million, bench/run.sh -sections bots).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -76,12 +76,15 @@ type Options struct {
 	// (front-idle-0.pprof, front-document-0.pprof, front-exact-1.pprof, ...; empty: none; the
 	// profiler's own cost is then in those runs' figures).
 	FrontProfiles string
+	// BotsRuns runs only the bots section's runs of these names
+	// ("signals", "before", "no bots"; empty: all three).
+	BotsRuns []string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
 
 func (o Options) want(s string) bool {
-	if s == "million" || len(o.Sections) > 0 {
+	if s == "million" || s == "bots" || len(o.Sections) > 0 {
 		return slices.Contains(o.Sections, s)
 	}
 	return true
@@ -109,6 +112,7 @@ type Report struct {
 	Gateway  *GatewayReport
 	Million  *MillionReport
 	Front    *FrontReport
+	Bots     *BotsReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -163,6 +167,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("front") {
 		if r.Front, err = runFront(ctx, o); err != nil {
 			return r, fmt.Errorf("front: %w", err)
+		}
+	}
+	if o.want("bots") {
+		if r.Bots, err = runBots(ctx, o); err != nil {
+			return r, fmt.Errorf("bots: %w", err)
 		}
 	}
 	if o.want("million") {
@@ -260,7 +269,13 @@ func (l *serverLog) First() string {
 
 // boot starts a waitroom on the test servers; its warnings go to logs.
 func boot(ctx context.Context, o Options, logs *serverLog, edit func(*app.Config)) (*app.Main, error) {
-	cfg, err := app.Parse(nil, func(string) string { return "" }, io.Discard)
+	return bootArgs(ctx, nil, o, logs, edit)
+}
+
+// bootArgs is boot with `waitroom serve` flags read first, as the command
+// reads them.
+func bootArgs(ctx context.Context, args []string, o Options, logs *serverLog, edit func(*app.Config)) (*app.Main, error) {
+	cfg, err := app.Parse(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		return nil, err
 	}

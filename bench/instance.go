@@ -34,6 +34,11 @@ const InstanceEnv = "WAITROOM_BENCH_INSTANCE"
 // database, key prefix and secrets, so several instances serve one line.
 type instanceConfig struct {
 	RedisURL, DatabaseURL, KeyPrefix, AuthSecret, AdminToken string
+	// Args are `waitroom serve` flags, read as the command reads them (the
+	// bots section's --suspect-ranges, --trusted-proxies...); with
+	// RedisURL and DatabaseURL empty the instance keeps its line and its
+	// orders in the --data-dir they name.
+	Args []string
 }
 
 // newInstanceConfig is a line of its own on the test servers: a fresh key
@@ -74,7 +79,7 @@ func ServeInstance() int {
 		return 2
 	}
 	ctx := context.Background()
-	m, err := boot(ctx, Options{RedisURL: cfg.RedisURL, DatabaseURL: cfg.DatabaseURL}, &serverLog{tee: os.Stderr}, func(c *app.Config) {
+	m, err := bootArgs(ctx, cfg.Args, Options{RedisURL: cfg.RedisURL, DatabaseURL: cfg.DatabaseURL}, &serverLog{tee: os.Stderr}, func(c *app.Config) {
 		c.KeyPrefix, c.AuthSecret, c.AdminToken = cfg.KeyPrefix, cfg.AuthSecret, cfg.AdminToken
 	})
 	if err != nil {

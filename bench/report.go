@@ -126,20 +126,42 @@ func Write(r *Report, doc, svgDir, command string) error {
 		return err
 	}
 	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front"} {
-		body, ok := sections[name]
-		if !ok {
-			continue
-		}
-		begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
-		block := begin + "\n" + body + end
-		i, j := strings.Index(text, begin), strings.Index(text, end)
-		if i >= 0 && j > i {
-			text = text[:i] + block + text[j+len(end):]
-		} else {
-			text += "\n" + block + "\n"
+		if body, ok := sections[name]; ok {
+			text = putSection(text, name, body)
 		}
 	}
-	return os.WriteFile(doc, []byte(text), 0o644)
+	if err := os.WriteFile(doc, []byte(text), 0o644); err != nil {
+		return err
+	}
+	if r.Bots != nil {
+		// The bots' figures are the threat model's evidence: they go into
+		// security.md beside doc.
+		return writeSection(filepath.Join(filepath.Dir(doc), "security.md"), "bots", botsMarkdown(r.Bots, stamp))
+	}
+	return nil
+}
+
+// putSection replaces the text between <!-- bench:NAME --> and <!--
+// /bench:NAME --> with body, or appends the block without them.
+func putSection(text, name, body string) string {
+	begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
+	block := begin + "\n" + body + end
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i >= 0 && j > i {
+		return text[:i] + block + text[j+len(end):]
+	}
+	return text + "\n" + block + "\n"
+}
+
+// writeSection puts one section into the file at path.
+func writeSection(path, name, body string) error {
+	text := ""
+	if b, err := os.ReadFile(path); err == nil {
+		text = string(b)
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(path, []byte(putSection(text, name, body)), 0o644)
 }
 
 var modeColors = []string{"#d62728", "#1f77b4", "#2ca02c"}

@@ -23,6 +23,11 @@
 #                                      # against exact polls (docs/benchmarks.md §6)
 #   bench/run.sh -sections soldout     # a minute: 500 units, 5,000 users, with
 #                                      # admitPerUnit 1 and 0 (docs/benchmarks.md, Sold out)
+#   bench/run.sh -sections bots        # about three minutes: an opening for 2,000
+#                                      # people while a bot farm takes 6,000 places,
+#                                      # with the signals, without them, without the
+#                                      # bots (docs/security.md, Likely bots);
+#                                      # -bots-runs before: one of the three runs
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);

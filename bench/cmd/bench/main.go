@@ -31,7 +31,8 @@ func main() {
 		os.Exit(bench.ServeInstance())
 	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million (default all but million)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million,bots (default all but million and bots)")
+	botsRuns := flag.String("bots-runs", "", "comma-separated subset of the bots section's runs: signals,before,no bots (default all three)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
 	command := flag.String("command", "bench/run.sh", "the command named in the report as reproducing it")
@@ -70,6 +71,9 @@ func main() {
 	}
 	if *sections != "" {
 		o.Sections = strings.Split(*sections, ",")
+	}
+	if *botsRuns != "" {
+		o.BotsRuns = strings.Split(*botsRuns, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,0 +1,305 @@
+package bench
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// openAndAdmit moves the opening to a few seconds ahead (everyone is in),
+// lets the late people enter once it has passed, and waits until Admit are
+// let in and their clients have seen it.
+func (r *botsRunner) openAndAdmit(ctx, pollCtx context.Context, pollers *sync.WaitGroup) error {
+	r.opening = time.Now().Add(3 * time.Second).Truncate(time.Second)
+	st, body, _, err := r.do(ctx, "PATCH", "/admin/v1/queues/"+r.queue, nil,
+		map[string]any{"opensAt": r.opening.UTC().Format(time.RFC3339)})
+	if err != nil || st != http.StatusOK {
+		return fmt.Errorf("moving the opening: %d %v %v", st, body, err)
+	}
+	// The late people come once the pre-queue is placed (within a tick or
+	// two of the opening): they join the line behind it.
+	if err := sleepCtx(ctx, time.Until(r.opening.Add(2*time.Second))); err != nil {
+		return err
+	}
+	var late []*botClient
+	for _, c := range r.crowd {
+		if c.kind == kindLate {
+			late = append(late, c)
+		}
+	}
+	r.enterEach(ctx, pollCtx, pollers, late)
+	admitted := 0
+	for admitted < r.rep.Admit {
+		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+			return fmt.Errorf("%d of %d admitted: %w", admitted, r.rep.Admit, err)
+		}
+		st, body, _, err := r.do(ctx, "GET", "/admin/v1/queues/"+r.queue, nil, nil)
+		if err != nil || st != http.StatusOK {
+			return fmt.Errorf("reading the stats: %d %v %v", st, body, err)
+		}
+		n, _ := body["admittedTotal"].(float64)
+		admitted = int(n)
+	}
+	// Everyone let in learns it at their next poll: the longest a client
+	// is told to wait is 12 s (10 s jittered by 20%).
+	deadline := time.Now().Add(20 * time.Second)
+	for int(r.readySeen.Load()) < admitted && time.Now().Before(deadline) {
+		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// frontEpoch reads the real line's epoch from its front document (as an
+// integer: it is past float64's exact range).
+func (r *botsRunner) frontEpoch(ctx context.Context) (int64, error) {
+	res, err := r.request(ctx, "GET", "/api/v1/queues/"+r.queue+"/front", nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var front struct {
+		Epoch int64 `json:"epoch"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&front); err != nil || res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("reading the front document: %d %v", res.StatusCode, err)
+	}
+	return front.Epoch, nil
+}
+
+// suspectsSeen reads the instance's own count of the shadow line (stats'
+// shadowLength) and the admin list of suspects; -1 where not answered.
+func (r *botsRunner) suspectsSeen(ctx context.Context) (shadowLength, listed int) {
+	shadowLength, listed = -1, -1
+	if st, body, _, err := r.do(ctx, "GET", "/admin/v1/queues/"+r.queue, nil, nil); err == nil && st == http.StatusOK {
+		if n, ok := body["shadowLength"].(float64); ok {
+			shadowLength = int(n)
+		}
+	}
+	res, err := r.request(ctx, "GET", "/admin/v1/queues/"+r.queue+"/suspects", nil, nil)
+	if err != nil {
+		return shadowLength, listed
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode == http.StatusOK {
+		listed = countListed(raw)
+	}
+	return shadowLength, listed
+}
+
+// countListed is the length of a JSON list, or of the first list in a JSON
+// object ({"suspects": [...]}), or -1.
+func countListed(raw []byte) int {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		return len(list)
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return -1
+	}
+	for _, v := range obj {
+		if json.Unmarshal(v, &list) == nil {
+			return len(list)
+		}
+	}
+	return -1
+}
+
+// comparePolls measures the instance's CPU time (from /proc) over polls of
+// shadow places and over polls of waiting people, the crowd's pollers
+// stopped, in alternating rounds so that the machine's other load falls
+// on both alike. Each poll is the page's: cookie, address, score, ticket.
+func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error) {
+	var shadows, people []*botClient
+	for _, c := range r.crowd {
+		switch {
+		case c.err != nil || c.placed.IsZero() || !c.ready.IsZero():
+		case c.shadow && len(shadows) < 100:
+			shadows = append(shadows, c)
+		case c.kind == kindLate && !c.shadow && len(people) < 100:
+			people = append(people, c)
+		}
+	}
+	if len(shadows) == 0 || len(people) == 0 {
+		return nil, fmt.Errorf("%d shadow places and %d waiting people to poll", len(shadows), len(people))
+	}
+	polls, rounds := 3000, 3
+	if r.o.Short {
+		polls = 300
+	}
+	out := &BotsCPU{Polls: polls * rounds}
+	var shadowCPU, personCPU time.Duration
+	for range rounds {
+		for _, k := range []struct {
+			clients []*botClient
+			sum     *time.Duration
+		}{{shadows, &shadowCPU}, {people, &personCPU}} {
+			before, err := procCPU(pid)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.pollMany(ctx, k.clients, polls); err != nil {
+				return nil, err
+			}
+			after, err := procCPU(pid)
+			if err != nil {
+				return nil, err
+			}
+			*k.sum += after - before
+		}
+	}
+	out.ShadowPerPoll = shadowCPU / time.Duration(out.Polls)
+	out.PersonPerPoll = personCPU / time.Duration(out.Polls)
+	if personCPU > 0 {
+		out.Ratio = float64(shadowCPU) / float64(personCPU)
+	}
+	return out, nil
+}
+
+// pollMany sends n status polls, round-robin over clients, from 8
+// workers; every answer must be 200.
+func (r *botsRunner) pollMany(ctx context.Context, clients []*botClient, n int) error {
+	path := "/api/v1/queues/" + r.queue + "/entries/me"
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				st, body, _, err := r.do(ctx, "GET", path, clients[i%len(clients)], nil)
+				if err == nil && st != http.StatusOK {
+					err = fmt.Errorf("a poll answered %d %v", st, body)
+				}
+				if err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// count adds up what the clients were answered.
+func (r *botsRunner) count(run *BotsRun) {
+	var inLine []time.Duration
+	for _, c := range r.crowd {
+		if !c.ready.IsZero() {
+			run.Admitted++
+			if c.kind.person() {
+				run.PeopleAdmitted++
+			}
+			if c.kind == kindPerson || c.kind == kindNAT {
+				inLine = append(inLine, c.ready.Sub(r.opening))
+			}
+		}
+		if c.shadow {
+			run.Shadowed++
+			if c.kind.person() {
+				run.PeopleShadowed++
+			}
+		}
+		if c.got403 && c.kind.person() {
+			run.People403++
+		} else if c.got403 {
+			run.Bots403++
+		}
+		if c.kind == kindNAT && !c.placed.IsZero() {
+			run.NATPlaced++
+			run.NATWithin = max(run.NATWithin, c.placed.Sub(c.tried))
+		}
+	}
+	if run.Admitted > 0 {
+		run.PeopleShare = float64(run.PeopleAdmitted) / float64(run.Admitted)
+	}
+	slices.Sort(inLine)
+	run.TimeP50, run.TimeP95 = percentile(inLine, 50), percentile(inLine, 95)
+	run.Requests = int(r.requests.Load())
+	run.Errors, run.ErrorSample = r.errors, r.errSample
+}
+
+// request sends one request as client c (nil: the operator): its address
+// in X-Forwarded-For (the harness is the trusted proxy), its edge score,
+// its session and its ticket.
+func (r *botsRunner) request(ctx context.Context, method, path string, c *botClient, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		req.Header.Set("Authorization", r.admin)
+	} else {
+		req.Header.Set("X-Forwarded-For", c.addr)
+		if c.score != "" {
+			req.Header.Set(botsScoreHeader, c.score)
+		}
+		if c.cookie != "" {
+			req.Header.Set("Cookie", c.cookie)
+		}
+		if c.ticket != "" {
+			req.Header.Set("X-Waitroom-Ticket", c.ticket)
+		}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	r.requests.Add(1)
+	return r.hc.Do(req)
+}
+
+// do is request with the JSON answer read, and its Retry-After (1 s when
+// absent).
+func (r *botsRunner) do(ctx context.Context, method, path string, c *botClient, body any) (int, map[string]any, time.Duration, error) {
+	res, err := r.request(ctx, method, path, c, body)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var m map[string]any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m)
+	}
+	return res.StatusCode, m, retryAfter(res), nil
+}
+
+func retryAfter(res *http.Response) time.Duration {
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return time.Second
+}
+
+// sleepCtx waits d, or less if ctx ends (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
