@@ -99,18 +99,16 @@ type Config struct {
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies string
 	// BotScoreHeader names the header in which the edge (a trusted proxy)
-	// gives its bot score (--bot-score-header; empty: none is read). In
-	// gateway mode a client's own copy never reaches the backend.
+	// gives its bot score, 1–99 as Cloudflare's (--bot-score-header; empty:
+	// none is read), and a score below BotScoreBelow (default 30) marks a
+	// suspect. In gateway mode a client's own copy never reaches the
+	// backend.
 	BotScoreHeader string
+	BotScoreBelow  int
 	// Bypass are the rules that let staff and monitors past the line
 	// (package bypass): "cidr 10.0.0.0/8", "header X-Staff-Key=@/path",
 	// each optionally followed by "queue=NAME".
 	Bypass []string
-	// BotScoreHeader names the header a --trusted-proxies proxy sends the
-	// edge's bot score in (1–99, as Cloudflare's), and a score below
-	// BotScoreBelow (default 30) marks a suspect; empty: no score read.
-	BotScoreHeader string
-	BotScoreBelow  int
 	// SuspectRanges are files of suspect address ranges (package suspect:
 	// CIDRs, or a cloud's published list), read again on SIGHUP.
 	SuspectRanges []string

@@ -22,10 +22,12 @@ import (
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/events"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/ratelimit"
@@ -130,6 +132,7 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver, ranges *suspect.Ranges) 
 	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, m.Clock)
 	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
 	base := c.prefix()
+	tally := events.NewSuspectTally(&m.sale.pending) // the sale's rows: its Likely bots
 	return gatekeeper.New(gatekeeper.Options{
 		Queue:          m.Queue,
 		Claims:         m.line.operate,
@@ -139,18 +142,11 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver, ranges *suspect.Ranges) 
 		Addresses:      addrs,
 		ChallengeURL:   func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
 		BotScoreHeader: c.BotScoreHeader, BotScoreBelow: c.BotScoreBelow, Ranges: suspectRanges(ranges),
-		PollRate: suspect.NewPollRate(pollRateWindow, pollRateFactor), MarkKey: markKey(c.AuthSecret),
+		PollRate: suspect.NewPollRate(suspect.DefaultPollWindow, suspect.DefaultPollFactor), MarkKey: markKey(c.AuthSecret),
 		Metrics: m.sale.telemetry, Logger: m.Logger, Clock: m.Clock,
+		Tally: func(q string, signals []string, action string) { tally.Count(q, signals, queue.SuspectAction(action)) },
 	})
 }
-
-// The poll-rate signal: a session that polled, over the window, at least
-// factor times as often as its answers told it to is a suspect for the
-// places it takes next.
-const (
-	pollRateWindow = 2 * time.Minute
-	pollRateFactor = 3
-)
 
 // suspectRanges is the ranges as the gatekeeper takes them: none when nil
 // (a nil *suspect.Ranges in the interface would be called).

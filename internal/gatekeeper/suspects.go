@@ -105,10 +105,20 @@ func edgeScoreBelow(score string, threshold int) bool {
 	return err == nil && n >= 1 && n <= 99 && n < threshold
 }
 
-// Suspected says whether the signals judged without the store mark e as
-// a likely bot in the queue: what a degraded entry is refused by
-// (ErrSuspectDegraded), when the store cannot be asked.
-func (g *Gatekeeper) Suspected(q string, e Entrant) bool { return len(g.signals(q, e)) > 0 }
+// DegradedRefusal is ErrSuspectDegraded when the signals mark e as a
+// likely bot in the queue, nil otherwise: asked before a degraded entry
+// is given (--on-store-error admit, the store away), when neither the
+// store nor the queue's config can be read, so the signals are the ones
+// judged without them (the edge's score, ranges, poll rate) and the
+// refusal is counted and logged as the action refuse.
+func (g *Gatekeeper) DegradedRefusal(ctx context.Context, q string, e Entrant) error {
+	signals := g.signals(q, e)
+	if len(signals) == 0 {
+		return nil
+	}
+	g.note(ctx, q, e, signals, queue.SuspectsRefuse)
+	return ErrSuspectDegraded
+}
 
 // Polled tells the poll-rate signal of a status poll the user made and the
 // answer v it is given. The answer's pollAfterSeconds stands for the one

@@ -52,7 +52,7 @@ func (r ranges) Contains(a netip.Addr) bool {
 type polls map[string]bool
 
 func (p polls) Polled(key string, told time.Duration, now time.Time) {}
-func (p polls) Suspect(key string, now time.Time) bool            { return p[key] }
+func (p polls) Suspect(key string, now time.Time) bool               { return p[key] }
 
 type tallied struct {
 	queue, action string
@@ -112,7 +112,7 @@ func TestSignals(t *testing.T) {
 	f := newSuspectFixture(t, queue.JoinAny, queue.SuspectsShadow, 100, "fast")
 	for _, c := range []struct {
 		name, remote, forwarded, score, user string
-		want                               []string
+		want                                 []string
 	}{
 		{"a person, no score", "198.51.100.1:1", "", "", "p", nil},
 		{"a human score from the edge", "10.0.0.1:1", "198.51.100.1", "80", "p", nil},
@@ -275,7 +275,10 @@ func TestSuspectNeverWalksIn(t *testing.T) {
 	if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: anon("p"), Addr: home}); !may || err != nil {
 		t.Errorf("a person: may %v %v", may, err)
 	}
-	if !f.g.Suspected("sale", Entrant{Addr: datacentre}) || f.g.Suspected("sale", Entrant{Addr: home}) {
-		t.Error("Suspected does not tell the data centre from home")
+	if !errors.Is(f.g.DegradedRefusal(ctx, "sale", Entrant{Addr: datacentre}), ErrSuspectDegraded) || f.g.DegradedRefusal(ctx, "sale", Entrant{Addr: home}) != nil {
+		t.Error("DegradedRefusal does not tell the data centre from home")
+	}
+	if n := len(*f.tallies); n != 1 || (*f.tallies)[0].action != "refuse" {
+		t.Errorf("tallies %+v, want the degraded refusal counted as refuse", *f.tallies)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/breaker"
-	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/spend"
@@ -136,15 +135,15 @@ func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, rt Route, on o
 // spent, and the backend gets neither X-Waitroom-User nor
 // X-Waitroom-Entry. It is counted, not logged: the breaker logs the
 // outage once. A likely bot (the signals judged without the store:
-// gatekeeper.Gatekeeper.Suspected) is not forwarded: it is answered as
-// under wait, 503 + Retry-After.
+// gatekeeper.Gatekeeper.DegradedRefusal) is not forwarded: it is answered
+// as under wait, 503 + Retry-After.
 func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request, rt Route, on onward) {
 	caller, err := g.o.Identity.Caller(r)
 	if err != nil { // none: judged by address and score alone
 		caller = identity.Caller{}
 	}
-	if g.o.Gate.Suspected(rt.Queue, g.o.Gate.Entrant(r, caller)) {
-		g.o.API.WriteError(w, r, gatekeeper.ErrSuspectDegraded)
+	if err := g.o.Gate.DegradedRefusal(r.Context(), rt.Queue, g.o.Gate.Entrant(r, caller)); err != nil {
+		g.o.API.WriteError(w, r, err)
 		return
 	}
 	g.o.Metrics.Degraded("gateway")

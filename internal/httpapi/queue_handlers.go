@@ -294,8 +294,8 @@ func inOperatorsWords(err error, message string) error {
 // wait.
 func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant) {
 	q, user := r.PathValue("queue"), e.Caller.User
-	if s.Gate.Suspected(q, e) {
-		s.writeError(w, r, gatekeeper.ErrSuspectDegraded)
+	if err := s.Gate.DegradedRefusal(r.Context(), q, e); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.Metrics.Degraded("entry")
