@@ -77,8 +77,8 @@ func TestShadowedAnswersAsAPerson(t *testing.T) {
 			if bot.Num("position") != 5 || bot.Num("estimatedWaitSeconds") <= 0 || bot.Str("ticket") == "" {
 				t.Errorf("the bot's place: %s, want position 5 (behind the four before it), an estimate, a ticket", bot.Raw)
 			}
-			if st := in.QueueStats(q); st.Num("length") != 5 {
-				t.Errorf("stats: %s, want the 5 people alone in the real line", st.Raw)
+			if st := in.QueueStats(q); st.Num("length") != 5 || st.Num("shadowLength") != 1 {
+				t.Errorf("stats: %s, want the 5 people in the real line, the bot in the shadow line", st.Raw)
 			}
 			botMe, personMe := in.Do("GET", me, in.As("bot"), nil), in.Do("GET", me, in.As("p5"), nil)
 			if botMe.Status != 200 || !slices.Equal(keysOf(botMe), keysOf(personMe)) {
