@@ -576,7 +576,8 @@ func testAdminStats(t *testing.T, in *apptest.Instance) {
 	st := in.QueueStats("default")
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
-		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut", "phaseInForce"}
+		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut", "phaseInForce",
+		"shadowLength", "shadowEnteredTotal", "shadowAdmittedTotal", "shadowLeftTotal", "clearedTotal"}
 	for _, s := range queue.Settings {
 		fields = append(fields, s.Name)
 	}
