@@ -157,7 +157,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, e Entrant) (queue.View
 	}
 	signals := g.signals(q, e)
 	human := cfg.Join == queue.JoinTurnstile && (!e.Caller.Signed || cfg.HumanCheckSigned)
-	if missing := g.missing(q, cfg, e, signals, human); missing != nil {
+	if missing := g.missing(ctx, q, cfg, e, signals, human); missing != nil {
 		return g.refuseNewcomer(ctx, q, e, missing)
 	}
 	// Counted before a token or solution is checked, so that forged ones
@@ -168,7 +168,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, e Entrant) (queue.View
 		}
 	}
 	if human {
-		bot, err := g.humanCheck(ctx, e.HumanToken, e.Addr)
+		bot, err := g.humanCheck(ctx, q, e.HumanToken, e.Addr)
 		if err != nil {
 			return queue.View{}, err
 		}
@@ -198,11 +198,16 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, e Entrant) (queue.View
 
 // missing is what the entrant must bring and did not (nil: nothing), by
 // the queue's policy and, for a suspect under "challenge", its action.
-func (g *Gatekeeper) missing(q string, cfg queue.InForce, e Entrant, signals []string, human bool) error {
+// Without a token the human check says itself what it asks for (what the
+// page needs to show the provider's widget), without asking the provider.
+func (g *Gatekeeper) missing(ctx context.Context, q string, cfg queue.InForce, e Entrant, signals []string, human bool) error {
 	switch {
 	case !e.Caller.Signed && cfg.Join == queue.JoinSigned:
 		return ErrSignInRequired
 	case human && e.HumanToken == "":
+		if _, err := g.humanCheck(ctx, q, "", e.Addr); err != nil {
+			return err
+		}
 		return ErrHumanCheckRequired
 	case proofCost(cfg, e, signals) > 0 && e.Proof == "":
 		return ChallengeRequired{URL: g.o.ChallengeURL(q)}
