@@ -110,3 +110,22 @@ func TestShadowStatusFromTheSnapshot(t *testing.T) {
 		t.Error("a shadow place left is still remembered")
 	}
 }
+
+// TestShadowAnswerCostsAsAPersons: a shadow place's poll answered from a
+// fresh snapshot costs no allocation, as a person's does
+// (TestSnapshotAnswerAllocatesNothing): a farm's polls are no dearer to
+// the instance than people's.
+func TestShadowAnswerCostsAsAPersons(t *testing.T) {
+, Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Epoch: shadowEpoch})
+	if _, ok := s.status(context.Background(), "q", "bot"); !ok {
+		t.Fatal("not answered from the snapshot")
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if e, ok := s.status(context.Background(), "q", "bot"); !ok || !e.Shadow || e.Position != 501 {
+			t.Fatalf("answer %+v %v", e, ok)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per answer, want 0", allocs)
+	}
+}
