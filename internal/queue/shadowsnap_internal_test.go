@@ -116,7 +116,8 @@ func TestShadowStatusFromTheSnapshot(t *testing.T) {
 // (TestSnapshotAnswerAllocatesNothing): a farm's polls are no dearer to
 // the instance than people's.
 func TestShadowAnswerCostsAsAPersons(t *testing.T) {
-, Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Epoch: shadowEpoch})
+	s := newSnapshots(&shadowLine{}, time.Hour)
+	s.remember("q", "bot", Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Epoch: shadowEpoch})
 	if _, ok := s.status(context.Background(), "q", "bot"); !ok {
 		t.Fatal("not answered from the snapshot")
 	}
