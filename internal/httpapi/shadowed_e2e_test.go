@@ -55,7 +55,7 @@ func keysOf(r apptest.Response) []string {
 // place in the shadow line (the default action) and is answered as a
 // person is: the same status codes and JSON keys on enter, status and
 // leave, a signed ticket, an estimate, and a position that falls as
-// people are let in. (Needs the shadow line of branch i51-store.)
+// people are let in.
 func TestShadowedAnswersAsAPerson(t *testing.T) {
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
