@@ -46,6 +46,11 @@ type View struct {
 	// queue's front document they give the page the position without
 	// asking (internal/queue/front). 0 before an opening.
 	Ticket, Epoch int64
+	// Shadow: the place is in the shadow line (a suspect's, EnterShadow),
+	// and Ticket numbers it there. Nothing else of the answer says so: it
+	// is what the HTTP layer signs the ticket by (front.ShadowEpoch), so
+	// that no page places it in the real line.
+	Shadow bool
 }
 
 // AdmissionNear reports whether admission may reach this waiting user
@@ -302,6 +307,23 @@ func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, er
 // passthrough a newcomer is let straight in while MaxActiveTokens has room
 // (Store.AdmitNow, outside the rate), and joins the line otherwise.
 func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
+	return s.enter(ctx, queue, user, nil)
+}
+
+// EnterShadow is Enter for a suspect (issue 51): a newcomer's place is
+// taken in the shadow line, keeping mark (Store.EnterShadow), and answered
+// as a person's is; whoever already holds a place, in either line, or is
+// READY is told so as by Enter, so a mark is never shed by entering again.
+// Closed, full (the shadow line's own capacity), sold out and an opening
+// ahead answer as for a person. Under passthrough a suspect is never let
+// straight in: it takes its place in the shadow line, as when the line is
+// busy.
+func (s *Service) EnterShadow(ctx context.Context, queue, user string, mark SuspectMark) (View, error) {
+	return s.enter(ctx, queue, user, &mark)
+}
+
+// enter is Enter, and EnterShadow when mark is set.
+func (s *Service) enter(ctx context.Context, queue, user string, mark *SuspectMark) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
@@ -316,12 +338,17 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 		}
 		return v, err
 	}
-	if c.Method == MethodPassthrough {
+	if c.Method == MethodPassthrough && mark == nil {
 		if v, err := s.admitNow(ctx, queue, user); err != nil || v.State != NotInQueue {
 			return v, err
 		}
 	}
-	e, err := s.store.Enter(ctx, queue, user)
+	var e Standing
+	if mark != nil {
+		e, err = s.store.EnterShadow(ctx, queue, user, *mark)
+	} else {
+		e, err = s.store.Enter(ctx, queue, user)
+	}
 	if err != nil {
 		return View{}, err
 	}
@@ -527,7 +554,7 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	if e.State == Waiting && !e.PreQueue {
-		v.Ticket, v.Epoch = e.Ticket, e.Epoch
+		v.Ticket, v.Epoch, v.Shadow = e.Ticket, e.Epoch, e.Shadow
 	}
 	switch {
 	case e.State == Waiting && e.Pace.Stock.SoldOut():

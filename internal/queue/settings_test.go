@@ -26,7 +26,8 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
 		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
 		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand",
-		Method: MethodPassthrough, Join: JoinSigned, ChallengeCost: 1234}
+		Method: MethodPassthrough, Join: JoinSigned, ChallengeCost: 1234,
+		Suspects: SuspectsRefuse, SuspectChallengeCost: 2345, ShadowAdmits: ShadowLast, ShadowCapacity: 77, HumanCheckSigned: true}
 	fields := StoreFields(c)
 	m := map[string]string{}
 	for i := 0; i < len(fields); i += 2 {
