@@ -28,7 +28,6 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/ratelimit"
@@ -149,7 +148,7 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver, ranges *suspect.Ranges, 
 		BotScoreHeader: c.BotScoreHeader, BotScoreBelow: c.BotScoreBelow, Ranges: suspectRanges(ranges),
 		PollRate: suspect.NewPollRate(suspect.DefaultPollWindow, suspect.DefaultPollFactor), MarkKey: markKey(c.AuthSecret),
 		Metrics: m.sale.telemetry, Logger: m.Logger, Clock: m.Clock,
-		Tally: func(q string, signals []string, action string) { tally.Count(q, signals, queue.SuspectAction(action)) },
+		Tally: func(q string, signals []string, action string) { tally.Count(q, signals, suspect.Action(action)) },
 		Human: human,
 	})
 }

@@ -144,7 +144,7 @@ const replayMargin = time.Minute
 //     nothing;
 //   - a newcomer who would be asked for a challenge, a human check or to
 //     sign in is refused instead when the queue refuses newcomers whatever
-//     they do (closed, full, sold out: queue.Service.Knock);
+//     they do (closed, full, sold out: knock);
 //   - otherwise an anonymous caller under "signed": ErrSignInRequired;
 //     under "any": one of the address's entries; under "challenge": one of
 //     the address's entries and a solution of a challenge of this queue
@@ -226,25 +226,56 @@ func (g *Gatekeeper) missing(ctx context.Context, q string, cfg queue.InForce, e
 // Asking costs a status read, never a place, so nobody is sent to solve a
 // challenge or to sign in for nothing.
 func (g *Gatekeeper) refuseNewcomer(ctx context.Context, q string, e Entrant, missing error) (queue.View, error) {
-	v, err := g.o.Queue.Knock(ctx, q, e.Caller.User)
+	v, err := g.knock(ctx, q, e.Caller.User)
 	if err != nil || v.State != queue.NotInQueue {
 		return v, err
 	}
 	return queue.View{}, missing
 }
 
+// knock is entering for a caller who must first do something (solve a
+// challenge, sign in, pass the human check), or whom the gate must first
+// judge: whoever holds a place is told where they stand, as by Status; a
+// newcomer gets the refusal entering would give them now
+// (queue.Service.RefusesNewcomers: closed, full, sold out), so a full or
+// sold-out line never has someone solve a proof of work only to be turned
+// away; any other newcomer is NOT_IN_QUEUE, a place theirs to take. It
+// costs a status read and, for a newcomer, the config in force and the
+// instance's snapshot of the line, the reads the status polls share.
+func (g *Gatekeeper) knock(ctx context.Context, q, user string) (queue.View, error) {
+	v, err := g.o.Queue.Status(ctx, q, user)
+	if err != nil || v.State != queue.NotInQueue {
+		return v, err
+	}
+	if err := g.o.Queue.RefusesNewcomers(ctx, q); err != nil {
+		return queue.View{}, err
+	}
+	return v, nil
+}
+
 // proofCost is the proof of work the entrant's place costs (0: none): the
 // queue's for an anonymous session under "challenge", the dearer
-// Config.SuspectCost for a suspect where the queue challenges suspects.
+// suspectCost for a suspect where the queue challenges suspects.
 func proofCost(cfg queue.InForce, e Entrant, signals []string) int {
 	cost := 0
 	if !e.Caller.Signed && cfg.Join == queue.JoinChallenge {
 		cost = cfg.ChallengeCost
 	}
-	if len(signals) > 0 && cfg.Suspects == queue.SuspectsChallenge {
-		cost = max(cost, cfg.SuspectCost())
+	if len(signals) > 0 && cfg.Suspects == suspect.Challenge {
+		cost = max(cost, suspectCost(cfg.Config))
 	}
 	return cost
+}
+
+// suspectCost is the proof of work a suspect solves under suspects
+// "challenge": suspectChallengeCost, or ten times the queue's own, within
+// what a challenge may cost (challengeCost's maximum).
+func suspectCost(c queue.Config) int {
+	if c.SuspectChallengeCost > 0 {
+		return c.SuspectChallengeCost
+	}
+	most, _ := queue.SettingNamed("challengeCost")
+	return min(10*c.ChallengeCost, int(most.Max))
 }
 
 // spendProof checks a solved challenge of the queue issued at least at

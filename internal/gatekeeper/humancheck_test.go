@@ -9,12 +9,13 @@ import (
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/humancheck/localprovider"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // newHumanFixture is newFixture under turnstile, its gate asking the local
 // stand-in provider (p), with the queue's suspects action and
 // humanCheckSigned set; "other-sale" is a second such queue.
-func newHumanFixture(t *testing.T, suspects queue.SuspectAction, signedToo bool) (fixture, *localprovider.Provider) {
+func newHumanFixture(t *testing.T, suspects suspect.Action, signedToo bool) (fixture, *localprovider.Provider) {
 	t.Helper()
 	f := newFixture(t, queue.JoinTurnstile, 100)
 	for _, q := range []string{"sale", "other-sale"} {
@@ -39,7 +40,7 @@ func newHumanFixture(t *testing.T, suspects queue.SuspectAction, signedToo bool)
 func TestHumanCheckPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f, p := newHumanFixture(t, queue.SuspectsRefuse, false)
+	f, p := newHumanFixture(t, suspect.Refuse, false)
 
 	_, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home})
 	var hr HumanCheckRequired
@@ -82,7 +83,7 @@ func TestHumanCheckPolicy(t *testing.T) {
 func TestHumanCheckOfSignedUsers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f, p := newHumanFixture(t, queue.SuspectsAllow, true)
+	f, p := newHumanFixture(t, suspect.Allow, true)
 	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: signed("alice"), Addr: home}); !errors.Is(err, ErrHumanCheckRequired) {
 		t.Fatalf("signed-in without a token, humanCheckSigned true: %v", err)
 	}
@@ -103,7 +104,7 @@ func TestHumanCheckOfSignedUsers(t *testing.T) {
 func TestHumanCheckUnavailable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f, p := newHumanFixture(t, queue.SuspectsRefuse, false)
+	f, p := newHumanFixture(t, suspect.Refuse, false)
 	token := p.Mint("shop.example", "")
 	human := f.g.o.Human
 	f.g.o.Human = nil

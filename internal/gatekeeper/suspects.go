@@ -116,7 +116,7 @@ func (g *Gatekeeper) DegradedRefusal(ctx context.Context, q string, e Entrant) e
 	if len(signals) == 0 {
 		return nil
 	}
-	g.note(ctx, q, e, signals, queue.SuspectsRefuse)
+	g.note(ctx, q, e, signals, suspect.Refuse)
 	return ErrSuspectDegraded
 }
 
@@ -144,8 +144,8 @@ func (g *Gatekeeper) now() time.Time {
 // mark is what a suspect's place keeps: its signals and its address as a
 // keyed hash (never in clear), the same for every place the address
 // takes, so an operator can see a farm behind one address.
-func (g *Gatekeeper) mark(e Entrant, signals []string) queue.SuspectMark {
-	return queue.SuspectMark{Signals: signals, Address: g.addressHash(e.Addr)}
+func (g *Gatekeeper) mark(e Entrant, signals []string) suspect.Mark {
+	return suspect.Mark{Signals: signals, Address: g.addressHash(e.Addr)}
 }
 
 // addressHash is the address as suspects are logged and kept: HMAC-SHA256
@@ -164,21 +164,21 @@ func (g *Gatekeeper) addressHash(a netip.Addr) string {
 func (g *Gatekeeper) act(ctx context.Context, q string, cfg queue.InForce, e Entrant, signals []string) (queue.View, error) {
 	action := cfg.Suspects
 	if action == "" {
-		action = queue.SuspectsShadow
+		action = suspect.Shadow
 	}
-	if action == queue.SuspectsChallenge { // the dearer proof is paid already
+	if action == suspect.Challenge { // the dearer proof is paid already
 		g.note(ctx, q, e, signals, action)
 		return g.o.Queue.Enter(ctx, q, e.Caller.User)
 	}
-	v, err := g.o.Queue.Knock(ctx, q, e.Caller.User)
+	v, err := g.knock(ctx, q, e.Caller.User)
 	if err != nil || v.State != queue.NotInQueue {
 		return v, err
 	}
 	g.note(ctx, q, e, signals, action)
 	switch action {
-	case queue.SuspectsRefuse:
+	case suspect.Refuse:
 		return queue.View{}, ErrSuspectedBot
-	case queue.SuspectsAllow:
+	case suspect.Allow:
 		return g.o.Queue.Enter(ctx, q, e.Caller.User)
 	}
 	return g.o.Queue.EnterShadow(ctx, q, e.Caller.User, g.mark(e, signals))
@@ -186,7 +186,7 @@ func (g *Gatekeeper) act(ctx context.Context, q string, cfg queue.InForce, e Ent
 
 // note counts a judged suspect per signal (waitroom_suspects_total, the
 // per-minute tally) and logs it, its address hashed.
-func (g *Gatekeeper) note(ctx context.Context, q string, e Entrant, signals []string, action queue.SuspectAction) {
+func (g *Gatekeeper) note(ctx context.Context, q string, e Entrant, signals []string, action suspect.Action) {
 	for _, s := range signals {
 		g.o.Metrics.Suspect(q, s, string(action))
 	}

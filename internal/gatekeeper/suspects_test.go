@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // shadowStore is the in-process line with a shadow line of its own making
@@ -25,10 +26,10 @@ import (
 // the mark, and answers a shadow standing.
 type shadowStore struct {
 	*memstore.Store
-	shadowed map[string]queue.SuspectMark
+	shadowed map[string]suspect.Mark
 }
 
-func (s *shadowStore) EnterShadow(ctx context.Context, q, user string, mark queue.SuspectMark) (queue.Standing, error) {
+func (s *shadowStore) EnterShadow(ctx context.Context, q, user string, mark suspect.Mark) (queue.Standing, error) {
 	s.shadowed[user] = mark
 	return queue.Standing{State: queue.Waiting, Shadow: true, Ticket: int64(len(s.shadowed)), Position: 1, Length: 1,
 		Pace: queue.Pace{Rate: 1, Batch: 1, Interval: time.Second}}, nil
@@ -73,9 +74,9 @@ var (
 // newSuspectFixture is newFixture with the signals on: the score header
 // Cf-Bot-Score from the proxy 10.0.0.1, below 30; the range
 // 203.0.113.0/24; the poll-rate suspects in fast (queue "sale").
-func newSuspectFixture(t *testing.T, policy queue.JoinPolicy, action queue.SuspectAction, burst int, fast ...string) suspectFixture {
+func newSuspectFixture(t *testing.T, policy queue.JoinPolicy, action suspect.Action, burst int, fast ...string) suspectFixture {
 	t.Helper()
-	store := &shadowStore{Store: memstore.New(nil), shadowed: map[string]queue.SuspectMark{}}
+	store := &shadowStore{Store: memstore.New(nil), shadowed: map[string]suspect.Mark{}}
 	line := signals.New()
 	svc, op := queue.NewService(store, 0, line), operate.New(store, line)
 	c := queue.DefaultConfig()
@@ -109,7 +110,7 @@ func newSuspectFixture(t *testing.T, policy queue.JoinPolicy, action queue.Suspe
 // limits never do, and a score is believed only from a trusted proxy.
 func TestSignals(t *testing.T) {
 	t.Parallel()
-	f := newSuspectFixture(t, queue.JoinAny, queue.SuspectsShadow, 100, "fast")
+	f := newSuspectFixture(t, queue.JoinAny, suspect.Shadow, 100, "fast")
 	for _, c := range []struct {
 		name, remote, forwarded, score, user string
 		want                                 []string
@@ -151,7 +152,7 @@ func (f suspectFixture) enter(user string, signed bool, addr netip.Addr, proof s
 // answers its place and judges nothing; a person is never shadowed.
 func TestSuspectsShadow(t *testing.T) {
 	t.Parallel()
-	f := newSuspectFixture(t, queue.JoinAny, queue.SuspectsShadow, 100)
+	f := newSuspectFixture(t, queue.JoinAny, suspect.Shadow, 100)
 	v, err := f.enter("bot-1", false, datacentre, "")
 	if err != nil || v.State != queue.Waiting || !v.Shadow {
 		t.Fatalf("a suspect entering: %+v %v, want a shadow place", v, err)
@@ -179,7 +180,7 @@ func TestSuspectsShadow(t *testing.T) {
 // past the address's share get 429, never a shadow place nor a 403.
 func TestPerAddressLimitIsNoSignal(t *testing.T) {
 	t.Parallel()
-	f := newSuspectFixture(t, queue.JoinAny, queue.SuspectsRefuse, 2)
+	f := newSuspectFixture(t, queue.JoinAny, suspect.Refuse, 2)
 	for _, u := range []string{"p1", "p2"} {
 		if v, err := f.enter(u, false, home, ""); err != nil || v.Shadow {
 			t.Fatalf("%s: %+v %v", u, v, err)
@@ -201,7 +202,7 @@ func TestPerAddressLimitIsNoSignal(t *testing.T) {
 // real line, counted.
 func TestSuspectsRefuseAndAllow(t *testing.T) {
 	t.Parallel()
-	f := newSuspectFixture(t, queue.JoinAny, queue.SuspectsRefuse, 100, "early")
+	f := newSuspectFixture(t, queue.JoinAny, suspect.Refuse, 100, "early")
 	if _, err := f.enter("early", false, home, ""); !errors.Is(err, ErrSuspectedBot) {
 		t.Errorf("a suspect under refuse: %v, want ErrSuspectedBot", err)
 	}
@@ -209,7 +210,7 @@ func TestSuspectsRefuseAndAllow(t *testing.T) {
 		t.Errorf("a signed-in suspect under refuse: %v", err)
 	}
 	// Someone who took a place before being marked keeps it.
-	held := newSuspectFixture(t, queue.JoinAny, queue.SuspectsRefuse, 100)
+	held := newSuspectFixture(t, queue.JoinAny, suspect.Refuse, 100)
 	if _, err := held.enter("early", false, home, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestSuspectsRefuseAndAllow(t *testing.T) {
 	if v, err := held.enter("early", false, home, ""); err != nil || v.Position != 1 {
 		t.Errorf("re-entering a place held, since marked: %+v %v", v, err)
 	}
-	allow := newSuspectFixture(t, queue.JoinAny, queue.SuspectsAllow, 100)
+	allow := newSuspectFixture(t, queue.JoinAny, suspect.Allow, 100)
 	if v, err := allow.enter("bot", false, datacentre, ""); err != nil || v.Shadow || v.Position != 1 {
 		t.Errorf("a suspect under allow: %+v %v, want the real line", v, err)
 	}
@@ -230,7 +231,7 @@ func TestSuspectsRefuseAndAllow(t *testing.T) {
 // challenge; the queue's own is not enough; a person pays the queue's.
 func TestSuspectsChallenge(t *testing.T) {
 	t.Parallel()
-	f := newSuspectFixture(t, queue.JoinChallenge, queue.SuspectsChallenge, 100)
+	f := newSuspectFixture(t, queue.JoinChallenge, suspect.Challenge, 100)
 	ctx := context.Background()
 	bot := Entrant{Caller: anon("bot"), Addr: datacentre}
 	dear, err := f.g.Challenge(ctx, "sale", bot)
@@ -252,7 +253,7 @@ func TestSuspectsChallenge(t *testing.T) {
 		t.Errorf("a suspect with the dearer challenge solved: %+v %v, want the real line", v, err)
 	}
 	// Under "any", a suspect is asked for one too; a person is not.
-	anyq := newSuspectFixture(t, queue.JoinAny, queue.SuspectsChallenge, 100)
+	anyq := newSuspectFixture(t, queue.JoinAny, suspect.Challenge, 100)
 	if _, err := anyq.enter("bot", true, datacentre, ""); !errors.Is(err, ErrChallengeRequired) {
 		t.Errorf("a signed-in suspect under any: %v, want a challenge asked", err)
 	}
@@ -265,7 +266,7 @@ func TestSuspectsChallenge(t *testing.T) {
 // straight in, whatever the policy: it goes through the page.
 func TestSuspectNeverWalksIn(t *testing.T) {
 	t.Parallel()
-	f := newSuspectFixture(t, queue.JoinAny, queue.SuspectsAllow, 100)
+	f := newSuspectFixture(t, queue.JoinAny, suspect.Allow, 100)
 	ctx := context.Background()
 	for _, c := range []identity.Caller{anon("bot"), signed("farm")} {
 		if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: c, Addr: datacentre}); may || err != nil {

@@ -195,7 +195,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	// Held only once the answer says admission is near: a request far back
 	// is answered at once and never takes one of the hold slots, which are
 	// for those about to be let in (nor counts in waitroom_status_held).
-	if err == nil && hold > 0 && v.AdmissionNear() && s.tryHold() {
+	if err == nil && hold > 0 && v.AdmissionNear && s.tryHold() {
 		defer s.releaseHold()
 		v, err = s.holdStatus(r, user, hold, v)
 	}

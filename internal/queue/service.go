@@ -10,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // View is what a user is told about their standing.
@@ -51,14 +52,18 @@ type View struct {
 	// is what the HTTP layer signs the ticket by (front.ShadowEpoch), so
 	// that no page places it in the real line.
 	Shadow bool
+	// AdmissionNear: admission may reach this waiting user before their
+	// next poll is due (admissionNear), so a request willing to wait for
+	// news is worth holding (HoldFrom).
+	AdmissionNear bool
 }
 
-// AdmissionNear reports whether admission may reach this waiting user
-// before their next poll is due: an estimated wait within the shortest
-// pollAfter (2 s), in a queue that is neither paused nor stalled, with a
-// place in line. WaitStatus holds such users; nobody else is worth holding
-// (a held request answers as soon as the line is found stalled).
-func (v View) AdmissionNear() bool {
+// admissionNear says whether admission may reach this waiting user before
+// their next poll is due: an estimated wait within the shortest pollAfter
+// (2 s), in a queue that is neither paused nor stalled, with a place in
+// line. HoldFrom holds such users; nobody else is worth holding (a held
+// request answers as soon as the line is found stalled).
+func (v View) admissionNear() bool {
 	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
 }
 
@@ -269,7 +274,7 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 			v = s.view(ctx, queue, e)
 		}
 		left := time.Until(deadline)
-		if !v.AdmissionNear() || left <= 0 {
+		if !v.AdmissionNear || left <= 0 {
 			return v, nil
 		}
 		// Asked for only now that the queue is known to exist, so made-up
@@ -318,12 +323,12 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 // ahead answer as for a person. Under passthrough a suspect is never let
 // straight in: it takes its place in the shadow line, as when the line is
 // busy.
-func (s *Service) EnterShadow(ctx context.Context, queue, user string, mark SuspectMark) (View, error) {
+func (s *Service) EnterShadow(ctx context.Context, queue, user string, mark suspect.Mark) (View, error) {
 	return s.enter(ctx, queue, user, &mark)
 }
 
 // enter is Enter, and EnterShadow when mark is set.
-func (s *Service) enter(ctx context.Context, queue, user string, mark *SuspectMark) (View, error) {
+func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.Mark) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
@@ -358,37 +363,6 @@ func (s *Service) enter(ctx context.Context, queue, user string, mark *SuspectMa
 	}
 	if e.State == Waiting {
 		s.line.Joined(queue)
-	}
-	return s.view(ctx, queue, e), nil
-}
-
-// Knock is Enter for a caller who must do something before they may take
-// a place (solve a challenge, sign in), asked before they are asked to do
-// it: whoever holds a place is told where they stand, as by Status; a
-// newcomer gets the refusal Enter would give them now (ErrQueueClosed,
-// ErrQueueFull, ErrSoldOut), so a full or sold-out line never has someone
-// solve a proof of work only to be turned away; any other newcomer is
-// NOT_IN_QUEUE, a place theirs to take. It costs a Status and, for a
-// newcomer, the config in force (read within the second) and the
-// instance's snapshot of the line for its length (the read the status
-// polls share); the stock comes in the status answer.
-func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
-	e, err := s.status(ctx, queue, user)
-	if err != nil {
-		return View{}, err
-	}
-	if e.State == NotInQueue {
-		c, err := s.ConfigInForce(ctx, queue)
-		if err != nil {
-			return View{}, err
-		}
-		var length int64 // not known: entering tells them the line is full
-		if sn, err := s.Snapshot(ctx, queue); err == nil {
-			length = sn.Length
-		}
-		if err := s.refusal(c, length, e.Pace.Stock); err != nil {
-			return View{}, err
-		}
 	}
 	return s.view(ctx, queue, e), nil
 }
@@ -582,6 +556,7 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	case e.State == Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt
 	}
+	v.AdmissionNear = v.admissionNear()
 	return v
 }
 
