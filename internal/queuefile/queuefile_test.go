@@ -100,7 +100,7 @@ func TestParseRefuses(t *testing.T) {
 		{"above the maximum", "queues:\n  sale:\n    capacity: 1000000000\n", []string{"q.yaml:3:", "capacity must be 1..100000000"}},
 		{"a fraction for an integer", "queues:\n  sale:\n    batchSize: 2.5\n", []string{"q.yaml:3:", "batchSize must be a whole number, got 2.5"}},
 		{"a quoted number", "queues:\n  sale:\n    ratePerSecond: \"10\"\n", []string{"q.yaml:3:", "ratePerSecond must be a number"}},
-		{"not a choice", "queues:\n  sale:\n    entry: everyone\n", []string{"q.yaml:3:", "entry must be any, challenge or signed"}},
+		{"not a choice", "queues:\n  sale:\n    entry: everyone\n", []string{"q.yaml:3:", "entry must be any, challenge, signed or turnstile"}},
 		{"not a time", "queues:\n  sale:\n    opensAt: tomorrow\n", []string{"q.yaml:3:", "opensAt must be an RFC 3339 time"}},
 		{"not a language", "queues:\n  sale:\n    message: {en: hi, \"not a tag!\": x}\n", []string{"q.yaml:3:", "not a language tag"}},
 		{"rules between settings", "queues:\n  x: {}\n  sale:\n    ratePerSecond: 500\n", []string{"q.yaml:3:", `"sale"`, "exceeds batchSize"}},
