@@ -112,6 +112,13 @@ type Config struct {
 	// SuspectRanges are files of suspect address ranges (package suspect:
 	// CIDRs, or a cloud's published list), read again on SIGHUP.
 	SuspectRanges []string
+	// SuspectPollFactor: a session that polled its instance on average more
+	// than this many times faster than it was told to, over a minute and
+	// at least eight polls, is a suspect for the places it takes next
+	// (--suspect-poll-factor; 0, the default, watches no one: an API
+	// client of the shop's own may poll as it likes until the operator
+	// says otherwise).
+	SuspectPollFactor float64
 	// Per client address: anonymous entries and new sessions (token
 	// buckets; a rate of 0 lifts the limit).
 	AddressEntryBurst   int
@@ -212,6 +219,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.WebhookRetryFor, "webhook-retry-for", webhook.DefaultRetryFor, "how long an event is retried, with exponential backoff and jitter, while its receiver fails (no answer within 10 s, or not a 2xx); then it is dropped and counted (waitroom_webhook_deliveries_total{result=\"expired\"})")
 	fs.StringVar(&c.BotScoreHeader, "bot-score-header", "", "the header in which a --trusted-proxies proxy (the edge: Cloudflare's Cf-Bot-Score, Akamai, DataDome, Fastly) sends its bot score of the client, 1 (surely a bot) to 99 (surely human); a place taken with a score below --bot-score-below is a suspect's, handled by the queue's suspects setting; a client's own copy, or a request from anyone else, is never believed, and a trusted request without it is unknown, not human; empty: no score is read")
 	fs.IntVar(&c.BotScoreBelow, "bot-score-below", 30, "a --bot-score-header score below this (1..99) marks a suspect")
+	fs.Float64Var(&c.SuspectPollFactor, "suspect-poll-factor", 0, "a session that polled its instance on average more than this many times faster than its pollAfterSeconds, over a minute and at least eight polls, is a suspect for the places it takes next, handled by the queue's suspects setting (3 is a margin no page reaches); 0: sessions' polling marks no one")
 	fs.Var(&listFlag{vals: &c.SuspectRanges}, "suspect-ranges", "a file of suspect address ranges (data centres, clouds): CIDRs one a line with # comments, or AWS's ip-ranges.json, Google's cloud.json, Azure's service tags; a place taken from an address in one is a suspect's, handled by the queue's suspects setting; SIGHUP reads the files again (a bad file is logged and the old ranges kept), dropping nobody's place; repeatable, ';' separates several in one value")
 	fs.IntVar(&c.AddressEntryBurst, "address-entry-burst", 100, "places anonymous sessions may take from one client address in a row (IPv6: one /64); signed-in users are not limited per address")
 	fs.Float64Var(&c.AddressEntryRate, "address-entry-rate", 1, "places per second anonymous sessions may take from one client address once the burst is spent; 0 lifts the limit")
@@ -538,6 +546,9 @@ func (c Config) validateSuspects(bad badSetting) {
 	}
 	if c.BotScoreBelow < 1 || c.BotScoreBelow > 99 {
 		bad("bot-score-below", "must be 1..99, got %d", c.BotScoreBelow)
+	}
+	if c.SuspectPollFactor != 0 && c.SuspectPollFactor < 1.5 {
+		bad("suspect-poll-factor", "must be 0 (off) or at least 1.5, got %v: a page polling as told, with its retries, must never look fast", c.SuspectPollFactor)
 	}
 	if len(c.SuspectRanges) > 0 {
 		if _, err := suspect.NewRanges(c.SuspectRanges); err != nil {

@@ -146,7 +146,7 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver, ranges *suspect.Ranges, 
 		Addresses:      addrs,
 		ChallengeURL:   func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
 		BotScoreHeader: c.BotScoreHeader, BotScoreBelow: c.BotScoreBelow, Ranges: suspectRanges(ranges),
-		PollRate: suspect.NewPollRate(suspect.DefaultPollWindow, suspect.DefaultPollFactor), MarkKey: markKey(c.AuthSecret),
+		PollRate: pollRate(c.SuspectPollFactor), MarkKey: markKey(c.AuthSecret),
 		Metrics: m.sale.telemetry, Logger: m.Logger, Clock: m.Clock,
 		Tally: func(q string, signals []string, action string) { tally.Count(q, signals, suspect.Action(action)) },
 		Human: human,
@@ -289,3 +289,12 @@ func (m *Main) Addr() string {
 
 // Done is closed when the server stops serving, by Close or by itself.
 func (m *Main) Done() <-chan struct{} { return m.run.serveDone }
+
+// pollRate watches the sessions' polling for --suspect-poll-factor (nil,
+// not a nil *suspect.PollRates in the interface, when it is off).
+func pollRate(factor float64) gatekeeper.PollRate {
+	if factor == 0 {
+		return nil
+	}
+	return suspect.NewPollRate(suspect.DefaultPollWindow, factor)
+}

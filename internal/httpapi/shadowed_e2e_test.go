@@ -192,7 +192,7 @@ func TestSuspectActions(t *testing.T) {
 // here refused; its place already held is kept.
 func TestPollRateMarksTheNextPlace(t *testing.T) {
 	t.Parallel()
-	in := apptest.Boot(t, apptest.Backends[0], nil)
+	in := apptest.Boot(t, apptest.Backends[0], func(c *app.Config) { c.SuspectPollFactor = 3 })
 	q := apptest.UniqueID("polls")
 	in.PutQueue(q, map[string]any{"paused": true, "suspects": "refuse"})
 	entries, me := "/api/v1/queues/"+q+"/entries", "/api/v1/queues/"+q+"/entries/me"

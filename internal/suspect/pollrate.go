@@ -63,8 +63,9 @@ type pollSums struct {
 
 // NewPollRate returns a counter over window (the type is PollRates, as
 // PollRate is the signal's name) that marks a session polling
-// more than factor times faster than told (the app's defaults:
-// DefaultPollWindow, DefaultPollFactor).
+// more than factor times faster than told (the app's window is
+// DefaultPollWindow; its factor --suspect-poll-factor, DefaultPollFactor
+// the one the docs recommend).
 func NewPollRate(window time.Duration, factor float64) *PollRates {
 	return newPollRate(window, factor, defaultPollKeys)
 }
