@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,42 @@ func TestBotsShort(t *testing.T) {
 	for _, run := range r.Bots.Runs {
 		if !strings.Contains(md, "| "+run.Name+": ") {
 			t.Errorf("the section lacks the %s run:\n%s", run.Name, md)
+		}
+	}
+}
+
+// TestBotsReadsAnswers: a place is counted shadowed only when its ticket's
+// epoch is the real line's + 2^50, READY once, and the admin list's length
+// read in either shape.
+func TestBotsReadsAnswers(t *testing.T) {
+	const epoch = int64(1733443202123456789) // past float64's exact range
+	r := &botsRunner{epoch: epoch}
+	tests := []struct {
+		ticket string
+		shadow bool
+	}{
+		{"t1.1733443202123456789.7.mac", false},
+		{"t1.1733443202123456790.7.mac", false},
+		{"t1." + strconv.FormatInt(epoch+shadowEpoch, 10) + ".7.mac", true},
+		{"t1." + strconv.FormatInt(epoch+shadowEpoch+1, 10) + ".7.mac", false},
+		{"not a ticket", false},
+	}
+	for _, tt := range tests {
+		c := &botClient{}
+		r.note(c, map[string]any{"status": "WAITING", "ticket": tt.ticket, "pollAfterSeconds": 5.0})
+		if c.shadow != tt.shadow || c.after != 5 || c.ticket != tt.ticket || !c.ready.IsZero() {
+			t.Errorf("%s: %+v", tt.ticket, c)
+		}
+	}
+	c := &botClient{}
+	r.note(c, map[string]any{"status": "READY"})
+	r.note(c, map[string]any{"status": "READY"})
+	if c.ready.IsZero() || r.readySeen.Load() != 1 {
+		t.Errorf("READY twice: seen %d", r.readySeen.Load())
+	}
+	for raw, want := range map[string]int{`[{"id":"a"},{"id":"b"}]`: 2, `{"queue":"q","suspects":[{"id":"a"}]}`: 1, `{"suspects":[]}`: 0, `{"queue":"q"}`: -1, `oops`: -1} {
+		if got := countListed([]byte(raw)); got != want {
+			t.Errorf("countListed(%s) = %d, want %d", raw, got, want)
 		}
 	}
 }
