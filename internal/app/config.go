@@ -97,6 +97,10 @@ type Config struct {
 	SessionMaxAge time.Duration
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies string
+	// BotScoreHeader names the header in which the edge (a trusted proxy)
+	// gives its bot score (--bot-score-header; empty: none is read). In
+	// gateway mode a client's own copy never reaches the backend.
+	BotScoreHeader string
 	// Bypass are the rules that let staff and monitors past the line
 	// (package bypass): "cidr 10.0.0.0/8", "header X-Staff-Key=@/path",
 	// each optionally followed by "queue=NAME".

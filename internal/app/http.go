@@ -157,7 +157,7 @@ func (m *Main) newGateway(id *identity.Identity, gate *gatekeeper.Gatekeeper, pr
 		Upstream: upstream, Routes: routes, Reading: reading, Prefix: c.Prefix, UpstreamTimeout: c.UpstreamTimeout,
 		API: m.API, Identity: id, Gate: gate, Queue: m.Queue, Operate: m.line.operate, Guard: m.sale.guard, Signer: signer, Metrics: m.sale.telemetry,
 		EntryIssuer: c.EntryIssuer, EntryAudience: c.EntryAudience,
-		Proxies: proxies, Bypass: bp, Degraded: m.line.degraded, AdminToken: c.AdminToken, Logger: m.Logger,
+		Proxies: proxies, ScoreHeader: c.BotScoreHeader, Bypass: bp, Degraded: m.line.degraded, AdminToken: c.AdminToken, Logger: m.Logger,
 	})
 }
 

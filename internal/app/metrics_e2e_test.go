@@ -82,6 +82,7 @@ func TestMetricsAddUp(t *testing.T) {
 				series("waitroom_abandoned_total"):                  0,
 				series("waitroom_admission_rate"):                   1000,
 				series("waitroom_prequeue_length"):                  0,
+				series("waitroom_shadow_length"):                    0,
 				`waitroom_status_held`:                              0,
 			}
 			for k, v := range want {

@@ -107,13 +107,21 @@ func BootProxyBehindAs(t *testing.T, f Front, b Backend, s *UpstreamShop, edit f
 			edit(c)
 		}
 	})
+	p.Base = f.StartBefore(t, p.Main.Addr(), s.Server.Listener.Addr().String(), conf)
+	return p
+}
+
+// StartBefore starts the front on its configuration in deploy/ (as an
+// operator would change it: conf, nil for as shipped), asking waitroom and
+// forwarding to backend (host:port each), stopped when the test ends; it
+// answers the front's base URL.
+func (f Front) StartBefore(t *testing.T, waitroom, backend string, conf func(string) string) string {
+	t.Helper()
 	shipped := RepoFile(t, filepath.Join("deploy", f.Deploy))
 	if conf != nil {
 		shipped = conf(shipped)
 	}
-	front := f.start(t, shipped,
-		proxyfront.Addresses{Waitroom: p.Main.Addr(), Backend: s.Server.Listener.Addr().String()})
+	front := f.start(t, shipped, proxyfront.Addresses{Waitroom: waitroom, Backend: backend})
 	t.Cleanup(front.Stop)
-	p.Base = "http://" + front.Addr
-	return p
+	return "http://" + front.Addr
 }

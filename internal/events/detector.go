@@ -197,7 +197,8 @@ func (d *Detector) offer(ctx context.Context, e Event, now time.Time) {
 func (d *Detector) roll(ctx context.Context, r Reading) {
 	st := r.Stats
 	reading := rollup.Reading{Entered: st.EnteredTotal, Left: st.LeftTotal, Skipped: st.AbandonedTotal, Admitted: st.AdmittedTotal,
-		Used: st.ConsumedTotal, Expired: st.ExpiredTotal, Length: st.Length, PreQueue: st.PreQueued, Rate: st.EffectiveRate}
+		Used: st.ConsumedTotal, Expired: st.ExpiredTotal, Shadowed: st.ShadowEnteredTotal, Cleared: st.ClearedTotal,
+		Length: st.Length, PreQueue: st.PreQueued, Rate: st.EffectiveRate}
 	minute := r.Now.Truncate(time.Minute)
 	add := d.pending.Take(r.Queue)
 	d.mu.Lock()

@@ -690,25 +690,28 @@ func TestGatewayKeepsItsOwnFromTheBackend(t *testing.T) {
 }
 
 // What reaches the backend besides the request, and what the browser is
-// given: forwarding headers only from a trusted proxy, one Secure rule for
+// given: forwarding headers and the bot score header (--bot-score-header)
+// only from a trusted proxy, one Secure rule for
 // every cookie, and a return Location that is what was checked.
 func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Parallel()
 	s := apptest.NewUpstreamShop(t, 10)
-	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, nil)
-	trusting := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) { c.TrustedProxies = "127.0.0.1" })
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) { c.BotScoreHeader = "X-Bot-Score" })
+	trusting := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
+		c.TrustedProxies, c.BotScoreHeader = "127.0.0.1", "X-Bot-Score"
+	})
 	for _, q := range []*apptest.Proxied{p, trusting} {
 		q.SetPaused(true)
 	}
 	spoof := []string{"X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https", "X-Forwarded-For", "6.6.6.6",
-		"Forwarded", "for=6.6.6.6;host=evil.example", "X-Real-IP", "6.6.6.6"}
+		"Forwarded", "for=6.6.6.6;host=evil.example", "X-Real-IP", "6.6.6.6", "X-Bot-Score", "99"}
 
 	t.Run("forwarding headers: the gateway's own unless from a trusted proxy", func(t *testing.T) {
 		p.Do("GET", "/anything", "", nil, spoof...)
 		got := s.LastSeen().Header
 		host := strings.TrimPrefix(p.Base, "http://")
 		for h, want := range map[string]string{"X-Forwarded-Host": host, "X-Forwarded-Proto": "http", "X-Forwarded-For": "127.0.0.1",
-			"Forwarded": `for=127.0.0.1;host="` + host + `";proto=http`, "X-Real-Ip": ""} {
+			"Forwarded": `for=127.0.0.1;host="` + host + `";proto=http`, "X-Real-Ip": "", "X-Bot-Score": ""} {
 			if v := strings.Join(got.Values(h), ", "); v != want {
 				t.Errorf("untrusted peer: %s %q reached the backend, want %q", h, v, want)
 			}
@@ -716,7 +719,7 @@ func TestGatewayHeadersAndCookies(t *testing.T) {
 		trusting.Do("GET", "/anything", "", nil, spoof...)
 		got = s.LastSeen().Header
 		for h, want := range map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https", "X-Forwarded-For": "6.6.6.6, 127.0.0.1",
-			"X-Real-Ip": "6.6.6.6"} {
+			"X-Real-Ip": "6.6.6.6", "X-Bot-Score": "99"} {
 			if v := strings.Join(got.Values(h), ", "); v != want {
 				t.Errorf("trusted peer: %s %q reached the backend, want %q", h, v, want)
 			}

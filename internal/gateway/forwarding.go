@@ -86,10 +86,11 @@ func (g *Gateway) proxyFor(j judgment) *httputil.ReverseProxy {
 }
 
 // rewrite prepares the outbound request: the upstream's address; the
-// forwarding headers of one more hop; none of the client's X-Waitroom-*
-// headers nor waitroom's own credentials (the entry token, the bypass
-// rules' secret headers, the wr_entry_* and wr_session cookies); and on a
-// protected route what the judgment tells it (j.tell).
+// forwarding headers of one more hop; the bot score header only as a
+// trusted proxy set it; none of the client's X-Waitroom-* headers nor
+// waitroom's own credentials (the entry token, the bypass rules' secret
+// headers, the wr_entry_* and wr_session cookies); and on a protected
+// route what the judgment tells it (j.tell).
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest, j judgment) {
 	pr.SetURL(g.o.Upstream)
 	pr.Out.Host = pr.In.Host // as the client sent it: the backend's links stay right
@@ -101,7 +102,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest, j judgment) {
 		switch {
 		case hasHeaderPrefix(k, "X-Waitroom-"), sameHeader(k, "X-Entry-Token"), g.secret(k):
 			delete(out, k)
-		case isForwardingHeader(k) && (!trusted || strings.IndexByte(k, '_') >= 0):
+		case (isForwardingHeader(k) || g.scoreHeader(k)) && (!trusted || strings.IndexByte(k, '_') >= 0):
 			delete(out, k) // only a trusted proxy's, and never a spelling no proxy writes
 		case isMethodOverrideHeader(k) && !g.honoured(k), isPathOverrideHeader(k):
 			delete(out, k) // the method and path are the ones the gateway judged
@@ -110,6 +111,12 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest, j judgment) {
 	g.forwardedFor(pr, trusted)
 	stripOwnCookies(out)
 	j.tell(out)
+}
+
+// scoreHeader reports the edge's bot score header (Options.ScoreHeader),
+// in any spelling a backend may read as it.
+func (g *Gateway) scoreHeader(k string) bool {
+	return g.o.ScoreHeader != "" && sameHeader(k, g.o.ScoreHeader)
 }
 
 // secret reports one of the bypass rules' headers, in any spelling a

@@ -129,6 +129,11 @@ type Options struct {
 	// Proxies are the trusted proxies (--trusted-proxies): only what they
 	// say in Forwarded and X-Forwarded-* is passed on.
 	Proxies clientaddr.Resolver
+	// ScoreHeader names the header in which the edge gives its bot score
+	// (--bot-score-header; empty: none). It is believed only from Proxies,
+	// so only theirs is forwarded: a client's own copy is removed, and the
+	// backend sees the score waitroom judged the request by, or none.
+	ScoreHeader string
 	// Bypass lets staff and monitors through protected routes without an
 	// entry (--bypass; nil: nobody); its headers never reach the upstream.
 	Bypass *bypass.Rules

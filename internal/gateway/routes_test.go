@@ -580,9 +580,10 @@ func TestValidPrefix(t *testing.T) {
 }
 
 // What the upstream is sent: the X-Waitroom-* headers and the entry token
-// a client sends never (in any spelling), the forwarding headers of a
-// client the gateway's own, of a trusted proxy kept and one hop added,
-// waitroom's cookies never; the rest, and the Host, as sent.
+// a client sends never (in any spelling), the forwarding headers and the
+// bot score header (--bot-score-header) of a client never or the gateway's
+// own, of a trusted proxy kept and one hop added, waitroom's cookies
+// never; the rest, and the Host, as sent.
 func TestRewrite(t *testing.T) {
 	up, _ := url.Parse("http://127.0.0.1:9/base")
 	proxies, _ := clientaddr.Parse("10.0.0.0/8")
@@ -590,7 +591,7 @@ func TestRewrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{o: Options{Upstream: up, Proxies: proxies}, routes: table}
+	g := &Gateway{o: Options{Upstream: up, Proxies: proxies, ScoreHeader: "X-Bot-Score"}, routes: table}
 	rewrite := func(peer string, header ...string) http.Header {
 		in := httptest.NewRequest("GET", "http://shop.example/x?q=1", nil)
 		in.RemoteAddr = peer
@@ -618,6 +619,7 @@ func TestRewrite(t *testing.T) {
 		"X-Host", "evil.example", "X-Original-Host", "evil.example", "X-HTTP-Host-Override", "evil.example",
 		"X-Original-URL", "/checkout", "X-Rewrite-URL", "/checkout", "X-HTTP-Method-Override", "PUT", "X_Method_Override", "PUT",
 		"Cookie", "shop=1; wr_session=anon-1.2.3; wr_entry_default=tok; x=2", "Cookie", "WR_ENTRY_drops=tok",
+		"x-bot-score", "99", "X_Bot_Score", "98",
 		"X-Keep", "1",
 	}
 
@@ -654,10 +656,18 @@ func TestRewrite(t *testing.T) {
 			"X-Host":                   {"evil.example"},
 			"X-Original-Host":          {"evil.example"},
 			"X-Http-Host-Override":     {"evil.example"},
+			"X-Bot-Score":              {"99"}, // the edge's score, as waitroom judged it: never a spelling no proxy writes
 			"Cookie":                   {"shop=1; x=2"},
 		}
 		if diff := headerDiff(want, h); diff != "" {
 			t.Error(diff)
+		}
+	})
+	t.Run("no score header named: a header like any other", func(t *testing.T) {
+		g.o.ScoreHeader = ""
+		defer func() { g.o.ScoreHeader = "X-Bot-Score" }()
+		if h := rewrite("203.0.113.9:5555", "X-Bot-Score", "99"); h.Get("X-Bot-Score") != "99" {
+			t.Errorf("X-Bot-Score %q, want the client's, as before --bot-score-header", h.Get("X-Bot-Score"))
 		}
 	})
 	t.Run("a trusted proxy that sends no Forwarded gets none", func(t *testing.T) {

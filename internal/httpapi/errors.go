@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/front"
+	"github.com/waitroom/waitroom/internal/queue/operate"
 )
 
 // Detailed is an error that adds fields to its error object, such as the
@@ -54,6 +55,7 @@ var errorTable = []struct {
 	{queue.ErrQueueFull, errorRow{http.StatusTooManyRequests, "queue_full", 30}},
 	{queue.ErrQueueClosed, errorRow{http.StatusForbidden, "queue_closed", 0}},
 	{queue.ErrSoldOut, errorRow{http.StatusGone, "sold_out", 0}},
+	{operate.ErrSuspectNotFound, errorRow{http.StatusNotFound, "suspect_not_found", 0}},
 	{queue.ErrInvalidUser, errorRow{http.StatusBadRequest, "invalid_user_id", 0}},
 	{queue.ErrInvalidQueue, errorRow{http.StatusBadRequest, "invalid_queue_name", 0}},
 	{queue.ErrInvalidConfig, errorRow{http.StatusBadRequest, "invalid_config", 0}},

@@ -24,6 +24,7 @@ type frontJSON struct {
 	Last               int64         `json:"last"`
 	QueueLength        int64         `json:"queueLength"`
 	Left               frontLeftJSON `json:"left"`
+	Cleared            []int64       `json:"cleared"`
 	Pace               frontPaceJSON `json:"pace"`
 	Drawn              bool          `json:"drawn"`
 	OpensAt            *time.Time    `json:"opensAt"`
@@ -62,7 +63,7 @@ type presenceJSON struct {
 
 func toFrontJSON(q string, d front.Document) frontJSON {
 	out := frontJSON{Queue: q, Epoch: d.Epoch, Head: d.Head, Last: d.Last, QueueLength: d.Length,
-		Left: frontLeftJSON{Deltas: make([]int64, len(d.Left)), Complete: d.Unlisted == 0, Unlisted: d.Unlisted},
+		Left: frontLeftJSON{Deltas: make([]int64, len(d.Left)), Complete: d.Unlisted == 0, Unlisted: d.Unlisted}, Cleared: d.Cleared,
 		Pace: frontPaceJSON{RatePerSecond: d.Rate, EstimateRatePerSecond: d.EstimateRate, BatchSize: d.Batch,
 			NextTickAdmits: d.NextTickAdmits, Paused: d.Paused, Stalled: d.Stalled},
 		Drawn: d.Drawn, Placing: d.Placing, SoldOut: d.Stock.SoldOut(), SoldOutPollSeconds: int64(d.SoldOutPoll / time.Second),

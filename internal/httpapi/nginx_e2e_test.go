@@ -4,7 +4,8 @@ package httpapi_test
 // Redis (issue 37's CDN in the box): the front document is answered from
 // nginx's cache, keyed without cookies, with at most about one fetch a
 // second per queue reaching an instance however many ask, and the places
-// pages work out from it are the ones entries/me gives.
+// pages work out from it are the ones entries/me gives; and no client's
+// own bot score header reaches an instance.
 
 import (
 	"fmt"
@@ -228,6 +229,47 @@ func TestThePlaceThroughNginxIsTheOneEntriesMeGives(t *testing.T) {
 		me := through.Do("GET", mePath(q), through.As(u), nil)
 		if want := int64(me.Num("position")); !placed || got != want {
 			t.Errorf("%s: the document through nginx places them at %d (placed %v), entries/me at %d", u, got, placed, want)
+		}
+	}
+}
+
+// deploy/nginx.conf clears a client's own bot score header (issue 51):
+// the instances believe --bot-score-header from nginx (--trusted-proxies),
+// so a client's X-Bot-Score reaches no instance, on the line's routes and
+// the cached front document alike. A recorder between nginx and the
+// instance says what reached it.
+func TestNginxClearsTheBotScore(t *testing.T) {
+	t.Parallel()
+	testenv.Nginx(t)
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) {
+		c.TrustedProxies, c.BotScoreHeader = "127.0.0.1", "X-Bot-Score"
+	})
+	rec := apptest.NewRecorder(t, strings.TrimPrefix(in.Base, "http://"))
+	n, err := proxyfront.NginxWith(t.Context(), func(dir, addr string) (string, error) {
+		return apptest.DeployedNginxConf(dir, addr, []string{rec.Addr})
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	through := &apptest.Instance{Base: "http://" + n.Addr, AuthSecret: in.AuthSecret, AdminToken: in.AdminToken, T: t}
+	q := apptest.UniqueID("scored")
+	in.PutQueue(q, map[string]any{"paused": true})
+	user := apptest.UniqueID("scored")
+	for _, c := range []struct{ method, path string }{
+		{"POST", entriesPath(q)}, {"GET", entriesPath(q) + "/me"}, {"GET", frontPath(q)},
+	} {
+		if r := through.Do(c.method, c.path, through.As(user), nil, "X-Bot-Score", "99"); r.Status != http.StatusOK {
+			t.Errorf("%s %s through nginx: %d %s", c.method, c.path, r.Status, r.Raw)
+		}
+	}
+	seen := rec.Seen()
+	if len(seen) != 3 {
+		t.Errorf("the instance saw %d requests through nginx, want the 3 sent", len(seen))
+	}
+	for _, c := range seen {
+		if v := c.Header.Values("X-Bot-Score"); len(v) != 0 {
+			t.Errorf("%s %s reached the instance with the client's X-Bot-Score %q", c.Method, c.Path, v)
 		}
 	}
 }

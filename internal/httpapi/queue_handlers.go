@@ -550,6 +550,11 @@ func toStatsJSON(st queue.Stats, now time.Time) map[string]any {
 		"effectiveRateReason":    st.EffectiveWhy,
 		"abandonedTotal":         st.AbandonedTotal,
 		"preQueueLength":         st.PreQueued,
+		"shadowLength":           st.ShadowLength,
+		"shadowEnteredTotal":     st.ShadowEnteredTotal,
+		"shadowAdmittedTotal":    st.ShadowAdmittedTotal,
+		"shadowLeftTotal":        st.ShadowLeftTotal,
+		"clearedTotal":           st.ClearedTotal,
 		"unitsLeft":              nil,
 		"soldOut":                st.Stock.SoldOut(),
 	}

@@ -154,6 +154,8 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/report", s.bodiless(s.admin(s.queueReport)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/sold-out", s.bodiless(s.admin(s.soldOut)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/restock", s.admin(s.restock))
+	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
+	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
 
 	if o.MetricsHandler != nil {

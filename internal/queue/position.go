@@ -5,31 +5,38 @@ import "slices"
 // Position is where the holder of ticket stands in a line, from the
 // tickets alone: head is the lowest ticket waiting (0: nobody waits), last
 // the last one issued, left holds, ascending, the tickets above head that
-// are not waiting (those who left), and unlisted counts more of them above
-// the last listed (a list cut short, as the front document's may be).
-// Tickets are consecutive, admission takes the lowest, and only leaving
-// opens a gap, so the place is the ticket's distance from head less the
-// gaps below it. position is that place, 1 the next in; lowest is the
-// lowest place the holder may really have: position less unlisted for a
-// ticket above every listed one (the unlisted may lie below it), position
+// are not waiting (those who left), cleared holds, ascending, the ticket
+// each place cleared from the shadow line stands just behind
+// (Snapshot.Cleared), and unlisted counts more leavers above the last
+// listed (a list cut short, as the front document's may be). Tickets are
+// consecutive, admission takes the lowest, and only leaving opens a gap,
+// so the place is the ticket's distance from head less the gaps below it,
+// plus the cleared places ahead of it (one at c ranks before ticket T iff
+// c < T). position is that place, 1 the next in; lowest is the lowest
+// place the holder may really have: position less unlisted for a ticket
+// above every listed leaver (the unlisted may lie below it), position
 // otherwise. ok is false when the tickets place no one: nobody waiting, a
 // ticket below head (admitted, or skipped as a no-show), above last, or in
 // left.
 //
 // This is the rule, once: the service's snapshot of the line (exact:
 // unlisted 0) and front.Document.Place both ask here, and waiting.js's
-// placeFromFront is its twin in the page; the cases of storetest's testdata/places.json hold
-// them, and the stores' own ranks, equal.
+// placeFromFront is its twin in the page; the cases of storetest's
+// testdata/places.json hold them, and the stores' own ranks, equal.
 //
-// What comes next fits as arguments, not new rules. A lane (issue 53) is
-// a line of its own: its tickets are placed by its own head, last and
-// gaps, where tickets of a counter shared with other lanes count as gaps
-// like those who left (listed, or counted in unlisted where only a count
-// is kept). A ticket that is not in the line (a suspect's, issue 51) is
-// numbered in a line of its own (the shadow line) and placed by that
-// line's head, last and leavers, never by the real line's: the caller
-// picks the line by what the ticket names, as it picks the epoch.
-func Position(ticket, head, last int64, left []int64, unlisted int64) (position, lowest int64, ok bool) {
+// Issue 51 fitted as arguments, not new rules. A suspect's place is
+// numbered in a line of its own (the shadow line), so people's tickets
+// stay consecutive and this rule exact for them; a shadow ticket is
+// placed by nothing here (its signed epoch is another line's:
+// front.ShadowEpoch), and the place it is shown is worked out from
+// Standing.Behind by whoever answers it. A place an operator clears joins
+// the real line between two tickets (score c + 0.5, c the ticket a person
+// arriving with it would stand behind), holding no ticket of its own: it
+// is not a gap, it is one more ahead of every ticket above c, which is
+// cleared's count. Lanes (issue 53) fit the same way: a lane is a line of
+// its own, where tickets of a counter shared with other lanes count as
+// gaps like those who left.
+func Position(ticket, head, last int64, left, cleared []int64, unlisted int64) (position, lowest int64, ok bool) {
 	if head == 0 || ticket < head || ticket > last {
 		return 0, 0, false
 	}
@@ -37,7 +44,10 @@ func Position(ticket, head, last int64, left []int64, unlisted int64) (position,
 	if gone {
 		return 0, 0, false
 	}
-	position = ticket - head + 1 - int64(below)
+	// BinarySearch's index is the count of entries below ticket; a cleared
+	// place at ticket itself stands behind it.
+	ahead, _ := slices.BinarySearch(cleared, ticket)
+	position = ticket - head + 1 - int64(below) + int64(ahead)
 	lowest = position
 	if unlisted > 0 && below == len(left) {
 		lowest = max(1, position-unlisted)

@@ -61,6 +61,8 @@ type Standing struct {
 	Position, Length int64
 	// Ticket is the waiting user's place-holder: the INCR number they
 	// joined with. With a Snapshot it gives the position without the store.
+	// A place cleared from the shadow line has none (0): it is placed by
+	// the store only.
 	Ticket int64
 	// Epoch is the line's, as for Snapshot.Epoch: a ticket means something
 	// only within the epoch it was given in.
@@ -119,12 +121,15 @@ func (s Stock) SoldOut() bool { return s.Known && s.Units <= 0 }
 // from Head less the gaps before it.
 type Snapshot struct {
 	// Head is the lowest ticket in line and Last the last ticket issued;
-	// Head is 0 when no one waits.
+	// Head is 0 when no one with a ticket waits. Length counts everyone
+	// waiting, the cleared places too.
 	Head, Last int64
 	Length     int64
 	// Cleared holds, ascending, for each place cleared from the shadow
-	// line (ClearSuspect) still waiting, the ticket it stands just behind:
-	// it ranks above every ticket higher than that.
+	// line (ClearSuspect) still waiting, the ticket it stands just behind
+	// (its store score less one half): it ranks above every ticket higher
+	// than that, so ticket T's position is T − Head + 1 − (Left below T)
+	// + (Cleared below T). Left never lists a cleared place.
 	Cleared []int64
 	// Left holds, ascending, the tickets above Head whose users left the
 	// line. Complete is false when there were more than the store returns
@@ -171,7 +176,8 @@ type Stats struct {
 	ActiveTokens int64
 	// The totals add up at any instant:
 	//   EnteredTotal  = Length + AdmittedTotal + LeftTotal
-	//   AdmittedTotal = ConsumedTotal + ActiveTokens + ExpiredTotal + ReturnedTotal
+	//   AdmittedTotal + ShadowAdmittedTotal =
+	//       ConsumedTotal + ActiveTokens + ExpiredTotal + ReturnedTotal
 	EnteredTotal  int64 // joins (re-entries keep their place and do not count)
 	AdmittedTotal int64
 	LeftTotal     int64 // left the line before admission
@@ -202,7 +208,9 @@ type Stats struct {
 	// The shadow line (EnterShadow) balances apart from the real line:
 	//   ShadowEnteredTotal = ShadowLength + ShadowAdmittedTotal +
 	//                        ShadowLeftTotal + ClearedTotal
-	// and a cleared place then counts in EnteredTotal as a join.
+	// and a cleared place then counts in EnteredTotal as a join (and in
+	// Length, AdmittedTotal or LeftTotal as a person would); the shadow
+	// line's admitted hold tokens like anyone's.
 	ShadowLength        int64
 	ShadowEnteredTotal  int64
 	ShadowAdmittedTotal int64

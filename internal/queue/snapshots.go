@@ -144,7 +144,7 @@ func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge tim
 		s.misses.Add(1)
 		return Standing{}, false
 	}
-	pos, _, ok := Position(ticket, sn.Head, sn.Last, sn.Left, 0)
+	pos, _, ok := Position(ticket, sn.Head, sn.Last, sn.Left, sn.Cleared, 0)
 	ok = ok && sn.Complete // an incomplete snapshot answers no one
 	// Within two batches of the front the next tick or two may admit the
 	// user: only the store can say READY and hand out the token (a held

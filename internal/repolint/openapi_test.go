@@ -38,6 +38,8 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -515,7 +517,8 @@ func TestOpenAPI(t *testing.T) {
 
 // oaCannotOn says which documented answers a backend cannot give: the
 // embedded default always has an admin token (it makes one up) and its
-// stores live in process, so only draining makes it answer 503.
+// stores live in process, so only draining makes it answer 503; and no
+// place of its shadow line is there to clear (runOpenAPISuspects).
 func oaCannotOn(c *oaContract, b apptest.Backend, tr oaAnswer) bool {
 	if c.gatewayOnly(tr.path) {
 		return true // runOpenAPIGateway gives those
@@ -528,6 +531,8 @@ func oaCannotOn(c *oaContract, b apptest.Backend, tr oaAnswer) bool {
 		return true
 	case tr.status == http.StatusForbidden && strings.HasPrefix(tr.path, "/admin/"):
 		return true
+	case tr == oaAnswer{http.MethodPost, "/admin/v1/queues/{queue}/suspects/{id}/clear", http.StatusOK}:
+		return true // runOpenAPISuspects takes a suspect's place on Redis only
 	}
 	return false
 }
@@ -793,6 +798,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 		{"POST", "/admin/v1/products/" + tee + "/restock", map[string]any{"quantity": 1}},
 		{"POST", "/admin/v1/queues/" + paused + "/sold-out", nil},
 		{"POST", "/admin/v1/queues/" + paused + "/restock", map[string]any{"unitsLeft": 1}},
+		{"GET", "/admin/v1/queues/" + paused + "/suspects", nil},
+		{"POST", "/admin/v1/queues/" + paused + "/suspects/1/clear", nil},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
 		k.call(t, oaCase{method: m.method, path: m.path, auth: in.As("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
@@ -888,6 +895,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: "/admin/v1/products?after=" + strings.Repeat("p", 129), auth: admin, status: 400, code: "invalid_request", specInvalid: true})
 
 	runOpenAPIStock(t, k, admin)
+	runOpenAPISuspects(t, k, b, admin)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
@@ -920,7 +928,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 
 	// ---- 405 on every method a path does not serve.
 	for path, na := range c.notAllowed {
-		concrete := strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css").Replace(path)
+		concrete := strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css").Replace(path)
 		for _, method := range na.Methods {
 			if !c.gatewayOnly(path) {
 				k.call(t, oaCase{method: method, path: concrete, auth: in.As(alice), status: 405, code: "method_not_allowed"})
@@ -929,7 +937,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	}
 
 	// ---- a body on every route that takes none
-	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "{id}", tee, "{file}", "waitroom.css"))
+	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css"))
 
 	// ---- what the document's introduction promises for every route
 	checkConventions(t, in)
@@ -985,6 +993,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"POST", "/admin/v1/products/p/restock", map[string]any{"quantity": 1}},
 				{"POST", "/admin/v1/queues/default/sold-out", nil},
 				{"POST", "/admin/v1/queues/default/restock", nil},
+				{"GET", "/admin/v1/queues/default/suspects", nil},
+				{"POST", "/admin/v1/queues/default/suspects/1/clear", nil},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -1053,6 +1063,51 @@ func runOpenAPIStock(t *testing.T, k *oaChecker, admin string) {
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"unitsLeft": -1}, status: 400, code: "invalid_config", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: map[string]any{"units": 5}, status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: restock, auth: admin, body: `{"unitsLeft":1` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
+}
+
+// runOpenAPISuspects drives the shadow line's admin routes: listed and
+// cleared, and what they refuse. Only on Redis does a place get into the
+// shadow line here: the test opens the instance's Redis and takes one
+// itself (the embedded line lives inside the program, and this instance
+// has no signal configured to make a suspect), so only there is one
+// listed and cleared (oaCannotOn).
+func runOpenAPISuspects(t *testing.T, k *oaChecker, b apptest.Backend, admin string) {
+	t.Helper()
+	q := apptest.UniqueID("suspects")
+	list, clearOf := "/admin/v1/queues/"+q+"/suspects", func(id string) string { return "/admin/v1/queues/" + q + "/suspects/" + id + "/clear" }
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + q, auth: admin, body: map[string]any{"paused": true}, status: 200})
+	if r := k.call(t, oaCase{method: "GET", path: list, auth: admin, status: 200}); r.Raw != `{"queue":"`+q+`","shadowLength":0,"suspects":[]}`+"\n" {
+		t.Errorf("an empty shadow line: %s", r.Raw)
+	}
+	k.call(t, oaCase{method: "GET", path: list + "?limit=1000", auth: admin, status: 200})
+	k.call(t, oaCase{method: "GET", path: list + "?limit=0", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: list + "?limit=1001", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: strings.Replace(list, q, "nosuchqueue", 1), auth: admin, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: strings.Replace(list, q, "bad*name", 1), auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: clearOf("1"), auth: admin, status: 404, code: "suspect_not_found"})
+	k.call(t, oaCase{method: "POST", path: clearOf("0"), auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: clearOf("bot"), auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: strings.Replace(clearOf("1"), q, "nosuchqueue", 1), auth: admin, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "POST", path: strings.Replace(clearOf("1"), q, "bad*name", 1), auth: admin, status: 400, code: "invalid_queue_name", specInvalid: true})
+	if !b.Redis {
+		return
+	}
+	store := redisstore.New(testenv.RedisClient(t), k.in.KeyPrefix)
+	mark := queue.SuspectMark{Signals: []string{"address_range"}, Address: "3f9a1c0e7b52d4a8"}
+	st, err := store.EnterShadow(context.Background(), q, apptest.UniqueID("bot"), mark)
+	if err != nil || !st.Shadow {
+		t.Errorf("a place in the shadow line: %+v, %v", st, err)
+		return
+	}
+	id := strconv.FormatInt(st.Ticket, 10)
+	r := k.call(t, oaCase{method: "GET", path: list, auth: admin, status: 200})
+	if got, _ := r.Body["suspects"].([]any); r.Body["shadowLength"] != 1.0 || len(got) != 1 || got[0].(map[string]any)["id"] != id {
+		t.Errorf("the shadow line with suspect %s: %s", id, r.Raw)
+	}
+	if r := k.call(t, oaCase{method: "POST", path: clearOf(id), auth: admin, status: 200}); r.Body["length"] != 1.0 || r.Body["shadowLength"] != 0.0 {
+		t.Errorf("suspect %s cleared: %s", id, r.Raw)
+	}
+	k.call(t, oaCase{method: "POST", path: clearOf(id), auth: admin, status: 404, code: "suspect_not_found"})
 }
 
 // oaBodiesRefused sends every operation that takes no body (of gateway mode
@@ -1175,6 +1230,8 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"GET", "/admin/v1/queues/" + q + "/report", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/sold-out", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/restock", admin, map[string]any{"unitsLeft": 5}, nil},
+		{"GET", "/admin/v1/queues/" + q + "/suspects", admin, nil, nil},
+		{"POST", "/admin/v1/queues/" + q + "/suspects/1/clear", admin, nil, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},

@@ -17,8 +17,9 @@ import (
 // written: real nginx and real Caddy on them, in front of a live waitroom
 // (the README's routes, its line paused) and a backend. A protected route
 // needs an entry, a browser without one goes to the waiting page, an entry
-// lets the request through with the user named, anything else passes, and
-// waitroom's metrics are not served.
+// lets the request through with the user named, anything else passes
+// without a client's own bot score header, and waitroom's metrics are not
+// served.
 // Each snippet is also its file in deploy/ without the comments, so that
 // the two never drift.
 func TestREADMEProxySnippets(t *testing.T) {
@@ -78,8 +79,11 @@ func checkSnippet(t *testing.T, proxy, snippet string) {
 	if r := p.Do("POST", "/checkout", p.As("holder"), nil, "X-Entry-Token", tok); r.Status != 202 || shop.LastSeen().Header.Get("X-Waitroom-User") != "holder" {
 		t.Errorf("POST /checkout with an entry: %d %s, the backend saw X-Waitroom-User %q", r.Status, r.Raw, shop.LastSeen().Header.Get("X-Waitroom-User"))
 	}
-	if r := p.Do("GET", "/anything?x=1", "", nil); r.Status != 202 || shop.LastSeen().Path != "/anything" {
+	if r := p.Do("GET", "/anything?x=1", "", nil, "X-Bot-Score", "99"); r.Status != 202 || shop.LastSeen().Path != "/anything" {
 		t.Errorf("an unprotected route: %d %s", r.Status, r.Raw)
+	}
+	if v := shop.LastSeen().Header.Values("X-Bot-Score"); len(v) != 0 {
+		t.Errorf("a client's own X-Bot-Score reached the backend: %q", v)
 	}
 	// The metrics are the operator's Prometheus's, not the public's.
 	for _, path := range []string{"/metrics", "/metrics?x", "//metrics", "/./metrics"} {

@@ -28,11 +28,14 @@ func (f *funnel) add(m Minute) {
 	f.Expired += m.Expired
 }
 
-// quiet: nobody was in line or came, went or bought in the minute.
+// quiet: nobody was in line or came, went or bought in the minute, and
+// no likely bot was counted.
 func quiet(m Minute) bool {
 	var f funnel
 	f.add(m)
-	return f == funnel{} && m.LineLength == 0 && m.LineMax == 0 && m.PreQueue == 0
+	var b bots
+	b.add(m)
+	return f == funnel{} && b.none() && m.LineLength == 0 && m.LineMax == 0 && m.PreQueue == 0
 }
 
 // period is consecutive minutes drawn as one point.
@@ -44,6 +47,7 @@ type period struct {
 	// RatePerSecond is the rate in force at the period's end.
 	RatePerSecond        float64
 	funnel               funnel
+	bots                 bots
 	TimeInLine, Estimate Histogram
 	// The minutes' histograms, merged once the period is whole.
 	waits, ratios []Histogram
@@ -61,6 +65,7 @@ type figures struct {
 	width         int       // minutes per period
 	periods       []period  // only periods with a minute in them
 	total         funnel
+	bots          bots      // the likely bots, in all
 	peak          int64     // the longest the line was
 	peakAt        time.Time // the first minute it was
 	wait, ratio   Histogram
@@ -103,6 +108,7 @@ func workOut(s Sale) figures {
 	var ratios []Histogram
 	for _, m := range ms {
 		f.total.add(m)
+		f.bots.add(m)
 		if top := max(m.LineMax, m.LineLength); top > f.peak || f.peakAt.IsZero() {
 			f.peak, f.peakAt = top, m.Start
 		}
@@ -130,5 +136,6 @@ func (f *figures) addToPeriod(m Minute) {
 	p.LineLength, p.PreQueue, p.RatePerSecond = m.LineLength, m.PreQueue, m.RatePerSecond
 	p.LineMax = max(p.LineMax, m.LineMax, m.LineLength)
 	p.funnel.add(m)
+	p.bots.add(m)
 	p.waits, p.ratios = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio)
 }

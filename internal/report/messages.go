@@ -97,6 +97,15 @@ func (x texts) t(key string, pairs ...string) string {
 	return s
 }
 
+// signal names a likely bot's signal (package suspect's names); one the
+// report has no words for is shown as it is written.
+func (x texts) signal(name string) string {
+	if s, ok := x.m["signal."+name]; ok {
+		return s
+	}
+	return name
+}
+
 // known is s when ok, else the sign for a figure not known.
 func (x texts) known(ok bool, s string) string {
 	if !ok {

@@ -19,10 +19,11 @@ import (
 	"github.com/waitroom/waitroom/internal/web"
 )
 
-// renderScenario renders the known sale; WAITROOM_REPORT_OUT keeps it.
+// renderScenario renders the known sale, with its bot farm;
+// WAITROOM_REPORT_OUT keeps it.
 func renderScenario(t *testing.T, lang string) string {
 	t.Helper()
-	sale, _ := reporttest.Sale("spring-drop")
+	sale, _ := reporttest.SaleWithBots("spring-drop")
 	var b bytes.Buffer
 	if err := report.Render(&b, sale, report.Options{Lang: lang, Now: reporttest.Start.Add(2 * time.Hour)}); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 func TestReportBrowser(t *testing.T) {
 	browser := apptest.StartBrowser(t)
 	axe := testenv.Axe(t)
-	sale, truth := reporttest.Sale("spring-drop")
+	sale, truth := reporttest.SaleWithBots("spring-drop")
 	for _, lang := range report.Languages() {
 		t.Run(lang, func(t *testing.T) {
 			html := renderScenario(t, lang)
@@ -114,7 +114,7 @@ func checkFigures(t *testing.T, v *apptest.Visitor, truth reporttest.Truth) {
 }
 
 // checkCharts: every chart is drawn, labelled by its heading and sentence,
-// and its table has a row per minute.
+// and its table has a row per minute (the likely bots' a row more, in all).
 func checkCharts(t *testing.T, v *apptest.Visitor, minutes int) {
 	t.Helper()
 	var charts []struct {
@@ -128,7 +128,7 @@ func checkCharts(t *testing.T, v *apptest.Visitor, minutes int) {
 		name: s.querySelector('svg.chart').getAttribute('aria-labelledby').split(' ').map(id => document.getElementById(id).textContent).join(' '),
 		lines: s.querySelectorAll('svg.chart path.line').length,
 		rows: s.querySelectorAll('tbody tr').length}))`, &charts)
-	want := map[string]int{"line": minutes, "admission": minutes, "wait": minutes, "estimate": minutes, "funnel": 7}
+	want := map[string]int{"line": minutes, "admission": minutes, "wait": minutes, "estimate": minutes, "bots": minutes + 1, "funnel": 7}
 	for _, c := range charts {
 		if c.Name == "" || c.Rows != want[c.ID] || c.ID != "funnel" && c.Lines < 2 {
 			t.Errorf("chart %s: named %q, %d lines, %d rows in its table; want a name, lines and %d rows", c.ID, c.Name, c.Lines, c.Rows, want[c.ID])

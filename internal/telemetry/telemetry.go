@@ -281,11 +281,12 @@ var (
 	descRate      = desc("waitroom_admission_rate", "The admission rate in force, users per second: the adaptive rate while adaptive, else the configured one.")
 	descAbandoned = desc("waitroom_abandoned_total", "Waiting users skipped at admission as no-shows (not seen for abandonAfterSeconds).")
 	descPreQueue  = desc("waitroom_prequeue_length", "Users waiting for the queue's opening, not yet placed in line.")
+	descShadow    = desc("waitroom_shadow_length", "Places in the shadow line: suspects kept apart from people (suspects: shadow), not counted in waitroom_queue_length.")
 	descSoldOut   = desc("waitroom_queue_sold_out", "1 while the queue has nothing left to sell: admission stops, newcomers are refused 410, whoever waits is told SOLD_OUT.")
 	descUnitsLeft = desc("waitroom_queue_units_left", "What the queue has left to sell, as last told (the order API after each sale, the admin API, the backend's X-Waitroom-Command); absent while not known.")
 	descPhase     = prometheus.NewDesc("waitroom_queue_phase", "One series per phase of the queue's (the phases setting): 1 for the phase in force, 0 for the others; none while the queue has no phases.", []string{"queue", "phase"}, nil)
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
-	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue, descSoldOut, descUnitsLeft}
+	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue, descShadow, descSoldOut, descUnitsLeft}
 	scrapeTimeout = 2 * time.Second
 )
 
@@ -388,6 +389,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRate, st.EffectiveRate) // a phase's own, while one is in force (operate.Operator.Stats)
 		counter(descAbandoned, st.AbandonedTotal)
 		gauge(descPreQueue, float64(st.PreQueued))
+		gauge(descShadow, float64(st.ShadowLength))
 	}
 }
 

@@ -95,6 +95,13 @@ type TickInput struct {
 	// Stock is what the queue has left to sell: sold out, nobody is
 	// admitted; known, Config.AdmitPerUnit caps the live tokens by it.
 	Stock queue.Stock
+	// Shadow counts the places in the shadow line (suspects', issue 51)
+	// and ShadowFront reads them in its order, as Front reads the line:
+	// under ShadowLast a tick that finds nobody in the line lets them in
+	// (TickPlan.Shadow). A store may leave both zero when the queue's
+	// ShadowAdmits is never.
+	Shadow      int64
+	ShadowFront Front
 }
 
 // LiveCapped says whether a tick of config c with stock st needs the live
@@ -152,6 +159,9 @@ type TickPlan struct {
 	// Idle: the line was empty and the tick changed nothing (not stored);
 	// the next one matters only once someone comes (queue.Admission.Idle).
 	Idle bool
+	// Shadow: Admitted are the shadow line's (ShadowFront), let in, in its
+	// order, by a tick that found nobody waiting in the line.
+	Shadow bool
 }
 
 // Admission is the plan as the caller of Store.Admit sees it.
@@ -184,7 +194,9 @@ const measureWindow = 5 * time.Second
 // line without a token, and the tick fills its quota from those behind.
 // Under MethodRandom the plan names nobody: the store draws the quota from
 // the whole line in its atomic step (TickPlan.Draw), no-shows passed over
-// by the same rule (Absence). Under a cap, the state records the room the
+// by the same rule (Absence). Under ShadowLast, a tick that finds nobody
+// in the line and nobody being placed lets the shadow line in instead, in
+// its order (TickPlan.Shadow). Under a cap, the state records the room the
 // tick left under it (TickState.CapRoom), which answers read for the
 // estimate (queue.Pace.NextTickAdmits).
 func PlanTick(in TickInput, front Front) (TickPlan, error) {
@@ -231,7 +243,15 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		if limit, capped := LiveCap(c, in.Stock); capped && limit-in.Live < int64(n) {
 			n, carry = int(max(limit-in.Live, 0)), 0
 		}
-		if err := p.choose(c, front, n, in.Length, absence); err != nil {
+		if shadowTurn(in) {
+			// Suspects are let in last, in their line's order: never drawn,
+			// never judged no-shows (they are not marked seen).
+			p.Shadow = true
+			p.Admitted, p.Skipped, err = pick(in.ShadowFront, n, Absence{Judged: -1})
+		} else {
+			err = p.choose(c, front, n, in.Length, absence)
+		}
+		if err != nil {
 			return p, err
 		}
 		if len(p.Admitted)+p.Draw < n { // nobody waiting for the rest: it does not pile up
@@ -256,7 +276,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	// ticks: unrounded, 0.1 ten times is 0.9999999999999999.
 	st.Next, st.Carry, st.LastCall, st.Inline = next, round(carry, 1e6), in.Call, 0
 	p.Expires, p.NextIn = now.Add(c.TokenTTL), next.Sub(now)
-	if in.Length == 0 && unchanged(in.State, *st) {
+	if in.Length == 0 && !p.Shadow && unchanged(in.State, *st) {
 		// An empty line's tick that changes nothing anyone reads is not
 		// stored: an idle queue then costs each instance a read a tick, not
 		// a read and a write (nor a journal frame in the embedded store).
@@ -266,6 +286,13 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		p.Write, p.State, p.Idle = false, in.State, true
 	}
 	return p, nil
+}
+
+// shadowTurn says a tick lets the shadow line in: the queue says so
+// (ShadowLast), someone is in it, and nobody waits in the line, nor is an
+// opening's pre-queue being placed ahead of it.
+func shadowTurn(in TickInput) bool {
+	return in.Config.ShadowAdmits == queue.ShadowLast && in.Shadow > 0 && in.Length == 0 && !in.Placing && in.ShadowFront != nil
 }
 
 // nextDue is when the tick after one due at due is: one interval on. A

@@ -34,6 +34,12 @@ type Document struct {
 	// exact rank (Place).
 	Left     []int64
 	Unlisted int64
+	// Cleared holds, ascending, for each place an operator cleared from
+	// the shadow line that still waits, the ticket it stands just behind
+	// (queue.Snapshot.Cleared): it ranks ahead of every higher ticket.
+	// Length counts them; they hold no ticket, so they are neither Left
+	// nor Unlisted.
+	Cleared []int64
 	// Pace is the line's pace as the estimate uses it (queue.Pace):
 	// EstimateRate is the rate an estimate divides by, Rate the rate in
 	// force, and NextTickAdmits what the next tick surely lets in (a
@@ -105,14 +111,20 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 	d := Document{Epoch: sn.Epoch, Head: sn.Head, Last: sn.Last, Length: sn.Length, Left: sn.Left,
 		Rate: p.Rate, EstimateRate: p.EstimateRate(), Batch: p.Batch, NextTickAdmits: p.NextTickAdmits(), Paused: p.Paused, Stalled: p.Stalled,
 		Drawn: p.Drawn, OpensAt: p.OpensAt, Placing: p.Placing, Stock: p.Stock, SoldOutPoll: c.SoldOutPoll}
+	d.Cleared = sn.Cleared
 	if d.Left == nil {
 		d.Left = []int64{}
+	}
+	if d.Cleared == nil {
+		d.Cleared = []int64{}
 	}
 	if !sn.Complete && sn.Head > 0 {
 		// Every ticket from Head to Last is waiting or left (tickets are
 		// consecutive, admission takes the lowest, only leaving opens a
-		// gap), so the leavers not listed are what the count lacks.
-		d.Unlisted = max(0, sn.Last-sn.Head+1-sn.Length-int64(len(sn.Left)))
+		// gap), so the leavers not listed are what the count of those
+		// waiting with a ticket (the cleared hold none) lacks.
+		withTicket := sn.Length - int64(len(sn.Cleared))
+		d.Unlisted = max(0, sn.Last-sn.Head+1-withTicket-int64(len(sn.Left)))
 	}
 	message, _ := queue.SettingNamed("message")
 	d.Message = message.Value(c.Config)
@@ -128,15 +140,29 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 // the document: the 1-based place it shows, and the lowest place it may
 // really have (equal to it unless leavers beyond the list lie below the
 // ticket: then within Unlisted). ok is false when the document places no
-// one by that ticket: another epoch, nobody waiting, the ticket below the
-// head (admitted, or skipped as a no-show) or among the leavers, a draw or
-// an opening; the page then asks its instance.
+// one by that ticket: another epoch (a shadow line's ticket among them:
+// ShadowEpoch), nobody waiting, the ticket below the head (admitted, or
+// skipped as a no-show) or among the leavers, a draw or an opening; the
+// page then asks its instance.
 func (d Document) Place(epoch, ticket int64) (position, lowest int64, ok bool) {
 	if epoch != d.Epoch || d.Drawn || d.Placing || !d.OpensAt.IsZero() {
 		return 0, 0, false
 	}
-	return queue.Position(ticket, d.Head, d.Last, d.Left, d.Unlisted)
+	return queue.Position(ticket, d.Head, d.Last, d.Left, d.Cleared, d.Unlisted)
 }
+
+// shadowEpochOffset sets a shadow line's epochs apart from real ones: real
+// epochs are microseconds since 1970 (about 2^50.7 in 2026), so the sum
+// stays below 2^53, exact in the page's JavaScript numbers, until 2219.
+const shadowEpochOffset = 1 << 50
+
+// ShadowEpoch is the epoch a shadow line's signed ticket names, for a
+// line of epoch: another line's, so that no document places it (Place;
+// the page's placeFromFront alike) and its page asks its instance, which
+// answers it from the shadow standing (issue 51). The ticket beside it
+// counts the shadow line, not this one: the real line's arithmetic would
+// place it where no one stands.
+func ShadowEpoch(epoch int64) int64 { return epoch + shadowEpochOffset }
 
 // Ask says whether a page at this lowest place must ask its instance now
 // rather than read the document: admission may reach it before its next

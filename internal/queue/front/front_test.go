@@ -90,6 +90,11 @@ func TestTheDocumentPlacesNoOneWhereOnlyTheInstanceCan(t *testing.T) {
 			}
 		})
 	}
+	// A shadow line's ticket names its own epoch (issue 51): its number
+	// counts the shadow line, so this line's arithmetic places no one by it.
+	if _, _, ok := front.New(sn, queue.InForce{Config: queue.DefaultConfig()}).Place(front.ShadowEpoch(7), 15); ok {
+		t.Error("placed a shadow line's ticket")
+	}
 }
 
 func TestAskWithinCoversTheAheadAndTwoBatches(t *testing.T) {
@@ -135,6 +140,9 @@ func TestTheDocumentSaysTheMessageInEveryLanguage(t *testing.T) {
 	}
 	if !slices.Equal(front.New(queue.Snapshot{}, queue.InForce{Config: queue.DefaultConfig()}).Left, []int64{}) {
 		t.Error("no leavers should be an empty list, not none")
+	}
+	if !slices.Equal(front.New(queue.Snapshot{}, queue.InForce{Config: queue.DefaultConfig()}).Cleared, []int64{}) {
+		t.Error("no cleared places should be an empty list, not none")
 	}
 }
 

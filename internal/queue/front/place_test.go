@@ -11,9 +11,9 @@ import (
 // TestPlacesAreTheCases: the cases every language that computes a place is
 // held to (storetest's testdata/places.json), in Go: queue.Position on the
 // line's values, the front document's Place on the snapshot of the case's
-// listed leavers (its Unlisted counted from the snapshot, as New does), the
-// snapshot's own Position where its list is complete, and the wait told at
-// the place (queue.Pace.Shown).
+// listed leavers and cleared places (its Unlisted counted from the
+// snapshot, as New does: the cleared wait without a ticket), and the wait
+// told at the place (queue.Pace.Shown).
 func TestPlacesAreTheCases(t *testing.T) {
 	for _, pc := range storetest.PlaceCases() {
 		t.Run(pc.Name, func(t *testing.T) {
@@ -24,7 +24,7 @@ func TestPlacesAreTheCases(t *testing.T) {
 			}
 			for _, ticket := range pc.Ordered() {
 				want := pc.Tickets[ticket]
-				pos, lowest, ok := queue.Position(ticket, pc.Head, pc.Last, pc.Left, int64(len(pc.Unlisted)))
+				pos, lowest, ok := queue.Position(ticket, pc.Head, pc.Last, pc.Left, pc.Cleared, int64(len(pc.Unlisted)))
 				dpos, dlowest, dok := d.Place(7, ticket)
 				if dpos != pos || dlowest != lowest || dok != ok {
 					t.Errorf("ticket %d: the document places it at %d (lowest %d, %v), queue.Position at %d (lowest %d, %v)", ticket, dpos, dlowest, dok, pos, lowest, ok)

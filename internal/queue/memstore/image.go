@@ -51,6 +51,8 @@ type queueImage struct {
 	OpenLease         time.Time
 	Stock             queue.Stock
 	Changed           queue.Changes
+	// Shadow is the shadow line and the places cleared from it.
+	Shadow shadow
 }
 
 type tokenImage struct {
@@ -86,7 +88,7 @@ func (q *state) image(name string) *queueImage {
 		RateLog:    slices.Clone(q.rateLog),
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
-		Stock: q.stock, Changed: q.changed,
+		Stock: q.stock, Changed: q.changed, Shadow: q.sh.clone(),
 	}
 	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
 	img.Sample.Latency = maps.Clone(q.sample.Latency)
@@ -139,8 +141,9 @@ func (img *queueImage) restore() (*state, error) {
 		rateLog:    img.RateLog,
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
-		stock: img.Stock, changed: img.Changed,
+		stock: img.Stock, changed: img.Changed, sh: img.Shadow,
 	}
+	q.sh.index()
 	if q.seen == nil {
 		q.seen = map[string]time.Time{}
 	}

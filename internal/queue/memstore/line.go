@@ -181,3 +181,11 @@ func (l *line) compact() {
 		l.appendSlot(u)
 	}
 }
+
+// countUpTo counts the users in line with a ticket no higher than t.
+func (l *line) countUpTo(t int64) int64 {
+	if len(l.users) == 0 || t < l.base {
+		return 0
+	}
+	return int64(l.prefix(int(min(t-l.base+1, int64(len(l.users))))))
+}

@@ -142,6 +142,10 @@ type state struct {
 	openOwner         string
 	openLease         time.Time
 
+	// sh is the shadow line (EnterShadow) and the places cleared from it
+	// into the line (shadow.go).
+	sh shadow
+
 	// stock is what the queue has left to sell (SetStock).
 	stock queue.Stock
 	// changed says when the states a shop is told of last changed.
@@ -265,8 +269,10 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 
 // newState is an empty queue's state.
 func newState(epoch int64) *state {
-	return &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
+	q := &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
 		seen: map[string]time.Time{}, joined: map[string]joined{}, pre: map[string]int64{}, epoch: epoch}
+	q.sh.index()
+	return q
 }
 
 // DeleteQueue implements queue.Store. The queue's state is dropped and a
@@ -365,7 +371,7 @@ func (q *state) pending() bool { return !q.cfg.OpensAt.IsZero() && q.openState =
 func (q *state) pace(now time.Time) queue.Pace {
 	return queue.LinePace(queue.PaceState{
 		Config: q.cfg.InForce(now), EffectiveRate: q.effRate, PaceRate: q.tick.PaceRate, PaceBusy: q.tick.PaceBusy,
-		Moved: q.tick.Moved, Now: now, Length: q.line.len(), Reach: q.tick.Reach,
+		Moved: q.tick.Moved, Now: now, Length: q.waiting(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
 		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped,
 	})
@@ -401,14 +407,14 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Standing, err
 // (a re-entry only marks its user seen, if that).
 func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) {
 	if e, ok := q.standing(user, now); ok {
-		marked := e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now)
+		marked := e.State == queue.Waiting && !e.PreQueue && !e.Shadow && q.markSeen(user, e.Position, now)
 		return e, marked, nil
 	}
 	t, expired := q.tokens[user]
 	if expired { // forget it, line up again
 		q.dropToken(user, t, now, &q.expired)
 	}
-	if q.line.len()+int64(len(q.pre)) >= q.cfg.Capacity {
+	if q.waiting()+int64(len(q.pre)) >= q.cfg.Capacity {
 		return queue.Standing{}, expired, queue.ErrQueueFull
 	}
 	if q.stock.SoldOut() {
@@ -419,12 +425,12 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 		q.pre[user] = q.preArrival
 		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
 	}
-	if q.line.len() == 0 {
+	if q.waiting() == 0 {
 		q.tick.Moved = now // someone starts waiting: the front has not stood still
 	}
 	q.seq++
 	q.line.push(user, q.seq)
-	n := q.line.len() + q.unplaced() // behind an opening still being placed too
+	n := q.waiting() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
 	p := q.pace(now)
 	q.joined[user] = joined{At: now, Shown: p.Shown(n, n)}
@@ -460,7 +466,7 @@ func (q *state) markSeen(user string, position int64, now time.Time) bool {
 func (s *Store) Status(_ context.Context, name, user string) (queue.Standing, error) {
 	return in(s, name, func(q *state, now time.Time) (queue.Standing, error) {
 		if e, ok := q.standing(user, now); ok {
-			if e.State == queue.Waiting && !e.PreQueue && q.markSeen(user, e.Position, now) && s.writable() == nil {
+			if e.State == queue.Waiting && !e.PreQueue && !e.Shadow && q.markSeen(user, e.Position, now) && s.writable() == nil {
 				q.ops++
 				q.rec = s.record(&op{kind: opSeen, queue: name, list: []string{user}}, q.ops, now)
 			}
@@ -474,16 +480,24 @@ func (q *state) notInQueue(now time.Time) queue.Standing {
 	return queue.Standing{State: queue.NotInQueue, Pace: q.pace(now), Epoch: q.epoch}
 }
 
-// standing is the user's place in line or in the pre-queue, or their valid
-// token.
+// standing is the user's place in line (a cleared one's has no ticket:
+// the snapshot's Cleared places it), in the shadow line or in the
+// pre-queue, or their valid token.
 func (q *state) standing(user string, now time.Time) (queue.Standing, bool) {
-	if r, ok := q.line.rank(user); ok {
-		t, _ := q.line.ticket(user)
+	if r, t, cleared, ok := q.rankOf(user); ok {
 		n := q.unplaced()
-		if n > 0 && t > q.openEnd {
+		if n > 0 && (t > q.openEnd || cleared && t >= q.openEnd) {
 			r += n
 		}
-		return queue.Standing{State: queue.Waiting, Position: r + 1, Length: q.line.len() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}, true
+		e := queue.Standing{State: queue.Waiting, Position: r + 1, Length: q.waiting() + n, Ticket: t, Pace: q.pace(now), Epoch: q.epoch}
+		if cleared {
+			e.Ticket = 0
+		}
+		return e, true
+	}
+	if t, ok := q.sh.byUser[user]; ok {
+		i, _ := q.sh.find(t)
+		return q.shadowStanding(q.sh.Places[i], now), true
 	}
 	if _, ok := q.pre[user]; ok {
 		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
@@ -508,6 +522,15 @@ func (q *state) leave(user string, now time.Time) bool {
 		q.pop(user, now)
 		q.addLeft(t)
 		q.left++
+		return true
+	}
+	if _, ok := q.sh.clearedAt[user]; ok { // no ticket: no gap
+		q.pop(user, now)
+		q.left++
+		return true
+	}
+	if _, ok := q.sh.take(user); ok {
+		q.sh.Left++
 		return true
 	}
 	if _, ok := q.pre[user]; ok {
@@ -550,7 +573,10 @@ func (q *state) issue(user, value string, expires time.Time) {
 // Snapshot implements queue.Store.
 func (s *Store) Snapshot(_ context.Context, name string) (queue.Snapshot, error) {
 	return in(s, name, func(q *state, now time.Time) (queue.Snapshot, error) {
-		sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.line.len(), Pace: q.pace(now), Epoch: q.epoch, Complete: true}
+		sn := queue.Snapshot{Head: q.line.headTicket(), Last: q.seq, Length: q.waiting(), Pace: q.pace(now), Epoch: q.epoch, Complete: true}
+		for _, c := range q.sh.Cleared {
+			sn.Cleared = append(sn.Cleared, c.At)
+		}
 		if sn.Head > 0 {
 			from, _ := slices.BinarySearch(q.leftTickets, sn.Head)
 			left := q.leftTickets[from:]
@@ -572,7 +598,10 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
-			Placing: q.openState == "placing", Length: q.line.len(), Stock: q.stock}
+			Placing: q.openState == "placing", Length: q.waiting(), Stock: q.stock}
+		if q.cfg.ShadowAdmits == queue.ShadowLast {
+			tick.Shadow, tick.ShadowFront = int64(len(q.sh.Places)), q.shadowFront
+		}
 		if len(tokens) > 0 {
 			tick.Call = tokens[0]
 		}
@@ -584,6 +613,12 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 			return p.Admission(), false, err
 		}
 		a := p.Admission()
+		if p.Shadow {
+			a.Waited = q.admitShadow(p, tokens, now)
+			o.list = tokens[:min(len(tokens), max(1, len(a.Admitted)))]
+			q.tick = p.State
+			return a, true, nil
+		}
 		if p.Draw > 0 {
 			if values == nil {
 				values = admission.DrawValues(p.Draws)
@@ -617,14 +652,16 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 // snapshot.
 func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string, now time.Time) (admitted []string, waited []rollup.Wait, skipped int) {
 	for _, r := range values {
-		if len(admitted) == p.Draw || q.line.len() == 0 {
+		if len(admitted) == p.Draw || q.waiting() == 0 {
 			break
 		}
-		ws, _ := q.front(admission.DrawIndex(r, q.line.len()), 1)
+		ws, _ := q.front(admission.DrawIndex(r, q.waiting()), 1)
 		w := ws[0]
 		absent := p.Absent.NoShow(w)
+		if _, cleared := q.sh.clearedAt[w.User]; !cleared {
+			q.addLeft(w.Ticket)
+		}
 		wait := q.pop(w.User, now)
-		q.addLeft(w.Ticket)
 		if absent {
 			skipped++
 		} else {
@@ -639,7 +676,7 @@ func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string, now
 // or leaving, and their seen mark and place's taking with them (admit.lua's
 // pop); it answers the taking as a wait admitted now.
 func (q *state) pop(user string, now time.Time) rollup.Wait {
-	q.line.remove(user)
+	q.removeFromLine(user)
 	delete(q.seen, user)
 	j, ok := q.joined[user]
 	delete(q.joined, user)
@@ -651,7 +688,7 @@ func (q *state) pop(user string, now time.Time) rollup.Wait {
 
 // front is admission.Front on the line, with the seen marks.
 func (q *state) front(from, n int64) ([]admission.Waiter, error) {
-	ws := q.line.front(from, n)
+	ws := q.lineFront(from, n)
 	for i := range ws {
 		ws[i].Seen = q.seen[ws[i].User]
 	}
@@ -665,7 +702,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Stand
 			return e, false, nil
 		}
 		// An opening ahead is not a quiet line: its pre-queue goes first.
-		if q.cfg.Paused || q.line.len() > 0 || q.pending() || q.openState == "placing" {
+		if q.cfg.Paused || q.waiting() > 0 || q.pending() || q.openState == "placing" {
 			return q.notInQueue(now), false, nil
 		}
 		c := q.cfg.InForce(now)
@@ -832,11 +869,13 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	return in(s, name, func(q *state, now time.Time) (queue.Stats, error) {
 		unswept := int64(len(q.tokens)) - q.live(now)
 		st := queue.Stats{
-			Config: q.cfg, Length: q.line.len(), ActiveTokens: int64(len(q.tokens)) - unswept,
-			EnteredTotal: q.seq, AdmittedTotal: q.admitted, LeftTotal: q.left,
+			Config: q.cfg, Length: q.waiting(), ActiveTokens: int64(len(q.tokens)) - unswept,
+			EnteredTotal: q.seq + q.sh.ClearedTotal, AdmittedTotal: q.admitted, LeftTotal: q.left,
 			ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 			AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
 			EffectiveRate: q.rateInForce(), Stock: q.stock, Changed: q.changed,
+			ShadowLength: int64(len(q.sh.Places)), ShadowEnteredTotal: q.sh.Seq, ShadowAdmittedTotal: q.sh.Admitted,
+			ShadowLeftTotal: q.sh.Left, ClearedTotal: q.sh.ClearedTotal,
 		}
 		if q.cfg.Adaptive {
 			st.EffectiveWhy = q.effLast.Why
@@ -851,7 +890,7 @@ func (s *Store) Seen(_ context.Context, name string, users []string) error {
 	_, err := change(s, &op{kind: opSeen, queue: name, list: users}, func(q *state, now time.Time) (struct{}, bool, error) {
 		changed := false
 		for _, u := range users {
-			if _, ok := q.line.ticket(u); ok {
+			if _, _, _, ok := q.rankOf(u); ok {
 				q.seen[u], changed = now, true
 			}
 		}
@@ -878,7 +917,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		default:
 			if q.sampleWin == win-1 {
 				out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
-					Waiting: q.line.len(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast}
+					Waiting: q.waiting(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast}
 				out.Last.Rate = out.Rate // the rate in force, whatever changed it since
 			}
 			q.sampleWin, q.sample, q.sampleAdmitted = win, queue.RateSample{}, q.admitted

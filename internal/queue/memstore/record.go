@@ -55,6 +55,11 @@ const (
 	// opRoll: a write to a queue's row of the minute (Roll), blob its
 	// rollup.Write (JSON), numbered with FirstUse's steps.
 	opRoll
+	// opEnterShadow: a suspect's place (EnterShadow), its mark's address
+	// as token and signals as list; opClearSuspect: n the shadow ticket
+	// cleared (ClearSuspect).
+	opEnterShadow
+	opClearSuspect
 )
 
 // op is one journaled step: the method's arguments, its queue's step
@@ -125,7 +130,7 @@ func decodeOp(b []byte) (op, error) {
 	if blob := d.string(); blob != "" {
 		o.blob = []byte(blob)
 	}
-	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opRoll {
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opClearSuspect {
 		return op{}, errBadRecord
 	}
 	return o, nil
@@ -288,6 +293,10 @@ func (s *Store) replay(o op) error {
 		err = s.DeleteQueue(ctx, o.queue)
 	case opExtend:
 		_, err = s.Extend(ctx, o.queue, o.user, o.token)
+	case opEnterShadow:
+		_, err = s.EnterShadow(ctx, o.queue, o.user, queue.SuspectMark{Signals: o.list, Address: o.token})
+	case opClearSuspect:
+		_, err = s.ClearSuspect(ctx, o.queue, o.n)
 	case opSetStock:
 		_, err = s.SetStock(ctx, o.queue, queue.Stock{Known: o.flag, Units: o.n}, o.owner == "lower")
 	}

@@ -1,7 +1,8 @@
 // Package operate is the operator's calls on the line: a queue's stored
 // config, created, changed or deleted; its stats, its per-minute rollups
-// and its rate's changes; what it has left to sell; the list of queues,
-// and a queue made sure of. queue.Service is the user's path alone (enter,
+// and its rate's changes; what it has left to sell; the shadow line's
+// suspects, listed and cleared; the list of queues, and a queue made sure
+// of. queue.Service is the user's path alone (enter,
 // status, leave and what they read); the admin API, the queues file, the
 // gateway's sold-out and restock commands and the loops that visit every
 // queue call this. A change made here reaches the instance's service
@@ -241,4 +242,53 @@ func (o *Operator) FirstUse(ctx context.Context, q, key string, ttl time.Duratio
 		return false, err
 	}
 	return o.store.FirstUse(ctx, q, key, ttl)
+}
+
+// ErrSuspectNotFound: the shadow line holds no place of that number (never
+// taken, or since let in, left, expired or cleared).
+var ErrSuspectNotFound = errors.New("no such suspect in the shadow line")
+
+// MaxSuspects bounds one listing of the shadow line (Suspects).
+const MaxSuspects = 1000
+
+// Suspects lists up to limit (1..MaxSuspects) places of the queue's shadow
+// line, oldest first, with the queue's stats (ShadowLength says how many
+// there are in all). The stats are read first: an unknown queue is
+// ErrQueueNotFound, whatever the store's shadow line would say of it.
+func (o *Operator) Suspects(ctx context.Context, q string, limit int) ([]queue.Suspect, queue.Stats, error) {
+	if limit < 1 || limit > MaxSuspects {
+		return nil, queue.Stats{}, fmt.Errorf("%w: limit must be 1..%d, got %d", queue.ErrInvalidConfig, MaxSuspects, limit)
+	}
+	st, err := o.Stats(ctx, q)
+	if err != nil {
+		return nil, st, err
+	}
+	list, err := o.store.Suspects(ctx, q, limit)
+	return list, st, err
+}
+
+// ClearSuspect moves the shadow line's place numbered ticket into the real
+// line (Store.ClearSuspect): ErrSuspectNotFound when there is none, and
+// ErrQueueNotFound for an unknown queue. This instance hears of it as of
+// anyone joining (Joined: an idle admission loop has someone to let in)
+// and of a move (Moved: the people behind where it lands stand one
+// further back, which held status requests and snapshots must see).
+func (o *Operator) ClearSuspect(ctx context.Context, q string, ticket int64) error {
+	if err := queue.ValidateQueueName(q); err != nil {
+		return err
+	}
+	found, err := o.store.ClearSuspect(ctx, q, ticket)
+	switch {
+	case err != nil:
+		return err
+	case found:
+		o.line.Joined(q)
+		o.line.Moved(q, nil, nil)
+		return nil
+	}
+	// Not found: tell an unknown queue apart, as every other call does.
+	if _, err := o.store.Config(ctx, q); err != nil {
+		return err
+	}
+	return ErrSuspectNotFound
 }

@@ -53,17 +53,18 @@ func TestCommandBudget(t *testing.T) {
 		why    string
 		call   func(i int) error
 	}{
-		{"enter, a newcomer", 8, "config and admission state (one HMGET: one hash, keys.go), TIME, the line's length (ZCARD); " +
-			"not already in line or holding a token (ZSCORE, HGET; an opening's pre-queue only while one is in play); " +
+		{"enter, a newcomer", 9, "config and admission state (one HMGET: one hash, keys.go), TIME, the line's length (ZCARD); " +
+			"not already in line, in the shadow line or holding a token (ZSCORE, ZSCORE, HGET; an opening's pre-queue only while one is in play); " +
 			"the ticket (INCR) and the place (ZADD); when it was taken and the wait shown (HSET of K.joined: issue 38's time in line and estimate accuracy)",
 			func(i int) error { _, err := st.Enter(ctx, "q", user(n+i)); return err }},
 		{"enter, again while waiting", 5, "config and admission state, TIME, ZCARD; the ticket (ZSCORE) and the place (ZRANK)",
 			func(i int) error { _, err := st.Enter(ctx, "q", user(i)); return err }},
 		{"status, waiting", 5, "config and admission state, TIME, ZCARD; the ticket (ZSCORE) and the place (ZRANK)",
 			func(i int) error { _, err := st.Status(ctx, "q", user(i)); return err }},
-		{"status, not in line", 5, "config and admission state, TIME, ZCARD; not in line (ZSCORE), no token (HGET)",
+		{"status, not in line", 6, "config and admission state, TIME, ZCARD; not in line nor in the shadow line (ZSCORE, ZSCORE), no token (HGET)",
 			func(i int) error { _, err := st.Status(ctx, "q", "nobody"); return err }},
-		{"snapshot", 6, "config and admission state, TIME, ZCARD, the last ticket (GET), the head (ZRANGE), the leavers above it (ZRANGEBYSCORE)",
+		{"snapshot", 7, "config and admission state, TIME, ZCARD, the last ticket (GET), the places cleared from the shadow line (ZCARD: " +
+			"they stand ahead of the head, which is the lowest ticket, and the snapshot lists them), the head (ZRANGE), the leavers above it (ZRANGEBYSCORE)",
 			func(int) error { _, err := st.Snapshot(ctx, "q"); return err }},
 		{"admission tick, not due", 7, "tick.lua alone (nothing to apply): config, TIME, ZCARD, the live tokens (ZCOUNT), the tick state (HMGET of the same hash: the whole config and TICK, too many to read as one list's indexes), " +
 			"the front (ZRANGE) and its seen marks (ZMSCORE)",

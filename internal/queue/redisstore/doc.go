@@ -40,10 +40,13 @@
 //
 //	Lua (scripts/)               memstore                           page (web/static/waiting.js)  storetest case
 //	enter.lua                    Store.Enter, state.enter                                         ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
+//	enter_shadow.lua             state.enterShadow                                                ShadowPlaceIsAnsweredAsItsOwn, ShadowLineNeverTakesPeoplesCapacity, SuspectsSoldOutPausedAndOpeningAsPeople
+//	suspects.lua                 Store.Suspects                                                   ShadowPlaceIsAnsweredAsItsOwn, DeletedQueueForgetsItsSuspects
+//	clear_suspect.lua            Store.ClearSuspect                                               ClearedSuspectStandsWhereItArrived, ClearedSuspectBehindTheAdmittedGoesFirst
 //	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken
-//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw
 //	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
 //	admit.lua's pop, issue       state.pop, state.issue                                           AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
 //	admit_now.lua                Store.AdmitNow                                                   QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
@@ -68,6 +71,10 @@
 //	prelude's opening, unplaced  state.pending, state.unplaced                                    OpeningReservesTicketsAheadOfLaterEntries
 //	prelude's markSeen           state.markSeen                                                   NoShowBackAskingIsSeenAtOnce
 //	prelude's standing           state.standing                                                   ReEntryKeepsPosition, ReadyUserEnteringStaysReady
+//	prelude's shadowStanding     state.shadowStanding                                             ShadowPlaceIsAnsweredAsItsOwn, ClearedSuspectStandsWhereItArrived
+//	prelude's behindOf           shadowPlace.Behind                                               ShadowPlaceIsAnsweredAsItsOwn
+//	prelude's unmark             state.removeFromLine, shadow.take                                ClearedSuspectBehindTheAdmittedGoesFirst, ShadowAdmitsLastOnlyOnceTheLineIsEmpty
+//	prelude's lineHead           line.headTicket                                                  ClearedSuspectBehindTheAdmittedGoesFirst
 //	prelude's liveToken          sameToken, in BeginUse and Extend                                TokenUseRules, TokensExpireAtTTL
 //	prelude's dropToken          state.dropToken                                                  StatsAddUp, LeaveGivesBackToken
 package redisstore

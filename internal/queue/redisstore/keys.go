@@ -15,7 +15,7 @@ import "strconv"
 // cfg.x and the admission state's adm.x. Before that it had a hash of its
 // own, {queue}:adm, which Upgrade folds in.
 //
-//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined
+//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined,shadow,suspects,cleared
 const (
 	kLine     = iota // ZSET user → ticket
 	kSeq             // STRING the ticket counter
@@ -30,11 +30,15 @@ const (
 	kSamples         // HASH this window's protected-call samples of every instance (the adaptive rate)
 	kRates           // LIST the admission rate's recent changes: "ms rate why"
 	kJoined          // HASH user in line → "ms shown": when they took their place, the wait (s) shown then (-1 none)
+	kShadow          // ZSET the shadow line (suspects' places, issue 51): user → shadow ticket
+	kSuspects        // HASH user in the shadow line → "behind|address|signal,signal": its mark
+	kCleared         // ZSET places cleared from the shadow line still in K.line: user → score there (a ticket + 0.5)
 	nKeys
 )
 
 var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kTokens: "tokens", kTexp: "texp",
-	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates", kJoined: "joined"}
+	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates", kJoined: "joined",
+	kShadow: "shadow", kSuspects: "suspects", kCleared: "cleared"}
 
 // keys are one queue's keys, indexed by the constants above.
 type keys [nKeys]string

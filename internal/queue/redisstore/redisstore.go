@@ -236,6 +236,10 @@ func (p *reply) standing() (queue.Standing, int, error) {
 	case kindPreQueue:
 		e.State, e.PreQueue = queue.Waiting, true
 		return e, 1, p.err
+	case kindShadow:
+		e.State, e.Shadow, e.Position, e.Length, e.Ticket, e.Behind = queue.Waiting, true, p.int(1), p.int(2), p.int(3), p.int(4)
+		e.PreQueue = p.int(5) == 1
+		return e, 6, p.err
 	}
 	return e, 0, fmt.Errorf("unexpected script reply %v", p.r)
 }
@@ -253,6 +257,7 @@ func (s *Store) Snapshot(ctx context.Context, name string) (queue.Snapshot, erro
 	sn := queue.Snapshot{Head: p.int(1), Last: p.int(2), Length: p.int(3)}
 	sn.Pace, sn.Epoch = p.pace(4, snapshotScript)
 	sn.Left = p.tickets(4 + paceLen)
+	sn.Cleared = p.tickets(5 + paceLen)
 	sn.Complete = len(sn.Left) <= queue.SnapshotMaxLeft
 	sn.Left = sn.Left[:min(len(sn.Left), queue.SnapshotMaxLeft)]
 	return sn, p.err
@@ -467,7 +472,14 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		AbandonedTotal: p.int(11),
 		PreQueued:      p.int(12),
 		Changed:        queue.Changes{Paused: p.ms(17), Method: p.ms(18), SoldOut: p.ms(19)},
+
+		ShadowLength:        p.int(20),
+		ShadowEnteredTotal:  p.int(21),
+		ShadowAdmittedTotal: p.int(22),
+		ShadowLeftTotal:     p.int(23),
+		ClearedTotal:        p.int(24),
 	}
+	st.EnteredTotal += st.ClearedTotal // a cleared place is a join
 	tick := admission.TickState{Measured: p.float(4), WinStart: p.ms(5)}
 	st.MeasuredRate = tick.MeasuredRate(p.ms(15))
 	eff, why := p.str(13), p.str(14)

@@ -14,7 +14,8 @@ import (
 // (UNKNOWN_QUEUE is kindUnknownQueue): TestReplyKindsAgree reads the Lua
 // and holds the two equal.
 const (
-	// Where a user stands (standing), enter.lua's full line, an unknown queue.
+	// Where a user stands (standing; kindShadow: in the shadow line),
+	// enter.lua's full line, an unknown queue.
 	kindUnknownQueue = -1
 	kindLineFull     = -2
 	kindSoldOut      = -3
@@ -22,6 +23,7 @@ const (
 	kindWaiting      = 1
 	kindReady        = 2
 	kindPreQueue     = 3
+	kindShadow       = 4
 )
 
 // The reply kind of set_stock.lua (SetStock).

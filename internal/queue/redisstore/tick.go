@@ -96,10 +96,11 @@ func (s *Store) Admit(ctx context.Context, name string, tokens []string) (queue.
 // admit is Admit applying its plan with apply: admit.lua, or (only in a
 // -tags historybugs build) admit.lua without its guards.
 func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *script) (queue.Admission, error) {
-	t, err := s.readTick(ctx, name, 0, min(len(tokens), frontChunk))
+	t, err := s.readTick(ctx, name, 0, min(len(tokens), frontChunk), "")
 	if err != nil {
 		return queue.Admission{}, err
 	}
+	s.shadowTurn(ctx, name, &t)
 	t.in.Tokens = len(tokens)
 	if len(tokens) > 0 {
 		t.in.Call = tokens[0]
@@ -112,7 +113,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		case from+n <= read || read == t.in.Length:
 			return t.front[min(from, read):min(from+n, read)], nil
 		}
-		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)))
+		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)), "")
 		return more.front, err
 	}
 	phase := phaseFields(t.in.Config)
@@ -168,17 +169,34 @@ type tickRead struct {
 	in     admission.TickInput
 	stored map[string]string
 	front  []admission.Waiter
+	shadow int64 // the shadow line's length
 }
 
-func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (tickRead, error) {
-	args := make([]any, 0, 2+len(tickReads))
-	args = append(append(args, from, n), tickReadArgs...)
+// shadowTurn gives the tick the shadow line (admission.TickInput.Shadow)
+// when the queue lets it in last: its front is read, a stretch at a time,
+// only if the plan comes to it (the line empty).
+func (s *Store) shadowTurn(ctx context.Context, name string, t *tickRead) {
+	if t.in.Config.ShadowAdmits != queue.ShadowLast || t.shadow == 0 {
+		return
+	}
+	t.in.Shadow = t.shadow
+	t.in.ShadowFront = func(from, n int64) ([]admission.Waiter, error) {
+		more, err := s.readTick(ctx, name, from, int(min(n, frontChunk)), "shadow")
+		return more.front, err
+	}
+}
+
+// readTick runs tick.lua, reading the front of line: "" the line's, or
+// "shadow" the shadow line's.
+func (s *Store) readTick(ctx context.Context, name string, from int64, n int, line string) (tickRead, error) {
+	args := make([]any, 0, 3+len(tickReads))
+	args = append(append(args, from, n, line), tickReadArgs...)
 	r, err := s.run(ctx, tickScript, name, args).Slice()
 	if err != nil {
 		return tickRead{}, unavailable(err)
 	}
 	p := reply{r: r}
-	const at = 3 // the fields read, after now, the line's length and the live tokens
+	const at = 4 // the fields read, after now, the line's length, the live tokens and the shadow line's length
 	if len(r) < at+len(tickReads) {
 		return tickRead{}, fmt.Errorf("unexpected tick.lua reply %v", r)
 	}
@@ -186,7 +204,7 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int) (t
 		return tickRead{}, queue.ErrQueueNotFound
 	}
 	t := tickRead{stored: map[string]string{}}
-	t.in.Now, t.in.Length, t.in.Live = p.ms(0), p.int(1), p.int(2)
+	t.in.Now, t.in.Length, t.in.Live, t.shadow = p.ms(0), p.int(1), p.int(2), p.int(3)
 	c, err := p.config(at, tickReads)
 	if err != nil {
 		return t, err
@@ -216,6 +234,7 @@ type admitPlan struct {
 	Admit   [][3]any          `json:"admit"`   // user, ticket, token
 	NoShows [][3]any          `json:"noShows"` // user, ticket, the seen mark read (ms; 0 never)
 	Draw    *admitDraw        `json:"draw,omitempty"`
+	Shadow  bool              `json:"shadow,omitempty"` // Admit are the shadow line's (admission.TickPlan.Shadow)
 }
 
 // admitDraw is a random draw's part of admitPlan (admission.TickPlan.Draw).
@@ -231,7 +250,7 @@ type admitDraw struct {
 // tokens' expiry, and the plan, with the phase_ fields that change.
 func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[string]string) ([]any, error) {
 	now := encodeTick(plan.State)
-	a := admitPlan{Set: phase, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}}
+	a := admitPlan{Set: phase, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}, Shadow: plan.Shadow}
 	for _, f := range tickFields {
 		switch {
 		case slices.Contains(added, f):

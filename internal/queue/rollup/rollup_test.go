@@ -1,7 +1,9 @@
 package rollup_test
 
 import (
+	"maps"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,4 +79,63 @@ func TestBuildCountsEachMinuteFromTheOneBefore(t *testing.T) {
 	if minutes[0].RatePerSecond != 2.5 {
 		t.Errorf("rate %v, want 2.5", minutes[0].RatePerSecond)
 	}
+}
+
+// TestBuildReadsTheLikelyBots: the shadow line's places taken and cleared
+// are counted from the store's totals as the funnel is (the growth from
+// the row before, or from the minute's first reading); the places the
+// instances judged are the minute's own counts, added, by signal.
+func TestBuildReadsTheLikelyBots(t *testing.T) {
+	m0 := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	edge, ranges := rollup.SuspectField("edge_score"), rollup.SuspectField("address_range")
+	rows := []rollup.Row{
+		{Minute: m0, Fields: applied(
+			rollup.Reading{Shadowed: 4}.Write(map[string]int64{edge: 3, rollup.SuspectPlaces: 3, rollup.RefusedSuspects: 1}, time.Hour),
+			rollup.Reading{Shadowed: 10}.Write(map[string]int64{edge: 4, ranges: 5, rollup.SuspectPlaces: 8}, time.Hour))},
+		{Minute: m0.Add(time.Minute), Fields: applied(
+			rollup.Reading{Shadowed: 14, Cleared: 1}.Write(map[string]int64{ranges: 2, rollup.SuspectPlaces: 2, rollup.ChallengedSuspects: 2}, time.Hour))},
+		{Minute: m0.Add(2 * time.Minute), Fields: applied(rollup.Reading{Shadowed: 14, Cleared: 1}.Write(nil, time.Hour))},
+	}
+	minutes, _ := rollup.Build(rows)
+	var got []rollup.Figures
+	for _, m := range minutes {
+		got = append(got, rollup.Figures{Start: m.Start, Suspects: m.Suspects, Signals: m.Signals, Shadowed: m.Shadowed,
+			RefusedSuspects: m.RefusedSuspects, ChallengedSuspects: m.ChallengedSuspects, Cleared: m.Cleared})
+	}
+	want := []rollup.Figures{
+		{Start: m0, Suspects: 11, Signals: map[string]int64{"edge_score": 7, "address_range": 5}, Shadowed: 6, RefusedSuspects: 1},
+		{Start: m0.Add(time.Minute), Suspects: 2, Signals: map[string]int64{"address_range": 2}, Shadowed: 4, ChallengedSuspects: 2, Cleared: 1},
+		{Start: m0.Add(2 * time.Minute)},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("minutes (-want +got):\n%s", d)
+	}
+}
+
+// applied is a row's fields after writes, as a store applies them.
+func applied(writes ...rollup.Write) map[string]string {
+	f := map[string]int64{}
+	for _, w := range writes {
+		for k, n := range w.Add {
+			f[k] += n
+		}
+		for k, n := range w.Max {
+			if old, ok := f[k]; !ok || n > old {
+				f[k] = n
+			}
+		}
+		for k, n := range w.Min {
+			if old, ok := f[k]; !ok || n < old {
+				f[k] = n
+			}
+		}
+	}
+	out := map[string]string{}
+	for k, n := range f {
+		out[k] = strconv.FormatInt(n, 10)
+	}
+	for _, w := range writes {
+		maps.Copy(out, w.Set)
+	}
+	return out
 }

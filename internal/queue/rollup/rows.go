@@ -38,20 +38,38 @@ type Row struct {
 
 // The funnel: the line's totals (queue.Stats), raised in every row to what
 // an instance read (Max) and lowered in "from." fields to its first
-// reading in the minute (Min).
-var funnel = []string{"entered", "left", "skipped", "admitted", "used", "expired"}
+// reading in the minute (Min); the shadow line's places taken and those
+// cleared into the line (issue 51) are totals of the store's alike.
+var funnel = []string{"entered", "left", "skipped", "admitted", "used", "expired", "shadowed", "cleared"}
+
+// The likely bots' fields that the instance judging them adds (issue 51;
+// events.SuspectTally): places marked by signal (SuspectField of package
+// suspect's names; a place with two signals counts under both), places
+// marked at all, and those refused (403) or given the costlier proof of
+// work. Build reads them into Figures.
+const (
+	suspectPrefix      = "suspect_"
+	SuspectPlaces      = "suspects"
+	RefusedSuspects    = "refused_suspects"
+	ChallengedSuspects = "challenged_suspects"
+)
+
+// SuspectField is the row field counting places that signal marked.
+func SuspectField(signal string) string { return suspectPrefix + signal }
 
 // Reading is the line's state as one instance read it: its totals since
-// the queue was created, its length, its pre-queue and the rate in force.
+// the queue was created (the shadow line's places taken and those cleared
+// among them), its length, its pre-queue and the rate in force.
 type Reading struct {
 	Entered, Left, Skipped, Admitted, Used, Expired int64
+	Shadowed, Cleared                               int64
 	Length, PreQueue                                int64
 	Rate                                            float64
 }
 
 // Write is the write of reading r, with add (Pending.Take) added.
 func (r Reading) Write(add map[string]int64, keep time.Duration) Write {
-	totals := []int64{r.Entered, r.Left, r.Skipped, r.Admitted, r.Used, r.Expired}
+	totals := []int64{r.Entered, r.Left, r.Skipped, r.Admitted, r.Used, r.Expired, r.Shadowed, r.Cleared}
 	w := Write{Add: add, Max: map[string]int64{"maxLength": r.Length}, Min: map[string]int64{}, Keep: keep,
 		Set: map[string]string{"length": strconv.FormatInt(r.Length, 10), "preQueue": strconv.FormatInt(r.PreQueue, 10),
 			"rate": strconv.FormatInt(int64(math.Round(r.Rate*1000)), 10)}}
@@ -108,6 +126,20 @@ type Figures struct {
 	Used     int64 `json:"used"`
 	Ordered  int64 `json:"ordered"`
 	Expired  int64 `json:"expired"`
+	// Likely bots within the minute (issue 51), absent from a minute with
+	// none: the places signals marked (Suspects; by signal, package
+	// suspect's names, in Signals: a place with two counts under both),
+	// the places put in the shadow line, refused (403 suspected_bot) and
+	// given the costlier proof of work, and the shadow line's places an
+	// operator cleared into the line. Shadowed and Cleared are the store's
+	// totals' growth; the others are counted by the instances that judged
+	// the places, and a crashed instance's last second of them is lost.
+	Suspects           int64            `json:"suspects,omitempty"`
+	Signals            map[string]int64 `json:"signals,omitempty"`
+	Shadowed           int64            `json:"shadowed,omitempty"`
+	RefusedSuspects    int64            `json:"refusedSuspects,omitempty"`
+	ChallengedSuspects int64            `json:"challengedSuspects,omitempty"`
+	Cleared            int64            `json:"cleared,omitempty"`
 }
 
 // WithHistograms is m with its histograms redrawn by f (the report's
@@ -156,7 +188,16 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 			counts[i] = max(f[name]-from, 0)
 		}
 		m.Entered, m.Left, m.Skipped, m.Admitted, m.Used, m.Expired = counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]
+		m.Shadowed, m.Cleared = counts[6], counts[7]
+		m.Suspects, m.RefusedSuspects, m.ChallengedSuspects = f[SuspectPlaces], f[RefusedSuspects], f[ChallengedSuspects]
 		for k, n := range f {
+			if signal, ok := strings.CutPrefix(k, suspectPrefix); ok && n > 0 {
+				if m.Signals == nil {
+					m.Signals = map[string]int64{}
+				}
+				m.Signals[signal] = n
+				continue
+			}
 			h := m.TimeInLine
 			if k[0] == 'r' {
 				h = m.EstimateRatio
@@ -252,6 +293,10 @@ func (p *Pending) Admitted(queue string, w Wait) {
 func (p *Pending) Ordered(queue string) { p.add(queue, "ordered") }
 
 func (p *Pending) add(queue, field string) { p.Return(queue, map[string]int64{field: 1}) }
+
+// Add adds counts of fields observed (events.SuspectTally's), to go with
+// the next write.
+func (p *Pending) Add(queue string, add map[string]int64) { p.Return(queue, add) }
 
 // Return gives back what a failed write took, to go with the next.
 func (p *Pending) Return(queue string, add map[string]int64) {

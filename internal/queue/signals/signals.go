@@ -36,8 +36,9 @@ type Listener struct {
 	Joined func(queue string)
 	// Moved: this instance moved the queue's line: a tick let the admitted
 	// in (waited: when each took their place, in their order) or passed
-	// no-shows over (neither, then), an opening was placed, or the stock
-	// changed. A held status request looks again.
+	// no-shows over (neither, then), an opening was placed, the stock
+	// changed, or an operator cleared a suspect into the line. A held
+	// status request looks again.
 	Moved func(queue string, admitted []string, waited []rollup.Wait)
 	// Read: this instance's admission loop read the queue's line and moved
 	// nobody itself; another instance may have moved it since.

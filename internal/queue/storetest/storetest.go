@@ -941,7 +941,9 @@ func testConfigRoundTrip(t *testing.T, s queue.Store, clock Clock) {
 		OpensAt:        time.Date(2031, 12, 24, 11, 0, 0, 0, time.UTC),
 		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
 		Method:         queue.MethodReject,
-		Join:           queue.JoinSigned, ChallengeCost: 1234}
+		Join:           queue.JoinSigned, ChallengeCost: 1234,
+		Suspects:       queue.SuspectsChallenge, SuspectChallengeCost: 23456,
+		ShadowAdmits:   queue.ShadowLast, ShadowCapacity: 77, HumanCheckSigned: true}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {

@@ -58,12 +58,26 @@ type Truth struct {
 	PeakAt                                                   time.Time
 	SoldOut                                                  time.Time
 	Entered, Left, Skipped, Admitted, Used, Ordered, Expired int64
+	// Bots are SaleWithBots' likely bots in all, BotsByMinute in each
+	// minute from Start; none in Sale's.
+	Bots         Bots
+	BotsByMinute []Bots
+}
+
+// Bots are likely bots counted (issue 51), as the sale's rows count them:
+// places the signals marked, by signal, and what became of them.
+type Bots struct {
+	Suspects, Shadowed, Refused, Challenged, Cleared int64
+	Signals                                          map[string]int64
 }
 
 // EnteredText is how many took a place, as the English report writes it
 // (26,160).
-func (t Truth) EnteredText() string {
-	s := strconv.FormatInt(t.Entered, 10)
+func (t Truth) EnteredText() string { return English(t.Entered) }
+
+// English is n as the English report writes a count (26,160).
+func English(n int64) string {
+	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
@@ -231,4 +245,72 @@ func Buckets(values []float64, growth float64) report.Histogram {
 		counts[i]++
 	}
 	return report.Exponential(growth, zero, counts)
+}
+
+// The bot farm of SaleWithBots: botsPerSecond places a second through the
+// first wave, marked by turns (one in three by its address range, the
+// others by the edge's score, half of them polling too fast too); every
+// tenth refused, every tenth from the fifth challenged, the rest kept in
+// the shadow line, and every 97th an operator clears botClearAfter later.
+const (
+	botsUntil     = 600
+	botsPerSecond = 5
+	botClearAfter = 120
+)
+
+// SaleWithBots is Sale with a bot farm beside its people: the people's
+// figures are Sale's (a cleared place is counted as cleared alone), and
+// the truth's Bots and BotsByMinute say what the farm's rows count.
+func SaleWithBots(queue string) (report.Sale, Truth) {
+	sale, truth := Sale(queue)
+	truth.BotsByMinute = make([]Bots, len(sale.Minutes))
+	count := func(minute int, edit func(*Bots, *report.Minute)) {
+		edit(&truth.Bots, &report.Minute{})
+		edit(&truth.BotsByMinute[minute], &sale.Minutes[minute])
+	}
+	b := 0
+	for s := range botsUntil {
+		for range botsPerSecond {
+			b++
+			signals := []string{"address_range"}
+			switch b % 3 {
+			case 1:
+				signals = []string{"edge_score", "poll_rate"}
+			case 2:
+				signals = []string{"edge_score"}
+			}
+			count(s/60, func(c *Bots, m *report.Minute) {
+				c.Suspects++
+				m.Suspects++
+				for _, sig := range signals {
+					c.Signals = addTo(c.Signals, sig)
+					m.Signals = addTo(m.Signals, sig)
+				}
+				switch b % 10 {
+				case 0:
+					c.Refused++
+					m.RefusedSuspects++
+				case 5:
+					c.Challenged++
+					m.ChallengedSuspects++
+				default:
+					c.Shadowed++
+					m.Shadowed++
+				}
+			})
+			if b%10 != 0 && b%10 != 5 && b%97 == 0 {
+				count((s+botClearAfter)/60, func(c *Bots, m *report.Minute) { c.Cleared++; m.Cleared++ })
+			}
+		}
+	}
+	return sale, truth
+}
+
+// addTo is counts with one more of name.
+func addTo(counts map[string]int64, name string) map[string]int64 {
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	counts[name]++
+	return counts
 }

@@ -1,6 +1,7 @@
 // The admin page: every queue's line, admission, tokens and units left,
-// live, with pause/resume, the rate, sold out and restock, and a form with
-// every setting, and new queues; and
+// live, with pause/resume, the rate, sold out and restock, its shadow line
+// of suspects, each clearable, and a form with every setting, and new
+// queues; and
 // the products, with their stock and orders, created and restocked here.
 // The page itself is public; what it shows comes from the admin JSON API
 // (/admin/v1), called with the admin token the operator pastes in. The
@@ -294,6 +295,7 @@
     c.pause.addEventListener('click', () => change(c, { paused: !c.paused }));
     c.rateInput.addEventListener('input', () => { c.rateDirty = true; });
     buildSettingsForm(c);
+    buildSuspects(c, q);
     q('.soldout-button').addEventListener('click', () => setStock(c, 'sold-out', undefined, 'markedSoldOut'));
     const reportHelp = q('.report-help');
     reportHelp.id = 'report-help-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
@@ -424,6 +426,7 @@
     phase.hidden = !q.phaseInForce;
     phase.textContent = q.phaseInForce ? t('phaseNow', { name: q.phaseInForce, rate: rates.format(q.effectiveRatePerSecond) }) : '';
     showSchedule(c, q, now);
+    showShadow(c, q);
 
     if (!c.rateDirty && document.activeElement !== c.rateInput) c.rateInput.value = String(q.ratePerSecond);
     fillSettingsForm(c, q);
@@ -486,6 +489,89 @@
       return li;
     });
     box.querySelector('.timeline-steps').replaceChildren(...items);
+  }
+
+  // ------------------------------------------------------------ suspects
+
+  // The signals' names for people (package suspect's names); one the page
+  // does not know shows as the server names it.
+  const signalKeys = {
+    edge_score: 'signalEdgeScore', address_range: 'signalAddressRange',
+    human_check: 'signalHumanCheck', poll_rate: 'signalPollRate',
+  };
+
+  // buildSuspects wires the card's shadow line: its suspects are read
+  // (GET …/suspects) when the section opens, and again while it is open
+  // whenever a refresh finds the shadow line changed.
+  function buildSuspects(c, q) {
+    c.suspects = {
+      box: q('.suspects'), table: q('.suspect-table'), tbody: q('.suspect-rows'),
+      none: q('.suspects-none'), more: q('.suspects-more'), rows: new Map(), seen: '',
+    };
+    c.suspects.box.addEventListener('toggle', () => { if (c.suspects.box.open) loadSuspects(c); });
+  }
+
+  // showShadow shows the shadow line's numbers from the queue's stats.
+  function showShadow(c, q) {
+    c.field('shadow').textContent = t('shadowSummary', {
+      n: numbers.format(q.shadowLength ?? 0), cleared: numbers.format(q.clearedTotal ?? 0),
+    });
+    const seen = [q.shadowLength, q.shadowEnteredTotal, q.clearedTotal].join('/');
+    if (seen === c.suspects.seen) return;
+    c.suspects.seen = seen;
+    if (c.suspects.box.open) loadSuspects(c);
+  }
+
+  async function loadSuspects(c) {
+    let r;
+    try {
+      r = await api('GET', '/queues/' + encodeURIComponent(c.name) + '/suspects');
+    } catch (err) {
+      note(c, err.message, true);
+      return;
+    }
+    if (!answered(r)) return;
+    if (!r.res.ok) {
+      note(c, errorText(r), true);
+      return;
+    }
+    const s = c.suspects;
+    const list = r.data.suspects || [];
+    showAll(s.rows, s.tbody, list, (p) => p.id, (id) => newSuspectRow(c, id), fillSuspectRow);
+    s.table.hidden = list.length === 0;
+    s.none.hidden = list.length > 0;
+    s.more.hidden = r.data.shadowLength <= list.length;
+    s.more.textContent = t('suspectsMore', { n: numbers.format(list.length), total: numbers.format(r.data.shadowLength) });
+  }
+
+  function newSuspectRow(c, id) {
+    const row = fromTemplate('suspect-row-template');
+    const button = row.q('.clear-button');
+    button.setAttribute('aria-label', t('clearSuspectNamed', { id }));
+    button.addEventListener('click', () => clearSuspect(c, id, button));
+    return row;
+  }
+
+  function fillSuspectRow(row, p) {
+    row.field('id').textContent = p.id;
+    row.field('joined').textContent = new Date(p.joinedAt).toLocaleString(lang, { dateStyle: 'short', timeStyle: 'medium' });
+    row.field('signals').textContent = (p.signals || []).map((s) => (signalKeys[s] ? t(signalKeys[s]) : s)).join(', ');
+    row.field('address').textContent = p.address;
+  }
+
+  // clearSuspect moves one suspect's place into the real line, where a
+  // person arriving when it did would stand (POST …/suspects/{id}/clear).
+  async function clearSuspect(c, id, button) {
+    button.disabled = true;
+    const done = await send(c.message, 'POST', '/queues/' + encodeURIComponent(c.name) + '/suspects/' + encodeURIComponent(id) + '/clear');
+    button.disabled = false;
+    if (!done) {
+      loadSuspects(c); // gone already (404): the list shows what is left
+      return;
+    }
+    note(c, t('suspectCleared', { id }));
+    c.field('shadow').textContent = t('shadowSummary', { n: numbers.format(done.shadowLength), cleared: numbers.format(done.clearedTotal) });
+    loadSuspects(c);
   }
 
   // ------------------------------------------------------------ settings forms

@@ -27,8 +27,15 @@ const waitroomArithmetic = (() => {
 
   // placeFromFront is queue/front's Document.Place (queue.Position): the
   // ticket's distance from the head less the leavers below it (read back
-  // from their gaps), and the lowest place it may really have when leavers
-  // lie beyond the list. null: the document places no one by this ticket.
+  // from their gaps), plus the places an operator cleared from the shadow
+  // line ahead of it (cleared: the ticket each stands just behind), and the
+  // lowest place it may really have when leavers lie beyond the list.
+  // null: the document places no one by this ticket. A ticket of another
+  // epoch goes to the instance: the line was lost and begun again (its
+  // numbers count another line), or the ticket is a suspect's, whose epoch
+  // names the shadow line (the real one + 2^50: front.ShadowEpoch) and
+  // whose number counts that line, so this document would place it where
+  // no one stands; the instance answers it from the shadow standing.
   function placeFromFront(d, tk) {
     if (!tk || tk.epoch !== d.epoch || d.head === 0 || tk.n < d.head || tk.n > d.last || d.drawn || d.placing || d.opensAt) return null;
     let at = d.head, below = 0;
@@ -38,7 +45,12 @@ const waitroomArithmetic = (() => {
       if (at > tk.n) break;
       below++;
     }
-    const position = tk.n - d.head + 1 - below;
+    let ahead = 0; // cleared places ahead (none in an older server's document)
+    for (const c of d.cleared || []) {
+      if (c >= tk.n) break;
+      ahead++;
+    }
+    const position = tk.n - d.head + 1 - below + ahead;
     const lowest = d.left.unlisted > 0 && below === d.left.deltas.length ? Math.max(1, position - d.left.unlisted) : position;
     return { position, lowest };
   }

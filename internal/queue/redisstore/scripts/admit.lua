@@ -32,6 +32,10 @@
 --                  many to draw, their n tokens, the random values (each
 --                  below 2^53), and the no-shows' judged ticket and seen
 --                  bar (ms)
+--         shadow   true: admit names places of the shadow line (K.shadow;
+--                  admission.TickPlan.Shadow), counted shadow_admitted
+-- A place cleared from the shadow line is read with its ticket rounded
+-- down (its score is a half above it), matched so, and leaves no gap.
 -- Reply: {TICK_GONE}; {APPLIED, skipped, n, n admitted users, ..., then
 --        for each of them when they took their place and the wait they
 --        were shown, "ms shown" (K.joined; nil: not kept)}
@@ -46,10 +50,12 @@ end
 -- and their seen mark with them (memstore's state.pop); their place's
 -- taking (K.joined) goes at the end, once the admitted's is read.
 local popped = {}
-local function pop(user)
-  redis.call('ZREM', K.line, user)
+local line = plan.shadow and K.shadow or K.line
+local function pop(user, score)
+  redis.call('ZREM', line, user)
   redis.call('ZREM', K.seen, user)
   popped[#popped + 1] = user
+  return unmark(user, score, plan.shadow)
 end
 
 -- issue writes the user's token (memstore's state.issue).
@@ -74,8 +80,7 @@ local function draw(d)
     local w = redis.call('ZRANGE', K.line, rank, rank, 'WITHSCORES')
     local user, ticket = w[1], tonumber(w[2])
     local absent = ticket <= d.judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < d.seenBefore -- admission.Absence.NoShow
-    pop(user)
-    redis.call('ZADD', K.left, ticket, ticket) -- addLeft
+    if pop(user, ticket) then redis.call('ZADD', K.left, ticket, ticket) end -- addLeft
     length = length - 1
     if absent then
       skipped = skipped + 1
@@ -101,13 +106,13 @@ for first = 1, #planned, 1000 do
   for i = first, math.min(first + 999, #planned) do
     users[#users + 1] = planned[i][1]
   end
-  local held = redis.call('ZMSCORE', K.line, unpack(users))
+  local held = redis.call('ZMSCORE', line, unpack(users))
   for j = 1, #users do
     local i = first + j - 1
     local user, ticket, tokenOrSeen = planned[i][1], planned[i][2], planned[i][3]
     local noShow = i > nAdmit
-    if tonumber(held[j]) == ticket and (not noShow or (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
-      pop(user)
+    if math.floor(tonumber(held[j]) or -1) == ticket and (not noShow or (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
+      pop(user, tonumber(held[j]))
       if noShow then
         skipped = skipped + 1
       else
@@ -121,7 +126,7 @@ end
 for field, n in pairs(plan.add) do
   redis.call('HINCRBY', K.cfg, field, n)
 end
-if #admitted > 0 then redis.call('HINCRBY', K.cfg, 'admitted', #admitted) end
+if #admitted > 0 then redis.call('HINCRBY', K.cfg, plan.shadow and 'shadow_admitted' or 'admitted', #admitted) end
 if skipped > 0 then redis.call('HINCRBY', K.cfg, 'abandoned', skipped) end
 local set, unset = {}, {}
 for field, value in pairs(plan.set) do

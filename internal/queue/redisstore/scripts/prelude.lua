@@ -6,10 +6,10 @@
 -- comment starts.
 
 -- Reply kinds, a reply's first value: where a user stands (standing, and
--- enter.lua's LINE_FULL and SOLD_OUT), and an unknown queue (config). Go
--- names each alike (reply.go: UNKNOWN_QUEUE is kindUnknownQueue;
--- TestReplyKindsAgree).
-local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE = -1, -2, -3, 0, 1, 2, 3
+-- enter.lua's LINE_FULL and SOLD_OUT; SHADOW: a place in the shadow line),
+-- and an unknown queue (config). Go names each alike (reply.go:
+-- UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
+local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE, SHADOW = -1, -2, -3, 0, 1, 2, 3, 4
 
 -- Reply kinds of open_due.lua: no opening pending, one not yet due, one
 -- due (the caller holds the lease), one another instance is placing.
@@ -117,18 +117,42 @@ local function markSeen(cfg, adm, user, position, now)
   if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', K.seen, now, user) end
 end
 
+-- behindOf is the real line's last ticket when the shadow place of user
+-- was taken (its mark's first part, K.suspects).
+local function behindOf(user)
+  return tonumber(string.match(redis.call('HGET', K.suspects, user) or '', '^(%d+)|')) or 0
+end
+
+-- shadowStanding answers a shadow place (memstore's state.shadowStanding)
+-- as a person's: {SHADOW, position, length, ticket, behind, preQueue},
+-- shown one behind everyone waiting up to its behind ticket (ZCOUNT to
+-- behind + 0.5: cleared places standing there count too, and the unplaced
+-- of an opening it came behind); in the pre-queue (1, no position) while
+-- an opening is ahead.
+local function shadowStanding(cfg, adm, user, ticket, length)
+  local behind = behindOf(user)
+  if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then return {SHADOW, 0, 0, ticket, behind, 1} end
+  local n, last = unplaced(adm)
+  local position = 1 + redis.call('ZCOUNT', K.line, '-inf', behind + 0.5) + (last and behind >= last and n or 0)
+  return {SHADOW, position, math.max(length + n + 1, position), ticket, behind, 0}
+end
+
 -- standing is where the user stands: {WAITING, position, length, ticket}
 -- in line (behind the unplaced of an opening when they entered after its
--- close), {PRE_QUEUE} in the opening's pre-queue, {READY, token,
--- expiresAtMs} with a valid token; else nil, and the token they hold whose
--- time is up, if any.
+-- close; ticket 0 for a place cleared from the shadow line, whose score is
+-- a half above a ticket), shadowStanding's in the shadow line,
+-- {PRE_QUEUE} in the opening's pre-queue, {READY, token, expiresAtMs}
+-- with a valid token; else nil, and the token they hold whose time is up,
+-- if any.
 local function standing(cfg, adm, user, now, length)
   local ticket = redis.call('ZSCORE', K.line, user)
   if ticket then
     local n, last = unplaced(adm)
     local ahead = last and tonumber(ticket) > last and n or 0 -- the unplaced, for one who entered after the close
-    return {WAITING, redis.call('ZRANK', K.line, user) + 1 + ahead, length + n, tonumber(ticket)}
+    return {WAITING, redis.call('ZRANK', K.line, user) + 1 + ahead, length + n, tonumber(ticket) % 1 == 0 and tonumber(ticket) or 0}
   end
+  local shadowTicket = redis.call('ZSCORE', K.shadow, user)
+  if shadowTicket then return shadowStanding(cfg, adm, user, tonumber(shadowTicket), length) end
   if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then return {PRE_QUEUE} end
   local token = redis.call('HGET', K.tokens, user)
   local exp = token and tonumber(redis.call('ZSCORE', K.texp, user))
@@ -157,4 +181,33 @@ local function dropToken(user, counter, now)
   redis.call('HDEL', K.tokens, user)
   redis.call('ZREM', K.texp, user)
   redis.call('HINCRBY', K.cfg, counter, 1)
+end
+
+-- unmark forgets what a place kept beside its line once it leaves it
+-- (memstore's removeFromLine and shadow.take): a shadow place's mark, a
+-- cleared place's entry in K.cleared (its score a half above a ticket).
+-- It says whether the place held a ticket of the line, whose leaving is a
+-- gap the snapshot must know of (K.left).
+local function unmark(user, score, shadow)
+  if shadow then
+    redis.call('HDEL', K.suspects, user)
+    return false
+  end
+  if score % 1 ~= 0 then
+    redis.call('ZREM', K.cleared, user)
+    return false
+  end
+  return true
+end
+
+-- lineHead is the lowest ticket waiting (a string), cleared places not
+-- counted (they have none: queue.Snapshot.Head), or nil; and how many
+-- cleared places wait (at most that many stand ahead of it).
+local function lineHead()
+  local cleared = redis.call('ZCARD', K.cleared)
+  local front = redis.call('ZRANGE', K.line, 0, cleared, 'WITHSCORES')
+  for i = 2, #front, 2 do
+    if tonumber(front[i]) % 1 == 0 then return front[i], cleared end
+  end
+  return nil, cleared
 end

@@ -12,7 +12,10 @@
 --        {length, admitted, consumed, active, measured, win_start,
 --         entered, left, expired, returned, admittedInline, abandoned,
 --         preQueued, eff_rate, eff_why, now, units_left ('' not known),
---         paused_at, method_at, sold_out_at (ms; 0: not changed)}
+--         paused_at, method_at, sold_out_at (ms; 0: not changed),
+--         shadowLength, shadowEntered, shadowAdmitted, shadowLeft,
+--         cleared}; a place cleared from the shadow line counts as a
+--         join beside seq's (cleared)
 local _, adm, refused = config()
 if refused then return refused end
 local now = clock()
@@ -23,4 +26,5 @@ return {
   adm.measured or '0', n(adm.win_start), n(redis.call('GET', K.seq)), n(adm.left), n(adm.expired) + unswept,
   n(adm.returned), n(adm.inline_total), n(adm.abandoned), redis.call('ZCARD', K.pre), adm.eff_rate or '',
   adm.eff_why or '', now, adm.units_left or '', n(adm.paused_at), n(adm.method_at), n(adm.sold_out_at),
+  redis.call('ZCARD', K.shadow), n(adm.shadow_seq), n(adm.shadow_admitted), n(adm.shadow_left), n(adm.cleared),
 }

@@ -6,20 +6,23 @@
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] the front's first rank to read (0-based), ARGV[2] how many
---         (≤ 1000), ARGV[3..] the fields of the queue's hash Go reads
---         (tick.go's tickReads: every setting, the epoch, the tick state)
--- Reply: {now, length, live tokens, the fields' values..., then user,
---        ticket, last seen (nil: never), ...}; Go tells an unknown queue
---        by its fields
+--         (≤ 1000), ARGV[3] 'shadow' to read the shadow line's front
+--         (shadowAdmits last, the line empty) instead of the line's,
+--         ARGV[4..] the fields of the queue's hash Go reads (tick.go's
+--         tickReads: every setting, the epoch, the tick state)
+-- Reply: {now, length, live tokens, shadow line's length, the fields'
+--        values..., then user, ticket, last seen (nil: never), ...}; Go
+--        tells an unknown queue by its fields
 local from = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
-local fields = {unpack(ARGV, 3)}
+local line = ARGV[3] == 'shadow' and K.shadow or K.line
+local fields = {unpack(ARGV, 4)}
 local now = clock()
-local reply = {now, redis.call('ZCARD', K.line), redis.call('ZCOUNT', K.texp, '(' .. now, '+inf')}
+local reply = {now, redis.call('ZCARD', K.line), redis.call('ZCOUNT', K.texp, '(' .. now, '+inf'), redis.call('ZCARD', K.shadow)}
 append(reply, redis.call('HMGET', K.cfg, unpack(fields)))
 local users = {}
 if n > 0 then
-  users = redis.call('ZRANGE', K.line, from, from + n - 1, 'WITHSCORES')
+  users = redis.call('ZRANGE', line, from, from + n - 1, 'WITHSCORES')
 end
 local names = {}
 for i = 1, #users, 2 do
