@@ -14,11 +14,15 @@ import (
 	"time"
 )
 
-// openAndAdmit moves the opening to a few seconds ahead (everyone is in),
-// lets the late people enter once it has passed, and waits until Admit are
-// let in and their clients have seen it.
+// openAndAdmit moves the opening near (everyone is in), lets the late
+// people enter once it has passed, and waits until Admit are let in and
+// their clients have seen it. The opening is botsOpenIn ahead: more than
+// the longest poll interval told before (12 s), so that every client has
+// asked once since, and been told to ask every 2 s as the opening nears;
+// then how soon people learn of it is alike in every run, whenever they
+// entered.
 func (r *botsRunner) openAndAdmit(ctx, pollCtx context.Context, pollers *sync.WaitGroup) error {
-	r.opening = time.Now().Add(3 * time.Second).Truncate(time.Second)
+	r.opening = time.Now().Add(botsOpenIn).Truncate(time.Second)
 	st, body, _, err := r.do(ctx, "PATCH", "/admin/v1/queues/"+r.queue, nil,
 		map[string]any{"opensAt": r.opening.UTC().Format(time.RFC3339)})
 	if err != nil || st != http.StatusOK {
@@ -76,44 +80,53 @@ func (r *botsRunner) frontEpoch(ctx context.Context) (int64, error) {
 	return front.Epoch, nil
 }
 
+// botsOpenIn is how far ahead the opening is set once the crowd is in.
+const botsOpenIn = 15 * time.Second
+
+// botsListLimit is the most places the admin suspects list is asked for.
+const botsListLimit = 1000
+
 // suspectsSeen reads the instance's own count of the shadow line (stats'
-// shadowLength) and the admin list of suspects; -1 where not answered.
-func (r *botsRunner) suspectsSeen(ctx context.Context) (shadowLength, listed int) {
-	shadowLength, listed = -1, -1
+// shadowLength) and the admin list of suspects: its count, and the
+// signals and hashed addresses of the places it shows.
+func (r *botsRunner) suspectsSeen(ctx context.Context, run *BotsRun) {
 	if st, body, _, err := r.do(ctx, "GET", "/admin/v1/queues/"+r.queue, nil, nil); err == nil && st == http.StatusOK {
 		if n, ok := body["shadowLength"].(float64); ok {
-			shadowLength = int(n)
+			run.ShadowLength = int(n)
 		}
 	}
-	res, err := r.request(ctx, "GET", "/admin/v1/queues/"+r.queue+"/suspects", nil, nil)
+	res, err := r.request(ctx, "GET", fmt.Sprintf("/admin/v1/queues/%s/suspects?limit=%d", r.queue, botsListLimit), nil, nil)
 	if err != nil {
-		return shadowLength, listed
+		return
 	}
 	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode == http.StatusOK {
-		listed = countListed(raw)
+	var list suspectList
+	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&list) != nil {
+		return
 	}
-	return shadowLength, listed
+	list.count(run)
 }
 
-// countListed is the length of a JSON list, or of the first list in a JSON
-// object ({"suspects": [...]}), or -1.
-func countListed(raw []byte) int {
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) == nil {
-		return len(list)
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return -1
-	}
-	for _, v := range obj {
-		if json.Unmarshal(v, &list) == nil {
-			return len(list)
+// suspectList is the admin API's SuspectList, as far as the report reads it.
+type suspectList struct {
+	ShadowLength int `json:"shadowLength"`
+	Suspects     []struct {
+		Signals []string `json:"signals"`
+		Address string   `json:"address"`
+	} `json:"suspects"`
+}
+
+func (l suspectList) count(run *BotsRun) {
+	run.ListedLength, run.Listed = l.ShadowLength, len(l.Suspects)
+	run.ListedSignals = map[string]int{}
+	addrs := map[string]bool{}
+	for _, s := range l.Suspects {
+		for _, sig := range s.Signals {
+			run.ListedSignals[sig]++
 		}
+		addrs[s.Address] = true
 	}
-	return -1
+	run.ListedAddresses = len(addrs)
 }
 
 // comparePolls measures the instance's CPU time (from /proc) over polls of
@@ -134,7 +147,7 @@ func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error
 	if len(shadows) == 0 || len(people) == 0 {
 		return nil, fmt.Errorf("%d shadow places and %d waiting people to poll", len(shadows), len(people))
 	}
-	polls, rounds := 3000, 3
+	polls, rounds := 5000, 3
 	if r.o.Short {
 		polls = 300
 	}

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -47,8 +49,8 @@ func TestBotsShort(t *testing.T) {
 }
 
 // TestBotsReadsAnswers: a place is counted shadowed only when its ticket's
-// epoch is the real line's + 2^50, READY once, and the admin list's length
-// read in either shape.
+// epoch is the real line's + 2^50, READY is counted once, and the admin
+// list is read for its count, signals and addresses.
 func TestBotsReadsAnswers(t *testing.T) {
 	const epoch = int64(1733443202123456789) // past float64's exact range
 	r := &botsRunner{epoch: epoch}
@@ -75,9 +77,16 @@ func TestBotsReadsAnswers(t *testing.T) {
 	if c.ready.IsZero() || r.readySeen.Load() != 1 {
 		t.Errorf("READY twice: seen %d", r.readySeen.Load())
 	}
-	for raw, want := range map[string]int{`[{"id":"a"},{"id":"b"}]`: 2, `{"queue":"q","suspects":[{"id":"a"}]}`: 1, `{"suspects":[]}`: 0, `{"queue":"q"}`: -1, `oops`: -1} {
-		if got := countListed([]byte(raw)); got != want {
-			t.Errorf("countListed(%s) = %d, want %d", raw, got, want)
-		}
+	var list suspectList
+	raw := `{"queue":"q","shadowLength":5,"suspects":[{"id":"1","signals":["address_range"],"address":"a1"},` +
+		`{"id":"2","signals":["address_range"],"address":"a1"},{"id":"3","signals":["edge_score","poll_rate"],"address":"b2"}]}`
+	if err := json.Unmarshal([]byte(raw), &list); err != nil {
+		t.Fatal(err)
+	}
+	var run BotsRun
+	list.count(&run)
+	want := map[string]int{"address_range": 2, "edge_score": 1, "poll_rate": 1}
+	if run.ListedLength != 5 || run.Listed != 3 || run.ListedAddresses != 2 || !maps.Equal(run.ListedSignals, want) {
+		t.Errorf("the list read as %+v", run)
 	}
 }
