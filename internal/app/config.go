@@ -150,6 +150,13 @@ type Config struct {
 	// RollupRetention is how long each queue's per-minute rows (package
 	// rollup: the sale's report) are kept.
 	RollupRetention time.Duration
+
+	// HumanCheckSecretFile and HumanCheckSiteKey are the human-check
+	// provider's keys (entry policy turnstile; none: such a queue answers
+	// 503 here), HumanCheckVerifyURL its siteverify and HumanCheckScriptURL
+	// its widget's script (humancheck.go).
+	HumanCheckSecretFile, HumanCheckSiteKey  string
+	HumanCheckVerifyURL, HumanCheckScriptURL string
 }
 
 // DefaultDataDir is --data-dir's default.
@@ -200,6 +207,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.AddressEntryRate, "address-entry-rate", 1, "places per second anonymous sessions may take from one client address once the burst is spent; 0 lifts the limit")
 	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
 	fs.Float64Var(&c.AddressSessionRate, "address-session-rate", 1, "anonymous sessions per second handed out to one client address once the burst is spent; 0 lifts the limit")
+	c.humanCheckFlags(fs)
 }
 
 // derivedWhenZero says what 0 means on the command line for the per-queue
@@ -383,6 +391,7 @@ func (c Config) Validate() error {
 	c.validateOrders(bad)
 	c.validateClients(bad)
 	c.validateWebhooks(bad)
+	c.validateHumanCheck(bad)
 	if c.Proxy {
 		errs = append(errs, c.validateGateway()...)
 	}

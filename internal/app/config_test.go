@@ -152,7 +152,7 @@ func TestParse(t *testing.T) {
 		{[]string{"--redis-url", "redis://x:1/0", "--auth-secret", strings.Repeat("s", 31)}, nil, "--auth-secret"},
 		{[]string{"--redis-url", "redis://x:1/0", "--admin-token", "admin"}, nil, "--admin-token: must be at least 32 bytes"},
 		{nil, []string{"WAITROOM_REDIS_URL", "redis://x:1/0", "WAITROOM_AUTH_SECRET", "short"}, "--auth-secret"},
-		{[]string{"--entry-policy", "everyone"}, nil, "entry must be any, challenge or signed"},
+		{[]string{"--entry-policy", "everyone"}, nil, "entry must be any, challenge, signed or turnstile"},
 		{[]string{"--challenge-cost", "5"}, nil, "challengeCost"},
 		{[]string{"--session-max-age", "10s"}, nil, "--session-max-age"},
 		{[]string{"--trusted-proxies", "10.0.0.0/8,lb.internal"}, nil, "--trusted-proxies"},

@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/watch"
@@ -44,7 +45,11 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	}
 	// The pages, the operator's templates among them: one that cannot work
 	// stops the start here, naming its file and line.
-	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir})
+	human, err := c.HumanChecker(m.Logger)
+	if err != nil {
+		return s, fmt.Errorf("--human-check-secret-file: %w", err)
+	}
+	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir, HumanCheckOrigin: human.ScriptOrigin()})
 	if err != nil {
 		return s, fmt.Errorf("--page-dir: %w", err)
 	}
@@ -55,7 +60,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
-	gate := m.newGatekeeper(proxies)
+	gate := m.newGatekeeper(proxies, human)
 	// Read again: a value's file may have changed since Validate.
 	if s.bypass, err = c.BypassRules(); err != nil {
 		return s, fmt.Errorf("--bypass: %w", err)
@@ -115,7 +120,7 @@ func (m *Main) listen() (err error) {
 // up already): challenges signed with the auth secret, the per-address
 // limits (reported in the metrics), the client address behind the trusted
 // proxies.
-func (m *Main) newGatekeeper(addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
+func (m *Main) newGatekeeper(addrs clientaddr.Resolver, human *humancheck.Checker) *gatekeeper.Gatekeeper {
 	c := m.Config
 	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, m.Clock)
 	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, m.Clock)
@@ -129,6 +134,7 @@ func (m *Main) newGatekeeper(addrs clientaddr.Resolver) *gatekeeper.Gatekeeper {
 		Sessions:     sessions,
 		Addresses:    addrs,
 		ChallengeURL: func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
+		Human:        human,
 	})
 }
 

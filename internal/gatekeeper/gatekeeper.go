@@ -20,6 +20,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/operate"
@@ -90,6 +91,10 @@ type Options struct {
 	Addresses clientaddr.Resolver
 	// ChallengeURL is where a client gets a challenge for a queue.
 	ChallengeURL func(queue string) string
+	// Human asks the human-check provider about tokens under entry policy
+	// turnstile (nil: this instance has no provider's keys, and such a
+	// queue answers 503).
+	Human *humancheck.Checker
 }
 
 // Gatekeeper decides who may take a place in a line (spending the entry
@@ -118,12 +123,18 @@ const replayMargin = time.Minute
 //   - otherwise under "signed": ErrSignInRequired; under "any": one of the
 //     address's entries; under "challenge": one of the address's entries
 //     and a solution of a challenge of this queue (proof), unexpired,
-//     never used before (ChallengeRequired when it is missing or wrong).
-func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, addr netip.Addr, proof string) (queue.View, error) {
+//     never used before (ChallengeRequired when it is missing or wrong);
+//     under "turnstile": a token of the human-check provider's widget
+//     (humanToken), which signed-in callers send too when the queue says
+//     so (enterChecked).
+func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, addr netip.Addr, proof, humanToken string) (queue.View, error) {
+	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
+	if err == nil && humanCheckApplies(cfg.Config, c) {
+		return g.enterChecked(ctx, q, cfg.Config, c, addr, humanToken)
+	}
 	if c.Signed {
 		return g.o.Queue.Enter(ctx, q, c.User)
 	}
-	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
 	if err != nil {
 		return queue.View{}, err
 	}
@@ -192,10 +203,11 @@ func (g *Gatekeeper) NewSession(addr netip.Addr) error {
 // address's entries. Under "challenge" or "signed" an anonymous session
 // goes through the waiting page, where the policy is applied as by Enter.
 func (g *Gatekeeper) MayAdmitNow(ctx context.Context, q string, c identity.Caller, addr netip.Addr) (bool, error) {
-	if c.Signed {
-		return true, nil
-	}
 	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
+	if c.Signed {
+		// One the queue asks for a human check goes through the page too.
+		return err != nil || !humanCheckApplies(cfg.Config, c), nil
+	}
 	if err != nil || cfg.Join != queue.JoinAny {
 		return false, err
 	}

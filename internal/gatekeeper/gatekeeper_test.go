@@ -78,36 +78,36 @@ func TestChallengePolicy(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinChallenge, 3)
 
-	_, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "")
+	_, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", "")
 	var cr ChallengeRequired
 	if !errors.As(err, &cr) || cr.URL != "/api/v1/queues/sale/challenge" || cr.Reason != nil {
 		t.Fatalf("no solution: %v, want ChallengeRequired with the URL and no reason", err)
 	}
 	sol := f.solution(t)
-	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, sol); err != nil || v.State != queue.Waiting || v.Position != 1 {
+	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, sol, ""); err != nil || v.State != queue.Waiting || v.Position != 1 {
 		t.Fatalf("with a solution: %+v, %v", v, err)
 	}
-	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); err != nil || v.Position != 1 {
+	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", ""); err != nil || v.Position != 1 {
 		t.Fatalf("again, in line, no solution: %+v, %v", v, err)
 	}
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, sol); !errors.As(err, &cr) || cr.Reason == nil {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, sol, ""); !errors.As(err, &cr) || cr.Reason == nil {
 		t.Fatalf("a used solution: %v, want ChallengeRequired saying why", err)
 	}
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, "forged"); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, "forged", ""); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatalf("a forged solution: %v", err)
 	}
 	// Three places asked from home (one taken, two refused): its bucket
 	// is empty, even for a good solution; another address is not.
 	var tm TooManyEntries
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, f.solution(t)); !errors.As(err, &tm) || tm.RetryAfter() <= 0 {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, f.solution(t), ""); !errors.As(err, &tm) || tm.RetryAfter() <= 0 {
 		t.Fatalf("a fourth place from one address: %v, want TooManyEntries", err)
 	}
-	if v, err := f.g.Enter(ctx, "sale", anon("anon-c"), other, f.solution(t)); err != nil || v.Position != 2 {
+	if v, err := f.g.Enter(ctx, "sale", anon("anon-c"), other, f.solution(t), ""); err != nil || v.Position != 2 {
 		t.Fatalf("from another address: %+v, %v", v, err)
 	}
 	// Signed-in users: neither challenged nor counted.
 	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		if _, err := f.g.Enter(ctx, "sale", signed(u), home, ""); err != nil {
+		if _, err := f.g.Enter(ctx, "sale", signed(u), home, "", ""); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
 	}
@@ -124,10 +124,10 @@ func TestSignedPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinSigned, 100)
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, f.solution(t)); !errors.Is(err, ErrSignInRequired) {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, f.solution(t), ""); !errors.Is(err, ErrSignInRequired) {
 		t.Fatalf("anonymous under signed: %v", err)
 	}
-	if _, err := f.g.Enter(ctx, "sale", signed("alice"), home, ""); err != nil {
+	if _, err := f.g.Enter(ctx, "sale", signed("alice"), home, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if may, _ := f.g.MayAdmitNow(ctx, "sale", anon("anon-a"), home); may {
@@ -140,11 +140,11 @@ func TestAnyPolicy(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinAny, 2)
 	for _, u := range []string{"anon-a", "anon-b"} {
-		if _, err := f.g.Enter(ctx, "sale", anon(u), home, ""); err != nil {
+		if _, err := f.g.Enter(ctx, "sale", anon(u), home, "", ""); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
 	}
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, ""); !errors.Is(err, ErrTooManyEntries) {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, "", ""); !errors.Is(err, ErrTooManyEntries) {
 		t.Fatalf("third anonymous place: %v", err)
 	}
 	// Walk-ins share the same bucket.
@@ -177,7 +177,7 @@ func TestUnknownQueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinChallenge, 10)
-	if _, err := f.g.Enter(ctx, "nope", anon("anon-a"), home, ""); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := f.g.Enter(ctx, "nope", anon("anon-a"), home, "", ""); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("Enter: %v", err)
 	}
 	if _, err := f.g.Challenge(ctx, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
@@ -225,17 +225,17 @@ func TestRefusedBeforeAsked(t *testing.T) {
 		for _, policy := range []queue.JoinPolicy{queue.JoinChallenge, queue.JoinSigned} {
 			t.Run(refusal.name+"/"+string(policy), func(t *testing.T) {
 				f := newFixture(t, policy, 100)
-				if _, err := f.g.Enter(ctx, "sale", signed("member"), home, ""); err != nil {
+				if _, err := f.g.Enter(ctx, "sale", signed("member"), home, "", ""); err != nil {
 					t.Fatal(err)
 				}
 				refusal.make(t, f)
-				if _, err := f.g.Enter(ctx, "sale", anon("anon-late"), home, ""); !errors.Is(err, refusal.want) {
+				if _, err := f.g.Enter(ctx, "sale", anon("anon-late"), home, "", ""); !errors.Is(err, refusal.want) {
 					t.Errorf("a newcomer: %v, want %v", err, refusal.want)
 				}
 				if c, err := f.g.Challenge(ctx, "sale"); !errors.Is(err, refusal.want) {
 					t.Errorf("a challenge for a newcomer: %+v, %v; want none, %v", c, err, refusal.want)
 				}
-				if v, err := f.g.Enter(ctx, "sale", anon("member"), home, ""); err != nil || v.State != refusal.held {
+				if v, err := f.g.Enter(ctx, "sale", anon("member"), home, "", ""); err != nil || v.State != refusal.held {
 					t.Errorf("someone holding a place: %+v, %v; want %s", v, err, refusal.held)
 				}
 			})
@@ -249,7 +249,7 @@ func TestPolicyChangeShowsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinChallenge, 10)
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", ""); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatal(err)
 	}
 	c, _ := f.op.Config(ctx, "sale")
@@ -258,7 +258,7 @@ func TestPolicyChangeShowsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, ""); err != nil {
+	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", ""); err != nil {
 		t.Fatalf("right after the change to any: %v (%v later)", err, time.Since(start))
 	}
 }

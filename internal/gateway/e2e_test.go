@@ -696,7 +696,11 @@ func TestGatewayKeepsItsOwnFromTheBackend(t *testing.T) {
 func TestGatewayHeadersAndCookies(t *testing.T) {
 	t.Parallel()
 	s := apptest.NewUpstreamShop(t, 10)
-	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) { c.BotScoreHeader = "X-Bot-Score" })
+	// p trusts a proxy that is not the test's address (a score header
+	// needs some): to it the test is a client.
+	p := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
+		c.TrustedProxies, c.BotScoreHeader = "192.0.2.1", "X-Bot-Score"
+	})
 	trusting := apptest.BootProxy(t, apptest.Backend{Name: "embedded"}, s, func(c *app.Config) {
 		c.TrustedProxies, c.BotScoreHeader = "127.0.0.1", "X-Bot-Score"
 	})

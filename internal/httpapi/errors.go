@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -77,6 +78,11 @@ var errorTable = []struct {
 	{identity.ErrUnauthenticated, errorRow{http.StatusUnauthorized, "unauthenticated", 0}},
 	{gatekeeper.ErrChallengeRequired, errorRow{http.StatusForbidden, "challenge_required", 0}},
 	{gatekeeper.ErrSignInRequired, errorRow{http.StatusForbidden, "signin_required", 0}},
+	{gatekeeper.ErrHumanCheckRequired, errorRow{http.StatusForbidden, "human_check_required", 0}},
+	{gatekeeper.ErrSuspectedBot, errorRow{http.StatusForbidden, "suspected_bot", 0}},
+	// The provider cannot be asked (or this instance has no keys for it):
+	// nobody is let on nor marked for it, and the page asks again.
+	{humancheck.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "human_check_unavailable", 5}},
 	// Retry-After is the address's own wait (RetryAfter) when the error
 	// knows it; 1 s otherwise.
 	{gatekeeper.ErrTooManyEntries, errorRow{http.StatusTooManyRequests, "too_many_entries", 1}},

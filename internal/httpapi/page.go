@@ -80,7 +80,7 @@ func (s *Server) visit(r *http.Request, q string) web.Visit {
 // refreshes itself when the line says to ask again (pollAfterSeconds). On
 // the first visit it takes a place, where the queue's join policy lets a
 // visitor in without a challenge (any, or a signed-in user); under
-// challenge it says plainly why it cannot. A refresh that finds the visitor
+// challenge, or a human check (turnstile), it says plainly why it cannot. A refresh that finds the visitor
 // out of line (?joined=1) says so rather than take a new place unasked.
 func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.pageQueue(w, r)
@@ -96,7 +96,7 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.Queue.Status(r.Context(), q, caller.User)
 	if err == nil && v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1" {
-		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "")
+		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "", "")
 	}
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
@@ -117,6 +117,8 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 			return &web.Standing{State: web.Challenge}
 		case errors.Is(err, gatekeeper.ErrSignInRequired):
 			return &web.Standing{State: web.SignIn}
+		case errors.Is(err, gatekeeper.ErrHumanCheckRequired):
+			return &web.Standing{State: web.HumanCheck}
 		case errors.Is(err, queue.ErrQueueClosed):
 			return &web.Standing{State: web.Closed}
 		case errors.Is(err, gatekeeper.ErrTooManyEntries):

@@ -576,7 +576,8 @@ func testAdminStats(t *testing.T, in *apptest.Instance) {
 	st := in.QueueStats("default")
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
-		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut", "phaseInForce"}
+		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut", "phaseInForce",
+		"shadowLength", "shadowEnteredTotal", "shadowAdmittedTotal", "shadowLeftTotal", "clearedTotal"}
 	for _, s := range queue.Settings {
 		fields = append(fields, s.Name)
 	}
@@ -588,7 +589,7 @@ func testAdminStats(t *testing.T, in *apptest.Instance) {
 		"adaptive": false, "minRatePerSecond": 1.0, "maxRatePerSecond": 100.0, "targetLatencyMs": 250.0,
 		"abandonAfterSeconds": 0.0, "opensAt": nil, "message": "", "effectiveRatePerSecond": 100.0, "effectiveRateReason": "",
 		"abandonedTotal": 0.0, "preQueueLength": 0.0,
-		"consumedTotal": 0.0,
+		"consumedTotal": 0.0, "shadowLength": 0.0, "shadowEnteredTotal": 0.0, "shadowAdmittedTotal": 0.0, "shadowLeftTotal": 0.0, "clearedTotal": 0.0,
 		// The rate comes from the bottleneck, and says how.
 		"rateDerivation": "40 conns × 0.5 × 1000/200 ms = 100/s",
 	}

@@ -184,7 +184,8 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	}
 	var v queue.View
 	if enter {
-		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r), r.Header.Get(ChallengeSolutionHeader))
+		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r),
+			r.Header.Get(ChallengeSolutionHeader), r.Header.Get(HumanCheckTokenHeader))
 	} else {
 		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
 	}
@@ -317,6 +318,10 @@ func (s *Server) entryMessage(r *http.Request, q string) string {
 // ChallengeSolutionHeader carries a solved challenge on enter: the ALTCHA
 // payload, base64 JSON.
 const ChallengeSolutionHeader = "X-Challenge-Solution"
+
+// HumanCheckTokenHeader carries the human-check provider's token on enter
+// under entry policy turnstile: the one its widget handed the page.
+const HumanCheckTokenHeader = "X-Human-Check-Token"
 
 // challenge issues a proof-of-work challenge for the queue (ALTCHA v2
 // parameters and signature); its solution, sent with enter, takes one

@@ -166,6 +166,10 @@ type Admission struct {
 	// Idle: the line was empty and nothing was due to change; until
 	// someone joins, the next tick can only repeat this one.
 	Idle bool
+	// Shadow: Admitted are places of the shadow line, let in last
+	// (ShadowLast) by a tick that found nobody waiting in the line; they
+	// count in Stats.ShadowAdmittedTotal, not AdmittedTotal.
+	Shadow bool
 }
 
 // Stats is the operator's view of one queue.

@@ -35,7 +35,10 @@ const (
 	SignIn StandingState = "signin"
 	// Challenge: the line asks for a proof of work, which needs JavaScript.
 	Challenge StandingState = "challenge"
-	NotFound  StandingState = "notfound"
+	// HumanCheck: the line asks for a provider's human check, whose widget
+	// needs JavaScript.
+	HumanCheck StandingState = "humancheck"
+	NotFound   StandingState = "notfound"
 	// Trouble: the line could not be asked (the store is down).
 	Trouble StandingState = "error"
 	// SoldOut: the sale has nothing left; nobody new takes a place, and
@@ -138,7 +141,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	case Left:
 		view.Heading, view.Note = t("leftHeading"), t("leftText")
 		view.Again = s.noScriptURL(v.Queue, lang.Code, ret, false)
-	case Full, Crowded, Closed, SignIn, Challenge, NotFound:
+	case Full, Crowded, Closed, SignIn, Challenge, HumanCheck, NotFound:
 		said := refusalTexts[st.State]
 		view.Heading, view.Note = t(said[0]), t(said[1])
 	case Trouble:
@@ -156,12 +159,13 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 // refusalTexts are the heading and the text of each state in which the
 // visitor has no place, and waits for nothing or only for a retry.
 var refusalTexts = map[StandingState][2]string{
-	Full:      {"fullHeading", "fullText"},
-	Crowded:   {"crowdedHeading", "crowdedText"},
-	Closed:    {"closedHeading", "closedText"},
-	SignIn:    {"signInRequiredHeading", "signInRequiredText"},
-	Challenge: {"noscriptChallengeHeading", "noscriptChallengeText"},
-	NotFound:  {"notFoundHeading", "notFoundText"},
+	Full:       {"fullHeading", "fullText"},
+	Crowded:    {"crowdedHeading", "crowdedText"},
+	Closed:     {"closedHeading", "closedText"},
+	SignIn:     {"signInRequiredHeading", "signInRequiredText"},
+	Challenge:  {"noscriptChallengeHeading", "noscriptChallengeText"},
+	HumanCheck: {"noscriptHumanCheckHeading", "noscriptHumanCheckText"},
+	NotFound:   {"notFoundHeading", "notFoundText"},
 }
 
 // seconds is d in whole seconds, rounded up, at least 1.

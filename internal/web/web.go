@@ -37,9 +37,20 @@ var files embed.FS
 
 // contentSecurityPolicy allows the page nothing beyond its own origin: its
 // scripts, styles and fonts are files under /static/ or the operator's
-// /assets/custom/, it only fetches the API.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; " +
-	"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// /assets/custom/, it only fetches the API. With a human-check provider
+// (Options.HumanCheckOrigin) the provider's origin alone is added, in
+// script-src (its widget's script) and frame-src (the widget's iframe):
+// the widget talks to its provider from that iframe, so connect-src gains
+// nothing.
+func contentSecurityPolicy(humanCheckOrigin string) string {
+	script, frame := "'self'", ""
+	if humanCheckOrigin != "" {
+		script += " " + humanCheckOrigin
+		frame = "frame-src " + humanCheckOrigin + "; "
+	}
+	return "default-src 'none'; script-src " + script + "; " + frame + "style-src 'self'; font-src 'self'; " +
+		"img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+}
 
 // Options says where the pages live, what they are for and whose they are.
 type Options struct {
@@ -54,6 +65,10 @@ type Options struct {
 	// queues/{queue}/waiting.html, templates/{phase template}/waiting.html
 	// and assets/ (docs/page.md). Empty: the built-in page for every queue.
 	Dir string
+	// HumanCheckOrigin is the human-check provider's widget origin
+	// (scheme://host[:port]), which the pages' Content-Security-Policy
+	// allows ("": no provider, nothing more allowed).
+	HumanCheckOrigin string
 }
 
 // Site serves the pages; built once by New, read-only afterwards.
@@ -69,12 +84,13 @@ type Site struct {
 	statics map[string]bool
 	custom  *assetSet // the operator's assets; empty without Dir
 	mux     *http.ServeMux
+	csp     string // the pages' Content-Security-Policy
 }
 
 // New builds the site: the texts, the static files and every template,
 // each checked (templates.go). An error names the file and line at fault.
 func New(o Options) (*Site, error) {
-	s := &Site{o: o, statics: map[string]bool{}}
+	s := &Site{o: o, statics: map[string]bool{}, csp: contentSecurityPolicy(o.HumanCheckOrigin)}
 	var err error
 	if s.page, err = loadCatalog(files, "messages/page", pageCodes); err != nil {
 		return nil, err
@@ -320,7 +336,7 @@ func (s *Site) render(w http.ResponseWriter, t *template.Template, name string, 
 	h.Set("Vary", "Accept-Language")
 	// The page carries live state and may set a session cookie: never cache it.
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Content-Security-Policy", s.csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	w.WriteHeader(status)

@@ -88,7 +88,10 @@ type TickInput struct {
 	// EffectiveRate is the adaptive rate stored (0: none).
 	EffectiveRate float64
 	// Placing: an opening's pre-queue is being placed; it goes in first.
-	Placing bool
+	// Pending: an opening is still ahead (its pre-queue not yet closed):
+	// the people in it are not in the line yet, but the shadow line waits
+	// for them too.
+	Placing, Pending bool
 	// Length counts the users waiting; Live the tokens alive at Now (read
 	// only when a cap needs them: LiveCapped).
 	Length, Live int64
@@ -166,7 +169,7 @@ type TickPlan struct {
 
 // Admission is the plan as the caller of Store.Admit sees it.
 func (p TickPlan) Admission() queue.Admission {
-	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn, Idle: p.Idle}
+	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn, Idle: p.Idle, Shadow: p.Shadow}
 	for _, w := range p.Admitted {
 		a.Admitted = append(a.Admitted, w.User)
 	}
@@ -195,8 +198,8 @@ const measureWindow = 5 * time.Second
 // Under MethodRandom the plan names nobody: the store draws the quota from
 // the whole line in its atomic step (TickPlan.Draw), no-shows passed over
 // by the same rule (Absence). Under ShadowLast, a tick that finds nobody
-// in the line and nobody being placed lets the shadow line in instead, in
-// its order (TickPlan.Shadow). Under a cap, the state records the room the
+// in the line and no opening ahead or being placed lets the shadow line
+// in instead, in its order (TickPlan.Shadow). Under a cap, the state records the room the
 // tick left under it (TickState.CapRoom), which answers read for the
 // estimate (queue.Pace.NextTickAdmits).
 func PlanTick(in TickInput, front Front) (TickPlan, error) {
@@ -243,15 +246,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		if limit, capped := LiveCap(c, in.Stock); capped && limit-in.Live < int64(n) {
 			n, carry = int(max(limit-in.Live, 0)), 0
 		}
-		if shadowTurn(in) {
-			// Suspects are let in last, in their line's order: never drawn,
-			// never judged no-shows (they are not marked seen).
-			p.Shadow = true
-			p.Admitted, p.Skipped, err = pick(in.ShadowFront, n, Absence{Judged: -1})
-		} else {
-			err = p.choose(c, front, n, in.Length, absence)
-		}
-		if err != nil {
+		if err := p.admit(in, front, n, absence); err != nil {
 			return p, err
 		}
 		if len(p.Admitted)+p.Draw < n { // nobody waiting for the rest: it does not pile up
@@ -288,11 +283,23 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	return p, nil
 }
 
+// admit plans whom the tick lets in, n at most: the shadow line's, on its
+// turn (shadowTurn), in its order (suspects are never drawn, and never
+// judged no-shows: they are not marked seen); else the line's (choose).
+func (p *TickPlan) admit(in TickInput, front Front, n int, absent Absence) (err error) {
+	if shadowTurn(in) {
+		p.Shadow = true
+		p.Admitted, p.Skipped, err = pick(in.ShadowFront, n, Absence{Judged: -1})
+		return err
+	}
+	return p.choose(in.Config, front, n, in.Length, absent)
+}
+
 // shadowTurn says a tick lets the shadow line in: the queue says so
-// (ShadowLast), someone is in it, and nobody waits in the line, nor is an
-// opening's pre-queue being placed ahead of it.
+// (ShadowLast), someone is in it, and nobody waits in the line, nor in an
+// opening's pre-queue (ahead, or being placed).
 func shadowTurn(in TickInput) bool {
-	return in.Config.ShadowAdmits == queue.ShadowLast && in.Shadow > 0 && in.Length == 0 && !in.Placing && in.ShadowFront != nil
+	return in.Config.ShadowAdmits == queue.ShadowLast && in.Shadow > 0 && in.Length == 0 && !in.Placing && !in.Pending && in.ShadowFront != nil
 }
 
 // nextDue is when the tick after one due at due is: one interval on. A

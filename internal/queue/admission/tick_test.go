@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,6 +103,69 @@ func TestTickRecordsTheRoomUnderTheCap(t *testing.T) {
 			if len(p.Admitted) != tc.admitted || p.Write != tc.wantWrite || p.State.Capped != tc.capped || p.State.CapRoom != tc.room {
 				t.Errorf("admitted %d, write %v, capped %v, room %d; want %d, %v, %v, %d",
 					len(p.Admitted), p.Write, p.State.Capped, p.State.CapRoom, tc.admitted, tc.wantWrite, tc.capped, tc.room)
+			}
+		})
+	}
+}
+
+// TestShadowLineLetInLast: under shadowAdmits last a tick lets the shadow
+// line in, in its order and within the quota, only when nobody waits in
+// the line and no opening is being placed, never under never, never
+// while paused, and never drawn (MethodRandom lets it in in order too).
+func TestShadowLineLetInLast(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	shadow := func(from, n int64) ([]admission.Waiter, error) {
+		var out []admission.Waiter
+		for i := from; i < min(from+n, 5); i++ {
+			out = append(out, admission.Waiter{User: string(rune('v' + i)), Ticket: i + 1})
+		}
+		return out, nil
+	}
+	person := func(from, n int64) ([]admission.Waiter, error) {
+		if from > 0 {
+			return nil, nil
+		}
+		return []admission.Waiter{{User: "a", Ticket: 1}}, nil
+	}
+	for _, tc := range []struct {
+		name    string
+		set     func(*queue.Config)
+		length  int64
+		placing bool
+		pending bool
+		want    string
+	}{
+		{"last, line empty", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, false, "shadow [v w x]"},
+		{"last, drawn line empty", func(c *queue.Config) { c.ShadowAdmits, c.Method = queue.ShadowLast, queue.MethodRandom }, 0, false, false, "shadow [v w x]"},
+		{"last, someone waiting", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 1, false, false, "line [a]"},
+		{"last, an opening placed", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, true, false, "line []"},
+		{"last, an opening ahead", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, true, "line []"},
+		{"last, paused", func(c *queue.Config) { c.ShadowAdmits, c.Paused = queue.ShadowLast, true }, 0, false, false, "line []"},
+		{"never", func(c *queue.Config) {}, 0, false, false, "line []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := queue.DefaultConfig()
+			c.RatePerSecond, c.BatchSize, c.Interval = 3000, 3, time.Millisecond
+			tc.set(&c)
+			line := person
+			if tc.length == 0 {
+				line = func(from, n int64) ([]admission.Waiter, error) { return nil, nil }
+			}
+			p, err := admission.PlanTick(admission.TickInput{Config: c.InForce(now), Now: now, Call: "call", Tokens: c.BatchSize,
+				Length: tc.length, Placing: tc.placing, Pending: tc.pending, Shadow: 5, ShadowFront: shadow}, line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var users []string
+			for _, w := range p.Admitted {
+				users = append(users, w.User)
+			}
+			got := fmt.Sprintf("line %v", users)
+			if p.Shadow {
+				got = fmt.Sprintf("shadow %v", users)
+			}
+			if got != tc.want || p.Draw != 0 && p.Shadow || p.Idle && p.Shadow {
+				t.Errorf("let in %s (draw %d, idle %v), want %s", got, p.Draw, p.Idle, tc.want)
 			}
 		})
 	}

@@ -56,8 +56,8 @@ type Options struct {
 // Recovery is what Open found in the directory.
 type Recovery struct {
 	Queues int
-	// Places counts the users in line and in pre-queues, Tokens the entry
-	// tokens still alive.
+	// Places counts the users in line, in shadow lines and in pre-queues,
+	// Tokens the entry tokens still alive.
 	Places, Tokens int64
 	// Snapshot says a snapshot was read; Records counts the log records
 	// replayed after it.
@@ -161,7 +161,7 @@ func Open(dir string, o Options) (*Store, Recovery, error) {
 			continue
 		}
 		rec.Queues++
-		rec.Places += q.line.len() + int64(len(q.pre))
+		rec.Places += q.waiting() + int64(len(q.pre)+len(q.sh.Places))
 		rec.Tokens += q.live(now)
 	}
 	s.mu.Unlock()

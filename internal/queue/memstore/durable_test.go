@@ -254,3 +254,64 @@ func TestDurableDeletedQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestDurableShadowLine: the shadow line, its marks and the places cleared
+// from it into the line come back after a restart, whether a snapshot
+// holds them or the log replays them, and so do their totals.
+func TestDurableShadowLine(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	dir := t.TempDir()
+	s := mustOpen(t, dir, journal.Always, clock.Now)
+	if err := s.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	mark := queue.SuspectMark{Signals: []string{"address_range"}, Address: "h-9"}
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	for _, u := range []string{"a", "b"} {
+		_, err := s.Enter(ctx, "q", u)
+		step("enter "+u, err)
+	}
+	for _, u := range []string{"x", "y"} {
+		_, err := s.EnterShadow(ctx, "q", u, mark)
+		step("enter the shadow line "+u, err)
+	}
+	_, err := s.ClearSuspect(ctx, "q", 1)
+	step("clear x", err)
+	step("compact", s.Compact()) // the snapshot holds the above, the log what follows
+	_, err = s.EnterShadow(ctx, "q", "z", mark)
+	step("enter the shadow line z", err)
+	_, err = s.Enter(ctx, "q", "c")
+	step("enter c", err)
+	step("close", s.Close())
+
+	s, rec, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	step("open again", err)
+	defer s.Close()
+	if rec.Places != 6 {
+		t.Errorf("recovered %d places, want 6 (a, b, x and c in line, y and z in the shadow line)", rec.Places)
+	}
+	sus, err := s.Suspects(ctx, "q", 10)
+	if err != nil || len(sus) != 2 || sus[0].Ticket != 2 || sus[1].Ticket != 3 || sus[1].Behind != 2 ||
+		sus[1].Address != "h-9" || fmt.Sprint(sus[1].Signals) != "[address_range]" {
+		t.Fatalf("suspects after the restart: %+v, %v; want y (2) and z (3, behind 2, its mark)", sus, err)
+	}
+	if e, err := s.Status(ctx, "q", "x"); err != nil || e.Shadow || e.Position != 3 {
+		t.Errorf("x, cleared: %+v, %v; want at 3 in the line", e, err)
+	}
+	if e, err := s.Status(ctx, "q", "c"); err != nil || e.Position != 4 {
+		t.Errorf("c: %+v, %v; want at 4", e, err)
+	}
+	if sn, err := s.Snapshot(ctx, "q"); err != nil || fmt.Sprint(sn.Cleared) != "[2]" || sn.Length != 4 {
+		t.Errorf("snapshot: %+v, %v; want cleared [2], 4 waiting", sn, err)
+	}
+	st, err := s.Stats(ctx, "q")
+	if err != nil || st.ShadowEnteredTotal != 3 || st.ClearedTotal != 1 || st.ShadowLength != 2 || st.EnteredTotal != 4 {
+		t.Errorf("stats: %+v, %v; want 3 shadow entries, 1 cleared, 2 in the shadow line, 4 joins", st, err)
+	}
+}

@@ -598,7 +598,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	o := &op{kind: opAdmit, queue: name, n: int64(len(tokens))}
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
-			Placing: q.openState == "placing", Length: q.waiting(), Stock: q.stock}
+			Placing: q.openState == "placing", Pending: q.pending(), Length: q.waiting(), Stock: q.stock}
 		if q.cfg.ShadowAdmits == queue.ShadowLast {
 			tick.Shadow, tick.ShadowFront = int64(len(q.sh.Places)), q.shadowFront
 		}
@@ -890,7 +890,8 @@ func (s *Store) Seen(_ context.Context, name string, users []string) error {
 	_, err := change(s, &op{kind: opSeen, queue: name, list: users}, func(q *state, now time.Time) (struct{}, bool, error) {
 		changed := false
 		for _, u := range users {
-			if _, _, _, ok := q.rankOf(u); ok {
+			_, ticketed := q.line.ticket(u)
+			if _, cleared := q.sh.clearedAt[u]; ticketed || cleared {
 				q.seen[u], changed = now, true
 			}
 		}

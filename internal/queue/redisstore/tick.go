@@ -134,7 +134,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		return queue.Admission{}, unavailable(err)
 	}
 	p := reply{r: r}
-	a := queue.Admission{Ticked: plan.Due && p.int(0) == kindApplied, NextIn: plan.NextIn}
+	a := queue.Admission{Ticked: plan.Due && p.int(0) == kindApplied, NextIn: plan.NextIn, Shadow: plan.Shadow}
 	if a.Ticked {
 		a.Skipped = int(p.int(1))
 		n := int(p.int(2))
@@ -215,6 +215,7 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int, li
 	}
 	t.in.EffectiveRate, _ = strconv.ParseFloat(t.stored["eff_rate"], 64)
 	t.in.Placing = t.stored["open_state"] == "placing"
+	t.in.Pending = !t.in.Config.OpensAt.IsZero() && t.stored["open_state"] == "" // as the prelude's opening
 	t.in.Stock = p.stock(at + slices.Index(tickReads, "units_left"))
 	if t.in.State, err = decodeTick(t.stored); err != nil {
 		return t, fmt.Errorf("redis data damaged: admission state: %w", err)

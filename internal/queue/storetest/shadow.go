@@ -184,8 +184,8 @@ func testShadowCleared(t *testing.T, s queue.Store, clock Clock) {
 		t.Errorf("clearing a ticket never given: %v, %v; want not found", ok, err)
 	}
 	x := mustStatus(t, s, q, "x")
-	if x.State != queue.Waiting || x.Shadow || x.Position != 4 || x.Length != 6 {
-		t.Fatalf("x cleared: %+v; want waiting at 4 of 6 in the real line", x)
+	if x.State != queue.Waiting || x.Shadow || x.Position != 4 || x.Length != 6 || x.Ticket != 0 {
+		t.Fatalf("x cleared: %+v; want waiting at 4 of 6 in the real line, with no ticket (the snapshot cannot place it)", x)
 	}
 	if e := mustEnterShadow(t, s, q, "x"); e.Shadow || e.Position != 4 {
 		t.Fatalf("x cleared, marked again: %+v; want its place at 4", e)
@@ -368,7 +368,7 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 	}
 
 	c = fastConfig()
-	c.OpensAt = clock.Now().Add(time.Hour)
+	c.OpensAt, c.ShadowAdmits = clock.Now().Add(time.Hour), queue.ShadowLast
 	o := newQueue(t, s, c)
 	mustEnter(t, s, o, "a")
 	mustEnter(t, s, o, "b")
@@ -376,6 +376,9 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 		if e.State != queue.Waiting || !e.PreQueue || !e.Shadow || e.Behind != 2 {
 			t.Fatalf("x before the opening: %+v; want a shadow place in the pre-queue, behind 2", e)
 		}
+	}
+	if got := admitDue(t, s, clock, o, 10); len(got) != 0 {
+		t.Fatalf("before the opening, let in %v; want nobody (the shadow line waits for the pre-queue)", got)
 	}
 	c.OpensAt = clock.Now()
 	if err := s.PutConfig(ctx, o, c); err != nil {
@@ -391,6 +394,13 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 		t.Fatalf("placing: %v, %v", done, err)
 	}
 	shadowAt(t, "x once placed", mustStatus(t, s, o, "x"), 1, 2, 3)
+	var got []string
+	for len(got) < 4 {
+		got = append(got, admitDue(t, s, clock, o, 10)...)
+	}
+	if fmt.Sprint(got) != "[b a c x]" {
+		t.Fatalf("let in %v, want [b a c x]: the opening's order, c, then the shadow line", got)
+	}
 }
 
 // testShadowAdmitsLast: under shadowAdmits last, the shadow line is let
@@ -418,8 +428,12 @@ func testShadowAdmitsLast(t *testing.T, s queue.Store, clock Clock) {
 	}
 	mustEnter(t, s, q, "d")
 	var got []string
-	for range 4 {
-		got = append(got, admitDue(t, s, clock, q, 2)...)
+	for i := range 4 {
+		a := tickDue(t, s, clock, q, 2)
+		if a.Shadow != (i == 1 || i == 2) {
+			t.Errorf("tick %d (%v) says Shadow %v", i, a.Admitted, a.Shadow)
+		}
+		got = append(got, a.Admitted...)
 	}
 	if fmt.Sprint(got) != "[d x y z]" {
 		t.Fatalf("let in %v, want [d x y z]", got)

@@ -942,8 +942,10 @@ func testConfigRoundTrip(t *testing.T, s queue.Store, clock Clock) {
 		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
 		Method:         queue.MethodReject,
 		Join:           queue.JoinSigned, ChallengeCost: 1234,
-		Suspects:       queue.SuspectsChallenge, SuspectChallengeCost: 23456,
-		ShadowAdmits:   queue.ShadowLast, ShadowCapacity: 77, HumanCheckSigned: true}
+		Suspects:     queue.SuspectsChallenge,
+		ShadowAdmits: queue.ShadowLast,
+		// and the other suspect settings (issue 51)
+		SuspectChallengeCost: 23456, ShadowCapacity: 77, HumanCheckSigned: true}
 	q := newQueue(t, s, c)
 	got, err := s.Config(context.Background(), q)
 	if err != nil {

@@ -266,8 +266,9 @@ const waitroomArithmetic = (() => {
   // ------------------------------------------------------------ the line
 
   // lineRequest enters the line (POST) or asks where we stand (GET). A POST
-  // may carry a solved challenge (see joinWithChallenge).
-  async function lineRequest(method, solution) {
+  // may carry a solved challenge (see joinWithChallenge) or the token of a
+  // human check (see joinWithHumanCheck).
+  async function lineRequest(method, solution, humanToken) {
     cancelSchedule();
     const rec = { method, sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null, message: null };
     polls.push(rec);
@@ -280,6 +281,7 @@ const waitroomArithmetic = (() => {
       tick();
       const headers = { Accept: 'application/json' };
       if (solution) headers['X-Challenge-Solution'] = solution;
+      if (humanToken) headers['X-Human-Check-Token'] = humanToken;
       if (ticket) headers['X-Waitroom-Ticket'] = ticket.signed;
       lastAsked = Date.now();
       const query = '?waitSeconds=' + HOLD_SECONDS + '&lang=' + encodeURIComponent(lang);
@@ -298,6 +300,7 @@ const waitroomArithmetic = (() => {
     held = false;
     rec.answeredAt = performance.now();
     rec.status = res.status;
+    rec.code = body.error?.code || '';
     rec.state = body.status || '';
     rec.pollAfterSeconds = body.pollAfterSeconds ?? null;
     rec.message = body.message ?? null;
@@ -306,7 +309,7 @@ const waitroomArithmetic = (() => {
     if (res.ok) operatorMessage(body.message);
 
     if (res.ok) {
-      if (method === 'POST') refused = 0;
+      if (method === 'POST') refused = humanAsked = 0;
       ticket = readTicket(body.ticket);
       switch (body.status) {
         case 'WAITING': return body.opensAt ? beforeOpening(body, skew) : waiting(body);
@@ -318,6 +321,8 @@ const waitroomArithmetic = (() => {
     const code = body.error?.code;
     const retryAfter = parseInt(res.headers.get('Retry-After'), 10);
     if (res.status === 403 && code === 'challenge_required' && method === 'POST') return joinWithChallenge(body.error.challengeUrl);
+    if (res.status === 403 && code === 'human_check_required' && method === 'POST') return joinWithHumanCheck(body.error);
+    if (res.status === 403 && code === 'suspected_bot') return show('unsupported');
     if (res.status === 403 && code === 'signin_required') return show('signin');
     if (res.status === 403 && code === 'ticket_invalid' && ticket) {
       ticket = null; // not this server's any more (a new secret): ask without it
@@ -354,6 +359,73 @@ const waitroomArithmetic = (() => {
       return show('unsupported'); // no Web Workers or WebCrypto (a page not on HTTPS)
     }
     return lineRequest('POST', solution);
+  }
+
+  // ------------------------------------------------------------ the human check
+
+  // A line may instead ask for a human check from a provider (entry
+  // turnstile): its widget, whose script this page loads only now, from
+  // the origin the page's Content-Security-Policy allows for it. The
+  // visitor ticks it; its token goes with the next POST, once. Asked again
+  // (the token ran out, or was spent), the page resets the widget and says
+  // why. Turnstile's client API is hCaptcha's and reCAPTCHA's too. What it
+  // took is kept in window.__humanCheck for the browser tests.
+  let humanAsked = 0;      // checks asked for in a row (a place resets it)
+  let humanWidget = null;  // the widget's id, once rendered
+  let humanScript = null;  // the promise of the provider's script
+  const humanRecord = { scriptUrl: '', loads: 0, renders: 0, tokens: 0 };
+  window.__humanCheck = humanRecord;
+
+  async function joinWithHumanCheck(err) {
+    if (++humanAsked > 5) return show('unsupported');
+    let token;
+    try {
+      token = await humanCheck(err.siteKey, err.scriptUrl, humanAsked > 1);
+    } catch {
+      humanScript = null; // a script that did not load is tried again
+      return trouble(5, 'POST');
+    }
+    humanRecord.tokens++;
+    show('joining');
+    return lineRequest('POST', null, token);
+  }
+
+  function loadHumanScript(url) {
+    if (!humanScript) {
+      humanScript = new Promise((resolve, reject) => {
+        const u = new URL(url, location.href);
+        u.searchParams.set('render', 'explicit');
+        const s = document.createElement('script');
+        s.src = u.href;
+        s.async = true;
+        s.onload = () => resolve(window.turnstile || window.hcaptcha || window.grecaptcha);
+        s.onerror = () => { s.remove(); reject(new Error('human check: its script did not load')); };
+        humanRecord.scriptUrl = u.href;
+        humanRecord.loads++;
+        document.head.appendChild(s);
+      });
+    }
+    return humanScript;
+  }
+
+  // humanCheck shows the widget afresh (a token is good once) and waits
+  // for the visitor to pass it.
+  async function humanCheck(siteKey, scriptUrl, again) {
+    const api = await loadHumanScript(scriptUrl);
+    if (!api || typeof api.render !== 'function') throw new Error('human check: no widget');
+    $('humancheck-again').hidden = !again;
+    show('humancheck');
+    return new Promise((resolve) => {
+      if (humanWidget !== null && typeof api.remove === 'function') api.remove(humanWidget);
+      $('human-check-widget').textContent = '';
+      humanRecord.renders++;
+      humanWidget = api.render($('human-check-widget'), {
+        sitekey: siteKey, action: 'enter',
+        callback: (token) => { if (token) resolve(token); },
+        // The widget asks again by itself; the page waits for its token.
+        'expired-callback': () => {}, 'error-callback': () => true,
+      });
+    });
   }
 
   async function solveChallenge(url) {
