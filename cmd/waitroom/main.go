@@ -88,10 +88,10 @@ func serve(parse func([]string, func(string) string, io.Writer) (app.Config, err
 	defer stop()
 	// SIGHUP is caught before the server answers anyone: a SIGHUP sent
 	// once it answers (as an operator or a test does after its first
-	// request) must reload the file, not end the process, as SIGHUP's
+	// request) must reload the files, not end the process, as SIGHUP's
 	// default action would while it was not caught yet.
 	hup := make(chan os.Signal, 1)
-	if cfg.QueuesFile != "" {
+	if cfg.Reloads() {
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
 	}
@@ -110,8 +110,9 @@ func serve(parse func([]string, func(string) string, io.Writer) (app.Config, err
 }
 
 // waitForEnd returns at SIGINT or SIGTERM (ctx) or when the server stops
-// by itself. With --queues, SIGHUP (hup) applies the file again meanwhile;
-// without it SIGHUP keeps its usual meaning (the process ends).
+// by itself. With --queues or --suspect-ranges, SIGHUP (hup) reads them
+// again meanwhile (app.Main.Reload); without either SIGHUP keeps its usual
+// meaning (the process ends).
 func waitForEnd(ctx context.Context, m *app.Main, hup <-chan os.Signal) {
 	for {
 		select {
@@ -121,8 +122,9 @@ func waitForEnd(ctx context.Context, m *app.Main, hup <-chan os.Signal) {
 		case <-m.Done():
 			return
 		case <-hup:
-			m.Logger.Info("SIGHUP: applying the queues file again", "file", m.Config.QueuesFile)
-			m.ReloadQueues(ctx) // what went wrong is logged
+			m.Logger.Info("SIGHUP: reading the queues file and the suspect ranges again", "queues", m.Config.QueuesFile,
+				"suspect_ranges", m.Config.SuspectRanges)
+			m.Reload(ctx) // what went wrong is logged
 		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/spend"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -148,7 +149,8 @@ type shop struct {
 // served is what buildHTTP and listen built: the servers and what the
 // pages read.
 type served struct {
-	bypass    *bypass.Rules // --bypass
+	bypass    *bypass.Rules   // --bypass
+	ranges    *suspect.Ranges // --suspect-ranges; nil: none
 	history   *watch.History
 	server    *http.Server
 	listener  net.Listener

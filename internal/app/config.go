@@ -24,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/web"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -98,13 +99,19 @@ type Config struct {
 	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies string
 	// BotScoreHeader names the header in which the edge (a trusted proxy)
-	// gives its bot score (--bot-score-header; empty: none is read). In
-	// gateway mode a client's own copy never reaches the backend.
+	// gives its bot score, 1–99 as Cloudflare's (--bot-score-header; empty:
+	// none is read), and a score below BotScoreBelow (default 30) marks a
+	// suspect. In gateway mode a client's own copy never reaches the
+	// backend.
 	BotScoreHeader string
+	BotScoreBelow  int
 	// Bypass are the rules that let staff and monitors past the line
 	// (package bypass): "cidr 10.0.0.0/8", "header X-Staff-Key=@/path",
 	// each optionally followed by "queue=NAME".
 	Bypass []string
+	// SuspectRanges are files of suspect address ranges (package suspect:
+	// CIDRs, or a cloud's published list), read again on SIGHUP.
+	SuspectRanges []string
 	// Per client address: anonymous entries and new sessions (token
 	// buckets; a rate of 0 lifts the limit).
 	AddressEntryBurst   int
@@ -203,6 +210,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.WebhookSecretFile, "webhook-secret-file", "", "a file holding the secret that signs every webhook (Waitroom-Signature: HMAC-SHA256 over the timestamp and the body), at least 16 bytes, its trailing newline dropped; required with --webhook or a queue's webhooks; give every instance the same")
 	fs.DurationVar(&c.RollupRetention, "rollup-retention", rollup.DefaultKeep, "how long each queue's per-minute rows are kept in the store (the sale's report: waitroom report, GET /admin/v1/queues/{queue}/rollups); about 1.5 MB a busy queue a day on Redis, nothing for one whose numbers stand still (docs/operations.md)")
 	fs.DurationVar(&c.WebhookRetryFor, "webhook-retry-for", webhook.DefaultRetryFor, "how long an event is retried, with exponential backoff and jitter, while its receiver fails (no answer within 10 s, or not a 2xx); then it is dropped and counted (waitroom_webhook_deliveries_total{result=\"expired\"})")
+	fs.StringVar(&c.BotScoreHeader, "bot-score-header", "", "the header in which a --trusted-proxies proxy (the edge: Cloudflare's Cf-Bot-Score, Akamai, DataDome, Fastly) sends its bot score of the client, 1 (surely a bot) to 99 (surely human); a place taken with a score below --bot-score-below is a suspect's, handled by the queue's suspects setting; a client's own copy, or a request from anyone else, is never believed, and a trusted request without it is unknown, not human; empty: no score is read")
+	fs.IntVar(&c.BotScoreBelow, "bot-score-below", 30, "a --bot-score-header score below this (1..99) marks a suspect")
+	fs.Var(&listFlag{vals: &c.SuspectRanges}, "suspect-ranges", "a file of suspect address ranges (data centres, clouds): CIDRs one a line with # comments, or AWS's ip-ranges.json, Google's cloud.json, Azure's service tags; a place taken from an address in one is a suspect's, handled by the queue's suspects setting; SIGHUP reads the files again (a bad file is logged and the old ranges kept), dropping nobody's place; repeatable, ';' separates several in one value")
 	fs.IntVar(&c.AddressEntryBurst, "address-entry-burst", 100, "places anonymous sessions may take from one client address in a row (IPv6: one /64); signed-in users are not limited per address")
 	fs.Float64Var(&c.AddressEntryRate, "address-entry-rate", 1, "places per second anonymous sessions may take from one client address once the burst is spent; 0 lifts the limit")
 	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
@@ -390,6 +400,7 @@ func (c Config) Validate() error {
 	c.validateServer(bad)
 	c.validateOrders(bad)
 	c.validateClients(bad)
+	c.validateSuspects(bad)
 	c.validateWebhooks(bad)
 	c.validateHumanCheck(bad)
 	if c.Proxy {
@@ -509,6 +520,28 @@ func (c Config) validateClients(bad badSetting) {
 		}
 		if l.rate < 0 || l.rate > 1_000_000 || math.IsNaN(l.rate) {
 			bad(l.name+"-rate", "must be 0 (no limit)..1000000, got %v", l.rate)
+		}
+	}
+}
+
+// validateSuspects checks the signals that mark likely bots: the edge's
+// score is believed only from the trusted proxies, so it needs them; each
+// ranges file must read.
+func (c Config) validateSuspects(bad badSetting) {
+	if c.BotScoreHeader != "" {
+		if strings.ContainsAny(c.BotScoreHeader, " \t\r\n:") {
+			bad("bot-score-header", "must be a header name, got %q", c.BotScoreHeader)
+		}
+		if c.TrustedProxies == "" {
+			bad("bot-score-header", "needs --trusted-proxies: the score is believed only from them")
+		}
+	}
+	if c.BotScoreBelow < 1 || c.BotScoreBelow > 99 {
+		bad("bot-score-below", "must be 1..99, got %d", c.BotScoreBelow)
+	}
+	if len(c.SuspectRanges) > 0 {
+		if _, err := suspect.NewRanges(c.SuspectRanges); err != nil {
+			bad("suspect-ranges", "%v", err)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package app
 // HTTP: the API, the gateway around it, the servers and the listeners (buildHTTP, listen).
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
+	"github.com/waitroom/waitroom/internal/events"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -28,6 +31,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -60,7 +64,13 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
-	gate := m.newGatekeeper(proxies, human)
+	if len(c.SuspectRanges) > 0 { // read again: a file may have changed since Validate
+		if s.ranges, err = suspect.NewRanges(c.SuspectRanges); err != nil {
+			return s, fmt.Errorf("--suspect-ranges: %w", err)
+		}
+		m.Logger.Info("suspect address ranges", "files", c.SuspectRanges, "ranges", s.ranges.Len())
+	}
+	gate := m.newGatekeeper(proxies, s.ranges, human)
 	// Read again: a value's file may have changed since Validate.
 	if s.bypass, err = c.BypassRules(); err != nil {
 		return s, fmt.Errorf("--bypass: %w", err)
@@ -120,22 +130,44 @@ func (m *Main) listen() (err error) {
 // up already): challenges signed with the auth secret, the per-address
 // limits (reported in the metrics), the client address behind the trusted
 // proxies.
-func (m *Main) newGatekeeper(addrs clientaddr.Resolver, human *humancheck.Checker) *gatekeeper.Gatekeeper {
+func (m *Main) newGatekeeper(addrs clientaddr.Resolver, ranges *suspect.Ranges, human *humancheck.Checker) *gatekeeper.Gatekeeper {
 	c := m.Config
 	entries := ratelimit.New(ratelimit.Limit{Rate: c.AddressEntryRate, Burst: c.AddressEntryBurst}, m.Clock)
 	sessions := ratelimit.New(ratelimit.Limit{Rate: c.AddressSessionRate, Burst: c.AddressSessionBurst}, m.Clock)
 	telemetry.RegisterAddressLimits(m.Registry, map[string]telemetry.AddressLimit{"entries": entries, "sessions": sessions})
 	base := c.prefix()
+	tally := events.NewSuspectTally(&m.sale.pending) // the sale's rows: its Likely bots
 	return gatekeeper.New(gatekeeper.Options{
-		Queue:        m.Queue,
-		Claims:       m.line.operate,
-		Challenges:   challenge.NewIssuer([]byte(c.AuthSecret), m.Clock),
-		Entries:      entries,
-		Sessions:     sessions,
-		Addresses:    addrs,
-		ChallengeURL: func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
-		Human:        human,
+		Queue:          m.Queue,
+		Claims:         m.line.operate,
+		Challenges:     challenge.NewIssuer([]byte(c.AuthSecret), m.Clock),
+		Entries:        entries,
+		Sessions:       sessions,
+		Addresses:      addrs,
+		ChallengeURL:   func(q string) string { return base + "/api/v1/queues/" + q + "/challenge" },
+		BotScoreHeader: c.BotScoreHeader, BotScoreBelow: c.BotScoreBelow, Ranges: suspectRanges(ranges),
+		PollRate: suspect.NewPollRate(suspect.DefaultPollWindow, suspect.DefaultPollFactor), MarkKey: markKey(c.AuthSecret),
+		Metrics: m.sale.telemetry, Logger: m.Logger, Clock: m.Clock,
+		Tally: func(q string, signals []string, action string) { tally.Count(q, signals, suspect.Action(action)) },
+		Human: human,
 	})
+}
+
+// suspectRanges is the ranges as the gatekeeper takes them: none when nil
+// (a nil *suspect.Ranges in the interface would be called).
+func suspectRanges(r *suspect.Ranges) gatekeeper.Ranges {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+// markKey keys the hash a suspect's address is kept and logged by: the
+// auth secret every instance shares, under a label of its own.
+func markKey(secret string) []byte {
+	h := hmac.New(sha256.New, []byte(secret))
+	h.Write([]byte("waitroom-suspect-address"))
+	return h.Sum(nil)
 }
 
 // newGateway builds gateway mode around the API: the upstream, its

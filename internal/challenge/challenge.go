@@ -177,6 +177,9 @@ type Verified struct {
 	// ExpiresAt and refuse it a second time.
 	ReplayKey string
 	ExpiresAt time.Time
+	// Cost is the challenge's, as it was issued and signed: a place may ask
+	// for a dearer one than the queue's (a suspect's, issue 51).
+	Cost int
 }
 
 // Verify checks an encoded payload for queue: ErrExpired, ErrInvalid
@@ -213,7 +216,7 @@ func (is *Issuer) Verify(encoded, queue string) (Verified, error) {
 	if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(key)), []byte(strings.ToLower(s.DerivedKey))) != 1 {
 		return Verified{}, fmt.Errorf("%w: derivedKey is not the counter's key", ErrInvalid)
 	}
-	return Verified{ReplayKey: c.Nonce, ExpiresAt: expires}, nil
+	return Verified{ReplayKey: c.Nonce, ExpiresAt: expires, Cost: c.Cost}, nil
 }
 
 // Decode reads an encoded payload (standard or URL-safe base64, with or

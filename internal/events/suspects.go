@@ -1,8 +1,8 @@
 package events
 
 import (
-	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // SuspectTally counts, on one instance, the places its gatekeeper judged
@@ -30,7 +30,7 @@ func NewSuspectTally(pending *rollup.Pending) *SuspectTally {
 // degraded mode) and a challenge are counted as such; a shadowed place is
 // the store's to count, an allowed one is counted by its signals alone.
 // A place no signal marked is not counted.
-func (t *SuspectTally) Count(q string, signals []string, action queue.SuspectAction) {
+func (t *SuspectTally) Count(q string, signals []string, action suspect.Action) {
 	if len(signals) == 0 {
 		return
 	}
@@ -39,9 +39,9 @@ func (t *SuspectTally) Count(q string, signals []string, action queue.SuspectAct
 		add[rollup.SuspectField(s)]++
 	}
 	switch action {
-	case queue.SuspectsRefuse:
+	case suspect.Refuse:
 		add[rollup.RefusedSuspects] = 1
-	case queue.SuspectsChallenge:
+	case suspect.Challenge:
 		add[rollup.ChallengedSuspects] = 1
 	}
 	t.pending.Add(q, add)

@@ -70,14 +70,14 @@ func TestSuspectsReachTheSalesRow(t *testing.T) {
 			n.detector.Pass(ctx)
 		}
 	}
-	nodes[0].tally.Count(q, sig(suspect.EdgeScore), queue.SuspectsShadow)
-	nodes[0].tally.Count(q, sig(suspect.EdgeScore, suspect.AddressRange), queue.SuspectsRefuse)
-	nodes[1].tally.Count(q, sig(suspect.PollRate), queue.SuspectsChallenge)
-	nodes[1].tally.Count(q, nil, queue.SuspectsShadow)
+	nodes[0].tally.Count(q, sig(suspect.EdgeScore), suspect.Shadow)
+	nodes[0].tally.Count(q, sig(suspect.EdgeScore, suspect.AddressRange), suspect.Refuse)
+	nodes[1].tally.Count(q, sig(suspect.PollRate), suspect.Challenge)
+	nodes[1].tally.Count(q, nil, suspect.Shadow)
 	pass()
 	entered.Store(5)
 	cleared.Store(1)
-	nodes[1].tally.Count(q, sig(suspect.AddressRange), queue.SuspectsAllow)
+	nodes[1].tally.Count(q, sig(suspect.AddressRange), suspect.Allow)
 	pass()
 	pass()
 

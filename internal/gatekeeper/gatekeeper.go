@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"time"
@@ -21,10 +22,11 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/ratelimit"
+	"github.com/waitroom/waitroom/internal/suspect"
+	"github.com/waitroom/waitroom/internal/telemetry"
 )
 
 // Errors of the gate. The HTTP layer maps each to a status in its table.
@@ -91,6 +93,27 @@ type Options struct {
 	Addresses clientaddr.Resolver
 	// ChallengeURL is where a client gets a challenge for a queue.
 	ChallengeURL func(queue string) string
+
+	// BotScoreHeader names the header a trusted proxy sends the edge's bot
+	// score in (1–99, as Cloudflare's; "": none read), and a score below
+	// BotScoreBelow marks a suspect (--bot-score-header, --bot-score-below).
+	BotScoreHeader string
+	BotScoreBelow  int
+	// Ranges are the suspect address ranges (--suspect-ranges; nil: none).
+	Ranges Ranges
+	// PollRate tells sessions that poll too fast (nil: not watched).
+	PollRate PollRate
+	// MarkKey keys the hash a suspect's address is kept and logged by.
+	MarkKey []byte
+	// Metrics counts suspects (waitroom_suspects_total; nil: not counted).
+	Metrics *telemetry.Metrics
+	// Tally hears of each judged suspect: its queue, signals and the
+	// action taken (the per-minute tally; nil: nobody).
+	Tally func(queue string, signals []string, action string)
+	// Logger logs each judged suspect at info (nil: not logged).
+	Logger *slog.Logger
+	// Clock is the poll-rate signal's (nil: time.Now).
+	Clock func() time.Time
 	// Human asks the human-check provider about tokens under entry policy
 	// turnstile (nil: this instance has no provider's keys, and such a
 	// queue answers 503).
@@ -111,76 +134,177 @@ func (g *Gatekeeper) Address(r *http.Request) netip.Addr { return g.o.Addresses.
 // expiry, for instances whose clocks lag the one that issued it.
 const replayMargin = time.Minute
 
-// Enter takes a place in line for the caller, or tells them where they
+// Enter takes a place in line for the entrant, or tells them where they
 // stand, as queue.Service.Enter does, once the queue's policy allows it:
 //
-//   - a signed-in caller always may;
-//   - an anonymous caller who already holds a place (waiting, or READY) is
-//     told so whatever the policy: re-entering takes nothing new;
-//   - an anonymous newcomer who would be asked for a challenge or to sign
-//     in is refused instead when the queue refuses newcomers whatever
-//     they do (closed, full, sold out: queue.Service.Knock);
-//   - otherwise under "signed": ErrSignInRequired; under "any": one of the
-//     address's entries; under "challenge": one of the address's entries
-//     and a solution of a challenge of this queue (proof), unexpired,
-//     never used before (ChallengeRequired when it is missing or wrong);
-//     under "turnstile": a token of the human-check provider's widget
-//     (humanToken), which signed-in callers send too when the queue says
-//     so (enterChecked).
-func (g *Gatekeeper) Enter(ctx context.Context, q string, c identity.Caller, addr netip.Addr, proof, humanToken string) (queue.View, error) {
+//   - a signed-in caller always may (under "turnstile" with
+//     humanCheckSigned, after the human check);
+//   - whoever already holds a place (waiting, or READY) is told so
+//     whatever the policy: re-entering takes nothing new, and judges
+//     nothing;
+//   - a newcomer who would be asked for a challenge, a human check or to
+//     sign in is refused instead when the queue refuses newcomers whatever
+//     they do (closed, full, sold out: knock);
+//   - otherwise an anonymous caller under "signed": ErrSignInRequired;
+//     under "any": one of the address's entries; under "challenge": one of
+//     the address's entries and a solution of a challenge of this queue
+//     (proof), unexpired, never used before (ChallengeRequired when it is
+//     missing or wrong); under "turnstile": one of the address's entries
+//     and the human check's token (ErrHumanCheckRequired when missing).
+//
+// A newcomer the signals mark (signals; the human check's refusal too)
+// then takes its place as the queue's suspects setting says (act): under
+// "challenge" only with a solution of a challenge at the suspect's cost.
+func (g *Gatekeeper) Enter(ctx context.Context, q string, e Entrant) (queue.View, error) {
 	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
-	if err == nil && humanCheckApplies(cfg.Config, c) {
-		return g.enterChecked(ctx, q, cfg.Config, c, addr, humanToken)
-	}
-	if c.Signed {
-		return g.o.Queue.Enter(ctx, q, c.User)
-	}
 	if err != nil {
 		return queue.View{}, err
 	}
-	if cfg.Join == queue.JoinAny {
-		if err := g.take(g.o.Entries, addr, "entries"); err != nil {
+	signals := g.signals(q, e)
+	human := cfg.Join == queue.JoinTurnstile && (!e.Caller.Signed || cfg.HumanCheckSigned)
+	if missing := g.missing(ctx, q, cfg, e, signals, human); missing != nil {
+		return g.refuseNewcomer(ctx, q, e, missing)
+	}
+	// Counted before a token or solution is checked, so that forged ones
+	// cost this server no more checks than the limit allows.
+	if !e.Caller.Signed {
+		if err := g.take(g.o.Entries, e.Addr, "entries"); err != nil {
 			return queue.View{}, err
 		}
-		return g.o.Queue.Enter(ctx, q, c.User)
 	}
-	if proof == "" || cfg.Join == queue.JoinSigned {
-		// Asking costs a status read, never a place; a newcomer the queue
-		// refuses anyway (closed, full, sold out) is told so by it, before being
-		// sent to solve a challenge or to sign in for nothing.
-		v, err := g.o.Queue.Knock(ctx, q, c.User)
-		if err != nil || v.State != queue.NotInQueue {
-			return v, err
+	if human {
+		bot, err := g.humanCheck(ctx, q, e.HumanToken, e.Addr)
+		if err != nil {
+			return queue.View{}, err
 		}
-		if cfg.Join == queue.JoinSigned {
-			return queue.View{}, ErrSignInRequired
+		if bot {
+			signals = append(signals, string(suspect.HumanCheck))
 		}
-		return queue.View{}, ChallengeRequired{URL: g.o.ChallengeURL(q)}
 	}
-	// Counted before the solution is checked, so that forged solutions cost
-	// this server no more derivations than the limit allows.
-	if err := g.take(g.o.Entries, addr, "entries"); err != nil {
+	if cost := proofCost(cfg, e, signals); cost > 0 {
+		if e.Proof == "" { // the human check marked it: now the dearer proof
+			return g.refuseNewcomer(ctx, q, e, ChallengeRequired{URL: g.o.ChallengeURL(q)})
+		}
+		// Only a suspect's proof is held to its cost: a person's challenge
+		// issued before the queue's cost changed still takes its place.
+		least := 0
+		if len(signals) > 0 {
+			least = cost
+		}
+		if err := g.spendProof(ctx, q, e.Proof, least); err != nil {
+			return queue.View{}, err
+		}
+	}
+	if len(signals) == 0 {
+		return g.o.Queue.Enter(ctx, q, e.Caller.User)
+	}
+	return g.act(ctx, q, cfg, e, signals)
+}
+
+// missing is what the entrant must bring and did not (nil: nothing), by
+// the queue's policy and, for a suspect under "challenge", its action.
+// Without a token the human check says itself what it asks for (what the
+// page needs to show the provider's widget), without asking the provider.
+func (g *Gatekeeper) missing(ctx context.Context, q string, cfg queue.InForce, e Entrant, signals []string, human bool) error {
+	switch {
+	case !e.Caller.Signed && cfg.Join == queue.JoinSigned:
+		return ErrSignInRequired
+	case human && e.HumanToken == "":
+		if _, err := g.humanCheck(ctx, q, "", e.Addr); err != nil {
+			return err
+		}
+		return ErrHumanCheckRequired
+	case proofCost(cfg, e, signals) > 0 && e.Proof == "":
+		return ChallengeRequired{URL: g.o.ChallengeURL(q)}
+	}
+	return nil
+}
+
+// refuseNewcomer answers an entrant who lacks what the queue asks
+// (missing): where they stand when they hold a place, the refusal the
+// queue gives every newcomer now (closed, full, sold out), else missing.
+// Asking costs a status read, never a place, so nobody is sent to solve a
+// challenge or to sign in for nothing.
+func (g *Gatekeeper) refuseNewcomer(ctx context.Context, q string, e Entrant, missing error) (queue.View, error) {
+	v, err := g.knock(ctx, q, e.Caller.User)
+	if err != nil || v.State != queue.NotInQueue {
+		return v, err
+	}
+	return queue.View{}, missing
+}
+
+// knock is entering for a caller who must first do something (solve a
+// challenge, sign in, pass the human check), or whom the gate must first
+// judge: whoever holds a place is told where they stand, as by Status; a
+// newcomer gets the refusal entering would give them now
+// (queue.Service.RefusesNewcomers: closed, full, sold out), so a full or
+// sold-out line never has someone solve a proof of work only to be turned
+// away; any other newcomer is NOT_IN_QUEUE, a place theirs to take. It
+// costs a status read and, for a newcomer, the config in force and the
+// instance's snapshot of the line, the reads the status polls share.
+func (g *Gatekeeper) knock(ctx context.Context, q, user string) (queue.View, error) {
+	v, err := g.o.Queue.Status(ctx, q, user)
+	if err != nil || v.State != queue.NotInQueue {
+		return v, err
+	}
+	if err := g.o.Queue.RefusesNewcomers(ctx, q); err != nil {
 		return queue.View{}, err
 	}
+	return v, nil
+}
+
+// proofCost is the proof of work the entrant's place costs (0: none): the
+// queue's for an anonymous session under "challenge", the dearer
+// suspectCost for a suspect where the queue challenges suspects.
+func proofCost(cfg queue.InForce, e Entrant, signals []string) int {
+	cost := 0
+	if !e.Caller.Signed && cfg.Join == queue.JoinChallenge {
+		cost = cfg.ChallengeCost
+	}
+	if len(signals) > 0 && cfg.Suspects == suspect.Challenge {
+		cost = max(cost, suspectCost(cfg.Config))
+	}
+	return cost
+}
+
+// suspectCost is the proof of work a suspect solves under suspects
+// "challenge": suspectChallengeCost, or ten times the queue's own, within
+// what a challenge may cost (challengeCost's maximum).
+func suspectCost(c queue.Config) int {
+	if c.SuspectChallengeCost > 0 {
+		return c.SuspectChallengeCost
+	}
+	most, _ := queue.SettingNamed("challengeCost")
+	return min(10*c.ChallengeCost, int(most.Max))
+}
+
+// spendProof checks a solved challenge of the queue issued at least at
+// cost least (a challenge carries its cost), and spends it: a solution is
+// accepted once (ChallengeRequired otherwise).
+func (g *Gatekeeper) spendProof(ctx context.Context, q, proof string, least int) error {
 	solved, err := g.o.Challenges.Verify(proof, q)
+	if err == nil && solved.Cost < least {
+		err = errors.New("this solution is of a cheaper challenge than this place asks: get a new one")
+	}
 	if err != nil {
-		return queue.View{}, ChallengeRequired{URL: g.o.ChallengeURL(q), Reason: err}
+		return ChallengeRequired{URL: g.o.ChallengeURL(q), Reason: err}
 	}
 	first, err := g.o.Claims.FirstUse(ctx, q, "challenge:"+solved.ReplayKey, time.Until(solved.ExpiresAt)+replayMargin)
 	if err != nil {
-		return queue.View{}, err
+		return err
 	}
 	if !first {
-		return queue.View{}, ChallengeRequired{URL: g.o.ChallengeURL(q), Reason: errors.New("this solution was used already")}
+		return ChallengeRequired{URL: g.o.ChallengeURL(q), Reason: errors.New("this solution was used already")}
 	}
-	return g.o.Queue.Enter(ctx, q, c.User)
+	return nil
 }
 
-// Challenge issues a challenge for the queue at its difficulty, unless
-// the queue refuses newcomers now (closed, full, sold out:
-// queue.Service.RefusesNewcomers): then that refusal, so that no one
+// Challenge issues a challenge for the queue at the cost the entrant's
+// place asks (the dearer one for a suspect where the queue challenges
+// suspects), unless the queue refuses newcomers now (closed, full, sold
+// out: queue.Service.RefusesNewcomers): then that refusal, so that no one
 // solves a proof of work for a place they cannot have.
-func (g *Gatekeeper) Challenge(ctx context.Context, q string) (challenge.Challenge, error) {
+func (g *Gatekeeper) Challenge(ctx context.Context, q string, e Entrant) (challenge.Challenge, error) {
 	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
 	if err != nil {
 		return challenge.Challenge{}, err
@@ -188,7 +312,8 @@ func (g *Gatekeeper) Challenge(ctx context.Context, q string) (challenge.Challen
 	if err := g.o.Queue.RefusesNewcomers(ctx, q); err != nil {
 		return challenge.Challenge{}, err
 	}
-	return g.o.Challenges.Issue(q, cfg.ChallengeCost), nil
+	e.Caller.Signed = false // whoever asks pays at least the queue's cost
+	return g.o.Challenges.Issue(q, max(cfg.ChallengeCost, proofCost(cfg, e, g.signals(q, e)))), nil
 }
 
 // NewSession spends one of the address's new sessions (TooManyEntries when
@@ -197,21 +322,27 @@ func (g *Gatekeeper) NewSession(addr netip.Addr) error {
 	return g.take(g.o.Sessions, addr, "new sessions")
 }
 
-// MayAdmitNow says whether the caller may be let straight in while the line
-// is quiet (gateway mode), without the waiting page: a signed-in user may;
-// an anonymous one only where the policy is "any", spending one of the
-// address's entries. Under "challenge" or "signed" an anonymous session
-// goes through the waiting page, where the policy is applied as by Enter.
-func (g *Gatekeeper) MayAdmitNow(ctx context.Context, q string, c identity.Caller, addr netip.Addr) (bool, error) {
+// MayAdmitNow says whether the entrant may be let straight in while the
+// line is quiet (gateway mode), without the waiting page: a signed-in
+// user may; an anonymous one only where the policy is "any", spending one
+// of the address's entries. Under any other policy an anonymous session
+// goes through the waiting page, where the policy is applied as by Enter,
+// and so does anyone the signals mark as a likely bot (Enter judges it).
+func (g *Gatekeeper) MayAdmitNow(ctx context.Context, q string, e Entrant) (bool, error) {
 	cfg, err := g.o.Queue.ConfigInForce(ctx, q)
-	if c.Signed {
-		// One the queue asks for a human check goes through the page too.
-		return err != nil || !humanCheckApplies(cfg.Config, c), nil
-	}
-	if err != nil || cfg.Join != queue.JoinAny {
+	if err != nil {
 		return false, err
 	}
-	if err := g.take(g.o.Entries, addr, "entries"); err != nil {
+	if len(g.signals(q, e)) > 0 {
+		return false, nil
+	}
+	if e.Caller.Signed {
+		return !(cfg.Join == queue.JoinTurnstile && cfg.HumanCheckSigned), nil
+	}
+	if cfg.Join != queue.JoinAny {
+		return false, nil
+	}
+	if err := g.take(g.o.Entries, e.Addr, "entries"); err != nil {
 		return false, err
 	}
 	return true, nil

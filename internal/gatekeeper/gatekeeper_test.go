@@ -54,7 +54,7 @@ func newFixture(t *testing.T, policy queue.JoinPolicy, burst int) fixture {
 
 func (f fixture) solution(t *testing.T) string {
 	t.Helper()
-	c, err := f.g.Challenge(context.Background(), "sale")
+	c, err := f.g.Challenge(context.Background(), "sale", Entrant{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,44 +78,44 @@ func TestChallengePolicy(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinChallenge, 3)
 
-	_, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", "")
+	_, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home})
 	var cr ChallengeRequired
 	if !errors.As(err, &cr) || cr.URL != "/api/v1/queues/sale/challenge" || cr.Reason != nil {
 		t.Fatalf("no solution: %v, want ChallengeRequired with the URL and no reason", err)
 	}
 	sol := f.solution(t)
-	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, sol, ""); err != nil || v.State != queue.Waiting || v.Position != 1 {
+	if v, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home, Proof: sol}); err != nil || v.State != queue.Waiting || v.Position != 1 {
 		t.Fatalf("with a solution: %+v, %v", v, err)
 	}
-	if v, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", ""); err != nil || v.Position != 1 {
+	if v, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home}); err != nil || v.Position != 1 {
 		t.Fatalf("again, in line, no solution: %+v, %v", v, err)
 	}
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, sol, ""); !errors.As(err, &cr) || cr.Reason == nil {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-b"), Addr: home, Proof: sol}); !errors.As(err, &cr) || cr.Reason == nil {
 		t.Fatalf("a used solution: %v, want ChallengeRequired saying why", err)
 	}
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-b"), home, "forged", ""); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-b"), Addr: home, Proof: "forged"}); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatalf("a forged solution: %v", err)
 	}
 	// Three places asked from home (one taken, two refused): its bucket
 	// is empty, even for a good solution; another address is not.
 	var tm TooManyEntries
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, f.solution(t), ""); !errors.As(err, &tm) || tm.RetryAfter() <= 0 {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-c"), Addr: home, Proof: f.solution(t)}); !errors.As(err, &tm) || tm.RetryAfter() <= 0 {
 		t.Fatalf("a fourth place from one address: %v, want TooManyEntries", err)
 	}
-	if v, err := f.g.Enter(ctx, "sale", anon("anon-c"), other, f.solution(t), ""); err != nil || v.Position != 2 {
+	if v, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-c"), Addr: other, Proof: f.solution(t)}); err != nil || v.Position != 2 {
 		t.Fatalf("from another address: %+v, %v", v, err)
 	}
 	// Signed-in users: neither challenged nor counted.
 	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		if _, err := f.g.Enter(ctx, "sale", signed(u), home, "", ""); err != nil {
+		if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: signed(u), Addr: home}); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
 	}
 	// The gateway lets only signed-in users straight in.
-	if may, err := f.g.MayAdmitNow(ctx, "sale", anon("anon-d"), other); may || err != nil {
+	if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: anon("anon-d"), Addr: other}); may || err != nil {
 		t.Fatalf("anonymous walk-in under challenge: %v, %v", may, err)
 	}
-	if may, err := f.g.MayAdmitNow(ctx, "sale", signed("erin"), home); !may || err != nil {
+	if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: signed("erin"), Addr: home}); !may || err != nil {
 		t.Fatalf("signed-in walk-in: %v, %v", may, err)
 	}
 }
@@ -124,13 +124,13 @@ func TestSignedPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinSigned, 100)
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, f.solution(t), ""); !errors.Is(err, ErrSignInRequired) {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home, Proof: f.solution(t)}); !errors.Is(err, ErrSignInRequired) {
 		t.Fatalf("anonymous under signed: %v", err)
 	}
-	if _, err := f.g.Enter(ctx, "sale", signed("alice"), home, "", ""); err != nil {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: signed("alice"), Addr: home}); err != nil {
 		t.Fatal(err)
 	}
-	if may, _ := f.g.MayAdmitNow(ctx, "sale", anon("anon-a"), home); may {
+	if may, _ := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home}); may {
 		t.Fatal("anonymous walk-in under signed")
 	}
 }
@@ -140,18 +140,18 @@ func TestAnyPolicy(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinAny, 2)
 	for _, u := range []string{"anon-a", "anon-b"} {
-		if _, err := f.g.Enter(ctx, "sale", anon(u), home, "", ""); err != nil {
+		if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon(u), Addr: home}); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
 	}
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-c"), home, "", ""); !errors.Is(err, ErrTooManyEntries) {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-c"), Addr: home}); !errors.Is(err, ErrTooManyEntries) {
 		t.Fatalf("third anonymous place: %v", err)
 	}
 	// Walk-ins share the same bucket.
-	if may, err := f.g.MayAdmitNow(ctx, "sale", anon("anon-c"), home); may || !errors.Is(err, ErrTooManyEntries) {
+	if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: anon("anon-c"), Addr: home}); may || !errors.Is(err, ErrTooManyEntries) {
 		t.Fatalf("walk-in from a spent address: %v, %v", may, err)
 	}
-	if may, err := f.g.MayAdmitNow(ctx, "sale", anon("anon-c"), other); !may || err != nil {
+	if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: anon("anon-c"), Addr: other}); !may || err != nil {
 		t.Fatalf("walk-in from another address: %v, %v", may, err)
 	}
 }
@@ -177,13 +177,13 @@ func TestUnknownQueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinChallenge, 10)
-	if _, err := f.g.Enter(ctx, "nope", anon("anon-a"), home, "", ""); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := f.g.Enter(ctx, "nope", Entrant{Caller: anon("anon-a"), Addr: home}); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("Enter: %v", err)
 	}
-	if _, err := f.g.Challenge(ctx, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
+	if _, err := f.g.Challenge(ctx, "nope", Entrant{}); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("Challenge: %v", err)
 	}
-	if _, err := f.g.Challenge(ctx, "bad name"); !errors.Is(err, queue.ErrInvalidQueue) {
+	if _, err := f.g.Challenge(ctx, "bad name", Entrant{}); !errors.Is(err, queue.ErrInvalidQueue) {
 		t.Fatalf("Challenge of a bad name: %v", err)
 	}
 }
@@ -225,17 +225,17 @@ func TestRefusedBeforeAsked(t *testing.T) {
 		for _, policy := range []queue.JoinPolicy{queue.JoinChallenge, queue.JoinSigned} {
 			t.Run(refusal.name+"/"+string(policy), func(t *testing.T) {
 				f := newFixture(t, policy, 100)
-				if _, err := f.g.Enter(ctx, "sale", signed("member"), home, "", ""); err != nil {
+				if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: signed("member"), Addr: home}); err != nil {
 					t.Fatal(err)
 				}
 				refusal.make(t, f)
-				if _, err := f.g.Enter(ctx, "sale", anon("anon-late"), home, "", ""); !errors.Is(err, refusal.want) {
+				if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-late"), Addr: home}); !errors.Is(err, refusal.want) {
 					t.Errorf("a newcomer: %v, want %v", err, refusal.want)
 				}
-				if c, err := f.g.Challenge(ctx, "sale"); !errors.Is(err, refusal.want) {
+				if c, err := f.g.Challenge(ctx, "sale", Entrant{}); !errors.Is(err, refusal.want) {
 					t.Errorf("a challenge for a newcomer: %+v, %v; want none, %v", c, err, refusal.want)
 				}
-				if v, err := f.g.Enter(ctx, "sale", anon("member"), home, "", ""); err != nil || v.State != refusal.held {
+				if v, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("member"), Addr: home}); err != nil || v.State != refusal.held {
 					t.Errorf("someone holding a place: %+v, %v; want %s", v, err, refusal.held)
 				}
 			})
@@ -249,7 +249,7 @@ func TestPolicyChangeShowsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, queue.JoinChallenge, 10)
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", ""); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home}); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatal(err)
 	}
 	c, _ := f.op.Config(ctx, "sale")
@@ -258,7 +258,7 @@ func TestPolicyChangeShowsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := f.g.Enter(ctx, "sale", anon("anon-a"), home, "", ""); err != nil {
+	if _, err := f.g.Enter(ctx, "sale", Entrant{Caller: anon("anon-a"), Addr: home}); err != nil {
 		t.Fatalf("right after the change to any: %v (%v later)", err, time.Since(start))
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"net/netip"
 
 	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // Errors of the human check (entry policy turnstile).
@@ -19,12 +17,6 @@ var (
 	// provider to take a place (403); HumanCheckRequired says what the page
 	// needs to show the provider's widget.
 	ErrHumanCheckRequired = errors.New("this line asks for a human check to take a place")
-	// ErrSuspectedBot: a signal marks the client as a likely bot and the
-	// queue's suspects action is refuse (403).
-	//
-	// (Defined here until the gate's judgement of every signal, which owns
-	// it, is merged: then this line goes.)
-	ErrSuspectedBot = errors.New("this line does not take a place from this client: it looks like a bot")
 )
 
 // errNoHumanCheck: the queue's entry is turnstile, but this instance was
@@ -96,43 +88,4 @@ func (g *Gatekeeper) humanCheck(ctx context.Context, q, token string, addr netip
 		return true, nil
 	}
 	return false, g.humanCheckRequired(errors.New("the provider says this token is spent or expired"))
-}
-
-// humanCheckApplies says whether the caller passes the human check to take
-// a place: under turnstile, anonymous sessions always, signed-in users when
-// the queue says so.
-func humanCheckApplies(cfg queue.Config, c identity.Caller) bool {
-	return cfg.Join == queue.JoinTurnstile && (!c.Signed || cfg.HumanCheckSigned)
-}
-
-// enterChecked is Enter under turnstile for a caller the check applies to.
-// A newcomer without a token is first asked whether the queue takes anyone
-// (as for a challenge); an anonymous one spends one of the address's
-// entries before the provider is asked, so forged tokens cost the provider
-// and this server no more calls than the limit allows.
-//
-// Of the suspects actions it applies refuse alone; the others take a place
-// in the line as allow does. (The gate's judgement of every signal, being
-// merged, applies them all and calls humanCheck itself: then this goes.)
-func (g *Gatekeeper) enterChecked(ctx context.Context, q string, cfg queue.Config, c identity.Caller, addr netip.Addr, token string) (queue.View, error) {
-	if token == "" {
-		// Whoever holds a place is told so, whatever this instance can check.
-		v, err := g.o.Queue.Knock(ctx, q, c.User)
-		if err != nil || v.State != queue.NotInQueue {
-			return v, err
-		}
-	}
-	if !c.Signed && token != "" {
-		if err := g.take(g.o.Entries, addr, "entries"); err != nil {
-			return queue.View{}, err
-		}
-	}
-	suspect, err := g.humanCheck(ctx, q, token, addr)
-	if err != nil {
-		return queue.View{}, err
-	}
-	if suspect && cfg.Suspects == queue.SuspectsRefuse {
-		return queue.View{}, ErrSuspectedBot
-	}
-	return g.o.Queue.Enter(ctx, q, c.User)
 }

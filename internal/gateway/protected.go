@@ -61,16 +61,16 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict, on on
 			return
 		}
 		if !errors.Is(err, queue.ErrTokenInvalid) {
-			g.storeFailed(w, r, on, err)
+			g.storeFailed(w, r, rt, on, err)
 			return
 		}
 	}
 	// No valid entry. A quiet line lets the user straight in, if the
 	// queue's policy lets them in without the waiting page (an anonymous
 	// session under "challenge" solves its challenge there).
-	may, err := g.o.Gate.MayAdmitNow(r.Context(), rt.Queue, caller, g.o.Gate.Address(r))
+	may, err := g.o.Gate.MayAdmitNow(r.Context(), rt.Queue, g.o.Gate.Entrant(r, caller))
 	if err != nil {
-		g.storeFailed(w, r, on, err)
+		g.storeFailed(w, r, rt, on, err)
 		return
 	}
 	if !may {
@@ -82,7 +82,7 @@ func (g *Gateway) protected(w *statusRecorder, r *http.Request, v verdict, on on
 	}
 	admitted, err := g.o.Queue.AdmitNow(r.Context(), rt.Queue, user)
 	if err != nil {
-		g.storeFailed(w, r, on, err)
+		g.storeFailed(w, r, rt, on, err)
 		return
 	}
 	if admitted.State == queue.Ready {
@@ -108,7 +108,7 @@ func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route, on onward
 		return true
 	}
 	if g.o.Degraded.AdmitNow(rt.Queue) {
-		g.forwardDegraded(w, r, on)
+		g.forwardDegraded(w, r, rt, on)
 		return true
 	}
 	if g.o.Degraded.RefuseNow(rt.Queue) {
@@ -122,9 +122,9 @@ func (g *Gateway) passes(w *statusRecorder, r *http.Request, rt Route, on onward
 // of err: when the store failed under --on-store-error admit it is
 // forwarded degraded after all, else err is the answer (the store's
 // failure: 503 + Retry-After).
-func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, on onward, err error) {
+func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, rt Route, on onward, err error) {
 	if g.o.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
-		g.forwardDegraded(w, r, on)
+		g.forwardDegraded(w, r, rt, on)
 		return
 	}
 	g.o.API.WriteError(w, r, err)
@@ -134,8 +134,18 @@ func (g *Gateway) storeFailed(w *statusRecorder, r *http.Request, on onward, err
 // X-Waitroom-Degraded (--on-store-error admit): no token is asked for or
 // spent, and the backend gets neither X-Waitroom-User nor
 // X-Waitroom-Entry. It is counted, not logged: the breaker logs the
-// outage once.
-func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request, on onward) {
+// outage once. A likely bot (the signals judged without the store:
+// gatekeeper.Gatekeeper.DegradedRefusal) is not forwarded: it is answered
+// as under wait, 503 + Retry-After.
+func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request, rt Route, on onward) {
+	caller, err := g.o.Identity.Caller(r)
+	if err != nil { // none: judged by address and score alone
+		caller = identity.Caller{}
+	}
+	if err := g.o.Gate.DegradedRefusal(r.Context(), rt.Queue, g.o.Gate.Entrant(r, caller)); err != nil {
+		g.o.API.WriteError(w, r, err)
+		return
+	}
 	g.o.Metrics.Degraded("gateway")
 	on.pass(w, r, judgment{degraded: true})
 }

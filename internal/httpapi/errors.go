@@ -80,6 +80,9 @@ var errorTable = []struct {
 	{gatekeeper.ErrSignInRequired, errorRow{http.StatusForbidden, "signin_required", 0}},
 	{gatekeeper.ErrHumanCheckRequired, errorRow{http.StatusForbidden, "human_check_required", 0}},
 	{gatekeeper.ErrSuspectedBot, errorRow{http.StatusForbidden, "suspected_bot", 0}},
+	// A likely bot in an outage under --on-store-error admit is told what
+	// everyone is told under wait: nothing that says it was judged.
+	{gatekeeper.ErrSuspectDegraded, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	// The provider cannot be asked (or this instance has no keys for it):
 	// nobody is let on nor marked for it, and the page asks again.
 	{humancheck.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "human_check_unavailable", 5}},

@@ -96,7 +96,11 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.Queue.Status(r.Context(), q, caller.User)
 	if err == nil && v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1" {
-		v, err = s.Gate.Enter(r.Context(), q, caller, s.Gate.Address(r), "", "")
+		e := s.Gate.Entrant(r, caller)
+		e.Proof, e.HumanToken = "", "" // the page without JavaScript solves no challenge, runs no widget
+		v, err = s.Gate.Enter(r.Context(), q, e)
+	} else if err == nil {
+		s.Gate.Polled(q, caller.User, v)
 	}
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)

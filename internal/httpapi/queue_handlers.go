@@ -12,7 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/gatekeeper"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/web"
@@ -178,31 +181,34 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.answerBypassed(w, r, rule)
 		return
 	}
+	entrant := s.Gate.Entrant(r, caller)
 	if s.Degraded.AdmitNow(r.PathValue("queue")) {
-		s.answerDegraded(w, r.PathValue("queue"), user)
+		s.answerDegraded(w, r, entrant)
 		return
 	}
 	var v queue.View
 	if enter {
-		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), caller, s.Gate.Address(r),
-			r.Header.Get(ChallengeSolutionHeader), r.Header.Get(HumanCheckTokenHeader))
+		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), entrant)
 	} else {
 		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
 	}
 	// Held only once the answer says admission is near: a request far back
 	// is answered at once and never takes one of the hold slots, which are
 	// for those about to be let in (nor counts in waitroom_status_held).
-	if err == nil && hold > 0 && v.AdmissionNear() && s.tryHold() {
+	if err == nil && hold > 0 && v.AdmissionNear && s.tryHold() {
 		defer s.releaseHold()
 		v, err = s.holdStatus(r, user, hold, v)
 	}
 	if err != nil && s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
-		s.answerDegraded(w, r.PathValue("queue"), user)
+		s.answerDegraded(w, r, entrant)
 		return
 	}
 	if err != nil {
 		s.writeError(w, r, s.refusalInOperatorsWords(r, err))
 		return
+	}
+	if !enter {
+		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
 	writeAnswerMarked(w, v, s.entryMessage(r, r.PathValue("queue")), s.signedTicket(r.PathValue("queue"), user, v), false)
 }
@@ -234,11 +240,20 @@ func (s *Server) takeTicket(r *http.Request, user string) error {
 
 // signedTicket is the user's ticket in answer v, signed; "" when they hold
 // none (not waiting, before an opening) or no signer is configured.
+//
+// A shadow place's ticket (a suspect's, numbered in the shadow line) is
+// signed with the shadow line's epoch (front.ShadowEpoch): no front
+// document places it, so its page asks its instance, and shown back it is
+// never taken for a place in the real line (queue.Service.TicketShown).
 func (s *Server) signedTicket(q, user string, v queue.View) string {
 	if s.Tickets == nil || v.Ticket == 0 || (v.State != queue.Waiting && v.State != queue.SoldOut) {
 		return ""
 	}
-	return s.Tickets.Sign(q, user, v.Epoch, v.Ticket)
+	epoch := v.Epoch
+	if v.Shadow {
+		epoch = front.ShadowEpoch(epoch)
+	}
+	return s.Tickets.Sign(q, user, epoch, v.Ticket)
 }
 
 // operatorsWords is an error whose message is the queue's own, for the
@@ -274,8 +289,15 @@ func inOperatorsWords(err error, message string) error {
 // under --on-store-error admit: READY with "degraded": true and the user's
 // degraded token for the queue, which the order API takes only while it
 // finds the store away too (degraded.Policy.Accept). Nothing is written:
-// the user keeps whatever place they had.
-func (s *Server) answerDegraded(w http.ResponseWriter, q, user string) {
+// the user keeps whatever place they had. A likely bot (the signals judged
+// without the store) gets no degraded entry: 503 + Retry-After, as under
+// wait.
+func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant) {
+	q, user := r.PathValue("queue"), e.Caller.User
+	if err := s.Gate.DegradedRefusal(r.Context(), q, e); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	s.Metrics.Degraded("entry")
 	token, expires := s.Degraded.Issue(q, user)
 	writeAnswerMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", "", true)
@@ -317,7 +339,7 @@ func (s *Server) entryMessage(r *http.Request, q string) string {
 
 // ChallengeSolutionHeader carries a solved challenge on enter: the ALTCHA
 // payload, base64 JSON.
-const ChallengeSolutionHeader = "X-Challenge-Solution"
+const ChallengeSolutionHeader = gatekeeper.ChallengeSolutionHeader
 
 // HumanCheckTokenHeader carries the human-check provider's token on enter
 // under entry policy turnstile: the one its widget handed the page.
@@ -326,9 +348,15 @@ const HumanCheckTokenHeader = "X-Human-Check-Token"
 // challenge issues a proof-of-work challenge for the queue (ALTCHA v2
 // parameters and signature); its solution, sent with enter, takes one
 // place. A queue that takes no newcomers now (closed, full, sold out) hands out
-// none: its refusal instead, as entering would answer it.
+// none: its refusal instead, as entering would answer it. A likely bot, where
+// the queue challenges suspects, is handed the dearer challenge its place
+// asks (queue.Config.SuspectCost).
 func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
-	c, err := s.Gate.Challenge(r.Context(), r.PathValue("queue"))
+	caller, err := s.Identity.Caller(r)
+	if err != nil { // a challenge asks for no identity: judged by address and score
+		caller = identity.Caller{}
+	}
+	c, err := s.Gate.Challenge(r.Context(), r.PathValue("queue"), s.Gate.Entrant(r, caller))
 	if err != nil {
 		s.writeError(w, r, s.refusalInOperatorsWords(r, err))
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // suspectsPage is the default number of places GET …/suspects lists.
@@ -60,7 +61,7 @@ func (s *Server) listSuspects(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func toSuspectJSON(p queue.Suspect) suspectJSON {
+func toSuspectJSON(p suspect.Place) suspectJSON {
 	signals := p.Signals
 	if signals == nil {
 		signals = []string{} // an array on the wire, never null

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/waitroom/waitroom/internal/apptest"
-	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -41,7 +41,7 @@ func TestOperatorClearsASuspect(t *testing.T) {
 		}
 	}
 	store := redisstore.New(testenv.RedisClient(t), in.KeyPrefix)
-	mark := queue.SuspectMark{Signals: []string{"address_range", "poll_rate"}, Address: "3f9a1c0e7b52d4a8"}
+	mark := suspect.Mark{Signals: []string{"address_range", "poll_rate"}, Address: "3f9a1c0e7b52d4a8"}
 	st, err := store.EnterShadow(context.Background(), q, bot, mark)
 	if err != nil || !st.Shadow {
 		t.Fatalf("the bot's shadow place: %+v, %v", st, err)

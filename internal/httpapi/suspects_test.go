@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/signals"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // shadowFake is the embedded line with a shadow line of its own making:
@@ -28,16 +29,16 @@ import (
 type shadowFake struct {
 	*memstore.Store
 	mu      sync.Mutex
-	shadow  []queue.Suspect
+	shadow  []suspect.Place
 	cleared int64
 	limit   int // the last limit Suspects was asked for
 }
 
-func (f *shadowFake) Suspects(ctx context.Context, q string, limit int) ([]queue.Suspect, error) {
+func (f *shadowFake) Suspects(ctx context.Context, q string, limit int) ([]suspect.Place, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.limit = limit
-	return append([]queue.Suspect(nil), f.shadow[:min(limit, len(f.shadow))]...), nil
+	return append([]suspect.Place(nil), f.shadow[:min(limit, len(f.shadow))]...), nil
 }
 
 func (f *shadowFake) ClearSuspect(ctx context.Context, q string, ticket int64) (bool, error) {
@@ -71,9 +72,9 @@ func (f *shadowFake) Stats(ctx context.Context, q string) (queue.Stats, error) {
 func suspectsAPI(t *testing.T) (*httpapi.Server, *shadowFake, *bytes.Buffer) {
 	t.Helper()
 	joined := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
-	f := &shadowFake{Store: memstore.New(nil), shadow: []queue.Suspect{
-		{Ticket: 1, Behind: 40, Joined: joined, SuspectMark: queue.SuspectMark{Signals: []string{"address_range"}, Address: "a1b2c3"}},
-		{Ticket: 2, Behind: 41, Joined: joined.Add(time.Second), SuspectMark: queue.SuspectMark{Signals: []string{"edge_score", "poll_rate"}, Address: "d4e5f6"}},
+	f := &shadowFake{Store: memstore.New(nil), shadow: []suspect.Place{
+		{Ticket: 1, Behind: 40, Joined: joined, Mark: suspect.Mark{Signals: []string{"address_range"}, Address: "a1b2c3"}},
+		{Ticket: 2, Behind: 41, Joined: joined.Add(time.Second), Mark: suspect.Mark{Signals: []string{"edge_score", "poll_rate"}, Address: "d4e5f6"}},
 	}}
 	t.Cleanup(func() { f.Close() })
 	line := signals.New()

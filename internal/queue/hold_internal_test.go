@@ -67,7 +67,7 @@ func TestHeldRequestsShareOneRead(t *testing.T) {
 	views := make([]View, users)
 	for i := range users {
 		v, err := svc.Status(context.Background(), "q", fmt.Sprintf("u%d", i+1))
-		if err != nil || !v.AdmissionNear() {
+		if err != nil || !v.AdmissionNear {
 			t.Fatalf("u%d: %+v %v, want waiting near the front", i+1, v, err)
 		}
 		views[i] = v
@@ -131,7 +131,7 @@ func TestHeldRequestSeesReady(t *testing.T) {
 			store.head.Store(1)
 			svc := NewService(store, time.Second, nil)
 			v, err := svc.Status(context.Background(), "q", "u5")
-			if err != nil || !v.AdmissionNear() {
+			if err != nil || !v.AdmissionNear {
 				t.Fatalf("u5: %+v %v, want waiting near the front", v, err)
 			}
 			done := make(chan View, 1)

@@ -36,7 +36,9 @@ func newPresence(store line) *presence {
 // note marks the user if their standing makes them one whose presence
 // admission will check.
 func (p *presence) note(queue, user string, e Standing) {
-	if e.State != Waiting || e.PreQueue || e.Pace.Reach == 0 || e.Position > e.Pace.Reach {
+	// A shadow place is no one the real line's no-show checks ask about:
+	// its marks would only cost the store writes.
+	if e.State != Waiting || e.PreQueue || e.Shadow || e.Pace.Reach == 0 || e.Position > e.Pace.Reach {
 		return
 	}
 	p.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // DefaultQueue exists from the start; products without a queue are behind it.
@@ -81,26 +82,6 @@ type Standing struct {
 	Behind int64
 }
 
-// SuspectMark is what a suspect's place keeps of why it is one: the
-// signals that marked it (package suspect's names) and its address as a
-// keyed hash, never in clear.
-type SuspectMark struct {
-	Signals []string
-	Address string
-}
-
-// Suspect is one place in the shadow line, as an operator lists it.
-type Suspect struct {
-	// Ticket is its number in the shadow line: the id an operator clears
-	// it by (ClearSuspect).
-	Ticket int64
-	// Behind is the real line's last ticket when it arrived: a person
-	// arriving then would have stood just behind it.
-	Behind int64
-	Joined time.Time
-	SuspectMark
-}
-
 // Stock is what a queue has left to sell, as the shop last told it
 // (Store.SetStock): the units left of every product the queue sells. The
 // zero Stock is not known: no cap on admission, never sold out.
@@ -167,7 +148,7 @@ type Admission struct {
 	// someone joins, the next tick can only repeat this one.
 	Idle bool
 	// Shadow: Admitted are places of the shadow line, let in last
-	// (ShadowLast) by a tick that found nobody waiting in the line; they
+	// (suspect.AdmitLast) by a tick that found nobody waiting in the line; they
 	// count in Stats.ShadowAdmittedTotal, not AdmittedTotal.
 	Shadow bool
 }
@@ -388,9 +369,9 @@ type line interface {
 	// shadow line (its own tickets and ShadowCapacity: ErrQueueFull beyond
 	// it), keeping mark and the real line's last ticket (Suspect.Behind).
 	// Sold out, closed and an opening ahead answer as for a person.
-	EnterShadow(ctx context.Context, queue, user string, mark SuspectMark) (Standing, error)
+	EnterShadow(ctx context.Context, queue, user string, mark suspect.Mark) (Standing, error)
 	// Suspects lists up to limit places of the shadow line, in its order.
-	Suspects(ctx context.Context, queue string, limit int) ([]Suspect, error)
+	Suspects(ctx context.Context, queue string, limit int) ([]suspect.Place, error)
 	// ClearSuspect moves the shadow line's place numbered ticket into the
 	// real line where a person arriving when it did would stand (just
 	// behind Suspect.Behind, or first if that ticket has been let in), its

@@ -10,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // View is what a user is told about their standing.
@@ -46,14 +47,23 @@ type View struct {
 	// queue's front document they give the page the position without
 	// asking (internal/queue/front). 0 before an opening.
 	Ticket, Epoch int64
+	// Shadow: the place is in the shadow line (a suspect's, EnterShadow),
+	// and Ticket numbers it there. Nothing else of the answer says so: it
+	// is what the HTTP layer signs the ticket by (front.ShadowEpoch), so
+	// that no page places it in the real line.
+	Shadow bool
+	// AdmissionNear: admission may reach this waiting user before their
+	// next poll is due (admissionNear), so a request willing to wait for
+	// news is worth holding (HoldFrom).
+	AdmissionNear bool
 }
 
-// AdmissionNear reports whether admission may reach this waiting user
-// before their next poll is due: an estimated wait within the shortest
-// pollAfter (2 s), in a queue that is neither paused nor stalled, with a
-// place in line. WaitStatus holds such users; nobody else is worth holding
-// (a held request answers as soon as the line is found stalled).
-func (v View) AdmissionNear() bool {
+// admissionNear says whether admission may reach this waiting user before
+// their next poll is due: an estimated wait within the shortest pollAfter
+// (2 s), in a queue that is neither paused nor stalled, with a place in
+// line. HoldFrom holds such users; nobody else is worth holding (a held
+// request answers as soon as the line is found stalled).
+func (v View) admissionNear() bool {
 	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
 }
 
@@ -264,7 +274,7 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 			v = s.view(ctx, queue, e)
 		}
 		left := time.Until(deadline)
-		if !v.AdmissionNear() || left <= 0 {
+		if !v.AdmissionNear || left <= 0 {
 			return v, nil
 		}
 		// Asked for only now that the queue is known to exist, so made-up
@@ -302,6 +312,23 @@ func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, er
 // passthrough a newcomer is let straight in while MaxActiveTokens has room
 // (Store.AdmitNow, outside the rate), and joins the line otherwise.
 func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
+	return s.enter(ctx, queue, user, nil)
+}
+
+// EnterShadow is Enter for a suspect (issue 51): a newcomer's place is
+// taken in the shadow line, keeping mark (Store.EnterShadow), and answered
+// as a person's is; whoever already holds a place, in either line, or is
+// READY is told so as by Enter, so a mark is never shed by entering again.
+// Closed, full (the shadow line's own capacity), sold out and an opening
+// ahead answer as for a person. Under passthrough a suspect is never let
+// straight in: it takes its place in the shadow line, as when the line is
+// busy.
+func (s *Service) EnterShadow(ctx context.Context, queue, user string, mark suspect.Mark) (View, error) {
+	return s.enter(ctx, queue, user, &mark)
+}
+
+// enter is Enter, and EnterShadow when mark is set.
+func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.Mark) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
@@ -316,12 +343,17 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 		}
 		return v, err
 	}
-	if c.Method == MethodPassthrough {
+	if c.Method == MethodPassthrough && mark == nil {
 		if v, err := s.admitNow(ctx, queue, user); err != nil || v.State != NotInQueue {
 			return v, err
 		}
 	}
-	e, err := s.store.Enter(ctx, queue, user)
+	var e Standing
+	if mark != nil {
+		e, err = s.store.EnterShadow(ctx, queue, user, *mark)
+	} else {
+		e, err = s.store.Enter(ctx, queue, user)
+	}
 	if err != nil {
 		return View{}, err
 	}
@@ -331,37 +363,6 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 	}
 	if e.State == Waiting {
 		s.line.Joined(queue)
-	}
-	return s.view(ctx, queue, e), nil
-}
-
-// Knock is Enter for a caller who must do something before they may take
-// a place (solve a challenge, sign in), asked before they are asked to do
-// it: whoever holds a place is told where they stand, as by Status; a
-// newcomer gets the refusal Enter would give them now (ErrQueueClosed,
-// ErrQueueFull, ErrSoldOut), so a full or sold-out line never has someone
-// solve a proof of work only to be turned away; any other newcomer is
-// NOT_IN_QUEUE, a place theirs to take. It costs a Status and, for a
-// newcomer, the config in force (read within the second) and the
-// instance's snapshot of the line for its length (the read the status
-// polls share); the stock comes in the status answer.
-func (s *Service) Knock(ctx context.Context, queue, user string) (View, error) {
-	e, err := s.status(ctx, queue, user)
-	if err != nil {
-		return View{}, err
-	}
-	if e.State == NotInQueue {
-		c, err := s.ConfigInForce(ctx, queue)
-		if err != nil {
-			return View{}, err
-		}
-		var length int64 // not known: entering tells them the line is full
-		if sn, err := s.Snapshot(ctx, queue); err == nil {
-			length = sn.Length
-		}
-		if err := s.refusal(c, length, e.Pace.Stock); err != nil {
-			return View{}, err
-		}
 	}
 	return s.view(ctx, queue, e), nil
 }
@@ -527,7 +528,7 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	if e.State == Waiting && !e.PreQueue {
-		v.Ticket, v.Epoch = e.Ticket, e.Epoch
+		v.Ticket, v.Epoch, v.Shadow = e.Ticket, e.Epoch, e.Shadow
 	}
 	switch {
 	case e.State == Waiting && e.Pace.Stock.SoldOut():
@@ -555,6 +556,7 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	case e.State == Ready:
 		v.Token, v.ExpiresAt = e.Token, e.ExpiresAt
 	}
+	v.AdmissionNear = v.admissionNear()
 	return v
 }
 

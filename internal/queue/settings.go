@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // Config is one queue's settings. Every instance reads them from the store,
@@ -74,16 +76,16 @@ type Config struct {
 
 	// Suspects is what becomes of a place taken by a client a signal marks
 	// as a likely bot (issue 51; package suspect judges the signals):
-	// default SuspectsShadow. HumanCheckSigned asks signed-in users, too,
+	// default suspect.Shadow. HumanCheckSigned asks signed-in users, too,
 	// to pass the human check under JoinTurnstile.
-	Suspects SuspectAction
+	Suspects suspect.Action
 	// SuspectChallengeCost is the proof of work a suspect solves under
-	// SuspectsChallenge (0: ten times ChallengeCost, at most its maximum).
+	// suspect.Challenge (0: ten times ChallengeCost, at most its maximum).
 	SuspectChallengeCost int
 	// ShadowAdmits says whether the shadow line is ever let in: never, or
 	// last, once nobody waits in the real line. ShadowCapacity caps it,
 	// apart from Capacity.
-	ShadowAdmits     ShadowAdmission
+	ShadowAdmits     suspect.Admits
 	ShadowCapacity   int64
 	HumanCheckSigned bool
 
@@ -114,34 +116,6 @@ const (
 	// (Cloudflare Turnstile, or any speaking its siteverify protocol) for
 	// each place; signed-in users too with HumanCheckSigned.
 	JoinTurnstile JoinPolicy = "turnstile"
-)
-
-// SuspectAction is what becomes of a place a signal marks as a likely bot.
-type SuspectAction string
-
-const (
-	// SuspectsShadow: the place is kept in the shadow line, answered as a
-	// person's is, and let in only as ShadowAdmits says.
-	SuspectsShadow SuspectAction = "shadow"
-	// SuspectsChallenge: the suspect solves a proof of work at
-	// SuspectChallengeCost, then takes a place in the real line.
-	SuspectsChallenge SuspectAction = "challenge"
-	// SuspectsRefuse: 403 suspected_bot.
-	SuspectsRefuse SuspectAction = "refuse"
-	// SuspectsAllow: the suspect is counted and logged, and takes a place
-	// in the real line.
-	SuspectsAllow SuspectAction = "allow"
-)
-
-// ShadowAdmission says whether the shadow line is ever let in.
-type ShadowAdmission string
-
-const (
-	// ShadowNever: nobody in the shadow line is let in (the default).
-	ShadowNever ShadowAdmission = "never"
-	// ShadowLast: the shadow line is let in, in its order and at the
-	// queue's rate, while nobody waits in the real line.
-	ShadowLast ShadowAdmission = "last"
 )
 
 // QueueingMethod is how a queue lets people in (queueingMethod).
@@ -203,15 +177,6 @@ func (c Config) RateInForce(eff float64) float64 {
 		return max(c.MinRate, min(eff, c.MaxRate))
 	}
 	return c.RatePerSecond
-}
-
-// SuspectCost is the proof of work a suspect solves under
-// SuspectsChallenge: SuspectChallengeCost, or ten times ChallengeCost.
-func (c Config) SuspectCost() int {
-	if c.SuspectChallengeCost > 0 {
-		return c.SuspectChallengeCost
-	}
-	return min(10*c.ChallengeCost, maxChallengeCost)
 }
 
 // perTick is how many users one tick admits on average.
@@ -447,15 +412,15 @@ var Settings = declared([]Setting{
 	{Name: "challengeCost", Field: "challenge_cost", Min: minChallengeCost, Max: maxChallengeCost, Default: int64(defaultChallengeCost),
 		Label: "Proof-of-work cost", Flag: "challenge-cost",
 		value: integer(func(c *Config) *int { return &c.ChallengeCost })},
-	{Name: "suspects", Field: "suspects", Default: string(SuspectsShadow),
+	{Name: "suspects", Field: "suspects", Default: string(suspect.Shadow),
 		Label: "Likely bots", ChoiceLabels: []string{"Shadow line", "Costlier proof of work", "Refused", "Counted only"},
-		value: choice([]SuspectAction{SuspectsShadow, SuspectsChallenge, SuspectsRefuse, SuspectsAllow}, func(c *Config) *SuspectAction { return &c.Suspects })},
+		value: choice([]suspect.Action{suspect.Shadow, suspect.Challenge, suspect.Refuse, suspect.Allow}, func(c *Config) *suspect.Action { return &c.Suspects })},
 	{Name: "suspectChallengeCost", Field: "suspect_cost", ZeroMeansOff: true, Min: minChallengeCost, Max: maxChallengeCost, Default: int64(0),
 		Label: "Suspects' proof-of-work cost",
 		value: integer(func(c *Config) *int { return &c.SuspectChallengeCost })},
-	{Name: "shadowAdmits", Field: "shadow_admits", Default: string(ShadowNever),
+	{Name: "shadowAdmits", Field: "shadow_admits", Default: string(suspect.AdmitNever),
 		Label: "Shadow line let in", ChoiceLabels: []string{"Never", "Last, once nobody else waits"},
-		value: choice([]ShadowAdmission{ShadowNever, ShadowLast}, func(c *Config) *ShadowAdmission { return &c.ShadowAdmits })},
+		value: choice([]suspect.Admits{suspect.AdmitNever, suspect.AdmitLast}, func(c *Config) *suspect.Admits { return &c.ShadowAdmits })},
 	{Name: "shadowCapacity", Field: "shadow_capacity", Min: 1, Max: 100_000_000, Default: int64(100_000),
 		Label: "Shadow line capacity",
 		value: integer(func(c *Config) *int64 { return &c.ShadowCapacity })},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -26,7 +27,8 @@ func TestConfigThroughTheStoreFields(t *testing.T) {
 		TokenTTL: 1500 * time.Millisecond, MaxActiveTokens: 9, Paused: true, Adaptive: true, MinRate: 2.5, MaxRate: 28,
 		TargetLatency: 275 * time.Millisecond, AbandonAfter: 20 * time.Second,
 		OpensAt: time.Date(2026, 12, 24, 11, 0, 0, 123e6, time.UTC), RateDerivation: "by hand",
-		Method: MethodPassthrough, Join: JoinSigned, ChallengeCost: 1234}
+		Method: MethodPassthrough, Join: JoinSigned, ChallengeCost: 1234,
+		Suspects: suspect.Refuse, SuspectChallengeCost: 2345, ShadowAdmits: suspect.AdmitLast, ShadowCapacity: 77, HumanCheckSigned: true}
 	fields := StoreFields(c)
 	m := map[string]string{}
 	for i := 0; i < len(fields); i += 2 {

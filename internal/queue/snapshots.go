@@ -62,6 +62,9 @@ type lineView struct {
 	// would be shown the other's place far back; never READY nor a token,
 	// which only the store gives, within two batches of the front.
 	tickets map[uint64]int64
+	// shadows holds the shadow places the store has told of here (issue
+	// 51), by the same key: shadowStanding answers them.
+	shadows map[uint64]shadowPlace
 	// epoch is the line's epoch the tickets belong to; seen is the highest
 	// ticket the store has given here in it, or a user has shown here.
 	epoch, seen int64
@@ -91,7 +94,7 @@ func (s *snapshots) view(queue string, create bool) *lineView {
 	defer s.mu.Unlock()
 	v, ok := s.queues[queue]
 	if !ok && create {
-		v = &lineView{name: queue, tickets: map[uint64]int64{}}
+		v = &lineView{name: queue, tickets: map[uint64]int64{}, shadows: map[uint64]shadowPlace{}}
 		s.queues[queue] = v
 	}
 	return v
@@ -125,7 +128,11 @@ func (s *snapshots) standing(ctx context.Context, queue, user string, maxAge tim
 	k := s.key(user)
 	v.mu.Lock()
 	_, known := v.tickets[k]
+	sp, shadow := v.shadows[k]
 	v.mu.Unlock()
+	if shadow {
+		return s.shadowStanding(ctx, v, k, sp, maxAge)
+	}
 	if !known {
 		s.misses.Add(1)
 		return Standing{}, false
@@ -214,6 +221,7 @@ func (s *snapshots) fresh(ctx context.Context, v *lineView, maxAge time.Duration
 // they were given in. The caller holds v.mu.
 func (v *lineView) forget(epoch int64) {
 	clear(v.tickets)
+	clear(v.shadows)
 	if epoch != v.epoch {
 		v.wentBack = false
 	}
@@ -248,12 +256,18 @@ func (s *snapshots) remember(queue, user string, e Standing) {
 	k := s.key(user)
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	delete(v.shadows, k)
 	if !waiting {
 		delete(v.tickets, k)
 		return
 	}
 	if e.Epoch != v.epoch {
 		v.forget(e.Epoch)
+	}
+	if e.Shadow { // numbered in the shadow line: never a ticket of the real one
+		delete(v.tickets, k)
+		v.rememberShadow(k, e)
+		return
 	}
 	if _, ok := v.tickets[k]; !ok && len(v.tickets) >= snapshotMaxUsers {
 		clear(v.tickets)
@@ -296,6 +310,9 @@ func (s *snapshots) shown(queue, user string, epoch, ticket int64) {
 		return
 	}
 	v.seen = max(v.seen, ticket)
+	if _, shadow := v.shadows[k]; shadow { // a shadow ticket numbers no place here
+		return
+	}
 	if _, known := v.tickets[k]; !known {
 		v.tickets[k] = ticket
 	}

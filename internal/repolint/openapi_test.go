@@ -38,8 +38,8 @@ import (
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
-	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -1093,7 +1093,7 @@ func runOpenAPISuspects(t *testing.T, k *oaChecker, b apptest.Backend, admin str
 		return
 	}
 	store := redisstore.New(testenv.RedisClient(t), k.in.KeyPrefix)
-	mark := queue.SuspectMark{Signals: []string{"address_range"}, Address: "3f9a1c0e7b52d4a8"}
+	mark := suspect.Mark{Signals: []string{"address_range"}, Address: "3f9a1c0e7b52d4a8"}
 	st, err := store.EnterShadow(context.Background(), q, apptest.UniqueID("bot"), mark)
 	if err != nil || !st.Shadow {
 		t.Errorf("a place in the shadow line: %+v, %v", st, err)

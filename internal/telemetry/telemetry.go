@@ -51,6 +51,7 @@ type Metrics struct {
 	timeInLine    *prometheus.HistogramVec
 	estimate      *prometheus.HistogramVec
 	placed        *prometheus.CounterVec
+	suspects      *prometheus.CounterVec
 }
 
 // New registers waitroom's metrics on reg.
@@ -88,12 +89,16 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 			Help: "Admissions made without the line's store under --on-store-error admit, by how: gateway (a protected request forwarded with X-Waitroom-Degraded), entry (enter or status answered with a degraded READY), order (an order attempt let past the line on a degraded token; the orders table still takes each token once).",
 		}, []string{"via"}),
 	}
+	m.suspects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitroom_suspects_total",
+		Help: "Places taken by clients a signal marked as likely bots (issue 51), by queue, signal (edge_score, address_range, human_check, poll_rate) and the queue's action (shadow, challenge, refuse, allow); a client marked by two signals counts once under each.",
+	}, []string{"queue", "signal", "action"})
 	for _, via := range []string{"gateway", "entry", "order"} {
 		m.degraded.WithLabelValues(via)
 	}
 	m.saleMetrics()
 	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, m.degraded,
-		m.timeInLine, m.estimate, m.placed, &queueCollector{queues: queues, maxAge: StatsMaxAge})
+		m.timeInLine, m.estimate, m.placed, m.suspects, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
 }
 
@@ -220,6 +225,15 @@ func (m *Metrics) Degraded(via string) {
 		return
 	}
 	m.degraded.WithLabelValues(via).Inc()
+}
+
+// Suspect counts a place taken by a likely bot in the queue, under one of
+// the signals that marked it, and the action the queue took.
+func (m *Metrics) Suspect(queue, signal, action string) {
+	if m == nil {
+		return
+	}
+	m.suspects.WithLabelValues(queue, signal, action).Inc()
 }
 
 // RegisterBreaker adds waitroom_store_breaker_open: how many queues'

@@ -482,7 +482,7 @@ func TestBrowser(t *testing.T) {
 		// A choice is a list of its values, named in the page's language.
 		var choices []string
 		op.MustEval(`[...document.querySelectorAll('`+card+` select[name="entry"] option')].map(o => o.value + ': ' + o.textContent)`, &choices)
-		if want := []string{"any: Anyone", "challenge: Proof of work for anonymous", "signed: Signed-in only"}; !slices.Equal(choices, want) {
+		if want := []string{"any: Anyone", "challenge: Proof of work for anonymous", "signed: Signed-in only", "turnstile: Human check for anonymous"}; !slices.Equal(choices, want) {
 			t.Errorf("the entry choices are %q, want %q", choices, want)
 		}
 		op.MustEval(`(() => { const e = document.querySelector('`+card+` select[name="entry"]'); e.focus(); e.value = 'signed';

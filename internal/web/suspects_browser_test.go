@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/apptest"
-	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
+	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -24,7 +24,7 @@ func TestAdminClearsASuspect(t *testing.T) {
 	in.PutQueue(q, map[string]any{"paused": true})
 	store := redisstore.New(testenv.RedisClient(t), in.KeyPrefix)
 	st, err := store.EnterShadow(context.Background(), q, apptest.UniqueID("bot"),
-		queue.SuspectMark{Signals: []string{"address_range"}, Address: "3f9a1c0e7b52d4a8"})
+		suspect.Mark{Signals: []string{"address_range"}, Address: "3f9a1c0e7b52d4a8"})
 	if err != nil {
 		t.Fatalf("a place in the shadow line: %v", err)
 	}

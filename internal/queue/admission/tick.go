@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // Admission, written once. A store reads what a tick needs (TickInput,
@@ -299,7 +300,7 @@ func (p *TickPlan) admit(in TickInput, front Front, n int, absent Absence) (err 
 // (ShadowLast), someone is in it, and nobody waits in the line, nor in an
 // opening's pre-queue (ahead, or being placed).
 func shadowTurn(in TickInput) bool {
-	return in.Config.ShadowAdmits == queue.ShadowLast && in.Shadow > 0 && in.Length == 0 && !in.Placing && !in.Pending && in.ShadowFront != nil
+	return in.Config.ShadowAdmits == suspect.AdmitLast && in.Shadow > 0 && in.Length == 0 && !in.Placing && !in.Pending && in.ShadowFront != nil
 }
 
 // nextDue is when the tick after one due at due is: one interval on. A

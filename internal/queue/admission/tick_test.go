@@ -7,6 +7,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // TestIdleTickIsNotStored: a tick of an empty line that changes nothing
@@ -135,12 +136,12 @@ func TestShadowLineLetInLast(t *testing.T) {
 		pending bool
 		want    string
 	}{
-		{"last, line empty", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, false, "shadow [v w x]"},
-		{"last, drawn line empty", func(c *queue.Config) { c.ShadowAdmits, c.Method = queue.ShadowLast, queue.MethodRandom }, 0, false, false, "shadow [v w x]"},
-		{"last, someone waiting", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 1, false, false, "line [a]"},
-		{"last, an opening placed", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, true, false, "line []"},
-		{"last, an opening ahead", func(c *queue.Config) { c.ShadowAdmits = queue.ShadowLast }, 0, false, true, "line []"},
-		{"last, paused", func(c *queue.Config) { c.ShadowAdmits, c.Paused = queue.ShadowLast, true }, 0, false, false, "line []"},
+		{"last, line empty", func(c *queue.Config) { c.ShadowAdmits = suspect.AdmitLast }, 0, false, false, "shadow [v w x]"},
+		{"last, drawn line empty", func(c *queue.Config) { c.ShadowAdmits, c.Method = suspect.AdmitLast, queue.MethodRandom }, 0, false, false, "shadow [v w x]"},
+		{"last, someone waiting", func(c *queue.Config) { c.ShadowAdmits = suspect.AdmitLast }, 1, false, false, "line [a]"},
+		{"last, an opening placed", func(c *queue.Config) { c.ShadowAdmits = suspect.AdmitLast }, 0, true, false, "line []"},
+		{"last, an opening ahead", func(c *queue.Config) { c.ShadowAdmits = suspect.AdmitLast }, 0, false, true, "line []"},
+		{"last, paused", func(c *queue.Config) { c.ShadowAdmits, c.Paused = suspect.AdmitLast, true }, 0, false, false, "line []"},
 		{"never", func(c *queue.Config) {}, 0, false, false, "line []"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // TestDurableTimeGoesOnWhileDown: tokens that expired while the store was
@@ -266,7 +267,7 @@ func TestDurableShadowLine(t *testing.T) {
 	if err := s.PutConfig(ctx, "q", queue.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
-	mark := queue.SuspectMark{Signals: []string{"address_range"}, Address: "h-9"}
+	mark := suspect.Mark{Signals: []string{"address_range"}, Address: "h-9"}
 	step := func(what string, err error) {
 		t.Helper()
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // Store is the in-process implementation of queue.Store.
@@ -599,7 +600,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
 			Placing: q.openState == "placing", Pending: q.pending(), Length: q.waiting(), Stock: q.stock}
-		if q.cfg.ShadowAdmits == queue.ShadowLast {
+		if q.cfg.ShadowAdmits == suspect.AdmitLast {
 			tick.Shadow, tick.ShadowFront = int64(len(q.sh.Places)), q.shadowFront
 		}
 		if len(tokens) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // TestConformance runs the suite on a fake clock: the store takes its
@@ -152,11 +153,11 @@ func (r *restarting) Enter(ctx context.Context, q, user string) (queue.Standing,
 func (r *restarting) Status(ctx context.Context, q, user string) (queue.Standing, error) {
 	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Status(ctx, q, user) })
 }
-func (r *restarting) EnterShadow(ctx context.Context, q, user string, m queue.SuspectMark) (queue.Standing, error) {
+func (r *restarting) EnterShadow(ctx context.Context, q, user string, m suspect.Mark) (queue.Standing, error) {
 	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.EnterShadow(ctx, q, user, m) })
 }
-func (r *restarting) Suspects(ctx context.Context, q string, limit int) ([]queue.Suspect, error) {
-	return call(r, func(s *memstore.Store) ([]queue.Suspect, error) { return s.Suspects(ctx, q, limit) })
+func (r *restarting) Suspects(ctx context.Context, q string, limit int) ([]suspect.Place, error) {
+	return call(r, func(s *memstore.Store) ([]suspect.Place, error) { return s.Suspects(ctx, q, limit) })
 }
 func (r *restarting) ClearSuspect(ctx context.Context, q string, ticket int64) (bool, error) {
 	return call(r, func(s *memstore.Store) (bool, error) { return s.ClearSuspect(ctx, q, ticket) })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // The journal keeps the steps that changed the store, not the state they
@@ -294,7 +295,7 @@ func (s *Store) replay(o op) error {
 	case opExtend:
 		_, err = s.Extend(ctx, o.queue, o.user, o.token)
 	case opEnterShadow:
-		_, err = s.EnterShadow(ctx, o.queue, o.user, queue.SuspectMark{Signals: o.list, Address: o.token})
+		_, err = s.EnterShadow(ctx, o.queue, o.user, suspect.Mark{Signals: o.list, Address: o.token})
 	case opClearSuspect:
 		_, err = s.ClearSuspect(ctx, o.queue, o.n)
 	case opSetStock:

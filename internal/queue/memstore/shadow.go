@@ -9,6 +9,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // shadow is a queue's shadow line (issue 51), the in-process twin of the
@@ -34,7 +35,7 @@ type shadowPlace struct {
 	User           string
 	Ticket, Behind int64
 	Joined         time.Time
-	Mark           queue.SuspectMark
+	Mark           suspect.Mark
 }
 
 type clearedPlace struct {
@@ -169,7 +170,7 @@ func (q *state) shadowStanding(p shadowPlace, now time.Time) queue.Standing {
 }
 
 // enterShadow is EnterShadow under the lock.
-func (q *state) enterShadow(user string, mark queue.SuspectMark, now time.Time) (queue.Standing, bool, error) {
+func (q *state) enterShadow(user string, mark suspect.Mark, now time.Time) (queue.Standing, bool, error) {
 	if e, ok := q.standing(user, now); ok {
 		marked := e.State == queue.Waiting && !e.PreQueue && !e.Shadow && q.markSeen(user, e.Position, now)
 		return e, marked, nil
@@ -190,14 +191,14 @@ func (q *state) enterShadow(user string, mark queue.SuspectMark, now time.Time) 
 	}
 	q.sh.Seq++
 	p := shadowPlace{User: user, Ticket: q.sh.Seq, Behind: behind, Joined: now,
-		Mark: queue.SuspectMark{Signals: slices.Clone(mark.Signals), Address: mark.Address}}
+		Mark: suspect.Mark{Signals: slices.Clone(mark.Signals), Address: mark.Address}}
 	q.sh.Places = append(q.sh.Places, p)
 	q.sh.byUser[user] = p.Ticket
 	return q.shadowStanding(p, now), true, nil
 }
 
 // EnterShadow implements queue.Store.
-func (s *Store) EnterShadow(_ context.Context, name, user string, mark queue.SuspectMark) (queue.Standing, error) {
+func (s *Store) EnterShadow(_ context.Context, name, user string, mark suspect.Mark) (queue.Standing, error) {
 	o := &op{kind: opEnterShadow, queue: name, user: user, token: mark.Address, list: mark.Signals}
 	return change(s, o, func(q *state, now time.Time) (queue.Standing, bool, error) {
 		return q.enterShadow(user, mark, now)
@@ -205,12 +206,12 @@ func (s *Store) EnterShadow(_ context.Context, name, user string, mark queue.Sus
 }
 
 // Suspects implements queue.Store.
-func (s *Store) Suspects(_ context.Context, name string, limit int) ([]queue.Suspect, error) {
-	return in(s, name, func(q *state, _ time.Time) ([]queue.Suspect, error) {
-		out := make([]queue.Suspect, 0, min(max(limit, 0), len(q.sh.Places)))
+func (s *Store) Suspects(_ context.Context, name string, limit int) ([]suspect.Place, error) {
+	return in(s, name, func(q *state, _ time.Time) ([]suspect.Place, error) {
+		out := make([]suspect.Place, 0, min(max(limit, 0), len(q.sh.Places)))
 		for _, p := range q.sh.Places[:cap(out)] {
-			out = append(out, queue.Suspect{Ticket: p.Ticket, Behind: p.Behind, Joined: p.Joined.UTC(),
-				SuspectMark: queue.SuspectMark{Signals: slices.Clone(p.Mark.Signals), Address: p.Mark.Address}})
+			out = append(out, suspect.Place{Ticket: p.Ticket, Behind: p.Behind, Joined: p.Joined.UTC(),
+				Mark: suspect.Mark{Signals: slices.Clone(p.Mark.Signals), Address: p.Mark.Address}})
 		}
 		return out, nil
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // Operator makes the operator's calls on a queue's store.
@@ -255,7 +256,7 @@ const MaxSuspects = 1000
 // line, oldest first, with the queue's stats (ShadowLength says how many
 // there are in all). The stats are read first: an unknown queue is
 // ErrQueueNotFound, whatever the store's shadow line would say of it.
-func (o *Operator) Suspects(ctx context.Context, q string, limit int) ([]queue.Suspect, queue.Stats, error) {
+func (o *Operator) Suspects(ctx context.Context, q string, limit int) ([]suspect.Place, queue.Stats, error) {
 	if limit < 1 || limit > MaxSuspects {
 		return nil, queue.Stats{}, fmt.Errorf("%w: limit must be 1..%d, got %d", queue.ErrInvalidConfig, MaxSuspects, limit)
 	}

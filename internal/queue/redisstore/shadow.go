@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // The shadow line (issue 51): enter_shadow.lua, suspects.lua and
@@ -19,7 +20,7 @@ var (
 )
 
 // EnterShadow implements queue.Store.
-func (s *Store) EnterShadow(ctx context.Context, name, user string, mark queue.SuspectMark) (queue.Standing, error) {
+func (s *Store) EnterShadow(ctx context.Context, name, user string, mark suspect.Mark) (queue.Standing, error) {
 	args := make([]any, 0, 2+len(mark.Signals))
 	args = append(args, user, mark.Address)
 	for _, sig := range mark.Signals {
@@ -39,7 +40,7 @@ func (s *Store) EnterShadow(ctx context.Context, name, user string, mark queue.S
 }
 
 // Suspects implements queue.Store.
-func (s *Store) Suspects(ctx context.Context, name string, limit int) ([]queue.Suspect, error) {
+func (s *Store) Suspects(ctx context.Context, name string, limit int) ([]suspect.Place, error) {
 	r, err := s.run(ctx, suspectsScript, name, []any{limit}).Slice()
 	if err != nil {
 		return nil, unavailable(err)
@@ -48,9 +49,9 @@ func (s *Store) Suspects(ctx context.Context, name string, limit int) ([]queue.S
 	if len(r) == 1 && p.int(0) == kindUnknownQueue {
 		return nil, queue.ErrQueueNotFound
 	}
-	out := make([]queue.Suspect, 0, len(r)/4)
+	out := make([]suspect.Place, 0, len(r)/4)
 	for i := 0; i+3 < len(r); i += 4 {
-		sus := queue.Suspect{Ticket: int64(p.float(i + 1)), Joined: waited(r, i+3, time.Time{}).Entered}
+		sus := suspect.Place{Ticket: int64(p.float(i + 1)), Joined: waited(r, i+3, time.Time{}).Entered}
 		behind, rest, _ := strings.Cut(p.str(i+2), "|")
 		sus.Behind, _ = strconv.ParseInt(behind, 10, 64)
 		sus.Address, rest, _ = strings.Cut(rest, "|")

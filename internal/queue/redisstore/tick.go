@@ -13,6 +13,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // tickFields are admission.TickState in the admission hash, field by field.
@@ -176,7 +177,7 @@ type tickRead struct {
 // when the queue lets it in last: its front is read, a stretch at a time,
 // only if the plan comes to it (the line empty).
 func (s *Store) shadowTurn(ctx context.Context, name string, t *tickRead) {
-	if t.in.Config.ShadowAdmits != queue.ShadowLast || t.shadow == 0 {
+	if t.in.Config.ShadowAdmits != suspect.AdmitLast || t.shadow == 0 {
 		return
 	}
 	t.in.Shadow = t.shadow

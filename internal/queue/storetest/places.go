@@ -169,7 +169,7 @@ func buildPlaces(t *testing.T, s queue.Store, q string, pc PlaceCase) (kept, cle
 				continue
 			}
 			u := fmt.Sprintf("s%03d", i)
-			e, err := s.EnterShadow(ctx, q, u, queue.SuspectMark{Signals: []string{string(suspect.EdgeScore)}})
+			e, err := s.EnterShadow(ctx, q, u, suspect.Mark{Signals: []string{string(suspect.EdgeScore)}})
 			if err != nil {
 				t.Fatalf("EnterShadow(%s): %v", u, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // The suite's part for the shadow line (issue 51): a suspect's place
@@ -32,7 +33,7 @@ func init() {
 	)
 }
 
-var testMark = queue.SuspectMark{Signals: []string{"edge_score", "poll_rate"}, Address: "h-1"}
+var testMark = suspect.Mark{Signals: []string{"edge_score", "poll_rate"}, Address: "h-1"}
 
 func mustEnterShadow(t *testing.T, s queue.Store, q, user string) queue.Standing {
 	t.Helper()
@@ -107,7 +108,7 @@ func testShadowAnswered(t *testing.T, s queue.Store, clock Clock) {
 	if len(sus) != 2 || sus[0].Ticket != 1 || sus[0].Behind != 3 || sus[1].Ticket != 2 || sus[1].Behind != 4 {
 		t.Fatalf("Suspects: %+v; want x (1, behind 3) then y (2, behind 4)", sus)
 	}
-	if diff := cmp.Diff(testMark, sus[0].SuspectMark); diff != "" {
+	if diff := cmp.Diff(testMark, sus[0].Mark); diff != "" {
 		t.Errorf("x's mark (-want +got):\n%s", diff)
 	}
 	if d := sus[0].Joined.Sub(joined); d < -time.Millisecond || d > time.Second {
@@ -346,7 +347,7 @@ func testShadowCapacity(t *testing.T, s queue.Store, clock Clock) {
 func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig()
-	c.ShadowAdmits, c.Paused = queue.ShadowLast, true
+	c.ShadowAdmits, c.Paused = suspect.AdmitLast, true
 	q := newQueue(t, s, c)
 	mustEnterShadow(t, s, q, "x")
 	if got := admitDue(t, s, clock, q, 10); len(got) != 0 {
@@ -368,7 +369,7 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 	}
 
 	c = fastConfig()
-	c.OpensAt, c.ShadowAdmits = clock.Now().Add(time.Hour), queue.ShadowLast
+	c.OpensAt, c.ShadowAdmits = clock.Now().Add(time.Hour), suspect.AdmitLast
 	o := newQueue(t, s, c)
 	mustEnter(t, s, o, "a")
 	mustEnter(t, s, o, "b")
@@ -422,7 +423,7 @@ func testShadowAdmitsLast(t *testing.T, s queue.Store, clock Clock) {
 	}
 	shadowAt(t, "x under never", mustStatus(t, s, q, "x"), 1, 1, 1)
 
-	c.ShadowAdmits = queue.ShadowLast
+	c.ShadowAdmits = suspect.AdmitLast
 	if err := s.PutConfig(ctx, q, c); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func testShadowAdmitsLast(t *testing.T, s queue.Store, clock Clock) {
 // drawn while under never, nor before the real line is empty under last.
 func testShadowNotDrawn(t *testing.T, s queue.Store, clock Clock) {
 	c := randomConfig()
-	c.BatchSize, c.RatePerSecond, c.ShadowAdmits = 3, 3000, queue.ShadowLast
+	c.BatchSize, c.RatePerSecond, c.ShadowAdmits = 3, 3000, suspect.AdmitLast
 	q := newQueue(t, s, c)
 	for i := range 6 {
 		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
@@ -503,7 +504,7 @@ func testShadowDeleted(t *testing.T, s queue.Store, clock Clock) {
 func testShadowProperty(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	c := fastConfig()
-	c.RatePerSecond, c.BatchSize, c.ShadowAdmits = 1000, 1, queue.ShadowLast // one a tick
+	c.RatePerSecond, c.BatchSize, c.ShadowAdmits = 1000, 1, suspect.AdmitLast // one a tick
 	q := newQueue(t, s, c)
 	rnd := rand.New(rand.NewPCG(51, 51))
 	users := make([]string, 24)

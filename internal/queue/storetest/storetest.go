@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // Clock is the time a store under test keeps, as the suite sees it.
@@ -942,8 +943,8 @@ func testConfigRoundTrip(t *testing.T, s queue.Store, clock Clock) {
 		RateDerivation: "20 conns × 0.5 × 1000/300 ms = 33.5/s",
 		Method:         queue.MethodReject,
 		Join:           queue.JoinSigned, ChallengeCost: 1234,
-		Suspects:     queue.SuspectsChallenge,
-		ShadowAdmits: queue.ShadowLast,
+		Suspects:     suspect.Challenge,
+		ShadowAdmits: suspect.AdmitLast,
 		// and the other suspect settings (issue 51)
 		SuspectChallengeCost: 23456, ShadowCapacity: 77, HumanCheckSigned: true}
 	q := newQueue(t, s, c)
