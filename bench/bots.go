@@ -87,6 +87,9 @@ type BotsCPU struct {
 	Polls                        int // of each kind
 	ShadowPerPoll, PersonPerPoll time.Duration
 	Ratio                        float64 // shadow ÷ person
+	// RoundRatios are each round's ratio: how far the machine's load
+	// moves one.
+	RoundRatios []float64
 }
 
 // Goals of the "Must show".

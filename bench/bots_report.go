@@ -75,10 +75,11 @@ func botsGoals(b *strings.Builder, rep *BotsReport) {
 		fmt.Fprintf(b, "- people's time in line within %.0f%% of the run without bots: %s (p50 %+.1f%%, p95 %+.1f%%).\n",
 			100*GoalBotsTimeRatio, met(math.Abs(d50) <= GoalBotsTimeRatio && math.Abs(d95) <= GoalBotsTimeRatio), 100*d50, 100*d95)
 	}
-	if sig.CPU != nil {
+	if sig.CPU != nil && len(sig.CPU.RoundRatios) > 0 {
 		c := sig.CPU
-		fmt.Fprintf(b, "- a shadow poll costs the instance no more CPU than a person's: %s (%s against %s a poll, %.2f×, over %d polls of each, alternating).\n",
-			met(c.Ratio <= GoalBotsCPURatio), us(c.ShadowPerPoll), us(c.PersonPerPoll), c.Ratio, c.Polls)
+		fmt.Fprintf(b, "- a shadow poll costs the instance no more CPU than a person's: %s (%s against %s a poll, %.2f×, over %d polls of each in %d alternating rounds, whose ratios ran %.2f–%.2f×).\n",
+			met(c.Ratio <= GoalBotsCPURatio), us(c.ShadowPerPoll), us(c.PersonPerPoll), c.Ratio, c.Polls,
+			len(c.RoundRatios), slices.Min(c.RoundRatios), slices.Max(c.RoundRatios))
 	}
 }
 

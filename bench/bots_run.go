@@ -138,38 +138,44 @@ func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error
 	for _, c := range r.crowd {
 		switch {
 		case c.err != nil || c.placed.IsZero() || !c.ready.IsZero():
-		case c.shadow && len(shadows) < 100:
+		case c.shadow:
 			shadows = append(shadows, c)
-		case c.kind == kindLate && !c.shadow && len(people) < 100:
+		case c.kind == kindLate:
 			people = append(people, c)
 		}
 	}
+	// A hundred of each, spread over the crowd: data-centre and scored
+	// bots alike.
+	shadows, people = spread(shadows, 100), spread(people, 100)
 	if len(shadows) == 0 || len(people) == 0 {
 		return nil, fmt.Errorf("%d shadow places and %d waiting people to poll", len(shadows), len(people))
 	}
-	polls, rounds := 5000, 3
+	polls, rounds := 5000, 6
 	if r.o.Short {
-		polls = 300
+		polls, rounds = 300, 2
 	}
 	out := &BotsCPU{Polls: polls * rounds}
 	var shadowCPU, personCPU time.Duration
-	for range rounds {
-		for _, k := range []struct {
+	for i := range rounds {
+		// Each kind goes first in every other round, so that a drift in
+		// the machine's load falls on both alike.
+		var shadow, person time.Duration
+		kinds := []struct {
 			clients []*botClient
-			sum     *time.Duration
-		}{{shadows, &shadowCPU}, {people, &personCPU}} {
-			before, err := procCPU(pid)
-			if err != nil {
+			cpu     *time.Duration
+		}{{shadows, &shadow}, {people, &person}}
+		if i%2 == 1 {
+			kinds[0], kinds[1] = kinds[1], kinds[0]
+		}
+		for _, k := range kinds {
+			var err error
+			if *k.cpu, err = r.cpuOfPolls(ctx, pid, k.clients, polls); err != nil {
 				return nil, err
 			}
-			if err := r.pollMany(ctx, k.clients, polls); err != nil {
-				return nil, err
-			}
-			after, err := procCPU(pid)
-			if err != nil {
-				return nil, err
-			}
-			*k.sum += after - before
+		}
+		shadowCPU, personCPU = shadowCPU+shadow, personCPU+person
+		if person > 0 {
+			out.RoundRatios = append(out.RoundRatios, float64(shadow)/float64(person))
 		}
 	}
 	out.ShadowPerPoll = shadowCPU / time.Duration(out.Polls)
@@ -178,6 +184,31 @@ func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error
 		out.Ratio = float64(shadowCPU) / float64(personCPU)
 	}
 	return out, nil
+}
+
+// spread is n of cs, evenly spaced (all of them if fewer).
+func spread(cs []*botClient, n int) []*botClient {
+	if len(cs) <= n {
+		return cs
+	}
+	out := make([]*botClient, n)
+	for i := range out {
+		out[i] = cs[i*len(cs)/n]
+	}
+	return out
+}
+
+// cpuOfPolls is the instance's CPU time over n polls of clients.
+func (r *botsRunner) cpuOfPolls(ctx context.Context, pid int, clients []*botClient, n int) (time.Duration, error) {
+	before, err := procCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.pollMany(ctx, clients, n); err != nil {
+		return 0, err
+	}
+	after, err := procCPU(pid)
+	return after - before, err
 }
 
 // pollMany sends n status polls, round-robin over clients, from 8
