@@ -14,10 +14,12 @@ import (
 // TestBotsShort runs the bots section in its short mode (800 places) and
 // checks its shape: every run admitted as many as it counts, no request
 // failed, no person was refused, the carrier-NAT people all hold a place.
-// The share of people is asserted only where it is exact by construction
-// (no bots: all people); the goals are bench/run.sh -sections bots'.
+// With the signals, every bot is marked by construction (in the ranges
+// file, or scored below the threshold) and no person is, so there the
+// people are all of the admitted, and the CPU comparison ran; the timing
+// goals are bench/run.sh -sections bots'.
 func TestBotsShort(t *testing.T) {
-	o := Options{Short: true, Sections: []string{"bots"}, BotsRuns: []string{"before"}}
+	o := Options{Short: true, Sections: []string{"bots"}}
 	if testing.Verbose() {
 		o.Log = os.Stderr
 	}
@@ -28,7 +30,7 @@ func TestBotsShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Bots == nil || len(r.Bots.Runs) != len(o.BotsRuns) {
+	if r.Bots == nil || len(r.Bots.Runs) != len(botsRunSpecs) {
 		t.Fatalf("bots: %+v", r.Bots)
 	}
 	for _, run := range r.Bots.Runs {
@@ -36,8 +38,14 @@ func TestBotsShort(t *testing.T) {
 			t.Errorf("%s: %d errors (%s), %d admitted of %d, %d people refused, %d of %d NAT people placed",
 				run.Name, run.Errors, run.ErrorSample, run.Admitted, r.Bots.Admit, run.People403, run.NATPlaced, r.Bots.NAT)
 		}
-		if !run.Bots && run.PeopleShare != 1 {
-			t.Errorf("%s: people are %.2f of those admitted with no bots", run.Name, run.PeopleShare)
+		if (!run.Bots || run.Signals) && run.PeopleShare != 1 {
+			t.Errorf("%s: people are %.2f of those admitted", run.Name, run.PeopleShare)
+		}
+		if run.PeopleShadowed > 0 || run.Signals && run.Bots && run.Shadowed != r.Bots.DCBots+r.Bots.ScoredBots {
+			t.Errorf("%s: %d places shadowed, %d of them people's", run.Name, run.Shadowed, run.PeopleShadowed)
+		}
+		if (run.CPU != nil) != (run.Bots && run.Signals) {
+			t.Errorf("%s: the CPU comparison: %+v", run.Name, run.CPU)
 		}
 	}
 	md := botsMarkdown(r.Bots, "stamp")
