@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,9 +49,23 @@ func TestBotsShort(t *testing.T) {
 			t.Errorf("%s: the CPU comparison: %+v", run.Name, run.CPU)
 		}
 	}
-	md := botsMarkdown(r.Bots, "stamp")
+	// The section goes between its markers in security.md beside the
+	// benchmarks' doc, the rest of both kept.
+	dir := t.TempDir()
+	doc, sec := filepath.Join(dir, "benchmarks.md"), filepath.Join(dir, "security.md")
+	os.WriteFile(doc, []byte("benchmarks kept\n"), 0o644)
+	os.WriteFile(sec, []byte("before\n<!-- bench:bots -->\nOLD BLOCK\n<!-- /bench:bots -->\nafter\n"), 0o644)
+	if err := Write(r, doc, filepath.Join(dir, "svg"), "bench/run.sh --short -sections bots"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(doc)
+	md, _ := os.ReadFile(sec)
+	if string(b) != "benchmarks kept\n" || !strings.HasPrefix(string(md), "before\n<!-- bench:bots -->\n") ||
+		!strings.HasSuffix(string(md), "<!-- /bench:bots -->\nafter\n") || strings.Contains(string(md), "OLD BLOCK") {
+		t.Errorf("written: benchmarks.md %q, security.md:\n%s", b, md)
+	}
 	for _, run := range r.Bots.Runs {
-		if !strings.Contains(md, "| "+run.Name+": ") {
+		if !strings.Contains(string(md), "| "+run.Name+": ") {
 			t.Errorf("the section lacks the %s run:\n%s", run.Name, md)
 		}
 	}
