@@ -61,8 +61,12 @@ type BotsRun struct {
 	Shadowed, PeopleShadowed int
 	People403, Bots403       int
 	// From the instance: its stats' shadowLength and the admin suspects
-	// list's length (-1: not answered).
-	ShadowLength, SuspectsListed int
+	// list's (-1: not answered); the signals that marked the places the
+	// list shows (its first botsListLimit), and their distinct hashed
+	// addresses.
+	ShadowLength, ListedLength int
+	Listed, ListedAddresses    int
+	ListedSignals              map[string]int
 	// The carrier-NAT people placed, and the longest any of them took from
 	// asking for a session to holding a place.
 	NATPlaced int
@@ -83,6 +87,9 @@ type BotsCPU struct {
 	Polls                        int // of each kind
 	ShadowPerPoll, PersonPerPoll time.Duration
 	Ratio                        float64 // shadow ÷ person
+	// RoundRatios are each round's ratio: how far the machine's load
+	// moves one.
+	RoundRatios []float64
 }
 
 // Goals of the "Must show".
@@ -269,7 +276,7 @@ type botsRunner struct {
 }
 
 func botsRun(ctx context.Context, o Options, rep *BotsReport, spec botsRunSpec, ranges, dataDir string) (BotsRun, error) {
-	run := BotsRun{Name: spec.name, Described: spec.described, Bots: spec.bots, Signals: spec.signals, ShadowLength: -1, SuspectsListed: -1}
+	run := BotsRun{Name: spec.name, Described: spec.described, Bots: spec.bots, Signals: spec.signals, ShadowLength: -1, ListedLength: -1}
 	cfg := newInstanceConfig(Options{})
 	cfg.Args = botsArgs(dataDir, ranges, spec.signals)
 	in, err := startInstance(ctx, cfg, o.Log)
@@ -303,7 +310,7 @@ func botsRun(ctx context.Context, o Options, rep *BotsReport, spec botsRunSpec, 
 	run.Entered = time.Since(start)
 	err = r.openAndAdmit(runCtx, pollCtx, &pollers)
 	if err == nil {
-		run.ShadowLength, run.SuspectsListed = r.suspectsSeen(runCtx)
+		r.suspectsSeen(runCtx, &run)
 	}
 	stopPolls()
 	pollers.Wait()

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,13 +24,19 @@ func botsMarkdown(rep *BotsReport, stamp string) string {
 		"instance of its own process (embedded line).\n\n",
 		rep.People, botsPersonScore, rep.NAT, rep.DCBots+rep.ScoredBots, rep.DCBots, rep.DCAddrs, rep.ScoredBots, botsBotScore,
 		botsScoreHeader, botsScoreBelow, rep.Faster, rep.Rate, rep.Admit, rep.Admit, rep.Late)
-	b.WriteString("| run | people among the first admitted | places shadowed (people) | 403 to people / to bots | `shadowLength` / suspects listed | carrier-NAT people placed (the slowest took) | people's time in line p50 / p95 | entering took | requests | errors |\n")
+	b.WriteString("| run | people among the first admitted | places shadowed (people) | 403 to people / to bots | `shadowLength`: stats / suspects list | carrier-NAT people placed (the slowest took) | people's time in line p50 / p95 | entering took | requests | errors |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Runs {
 		fmt.Fprintf(&b, "| %s: %s | **%d of %d (%.1f%%)** | %d (%d) | %d / %d | %s / %s | %d of %d (%.1f s) | %.2f s / %.2f s | %.1f s | %d | %d |\n",
 			r.Name, r.Described, r.PeopleAdmitted, r.Admitted, 100*r.PeopleShare, r.Shadowed, r.PeopleShadowed,
-			r.People403, r.Bots403, known(r.ShadowLength), known(r.SuspectsListed), r.NATPlaced, rep.NAT,
+			r.People403, r.Bots403, known(r.ShadowLength), known(r.ListedLength), r.NATPlaced, rep.NAT,
 			r.NATWithin.Seconds(), r.TimeP50.Seconds(), r.TimeP95.Seconds(), r.Entered.Seconds(), r.Requests, r.Errors)
+	}
+	for _, r := range rep.Runs {
+		if r.Listed > 0 {
+			fmt.Fprintf(&b, "\n%s: the suspects list's first %d places were marked by %s, from %d distinct (hashed) addresses.\n",
+				r.Name, r.Listed, signalCounts(r.ListedSignals), r.ListedAddresses)
+		}
 	}
 	b.WriteString("\nPlaces shadowed are counted from the answers (a shadow place's signed ticket carries the real line's epoch + 2^50); time in line runs from the opening to the READY answer.\n")
 	botsGoals(&b, rep)
@@ -67,11 +75,21 @@ func botsGoals(b *strings.Builder, rep *BotsReport) {
 		fmt.Fprintf(b, "- people's time in line within %.0f%% of the run without bots: %s (p50 %+.1f%%, p95 %+.1f%%).\n",
 			100*GoalBotsTimeRatio, met(math.Abs(d50) <= GoalBotsTimeRatio && math.Abs(d95) <= GoalBotsTimeRatio), 100*d50, 100*d95)
 	}
-	if sig.CPU != nil {
+	if sig.CPU != nil && len(sig.CPU.RoundRatios) > 0 {
 		c := sig.CPU
-		fmt.Fprintf(b, "- a shadow poll costs the instance no more CPU than a person's: %s (%s against %s a poll, %.2f×, over %d polls of each, alternating).\n",
-			met(c.Ratio <= GoalBotsCPURatio), us(c.ShadowPerPoll), us(c.PersonPerPoll), c.Ratio, c.Polls)
+		fmt.Fprintf(b, "- a shadow poll costs the instance no more CPU than a person's: %s (%s against %s a poll, %.2f×, over %d polls of each in %d alternating rounds, whose ratios ran %.2f–%.2f×).\n",
+			met(c.Ratio <= GoalBotsCPURatio), us(c.ShadowPerPoll), us(c.PersonPerPoll), c.Ratio, c.Polls,
+			len(c.RoundRatios), slices.Min(c.RoundRatios), slices.Max(c.RoundRatios))
 	}
+}
+
+// signalCounts is "address_range 500, edge_score 500", by name.
+func signalCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("`%s` %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func known(n int) string {

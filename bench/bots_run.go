@@ -8,17 +8,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
-// openAndAdmit moves the opening to a few seconds ahead (everyone is in),
-// lets the late people enter once it has passed, and waits until Admit are
-// let in and their clients have seen it.
+// openAndAdmit moves the opening near (everyone is in), lets the late
+// people enter once it has passed, and waits until Admit are let in and
+// their clients have seen it. The opening is botsOpenIn ahead: more than
+// the longest poll interval told before (12 s), so that every client has
+// asked once since, and been told to ask every 2 s as the opening nears;
+// then how soon people learn of it is alike in every run, whenever they
+// entered.
 func (r *botsRunner) openAndAdmit(ctx, pollCtx context.Context, pollers *sync.WaitGroup) error {
-	r.opening = time.Now().Add(3 * time.Second).Truncate(time.Second)
+	r.opening = time.Now().Add(botsOpenIn).Truncate(time.Second)
 	st, body, _, err := r.do(ctx, "PATCH", "/admin/v1/queues/"+r.queue, nil,
 		map[string]any{"opensAt": r.opening.UTC().Format(time.RFC3339)})
 	if err != nil || st != http.StatusOK {
@@ -76,44 +82,53 @@ func (r *botsRunner) frontEpoch(ctx context.Context) (int64, error) {
 	return front.Epoch, nil
 }
 
+// botsOpenIn is how far ahead the opening is set once the crowd is in.
+const botsOpenIn = 15 * time.Second
+
+// botsListLimit is the most places the admin suspects list is asked for.
+const botsListLimit = 1000
+
 // suspectsSeen reads the instance's own count of the shadow line (stats'
-// shadowLength) and the admin list of suspects; -1 where not answered.
-func (r *botsRunner) suspectsSeen(ctx context.Context) (shadowLength, listed int) {
-	shadowLength, listed = -1, -1
+// shadowLength) and the admin list of suspects: its count, and the
+// signals and hashed addresses of the places it shows.
+func (r *botsRunner) suspectsSeen(ctx context.Context, run *BotsRun) {
 	if st, body, _, err := r.do(ctx, "GET", "/admin/v1/queues/"+r.queue, nil, nil); err == nil && st == http.StatusOK {
 		if n, ok := body["shadowLength"].(float64); ok {
-			shadowLength = int(n)
+			run.ShadowLength = int(n)
 		}
 	}
-	res, err := r.request(ctx, "GET", "/admin/v1/queues/"+r.queue+"/suspects", nil, nil)
+	res, err := r.request(ctx, "GET", fmt.Sprintf("/admin/v1/queues/%s/suspects?limit=%d", r.queue, botsListLimit), nil, nil)
 	if err != nil {
-		return shadowLength, listed
+		return
 	}
 	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode == http.StatusOK {
-		listed = countListed(raw)
+	var list suspectList
+	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&list) != nil {
+		return
 	}
-	return shadowLength, listed
+	list.count(run)
 }
 
-// countListed is the length of a JSON list, or of the first list in a JSON
-// object ({"suspects": [...]}), or -1.
-func countListed(raw []byte) int {
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) == nil {
-		return len(list)
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return -1
-	}
-	for _, v := range obj {
-		if json.Unmarshal(v, &list) == nil {
-			return len(list)
+// suspectList is the admin API's SuspectList, as far as the report reads it.
+type suspectList struct {
+	ShadowLength int `json:"shadowLength"`
+	Suspects     []struct {
+		Signals []string `json:"signals"`
+		Address string   `json:"address"`
+	} `json:"suspects"`
+}
+
+func (l suspectList) count(run *BotsRun) {
+	run.ListedLength, run.Listed = l.ShadowLength, len(l.Suspects)
+	run.ListedSignals = map[string]int{}
+	addrs := map[string]bool{}
+	for _, s := range l.Suspects {
+		for _, sig := range s.Signals {
+			run.ListedSignals[sig]++
 		}
+		addrs[s.Address] = true
 	}
-	return -1
+	run.ListedAddresses = len(addrs)
 }
 
 // comparePolls measures the instance's CPU time (from /proc) over polls of
@@ -125,38 +140,44 @@ func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error
 	for _, c := range r.crowd {
 		switch {
 		case c.err != nil || c.placed.IsZero() || !c.ready.IsZero():
-		case c.shadow && len(shadows) < 100:
+		case c.shadow:
 			shadows = append(shadows, c)
-		case c.kind == kindLate && !c.shadow && len(people) < 100:
+		case c.kind == kindLate:
 			people = append(people, c)
 		}
 	}
+	// A hundred of each, spread over the crowd: data-centre and scored
+	// bots alike.
+	shadows, people = spread(shadows, 100), spread(people, 100)
 	if len(shadows) == 0 || len(people) == 0 {
 		return nil, fmt.Errorf("%d shadow places and %d waiting people to poll", len(shadows), len(people))
 	}
-	polls, rounds := 3000, 3
+	polls, rounds := 5000, 6
 	if r.o.Short {
-		polls = 300
+		polls, rounds = 300, 2
 	}
 	out := &BotsCPU{Polls: polls * rounds}
 	var shadowCPU, personCPU time.Duration
-	for range rounds {
-		for _, k := range []struct {
+	for i := range rounds {
+		// Each kind goes first in every other round, so that a drift in
+		// the machine's load falls on both alike.
+		var shadow, person time.Duration
+		kinds := []struct {
 			clients []*botClient
-			sum     *time.Duration
-		}{{shadows, &shadowCPU}, {people, &personCPU}} {
-			before, err := procCPU(pid)
-			if err != nil {
+			cpu     *time.Duration
+		}{{shadows, &shadow}, {people, &person}}
+		if i%2 == 1 {
+			kinds[0], kinds[1] = kinds[1], kinds[0]
+		}
+		for _, k := range kinds {
+			var err error
+			if *k.cpu, err = r.cpuOfPolls(ctx, pid, k.clients, polls); err != nil {
 				return nil, err
 			}
-			if err := r.pollMany(ctx, k.clients, polls); err != nil {
-				return nil, err
-			}
-			after, err := procCPU(pid)
-			if err != nil {
-				return nil, err
-			}
-			*k.sum += after - before
+		}
+		shadowCPU, personCPU = shadowCPU+shadow, personCPU+person
+		if person > 0 {
+			out.RoundRatios = append(out.RoundRatios, float64(shadow)/float64(person))
 		}
 	}
 	out.ShadowPerPoll = shadowCPU / time.Duration(out.Polls)
@@ -165,6 +186,59 @@ func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error
 		out.Ratio = float64(shadowCPU) / float64(personCPU)
 	}
 	return out, nil
+}
+
+// spread is n of cs, evenly spaced (all of them if fewer).
+func spread(cs []*botClient, n int) []*botClient {
+	if len(cs) <= n {
+		return cs
+	}
+	out := make([]*botClient, n)
+	for i := range out {
+		out[i] = cs[i*len(cs)/n]
+	}
+	return out
+}
+
+// cpuOfPolls is the instance's CPU time over n polls of clients.
+func (r *botsRunner) cpuOfPolls(ctx context.Context, pid int, clients []*botClient, n int) (time.Duration, error) {
+	before, err := threadsCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.pollMany(ctx, clients, n); err != nil {
+		return 0, err
+	}
+	after, err := threadsCPU(pid)
+	return after - before, err
+}
+
+// threadsCPU is a process's CPU time to the nanosecond: the sum of its
+// threads' time on a CPU (/proc/<pid>/task/*/schedstat). /proc/<pid>/stat
+// counts in 10 ms ticks, a few percent of a round's time: enough to move
+// a ratio of two rounds by more than the difference it is after. A thread
+// that ended took its time with it, so the times are read where threads
+// stay (the Go runtime keeps its threads).
+func threadsCPU(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended between the two reads
+		}
+		onCPU, _, _ := strings.Cut(string(b), " ")
+		ns, err := strconv.ParseInt(onCPU, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("unexpected %s/%s/schedstat: %q", dir, t.Name(), b)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }
 
 // pollMany sends n status polls, round-robin over clients, from 8

@@ -124,6 +124,21 @@ func TestRangesMergeAndEdges(t *testing.T) {
 	}
 }
 
+func TestRangesByteOrderMark(t *testing.T) {
+	for name, content := range map[string]string{
+		"plain": "\ufeff203.0.113.0/24\n",
+		"json":  "\ufeff{\"prefixes\":[{\"ip_prefix\":\"203.0.113.0/24\"}]}",
+	} {
+		r, err := NewRanges([]string{writeFile(t, name, content)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !r.Contains(netip.MustParseAddr("203.0.113.9")) {
+			t.Errorf("%s: the first range was lost", name)
+		}
+	}
+}
+
 func TestRangesWholeSpaces(t *testing.T) {
 	r, err := NewRanges([]string{writeFile(t, "all.txt", "::/0\n")})
 	if err != nil {

@@ -19,7 +19,9 @@ func readRangesFile(path string, b *setBuilder) error {
 	if err != nil {
 		return fmt.Errorf("suspect ranges: %w", err)
 	}
-	if trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff"); len(trimmed) > 0 && trimmed[0] == '{' {
+	// A byte-order mark (Windows editors write one) is no part of either.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
 		err = readCloudJSON(data, b)
 	} else {
 		err = readPlain(data, b)
