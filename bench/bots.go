@@ -186,13 +186,16 @@ func writeBotsRanges(path string, n int) error {
 // harness (the trusted proxy), per-address limits raised as a shop with
 // carrier-NAT customers raises them (150 people behind one address would
 // otherwise wait 50 s for their sessions at 1/s past the burst of 100),
-// and with signals, the ranges file and the edge's score header.
+// and with signals, the ranges file, the edge's score header and the
+// poll-rate signal at the factor the docs recommend (people poll as told,
+// so it must mark none of them).
 func botsArgs(dataDir, ranges string, signals bool) []string {
 	args := []string{"--data-dir", dataDir, "--trusted-proxies", "127.0.0.1/32",
 		"--address-entry-burst", "200", "--address-session-burst", "200"}
 	if signals {
 		args = append(args, "--suspect-ranges", ranges,
-			"--bot-score-header", botsScoreHeader, "--bot-score-below", strconv.Itoa(botsScoreBelow))
+			"--bot-score-header", botsScoreHeader, "--bot-score-below", strconv.Itoa(botsScoreBelow),
+			"--suspect-poll-factor", "3")
 	}
 	return args
 }

@@ -16,7 +16,7 @@ func botsMarkdown(rep *BotsReport, stamp string) string {
 	fmt.Fprintf(&b, "An opening for %d people (anonymous sessions, one place each, scored %s by the edge; %d of them behind one "+
 		"carrier-NAT address) while a bot farm takes %d places: %d from %d data-centre addresses listed in an AWS-shaped "+
 		"ranges file (`--suspect-ranges`, no score sent), and %d from as many residential addresses the edge scores %s "+
-		"(`--bot-score-header %s --bot-score-below %d`), polling %d× faster than told. Everyone enters in one random "+
+		"(`--bot-score-header %s --bot-score-below %d`), polling %d× faster than told (`--suspect-poll-factor 3` watches everyone's polling). Everyone enters in one random "+
 		"order before the opening, through the trusted proxy (`X-Forwarded-For`); `entry: any`, so the proof of work "+
 		"is not the variable; %g/s; per-address bursts raised to 200 (a shop with carrier-NAT customers); admission "+
 		"stops at %d live tokens (`maxActiveTokens`, nobody spends one), so the admitted are the first %d. %d more "+
