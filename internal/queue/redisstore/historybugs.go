@@ -29,6 +29,8 @@ var unguardedAdmit = func() *script {
 	for _, g := range [][2]string{
 		{"if (redis.call('HGET', K.cfg, 'next') or '') ~= due then\n  return {TICK_GONE}\nend\n", ""},
 		{"if math.floor(tonumber(held[j]) or -1) == ticket and", "if (held[j] or true) and"},
+		// A user no longer in line has no score: popped as the ticket read.
+		{"pop(user, tonumber(held[j]))", "pop(user, tonumber(held[j]) or ticket)"},
 	} {
 		if !strings.Contains(src, g[0]) {
 			panic("historybugs: admit.lua's guard is not where it was: update the deliberate bug: " + g[0])
