@@ -264,6 +264,8 @@ func (s *Site) Waiting(w http.ResponseWriter, r *http.Request, v Visit) {
 		switch v.NoScript.State {
 		case NotFound:
 			status = http.StatusNotFound
+		case Unsupported:
+			status = http.StatusForbidden
 		case Trouble:
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", fmt.Sprint(seconds(v.NoScript.PollAfter)))
