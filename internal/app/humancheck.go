@@ -14,7 +14,7 @@ import (
 // humanCheckFlags registers the human-check provider's settings (entry
 // policy turnstile).
 func (c *Config) humanCheckFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.HumanCheckSecretFile, "human-check-secret-file", "", "a file holding the human-check provider's secret key (Cloudflare Turnstile's, or any provider's speaking its siteverify protocol: hCaptcha, reCAPTCHA), its trailing newline dropped; with --human-check-site-key it lets queues use entry turnstile; without it such a queue answers 503 human_check_unavailable on this instance")
+	fs.StringVar(&c.HumanCheckSecretFile, "human-check-secret-file", "", "a file holding the human-check provider's secret key (Cloudflare Turnstile's, or any provider's speaking its siteverify protocol: hCaptcha, reCAPTCHA v2; scores such as reCAPTCHA v3's are not read), its trailing newline dropped; with --human-check-site-key it lets queues use entry turnstile; without it such a queue answers 503 human_check_unavailable on this instance")
 	fs.StringVar(&c.HumanCheckSiteKey, "human-check-site-key", "", "the provider's public site key, which the waiting page renders the widget with; required with --human-check-secret-file")
 	fs.StringVar(&c.HumanCheckVerifyURL, "human-check-verify-url", humancheck.DefaultVerifyURL, "the provider's siteverify endpoint, asked about each token (3 s at most)")
 	fs.StringVar(&c.HumanCheckScriptURL, "human-check-script-url", humancheck.DefaultScriptURL, "the provider's widget script, which the waiting page loads only when a line asks for the check; the page's Content-Security-Policy allows its origin in script-src and frame-src")

@@ -123,6 +123,8 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 			return &web.Standing{State: web.SignIn}
 		case errors.Is(err, gatekeeper.ErrHumanCheckRequired):
 			return &web.Standing{State: web.HumanCheck}
+		case errors.Is(err, gatekeeper.ErrSuspectedBot):
+			return &web.Standing{State: web.Unsupported}
 		case errors.Is(err, queue.ErrQueueClosed):
 			return &web.Standing{State: web.Closed}
 		case errors.Is(err, gatekeeper.ErrTooManyEntries):

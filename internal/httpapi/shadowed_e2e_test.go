@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,16 @@ func TestSuspectActions(t *testing.T) {
 		checkErrorAnswer(t, in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As("bot"), nil, botRange...), http.StatusForbidden, "suspected_bot")
 		if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As("person"), nil, personAt...); r.Status != 200 {
 			t.Errorf("a person: %d %s", r.Status, r.Raw)
+		}
+	})
+	t.Run("refuse without JavaScript", func(t *testing.T) {
+		// The page says it cannot let this browser in, and does not
+		// refresh: each refresh would be judged, and counted, again.
+		q := apptest.UniqueID("refusens")
+		in.PutQueue(q, map[string]any{"paused": true, "entry": "any", "suspects": "refuse"})
+		page := in.Do("GET", "/q/"+q+"/noscript?lang=en", "", nil, append([]string{"Cookie", in.SessionCookie()}, botRange...)...)
+		if page.Status != http.StatusForbidden || !strings.Contains(page.Raw, `data-state="unsupported"`) || strings.Contains(page.Raw, `http-equiv="refresh"`) {
+			t.Errorf("a suspect's page without JavaScript: %d %.800s", page.Status, page.Raw)
 		}
 	})
 	t.Run("challenge", func(t *testing.T) {

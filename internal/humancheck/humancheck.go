@@ -2,10 +2,15 @@
 // widget handed a browser is good: the siteverify protocol as Cloudflare
 // Turnstile documents it (a form POST of secret, response, remoteip and
 // idempotency_key; a JSON answer of success and error-codes), which
-// hCaptcha and reCAPTCHA speak too. It owns only the protocol: spending a
-// token once across instances is the gate's (package gatekeeper, through
-// the store), and what becomes of a refused one is the queue's suspects
-// setting.
+// hCaptcha and reCAPTCHA speak too. It reads success, error-codes and
+// action, never a score: a provider that answers success with a low score
+// (reCAPTCHA v3, hCaptcha Enterprise) passes the token, so only checkbox or
+// challenge modes (Turnstile, reCAPTCHA v2, hCaptcha) are fit. hostname is
+// not checked: waitroom does not know the hostnames it is served under,
+// and the provider ties a site key to its own list of them. It owns only
+// the protocol: spending a token once across instances is the gate's
+// (package gatekeeper, through the store), and what becomes of a refused
+// one is the queue's suspects setting.
 package humancheck
 
 import (
@@ -29,6 +34,11 @@ const (
 	DefaultVerifyURL = "https://challenges.cloudflare.com/turnstile/v0/siteverify"
 	DefaultScriptURL = "https://challenges.cloudflare.com/turnstile/v0/api.js"
 )
+
+// Action is what the waiting page renders the widget with (waiting.js);
+// a token the provider says was minted for another action came from
+// another form of the site, or another site of the key, and is refused.
+const Action = "enter"
 
 // DefaultTimeout bounds one Verify, retry included: a person waits for it
 // before their place is taken.
@@ -236,6 +246,11 @@ func (c *Checker) ask(ctx context.Context, form url.Values) (answer, error) {
 // with hCaptcha's and reCAPTCHA's names for the same things.
 func (c *Checker) verdict(a answer) (Verdict, error) {
 	if a.Success {
+		// The provider vouches only for the action its widget was rendered
+		// with; one that names none (hCaptcha) is taken at its word.
+		if a.Action != "" && a.Action != Action {
+			return Failed, nil
+		}
 		return Passed, nil
 	}
 	for _, code := range a.ErrorCodes {

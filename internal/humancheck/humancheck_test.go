@@ -55,6 +55,8 @@ func TestVerifyAgainstTheLocalProvider(t *testing.T) {
 	fresh := p.Mint("shop.example", "")
 	clk.Add(101 * time.Second) // stale is 301 s old, fresh 101 s
 	good := p.Mint("shop.example", "")
+	entering := p.Mint("shop.example", humancheck.Action)
+	elsewhere := p.Mint("shop.example", "login")
 	for _, tc := range []struct {
 		name  string
 		token string
@@ -64,6 +66,8 @@ func TestVerifyAgainstTheLocalProvider(t *testing.T) {
 		{"the same token again is spent: asked again", good, humancheck.Retry},
 		{"a token past 300 s is expired: asked again", stale, humancheck.Retry},
 		{"a token within 300 s passes", fresh, humancheck.Passed},
+		{"a token of the waiting page's action passes", entering, humancheck.Passed},
+		{"a token minted for another action is refused: a suspect", elsewhere, humancheck.Failed},
 		{"a forged token is refused: a suspect", p.Forge(), humancheck.Failed},
 		{"garbage is refused", "not-a-token", humancheck.Failed},
 	} {

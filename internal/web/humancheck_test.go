@@ -11,7 +11,8 @@ import (
 
 // The page's Content-Security-Policy allows the human-check provider's
 // origin, and only it, where its widget needs it (its script, its iframe),
-// and nothing more without a provider.
+// and nothing more without a provider. The pages that cannot show the
+// widget (admin, the page without JavaScript) never allow it.
 func TestHumanCheckContentSecurityPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name, origin string
@@ -23,8 +24,19 @@ func TestHumanCheckContentSecurityPolicy(t *testing.T) {
 			[]string{"connect-src 'self' https"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, _ := get(t, newSite(t, web.Options{HumanCheckOrigin: tc.origin}), "/q/sale", "en")
+			site := newSite(t, web.Options{HumanCheckOrigin: tc.origin})
+			res, _ := get(t, site, "/q/sale", "en")
 			csp := res.Header.Get("Content-Security-Policy")
+			admin, _ := get(t, site, "/admin", "en")
+			noScript := httptest.NewRecorder()
+			site.Waiting(noScript, httptest.NewRequest("GET", "/q/sale/noscript?lang=en", nil),
+				web.Visit{Queue: "sale", NoScript: &web.Standing{State: web.HumanCheck}})
+			for name, other := range map[string]string{"admin": admin.Header.Get("Content-Security-Policy"),
+				"no script": noScript.Header().Get("Content-Security-Policy")} {
+				if other == "" || strings.Contains(other, "frame-src") || strings.Contains(other, "challenges") {
+					t.Errorf("the %s page's policy %q allows the widget it cannot show", name, other)
+				}
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(csp, w) {
 					t.Errorf("%q lacks %q", csp, w)

@@ -39,6 +39,10 @@ const (
 	// needs JavaScript.
 	HumanCheck StandingState = "humancheck"
 	NotFound   StandingState = "notfound"
+	// Unsupported: the line refuses this client a place (suspects refuse);
+	// said as the page with JavaScript says it, and never refreshed, since
+	// each refresh would be judged and counted again.
+	Unsupported StandingState = "unsupported"
 	// Trouble: the line could not be asked (the store is down).
 	Trouble StandingState = "error"
 	// SoldOut: the sale has nothing left; nobody new takes a place, and
@@ -141,7 +145,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	case Left:
 		view.Heading, view.Note = t("leftHeading"), t("leftText")
 		view.Again = s.noScriptURL(v.Queue, lang.Code, ret, false)
-	case Full, Crowded, Closed, SignIn, Challenge, HumanCheck, NotFound:
+	case Full, Crowded, Closed, SignIn, Challenge, HumanCheck, NotFound, Unsupported:
 		said := refusalTexts[st.State]
 		view.Heading, view.Note = t(said[0]), t(said[1])
 	case Trouble:
@@ -166,6 +170,9 @@ var refusalTexts = map[StandingState][2]string{
 	Challenge:  {"noscriptChallengeHeading", "noscriptChallengeText"},
 	HumanCheck: {"noscriptHumanCheckHeading", "noscriptHumanCheckText"},
 	NotFound:   {"notFoundHeading", "notFoundText"},
+	// The page with JavaScript shows its unsupported block for
+	// suspected_bot too: the client is told no more than that.
+	Unsupported: {"unsupportedHeading", "unsupportedText"},
 }
 
 // seconds is d in whole seconds, rounded up, at least 1.

@@ -305,7 +305,7 @@ func sampleVisits() []Visit {
 		{State: Opening, OpensAt: now.Add(time.Hour), PollAfter: 60 * time.Second},
 		{State: Ready, ExpiresAt: now.Add(5 * time.Minute)},
 		{State: Left}, {State: Full, PollAfter: 30 * time.Second}, {State: Crowded, PollAfter: 5 * time.Second},
-		{State: Closed}, {State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Trouble, PollAfter: 5 * time.Second},
+		{State: Closed}, {State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Unsupported}, {State: Trouble, PollAfter: 5 * time.Second},
 		{State: Waiting, Position: 40, Length: 90, BeyondStock: true, EstimatedWaitSeconds: 200, PollAfter: 10 * time.Second},
 		{State: SoldOut, KeepsPlace: true, PollAfter: 30 * time.Second}, {State: SoldOut, PollAfter: 30 * time.Second},
 	} {

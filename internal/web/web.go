@@ -66,8 +66,9 @@ type Options struct {
 	// and assets/ (docs/page.md). Empty: the built-in page for every queue.
 	Dir string
 	// HumanCheckOrigin is the human-check provider's widget origin
-	// (scheme://host[:port]), which the pages' Content-Security-Policy
-	// allows ("": no provider, nothing more allowed).
+	// (scheme://host[:port]), which the waiting page's
+	// Content-Security-Policy allows, and no other page's ("": no
+	// provider, nothing more allowed).
 	HumanCheckOrigin string
 }
 
@@ -84,13 +85,17 @@ type Site struct {
 	statics map[string]bool
 	custom  *assetSet // the operator's assets; empty without Dir
 	mux     *http.ServeMux
-	csp     string // the pages' Content-Security-Policy
+	// csp is the waiting page's Content-Security-Policy, the provider's
+	// widget allowed; plainCSP every other page's (admin, no script),
+	// which shows no widget and so trusts no other origin.
+	csp, plainCSP string
 }
 
 // New builds the site: the texts, the static files and every template,
 // each checked (templates.go). An error names the file and line at fault.
 func New(o Options) (*Site, error) {
-	s := &Site{o: o, statics: map[string]bool{}, csp: contentSecurityPolicy(o.HumanCheckOrigin)}
+	s := &Site{o: o, statics: map[string]bool{}, csp: contentSecurityPolicy(o.HumanCheckOrigin),
+		plainCSP: contentSecurityPolicy("")}
 	var err error
 	if s.page, err = loadCatalog(files, "messages/page", pageCodes); err != nil {
 		return nil, err
@@ -259,12 +264,18 @@ func (s *Site) Waiting(w http.ResponseWriter, r *http.Request, v Visit) {
 		switch v.NoScript.State {
 		case NotFound:
 			status = http.StatusNotFound
+		case Unsupported:
+			status = http.StatusForbidden
 		case Trouble:
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", fmt.Sprint(seconds(v.NoScript.PollAfter)))
 		}
 	}
-	s.render(w, s.pages.forVisit(v), "", d, lang, status)
+	csp := s.csp
+	if v.NoScript != nil {
+		csp = s.plainCSP
+	}
+	s.render(w, s.pages.forVisit(v), "", d, lang, status, csp)
 }
 
 func (s *Site) pageData(r *http.Request, lang Language, v Visit) pageData {
@@ -311,12 +322,12 @@ func (s *Site) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if s.o.Gateway {
 		d.Mode = "gateway"
 	}
-	s.render(w, s.adminT, "layout", d, lang, http.StatusOK)
+	s.render(w, s.adminT, "layout", d, lang, http.StatusOK, s.plainCSP)
 }
 
 // render runs the template (its named one, or itself) into a buffer first,
 // so that a failure is a clean 500 rather than half a page.
-func (s *Site) render(w http.ResponseWriter, t *template.Template, name string, d pageData, lang Language, status int) {
+func (s *Site) render(w http.ResponseWriter, t *template.Template, name string, d pageData, lang Language, status int, csp string) {
 	var buf bytes.Buffer
 	var err error
 	if name != "" {
@@ -336,7 +347,7 @@ func (s *Site) render(w http.ResponseWriter, t *template.Template, name string, 
 	h.Set("Vary", "Accept-Language")
 	// The page carries live state and may set a session cookie: never cache it.
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", s.csp)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	w.WriteHeader(status)
