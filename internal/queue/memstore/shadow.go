@@ -243,6 +243,9 @@ func (s *Store) ClearSuspect(_ context.Context, name string, ticket int64) (bool
 // line: just behind Behind, or first if that ticket is no longer waiting;
 // with nobody waiting, behind the last ticket; while an opening is being
 // placed, behind its last reserved ticket too (its unplaced are ahead).
+// Under AbandonAfter it is seen now, as one entering is: its client,
+// answered as a shadow place until now, has left no seen mark, and the
+// next tick would skip it as a no-show.
 func (q *state) clear(p shadowPlace, now time.Time) {
 	if q.pending() {
 		q.preArrival++
@@ -265,6 +268,9 @@ func (q *state) clear(p shadowPlace, now time.Time) {
 	q.sh.Cleared = slices.Insert(q.sh.Cleared, j, c)
 	q.sh.clearedAt[p.User] = at
 	q.joined[p.User] = joined{At: p.Joined, Shown: rollup.NoneShown}
+	if q.cfg.AbandonAfter > 0 {
+		q.seen[p.User] = now
+	}
 }
 
 // shadowFront is admission.Front on the shadow line.

@@ -42,7 +42,7 @@
 //	enter.lua                    Store.Enter, state.enter                                         ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
 //	enter_shadow.lua             state.enterShadow                                                ShadowPlaceIsAnsweredAsItsOwn, ShadowLineNeverTakesPeoplesCapacity, SuspectsSoldOutPausedAndOpeningAsPeople
 //	suspects.lua                 Store.Suspects                                                   ShadowPlaceIsAnsweredAsItsOwn, DeletedQueueForgetsItsSuspects
-//	clear_suspect.lua            Store.ClearSuspect                                               ClearedSuspectStandsWhereItArrived, ClearedSuspectBehindTheAdmittedGoesFirst, ClearedSuspectWaitsForTheOpeningAsPeople
+//	clear_suspect.lua            Store.ClearSuspect                                               ClearedSuspectStandsWhereItArrived, ClearedSuspectBehindTheAdmittedGoesFirst, ClearedSuspectWaitsForTheOpeningAsPeople, ClearedSuspectIsNoNoShow
 //	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken

@@ -25,6 +25,7 @@ func init() {
 		suiteTest{"ClearedSuspectStandsWhereItArrived", testShadowCleared},
 		suiteTest{"ClearedSuspectBehindTheAdmittedGoesFirst", testShadowClearedFirst},
 		suiteTest{"ClearedSuspectWaitsForTheOpeningAsPeople", testShadowClearedOpening},
+		suiteTest{"ClearedSuspectIsNoNoShow", testShadowClearedSeen},
 		suiteTest{"ShadowLineNeverTakesPeoplesCapacity", testShadowCapacity},
 		suiteTest{"SuspectsSoldOutPausedAndOpeningAsPeople", testShadowAsPeople},
 		suiteTest{"ShadowAdmitsLastOnlyOnceTheLineIsEmpty", testShadowAdmitsLast},
@@ -372,6 +373,41 @@ func testShadowClearedOpening(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if st := mustStats(t, s, q); st.EnteredTotal != 5 || st.AdmittedTotal != 5 || st.ClearedTotal != 2 || st.PreQueued != 0 {
 		t.Fatalf("stats after the opening: %+v; want 5 joins, each counted once, let in", st)
+	}
+}
+
+// testShadowClearedSeen: under abandonAfter, a place cleared into the
+// line is seen when cleared, as a person is when entering: its client,
+// answered as a shadow place until then, had no seen mark, and the next
+// tick would skip it as a no-show the moment the operator let it in.
+func testShadowClearedSeen(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	// The store's own rule, not the admin range (≥ 15 s); on the wall
+	// clock (Redis's TIME) the clearing and the tick that judges it are
+	// two calls apart, which a loaded machine may stretch past a second.
+	abandon := time.Second
+	if _, fake := clock.(*FakeClock); !fake {
+		abandon = 5 * time.Second
+	}
+	c := fastConfig()
+	c.AbandonAfter = abandon
+	q := newQueue(t, s, c)
+	for i := range c.BatchSize + 1 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	mustEnterShadow(t, s, q, "x") // behind the last of them
+	// The first tick lets in a batch and sets the store's checkpoint: the
+	// one left, and x behind them, are judged once older than abandon.
+	admitDue(t, s, clock, q, c.BatchSize)
+	clock.Sleep(abandon + abandon/2)
+	last := fmt.Sprintf("u%d", c.BatchSize)
+	mustStatus(t, s, q, last) // asking: seen
+	if ok, err := s.ClearSuspect(ctx, q, 1); err != nil || !ok {
+		t.Fatalf("clearing x: %v, %v", ok, err)
+	}
+	a := tickDue(t, s, clock, q, c.BatchSize)
+	if fmt.Sprint(a.Admitted) != fmt.Sprintf("[%s x]", last) || a.Skipped != 0 {
+		t.Fatalf("the tick after x was cleared: admitted %v, skipped %d; want [%s x], nobody skipped", a.Admitted, a.Skipped, last)
 	}
 }
 

@@ -11,7 +11,9 @@
 -- (places cleared to one ticket rank by user id, as Redis orders equal
 -- scores), its taking (K.joined) is kept, and K.cleared lists it for the
 -- snapshot (queue.Snapshot.Cleared). It counts as one more join (cleared;
--- stats.lua).
+-- stats.lua). Under abandon_ms it is seen now, as one entering is: its
+-- client, answered as a shadow place until now, has left no seen mark,
+-- and the next tick would skip it as a no-show.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] its shadow ticket
@@ -41,4 +43,5 @@ end
 local score = at .. '.5' -- Redis takes no Lua fractions as arguments
 redis.call('ZADD', K.line, score, user)
 redis.call('ZADD', K.cleared, score, user)
+if (tonumber(cfg.abandon_ms) or 0) > 0 then redis.call('ZADD', K.seen, (clock()), user) end
 return 1
