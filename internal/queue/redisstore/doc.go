@@ -73,6 +73,7 @@
 //	prelude's standing           state.standing                                                   ReEntryKeepsPosition, ReadyUserEnteringStaysReady
 //	prelude's shadowStanding     state.shadowStanding                                             ShadowPlaceIsAnsweredAsItsOwn, ClearedSuspectStandsWhereItArrived
 //	prelude's behindOf           shadowPlace.Behind                                               ShadowPlaceIsAnsweredAsItsOwn
+//	prelude's shadowTurn         none: one lock plans and applies                                 ShadowAdmitsLastOnlyOnceTheLineIsEmpty, TestShadowAdmitLosesItsTurn
 //	prelude's unmark             state.removeFromLine, shadow.take                                ClearedSuspectBehindTheAdmittedGoesFirst, ShadowAdmitsLastOnlyOnceTheLineIsEmpty
 //	prelude's lineHead           line.headTicket                                                  ClearedSuspectBehindTheAdmittedGoesFirst
 //	prelude's liveToken          sameToken, in BeginUse and Extend                                TokenUseRules, TokensExpireAtTTL
