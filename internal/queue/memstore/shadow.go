@@ -231,12 +231,12 @@ func (s *Store) ClearSuspect(_ context.Context, name string, ticket int64) (bool
 		}
 		p, _ := q.sh.take(q.sh.Places[i].User)
 		q.sh.ClearedTotal++
-		q.clear(p, now)
+		q.placeCleared(p, now)
 		return true, true, nil
 	})
 }
 
-// clear puts a place taken from the shadow line where a person arriving
+// placeCleared puts a place taken from the shadow line where a person arriving
 // when it did would stand. While an opening is ahead that is its
 // pre-queue, arriving now (the opening draws or orders it with the
 // others, and its reserved ticket counts its join, ClearedPre). Else the
@@ -246,7 +246,7 @@ func (s *Store) ClearSuspect(_ context.Context, name string, ticket int64) (bool
 // Under AbandonAfter it is seen now, as one entering is: its client,
 // answered as a shadow place until now, has left no seen mark, and the
 // next tick would skip it as a no-show.
-func (q *state) clear(p shadowPlace, now time.Time) {
+func (q *state) placeCleared(p shadowPlace, now time.Time) {
 	if q.pending() {
 		q.preArrival++
 		q.pre[p.User] = q.preArrival
