@@ -194,8 +194,10 @@ type Stats struct {
 	//   ShadowEnteredTotal = ShadowLength + ShadowAdmittedTotal +
 	//                        ShadowLeftTotal + ClearedTotal
 	// and a cleared place then counts in EnteredTotal as a join (and in
-	// Length, AdmittedTotal or LeftTotal as a person would); the shadow
-	// line's admitted hold tokens like anyone's.
+	// Length, AdmittedTotal or LeftTotal as a person would; one cleared
+	// into an opening's pre-queue joins, as a person there does, when the
+	// opening reserves its ticket); the shadow line's admitted hold tokens
+	// like anyone's.
 	ShadowLength        int64
 	ShadowEnteredTotal  int64
 	ShadowAdmittedTotal int64
@@ -375,7 +377,9 @@ type line interface {
 	// ClearSuspect moves the shadow line's place numbered ticket into the
 	// real line where a person arriving when it did would stand (just
 	// behind Suspect.Behind, or first if that ticket has been let in), its
-	// time in line kept. It reports whether the place was found.
+	// time in line kept; while an opening is ahead, into its pre-queue as
+	// one arriving now, and while one is placed, behind its last reserved
+	// ticket. It reports whether the place was found.
 	ClearSuspect(ctx context.Context, queue string, ticket int64) (bool, error)
 	// FirstUse records key (a one-time thing of the queue, such as a solved
 	// challenge) for ttl and reports whether this was its first use: of

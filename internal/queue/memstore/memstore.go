@@ -871,7 +871,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 		unswept := int64(len(q.tokens)) - q.live(now)
 		st := queue.Stats{
 			Config: q.cfg, Length: q.waiting(), ActiveTokens: int64(len(q.tokens)) - unswept,
-			EnteredTotal: q.seq + q.sh.ClearedTotal, AdmittedTotal: q.admitted, LeftTotal: q.left,
+			EnteredTotal: q.seq + q.sh.ClearedTotal - q.sh.ClearedPre, AdmittedTotal: q.admitted, LeftTotal: q.left,
 			ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 			AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
 			EffectiveRate: q.rateInForce(), Stock: q.stock, Changed: q.changed,

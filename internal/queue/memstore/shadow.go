@@ -26,6 +26,10 @@ type shadow struct {
 	Cleared []clearedPlace
 
 	Admitted, Left, ClearedTotal int64
+	// ClearedPre counts the places cleared into an opening's pre-queue:
+	// their joins are counted by the tickets reserved at its close, not
+	// as ClearedTotal's are (Stats.EnteredTotal).
+	ClearedPre int64
 
 	byUser    map[string]int64 // user → shadow ticket
 	clearedAt map[string]int64 // user → At
@@ -226,23 +230,47 @@ func (s *Store) ClearSuspect(_ context.Context, name string, ticket int64) (bool
 			return false, false, nil
 		}
 		p, _ := q.sh.take(q.sh.Places[i].User)
-		// Just behind Behind, or first if that ticket is no longer
-		// waiting; with nobody waiting, behind the last ticket.
-		at := q.seq
-		if head := q.line.headTicket(); head > 0 {
-			at = max(p.Behind, head-1)
-		}
-		if q.waiting() == 0 {
-			q.tick.Moved = now // someone starts waiting (as enter)
-		}
-		c := clearedPlace{At: at, User: p.User}
-		j, _ := slices.BinarySearchFunc(q.sh.Cleared, c, compareCleared)
-		q.sh.Cleared = slices.Insert(q.sh.Cleared, j, c)
-		q.sh.clearedAt[p.User] = at
-		q.joined[p.User] = joined{At: p.Joined, Shown: rollup.NoneShown}
 		q.sh.ClearedTotal++
+		q.placeCleared(p, now)
 		return true, true, nil
 	})
+}
+
+// placeCleared puts a place taken from the shadow line where a person arriving
+// when it did would stand. While an opening is ahead that is its
+// pre-queue, arriving now (the opening draws or orders it with the
+// others, and its reserved ticket counts its join, ClearedPre). Else the
+// line: just behind Behind, or first if that ticket is no longer waiting;
+// with nobody waiting, behind the last ticket; while an opening is being
+// placed, behind its last reserved ticket too (its unplaced are ahead).
+// Under AbandonAfter it is seen now, as one entering is: its client,
+// answered as a shadow place until now, has left no seen mark, and the
+// next tick would skip it as a no-show.
+func (q *state) placeCleared(p shadowPlace, now time.Time) {
+	if q.pending() {
+		q.preArrival++
+		q.pre[p.User] = q.preArrival
+		q.sh.ClearedPre++
+		return
+	}
+	at := q.seq
+	if head := q.line.headTicket(); head > 0 {
+		at = max(p.Behind, head-1)
+	}
+	if q.openState == "placing" {
+		at = max(at, q.openEnd)
+	}
+	if q.waiting() == 0 {
+		q.tick.Moved = now // someone starts waiting (as enter)
+	}
+	c := clearedPlace{At: at, User: p.User}
+	j, _ := slices.BinarySearchFunc(q.sh.Cleared, c, compareCleared)
+	q.sh.Cleared = slices.Insert(q.sh.Cleared, j, c)
+	q.sh.clearedAt[p.User] = at
+	q.joined[p.User] = joined{At: p.Joined, Shown: rollup.NoneShown}
+	if q.cfg.AbandonAfter > 0 {
+		q.seen[p.User] = now
+	}
 }
 
 // shadowFront is admission.Front on the shadow line.

@@ -42,7 +42,7 @@
 //	enter.lua                    Store.Enter, state.enter                                         ConcurrentEntersGetPositions1ToN, ReEntryKeepsPosition, CapacityRefusesNewcomersNotMembers, SoldOutStopsTheLineAndRestockResumesIt
 //	enter_shadow.lua             state.enterShadow                                                ShadowPlaceIsAnsweredAsItsOwn, ShadowLineNeverTakesPeoplesCapacity, SuspectsSoldOutPausedAndOpeningAsPeople
 //	suspects.lua                 Store.Suspects                                                   ShadowPlaceIsAnsweredAsItsOwn, DeletedQueueForgetsItsSuspects
-//	clear_suspect.lua            Store.ClearSuspect                                               ClearedSuspectStandsWhereItArrived, ClearedSuspectBehindTheAdmittedGoesFirst
+//	clear_suspect.lua            Store.ClearSuspect                                               ClearedSuspectStandsWhereItArrived, ClearedSuspectBehindTheAdmittedGoesFirst, ClearedSuspectWaitsForTheOpeningAsPeople, ClearedSuspectIsNoNoShow
 //	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken
@@ -73,6 +73,7 @@
 //	prelude's standing           state.standing                                                   ReEntryKeepsPosition, ReadyUserEnteringStaysReady
 //	prelude's shadowStanding     state.shadowStanding                                             ShadowPlaceIsAnsweredAsItsOwn, ClearedSuspectStandsWhereItArrived
 //	prelude's behindOf           shadowPlace.Behind                                               ShadowPlaceIsAnsweredAsItsOwn
+//	prelude's shadowTurn         none: one lock plans and applies                                 ShadowAdmitsLastOnlyOnceTheLineIsEmpty, TestShadowAdmitLosesItsTurn
 //	prelude's unmark             state.removeFromLine, shadow.take                                ClearedSuspectBehindTheAdmittedGoesFirst, ShadowAdmitsLastOnlyOnceTheLineIsEmpty
 //	prelude's lineHead           line.headTicket                                                  ClearedSuspectBehindTheAdmittedGoesFirst
 //	prelude's liveToken          sameToken, in BeginUse and Extend                                TokenUseRules, TokensExpireAtTTL

@@ -479,7 +479,6 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 		ShadowLeftTotal:     p.int(23),
 		ClearedTotal:        p.int(24),
 	}
-	st.EnteredTotal += st.ClearedTotal // a cleared place is a join
 	tick := admission.TickState{Measured: p.float(4), WinStart: p.ms(5)}
 	st.MeasuredRate = tick.MeasuredRate(p.ms(15))
 	eff, why := p.str(13), p.str(14)

@@ -24,6 +24,8 @@ func init() {
 		suiteTest{"ShadowPlaceIsAnsweredAsItsOwn", testShadowAnswered},
 		suiteTest{"ClearedSuspectStandsWhereItArrived", testShadowCleared},
 		suiteTest{"ClearedSuspectBehindTheAdmittedGoesFirst", testShadowClearedFirst},
+		suiteTest{"ClearedSuspectWaitsForTheOpeningAsPeople", testShadowClearedOpening},
+		suiteTest{"ClearedSuspectIsNoNoShow", testShadowClearedSeen},
 		suiteTest{"ShadowLineNeverTakesPeoplesCapacity", testShadowCapacity},
 		suiteTest{"SuspectsSoldOutPausedAndOpeningAsPeople", testShadowAsPeople},
 		suiteTest{"ShadowAdmitsLastOnlyOnceTheLineIsEmpty", testShadowAdmitsLast},
@@ -308,6 +310,104 @@ func testShadowClearedFirst(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if st := mustStats(t, s, q); st.ClearedTotal != 2 || st.LeftTotal != 1 || st.Length != 3 {
 		t.Fatalf("stats: %+v", st)
+	}
+}
+
+// testShadowClearedOpening: a place cleared while an opening is ahead
+// waits in its pre-queue as a person arriving then would: nobody lets it
+// in before the opening, whose list names it to draw or order with the
+// others. One cleared while the opening is placed stands behind its last
+// reserved ticket (where the draw may put anyone who was in the
+// pre-queue), ahead of those who entered after the close if it came
+// before them. Each join counts once in the totals.
+func testShadowClearedOpening(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.OpensAt = clock.Now().Add(time.Hour)
+	q := newQueue(t, s, c)
+	mustEnter(t, s, q, "a")
+	mustEnter(t, s, q, "b")
+	mustEnterShadow(t, s, q, "x") // behind 2: the pre-queue's tickets to be
+	mustEnterShadow(t, s, q, "y")
+	if ok, err := s.ClearSuspect(ctx, q, 1); err != nil || !ok {
+		t.Fatalf("clearing x: %v, %v", ok, err)
+	}
+	for _, e := range []queue.Standing{mustStatus(t, s, q, "x"), mustEnter(t, s, q, "x"), mustEnterShadow(t, s, q, "x")} {
+		if e.State != queue.Waiting || !e.PreQueue || e.Shadow || e.Position != 0 {
+			t.Fatalf("x cleared before the opening: %+v; want in its pre-queue, as a person", e)
+		}
+	}
+	if got := admitDue(t, s, clock, q, 10); len(got) != 0 {
+		t.Fatalf("let in %v an hour before the opening", got)
+	}
+	if st := mustStats(t, s, q); st.PreQueued != 3 || st.Length != 0 || st.EnteredTotal != 0 || st.ClearedTotal != 1 || st.ShadowLength != 1 {
+		t.Fatalf("stats with x cleared into the pre-queue: %+v; want 3 pre-queued, nobody in line yet", st)
+	}
+	c.OpensAt = clock.Now()
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	op, err := s.OpenDue(ctx, q, "me", time.Minute)
+	if err != nil || !op.Due || fmt.Sprint(sorted(op.Pending)) != "[a b x]" {
+		t.Fatalf("the opening: %+v, %v; want a, b and x to place", op, err)
+	}
+	if done, err := s.Place(ctx, q, "me", []string{"x"}, time.Minute); err != nil || done {
+		t.Fatalf("placing x first: %v, %v; want more to place", done, err)
+	}
+	mustEnter(t, s, q, "c") // after the close: behind the reserved tickets
+	// y came behind 2, a reserved ticket not yet placed: it goes behind
+	// the last reserved one, still ahead of c, who came after it.
+	if ok, err := s.ClearSuspect(ctx, q, 2); err != nil || !ok {
+		t.Fatalf("clearing y: %v, %v", ok, err)
+	}
+	for u, p := range map[string]int64{"x": 1, "y": 4, "c": 5} {
+		if e := mustStatus(t, s, q, u); e.State != queue.Waiting || e.Shadow || e.Position != p || e.Length != 5 {
+			t.Errorf("%s while the opening is placed: %+v; want at %d of 5", u, e, p)
+		}
+	}
+	if done, err := s.Place(ctx, q, "me", []string{"b", "a"}, time.Minute); err != nil || !done {
+		t.Fatalf("placing the rest: %v, %v", done, err)
+	}
+	if got := admitDue(t, s, clock, q, 10); fmt.Sprint(got) != "[x b a y c]" {
+		t.Fatalf("let in %v, want [x b a y c]: the opening's order, then y, then c", got)
+	}
+	if st := mustStats(t, s, q); st.EnteredTotal != 5 || st.AdmittedTotal != 5 || st.ClearedTotal != 2 || st.PreQueued != 0 {
+		t.Fatalf("stats after the opening: %+v; want 5 joins, each counted once, let in", st)
+	}
+}
+
+// testShadowClearedSeen: under abandonAfter, a place cleared into the
+// line is seen when cleared, as a person is when entering: its client,
+// answered as a shadow place until then, had no seen mark, and the next
+// tick would skip it as a no-show the moment the operator let it in.
+func testShadowClearedSeen(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	// The store's own rule, not the admin range (≥ 15 s); on the wall
+	// clock (Redis's TIME) the clearing and the tick that judges it are
+	// two calls apart, which a loaded machine may stretch past a second.
+	abandon := time.Second
+	if _, fake := clock.(*FakeClock); !fake {
+		abandon = 5 * time.Second
+	}
+	c := fastConfig()
+	c.AbandonAfter = abandon
+	q := newQueue(t, s, c)
+	for i := range c.BatchSize + 1 {
+		mustEnter(t, s, q, fmt.Sprintf("u%d", i))
+	}
+	mustEnterShadow(t, s, q, "x") // behind the last of them
+	// The first tick lets in a batch and sets the store's checkpoint: the
+	// one left, and x behind them, are judged once older than abandon.
+	admitDue(t, s, clock, q, c.BatchSize)
+	clock.Sleep(abandon + abandon/2)
+	last := fmt.Sprintf("u%d", c.BatchSize)
+	mustStatus(t, s, q, last) // asking: seen
+	if ok, err := s.ClearSuspect(ctx, q, 1); err != nil || !ok {
+		t.Fatalf("clearing x: %v, %v", ok, err)
+	}
+	a := tickDue(t, s, clock, q, c.BatchSize)
+	if fmt.Sprint(a.Admitted) != fmt.Sprintf("[%s x]", last) || a.Skipped != 0 {
+		t.Fatalf("the tick after x was cleared: admitted %v, skipped %d; want [%s x], nobody skipped", a.Admitted, a.Skipped, last)
 	}
 }
 

@@ -8,7 +8,9 @@
 -- passed over); the admitted get their tokens in the same step, so nobody
 -- leaves the line without one. A no-show planned is passed over too if
 -- they were seen after the read (asked in between: markSeen), so nobody who
--- asks is skipped as absent.
+-- asks is skipped as absent. A plan that lets the shadow line in is applied
+-- only while its turn holds still (shadowTurn): a person who entered after
+-- the read, an opening or a cleared place, is let in first.
 --
 -- Under queueingMethod random the plan names nobody: it says how many to
 -- draw and brings random values (Go's crypto/rand, never Lua's
@@ -45,6 +47,8 @@ local plan = cjson.decode(ARGV[3])
 if (redis.call('HGET', K.cfg, 'next') or '') ~= due then
   return {TICK_GONE}
 end
+-- A plan of the shadow line's was read with its turn: gone if it is.
+if plan.shadow and not shadowTurn() then return {TICK_GONE} end
 
 -- pop takes the user out of the line, let in or passed over as a no-show,
 -- and their seen mark with them (memstore's state.pop); their place's

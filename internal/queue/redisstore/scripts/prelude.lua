@@ -107,6 +107,19 @@ local function unplaced(adm)
   return redis.call('ZCARD', K.pre), tonumber(adm.open_end)
 end
 
+-- shadowTurn is admission's shadowTurn on the queue as it stands now: it
+-- lets the shadow line in (shadow_admits last), nobody waits in the line,
+-- and no opening is ahead or being placed (opening's rule, on the fields
+-- read here: admit.lua reads no config). admit.lua asks it before it
+-- applies a plan of the shadow line's: a person entering, a place
+-- cleared, an opening set or the setting changed since the tick's read
+-- take the turn back.
+local function shadowTurn()
+  local c = redis.call('HMGET', K.cfg, 'shadow_admits', 'opens_at', 'open_state')
+  local ahead = c[3] == 'placing' or ((tonumber(c[2]) or 0) > 0 and not c[3])
+  return c[1] == 'last' and not ahead and redis.call('ZCARD', K.line) == 0
+end
+
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
 -- position, within the reach of seen marks (every position before the first
 -- tick sets one), is seen now. Their instance's batched mark (seen.lua) comes
