@@ -62,9 +62,12 @@ type View struct {
 // their next poll is due: an estimated wait within the shortest pollAfter
 // (2 s), in a queue that is neither paused nor stalled, with a place in
 // line. HoldFrom holds such users; nobody else is worth holding (a held
-// request answers as soon as the line is found stalled).
+// request answers as soon as the line is found stalled). A shadow place is
+// never near: shown at position 1 with no wait under shadowAdmits never,
+// it would hold every poll for the whole hold and never be let in, and a
+// farm of them would fill the instance's hold slots.
 func (v View) admissionNear() bool {
-	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
+	return v.State == Waiting && !v.Shadow && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
 }
 
 // ErrQueueClosed: the queue's closesAt has passed, or its method is reject,

@@ -130,3 +130,19 @@ func TestShadowAnswerCostsAsAPersons(t *testing.T) {
 		t.Errorf("%v allocations per answer, want 0", allocs)
 	}
 }
+
+// TestShadowPlaceIsNeverHeld: a shadow place at the front with no wait
+// shown (shadowAdmits never keeps it there) is not AdmissionNear, so no
+// poll of it is held for news that never comes, as a person's there is.
+func TestShadowPlaceIsNeverHeld(t *testing.T) {
+	svc := NewService(&shadowLine{}, time.Hour, nil)
+	front := Standing{State: Waiting, Ticket: 7, Position: 1, Length: 1, Epoch: shadowEpoch,
+		Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}
+	if v := svc.view(context.Background(), "q", front); !v.AdmissionNear {
+		t.Fatalf("a person at the front: %+v, want AdmissionNear", v)
+	}
+	front.Shadow, front.Behind = true, 0
+	if v := svc.view(context.Background(), "q", front); v.AdmissionNear {
+		t.Errorf("a shadow place at the front: %+v, want never AdmissionNear", v)
+	}
+}
