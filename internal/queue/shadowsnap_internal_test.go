@@ -37,10 +37,12 @@ func TestShownBehind(t *testing.T) {
 
 // shadowLine is a line store whose users u1..u1000 hold tickets 1..1000
 // and whose user "bot" holds shadow ticket 7, arrived behind ticket 500;
-// it counts the status reads.
+// it counts the status reads. While opening is set, an opening is ahead
+// and "bot" waits for it in the pre-queue.
 type shadowLine struct {
 	lineStore
 	statuses int
+	opening  time.Time
 }
 
 // shadowEpoch is the line's epoch here.
@@ -48,12 +50,16 @@ const shadowEpoch = 42
 
 func (l *shadowLine) Snapshot(ctx context.Context, q string) (Snapshot, error) {
 	sn, err := l.lineStore.Snapshot(ctx, q)
-	sn.Epoch = shadowEpoch
+	sn.Epoch, sn.Pace.OpensAt = shadowEpoch, l.opening
 	return sn, err
 }
 
 func (l *shadowLine) Status(ctx context.Context, q, user string) (Standing, error) {
 	l.statuses++
+	if user == "bot" && !l.opening.IsZero() {
+		return Standing{State: Waiting, Shadow: true, PreQueue: true, Ticket: 7, Epoch: shadowEpoch,
+			Pace: Pace{OpensAt: l.opening}}, nil
+	}
 	if user == "bot" {
 		return Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Position: 501, Length: 1000, Epoch: shadowEpoch,
 			Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}, nil
@@ -144,5 +150,36 @@ func TestShadowPlaceIsNeverHeld(t *testing.T) {
 	front.Shadow, front.Behind = true, 0
 	if v := svc.view(context.Background(), "q", front); v.AdmissionNear {
 		t.Errorf("a shadow place at the front: %+v, want never AdmissionNear", v)
+	}
+}
+
+// TestShadowPlaceWaitsForTheOpening: while an opening is ahead a shadow
+// place is answered "waiting for the opening" as a person is, by the
+// store, never from the snapshot with a position: neither when the store
+// said so, nor when the opening was set after its place was remembered.
+func TestShadowPlaceWaitsForTheOpening(t *testing.T) {
+	opening := time.Now().Add(time.Hour).Truncate(time.Second)
+	for _, c := range []struct {
+		name        string
+		rememberNow bool
+	}{{"in the pre-queue", false}, {"remembered before the opening was set", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			store := &shadowLine{}
+			svc := NewService(store, time.Hour, nil)
+			ctx := context.Background()
+			if c.rememberNow {
+				if v, err := svc.Status(ctx, "q", "bot"); err != nil || v.Position != 501 {
+					t.Fatalf("before the opening: %+v %v", v, err)
+				}
+				svc.snaps.changed("q")
+			}
+			store.opening = opening
+			for range 3 {
+				v, err := svc.Status(ctx, "q", "bot")
+				if err != nil || v.State != Waiting || !v.OpensAt.Equal(opening) || v.Position != 0 || v.Ticket != 0 {
+					t.Fatalf("a poll: %+v %v, want waiting for the opening at %v", v, err, opening)
+				}
+			}
+		})
 	}
 }
