@@ -183,7 +183,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	}
 	entrant := s.Gate.Entrant(r, caller)
 	if s.Degraded.AdmitNow(r.PathValue("queue")) {
-		s.answerDegraded(w, r, entrant)
+		s.answerDegraded(w, r, entrant, enter)
 		return
 	}
 	var v queue.View
@@ -200,7 +200,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		v, err = s.holdStatus(r, user, hold, v)
 	}
 	if err != nil && s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
-		s.answerDegraded(w, r, entrant)
+		s.answerDegraded(w, r, entrant, enter)
 		return
 	}
 	if err != nil {
@@ -289,12 +289,13 @@ func inOperatorsWords(err error, message string) error {
 // under --on-store-error admit: READY with "degraded": true and the user's
 // degraded token for the queue, which the order API takes only while it
 // finds the store away too (degraded.Policy.Accept). Nothing is written:
-// the user keeps whatever place they had. A likely bot (the signals judged
-// without the store) gets no degraded entry: 503 + Retry-After, as under
-// wait.
-func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant) {
+// the user keeps whatever place they had. A likely bot (a shadow place
+// this instance knows, or the signals judged without the store) gets no
+// degraded entry: 503 + Retry-After, as under wait; counted as refused on
+// enter only, not at each status poll.
+func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant, enter bool) {
 	q, user := r.PathValue("queue"), e.Caller.User
-	if err := s.Gate.DegradedRefusal(r.Context(), q, e); err != nil {
+	if err := s.Gate.DegradedRefusal(r.Context(), q, e, enter); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
