@@ -47,10 +47,13 @@ type View struct {
 	// queue's front document they give the page the position without
 	// asking (internal/queue/front). 0 before an opening.
 	Ticket, Epoch int64
-	// Shadow: the place is in the shadow line (a suspect's, EnterShadow),
-	// and Ticket numbers it there. Nothing else of the answer says so: it
-	// is what the HTTP layer signs the ticket by (front.ShadowEpoch), so
-	// that no page places it in the real line.
+	// Shadow: the place is in the shadow line (a suspect's, EnterShadow).
+	// Nothing else of the answer says so: Ticket and Epoch are then the
+	// real line's, the ticket a person arriving with it would hold
+	// (Standing.Behind+1), so a page places it where it is shown; the HTTP
+	// layer signs it as a shadow place's (front.Tickets.SignShadow), which
+	// only the MAC tells, so that shown back it places no one in the real
+	// line.
 	Shadow bool
 	// AdmissionNear: admission may reach this waiting user before their
 	// next poll is due (admissionNear), so a request willing to wait for
@@ -543,6 +546,9 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	if e.State == Waiting && !e.PreQueue {
 		v.Ticket, v.Epoch, v.Shadow = e.Ticket, e.Epoch, e.Shadow
+	}
+	if v.Shadow { // its shadow line's number would tell it apart
+		v.Ticket = e.Behind + 1
 	}
 	switch {
 	case e.State == Waiting && e.Pace.Stock.SoldOut():

@@ -17,6 +17,7 @@ func TestShownBehind(t *testing.T) {
 		want   int64
 	}{
 		{"arrived behind ten, none let in", 10, Snapshot{Head: 1, Last: 20}, 11},
+		{"the person after it left", 10, Snapshot{Head: 4, Last: 20, Left: []int64{11}}, 8},
 		{"three of them let in", 10, Snapshot{Head: 4, Last: 20}, 8},
 		{"two of them left", 10, Snapshot{Head: 4, Last: 20, Left: []int64{5, 9, 15}}, 6},
 		{"it arrived behind one who left", 9, Snapshot{Head: 4, Last: 20, Left: []int64{5, 9, 15}}, 5},
@@ -30,6 +31,12 @@ func TestShownBehind(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := shownBehind(c.behind, c.sn); got != c.want {
 				t.Errorf("shownBehind(%d, %+v) = %d, want %d", c.behind, c.sn, got, c.want)
+			}
+			// Its page is given ticket behind+1 (View.Shadow): wherever the
+			// document places that ticket (Position, the page's arithmetic
+			// by TestThePagePlacesAsTheServerDoes), it is the place shown.
+			if pos, _, ok := Position(c.behind+1, c.sn.Head, c.sn.Last, c.sn.Left, c.sn.Cleared, 0); ok && pos != c.want {
+				t.Errorf("ticket %d placed at %d by the page's arithmetic, shown %d", c.behind+1, pos, c.want)
 			}
 		})
 	}
@@ -45,27 +52,27 @@ type shadowLine struct {
 	opening  time.Time
 }
 
-// shadowEpoch is the line's epoch here.
-const shadowEpoch = 42
+// lineEpoch is the line's epoch here.
+const lineEpoch = 42
 
 func (l *shadowLine) Snapshot(ctx context.Context, q string) (Snapshot, error) {
 	sn, err := l.lineStore.Snapshot(ctx, q)
-	sn.Epoch, sn.Pace.OpensAt = shadowEpoch, l.opening
+	sn.Epoch, sn.Pace.OpensAt = lineEpoch, l.opening
 	return sn, err
 }
 
 func (l *shadowLine) Status(ctx context.Context, q, user string) (Standing, error) {
 	l.statuses++
 	if user == "bot" && !l.opening.IsZero() {
-		return Standing{State: Waiting, Shadow: true, PreQueue: true, Ticket: 7, Epoch: shadowEpoch,
+		return Standing{State: Waiting, Shadow: true, PreQueue: true, Ticket: 7, Epoch: lineEpoch,
 			Pace: Pace{OpensAt: l.opening}}, nil
 	}
 	if user == "bot" {
-		return Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Position: 501, Length: 1000, Epoch: shadowEpoch,
+		return Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Position: 501, Length: 1000, Epoch: lineEpoch,
 			Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}, nil
 	}
 	e, err := l.lineStore.Status(ctx, q, user)
-	e.Epoch = shadowEpoch
+	e.Epoch = lineEpoch
 	return e, err
 }
 
@@ -78,12 +85,14 @@ func TestShadowStatusFromTheSnapshot(t *testing.T) {
 	svc := NewService(store, time.Hour, nil)
 	ctx := context.Background()
 	first, err := svc.Status(ctx, "q", "bot")
-	if err != nil || first.State != Waiting || !first.Shadow || first.Position != 501 || first.Ticket != 7 {
+	// Its ticket is the one a person arriving with it would hold (Behind+1),
+	// never its shadow line's number.
+	if err != nil || first.State != Waiting || !first.Shadow || first.Position != 501 || first.Ticket != 501 || first.Epoch != lineEpoch {
 		t.Fatalf("first poll: %+v %v", first, err)
 	}
 	for range 10 {
 		v, err := svc.Status(ctx, "q", "bot")
-		if err != nil || !v.Shadow || v.Position != 501 || v.Ticket != 7 || v.EstimatedWaitSeconds == 0 || v.PollAfterSeconds == nil {
+		if err != nil || !v.Shadow || v.Position != 501 || v.Ticket != 501 || v.EstimatedWaitSeconds == 0 || v.PollAfterSeconds == nil {
 			t.Fatalf("a later poll: %+v %v", v, err)
 		}
 	}
@@ -92,7 +101,7 @@ func TestShadowStatusFromTheSnapshot(t *testing.T) {
 	}
 	// Shown back, even signed with the real line's epoch, the shadow
 	// ticket is no place in the real line: 7 would be the seventh person.
-	svc.TicketShown("q", "bot", shadowEpoch, 7)
+	svc.TicketShown("q", "bot", lineEpoch, 7)
 	if v, _ := svc.Status(ctx, "q", "bot"); !v.Shadow || v.Position != 501 {
 		t.Errorf("after the shadow ticket was shown as a real one: %+v", v)
 	}
@@ -123,7 +132,7 @@ func TestShadowStatusFromTheSnapshot(t *testing.T) {
 // the instance than people's.
 func TestShadowAnswerCostsAsAPersons(t *testing.T) {
 	s := newSnapshots(&shadowLine{}, time.Hour)
-	s.remember("q", "bot", Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Epoch: shadowEpoch})
+	s.remember("q", "bot", Standing{State: Waiting, Shadow: true, Ticket: 7, Behind: 500, Epoch: lineEpoch})
 	if _, ok := s.status(context.Background(), "q", "bot"); !ok {
 		t.Fatal("not answered from the snapshot")
 	}
@@ -142,7 +151,7 @@ func TestShadowAnswerCostsAsAPersons(t *testing.T) {
 // poll of it is held for news that never comes, as a person's there is.
 func TestShadowPlaceIsNeverHeld(t *testing.T) {
 	svc := NewService(&shadowLine{}, time.Hour, nil)
-	front := Standing{State: Waiting, Ticket: 7, Position: 1, Length: 1, Epoch: shadowEpoch,
+	front := Standing{State: Waiting, Ticket: 7, Position: 1, Length: 1, Epoch: lineEpoch,
 		Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}
 	if v := svc.view(context.Background(), "q", front); !v.AdmissionNear {
 		t.Fatalf("a person at the front: %+v, want AdmissionNear", v)
