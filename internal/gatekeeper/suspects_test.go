@@ -292,12 +292,16 @@ func TestSuspectNeverWalksIn(t *testing.T) {
 func TestDegradedRefusalKnowsShadowPlaces(t *testing.T) {
 	t.Parallel()
 	f := newSuspectFixture(t, queue.JoinAny, suspect.Shadow, 100)
-	// The fixture's service keeps no snapshots; this one remembers what
-	// the store said, as an instance does.
-	f.g.o.Queue = queue.NewService(f.store, time.Hour, signals.New())
 	ctx := context.Background()
-	if v, err := f.enter("bot", false, datacentre, ""); err != nil || !v.Shadow {
+	v, err := f.enter("bot", false, datacentre, "")
+	if err != nil || !v.Shadow {
 		t.Fatalf("a suspect entering: %+v %v", v, err)
+	}
+	f.g.Answered("sale", "bot", v)
+	f.g.Answered("sale", "cleared", v)
+	f.g.Answered("sale", "cleared", queue.View{State: queue.Waiting, Position: 3})
+	if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("cleared"), Addr: home}, false); err != nil {
+		t.Errorf("a place answered as a person's since: %v", err)
 	}
 	entered := len(*f.tallies)
 	if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("bot"), Addr: home}, false); !errors.Is(err, ErrSuspectDegraded) {

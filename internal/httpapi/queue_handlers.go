@@ -206,6 +206,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.writeError(w, r, s.refusalInOperatorsWords(r, err))
 		return
 	}
+	s.Gate.Answered(r.PathValue("queue"), user, v)
 	if !enter {
 		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
@@ -292,7 +293,7 @@ func inOperatorsWords(err error, message string) error {
 // degraded token for the queue, which the order API takes only while it
 // finds the store away too (degraded.Policy.Accept). Nothing is written:
 // the user keeps whatever place they had. A likely bot (a shadow place
-// this instance knows, or the signals judged without the store) gets no
+// this instance answered, or the signals judged without the store) gets no
 // degraded entry: 503 + Retry-After, as under wait; counted as refused on
 // enter only, not at each status poll.
 func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant, enter bool) {

@@ -229,8 +229,17 @@ func TestSuspectDegraded(t *testing.T) {
 		withSignals(t)(c)
 		c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(degraded.Admit)
 	})
-	redis.Stop()
 	entries := "/api/v1/queues/default/entries"
+	// A place shadowed while the store was up (its mark judged then, as the
+	// human check's is) is known here: polling from a person's address
+	// later, it still gets no degraded entry.
+	if r := in.Do("POST", entries, in.As("shadowed"), nil, botScore...); r.Status != 200 {
+		t.Fatalf("a suspect entering: %d %s", r.Status, r.Raw)
+	}
+	redis.Stop()
+	if r := in.Do("GET", entries+"/me", in.As("shadowed"), nil, personAt...); r.Status != 503 || r.Body["degraded"] != nil {
+		t.Errorf("a known shadow place polling from a person's address with the store away: %d %s, want 503", r.Status, r.Raw)
+	}
 	if r := in.Do("POST", entries, in.As("ann"), nil, personAt...); r.Status != 200 || r.Body["degraded"] != true {
 		t.Fatalf("a person with the store away: %d %s, want a degraded READY", r.Status, r.Raw)
 	}
@@ -241,6 +250,13 @@ func TestSuspectDegraded(t *testing.T) {
 		}
 		if r := in.Do("GET", entries+"/me", in.As("bot"), nil, h...); r.Status != 503 {
 			t.Errorf("a suspect's status (%v) with the store away: %d %s, want 503", h, r.Status, r.Raw)
+		}
+	}
+	// Each refused entry is counted once; the status polls are not.
+	m := apptest.Metrics(t, in.Base)
+	for _, signal := range []string{"edge_score", "address_range"} {
+		if n := m[`waitroom_suspects_total{action="refuse",queue="default",signal="`+signal+`"}`]; n != 1 {
+			t.Errorf("refusals counted for %s: %v, want 1 (the entry, not the poll)", signal, n)
 		}
 	}
 }

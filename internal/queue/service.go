@@ -447,17 +447,6 @@ func (s *Service) status(ctx context.Context, queue, user string) (Standing, err
 	return e, nil
 }
 
-// KnownShadowed says the store last told this instance that the user holds
-// a shadow place in the queue (a suspect's, EnterShadow), without asking
-// it: while the store is away (--on-store-error admit) such a user is given
-// no degraded entry, whatever its request looks like now (a human check is
-// judged on entering only; an address range may no longer match). A place
-// this instance never answered, or one still waiting for an opening, is not
-// known.
-func (s *Service) KnownShadowed(queue, user string) bool {
-	return s.snaps != nil && user != "" && s.snaps.shadowed(queue, user)
-}
-
 // AdmitNow lets the user straight in while the line is quiet (see
 // Store.AdmitNow): READY with a token, or where they stand in line, or
 // NOT_IN_QUEUE when the line is busy and they must join it.

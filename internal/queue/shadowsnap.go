@@ -81,16 +81,3 @@ func shownBehind(behind int64, sn Snapshot) int64 {
 	gone, _ := slices.BinarySearch(sn.Left, behind+1)
 	return 1 + behind - sn.Head + 1 - int64(gone) + int64(cleared)
 }
-
-// shadowed says the store last told this instance the user holds a shadow
-// place in the queue, however long ago.
-func (s *snapshots) shadowed(queue, user string) bool {
-	v := s.view(queue, false)
-	if v == nil {
-		return false
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.shadows[s.key(user)]
-	return ok
-}
