@@ -55,9 +55,13 @@ type BotsRun struct {
 	// people, PeopleShare their share.
 	Admitted, PeopleAdmitted int
 	PeopleShare              float64
-	// From the answers: the places whose signed ticket names the shadow
-	// line (the real line's epoch + 2^50), people's among them; answers
-	// 403 to people and to bots.
+	// From the instance (nothing a client is answered tells a shadow place
+	// from a person's): Shadowed is its stats' shadowLength (-1: not
+	// answered), PeopleShadowed that less the bots that hold a place (0
+	// when no bot does, so every shadow place is a person's): exact while
+	// every placed bot is shadowed, which the people's share of those
+	// admitted (1.0 under shadowAdmits never) and Shadowed equal to the
+	// bots' count bear out. People403 and Bots403: the answers 403.
 	Shadowed, PeopleShadowed int
 	People403, Bots403       int
 	// From the instance: its stats' shadowLength and the admin suspects
@@ -104,9 +108,6 @@ const (
 	botsScoreBelow  = 30
 	botsPersonScore = "90"
 	botsBotScore    = "5"
-	// shadowEpoch: a shadow place's signed ticket carries the line's epoch
-	// plus 2^50 (front.ShadowEpoch).
-	shadowEpoch = int64(1) << 50
 	// botsPageWait is the waitSeconds people's polls carry, as the page's.
 	botsPageWait = 20
 )
@@ -223,7 +224,7 @@ type botClient struct {
 	after          float64 // the last pollAfterSeconds told
 	tried, placed  time.Time
 	ready          time.Time
-	shadow, got403 bool
+	got403         bool
 	err            error
 }
 
@@ -260,17 +261,14 @@ func botsCrowd(rep *BotsReport, bots bool) []*botClient {
 
 // botsRunner is one run's instance, queue and crowd.
 type botsRunner struct {
-	o       Options
-	rep     *BotsReport
-	hc      *http.Client
-	base    string
-	admin   string
-	queue   string
-	crowd   []*botClient
-	opening time.Time
-	// epoch is the real line's (the front document's): a ticket of epoch
-	// + 2^50 is a shadow place's.
-	epoch     int64
+	o         Options
+	rep       *BotsReport
+	hc        *http.Client
+	base      string
+	admin     string
+	queue     string
+	crowd     []*botClient
+	opening   time.Time
 	readySeen atomic.Int64
 	requests  atomic.Int64
 	errMu     sync.Mutex
@@ -293,9 +291,6 @@ func botsRun(ctx context.Context, o Options, rep *BotsReport, spec botsRunSpec, 
 	r := &botsRunner{o: o, rep: rep, hc: hc, base: "http://" + in.Addr, admin: "Bearer " + cfg.AdminToken,
 		queue: fmt.Sprintf("bots-%d", rand.IntN(1e9)), crowd: botsCrowd(rep, spec.bots)}
 	if err := r.createQueue(ctx); err != nil {
-		return run, err
-	}
-	if r.epoch, err = r.frontEpoch(ctx); err != nil {
 		return run, err
 	}
 	// Bounded: entering, the opening, admission at the rate, a poll or
@@ -471,19 +466,15 @@ func (r *botsRunner) poll(ctx context.Context, c *botClient) {
 	}
 }
 
-// note reads an answer: READY, the poll interval, and the signed ticket,
-// whose epoch says which line the place is in ("t1.<epoch>.<ticket>.<mac>").
+// note reads an answer: READY, the poll interval, and the signed ticket
+// the page shows back. (Nothing in it tells a shadow place's from a
+// person's: the instance counts them, suspectsSeen.)
 func (r *botsRunner) note(c *botClient, body map[string]any) {
 	if after, ok := body["pollAfterSeconds"].(float64); ok {
 		c.after = after
 	}
 	if t, ok := body["ticket"].(string); ok && t != "" {
 		c.ticket = t
-		if parts := strings.Split(t, "."); len(parts) == 4 {
-			if epoch, err := strconv.ParseInt(parts[1], 10, 64); err == nil && epoch == r.epoch+shadowEpoch {
-				c.shadow = true
-			}
-		}
 	}
 	if body["status"] == "READY" && c.ready.IsZero() {
 		c.ready = time.Now()

@@ -38,7 +38,7 @@ func botsMarkdown(rep *BotsReport, stamp string) string {
 				r.Name, r.Listed, signalCounts(r.ListedSignals), r.ListedAddresses)
 		}
 	}
-	b.WriteString("\nPlaces shadowed are counted from the answers (a shadow place's signed ticket carries the real line's epoch + 2^50); time in line runs from the opening to the READY answer.\n")
+	b.WriteString("\nPlaces shadowed are the instance's count (stats' `shadowLength`): no answer tells a shadow place from a person's, its signed ticket included; people among them are that count less the bots that hold a place, exact while every bot is shadowed (the people's share of those admitted and the count equal to the bots' bear it out). Time in line runs from the opening to the READY answer.\n")
 	botsGoals(&b, rep)
 	for _, r := range rep.Runs {
 		if r.Errors > 0 {

@@ -65,23 +65,6 @@ func (r *botsRunner) openAndAdmit(ctx, pollCtx context.Context, pollers *sync.Wa
 	return nil
 }
 
-// frontEpoch reads the real line's epoch from its front document (as an
-// integer: it is past float64's exact range).
-func (r *botsRunner) frontEpoch(ctx context.Context) (int64, error) {
-	res, err := r.request(ctx, "GET", "/api/v1/queues/"+r.queue+"/front", nil, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	var front struct {
-		Epoch int64 `json:"epoch"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&front); err != nil || res.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("reading the front document: %d %v", res.StatusCode, err)
-	}
-	return front.Epoch, nil
-}
-
 // botsOpenIn is how far ahead the opening is set once the crowd is in.
 const botsOpenIn = 15 * time.Second
 
@@ -140,7 +123,7 @@ func (r *botsRunner) comparePolls(ctx context.Context, pid int) (*BotsCPU, error
 	for _, c := range r.crowd {
 		switch {
 		case c.err != nil || c.placed.IsZero() || !c.ready.IsZero():
-		case c.shadow:
+		case !c.kind.person(): // every bot is shadowed in this run (TestBotsShort)
 			shadows = append(shadows, c)
 		case c.kind == kindLate:
 			people = append(people, c)
@@ -271,6 +254,7 @@ func (r *botsRunner) pollMany(ctx context.Context, clients []*botClient, n int) 
 // count adds up what the clients were answered.
 func (r *botsRunner) count(run *BotsRun) {
 	var inLine []time.Duration
+	botsPlaced := 0
 	for _, c := range r.crowd {
 		if !c.ready.IsZero() {
 			run.Admitted++
@@ -281,11 +265,8 @@ func (r *botsRunner) count(run *BotsRun) {
 				inLine = append(inLine, c.ready.Sub(r.opening))
 			}
 		}
-		if c.shadow {
-			run.Shadowed++
-			if c.kind.person() {
-				run.PeopleShadowed++
-			}
+		if !c.kind.person() && !c.placed.IsZero() {
+			botsPlaced++
 		}
 		if c.got403 && c.kind.person() {
 			run.People403++
@@ -300,6 +281,9 @@ func (r *botsRunner) count(run *BotsRun) {
 	if run.Admitted > 0 {
 		run.PeopleShare = float64(run.PeopleAdmitted) / float64(run.Admitted)
 	}
+	// The shadow line's count is the instance's: no answer tells a shadow
+	// place (BotsRun.Shadowed).
+	run.Shadowed, run.PeopleShadowed = run.ShadowLength, max(0, run.ShadowLength-botsPlaced)
 	slices.Sort(inLine)
 	run.TimeP50, run.TimeP95 = percentile(inLine, 50), percentile(inLine, 95)
 	run.Requests = int(r.requests.Load())

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,27 +70,23 @@ func TestBotsShort(t *testing.T) {
 	}
 }
 
-// TestBotsReadsAnswers: a place is counted shadowed only when its ticket's
-// epoch is the real line's + 2^50, READY is counted once, and the admin
-// list is read for its count, signals and addresses.
+// TestBotsReadsAnswers: an answer's ticket and poll interval are kept,
+// READY is counted once, the admin list is read for its count, signals and
+// addresses, and the places shadowed are the instance's count, people's
+// among them those beyond the bots' places.
 func TestBotsReadsAnswers(t *testing.T) {
-	const epoch = int64(1733443202123456789) // past float64's exact range
-	r := &botsRunner{epoch: epoch}
-	tests := []struct {
-		ticket string
-		shadow bool
-	}{
-		{"t1.1733443202123456789.7.mac", false},
-		{"t1.1733443202123456790.7.mac", false},
-		{"t1." + strconv.FormatInt(epoch+shadowEpoch, 10) + ".7.mac", true},
-		{"t1." + strconv.FormatInt(epoch+shadowEpoch+1, 10) + ".7.mac", false},
-		{"not a ticket", false},
+	r := &botsRunner{}
+	tk := &botClient{}
+	r.note(tk, map[string]any{"status": "WAITING", "ticket": "t1.1733443202123456789.7.mac", "pollAfterSeconds": 5.0})
+	if tk.after != 5 || tk.ticket != "t1.1733443202123456789.7.mac" || !tk.ready.IsZero() {
+		t.Errorf("a waiting answer read as %+v", tk)
 	}
-	for _, tt := range tests {
-		c := &botClient{}
-		r.note(c, map[string]any{"status": "WAITING", "ticket": tt.ticket, "pollAfterSeconds": 5.0})
-		if c.shadow != tt.shadow || c.after != 5 || c.ticket != tt.ticket || !c.ready.IsZero() {
-			t.Errorf("%s: %+v", tt.ticket, c)
+	r.crowd = []*botClient{{kind: kindPerson, placed: time.Now()}, {kind: kindDC, placed: time.Now()}, {kind: kindDC}}
+	for _, c := range []struct{ shadowLength, shadowed, people int }{{1, 1, 0}, {3, 3, 2}, {0, 0, 0}, {-1, -1, 0}} {
+		run := BotsRun{ShadowLength: c.shadowLength}
+		r.count(&run)
+		if run.Shadowed != c.shadowed || run.PeopleShadowed != c.people {
+			t.Errorf("shadowLength %d, one bot placed: shadowed %d (people %d), want %d (%d)", c.shadowLength, run.Shadowed, run.PeopleShadowed, c.shadowed, c.people)
 		}
 	}
 	c := &botClient{}

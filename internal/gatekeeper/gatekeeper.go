@@ -122,7 +122,10 @@ type Options struct {
 
 // Gatekeeper decides who may take a place in a line (spending the entry
 // that comes of it is package spend's).
-type Gatekeeper struct{ o Options }
+type Gatekeeper struct {
+	o       Options
+	shadows shadowsKnown
+}
 
 // New returns a Gatekeeper.
 func New(o Options) *Gatekeeper { return &Gatekeeper{o: o} }

@@ -105,20 +105,35 @@ func edgeScoreBelow(score string, threshold int) bool {
 	return err == nil && n >= 1 && n <= 99 && n < threshold
 }
 
-// DegradedRefusal is ErrSuspectDegraded when the signals mark e as a
-// likely bot in the queue, nil otherwise: asked before a degraded entry
-// is given (--on-store-error admit, the store away), when neither the
-// store nor the queue's config can be read, so the signals are the ones
-// judged without them (the edge's score, ranges, poll rate) and the
-// refusal is counted and logged as the action refuse.
-func (g *Gatekeeper) DegradedRefusal(ctx context.Context, q string, e Entrant) error {
+// DegradedRefusal is ErrSuspectDegraded when e is a likely bot in the
+// queue, nil otherwise: asked before a degraded entry is given
+// (--on-store-error admit, the store away), when neither the store nor the
+// queue's config can be read. A likely bot is a user this instance last
+// answered as a shadow place (Answered: marked when it entered, by
+// whatever signal, the human check's included), or one the signals judged
+// without the store mark (the edge's score, ranges, poll rate). A refusal by the signals is counted and logged as the action
+// refuse when count is set (an entry asked for: enter, a protected
+// request), never for a status poll, which would count one client again
+// at each poll; a known shadow place was counted when it entered.
+func (g *Gatekeeper) DegradedRefusal(ctx context.Context, q string, e Entrant, count bool) error {
+	if g.shadows.known(q, e.Caller.User) {
+		return ErrSuspectDegraded
+	}
 	signals := g.signals(q, e)
 	if len(signals) == 0 {
 		return nil
 	}
-	g.note(ctx, q, e, signals, suspect.Refuse)
+	if count {
+		g.note(ctx, q, e, signals, suspect.Refuse)
+	}
 	return ErrSuspectDegraded
 }
+
+// Answered tells the gate the answer v the user was given in the queue
+// (enter or status): a shadow place is remembered, so that with the store
+// away it gets no degraded entry (DegradedRefusal); any other answer
+// forgets it (cleared, let in, gone).
+func (g *Gatekeeper) Answered(q, user string, v queue.View) { g.shadows.answered(q, user, v) }
 
 // Polled tells the poll-rate signal of a status poll the user made and the
 // answer v it is given. The answer's pollAfterSeconds stands for the one

@@ -276,10 +276,52 @@ func TestSuspectNeverWalksIn(t *testing.T) {
 	if may, err := f.g.MayAdmitNow(ctx, "sale", Entrant{Caller: anon("p"), Addr: home}); !may || err != nil {
 		t.Errorf("a person: may %v %v", may, err)
 	}
-	if !errors.Is(f.g.DegradedRefusal(ctx, "sale", Entrant{Addr: datacentre}), ErrSuspectDegraded) || f.g.DegradedRefusal(ctx, "sale", Entrant{Addr: home}) != nil {
+	if !errors.Is(f.g.DegradedRefusal(ctx, "sale", Entrant{Addr: datacentre}, true), ErrSuspectDegraded) || f.g.DegradedRefusal(ctx, "sale", Entrant{Addr: home}, true) != nil {
 		t.Error("DegradedRefusal does not tell the data centre from home")
 	}
 	if n := len(*f.tallies); n != 1 || (*f.tallies)[0].action != "refuse" {
 		t.Errorf("tallies %+v, want the degraded refusal counted as refuse", *f.tallies)
+	}
+}
+
+// TestDegradedRefusalKnowsShadowPlaces: while the store is away, a user
+// this instance knows holds a shadow place gets no degraded entry, even
+// from an address no signal marks now (shadowed by the human check, or by
+// a range it moved out of); a suspect's status polls are not counted
+// again as refusals, its entries are.
+func TestDegradedRefusalKnowsShadowPlaces(t *testing.T) {
+	t.Parallel()
+	f := newSuspectFixture(t, queue.JoinAny, suspect.Shadow, 100)
+	ctx := context.Background()
+	v, err := f.enter("bot", false, datacentre, "")
+	if err != nil || !v.Shadow {
+		t.Fatalf("a suspect entering: %+v %v", v, err)
+	}
+	f.g.Answered("sale", "bot", v)
+	f.g.Answered("sale", "cleared", v)
+	f.g.Answered("sale", "cleared", queue.View{State: queue.Waiting, Position: 3})
+	if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("cleared"), Addr: home}, false); err != nil {
+		t.Errorf("a place answered as a person's since: %v", err)
+	}
+	entered := len(*f.tallies)
+	if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("bot"), Addr: home}, false); !errors.Is(err, ErrSuspectDegraded) {
+		t.Errorf("the shadow place polling from home: %v, want ErrSuspectDegraded", err)
+	}
+	if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("p"), Addr: home}, false); err != nil {
+		t.Errorf("a person polling: %v", err)
+	}
+	for range 3 {
+		if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("other"), Addr: datacentre}, false); !errors.Is(err, ErrSuspectDegraded) {
+			t.Errorf("a suspect polling: %v", err)
+		}
+	}
+	if n := len(*f.tallies) - entered; n != 0 {
+		t.Errorf("%d refusals counted for polls, want none", n)
+	}
+	if err := f.g.DegradedRefusal(ctx, "sale", Entrant{Caller: anon("other"), Addr: datacentre}, true); !errors.Is(err, ErrSuspectDegraded) {
+		t.Errorf("a suspect entering: %v", err)
+	}
+	if n := len(*f.tallies) - entered; n != 1 {
+		t.Errorf("%d refusals counted for one entry, want 1", n)
 	}
 }

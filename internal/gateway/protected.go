@@ -142,7 +142,7 @@ func (g *Gateway) forwardDegraded(w *statusRecorder, r *http.Request, rt Route, 
 	if err != nil { // none: judged by address and score alone
 		caller = identity.Caller{}
 	}
-	if err := g.o.Gate.DegradedRefusal(r.Context(), rt.Queue, g.o.Gate.Entrant(r, caller)); err != nil {
+	if err := g.o.Gate.DegradedRefusal(r.Context(), rt.Queue, g.o.Gate.Entrant(r, caller), true); err != nil {
 		g.o.API.WriteError(w, r, err)
 		return
 	}

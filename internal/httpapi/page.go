@@ -102,6 +102,9 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	} else if err == nil {
 		s.Gate.Polled(q, caller.User, v)
 	}
+	if err == nil {
+		s.Gate.Answered(q, caller.User, v)
+	}
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
 	s.Page.Waiting(w, r, visit)

@@ -15,7 +15,6 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/web"
@@ -183,7 +182,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	}
 	entrant := s.Gate.Entrant(r, caller)
 	if s.Degraded.AdmitNow(r.PathValue("queue")) {
-		s.answerDegraded(w, r, entrant)
+		s.answerDegraded(w, r, entrant, enter)
 		return
 	}
 	var v queue.View
@@ -200,13 +199,14 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		v, err = s.holdStatus(r, user, hold, v)
 	}
 	if err != nil && s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable) {
-		s.answerDegraded(w, r, entrant)
+		s.answerDegraded(w, r, entrant, enter)
 		return
 	}
 	if err != nil {
 		s.writeError(w, r, s.refusalInOperatorsWords(r, err))
 		return
 	}
+	s.Gate.Answered(r.PathValue("queue"), user, v)
 	if !enter {
 		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
@@ -231,8 +231,11 @@ func (s *Server) takeTicket(r *http.Request, user string) error {
 	if signed == "" || s.Tickets == nil {
 		return nil
 	}
-	epoch, ticket, err := s.Tickets.Verify(r.PathValue("queue"), user, signed)
-	if err == nil {
+	epoch, ticket, shadow, err := s.Tickets.Verify(r.PathValue("queue"), user, signed)
+	// A shadow place's ticket names the place a person arriving with it
+	// would hold: it places no one in the real line, and its user is
+	// answered from the shadow standing (the instance's or the store's).
+	if err == nil && !shadow {
 		s.Queue.TicketShown(r.PathValue("queue"), user, epoch, ticket)
 	}
 	return err
@@ -241,19 +244,19 @@ func (s *Server) takeTicket(r *http.Request, user string) error {
 // signedTicket is the user's ticket in answer v, signed; "" when they hold
 // none (not waiting, before an opening) or no signer is configured.
 //
-// A shadow place's ticket (a suspect's, numbered in the shadow line) is
-// signed with the shadow line's epoch (front.ShadowEpoch): no front
-// document places it, so its page asks its instance, and shown back it is
-// never taken for a place in the real line (queue.Service.TicketShown).
+// A shadow place's ticket (a suspect's) is the real line's epoch and the
+// ticket a person arriving with it would hold (queue.View.Shadow): the
+// front document places it as that person, and only its MAC says it is a
+// shadow place's (front.Tickets.SignShadow), so shown back it is never
+// taken for a place in the real line (takeTicket).
 func (s *Server) signedTicket(q, user string, v queue.View) string {
 	if s.Tickets == nil || v.Ticket == 0 || (v.State != queue.Waiting && v.State != queue.SoldOut) {
 		return ""
 	}
-	epoch := v.Epoch
 	if v.Shadow {
-		epoch = front.ShadowEpoch(epoch)
+		return s.Tickets.SignShadow(q, user, v.Epoch, v.Ticket)
 	}
-	return s.Tickets.Sign(q, user, epoch, v.Ticket)
+	return s.Tickets.Sign(q, user, v.Epoch, v.Ticket)
 }
 
 // operatorsWords is an error whose message is the queue's own, for the
@@ -289,12 +292,13 @@ func inOperatorsWords(err error, message string) error {
 // under --on-store-error admit: READY with "degraded": true and the user's
 // degraded token for the queue, which the order API takes only while it
 // finds the store away too (degraded.Policy.Accept). Nothing is written:
-// the user keeps whatever place they had. A likely bot (the signals judged
-// without the store) gets no degraded entry: 503 + Retry-After, as under
-// wait.
-func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant) {
+// the user keeps whatever place they had. A likely bot (a shadow place
+// this instance answered, or the signals judged without the store) gets no
+// degraded entry: 503 + Retry-After, as under wait; counted as refused on
+// enter only, not at each status poll.
+func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gatekeeper.Entrant, enter bool) {
 	q, user := r.PathValue("queue"), e.Caller.User
-	if err := s.Gate.DegradedRefusal(r.Context(), q, e); err != nil {
+	if err := s.Gate.DegradedRefusal(r.Context(), q, e, enter); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

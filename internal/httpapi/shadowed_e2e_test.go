@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,12 +86,16 @@ func TestShadowedAnswersAsAPerson(t *testing.T) {
 			if botMe.Status != 200 || !slices.Equal(keysOf(botMe), keysOf(personMe)) {
 				t.Errorf("status: the bot got %d %v, a person %d %v", botMe.Status, keysOf(botMe), personMe.Status, keysOf(personMe))
 			}
-			// The front document places the person's ticket and never the
-			// bot's (another line's epoch), so the bot's page asks here; shown
-			// back, its ticket is still answered as its shadow place.
+			// The bot's ticket looks a person's: the real line's epoch and
+			// the number the person after it holds, so the front document
+			// places it where it is shown, as that person; shown back, it is
+			// still answered as its shadow place, signed as one.
 			doc := in.Do("GET", frontPath(q), "", nil)
-			if _, ok := placeFrom(t, doc, bot.Str("ticket")); ok {
-				t.Errorf("the front document places the bot's ticket %s", bot.Str("ticket"))
+			if epochOf(t, bot.Str("ticket")) != epochOf(t, person.Str("ticket")) || numberOf(t, bot.Str("ticket")) != 5 {
+				t.Errorf("the bot's ticket %s, the person's %s: want the same epoch, and number 5", bot.Str("ticket"), person.Str("ticket"))
+			}
+			if pos, ok := placeFrom(t, doc, bot.Str("ticket")); !ok || pos != 5 {
+				t.Errorf("the front document places the bot at %d %v, want 5 as shown", pos, ok)
 			}
 			if pos, ok := placeFrom(t, doc, person.Str("ticket")); !ok || pos != 5 {
 				t.Errorf("the front document places the person at %d %v, want 5", pos, ok)
@@ -234,8 +239,17 @@ func TestSuspectDegraded(t *testing.T) {
 		withSignals(t)(c)
 		c.RedisURL, c.KeyPrefix, c.OnStoreError = redis.URL(), "wr:", string(degraded.Admit)
 	})
-	redis.Stop()
 	entries := "/api/v1/queues/default/entries"
+	// A place shadowed while the store was up (its mark judged then, as the
+	// human check's is) is known here: polling from a person's address
+	// later, it still gets no degraded entry.
+	if r := in.Do("POST", entries, in.As("shadowed"), nil, botScore...); r.Status != 200 {
+		t.Fatalf("a suspect entering: %d %s", r.Status, r.Raw)
+	}
+	redis.Stop()
+	if r := in.Do("GET", entries+"/me", in.As("shadowed"), nil, personAt...); r.Status != 503 || r.Body["degraded"] != nil {
+		t.Errorf("a known shadow place polling from a person's address with the store away: %d %s, want 503", r.Status, r.Raw)
+	}
 	if r := in.Do("POST", entries, in.As("ann"), nil, personAt...); r.Status != 200 || r.Body["degraded"] != true {
 		t.Fatalf("a person with the store away: %d %s, want a degraded READY", r.Status, r.Raw)
 	}
@@ -247,5 +261,71 @@ func TestSuspectDegraded(t *testing.T) {
 		if r := in.Do("GET", entries+"/me", in.As("bot"), nil, h...); r.Status != 503 {
 			t.Errorf("a suspect's status (%v) with the store away: %d %s, want 503", h, r.Status, r.Raw)
 		}
+	}
+	// Each refused entry is counted once; the status polls are not.
+	m := apptest.Metrics(t, in.Base)
+	for _, signal := range []string{"edge_score", "address_range"} {
+		if n := m[`waitroom_suspects_total{action="refuse",queue="default",signal="`+signal+`"}`]; n != 1 {
+			t.Errorf("refusals counted for %s: %v, want 1 (the entry, not the poll)", signal, n)
+		}
+	}
+}
+
+// epochOf and numberOf read a signed ticket t1.<epoch>.<ticket>.<mac>.
+func epochOf(t *testing.T, signed string) string { return ticketPart(t, signed, 1) }
+func numberOf(t *testing.T, signed string) int64 {
+	n, _ := strconv.ParseInt(ticketPart(t, signed, 2), 10, 64)
+	return n
+}
+
+func ticketPart(t *testing.T, signed string, i int) string {
+	t.Helper()
+	parts := strings.Split(signed, ".")
+	if len(parts) != 4 || parts[0] != "t1" {
+		t.Fatalf("ticket %q is not t1.<epoch>.<ticket>.<mac>", signed)
+	}
+	return parts[i]
+}
+
+// TestAShadowTicketPlacesNoOneInTheRealLine: a shadow place's ticket names
+// the number of the person after it, but shown to an instance that has not
+// heard of the place it is not taken for that person's: the instance asks
+// the store and answers the shadow place, its ticket still signed as one.
+func TestAShadowTicketPlacesNoOneInTheRealLine(t *testing.T) {
+	t.Parallel()
+	b := apptest.Backends[1] // two instances on one line
+	in := apptest.Boot(t, b, withSignals(t))
+	other := apptest.Boot(t, b, func(c *app.Config) {
+		withSignals(t)(c)
+		c.KeyPrefix, c.AuthSecret, c.AdminToken = in.KeyPrefix, in.AuthSecret, in.AdminToken
+	})
+	q := apptest.UniqueID("shown")
+	entries, me := "/api/v1/queues/"+q+"/entries", "/api/v1/queues/"+q+"/entries/me"
+	// Batches of one: beyond the front's two batches an instance answers
+	// a ticket it knows from its snapshot, without the store.
+	in.PutQueue(q, map[string]any{"paused": true, "ratePerSecond": 1, "batchSize": 1, "intervalMs": 1000})
+	for _, u := range []string{"p1", "p2", "p3", "p4"} {
+		if r := in.Do("POST", entries, in.As(u), nil, personAt...); r.Status != 200 {
+			t.Fatalf("%s: %d %s", u, r.Status, r.Raw)
+		}
+	}
+	bot := in.Do("POST", entries, in.As("bot"), nil, botScore...)
+	person := in.Do("POST", entries, in.As("p5"), nil, personAt...)
+	if numberOf(t, bot.Str("ticket")) != numberOf(t, person.Str("ticket")) {
+		t.Fatalf("the bot's ticket %s, the next person's %s: want the same number", bot.Str("ticket"), person.Str("ticket"))
+	}
+	// The other instance reads the line (a person's poll), then the bot
+	// shows it its ticket.
+	if r := other.Do("GET", me, other.As("p1"), nil); r.Status != 200 || r.Num("position") != 1 {
+		t.Fatalf("p1 on the other instance: %d %s", r.Status, r.Raw)
+	}
+	for range 3 {
+		r := other.Do("GET", me, other.As("bot"), nil, "X-Waitroom-Ticket", bot.Str("ticket"))
+		if r.Status != 200 || r.Str("ticket") != bot.Str("ticket") || r.Num("position") != 5 {
+			t.Fatalf("the bot showing its ticket to the other instance: %d %s, want its shadow place (ticket %s)", r.Status, r.Raw, bot.Str("ticket"))
+		}
+	}
+	if st := in.QueueStats(q); st.Num("length") != 5 || st.Num("shadowLength") != 1 {
+		t.Errorf("stats: %s, want 5 people and the bot in the shadow line", st.Raw)
 	}
 }

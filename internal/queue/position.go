@@ -26,10 +26,11 @@ import "slices"
 //
 // Issue 51 fitted as arguments, not new rules. A suspect's place is
 // numbered in a line of its own (the shadow line), so people's tickets
-// stay consecutive and this rule exact for them; a shadow ticket is
-// placed by nothing here (its signed epoch is another line's:
-// front.ShadowEpoch), and the place it is shown is worked out from
-// Standing.Behind by whoever answers it. A place an operator clears joins
+// stay consecutive and this rule exact for them; a shadow place is shown
+// where the ticket a person arriving with it would hold (Standing.Behind
+// + 1) stands, which is the ticket its page is given (queue.View.Shadow),
+// so this rule places it too while that ticket waits, and whoever answers
+// it works the same place out from Behind. A place an operator clears joins
 // the real line between two tickets (score c + 0.5, c the ticket a person
 // arriving with it would stand behind), holding no ticket of its own: it
 // is not a gap, it is one more ahead of every ticket above c, which is

@@ -47,10 +47,13 @@ type View struct {
 	// queue's front document they give the page the position without
 	// asking (internal/queue/front). 0 before an opening.
 	Ticket, Epoch int64
-	// Shadow: the place is in the shadow line (a suspect's, EnterShadow),
-	// and Ticket numbers it there. Nothing else of the answer says so: it
-	// is what the HTTP layer signs the ticket by (front.ShadowEpoch), so
-	// that no page places it in the real line.
+	// Shadow: the place is in the shadow line (a suspect's, EnterShadow).
+	// Nothing else of the answer says so: Ticket and Epoch are then the
+	// real line's, the ticket a person arriving with it would hold
+	// (Standing.Behind+1), so a page places it where it is shown; the HTTP
+	// layer signs it as a shadow place's (front.Tickets.SignShadow), which
+	// only the MAC tells, so that shown back it places no one in the real
+	// line.
 	Shadow bool
 	// AdmissionNear: admission may reach this waiting user before their
 	// next poll is due (admissionNear), so a request willing to wait for
@@ -62,9 +65,12 @@ type View struct {
 // their next poll is due: an estimated wait within the shortest pollAfter
 // (2 s), in a queue that is neither paused nor stalled, with a place in
 // line. HoldFrom holds such users; nobody else is worth holding (a held
-// request answers as soon as the line is found stalled).
+// request answers as soon as the line is found stalled). A shadow place is
+// never near: shown at position 1 with no wait under shadowAdmits never,
+// it would hold every poll for the whole hold and never be let in, and a
+// farm of them would fill the instance's hold slots.
 func (v View) admissionNear() bool {
-	return v.State == Waiting && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
+	return v.State == Waiting && !v.Shadow && !v.Paused && !v.Stalled && v.OpensAt.IsZero() && v.EstimatedWaitSeconds <= pollAfter(0)
 }
 
 // ErrQueueClosed: the queue's closesAt has passed, or its method is reject,
@@ -529,6 +535,9 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
 	if e.State == Waiting && !e.PreQueue {
 		v.Ticket, v.Epoch, v.Shadow = e.Ticket, e.Epoch, e.Shadow
+	}
+	if v.Shadow { // its shadow line's number would tell it apart
+		v.Ticket = e.Behind + 1
 	}
 	switch {
 	case e.State == Waiting && e.Pace.Stock.SoldOut():

@@ -38,7 +38,8 @@ func (v *lineView) rememberShadow(k uint64, e Standing) {
 // person's standing (Shadow set, Ticket the shadow line's): shown where a
 // person who arrived with it would stand (ShownBehind). False sends the
 // poll to the store: the word is old, the snapshot cannot count (an
-// opening being placed, a draw, an incomplete list of leavers), or the
+// opening ahead or being placed, where a shadow place waits for the
+// opening as people do; a draw; an incomplete list of leavers), or the
 // line is another epoch's.
 func (s *snapshots) shadowStanding(ctx context.Context, v *lineView, k uint64, sp shadowPlace, maxAge time.Duration) (Standing, bool) {
 	if time.Since(sp.at) > shadowRecheck {
@@ -46,7 +47,7 @@ func (s *snapshots) shadowStanding(ctx context.Context, v *lineView, k uint64, s
 		return Standing{}, false
 	}
 	sn, ok := s.fresh(ctx, v, maxAge)
-	if !ok || !sn.Complete || sn.Pace.Placing || sn.Pace.Drawn {
+	if !ok || !sn.Complete || !sn.Pace.OpensAt.IsZero() || sn.Pace.Drawn {
 		s.misses.Add(1)
 		return Standing{}, false
 	}

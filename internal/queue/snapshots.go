@@ -248,7 +248,7 @@ func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 // only the store answers them (the fairness check found an instance telling
 // a user who had left that they still waited for the opening).
 func (s *snapshots) remember(queue, user string, e Standing) {
-	waiting := e.State == Waiting && e.Ticket != 0
+	waiting := e.State == Waiting && e.Ticket != 0 && !e.PreQueue // a shadow place in the pre-queue holds a ticket
 	v := s.view(queue, waiting)
 	if v == nil {
 		return

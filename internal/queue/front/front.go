@@ -140,8 +140,7 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 // the document: the 1-based place it shows, and the lowest place it may
 // really have (equal to it unless leavers beyond the list lie below the
 // ticket: then within Unlisted). ok is false when the document places no
-// one by that ticket: another epoch (a shadow line's ticket among them:
-// ShadowEpoch), nobody waiting, the ticket below the head (admitted, or
+// one by that ticket: another epoch, nobody waiting, the ticket below the head (admitted, or
 // skipped as a no-show) or among the leavers, a draw or an opening; the
 // page then asks its instance.
 func (d Document) Place(epoch, ticket int64) (position, lowest int64, ok bool) {
@@ -150,19 +149,6 @@ func (d Document) Place(epoch, ticket int64) (position, lowest int64, ok bool) {
 	}
 	return queue.Position(ticket, d.Head, d.Last, d.Left, d.Cleared, d.Unlisted)
 }
-
-// shadowEpochOffset sets a shadow line's epochs apart from real ones: real
-// epochs are microseconds since 1970 (about 2^50.7 in 2026), so the sum
-// stays below 2^53, exact in the page's JavaScript numbers, until 2219.
-const shadowEpochOffset = 1 << 50
-
-// ShadowEpoch is the epoch a shadow line's signed ticket names, for a
-// line of epoch: another line's, so that no document places it (Place;
-// the page's placeFromFront alike) and its page asks its instance, which
-// answers it from the shadow standing (issue 51). The ticket beside it
-// counts the shadow line, not this one: the real line's arithmetic would
-// place it where no one stands.
-func ShadowEpoch(epoch int64) int64 { return epoch + shadowEpochOffset }
 
 // Ask says whether a page at this lowest place must ask its instance now
 // rather than read the document: admission may reach it before its next

@@ -50,21 +50,41 @@ func NewTickets(secret []byte) *Tickets {
 
 // Sign is the user's ticket in the queue, signed.
 func (t *Tickets) Sign(queue, user string, epoch, ticket int64) string {
-	e, n := strconv.FormatInt(epoch, 10), strconv.FormatInt(ticket, 10)
-	return ticketPrefix + e + "." + n + "." + t.mac(queue, user, e, n)
+	return t.sign(personLabel, queue, user, epoch, ticket)
 }
 
-// Verify reads a signed ticket back: its epoch and ticket, or
-// ErrTicketInvalid unless this server signed exactly it for this user in
-// this queue.
-func (t *Tickets) Verify(queue, user, signed string) (epoch, ticket int64, err error) {
+// SignShadow is a shadow place's ticket (issue 51) signed: the same shape,
+// epoch and number range as a person's (the caller passes the real line's
+// epoch and the ticket a person arriving with it would hold), so that
+// nothing a client can read tells it from a person's; only the MAC, under
+// another label, says it numbers no place in the real line (Verify).
+func (t *Tickets) SignShadow(queue, user string, epoch, ticket int64) string {
+	return t.sign(shadowLabel, queue, user, epoch, ticket)
+}
+
+// The labels a ticket's MAC starts with: a person's, a shadow place's.
+const (
+	personLabel = "waitroom ticket\x00"
+	shadowLabel = "waitroom shadow ticket\x00"
+)
+
+func (t *Tickets) sign(label, queue, user string, epoch, ticket int64) string {
+	e, n := strconv.FormatInt(epoch, 10), strconv.FormatInt(ticket, 10)
+	return ticketPrefix + e + "." + n + "." + t.mac(label, queue, user, e, n)
+}
+
+// Verify reads a signed ticket back: its epoch and ticket, and whether it
+// was signed as a shadow place's (SignShadow), or ErrTicketInvalid unless
+// this server signed exactly it for this user in this queue. A person's
+// MAC is tried first, so a person's ticket costs one MAC.
+func (t *Tickets) Verify(queue, user, signed string) (epoch, ticket int64, shadow bool, err error) {
 	rest, ok := strings.CutPrefix(signed, ticketPrefix)
 	if !ok {
-		return 0, 0, ErrTicketInvalid
+		return 0, 0, false, ErrTicketInvalid
 	}
 	parts := strings.Split(rest, ".")
 	if len(parts) != 3 {
-		return 0, 0, ErrTicketInvalid
+		return 0, 0, false, ErrTicketInvalid
 	}
 	e, n, mac := parts[0], parts[1], parts[2]
 	epoch, errE := strconv.ParseInt(e, 10, 64)
@@ -72,20 +92,23 @@ func (t *Tickets) Verify(queue, user, signed string) (epoch, ticket int64, err e
 	// Numbers written any other way than Sign writes them ("+7", "07")
 	// would be one ticket under two spellings.
 	if errE != nil || errN != nil || strconv.FormatInt(epoch, 10) != e || strconv.FormatInt(ticket, 10) != n || ticket <= 0 {
-		return 0, 0, ErrTicketInvalid
+		return 0, 0, false, ErrTicketInvalid
 	}
-	if !hmac.Equal([]byte(mac), []byte(t.mac(queue, user, e, n))) {
-		return 0, 0, ErrTicketInvalid
+	switch {
+	case hmac.Equal([]byte(mac), []byte(t.mac(personLabel, queue, user, e, n))):
+		return epoch, ticket, false, nil
+	case hmac.Equal([]byte(mac), []byte(t.mac(shadowLabel, queue, user, e, n))):
+		return epoch, ticket, true, nil
 	}
-	return epoch, ticket, nil
+	return 0, 0, false, ErrTicketInvalid
 }
 
-func (t *Tickets) mac(queue, user, epoch, ticket string) string {
+func (t *Tickets) mac(label, queue, user, epoch, ticket string) string {
 	h := t.macs.Get().(hash.Hash)
 	defer t.macs.Put(h)
 	h.Reset()
 	// NUL cannot occur in a queue name or a user id (queue.ValidateUserID),
 	// so no two fields run into each other.
-	h.Write([]byte("waitroom ticket\x00" + queue + "\x00" + user + "\x00" + epoch + "\x00" + ticket))
+	h.Write([]byte(label + queue + "\x00" + user + "\x00" + epoch + "\x00" + ticket))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:macBytes])
 }

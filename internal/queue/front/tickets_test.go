@@ -11,12 +11,30 @@ import (
 func TestASignedTicketReadsBack(t *testing.T) {
 	tk := front.NewTickets([]byte("a shared secret of enough length"))
 	signed := tk.Sign("default", "alice", 1700, 42)
-	epoch, ticket, err := tk.Verify("default", "alice", signed)
-	if err != nil || epoch != 1700 || ticket != 42 {
-		t.Fatalf("Verify(Sign) = %d, %d, %v", epoch, ticket, err)
+	epoch, ticket, shadow, err := tk.Verify("default", "alice", signed)
+	if err != nil || epoch != 1700 || ticket != 42 || shadow {
+		t.Fatalf("Verify(Sign) = %d, %d, %v, %v", epoch, ticket, shadow, err)
 	}
 	if other := front.NewTickets([]byte("a shared secret of enough length")); other.Sign("default", "alice", 1700, 42) != signed {
 		t.Error("another instance with the same secret signs otherwise")
+	}
+}
+
+// TestAShadowTicketLooksAPersons: a shadow place's ticket (issue 51) has
+// a person's shape, epoch and number; only its MAC, under a label the
+// client cannot see, says it is a shadow place's, and Verify tells so.
+func TestAShadowTicketLooksAPersons(t *testing.T) {
+	tk := front.NewTickets([]byte("a shared secret of enough length"))
+	person, shadow := tk.Sign("default", "alice", 1700, 42), tk.SignShadow("default", "alice", 1700, 42)
+	if person == shadow || person[:strings.LastIndex(person, ".")] != shadow[:strings.LastIndex(shadow, ".")] || len(person) != len(shadow) {
+		t.Fatalf("a person's %q, a shadow place's %q: want the same but for the MAC", person, shadow)
+	}
+	epoch, ticket, isShadow, err := tk.Verify("default", "alice", shadow)
+	if err != nil || epoch != 1700 || ticket != 42 || !isShadow {
+		t.Fatalf("Verify(SignShadow) = %d, %d, %v, %v", epoch, ticket, isShadow, err)
+	}
+	if _, _, _, err := tk.Verify("default", "bob", shadow); !errors.Is(err, front.ErrTicketInvalid) {
+		t.Errorf("a shadow ticket shown by another user: %v", err)
 	}
 }
 
@@ -38,7 +56,7 @@ func TestATicketNotSignedHereIsRefused(t *testing.T) {
 		"a fifth part":             {"default", "alice", signed + ".x"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := tk.Verify(c.queue, c.user, c.ticket); !errors.Is(err, front.ErrTicketInvalid) {
+			if _, _, _, err := tk.Verify(c.queue, c.user, c.ticket); !errors.Is(err, front.ErrTicketInvalid) {
 				t.Errorf("Verify(%q) = %v, want ErrTicketInvalid", c.ticket, err)
 			}
 		})
@@ -48,10 +66,15 @@ func TestATicketNotSignedHereIsRefused(t *testing.T) {
 func FuzzVerify(f *testing.F) {
 	tk := front.NewTickets([]byte("a shared secret of enough length"))
 	f.Add(tk.Sign("default", "alice", 1, 1))
+	f.Add(tk.SignShadow("default", "alice", 1, 1))
 	f.Add("t1.1.1.AAAAAAAAAAAAAAAAAAAAAA")
 	f.Fuzz(func(t *testing.T, s string) {
-		epoch, ticket, err := tk.Verify("default", "alice", s)
-		if err == nil && tk.Sign("default", "alice", epoch, ticket) != s {
+		epoch, ticket, shadow, err := tk.Verify("default", "alice", s)
+		sign := tk.Sign
+		if shadow {
+			sign = tk.SignShadow
+		}
+		if err == nil && sign("default", "alice", epoch, ticket) != s {
 			t.Errorf("accepted %q, which Sign never writes", s)
 		}
 	})

@@ -32,10 +32,11 @@ const waitroomArithmetic = (() => {
   // lowest place it may really have when leavers lie beyond the list.
   // null: the document places no one by this ticket. A ticket of another
   // epoch goes to the instance: the line was lost and begun again (its
-  // numbers count another line), or the ticket is a suspect's, whose epoch
-  // names the shadow line (the real one + 2^50: front.ShadowEpoch) and
-  // whose number counts that line, so this document would place it where
-  // no one stands; the instance answers it from the shadow standing.
+  // numbers count another line). A suspect's ticket is placed as any: it
+  // names the real line and the ticket a person arriving with it would
+  // hold, so this arithmetic gives the place it is shown; where that ticket
+  // no longer waits, null sends it to the instance, which answers it from
+  // its shadow standing, as it answers anyone the document cannot place.
   function placeFromFront(d, tk) {
     if (!tk || tk.epoch !== d.epoch || d.head === 0 || tk.n < d.head || tk.n > d.last || d.drawn || d.placing || d.opensAt) return null;
     let at = d.head, below = 0;
