@@ -457,7 +457,8 @@ type frontDoc struct {
 		Deltas   []int64 `json:"deltas"`
 		Unlisted int64   `json:"unlisted"`
 	} `json:"left"`
-	Pace struct {
+	Cleared []int64 `json:"cleared"`
+	Pace    struct {
 		Rate         float64 `json:"ratePerSecond"`
 		EstimateRate float64 `json:"estimateRatePerSecond"`
 		Batch        int     `json:"batchSize"`
@@ -479,7 +480,7 @@ type frontDoc struct {
 func (f frontDoc) document() front.Document {
 	d := front.Document{Epoch: f.Epoch, Head: f.Head, Last: f.Last, Length: f.QueueLength, Unlisted: f.Left.Unlisted,
 		Rate: f.Pace.Rate, EstimateRate: f.Pace.EstimateRate, Batch: f.Pace.Batch, NextTickAdmits: f.Pace.NextTick, Paused: f.Pace.Paused, Stalled: f.Pace.Stalled,
-		Drawn: f.Drawn, Placing: f.Placing, AskWithin: f.AskWithin}
+		Drawn: f.Drawn, Placing: f.Placing, AskWithin: f.AskWithin, Cleared: f.Cleared}
 	at := f.Head
 	for _, gap := range f.Left.Deltas {
 		at += gap
