@@ -56,10 +56,11 @@ chaos=0
 check=0
 fuzz=0
 args=()
+invoked="bench/run.sh${*:+ $*}" # named in the report as the command that reproduces it
 while (($#)); do
 	case "$1" in
 	--short | -short) short=1 ;;
-	--million) args+=(-sections million -limit 30m -command "bench/run.sh --million") ;;
+	--million) args+=(-sections million -limit 30m) ;;
 	--chaos) chaos=1 ;;
 	--check) check=1 ;;
 	--fuzz) fuzz=1 ;;
@@ -222,11 +223,11 @@ elif ((chaos)); then
 elif ((short)); then
 	dest="${out:-$TMP/out}"
 	go run ./bench/cmd/bench -short -profile=false -doc "$dest/benchmarks.md" -svg "$dest/bench" \
-		-command "bench/run.sh --short" "${args[@]}"
+		-command "$invoked" "${args[@]}"
 	cat "$dest/benchmarks.md"
 	[[ -n "$out" ]] || say "the charts were in a temp dir, now deleted: bench/run.sh --short --out DIR keeps them"
 elif [[ -n "$out" ]]; then
-	go run ./bench/cmd/bench -doc "$out/benchmarks.md" -svg "$out/bench" "${args[@]}"
+	go run ./bench/cmd/bench -doc "$out/benchmarks.md" -svg "$out/bench" -command "$invoked" "${args[@]}"
 else
-	go run ./bench/cmd/bench "${args[@]}"
+	go run ./bench/cmd/bench -command "$invoked" "${args[@]}"
 fi
