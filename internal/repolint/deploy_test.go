@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v4"
 
+	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
@@ -134,6 +135,7 @@ func TestDeployQueriesExist(t *testing.T) {
 		"waitroom_store_up", "waitroom_store_queue_up", "waitroom_tokens_expired_total",
 		"waitroom_queue_sold_out", "waitroom_queue_units_left",
 		"waitroom_time_in_line_seconds_bucket", "waitroom_estimate_ratio_bucket",
+		"waitroom_shadow_length", "waitroom_suspects_total",
 	} {
 		if !used[n] {
 			t.Errorf("neither the dashboard nor the alerts watch %s", n)
@@ -147,13 +149,20 @@ func TestDeployQueriesExist(t *testing.T) {
 // returns the sample names on its /metrics.
 func exposedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	// The edge's score read from the test's own connections, so that one
+	// client scored a bot gives the likely-bot series.
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, func(c *app.Config) {
+		c.TrustedProxies, c.BotScoreHeader = "127.0.0.1,::1", "X-Bot-Score"
+	})
 	sale := apptest.Shop{Instance: in}
 	q, p := sale.NewSale(5, nil)
 	sale.Buy(q, p, "deploy-buyer")
 	in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As("deploy-buyer"), nil)
 	if r := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", "", nil); r.Status != http.StatusUnauthorized {
 		t.Fatalf("a request without identity: %d", r.Status)
+	}
+	if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As("deploy-bot"), nil, "X-Bot-Score", "2"); r.Status != http.StatusOK {
+		t.Fatalf("a client the edge scores a bot: %d %s, want a (shadow) place", r.Status, r.Raw)
 	}
 	// A queue with phases has its phase series.
 	in.PatchQueue(q, map[string]any{"phases": []any{map[string]any{"name": "members", "startsAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)}}})
