@@ -331,15 +331,23 @@ func (r *botsRunner) do(ctx context.Context, method, path string, c *botClient, 
 	if err != nil {
 		return 0, nil, 0, err
 	}
+	status, m, wait := readAnswer(res)
+	return status, m, wait, nil
+}
+
+// readAnswer reads and closes an answer: its status, its JSON body (nil
+// when empty or not JSON) and its Retry-After (1 s when absent).
+func readAnswer(res *http.Response) (int, map[string]any, time.Duration) {
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	var m map[string]any
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &m)
 	}
-	return res.StatusCode, m, retryAfter(res), nil
+	return res.StatusCode, m, retryAfter(res)
 }
 
+// retryAfter is the answer's Retry-After, 1 s when absent.
 func retryAfter(res *http.Response) time.Duration {
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
 		return time.Duration(s) * time.Second

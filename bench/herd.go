@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -262,17 +261,8 @@ func (c *client) do(ctx context.Context, hc *http.Client, method, path, auth str
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var m map[string]any
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &m)
-	}
-	retryAfter := time.Second
-	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
-		retryAfter = time.Duration(s) * time.Second
-	}
-	return res.StatusCode, m, retryAfter, nil
+	status, m, wait := readAnswer(res)
+	return status, m, wait, nil
 }
 
 // herdSpec is one run of the herd: a schedule, a crowd, and what happens

@@ -404,17 +404,31 @@ func (s *Store) Enter(_ context.Context, name, user string) (queue.Standing, err
 	})
 }
 
-// enter is Enter under the lock; it also says whether the queue changed
-// (a re-entry only marks its user seen, if that).
-func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) {
+// arrive is how every enter starts, in either line: whoever holds a place
+// (in the line, the pre-queue or the shadow line) or a live token is told
+// where they stand (held), marked seen if near the front; a token whose
+// time is up is forgotten, and they line up again. changed says whether
+// the queue changed.
+func (q *state) arrive(user string, now time.Time) (e queue.Standing, held, changed bool) {
 	if e, ok := q.standing(user, now); ok {
 		marked := e.State == queue.Waiting && !e.PreQueue && !e.Shadow && q.markSeen(user, e.Position, now)
-		return e, marked, nil
+		return e, true, marked
 	}
 	t, expired := q.tokens[user]
 	if expired { // forget it, line up again
 		q.dropToken(user, t, now, &q.expired)
 	}
+	return queue.Standing{}, false, expired
+}
+
+// enter is Enter under the lock; it also says whether the queue changed
+// (a re-entry only marks its user seen, if that).
+func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) {
+	e, held, changed := q.arrive(user, now)
+	if held {
+		return e, changed, nil
+	}
+	expired := changed
 	if q.waiting()+int64(len(q.pre)) >= q.cfg.Capacity {
 		return queue.Standing{}, expired, queue.ErrQueueFull
 	}

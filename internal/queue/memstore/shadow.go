@@ -175,14 +175,11 @@ func (q *state) shadowStanding(p shadowPlace, now time.Time) queue.Standing {
 
 // enterShadow is EnterShadow under the lock.
 func (q *state) enterShadow(user string, mark suspect.Mark, now time.Time) (queue.Standing, bool, error) {
-	if e, ok := q.standing(user, now); ok {
-		marked := e.State == queue.Waiting && !e.PreQueue && !e.Shadow && q.markSeen(user, e.Position, now)
-		return e, marked, nil
+	e, held, changed := q.arrive(user, now)
+	if held {
+		return e, changed, nil
 	}
-	t, expired := q.tokens[user]
-	if expired { // forget it, line up again
-		q.dropToken(user, t, now, &q.expired)
-	}
+	expired := changed
 	if int64(len(q.sh.Places)) >= q.cfg.ShadowCapacity {
 		return queue.Standing{}, expired, queue.ErrQueueFull
 	}
