@@ -40,9 +40,9 @@ func (m *Main) guardCalls(ctx context.Context) (*sale, error) {
 		lockTTL = max(lockTTL, m.Config.UpstreamTimeout+10*time.Second)
 	}
 	s.rates = admission.NewRateController(m.line.loopStore, m.Logger)
-	s.guard = spend.NewGuard(m.line.store, lockTTL, func(q string, took time.Duration, o spend.Outcome) {
-		s.telemetry.ProtectedCall(q, took, o)
-		s.rates.Observe(q, took, o.Overloaded())
+	s.guard = spend.NewGuard(m.line.store, lockTTL, func(c spend.Call) {
+		s.telemetry.ProtectedCall(c.Queue, c.Took, c.Outcome)
+		s.rates.Observe(c.Queue, c.Took, c.Held, c.Outcome.Overloaded())
 	})
 	if m.Config.Proxy { // gateway mode sells nothing itself: the shop's backend does
 		return s, nil
@@ -69,6 +69,7 @@ func (m *Main) openOrders(ctx context.Context, s *sale) (err error) {
 		return fmt.Errorf("order database: %w", err)
 	}
 	s.orderStore = opened
+	s.rates.SetPool(opened.Connections())
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
 	m.Orders = order.NewService(s.orderStore, s.guard, payment, order.Config{Work: c.OrderWork,
 		Degraded: func(q, user, token string) bool {

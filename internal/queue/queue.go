@@ -221,16 +221,28 @@ type Changes struct {
 }
 
 // RateSample is protected calls folded by one instance over one window: how
-// many, how many overloaded (failed or timed out), and their latencies in
-// latency buckets.
+// many, how many overloaded (failed or timed out), their latencies in
+// latency buckets and in sum, and, where the backend's calls go through a
+// pool of connections this instance holds (the order database), the time
+// they held a connection and the connections the pool had for them.
 type RateSample struct {
 	Calls, Overloaded int64
 	// Latency counts calls by latency in ms, in rollup.Bucket's buckets.
 	Latency map[int]int64
+	// LatencyMicros sums the calls' latencies, µs.
+	LatencyMicros int64
+	// HeldMicros sums the time the calls held a pool's connection, µs (0:
+	// no pool is known, as in gateway mode).
+	HeldMicros int64
+	// Pools holds, per instance, the connections its pool had for this
+	// queue's calls: its size less what other queues' calls held. The
+	// windows of every instance sum them.
+	Pools map[string]int64
 }
 
-// Add counts one call in the sample.
-func (s *RateSample) Add(took time.Duration, overloaded bool) {
+// Add counts one call in the sample: its latency, and how long it held a
+// pool's connection (0: none, or not known).
+func (s *RateSample) Add(took, held time.Duration, overloaded bool) {
 	s.Calls++
 	if overloaded {
 		s.Overloaded++
@@ -239,6 +251,29 @@ func (s *RateSample) Add(took time.Duration, overloaded bool) {
 		s.Latency = map[int]int64{}
 	}
 	s.Latency[rollup.Bucket(float64(took)/float64(time.Millisecond))]++
+	s.LatencyMicros += took.Microseconds()
+	s.HeldMicros += held.Microseconds()
+}
+
+// Merge adds o to s, o's pools replacing s's of the same instance (each
+// instance's latest count is the one that stands).
+func (s *RateSample) Merge(o RateSample) {
+	s.Calls += o.Calls
+	s.Overloaded += o.Overloaded
+	s.LatencyMicros += o.LatencyMicros
+	s.HeldMicros += o.HeldMicros
+	for b, n := range o.Latency {
+		if s.Latency == nil {
+			s.Latency = map[int]int64{}
+		}
+		s.Latency[b] += n
+	}
+	for id, n := range o.Pools {
+		if s.Pools == nil {
+			s.Pools = map[string]int64{}
+		}
+		s.Pools[id] = n
+	}
 }
 
 // RateWindow is what FoldRate answers: whether this call claimed the
@@ -250,8 +285,11 @@ type RateWindow struct {
 	// takes it. Folded is the window this call's samples joined.
 	ID, Folded int64
 	Samples    RateSample
-	Rate       float64
-	Waiting    int64
+	// Span is how long the samples were gathered: a window, or more where
+	// windows with too few calls were merged into the next.
+	Span    time.Duration
+	Rate    float64
+	Waiting int64
 	// Admitted counts the users admitted from the window's start to its
 	// claim.
 	Admitted int64
@@ -261,23 +299,31 @@ type RateWindow struct {
 
 // RateDecision is one decision of the adaptive rate, as the store keeps
 // the last one: the rate, and what the next decision needs to remember.
+// The stores keep what is remembered as they are given it (JSON), without
+// reading it.
 type RateDecision struct {
 	// Window is the window decided on (RateWindow.ID).
-	Window int64
-	Rate   float64
+	Window int64   `json:"window"`
+	Rate   float64 `json:"rate"`
 	// Kind is what the decision did, for the next decision to go by; Why
 	// says why in words, for people only (logs, the admin page).
-	Kind RateKind
-	Why  string
+	Kind RateKind `json:"kind,omitempty"`
+	Why  string   `json:"why,omitempty"`
 	// P90 is the latency the decision stood on.
-	P90 time.Duration
-	// Knee is where the backend stopped keeping up at the last back-off:
-	// what it completed then, or, with the calls per user not yet known,
-	// the rate cut from (0: none known).
-	Knee float64
+	P90 time.Duration `json:"p90,omitempty"`
+	// Capacity is the protected calls a second the backend bears, as last
+	// measured (0: not known yet).
+	Capacity float64 `json:"capacity,omitempty"`
 	// CallsPerUser is how many protected calls an admitted user makes,
-	// measured while the backend kept up (0: not yet known).
-	CallsPerUser float64
+	// measured while the rate held steady (0: not yet known).
+	CallsPerUser float64 `json:"callsPerUser,omitempty"`
+	// Steady is the first window decided at the rate in force (within 5%).
+	Steady int64 `json:"steady,omitempty"`
+	// Base is the backend's latency with nothing queued in front of it,
+	// where no pool measures its service time (gateway mode), and BaseAt
+	// the window it was measured on.
+	Base   time.Duration `json:"base,omitempty"`
+	BaseAt int64         `json:"baseAt,omitempty"`
 }
 
 // RateKind is what a decision of the adaptive rate did (the kinds are

@@ -69,9 +69,59 @@ type Token struct {
 	Queue, User, Value string
 }
 
-// Observer is told of every protected call that ran: its queue, how long it
-// took from the token check to its end, and how it ended.
-type Observer func(queue string, took time.Duration, o Outcome)
+// Call is one protected call that ran: its queue, how long it took from the
+// token check to its end, how long of that it held a connection of the
+// backend's pool (Hold; 0 where none is known), and how it ended.
+type Call struct {
+	Queue      string
+	Took, Held time.Duration
+	Outcome    Outcome
+}
+
+// Observer is told of every protected call that ran.
+type Observer func(Call)
+
+// heldKey carries a call's *held in its context (Hold).
+type heldKey struct{}
+
+// held sums what a call held the backend's pool for.
+type held struct {
+	mu    sync.Mutex
+	total time.Duration
+}
+
+// Hold starts timing the holding of a pool's connection for the protected
+// call ctx belongs to, and returns what ends it: the order store calls it
+// when it has a connection, and the end when it gives it back. The pool's
+// size divided by what a call holds it for is what the backend bears
+// (admission's adaptive rate). Outside a protected call it times nothing.
+func Hold(ctx context.Context) (release func()) {
+	h, ok := ctx.Value(heldKey{}).(*held)
+	if !ok {
+		return func() {}
+	}
+	start := time.Now()
+	return func() {
+		h.mu.Lock()
+		h.total += time.Since(start)
+		h.mu.Unlock()
+	}
+}
+
+// observed runs call with a context that times its holds (Hold), and
+// tells the observer of it however it ends.
+func (g *Guard) observed(ctx context.Context, queue string, call func(ctx context.Context) Outcome) (outcome Outcome) {
+	h := &held{}
+	outcome = Failed // should call panic
+	start := time.Now()
+	defer func() {
+		took := time.Since(start)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		g.observe(Call{Queue: queue, Took: took, Held: h.total, Outcome: outcome})
+	}()
+	return call(context.WithValue(ctx, heldKey{}, h))
+}
 
 // Guard runs protected calls under the token rules.
 type Guard struct {
@@ -107,7 +157,7 @@ func NewGuard(tokens Tokens, lockTTL time.Duration, observe Observer) *Guard {
 		lockTTL = DefaultLockTTL
 	}
 	if observe == nil {
-		observe = func(string, time.Duration, Outcome) {}
+		observe = func(Call) {}
 	}
 	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe, confirmed: map[Token]time.Time{}}
 }
@@ -136,15 +186,13 @@ func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context)
 		return err
 	}
 	outcome := Failed // should call panic
-	start := time.Now()
 	defer func() {
-		g.observe(t.Queue, time.Since(start), outcome)
 		_ = g.tokens.EndUse(context.WithoutCancel(ctx), t.Queue, t.User, t.Value, owner, outcome.consumes())
 		if outcome.consumes() {
 			g.forget(t)
 		}
 	}()
-	outcome = call(ctx)
+	outcome = g.observed(ctx, t.Queue, call)
 	return nil
 }
 
@@ -170,10 +218,7 @@ func (g *Guard) Check(ctx context.Context, t Token, call func(ctx context.Contex
 		}
 		g.trust(t, until)
 	}
-	outcome := Failed // should call panic
-	start := time.Now()
-	defer func() { g.observe(t.Queue, time.Since(start), outcome) }()
-	outcome = call(ctx)
+	g.observed(ctx, t.Queue, call)
 	return nil
 }
 

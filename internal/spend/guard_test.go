@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
@@ -58,7 +57,8 @@ func TestOutcomeDecidesTheToken(t *testing.T) {
 		t.Run(tt.outcome.String(), func(t *testing.T) {
 			s, tok := admitted(t)
 			var seen []spend.Outcome
-			g := spend.NewGuard(s, 0, func(q string, _ time.Duration, o spend.Outcome) {
+			g := spend.NewGuard(s, 0, func(c spend.Call) {
+				q, o := c.Queue, c.Outcome
 				if q != tok.Queue {
 					t.Errorf("observed queue %q, want %q", q, tok.Queue)
 				}
@@ -149,7 +149,7 @@ func TestConcurrentUsesMakeOneCall(t *testing.T) {
 func TestPanicKeepsTokenAndReleasesLock(t *testing.T) {
 	s, tok := admitted(t)
 	var seen spend.Outcome = -1
-	g := spend.NewGuard(s, 0, func(_ string, _ time.Duration, o spend.Outcome) { seen = o })
+	g := spend.NewGuard(s, 0, func(c spend.Call) { seen = c.Outcome })
 	func() {
 		defer func() { recover() }()
 		g.Use(context.Background(), tok, func(context.Context) spend.Outcome { panic("backend bug") })
@@ -170,7 +170,7 @@ func TestPanicKeepsTokenAndReleasesLock(t *testing.T) {
 func TestCheckKeepsTheToken(t *testing.T) {
 	s, tok := admitted(t)
 	var observed []spend.Outcome
-	g := spend.NewGuard(s, 0, func(_ string, _ time.Duration, o spend.Outcome) { observed = append(observed, o) })
+	g := spend.NewGuard(s, 0, func(c spend.Call) { observed = append(observed, c.Outcome) })
 	inner := make(chan error, 1)
 	err := g.Check(context.Background(), tok, func(ctx context.Context) spend.Outcome {
 		inner <- g.Check(ctx, tok, func(context.Context) spend.Outcome { return spend.Succeeded })

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/spend"
 )
 
 // Names of the unique constraints in migrations/0001_init.sql; a violation
@@ -194,7 +195,13 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	if err := o.Validate(); err != nil {
 		return order.Order{}, err
 	}
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return order.Order{}, wrapErr(ctx, "create order", err)
+	}
+	release := spend.Hold(ctx)
+	defer func() { conn.Release(); release() }()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return order.Order{}, wrapErr(ctx, "create order", err)
 	}
@@ -277,6 +284,9 @@ func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order
 	o.CreatedAt = o.CreatedAt.UTC()
 	return o, true, nil
 }
+
+// Connections implements order.Store: the pool's size.
+func (s *Store) Connections() int { return int(s.pool.Config().MaxConns) }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {

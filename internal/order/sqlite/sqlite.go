@@ -27,6 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/spend"
 )
 
 // busyTimeout is how long a connection waits for another process's write
@@ -205,6 +206,8 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	if err != nil {
 		return order.Order{}, s.wrapErr(ctx, "create order", err)
 	}
+	release := spend.Hold(ctx)
+	defer release()
 	// Rollback after Commit is a no-op; on any early return it undoes the
 	// decrement and the insert, so the token stays usable.
 	defer tx.Rollback() //nolint:errcheck // the error that matters is already being returned
@@ -288,6 +291,9 @@ func (s *Store) OrderByKey(ctx context.Context, userID, key string) (order.Order
 	}
 	return o, true, nil
 }
+
+// Connections implements order.Store: SQLite has one writer.
+func (s *Store) Connections() int { return 1 }
 
 // Ping reports whether the database answers. It asks the write pool, so a
 // writer stuck for longer than ctx allows shows up as not ready.

@@ -13,7 +13,6 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,37 +40,29 @@ func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func windowOf(calls int, latency time.Duration, failed int, waiting int64, rate float64) queue.RateWindow {
+// pooled is a window of calls that each took latency and held one of a
+// pool's connections for held, after decisions that measured capacity
+// (calls/s; 0: none) and perUser calls a user (0: none), the rate steady
+// for long; it counts nobody admitted, so it measures no calls per user.
+func pooled(calls int, latency, held time.Duration, pool int64, rate, capacity, perUser float64) queue.RateWindow {
+	s := queue.RateSample{Pools: map[string]int64{"a": pool}}
+	for range calls {
+		s.Add(latency, held, false)
+	}
+	return queue.RateWindow{ID: 50, Samples: s, Span: time.Second, Rate: rate, Waiting: 100,
+		Last: queue.RateDecision{Window: 49, Rate: rate, Kind: admission.RateGrow, Capacity: capacity, CallsPerUser: perUser, Steady: 10}}
+}
+
+// gateway is a window of calls that each took latency, with no pool, after
+// decisions that found the base latency (0: none) on window baseAt, and the
+// capacity (calls/s; 0: none).
+func gateway(calls int, latency time.Duration, failed int, rate float64, base time.Duration, baseAt int64, capacity float64) queue.RateWindow {
 	var s queue.RateSample
 	for i := range calls {
-		s.Add(latency, i < failed)
+		s.Add(latency, 0, i < failed)
 	}
-	return queue.RateWindow{Samples: s, Rate: rate, Waiting: waiting}
-}
-
-// cutAgo makes w the window n windows after a back-off from knee on
-// window 10 (when n > 1, held after it with the latency at lastP90).
-func cutAgo(w queue.RateWindow, n int64, knee float64, lastP90 time.Duration) queue.RateWindow {
-	w.ID = 10 + n
-	w.Last = queue.RateDecision{Window: w.ID - 1, Kind: admission.RateBackOff, Why: "back off: p90 1s above the target 250ms", P90: lastP90, Knee: knee}
-	if n > 1 {
-		w.Last.Kind, w.Last.Why = admission.RateWaitShow, "hold, the last back-off has yet to show: p90 900ms above the target 250ms"
-	}
-	return w
-}
-
-// measured makes w a window in which admitted users were let in, after
-// decisions that measured perUser calls per user.
-func measured(w queue.RateWindow, perUser float64, admitted int64) queue.RateWindow {
-	w.Admitted, w.Last.CallsPerUser = admitted, perUser
-	return w
-}
-
-// withKnee makes w a window long after a back-off from knee.
-func withKnee(w queue.RateWindow, knee float64) queue.RateWindow {
-	w.ID = 50
-	w.Last = queue.RateDecision{Window: 49, Kind: admission.RateGrow, Why: "grow: p90 200ms under the target 250ms", Knee: knee}
-	return w
+	return queue.RateWindow{ID: 50, Samples: s, Span: time.Second, Rate: rate, Waiting: 100,
+		Last: queue.RateDecision{Window: 49, Rate: rate, Kind: admission.RateGrow, Base: base, BaseAt: baseAt, Capacity: capacity, Steady: 10}}
 }
 
 // nextRateConfig is the queue NextRate's tests decide for: adaptive
@@ -84,44 +75,47 @@ func nextRateConfig() queue.Config {
 
 func TestNextRate(t *testing.T) {
 	c := nextRateConfig()
+	ms := time.Millisecond
 	for _, tc := range []struct {
 		name     string
 		w        queue.RateWindow
 		low, top float64 // the next rate lies in [low, top]
-		why      string
-		knee     float64 // the knee it remembers
+		kind     queue.RateKind
+		capacity float64 // the capacity it remembers
 	}{
-		{"too few calls: hold", windowOf(2, 900*time.Millisecond, 0, 50, 60), 60, 60, "hold", 0},
-		{"failures: back off to 70%", windowOf(50, 100*time.Millisecond, 2, 50, 60), 42, 42, "back off", 60},
-		{"one failure in a hundred is noise", windowOf(100, 100*time.Millisecond, 1, 50, 60), 66, 66, "grow", 0},
-		{"latency a little above: at least 10% down", windowOf(50, 260*time.Millisecond, 0, 50, 60), 54, 54, "back off", 60},
-		{"latency above: down to target/p90", windowOf(50, 340*time.Millisecond, 0, 50, 60), 42.5, 45, "back off", 60},
-		{"latency above: at most 30% down", windowOf(50, 355*time.Millisecond, 0, 50, 60), 42, 42, "back off", 60},
-		{"latency far above: at most half", windowOf(50, 3*time.Second, 0, 50, 60), 30, 30, "back off", 60},
-		{"the window right after a back-off: hold", cutAgo(windowOf(50, 900*time.Millisecond, 0, 50, 42), 1, 60, time.Second), 42, 42, "hold, the last back-off has yet to show", 60},
-		{"after a back-off, failures: back off", cutAgo(windowOf(50, 100*time.Millisecond, 5, 50, 42), 1, 60, time.Second), 29.4, 29.4, "back off", 42},
-		{"then the p90 falling: hold", cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 2, 60, 900*time.Millisecond), 42, 42, "hold, draining", 60},
-		{"then the p90 rising: back off again", cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 2, 60, 500*time.Millisecond), 21, 21, "back off", 42},
-		{"nobody waiting: hold", windowOf(50, 100*time.Millisecond, 0, 0, 60), 60, 60, "hold", 0},
-		{"far under the target, no knee known: 10% up", windowOf(50, 150*time.Millisecond, 0, 50, 60), 66, 66, "grow", 0},
-		{"just under the target, no knee known: 2% up", windowOf(50, 245*time.Millisecond, 0, 50, 60), 61.2, 61.2, "grow", 0},
-		{"behind a backlog: cut, and what the backend completes is the knee", measured(windowOf(50, 3*time.Second, 0, 50, 60), 1, 60), 30, 30, "back off", 50},
-		{"behind a backlog: no lower than half of what the backend completes", measured(windowOf(80, 3*time.Second, 0, 50, 60), 1, 60), 40, 40, "back off", 80},
-		{"already at most half of what it completes: hold, draining", measured(windowOf(50, 3*time.Second, 0, 50, 20), 1, 20), 20, 20, "hold, draining", 0},
-		{"calls per user count: two calls each", measured(windowOf(100, 3*time.Second, 0, 50, 60), 2, 60), 30, 30, "back off", 50},
-		{"below the knee: 10% up, to 90% of it at most", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 60), 70), 63, 63, "grow", 70},
-		{"near the knee: 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 64), 70), 65.28, 65.28, "grow", 70},
-		{"just past the knee: a little more than 2% up", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 71.4), 70), 73.11, 73.11, "grow", 70},
-		{"far past the knee: faster", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 70), 87.74, 87.74, "grow", 70},
-		{"very far past the knee: at most 10%", withKnee(windowOf(50, 200*time.Millisecond, 0, 50, 83), 40), 91.3, 91.3, "grow", 40},
-		{"never above the ceiling", windowOf(50, 10*time.Millisecond, 0, 50, 99), 100, 100, "grow", 0},
-		{"never below the floor", windowOf(50, 0, 50, 50, 11), 10, 10, "back off", 11},
-		{"never below the floor by latency", windowOf(50, 5*time.Second, 0, 50, 11), 10, 10, "back off", 11},
+		{"too few calls: hold", pooled(2, 900*ms, 200*ms, 20, 60, 0, 0), 60, 60, admission.RateHold, 0},
+		{"failures: back off to 70%", gateway(50, 100*ms, 2, 60, 0, 0, 0), 42, 42, admission.RateBackOff, 0},
+		{"one failure in a hundred is noise", gateway(100, 100*ms, 1, 60, 0, 0, 0), 66, 66, admission.RateGrow, 0},
+		// 20 connections each held 200 ms a call: 100 calls/s, aimed at 98%.
+		{"a pool: its capacity, at once", pooled(50, 200*ms, 200*ms, 20, 60, 0, 0), 98, 98, admission.RateGrow, 100},
+		{"a pool: down to it, at once", pooled(50, 200*ms, 200*ms, 20, 100, 0, 0), 98, 98, admission.RateBackOff, 100},
+		{"a pool: a window's noise, halved", pooled(50, 200*ms, 200*ms, 20, 90, 90, 0), 93.1, 93.1, admission.RateGrow, 95},
+		{"a pool: a step, followed whole", pooled(50, 400*ms, 400*ms, 20, 90, 100, 0), 49, 49, admission.RateBackOff, 50},
+		{"calls per user count: two calls each", pooled(50, 200*ms, 200*ms, 20, 40, 100, 2), 49, 49, admission.RateGrow, 100},
+		// 50 calls waited 50 ms each for a connection: 2.5 waiting, on
+		// average; 10 connections held 150 ms a call bear 66.7 calls/s.
+		{"a backlog drains within 2 s", pooled(50, 200*ms, 150*ms, 10, 70, 66.67, 0), 64.08, 64.08, admission.RateDraining, 66.67},
+		// Above the target (250 ms): within 1 s, and never up.
+		{"above the target, a backlog: drains faster", pooled(50, 400*ms, 200*ms, 20, 100, 100, 0), 88, 88, admission.RateDraining, 100},
+		{"above the target: never up", pooled(50, 300*ms, 300*ms, 20, 40, 66.7, 0), 40, 40, admission.RateHold, 66.68},
+		{"never below half the capacity", pooled(50, 3*time.Second, 200*ms, 20, 100, 100, 0), 50, 50, admission.RateDraining, 100},
+		{"never above the ceiling", pooled(50, 10*ms, 10*ms, 20, 99, 0, 0), 100, 100, admission.RateGrow, 2000},
+		{"never below the floor", pooled(50, 2*time.Second, 2*time.Second, 2, 20, 0, 0), 10, 10, admission.RateBackOff, 1},
+		// Without a pool (a gateway).
+		{"no capacity known, under the target: 10% up", gateway(50, 150*ms, 0, 60, 0, 0, 0), 66, 66, admission.RateGrow, 0},
+		{"no capacity known, just under: 2% up", gateway(50, 245*ms, 0, 60, 0, 0, 0), 61.2, 61.2, admission.RateGrow, 0},
+		{"no capacity known, above: down to target/p90", gateway(50, 340*ms, 0, 60, 0, 0, 0), 42.5, 45, admission.RateBackOff, 0},
+		{"no capacity known, far above: at most half", gateway(50, 3*time.Second, 0, 60, 0, 0, 0), 30, 30, admission.RateBackOff, 0},
+		// Base 100 ms, mean 200 ms: queueing; 50 completed, 5 waiting.
+		{"queueing: what it completed is its capacity", gateway(50, 200*ms, 0, 60, 100*ms, 45, 0), 46.5, 46.5, admission.RateDraining, 50},
+		{"not queueing: toward the capacity known", gateway(50, 110*ms, 0, 60, 100*ms, 45, 80), 78.4, 78.4, admission.RateGrow, 80},
+		{"not queueing, at it: hold there", gateway(50, 110*ms, 0, 78.4, 100*ms, 45, 80), 78.4, 78.4, admission.RateGrow, 80},
+		{"a base too old: probe at half", gateway(50, 200*ms, 0, 60, 100*ms, 20, 50), 30, 30, admission.RateProbe, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := admission.NextRate(c, tc.w)
-			if d.Rate < tc.low || d.Rate > tc.top || !strings.HasPrefix(d.Why, tc.why) || d.Knee != tc.knee {
-				t.Fatalf("NextRate = %v (%q, knee %v), want %v..%v (%s…, knee %v)", d.Rate, d.Why, d.Knee, tc.low, tc.top, tc.why, tc.knee)
+			if d.Rate < tc.low || d.Rate > tc.top || d.Kind != tc.kind || math.Abs(d.Capacity-tc.capacity) > 0.01 {
+				t.Fatalf("NextRate = %v (%s: %q, capacity %v), want %v..%v (%s, capacity %v)", d.Rate, d.Kind, d.Why, d.Capacity, tc.low, tc.top, tc.kind, tc.capacity)
 			}
 			if d.Window != tc.w.ID {
 				t.Fatalf("decision %+v on window %d", d.RateDecision, tc.w.ID)
@@ -130,31 +124,41 @@ func TestNextRate(t *testing.T) {
 	}
 }
 
-// TestCallsPerUserMeasured: a window under the target measures the calls
-// each admitted user makes: the first measure as it is, then a third of
-// the way up and a twentieth down (a window in which the backend fell
-// behind measures too few); one above the target does not measure.
+// TestGatewayProbesOneWindowInEight: without a pool, a backend that does
+// not queue at the rate known to be its capacity is probed 5% above it,
+// one window in eight, so that a backend that bears more is found.
+func TestGatewayProbesOneWindowInEight(t *testing.T) {
+	c := nextRateConfig()
+	w := gateway(50, 110*time.Millisecond, 0, 78.4, 100*time.Millisecond, 45, 80)
+	w.ID = 48
+	if d := admission.NextRate(c, w); d.Kind != admission.RateGrow || math.Abs(d.Rate-82.32) > 0.01 {
+		t.Fatalf("window 48: %v (%s: %q), want 82.32, 5%% above", d.Rate, d.Kind, d.Why)
+	}
+}
+
+// TestCallsPerUserMeasured: the calls each admitted user makes are
+// measured where the rate held for two windows (before that, the calls
+// completed are those of users let in at the rate before): the first
+// measure as it is, then a quarter of the way; until measured, one.
 func TestCallsPerUserMeasured(t *testing.T) {
 	c := nextRateConfig()
 	for _, tc := range []struct {
-		name string
-		w    queue.RateWindow
-		want float64
-		why  string
+		name         string
+		last, steady int64
+		perUser      float64
+		want         float64
 	}{
-		{"first measure", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 0, 25), 2, "grow"},
-		{"up: a third of the way at once", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 25), 1.3, "grow"},
-		{"a little down: slowly", measured(windowOf(47, 100*time.Millisecond, 0, 50, 60), 1, 50), 0.997, "grow"},
-		{"behind: hold, and drift down", measured(windowOf(50, 100*time.Millisecond, 0, 50, 60), 1, 100), 0.975, "hold: the backend completed 50 calls"},
-		{"above the target: kept", measured(windowOf(50, time.Second, 0, 50, 60), 1, 100), 1, "back off"},
+		{"first measure", 1, 10, 0, 2},
+		{"then a quarter of the way", 1, 10, 1, 1.25},
+		{"not right after a change", 1, 49, 1, 1},
+		{"nor on the first decision", 0, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := admission.NextRate(c, tc.w)
-			if math.Abs(d.CallsPerUser-tc.want) > 1e-9 || !strings.HasPrefix(d.Why, tc.why) {
-				t.Errorf("%v calls per user (%q), want %v (%s…)", d.CallsPerUser, d.Why, tc.want, tc.why)
-			}
-			if strings.HasPrefix(tc.why, "hold") && d.Rate != tc.w.Rate {
-				t.Errorf("falling behind, the rate moved %v → %v", tc.w.Rate, d.Rate)
+			w := pooled(50, 200*time.Millisecond, 200*time.Millisecond, 20, 25, 100, tc.perUser)
+			w.Admitted, w.Last.Window, w.Last.Steady = 25, tc.last*49, tc.steady
+			d := admission.NextRate(c, w)
+			if math.Abs(d.CallsPerUser-tc.want) > 1e-9 {
+				t.Errorf("%v calls per user (%q), want %v", d.CallsPerUser, d.Why, tc.want)
 			}
 		})
 	}
@@ -366,8 +370,8 @@ func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
 		var rates []float64
 		for range windows {
 			for range 10 {
-				a.Observe("q", latency, false)
-				b.Observe("q", latency, false)
+				a.Observe("q", latency, 0, false)
+				b.Observe("q", latency, 0, false)
 			}
 			a.Flush(ctx)
 			b.Flush(ctx)
@@ -488,18 +492,19 @@ func TestOpeningOnTheFakeClock(t *testing.T) {
 }
 
 // TestNextRateGoesByKind: the next decision goes by what the last one did
-// (RateDecision.Kind), never by its words, which are for people: a
-// back-off reworded still holds the window after it, and words that read
-// like a back-off on a decision that grew hold nothing.
+// (RateDecision.Kind), never by its words, which are for people: the
+// window after a probe refreshes the base latency whatever the probe's
+// words, and words that read like a probe on a decision that grew
+// refresh nothing.
 func TestNextRateGoesByKind(t *testing.T) {
 	c := nextRateConfig()
-	w := cutAgo(windowOf(50, 600*time.Millisecond, 0, 50, 42), 1, 60, time.Second)
-	w.Last.Why = "reworded for the admin page"
-	if d := admission.NextRate(c, w); d.Kind != admission.RateWaitShow || d.Rate != 42 {
-		t.Errorf("after a back-off, reworded: %v (%s, %q), want a hold at 42", d.Rate, d.Kind, d.Why)
+	w := gateway(50, 150*time.Millisecond, 0, 30, 100*time.Millisecond, 20, 50)
+	w.Last.Kind, w.Last.Why = admission.RateProbe, "reworded for the admin page"
+	if d := admission.NextRate(c, w); d.Base != 150*time.Millisecond || d.BaseAt != w.ID {
+		t.Errorf("after a probe, reworded: base %v at %d, want 150ms at %d", d.Base, d.BaseAt, w.ID)
 	}
-	w.Last.Kind, w.Last.Why = admission.RateGrow, "back off: p90 1s above the target 250ms"
-	if d := admission.NextRate(c, w); d.Kind != admission.RateBackOff || d.Rate >= 42 {
-		t.Errorf("after growing, with a back-off's words: %v (%s, %q), want a back-off", d.Rate, d.Kind, d.Why)
+	w.Last.Kind, w.Last.Why = admission.RateGrow, "probe: the base latency 100ms is 30 windows old"
+	if d := admission.NextRate(c, w); d.Base != 100*time.Millisecond || d.Kind != admission.RateProbe {
+		t.Errorf("after growing, with a probe's words: base %v (%s), want 100ms kept, and a probe", d.Base, d.Kind)
 	}
 }

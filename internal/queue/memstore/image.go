@@ -39,6 +39,7 @@ type queueImage struct {
 	EffRate        float64
 	EffLast        queue.RateDecision
 	SampleWin      int64
+	SampleFrom     int64
 	Sample         queue.RateSample
 	SampleAdmitted int64
 	RateLog        []queue.RateChange
@@ -84,7 +85,7 @@ func (q *state) image(name string) *queueImage {
 		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen), Joined: maps.Clone(q.joined),
 		Admitted: q.admitted, Consumed: q.consumed, Left: q.left, Expired: q.expired, Returned: q.ret,
 		Abandoned: q.abandoned, InlineTotal: q.inlineTotal,
-		EffRate: q.effRate, EffLast: q.effLast, SampleWin: q.sampleWin, Sample: q.sample, SampleAdmitted: q.sampleAdmitted,
+		EffRate: q.effRate, EffLast: q.effLast, SampleWin: q.sampleWin, SampleFrom: q.sampleFrom, Sample: q.sample, SampleAdmitted: q.sampleAdmitted,
 		RateLog:    slices.Clone(q.rateLog),
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
@@ -137,7 +138,7 @@ func (img *queueImage) restore() (*state, error) {
 		leftTickets: img.LeftTickets, tick: img.Tick, seen: img.Seen, joined: img.Joined,
 		admitted: img.Admitted, consumed: img.Consumed, left: img.Left, expired: img.Expired, ret: img.Returned,
 		abandoned: img.Abandoned, inlineTotal: img.InlineTotal,
-		effRate: img.EffRate, effLast: img.EffLast, sampleWin: img.SampleWin, sample: img.Sample, sampleAdmitted: img.SampleAdmitted,
+		effRate: img.EffRate, effLast: img.EffLast, sampleWin: img.SampleWin, sampleFrom: img.SampleFrom, sample: img.Sample, sampleAdmitted: img.SampleAdmitted,
 		rateLog:    img.RateLog,
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,

@@ -130,6 +130,7 @@ type state struct {
 	effRate        float64
 	effLast        queue.RateDecision
 	sampleWin      int64
+	sampleFrom     int64 // the first window sample was gathered in
 	sample         queue.RateSample
 	sampleAdmitted int64
 	rateLog        []queue.RateChange
@@ -933,19 +934,13 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		default:
 			if q.sampleWin == win-1 {
 				out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
-					Waiting: q.waiting(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast}
+					Waiting: q.waiting(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast,
+					Span: time.Duration(q.sampleWin-cmp.Or(q.sampleFrom, q.sampleWin)+1) * window}
 				out.Last.Rate = out.Rate // the rate in force, whatever changed it since
 			}
-			q.sampleWin, q.sample, q.sampleAdmitted = win, queue.RateSample{}, q.admitted
+			q.sampleWin, q.sampleFrom, q.sample, q.sampleAdmitted = win, win, queue.RateSample{}, q.admitted
 		}
-		q.sample.Calls += sample.Calls
-		q.sample.Overloaded += sample.Overloaded
-		for b, n := range sample.Latency {
-			if q.sample.Latency == nil {
-				q.sample.Latency = map[int]int64{}
-			}
-			q.sample.Latency[b] += n
-		}
+		q.sample.Merge(sample)
 		return out, true, nil
 	})
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -296,7 +297,12 @@ func (s *Store) Seen(ctx context.Context, name string, users []string) error {
 
 // FoldRate implements queue.Store.
 func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
-	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID()}
+	instance, pool := "", int64(0)
+	for id, n := range sample.Pools { // one instance's sample names its own pool
+		instance, pool = id, n
+	}
+	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID(),
+		sample.LatencyMicros, sample.HeldMicros, instance, pool}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
@@ -315,33 +321,58 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 		return queue.RateWindow{}, fmt.Errorf("unexpected fold_rate.lua reply %v", r)
 	}
 	w := queue.RateWindow{Claimed: true, ID: p.int(1), Rate: p.float(2), Waiting: p.int(3), Folded: p.int(4), Admitted: p.int(5),
-		Last: queue.RateDecision{Window: p.int(6), Why: p.str(7), P90: time.Duration(p.int(8)), Knee: p.float(9),
-			CallsPerUser: p.float(10), Kind: queue.RateKind(p.str(11))},
-		Samples: queue.RateSample{Latency: map[int]int64{}}}
-	w.Last.Rate = w.Rate
-	for i := 12; i+1 < len(r); i += 2 {
-		field := p.str(i)
-		n, err := strconv.ParseInt(p.str(i+1), 10, 64)
-		if err != nil && p.err == nil {
-			p.err = fmt.Errorf("samples field %s: %w", field, err)
+		Samples: queue.RateSample{Latency: map[int]int64{}}, Span: window}
+	if memory := p.str(8); memory != "" {
+		if err := json.Unmarshal([]byte(memory), &w.Last); err != nil && p.err == nil {
+			p.err = fmt.Errorf("the adaptive rate's last decision: %w", err)
 		}
-		switch {
-		case field == "calls":
-			w.Samples.Calls = n
-		case field == "overloaded":
-			w.Samples.Overloaded = n
-		case strings.HasPrefix(field, "b"):
-			if b, err := strconv.Atoi(field[1:]); err == nil {
-				w.Samples.Latency[b] = n
-			}
+	}
+	w.Last.Window, w.Last.Why, w.Last.Rate = p.int(6), p.str(7), w.Rate
+	for i := 9; i+1 < len(r); i += 2 {
+		if err := foldSampleField(&w, p.str(i), p.str(i+1), window); err != nil && p.err == nil {
+			p.err = err
 		}
 	}
 	return w, p.err
 }
 
+// foldSampleField reads one field of fold_rate.lua's samples hash into w.
+func foldSampleField(w *queue.RateWindow, field, value string, window time.Duration) error {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return fmt.Errorf("samples field %s: %w", field, err)
+	}
+	switch {
+	case field == "calls":
+		w.Samples.Calls = n
+	case field == "overloaded":
+		w.Samples.Overloaded = n
+	case field == "lat":
+		w.Samples.LatencyMicros = n
+	case field == "held":
+		w.Samples.HeldMicros = n
+	case field == "w0":
+		w.Span = time.Duration(w.ID-n+1) * window
+	case strings.HasPrefix(field, "p:"):
+		if w.Samples.Pools == nil {
+			w.Samples.Pools = map[string]int64{}
+		}
+		w.Samples.Pools[field[2:]] = n
+	case strings.HasPrefix(field, "b"):
+		if b, err := strconv.Atoi(field[1:]); err == nil {
+			w.Samples.Latency[b] = n
+		}
+	}
+	return nil
+}
+
 // SetRate implements queue.Store.
 func (s *Store) SetRate(ctx context.Context, name string, d queue.RateDecision) (float64, bool, error) {
-	r, err := s.run(ctx, setRateScript, name, []any{d.Window, d.Rate, d.Why, d.P90, d.Knee, d.CallsPerUser, string(d.Kind)}).Slice() // go-redis sends a Duration in ns
+	memory, err := json.Marshal(d)
+	if err != nil {
+		return 0, false, err
+	}
+	r, err := s.run(ctx, setRateScript, name, []any{d.Window, d.Rate, d.Why, memory}).Slice()
 	if err != nil {
 		return 0, false, unavailable(err)
 	}

@@ -6,27 +6,32 @@
 -- the minimum is not decided: its samples join the new window.
 --
 -- KEYS the queue's (the generated text's second line names them); samples
---      holds win, adm0 (admitted when the window began), calls,
---      overloaded, b<bucket> → count, and c:<call id> of the calls folded
---      in (a call run again, as the Redis client re-sends a command whose
---      reply was late, is not counted twice)
+--      holds win, w0 (the first window its samples were gathered in),
+--      adm0 (admitted when the window began), calls, overloaded, lat and
+--      held (µs), b<bucket> → count, p:<instance> → the connections that
+--      instance's pool had (its latest count), and c:<call id> of the
+--      calls folded in (a call run again, as the Redis client re-sends a
+--      command whose reply was late, is not counted twice)
 -- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
 -- ARGV[3] calls, ARGV[4] overloaded, ARGV[5] the call's id,
--- ARGV[6..] bucket, count pairs
+-- ARGV[6] latency (µs), ARGV[7] held (µs), ARGV[8] the instance,
+-- ARGV[9] its pool's connections ('0': no pool), ARGV[10..] bucket, count
+-- pairs
 -- Reply: {NOT_ADAPTIVE} (samples dropped)
 --        {FOLDED, window} folded into the current window
 --        {CLAIMED, window, rate, waiting, current, admitted, lastWindow,
---        lastWhy, lastP90, lastKnee, lastCallsPerUser, lastKind, field,
---        value, ...} folded into `current`; this call claims the decision
---        on `window` (the one before), whose samples (every instance's)
---        follow as the samples hash's field, value pairs but the call ids;
---        admitted counts the users admitted since it began; the last* are
---        the last decision written (set_rate.lua)
+--        lastWhy, lastMemory, field, value, ...} folded into `current`;
+--        this call claims the decision on `window` (the one before), whose
+--        samples (every instance's) follow as the samples hash's field,
+--        value pairs but the call ids; admitted counts the users admitted
+--        since it began; the last* are the last decision written
+--        (set_rate.lua), lastMemory as Go wrote it (JSON)
 local windowMs = tonumber(ARGV[1])
 local minCalls = tonumber(ARGV[2])
 local calls, overloaded = ARGV[3], ARGV[4]
 local seen = 'c:' .. ARGV[5]
-local buckets = {unpack(ARGV, 6)}
+local latency, held, instance, pool = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local buckets = {unpack(ARGV, 10)}
 local cfg, adm, refused = config({'rate', 'min_rate', 'max_rate'})
 if cfg.adaptive ~= '1' then
   redis.call('DEL', K.samples)
@@ -51,8 +56,7 @@ elseif current ~= win then
     local done = redis.call('HGETALL', K.samples)
     local since = tonumber(redis.call('HGET', K.samples, 'adm0')) or admitted
     reply = {CLAIMED, current, tostring(rateInForce(cfg, adm.eff_rate)), redis.call('ZCARD', K.line), win,
-      admitted - since, tonumber(adm.eff_win) or 0, adm.eff_why or '', tonumber(adm.eff_p90) or 0,
-      adm.eff_knee or '0', adm.eff_cpu or '0', adm.eff_kind or ''}
+      admitted - since, tonumber(adm.eff_win) or 0, adm.eff_why or '', adm.eff_mem or ''}
     for i = 1, #done, 2 do
       if string.sub(done[i], 1, 2) ~= 'c:' then -- the call ids stay here
         append(reply, {done[i], done[i + 1]})
@@ -60,10 +64,15 @@ elseif current ~= win then
     end
   end
   redis.call('DEL', K.samples)
-  redis.call('HSET', K.samples, 'win', win, 'adm0', admitted)
+  redis.call('HSET', K.samples, 'win', win, 'w0', win, 'adm0', admitted)
 end
 redis.call('HINCRBY', K.samples, 'calls', calls)
 redis.call('HINCRBY', K.samples, 'overloaded', overloaded)
+redis.call('HINCRBY', K.samples, 'lat', latency)
+redis.call('HINCRBY', K.samples, 'held', held)
+if pool ~= '0' then
+  redis.call('HSET', K.samples, 'p:' .. instance, pool)
+end
 for i = 1, #buckets, 2 do
   redis.call('HINCRBY', K.samples, 'b' .. buckets[i], buckets[i + 1])
 end

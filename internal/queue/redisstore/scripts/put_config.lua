@@ -7,10 +7,10 @@
 --   - if the next tick is due further away than one new interval (the
 --     interval was just shortened), bring it forward, so a shorter interval
 --     applies at once instead of after the old, longer one;
---   - the adaptive rate starts from half the configured rate when it is
+--   - the adaptive rate starts from the configured rate when it is
 --     switched on (queue.AdaptiveStart, its reason in eff_why), with nothing
---     remembered of an earlier backend (eff_knee, eff_cpu, eff_p90,
---     eff_kind), stays within its bounds, and is dropped when switched off;
+--     remembered of an earlier backend (eff_mem), stays within its bounds,
+--     and is dropped when switched off;
 --     a change of the rate in force is recorded in K.rates (the admin chart);
 --   - a new abandon_ms forgets the no-show checkpoints taken for the old one
 --     (admission.TickState): nobody is judged until the new one has passed;
@@ -61,8 +61,8 @@ if cfg.adaptive == '1' then
   if adaptiveBefore == '1' and tonumber(adm.eff_rate) then
     rate, why = rateInForce(cfg, adm.eff_rate), 'adaptive bounds changed'
   else
-    rate, why = rateInForce(cfg, rate / 2), 'adaptive on, from half the configured rate'
-    redis.call('HDEL', K.cfg, 'eff_knee', 'eff_cpu', 'eff_p90', 'eff_kind')
+    rate, why = rateInForce(cfg, rate), 'adaptive on, from the configured rate'
+    redis.call('HDEL', K.cfg, 'eff_mem')
     redis.call('HSET', K.cfg, 'eff_why', why)
   end
   redis.call('HSET', K.cfg, 'eff_rate', rate)
