@@ -107,14 +107,14 @@ const RateMinCalls = 20
 const minCallsToJudge = 3
 
 // Without a pool (the gateway): queueing is a window's mean latency above
-// the base by more than queueingAbove; the base is trusted for baseFor
-// windows; one window in probeEvery that did not queue probes probeStep
-// above the rate.
+// the base by more than queueingAbove; a window under unqueuedBelow above
+// it probes probeStep above the rate; the base is trusted for baseFor
+// windows.
 const (
-	queueingAbove = 0.25
-	baseFor       = 30
-	probeEvery    = 8
+	queueingAbove = 0.1
+	unqueuedBelow = 0.03
 	probeStep     = 0.05
+	baseFor       = 30
 )
 
 // Decision is NextRate's answer: the decision the store keeps, and the
@@ -287,9 +287,10 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 		d.Rate, d.Kind = w.Rate, RateHold
 		d.Why = fmt.Sprintf("hold: p90 %v above the target %v", d.P90, c.TargetLatency)
 		return
-	case !m.pooled && m.capacity == 0 && !over && w.ID%probeEvery == 0:
-		// The backend did not queue: it may bear more than it ever had to
-		// complete (BBR's probe, one window in probeEvery).
+	case !m.pooled && !over && float64(m.mean) <= (1+unqueuedBelow)*float64(d.Base):
+		// The backend answers as fast as it does unqueued: it may bear more
+		// than it ever had to complete (BBR's probe; TCP Vegas's band: up
+		// below it, held within it, down above it).
 		d.Rate, d.Kind = max(d.Rate, w.Rate)*(1+probeStep), RateGrow
 		d.Why = fmt.Sprintf("grow: probing, latency %v near the base %v", m.mean, d.Base)
 		return

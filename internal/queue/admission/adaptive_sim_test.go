@@ -239,18 +239,22 @@ func TestAdaptiveFollowsASlowdown(t *testing.T) {
 // TestAdaptiveGatewayFindsTheCapacity: the herd's backend behind the
 // gateway, which sees only latency: no pool, no held time. The rate finds
 // the capacity by the backend's queueing (and probes, which cost a little),
-// so it settles lower than with a pool: at 90% or more.
+// so it settles lower than with a pool, and its p95 is higher: it learns
+// the capacity only once the backend queued (at the opening, from a
+// configured rate above it), and keeps a small standing queue, the band
+// in which it holds. At 90% of the capacity or more, and a p95 within
+// 1.75× the work.
 func TestAdaptiveGatewayFindsTheCapacity(t *testing.T) {
 	b := herdBackend
 	b.gateway = true
 	for seed := range uint64(20) {
 		r := simulate(simConfig(100, 250*time.Millisecond), b, 60, seed)
 		end := r.starts[len(r.starts)-1]
-		p95 := r.p95(0, end)
+		p95, settledP95 := r.p95(0, end), r.p95(end/2, end)
 		settled := r.rateBetween(end/2, end)
-		t.Logf("seed %d: p95 %.0f ms, settled at %.1f/s (%.1f%% of %.1f/s)", seed, p95*1000, settled, 100*settled/herdCapacity, herdCapacity)
-		if p95 > 1.5*0.2 {
-			t.Errorf("seed %d: p95 %.0f ms, want ≤ 300", seed, p95*1000)
+		t.Logf("seed %d: p95 %.0f ms (%.0f ms settled), settled at %.1f/s (%.1f%% of %.1f/s)", seed, p95*1000, settledP95*1000, settled, 100*settled/herdCapacity, herdCapacity)
+		if p95 > 1.75*0.2 {
+			t.Errorf("seed %d: p95 %.0f ms, want ≤ 350", seed, p95*1000)
 		}
 		if settled < 0.9*herdCapacity {
 			t.Errorf("seed %d: settled at %.1f/s, under 90%% of the %.1f/s the backend bears", seed, settled, herdCapacity)
