@@ -306,12 +306,14 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 }
 
 // callsPerUser folds one window's measure of the calls an admitted user
-// makes into the last: the first as it is, then a quarter of the way.
+// makes into the last: the first as it is, then a tenth of the way (the
+// calls completed in a window are those of users let in a moment before,
+// so one window's ratio moves with the rate's smallest changes).
 func callsPerUser(last, measured float64) float64 {
 	if last == 0 {
 		return measured
 	}
-	return 0.75*last + 0.25*measured
+	return 0.9*last + 0.1*measured
 }
 
 // latencyPercentile is the latency below which the fraction q of the

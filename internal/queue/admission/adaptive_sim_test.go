@@ -243,7 +243,7 @@ func TestAdaptiveFollowsASlowdown(t *testing.T) {
 // the capacity only once the backend queued (at the opening, from a
 // configured rate above it), and keeps a small standing queue, the band
 // in which it holds. At 90% of the capacity or more, and a p95 within
-// 1.75× the work.
+// 1.8× the work.
 func TestAdaptiveGatewayFindsTheCapacity(t *testing.T) {
 	b := herdBackend
 	b.gateway = true
@@ -253,8 +253,8 @@ func TestAdaptiveGatewayFindsTheCapacity(t *testing.T) {
 		p95, settledP95 := r.p95(0, end), r.p95(end/2, end)
 		settled := r.rateBetween(end/2, end)
 		t.Logf("seed %d: p95 %.0f ms (%.0f ms settled), settled at %.1f/s (%.1f%% of %.1f/s)", seed, p95*1000, settledP95*1000, settled, 100*settled/herdCapacity, herdCapacity)
-		if p95 > 1.75*0.2 {
-			t.Errorf("seed %d: p95 %.0f ms, want ≤ 350", seed, p95*1000)
+		if p95 > 1.8*0.2 {
+			t.Errorf("seed %d: p95 %.0f ms, want ≤ 360", seed, p95*1000)
 		}
 		if settled < 0.9*herdCapacity {
 			t.Errorf("seed %d: settled at %.1f/s, under 90%% of the %.1f/s the backend bears", seed, settled, herdCapacity)
