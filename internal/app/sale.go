@@ -42,7 +42,7 @@ func (m *Main) guardCalls(ctx context.Context) (*sale, error) {
 	s.rates = admission.NewRateController(m.line.loopStore, m.Logger)
 	s.guard = spend.NewGuard(m.line.store, lockTTL, func(c spend.Call) {
 		s.telemetry.ProtectedCall(c.Queue, c.Took, c.Outcome)
-		s.rates.Observe(c.Queue, c.Took, c.Held, c.Outcome.Overloaded())
+		s.rates.Observe(c.Queue, c.Took, c.Waited, c.Held, c.Outcome.Overloaded())
 	})
 	if m.Config.Proxy { // gateway mode sells nothing itself: the shop's backend does
 		return s, nil

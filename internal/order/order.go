@@ -156,7 +156,7 @@ type Store interface {
 	OrderByKey(ctx context.Context, userID, key string) (Order, bool, error)
 	// Connections is how many orders the store can run at once: the
 	// connections CreateOrder takes from. With what an order holds one for
-	// (spend.Hold), it is what the database bears (the adaptive rate).
+	// (spend.Wait), it is what the database bears (the adaptive rate).
 	Connections() int
 	// Ping reports whether the database answers (readiness).
 	Ping(ctx context.Context) error

@@ -231,18 +231,19 @@ type RateSample struct {
 	Latency map[int]int64
 	// LatencyMicros sums the calls' latencies, µs.
 	LatencyMicros int64
-	// HeldMicros sums the time the calls held a pool's connection, µs (0:
-	// no pool is known, as in gateway mode).
-	HeldMicros int64
+	// WaitedMicros and HeldMicros sum the time the calls waited for a
+	// pool's connection and then held one, µs (0: no pool is known, as in
+	// gateway mode).
+	WaitedMicros, HeldMicros int64
 	// Pools holds, per instance, the connections its pool had for this
 	// queue's calls: its size less what other queues' calls held. The
 	// windows of every instance sum them.
 	Pools map[string]int64
 }
 
-// Add counts one call in the sample: its latency, and how long it held a
-// pool's connection (0: none, or not known).
-func (s *RateSample) Add(took, held time.Duration, overloaded bool) {
+// Add counts one call in the sample: its latency, and how long it waited
+// for a pool's connection and held one (0: none, or not known).
+func (s *RateSample) Add(took, waited, held time.Duration, overloaded bool) {
 	s.Calls++
 	if overloaded {
 		s.Overloaded++
@@ -252,6 +253,7 @@ func (s *RateSample) Add(took, held time.Duration, overloaded bool) {
 	}
 	s.Latency[rollup.Bucket(float64(took)/float64(time.Millisecond))]++
 	s.LatencyMicros += took.Microseconds()
+	s.WaitedMicros += waited.Microseconds()
 	s.HeldMicros += held.Microseconds()
 }
 
@@ -261,6 +263,7 @@ func (s *RateSample) Merge(o RateSample) {
 	s.Calls += o.Calls
 	s.Overloaded += o.Overloaded
 	s.LatencyMicros += o.LatencyMicros
+	s.WaitedMicros += o.WaitedMicros
 	s.HeldMicros += o.HeldMicros
 	for b, n := range o.Latency {
 		if s.Latency == nil {

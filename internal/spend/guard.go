@@ -70,57 +70,67 @@ type Token struct {
 }
 
 // Call is one protected call that ran: its queue, how long it took from the
-// token check to its end, how long of that it held a connection of the
-// backend's pool (Hold; 0 where none is known), and how it ended.
+// token check to its end, how long of that it waited for a connection of
+// the backend's pool and then held one (Wait; 0 where none is known), and
+// how it ended.
 type Call struct {
-	Queue      string
-	Took, Held time.Duration
-	Outcome    Outcome
+	Queue              string
+	Took, Waited, Held time.Duration
+	Outcome            Outcome
 }
 
 // Observer is told of every protected call that ran.
 type Observer func(Call)
 
-// heldKey carries a call's *held in its context (Hold).
-type heldKey struct{}
+// poolKey carries a call's *poolTimes in its context (Wait).
+type poolKey struct{}
 
-// held sums what a call held the backend's pool for.
-type held struct {
-	mu    sync.Mutex
-	total time.Duration
+// poolTimes sums what a call waited for the backend's pool and held it.
+type poolTimes struct {
+	mu           sync.Mutex
+	waited, held time.Duration
 }
 
-// Hold starts timing the holding of a pool's connection for the protected
-// call ctx belongs to, and returns what ends it: the order store calls it
-// when it has a connection, and the end when it gives it back. The pool's
-// size divided by what a call holds it for is what the backend bears
-// (admission's adaptive rate). Outside a protected call it times nothing.
-func Hold(ctx context.Context) (release func()) {
-	h, ok := ctx.Value(heldKey{}).(*held)
+// Wait starts timing the protected call ctx belongs to waiting for a
+// connection of the backend's pool. The order store calls it before it
+// asks the pool, then what it returns once it has the connection, which
+// starts timing the hold, then what that returns once it gives the
+// connection back. The pool's size divided by what a call holds it for is
+// what the backend bears, and what calls wait for it the backlog in front
+// of it (admission's adaptive rate). Outside a protected call it times
+// nothing.
+func Wait(ctx context.Context) (acquired func() (released func())) {
+	t, ok := ctx.Value(poolKey{}).(*poolTimes)
 	if !ok {
-		return func() {}
+		return func() func() { return func() {} }
 	}
-	start := time.Now()
-	return func() {
-		h.mu.Lock()
-		h.total += time.Since(start)
-		h.mu.Unlock()
+	asked := time.Now()
+	return func() func() {
+		got := time.Now()
+		t.add(&t.waited, got.Sub(asked))
+		return func() { t.add(&t.held, time.Since(got)) }
 	}
 }
 
-// observed runs call with a context that times its holds (Hold), and
+func (t *poolTimes) add(to *time.Duration, d time.Duration) {
+	t.mu.Lock()
+	*to += d
+	t.mu.Unlock()
+}
+
+// observed runs call with a context that times its pool (Wait), and
 // tells the observer of it however it ends.
 func (g *Guard) observed(ctx context.Context, queue string, call func(ctx context.Context) Outcome) (outcome Outcome) {
-	h := &held{}
+	t := &poolTimes{}
 	outcome = Failed // should call panic
 	start := time.Now()
 	defer func() {
 		took := time.Since(start)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		g.observe(Call{Queue: queue, Took: took, Held: h.total, Outcome: outcome})
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		g.observe(Call{Queue: queue, Took: took, Waited: t.waited, Held: t.held, Outcome: outcome})
 	}()
-	return call(context.WithValue(ctx, heldKey{}, h))
+	return call(context.WithValue(ctx, poolKey{}, t))
 }
 
 // Guard runs protected calls under the token rules.

@@ -195,12 +195,13 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	if err := o.Validate(); err != nil {
 		return order.Order{}, err
 	}
+	acquired := spend.Wait(ctx)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return order.Order{}, wrapErr(ctx, "create order", err)
 	}
-	release := spend.Hold(ctx)
-	defer func() { conn.Release(); release() }()
+	released := acquired()
+	defer func() { conn.Release(); released() }()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return order.Order{}, wrapErr(ctx, "create order", err)

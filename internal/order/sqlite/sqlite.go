@@ -202,12 +202,12 @@ func (s *Store) CreateOrder(ctx context.Context, o order.NewOrder, work time.Dur
 	if err := o.Validate(); err != nil {
 		return order.Order{}, err
 	}
+	acquired := spend.Wait(ctx)
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return order.Order{}, s.wrapErr(ctx, "create order", err)
 	}
-	release := spend.Hold(ctx)
-	defer release()
+	defer acquired()()
 	// Rollback after Commit is a no-op; on any early return it undoes the
 	// decrement and the insert, so the token stays usable.
 	defer tx.Rollback() //nolint:errcheck // the error that matters is already being returned

@@ -25,7 +25,7 @@ import (
 //
 //   - With a pool (serve): Little's law. A pool of N connections, each
 //     held S a call, completes at most N ÷ S calls a second, whatever
-//     latency anyone targets; S is measured on every call (spend.Hold) and
+//     latency anyone targets; S is measured on every call (spend.Wait) and
 //     N is every instance's pool, so the capacity is known in each window,
 //     mid-sale, with no probe, and follows the backend at once when it
 //     slows down. Its mean is used, not its minimum: on a loaded machine
@@ -42,8 +42,9 @@ import (
 //     (BBR's ProbeRTT), and the decision says what that cost.
 //
 // The rate is then utilisation × the capacity, less the backlog that waits
-// in front of the backend (Little's law again: the time calls waited
-// beyond their service, per second) spread over drainWithin, in users by
+// in front of the backend (Little's law again: the time calls waited for a
+// connection, per second; without a pool, their latency beyond the base)
+// spread over drainWithin, in users by
 // the protected calls each admitted user makes. Each decision stands on
 // its own window's measure of the capacity rather than on the last rate,
 // so nothing compounds: a window measured before a cut showed cannot cut
@@ -156,7 +157,7 @@ func measure(w queue.RateWindow, base time.Duration) backend {
 	if s.HeldMicros > 0 && conns > 0 {
 		held := float64(s.HeldMicros) / float64(s.Calls) / 1e6 // s a call
 		b.pooled, b.capacity = true, float64(conns)/held
-		b.backlog = max(0, float64(s.LatencyMicros-s.HeldMicros)/1e6) / span
+		b.backlog = float64(s.WaitedMicros) / 1e6 / span
 		return b
 	}
 	if base > 0 && float64(b.mean) > (1+queueingAbove)*float64(base) {

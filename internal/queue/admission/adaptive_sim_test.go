@@ -60,7 +60,7 @@ func simulate(c queue.Config, b simBackend, runFor float64, seed uint64) simResu
 		gathered queue.RateSample
 		last     queue.RateWindow
 		calls    []float64    // pending call starts, by time
-		done     [][3]float64 // calls being served: when they end, what they took, what they held
+		done     [][4]float64 // calls being served: when they end, what they took, waited and held
 	)
 	free = make([]float64, b.pool)
 	flushEvery := int(flush.Seconds() / step)
@@ -92,17 +92,17 @@ func simulate(c queue.Config, b simBackend, runFor float64, seed uint64) simResu
 			free[conn] = now + took
 			res.starts = append(res.starts, start)
 			res.latency = append(res.latency, now+took-start)
-			done = append(done, [3]float64{now + took, now + took - start, took})
+			done = append(done, [4]float64{now + took, now + took - start, now - start, took})
 		}
-		done = slices.DeleteFunc(done, func(d [3]float64) bool {
+		done = slices.DeleteFunc(done, func(d [4]float64) bool {
 			if d[0] > now {
 				return false
 			}
-			held := time.Duration(d[2] * float64(time.Second))
+			waited, held := time.Duration(d[2]*float64(time.Second)), time.Duration(d[3]*float64(time.Second))
 			if b.gateway {
-				held = 0
+				waited, held = 0, 0
 			}
-			pending.Add(time.Duration(d[1]*float64(time.Second)), held, false)
+			pending.Add(time.Duration(d[1]*float64(time.Second)), waited, held, false)
 			return true
 		})
 		if i%flushEvery != 0 {
@@ -265,7 +265,7 @@ func TestAdaptiveGatewayFindsTheCapacity(t *testing.T) {
 func TestLatencyPercentile(t *testing.T) {
 	var s queue.RateSample
 	for i := 1; i <= 100; i++ {
-		s.Add(time.Duration(i)*10*time.Millisecond, 0, false) // 10 ms … 1 s
+		s.Add(time.Duration(i)*10*time.Millisecond, 0, 0, false) // 10 ms … 1 s
 	}
 	p90 := latencyPercentile(s, 0.9)
 	if p90 < 900*time.Millisecond || p90 > 945*time.Millisecond {

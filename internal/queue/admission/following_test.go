@@ -40,14 +40,14 @@ func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// pooled is a window of calls that each took latency and held one of a
-// pool's connections for held, after decisions that measured capacity
+// pooled is a window of calls that each took latency, waited for one of a
+// pool's connections and held it for held, after decisions that measured capacity
 // (calls/s; 0: none) and perUser calls a user (0: none), the rate steady
 // for long; it counts nobody admitted, so it measures no calls per user.
 func pooled(calls int, latency, held time.Duration, pool int64, rate, capacity, perUser float64) queue.RateWindow {
 	s := queue.RateSample{Pools: map[string]int64{"a": pool}}
 	for range calls {
-		s.Add(latency, held, false)
+		s.Add(latency, latency-held, held, false)
 	}
 	return queue.RateWindow{ID: 50, Samples: s, Span: time.Second, Rate: rate, Waiting: 100,
 		Last: queue.RateDecision{Window: 49, Rate: rate, Kind: admission.RateGrow, Capacity: capacity, CallsPerUser: perUser, Steady: 10}}
@@ -59,7 +59,7 @@ func pooled(calls int, latency, held time.Duration, pool int64, rate, capacity, 
 func gateway(calls int, latency time.Duration, failed int, rate float64, base time.Duration, baseAt int64, capacity float64) queue.RateWindow {
 	var s queue.RateSample
 	for i := range calls {
-		s.Add(latency, 0, i < failed)
+		s.Add(latency, 0, 0, i < failed)
 	}
 	return queue.RateWindow{ID: 50, Samples: s, Span: time.Second, Rate: rate, Waiting: 100,
 		Last: queue.RateDecision{Window: 49, Rate: rate, Kind: admission.RateGrow, Base: base, BaseAt: baseAt, Capacity: capacity, Steady: 10}}
@@ -372,8 +372,8 @@ func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
 		var rates []float64
 		for range windows {
 			for range 10 {
-				a.Observe("q", latency, 0, false)
-				b.Observe("q", latency, 0, false)
+				a.Observe("q", latency, 0, 0, false)
+				b.Observe("q", latency, 0, 0, false)
 			}
 			a.Flush(ctx)
 			b.Flush(ctx)

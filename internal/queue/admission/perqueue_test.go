@@ -131,7 +131,7 @@ func TestOneQueueDownCostsTheOthersNothing(t *testing.T) {
 	// arrive while the silent one's call is still waiting.
 	rates := admission.NewRateController(s, logger)
 	for _, q := range []string{"hung", "live", "broken"} {
-		rates.Observe(q, time.Millisecond, 0, false)
+		rates.Observe(q, time.Millisecond, 0, 0, false)
 	}
 	began := time.Now()
 	rates.Flush(ctx)

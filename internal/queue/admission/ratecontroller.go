@@ -47,7 +47,7 @@ func NewRateController(store loopStore, logger *slog.Logger) *RateController {
 
 // SetPool tells the controller that the protected calls run on a pool of
 // n connections this instance holds (the order store's), which they time
-// holding (spend.Hold): the adaptive rate then knows what the backend
+// waiting for and holding (spend.Wait): the adaptive rate then knows what the backend
 // bears (NextRate).
 func (r *RateController) SetPool(n int) {
 	r.mu.Lock()
@@ -61,9 +61,9 @@ func (r *RateController) SetPool(n int) {
 const maxSampledQueues = 10_000
 
 // Observe records one protected call: its queue, its latency from the
-// token check to its answer, how long it held a connection of the pool
-// (0: none), and whether it failed or timed out.
-func (r *RateController) Observe(name string, took, held time.Duration, overloaded bool) {
+// token check to its answer, how long it waited for a connection of the
+// pool and held one (0: none), and whether it failed or timed out.
+func (r *RateController) Observe(name string, took, waited, held time.Duration, overloaded bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.pending[name]
@@ -80,7 +80,7 @@ func (r *RateController) Observe(name string, took, held time.Duration, overload
 			}
 		}
 	}
-	s.Add(took, held, overloaded)
+	s.Add(took, waited, held, overloaded)
 }
 
 // flushesPerWindow: samples are handed to the store several times a

@@ -302,7 +302,7 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 		instance, pool = id, n
 	}
 	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID(),
-		sample.LatencyMicros, sample.HeldMicros, instance, pool}
+		sample.LatencyMicros, sample.WaitedMicros, sample.HeldMicros, instance, pool}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
@@ -349,6 +349,8 @@ func foldSampleField(w *queue.RateWindow, field, value string, window time.Durat
 		w.Samples.Overloaded = n
 	case field == "lat":
 		w.Samples.LatencyMicros = n
+	case field == "waited":
+		w.Samples.WaitedMicros = n
 	case field == "held":
 		w.Samples.HeldMicros = n
 	case field == "w0":

@@ -470,7 +470,7 @@ func TestScriptsRunTwiceCountOnce(t *testing.T) {
 
 	var sample queue.RateSample
 	for range 5 {
-		sample.Add(100*time.Millisecond, 0, false)
+		sample.Add(100*time.Millisecond, 0, 0, false)
 	}
 	if _, err := s.FoldRate(ctx, "q", sample, time.Hour); err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 			for range 60 {
 				var sample queue.RateSample
 				for range 1 + rnd.IntN(5) {
-					sample.Add(time.Duration(rnd.IntN(200))*time.Millisecond, 0, rnd.IntN(10) == 0)
+					sample.Add(time.Duration(rnd.IntN(200))*time.Millisecond, 0, 0, rnd.IntN(10) == 0)
 				}
 				w, err := s.FoldRate(ctx, q, sample, window)
 				if err != nil {
@@ -130,7 +130,7 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 		case 0: // what NextRate makes of a random window
 			var sample queue.RateSample
 			for range rnd.IntN(40) {
-				sample.Add(time.Duration(rnd.IntN(400))*time.Millisecond, 0, rnd.IntN(20) == 0)
+				sample.Add(time.Duration(rnd.IntN(400))*time.Millisecond, 0, 0, rnd.IntN(20) == 0)
 			}
 			rate = admission.NextRate(c, queue.RateWindow{Samples: sample, Rate: effective(), Waiting: int64(rnd.IntN(2))}).Rate
 		case 1:
@@ -191,7 +191,7 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 	const window = 20 * time.Millisecond
 	sample := queue.RateSample{Pools: map[string]int64{"i1": 20}}
 	for range admission.RateMinCalls {
-		sample.Add(30*time.Millisecond, 25*time.Millisecond, false)
+		sample.Add(30*time.Millisecond, 5*time.Millisecond, 25*time.Millisecond, false)
 	}
 	other := sample // another instance's, with a pool of its own
 	other.Pools = map[string]int64{"i2": 7}
@@ -224,13 +224,14 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 		}
 	})
 	// Whichever window's samples the claim carries, every call in them
-	// took 30 ms and held a connection 25 ms, and instance i1's pool is
-	// named in it (i2's too, if its fold landed in the same window).
+	// took 30 ms, waited 5 ms for a connection and held it 25 ms, and
+	// instance i1's pool is named in it (i2's too, if its fold landed in
+	// the same window).
 	got := w.Samples
-	if got.LatencyMicros != got.Calls*30_000 || got.HeldMicros != got.Calls*25_000 || got.Pools["i1"] != 20 ||
-		len(got.Pools) == 2 && got.Pools["i2"] != 7 || w.Span < window {
-		t.Errorf("claimed window: %d calls, latency %d µs, held %d µs, pools %v, span %v; want 30 and 25 ms a call, i1's 20 connections (and i2's 7), a window at least",
-			got.Calls, got.LatencyMicros, got.HeldMicros, got.Pools, w.Span)
+	if got.LatencyMicros != got.Calls*30_000 || got.WaitedMicros != got.Calls*5_000 || got.HeldMicros != got.Calls*25_000 ||
+		got.Pools["i1"] != 20 || len(got.Pools) == 2 && got.Pools["i2"] != 7 || w.Span < window {
+		t.Errorf("claimed window: %d calls, latency %d µs, waited %d µs, held %d µs, pools %v, span %v; want 30, 5 and 25 ms a call, i1's 20 connections (and i2's 7), a window at least",
+			got.Calls, got.LatencyMicros, got.WaitedMicros, got.HeldMicros, got.Pools, w.Span)
 	}
 	d := queue.RateDecision{Window: w.ID, Rate: 2500, Why: "back off: a test", Kind: admission.RateDraining, P90: 321 * time.Millisecond,
 		Capacity: 3125.5, CallsPerUser: 1.25, Steady: w.ID - 3, Base: 42 * time.Millisecond, BaseAt: w.ID - 7}

@@ -7,16 +7,16 @@
 --
 -- KEYS the queue's (the generated text's second line names them); samples
 --      holds win, w0 (the first window its samples were gathered in),
---      adm0 (admitted when the window began), calls, overloaded, lat and
---      held (µs), b<bucket> → count, p:<instance> → the connections that
+--      adm0 (admitted when the window began), calls, overloaded, lat,
+--      waited and held (µs), b<bucket> → count, p:<instance> → the connections that
 --      instance's pool had (its latest count), and c:<call id> of the
 --      calls folded in (a call run again, as the Redis client re-sends a
 --      command whose reply was late, is not counted twice)
 -- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
 -- ARGV[3] calls, ARGV[4] overloaded, ARGV[5] the call's id,
--- ARGV[6] latency (µs), ARGV[7] held (µs), ARGV[8] the instance,
--- ARGV[9] its pool's connections ('0': no pool), ARGV[10..] bucket, count
--- pairs
+-- ARGV[6] latency, ARGV[7] waited for a pool's connection, ARGV[8] held
+-- one (µs), ARGV[9] the instance, ARGV[10] its pool's connections ('0': no
+-- pool), ARGV[11..] bucket, count pairs
 -- Reply: {NOT_ADAPTIVE} (samples dropped)
 --        {FOLDED, window} folded into the current window
 --        {CLAIMED, window, rate, waiting, current, admitted, lastWindow,
@@ -30,8 +30,8 @@ local windowMs = tonumber(ARGV[1])
 local minCalls = tonumber(ARGV[2])
 local calls, overloaded = ARGV[3], ARGV[4]
 local seen = 'c:' .. ARGV[5]
-local latency, held, instance, pool = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local buckets = {unpack(ARGV, 10)}
+local latency, waited, held, instance, pool = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local buckets = {unpack(ARGV, 11)}
 local cfg, adm, refused = config({'rate', 'min_rate', 'max_rate'})
 if cfg.adaptive ~= '1' then
   redis.call('DEL', K.samples)
@@ -69,6 +69,7 @@ end
 redis.call('HINCRBY', K.samples, 'calls', calls)
 redis.call('HINCRBY', K.samples, 'overloaded', overloaded)
 redis.call('HINCRBY', K.samples, 'lat', latency)
+redis.call('HINCRBY', K.samples, 'waited', waited)
 redis.call('HINCRBY', K.samples, 'held', held)
 if pool ~= '0' then
   redis.call('HSET', K.samples, 'p:' .. instance, pool)
