@@ -48,9 +48,9 @@ type Config struct {
 	SoldOutPoll time.Duration
 	// Paused stops admission; entering and status go on.
 	Paused bool
-	// Adaptive lets the admission rate follow the protected calls' measured
-	// latency and failures (RateController), never below MinRate nor above
-	// MaxRate, aiming at TargetLatency.
+	// Adaptive lets the admission rate follow what the backend is measured
+	// to bear (admission.NextRate), never below MinRate nor above MaxRate;
+	// while the protected calls' p90 is above TargetLatency it never grows.
 	Adaptive         bool
 	MinRate, MaxRate float64
 	TargetLatency    time.Duration

@@ -311,7 +311,7 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 }
 
 // putConfig keeps admission in step with a new config: a shortened interval
-// applies at once; the adaptive rate starts from half the configured one
+// applies at once; the adaptive rate starts from the configured one
 // (admission.AdaptiveStart) and stays within its bounds; a new AbandonAfter
 // forgets the checkpoints taken for the old one (nobody is judged until it
 // has passed); a new opening time starts a new pre-queue, and taking it

@@ -117,7 +117,7 @@ func testAdaptiveBounds(t *testing.T, s queue.Store, clock Clock) {
 		return st.EffectiveRate
 	}
 	if r, want := effective(), admission.AdaptiveStart(c); r != want {
-		t.Fatalf("switched on: the rate in force is %v, want %v (half the configured %v)", r, want, c.RatePerSecond)
+		t.Fatalf("switched on: the rate in force is %v, want %v (the configured %v)", r, want, c.RatePerSecond)
 	}
 	if st, err := s.Stats(ctx, q); err != nil || st.EffectiveWhy != admission.AdaptiveStartWhy {
 		t.Fatalf("switched on: the rate's reason is %q (%v), want %q", st.EffectiveWhy, err, admission.AdaptiveStartWhy)
