@@ -102,6 +102,13 @@ const (
 // a second's handful.
 const RateMinCalls = 20
 
+// RateLateWindows: a window is decided by the first call after it up to
+// this many windows late (every instance's flush delayed on a loaded
+// machine); older samples are dropped (both stores do this). Dropping a
+// window one late lost the decisions on a backend slowing down, when the
+// machine is at its busiest and they matter most.
+const RateLateWindows = 5
+
 // minCallsToJudge: a window with fewer protected calls says too little
 // about the backend to change the rate on (the stores give NextRate at
 // least RateMinCalls; this guards against anything less).
@@ -255,9 +262,11 @@ func (d *Decision) learn(w queue.RateWindow, m backend) {
 		d.Capacity = m.completed // it bears at least what it completed
 	}
 	// The calls a user makes, measured only where the rate held for two
-	// windows: after a change, the calls completed are those of users let
-	// in at the rate before, and the ratio would be off by the change.
-	if w.Admitted >= RateMinCalls && w.ID-d.Steady >= 2 {
+	// windows (after a change, the calls completed are those of users let
+	// in at the rate before, and the ratio would be off by the change) and
+	// the backend kept up (behind, it completes fewer than are made).
+	keptUp := m.backlog < 1 && (m.pooled || m.capacity == 0) // without a pool, a capacity measured is a queue
+	if w.Admitted >= RateMinCalls && w.ID-d.Steady >= 2 && keptUp {
 		d.CallsPerUser = callsPerUser(d.CallsPerUser, float64(w.Samples.Calls)/float64(w.Admitted))
 	}
 }

@@ -927,12 +927,13 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		}
 		win := now.UnixMilli() / window.Milliseconds()
 		out := queue.RateWindow{ID: win, Folded: win}
+		late := q.sampleWin < win && win-q.sampleWin <= admission.RateLateWindows
 		switch {
 		case q.sampleWin == win:
-		case q.sampleWin == win-1 && q.sample.Calls < admission.RateMinCalls:
+		case late && q.sample.Calls < admission.RateMinCalls:
 			q.sampleWin = win // too few to decide on: they join this window
 		default:
-			if q.sampleWin == win-1 {
+			if late {
 				out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
 					Waiting: q.waiting(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast,
 					Span: time.Duration(q.sampleWin-cmp.Or(q.sampleFrom, q.sampleWin)+1) * window}

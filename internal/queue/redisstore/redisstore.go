@@ -302,7 +302,7 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 		instance, pool = id, n
 	}
 	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID(),
-		sample.LatencyMicros, sample.WaitedMicros, sample.HeldMicros, instance, pool}
+		sample.LatencyMicros, sample.WaitedMicros, sample.HeldMicros, instance, pool, admission.RateLateWindows}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}

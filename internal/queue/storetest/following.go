@@ -29,6 +29,7 @@ var followingTests = []struct {
 	{"AdaptiveRateOneDecisionPerWindow", testAdaptiveWindows},
 	{"AdaptiveRateNeverLeavesItsBounds", testAdaptiveBounds},
 	{"AdaptiveRateRemembersItsLastDecision", testRateMemory},
+	{"AdaptiveRateDecidesAWindowClaimedLate", testRateLate},
 	{"NoShowsSkippedPresentAdmittedInOrder", testNoShowProperty},
 	{"NoShowBackAskingIsSeenAtOnce", testNoShowBackAsking},
 	{"StalledWhenTheFrontStandsStill", testStalled},
@@ -46,8 +47,9 @@ func adaptiveConfig() queue.Config {
 // testAdaptiveWindows: four "instances" fold samples concurrently into
 // 20 ms windows; every window is claimed at most once, with at least
 // RateMinCalls calls (fewer join the next window), and the claims carry no
-// call that was not folded (a window nobody reported in for longer than a
-// window is dropped as stale, so on a stalled machine some may be lost).
+// call that was not folded (a window nobody reported in for longer than
+// admission.RateLateWindows is dropped as stale, so on a stalled machine
+// some may be lost).
 func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	q := newQueue(t, s, adaptiveConfig())
@@ -96,6 +98,45 @@ func testAdaptiveWindows(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if claimed > folded || claimed < admission.RateMinCalls {
 		t.Errorf("the claims carried %d calls, %d were folded", claimed, folded)
+	}
+}
+
+// testRateLate: a window whose next call comes a few windows late (every
+// instance's flush delayed on a loaded machine) is still decided on by that
+// call, with its samples; one whose next call comes more than
+// admission.RateLateWindows late is dropped, its samples with it.
+func testRateLate(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	q := newQueue(t, s, adaptiveConfig())
+	const window = 50 * time.Millisecond
+	var sample queue.RateSample
+	for range admission.RateMinCalls {
+		sample.Add(30*time.Millisecond, 0, 0, false)
+	}
+	try := func(late int64) (queue.RateWindow, int64) {
+		t.Helper()
+		for range 50 {
+			first, err := s.FoldRate(ctx, q, sample, window)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock.Sleep(time.Duration(late) * window)
+			w, err := s.FoldRate(ctx, q, queue.RateSample{}, window)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Folded-first.Folded == late { // a slow machine may wake later than asked: try again
+				return w, first.Folded
+			}
+		}
+		t.Fatalf("no fold landed %d windows after another in 50 tries", late)
+		return queue.RateWindow{}, 0
+	}
+	if w, id := try(3); !w.Claimed || w.ID != id || w.Samples.Calls != admission.RateMinCalls {
+		t.Errorf("three windows late: claimed %v window %d with %d calls; want window %d's %d", w.Claimed, w.ID, w.Samples.Calls, id, admission.RateMinCalls)
+	}
+	if w, _ := try(admission.RateLateWindows + 2); w.Claimed {
+		t.Errorf("%d windows late: window %d claimed with %d calls; want its samples dropped", admission.RateLateWindows+2, w.ID, w.Samples.Calls)
 	}
 }
 
