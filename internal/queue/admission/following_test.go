@@ -140,8 +140,8 @@ func TestGatewayProbesWhileUnqueued(t *testing.T) {
 
 // TestCallsPerUserMeasured: the calls each admitted user makes are
 // measured where the rate held for two windows (before that, the calls
-// completed are those of users let in at the rate before): the first
-// measure as it is, then a tenth of the way; until measured, one.
+// completed are those of users let in at the rate before), a tenth of the
+// way from the last, or from one.
 func TestCallsPerUserMeasured(t *testing.T) {
 	c := nextRateConfig()
 	for _, tc := range []struct {
@@ -150,8 +150,8 @@ func TestCallsPerUserMeasured(t *testing.T) {
 		perUser      float64
 		want         float64
 	}{
-		{"first measure", 1, 10, 0, 2},
-		{"then a tenth of the way", 1, 10, 1, 1.1},
+		{"from one, a tenth of the way", 1, 10, 0, 1.1},
+		{"then a tenth of the way", 1, 10, 1.5, 1.55},
 		{"not right after a change", 1, 49, 1, 1},
 		{"nor on the first decision", 0, 0, 0, 0},
 	} {
