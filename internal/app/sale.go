@@ -69,7 +69,7 @@ func (m *Main) openOrders(ctx context.Context, s *sale) (err error) {
 		return fmt.Errorf("order database: %w", err)
 	}
 	s.orderStore = opened
-	s.rates.SetPool(opened.Connections())
+	s.rates.SetPool(opened.Connections(), s.guard.Queued)
 	payment := &order.FakePayment{FailureRate: c.PaymentFailureRate, Latency: c.PaymentLatency}
 	m.Orders = order.NewService(s.orderStore, s.guard, payment, order.Config{Work: c.OrderWork,
 		Degraded: func(q, user, token string) bool {

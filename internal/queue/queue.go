@@ -236,9 +236,10 @@ type RateSample struct {
 	// gateway mode).
 	WaitedMicros, HeldMicros int64
 	// Pools holds, per instance, the connections its pool had for this
-	// queue's calls: its size less what other queues' calls held. The
-	// windows of every instance sum them.
-	Pools map[string]int64
+	// queue's calls: its size less what other queues' calls held; Queued,
+	// per instance, this queue's calls waiting for one when it last
+	// handed its samples over. The windows of every instance sum them.
+	Pools, Queued map[string]int64
 }
 
 // Add counts one call in the sample: its latency, and how long it waited
@@ -257,8 +258,8 @@ func (s *RateSample) Add(took, waited, held time.Duration, overloaded bool) {
 	s.HeldMicros += held.Microseconds()
 }
 
-// Merge adds o to s, o's pools replacing s's of the same instance (each
-// instance's latest count is the one that stands).
+// Merge adds o to s, o's pools and queued calls replacing s's of the same
+// instance (each instance's latest count is the one that stands).
 func (s *RateSample) Merge(o RateSample) {
 	s.Calls += o.Calls
 	s.Overloaded += o.Overloaded
@@ -276,6 +277,12 @@ func (s *RateSample) Merge(o RateSample) {
 			s.Pools = map[string]int64{}
 		}
 		s.Pools[id] = n
+	}
+	for id, n := range o.Queued {
+		if s.Queued == nil {
+			s.Queued = map[string]int64{}
+		}
+		s.Queued[id] = n
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -85,28 +86,33 @@ type Observer func(Call)
 // poolKey carries a call's *poolTimes in its context (Wait).
 type poolKey struct{}
 
-// poolTimes sums what a call waited for the backend's pool and held it.
+// poolTimes sums what a call waited for the backend's pool and held it;
+// queued counts its queue's calls waiting now, this one while waiting.
 type poolTimes struct {
 	mu           sync.Mutex
 	waited, held time.Duration
+	queued       *atomic.Int64
+	waiting      bool
 }
 
 // Wait starts timing the protected call ctx belongs to waiting for a
 // connection of the backend's pool. The order store calls it before it
 // asks the pool, then what it returns once it has the connection, which
 // starts timing the hold, then what that returns once it gives the
-// connection back. The pool's size divided by what a call holds it for is
-// what the backend bears, and what calls wait for it the backlog in front
-// of it (admission's adaptive rate). Outside a protected call it times
-// nothing.
+// connection back (a call that never got one is done waiting when it
+// ends). The pool's size divided by what a call holds it for is what the
+// backend bears, and the calls waiting for it the backlog in front of it
+// (admission's adaptive rate). Outside a protected call it times nothing.
 func Wait(ctx context.Context) (acquired func() (released func())) {
 	t, ok := ctx.Value(poolKey{}).(*poolTimes)
 	if !ok {
 		return func() func() { return func() {} }
 	}
 	asked := time.Now()
+	t.setWaiting(true)
 	return func() func() {
 		got := time.Now()
+		t.setWaiting(false)
 		t.add(&t.waited, got.Sub(asked))
 		return func() { t.add(&t.held, time.Since(got)) }
 	}
@@ -118,14 +124,29 @@ func (t *poolTimes) add(to *time.Duration, d time.Duration) {
 	t.mu.Unlock()
 }
 
+func (t *poolTimes) setWaiting(w bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.waiting == w {
+		return
+	}
+	t.waiting = w
+	if w {
+		t.queued.Add(1)
+	} else {
+		t.queued.Add(-1)
+	}
+}
+
 // observed runs call with a context that times its pool (Wait), and
 // tells the observer of it however it ends.
 func (g *Guard) observed(ctx context.Context, queue string, call func(ctx context.Context) Outcome) (outcome Outcome) {
-	t := &poolTimes{}
+	t := &poolTimes{queued: g.queuedOf(queue)}
 	outcome = Failed // should call panic
 	start := time.Now()
 	defer func() {
 		took := time.Since(start)
+		t.setWaiting(false)
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		g.observe(Call{Queue: queue, Took: took, Waited: t.waited, Held: t.held, Outcome: outcome})
@@ -144,6 +165,38 @@ type Guard struct {
 	// store read, not one per request. Use forgets a token it ends.
 	mu        sync.Mutex
 	confirmed map[Token]time.Time
+	// queued counts, per queue, the calls waiting for a connection of the
+	// backend's pool now (Wait).
+	queued map[string]*atomic.Int64
+}
+
+// Queued is how many of queue's protected calls wait for a connection of
+// the backend's pool now: the backlog in front of it as it stands, where
+// the waits of the calls that ended tell it only as it was (the adaptive
+// rate).
+func (g *Guard) Queued(queue string) int64 {
+	g.mu.Lock()
+	n := g.queued[queue]
+	g.mu.Unlock()
+	if n == nil {
+		return 0
+	}
+	return n.Load()
+}
+
+// queuedOf is queue's counter of calls waiting for the pool.
+func (g *Guard) queuedOf(queue string) *atomic.Int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.queued[queue]
+	if n == nil {
+		if len(g.queued) >= maxConfirmed { // queue names come from valid tokens: far above real traffic
+			return &atomic.Int64{}
+		}
+		n = &atomic.Int64{}
+		g.queued[queue] = n
+	}
+	return n
 }
 
 // CheckTrust is how long Check trusts a token it found valid without
@@ -169,7 +222,7 @@ func NewGuard(tokens Tokens, lockTTL time.Duration, observe Observer) *Guard {
 	if observe == nil {
 		observe = func(Call) {}
 	}
-	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe, confirmed: map[Token]time.Time{}}
+	return &Guard{tokens: tokens, lockTTL: lockTTL, observe: observe, confirmed: map[Token]time.Time{}, queued: map[string]*atomic.Int64{}}
 }
 
 // Use checks the token, takes its in-flight lock for this call alone, runs

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -164,7 +165,16 @@ func measure(w queue.RateWindow, base time.Duration) backend {
 	if s.HeldMicros > 0 && conns > 0 {
 		held := float64(s.HeldMicros) / float64(s.Calls) / 1e6 // s a call
 		b.pooled, b.capacity = true, float64(conns)/held
-		b.backlog = float64(s.WaitedMicros) / 1e6 / span
+		// The calls waiting now, as every instance last counted them; the
+		// waits of the calls that ended say how many waited on average,
+		// but only once each ends: a backlog building behind a backend that
+		// slowed down shows in them a window late.
+		for _, n := range s.Queued {
+			b.backlog += float64(n)
+		}
+		if s.Queued == nil {
+			b.backlog = float64(s.WaitedMicros) / 1e6 / span
+		}
 		return b
 	}
 	if base > 0 && float64(b.mean) > (1+queueingAbove)*float64(base) {
@@ -264,18 +274,32 @@ func (d *Decision) learn(w queue.RateWindow, m backend) {
 	// The calls a user makes, measured only where the rate held for two
 	// windows (after a change, the calls completed are those of users let
 	// in at the rate before, and the ratio would be off by the change) and
-	// the backend kept up (behind, it completes fewer than are made): with
-	// fewer waiting in front of it than it completes in keptUpWithin.
+	// the backend kept up (behind, it completes fewer than are made), with
+	// fewer waiting in front of it than it completes in keptUpWithin. A
+	// measure under keepingUp of the last may still be a backend falling
+	// behind before its queue shows, or a crowd that really makes fewer
+	// calls (no-shows): it moves the measure a fiftieth of the way.
+	measured := float64(w.Samples.Calls) / float64(max(1, w.Admitted))
 	keptUp := m.backlog < m.completed*keptUpWithin.Seconds() && (m.pooled || m.capacity == 0) // without a pool, a capacity measured is a queue
 	if w.Admitted >= RateMinCalls && w.ID-d.Steady >= 2 && keptUp {
-		d.CallsPerUser = callsPerUser(d.CallsPerUser, float64(w.Samples.Calls)/float64(w.Admitted))
+		weight := 0.1
+		if measured < keepingUp*cmp.Or(d.CallsPerUser, 1) {
+			weight = 0.02
+		}
+		d.CallsPerUser = callsPerUser(d.CallsPerUser, measured, weight)
 	}
 }
 
 // keptUpWithin: a backend with fewer calls waiting in front of it than it
 // completes in this long kept up with what it was asked (at 98% of a
-// pool's capacity, chance alone keeps one or two waiting).
-const keptUpWithin = 50 * time.Millisecond
+// pool's capacity, chance alone keeps one or two waiting); keepingUp: one
+// that completed less than this share of the calls the users let in make
+// fell behind (the window a backend slows down in, before its queue
+// shows: a herd run measured 30 calls of 127 users there).
+const (
+	keptUpWithin = 50 * time.Millisecond
+	keepingUp    = 0.8
+)
 
 // unknownCapacity decides with no capacity known (a gateway whose backend
 // has not queued yet): AIMD on the p90.
@@ -322,16 +346,13 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 }
 
 // callsPerUser folds one window's measure of the calls an admitted user
-// makes into the last (one until measured), a tenth of the way: the calls
+// makes into the last (one until measured), weight of the way: the calls
 // completed in a window are those of users let in a moment before, so one
 // window's ratio moves with every hiccup between admission and the call (a
 // herd run on a loaded machine measured 0.8 in one window of a crowd that
 // makes one call each).
-func callsPerUser(last, measured float64) float64 {
-	if last == 0 {
-		last = 1
-	}
-	return 0.9*last + 0.1*measured
+func callsPerUser(last, measured, weight float64) float64 {
+	return (1-weight)*cmp.Or(last, 1) + weight*measured
 }
 
 // latencyPercentile is the latency below which the fraction q of the

@@ -111,6 +111,7 @@ func simulate(c queue.Config, b simBackend, runFor float64, seed uint64) simResu
 		// The flush, as FoldRate does it.
 		if !b.gateway {
 			pending.Pools = map[string]int64{"sim": int64(b.pool)}
+			pending.Queued = map[string]int64{"sim": int64(len(arrivals))}
 		}
 		w := int64(now / DefaultRateWindow.Seconds())
 		switch {

@@ -141,23 +141,27 @@ func TestGatewayProbesWhileUnqueued(t *testing.T) {
 // TestCallsPerUserMeasured: the calls each admitted user makes are
 // measured where the rate held for two windows (before that, the calls
 // completed are those of users let in at the rate before), a tenth of the
-// way from the last, or from one.
+// way from the last, or from one; a fiftieth where it measures under 80% of
+// the last (a backend falling behind before its queue shows, or a crowd of
+// no-shows).
 func TestCallsPerUserMeasured(t *testing.T) {
 	c := nextRateConfig()
 	for _, tc := range []struct {
 		name         string
 		last, steady int64
 		perUser      float64
+		admitted     int64 // 50 calls were made
 		want         float64
 	}{
-		{"from one, a tenth of the way", 1, 10, 0, 1.1},
-		{"then a tenth of the way", 1, 10, 1.5, 1.55},
-		{"not right after a change", 1, 49, 1, 1},
-		{"nor on the first decision", 0, 0, 0, 0},
+		{"from one, a tenth of the way", 1, 10, 0, 25, 1.1},
+		{"then a tenth of the way", 1, 10, 1.5, 25, 1.55},
+		{"far under the last: a fiftieth", 1, 10, 1, 100, 0.99},
+		{"not right after a change", 1, 49, 1, 25, 1},
+		{"nor on the first decision", 0, 0, 0, 25, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := pooled(50, 200*time.Millisecond, 200*time.Millisecond, 20, 25, 100, tc.perUser)
-			w.Admitted, w.Last.Window, w.Last.Steady = 25, tc.last*49, tc.steady
+			w.Admitted, w.Last.Window, w.Last.Steady = tc.admitted, tc.last*49, tc.steady
 			d := admission.NextRate(c, w)
 			if math.Abs(d.CallsPerUser-tc.want) > 1e-9 {
 				t.Errorf("%v calls per user (%q), want %v", d.CallsPerUser, d.Why, tc.want)

@@ -35,6 +35,7 @@ type RateController struct {
 	// the samples were last handed over.
 	id      string
 	pool    int
+	queued  func(queue string) int64
 	flushed time.Time
 }
 
@@ -47,12 +48,13 @@ func NewRateController(store loopStore, logger *slog.Logger) *RateController {
 
 // SetPool tells the controller that the protected calls run on a pool of
 // n connections this instance holds (the order store's), which they time
-// waiting for and holding (spend.Wait): the adaptive rate then knows what the backend
-// bears (NextRate).
-func (r *RateController) SetPool(n int) {
+// waiting for and holding (spend.Wait): the adaptive rate then knows what
+// the backend bears and what waits in front of it (NextRate). queued
+// tells how many of a queue's calls wait for a connection now.
+func (r *RateController) SetPool(n int, queued func(queue string) int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pool = n
+	r.pool, r.queued = n, queued
 }
 
 // maxSampledQueues bounds the queues one instance gathers samples for
@@ -149,9 +151,10 @@ func (r *RateController) sharePool(batch map[string]*queue.RateSample, now time.
 	for _, s := range batch {
 		held += s.HeldMicros
 	}
-	for _, s := range batch {
+	for q, s := range batch {
 		others := float64(held-s.HeldMicros) / float64(since.Microseconds())
 		s.Pools = map[string]int64{r.id: max(1, int64(math.Round(float64(r.pool)-others)))}
+		s.Queued = map[string]int64{r.id: r.queued(q)}
 	}
 }
 
@@ -173,4 +176,3 @@ func (r *RateController) decide(ctx context.Context, q string, w queue.RateWindo
 			"window", w.Span.String())
 	}
 }
-

@@ -301,8 +301,9 @@ func (s *Store) FoldRate(ctx context.Context, name string, sample queue.RateSamp
 	for id, n := range sample.Pools { // one instance's sample names its own pool
 		instance, pool = id, n
 	}
+	queued := sample.Queued[instance]
 	args := []any{window.Milliseconds(), admission.RateMinCalls, sample.Calls, sample.Overloaded, callID(),
-		sample.LatencyMicros, sample.WaitedMicros, sample.HeldMicros, instance, pool, admission.RateLateWindows}
+		sample.LatencyMicros, sample.WaitedMicros, sample.HeldMicros, instance, pool, queued, admission.RateLateWindows}
 	for b, n := range sample.Latency {
 		args = append(args, b, n)
 	}
@@ -360,6 +361,11 @@ func foldSampleField(w *queue.RateWindow, field, value string, window time.Durat
 			w.Samples.Pools = map[string]int64{}
 		}
 		w.Samples.Pools[field[2:]] = n
+	case strings.HasPrefix(field, "q:"):
+		if w.Samples.Queued == nil {
+			w.Samples.Queued = map[string]int64{}
+		}
+		w.Samples.Queued[field[2:]] = n
 	case strings.HasPrefix(field, "b"):
 		if b, err := strconv.Atoi(field[1:]); err == nil {
 			w.Samples.Latency[b] = n

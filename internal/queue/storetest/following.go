@@ -230,12 +230,12 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	q := newQueue(t, s, adaptiveConfig())
 	const window = 20 * time.Millisecond
-	sample := queue.RateSample{Pools: map[string]int64{"i1": 20}}
+	sample := queue.RateSample{Pools: map[string]int64{"i1": 20}, Queued: map[string]int64{"i1": 3}}
 	for range admission.RateMinCalls {
 		sample.Add(30*time.Millisecond, 5*time.Millisecond, 25*time.Millisecond, false)
 	}
 	other := sample // another instance's, with a pool of its own
-	other.Pools = map[string]int64{"i2": 7}
+	other.Pools, other.Queued = map[string]int64{"i2": 7}, map[string]int64{"i2": 0}
 	// claim folds a window's worth of calls (between them, during runs),
 	// waits for the window to end and folds again, until that claims a
 	// decision (a slow machine may wake a window late, when the samples
@@ -266,13 +266,13 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 	})
 	// Whichever window's samples the claim carries, every call in them
 	// took 30 ms, waited 5 ms for a connection and held it 25 ms, and
-	// instance i1's pool is named in it (i2's too, if its fold landed in
-	// the same window).
+	// instance i1's pool and calls waiting are named in it (i2's too, if
+	// its fold landed in the same window).
 	got := w.Samples
 	if got.LatencyMicros != got.Calls*30_000 || got.WaitedMicros != got.Calls*5_000 || got.HeldMicros != got.Calls*25_000 ||
-		got.Pools["i1"] != 20 || len(got.Pools) == 2 && got.Pools["i2"] != 7 || w.Span < window {
-		t.Errorf("claimed window: %d calls, latency %d µs, waited %d µs, held %d µs, pools %v, span %v; want 30, 5 and 25 ms a call, i1's 20 connections (and i2's 7), a window at least",
-			got.Calls, got.LatencyMicros, got.WaitedMicros, got.HeldMicros, got.Pools, w.Span)
+		got.Pools["i1"] != 20 || len(got.Pools) == 2 && got.Pools["i2"] != 7 || got.Queued["i1"] != 3 || len(got.Queued) != len(got.Pools) || w.Span < window {
+		t.Errorf("claimed window: %d calls, latency %d µs, waited %d µs, held %d µs, pools %v, queued %v, span %v; want 30, 5 and 25 ms a call, i1's 20 connections and 3 waiting (and i2's 7 and none), a window at least",
+			got.Calls, got.LatencyMicros, got.WaitedMicros, got.HeldMicros, got.Pools, got.Queued, w.Span)
 	}
 	d := queue.RateDecision{Window: w.ID, Rate: 2500, Why: "back off: a test", Kind: admission.RateDraining, P90: 321 * time.Millisecond,
 		Capacity: 3125.5, CallsPerUser: 1.25, Steady: w.ID - 3, Base: 42 * time.Millisecond, BaseAt: w.ID - 7}

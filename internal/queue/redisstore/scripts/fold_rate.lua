@@ -12,16 +12,16 @@
 --      holds win, w0 (the first window its samples were gathered in),
 --      adm0 (admitted when the window began), calls, overloaded, lat,
 --      waited and held (µs), b<bucket> → count, p:<instance> → the
---      connections that instance's pool had (its latest count), and
---      c:<call id> of the
+--      connections that instance's pool had and q:<instance> → the calls
+--      waiting for one there (its latest counts), and c:<call id> of the
 --      calls folded in (a call run again, as the Redis client re-sends a
 --      command whose reply was late, is not counted twice)
 -- ARGV[1] window (ms), ARGV[2] the fewest calls a decision stands on
 -- ARGV[3] calls, ARGV[4] overloaded, ARGV[5] the call's id,
 -- ARGV[6] latency, ARGV[7] waited for a pool's connection, ARGV[8] held
 -- one (µs), ARGV[9] the instance, ARGV[10] its pool's connections ('0': no
--- pool), ARGV[11] the most windows late a window is still decided,
--- ARGV[12..] bucket, count pairs
+-- pool), ARGV[11] the calls waiting for one there, ARGV[12] the most
+-- windows late a window is still decided, ARGV[13..] bucket, count pairs
 -- Reply: {NOT_ADAPTIVE} (samples dropped)
 --        {FOLDED, window} folded into the current window
 --        {CLAIMED, window, rate, waiting, current, admitted, lastWindow,
@@ -36,8 +36,8 @@ local minCalls = tonumber(ARGV[2])
 local calls, overloaded = ARGV[3], ARGV[4]
 local seen = 'c:' .. ARGV[5]
 local latency, waited, held, instance, pool = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-local maxLate = tonumber(ARGV[11])
-local buckets = {unpack(ARGV, 12)}
+local queued, maxLate = ARGV[11], tonumber(ARGV[12])
+local buckets = {unpack(ARGV, 13)}
 local cfg, adm, refused = config({'rate', 'min_rate', 'max_rate'})
 if cfg.adaptive ~= '1' then
   redis.call('DEL', K.samples)
@@ -79,7 +79,7 @@ redis.call('HINCRBY', K.samples, 'lat', latency)
 redis.call('HINCRBY', K.samples, 'waited', waited)
 redis.call('HINCRBY', K.samples, 'held', held)
 if pool ~= '0' then
-  redis.call('HSET', K.samples, 'p:' .. instance, pool)
+  redis.call('HSET', K.samples, 'p:' .. instance, pool, 'q:' .. instance, queued)
 end
 for i = 1, #buckets, 2 do
   redis.call('HINCRBY', K.samples, 'b' .. buckets[i], buckets[i + 1])
