@@ -277,13 +277,15 @@ func (d *Decision) learn(w queue.RateWindow, m backend) {
 	// the backend kept up (behind, it completes fewer than are made), with
 	// fewer waiting in front of it than it completes in keptUpWithin. A
 	// measure under keepingUp of the last may still be a backend falling
-	// behind before its queue shows, or a crowd that really makes fewer
-	// calls (no-shows): it moves the measure a fiftieth of the way.
+	// behind before its queue shows, one over its inverse a backlog just
+	// drained (more calls completed than the users let in make), and
+	// either a crowd that really makes fewer or more calls (no-shows, a
+	// session's pages): it moves the measure a fiftieth of the way.
 	measured := float64(w.Samples.Calls) / float64(max(1, w.Admitted))
 	keptUp := m.backlog < m.completed*keptUpWithin.Seconds() && (m.pooled || m.capacity == 0) // without a pool, a capacity measured is a queue
 	if w.Admitted >= RateMinCalls && w.ID-d.Steady >= 2 && keptUp {
-		weight := 0.1
-		if measured < keepingUp*cmp.Or(d.CallsPerUser, 1) {
+		weight, last := 0.1, cmp.Or(d.CallsPerUser, 1)
+		if measured < keepingUp*last || measured > last/keepingUp {
 			weight = 0.02
 		}
 		d.CallsPerUser = callsPerUser(d.CallsPerUser, measured, weight)

@@ -142,8 +142,8 @@ func TestGatewayProbesWhileUnqueued(t *testing.T) {
 // measured where the rate held for two windows (before that, the calls
 // completed are those of users let in at the rate before), a tenth of the
 // way from the last, or from one; a fiftieth where it measures under 80% of
-// the last (a backend falling behind before its queue shows, or a crowd of
-// no-shows).
+// the last or over its inverse (a backend falling behind before its queue
+// shows, a backlog just drained, or a crowd that really changed).
 func TestCallsPerUserMeasured(t *testing.T) {
 	c := nextRateConfig()
 	for _, tc := range []struct {
@@ -153,9 +153,10 @@ func TestCallsPerUserMeasured(t *testing.T) {
 		admitted     int64 // 50 calls were made
 		want         float64
 	}{
-		{"from one, a tenth of the way", 1, 10, 0, 25, 1.1},
-		{"then a tenth of the way", 1, 10, 1.5, 25, 1.55},
+		{"from one, a tenth of the way", 1, 10, 0, 40, 1.025},
+		{"then a tenth of the way", 1, 10, 1.8, 25, 1.82},
 		{"far under the last: a fiftieth", 1, 10, 1, 100, 0.99},
+		{"far over the last: a fiftieth", 1, 10, 1, 25, 1.02},
 		{"not right after a change", 1, 49, 1, 25, 1},
 		{"nor on the first decision", 0, 0, 0, 25, 0},
 	} {
