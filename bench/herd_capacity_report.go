@@ -61,7 +61,7 @@ func herdAgainstCapacityMarkdown(h *HerdReport) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("Each mode against the capacity. **Time in line** is as lived (enter asked → READY received); **arrival to order** " +
+	b.WriteString("\nEach mode against the capacity. **Time in line** is as lived (enter asked → READY received); **arrival to order** " +
 		"adds the order (enter asked → order answered), per user; both p95 over the users who ordered. The sale took from the crowd's " +
 		"arrival to the last user's answer. The load average is the machine's 1-minute figure, sampled every 2 s during the mode.\n\n")
 	b.WriteString("| mode | capacity | rate settled at | settled ÷ capacity | order p95 | ÷ own latency | time in line p95 | arrival to order p95 | ÷ burst's | the sale took | load average (1 min) |\n")
@@ -85,7 +85,6 @@ func herdAgainstCapacityMarkdown(h *HerdReport) string {
 			GoalArrivalToOrderToBurst, met(m.ArrivalToOrderToBurst > 0 && m.ArrivalToOrderToBurst <= GoalArrivalToOrderToBurst),
 			m.ArrivalToOrderToBurst, m.ArrivalToOrderP95.Seconds(), burstArrivalText(h))
 	}
-	b.WriteString("\n")
 	return b.String()
 }
 

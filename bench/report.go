@@ -209,7 +209,7 @@ func herdMarkdown(h *HerdReport, stamp, chart, busyChart, rateChart string) stri
 		fmt.Fprintf(&b, ". The adaptive rate settled at %.1f/s; `--order-latency %v` derives %g/s for the pool (%d connections × 1000/%d ms)",
 			last.SettledRate, h.OrderWork, h.DerivedRate, h.PoolSize, h.OrderWork.Milliseconds())
 	}
-	b.WriteString(".\n\n")
+	b.WriteString(".\n")
 	b.WriteString(herdAgainstCapacityMarkdown(h))
 	b.WriteString("\nStatus requests:")
 	for i, m := range h.Modes {
