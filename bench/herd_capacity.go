@@ -41,7 +41,10 @@ type HerdCapacity struct {
 // HerdSweepPoint is one fixed rate of the sweep: a herdRun of the
 // spread + jitter schedule, adaptive off, for HerdCapacity.RunFor.
 type HerdSweepPoint struct {
-	Rate                     float64
+	Rate float64
+	// Again: the rate's second run, after its first failed; the rate
+	// fails only when both do.
+	Again                    bool
 	Orders, Unserved, Errors int
 	P50, P95                 time.Duration
 	// P95Ratio is P95 ÷ the order's own latency; Pass: ≤ GoalCapacityP95.
@@ -64,7 +67,8 @@ type HerdNoise struct {
 // rate fails, then bisects between the last pass and the first fail down
 // to herdSweepResolution of the rate. A fixed rate 1–2% over what the pool
 // bears builds a backlog that fails the 1.5× within herdSweepRunFor, so
-// the criterion is sharp; about eight points of ~23 s each.
+// the criterion is sharp; a rate that fails is run again and fails only
+// if it fails twice. About eight to eleven points of ~20 s each.
 const (
 	herdSweepLowest     = 0.6
 	herdSweepStep       = 0.1
@@ -88,7 +92,18 @@ func sweepCapacity(ctx context.Context, o Options, users int) (*HerdCapacity, er
 	}
 	start := time.Now()
 	c.Rate, c.AtLeast, err = sweepRates(herdSweepLowest*derived, herdSweepStep*derived, herdSweepHighest*derived, o.Short,
-		func(rate float64) (bool, error) { return c.runPoint(ctx, o, users, rate) })
+		func(rate float64) (bool, error) {
+			ok, err := c.runPoint(ctx, o, users, rate, false)
+			if err != nil || ok || o.Short {
+				return ok, err
+			}
+			// A backlog fails again; a spike of the shared machine's
+			// seldom twice in a row (a run of 2026-12-06 failed 70/s at
+			// 1.51× with its p50 at the own latency, then passed
+			// 65–69.4/s at 1.01–1.06×: a capacity of 69.4/s where the
+			// adaptive rate ran 76/s within the bound).
+			return c.runPoint(ctx, o, users, rate, true)
+		})
 	c.Took = time.Since(start)
 	return c, err
 }
@@ -131,10 +146,10 @@ func sweepRates(lowest, step, highest float64, short bool, pass func(rate float6
 	return good, bad == 0, nil
 }
 
-// runPoint runs the sweep at one fixed rate, appends its point and says
-// whether it passed; the first point's p50 is the order's own latency,
+// runPoint runs the sweep at one fixed rate (again: a second time, its
+// first run failed), appends its point and says whether it passed; the first point's p50 is the order's own latency,
 // the yardstick of all, and its latency beyond the work the noise.
-func (c *HerdCapacity) runPoint(ctx context.Context, o Options, users int, rate float64) (bool, error) {
+func (c *HerdCapacity) runPoint(ctx context.Context, o Options, users int, rate float64, again bool) (bool, error) {
 	mode := atRate(HerdModes[2], rate) // spread + jitter
 	mode.Adaptive = false
 	o.logf("herd capacity: fixed %.2f/s (%s), %d users, %v", rate, mode.Described, users, c.RunFor)
@@ -145,7 +160,7 @@ func (c *HerdCapacity) runPoint(ctx context.Context, o Options, users int, rate 
 	if len(c.Points) == 0 {
 		c.OwnLatency, c.Noise = res.P50, orderNoise(res.Latency)
 	}
-	p := HerdSweepPoint{Rate: rate, Orders: res.Orders, Unserved: res.Unserved, Errors: res.Errors, P50: res.P50, P95: res.P95,
+	p := HerdSweepPoint{Rate: rate, Again: again, Orders: res.Orders, Unserved: res.Unserved, Errors: res.Errors, P50: res.P50, P95: res.P95,
 		P95Ratio: ratio(res.P95, c.OwnLatency), LoadMin: res.LoadMin, LoadMax: res.LoadMax}
 	p.Pass = res.Orders > 0 && res.Errors == 0 && p.P95Ratio <= GoalCapacityP95
 	c.Points = append(c.Points, p)

@@ -17,16 +17,17 @@ func herdCapacityMarkdown(c *HerdCapacity) string {
 	}
 	fmt.Fprintf(&b, "**What the backend bears**: the highest fixed rate whose order p95 stays at or under %.1f× the order's own latency, "+
 		"swept in this run before the modes. Each point is the spread + jitter schedule at a fixed rate (adaptive off), the herd's %d users, "+
-		"for %v (users not served by then are not counted, nor errors); its p95 is over the orders of that point. "+
+		"for %v (users not served by then are counted apart, not as errors); its p95 is over the orders of that point. "+
 		"The order's own latency is the order p50 at the lowest rate (%.0f%% of the %d connections × 1000/%d ms the pool bears on paper), "+
 		"where no backlog forms: **%.0f ms**. Coarse steps of %.0f%% of that rate up from there until one fails, then bisection between "+
-		"the last pass and the first fail down to %.0f%% of the rate. The sweep took %v.\n\n",
+		"the last pass and the first fail down to %.0f%% of the rate. A rate that fails is run again (\"again\") and fails only if it fails twice: "+
+		"a backlog fails again, a spike of the machine's seldom twice in a row. The sweep took %v.\n\n",
 		GoalCapacityP95, c.Users, c.RunFor, 100*herdSweepLowest, herdPool, herdOrderWork.Milliseconds(), ms(c.OwnLatency),
 		100*herdSweepStep, 100*herdSweepResolution, c.Took.Round(time.Second))
 	b.WriteString("| fixed rate | orders | not served in time | errors | p50 | p95 | p95 ÷ own latency | load average (1 min) | |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range c.Points {
-		fmt.Fprintf(&b, "| %.2f/s | %d | %d | %d | %.0f ms | %.0f ms | %.2f× | %s | %s |\n", p.Rate, p.Orders, p.Unserved, p.Errors,
+		fmt.Fprintf(&b, "| %.2f/s%s | %d | %d | %d | %.0f ms | %.0f ms | %.2f× | %s | %s |\n", p.Rate, map[bool]string{true: ", again"}[p.Again], p.Orders, p.Unserved, p.Errors,
 			ms(p.P50), ms(p.P95), p.P95Ratio, loadText(p.LoadMin, p.LoadMax), map[bool]string{true: "pass", false: "**fail**"}[p.Pass])
 	}
 	switch {
