@@ -20,10 +20,10 @@ func herdCapacityMarkdown(c *HerdCapacity) string {
 		"for %v (users not served by then are counted apart, not as errors); its p95 is over the orders of that point. "+
 		"The order's own latency is the order p50 at the lowest rate (%.0f%% of the %d connections × 1000/%d ms the pool bears on paper), "+
 		"where no backlog forms: **%.0f ms**. Coarse steps of %.0f%% of that rate up from there until one fails, then bisection between "+
-		"the last pass and the first fail down to %.0f%% of the rate. A rate that fails is run again (\"again\") and fails only if it fails twice: "+
-		"a backlog fails again, a spike of the machine's seldom twice in a row. The sweep took %v.\n\n",
+		"the last pass and the first fail down to %.0f%% of the rate. A rate that fails with its p50 within %.0f%% of the own latency (no backlog: a spike of the machine's) "+
+		"is run again (\"again\") and fails only if it fails twice. The sweep took %v.\n\n",
 		GoalCapacityP95, c.Users, c.RunFor, 100*herdSweepLowest, herdPool, herdOrderWork.Milliseconds(), ms(c.OwnLatency),
-		100*herdSweepStep, 100*herdSweepResolution, c.Took.Round(time.Second))
+		100*herdSweepStep, 100*herdSweepResolution, 100*(herdSweepSpikeP50-1), c.Took.Round(time.Second))
 	b.WriteString("| fixed rate | orders | not served in time | errors | p50 | p95 | p95 ÷ own latency | load average (1 min) | |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range c.Points {

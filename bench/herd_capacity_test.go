@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestSweepRates: the sweep steps up, then bisects down to 1% of the rate
@@ -55,5 +56,29 @@ func TestSweepRates(t *testing.T) {
 	boom := errors.New("boom")
 	if _, _, err := sweepRates(60, 10, 150, false, func(float64) (bool, error) { return false, boom }); !errors.Is(err, boom) {
 		t.Errorf("a point's error: %v, want boom", err)
+	}
+}
+
+// TestSpiked: a failed rate is run again only when its median shows no
+// backlog, and only once.
+func TestSpiked(t *testing.T) {
+	own := 205 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		last HerdSweepPoint
+		want bool
+	}{
+		{name: "a fail on its tail, the median at the own latency", last: HerdSweepPoint{Orders: 1316, P50: 210 * time.Millisecond}, want: true},
+		{name: "a fail with a backlog in the median", last: HerdSweepPoint{Orders: 1845, P50: 247 * time.Millisecond}},
+		{name: "a pass", last: HerdSweepPoint{Orders: 1146, P50: 205 * time.Millisecond, Pass: true}},
+		{name: "a fail run again already", last: HerdSweepPoint{Orders: 1316, P50: 210 * time.Millisecond, Again: true}},
+		{name: "no order in time", last: HerdSweepPoint{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &HerdCapacity{OwnLatency: own, Points: []HerdSweepPoint{{Pass: true}, tc.last}}
+			if got := c.spiked(); got != tc.want {
+				t.Errorf("spiked %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
