@@ -9,7 +9,7 @@
 # cache) against the program booted in
 # process, writes the figures into docs/benchmarks.md and the SVG charts into
 # docs/bench/, and stops the servers. Every load is bounded; the whole run takes
-# a few minutes a section, the herd's capacity sweep 3–4 more (cmd/bench's
+# a few minutes a section, the herd's capacity sweep 3 more (cmd/bench's
 # -limit stops everything after 30 minutes).
 #
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
@@ -20,9 +20,9 @@
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
 #                                      # degrade, noshow, soldout, hot, accuracy,
 #                                      # memory, gateway, front, million
-#   bench/run.sh -sections herd        # about ten minutes: a sweep of fixed rates
-#                                      # for what the backend bears (3–4 minutes,
-#                                      # ~8 points of 20 s), then the three modes
+#   bench/run.sh -sections herd        # about five minutes: a sweep of fixed rates
+#                                      # for what the backend bears (3 minutes,
+#                                      # ~9 points of 20 s), then the three modes
 #                                      # read against it (docs/benchmarks.md §1);
 #                                      # -herd-capacity 87 skips the sweep,
 #                                      # -herd-sweep-only runs only it

@@ -48,7 +48,7 @@ func main() {
 	gatewayProfiles := flag.String("gateway-profiles", "", "write CPU profiles of the gateway section's Go proxy runs into this directory (their figures then include the profiler)")
 	frontProfiles := flag.String("front-profiles", "", "write CPU profiles of the front section's instances over each run's window into this directory (their figures then include the profiler)")
 	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
-	// 30 minutes, not 20: the herd's capacity sweep adds 3–4 to the
+	// 30 minutes, not 20: the herd's capacity sweep adds 3 to the
 	// default run.
 	limit := flag.Duration("limit", 30*time.Minute, "stop everything after this long")
 	flag.Parse()
