@@ -55,7 +55,9 @@ func Write(r *Report, doc, svgDir, command string) error {
 		return filepath.ToSlash(filepath.Join(rel, name)), os.WriteFile(filepath.Join(svgDir, name), []byte(content), 0o644)
 	}
 	sections := map[string]string{}
-	if h := r.Herd; h != nil {
+	if h := r.Herd; h != nil && len(h.Modes) == 0 {
+		sections["herd"] = herdMarkdown(h, stamp, "", "", "") // the sweep alone (-herd-sweep-only): no mode to chart
+	} else if h != nil {
 		link, err := svg("bench-herd-latency.svg", herdLatencyChart(h))
 		if err != nil {
 			return err
