@@ -67,6 +67,13 @@ type Options struct {
 	// HerdModes runs only the herd's schedules of these names (HerdModes'
 	// Name; empty: all three). The ratio to the burst needs the burst.
 	HerdModes []string
+	// HerdCapacity skips the herd's capacity sweep and takes this rate
+	// (users/s) as what the backend bears; HerdOwnLatency is then the
+	// order's own latency (0: the order's work, 200 ms). HerdSweepOnly
+	// runs the sweep and none of the modes.
+	HerdCapacity   float64
+	HerdOwnLatency time.Duration
+	HerdSweepOnly  bool
 	// GatewayProfiles: a directory where the gateway section writes a CPU
 	// profile of the harness's process under each run of a Go proxy
 	// (empty: none; the profiler's own cost is in those runs' figures).

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -81,6 +80,17 @@ type HerdResult struct {
 	// Sale is the run's sale as the instance's report tells it, beside
 	// the bench's own time in line (the herd section's runs only).
 	Sale *HerdSale
+	// LineP95 is the time in line as lived (enter asked → READY
+	// received) and ArrivalToOrderP95 the line and the order together
+	// (enter asked → order answered), p95 over the users who ordered.
+	LineP95, ArrivalToOrderP95 time.Duration
+	// LoadMin and LoadMax: the machine's 1-minute load average, sampled
+	// every herdLoadEvery during the run (0 where there is none to read).
+	LoadMin, LoadMax float64
+	// Against the capacity swept in the same run (HerdReport.Capacity;
+	// 0 without one): the settled rate ÷ the capacity, the order p95 ÷
+	// the order's own latency, and ArrivalToOrderP95 ÷ the burst's.
+	SettledToCapacity, P95ToOwnLatency, ArrivalToOrderToBurst float64
 }
 
 // Point is one sample of a time series.
@@ -100,6 +110,9 @@ type HerdReport struct {
 	Adaptive    bool
 	Target      time.Duration
 	DerivedRate float64
+	// Capacity is what the backend bears, swept before the modes (or
+	// given by hand); every adaptive figure is read against it.
+	Capacity *HerdCapacity
 }
 
 // The herd's client models (Options.HerdClients).
@@ -127,6 +140,9 @@ const (
 	// p95 of 261–310 ms, at 240 ms 250–255 ms, settling at 80/s, not 85.
 	herdTarget  = 240 * time.Millisecond
 	herdMinRate = 10
+	// herdLoadEvery: /proc/loadavg's 1-minute figure moves slowly; a
+	// sample every few seconds catches its range over a run.
+	herdLoadEvery = 2 * time.Second
 )
 
 func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
@@ -149,6 +165,12 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 	}
 	rep := &HerdReport{Clients: clients, Users: users, OrderWork: herdOrderWork, PoolSize: herdPool, Products: herdProducts,
 		Adaptive: !o.HerdFixed, Target: herdTarget, DerivedRate: derived}
+	if rep.Capacity, err = herdCapacity(ctx, o, users); err != nil {
+		return rep, err
+	}
+	if o.HerdSweepOnly {
+		return rep, nil
+	}
 	for _, mode := range HerdModes {
 		if len(o.HerdModes) > 0 && !slices.Contains(o.HerdModes, mode.Name) {
 			continue
@@ -158,14 +180,8 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 		// are slow (the test of that: a hundred orders at once on twenty
 		// connections take five rounds) and sinks to ~15/s.
 		mode.Adaptive = !o.HerdFixed && mode.Interval < time.Second
-		if o.HerdRate > 0 && o.HerdRate != mode.Rate { // the same schedules at another rate
-			f := o.HerdRate / mode.Rate
-			mode.Rate, mode.Batch = o.HerdRate, int(math.Ceil(float64(mode.Batch)*f))
-			perTick := math.Round(mode.Rate*mode.Interval.Seconds()*1000) / 1000 // 8.7, not 8.700000000000001
-			mode.Described = fmt.Sprintf("%g per %v tick", perTick, mode.Interval)
-			if mode.Interval < time.Second {
-				mode.Described += map[bool]string{true: ", jitter on", false: ", jitter off"}[mode.Jitter]
-			}
+		if o.HerdRate > 0 { // the same schedules at another rate
+			mode = atRate(mode, o.HerdRate)
 		}
 		o.logf("herd: %s (%s, adaptive %v), %d users", mode.Name, mode.Described, mode.Adaptive, users)
 		res, err := herdRun(ctx, o, herdSpec{mode: mode, users: users, report: true})
@@ -187,12 +203,42 @@ func runHerd(ctx context.Context, o Options) (*HerdReport, error) {
 	if len(rep.Modes) == 0 {
 		return nil, fmt.Errorf("no herd schedule is named %q", o.HerdModes)
 	}
-	if burst := rep.Modes[0].P95; burst > 0 && rep.Modes[0].Mode.Name == HerdModes[0].Name {
-		for i := range rep.Modes {
-			rep.Modes[i].RatioP95ToBurst = float64(rep.Modes[i].P95) / float64(burst)
+	rep.againstCapacity()
+	return rep, nil
+}
+
+// herdCapacity sweeps what the backend bears, or takes it as given by
+// hand (Options.HerdCapacity).
+func herdCapacity(ctx context.Context, o Options, users int) (*HerdCapacity, error) {
+	if o.HerdCapacity > 0 {
+		return &HerdCapacity{Rate: o.HerdCapacity, OwnLatency: cmp.Or(o.HerdOwnLatency, herdOrderWork), ByHand: true}, nil
+	}
+	c, err := sweepCapacity(ctx, o, users)
+	if err != nil {
+		return c, err
+	}
+	o.logf("herd capacity: %.2f/s (at least: %v), the order's own latency %v, %d points in %v",
+		c.Rate, c.AtLeast, c.OwnLatency.Round(time.Millisecond), len(c.Points), c.Took.Round(time.Second))
+	return c, nil
+}
+
+// againstCapacity reads each mode against the burst and the capacity.
+func (h *HerdReport) againstCapacity() {
+	burst := h.Modes[0]
+	hasBurst := burst.Mode.Name == HerdModes[0].Name
+	for i := range h.Modes {
+		m := &h.Modes[i]
+		if hasBurst {
+			m.RatioP95ToBurst = ratio(m.P95, burst.P95)
+			m.ArrivalToOrderToBurst = ratio(m.ArrivalToOrderP95, burst.ArrivalToOrderP95)
+		}
+		if c := h.Capacity; c != nil {
+			if c.Rate > 0 {
+				m.SettledToCapacity = m.SettledRate / c.Rate
+			}
+			m.P95ToOwnLatency = ratio(m.P95, c.OwnLatency)
 		}
 	}
-	return rep, nil
 }
 
 // client speaks the API as a shop's page would.
@@ -389,6 +435,10 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 		}
 	})
 
+	var load loadRange
+	load.sample()
+	loadDone := every(runCtx, stopSampler, herdLoadEvery, load.sample)
+
 	wait := "" // ?waitSeconds= on enter and status, as the page sends it
 	if o.HerdClients == HerdPage {
 		wait = fmt.Sprintf("?waitSeconds=%d", herdWaitSeconds)
@@ -412,6 +462,9 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	close(stopSampler)
 	<-busyDone
 	<-rateDone
+	<-loadDone
+	load.sample()
+	res.LoadMin, res.LoadMax = load.min, load.max
 	res.SettledRate = settled(res.Rate)
 	if spec.report {
 		if res.Sale, err = herdSale(ctx, c, q, out); err != nil {
@@ -467,6 +520,7 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	})
 	slices.Sort(lats)
 	res.P50, res.P95, res.P99 = percentile(lats, 50), percentile(lats, 95), percentile(lats, 99)
+	res.LineP95, res.ArrivalToOrderP95 = livedP95s(out)
 	if len(lats) > 0 {
 		res.Max = lats[len(lats)-1]
 	}
@@ -534,6 +588,23 @@ type userOutcome struct {
 	// the enter's request was written, when admission let them in (the
 	// store's clock, from the READY answer) and when they were told.
 	asked, placed, admitted, told time.Time
+}
+
+// livedP95s are the p95s, over the users who ordered, of the time in line
+// as lived (enter asked → READY received) and of the arrival to the order
+// (enter asked → order answered).
+func livedP95s(out []userOutcome) (line, arrivalToOrder time.Duration) {
+	var lines, arrivals []time.Duration
+	for _, u := range out {
+		if u.vanished || u.err != nil || u.told.IsZero() {
+			continue
+		}
+		lines = append(lines, u.told.Sub(u.asked))
+		arrivals = append(arrivals, u.told.Sub(u.asked)+u.lat)
+	}
+	slices.Sort(lines)
+	slices.Sort(arrivals)
+	return percentile(lines, 95), percentile(arrivals, 95)
 }
 
 // settled is the median of the rate samples of the run's second half.

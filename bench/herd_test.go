@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,7 @@ func TestHarnessShort(t *testing.T) {
 			t.Errorf("herd %s: no report of the sale: %+v", m.Mode.Name, m.Sale)
 		}
 	}
+	checkCapacity(t, r.Herd)
 
 	// The degradation: both runs ran their time out without an error; the
 	// users not served by then are accounted for.
@@ -196,7 +198,7 @@ func TestHarnessShort(t *testing.T) {
 	}
 	b, _ := os.ReadFile(doc)
 	for _, want := range []string{"kept", "| spread+jitter |", "<!-- bench:memory -->", "bench/bench-herd-latency.svg",
-		"<!-- bench:degrade -->", "<!-- bench:noshow -->", "<!-- bench:soldout -->", "bench/bench-degrade-latency.svg", "bench/bench-herd-rate.svg"} {
+		"**What the backend bears**", "| fixed rate |", "Goals (issue 52)", "<!-- bench:degrade -->", "<!-- bench:noshow -->", "<!-- bench:soldout -->", "bench/bench-degrade-latency.svg", "bench/bench-herd-rate.svg"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %q:\n%s", want, b)
 		}
@@ -226,6 +228,37 @@ func checkHerd(t *testing.T, what string, res HerdResult) {
 	}
 	if res.Retries > 0 { // a loaded machine may make Redis or the database fail fast; clients retry
 		t.Logf("%s: %d answers 503, retried (first: %s)", what, res.Retries, res.RetrySample)
+	}
+}
+
+// checkCapacity: the short sweep ran its two points (one when the lowest
+// rate already failed: a loaded machine), each with every user accounted
+// for and no error; the capacity is a rate that passed (0 when none did),
+// the order's own latency the first point's p50. Each mode's arrival to
+// order is no shorter than its time in line.
+func checkCapacity(t *testing.T, h *HerdReport) {
+	t.Helper()
+	c := h.Capacity
+	if c == nil || c.ByHand || len(c.Points) == 0 || len(c.Points) > 2 {
+		t.Fatalf("herd capacity: %+v, want a sweep of two points", c)
+	}
+	for _, p := range c.Points {
+		if p.Errors != 0 || p.Orders+p.Unserved != c.Users {
+			t.Errorf("herd capacity at %.2f/s: %d orders, %d unserved, %d errors, of %d users", p.Rate, p.Orders, p.Unserved, p.Errors, c.Users)
+		}
+	}
+	first := c.Points[0]
+	if c.OwnLatency != first.P50 || (c.Noise == nil) != (first.Orders == 0) {
+		t.Errorf("herd capacity: own latency %v, noise %+v, from a first point of p50 %v and %d orders", c.OwnLatency, c.Noise, first.P50, first.Orders)
+	}
+	passed := slices.ContainsFunc(c.Points, func(p HerdSweepPoint) bool { return p.Pass && p.Rate == c.Rate })
+	if c.Rate != 0 && !passed || c.Rate == 0 && first.Pass {
+		t.Errorf("herd capacity %.2f/s from the points %+v", c.Rate, c.Points)
+	}
+	for _, m := range h.Modes {
+		if m.Orders > 0 && (m.LineP95 <= 0 || m.ArrivalToOrderP95 < m.LineP95) {
+			t.Errorf("herd %s: time in line p95 %v, arrival to order p95 %v", m.Mode.Name, m.LineP95, m.ArrivalToOrderP95)
+		}
 	}
 }
 
@@ -295,6 +328,7 @@ func TestHerdPollingShort(t *testing.T) {
 			t.Errorf("herd %s: no status poll", m.Mode.Name)
 		}
 	}
+	checkCapacity(t, r.Herd)
 	if _, err := Run(ctx, Options{Sections: []string{"herd"}, HerdClients: "psychic"}); err == nil || !strings.Contains(err.Error(), "psychic") {
 		t.Errorf("unknown client model: %v", err)
 	}

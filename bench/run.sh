@@ -8,7 +8,9 @@
 # wrk, admission accuracy, Redis memory, the front document through nginx's
 # cache) against the program booted in
 # process, writes the figures into docs/benchmarks.md and the SVG charts into
-# docs/bench/, and stops the servers. Every load is bounded; the whole run takes a few minutes.
+# docs/bench/, and stops the servers. Every load is bounded; the whole run takes
+# a few minutes a section, the herd's capacity sweep 3 more (cmd/bench's
+# -limit stops everything after 30 minutes).
 #
 #   bench/run.sh                       # the real run; rewrites docs/benchmarks.md
 #   bench/run.sh --short               # seconds; writes into a temp dir, prints it, deletes it
@@ -18,6 +20,12 @@
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
 #                                      # degrade, noshow, soldout, hot, accuracy,
 #                                      # memory, gateway, front, million
+#   bench/run.sh -sections herd        # about five minutes: a sweep of fixed rates
+#                                      # for what the backend bears (3 minutes,
+#                                      # ~9 points of 20 s), then the three modes
+#                                      # read against it (docs/benchmarks.md §1);
+#                                      # -herd-capacity 87 skips the sweep,
+#                                      # -herd-sweep-only runs only it
 #   bench/run.sh -sections front       # three minutes: 100,000 in line, pages on
 #                                      # the front document through deploy/nginx.conf
 #                                      # against exact polls (docs/benchmarks.md §6)

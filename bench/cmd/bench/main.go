@@ -42,10 +42,15 @@ func main() {
 	millionUsers := flag.Int("million-users", 0, "people in line in the million section (0: 1,000,000)")
 	herdFixed := flag.Bool("herd-fixed", false, "run the herd's schedules at a fixed rate instead of the adaptive one")
 	herdModes := flag.String("herd-modes", "", "comma-separated subset of the herd's schedules: burst,spread,spread+jitter (default all)")
+	herdCapacity := flag.Float64("herd-capacity", 0, "skip the herd's capacity sweep and take this many users/s as what the backend bears (0: sweep it)")
+	herdOwnLatency := flag.Duration("herd-own-latency", 0, "with -herd-capacity: the order's own latency the figures are read against (0: the order's work, 200ms)")
+	herdSweepOnly := flag.Bool("herd-sweep-only", false, "run the herd's capacity sweep and none of its modes")
 	gatewayProfiles := flag.String("gateway-profiles", "", "write CPU profiles of the gateway section's Go proxy runs into this directory (their figures then include the profiler)")
 	frontProfiles := flag.String("front-profiles", "", "write CPU profiles of the front section's instances over each run's window into this directory (their figures then include the profiler)")
 	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
-	limit := flag.Duration("limit", 20*time.Minute, "stop everything after this long")
+	// 30 minutes, not 20: the herd's capacity sweep adds 3 to the
+	// default run.
+	limit := flag.Duration("limit", 30*time.Minute, "stop everything after this long")
 	flag.Parse()
 
 	o := bench.Options{
@@ -57,6 +62,9 @@ func main() {
 		HerdRate:        *herdRate,
 		HerdClients:     *herdClients,
 		HerdFixed:       *herdFixed,
+		HerdCapacity:    *herdCapacity,
+		HerdOwnLatency:  *herdOwnLatency,
+		HerdSweepOnly:   *herdSweepOnly,
 		MillionUsers:    *millionUsers,
 		Log:             os.Stderr,
 		GatewayProfiles: *gatewayProfiles,
