@@ -43,8 +43,8 @@ import (
 //     (BBR's ProbeRTT), and the decision says what that cost.
 //
 // The rate is then utilisation × the capacity, less the backlog that waits
-// in front of the backend (Little's law again: the time calls waited for a
-// connection, per second; without a pool, their latency beyond the base)
+// in front of the backend (the calls waiting for a connection now; without
+// a pool, Little's law: the calls' latency beyond the base, per second)
 // spread over drainWithin, in users by
 // the protected calls each admitted user makes. Each decision stands on
 // its own window's measure of the capacity rather than on the last rate,
@@ -141,7 +141,7 @@ type backend struct {
 	// does not say); pooled: measured on a pool (serve).
 	capacity float64
 	pooled   bool
-	// backlog is how many calls waited in front of the backend, on average.
+	// backlog is how many calls wait in front of the backend.
 	backlog float64
 }
 
