@@ -181,7 +181,7 @@ func herdMarkdown(h *HerdReport, stamp, chart, busyChart, rateChart string) stri
 		h.Users, h.OrderWork, h.PoolSize, h.Products)
 	if h.Adaptive && len(h.Modes) > 0 {
 		fmt.Fprintf(&b, "; burst is the seed's baseline at its fixed rate, the spread schedules run with the adaptive rate "+
-			"(`adaptive`, starting at half and never above the configured %g/s, never below %d/s, `targetLatencyMs` %d)",
+			"(`adaptive`, starting at and never above the configured %g/s, never below %d/s, `targetLatencyMs` %d)",
 			h.Modes[0].Mode.Rate, herdMinRate, h.Target.Milliseconds())
 	}
 	b.WriteString(":\n\n")

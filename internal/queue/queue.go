@@ -322,8 +322,10 @@ type RateDecision struct {
 	// P90 is the latency the decision stood on.
 	P90 time.Duration `json:"p90,omitempty"`
 	// Capacity is the protected calls a second the backend bears, as last
-	// measured (0: not known yet).
+	// measured (0: not known yet); Share, the share of it the rate aims at
+	// (0: not found yet).
 	Capacity float64 `json:"capacity,omitempty"`
+	Share    float64 `json:"share,omitempty"`
 	// CallsPerUser is how many protected calls an admitted user makes,
 	// measured while the rate held steady (0: not yet known).
 	CallsPerUser float64 `json:"callsPerUser,omitempty"`

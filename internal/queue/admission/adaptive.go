@@ -83,12 +83,27 @@ const (
 	RateProbe queue.RateKind = "probe"
 )
 
-// utilisation is the share of the measured capacity the rate aims at. At
-// 0.98 the pool's connections are all but always busy, and the rare
-// backlog that chance builds drains at the other 2% and by drainWithin.
-// (In the simulation, adaptive_sim_test.go: 0.98 settled at 96–97% of
-// the pool's capacity with a p95 of 1.2× the work.)
-const utilisation = 0.98
+// The share of the measured capacity the rate aims at. With a pool it is
+// found, not fixed: N ÷ S is the most the pool completes, but what it
+// completes with calls arriving at random is less (queueing theory: the
+// wait grows without bound as the share nears one, and sooner the more
+// the arrivals and the calls vary). So the share starts at startShare and
+// follows the calls' wait for a connection, as a share of their hold: it
+// comes down a point a window while they wait more than waitedAbove of it,
+// and goes up half a point while they
+// wait less than waitedBelow, within [minShare, maxShare]: slowly, so that
+// one window's chance does not move it, to where the line moves as fast as
+// the orders stay quick. On the herd's pool, the highest fixed rate whose
+// p95 stays within 1.5× the order's latency is 96–97% of N ÷ S. Without a
+// pool no wait is measured, and the share is utilisation.
+const (
+	startShare  = 0.97
+	minShare    = 0.8
+	maxShare    = 0.99
+	waitedAbove = 0.05
+	waitedBelow = 0.02
+	utilisation = 0.98
+)
 
 // drainWithin is how soon the backlog in front of the backend is meant to
 // drain; the rate never goes below drainFloor of the capacity for it.
@@ -138,9 +153,13 @@ type backend struct {
 	completed float64       // calls completed a second
 	mean      time.Duration // their mean latency
 	// capacity is what the backend bears, calls a second (0: the window
-	// does not say); pooled: measured on a pool (serve).
+	// does not say); pooled: measured on a pool (serve), where waited is
+	// what the calls waited for a connection, as a share of their hold;
+	// conns is the pool's connections.
 	capacity float64
 	pooled   bool
+	waited   float64
+	conns    int64
 	// backlog is how many calls wait in front of the backend.
 	backlog float64
 }
@@ -164,7 +183,8 @@ func measure(w queue.RateWindow, base time.Duration) backend {
 	}
 	if s.HeldMicros > 0 && conns > 0 {
 		held := float64(s.HeldMicros) / float64(s.Calls) / 1e6 // s a call
-		b.pooled, b.capacity = true, float64(conns)/held
+		b.pooled, b.capacity, b.conns = true, float64(conns)/held, conns
+		b.waited = float64(s.WaitedMicros) / float64(s.HeldMicros)
 		// The calls waiting now, as every instance last counted them; the
 		// waits of the calls that ended say how many waited on average,
 		// but only once each ends: a backlog building behind a backend that
@@ -316,13 +336,20 @@ func (d *Decision) unknownCapacity(c queue.Config, w queue.RateWindow) {
 	d.Why = fmt.Sprintf("grow: p90 %v under the target %v, capacity not known yet", d.P90, target)
 }
 
-// toCapacity aims at utilisation × the capacity, less the backlog.
+// toCapacity aims at a share of the capacity, less the backlog.
 func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, perUser float64, over bool) {
 	within := drainWithin
 	if over {
 		within /= 2
 	}
-	calls := max(drainFloor*d.Capacity, utilisation*d.Capacity-m.backlog/within.Seconds())
+	share, waiting := utilisation, m.backlog
+	if m.pooled {
+		share = d.followWaits(m)
+		// Chance keeps a few waiting at any share near one: only what
+		// waits beyond a tenth of the pool is drained.
+		waiting = max(0, m.backlog-0.1*float64(m.conns))
+	}
+	calls := max(drainFloor*d.Capacity, share*d.Capacity-waiting/within.Seconds())
 	d.Rate = calls / perUser
 	switch {
 	case over && d.Rate > w.Rate:
@@ -336,15 +363,29 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 		d.Rate, d.Kind = max(d.Rate, w.Rate)*(1+probeStep), RateGrow
 		d.Why = fmt.Sprintf("grow: probing, latency %v near the base %v", m.mean, d.Base)
 		return
-	case m.backlog >= 1:
+	case waiting >= 1:
 		d.Kind = RateDraining
 	case d.Rate < w.Rate:
 		d.Kind = RateBackOff
 	default:
 		d.Kind = RateGrow
 	}
-	d.Why = fmt.Sprintf("%s: the backend bears %.1f calls/s (%s), %.1f waiting in front of it, %.2f calls a user",
-		d.Kind, d.Capacity, map[bool]string{true: "its pool", false: "completed while queueing"}[m.pooled], m.backlog, perUser)
+	d.Why = fmt.Sprintf("%s: the backend bears %.1f calls/s (%s), aimed at %.1f%%, %.1f waiting in front of it, %.2f calls a user",
+		d.Kind, d.Capacity, map[bool]string{true: "its pool", false: "completed while queueing"}[m.pooled], 100*share, m.backlog, perUser)
+}
+
+// followWaits moves the share of the pool's capacity aimed at by the calls'
+// waits for a connection (above).
+func (d *Decision) followWaits(m backend) float64 {
+	share := cmp.Or(d.Share, startShare)
+	switch {
+	case m.waited > waitedAbove:
+		share -= 0.01
+	case m.waited < waitedBelow:
+		share += 0.005
+	}
+	d.Share = max(minShare, min(maxShare, share))
+	return d.Share
 }
 
 // callsPerUser folds one window's measure of the calls an admitted user

@@ -86,16 +86,20 @@ func TestNextRate(t *testing.T) {
 		{"too few calls: hold", pooled(2, 900*ms, 200*ms, 20, 60, 0, 0), 60, 60, admission.RateHold, 0},
 		{"failures: back off to 70%", gateway(50, 100*ms, 2, 60, 0, 0, 0), 42, 42, admission.RateBackOff, 0},
 		{"one failure in a hundred is noise", gateway(100, 100*ms, 1, 60, 0, 0, 0), 66, 66, admission.RateGrow, 0},
-		// 20 connections each held 200 ms a call: 100 calls/s, aimed at 98%.
-		{"a pool: its capacity, at once", pooled(50, 200*ms, 200*ms, 20, 60, 0, 0), 98, 98, admission.RateGrow, 100},
-		{"a pool: down to it, at once", pooled(50, 200*ms, 200*ms, 20, 100, 0, 0), 98, 98, admission.RateBackOff, 100},
-		{"a pool: a window's noise, halved", pooled(50, 200*ms, 200*ms, 20, 90, 90, 0), 93.1, 93.1, admission.RateGrow, 95},
-		{"a pool: a step, followed whole", pooled(50, 400*ms, 400*ms, 20, 90, 100, 0), 49, 49, admission.RateBackOff, 50},
-		{"calls per user count: two calls each", pooled(50, 200*ms, 200*ms, 20, 40, 100, 2), 49, 49, admission.RateGrow, 100},
+		// 20 connections each held 200 ms a call: 100 calls/s; nobody waited,
+		// so the share aimed at goes up half a point from 97%.
+		{"a pool: its capacity, at once", pooled(50, 200*ms, 200*ms, 20, 60, 0, 0), 97.5, 97.5, admission.RateGrow, 100},
+		{"a pool: down to it, at once", pooled(50, 200*ms, 200*ms, 20, 100, 0, 0), 97.5, 97.5, admission.RateBackOff, 100},
+		{"a pool: a window's noise, halved", pooled(50, 200*ms, 200*ms, 20, 90, 90, 0), 92.63, 92.63, admission.RateGrow, 95},
+		{"a pool: a step, followed whole", pooled(50, 400*ms, 400*ms, 20, 90, 100, 0), 48.75, 48.75, admission.RateBackOff, 50},
+		{"calls per user count: two calls each", pooled(50, 200*ms, 200*ms, 20, 40, 100, 2), 48.75, 48.75, admission.RateGrow, 100},
 		// 50 calls waited 50 ms each for a connection: 2.5 waiting, on
-		// average; 10 connections held 150 ms a call bear 66.7 calls/s.
-		{"a backlog drains within 2 s", pooled(50, 200*ms, 150*ms, 10, 70, 66.67, 0), 64.08, 64.08, admission.RateDraining, 66.67},
-		// Above the target (250 ms): within 1 s, and never up.
+		// average, 1.5 beyond a tenth of the pool; 10 connections held 150 ms
+		// a call bear 66.7 calls/s; waits a third of the hold: the share
+		// aimed at comes down a point, to 96%.
+		{"a backlog drains within 2 s", pooled(50, 200*ms, 150*ms, 10, 70, 66.67, 0), 63.25, 63.25, admission.RateDraining, 66.67},
+		// Above the target (250 ms): within 1 s, and never up. 10 waiting,
+		// 8 beyond a tenth of the pool.
 		{"above the target, a backlog: drains faster", pooled(50, 400*ms, 200*ms, 20, 100, 100, 0), 88, 88, admission.RateDraining, 100},
 		{"above the target: never up", pooled(50, 300*ms, 300*ms, 20, 40, 66.7, 0), 40, 40, admission.RateHold, 66.68},
 		{"never below half the capacity", pooled(50, 3*time.Second, 200*ms, 20, 100, 100, 0), 50, 50, admission.RateDraining, 100},
@@ -119,6 +123,35 @@ func TestNextRate(t *testing.T) {
 			}
 			if d.Window != tc.w.ID {
 				t.Fatalf("decision %+v on window %d", d.RateDecision, tc.w.ID)
+			}
+		})
+	}
+}
+
+// TestShareFollowsWaits: the share of the pool's capacity aimed at comes
+// down a point while calls wait for a connection more than 5% of their
+// hold, goes up half a point while they wait under 2%, holds between, and
+// stays within [0.8, 0.99].
+func TestShareFollowsWaits(t *testing.T) {
+	c := nextRateConfig()
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name          string
+		latency, held time.Duration
+		last, want    float64
+	}{
+		{"no wait: up half a point", 200 * ms, 200 * ms, 0.95, 0.955},
+		{"waits 3% of the hold: held", 206 * ms, 200 * ms, 0.95, 0.95},
+		{"waits 10% of the hold: down a point", 220 * ms, 200 * ms, 0.95, 0.94},
+		{"never above 0.99", 200 * ms, 200 * ms, 0.99, 0.99},
+		{"never below 0.8", 220 * ms, 200 * ms, 0.8, 0.8},
+		{"first decision: from 0.97", 200 * ms, 200 * ms, 0, 0.975},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := pooled(50, tc.latency, tc.held, 20, 60, 100, 0)
+			w.Last.Share = tc.last
+			if d := admission.NextRate(c, w); math.Abs(d.Share-tc.want) > 1e-9 {
+				t.Errorf("share %v (%q), want %v", d.Share, d.Why, tc.want)
 			}
 		})
 	}
