@@ -323,9 +323,11 @@ type RateDecision struct {
 	P90 time.Duration `json:"p90,omitempty"`
 	// Capacity is the protected calls a second the backend bears, as last
 	// measured (0: not known yet); Share, the share of it the rate aims at
-	// (0: not found yet).
+	// (0: not found yet), found by Waited: what calls waited for a pool's
+	// connection, as a share of their hold, smoothed over windows.
 	Capacity float64 `json:"capacity,omitempty"`
 	Share    float64 `json:"share,omitempty"`
+	Waited   float64 `json:"waited,omitempty"`
 	// CallsPerUser is how many protected calls an admitted user makes,
 	// measured while the rate held steady (0: not yet known).
 	CallsPerUser float64 `json:"callsPerUser,omitempty"`

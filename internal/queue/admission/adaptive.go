@@ -88,20 +88,24 @@ const (
 // completes with calls arriving at random is less (queueing theory: the
 // wait grows without bound as the share nears one, and sooner the more
 // the arrivals and the calls vary). So the share starts at startShare and
-// follows the calls' wait for a connection, as a share of their hold: it
-// comes down a point a window while they wait more than waitedAbove of it,
-// and goes up half a point while they
-// wait less than waitedBelow, within [minShare, maxShare]: slowly, so that
-// one window's chance does not move it, to where the line moves as fast as
-// the orders stay quick. On the herd's pool, the highest fixed rate whose
-// p95 stays within 1.5× the order's latency is 96–97% of N ÷ S. Without a
-// pool no wait is measured, and the share is utilisation.
+// follows the calls' wait for a connection as a share of their hold,
+// smoothed over windows (a third of the way each): it comes down half a
+// point a window while they wait more than waitedAbove of it, and goes up
+// half a point while they wait less than waitedBelow, within [minShare,
+// maxShare]. Not lower than 4%: on a loaded machine a call waits a few ms
+// for a free connection's goroutine to run even when the pool is far from
+// full (the herd, on two cores: 2–5% of a 200 ms hold at 88% of N ÷ S),
+// and a band under that floor would sink the share. On the herd's pool,
+// the highest fixed rate whose p95 stays within 1.5× the order's latency
+// is 96–97% of N ÷ S. Without a pool no wait is measured, and the share
+// is utilisation.
 const (
 	startShare  = 0.97
 	minShare    = 0.8
 	maxShare    = 0.99
-	waitedAbove = 0.05
-	waitedBelow = 0.02
+	waitedAbove = 0.08
+	waitedBelow = 0.04
+	shareStep   = 0.005
 	utilisation = 0.98
 )
 
@@ -370,19 +374,28 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 	default:
 		d.Kind = RateGrow
 	}
+	how := "completed while queueing"
+	if m.pooled {
+		how = fmt.Sprintf("its pool; calls waited %.1f%% of their hold", 100*m.waited)
+	}
 	d.Why = fmt.Sprintf("%s: the backend bears %.1f calls/s (%s), aimed at %.1f%%, %.1f waiting in front of it, %.2f calls a user",
-		d.Kind, d.Capacity, map[bool]string{true: "its pool", false: "completed while queueing"}[m.pooled], 100*share, m.backlog, perUser)
+		d.Kind, d.Capacity, how, 100*share, m.backlog, perUser)
 }
 
 // followWaits moves the share of the pool's capacity aimed at by the calls'
 // waits for a connection (above).
 func (d *Decision) followWaits(m backend) float64 {
+	waited := m.waited
+	if d.Share > 0 { // not the first decision
+		waited = d.Waited + (m.waited-d.Waited)/3
+	}
+	d.Waited = waited
 	share := cmp.Or(d.Share, startShare)
 	switch {
-	case m.waited > waitedAbove:
-		share -= 0.01
-	case m.waited < waitedBelow:
-		share += 0.005
+	case waited > waitedAbove:
+		share -= shareStep
+	case waited < waitedBelow:
+		share += shareStep
 	}
 	d.Share = max(minShare, min(maxShare, share))
 	return d.Share

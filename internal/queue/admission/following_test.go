@@ -96,11 +96,11 @@ func TestNextRate(t *testing.T) {
 		// 50 calls waited 50 ms each for a connection: 2.5 waiting, on
 		// average, 1.5 beyond a tenth of the pool; 10 connections held 150 ms
 		// a call bear 66.7 calls/s; waits a third of the hold: the share
-		// aimed at comes down a point, to 96%.
-		{"a backlog drains within 2 s", pooled(50, 200*ms, 150*ms, 10, 70, 66.67, 0), 63.25, 63.25, admission.RateDraining, 66.67},
+		// aimed at comes down half a point, to 96.5%.
+		{"a backlog drains within 2 s", pooled(50, 200*ms, 150*ms, 10, 70, 66.67, 0), 63.58, 63.58, admission.RateDraining, 66.67},
 		// Above the target (250 ms): within 1 s, and never up. 10 waiting,
 		// 8 beyond a tenth of the pool.
-		{"above the target, a backlog: drains faster", pooled(50, 400*ms, 200*ms, 20, 100, 100, 0), 88, 88, admission.RateDraining, 100},
+		{"above the target, a backlog: drains faster", pooled(50, 400*ms, 200*ms, 20, 100, 100, 0), 88.5, 88.5, admission.RateDraining, 100},
 		{"above the target: never up", pooled(50, 300*ms, 300*ms, 20, 40, 66.7, 0), 40, 40, admission.RateHold, 66.68},
 		{"never below half the capacity", pooled(50, 3*time.Second, 200*ms, 20, 100, 100, 0), 50, 50, admission.RateDraining, 100},
 		{"never above the ceiling", pooled(50, 10*ms, 10*ms, 20, 99, 0, 0), 100, 100, admission.RateGrow, 2000},
@@ -129,29 +129,33 @@ func TestNextRate(t *testing.T) {
 }
 
 // TestShareFollowsWaits: the share of the pool's capacity aimed at comes
-// down a point while calls wait for a connection more than 5% of their
-// hold, goes up half a point while they wait under 2%, holds between, and
-// stays within [0.8, 0.99].
+// down half a point while calls wait for a connection more than 8% of
+// their hold (smoothed over windows, a third of the way each), goes up
+// half a point while they wait under 4%, holds between, and stays within
+// [0.8, 0.99].
 func TestShareFollowsWaits(t *testing.T) {
 	c := nextRateConfig()
 	ms := time.Millisecond
 	for _, tc := range []struct {
-		name          string
-		latency, held time.Duration
-		last, want    float64
+		name             string
+		latency, held    time.Duration
+		share, waited    float64 // the last decision's
+		want, wantWaited float64
 	}{
-		{"no wait: up half a point", 200 * ms, 200 * ms, 0.95, 0.955},
-		{"waits 3% of the hold: held", 206 * ms, 200 * ms, 0.95, 0.95},
-		{"waits 10% of the hold: down a point", 220 * ms, 200 * ms, 0.95, 0.94},
-		{"never above 0.99", 200 * ms, 200 * ms, 0.99, 0.99},
-		{"never below 0.8", 220 * ms, 200 * ms, 0.8, 0.8},
-		{"first decision: from 0.97", 200 * ms, 200 * ms, 0, 0.975},
+		{"no wait: up half a point", 200 * ms, 200 * ms, 0.95, 0.03, 0.955, 0.02},
+		{"waits 6% of the hold: held", 212 * ms, 200 * ms, 0.95, 0.06, 0.95, 0.06},
+		{"waits 30%: down half a point", 260 * ms, 200 * ms, 0.95, 0.06, 0.945, 0.14},
+		{"one window's 12% after 3%: still under", 224 * ms, 200 * ms, 0.95, 0.03, 0.95, 0.06},
+		{"never above 0.99", 200 * ms, 200 * ms, 0.99, 0, 0.99, 0},
+		{"never below 0.8", 260 * ms, 200 * ms, 0.8, 0.3, 0.8, 0.3},
+		{"first decision: from 0.97, its own wait", 200 * ms, 200 * ms, 0, 0, 0.975, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := pooled(50, tc.latency, tc.held, 20, 60, 100, 0)
-			w.Last.Share = tc.last
-			if d := admission.NextRate(c, w); math.Abs(d.Share-tc.want) > 1e-9 {
-				t.Errorf("share %v (%q), want %v", d.Share, d.Why, tc.want)
+			w.Last.Share, w.Last.Waited = tc.share, tc.waited
+			d := admission.NextRate(c, w)
+			if math.Abs(d.Share-tc.want) > 1e-9 || math.Abs(d.Waited-tc.wantWaited) > 1e-9 {
+				t.Errorf("share %v, waited %v (%q), want %v, %v", d.Share, d.Waited, d.Why, tc.want, tc.wantWaited)
 			}
 		})
 	}
