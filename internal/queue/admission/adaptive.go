@@ -66,7 +66,7 @@ func AdaptiveStart(c queue.Config) float64 { return max(c.MinRate, min(c.RatePer
 const AdaptiveStartWhy = "adaptive on, from the configured rate"
 
 // DefaultRateWindow is how long samples are gathered per decision.
-const DefaultRateWindow = time.Second
+const DefaultRateWindow = 500 * time.Millisecond
 
 // What a decision of the adaptive rate did (queue.RateDecision.Kind).
 const (
@@ -92,7 +92,7 @@ const (
 // smoothed over windows (a third of the way each): it comes down half a
 // point a window while they wait more than waitedAbove of it, and goes up
 // half a point while they wait less than waitedBelow, within [minShare,
-// maxShare]. Not lower than 4%: on a loaded machine a call waits a few ms
+// maxShare]. Not lower than 5%: on a loaded machine a call waits a few ms
 // for a free connection's goroutine to run even when the pool is far from
 // full (the herd, on two cores: 2–5% of a 200 ms hold at 88% of N ÷ S),
 // and a band under that floor would sink the share. On the herd's pool,
@@ -103,8 +103,8 @@ const (
 	startShare  = 0.97
 	minShare    = 0.8
 	maxShare    = 0.99
-	waitedAbove = 0.08
-	waitedBelow = 0.04
+	waitedAbove = 0.1
+	waitedBelow = 0.05
 	shareStep   = 0.005
 	utilisation = 0.98
 )
