@@ -42,11 +42,11 @@ import (
 //     window admits half, so the next measures the backend unqueued
 //     (BBR's ProbeRTT), and the decision says what that cost.
 //
-// The rate is then utilisation × the capacity, less the backlog that waits
-// in front of the backend (the calls waiting for a connection now; without
-// a pool, Little's law: the calls' latency beyond the base, per second)
-// spread over drainWithin, in users by
-// the protected calls each admitted user makes. Each decision stands on
+// The rate is then a share of the capacity (below), less the backlog that
+// waits in front of the backend (the calls waiting for a connection now;
+// without a pool, Little's law: the calls' latency beyond the base, per
+// second) spread over drainWithin, in users by the protected calls each
+// admitted user makes. Each decision stands on
 // its own window's measure of the capacity rather than on the last rate,
 // so nothing compounds: a window measured before a cut showed cannot cut
 // twice (what an AIMD rule must guard against, and did here, settling at
@@ -217,10 +217,12 @@ func measure(w queue.RateWindow, base time.Duration) backend {
 //   - without a capacity known yet (a gateway whose backend never
 //     queued): back off by target/p90 (to 50–90%) while the p90 is above
 //     the target, else grow by twice the headroom under it (2–10%);
-//   - else utilisation × the capacity, less the backlog over drainWithin
-//     (over half of it while the p90 is above the target, never below
-//     drainFloor of the capacity), in users by the calls each makes,
-//     never more than the rate in force while the p90 is above the target.
+//   - else the share aimed at × the capacity (with a pool, found by the
+//     calls' waits; without, utilisation), less the backlog over
+//     drainWithin (over half of it while the p90 is above the target;
+//     with a pool, what waits beyond a tenth of it), never below
+//     drainFloor of the capacity, in users by the calls each makes, never
+//     more than the rate in force while the p90 is above the target.
 //     Without a pool, a window that did not queue may probe above it.
 //
 // The rate never leaves [MinRate, MaxRate]. Where the backend has a

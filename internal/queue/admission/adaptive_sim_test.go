@@ -271,8 +271,8 @@ func TestAdaptiveFollowsASlowdown(t *testing.T) {
 // so it settles lower than with a pool, and its p95 is higher: it learns
 // the capacity only once the backend queued (at the opening, from a
 // configured rate above it), and keeps a small standing queue, the band
-// in which it holds. At 90% of the capacity or more, and a p95 within
-// 1.8× the work.
+// in which it holds. At 93% of the capacity or more (95.4–96.8% over the
+// 20 seeds), and a p95 within 1.5× the work.
 func TestAdaptiveGatewayFindsTheCapacity(t *testing.T) {
 	b := herdBackend
 	b.gateway = true
@@ -282,11 +282,11 @@ func TestAdaptiveGatewayFindsTheCapacity(t *testing.T) {
 		p95, settledP95 := r.p95(0, end), r.p95(end/2, end)
 		settled := r.rateBetween(end/2, end)
 		t.Logf("seed %d: p95 %.0f ms (%.0f ms settled), settled at %.1f/s (%.1f%% of %.1f/s)", seed, p95*1000, settledP95*1000, settled, 100*settled/herdCapacity, herdCapacity)
-		if p95 > 1.8*0.2 {
-			t.Errorf("seed %d: p95 %.0f ms, want ≤ 360", seed, p95*1000)
+		if p95 > 1.5*0.2 {
+			t.Errorf("seed %d: p95 %.0f ms, want ≤ 300", seed, p95*1000)
 		}
-		if settled < 0.9*herdCapacity {
-			t.Errorf("seed %d: settled at %.1f/s, under 90%% of the %.1f/s the backend bears", seed, settled, herdCapacity)
+		if settled < 0.93*herdCapacity {
+			t.Errorf("seed %d: settled at %.1f/s, under 93%% of the %.1f/s the backend bears", seed, settled, herdCapacity)
 		}
 	}
 }
