@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
@@ -210,4 +211,46 @@ func TestCheckAfterUseOnThisGuard(t *testing.T) {
 	if err := g.Check(context.Background(), tok, ok); !errors.Is(err, queue.ErrTokenInvalid) {
 		t.Fatalf("Check after the token was spent here: %v, want ErrTokenInvalid", err)
 	}
+}
+
+// TestWaitTimesThePool: a call that waits for the backend's pool is
+// counted in Queued while it waits, and its wait and hold reach the
+// observer; one that never gets a connection (a panic, an error) stops
+// counting when it ends; outside a protected call, Wait times nothing.
+func TestWaitTimesThePool(t *testing.T) {
+	s, tok := admitted(t)
+	var seen spend.Call
+	g := spend.NewGuard(s, 0, func(c spend.Call) { seen = c })
+	var queuedWhileWaiting, queuedWhileHolding int64
+	err := g.Use(context.Background(), tok, func(ctx context.Context) spend.Outcome {
+		acquired := spend.Wait(ctx)
+		time.Sleep(5 * time.Millisecond) // the wait for a connection
+		queuedWhileWaiting = g.Queued(tok.Queue)
+		released := acquired()
+		queuedWhileHolding = g.Queued(tok.Queue)
+		time.Sleep(10 * time.Millisecond) // the order's work on it
+		released()
+		return spend.Refused
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queuedWhileWaiting != 1 || queuedWhileHolding != 0 || g.Queued(tok.Queue) != 0 {
+		t.Errorf("queued %d while waiting, %d while holding, %d after; want 1, 0, 0", queuedWhileWaiting, queuedWhileHolding, g.Queued(tok.Queue))
+	}
+	if seen.Waited < 5*time.Millisecond || seen.Held < 10*time.Millisecond || seen.Took < seen.Waited+seen.Held {
+		t.Errorf("observed waited %v, held %v of %v; want ≥ 5 ms, ≥ 10 ms, their sum at least", seen.Waited, seen.Held, seen.Took)
+	}
+
+	func() {
+		defer func() { recover() }()
+		g.Use(context.Background(), tok, func(ctx context.Context) spend.Outcome {
+			spend.Wait(ctx)
+			panic("the pool's driver")
+		})
+	}()
+	if n := g.Queued(tok.Queue); n != 0 {
+		t.Errorf("a call that never got a connection is still counted waiting: %d", n)
+	}
+	spend.Wait(context.Background())()() // outside a protected call: nothing, and no panic
 }
