@@ -13,7 +13,7 @@ import (
 // The adaptive rate. Every protected call (an order; a backend call through
 // the gateway) reports its latency, whether it failed or timed out, and,
 // where it runs on a pool of connections this instance holds (the order
-// database), how long it held one. Each instance folds those of each queue
+// database), how long it waited for one and held it. Each instance folds those of each queue
 // per window (RateController), and hands them to the store, which merges
 // every instance's samples of a window and lets the first instance that
 // reports in the next window claim the decision on it (Store.FoldRate, by
@@ -30,9 +30,8 @@ import (
 //     N is every instance's pool, so the capacity is known in each window,
 //     mid-sale, with no probe, and follows the backend at once when it
 //     slows down. Its mean is used, not its minimum: on a loaded machine
-//     a connection is held longer than on an idle one (here 230 ms against
-//     the order's 200 ms), and N ÷ the minimum would admit 15% more than
-//     the pool completes.
+//     a connection is held longer than on an idle one, and N ÷ the
+//     shortest hold would admit more than the pool completes.
 //   - Without one (the gateway): the backend is a black box. Its latency
 //     with nothing queued (the base) is the least a window measured in the
 //     last baseFor windows, and a window whose mean latency is well above
@@ -46,17 +45,16 @@ import (
 // waits in front of the backend (the calls waiting for a connection now;
 // without a pool, Little's law: the calls' latency beyond the base, per
 // second) spread over drainWithin, in users by the protected calls each
-// admitted user makes. Each decision stands on
-// its own window's measure of the capacity rather than on the last rate,
-// so nothing compounds: a window measured before a cut showed cannot cut
+// admitted user makes. Each decision stands on its own window's measure
+// of the capacity rather than on the last rate, so nothing compounds: a window measured before a cut showed cannot cut
 // twice (what an AIMD rule must guard against, and did here, settling at
 // 66–98% of the capacity from run to run). Latency is the guard: while
 // the calls' p90 is above the target the rate never grows, and a backlog
 // is drained within half the time.
 
 // AdaptiveStart is where the adaptive rate starts when it is switched on:
-// the configured rate, within its bounds. The first decision, about a
-// window after the first calls, replaces it with the capacity measured
+// the configured rate, within its bounds. The first decision, a window
+// (half a second) after the first calls, replaces it with the capacity measured
 // and drains within drainWithin whatever a guess too high let queue in
 // front of the backend: starting lower (half, as before) cost the longest
 // line seconds at the opening, where it costs most.
@@ -65,7 +63,10 @@ func AdaptiveStart(c queue.Config) float64 { return max(c.MinRate, min(c.RatePer
 // AdaptiveStartWhy is the reason logged for AdaptiveStart.
 const AdaptiveStartWhy = "adaptive on, from the configured rate"
 
-// DefaultRateWindow is how long samples are gathered per decision.
+// DefaultRateWindow is how long samples are gathered per decision. Half a
+// second, for the opening: with a second the first decision came 1.5–2 s
+// after the crowd, and the backlog a configured rate a few per cent above
+// the capacity built meanwhile was most of the herd's order p95.
 const DefaultRateWindow = 500 * time.Millisecond
 
 // What a decision of the adaptive rate did (queue.RateDecision.Kind).
@@ -119,7 +120,7 @@ const (
 // RateMinCalls is how many protected calls a decision needs: a window
 // with fewer is not decided but merged into the next one (both stores do
 // this), so at a low rate a decision stands on 20 calls rather than on
-// a second's handful.
+// a window's handful.
 const RateMinCalls = 20
 
 // RateLateWindows: a window is decided by the first call after it up to
