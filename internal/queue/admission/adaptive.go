@@ -302,33 +302,17 @@ func (d *Decision) learn(w queue.RateWindow, m backend) {
 	// windows (after a change, the calls completed are those of users let
 	// in at the rate before, and the ratio would be off by the change) and
 	// the backend kept up (behind, it completes fewer than are made), with
-	// fewer waiting in front of it than it completes in keptUpWithin. A
-	// measure under keepingUp of the last may still be a backend falling
-	// behind before its queue shows, one over its inverse a backlog just
-	// drained (more calls completed than the users let in make), and
-	// either a crowd that really makes fewer or more calls (no-shows, a
-	// session's pages): it moves the measure a fiftieth of the way.
-	measured := float64(w.Samples.Calls) / float64(max(1, w.Admitted))
+	// fewer waiting in front of it than it completes in keptUpWithin.
 	keptUp := m.backlog < m.completed*keptUpWithin.Seconds() && (m.pooled || m.capacity == 0) // without a pool, a capacity measured is a queue
 	if w.Admitted >= RateMinCalls && w.ID-d.Steady >= 2 && keptUp {
-		weight, last := 0.1, cmp.Or(d.CallsPerUser, 1)
-		if measured < keepingUp*last || measured > last/keepingUp {
-			weight = 0.02
-		}
-		d.CallsPerUser = callsPerUser(d.CallsPerUser, measured, weight)
+		d.CallsPerUser = callsPerUser(d.CallsPerUser, float64(w.Samples.Calls)/float64(w.Admitted))
 	}
 }
 
 // keptUpWithin: a backend with fewer calls waiting in front of it than it
 // completes in this long kept up with what it was asked (at 98% of a
-// pool's capacity, chance alone keeps one or two waiting); keepingUp: one
-// that completed less than this share of the calls the users let in make
-// fell behind (the window a backend slows down in, before its queue
-// shows: a herd run measured 30 calls of 127 users there).
-const (
-	keptUpWithin = 50 * time.Millisecond
-	keepingUp    = 0.8
-)
+// pool's capacity, chance alone keeps one or two waiting).
+const keptUpWithin = 50 * time.Millisecond
 
 // unknownCapacity decides with no capacity known (a gateway whose backend
 // has not queued yet): AIMD on the p90.
@@ -404,15 +388,29 @@ func (d *Decision) followWaits(m backend) float64 {
 	return d.Share
 }
 
-// callsPerUser folds one window's measure of the calls an admitted user
-// makes into the last (one until measured), weight of the way: the calls
-// completed in a window are those of users let in a moment before, so one
-// window's ratio moves with every hiccup between admission and the call (a
-// herd run on a loaded machine measured 0.8 in one window of a crowd that
-// makes one call each).
-func callsPerUser(last, measured, weight float64) float64 {
-	return (1-weight)*cmp.Or(last, 1) + weight*measured
+// callsPerUser moves the measure of the calls an admitted user makes (one
+// until measured) half a point toward a window's ratio, when that is more
+// than 2% away: it follows the median of the windows' ratios, not their
+// mean. One window's ratio swings with every hiccup between admission and
+// the call, and not evenly: a backend slowing down completes fewer calls
+// than are made before its queue shows, one draining a backlog more (herd
+// runs measured 0.24, 0.8 and 2.0 in single windows of a crowd that makes
+// one call each, and an average of them drifted to 1.04, admitting 4%
+// fewer than the pool bore). A crowd that really makes fewer (no-shows) is
+// followed in a minute: 30% fewer in sixty windows.
+func callsPerUser(last, measured float64) float64 {
+	last = cmp.Or(last, 1)
+	switch {
+	case measured > last*1.02:
+		return last + perUserStep
+	case measured < last*0.98:
+		return max(perUserStep, last-perUserStep)
+	}
+	return last
 }
+
+// perUserStep is how far one window moves the calls a user makes.
+const perUserStep = 0.005
 
 // latencyPercentile is the latency below which the fraction q of the
 // sampled calls fell (the upper bound of its bucket); 0 with no calls.

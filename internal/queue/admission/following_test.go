@@ -177,10 +177,8 @@ func TestGatewayProbesWhileUnqueued(t *testing.T) {
 
 // TestCallsPerUserMeasured: the calls each admitted user makes are
 // measured where the rate held for two windows (before that, the calls
-// completed are those of users let in at the rate before), a tenth of the
-// way from the last, or from one; a fiftieth where it measures under 80% of
-// the last or over its inverse (a backend falling behind before its queue
-// shows, a backlog just drained, or a crowd that really changed).
+// completed are those of users let in at the rate before), half a point a
+// window toward the window's ratio, from one; within 2% of it, held.
 func TestCallsPerUserMeasured(t *testing.T) {
 	c := nextRateConfig()
 	for _, tc := range []struct {
@@ -190,10 +188,10 @@ func TestCallsPerUserMeasured(t *testing.T) {
 		admitted     int64 // 50 calls were made
 		want         float64
 	}{
-		{"from one, a tenth of the way", 1, 10, 0, 40, 1.025},
-		{"then a tenth of the way", 1, 10, 1.8, 25, 1.82},
-		{"far under the last: a fiftieth", 1, 10, 1, 100, 0.99},
-		{"far over the last: a fiftieth", 1, 10, 1, 25, 1.02},
+		{"from one, half a point up", 1, 10, 0, 40, 1.005},
+		{"half a point up, however far", 1, 10, 1.8, 25, 1.805},
+		{"half a point down, however far", 1, 10, 1, 100, 0.995},
+		{"within 2%: held", 1, 10, 1.01, 50, 1.01},
 		{"not right after a change", 1, 49, 1, 25, 1},
 		{"nor on the first decision", 0, 0, 0, 25, 0},
 	} {
