@@ -93,7 +93,7 @@ const (
 // smoothed over windows (a third of the way each): it comes down half a
 // point a window while they wait more than waitedAbove of it, and goes up
 // half a point while they wait less than waitedBelow, within [minShare,
-// maxShare]. Not lower than 5%: on a loaded machine a call waits a few ms
+// maxShare]. Not lower than 3.5%: on a loaded machine a call waits a few ms
 // for a free connection's goroutine to run even when the pool is far from
 // full (the herd, on two cores: 2–5% of a 200 ms hold at 88% of N ÷ S),
 // and a band under that floor would sink the share. On the herd's pool,
@@ -104,8 +104,8 @@ const (
 	startShare  = 0.97
 	minShare    = 0.8
 	maxShare    = 0.99
-	waitedAbove = 0.1
-	waitedBelow = 0.05
+	waitedAbove = 0.07
+	waitedBelow = 0.035
 	shareStep   = 0.005
 	utilisation = 0.98
 )

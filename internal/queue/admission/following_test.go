@@ -129,9 +129,9 @@ func TestNextRate(t *testing.T) {
 }
 
 // TestShareFollowsWaits: the share of the pool's capacity aimed at comes
-// down half a point while calls wait for a connection more than 10% of
+// down half a point while calls wait for a connection more than 7% of
 // their hold (smoothed over windows, a third of the way each), goes up
-// half a point while they wait under 5%, holds between, and stays within
+// half a point while they wait under 3.5%, holds between, and stays within
 // [0.8, 0.99].
 func TestShareFollowsWaits(t *testing.T) {
 	c := nextRateConfig()
@@ -142,10 +142,10 @@ func TestShareFollowsWaits(t *testing.T) {
 		share, waited    float64 // the last decision's
 		want, wantWaited float64
 	}{
-		{"no wait: up half a point", 200 * ms, 200 * ms, 0.95, 0.06, 0.955, 0.04},
-		{"waits 7% of the hold: held", 214 * ms, 200 * ms, 0.95, 0.07, 0.95, 0.07},
+		{"no wait: up half a point", 200 * ms, 200 * ms, 0.95, 0.03, 0.955, 0.02},
+		{"waits 5% of the hold: held", 210 * ms, 200 * ms, 0.95, 0.05, 0.95, 0.05},
 		{"waits 30%: down half a point", 260 * ms, 200 * ms, 0.95, 0.06, 0.945, 0.14},
-		{"one window's 15% after 4.5%: still under", 230 * ms, 200 * ms, 0.95, 0.045, 0.95, 0.08},
+		{"one window's 12% after 3%: still under", 224 * ms, 200 * ms, 0.95, 0.03, 0.95, 0.06},
 		{"never above 0.99", 200 * ms, 200 * ms, 0.99, 0, 0.99, 0},
 		{"never below 0.8", 260 * ms, 200 * ms, 0.8, 0.3, 0.8, 0.3},
 		{"first decision: from 0.97, its own wait", 200 * ms, 200 * ms, 0, 0, 0.975, 0},
