@@ -91,9 +91,11 @@ const (
 // the arrivals and the calls vary). So the share starts at startShare and
 // follows the calls' wait for a connection as a share of their hold,
 // smoothed over windows (a third of the way each): it comes down half a
-// point a window while they wait more than waitedAbove of it, and goes up
-// half a point while they wait less than waitedBelow, within [minShare,
-// maxShare]. Not lower than 3.5%: on a loaded machine a call waits a few ms
+// point a window while they wait more than waitedAbove of it or their p90
+// is above the target (latency, the guard: the mean wait misses a tail
+// that arrives in clumps, as ten orders let in at once every 100 ms do),
+// and goes up half a point while they wait less than waitedBelow and
+// the p90 is under the target, within [minShare, maxShare]. Not lower than 3.5%: on a loaded machine a call waits a few ms
 // for a free connection's goroutine to run even when the pool is far from
 // full (the herd, on two cores: 2–5% of a 200 ms hold at 88% of N ÷ S),
 // and a band under that floor would sink the share. On the herd's pool,
@@ -335,7 +337,7 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 	}
 	share, waiting := utilisation, m.backlog
 	if m.pooled {
-		share = d.followWaits(m)
+		share = d.followWaits(m, over)
 		// Chance keeps a few waiting at any share near one: only what
 		// waits beyond a tenth of the pool is drained.
 		waiting = max(0, m.backlog-0.1*float64(m.conns))
@@ -371,7 +373,7 @@ func (d *Decision) toCapacity(c queue.Config, w queue.RateWindow, m backend, per
 
 // followWaits moves the share of the pool's capacity aimed at by the calls'
 // waits for a connection (above).
-func (d *Decision) followWaits(m backend) float64 {
+func (d *Decision) followWaits(m backend, over bool) float64 {
 	waited := m.waited
 	if d.Share > 0 { // not the first decision
 		waited = d.Waited + (m.waited-d.Waited)/3
@@ -379,7 +381,7 @@ func (d *Decision) followWaits(m backend) float64 {
 	d.Waited = waited
 	share := cmp.Or(d.Share, startShare)
 	switch {
-	case waited > waitedAbove:
+	case over || waited > waitedAbove:
 		share -= shareStep
 	case waited < waitedBelow:
 		share += shareStep

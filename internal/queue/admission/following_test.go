@@ -91,7 +91,7 @@ func TestNextRate(t *testing.T) {
 		{"a pool: its capacity, at once", pooled(50, 200*ms, 200*ms, 20, 60, 0, 0), 97.5, 97.5, admission.RateGrow, 100},
 		{"a pool: down to it, at once", pooled(50, 200*ms, 200*ms, 20, 100, 0, 0), 97.5, 97.5, admission.RateBackOff, 100},
 		{"a pool: a window's noise, halved", pooled(50, 200*ms, 200*ms, 20, 90, 90, 0), 92.63, 92.63, admission.RateGrow, 95},
-		{"a pool: a step, followed whole", pooled(50, 400*ms, 400*ms, 20, 90, 100, 0), 48.75, 48.75, admission.RateBackOff, 50},
+		{"a pool: a step, followed whole (its p90 above the target)", pooled(50, 400*ms, 400*ms, 20, 90, 100, 0), 48.25, 48.25, admission.RateBackOff, 50},
 		{"calls per user count: two calls each", pooled(50, 200*ms, 200*ms, 20, 40, 100, 2), 48.75, 48.75, admission.RateGrow, 100},
 		// 50 calls waited 50 ms each for a connection: 2.5 waiting, on
 		// average, 1.5 beyond a tenth of the pool; 10 connections held 150 ms
@@ -131,7 +131,8 @@ func TestNextRate(t *testing.T) {
 // TestShareFollowsWaits: the share of the pool's capacity aimed at comes
 // down half a point while calls wait for a connection more than 7% of
 // their hold (smoothed over windows, a third of the way each), goes up
-// half a point while they wait under 3.5%, holds between, and stays within
+// half a point while they wait under 3.5%, holds between, comes down while
+// the p90 is above the target whatever the wait, and stays within
 // [0.8, 0.99].
 func TestShareFollowsWaits(t *testing.T) {
 	c := nextRateConfig()
@@ -149,6 +150,7 @@ func TestShareFollowsWaits(t *testing.T) {
 		{"never above 0.99", 200 * ms, 200 * ms, 0.99, 0, 0.99, 0},
 		{"never below 0.8", 260 * ms, 200 * ms, 0.8, 0.3, 0.8, 0.3},
 		{"first decision: from 0.97, its own wait", 200 * ms, 200 * ms, 0, 0, 0.975, 0},
+		{"no wait, the p90 above the target (250 ms): down half a point", 300 * ms, 300 * ms, 0.95, 0.03, 0.945, 0.02},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := pooled(50, tc.latency, tc.held, 20, 60, 100, 0)
