@@ -95,7 +95,7 @@ const (
 // is above the target (latency, the guard: the mean wait misses a tail
 // that arrives in clumps, as ten orders let in at once every 100 ms do),
 // and goes up half a point while they wait less than waitedBelow and
-// the p90 is under the target, within [minShare, maxShare]. Not lower than 3.5%: on a loaded machine a call waits a few ms
+// the p90 is under the target, within [minShare, maxShare]. Not lower than 5%: on a loaded machine a call waits a few ms
 // for a free connection's goroutine to run even when the pool is far from
 // full (the herd, on two cores: 2–5% of a 200 ms hold at 88% of N ÷ S),
 // and a band under that floor would sink the share. On the herd's pool,
@@ -106,8 +106,8 @@ const (
 	startShare  = 0.97
 	minShare    = 0.8
 	maxShare    = 0.99
-	waitedAbove = 0.07
-	waitedBelow = 0.035
+	waitedAbove = 0.08
+	waitedBelow = 0.05
 	shareStep   = 0.005
 	utilisation = 0.98
 )
