@@ -100,7 +100,7 @@ func TestAdaptiveRateFollowsSlowOrders(t *testing.T) {
 				return rate <= bears
 			})
 			st := in.QueueStats(q)
-			if reason := st.Str("effectiveRateReason"); !strings.Contains(reason, "the backend bears") || !strings.Contains(reason, "(its pool)") {
+			if reason := st.Str("effectiveRateReason"); !strings.Contains(reason, "the backend bears") || !strings.Contains(reason, "(its pool") {
 				t.Errorf("reason: %s", st.Raw)
 			}
 			if rate <= 1 {

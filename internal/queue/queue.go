@@ -258,33 +258,6 @@ func (s *RateSample) Add(took, waited, held time.Duration, overloaded bool) {
 	s.HeldMicros += held.Microseconds()
 }
 
-// Merge adds o to s, o's pools and queued calls replacing s's of the same
-// instance (each instance's latest count is the one that stands).
-func (s *RateSample) Merge(o RateSample) {
-	s.Calls += o.Calls
-	s.Overloaded += o.Overloaded
-	s.LatencyMicros += o.LatencyMicros
-	s.WaitedMicros += o.WaitedMicros
-	s.HeldMicros += o.HeldMicros
-	for b, n := range o.Latency {
-		if s.Latency == nil {
-			s.Latency = map[int]int64{}
-		}
-		s.Latency[b] += n
-	}
-	for id, n := range o.Pools {
-		if s.Pools == nil {
-			s.Pools = map[string]int64{}
-		}
-		s.Pools[id] = n
-	}
-	for id, n := range o.Queued {
-		if s.Queued == nil {
-			s.Queued = map[string]int64{}
-		}
-		s.Queued[id] = n
-	}
-}
 
 // RateWindow is what FoldRate answers: whether this call claimed the
 // decision on a finished window, and if so that window's samples from

@@ -22,35 +22,90 @@ type RedisServer struct {
 	dir  string
 	args []string
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited (launch waits for it).
+	exited chan struct{}
 }
 
 // StartRedis starts a redis-server on a free loopback port, with extra
 // arguments (config directives as --name value), stopped when the test ends.
+// A port another process took between FreePort and the server's bind
+// (tests run in parallel) is given up for another, up to three times.
 func StartRedis(t testing.TB, extra ...string) *RedisServer {
 	t.Helper()
-	return StartRedisOn(t, FreePort(t), extra...)
+	for try := 1; ; try++ {
+		s := newRedis(t, FreePort(t), extra)
+		if out, exited := s.launch(); exited && try < 3 {
+			t.Logf("redis-server on port %d exited at once (%s); another port", s.Port, out)
+			continue
+		} else if exited {
+			t.Fatalf("redis-server on port %d exited at once: %s", s.Port, out)
+		}
+		t.Cleanup(s.Stop)
+		return s
+	}
 }
 
 // StartRedisOn is StartRedis on a given port (a server coming back where
 // the clients know it).
 func StartRedisOn(t testing.TB, port int, extra ...string) *RedisServer {
 	t.Helper()
-	requireRedisBinaries(t)
-	s := &RedisServer{Port: port, t: t, dir: t.TempDir()}
-	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir}, extra...)
+	s := newRedis(t, port, extra)
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
 }
 
+func newRedis(t testing.TB, port int, extra []string) *RedisServer {
+	t.Helper()
+	requireRedisBinaries(t)
+	s := &RedisServer{Port: port, t: t, dir: t.TempDir()}
+	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir}, extra...)
+	return s
+}
+
 func (s *RedisServer) start() {
 	s.t.Helper()
+	if out, exited := s.launch(); exited {
+		s.t.Fatalf("redis-server on port %d exited at once: %s", s.Port, out)
+	}
+}
+
+// launch starts the server and waits until it answers PING; should it
+// exit first (a port taken, a bad argument), it says so with what the
+// server wrote, rather than waiting for an answer that cannot come.
+func (s *RedisServer) launch() (output string, exited bool) {
+	s.t.Helper()
+	log := filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port))
+	f, err := os.Create(log)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer f.Close()
 	s.cmd = exec.Command("redis-server", s.args...)
+	s.cmd.Stdout, s.cmd.Stderr = f, f
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	WaitRedis(s.t, s.Port)
+	cmd, done := s.cmd, make(chan struct{})
+	s.exited = done
+	go func() { cmd.Wait(); close(done) }() //nolint:errcheck // the exit is what is waited for
+	// A bound for a hang, not a pace: a loaded machine (CI runs every
+	// package at once) has taken over 10 s to start one.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-done:
+			s.cmd = nil
+			b, _ := os.ReadFile(log)
+			return strings.TrimSpace(string(b)), true
+		default:
+		}
+		if pong, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "ping").Output(); strings.TrimSpace(string(pong)) == "PONG" {
+			return "", false
+		}
+	}
+	s.t.Fatalf("redis on port %d did not answer within 30 s", s.Port)
+	return "", false
 }
 
 // Restart starts a stopped server again on its port, empty (nothing is
@@ -75,7 +130,7 @@ func (s *RedisServer) Running() bool { return s.cmd != nil }
 func (s *RedisServer) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
-		s.cmd.Wait()
+		<-s.exited
 		s.cmd = nil
 	}
 }
@@ -95,18 +150,6 @@ func cli(t testing.TB, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// WaitRedis waits until a Redis answers PING on port.
-func WaitRedis(t testing.TB, port int) {
-	t.Helper()
-	for range 200 {
-		out, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "ping").Output()
-		if strings.TrimSpace(string(out)) == "PONG" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("redis on port %d did not start", port)
-}
 
 func requireRedisBinaries(t testing.TB) {
 	t.Helper()

@@ -498,9 +498,9 @@ func TestBrowser(t *testing.T) {
 		op.Click(card + " .settings-form button")
 		op.WaitUntil("the refusal naming the setting", `document.querySelector('`+card+` .qmessage').textContent.includes('abandonAfterSeconds')`, 5*time.Second)
 		// Adaptive now: the card says so with the rate in force (it starts
-		// at half the configured 7/s) and the target, and the rate chart
-		// has the change as a point.
-		op.WaitUntil("the adaptive rate on the card", `document.querySelector('`+card+` [data-field="configured"]').textContent === '3.5/s adaptive (target 250 ms)'`, 5*time.Second)
+		// at the configured 7/s) and the target, and the rate chart has
+		// the change as a point.
+		op.WaitUntil("the adaptive rate on the card", `document.querySelector('`+card+` [data-field="configured"]').textContent === '7/s adaptive (target 250 ms)'`, 5*time.Second)
 		op.WaitUntil("points in the rate chart", `document.querySelector('`+card+` .chart-rate .chart-line').getAttribute('d').split('L').length >= 2`, 8*time.Second)
 
 		// The chart has a point per 2 s sample: 3 and more after 4 s.

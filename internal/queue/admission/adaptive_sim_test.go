@@ -129,7 +129,7 @@ func simulate(c queue.Config, b simBackend, runFor float64, seed uint64) simResu
 			}
 			win, from, gathered, since = w, w, queue.RateSample{}, admitted
 		}
-		gathered.Merge(pending)
+		MergeSample(&gathered, pending)
 		pending = queue.RateSample{}
 	}
 	return res

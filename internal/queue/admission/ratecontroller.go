@@ -176,3 +176,32 @@ func (r *RateController) decide(ctx context.Context, q string, w queue.RateWindo
 			"window", w.Span.String())
 	}
 }
+
+// MergeSample adds o to s, o's pools and queued calls replacing s's of the
+// same instance (each instance's latest count is the one that stands): how
+// a store folds an instance's samples into a window.
+func MergeSample(s *queue.RateSample, o queue.RateSample) {
+	s.Calls += o.Calls
+	s.Overloaded += o.Overloaded
+	s.LatencyMicros += o.LatencyMicros
+	s.WaitedMicros += o.WaitedMicros
+	s.HeldMicros += o.HeldMicros
+	for b, n := range o.Latency {
+		if s.Latency == nil {
+			s.Latency = map[int]int64{}
+		}
+		s.Latency[b] += n
+	}
+	for id, n := range o.Pools {
+		if s.Pools == nil {
+			s.Pools = map[string]int64{}
+		}
+		s.Pools[id] = n
+	}
+	for id, n := range o.Queued {
+		if s.Queued == nil {
+			s.Queued = map[string]int64{}
+		}
+		s.Queued[id] = n
+	}
+}

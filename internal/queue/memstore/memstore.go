@@ -342,7 +342,9 @@ func (q *state) putConfig(c queue.Config, created bool, now time.Time) {
 			why = "adaptive off: the configured rate"
 		}
 	}
-	if r := q.rateInForce(); created || r != rateBefore {
+	// Switching the adaptive rate on or off is a change in the chart even
+	// at the same number: what sets the rate from now on is not the same.
+	if r := q.rateInForce(); created || r != rateBefore || c.Adaptive != before.Adaptive {
 		q.logRate(now, r, why)
 	}
 	if c.AbandonAfter != before.AbandonAfter {
@@ -941,7 +943,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 			}
 			q.sampleWin, q.sampleFrom, q.sample, q.sampleAdmitted = win, win, queue.RateSample{}, q.admitted
 		}
-		q.sample.Merge(sample)
+		admission.MergeSample(&q.sample, sample)
 		return out, true, nil
 	})
 }

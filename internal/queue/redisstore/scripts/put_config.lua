@@ -70,7 +70,9 @@ else
   redis.call('HDEL', K.cfg, 'eff_rate')
   if adaptiveBefore == '1' then why = 'adaptive off: the configured rate' end
 end
-if not rateBefore or rate ~= rateBefore then
+-- Switching the adaptive rate on or off is a change in the chart even at
+-- the same number: what sets the rate from now on is not the same.
+if not rateBefore or rate ~= rateBefore or (cfg.adaptive == '1') ~= (adaptiveBefore == '1') then
   redis.call('LPUSH', K.rates, now .. ' ' .. rate .. ' ' .. why)
   redis.call('LTRIM', K.rates, 0, 299)
 end
