@@ -45,16 +45,6 @@ func StartRedis(t testing.TB, extra ...string) *RedisServer {
 	}
 }
 
-// StartRedisOn is StartRedis on a given port (a server coming back where
-// the clients know it).
-func StartRedisOn(t testing.TB, port int, extra ...string) *RedisServer {
-	t.Helper()
-	s := newRedis(t, port, extra)
-	s.start()
-	t.Cleanup(s.Stop)
-	return s
-}
-
 func newRedis(t testing.TB, port int, extra []string) *RedisServer {
 	t.Helper()
 	requireRedisBinaries(t)
