@@ -258,7 +258,6 @@ func (s *RateSample) Add(took, waited, held time.Duration, overloaded bool) {
 	s.HeldMicros += held.Microseconds()
 }
 
-
 // RateWindow is what FoldRate answers: whether this call claimed the
 // decision on a finished window, and if so that window's samples from
 // every instance, the rate in force and the users waiting.

@@ -87,10 +87,14 @@ type Observer func(Call)
 type poolKey struct{}
 
 // poolTimes sums what a call waited for the backend's pool and held it;
-// queued counts its queue's calls waiting now, this one while waiting.
+// queued counts its queue's calls waiting now, this one while waiting,
+// taken from the guard only once the call waits (a gateway's calls never
+// do, and pay nothing for it).
 type poolTimes struct {
 	mu           sync.Mutex
 	waited, held time.Duration
+	guard        *Guard
+	queue        string
 	queued       *atomic.Int64
 	waiting      bool
 }
@@ -131,6 +135,9 @@ func (t *poolTimes) setWaiting(w bool) {
 		return
 	}
 	t.waiting = w
+	if t.queued == nil {
+		t.queued = t.guard.queuedOf(t.queue)
+	}
 	if w {
 		t.queued.Add(1)
 	} else {
@@ -141,7 +148,7 @@ func (t *poolTimes) setWaiting(w bool) {
 // observed runs call with a context that times its pool (Wait), and
 // tells the observer of it however it ends.
 func (g *Guard) observed(ctx context.Context, queue string, call func(ctx context.Context) Outcome) (outcome Outcome) {
-	t := &poolTimes{queued: g.queuedOf(queue)}
+	t := &poolTimes{guard: g, queue: queue}
 	outcome = Failed // should call panic
 	start := time.Now()
 	defer func() {

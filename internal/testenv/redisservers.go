@@ -140,7 +140,6 @@ func cli(t testing.TB, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-
 func requireRedisBinaries(t testing.TB) {
 	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
