@@ -219,7 +219,14 @@ func TestAReceiverThatNeverAnswersHoldsOnlyItsOwnEvents(t *testing.T) {
 	for i := range webhook.Buffer + extra {
 		s.Publish(event("sale", i))
 	}
-	waitFor(t, "the live receiver took every event", func() bool { return len(live.ids()) == webhook.Buffer+extra })
+	// Counted delivered once the sender has read the answer and taken the
+	// event out of the live receiver's buffer; the receiver logs it before.
+	waitFor(t, "the live receiver took every event", func() bool {
+		return metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": liveSrv.URL, "result": "delivered"}) == webhook.Buffer+extra
+	})
+	if n := len(live.ids()); n != webhook.Buffer+extra {
+		t.Fatalf("the live receiver logged %d events, want %d", n, webhook.Buffer+extra)
+	}
 	if n := metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": dead.URL, "result": "dropped"}); n != extra {
 		t.Fatalf("%v dropped for the hanging receiver, want %d (the oldest beyond its buffer)", n, extra)
 	}
