@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
@@ -334,6 +335,16 @@ type Opening struct {
 	In time.Duration
 	// Busy: another instance holds the lease to place it.
 	Busy bool
+	// OpensAt is the opening's instant (Config.OpensAt as the store holds
+	// it), while Due: the commitment its draw uses is the one to it.
+	OpensAt time.Time
+	// Epoch is the queue's life (Snapshot.Epoch), while Due: a
+	// commitment made in another life is not this opening's.
+	Epoch int64
+	// First is the first of the tickets reserved when the pre-queue closed,
+	// one for each of its users, and Next the first not yet placed (Place
+	// goes on from it); while Due.
+	First, Next int64
 }
 
 // Store holds the line and the tokens. Each method is one atomic step in the
@@ -442,10 +453,30 @@ type loops interface {
 	// closes the pre-queue and gives owner the lease (for lease) to place
 	// it (Place).
 	OpenDue(ctx context.Context, queue, owner string, lease time.Duration) (Opening, error)
-	// Place puts users (a due opening's, in the order chosen) in line at
-	// the next reserved tickets, skipping any who left; once the pre-queue
-	// is empty the opening is done (true). ErrNotOwner: the lease is gone.
-	Place(ctx context.Context, queue, owner string, users []string, lease time.Duration) (bool, error)
+	// Place puts users (a due opening's, in the order drawn) in line:
+	// users[i] at the reserved ticket first+i, where first is the
+	// opening's Next (else ErrNotOwner: another call placed them). A
+	// user no longer in the pre-queue ("" for one the caller cannot name)
+	// left it: their ticket stays a gap. Once the pre-queue is empty the
+	// opening is done (true), the reserved tickets left over gaps too.
+	// ErrNotOwner: the lease is gone.
+	Place(ctx context.Context, queue, owner string, first int64, users []string, lease time.Duration) (bool, error)
+	// CommitDraw keeps c (draw.NewCommitted) as the commitment to the
+	// queue's opening at c.OpensAt while that opening (Config.OpensAt) is
+	// ahead or being placed and not yet drawn; false, with nothing
+	// written, when there is no such opening. The newest commitment is
+	// kept instead, and answered, when it is pending for the same opening,
+	// beacon and life of the queue (Snapshot.Epoch, which the store sets
+	// in c); a pending one it replaces is withdrawn. MadeAt, WithdrawnAt
+	// are the store's clock. The ledger is kept apart from the queue:
+	// DeleteQueue leaves it.
+	CommitDraw(ctx context.Context, queue string, c draw.Committed) (draw.Committed, bool, error)
+	// SaveDraw keeps r, the draw of the commitment r.Commitment (pending),
+	// under owner's lease on the opening (ErrNotOwner), and marks the
+	// commitment drawn. Once a record is kept for a commitment it is the
+	// one: a later call (an instance that took the lease over) is answered
+	// it, unchanged.
+	SaveDraw(ctx context.Context, queue, owner string, r draw.Record) (draw.Record, error)
 	// FoldRate adds one instance's samples to the current window of the
 	// adaptive rate; the first call after a window ends claims the
 	// decision on it (RateWindow.Claimed), once for all instances. With
@@ -476,6 +507,12 @@ type Inspector interface {
 	// Rollups reads the queue's rows of the minutes from since to until
 	// (both included) that are kept, oldest first.
 	Rollups(ctx context.Context, queue string, since, until time.Time) ([]rollup.Row, error)
+	// Draws lists the queue's draw commitments, oldest first, seeds
+	// included: a caller publishes a seed only once its commitment is
+	// drawn. None for a queue that never had an opening.
+	Draws(ctx context.Context, queue string) ([]draw.Committed, error)
+	// DrawRecord reads the record kept for a commitment (false: none).
+	DrawRecord(ctx context.Context, queue, commitment string) (draw.Record, bool, error)
 	// Ping reports whether the store answers (readiness).
 	Ping(ctx context.Context) error
 }

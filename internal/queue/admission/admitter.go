@@ -2,8 +2,6 @@ package admission
 
 import (
 	"context"
-	"crypto/rand"
-	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
@@ -45,8 +43,9 @@ type Admitter struct {
 	// IdleEvery is how often a queue whose line is empty is ticked, when
 	// no opening or phase is scheduled on it (1 s).
 	IdleEvery time.Duration
-	// Random draws the order of an opening's pre-queue (crypto/rand).
-	Random io.Reader
+	// Drawer draws an opening's order, checkably (Commit, OpenLine):
+	// the app gives it the participants' key and the beacon, if any.
+	Drawer Drawer
 	// owner names this instance when it holds an opening's lease.
 	owner string
 	// ticks and listing log failed ticks (per queue) and failed listings
@@ -69,7 +68,7 @@ const idleEvery = time.Second
 // are listed, to create again the queues that must exist.
 func NewAdmitter(store loopStore, logger *slog.Logger, line *signals.Line, ensure func(ctx context.Context)) *Admitter {
 	a := &Admitter{store: store, logger: logger, line: line, ensure: ensure, Discover: time.Second, Jitter: true, IdleEvery: idleEvery,
-		Random: rand.Reader, owner: queue.NewTokens(1)[0], loops: map[string]*queueLoop{},
+		owner: queue.NewTokens(1)[0], loops: map[string]*queueLoop{},
 		ticks: perqueue.NewTroubles(logger, "admission tick"), listing: perqueue.NewTroubles(logger, "admission: listing the queues")}
 	line.Listen(signals.Listener{Joined: a.Wake})
 	return a
@@ -205,8 +204,9 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var opened time.Time // the opening this loop saw done
-	var swept time.Time  // when the janitor last swept the name
+	var opened time.Time    // the opening this loop saw done
+	var committed time.Time // the opening this loop saw committed to
+	var swept time.Time     // when the janitor last swept the name
 	for {
 		select {
 		case <-ctx.Done():
@@ -217,6 +217,9 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		}
 		l.idle.Store(false)
 		cfg := l.config()
+		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(committed) && !at.Equal(opened) && a.commit(ctx, name, at) {
+			committed = at
+		}
 		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Now().After(at.Add(-cfg.Interval)) {
 			if a.open(ctx, name) {
 				opened = at
@@ -293,12 +296,29 @@ func (a *Admitter) sweep(ctx context.Context, queue string) {
 	}
 }
 
+// commit makes sure the queue's opening at opensAt has a commitment,
+// published as soon as the opening is set; it reports whether it has one
+// (or none can be made: the opening moved again, or came already).
+func (a *Admitter) commit(ctx context.Context, queue string, opensAt time.Time) bool {
+	c, ok, err := Commit(ctx, a.store, queue, opensAt, a.Drawer)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			a.logger.Warn("committing to the opening's draw failed", "queue", queue, "err", err)
+		}
+		return false
+	case ok:
+		a.logger.Info("the opening's draw is committed to", "queue", queue, "opens_at", opensAt, "commitment", c.Hash)
+	}
+	return true
+}
+
 // open places the queue's opening if it is due by the store's clock; it
 // reports whether none is pending any more (placed, by this instance or
 // another).
 func (a *Admitter) open(ctx context.Context, queue string) bool {
 	start := time.Now()
-	o, placed, err := OpenLine(ctx, a.store, queue, a.owner, a.Random)
+	o, placed, err := OpenLine(ctx, a.store, queue, a.owner, a.Drawer)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {

@@ -6,17 +6,16 @@ package admission_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	mrand "math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
@@ -448,51 +447,6 @@ func TestTwoControllersOneDecisionPerWindow(t *testing.T) {
 	}
 }
 
-// TestDrawOrderIsUniform: all 24 orders of four users come up equally often
-// over 24,000 draws (chi-square, 23 degrees of freedom, p > 0.01 below
-// 41.64), with a seeded source so the test repeats; the admitter's source
-// is crypto/rand.
-func TestDrawOrderIsUniform(t *testing.T) {
-	src := mrand.NewChaCha8([32]byte{1})
-	counts := map[string]int{}
-	const draws = 24_000
-	for range draws {
-		order, err := admission.DrawOrder([]string{"a", "b", "c", "d"}, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts[fmt.Sprint(order)]++
-	}
-	if len(counts) != 24 {
-		t.Fatalf("%d orders seen, want 24", len(counts))
-	}
-	chi := 0.0
-	for _, n := range counts {
-		d := float64(n) - draws/24
-		chi += d * d / (draws / 24)
-	}
-	if chi > 41.638 {
-		t.Fatalf("chi-square %.2f: not uniform: %v", chi, counts)
-	}
-	if a := admission.NewAdmitter(nil, discard(), nil, nil); a.Random != rand.Reader {
-		t.Fatal("the admitter does not draw from crypto/rand")
-	}
-	// Every user stays in the draw, once.
-	users := make([]string, 1000)
-	for i := range users {
-		users[i] = fmt.Sprint(i)
-	}
-	order, err := admission.DrawOrder(slices.Clone(users), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(order)
-	slices.Sort(users)
-	if !slices.Equal(order, users) {
-		t.Fatal("the draw lost or repeated users")
-	}
-}
-
 // TestOpeningOnTheFakeClock: before opensAt entering is the pre-queue with
 // a poll hint from the time left; at opensAt the admitter places it even
 // though admission is paused; after, entering joins the line behind it.
@@ -513,7 +467,7 @@ func TestOpeningOnTheFakeClock(t *testing.T) {
 	if err != nil || !v.OpensAt.Equal(c.OpensAt) || v.Position != 0 || *v.PollAfterSeconds < 8 {
 		t.Fatalf("an hour before: %+v, %v", v, err)
 	}
-	o, _, err := admission.OpenLine(ctx, store, "q", "me", rand.Reader)
+	o, _, err := admission.OpenLine(ctx, store, "q", "me", admission.Drawer{Participants: draw.NewParticipants([]byte("k"))})
 	if err != nil || o.Due || o.In != time.Hour {
 		t.Fatalf("an hour before, OpenLine: %+v, %v", o, err)
 	}
@@ -521,7 +475,7 @@ func TestOpeningOnTheFakeClock(t *testing.T) {
 		svc.Enter(ctx, "q", fmt.Sprintf("p%d", i))
 	}
 	clock.Add(time.Hour)
-	o, placed, err := admission.OpenLine(ctx, store, "q", "me", rand.Reader)
+	o, placed, err := admission.OpenLine(ctx, store, "q", "me", admission.Drawer{Participants: draw.NewParticipants([]byte("k"))})
 	if err != nil || !o.Due || placed != 10 {
 		t.Fatalf("at opensAt: %+v, placed %d, %v", o, placed, err)
 	}

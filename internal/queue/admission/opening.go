@@ -1,71 +1,145 @@
 package admission
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
-	"io"
-	"math"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// A fair opening (Config.OpensAt). Users entering before it wait in a
-// pre-queue with no place; at OpensAt an instance closes the pre-queue (a
-// ticket is reserved for each of its users, so anyone entering from then on
-// is behind them all), draws their order uniformly at random (crypto/rand,
-// Fisher–Yates) and places them in line in that order (Store.OpenDue,
-// Store.Place), whether or not admission is paused. Admission waits until
-// they are all placed. Arriving earlier, or by script, gains nothing: every
-// order of the pre-queue is as likely as any other.
+// A fair opening anyone can check (Config.OpensAt; issue 57). As soon as a
+// queue has an opening, a seed is drawn and its commitment published
+// (Commit). Users entering before the opening wait in a pre-queue with no
+// place; at OpensAt an instance closes the pre-queue (a ticket is reserved
+// for each of its users, so anyone entering from then on is behind them
+// all), draws their order from the committed seed, the closed list of
+// their participant ids and, where one is named, a beacon's round
+// (package draw), keeps the record, and places them in line in that order
+// (Store.OpenDue, SaveDraw, Place), whether or not admission is paused.
+// Admission waits until they are all placed. Arriving earlier, or by
+// script, gains nothing: every order of the pre-queue is as likely as any
+// other, and anyone can recompute it from the published record.
 
 // openLease is how long an instance may take to place an opening before
 // another takes it over (each placed chunk renews it).
 const openLease = 30 * time.Second
 
-// OpenLine places the queue's opening if it is due by the store's clock,
-// drawing the order from random (crypto/rand.Reader in production; a seeded
-// source makes a test repeatable). It reports the opening as the store saw
-// it, and how many users it placed.
-func OpenLine(ctx context.Context, store queue.Store, queue, owner string, random io.Reader) (queue.Opening, int, error) {
-	o, err := store.OpenDue(ctx, queue, owner, openLease)
+// Drawer is what an opening is drawn with.
+type Drawer struct {
+	// Participants gives each user their participant id (every instance
+	// the same: from --auth-secret).
+	Participants draw.Participants
+	// Beacon is the public randomness beacon whose round each new
+	// commitment names (--draw-beacon); nil: none.
+	Beacon draw.BeaconSource
+}
+
+// Commit makes sure queue's opening at opensAt has a commitment, naming
+// the beacon's round where there is one, and answers it; false when the
+// queue has no such opening to commit to (moved, or drawn already).
+func Commit(ctx context.Context, store queue.Store, queue string, opensAt time.Time, d Drawer) (draw.Committed, bool, error) {
+	var beacon *draw.Beacon
+	if d.Beacon != nil {
+		b, err := d.Beacon.Name(ctx, opensAt)
+		if err != nil {
+			return draw.Committed{}, false, fmt.Errorf("naming the beacon's round: %w", err)
+		}
+		beacon = &b
+	}
+	return store.CommitDraw(ctx, queue, draw.NewCommitted(queue, opensAt, beacon))
+}
+
+// OpenLine places the queue's opening if it is due by the store's clock:
+// the order drawn once (a takeover reads the record kept, so it places
+// the same order), then placed from where the last placing stopped. It
+// reports the opening as the store saw it, and how many users it placed.
+// While the beacon's round is not yet out it places no one and answers the
+// opening as not due, to be asked again.
+func OpenLine(ctx context.Context, store queue.Store, name, owner string, d Drawer) (queue.Opening, int, error) {
+	o, err := store.OpenDue(ctx, name, owner, openLease)
 	if err != nil || !o.Due {
 		return o, 0, err
 	}
-	order, err := DrawOrder(o.Pending, random)
+	rec, err := drawOpening(ctx, store, name, owner, o, d)
+	if errors.Is(err, draw.ErrNotYet) {
+		return queue.Opening{In: time.Second}, 0, nil
+	}
 	if err != nil {
 		return o, 0, err
 	}
-	_, err = store.Place(ctx, queue, owner, order, openLease)
-	return o, len(order), err
+	byID := make(map[string]string, len(o.Pending))
+	for _, u := range o.Pending {
+		byID[d.Participants.Of(name, u).ID] = u
+	}
+	from := o.Next - rec.FirstTicket
+	if from < 0 || from > int64(len(rec.Order)) {
+		return o, 0, fmt.Errorf("the opening's next ticket %d is outside its draw (%d from %d)", o.Next, len(rec.Order), rec.FirstTicket)
+	}
+	users := make([]string, 0, int64(len(rec.Order))-from)
+	placed := 0
+	for _, id := range rec.Order[from:] {
+		u := byID[id] // "": placed already, or left
+		users = append(users, u)
+		if u != "" {
+			placed++
+		}
+	}
+	_, err = store.Place(ctx, name, owner, o.Next, users, openLease)
+	return o, placed, err
 }
 
-// DrawOrder shuffles users in place uniformly at random (Fisher–Yates) with
-// random as the source of randomness, and returns them.
-func DrawOrder(users []string, random io.Reader) ([]string, error) {
-	src := bufio.NewReaderSize(random, 4096)
-	for i := len(users) - 1; i > 0; i-- {
-		j, err := uniform(src, uint64(i)+1)
+// drawOpening is the record of the due opening o: the one kept, or drawn
+// now from the commitment to it and kept.
+func drawOpening(ctx context.Context, store queue.Store, name, owner string, o queue.Opening, d Drawer) (draw.Record, error) {
+	c, err := commitmentTo(ctx, store, name, o, d)
+	if err != nil {
+		return draw.Record{}, err
+	}
+	if c.State == draw.Drawn {
+		r, ok, err := store.DrawRecord(ctx, name, c.Hash)
+		if err == nil && !ok {
+			err = fmt.Errorf("the draw of commitment %s is not kept", c.Hash)
+		}
+		return r, err
+	}
+	var beacon *draw.Beacon
+	if c.Beacon != nil {
+		b, err := d.Beacon.Read(ctx, *c.Beacon)
 		if err != nil {
-			return nil, err
+			return draw.Record{}, err
 		}
-		users[i], users[j] = users[j], users[i]
+		beacon = &b
 	}
-	return users, nil
+	ids := make([]string, len(o.Pending))
+	for i, u := range o.Pending {
+		ids[i] = d.Participants.Of(name, u).ID
+	}
+	r, err := draw.Draw(c, ids, beacon, o.First, time.Now())
+	if err != nil {
+		return draw.Record{}, err
+	}
+	return store.SaveDraw(ctx, name, owner, r)
 }
 
-// uniform is a number in [0, n) with every value equally likely: 64 random
-// bits, drawn again while they fall in the incomplete last block of n.
-func uniform(src io.Reader, n uint64) (uint64, error) {
-	limit := math.MaxUint64 - math.MaxUint64%n
-	var b [8]byte
-	for {
-		if _, err := io.ReadFull(src, b[:]); err != nil {
-			return 0, err
-		}
-		if v := binary.LittleEndian.Uint64(b[:]); v < limit {
-			return v % n, nil
+// commitmentTo is the commitment to the due opening o: the newest pending
+// or drawn one to it in this life of the queue, or one made now (the
+// opening came before any was made: its madeAt then says so).
+func commitmentTo(ctx context.Context, store queue.Store, name string, o queue.Opening, d Drawer) (draw.Committed, error) {
+	all, err := store.Draws(ctx, name)
+	if err != nil {
+		return draw.Committed{}, err
+	}
+	if n := len(all); n > 0 {
+		if c := all[n-1]; c.State != draw.Withdrawn && c.OpensAt.Equal(o.OpensAt) && c.Epoch == o.Epoch {
+			return c, nil
 		}
 	}
+	c, ok, err := Commit(ctx, store, name, o.OpensAt, d)
+	if err == nil && !ok {
+		err = fmt.Errorf("no opening at %s to draw", o.OpensAt.Format(time.RFC3339Nano))
+	}
+	return c, err
 }

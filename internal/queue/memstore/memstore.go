@@ -1003,7 +1003,7 @@ func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Durati
 }
 
 // Place implements queue.Store.
-func (s *Store) Place(_ context.Context, name, owner string, users []string, lease time.Duration) (bool, error) {
+func (s *Store) Place(_ context.Context, name, owner string, first int64, users []string, lease time.Duration) (bool, error) {
 	o := &op{kind: opPlace, queue: name, owner: owner, list: users, dur: lease}
 	return change(s, o, func(q *state, now time.Time) (bool, bool, error) {
 		if q.openState != "placing" || q.openOwner != owner {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
@@ -200,8 +201,32 @@ func (r *restarting) RateChanges(ctx context.Context, q string) ([]queue.RateCha
 func (r *restarting) OpenDue(ctx context.Context, q, owner string, lease time.Duration) (queue.Opening, error) {
 	return call(r, func(s *memstore.Store) (queue.Opening, error) { return s.OpenDue(ctx, q, owner, lease) })
 }
-func (r *restarting) Place(ctx context.Context, q, owner string, users []string, lease time.Duration) (bool, error) {
-	return call(r, func(s *memstore.Store) (bool, error) { return s.Place(ctx, q, owner, users, lease) })
+func (r *restarting) Place(ctx context.Context, q, owner string, first int64, users []string, lease time.Duration) (bool, error) {
+	return call(r, func(s *memstore.Store) (bool, error) { return s.Place(ctx, q, owner, first, users, lease) })
+}
+func (r *restarting) CommitDraw(ctx context.Context, q string, c draw.Committed) (draw.Committed, bool, error) {
+	var ok bool
+	got, err := call(r, func(s *memstore.Store) (draw.Committed, error) {
+		c, o, err := s.CommitDraw(ctx, q, c)
+		ok = o
+		return c, err
+	})
+	return got, ok, err
+}
+func (r *restarting) SaveDraw(ctx context.Context, q, owner string, rec draw.Record) (draw.Record, error) {
+	return call(r, func(s *memstore.Store) (draw.Record, error) { return s.SaveDraw(ctx, q, owner, rec) })
+}
+func (r *restarting) Draws(ctx context.Context, q string) ([]draw.Committed, error) {
+	return call(r, func(s *memstore.Store) ([]draw.Committed, error) { return s.Draws(ctx, q) })
+}
+func (r *restarting) DrawRecord(ctx context.Context, q, commitment string) (draw.Record, bool, error) {
+	var ok bool
+	got, err := call(r, func(s *memstore.Store) (draw.Record, error) {
+		rec, o, err := s.DrawRecord(ctx, q, commitment)
+		ok = o
+		return rec, err
+	})
+	return got, ok, err
 }
 func (r *restarting) BeginUse(ctx context.Context, q, user, tok, owner string, lock time.Duration) error {
 	return call0(r, func(s *memstore.Store) error { return s.BeginUse(ctx, q, user, tok, owner, lock) })

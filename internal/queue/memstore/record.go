@@ -281,7 +281,7 @@ func (s *Store) replay(o op) error {
 	case opOpenDue:
 		_, err = s.OpenDue(ctx, o.queue, o.owner, o.dur)
 	case opPlace:
-		_, err = s.Place(ctx, o.queue, o.owner, o.list, o.dur)
+		_, err = s.Place(ctx, o.queue, o.owner, o.n, o.list, o.dur)
 	case opFirstUse:
 		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
 	case opRoll:

@@ -442,7 +442,7 @@ func (s *Store) OpenDue(ctx context.Context, name, owner string, lease time.Dura
 const placeChunk = 1000
 
 // Place implements queue.Store.
-func (s *Store) Place(ctx context.Context, name, owner string, users []string, lease time.Duration) (bool, error) {
+func (s *Store) Place(ctx context.Context, name, owner string, first int64, users []string, lease time.Duration) (bool, error) {
 	for {
 		chunk := users[:min(len(users), placeChunk)]
 		users = users[len(chunk):]

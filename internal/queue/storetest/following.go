@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 )
@@ -542,7 +543,6 @@ func openings(t *testing.T, s queue.Store, clock Clock, runs int) map[string]int
 	counts := map[string]int{}
 	var mu sync.Mutex
 	inBatches(t, 0, runs, 50, func(t *testing.T, first, n int) {
-		src := rand.NewChaCha8([32]byte{7, byte(first), byte(first >> 8)}) // seeded: repeatable
 		for run := first; run < first+n; run++ {
 			c := queue.DefaultConfig()
 			c.OpensAt = clock.Now().Add(-time.Hour) // due at once: no waiting in the test
@@ -555,7 +555,7 @@ func openings(t *testing.T, s queue.Store, clock Clock, runs int) map[string]int
 			if e := mustStatus(t, s, q, "a"); !e.PreQueue || !e.Pace.OpensAt.Truncate(time.Millisecond).Equal(c.OpensAt.Truncate(time.Millisecond)) {
 				t.Fatalf("run %d: status in the pre-queue: %+v", run, e)
 			}
-			o, placed, err := admission.OpenLine(ctx, s, q, "owner", src)
+			o, placed, err := admission.OpenLine(ctx, s, q, "owner", testDrawer)
 			if err != nil || !o.Due || placed != 3 {
 				t.Fatalf("run %d: OpenLine: %+v, %d, %v", run, o, placed, err)
 			}
@@ -603,7 +603,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 	if o2, err := s.OpenDue(ctx, q, "second", time.Minute); err != nil || !o2.Busy {
 		t.Fatalf("a second instance while the first places: %+v, %v; want busy", o2, err)
 	}
-	if _, err := s.Place(ctx, q, "second", o.Pending, time.Minute); err == nil {
+	if _, err := s.Place(ctx, q, "second", o.Next, o.Pending, time.Minute); err == nil {
 		t.Fatal("a second instance placed without the lease")
 	}
 	// Behind the four still to be placed, and still there once they are:
@@ -618,7 +618,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 	if got := admitDue(t, s, clock, q, c.BatchSize); len(got) != 0 {
 		t.Fatalf("admitted %v while the opening is placed", got)
 	}
-	done, err := s.Place(ctx, q, "first", []string{"p4", "p3", "p1"}, time.Minute)
+	done, err := s.Place(ctx, q, "first", o.Next, []string{"p4", "p3", "p1"}, time.Minute)
 	if err != nil || done {
 		t.Fatalf("first chunk: done %v, %v; want more to come (p2)", done, err)
 	}
@@ -631,7 +631,7 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 		t.Errorf("entering half way through the placing: %+v, want 5 of 5", e)
 	}
 	mustLeave(t, s, q, "later")
-	if done, err = s.Place(ctx, q, "first", []string{"p2"}, time.Minute); err != nil || !done {
+	if done, err = s.Place(ctx, q, "first", o.Next+3, []string{"p2"}, time.Minute); err != nil || !done {
 		t.Fatalf("last chunk: done %v, %v", done, err)
 	}
 	want := map[string]int64{"p4": 1, "p1": 2, "p2": 3, "late": 4}
@@ -660,3 +660,6 @@ func testOpeningWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
 		t.Fatalf("totals after the opening: %+v", st)
 	}
 }
+
+// testDrawer draws the suite's openings, with a key of its own.
+var testDrawer = admission.Drawer{Participants: draw.NewParticipants([]byte("storetest participants' key"))}

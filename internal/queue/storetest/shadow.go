@@ -351,7 +351,7 @@ func testShadowClearedOpening(t *testing.T, s queue.Store, clock Clock) {
 	if err != nil || !op.Due || fmt.Sprint(sorted(op.Pending)) != "[a b x]" {
 		t.Fatalf("the opening: %+v, %v; want a, b and x to place", op, err)
 	}
-	if done, err := s.Place(ctx, q, "me", []string{"x"}, time.Minute); err != nil || done {
+	if done, err := s.Place(ctx, q, "me", op.Next, []string{"x"}, time.Minute); err != nil || done {
 		t.Fatalf("placing x first: %v, %v; want more to place", done, err)
 	}
 	mustEnter(t, s, q, "c") // after the close: behind the reserved tickets
@@ -365,7 +365,7 @@ func testShadowClearedOpening(t *testing.T, s queue.Store, clock Clock) {
 			t.Errorf("%s while the opening is placed: %+v; want at %d of 5", u, e, p)
 		}
 	}
-	if done, err := s.Place(ctx, q, "me", []string{"b", "a"}, time.Minute); err != nil || !done {
+	if done, err := s.Place(ctx, q, "me", op.Next+1, []string{"b", "a"}, time.Minute); err != nil || !done {
 		t.Fatalf("placing the rest: %v, %v", done, err)
 	}
 	if got := admitDue(t, s, clock, q, 10); fmt.Sprint(got) != "[x b a y c]" {
@@ -491,7 +491,7 @@ func testShadowAsPeople(t *testing.T, s queue.Store, clock Clock) {
 	}
 	mustEnter(t, s, o, "c")
 	shadowAt(t, "x while the opening is placed", mustStatus(t, s, o, "x"), 1, 2, 3)
-	if done, err := s.Place(ctx, o, "me", []string{"b", "a"}, time.Minute); err != nil || !done {
+	if done, err := s.Place(ctx, o, "me", op.Next, []string{"b", "a"}, time.Minute); err != nil || !done {
 		t.Fatalf("placing: %v, %v", done, err)
 	}
 	shadowAt(t, "x once placed", mustStatus(t, s, o, "x"), 1, 2, 3)
