@@ -43,10 +43,15 @@ type Committed struct {
 	Epoch int64 `json:"-"`
 }
 
-// NewCommitted is a fresh commitment, with a new seed, to queue's opening
-// at opensAt (the store sets MadeAt, State and Epoch).
+// NewCommitted is a fresh commitment, with a new seed (NewSeed), to
+// queue's opening at opensAt (the store sets MadeAt, State and Epoch).
 func NewCommitted(queue string, opensAt time.Time, beacon *Beacon) Committed {
-	seed := NewSeed()
+	return NewCommittedWith(NewSeed(), queue, opensAt, beacon)
+}
+
+// NewCommittedWith is NewCommitted with the seed given: for tests that
+// must repeat, and test vectors.
+func NewCommittedWith(seed Seed, queue string, opensAt time.Time, beacon *Beacon) Committed {
 	return Committed{
 		Hash: Commitment(seed, queue, opensAt, beacon), Queue: queue, OpensAt: opensAt.Truncate(time.Millisecond),
 		Beacon: beacon, Seed: seed, State: Pending,

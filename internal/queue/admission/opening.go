@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/draw"
@@ -35,6 +36,9 @@ type Drawer struct {
 	// Beacon is the public randomness beacon whose round each new
 	// commitment names (--draw-beacon); nil: none.
 	Beacon draw.BeaconSource
+	// Seeds, if set, is where the seeds come from instead of crypto/rand:
+	// for tests that must repeat.
+	Seeds io.Reader
 }
 
 // Commit makes sure queue's opening at opensAt has a commitment, naming
@@ -49,7 +53,15 @@ func Commit(ctx context.Context, store queue.Store, queue string, opensAt time.T
 		}
 		beacon = &b
 	}
-	return store.CommitDraw(ctx, queue, draw.NewCommitted(queue, opensAt, beacon))
+	c := draw.NewCommitted(queue, opensAt, beacon)
+	if d.Seeds != nil {
+		var seed draw.Seed
+		if _, err := io.ReadFull(d.Seeds, seed[:]); err != nil {
+			return draw.Committed{}, false, err
+		}
+		c = draw.NewCommittedWith(seed, queue, opensAt, beacon)
+	}
+	return store.CommitDraw(ctx, queue, c)
 }
 
 // OpenLine places the queue's opening if it is due by the store's clock:

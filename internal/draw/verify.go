@@ -1,0 +1,86 @@
+package draw
+
+import (
+	"fmt"
+	"time"
+)
+
+// Mismatch is where a record differs from what its own values recompute
+// to: the entry (a field, or an element of a list, as in "order[17]") and
+// both values.
+type Mismatch struct {
+	Entry          string
+	Record, Recomp string
+}
+
+func (m *Mismatch) Error() string {
+	return fmt.Sprintf("%s: the record says %q, recomputed %q", m.Entry, m.Record, m.Recomp)
+}
+
+// Verify recomputes r from its seed, its queue, its opening, its beacon and
+// its participants (no secret needed) and answers the first entry that
+// differs (*Mismatch), or nil when every value matches: the commitment,
+// the participants' order and hash, the final seed, the order and each
+// ticket. A commitment published before the opening and equal to
+// r.Commitment then proves the seed was fixed before anyone joined.
+func Verify(r Record) error {
+	if r.Version != Version {
+		return &Mismatch{"version", fmt.Sprint(r.Version), fmt.Sprint(Version)}
+	}
+	seed, err := ParseSeed(r.Seed)
+	if err != nil {
+		return &Mismatch{"seed", r.Seed, "64 hex digits"}
+	}
+	if !r.OpensAt.IsZero() && r.OpensAt.UnixMilli() != r.OpensAtMs {
+		return &Mismatch{"opensAt", r.OpensAt.Format(time.RFC3339Nano), time.UnixMilli(r.OpensAtMs).UTC().Format(time.RFC3339Nano)}
+	}
+	var named *Beacon
+	randomness := ""
+	if r.Beacon != nil {
+		named = &Beacon{URL: r.Beacon.URL, Round: r.Beacon.Round}
+		randomness = r.Beacon.Randomness
+	}
+	if c := Commitment(seed, r.Queue, time.UnixMilli(r.OpensAtMs), named); c != r.Commitment {
+		return &Mismatch{"commitment", r.Commitment, c}
+	}
+	for i, id := range r.Participants {
+		if i > 0 && r.Participants[i-1] >= id {
+			return &Mismatch{fmt.Sprintf("participants[%d]", i), id, "an id above " + r.Participants[i-1] + " (ascending, each once)"}
+		}
+	}
+	if h := ParticipantsHash(r.Participants); h != r.ParticipantsHash {
+		return &Mismatch{"participantsHash", r.ParticipantsHash, h}
+	}
+	if f := FinalSeed(seed, r.ParticipantsHash, randomness); f != r.FinalSeed {
+		return &Mismatch{"finalSeed", r.FinalSeed, f}
+	}
+	order, err := Order(r.FinalSeed, r.Participants)
+	if err != nil {
+		return err
+	}
+	if m := compareList("order", r.Order, order, func(s string) string { return s }); m != nil {
+		return m
+	}
+	tickets := make([]int64, len(order))
+	for i := range tickets {
+		tickets[i] = r.FirstTicket + int64(i)
+	}
+	if m := compareList("tickets", r.Tickets, tickets, func(t int64) string { return fmt.Sprint(t) }); m != nil {
+		return m
+	}
+	return nil
+}
+
+// compareList names the first element of got that differs from want, or
+// the length where one ends early.
+func compareList[T comparable](name string, got, want []T, show func(T) string) *Mismatch {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return &Mismatch{fmt.Sprintf("%s[%d]", name, i), show(got[i]), show(want[i])}
+		}
+	}
+	if len(got) != len(want) {
+		return &Mismatch{name + " length", fmt.Sprint(len(got)), fmt.Sprint(len(want))}
+	}
+	return nil
+}
