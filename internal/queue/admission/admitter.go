@@ -326,7 +326,7 @@ func (a *Admitter) open(ctx context.Context, queue string) bool {
 		}
 		return false
 	case o.Due:
-		a.logger.Info("line opened: the pre-queue placed in a random order", "queue", queue, "placed", placed,
+		a.logger.Info("line opened: the pre-queue placed in the order drawn", "queue", queue, "placed", placed,
 			"took", time.Since(start).String())
 		a.line.Moved(queue, nil, nil)
 		return true

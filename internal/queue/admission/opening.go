@@ -75,16 +75,18 @@ func OpenLine(ctx context.Context, store queue.Store, name, owner string, d Draw
 	if err != nil || !o.Due {
 		return o, 0, err
 	}
-	rec, err := drawOpening(ctx, store, name, owner, o, d)
+	ids := make([]string, len(o.Pending))
+	byID := make(map[string]string, len(o.Pending))
+	for i, u := range o.Pending {
+		ids[i] = d.Participants.Of(name, u).ID
+		byID[ids[i]] = u
+	}
+	rec, err := drawOpening(ctx, store, name, owner, o, ids, d)
 	if errors.Is(err, draw.ErrNotYet) {
 		return queue.Opening{In: time.Second}, 0, nil
 	}
 	if err != nil {
 		return o, 0, err
-	}
-	byID := make(map[string]string, len(o.Pending))
-	for _, u := range o.Pending {
-		byID[d.Participants.Of(name, u).ID] = u
 	}
 	from := o.Next - rec.FirstTicket
 	if from < 0 || from > int64(len(rec.Order)) {
@@ -104,8 +106,9 @@ func OpenLine(ctx context.Context, store queue.Store, name, owner string, d Draw
 }
 
 // drawOpening is the record of the due opening o: the one kept, or drawn
-// now from the commitment to it and kept.
-func drawOpening(ctx context.Context, store queue.Store, name, owner string, o queue.Opening, d Drawer) (draw.Record, error) {
+// now from the commitment to it over ids, its pending users' participant
+// ids, and kept.
+func drawOpening(ctx context.Context, store queue.Store, name, owner string, o queue.Opening, ids []string, d Drawer) (draw.Record, error) {
 	c, err := commitmentTo(ctx, store, name, o, d)
 	if err != nil {
 		return draw.Record{}, err
@@ -124,10 +127,6 @@ func drawOpening(ctx context.Context, store queue.Store, name, owner string, o q
 			return draw.Record{}, err
 		}
 		beacon = &b
-	}
-	ids := make([]string, len(o.Pending))
-	for i, u := range o.Pending {
-		ids[i] = d.Participants.Of(name, u).ID
 	}
 	r, err := draw.Draw(c, ids, beacon, o.First, time.Now())
 	if err != nil {
