@@ -23,7 +23,7 @@ log=$work/results
 for r in $(seq "$rounds"); do
 	for side in before after; do
 		echo "=== round $r $side ${!side} load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"
-		(cd "$work/$side" && bench/opening.sh 2>&1 | grep RESULT) | tee -a "$log"
+		(cd "$work/$side" && bench/opening.sh 2>&1 | grep -E "^(RESULT|VERIFY)") | tee -a "$log"
 	done
 done
 # took= is Go's duration text: ms, s or µs.

@@ -8,7 +8,9 @@
 #
 #   bench/opening.sh                  # USERS=100000 by default
 #
-# Prints one line per store: RESULT opening store=<redis|embedded> users=<n> placed=<n> took=<duration>
+# Prints one line per store: RESULT opening store=<redis|embedded> users=<n> placed=<n> took=<duration>,
+# and, where the binary has `waitroom verify-draw`, what it says of the
+# opening's published record (VERIFY store=<name> matches: ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -70,6 +72,10 @@ opening() { # name, then serve's store flags
     sleep 0.1
   done
   [[ -n "$line" ]] || { echo "the opening did not happen within 2 min" >&2; tail -n 20 "$log" >&2; exit 1; }
+  # Where the binary checks draws (issue 57), the record is checked too, as an outsider would.
+  if "$work/waitroom" help 2>&1 | grep -q verify-draw; then
+    echo "VERIFY store=$name $("$work/waitroom" verify-draw --addr "$base" --queue open 2>&1 | tr '\n' ' ')"
+  fi
   echo "RESULT opening store=$name users=$USERS placed=$(sed -E 's/.*"placed":([0-9]+).*/\1/' <<<"$line") took=$(sed -E 's/.*"took":"([^"]+)".*/\1/' <<<"$line")"
 }
 
