@@ -316,3 +316,46 @@ func TestDurableShadowLine(t *testing.T) {
 		t.Errorf("stats: %+v, %v; want 3 shadow entries, 1 cleared, 2 in the shadow line, 4 joins", st, err)
 	}
 }
+
+// TestDurableOldPlaceJournal: a journal written before Place was given
+// its first ticket (issue 57; its Place records carry 0) replays with the
+// meaning it had: the users at the next reserved tickets in order, those
+// who left skipped, the tickets left over gaps. testdata/journal-before-57
+// is the log of waitroom at 0cc9c83 (fsync always, storetest's fake
+// clock): queue "sale" opening a minute on with p1..p4 in its pre-queue;
+// OpenDue; p3 leaves; Place [p4 p3 p1]; "late" enters; Place [p2].
+func TestDurableOldPlaceJournal(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	clock.Sleep(time.Hour)
+	dir := t.TempDir()
+	log, err := os.ReadFile(filepath.Join("testdata", "journal-before-57", "log-00000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log-00000001"), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, rec, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatalf("opening the old journal: %v", err)
+	}
+	defer s.Close()
+	if rec.Places != 4 || rec.Torn != 0 {
+		t.Errorf("recovery %+v: want 4 places (p4, p1, p2, late)", rec)
+	}
+	for u, want := range map[string][2]int64{"p4": {1, 1}, "p1": {2, 2}, "p2": {3, 3}, "late": {5, 4}} {
+		if e, err := s.Status(ctx, "sale", u); err != nil || e.State != queue.Waiting || e.PreQueue || e.Ticket != want[0] || e.Position != want[1] {
+			t.Errorf("%s: %+v, %v; want ticket %d at %d", u, e, err, want[0], want[1])
+		}
+	}
+	if sn, err := s.Snapshot(ctx, "sale"); err != nil || fmt.Sprint(sn.Left) != "[4]" || sn.Last != 5 || sn.Length != 4 {
+		t.Errorf("snapshot %+v, %v; want ticket 4 (p3's, left over) a gap of 5", sn, err)
+	}
+	if o, err := s.OpenDue(ctx, "sale", "owner", time.Minute); err != nil || o.Due {
+		t.Errorf("OpenDue after the old opening: %+v, %v; want it done", o, err)
+	}
+	if st, err := s.Stats(ctx, "sale"); err != nil || st.PreQueued != 0 || st.LeftTotal != 1 || st.EnteredTotal != st.Length+st.LeftTotal {
+		t.Errorf("stats %+v, %v; want the pre-queue empty, p3 left, the totals balanced", st, err)
+	}
+}
