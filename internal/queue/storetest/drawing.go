@@ -293,12 +293,21 @@ func testSaveDraw(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
-// checkTickets fails unless each user stands at their ticket and position.
-func checkTickets(t *testing.T, s queue.Store, q, when string, want map[string][2]int64) {
+// checkTickets fails unless each user stands at their ticket and position,
+// by Status and, once the opening is done (the gaps are leavers to the
+// snapshot's arithmetic), by Snapshot.
+func checkTickets(t *testing.T, s queue.Store, q, when string, done bool, want map[string][2]int64) {
 	t.Helper()
+	sn, err := s.Snapshot(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for u, tp := range want {
 		if e := mustStatus(t, s, q, u); e.State != queue.Waiting || e.PreQueue || e.Ticket != tp[0] || e.Position != tp[1] {
 			t.Errorf("%s: %s is %+v, want ticket %d at position %d", when, u, e, tp[0], tp[1])
+		}
+		if p, ok := placeIn(sn, tp[0]); done && (!ok || p != tp[1]) {
+			t.Errorf("%s: the snapshot places %s at %d (%v), want %d", when, u, p, ok, tp[1])
 		}
 	}
 }
@@ -327,7 +336,7 @@ func testPlaceAtTickets(t *testing.T, s queue.Store, clock Clock) {
 	if done, err := s.Place(ctx, q, "A", f, []string{"p4", "p3", "p1"}, time.Minute); err != nil || done {
 		t.Fatalf("the first chunk: done %v, %v; want more to place", done, err)
 	}
-	checkTickets(t, s, q, "the first chunk placed", map[string][2]int64{"p4": {f, 1}, "p1": {f + 2, 2}})
+	checkTickets(t, s, q, "the first chunk placed", false, map[string][2]int64{"p4": {f, 1}, "p1": {f + 2, 2}})
 
 	clock.Step(t, q, 2*time.Minute) // A's lease lapses
 	b, err := s.OpenDue(ctx, q, "B", time.Minute)
@@ -340,7 +349,7 @@ func testPlaceAtTickets(t *testing.T, s queue.Store, clock Clock) {
 	if done, err := s.Place(ctx, q, "B", b.Next, []string{"", "p2"}, time.Minute); err != nil || !done {
 		t.Fatalf("the last chunk: done %v, %v", done, err)
 	}
-	checkTickets(t, s, q, "placed", map[string][2]int64{"p4": {f, 1}, "p1": {f + 2, 2}, "p2": {f + 4, 3}})
+	checkTickets(t, s, q, "placed", true, map[string][2]int64{"p4": {f, 1}, "p1": {f + 2, 2}, "p2": {f + 4, 3}})
 	if e := mustEnter(t, s, q, "late"); e.Ticket != f+5 || e.Position != 4 || e.Length != 4 {
 		t.Errorf("entering after the opening: %+v, want ticket %d at 4 of 4", e, f+5)
 	}
