@@ -293,14 +293,8 @@ func (s *Store) replay(o op) error {
 		_, err = s.OpenDue(ctx, o.queue, o.owner, o.dur)
 	case opPlace:
 		_, err = s.place(o.queue, o.owner, o.n, o.list, o.dur)
-	case opCommitDraw:
-		var c draw.Committed
-		if c, err = draw.UnmarshalStored(o.blob); err != nil {
-			return err
-		}
-		_, _, err = s.commitDraw(o.queue, c, o.blob)
-	case opSaveDraw:
-		_, err = s.saveDraw(o.queue, o.owner, o.token, o.blob)
+	case opCommitDraw, opSaveDraw:
+		err = s.replayDraw(o)
 	case opFirstUse:
 		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
 	case opRoll:
@@ -324,6 +318,20 @@ func (s *Store) replay(o op) error {
 		return err
 	}
 	return nil
+}
+
+// replayDraw runs a step on the ledger of draws again (replay).
+func (s *Store) replayDraw(o op) error {
+	if o.kind == opSaveDraw {
+		_, err := s.saveDraw(o.queue, o.owner, o.token, o.blob)
+		return err
+	}
+	c, err := draw.UnmarshalStored(o.blob)
+	if err != nil {
+		return err
+	}
+	_, _, err = s.commitDraw(o.queue, c, o.blob)
+	return err
 }
 
 // encodeDraws is a draw's random values as a journal keeps them (Admit
