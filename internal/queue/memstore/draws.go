@@ -53,8 +53,8 @@ func (q *state) drawnOpening() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// CommitDraw implements queue.Store. A queue that does not exist has no
-// opening to commit to: false, as for one without an opening.
+// CommitDraw implements queue.Store (ErrQueueNotFound for a queue that
+// does not exist, as on Redis).
 func (s *Store) CommitDraw(_ context.Context, name string, c draw.Committed) (draw.Committed, bool, error) {
 	blob, err := c.MarshalStored()
 	if err != nil {
@@ -94,19 +94,20 @@ func (s *Store) commitDraw(name string, c draw.Committed, blob []byte) (draw.Com
 		ok = true
 		return c, true, nil
 	})
-	if err := orNothing(err); err != nil {
-		return draw.Committed{}, false, err
-	}
-	return got, ok, nil
+	return got, ok && err == nil, err
 }
 
-// SaveDraw implements queue.Store.
+// SaveDraw implements queue.Store. A queue that does not exist has no
+// lease on its opening: ErrNotOwner, as on Redis.
 func (s *Store) SaveDraw(_ context.Context, name, owner string, r draw.Record) (draw.Record, error) {
 	js, err := json.Marshal(r)
 	if err != nil {
 		return draw.Record{}, err
 	}
 	kept, err := s.saveDraw(name, owner, r.Commitment, js)
+	if errors.Is(err, queue.ErrQueueNotFound) {
+		return draw.Record{}, queue.ErrNotOwner
+	}
 	if err != nil || kept == nil {
 		return r, err
 	}
