@@ -2,15 +2,19 @@ package memstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 )
 
@@ -137,4 +141,72 @@ func dirSize(b *testing.B, dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// BenchmarkDrawRecordBytes reports the heap the store keeps for an
+// opening's record of 100,000 participants (SaveDraw; the record as its
+// JSON), beside the same record as a draw.Record (strings) for reference,
+// and the JSON's length, in one run:
+//
+//	go test -run '^$' -bench DrawRecordBytes -benchtime 1x ./internal/queue/memstore/
+func BenchmarkDrawRecordBytes(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for range b.N {
+		s := memstore.New(nil)
+		c := queue.DefaultConfig()
+		c.Capacity, c.OpensAt = 2*n, time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+		if err := s.PutConfig(ctx, "q", c); err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if _, err := s.Enter(ctx, "q", fmt.Sprintf("person-%06d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		o, err := s.OpenDue(ctx, "q", "me", time.Minute)
+		if err != nil || !o.Due {
+			b.Fatalf("OpenDue: %v", err)
+		}
+		d := admission.Drawer{Participants: draw.NewParticipants([]byte("k"))}
+		committed, _, err := admission.Commit(ctx, s, "q", o.OpensAt, d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, len(o.Pending))
+		for i, u := range o.Pending {
+			ids[i] = d.Participants.Of("q", u).ID
+		}
+		r, err := draw.Draw(committed, ids, nil, o.First, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		js, _ := json.Marshal(r)
+		before := heap()
+		if _, err := s.SaveDraw(ctx, "q", "me", r); err != nil {
+			b.Fatal(err)
+		}
+		kept := heap() - before
+		var decoded draw.Record
+		before = heap()
+		if err := json.Unmarshal(js, &decoded); err != nil {
+			b.Fatal(err)
+		}
+		asStruct := heap() - before
+		runtime.KeepAlive(s) // and what was measured beside it, till now
+		runtime.KeepAlive(&decoded)
+		runtime.KeepAlive(&r)
+		runtime.KeepAlive(ids)
+		runtime.KeepAlive(js)
+		b.ReportMetric(float64(kept)/(1<<20), "MiB-kept")
+		b.ReportMetric(float64(asStruct)/(1<<20), "MiB-as-draw.Record")
+		b.ReportMetric(float64(len(js))/(1<<20), "MiB-JSON")
+	}
 }

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/suspect"
@@ -315,4 +321,138 @@ func TestDurableShadowLine(t *testing.T) {
 	if err != nil || st.ShadowEnteredTotal != 3 || st.ClearedTotal != 1 || st.ShadowLength != 2 || st.EnteredTotal != 4 {
 		t.Errorf("stats: %+v, %v; want 3 shadow entries, 1 cleared, 2 in the shadow line, 4 joins", st, err)
 	}
+}
+
+// TestDurableOldPlaceJournal: a journal written before Place was given
+// its first ticket (issue 57; its Place records carry 0) replays with the
+// meaning it had: the users at the next reserved tickets in order, those
+// who left skipped, the tickets left over gaps. testdata/journal-before-57
+// is the log of waitroom at 0cc9c83 (fsync always, storetest's fake
+// clock): queue "sale" opening a minute on with p1..p4 in its pre-queue;
+// OpenDue; p3 leaves; Place [p4 p3 p1]; "late" enters; Place [p2].
+func TestDurableOldPlaceJournal(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	clock.Sleep(time.Hour)
+	dir := t.TempDir()
+	log, err := os.ReadFile(filepath.Join("testdata", "journal-before-57", "log-00000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log-00000001"), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, rec, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatalf("opening the old journal: %v", err)
+	}
+	defer s.Close()
+	if rec.Places != 4 || rec.Torn != 0 {
+		t.Errorf("recovery %+v: want 4 places (p4, p1, p2, late)", rec)
+	}
+	for u, want := range map[string][2]int64{"p4": {1, 1}, "p1": {2, 2}, "p2": {3, 3}, "late": {5, 4}} {
+		if e, err := s.Status(ctx, "sale", u); err != nil || e.State != queue.Waiting || e.PreQueue || e.Ticket != want[0] || e.Position != want[1] {
+			t.Errorf("%s: %+v, %v; want ticket %d at %d", u, e, err, want[0], want[1])
+		}
+	}
+	if sn, err := s.Snapshot(ctx, "sale"); err != nil || fmt.Sprint(sn.Left) != "[4]" || sn.Last != 5 || sn.Length != 4 {
+		t.Errorf("snapshot %+v, %v; want ticket 4 (p3's, left over) a gap of 5", sn, err)
+	}
+	if o, err := s.OpenDue(ctx, "sale", "owner", time.Minute); err != nil || o.Due {
+		t.Errorf("OpenDue after the old opening: %+v, %v; want it done", o, err)
+	}
+	if st, err := s.Stats(ctx, "sale"); err != nil || st.PreQueued != 0 || st.LeftTotal != 1 || st.EnteredTotal != st.Length+st.LeftTotal {
+		t.Errorf("stats %+v, %v; want the pre-queue empty, p3 left, the totals balanced", st, err)
+	}
+}
+
+// TestDurableDraws: the ledger of draws and the records kept come back
+// after a restart, whether the log replays them or a snapshot holds them
+// (one taken while the opening is placed, too: its instant and first
+// ticket with it), and outlive the queue: deleted, it still lists them.
+func TestDurableDraws(t *testing.T) {
+	for _, compact := range []string{"none", "while placing", "after the opening", "after the removal"} {
+		t.Run("compaction "+compact, func(t *testing.T) {
+			ctx := context.Background()
+			clock := storetest.NewFakeClock()
+			dir := t.TempDir()
+			s := mustOpen(t, dir, journal.Always, clock.Now)
+			reopen := func(when string) {
+				t.Helper()
+				if compact == when {
+					if err := s.Compact(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				s = mustOpen(t, dir, journal.Always, clock.Now)
+			}
+			c := queue.DefaultConfig()
+			c.OpensAt = clock.Now().Add(time.Minute).Truncate(time.Millisecond)
+			if err := s.PutConfig(ctx, "sale", c); err != nil {
+				t.Fatal(err)
+			}
+			drawer := admission.Drawer{Participants: draw.NewParticipants([]byte("k")), Seeds: mrand.NewChaCha8([32]byte{57})}
+			if _, ok, err := admission.Commit(ctx, s, "sale", c.OpensAt, drawer); err != nil || !ok {
+				t.Fatalf("Commit: %v, %v", ok, err)
+			}
+			for _, u := range []string{"a", "b", "c", "d"} {
+				if _, err := s.Enter(ctx, "sale", u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock.Sleep(time.Minute)
+			o, _, err := admission.OpenLine(ctx, firstOnly{s}, "sale", "A", drawer)
+			if err != nil || !o.Due {
+				t.Fatalf("OpenLine by A: %+v, %v", o, err)
+			}
+			ledger, err := s.Draws(ctx, "sale")
+			if err != nil || len(ledger) != 1 || ledger[0].State != draw.Drawn {
+				t.Fatalf("Draws: %+v, %v; want one drawn", ledger, err)
+			}
+			rec, ok, err := s.DrawRecord(ctx, "sale", ledger[0].Hash)
+			if err != nil || !ok {
+				t.Fatalf("DrawRecord: %v, %v", ok, err)
+			}
+			reopen("while placing")
+			clock.Sleep(2 * time.Minute) // A's lease lapses: B takes over from the store as it came back
+			if b, err := s.OpenDue(ctx, "sale", "B", time.Minute); err != nil || !b.Due || b.First != o.First || b.Next != o.First+1 ||
+				!b.OpensAt.Equal(c.OpensAt) || b.Epoch != o.Epoch {
+				t.Fatalf("OpenDue after a restart: %+v, %v; want the opening %+v, one placed", b, err, o)
+			}
+			if _, placed, err := admission.OpenLine(ctx, s, "sale", "B", drawer); err != nil || placed != 3 {
+				t.Fatalf("OpenLine by B: %d placed, %v; want the 3 left", placed, err)
+			}
+			for _, u := range []string{"a", "b", "c", "d"} {
+				i := slices.Index(rec.Order, drawer.Participants.Of("sale", u).ID)
+				if e, err := s.Status(ctx, "sale", u); err != nil || i < 0 || e.Ticket != rec.Tickets[i] {
+					t.Errorf("%s: %+v, %v; want the record's ticket (order %d)", u, e, err, i)
+				}
+			}
+			reopen("after the opening")
+			if err := s.DeleteQueue(ctx, "sale"); err != nil {
+				t.Fatal(err)
+			}
+			reopen("after the removal")
+			if got, err := s.Draws(ctx, "sale"); err != nil || !cmp.Equal(ledger, got) {
+				t.Errorf("Draws of the deleted queue after a restart: %v (-before +after):\n%s", err, cmp.Diff(ledger, got))
+			}
+			if got, ok, err := s.DrawRecord(ctx, "sale", rec.Commitment); err != nil || !ok || !cmp.Equal(rec, got) {
+				t.Errorf("DrawRecord after a restart: %v, %v (-before +after):\n%s", ok, err, cmp.Diff(rec, got))
+			}
+			if err := draw.Verify(rec); err != nil {
+				t.Errorf("the record kept: %v", err)
+			}
+		})
+	}
+}
+
+// firstOnly is a store whose Place puts only the first user given in line,
+// as an instance that stops after a first chunk.
+type firstOnly struct{ *memstore.Store }
+
+func (f firstOnly) Place(ctx context.Context, q, owner string, first int64, users []string, lease time.Duration) (bool, error) {
+	return f.Store.Place(ctx, q, owner, first, users[:min(1, len(users))], lease)
 }

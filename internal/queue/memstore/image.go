@@ -14,7 +14,8 @@ import (
 type queueImage struct {
 	Name string
 	Ops  int64
-	// Removed: a deleted queue's tombstone, which keeps only Ops.
+	// Removed: a deleted queue's tombstone, which keeps only Ops and
+	// Draws.
 	Removed bool
 	// Config is the settings' store fields (queue.StoreFields): a setting
 	// added later reads as its default.
@@ -50,8 +51,15 @@ type queueImage struct {
 	OpenNext, OpenEnd int64
 	OpenOwner         string
 	OpenLease         time.Time
-	Stock             queue.Stock
-	Changed           queue.Changes
+	// OpenAt and OpenFirst: the instant and the first ticket of the
+	// opening being placed (zero in a snapshot from before they were
+	// kept: see restore).
+	OpenAt    time.Time
+	OpenFirst int64
+	// Draws is the name's ledger of draws (a tombstone's too).
+	Draws   ledgerImage
+	Stock   queue.Stock
+	Changed queue.Changes
 	// Shadow is the shadow line and the places cleared from it.
 	Shadow shadow
 }
@@ -89,6 +97,7 @@ func (q *state) image(name string) *queueImage {
 		RateLog:    slices.Clone(q.rateLog),
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
+		OpenAt: q.openAt, OpenFirst: q.openFirst, Draws: q.draws.image(),
 		Stock: q.stock, Changed: q.changed, Shadow: q.sh.clone(),
 	}
 	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
@@ -125,7 +134,7 @@ func configFrom(fields []string) (queue.Config, error) {
 func (img *queueImage) restore() (*state, error) {
 	if img.Removed {
 		q := newState(0)
-		q.removed, q.ops = true, img.Ops
+		q.removed, q.ops, q.draws = true, img.Ops, img.Draws.restore()
 		return q, nil
 	}
 	cfg, err := configFrom(img.Config)
@@ -142,6 +151,7 @@ func (img *queueImage) restore() (*state, error) {
 		rateLog:    img.RateLog,
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
+		openAt: img.OpenAt, openFirst: img.OpenFirst, draws: img.Draws.restore(),
 		stock: img.Stock, changed: img.Changed, sh: img.Shadow,
 	}
 	q.sh.index()
@@ -153,6 +163,12 @@ func (img *queueImage) restore() (*state, error) {
 	}
 	if q.pre == nil {
 		q.pre = map[string]int64{}
+	}
+	if q.openState == "placing" && q.openFirst == 0 {
+		// Placed from a snapshot taken before the opening's instant and
+		// first ticket were kept: its draw is of those still to place,
+		// from the next ticket, at the configured instant.
+		q.openFirst, q.openAt = q.openNext, cfg.OpensAt.Truncate(time.Millisecond).UTC()
 	}
 	for i, u := range img.Line {
 		if u != "" {

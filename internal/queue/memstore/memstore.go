@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -136,13 +137,18 @@ type state struct {
 	rateLog        []queue.RateChange
 
 	// The opening: who waits for it (user → arrival), and while it is
-	// placed, the next and last reserved ticket and the lease.
-	preArrival        int64
-	pre               map[string]int64
-	openState         string // "" (pending while OpensAt is set), "placing", "open"
-	openNext, openEnd int64
-	openOwner         string
-	openLease         time.Time
+	// placed, the instant its pre-queue closed for (its draw's), the
+	// first, next and last reserved ticket and the lease.
+	preArrival                   int64
+	pre                          map[string]int64
+	openState                    string // "" (pending while OpensAt is set), "placing", "open"
+	openAt                       time.Time
+	openFirst, openNext, openEnd int64
+	openOwner                    string
+	openLease                    time.Time
+	// draws is the name's ledger of draws (draws.go), which outlives
+	// this state: a tombstone and a queue made again keep the same one.
+	draws *ledger
 
 	// sh is the shadow line (EnterShadow) and the places cleared from it
 	// into the line (shadow.go).
@@ -248,9 +254,9 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 		}
 		s.epoch = max(s.epoch, epoch)
 		fresh := newState(epoch)
-		if existed { // a removed queue's steps go on counting (DeleteQueue)
+		if existed { // a removed queue's steps go on counting (DeleteQueue), its draws stay listed
 			q.mu.Lock()
-			fresh.ops = q.ops
+			fresh.ops, fresh.draws = q.ops, q.draws
 			q.mu.Unlock()
 		}
 		q, existed = fresh, false
@@ -272,7 +278,7 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 // newState is an empty queue's state.
 func newState(epoch int64) *state {
 	q := &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
-		seen: map[string]time.Time{}, joined: map[string]joined{}, pre: map[string]int64{}, epoch: epoch}
+		seen: map[string]time.Time{}, joined: map[string]joined{}, pre: map[string]int64{}, epoch: epoch, draws: newLedger()}
 	q.sh.index()
 	return q
 }
@@ -281,7 +287,7 @@ func newState(epoch int64) *state {
 // tombstone keeps its count of steps, so the journal numbers a queue's
 // steps on across a removal and a creation under the same name (a
 // compaction's snapshot and the log segment it overlaps agree on which
-// steps each holds).
+// steps each holds), and its ledger of draws, which outlives the queue.
 func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -300,7 +306,7 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	}
 	q.removed = true // whoever holds q finds the queue gone
 	tomb := newState(0)
-	tomb.removed, tomb.ops = true, q.ops+1
+	tomb.removed, tomb.ops, tomb.draws = true, q.ops+1, q.draws
 	now := s.now().Truncate(time.Millisecond)
 	tomb.rec = s.record(&op{kind: opDeleteQueue, queue: name}, tomb.ops, now)
 	s.queues[name] = tomb
@@ -986,7 +992,10 @@ func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Durati
 			}
 			// Close the pre-queue: a ticket is reserved for each of its
 			// users, so whoever enters from now on is behind all of them.
-			q.openNext, q.openEnd = q.seq+1, q.seq+int64(len(q.pre))
+			// The instant is kept: a config changed while it is placed
+			// does not change which commitment its draw is of.
+			q.openAt = q.cfg.OpensAt.Truncate(time.Millisecond).UTC()
+			q.openFirst, q.openNext, q.openEnd = q.seq+1, q.seq+1, q.seq+int64(len(q.pre))
 			q.seq = q.openEnd
 			q.openState = "placing"
 		} else if q.openOwner != owner && now.Before(q.openLease) {
@@ -998,31 +1007,55 @@ func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Durati
 			pending = append(pending, u)
 		}
 		slices.SortFunc(pending, func(a, b string) int { return cmp.Compare(q.pre[a], q.pre[b]) })
-		return queue.Opening{Due: true, Pending: pending}, true, nil
+		return queue.Opening{Due: true, Pending: pending, OpensAt: q.openAt, Epoch: q.epoch, First: q.openFirst, Next: q.openNext}, true, nil
 	})
 }
 
-// Place implements queue.Store.
+// Place implements queue.Store. The tickets start at 1, so first is never
+// 0 in a call (0 is a journal's Place from before first was passed).
 func (s *Store) Place(_ context.Context, name, owner string, first int64, users []string, lease time.Duration) (bool, error) {
-	o := &op{kind: opPlace, queue: name, owner: owner, list: users, dur: lease}
+	if first < 1 {
+		return false, queue.ErrNotOwner // not the opening's next ticket, whatever it is
+	}
+	return s.place(name, owner, first, users, lease)
+}
+
+// place is Place; first 0 replays a Place journaled before first was
+// passed (its op's n is 0): users placed at the next reserved tickets in
+// order, skipping whoever left, as Place did then.
+func (s *Store) place(name, owner string, first int64, users []string, lease time.Duration) (bool, error) {
+	o := &op{kind: opPlace, queue: name, owner: owner, list: users, dur: lease, n: first}
 	return change(s, o, func(q *state, now time.Time) (bool, bool, error) {
-		if q.openState != "placing" || q.openOwner != owner {
+		if q.openState != "placing" || q.openOwner != owner || first != 0 && first != q.openNext {
 			return false, false, queue.ErrNotOwner
 		}
-		for _, u := range users {
+		if first != 0 && first+int64(len(users))-1 > q.openEnd {
+			return false, false, fmt.Errorf("memstore: placing %d users from ticket %d, past the last reserved, %d", len(users), first, q.openEnd)
+		}
+		for i, u := range users {
+			t := first + int64(i)
 			if _, ok := q.pre[u]; !ok {
-				continue // left the pre-queue meanwhile: the reserved ticket stays a gap
+				if first != 0 {
+					q.addLeft(t) // left the pre-queue meanwhile (or ""): the ticket stays a gap
+				}
+				continue
+			}
+			if first == 0 {
+				t = q.openNext
+				q.openNext++
 			}
 			delete(q.pre, u)
-			q.line.place(u, q.openNext)
+			q.line.place(u, t)
 			q.joined[u] = joined{At: now, Shown: rollup.NoneShown} // shown the opening's time, not a wait
-			q.openNext++
+		}
+		if first != 0 {
+			q.openNext = first + int64(len(users))
 		}
 		q.openLease = now.Add(lease)
 		if len(q.pre) > 0 {
 			return false, true, nil
 		}
-		for t := q.openNext; t <= q.openEnd; t++ { // the tickets of those who left
+		for t := q.openNext; t <= q.openEnd; t++ { // the reserved tickets left over
 			q.addLeft(t)
 		}
 		q.openState, q.openOwner = "open", ""

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
@@ -61,7 +62,16 @@ const (
 	// cleared (ClearSuspect).
 	opEnterShadow
 	opClearSuspect
+	// opCommitDraw: a commitment to the queue's opening (CommitDraw),
+	// blob as draw.Committed.MarshalStored keeps it, seed included;
+	// opSaveDraw: a draw's record kept (SaveDraw), token its commitment,
+	// blob the record's JSON.
+	opCommitDraw
+	opSaveDraw
 )
+
+// opLast is the last kind a journal may hold.
+const opLast = opSaveDraw
 
 // op is one journaled step: the method's arguments, its queue's step
 // number and the clock it ran at.
@@ -75,11 +85,12 @@ type op struct {
 	// list: Admit's tokens given out (the first names the call), Seen's
 	// and Place's users, PutConfig's store fields.
 	list []string
-	// n: Admit's count of fresh tokens, PutConfig's epoch.
+	// n: Admit's count of fresh tokens, PutConfig's epoch, Place's first
+	// ticket (0 in a journal from before it was passed: see Store.place).
 	n    int64
 	dur  time.Duration // a lease, lock, window or ttl
 	flag bool          // EndUse's consumed
-	blob []byte        // FoldRate's sample, SetRate's decision, Roll's write (JSON), Admit's draw (encodeDraws)
+	blob []byte        // FoldRate's sample, SetRate's decision, Roll's write (JSON), Admit's draw (encodeDraws), CommitDraw's commitment, SaveDraw's record
 }
 
 func (o *op) encode() []byte {
@@ -131,7 +142,7 @@ func decodeOp(b []byte) (op, error) {
 	if blob := d.string(); blob != "" {
 		o.blob = []byte(blob)
 	}
-	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opClearSuspect {
+	if d.bad || len(d.b) != 0 || o.kind < opPutConfig || o.kind > opLast {
 		return op{}, errBadRecord
 	}
 	return o, nil
@@ -281,7 +292,9 @@ func (s *Store) replay(o op) error {
 	case opOpenDue:
 		_, err = s.OpenDue(ctx, o.queue, o.owner, o.dur)
 	case opPlace:
-		_, err = s.Place(ctx, o.queue, o.owner, o.n, o.list, o.dur)
+		_, err = s.place(o.queue, o.owner, o.n, o.list, o.dur)
+	case opCommitDraw, opSaveDraw:
+		err = s.replayDraw(o)
 	case opFirstUse:
 		_, err = s.FirstUse(ctx, o.queue, o.token, o.dur)
 	case opRoll:
@@ -305,6 +318,20 @@ func (s *Store) replay(o op) error {
 		return err
 	}
 	return nil
+}
+
+// replayDraw runs a step on the ledger of draws again (replay).
+func (s *Store) replayDraw(o op) error {
+	if o.kind == opSaveDraw {
+		_, err := s.saveDraw(o.queue, o.owner, o.token, o.blob)
+		return err
+	}
+	c, err := draw.UnmarshalStored(o.blob)
+	if err != nil {
+		return err
+	}
+	_, _, err = s.commitDraw(o.queue, c, o.blob)
+	return err
 }
 
 // encodeDraws is a draw's random values as a journal keeps them (Admit

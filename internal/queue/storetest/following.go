@@ -516,8 +516,9 @@ func testOpeningOrders(t *testing.T, s queue.Store, clock Clock) {
 
 // testOpeningUniform: 600 openings as testOpeningOrders': each of the six
 // orders comes up about equally often (chi-square, p > 0.01). The draw is
-// the production one (DrawOrder) fed a seeded source, so the test is
-// repeatable; the admitter feeds it crypto/rand.
+// the production one (admission.OpenLine from the commitment) with its
+// seeds from a seeded source and its queues named by run, so the test is
+// repeatable; the admitter draws its seeds from crypto/rand.
 func testOpeningUniform(t *testing.T, s queue.Store, clock Clock) {
 	const runs = 600
 	counts := openings(t, s, clock, runs)
@@ -543,10 +544,16 @@ func openings(t *testing.T, s queue.Store, clock Clock, runs int) map[string]int
 	counts := map[string]int{}
 	var mu sync.Mutex
 	inBatches(t, 0, runs, 50, func(t *testing.T, first, n int) {
+		d := testDrawer
+		d.Seeds = rand.NewChaCha8([32]byte{7, byte(first), byte(first >> 8)}) // seeded: repeatable
 		for run := first; run < first+n; run++ {
 			c := queue.DefaultConfig()
 			c.OpensAt = clock.Now().Add(-time.Hour) // due at once: no waiting in the test
-			q := newQueue(t, s, c)
+			// Named by run: the participant ids, and so the order, repeat.
+			q := fmt.Sprintf("opening-%d", run)
+			if err := s.PutConfig(ctx, q, c); err != nil {
+				t.Fatal(err)
+			}
 			for _, u := range []string{"a", "b", "c"} {
 				if e := mustEnter(t, s, q, u); e.State != queue.Waiting || !e.PreQueue || e.Position != 0 {
 					t.Fatalf("run %d: %s entering before the opening: %+v", run, u, e)
@@ -555,7 +562,7 @@ func openings(t *testing.T, s queue.Store, clock Clock, runs int) map[string]int
 			if e := mustStatus(t, s, q, "a"); !e.PreQueue || !e.Pace.OpensAt.Truncate(time.Millisecond).Equal(c.OpensAt.Truncate(time.Millisecond)) {
 				t.Fatalf("run %d: status in the pre-queue: %+v", run, e)
 			}
-			o, placed, err := admission.OpenLine(ctx, s, q, "owner", testDrawer)
+			o, placed, err := admission.OpenLine(ctx, s, q, "owner", d)
 			if err != nil || !o.Due || placed != 3 {
 				t.Fatalf("run %d: OpenLine: %+v, %d, %v", run, o, placed, err)
 			}

@@ -129,9 +129,10 @@ func Run(t *testing.T, open func(t *testing.T) (queue.Store, Clock)) {
 	}
 }
 
-// RunDistributions runs the suite's statistical part: that the random draw
-// is uniform over the line and that an opening's draw places everyone in
-// the order drawn, evenly over the orders. Thousands of calls each, it is
+// RunDistributions runs the suite's statistical and large part: that the
+// random draw is uniform over the line, that an opening's draw places
+// everyone in the order drawn, evenly over the orders, and that an opening
+// of 10,000 people stands as its record says. Thousands of calls each, it is
 // asked once per implementation of the draw (memstore's Go, redisstore's
 // Lua), not again of its variants (durable, restarting, Cluster, auto-
 // pipelined), whose draws are the same code: those Run checks with a
@@ -141,6 +142,7 @@ func RunDistributions(t *testing.T, open func(t *testing.T) (queue.Store, Clock)
 	for _, tt := range []suiteTest{
 		{"RandomDrawIsUniform", testRandomUniform},
 		{"OpeningOrderIsUniform", testOpeningUniform},
+		{"OpeningOfTenThousandMatchesItsRecord", testOpeningMatchesItsRecord},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
