@@ -28,8 +28,9 @@
 // embedded store (internal/queue/memstore) written apart from it, in Go.
 // The conformance suite (internal/queue/storetest), run on both stores,
 // holds each pair equal; a change to one side is a change to its twin,
-// and these cases show it (RandomDrawIsUniform and OpeningOrderIsUniform
-// are storetest.RunDistributions', asked once of each implementation).
+// and these cases show it (RandomDrawIsUniform, OpeningOrderIsUniform and
+// OpeningOfTenThousandMatchesItsRecord are storetest.RunDistributions',
+// asked once of each implementation).
 // Where the waiting page works out the same itself (page: a function of
 // internal/web's static/waiting.js), from the front document far from the
 // front, it is a third twin: the place cases (storetest's
@@ -57,7 +58,9 @@
 //	put_config.lua               Store.PutConfig, state.putConfig                                 ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
 //	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate                                    AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
-//	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries
+//	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries, OpeningPlacesUsersAtTheirReservedTickets, OpeningTakenOverPlacesTheOrderDrawn
+//	commit_draw.lua              Store.CommitDraw                                                 CommitDrawKeepsOneCommitmentPerOpening
+//	save_draw.lua                Store.SaveDraw                                                   SaveDrawKeepsTheFirstRecordUnderTheLease, OpeningTakenOverPlacesTheOrderDrawn, OpeningOfTenThousandMatchesItsRecord
 //	first_use.lua                Store.FirstUse                                                   FirstUseIsOnce
 //	roll.lua                     Store.Roll, Store.roll                                           RowsAddUpRaceFreeAndLapse
 //	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
@@ -78,4 +81,6 @@
 //	prelude's lineHead           line.headTicket                                                  ClearedSuspectBehindTheAdmittedGoesFirst
 //	prelude's liveToken          sameToken, in BeginUse and Extend                                TokenUseRules, TokensExpireAtTTL
 //	prelude's dropToken          state.dropToken                                                  StatsAddUp, LeaveGivesBackToken
+//	prelude's storedCommitment   none: keeps draw.Committed                                       CommitDrawKeepsOneCommitmentPerOpening, SaveDrawKeepsTheFirstRecordUnderTheLease
+//	prelude's epochOf            none: keeps draw.Committed                                       CommitDrawKeepsOneCommitmentPerOpening
 package redisstore

@@ -17,27 +17,29 @@ import (
 )
 
 var (
-	enterScript     = mustScript("enter")
-	statusScript    = mustScript("status")
-	snapshotScript  = mustScript("snapshot")
-	leaveScript     = mustScript("leave")
-	tickScript      = mustScript("tick")
-	admitScript     = mustScript("admit")
-	sweepScript     = mustScript("sweep")
-	beginUseScript  = mustScript("begin_use")
-	endUseScript    = mustScript("end_use")
-	statsScript     = mustScript("stats")
-	putConfigScript = mustScript("put_config")
-	seenScript      = mustScript("seen")
-	foldRateScript  = mustScript("fold_rate")
-	setRateScript   = mustScript("set_rate")
-	openDueScript   = mustScript("open_due")
-	placeScript     = mustScript("place")
-	admitNowScript  = mustScript("admit_now")
-	firstUseScript  = mustScript("first_use")
-	extendScript    = mustScript("extend")
-	setStockScript  = mustScript("set_stock")
-	foldAdmScript   = mustScript("fold_admission")
+	enterScript      = mustScript("enter")
+	statusScript     = mustScript("status")
+	snapshotScript   = mustScript("snapshot")
+	leaveScript      = mustScript("leave")
+	tickScript       = mustScript("tick")
+	admitScript      = mustScript("admit")
+	sweepScript      = mustScript("sweep")
+	beginUseScript   = mustScript("begin_use")
+	endUseScript     = mustScript("end_use")
+	statsScript      = mustScript("stats")
+	putConfigScript  = mustScript("put_config")
+	seenScript       = mustScript("seen")
+	foldRateScript   = mustScript("fold_rate")
+	setRateScript    = mustScript("set_rate")
+	openDueScript    = mustScript("open_due")
+	placeScript      = mustScript("place")
+	commitDrawScript = mustScript("commit_draw")
+	saveDrawScript   = mustScript("save_draw")
+	admitNowScript   = mustScript("admit_now")
+	firstUseScript   = mustScript("first_use")
+	extendScript     = mustScript("extend")
+	setStockScript   = mustScript("set_stock")
+	foldAdmScript    = mustScript("fold_admission")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -123,14 +125,15 @@ func (s *Store) PutConfig(ctx context.Context, name string, c queue.Config) erro
 
 // DeleteQueue implements queue.Store: the name leaves the registry (no
 // loop visits the queue again), then every key of the queue goes in one
-// DEL, which the hash tag keeps in one slot. The one-time marks
-// (usedKey) lapse by themselves.
+// DEL, which the hash tag keeps in one slot, but the draw's ledger (kDraws,
+// kDrawn), which outlives the queue. The one-time marks (usedKey) lapse
+// by themselves.
 func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 	if err := s.rdb.SRem(ctx, registryKey(s.prefix), name).Err(); err != nil {
 		return unavailable(err)
 	}
 	k := keysFor(s.prefix, name)
-	return unavailable(s.rdb.Del(ctx, k[:]...).Err())
+	return unavailable(s.rdb.Del(ctx, k[:kDraws]...).Err()) // the draw's ledger stays (keys.go)
 }
 
 // settingFields are the config hash's fields, in queue.Settings order.
@@ -426,8 +429,14 @@ func (s *Store) OpenDue(ctx context.Context, name, owner string, lease time.Dura
 		o.In = time.Duration(p.int(1)) * time.Millisecond
 	case kindDue:
 		o.Due = true
-		o.Pending = make([]string, 0, len(r)-1)
-		for i := 1; i < len(r); i++ {
+		o.OpensAt = time.UnixMilli(p.int(1)).UTC()
+		epoch, err := strconv.ParseInt(p.opt(2), 10, 64)
+		if err != nil {
+			p.fail(2)
+		}
+		o.Epoch, o.First, o.Next = epoch, p.int(3), p.int(4)
+		o.Pending = make([]string, 0, len(r)-5)
+		for i := 5; i < len(r); i++ {
 			o.Pending = append(o.Pending, p.str(i))
 		}
 	case kindPlacedElsewhere:
@@ -441,15 +450,17 @@ func (s *Store) OpenDue(ctx context.Context, name, owner string, lease time.Dura
 // placeChunk bounds the users one place.lua call puts in line.
 const placeChunk = 1000
 
-// Place implements queue.Store.
+// Place implements queue.Store: a chunk of users per place.lua call, each
+// from the ticket the last one stopped at.
 func (s *Store) Place(ctx context.Context, name, owner string, first int64, users []string, lease time.Duration) (bool, error) {
 	for {
 		chunk := users[:min(len(users), placeChunk)]
 		users = users[len(chunk):]
-		args := []any{owner, lease.Milliseconds()}
+		args := []any{owner, lease.Milliseconds(), first}
 		for _, u := range chunk {
 			args = append(args, u)
 		}
+		first += int64(len(chunk))
 		n, err := s.run(ctx, placeScript, name, args).Int64()
 		switch {
 		case err != nil:

@@ -66,6 +66,13 @@ const (
 	kindOpened      = 1
 )
 
+// Reply kinds of commit_draw.lua and save_draw.lua (CommitDraw, SaveDraw).
+const (
+	kindNoCommitment = 0
+	kindCommitted    = 1
+	kindDrawn        = 2
+)
+
 // Reply kinds of admit.lua (Admit).
 const (
 	kindTickGone = 0

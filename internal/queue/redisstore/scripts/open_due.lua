@@ -1,20 +1,24 @@
 -- open_due: is the queue's opening due by Redis TIME? When it is, close the
--- pre-queue (reserve a ticket for each of its users: whoever enters from now
--- on is behind them all) and give the caller the lease to place them in the
--- line (place.lua), in an order it draws. A lease that lapsed (its holder
--- died) is taken over; the users not yet placed are drawn again.
+-- pre-queue (reserve a ticket for each of its users, open_first to
+-- open_end: whoever enters from now on is behind them all) and give the
+-- caller the lease to place them in the line (place.lua), in the order of
+-- the opening's draw (kept by save_draw.lua). A lease that lapsed (its
+-- holder died) is taken over; placing goes on from open_next, the first
+-- reserved ticket not yet placed, in the order already drawn.
 --
 -- KEYS the queue's (the generated text's second line names them): cfg's
---      opens_at (ms), open_state ('placing', 'open'; none: pending while
---      opens_at is set), open_next, open_end, open_owner, open_lease; pre,
---      user → arrival (ms)
+--      opens_at, epoch, open_state ('placing', 'open'; none: pending while
+--      opens_at is set), open_first, open_next, open_end, open_owner,
+--      open_lease; pre, user → arrival (ms)
 -- ARGV[1] owner (one instance's)
 -- ARGV[2] lease (ms)
 -- Reply: {UNKNOWN_QUEUE}
 --        {NO_OPENING} no opening pending
 --        {NOT_DUE, inMs} pending, due in inMs
---        {DUE, user1, ...} the caller holds the lease; these wait to be
---        placed, in arrival order
+--        {DUE, opensAtMs, epoch, first, next, user1, ...} the caller holds
+--        the lease; the opening, the queue's life, the first reserved
+--        ticket and the next to place; these users wait to be placed, in
+--        arrival order
 --        {PLACED_ELSEWHERE} another instance is placing it
 local owner = ARGV[1]
 local leaseMs = tonumber(ARGV[2])
@@ -25,6 +29,9 @@ if adm.open_state == 'open' or (opensAt == 0 and not adm.open_state) then
   return {NO_OPENING}
 end
 local now = clock()
+-- An opening an older version began placing has no open_first: its draw
+-- starts where that version stopped.
+local first, next = adm.open_first or adm.open_next, adm.open_next
 if not adm.open_state then
   if now < opensAt then
     return {NOT_DUE, opensAt - now}
@@ -35,13 +42,10 @@ if not adm.open_state then
     return {NO_OPENING}
   end
   local last = redis.call('INCRBY', K.seq, p)
-  redis.call('HSET', K.cfg, 'open_state', 'placing', 'open_next', last - p + 1, 'open_end', last)
+  first, next = last - p + 1, last - p + 1
+  redis.call('HSET', K.cfg, 'open_state', 'placing', 'open_first', first, 'open_next', next, 'open_end', last)
 elseif adm.open_owner ~= owner and now < (tonumber(adm.open_lease) or 0) then
   return {PLACED_ELSEWHERE}
 end
 redis.call('HSET', K.cfg, 'open_owner', owner, 'open_lease', now + leaseMs)
-local reply = {DUE}
-for _, user in ipairs(redis.call('ZRANGE', K.pre, 0, -1)) do
-  reply[#reply + 1] = user
-end
-return reply
+return append({DUE, opensAt, cfg.epoch, tonumber(first), tonumber(next)}, redis.call('ZRANGE', K.pre, 0, -1))

@@ -37,6 +37,24 @@ local TICK_GONE, APPLIED = 0, 1
 -- The reply kind of set_stock.lua: the stock as it stands now.
 local STOCK = 1
 
+-- Reply kinds of commit_draw.lua and save_draw.lua: no opening (or no
+-- pending commitment) to keep it for, a commitment kept, a record kept.
+local NO_COMMITMENT, COMMITTED, DRAWN = 0, 1, 2
+
+-- storedCommitment is t, a commitment decoded from its stored JSON
+-- (draw.Committed.MarshalStored), encoded again with epoch, the queue's
+-- life as the digits kept: cjson writes a number with 14 significant
+-- digits, and an epoch (TIME's seconds and microseconds) has 16.
+local function storedCommitment(t, epoch)
+  t.epoch = 0
+  return (string.gsub(cjson.encode(t), '"epoch":0([,}])', '"epoch":' .. epoch .. '%1'))
+end
+
+-- epochOf is the epoch's digits in a stored commitment's JSON.
+local function epochOf(json)
+  return string.match(json, '"epoch":(%-?%d+)')
+end
+
 -- clock is Redis TIME in ms (and TIME): all instances' one clock, read here only.
 local function clock()
   local t = redis.call('TIME')
