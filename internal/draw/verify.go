@@ -84,3 +84,14 @@ func compareList[T comparable](name string, got, want []T, show func(T) string) 
 	}
 	return nil
 }
+
+// Verdict is Verify's answer as one line, the one both verifiers (waitroom
+// verify-draw, examples/verify-draw) print: "matches: <n> participants,
+// commitment <hex>", or the first entry that differs (Mismatch); ok is
+// which.
+func Verdict(r Record) (line string, ok bool) {
+	if err := Verify(r); err != nil {
+		return err.Error(), false
+	}
+	return fmt.Sprintf("matches: %d participants, commitment %s", len(r.Participants), r.Commitment), true
+}
