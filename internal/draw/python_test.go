@@ -1,0 +1,207 @@
+package draw_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/draw"
+)
+
+// pythonVerifier is examples/verify-draw, the verifier written apart from
+// this package in Python's standard library.
+const pythonVerifier = "../../examples/verify-draw/verify_draw.py"
+
+// TestPythonAgrees: the Python verifier prints the very line draw.Verdict
+// makes (and exits 0 or 1 with it) on the test vectors, on a record of
+// 1,000 participants, and on that record changed in each kind of field
+// once. A machine without python3 fails it: scripts/test.sh installs one.
+func TestPythonAgrees(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run examples/verify-draw (scripts/test.sh installs it): %v", err)
+	}
+	dir := t.TempDir()
+	base := thousand(t, true)
+	for _, tt := range []struct {
+		name   string
+		change func(r *draw.Record)
+		file   string // a record kept as it is, instead of base changed
+		entry  string // what Go's Verify names ("": matches)
+	}{
+		{"vector without a beacon", nil, "testdata/vector-without-beacon.json", ""},
+		{"vector with a beacon", nil, "testdata/vector-with-beacon.json", ""},
+		{"1,000 participants", func(*draw.Record) {}, "", ""},
+		{"version", func(r *draw.Record) { r.Version = 2 }, "", "version"},
+		{"a seed that is not one", func(r *draw.Record) { r.Seed = "zz" + r.Seed[2:] }, "", "seed"},
+		{"another seed", func(r *draw.Record) { r.Seed = strings.Repeat("0", 64) }, "", "commitment"},
+		{"the seed in capitals", func(r *draw.Record) { r.Seed = strings.ToUpper(r.Seed) }, "", ""},
+		{"opensAt, at another offset", func(r *draw.Record) {
+			r.OpensAt = r.OpensAt.Add(1500 * time.Millisecond).In(time.FixedZone("", 9*3600))
+		}, "", "opensAt"},
+		{"opensAtMs", func(r *draw.Record) { r.OpensAtMs++ }, "", "opensAt"},
+		{"opensAt and opensAtMs alike", func(r *draw.Record) { r.OpensAtMs++; r.OpensAt = time.UnixMilli(r.OpensAtMs) }, "", "commitment"},
+		{"the queue", func(r *draw.Record) { r.Queue = "sale2" }, "", "commitment"},
+		{"the commitment", func(r *draw.Record) { r.Commitment = strings.Repeat("ab", 32) }, "", "commitment"},
+		{"the beacon's round", func(r *draw.Record) { r.Beacon.Round++ }, "", "commitment"},
+		{"the beacon's randomness", func(r *draw.Record) { r.Beacon.Randomness = strings.Repeat("cd", 32) }, "", "finalSeed"},
+		{"no beacon", func(r *draw.Record) { r.Beacon = nil }, "", "commitment"},
+		{"two participants swapped", func(r *draw.Record) { swap(r.Participants, 500, 501) }, "", "participants[501]"},
+		{"a participant twice", func(r *draw.Record) { r.Participants[11] = r.Participants[10] }, "", "participants[11]"},
+		{"a participant not in ASCII", func(r *draw.Record) { r.Participants[999] = "é\n\x01" }, "", "participantsHash"},
+		{"a participant out of place, not in ASCII", func(r *draw.Record) { r.Participants[3] = "ü\t\"x\"" }, "", "participants[4]"},
+		{"a participant left out", func(r *draw.Record) { r.Participants = slices.Delete(r.Participants, 7, 8) }, "", "participantsHash"},
+		{"the participants' hash", func(r *draw.Record) { r.ParticipantsHash = strings.Repeat("ef", 32) }, "", "participantsHash"},
+		{"the final seed", func(r *draw.Record) { r.FinalSeed = strings.Repeat("01", 32) }, "", "finalSeed"},
+		{"two places swapped", func(r *draw.Record) { swap(r.Order, 17, 18) }, "", "order[17]"},
+		{"the order cut short", func(r *draw.Record) { r.Order = r.Order[:999] }, "", "order length"},
+		{"a place added", func(r *draw.Record) { r.Order = append(r.Order, r.Order[0]) }, "", "order length"},
+		{"a ticket", func(r *draw.Record) { r.Tickets[640]++ }, "", "tickets[640]"},
+		{"the first ticket", func(r *draw.Record) { r.FirstTicket-- }, "", "tickets[0]"},
+		{"the tickets cut short", func(r *draw.Record) { r.Tickets = r.Tickets[:10] }, "", "tickets length"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each waits on a python3 of its own
+			file := tt.file
+			if file == "" {
+				r := clone(t, base)
+				tt.change(&r)
+				file = filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
+				b, _ := json.Marshal(r)
+				if err := os.WriteFile(file, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := draw.ReadRecord(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m *draw.Mismatch
+			if err := draw.Verify(r); tt.entry == "" && err != nil || tt.entry != "" && (!errors.As(err, &m) || m.Entry != tt.entry) {
+				t.Fatalf("Go's Verify: %v, want %q named", err, tt.entry)
+			}
+			want, ok := draw.Verdict(r)
+			runPython(t, python, want+"\n", ok, file)
+		})
+	}
+}
+
+// runPython runs the Python verifier with args and wants it to print want
+// and exit 0 (ok) or 1.
+func runPython(t *testing.T, python, want string, ok bool, args ...string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(python, append([]string{pythonVerifier}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if ok && err != nil || !ok && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
+		t.Fatalf("python3 verify_draw.py %q: %v (want exit %d)\n%s%s", args, err, map[bool]int{true: 0, false: 1}[ok], out.String(), errOut.String())
+	}
+	if got := out.String(); got != want {
+		t.Fatalf("Python printed %q\nGo says      %q", got, want)
+	}
+}
+
+// TestPythonReadsTheLedgerAsGoDoes: with --addr, the Python verifier reads
+// GET /api/v1/queues/{q}/draw and says what waitroom verify-draw says
+// (draw.Fetch, Ledger.Check, Verdict, LateNote) of a record whose
+// commitment is listed, listed but made only at the opening, not listed,
+// and of a ledger with no record yet.
+func TestPythonReadsTheLedgerAsGoDoes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run examples/verify-draw (scripts/test.sh installs it): %v", err)
+	}
+	r, err := draw.ReadRecord("testdata/vector-with-beacon.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func(hash string, madeAt time.Time, state draw.State) draw.Committed {
+		return draw.Committed{Hash: hash, OpensAt: r.OpensAt, MadeAt: madeAt, State: state, Beacon: r.Beacon}
+	}
+	other := strings.Repeat("ab", 32)
+	for _, tt := range []struct {
+		name   string
+		ledger draw.Ledger
+	}{
+		{"listed", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(other, r.OpensAt.Add(-48*time.Hour), draw.Withdrawn), entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Drawn)}}},
+		{"made only at the opening", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(r.Commitment, r.OpensAt.Add(250*time.Millisecond), draw.Drawn)}}},
+		{"not listed", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{entry(other, r.OpensAt, draw.Drawn)}}},
+		{"not drawn yet", draw.Ledger{Queue: "sale", Commitments: []draw.Committed{entry(other, r.OpensAt.Add(-time.Hour), draw.Pending)}}},
+		{"nothing yet", draw.Ledger{Queue: "sale", Commitments: []draw.Committed{}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				json.NewEncoder(w).Encode(tt.ledger)
+			}))
+			defer srv.Close()
+			l, err := draw.Fetch(context.Background(), nil, srv.URL, "sale", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What waitroom verify-draw prints (cmd/waitroom/verifydraw.go).
+			want, ok := "", false
+			if rec, c, err := l.Check("sale"); err != nil {
+				want = err.Error() + "\n"
+			} else {
+				line, matches := draw.Verdict(rec)
+				want, ok = line+"\n", matches
+				if note := draw.LateNote(c); note != "" {
+					want += note + "\n"
+				}
+			}
+			runPython(t, python, want, ok, "--addr", srv.URL, "--queue", "sale")
+		})
+	}
+}
+
+// thousand is a drawn record of 1,000 participants, repeatably.
+func thousand(t *testing.T, beacon bool) draw.Record {
+	t.Helper()
+	src := mrand.NewChaCha8([32]byte{57})
+	var seed draw.Seed
+	src.Read(seed[:])
+	p := draw.NewParticipants([]byte("a thousand"))
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = p.Of("sale", fmt.Sprint("user-", i)).ID
+	}
+	var named, read *draw.Beacon
+	if beacon {
+		named = &draw.Beacon{URL: "http://127.0.0.1:1/drand", Round: 4242}
+		read = &draw.Beacon{URL: named.URL, Round: named.Round, Randomness: strings.Repeat("5a", 32)}
+	}
+	c := draw.NewCommittedWith(seed, "sale", time.Date(2026, 12, 24, 18, 0, 0, 0, time.UTC), named)
+	r, err := draw.Draw(c, ids, read, 70_001, time.Date(2026, 12, 24, 18, 0, 2, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func clone(t *testing.T, r draw.Record) draw.Record {
+	t.Helper()
+	b, _ := json.Marshal(r)
+	var c draw.Record
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func swap(s []string, i, j int) { s[i], s[j] = s[j], s[i] }
