@@ -44,8 +44,8 @@ Commands:
             place and prints its status)
   verify-draw  recompute a drawn opening from its published record:
             verify-draw --queue Q --addr URL [--commitment HEX], or --file
-            record.json; prints "matches" or the first entry that differs
-            (docs/draws.md; no secret needed)
+            record.json [--drand URL]; prints "matches" or the first entry
+            that differs (docs/draws.md; no secret needed)
   version   print the version and the source revision this binary was built from
   help      print this help
 

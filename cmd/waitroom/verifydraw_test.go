@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/draw"
+	"github.com/waitroom/waitroom/internal/draw/drandtest"
 )
 
 // vectorRecord is docs/draws.md's test vector without a beacon.
@@ -96,6 +97,49 @@ func TestVerifyDrawAddr(t *testing.T) {
 			}
 			if want := "/api/v1/queues/sale/draw?commitment=" + r.Commitment; asked != want {
 				t.Fatalf("asked %s, want %s", asked, want)
+			}
+		})
+	}
+}
+
+// TestVerifyDrawAsksTheChain: with --drand, a record whose beacon value is
+// not the round's is refused at beacon.randomness, though it is
+// consistent with itself; the round's own value matches.
+func TestVerifyDrawAsksTheChain(t *testing.T) {
+	ctx := context.Background()
+	chain := drandtest.New(t, time.Now().Add(-time.Hour), 3*time.Second)
+	named := draw.Beacon{URL: chain.URL, Round: 100}
+	real := draw.Beacon{URL: chain.URL, Round: 100, Randomness: chain.Randomness(100)}
+	forged := draw.Beacon{URL: chain.URL, Round: 100, Randomness: strings.Repeat("0f", 32)}
+	for _, tt := range []struct {
+		name   string
+		beacon draw.Beacon
+		want   string
+		ok     bool
+	}{
+		{"the round's value", real, "beacon: round 100's randomness is the chain's at " + chain.URL + "\n", true},
+		{"another value", forged, `beacon.randomness: the record says "` + forged.Randomness + `", recomputed "` + real.Randomness + `"` + "\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := draw.Draw(draw.NewCommitted("sale", time.Now(), &named), []string{"aa", "bb"}, &tt.beacon, 1, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "r.json")
+			b, _ := json.Marshal(r)
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			err = verifyDrawCmd(ctx, []string{"--file", file, "--drand", chain.URL}, &out, &errOut)
+			if (err == nil) != tt.ok {
+				t.Fatalf("err %v, want ok %v; printed %s", err, tt.ok, out.String())
+			}
+			if tt.ok {
+				tt.want = "matches: 2 participants, commitment " + r.Commitment + "\n" + tt.want
+			}
+			if out.String() != tt.want {
+				t.Fatalf("printed %q, want %q", out.String(), tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@
 
     python3 verify_draw.py record.json
     python3 verify_draw.py --addr URL --queue Q [--commitment HEX]
+    python3 verify_draw.py --drand https://api.drand.sh/CHAINHASH record.json
 
 Written apart from waitroom's Go code, from the encoding in docs/draws.md
 ("The draw's encoding, version 1"), so that nobody has to trust waitroom's
@@ -178,6 +179,37 @@ def fetch(addr, queue, commitment_hex):
             raise SystemExit("verify_draw: GET %s: %s %s" % (url, e.code, e.reason))
 
 
+def check_beacon(chain, r):
+    """Asks a drand chain (the record's beacon URL or a mirror of its chain)
+    for the record's round: the line to print after the verdict, or a
+    Mismatch of beacon.randomness. Checks the randomness is SHA-256 of the
+    round's signature, not the BLS signature itself."""
+    beacon = r.get("beacon")
+    if beacon is None:
+        return "beacon: the record names none"
+    chain = chain.rstrip("/")
+    url = "%s/public/%d" % (chain, beacon.get("round") or 0)
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout=45) as resp:
+            answer = json.load(resp)
+    except urllib.error.HTTPError as e:
+        if e.code in (404, 425):
+            raise SystemExit("verify_draw: beacon: round %d is not out yet at %s" % (beacon.get("round") or 0, chain))
+        raise SystemExit("verify_draw: GET %s: %s %s" % (url, e.code, e.reason))
+    try:
+        signature = bytes.fromhex(answer["signature"])
+    except (KeyError, TypeError, ValueError):
+        signature = b""
+    if answer.get("round") != beacon.get("round") or not signature:
+        raise SystemExit("verify_draw: %s answered round %r with signature %r" % (url, answer.get("round"), answer.get("signature")))
+    randomness = hashlib.sha256(signature).hexdigest()
+    if answer.get("randomness") and answer["randomness"].lower() != randomness:
+        raise SystemExit("verify_draw: %s: randomness %s is not SHA-256 of its signature (%s)" % (url, answer["randomness"], randomness))
+    if randomness != (beacon.get("randomness") or ""):
+        raise Mismatch("beacon.randomness", beacon.get("randomness") or "", randomness)
+    return "beacon: round %d's randomness is the chain's at %s" % (beacon["round"], chain)
+
+
 def check_ledger(ledger, queue):
     """The record and its ledger entry, or a line saying what is wrong."""
     r, listed = ledger.get("record"), ledger.get("commitments") or []
@@ -212,6 +244,8 @@ def main(argv):
     p.add_argument("--addr", help="the waitroom instance's URL (reads GET /api/v1/queues/{q}/draw)")
     p.add_argument("--queue", help="the queue, with --addr")
     p.add_argument("--commitment", help="with --addr, the commitment whose record to check")
+    p.add_argument("--drand", help="also ask this drand chain (the record's beacon URL, or a mirror of the same chain) "
+                                   "for the record's round and compare its randomness")
     a = p.parse_args(argv)
     if (a.file is None) == (a.addr is None) or (a.addr is not None and not a.queue):
         p.error("give a record file, or --addr with --queue")
@@ -225,16 +259,20 @@ def main(argv):
             print(wrong)
             return 1
         note = late_note(c)
+    beacon = None
     try:
         verify(r)
+        if a.drand:
+            beacon = check_beacon(a.drand, r)
     except Mismatch as m:
         print(m)
         if note:
             print(note)
         return 1
     print("matches: %d participants, commitment %s" % (len(r.get("participants") or []), r["commitment"]))
-    if note:
-        print(note)
+    for line in (beacon, note):
+        if line:
+            print(line)
     return 0
 
 

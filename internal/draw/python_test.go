@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/draw"
+	"github.com/waitroom/waitroom/internal/draw/drandtest"
 )
 
 // pythonVerifier is examples/verify-draw, the verifier written apart from
@@ -267,3 +268,72 @@ func clone(t *testing.T, r draw.Record) draw.Record {
 }
 
 func swap(s []string, i, j int) { s[i], s[j] = s[j], s[i] }
+
+// TestPythonChecksTheBeaconAsGoDoes: with --drand, both verifiers ask the
+// chain (here drandtest, a local server speaking drand's HTTP API) for
+// the record's round: a record drawn with the round's randomness matches;
+// one drawn, consistently, with another value is pointed at
+// beacon.randomness; one with no beacon says so.
+func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run examples/verify-draw (scripts/test.sh installs it): %v", err)
+	}
+	ctx := context.Background()
+	chain := drandtest.New(t, time.Now().Add(-time.Hour), 3*time.Second)
+	named, err := draw.NewDrand(chain.URL, nil).Name(ctx, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := draw.NewDrand(chain.URL, nil).Read(ctx, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := read
+	forged.Randomness = strings.Repeat("0f", 32)
+	ids := []string{"00", "11", "22", "33", "44"}
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name   string
+		beacon *draw.Beacon
+		entry  string
+	}{
+		{"the round's randomness", &read, ""},
+		{"another randomness", &forged, "beacon.randomness"},
+		{"no beacon", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c draw.Committed
+			if tt.beacon != nil {
+				c = draw.NewCommitted("sale", time.Now(), &named)
+			} else {
+				c = draw.NewCommitted("sale", time.Now(), nil)
+			}
+			r, err := draw.Draw(c, ids, tt.beacon, 1, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
+			b, _ := json.Marshal(r)
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// What waitroom verify-draw --drand prints (cmd/waitroom/verifydraw.go).
+			want, ok := draw.Verdict(r)
+			if !ok {
+				t.Fatalf("the record itself: %s", want)
+			}
+			line, err := draw.CheckBeacon(ctx, nil, chain.URL, r)
+			var m *draw.Mismatch
+			switch {
+			case tt.entry == "" && err == nil:
+				want += "\n" + line + "\n"
+			case tt.entry != "" && errors.As(err, &m) && m.Entry == tt.entry:
+				want, ok = m.Error()+"\n", false
+			default:
+				t.Fatalf("CheckBeacon: %q, %v; want %q named", line, err, tt.entry)
+			}
+			runPython(t, python, want, ok, "--drand", chain.URL, file)
+		})
+	}
+}
