@@ -16,10 +16,12 @@ import (
 )
 
 // drandTimeout bounds each call to a drand chain: /info once, then one
-// round. A relay asked for the next round holds the answer until the round
-// is out (a period: 3 or 30 s on the League of Entropy's chains), so the
-// bound is above the longest period in use.
-const drandTimeout = 45 * time.Second
+// round. Well below the 30 s an instance holds an opening's lease
+// (admission's openLease), so a chain that does not answer cannot make the
+// opening change hands; a round is asked for only once its time has come,
+// so a relay (which holds a request for the next round until it is out)
+// answers at once, or within the chain's lag.
+const drandTimeout = 10 * time.Second
 
 // maxDrandAnswer bounds what is read of an answer: a round is some 300
 // bytes, a chain's info some 500.
