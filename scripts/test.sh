@@ -201,7 +201,10 @@ command -v javac >/dev/null || missing+=(default-jdk-headless)
 /usr/bin/python3 -c 'import flask' 2>/dev/null || missing+=(python3-flask)
 # promtool checks the alert rules and runs their unit tests (deploy_test.go).
 command -v promtool >/dev/null || missing+=(prometheus)
-# python3 turns go test -json into the output and the slowest tests.
+# python3 turns go test -json into the output and the slowest tests, and
+# runs the Python draw verifier (examples/verify-draw, standard library
+# only), which internal/draw's tests hold equal to Go's: they fail, never
+# skip, without it.
 command -v python3 >/dev/null || missing+=(python3)
 # go test -race needs cgo, hence a C compiler and the libc headers.
 command -v gcc >/dev/null || missing+=(gcc)

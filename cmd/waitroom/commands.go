@@ -42,6 +42,10 @@ Commands:
             [--count N] [--enter] [--addr URL] prints each one's session
             cookie and its solved proof of work (or, with --enter, takes its
             place and prints its status)
+  verify-draw  recompute a drawn opening from its published record:
+            verify-draw --queue Q --addr URL [--commitment HEX], or --file
+            record.json [--drand URL]; prints "matches" or the first entry
+            that differs (docs/draws.md; no secret needed)
   version   print the version and the source revision this binary was built from
   help      print this help
 

@@ -8,6 +8,7 @@
 //	waitroom restock --queue Q      tell it what it has to sell again (--units N)
 //	waitroom report --queue Q       the sale's report, one HTML file (--since, --until, --out)
 //	waitroom solve --queue Q        anonymous visitors for a test: session cookie, solved challenge (--enter)
+//	waitroom verify-draw --queue Q  recompute a drawn opening from its published record (--addr, or --file)
 //	waitroom version | --version    the version and source revision
 //	waitroom help                   the commands
 //
@@ -67,6 +68,10 @@ func run(args []string) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return solveCmd(ctx, args, os.Getenv, os.Stdout, os.Stderr)
+	case "verify-draw":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return verifyDrawCmd(ctx, args, os.Stdout, os.Stderr)
 	case "version":
 		_, err := fmt.Println(versionText())
 		return err

@@ -5,7 +5,8 @@
 // recompute every place with no secret (Verify; examples/verify-draw in
 // Python does the same). Everything here is a pure function of its inputs,
 // in one frozen encoding (version 1, written down with test vectors in
-// docs/operations.md, "A draw anyone can check"): changing a byte of it
+// docs/draws.md; what each mode guarantees is docs/operations.md's "A draw
+// anyone can check"): changing a byte of it
 // changes every published record's meaning, so it never changes; a new
 // encoding would be version 2.
 //

@@ -1,7 +1,11 @@
 package draw
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 )
 
@@ -83,4 +87,40 @@ func compareList[T comparable](name string, got, want []T, show func(T) string) 
 		return &Mismatch{name + " length", fmt.Sprint(len(got)), fmt.Sprint(len(want))}
 	}
 	return nil
+}
+
+// Verdict is Verify's answer as one line, the one both verifiers (waitroom
+// verify-draw, examples/verify-draw) print: "matches: <n> participants,
+// commitment <hex>", or the first entry that differs (Mismatch); ok is
+// which.
+func Verdict(r Record) (line string, ok bool) {
+	if err := Verify(r); err != nil {
+		return err.Error(), false
+	}
+	return fmt.Sprintf("matches: %d participants, commitment %s", len(r.Participants), r.Commitment), true
+}
+
+// CheckBeacon asks a drand chain for the round r's beacon names and
+// compares its randomness with the record's: Verify takes the record's
+// value as given, and only the chain can say it is the round's. chain is
+// the record's beacon URL or any mirror of the same chain (drand's relays
+// all serve each chain under its hash). It answers the line both
+// verifiers print after the verdict, or a *Mismatch ("beacon.randomness").
+// Like Drand.Read it checks the randomness is SHA-256 of the round's
+// signature, not the signature itself.
+func CheckBeacon(ctx context.Context, client *http.Client, chain string, r Record) (string, error) {
+	if r.Beacon == nil {
+		return "beacon: the record names none", nil
+	}
+	b, err := NewDrand(chain, client).Read(ctx, Beacon{URL: strings.TrimRight(chain, "/"), Round: r.Beacon.Round})
+	if errors.Is(err, ErrNotYet) {
+		return "", fmt.Errorf("beacon: round %d is not out yet at %s", r.Beacon.Round, chain)
+	}
+	if err != nil {
+		return "", err
+	}
+	if b.Randomness != r.Beacon.Randomness {
+		return "", &Mismatch{"beacon.randomness", r.Beacon.Randomness, b.Randomness}
+	}
+	return fmt.Sprintf("beacon: round %d's randomness is the chain's at %s", r.Beacon.Round, b.URL), nil
 }

@@ -1,0 +1,129 @@
+package draw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// ReadRecord reads a record's JSON (as GET /api/v1/queues/{q}/draw
+// answers it under "record", or a file saved from it) from file.
+func ReadRecord(file string) (Record, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Record{}, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Record{}, fmt.Errorf("%s is not a draw's record: %w", file, err)
+	}
+	return r, nil
+}
+
+// Ledger is a queue's draws as GET /api/v1/queues/{q}/draw publishes them:
+// every commitment ever made, oldest first, and the record of the newest
+// drawn one (or of the one asked for).
+type Ledger struct {
+	Queue       string      `json:"queue"`
+	Commitments []Committed `json:"commitments"`
+	Record      *Record     `json:"record,omitempty"`
+}
+
+// fetchTimeout bounds reading a ledger: a record of 100,000 participants
+// is some 8 MB.
+const fetchTimeout = 2 * time.Minute
+
+// maxLedger bounds what is read of one: a record of a million participants.
+const maxLedger = 256 << 20
+
+// Fetch reads queue's ledger from the waitroom instance at addr (its base
+// URL): GET addr/api/v1/queues/{queue}/draw, with ?commitment= when
+// commitment is not "" (that commitment's record). A public route: no
+// secret is sent. client nil: http.DefaultClient; every call is bounded
+// by fetchTimeout.
+func Fetch(ctx context.Context, client *http.Client, addr, queue, commitment string) (Ledger, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	u := strings.TrimRight(addr, "/") + "/api/v1/queues/" + url.PathEscape(queue) + "/draw"
+	if commitment != "" {
+		u += "?commitment=" + url.QueryEscape(commitment)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return Ledger{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return Ledger{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLedger))
+	if err != nil {
+		return Ledger{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error.Code != "" {
+			return Ledger{}, fmt.Errorf("GET %s: %s (%s)", u, e.Error.Message, e.Error.Code)
+		}
+		return Ledger{}, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	var l Ledger
+	if err := json.Unmarshal(body, &l); err != nil {
+		return Ledger{}, fmt.Errorf("GET %s: not a queue's draws: %w", u, err)
+	}
+	return l, nil
+}
+
+// ErrNotDrawn: the ledger has no record to check yet.
+var ErrNotDrawn = errors.New("no draw is published yet")
+
+// Check finds the ledger's record and its commitment in the ledger: the
+// record must be queue's, and its commitment listed there (published
+// before the draw, or the seed could have been chosen afterwards): c is
+// that entry (see LateNote).
+func (l Ledger) Check(queue string) (r Record, c Committed, err error) {
+	if l.Record == nil {
+		if n := len(l.Commitments); n > 0 {
+			c := l.Commitments[n-1]
+			return Record{}, Committed{}, fmt.Errorf("queue %s: %w (its newest commitment, %s, is %s, opening %s)",
+				queue, ErrNotDrawn, c.Hash, c.State, c.OpensAt.UTC().Format(time.RFC3339))
+		}
+		return Record{}, Committed{}, fmt.Errorf("queue %s: %w (no commitment either)", queue, ErrNotDrawn)
+	}
+	r = *l.Record
+	if r.Queue != queue {
+		return r, Committed{}, fmt.Errorf("the record is queue %q's, not %q's", r.Queue, queue)
+	}
+	for _, c := range l.Commitments {
+		if c.Hash == r.Commitment {
+			return r, c, nil
+		}
+	}
+	return r, Committed{}, fmt.Errorf("ledger: the record's commitment %s is not among queue %s's %d commitments", r.Commitment, queue, len(l.Commitments))
+}
+
+// LateNote is what a check says of c when it was made only at its opening
+// or after it (madeAt > opensAt: the opening came before any commitment
+// was made, so nothing shows its seed was fixed before people joined), ""
+// otherwise. Both verifiers print it after the verdict.
+func LateNote(c Committed) string {
+	if !c.MadeAt.After(c.OpensAt) {
+		return ""
+	}
+	return fmt.Sprintf("committed only at the opening: commitment %s was made at %s, the opening was at %s",
+		c.Hash, c.MadeAt.UTC().Format(time.RFC3339Nano), c.OpensAt.UTC().Format(time.RFC3339Nano))
+}

@@ -1,0 +1,339 @@
+package draw_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/draw"
+	"github.com/waitroom/waitroom/internal/draw/drandtest"
+)
+
+// pythonVerifier is examples/verify-draw, the verifier written apart from
+// this package in Python's standard library.
+const pythonVerifier = "../../examples/verify-draw/verify_draw.py"
+
+// TestPythonAgrees: the Python verifier prints the very line draw.Verdict
+// makes (and exits 0 or 1 with it) on the test vectors, on a record of
+// 1,000 participants, and on that record changed in each kind of field
+// once. The vectors, the 1,000 and one change run as commands; the other
+// changes through the script's main in one interpreter (a python3 costs
+// 0.5-2 s to start on the loaded machine). A machine without python3
+// fails it: scripts/test.sh installs one.
+func TestPythonAgrees(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run examples/verify-draw (scripts/test.sh installs it): %v", err)
+	}
+	dir := t.TempDir()
+	base := thousand(t, true)
+	type run struct {
+		name, file, want string
+		ok, command      bool
+	}
+	var runs []run
+	for _, tt := range []struct {
+		name   string
+		change func(r *draw.Record)
+		file   string // a record kept as it is, instead of base changed
+		entry  string // what Go's Verify names ("": matches)
+	}{
+		{"vector without a beacon", nil, "testdata/vector-without-beacon.json", ""},
+		{"vector with a beacon", nil, "testdata/vector-with-beacon.json", ""},
+		{"1,000 participants", func(*draw.Record) {}, "", ""},
+		{"two places swapped", func(r *draw.Record) { swap(r.Order, 17, 18) }, "", "order[17]"},
+		{"version", func(r *draw.Record) { r.Version = 2 }, "", "version"},
+		{"a seed that is not one", func(r *draw.Record) { r.Seed = "zz" + r.Seed[2:] }, "", "seed"},
+		{"another seed", func(r *draw.Record) { r.Seed = strings.Repeat("0", 64) }, "", "commitment"},
+		{"the seed in capitals", func(r *draw.Record) { r.Seed = strings.ToUpper(r.Seed) }, "", ""},
+		{"opensAt, at another offset", func(r *draw.Record) {
+			r.OpensAt = r.OpensAt.Add(1500 * time.Millisecond).In(time.FixedZone("", 9*3600))
+		}, "", "opensAt"},
+		{"opensAtMs", func(r *draw.Record) { r.OpensAtMs++ }, "", "opensAt"},
+		{"opensAt and opensAtMs alike", func(r *draw.Record) { r.OpensAtMs++; r.OpensAt = time.UnixMilli(r.OpensAtMs) }, "", "commitment"},
+		{"the queue", func(r *draw.Record) { r.Queue = "sale2" }, "", "commitment"},
+		{"the commitment", func(r *draw.Record) { r.Commitment = strings.Repeat("ab", 32) }, "", "commitment"},
+		{"the beacon's round", func(r *draw.Record) { r.Beacon.Round++ }, "", "commitment"},
+		{"the beacon's randomness", func(r *draw.Record) { r.Beacon.Randomness = strings.Repeat("cd", 32) }, "", "finalSeed"},
+		{"no beacon", func(r *draw.Record) { r.Beacon = nil }, "", "commitment"},
+		{"two participants swapped", func(r *draw.Record) { swap(r.Participants, 500, 501) }, "", "participants[501]"},
+		{"a participant twice", func(r *draw.Record) { r.Participants[11] = r.Participants[10] }, "", "participants[11]"},
+		{"a participant not in ASCII", func(r *draw.Record) { r.Participants[999] = "é\n\x01" }, "", "participantsHash"},
+		{"a participant out of place, not in ASCII", func(r *draw.Record) { r.Participants[3] = "ü\t\"x\"" }, "", "participants[4]"},
+		{"a participant left out", func(r *draw.Record) { r.Participants = slices.Delete(r.Participants, 7, 8) }, "", "participantsHash"},
+		{"the participants' hash", func(r *draw.Record) { r.ParticipantsHash = strings.Repeat("ef", 32) }, "", "participantsHash"},
+		{"the final seed", func(r *draw.Record) { r.FinalSeed = strings.Repeat("01", 32) }, "", "finalSeed"},
+		{"the order cut short", func(r *draw.Record) { r.Order = r.Order[:999] }, "", "order length"},
+		{"a place added", func(r *draw.Record) { r.Order = append(r.Order, r.Order[0]) }, "", "order length"},
+		{"a ticket", func(r *draw.Record) { r.Tickets[640]++ }, "", "tickets[640]"},
+		{"the first ticket", func(r *draw.Record) { r.FirstTicket-- }, "", "tickets[0]"},
+		{"the tickets cut short", func(r *draw.Record) { r.Tickets = r.Tickets[:10] }, "", "tickets length"},
+	} {
+		file := tt.file
+		if file == "" {
+			r := clone(t, base)
+			tt.change(&r)
+			file = filepath.Join(dir, fmt.Sprintf("%02d.json", len(runs)))
+			b, _ := json.Marshal(r)
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := draw.ReadRecord(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m *draw.Mismatch
+		if err := draw.Verify(r); tt.entry == "" && err != nil || tt.entry != "" && (!errors.As(err, &m) || m.Entry != tt.entry) {
+			t.Fatalf("%s: Go's Verify: %v, want %q named", tt.name, err, tt.entry)
+		}
+		want, ok := draw.Verdict(r)
+		runs = append(runs, run{tt.name, file, want + "\n", ok, len(runs) < 4})
+	}
+	var batch []string
+	for _, r := range runs {
+		if !r.command {
+			batch = append(batch, r.file)
+		}
+	}
+	said := pythonMain(t, python, batch)
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			if r.command {
+				t.Parallel() // each waits on a python3 of its own
+				runPython(t, python, r.want, r.ok, r.file)
+				return
+			}
+			if got := said[r.file]; got.out != r.want || (got.rc == 0) != r.ok {
+				t.Fatalf("Python's main printed %q, returned %d\nGo says             %q (ok %v)", got.out, got.rc, r.want, r.ok)
+			}
+		})
+	}
+}
+
+type pythonSaid struct {
+	rc  int
+	out string
+}
+
+// pythonMain calls verify_draw.main([file]) on each file in one python3,
+// and answers what each printed and returned.
+func pythonMain(t *testing.T, python string, files []string) map[string]pythonSaid {
+	t.Helper()
+	const driver = `import contextlib, io, json, os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import verify_draw
+for f in sys.argv[2:]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = verify_draw.main([f])
+    print(json.dumps({"file": f, "rc": rc, "out": out.getvalue()}))
+`
+	out, err := exec.Command(python, append([]string{"-c", driver, pythonVerifier}, files...)...).Output()
+	if err != nil {
+		t.Fatalf("python3 verify_draw.main: %v\n%s", err, out)
+	}
+	said := map[string]pythonSaid{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var s struct {
+			File, Out string
+			RC        int
+		}
+		if err := dec.Decode(&s); err != nil {
+			t.Fatalf("python3 verify_draw.main printed %q: %v", out, err)
+		}
+		said[s.File] = pythonSaid{s.RC, s.Out}
+	}
+	return said
+}
+
+// runPython runs the Python verifier with args and wants it to print want
+// and exit 0 (ok) or 1.
+func runPython(t *testing.T, python, want string, ok bool, args ...string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(python, append([]string{pythonVerifier}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if ok && err != nil || !ok && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
+		t.Fatalf("python3 verify_draw.py %q: %v (want exit %d)\n%s%s", args, err, map[bool]int{true: 0, false: 1}[ok], out.String(), errOut.String())
+	}
+	if got := out.String(); got != want {
+		t.Fatalf("Python printed %q\nGo says      %q", got, want)
+	}
+}
+
+// TestPythonReadsTheLedgerAsGoDoes: with --addr, the Python verifier reads
+// GET /api/v1/queues/{q}/draw and says what waitroom verify-draw says
+// (draw.Fetch, Ledger.Check, Verdict, LateNote) of a record whose
+// commitment is listed, listed but made only at the opening, not listed,
+// and of a ledger with no record yet.
+func TestPythonReadsTheLedgerAsGoDoes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run examples/verify-draw (scripts/test.sh installs it): %v", err)
+	}
+	r, err := draw.ReadRecord("testdata/vector-with-beacon.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func(hash string, madeAt time.Time, state draw.State) draw.Committed {
+		return draw.Committed{Hash: hash, OpensAt: r.OpensAt, MadeAt: madeAt, State: state, Beacon: r.Beacon}
+	}
+	other := strings.Repeat("ab", 32)
+	for _, tt := range []struct {
+		name   string
+		ledger draw.Ledger
+	}{
+		{"listed", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(other, r.OpensAt.Add(-48*time.Hour), draw.Withdrawn), entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Drawn)}}},
+		{"made only at the opening", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(r.Commitment, r.OpensAt.Add(250*time.Millisecond), draw.Drawn)}}},
+		{"not listed", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{entry(other, r.OpensAt, draw.Drawn)}}},
+		{"not drawn yet", draw.Ledger{Queue: "sale", Commitments: []draw.Committed{entry(other, r.OpensAt.Add(-time.Hour), draw.Pending)}}},
+		{"nothing yet", draw.Ledger{Queue: "sale", Commitments: []draw.Committed{}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each waits on a python3 of its own
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				json.NewEncoder(w).Encode(tt.ledger)
+			}))
+			defer srv.Close()
+			l, err := draw.Fetch(context.Background(), nil, srv.URL, "sale", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What waitroom verify-draw prints (cmd/waitroom/verifydraw.go).
+			want, ok := "", false
+			if rec, c, err := l.Check("sale"); err != nil {
+				want = err.Error() + "\n"
+			} else {
+				line, matches := draw.Verdict(rec)
+				want, ok = line+"\n", matches
+				if note := draw.LateNote(c); note != "" {
+					want += note + "\n"
+				}
+			}
+			runPython(t, python, want, ok, "--addr", srv.URL, "--queue", "sale")
+		})
+	}
+}
+
+// thousand is a drawn record of 1,000 participants, repeatably.
+func thousand(t *testing.T, beacon bool) draw.Record {
+	t.Helper()
+	src := mrand.NewChaCha8([32]byte{57})
+	var seed draw.Seed
+	src.Read(seed[:])
+	p := draw.NewParticipants([]byte("a thousand"))
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = p.Of("sale", fmt.Sprint("user-", i)).ID
+	}
+	var named, read *draw.Beacon
+	if beacon {
+		named = &draw.Beacon{URL: "http://127.0.0.1:1/drand", Round: 4242}
+		read = &draw.Beacon{URL: named.URL, Round: named.Round, Randomness: strings.Repeat("5a", 32)}
+	}
+	c := draw.NewCommittedWith(seed, "sale", time.Date(2026, 12, 24, 18, 0, 0, 0, time.UTC), named)
+	r, err := draw.Draw(c, ids, read, 70_001, time.Date(2026, 12, 24, 18, 0, 2, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func clone(t *testing.T, r draw.Record) draw.Record {
+	t.Helper()
+	b, _ := json.Marshal(r)
+	var c draw.Record
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func swap(s []string, i, j int) { s[i], s[j] = s[j], s[i] }
+
+// TestPythonChecksTheBeaconAsGoDoes: with --drand, both verifiers ask the
+// chain (here drandtest, a local server speaking drand's HTTP API) for
+// the record's round: a record drawn with the round's randomness matches;
+// one drawn, consistently, with another value is pointed at
+// beacon.randomness; one with no beacon says so.
+func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run examples/verify-draw (scripts/test.sh installs it): %v", err)
+	}
+	ctx := context.Background()
+	chain := drandtest.New(t, time.Now().Add(-time.Hour), 3*time.Second)
+	named, err := draw.NewDrand(chain.URL, nil).Name(ctx, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := draw.NewDrand(chain.URL, nil).Read(ctx, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := read
+	forged.Randomness = strings.Repeat("0f", 32)
+	ids := []string{"00", "11", "22", "33", "44"}
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name   string
+		beacon *draw.Beacon
+		entry  string
+	}{
+		{"the round's randomness", &read, ""},
+		{"another randomness", &forged, "beacon.randomness"},
+		{"no beacon", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c draw.Committed
+			if tt.beacon != nil {
+				c = draw.NewCommitted("sale", time.Now(), &named)
+			} else {
+				c = draw.NewCommitted("sale", time.Now(), nil)
+			}
+			r, err := draw.Draw(c, ids, tt.beacon, 1, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
+			b, _ := json.Marshal(r)
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// What waitroom verify-draw --drand prints (cmd/waitroom/verifydraw.go).
+			want, ok := draw.Verdict(r)
+			if !ok {
+				t.Fatalf("the record itself: %s", want)
+			}
+			line, err := draw.CheckBeacon(ctx, nil, chain.URL, r)
+			var m *draw.Mismatch
+			switch {
+			case tt.entry == "" && err == nil:
+				want += "\n" + line + "\n"
+			case tt.entry != "" && errors.As(err, &m) && m.Entry == tt.entry:
+				want, ok = m.Error()+"\n", false
+			default:
+				t.Fatalf("CheckBeacon: %q, %v; want %q named", line, err, tt.entry)
+			}
+			runPython(t, python, want, ok, "--drand", chain.URL, file)
+		})
+	}
+}
