@@ -422,10 +422,20 @@ func testTakeoverSameOrder(t *testing.T, s queue.Store, clock Clock) {
 	}
 	gone := byID[rec.Order[chunk+3]]
 	mustLeave(t, s, q, gone)
+	// An operator moves the opening meanwhile: the one being placed is
+	// the one closed, its commitment and its draw still the ones.
+	moved := c
+	moved.OpensAt = c.OpensAt.Add(time.Hour)
+	if err := s.PutConfig(ctx, q, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := admission.Commit(ctx, s, q, moved.OpensAt, testDrawer); err != nil || ok {
+		t.Fatalf("a commitment to the moved opening while the first is placed: %v, %v; want none", ok, err)
+	}
 
 	clock.Step(t, q, 2*time.Minute) // A's lease lapses
 	o, placed, err := admission.OpenLine(ctx, s, q, "B", testDrawer)
-	if err != nil || !o.Due || o.Next != rec.FirstTicket+chunk || placed != len(users)-chunk-1 {
+	if err != nil || !o.Due || !o.OpensAt.Equal(c.OpensAt) || o.Next != rec.FirstTicket+chunk || placed != len(users)-chunk-1 {
 		t.Fatalf("OpenLine by B: %+v, placed %d, %v; want it to go on from ticket %d and place %d", o, placed, err, rec.FirstTicket+chunk, len(users)-chunk-1)
 	}
 	var want, got []string

@@ -8,7 +8,8 @@
 --
 -- KEYS the queue's (the generated text's second line names them): cfg's
 --      opens_at, epoch, open_state ('placing', 'open'; none: pending while
---      opens_at is set), open_first, open_next, open_end, open_owner,
+--      opens_at is set), open_at (the instant of the opening closed),
+--      open_first, open_next, open_end, open_owner,
 --      open_lease; pre, user → arrival (ms)
 -- ARGV[1] owner (one instance's)
 -- ARGV[2] lease (ms)
@@ -43,8 +44,14 @@ if not adm.open_state then
   end
   local last = redis.call('INCRBY', K.seq, p)
   first, next = last - p + 1, last - p + 1
-  redis.call('HSET', K.cfg, 'open_state', 'placing', 'open_first', first, 'open_next', next, 'open_end', last)
-elseif adm.open_owner ~= owner and now < (tonumber(adm.open_lease) or 0) then
+  redis.call('HSET', K.cfg, 'open_state', 'placing', 'open_at', opensAt, 'open_first', first, 'open_next', next, 'open_end', last)
+else
+  -- The opening being placed is the one closed (open_at), whatever opens_at
+  -- says since: an operator may move it meanwhile, and a takeover must
+  -- still draw this one's order. An older version kept no open_at.
+  opensAt = tonumber(adm.open_at) or opensAt
+end
+if adm.open_state and adm.open_owner ~= owner and now < (tonumber(adm.open_lease) or 0) then
   return {PLACED_ELSEWHERE}
 end
 redis.call('HSET', K.cfg, 'open_owner', owner, 'open_lease', now + leaseMs)

@@ -63,5 +63,5 @@ for ticket = next, last do
   redis.call('ZADD', K.left, ticket, ticket)
 end
 redis.call('HSET', K.cfg, 'open_state', 'open', 'moved', now)
-redis.call('HDEL', K.cfg, 'open_owner', 'open_lease', 'open_first', 'open_next', 'open_end')
+redis.call('HDEL', K.cfg, 'open_owner', 'open_lease', 'open_at', 'open_first', 'open_next', 'open_end')
 return OPENED
