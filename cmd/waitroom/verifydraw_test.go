@@ -121,7 +121,7 @@ func TestVerifyDrawAsksTheChain(t *testing.T) {
 		{"another value", forged, `beacon.randomness: the record says "` + forged.Randomness + `", recomputed "` + real.Randomness + `"` + "\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := draw.Draw(draw.NewCommitted("sale", time.Now(), &named), []string{"aa", "bb"}, &tt.beacon, 1, time.Now())
+			r, err := draw.Draw(draw.NewCommitted("sale", time.Now(), &named), []string{strings.Repeat("aa", 16), strings.Repeat("bb", 16)}, &tt.beacon, 1, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -148,8 +148,11 @@ def verify(r):
     if c != r.get("commitment"):
         raise Mismatch("commitment", r.get("commitment") or "", c)
     ids = r.get("participants") or []
-    for i in range(1, len(ids)):
-        if ids[i - 1].encode() >= ids[i].encode():
+    for i in range(len(ids)):
+        # An id is 32 lowercase hex digits: one holding a newline would hash as two.
+        if len(ids[i]) != 32 or any(ch not in "0123456789abcdef" for ch in ids[i]):
+            raise Mismatch("participants[%d]" % i, ids[i], "32 lowercase hex digits")
+        if i > 0 and ids[i - 1].encode() >= ids[i].encode():
             raise Mismatch("participants[%d]" % i, ids[i], "an id above " + ids[i - 1] + " (ascending, each once)")
     h = participants_hash(ids)
     if h != r.get("participantsHash"):

@@ -66,13 +66,18 @@ func (i drandInfo) timeOf(round uint64) time.Time {
 	return time.Unix(i.Genesis, 0).Add(time.Duration(round-1) * time.Duration(i.Period) * time.Second)
 }
 
-// Name is the first round whose time is at or after opensAt.
+// Name is the first round whose time is a full period or more after
+// opensAt.
 func (d *drand) Name(ctx context.Context, opensAt time.Time) (Beacon, error) {
 	info, err := d.info(ctx, d.url)
 	if err != nil {
 		return Beacon{}, err
 	}
-	return Beacon{URL: d.url, Round: firstRoundAtOrAfter(info, opensAt)}, nil
+	// A full period after the opening, not the first round at it: the
+	// list closes at opensAt by the store's clock, and a round already
+	// out by then (a store a little late to close it) would let whoever
+	// closes it know the randomness before the list is fixed.
+	return Beacon{URL: d.url, Round: firstRoundAtOrAfter(info, opensAt.Add(time.Duration(info.Period)*time.Second))}, nil
 }
 
 func firstRoundAtOrAfter(info drandInfo, at time.Time) uint64 {

@@ -70,8 +70,9 @@ func TestPythonAgrees(t *testing.T) {
 		{"no beacon", func(r *draw.Record) { r.Beacon = nil }, "", "commitment"},
 		{"two participants swapped", func(r *draw.Record) { swap(r.Participants, 500, 501) }, "", "participants[501]"},
 		{"a participant twice", func(r *draw.Record) { r.Participants[11] = r.Participants[10] }, "", "participants[11]"},
-		{"a participant not in ASCII", func(r *draw.Record) { r.Participants[999] = "é\n\x01" }, "", "participantsHash"},
-		{"a participant out of place, not in ASCII", func(r *draw.Record) { r.Participants[3] = "ü\t\"x\"" }, "", "participants[4]"},
+		{"a participant not in ASCII", func(r *draw.Record) { r.Participants[999] = "é\n\x01" }, "", "participants[999]"},
+		{"a participant out of place, not in ASCII", func(r *draw.Record) { r.Participants[3] = "ü\t\"x\"" }, "", "participants[3]"},
+		{"a participant in capitals", func(r *draw.Record) { r.Participants[5] = strings.ToUpper(r.Participants[5]) }, "", "participants[5]"},
 		{"a participant left out", func(r *draw.Record) { r.Participants = slices.Delete(r.Participants, 7, 8) }, "", "participantsHash"},
 		{"the participants' hash", func(r *draw.Record) { r.ParticipantsHash = strings.Repeat("ef", 32) }, "", "participantsHash"},
 		{"the final seed", func(r *draw.Record) { r.FinalSeed = strings.Repeat("01", 32) }, "", "finalSeed"},
@@ -291,7 +292,7 @@ func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
 	}
 	forged := read
 	forged.Randomness = strings.Repeat("0f", 32)
-	ids := []string{"00", "11", "22", "33", "44"}
+	ids := []string{strings.Repeat("00", 16), strings.Repeat("11", 16), strings.Repeat("22", 16), strings.Repeat("33", 16), strings.Repeat("44", 16)}
 	dir := t.TempDir()
 	for _, tt := range []struct {
 		name   string

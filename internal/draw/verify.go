@@ -48,6 +48,11 @@ func Verify(r Record) error {
 		return &Mismatch{"commitment", r.Commitment, c}
 	}
 	for i, id := range r.Participants {
+		// An id is ParticipantID's: without the check, an "id" holding a
+		// newline would hash as two (ParticipantsHash joins them by lines).
+		if !isParticipantID(id) {
+			return &Mismatch{fmt.Sprintf("participants[%d]", i), id, "32 lowercase hex digits"}
+		}
 		if i > 0 && r.Participants[i-1] >= id {
 			return &Mismatch{fmt.Sprintf("participants[%d]", i), id, "an id above " + r.Participants[i-1] + " (ascending, each once)"}
 		}
@@ -123,4 +128,18 @@ func CheckBeacon(ctx context.Context, client *http.Client, chain string, r Recor
 		return "", &Mismatch{"beacon.randomness", r.Beacon.Randomness, b.Randomness}
 	}
 	return fmt.Sprintf("beacon: round %d's randomness is the chain's at %s", r.Beacon.Round, b.URL), nil
+}
+
+// isParticipantID says whether id is as ParticipantID writes one: 32
+// lowercase hex digits.
+func isParticipantID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
