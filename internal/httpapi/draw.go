@@ -138,16 +138,19 @@ func (c *drawCache) list(ctx context.Context, q string) ([]draw.Committed, error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.readAt.IsZero() || time.Since(e.readAt) >= drawLedgerAge {
-		e.readAt = time.Now()
 		all, err := c.ledger.Draws(ctx, q)
-		e.err = err
 		switch {
-		case err != nil && !e.failed && ctx.Err() == nil:
+		case err != nil && ctx.Err() != nil:
+			// This caller left: its failure is no news of the store, and
+			// the next caller reads afresh.
+			return nil, err
+		case err != nil && !e.failed:
 			e.failed = true
 			c.logger.Warn("reading the queue's draws failed; the last read is published meanwhile", "queue", q, "err", err)
 		case err == nil:
 			e.failed, e.read, e.list = false, true, withoutSeeds(all)
 		}
+		e.readAt, e.err = time.Now(), err
 	}
 	if !e.read {
 		return nil, e.err
