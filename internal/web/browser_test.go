@@ -422,13 +422,21 @@ func TestBrowser(t *testing.T) {
 	t.Run("once the record is out, where the visitor's id stands in it", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
-		// Far enough ahead for both pages to join on a loaded machine.
-		in.PutQueue("b-stands", map[string]any{"opensAt": time.Now().Add(15 * time.Second).UTC().Format(time.RFC3339Nano)})
+		// Far enough ahead for both pages to join on a loaded machine; not
+		// paused, so the line after the opening lets them in: the place in
+		// the order stays shown through READY.
+		opensAt := time.Now().Add(20 * time.Second)
+		in.PutQueue("b-stands", map[string]any{"opensAt": opensAt.UTC().Format(time.RFC3339Nano)})
 		en, ko := apptest.NewVisitor(t, browser, in, "en"), apptest.NewVisitor(t, browser, in, "ko")
 		en.Open("/q/b-stands")
 		ko.Open("/q/b-stands")
+		for _, v := range []*apptest.Visitor{en, ko} {
+			v.WaitUntil("the id in the draw kept", `window.__drawKept() !== null`, apptest.JoinWithin)
+		}
+		if time.Now().After(opensAt) {
+			t.Fatal("the pages joined after the opening: give them more time")
+		}
 		for v, want := range map[*apptest.Visitor]string{en: "Your id stands at place ", ko: "공개된 순서에서 내 ID는 2명 중 "} {
-			v.WaitState("opening", apptest.JoinWithin)
 			v.WaitUntil("the place in the published order", `!document.getElementById('draw-standing').hidden`, time.Minute)
 			if got := v.Text("#draw-standing"); !strings.Contains(got, want) {
 				t.Errorf("the page says %q, want %q in it", got, want)
