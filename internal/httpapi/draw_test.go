@@ -325,7 +325,9 @@ func TestThePreQueueAnswerCarriesTheParticipant(t *testing.T) {
 func TestTheScheduleListsTheCommitments(t *testing.T) {
 	f := newDrawFixture(t)
 	a := f.get(t, "/admin/v1/queues/sale/schedule", "Authorization", "Bearer "+drawAdminToken)
-	var got struct{ Commitments []struct{ Commitment, State string } }
+	var got struct {
+		Commitments []struct{ Commitment, State string }
+	}
 	if err := json.Unmarshal([]byte(a.raw), &got); err != nil || a.status != 200 || len(got.Commitments) != 3 ||
 		got.Commitments[0].Commitment != f.withdrawn.Hash || got.Commitments[2].State != "pending" {
 		t.Fatalf("%d %v %s", a.status, err, a.raw)
