@@ -165,6 +165,13 @@ type Config struct {
 	// rollup: the sale's report) are kept.
 	RollupRetention time.Duration
 
+	// DrawBeacon is a drand chain's HTTP base URL (URL/info,
+	// URL/public/{round}): each new commitment to an opening names that
+	// beacon's first round at or after it, and the order depends on its
+	// randomness (docs/operations.md, "A draw anyone can check"); empty,
+	// the default: no beacon.
+	DrawBeacon string
+
 	// HumanCheckSecretFile and HumanCheckSiteKey are the human-check
 	// provider's keys (entry policy turnstile; none: such a queue answers
 	// 503 here), HumanCheckVerifyURL its siteverify and HumanCheckScriptURL
@@ -215,6 +222,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&listFlag{vals: &c.Bypass}, "bypass", "let staff and monitors past the line: 'cidr 10.0.0.0/8' (the client's address as --trusted-proxies tells it) or 'header X-Staff-Key=VALUE' (at least 16 bytes, compared in constant time; VALUE may be @/path, a file whose trailing newline is dropped), optionally followed by ' queue=NAME' (repeatable; ';' separates several in one value). A bypassed request reaches a protected route without a token (proxy) or is READY at once (the API), takes no share of the admission rate or of maxActiveTokens, and is counted in waitroom_bypassed_total{rule}; the gateway strips the header before the upstream sees it")
 	fs.Var(&listFlag{vals: &c.Webhooks, separators: ",;"}, "webhook", "a URL that receives every queue's events as signed POSTs of JSON (a queue opened, closed, paused, resumed, sold out, restocked, its rate changed, a phase of its sale began, a store breaker opened or closed: docs/operations.md#webhooks); repeatable, ',' or ';' separates several in one value (a comma inside a URL: %2C); a queue's own receivers are its webhooks in --queues")
 	fs.StringVar(&c.WebhookSecretFile, "webhook-secret-file", "", "a file holding the secret that signs every webhook (Waitroom-Signature: HMAC-SHA256 over the timestamp and the body), at least 16 bytes, its trailing newline dropped; required with --webhook or a queue's webhooks; give every instance the same")
+	fs.StringVar(&c.DrawBeacon, "draw-beacon", "", "a drand chain's HTTP base URL (URL/info, URL/public/{round}): each new commitment to an opening's draw names the chain's first round at or after the opening, and the opening waits for that round, whose randomness the order then depends on, so that not even the shop can aim a place (docs/operations.md, A draw anyone can check); empty: no beacon")
 	fs.DurationVar(&c.RollupRetention, "rollup-retention", rollup.DefaultKeep, "how long each queue's per-minute rows are kept in the store (the sale's report: waitroom report, GET /admin/v1/queues/{queue}/rollups); about 1.5 MB a busy queue a day on Redis, nothing for one whose numbers stand still (docs/operations.md)")
 	fs.DurationVar(&c.WebhookRetryFor, "webhook-retry-for", webhook.DefaultRetryFor, "how long an event is retried, with exponential backoff and jitter, while its receiver fails (no answer within 10 s, or not a 2xx); then it is dropped and counted (waitroom_webhook_deliveries_total{result=\"expired\"})")
 	fs.StringVar(&c.BotScoreHeader, "bot-score-header", "", "the header in which a --trusted-proxies proxy (the edge: Cloudflare's Cf-Bot-Score, Akamai, DataDome, Fastly) sends its bot score of the client, 1 (surely a bot) to 99 (surely human); a place taken with a score below --bot-score-below is a suspect's, handled by the queue's suspects setting; a client's own copy, or a request from anyone else, is never believed, and a trusted request without it is unknown, not human; empty: no score is read")
@@ -581,6 +589,11 @@ func (c Config) validateWebhooks(bad badSetting) {
 	}
 	if c.RollupRetention < time.Minute || c.RollupRetention > 366*24*time.Hour {
 		bad("rollup-retention", "must be 1m..8784h (a year), got %v", c.RollupRetention)
+	}
+	if c.DrawBeacon != "" {
+		if u, err := url.Parse(c.DrawBeacon); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("draw-beacon", "must be an http:// or https:// URL (a drand chain's base), got %q", c.DrawBeacon)
+		}
 	}
 }
 

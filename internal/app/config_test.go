@@ -353,3 +353,28 @@ func TestWebhookSettings(t *testing.T) {
 		}
 	})
 }
+
+// --draw-beacon is a drand chain's HTTP base, or nothing.
+func TestDrawBeaconSetting(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // "" for none
+	}{
+		{"none", nil, ""},
+		{"a chain's base", []string{"--draw-beacon", "https://api.drand.sh/52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971"}, ""},
+		{"no scheme", []string{"--draw-beacon", "api.drand.sh"}, "--draw-beacon: must be an http:// or https:// URL"},
+		{"another scheme", []string{"--draw-beacon", "ftp://drand.example"}, "--draw-beacon: must be an http:// or https:// URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := app.Parse(tc.args, noEnv, io.Discard)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}

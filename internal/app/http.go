@@ -76,6 +76,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		return s, fmt.Errorf("--bypass: %w", err)
 	}
 	m.sale.telemetry.BypassRules(s.bypass.Labels())
+	drawnBy := participants(c)
 	m.API = httpapi.New(httpapi.Options{
 		Queue: m.Queue, Operate: m.line.operate, Orders: m.Orders, History: s.history, Identity: id, Gate: gate, Bypass: s.bypass, Degraded: m.line.degraded,
 		// The key every instance shares already (sessions, challenges,
@@ -85,7 +86,10 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		Tickets:    front.NewTickets([]byte(c.AuthSecret)),
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
 		NewQueueConfig: m.settings.newQueues, QueueConfigChanged: m.noteDrift,
-		Page:    site,
+		Page: site,
+		// The draws the admitter commits to and makes, as the store
+		// keeps them, and the ids it draws people by.
+		Draws: m.line.store, Participants: &drawnBy,
 		OpenAPI: waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)

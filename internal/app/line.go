@@ -4,14 +4,19 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/breaker"
 	"github.com/waitroom/waitroom/internal/degraded"
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/journal"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
@@ -73,6 +78,7 @@ func (m *Main) openLine(ctx context.Context) (l *line, err error) {
 	m.Queue = queue.NewService(l.store, c.StatusSnapshotAge, l.signals)
 	l.operate = operate.New(l.store, l.signals)
 	l.admitter = admission.NewAdmitter(l.loopStore, m.Logger, l.signals, m.ensureDefaultQueue)
+	l.admitter.Drawer = drawer(c)
 	m.watchHealth(l)
 	switch _, err := l.operate.EnsureQueue(ctx, queue.DefaultQueue, m.settings.newQueues); {
 	case errors.Is(err, queue.ErrUnavailable):
@@ -122,6 +128,31 @@ func (m *Main) guardStore(l *line) {
 	l.store = breaker.Guard(l.store, l.breaker, mode == degraded.Admit)
 	l.loopStore = breaker.Guard(l.loopStore, l.breaker, mode == degraded.Admit)
 	l.degraded = degraded.New(mode, l.breaker, []byte(m.Config.AuthSecret), m.settings.newQueues.TokenTTL, nil)
+}
+
+// drawer is what the openings are drawn with: the participants' key,
+// derived from --auth-secret under its own label (every instance shows a
+// person the same id, and the secret itself signs nothing here), and the
+// --draw-beacon, if any.
+func drawer(c Config) admission.Drawer {
+	d := admission.Drawer{Participants: participants(c)}
+	if c.DrawBeacon != "" {
+		d.Beacon = draw.NewDrand(c.DrawBeacon, &http.Client{Timeout: beaconTimeout})
+	}
+	return d
+}
+
+// beaconTimeout bounds one request to the beacon: the admitter asks again
+// at its next pass, and an opening waits for its round anyway.
+const beaconTimeout = 5 * time.Second
+
+// participants gives each person their id in the draws, the same on
+// every instance: its key is HMAC-SHA256(--auth-secret, its own label),
+// so the salts a person is shown say nothing of the secret.
+func participants(c Config) draw.Participants {
+	h := hmac.New(sha256.New, []byte(c.AuthSecret))
+	h.Write([]byte("waitroom draw participants"))
+	return draw.NewParticipants(h.Sum(nil))
 }
 
 // LineDir is the directory in --data-dir that keeps the embedded line.

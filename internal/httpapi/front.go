@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,24 +19,32 @@ import (
 // frontJSON is the front document as the page reads it (openapi.yaml's
 // Front): the same bytes for every caller, naming no one.
 type frontJSON struct {
-	Queue              string        `json:"queue"`
-	Epoch              int64         `json:"epoch"`
-	Head               int64         `json:"head"`
-	Last               int64         `json:"last"`
-	QueueLength        int64         `json:"queueLength"`
-	Left               frontLeftJSON `json:"left"`
-	Cleared            []int64       `json:"cleared"`
-	Pace               frontPaceJSON `json:"pace"`
-	Drawn              bool          `json:"drawn"`
-	OpensAt            *time.Time    `json:"opensAt"`
-	Placing            bool          `json:"placing"`
-	SoldOut            bool          `json:"soldOut"`
-	UnitsLeft          *int64        `json:"unitsLeft"`
-	SoldOutPollSeconds int64         `json:"soldOutPollSeconds"`
-	Message            any           `json:"message"`
-	AskWithin          int64         `json:"askWithin"`
-	Presence           *presenceJSON `json:"presence"`
-	MaxAgeSeconds      int64         `json:"maxAgeSeconds"`
+	Queue              string         `json:"queue"`
+	Epoch              int64          `json:"epoch"`
+	Head               int64          `json:"head"`
+	Last               int64          `json:"last"`
+	QueueLength        int64          `json:"queueLength"`
+	Left               frontLeftJSON  `json:"left"`
+	Cleared            []int64        `json:"cleared"`
+	Pace               frontPaceJSON  `json:"pace"`
+	Drawn              bool           `json:"drawn"`
+	OpensAt            *time.Time     `json:"opensAt"`
+	Placing            bool           `json:"placing"`
+	SoldOut            bool           `json:"soldOut"`
+	UnitsLeft          *int64         `json:"unitsLeft"`
+	SoldOutPollSeconds int64          `json:"soldOutPollSeconds"`
+	Message            any            `json:"message"`
+	AskWithin          int64          `json:"askWithin"`
+	Presence           *presenceJSON  `json:"presence"`
+	MaxAgeSeconds      int64          `json:"maxAgeSeconds"`
+	Draw               *frontDrawJSON `json:"draw,omitempty"`
+}
+
+// frontDrawJSON is the pending commitment of the queue's draw and where
+// its record will be published (relative to the API's base).
+type frontDrawJSON struct {
+	Commitment string `json:"commitment"`
+	URL        string `json:"url"`
 }
 
 // frontLeftJSON lists the leavers above the head as the gaps between them,
@@ -78,6 +87,9 @@ func toFrontJSON(q string, d front.Document) frontJSON {
 	}
 	if d.Stock.Known {
 		out.UnitsLeft = &d.Stock.Units
+	}
+	if d.Draw != "" {
+		out.Draw = &frontDrawJSON{Commitment: d.Draw, URL: "/api/v1/queues/" + url.PathEscape(q) + "/draw"}
 	}
 	if d.PresenceWithin > 0 {
 		out.Presence = &presenceJSON{Within: d.PresenceWithin, EverySeconds: int64(d.PresenceEvery / time.Second)}
@@ -132,6 +144,7 @@ const frontRebuild = 100 * time.Millisecond
 // at most once per frontRebuild while the others wait for it.
 type frontCache struct {
 	queue *queue.Service
+	draws *drawCache
 
 	mu     sync.Mutex
 	queues map[string]*frontEntry
@@ -150,8 +163,8 @@ type frontDoc struct {
 	etag string
 }
 
-func newFrontCache(q *queue.Service) *frontCache {
-	return &frontCache{queue: q, queues: map[string]*frontEntry{}}
+func newFrontCache(q *queue.Service, draws *drawCache) *frontCache {
+	return &frontCache{queue: q, draws: draws, queues: map[string]*frontEntry{}}
 }
 
 // get is the queue's document as bytes and their ETag, built afresh when
@@ -192,6 +205,8 @@ func (c *frontCache) build(ctx context.Context, q string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(toFrontJSON(q, front.New(sn, cfg)))
+	doc := front.New(sn, cfg)
+	doc.Draw = c.draws.pending(ctx, q) // the ledger as read at most a second ago
+	body, err := json.Marshal(toFrontJSON(q, doc))
 	return append(body, '\n'), err
 }

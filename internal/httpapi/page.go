@@ -107,6 +107,9 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	}
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
+	if p := s.participant(q, caller.User, v); err == nil && p.ID != "" {
+		visit.NoScript.Draw = &web.DrawShown{Participant: p.ID, Salt: p.Salt}
+	}
 	s.Page.Waiting(w, r, visit)
 }
 

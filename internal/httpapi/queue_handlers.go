@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -116,18 +117,24 @@ var (
 
 // writeAnswer answers 200 with v and the message, as writeJSON would.
 func writeAnswer(w http.ResponseWriter, v queue.View, message string) {
-	writeAnswerMarked(w, v, message, "", false)
+	writeAnswerMarked(w, v, message, "", draw.Participant{}, false)
 }
 
 // writeAnswerMarked is writeAnswer, with the user's signed ticket ("":
-// none) and "degraded": true (a READY given without the store,
-// answerDegraded) last.
-func writeAnswerMarked(w http.ResponseWriter, v queue.View, message, ticket string, degraded bool) {
+// none), their participant id and salt in the opening's draw (in the
+// pre-queue; zero: none) and "degraded": true (a READY given without the
+// store, answerDegraded) last.
+func writeAnswerMarked(w http.ResponseWriter, v queue.View, message, ticket string, part draw.Participant, degraded bool) {
 	bp := answerBufs.Get().(*[]byte)
 	b := appendAnswerJSON((*bp)[:0], v, message)
 	if ticket != "" { // "t1.", digits, dots and base64url: nothing to escape
 		b = append(b[:len(b)-len("}\n")], `,"ticket":"`...)
 		b = append(append(b, ticket...), "\"}\n"...)
+	}
+	if part.ID != "" { // hex both: nothing to escape
+		b = append(b[:len(b)-len("}\n")], `,"draw":{"participant":"`...)
+		b = append(append(b, part.ID...), `","salt":"`...)
+		b = append(append(b, part.Salt...), "\"}}\n"...)
 	}
 	if degraded {
 		b = append(b[:len(b)-len("}\n")], `,"degraded":true}`+"\n"...)
@@ -210,7 +217,8 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	if !enter {
 		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
-	writeAnswerMarked(w, v, s.entryMessage(r, r.PathValue("queue")), s.signedTicket(r.PathValue("queue"), user, v), false)
+	q := r.PathValue("queue")
+	writeAnswerMarked(w, v, s.entryMessage(r, q), s.signedTicket(q, user, v), s.participant(q, user, v), false)
 }
 
 // TicketHeader carries the signed ticket a page was given back to its
@@ -304,7 +312,7 @@ func (s *Server) answerDegraded(w http.ResponseWriter, r *http.Request, e gateke
 	}
 	s.Metrics.Degraded("entry")
 	token, expires := s.Degraded.Issue(q, user)
-	writeAnswerMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", "", true)
+	writeAnswerMarked(w, queue.View{State: queue.Ready, Token: token, ExpiresAt: expires}, "", "", draw.Participant{}, true)
 }
 
 // answerBypassed answers enter or status for staff or a monitor a --bypass
@@ -824,6 +832,9 @@ type scheduleJSON struct {
 	Queue string           `json:"queue"`
 	Now   time.Time        `json:"now"`
 	Steps []map[string]any `json:"steps"`
+	// Commitments is the queue's draw ledger as the public sees it
+	// (GET /api/v1/queues/{queue}/draw): never a seed, here either.
+	Commitments []commitmentJSON `json:"commitments"`
 }
 
 // scheduleStep is one stretch of the schedule: its phase (nil for the
@@ -858,9 +869,17 @@ func (s *Server) queueSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Queue.Clock().UTC().Truncate(time.Millisecond)
-	out := scheduleJSON{Queue: q, Now: now}
+	out := scheduleJSON{Queue: q, Now: now, Commitments: []commitmentJSON{}}
 	for _, step := range c.Schedule(now) {
 		out.Steps = append(out.Steps, scheduleStep(c, step))
+	}
+	if s.Draws != nil { // read afresh: an operator checks what was just committed
+		all, err := s.Draws.Draws(r.Context(), q)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out.Commitments = toCommitmentsJSON(all)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

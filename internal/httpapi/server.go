@@ -21,6 +21,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/bypass"
 	"github.com/waitroom/waitroom/internal/degraded"
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
@@ -93,6 +94,14 @@ type Options struct {
 	// Reports reads a queue's per-minute figures for its report (nil: none
 	// are kept, and the report says that nothing was recorded).
 	Reports report.Source
+	// Draws is where each queue's draws are read, for GET
+	// /api/v1/queues/{queue}/draw, the front document and the schedule
+	// (nil: none are kept, and every queue's list is empty).
+	Draws DrawLedger
+	// Participants gives a person waiting for an opening their participant
+	// id and salt in its draw, in the enter and status answers (nil: not
+	// shown); the admitter's, so that the id is the one drawn.
+	Participants *draw.Participants
 	// OpenAPI is the contract served at GET /openapi.yaml (nil: not served).
 	OpenAPI []byte
 	// Metrics records per-instance series (nil records nothing);
@@ -111,6 +120,8 @@ type Server struct {
 	// fronts holds each queue's front document, built at most once a
 	// tick.
 	fronts *frontCache
+	// draws holds each queue's draw ledger, read at most once a second.
+	draws *drawCache
 
 	// held bounds the status requests held open at once (waitSeconds);
 	// beyond it they are answered at once, as without waitSeconds.
@@ -127,7 +138,9 @@ const maxHeld = 10_000
 // New builds the Server and its routes.
 func New(o Options) *Server {
 	s := &Server{Options: o, logger: o.Logger, errLog: newErrorLog(o.Logger), mux: http.NewServeMux(),
-		held: make(chan struct{}, maxHeld), drained: make(chan struct{}), fronts: newFrontCache(o.Queue)}
+		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
+	s.draws = newDrawCache(o.Draws, o.Logger)
+	s.fronts = newFrontCache(o.Queue, s.draws)
 	m := s.mux
 	// Every route but the four that read a JSON body refuses a body larger
 	// than maxIgnoredBody (bodiless).
@@ -136,6 +149,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.bodiless(s.status))
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.bodiless(s.leave))
 	m.HandleFunc("GET /api/v1/queues/{queue}/front", s.bodiless(s.front))
+	m.HandleFunc("GET /api/v1/queues/{queue}/draw", s.bodiless(s.draw))
 	if o.Orders != nil { // gateway mode has no order API of its own
 		m.HandleFunc("POST /api/v1/orders", s.placeOrder)
 		m.HandleFunc("GET /api/v1/products/{id}", s.bodiless(s.product))

@@ -645,6 +645,17 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 		t.Errorf("enter before the opening: %s", r.Raw)
 	}
 	k.call(t, oaCase{method: "GET", path: me(opening), auth: in.As(alice), status: 200})
+	// Its draw, committed to before the opening (the admitter commits as
+	// soon as the opening is set): the ledger, anyone's to read.
+	draws := func(q string) string { return "/api/v1/queues/" + q + "/draw" }
+	k.call(t, oaCase{method: "GET", path: draws(opening), status: 200})
+	if r := k.call(t, oaCase{method: "GET", path: draws(paused), status: 200}); r.Raw != `{"queue":"`+paused+`","commitments":[]}`+"\n" {
+		t.Errorf("the draws of a queue with no opening: %s", r.Raw)
+	}
+	k.call(t, oaCase{method: "GET", path: draws(paused) + "?commitment=" + strings.Repeat("0", 64), status: 404, code: "draw_not_found"})
+	k.call(t, oaCase{method: "GET", path: draws(paused) + "?commitment=ABC", status: 400, code: "invalid_commitment", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: draws("nosuchqueue"), status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "GET", path: draws("bad*name"), status: 400, code: "invalid_queue_name", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.As(alice), status: 200})                   // takes the one place
 	k.call(t, oaCase{method: "POST", path: entries(full), auth: in.As(bob), status: 429, code: "queue_full"}) // none left
 	k.call(t, oaCase{method: "DELETE", path: me(paused), auth: in.As(alice), status: 204})                    // leave
@@ -1218,6 +1229,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"POST", entries, in.As(u), nil, nil},
 		{"GET", "/api/v1/queues/" + q + "/challenge", "", nil, nil},
 		{"GET", "/api/v1/queues/" + q + "/front", "", nil, nil},
+		{"GET", "/api/v1/queues/" + q + "/draw", "", nil, nil},
 		{"GET", entries + "/me", in.As(u), nil, nil},
 		{"DELETE", entries + "/me", in.As(u), nil, nil},
 		{"GET", "/admin/v1/queues", admin, nil, nil},

@@ -30,6 +30,15 @@ import (
 
 // ---------------------------------------------------------------- the tests
 
+// isHex32 says whether s is 32 lowercase hex digits: a participant id or a
+// salt.
+func isHex32(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
 func TestBrowser(t *testing.T) {
 	browser := apptest.StartBrowser(t)
 	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
@@ -366,6 +375,72 @@ func TestBrowser(t *testing.T) {
 		en.WaitState("waiting", 30*time.Second)
 		if got := en.Text("#position"); got != "1" && got != "2" {
 			t.Errorf("place after the opening = %q, want 1 or 2 (two entered)", got)
+		}
+	})
+
+	t.Run("the opening's draw is checkable, with the visitor's id, in two languages", func(t *testing.T) {
+		t.Parallel()
+		in := in.ReportingTo(t)
+		in.PutQueue("b-check", map[string]any{"opensAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano), "paused": true})
+		en, ko := apptest.NewVisitor(t, browser, in, "en"), apptest.NewVisitor(t, browser, in, "ko")
+		en.Open("/q/b-check")
+		ko.Open("/q/b-check")
+		ids := map[string]bool{}
+		for v, want := range map[*apptest.Visitor]string{en: "This draw is checkable", ko: "이 추첨은 검증할 수 있습니다"} {
+			v.WaitState("opening", apptest.JoinWithin)
+			v.WaitUntil("the draw's lines", `!document.getElementById('draw-check').hidden`, 10*time.Second)
+			if got := v.Text("#draw-check"); !strings.Contains(got, want) {
+				t.Errorf("the draw's lines say %q, want %q in them", got, want)
+			}
+			id, salt := v.Text("#draw-id"), v.Text("#draw-salt")
+			if !isHex32(id) || !isHex32(salt) || ids[id] {
+				t.Errorf("the id %q and salt %q: want 32 hex digits each, and an id of one's own", id, salt)
+			}
+			ids[id] = true
+			var link string
+			var kept struct{ Participant, Salt string }
+			v.MustEval(`document.getElementById('draw-link').href`, &link)
+			v.MustEval(`window.__drawKept()`, &kept)
+			if !strings.HasSuffix(link, "/api/v1/queues/b-check/draw") || kept.Participant != id || kept.Salt != salt {
+				t.Errorf("the link %q, kept %+v; want the queue's draw and the id kept", link, kept)
+			}
+			var folded bool
+			v.MustEval(`!document.querySelector('details.draw-salt').open`, &folded)
+			if !folded {
+				t.Error("the salt is not folded away")
+			}
+			// The page without JavaScript shows the same id and link.
+			v.Open("/q/b-check/noscript")
+			if got := v.Text("#draw-id"); got != id || !strings.Contains(v.Text("#draw-check"), want) {
+				t.Errorf("without JavaScript: id %q, lines %q; want %s and %q", got, v.Text("#draw-check"), id, want)
+			}
+		}
+	})
+
+	// Needs the stores' draws (issue 57): the opening drawn from its
+	// commitment, and the record published.
+	t.Run("once the record is out, where the visitor's id stands in it", func(t *testing.T) {
+		t.Parallel()
+		in := in.ReportingTo(t)
+		// Far enough ahead for both pages to join on a loaded machine; not
+		// paused, so the line after the opening lets them in: the place in
+		// the order stays shown through READY.
+		opensAt := time.Now().Add(20 * time.Second)
+		in.PutQueue("b-stands", map[string]any{"opensAt": opensAt.UTC().Format(time.RFC3339Nano)})
+		en, ko := apptest.NewVisitor(t, browser, in, "en"), apptest.NewVisitor(t, browser, in, "ko")
+		en.Open("/q/b-stands")
+		ko.Open("/q/b-stands")
+		for _, v := range []*apptest.Visitor{en, ko} {
+			v.WaitUntil("the id in the draw kept", `window.__drawKept() !== null`, apptest.JoinWithin)
+		}
+		if time.Now().After(opensAt) {
+			t.Fatal("the pages joined after the opening: give them more time")
+		}
+		for v, want := range map[*apptest.Visitor]string{en: "Your id stands at place ", ko: "공개된 순서에서 내 ID는 2명 중 "} {
+			v.WaitUntil("the place in the published order", `!document.getElementById('draw-standing').hidden`, time.Minute)
+			if got := v.Text("#draw-standing"); !strings.Contains(got, want) {
+				t.Errorf("the page says %q, want %q in it", got, want)
+			}
 		}
 	})
 

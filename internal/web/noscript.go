@@ -66,7 +66,14 @@ type Standing struct {
 	OpensAt, ExpiresAt time.Time
 	// PollAfter is when to ask again (0: nothing to wait for).
 	PollAfter time.Duration
+	// Draw (Opening): the visitor's id in the opening's draw and the salt
+	// that proves it theirs; nil: none shown.
+	Draw *DrawShown
 }
+
+// DrawShown is a visitor's participant id in an opening's draw and its
+// salt (draw.Participant), as the page shows them.
+type DrawShown struct{ Participant, Salt string }
 
 // noScriptView is a Standing in words, for waitroom.noscript.
 type noScriptView struct {
@@ -80,6 +87,7 @@ type noScriptView struct {
 	Heading, Note    string
 	Return           string
 	Again            string // the link to enter again
+	Draw             *DrawShown
 	Refresh          *refresh
 }
 
@@ -122,6 +130,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	case Opening:
 		joined = true
 		view.Note = t("opensIn", "t", countdown(time.Until(st.OpensAt)))
+		view.Draw = st.Draw
 	case Ready:
 		joined = true
 		view.Note = t("expiresIn", "t", countdown(time.Until(st.ExpiresAt)))

@@ -14,6 +14,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -79,6 +80,10 @@ type Document struct {
 	// are not skipped, no heartbeat.
 	PresenceWithin int64
 	PresenceEvery  time.Duration
+	// Draw is the queue's newest draw commitment while it is pending
+	// (package draw): published before the opening, so that the order
+	// drawn at it can be checked against it afterwards; "" otherwise.
+	Draw string
 }
 
 // AskAhead is how much admission, in seconds of the estimate's rate,
@@ -134,6 +139,15 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 		d.PresenceEvery = max(time.Second, c.AbandonAfter/presenceMargin)
 	}
 	return d
+}
+
+// PendingDraw is the commitment a document shows (Document.Draw) from
+// the queue's ledger, oldest first: the newest, while it is pending.
+func PendingDraw(ledger []draw.Committed) string {
+	if n := len(ledger); n > 0 && ledger[n-1].State == draw.Pending {
+		return ledger[n-1].Hash
+	}
+	return ""
 }
 
 // Place is the position a page holding ticket (of epoch) works out from

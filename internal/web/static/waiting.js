@@ -97,6 +97,7 @@ const waitroomArithmetic = (() => {
   const params = new URLSearchParams(location.search);
   const entriesURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/entries';
   const frontURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/front';
+  const drawURL = base + '/api/v1/queues/' + encodeURIComponent(queue) + '/draw';
   // The page's own title (the template's, the shop's name in it): what
   // the line adds goes before it.
   const pageTitle = document.title;
@@ -490,6 +491,7 @@ const waitroomArithmetic = (() => {
   // the front document.
   function render(b) {
     show('waiting');
+    lookForDraw();
     // A line that draws whom it lets in (queueingMethod random) has no
     // place to show: position is null, and the page says it is a draw.
     const drawn = b.position === null;
@@ -613,11 +615,64 @@ const waitroomArithmetic = (() => {
     title(t('titleWaiting', { n: numbers.format(pos) }));
   }
 
+  // ------------------------------------------------------------ a draw anyone can check
+
+  // The visitor's id in the opening's draw (the pre-queue answer's draw:
+  // participant and salt) is kept per line in localStorage, with the
+  // opening it is for, so that once the record is published the page shows
+  // where the id stands in its order, after a reload or in another tab.
+  const drawKept = {
+    key: 'waitroom:' + queue + ':draw',
+    get() {
+      try { return JSON.parse(localStorage.getItem(this.key)); } catch { return null; }
+    },
+    set(v) {
+      try { localStorage.setItem(this.key, JSON.stringify(v)); } catch { /* private mode */ }
+    },
+  };
+  window.__drawKept = () => drawKept.get();
+
+  function showDrawId(d, opensAtText) {
+    if (!d || typeof d.participant !== 'string') return;
+    drawKept.set({ participant: d.participant, salt: d.salt, opensAt: opensAtText });
+    $('draw-id').textContent = d.participant;
+    $('draw-salt').textContent = d.salt;
+    $('draw-check').hidden = false;
+  }
+
+  // lookForDraw reads the draw's record once it is out and shows the kept
+  // id's place in its order (nothing when the id is not in it). A record
+  // lists everyone, so it is read once a visit (any cache may answer: it
+  // is the same for everyone), and again, at most twice and 10 s apart,
+  // only while it is not out yet.
+  let drawLooked = 0;
+  let drawTries = 0;
+  let drawDone = false;
+  async function lookForDraw() {
+    const mine = drawKept.get();
+    if (!mine || drawDone || drawTries >= 3 || Date.now() - drawLooked < 10000) return;
+    drawLooked = Date.now();
+    drawTries++;
+    try {
+      const res = await fetch(drawURL, { credentials: 'omit', headers: { Accept: 'application/json' } });
+      if (!res.ok) return;
+      const r = (await res.json()).record;
+      if (!r || r.opensAtMs !== Date.parse(mine.opensAt)) return; // not out yet
+      drawDone = true;
+      const i = Array.isArray(r.order) ? r.order.indexOf(mine.participant) : -1;
+      if (i < 0) return;
+      const p = $('draw-standing');
+      p.textContent = t('drawStanding', { n: numbers.format(i + 1), total: numbers.format(r.order.length) });
+      p.hidden = false;
+    } catch { /* the line goes on without it */ }
+  }
+
   // beforeOpening: in the pre-queue, with no place until the line opens;
   // the page counts down to the opening (on the server's clock) and asks
   // again when the server says, which is shortly after it.
   function beforeOpening(b, skew) {
     opensAt = Date.parse(b.opensAt) - skew;
+    showDrawId(b.draw, b.opensAt);
     show('opening');
     title(t('titleOpening'));
     nearFront = false;
@@ -658,6 +713,7 @@ const waitroomArithmetic = (() => {
     saved.drop('first');
     lastPosition = 0;
     show('ready');
+    lookForDraw();
     title(t('titleReady'));
     if (!wasReady) announce(t('announceReady'), true);
     const product = $('product');
