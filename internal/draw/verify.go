@@ -50,7 +50,7 @@ func Verify(r Record) error {
 	for i, id := range r.Participants {
 		// An id is ParticipantID's: without the check, an "id" holding a
 		// newline would hash as two (ParticipantsHash joins them by lines).
-		if !isParticipantID(id) {
+		if !IsParticipantID(id) {
 			return &Mismatch{fmt.Sprintf("participants[%d]", i), id, "32 lowercase hex digits"}
 		}
 		if i > 0 && r.Participants[i-1] >= id {
@@ -130,9 +130,9 @@ func CheckBeacon(ctx context.Context, client *http.Client, chain string, r Recor
 	return fmt.Sprintf("beacon: round %d's randomness is the chain's at %s", r.Beacon.Round, b.URL), nil
 }
 
-// isParticipantID says whether id is as ParticipantID writes one: 32
+// IsParticipantID says whether id is as ParticipantID writes one: 32
 // lowercase hex digits.
-func isParticipantID(id string) bool {
+func IsParticipantID(id string) bool {
 	if len(id) != 32 {
 		return false
 	}

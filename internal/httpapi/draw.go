@@ -35,6 +35,10 @@ var errDrawNotFound = errors.New("no draw is published for that commitment")
 // errBadCommitment: ?commitment= is not a commitment (64 lowercase hex).
 var errBadCommitment = errors.New("commitment must be 64 lowercase hex digits")
 
+// errBadParticipant: ?participant= is not a participant id (32 lowercase
+// hex).
+var errBadParticipant = errors.New("participant must be 32 lowercase hex digits")
+
 // commitmentJSON is a commitment as anyone may see it (openapi.yaml's
 // DrawCommitment): never its seed.
 type commitmentJSON struct {
@@ -93,11 +97,22 @@ type drawCache struct {
 type drawEntry struct {
 	mu     sync.Mutex // held while reading: the others wait for it
 	readAt time.Time
-	read   bool              // list holds a read that succeeded
-	list   []draw.Committed  // seeds blanked
-	err    error             // the last read's
-	failed bool              // the last read failed (logged once a run of failures)
-	record map[string][]byte // commitment → its record's JSON
+	read   bool                   // list holds a read that succeeded
+	list   []draw.Committed       // seeds blanked
+	err    error                  // the last read's
+	failed bool                   // the last read failed (logged once a run of failures)
+	record map[string]*keptRecord // commitment → its record
+}
+
+// keptRecord is a drawn commitment's record as the route answers it: its
+// JSON, and where each participant stands in its order, so that a person
+// is told their place without downloading everyone's (a record of 100,000
+// people is some 7 MB).
+type keptRecord struct {
+	json  []byte
+	place map[string]int // participant id → index in the order
+	first int64          // the ticket of the order's first
+	of    int
 }
 
 func newDrawCache(ledger DrawLedger, logger *slog.Logger) *drawCache {
@@ -112,7 +127,7 @@ func (c *drawCache) entry(q string) *drawEntry {
 	defer c.mu.Unlock()
 	e, ok := c.queues[q]
 	if !ok {
-		e = &drawEntry{record: map[string][]byte{}}
+		e = &drawEntry{record: map[string]*keptRecord{}}
 		c.queues[q] = e
 	}
 	return e
@@ -177,9 +192,9 @@ func (c *drawCache) pending(ctx context.Context, q string) string {
 	return front.PendingDraw(all)
 }
 
-// recordJSON is the record of the drawn commitment c, as published (the
+// recordOf is the record of the drawn commitment c, as published (the
 // frozen encoding's JSON, seed included: it is drawn), read once.
-func (c *drawCache) recordJSON(ctx context.Context, q string, commitment draw.Committed) ([]byte, error) {
+func (c *drawCache) recordOf(ctx context.Context, q string, commitment draw.Committed) (*keptRecord, error) {
 	if commitment.State != draw.Drawn {
 		return nil, errDrawNotFound
 	}
@@ -200,8 +215,12 @@ func (c *drawCache) recordJSON(ctx context.Context, q string, commitment draw.Co
 	if err != nil {
 		return nil, err
 	}
-	e.record[commitment.Hash] = b
-	return b, nil
+	k := &keptRecord{json: b, place: make(map[string]int, len(r.Order)), first: r.FirstTicket, of: len(r.Order)}
+	for i, id := range r.Order {
+		k.place[id] = i
+	}
+	e.record[commitment.Hash] = k
+	return k, nil
 }
 
 // drawJSON is the draw route's answer but its record (openapi.yaml's
@@ -209,6 +228,17 @@ func (c *drawCache) recordJSON(ctx context.Context, q string, commitment draw.Co
 type drawJSON struct {
 	Queue       string           `json:"queue"`
 	Commitments []commitmentJSON `json:"commitments"`
+	Standing    *standingJSON    `json:"standing,omitempty"`
+}
+
+// standingJSON is where one participant stands in a record's order
+// (openapi.yaml's DrawStanding): place 1 is the first drawn.
+type standingJSON struct {
+	Participant string `json:"participant"`
+	Commitment  string `json:"commitment"`
+	Place       int    `json:"place"`
+	Of          int    `json:"of"`
+	Ticket      int64  `json:"ticket"`
 }
 
 // draw serves the queue's draws: every commitment ever made, oldest first,
@@ -219,6 +249,10 @@ type drawJSON struct {
 func (s *Server) draw(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
 	asked, err := commitmentAsked(r)
+	var who string
+	if err == nil {
+		who, err = participantAsked(r)
+	}
 	if err == nil {
 		err = queue.ValidateQueueName(q)
 	}
@@ -234,15 +268,24 @@ func (s *Server) draw(w http.ResponseWriter, r *http.Request) {
 	if err != nil && len(all) == 0 { // nothing worth keeping for the name
 		s.draws.forget(q)
 	}
-	var rec []byte
+	var rec *keptRecord
+	var hash string
 	if err == nil {
-		rec, err = s.drawRecord(r.Context(), q, all, asked)
+		rec, hash, err = s.drawRecord(r.Context(), q, all, asked)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := json.Marshal(drawJSON{Queue: q, Commitments: toCommitmentsJSON(all)})
+	answer := drawJSON{Queue: q, Commitments: toCommitmentsJSON(all)}
+	if who != "" && rec != nil {
+		// One person's place instead of everyone's: a page asks this.
+		if i, ok := rec.place[who]; ok {
+			answer.Standing = &standingJSON{Participant: who, Commitment: hash, Place: i + 1, Of: rec.of, Ticket: rec.first + int64(i)}
+		}
+		rec = nil
+	}
+	body, err := json.Marshal(answer)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -253,7 +296,7 @@ func (s *Server) draw(w http.ResponseWriter, r *http.Request) {
 	if rec != nil { // spliced, not copied: a record of many people is megabytes
 		w.Write(body[:len(body)-1])
 		w.Write([]byte(`,"record":`))
-		w.Write(rec)
+		w.Write(rec.json)
 		w.Write([]byte("}\n"))
 		return
 	}
@@ -263,19 +306,30 @@ func (s *Server) draw(w http.ResponseWriter, r *http.Request) {
 // drawRecord is the record the draw route answers: the asked commitment's
 // (errDrawNotFound unless it is listed drawn), or without one the newest
 // drawn commitment's (nil: none is drawn).
-func (s *Server) drawRecord(ctx context.Context, q string, all []draw.Committed, asked string) ([]byte, error) {
+func (s *Server) drawRecord(ctx context.Context, q string, all []draw.Committed, asked string) (*keptRecord, string, error) {
 	for i := len(all) - 1; i >= 0; i-- {
-		switch c := all[i]; {
-		case asked != "" && c.Hash == asked:
-			return s.draws.recordJSON(ctx, q, c)
-		case asked == "" && c.State == draw.Drawn:
-			return s.draws.recordJSON(ctx, q, c)
+		if c := all[i]; asked != "" && c.Hash == asked || asked == "" && c.State == draw.Drawn {
+			k, err := s.draws.recordOf(ctx, q, c)
+			return k, c.Hash, err
 		}
 	}
 	if asked != "" {
-		return nil, errDrawNotFound
+		return nil, "", errDrawNotFound
 	}
-	return nil, nil
+	return nil, "", nil
+}
+
+// participantAsked is ?participant=, "" when not given; anything but a
+// participant id (32 lowercase hex digits) is refused.
+func participantAsked(r *http.Request) (string, error) {
+	v, ok := r.URL.Query()["participant"]
+	if !ok {
+		return "", nil
+	}
+	if len(v) != 1 || !draw.IsParticipantID(v[0]) {
+		return "", errBadParticipant
+	}
+	return v[0], nil
 }
 
 // commitmentAsked is ?commitment=, "" when not given; anything but 64

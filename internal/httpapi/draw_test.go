@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -160,6 +161,9 @@ func TestDrawRoute(t *testing.T) {
 		{"a pending commitment", path("sale", "?commitment="+f.pending.Hash), 404, "draw_not_found"},
 		{"a withdrawn commitment", path("sale", "?commitment="+f.withdrawn.Hash), 404, "draw_not_found"},
 		{"another queue's commitment", path("plain", "?commitment="+f.drawn.Hash), 404, "draw_not_found"},
+		{"a participant too short", path("sale", "?participant=abc"), 400, "invalid_participant"},
+		{"a participant in capitals", path("sale", "?participant="+strings.ToUpper(f.record.Order[0])), 400, "invalid_participant"},
+		{"two participants", path("sale", "?participant="+f.record.Order[0]+"&participant="+f.record.Order[1]), 400, "invalid_participant"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := f.get(t, c.path)
@@ -178,6 +182,27 @@ func TestDrawRoute(t *testing.T) {
 	t.Run("a deleted queue's ledger stays published", func(t *testing.T) {
 		if a := f.get(t, path("gone", "")); a.status != 200 || !strings.Contains(a.raw, `"state":"withdrawn"`) {
 			t.Fatalf("%d %s", a.status, a.raw)
+		}
+	})
+	t.Run("a participant's standing, not everyone's record", func(t *testing.T) {
+		for i, id := range f.record.Order {
+			a := f.get(t, path("sale", "?participant="+id))
+			var got struct {
+				Commitments []json.RawMessage
+				Standing    map[string]any
+				Record      any
+			}
+			if err := json.Unmarshal([]byte(a.raw), &got); err != nil || a.status != 200 {
+				t.Fatalf("%d %s: %v", a.status, a.raw, err)
+			}
+			want := map[string]any{"participant": id, "commitment": f.drawn.Hash, "place": float64(i + 1),
+				"of": float64(len(f.record.Order)), "ticket": float64(f.record.Tickets[i])}
+			if diff := cmp.Diff(want, got.Standing); diff != "" || got.Record != nil || len(got.Commitments) != 3 {
+				t.Fatalf("participant %s: %s (-want +got):\n%s", id, a.raw, diff)
+			}
+		}
+		if a := f.get(t, path("sale", "?participant="+strings.Repeat("ab", 16))); a.status != 200 || strings.Contains(a.raw, "standing") || strings.Contains(a.raw, "record") {
+			t.Fatalf("one who took no part: %d %s, want the ledger alone", a.status, a.raw)
 		}
 	})
 	for _, query := range []string{"", "?commitment=" + f.drawn.Hash} {

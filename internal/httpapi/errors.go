@@ -59,6 +59,7 @@ var errorTable = []struct {
 	{operate.ErrSuspectNotFound, errorRow{http.StatusNotFound, "suspect_not_found", 0}},
 	{errDrawNotFound, errorRow{http.StatusNotFound, "draw_not_found", 0}},
 	{errBadCommitment, errorRow{http.StatusBadRequest, "invalid_commitment", 0}},
+	{errBadParticipant, errorRow{http.StatusBadRequest, "invalid_participant", 0}},
 	{queue.ErrInvalidUser, errorRow{http.StatusBadRequest, "invalid_user_id", 0}},
 	{queue.ErrInvalidQueue, errorRow{http.StatusBadRequest, "invalid_queue_name", 0}},
 	{queue.ErrInvalidConfig, errorRow{http.StatusBadRequest, "invalid_config", 0}},

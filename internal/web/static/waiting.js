@@ -640,11 +640,11 @@ const waitroomArithmetic = (() => {
     $('draw-check').hidden = false;
   }
 
-  // lookForDraw reads the draw's record once it is out and shows the kept
-  // id's place in its order (nothing when the id is not in it). A record
-  // lists everyone, so it is read once a visit (any cache may answer: it
-  // is the same for everyone), and again, at most twice and 10 s apart,
-  // only while it is not out yet.
+  // lookForDraw asks where the kept id stands in the draw's order once the
+  // record is out (?participant=: a small answer, not the record, which
+  // lists everyone) and shows it (nothing when the id is not in it): once
+  // a visit, and again, at most twice and 10 s apart, only while it is not
+  // out yet.
   let drawLooked = 0;
   let drawTries = 0;
   let drawDone = false;
@@ -654,15 +654,17 @@ const waitroomArithmetic = (() => {
     drawLooked = Date.now();
     drawTries++;
     try {
-      const res = await fetch(drawURL, { credentials: 'omit', headers: { Accept: 'application/json' } });
+      const url = drawURL + '?participant=' + encodeURIComponent(mine.participant);
+      const res = await fetch(url, { credentials: 'omit', headers: { Accept: 'application/json' } });
       if (!res.ok) return;
-      const r = (await res.json()).record;
-      if (!r || r.opensAtMs !== Date.parse(mine.opensAt)) return; // not out yet
+      const d = await res.json();
+      const drawn = (d.commitments || []).find((c) => c.state === 'drawn' && Date.parse(c.opensAt) === Date.parse(mine.opensAt));
+      if (!drawn) return; // not out yet
       drawDone = true;
-      const i = Array.isArray(r.order) ? r.order.indexOf(mine.participant) : -1;
-      if (i < 0) return;
+      const st = d.standing;
+      if (!st || st.commitment !== drawn.commitment) return;
       const p = $('draw-standing');
-      p.textContent = t('drawStanding', { n: numbers.format(i + 1), total: numbers.format(r.order.length) });
+      p.textContent = t('drawStanding', { n: numbers.format(st.place), total: numbers.format(st.of) });
       p.hidden = false;
     } catch { /* the line goes on without it */ }
   }
