@@ -9,8 +9,11 @@ package app_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +49,10 @@ func TestADrawAnyoneCanCheck(t *testing.T) {
 			pending := checkPendingBeforeOpening(t, in, q, opensAt)
 			seed := seedOf(t, in, q, pending)
 			for _, a := range append(answers, publicAnswers(in, q)...) {
-				if strings.Contains(a, seed) {
-					t.Fatalf("the seed is out before the draw: %s", a)
+				for _, form := range seedForms(t, seed) {
+					if strings.Contains(a, form) {
+						t.Fatalf("the seed is out before the draw (as %s): %s", form, a)
+					}
 				}
 			}
 			if time.Now().After(opensAt) {
@@ -153,4 +158,19 @@ func waitForRecord(t *testing.T, in *apptest.Instance, q string) draw.Record {
 		return json.Unmarshal([]byte(r.Raw), &got) == nil && got.Record != nil
 	})
 	return *got.Record
+}
+
+// seedForms are the ways a seed could be written out by mistake: its hex,
+// its bytes as encoding/json writes a [32]byte (numbers), and base64.
+func seedForms(t *testing.T, seedHex string) []string {
+	t.Helper()
+	b, err := hex.DecodeString(seedHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nums := make([]string, len(b))
+	for i, v := range b {
+		nums[i] = strconv.Itoa(int(v))
+	}
+	return []string{seedHex, "[" + strings.Join(nums, ",") + "]", base64.StdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b)}
 }

@@ -85,7 +85,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		// must verify on whichever instance it reaches.
 		Tickets:    front.NewTickets([]byte(c.AuthSecret)),
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
-		NewQueueConfig: m.settings.newQueues, QueueConfigChanged: m.noteDrift,
+		NewQueueConfig: m.settings.newQueues, QueueConfigChanged: m.queueConfigChanged,
 		Page: site,
 		// The draws the admitter commits to and makes, as the store
 		// keeps them, and the ids it draws people by.

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queuefile"
 )
 
@@ -161,9 +162,21 @@ func (m *Main) applyUnitsLeft(ctx context.Context, file string, q queuefile.Queu
 	return nil
 }
 
-// noteDrift is the admin API's QueueConfigChanged: a queue the file names
-// whose new config differs from the file's is logged, naming each setting
-// as it is now and as the file has it.
+// queueConfigChanged is the admin API's QueueConfigChanged: an opening set
+// or moved is committed to before the call answers (the admitter's loop
+// would within a tick; the operator is answered with the commitment
+// published), and drift from the queues file is logged.
+func (m *Main) queueConfigChanged(ctx context.Context, name string, c queue.Config) {
+	if !c.OpensAt.IsZero() {
+		if _, _, err := admission.Commit(ctx, m.line.store, name, c.OpensAt, m.line.admitter.Drawer); err != nil {
+			m.Logger.WarnContext(ctx, "committing to the opening's draw failed; the admission loop tries again", "queue", name, "err", err)
+		}
+	}
+	m.noteDrift(ctx, name, c)
+}
+
+// noteDrift logs a queue the file names whose new config differs from
+// the file's, naming each setting as it is now and as the file has it.
 func (m *Main) noteDrift(ctx context.Context, name string, c queue.Config) {
 	f := m.settings.queuesFile.Load()
 	if f == nil {

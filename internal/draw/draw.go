@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,9 +42,9 @@ const (
 
 // Seed is the secret a draw starts from: 256 bits from crypto/rand, drawn
 // when the queue gets its opening and kept by the store until the draw
-// publishes it. It never prints: String and the slog value are redacted,
-// so a Commitment logged by mistake does not give it away. Hex gives it,
-// for the store and the published record only.
+// publishes it. It never prints: String, its slog value and its JSON are
+// redacted, so a commitment logged by mistake does not give it away. Hex
+// gives it, for the store and the published record only.
 type Seed [32]byte
 
 // NewSeed draws a seed from crypto/rand.
@@ -56,15 +57,27 @@ func NewSeed() Seed {
 // Hex is the seed as the store keeps it and the record publishes it.
 func (s Seed) Hex() string { return hex.EncodeToString(s[:]) }
 
-// String hides the seed: see Seed.
-func (Seed) String() string { return "[seed withheld until the draw]" }
+// seedWithheld is what a seed prints as, anywhere but Hex.
+const seedWithheld = "[seed withheld until the draw]"
 
-// ParseSeed reads a seed written by Hex.
+// String hides the seed: see Seed.
+func (Seed) String() string { return seedWithheld }
+
+// LogValue hides the seed from slog, whose JSON handler would otherwise
+// write its 32 bytes as numbers.
+func (Seed) LogValue() slog.Value { return slog.StringValue(seedWithheld) }
+
+// MarshalText hides the seed from encoding/json and the like (a store
+// keeps it through Hex, in MarshalStored).
+func (Seed) MarshalText() ([]byte, error) { return []byte(seedWithheld), nil }
+
+// ParseSeed reads a seed written by Hex. Its error does not repeat what it
+// was given: that may be a seed a digit short.
 func ParseSeed(h string) (Seed, error) {
 	var s Seed
 	b, err := hex.DecodeString(h)
 	if err != nil || len(b) != len(s) {
-		return s, fmt.Errorf("a seed is 64 hex digits, not %q", h)
+		return s, fmt.Errorf("a seed is 64 hex digits, not %d characters of which some may not be hex", len(h))
 	}
 	copy(s[:], b)
 	return s, nil

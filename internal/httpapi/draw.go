@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,18 +98,28 @@ type drawCache struct {
 type drawEntry struct {
 	mu     sync.Mutex // held while reading: the others wait for it
 	readAt time.Time
-	read   bool                   // list holds a read that succeeded
-	list   []draw.Committed       // seeds blanked
-	err    error                  // the last read's
-	failed bool                   // the last read failed (logged once a run of failures)
-	record map[string]*keptRecord // commitment → its record
+	read   bool             // list holds a read that succeeded
+	list   []draw.Committed // seeds blanked
+	err    error            // the last read's
+	failed bool             // the last read failed (logged once a run of failures)
+
+	// records holds the records last asked for, newest last, at most
+	// keptRecords: a record of 100,000 people is some 15 MB kept (its JSON
+	// and its index), and a queue's draws are many only if it is reused.
+	// Its own lock: reading one must not hold the front document back.
+	recMu   sync.Mutex
+	records []*keptRecord
 }
+
+// keptRecords is how many records each queue's entry keeps.
+const keptRecords = 2
 
 // keptRecord is a drawn commitment's record as the route answers it: its
 // JSON, and where each participant stands in its order, so that a person
 // is told their place without downloading everyone's (a record of 100,000
 // people is some 7 MB).
 type keptRecord struct {
+	hash  string
 	json  []byte
 	place map[string]int // participant id → index in the order
 	first int64          // the ticket of the order's first
@@ -127,7 +138,7 @@ func (c *drawCache) entry(q string) *drawEntry {
 	defer c.mu.Unlock()
 	e, ok := c.queues[q]
 	if !ok {
-		e = &drawEntry{record: map[string]*keptRecord{}}
+		e = &drawEntry{}
 		c.queues[q] = e
 	}
 	return e
@@ -187,9 +198,9 @@ func withoutSeeds(all []draw.Committed) []draw.Committed {
 // pending is the queue's newest commitment while it is pending
 // (front.PendingDraw): "" when there is none, or the ledger cannot be
 // read (the front document goes on without it).
-func (c *drawCache) pending(ctx context.Context, q string) string {
+func (c *drawCache) pending(ctx context.Context, q string, opensAt time.Time) string {
 	all, _ := c.list(ctx, q)
-	return front.PendingDraw(all)
+	return front.PendingDraw(all, opensAt)
 }
 
 // recordOf is the record of the drawn commitment c, as published (the
@@ -199,10 +210,13 @@ func (c *drawCache) recordOf(ctx context.Context, q string, commitment draw.Comm
 		return nil, errDrawNotFound
 	}
 	e := c.entry(q)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if b, ok := e.record[commitment.Hash]; ok {
-		return b, nil
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	for i, k := range e.records {
+		if k.hash == commitment.Hash {
+			e.records = append(slices.Delete(e.records, i, i+1), k)
+			return k, nil
+		}
 	}
 	r, ok, err := c.ledger.DrawRecord(ctx, q, commitment.Hash)
 	if err != nil {
@@ -215,11 +229,14 @@ func (c *drawCache) recordOf(ctx context.Context, q string, commitment draw.Comm
 	if err != nil {
 		return nil, err
 	}
-	k := &keptRecord{json: b, place: make(map[string]int, len(r.Order)), first: r.FirstTicket, of: len(r.Order)}
+	k := &keptRecord{hash: commitment.Hash, json: b, place: make(map[string]int, len(r.Order)), first: r.FirstTicket, of: len(r.Order)}
 	for i, id := range r.Order {
 		k.place[id] = i
 	}
-	e.record[commitment.Hash] = k
+	if len(e.records) >= keptRecords {
+		e.records = slices.Delete(e.records, 0, 1)
+	}
+	e.records = append(e.records, k)
 	return k, nil
 }
 

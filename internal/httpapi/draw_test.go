@@ -79,16 +79,21 @@ func newDrawFixture(t *testing.T) *drawFixture {
 	ctx := context.Background()
 	store, line := memstore.New(nil), signals.New()
 	svc, op := queue.NewService(store, time.Second, line), operate.New(store, line)
+	// Openings ahead, whenever the test runs: the front document shows a
+	// commitment only while its opening is.
+	at := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour)
 	for _, q := range []string{"sale", "plain"} {
 		c := queue.DefaultConfig()
 		c.Paused, c.Join = true, queue.JoinAny
+		if q == "sale" {
+			c.OpensAt = at.Add(2 * time.Hour) // the pending commitment's
+		}
 		if err := op.PutConfig(ctx, q, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f := &drawFixture{ledger: &fakeLedger{draws: map[string][]draw.Committed{}, records: map[string]draw.Record{}},
 		id: identity.New([]byte("a-draw-test-secret-of-32-bytes-or-more")), participants: draw.NewParticipants([]byte("participants' key"))}
-	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	f.withdrawn = committed(1, "sale", at, draw.Withdrawn, at.Add(time.Minute))
 	f.drawn = committed(2, "sale", at.Add(time.Hour), draw.Drawn, time.Time{})
 	f.pending = committed(3, "sale", at.Add(2*time.Hour), draw.Pending, time.Time{})

@@ -206,7 +206,7 @@ func (c *frontCache) build(ctx context.Context, q string) ([]byte, error) {
 		return nil, err
 	}
 	doc := front.New(sn, cfg)
-	doc.Draw = c.draws.pending(ctx, q) // the ledger as read at most a second ago
+	doc.Draw = c.draws.pending(ctx, q, doc.OpensAt) // the ledger as read at most a second ago
 	body, err := json.Marshal(toFrontJSON(q, doc))
 	return append(body, '\n'), err
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
@@ -204,9 +205,9 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 	rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var opened time.Time    // the opening this loop saw done
-	var committed time.Time // the opening this loop saw committed to
-	var swept time.Time     // when the janitor last swept the name
+	var opened time.Time      // the opening this loop saw done
+	var committedAt time.Time // when this loop last made sure of the commitment
+	var swept time.Time       // when the janitor last swept the name
 	for {
 		select {
 		case <-ctx.Done():
@@ -217,8 +218,13 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		}
 		l.idle.Store(false)
 		cfg := l.config()
-		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(committed) && !at.Equal(opened) && a.commit(ctx, name, at) {
-			committed = at
+		// Made sure of once a second while the opening is ahead, not once:
+		// the queue may be deleted and made again with the same opening (a
+		// new life needs a new commitment), and the admin API's own commit
+		// may have failed. Each is one idempotent step in the store.
+		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Since(committedAt) >= commitEvery {
+			a.commit(ctx, name, at)
+			committedAt = time.Now()
 		}
 		if at := cfg.OpensAt; !at.IsZero() && !at.Equal(opened) && time.Now().After(at.Add(-cfg.Interval)) {
 			if a.open(ctx, name) {
@@ -296,21 +302,28 @@ func (a *Admitter) sweep(ctx context.Context, queue string) {
 	}
 }
 
+// commitEvery is how often an admission loop makes sure the opening ahead
+// has its commitment, and commitTimeout bounds that step (a beacon that
+// does not answer must not hold the loop's ticks back).
+const (
+	commitEvery   = time.Second
+	commitTimeout = 2 * time.Second
+)
+
 // commit makes sure the queue's opening at opensAt has a commitment,
-// published as soon as the opening is set; it reports whether it has one
-// (or none can be made: the opening moved again, or came already).
-func (a *Admitter) commit(ctx context.Context, queue string, opensAt time.Time) bool {
+// published as soon as the opening is set; a new one is logged.
+func (a *Admitter) commit(ctx context.Context, queue string, opensAt time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
 	c, ok, err := Commit(ctx, a.store, queue, opensAt, a.Drawer)
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
-			a.logger.Warn("committing to the opening's draw failed", "queue", queue, "err", err)
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			a.logger.Warn("committing to the opening's draw failed; tried again in a second", "queue", queue, "err", err)
 		}
-		return false
-	case ok:
+	case ok && time.Since(c.MadeAt) < commitEvery+commitTimeout:
 		a.logger.Info("the opening's draw is committed to", "queue", queue, "opens_at", opensAt, "commitment", c.Hash)
 	}
-	return true
 }
 
 // open places the queue's opening if it is due by the store's clock; it

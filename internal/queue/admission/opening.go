@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/draw"
@@ -27,6 +28,11 @@ import (
 // openLease is how long an instance may take to place an opening before
 // another takes it over (each placed chunk renews it).
 const openLease = 30 * time.Second
+
+// beaconTimeout bounds one request to a beacon named by a commitment when
+// this instance has none of its own: the opening asks again at its next
+// pass.
+const beaconTimeout = 5 * time.Second
 
 // Drawer is what an opening is drawn with.
 type Drawer struct {
@@ -122,7 +128,14 @@ func drawOpening(ctx context.Context, store queue.Store, name, owner string, o q
 	}
 	var beacon *draw.Beacon
 	if c.Beacon != nil {
-		b, err := d.Beacon.Read(ctx, *c.Beacon)
+		// The round the commitment named, from the chain it named: this
+		// instance may have no --draw-beacon (a rolling deploy, the flag
+		// dropped since), or another one.
+		src := d.Beacon
+		if src == nil {
+			src = draw.NewDrand(c.Beacon.URL, &http.Client{Timeout: beaconTimeout})
+		}
+		b, err := src.Read(ctx, *c.Beacon)
 		if err != nil {
 			return draw.Record{}, err
 		}

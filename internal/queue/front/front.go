@@ -141,10 +141,12 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 	return d
 }
 
-// PendingDraw is the commitment a document shows (Document.Draw) from
-// the queue's ledger, oldest first: the newest, while it is pending.
-func PendingDraw(ledger []draw.Committed) string {
-	if n := len(ledger); n > 0 && ledger[n-1].State == draw.Pending {
+// PendingDraw is the commitment a document for an opening at opensAt
+// shows (Document.Draw) from the queue's ledger, oldest first: the newest,
+// while it is pending and to that opening. A commitment to an opening
+// since cleared, or of the queue's earlier life, is not this one's.
+func PendingDraw(ledger []draw.Committed, opensAt time.Time) string {
+	if n := len(ledger); n > 0 && ledger[n-1].State == draw.Pending && !opensAt.IsZero() && ledger[n-1].OpensAt.UnixMilli() == opensAt.UnixMilli() {
 		return ledger[n-1].Hash
 	}
 	return ""
