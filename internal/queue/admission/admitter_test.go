@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
@@ -42,6 +43,11 @@ func (s *scriptedStore) Admit(context.Context, string, []string) (queue.Admissio
 	s.calls <- struct{}{}
 	c, _ := s.Config(context.Background(), "q")
 	return queue.Admission{Ticked: true, NextIn: s.nextIn(c)}, nil
+}
+
+// CommitDraw: an opening set is committed to, as a store would.
+func (s *scriptedStore) CommitDraw(_ context.Context, _ string, c draw.Committed) (draw.Committed, bool, error) {
+	return c, true, nil
 }
 
 // Sweep: the janitor finds nothing to sweep.
