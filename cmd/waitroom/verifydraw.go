@@ -70,7 +70,7 @@ func verifyDrawCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *file != "" {
 		r, err := draw.ReadRecord(*file)
 		if err != nil {
-			return err
+			return mistyped(stdout, err)
 		}
 		return say(ctx, stdout, draw.Checked{Record: r}, *chain)
 	}
@@ -80,7 +80,7 @@ func verifyDrawCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	ledger, err := draw.Fetch(ctx, nil, base, *q, *commitment)
 	if err != nil {
-		return err
+		return mistyped(stdout, err)
 	}
 	checked, err := ledger.Check(*q)
 	if err != nil {
@@ -88,6 +88,18 @@ func verifyDrawCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errNoMatch
 	}
 	return say(ctx, stdout, checked, *chain)
+}
+
+// mistyped prints, and answers as errNoMatch, a record's value of the
+// wrong type (a *draw.Mismatch from reading it): the verdict on it. Any
+// other error it answers as is.
+func mistyped(stdout io.Writer, err error) error {
+	var m *draw.Mismatch
+	if !errors.As(err, &m) {
+		return err
+	}
+	fmt.Fprintln(stdout, m)
+	return errNoMatch
 }
 
 // say prints the verdict on c's record; then, with a drand chain, what it

@@ -32,12 +32,19 @@ func TestVerifyDrawFile(t *testing.T) {
 	if err := os.WriteFile(changed, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A ticket Go's int64 does not take: named, as a difference.
+	mistyped := filepath.Join(t.TempDir(), "mistyped.json")
+	b = bytes.Replace(b, []byte(`"tickets":[1001,`), []byte(`"tickets":[true,`), 1)
+	if err := os.WriteFile(mistyped, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name, file, want string
 		ok               bool
 	}{
 		{"a record that matches", vectorRecord, "matches: 7 participants, commitment b275cbb8372479c94daad31a9f99194039f52adc8f91fc212f96cd2f90c6ef73\n", true},
 		{"two places swapped", changed, `order[2]: the record says "8be5510f9106dc6f7c4d17202eb9bc68", recomputed "146bca3edcb4a98a9b2fe2bdb7bdc320"` + "\n", false},
+		{"a ticket that is true", mistyped, `tickets[0]: the record says "true", recomputed "an integer"` + "\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -135,8 +135,97 @@ def compare_list(name, got, want):
         raise Mismatch(name + " length", str(len(got)), str(len(want)))
 
 
+class Int(int):
+    """A JSON integer that keeps its text: a value of the wrong type is shown as written."""
+    def __new__(cls, text):
+        v = int.__new__(cls, text)
+        v.text = text
+        return v
+
+
+class Float(float):
+    """A JSON number with a fraction or an exponent, as written (Go's int64 takes no 5.0)."""
+    def __new__(cls, text):
+        v = float.__new__(cls, text)
+        v.text = text
+        return v
+
+
+def load_json(f):
+    return json.load(f, parse_int=Int, parse_float=Float)
+
+
+# A record's JSON fields in Go's Record order, with the kind each takes (see kind_ok).
+RECORD_FIELDS = [("version", "int"), ("queue", "string"), ("commitment", "string"), ("opensAtMs", "int"),
+                 ("opensAt", "time"), ("seed", "string"), ("beacon", "beacon"), ("participants", "strings"),
+                 ("participantsHash", "string"), ("finalSeed", "string"), ("order", "strings"),
+                 ("firstTicket", "int"), ("tickets", "ints"), ("drawnAt", "time")]
+ZERO = {"int": 0, "uint": 0, "string": "", "time": None, "strings": [], "ints": [], "beacon": None}
+GO_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(?:Z|[+-](\d\d):(\d\d))$")
+
+
+def shown(v):
+    """A JSON value as a mismatch shows it (as Go's draw.DecodeRecord does)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return getattr(v, "text", str(v))
+
+
+def go_time(s):
+    """Whether Go's time.Time takes s from JSON (RFC 3339, its ranges checked)."""
+    m = GO_TIME.match(s)
+    if not m:
+        return False
+    try:
+        datetime.datetime(*(int(m.group(i)) for i in range(1, 7)))
+    except ValueError:
+        return False
+    return m.group(7) is None or (int(m.group(7)) <= 24 and int(m.group(8)) < 60)
+
+
+def kind_ok(entry, kind, v):
+    """v as Go reads a value of kind (int64, uint64, string, time), or Mismatch."""
+    if v is None:
+        return ZERO[kind]  # Go's JSON leaves the zero value
+    if kind == "int" and is_int(v) and -2**63 <= v < 2**63 or kind == "uint" and is_int(v) and 0 <= v < 2**64:
+        return int(v)
+    if kind == "string" and isinstance(v, str) or kind == "time" and isinstance(v, str) and go_time(v):
+        return v
+    want = {"int": "an integer", "uint": "an integer from 0", "string": "a string", "time": "an RFC 3339 time"}[kind]
+    raise Mismatch(entry, shown(v), want)
+
+
+def typed(r):
+    """The record as Go's Record reads it: each field of its kind (nulls as zero values), or
+    Mismatch at the first value Go's JSON would refuse, named as draw.DecodeRecord names it."""
+    if not isinstance(r, dict):
+        raise Mismatch("record", shown(r), "an object")
+    out = {}
+    for name, kind in RECORD_FIELDS:
+        v = r.get(name)
+        if v is not None and kind in ("strings", "ints"):
+            if not isinstance(v, list):
+                raise Mismatch(name, shown(v), "an array")
+            out[name] = [kind_ok("%s[%d]" % (name, i), kind[:-1], e) for i, e in enumerate(v)]
+        elif v is not None and kind == "beacon":
+            if not isinstance(v, dict):
+                raise Mismatch(name, shown(v), "an object")
+            out[name] = {k: kind_ok("beacon." + k, bk, v.get(k)) for k, bk in (("url", "string"), ("round", "uint"), ("randomness", "string"))}
+        else:
+            out[name] = ZERO[kind] if v is None else kind_ok(name, kind, v)
+    return out
+
+
 def verify(r):
-    """Raises Mismatch at the first entry that differs, in Verify's order."""
+    """Raises Mismatch at the first entry that differs, in Verify's order
+    (a value of the wrong type first, as Go's reading the record does)."""
+    r = typed(r)
     if r.get("version", 0) != VERSION:
         raise Mismatch("version", str(r.get("version", 0)), str(VERSION))
     seed = r.get("seed") or ""
@@ -183,7 +272,7 @@ def fetch(addr, queue, commitment_hex):
     req = urllib.request.Request(url, headers={"Accept": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
-            return json.load(resp)
+            return load_json(resp)
     except urllib.error.HTTPError as e:
         try:
             err = json.load(e)["error"]
@@ -306,11 +395,19 @@ def main(argv):
     if (a.file is None) == (a.addr is None) or (a.addr is not None and not a.queue):
         p.error("give a record file, or --addr with --queue")
     notes, late = [], None
-    if a.file is not None:
-        with open(a.file, encoding="utf-8") as f:
-            r = json.load(f)
-    else:
-        r, c, withdrawn, wrong = check_ledger(fetch(a.addr, a.queue, a.commitment), a.queue)
+    try:
+        if a.file is not None:
+            with open(a.file, encoding="utf-8") as f:
+                r = typed(load_json(f))
+        else:
+            ledger = fetch(a.addr, a.queue, a.commitment)
+            if ledger.get("record") is not None:
+                ledger["record"] = typed(ledger["record"])
+    except Mismatch as m:  # a value of the wrong type: Go's reading the record names it so
+        print(m)
+        return 1
+    if a.file is None:
+        r, c, withdrawn, wrong = check_ledger(ledger, a.queue)
         if wrong:
             print(wrong)
             return 1
@@ -325,7 +422,7 @@ def main(argv):
         for line in notes:
             print(line)
         return 1
-    print("matches: %d participants, commitment %s" % (len(r.get("participants") or []), r["commitment"]))
+    print("matches: %d participants, commitment %s" % (len(r["participants"]), r["commitment"]))
     for line in [beacon] + notes + [late]:
         if line:
             print(line)

@@ -14,17 +14,19 @@ import (
 )
 
 // ReadRecord reads a record's JSON (as GET /api/v1/queues/{q}/draw
-// answers it under "record", or a file saved from it) from file.
+// answers it under "record", or a file saved from it) from file: a value
+// of the wrong type is a *Mismatch (DecodeRecord).
 func ReadRecord(file string) (Record, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return Record{}, err
 	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := DecodeRecord(b)
+	var m *Mismatch
+	if err != nil && !errors.As(err, &m) {
 		return Record{}, fmt.Errorf("%s is not a draw's record: %w", file, err)
 	}
-	return r, nil
+	return r, err
 }
 
 // Ledger is a queue's draws as GET /api/v1/queues/{q}/draw publishes them:
@@ -47,7 +49,8 @@ const maxLedger = 256 << 20
 // URL): GET addr/api/v1/queues/{queue}/draw, with ?commitment= when
 // commitment is not "" (that commitment's record). A public route: no
 // secret is sent. client nil: http.DefaultClient; every call is bounded
-// by fetchTimeout.
+// by fetchTimeout. A record with a value of the wrong type is a
+// *Mismatch (DecodeRecord).
 func Fetch(ctx context.Context, client *http.Client, addr, queue, commitment string) (Ledger, error) {
 	if client == nil {
 		client = http.DefaultClient
@@ -81,11 +84,27 @@ func Fetch(ctx context.Context, client *http.Client, addr, queue, commitment str
 		}
 		return Ledger{}, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
-	var l Ledger
+	// The record apart, so that a value of the wrong type in it is named
+	// (DecodeRecord).
+	var l struct {
+		Ledger
+		Record json.RawMessage `json:"record"`
+	}
 	if err := json.Unmarshal(body, &l); err != nil {
 		return Ledger{}, fmt.Errorf("GET %s: not a queue's draws: %w", u, err)
 	}
-	return l, nil
+	if len(l.Record) == 0 || string(l.Record) == "null" {
+		return l.Ledger, nil
+	}
+	r, err := DecodeRecord(l.Record)
+	var m *Mismatch
+	if errors.As(err, &m) {
+		return l.Ledger, m
+	} else if err != nil {
+		return Ledger{}, fmt.Errorf("GET %s: not a queue's draws: %w", u, err)
+	}
+	l.Ledger.Record = &r
+	return l.Ledger, nil
 }
 
 // ErrNotDrawn: the ledger has no record to check yet.

@@ -44,6 +44,31 @@ func TestPythonAgrees(t *testing.T) {
 		ok, command      bool
 	}
 	var runs []run
+	write := func(b []byte) string {
+		file := filepath.Join(dir, fmt.Sprintf("%02d.json", len(runs)))
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	// add runs file through what waitroom verify-draw --file says: a value
+	// of the wrong type as read, or the verdict; entry is what it names
+	// ("": matches).
+	add := func(name, file, entry string) {
+		r, err := draw.ReadRecord(file)
+		var m *draw.Mismatch
+		if err == nil {
+			err = draw.Verify(r)
+		}
+		if entry == "" && err != nil || entry != "" && (!errors.As(err, &m) || m.Entry != entry) {
+			t.Fatalf("%s: Go: %v, want %q named", name, err, entry)
+		}
+		want, ok := draw.Verdict(r)
+		if m != nil {
+			want, ok = m.Error(), false
+		}
+		runs = append(runs, run{name, file, want + "\n", ok, len(runs) < 4})
+	}
 	for _, tt := range []struct {
 		name   string
 		change func(r *draw.Record)
@@ -81,27 +106,58 @@ func TestPythonAgrees(t *testing.T) {
 		{"a ticket", func(r *draw.Record) { r.Tickets[640]++ }, "", "tickets[640]"},
 		{"the first ticket", func(r *draw.Record) { r.FirstTicket-- }, "", "tickets[0]"},
 		{"the tickets cut short", func(r *draw.Record) { r.Tickets = r.Tickets[:10] }, "", "tickets length"},
+		{"the beacon's URL", func(r *draw.Record) { r.Beacon.URL = "http://127.0.0.1:2/drand" }, "", "commitment"},
 	} {
 		file := tt.file
 		if file == "" {
 			r := clone(t, base)
 			tt.change(&r)
-			file = filepath.Join(dir, fmt.Sprintf("%02d.json", len(runs)))
 			b, _ := json.Marshal(r)
-			if err := os.WriteFile(file, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			file = write(b)
 		}
-		r, err := draw.ReadRecord(file)
-		if err != nil {
+		add(tt.name, file, tt.entry)
+	}
+	// Values Go's JSON does not take as the record's types (draw.Record
+	// cannot hold them: the JSON is edited): both verifiers name them as
+	// draw.DecodeRecord does.
+	for _, tt := range []struct {
+		name, field string
+		i           int // the list's element; -1: the field itself
+		v           any
+		entry       string
+	}{
+		{"a ticket that is true", "tickets", 3, true, "tickets[3]"},
+		{"a ticket that is 5.0", "tickets", 4, json.RawMessage("70005.0"), "tickets[4]"},
+		{"a ticket past int64", "tickets", 5, json.RawMessage("9223372036854775808"), "tickets[5]"},
+		{"a ticket that is a string", "tickets", 6, "70007", "tickets[6]"},
+		{"a ticket that is null", "tickets", 7, nil, "tickets[7]"},
+		{"the tickets not a list", "tickets", -1, "70001", "tickets"},
+		{"an id that is a number", "participants", 2, json.RawMessage("1e3"), "participants[2]"},
+		{"an id that is a list", "participants", 8, []string{"x"}, "participants[8]"},
+		{"an id that is false", "participants", 9, false, "participants[9]"},
+		{"an order entry that is an object", "order", 6, map[string]int{"a": 1}, "order[6]"},
+		{"an order entry that is null", "order", 6, nil, "order[6]"},
+		{"a seed that is a number", "seed", -1, 12, "seed"},
+		{"a version that is true", "version", -1, true, "version"},
+		{"opensAtMs with a fraction", "opensAtMs", -1, json.RawMessage("1798135200000.5"), "opensAtMs"},
+		{"opensAt not a time", "opensAt", -1, "2026-12-24t18:00:00z", "opensAt"},
+		{"a beacon round below 0", "beacon", -1, map[string]any{"url": "http://127.0.0.1:1/drand", "round": -1}, "beacon.round"},
+		{"a queue that is a number", "queue", -1, 7, "queue"},
+	} {
+		b, _ := json.Marshal(base)
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber() // numbers as written
+		if err := d.Decode(&m); err != nil {
 			t.Fatal(err)
 		}
-		var m *draw.Mismatch
-		if err := draw.Verify(r); tt.entry == "" && err != nil || tt.entry != "" && (!errors.As(err, &m) || m.Entry != tt.entry) {
-			t.Fatalf("%s: Go's Verify: %v, want %q named", tt.name, err, tt.entry)
+		if tt.i < 0 {
+			m[tt.field] = tt.v
+		} else {
+			m[tt.field].([]any)[tt.i] = tt.v
 		}
-		want, ok := draw.Verdict(r)
-		runs = append(runs, run{tt.name, file, want + "\n", ok, len(runs) < 4})
+		b, _ = json.Marshal(m)
+		add(tt.name, write(b), tt.entry)
 	}
 	var batch []string
 	for _, r := range runs {
