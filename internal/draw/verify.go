@@ -111,10 +111,10 @@ func Verdict(r Record) (line string, ok bool) {
 // compares its randomness with the record's: Verify takes the record's
 // value as given, and only the chain can say it is the round's. chain is
 // the record's beacon URL or any mirror of the same chain (drand's relays
-// all serve each chain under its hash). First it checks the round is one
-// NewDrand's Name could have named: its time (from the chain's /info) a
-// full period or more after the record's opening, so that nobody could
-// know its randomness while the list was open. It answers the line both
+// all serve each chain under its hash). First it checks the round keeps
+// the rule NewDrand's Name names rounds by: its time (from the chain's
+// /info) a full period or more after the record's opening, so that nobody
+// could know its randomness while the list was open. It answers the line both
 // verifiers print after the verdict, or a *Mismatch ("beacon.round",
 // "beacon.randomness"). Like Drand.Read it checks the randomness is
 // SHA-256 of the round's signature, not the signature itself.
