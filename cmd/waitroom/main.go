@@ -34,9 +34,19 @@ func main() {
 	if err := run(os.Args[1:]); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "waitroom:", err)
-			os.Exit(1)
+			os.Exit(exitStatusOf(err))
 		}
 	}
+}
+
+// exitStatusOf is 1, or the status an error names (verify-draw's
+// verdicts: 1 differs, 2 matches a commitment made too late).
+func exitStatusOf(err error) int {
+	var s interface{ ExitStatus() int }
+	if errors.As(err, &s) {
+		return s.ExitStatus()
+	}
+	return 1
 }
 
 func run(args []string) error {

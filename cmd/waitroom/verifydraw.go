@@ -10,9 +10,23 @@ import (
 	"github.com/waitroom/waitroom/internal/draw"
 )
 
-// errNoMatch is verify-draw's exit status 1 once it has said why on
-// standard output.
-var errNoMatch = errors.New("verify-draw: the record does not check out")
+// exitStatus is an error main exits with Status (not 1) once the command
+// has said why on standard output.
+type exitStatus struct {
+	msg    string
+	Status int
+}
+
+func (e *exitStatus) Error() string   { return e.msg }
+func (e *exitStatus) ExitStatus() int { return e.Status }
+
+var (
+	// errNoMatch is verify-draw's exit status 1: the record differs.
+	errNoMatch = &exitStatus{"verify-draw: the record does not check out", 1}
+	// errTooLate is its exit status 2: the record matches a commitment
+	// made only at the opening, which proves nothing (Checked.LateNote).
+	errTooLate = &exitStatus{"verify-draw: the record matches, but its commitment was made only at the opening", 2}
+)
 
 // verifyDrawCmd runs `waitroom verify-draw`: a drawn opening's record,
 // from a running instance's public GET /api/v1/queues/{q}/draw or from a
@@ -32,8 +46,10 @@ func verifyDrawCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 			"Recomputes a drawn opening from its published record (docs/draws.md): the commitment,\n"+
 			"the participants' hash, the final seed, the order and the tickets. Prints \"matches: …\"\n"+
 			"and exits 0, or the first entry that differs and exits 1. With --addr it also checks\n"+
-			"that the record's commitment is in the queue's ledger, published before the draw;\n"+
-			"with --drand, that the beacon's randomness is the drand round's.\n"+
+			"that the record's commitment is drawn in the queue's ledger, lists the commitments\n"+
+			"withdrawn before it, and exits 2 when the commitment was made only at the opening or\n"+
+			"after it (the record matches, but proves nothing); with --drand, that the beacon's\n"+
+			"round comes a period or more after the opening and its randomness is the chain's.\n"+
 			"Needs no secret. examples/verify-draw does the same in Python.\n\n")
 		flags.PrintDefaults()
 	}
@@ -54,9 +70,9 @@ func verifyDrawCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *file != "" {
 		r, err := draw.ReadRecord(*file)
 		if err != nil {
-			return err
+			return mistyped(stdout, err)
 		}
-		return say(ctx, stdout, r, *chain, "")
+		return say(ctx, stdout, draw.Checked{Record: r}, *chain)
 	}
 	base, err := instanceURL(*addr)
 	if err != nil {
@@ -64,25 +80,39 @@ func verifyDrawCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	ledger, err := draw.Fetch(ctx, nil, base, *q, *commitment)
 	if err != nil {
-		return err
+		return mistyped(stdout, err)
 	}
-	r, c, err := ledger.Check(*q)
+	checked, err := ledger.Check(*q)
 	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return errNoMatch
 	}
-	return say(ctx, stdout, r, *chain, draw.LateNote(c))
+	return say(ctx, stdout, checked, *chain)
 }
 
-// say prints the verdict on r; then, with a drand chain, what it says of
-// the beacon (a beacon that differs is the verdict instead); then note, if
-// any.
-func say(ctx context.Context, stdout io.Writer, r draw.Record, chain, note string) error {
-	line, ok := draw.Verdict(r)
+// mistyped prints, and answers as errNoMatch, a record's value of the
+// wrong type (a *draw.Mismatch from reading it): the verdict on it. Any
+// other error it answers as is.
+func mistyped(stdout io.Writer, err error) error {
+	var m *draw.Mismatch
+	if !errors.As(err, &m) {
+		return err
+	}
+	fmt.Fprintln(stdout, m)
+	return errNoMatch
+}
+
+// say prints the verdict on c's record; then, with a drand chain, what it
+// says of the beacon (a beacon that differs is the verdict instead); then,
+// when the ledger was read, the commitments withdrawn before it and, when
+// the record matches, whether its commitment came too late (a record from
+// a file has neither).
+func say(ctx context.Context, stdout io.Writer, c draw.Checked, chain string) error {
+	line, ok := draw.Verdict(c.Record)
 	var beacon string
 	if ok && chain != "" {
 		var err error
-		beacon, err = draw.CheckBeacon(ctx, nil, chain, r)
+		beacon, err = draw.CheckBeacon(ctx, nil, chain, c.Record)
 		var m *draw.Mismatch
 		if errors.As(err, &m) {
 			line, ok = m.Error(), false
@@ -94,11 +124,15 @@ func say(ctx context.Context, stdout io.Writer, r draw.Record, chain, note strin
 	if ok && beacon != "" {
 		fmt.Fprintln(stdout, beacon)
 	}
-	if note != "" {
+	for _, note := range c.Notes() {
 		fmt.Fprintln(stdout, note)
 	}
-	if !ok {
+	switch {
+	case !ok:
 		return errNoMatch
+	case c.LateNote() != "":
+		fmt.Fprintln(stdout, c.LateNote())
+		return errTooLate
 	}
 	return nil
 }

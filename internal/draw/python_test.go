@@ -44,6 +44,31 @@ func TestPythonAgrees(t *testing.T) {
 		ok, command      bool
 	}
 	var runs []run
+	write := func(b []byte) string {
+		file := filepath.Join(dir, fmt.Sprintf("%02d.json", len(runs)))
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	// add runs file through what waitroom verify-draw --file says: a value
+	// of the wrong type as read, or the verdict; entry is what it names
+	// ("": matches).
+	add := func(name, file, entry string) {
+		r, err := draw.ReadRecord(file)
+		var m *draw.Mismatch
+		if err == nil {
+			err = draw.Verify(r)
+		}
+		if entry == "" && err != nil || entry != "" && (!errors.As(err, &m) || m.Entry != entry) {
+			t.Fatalf("%s: Go: %v, want %q named", name, err, entry)
+		}
+		want, ok := draw.Verdict(r)
+		if m != nil {
+			want, ok = m.Error(), false
+		}
+		runs = append(runs, run{name, file, want + "\n", ok, len(runs) < 4})
+	}
 	for _, tt := range []struct {
 		name   string
 		change func(r *draw.Record)
@@ -81,27 +106,58 @@ func TestPythonAgrees(t *testing.T) {
 		{"a ticket", func(r *draw.Record) { r.Tickets[640]++ }, "", "tickets[640]"},
 		{"the first ticket", func(r *draw.Record) { r.FirstTicket-- }, "", "tickets[0]"},
 		{"the tickets cut short", func(r *draw.Record) { r.Tickets = r.Tickets[:10] }, "", "tickets length"},
+		{"the beacon's URL", func(r *draw.Record) { r.Beacon.URL = "http://127.0.0.1:2/drand" }, "", "commitment"},
 	} {
 		file := tt.file
 		if file == "" {
 			r := clone(t, base)
 			tt.change(&r)
-			file = filepath.Join(dir, fmt.Sprintf("%02d.json", len(runs)))
 			b, _ := json.Marshal(r)
-			if err := os.WriteFile(file, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			file = write(b)
 		}
-		r, err := draw.ReadRecord(file)
-		if err != nil {
+		add(tt.name, file, tt.entry)
+	}
+	// Values Go's JSON does not take as the record's types (draw.Record
+	// cannot hold them: the JSON is edited): both verifiers name them as
+	// draw.DecodeRecord does.
+	for _, tt := range []struct {
+		name, field string
+		i           int // the list's element; -1: the field itself
+		v           any
+		entry       string
+	}{
+		{"a ticket that is true", "tickets", 3, true, "tickets[3]"},
+		{"a ticket that is 5.0", "tickets", 4, json.RawMessage("70005.0"), "tickets[4]"},
+		{"a ticket past int64", "tickets", 5, json.RawMessage("9223372036854775808"), "tickets[5]"},
+		{"a ticket that is a string", "tickets", 6, "70007", "tickets[6]"},
+		{"a ticket that is null", "tickets", 7, nil, "tickets[7]"},
+		{"the tickets not a list", "tickets", -1, "70001", "tickets"},
+		{"an id that is a number", "participants", 2, json.RawMessage("1e3"), "participants[2]"},
+		{"an id that is a list", "participants", 8, []string{"x"}, "participants[8]"},
+		{"an id that is false", "participants", 9, false, "participants[9]"},
+		{"an order entry that is an object", "order", 6, map[string]int{"a": 1}, "order[6]"},
+		{"an order entry that is null", "order", 6, nil, "order[6]"},
+		{"a seed that is a number", "seed", -1, 12, "seed"},
+		{"a version that is true", "version", -1, true, "version"},
+		{"opensAtMs with a fraction", "opensAtMs", -1, json.RawMessage("1798135200000.5"), "opensAtMs"},
+		{"opensAt not a time", "opensAt", -1, "2026-12-24t18:00:00z", "opensAt"},
+		{"a beacon round below 0", "beacon", -1, map[string]any{"url": "http://127.0.0.1:1/drand", "round": -1}, "beacon.round"},
+		{"a queue that is a number", "queue", -1, 7, "queue"},
+	} {
+		b, _ := json.Marshal(base)
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber() // numbers as written
+		if err := d.Decode(&m); err != nil {
 			t.Fatal(err)
 		}
-		var m *draw.Mismatch
-		if err := draw.Verify(r); tt.entry == "" && err != nil || tt.entry != "" && (!errors.As(err, &m) || m.Entry != tt.entry) {
-			t.Fatalf("%s: Go's Verify: %v, want %q named", tt.name, err, tt.entry)
+		if tt.i < 0 {
+			m[tt.field] = tt.v
+		} else {
+			m[tt.field].([]any)[tt.i] = tt.v
 		}
-		want, ok := draw.Verdict(r)
-		runs = append(runs, run{tt.name, file, want + "\n", ok, len(runs) < 4})
+		b, _ = json.Marshal(m)
+		add(tt.name, write(b), tt.entry)
 	}
 	var batch []string
 	for _, r := range runs {
@@ -114,7 +170,7 @@ func TestPythonAgrees(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			if r.command {
 				t.Parallel() // each waits on a python3 of its own
-				runPython(t, python, r.want, r.ok, r.file)
+				runPython(t, python, r.want, map[bool]int{true: 0, false: 1}[r.ok], r.file)
 				return
 			}
 			if got := said[r.file]; got.out != r.want || (got.rc == 0) != r.ok {
@@ -162,27 +218,62 @@ for f in sys.argv[2:]:
 }
 
 // runPython runs the Python verifier with args and wants it to print want
-// and exit 0 (ok) or 1.
-func runPython(t *testing.T, python, want string, ok bool, args ...string) {
+// and exit with status (0 matches, 1 differs, 2 committed too late).
+func runPython(t *testing.T, python, want string, status int, args ...string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(python, append([]string{pythonVerifier}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	var exit *exec.ExitError
-	if ok && err != nil || !ok && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
-		t.Fatalf("python3 verify_draw.py %q: %v (want exit %d)\n%s%s", args, err, map[bool]int{true: 0, false: 1}[ok], out.String(), errOut.String())
+	if status == 0 && err != nil || status != 0 && (!errors.As(err, &exit) || exit.ExitCode() != status) {
+		t.Fatalf("python3 verify_draw.py %q: %v (want exit %d)\n%s%s", args, err, status, out.String(), errOut.String())
 	}
 	if got := out.String(); got != want {
 		t.Fatalf("Python printed %q\nGo says      %q", got, want)
 	}
 }
 
+// goSays is what waitroom verify-draw prints of c (cmd/waitroom/
+// verifydraw.go's say), with the drand chain when not "", and its exit
+// status.
+func goSays(t *testing.T, c draw.Checked, chain string) (string, int) {
+	t.Helper()
+	line, ok := draw.Verdict(c.Record)
+	var beacon string
+	if ok && chain != "" {
+		var err error
+		beacon, err = draw.CheckBeacon(context.Background(), nil, chain, c.Record)
+		var m *draw.Mismatch
+		if errors.As(err, &m) {
+			line, ok = m.Error(), false
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := line + "\n"
+	if ok && beacon != "" {
+		out += beacon + "\n"
+	}
+	for _, note := range c.Notes() {
+		out += note + "\n"
+	}
+	switch {
+	case !ok:
+		return out, 1
+	case c.LateNote() != "":
+		return out + c.LateNote() + "\n", 2
+	}
+	return out, 0
+}
+
 // TestPythonReadsTheLedgerAsGoDoes: with --addr, the Python verifier reads
 // GET /api/v1/queues/{q}/draw and says what waitroom verify-draw says
-// (draw.Fetch, Ledger.Check, Verdict, LateNote) of a record whose
-// commitment is listed, listed but made only at the opening, not listed,
-// and of a ledger with no record yet.
+// (draw.Fetch, Ledger.Check, Verdict, Checked.Notes and LateNote), with
+// the same exit status, of a record whose commitment is listed as drawn
+// (after withdrawn ones, which it lists), listed but made only at the
+// record's opening or after it, listed but not drawn, not listed, and of a
+// ledger with no record yet.
 func TestPythonReadsTheLedgerAsGoDoes(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -193,17 +284,31 @@ func TestPythonReadsTheLedgerAsGoDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	entry := func(hash string, madeAt time.Time, state draw.State) draw.Committed {
-		return draw.Committed{Hash: hash, OpensAt: r.OpensAt, MadeAt: madeAt, State: state, Beacon: r.Beacon}
+		return draw.Committed{Hash: hash, Queue: "sale", OpensAt: r.OpensAt, MadeAt: madeAt, State: state, Beacon: r.Beacon}
 	}
 	other := strings.Repeat("ab", 32)
+	rerolled := entry(strings.Repeat("cd", 32), r.OpensAt.Add(-72*time.Hour), draw.Withdrawn)
+	rerolled.OpensAt, rerolled.WithdrawnAt = r.OpensAt.Add(-90*time.Minute), r.OpensAt.Add(-48*time.Hour+1500*time.Microsecond)
+	undated := entry(strings.Repeat("ef", 32), r.OpensAt.Add(-60*time.Hour), draw.Withdrawn) // no withdrawnAt
+	movedOpening := entry(r.Commitment, r.OpensAt.Add(-time.Second), draw.Drawn)
+	movedOpening.OpensAt = r.OpensAt.Add(-time.Minute)
 	for _, tt := range []struct {
 		name   string
 		ledger draw.Ledger
 	}{
 		{"listed", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
-			entry(other, r.OpensAt.Add(-48*time.Hour), draw.Withdrawn), entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Drawn)}}},
-		{"made only at the opening", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(other, r.OpensAt.Add(-48*time.Hour), draw.Drawn), entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Drawn)}}},
+		{"listed after withdrawn ones", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			rerolled, undated, entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Drawn), entry(other, r.OpensAt, draw.Withdrawn)}}},
+		{"made at the opening", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			rerolled, entry(r.Commitment, r.OpensAt, draw.Drawn)}}},
+		{"made only after the opening", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
 			entry(r.Commitment, r.OpensAt.Add(250*time.Millisecond), draw.Drawn)}}},
+		{"made before the record's opening, after the ledger's", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{movedOpening}}},
+		{"listed, still pending", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Pending)}}},
+		{"listed, withdrawn", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{
+			entry(r.Commitment, r.OpensAt.Add(-time.Hour), draw.Withdrawn)}}},
 		{"not listed", draw.Ledger{Queue: "sale", Record: &r, Commitments: []draw.Committed{entry(other, r.OpensAt, draw.Drawn)}}},
 		{"not drawn yet", draw.Ledger{Queue: "sale", Commitments: []draw.Committed{entry(other, r.OpensAt.Add(-time.Hour), draw.Pending)}}},
 		{"nothing yet", draw.Ledger{Queue: "sale", Commitments: []draw.Committed{}}},
@@ -218,18 +323,13 @@ func TestPythonReadsTheLedgerAsGoDoes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// What waitroom verify-draw prints (cmd/waitroom/verifydraw.go).
-			want, ok := "", false
-			if rec, c, err := l.Check("sale"); err != nil {
+			want, status := "", 1
+			if c, err := l.Check("sale"); err != nil {
 				want = err.Error() + "\n"
 			} else {
-				line, matches := draw.Verdict(rec)
-				want, ok = line+"\n", matches
-				if note := draw.LateNote(c); note != "" {
-					want += note + "\n"
-				}
+				want, status = goSays(t, c, "")
 			}
-			runPython(t, python, want, ok, "--addr", srv.URL, "--queue", "sale")
+			runPython(t, python, want, status, "--addr", srv.URL, "--queue", "sale")
 		})
 	}
 }
@@ -272,9 +372,10 @@ func swap(s []string, i, j int) { s[i], s[j] = s[j], s[i] }
 
 // TestPythonChecksTheBeaconAsGoDoes: with --drand, both verifiers ask the
 // chain (here drandtest, a local server speaking drand's HTTP API) for
-// the record's round: a record drawn with the round's randomness matches;
-// one drawn, consistently, with another value is pointed at
-// beacon.randomness; one with no beacon says so.
+// its info and the record's round: a record drawn with the round's
+// randomness matches; one drawn, consistently, with another value is
+// pointed at beacon.randomness; one whose round is less than a full period
+// after the opening at beacon.round; one with no beacon says so.
 func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -282,7 +383,8 @@ func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
 	}
 	ctx := context.Background()
 	chain := drandtest.New(t, time.Now().Add(-time.Hour), 3*time.Second)
-	named, err := draw.NewDrand(chain.URL, nil).Name(ctx, time.Now().Add(-time.Minute))
+	opens := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	named, err := draw.NewDrand(chain.URL, nil).Name(ctx, opens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +394,11 @@ func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
 	}
 	forged := read
 	forged.Randomness = strings.Repeat("0f", 32)
+	early := draw.Beacon{URL: named.URL, Round: named.Round - 1}
+	earlyRead, err := draw.NewDrand(chain.URL, nil).Read(ctx, early)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := []string{strings.Repeat("00", 16), strings.Repeat("11", 16), strings.Repeat("22", 16), strings.Repeat("33", 16), strings.Repeat("44", 16)}
 	dir := t.TempDir()
 	for _, tt := range []struct {
@@ -301,14 +408,15 @@ func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
 	}{
 		{"the round's randomness", &read, ""},
 		{"another randomness", &forged, "beacon.randomness"},
+		{"a round less than a period after the opening", &earlyRead, "beacon.round"},
 		{"no beacon", nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var c draw.Committed
 			if tt.beacon != nil {
-				c = draw.NewCommitted("sale", time.Now(), &named)
+				c = draw.NewCommitted("sale", opens, &draw.Beacon{URL: tt.beacon.URL, Round: tt.beacon.Round})
 			} else {
-				c = draw.NewCommitted("sale", time.Now(), nil)
+				c = draw.NewCommitted("sale", opens, nil)
 			}
 			r, err := draw.Draw(c, ids, tt.beacon, 1, time.Now())
 			if err != nil {
@@ -319,22 +427,16 @@ func TestPythonChecksTheBeaconAsGoDoes(t *testing.T) {
 			if err := os.WriteFile(file, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			// What waitroom verify-draw --drand prints (cmd/waitroom/verifydraw.go).
-			want, ok := draw.Verdict(r)
-			if !ok {
-				t.Fatalf("the record itself: %s", want)
+			if line, ok := draw.Verdict(r); !ok {
+				t.Fatalf("the record itself: %s", line)
 			}
-			line, err := draw.CheckBeacon(ctx, nil, chain.URL, r)
+			_, err = draw.CheckBeacon(ctx, nil, chain.URL, r)
 			var m *draw.Mismatch
-			switch {
-			case tt.entry == "" && err == nil:
-				want += "\n" + line + "\n"
-			case tt.entry != "" && errors.As(err, &m) && m.Entry == tt.entry:
-				want, ok = m.Error()+"\n", false
-			default:
-				t.Fatalf("CheckBeacon: %q, %v; want %q named", line, err, tt.entry)
+			if tt.entry == "" && err != nil || tt.entry != "" && (!errors.As(err, &m) || m.Entry != tt.entry) {
+				t.Fatalf("CheckBeacon: %v; want %q named", err, tt.entry)
 			}
-			runPython(t, python, want, ok, "--drand", chain.URL, file)
+			want, status := goSays(t, draw.Checked{Record: r}, chain.URL)
+			runPython(t, python, want, status, "--drand", chain.URL, file)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -25,8 +24,11 @@ func (m *Mismatch) Error() string {
 // its participants (no secret needed) and answers the first entry that
 // differs (*Mismatch), or nil when every value matches: the commitment,
 // the participants' order and hash, the final seed, the order and each
-// ticket. A commitment published before the opening and equal to
-// r.Commitment then proves the seed was fixed before anyone joined.
+// ticket. A match proves the seed was fixed when its commitment was
+// published, not before anyone joined: people join until the opening, so
+// a commitment published before the opening (the ledger's madeAt, see
+// Checked.LateNote) shows the seed was fixed while nobody could know the
+// order yet.
 func Verify(r Record) error {
 	if r.Version != Version {
 		return &Mismatch{"version", fmt.Sprint(r.Version), fmt.Sprint(Version)}
@@ -109,15 +111,30 @@ func Verdict(r Record) (line string, ok bool) {
 // compares its randomness with the record's: Verify takes the record's
 // value as given, and only the chain can say it is the round's. chain is
 // the record's beacon URL or any mirror of the same chain (drand's relays
-// all serve each chain under its hash). It answers the line both
-// verifiers print after the verdict, or a *Mismatch ("beacon.randomness").
-// Like Drand.Read it checks the randomness is SHA-256 of the round's
-// signature, not the signature itself.
+// all serve each chain under its hash). First it checks the round keeps
+// the rule NewDrand's Name names rounds by: its time (from the chain's
+// /info) a full period or more after the record's opening, so that nobody
+// could know its randomness while the list was open. It answers the line both
+// verifiers print after the verdict, or a *Mismatch ("beacon.round",
+// "beacon.randomness"). Like Drand.Read it checks the randomness is
+// SHA-256 of the round's signature, not the signature itself.
 func CheckBeacon(ctx context.Context, client *http.Client, chain string, r Record) (string, error) {
 	if r.Beacon == nil {
 		return "beacon: the record names none", nil
 	}
-	b, err := NewDrand(chain, client).Read(ctx, Beacon{URL: strings.TrimRight(chain, "/"), Round: r.Beacon.Round})
+	d := NewDrand(chain, client).(*drand)
+	info, err := d.info(ctx, d.url)
+	if err != nil {
+		return "", err
+	}
+	// Compared as rounds, not instants: a record's round can be any
+	// number, and its instant would overflow a time.Duration.
+	opens := time.UnixMilli(r.OpensAtMs)
+	if first := firstRoundAtOrAfter(info, opens.Add(time.Duration(info.Period)*time.Second)); r.Beacon.Round < first {
+		return "", &Mismatch{"beacon.round", fmt.Sprint(r.Beacon.Round),
+			fmt.Sprintf("a round from %d (a period or more after the opening)", first)}
+	}
+	b, err := d.Read(ctx, Beacon{URL: d.url, Round: r.Beacon.Round})
 	if errors.Is(err, ErrNotYet) {
 		return "", fmt.Errorf("beacon: round %d is not out yet at %s", r.Beacon.Round, chain)
 	}
