@@ -30,6 +30,7 @@ func init() {
 		suiteTest{"OpeningPlacesUsersAtTheirReservedTickets", testPlaceAtTickets},
 		suiteTest{"OpeningTakenOverPlacesTheOrderDrawn", testTakeoverSameOrder},
 		suiteTest{"OpeningDrawsThePreQueueAsItClosed", testClosedAtClose},
+		suiteTest{"SaveDrawTakesOnlyTheOpeningsCommitment", testSaveDrawOfThisOpening},
 	)
 }
 
@@ -292,6 +293,54 @@ func testSaveDraw(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if got, ok, err := s.CommitDraw(ctx, q, draw.NewCommittedWith(seedOf(2), q, c.OpensAt, nil)); err != nil || ok {
 		t.Errorf("a commitment to an opening drawn: %+v, %v, %v; want false", got, ok, err)
+	}
+}
+
+// testSaveDrawOfThisOpening: SaveDraw keeps only the draw of a commitment
+// to the opening being placed, in this life of the queue. One still
+// pending to the instant the opening was moved from, or to the same
+// instant in a life of the queue deleted since, is refused, nothing kept.
+func testSaveDrawOfThisOpening(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.OpensAt = clock.Now().Add(time.Hour).Truncate(time.Millisecond)
+	q := newQueue(t, s, c)
+	moved := mustCommit(t, s, q, draw.NewCommittedWith(seedOf(1), q, c.OpensAt, nil))
+	c.OpensAt = clock.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, s, q, "a")
+	gone := newQueue(t, s, c)
+	lastLife := mustCommit(t, s, gone, draw.NewCommittedWith(seedOf(2), gone, c.OpensAt, nil))
+	if err := s.DeleteQueue(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutConfig(ctx, gone, c); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, s, gone, "a")
+	for _, tc := range []struct {
+		what, q string
+		c       draw.Committed
+	}{{"to the instant the opening moved from", q, moved}, {"of a life of the queue deleted since", gone, lastLife}} {
+		o, err := s.OpenDue(ctx, tc.q, "owner", time.Minute)
+		if err != nil || !o.Due {
+			t.Fatalf("OpenDue of %s: %+v, %v", tc.q, o, err)
+		}
+		rec, err := draw.Draw(tc.c, idsOf(tc.q, o.Pending), nil, o.First, clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.SaveDraw(ctx, tc.q, "owner", rec); err == nil || errors.Is(err, queue.ErrNotOwner) {
+			t.Errorf("SaveDraw of a commitment %s: %+v, %v; want it refused", tc.what, got, err)
+		}
+		if got, ok, err := s.DrawRecord(ctx, tc.q, tc.c.Hash); err != nil || ok {
+			t.Errorf("DrawRecord of a commitment %s: %+v, %v, %v; want none", tc.what, got, ok, err)
+		}
+		if all := mustDraws(t, s, tc.q); len(all) != 1 || all[0].State != draw.Pending {
+			t.Errorf("Draws after a commitment %s was refused: %v, want it pending", tc.what, states(all))
+		}
 	}
 }
 
