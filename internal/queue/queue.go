@@ -328,7 +328,12 @@ type RateChange struct {
 type Opening struct {
 	// Due: the pre-queue is closed (later arrivals join the line behind the
 	// tickets reserved for it) and this caller holds the lease to place
-	// Pending, its users in arrival order.
+	// Pending: the users of the pre-queue when it closed, whether or not
+	// they left (or were placed) since, in arrival order. They are the
+	// draw's participants, fixed at the close: the draw may be made much
+	// later (its beacon's round waited for), and who leaves meanwhile
+	// must not choose among the orders (Place leaves a leaver's ticket a
+	// gap).
 	Due     bool
 	Pending []string
 	// In is how long until the opening is due (not Due, and one pending).

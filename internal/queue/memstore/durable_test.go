@@ -368,8 +368,8 @@ func TestDurableOldPlaceJournal(t *testing.T) {
 
 // TestDurableDraws: the ledger of draws and the records kept come back
 // after a restart, whether the log replays them or a snapshot holds them
-// (one taken while the opening is placed, too: its instant and first
-// ticket with it), and outlive the queue: deleted, it still lists them.
+// (one taken while the opening is placed, too: its instant, first ticket
+// and the list closed with it), and outlive the queue: deleted, it still lists them.
 func TestDurableDraws(t *testing.T) {
 	for _, compact := range []string{"none", "while placing", "after the opening", "after the removal"} {
 		t.Run("compaction "+compact, func(t *testing.T) {
@@ -419,8 +419,8 @@ func TestDurableDraws(t *testing.T) {
 			reopen("while placing")
 			clock.Sleep(2 * time.Minute) // A's lease lapses: B takes over from the store as it came back
 			if b, err := s.OpenDue(ctx, "sale", "B", time.Minute); err != nil || !b.Due || b.First != o.First || b.Next != o.First+1 ||
-				!b.OpensAt.Equal(c.OpensAt) || b.Epoch != o.Epoch {
-				t.Fatalf("OpenDue after a restart: %+v, %v; want the opening %+v, one placed", b, err, o)
+				!b.OpensAt.Equal(c.OpensAt) || b.Epoch != o.Epoch || fmt.Sprint(b.Pending) != "[a b c d]" {
+				t.Fatalf("OpenDue after a restart: %+v, %v; want the opening %+v, one placed, the four closed", b, err, o)
 			}
 			if _, placed, err := admission.OpenLine(ctx, s, "sale", "B", drawer); err != nil || placed != 3 {
 				t.Fatalf("OpenLine by B: %d placed, %v; want the 3 left", placed, err)

@@ -56,6 +56,9 @@ type queueImage struct {
 	// kept: see restore).
 	OpenAt    time.Time
 	OpenFirst int64
+	// Closed is the pre-queue's users when it closed, in arrival order
+	// (nil in a snapshot from before it was kept: see restore).
+	Closed []string
 	// Draws is the name's ledger of draws (a tombstone's too).
 	Draws   ledgerImage
 	Stock   queue.Stock
@@ -97,7 +100,7 @@ func (q *state) image(name string) *queueImage {
 		RateLog:    slices.Clone(q.rateLog),
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
-		OpenAt: q.openAt, OpenFirst: q.openFirst, Draws: q.draws.image(),
+		OpenAt: q.openAt, OpenFirst: q.openFirst, Closed: q.closed, Draws: q.draws.image(),
 		Stock: q.stock, Changed: q.changed, Shadow: q.sh.clone(),
 	}
 	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
@@ -151,7 +154,7 @@ func (img *queueImage) restore() (*state, error) {
 		rateLog:    img.RateLog,
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
-		openAt: img.OpenAt, openFirst: img.OpenFirst, draws: img.Draws.restore(),
+		openAt: img.OpenAt, openFirst: img.OpenFirst, closed: img.Closed, draws: img.Draws.restore(),
 		stock: img.Stock, changed: img.Changed, sh: img.Shadow,
 	}
 	q.sh.index()
@@ -169,6 +172,11 @@ func (img *queueImage) restore() (*state, error) {
 		// first ticket were kept: its draw is of those still to place,
 		// from the next ticket, at the configured instant.
 		q.openFirst, q.openAt = q.openNext, cfg.OpensAt.Truncate(time.Millisecond).UTC()
+	}
+	if q.openState == "placing" && q.closed == nil {
+		// Placed from a snapshot taken before the list closed was kept:
+		// the pre-queue as it is, as OpenDue answered then.
+		q.closed = q.preInArrival()
 	}
 	for i, u := range img.Line {
 		if u != "" {

@@ -137,12 +137,15 @@ type state struct {
 	rateLog        []queue.RateChange
 
 	// The opening: who waits for it (user → arrival), and while it is
-	// placed, the instant its pre-queue closed for (its draw's), the
-	// first, next and last reserved ticket and the lease.
+	// placed, the instant its pre-queue closed for (its draw's), who was
+	// in it then (closed, in arrival order: its draw's participants,
+	// whoever left since), the first, next and last reserved ticket and
+	// the lease.
 	preArrival                   int64
 	pre                          map[string]int64
 	openState                    string // "" (pending while OpensAt is set), "placing", "open"
 	openAt                       time.Time
+	closed                       []string
 	openFirst, openNext, openEnd int64
 	openOwner                    string
 	openLease                    time.Time
@@ -994,21 +997,30 @@ func (s *Store) OpenDue(_ context.Context, name, owner string, lease time.Durati
 			// users, so whoever enters from now on is behind all of them.
 			// The instant is kept: a config changed while it is placed
 			// does not change which commitment its draw is of.
+			// So is who is in it: the draw is of them, made maybe long
+			// after (a beacon's round waited for), and one leaving since
+			// must not change who takes part once the randomness is out.
 			q.openAt = q.cfg.OpensAt.Truncate(time.Millisecond).UTC()
 			q.openFirst, q.openNext, q.openEnd = q.seq+1, q.seq+1, q.seq+int64(len(q.pre))
 			q.seq = q.openEnd
 			q.openState = "placing"
+			q.closed = q.preInArrival()
 		} else if q.openOwner != owner && now.Before(q.openLease) {
 			return queue.Opening{Busy: true}, false, nil
 		}
 		q.openOwner, q.openLease = owner, now.Add(lease)
-		pending := make([]string, 0, len(q.pre))
-		for u := range q.pre {
-			pending = append(pending, u)
-		}
-		slices.SortFunc(pending, func(a, b string) int { return cmp.Compare(q.pre[a], q.pre[b]) })
-		return queue.Opening{Due: true, Pending: pending, OpensAt: q.openAt, Epoch: q.epoch, First: q.openFirst, Next: q.openNext}, true, nil
+		return queue.Opening{Due: true, Pending: slices.Clone(q.closed), OpensAt: q.openAt, Epoch: q.epoch, First: q.openFirst, Next: q.openNext}, true, nil
 	})
+}
+
+// preInArrival is the pre-queue's users in arrival order.
+func (q *state) preInArrival() []string {
+	users := make([]string, 0, len(q.pre))
+	for u := range q.pre {
+		users = append(users, u)
+	}
+	slices.SortFunc(users, func(a, b string) int { return cmp.Compare(q.pre[a], q.pre[b]) })
+	return users
 }
 
 // Place implements queue.Store. The tickets start at 1, so first is never
@@ -1058,7 +1070,7 @@ func (s *Store) place(name, owner string, first int64, users []string, lease tim
 		for t := q.openNext; t <= q.openEnd; t++ { // the reserved tickets left over
 			q.addLeft(t)
 		}
-		q.openState, q.openOwner = "open", ""
+		q.openState, q.openOwner, q.closed = "open", "", nil
 		q.tick.Moved = now
 		return true, true, nil
 	})

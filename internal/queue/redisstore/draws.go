@@ -55,7 +55,7 @@ func (s *Store) SaveDraw(ctx context.Context, name, owner string, rec draw.Recor
 	case kindNotOwner: // or no such queue: no lease either
 		return draw.Record{}, queue.ErrNotOwner
 	case kindNoCommitment:
-		return draw.Record{}, fmt.Errorf("saving the draw of %s: no such commitment pending", rec.Commitment)
+		return draw.Record{}, fmt.Errorf("saving the draw of %s: the commitment is not pending for the opening being placed, in this life of the queue", rec.Commitment)
 	case kindDrawn:
 		var kept draw.Record
 		if err := json.Unmarshal([]byte(p.str(1)), &kept); err != nil {

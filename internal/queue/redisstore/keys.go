@@ -15,7 +15,7 @@ import "strconv"
 // cfg.x and the admission state's adm.x. Before that it had a hash of its
 // own, {queue}:adm, which Upgrade folds in.
 //
-//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined,shadow,suspects,cleared,draws,drawn
+//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined,shadow,suspects,cleared,closed,draws,drawn
 const (
 	kLine     = iota // ZSET user → ticket
 	kSeq             // STRING the ticket counter
@@ -33,6 +33,7 @@ const (
 	kShadow          // ZSET the shadow line (suspects' places, issue 51): user → shadow ticket
 	kSuspects        // HASH user in the shadow line → "behind|address|signal,signal": its mark
 	kCleared         // ZSET places cleared from the shadow line still in K.line: user → score there (a ticket + 0.5)
+	kClosed          // ZSET the pre-queue as it closed, user → arrival, while its opening is placed: the draw's participants
 	// The draw's ledger (issue 57), after the line's keys: kept apart from
 	// the queue, so DeleteQueue (which deletes up to kDraws) leaves it and
 	// a queue made again shows its old commitments withdrawn.
@@ -43,7 +44,7 @@ const (
 
 var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kTokens: "tokens", kTexp: "texp",
 	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates", kJoined: "joined",
-	kShadow: "shadow", kSuspects: "suspects", kCleared: "cleared", kDraws: "draws", kDrawn: "drawn"}
+	kShadow: "shadow", kSuspects: "suspects", kCleared: "cleared", kClosed: "closed", kDraws: "draws", kDrawn: "drawn"}
 
 // keys are one queue's keys, indexed by the constants above.
 type keys [nKeys]string

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testenv"
@@ -105,4 +106,58 @@ func TestUpgradeFoldsTheOldAdmissionHash(t *testing.T) {
 	if n, err := st.Upgrade(ctx); err != nil || n != 0 {
 		t.Errorf("a second Upgrade: %d queues, %v; want 0", n, err)
 	}
+}
+
+// TestOpeningKeepsThePreQueueAsItClosed: open_due.lua copies the pre-queue
+// into K.closed at the close and answers it while the opening is placed,
+// leavers included; place.lua deletes it when the opening is done. An
+// opening an older version closed has no K.closed: the pre-queue as it is.
+func TestOpeningKeepsThePreQueueAsItClosed(t *testing.T) {
+	rdb := testenv.RedisClient(t)
+	ctx := context.Background()
+	st := New(rdb, fmt.Sprintf("wrclosed%d:", rand.Int64()))
+	c := queue.DefaultConfig()
+	c.OpensAt = time.Now().Add(-time.Minute)
+	due := func(q, want string) queue.Opening {
+		t.Helper()
+		o, err := st.OpenDue(ctx, q, "A", time.Minute)
+		if err != nil || !o.Due || fmt.Sprint(o.Pending) != want {
+			t.Fatalf("OpenDue of %s: %+v, %v; want due with %s", q, o, err, want)
+		}
+		return o
+	}
+	closed := func(q string) int64 {
+		t.Helper()
+		n, err := rdb.Exists(ctx, keysFor(st.prefix, q)[kClosed]).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, q := range []string{"now", "older"} {
+		if err := st.PutConfig(ctx, q, c); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"a", "b", "c"} {
+			if _, err := st.Enter(ctx, q, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		due(q, "[a b c]")
+		if _, err := st.Leave(ctx, q, "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := due("now", "[a b c]")
+	if done, err := st.Place(ctx, "now", "A", o.Next, []string{"c", "b"}, time.Minute); err != nil || done || closed("now") != 1 {
+		t.Fatalf("placing c and b: done %v, %v, closed kept %d; want more to place, the list kept", done, err, closed("now"))
+	}
+	due("now", "[a b c]")
+	if done, err := st.Place(ctx, "now", "A", o.Next+2, []string{"a"}, time.Minute); err != nil || !done || closed("now") != 0 {
+		t.Fatalf("placing a: done %v, %v, closed kept %d; want the opening done, the list gone", done, err, closed("now"))
+	}
+	if err := rdb.Del(ctx, keysFor(st.prefix, "older")[kClosed]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	due("older", "[a c]")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ func init() {
 		suiteTest{"SaveDrawKeepsTheFirstRecordUnderTheLease", testSaveDraw},
 		suiteTest{"OpeningPlacesUsersAtTheirReservedTickets", testPlaceAtTickets},
 		suiteTest{"OpeningTakenOverPlacesTheOrderDrawn", testTakeoverSameOrder},
+		suiteTest{"OpeningDrawsThePreQueueAsItClosed", testClosedAtClose},
+		suiteTest{"SaveDrawTakesOnlyTheOpeningsCommitment", testSaveDrawOfThisOpening},
 	)
 }
 
@@ -293,6 +296,54 @@ func testSaveDraw(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
+// testSaveDrawOfThisOpening: SaveDraw keeps only the draw of a commitment
+// to the opening being placed, in this life of the queue. One still
+// pending to the instant the opening was moved from, or to the same
+// instant in a life of the queue deleted since, is refused, nothing kept.
+func testSaveDrawOfThisOpening(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.OpensAt = clock.Now().Add(time.Hour).Truncate(time.Millisecond)
+	q := newQueue(t, s, c)
+	moved := mustCommit(t, s, q, draw.NewCommittedWith(seedOf(1), q, c.OpensAt, nil))
+	c.OpensAt = clock.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, s, q, "a")
+	gone := newQueue(t, s, c)
+	lastLife := mustCommit(t, s, gone, draw.NewCommittedWith(seedOf(2), gone, c.OpensAt, nil))
+	if err := s.DeleteQueue(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutConfig(ctx, gone, c); err != nil {
+		t.Fatal(err)
+	}
+	mustEnter(t, s, gone, "a")
+	for _, tc := range []struct {
+		what, q string
+		c       draw.Committed
+	}{{"to the instant the opening moved from", q, moved}, {"of a life of the queue deleted since", gone, lastLife}} {
+		o, err := s.OpenDue(ctx, tc.q, "owner", time.Minute)
+		if err != nil || !o.Due {
+			t.Fatalf("OpenDue of %s: %+v, %v", tc.q, o, err)
+		}
+		rec, err := draw.Draw(tc.c, idsOf(tc.q, o.Pending), nil, o.First, clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.SaveDraw(ctx, tc.q, "owner", rec); err == nil || errors.Is(err, queue.ErrNotOwner) {
+			t.Errorf("SaveDraw of a commitment %s: %+v, %v; want it refused", tc.what, got, err)
+		}
+		if got, ok, err := s.DrawRecord(ctx, tc.q, tc.c.Hash); err != nil || ok {
+			t.Errorf("DrawRecord of a commitment %s: %+v, %v, %v; want none", tc.what, got, ok, err)
+		}
+		if all := mustDraws(t, s, tc.q); len(all) != 1 || all[0].State != draw.Pending {
+			t.Errorf("Draws after a commitment %s was refused: %v, want it pending", tc.what, states(all))
+		}
+	}
+}
+
 // checkTickets fails unless each user stands at their ticket and position,
 // by Status and, once the opening is done (the gaps are leavers to the
 // snapshot's arithmetic), by Snapshot.
@@ -340,8 +391,9 @@ func testPlaceAtTickets(t *testing.T, s queue.Store, clock Clock) {
 
 	clock.Step(t, q, 2*time.Minute) // A's lease lapses
 	b, err := s.OpenDue(ctx, q, "B", time.Minute)
-	if err != nil || !b.Due || b.First != f || b.Next != f+3 || !b.OpensAt.Equal(c.OpensAt) || b.Epoch != o.Epoch || fmt.Sprint(b.Pending) != "[p2]" {
-		t.Fatalf("OpenDue by B once A's lease lapsed: %+v, %v; want due, first %d, next %d, p2 to place", b, err, f, f+3)
+	// Pending is the pre-queue as it closed, whoever was placed or left since.
+	if err != nil || !b.Due || b.First != f || b.Next != f+3 || !b.OpensAt.Equal(c.OpensAt) || b.Epoch != o.Epoch || fmt.Sprint(b.Pending) != "[p1 p2 p3 p4 p5]" {
+		t.Fatalf("OpenDue by B once A's lease lapsed: %+v, %v; want due, first %d, next %d, the five closed", b, err, f, f+3)
 	}
 	if _, err := s.Place(ctx, q, "A", f+3, []string{"", "p2"}, time.Minute); !errors.Is(err, queue.ErrNotOwner) {
 		t.Errorf("Place by A once B took over: %v, want ErrNotOwner", err)
@@ -435,8 +487,10 @@ func testTakeoverSameOrder(t *testing.T, s queue.Store, clock Clock) {
 
 	clock.Step(t, q, 2*time.Minute) // A's lease lapses
 	o, placed, err := admission.OpenLine(ctx, s, q, "B", testDrawer)
-	if err != nil || !o.Due || !o.OpensAt.Equal(c.OpensAt) || o.Next != rec.FirstTicket+chunk || placed != len(users)-chunk-1 {
-		t.Fatalf("OpenLine by B: %+v, placed %d, %v; want it to go on from ticket %d and place %d", o, placed, err, rec.FirstTicket+chunk, len(users)-chunk-1)
+	// OpenLine counts whom it names: gone too, who left after the close
+	// (a participant still, their ticket a gap).
+	if err != nil || !o.Due || !o.OpensAt.Equal(c.OpensAt) || o.Next != rec.FirstTicket+chunk || placed != len(users)-chunk {
+		t.Fatalf("OpenLine by B: %+v, placed %d, %v; want it to go on from ticket %d and name %d", o, placed, err, rec.FirstTicket+chunk, len(users)-chunk)
 	}
 	var want, got []string
 	for i, id := range rec.Order {
@@ -460,6 +514,103 @@ func testTakeoverSameOrder(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if again := mustDraws(t, s, q); len(again) != 1 {
 		t.Errorf("Draws after the takeover: %v, want the one drawn", states(again))
+	}
+}
+
+// lateBeacon is a beacon whose round is out once *out is set: until then
+// an opening waits for it (draw.ErrNotYet).
+type lateBeacon struct{ out *bool }
+
+func (b lateBeacon) Name(context.Context, time.Time) (draw.Beacon, error) {
+	return draw.Beacon{URL: "https://beacon.test", Round: 57}, nil
+}
+
+func (b lateBeacon) Read(_ context.Context, r draw.Beacon) (draw.Beacon, error) {
+	if !*b.out {
+		return draw.Beacon{}, draw.ErrNotYet
+	}
+	r.Randomness = strings.Repeat("57", 32)
+	return r, nil
+}
+
+// testClosedAtClose: the participants are the pre-queue's users when it
+// closed, whoever leaves after. While the opening waits for its beacon's
+// round (OpenLine asked again on every tick, a takeover among them), each
+// leaving meanwhile, OpenDue's Pending is still the list closed, leavers
+// included, in arrival order; the draw made once the round is out has all
+// of them among its participants and order, and a leaver's ticket unused:
+// a shop's puppets leaving once the beacon is public choose nothing.
+func testClosedAtClose(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	users := []string{"a", "b", "c", "d", "e"}
+	out := false
+	d := testDrawer
+	d.Beacon = lateBeacon{&out}
+	q, c, o := dueOpening(t, s, clock, "A", users...)
+	if _, ok, err := admission.Commit(ctx, s, q, c.OpensAt, d); err != nil || !ok {
+		t.Fatalf("Commit: %v, %v", ok, err)
+	}
+	for _, step := range []struct{ owner, leaver string }{{"A", "b"}, {"A", "e"}, {"B", "a"}} {
+		if step.owner == "B" {
+			clock.Step(t, q, 2*time.Minute) // A's lease lapses: B takes over
+		}
+		mustLeave(t, s, q, step.leaver)
+		got, placed, err := admission.OpenLine(ctx, s, q, step.owner, d)
+		if err != nil || got.Due || placed != 0 {
+			t.Fatalf("OpenLine by %s before the round is out: %+v, placed %d, %v; want it waiting", step.owner, got, placed, err)
+		}
+		again, err := s.OpenDue(ctx, q, step.owner, time.Minute)
+		if err != nil || !again.Due || again.First != o.First || again.Next != o.First || fmt.Sprint(again.Pending) != fmt.Sprint(users) {
+			t.Fatalf("OpenDue by %s after %s left: %+v, %v; want due from %d with %v, as closed", step.owner, step.leaver, again, err, o.First, users)
+		}
+	}
+	out = true
+	if got, _, err := admission.OpenLine(ctx, s, q, "B", d); err != nil || !got.Due {
+		t.Fatalf("OpenLine once the round is out: %+v, %v", got, err)
+	}
+	all := mustDraws(t, s, q)
+	if len(all) != 1 || all[0].State != draw.Drawn {
+		t.Fatalf("Draws: %v, want one drawn", states(all))
+	}
+	rec, ok, err := s.DrawRecord(ctx, q, all[0].Hash)
+	if err != nil || !ok {
+		t.Fatalf("DrawRecord: %v, %v", ok, err)
+	}
+	if err := draw.Verify(rec); err != nil {
+		t.Errorf("the record kept: %v", err)
+	}
+	ids := idsOf(q, users)
+	if diff := cmp.Diff(ids, rec.Participants, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("the record's participants (-closed +record):\n%s", diff)
+	}
+	if diff := cmp.Diff(ids, rec.Order, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("the record's order (-closed +record):\n%s", diff)
+	}
+	checkGaps(t, s, q, users, rec, map[string]bool{"a": true, "b": true, "e": true})
+}
+
+// checkGaps fails unless each of users who left stands nowhere, their
+// ticket of rec unused, and the others wait at theirs, in rec's order.
+func checkGaps(t *testing.T, s queue.Store, q string, users []string, rec draw.Record, left map[string]bool) {
+	t.Helper()
+	byID := map[string]string{}
+	for _, u := range users {
+		byID[testDrawer.Participants.Of(q, u).ID] = u
+	}
+	var position int64
+	for i, id := range rec.Order {
+		u := byID[id]
+		e := mustStatus(t, s, q, u)
+		if left[u] {
+			if e.State != queue.NotInQueue {
+				t.Errorf("%s, who left after the close, is %+v; want their ticket %d a gap", u, e, rec.Tickets[i])
+			}
+			continue
+		}
+		position++
+		if e.State != queue.Waiting || e.Ticket != rec.Tickets[i] || e.Position != position {
+			t.Errorf("%s is %+v; the record gives ticket %d, position %d", u, e, rec.Tickets[i], position)
+		}
 	}
 }
 

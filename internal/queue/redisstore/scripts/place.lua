@@ -4,12 +4,12 @@
 -- renewing the lease. A user no longer in the pre-queue (they left), or ""
 -- (one the caller cannot name), leaves their ticket a gap in `left`, as a
 -- leaver does. When the pre-queue is empty the opening is done: the
--- reserved tickets left over (those who left) become gaps too, and
--- admission may go on.
+-- reserved tickets left over (those who left) become gaps too, the list
+-- closed (open_due.lua) is dropped, and admission may go on.
 --
 -- KEYS the queue's (the generated text's second line names them): in cfg,
 --      open_state, open_owner, open_lease, open_first, open_next, open_end;
---      pre, line, joined, and left for the gaps
+--      pre, line, joined, and left for the gaps; closed, dropped when done
 -- ARGV[1] owner, ARGV[2] lease (ms), ARGV[3] first, ARGV[4..] users (at
 --         most 1000)
 -- Reply: NOT_OWNER the caller does not hold the lease, or first is not
@@ -64,4 +64,5 @@ for ticket = next, last do
 end
 redis.call('HSET', K.cfg, 'open_state', 'open', 'moved', now)
 redis.call('HDEL', K.cfg, 'open_owner', 'open_lease', 'open_at', 'open_first', 'open_next', 'open_end')
+redis.call('DEL', K.closed)
 return OPENED
