@@ -339,7 +339,7 @@ func (a *Admitter) open(ctx context.Context, queue string) bool {
 		}
 		return false
 	case o.Due:
-		a.logger.Info("line opened: the pre-queue placed in the order drawn", "queue", queue, "placed", placed,
+		a.logger.Info("line opened: the pre-queue placed in the order drawn", "queue", queue, "placed", placed, // named: leavers since the close among them
 			"took", time.Since(start).String())
 		a.line.Moved(queue, nil, nil)
 		return true

@@ -73,7 +73,9 @@ func Commit(ctx context.Context, store queue.Store, queue string, opensAt time.T
 // OpenLine places the queue's opening if it is due by the store's clock:
 // the order drawn once (a takeover reads the record kept, so it places
 // the same order), then placed from where the last placing stopped. It
-// reports the opening as the store saw it, and how many users it placed.
+// reports the opening as the store saw it, and how many users it named to
+// place (those of the closed list who left since among them: their
+// tickets stay gaps).
 // While the beacon's round is not yet out it places no one and answers the
 // opening as not due, to be asked again.
 func OpenLine(ctx context.Context, store queue.Store, name, owner string, d Drawer) (queue.Opening, int, error) {
