@@ -14,7 +14,9 @@ import (
 // it), nor while no opening is ahead or another one is.
 func TestPendingDraw(t *testing.T) {
 	at := time.Date(2026, 12, 6, 18, 0, 0, 0, time.UTC)
-	c := func(hash string, s draw.State) draw.Committed { return draw.Committed{Hash: hash, State: s, OpensAt: at} }
+	c := func(hash string, s draw.State) draw.Committed {
+		return draw.Committed{Hash: hash, State: s, OpensAt: at}
+	}
 	for _, tc := range []struct {
 		name    string
 		ledger  []draw.Committed
