@@ -505,7 +505,9 @@ type Inspector interface {
 	Config(ctx context.Context, queue string) (Config, error)
 	// Queues lists every queue's name.
 	Queues(ctx context.Context) ([]string, error)
-	// Stats reads the operator's numbers for a queue.
+	// Stats reads the operator's numbers for a queue, all at one instant:
+	// its Changed with the Config and Stock they stamp (package events
+	// names a change by its stamp and tells it by the state it finds).
 	Stats(ctx context.Context, queue string) (Stats, error)
 	// RateChanges lists the admission rate's recent changes, oldest first.
 	RateChanges(ctx context.Context, queue string) ([]RateChange, error)

@@ -54,7 +54,7 @@
 //	sweep.lua                    Store.Sweep                                                      SweepForgetsWhatLapsedAndChangesNoAnswer
 //	begin_use.lua, end_use.lua   Store.BeginUse, Store.EndUse                                     TokenUseRules, ConcurrentUseOfOneToken, ReleasedEntryFreesItsSlot
 //	extend.lua                   Store.Extend                                                     SlidingSessionLastsWhileUsedUpToItsMax
-//	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen
+//	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen, StatsShowAStampWithItsState
 //	put_config.lua               Store.PutConfig, state.putConfig                                 ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
 //	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate                                    AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision

@@ -145,6 +145,16 @@ var settingFields = func() []string {
 	return out
 }()
 
+// settingArgs are settingFields as a script's arguments (stats.lua), made
+// once.
+var settingArgs = func() []any {
+	args := make([]any, len(settingFields))
+	for i, f := range settingFields {
+		args[i] = f
+	}
+	return args
+}()
+
 // Config implements queue.Store: one HMGET of the table's fields.
 func (s *Store) Config(ctx context.Context, name string) (queue.Config, error) {
 	vals, err := s.rdb.HMGet(ctx, keysFor(s.prefix, name)[kCfg], settingFields...).Result()
@@ -498,9 +508,13 @@ func (s *Store) EndUse(ctx context.Context, name, user, token, owner string, con
 	return unavailable(s.run(ctx, endUseScript, name, []any{user, token, flag, owner}).Err())
 }
 
-// Stats implements queue.Store.
+// statsConfigAt is where stats.lua's reply carries the config's fields
+// (settingFields), after its numbers.
+const statsConfigAt = 25
+
+// Stats implements queue.Store: one step (stats.lua), the config with it.
 func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
-	r, err := s.run(ctx, statsScript, name, nil).Slice()
+	r, err := s.run(ctx, statsScript, name, settingArgs).Slice()
 	if err != nil {
 		return queue.Stats{}, unavailable(err)
 	}
@@ -535,7 +549,9 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	if p.err != nil {
 		return queue.Stats{}, p.err
 	}
-	if st.Config, err = s.Config(ctx, name); err != nil {
+	// The config of the same step: its stamps (Changed) with the states
+	// they stamp, its rate in force with the rate (stats.lua).
+	if st.Config, err = p.config(statsConfigAt, settingFields); err != nil {
 		return queue.Stats{}, err
 	}
 	effRate, _ := strconv.ParseFloat(eff, 64)

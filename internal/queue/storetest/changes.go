@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +14,8 @@ import (
 // The suite's part for when a queue's states last changed (Stats.Changed),
 // which the shop's events name their happenings by.
 func init() {
-	register(suiteTest{"ChangesAreStampedWhenTheyHappen", testChangesStamped})
+	register(suiteTest{"ChangesAreStampedWhenTheyHappen", testChangesStamped},
+		suiteTest{"StatsShowAStampWithItsState", testStatsStampWithState})
 }
 
 // testChangesStamped: a new queue has changed nothing; pausing, resuming,
@@ -93,4 +97,66 @@ func testChangesStamped(t *testing.T, s queue.Store, clock Clock) {
 	stamped("restocked, the count not known", soldOut)
 	stock(units(5), false)
 	stamped("the count told while selling", nil)
+}
+
+// testStatsStampWithState: a queue's stats are one reading, so the stamp
+// of its pause comes with the state it stamped. Resumed and paused in
+// turn while two readers read its stats, every stamp (none yet, each
+// pause, each resume) is read with one state only. Read apart, the stamp
+// of a resume with the pause that followed it is a pause the shop is told
+// of at the resume's instant: a pause that never happened (package
+// events names a pause by its stamp).
+func testStatsStampWithState(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	q := newQueue(t, s, c)
+	var (
+		mu    sync.Mutex
+		state = map[time.Time]bool{} // stamp → paused, as first read
+		torn  = map[time.Time]bool{} // stamps read with both states
+		reads int
+	)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				st, err := s.Stats(ctx, q)
+				if err != nil {
+					t.Errorf("Stats: %v", err)
+					return
+				}
+				at, paused := st.Changed.Paused, st.Config.Paused
+				mu.Lock()
+				reads++
+				if was, seen := state[at]; !seen {
+					state[at] = paused
+				} else if was != paused {
+					torn[at] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	const turns = 100
+	for i := range turns {
+		clock.Sleep(2 * time.Millisecond) // each turn stamped at its own instant
+		c.Paused = i%2 == 0
+		if err := s.PutConfig(ctx, q, c); err != nil {
+			t.Errorf("PutConfig: %v", err)
+			break
+		}
+	}
+	close(done)
+	wg.Wait()
+	if len(torn) > 0 {
+		stamps := slices.SortedFunc(maps.Keys(torn), time.Time.Compare)
+		t.Fatalf("over %d turns and %d readings, %d stamps were each read both paused and not, the first %v",
+			turns, reads, len(torn), stamps[:min(3, len(stamps))])
+	}
 }
