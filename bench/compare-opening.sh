@@ -23,7 +23,13 @@ log=$work/results
 for r in $(seq "$rounds"); do
 	for side in before after; do
 		echo "=== round $r $side ${!side} load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"
-		(cd "$work/$side" && bench/opening.sh 2>&1 | grep -E "^(RESULT|VERIFY)") | tee -a "$log"
+		# The whole output is kept: a run that fails says why (a grep under
+		# pipefail would end this script with nothing said).
+		if ! (cd "$work/$side" && bench/opening.sh >"$work/run.out" 2>&1); then
+			echo "round $r $side failed:" >&2
+			tail -n 20 "$work/run.out" >&2
+		fi
+		grep -E "^(RESULT|VERIFY)" "$work/run.out" | tee -a "$log" || true
 	done
 done
 # took= is Go's duration text: ms, s or µs.
