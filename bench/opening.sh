@@ -79,9 +79,20 @@ opening() { # name, then serve's store flags
   echo "RESULT opening store=$name users=$USERS placed=$(sed -E 's/.*"placed":([0-9]+).*/\1/' <<<"$line") took=$(sed -E 's/.*"took":"([^"]+)".*/\1/' <<<"$line")"
 }
 
-rport=$(free_port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
-pids+=($!)
+# A port free when chosen may be taken before Redis binds it (the machine
+# is shared): a server that exits at once is started again on another.
+for _ in 1 2 3; do
+  rport=$(free_port)
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
+  rpid=$!
+  for _ in $(seq 300); do
+    redis-cli -p "$rport" ping >/dev/null 2>&1 && break
+    kill -0 "$rpid" 2>/dev/null || break
+    sleep 0.1
+  done
+  redis-cli -p "$rport" ping >/dev/null 2>&1 && break
+done
+pids+=("$rpid")
 wait_for "$work/redis.log" redis-cli -p "$rport" ping
 mkdir -p "$work/rdata"
 opening redis --redis-url "redis://127.0.0.1:$rport/0" --redis-prefix "wropen$RANDOM:" --data-dir "$work/rdata"
