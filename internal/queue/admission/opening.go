@@ -83,10 +83,9 @@ func OpenLine(ctx context.Context, store queue.Store, name, owner string, d Draw
 	if err != nil || !o.Due {
 		return o, 0, err
 	}
-	ids := make([]string, len(o.Pending))
-	byID := make(map[string]string, len(o.Pending))
+	ids := d.Participants.IDs(name, o.Pending)
+	byID := make(map[string]string, len(ids))
 	for i, u := range o.Pending {
-		ids[i] = d.Participants.Of(name, u).ID
 		byID[ids[i]] = u
 	}
 	rec, err := drawOpening(ctx, store, name, owner, o, ids, d)
