@@ -57,6 +57,9 @@ func (s *Store) SaveDraw(ctx context.Context, name, owner string, rec draw.Recor
 	case kindNoCommitment:
 		return draw.Record{}, fmt.Errorf("saving the draw of %s: the commitment is not pending for the opening being placed, in this life of the queue", rec.Commitment)
 	case kindDrawn:
+		if len(r) == 1 { // kept now: the record given
+			return rec, nil
+		}
 		var kept draw.Record
 		if err := json.Unmarshal([]byte(p.str(1)), &kept); err != nil {
 			return draw.Record{}, fmt.Errorf("the record kept for %s: %w", rec.Commitment, err)

@@ -17,7 +17,9 @@
 --        does: an unknown queue's)
 --        {NO_COMMITMENT} the commitment is not pending in the ledger for
 --        this opening and life of the queue
---        {DRAWN, json} the record kept for the commitment
+--        {DRAWN} the record given is kept now
+--        {DRAWN, json} the record kept before for the commitment (only
+--        then is a record sent back: it is megabytes)
 local owner = ARGV[1]
 local commitment = ARGV[2]
 local record = ARGV[3]
@@ -40,7 +42,7 @@ for i = #ledger, 1, -1 do
     c.state = 'drawn'
     redis.call('LSET', K.draws, i - 1, storedCommitment(c, epochOf(ledger[i])))
     redis.call('HSET', K.drawn, commitment, record)
-    return {DRAWN, record}
+    return {DRAWN}
   end
 end
 return {NO_COMMITMENT}
