@@ -2,7 +2,7 @@
 # bench/compare-opening.sh — bench/opening.sh on two commits, each from its
 # own clean clone, in turns (as bench/compare-http.sh), so what a change
 # costs an opening shows beside the run-to-run noise of a shared machine.
-# bench/opening.sh is taken from the checkout running this script, so a
+# bench/opening.sh (and bench/lib.sh) is taken from the checkout running this script, so a
 # commit from before it existed is measured the same way.
 #
 #   bench/compare-opening.sh BEFORE AFTER [ROUNDS]     # ROUNDS: 3; USERS=100000
@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 for side in before after; do
 	git clone -q "$repo" "$work/$side"
 	git -C "$work/$side" checkout -q "${!side}"
-	cp "$repo/bench/opening.sh" "$work/$side/bench/opening.sh"
+	cp "$repo/bench/opening.sh" "$repo/bench/lib.sh" "$work/$side/bench/"
 done
 log=$work/results
 for r in $(seq "$rounds"); do

@@ -29,42 +29,11 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-100}
 THREADS=${THREADS:-2}
 USERS=${USERS:-200000}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-
-# waits up to 30 s for a command to succeed; a server that could not start (its
-# port taken meanwhile by another process) ends the run with its log.
-wait_for() { # log command...
-  local log=$1 i
-  shift
-  for i in $(seq 300); do "$@" >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "not up within 30 s: $*" >&2
-  tail -n 20 "$log" >&2
-  exit 1
-}
+source bench/lib.sh # work, pids, free_port, wait_for, start_redis
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 if [[ -z "${WAITROOM_REDIS_URL:-}" ]]; then
-  command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
-  rport=$(free_port)
-  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
-  pids+=($!)
-  redis_pid=$!
-  wait_for "$work/redis.log" redis-cli -p "$rport" ping
+  start_redis
   export WAITROOM_REDIS_URL="redis://127.0.0.1:$rport/0"
 fi
 

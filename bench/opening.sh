@@ -16,33 +16,8 @@ cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 
 USERS=${USERS:-100000}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/lib.sh # work, pids, free_port, wait_for, start_redis
 
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-
-wait_for() { # log command...: up to 30 s
-  local log=$1 i
-  shift
-  for i in $(seq 300); do "$@" >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "not up within 30 s: $*" >&2
-  tail -n 20 "$log" >&2
-  exit 1
-}
-
-command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 go build -o "$work/waitroom" ./cmd/waitroom
 go build -o "$work/jwts" ./bench/jwts
 go build -o "$work/enterall" ./bench/cmd/enterall
@@ -79,21 +54,7 @@ opening() { # name, then serve's store flags
   echo "RESULT opening store=$name users=$USERS placed=$(sed -E 's/.*"placed":([0-9]+).*/\1/' <<<"$line") took=$(sed -E 's/.*"took":"([^"]+)".*/\1/' <<<"$line")"
 }
 
-# A port free when chosen may be taken before Redis binds it (the machine
-# is shared): a server that exits at once is started again on another.
-for _ in 1 2 3; do
-  rport=$(free_port)
-  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
-  rpid=$!
-  for _ in $(seq 300); do
-    redis-cli -p "$rport" ping >/dev/null 2>&1 && break
-    kill -0 "$rpid" 2>/dev/null || break
-    sleep 0.1
-  done
-  redis-cli -p "$rport" ping >/dev/null 2>&1 && break
-done
-pids+=("$rpid")
-wait_for "$work/redis.log" redis-cli -p "$rport" ping
+start_redis
 mkdir -p "$work/rdata"
 opening redis --redis-url "redis://127.0.0.1:$rport/0" --redis-prefix "wropen$RANDOM:" --data-dir "$work/rdata"
 mkdir -p "$work/data"
