@@ -47,6 +47,11 @@ type Pace struct {
 	// counts for nothing): NextTickAdmits lets in no more.
 	CapRoom int64
 	Capped  bool
+	// LaneShare is the share of the rate the answer's lane got at the
+	// last tick (lane.Split.Shares: its own, and its part of what lanes
+	// with nobody waiting hand over); 0 for a queue without lanes, whose
+	// one line has the whole rate. An estimate divides by the rate × it.
+	LaneShare float64
 }
 
 // PaceWindow is the time constant of Pace.Measured: the last minute.
@@ -78,13 +83,18 @@ type PaceState struct {
 	// live-token cap, as admission's state records it (Pace.CapRoom).
 	CapRoom int64
 	Capped  bool
+	// LaneShare is the share of the rate the answer's lane got at the
+	// last tick (lane.Split.Shares: its own, and its part of what lanes
+	// with nobody waiting hand over); 0 for a queue without lanes, whose
+	// one line has the whole rate. An estimate divides by the rate × it.
+	LaneShare float64
 }
 
 // LinePace is the Pace of a line in the given state.
 func LinePace(s PaceState) Pace {
 	c := s.Config
 	p := Pace{Rate: c.RateInForce(s.EffectiveRate), Batch: c.BatchSize, Interval: c.Interval, Paused: c.Paused, Reach: s.Reach, Drawn: c.Method == MethodRandom, Stock: s.Stock,
-		CapRoom: s.CapRoom, Capped: s.Capped}
+		CapRoom: s.CapRoom, Capped: s.Capped, LaneShare: s.LaneShare}
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= measureAfter {
@@ -115,8 +125,12 @@ func stallAfter(c InForce, rate float64) time.Duration {
 // more than a tenth (the token cap holds admission back, no-shows are
 // skipped, admission stalled for a while).
 func (p Pace) EstimateRate() float64 {
+	r := p.Rate
 	if p.Measured > 0 && math.Abs(p.Measured-p.Rate) > p.Rate/10 {
-		return p.Measured
+		r = p.Measured
 	}
-	return p.Rate
+	if p.LaneShare > 0 {
+		r *= p.LaneShare // the lane's part of what the whole line admits
+	}
+	return r
 }

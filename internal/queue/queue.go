@@ -10,6 +10,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"github.com/waitroom/waitroom/internal/accesscode"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/draw"
@@ -81,6 +83,12 @@ type Standing struct {
 	// arrived (Suspect.Behind): its Position is one more than the people
 	// waiting up to that ticket.
 	Behind int64
+	// Lane is the lane the place is in (issue 53), "" for lane.Public:
+	// Position and Length are then within that lane, and Pace.LaneShare
+	// its share of the rate. A ticket in another lane than Public places
+	// nobody through a Snapshot (the front document is the public lane's):
+	// such a place is answered by the store.
+	Lane string
 }
 
 // Stock is what a queue has left to sell, as the shop last told it
@@ -204,6 +212,10 @@ type Stats struct {
 	ShadowAdmittedTotal int64
 	ShadowLeftTotal     int64
 	ClearedTotal        int64
+	// Lanes are the figures of each lane (issue 53) in force or with
+	// people waiting, in the order of the lanes in force; none for a queue
+	// without lanes. Length is their sum.
+	Lanes []lane.Stats
 	// Changed says when the states a shop is told of last changed.
 	Changed Changes
 }
@@ -290,8 +302,8 @@ type RateDecision struct {
 	Rate   float64 `json:"rate"`
 	// Kind is what the decision did, for the next decision to go by; Why
 	// says why in words, for people only (logs, the admin page).
-	Kind RateKind `json:"kind,omitempty"`
-	Why  string   `json:"why,omitempty"`
+	Kind string `json:"kind,omitempty"` // one of admission's Rate… kinds
+	Why  string `json:"why,omitempty"`
 	// P90 is the latency the decision stood on.
 	P90 time.Duration `json:"p90,omitempty"`
 	// Capacity is the protected calls a second the backend bears, as last
@@ -312,10 +324,6 @@ type RateDecision struct {
 	Base   time.Duration `json:"base,omitempty"`
 	BaseAt int64         `json:"baseAt,omitempty"`
 }
-
-// RateKind is what a decision of the adaptive rate did (the kinds are
-// admission's).
-type RateKind string
 
 // RateChange is one change of the adaptive rate, for the admin chart.
 type RateChange struct {
@@ -359,8 +367,34 @@ type Opening struct {
 // loops beside them do (loops), and reading without changing (Inspector).
 type Store interface {
 	line
+	lanes
 	loops
 	Inspector
+}
+
+// lanes is what a store does for a queue's lanes and access codes (issue
+// 53). A non-Public lane is a line of its own, its tickets from the one
+// counter every lane shares (so they are gaps in the public line, as
+// leavers are, and Snapshot and the front document stay the public
+// lane's); a person's position is their rank in their lane.
+type lanes interface {
+	// Join is Enter in a lane: j.Lane (the lane the person's claims give;
+	// "" is lane.Public), or by redeeming the access code whose hash is
+	// j.Code, which then names the lane. Everything Enter answers, it
+	// answers alike (a place already held is kept and answered, and a code
+	// is then not used), with these for a code: a code the queue does not
+	// hold, or expired, accesscode.ErrInvalid; one with no redemption left,
+	// accesscode.ErrUsed. A code redeemed by someone waiting in another
+	// lane moves them to the back of the code's lane (a new ticket), so
+	// nobody's position rises. The redemption and the place it gives are
+	// one atomic step: of any number of concurrent redemptions of a
+	// single-use code, on any number of instances, exactly one succeeds.
+	// Into an opening's pre-queue, the lane goes with the person and the
+	// opening places them in it.
+	Join(ctx context.Context, queue, user string, j lane.Join) (Standing, error)
+	// AddCodes keeps codes for the queue (ErrQueueNotFound without it);
+	// a code whose hash is held already is a duplicate and left as it is.
+	AddCodes(ctx context.Context, queue string, codes []accesscode.Code) (accesscode.Added, error)
 }
 
 // Line is what requests do to a queue: an operator's config, a user's

@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,10 @@ type Config struct {
 
 	// Message is the operator's word to the people in line (none: empty).
 	Message Message
+
+	// Lanes are the queue's lanes (issue 53; package lane): each crowd
+	// with its own line and share of admission. None: one lane, the public.
+	Lanes lane.List
 
 	// Phases are the sale's steps, in the order they start, each changing
 	// some of the settings above (the rows with Phased) while it lasts
@@ -234,6 +239,9 @@ const (
 	// PhaseList is a []Phase: in the admin JSON a list of phase objects
 	// (json.RawMessage, or its text), [] for none; stored as that JSON.
 	PhaseList Kind = "phases"
+	// LaneList is a lane.List: in the admin JSON a list of lane objects
+	// (json.RawMessage, or its text), [] for none; stored as that JSON.
+	LaneList Kind = "lanes"
 )
 
 // Setting declares one per-queue setting.
@@ -309,7 +317,7 @@ type access struct {
 
 // kindValue is the Go type of a Kind's values.
 type kindValue interface {
-	float64 | int64 | bool | time.Duration | time.Time | string | Message | []Phase
+	float64 | int64 | bool | time.Duration | time.Time | string | Message | []Phase | lane.List
 }
 
 // field is the accessor of a setting of kind whose Config field, at,
@@ -325,6 +333,7 @@ func instant(at func(*Config) *time.Time) access      { return field(Instant, at
 func text(at func(*Config) *string) access            { return field(readOnlyText, at) }
 func textByLanguage(at func(*Config) *Message) access { return field(TextByLanguage, at) }
 func phaseList(at func(*Config) *[]Phase) access      { return field(PhaseList, at) }
+func laneList(at func(*Config) *lane.List) access     { return field(LaneList, at) }
 
 // integer is the accessor of an Integer whose field is any integer type.
 func integer[T ~int | ~int64](at func(*Config) *T) access {
@@ -430,6 +439,9 @@ var Settings = declared([]Setting{
 	{Name: "message", Field: "message", Phased: true, Default: "",
 		Label: "Message to the line",
 		value: textByLanguage(func(c *Config) *Message { return &c.Message })},
+	{Name: "lanes", Field: "lanes", Phased: true, Default: "",
+		Label: "Lanes",
+		value: laneList(func(c *Config) *lane.List { return &c.Lanes })},
 	{Name: "phases", Field: "phases", Default: "",
 		Label: "Phases",
 		value: phaseList(func(c *Config) *[]Phase { return &c.Phases })},
@@ -475,6 +487,10 @@ func (s Setting) Value(c Config) any {
 		if len(v) > 0 {
 			_ = json.Unmarshal([]byte(phasesJSON(v)), &list) // what phasesJSON wrote
 		}
+		return list
+	case lane.List:
+		list := []any{}
+		_ = json.Unmarshal([]byte(v.JSON()), &list) // what JSON wrote
 		return list
 	default:
 		return v
@@ -543,22 +559,37 @@ func (s Setting) Set(c *Config, v any) error {
 			return err
 		}
 		s.value.set(c, m)
-	case PhaseList:
-		var raw []byte
-		switch v := v.(type) {
-		case json.RawMessage:
-			raw = v
-		case string:
-			raw = []byte(v)
-		default:
-			return s.typeError(v)
-		}
-		phases, err := parsePhases(raw)
-		if err != nil {
-			return err
-		}
-		s.value.set(c, phases)
+	case PhaseList, LaneList:
+		return s.setList(c, v)
 	}
+	return nil
+}
+
+// setList sets a list of phases or lanes from its JSON, as
+// json.RawMessage or its text.
+func (s Setting) setList(c *Config, v any) error {
+	var raw []byte
+	switch v := v.(type) {
+	case json.RawMessage:
+		raw = v
+	case string:
+		raw = []byte(v)
+	default:
+		return s.typeError(v)
+	}
+	if s.Kind == LaneList {
+		lanes, err := lane.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		s.value.set(c, lanes)
+		return nil
+	}
+	phases, err := parsePhases(raw)
+	if err != nil {
+		return err
+	}
+	s.value.set(c, phases)
 	return nil
 }
 
@@ -587,6 +618,10 @@ func (s Setting) Parse(c *Config, text string) error {
 		if v, err = parsePhases([]byte(text)); err != nil {
 			return err
 		}
+	case LaneList:
+		if v, err = lane.Parse([]byte(text)); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
 	default:
 		v = text
 	}
@@ -609,6 +644,8 @@ func (s Setting) Format(c Config) string {
 		return v.text()
 	case []Phase:
 		return phasesJSON(v)
+	case lane.List:
+		return v.JSON()
 	default:
 		return fmt.Sprint(v)
 	}
@@ -685,6 +722,10 @@ func (s Setting) validate(c Config) error {
 		}
 	case []Phase:
 		return c.validatePhases()
+	case lane.List:
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
 	case time.Duration:
 		if v%time.Millisecond != 0 {
 			return fmt.Errorf("%w: %s must be whole milliseconds, got %v", ErrInvalidConfig, s.Name, v)
@@ -720,6 +761,8 @@ func StoreFields(c Config) []string {
 			v = x.stored
 		case []Phase:
 			v = phasesJSON(x)
+		case lane.List:
+			v = x.JSON()
 		}
 		out = append(out, s.Field, v)
 	}
@@ -775,6 +818,10 @@ func ConfigFromFields(get func(field string) (string, bool)) (Config, error) {
 			var phases []Phase
 			phases, err = parsePhases([]byte(raw))
 			s.value.set(&c, phases)
+		case LaneList:
+			var lanes lane.List
+			lanes, err = lane.Parse([]byte(raw))
+			s.value.set(&c, lanes)
 		}
 		if err != nil {
 			return Config{}, fmt.Errorf("queue config field %s: %w", s.Field, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"maps"
 	"os"
 	"strings"
@@ -183,7 +184,8 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		values := map[Kind]string{Bool: "true, false", Instant: "RFC 3339 time, or \"\" for none",
 			Choice: strings.Join(s.Choices, ", "), readOnlyText: "read-only",
 			TextByLanguage: fmt.Sprintf("text, or texts by language (`{\"en\": …}`), ≤ %d characters each; \"\" for none", maxMessageChars),
-			PhaseList:      fmt.Sprintf("a list of ≤ %d phases (see Phases below); `[]` for none", maxPhases)}[s.Kind]
+			PhaseList:      fmt.Sprintf("a list of ≤ %d phases (see Phases below); `[]` for none", maxPhases),
+			LaneList:       fmt.Sprintf("a list of ≤ %d lanes (see Lanes and codes below); `[]` for none", lane.MaxLanes)}[s.Kind]
 		if values == "" {
 			values = s.rangeText()
 			if s.Kind == Duration {
@@ -195,7 +197,7 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 			flag = "`--" + s.Flag + "`"
 		}
 		dflt := "none"
-		if v := s.Value(def); s.Kind == PhaseList {
+		if v := s.Value(def); s.Kind == PhaseList || s.Kind == LaneList {
 			dflt = "none"
 		} else if v != nil && v != "" {
 			dflt = fmt.Sprintf("`%v`", v)

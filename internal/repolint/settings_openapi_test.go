@@ -58,11 +58,12 @@ func TestOpenAPIQueueSettings(t *testing.T) {
 			case queue.TextByLanguage:
 				checkMessageSchema(t, c, stats.Properties[s.Name], body.Properties[s.Name])
 				return
-			case queue.PhaseList:
+			case queue.PhaseList, queue.LaneList:
+				item := map[queue.Kind]string{queue.PhaseList: "Phase", queue.LaneList: "Lane"}[s.Kind]
 				for _, in := range []*openapi3.SchemaRef{stats.Properties[s.Name], body.Properties[s.Name]} {
-					if in == nil || !in.Value.Type.Is("array") || in.Value.Items == nil || in.Value.Items.Ref != "#/components/schemas/Phase" ||
+					if in == nil || !in.Value.Type.Is("array") || in.Value.Items == nil || in.Value.Items.Ref != "#/components/schemas/"+item ||
 						in.Value.MaxItems == nil || *in.Value.MaxItems != 8 {
-						t.Errorf("%s is not an array of at most 8 Phase in both QueueStats and QueueConfig", s.Name)
+						t.Errorf("%s is not an array of at most 8 %s in both QueueStats and QueueConfig", s.Name, item)
 					}
 				}
 				return
@@ -284,6 +285,8 @@ func phasedSchema(s queue.Setting, in bool) string {
 	switch s.Kind {
 	case queue.TextByLanguage:
 		return "{$ref: '#/components/schemas/MessageSetting'}"
+	case queue.LaneList:
+		return "{type: array, maxItems: 8, items: {$ref: '#/components/schemas/Lane'}}"
 	case queue.Choice:
 		return "{type: string, enum: [" + strings.Join(s.Choices, ", ") + "]}"
 	case queue.Bool:

@@ -72,16 +72,16 @@ const DefaultRateWindow = 500 * time.Millisecond
 // What a decision of the adaptive rate did (queue.RateDecision.Kind).
 const (
 	// RateBackOff: cut for failures, or to the capacity measured lower.
-	RateBackOff queue.RateKind = "back-off"
+	RateBackOff string = "back-off"
 	// RateDraining: below the capacity, while a backlog drains.
-	RateDraining queue.RateKind = "draining"
+	RateDraining string = "draining"
 	// RateHold: held (too few calls, the p90 above the target).
-	RateHold queue.RateKind = "hold"
+	RateHold string = "hold"
 	// RateGrow: raised toward the capacity, or probing above it.
-	RateGrow queue.RateKind = "grow"
+	RateGrow string = "grow"
 	// RateProbe: half the rate for one window, so that the next measures
 	// the backend with nothing queued in front of it (gateway).
-	RateProbe queue.RateKind = "probe"
+	RateProbe string = "probe"
 )
 
 // The share of the measured capacity the rate aims at. With a pool it is

@@ -79,7 +79,7 @@ func TestNextRate(t *testing.T) {
 		name     string
 		w        queue.RateWindow
 		low, top float64 // the next rate lies in [low, top]
-		kind     queue.RateKind
+		kind     string
 		capacity float64 // the capacity it remembers
 	}{
 		{"too few calls: hold", pooled(2, 900*ms, 200*ms, 20, 60, 0, 0), 60, 60, admission.RateHold, 0},

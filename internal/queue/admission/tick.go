@@ -63,6 +63,12 @@ type TickState struct {
 	// reads anyway, so a status costs no count of the live tokens.
 	CapRoom int64
 	Capped  bool
+	// LaneCredit is each lane's credit carried to the next tick
+	// (lane.Split.Carry), and LaneShares the share of the rate each lane
+	// in force would get now (LaneShares): an answer's estimate divides
+	// by the rate × its lane's (queue.Pace.LaneShare). Both nil for a
+	// queue without lanes.
+	LaneCredit, LaneShares map[string]float64
 }
 
 // Checkpoint is the ticket at the edge of the reach at one time.
@@ -106,6 +112,29 @@ type TickInput struct {
 	// ShadowAdmits is never.
 	Shadow      int64
 	ShadowFront Front
+	// Lanes are the queue's lanes other than lane.Public (issue 53), each
+	// a line of its own: those in force (Config.Lanes) and any other with
+	// people waiting in it (a lane a phase or an operator took away, let
+	// in with share 0). Length and the front above are the public lane's.
+	// Empty for a queue without lanes.
+	Lanes []LaneInput
+}
+
+// LaneInput is one lane other than lane.Public as a tick reads it: its
+// length and its front, which reads it in its order as Front does.
+type LaneInput struct {
+	Name   string
+	Length int64
+	Front  Front
+}
+
+// waiting is how many wait in every lane together.
+func (in TickInput) waiting() int64 {
+	n := in.Length
+	for _, l := range in.Lanes {
+		n += l.Length
+	}
+	return n
 }
 
 // LiveCapped says whether a tick of config c with stock st needs the live
@@ -134,6 +163,9 @@ type Waiter struct {
 	User   string
 	Ticket int64
 	Seen   time.Time
+	// Lane is the lane the waiter is in ("": lane.Public); PlanTick sets
+	// it on those it plans.
+	Lane string
 }
 
 // Front reads up to n waiters in line order from the 0-based rank from;
@@ -156,6 +188,10 @@ type TickPlan struct {
 	// with at most Draws random values (Draw for each one admitted, and
 	// one for each no-show it may pass over). See DrawIndex.
 	Draw, Draws int
+	// DrawLanes is how many the store draws, likewise, from each lane
+	// other than lane.Public (Draw is the public lane's), each among its
+	// lane's people only.
+	DrawLanes map[string]int
 	// Absent tells no-shows (AbandonAfter) from those present.
 	Absent Absence
 	// NextIn is how long until the next tick is due.
@@ -232,7 +268,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	if c.Method == queue.MethodRandom {
 		reach = drawReach // anyone in line may be drawn next
 	}
-	judged, mark, err := checkpoints(c, st, now, min(reach, in.Length)-1, front)
+	judged, mark, err := checkpoints(c, st, now, reach, in, front)
 	if err != nil {
 		return p, err
 	}
@@ -250,16 +286,13 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 		if err := p.admit(in, front, n, absence); err != nil {
 			return p, err
 		}
-		if len(p.Admitted)+p.Draw < n { // nobody waiting for the rest: it does not pile up
+		if len(p.Admitted)+p.drawn() < n { // nobody waiting for the rest: it does not pile up
 			carry = 0
 		}
 	}
-	st.CapRoom, st.Capped = 0, false
-	if limit, capped := LiveCap(c, in.Stock); capped {
-		st.CapRoom, st.Capped = max(limit-in.Live-int64(len(p.Admitted)+p.Draw), 0), true
-	}
-	st.measure(now, len(p.Admitted)+p.Draw)
-	st.advancePace(c, now, in.Length, len(p.Admitted)+len(p.Skipped)+p.Draw, stopped)
+	st.forAnswers(in, len(p.Admitted)+p.drawn())
+	st.measure(now, len(p.Admitted)+p.drawn())
+	st.advancePace(c, now, in.waiting(), len(p.Admitted)+len(p.Skipped)+p.drawn(), stopped)
 	st.Reach, st.Checkpoints = 0, nil
 	if c.AbandonAfter > 0 {
 		st.Reach, st.Checkpoints = reach, in.State.Checkpoints
@@ -272,7 +305,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	// ticks: unrounded, 0.1 ten times is 0.9999999999999999.
 	st.Next, st.Carry, st.LastCall, st.Inline = next, round(carry, 1e6), in.Call, 0
 	p.Expires, p.NextIn = now.Add(c.TokenTTL), next.Sub(now)
-	if in.Length == 0 && !p.Shadow && unchanged(in.State, *st) {
+	if in.waiting() == 0 && !p.Shadow && unchanged(in.State, *st) {
 		// An empty line's tick that changes nothing anyone reads is not
 		// stored: an idle queue then costs each instance a read a tick, not
 		// a read and a write (nor a journal frame in the embedded store).
@@ -286,21 +319,45 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 
 // admit plans whom the tick lets in, n at most: the shadow line's, on its
 // turn (shadowTurn), in its order (suspects are never drawn, and never
-// judged no-shows: they are not marked seen); else the line's (choose).
+// judged no-shows: they are not marked seen); else the line's (choose),
+// lane by lane when the queue has lanes (lanes).
 func (p *TickPlan) admit(in TickInput, front Front, n int, absent Absence) (err error) {
 	if shadowTurn(in) {
 		p.Shadow = true
 		p.Admitted, p.Skipped, err = pick(in.ShadowFront, n, Absence{Judged: -1})
 		return err
 	}
-	return p.choose(in.Config, front, n, in.Length, absent)
+	if len(in.Lanes) == 0 && len(in.Config.Lanes) == 0 {
+		return p.choose(in.Config, front, n, in.Length, absent)
+	}
+	return p.lanes(in, front, n, absent)
+}
+
+// drawn is how many the plan draws at random, every lane together.
+func (p *TickPlan) drawn() int {
+	n := p.Draw
+	for _, d := range p.DrawLanes {
+		n += d
+	}
+	return n
 }
 
 // shadowTurn says a tick lets the shadow line in: the queue says so
 // (ShadowLast), someone is in it, and nobody waits in the line, nor in an
 // opening's pre-queue (ahead, or being placed).
 func shadowTurn(in TickInput) bool {
-	return in.Config.ShadowAdmits == suspect.AdmitLast && in.Shadow > 0 && in.Length == 0 && !in.Placing && !in.Pending && in.ShadowFront != nil
+	return in.Config.ShadowAdmits == suspect.AdmitLast && in.Shadow > 0 && in.waiting() == 0 && !in.Placing && !in.Pending && in.ShadowFront != nil
+}
+
+// forAnswers records what answers read of a tick that let admitted in:
+// the room it left under the live-token cap (CapRoom, Capped) and the
+// share of the rate each lane gets (LaneShares).
+func (st *TickState) forAnswers(in TickInput, admitted int) {
+	st.LaneShares = laneShares(in.Config.Lanes, in)
+	st.CapRoom, st.Capped = 0, false
+	if limit, capped := LiveCap(in.Config, in.Stock); capped {
+		st.CapRoom, st.Capped = max(limit-in.Live-int64(admitted), 0), true
+	}
 }
 
 // nextDue is when the tick after one due at due is: one interval on. A
@@ -374,9 +431,9 @@ func MayAdmitNow(c queue.InForce, effectiveRate float64, st TickState, stock que
 
 // checkpoints reads the no-show checkpoints: the highest ticket that was
 // within the reach of seen marks at least AbandonAfter ago (judged; -1:
-// none), and a new checkpoint when one is due, at the ticket of rank edge
-// (the edge of the reach, or the last in line).
-func checkpoints(c queue.InForce, st *TickState, now time.Time, edge int64, front Front) (int64, *Checkpoint, error) {
+// none), and a new checkpoint when one is due, at the ticket at the edge
+// of the reach (edgeTicket).
+func checkpoints(c queue.InForce, st *TickState, now time.Time, reach int64, in TickInput, front Front) (int64, *Checkpoint, error) {
 	judged := int64(-1)
 	if c.AbandonAfter == 0 {
 		return judged, nil, nil
@@ -389,17 +446,31 @@ func checkpoints(c queue.InForce, st *TickState, now time.Time, edge int64, fron
 	if n := len(st.Checkpoints); n > 0 && now.Sub(st.Checkpoints[n-1].At) < c.AbandonAfter/2 {
 		return judged, nil, nil
 	}
-	mark := &Checkpoint{At: now}
-	if edge >= 0 {
-		w, err := front(edge, 1)
-		if err != nil {
-			return judged, nil, err
+	ticket, err := edgeTicket(reach, in, front)
+	return judged, &Checkpoint{At: now, Ticket: ticket}, err
+}
+
+// edgeTicket is the ticket at the edge of the reach of seen marks (or the
+// last in line, if nearer), 0 when nobody waits. With lanes, each lane's
+// front is its own, and a ticket is comparable across lanes (one
+// counter): the lowest lane's edge is within the reach in every lane, so
+// nobody is judged a no-show who was not within it in their own.
+func edgeTicket(reach int64, in TickInput, front Front) (int64, error) {
+	lanes := append([]LaneInput{{Length: in.Length, Front: front}}, in.Lanes...)
+	edge := int64(0)
+	for _, l := range lanes {
+		if l.Length == 0 {
+			continue
 		}
-		if len(w) > 0 {
-			mark.Ticket = w[0].Ticket
+		w, err := l.Front(min(reach, l.Length)-1, 1)
+		if err != nil {
+			return 0, err
+		}
+		if len(w) > 0 && (edge == 0 || w[0].Ticket < edge) {
+			edge = w[0].Ticket
 		}
 	}
-	return judged, mark, nil
+	return edge, nil
 }
 
 // choose plans whom the tick lets in, n at most, of a line length long:

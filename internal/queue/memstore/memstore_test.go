@@ -2,6 +2,8 @@ package memstore_test
 
 import (
 	"context"
+	"github.com/waitroom/waitroom/internal/accesscode"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -150,6 +152,12 @@ func (r *restarting) Queues(ctx context.Context) ([]string, error) {
 }
 func (r *restarting) Enter(ctx context.Context, q, user string) (queue.Standing, error) {
 	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Enter(ctx, q, user) })
+}
+func (r *restarting) Join(ctx context.Context, q, user string, j lane.Join) (queue.Standing, error) {
+	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Join(ctx, q, user, j) })
+}
+func (r *restarting) AddCodes(ctx context.Context, q string, codes []accesscode.Code) (accesscode.Added, error) {
+	return call(r, func(s *memstore.Store) (accesscode.Added, error) { return s.AddCodes(ctx, q, codes) })
 }
 func (r *restarting) Status(ctx context.Context, q, user string) (queue.Standing, error) {
 	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Status(ctx, q, user) })
