@@ -66,12 +66,20 @@ func viewLanes(t *testing.T, s *memstore.Store, users []string) laneView {
 
 // TestDurableLanes: a queue's lanes, the people in each, its codes and
 // their uses left, the lanes' totals and the tick's lane credit come back
-// after a restart as they were, whether the log replays them or a
-// snapshot holds them; a single-use code redeemed before the restart is
-// still used after it, and a capped one keeps the uses it had left.
+// after a restart as they were, whether the log replays them (each lane's
+// draw too, from the values journaled) or a snapshot holds them; a
+// single-use code redeemed before the restart is still used after it, and
+// a capped one keeps the uses it had left.
 func TestDurableLanes(t *testing.T) {
-	for _, compact := range []string{"none", "after the codes", "at the end"} {
-		t.Run("compaction "+compact, func(t *testing.T) {
+	for _, tc := range []struct {
+		method  queue.QueueingMethod
+		compact string
+	}{
+		{queue.MethodFIFO, "none"}, {queue.MethodFIFO, "after the codes"}, {queue.MethodFIFO, "at the end"},
+		{queue.MethodRandom, "none"}, {queue.MethodRandom, "at the end"},
+	} {
+		compact := tc.compact
+		t.Run(string(tc.method)+", compaction "+compact, func(t *testing.T) {
 			ctx := context.Background()
 			clock := storetest.NewFakeClock()
 			dir := t.TempDir()
@@ -82,7 +90,9 @@ func TestDurableLanes(t *testing.T) {
 					t.Fatalf("%s: %v", what, err)
 				}
 			}
-			step("config", s.PutConfig(ctx, "q", lanesConfig()))
+			c := lanesConfig()
+			c.Method = tc.method
+			step("config", s.PutConfig(ctx, "q", c))
 			single, capped, spare := accesscode.New(), accesscode.New(), accesscode.New()
 			in := clock.Now().Add(time.Hour)
 			added, err := s.AddCodes(ctx, "q", []accesscode.Code{
