@@ -69,7 +69,7 @@
 //	join.lua                     Store.Join                                                       TestLanePlacesAreBandsOfOneSet, TestCodesAreKeptAsHashesAndRedeemedOnce
 //	add_codes.lua                Store.AddCodes                                                   TestCodesAreKeptAsHashesAndRedeemedOnce
 //	prelude's laneStanding       Store.Join                                                       TestLanePlacesAreBandsOfOneSet
-//	prelude's laneId, scoreText  none: the lanes' bands of one set (keys.go)                      TestLanePlacesAreBandsOfOneSet
+//	prelude's laneId, scoreText  none: bands of one set (keys.go)                                 TestLanePlacesAreBandsOfOneSet
 //	prelude's laneShare          Store.Status                                                     TestAdmissionSplitsByShares
 //	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
