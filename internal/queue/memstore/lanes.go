@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"slices"
@@ -341,8 +342,8 @@ func (q *state) addCodes(codes []accesscode.Code) accesscode.Added {
 		}
 		name, ok := lanes[c.Lane]
 		if !ok {
-			name = c.Lane
-			lanes[name] = name
+			name = cmp.Or(c.Lane, lane.Public) // a code without a lane gives the public's place
+			lanes[c.Lane] = name
 		}
 		kept := code{lane: name, uses: c.Uses}
 		if !c.ExpiresAt.IsZero() {
