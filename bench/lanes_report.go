@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// passFail is the verdict a check earned, in bold.
+func passFail(ok bool) string {
+	if ok {
+		return "**PASS**"
+	}
+	return "**FAIL**"
+}
+
+func lanesMarkdown(r *LanesReport, stamp string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", stamp)
+	fmt.Fprintf(&b, "One queue at %g/s (10 a tick of 100 ms), Redis store, lanes `members` (claim `%s=%s`) and `public`; "+
+		"everyone polls as the page does (`pollAfterSeconds`, `?waitSeconds=%d`) until READY. %v in all, %d errors",
+		r.Rate, lanesMemberClaim, lanesMemberValue, herdWaitSeconds, r.Duration.Round(time.Second), r.Errors)
+	if r.ErrorSample != "" {
+		fmt.Fprintf(&b, " (first: %s)", r.ErrorSample)
+	}
+	fmt.Fprintf(&b, ", %d 503s retried.\n\n", r.Retries)
+	fmt.Fprintf(&b, "Shares over the %d one-second windows (the store's clock) through which both lanes had someone waiting:\n\n", r.Windows)
+	b.WriteString("| lane | share | people, arriving over | admitted (told / store) | admitted in the windows | part of the windows' admissions | ÷ share | within 5% |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, l := range r.Lanes {
+		store := "–"
+		if l.StoreAdmitted >= 0 {
+			store = fmt.Sprint(l.StoreAdmitted)
+		}
+		within := l.Ratio > 0 && l.Ratio >= 1-r.SharesWithin && l.Ratio <= 1+r.SharesWithin
+		fmt.Fprintf(&b, "| %s | %g | %d over %v | %d / %s | %d | %.3f | %.3f | %s |\n", l.Name, l.Share, l.People,
+			l.Arrival, l.Admitted, store, l.InWindows, l.RateShare, l.Ratio, passFail(within))
+	}
+	fmt.Fprintf(&b, "\nPositions: %d WAITING answers, each checked against the same person's previous one; %d rose: %s",
+		r.Answers, r.Rises, passFail(r.Rises == 0))
+	if r.RiseSample != "" {
+		fmt.Fprintf(&b, " (first: %s)", r.RiseSample)
+	}
+	fmt.Fprintf(&b, ". Answers in another lane than the person's: %d", r.WrongLane)
+	if r.WrongLaneSample != "" {
+		fmt.Fprintf(&b, " (first: %s)", r.WrongLaneSample)
+	}
+	b.WriteString(".\n\n")
+	b.WriteString("Estimates (realised wait, from the join's answer to admission, ÷ the `estimatedWaitSeconds` that answer showed):\n\n")
+	b.WriteString("| lane | people shown an estimate | ratio p50 | ratio p90 | wait p50 | wait p90 | shown p50 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, l := range r.Lanes {
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %v | %v | %v |\n", l.Name, l.Estimated, l.EstimateP50, l.EstimateP90,
+			l.WaitP50.Round(100*time.Millisecond), l.WaitP90.Round(100*time.Millisecond), l.ShownP50.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(&b, "\nThe section: %s.\n", passFail(r.Pass))
+	return b.String()
+}
+
+func codesMarkdown(r *CodesReport, stamp string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", stamp)
+	fmt.Fprintf(&b, "%d new single-use codes (`accesscode.New`, JSON) in one `POST /admin/v1/queues/{q}/codes`, %d rounds a store, "+
+		"each into a fresh queue, against an instance process of its own; the time is the request's at the client.\n\n", r.Codes, r.Rounds)
+	b.WriteString("| store | round | time | added | MEMORY USAGE of the keys it made | bytes a code | used_memory before → after | Go heap before → after (after GC) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, s := range r.Stores {
+		for i, rd := range s.Rounds {
+			keys, perCode, used := "–", "–", "–"
+			if s.Store == "redis" {
+				keys = fmt.Sprintf("%s (%s)", mib(rd.KeyBytes), strings.Join(rd.Keys, ", "))
+				perCode = fmt.Sprintf("%.0f", float64(rd.KeyBytes)/float64(max(rd.Added, 1)))
+				used = fmt.Sprintf("%s → %s (+%s)", mib(rd.UsedBefore), mib(rd.UsedAfter), mib(rd.UsedAfter-rd.UsedBefore))
+			}
+			fmt.Fprintf(&b, "| %s | %d | %v | %d | %s | %s | %s | %s → %s (%+.1f MiB) |\n", s.Store, i+1,
+				rd.Time.Round(time.Millisecond), rd.Added, keys, perCode, used, mib(int64(rd.HeapBefore)), mib(int64(rd.HeapAfter)),
+				float64(int64(rd.HeapAfter)-int64(rd.HeapBefore))/(1<<20))
+		}
+	}
+	b.WriteString("\n")
+	for _, s := range r.Stores {
+		fmt.Fprintf(&b, "- %s: the upload's median time %v.\n", s.Store, s.Median.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// mib is n bytes in MiB, one decimal.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
