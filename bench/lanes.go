@@ -28,10 +28,10 @@ type LanesReport struct {
 	Rate float64
 	// Lanes are the members' and the public's figures, in that order.
 	Lanes []LaneFigures
-	// Windows: the 1-s windows (on the store's clock) through which both
-	// lanes had someone waiting the whole second: the shares are read over
-	// them only, as the issue asks (an empty lane hands its share over).
-	Windows int
+	// Ticks: the ticks at which both lanes had someone waiting: the
+	// shares are read over them only, as the issue asks (an empty lane
+	// hands its share over).
+	Ticks int
 	// Answers counts the WAITING answers with a position, every one
 	// checked against the same person's previous answer; Rises those that
 	// told a higher position than the one before (any is a failure).
@@ -61,9 +61,9 @@ type LaneFigures struct {
 	Arrival       time.Duration
 	Admitted      int
 	StoreAdmitted int64
-	// InWindows: admitted within the windows where both lanes waited;
-	// RateShare their part of every lane's, and Ratio RateShare ÷ Share.
-	InWindows int
+	// InTicks: admitted at the ticks where both lanes waited; RateShare
+	// their part of every lane's, and Ratio RateShare ÷ Share.
+	InTicks   int
 	RateShare float64
 	Ratio     float64
 	// The estimate ratio (realised wait ÷ estimatedWaitSeconds shown on
@@ -87,7 +87,6 @@ const (
 	lanesMemberValue    = "member"
 	lanesMembersLane    = "members"
 	lanesPublicLane     = "public"
-	lanesWindow         = time.Second
 	lanesDrainAllowance = time.Minute
 )
 
@@ -159,9 +158,9 @@ func lanesRun(ctx context.Context, o Options, c *client, secret []byte) (*LanesR
 	}
 	lanesStoreCounts(ctx, c, q, rep)
 	lanesCount(people, rep)
-	o.logf("lanes: %d windows with both waiting; members %.3f of admissions (ratio %.3f), public %.3f (ratio %.3f); "+
+	o.logf("lanes: %d ticks with both waiting; members %.3f of admissions (ratio %.3f), public %.3f (ratio %.3f); "+
 		"%d answers checked, %d rises; estimate ratio p50 members %.2f public %.2f; %d errors; %v; pass %v",
-		rep.Windows, rep.Lanes[0].RateShare, rep.Lanes[0].Ratio, rep.Lanes[1].RateShare, rep.Lanes[1].Ratio,
+		rep.Ticks, rep.Lanes[0].RateShare, rep.Lanes[0].Ratio, rep.Lanes[1].RateShare, rep.Lanes[1].Ratio,
 		rep.Answers, rep.Rises, rep.Lanes[0].EstimateP50, rep.Lanes[1].EstimateP50, rep.Errors,
 		rep.Duration.Round(time.Millisecond), rep.Pass)
 	return rep, nil
@@ -289,7 +288,7 @@ func lanesStoreCounts(ctx context.Context, c *client, q string, rep *LanesReport
 }
 
 // lanesCount adds up the people's answers: errors, positions, lanes, the
-// shares over the windows where both lanes waited, the estimate ratios.
+// shares over the ticks where both lanes waited, the estimate ratios.
 func lanesCount(people []lanesPerson, rep *LanesReport) {
 	for _, p := range people {
 		rep.Retries += p.retries
@@ -313,70 +312,73 @@ func lanesCount(people []lanesPerson, rep *LanesReport) {
 		lanesEstimates(people, &rep.Lanes[i])
 	}
 	lanesShares(people, rep)
-	rep.Pass = rep.Rises == 0 && rep.WrongLane == 0 && rep.Errors == 0 && rep.Windows > 0
+	rep.Pass = rep.Rises == 0 && rep.WrongLane == 0 && rep.Errors == 0 && rep.Ticks > 0
 	for _, l := range rep.Lanes {
 		rep.Pass = rep.Pass && math.Abs(l.Ratio-1) <= rep.SharesWithin
 	}
 }
 
-// lanesShares counts, per 1-s window of the store's clock, each lane's
-// admissions, over the windows through which both lanes had someone
-// waiting: joined (their place held) before the window began and let in
-// after it ended.
+// lanesShares counts each lane's admissions over the ticks at which both
+// lanes had someone waiting. A tick is known by its admissions: everyone
+// one tick lets in is let in at the same instant of the store's clock
+// (their READY answers' expiresAt less the token's lifetime). A lane had
+// someone waiting at a tick when one of its people had sent their enter
+// before it and was let in at it or later.
 func lanesShares(people []lanesPerson, rep *LanesReport) {
-	var first, last time.Time
-	for _, p := range people {
-		if p.admittedAt.IsZero() {
-			continue
-		}
-		if first.IsZero() || p.joined.Before(first) {
-			first = p.joined
-		}
-		if p.admittedAt.After(last) {
-			last = p.admittedAt
-		}
+	type tick struct {
+		at       time.Time
+		admitted []int // by lane
 	}
-	if first.IsZero() {
-		return
-	}
-	n := int(last.Sub(first)/lanesWindow) + 1
-	waiting := make([][]bool, len(rep.Lanes)) // waiting[lane][window]: someone waited through it
-	admitted := make([][]int, len(rep.Lanes))
-	for i := range rep.Lanes {
-		waiting[i], admitted[i] = make([]bool, n), make([]int, n)
-	}
+	var ticks []tick
+	byAt := map[time.Time]int{}
 	for _, p := range people {
 		li := slices.IndexFunc(rep.Lanes, func(l LaneFigures) bool { return l.Name == p.lane })
 		if p.admittedAt.IsZero() || li < 0 {
 			continue
 		}
 		rep.Lanes[li].Admitted++
-		admitted[li][int(p.admittedAt.Sub(first)/lanesWindow)]++
-		// Windows wholly between the join and the admission.
-		from := int((p.joined.Sub(first) + lanesWindow - 1) / lanesWindow)
-		to := int(p.admittedAt.Sub(first) / lanesWindow) // exclusive
-		for w := max(from, 0); w < to; w++ {
-			waiting[li][w] = true
+		at := p.admittedAt.Round(time.Millisecond)
+		ti, ok := byAt[at]
+		if !ok {
+			ti = len(ticks)
+			byAt[at] = ti
+			ticks = append(ticks, tick{at: at, admitted: make([]int, len(rep.Lanes))})
 		}
+		ticks[ti].admitted[li]++
 	}
 	total := 0
-	for w := range n {
-		if !waiting[0][w] || !waiting[1][w] {
+	for _, t := range ticks {
+		if !lanesAllWaiting(people, rep, t.at) {
 			continue
 		}
-		rep.Windows++
-		for li := range rep.Lanes {
-			rep.Lanes[li].InWindows += admitted[li][w]
-			total += admitted[li][w]
+		rep.Ticks++
+		for li, n := range t.admitted {
+			rep.Lanes[li].InTicks += n
+			total += n
 		}
 	}
 	for i := range rep.Lanes {
 		l := &rep.Lanes[i]
 		if total > 0 && l.Share > 0 {
-			l.RateShare = float64(l.InWindows) / float64(total)
+			l.RateShare = float64(l.InTicks) / float64(total)
 			l.Ratio = l.RateShare / l.Share
 		}
 	}
+}
+
+// lanesAllWaiting says whether every lane had someone waiting at the tick
+// at: their enter sent before it, let in at it or later.
+func lanesAllWaiting(people []lanesPerson, rep *LanesReport, at time.Time) bool {
+	waiting := make([]bool, len(rep.Lanes))
+	for _, p := range people {
+		if p.asked.IsZero() || !p.asked.Before(at) || p.admittedAt.IsZero() || p.admittedAt.Round(time.Millisecond).Before(at) {
+			continue
+		}
+		if li := slices.IndexFunc(rep.Lanes, func(l LaneFigures) bool { return l.Name == p.lane }); li >= 0 {
+			waiting[li] = true
+		}
+	}
+	return !slices.Contains(waiting, false)
 }
 
 // lanesEstimates is one lane's realised wait (from the join's answer to

@@ -24,8 +24,8 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 		fmt.Fprintf(&b, " (first: %s)", r.ErrorSample)
 	}
 	fmt.Fprintf(&b, ", %d 503s retried.\n\n", r.Retries)
-	fmt.Fprintf(&b, "Shares over the %d one-second windows (the store's clock) through which both lanes had someone waiting:\n\n", r.Windows)
-	b.WriteString("| lane | share | people, arriving over | admitted (told / store) | admitted in the windows | part of the windows' admissions | ÷ share | within 5% |\n")
+	fmt.Fprintf(&b, "Shares over the %d ticks at which both lanes had someone waiting:\n\n", r.Ticks)
+	b.WriteString("| lane | share | people, arriving over | admitted (told / store) | admitted at those ticks | part of those ticks' admissions | ÷ share | within 5% |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Lanes {
 		store := "–"
@@ -34,7 +34,7 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 		}
 		within := l.Ratio > 0 && l.Ratio >= 1-r.SharesWithin && l.Ratio <= 1+r.SharesWithin
 		fmt.Fprintf(&b, "| %s | %g | %d over %v | %d / %s | %d | %.3f | %.3f | %s |\n", l.Name, l.Share, l.People,
-			l.Arrival, l.Admitted, store, l.InWindows, l.RateShare, l.Ratio, passFail(within))
+			l.Arrival, l.Admitted, store, l.InTicks, l.RateShare, l.Ratio, passFail(within))
 	}
 	fmt.Fprintf(&b, "\nPositions: %d WAITING answers, each checked against the same person's previous one; %d rose: %s",
 		r.Answers, r.Rises, passFail(r.Rises == 0))

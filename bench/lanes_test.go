@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,54 +12,53 @@ import (
 	"time"
 )
 
-// TestLanesShares: the shares are read only over the seconds through which
-// both lanes had someone waiting, and each lane's ratio is its part of
-// those seconds' admissions over its share.
+// TestLanesShares: the shares are read only over the ticks (known by
+// their admissions' common instant) at which both lanes had someone
+// waiting, and each lane's ratio is its part of those ticks' admissions
+// over its share.
 func TestLanesShares(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	var people []lanesPerson
-	// Members wait from 0 to 10 s and get 3 a second; the public waits
-	// from 0 to 14 s, 7 a second while members wait, then 10.
-	for s := range 10 {
-		for i := range 3 {
-			people = append(people, lanesPerson{lane: "members", joined: at(0), admittedAt: at(time.Duration(s)*time.Second + time.Duration(i+1)*100*time.Millisecond)})
+	tick := func(k int) time.Time { return t0.Add(time.Duration(k) * 100 * time.Millisecond) }
+	crowd := func(membersPerTick int) []lanesPerson {
+		var people []lanesPerson
+		// Everyone sent their enter before the first tick. Members are let
+		// in at ticks 0–29; the public at 0–39, the rest of 10 while
+		// members wait, then 10 a tick.
+		for k := range 40 {
+			m := 0
+			if k < 30 {
+				m = membersPerTick
+			}
+			for range m {
+				people = append(people, lanesPerson{lane: "members", userOutcome: userOutcome{asked: t0.Add(-time.Second)}, admittedAt: tick(k)})
+			}
+			for range 10 - m {
+				people = append(people, lanesPerson{lane: "public", userOutcome: userOutcome{asked: t0.Add(-time.Second)}, admittedAt: tick(k)})
+			}
 		}
+		// A member who sent their enter at tick 45's instant, let in then:
+		// not waiting at that tick, which counts for nothing.
+		people = append(people, lanesPerson{lane: "members", userOutcome: userOutcome{asked: tick(45)}, admittedAt: tick(45)})
+		// A member who never got in (an error) counts nowhere.
+		return append(people, lanesPerson{lane: "members", userOutcome: userOutcome{asked: t0}})
 	}
-	for s := range 14 {
-		n := 7
-		if s >= 10 {
-			n = 10
-		}
-		for i := range n {
-			people = append(people, lanesPerson{lane: "public", joined: at(0), admittedAt: at(time.Duration(s)*time.Second + time.Duration(i+1)*50*time.Millisecond)})
-		}
+	lanes := func() []LaneFigures {
+		return []LaneFigures{{Name: "members", Share: 0.3}, {Name: "public", Share: 0.7}}
 	}
-	// A member who never got in (an error) counts nowhere.
-	people = append(people, lanesPerson{lane: "members", joined: at(0)})
-	rep := &LanesReport{SharesWithin: 0.05, Lanes: []LaneFigures{{Name: "members", Share: 0.3}, {Name: "public", Share: 0.7}}}
-	lanesShares(people, rep)
-	// The last member is let in during second 9: the members waited
-	// through seconds 0–8 only.
-	if rep.Windows != 9 {
-		t.Errorf("windows %d, want 9", rep.Windows)
-	}
+
+	rep := &LanesReport{SharesWithin: 0.05, Lanes: lanes()}
+	lanesShares(crowd(3), rep)
 	m, p := rep.Lanes[0], rep.Lanes[1]
-	if m.Admitted != 30 || p.Admitted != 7*10+10*4 || m.InWindows != 27 || p.InWindows != 63 {
-		t.Errorf("admitted %d and %d, in the windows %d and %d", m.Admitted, p.Admitted, m.InWindows, p.InWindows)
+	if rep.Ticks != 30 || m.Admitted != 91 || p.Admitted != 310 || m.InTicks != 90 || p.InTicks != 210 {
+		t.Errorf("%d ticks; admitted %d and %d, at the ticks %d and %d", rep.Ticks, m.Admitted, p.Admitted, m.InTicks, p.InTicks)
 	}
-	if m.Ratio < 0.999 || m.Ratio > 1.001 || p.Ratio < 0.999 || p.Ratio > 1.001 {
+	if math.Abs(m.Ratio-1) > 1e-9 || math.Abs(p.Ratio-1) > 1e-9 {
 		t.Errorf("ratios %v and %v, want 1", m.Ratio, p.Ratio)
 	}
-	// Members given 2 a second of the 10 fall outside the bar.
-	for i := range people {
-		if people[i].lane == "members" && people[i].admittedAt.Sub(t0)%time.Second == 300*time.Millisecond {
-			people[i].lane = "public"
-		}
-	}
-	rep = &LanesReport{SharesWithin: 0.05, Lanes: []LaneFigures{{Name: "members", Share: 0.3}, {Name: "public", Share: 0.7}}}
-	lanesCount(people, rep)
-	if rep.Pass || rep.Lanes[0].Ratio > 0.7 {
+	// Members given 2 of 10 fall outside the bar.
+	rep = &LanesReport{SharesWithin: 0.05, Lanes: lanes()}
+	lanesCount(crowd(2), rep)
+	if rep.Pass || math.Abs(rep.Lanes[0].Ratio-2.0/3) > 1e-9 {
 		t.Errorf("members at 2 of 10: ratio %v, pass %v", rep.Lanes[0].Ratio, rep.Pass)
 	}
 }
