@@ -37,9 +37,12 @@ type LanesReport struct {
 	// told a higher position than the one before (any is a failure).
 	Answers, Rises int
 	RiseSample     string
-	// WrongLane counts answers whose lane was not the person's.
-	WrongLane       int
-	WrongLaneSample string
+	// WrongLane counts WAITING answers whose lane was not the person's;
+	// ReadyWrongLane the people whose READY answer named another lane
+	// (READY answers carry the lane too: the contract's, not the issue's
+	// bar, so it is reported beside Pass, not in it).
+	WrongLane, ReadyWrongLane int
+	WrongLaneSample           string
 	// SharesWithin is the bar for each lane's ratio (0.05).
 	SharesWithin float64
 	// Pass: every lane's ratio within SharesWithin of 1, no rise, no
@@ -102,6 +105,7 @@ type lanesPerson struct {
 	answers, rises     int
 	riseSample         string
 	wrongLane          int
+	readyWrongLane     bool
 	wrongLaneSample    string
 }
 
@@ -238,8 +242,13 @@ func lanesWait(ctx context.Context, c *client, q, jwt string, p *lanesPerson) {
 			return
 		}
 		if l, _ := body["lane"].(string); l != p.lane {
-			if p.wrongLane++; p.wrongLaneSample == "" {
+			if p.wrongLaneSample == "" {
 				p.wrongLaneSample = fmt.Sprintf("a %s person answered lane %q: %v", p.lane, l, body)
+			}
+			if body["status"] == "READY" {
+				p.readyWrongLane = true
+			} else {
+				p.wrongLane++
 			}
 		}
 		if body["status"] == "READY" {
@@ -306,6 +315,9 @@ func lanesCount(people []lanesPerson, rep *LanesReport) {
 		}
 		if rep.WrongLane += p.wrongLane; rep.WrongLaneSample == "" {
 			rep.WrongLaneSample = p.wrongLaneSample
+		}
+		if p.readyWrongLane {
+			rep.ReadyWrongLane++
 		}
 	}
 	for i := range rep.Lanes {

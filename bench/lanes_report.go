@@ -41,9 +41,10 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 	if r.RiseSample != "" {
 		fmt.Fprintf(&b, " (first: %s)", r.RiseSample)
 	}
-	fmt.Fprintf(&b, ". Answers in another lane than the person's: %d", r.WrongLane)
+	fmt.Fprintf(&b, ". WAITING answers naming another lane than the person's: %d, %s. People whose READY answer named another lane: %d, %s",
+		r.WrongLane, passFail(r.WrongLane == 0), r.ReadyWrongLane, passFail(r.ReadyWrongLane == 0))
 	if r.WrongLaneSample != "" {
-		fmt.Fprintf(&b, " (first: %s)", r.WrongLaneSample)
+		fmt.Fprintf(&b, " (the first answer in the wrong lane: %s)", r.WrongLaneSample)
 	}
 	b.WriteString(".\n\n")
 	b.WriteString("Estimates (realised wait, from the join's answer to admission, ÷ the `estimatedWaitSeconds` that answer showed):\n\n")
@@ -53,7 +54,7 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %v | %v | %v |\n", l.Name, l.Estimated, l.EstimateP50, l.EstimateP90,
 			l.WaitP50.Round(100*time.Millisecond), l.WaitP90.Round(100*time.Millisecond), l.ShownP50.Round(100*time.Millisecond))
 	}
-	fmt.Fprintf(&b, "\nThe section: %s.\n", passFail(r.Pass))
+	fmt.Fprintf(&b, "\nThe issue's bars (shares within 5%%, no position rose; no error, no WAITING answer in the wrong lane): %s.\n", passFail(r.Pass))
 	return b.String()
 }
 

@@ -93,7 +93,7 @@ func TestLanesWaitChecksEveryAnswer(t *testing.T) {
 	if p.err != nil {
 		t.Fatal(p.err)
 	}
-	if p.answers != 4 || p.rises != 1 || p.wrongLane != 1 || p.shown != 2 || !p.admittedAt.Equal(admitted) {
+	if p.answers != 4 || p.rises != 1 || p.wrongLane != 1 || p.readyWrongLane || p.shown != 2 || !p.admittedAt.Equal(admitted) {
 		t.Errorf("answers %d, rises %d (%s), wrong lane %d (%s), shown %v, admitted %v (want %v)",
 			p.answers, p.rises, p.riseSample, p.wrongLane, p.wrongLaneSample, p.shown, p.admittedAt, admitted)
 	}
