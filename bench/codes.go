@@ -55,6 +55,8 @@ type CodesRound struct {
 	UsedBefore, UsedAfter int64
 	// The instance's Go heap after a full collection, before and after.
 	HeapBefore, HeapAfter uint64
+	// Load is the machine's 1-minute load average as the round began.
+	Load float64
 }
 
 // The upload's size: the 100,000 in one request, three rounds for
@@ -131,6 +133,7 @@ func codesStore(ctx context.Context, o Options, store string, rep *CodesReport) 
 // heap (an instance's; nil: none), Redis through rdb (nil: none).
 func codesRound(ctx context.Context, c *client, heap func(context.Context, bool) (HeapReport, error), rdb *redis.Client, prefix string, n int) (CodesRound, error) {
 	var r CodesRound
+	r.Load, _ = loadAverage()
 	q := fmt.Sprintf("codes-%d", rand.IntN(1e9))
 	st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, map[string]any{
 		"ratePerSecond": 10,
@@ -213,8 +216,10 @@ func codesPost(ctx context.Context, c *client, q string, upload []byte) (int, ma
 	return st, body, time.Since(t0), nil
 }
 
-// codesNewKeys sums the MEMORY USAGE of the keys under prefix that the
-// upload made, and names them without the prefix and with the queue as {q}.
+// codesNewKeys sums the MEMORY USAGE of the queue's keys that the upload
+// made, and names them without the prefix and with the queue as q. The
+// queue's minute rollups are left out: written as a minute turns, not by
+// the upload; other queues' keys too (an earlier round's rollups).
 func codesNewKeys(ctx context.Context, rdb *redis.Client, prefix, q string, before map[string]bool, r *CodesRound) error {
 	after, err := codesKeys(ctx, rdb, prefix)
 	if err != nil {
@@ -222,7 +227,7 @@ func codesNewKeys(ctx context.Context, rdb *redis.Client, prefix, q string, befo
 	}
 	var made []string
 	for k := range after {
-		if !before[k] {
+		if !before[k] && strings.Contains(k, "{"+q+"}") && !strings.Contains(k, ":minute:") {
 			made = append(made, k)
 		}
 	}
@@ -238,7 +243,7 @@ func codesNewKeys(ctx context.Context, rdb *redis.Client, prefix, q string, befo
 	for i, k := range made {
 		r.KeyBytes += usage[i].Val()
 		if len(r.Keys) < 10 {
-			r.Keys = append(r.Keys, strings.ReplaceAll(strings.TrimPrefix(k, prefix), q, "{q}"))
+			r.Keys = append(r.Keys, strings.ReplaceAll(strings.TrimPrefix(k, prefix), q, "q"))
 		}
 	}
 	if len(made) > 10 {

@@ -51,6 +51,9 @@ type LanesReport struct {
 	Errors, Retries          int
 	ErrorSample, RetrySample string
 	Duration                 time.Duration
+	// LoadBefore and LoadAfter are the machine's 1-minute load average
+	// as the run began and ended (a shared machine: the figures' context).
+	LoadBefore, LoadAfter float64
 }
 
 // LaneFigures is one lane's part of the run.
@@ -156,7 +159,9 @@ func lanesRun(ctx context.Context, o Options, c *client, secret []byte) (*LanesR
 	}
 	o.logf("lanes: %d members over %v, %d of the public over %v, %g/s", rep.Lanes[0].People, rep.Lanes[0].Arrival,
 		rep.Lanes[1].People, rep.Lanes[1].Arrival, rep.Rate)
+	rep.LoadBefore, _ = loadAverage()
 	people, err := lanesCrowd(ctx, c, q, secret, rep)
+	rep.LoadAfter, _ = loadAverage()
 	if err != nil {
 		return rep, err
 	}

@@ -18,8 +18,8 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", stamp)
 	fmt.Fprintf(&b, "One queue at %g/s (10 a tick of 100 ms), Redis store, lanes `members` (claim `%s=%s`) and `public`; "+
-		"everyone polls as the page does (`pollAfterSeconds`, `?waitSeconds=%d`) until READY. %v in all, %d errors",
-		r.Rate, lanesMemberClaim, lanesMemberValue, herdWaitSeconds, r.Duration.Round(time.Second), r.Errors)
+		"everyone polls as the page does (`pollAfterSeconds`, `?waitSeconds=%d`) until READY. Load average %.1f → %.1f (1 min). %v in all, %d errors",
+		r.Rate, lanesMemberClaim, lanesMemberValue, herdWaitSeconds, r.LoadBefore, r.LoadAfter, r.Duration.Round(time.Second), r.Errors)
 	if r.ErrorSample != "" {
 		fmt.Fprintf(&b, " (first: %s)", r.ErrorSample)
 	}
@@ -63,19 +63,21 @@ func codesMarkdown(r *CodesReport, stamp string) string {
 	fmt.Fprintf(&b, "%s\n\n", stamp)
 	fmt.Fprintf(&b, "%d new single-use codes (`accesscode.New`, JSON) in one `POST /admin/v1/queues/{q}/codes`, %d rounds a store, "+
 		"each into a fresh queue, against an instance process of its own; the time is the request's at the client.\n\n", r.Codes, r.Rounds)
-	b.WriteString("| store | round | time | added | MEMORY USAGE of the keys it made | bytes a code | used_memory before → after | Go heap before → after (after GC) |\n")
+	b.WriteString("| store | round (load) | time | added | MEMORY USAGE of the keys it made | used_memory before → after | Go heap before → after (after GC) | bytes a code |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Stores {
 		for i, rd := range s.Rounds {
-			keys, perCode, used := "–", "–", "–"
+			keys, used := "–", "–"
+			heap := int64(rd.HeapAfter) - int64(rd.HeapBefore)
+			perCode := fmt.Sprintf("%.0f (heap)", float64(heap)/float64(max(rd.Added, 1)))
 			if s.Store == "redis" {
-				keys = fmt.Sprintf("%s (%s)", mib(rd.KeyBytes), strings.Join(rd.Keys, ", "))
-				perCode = fmt.Sprintf("%.0f", float64(rd.KeyBytes)/float64(max(rd.Added, 1)))
-				used = fmt.Sprintf("%s → %s (+%s)", mib(rd.UsedBefore), mib(rd.UsedAfter), mib(rd.UsedAfter-rd.UsedBefore))
+				keys = fmt.Sprintf("%s (`%s`)", mib(rd.KeyBytes), strings.Join(rd.Keys, "`, `"))
+				perCode = fmt.Sprintf("%.0f (keys)", float64(rd.KeyBytes)/float64(max(rd.Added, 1)))
+				used = fmt.Sprintf("%s → %s (%+.1f MiB)", mib(rd.UsedBefore), mib(rd.UsedAfter), float64(rd.UsedAfter-rd.UsedBefore)/(1<<20))
 			}
-			fmt.Fprintf(&b, "| %s | %d | %v | %d | %s | %s | %s | %s → %s (%+.1f MiB) |\n", s.Store, i+1,
-				rd.Time.Round(time.Millisecond), rd.Added, keys, perCode, used, mib(int64(rd.HeapBefore)), mib(int64(rd.HeapAfter)),
-				float64(int64(rd.HeapAfter)-int64(rd.HeapBefore))/(1<<20))
+			fmt.Fprintf(&b, "| %s | %d (%.1f) | %v | %d | %s | %s | %s → %s (%+.1f MiB) | %s |\n", s.Store, i+1, rd.Load,
+				rd.Time.Round(time.Millisecond), rd.Added, keys, used, mib(int64(rd.HeapBefore)), mib(int64(rd.HeapAfter)),
+				float64(heap)/(1<<20), perCode)
 		}
 	}
 	b.WriteString("\n")
