@@ -131,8 +131,8 @@ func TestCodesAreKeptAsHashesAndRedeemedOnce(t *testing.T) {
 		t.Errorf("stats do not add up after a move: %+v", stats)
 	}
 	vals, err := testenv.RedisClient(t).HGetAll(ctx, keysFor(st.prefix, q)[kCodes]).Result()
-	if err != nil || len(vals) != 2 || vals[h] != "members 0 0" {
-		t.Errorf("K.codes: %v, %v; want two hashes, the redeemed one with no use left", vals, err)
+	if err != nil || len(vals) != 2 || vals[codeKey(h)] != "members 0 0" {
+		t.Errorf("K.codes: %q, %v; want two hashes (their 32 bytes), the redeemed one with no use left", vals, err)
 	}
 }
 
@@ -170,5 +170,39 @@ func TestAdmissionSplitsByShares(t *testing.T) {
 	s, err := st.Status(ctx, q, "m05")
 	if err != nil || s.Position != 3 || s.Pace.LaneShare != 0.3 {
 		t.Errorf("m05 after the tick: %+v, %v; want 3rd, at share 0.3", s, err)
+	}
+}
+
+// TestCodesMemory uploads 100,000 single-use codes (AddCodes, as one
+// POST /admin/v1/queues/{q}/codes brings them) and logs the upload's time
+// and what Redis says K.codes holds (MEMORY USAGE, every field sampled):
+// the figures docs/operations.md states. A code costs at most 120 bytes.
+func TestCodesMemory(t *testing.T) {
+	st, q, _ := lanesQueue(t)
+	ctx := context.Background()
+	const n = 100_000
+	codes := make([]accesscode.Code, n)
+	for i := range codes {
+		h, err := accesscode.Hash(accesscode.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[i] = accesscode.Code{Hash: h, Lane: "members", Uses: 1}
+	}
+	start := time.Now()
+	a, err := st.AddCodes(ctx, q, codes)
+	took := time.Since(start)
+	if err != nil || a.Added != n {
+		t.Fatalf("AddCodes: %+v, %v", a, err)
+	}
+	rdb := testenv.RedisClient(t)
+	bytes, err := rdb.MemoryUsage(ctx, keysFor(st.prefix, q)[kCodes], 0).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("100,000 codes: uploaded in %v (%d calls of add_codes.lua), %d bytes in Redis (%.0f a code, %.1f MB)",
+		took.Round(time.Millisecond), n/codesChunk, bytes, float64(bytes)/n, float64(bytes)/1e6)
+	if per := float64(bytes) / n; per > 120 {
+		t.Errorf("%.0f bytes a code, more than 120", per)
 	}
 }
