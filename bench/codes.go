@@ -26,8 +26,8 @@ import (
 
 // CodesReport is the codes section.
 type CodesReport struct {
-	// Codes are posted in one request, Rounds times a store, each round
-	// into a queue of its own.
+	// Codes are posted in one request, Rounds times a store in each
+	// format (JSON, CSV), each round into a queue of its own.
 	Codes, Rounds int
 	Stores        []CodesStore
 }
@@ -36,12 +36,16 @@ type CodesReport struct {
 type CodesStore struct {
 	Store  string // "redis" or "embedded"
 	Rounds []CodesRound
-	// Median is the median of the rounds' request times.
-	Median time.Duration
+	// Median is the median of the JSON rounds' request times, MedianCSV
+	// of the CSV rounds'.
+	Median, MedianCSV time.Duration
 }
 
 // CodesRound is one upload of Codes codes into a fresh queue.
 type CodesRound struct {
+	// Format is the upload's: "json" or "csv" (a CRM's export: a header
+	// line, then code,lane,uses a line).
+	Format string
 	// Time is the request's, as the client saw it: the body's 2 MB sent,
 	// the codes checked, hashed and stored, the answer read.
 	Time time.Duration
@@ -59,8 +63,8 @@ type CodesRound struct {
 	Load float64
 }
 
-// The upload's size: the 100,000 in one request, three rounds for
-// a median.
+// The upload's size: the 100,000 in one request, three rounds of
+// each format for a median.
 const (
 	codesCount  = 100_000
 	codesRounds = 3
@@ -78,8 +82,8 @@ func runCodes(ctx context.Context, o Options) (*CodesReport, error) {
 			return rep, fmt.Errorf("%s: %w", store, err)
 		}
 		r := s.Rounds[0]
-		o.logf("codes: %s: %d codes in %v (median of %d), %d added; keys %d bytes, used_memory +%d, heap +%d",
-			store, rep.Codes, s.Median.Round(time.Millisecond), len(s.Rounds), r.Added, r.KeyBytes,
+		o.logf("codes: %s: %d codes in %v as JSON, %v as CSV (medians of %d), %d added; keys %d bytes, used_memory +%d, heap +%d",
+			store, rep.Codes, s.Median.Round(time.Millisecond), s.MedianCSV.Round(time.Millisecond), rep.Rounds, r.Added, r.KeyBytes,
 			r.UsedAfter-r.UsedBefore, int64(r.HeapAfter)-int64(r.HeapBefore))
 		rep.Stores = append(rep.Stores, s)
 	}
@@ -114,25 +118,28 @@ func codesStore(ctx context.Context, o Options, store string, rep *CodesReport) 
 	defer in.stop()
 	hc := &http.Client{Timeout: 5 * time.Minute}
 	c := &client{base: "http://" + in.Addr, admin: "Bearer " + cfg.AdminToken, poll: hc, order: hc}
-	var times []time.Duration
-	for range rep.Rounds {
-		r, err := codesRound(ctx, c, in.heap, rdb, cfg.KeyPrefix, rep.Codes)
-		if err != nil {
-			return s, err
+	times := map[string][]time.Duration{}
+	for _, format := range []string{"json", "csv"} {
+		for range rep.Rounds {
+			r, err := codesRound(ctx, c, in.heap, rdb, cfg.KeyPrefix, format, rep.Codes)
+			if err != nil {
+				return s, err
+			}
+			s.Rounds = append(s.Rounds, r)
+			times[format] = append(times[format], r.Time)
 		}
-		s.Rounds = append(s.Rounds, r)
-		times = append(times, r.Time)
 	}
-	slices.Sort(times)
-	s.Median = times[len(times)/2]
+	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
+	s.Median, s.MedianCSV = median(times["json"]), median(times["csv"])
 	return s, nil
 }
 
 // codesRound makes a queue with a codes lane and posts n new codes into it
-// in one request, measuring around the request only: the Go heap through
-// heap (an instance's; nil: none), Redis through rdb (nil: none).
-func codesRound(ctx context.Context, c *client, heap func(context.Context, bool) (HeapReport, error), rdb *redis.Client, prefix string, n int) (CodesRound, error) {
-	var r CodesRound
+// in one request of the format ("json" or "csv"), measuring around the
+// request only: the Go heap through heap (an instance's; nil: none), Redis
+// through rdb (nil: none).
+func codesRound(ctx context.Context, c *client, heap func(context.Context, bool) (HeapReport, error), rdb *redis.Client, prefix, format string, n int) (CodesRound, error) {
+	r := CodesRound{Format: format}
 	r.Load, _ = loadAverage()
 	q := fmt.Sprintf("codes-%d", rand.IntN(1e9))
 	st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/queues/"+q, c.admin, map[string]any{
@@ -145,7 +152,7 @@ func codesRound(ctx context.Context, c *client, heap func(context.Context, bool)
 	if err != nil || st != http.StatusOK {
 		return r, fmt.Errorf("creating queue: %d %v %v", st, body, err)
 	}
-	upload := codesUpload(n)
+	upload, contentType := codesUpload(format, n)
 	var keysBefore map[string]bool
 	if rdb != nil {
 		if keysBefore, err = codesKeys(ctx, rdb, prefix); err != nil {
@@ -162,7 +169,7 @@ func codesRound(ctx context.Context, c *client, heap func(context.Context, bool)
 		}
 		r.HeapBefore = h.HeapAlloc
 	}
-	st, body, r.Time, err = codesPost(ctx, c, q, upload)
+	st, body, r.Time, err = codesPost(ctx, c, q, contentType, upload)
 	if err != nil || st != http.StatusOK {
 		return r, fmt.Errorf("uploading %d codes: %d %v %v", n, st, codesBrief(body), err)
 	}
@@ -188,25 +195,34 @@ func codesRound(ctx context.Context, c *client, heap func(context.Context, bool)
 	return r, nil
 }
 
-// codesUpload is the JSON of an upload of n new single-use codes.
-func codesUpload(n int) []byte {
+// codesUpload is an upload of n new single-use codes in the format, and
+// its Content-Type.
+func codesUpload(format string, n int) ([]byte, string) {
 	codes := make([]string, n)
 	for i := range codes {
 		codes[i] = accesscode.New()
 	}
+	if format == "csv" {
+		var b bytes.Buffer
+		b.WriteString("code,lane,uses\n")
+		for _, code := range codes {
+			fmt.Fprintf(&b, "%s,%s,1\n", code, codesLane)
+		}
+		return b.Bytes(), "text/csv"
+	}
 	b, _ := json.Marshal(map[string]any{"lane": codesLane, "uses": 1, "codes": codes}) // strings always marshal
-	return b
+	return b, "application/json"
 }
 
 // codesPost posts an upload already encoded (so the time is the request's
 // alone: sent, answered, the answer read).
-func codesPost(ctx context.Context, c *client, q string, upload []byte) (int, map[string]any, time.Duration, error) {
+func codesPost(ctx context.Context, c *client, q, contentType string, upload []byte) (int, map[string]any, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/admin/v1/queues/"+q+"/codes", bytes.NewReader(upload))
 	if err != nil {
 		return 0, nil, 0, err
 	}
 	req.Header.Set("Authorization", c.admin)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	t0 := time.Now()
 	res, err := c.poll.Do(req)
 	if err != nil {

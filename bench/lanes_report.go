@@ -61,9 +61,9 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 func codesMarkdown(r *CodesReport, stamp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", stamp)
-	fmt.Fprintf(&b, "%d new single-use codes (`accesscode.New`, JSON) in one `POST /admin/v1/queues/{q}/codes`, %d rounds a store, "+
-		"each into a fresh queue, against an instance process of its own; the time is the request's at the client.\n\n", r.Codes, r.Rounds)
-	b.WriteString("| store | round (load) | time | added | MEMORY USAGE of the keys it made | used_memory before → after | Go heap before → after (after GC) | bytes a code |\n")
+	fmt.Fprintf(&b, "%d new single-use codes (`accesscode.New`) in one `POST /admin/v1/queues/{q}/codes`, %d rounds a store as JSON "+
+		"and %[2]d as CSV (`code,lane,uses`), each into a fresh queue, against an instance process of its own; the time is the request's at the client.\n\n", r.Codes, r.Rounds)
+	b.WriteString("| store | format, round (load) | time | added | MEMORY USAGE of the keys it made | used_memory before → after | Go heap before → after (after GC) | bytes a code |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Stores {
 		for i, rd := range s.Rounds {
@@ -75,14 +75,14 @@ func codesMarkdown(r *CodesReport, stamp string) string {
 				perCode = fmt.Sprintf("%.0f (keys)", float64(rd.KeyBytes)/float64(max(rd.Added, 1)))
 				used = fmt.Sprintf("%s → %s (%+.1f MiB)", mib(rd.UsedBefore), mib(rd.UsedAfter), float64(rd.UsedAfter-rd.UsedBefore)/(1<<20))
 			}
-			fmt.Fprintf(&b, "| %s | %d (%.1f) | %v | %d | %s | %s | %s → %s (%+.1f MiB) | %s |\n", s.Store, i+1, rd.Load,
+			fmt.Fprintf(&b, "| %s | %s %d (%.1f) | %v | %d | %s | %s | %s → %s (%+.1f MiB) | %s |\n", s.Store, rd.Format, i%r.Rounds+1, rd.Load,
 				rd.Time.Round(time.Millisecond), rd.Added, keys, used, mib(int64(rd.HeapBefore)), mib(int64(rd.HeapAfter)),
 				float64(heap)/(1<<20), perCode)
 		}
 	}
 	b.WriteString("\n")
 	for _, s := range r.Stores {
-		fmt.Fprintf(&b, "- %s: the upload's median time %v.\n", s.Store, s.Median.Round(time.Millisecond))
+		fmt.Fprintf(&b, "- %s: the upload's median time %v as JSON, %v as CSV.\n", s.Store, s.Median.Round(time.Millisecond), s.MedianCSV.Round(time.Millisecond))
 	}
 	return b.String()
 }

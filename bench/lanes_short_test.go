@@ -63,11 +63,13 @@ func TestLanesShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	up, err := codesRound(ctx, c, nil, rdb, m.Config.KeyPrefix, 500)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if up.Duplicates != 0 || up.Rejected != 0 || len(up.Keys) == 0 || up.KeyBytes <= 0 {
-		t.Errorf("upload: %+v", up)
+	for _, format := range []string{"json", "csv"} {
+		up, err := codesRound(ctx, c, nil, rdb, m.Config.KeyPrefix, format, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up.Duplicates != 0 || up.Rejected != 0 || len(up.Keys) == 0 || up.KeyBytes <= 0 {
+			t.Errorf("upload as %s: %+v", format, up)
+		}
 	}
 }
