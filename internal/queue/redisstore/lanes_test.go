@@ -83,6 +83,19 @@ func TestLanePlacesAreBandsOfOneSet(t *testing.T) {
 	if stats.EnteredTotal != stats.Length+stats.AdmittedTotal+stats.LeftTotal+stats.AbandonedTotal {
 		t.Errorf("stats do not add up: %+v", stats)
 	}
+	// DeleteQueue takes the lanes with the queue.
+	if _, err := st.AddCodes(ctx, q, []accesscode.Code{{Hash: "h", Lane: "members", Uses: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	rdb := testenv.RedisClient(t)
+	for _, i := range []int{kLanes, kLaneIDs, kLaneStats, kCodes} {
+		if n, err := rdb.Exists(ctx, k[i]).Result(); err != nil || n != 0 {
+			t.Errorf("%s after DeleteQueue: %d, %v", k[i], n, err)
+		}
+	}
 }
 
 // TestCodesAreKeptAsHashesAndRedeemedOnce: AddCodes keeps a code's hash
