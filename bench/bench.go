@@ -1,6 +1,7 @@
 // Package bench is waitroom's benchmark harness: the seed's thundering-herd
-// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy, Redis memory
-// and the front document through nginx's cache (front.go),
+// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy, Redis memory,
+// the front document through nginx's cache (front.go), and a queue's lanes
+// and the access codes' upload (lanes.go, codes.go),
 // each against the real program booted in process (internal/app) on real
 // Redis and PostgreSQL. bench/run.sh starts throwaway servers and runs it
 // through cmd/bench, which writes docs/benchmarks.md and its SVG charts;
