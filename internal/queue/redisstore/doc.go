@@ -22,6 +22,12 @@
 // block's fields by reply.go's lists and the prelude's pace
 // (TestPaceBlockAgrees).
 //
+// A queue's lanes (issue 53) keep the line as the public lane, untouched;
+// every other lane is a band of scores of one sorted set (keys.go's
+// kLanes), its tickets gaps of the public line, and join.lua takes a place
+// in one or redeems an access code with it (lanes.go; scripts/README.md
+// says why).
+//
 // # Twins
 //
 // Each script, and each function of the prelude, has a twin in the

@@ -97,13 +97,14 @@ if lane == 'public' then
   length = length + 1
   placed = {WAITING, length + n, length + n, ticket}
 else
-  redis.call('ZADD', K.lanes, scoreText(laneId(lane, true) * BAND + ticket), user)
+  local score = laneId(lane, true) * BAND + ticket
+  redis.call('ZADD', K.lanes, scoreText(score), user)
   redis.call('ZADD', K.left, ticket, ticket) -- a gap in the public line
   if not adm.lane_shares then
     redis.call('HSET', K.cfg, 'lane_shares', '-')
     adm.lane_shares = '-'
   end
-  placed = laneStanding(adm, tonumber(redis.call('ZSCORE', K.lanes, user)))
+  placed = laneStanding(adm, score)
 end
 markSeen(cfg, adm, user, placed[2], now)
 redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, placed[2], laneShare(adm, lane)))
