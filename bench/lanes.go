@@ -248,7 +248,8 @@ func lanesWait(ctx context.Context, c *client, q, jwt string, p *lanesPerson) {
 		}
 		if l, _ := body["lane"].(string); l != p.lane {
 			if p.wrongLaneSample == "" {
-				p.wrongLaneSample = fmt.Sprintf("a %s person answered lane %q: %v", p.lane, l, body)
+				// Status and lane only: a READY answer carries a token.
+				p.wrongLaneSample = fmt.Sprintf("a %s person's %v answer named lane %q", p.lane, body["status"], l)
 			}
 			if body["status"] == "READY" {
 				p.readyWrongLane = true
