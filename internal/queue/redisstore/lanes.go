@@ -140,7 +140,7 @@ func decodeShares(s string) map[string]float64 {
 
 // laneInputs gives the tick its lanes but the public
 // (admission.TickInput.Lanes): those in force, in their order, then any
-// other with people waiting, each with its length and a front read from
+// other with people waiting, by name, each with its length and a front read from
 // its band of K.lanes (tick.lua with the lane's id) only if the plan comes
 // to it.
 func (s *Store) laneInputs(ctx context.Context, name string, t *tickRead) {
@@ -154,12 +154,14 @@ func (s *Store) laneInputs(ctx context.Context, name string, t *tickRead) {
 			names = append(names, l.Name)
 		}
 	}
+	var others []string // by name, as memstore orders them
 	for _, l := range t.lanes {
 		if l.length > 0 && !slices.Contains(names, l.name) {
-			names = append(names, l.name)
+			others = append(others, l.name)
 		}
 	}
-	for _, n := range names {
+	slices.Sort(others)
+	for _, n := range append(names, others...) {
 		l := read[n]
 		t.in.Lanes = append(t.in.Lanes, admission.LaneInput{Name: n, Length: l.length, Front: s.laneFront(ctx, name, l)})
 	}

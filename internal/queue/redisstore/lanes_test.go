@@ -219,3 +219,50 @@ func TestCodesMemory(t *testing.T) {
 		t.Errorf("%.0f bytes a code, more than 120", per)
 	}
 }
+
+// TestLanesTakenAwayKeepTheirPeople: once a queue has had lanes,
+// adm.lane_shares stays set (standing looks in K.lanes only then), so
+// people left in a lane the operator took away are still answered where
+// they stand, and admission lets them in with the seats the public leaves.
+func TestLanesTakenAwayKeepTheirPeople(t *testing.T) {
+	st, q, c := lanesQueue(t)
+	ctx := context.Background()
+	rdb := testenv.RedisClient(t)
+	cfgKey := keysFor(st.prefix, q)[kCfg]
+	for _, u := range []string{"m1", "m2", "m3"} {
+		if _, err := st.Join(ctx, q, u, lane.Join{Lane: "members"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func(want string) {
+		t.Helper()
+		if err := rdb.HSet(ctx, cfgKey, "next", 1).Err(); err != nil { // due now
+			t.Fatal(err)
+		}
+		a, err := st.Admit(ctx, q, queue.NewTokens(c.BatchSize))
+		if err != nil || !a.Ticked || fmt.Sprint(a.Admitted) != want {
+			t.Fatalf("a tick: %+v, %v; want %s let in", a, err, want)
+		}
+	}
+	c.Paused, c.BatchSize = false, 1
+	if err := st.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	tick("[m1]")
+	c.Lanes = nil
+	if err := st.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	tick("[m2]")
+	if v, err := rdb.HGet(ctx, cfgKey, "lane_shares").Result(); err != nil || v != noShares {
+		t.Errorf("lane_shares after a tick without lanes: %q, %v; want %q, kept", v, err, noShares)
+	}
+	if s, err := st.Status(ctx, q, "m3"); err != nil || s.Lane != "members" || s.Position != 1 || s.Length != 1 {
+		t.Errorf("m3 in the lane taken away: %+v, %v; want members, 1 of 1", s, err)
+	}
+	stats, err := st.Stats(ctx, q)
+	if err != nil || len(stats.Lanes) != 2 || stats.Lanes[0].Name != lane.Public || stats.Lanes[1].Length != 1 || stats.Lanes[1].Admitted != 2 {
+		t.Errorf("stats: %+v, %v; want the public, then members with 1 waiting and 2 let in", stats.Lanes, err)
+	}
+	tick("[m3]")
+}
