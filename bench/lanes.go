@@ -39,8 +39,8 @@ type LanesReport struct {
 	RiseSample     string
 	// WrongLane counts WAITING answers whose lane was not the person's;
 	// ReadyWrongLane the people whose READY answer named another lane
-	// (READY answers carry the lane too: the contract's, not the issue's
-	// bar, so it is reported beside Pass, not in it).
+	// (READY names one only when the store kept it; the contract's, not
+	// the bar, so it is reported beside Pass, not in it).
 	WrongLane, ReadyWrongLane int
 	WrongLaneSample           string
 	// SharesWithin is the bar for each lane's ratio (0.05).
@@ -246,7 +246,9 @@ func lanesWait(ctx context.Context, c *client, q, jwt string, p *lanesPerson) {
 			p.err = fmt.Errorf("queue answer %d %v", st, body)
 			return
 		}
-		if l, _ := body["lane"].(string); l != p.lane {
+		// A READY answer names a lane only when the store kept it (a
+		// token keeps none): absent there, it is not wrong.
+		if l, named := body["lane"].(string); l != p.lane && (named || body["status"] != "READY") {
 			if p.wrongLaneSample == "" {
 				// Status and lane only: a READY answer carries a token.
 				p.wrongLaneSample = fmt.Sprintf("a %s person's %v answer named lane %q", p.lane, body["status"], l)

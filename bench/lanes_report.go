@@ -41,7 +41,7 @@ func lanesMarkdown(r *LanesReport, stamp string) string {
 	if r.RiseSample != "" {
 		fmt.Fprintf(&b, " (first: %s)", r.RiseSample)
 	}
-	fmt.Fprintf(&b, ". WAITING answers naming another lane than the person's: %d, %s. People whose READY answer named another lane: %d, %s",
+	fmt.Fprintf(&b, ". WAITING answers naming another lane than the person's: %d, %s. People whose READY answer named another lane (READY names one only when the store kept it): %d, %s",
 		r.WrongLane, passFail(r.WrongLane == 0), r.ReadyWrongLane, passFail(r.ReadyWrongLane == 0))
 	if r.WrongLaneSample != "" {
 		fmt.Fprintf(&b, " (the first answer in the wrong lane: %s)", r.WrongLaneSample)

@@ -13,13 +13,12 @@ import (
 // TestLanesShort runs the lanes section in its short mode (a tenth of the
 // crowd over a tenth of the time, at the same rates) and a small codes
 // upload, both on one instance, and checks what must hold whatever the
-// machine's load: everyone let in, in their own lane, the store's counts
-// equal to what people were told, no position ever rose; the upload added
-// every code and made keys on Redis. The shares and the estimates are
-// figures (bench/run.sh -sections lanes'): a few seconds hold too few
-// admissions for a 5% bar. A READY answer's lane is the stores' to keep
-// (Standing.Lane once admitted): the report counts the wrong ones
-// (ReadyWrongLane) and the conformance suite is where it is held.
+// machine's load: everyone let in, the store's counts equal to what
+// people were told, no position ever rose, no answer named another lane
+// than the person's (READY names one only when the store kept it); the
+// upload added every code and made keys on Redis. The shares and the
+// estimates are figures (bench/run.sh -sections lanes'): a few seconds
+// hold too few admissions for a 5% bar.
 func TestLanesShort(t *testing.T) {
 	o := Options{RedisURL: testenv.RedisURL(t), DatabaseURL: testenv.DatabaseURL(t), Short: true}
 	if testing.Verbose() {
@@ -42,9 +41,9 @@ func TestLanesShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Errors > 0 || r.Rises > 0 || r.WrongLane > 0 || r.Answers == 0 {
-		t.Errorf("%d errors (%s), %d rises in %d answers (%s), %d WAITING answers in the wrong lane (%s)",
-			r.Errors, r.ErrorSample, r.Rises, r.Answers, r.RiseSample, r.WrongLane, r.WrongLaneSample)
+	if r.Errors > 0 || r.Rises > 0 || r.WrongLane > 0 || r.ReadyWrongLane > 0 || r.Answers == 0 {
+		t.Errorf("%d errors (%s), %d rises in %d answers (%s), %d WAITING answers and %d READY in the wrong lane (%s)",
+			r.Errors, r.ErrorSample, r.Rises, r.Answers, r.RiseSample, r.WrongLane, r.ReadyWrongLane, r.WrongLaneSample)
 	}
 	for _, l := range r.Lanes {
 		if l.Admitted != l.People || l.StoreAdmitted != int64(l.People) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,21 +66,51 @@ func TestLanesShares(t *testing.T) {
 
 // TestLanesWaitChecksEveryAnswer: a person's every WAITING answer is
 // checked against their previous one, a rise and an answer in another
-// lane are counted, and READY's admission time is the store's.
+// lane are counted, a READY answer's lane when it names one, and READY's
+// admission time is the store's.
 func TestLanesWaitChecksEveryAnswer(t *testing.T) {
 	admitted := time.Now().Add(-time.Second).UTC()
-	var mu sync.Mutex
-	answers := []map[string]any{
+	ready := func(lane ...string) map[string]any {
+		a := map[string]any{"status": "READY", "token": "t", "expiresAt": admitted.Add(herdTokenTTL).Format(time.RFC3339Nano)}
+		for _, l := range lane {
+			a["lane"] = l
+		}
+		return a
+	}
+	waiting := []map[string]any{
 		{"status": "WAITING", "lane": "members", "position": 5, "estimatedWaitSeconds": 2, "pollAfterSeconds": 0},
 		{"status": "WAITING", "lane": "members", "position": 4, "pollAfterSeconds": 0},
 		{"status": "WAITING", "lane": "members", "position": 6, "pollAfterSeconds": 0},
 		{"status": "WAITING", "lane": "public", "position": 1, "pollAfterSeconds": 0},
-		{"status": "READY", "lane": "members", "token": "t", "expiresAt": admitted.Add(herdTokenTTL).Format(time.RFC3339Nano)},
 	}
+	for _, tc := range []struct {
+		name      string
+		ready     map[string]any
+		wrongLane bool
+	}{
+		{"READY without a lane", ready(), false},
+		{"READY in the person's lane", ready("members"), false},
+		{"READY in another lane", ready("public"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := lanesAnswered(t, append(slices.Clone(waiting), tc.ready))
+			if p.answers != 4 || p.rises != 1 || p.wrongLane != 1 || p.readyWrongLane != tc.wrongLane || p.shown != 2 || !p.admittedAt.Equal(admitted) {
+				t.Errorf("answers %d, rises %d (%s), wrong lane %d, READY's wrong %v (%s), shown %v, admitted %v (want %v)",
+					p.answers, p.rises, p.riseSample, p.wrongLane, p.readyWrongLane, p.wrongLaneSample, p.shown, p.admittedAt, admitted)
+			}
+		})
+	}
+}
+
+// lanesAnswered is a members person waiting on a server that gives these
+// answers in turn.
+func lanesAnswered(t *testing.T, answers []map[string]any) lanesPerson {
+	t.Helper()
+	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !strings.HasPrefix(r.URL.Path, "/api/v1/queues/q/entries") || r.URL.Query().Get("waitSeconds") == "" {
+		if !strings.HasPrefix(r.URL.Path, "/api/v1/queues/q/entries") || r.URL.Query().Get("waitSeconds") == "" || len(answers) == 0 {
 			http.Error(w, "unexpected "+r.URL.String(), http.StatusBadRequest)
 			return
 		}
@@ -93,8 +124,5 @@ func TestLanesWaitChecksEveryAnswer(t *testing.T) {
 	if p.err != nil {
 		t.Fatal(p.err)
 	}
-	if p.answers != 4 || p.rises != 1 || p.wrongLane != 1 || p.readyWrongLane || p.shown != 2 || !p.admittedAt.Equal(admitted) {
-		t.Errorf("answers %d, rises %d (%s), wrong lane %d (%s), shown %v, admitted %v (want %v)",
-			p.answers, p.rises, p.riseSample, p.wrongLane, p.wrongLaneSample, p.shown, p.admittedAt, admitted)
-	}
+	return p
 }
