@@ -1,6 +1,7 @@
 // Package bench is waitroom's benchmark harness: the seed's thundering-herd
-// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy, Redis memory
-// and the front document through nginx's cache (front.go),
+// experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy, Redis memory,
+// the front document through nginx's cache (front.go), and a queue's lanes
+// and the access codes' upload (lanes.go, codes.go),
 // each against the real program booted in process (internal/app) on real
 // Redis and PostgreSQL. bench/run.sh starts throwaway servers and runs it
 // through cmd/bench, which writes docs/benchmarks.md and its SVG charts;
@@ -40,9 +41,11 @@ type Options struct {
 	// Short runs every section for seconds instead of minutes (the smoke test).
 	Short bool
 	// Sections to run: "herd", "degrade", "noshow", "soldout", "hot",
-	// "accuracy", "memory", "gateway", "front", "million", "bots"; empty =
-	// all but "million" and "bots", which run only when named (they take
-	// minutes: bench/run.sh --million, bench/run.sh -sections bots).
+	// "accuracy", "memory", "gateway", "front", "million", "bots", "lanes",
+	// "codes"; empty = all but "million", "bots", "lanes" and "codes", which
+	// run only when named (the first two take minutes: bench/run.sh
+	// --million, bench/run.sh -sections bots; the last two are issue 53's
+	// evidence: bench/run.sh -sections lanes,codes).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -91,7 +94,7 @@ type Options struct {
 }
 
 func (o Options) want(s string) bool {
-	if s == "million" || s == "bots" || len(o.Sections) > 0 {
+	if s == "million" || s == "bots" || s == "lanes" || s == "codes" || len(o.Sections) > 0 {
 		return slices.Contains(o.Sections, s)
 	}
 	return true
@@ -120,6 +123,8 @@ type Report struct {
 	Million  *MillionReport
 	Front    *FrontReport
 	Bots     *BotsReport
+	Lanes    *LanesReport
+	Codes    *CodesReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -179,6 +184,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("bots") {
 		if r.Bots, err = runBots(ctx, o); err != nil {
 			return r, fmt.Errorf("bots: %w", err)
+		}
+	}
+	if o.want("lanes") {
+		if r.Lanes, err = runLanes(ctx, o); err != nil {
+			return r, fmt.Errorf("lanes: %w", err)
+		}
+	}
+	if o.want("codes") {
+		if r.Codes, err = runCodes(ctx, o); err != nil {
+			return r, fmt.Errorf("codes: %w", err)
 		}
 	}
 	if o.want("million") {

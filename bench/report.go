@@ -127,13 +127,19 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if f := r.Front; f != nil {
 		sections["front"] = frontMarkdown(f, stamp)
 	}
+	if l := r.Lanes; l != nil {
+		sections["lanes"] = lanesMarkdown(l, stamp)
+	}
+	if c := r.Codes; c != nil {
+		sections["codes"] = codesMarkdown(c, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front"} {
+	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front", "lanes", "codes"} {
 		if body, ok := sections[name]; ok {
 			text = putSection(text, name, body)
 		}

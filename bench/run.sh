@@ -19,7 +19,8 @@
 #                                      # minutes); rewrites its section only
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
 #                                      # degrade, noshow, soldout, hot, accuracy,
-#                                      # memory, gateway, front, million
+#                                      # memory, gateway, front, million, bots,
+#                                      # lanes, codes
 #   bench/run.sh -sections herd        # about five minutes: a sweep of fixed rates
 #                                      # for what the backend bears (3 minutes,
 #                                      # ~9 points of 20 s), then the three modes
@@ -36,6 +37,13 @@
 #                                      # with the signals, without them, without the
 #                                      # bots (docs/security.md, Likely bots);
 #                                      # -bots-runs before: one of the three runs
+#   bench/run.sh -sections lanes,codes # under two minutes (issue 53): lanes members
+#                                      # (0.3, by JWT claim) and public (0.7) at 100/s,
+#                                      # 1,500 members over 25 s and 5,000 of the
+#                                      # public over 60 s: shares, positions, estimates;
+#                                      # then 100,000 codes in one upload, three times,
+#                                      # on Redis and on the embedded store
+#                                      # (docs/benchmarks.md, 1e)
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);
