@@ -626,6 +626,10 @@ const waitroomArithmetic = (() => {
 
   // ------------------------------------------------------------ the front document
 
+  // For the browser tests: the ticket the page would read the front
+  // document by (null: it asks its instance).
+  window.__ticket = () => (ticket ? ticket.signed : null);
+
   // readTicket reads a signed ticket (t1.<epoch>.<ticket>.<mac>): the page
   // only reads its two numbers; the server alone can check the mac.
   function readTicket(signed) {
