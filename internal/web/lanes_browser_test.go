@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // Lanes and access codes on the pages (issue 53), in Chromium against one
@@ -90,6 +91,11 @@ func TestBrowserLanes(t *testing.T) {
 			p.WaitUntil("the used code said", `document.getElementById('code-message').textContent === `+apptest.JSString(v.usedSays), 10*time.Second)
 			if got, state := p.Text("#position"), p.State(); got != "3" || state != "waiting" {
 				t.Errorf("%s: after a used code the page shows %s at %q, want waiting at 3", v.lang, state, got)
+			}
+			// The field and what it says pass the audit the other states do
+			// (TestAccessibility: WCAG 2.1 A and AA).
+			if bad, err := p.Axe(testenv.Axe(t)); err != nil || len(bad) > 0 {
+				t.Errorf("%s: the code field's violations: %v (%v)", v.lang, bad, err)
 			}
 			// The code: the place is now in the members lane, named so.
 			p.TypeInto("#access-code", v.code)
