@@ -228,8 +228,15 @@ func (g *Gatekeeper) missing(ctx context.Context, q string, cfg queue.InForce, e
 // queue gives every newcomer now (closed, full, sold out), else missing.
 // Asking costs a status read, never a place, so nobody is sent to solve a
 // challenge or to sign in for nothing.
+//
+// Someone in line who brings an access code has it judged (issue 53): the
+// place it moves was already paid for, and answering their standing alone
+// would drop the code unsaid.
 func (g *Gatekeeper) refuseNewcomer(ctx context.Context, q string, e Entrant, missing error) (queue.View, error) {
 	v, err := g.knock(ctx, q, e.Caller.User)
+	if err == nil && v.State != queue.NotInQueue && e.Join.Code != "" {
+		return g.o.Queue.Enter(ctx, q, e.Caller.User, e.Join)
+	}
 	if err != nil || v.State != queue.NotInQueue {
 		return v, err
 	}
