@@ -241,6 +241,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
 	q := r.PathValue("queue")
+	v.Lane = s.laneShown(r, q, v)
 	writeAnswerMarked(w, v, s.entryMessage(r, q), s.signedTicket(q, user, v), s.participant(q, user, v), false)
 }
 

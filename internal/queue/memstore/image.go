@@ -179,8 +179,14 @@ func (img *queueImage) restoreLanes(q *state) {
 	if len(c.Keys) > 0 {
 		q.ln.codes = make(map[string]code, len(c.Keys))
 	}
+	names := map[string]string{} // one string per lane name, as addCodes keeps them
 	for i, k := range c.Keys {
-		q.ln.codes[k] = code{lane: c.Lanes[i], uses: c.Uses[i], expires: c.Expires[i]}
+		name, ok := names[c.Lanes[i]]
+		if !ok {
+			name = c.Lanes[i]
+			names[name] = name
+		}
+		q.ln.codes[k] = code{lane: name, uses: c.Uses[i], expires: c.Expires[i]}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -66,12 +68,20 @@ func viewLanes(t *testing.T, s *memstore.Store, users []string) laneView {
 
 // TestDurableLanes: a queue's lanes, the people in each, its codes and
 // their uses left, the lanes' totals and the tick's lane credit come back
-// after a restart as they were, whether the log replays them or a
-// snapshot holds them; a single-use code redeemed before the restart is
-// still used after it, and a capped one keeps the uses it had left.
+// after a restart as they were, whether the log replays them (each lane's
+// draw too, from the values journaled) or a snapshot holds them; a
+// single-use code redeemed before the restart is still used after it, and
+// a capped one keeps the uses it had left.
 func TestDurableLanes(t *testing.T) {
-	for _, compact := range []string{"none", "after the codes", "at the end"} {
-		t.Run("compaction "+compact, func(t *testing.T) {
+	for _, tc := range []struct {
+		method  queue.QueueingMethod
+		compact string
+	}{
+		{queue.MethodFIFO, "none"}, {queue.MethodFIFO, "after the codes"}, {queue.MethodFIFO, "at the end"},
+		{queue.MethodRandom, "none"}, {queue.MethodRandom, "at the end"},
+	} {
+		compact := tc.compact
+		t.Run(string(tc.method)+", compaction "+compact, func(t *testing.T) {
 			ctx := context.Background()
 			clock := storetest.NewFakeClock()
 			dir := t.TempDir()
@@ -82,7 +92,9 @@ func TestDurableLanes(t *testing.T) {
 					t.Fatalf("%s: %v", what, err)
 				}
 			}
-			step("config", s.PutConfig(ctx, "q", lanesConfig()))
+			c := lanesConfig()
+			c.Method = tc.method
+			step("config", s.PutConfig(ctx, "q", c))
 			single, capped, spare := accesscode.New(), accesscode.New(), accesscode.New()
 			in := clock.Now().Add(time.Hour)
 			added, err := s.AddCodes(ctx, "q", []accesscode.Code{
@@ -156,5 +168,59 @@ func TestDurableLanes(t *testing.T) {
 					st.EnteredTotal, st.Length, st.AdmittedTotal, st.LeftTotal, st.AbandonedTotal)
 			}
 		})
+	}
+}
+
+// TestDurableLanesJournal: a journal written with lanes replays to the
+// state it left, now and in every later waitroom. testdata/journal-lanes
+// is the log of this store as issue 53 first wrote it (fsync always,
+// storetest's fake clock): queue "sale" with members (0.3) and the public
+// (0.7), 4 a tick; codes S (single-use) and D (2 uses, an hour); p1, p2
+// join, m1 in members, c1 with S, p3, p4, p5; p2 with D (to the back of
+// members); p4 leaves; a tick lets in p1, p3, p5 and m1; m2 in members.
+func TestDurableLanesJournal(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	clock.Sleep(2 * time.Second)
+	dir := t.TempDir()
+	log, err := os.ReadFile(filepath.Join("testdata", "journal-lanes", "log-00000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log-00000001"), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, rec, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatalf("opening the journal: %v", err)
+	}
+	defer s.Close()
+	if rec.Places != 3 || rec.Tokens != 4 {
+		t.Errorf("recovery %+v: want 3 places (c1, p2, m2), 4 tokens", rec)
+	}
+	for u, want := range map[string][2]int64{"c1": {4, 1}, "p2": {8, 2}, "m2": {9, 3}} {
+		if e, err := s.Status(ctx, "sale", u); err != nil || e.State != queue.Waiting || e.Lane != "members" || e.Ticket != want[0] || e.Position != want[1] || e.Length != 3 {
+			t.Errorf("%s: %+v, %v; want members' %d of 3 at ticket %d", u, e, err, want[1], want[0])
+		}
+	}
+	st, err := s.Stats(ctx, "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []lane.Stats{{Name: lane.Public, Share: 0.7, Admitted: 3}, {Name: "members", Share: 0.3, Length: 3, Admitted: 1, Redeemed: 2, CodesLeft: 1}}
+	if diff := cmp.Diff(want, st.Lanes); diff != "" || st.EnteredTotal != 9 || st.LeftTotal != 2 {
+		t.Errorf("stats: entered %d, left %d (want 9, 2); lanes (-want +got):\n%s", st.EnteredTotal, st.LeftTotal, diff)
+	}
+	if sn, err := s.Snapshot(ctx, "sale"); err != nil || sn.Length != 0 || sn.Last != 9 {
+		t.Errorf("snapshot %+v, %v; want the public lane's: empty, last ticket 9", sn, err)
+	}
+	if _, err := s.Join(ctx, "sale", "x", lane.Join{Code: mustHash(t, "0123-4567-89AB-CDEF")}); !errors.Is(err, accesscode.ErrUsed) {
+		t.Errorf("S, redeemed before the restart: %v; want ErrUsed", err)
+	}
+	if e, err := s.Join(ctx, "sale", "y", lane.Join{Code: mustHash(t, "FEDC-BA98-7654-3210")}); err != nil || e.Position != 4 || e.Lane != "members" {
+		t.Errorf("D's second use: %+v, %v; want members' 4th", e, err)
+	}
+	if _, err := s.Join(ctx, "sale", "z", lane.Join{Code: mustHash(t, "FEDC-BA98-7654-3210")}); !errors.Is(err, accesscode.ErrUsed) {
+		t.Errorf("D's third use: %v; want ErrUsed", err)
 	}
 }

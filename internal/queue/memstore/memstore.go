@@ -652,6 +652,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
 			Placing: q.openState == "placing", Pending: q.pending(), Length: q.waiting(), Stock: q.stock}
 		tick.Lanes = q.laneInputs(tick.Config)
+		byLane := len(tick.Lanes) > 0 || len(tick.Config.Lanes) > 0 // each lane's admitted counted
 		if q.cfg.ShadowAdmits == suspect.AdmitLast {
 			tick.Shadow, tick.ShadowFront = int64(len(q.sh.Places)), q.shadowFront
 		}
@@ -677,7 +678,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 				values = admission.DrawValues(p.Draws)
 			}
 			o.blob = encodeDraws(values)
-			a.Admitted, a.Waited, a.Skipped = q.draw(p, tick.Lanes, values, tokens, now)
+			a.Admitted, a.Waited, a.Skipped = q.draw(p, tick.Lanes, byLane, values, tokens, now)
 		}
 		// The journal keeps the tokens given out and the call's name (its
 		// first token), and a draw's random values; the rest only count.
@@ -690,7 +691,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		for i, w := range p.Admitted {
 			q.issue(w.User, tokens[i], p.Expires)
 		}
-		if len(tick.Lanes) > 0 || len(tick.Config.Lanes) > 0 {
+		if byLane {
 			q.countAdmitted(p.Admitted)
 		}
 		q.admitted += int64(len(a.Admitted))
@@ -707,7 +708,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 // token. A user drawn leaves a gap in the line, as a leaver does, for the
 // snapshot. Then each other lane's part (p.DrawLanes) from the values
 // after (drawLanes).
-func (q *state) draw(p admission.TickPlan, lanes []admission.LaneInput, values []uint64, tokens []string, now time.Time) (admitted []string, waited []rollup.Wait, skipped int) {
+func (q *state) draw(p admission.TickPlan, lanes []admission.LaneInput, byLane bool, values []uint64, tokens []string, now time.Time) (admitted []string, waited []rollup.Wait, skipped int) {
 	d := &drawn{}
 	for _, r := range values {
 		if len(d.admitted) == p.Draw || q.waiting() == 0 || d.skipped == drawSkips {
@@ -728,12 +729,10 @@ func (q *state) draw(p admission.TickPlan, lanes []admission.LaneInput, values [
 			d.admitted, d.waited = append(d.admitted, w.User), append(d.waited, wait)
 		}
 	}
-	if len(lanes) > 0 {
-		if len(d.admitted) > 0 {
-			q.count(lane.Public, laneCounts{Admitted: int64(len(d.admitted))})
-		}
-		q.drawLanes(p, lanes, values, tokens, now, d)
+	if byLane && len(d.admitted) > 0 {
+		q.count(lane.Public, laneCounts{Admitted: int64(len(d.admitted))})
 	}
+	q.drawLanes(p, lanes, values, tokens, now, d)
 	return d.admitted, d.waited, d.skipped
 }
 

@@ -319,21 +319,30 @@ func (s *Store) replay(o op) error {
 		_, err = s.EnterShadow(ctx, o.queue, o.user, suspect.Mark{Signals: o.list, Address: o.token})
 	case opClearSuspect:
 		_, err = s.ClearSuspect(ctx, o.queue, o.n)
-	case opJoin:
-		_, err = s.Join(ctx, o.queue, o.user, lane.Join{Lane: o.owner, Code: o.token})
-	case opAddCodes:
-		var codes []accesscode.Code
-		if codes, err = decodeCodes(o.blob); err != nil {
-			return err
-		}
-		_, err = s.AddCodes(ctx, o.queue, codes)
+	case opJoin, opAddCodes:
+		err = s.replayLanes(o)
 	case opSetStock:
 		_, err = s.SetStock(ctx, o.queue, queue.Stock{Known: o.flag, Units: o.n}, o.owner == "lower")
 	}
-	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) {
+	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) || errors.Is(err, errBadRecord) {
 		return err
 	}
 	return nil
+}
+
+// replayLanes runs a step of a queue's lanes again (replay).
+func (s *Store) replayLanes(o op) error {
+	ctx := context.Background()
+	if o.kind == opJoin {
+		_, err := s.Join(ctx, o.queue, o.user, lane.Join{Lane: o.owner, Code: o.token})
+		return err
+	}
+	codes, err := decodeCodes(o.blob)
+	if err != nil {
+		return err
+	}
+	_, err = s.AddCodes(ctx, o.queue, codes)
+	return err
 }
 
 // replayDraw runs a step on the ledger of draws again (replay).
