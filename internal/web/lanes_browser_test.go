@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,10 @@ func TestBrowserLanes(t *testing.T) {
 			if got, state := p.Text("#position"), p.State(); got != "3" || state != "waiting" {
 				t.Errorf("%s: after a used code the page shows %s at %q, want waiting at 3", v.lang, state, got)
 			}
+			// The line goes on being asked, as it was due.
+			var sent int
+			p.MustEval(`window.__polls.length`, &sent)
+			p.WaitUntil("a poll after the refusal", `window.__polls.slice(`+strconv.Itoa(sent)+`).some(r => r.method === 'GET' && r.status === 200)`, 15*time.Second)
 			// The field and what it says pass the audit the other states do
 			// (TestAccessibility: WCAG 2.1 A and AA).
 			if bad, err := p.Axe(testenv.Axe(t)); err != nil || len(bad) > 0 {

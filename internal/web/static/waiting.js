@@ -151,7 +151,8 @@ const waitroomArithmetic = (() => {
   let lane = '';          // the visitor's lane, as the last answer named it ('': a queue without lanes)
   let pendingCode = '';   // an access code to send with the next enter (POST) until the line has judged it
   let sent = 0;           // requests to the line sent: an answer to one that is not the last is stale
-  let due = null;         // {fn, kind, at}: what the pending request was to be, to resume after a refused code
+  let due = null;         // {fn, kind, at}: the pending request, as schedule set it
+  let cutShort = null;    // the pending request a code was sent before (due then), resumed if it is refused
 
   function t(key, vars) {
     let s = M[key] ?? key;
@@ -245,7 +246,7 @@ const waitroomArithmetic = (() => {
     dueAt = Date.now() + ms;
     dueKind = kind;
     due = { fn, kind, at: dueAt };
-    timer = setTimeout(() => { dueKind = 'now'; due = null; tick(); fn(); }, ms);
+    timer = setTimeout(() => { dueKind = 'now'; tick(); fn(); }, ms);
     tick();
   }
 
@@ -411,13 +412,17 @@ const waitroomArithmetic = (() => {
   }
 
   // resume sends, when it was due, the request a refused code came
-  // between; a visitor with nothing due (still joining) enters without it.
+  // between. With nothing due, the code cut short a request in flight (a
+  // poll held near the front, an entry): it is sent again, without the
+  // code.
   function resume() {
-    if (due) {
-      const { fn, kind, at } = due;
+    if (cutShort) {
+      const { fn, kind, at } = cutShort;
+      cutShort = null;
       return schedule((at - Date.now()) / 1000, kind, fn);
     }
-    if (state === 'joining') return lineRequest('POST');
+    if (state === 'waiting' || state === 'opening') return lineRequest('GET');
+    if (state === 'joining' || state === 'full' || state === 'crowded') return lineRequest('POST');
   }
 
   if (codeForm) {
@@ -426,6 +431,8 @@ const waitroomArithmetic = (() => {
       const code = $('access-code').value.trim();
       if (!code || pendingCode) return;
       pendingCode = code;
+      // What was pending (nothing once it has gone out, or was called off).
+      cutShort = dueKind === 'poll' || dueKind === 'retry' || dueKind === 'trouble' ? due : null;
       $('code-button').disabled = true;
       codeSay('codeChecking');
       lineRequest('POST');
