@@ -39,7 +39,23 @@ func TestCodesOnThreeInstances(t *testing.T) {
 		t.Fatalf("upload: %d %s", r.Status, r.Raw)
 	}
 	t.Run("one single-use code, 50 redemptions", func(t *testing.T) { redeemOnce(t, ins, q, code) })
+	t.Run("metrics by lane", func(t *testing.T) { laneMetrics(t, ins[1], q) })
 	t.Run("no code in the logs or metrics", func(t *testing.T) { codeNowhere(t, ins, q, code) })
+}
+
+// laneMetrics: the queue's length by lane, and the lane's redemptions.
+func laneMetrics(t *testing.T, in *apptest.Instance, q string) {
+	m := apptest.Metrics(t, in.Base)
+	for series, want := range map[string]float64{
+		`waitroom_queue_length{lane="invited",queue="` + q + `"}`:              1,
+		`waitroom_queue_length{lane="public",queue="` + q + `"}`:               0,
+		`waitroom_lane_codes_redeemed_total{lane="invited",queue="` + q + `"}`: 1,
+		`waitroom_lane_admitted_total{lane="invited",queue="` + q + `"}`:       0,
+	} {
+		if got, ok := m[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
 }
 
 // redeemOnce: 50 users redeem the code at once, spread over the three

@@ -66,6 +66,7 @@ func TestLanesAndCodes(t *testing.T) {
 			t.Run("a claim's lane", func(t *testing.T) { claimLane(t, in) })
 			t.Run("the upload", func(t *testing.T) { codesUpload(t, in) })
 			t.Run("no lanes, no lane field", func(t *testing.T) { noLanes(t, in) })
+			t.Run("a code moves an anonymous place", func(t *testing.T) { anonymousMoved(t, in) })
 		})
 	}
 }
@@ -233,5 +234,28 @@ func noLanes(t *testing.T, in *apptest.Instance) {
 	}
 	if st := in.QueueStats(q); fmt.Sprint(st.Body["laneStats"]) != "[]" {
 		t.Errorf("laneStats without lanes: %v, want []", st.Body["laneStats"])
+	}
+}
+
+// anonymousMoved: in a queue that asks anonymous sessions for a solved
+// challenge, a session waiting in public that posts a code (and no new
+// solution: the page does not solve one for it) moves to the code's lane;
+// one that holds no place is still asked for the challenge.
+func anonymousMoved(t *testing.T, in *apptest.Instance) {
+	q := laneQueue(t, in)
+	in.PatchQueue(q, map[string]any{"entry": "challenge"})
+	code := accesscode.New()
+	upload(t, in, q, 1, code)
+	waiting := in.SessionCookie()
+	if r := in.EnterAnonymously("", q, waiting); r.Str("lane") != "public" {
+		t.Fatalf("an anonymous place: %d %s", r.Status, r.Raw)
+	}
+	newcomer := in.Do("POST", entriesPath(q), "", map[string]string{"accessCode": code}, "Cookie", in.SessionCookie())
+	if newcomer.Status != http.StatusForbidden || newcomer.ErrorCode() != "challenge_required" {
+		t.Errorf("a newcomer with a code and no solution: %d %s, want 403 challenge_required", newcomer.Status, newcomer.Raw)
+	}
+	r := in.Do("POST", entriesPath(q), "", map[string]string{"accessCode": code}, "Cookie", waiting)
+	if r.Status != http.StatusOK || r.Str("lane") != "invited" || r.Num("position") != 1 {
+		t.Errorf("the waiting session posting the code: %d %s, want first in invited", r.Status, r.Raw)
 	}
 }
