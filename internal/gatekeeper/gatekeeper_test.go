@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/signals"
@@ -284,5 +286,48 @@ func TestChallengeCostFitsTheChallenge(t *testing.T) {
 	}
 	if want, help := fmt.Sprintf("%d attempts on average", challenge.ExpectedAttempts), web.SettingHelp(s.Name); !strings.Contains(help, want) {
 		t.Errorf("the setting's help %q does not say %q", help, want)
+	}
+}
+
+// Someone already in line who brings an access code, under a policy that
+// would ask a newcomer for a challenge first, has the code judged rather
+// than dropped: a good one moves the place to its lane, a wrong one is
+// refused (issue 53). A newcomer with a code is still asked for the
+// challenge, and nobody's code is used before they bring it.
+func TestCodeOfOneInLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, queue.JoinChallenge, 10)
+	c, err := f.op.Config(ctx, "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Lanes = lane.List{{Name: "members", Codes: true, Share: 0.3}, {Name: lane.Public, Share: 0.7}}
+	if err := f.op.PutConfig(ctx, "sale", c); err != nil {
+		t.Fatal(err)
+	}
+	code := accesscode.New()
+	hash, _ := accesscode.Hash(code)
+	if _, err := f.op.AddCodes(ctx, "sale", []accesscode.Code{{Hash: hash, Lane: "members", Uses: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	withCode := func(user, proof, code string) Entrant {
+		e := Entrant{Caller: anon(user), Addr: home, Proof: proof}
+		if code != "" {
+			e.Join.Code, _ = accesscode.Hash(code)
+		}
+		return e
+	}
+	if _, err := f.g.Enter(ctx, "sale", withCode("newcomer", "", code)); !errors.Is(err, ErrChallengeRequired) {
+		t.Fatalf("a newcomer with a code and no solution: %v, want the challenge first", err)
+	}
+	if v, err := f.g.Enter(ctx, "sale", withCode("in-line", f.solution(t), "")); err != nil || v.Position != 1 {
+		t.Fatalf("a place in the public lane: %+v, %v", v, err)
+	}
+	if _, err := f.g.Enter(ctx, "sale", withCode("in-line", "", accesscode.New())); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Fatalf("in line with a wrong code: %v, want ErrInvalid", err)
+	}
+	if v, err := f.g.Enter(ctx, "sale", withCode("in-line", "", code)); err != nil || v.Lane != "members" || v.Position != 1 {
+		t.Fatalf("in line with the code: %+v, %v; want the first place in members", v, err)
 	}
 }

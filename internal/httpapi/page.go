@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"golang.org/x/text/language"
@@ -11,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/web"
 )
 
@@ -70,6 +72,7 @@ func (s *Server) visit(r *http.Request, q string) web.Visit {
 		return v
 	}
 	v.Template = c.PageTemplate
+	v.Codes = slices.ContainsFunc(c.Lanes, func(l lane.Lane) bool { return l.Codes })
 	if c.Message.For() != "" { // a message, in whichever language
 		v.Message = func(lang string) string { return c.Message.For(language.Make(lang)) }
 	}
@@ -105,16 +108,16 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	join, err := s.joinOf(r, caller)
-	refused := codeRefused(err) // a malformed code: shown as a wrong one, nobody enters with it
-	if refused {
-		err = nil
+	var refusal error     // the code turned down, said on the page
+	if codeRefused(err) { // a malformed code: shown as a wrong one, nobody enters with it
+		refusal, err = err, nil
 	}
 	v, err := s.noScriptStatus(r, q, caller.User, err)
-	if err == nil && !refused && (join.Code != "" || v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1") {
+	if err == nil && refusal == nil && (join.Code != "" || v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1") {
 		e := s.Gate.Entrant(r, caller)
 		e.Proof, e.HumanToken = "", "" // the page without JavaScript solves no challenge, runs no widget
 		e.Join = join
-		v, err = s.noScriptEnter(r, q, e, v)
+		v, refusal, err = s.noScriptEnter(r, q, e, v)
 	} else if err == nil {
 		s.Gate.Polled(q, caller.User, v)
 	}
@@ -123,6 +126,7 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	}
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
+	visit.NoScript.CodeRefused = pageRefusal(refusal)
 	if p := s.participant(q, caller.User, v); err == nil && p.ID != "" {
 		visit.NoScript.Draw = &web.DrawShown{Participant: p.ID, Salt: p.Salt}
 	}
@@ -139,13 +143,25 @@ func (s *Server) noScriptStatus(r *http.Request, q, user string, err error) (que
 }
 
 // noScriptEnter enters for the page without JavaScript; a code turned down
-// (wrong, used) leaves the visitor's standing as it was, v.
-func (s *Server) noScriptEnter(r *http.Request, q string, e gatekeeper.Entrant, v queue.View) (queue.View, error) {
+// (wrong, used: refusal) leaves the visitor's standing as it was, v.
+func (s *Server) noScriptEnter(r *http.Request, q string, e gatekeeper.Entrant, v queue.View) (_ queue.View, refusal, err error) {
 	got, err := s.Gate.Enter(r.Context(), q, e)
 	if e.Join.Code != "" && codeRefused(err) {
-		return v, nil
+		return v, err, nil
 	}
-	return got, err
+	return got, nil, err
+}
+
+// pageRefusal is a code's refusal as the page says it.
+func pageRefusal(err error) web.CodeRefusal {
+	switch {
+	case err == nil:
+		return web.CodeAccepted
+	case errors.Is(err, accesscode.ErrUsed):
+		return web.CodeUsed
+	default:
+		return web.CodeInvalid
+	}
 }
 
 // codeRefused says whether err turns an access code down.
@@ -186,7 +202,7 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 		}
 	}
 	st := &web.Standing{Position: v.Position, Length: v.Length, EstimatedWaitSeconds: v.EstimatedWaitSeconds, Drawn: v.Drawn,
-		Paused: v.Paused, Stalled: v.Stalled, BeyondStock: v.BeyondStock, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt}
+		Paused: v.Paused, Stalled: v.Stalled, BeyondStock: v.BeyondStock, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt, Lane: v.Lane}
 	if v.PollAfterSeconds != nil {
 		st.PollAfter = time.Duration(*v.PollAfterSeconds) * time.Second
 	}

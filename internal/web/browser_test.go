@@ -717,7 +717,7 @@ func TestBrowser(t *testing.T) {
 			t.Helper()
 			var out map[string]any
 			op.MustEval(`Object.fromEntries([...document.querySelectorAll(`+apptest.JSString(form+" .setting input, "+form+" .setting select, "+form+" .setting textarea:not([data-message-lang])")+`)].map(i =>
-				[i.name, i.type === 'checkbox' ? i.checked : i.type === 'number' ? Number(i.value) : i.name === 'phases' ? JSON.parse(i.value || '[]') : i.value]))`, &out)
+				[i.name, i.type === 'checkbox' ? i.checked : i.type === 'number' ? Number(i.value) : (i.name === 'phases' || i.name === 'lanes') ? JSON.parse(i.value || '[]') : i.value]))`, &out)
 			return out
 		}
 		defaults := map[string]any{}

@@ -69,7 +69,34 @@ type Standing struct {
 	// Draw (Opening): the visitor's id in the opening's draw and the salt
 	// that proves it theirs; nil: none shown.
 	Draw *DrawShown
+	// Lane is the visitor's lane in a queue with lanes ("public" or the
+	// lane's name; "": the queue has none): Position and Length are
+	// within it.
+	Lane string
+	// CodeRefused says why the access code just posted was turned down
+	// (CodeAccepted: none was, or none was posted); the standing is the
+	// visitor's as it was.
+	CodeRefused CodeRefusal
 }
+
+// CodeRefusal is why the line turned an access code down, as the page says
+// it.
+type CodeRefusal string
+
+const (
+	CodeAccepted CodeRefusal = ""
+	// CodeInvalid: wrong, expired, malformed or another queue's (403
+	// invalid_code).
+	CodeInvalid CodeRefusal = "invalid"
+	// CodeUsed: no redemption left (409 code_used).
+	CodeUsed CodeRefusal = "used"
+)
+
+// codeTexts are the page's words for each refusal.
+var codeTexts = map[CodeRefusal]string{CodeInvalid: "codeInvalid", CodeUsed: "codeUsed"}
+
+// inLane says whether lane is one of a queue's lanes other than public.
+func inLane(lane string) bool { return lane != "" && lane != "public" }
 
 // DrawShown is a visitor's participant id in an opening's draw and its
 // salt (draw.Participant), as the page shows them.
@@ -89,6 +116,12 @@ type noScriptView struct {
 	Again            string // the link to enter again
 	Draw             *DrawShown
 	Refresh          *refresh
+	// PlaceLabel and LengthLabel name the line the place is in: the
+	// visitor's lane's, in a queue with lanes.
+	PlaceLabel, LengthLabel string
+	// Code is the access code form, where a code can move the visitor
+	// (a queue whose lanes take codes; not in one of its lanes already).
+	Code *codeForm
 }
 
 type refresh struct {
@@ -108,6 +141,10 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled, Drawn: st.Drawn,
 		BeyondStock: st.BeyondStock, KeepsPlace: st.KeepsPlace}
 	joined := false
+	view.PlaceLabel, view.LengthLabel = t("positionLabel"), t("lengthLabel")
+	if inLane(st.Lane) {
+		view.PlaceLabel, view.LengthLabel = t("lanePlaceLabel", "lane", st.Lane), t("laneLengthLabel", "lane", st.Lane)
+	}
 	switch st.State {
 	case Waiting:
 		joined = true
@@ -159,6 +196,9 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		view.Heading, view.Note = t(said[0]), t(said[1])
 	case Trouble:
 		view.Heading, view.Note = t("noscriptTroubleHeading"), t("trouble", "n", num(seconds(st.PollAfter)))
+	}
+	if v.Codes && !inLane(st.Lane) && (st.State == Waiting || st.State == Opening || st.State == Left) {
+		view.Code = &codeForm{Action: s.codeAction(v.Queue, lang.Code, ret), Refused: t(codeTexts[st.CodeRefused])}
 	}
 	switch {
 	case view.Return != "":

@@ -70,3 +70,85 @@ func TestNoScriptSoldOut(t *testing.T) {
 		})
 	}
 }
+
+// A queue with lanes, without JavaScript: the place is named by its lane
+// ("Your place in the members line"); a queue whose lanes take codes
+// offers the code field wherever a code can move the visitor (in the
+// public lane, before the opening, out of line), as a form that POSTs the
+// code in its body to the page itself, never in its URL; a code turned
+// down is said in the page's words. A queue without codes has no field.
+func TestNoScriptLanes(t *testing.T) {
+	s := newSite(t, web.Options{})
+	const action = `<form class="code-form" id="code-form" method="post" action="/q/drop/noscript?lang=`
+	tests := []struct {
+		name, lang  string
+		st          web.Standing
+		codes       bool
+		say, absent []string // texts (by key, filled with the lane) and markup
+	}{
+		{"public, codes taken", "en", web.Standing{State: web.Waiting, Position: 40, Length: 90, Lane: "public", PollAfter: 10 * time.Second}, true,
+			[]string{"positionLabel", "lengthLabel", "codeLabel", "codeButton", action + "en", `name="accessCode"`},
+			[]string{"codeInvalid", "codeUsed", `id="code-message"`}},
+		{"in the members lane", "en", web.Standing{State: web.Waiting, Position: 12, Length: 30, Lane: "members", PollAfter: 5 * time.Second}, true,
+			[]string{"lanePlaceLabel", "laneLengthLabel", `<span id="position">12</span>`},
+			[]string{"codeLabel", `id="code-form"`}},
+		{"a used code, in Korean", "ko", web.Standing{State: web.Waiting, Position: 40, Length: 90, Lane: "public", PollAfter: 10 * time.Second, CodeRefused: web.CodeUsed}, true,
+			[]string{"codeUsed", action + "ko", `role="alert"`},
+			[]string{"codeInvalid"}},
+		{"a wrong code, out of line", "ja", web.Standing{State: web.Left, CodeRefused: web.CodeInvalid}, true,
+			[]string{"codeInvalid", "codeLabel"},
+			[]string{"codeUsed"}},
+		{"before the opening", "de", web.Standing{State: web.Opening, OpensAt: time.Now().Add(time.Hour), PollAfter: time.Minute}, true,
+			[]string{"codeLabel", action + "de"}, nil},
+		{"a queue without codes", "en", web.Standing{State: web.Waiting, Position: 4, Length: 9, Lane: "public", PollAfter: 10 * time.Second}, false,
+			[]string{"positionLabel"}, []string{"codeLabel", `id="code-form"`, "lanePlaceLabel"}},
+		{"nothing a code can do: READY", "en", web.Standing{State: web.Ready, ExpiresAt: time.Now().Add(time.Minute), Lane: "public"}, true,
+			nil, []string{"codeLabel", `id="code-form"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			texts := pageTexts(t, tt.lang)
+			said := func(key string) string {
+				if text, ok := texts[key]; ok {
+					return html.EscapeString(strings.ReplaceAll(text, "{lane}", tt.st.Lane))
+				}
+				return key
+			}
+			w := httptest.NewRecorder()
+			st := tt.st
+			s.Waiting(w, httptest.NewRequest("GET", "/q/drop/noscript?lang="+tt.lang, nil),
+				web.Visit{Queue: "drop", NoScript: &st, Codes: tt.codes})
+			page := w.Body.String()
+			if w.Code != 200 || !strings.Contains(page, `data-state="`+string(tt.st.State)+`"`) {
+				t.Fatalf("status %d, want 200 with the state: %.800s", w.Code, page)
+			}
+			for _, key := range tt.say {
+				if !strings.Contains(page, said(key)) {
+					t.Errorf("the page does not say %s (%q)", key, said(key))
+				}
+			}
+			for _, key := range tt.absent {
+				if strings.Contains(page, said(key)) {
+					t.Errorf("the page has %s (%q)", key, said(key))
+				}
+			}
+		})
+	}
+}
+
+// The page with JavaScript carries the code form (hidden: the script shows
+// it where a code can help) only for a queue whose lanes take codes; its
+// action, used only should the script not run, POSTs to the page without
+// JavaScript, so a code never goes into a URL even then.
+func TestCodeForm(t *testing.T) {
+	s := newSite(t, web.Options{})
+	for _, codes := range []bool{true, false} {
+		w := httptest.NewRecorder()
+		s.Waiting(w, httptest.NewRequest("GET", "/q/drop?lang=fr", nil), web.Visit{Queue: "drop", Codes: codes})
+		page := w.Body.String()
+		form := `<form class="code-form" id="code-form" method="post" action="/q/drop/noscript?lang=fr" novalidate hidden>`
+		if got := strings.Contains(page, form); got != codes {
+			t.Errorf("codes %v: the page has the hidden code form: %v, want %v", codes, got, codes)
+		}
+	}
+}

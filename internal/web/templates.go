@@ -311,6 +311,16 @@ func sampleVisits() []Visit {
 	} {
 		out = append(out, Visit{Queue: "sample-queue", NoScript: &st})
 	}
+	// A queue with lanes that take codes: the code field, a place in a
+	// lane, a code turned down.
+	out = append(out, Visit{Queue: "sample-queue", Codes: true})
+	for _, st := range []Standing{
+		{State: Waiting, Position: 12, Length: 80, EstimatedWaitSeconds: 40, PollAfter: 5 * time.Second, Lane: "members"},
+		{State: Waiting, Position: 1234, Length: 5000, EstimatedWaitSeconds: 250, PollAfter: 5 * time.Second, Lane: "public", CodeRefused: CodeUsed},
+		{State: Left, CodeRefused: CodeInvalid},
+	} {
+		out = append(out, Visit{Queue: "sample-queue", NoScript: &st, Codes: true})
+	}
 	return out
 }
 

@@ -214,6 +214,9 @@ type Visit struct {
 	// NoScript, when set, renders the page that works without JavaScript
 	// for this standing.
 	NoScript *Standing
+	// Codes: a lane of the queue in force takes access codes, so the page
+	// offers a field to type one (issue 53).
+	Codes bool
 }
 
 // pageData is what a waiting-page template sees (docs/page.md).
@@ -234,6 +237,9 @@ type pageData struct {
 	// Base, Mode and NoScriptURL are for waitroom's blocks.
 	Base, Mode, NoScriptURL string
 	NoScript                *noScriptView
+	// Codes, when the queue takes access codes, is the page's code form
+	// (waitroom.status; the script shows it where a code can help).
+	Codes *codeForm
 	// PageLanguages are the waiting page's languages (the admin page's
 	// message fields).
 	PageLanguages []pageLanguage
@@ -293,8 +299,25 @@ func (s *Site) pageData(r *http.Request, lang Language, v Visit) pageData {
 	}
 	if v.NoScript != nil {
 		d.NoScript = s.noScriptView(r, lang, v)
+	} else if v.Codes {
+		d.Codes = &codeForm{Action: s.codeAction(v.Queue, lang.Code, r.URL.Query().Get("return"))}
 	}
 	return d
+}
+
+// codeForm is a form that posts an access code (accessCode, in the body:
+// a code is never put in a URL, which access logs, history and Referer
+// keep) to Action, the page without JavaScript; Refused says why the last
+// code posted was turned down ("": it was not).
+type codeForm struct {
+	Action, Refused string
+}
+
+// codeAction is where a code form posts: the page without JavaScript,
+// which enters with the code and answers with where the visitor then
+// stands (a POST is an entry, so no joined=1).
+func (s *Site) codeAction(queue, lang, ret string) string {
+	return s.noScriptURL(queue, lang, ret, false)
 }
 
 // noScriptURL is the page without JavaScript for the queue; joined says

@@ -427,6 +427,7 @@
     phase.textContent = q.phaseInForce ? t('phaseNow', { name: q.phaseInForce, rate: rates.format(q.effectiveRatePerSecond) }) : '';
     showSchedule(c, q, now);
     showShadow(c, q);
+    showLanes(c, q);
 
     if (!c.rateDirty && document.activeElement !== c.rateInput) c.rateInput.value = String(q.ratePerSecond);
     fillSettingsForm(c, q);
@@ -489,6 +490,44 @@
       return li;
     });
     box.querySelector('.timeline-steps').replaceChildren(...items);
+  }
+
+  // ------------------------------------------------------------ lanes
+
+  const percents = new Intl.NumberFormat(lang, { style: 'percent', maximumFractionDigits: 1 });
+
+  // showLanes lists each lane's figures from the stats (laneStats): who
+  // waits in it, what it was let in against its share, and its codes
+  // redeemed and left ("–" for a lane that takes none). Hidden for a
+  // queue without lanes.
+  function showLanes(c, q) {
+    const box = c.field('lanes');
+    const list = q.laneStats || [];
+    box.hidden = list.length === 0;
+    if (!list.length) return;
+    const takesCodes = new Set((q.lanes || []).filter((l) => l.codes).map((l) => l.name));
+    const admitted = list.reduce((sum, l) => sum + (l.admitted || 0), 0);
+    const rowsShown = list.map((l) => {
+      const tr = document.createElement('tr');
+      const name = document.createElement('th');
+      name.scope = 'row';
+      name.textContent = l.name;
+      const cells = [
+        percents.format(l.share || 0),
+        numbers.format(l.length || 0),
+        t('laneAdmitted', { n: numbers.format(l.admitted || 0), pct: percents.format(admitted > 0 ? (l.admitted || 0) / admitted : 0) }),
+        takesCodes.has(l.name) || l.redeemed > 0 ? numbers.format(l.redeemed || 0) : '–',
+        takesCodes.has(l.name) || l.codesLeft > 0 ? numbers.format(l.codesLeft || 0) : '–',
+      ].map((text) => {
+        const td = document.createElement('td');
+        td.className = 'num';
+        td.textContent = text;
+        return td;
+      });
+      tr.append(name, ...cells);
+      return tr;
+    });
+    box.querySelector('.lane-rows').replaceChildren(...rowsShown);
   }
 
   // ------------------------------------------------------------ suspects
@@ -697,14 +736,14 @@
         box.append(wrap);
         continue;
       }
-      const input = document.createElement(s.kind === 'choice' ? 'select' : s.kind === 'phases' ? 'textarea' : 'input');
+      const input = document.createElement(s.kind === 'choice' ? 'select' : isList(s) ? 'textarea' : 'input');
       input.id = id;
       input.name = s.name;
-      if (s.kind === 'phases') { // a list of phases, as the admin JSON gives it
+      if (isList(s)) { // a list of phases or lanes, as the admin JSON gives it
         wrap.className += ' setting-phases';
         input.rows = 6;
         input.spellcheck = false;
-        input.placeholder = '[{"name": "members", "startsAt": "…", "ratePerSecond": 50}]';
+        input.placeholder = listPlaceholders[s.kind];
       } else if (s.kind === 'choice') {
         for (const v of s.choices || []) {
           const opt = document.createElement('option');
@@ -736,6 +775,14 @@
     }
   }
 
+  // isList says whether a setting is a list edited as its JSON: the
+  // sale's phases, the queue's lanes.
+  const isList = (s) => s.kind === 'phases' || s.kind === 'lanes';
+  const listPlaceholders = {
+    phases: '[{"name": "members", "startsAt": "…", "ratePerSecond": 50}]',
+    lanes: '[{"name": "members", "claim": "tier=gold", "codes": true, "share": 0.3}, {"name": "public", "share": 0.7}]',
+  };
+
   // localInput and fromLocalInput convert between an RFC 3339 time and the
   // browser's datetime-local value, which is in the viewer's time zone.
   function localInput(iso) {
@@ -755,7 +802,7 @@
   // takes it, or null when it holds none that could be.
   function readSetting(s, input) {
     if (s.kind === 'text-by-language') return readMessage(input.form, s);
-    if (s.kind === 'phases') {
+    if (isList(s)) {
       try {
         const list = JSON.parse(input.value.trim() || '[]');
         return Array.isArray(list) ? list : null;
@@ -786,7 +833,7 @@
         input.value = typeof v === 'string' ? v : '';
         for (const area of form.querySelectorAll('[data-message-lang]')) area.value = byLang[area.dataset.messageLang] ?? '';
         input.closest('.setting').showPreview();
-      } else if (s.kind === 'phases') input.value = v && v.length ? JSON.stringify(v, null, 2) : '';
+      } else if (isList(s)) input.value = v && v.length ? JSON.stringify(v, null, 2) : '';
       else if (s.kind === 'boolean') input.checked = !!v;
       else if (s.kind === 'date-time') input.value = localInput(v);
       else input.value = v === undefined || v === null ? '' : String(v);

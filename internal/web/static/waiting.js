@@ -12,6 +12,12 @@
 // are judged (presence), or where the document places no one by its ticket
 // (a draw, an opening, admitted, left, another epoch).
 //
+// In a queue with lanes, the answer names the visitor's lane: the place
+// and the line's length are within it. A place in a lane other than public
+// asks its instance every time: the front document is the public lane's,
+// and the answer carries no signed ticket to read it by. An access code
+// (the code form) goes in the enter request's JSON body, never in a URL.
+//
 // Identity is the anonymous wr_session cookie the server set with this page
 // (or the shop's own login cookie); fetch sends it because the API is on the
 // same origin.
@@ -142,6 +148,11 @@ const waitroomArithmetic = (() => {
   let lastAsked = 0;      // when the page last asked its instance (Date.now() clock)
   let opensAt = 0;        // before the line's opening: when it opens (ms, local clock)
   let ordering = false;
+  let lane = '';          // the visitor's lane, as the last answer named it ('': a queue without lanes)
+  let pendingCode = '';   // an access code to send with the next enter (POST) until the line has judged it
+  let sent = 0;           // requests to the line sent: an answer to one that is not the last is stale
+  let due = null;         // {fn, kind, at}: the pending request, as schedule set it
+  let cutShort = null;    // the pending request a code was sent before (due then), resumed if it is refused
 
   function t(key, vars) {
     let s = M[key] ?? key;
@@ -191,6 +202,7 @@ const waitroomArithmetic = (() => {
     const focusHeading = state !== '' && state !== 'joining' || next === 'ready';
     state = next;
     for (const s of sections) s.hidden = s.dataset.state !== next;
+    showCodeForm();
     const heading = document.querySelector('[data-state="' + next + '"] h1');
     // Move focus with the news for keyboard and screen-reader users, but not
     // on the first paint of the waiting card (nothing happened yet).
@@ -233,6 +245,7 @@ const waitroomArithmetic = (() => {
     const ms = Math.max(1, seconds) * 1000;
     dueAt = Date.now() + ms;
     dueKind = kind;
+    due = { fn, kind, at: dueAt };
     timer = setTimeout(() => { dueKind = 'now'; tick(); fn(); }, ms);
     tick();
   }
@@ -274,6 +287,9 @@ const waitroomArithmetic = (() => {
     cancelSchedule();
     const rec = { method, sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null, message: null };
     polls.push(rec);
+    const mine = ++sent;
+    const accessCode = method === 'POST' ? pendingCode : '';
+    rec.withCode = accessCode !== '';
     let res, body;
     try {
       // waitSeconds: near the front the server holds the request until we
@@ -285,6 +301,7 @@ const waitroomArithmetic = (() => {
       if (solution) headers['X-Challenge-Solution'] = solution;
       if (humanToken) headers['X-Human-Check-Token'] = humanToken;
       if (ticket) headers['X-Waitroom-Ticket'] = ticket.signed;
+      if (accessCode) headers['Content-Type'] = 'application/json';
       lastAsked = Date.now();
       const query = '?waitSeconds=' + HOLD_SECONDS + '&lang=' + encodeURIComponent(lang);
       res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + query, {
@@ -292,15 +309,23 @@ const waitroomArithmetic = (() => {
         credentials: 'same-origin',
         cache: 'no-store',
         headers,
+        body: accessCode ? JSON.stringify({ accessCode }) : undefined,
       });
       body = await res.json().catch(() => ({}));
     } catch {
+      if (mine !== sent) return;
       held = false;
       rec.status = -1;
       return trouble(5, method);
     }
-    held = false;
     rec.answeredAt = performance.now();
+    // A code sent while another request waited (a poll held near the
+    // front): the answer to the later one is what stands.
+    if (mine !== sent) {
+      rec.stale = true;
+      return;
+    }
+    held = false;
     rec.status = res.status;
     rec.code = body.error?.code || '';
     rec.state = body.status || '';
@@ -312,7 +337,10 @@ const waitroomArithmetic = (() => {
 
     if (res.ok) {
       if (method === 'POST') refused = humanAsked = 0;
-      ticket = readTicket(body.ticket);
+      if (accessCode) codeJudged(body, '');
+      // A lane's place is asked of the instance (no ticket comes with it;
+      // none is kept, should one come).
+      ticket = inLane(body.lane) ? null : readTicket(body.ticket);
       switch (body.status) {
         case 'WAITING': return body.opensAt ? beforeOpening(body, skew) : waiting(body);
         case 'READY': return admitted(body, skew);
@@ -322,6 +350,10 @@ const waitroomArithmetic = (() => {
     }
     const code = body.error?.code;
     const retryAfter = parseInt(res.headers.get('Retry-After'), 10);
+    if (rec.withCode && (code === 'invalid_code' || code === 'code_used' || res.status === 400)) {
+      codeJudged(null, code === 'invalid_code' ? 'codeInvalid' : code === 'code_used' ? 'codeUsed' : 'codeError');
+      return resume();
+    }
     if (res.status === 403 && code === 'challenge_required' && method === 'POST') return joinWithChallenge(body.error.challengeUrl);
     if (res.status === 403 && code === 'human_check_required' && method === 'POST') return joinWithHumanCheck(body.error);
     if (res.status === 403 && code === 'suspected_bot') return show('unsupported');
@@ -337,6 +369,74 @@ const waitroomArithmetic = (() => {
     if (res.status === 404 || code === 'invalid_queue_name') return show('notfound');
     if (res.status === 401 || code === 'invalid_user_id') return show('session');
     return trouble(retryAfter > 0 ? retryAfter : 5, method);
+  }
+
+  // ------------------------------------------------------------ access codes
+
+  // A code moves the visitor to its lane's line: to the back of it, so
+  // nobody's place rises. The form is there only when a lane of the queue
+  // takes codes; it is shown before a place is taken and while in the
+  // public lane. The code rides on an enter (POST), in its JSON body, and
+  // is forgotten once the line has judged it; a code turned down leaves the
+  // visitor where they stood, the next request as it was due.
+  const codeForm = $('code-form');
+  const codeStates = new Set(['joining', 'waiting', 'opening', 'left', 'full', 'crowded']);
+
+  function inLane(name) {
+    return typeof name === 'string' && name !== '' && name !== 'public';
+  }
+
+  function showCodeForm() {
+    if (codeForm) codeForm.hidden = !codeStates.has(state) || inLane(lane);
+  }
+
+  function codeSay(key, kind, vars) {
+    const m = $('code-message');
+    m.textContent = key ? t(key, vars) : '';
+    m.className = 'order-message code-message' + (kind ? ' is-' + kind : '');
+  }
+
+  // codeJudged: the line took the code (b: its answer) or turned it down
+  // (refusal: the text's key).
+  function codeJudged(b, refusal) {
+    pendingCode = '';
+    $('code-button').disabled = false;
+    if (refusal) {
+      codeSay(refusal, 'error');
+      $('access-code').focus();
+      return;
+    }
+    $('access-code').value = '';
+    codeSay('');
+    if (inLane(b.lane)) announce(t('codeAccepted', { lane: b.lane }));
+  }
+
+  // resume sends, when it was due, the request a refused code came
+  // between. With nothing due, the code cut short a request in flight (a
+  // poll held near the front, an entry): it is sent again, without the
+  // code.
+  function resume() {
+    if (cutShort) {
+      const { fn, kind, at } = cutShort;
+      cutShort = null;
+      return schedule((at - Date.now()) / 1000, kind, fn);
+    }
+    if (state === 'waiting' || state === 'opening') return lineRequest('GET');
+    if (state === 'joining' || state === 'full' || state === 'crowded') return lineRequest('POST');
+  }
+
+  if (codeForm) {
+    codeForm.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const code = $('access-code').value.trim();
+      if (!code || pendingCode) return;
+      pendingCode = code;
+      // What was pending (nothing once it has gone out, or was called off).
+      cutShort = dueKind === 'poll' || dueKind === 'retry' || dueKind === 'trouble' ? due : null;
+      $('code-button').disabled = true;
+      codeSay('codeChecking');
+      lineRequest('POST');
+    });
   }
 
   // ------------------------------------------------------------ the challenge
@@ -490,6 +590,7 @@ const waitroomArithmetic = (() => {
   // render shows a WAITING answer, the instance's or one worked out from
   // the front document.
   function render(b) {
+    showLane(b.lane);
     show('waiting');
     lookForDraw();
     // A line that draws whom it lets in (queueingMethod random) has no
@@ -506,6 +607,7 @@ const waitroomArithmetic = (() => {
       place(b.position);
     }
     $('queue-length').textContent = numbers.format(b.queueLength);
+    $('length-label').textContent = inLane(lane) ? t('laneLengthLabel', { lane }) : t('lengthLabel');
     $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
@@ -515,7 +617,25 @@ const waitroomArithmetic = (() => {
     beyondStock = !!b.beyondStock;
   }
 
+  // showLane takes the lane an answer names: a new lane is a new line,
+  // whose way to the front starts afresh and whose place is said again.
+  function showLane(name) {
+    const next = typeof name === 'string' ? name : '';
+    if (next === lane) return;
+    if (lane !== '' || inLane(next)) {
+      saved.drop('first');
+      lastPosition = 0;
+    }
+    lane = next;
+    $('place-label').textContent = inLane(lane) ? t('lanePlaceLabel', { lane }) : t('positionLabel');
+    showCodeForm();
+  }
+
   // ------------------------------------------------------------ the front document
+
+  // For the browser tests: the ticket the page would read the front
+  // document by (null: it asks its instance).
+  window.__ticket = () => (ticket ? ticket.signed : null);
 
   // readTicket reads a signed ticket (t1.<epoch>.<ticket>.<mac>): the page
   // only reads its two numbers; the server alone can check the mac.
@@ -586,7 +706,7 @@ const waitroomArithmetic = (() => {
     rec.pollAfterSeconds = after;
     rec.position = p.position;
     render({
-      position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: est, paused: d.pace.paused,
+      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: est, paused: d.pace.paused,
       stalled: d.pace.stalled && !d.pace.paused, beyondStock: d.unitsLeft !== null && p.position > d.unitsLeft,
     });
     nearFront = false; // the instance holds no front reader
@@ -609,7 +729,7 @@ const waitroomArithmetic = (() => {
     $('progress-from').textContent = first > pos ? t('progressFrom', { n: numbers.format(first) }) : '';
 
     if (pos !== lastPosition) {
-      announce(t('announcePosition', { n: numbers.format(pos) }));
+      announce(inLane(lane) ? t('announceLane', { n: numbers.format(pos), lane }) : t('announcePosition', { n: numbers.format(pos) }));
       lastPosition = pos;
     }
     title(t('titleWaiting', { n: numbers.format(pos) }));
@@ -674,6 +794,7 @@ const waitroomArithmetic = (() => {
   // again when the server says, which is shortly after it.
   function beforeOpening(b, skew) {
     opensAt = Date.parse(b.opensAt) - skew;
+    showLane(b.lane);
     showDrawId(b.draw, b.opensAt);
     show('opening');
     title(t('titleOpening'));
