@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/waitroom/waitroom/internal/queue/lane"
 )
 
 // Verdict is the check of one history.
@@ -35,6 +37,10 @@ type Verdict struct {
 	// had them waiting, with no leave between: no-shows let go (only a
 	// queue with abandonAfterSeconds may, which the model checks).
 	NoShows int
+	// LaneAdmissions counts the admissions the lanes' shares were checked
+	// on: certainly made while every lane of their queue had people
+	// waiting (sharesHeld).
+	LaneAdmissions int
 	// Visualization is the HTML file drawn for a history that failed.
 	Visualization string
 }
@@ -65,6 +71,9 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 	v := Verdict{Result: porcupine.Ok, Violations: slices.Clone(h.Problems)}
 	v.Violations = append(v.Violations, promises(h)...)
 	v.Violations = append(v.Violations, stockAddsUp(h)...)
+	var unshared []string
+	v.LaneAdmissions, unshared = sharesHeld(h, snapshotAge)
+	v.Violations = append(v.Violations, unshared...)
 	m := model()
 	raw := segments(h, 0) // as sent, for the history file
 	for i, seg := range segments(h, snapshotAge) {
@@ -393,7 +402,7 @@ func placesLost(h *History) int {
 				lost++ // the whole queue is gone
 				continue
 			}
-			if _, held := k.held[user]; !held && k.rank(user) == 0 && !k.inPre(user) {
+			if _, held := k.held[user]; !held && !k.has(user) && !k.inPre(user) {
 				lost++
 			}
 		}
@@ -451,6 +460,9 @@ type savedSpec struct {
 	AbandonAfter string     `json:"abandonAfter,omitempty"`
 	Opening      bool       `json:"opening,omitempty"`
 	Start        *savedLine `json:"start,omitempty"`
+	// Lanes and Members: Spec's.
+	Lanes   lane.List         `json:"lanes,omitempty"`
+	Members map[string]string `json:"members,omitempty"`
 }
 
 type savedLine struct {
@@ -458,6 +470,8 @@ type savedLine struct {
 	Pre     []string          `json:"pre,omitempty"`
 	Waiting []string          `json:"waiting,omitempty"`
 	Held    map[string]string `json:"held,omitempty"`
+	// Lanes are the lines of the lanes other than lane.Public.
+	Lanes map[string][]string `json:"lanes,omitempty"`
 }
 
 var phaseNames = [...]string{"pending", "closed", "open"}
@@ -484,6 +498,7 @@ type savedOutput struct {
 	Length   int64  `json:"length,omitempty"`
 	Token    string `json:"token,omitempty"`
 	Order    string `json:"order,omitempty"`
+	Lane     string `json:"lane,omitempty"`
 }
 
 // save writes one segment's calls to path.
@@ -500,12 +515,12 @@ func save(path string, seg []porcupine.Operation) error {
 			continue
 		}
 		seen[sp] = true
-		s := savedSpec{Queue: sp.Queue, Capacity: sp.Capacity, Opening: sp.Opening}
+		s := savedSpec{Queue: sp.Queue, Capacity: sp.Capacity, Opening: sp.Opening, Lanes: sp.Lanes, Members: sp.Members}
 		if sp.AbandonAfter > 0 {
 			s.AbandonAfter = sp.AbandonAfter.String()
 		}
 		if l := sp.start; l != nil {
-			s.Start = &savedLine{Phase: phaseNames[l.phase], Pre: l.pre, Waiting: l.waiting, Held: l.held}
+			s.Start = &savedLine{Phase: phaseNames[l.phase], Pre: l.pre, Waiting: l.waiting, Held: l.held, Lanes: l.lanes}
 		}
 		specs = append(specs, s)
 	}
@@ -516,7 +531,7 @@ func save(path string, seg []porcupine.Operation) error {
 		in, out := op.Input.(Input), op.Output.(Output)
 		s := savedOp{Queue: in.Spec.Queue, Kind: in.Kind.String(), User: in.User, Token: in.Token, Instance: in.Instance, MayRepeat: in.MayRepeat,
 			SinceSeen: in.SinceSeen,
-			Call:      op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token}}
+			Call:      op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token, Lane: out.Lane}}
 		if !out.Unknown {
 			switch in.Kind {
 			case Enter, Status:
@@ -545,14 +560,14 @@ func load(path string) ([]porcupine.Operation, error) {
 	}
 	specs := map[string]*Spec{}
 	for _, s := range head.Specs {
-		sp := &Spec{Queue: s.Queue, Capacity: s.Capacity, Opening: s.Opening}
+		sp := &Spec{Queue: s.Queue, Capacity: s.Capacity, Opening: s.Opening, Lanes: s.Lanes, Members: s.Members}
 		if s.AbandonAfter != "" {
 			if sp.AbandonAfter, err = time.ParseDuration(s.AbandonAfter); err != nil {
 				return nil, err
 			}
 		}
 		if l := s.Start; l != nil {
-			sp.start = &line{phase: phase(slices.Index(phaseNames[:], l.Phase)), pre: l.Pre, waiting: l.Waiting, held: l.Held}
+			sp.start = &line{phase: phase(slices.Index(phaseNames[:], l.Phase)), pre: l.Pre, waiting: l.Waiting, held: l.Held, lanes: l.Lanes}
 			if sp.start.held == nil {
 				sp.start.held = map[string]string{}
 			}
@@ -568,7 +583,7 @@ func load(path string) ([]porcupine.Operation, error) {
 		}
 		in := Input{Spec: specs[s.Queue], Kind: Kind(slices.Index(kindNames[:], s.Kind)), User: s.User, Token: s.Token, Instance: s.Instance,
 			MayRepeat: s.MayRepeat, SinceSeen: s.SinceSeen}
-		out := Output{Unknown: s.Out.Unknown, Position: s.Out.Position, Length: s.Out.Length, Token: s.Out.Token,
+		out := Output{Unknown: s.Out.Unknown, Position: s.Out.Position, Length: s.Out.Length, Token: s.Out.Token, Lane: s.Out.Lane,
 			State: State(slices.Index(stateNames[:], s.Out.State)), Order: OrderResult(slices.Index(orderNames[:], s.Out.Order))}
 		if in.Spec == nil || in.Kind > Order || !out.Unknown && (s.Out.State != "" && out.State > Full || s.Out.Order != "" && out.Order > Invalid) {
 			return nil, fmt.Errorf("%s: a call this package cannot read: %+v", path, s)

@@ -125,6 +125,8 @@ type KindReport struct {
 	Linearizable, Unknowns int
 	PlacesLost             int
 	NoShows                int
+	// LaneAdmissions: Verdict's, summed.
+	LaneAdmissions int
 	// Failures describe the histories that broke a promise, each with
 	// the path of its visualisation.
 	Failures []string
@@ -138,15 +140,18 @@ type KindReport struct {
 
 // Line is the run's summary for one kind.
 func (k KindReport) Line() string {
-	undecided, noShows := "", ""
+	undecided, noShows, lanes := "", "", ""
 	if k.Unknowns > 0 {
 		undecided = fmt.Sprintf(" (%d not decided in time)", k.Unknowns)
 	}
 	if k.NoShows > 0 {
 		noShows = fmt.Sprintf(", no-shows let go %d", k.NoShows)
 	}
-	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s (%v, checking %v)",
-		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows,
+	if k.LaneAdmissions > 0 {
+		lanes = fmt.Sprintf(", admissions checked against the lanes' shares %d", k.LaneAdmissions)
+	}
+	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s%s (%v, checking %v)",
+		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows, lanes,
 		k.Took.Round(time.Second), k.Checking.Round(time.Millisecond))
 }
 
@@ -237,6 +242,7 @@ func runKind(ctx context.Context, o Options, kind string) (KindReport, error) {
 		k.Faults += len(h.Faults)
 		k.PlacesLost += v.PlacesLost
 		k.NoShows += v.NoShows
+		k.LaneAdmissions += v.LaneAdmissions
 		switch {
 		case v.OK():
 			k.Linearizable++
