@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 )
 
 // Options say what a run records and where.
@@ -102,8 +104,18 @@ func (o Options) length(kind string) time.Duration {
 
 // the line a history records: three queues, the first with an opening
 // shortly after the start (four users, so the model's orders of it stay
-// few), the others open from the start.
-var queueUsers = []int{4, 6, 6}
+// few), the others open from the start, the last with two lanes
+// (historyLanes): laneMembers of its eight users are members by their
+// token's claim, the others the public.
+var queueUsers = []int{4, 6, 8}
+
+// historyLanes give the members, the fewer, the larger share: the lanes
+// of a correct line then both have people waiting much of the time, and a
+// line that served them by the order of arrival, or by other shares, lets
+// the public in well beyond its share (sharesHeld).
+var historyLanes = lane.List{{Name: "members", Claim: "tier=member", Share: 0.7}, {Name: lane.Public, Share: 0.3}}
+
+const laneMembers = 3
 
 const (
 	queueRate  = 8    // admitted users per second per queue
@@ -311,6 +323,9 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		if spec.Opening {
 			cfg["opensAt"] = opensAt.UTC().Format(time.RFC3339Nano)
 		}
+		if qi == len(queueUsers)-1 {
+			spec.Lanes, spec.Members, cfg["lanes"] = historyLanes, map[string]string{}, historyLanes
+		}
 		product := productOf(spec.Queue)
 		if err := c.admin(ctx, "PUT", "/admin/v1/queues/"+spec.Queue, cfg, nil); err != nil {
 			return nil, err
@@ -322,8 +337,12 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		h.Specs = append(h.Specs, spec)
 		for i := range count {
 			name := fmt.Sprintf("q%du%d-%s", qi, i, tag)
+			auth := r.ids.SignJWT(name, time.Hour)
+			if spec.Lanes != nil && i < laneMembers {
+				spec.Members[name], auth = historyLanes[0].Name, memberJWT(c.secret, name)
+			}
 			users = append(users, &user{n: i, name: name, spec: spec, product: product,
-				auth: "Bearer " + r.ids.SignJWT(name, time.Hour), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
+				auth: "Bearer " + auth, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
 		}
 	}
 	r.start = time.Now()
@@ -355,6 +374,17 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		h.StockLeft[s.Queue] = p.Stock
 	}
 	return h, nil
+}
+
+// memberJWT is a shop's login token for a member: SignJWT's, with the
+// claim the members lane matches (historyLanes).
+func memberJWT(secret, user string) string {
+	claims := jwt.MapClaims{"sub": user, "exp": time.Now().Add(time.Hour).Unix(), "tier": "member"}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		panic(err) // HS256 with a byte key cannot fail
+	}
+	return s
 }
 
 // productOf names the product a history's queue protects.
