@@ -161,7 +161,7 @@ func Open(dir string, o Options) (*Store, Recovery, error) {
 			continue
 		}
 		rec.Queues++
-		rec.Places += q.waiting() + int64(len(q.pre)+len(q.sh.Places))
+		rec.Places += q.waitingAll() + int64(len(q.pre)+len(q.sh.Places))
 		rec.Tokens += q.live(now)
 	}
 	s.mu.Unlock()

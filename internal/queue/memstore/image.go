@@ -65,6 +65,28 @@ type queueImage struct {
 	Changed queue.Changes
 	// Shadow is the shadow line and the places cleared from it.
 	Shadow shadow
+	// Lanes are the lanes other than the public one with people waiting
+	// (issue 53), LanePre the lane of each in the pre-queue who asked for
+	// one, Codes the access codes and LaneCounts each lane's totals (all
+	// empty in a snapshot from before lanes).
+	Lanes      []laneImage
+	LanePre    map[string]string
+	Codes      codesImage
+	LaneCounts map[string]laneCounts
+}
+
+// laneImage is one lane's people in ticket order.
+type laneImage struct {
+	Name    string
+	Users   []string
+	Tickets []int64
+}
+
+// codesImage is the access codes, column by column: Keys as codeKey keeps
+// them, Expires in Unix ms (0: never).
+type codesImage struct {
+	Keys, Lanes   []string
+	Uses, Expires []int64
 }
 
 type tokenImage struct {
@@ -120,7 +142,52 @@ func (q *state) image(name string) *queueImage {
 	for u, l := range q.inflight {
 		img.Inflight = append(img.Inflight, lockImage{User: u, Owner: l.owner, Until: l.until})
 	}
+	q.ln.image(img)
 	return img
+}
+
+// image copies the lanes, codes and their totals into img.
+func (ln *lanes) image(img *queueImage) {
+	for name, l := range ln.lines {
+		li := laneImage{Name: name, Users: make([]string, 0, l.len()), Tickets: make([]int64, 0, l.len())}
+		for _, w := range l.front(0, l.len()) {
+			li.Users, li.Tickets = append(li.Users, w.User), append(li.Tickets, w.Ticket)
+		}
+		img.Lanes = append(img.Lanes, li)
+	}
+	img.LanePre, img.LaneCounts = maps.Clone(ln.pre), maps.Clone(ln.counts)
+	c := &img.Codes
+	for k, v := range ln.codes {
+		c.Keys, c.Lanes = append(c.Keys, k), append(c.Lanes, v.lane)
+		c.Uses, c.Expires = append(c.Uses, v.uses), append(c.Expires, v.expires)
+	}
+}
+
+// restoreLanes gives q the lanes, codes and totals img keeps.
+func (img *queueImage) restoreLanes(q *state) {
+	for _, li := range img.Lanes {
+		l := q.laneLine(li.Name)
+		for i, u := range li.Users {
+			l.insert(u, li.Tickets[i])
+		}
+	}
+	for u, name := range img.LanePre {
+		q.setPreLane(u, name)
+	}
+	q.ln.counts = img.LaneCounts
+	c := img.Codes
+	if len(c.Keys) > 0 {
+		q.ln.codes = make(map[string]code, len(c.Keys))
+	}
+	names := map[string]string{} // one string per lane name, as addCodes keeps them
+	for i, k := range c.Keys {
+		name, ok := names[c.Lanes[i]]
+		if !ok {
+			name = c.Lanes[i]
+			names[name] = name
+		}
+		q.ln.codes[k] = code{lane: name, uses: c.Uses[i], expires: c.Expires[i]}
+	}
 }
 
 // configFrom reads a config kept as its store fields (queue.StoreFields:
@@ -193,5 +260,6 @@ func (img *queueImage) restore() (*state, error) {
 	for _, l := range img.Inflight {
 		q.inflight[l.User] = lock{until: l.Until, owner: l.Owner}
 	}
+	img.restoreLanes(q)
 	return q, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
@@ -156,6 +157,10 @@ type state struct {
 	// sh is the shadow line (EnterShadow) and the places cleared from it
 	// into the line (shadow.go).
 	sh shadow
+
+	// ln is the queue's lanes other than the public one, its access codes
+	// and each lane's totals (lanes.go).
+	ln lanes
 
 	// stock is what the queue has left to sell (SetStock).
 	stock queue.Stock
@@ -384,9 +389,9 @@ func (q *state) pending() bool { return !q.cfg.OpensAt.IsZero() && q.openState =
 func (q *state) pace(now time.Time) queue.Pace {
 	return queue.LinePace(queue.PaceState{
 		Config: q.cfg.InForce(now), EffectiveRate: q.effRate, PaceRate: q.tick.PaceRate, PaceBusy: q.tick.PaceBusy,
-		Moved: q.tick.Moved, Now: now, Length: q.waiting(), Reach: q.tick.Reach,
+		Moved: q.tick.Moved, Now: now, Length: q.waitingAll(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
-		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped,
+		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped, LaneShare: q.tick.LaneShares[lane.Public],
 	})
 }
 
@@ -440,19 +445,15 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 	if held {
 		return e, changed, nil
 	}
-	expired := changed
-	if q.waiting()+int64(len(q.pre)) >= q.cfg.Capacity {
-		return queue.Standing{}, expired, queue.ErrQueueFull
-	}
-	if q.stock.SoldOut() {
-		return queue.Standing{}, expired, queue.ErrSoldOut
+	if err := q.refuse(); err != nil {
+		return queue.Standing{}, changed, err
 	}
 	if q.pending() {
 		q.preArrival++
 		q.pre[user] = q.preArrival
 		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
 	}
-	if q.waiting() == 0 {
+	if q.waitingAll() == 0 {
 		q.tick.Moved = now // someone starts waiting: the front has not stood still
 	}
 	q.seq++
@@ -464,15 +465,27 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch}, true, nil
 }
 
+// refuse says why a person holding no place may not take one: the line
+// is full (every lane and the pre-queue count), or sold out.
+func (q *state) refuse() error {
+	if q.waitingAll()+int64(len(q.pre)) >= q.cfg.Capacity {
+		return queue.ErrQueueFull
+	}
+	if q.stock.SoldOut() {
+		return queue.ErrSoldOut
+	}
+	return nil
+}
+
 // unplaced is, while an opening is being placed, how many of its pre-queue
-// are still to be placed: they are ahead of everyone who entered after its
-// close (tickets above openEnd), and the line's length counts them. The
-// caller holds q.mu.
+// are still to be placed in the public lane: they are ahead of everyone
+// who entered after its close (tickets above openEnd), and the line's
+// length counts them. The caller holds q.mu.
 func (q *state) unplaced() int64 {
 	if q.openState != "placing" {
 		return 0
 	}
-	return int64(len(q.pre))
+	return int64(len(q.pre) - len(q.ln.pre))
 }
 
 // markSeen: a user entering or asking for their status near the front is
@@ -522,12 +535,18 @@ func (q *state) standing(user string, now time.Time) (queue.Standing, bool) {
 		}
 		return e, true
 	}
+	if len(q.ln.lines) > 0 {
+		if e, ok := q.laneStanding(user, now); ok {
+			return e, true
+		}
+	}
 	if t, ok := q.sh.byUser[user]; ok {
 		i, _ := q.sh.find(t)
 		return q.shadowStanding(q.sh.Places[i], now), true
 	}
 	if _, ok := q.pre[user]; ok {
-		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now), Epoch: q.epoch}, true
+		name := q.ln.pre[user]
+		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.lanePace(now, name), Epoch: q.epoch, Lane: name}, true
 	}
 	if t, ok := q.tokens[user]; ok && t.expires.After(now) {
 		return queue.Standing{State: queue.Ready, Token: t.value, ExpiresAt: t.expires.UTC(), Pace: q.pace(now), Epoch: q.epoch}, true
@@ -556,12 +575,18 @@ func (q *state) leave(user string, now time.Time) bool {
 		q.left++
 		return true
 	}
+	if _, l := q.laneOf(user); l != nil { // their ticket is a gap already
+		q.pop(user, now)
+		q.left++
+		return true
+	}
 	if _, ok := q.sh.take(user); ok {
 		q.sh.Left++
 		return true
 	}
 	if _, ok := q.pre[user]; ok {
 		delete(q.pre, user)
+		q.dropPreLane(user)
 		if q.openState == "placing" { // they held a reserved ticket: entered and left
 			q.left++
 		}
@@ -626,6 +651,8 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 	return change(s, o, func(q *state, now time.Time) (queue.Admission, bool, error) {
 		tick := admission.TickInput{Config: q.cfg.InForce(now), State: q.tick, Now: now, Tokens: len(tokens), EffectiveRate: q.effRate,
 			Placing: q.openState == "placing", Pending: q.pending(), Length: q.waiting(), Stock: q.stock}
+		tick.Lanes = q.laneInputs(tick.Config)
+		byLane := len(tick.Lanes) > 0 || len(tick.Config.Lanes) > 0 // each lane's admitted counted
 		if q.cfg.ShadowAdmits == suspect.AdmitLast {
 			tick.Shadow, tick.ShadowFront = int64(len(q.sh.Places)), q.shadowFront
 		}
@@ -646,12 +673,12 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 			q.tick = p.State
 			return a, true, nil
 		}
-		if p.Draw > 0 {
+		if p.Draw > 0 || len(p.DrawLanes) > 0 {
 			if values == nil {
 				values = admission.DrawValues(p.Draws)
 			}
 			o.blob = encodeDraws(values)
-			a.Admitted, a.Waited, a.Skipped = q.draw(p, values, tokens, now)
+			a.Admitted, a.Waited, a.Skipped = q.draw(p, tick.Lanes, byLane, values, tokens, now)
 		}
 		// The journal keeps the tokens given out and the call's name (its
 		// first token), and a draw's random values; the rest only count.
@@ -663,6 +690,9 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		}
 		for i, w := range p.Admitted {
 			q.issue(w.User, tokens[i], p.Expires)
+		}
+		if byLane {
+			q.countAdmitted(p.Admitted)
 		}
 		q.admitted += int64(len(a.Admitted))
 		q.abandoned += int64(a.Skipped)
@@ -676,12 +706,15 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 // admission.DrawIndex gives in the line as it is then, so one drawn leaves
 // before the next is drawn; a no-show drawn (p.Absent) leaves without a
 // token. A user drawn leaves a gap in the line, as a leaver does, for the
-// snapshot.
-func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string, now time.Time) (admitted []string, waited []rollup.Wait, skipped int) {
+// snapshot. Then each other lane's part (p.DrawLanes) from the values
+// after (drawLanes).
+func (q *state) draw(p admission.TickPlan, lanes []admission.LaneInput, byLane bool, values []uint64, tokens []string, now time.Time) (admitted []string, waited []rollup.Wait, skipped int) {
+	d := &drawn{}
 	for _, r := range values {
-		if len(admitted) == p.Draw || q.waiting() == 0 {
+		if len(d.admitted) == p.Draw || q.waiting() == 0 || d.skipped == drawSkips {
 			break
 		}
+		d.used++
 		ws, _ := q.front(admission.DrawIndex(r, q.waiting()), 1)
 		w := ws[0]
 		absent := p.Absent.NoShow(w)
@@ -690,13 +723,17 @@ func (q *state) draw(p admission.TickPlan, values []uint64, tokens []string, now
 		}
 		wait := q.pop(w.User, now)
 		if absent {
-			skipped++
+			d.skipped++
 		} else {
-			q.issue(w.User, tokens[len(admitted)], p.Expires)
-			admitted, waited = append(admitted, w.User), append(waited, wait)
+			q.issue(w.User, tokens[len(d.admitted)], p.Expires)
+			d.admitted, d.waited = append(d.admitted, w.User), append(d.waited, wait)
 		}
 	}
-	return admitted, waited, skipped
+	if byLane && len(d.admitted) > 0 {
+		q.count(lane.Public, laneCounts{Admitted: int64(len(d.admitted))})
+	}
+	q.drawLanes(p, lanes, values, tokens, now, d)
+	return d.admitted, d.waited, d.skipped
 }
 
 // pop takes the user out of the line, let in, passed over as a no-show
@@ -729,7 +766,7 @@ func (s *Store) AdmitNow(_ context.Context, name, user, tok string) (queue.Stand
 			return e, false, nil
 		}
 		// An opening ahead is not a quiet line: its pre-queue goes first.
-		if q.cfg.Paused || q.waiting() > 0 || q.pending() || q.openState == "placing" {
+		if q.cfg.Paused || q.waitingAll() > 0 || q.pending() || q.openState == "placing" {
 			return q.notInQueue(now), false, nil
 		}
 		c := q.cfg.InForce(now)
@@ -896,7 +933,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	return in(s, name, func(q *state, now time.Time) (queue.Stats, error) {
 		unswept := int64(len(q.tokens)) - q.live(now)
 		st := queue.Stats{
-			Config: q.cfg, Length: q.waiting(), ActiveTokens: int64(len(q.tokens)) - unswept,
+			Config: q.cfg, Length: q.waitingAll(), ActiveTokens: int64(len(q.tokens)) - unswept,
 			EnteredTotal: q.seq + q.sh.ClearedTotal - q.sh.ClearedPre, AdmittedTotal: q.admitted, LeftTotal: q.left,
 			ConsumedTotal: q.consumed, ExpiredTotal: q.expired + unswept, ReturnedTotal: q.ret, InlineTotal: q.inlineTotal,
 			AbandonedTotal: q.abandoned, PreQueued: int64(len(q.pre)),
@@ -908,6 +945,7 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 			st.EffectiveWhy = q.effLast.Why
 		}
 		st.MeasuredRate = q.tick.MeasuredRate(now)
+		st.Lanes = q.laneStats(q.cfg.InForce(now))
 		return st, nil
 	})
 }
@@ -918,7 +956,7 @@ func (s *Store) Seen(_ context.Context, name string, users []string) error {
 		changed := false
 		for _, u := range users {
 			_, ticketed := q.line.ticket(u)
-			if _, cleared := q.sh.clearedAt[u]; ticketed || cleared {
+			if _, cleared := q.sh.clearedAt[u]; ticketed || cleared || len(q.ln.lines) > 0 && q.inLane(u) {
 				q.seen[u], changed = now, true
 			}
 		}
@@ -946,7 +984,7 @@ func (s *Store) FoldRate(_ context.Context, name string, sample queue.RateSample
 		default:
 			if late {
 				out = queue.RateWindow{Claimed: true, ID: q.sampleWin, Folded: win, Samples: q.sample, Rate: q.rateInForce(),
-					Waiting: q.waiting(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast,
+					Waiting: q.waitingAll(), Admitted: q.admitted - q.sampleAdmitted, Last: q.effLast,
 					Span: time.Duration(q.sampleWin-cmp.Or(q.sampleFrom, q.sampleWin)+1) * window}
 				out.Last.Rate = out.Rate // the rate in force, whatever changed it since
 			}
@@ -1057,7 +1095,13 @@ func (s *Store) place(name, owner string, first int64, users []string, lease tim
 				q.openNext++
 			}
 			delete(q.pre, u)
-			q.line.place(u, t)
+			if name, ok := q.ln.pre[u]; ok { // in their lane, a gap in the public line
+				q.dropPreLane(u)
+				q.laneLine(name).insert(u, t)
+				q.addLeft(t)
+			} else {
+				q.line.place(u, t)
+			}
 			q.joined[u] = joined{At: now, Shown: rollup.NoneShown} // shown the opening's time, not a wait
 		}
 		if first != 0 {

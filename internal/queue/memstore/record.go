@@ -3,13 +3,16 @@ package memstore
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
@@ -68,10 +71,15 @@ const (
 	// blob the record's JSON.
 	opCommitDraw
 	opSaveDraw
+	// opJoin: a place taken in a lane or with an access code (Join), owner
+	// the lane asked for, token the code's hash; opAddCodes: codes kept
+	// (AddCodes), blob as encodeCodes writes them.
+	opJoin
+	opAddCodes
 )
 
 // opLast is the last kind a journal may hold.
-const opLast = opSaveDraw
+const opLast = opAddCodes
 
 // op is one journaled step: the method's arguments, its queue's step
 // number and the clock it ran at.
@@ -311,13 +319,30 @@ func (s *Store) replay(o op) error {
 		_, err = s.EnterShadow(ctx, o.queue, o.user, suspect.Mark{Signals: o.list, Address: o.token})
 	case opClearSuspect:
 		_, err = s.ClearSuspect(ctx, o.queue, o.n)
+	case opJoin, opAddCodes:
+		err = s.replayLanes(o)
 	case opSetStock:
 		_, err = s.SetStock(ctx, o.queue, queue.Stock{Known: o.flag, Units: o.n}, o.owner == "lower")
 	}
-	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) {
+	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrUnavailable) || errors.Is(err, errBadRecord) {
 		return err
 	}
 	return nil
+}
+
+// replayLanes runs a step of a queue's lanes again (replay).
+func (s *Store) replayLanes(o op) error {
+	ctx := context.Background()
+	if o.kind == opJoin {
+		_, err := s.Join(ctx, o.queue, o.user, lane.Join{Lane: o.owner, Code: o.token})
+		return err
+	}
+	codes, err := decodeCodes(o.blob)
+	if err != nil {
+		return err
+	}
+	_, err = s.AddCodes(ctx, o.queue, codes)
+	return err
 }
 
 // replayDraw runs a step on the ledger of draws again (replay).
@@ -354,4 +379,47 @@ func decodeDraws(b []byte) ([]uint64, error) {
 		out = append(out, binary.LittleEndian.Uint64(b[i:]))
 	}
 	return out, nil
+}
+
+// encodeCodes is an upload of codes as a journal keeps it (AddCodes): per
+// code its hash (as codeKey keeps it: 32 bytes, not 64), lane, uses and
+// expiry (Unix ms, 0 for none): some 50 bytes a code.
+func encodeCodes(codes []accesscode.Code) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 48*len(codes)+8), uint64(len(codes)))
+	for _, c := range codes {
+		b = appendString(b, codeKey(c.Hash))
+		b = appendString(b, c.Lane)
+		b = binary.AppendVarint(b, c.Uses)
+		var exp int64
+		if !c.ExpiresAt.IsZero() {
+			exp = c.ExpiresAt.UnixMilli()
+		}
+		b = binary.AppendVarint(b, exp)
+	}
+	return b
+}
+
+// decodeCodes reads what encodeCodes wrote; a hash comes back as the hex
+// it was given in, for AddCodes to key again.
+func decodeCodes(b []byte) ([]accesscode.Code, error) {
+	d := decoder{b: b}
+	n := d.uvarint()
+	if n > uint64(len(b)) {
+		return nil, errBadRecord
+	}
+	codes := make([]accesscode.Code, 0, n)
+	for range n {
+		c := accesscode.Code{Hash: d.string(), Lane: d.string(), Uses: d.varint()}
+		if len(c.Hash) == 32 {
+			c.Hash = hex.EncodeToString([]byte(c.Hash))
+		}
+		if exp := d.varint(); exp != 0 {
+			c.ExpiresAt = time.UnixMilli(exp).UTC()
+		}
+		codes = append(codes, c)
+	}
+	if d.bad || len(d.b) != 0 {
+		return nil, errBadRecord
+	}
+	return codes, nil
 }

@@ -143,7 +143,8 @@ func (q *state) lineFront(from, n int64) []admission.Waiter {
 }
 
 // removeFromLine takes the user out of the line, a ticket's place or a
-// cleared one, and says which it was.
+// cleared one, or out of their other lane, and says whether it was a
+// cleared place.
 func (q *state) removeFromLine(user string) (cleared bool) {
 	if at, ok := q.sh.clearedAt[user]; ok {
 		i, _ := slices.BinarySearchFunc(q.sh.Cleared, clearedPlace{at, user}, compareCleared)
@@ -151,7 +152,9 @@ func (q *state) removeFromLine(user string) (cleared bool) {
 		delete(q.sh.clearedAt, user)
 		return true
 	}
-	q.line.remove(user)
+	if !q.line.remove(user) && len(q.ln.lines) > 0 {
+		q.removeFromLane(user)
+	}
 	return false
 }
 
@@ -257,7 +260,7 @@ func (q *state) placeCleared(p shadowPlace, now time.Time) {
 	if q.openState == "placing" {
 		at = max(at, q.openEnd)
 	}
-	if q.waiting() == 0 {
+	if q.waitingAll() == 0 {
 		q.tick.Moved = now // someone starts waiting (as enter)
 	}
 	c := clearedPlace{At: at, User: p.User}

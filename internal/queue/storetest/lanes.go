@@ -1,0 +1,518 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/accesscode"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/lane"
+)
+
+// Lanes (issue 53): each lane a line of its own, served by shares.
+
+func init() {
+	register(
+		suiteTest{"LanesPlaceByRankWithinTheLane", testLanePositions},
+		suiteTest{"LanesShareTicksWithinOnePerson", testLaneShares},
+		suiteTest{"LanesEmptyLaneGivesItsShare", testLaneEmptyShare},
+		suiteTest{"LanesPositionNeverRises", testLanePositionNeverRises},
+		suiteTest{"LanesCodeRules", testLaneCodeRules},
+		suiteTest{"LanesSingleUseCodeRedeemedOnce", testLaneCodeOnce},
+		suiteTest{"LanesDrawWithinTheLane", testLaneDraw},
+		suiteTest{"LanesOpeningPlacesInTheLane", testLaneOpening},
+		suiteTest{"LanesStatsAndLeave", testLaneStats},
+	)
+}
+
+// membersConfig is fastConfig with a members lane (by the claim
+// tier=gold, and codes) of the given share, the public the rest.
+func membersConfig(share float64) queue.Config {
+	c := fastConfig()
+	c.Lanes = lane.List{{Name: "members", Claim: "tier=gold", Codes: true, Share: share}, {Name: lane.Public, Share: 1 - share}}
+	return c
+}
+
+func mustJoin(t *testing.T, s queue.Store, q, user string, j lane.Join) queue.Standing {
+	t.Helper()
+	e, err := s.Join(context.Background(), q, user, j)
+	if err != nil {
+		t.Fatalf("Join(%s, %+v): %v", user, j, err)
+	}
+	return e
+}
+
+// code makes a code of lane with uses, kept by the store: its text.
+func code(t *testing.T, s queue.Store, q, ln string, uses int64, expires time.Time) string {
+	t.Helper()
+	text := accesscode.New()
+	h, err := accesscode.Hash(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.AddCodes(context.Background(), q, []accesscode.Code{{Hash: h, Lane: ln, Uses: uses, ExpiresAt: expires}}); err != nil || a.Added != 1 {
+		t.Fatalf("AddCodes: %+v, %v", a, err)
+	}
+	return text
+}
+
+func hashOf(t *testing.T, text string) string {
+	t.Helper()
+	h, err := accesscode.Hash(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// testLanePositions: a place's position and length are within its lane,
+// its lane named; joining one lane moves nobody in another; entering
+// again keeps the place and its lane, whatever lane is asked.
+func testLanePositions(t *testing.T, s queue.Store, clock Clock) {
+	q := newQueue(t, s, membersConfig(0.3))
+	for i := range 3 {
+		if e := mustJoin(t, s, q, fmt.Sprint("p", i), lane.Join{}); e.State != queue.Waiting || e.Position != int64(i+1) || e.Length != int64(i+1) || e.Lane != "" {
+			t.Fatalf("public p%d: %+v, want position %d of %d, no lane", i, e, i+1, i+1)
+		}
+	}
+	for i := range 2 {
+		e := mustJoin(t, s, q, fmt.Sprint("m", i), lane.Join{Lane: "members"})
+		if e.State != queue.Waiting || e.Position != int64(i+1) || e.Length != int64(i+1) || e.Lane != "members" {
+			t.Fatalf("member m%d: %+v, want position %d of %d in members", i, e, i+1, i+1)
+		}
+	}
+	if e := mustEnter(t, s, q, "p3"); e.Position != 4 || e.Length != 4 || e.Lane != "" {
+		t.Fatalf("public p3 after two members: %+v, want 4 of 4: members are no one's ahead in public", e)
+	}
+	if e := mustStatus(t, s, q, "p2"); e.Position != 3 || e.Length != 4 {
+		t.Fatalf("p2's status: %+v, want 3 of 4", e)
+	}
+	if e := mustStatus(t, s, q, "m1"); e.Position != 2 || e.Length != 2 || e.Lane != "members" {
+		t.Fatalf("m1's status: %+v, want 2 of 2 in members", e)
+	}
+	if e := mustJoin(t, s, q, "p0", lane.Join{Lane: "members"}); e.Position != 1 || e.Lane != "" {
+		t.Fatalf("p0 entering again asking for members: %+v, want their public place 1 kept", e)
+	}
+	if e := mustJoin(t, s, q, "m0", lane.Join{}); e.Position != 1 || e.Lane != "members" {
+		t.Fatalf("m0 entering again: %+v, want members 1 kept", e)
+	}
+	if e := mustJoin(t, s, q, "x", lane.Join{Lane: "no-such-lane"}); e.Lane != "" || e.Position != 5 {
+		t.Fatalf("a lane not in force: %+v, want the public's 5th", e)
+	}
+	// The snapshot is the public lane's: members' tickets are gaps in it.
+	snap, err := s.Snapshot(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"p0", "p1", "p2", "p3", "x"} {
+		e := mustStatus(t, s, q, u)
+		if pos, _, ok := queue.Position(e.Ticket, snap.Head, snap.Last, snap.Left, snap.Cleared, 0); !ok || pos != e.Position {
+			t.Errorf("%s: the snapshot places ticket %d at %d (%v), the store at %d", u, e.Ticket, pos, ok, e.Position)
+		}
+	}
+}
+
+// laneOf is the lane a test user's name says: m… members, else public.
+func laneOf(user string) string {
+	if strings.HasPrefix(user, "m") {
+		return "members"
+	}
+	return lane.Public
+}
+
+// testLaneShares: while both lanes have people waiting, ticks of one or
+// two people let each lane in its share to within one person, counted
+// after every tick.
+func testLaneShares(t *testing.T, s queue.Store, clock Clock) {
+	c := membersConfig(0.3)
+	c.RatePerSecond = 1500 // 1.5 a 1 ms tick: ticks of one and of two
+	q := newQueue(t, s, c)
+	for i := range 150 {
+		mustJoin(t, s, q, fmt.Sprint("m", i), lane.Join{Lane: "members"})
+		mustJoin(t, s, q, fmt.Sprint("p", 2*i), lane.Join{})
+		mustJoin(t, s, q, fmt.Sprint("p", 2*i+1), lane.Join{})
+	}
+	got := map[string]int{}
+	total, small := 0, 0
+	for tick := 1; total < 300; tick++ {
+		a := tickDue(t, s, clock, q, c.BatchSize)
+		if len(a.Admitted) <= 2 {
+			small++
+		}
+		for _, u := range a.Admitted {
+			got[laneOf(u)]++
+		}
+		total += len(a.Admitted)
+		if d := float64(got["members"]) - 0.3*float64(total); math.Abs(d) > 1 {
+			t.Fatalf("after tick %d: members let in %d of %d, their share is %.1f", tick, got["members"], total, 0.3*float64(total))
+		}
+	}
+	if small == 0 {
+		t.Fatalf("no tick let in one or two: the test did not test what it says")
+	}
+}
+
+// testLaneEmptyShare: a lane with nobody waiting gets nothing, and its
+// share goes to the others, in proportion to theirs.
+func testLaneEmptyShare(t *testing.T, s queue.Store, clock Clock) {
+	c := fastConfig()
+	c.RatePerSecond = 10_000 // 10 a tick
+	c.Lanes = lane.List{{Name: "gold", Claim: "tier=gold", Share: 0.5}, {Name: "silver", Claim: "tier=silver", Share: 0.25}, {Name: lane.Public, Share: 0.25}}
+	q := newQueue(t, s, c)
+	for i := range 100 {
+		mustJoin(t, s, q, fmt.Sprint("s", i), lane.Join{Lane: "silver"})
+		mustJoin(t, s, q, fmt.Sprint("p", i), lane.Join{})
+	}
+	got := map[byte]int{}
+	for total := 0; total < 100; {
+		a := tickDue(t, s, clock, q, c.BatchSize)
+		for _, u := range a.Admitted {
+			got[u[0]]++
+		}
+		total += len(a.Admitted)
+		if d := got['s'] - got['p']; d < -1 || d > 1 {
+			t.Fatalf("silver %d, public %d let in: gold's share is not split evenly between them", got['s'], got['p'])
+		}
+	}
+	if e := mustStatus(t, s, q, "s99"); e.Pace.LaneShare != 0.5 {
+		t.Errorf("silver's share told with gold empty: %v, want 0.5", e.Pace.LaneShare)
+	}
+}
+
+// testLanePositionNeverRises: under random joins in either lane, leaves,
+// codes redeemed (moving a person to the back of the code's lane), ticks
+// and share changes, no waiting person's position ever rises, and each
+// lane's positions are 1 to its length.
+func testLanePositionNeverRises(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.3)
+	c.RatePerSecond = 2000
+	q := newQueue(t, s, c)
+	vip := code(t, s, q, "members", 1000, time.Time{})
+	r := rand.New(rand.NewPCG(53, uint64(time.Now().UnixNano())))
+	last := map[string]lanePlace{}
+	next := 0
+	for step := range 150 {
+		var op string
+		switch k := r.IntN(10); {
+		case k < 3 || len(last) == 0:
+			user := fmt.Sprint("u", next)
+			next++
+			j := lane.Join{}
+			if r.IntN(3) == 0 {
+				j.Lane = "members"
+			}
+			op = fmt.Sprintf("%s joins %+v", user, j)
+			mustJoin(t, s, q, user, j)
+		case k < 5:
+			user := anyOf(r, last)
+			op = user + " redeems a members code"
+			if _, err := s.Join(ctx, q, user, lane.Join{Code: hashOf(t, vip)}); err != nil {
+				t.Fatalf("step %d: %s: %v", step, op, err)
+			}
+			delete(last, user) // their place may move: from here on it is a new one
+		case k < 6:
+			user := anyOf(r, last)
+			op = user + " leaves"
+			if _, err := s.Leave(ctx, q, user); err != nil {
+				t.Fatal(err)
+			}
+			delete(last, user)
+		case k < 9:
+			op = "a tick"
+			tickDue(t, s, clock, q, c.BatchSize)
+		default:
+			share := float64(1+r.IntN(9)) / 10
+			op = fmt.Sprintf("members' share %.1f", share)
+			c = membersConfig(share)
+			c.RatePerSecond = 2000
+			if err := s.PutConfig(ctx, q, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLanePositions(t, s, q, step, op, last, next)
+	}
+}
+
+// lanePlace is a place as a person was last told it.
+type lanePlace struct {
+	lane string
+	pos  int64
+}
+
+// checkLanePositions reads every user numbered below next: a waiting
+// one's position must not rise above what last says for the same lane,
+// and each lane's positions must be 1 to its length. last is updated.
+func checkLanePositions(t *testing.T, s queue.Store, q string, step int, op string, last map[string]lanePlace, next int) {
+	t.Helper()
+	positions := map[string][]int64{}
+	lengths := map[string]int64{}
+	for i := range next {
+		user := fmt.Sprint("u", i)
+		e := mustStatus(t, s, q, user)
+		if e.State != queue.Waiting {
+			delete(last, user)
+			continue
+		}
+		if was, ok := last[user]; ok && was.lane == e.Lane && e.Position > was.pos {
+			t.Fatalf("step %d (%s): %s's position rose from %d to %d in lane %q", step, op, user, was.pos, e.Position, e.Lane)
+		}
+		last[user] = lanePlace{e.Lane, e.Position}
+		positions[e.Lane] = append(positions[e.Lane], e.Position)
+		lengths[e.Lane] = e.Length
+	}
+	for ln, ps := range positions {
+		seen := make([]bool, len(ps)+1)
+		for _, p := range ps {
+			if p < 1 || p > int64(len(ps)) || seen[p] {
+				t.Fatalf("step %d (%s): lane %q's positions %v are not 1 to %d", step, op, ln, ps, len(ps))
+			}
+			seen[p] = true
+		}
+		if lengths[ln] != int64(len(ps)) {
+			t.Fatalf("step %d (%s): lane %q told length %d, %d wait in it", step, op, ln, lengths[ln], len(ps))
+		}
+	}
+}
+
+func anyOf[V any](r *rand.Rand, m map[string]V) string {
+	if len(m) == 0 {
+		return "nobody"
+	}
+	i, n := 0, r.IntN(len(m))
+	for k := range m {
+		if i == n {
+			return k
+		}
+		i++
+	}
+	return "nobody"
+}
+
+// testLaneCodeRules: a wrong or expired code is invalid, a used one used;
+// a capped code takes its cap; a duplicate upload changes nothing; one
+// READY or already in the code's lane does not use it; one waiting in the
+// public moves to the back of the code's lane, and those behind them in
+// the public move up.
+func testLaneCodeRules(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.3)
+	c.Paused = true
+	q := newQueue(t, s, c)
+	if _, err := s.Join(ctx, q, "a", lane.Join{Code: hashOf(t, accesscode.New())}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Errorf("a code never added: %v, want ErrInvalid", err)
+	}
+	expired := code(t, s, q, "members", 1, clock.Now().Add(-time.Minute))
+	if _, err := s.Join(ctx, q, "a", lane.Join{Code: hashOf(t, expired)}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Errorf("an expired code: %v, want ErrInvalid", err)
+	}
+	if e, err := s.Status(ctx, q, "a"); err != nil || e.State != queue.NotInQueue {
+		t.Errorf("after refused codes a is %+v, %v; want not in line", e, err)
+	}
+	capped := code(t, s, q, "members", 3, clock.Now().Add(time.Hour))
+	for i, u := range []string{"a", "b", "c"} {
+		if e := mustJoin(t, s, q, u, lane.Join{Code: hashOf(t, capped)}); e.Lane != "members" || e.Position != int64(i+1) {
+			t.Fatalf("%s redeeming the capped code: %+v, want members %d", u, e, i+1)
+		}
+	}
+	if _, err := s.Join(ctx, q, "d", lane.Join{Code: hashOf(t, capped)}); !errors.Is(err, accesscode.ErrUsed) {
+		t.Errorf("a fourth redemption of a code of 3: %v, want ErrUsed", err)
+	}
+	if e := mustJoin(t, s, q, "a", lane.Join{Code: hashOf(t, capped)}); e.Position != 1 || e.Lane != "members" {
+		t.Errorf("a, in the code's lane, again with the used-up code: %+v, want their place kept", e)
+	}
+	h := hashOf(t, capped)
+	if a, err := s.AddCodes(ctx, q, []accesscode.Code{{Hash: h, Lane: "members", Uses: 5}}); err != nil || a.Added != 0 || a.Duplicates != 1 {
+		t.Errorf("uploading a code again: %+v, %v; want one duplicate", a, err)
+	}
+	if _, err := s.Join(ctx, q, "d", lane.Join{Code: h}); !errors.Is(err, accesscode.ErrUsed) {
+		t.Errorf("after a duplicate upload: %v, want the code still used up", err)
+	}
+	// Moving from the public to the back of the code's lane.
+	for _, u := range []string{"p1", "p2", "p3"} {
+		mustEnter(t, s, q, u)
+	}
+	move := code(t, s, q, "members", 1, time.Time{})
+	if e := mustJoin(t, s, q, "p1", lane.Join{Code: hashOf(t, move)}); e.Lane != "members" || e.Position != 4 || e.Length != 4 {
+		t.Fatalf("p1 redeeming from the public: %+v, want members 4 of 4", e)
+	}
+	if e := mustStatus(t, s, q, "p3"); e.Position != 2 || e.Length != 2 {
+		t.Errorf("p3 after p1 left the public: %+v, want 2 of 2", e)
+	}
+	// READY keeps READY and does not use the code.
+	resume := c
+	resume.Paused = false
+	if err := s.PutConfig(ctx, q, resume); err != nil {
+		t.Fatal(err)
+	}
+	for mustStatus(t, s, q, "p2").State != queue.Ready {
+		tickDue(t, s, clock, q, c.BatchSize)
+	}
+	once := code(t, s, q, "members", 1, time.Time{})
+	if e := mustJoin(t, s, q, "p2", lane.Join{Code: hashOf(t, once)}); e.State != queue.Ready {
+		t.Errorf("READY p2 with a code: %+v, want READY", e)
+	}
+	if e := mustJoin(t, s, q, "z", lane.Join{Code: hashOf(t, once)}); e.Lane != "members" {
+		t.Errorf("the code READY p2 showed, redeemed by z: %+v, want it unused then", e)
+	}
+}
+
+// testLaneCodeOnce: of 50 concurrent redemptions of one single-use code,
+// exactly one takes a place; the others are told it is used.
+func testLaneCodeOnce(t *testing.T, s queue.Store, clock Clock) {
+	q := newQueue(t, s, membersConfig(0.3))
+	h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won, used := 0, 0
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := s.Join(context.Background(), q, fmt.Sprint("racer", i), lane.Join{Code: h})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && e.Lane == "members":
+				won++
+			case errors.Is(err, accesscode.ErrUsed):
+				used++
+			default:
+				t.Errorf("racer %d: %+v, %v", i, e, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won != 1 || used != 49 {
+		t.Fatalf("%d took a place, %d were told used; want 1 and 49", won, used)
+	}
+	st, err := s.Stats(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := laneStats(st, "members"); l.Length != 1 || l.Redeemed != 1 || l.CodesLeft != 0 {
+		t.Fatalf("members' stats: %+v, want 1 waiting, 1 redeemed, 0 left", l)
+	}
+}
+
+func laneStats(st queue.Stats, name string) lane.Stats {
+	for _, l := range st.Lanes {
+		if l.Name == name {
+			return l
+		}
+	}
+	return lane.Stats{}
+}
+
+// testLaneDraw: under the draw, each lane's seats go to its own people:
+// a tick lets members in at their share, whoever is drawn.
+func testLaneDraw(t *testing.T, s queue.Store, clock Clock) {
+	c := membersConfig(0.3)
+	c.Method = queue.MethodRandom
+	c.RatePerSecond = 10_000 // 10 a tick
+	q := newQueue(t, s, c)
+	for i := range 60 {
+		mustJoin(t, s, q, fmt.Sprint("m", i), lane.Join{Lane: "members"})
+		mustJoin(t, s, q, fmt.Sprint("p", i), lane.Join{})
+	}
+	got := map[string]int{}
+	for range 5 {
+		for _, u := range tickDue(t, s, clock, q, c.BatchSize).Admitted {
+			got[laneOf(u)]++
+		}
+	}
+	if got["members"] != 15 || got[lane.Public] != 35 {
+		t.Fatalf("five draws of 10 let in %v, want members 15, public 35", got)
+	}
+}
+
+// testLaneOpening: a member entering before the opening waits in the
+// pre-queue, and the opening places them in their lane.
+func testLaneOpening(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.5)
+	c.OpensAt = clock.Now().Add(-time.Hour)
+	q := newQueue(t, s, c)
+	h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+	for _, j := range []struct {
+		user string
+		j    lane.Join
+	}{{"m1", lane.Join{Lane: "members"}}, {"m2", lane.Join{Code: h}}, {"p1", lane.Join{}}, {"p2", lane.Join{}}} {
+		if e := mustJoin(t, s, q, j.user, j.j); !e.PreQueue {
+			t.Fatalf("%s before the opening: %+v, want the pre-queue", j.user, e)
+		}
+	}
+	if _, err := s.Join(ctx, q, "m3", lane.Join{Code: h}); !errors.Is(err, accesscode.ErrUsed) {
+		t.Errorf("the code redeemed into the pre-queue, again: %v, want ErrUsed", err)
+	}
+	if o, placed, err := admission.OpenLine(ctx, s, q, "owner", testDrawer); err != nil || !o.Due || placed != 4 {
+		t.Fatalf("OpenLine: %+v, %d, %v", o, placed, err)
+	}
+	for _, u := range []string{"m1", "m2", "p1", "p2"} {
+		e := mustStatus(t, s, q, u)
+		if e.State != queue.Waiting || e.PreQueue || e.Lane != map[bool]string{true: "members"}[u[0] == 'm'] || e.Length != 2 || e.Position < 1 || e.Position > 2 {
+			t.Errorf("%s after the opening: %+v, want one of 2 in its lane", u, e)
+		}
+	}
+	if e := mustJoin(t, s, q, "m4", lane.Join{Lane: "members"}); e.Position != 3 || e.Lane != "members" {
+		t.Errorf("a member after the opening: %+v, want members 3", e)
+	}
+}
+
+// testLaneStats: the stats show each lane in force, in order, with its
+// share, length and admitted; the total length is theirs; a leaver leaves
+// their lane.
+func testLaneStats(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.3)
+	c.Paused = true
+	q := newQueue(t, s, c)
+	for _, u := range []string{"m1", "m2", "m3"} {
+		mustJoin(t, s, q, u, lane.Join{Lane: "members"})
+	}
+	for _, u := range []string{"p1", "p2"} {
+		mustEnter(t, s, q, u)
+	}
+	if ok, err := s.Leave(ctx, q, "m2"); err != nil || !ok {
+		t.Fatalf("Leave(m2): %v, %v", ok, err)
+	}
+	if e := mustStatus(t, s, q, "m3"); e.Position != 2 || e.Length != 2 {
+		t.Errorf("m3 after m2 left: %+v, want 2 of 2", e)
+	}
+	st, err := s.Stats(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Length != 4 || len(st.Lanes) != 2 || st.Lanes[0].Name != "members" || st.Lanes[1].Name != lane.Public {
+		t.Fatalf("stats: length %d, lanes %+v; want 4, members then public", st.Length, st.Lanes)
+	}
+	if m, p := st.Lanes[0], st.Lanes[1]; m.Length != 2 || m.Share != 0.3 || p.Length != 2 || p.Share != 0.7 {
+		t.Fatalf("lanes' stats %+v; want members 2 at 0.3, public 2 at 0.7", st.Lanes)
+	}
+	c.Paused = false
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 4; {
+		n += len(tickDue(t, s, clock, q, c.BatchSize).Admitted)
+	}
+	if st, err = s.Stats(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if m, p := laneStats(st, "members"), laneStats(st, lane.Public); m.Admitted != 2 || p.Admitted != 2 || st.Length != 0 {
+		t.Fatalf("after all were let in: members %+v, public %+v, length %d", m, p, st.Length)
+	}
+	plain := newQueue(t, s, fastConfig())
+	mustEnter(t, s, plain, "x")
+	if st, err := s.Stats(ctx, plain); err != nil || len(st.Lanes) != 0 {
+		t.Fatalf("a queue without lanes: lanes %+v, %v; want none", st.Lanes, err)
+	}
+}
