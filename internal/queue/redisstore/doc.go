@@ -66,6 +66,11 @@
 //	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
 //	set_stock.lua                Store.SetStock                                                   SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
 //	fold_admission.lua           none: Redis's own upgrade                                        TestUpgradeFoldsTheOldAdmissionHash (this package)
+//	join.lua                     Store.Join                                                       TestLanePlacesAreBandsOfOneSet, TestCodesAreKeptAsHashesAndRedeemedOnce
+//	add_codes.lua                Store.AddCodes                                                   TestCodesAreKeptAsHashesAndRedeemedOnce
+//	prelude's laneStanding       Store.Join                                                       TestLanePlacesAreBandsOfOneSet
+//	prelude's laneId, scoreText  none: the lanes' bands of one set (keys.go)                      TestLanePlacesAreBandsOfOneSet
+//	prelude's laneShare          Store.Status                                                     TestAdmissionSplitsByShares
 //	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
 //	prelude's rateInForce        state.rateInForce                                                AdaptiveRateNeverLeavesItsBounds

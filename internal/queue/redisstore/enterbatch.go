@@ -129,6 +129,7 @@ func (s *Store) enterTogether(ctx context.Context, name string, batch []*enter) 
 	r, err := s.run(ctx, enterScript, name, args).Slice()
 	var line queue.PaceState
 	var epoch int64
+	var block reply
 	switch {
 	case err != nil:
 		err = unavailable(err)
@@ -137,14 +138,16 @@ func (s *Store) enterTogether(ctx context.Context, name string, batch []*enter) 
 	case len(r) != len(live)+1:
 		err = fmt.Errorf("enter.lua answered %d users of %d", len(r)-1, len(live))
 	default:
-		block, _ := r[len(live)].([]any)
-		p := reply{r: block}
-		line, epoch = p.paceState(0, enterScript)
-		err = p.err
+		block.r, _ = r[len(live)].([]any)
+		line, epoch = block.paceState(0, enterScript)
+		err = block.err
 	}
 	for i, e := range live {
 		if e.err = err; err == nil {
 			e.entry, e.err = parseEnter(r[i], line, epoch)
+		}
+		if e.err == nil && e.entry.Lane != "" { // a place in another lane: its share of the rate
+			e.entry.Pace.LaneShare = block.laneShare(0, e.entry.Lane)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import "strconv"
 // cfg.x and the admission state's adm.x. Before that it had a hash of its
 // own, {queue}:adm, which Upgrade folds in.
 //
-//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined,shadow,suspects,cleared,closed,draws,drawn
+//go:generate go run ./internal/luagen -src scripts -out scripts/generated -keys line,seq,cfg,tokens,texp,inflight,owners,left,seen,pre,samples,rates,joined,shadow,suspects,cleared,closed,lanes,laneids,lanestats,codes,prelanes,draws,drawn
 const (
 	kLine     = iota // ZSET user → ticket
 	kSeq             // STRING the ticket counter
@@ -34,6 +34,20 @@ const (
 	kSuspects        // HASH user in the shadow line → "behind|address|signal,signal": its mark
 	kCleared         // ZSET places cleared from the shadow line still in K.line: user → score there (a ticket + 0.5)
 	kClosed          // ZSET the pre-queue as it closed, user → arrival, while its opening is placed: the draw's participants
+	// Lanes and access codes (issue 53). The public lane is K.line itself;
+	// every other lane shares one sorted set, K.lanes, each in a band of
+	// scores of its own: laneId × 2^40 + ticket (exact in a double while
+	// laneId < 2^12 and tickets < 2^40), so a lane's length is a ZCOUNT of
+	// its band, a rank in it a ZCOUNT to the score, its front a ZRANGE of
+	// the band by score, and every key stays in the queue's slot (Cluster)
+	// however many lanes come and go. A non-public ticket is also a gap of
+	// the public line (K.left), as a leaver's is, so the snapshot and the
+	// front document stay the public lane's.
+	kLanes     // ZSET user → laneId × 2^40 + ticket, every lane but the public
+	kLaneIDs   // HASH lane name → laneId (from 1, never reused while the queue lives), "#id" → name, "#" the last id
+	kLaneStats // HASH "admitted:<lane>", "redeemed:<lane>", "added:<lane>" (code redemptions uploaded): per-lane counters
+	kCodes     // HASH code hash (accesscode.Hash) → "lane usesLeft expiresMs" (expiresMs 0: none); never a code in clear
+	kPreLanes  // HASH user in the pre-queue → the lane the opening places them in (none: public)
 	// The draw's ledger (issue 57), after the line's keys: kept apart from
 	// the queue, so DeleteQueue (which deletes up to kDraws) leaves it and
 	// a queue made again shows its old commitments withdrawn.
@@ -44,7 +58,8 @@ const (
 
 var keyNames = [nKeys]string{kLine: "line", kSeq: "seq", kCfg: "cfg", kTokens: "tokens", kTexp: "texp",
 	kInflight: "inflight", kOwners: "owners", kLeft: "left", kSeen: "seen", kPre: "pre", kSamples: "samples", kRates: "rates", kJoined: "joined",
-	kShadow: "shadow", kSuspects: "suspects", kCleared: "cleared", kClosed: "closed", kDraws: "draws", kDrawn: "drawn"}
+	kShadow: "shadow", kSuspects: "suspects", kCleared: "cleared", kClosed: "closed",
+	kLanes: "lanes", kLaneIDs: "laneids", kLaneStats: "lanestats", kCodes: "codes", kPreLanes: "prelanes", kDraws: "draws", kDrawn: "drawn"}
 
 // keys are one queue's keys, indexed by the constants above.
 type keys [nKeys]string

@@ -40,6 +40,8 @@ var (
 	extendScript     = mustScript("extend")
 	setStockScript   = mustScript("set_stock")
 	foldAdmScript    = mustScript("fold_admission")
+	joinScript       = mustScript("join")
+	addCodesScript   = mustScript("add_codes")
 )
 
 // DefaultPrefix starts every key waitroom writes.
@@ -227,7 +229,11 @@ func parseEntry(r []any, sc *script) (queue.Standing, error) {
 	if err != nil {
 		return e, err
 	}
-	e.Pace, e.Epoch = p.pace(paceAt, sc)
+	st, epoch := p.paceState(paceAt, sc)
+	if e.Lane != "" {
+		st.LaneShare = p.laneShare(paceAt, e.Lane)
+	}
+	e.Pace, e.Epoch = queue.LinePace(st), epoch
 	return e, p.err
 }
 
@@ -250,6 +256,9 @@ func (p *reply) standing() (queue.Standing, int, error) {
 	case kindPreQueue:
 		e.State, e.PreQueue = queue.Waiting, true
 		return e, 1, p.err
+	case kindLane:
+		e.State, e.Position, e.Length, e.Ticket, e.Lane = queue.Waiting, p.int(1), p.int(2), p.int(3), p.str(4)
+		return e, 5, p.err
 	case kindShadow:
 		e.State, e.Shadow, e.Position, e.Length, e.Ticket, e.Behind = queue.Waiting, true, p.int(1), p.int(2), p.int(3), p.int(4)
 		e.PreQueue = p.int(5) == 1
@@ -552,6 +561,10 @@ func (s *Store) Stats(ctx context.Context, name string) (queue.Stats, error) {
 	// The config of the same step: its stamps (Changed) with the states
 	// they stamp, its rate in force with the rate (stats.lua).
 	if st.Config, err = p.config(statsConfigAt, settingFields); err != nil {
+		return queue.Stats{}, err
+	}
+	at := statsConfigAt + len(settingFields)
+	if st.Lanes, err = laneStats(r, at, st.Config.InForce(p.ms(15))); err != nil {
 		return queue.Stats{}, err
 	}
 	effRate, _ := strconv.ParseFloat(eff, 64)

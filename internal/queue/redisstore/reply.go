@@ -26,6 +26,14 @@ const (
 	kindShadow       = 4
 )
 
+// Reply kinds of lanes (issue 53): a place in a lane other than the
+// public (the prelude's laneStanding), and join.lua's refusals of a code.
+const (
+	kindLane        = 5
+	kindInvalidCode = -4
+	kindCodeUsed    = -5
+)
+
 // The reply kind of set_stock.lua (SetStock).
 const kindStock = 1
 
@@ -215,7 +223,7 @@ var paceConfigFields = append([]string{"epoch"}, paceSettings...)
 // paceFields are the admission state's fields queue.LinePace reads, which
 // the pace block carries after the config's. The prelude's pace writes the
 // block in this order (TestPaceBlockAgrees), then now and the line's length.
-var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room"}
+var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room", "lane_shares"}
 
 // paceLen is how many values a pace block has.
 var paceLen = len(paceConfigFields) + len(paceFields) + 2
@@ -253,8 +261,19 @@ func (p *reply) pace(i int, sc *script) (queue.Pace, int64) {
 	return queue.LinePace(st), epoch
 }
 
+// laneShare reads, from the pace block at index i, the share of the rate
+// lane ("" the public) got at the last tick (admission.TickState.LaneShares,
+// as the tick state keeps it: lane_shares); 0 without lanes.
+func (p *reply) laneShare(i int, lane string) float64 {
+	if lane == "" {
+		lane = "public"
+	}
+	at := i + len(paceConfigFields) + slices.Index(paceFields, "lane_shares")
+	return decodeShares(p.opt(at))[lane]
+}
+
 // paceState reads sc's pace block from index i on: the line's state as
-// queue.LinePace takes it, and its epoch.
+// queue.LinePace takes it (the public lane's share), and its epoch.
 func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 	c, err := p.paceConfig(i, sc)
 	if err != nil && p.err == nil {
@@ -270,6 +289,6 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 		Config: queue.InForce{Config: c}, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
-		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "",
+		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "", LaneShare: p.laneShare(i, ""),
 	}, epoch
 }

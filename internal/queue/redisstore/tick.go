@@ -19,7 +19,7 @@ import (
 // tickFields are admission.TickState in the admission hash, field by field.
 // tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
-	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room"}
+	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room", "lane_credit", "lane_shares"}
 
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
@@ -102,6 +102,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		return queue.Admission{}, err
 	}
 	s.shadowTurn(ctx, name, &t)
+	s.laneInputs(ctx, name, &t)
 	t.in.Tokens = len(tokens)
 	if len(tokens) > 0 {
 		t.in.Call = tokens[0]
@@ -171,6 +172,15 @@ type tickRead struct {
 	stored map[string]string
 	front  []admission.Waiter
 	shadow int64 // the shadow line's length
+	// lanes are the lanes but the public that have had people (K.laneids),
+	// each with its id and length.
+	lanes []laneRead
+}
+
+// laneRead is one lane but the public as tick.lua read it.
+type laneRead struct {
+	name       string
+	id, length int64
 }
 
 // shadowTurn gives the tick the shadow line (admission.TickInput.Shadow)
@@ -187,8 +197,8 @@ func (s *Store) shadowTurn(ctx context.Context, name string, t *tickRead) {
 	}
 }
 
-// readTick runs tick.lua, reading the front of line: "" the line's, or
-// "shadow" the shadow line's.
+// readTick runs tick.lua, reading the front of line: "" the line's,
+// "shadow" the shadow line's, or a lane's id (laneFront).
 func (s *Store) readTick(ctx context.Context, name string, from int64, n int, line string) (tickRead, error) {
 	args := make([]any, 0, 3+len(tickReads))
 	args = append(append(args, from, n, line), tickReadArgs...)
@@ -198,7 +208,7 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int, li
 	}
 	p := reply{r: r}
 	const at = 4 // the fields read, after now, the line's length, the live tokens and the shadow line's length
-	if len(r) < at+len(tickReads) {
+	if len(r) < at+len(tickReads)+1 {
 		return tickRead{}, fmt.Errorf("unexpected tick.lua reply %v", r)
 	}
 	if known := r[at+slices.Index(tickReads, "rate")] != nil || r[at+slices.Index(tickReads, "epoch")] != nil; !known {
@@ -221,7 +231,15 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int, li
 	if t.in.State, err = decodeTick(t.stored); err != nil {
 		return t, fmt.Errorf("redis data damaged: admission state: %w", err)
 	}
-	for i := at + len(tickReads); i+2 < len(r); i += 3 {
+	lanes, _ := r[at+len(tickReads)].([]any)
+	lp := reply{r: lanes}
+	for i := 0; i+2 < len(lanes); i += 3 {
+		t.lanes = append(t.lanes, laneRead{name: lp.str(i), id: int64(lp.float(i + 1)), length: lp.int(i + 2)})
+	}
+	if lp.err != nil {
+		return t, lp.err
+	}
+	for i := at + len(tickReads) + 1; i+2 < len(r); i += 3 {
 		t.front = append(t.front, admission.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
 	}
 	return t, p.err
@@ -233,26 +251,38 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int, li
 type admitPlan struct {
 	Set     map[string]string `json:"set"`     // the tick state's fields the plan changed ("" deletes one)
 	Add     map[string]int64  `json:"add"`     // and those it adds to (added)
-	Admit   [][3]any          `json:"admit"`   // user, ticket, token
-	NoShows [][3]any          `json:"noShows"` // user, ticket, the seen mark read (ms; 0 never)
-	Draw    *admitDraw        `json:"draw,omitempty"`
+	Admit   [][]any           `json:"admit"`   // user, ticket, token
+	NoShows [][]any           `json:"noShows"` // user, ticket, the seen mark read (ms; 0 never)
+	Draws   []admitDraw       `json:"draws,omitempty"`
 	Shadow  bool              `json:"shadow,omitempty"` // Admit are the shadow line's (admission.TickPlan.Shadow)
+	// The lanes but the public (issue 53): their planned, as Admit and
+	// NoShows with the lane fourth; Lanes: the queue has lanes (count each
+	// admitted on their lane).
+	LaneAdmit   [][]any `json:"laneAdmit,omitempty"`
+	LaneNoShows [][]any `json:"laneNoShows,omitempty"`
+	Lanes       bool    `json:"lanes,omitempty"`
 }
 
 // admitDraw is a random draw's part of admitPlan (admission.TickPlan.Draw).
 type admitDraw struct {
-	N          int      `json:"n"`          // how many to let in
-	Tokens     []string `json:"tokens"`     // theirs, in the order they are drawn
-	Values     []uint64 `json:"values"`     // random, for admission.DrawIndex
-	Judged     int64    `json:"judged"`     // admission.Absence
-	SeenBefore int64    `json:"seenBefore"` // in ms
+	N          int      `json:"n"`              // how many to let in
+	Tokens     []string `json:"tokens"`         // theirs, in the order they are drawn
+	Values     []uint64 `json:"values"`         // random, for admission.DrawIndex
+	Judged     int64    `json:"judged"`         // admission.Absence
+	SeenBefore int64    `json:"seenBefore"`     // in ms
+	Lane       string   `json:"lane,omitempty"` // a lane but the public (issue 53), drawn among its people only
+	ID         int64    `json:"id,omitempty"`   // its id (K.laneids)
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the
 // tokens' expiry, and the plan, with the phase_ fields that change.
 func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[string]string) ([]any, error) {
 	now := encodeTick(plan.State)
-	a := admitPlan{Set: phase, Add: map[string]int64{}, Admit: [][3]any{}, NoShows: [][3]any{}, Shadow: plan.Shadow}
+	if now["lane_shares"] == "" && t.stored["lane_shares"] != "" {
+		now["lane_shares"] = noShares // once set, never deleted (standing's rule)
+	}
+	a := admitPlan{Set: phase, Add: map[string]int64{}, Admit: [][]any{}, NoShows: [][]any{}, Shadow: plan.Shadow,
+		Lanes: !plan.Shadow && (len(t.in.Lanes) > 0 || len(t.in.Config.Lanes) > 0)}
 	for _, f := range tickFields {
 		switch {
 		case slices.Contains(added, f):
@@ -265,19 +295,16 @@ func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[s
 			a.Set[f] = now[f]
 		}
 	}
-	if plan.Draw > 0 { // MethodRandom: drawn in the script, with these values
-		a.Draw = &admitDraw{N: plan.Draw, Tokens: tokens[:plan.Draw], Values: admission.DrawValues(plan.Draws),
-			Judged: plan.Absent.Judged, SeenBefore: plan.Absent.SeenBefore.UnixMilli()}
-	}
+	a.Draws = planDraws(t, plan, tokens)
 	for i, w := range plan.Admitted {
-		a.Admit = append(a.Admit, [3]any{w.User, w.Ticket, tokens[i]})
+		a.admit(w, tokens[i])
 	}
 	for _, w := range plan.Skipped { // with the seen mark read: one seen since is not skipped
 		seen := int64(0)
 		if !w.Seen.IsZero() {
 			seen = w.Seen.UnixMilli()
 		}
-		a.NoShows = append(a.NoShows, [3]any{w.User, w.Ticket, seen})
+		a.noShow(w, seen)
 	}
 	js, err := json.Marshal(a)
 	return []any{t.stored["next"], plan.Expires.UnixMilli(), js}, err
@@ -308,7 +335,8 @@ func encodeTick(st admission.TickState) map[string]string {
 	return map[string]string{"next": ms(st.Next), "last_call": st.LastCall, "carry": num(st.Carry),
 		"inline": strconv.FormatInt(st.Inline, 10), "win_start": ms(st.WinStart), "win_count": strconv.FormatInt(st.WinCount, 10),
 		"measured": num(st.Measured), "pace_rate": num(st.PaceRate), "pace_busy": num(st.PaceBusy), "pace_at": ms(st.PaceAt),
-		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " "), "cap_room": capRoom}
+		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " "), "cap_room": capRoom,
+		"lane_credit": encodeShares(st.LaneCredit), "lane_shares": encodeShares(st.LaneShares)}
 }
 
 // decodeTick reads what encodeTick wrote; a field not set reads as zero.
@@ -333,7 +361,8 @@ func decodeTick(v map[string]string) (admission.TickState, error) {
 	st := admission.TickState{Next: ms("next"), LastCall: v["last_call"], Carry: num("carry"), Inline: int64(num("inline")),
 		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
-		Reach: int64(num("reach")), CapRoom: int64(num("cap_room")), Capped: v["cap_room"] != ""}
+		Reach: int64(num("reach")), CapRoom: int64(num("cap_room")), Capped: v["cap_room"] != "",
+		LaneCredit: decodeShares(v["lane_credit"]), LaneShares: decodeShares(v["lane_shares"])}
 	for _, c := range strings.Fields(v["checkpoints"]) {
 		at, ticket, _ := strings.Cut(c, ":")
 		a, e1 := strconv.ParseInt(at, 10, 64)

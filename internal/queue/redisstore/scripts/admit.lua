@@ -30,10 +30,16 @@
 --         admit    [[user, ticket, token], ...] planned, in order
 --         noShows  [[user, ticket, seen], ...] to pass over, with the seen
 --                  mark read (ms; 0 never)
---         draw     absent, or {n, tokens, values, judged, seenBefore}: how
---                  many to draw, their n tokens, the random values (each
---                  below 2^53), and the no-shows' judged ticket and seen
---                  bar (ms)
+--         draws    absent, or [{n, tokens, values, judged, seenBefore,
+--                  lane, id}, ...]: each a draw of how many to draw,
+--                  their n tokens, the random values (each below 2^53),
+--                  the no-shows' judged ticket and seen bar (ms), and
+--                  for a lane other than the public its name and id
+--                  (K.laneids; absent: the public line)
+--         laneAdmit, laneNoShows  absent, or as admit and noShows, each
+--                  [user, ticket, tokenOrSeen, lane], of other lanes
+--         lanes    true: the queue has lanes; each admitted counts on
+--                  their lane (K.lanestats admitted:<lane>)
 --         shadow   true: admit names places of the shadow line (K.shadow;
 --                  admission.TickPlan.Shadow), counted shadow_admitted
 -- A place cleared from the shadow line is read with its ticket rounded
@@ -55,17 +61,21 @@ if plan.shadow and not shadowTurn() then return {TICK_GONE} end
 -- taking (K.joined) goes at the end, once the admitted's is read.
 local popped = {}
 local line = plan.shadow and K.shadow or K.line
-local function pop(user, score)
-  redis.call('ZREM', line, user)
+local function pop(user, score, key)
+  redis.call('ZREM', key or line, user)
   redis.call('ZREM', K.seen, user)
   popped[#popped + 1] = user
   return unmark(user, score, plan.shadow)
 end
 
--- issue writes the user's token (memstore's state.issue).
-local function issue(user, token)
+-- issue writes the user's token (memstore's state.issue), and counts them
+-- on their lane (plan.lanes: the queue has lanes).
+local admitted, skipped, byLane = {}, 0, {}
+local function issue(user, token, lane)
   redis.call('HSET', K.tokens, user, token)
   redis.call('ZADD', K.texp, expires, user)
+  admitted[#admitted + 1] = user
+  byLane[lane or 'public'] = (byLane[lane or 'public'] or 0) + 1
 end
 
 -- draw lets in d.n users drawn at random (queue.MethodRandom); its twin
@@ -73,64 +83,69 @@ end
 -- gives in the line as it is then, so one drawn leaves before the next is
 -- drawn; a no-show drawn (admission.Absence.NoShow: ticket judged, not seen
 -- since the bar) leaves without a token. A user drawn leaves a gap in the
--- line, as a leaver does, for the snapshot.
+-- line, as a leaver does, for the snapshot. In a lane other than the
+-- public (d.lane, d.id: issue 53), the draw is among its band of K.lanes
+-- only, whose tickets are gaps already.
 local function draw(d)
-  local admitted, skipped, length = {}, 0, redis.call('ZCARD', K.line)
+  local key, base, length = K.line, 0, redis.call('ZCARD', K.line)
+  if d.lane then
+    key, base = K.lanes, redis.call('ZCOUNT', K.lanes, '-inf', '(' .. scoreText(d.id * BAND))
+    length = redis.call('ZCOUNT', K.lanes, '-inf', '(' .. scoreText((d.id + 1) * BAND)) - base
+  end
+  local n = 0
   for _, r in ipairs(d.values) do
-    if #admitted == d.n or length == 0 then
+    if n == d.n or length == 0 then
       break
     end
-    local rank = math.floor(r / 2 ^ 53 * length) -- admission.DrawIndex
-    local w = redis.call('ZRANGE', K.line, rank, rank, 'WITHSCORES')
-    local user, ticket = w[1], tonumber(w[2])
+    local rank = base + math.floor(r / 2 ^ 53 * length) -- admission.DrawIndex
+    local w = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+    local user, ticket = w[1], tonumber(w[2]) % BAND
     local absent = ticket <= d.judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < d.seenBefore -- admission.Absence.NoShow
-    if pop(user, ticket) then redis.call('ZADD', K.left, ticket, ticket) end -- addLeft
+    if pop(user, tonumber(w[2]), key) and not d.lane then redis.call('ZADD', K.left, ticket, ticket) end -- addLeft
     length = length - 1
     if absent then
       skipped = skipped + 1
     else
-      issue(user, d.tokens[#admitted + 1])
-      admitted[#admitted + 1] = user
+      n = n + 1
+      issue(user, d.tokens[n], d.lane)
     end
   end
-  return admitted, skipped
 end
 
-local admitted, skipped = {}, 0
-if plan.draw then
-  admitted, skipped = draw(plan.draw)
-end
+for _, d in ipairs(plan.draws or {}) do draw(d) end
 -- The users planned, admitted first, then the no-shows: each leaves the
 -- line if they still hold the ticket read, a no-show only if not seen
--- since their mark was read (one who asked meanwhile is not absent).
-local nAdmit = #plan.admit
-local planned = append(plan.admit, plan.noShows)
-for first = 1, #planned, 1000 do
-  local users = {}
-  for i = first, math.min(first + 999, #planned) do
-    users[#users + 1] = planned[i][1]
-  end
-  local held = redis.call('ZMSCORE', line, unpack(users))
-  for j = 1, #users do
-    local i = first + j - 1
-    local user, ticket, tokenOrSeen = planned[i][1], planned[i][2], planned[i][3]
-    local noShow = i > nAdmit
-    if math.floor(tonumber(held[j]) or -1) == ticket and (not noShow or (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
-      pop(user, tonumber(held[j]))
-      if noShow then
-        skipped = skipped + 1
-      else
-        issue(user, tokenOrSeen)
-        admitted[#admitted + 1] = user
+-- since their mark was read (one who asked meanwhile is not absent). Those
+-- of other lanes than the public (issue 53) are planned apart: their
+-- places are in K.lanes, their lane fourth.
+local function apply(planned, nAdmit, key)
+  for first = 1, #planned, 1000 do
+    local users = {}
+    for i = first, math.min(first + 999, #planned) do
+      users[#users + 1] = planned[i][1]
+    end
+    local held = redis.call('ZMSCORE', key, unpack(users))
+    for j = 1, #users do
+      local i = first + j - 1
+      local user, ticket, tokenOrSeen = planned[i][1], planned[i][2], planned[i][3]
+      local noShow = i > nAdmit
+      if math.floor((tonumber(held[j]) or -1) % BAND) == ticket and (not noShow or (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
+        pop(user, tonumber(held[j]), key)
+        if noShow then skipped = skipped + 1 else issue(user, tokenOrSeen, planned[i][4]) end
       end
     end
   end
 end
+local nAdmit, laneAdmit = #plan.admit, plan.laneAdmit or {} -- counted before append adds to them
+local nLaneAdmit = #laneAdmit
+apply(append(plan.admit, plan.noShows), nAdmit, line)
+apply(append(laneAdmit, plan.laneNoShows or {}), nLaneAdmit, K.lanes)
 
 for field, n in pairs(plan.add) do
   redis.call('HINCRBY', K.cfg, field, n)
 end
 if #admitted > 0 then redis.call('HINCRBY', K.cfg, plan.shadow and 'shadow_admitted' or 'admitted', #admitted) end
+for lane, n in pairs(plan.lanes and byLane or {}) do redis.call('HINCRBY', K.lanestats, 'admitted:' .. lane, n) end
 if skipped > 0 then redis.call('HINCRBY', K.cfg, 'abandoned', skipped) end
 local set, unset = {}, {}
 for field, value in pairs(plan.set) do

@@ -4,7 +4,7 @@
 --
 -- A user already in line (or in an opening's pre-queue) keeps their place;
 -- one holding a valid token gets it back. Anyone else is admitted at once,
--- with the token given, only if nobody waits, the queue is not paused, no
+-- with the token given, only if nobody waits (in any lane), the queue is not paused, no
 -- opening is ahead or being placed, the next admission tick's quota still
 -- has room (admission.MayAdmitNow: those let in this way come out of it, so the
 -- global rate holds; under the passthrough method the rate holds nobody
@@ -35,7 +35,8 @@ if held then
 end
 
 local busy = pace({NOT_IN_LINE}, cfg, adm, now, length)
-if cfg.paused == '1' or length > 0 or opening(cfg, adm) then
+-- Nobody waits in any lane (issue 53; looked for as standing does).
+if cfg.paused == '1' or length > 0 or opening(cfg, adm) or (adm.lane_shares and redis.call('ZCARD', K.lanes) > 0) then
   return busy
 end
 local quota = (tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate)) * tonumber(cfg.interval_ms) / 1000 + (tonumber(adm.carry) or 0)

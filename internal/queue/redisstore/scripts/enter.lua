@@ -22,6 +22,7 @@
 --        {LINE_FULL, length}
 --        {SOLD_OUT, length}
 --        {WAITING, position, length, ticket, paceLength}
+--        {LANE, position, length, ticket, lane, paceLength} in another lane
 --        {READY, token, expiresAtMs, paceLength}
 --        {PRE_QUEUE, paceLength} waiting for the opening, no place yet
 --        then one pace block for them all, as it stands after the last:
@@ -41,13 +42,16 @@ local length = redis.call('ZCARD', K.line)
 local function enterOne(user)
   local held, expired = standing(cfg, adm, user, now, length)
   if held then
-    if held[1] == WAITING then markSeen(cfg, adm, user, held[2], now) end
+    if held[1] == WAITING or held[1] == LANE then markSeen(cfg, adm, user, held[2], now) end
     held[#held + 1] = length
     return held, length
   end
   -- A token whose time is up: forget it, and line up again like anyone else.
   if expired then dropToken(user, 'expired', now) end
-  local full = length + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity)
+  -- Capacity counts every lane (issue 53), the other lanes only where
+  -- there may be some (standing's rule).
+  local others = adm.lane_shares and redis.call('ZCARD', K.lanes) or 0
+  local full = length + others + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity)
   if full then return {LINE_FULL, length}, length end
   if adm.units_left == '0' then return {SOLD_OUT, length}, length end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
@@ -55,7 +59,7 @@ local function enterOne(user)
     redis.call('ZADD', K.pre, 'NX', now, user)
     return {PRE_QUEUE, length}, length
   end
-  if length == 0 then
+  if length + others == 0 then
     redis.call('HSET', K.cfg, 'moved', now) -- someone starts waiting: the front has not stood still
     adm.moved = now
   end
@@ -64,7 +68,7 @@ local function enterOne(user)
   -- Tickets only grow, so the newcomer is last, behind the unplaced too.
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
-  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, position))
+  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, position, laneShare(adm, 'public')))
   return {WAITING, position, position, ticket, length + 1}, length + 1
 end
 

@@ -23,7 +23,7 @@ local now = clock()
 local length = redis.call('ZCARD', K.line)
 local held, expired = standing(cfg, adm, user, now, length)
 if held then
-  if held[1] == WAITING then markSeen(cfg, adm, user, held[2], now) end
+  if held[1] == WAITING or held[1] == LANE then markSeen(cfg, adm, user, held[2], now) end
   return pace(held, cfg, adm, now, length)
 end
 if expired then dropToken(user, 'expired', now) end

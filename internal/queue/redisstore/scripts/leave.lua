@@ -2,7 +2,9 @@
 -- an unused token. A user who leaves the line leaves a gap that
 -- snapshot.lua must know of: their ticket goes in K.left (the janitor,
 -- sweep.lua, drops those below the head); a place cleared from the shadow
--- line has no ticket, and leaves K.cleared instead (unmark).
+-- line has no ticket, and leaves K.cleared instead (unmark). One who
+-- leaves another lane than the public (K.lanes) left a gap when they
+-- joined.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] user id
@@ -19,6 +21,13 @@ if ticket then
   redis.call('HINCRBY', K.cfg, 'left', 1)
   return LEFT_LINE
 end
+-- Another lane's place (issue 53): its ticket is a gap already.
+if redis.call('ZREM', K.lanes, user) == 1 then
+  redis.call('ZREM', K.seen, user)
+  redis.call('HDEL', K.joined, user)
+  redis.call('HINCRBY', K.cfg, 'left', 1)
+  return LEFT_LINE
+end
 if redis.call('ZREM', K.shadow, user) == 1 then
   unmark(user, 0, true)
   redis.call('HDEL', K.joined, user)
@@ -26,6 +35,7 @@ if redis.call('ZREM', K.shadow, user) == 1 then
   return LEFT_LINE
 end
 if redis.call('ZREM', K.pre, user) == 1 then
+  redis.call('HDEL', K.prelanes, user)
   -- While the opening is placed, pre-queued users hold reserved tickets:
   -- they entered, and now they left (place.lua leaves their ticket a gap).
   if redis.call('HGET', K.cfg, 'open_state') == 'placing' then

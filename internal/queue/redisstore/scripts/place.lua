@@ -9,7 +9,9 @@
 --
 -- KEYS the queue's (the generated text's second line names them): in cfg,
 --      open_state, open_owner, open_lease, open_first, open_next, open_end;
---      pre, line, joined, and left for the gaps; closed, dropped when done
+--      pre, line, joined, and left for the gaps; closed, dropped when done;
+--      prelanes, the lane each was placed in (none: the public), and
+--      lanes, laneids for those in another (a gap in the public line too)
 -- ARGV[1] owner, ARGV[2] lease (ms), ARGV[3] first, ARGV[4..] users (at
 --         most 1000)
 -- Reply: NOT_OWNER the caller does not hold the lease, or first is not
@@ -28,16 +30,27 @@ local last = tonumber(adm.open_end)
 if first + #users - 1 > last then
   return redis.error_reply('PLACE ' .. #users .. ' users from ticket ' .. first .. ' run past the last reserved, ' .. last)
 end
-local waiting = {}
+local waiting, lanes = {}, {}
 if #users > 0 then
   waiting = redis.call('ZMSCORE', K.pre, unpack(users))
+  lanes = redis.call('HMGET', K.prelanes, unpack(users))
 end
 local now = clock()
 
 local adds, placed, joined, gaps = {}, {}, {}, {}
 for i = 1, #users do
   local ticket = first + i - 1
-  if waiting[i] and users[i] ~= '' then
+  if waiting[i] and users[i] ~= '' and lanes[i] then
+    -- Into the lane they joined the pre-queue for (issue 53): a gap in the public line.
+    redis.call('ZADD', K.lanes, scoreText(laneId(lanes[i], true) * BAND + ticket), users[i])
+    append(gaps, {ticket, ticket})
+    placed[#placed + 1] = users[i]
+    append(joined, {users[i], now .. ' -1'})
+    if not adm.lane_shares then -- standing looks in K.lanes from now on (join.lua)
+      redis.call('HSET', K.cfg, 'lane_shares', '-')
+      adm.lane_shares = '-'
+    end
+  elseif waiting[i] and users[i] ~= '' then
     append(adds, {ticket, users[i]})
     placed[#placed + 1] = users[i]
     -- Their place's taking (enter.lua's): shown the opening's time, no wait.
@@ -46,9 +59,10 @@ for i = 1, #users do
     append(gaps, {ticket, ticket})
   end
 end
+if #adds > 0 then redis.call('ZADD', K.line, unpack(adds)) end
 if #placed > 0 then
-  redis.call('ZADD', K.line, unpack(adds))
   redis.call('ZREM', K.pre, unpack(placed))
+  redis.call('HDEL', K.prelanes, unpack(placed))
   redis.call('HSET', K.joined, unpack(joined))
 end
 if #gaps > 0 then

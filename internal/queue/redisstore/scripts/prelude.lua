@@ -11,6 +11,11 @@
 -- UNKNOWN_QUEUE is kindUnknownQueue; TestReplyKindsAgree).
 local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE, SHADOW = -1, -2, -3, 0, 1, 2, 3, 4
 
+-- Reply kinds of lanes (issue 53): LANE, a place in a lane other than the
+-- public (laneStanding); join.lua's code the queue does not hold (or
+-- expired), and code with no redemption left.
+local LANE, INVALID_CODE, CODE_USED = 5, -4, -5
+
 -- Reply kinds of open_due.lua: no opening pending, one not yet due, one
 -- due (the caller holds the lease), one another instance is placing.
 local NO_OPENING, NOT_DUE, DUE, PLACED_ELSEWHERE = 0, 1, 2, 3
@@ -75,6 +80,34 @@ local function rateInForce(cfg, eff)
   return adaptive and math.max(tonumber(cfg.min_rate), math.min(tonumber(eff), tonumber(cfg.max_rate))) or tonumber(cfg.rate)
 end
 
+-- BAND is a lane's band of scores in K.lanes (keys.go): a place there is
+-- laneId × BAND + its ticket.
+local BAND = 2 ^ 40
+
+-- scoreText is a score as Redis must be given it: a Lua number argument
+-- is sent with 14 digits, and a lane's score has up to 16.
+local function scoreText(x)
+  return string.format('%.0f', x)
+end
+
+-- laneId is the lane's id (K.laneids), a new one (never one used before)
+-- when create and the lane has none yet; else nil.
+local function laneId(name, create)
+  local id = tonumber(redis.call('HGET', K.laneids, name))
+  if id or not create then return id end
+  id = redis.call('HINCRBY', K.laneids, '#', 1)
+  redis.call('HSET', K.laneids, name, id, '#' .. id, name)
+  return id
+end
+
+-- laneShare is the share of the rate the lane got at the last tick
+-- (adm.lane_shares, "name=share ...": admission.TickState.LaneShares), or
+-- nil: none known (a queue without lanes: the whole rate).
+local function laneShare(adm, name)
+  local s = adm.lane_shares
+  return s and tonumber(string.match(' ' .. s, ' ' .. (string.gsub(name, '%-', '%%-')) .. '=(%S+)')) or nil
+end
+
 -- shown is the wait (s) a newcomer at position is told (queue.Pace.Shown,
 -- their line as long as their position): a draw's expected wait or the
 -- position's, at the rate an estimate divides by (Pace.EstimateRate: the
@@ -84,11 +117,13 @@ end
 -- interval rounded down, at most a batch and, under a live-token cap, the
 -- room the last tick left under it, adm.cap_room), the interval in seconds
 -- figured as Go's Duration.Seconds does, whole seconds plus the rest, so
--- both round alike.
-local function shown(cfg, adm, position)
+-- both round alike. In a lane, the rate is the lane's share of it (share:
+-- Pace.LaneShare; nil without lanes).
+local function shown(cfg, adm, position, share)
   local r, busy = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0
   local m = busy >= 10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
   if m > 0 and math.abs(m - r) > r / 10 then r = m end
+  if share and share > 0 then r = r * share end
   local ms = tonumber(cfg.interval_ms)
   local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg.batch), tonumber(adm.cap_room) or math.huge)
   local drawn = (adm.phase_method or cfg.method) == 'random'
@@ -104,7 +139,7 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg.epoch, adm.phase_rate or cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused,
     adm.phase_rate and '0' or cfg.adaptive, cfg.min_rate, cfg.max_rate, cfg.opens_at, adm.phase_method or cfg.method,
-    adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room, now, length})
+    adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room, adm.lane_shares, now, length})
 end
 
 -- opening is whether an opening's pre-queue may hold users: one is ahead
@@ -135,7 +170,7 @@ end
 local function shadowTurn()
   local c = redis.call('HMGET', K.cfg, 'shadow_admits', 'opens_at', 'open_state')
   local ahead = c[3] == 'placing' or ((tonumber(c[2]) or 0) > 0 and not c[3])
-  return c[1] == 'last' and not ahead and redis.call('ZCARD', K.line) == 0
+  return c[1] == 'last' and not ahead and redis.call('ZCARD', K.line) + redis.call('ZCARD', K.lanes) == 0
 end
 
 -- markSeen: when no-shows are skipped (cfg.abandon_ms), a waiting user at
@@ -168,10 +203,26 @@ local function shadowStanding(cfg, adm, user, ticket, length)
   return {SHADOW, position, math.max(length + n + 1, position), ticket, behind, 0}
 end
 
+-- laneStanding answers a place in a lane other than the public, whose
+-- score in K.lanes is score: {LANE, position, length, ticket, lane}, its
+-- rank and length within its lane's band, behind the unplaced of an
+-- opening as standing's.
+local function laneStanding(adm, score)
+  local lo = math.floor(score / BAND) * BAND
+  local n, last = unplaced(adm)
+  local ticket = score - lo
+  local ahead = last and ticket > last and n or 0
+  local rank = redis.call('ZCOUNT', K.lanes, scoreText(lo), scoreText(score))
+  local length = redis.call('ZCOUNT', K.lanes, scoreText(lo), '(' .. scoreText(lo + BAND))
+  return {LANE, rank + ahead, length + n, ticket, redis.call('HGET', K.laneids, '#' .. (lo / BAND))}
+end
+
 -- standing is where the user stands: {WAITING, position, length, ticket}
 -- in line (behind the unplaced of an opening when they entered after its
 -- close; ticket 0 for a place cleared from the shadow line, whose score is
--- a half above a ticket), shadowStanding's in the shadow line,
+-- a half above a ticket), laneStanding's in another lane (looked for only
+-- in a queue that has had lanes: adm.lane_shares is set, and never
+-- deleted, once anyone could stand in one), shadowStanding's in the shadow line,
 -- {PRE_QUEUE} in the opening's pre-queue, {READY, token, expiresAtMs}
 -- with a valid token; else nil, and the token they hold whose time is up,
 -- if any.
@@ -182,6 +233,8 @@ local function standing(cfg, adm, user, now, length)
     local ahead = last and tonumber(ticket) > last and n or 0 -- the unplaced, for one who entered after the close
     return {WAITING, redis.call('ZRANK', K.line, user) + 1 + ahead, length + n, tonumber(ticket) % 1 == 0 and tonumber(ticket) or 0}
   end
+  local score = adm.lane_shares and redis.call('ZSCORE', K.lanes, user)
+  if score then return laneStanding(adm, tonumber(score)) end
   local shadowTicket = redis.call('ZSCORE', K.shadow, user)
   if shadowTicket then return shadowStanding(cfg, adm, user, tonumber(shadowTicket), length) end
   if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then return {PRE_QUEUE} end

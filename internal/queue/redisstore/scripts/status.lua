@@ -9,6 +9,7 @@
 --        a field this script needs; else standing's, then the pace block:
 --        {NOT_IN_LINE, pace...}
 --        {WAITING, position, length, ticket, pace...}
+--        {LANE, position, length, ticket, lane, pace...} in another lane
 --        {READY, token, expiresAtMs, pace...}
 --        {PRE_QUEUE, pace...} waiting for the opening, no place yet
 local user = ARGV[1]
@@ -17,7 +18,7 @@ if refused then return refused end
 local now = clock()
 local length = redis.call('ZCARD', K.line)
 local held = standing(cfg, adm, user, now, length)
-if held and held[1] == WAITING then
+if held and (held[1] == WAITING or held[1] == LANE) then
   markSeen(cfg, adm, user, held[2], now)
 end
 return pace(held or {NOT_IN_LINE}, cfg, adm, now, length)

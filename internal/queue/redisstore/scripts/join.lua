@@ -1,0 +1,103 @@
+-- join: enter in a lane (issue 53; queue.Store.Join), in one step: a lane
+-- the person's claims give, or the lane of an access code redeemed with
+-- the place it gives. enter.lua keeps the public, code-less enter (and its
+-- batching); this is everyone else's.
+--
+-- A code (by its hash, K.codes "lane usesLeft expiresMs") the queue does
+-- not hold, or expired, is INVALID_CODE. Someone READY, in the shadow
+-- line, or already in the code's lane (or in the pre-queue for it) is
+-- answered where they stand, the code not used; a code with no
+-- redemption left is then CODE_USED. Someone waiting in another lane who
+-- redeems a code moves to the back of the code's lane with a new ticket
+-- (their old one a gap, so nobody's position rises; counted in
+-- lane_moves, which stats.lua takes from the joins: one person, one
+-- join), or, in an opening's pre-queue, is placed in the code's lane by
+-- it (K.prelanes). Without a code, the lane asked for (one not in force
+-- is the public) is where a newcomer takes their place; anyone already
+-- placed keeps it. Line full, sold out: refused as enter.lua does, before
+-- a code is used. A redemption counts on its lane (K.lanestats
+-- redeemed:<lane>). A new place in a lane other than the public takes the
+-- next ticket of the one counter, is a gap of the public line (K.left),
+-- and sets adm.lane_shares if the queue has none yet, for standing to
+-- look in K.lanes from now on.
+--
+-- KEYS the queue's (the generated text's second line names them)
+-- ARGV[1] user id, ARGV[2] the lane asked for ('' the public), ARGV[3]
+--         the code's hash ('' none)
+-- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED (nothing written);
+--        {INVALID_CODE}; {CODE_USED}; {LINE_FULL}; {SOLD_OUT}; else
+--        standing's (WAITING, LANE, READY, PRE_QUEUE, SHADOW) then the
+--        pace block, its length the lane's
+local user, asked, hash = ARGV[1], ARGV[2], ARGV[3]
+local cfg, adm, refused = config({'rate', 'batch', 'interval_ms', 'capacity'}, {'abandon_ms', 'opens_at'})
+if refused then return refused end
+local now = clock()
+local length = redis.call('ZCARD', K.line)
+local lane, code = asked, nil
+if hash ~= '' then
+  local name, uses, exp = string.match(redis.call('HGET', K.codes, hash) or '', '^(%S+) (%-?%d+) (%d+)$')
+  if not name or (tonumber(exp) > 0 and tonumber(exp) <= now) then return {INVALID_CODE} end
+  lane, code = name, {tonumber(uses), exp}
+elseif not string.find(adm.phase_lanes or cfg.lanes or '', '"name":"' .. asked .. '"', 1, true) then
+  lane = 'public' -- a lane not in force
+end
+if lane == '' then lane = 'public' end
+
+local held, expired = standing(cfg, adm, user, now, length)
+local kind = held and held[1]
+local from = kind == LANE and held[5] or kind == WAITING and 'public' or kind == PRE_QUEUE and (redis.call('HGET', K.prelanes, user) or 'public')
+if held and (not code or from == lane or not from) then -- kept: no code, READY, SHADOW, or in the code's lane
+  if kind == WAITING or kind == LANE then markSeen(cfg, adm, user, held[2], now) end
+  return pace(held, cfg, adm, now, kind == LANE and held[3] or length)
+end
+if code and code[1] <= 0 then return {CODE_USED} end
+if expired then dropToken(user, 'expired', now) end
+local others = redis.call('ZCARD', K.lanes)
+if not held then
+  if length + others + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity) then return {LINE_FULL} end
+  if adm.units_left == '0' then return {SOLD_OUT} end
+end
+if code then
+  redis.call('HSET', K.codes, hash, lane .. ' ' .. (code[1] - 1) .. ' ' .. code[2])
+  redis.call('HINCRBY', K.lanestats, 'redeemed:' .. lane, 1)
+end
+if kind == PRE_QUEUE or (not held and (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state) then
+  -- The opening places them, in their lane (place.lua).
+  redis.call('ZADD', K.pre, 'NX', now, user)
+  if lane == 'public' then redis.call('HDEL', K.prelanes, user) else redis.call('HSET', K.prelanes, user, lane) end
+  return pace({PRE_QUEUE}, cfg, adm, now, length)
+end
+if held then -- a move: the old place leaves a gap, the person takes a new one
+  if kind == WAITING then
+    local old = redis.call('ZSCORE', K.line, user)
+    redis.call('ZREM', K.line, user)
+    if unmark(user, tonumber(old), false) then redis.call('ZADD', K.left, old, old) end
+    length = length - 1
+  else
+    redis.call('ZREM', K.lanes, user)
+    others = others - 1
+  end
+  redis.call('HINCRBY', K.cfg, 'lane_moves', 1)
+end
+if length + others == 0 then
+  redis.call('HSET', K.cfg, 'moved', now) -- someone starts waiting (enter.lua)
+  adm.moved = now
+end
+local ticket = redis.call('INCR', K.seq)
+local placed
+if lane == 'public' then
+  redis.call('ZADD', K.line, ticket, user)
+  length = length + 1
+  placed = {WAITING, length + unplaced(adm), length + unplaced(adm), ticket}
+else
+  redis.call('ZADD', K.lanes, scoreText(laneId(lane, true) * BAND + ticket), user)
+  redis.call('ZADD', K.left, ticket, ticket) -- a gap in the public line
+  if not adm.lane_shares then
+    redis.call('HSET', K.cfg, 'lane_shares', '-')
+    adm.lane_shares = '-'
+  end
+  placed = laneStanding(adm, tonumber(redis.call('ZSCORE', K.lanes, user)))
+end
+markSeen(cfg, adm, user, placed[2], now)
+redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, placed[2], laneShare(adm, lane)))
+return pace(placed, cfg, adm, now, placed[3])
