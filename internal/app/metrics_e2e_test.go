@@ -65,12 +65,13 @@ func TestMetricsAddUp(t *testing.T) {
 			in.Do("POST", "/api/v1/queues/"+q+"/entries", "", nil) // one unauthenticated rejection
 
 			series := func(name string) string { return name + `{queue="` + q + `"}` }
+			publicLength := `waitroom_queue_length{lane="public",queue="` + q + `"}` // a queue without lanes is one lane
 			m := apptest.Metrics(t, in.Base)
 			want := map[string]float64{
 				series("waitroom_entered_total"):                    30,
 				series("waitroom_left_total"):                       5,
 				series("waitroom_admitted_total"):                   25,
-				series("waitroom_queue_length"):                     0,
+				publicLength:                                        0,
 				series("waitroom_tokens_consumed_total"):            5,
 				series("waitroom_tokens_returned_total"):            3,
 				`waitroom_orders_total{result="created"}`:           5,
@@ -93,7 +94,7 @@ func TestMetricsAddUp(t *testing.T) {
 			balance := func(q string, m map[string]float64) {
 				t.Helper()
 				series := func(name string) float64 { return m[name+`{queue="`+q+`"}`] }
-				entered, waiting, admitted, left := series("waitroom_entered_total"), series("waitroom_queue_length"),
+				entered, waiting, admitted, left := series("waitroom_entered_total"), m[`waitroom_queue_length{lane="public",queue="`+q+`"}`],
 					series("waitroom_admitted_total"), series("waitroom_left_total")
 				left += series("waitroom_abandoned_total") // skipped as no-shows: out of line like leavers
 				consumed, active, expired, returned := series("waitroom_tokens_consumed_total"), series("waitroom_tokens_active"),

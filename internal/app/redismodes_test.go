@@ -52,8 +52,8 @@ func TestOnRedisCluster(t *testing.T) {
 		t.Fatalf("order: %d %s", r.Status, r.Raw)
 	}
 	m := apptest.Metrics(t, a.Base)
-	if m[`waitroom_store_up`] != 1 || m[`waitroom_queue_length{queue="south"}`] != 5 {
-		t.Errorf("metrics on the cluster: store_up %v, south length %v", m[`waitroom_store_up`], m[`waitroom_queue_length{queue="south"}`])
+	if m[`waitroom_store_up`] != 1 || m[`waitroom_queue_length{lane="public",queue="south"}`] != 5 {
+		t.Errorf("metrics on the cluster: store_up %v, south length %v", m[`waitroom_store_up`], m[`waitroom_queue_length{lane="public",queue="south"}`])
 	}
 }
 

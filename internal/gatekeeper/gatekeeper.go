@@ -199,7 +199,7 @@ func (g *Gatekeeper) Enter(ctx context.Context, q string, e Entrant) (queue.View
 		}
 	}
 	if len(signals) == 0 {
-		return g.o.Queue.Enter(ctx, q, e.Caller.User)
+		return g.o.Queue.Enter(ctx, q, e.Caller.User, e.Join)
 	}
 	return g.act(ctx, q, cfg, e, signals)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
 
@@ -67,6 +68,10 @@ type Entrant struct {
 	// trusted proxy sent it: "" when it sent none, or the request did not
 	// come from a trusted proxy (a client's own copy is never believed).
 	Score string
+	// Join is the lane a newcomer asks for (issue 53): their claims' lane,
+	// or an access code's hash (queue.Service.Enter). A likely bot's place
+	// in the shadow line takes none: cleared, it joins the public lane.
+	Join lane.Join
 }
 
 // Entrant reads who asks for a place from the request made by caller.
@@ -183,7 +188,7 @@ func (g *Gatekeeper) act(ctx context.Context, q string, cfg queue.InForce, e Ent
 	}
 	if action == suspect.Challenge { // the dearer proof is paid already
 		g.note(ctx, q, e, signals, action)
-		return g.o.Queue.Enter(ctx, q, e.Caller.User)
+		return g.o.Queue.Enter(ctx, q, e.Caller.User, e.Join)
 	}
 	v, err := g.knock(ctx, q, e.Caller.User)
 	if err != nil || v.State != queue.NotInQueue {
@@ -194,7 +199,7 @@ func (g *Gatekeeper) act(ctx context.Context, q string, cfg queue.InForce, e Ent
 	case suspect.Refuse:
 		return queue.View{}, ErrSuspectedBot
 	case suspect.Allow:
-		return g.o.Queue.Enter(ctx, q, e.Caller.User)
+		return g.o.Queue.Enter(ctx, q, e.Caller.User, e.Join)
 	}
 	return g.o.Queue.EnterShadow(ctx, q, e.Caller.User, g.mark(e, signals))
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/humancheck"
@@ -66,6 +67,12 @@ var errorTable = []struct {
 	{queue.ErrTokenInvalid, errorRow{http.StatusForbidden, "entry_token_invalid", 0}},
 	{queue.ErrTokenInUse, errorRow{http.StatusConflict, "order_in_progress", 0}},
 	{front.ErrTicketInvalid, errorRow{http.StatusForbidden, "ticket_invalid", 0}},
+	// A malformed code is answered as a wrong one: the answer tells a
+	// guesser nothing about what the queue holds.
+	{accesscode.ErrInvalid, errorRow{http.StatusForbidden, "invalid_code", 0}},
+	{accesscode.ErrMalformed, errorRow{http.StatusForbidden, "invalid_code", 0}},
+	{accesscode.ErrUsed, errorRow{http.StatusConflict, "code_used", 0}},
+	{errCodeInURL, errorRow{http.StatusBadRequest, "code_in_url", 0}},
 	{queue.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{order.ErrProductNotFound, errorRow{http.StatusNotFound, "product_not_found", 0}},
 	{order.ErrOutOfStock, errorRow{http.StatusConflict, "out_of_stock", 0}},

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -82,7 +83,16 @@ func (s *Server) visit(r *http.Request, q string) web.Visit {
 // visitor in without a challenge (any, or a signed-in user); under
 // challenge, or a human check (turnstile), it says plainly why it cannot. A refresh that finds the visitor
 // out of line (?joined=1) says so rather than take a new place unasked.
+//
+// Its form POSTs an access code (accessCode, in the body: issue 53): the
+// visitor then enters with the code, whether or not they hold a place (a
+// code moves them to its lane), and a code turned down leaves them where
+// they stood.
 func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
+	if codeInURL(r) {
+		s.writeError(w, r, errCodeInURL)
+		return
+	}
 	q, ok := s.pageQueue(w, r)
 	if !ok {
 		return
@@ -94,11 +104,17 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := s.Queue.Status(r.Context(), q, caller.User)
-	if err == nil && v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1" {
+	join, err := s.joinOf(r, caller)
+	refused := codeRefused(err) // a malformed code: shown as a wrong one, nobody enters with it
+	if refused {
+		err = nil
+	}
+	v, err := s.noScriptStatus(r, q, caller.User, err)
+	if err == nil && !refused && (join.Code != "" || v.State == queue.NotInQueue && r.URL.Query().Get("joined") != "1") {
 		e := s.Gate.Entrant(r, caller)
 		e.Proof, e.HumanToken = "", "" // the page without JavaScript solves no challenge, runs no widget
-		v, err = s.Gate.Enter(r.Context(), q, e)
+		e.Join = join
+		v, err = s.noScriptEnter(r, q, e, v)
 	} else if err == nil {
 		s.Gate.Polled(q, caller.User, v)
 	}
@@ -111,6 +127,30 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 		visit.NoScript.Draw = &web.DrawShown{Participant: p.ID, Salt: p.Salt}
 	}
 	s.Page.Waiting(w, r, visit)
+}
+
+// noScriptStatus is where the visitor stands, unless reading the request
+// failed already (err).
+func (s *Server) noScriptStatus(r *http.Request, q, user string, err error) (queue.View, error) {
+	if err != nil {
+		return queue.View{}, err
+	}
+	return s.Queue.Status(r.Context(), q, user)
+}
+
+// noScriptEnter enters for the page without JavaScript; a code turned down
+// (wrong, used) leaves the visitor's standing as it was, v.
+func (s *Server) noScriptEnter(r *http.Request, q string, e gatekeeper.Entrant, v queue.View) (queue.View, error) {
+	got, err := s.Gate.Enter(r.Context(), q, e)
+	if e.Join.Code != "" && codeRefused(err) {
+		return v, nil
+	}
+	return got, err
+}
+
+// codeRefused says whether err turns an access code down.
+func codeRefused(err error) bool {
+	return errors.Is(err, accesscode.ErrInvalid) || errors.Is(err, accesscode.ErrMalformed) || errors.Is(err, accesscode.ErrUsed)
 }
 
 // standing is a view of the line, or the error that stood in its way

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/web"
@@ -38,6 +39,7 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 	switch {
 	case opening: // no place yet: opensAt instead, below
 	case v.State == queue.Waiting:
+		b = appendLane(b, v)
 		b = append(b, `,"position":`...)
 		if v.Drawn { // a draw (queueingMethod random): no place to tell
 			b = append(b, "null"...)
@@ -49,6 +51,7 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 		b = append(b, `,"estimatedWaitSeconds":`...)
 		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
 	case v.State == queue.Ready:
+		b = appendLane(b, v)
 		if v.Token != "" {
 			b = append(b, `,"token":`...)
 			b = appendJSONString(b, v.Token)
@@ -89,6 +92,17 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 		b = appendJSONString(b, message)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendLane appends the answer's lane, in a queue with lanes (issue 53;
+// queue.View.Lane): a lane's name needs no escaping (lane.Lane.Name).
+func appendLane(b []byte, v queue.View) []byte {
+	if v.Lane == "" {
+		return b
+	}
+	b = append(b, `,"lane":"`...)
+	b = append(b, v.Lane...)
+	return append(b, '"')
 }
 
 // appendJSONString appends s as a JSON string. States and tokens (base64url)
@@ -169,6 +183,10 @@ const maxWaitSeconds = 25
 // An enter that lands near the front waits as a status poll would, rather
 // than have the client sleep pollAfterSeconds while being let in.
 func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
+	if codeInURL(r) { // refused before anything reads, logs or counts the request's URL
+		s.writeError(w, r, errCodeInURL)
+		return
+	}
 	caller, err := s.Identity.Caller(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -179,6 +197,10 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	if err == nil {
 		err = s.takeTicket(r, user)
 	}
+	var join lane.Join
+	if err == nil && enter {
+		join, err = s.joinOf(r, caller)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -188,6 +210,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		return
 	}
 	entrant := s.Gate.Entrant(r, caller)
+	entrant.Join = join
 	if s.Degraded.AdmitNow(r.PathValue("queue")) {
 		s.answerDegraded(w, r, entrant, enter)
 		return
@@ -609,6 +632,7 @@ func toStatsJSON(st queue.Stats, now time.Time) map[string]any {
 	for _, set := range queue.Settings {
 		out[set.Name] = set.Value(st.Config)
 	}
+	out["laneStats"] = toLaneStats(st)
 	out["phaseInForce"] = nil
 	if in := st.Config.InForce(now); in.PhaseInForce != "" {
 		out["phaseInForce"] = in.PhaseInForce // its own rate is already the effective one (operate.Operator.Stats)

@@ -34,8 +34,8 @@ import (
 	"github.com/waitroom/waitroom/internal/web"
 )
 
-// maxBody bounds every JSON body but a queue's settings; a larger one is
-// refused before parsing.
+// maxBody bounds every JSON body but a queue's settings and an upload of
+// access codes (maxCodesBody); a larger one is refused before parsing.
 const maxBody = 4 << 10
 
 // maxSettingsBody bounds a queue's settings (PUT, PATCH): a message may be
@@ -142,9 +142,10 @@ func New(o Options) *Server {
 	s.draws = newDrawCache(o.Draws, o.Logger)
 	s.fronts = newFrontCache(o.Queue, s.draws)
 	m := s.mux
-	// Every route but the four that read a JSON body refuses a body larger
-	// than maxIgnoredBody (bodiless).
-	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.bodiless(s.enter))
+	// Every route but those that read a JSON body refuses a body larger
+	// than maxIgnoredBody (bodiless); enter and the page without JavaScript
+	// read theirs, an access code, within that bound (smallBody).
+	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.smallBody(s.enter))
 	m.HandleFunc("GET /api/v1/queues/{queue}/challenge", s.bodiless(s.challenge))
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.bodiless(s.status))
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.bodiless(s.leave))
@@ -168,6 +169,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/report", s.bodiless(s.admin(s.queueReport)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/sold-out", s.bodiless(s.admin(s.soldOut)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/restock", s.admin(s.restock))
+	m.HandleFunc("POST /admin/v1/queues/{queue}/codes", s.admin(s.addCodes))
 	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
@@ -183,6 +185,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /{$}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}/noscript", s.bodiless(s.noScript))
+	m.HandleFunc("POST /q/{queue}/noscript", s.smallBody(s.noScript)) // its access code form (issue 53)
 	m.HandleFunc("GET /static/", s.bodiless(s.pageFiles))
 	m.HandleFunc("GET /assets/custom/", s.bodiless(s.pageFiles))
 	m.HandleFunc("GET /admin", s.bodiless(s.pageFiles))

@@ -172,6 +172,25 @@ func (id *Identity) User(r *http.Request) (string, error) {
 	return c.User, err
 }
 
+// Claims are the claims of the request's user JWT, checked as Caller
+// checks it (nil without a valid one: an anonymous session has none).
+// What a signed-in user's lane is judged by (lane.List.ByClaims). The
+// token is verified again rather than its claims kept in the cache of
+// verified tokens, which holds a few dozen bytes a user: only an enter
+// into a queue whose lanes go by claims asks.
+func (id *Identity) Claims(r *http.Request) map[string]any {
+	raw, ok := Bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return nil
+	}
+	claims := jwt.MapClaims{}
+	tok, err := id.parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return id.secret, nil })
+	if err != nil || !tok.Valid {
+		return nil
+	}
+	return claims
+}
+
 func (id *Identity) userFromJWT(raw string) (string, error) {
 	key := digestOf(raw)
 	if v, ok := id.cached(key); ok && time.Now().UnixMilli() < v.exp {

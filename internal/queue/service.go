@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
@@ -59,6 +60,12 @@ type View struct {
 	// next poll is due (admissionNear), so a request willing to wait for
 	// news is worth holding (HoldFrom).
 	AdmissionNear bool
+	// Lane is the lane the place is in (issue 53), while WAITING or READY
+	// in a queue with lanes (lane.Public for the public's); "" in a queue
+	// without lanes, whose answers keep their shape. Position and Length
+	// are then within the lane. A place in another lane than the public's
+	// has no Ticket: the front document places only the public lane.
+	Lane string
 }
 
 // admissionNear says whether admission may reach this waiting user before
@@ -317,8 +324,21 @@ func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, er
 // place where they stand, and refuses anyone else (ErrQueueClosed). Under
 // passthrough a newcomer is let straight in while MaxActiveTokens has room
 // (Store.AdmitNow, outside the rate), and joins the line otherwise.
-func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
-	return s.enter(ctx, queue, user, nil)
+//
+// in, at most one, is the lane asked for (issue 53): the lane the user's
+// claims give, or an access code's hash, which then decides the lane and
+// is redeemed with the place (Store.Join: accesscode.ErrInvalid,
+// accesscode.ErrUsed). None, or the public lane without a code, enters as
+// in a queue without lanes. (A parameter rather than a method of its own:
+// package queue's exports are capped, and every caller but the HTTP
+// layer's enters the public lane.) A code is never let straight in under
+// passthrough: it is checked, and spent, by the store's step.
+func (s *Service) Enter(ctx context.Context, queue, user string, in ...lane.Join) (View, error) {
+	var j lane.Join
+	if len(in) > 0 {
+		j = in[0]
+	}
+	return s.enter(ctx, queue, user, nil, j)
 }
 
 // EnterShadow is Enter for a suspect (issue 51): a newcomer's place is
@@ -330,11 +350,11 @@ func (s *Service) Enter(ctx context.Context, queue, user string) (View, error) {
 // straight in: it takes its place in the shadow line, as when the line is
 // busy.
 func (s *Service) EnterShadow(ctx context.Context, queue, user string, mark suspect.Mark) (View, error) {
-	return s.enter(ctx, queue, user, &mark)
+	return s.enter(ctx, queue, user, &mark, lane.Join{})
 }
 
-// enter is Enter, and EnterShadow when mark is set.
-func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.Mark) (View, error) {
+// enter is Enter in the lane j asks for, and EnterShadow when mark is set.
+func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.Mark, j lane.Join) (View, error) {
 	if err := validate(queue, user); err != nil {
 		return View{}, err
 	}
@@ -349,15 +369,18 @@ func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.M
 		}
 		return v, err
 	}
-	if c.Method == MethodPassthrough && mark == nil {
+	if c.Method == MethodPassthrough && mark == nil && j.Code == "" {
 		if v, err := s.admitNow(ctx, queue, user); err != nil || v.State != NotInQueue {
 			return v, err
 		}
 	}
 	var e Standing
-	if mark != nil {
+	switch {
+	case mark != nil:
 		e, err = s.store.EnterShadow(ctx, queue, user, *mark)
-	} else {
+	case j.Code != "" || !isPublic(j.Lane):
+		e, err = s.store.Join(ctx, queue, user, j)
+	default:
 		e, err = s.store.Enter(ctx, queue, user)
 	}
 	if err != nil {
@@ -530,10 +553,34 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 	return c.InForce(s.Clock()), nil
 }
 
+// isPublic says whether name is the public lane ("" in a Standing).
+func isPublic(name string) bool { return name == "" || name == lane.Public }
+
+// laneOf is the lane answered for standing e of the queue (View.Lane):
+// its lane while waiting or READY in a queue that has lanes in force, or
+// in a lane of its own (a phase may have ended the lanes since it joined),
+// "" otherwise. The config in force is read at most once a second
+// (ConfigInForce), so a queue without lanes pays one cached read a poll.
+func (s *Service) laneOf(ctx context.Context, queue string, e Standing) string {
+	if e.State != Waiting && e.State != Ready {
+		return ""
+	}
+	if !isPublic(e.Lane) {
+		return e.Lane
+	}
+	if c, err := s.ConfigInForce(ctx, queue); err == nil && len(c.Lanes) > 0 {
+		return lane.Public
+	}
+	return ""
+}
+
 // view is what the user of the queue is told of their standing e.
 func (s *Service) view(ctx context.Context, queue string, e Standing) View {
-	v := View{State: e.State, Paused: e.Pace.Paused}
-	if e.State == Waiting && !e.PreQueue {
+	v := View{State: e.State, Paused: e.Pace.Paused, Lane: s.laneOf(ctx, queue, e)}
+	// Only the public lane's places are placed by the front document (and
+	// the snapshot): another lane's ticket is a gap in the public line, so
+	// its page asks this instance, which asks the store.
+	if e.State == Waiting && !e.PreQueue && isPublic(e.Lane) {
 		v.Ticket, v.Epoch, v.Shadow = e.Ticket, e.Epoch, e.Shadow
 	}
 	if v.Shadow { // its shadow line's number would tell it apart

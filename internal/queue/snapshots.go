@@ -247,8 +247,12 @@ func (v *lineView) current(maxAge time.Duration) (Snapshot, bool) {
 // snapshot cannot tell who left the pre-queue through another instance, so
 // only the store answers them (the fairness check found an instance telling
 // a user who had left that they still waited for the opening).
+//
+// A place in a lane other than the public's is not remembered either: the
+// snapshot is the public lane's, whose line holds that ticket as a gap, so
+// only the store places it (within its lane).
 func (s *snapshots) remember(queue, user string, e Standing) {
-	waiting := e.State == Waiting && e.Ticket != 0 && !e.PreQueue // a shadow place in the pre-queue holds a ticket
+	waiting := e.State == Waiting && e.Ticket != 0 && !e.PreQueue && isPublic(e.Lane) // a shadow place in the pre-queue holds a ticket
 	v := s.view(queue, waiting)
 	if v == nil {
 		return

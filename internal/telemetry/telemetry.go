@@ -21,6 +21,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/watch"
@@ -280,7 +281,9 @@ func statusText(code int) string {
 }
 
 var (
-	descLength    = desc("waitroom_queue_length", "Users waiting in line.")
+	descLength    = prometheus.NewDesc("waitroom_queue_length", "Users waiting in line, by lane (issue 53): one series per lane of the queue, lane=\"public\" the only one for a queue without lanes; sum by (queue) for the whole line.", []string{"queue", "lane"}, nil)
+	descLaneIn    = prometheus.NewDesc("waitroom_lane_admitted_total", "Users a lane let in (a queue with lanes only).", []string{"queue", "lane"}, nil)
+	descLaneCodes = prometheus.NewDesc("waitroom_lane_codes_redeemed_total", "Access codes redeemed for a place in a lane (a queue with lanes only).", []string{"queue", "lane"}, nil)
 	descPaused    = desc("waitroom_queue_paused", "1 while admission is paused.")
 	descActive    = desc("waitroom_tokens_active", "Entry tokens issued and not yet used, returned or expired.")
 	descCap       = desc("waitroom_tokens_cap", "The cap on live entry tokens in force: maxActiveTokens, or the units left × admitPerUnit when lower; 0 means no cap.")
@@ -300,7 +303,7 @@ var (
 	descUnitsLeft = desc("waitroom_queue_units_left", "What the queue has left to sell, as last told (the order API after each sale, the admin API, the backend's X-Waitroom-Command); absent while not known.")
 	descPhase     = prometheus.NewDesc("waitroom_queue_phase", "One series per phase of the queue's (the phases setting): 1 for the phase in force, 0 for the others; none while the queue has no phases.", []string{"queue", "phase"}, nil)
 	descStatusBy  = prometheus.NewDesc("waitroom_status_answers_total", "Status polls this instance answered, by source: snapshot (arithmetic on a recent snapshot of the line, no Redis round trip) or store.", []string{"source"}, nil)
-	queueDescs    = []*prometheus.Desc{descLength, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue, descShadow, descSoldOut, descUnitsLeft}
+	queueDescs    = []*prometheus.Desc{descLength, descLaneIn, descLaneCodes, descPaused, descActive, descCap, descEntered, descAdmitted, descLeft, descConsumed, descExpired, descReturned, descRateConf, descRateMeas, descRate, descAbandoned, descPreQueue, descShadow, descSoldOut, descUnitsLeft}
 	scrapeTimeout = 2 * time.Second
 )
 
@@ -380,7 +383,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter := func(d *prometheus.Desc, v int64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), q)
 		}
-		gauge(descLength, float64(st.Length))
+		collectLanes(ch, st)
 		gauge(descPaused, bit(st.Config.Paused))
 		gauge(descSoldOut, bit(st.Stock.SoldOut()))
 		if st.Stock.Known {
@@ -404,6 +407,21 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAbandoned, st.AbandonedTotal)
 		gauge(descPreQueue, float64(st.PreQueued))
 		gauge(descShadow, float64(st.ShadowLength))
+	}
+}
+
+// collectLanes writes the queue's length by lane and its lanes' counters:
+// a queue without lanes is one lane, public, with the whole length (and no
+// lane counters: its admitted are waitroom_admitted_total).
+func collectLanes(ch chan<- prometheus.Metric, st queue.Stats) {
+	if len(st.Lanes) == 0 {
+		ch <- prometheus.MustNewConstMetric(descLength, prometheus.GaugeValue, float64(st.Length), st.Queue, lane.Public)
+		return
+	}
+	for _, l := range st.Lanes {
+		ch <- prometheus.MustNewConstMetric(descLength, prometheus.GaugeValue, float64(l.Length), st.Queue, l.Name)
+		ch <- prometheus.MustNewConstMetric(descLaneIn, prometheus.CounterValue, float64(l.Admitted), st.Queue, l.Name)
+		ch <- prometheus.MustNewConstMetric(descLaneCodes, prometheus.CounterValue, float64(l.Redeemed), st.Queue, l.Name)
 	}
 }
 

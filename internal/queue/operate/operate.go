@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
@@ -96,6 +97,16 @@ func (o *Operator) DeleteQueue(ctx context.Context, q string) error {
 	err := o.store.DeleteQueue(ctx, q)
 	o.line.Reconfigured(q)
 	return err
+}
+
+// AddCodes keeps access codes for the queue (Store.AddCodes: by hash; a
+// code held already is a duplicate, left as it was). ErrQueueNotFound
+// without the queue.
+func (o *Operator) AddCodes(ctx context.Context, q string, codes []accesscode.Code) (accesscode.Added, error) {
+	if err := queue.ValidateQueueName(q); err != nil {
+		return accesscode.Added{}, err
+	}
+	return o.store.AddCodes(ctx, q, codes)
 }
 
 // Stats returns the operator's view of a queue.

@@ -68,7 +68,8 @@ func testSoldOut(t *testing.T, s queue.Store, clock Clock) {
 		t.Fatalf("a, READY before the last unit went: %+v, %v; want READY still", v, err)
 	}
 	for _, u := range []string{"b", "c", "d"} {
-		for _, call := range []func(context.Context, string, string) (queue.View, error){svc.Status, svc.Enter} {
+		enter := func(ctx context.Context, q, u string) (queue.View, error) { return svc.Enter(ctx, q, u) }
+		for _, call := range []func(context.Context, string, string) (queue.View, error){svc.Status, enter} {
 			v, err := call(ctx, q, u)
 			if err != nil || v.State != queue.SoldOut || v.PollAfterSeconds == nil || *v.PollAfterSeconds < 96 || *v.PollAfterSeconds > 144 {
 				t.Fatalf("%s, waiting, while sold out: %+v, %v; want SOLD_OUT, asked back after the queue's 120 s ±20%%", u, v, err)

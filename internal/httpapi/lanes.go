@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/accesscode"
+	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
+)
+
+// Issue 53: lanes and access codes at the edge. A code travels only in a
+// POST body (the enter request's accessCode, the page's form): a URL ends
+// up in access logs, browser history and Referer headers, so a code in a
+// query string is refused (code_in_url) before anything reads it. What
+// leaves this file is the code's hash (accesscode.Hash), never the code:
+// no log line, metric, error message or store ever holds it.
+
+// errCodeInURL: an access code was sent in the query string (400).
+var errCodeInURL = errors.New("an access code travels only in the request's body (accessCode), never in the URL")
+
+// codeInURL says whether the request's query string names an access code
+// (accessCode, or code, in any case): the request is refused unread.
+func codeInURL(r *http.Request) bool {
+	if r.URL.RawQuery == "" { // the common poll: nothing to parse
+		return false
+	}
+	for k := range r.URL.Query() {
+		if strings.EqualFold(k, "accessCode") || strings.EqualFold(k, "access_code") || strings.EqualFold(k, "code") {
+			return true
+		}
+	}
+	return false
+}
+
+// smallBody serves a route whose body is small and optional (enter: the
+// access code), as bodiless does but keeping what it read: a body over
+// maxIgnoredBody is refused (413) before the route does any work.
+func (s *Server) smallBody(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			h(w, r)
+			return
+		}
+		if r.ContentLength > maxIgnoredBody {
+			s.writeError(w, r, errTooLarge)
+			return
+		}
+		if r.ContentLength < 0 {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+			defer http.NewResponseController(w).SetReadDeadline(time.Time{})
+		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, maxIgnoredBody+1))
+		if err != nil || len(raw) > maxIgnoredBody {
+			s.writeError(w, r, errTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		h(w, r)
+	}
+}
+
+// accessCodeOf reads the access code of an enter request's body: the JSON
+// object's accessCode, or the form field accessCode (the page's form);
+// "" when the body holds none (most requests have no body at all). A body
+// of another type is ignored, as before codes were read.
+func accessCodeOf(r *http.Request) (string, error) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return "", nil
+	}
+	raw, err := io.ReadAll(r.Body) // bounded by smallBody
+	if err != nil || len(bytes.TrimSpace(raw)) == 0 {
+		return "", nil
+	}
+	media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case media == "application/x-www-form-urlencoded":
+		form, err := url.ParseQuery(string(raw))
+		if err != nil {
+			return "", errWith(errBadRequest, "the form body cannot be read")
+		}
+		return form.Get("accessCode"), nil
+	case media == "application/json" || media == "" && raw[0] == '{':
+		var body struct {
+			AccessCode string `json:"accessCode"`
+		}
+		// The decoder's own message is left out: it never quotes a string
+		// value, but nothing of a body that may hold a code is echoed.
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return "", errWith(errBadRequest, "the body must be a JSON object, with accessCode a string")
+		}
+		return body.AccessCode, nil
+	}
+	return "", nil
+}
+
+// joinOf is the lane an enter request asks for: by the access code in its
+// body (its hash; a malformed code is accesscode.ErrMalformed, answered as
+// a wrong one), else by a signed-in caller's claims in a queue whose lanes
+// in force go by claims (lane.List.ByClaims); none otherwise.
+func (s *Server) joinOf(r *http.Request, caller identity.Caller) (lane.Join, error) {
+	code, err := accessCodeOf(r)
+	if err != nil {
+		return lane.Join{}, err
+	}
+	if strings.TrimSpace(code) != "" {
+		h, err := accesscode.Hash(code)
+		return lane.Join{Code: h}, err
+	}
+	if !caller.Signed {
+		return lane.Join{}, nil
+	}
+	c, err := s.Queue.ConfigInForce(r.Context(), r.PathValue("queue"))
+	if err != nil || !byClaims(c.Lanes) {
+		return lane.Join{}, nil // a queue that cannot be read is told by entering
+	}
+	claims := s.Identity.Claims(r)
+	return lane.Join{Lane: c.Lanes.ByClaims(func(name string) any { return claims[name] })}, nil
+}
+
+// byClaims says whether any of the lanes takes people by a claim.
+func byClaims(l lane.List) bool {
+	for _, ln := range l {
+		if ln.Claim != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// laneStatsJSON is one lane's figures in a queue's stats (laneStats).
+type laneStatsJSON struct {
+	Name      string  `json:"name"`
+	Share     float64 `json:"share"`
+	Length    int64   `json:"length"`
+	Admitted  int64   `json:"admitted"`
+	Redeemed  int64   `json:"redeemed"`
+	CodesLeft int64   `json:"codesLeft"`
+}
+
+// toLaneStats is a queue's lanes' figures ([] without lanes).
+func toLaneStats(st queue.Stats) []laneStatsJSON {
+	out := make([]laneStatsJSON, 0, len(st.Lanes))
+	for _, l := range st.Lanes {
+		out = append(out, laneStatsJSON{Name: l.Name, Share: l.Share, Length: l.Length, Admitted: l.Admitted, Redeemed: l.Redeemed, CodesLeft: l.CodesLeft})
+	}
+	return out
+}
