@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -438,6 +439,9 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 			return nil, err
 		}
 		l := &line{phase: open, waiting: waiting, held: tokens}
+		if l.lanes, err = c.keptLanes(ctx, p); err != nil {
+			return nil, err
+		}
 		switch {
 		case state == "placing":
 			l.phase = closed
@@ -446,6 +450,28 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 		}
 		l.pre = slices.Sorted(slices.Values(pre))
 		out[s.Queue] = l.done()
+	}
+	return out, nil
+}
+
+// keptLanes reads the lines of a queue's lanes other than the public from
+// Redis's keys under prefix p: one sorted set, each lane a band of scores
+// (laneId × 2^40 + ticket), its ids named in laneids (redisstore's
+// keys.go).
+func (c *cluster) keptLanes(ctx context.Context, p string) (map[string][]string, error) {
+	places, err := c.rdb.ZRangeWithScores(ctx, p+"lanes", 0, -1).Result()
+	if err != nil || len(places) == 0 {
+		return nil, err
+	}
+	names, err := c.rdb.HGetAll(ctx, p+"laneids").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, z := range places {
+		id := int64(z.Score) >> 40
+		name := names["#"+strconv.FormatInt(id, 10)]
+		out[name] = append(out[name], z.Member.(string))
 	}
 	return out, nil
 }

@@ -11,7 +11,8 @@
 // A queue with lanes (issue 53) is a line per lane: each user's lane is
 // fixed by their token's claim (Spec.Members), an answer names it, and
 // first come first served and positions that never go up hold within each
-// lane (a position and a length are the lane's). Across lanes the model
+// lane (a position and a length are the lane's; a READY answer's lane is
+// not checked: Output.Lane). Across lanes the model
 // lets admission take any order; the lanes' shares are checked beside it,
 // over the whole history (sharesHeld, lanes.go): while every lane
 // certainly had someone waiting, no lane was let in more than its share of
@@ -153,7 +154,9 @@ type Output struct {
 	State            State
 	Position, Length int64
 	// Lane is the lane a WAITING or READY answer names ("" when it names
-	// none, as without lanes).
+	// none, as without lanes). The model checks a WAITING answer's: a
+	// READY answer's is not the place's (the stores keep no lane with a
+	// token, and name the public one for everybody holding one).
 	Lane  string
 	Token string
 	Order OrderResult
@@ -461,8 +464,8 @@ func enter(l *line, s *Spec, user string) *line {
 func reply(l *line, in Input, out Output) *line {
 	user, s := in.User, in.Spec
 	_, admitted := l.held[user]
-	if (out.State == Waiting || out.State == Ready) && out.Lane != s.answerLane(user) {
-		return nil // a place in another lane than the user's
+	if out.State == Waiting && out.Lane != s.answerLane(user) {
+		return nil // a place in another lane than the user's (Output.Lane)
 	}
 	switch out.State {
 	case Full: // capacity counts every lane

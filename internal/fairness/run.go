@@ -415,7 +415,7 @@ func (c *cluster) admin(ctx context.Context, method, path string, body, reply an
 			case err != nil:
 				last = err
 			case res.StatusCode/100 != 2:
-				last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
+				last = fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, bytes.TrimSpace(raw))
 			case reply == nil:
 				return nil
 			default:

@@ -498,7 +498,7 @@ func settingValue(k queue.Kind, raw json.RawMessage) (any, error) {
 		var b bool
 		err := json.Unmarshal(raw, &b)
 		return b, err
-	case queue.PhaseList: // read, each phase and its settings, by queue's own rules
+	case queue.PhaseList, queue.LaneList: // read, each phase or lane and its settings, by queue's own rules
 		return raw, nil
 	case queue.TextByLanguage: // a string, or an object of strings
 		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' {
@@ -527,6 +527,8 @@ func jsonKind(k queue.Kind) string {
 		return "string or an object of strings by language"
 	case queue.PhaseList:
 		return "array of phases"
+	case queue.LaneList:
+		return "array of lanes"
 	}
 	return string(k)
 }

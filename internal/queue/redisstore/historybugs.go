@@ -28,9 +28,9 @@ var unguardedAdmit = func() *script {
 	src := strings.ReplaceAll(lib.text, admitScript.fn[len("admit_"):], "bad"+admitScript.fn[len("admit_"):])
 	for _, g := range [][2]string{
 		{"if (redis.call('HGET', K.cfg, 'next') or '') ~= due then\n  return {TICK_GONE}\nend\n", ""},
-		{"if math.floor(tonumber(held[j]) or -1) == ticket and", "if (held[j] or true) and"},
+		{"if math.floor((tonumber(held[j]) or -1) % BAND) == ticket and", "if (held[j] or true) and"},
 		// A user no longer in line has no score: popped as the ticket read.
-		{"pop(user, tonumber(held[j]))", "pop(user, tonumber(held[j]) or ticket)"},
+		{"pop(user, tonumber(held[j]), key)", "pop(user, tonumber(held[j]) or ticket, key)"},
 	} {
 		if !strings.Contains(src, g[0]) {
 			panic("historybugs: admit.lua's guard is not where it was: update the deliberate bug: " + g[0])
