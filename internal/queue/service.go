@@ -568,7 +568,20 @@ func (s *Service) laneOf(ctx context.Context, queue string, e Standing) string {
 	if !isPublic(e.Lane) {
 		return e.Lane
 	}
-	if c, err := s.ConfigInForce(ctx, queue); err == nil && len(c.Lanes) > 0 {
+	c, err := s.ConfigInForce(ctx, queue)
+	if err != nil {
+		// The answer is the store's, though its config could not be read
+		// a moment after (a store just back): the last config read says
+		// whether the queue has lanes better than none would.
+		s.configsMu.Lock()
+		r, ok := s.configs[queue]
+		s.configsMu.Unlock()
+		if !ok {
+			return ""
+		}
+		c = r.c.InForce(s.Clock())
+	}
+	if len(c.Lanes) > 0 {
 		return lane.Public
 	}
 	return ""
