@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"slices"
@@ -214,9 +215,12 @@ func (q *state) enterIn(user, name string, now time.Time) (queue.Standing, bool,
 }
 
 // placeIn gives the user, who holds no place, one at the back of lane
-// name (other than Public), or in the pre-queue with the lane remembered
-// while the opening is ahead.
+// name, or in the pre-queue with the lane remembered while the opening is
+// ahead.
 func (q *state) placeIn(user, name string, now time.Time) queue.Standing {
+	if name == lane.Public {
+		return q.placePublic(user, now)
+	}
 	if q.pending() {
 		q.preArrival++
 		q.pre[user] = q.preArrival
@@ -296,25 +300,19 @@ func (q *state) redeem(user, hash string, now time.Time) (queue.Standing, bool, 
 	default:
 		q.unplace(user)
 	}
-	if c.lane == lane.Public {
-		e, _, err := q.enter(user, now)
-		return e, true, err
-	}
 	return q.placeIn(user, c.lane, now), true, nil
 }
 
 // unplace takes a waiting user out of their place, for one at the back of
-// another lane: the place left counts as left (the new one's ticket counts
-// as entered, so the totals balance), and a public ticket stays a gap.
-// When they first joined stays theirs.
+// another lane: the place left counts as left and the new one as a join
+// (its ticket counts as entered, so the totals balance; its taking is
+// now, as on Redis), and a public ticket stays a gap.
 func (q *state) unplace(user string) {
-	j := q.joined[user]
 	if t, ok := q.line.ticket(user); ok {
 		q.addLeft(t)
 	}
 	q.removeFromLine(user)
 	q.left++
-	q.joined[user] = j // placeIn or enter sets the wait shown anew
 }
 
 // AddCodes implements queue.Store.
@@ -341,8 +339,8 @@ func (q *state) addCodes(codes []accesscode.Code) accesscode.Added {
 		}
 		name, ok := lanes[c.Lane]
 		if !ok {
-			name = c.Lane
-			lanes[name] = name
+			name = cmp.Or(c.Lane, lane.Public) // a code without a lane gives the public's place
+			lanes[c.Lane] = name
 		}
 		kept := code{lane: name, uses: c.Uses}
 		if !c.ExpiresAt.IsZero() {

@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/storetest"
+	"github.com/waitroom/waitroom/internal/suspect"
 )
 
 // lanesConfig is a queue with a members lane (a claim or codes, 0.3) and
@@ -222,5 +223,89 @@ func TestDurableLanesJournal(t *testing.T) {
 	}
 	if _, err := s.Join(ctx, "sale", "z", lane.Join{Code: mustHash(t, "FEDC-BA98-7654-3210")}); !errors.Is(err, accesscode.ErrUsed) {
 		t.Errorf("D's third use: %v; want ErrUsed", err)
+	}
+}
+
+// TestLanesAcrossTheLine: what lanes change in the rest of the line.
+// Capacity counts every lane; the quiet line's walk-in waits while anyone
+// waits in any lane; a cleared suspect joins the public lane; one in the
+// pre-queue who redeems a code keeps their arrival and takes the code's
+// lane (a use), and leaving the pre-queue forgets it; a queue deleted and
+// made again holds none of the old codes.
+func TestLanesAcrossTheLine(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	s := memstore.New(clock.Now)
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	c := lanesConfig()
+	c.Capacity = 2
+	step("config", s.PutConfig(ctx, "q", c))
+	_, err := s.Join(ctx, "q", "m1", lane.Join{Lane: "members"})
+	step("m1", err)
+	_, err = s.Join(ctx, "q", "p1", lane.Join{})
+	step("p1", err)
+	if _, err := s.Join(ctx, "q", "m2", lane.Join{Lane: "members"}); !errors.Is(err, queue.ErrQueueFull) {
+		t.Errorf("a third place in a line of 2 (one a member's): %v; want ErrQueueFull", err)
+	}
+	h := mustHash(t, accesscode.New())
+	_, err = s.AddCodes(ctx, "q", []accesscode.Code{{Hash: h, Lane: "members", Uses: 2}})
+	step("codes", err)
+	if _, err := s.Join(ctx, "q", "m2", lane.Join{Code: h}); !errors.Is(err, queue.ErrQueueFull) {
+		t.Errorf("a code into a full line: %v; want ErrQueueFull", err)
+	}
+	_, err = s.Leave(ctx, "q", "p1")
+	step("p1 leaves", err)
+	if e, err := s.AdmitNow(ctx, "q", "walk-in", "tok"); err != nil || e.State == queue.Ready {
+		t.Errorf("a walk-in while a member waits: %+v, %v; want no token", e, err)
+	}
+	if st, err := s.Stats(ctx, "q"); err != nil || st.Length != 1 || st.Lanes[1].Redeemed != 0 || st.Lanes[1].CodesLeft != 2 {
+		t.Errorf("stats: %+v, %v; want one waiting, the code's 2 uses left (a full line used none)", st.Lanes, err)
+	}
+
+	c = lanesConfig()
+	c.OpensAt = clock.Now().Add(time.Hour)
+	step("config 2", s.PutConfig(ctx, "r", c))
+	_, err = s.AddCodes(ctx, "r", []accesscode.Code{{Hash: h, Lane: "members", Uses: 1}})
+	step("codes of r", err)
+	for _, u := range []string{"a", "b"} {
+		_, err := s.Join(ctx, "r", u, lane.Join{})
+		step(u, err)
+	}
+	if e, err := s.Join(ctx, "r", "a", lane.Join{Code: h}); err != nil || !e.PreQueue || e.Lane != "members" {
+		t.Errorf("a, in the pre-queue, with a code: %+v, %v; want the pre-queue in members", e, err)
+	}
+	if _, err := s.Join(ctx, "r", "b", lane.Join{Code: h}); !errors.Is(err, accesscode.ErrUsed) {
+		t.Errorf("b with the code a used: %v; want ErrUsed", err)
+	}
+	_, err = s.Leave(ctx, "r", "a")
+	step("a leaves", err)
+	if e, err := s.Join(ctx, "r", "a", lane.Join{}); err != nil || !e.PreQueue || e.Lane != "" {
+		t.Errorf("a back in the pre-queue: %+v, %v; want the public lane", e, err)
+	}
+
+	c = lanesConfig()
+	c.ShadowAdmits = suspect.AdmitLast
+	step("config 3", s.PutConfig(ctx, "s", c))
+	_, err = s.Join(ctx, "s", "m", lane.Join{Lane: "members"})
+	step("m", err)
+	_, err = s.EnterShadow(ctx, "s", "x", suspect.Mark{Signals: []string{"address_range"}})
+	step("x in the shadow line", err)
+	sus, err := s.Suspects(ctx, "s", 1)
+	step("suspects", err)
+	_, err = s.ClearSuspect(ctx, "s", sus[0].Ticket)
+	step("clear x", err)
+	if e, err := s.Status(ctx, "s", "x"); err != nil || e.Lane != "" || e.Position != 1 || e.Length != 1 {
+		t.Errorf("x, cleared: %+v, %v; want the public lane's 1 of 1", e, err)
+	}
+
+	step("delete r", s.DeleteQueue(ctx, "r"))
+	step("r again", s.PutConfig(ctx, "r", lanesConfig()))
+	if _, err := s.Join(ctx, "r", "c", lane.Join{Code: h}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Errorf("the deleted queue's code: %v; want ErrInvalid", err)
 	}
 }

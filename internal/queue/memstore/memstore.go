@@ -448,10 +448,16 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 	if err := q.refuse(); err != nil {
 		return queue.Standing{}, changed, err
 	}
+	return q.placePublic(user, now), true, nil
+}
+
+// placePublic gives the user, who holds no place, one at the back of the
+// (public) line, or in the pre-queue while the opening is ahead.
+func (q *state) placePublic(user string, now time.Time) queue.Standing {
 	if q.pending() {
 		q.preArrival++
 		q.pre[user] = q.preArrival
-		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}, true, nil
+		return queue.Standing{State: queue.Waiting, PreQueue: true, Pace: q.pace(now)}
 	}
 	if q.waitingAll() == 0 {
 		q.tick.Moved = now // someone starts waiting: the front has not stood still
@@ -462,7 +468,7 @@ func (q *state) enter(user string, now time.Time) (queue.Standing, bool, error) 
 	q.markSeen(user, n, now)
 	p := q.pace(now)
 	q.joined[user] = joined{At: now, Shown: p.Shown(n, n)}
-	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch}, true, nil
+	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch}
 }
 
 // refuse says why a person holding no place may not take one: the line
