@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 	"github.com/waitroom/waitroom/internal/queue/signals"
@@ -227,5 +228,66 @@ func TestAdmissionTickBudget(t *testing.T) {
 		t.Errorf("%.1f commands per tick of %d (%s, less %d reads not due), budget %v", per, c.BatchSize, list, notDue, budget)
 	} else {
 		t.Logf("%.1f commands per tick of %d (%s, less %d reads not due), budget %v", per, c.BatchSize, list, notDue, budget)
+	}
+}
+
+// TestLaneCommandBudget: a queue with lanes (issue 53) costs its public
+// lane's people what a queue without costs everyone (TestCommandBudget),
+// and a place in another lane a few commands more: it is a band of one
+// sorted set (keys.go), its rank and length two ZCOUNTs.
+func TestLaneCommandBudget(t *testing.T) {
+	rdb := redisOfItsOwn(t)
+	ctx := context.Background()
+	st := redisstore.New(rdb, "")
+	c := queue.DefaultConfig()
+	c.Paused = true
+	c.Lanes = lane.List{{Name: "members", Claim: "tier=gold", Share: 0.3}, {Name: lane.Public, Share: 0.7}}
+	if err := st.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	user := func(i int) string { return fmt.Sprintf("u%05d", i) }
+	member := func(i int) string { return fmt.Sprintf("m%05d", i) }
+	const n = 200
+	for i := range n {
+		if _, err := st.Enter(ctx, "q", user(i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Join(ctx, "q", member(i), lane.Join{Lane: "members"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []struct {
+		name   string
+		budget float64
+		why    string
+		call   func(i int) error
+	}{
+		{"status, waiting in the public lane", 5, "as without lanes: config and admission state, TIME, ZCARD; the ticket (ZSCORE) and the place (ZRANK)",
+			func(i int) error { _, err := st.Status(ctx, "q", user(i)); return err }},
+		{"status, waiting in another lane", 8, "config and admission state, TIME, ZCARD; not in the public line (ZSCORE), the lane's score (ZSCORE), " +
+			"the lane's name (HGET), the rank and the length in its band (ZCOUNT, ZCOUNT)",
+			func(i int) error { _, err := st.Status(ctx, "q", member(i)); return err }},
+		{"join, a newcomer in another lane", 16, "enter's reads (8 with the other lanes' ZSCORE), the lanes' length for capacity (ZCARD), " +
+			"the ticket (INCR), the lane's id (HGET), the place (ZADD) and its gap in the public line (ZADD), its standing (HGET, ZCOUNT, ZCOUNT), " +
+			"when it was taken (HSET)",
+			func(i int) error { _, err := st.Join(ctx, "q", member(n+i), lane.Join{Lane: "members"}); return err }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			const calls = 50
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range calls {
+				if err := b.call(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, list := commandsRun(t, rdb)
+			if per := float64(got) / calls; per > b.budget {
+				t.Errorf("%.2f commands per call (%s), budget %v: %s", per, list, b.budget, b.why)
+			} else {
+				t.Logf("%.2f commands per call (%s), budget %v", per, list, b.budget)
+			}
+		})
 	}
 }

@@ -22,6 +22,12 @@
 // block's fields by reply.go's lists and the prelude's pace
 // (TestPaceBlockAgrees).
 //
+// A queue's lanes (issue 53) keep the line as the public lane, untouched;
+// every other lane is a band of scores of one sorted set (keys.go's
+// kLanes), its tickets gaps of the public line, and join.lua takes a place
+// in one or redeems an access code with it (lanes.go; scripts/README.md
+// says why).
+//
 // # Twins
 //
 // Each script, and each function of the prelude, has a twin in the
@@ -46,19 +52,19 @@
 //	clear_suspect.lua            Store.ClearSuspect                                               ClearedSuspectStandsWhereItArrived, ClearedSuspectBehindTheAdmittedGoesFirst, ClearedSuspectWaitsForTheOpeningAsPeople, ClearedSuspectIsNoNoShow
 //	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
-//	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken
-//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw
-//	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom
+//	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken, LanesStatsAndLeave
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw, LanesShareTicksWithinOnePerson, LanesEmptyLaneGivesItsShare
+//	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom, LanesDrawWithinTheLane
 //	admit.lua's pop, issue       state.pop, state.issue                                           AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
 //	admit_now.lua                Store.AdmitNow                                                   QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
 //	sweep.lua                    Store.Sweep                                                      SweepForgetsWhatLapsedAndChangesNoAnswer
 //	begin_use.lua, end_use.lua   Store.BeginUse, Store.EndUse                                     TokenUseRules, ConcurrentUseOfOneToken, ReleasedEntryFreesItsSlot
 //	extend.lua                   Store.Extend                                                     SlidingSessionLastsWhileUsedUpToItsMax
-//	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen, StatsShowAStampWithItsState
+//	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen, StatsShowAStampWithItsState, LanesStatsAndLeave
 //	put_config.lua               Store.PutConfig, state.putConfig                                 ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
 //	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate                                    AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
-//	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries, OpeningPlacesUsersAtTheirReservedTickets, OpeningTakenOverPlacesTheOrderDrawn
+//	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries, OpeningPlacesUsersAtTheirReservedTickets, OpeningTakenOverPlacesTheOrderDrawn, LanesOpeningPlacesInTheLane
 //	commit_draw.lua              Store.CommitDraw                                                 CommitDrawKeepsOneCommitmentPerOpening
 //	save_draw.lua                Store.SaveDraw                                                   SaveDrawKeepsTheFirstRecordUnderTheLease, OpeningTakenOverPlacesTheOrderDrawn, OpeningOfTenThousandMatchesItsRecord
 //	first_use.lua                Store.FirstUse                                                   FirstUseIsOnce
@@ -66,11 +72,11 @@
 //	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
 //	set_stock.lua                Store.SetStock                                                   SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
 //	fold_admission.lua           none: Redis's own upgrade                                        TestUpgradeFoldsTheOldAdmissionHash (this package)
-//	join.lua                     Store.Join                                                       TestLanePlacesAreBandsOfOneSet, TestCodesAreKeptAsHashesAndRedeemedOnce
-//	add_codes.lua                Store.AddCodes                                                   TestCodesAreKeptAsHashesAndRedeemedOnce
-//	prelude's laneStanding       Store.Join                                                       TestLanePlacesAreBandsOfOneSet
-//	prelude's laneId, scoreText  none: the lanes' bands of one set (keys.go)                      TestLanePlacesAreBandsOfOneSet
-//	prelude's laneShare          Store.Status                                                     TestAdmissionSplitsByShares
+//	join.lua                     Store.Join                                                       LanesPlaceByRankWithinTheLane, LanesCodeRules, LanesSingleUseCodeRedeemedOnce, LanesPositionNeverRises, TestCodesAreKeptAsHashesAndRedeemedOnce
+//	add_codes.lua                Store.AddCodes                                                   LanesCodeRules, TestCodesAreKeptAsHashesAndRedeemedOnce
+//	prelude's laneStanding       Store.Status                                                     LanesPlaceByRankWithinTheLane, LanesOpeningPlacesInTheLane, TestLanePlacesAreBandsOfOneSet
+//	prelude's laneId, scoreText  none: bands of one set (keys.go)                                 TestLanePlacesAreBandsOfOneSet
+//	prelude's laneShare          Store.Status                                                     LanesEmptyLaneGivesItsShare, TestAdmissionSplitsByShares
 //	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
 //	prelude's rateInForce        state.rateInForce                                                AdaptiveRateNeverLeavesItsBounds

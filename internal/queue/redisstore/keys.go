@@ -46,7 +46,7 @@ const (
 	kLanes     // ZSET user → laneId × 2^40 + ticket, every lane but the public
 	kLaneIDs   // HASH lane name → laneId (from 1, never reused while the queue lives), "#id" → name, "#" the last id
 	kLaneStats // HASH "admitted:<lane>", "redeemed:<lane>", "added:<lane>" (code redemptions uploaded): per-lane counters
-	kCodes     // HASH code hash (accesscode.Hash) → "lane usesLeft expiresMs" (expiresMs 0: none); never a code in clear
+	kCodes     // HASH code's SHA-256 (accesscode.Hash's 32 bytes: codeKey) → "lane usesLeft expiresMs" (expiresMs 0: none); never a code in clear
 	kPreLanes  // HASH user in the pre-queue → the lane the opening places them in (none: public)
 	// The draw's ledger (issue 57), after the line's keys: kept apart from
 	// the queue, so DeleteQueue (which deletes up to kDraws) leaves it and

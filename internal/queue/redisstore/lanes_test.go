@@ -83,6 +83,19 @@ func TestLanePlacesAreBandsOfOneSet(t *testing.T) {
 	if stats.EnteredTotal != stats.Length+stats.AdmittedTotal+stats.LeftTotal+stats.AbandonedTotal {
 		t.Errorf("stats do not add up: %+v", stats)
 	}
+	// DeleteQueue takes the lanes with the queue.
+	if _, err := st.AddCodes(ctx, q, []accesscode.Code{{Hash: "h", Lane: "members", Uses: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	rdb := testenv.RedisClient(t)
+	for _, i := range []int{kLanes, kLaneIDs, kLaneStats, kCodes} {
+		if n, err := rdb.Exists(ctx, k[i]).Result(); err != nil || n != 0 {
+			t.Errorf("%s after DeleteQueue: %d, %v", k[i], n, err)
+		}
+	}
 }
 
 // TestCodesAreKeptAsHashesAndRedeemedOnce: AddCodes keeps a code's hash
@@ -131,8 +144,8 @@ func TestCodesAreKeptAsHashesAndRedeemedOnce(t *testing.T) {
 		t.Errorf("stats do not add up after a move: %+v", stats)
 	}
 	vals, err := testenv.RedisClient(t).HGetAll(ctx, keysFor(st.prefix, q)[kCodes]).Result()
-	if err != nil || len(vals) != 2 || vals[h] != "members 0 0" {
-		t.Errorf("K.codes: %v, %v; want two hashes, the redeemed one with no use left", vals, err)
+	if err != nil || len(vals) != 2 || vals[codeKey(h)] != "members 0 0" {
+		t.Errorf("K.codes: %q, %v; want two hashes (their 32 bytes), the redeemed one with no use left", vals, err)
 	}
 }
 
@@ -171,4 +184,85 @@ func TestAdmissionSplitsByShares(t *testing.T) {
 	if err != nil || s.Position != 3 || s.Pace.LaneShare != 0.3 {
 		t.Errorf("m05 after the tick: %+v, %v; want 3rd, at share 0.3", s, err)
 	}
+}
+
+// TestCodesMemory uploads 100,000 single-use codes (AddCodes, as one
+// POST /admin/v1/queues/{q}/codes brings them) and logs the upload's time
+// and what Redis says K.codes holds (MEMORY USAGE, every field sampled):
+// the figures docs/operations.md states. A code costs at most 120 bytes.
+func TestCodesMemory(t *testing.T) {
+	st, q, _ := lanesQueue(t)
+	ctx := context.Background()
+	const n = 100_000
+	codes := make([]accesscode.Code, n)
+	for i := range codes {
+		h, err := accesscode.Hash(accesscode.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[i] = accesscode.Code{Hash: h, Lane: "members", Uses: 1}
+	}
+	start := time.Now()
+	a, err := st.AddCodes(ctx, q, codes)
+	took := time.Since(start)
+	if err != nil || a.Added != n {
+		t.Fatalf("AddCodes: %+v, %v", a, err)
+	}
+	rdb := testenv.RedisClient(t)
+	bytes, err := rdb.MemoryUsage(ctx, keysFor(st.prefix, q)[kCodes], 0).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("100,000 codes: uploaded in %v (%d calls of add_codes.lua), %d bytes in Redis (%.0f a code, %.1f MB)",
+		took.Round(time.Millisecond), n/codesChunk, bytes, float64(bytes)/n, float64(bytes)/1e6)
+	if per := float64(bytes) / n; per > 120 {
+		t.Errorf("%.0f bytes a code, more than 120", per)
+	}
+}
+
+// TestLanesTakenAwayKeepTheirPeople: once a queue has had lanes,
+// adm.lane_shares stays set (standing looks in K.lanes only then), so
+// people left in a lane the operator took away are still answered where
+// they stand, and admission lets them in with the seats the public leaves.
+func TestLanesTakenAwayKeepTheirPeople(t *testing.T) {
+	st, q, c := lanesQueue(t)
+	ctx := context.Background()
+	rdb := testenv.RedisClient(t)
+	cfgKey := keysFor(st.prefix, q)[kCfg]
+	for _, u := range []string{"m1", "m2", "m3"} {
+		if _, err := st.Join(ctx, q, u, lane.Join{Lane: "members"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func(want string) {
+		t.Helper()
+		if err := rdb.HSet(ctx, cfgKey, "next", 1).Err(); err != nil { // due now
+			t.Fatal(err)
+		}
+		a, err := st.Admit(ctx, q, queue.NewTokens(c.BatchSize))
+		if err != nil || !a.Ticked || fmt.Sprint(a.Admitted) != want {
+			t.Fatalf("a tick: %+v, %v; want %s let in", a, err, want)
+		}
+	}
+	c.Paused, c.BatchSize = false, 1
+	if err := st.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	tick("[m1]")
+	c.Lanes = nil
+	if err := st.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	tick("[m2]")
+	if v, err := rdb.HGet(ctx, cfgKey, "lane_shares").Result(); err != nil || v != noShares {
+		t.Errorf("lane_shares after a tick without lanes: %q, %v; want %q, kept", v, err, noShares)
+	}
+	if s, err := st.Status(ctx, q, "m3"); err != nil || s.Lane != "members" || s.Position != 1 || s.Length != 1 {
+		t.Errorf("m3 in the lane taken away: %+v, %v; want members, 1 of 1", s, err)
+	}
+	stats, err := st.Stats(ctx, q)
+	if err != nil || len(stats.Lanes) != 2 || stats.Lanes[0].Name != lane.Public || stats.Lanes[1].Length != 1 || stats.Lanes[1].Admitted != 2 {
+		t.Errorf("stats: %+v, %v; want the public, then members with 1 waiting and 2 let in", stats.Lanes, err)
+	}
+	tick("[m3]")
 }

@@ -256,6 +256,9 @@ func (p *reply) standing() (queue.Standing, int, error) {
 	case kindPreQueue:
 		e.State, e.PreQueue = queue.Waiting, true
 		return e, 1, p.err
+	case kindLanePreQueue:
+		e.State, e.PreQueue, e.Lane = queue.Waiting, true, p.str(1)
+		return e, 2, p.err
 	case kindLane:
 		e.State, e.Position, e.Length, e.Ticket, e.Lane = queue.Waiting, p.int(1), p.int(2), p.int(3), p.str(4)
 		return e, 5, p.err

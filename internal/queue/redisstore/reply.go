@@ -29,9 +29,10 @@ const (
 // Reply kinds of lanes (issue 53): a place in a lane other than the
 // public (the prelude's laneStanding), and join.lua's refusals of a code.
 const (
-	kindLane        = 5
-	kindInvalidCode = -4
-	kindCodeUsed    = -5
+	kindLane         = 5
+	kindLanePreQueue = 6
+	kindInvalidCode  = -4
+	kindCodeUsed     = -5
 )
 
 // The reply kind of set_stock.lua (SetStock).

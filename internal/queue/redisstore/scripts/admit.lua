@@ -94,9 +94,7 @@ local function draw(d)
   end
   local n = 0
   for _, r in ipairs(d.values) do
-    if n == d.n or length == 0 then
-      break
-    end
+    if n == d.n or length == 0 then break end
     local rank = base + math.floor(r / 2 ^ 53 * length) -- admission.DrawIndex
     local w = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
     local user, ticket = w[1], tonumber(w[2]) % BAND
@@ -149,11 +147,7 @@ for lane, n in pairs(plan.lanes and byLane or {}) do redis.call('HINCRBY', K.lan
 if skipped > 0 then redis.call('HINCRBY', K.cfg, 'abandoned', skipped) end
 local set, unset = {}, {}
 for field, value in pairs(plan.set) do
-  if value == '' then
-    unset[#unset + 1] = field
-  else
-    append(set, {field, value})
-  end
+  if value == '' then unset[#unset + 1] = field else append(set, {field, value}) end
 end
 if #set > 0 then
   redis.call('HSET', K.cfg, unpack(set))

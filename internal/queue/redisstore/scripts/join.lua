@@ -3,36 +3,40 @@
 -- the place it gives. enter.lua keeps the public, code-less enter (and its
 -- batching); this is everyone else's.
 --
--- A code (by its hash, K.codes "lane usesLeft expiresMs") the queue does
--- not hold, or expired, is INVALID_CODE. Someone READY, in the shadow
--- line, or already in the code's lane (or in the pre-queue for it) is
--- answered where they stand, the code not used; a code with no
--- redemption left is then CODE_USED. Someone waiting in another lane who
--- redeems a code moves to the back of the code's lane with a new ticket
--- (their old one a gap, so nobody's position rises; counted in
--- lane_moves, which stats.lua takes from the joins: one person, one
--- join), or, in an opening's pre-queue, is placed in the code's lane by
--- it (K.prelanes). Without a code, the lane asked for (one not in force
--- is the public) is where a newcomer takes their place; anyone already
--- placed keeps it. Line full, sold out: refused as enter.lua does, before
--- a code is used. A redemption counts on its lane (K.lanestats
--- redeemed:<lane>). A new place in a lane other than the public takes the
--- next ticket of the one counter, is a gap of the public line (K.left),
--- and sets adm.lane_shares if the queue has none yet, for standing to
--- look in K.lanes from now on.
+-- Someone READY or in the shadow line is answered where they stand, a
+-- code not even looked at. A code (by its hash, K.codes "lane usesLeft
+-- expiresMs") the queue does not hold, or expired, is INVALID_CODE. One
+-- already in the code's lane (or in the pre-queue for it) is answered,
+-- the code not used; a code with no redemption left is then CODE_USED.
+-- Someone waiting in another lane who redeems a code moves to the back of
+-- the code's lane with a new ticket (their old one a gap, so nobody's
+-- position rises; the place left counts as left, the new ticket as a
+-- join, as memstore counts them), or, in an opening's pre-queue, is
+-- placed in the code's lane by it (K.prelanes). Without a code, the lane
+-- asked for (one not in force is the public) is where a newcomer takes
+-- their place; anyone already placed keeps it. Line full, sold out:
+-- refused as enter.lua does, before a code is used. A redemption counts
+-- on its lane (K.lanestats redeemed:<lane>). A new place in a lane other
+-- than the public takes the next ticket of the one counter, is a gap of
+-- the public line (K.left), and sets adm.lane_shares if the queue has
+-- none yet, for standing to look in K.lanes (K.prelanes) from now on.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] user id, ARGV[2] the lane asked for ('' the public), ARGV[3]
 --         the code's hash ('' none)
 -- Reply: {UNKNOWN_QUEUE}; an error starting DAMAGED (nothing written);
 --        {INVALID_CODE}; {CODE_USED}; {LINE_FULL}; {SOLD_OUT}; else
---        standing's (WAITING, LANE, READY, PRE_QUEUE, SHADOW) then the
+--        standing's (WAITING, LANE, READY, PRE_QUEUE, LANE_PRE_QUEUE,
+--        SHADOW) then the
 --        pace block, its length the lane's
 local user, asked, hash = ARGV[1], ARGV[2], ARGV[3]
 local cfg, adm, refused = config({'rate', 'batch', 'interval_ms', 'capacity'}, {'abandon_ms', 'opens_at'})
 if refused then return refused end
 local now = clock()
 local length = redis.call('ZCARD', K.line)
+local held, expired = standing(cfg, adm, user, now, length)
+local kind = held and held[1]
+if kind == READY or kind == SHADOW then return pace(held, cfg, adm, now, length) end -- a code not even looked at
 local lane, code = asked, nil
 if hash ~= '' then
   local name, uses, exp = string.match(redis.call('HGET', K.codes, hash) or '', '^(%S+) (%-?%d+) (%d+)$')
@@ -42,11 +46,8 @@ elseif not string.find(adm.phase_lanes or cfg.lanes or '', '"name":"' .. asked .
   lane = 'public' -- a lane not in force
 end
 if lane == '' then lane = 'public' end
-
-local held, expired = standing(cfg, adm, user, now, length)
-local kind = held and held[1]
-local from = kind == LANE and held[5] or kind == WAITING and 'public' or kind == PRE_QUEUE and (redis.call('HGET', K.prelanes, user) or 'public')
-if held and (not code or from == lane or not from) then -- kept: no code, READY, SHADOW, or in the code's lane
+local from = (kind == LANE or kind == LANE_PRE_QUEUE) and held[#held] or 'public'
+if held and (not code or from == lane) then -- kept: no code, or in the code's lane already
   if kind == WAITING or kind == LANE then markSeen(cfg, adm, user, held[2], now) end
   return pace(held, cfg, adm, now, kind == LANE and held[3] or length)
 end
@@ -61,11 +62,16 @@ if code then
   redis.call('HSET', K.codes, hash, lane .. ' ' .. (code[1] - 1) .. ' ' .. code[2])
   redis.call('HINCRBY', K.lanestats, 'redeemed:' .. lane, 1)
 end
-if kind == PRE_QUEUE or (not held and (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state) then
+if kind == PRE_QUEUE or kind == LANE_PRE_QUEUE or (not held and (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state) then
   -- The opening places them, in their lane (place.lua).
   redis.call('ZADD', K.pre, 'NX', now, user)
-  if lane == 'public' then redis.call('HDEL', K.prelanes, user) else redis.call('HSET', K.prelanes, user, lane) end
-  return pace({PRE_QUEUE}, cfg, adm, now, length)
+  if lane == 'public' then
+    redis.call('HDEL', K.prelanes, user)
+    return pace({PRE_QUEUE}, cfg, adm, now, length)
+  end
+  redis.call('HSET', K.prelanes, user, lane)
+  if not adm.lane_shares then redis.call('HSET', K.cfg, 'lane_shares', '-') end -- standing looks there from now on
+  return pace({LANE_PRE_QUEUE, lane}, cfg, adm, now, length)
 end
 if held then -- a move: the old place leaves a gap, the person takes a new one
   if kind == WAITING then
@@ -77,7 +83,7 @@ if held then -- a move: the old place leaves a gap, the person takes a new one
     redis.call('ZREM', K.lanes, user)
     others = others - 1
   end
-  redis.call('HINCRBY', K.cfg, 'lane_moves', 1)
+  redis.call('HINCRBY', K.cfg, 'left', 1) -- the place left (the new ticket counts a join)
 end
 if length + others == 0 then
   redis.call('HSET', K.cfg, 'moved', now) -- someone starts waiting (enter.lua)
@@ -87,16 +93,18 @@ local ticket = redis.call('INCR', K.seq)
 local placed
 if lane == 'public' then
   redis.call('ZADD', K.line, ticket, user)
+  local n = unplaced(adm)
   length = length + 1
-  placed = {WAITING, length + unplaced(adm), length + unplaced(adm), ticket}
+  placed = {WAITING, length + n, length + n, ticket}
 else
-  redis.call('ZADD', K.lanes, scoreText(laneId(lane, true) * BAND + ticket), user)
+  local score = laneId(lane, true) * BAND + ticket
+  redis.call('ZADD', K.lanes, scoreText(score), user)
   redis.call('ZADD', K.left, ticket, ticket) -- a gap in the public line
   if not adm.lane_shares then
     redis.call('HSET', K.cfg, 'lane_shares', '-')
     adm.lane_shares = '-'
   end
-  placed = laneStanding(adm, tonumber(redis.call('ZSCORE', K.lanes, user)))
+  placed = laneStanding(adm, score)
 end
 markSeen(cfg, adm, user, placed[2], now)
 redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, placed[2], laneShare(adm, lane)))

@@ -12,9 +12,10 @@
 local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE, SHADOW = -1, -2, -3, 0, 1, 2, 3, 4
 
 -- Reply kinds of lanes (issue 53): LANE, a place in a lane other than the
--- public (laneStanding); join.lua's code the queue does not hold (or
--- expired), and code with no redemption left.
-local LANE, INVALID_CODE, CODE_USED = 5, -4, -5
+-- public (laneStanding), LANE_PRE_QUEUE, in the opening's pre-queue for
+-- one ({LANE_PRE_QUEUE, lane}); join.lua's code the queue does not hold
+-- (or expired), and code with no redemption left.
+local LANE, LANE_PRE_QUEUE, INVALID_CODE, CODE_USED = 5, 6, -4, -5
 
 -- Reply kinds of open_due.lua: no opening pending, one not yet due, one
 -- due (the caller holds the lease), one another instance is placing.
@@ -152,12 +153,21 @@ local function opening(cfg, adm)
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue
--- are still to be placed and the last ticket reserved for them (open_end):
--- they are ahead of everyone who entered after the close, whose positions
--- and the line's length count them; 0 otherwise.
-local function unplaced(adm)
+-- are still to be placed (in lane: a lane's but the public's, whose
+-- people K.prelanes names; else the public's) and the last ticket
+-- reserved for them (open_end): they are ahead of everyone in their lane
+-- who entered after the close, whose positions and the lane's length
+-- count them; 0 otherwise.
+local function unplaced(adm, lane)
   if adm.open_state ~= 'placing' then return 0, nil end
-  return redis.call('ZCARD', K.pre), tonumber(adm.open_end)
+  if not lane then
+    return redis.call('ZCARD', K.pre) - (adm.lane_shares and redis.call('HLEN', K.prelanes) or 0), tonumber(adm.open_end)
+  end
+  local n = 0
+  for _, l in ipairs(redis.call('HVALS', K.prelanes)) do
+    if l == lane then n = n + 1 end
+  end
+  return n, tonumber(adm.open_end)
 end
 
 -- shadowTurn is admission's shadowTurn on the queue as it stands now: it
@@ -209,23 +219,26 @@ end
 -- opening as standing's.
 local function laneStanding(adm, score)
   local lo = math.floor(score / BAND) * BAND
-  local n, last = unplaced(adm)
+  local lane = redis.call('HGET', K.laneids, '#' .. (lo / BAND))
+  local n, last = unplaced(adm, lane)
   local ticket = score - lo
   local ahead = last and ticket > last and n or 0
   local rank = redis.call('ZCOUNT', K.lanes, scoreText(lo), scoreText(score))
   local length = redis.call('ZCOUNT', K.lanes, scoreText(lo), '(' .. scoreText(lo + BAND))
-  return {LANE, rank + ahead, length + n, ticket, redis.call('HGET', K.laneids, '#' .. (lo / BAND))}
+  return {LANE, rank + ahead, length + n, ticket, lane}
 end
 
 -- standing is where the user stands: {WAITING, position, length, ticket}
 -- in line (behind the unplaced of an opening when they entered after its
 -- close; ticket 0 for a place cleared from the shadow line, whose score is
--- a half above a ticket), laneStanding's in another lane (looked for only
--- in a queue that has had lanes: adm.lane_shares is set, and never
--- deleted, once anyone could stand in one), shadowStanding's in the shadow line,
--- {PRE_QUEUE} in the opening's pre-queue, {READY, token, expiresAtMs}
+-- a half above a ticket), laneStanding's in another lane,
+-- shadowStanding's in the shadow line, {PRE_QUEUE} in the opening's
+-- pre-queue ({LANE_PRE_QUEUE, lane} there for another lane than the
+-- public), {READY, token, expiresAtMs}
 -- with a valid token; else nil, and the token they hold whose time is up,
--- if any.
+-- if any. Other lanes (K.lanes, K.prelanes) are looked in only in a queue
+-- that has had lanes: adm.lane_shares is set, and never deleted, once
+-- anyone could stand in one (join.lua, place.lua, tick.go's applyArgs).
 local function standing(cfg, adm, user, now, length)
   local ticket = redis.call('ZSCORE', K.line, user)
   if ticket then
@@ -237,7 +250,10 @@ local function standing(cfg, adm, user, now, length)
   if score then return laneStanding(adm, tonumber(score)) end
   local shadowTicket = redis.call('ZSCORE', K.shadow, user)
   if shadowTicket then return shadowStanding(cfg, adm, user, tonumber(shadowTicket), length) end
-  if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then return {PRE_QUEUE} end
+  if opening(cfg, adm) and redis.call('ZSCORE', K.pre, user) then
+    local lane = adm.lane_shares and redis.call('HGET', K.prelanes, user)
+    return lane and {LANE_PRE_QUEUE, lane} or {PRE_QUEUE}
+  end
   local token = redis.call('HGET', K.tokens, user)
   local exp = token and tonumber(redis.call('ZSCORE', K.texp, user))
   if exp and exp > now then return {READY, token, exp} end

@@ -25,8 +25,7 @@
 --         then K.lanestats as {field, value, ...}}; length is every
 --         lane's; entered is seq's joins and the places cleared from the
 --         shadow line (cleared), but for those cleared into an opening's
---         pre-queue (cleared_pre): seq counted their reserved tickets, and
---         for moves to another lane (lane_moves: one person, one join)
+--         pre-queue (cleared_pre): seq counted their reserved tickets
 local _, adm, refused = config()
 if refused then return refused end
 local now = clock()
@@ -34,7 +33,7 @@ local unswept = redis.call('ZCOUNT', K.texp, '-inf', now)
 local function n(v) return tonumber(v) or 0 end
 local reply = append({
   redis.call('ZCARD', K.line) + redis.call('ZCARD', K.lanes), n(adm.admitted), n(adm.consumed), redis.call('ZCARD', K.texp) - unswept,
-  adm.measured or '0', n(adm.win_start), n(redis.call('GET', K.seq)) + n(adm.cleared) - n(adm.cleared_pre) - n(adm.lane_moves), n(adm.left), n(adm.expired) + unswept,
+  adm.measured or '0', n(adm.win_start), n(redis.call('GET', K.seq)) + n(adm.cleared) - n(adm.cleared_pre), n(adm.left), n(adm.expired) + unswept,
   n(adm.returned), n(adm.inline_total), n(adm.abandoned), redis.call('ZCARD', K.pre), adm.eff_rate or '',
   adm.eff_why or '', now, adm.units_left or '', n(adm.paused_at), n(adm.method_at), n(adm.sold_out_at),
   redis.call('ZCARD', K.shadow), n(adm.shadow_seq), n(adm.shadow_admitted), n(adm.shadow_left), n(adm.cleared),

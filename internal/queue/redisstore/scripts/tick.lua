@@ -25,10 +25,10 @@ local reply = {now, redis.call('ZCARD', K.line), redis.call('ZCOUNT', K.texp, '(
 local values = redis.call('HMGET', K.cfg, unpack(fields))
 append(reply, values)
 -- Every lane but the public, with its length, where there may be some
--- (adm.lane_shares set: standing's rule).
+-- (adm.lane_shares set: standing's rule), read with the public line's front.
 local lanes = {}
 for i = 1, #fields do
-  if fields[i] == 'lane_shares' and values[i] then
+  if fields[i] == 'lane_shares' and values[i] and ARGV[3] == '' then
     local ids = redis.call('HGETALL', K.laneids)
     for j = 1, #ids, 2 do
       if string.sub(ids[j], 1, 1) ~= '#' then
