@@ -35,6 +35,10 @@ Commands:
   restock   tell a queue on a running instance what it has to sell again:
             restock --queue Q [--units N] (without --units: recounted from the
             order API's products)
+  codes     access codes for a lane (docs/operations.md, "Lanes and codes"):
+            codes generate --queue Q --lane L --count N [--uses U]
+            [--expires RFC3339] stores them on a running instance (the admin
+            API, with --admin-token) and prints them as CSV
   report    the sale's report, one HTML file: report --queue Q [--since 6h]
             [--until T] [--out FILE] (the queue's figures minute by minute,
             read from a running instance through the admin API)

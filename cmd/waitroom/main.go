@@ -6,6 +6,7 @@
 //	waitroom page check DIR         check a --page-dir without serving it
 //	waitroom sold-out --queue Q     mark a queue sold out on a running instance
 //	waitroom restock --queue Q      tell it what it has to sell again (--units N)
+//	waitroom codes generate ...     make access codes, store them on a running instance, print them as CSV
 //	waitroom report --queue Q       the sale's report, one HTML file (--since, --until, --out)
 //	waitroom solve --queue Q        anonymous visitors for a test: session cookie, solved challenge (--enter)
 //	waitroom verify-draw --queue Q  recompute a drawn opening from its published record (--addr, or --file)
@@ -72,6 +73,8 @@ func run(args []string) error {
 		return page(args, os.Stdout, os.Stderr)
 	case "sold-out", "restock":
 		return stock(command, args, os.Getenv, os.Stdout, os.Stderr)
+	case "codes":
+		return codesCmd(args, os.Getenv, os.Stdout, os.Stderr)
 	case "report":
 		return reportCmd(args, os.Getenv, time.Now(), os.Stdout, os.Stderr)
 	case "solve":

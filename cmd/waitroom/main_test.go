@@ -153,7 +153,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waitroom help: %v", err)
 	}
-	for _, cmd := range []string{"serve", "proxy", "token", "sold-out", "restock", "report", "solve", "verify-draw", "version", "help"} {
+	for _, cmd := range []string{"serve", "proxy", "token", "sold-out", "restock", "codes", "report", "solve", "verify-draw", "version", "help"} {
 		if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).Match(out) {
 			t.Errorf("help does not describe %s:\n%s", cmd, out)
 		}

@@ -53,8 +53,9 @@ func run(ctx context.Context, base, jwt, queue, product string) error {
 		return err
 	}
 
-	// Enter: WAITING with a place, or READY at once.
-	entered, err := c.EnterQueueWithResponse(ctx, queue, &waitroomapi.EnterQueueParams{})
+	// Enter: WAITING with a place, or READY at once. The body is optional:
+	// an access code (AccessCode), when the shop handed the user one.
+	entered, err := c.EnterQueueWithResponse(ctx, queue, &waitroomapi.EnterQueueParams{}, waitroomapi.EnterQueueJSONRequestBody{})
 	if err != nil {
 		return fmt.Errorf("enter: %w", err)
 	}

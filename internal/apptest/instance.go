@@ -103,7 +103,9 @@ func start(t testing.TB, cfg app.Config, b Backend, keyPrefix string, edit func(
 		edit(&cfg)
 	}
 	logs := &SyncWriter{}
-	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), Stdout: io.Discard}
+	var level slog.Level // info, unless the test asks for debug (every request's access log line)
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), Stdout: io.Discard}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("boot: %v", err)
 	}

@@ -228,8 +228,16 @@ func (g *Gatekeeper) missing(ctx context.Context, q string, cfg queue.InForce, e
 // queue gives every newcomer now (closed, full, sold out), else missing.
 // Asking costs a status read, never a place, so nobody is sent to solve a
 // challenge or to sign in for nothing.
+//
+// Someone waiting who brings an access code (issue 53) is not asked again
+// for what took their place: the code moves them to its lane (the store
+// redeems it, once), as it does a signed-in user. A shadow place is not
+// moved: a likely bot stays where the gate put it.
 func (g *Gatekeeper) refuseNewcomer(ctx context.Context, q string, e Entrant, missing error) (queue.View, error) {
 	v, err := g.knock(ctx, q, e.Caller.User)
+	if err == nil && e.Join.Code != "" && v.State == queue.Waiting && !v.Shadow {
+		return g.o.Queue.Enter(ctx, q, e.Caller.User, e.Join)
+	}
 	if err != nil || v.State != queue.NotInQueue {
 		return v, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -176,10 +177,11 @@ var codeColumns = []string{"code", "lane", "uses", "expiresAt"}
 func (b *codesBatch) readCSV(body io.Reader) error {
 	cr := csv.NewReader(body)
 	cr.ReuseRecord, cr.FieldsPerRecord, cr.TrimLeadingSpace = true, -1, true
-	head, err := cr.Read()
+	first, err := cr.Read()
 	if err != nil {
 		return csvError(err, "a CSV upload starts with a header line naming its columns: code,lane[,uses][,expiresAt]")
 	}
+	head := slices.Clone(first) // the reader reuses its records
 	col, err := csvColumns(head)
 	if err != nil {
 		return err
@@ -198,16 +200,21 @@ func (b *codesBatch) readCSV(body io.Reader) error {
 			return csvError(err, "reading the CSV")
 		}
 		line, _ := cr.FieldPos(0)
+		if len(rec) != len(head) {
+			b.reject(line)
+			continue
+		}
 		if err := b.addRecord(line, rec, col); err != nil {
 			return err
 		}
 	}
 }
 
-// addRecord takes one CSV record, its columns at col's indexes (-1: none).
+// addRecord takes one CSV record of the header's width, its columns at
+// col's indexes (-1: none).
 func (b *codesBatch) addRecord(line int, rec []string, col map[string]int) error {
 	field := func(name string) string {
-		if i := col[name]; i >= 0 && i < len(rec) {
+		if i := col[name]; i >= 0 {
 			return strings.TrimSpace(rec[i])
 		}
 		return ""
@@ -220,7 +227,7 @@ func (b *codesBatch) addRecord(line int, rec []string, col map[string]int) error
 	if v := field("expiresAt"); v != "" && err == nil {
 		expiresAt, err = time.Parse(time.RFC3339, v)
 	}
-	if err != nil || len(rec) < len(col) {
+	if err != nil {
 		b.reject(line)
 		return nil
 	}

@@ -162,3 +162,19 @@ func toLaneStats(st queue.Stats) []laneStatsJSON {
 	}
 	return out
 }
+
+// laneShown is the lane answer v names (queue.View.Lane): its own lane, or
+// lane.Public while WAITING in a queue with lanes in force; "" (no lane
+// field) in a queue without lanes. READY names a lane only when the store
+// told it: a token is kept without the lane it was let in from, and a
+// member let in is not to be told they were the public's. The config in
+// force is the one entryMessage reads, at most once a second.
+func (s *Server) laneShown(r *http.Request, q string, v queue.View) string {
+	if v.Lane != "" || v.State != queue.Waiting {
+		return v.Lane
+	}
+	if c, err := s.Queue.ConfigInForce(r.Context(), q); err == nil && len(c.Lanes) > 0 {
+		return lane.Public
+	}
+	return ""
+}

@@ -577,7 +577,7 @@ func testAdminStats(t *testing.T, in *apptest.Instance) {
 	// Every setting of the table, and the numbers.
 	fields := []string{"queue", "length", "admittedTotal", "activeTokens", "consumedTotal", "measuredRatePerSecond",
 		"effectiveRatePerSecond", "effectiveRateReason", "abandonedTotal", "preQueueLength", "unitsLeft", "soldOut", "phaseInForce",
-		"shadowLength", "shadowEnteredTotal", "shadowAdmittedTotal", "shadowLeftTotal", "clearedTotal"}
+		"shadowLength", "shadowEnteredTotal", "shadowAdmittedTotal", "shadowLeftTotal", "clearedTotal", "laneStats"}
 	for _, s := range queue.Settings {
 		fields = append(fields, s.Name)
 	}

@@ -241,6 +241,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
 	q := r.PathValue("queue")
+	v.Lane = s.laneShown(r, q, v)
 	writeAnswerMarked(w, v, s.entryMessage(r, q), s.signedTicket(q, user, v), s.participant(q, user, v), false)
 }
 
@@ -498,7 +499,7 @@ func settingValue(k queue.Kind, raw json.RawMessage) (any, error) {
 		var b bool
 		err := json.Unmarshal(raw, &b)
 		return b, err
-	case queue.PhaseList, queue.LaneList: // read, each phase or lane and its settings, by queue's own rules
+	case queue.PhaseList, queue.LaneList: // read, each phase or lane, by queue's own rules
 		return raw, nil
 	case queue.TextByLanguage: // a string, or an object of strings
 		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' {

@@ -60,11 +60,12 @@ type View struct {
 	// next poll is due (admissionNear), so a request willing to wait for
 	// news is worth holding (HoldFrom).
 	AdmissionNear bool
-	// Lane is the lane the place is in (issue 53), while WAITING or READY
-	// in a queue with lanes (lane.Public for the public's); "" in a queue
-	// without lanes, whose answers keep their shape. Position and Length
-	// are then within the lane. A place in another lane than the public's
-	// has no Ticket: the front document places only the public lane.
+	// Lane is the lane the place is in (issue 53) while WAITING or READY,
+	// "" for the public lane (which the answer names only in a queue with
+	// lanes, so a queue without keeps its answers' shape). Position and
+	// Length are within the lane. A place in another lane than the
+	// public's has no Ticket: the front document places only the public
+	// lane.
 	Lane string
 }
 
@@ -556,40 +557,12 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 // isPublic says whether name is the public lane ("" in a Standing).
 func isPublic(name string) bool { return name == "" || name == lane.Public }
 
-// laneOf is the lane answered for standing e of the queue (View.Lane):
-// its lane while waiting or READY in a queue that has lanes in force, or
-// in a lane of its own (a phase may have ended the lanes since it joined),
-// "" otherwise. The config in force is read at most once a second
-// (ConfigInForce), so a queue without lanes pays one cached read a poll.
-func (s *Service) laneOf(ctx context.Context, queue string, e Standing) string {
-	if e.State != Waiting && e.State != Ready {
-		return ""
-	}
-	if !isPublic(e.Lane) {
-		return e.Lane
-	}
-	c, err := s.ConfigInForce(ctx, queue)
-	if err != nil {
-		// The answer is the store's, though its config could not be read
-		// a moment after (a store just back): the last config read says
-		// whether the queue has lanes better than none would.
-		s.configsMu.Lock()
-		r, ok := s.configs[queue]
-		s.configsMu.Unlock()
-		if !ok {
-			return ""
-		}
-		c = r.c.InForce(s.Clock())
-	}
-	if len(c.Lanes) > 0 {
-		return lane.Public
-	}
-	return ""
-}
-
 // view is what the user of the queue is told of their standing e.
 func (s *Service) view(ctx context.Context, queue string, e Standing) View {
-	v := View{State: e.State, Paused: e.Pace.Paused, Lane: s.laneOf(ctx, queue, e)}
+	v := View{State: e.State, Paused: e.Pace.Paused}
+	if (e.State == Waiting || e.State == Ready) && !isPublic(e.Lane) {
+		v.Lane = e.Lane
+	}
 	// Only the public lane's places are placed by the front document (and
 	// the snapshot): another lane's ticket is a gap in the public line, so
 	// its page asks this instance, which asks the store.

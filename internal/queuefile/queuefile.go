@@ -228,12 +228,19 @@ func value(s queue.Setting, v *yaml.Node) (any, error) {
 	want := map[queue.Kind]string{queue.Number: "a number", queue.Integer: "a whole number", queue.Bool: "true or false",
 		queue.Instant: `an RFC 3339 time such as 2026-12-24T20:00:00+09:00, or "" for none`, queue.Choice: "a string",
 		queue.Duration: "a whole number of " + unit(s), queue.TextByLanguage: "a string or a mapping of language tags to strings",
-		queue.PhaseList: "a list of phases"}[s.Kind]
+		queue.PhaseList: "a list of phases", queue.LaneList: "a list of lanes ({name, claim, codes, share}), or [] for none"}[s.Kind]
 	wrong := errors.New(want)
-	if v.Kind != yaml.ScalarNode && s.Kind != queue.TextByLanguage && s.Kind != queue.PhaseList {
+	if v.Kind != yaml.ScalarNode && s.Kind != queue.TextByLanguage && s.Kind != queue.PhaseList && s.Kind != queue.LaneList {
 		return nil, wrong
 	}
 	switch s.Kind {
+	case queue.LaneList: // each lane as the admin JSON gives it, checked there (lane.Parse)
+		var list []map[string]any
+		if v.Kind != yaml.SequenceNode || v.Decode(&list) != nil {
+			return nil, wrong
+		}
+		b, err := json.Marshal(list)
+		return json.RawMessage(b), err
 	case queue.PhaseList: // each phase as the admin JSON gives it, checked there
 		var list []map[string]any
 		if v.Kind != yaml.SequenceNode || v.Decode(&list) != nil {

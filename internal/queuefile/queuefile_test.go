@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queuefile"
 )
 
@@ -29,7 +30,7 @@ func TestParseExample(t *testing.T) {
 	for _, q := range f.Queues {
 		names = append(names, q.Name)
 	}
-	if diff := cmp.Diff([]string{"default", "spring-sale", "winter-sale", "members", "backstage"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"default", "spring-sale", "winter-sale", "members", "summer-drop", "backstage"}, names); diff != "" {
 		t.Errorf("queues (-want +got):\n%s", diff)
 	}
 	if f.Prune {
@@ -77,6 +78,12 @@ func TestParseExample(t *testing.T) {
 		public.Message.For() != "Open to everyone, first come." {
 		t.Errorf("winter-sale: opens %v, members %+v, public %+v", winter.Config.OpensAt, members, public)
 	}
+	// Lanes, a list of mappings as the admin JSON's objects.
+	drop, _ := f.Queue("summer-drop")
+	wantLanes := lane.List{{Name: "gold", Claim: "tier=gold", Share: 0.3}, {Name: "invited", Codes: true, Share: 0.2}, {Name: lane.Public, Share: 0.5}}
+	if diff := cmp.Diff(wantLanes, drop.Config.Lanes); diff != "" {
+		t.Errorf("summer-drop's lanes (-want +got):\n%s", diff)
+	}
 	// The stock the sale starts with, which is no setting; a queue that
 	// gives none has none.
 	if sale.UnitsLeft == nil || *sale.UnitsLeft != 500 || slices.Contains(sale.Set, "unitsLeft") {
@@ -122,6 +129,9 @@ func TestParseRefuses(t *testing.T) {
 		{"webhooks a mapping", "queues:\n  sale:\n    webhooks: {a: b}\n", []string{"q.yaml:3:", "webhooks must be a list of URLs"}},
 		{"a webhook not over HTTP", "queues:\n  sale:\n    webhooks: [ftp://shop.example/x]\n", []string{"q.yaml:3:", "webhooks", "want an http:// or https:// URL"}},
 		{"a webhook without a host", "queues:\n  sale:\n    webhooks: ['https:///x']\n", []string{"q.yaml:3:", "no host"}},
+		{"lanes a mapping", "queues:\n  sale:\n    lanes: {public: 1}\n", []string{"q.yaml:3:", "lanes must be a list of lanes"}},
+		{"lanes without public", "queues:\n  sale:\n    lanes: [{name: gold, claim: tier=gold, share: 1}]\n", []string{"q.yaml:", "public"}},
+		{"a lane's unknown field", "queues:\n  sale:\n    lanes: [{name: public, share: 1, weight: 2}]\n", []string{"q.yaml:3:", "weight"}},
 		{"empty", "", []string{"q.yaml: empty"}},
 		{"not YAML", "queues: {sale: [\n", []string{"q.yaml:", "yaml"}},
 	}

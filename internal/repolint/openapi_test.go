@@ -35,6 +35,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/waitroom/waitroom"
+	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/identity"
@@ -907,6 +908,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 
 	runOpenAPIStock(t, k, admin)
 	runOpenAPISuspects(t, k, b, admin)
+	runOpenAPILanes(t, k, admin)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
@@ -1006,6 +1008,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"POST", "/admin/v1/queues/default/restock", nil},
 				{"GET", "/admin/v1/queues/default/suspects", nil},
 				{"POST", "/admin/v1/queues/default/suspects/1/clear", nil},
+				{"POST", "/admin/v1/queues/default/codes", map[string]any{"lane": "invited", "codes": []string{}}},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -1016,6 +1019,51 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	// Last: a draining instance is not ready.
 	in.Main.API.SetDraining(true)
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 503, code: "draining"})
+}
+
+// runOpenAPILanes drives lanes and access codes (issue 53): the codes
+// upload (JSON, CSV, and its refusals), a place taken with a code (its
+// answer names the lane), the code refused once used, wrong, or in a URL,
+// and the page without JavaScript's code form.
+func runOpenAPILanes(t *testing.T, k *oaChecker, admin string) {
+	t.Helper()
+	in := k.in
+	q := apptest.UniqueID("lanes")
+	entries, codes := "/api/v1/queues/"+q+"/entries", "/admin/v1/queues/"+q+"/codes"
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + q, auth: admin, status: 200, body: map[string]any{"paused": true,
+		"lanes": []map[string]any{{"name": "invited", "codes": true, "share": 0.4}, {"name": "public", "share": 0.6}}}})
+	first, second, third := accesscode.New(), accesscode.New(), accesscode.New()
+	k.call(t, oaCase{method: "POST", path: codes, auth: admin, body: map[string]any{"lane": "invited", "codes": []string{first, "nope"}}, status: 200})
+	k.call(t, oaCase{method: "POST", path: codes, auth: admin, headers: []string{"Content-Type", "text/csv"},
+		body: "code,lane,uses\n" + second + ",invited,1\n" + third + ",invited,1\n", status: 200})
+	k.call(t, oaCase{method: "POST", path: codes, auth: admin, headers: []string{"Content-Type", "text/csv"}, body: "code\n" + first + "\n",
+		status: 400, code: "invalid_request"})
+	k.call(t, oaCase{method: "POST", path: codes, auth: "Bearer wrong", body: map[string]any{"lane": "invited", "codes": []string{first}}, status: 401, code: "admin_unauthorized"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/queues/nosuchqueue/codes", auth: admin, body: map[string]any{"lane": "invited", "codes": []string{first}},
+		status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "POST", path: codes, auth: admin, body: `{"lane":"invited","codes":[` + strings.Repeat(`"x",`, 100_000) + `"x"]}`,
+		status: 413, code: "body_too_large", specInvalid: true})
+
+	holder, late := apptest.UniqueID("holder"), apptest.UniqueID("late")
+	if r := k.call(t, oaCase{method: "POST", path: entries, auth: in.As(holder), body: map[string]any{"accessCode": first}, status: 200}); r.Str("lane") != "invited" {
+		t.Errorf("enter with a code: %s, want the lane invited", r.Raw)
+	}
+	if r := k.call(t, oaCase{method: "GET", path: entries + "/me", auth: in.As(holder), status: 200}); r.Str("lane") != "invited" {
+		t.Errorf("status in a lane: %s", r.Raw)
+	}
+	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), body: map[string]any{"accessCode": first}, status: 409, code: "code_used"})
+	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), body: map[string]any{"accessCode": accesscode.New()}, status: 403, code: "invalid_code"})
+	k.call(t, oaCase{method: "POST", path: entries + "?accessCode=" + second, auth: in.As(late), status: 400, code: "code_in_url"})
+	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), body: `{"accessCode":"` + strings.Repeat("A", 2000) + `"}`,
+		status: 413, code: "body_too_large", specInvalid: true})
+
+	form := []string{"Content-Type", "application/x-www-form-urlencoded"}
+	noScript := "/q/" + q + "/noscript"
+	k.call(t, oaCase{method: "POST", path: noScript, auth: in.As(late), headers: form, body: "accessCode=" + second, status: 200})
+	k.call(t, oaCase{method: "POST", path: noScript + "?code=" + third, auth: in.As(late), headers: form, body: "accessCode=", status: 400, code: "code_in_url"})
+	k.call(t, oaCase{method: "POST", path: "/q/nosuchqueue/noscript", auth: in.As(late), headers: form, body: "accessCode=" + third, status: 404})
+	k.call(t, oaCase{method: "POST", path: noScript, auth: in.As(late), headers: form, body: "accessCode=" + strings.Repeat("A", 2000),
+		status: 413, code: "body_too_large", specInvalid: true})
 }
 
 // runOpenAPIStock drives a queue's stock through the admin API and what
@@ -1244,6 +1292,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"POST", "/admin/v1/queues/" + q + "/restock", admin, map[string]any{"unitsLeft": 5}, nil},
 		{"GET", "/admin/v1/queues/" + q + "/suspects", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/suspects/1/clear", admin, nil, nil},
+		{"POST", "/admin/v1/queues/" + q + "/codes", admin, map[string]any{"lane": "invited", "codes": []string{}}, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},

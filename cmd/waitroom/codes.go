@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/accesscode"
+)
+
+// codesChunk is how many codes one upload carries: the most the admin API
+// takes in one request (POST /admin/v1/queues/{queue}/codes).
+const codesChunk = 100_000
+
+// codesMost bounds --count: ten million codes are a few hundred MB of CSV.
+const codesMost = 10_000_000
+
+// codesTimeout bounds one chunk's upload, the instance's check included.
+const codesTimeout = 2 * time.Minute
+
+const codesUsage = `Usage: waitroom codes generate --queue Q --lane L --count N [--uses U] [--expires RFC3339] [--addr URL]
+
+Makes N access codes for the queue's lane L (80 bits each, Crockford base32:
+XXXX-XXXX-XXXX-XXXX), stores them on a running instance through the admin API
+(POST /admin/v1/queues/{queue}/codes, in chunks of 100,000; the instance keeps
+only their hashes) and prints them as CSV to stdout: code,lane,uses,expiresAt,
+header first. Keep the output: it is the only place the codes are in clear.
+The lane must be one of the queue's lanes with codes: true. Exit 1 on failure;
+codes printed before a failure were stored.
+--addr, --admin-token and --data-dir have environment twins, as for serve.
+
+`
+
+// codesCmd runs `waitroom codes generate`.
+func codesCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "generate" {
+		fmt.Fprint(stderr, codesUsage)
+		return errors.New("codes: the one subcommand is generate")
+	}
+	flags := flag.NewFlagSet("waitroom codes generate", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	q := flags.String("queue", "", "the queue (required)")
+	laneName := flags.String("lane", "", "the lane the codes put their holders in: one of the queue's lanes with codes: true (required)")
+	count := flags.Int("count", 0, "how many codes to make (required; at most 10,000,000)")
+	uses := flags.Int64("uses", 1, "the redemptions each code holds: 1 for single-use")
+	expires := flags.String("expires", "", "when the codes stop being redeemable, RFC 3339 (2027-06-01T00:00:00Z); empty: never")
+	target := adminFlags(flags)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, codesUsage)
+		flags.PrintDefaults()
+	}
+	target.fromEnv(flags, getenv)
+	if err := parseQueueCommand(flags, args[1:], q); err != nil {
+		return err
+	}
+	var expiresAt *time.Time
+	if *expires != "" {
+		t, err := time.Parse(time.RFC3339, *expires)
+		if err != nil {
+			return fmt.Errorf("--expires: want an RFC 3339 time such as 2027-06-01T00:00:00Z, got %q", *expires)
+		}
+		expiresAt = &t
+	}
+	switch {
+	case *laneName == "":
+		return errors.New("--lane is required")
+	case *count < 1 || *count > codesMost:
+		return fmt.Errorf("--count: from 1 to %d, got %d", codesMost, *count)
+	case *uses < 1:
+		return fmt.Errorf("--uses: 1 or more, got %d", *uses)
+	}
+	g := codesBatch{queue: *q, lane: *laneName, uses: *uses, expiresAt: expiresAt}
+	return g.generate(target, *count, stdout, stderr)
+}
+
+// codesBatch is what one run of codes generate makes.
+type codesBatch struct {
+	queue, lane string
+	uses        int64
+	expiresAt   *time.Time
+}
+
+// generate makes count codes, chunk by chunk: each chunk is stored before
+// it is printed, so whatever was printed is redeemable.
+func (g codesBatch) generate(target adminTarget, count int, stdout, stderr io.Writer) error {
+	out := csv.NewWriter(stdout)
+	out.Write([]string{"code", "lane", "uses", "expiresAt"})
+	expires := ""
+	if g.expiresAt != nil {
+		expires = g.expiresAt.UTC().Format(time.RFC3339)
+	}
+	for made := 0; made < count; {
+		codes := make([]string, min(codesChunk, count-made))
+		for i := range codes {
+			codes[i] = accesscode.New()
+		}
+		if err := g.store(target, codes, stderr); err != nil {
+			out.Flush()
+			return fmt.Errorf("codes generate %s: %w (%d codes stored and printed before)", g.queue, err, made)
+		}
+		for _, c := range codes {
+			out.Write([]string{c, g.lane, strconv.FormatInt(g.uses, 10), expires})
+		}
+		out.Flush()
+		if err := out.Error(); err != nil {
+			return err
+		}
+		made += len(codes)
+	}
+	return nil
+}
+
+// store uploads one chunk; a code the instance rejects fails the run (all
+// of a chunk's codes share the lane, so one rejected is all rejected).
+func (g codesBatch) store(target adminTarget, codes []string, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), codesTimeout)
+	defer cancel()
+	at, token, err := target.resolve(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]any{"lane": g.lane, "uses": g.uses, "expiresAt": g.expiresAt, "codes": codes})
+	if err != nil {
+		return err
+	}
+	var answer struct {
+		Added, Duplicates, Rejected int
+	}
+	if err := adminCall(ctx, http.MethodPost, at, "/admin/v1/queues/"+url.PathEscape(g.queue)+"/codes", token, body, &answer); err != nil {
+		return err
+	}
+	switch {
+	case answer.Rejected > 0:
+		return fmt.Errorf("the instance rejected %d codes: is %q one of the queue's lanes with codes: true?", answer.Rejected, g.lane)
+	case answer.Added != len(codes):
+		// 80 random bits each: a duplicate means a broken random source.
+		return fmt.Errorf("the instance added %d of %d codes (%d duplicates)", answer.Added, len(codes), answer.Duplicates)
+	}
+	return nil
+}
