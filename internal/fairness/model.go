@@ -154,9 +154,11 @@ type Output struct {
 	State            State
 	Position, Length int64
 	// Lane is the lane a WAITING or READY answer names ("" when it names
-	// none, as without lanes). The model checks a WAITING answer's: a
-	// READY answer's is not the place's (the stores keep no lane with a
-	// token, and name the public one for everybody holding one).
+	// none, as without lanes). The model checks a WAITING answer's, but
+	// for one in the public lane that names none (its instance could not
+	// read the queue's config just then: it cannot tell a queue with
+	// lanes from one without); not a READY answer's (the stores keep no
+	// lane with a token).
 	Lane  string
 	Token string
 	Order OrderResult
@@ -464,7 +466,7 @@ func enter(l *line, s *Spec, user string) *line {
 func reply(l *line, in Input, out Output) *line {
 	user, s := in.User, in.Spec
 	_, admitted := l.held[user]
-	if out.State == Waiting && out.Lane != s.answerLane(user) {
+	if out.State == Waiting && out.Lane != s.answerLane(user) && !(out.Lane == "" && s.laneOf(user) == lane.Public) {
 		return nil // a place in another lane than the user's (Output.Lane)
 	}
 	switch out.State {
