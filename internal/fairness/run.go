@@ -113,7 +113,7 @@ var queueUsers = []int{4, 6, 8}
 // of a correct line then both have people waiting much of the time, and a
 // line that served them by the order of arrival, or by other shares, lets
 // the public in well beyond its share (sharesHeld).
-var historyLanes = lane.List{{Name: "members", Claim: "tier=member", Share: 0.7}, {Name: lane.Public, Share: 0.3}}
+var historyLanes = lane.List{{Name: "members", Claim: "tier=member", Share: 0.8}, {Name: lane.Public, Share: 0.2}}
 
 const laneMembers = 3
 
