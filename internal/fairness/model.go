@@ -32,7 +32,11 @@
 //     timeout, or a connection was cut during it) may be answered with the
 //     line as it stood later than its effect (enterEffects);
 //   - after a Redis kill -9, the line starts again from what Redis kept;
-//     the acknowledged places it lost are counted, not hidden (placesLost).
+//     the acknowledged places it lost are counted, not hidden (placesLost);
+//   - with lanes, a READY answer's lane is not checked, nor a WAITING
+//     answer's absent lane for a place in the public lane (Output.Lane);
+//     the shares hold within two people of what the calls make certain
+//     (sharesHeld).
 //
 // Token expiry is not modelled: a history is far shorter than the token
 // TTL, and its clock steps are bounded below it.
