@@ -56,9 +56,11 @@ func (s *Server) smallBody(h http.HandlerFunc) http.HandlerFunc {
 		}
 		if r.ContentLength < 0 {
 			http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
-			defer http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
 		raw, err := io.ReadAll(io.LimitReader(r.Body, maxIgnoredBody+1))
+		if r.ContentLength < 0 { // lifted at once: a held request must outlive it
+			http.NewResponseController(w).SetReadDeadline(time.Time{})
+		}
 		if err != nil || len(raw) > maxIgnoredBody {
 			s.writeError(w, r, errTooLarge)
 			return

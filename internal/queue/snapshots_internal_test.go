@@ -129,3 +129,33 @@ func TestSnapshotAnswerAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per answer, want 0", allocs)
 	}
 }
+
+// TestAnotherLanesPlaceIsTheStores: the snapshot is the public lane's
+// (issue 53). A place in another lane, told by the store, is not
+// remembered, and one shown to the service is answered by the store with
+// its lane and no ticket for the front document; the same ticket in the
+// public lane is placed by the snapshot, and ticketed.
+func TestAnotherLanesPlaceIsTheStores(t *testing.T) {
+	s := newSnapshots(&lineStore{}, time.Hour)
+	s.remember("q", "u500", Standing{State: Waiting, Ticket: 500})
+	s.remember("q", "u600", Standing{State: Waiting, Ticket: 600, Lane: "gold"})
+	if _, ok := s.status(context.Background(), "q", "u500"); !ok {
+		t.Error("a public place: not answered from the snapshot")
+	}
+	if e, ok := s.status(context.Background(), "q", "u600"); ok {
+		t.Errorf("gold's place answered from the public lane's snapshot: %+v", e)
+	}
+
+	svc := NewService(&laneStore{}, time.Hour, nil)
+	v, err := svc.Status(context.Background(), "q", "m1")
+	if err != nil || v.Lane != "gold" || v.Ticket != 0 || v.Position != 2 {
+		t.Errorf("a gold place: %+v %v, want gold, position 2, no ticket", v, err)
+	}
+}
+
+// laneStore answers every user as second in the gold lane, ticket 700.
+type laneStore struct{ lineStore }
+
+func (l *laneStore) Status(_ context.Context, q, user string) (Standing, error) {
+	return Standing{State: Waiting, Position: 2, Length: 3, Ticket: 700, Epoch: 1, Lane: "gold", Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}, nil
+}
