@@ -556,7 +556,7 @@ timings="$TMP_ROOT/slowest.txt"
 # 2.1 of which were these).
 #
 # The proof that the fairness check can fail (internal/fairness,
-# docs/operations.md "Fairness you can check"): a build with three
+# docs/operations.md "Fairness you can check"): a build with five
 # deliberate bugs (-tags historybugs, never in the normal build), each of
 # which the check must catch within a few histories; it logs how many.
 #

@@ -5,9 +5,11 @@ package app
 import (
 	"context"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 )
 
@@ -20,6 +22,10 @@ import (
 //	              after another instance's plan, it admits again
 //	split-enter   enter reads the line's length, then joins, in two steps
 //	early-spend   a token is spent before the protected call has answered
+//	lane-shares-reversed
+//	              a queue's lanes are kept with their shares in reverse
+//	              order: each lane is let in by another's share
+//	lanes-ignored a join in a lane takes a place in the public line
 const HistoryBugEnv = "WAITROOM_HISTORY_BUG"
 
 func withHistoryBug(s queue.Store) queue.Store {
@@ -32,6 +38,10 @@ func withHistoryBug(s queue.Store) queue.Store {
 		return splitEnter{s}
 	case "early-spend":
 		return earlySpend{s}
+	case "lane-shares-reversed":
+		return reversedShares{s}
+	case "lanes-ignored":
+		return lanesIgnored{s}
 	}
 	return s
 }
@@ -74,4 +84,25 @@ func (b earlySpend) BeginUse(ctx context.Context, q, user, token, owner string, 
 		return err
 	}
 	return b.Store.EndUse(ctx, q, user, token, owner, true)
+}
+
+// reversedShares keeps a queue's lanes with the shares of its lanes in
+// reverse order: every answer is right within its lane, and admission
+// lets the lanes in by the wrong shares.
+type reversedShares struct{ queue.Store }
+
+func (b reversedShares) PutConfig(ctx context.Context, q string, c queue.Config) error {
+	lanes := slices.Clone(c.Lanes)
+	for i := range lanes {
+		lanes[i].Share = c.Lanes[len(lanes)-1-i].Share
+	}
+	c.Lanes = lanes
+	return b.Store.PutConfig(ctx, q, c)
+}
+
+// lanesIgnored places everyone in the public line, whatever their lane.
+type lanesIgnored struct{ queue.Store }
+
+func (b lanesIgnored) Join(ctx context.Context, q, user string, _ lane.Join) (queue.Standing, error) {
+	return b.Store.Enter(ctx, q, user)
 }

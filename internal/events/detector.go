@@ -199,12 +199,16 @@ func (d *Detector) roll(ctx context.Context, r Reading) {
 	reading := rollup.Reading{Entered: st.EnteredTotal, Left: st.LeftTotal, Skipped: st.AbandonedTotal, Admitted: st.AdmittedTotal,
 		Used: st.ConsumedTotal, Expired: st.ExpiredTotal, Shadowed: st.ShadowEnteredTotal, Cleared: st.ClearedTotal,
 		Length: st.Length, PreQueue: st.PreQueued, Rate: st.EffectiveRate}
+	for _, l := range st.Lanes {
+		reading.Lanes = append(reading.Lanes, rollup.LaneFigures{Name: l.Name, Share: l.Share, Length: l.Length, Admitted: l.Admitted,
+			Redeemed: l.Redeemed, CodesLeft: l.CodesLeft})
+	}
 	minute := r.Now.Truncate(time.Minute)
 	add := d.pending.Take(r.Queue)
 	d.mu.Lock()
 	last, ok := d.written[r.Queue]
 	d.mu.Unlock()
-	if ok && len(add) == 0 && last.r == reading {
+	if ok && len(add) == 0 && last.r.Equal(reading) {
 		return // a queue whose numbers stand still costs no write (rollup.Fill)
 	}
 	if err := d.store.Roll(ctx, r.Queue, reading.Write(add, d.keep)); err != nil {

@@ -25,6 +25,8 @@ func TestDeliberateBugsAreCaught(t *testing.T) {
 		{"admit-resend", "network"}, // go-redis sends admit.lua again in its stalls
 		{"split-enter", "none"},
 		{"early-spend", "none"},
+		{"lane-shares-reversed", "none"}, // caught beside the model (sharesHeld)
+		{"lanes-ignored", "none"},        // caught by the model: a member's place in the public line
 	} {
 		t.Run(c.bug, func(t *testing.T) {
 			t.Setenv(app.HistoryBugEnv, c.bug)

@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/waitroom/waitroom/internal/queue/lane"
 )
 
 // Verdict is the check of one history.
@@ -35,6 +38,10 @@ type Verdict struct {
 	// had them waiting, with no leave between: no-shows let go (only a
 	// queue with abandonAfterSeconds may, which the model checks).
 	NoShows int
+	// LaneAdmissions counts the admissions the lanes' shares were checked
+	// on: certainly made while every lane of their queue had people
+	// waiting (sharesHeld).
+	LaneAdmissions int
 	// Visualization is the HTML file drawn for a history that failed.
 	Visualization string
 }
@@ -65,6 +72,9 @@ func Check(h *History, snapshotAge, timeout time.Duration, dir, name string) Ver
 	v := Verdict{Result: porcupine.Ok, Violations: slices.Clone(h.Problems)}
 	v.Violations = append(v.Violations, promises(h)...)
 	v.Violations = append(v.Violations, stockAddsUp(h)...)
+	var unshared []string
+	v.LaneAdmissions, unshared = sharesHeld(h, snapshotAge)
+	v.Violations = append(v.Violations, unshared...)
 	m := model()
 	raw := segments(h, 0) // as sent, for the history file
 	for i, seg := range segments(h, snapshotAge) {
@@ -393,7 +403,7 @@ func placesLost(h *History) int {
 				lost++ // the whole queue is gone
 				continue
 			}
-			if _, held := k.held[user]; !held && k.rank(user) == 0 && !k.inPre(user) {
+			if _, held := k.held[user]; !held && !k.has(user) && !k.inPre(user) {
 				lost++
 			}
 		}
@@ -429,6 +439,9 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 			return nil, err
 		}
 		l := &line{phase: open, waiting: waiting, held: tokens}
+		if l.lanes, err = c.keptLanes(ctx, p); err != nil {
+			return nil, err
+		}
 		switch {
 		case state == "placing":
 			l.phase = closed
@@ -437,6 +450,28 @@ func (c *cluster) kept(ctx context.Context, specs []*Spec) (map[string]*line, er
 		}
 		l.pre = slices.Sorted(slices.Values(pre))
 		out[s.Queue] = l.done()
+	}
+	return out, nil
+}
+
+// keptLanes reads the lines of a queue's lanes other than the public from
+// Redis's keys under prefix p: one sorted set, each lane a band of scores
+// (laneId × 2^40 + ticket), its ids named in laneids (redisstore's
+// keys.go).
+func (c *cluster) keptLanes(ctx context.Context, p string) (map[string][]string, error) {
+	places, err := c.rdb.ZRangeWithScores(ctx, p+"lanes", 0, -1).Result()
+	if err != nil || len(places) == 0 {
+		return nil, err
+	}
+	names, err := c.rdb.HGetAll(ctx, p+"laneids").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, z := range places {
+		id := int64(z.Score) >> 40
+		name := names["#"+strconv.FormatInt(id, 10)]
+		out[name] = append(out[name], z.Member.(string))
 	}
 	return out, nil
 }
@@ -451,6 +486,9 @@ type savedSpec struct {
 	AbandonAfter string     `json:"abandonAfter,omitempty"`
 	Opening      bool       `json:"opening,omitempty"`
 	Start        *savedLine `json:"start,omitempty"`
+	// Lanes and Members: Spec's.
+	Lanes   lane.List         `json:"lanes,omitempty"`
+	Members map[string]string `json:"members,omitempty"`
 }
 
 type savedLine struct {
@@ -458,6 +496,8 @@ type savedLine struct {
 	Pre     []string          `json:"pre,omitempty"`
 	Waiting []string          `json:"waiting,omitempty"`
 	Held    map[string]string `json:"held,omitempty"`
+	// Lanes are the lines of the lanes other than lane.Public.
+	Lanes map[string][]string `json:"lanes,omitempty"`
 }
 
 var phaseNames = [...]string{"pending", "closed", "open"}
@@ -484,6 +524,7 @@ type savedOutput struct {
 	Length   int64  `json:"length,omitempty"`
 	Token    string `json:"token,omitempty"`
 	Order    string `json:"order,omitempty"`
+	Lane     string `json:"lane,omitempty"`
 }
 
 // save writes one segment's calls to path.
@@ -500,12 +541,12 @@ func save(path string, seg []porcupine.Operation) error {
 			continue
 		}
 		seen[sp] = true
-		s := savedSpec{Queue: sp.Queue, Capacity: sp.Capacity, Opening: sp.Opening}
+		s := savedSpec{Queue: sp.Queue, Capacity: sp.Capacity, Opening: sp.Opening, Lanes: sp.Lanes, Members: sp.Members}
 		if sp.AbandonAfter > 0 {
 			s.AbandonAfter = sp.AbandonAfter.String()
 		}
 		if l := sp.start; l != nil {
-			s.Start = &savedLine{Phase: phaseNames[l.phase], Pre: l.pre, Waiting: l.waiting, Held: l.held}
+			s.Start = &savedLine{Phase: phaseNames[l.phase], Pre: l.pre, Waiting: l.waiting, Held: l.held, Lanes: l.lanes}
 		}
 		specs = append(specs, s)
 	}
@@ -516,7 +557,7 @@ func save(path string, seg []porcupine.Operation) error {
 		in, out := op.Input.(Input), op.Output.(Output)
 		s := savedOp{Queue: in.Spec.Queue, Kind: in.Kind.String(), User: in.User, Token: in.Token, Instance: in.Instance, MayRepeat: in.MayRepeat,
 			SinceSeen: in.SinceSeen,
-			Call:      op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token}}
+			Call:      op.Call, Return: op.Return, Out: savedOutput{Unknown: out.Unknown, Position: out.Position, Length: out.Length, Token: out.Token, Lane: out.Lane}}
 		if !out.Unknown {
 			switch in.Kind {
 			case Enter, Status:
@@ -545,14 +586,14 @@ func load(path string) ([]porcupine.Operation, error) {
 	}
 	specs := map[string]*Spec{}
 	for _, s := range head.Specs {
-		sp := &Spec{Queue: s.Queue, Capacity: s.Capacity, Opening: s.Opening}
+		sp := &Spec{Queue: s.Queue, Capacity: s.Capacity, Opening: s.Opening, Lanes: s.Lanes, Members: s.Members}
 		if s.AbandonAfter != "" {
 			if sp.AbandonAfter, err = time.ParseDuration(s.AbandonAfter); err != nil {
 				return nil, err
 			}
 		}
 		if l := s.Start; l != nil {
-			sp.start = &line{phase: phase(slices.Index(phaseNames[:], l.Phase)), pre: l.Pre, waiting: l.Waiting, held: l.Held}
+			sp.start = &line{phase: phase(slices.Index(phaseNames[:], l.Phase)), pre: l.Pre, waiting: l.Waiting, held: l.Held, lanes: l.Lanes}
 			if sp.start.held == nil {
 				sp.start.held = map[string]string{}
 			}
@@ -568,7 +609,7 @@ func load(path string) ([]porcupine.Operation, error) {
 		}
 		in := Input{Spec: specs[s.Queue], Kind: Kind(slices.Index(kindNames[:], s.Kind)), User: s.User, Token: s.Token, Instance: s.Instance,
 			MayRepeat: s.MayRepeat, SinceSeen: s.SinceSeen}
-		out := Output{Unknown: s.Out.Unknown, Position: s.Out.Position, Length: s.Out.Length, Token: s.Out.Token,
+		out := Output{Unknown: s.Out.Unknown, Position: s.Out.Position, Length: s.Out.Length, Token: s.Out.Token, Lane: s.Out.Lane,
 			State: State(slices.Index(stateNames[:], s.Out.State)), Order: OrderResult(slices.Index(orderNames[:], s.Out.Order))}
 		if in.Spec == nil || in.Kind > Order || !out.Unknown && (s.Out.State != "" && out.State > Full || s.Out.Order != "" && out.Order > Invalid) {
 			return nil, fmt.Errorf("%s: a call this package cannot read: %+v", path, s)

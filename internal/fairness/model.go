@@ -8,6 +8,17 @@
 // come first served, positions that never go up, a token for one person
 // only, spent at most once, kept when the order fails.
 //
+// A queue with lanes (issue 53) is a line per lane: each user's lane is
+// fixed by their token's claim (Spec.Members), an answer names it, and
+// first come first served and positions that never go up hold within each
+// lane (a position and a length are the lane's; a READY answer's lane is
+// not checked: Output.Lane). Across lanes the model
+// lets admission take any order; the lanes' shares are checked beside it,
+// over the whole history (sharesHeld, lanes.go): while every lane
+// certainly had someone waiting, no lane was let in more than its share of
+// every admission that may have happened meanwhile, plus two (the credit
+// lane.Allot carries is within one person either way at each end).
+//
 // Where the contract is deliberately weaker than that, the model says
 // exactly how (docs/operations.md, "Fairness you can check"):
 //   - a status answer far from the front may come from a snapshot of the
@@ -21,7 +32,11 @@
 //     timeout, or a connection was cut during it) may be answered with the
 //     line as it stood later than its effect (enterEffects);
 //   - after a Redis kill -9, the line starts again from what Redis kept;
-//     the acknowledged places it lost are counted, not hidden (placesLost).
+//     the acknowledged places it lost are counted, not hidden (placesLost);
+//   - with lanes, a READY answer's lane is not checked, nor a WAITING
+//     answer's absent lane for a place in the public lane (Output.Lane);
+//     the shares hold within two people of what the calls make certain
+//     (sharesHeld).
 //
 // Token expiry is not modelled: a history is far shorter than the token
 // TTL, and its clock steps are bounded below it.
@@ -35,6 +50,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/waitroom/waitroom/internal/queue/lane"
 )
 
 // Kind is the call a client made.
@@ -59,9 +76,30 @@ type Spec struct {
 	AbandonAfter time.Duration
 	// Opening: the queue had an opensAt ahead when the history began.
 	Opening bool
+	// Lanes are the queue's lanes (none: one line, and answers name no
+	// lane); Members maps each user of a lane other than lane.Public to
+	// it (their token's claim), for the history's whole length.
+	Lanes   lane.List
+	Members map[string]string
 	// start is the line as the history found it (nil: new and empty); a
 	// history after a Redis restart starts from what Redis kept.
 	start *line
+}
+
+// laneOf is the lane user's places are in.
+func (s *Spec) laneOf(user string) string {
+	if ln, ok := s.Members[user]; ok {
+		return ln
+	}
+	return lane.Public
+}
+
+// answerLane is the lane an answer to user names: none without lanes.
+func (s *Spec) answerLane(user string) string {
+	if len(s.Lanes) == 0 {
+		return ""
+	}
+	return s.laneOf(user)
 }
 
 // Input is one call.
@@ -119,8 +157,15 @@ type Output struct {
 	Unknown          bool
 	State            State
 	Position, Length int64
-	Token            string
-	Order            OrderResult
+	// Lane is the lane a WAITING or READY answer names ("" when it names
+	// none, as without lanes). The model checks a WAITING answer's, but
+	// for one in the public lane that names none (its instance could not
+	// read the queue's config just then: it cannot tell a queue with
+	// lanes from one without); not a READY answer's (the stores keep no
+	// lane with a token).
+	Lane  string
+	Token string
+	Order OrderResult
 }
 
 // phase is how far a queue's opening has gone.
@@ -137,7 +182,9 @@ const (
 type line struct {
 	phase   phase
 	pre     []string // the pre-queue, sorted (its order means nothing)
-	waiting []string // in line, first in first
+	waiting []string // in line (the public lane), first in first
+	// lanes are the other lanes' lines, by name (nil without lanes).
+	lanes map[string][]string
 	// held maps an admitted user to their token, "" while no answer has
 	// shown it yet (with no-shows: admitted, or dropped).
 	held map[string]string
@@ -151,7 +198,54 @@ func newLine(phase phase) *line {
 }
 
 func (l *line) clone() *line {
-	return &line{phase: l.phase, pre: slices.Clone(l.pre), waiting: slices.Clone(l.waiting), held: cloneMap(l.held)}
+	n := &line{phase: l.phase, pre: slices.Clone(l.pre), waiting: slices.Clone(l.waiting), held: cloneMap(l.held)}
+	for name, users := range l.lanes {
+		n.setLine(name, slices.Clone(users))
+	}
+	return n
+}
+
+// lineOf is the line of the lane called name.
+func (l *line) lineOf(name string) []string {
+	if name == lane.Public {
+		return l.waiting
+	}
+	return l.lanes[name]
+}
+
+// setLine makes users the line of the lane called name (on a clone).
+func (l *line) setLine(name string, users []string) {
+	switch {
+	case name == lane.Public:
+		l.waiting = users
+	case len(users) == 0:
+		delete(l.lanes, name)
+	default:
+		if l.lanes == nil {
+			l.lanes = map[string][]string{}
+		}
+		l.lanes[name] = users
+	}
+}
+
+// laneNames are the lanes other than lane.Public with people in them, in
+// a fixed order.
+func (l *line) laneNames() []string {
+	names := make([]string, 0, len(l.lanes))
+	for name := range l.lanes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// inLine is how many wait in line, every lane together.
+func (l *line) inLine() int {
+	n := len(l.waiting)
+	for _, users := range l.lanes {
+		n += len(users)
+	}
+	return n
 }
 
 func cloneMap(m map[string]string) map[string]string {
@@ -169,6 +263,9 @@ func (l *line) done() *line { l.key = l.encode(); return l }
 func (l *line) encode() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d|%s|%s|", l.phase, strings.Join(l.pre, ","), strings.Join(l.waiting, ","))
+	for _, name := range l.laneNames() {
+		fmt.Fprintf(&b, "%s:%s|", name, strings.Join(l.lanes[name], ","))
+	}
 	users := make([]string, 0, len(l.held))
 	for u := range l.held {
 		users = append(users, u)
@@ -180,37 +277,63 @@ func (l *line) encode() string {
 	return b.String()
 }
 
-func (l *line) rank(user string) int { return slices.Index(l.waiting, user) + 1 }
+// rank is user's 1-based place in the line of their lane s.laneOf(user)
+// (0: not in it).
+func (l *line) rank(s *Spec, user string) int {
+	return slices.Index(l.lineOf(s.laneOf(user)), user) + 1
+}
 
 func (l *line) inPre(user string) bool {
 	_, ok := slices.BinarySearch(l.pre, user)
 	return ok
 }
 
-// ahead is how many users wait ahead of a newcomer joining now: before
-// the placing, the pre-queue is reserved in front of everyone.
-func (l *line) ahead() int {
-	if l.phase == closed {
-		return len(l.pre) + len(l.waiting)
+// has reports whether user waits in the line of any lane.
+func (l *line) has(user string) bool {
+	if slices.Contains(l.waiting, user) {
+		return true
 	}
-	return len(l.waiting)
+	for _, users := range l.lanes {
+		if slices.Contains(users, user) {
+			return true
+		}
+	}
+	return false
 }
 
-// admit takes the first k users out of line as admitted (token not yet
-// seen): admission is not a call, so the model lets it happen when an
-// answer shows it did. Admission stops while an opening is placed.
-func (l *line) admit(k int) (*line, bool) {
+// ahead is how many users wait ahead of a newcomer to lane ln joining now:
+// before the placing, the lane's part of the pre-queue is reserved in front
+// of everyone in it.
+func (l *line) ahead(s *Spec, ln string) int {
+	n := len(l.lineOf(ln))
+	if l.phase == closed {
+		for _, u := range l.pre {
+			if s.laneOf(u) == ln {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// admit takes the first k users out of lane ln's line as admitted (token
+// not yet seen): admission is not a call, so the model lets it happen when
+// an answer shows it did, from the head of the lane (across lanes in any
+// order: the shares are checked beside the model). Admission stops while
+// an opening is placed.
+func (l *line) admit(ln string, k int) (*line, bool) {
 	if k == 0 {
 		return l, true
 	}
-	if k < 0 || k > len(l.waiting) || l.phase != open {
+	users := l.lineOf(ln)
+	if k < 0 || k > len(users) || l.phase != open {
 		return nil, false
 	}
 	n := l.clone()
-	for _, u := range n.waiting[:k] {
+	for _, u := range users[:k] {
 		n.held[u] = ""
 	}
-	n.waiting = n.waiting[k:]
+	n.setLine(ln, slices.Clone(users[k:]))
 	return n.done(), true
 }
 
@@ -235,7 +358,7 @@ func model() porcupine.Model {
 				}
 			}
 			var next []any
-			for _, s := range openings(l) {
+			for _, s := range openings(l, in.Spec) {
 				if n := step(s, in, out); n != nil {
 					next = append(next, n)
 				}
@@ -269,8 +392,9 @@ func model() porcupine.Model {
 var hashSeed = maphash.MakeSeed()
 
 // openings are the states the opening may have reached before the next
-// call takes effect: as it is, closed, or closed and placed in any order.
-func openings(l *line) []*line {
+// call takes effect: as it is, closed, or closed and placed in any order,
+// each user ahead of everyone in their lane.
+func openings(l *line, s *Spec) []*line {
 	out := []*line{l}
 	if l.phase == pending {
 		c := l.clone()
@@ -283,7 +407,10 @@ func openings(l *line) []*line {
 		for _, order := range permutations(l.pre) {
 			p := l.clone()
 			p.phase = open
-			p.waiting = append(order, p.waiting...)
+			for i := len(order) - 1; i >= 0; i-- {
+				ln := s.laneOf(order[i])
+				p.setLine(ln, append([]string{order[i]}, p.lineOf(ln)...))
+			}
 			p.pre = nil
 			out = append(out, p.done())
 		}
@@ -311,11 +438,11 @@ func step(l *line, in Input, out Output) *line {
 	switch in.Kind {
 	case Enter, Status:
 		if out.Unknown { // only an enter changes anything (unknown statuses are left out)
-			return enter(l, in.User)
+			return enter(l, in.Spec, in.User)
 		}
 		return reply(l, in, out)
 	case Leave:
-		return leave(l, in.User) // 204, or unknown: either way, at most this
+		return leave(l, in.Spec, in.User) // 204, or unknown: either way, at most this
 	case Order:
 		return order(l, in, out)
 	}
@@ -323,9 +450,9 @@ func step(l *line, in Input, out Output) *line {
 }
 
 // enter is an enter's effect: a user neither in line, pre-queued nor
-// admitted joins (the pre-queue while the opening is pending).
-func enter(l *line, user string) *line {
-	if _, ok := l.held[user]; ok || l.rank(user) > 0 || l.inPre(user) {
+// admitted joins their lane (the pre-queue while the opening is pending).
+func enter(l *line, s *Spec, user string) *line {
+	if _, ok := l.held[user]; ok || l.rank(s, user) > 0 || l.inPre(user) {
 		return l
 	}
 	n := l.clone()
@@ -333,32 +460,36 @@ func enter(l *line, user string) *line {
 		i, _ := slices.BinarySearch(n.pre, user)
 		n.pre = slices.Insert(n.pre, i, user)
 	} else {
-		n.waiting = append(n.waiting, user)
+		ln := s.laneOf(user)
+		n.setLine(ln, append(slices.Clone(n.lineOf(ln)), user))
 	}
 	return n.done()
 }
 
 // reply checks an enter's or a status's answer and applies it.
 func reply(l *line, in Input, out Output) *line {
-	user := in.User
+	user, s := in.User, in.Spec
 	_, admitted := l.held[user]
+	if out.State == Waiting && out.Lane != s.answerLane(user) && !(out.Lane == "" && s.laneOf(user) == lane.Public) {
+		return nil // a place in another lane than the user's (Output.Lane)
+	}
 	switch out.State {
-	case Full:
-		if in.Kind != Enter || admitted || l.rank(user) > 0 || l.inPre(user) ||
-			len(l.pre)+len(l.waiting) < in.Spec.Capacity {
+	case Full: // capacity counts every lane
+		if in.Kind != Enter || admitted || l.rank(s, user) > 0 || l.inPre(user) ||
+			len(l.pre)+l.inLine() < s.Capacity {
 			return nil
 		}
 		return l
 	case PreQueued:
 		if in.Kind == Enter && l.phase == pending {
-			l = enter(l, user)
+			l = enter(l, s, user)
 		}
 		if !l.inPre(user) {
 			return nil
 		}
 		return l
 	case Ready:
-		return ready(l, user, out.Token)
+		return ready(l, s, user, out.Token)
 	case NotInQueue:
 		return notInQueue(l, in)
 	case Waiting:
@@ -366,19 +497,19 @@ func reply(l *line, in Input, out Output) *line {
 			return nil
 		}
 		if in.Kind == Enter {
-			l = enter(l, user)
+			l = enter(l, s, user)
 		}
-		r := l.rank(user)
+		r, ln := l.rank(s, user), s.laneOf(user)
 		if r == 0 {
 			return nil
 		}
 		if l.phase == closed {
-			r += len(l.pre)
+			r += l.ahead(s, ln) - len(l.lineOf(ln)) // the lane's part of the pre-queue
 		}
-		// Positions never go up: the users ahead who are gone were
-		// admitted (or dropped as no-shows), in line order.
-		n, ok := l.admit(r - int(out.Position))
-		if !ok || int64(n.ahead()) != out.Length {
+		// Positions never go up: the users ahead in the lane who are gone
+		// were admitted (or dropped as no-shows), in the lane's order.
+		n, ok := l.admit(ln, r-int(out.Position))
+		if !ok || int64(n.ahead(s, ln)) != out.Length {
 			return nil
 		}
 		return n
@@ -387,16 +518,17 @@ func reply(l *line, in Input, out Output) *line {
 }
 
 // ready checks a READY answer carrying token got and applies it: the user
-// holds that token, or was in line and is let in now, everyone ahead first.
-func ready(l *line, user, got string) *line {
+// holds that token, or was in line and is let in now, everyone ahead in
+// their lane first.
+func ready(l *line, s *Spec, user, got string) *line {
 	token, admitted := l.held[user]
 	if !admitted {
-		r := l.rank(user)
+		r := l.rank(s, user)
 		if r == 0 {
 			return nil
 		}
 		var ok bool
-		if l, ok = l.admit(r); !ok { // FIFO: everyone ahead goes first
+		if l, ok = l.admit(s.laneOf(user), r); !ok { // FIFO: everyone ahead goes first
 			return nil
 		}
 		token = ""
@@ -422,14 +554,14 @@ func notInQueue(l *line, in Input) *line {
 		return nil
 	}
 	noShow := in.Spec.AbandonAfter > 0 && in.SinceSeen >= in.Spec.AbandonAfter
-	if r := l.rank(user); r > 0 {
+	if r := l.rank(in.Spec, user); r > 0 {
 		// Only a no-show leaves the line without a token: dropped at
 		// the head, so everyone ahead went first.
 		if !noShow {
 			return nil
 		}
 		var ok bool
-		if l, ok = l.admit(r); !ok {
+		if l, ok = l.admit(in.Spec.laneOf(user), r); !ok {
 			return nil
 		}
 		token, admitted = "", true
@@ -447,14 +579,15 @@ func notInQueue(l *line, in Input) *line {
 
 // leave takes the user out of line or the pre-queue, or gives back their
 // token.
-func leave(l *line, user string) *line {
+func leave(l *line, s *Spec, user string) *line {
 	_, admitted := l.held[user]
-	if !admitted && l.rank(user) == 0 && !l.inPre(user) {
+	if !admitted && l.rank(s, user) == 0 && !l.inPre(user) {
 		return l
 	}
 	n := l.clone()
 	delete(n.held, user)
-	n.waiting = slices.DeleteFunc(n.waiting, func(u string) bool { return u == user })
+	ln := s.laneOf(user)
+	n.setLine(ln, slices.DeleteFunc(n.lineOf(ln), func(u string) bool { return u == user }))
 	n.pre = slices.DeleteFunc(n.pre, func(u string) bool { return u == user })
 	return n.done()
 }
@@ -479,11 +612,11 @@ func order(l *line, in Input, out Output) *line {
 		}
 		return l
 	case Bought, Kept, InUse:
-		if r := l.rank(in.User); !admitted && r > 0 {
+		if r := l.rank(in.Spec, in.User); !admitted && r > 0 {
 			// Admitted, though no answer said so yet (it was lost to a
-			// fault): everyone ahead went first.
+			// fault): everyone ahead in the lane went first.
 			var ok bool
-			if l, ok = l.admit(r); !ok {
+			if l, ok = l.admit(in.Spec.laneOf(in.User), r); !ok {
 				return nil
 			}
 			valid = true
@@ -515,6 +648,8 @@ func describe(input, output any) string {
 		return call + " → 204"
 	case in.Kind == Order:
 		return call + " → " + out.Order.String()
+	case out.State == Waiting && out.Lane != "":
+		return fmt.Sprintf("%s → WAITING %d/%d in %s", call, out.Position, out.Length, out.Lane)
 	case out.State == Waiting:
 		return fmt.Sprintf("%s → WAITING %d/%d", call, out.Position, out.Length)
 	case out.State == Ready:
@@ -529,6 +664,9 @@ func describeLine(l *line) string {
 		fmt.Fprintf(&b, "pre-queue %v (%s) ", l.pre, [...]string{"pending", "closed"}[l.phase])
 	}
 	fmt.Fprintf(&b, "line %v", l.waiting)
+	for _, name := range l.laneNames() {
+		fmt.Fprintf(&b, " %s %v", name, l.lanes[name])
+	}
 	users := make([]string, 0, len(l.held))
 	for u := range l.held {
 		users = append(users, u)

@@ -226,10 +226,12 @@ func parse(kind Kind, a answer) (Output, bool) {
 			}
 			p, ok1 := a.body["position"].(float64)
 			n, ok2 := a.body["queueLength"].(float64)
-			return Output{State: Waiting, Position: int64(p), Length: int64(n)}, ok1 && ok2
+			ln, _ := a.body["lane"].(string)
+			return Output{State: Waiting, Position: int64(p), Length: int64(n), Lane: ln}, ok1 && ok2
 		case "READY":
 			t, ok := a.body["token"].(string)
-			return Output{State: Ready, Token: t}, ok && t != ""
+			ln, _ := a.body["lane"].(string)
+			return Output{State: Ready, Token: t, Lane: ln}, ok && t != ""
 		case "NOT_IN_QUEUE":
 			return Output{State: NotInQueue}, kind == Status
 		}

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/waitroom/waitroom/internal/identity"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 )
 
 // Options say what a run records and where.
@@ -102,8 +104,18 @@ func (o Options) length(kind string) time.Duration {
 
 // the line a history records: three queues, the first with an opening
 // shortly after the start (four users, so the model's orders of it stay
-// few), the others open from the start.
-var queueUsers = []int{4, 6, 6}
+// few), the others open from the start, the last with two lanes
+// (historyLanes): laneMembers of its eight users are members by their
+// token's claim, the others the public.
+var queueUsers = []int{4, 6, 8}
+
+// historyLanes give the members, the fewer, the larger share: the lanes
+// of a correct line then both have people waiting much of the time, and a
+// line that served them by the order of arrival, or by other shares, lets
+// the public in well beyond its share (sharesHeld).
+var historyLanes = lane.List{{Name: "members", Claim: "tier=member", Share: 0.8}, {Name: lane.Public, Share: 0.2}}
+
+const laneMembers = 3
 
 const (
 	queueRate  = 8    // admitted users per second per queue
@@ -125,6 +137,8 @@ type KindReport struct {
 	Linearizable, Unknowns int
 	PlacesLost             int
 	NoShows                int
+	// LaneAdmissions: Verdict's, summed.
+	LaneAdmissions int
 	// Failures describe the histories that broke a promise, each with
 	// the path of its visualisation.
 	Failures []string
@@ -138,15 +152,18 @@ type KindReport struct {
 
 // Line is the run's summary for one kind.
 func (k KindReport) Line() string {
-	undecided, noShows := "", ""
+	undecided, noShows, lanes := "", "", ""
 	if k.Unknowns > 0 {
 		undecided = fmt.Sprintf(" (%d not decided in time)", k.Unknowns)
 	}
 	if k.NoShows > 0 {
 		noShows = fmt.Sprintf(", no-shows let go %d", k.NoShows)
 	}
-	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s (%v, checking %v)",
-		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows,
+	if k.LaneAdmissions > 0 {
+		lanes = fmt.Sprintf(", admissions checked against the lanes' shares %d", k.LaneAdmissions)
+	}
+	return fmt.Sprintf("%s: histories %d, operations %d, faults injected %d, linearizable: %d/%d%s, places lost %d%s%s (%v, checking %v)",
+		k.Kind, k.Histories, k.Operations, k.Faults, k.Linearizable, k.Histories, undecided, k.PlacesLost, noShows, lanes,
 		k.Took.Round(time.Second), k.Checking.Round(time.Millisecond))
 }
 
@@ -237,6 +254,7 @@ func runKind(ctx context.Context, o Options, kind string) (KindReport, error) {
 		k.Faults += len(h.Faults)
 		k.PlacesLost += v.PlacesLost
 		k.NoShows += v.NoShows
+		k.LaneAdmissions += v.LaneAdmissions
 		switch {
 		case v.OK():
 			k.Linearizable++
@@ -305,6 +323,9 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		if spec.Opening {
 			cfg["opensAt"] = opensAt.UTC().Format(time.RFC3339Nano)
 		}
+		if qi == len(queueUsers)-1 {
+			spec.Lanes, spec.Members, cfg["lanes"] = historyLanes, map[string]string{}, historyLanes
+		}
 		product := productOf(spec.Queue)
 		if err := c.admin(ctx, "PUT", "/admin/v1/queues/"+spec.Queue, cfg, nil); err != nil {
 			return nil, err
@@ -316,8 +337,12 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 		h.Specs = append(h.Specs, spec)
 		for i := range count {
 			name := fmt.Sprintf("q%du%d-%s", qi, i, tag)
+			auth := r.ids.SignJWT(name, time.Hour)
+			if spec.Lanes != nil && i < laneMembers {
+				spec.Members[name], auth = historyLanes[0].Name, memberJWT(c.secret, name)
+			}
 			users = append(users, &user{n: i, name: name, spec: spec, product: product,
-				auth: "Bearer " + r.ids.SignJWT(name, time.Hour), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
+				auth: "Bearer " + auth, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
 		}
 	}
 	r.start = time.Now()
@@ -351,6 +376,17 @@ func (c *cluster) record(ctx context.Context, kind string, n int) (*History, err
 	return h, nil
 }
 
+// memberJWT is a shop's login token for a member: SignJWT's, with the
+// claim the members lane matches (historyLanes).
+func memberJWT(secret, user string) string {
+	claims := jwt.MapClaims{"sub": user, "exp": time.Now().Add(time.Hour).Unix(), "tier": "member"}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		panic(err) // HS256 with a byte key cannot fail
+	}
+	return s
+}
+
 // productOf names the product a history's queue protects.
 func productOf(queue string) string { return queue + "-tee" }
 
@@ -379,7 +415,7 @@ func (c *cluster) admin(ctx context.Context, method, path string, body, reply an
 			case err != nil:
 				last = err
 			case res.StatusCode/100 != 2:
-				last = fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
+				last = fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, bytes.TrimSpace(raw))
 			case reply == nil:
 				return nil
 			default:

@@ -121,8 +121,16 @@ func (s *Server) joinOf(r *http.Request, caller identity.Caller) (lane.Join, err
 		return lane.Join{}, nil
 	}
 	c, err := s.Queue.ConfigInForce(r.Context(), r.PathValue("queue"))
-	if err != nil || !byClaims(c.Lanes) {
-		return lane.Join{}, nil // a queue that cannot be read is told by entering
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return lane.Join{}, nil // told by entering
+	case err != nil:
+		// Not the public lane in its stead: entering may succeed a moment
+		// later (the store back), and a member would wait as the public
+		// (the fairness check's redis-kill histories found it).
+		return lane.Join{}, err
+	case !byClaims(c.Lanes):
+		return lane.Join{}, nil
 	}
 	claims := s.Identity.Claims(r)
 	return lane.Join{Lane: c.Lanes.ByClaims(func(name string) any { return claims[name] })}, nil

@@ -40,6 +40,9 @@ type chart struct {
 	XTicks, YTicks    []tick
 	Series            []series
 	Table             table
+	// Lead is a table shown before the chart, open (the lanes' figures
+	// over the whole sale); nil for none.
+	Lead *table
 	// Empty: nothing to draw; Desc says why.
 	Empty bool
 }

@@ -49,6 +49,8 @@ type period struct {
 	funnel               funnel
 	bots                 bots
 	TimeInLine, Estimate Histogram
+	// laneAdmitted counts each lane's admitted in the period (issue 53).
+	laneAdmitted map[string]int64
 	// The minutes' histograms, merged once the period is whole.
 	waits, ratios []Histogram
 }
@@ -72,6 +74,7 @@ type figures struct {
 	soldOut       time.Time // the first sell-out in the span (zero: none)
 	preQueue      bool      // anyone ever waited for the opening
 	admittedAtAll bool
+	lanes         []laneTotals // none without lanes
 }
 
 // workOut sorts the sale's minutes, groups them into periods and adds up
@@ -114,6 +117,7 @@ func workOut(s Sale) figures {
 		}
 		f.preQueue = f.preQueue || m.PreQueue > 0
 		ratios = append(ratios, m.EstimateRatio)
+		f.addLanes(m)
 		f.addToPeriod(m)
 	}
 	f.wait, f.ratio = Sale{Minutes: ms}.TimeInLine(), Merge(ratios...)
@@ -137,5 +141,6 @@ func (f *figures) addToPeriod(m Minute) {
 	p.LineMax = max(p.LineMax, m.LineMax, m.LineLength)
 	p.funnel.add(m)
 	p.bots.add(m)
+	p.addLanes(m.Lanes)
 	p.waits, p.ratios = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio)
 }

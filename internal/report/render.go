@@ -106,6 +106,9 @@ func build(f figures, x texts, o Options) view {
 	}
 	v.Figures = summary(f, x, loc)
 	v.Charts = []chart{lineChart(f, x, loc), admissionChart(f, x, loc), waitChart(f, x, loc), estimateChart(f, x, loc)}
+	if len(f.lanes) > 0 { // a queue without lanes has no such section
+		v.Charts = append(v.Charts, lanesChart(f, x, loc))
+	}
 	if !f.bots.none() { // a sale without likely bots has no such section
 		v.Charts = append(v.Charts, botsChart(f, x, loc))
 	}

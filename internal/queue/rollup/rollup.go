@@ -38,6 +38,9 @@ type Wait struct {
 	Shown int64
 	// Admitted is when admission let them in (the store's clock).
 	Admitted time.Time
+	// Lane is the lane they waited in (issue 53; admission.Waiter.Lane):
+	// "" for the public, or a queue without lanes.
+	Lane string
 }
 
 // NoneShown is Wait.Shown when no wait was shown at entry.

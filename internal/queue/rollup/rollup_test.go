@@ -139,3 +139,48 @@ func applied(writes ...rollup.Write) map[string]string {
 	}
 	return out
 }
+
+// TestBuildReadsTheLanes: a queue's lanes (issue 53) in the order its
+// stats listed them, each lane's admitted and redeemed counted from its
+// totals as the funnel is, its share, length and codes left as last read,
+// and each admitted user's time in line in their lane's buckets too (the
+// public lane's are the whole's less the others').
+func TestBuildReadsTheLanes(t *testing.T) {
+	m0 := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	reading := func(members, public int64) rollup.Reading {
+		return rollup.Reading{Admitted: members + public, Lanes: []rollup.LaneFigures{
+			{Name: "members", Share: 0.3, Length: 40 - members, Admitted: members, Redeemed: members / 2, CodesLeft: 100 - members/2},
+			{Name: "public", Share: 0.7, Length: 500, Admitted: public}}}
+	}
+	var p rollup.Pending
+	p.Admitted("q", rollup.Wait{Entered: m0, Admitted: m0.Add(2 * time.Second), Lane: "members"})
+	p.Admitted("q", rollup.Wait{Entered: m0, Admitted: m0.Add(9 * time.Second)})
+	rows := []rollup.Row{
+		{Minute: m0, Fields: applied(reading(2, 5).Write(nil, time.Hour), reading(6, 14).Write(p.Take("q"), time.Hour))},
+		{Minute: m0.Add(time.Minute), Fields: applied(reading(10, 23).Write(nil, time.Hour))},
+	}
+	minutes, _ := rollup.Build(rows)
+	if len(minutes) != 2 {
+		t.Fatalf("%d minutes", len(minutes))
+	}
+	want := [][]rollup.LaneFigures{
+		{{Name: "members", Share: 0.3, Length: 34, Admitted: 4, Redeemed: 2, CodesLeft: 97}, {Name: "public", Share: 0.7, Length: 500, Admitted: 9}},
+		{{Name: "members", Share: 0.3, Length: 30, Admitted: 4, Redeemed: 2, CodesLeft: 95}, {Name: "public", Share: 0.7, Length: 500, Admitted: 9}},
+	}
+	for i, m := range minutes {
+		if d := cmp.Diff(want[i], m.Lanes); d != "" {
+			t.Errorf("minute %d's lanes (-want +got):\n%s", i, d)
+		}
+	}
+	if got := minutes[0].LaneTimeInLine; len(got) != 1 || got["members"].Count() != 1 || minutes[0].TimeInLine.Count() != 2 ||
+		got["members"].Quantile(1) != rollup.Upper(rollup.Bucket(2000)) {
+		t.Errorf("time in line by lane %v of %v", got, minutes[0].TimeInLine)
+	}
+	filled := rollup.Fill(minutes, m0.Add(2*time.Minute))
+	if got := filled[2].Lanes; len(got) != 2 || got[0].Admitted != 0 || got[0].Length != 30 || got[1].Share != 0.7 {
+		t.Errorf("a still minute's lanes: %+v", got)
+	}
+	if rows := applied(rollup.Reading{Admitted: 3}.Write(nil, time.Hour)); rows["lanes"] != "" {
+		t.Errorf("a queue without lanes writes lanes: %q", rows["lanes"])
+	}
+}

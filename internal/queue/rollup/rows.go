@@ -3,6 +3,7 @@ package rollup
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +66,27 @@ type Reading struct {
 	Shadowed, Cleared                               int64
 	Length, PreQueue                                int64
 	Rate                                            float64
+	// Lanes are the queue's lanes as its stats list them (issue 53; none
+	// without lanes), their Admitted and Redeemed the totals since the
+	// queue was made.
+	Lanes []LaneFigures
 }
+
+// A lane's fields in a row (issue 53): its share (millionths), length and
+// codes left as last read (Set), its totals admitted and redeemed raised
+// (Max) and their first reading in the minute (Min, "from."), as the
+// funnel's; laneOrder lists the lanes as the stats did, and each
+// admitted user's time in line in a lane other than the public is also
+// counted in that lane's buckets (laneTimePrefix).
+const (
+	laneOrder      = "lanes"
+	laneTimePrefix = "tl:"
+)
+
+func laneField(name, what string) string { return "lane:" + name + ":" + what }
+
+// Equal reports whether r and o read the same.
+func (r Reading) Equal(o Reading) bool { return reflect.DeepEqual(r, o) }
 
 // Write is the write of reading r, with add (Pending.Take) added.
 func (r Reading) Write(add map[string]int64, keep time.Duration) Write {
@@ -75,6 +96,19 @@ func (r Reading) Write(add map[string]int64, keep time.Duration) Write {
 			"rate": strconv.FormatInt(int64(math.Round(r.Rate*1000)), 10)}}
 	for i, name := range funnel {
 		w.Max[name], w.Min["from."+name] = totals[i], totals[i]
+	}
+	names := make([]string, len(r.Lanes))
+	for i, l := range r.Lanes {
+		names[i] = l.Name
+		w.Set[laneField(l.Name, "share")] = strconv.FormatInt(int64(math.Round(l.Share*1e6)), 10)
+		w.Set[laneField(l.Name, "length")] = strconv.FormatInt(l.Length, 10)
+		w.Set[laneField(l.Name, "codesLeft")] = strconv.FormatInt(l.CodesLeft, 10)
+		for what, n := range map[string]int64{"admitted": l.Admitted, "redeemed": l.Redeemed} {
+			w.Max[laneField(l.Name, what)], w.Min["from."+laneField(l.Name, what)] = n, n
+		}
+	}
+	if len(names) > 0 {
+		w.Set[laneOrder] = strings.Join(names, ",")
 	}
 	return w
 }
@@ -101,6 +135,24 @@ type Minute[H any] struct {
 	// 2: twice as long; Histogram: × 1000, Wait.Ratio).
 	TimeInLine    H `json:"timeInLine"`
 	EstimateRatio H `json:"estimateRatio"`
+	// LaneTimeInLine counts, for each lane other than the public (issue
+	// 53), its admitted by their time in line as TimeInLine does (the
+	// public lane's are TimeInLine less these); none without lanes, or
+	// while the stores do not say an admitted user's lane (Wait.Lane).
+	LaneTimeInLine map[string]H `json:"laneTimeInLine,omitempty"`
+}
+
+// LaneFigures are one lane's figures in a minute (issue 53): its share in
+// force (0 to 1) and the users waiting in it at the minute's end, those it
+// let in and the access codes redeemed for it within the minute, and the
+// redemptions its codes still held at the minute's end.
+type LaneFigures struct {
+	Name      string  `json:"name"`
+	Share     float64 `json:"share"`
+	Length    int64   `json:"length"`
+	Admitted  int64   `json:"admitted"`
+	Redeemed  int64   `json:"redeemed"`
+	CodesLeft int64   `json:"codesLeft"`
 }
 
 // Figures are a minute's figures but its histograms.
@@ -140,12 +192,22 @@ type Figures struct {
 	RefusedSuspects    int64            `json:"refusedSuspects,omitempty"`
 	ChallengedSuspects int64            `json:"challengedSuspects,omitempty"`
 	Cleared            int64            `json:"cleared,omitempty"`
+	// Lanes are the queue's lanes in the minute (issue 53), in the order
+	// its stats listed them; absent without lanes.
+	Lanes []LaneFigures `json:"lanes,omitempty"`
 }
 
 // WithHistograms is m with its histograms redrawn by f (the report's
 // bounded buckets from the rows' counts).
 func WithHistograms[H, G any](m Minute[H], f func(H) G) Minute[G] {
-	return Minute[G]{Figures: m.Figures, TimeInLine: f(m.TimeInLine), EstimateRatio: f(m.EstimateRatio)}
+	out := Minute[G]{Figures: m.Figures, TimeInLine: f(m.TimeInLine), EstimateRatio: f(m.EstimateRatio)}
+	for name, h := range m.LaneTimeInLine {
+		if out.LaneTimeInLine == nil {
+			out.LaneTimeInLine = map[string]G{}
+		}
+		out.LaneTimeInLine[name] = f(h)
+	}
+	return out
 }
 
 // Moment is a moment of the sale: an event of package events (its type,
@@ -181,12 +243,9 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 			RatePerSecond: float64(f["rate"]) / 1000, Ordered: f["ordered"]}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}}
 		counts := make([]int64, len(funnel))
 		for i, name := range funnel {
-			from, ok := before[name]
-			if !ok || from > f[name] {
-				from = f["from."+name]
-			}
-			counts[i] = max(f[name]-from, 0)
+			counts[i] = growth(f, before, name)
 		}
+		m.Lanes, m.LaneTimeInLine = lanesOf(r.Fields, f, before)
 		m.Entered, m.Left, m.Skipped, m.Admitted, m.Used, m.Expired = counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]
 		m.Shadowed, m.Cleared = counts[6], counts[7]
 		m.Suspects, m.RefusedSuspects, m.ChallengedSuspects = f[SuspectPlaces], f[RefusedSuspects], f[ChallengedSuspects]
@@ -196,6 +255,13 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 					m.Signals = map[string]int64{}
 				}
 				m.Signals[signal] = n
+				continue
+			}
+			if lt, ok := strings.CutPrefix(k, laneTimePrefix); ok {
+				name, b, _ := strings.Cut(lt, ":")
+				if n, err := strconv.Atoi(b); err == nil && m.LaneTimeInLine[name] != nil {
+					m.LaneTimeInLine[name][n] += f[k]
+				}
 				continue
 			}
 			h := m.TimeInLine
@@ -216,6 +282,41 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 	return minutes, moments
 }
 
+// growth is how much the total name grew in the row f: from the row
+// before it, or, for the first row or after the totals went back (the
+// queue was deleted and made again), from the minute's first reading.
+func growth(f, before map[string]int64, name string) int64 {
+	from, ok := before[name]
+	if !ok || from > f[name] {
+		from = f["from."+name]
+	}
+	return max(f[name]-from, 0)
+}
+
+// lanesOf reads a row's lanes (fields; f its numbers, before the row
+// before's) and makes each lane but the public an empty histogram of time
+// in line (nil without lanes).
+func lanesOf(fields map[string]string, f, before map[string]int64) ([]LaneFigures, map[string]Histogram) {
+	if fields[laneOrder] == "" {
+		return nil, nil
+	}
+	var out []LaneFigures
+	times := map[string]Histogram{}
+	for _, name := range strings.Split(fields[laneOrder], ",") {
+		out = append(out, LaneFigures{Name: name, Share: float64(f[laneField(name, "share")]) / 1e6, Length: f[laneField(name, "length")],
+			Admitted: growth(f, before, laneField(name, "admitted")), Redeemed: growth(f, before, laneField(name, "redeemed")),
+			CodesLeft: f[laneField(name, "codesLeft")]})
+		if name != publicLane {
+			times[name] = Histogram{}
+		}
+	}
+	return out, times
+}
+
+// publicLane is lane.Public (a package above this one): the lane whose
+// time in line is the whole's less the others'.
+const publicLane = "public"
+
 // Fill puts in the minutes from the first of minutes to end that have no
 // row: nothing changed in them (an instance writes a queue's row only when
 // its numbers moved), so each is the minute before it with no counts.
@@ -232,8 +333,21 @@ func Fill(minutes []Minute[Histogram], end time.Time) []Minute[Histogram] {
 		}
 		for t := m.Start.Add(time.Minute); !t.After(next); t = t.Add(time.Minute) {
 			out = append(out, Minute[Histogram]{Figures: Figures{Start: t, LineLength: m.LineLength, LineMax: m.LineLength,
-				PreQueue: m.PreQueue, RatePerSecond: m.RatePerSecond}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}})
+				PreQueue: m.PreQueue, RatePerSecond: m.RatePerSecond, Lanes: stillLanes(m.Lanes)}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}})
 		}
+	}
+	return out
+}
+
+// stillLanes are the lanes of a minute in which nothing moved: as they
+// stood, none let in and no code redeemed.
+func stillLanes(lanes []LaneFigures) []LaneFigures {
+	if lanes == nil {
+		return nil
+	}
+	out := slices.Clone(lanes)
+	for i := range out {
+		out[i].Admitted, out[i].Redeemed = 0, 0
 	}
 	return out
 }
@@ -283,7 +397,11 @@ func (p *Pending) Admitted(queue string, w Wait) {
 	if !ok {
 		return
 	}
-	p.add(queue, "t"+strconv.Itoa(Bucket(float64(d.Milliseconds()))))
+	b := strconv.Itoa(Bucket(float64(d.Milliseconds())))
+	p.add(queue, "t"+b)
+	if w.Lane != "" && w.Lane != publicLane {
+		p.add(queue, laneTimePrefix+w.Lane+":"+b)
+	}
 	if r, ok := w.Ratio(); ok {
 		p.add(queue, "r"+strconv.Itoa(Bucket(r*1000)))
 	}
