@@ -209,7 +209,7 @@ type Stats struct {
 	Length   int64
 	Admitted int64
 	// Redeemed counts its access codes' redemptions, CodesLeft the
-	// redemptions its codes were given less those: expired codes count
-	// until an upload replaces them (a count, not a scan of every code).
+	// redemptions its codes were given less those, expired codes still
+	// counted (two counts kept, not a scan of every code).
 	Redeemed, CodesLeft int64
 }
