@@ -2,18 +2,22 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/report/reporttest"
@@ -92,5 +96,74 @@ func TestQueueReportRouteStoreWithoutSince(t *testing.T) {
 		if w.Code != 200 || !strings.Contains(w.Body.String(), "<h1") {
 			t.Errorf("until %q: %d %.300s", until, w.Code, w.Body.String())
 		}
+	}
+}
+
+// The report shows each lane's time in line end to end: the store says
+// each admitted user's lane (rollup.Wait.Lane), the rows count it as an
+// instance writes them (rollup.Pending, rollup.Reading), and the Lanes
+// section gives the members' p50 and p90, not "–", first-come and drawn.
+func TestQueueReportShowsEachLanesTimeInLine(t *testing.T) {
+	for _, method := range []queue.QueueingMethod{queue.MethodFIFO, queue.MethodRandom} {
+		t.Run(string(method), func(t *testing.T) {
+			ctx := context.Background()
+			store, line := memstore.New(nil), signals.New()
+			svc, op := queue.NewService(store, 0, line), operate.New(store, line)
+			c := queue.DefaultConfig()
+			c.RatePerSecond, c.BatchSize, c.Interval, c.Method = 10_000, 10, time.Millisecond, method
+			c.Lanes = lane.List{{Name: "members", Claim: "tier=gold", Share: 0.3}, {Name: lane.Public, Share: 0.7}}
+			if err := op.PutConfig(ctx, "drop", c); err != nil {
+				t.Fatal(err)
+			}
+			pending := &rollup.Pending{}
+			roll := func() {
+				st, err := store.Stats(ctx, "drop")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rollup.Reading{Entered: st.EnteredTotal, Admitted: st.AdmittedTotal, Length: st.Length}
+				for _, l := range st.Lanes {
+					r.Lanes = append(r.Lanes, rollup.LaneFigures{Name: l.Name, Share: l.Share, Length: l.Length, Admitted: l.Admitted})
+				}
+				if err := store.Roll(ctx, "drop", r.Write(pending.Take("drop"), time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 20 {
+				for _, j := range []struct {
+					user string
+					lane string
+				}{{fmt.Sprint("m", i), "members"}, {fmt.Sprint("p", i), ""}} {
+					if _, err := store.Join(ctx, "drop", j.user, lane.Join{Lane: j.lane}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			roll()
+			time.Sleep(20 * time.Millisecond) // a time in line to show
+			for admitted := 0; admitted < 40; {
+				a, err := store.Admit(ctx, "drop", queue.NewTokens(c.BatchSize))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range a.Waited {
+					pending.Admitted("drop", w)
+				}
+				admitted += len(a.Admitted)
+				time.Sleep(a.NextIn)
+			}
+			roll()
+			api := httpapi.New(httpapi.Options{Queue: svc, Operate: op, AdminToken: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			req := httptest.NewRequest("GET", "/admin/v1/queues/drop/report?lang=en", nil)
+			req.Header.Set("Authorization", "Bearer t")
+			w := httptest.NewRecorder()
+			api.ServeHTTP(w, req)
+			body := w.Body.String()
+			row := regexp.MustCompile(`<th scope="row">members</th>(<td>[^<]*</td>){8}`).FindString(body)
+			cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(row, `<th scope="row">members</th><td>`), "</td>"), "</td><td>")
+			if w.Code != 200 || len(cells) != 8 || cells[1] != "20" || cells[4] == "–" || cells[5] == "–" || strings.Contains(body, "no lane&#39;s time in line is known") {
+				t.Fatalf("%d: the members' row %q (want 20 let in, a p50 and a p90)", w.Code, cells)
+			}
+		})
 	}
 }

@@ -68,8 +68,9 @@ func less(h Histogram, others ...Histogram) Histogram {
 }
 
 // lanesTimed says whether the sale's rows say who waited in which lane:
-// every lane but the public that let anyone in has times in line. Rows
-// from stores that did not say (rollup.Wait.Lane) show no lane's time.
+// every lane but the public that let anyone in has times in line. Both
+// stores say each admitted user's lane (rollup.Wait.Lane); rows written
+// before they did show no lane's time.
 func (f figures) lanesTimed() bool {
 	for _, t := range f.lanes {
 		if t.name != lane.Public && t.admitted > 0 && t.wait.Count() == 0 {

@@ -412,6 +412,7 @@ func (q *state) drawLanes(p admission.TickPlan, lanes []admission.LaneInput, val
 			d.used++
 			w.Seen = q.seen[w.User]
 			wait := q.pop(w.User, now)
+			wait.Lane = in.Name
 			if p.Absent.NoShow(w) {
 				skipped++
 				continue

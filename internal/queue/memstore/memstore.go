@@ -691,6 +691,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		o.list = tokens[:min(len(tokens), max(1, len(a.Admitted)))]
 		for i, w := range slices.Concat(p.Admitted, p.Skipped) {
 			if wait := q.pop(w.User, now); i < len(p.Admitted) {
+				wait.Lane = w.Lane // the plan's: "" for the public
 				a.Waited = append(a.Waited, wait)
 			}
 		}
@@ -744,7 +745,8 @@ func (q *state) draw(p admission.TickPlan, lanes []admission.LaneInput, byLane b
 
 // pop takes the user out of the line, let in, passed over as a no-show
 // or leaving, and their seen mark and place's taking with them (admit.lua's
-// pop); it answers the taking as a wait admitted now.
+// pop); it answers the taking as a wait admitted now, its lane the
+// caller's to say (the plan's, or the lane drawn from).
 func (q *state) pop(user string, now time.Time) rollup.Wait {
 	q.removeFromLine(user)
 	delete(q.seen, user)

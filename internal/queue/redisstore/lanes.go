@@ -199,6 +199,39 @@ func planDraws(t tickRead, plan admission.TickPlan, tokens []string) []admitDraw
 	return out
 }
 
+// admittedLanes says the lane each of admit.lua's admitted users waited
+// in (rollup.Wait.Lane; "" the public), by their index in the reply's
+// order and name: the drawn come first, draw by draw, and while the last
+// draw is a lane's (one other than the public drew; the public's is
+// first) the reply says from at how many each draw let in; the planned
+// follow, in the lanes the plan put them in. A tick with no lane in it
+// reads nothing more and makes no map.
+func admittedLanes(p *reply, at int, draws []admitDraw, planned []admission.Waiter) func(i int, user string) string {
+	var drawn []string // the lane of each drawn user, in order, when a lane drew
+	if len(draws) > 0 && draws[len(draws)-1].Lane != "" {
+		for j, d := range draws {
+			for range p.int(at + j) {
+				drawn = append(drawn, d.Lane)
+			}
+		}
+	}
+	var in map[string]string
+	for _, w := range planned {
+		if w.Lane != "" && w.Lane != lane.Public {
+			if in == nil {
+				in = map[string]string{}
+			}
+			in[w.User] = w.Lane
+		}
+	}
+	return func(i int, user string) string {
+		if i < len(drawn) {
+			return drawn[i]
+		}
+		return in[user]
+	}
+}
+
 // admit adds w, let in with token, to the plan: a lane's apart.
 func (a *admitPlan) admit(w admission.Waiter, token string) {
 	if w.Lane == "" || w.Lane == lane.Public {

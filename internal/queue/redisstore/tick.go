@@ -127,7 +127,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 	if !plan.Write && len(phase) == 0 {
 		return plan.Admission(), nil
 	}
-	args, err := applyArgs(t, plan, tokens, phase)
+	args, draws, err := applyArgs(t, plan, tokens, phase)
 	if err != nil {
 		return queue.Admission{}, err
 	}
@@ -140,9 +140,12 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 	if a.Ticked {
 		a.Skipped = int(p.int(1))
 		n := int(p.int(2))
+		laneOf := admittedLanes(&p, 3+2*n, draws, plan.Admitted)
 		for i := range n {
 			a.Admitted = append(a.Admitted, p.str(3+i))
-			a.Waited = append(a.Waited, waited(r, 3+n+i, t.in.Now))
+			w := waited(r, 3+n+i, t.in.Now)
+			w.Lane = laneOf(i, a.Admitted[i])
+			a.Waited = append(a.Waited, w)
 		}
 	}
 	return a, p.err
@@ -275,8 +278,9 @@ type admitDraw struct {
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the
-// tokens' expiry, and the plan, with the phase_ fields that change.
-func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[string]string) ([]any, error) {
+// tokens' expiry, and the plan, with the phase_ fields that change; and
+// the plan's draws, in the order admit.lua makes them.
+func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[string]string) ([]any, []admitDraw, error) {
 	now := encodeTick(plan.State)
 	if now["lane_shares"] == "" && t.stored["lane_shares"] != "" {
 		now["lane_shares"] = noShares // once set, never deleted (standing's rule)
@@ -307,7 +311,7 @@ func applyArgs(t tickRead, plan admission.TickPlan, tokens []string, phase map[s
 		a.noShow(w, seen)
 	}
 	js, err := json.Marshal(a)
-	return []any{t.stored["next"], plan.Expires.UnixMilli(), js}, err
+	return []any{t.stored["next"], plan.Expires.UnixMilli(), js}, a.Draws, err
 }
 
 // encodeTick is a tick state as the admission hash keeps it, field by field

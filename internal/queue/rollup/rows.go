@@ -138,7 +138,8 @@ type Minute[H any] struct {
 	// LaneTimeInLine counts, for each lane other than the public (issue
 	// 53), its admitted by their time in line as TimeInLine does (the
 	// public lane's are TimeInLine less these); none without lanes, or
-	// while the stores do not say an admitted user's lane (Wait.Lane).
+	// in rows written before the stores said an admitted user's lane
+	// (Wait.Lane).
 	LaneTimeInLine map[string]H `json:"laneTimeInLine,omitempty"`
 }
 

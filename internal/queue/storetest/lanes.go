@@ -30,6 +30,7 @@ func init() {
 		suiteTest{"LanesDrawWithinTheLane", testLaneDraw},
 		suiteTest{"LanesOpeningPlacesInTheLane", testLaneOpening},
 		suiteTest{"LanesStatsAndLeave", testLaneStats},
+		suiteTest{"LanesWaitsSayTheLane", testLaneWaits},
 	)
 }
 
@@ -515,4 +516,61 @@ func testLaneStats(t *testing.T, s queue.Store, clock Clock) {
 	if st, err := s.Stats(ctx, plain); err != nil || len(st.Lanes) != 0 {
 		t.Fatalf("a queue without lanes: lanes %+v, %v; want none", st.Lanes, err)
 	}
+}
+
+// testLaneWaits: each admitted user's wait (queue.Admission.Waited) says
+// the lane they waited in, "" for the public, whether the ticks take each
+// lane's front or draw among each lane's people, a member let in by a
+// code as one by the claim: the sale's report counts each lane's time in
+// line by it (rollup.Wait.Lane). A queue without lanes says none.
+func testLaneWaits(t *testing.T, s queue.Store, clock Clock) {
+	for _, method := range []queue.QueueingMethod{queue.MethodFIFO, queue.MethodRandom} {
+		t.Run(string(method), func(t *testing.T) {
+			c := membersConfig(0.3)
+			c.Method = method
+			q := newQueue(t, s, c)
+			h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+			want := map[string]string{"mcode": "members"}
+			for i := range 20 {
+				mustJoin(t, s, q, fmt.Sprint("m", i), lane.Join{Lane: "members"})
+				mustJoin(t, s, q, fmt.Sprint("p", i), lane.Join{})
+				want[fmt.Sprint("m", i)], want[fmt.Sprint("p", i)] = "members", ""
+			}
+			mustJoin(t, s, q, "mcode", lane.Join{Code: h})
+			plain := fastConfig()
+			plain.Method = method
+			p := newQueue(t, s, plain)
+			for i := range 15 {
+				mustEnter(t, s, p, fmt.Sprint("x", i))
+				want[fmt.Sprint("x", i)] = ""
+			}
+			clock.Sleep(10 * time.Millisecond) // a time in line that shows
+			checkWaitLanes(t, s, clock, q, c.BatchSize, 41, want)
+			checkWaitLanes(t, s, clock, p, c.BatchSize, 15, want)
+		})
+	}
+}
+
+// checkWaitLanes lets the n waiting in q in and checks the lane each one's
+// wait says against want's.
+func checkWaitLanes(t *testing.T, s queue.Store, clock Clock, q string, batch, n int, want map[string]string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for range 100 {
+		a := tickDue(t, s, clock, q, batch)
+		if len(a.Waited) != len(a.Admitted) {
+			t.Fatalf("%d admitted, %d waits", len(a.Admitted), len(a.Waited))
+		}
+		for i, u := range a.Admitted {
+			w := a.Waited[i]
+			if _, timed := w.TimeInLine(); !timed || w.Lane != want[u] {
+				t.Errorf("%s's wait %+v: want lane %q and a time in line", u, w, want[u])
+			}
+			seen[u] = true
+		}
+		if len(seen) == n {
+			return
+		}
+	}
+	t.Errorf("let in %d of the %d waiting", len(seen), n)
 }

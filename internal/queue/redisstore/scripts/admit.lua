@@ -46,7 +46,11 @@
 -- down (its score is a half above it), matched so, and leaves no gap.
 -- Reply: {TICK_GONE}; {APPLIED, skipped, n, n admitted users, ..., then
 --        for each of them when they took their place and the wait they
---        were shown, "ms shown" (K.joined; nil: not kept)}
+--        were shown, "ms shown" (K.joined; nil: not kept), then, only when
+--        the last draw is a lane's (a lane other than the public drew: the
+--        public's draw comes first), how many each draw let in, in order}
+-- The admitted are in the order let in: the drawn, draw by draw, then the
+-- planned, so Go knows each one's lane (rollup.Wait.Lane).
 local due = ARGV[1]
 local expires = ARGV[2]
 local plan = cjson.decode(ARGV[3])
@@ -108,9 +112,11 @@ local function draw(d)
       issue(user, d.tokens[n], d.lane)
     end
   end
+  return n
 end
 
-for _, d in ipairs(plan.draws or {}) do draw(d) end
+local draws, drawn = plan.draws or {}, {}
+for i, d in ipairs(draws) do drawn[i] = draw(d) end
 -- The users planned, admitted first, then the no-shows: each leaves the
 -- line if they still hold the ticket read, a no-show only if not seen
 -- since their mark was read (one who asked meanwhile is not absent). Those
@@ -164,4 +170,5 @@ end
 for i = 1, #popped, 1000 do
   redis.call('HDEL', K.joined, unpack(popped, i, math.min(i + 999, #popped)))
 end
+if #draws > 0 and draws[#draws].lane then append(reply, drawn) end
 return reply
