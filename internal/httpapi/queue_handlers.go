@@ -50,7 +50,6 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 		b = append(b, `,"estimatedWaitSeconds":`...)
 		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
 	case v.State == queue.Ready:
-		b = appendLane(b, v)
 		if v.Token != "" {
 			b = append(b, `,"token":`...)
 			b = appendJSONString(b, v.Token)
