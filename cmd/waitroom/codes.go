@@ -33,8 +33,10 @@ XXXX-XXXX-XXXX-XXXX), stores them on a running instance through the admin API
 (POST /admin/v1/queues/{queue}/codes, in chunks of 100,000; the instance keeps
 only their hashes) and prints them as CSV to stdout: code,lane,uses,expiresAt,
 header first. Keep the output: it is the only place the codes are in clear.
-The lane must be one of the queue's lanes with codes: true. Exit 1 on failure;
-codes printed before a failure were stored.
+The lane must be one of the queue's lanes with codes: true. Exit 1 on failure,
+saying on stderr how many codes were stored: those printed before it, which are
+live; the rest were not (an upload the instance did not answer may have been
+stored all the same: the message counts those, which are not printed).
 --addr, --admin-token and --data-dir have environment twins, as for serve.
 
 `
@@ -89,7 +91,8 @@ type codesBatch struct {
 }
 
 // generate makes count codes, chunk by chunk: each chunk is stored before
-// it is printed, so whatever was printed is redeemable.
+// it is printed, so whatever was printed is redeemable, and a failure says
+// how many were (codesFailure).
 func (g codesBatch) generate(target adminTarget, count int, stdout, stderr io.Writer) error {
 	out := csv.NewWriter(stdout)
 	out.Write([]string{"code", "lane", "uses", "expiresAt"})
@@ -102,47 +105,80 @@ func (g codesBatch) generate(target adminTarget, count int, stdout, stderr io.Wr
 		for i := range codes {
 			codes[i] = accesscode.New()
 		}
-		if err := g.store(target, codes, stderr); err != nil {
+		if mayHold, err := g.store(target, codes, stderr); err != nil {
 			out.Flush()
-			return fmt.Errorf("codes generate %s: %w (%d codes stored and printed before)", g.queue, err, made)
+			return codesFailure{queue: g.queue, err: out.Error(), stored: made, count: count, mayHold: mayHold}.with(err)
 		}
 		for _, c := range codes {
 			out.Write([]string{c, g.lane, strconv.FormatInt(g.uses, 10), expires})
 		}
 		out.Flush()
 		if err := out.Error(); err != nil {
-			return err
+			// Stored but not printed: said like an upload nobody answered.
+			return codesFailure{queue: g.queue, stored: made, count: count, mayHold: len(codes)}.with(err)
 		}
 		made += len(codes)
 	}
 	return nil
 }
 
+// codesFailure is a run that stopped part way: the codes stored before are
+// live (printed, unless printing failed), the rest are not, but for
+// mayHold codes of the chunk being stored that the instance may hold all
+// the same (it did not answer, or kept part of a chunk it refused): not
+// printed, nobody can redeem them, yet they count in the lane's codesLeft.
+type codesFailure struct {
+	queue                  string
+	err                    error // printing's own failure, if any
+	stored, count, mayHold int
+}
+
+// with is the failure as the error the command exits 1 with (on stderr).
+func (f codesFailure) with(cause error) error {
+	msg := fmt.Sprintf("codes generate %s: %v; %d of %d codes were stored (live: those printed, keep them), the other %d were not",
+		f.queue, cause, f.stored, f.count, f.count-f.stored)
+	if f.mayHold > 0 {
+		msg += fmt.Sprintf(" (but for %d of them, which the instance may hold all the same: not printed, nobody can redeem them, "+
+			"but they count in the lane's codesLeft)", f.mayHold)
+	}
+	if f.err != nil {
+		msg += fmt.Sprintf("; printing failed too: %v", f.err)
+	}
+	return errors.New(msg)
+}
+
 // store uploads one chunk; a code the instance rejects fails the run (all
 // of a chunk's codes share the lane, so one rejected is all rejected).
-func (g codesBatch) store(target adminTarget, codes []string, stderr io.Writer) error {
+// mayHold is how many of the chunk's codes the instance may hold despite
+// the failure: all of them when the request went out and no answer came
+// back; those it added, of a chunk it answered with a refusal.
+func (g codesBatch) store(target adminTarget, codes []string, stderr io.Writer) (mayHold int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), codesTimeout)
 	defer cancel()
 	at, token, err := target.resolve(ctx, stderr)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	body, err := json.Marshal(map[string]any{"lane": g.lane, "uses": g.uses, "expiresAt": g.expiresAt, "codes": codes})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var answer struct {
 		Added, Duplicates, Rejected int
 	}
 	if err := adminCall(ctx, http.MethodPost, at, "/admin/v1/queues/"+url.PathEscape(g.queue)+"/codes", token, body, &answer); err != nil {
-		return err
+		var unanswered *url.Error // the request may have been stored: the client gave up or lost the connection
+		if errors.As(err, &unanswered) {
+			return len(codes), err
+		}
+		return 0, err
 	}
 	switch {
 	case answer.Rejected > 0:
-		return fmt.Errorf("the instance rejected %d codes: is %q one of the queue's lanes with codes: true?", answer.Rejected, g.lane)
+		return answer.Added, fmt.Errorf("the instance rejected %d codes: is %q one of the queue's lanes with codes: true?", answer.Rejected, g.lane)
 	case answer.Added != len(codes):
 		// 80 random bits each: a duplicate means a broken random source.
-		return fmt.Errorf("the instance added %d of %d codes (%d duplicates)", answer.Added, len(codes), answer.Duplicates)
+		return answer.Added, fmt.Errorf("the instance added %d of %d codes (%d duplicates)", answer.Added, len(codes), answer.Duplicates)
 	}
-	return nil
+	return 0, nil
 }

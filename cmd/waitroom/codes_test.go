@@ -3,7 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/accesscode"
@@ -66,4 +73,89 @@ func TestCodesGenerate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCodesGenerateStopsPartWay: a run of 100,001 codes (two uploads)
+// whose second upload fails prints the 100,000 the first stored (live) and
+// says how many were stored and that the rest were not; when the second
+// upload reached the instance but no answer came back, it says that those
+// may be held all the same (they count in codesLeft, printed nowhere).
+func TestCodesGenerateStopsPartWay(t *testing.T) {
+	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+	for _, tt := range []struct {
+		name      string
+		drop      bool
+		codesLeft float64
+		want      string
+	}{
+		{"the second upload refused", false, 100_000, "100000 of 100001 codes were stored (live: those printed, keep them), the other 1 were not"},
+		{"the second upload unanswered", true, 100_001, "the other 1 were not (but for 1 of them, which the instance may hold all the same"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := apptest.UniqueID("drop")
+			in.PutQueue(q, map[string]any{"paused": true, "lanes": []map[string]any{
+				{"name": "invited", "codes": true, "share": 0.5}, {"name": "public", "share": 0.5}}})
+			args := []string{"generate", "--queue", q, "--lane", "invited", "--count", "100001",
+				"--addr", failingSecondUpload(t, in.Base, tt.drop), "--admin-token", in.AdminToken}
+			var out, errOut bytes.Buffer
+			err := codesCmd(args, env(nil), &out, &errOut)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("%v, want an error saying %q", err, tt.want)
+			}
+			if !tt.drop && strings.Contains(err.Error(), "may hold") {
+				t.Errorf("%v: a refused upload said to be maybe held", err)
+			}
+			rows, err := csv.NewReader(&out).ReadAll()
+			if err != nil || len(rows) != 100_001 {
+				t.Fatalf("printed %d rows (%v), want the header and the 100,000 codes stored", len(rows), err)
+			}
+			if left := codesLeft(in, q); left != tt.codesLeft {
+				t.Errorf("invited's codes left: %v, want %v", left, tt.codesLeft)
+			}
+			if r := in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As("holder"), map[string]string{"accessCode": rows[100_000][0]}); r.Str("lane") != "invited" {
+				t.Errorf("redeeming the last code printed: %d %s, want a place in invited", r.Status, r.Raw)
+			}
+		})
+	}
+}
+
+// codesLeft is the queue's invited lane's codesLeft.
+func codesLeft(in *apptest.Instance, q string) any {
+	for _, l := range in.QueueStats(q).Body["laneStats"].([]any) {
+		if l := l.(map[string]any); l["name"] == "invited" {
+			return l["codesLeft"]
+		}
+	}
+	return nil
+}
+
+// failingSecondUpload is the instance at base behind a proxy that fails
+// the second codes upload: answered 503 without reaching the instance, or
+// (drop) passed on to it and then cut without an answer.
+func failingSecondUpload(t *testing.T, base string, drop bool) string {
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var uploads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/codes") || uploads.Add(1) != 2 {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		if drop {
+			proxy.ServeHTTP(httptest.NewRecorder(), r) // stored, and nobody is told
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":{"code":"unavailable","message":"temporarily unavailable; retry after 5 s"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

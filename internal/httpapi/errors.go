@@ -73,6 +73,7 @@ var errorTable = []struct {
 	{accesscode.ErrMalformed, errorRow{http.StatusForbidden, "invalid_code", 0}},
 	{accesscode.ErrUsed, errorRow{http.StatusConflict, "code_used", 0}},
 	{errCodeInURL, errorRow{http.StatusBadRequest, "code_in_url", 0}},
+	{errCodeUnreadable, errorRow{http.StatusUnsupportedMediaType, "unsupported_media_type", 0}},
 	{queue.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{order.ErrProductNotFound, errorRow{http.StatusNotFound, "product_not_found", 0}},
 	{order.ErrOutOfStock, errorRow{http.StatusConflict, "out_of_stock", 0}},

@@ -70,16 +70,23 @@ func (s *Server) smallBody(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// errCodeUnreadable: a body that may hold an access code, in a form the
+// server does not read (415): refused rather than ignored, so that nobody
+// believes a code applied that was never read.
+var errCodeUnreadable = errors.New("an access code is read from a JSON object's accessCode or the form field accessCode only")
+
 // accessCodeOf reads the access code of an enter request's body: the JSON
 // object's accessCode, or the form field accessCode (the page's form);
 // "" when the body holds none (most requests have no body at all). A body
-// of another type is ignored, as before codes were read.
+// of any other type (or none) that is a JSON object, once trimmed, is read
+// as JSON. Any other body is ignored, as before codes were read, unless it
+// may hold a code (mayHoldCode): then errCodeUnreadable.
 func accessCodeOf(r *http.Request) (string, error) {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return "", nil
 	}
 	raw, err := io.ReadAll(r.Body) // bounded by smallBody
-	if err != nil || len(bytes.TrimSpace(raw)) == 0 {
+	if raw = bytes.TrimSpace(raw); err != nil || len(raw) == 0 {
 		return "", nil
 	}
 	media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -89,19 +96,47 @@ func accessCodeOf(r *http.Request) (string, error) {
 		if err != nil {
 			return "", errWith(errBadRequest, "the form body cannot be read")
 		}
-		return form.Get("accessCode"), nil
+		for k, v := range form { // any case, as encoding/json matches accessCode
+			if strings.EqualFold(k, "accessCode") && len(v) > 0 {
+				return v[0], nil
+			}
+		}
+		return "", nil
 	case media == "application/json" || media == "" && raw[0] == '{':
-		var body struct {
-			AccessCode string `json:"accessCode"`
-		}
-		// The decoder's own message is left out: it never quotes a string
-		// value, but nothing of a body that may hold a code is echoed.
-		if err := json.Unmarshal(raw, &body); err != nil {
-			return "", errWith(errBadRequest, "the body must be a JSON object, with accessCode a string")
-		}
-		return body.AccessCode, nil
+		return jsonAccessCode(raw)
+	case raw[0] == '{' && json.Valid(raw):
+		return jsonAccessCode(raw)
+	case mayHoldCode(raw):
+		return "", errCodeUnreadable
 	}
 	return "", nil
+}
+
+// jsonAccessCode is the accessCode of a JSON object.
+func jsonAccessCode(raw []byte) (string, error) {
+	var body struct {
+		AccessCode string `json:"accessCode"`
+	}
+	// The decoder's own message is left out: it never quotes a string
+	// value, but nothing of a body that may hold a code is echoed.
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return "", errWith(errBadRequest, "the body must be a JSON object, with accessCode a string")
+	}
+	return body.AccessCode, nil
+}
+
+// mayHoldCode says whether a body the server does not read may hold an
+// access code: it names one (accessCode, access_code, access-code, in any
+// case), or is one (accesscode.Canonical reads it whole). A client that
+// sends an unrelated body (a JSON array, text, an empty form) is answered
+// as before.
+func mayHoldCode(raw []byte) bool {
+	squeezed := strings.NewReplacer("_", "", "-", "", " ", "").Replace(strings.ToLower(string(raw)))
+	if strings.Contains(squeezed, "accesscode") {
+		return true
+	}
+	_, err := accesscode.Canonical(string(raw))
+	return err == nil
 }
 
 // joinOf is the lane an enter request asks for: by the access code in its
@@ -165,14 +200,13 @@ func toLaneStats(st queue.Stats) []laneStatsJSON {
 	return out
 }
 
-// laneShown is the lane answer v names (queue.View.Lane): its own lane, or
-// lane.Public while WAITING in a queue with lanes in force; "" (no lane
-// field) in a queue without lanes. READY names a lane only when the store
-// told it: a token is kept without the lane it was let in from, and a
-// member let in is not to be told they were the public's. The config in
-// force is the one entryMessage reads, at most once a second.
+// laneShown is the lane answer v names (queue.View.Lane): while WAITING its
+// own lane, or lane.Public in a queue with lanes in force; "" (no lane
+// field) in a queue without lanes. READY names none (queue.Service.view
+// sets none): a token does not keep the lane it was let in from. The
+// config in force is the one entryMessage reads, at most once a second.
 func (s *Server) laneShown(r *http.Request, q string, v queue.View) string {
-	if v.Lane != "" || v.State != queue.Waiting {
+	if v.State != queue.Waiting || v.Lane != "" {
 		return v.Lane
 	}
 	if c, err := s.Queue.ConfigInForce(r.Context(), q); err == nil && len(c.Lanes) > 0 {

@@ -108,6 +108,10 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	join, err := s.joinOf(r, caller)
+	if errors.Is(err, errBadRequest) || errors.Is(err, errCodeUnreadable) { // the request's fault: no page says "try again"
+		s.writeError(w, r, err)
+		return
+	}
 	var refusal error     // the code turned down, said on the page
 	if codeRefused(err) { // a malformed code: shown as a wrong one, nobody enters with it
 		refusal, err = err, nil

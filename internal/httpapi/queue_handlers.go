@@ -16,7 +16,6 @@ import (
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 	"github.com/waitroom/waitroom/internal/web"
@@ -51,7 +50,6 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 		b = append(b, `,"estimatedWaitSeconds":`...)
 		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
 	case v.State == queue.Ready:
-		b = appendLane(b, v)
 		if v.Token != "" {
 			b = append(b, `,"token":`...)
 			b = appendJSONString(b, v.Token)
@@ -197,10 +195,6 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	if err == nil {
 		err = s.takeTicket(r, user)
 	}
-	var join lane.Join
-	if err == nil && enter {
-		join, err = s.joinOf(r, caller)
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -209,10 +203,8 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.answerBypassed(w, r, rule)
 		return
 	}
-	entrant := s.Gate.Entrant(r, caller)
-	entrant.Join = join
-	if s.Degraded.AdmitNow(r.PathValue("queue")) {
-		s.answerDegraded(w, r, entrant, enter)
+	entrant, ok := s.entrant(w, r, caller, enter)
+	if !ok {
 		return
 	}
 	var v queue.View
@@ -243,6 +235,36 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	q := r.PathValue("queue")
 	v.Lane = s.laneShown(r, q, v)
 	writeAnswerMarked(w, v, s.entryMessage(r, q), s.signedTicket(q, user, v), s.participant(q, user, v), false)
+}
+
+// entrant is the caller as the gate sees them, with the lane an enter asks
+// for (joinOf); false once it answered the request itself. Under
+// --on-store-error admit a queue whose store is away is answered degraded
+// before the lane is sought, as before lanes: finding it may read the
+// queue's config from the store, and a lane matters to no degraded READY.
+// When the store turns out away while the lane is sought, the same holds;
+// under wait a member whose lane cannot be known is refused (503), never
+// placed as the public.
+func (s *Server) entrant(w http.ResponseWriter, r *http.Request, caller identity.Caller, enter bool) (gatekeeper.Entrant, bool) {
+	e := s.Gate.Entrant(r, caller)
+	if s.Degraded.AdmitNow(r.PathValue("queue")) {
+		s.answerDegraded(w, r, e, enter)
+		return e, false
+	}
+	if !enter {
+		return e, true
+	}
+	join, err := s.joinOf(r, caller)
+	switch {
+	case err == nil:
+		e.Join = join
+		return e, true
+	case s.Degraded.Admits() && errors.Is(err, queue.ErrUnavailable):
+		s.answerDegraded(w, r, e, enter)
+	default:
+		s.writeError(w, r, err)
+	}
+	return e, false
 }
 
 // TicketHeader carries the signed ticket a page was given back to its

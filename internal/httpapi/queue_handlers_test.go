@@ -92,6 +92,8 @@ func TestAnswerShapes(t *testing.T) {
 			`{"status":"WAITING","opensAt":"2026-11-27T00:05:00Z","pollAfterSeconds":5}`},
 		{"ready", queue.View{State: queue.Ready, Token: "tok", ExpiresAt: exp},
 			`{"status":"READY","token":"tok","expiresAt":"2026-11-27T00:05:00Z","pollAfterSeconds":null}`},
+		{"ready, a lane set", queue.View{State: queue.Ready, Token: "tok", ExpiresAt: exp, Lane: "gold"},
+			`{"status":"READY","token":"tok","expiresAt":"2026-11-27T00:05:00Z","pollAfterSeconds":null}`},
 		{"ready paused", queue.View{State: queue.Ready, Token: "tok", ExpiresAt: exp, Paused: true},
 			`{"status":"READY","token":"tok","expiresAt":"2026-11-27T00:05:00Z","pollAfterSeconds":null}`},
 		{"not in queue", queue.View{State: queue.NotInQueue},

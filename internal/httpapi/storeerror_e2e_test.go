@@ -28,7 +28,9 @@ func (open) Open(string) bool { return true }
 // below zero stock, only for its own user, and is worth nothing once Redis
 // is back; /readyz stays 200 with the breaker open. Under wait enter
 // answers 503 + Retry-After, /readyz 503, and a degraded token (made with
-// the same secret) buys nothing.
+// the same secret) buys nothing. A queue with lanes is answered alike, a
+// member too: their lane is not sought under admit, and under wait a
+// member whose lane cannot be known is refused, never placed as the public.
 func TestAPIOnStoreError(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []degraded.Mode{degraded.Admit, degraded.Wait} {
@@ -46,12 +48,17 @@ func TestAPIOnStoreError(t *testing.T) {
 				return in.Do("POST", "/api/v1/orders", in.As(user), map[string]any{"productId": product, "quantity": 1},
 					"X-Entry-Token", token, "Idempotency-Key", key)
 			}
+			lanes := entriesPath(laneQueue(t, in))
 			redis.Stop()
 			entries := "/api/v1/queues/default/entries"
 			r := in.Do("POST", entries, in.As("ann"), nil)
+			member := in.Do("POST", lanes, asGold(in, "gil"), nil)
 			if mode == degraded.Wait {
 				if r.Status != 503 || r.Header.Get("Retry-After") == "" {
 					t.Fatalf("enter under wait with Redis down: %d %s, want 503 with Retry-After", r.Status, r.Raw)
+				}
+				if member.Status != 503 {
+					t.Errorf("a member entering a queue with lanes under wait with Redis down: %d %s, want 503 (their lane cannot be known)", member.Status, member.Raw)
 				}
 				in.WaitStatus("/readyz", 503)
 				token, _ := degraded.New(degraded.Admit, open{}, []byte(in.AuthSecret), 5*time.Minute, nil).Issue("default", "ann")
@@ -62,6 +69,15 @@ func TestAPIOnStoreError(t *testing.T) {
 			}
 			if r.Status != 200 || r.Str("status") != "READY" || r.Body["degraded"] != true || !strings.HasPrefix(r.Str("token"), "wrd1.") {
 				t.Fatalf("enter under admit with Redis down: %d %s, want READY, degraded, a degraded token", r.Status, r.Raw)
+			}
+			// A queue with lanes as any other: the lane is not sought (it
+			// would read the queue's config from the store) for a
+			// degraded READY, whether or not the body holds a code.
+			if member.Status != 200 || member.Body["degraded"] != true {
+				t.Errorf("a member entering a queue with lanes under admit with Redis down: %d %s, want a degraded READY", member.Status, member.Raw)
+			}
+			if r := in.Do("POST", lanes, in.As("cody"), map[string]string{"accessCode": "0000-0000-0000-0000"}); r.Status != 200 || r.Body["degraded"] != true {
+				t.Errorf("entering with a code under admit with Redis down: %d %s, want a degraded READY", r.Status, r.Raw)
 			}
 			token := r.Str("token")
 			if s := in.Do("GET", entries+"/me", in.As("ann"), nil); s.Str("token") != token || s.Body["degraded"] != true {

@@ -60,8 +60,8 @@ type View struct {
 	// next poll is due (admissionNear), so a request willing to wait for
 	// news is worth holding (HoldFrom).
 	AdmissionNear bool
-	// Lane is the lane the place is in (issue 53) while WAITING or READY,
-	// "" for the public lane (which the answer names only in a queue with
+	// Lane is the lane the place is in (issue 53) while WAITING, "" for
+	// the public lane (which the answer names only in a queue with
 	// lanes, so a queue without keeps its answers' shape). Position and
 	// Length are within the lane. A place in another lane than the
 	// public's has no Ticket: the front document places only the public
@@ -560,7 +560,7 @@ func isPublic(name string) bool { return name == "" || name == lane.Public }
 // view is what the user of the queue is told of their standing e.
 func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	v := View{State: e.State, Paused: e.Pace.Paused}
-	if (e.State == Waiting || e.State == Ready) && !isPublic(e.Lane) {
+	if e.State == Waiting && !isPublic(e.Lane) {
 		v.Lane = e.Lane
 	}
 	// Only the public lane's places are placed by the front document (and

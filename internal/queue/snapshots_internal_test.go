@@ -153,6 +153,15 @@ func TestAnotherLanesPlaceIsTheStores(t *testing.T) {
 	}
 }
 
+// TestReadyNamesNoLane: a READY answer names no lane, whatever the store
+// says (a token does not keep the lane it was let in from).
+func TestReadyNamesNoLane(t *testing.T) {
+	v := NewService(&lineStore{}, time.Hour, nil).view(context.Background(), "q", Standing{State: Ready, Token: "tok", Lane: "gold"})
+	if v.State != Ready || v.Lane != "" {
+		t.Errorf("a READY standing in gold: %+v, want READY without a lane", v)
+	}
+}
+
 // laneStore answers every user as second in the gold lane, ticket 700.
 type laneStore struct{ lineStore }
 

@@ -1054,6 +1054,8 @@ func runOpenAPILanes(t *testing.T, k *oaChecker, admin string) {
 	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), body: map[string]any{"accessCode": first}, status: 409, code: "code_used"})
 	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), body: map[string]any{"accessCode": accesscode.New()}, status: 403, code: "invalid_code"})
 	k.call(t, oaCase{method: "POST", path: entries + "?accessCode=" + second, auth: in.As(late), status: 400, code: "code_in_url"})
+	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), headers: []string{"Content-Type", "text/plain"}, body: "accessCode=" + second,
+		status: 415, code: "unsupported_media_type", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries, auth: in.As(late), body: `{"accessCode":"` + strings.Repeat("A", 2000) + `"}`,
 		status: 413, code: "body_too_large", specInvalid: true})
 
@@ -1061,6 +1063,8 @@ func runOpenAPILanes(t *testing.T, k *oaChecker, admin string) {
 	noScript := "/q/" + q + "/noscript"
 	k.call(t, oaCase{method: "POST", path: noScript, auth: in.As(late), headers: form, body: "accessCode=" + second, status: 200})
 	k.call(t, oaCase{method: "POST", path: noScript + "?code=" + third, auth: in.As(late), headers: form, body: "accessCode=", status: 400, code: "code_in_url"})
+	k.call(t, oaCase{method: "POST", path: noScript, auth: in.As(late), headers: []string{"Content-Type", "text/plain"}, body: third,
+		status: 415, code: "unsupported_media_type", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: "/q/nosuchqueue/noscript", auth: in.As(late), headers: form, body: "accessCode=" + third, status: 404})
 	k.call(t, oaCase{method: "POST", path: noScript, auth: in.As(late), headers: form, body: "accessCode=" + strings.Repeat("A", 2000),
 		status: 413, code: "body_too_large", specInvalid: true})
