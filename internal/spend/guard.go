@@ -239,8 +239,9 @@ func NewGuard(tokens Tokens, lockTTL time.Duration, observe Observer) *Guard {
 // queue.ErrTokenInUse (another request holds it), or the store's failure.
 //
 // The lock is released on every way out, panics and departed clients
-// included. Should the store fail while ending the use, the lock lapses by
-// itself after the lock TTL; a consumption lost that way cannot buy twice
+// included. Should the store fail while ending the use, the end is asked
+// again for up to endUseRetry, then the lock lapses by itself after the
+// lock TTL; a consumption lost that way cannot buy twice
 // where the backend keeps the token's id under a unique key (the order
 // store does; a gateway's backend can, with the entry's jti).
 func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context) Outcome) error {
@@ -257,13 +258,38 @@ func (g *Guard) Use(ctx context.Context, t Token, call func(ctx context.Context)
 	}
 	outcome := Failed // should call panic
 	defer func() {
-		_ = g.tokens.EndUse(context.WithoutCancel(ctx), t.Queue, t.User, t.Value, owner, outcome.consumes())
+		g.endUse(context.WithoutCancel(ctx), t, owner, outcome.consumes())
 		if outcome.consumes() {
 			g.forget(t)
 		}
 	}()
 	outcome = g.observed(ctx, t.Queue, call)
 	return nil
+}
+
+// endUseRetry bounds how long a use's end is asked again while the store
+// does not answer it, before the call's answer goes out. After a Redis
+// restart an instance's client may refuse new connections for up to a
+// second though Redis answers again (go-redis's pool, after as many
+// failed dials as its size, fails every dial at once until a probe, once
+// a second, gets through); an end lost then left a bought token live and
+// locked for the lock TTL (the fairness check's redis-kill histories:
+// 201, then the token READY and "order in progress"). EndUse is safe to
+// ask again: only this owner's lock is released, only this token deleted.
+const endUseRetry = 2 * time.Second
+
+// endUse ends the use (Tokens.EndUse), asking again while the store is
+// unavailable, for up to endUseRetry; past that the lock lapses by itself
+// (Use).
+func (g *Guard) endUse(ctx context.Context, t Token, owner string, consumed bool) {
+	deadline := time.Now().Add(endUseRetry)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := g.tokens.EndUse(ctx, t.Queue, t.User, t.Value, owner, consumed)
+		if err == nil || !errors.Is(err, queue.ErrUnavailable) || time.Now().Add(wait).After(deadline) {
+			return
+		}
+		time.Sleep(wait)
+	}
 }
 
 // Check runs call if the token is valid, without locking or consuming it:

@@ -3,6 +3,7 @@ package spend_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -253,4 +254,54 @@ func TestWaitTimesThePool(t *testing.T) {
 		t.Errorf("a call that never got a connection is still counted waiting: %d", n)
 	}
 	spend.Wait(context.Background())()() // outside a protected call: nothing, and no panic
+}
+
+// flakyEnd is a store whose first failures EndUse calls fail as Redis's
+// do while the client cannot reach it (queue.ErrUnavailable).
+type flakyEnd struct {
+	*memstore.Store
+	failures atomic.Int32
+}
+
+func (f *flakyEnd) EndUse(ctx context.Context, q, user, token, owner string, consumed bool) error {
+	if f.failures.Add(-1) >= 0 {
+		return fmt.Errorf("%w: dial tcp 127.0.0.1:6379: connect: connection reset by peer", queue.ErrUnavailable)
+	}
+	return f.Store.EndUse(ctx, q, user, token, owner, consumed)
+}
+
+// An order that succeeded while the store could not be reached for a
+// moment (after a Redis restart, go-redis's pool fails new dials for up
+// to a second): the use's end is asked again, so the token is spent and
+// its lock released by the time the call's answer goes out, not left
+// live and locked for the lock TTL (the fairness check's redis-kill
+// histories: 201, then READY and "order in progress" for seconds).
+func TestUseEndsOnceTheStoreAnswersAgain(t *testing.T) {
+	for _, tt := range []struct {
+		outcome spend.Outcome
+		kept    bool
+	}{
+		{spend.Succeeded, false},
+		{spend.Refused, true},
+	} {
+		t.Run(tt.outcome.String(), func(t *testing.T) {
+			s, tok := admitted(t)
+			f := &flakyEnd{Store: s}
+			f.failures.Store(3)
+			g := spend.NewGuard(f, 0, nil)
+			if err := g.Use(context.Background(), tok, func(context.Context) spend.Outcome { return tt.outcome }); err != nil {
+				t.Fatalf("Use: %v", err)
+			}
+			if got := holds(t, s, tok); got != tt.kept {
+				t.Errorf("token kept = %v, want %v", got, tt.kept)
+			}
+			err := g.Use(context.Background(), tok, func(context.Context) spend.Outcome { return spend.Refused })
+			switch {
+			case tt.kept && err != nil:
+				t.Errorf("next use of the kept token: %v, want its lock released", err)
+			case !tt.kept && !errors.Is(err, queue.ErrTokenInvalid):
+				t.Errorf("next use of the spent token: %v, want ErrTokenInvalid", err)
+			}
+		})
+	}
 }
