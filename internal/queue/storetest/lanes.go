@@ -30,6 +30,10 @@ func init() {
 		suiteTest{"LanesDrawWithinTheLane", testLaneDraw},
 		suiteTest{"LanesOpeningPlacesInTheLane", testLaneOpening},
 		suiteTest{"LanesStatsAndLeave", testLaneStats},
+		suiteTest{"LanesCodeWhilePlacingKeepsThePreQueue", testLaneCodeWhilePlacing},
+		suiteTest{"LanesCodeOfALaneNotInForceIsInvalid", testLaneCodeNotInForce},
+		suiteTest{"LanesCodeUsesAreChecked", testLaneCodeUses},
+		suiteTest{"LanesStalledIsTheWholeLine", testLaneStalled},
 	)
 }
 
@@ -514,5 +518,139 @@ func testLaneStats(t *testing.T, s queue.Store, clock Clock) {
 	mustEnter(t, s, plain, "x")
 	if st, err := s.Stats(ctx, plain); err != nil || len(st.Lanes) != 0 {
 		t.Fatalf("a queue without lanes: lanes %+v, %v; want none", st.Lanes, err)
+	}
+}
+
+// testLaneCodeWhilePlacing: before the pre-queue closes, a code changes
+// the lane it waits for; while the opening is placed, a code redeemed in
+// the pre-queue is answered with the person's standing and not used (the
+// unplaced of a lane count in its positions: nobody's may rise), and once
+// placed it moves them to the back of its lane, as anyone waiting.
+func testLaneCodeWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.5)
+	c.OpensAt = clock.Now().Add(-time.Hour)
+	q := newQueue(t, s, c)
+	h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+	for _, u := range []string{"p1", "p2", "p3"} {
+		mustEnter(t, s, q, u)
+	}
+	if e := mustJoin(t, s, q, "p1", lane.Join{Code: hashOf(t, code(t, s, q, "members", 1, time.Time{}))}); !e.PreQueue || e.Lane != "members" {
+		t.Fatalf("p1 redeeming before the close: %+v, want the pre-queue for members", e)
+	}
+	o, err := s.OpenDue(ctx, q, "owner", time.Minute)
+	if err != nil || !o.Due {
+		t.Fatalf("OpenDue: %+v, %v", o, err)
+	}
+	if e := mustJoin(t, s, q, "m1", lane.Join{Lane: "members"}); e.Position != 2 || e.Length != 2 {
+		t.Fatalf("m1 while placing: %+v, want members 2 of 2 (p1 to be placed ahead)", e)
+	}
+	if e := mustJoin(t, s, q, "p2", lane.Join{Code: h}); !e.PreQueue || e.Lane != "" {
+		t.Fatalf("p2 redeeming while placing: %+v, want their public pre-queue standing", e)
+	}
+	if e := mustStatus(t, s, q, "m1"); e.Position != 2 || e.Length != 2 {
+		t.Fatalf("m1 after p2's redemption while placing: %+v, want members 2 of 2 still", e)
+	}
+	if done, err := s.Place(ctx, q, "owner", o.Next, o.Pending, time.Minute); err != nil || !done {
+		t.Fatalf("Place: %v, %v", done, err)
+	}
+	if e := mustStatus(t, s, q, "p2"); e.Lane != "" || e.PreQueue || e.Position < 1 {
+		t.Fatalf("p2 placed: %+v, want a public place", e)
+	}
+	if e := mustJoin(t, s, q, "p2", lane.Join{Code: h}); e.Lane != "members" || e.Position != 3 || e.Length != 3 {
+		t.Fatalf("p2 redeeming once placed: %+v, want members 3 of 3 (the code unused while placing)", e)
+	}
+	if e := mustStatus(t, s, q, "m1"); e.Position != 2 || e.Length != 3 {
+		t.Fatalf("m1 at the end: %+v, want members 2 of 3", e)
+	}
+}
+
+// testLaneCodeNotInForce: a code of a lane taken away is invalid and not
+// used (it works again once the lane is back); those still waiting in the
+// lane taken away are told a thousandth of the rate, not the whole.
+func testLaneCodeNotInForce(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.5)
+	q := newQueue(t, s, c)
+	h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+	mustJoin(t, s, q, "m1", lane.Join{Lane: "members"})
+	for i := range 30 {
+		mustEnter(t, s, q, fmt.Sprint("p", i))
+	}
+	without := fastConfig()
+	without.Lanes = lane.List{{Name: "gold", Claim: "tier=gold", Codes: true, Share: 0.5}, {Name: lane.Public, Share: 0.5}}
+	if err := s.PutConfig(ctx, q, without); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Join(ctx, q, "x", lane.Join{Code: h}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Fatalf("a code of a lane taken away: %v, want ErrInvalid", err)
+	}
+	if e := mustStatus(t, s, q, "x"); e.State != queue.NotInQueue {
+		t.Fatalf("x after the refused code: %+v, want not in line", e)
+	}
+	tickDue(t, s, clock, q, without.BatchSize)
+	if e := mustStatus(t, s, q, "m1"); e.Lane != "members" || e.Pace.LaneShare != 1e-3 {
+		t.Fatalf("m1 in a lane taken away, after a tick: %+v, want members told a share of 0.001", e)
+	}
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	if e := mustJoin(t, s, q, "x", lane.Join{Code: h}); e.Lane != "members" {
+		t.Fatalf("the code, its lane back: %+v, want a members place (it was not used)", e)
+	}
+	if st, err := s.Stats(ctx, q); err != nil || laneStats(st, "members").Redeemed != 1 {
+		t.Fatalf("members' stats: %+v, %v; want 1 redeemed", laneStats(st, "members"), err)
+	}
+}
+
+// testLaneCodeUses: a store keeps a code of 1 to accesscode.MaxUses uses
+// in a lane, and refuses an upload holding any other (ErrMalformed),
+// keeping none of it.
+func testLaneCodeUses(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	q := newQueue(t, s, membersConfig(0.5))
+	most := code(t, s, q, "members", accesscode.MaxUses, time.Time{})
+	if e := mustJoin(t, s, q, "a", lane.Join{Code: hashOf(t, most)}); e.Lane != "members" {
+		t.Fatalf("a code of MaxUses: %+v, want a members place", e)
+	}
+	if st, err := s.Stats(ctx, q); err != nil || laneStats(st, "members").CodesLeft != accesscode.MaxUses-1 {
+		t.Fatalf("members' stats: %+v, %v; want MaxUses-1 codes left", laneStats(st, "members"), err)
+	}
+	good := accesscode.New()
+	for _, bad := range []accesscode.Code{
+		{Lane: "members", Uses: 0}, {Lane: "members", Uses: -1}, {Lane: "members", Uses: accesscode.MaxUses + 1},
+		{Lane: "members", Uses: 100_000_000_000_000}, {Lane: "", Uses: 1},
+	} {
+		bad.Hash = hashOf(t, accesscode.New())
+		a, err := s.AddCodes(ctx, q, []accesscode.Code{{Hash: hashOf(t, good), Lane: "members", Uses: 1}, bad})
+		if !errors.Is(err, accesscode.ErrMalformed) || a.Added != 0 {
+			t.Errorf("a code of lane %q with %d uses: %+v, %v; want ErrMalformed, none added", bad.Lane, bad.Uses, a, err)
+		}
+		if _, err := s.Join(ctx, q, "b", lane.Join{Code: bad.Hash}); !errors.Is(err, accesscode.ErrInvalid) {
+			t.Errorf("the refused code redeemed: %v, want ErrInvalid", err)
+		}
+	}
+	if _, err := s.Join(ctx, q, "b", lane.Join{Code: hashOf(t, good)}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Errorf("a good code of a refused upload: %v, want ErrInvalid (nothing kept)", err)
+	}
+}
+
+// testLaneStalled: stalled is the whole line's: with nobody in the public
+// lane and the front standing still, a member is told it too.
+func testLaneStalled(t *testing.T, s queue.Store, clock Clock) {
+	q := newQueue(t, s, membersConfig(0.5))
+	mustJoin(t, s, q, "m1", lane.Join{Lane: "members"})
+	if e := mustStatus(t, s, q, "m1"); e.Pace.Stalled {
+		t.Fatalf("stalled at once: %+v", e.Pace)
+	}
+	clock.Step(t, q, 5*time.Second) // no tick runs: stalled after 2 s
+	if e := mustStatus(t, s, q, "m1"); !e.Pace.Stalled {
+		t.Errorf("a member's status, nobody let in for 5 s: not stalled")
+	}
+	if e := mustJoin(t, s, q, "m1", lane.Join{Lane: "members"}); !e.Pace.Stalled {
+		t.Errorf("a member joining again, nobody let in for 5 s: not stalled")
+	}
+	if sn, err := s.Snapshot(context.Background(), q); err != nil || !sn.Pace.Stalled {
+		t.Errorf("the snapshot, a member waiting: stalled %v, %v", sn.Pace.Stalled, err)
 	}
 }
