@@ -73,11 +73,11 @@ if kind == PRE_QUEUE or kind == LANE_PRE_QUEUE or (not held and (tonumber(cfg.op
   redis.call('ZADD', K.pre, 'NX', now, user)
   if lane == 'public' then
     redis.call('HDEL', K.prelanes, user)
-    return pace({PRE_QUEUE}, cfg, adm, now, everyone(adm, length))
+    return pace({PRE_QUEUE}, cfg, adm, now, length + others)
   end
   redis.call('HSET', K.prelanes, user, lane)
   if not adm.lane_shares then redis.call('HSET', K.cfg, 'lane_shares', '-') end -- standing looks there from now on
-  return pace({LANE_PRE_QUEUE, lane}, cfg, adm, now, everyone(adm, length))
+  return pace({LANE_PRE_QUEUE, lane}, cfg, adm, now, length + others)
 end
 if held then -- a move: the old place leaves a gap, the person takes a new one
   if kind == WAITING then
@@ -114,4 +114,4 @@ else
 end
 markSeen(cfg, adm, user, placed[2], now)
 redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, placed[2], laneShare(adm, lane)))
-return pace(placed, cfg, adm, now, everyone(adm, redis.call('ZCARD', K.line)))
+return pace(placed, cfg, adm, now, length + others + (lane == 'public' and 0 or 1)) -- everyone, as counted here
