@@ -314,6 +314,9 @@ func (run *lanesRun) place() string {
 // placed, someone in its pre-queue keeps their standing.
 func (run *lanesRun) redeem() string {
 	user := fmt.Sprint("u", run.r.IntN(run.next))
+	if o := run.open; o != nil && run.placed < len(o.Pending) && run.r.IntN(2) == 0 {
+		user = o.Pending[run.placed+run.r.IntN(len(o.Pending)-run.placed)] // one still to be placed, as often as not
+	}
 	op := user + " redeems a members code"
 	before := mustStatus(run.t, run.s, run.q, user)
 	e, err := run.s.Join(context.Background(), run.q, user, lane.Join{Code: run.vip})
