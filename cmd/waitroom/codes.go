@@ -76,8 +76,8 @@ func codesCmd(args []string, getenv func(string) string, stdout, stderr io.Write
 		return errors.New("--lane is required")
 	case *count < 1 || *count > codesMost:
 		return fmt.Errorf("--count: from 1 to %d, got %d", codesMost, *count)
-	case *uses < 1:
-		return fmt.Errorf("--uses: 1 or more, got %d", *uses)
+	case *uses < 1 || *uses > accesscode.MaxUses:
+		return fmt.Errorf("--uses: from 1 to %d, got %d", accesscode.MaxUses, *uses)
 	}
 	g := codesBatch{queue: *q, lane: *laneName, uses: *uses, expiresAt: expiresAt}
 	return g.generate(target, *count, stdout, stderr)

@@ -59,6 +59,7 @@ func TestCodesGenerate(t *testing.T) {
 		{"a lane without codes", append(append([]string{}, base...), "--lane", "public", "--count", "2"), "rejected 2 codes"},
 		{"no count", append(append([]string{}, base...), "--lane", "invited"), "--count"},
 		{"no uses", append(append([]string{}, base...), "--lane", "invited", "--count", "1", "--uses", "0"), "--uses"},
+		{"too many uses", append(append([]string{}, base...), "--lane", "invited", "--count", "1", "--uses", "1000000001"), "--uses"},
 		{"a bad expiry", append(append([]string{}, base...), "--lane", "invited", "--count", "1", "--expires", "soon"), "--expires"},
 		{"no subcommand", []string{"make"}, "generate"},
 	} {

@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -45,6 +46,11 @@ var (
 	ErrMalformed = errors.New("not an access code")
 )
 
+// MaxUses bounds a code's redemptions: more than any sale hands out, and
+// few enough that every store keeps the count exactly (Redis's Lua
+// writes a number of more than 14 digits in exponent form).
+const MaxUses = 1_000_000_000
+
 // Code is one code as a store keeps it: never the code itself.
 type Code struct {
 	// Hash is Hash(the code).
@@ -55,6 +61,20 @@ type Code struct {
 	Uses int64
 	// ExpiresAt, when not zero, is when it stops being redeemable.
 	ExpiresAt time.Time
+}
+
+// Check says whether a store may keep c: its hash and lane named, its
+// uses 1 to MaxUses; ErrMalformed if not.
+func (c Code) Check() error {
+	switch {
+	case c.Hash == "":
+		return fmt.Errorf("%w: a code without its hash", ErrMalformed)
+	case c.Lane == "":
+		return fmt.Errorf("%w: a code without a lane", ErrMalformed)
+	case c.Uses < 1 || c.Uses > MaxUses:
+		return fmt.Errorf("%w: %d uses, not 1 to %d", ErrMalformed, c.Uses, MaxUses)
+	}
+	return nil
 }
 
 // Added is what a store did with an upload.

@@ -59,7 +59,8 @@ type codesAddedJSON struct {
 // with a header naming its columns among code, lane, uses and expiresAt
 // (code and lane required), or JSON. A code is rejected, and the rest
 // kept, when it is malformed, its lane is not one of the queue's lanes
-// that take codes (in its settings or a phase's), or its uses are below 1.
+// that take codes (in its settings or a phase's), or its uses are outside
+// 1 to accesscode.MaxUses (a store refuses the whole upload for one such).
 // A code held already, or twice in the upload, is a duplicate.
 func (s *Server) addCodes(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
@@ -125,7 +126,7 @@ func (b *codesBatch) add(at int, code, lane string, uses int64, expiresAt time.T
 		return errWith(errTooLarge, "at most 100000 codes in one request")
 	}
 	h, err := accesscode.Hash(code)
-	if err != nil || !b.lanes[lane] || uses < 1 {
+	if err != nil || !b.lanes[lane] || uses < 1 || uses > accesscode.MaxUses {
 		b.reject(at)
 		return nil
 	}

@@ -177,7 +177,7 @@ func claimLane(t *testing.T, in *apptest.Instance) {
 
 // codesUpload: CSV streamed with its columns in any order, counted line by
 // line (duplicates in the upload and already held, a lane that takes no
-// codes, uses below 1, a malformed code, a broken line), and JSON; the
+// codes, uses outside 1 to MaxUses, a malformed code, a broken line), and JSON; the
 // answer never quotes a code; an unknown queue is 404, a header without
 // code or lane 400.
 func codesUpload(t *testing.T, in *apptest.Instance) {
@@ -192,15 +192,16 @@ func codesUpload(t *testing.T, in *apptest.Instance) {
 		"invited,1," + held + ",\n" + // 5: held already
 		"gold,1," + accesscode.New() + ",\n" + // 6: gold takes no codes
 		"invited,0," + accesscode.New() + ",\n" + // 7: no uses
-		"invited,1,NOT-A-CODE,\n" + // 8
-		"invited,1\n" + // 9: too few fields
+		"invited,1000000001," + accesscode.New() + ",\n" + // 8: more than accesscode.MaxUses
+		"invited,1,NOT-A-CODE,\n" + // 9
+		"invited,1\n" + // 10: too few fields
 		"invited,1," + good[2] + ",\n"
 	r, err := in.Send(http.DefaultClient, apptest.Call{Method: "POST", Path: codesPath(q), Auth: in.AdminAuth(), Body: csv,
 		Headers: []string{"Content-Type", "text/csv; charset=utf-8"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"queue":"` + q + `","added":3,"duplicates":2,"rejected":4,"rejectedLines":[6,7,8,9]}`
+	want := `{"queue":"` + q + `","added":3,"duplicates":2,"rejected":5,"rejectedLines":[6,7,8,9,10]}`
 	if r.Status != http.StatusOK || strings.TrimSpace(r.Raw) != want {
 		t.Errorf("CSV upload: %d %s, want %s", r.Status, r.Raw, want)
 	}
@@ -210,6 +211,10 @@ func codesUpload(t *testing.T, in *apptest.Instance) {
 	r = in.Do("POST", codesPath(q), in.AdminAuth(), map[string]any{"lane": "invited", "codes": []string{accesscode.New(), "short", good[0]}})
 	if r.Num("added") != 1 || r.Num("duplicates") != 1 || r.Num("rejected") != 1 || fmt.Sprint(r.Body["rejectedLines"]) != "[1]" {
 		t.Errorf("JSON upload: %s, want 1 added, 1 duplicate, index 1 rejected", r.Raw)
+	}
+	r = in.Do("POST", codesPath(q), in.AdminAuth(), map[string]any{"lane": "invited", "uses": accesscode.MaxUses + 1, "codes": []string{accesscode.New()}})
+	if r.Num("added") != 0 || r.Num("rejected") != 1 {
+		t.Errorf("JSON upload of more than MaxUses: %s, want it rejected", r.Raw)
 	}
 	if r := in.Do("POST", codesPath("nosuchqueue"), in.AdminAuth(), map[string]any{"lane": "invited", "codes": good}); r.Status != http.StatusNotFound || r.ErrorCode() != "queue_not_found" {
 		t.Errorf("an unknown queue: %d %s, want 404 queue_not_found", r.Status, r.Raw)

@@ -390,10 +390,19 @@ type lanes interface {
 	// one atomic step: of any number of concurrent redemptions of a
 	// single-use code, on any number of instances, exactly one succeeds.
 	// Into an opening's pre-queue, the lane goes with the person and the
-	// opening places them in it.
+	// opening places them in it; before the pre-queue closes a code may
+	// change that lane (nobody has a position yet), but while the opening
+	// is being placed a code redeemed in the pre-queue is answered with
+	// the person's standing and not used (the unplaced of a lane count in
+	// its positions, which must not rise): once placed, it moves them to
+	// the back of its lane as anyone waiting. A code whose lane is not in
+	// force now (Config.InForce) is accesscode.ErrInvalid and not used.
 	Join(ctx context.Context, queue, user string, j lane.Join) (Standing, error)
 	// AddCodes keeps codes for the queue (ErrQueueNotFound without it);
 	// a code whose hash is held already is a duplicate and left as it is.
+	// An upload holding a code accesscode.Code.Check refuses (no lane,
+	// uses outside 1 to accesscode.MaxUses) is refused whole, with that
+	// error (accesscode.ErrMalformed), and nothing kept.
 	AddCodes(ctx context.Context, queue string, codes []accesscode.Code) (accesscode.Added, error)
 }
 

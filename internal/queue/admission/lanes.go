@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"slices"
+
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/lane"
 )
@@ -113,8 +115,18 @@ func sum(xs []int) int {
 // counted among them (a newcomer to an empty lane is told the wait its
 // lane will get once they are in it). nil without lanes. A lane whose
 // share is 0 while others wait gets only what they leave: it is told a
-// thousandth, a wait no one should plan by.
+// thousandth, a wait no one should plan by. So is a lane no longer in
+// force with people still in it (share 0 too), rather than no share at
+// all, which an answer would read as the whole rate.
 func laneShares(lanes lane.List, in TickInput) map[string]float64 {
+	for _, l := range in.Lanes {
+		if _, ok := lanes.Named(l.Name); !ok && l.Length > 0 {
+			if len(lanes) == 0 { // no lanes in force: the public is the one lane, with the whole rate
+				lanes = lane.List{{Name: lane.Public, Share: 1}}
+			}
+			lanes = append(slices.Clip(lanes), lane.Lane{Name: l.Name})
+		}
+	}
 	if len(lanes) == 0 {
 		return nil
 	}

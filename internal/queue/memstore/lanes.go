@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"slices"
@@ -274,11 +273,14 @@ func (q *state) redeem(user, hash string, now time.Time) (queue.Standing, bool, 
 	}
 	key := codeKey(hash)
 	c, ok := q.ln.codes[key]
-	if !ok || c.expired(now) {
-		return queue.Standing{}, changed, accesscode.ErrInvalid
+	if _, inForce := q.cfg.InForce(now).Lanes.Named(c.lane); !ok || c.expired(now) || !inForce {
+		return queue.Standing{}, changed, accesscode.ErrInvalid // fail closed: a lane taken away is served only from leftovers
 	}
 	if held && e.Lane == c.lane || held && c.lane == lane.Public && e.Lane == "" {
 		return e, changed, nil
+	}
+	if held && e.PreQueue && q.openState == "placing" {
+		return e, changed, nil // placing: a lane's count of the unplaced, in positions told, must not grow
 	}
 	if c.uses <= 0 {
 		return queue.Standing{}, changed, accesscode.ErrUsed
@@ -293,7 +295,7 @@ func (q *state) redeem(user, hash string, now time.Time) (queue.Standing, bool, 
 	q.count(c.lane, laneCounts{Redeemed: 1})
 	switch {
 	case !held:
-	case e.PreQueue: // no place yet: only the lane it will be in changes
+	case e.PreQueue: // the pre-queue not yet closed: only the lane it will be in changes
 		q.setPreLane(user, c.lane)
 		e.Lane, e.Pace = c.lane, q.lanePace(now, c.lane)
 		return e, true, nil
@@ -317,6 +319,11 @@ func (q *state) unplace(user string) {
 
 // AddCodes implements queue.Store.
 func (s *Store) AddCodes(_ context.Context, name string, codes []accesscode.Code) (accesscode.Added, error) {
+	for _, c := range codes {
+		if err := c.Check(); err != nil {
+			return accesscode.Added{}, err // nothing kept
+		}
+	}
 	o := &op{kind: opAddCodes, queue: name, blob: encodeCodes(codes)}
 	return change(s, o, func(q *state, _ time.Time) (accesscode.Added, bool, error) {
 		return q.addCodes(codes), true, nil
@@ -339,7 +346,7 @@ func (q *state) addCodes(codes []accesscode.Code) accesscode.Added {
 		}
 		name, ok := lanes[c.Lane]
 		if !ok {
-			name = cmp.Or(c.Lane, lane.Public) // a code without a lane gives the public's place
+			name = c.Lane
 			lanes[c.Lane] = name
 		}
 		kept := code{lane: name, uses: c.Uses}

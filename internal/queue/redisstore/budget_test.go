@@ -262,10 +262,11 @@ func TestLaneCommandBudget(t *testing.T) {
 		why    string
 		call   func(i int) error
 	}{
-		{"status, waiting in the public lane", 5, "as without lanes: config and admission state, TIME, ZCARD; the ticket (ZSCORE) and the place (ZRANK)",
+		{"status, waiting in the public lane", 6, "as without lanes: config and admission state, TIME, ZCARD; the ticket (ZSCORE) and the place (ZRANK); " +
+			"the other lanes' length (ZCARD: stalled is the whole line's)",
 			func(i int) error { _, err := st.Status(ctx, "q", user(i)); return err }},
-		{"status, waiting in another lane", 8, "config and admission state, TIME, ZCARD; not in the public line (ZSCORE), the lane's score (ZSCORE), " +
-			"the lane's name (HGET), the rank and the length in its band (ZCOUNT, ZCOUNT)",
+		{"status, waiting in another lane", 9, "config and admission state, TIME, ZCARD; not in the public line (ZSCORE), the lane's score (ZSCORE), " +
+			"the lane's name (HGET), the rank and the length in its band (ZCOUNT, ZCOUNT), the other lanes' length (ZCARD: stalled is the whole line's)",
 			func(i int) error { _, err := st.Status(ctx, "q", member(i)); return err }},
 		{"join, a newcomer in another lane", 16, "enter's reads (8 with the other lanes' ZSCORE), the lanes' length for capacity (ZCARD), " +
 			"the ticket (INCR), the lane's id (HGET), the place (ZADD) and its gap in the public line (ZADD), its standing (HGET, ZCOUNT, ZCOUNT), " +

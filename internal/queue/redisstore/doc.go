@@ -72,11 +72,13 @@
 //	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
 //	set_stock.lua                Store.SetStock                                                   SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
 //	fold_admission.lua           none: Redis's own upgrade                                        TestUpgradeFoldsTheOldAdmissionHash (this package)
-//	join.lua                     Store.Join                                                       LanesPlaceByRankWithinTheLane, LanesCodeRules, LanesSingleUseCodeRedeemedOnce, LanesPositionNeverRises, TestCodesAreKeptAsHashesAndRedeemedOnce
-//	add_codes.lua                Store.AddCodes                                                   LanesCodeRules, TestCodesAreKeptAsHashesAndRedeemedOnce
+//	join.lua                     Store.Join                                                       LanesPlaceByRankWithinTheLane, LanesCodeRules, LanesSingleUseCodeRedeemedOnce, LanesPositionNeverRises, LanesCodeWhilePlacingKeepsThePreQueue, TestCodesAreKeptAsHashesAndRedeemedOnce
+//	add_codes.lua                Store.AddCodes                                                   LanesCodeRules, LanesCodeUsesAreChecked, TestCodesAreKeptAsHashesAndRedeemedOnce
 //	prelude's laneStanding       Store.Status                                                     LanesPlaceByRankWithinTheLane, LanesOpeningPlacesInTheLane, TestLanePlacesAreBandsOfOneSet
 //	prelude's laneId, scoreText  none: bands of one set (keys.go)                                 TestLanePlacesAreBandsOfOneSet
 //	prelude's laneShare          Store.Status                                                     LanesEmptyLaneGivesItsShare, TestAdmissionSplitsByShares
+//	prelude's everyone           state.waitingAll                                                 LanesStalledIsTheWholeLine
+//	prelude's inForce            Store.Join, state.redeem                                         LanesCodeOfALaneNotInForceIsInvalid, LanesPlaceByRankWithinTheLane
 //	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
 //	prelude's rateInForce        state.rateInForce                                                AdaptiveRateNeverLeavesItsBounds

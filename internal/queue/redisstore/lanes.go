@@ -67,11 +67,16 @@ func codeKey(hash string) string {
 // arguments, well within what one call should hold Redis for.
 const codesChunk = 1000
 
-// AddCodes is Store.AddCodes (queue.Store): a chunk of codes per
-// add_codes.lua call. The codes of one call are kept atomically; an error
+// AddCodes is Store.AddCodes (queue.Store): every code checked first
+// (accesscode.Code.Check), then a chunk of codes per add_codes.lua call. The codes of one call are kept atomically; an error
 // after some chunks leaves those kept (a retry finds them duplicates).
 func (s *Store) AddCodes(ctx context.Context, q string, codes []accesscode.Code) (accesscode.Added, error) {
 	var out accesscode.Added
+	for _, c := range codes {
+		if err := c.Check(); err != nil {
+			return out, err // before any chunk: nothing kept
+		}
+	}
 	for len(codes) > 0 {
 		chunk := codes[:min(len(codes), codesChunk)]
 		codes = codes[len(chunk):]

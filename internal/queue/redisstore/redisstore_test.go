@@ -45,11 +45,11 @@ func wallClock(rdb redis.Scripter, prefix string) storetest.WallClock {
 }
 
 // shiftTimes adds ARGV[1] ms to every time a queue keeps: the admission
-// state's next tick and rate window, an opening's lease, token and lock
-// expiries.
+// state's next tick and rate window, an opening's lease, when the front
+// last moved, token and lock expiries.
 var shiftTimes = redis.NewScript(`
 local d = tonumber(ARGV[1])
-for _, f in ipairs({'next', 'win_start', 'open_lease'}) do
+for _, f in ipairs({'next', 'win_start', 'open_lease', 'moved'}) do
   local v = redis.call('HGET', KEYS[1], f)
   if v then redis.call('HSET', KEYS[1], f, tonumber(v) + d) end
 end

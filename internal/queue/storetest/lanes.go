@@ -31,6 +31,10 @@ func init() {
 		suiteTest{"LanesOpeningPlacesInTheLane", testLaneOpening},
 		suiteTest{"LanesStatsAndLeave", testLaneStats},
 		suiteTest{"LanesWaitsSayTheLane", testLaneWaits},
+		suiteTest{"LanesCodeWhilePlacingKeepsThePreQueue", testLaneCodeWhilePlacing},
+		suiteTest{"LanesCodeOfALaneNotInForceIsInvalid", testLaneCodeNotInForce},
+		suiteTest{"LanesCodeUsesAreChecked", testLaneCodeUses},
+		suiteTest{"LanesStalledIsTheWholeLine", testLaneStalled},
 	)
 }
 
@@ -188,114 +192,194 @@ func testLaneEmptyShare(t *testing.T, s queue.Store, clock Clock) {
 	}
 }
 
-// testLanePositionNeverRises: under random joins in either lane, leaves,
-// codes redeemed (moving a person to the back of the code's lane), ticks
-// and share changes, no waiting person's position ever rises, and each
-// lane's positions are 1 to its length.
+// testLanePositionNeverRises: under random joins in either lane (first
+// into an opening's pre-queue, then while it is placed a few at a time,
+// then in the open line), leaves, codes redeemed (moving a person to the
+// back of the code's lane; while the opening is placed, a pre-queue's
+// redemption changes nothing), ticks, share changes and the members lane
+// taken away and brought back (its code invalid meanwhile), no waiting
+// person's position ever rises, and each lane's positions are 1 to its
+// length. The seed is logged: a failure replays with it.
 func testLanePositionNeverRises(t *testing.T, s queue.Store, clock Clock) {
-	ctx := context.Background()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
 	c := membersConfig(0.3)
 	c.RatePerSecond = 2000
-	q := newQueue(t, s, c)
-	vip := code(t, s, q, "members", 1000, time.Time{})
-	r := rand.New(rand.NewPCG(53, uint64(time.Now().UnixNano())))
+	c.OpensAt = clock.Now().Add(-time.Hour) // a pre-queue until the test closes it
+	run := &lanesRun{t: t, s: s, clock: clock, c: c, r: rand.New(rand.NewPCG(53, seed)), members: true}
+	run.q = newQueue(t, s, c)
+	run.vip = hashOf(t, code(t, s, run.q, "members", 1000, time.Time{}))
 	last := map[string]lanePlace{}
-	next := 0
-	for step := range 150 {
-		var op string
-		switch k := r.IntN(10); {
-		case k < 3 || len(last) == 0:
-			user := fmt.Sprint("u", next)
-			next++
-			j := lane.Join{}
-			if r.IntN(3) == 0 {
-				j.Lane = "members"
-			}
-			op = fmt.Sprintf("%s joins %+v", user, j)
-			mustJoin(t, s, q, user, j)
-		case k < 5:
-			user := anyOf(r, last)
-			op = user + " redeems a members code"
-			if _, err := s.Join(ctx, q, user, lane.Join{Code: hashOf(t, vip)}); err != nil {
-				t.Fatalf("step %d: %s: %v", step, op, err)
-			}
-			delete(last, user) // their place may move: from here on it is a new one
-		case k < 6:
-			user := anyOf(r, last)
-			op = user + " leaves"
-			if _, err := s.Leave(ctx, q, user); err != nil {
-				t.Fatal(err)
-			}
-			delete(last, user)
-		case k < 9:
-			op = "a tick"
-			tickDue(t, s, clock, q, c.BatchSize)
-		default:
-			share := float64(1+r.IntN(9)) / 10
-			op = fmt.Sprintf("members' share %.1f", share)
-			c = membersConfig(share)
-			c.RatePerSecond = 2000
-			if err := s.PutConfig(ctx, q, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		checkLanePositions(t, s, q, step, op, last, next)
+	for step := range 200 {
+		op := run.step(step)
+		checkLanePositions(t, s, run.q, step, op, last, run.next, run.open != nil)
 	}
+	if !run.opened {
+		t.Fatalf("the opening was never placed: the test did not test what it says")
+	}
+}
+
+// lanesRun is testLanePositionNeverRises's queue as the test drives it.
+type lanesRun struct {
+	t       *testing.T
+	s       queue.Store
+	clock   Clock
+	q       string
+	c       queue.Config
+	r       *rand.Rand
+	vip     string         // a members code's hash
+	next    int            // users u0 to u(next-1) were made
+	open    *queue.Opening // the opening being placed; nil before and after
+	placed  int            // of open.Pending, how many were placed
+	opened  bool           // the opening was placed
+	members bool           // the members lane is in force
+}
+
+// step does one random thing to the queue and says what.
+func (run *lanesRun) step(step int) string {
+	ctx := context.Background()
+	k := run.r.IntN(12)
+	switch {
+	case !run.opened && run.open == nil && run.next > 0 && (step >= 40 || k == 11):
+		return run.close()
+	case run.open != nil && k < 3:
+		return run.place()
+	case k < 3 || run.next == 0:
+		user := fmt.Sprint("u", run.next)
+		run.next++
+		j := lane.Join{}
+		if run.r.IntN(3) == 0 {
+			j.Lane = "members"
+		}
+		mustJoin(run.t, run.s, run.q, user, j)
+		return fmt.Sprintf("%s joins %+v", user, j)
+	case k < 5:
+		return run.redeem()
+	case k < 6:
+		user := fmt.Sprint("u", run.r.IntN(run.next))
+		if _, err := run.s.Leave(ctx, run.q, user); err != nil {
+			run.t.Fatal(err)
+		}
+		return user + " leaves"
+	case k < 9:
+		if !run.opened {
+			return "no tick: the opening is ahead"
+		}
+		tickDue(run.t, run.s, run.clock, run.q, run.c.BatchSize)
+		return "a tick"
+	}
+	c := membersConfig(float64(1+run.r.IntN(9)) / 10)
+	op := fmt.Sprintf("members' share %.1f", c.Lanes.Share("members"))
+	if run.members && run.r.IntN(2) == 0 {
+		c.Lanes, op = nil, "the members lane taken away"
+	}
+	c.RatePerSecond, c.OpensAt = run.c.RatePerSecond, run.c.OpensAt
+	if err := run.s.PutConfig(ctx, run.q, c); err != nil {
+		run.t.Fatal(err)
+	}
+	run.members = len(c.Lanes) > 0
+	return op
+}
+
+// close closes the pre-queue: the opening is due.
+func (run *lanesRun) close() string {
+	o, err := run.s.OpenDue(context.Background(), run.q, "owner", time.Hour)
+	if err != nil {
+		run.t.Fatalf("OpenDue: %v", err)
+	}
+	if !o.Due { // nobody in the pre-queue: open at once
+		run.opened = true
+		return "the opening, nobody to place"
+	}
+	run.open, run.placed = &o, 0
+	return fmt.Sprintf("the pre-queue of %d closes", len(o.Pending))
+}
+
+// place places the next few of the opening, in arrival order.
+func (run *lanesRun) place() string {
+	o := run.open
+	users := o.Pending[run.placed:min(run.placed+1+run.r.IntN(3), len(o.Pending))]
+	done, err := run.s.Place(context.Background(), run.q, "owner", o.Next+int64(run.placed), users, time.Hour)
+	if err != nil {
+		run.t.Fatalf("Place: %v", err)
+	}
+	run.placed += len(users)
+	if done {
+		run.open, run.opened = nil, true
+	}
+	return fmt.Sprintf("%v placed (done: %v)", users, done)
+}
+
+// redeem has someone redeem the members code: invalid while the lane is
+// not in force (but to one READY, answered as such); while the opening is
+// placed, someone in its pre-queue keeps their standing.
+func (run *lanesRun) redeem() string {
+	user := fmt.Sprint("u", run.r.IntN(run.next))
+	if o := run.open; o != nil && run.placed < len(o.Pending) && run.r.IntN(2) == 0 {
+		user = o.Pending[run.placed+run.r.IntN(len(o.Pending)-run.placed)] // one still to be placed, as often as not
+	}
+	op := user + " redeems a members code"
+	before := mustStatus(run.t, run.s, run.q, user)
+	e, err := run.s.Join(context.Background(), run.q, user, lane.Join{Code: run.vip})
+	switch {
+	case before.State == queue.Ready: // answered READY, the code not looked at
+	case !run.members && !errors.Is(err, accesscode.ErrInvalid):
+		run.t.Fatalf("%s, members taken away: %+v, %v; want ErrInvalid", op, e, err)
+	case run.members && err != nil:
+		run.t.Fatalf("%s: %v", op, err)
+	case err == nil && run.open != nil && before.PreQueue && (!e.PreQueue || e.Lane != before.Lane):
+		run.t.Fatalf("%s in the pre-queue while placing: %+v, was %+v; want it kept", op, e, before)
+	}
+	return op
 }
 
 // lanePlace is a place as a person was last told it.
 type lanePlace struct {
-	lane string
-	pos  int64
+	lane   string
+	pos    int64
+	ticket int64
 }
 
 // checkLanePositions reads every user numbered below next: a waiting
-// one's position must not rise above what last says for the same lane,
-// and each lane's positions must be 1 to its length. last is updated.
-func checkLanePositions(t *testing.T, s queue.Store, q string, step int, op string, last map[string]lanePlace, next int) {
+// one's position must not rise above what last says for the same place
+// (lane and ticket: a code moves a person to a new one), and each lane's
+// positions must be 1 to its length (while an opening is placed, those
+// still to be placed hold some of them: the positions told must then be
+// distinct and within the length). last is updated.
+func checkLanePositions(t *testing.T, s queue.Store, q string, step int, op string, last map[string]lanePlace, next int, placing bool) {
 	t.Helper()
 	positions := map[string][]int64{}
 	lengths := map[string]int64{}
 	for i := range next {
 		user := fmt.Sprint("u", i)
 		e := mustStatus(t, s, q, user)
-		if e.State != queue.Waiting {
+		if e.State != queue.Waiting || e.PreQueue {
 			delete(last, user)
 			continue
 		}
-		if was, ok := last[user]; ok && was.lane == e.Lane && e.Position > was.pos {
+		if was, ok := last[user]; ok && was.lane == e.Lane && was.ticket == e.Ticket && e.Position > was.pos {
 			t.Fatalf("step %d (%s): %s's position rose from %d to %d in lane %q", step, op, user, was.pos, e.Position, e.Lane)
 		}
-		last[user] = lanePlace{e.Lane, e.Position}
+		last[user] = lanePlace{e.Lane, e.Position, e.Ticket}
 		positions[e.Lane] = append(positions[e.Lane], e.Position)
 		lengths[e.Lane] = e.Length
 	}
 	for ln, ps := range positions {
-		seen := make([]bool, len(ps)+1)
+		n := int64(len(ps))
+		if placing {
+			n = lengths[ln]
+		}
+		seen := make([]bool, n+1)
 		for _, p := range ps {
-			if p < 1 || p > int64(len(ps)) || seen[p] {
-				t.Fatalf("step %d (%s): lane %q's positions %v are not 1 to %d", step, op, ln, ps, len(ps))
+			if p < 1 || p > n || seen[p] {
+				t.Fatalf("step %d (%s): lane %q's positions %v are not within 1 to %d", step, op, ln, ps, n)
 			}
 			seen[p] = true
 		}
-		if lengths[ln] != int64(len(ps)) {
-			t.Fatalf("step %d (%s): lane %q told length %d, %d wait in it", step, op, ln, lengths[ln], len(ps))
+		if !placing && lengths[ln] != n {
+			t.Fatalf("step %d (%s): lane %q told length %d, %d wait in it", step, op, ln, lengths[ln], n)
 		}
 	}
-}
-
-func anyOf[V any](r *rand.Rand, m map[string]V) string {
-	if len(m) == 0 {
-		return "nobody"
-	}
-	i, n := 0, r.IntN(len(m))
-	for k := range m {
-		if i == n {
-			return k
-		}
-		i++
-	}
-	return "nobody"
 }
 
 // testLaneCodeRules: a wrong or expired code is invalid, a used one used;
@@ -573,4 +657,138 @@ func checkWaitLanes(t *testing.T, s queue.Store, clock Clock, q string, batch, n
 		}
 	}
 	t.Errorf("let in %d of the %d waiting", len(seen), n)
+}
+
+// testLaneCodeWhilePlacing: before the pre-queue closes, a code changes
+// the lane it waits for; while the opening is placed, a code redeemed in
+// the pre-queue is answered with the person's standing and not used (the
+// unplaced of a lane count in its positions: nobody's may rise), and once
+// placed it moves them to the back of its lane, as anyone waiting.
+func testLaneCodeWhilePlacing(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.5)
+	c.OpensAt = clock.Now().Add(-time.Hour)
+	q := newQueue(t, s, c)
+	h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+	for _, u := range []string{"p1", "p2", "p3"} {
+		mustEnter(t, s, q, u)
+	}
+	if e := mustJoin(t, s, q, "p1", lane.Join{Code: hashOf(t, code(t, s, q, "members", 1, time.Time{}))}); !e.PreQueue || e.Lane != "members" {
+		t.Fatalf("p1 redeeming before the close: %+v, want the pre-queue for members", e)
+	}
+	o, err := s.OpenDue(ctx, q, "owner", time.Minute)
+	if err != nil || !o.Due {
+		t.Fatalf("OpenDue: %+v, %v", o, err)
+	}
+	if e := mustJoin(t, s, q, "m1", lane.Join{Lane: "members"}); e.Position != 2 || e.Length != 2 {
+		t.Fatalf("m1 while placing: %+v, want members 2 of 2 (p1 to be placed ahead)", e)
+	}
+	if e := mustJoin(t, s, q, "p2", lane.Join{Code: h}); !e.PreQueue || e.Lane != "" {
+		t.Fatalf("p2 redeeming while placing: %+v, want their public pre-queue standing", e)
+	}
+	if e := mustStatus(t, s, q, "m1"); e.Position != 2 || e.Length != 2 {
+		t.Fatalf("m1 after p2's redemption while placing: %+v, want members 2 of 2 still", e)
+	}
+	if done, err := s.Place(ctx, q, "owner", o.Next, o.Pending, time.Minute); err != nil || !done {
+		t.Fatalf("Place: %v, %v", done, err)
+	}
+	if e := mustStatus(t, s, q, "p2"); e.Lane != "" || e.PreQueue || e.Position < 1 {
+		t.Fatalf("p2 placed: %+v, want a public place", e)
+	}
+	if e := mustJoin(t, s, q, "p2", lane.Join{Code: h}); e.Lane != "members" || e.Position != 3 || e.Length != 3 {
+		t.Fatalf("p2 redeeming once placed: %+v, want members 3 of 3 (the code unused while placing)", e)
+	}
+	if e := mustStatus(t, s, q, "m1"); e.Position != 2 || e.Length != 3 {
+		t.Fatalf("m1 at the end: %+v, want members 2 of 3", e)
+	}
+}
+
+// testLaneCodeNotInForce: a code of a lane taken away is invalid and not
+// used (it works again once the lane is back); those still waiting in the
+// lane taken away are told a thousandth of the rate, not the whole.
+func testLaneCodeNotInForce(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.5)
+	q := newQueue(t, s, c)
+	h := hashOf(t, code(t, s, q, "members", 1, time.Time{}))
+	mustJoin(t, s, q, "m1", lane.Join{Lane: "members"})
+	for i := range 30 {
+		mustEnter(t, s, q, fmt.Sprint("p", i))
+	}
+	without := fastConfig()
+	without.Lanes = lane.List{{Name: "gold", Claim: "tier=gold", Codes: true, Share: 0.5}, {Name: lane.Public, Share: 0.5}}
+	if err := s.PutConfig(ctx, q, without); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Join(ctx, q, "x", lane.Join{Code: h}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Fatalf("a code of a lane taken away: %v, want ErrInvalid", err)
+	}
+	if e := mustStatus(t, s, q, "x"); e.State != queue.NotInQueue {
+		t.Fatalf("x after the refused code: %+v, want not in line", e)
+	}
+	tickDue(t, s, clock, q, without.BatchSize)
+	if e := mustStatus(t, s, q, "m1"); e.Lane != "members" || e.Pace.LaneShare != 1e-3 {
+		t.Fatalf("m1 in a lane taken away, after a tick: %+v, want members told a share of 0.001", e)
+	}
+	if err := s.PutConfig(ctx, q, c); err != nil {
+		t.Fatal(err)
+	}
+	if e := mustJoin(t, s, q, "x", lane.Join{Code: h}); e.Lane != "members" {
+		t.Fatalf("the code, its lane back: %+v, want a members place (it was not used)", e)
+	}
+	if st, err := s.Stats(ctx, q); err != nil || laneStats(st, "members").Redeemed != 1 {
+		t.Fatalf("members' stats: %+v, %v; want 1 redeemed", laneStats(st, "members"), err)
+	}
+}
+
+// testLaneCodeUses: a store keeps a code of 1 to accesscode.MaxUses uses
+// in a lane, and refuses an upload holding any other (ErrMalformed),
+// keeping none of it.
+func testLaneCodeUses(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	q := newQueue(t, s, membersConfig(0.5))
+	most := code(t, s, q, "members", accesscode.MaxUses, time.Time{})
+	if e := mustJoin(t, s, q, "a", lane.Join{Code: hashOf(t, most)}); e.Lane != "members" {
+		t.Fatalf("a code of MaxUses: %+v, want a members place", e)
+	}
+	if st, err := s.Stats(ctx, q); err != nil || laneStats(st, "members").CodesLeft != accesscode.MaxUses-1 {
+		t.Fatalf("members' stats: %+v, %v; want MaxUses-1 codes left", laneStats(st, "members"), err)
+	}
+	good := accesscode.New()
+	for _, bad := range []accesscode.Code{
+		{Lane: "members", Uses: 0}, {Lane: "members", Uses: -1}, {Lane: "members", Uses: accesscode.MaxUses + 1},
+		{Lane: "members", Uses: 100_000_000_000_000}, {Lane: "", Uses: 1},
+	} {
+		bad.Hash = hashOf(t, accesscode.New())
+		a, err := s.AddCodes(ctx, q, []accesscode.Code{{Hash: hashOf(t, good), Lane: "members", Uses: 1}, bad})
+		if !errors.Is(err, accesscode.ErrMalformed) || a.Added != 0 {
+			t.Errorf("a code of lane %q with %d uses: %+v, %v; want ErrMalformed, none added", bad.Lane, bad.Uses, a, err)
+		}
+		if _, err := s.Join(ctx, q, "b", lane.Join{Code: bad.Hash}); !errors.Is(err, accesscode.ErrInvalid) {
+			t.Errorf("the refused code redeemed: %v, want ErrInvalid", err)
+		}
+	}
+	if _, err := s.Join(ctx, q, "b", lane.Join{Code: hashOf(t, good)}); !errors.Is(err, accesscode.ErrInvalid) {
+		t.Errorf("a good code of a refused upload: %v, want ErrInvalid (nothing kept)", err)
+	}
+}
+
+// testLaneStalled: stalled is the whole line's: with nobody in the public
+// lane and the front standing still, a member is told it too.
+func testLaneStalled(t *testing.T, s queue.Store, clock Clock) {
+	q := newQueue(t, s, membersConfig(0.5))
+	mustJoin(t, s, q, "m1", lane.Join{Lane: "members"})
+	if e := mustStatus(t, s, q, "m1"); e.Pace.Stalled {
+		t.Fatalf("stalled at once: %+v", e.Pace)
+	}
+	clock.Step(t, q, 5*time.Second) // no tick runs: stalled after 2 s
+	if e := mustStatus(t, s, q, "m1"); !e.Pace.Stalled {
+		t.Errorf("a member's status, nobody let in for 5 s: not stalled")
+	}
+	if e := mustJoin(t, s, q, "m1", lane.Join{Lane: "members"}); !e.Pace.Stalled {
+		t.Errorf("a member joining again, nobody let in for 5 s: not stalled")
+	}
+	if sn, err := s.Snapshot(context.Background(), q); err != nil || !sn.Pace.Stalled {
+		t.Errorf("the snapshot, a member waiting: stalled %v, %v", sn.Pace.Stalled, err)
+	}
 }

@@ -36,6 +36,9 @@ local cfg, adm, refused = config({'rate', 'batch', 'interval_ms', 'capacity'}, {
 if refused then return refused end
 local now = clock()
 local length = redis.call('ZCARD', K.line)
+-- The other lanes' people (everyone's), for capacity and each answer's
+-- pace length: an enter changes K.line only.
+local lanesLength = everyone(adm, 0)
 
 -- enterOne is one user's enter; the line is length long before it and as
 -- long as the second value after it.
@@ -43,23 +46,22 @@ local function enterOne(user)
   local held, expired = standing(cfg, adm, user, now, length)
   if held then
     if held[1] == WAITING or held[1] == LANE then markSeen(cfg, adm, user, held[2], now) end
-    held[#held + 1] = length
+    held[#held + 1] = length + lanesLength
     return held, length
   end
   -- A token whose time is up: forget it, and line up again like anyone else.
   if expired then dropToken(user, 'expired', now) end
   -- Capacity counts every lane (issue 53), the other lanes only where
   -- there may be some (standing's rule).
-  local others = adm.lane_shares and redis.call('ZCARD', K.lanes) or 0
-  local full = length + others + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity)
-  if full then return {LINE_FULL, length}, length end
-  if adm.units_left == '0' then return {SOLD_OUT, length}, length end
+  local full = length + lanesLength + (opening(cfg, adm) and redis.call('ZCARD', K.pre) or 0) >= tonumber(cfg.capacity)
+  if full then return {LINE_FULL, length + lanesLength}, length end
+  if adm.units_left == '0' then return {SOLD_OUT, length + lanesLength}, length end
   -- An opening ahead (its pre-queue not yet closed): wait for it, unplaced.
   if (tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state then
     redis.call('ZADD', K.pre, 'NX', now, user)
-    return {PRE_QUEUE, length}, length
+    return {PRE_QUEUE, length + lanesLength}, length
   end
-  if length + others == 0 then
+  if length + lanesLength == 0 then
     redis.call('HSET', K.cfg, 'moved', now) -- someone starts waiting: the front has not stood still
     adm.moved = now
   end
@@ -69,10 +71,10 @@ local function enterOne(user)
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
   redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, position, laneShare(adm, 'public')))
-  return {WAITING, position, position, ticket, length + 1}, length + 1
+  return {WAITING, position, position, ticket, length + 1 + lanesLength}, length + 1
 end
 
 local replies = {}
 for i = 1, #users do replies[i], length = enterOne(users[i]) end
-replies[#users + 1] = pace({}, cfg, adm, now, length)
+replies[#users + 1] = pace({}, cfg, adm, now, length + lanesLength)
 return replies

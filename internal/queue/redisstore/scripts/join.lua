@@ -5,9 +5,12 @@
 --
 -- Someone READY or in the shadow line is answered where they stand, a
 -- code not even looked at. A code (by its hash, K.codes "lane usesLeft
--- expiresMs") the queue does not hold, or expired, is INVALID_CODE. One
--- already in the code's lane (or in the pre-queue for it) is answered,
--- the code not used; a code with no redemption left is then CODE_USED.
+-- expiresMs") the queue does not hold, expired, or of a lane not in force
+-- is INVALID_CODE. One already in the code's lane (or in the pre-queue for
+-- it) is answered, the code not used, as is one in the pre-queue of an
+-- opening being placed (the unplaced of a lane count in the positions
+-- told: they must not grow; before the close, the lane may change); a
+-- code with no redemption left is then CODE_USED.
 -- Someone waiting in another lane who redeems a code moves to the back of
 -- the code's lane with a new ticket (their old one a gap, so nobody's
 -- position rises; the place left counts as left, the new ticket as a
@@ -28,7 +31,7 @@
 --        {INVALID_CODE}; {CODE_USED}; {LINE_FULL}; {SOLD_OUT}; else
 --        standing's (WAITING, LANE, READY, PRE_QUEUE, LANE_PRE_QUEUE,
 --        SHADOW) then the
---        pace block, its length the lane's
+--        pace block, its length every lane's (everyone)
 local user, asked, hash = ARGV[1], ARGV[2], ARGV[3]
 local cfg, adm, refused = config({'rate', 'batch', 'interval_ms', 'capacity'}, {'abandon_ms', 'opens_at'})
 if refused then return refused end
@@ -36,20 +39,23 @@ local now = clock()
 local length = redis.call('ZCARD', K.line)
 local held, expired = standing(cfg, adm, user, now, length)
 local kind = held and held[1]
-if kind == READY or kind == SHADOW then return pace(held, cfg, adm, now, length) end -- a code not even looked at
+if kind == READY or kind == SHADOW then return pace(held, cfg, adm, now, everyone(adm, length)) end -- a code not even looked at
 local lane, code = asked, nil
 if hash ~= '' then
   local name, uses, exp = string.match(redis.call('HGET', K.codes, hash) or '', '^(%S+) (%-?%d+) (%d+)$')
-  if not name or (tonumber(exp) > 0 and tonumber(exp) <= now) then return {INVALID_CODE} end
+  -- Fail closed: a code of a lane not in force (taken away) is invalid,
+  -- not spent into a lane served only from what others leave.
+  if not name or (tonumber(exp) > 0 and tonumber(exp) <= now) or not inForce(cfg, adm, name) then return {INVALID_CODE} end
   lane, code = name, {tonumber(uses), exp}
-elseif not string.find(adm.phase_lanes or cfg.lanes or '', '"name":"' .. asked .. '"', 1, true) then
+elseif not inForce(cfg, adm, asked) then
   lane = 'public' -- a lane not in force
 end
 if lane == '' then lane = 'public' end
 local from = (kind == LANE or kind == LANE_PRE_QUEUE) and held[#held] or 'public'
-if held and (not code or from == lane) then -- kept: no code, or in the code's lane already
+local placing = (kind == PRE_QUEUE or kind == LANE_PRE_QUEUE) and adm.open_state == 'placing'
+if held and (not code or from == lane or placing) then -- kept: no code, in the code's lane already, or being placed
   if kind == WAITING or kind == LANE then markSeen(cfg, adm, user, held[2], now) end
-  return pace(held, cfg, adm, now, kind == LANE and held[3] or length)
+  return pace(held, cfg, adm, now, everyone(adm, length))
 end
 if code and code[1] <= 0 then return {CODE_USED} end
 if expired then dropToken(user, 'expired', now) end
@@ -67,11 +73,11 @@ if kind == PRE_QUEUE or kind == LANE_PRE_QUEUE or (not held and (tonumber(cfg.op
   redis.call('ZADD', K.pre, 'NX', now, user)
   if lane == 'public' then
     redis.call('HDEL', K.prelanes, user)
-    return pace({PRE_QUEUE}, cfg, adm, now, length)
+    return pace({PRE_QUEUE}, cfg, adm, now, length + others)
   end
   redis.call('HSET', K.prelanes, user, lane)
   if not adm.lane_shares then redis.call('HSET', K.cfg, 'lane_shares', '-') end -- standing looks there from now on
-  return pace({LANE_PRE_QUEUE, lane}, cfg, adm, now, length)
+  return pace({LANE_PRE_QUEUE, lane}, cfg, adm, now, length + others)
 end
 if held then -- a move: the old place leaves a gap, the person takes a new one
   if kind == WAITING then
@@ -108,4 +114,4 @@ else
 end
 markSeen(cfg, adm, user, placed[2], now)
 redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, placed[2], laneShare(adm, lane)))
-return pace(placed, cfg, adm, now, placed[3])
+return pace(placed, cfg, adm, now, length + others + (lane == 'public' and 0 or 1)) -- everyone, as counted here

@@ -143,6 +143,20 @@ local function pace(reply, cfg, adm, now, length)
     adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room, adm.lane_shares, now, length})
 end
 
+-- everyone is how many wait, every lane together, the line's (K.line)
+-- being length: PaceState.Length, for "stalled" is the whole line's
+-- (memstore's waitingAll). Other lanes only where standing looks in them.
+local function everyone(adm, length)
+  return length + (adm.lane_shares and redis.call('ZCARD', K.lanes) or 0)
+end
+
+-- inForce says whether the lane called name is in force: the public
+-- always; another if the lanes in force (the phase's, else the queue's
+-- own) name it.
+local function inForce(cfg, adm, name)
+  return name == 'public' or string.find(adm.phase_lanes or cfg.lanes or '', '"name":"' .. name .. '"', 1, true) ~= nil
+end
+
 -- opening is whether an opening's pre-queue may hold users: one is ahead
 -- (opens_at set, not yet opened) or being placed. Only then is it looked at
 -- on the hot path: open_due.lua and place.lua empty it before they mark the

@@ -18,7 +18,7 @@ local maxLeft = tonumber(ARGV[1])
 local cfg, adm, refused = config({'rate', 'batch'})
 if refused then return refused end
 local length = redis.call('ZCARD', K.line)
-local reply = pace({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, cfg, adm, clock(), length)
+local reply = pace({1, 0, tonumber(redis.call('GET', K.seq) or '0'), length}, cfg, adm, clock(), everyone(adm, length))
 local head, nCleared = lineHead()
 local left, cleared = {}, {}
 if head then

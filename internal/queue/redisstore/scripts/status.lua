@@ -21,4 +21,4 @@ local held = standing(cfg, adm, user, now, length)
 if held and (held[1] == WAITING or held[1] == LANE) then
   markSeen(cfg, adm, user, held[2], now)
 end
-return pace(held or {NOT_IN_LINE}, cfg, adm, now, length)
+return pace(held or {NOT_IN_LINE}, cfg, adm, now, everyone(adm, length))
