@@ -201,15 +201,15 @@ func toLaneStats(st queue.Stats) []laneStatsJSON {
 }
 
 // laneShown is the lane answer v names (queue.View.Lane): while WAITING its
-// own lane, or lane.Public in a queue with lanes in force; "" (no lane
-// field) in a queue without lanes. READY names none (queue.Service.view
-// sets none): a token does not keep the lane it was let in from. The
-// config in force is the one entryMessage reads, at most once a second.
-func (s *Server) laneShown(r *http.Request, q string, v queue.View) string {
+// own lane, or lane.Public in a queue with lanes in force (lanes, as
+// answerConfig read them); "" (no lane field) in a queue without lanes.
+// READY names none (queue.Service.view sets none): a token does not keep
+// the lane it was let in from.
+func laneShown(v queue.View, lanes bool) string {
 	if v.State != queue.Waiting || v.Lane != "" {
 		return v.Lane
 	}
-	if c, err := s.Queue.ConfigInForce(r.Context(), q); err == nil && len(c.Lanes) > 0 {
+	if lanes {
 		return lane.Public
 	}
 	return ""

@@ -233,8 +233,9 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 		s.Gate.Polled(r.PathValue("queue"), user, v)
 	}
 	q := r.PathValue("queue")
-	v.Lane = s.laneShown(r, q, v)
-	writeAnswerMarked(w, v, s.entryMessage(r, q), s.signedTicket(q, user, v), s.participant(q, user, v), false)
+	message, lanes := s.answerConfig(r, q)
+	v.Lane = laneShown(v, lanes)
+	writeAnswerMarked(w, v, message, s.signedTicket(q, user, v), s.participant(q, user, v), false)
 }
 
 // entrant is the caller as the gate sees them, with the lane an enter asks
@@ -387,12 +388,21 @@ func (s *Server) answerBypassed(w http.ResponseWriter, r *http.Request, rule str
 // change made through this instance shows at once, so a new message
 // reaches everyone within one poll.
 func (s *Server) entryMessage(r *http.Request, q string) string {
+	message, _ := s.answerConfig(r, q)
+	return message
+}
+
+// answerConfig is what an answer takes from the queue's config in force,
+// read once (each read takes the service's lock of its configs, on every
+// poll): the operator's message in the caller's language ("" when the
+// config cannot be read: no message) and whether the queue has lanes.
+func (s *Server) answerConfig(r *http.Request, q string) (message string, lanes bool) {
 	c, err := s.Queue.ConfigInForce(r.Context(), q)
-	if err != nil { // no message: For says ""
-		return ""
+	if err != nil {
+		return "", false
 	}
 	asked := web.RequestLanguages(r)
-	return c.Message.For(append(asked[0], asked[1]...)...)
+	return c.Message.For(append(asked[0], asked[1]...)...), len(c.Lanes) > 0
 }
 
 // ChallengeSolutionHeader carries a solved challenge on enter: the ALTCHA
