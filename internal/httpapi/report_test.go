@@ -107,7 +107,8 @@ func TestQueueReportShowsEachLanesTimeInLine(t *testing.T) {
 	for _, method := range []queue.QueueingMethod{queue.MethodFIFO, queue.MethodRandom} {
 		t.Run(string(method), func(t *testing.T) {
 			ctx := context.Background()
-			store, line := memstore.New(nil), signals.New()
+			at := time.Now().Truncate(time.Millisecond) // the store's clock, moved by the test
+			store, line := memstore.New(func() time.Time { return at }), signals.New()
 			svc, op := queue.NewService(store, 0, line), operate.New(store, line)
 			c := queue.DefaultConfig()
 			c.RatePerSecond, c.BatchSize, c.Interval, c.Method = 10_000, 10, time.Millisecond, method
@@ -140,7 +141,7 @@ func TestQueueReportShowsEachLanesTimeInLine(t *testing.T) {
 				}
 			}
 			roll()
-			time.Sleep(20 * time.Millisecond) // a time in line to show
+			at = at.Add(20 * time.Millisecond) // a time in line to show
 			for admitted := 0; admitted < 40; {
 				a, err := store.Admit(ctx, "drop", queue.NewTokens(c.BatchSize))
 				if err != nil {
@@ -150,7 +151,7 @@ func TestQueueReportShowsEachLanesTimeInLine(t *testing.T) {
 					pending.Admitted("drop", w)
 				}
 				admitted += len(a.Admitted)
-				time.Sleep(a.NextIn)
+				at = at.Add(max(a.NextIn, c.Interval))
 			}
 			roll()
 			api := httpapi.New(httpapi.Options{Queue: svc, Operate: op, AdminToken: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
