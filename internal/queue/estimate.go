@@ -6,36 +6,6 @@ import (
 	"time"
 )
 
-// EstimateWait is ceil(position / rate) seconds, and 0 when the position is
-// within what the next tick lets in ("any moment now": NextTickAdmits). The
-// rate is the one admission uses, or the pace measured over the last minute
-// when that differs from it (Pace.EstimateRate).
-func estimateWait(position int64, p Pace) int64 {
-	if position <= p.NextTickAdmits() {
-		return 0
-	}
-	return int64(math.Ceil(float64(position) / p.EstimateRate()))
-}
-
-// EstimateDrawWait is the expected wait, in seconds, of a user in a line of
-// length users under MethodRandom, 0 when the whole line fits in what the
-// next tick lets in (NextTickAdmits). Each tick draws its users uniformly
-// among those in line, so with nobody new arriving the order in which the
-// line goes in is a uniformly random permutation of it, and the user's
-// place K in that order is uniform on 1..length: E[K] = (length+1)/2.
-// Admission lets in rate users a second, so the user's expected wait is
-// E[K]/rate = (length+1)/(2·rate), at the rate EstimateWait divides by
-// (Pace.EstimateRate). Newcomers join the draw, so with people still
-// arriving the wait is longer; and the wait of one user varies from about 0
-// to length/rate around it. The expected wait of one still in line does
-// not grow while they wait: it is the same figure of the line as it is now.
-func estimateDrawWait(length int64, p Pace) int64 {
-	if length <= p.NextTickAdmits() {
-		return 0
-	}
-	return int64(math.Ceil(float64(length+1) / 2 / p.EstimateRate()))
-}
-
 // NextTickAdmits is how many users the next admission tick surely lets in,
 // at the rate an estimate divides by (EstimateRate, so a phase's rate, the
 // adaptive rate and the measured pace move it): rate × interval, rounded
@@ -114,16 +84,4 @@ func jitterSeconds(seconds int64) int64 {
 	// every poll calls this.
 	j := int64(math.Round(float64(seconds) * (0.8 + 0.4*rand.Float64())))
 	return max(j, 1)
-}
-
-// Shown is the wait, in seconds, a user at position in a line of length
-// is told (View.EstimatedWaitSeconds): a draw's expected wait when the
-// queue draws, else the position's. The stores keep the one a newcomer is
-// told with their place (rollup.Wait.Shown), so the estimate's accuracy
-// can be measured when admission reaches them.
-func (p Pace) Shown(position, length int64) int64 {
-	if p.Drawn {
-		return estimateDrawWait(length, p)
-	}
-	return estimateWait(position, p)
 }

@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// drawn is p under queueingMethod random.
+func drawn(p Pace) Pace {
+	p.Drawn = true
+	return p
+}
+
 // tick100 is the default admission tick.
 const tick100 = 100 * time.Millisecond
 
@@ -23,16 +29,16 @@ func TestEstimateDrawWait(t *testing.T) {
 		want   int64
 	}{
 		{"the whole line in the next tick", 10, Pace{Rate: 100, Batch: 10, Interval: tick100}, 0},
-		{"one more than a tick", 11, Pace{Rate: 100, Batch: 10, Interval: tick100}, 1},                               // 12/200 s
-		{"a thousand at 100/s", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100}, 6},                              // 1001/200 = 5.005
-		{"a hundred thousand at 100/s", 100_000, Pace{Rate: 100, Batch: 10, Interval: tick100}, 501},                 // 100001/200 = 500.005
-		{"odd: (n+1)/2 exact", 199, Pace{Rate: 10, Batch: 1, Interval: tick100}, 10},                                 // 200/20
-		{"the measured pace when it differs", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 50}, 11}, // 1001/100
-		{"the rate when the pace is close", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 95}, 6},
+		{"one more than a tick", 11, Pace{Rate: 100, Batch: 10, Interval: tick100}, 1},                                                 // 12/200 s
+		{"a thousand at 100/s", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100}, 6},                                                // 1001/200 = 5.005
+		{"a hundred thousand at 100/s", 100_000, Pace{Rate: 100, Batch: 10, Interval: tick100}, 501},                                   // 100001/200 = 500.005
+		{"odd: (n+1)/2 exact", 199, Pace{Rate: 10, Batch: 1, Interval: tick100}, 10},                                                   // 200/20
+		{"the admitted pace when admission is held below its rate", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100, Held: 50}, 11}, // 1001/100
+		{"no-shows skipped beside the admitted", 1000, Pace{Rate: 100, Batch: 10, Interval: tick100, Claim: 0.5}, 3},
 		{"below one a tick: nobody is told 0", 1, Pace{Rate: 2, Batch: 10, Interval: tick100}, 1}, // 2/4 s
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := estimateDrawWait(tc.length, tc.pace); got != tc.want {
+			if got := drawn(tc.pace).Estimate(tc.length, tc.length).Seconds; got != tc.want {
 				t.Fatalf("EstimateDrawWait(%d, %+v) = %d, want %d", tc.length, tc.pace, got, tc.want)
 			}
 		})
@@ -74,7 +80,7 @@ func TestEstimateDrawWaitIsTheMeanOfADraw(t *testing.T) {
 		if math.Abs(mean-est) > interval/2+0.02*est {
 			t.Errorf("n %d, batch %d, rate %g: simulated mean wait %.2f s, estimate (n+1)/(2·rate) %.2f s", tc.n, tc.batch, tc.rate, mean, est)
 		}
-		got := estimateDrawWait(int64(tc.n), Pace{Rate: tc.rate, Batch: tc.batch, Interval: time.Duration(interval * float64(time.Second))})
+		got := drawn(Pace{Rate: tc.rate, Batch: tc.batch, Interval: time.Duration(interval * float64(time.Second))}).Estimate(int64(tc.n), int64(tc.n)).Seconds
 		if want := int64(math.Ceil(est)); got != want {
 			t.Errorf("EstimateDrawWait(%d) = %d, want ceil(%.3f)", tc.n, got, est)
 		}
@@ -99,8 +105,8 @@ func TestNextTickAdmits(t *testing.T) {
 		{"15/s: 1.5 a tick, 1 sure", Pace{Rate: 15, Batch: 10, Interval: tick100}, 1, map[int64]int64{1: 0, 2: 1}},
 		{"ticks of 3 s at 0.5/s", Pace{Rate: 0.5, Batch: 2, Interval: 3 * time.Second}, 1, map[int64]int64{1: 0, 2: 4}},
 		{"admission's floats: 100/s × 0.29 s", Pace{Rate: 100, Batch: 29, Interval: 290 * time.Millisecond}, 28, map[int64]int64{28: 0, 29: 1}},
-		{"the measured pace moves it", Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 20}, 2, map[int64]int64{2: 0, 3: 1}},
-		{"at most a batch", Pace{Rate: 100, Batch: 10, Interval: tick100, Measured: 300}, 10, map[int64]int64{10: 0, 11: 1}},
+		{"a held pace moves it", Pace{Rate: 100, Batch: 10, Interval: tick100, Held: 20}, 2, map[int64]int64{2: 0, 3: 1}},
+		{"at most a batch", Pace{Rate: 100, Batch: 10, Interval: tick100, Claim: 1.0 / 3}, 10, map[int64]int64{10: 0, 11: 1}},
 		{"no interval known: nobody told 0", Pace{Rate: 100, Batch: 10}, 0, map[int64]int64{1: 1}},
 		{"at the cap: nobody told 0", Pace{Rate: 100, Batch: 10, Interval: tick100, Capped: true}, 0, map[int64]int64{1: 1, 11: 1}},
 		{"room for 3 under the cap", Pace{Rate: 100, Batch: 10, Interval: tick100, Capped: true, CapRoom: 3}, 3, map[int64]int64{3: 0, 4: 1}},
@@ -113,7 +119,7 @@ func TestNextTickAdmits(t *testing.T) {
 				t.Errorf("NextTickAdmits() = %d, want %d", got, tc.want)
 			}
 			for pos, want := range tc.told {
-				if got := estimateWait(pos, tc.pace); got != want {
+				if got := tc.pace.Estimate(pos, pos).Seconds; got != want {
 					t.Errorf("EstimateWait(%d) = %d, want %d", pos, got, want)
 				}
 			}

@@ -3,6 +3,8 @@ package queue
 import (
 	"math"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 )
 
 // Pace is how the line moves, read by the store in the same step as a
@@ -52,6 +54,16 @@ type Pace struct {
 	// with nobody waiting hand over); 0 for a queue without lanes, whose
 	// one line has the whole rate. An estimate divides by the rate × it.
 	LaneShare float64
+	// Claim, Spread and Ahead are the estimate's model fitted to the line
+	// (issue 54; package estimate): the share of those leaving the front
+	// who took their turn (estimate.Params.Claim), the rate's relative
+	// uncertainty (Params.Spread), and the rate changes scheduled ahead
+	// (Params.Steps, the whole line's: params takes the lane's share of
+	// them). Held is the
+	// admitted pace the model divides by when admission measured slower
+	// than its rate while that stood still (a cap, late ticks); 0: none.
+	Claim, Spread, Held float64
+	Ahead               []estimate.Step
 }
 
 // PaceWindow is the time constant of Pace.Measured: the last minute.
@@ -88,6 +100,14 @@ type PaceState struct {
 	// with nobody waiting hand over); 0 for a queue without lanes, whose
 	// one line has the whole rate. An estimate divides by the rate × it.
 	LaneShare float64
+	// The estimate's fit (issue 54), kept by admission
+	// (admission.TickState): PaceClaimed is the exponentially weighted
+	// rate of users admitted at the front, as PaceRate is of all who left
+	// it (so their ratio is the share who took their turn); RateMean and
+	// RateVar the weighted mean and variance of the rate in force over the
+	// last minute; Changes the rate changes scheduled ahead (phases).
+	PaceClaimed, RateMean, RateVar float64
+	Changes                        []estimate.Change
 }
 
 // LinePace is the Pace of a line in the given state.
@@ -103,6 +123,7 @@ func LinePace(s PaceState) Pace {
 	if s.Pending || s.Placing {
 		p.OpensAt, p.Placing = c.OpensAt, s.Placing
 	}
+	p.fit(s)
 	if !c.Paused && !s.Placing && !s.Stock.SoldOut() && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > stallAfter(c, p.Rate) {
 		p.Stalled = true
 	}
@@ -120,17 +141,101 @@ func stallAfter(c InForce, rate float64) time.Duration {
 	return d
 }
 
-// EstimateRate is the rate an estimate divides by: the one admission uses,
-// or the pace measured over the last minute when that differs from it by
-// more than a tenth (the token cap holds admission back, no-shows are
-// skipped, admission stalled for a while).
-func (p Pace) EstimateRate() float64 {
+// fit reads the estimate's model (Claim, Spread, Held, Ahead) from the
+// state admission keeps (issue 54). Before MeasureAfter of busy line the
+// claim is 1 and the spread the prior's (estimate.Prior): wide where the
+// rate or the no-shows may yet move it.
+func (p *Pace) fit(s PaceState) {
+	c := s.Config
+	p.Claim, p.Spread = 1, estimate.Prior(c.Adaptive && c.PhaseInForce == "", c.AbandonAfter > 0)
+	if p.Measured > 0 {
+		if s.PaceRate > 0 {
+			p.Claim = min(max(s.PaceClaimed/s.PaceRate, minClaim), 1)
+		}
+		if s.RateMean > 0 {
+			p.Spread = max(estimate.SpreadFloor, math.Sqrt(s.RateVar)/s.RateMean)
+		}
+		// Admission slower than its rate while the rate stood still over
+		// the last minute (so the measure is of this rate): a live-token
+		// cap, the stock, ticks falling late. Not after a change of the
+		// rate, which the minute's measure lags behind.
+		admitted := p.Measured * p.Claim
+		if math.Abs(p.Rate-s.RateMean) < p.Rate/10 && admitted < p.Rate*0.9 {
+			p.Held = admitted
+		}
+	}
+	p.Ahead = estimate.Ahead(s.Changes, s.Now)
+}
+
+// minClaim bounds the share who take their turn from below: a line whose
+// every place ahead is a no-show still lets someone in eventually.
+const minClaim = 0.05
+
+// admitRate is the people let in per second in this person's line: the
+// rate in force (or Held), the lane's share of it.
+func (p Pace) admitRate() float64 {
 	r := p.Rate
-	if p.Measured > 0 && math.Abs(p.Measured-p.Rate) > p.Rate/10 {
-		r = p.Measured
+	if p.Held > 0 {
+		r = p.Held
 	}
 	if p.LaneShare > 0 {
 		r *= p.LaneShare // the lane's part of what the whole line admits
 	}
 	return r
+}
+
+// EstimateRate is how many places a second the front of this person's line
+// moves: the people let in (admitRate) and the no-shows skipped beside
+// them (÷ Claim). What the next tick surely moves (NextTickAdmits) and how
+// near the front a page asks its instance (front.Document.AskWithin) are
+// figured at it.
+func (p Pace) EstimateRate() float64 {
+	claim := p.Claim
+	if claim <= 0 {
+		claim = 1 // a Pace not made by LinePace (tests)
+	}
+	return p.admitRate() / claim
+}
+
+// params are the estimate model's inputs for this pace (package estimate).
+func (p Pace) params() estimate.Params {
+	steps := p.Ahead
+	if p.LaneShare > 0 && len(steps) > 0 {
+		steps = make([]estimate.Step, len(p.Ahead))
+		for i, s := range p.Ahead {
+			steps[i] = estimate.Step{After: s.After, Rate: s.Rate * p.LaneShare}
+		}
+	}
+	return estimate.Params{Rate: p.admitRate(), Claim: p.Claim, Spread: p.Spread, Tick: p.NextTickAdmits(), Interval: p.Interval.Seconds(),
+		Drawn: p.Drawn, Steps: steps}
+}
+
+// Estimate is the wait of a person at position in a line (their lane) of
+// length, with whether the line can say (issue 54): not while admission
+// is paused or stalled, before the opening, sold out, or with fewer units
+// left than people ahead (estimate.Estimate.Reason). Its Seconds is what
+// the answers' estimatedWaitSeconds tells (the model's median:
+// ceil(position × claim / rate) at a steady rate, the middle of the line
+// when the queue draws; 0 within what the next tick surely lets in), and
+// what the stores keep with a newcomer's place (rollup.Wait.Shown), so its
+// accuracy is measured when admission reaches them.
+func (p Pace) Estimate(position, length int64) estimate.Estimate {
+	e := estimate.Of(position, length, p.params())
+	reason := ""
+	switch {
+	case p.Paused:
+		reason = estimate.UnknownPaused
+	case !p.OpensAt.IsZero() || p.Placing:
+		reason = estimate.UnknownOpening
+	case p.Stock.SoldOut():
+		reason = estimate.UnknownSoldOut
+	case p.Stalled:
+		reason = estimate.UnknownStalled
+	case p.Stock.Known && !p.Drawn && position > p.Stock.Units:
+		reason = estimate.UnknownBeyondStock
+	}
+	if reason != "" {
+		e.Known, e.Reason, e.Low, e.High = false, reason, 0, 0
+	}
+	return e
 }

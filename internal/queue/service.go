@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/perqueue"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
@@ -27,6 +28,12 @@ type View struct {
 	// down, at most a batch; none at a rate below one a tick); when Drawn,
 	// the expected wait of a draw (EstimateDrawWait).
 	EstimatedWaitSeconds int64
+	// Estimate is the wait in full (issue 54; Pace.Estimate): its median
+	// (EstimatedWaitSeconds), the range of its 5th to 95th percentiles,
+	// and whether the line can say, with why not. While WAITING with a
+	// place, and, not known, before the opening (Reason "opening") and
+	// SOLD_OUT ("sold_out"); zero for READY and NOT_IN_QUEUE.
+	Estimate estimate.Estimate
 	// PollAfterSeconds is nil when there is nothing to wait for (READY,
 	// NOT_IN_QUEUE).
 	PollAfterSeconds *int64
@@ -576,6 +583,7 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	case e.State == Waiting && e.Pace.Stock.SoldOut():
 		// Their place is kept for a restock, but nothing moves until one.
 		v.State = SoldOut
+		v.Estimate = estimate.Estimate{Reason: estimate.UnknownSoldOut}
 		poll := int64(pollAfterSoldOut)
 		if c, err := s.ConfigInForce(ctx, queue); err == nil {
 			poll = int64(c.SoldOutPoll / time.Second)
@@ -584,11 +592,13 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 		v.PollAfterSeconds = &p
 	case e.State == Waiting && e.PreQueue:
 		v.OpensAt = e.Pace.OpensAt
+		v.Estimate = estimate.Estimate{Reason: estimate.UnknownOpening}
 		p := pollAfterOpening(time.Until(v.OpensAt))
 		v.PollAfterSeconds = &p
 	case e.State == Waiting:
 		v.Position, v.Length, v.Stalled = e.Position, e.Length, e.Pace.Stalled
-		v.EstimatedWaitSeconds = e.Pace.Shown(e.Position, e.Length)
+		v.Estimate = e.Pace.Estimate(e.Position, e.Length)
+		v.EstimatedWaitSeconds = v.Estimate.Seconds
 		if e.Pace.Drawn {
 			v.Position, v.Drawn = 0, true
 		}

@@ -102,9 +102,9 @@ func TestAskWithinCoversTheAheadAndTwoBatches(t *testing.T) {
 	if want := int64(1000 * front.AskAhead.Seconds()); fast.AskWithin != want {
 		t.Errorf("at 1000/s: ask within %d, want %d", fast.AskWithin, want)
 	}
-	measured := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Measured: 200, Batch: 10}}, queue.InForce{Config: c})
-	if want := int64(200 * front.AskAhead.Seconds()); measured.AskWithin != want {
-		t.Errorf("measured 200/s where 1000/s is in force: ask within %d, want %d (the estimate's rate)", measured.AskWithin, want)
+	held := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 1000, Held: 200, Batch: 10}}, queue.InForce{Config: c})
+	if want := int64(200 * front.AskAhead.Seconds()); held.AskWithin != want {
+		t.Errorf("held at 200/s where 1000/s is in force: ask within %d, want %d (the estimate's rate)", held.AskWithin, want)
 	}
 	if !fast.Ask(fast.AskWithin) || fast.Ask(fast.AskWithin+1) {
 		t.Error("Ask does not turn at AskWithin")

@@ -41,7 +41,7 @@ func TestPlacesAreTheCases(t *testing.T) {
 				if !ok || pos != want.Position || lowest != want.Lowest {
 					t.Errorf("ticket %d: placed at %d, lowest %d (%v); want %d, lowest %d", ticket, pos, lowest, ok, want.Position, want.Lowest)
 				}
-				if got := sn.Pace.Shown(pos, sn.Length); got != want.Estimate {
+				if got := sn.Pace.Estimate(pos, sn.Length).Seconds; got != want.Estimate {
 					t.Errorf("ticket %d at %d: told %d s, want %d s", ticket, pos, got, want.Estimate)
 				}
 			}

@@ -392,6 +392,7 @@ func (q *state) pace(now time.Time) queue.Pace {
 		Moved: q.tick.Moved, Now: now, Length: q.waitingAll(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
 		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped, LaneShare: q.tick.LaneShares[lane.Public],
+		PaceClaimed: q.tick.PaceClaimed, RateMean: q.tick.RateMean, RateVar: q.tick.RateVar, Changes: q.tick.Changes,
 	})
 }
 
@@ -467,7 +468,7 @@ func (q *state) placePublic(user string, now time.Time) queue.Standing {
 	n := q.waiting() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
 	p := q.pace(now)
-	q.joined[user] = joined{At: now, Shown: p.Shown(n, n)}
+	q.joined[user] = joined{At: now, Shown: p.Estimate(n, n).Seconds}
 	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch}
 }
 

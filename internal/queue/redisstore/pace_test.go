@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestPaceSettings(t *testing.T) {
 			for _, st := range states {
 				base := st
 				base.Config, st.Config = queue.InForce{Config: queue.DefaultConfig()}, queue.InForce{Config: c}
-				if got, want := queue.LinePace(st), queue.LinePace(base); got != want {
+				if got, want := queue.LinePace(st), queue.LinePace(base); !reflect.DeepEqual(got, want) {
 					t.Errorf("%s = %q changes the pace (%+v, not %+v): add it to paceSettings", s.Field, raw, got, want)
 				}
 			}

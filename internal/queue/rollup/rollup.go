@@ -36,6 +36,16 @@ type Wait struct {
 	// (queue.Pace.Shown); NoneShown when none was: placed by an opening,
 	// they were shown its time instead.
 	Shown int64
+	// Low and High are the range shown beside it (issue 54: the 5th and
+	// 95th percentiles, estimate.Estimate); both NoneShown when none was:
+	// no wait shown, or the line could not say (waitTimeKnown false: paused,
+	// stalled, beyond the stock).
+	Low, High int64
+	// Apart: something no estimate could foresee held admission back after
+	// they took their place (a pause, the rate cut at once:
+	// admission.TickState.Surprise), so the sale's report scores their
+	// estimate apart from the rest's.
+	Apart bool
 	// Admitted is when admission let them in (the store's clock).
 	Admitted time.Time
 	// Lane is the lane they waited in (issue 53; admission.Waiter.Lane):
@@ -66,6 +76,18 @@ func (w Wait) Ratio() (float64, bool) {
 		return 0, false
 	}
 	return d.Seconds() / float64(max(w.Shown, 1)), true
+}
+
+// Covered says whether the wait realised fell within the range shown
+// (Low ≤ time in line ≤ High, in seconds), and false for ok when no range
+// was shown or the time in line is not known.
+func (w Wait) Covered() (covered, ok bool) {
+	d, timed := w.TimeInLine()
+	if !timed || w.Low < 0 || w.High < 0 {
+		return false, false
+	}
+	s := d.Seconds()
+	return s >= float64(w.Low) && s <= float64(w.High), true
 }
 
 // base is the width of a bucket: each is 5% wider than the one below, so

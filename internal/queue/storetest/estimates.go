@@ -86,14 +86,14 @@ func testEstimates(t *testing.T, s queue.Store, clock Clock) {
 			for pos := int64(1); pos <= positions[len(positions)-1]; pos++ {
 				e := mustEnter(t, s, q, user(pos))
 				want, told := ec.Told[pos]
-				if got := e.Pace.Shown(e.Position, e.Length); told && (e.Position != pos || got != want) {
+				if got := e.Pace.Estimate(e.Position, e.Length).Seconds; told && (e.Position != pos || got != want) {
 					t.Errorf("newcomer %d: at %d told %d s, want %d s", pos, e.Position, got, want)
 				}
 			}
 			if ec.Method != queue.MethodRandom {
 				for _, pos := range positions {
-					if e := mustStatus(t, s, q, user(pos)); e.Pace.Shown(e.Position, e.Length) != ec.Told[pos] {
-						t.Errorf("status at %d: told %d s, want %d s", e.Position, e.Pace.Shown(e.Position, e.Length), ec.Told[pos])
+					if e := mustStatus(t, s, q, user(pos)); e.Pace.Estimate(e.Position, e.Length).Seconds != ec.Told[pos] {
+						t.Errorf("status at %d: told %d s, want %d s", e.Position, e.Pace.Estimate(e.Position, e.Length).Seconds, ec.Told[pos])
 					}
 				}
 			}
@@ -172,7 +172,7 @@ func testEstimateFollowsThePhase(t *testing.T, s queue.Store, clock Clock) {
 	}
 	for pos, want := range map[int]int64{1: 1, 10: 5, 11: 6} {
 		e := mustStatus(t, s, q, fmt.Sprintf("u%02d", pos))
-		if got := e.Pace.Shown(e.Position, e.Length); e.Pace.Rate != 2 || got != want {
+		if got := e.Pace.Estimate(e.Position, e.Length).Seconds; e.Pace.Rate != 2 || got != want {
 			t.Errorf("position %d under the 2/s phase: rate %v, told %d s; want 2/s, %d s", e.Position, e.Pace.Rate, got, want)
 		}
 	}

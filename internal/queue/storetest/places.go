@@ -241,7 +241,7 @@ func checkPlaced(t *testing.T, pc PlaceCase, sn queue.Snapshot, ticket int64, e 
 	if e.State != queue.Waiting || e.Position != p.Rank || !placed || pos != p.Rank {
 		t.Errorf("ticket %d: %s at %d (snapshot: %d, %v), want waiting at %d", ticket, e.State, e.Position, pos, placed, p.Rank)
 	}
-	if got := e.Pace.Shown(e.Position, e.Length); p.Rank == p.Position && got != p.Estimate {
+	if got := e.Pace.Estimate(e.Position, e.Length).Seconds; p.Rank == p.Position && got != p.Estimate {
 		t.Errorf("ticket %d at %d: told %d s, want %d s", ticket, e.Position, got, p.Estimate)
 	}
 }

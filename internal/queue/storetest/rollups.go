@@ -32,7 +32,7 @@ func testPlaceKeepsWhen(t *testing.T, s queue.Store, clock Clock) {
 	for i := range 15 {
 		u := fmt.Sprintf("u%02d", i)
 		e := mustEnter(t, s, q, u)
-		shown[u] = e.Pace.Shown(e.Position, e.Length)
+		shown[u] = e.Pace.Estimate(e.Position, e.Length).Seconds
 	}
 	if shown["u00"] != 0 || shown["u14"] != 1 {
 		t.Fatalf("shown %v: want 0 within the first batch, ceil(15/100 per s) = 1 s at 15th", shown)
@@ -42,7 +42,7 @@ func testPlaceKeepsWhen(t *testing.T, s queue.Store, clock Clock) {
 	clock.Sleep(waited)
 	mustEnter(t, s, q, "u01") // again: the place, and when it was taken, are kept
 	e := mustEnter(t, s, q, "u03")
-	shown["u03"] = e.Pace.Shown(e.Position, e.Length)
+	shown["u03"] = e.Pace.Estimate(e.Position, e.Length).Seconds
 	got := map[string]rollup.Wait{}
 	for len(got) < 15 {
 		a := tickDue(t, s, clock, q, 10)

@@ -1,0 +1,93 @@
+package admission
+
+import (
+	"math"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
+)
+
+// The estimate's model, fitted tick by tick from the sale's own last
+// minute (issue 54), so that every instance tells a person the same range:
+// what admission keeps here the stores keep with the tick, and each answer
+// reads it (queue.LinePace) into the model's parameters (package estimate).
+
+// recentWindow is the time constant of TickState.RateRecent: a cut of the
+// rate below a fifth of it is a surprise (a backend slowing down shows in
+// the adaptive rate within a decision or two).
+const recentWindow = 5 * time.Second
+
+// surpriseCut is how far below its recent mean the rate in force must fall
+// at once for the tick to count as a surprise.
+const surpriseCut = 0.8
+
+// fitEstimate moves the model on by one tick at now, eff being the
+// adaptive rate stored (0: none), length the people waiting before the tick and admitted those
+// it let in. It runs before advancePace, whose PaceAt still says how long
+// the line has been busy since the last tick.
+func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, length int64, admitted int, stopped bool) {
+	rate := c.RateInForce(eff)
+	st.Changes = rateChanges(c.Config, now, eff)
+	if c.PhaseInForce != st.Phase {
+		// A phase's rate is announced: no surprise, and no uncertainty
+		// about the rate the line had before it.
+		st.Phase, st.RateMean, st.RateVar, st.RateRecent = c.PhaseInForce, rate, 0, rate
+	}
+	if c.Paused || st.RateRecent > 0 && rate < surpriseCut*st.RateRecent {
+		st.Surprise = now
+	}
+	if stopped || length == 0 {
+		return
+	}
+	dt := c.Interval.Seconds()
+	if !st.PaceAt.IsZero() {
+		dt = now.Sub(st.PaceAt).Seconds()
+	}
+	decay := math.Exp(-dt / queue.PaceWindow.Seconds())
+	st.PaceClaimed = round(st.PaceClaimed*decay+float64(admitted)/queue.PaceWindow.Seconds(), 1e6)
+	if st.RateMean <= 0 {
+		st.RateMean, st.RateVar, st.RateRecent = rate, 0, rate
+		return
+	}
+	// An exponentially weighted mean and variance (West's update), so a
+	// rate that has stood still has a spread of 0 and one that moved has
+	// the spread of how it moved.
+	w := 1 - decay
+	diff := rate - st.RateMean
+	st.RateMean = round(st.RateMean+w*diff, 1e6)
+	st.RateVar = round((1-w)*(st.RateVar+w*diff*diff), 1e6)
+	st.RateRecent = round(st.RateRecent+(1-math.Exp(-dt/recentWindow.Seconds()))*(rate-st.RateRecent), 1e6)
+}
+
+// maxChanges bounds the rate changes kept: a phase's start and end each,
+// for the queue's phases (at most eight).
+const maxChanges = 16
+
+// rateChanges are the rate changes c's phases schedule after now: each
+// step of its schedule whose rate differs from the one before it. A
+// stretch of the queue's own settings runs at the rate in force now (eff:
+// an adaptive rate moves, and the model holds it where it stands; a
+// phase's rate is fixed); a paused phase lets nobody in (rate 0).
+func rateChanges(c queue.Config, now time.Time, eff float64) []estimate.Change {
+	if len(c.Phases) == 0 {
+		return nil
+	}
+	var out []estimate.Change
+	last := c.InForce(now).RateInForce(eff)
+	for _, step := range c.Schedule(now) {
+		if !step.StartsAt.After(now) {
+			continue
+		}
+		in := c.InForce(step.StartsAt)
+		r := in.RateInForce(eff)
+		if in.Paused {
+			r = 0
+		}
+		if r != last && len(out) < maxChanges {
+			out = append(out, estimate.Change{At: step.StartsAt, Rate: r})
+		}
+		last = r
+	}
+	return out
+}
