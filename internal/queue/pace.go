@@ -149,7 +149,10 @@ func (p *Pace) fit(s PaceState) {
 	c := s.Config
 	p.Claim, p.Spread = 1, estimate.Prior(c.Adaptive && c.PhaseInForce == "", c.AbandonAfter > 0)
 	if p.Measured > 0 {
-		if s.PaceRate > 0 {
+		// None admitted in a minute reads as not known rather than as
+		// nobody taking their turn: so it reads too in a state kept before
+		// the claim was (an upgrade's first minute).
+		if s.PaceClaimed > 0 && s.PaceRate > 0 {
 			p.Claim = min(max(s.PaceClaimed/s.PaceRate, minClaim), 1)
 		}
 		if s.RateMean > 0 {
