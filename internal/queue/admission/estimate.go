@@ -13,14 +13,23 @@ import (
 // what admission keeps here the stores keep with the tick, and each answer
 // reads it (queue.LinePace) into the model's parameters (package estimate).
 
-// recentWindow is the time constant of TickState.RateRecent: a cut of the
-// rate below a fifth of it is a surprise (a backend slowing down shows in
-// the adaptive rate within a decision or two).
+// recentWindow is the time constant of TickState.RateRecent, the rate's
+// mean over the last few seconds.
 const recentWindow = 5 * time.Second
 
-// surpriseCut is how far below its recent mean the rate in force must fall
-// at once for the tick to count as a surprise.
-const surpriseCut = 0.8
+// A cut of the rate is a surprise when the rate in force is below
+// cutBelow of its recent mean while that mean is itself below
+// recentBelow of the minute's (surprised): a cut that lasts, deeper than
+// about a quarter (cut to c of the minute's mean, the recent mean falls
+// from 1 toward c, and both hold at once only while c < 0.8 × 0.9). A
+// backend slowing down shows in the adaptive rate within a decision or
+// two; the gateway's probe (half the rate for one half-second window)
+// moves the recent mean by under 5% and is no surprise: it costs the
+// line a quarter of a second.
+const (
+	cutBelow    = 0.8
+	recentBelow = 0.9
+)
 
 // fitEstimate moves the model on by one tick at now, eff being the
 // adaptive rate stored (0: none), length the people waiting before the tick and admitted those
@@ -34,7 +43,7 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 		// about the rate the line had before it.
 		st.Phase, st.RateMean, st.RateVar, st.RateRecent = c.PhaseInForce, rate, 0, rate
 	}
-	if c.Paused || st.RateRecent > 0 && rate < surpriseCut*st.RateRecent {
+	if c.Paused || st.surprised(rate) {
 		st.Surprise = now
 	}
 	if stopped || length == 0 {
@@ -58,6 +67,12 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 	st.RateMean = round(st.RateMean+w*diff, 1e6)
 	st.RateVar = round((1-w)*(st.RateVar+w*diff*diff), 1e6)
 	st.RateRecent = round(st.RateRecent+(1-math.Exp(-dt/recentWindow.Seconds()))*(rate-st.RateRecent), 1e6)
+}
+
+// surprised says whether the rate in force now is a lasting cut of the
+// rate the line had (cutBelow, recentBelow).
+func (st *TickState) surprised(rate float64) bool {
+	return st.RateRecent > 0 && rate < cutBelow*st.RateRecent && st.RateRecent < recentBelow*st.RateMean
 }
 
 // maxChanges bounds the rate changes kept: a phase's start and end each,

@@ -78,8 +78,9 @@ type TickState struct {
 	// phase in force at the last tick; Changes the rate changes its
 	// phases schedule ahead; Surprise the last tick at which something
 	// no estimate could foresee held admission back (paused, or the rate
-	// cut by a fifth at once: an operator, the adaptive rate on a backend
-	// slowing down), which the sale's report scores apart.
+	// cut deeply and lastingly: an operator, the adaptive rate on a
+	// backend slowing down; fitEstimate), which the sale's report scores
+	// apart.
 	PaceClaimed, RateMean, RateVar, RateRecent float64
 	Phase                                      string
 	Changes                                    []estimate.Change
