@@ -1,6 +1,7 @@
 package apptest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,10 +59,19 @@ func startCaddy(t *testing.T, conf string, a proxyfront.Addresses) *proxyfront.F
 	if proxyfront.Binary("caddy") == "" {
 		testenv.Missing(t, "caddy")
 	}
-	p, err := proxyfront.Caddy(t.Context(), conf, a, nil)
+	var log bytes.Buffer
+	p, err := proxyfront.Caddy(t.Context(), conf, a, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Caddy's log says why an answer came short ("aborting with incomplete
+	// response"), which Caddy 2.6 does not tell the client; read once Caddy
+	// has stopped (the cleanup that stops it runs first).
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Caddy's log:\n%s", log.String())
+		}
+	})
 	return p
 }
 
