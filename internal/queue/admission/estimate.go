@@ -32,10 +32,11 @@ const (
 )
 
 // fitEstimate moves the model on by one tick at now, eff being the
-// adaptive rate stored (0: none), length the people waiting before the tick and admitted those
-// it let in. It runs before advancePace, whose PaceAt still says how long
+// adaptive rate stored (0: none), length the people waiting before the
+// tick, admitted those it let in and left those who left the front
+// (admitted, or skipped as no-shows). It runs before advancePace, whose PaceAt still says how long
 // the line has been busy since the last tick.
-func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, length int64, admitted int, stopped bool) {
+func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, length int64, admitted, left int, stopped bool) {
 	rate := c.RateInForce(eff)
 	st.Changes = rateChanges(c.Config, now, eff)
 	if c.PhaseInForce != st.Phase {
@@ -43,7 +44,9 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 		// about the rate the line had before it.
 		st.Phase, st.RateMean, st.RateVar, st.RateRecent = c.PhaseInForce, rate, 0, rate
 	}
-	if c.Paused || st.surprised(rate) {
+	if length > 0 && (c.Paused || st.surprised(rate)) {
+		// Nobody waiting, nobody's wait is upset (and an idle paused
+		// queue's ticks stay unwritten: PlanTick's unchanged).
 		st.Surprise = now
 	}
 	if stopped || length == 0 {
@@ -54,7 +57,10 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 		dt = now.Sub(st.PaceAt).Seconds()
 	}
 	decay := math.Exp(-dt / queue.PaceWindow.Seconds())
-	st.PaceClaimed = round(st.PaceClaimed*decay+float64(admitted)/queue.PaceWindow.Seconds(), 1e6)
+	cw := estimate.ClaimWindow.Seconds()
+	claimDecay := math.Exp(-dt / cw)
+	st.PaceClaimed = round(st.PaceClaimed*claimDecay+float64(admitted)/cw, 1e6)
+	st.PaceDeparted = round(st.PaceDeparted*claimDecay+float64(left)/cw, 1e6)
 	if st.RateMean <= 0 {
 		st.RateMean, st.RateVar, st.RateRecent = rate, 0, rate
 		return

@@ -84,20 +84,36 @@ const z = 1.645
 const SpreadFloor = 0.05
 
 // Prior is the Spread before anything is measured (less than ten seconds
-// of busy line): what could move and has not been seen yet. A fixed rate
-// with no no-shows judged is nearly certain; an adaptive rate may settle
-// well below where it starts, and no-shows (unknown until the front
-// reaches them) make the wait shorter by their share.
+// of busy line): what could move and has not been seen yet, each part
+// independent (added in quadrature). A fixed rate with no no-shows judged
+// is nearly certain (PriorRate); an adaptive rate may settle well below
+// where it starts (PriorAdaptive); no-shows, unknown until the front
+// reaches them, make the wait shorter by their share (PriorNoShows, kept
+// until the share who take their turn has been measured: queue.Pace's
+// fit).
 func Prior(adaptive, noShowsJudged bool) float64 {
-	s := 0.1 * 0.1
+	s := PriorRate * PriorRate
 	if adaptive {
-		s += 0.3 * 0.3
+		s += PriorAdaptive * PriorAdaptive
 	}
 	if noShowsJudged {
-		s += 0.3 * 0.3
+		s += PriorNoShows * PriorNoShows
 	}
 	return math.Sqrt(s)
 }
+
+// The parts of the Prior.
+const (
+	PriorRate     = 0.1
+	PriorAdaptive = 0.3
+	PriorNoShows  = 0.3
+)
+
+// ClaimWindow is the time constant of the share who take their turn
+// (Params.Claim), measured at the front: short, since the no-shows of a
+// crowd reach the front only when it does, and a minute's average was
+// still half-way there a minute later.
+const ClaimWindow = 15 * time.Second
 
 // Of is the wait of the person at position (1-based) in a line of length
 // (their lane's), under p. For a draw the position is not used: the

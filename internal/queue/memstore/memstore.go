@@ -392,7 +392,7 @@ func (q *state) pace(now time.Time) queue.Pace {
 		Moved: q.tick.Moved, Now: now, Length: q.waitingAll(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
 		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped, LaneShare: q.tick.LaneShares[lane.Public],
-		PaceClaimed: q.tick.PaceClaimed, RateMean: q.tick.RateMean, RateVar: q.tick.RateVar, Changes: q.tick.Changes,
+		PaceClaimed: q.tick.PaceClaimed, PaceDeparted: q.tick.PaceDeparted, RateMean: q.tick.RateMean, RateVar: q.tick.RateVar, Changes: q.tick.Changes,
 	})
 }
 
