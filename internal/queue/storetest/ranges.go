@@ -1,0 +1,220 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
+)
+
+// The range a newcomer is told (issue 54): each place keeps the wait and
+// the range its newcomer's answer carried (queue.Pace.Estimate at that
+// instant: on Redis, prelude.lua's twin of the Go model), none when the
+// line could not say, and admission reports whether something no estimate
+// could foresee (TickState.Surprise) came after they took their place.
+
+func init() {
+	register(suiteTest{"RangeKeptAtJoinIsTheOneShown", testRangeKept},
+		suiteTest{"UnknownAtJoinKeepsNoRange", testUnknownKeepsNoRange},
+		suiteTest{"ApartAfterASurprise", testApart})
+}
+
+// abandonFor is the abandon time the suite's no-show tests use: the
+// store's own rule, a second on a fake clock; on the wall clock (Redis's
+// TIME) a present user's mark and the tick that judges it are calls apart,
+// which a loaded machine stretches (testNoShowProperty).
+func abandonFor(clock Clock) time.Duration {
+	if _, fake := clock.(*FakeClock); fake {
+		return time.Second
+	}
+	return 5 * time.Second
+}
+
+// withPhase is c with one phase from at on, at rate.
+func withPhase(t *testing.T, c queue.Config, at time.Time, rate float64) queue.Config {
+	t.Helper()
+	c, err := queue.Apply(c, map[string]any{"phases": json.RawMessage(fmt.Sprintf(
+		`[{"name": "slower", "startsAt": %q, "ratePerSecond": %v}]`, at.UTC().Format(time.RFC3339Nano), rate))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// testRangeKept: on a line whose pace is measured, a third of whose people
+// do not come back (so fewer than all who leave the front take their
+// turn) and whose rate halves at a phase ahead, newcomers come at three
+// moments; each place keeps the median and the range the newcomer's
+// answer carried, and admission answers them as kept.
+func testRangeKept(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	abandon := abandonFor(clock)
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval, c.AbandonAfter = 2, 10, 100*time.Millisecond, abandon
+	// The phase comes after the pace is measured (10 s of busy line) and
+	// before the newcomers' turns: their waits cross it.
+	c = withPhase(t, c, clock.Now().Add(abandon+20*time.Second), 1)
+	q := newQueue(t, s, c)
+	var present []string
+	for i := range 80 {
+		u := fmt.Sprintf("first%02d", i)
+		mustEnter(t, s, q, u)
+		if i%3 != 2 { // every third never asks again: a no-show
+			present = append(present, u)
+		}
+	}
+	// The front moves, no-shows skipped, until the pace is measured and
+	// the first no-shows are judged; newcomers come at three moments
+	// after, a second apart.
+	told := map[string]estimate.Estimate{}
+	var p queue.Pace
+	for moment, ticks := 0, 0; moment < 3; {
+		if err := s.Seen(ctx, q, present); err != nil {
+			t.Fatal(err)
+		}
+		tickDue(t, s, clock, q, c.BatchSize)
+		if p = mustStatus(t, s, q, present[len(present)-1]).Pace; p.Measured == 0 || p.Claim == 1 {
+			if clock.Now().Sub(c.Phases[0].StartsAt) > -5*time.Second {
+				t.Fatalf("the pace is not measured with its no-shows in time: %+v", p)
+			}
+			continue
+		}
+		if ticks++; ticks%10 != 1 {
+			continue
+		}
+		for i := range 4 {
+			u := fmt.Sprintf("new%d-%d", moment, i)
+			e := mustEnter(t, s, q, u)
+			told[u], present = e.Pace.Estimate(e.Position, e.Length), append(present, u)
+			if est := told[u]; !est.Known || len(e.Pace.Ahead) == 0 || est.Low > est.Seconds || est.Seconds > est.High {
+				t.Fatalf("%s at %d told %+v under %+v: want a range known, around its median, with the phase ahead", u, e.Position, est, e.Pace)
+			}
+		}
+		moment++
+	}
+	t.Logf("the last newcomers told %v under claim %.3f, spread %.3f, steps %v", told["new2-3"], p.Claim, p.Spread, p.Ahead)
+	checkRangesKept(t, s, clock, q, c, told)
+}
+
+// checkRangesKept lets everyone in line in at fastConfig's pace (no phase,
+// nobody skipped) and checks the wait and range each of told's places
+// kept against the estimate told.
+func checkRangesKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, told map[string]estimate.Estimate) {
+	t.Helper()
+	fast := fastConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval, c.AbandonAfter, c.Phases = fast.RatePerSecond, fast.BatchSize, fast.Interval, 0, nil
+	if err := s.PutConfig(context.Background(), q, c); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for range 100 {
+		a := tickDue(t, s, clock, q, c.BatchSize)
+		for i, u := range a.Admitted {
+			est, ok := told[u]
+			if !ok || i >= len(a.Waited) {
+				continue
+			}
+			checked++
+			w, want := a.Waited[i], rangeKept(est)
+			if w.Shown != want.Shown || w.Low != want.Low || w.High != want.High {
+				t.Errorf("%s: the place kept %d s in %d–%d s, told %+v", u, w.Shown, w.Low, w.High, est)
+			}
+		}
+		if checked == len(told) {
+			return
+		}
+	}
+	t.Errorf("admission reported the range kept of %d of the %d told", checked, len(told))
+}
+
+// rangeKept is the wait a place keeps of est, as rollup.Wait has it.
+func rangeKept(est estimate.Estimate) rollup.Wait {
+	if !est.Known {
+		return rollup.Wait{Shown: est.Seconds, Low: rollup.NoneShown, High: rollup.NoneShown}
+	}
+	return rollup.Wait{Shown: est.Seconds, Low: est.Low, High: est.High}
+}
+
+// testUnknownKeepsNoRange: a newcomer to a paused line is told a median
+// but no range (waitTimeKnown false), and their place keeps none.
+func testUnknownKeepsNoRange(t *testing.T, s queue.Store, clock Clock) {
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval, c.Paused = 2, 10, 100*time.Millisecond, true
+	q := newQueue(t, s, c)
+	told := map[string]estimate.Estimate{}
+	for i := range 5 {
+		u := fmt.Sprintf("u%d", i)
+		e := mustEnter(t, s, q, u)
+		if told[u] = e.Pace.Estimate(e.Position, e.Length); told[u].Known || told[u].Reason != estimate.UnknownPaused {
+			t.Fatalf("%s entering a paused line: told %+v, want not known (paused)", u, told[u])
+		}
+	}
+	c.Paused = false
+	checkRangesKept(t, s, clock, q, c, told)
+}
+
+// testApart: people who took their place before admission was paused, or
+// before the rate was cut by more than a fifth at once, are admitted
+// apart (rollup.Wait.Apart); those who came after are not.
+func testApart(t *testing.T, s queue.Store, clock Clock) {
+	for _, surprise := range []string{"paused", "rate cut"} {
+		t.Run(surprise, func(t *testing.T) {
+			c := queue.DefaultConfig()
+			c.RatePerSecond, c.BatchSize, c.Interval = 2, 10, 100*time.Millisecond
+			q := newQueue(t, s, c)
+			for i := range 3 {
+				mustEnter(t, s, q, fmt.Sprintf("before%d", i))
+			}
+			tickDue(t, s, clock, q, c.BatchSize) // 0.2 a tick: nobody in yet
+			cut := c
+			if surprise == "paused" {
+				cut.Paused = true
+			} else {
+				cut.RatePerSecond = 1
+			}
+			if err := s.PutConfig(context.Background(), q, cut); err != nil {
+				t.Fatal(err)
+			}
+			tickDue(t, s, clock, q, c.BatchSize) // the tick that finds it
+			if err := s.PutConfig(context.Background(), q, c); err != nil {
+				t.Fatal(err)
+			}
+			tickDue(t, s, clock, q, c.BatchSize)
+			clock.Sleep(time.Millisecond) // after the tick's instant, on a fake clock too
+			for i := range 3 {
+				mustEnter(t, s, q, fmt.Sprintf("after%d", i))
+			}
+			checkApart(t, s, clock, q, c, 6)
+		})
+	}
+}
+
+// checkApart lets n in line in at fastConfig's pace and checks that those
+// who came before the surprise (before…) are apart, the others not.
+func checkApart(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, n int) {
+	t.Helper()
+	fast := fastConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval = fast.RatePerSecond, fast.BatchSize, fast.Interval
+	if err := s.PutConfig(context.Background(), q, c); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for range 100 {
+		a := tickDue(t, s, clock, q, c.BatchSize)
+		for i, u := range a.Admitted {
+			seen++
+			if before := u[:6] == "before"; i < len(a.Waited) && a.Waited[i].Apart != before {
+				t.Errorf("%s: admitted apart %v, want %v", u, a.Waited[i].Apart, before)
+			}
+		}
+		if seen == n {
+			return
+		}
+	}
+	t.Errorf("admitted %d of the %d in line", seen, n)
+}
