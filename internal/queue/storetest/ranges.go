@@ -101,43 +101,19 @@ func testRangeKept(t *testing.T, s queue.Store, clock Clock) {
 	checkRangesKept(t, s, clock, q, c, told)
 }
 
-// checkRangesKept lets everyone in line in at fastConfig's pace (no phase,
-// nobody skipped) and checks the wait and range each of told's places
-// kept against the estimate told.
+// checkRangesKept lets everyone in line in (checkWaitsKept) and checks
+// the wait and range each of told's places kept against the estimate
+// told: its median, and its range if known, else none.
 func checkRangesKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, told map[string]estimate.Estimate) {
 	t.Helper()
-	fast := fastConfig()
-	c.RatePerSecond, c.BatchSize, c.Interval, c.AbandonAfter, c.Phases = fast.RatePerSecond, fast.BatchSize, fast.Interval, 0, nil
-	if err := s.PutConfig(context.Background(), q, c); err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for range 100 {
-		a := tickDue(t, s, clock, q, c.BatchSize)
-		for i, u := range a.Admitted {
-			est, ok := told[u]
-			if !ok || i >= len(a.Waited) {
-				continue
-			}
-			checked++
-			w, want := a.Waited[i], rangeKept(est)
-			if w.Shown != want.Shown || w.Low != want.Low || w.High != want.High {
-				t.Errorf("%s: the place kept %d s in %d–%d s, told %+v", u, w.Shown, w.Low, w.High, est)
-			}
+	checkWaitsKept(t, s, clock, q, c, len(told), func(u string) (keptWait, bool) {
+		est, ok := told[u]
+		w := keptWait{Shown: est.Seconds, Range: []int64{rollup.NoneShown, rollup.NoneShown}}
+		if est.Known {
+			w.Range = []int64{est.Low, est.High}
 		}
-		if checked == len(told) {
-			return
-		}
-	}
-	t.Errorf("admission reported the range kept of %d of the %d told", checked, len(told))
-}
-
-// rangeKept is the wait a place keeps of est, as rollup.Wait has it.
-func rangeKept(est estimate.Estimate) rollup.Wait {
-	if !est.Known {
-		return rollup.Wait{Shown: est.Seconds, Low: rollup.NoneShown, High: rollup.NoneShown}
-	}
-	return rollup.Wait{Shown: est.Seconds, Low: est.Low, High: est.High}
+		return w, ok
+	})
 }
 
 // testUnknownKeepsNoRange: a newcomer to a paused line is told a median
