@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/estimate"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
@@ -20,6 +21,7 @@ import (
 
 func init() {
 	register(suiteTest{"RangeKeptAtJoinIsTheOneShown", testRangeKept},
+		suiteTest{"RangeKeptInALaneIsTheLanes", testRangeKeptInALane},
 		suiteTest{"UnknownAtJoinKeepsNoRange", testUnknownKeepsNoRange},
 		suiteTest{"ApartAfterASurprise", testApart})
 }
@@ -114,6 +116,34 @@ func checkRangesKept(t *testing.T, s queue.Store, clock Clock, q string, c queue
 		}
 		return w, ok
 	})
+}
+
+// testRangeKeptInALane: a newcomer who joins a lane is told the range of
+// their lane's share of the rate, and the place keeps it, as in the public
+// lane (Join as Enter).
+func testRangeKeptInALane(t *testing.T, s queue.Store, clock Clock) {
+	c := membersConfig(0.3)
+	c.RatePerSecond, c.BatchSize, c.Interval = 10, 10, 100*time.Millisecond
+	q := newQueue(t, s, c)
+	join := func(u string, j lane.Join) queue.Standing { return mustJoin(t, s, q, u, j) }
+	for i := range 10 {
+		join(fmt.Sprint("m", i), lane.Join{Lane: "members"})
+		join(fmt.Sprint("p", i), lane.Join{})
+	}
+	tickDue(t, s, clock, q, c.BatchSize) // the lanes' shares, as the answers read them
+	told := map[string]estimate.Estimate{}
+	for i := 10; i < 20; i++ {
+		for u, j := range map[string]lane.Join{fmt.Sprint("m", i): {Lane: "members"}, fmt.Sprint("p", i): {}} {
+			e := join(u, j)
+			if told[u] = e.Pace.Estimate(e.Position, e.Length); e.Pace.LaneShare == 0 || !told[u].Known {
+				t.Fatalf("%s joining %q at %d: told %+v under a lane's share of %v; want a range known, a share", u, e.Lane, e.Position, told[u], e.Pace.LaneShare)
+			}
+		}
+	}
+	if m, p := told["m19"], told["p19"]; m.Seconds <= p.Seconds {
+		t.Errorf("the 20th of members (0.3 of the rate) told %+v, of the public (0.7) %+v: want the members' longer", m, p)
+	}
+	checkRangesKept(t, s, clock, q, c, told)
 }
 
 // testUnknownKeepsNoRange: a newcomer to a paused line is told a median
