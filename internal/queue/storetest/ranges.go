@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
@@ -23,6 +24,7 @@ func init() {
 	register(suiteTest{"RangeKeptAtJoinIsTheOneShown", testRangeKept},
 		suiteTest{"RangeKeptInALaneIsTheLanes", testRangeKeptInALane},
 		suiteTest{"UnknownAtJoinKeepsNoRange", testUnknownKeepsNoRange},
+		suiteTest{"PlacedByTheOpeningKeepsNoRange", testOpeningKeepsNoRange},
 		suiteTest{"ApartAfterASurprise", testApart})
 }
 
@@ -162,6 +164,35 @@ func testUnknownKeepsNoRange(t *testing.T, s queue.Store, clock Clock) {
 	}
 	c.Paused = false
 	checkRangesKept(t, s, clock, q, c, told)
+}
+
+// testOpeningKeepsNoRange: those the opening placed were shown its time,
+// not a wait, and their places keep none (rollup.NoneShown); a newcomer
+// after it keeps the range told.
+func testOpeningKeepsNoRange(t *testing.T, s queue.Store, clock Clock) {
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.BatchSize, c.Interval, c.OpensAt = 2, 10, 100*time.Millisecond, clock.Now().Add(-time.Hour)
+	q := newQueue(t, s, c)
+	for _, u := range []string{"p1", "p2", "p3"} {
+		if e := mustEnter(t, s, q, u); !e.PreQueue {
+			t.Fatalf("%s before the opening: %+v, want the pre-queue", u, e)
+		}
+	}
+	if o, placed, err := admission.OpenLine(context.Background(), s, q, "owner", testDrawer); err != nil || !o.Due || placed != 3 {
+		t.Fatalf("OpenLine: %+v, %d, %v", o, placed, err)
+	}
+	e := mustEnter(t, s, q, "late")
+	late := e.Pace.Estimate(e.Position, e.Length)
+	if !late.Known {
+		t.Fatalf("late, after the opening: told %+v, want a range known", late)
+	}
+	none := keptWait{Shown: rollup.NoneShown, Range: []int64{rollup.NoneShown, rollup.NoneShown}}
+	checkWaitsKept(t, s, clock, q, c, 4, func(u string) (keptWait, bool) {
+		if u == "late" {
+			return keptWait{Shown: late.Seconds, Range: []int64{late.Low, late.High}}, true
+		}
+		return none, true
+	})
 }
 
 // testApart: people who took their place before admission was paused, or
