@@ -82,7 +82,7 @@ func testRangeKept(t *testing.T, s queue.Store, clock Clock) {
 			t.Fatal(err)
 		}
 		tickDue(t, s, clock, q, c.BatchSize)
-		if p = mustStatus(t, s, q, present[len(present)-1]).Pace; p.Measured == 0 || p.Claim == 1 {
+		if p = mustStatus(t, s, q, present[len(present)-1]).Pace; p.Measured == 0 || p.Claim > 0.9 {
 			if clock.Now().Sub(c.Phases[0].StartsAt) > -5*time.Second {
 				t.Fatalf("the pace is not measured with its no-shows in time: %+v", p)
 			}
