@@ -243,9 +243,12 @@ func checkApart(t *testing.T, s queue.Store, clock Clock, q string, c queue.Conf
 	seen := 0
 	for range 100 {
 		a := tickDue(t, s, clock, q, c.BatchSize)
+		if len(a.Waited) != len(a.Admitted) {
+			t.Fatalf("%d admitted, %d waits", len(a.Admitted), len(a.Waited))
+		}
 		for i, u := range a.Admitted {
 			seen++
-			if before := u[:6] == "before"; i < len(a.Waited) && a.Waited[i].Apart != before {
+			if before := u[:6] == "before"; a.Waited[i].Apart != before {
 				t.Errorf("%s: admitted apart %v, want %v", u, a.Waited[i].Apart, before)
 			}
 		}
