@@ -3,6 +3,8 @@ package report
 import (
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // maxPoints bounds the points a chart draws and the rows its table has:
@@ -49,10 +51,14 @@ type period struct {
 	funnel               funnel
 	bots                 bots
 	TimeInLine, Estimate Histogram
+	// Apart is the realised ÷ shown of those scored apart (issue 54),
+	// coverage how everyone's range fared.
+	Apart    Histogram
+	coverage rollup.Coverage
 	// laneAdmitted counts each lane's admitted in the period (issue 53).
 	laneAdmitted map[string]int64
 	// The minutes' histograms, merged once the period is whole.
-	waits, ratios []Histogram
+	waits, ratios, aparts []Histogram
 }
 
 // admittedPerSecond is the period's admission rate.
@@ -71,8 +77,10 @@ type figures struct {
 	peak          int64     // the longest the line was
 	peakAt        time.Time // the first minute it was
 	wait, ratio   Histogram
-	soldOut       time.Time // the first sell-out in the span (zero: none)
-	preQueue      bool      // anyone ever waited for the opening
+	apartRatio    Histogram       // the realised ÷ shown of those scored apart
+	coverage      rollup.Coverage // how the ranges shown fared, in all
+	soldOut       time.Time       // the first sell-out in the span (zero: none)
+	preQueue      bool            // anyone ever waited for the opening
 	admittedAtAll bool
 	lanes         []laneTotals // none without lanes
 }
@@ -108,7 +116,7 @@ func workOut(s Sale) figures {
 			break
 		}
 	}
-	var ratios []Histogram
+	var ratios, aparts []Histogram
 	for _, m := range ms {
 		f.total.add(m)
 		f.bots.add(m)
@@ -116,14 +124,16 @@ func workOut(s Sale) figures {
 			f.peak, f.peakAt = top, m.Start
 		}
 		f.preQueue = f.preQueue || m.PreQueue > 0
-		ratios = append(ratios, m.EstimateRatio)
+		ratios, aparts = append(ratios, m.EstimateRatio), append(aparts, m.ApartRatio)
+		f.coverage = f.coverage.Plus(m.EstimateCoverage)
 		f.addLanes(m)
 		f.addToPeriod(m)
 	}
-	f.wait, f.ratio = Sale{Minutes: ms}.TimeInLine(), Merge(ratios...)
+	f.wait, f.ratio, f.apartRatio = Sale{Minutes: ms}.TimeInLine(), Merge(ratios...), Merge(aparts...)
 	for i := range f.periods {
 		p := &f.periods[i]
-		p.TimeInLine, p.Estimate, p.waits, p.ratios = Merge(p.waits...), Merge(p.ratios...), nil, nil
+		p.TimeInLine, p.Estimate, p.Apart = Merge(p.waits...), Merge(p.ratios...), Merge(p.aparts...)
+		p.waits, p.ratios, p.aparts = nil, nil, nil
 	}
 	f.admittedAtAll = f.wait.Count() > 0
 	return f
@@ -142,5 +152,6 @@ func (f *figures) addToPeriod(m Minute) {
 	p.funnel.add(m)
 	p.bots.add(m)
 	p.addLanes(m.Lanes)
-	p.waits, p.ratios = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio)
+	p.waits, p.ratios, p.aparts = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio), append(p.aparts, m.ApartRatio)
+	p.coverage = p.coverage.Plus(m.EstimateCoverage)
 }
