@@ -51,10 +51,10 @@ func coverageChart(f figures, x texts, loc *time.Location) chart {
 	c.Desc = coverageDesc(f, x)
 	c.Table.Head = []string{x.t("colPeriod"), x.t("colScored"), x.t("colWithin"), x.t("seriesCoverage"), x.t("seriesRatio50"),
 		x.t("seriesRatio90"), x.t("colApart"), x.t("seriesCoverageApart"), x.t("colNoRange")}
-	row := func(first string, c rollup.Coverage, ratio Histogram) []string {
+	row := func(first string, k rollup.Coverage, ratio Histogram) []string {
 		q := func(p float64) string { v, ok := ratio.Quantile(p); return x.known(ok, x.ratio(v)) }
-		return []string{first, x.count(c.In + c.Out), x.count(c.In), x.percent(c.In, c.In+c.Out), q(0.5), q(0.9),
-			x.count(c.ApartIn + c.ApartOut), x.percent(c.ApartIn, c.ApartIn+c.ApartOut), x.count(c.Unknown)}
+		return []string{first, x.count(k.In + k.Out), x.count(k.In), x.percent(k.In, k.In+k.Out), q(0.5), q(0.9),
+			x.count(k.ApartIn + k.ApartOut), x.percent(k.ApartIn, k.ApartIn+k.ApartOut), x.count(k.Unknown)}
 	}
 	var scored, apart []point
 	for _, p := range f.periods {

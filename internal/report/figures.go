@@ -51,14 +51,12 @@ type period struct {
 	funnel               funnel
 	bots                 bots
 	TimeInLine, Estimate Histogram
-	// Apart is the realised ÷ shown of those scored apart (issue 54),
-	// coverage how everyone's range fared.
-	Apart    Histogram
+	// coverage is how the ranges shown fared (issue 54).
 	coverage rollup.Coverage
 	// laneAdmitted counts each lane's admitted in the period (issue 53).
 	laneAdmitted map[string]int64
 	// The minutes' histograms, merged once the period is whole.
-	waits, ratios, aparts []Histogram
+	waits, ratios []Histogram
 }
 
 // admittedPerSecond is the period's admission rate.
@@ -132,8 +130,7 @@ func workOut(s Sale) figures {
 	f.wait, f.ratio, f.apartRatio = Sale{Minutes: ms}.TimeInLine(), Merge(ratios...), Merge(aparts...)
 	for i := range f.periods {
 		p := &f.periods[i]
-		p.TimeInLine, p.Estimate, p.Apart = Merge(p.waits...), Merge(p.ratios...), Merge(p.aparts...)
-		p.waits, p.ratios, p.aparts = nil, nil, nil
+		p.TimeInLine, p.Estimate, p.waits, p.ratios = Merge(p.waits...), Merge(p.ratios...), nil, nil
 	}
 	f.admittedAtAll = f.wait.Count() > 0
 	return f
@@ -152,6 +149,6 @@ func (f *figures) addToPeriod(m Minute) {
 	p.funnel.add(m)
 	p.bots.add(m)
 	p.addLanes(m.Lanes)
-	p.waits, p.ratios, p.aparts = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio), append(p.aparts, m.ApartRatio)
+	p.waits, p.ratios = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio)
 	p.coverage = p.coverage.Plus(m.EstimateCoverage)
 }
