@@ -68,7 +68,10 @@ const maxChanges = 16
 // step of its schedule whose rate differs from the one before it. A
 // stretch of the queue's own settings runs at the rate in force now (eff:
 // an adaptive rate moves, and the model holds it where it stands; a
-// phase's rate is fixed); a paused phase lets nobody in (rate 0).
+// phase's rate is fixed). A pause is no change: paused is no phase's
+// setting, so it holds now as at every step, and the answers say so
+// (queue.Pace.Estimate); the steps are the schedule's rates, right again
+// the moment admission resumes.
 func rateChanges(c queue.Config, now time.Time, eff float64) []estimate.Change {
 	if len(c.Phases) == 0 {
 		return nil
@@ -81,9 +84,6 @@ func rateChanges(c queue.Config, now time.Time, eff float64) []estimate.Change {
 		}
 		in := c.InForce(step.StartsAt)
 		r := in.RateInForce(eff)
-		if in.Paused {
-			r = 0
-		}
 		if r != last && len(out) < maxChanges {
 			out = append(out, estimate.Change{At: step.StartsAt, Rate: r})
 		}
