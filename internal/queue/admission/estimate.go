@@ -28,7 +28,11 @@ const surpriseCut = 0.8
 // the line has been busy since the last tick.
 func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, length int64, admitted int, stopped bool) {
 	rate := c.RateInForce(eff)
-	st.Changes = rateChanges(c.Config, now, eff)
+	own := c.Config
+	if len(c.Own.Phases) > 0 {
+		own = c.Own // in a phase: its end and what follows are the queue's own settings'
+	}
+	st.Changes = rateChanges(own, now, eff)
 	if c.PhaseInForce != st.Phase {
 		// A phase's rate is announced: no surprise, and no uncertainty
 		// about the rate the line had before it.
@@ -64,8 +68,9 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 // for the queue's phases (at most eight).
 const maxChanges = 16
 
-// rateChanges are the rate changes c's phases schedule after now: each
-// step of its schedule whose rate differs from the one before it. A
+// rateChanges are the rate changes the phases of c (the queue's own
+// settings: InForce.Own in a phase) schedule after now: each step of its
+// schedule whose rate differs from the one before it. A
 // stretch of the queue's own settings runs at the rate in force now (eff:
 // an adaptive rate moves, and the model holds it where it stands; a
 // phase's rate is fixed). A pause is no change: paused is no phase's
