@@ -227,3 +227,20 @@ func TestRateChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestFitChangesInAPhase: a tick in a phase, given the config in force as
+// the stores give it (queue.Config.InForce), sees the phase's end and what
+// follows at the queue's own rate, not at the phase's.
+func TestFitChangesInAPhase(t *testing.T) {
+	t.Parallel()
+	now := fitStart
+	c := queue.DefaultConfig() // 100/s
+	c.Phases = []queue.Phase{{Name: "members", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(30 * time.Second), Overrides: map[string]any{"ratePerSecond": 50.0}},
+		{Name: "quiet", StartsAt: now.Add(time.Minute), EndsAt: now.Add(2 * time.Minute), Overrides: map[string]any{"message": "last units"}}}
+	var st TickState
+	st.fitEstimate(c.InForce(now), now, 0, 100, 5, false)
+	want := []estimate.Change{{At: now.Add(30 * time.Second), Rate: 100}}
+	if !slices.EqualFunc(st.Changes, want, func(a, b estimate.Change) bool { return a.At.Equal(b.At) && a.Rate == b.Rate }) {
+		t.Errorf("changes seen in the phase = %+v, want %+v", st.Changes, want)
+	}
+}
