@@ -49,6 +49,14 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 		dt = now.Sub(st.PaceAt).Seconds()
 	}
 	decay := math.Exp(-dt / queue.PaceWindow.Seconds())
+	if st.PaceClaimed == 0 {
+		// None kept beside a pace measured (a state kept before the claim
+		// was: an upgrade mid-sale): start from everyone claiming, the
+		// model's default, or the first ticks' few admitted over a
+		// minute's pace would read as nearly all no-shows, and the front
+		// as moving up to 20 times as fast (minClaim).
+		st.PaceClaimed = st.PaceRate
+	}
 	st.PaceClaimed = round(st.PaceClaimed*decay+float64(admitted)/queue.PaceWindow.Seconds(), 1e6)
 	if st.RateMean <= 0 {
 		st.RateMean, st.RateVar, st.RateRecent = rate, 0, rate
