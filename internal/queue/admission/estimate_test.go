@@ -80,6 +80,25 @@ func TestFitClaimIsThePresentShare(t *testing.T) {
 	}
 }
 
+// TestFitClaimAfterAnUpgrade: a state kept before the claim was (a pace
+// measured, no PaceClaimed: an upgrade mid-sale) reads as everyone
+// claiming from its first tick, not as nearly all no-shows, and then
+// follows the share.
+func TestFitClaimAfterAnUpgrade(t *testing.T) {
+	t.Parallel()
+	c := queue.DefaultConfig()
+	f := &fitLine{now: fitStart}
+	f.st.PaceRate, f.st.PaceBusy = 100, 3600
+	f.run(100*time.Millisecond, always(c), fixed(0), 10, 0)
+	if got := f.pace(c.InForce(f.now), 0).Claim; got != 1 {
+		t.Errorf("the first tick after an upgrade, everyone claiming: claim %v, want 1", got)
+	}
+	f.run(5*time.Minute, always(c), fixed(0), 8, 2)
+	if got := f.pace(c.InForce(f.now), 0).Claim; math.Abs(got-0.8) > 0.01 {
+		t.Errorf("5 min on, 8 in 10 claiming: claim %v, want 0.8", got)
+	}
+}
+
 // TestFitRateSpread: an adaptive rate that stands still has no spread
 // (RateVar 0: the answers' spread is the floor); one that moved has the
 // spread of how it moved, which fades as it stands still again.
