@@ -196,8 +196,9 @@ func testOpeningKeepsNoRange(t *testing.T, s queue.Store, clock Clock) {
 }
 
 // testApart: people who took their place before admission was paused, or
-// before the rate was cut by more than a fifth at once, are admitted
-// apart (rollup.Wait.Apart); those who came after are not.
+// before the rate was cut deeply for long enough to count (a surprise:
+// admission's fitEstimate, here 2/s cut to 0.1/s for two seconds), are
+// admitted apart (rollup.Wait.Apart); those who came after are not.
 func testApart(t *testing.T, s queue.Store, clock Clock) {
 	for _, surprise := range []string{"paused", "rate cut"} {
 		t.Run(surprise, func(t *testing.T) {
@@ -212,12 +213,14 @@ func testApart(t *testing.T, s queue.Store, clock Clock) {
 			if surprise == "paused" {
 				cut.Paused = true
 			} else {
-				cut.RatePerSecond = 1
+				cut.RatePerSecond = 0.1 // nobody let in while it lasts: 0.01 a tick
 			}
 			if err := s.PutConfig(context.Background(), q, cut); err != nil {
 				t.Fatal(err)
 			}
-			tickDue(t, s, clock, q, c.BatchSize) // the tick that finds it
+			for until := clock.Now().Add(2 * time.Second); clock.Now().Before(until); {
+				tickDue(t, s, clock, q, c.BatchSize) // the ticks that find it
+			}
 			if err := s.PutConfig(context.Background(), q, c); err != nil {
 				t.Fatal(err)
 			}
