@@ -71,7 +71,9 @@ const waitroomArithmetic = (() => {
   // spread, tick, interval, drawn, steps: [{after, rate}]}). Only + - * /,
   // Math.sqrt, Math.floor and Math.ceil, in Go's order, so that both
   // compute the same doubles to the last bit (estimate/testdata/ranges.json
-  // holds them equal). known false: nobody is let in (reason paused).
+  // holds them equal; Go rounds each product before adding it, as
+  // JavaScript always does). known false: the front never reaches the
+  // place (reason paused).
   function of(position, length, p) {
     const steps = p.steps || [];
     if (p.rate <= 0 && steps.length === 0) return { seconds: 0, low: 0, high: 0, known: false, reason: 'paused' };
@@ -87,11 +89,13 @@ const waitroomArithmetic = (() => {
     if (!(claim > 0 && claim <= 1)) claim = 1;
     const sigma = Math.sqrt(p.spread * p.spread + (1 - claim) / (claim * mid));
     const f = 1 + 1.645 * sigma;
-    const t = passing(p, steps, mid, claim);
-    if (t === Infinity) return { seconds: 0, low: 0, high: 0, known: false, reason: 'paused' };
+    // A draw's 95th percentile may never be reached where its median is
+    // (nobody let in from some step on): a range without an end.
+    const t = passing(p, steps, mid, claim), tHigh = passing(p, steps, high, claim);
+    if (t === Infinity || tHigh === Infinity) return { seconds: 0, low: 0, high: 0, known: false, reason: 'paused' };
     const seconds = Math.ceil(t);
     const lo = Math.max(0, Math.floor(passing(p, steps, low, claim) / f - p.interval));
-    const hi = Math.ceil(passing(p, steps, high, claim) * f + p.interval);
+    const hi = Math.ceil(tHigh * f + p.interval);
     return { seconds, low: Math.min(lo, seconds), high: Math.max(hi, seconds), known: true };
   }
 
