@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 )
 
 // The page without JavaScript: the server says where the visitor stands,
@@ -55,6 +57,11 @@ const (
 type Standing struct {
 	State                                  StandingState
 	Position, Length, EstimatedWaitSeconds int64
+	// Estimate is the wait in full (Waiting, Opening and a kept place's
+	// SoldOut; queue.View.Estimate, issue 54): its median
+	// (EstimatedWaitSeconds), its range while Known, and why not
+	// otherwise (Reason, one of estimate's Unknown… reasons).
+	Estimate estimate.Estimate
 	// Drawn: the line draws whom it lets in; Position means nothing.
 	Drawn           bool
 	Paused, Stalled bool
