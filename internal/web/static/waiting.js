@@ -608,7 +608,7 @@ const waitroomArithmetic = (() => {
     }
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('length-label').textContent = inLane(lane) ? t('laneLengthLabel', { lane }) : t('lengthLabel');
-    $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
+    $('eta').textContent = waitText(b);
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
     $('stalled-note').hidden = !b.stalled;
@@ -819,7 +819,56 @@ const waitroomArithmetic = (() => {
     $('progress-bar').style.width = Math.max(2, Math.min(100, pct)) + '%';
   }
 
-  // eta says the estimate in words people use.
+  // waitText says a WAITING answer's wait (the instance's, or one worked
+  // out from the front document): its range while waitTimeKnown, else
+  // that it is not known and why (waitTimeUnknownReason). The page without
+  // JavaScript says it alike (internal/web/noscript.go's wait).
+  function waitText(b) {
+    if (b.waitTimeKnown === undefined) {
+      // An older instance's answer (a rolling upgrade): its point.
+      return b.paused ? unknownText('paused') : b.stalled ? unknownText('stalled') : eta(b.estimatedWaitSeconds);
+    }
+    if (!b.waitTimeKnown || !b.estimatedWaitRange) return unknownText(b.waitTimeUnknownReason);
+    return waitRange(b.estimatedWaitSeconds, b.estimatedWaitRange.low, b.estimatedWaitRange.high);
+  }
+
+  const unknownTexts = { paused: 'etaWhyPaused', stalled: 'etaWhyStalled', opening: 'etaWhyOpening', sold_out: 'etaWhySoldOut', beyond_stock: 'etaWhyBeyondStock' };
+  function unknownText(reason) {
+    const why = unknownTexts[reason];
+    return why ? t('etaUnknownBecause', { reason: t(why) }) : t('etaUnknown');
+  }
+
+  // waitRange says a known wait's range (its median: seconds) in words
+  // people use: in seconds while its top is under two minutes (to 5 s, or
+  // 10 s above half a minute), else in minutes, else from two hours in
+  // hours; rounded outward, so the range said still holds the one
+  // computed; one number where both ends round alike, "up to" where the
+  // bottom rounds to 0. Within the next tick (a median of 0), any moment
+  // now.
+  function waitRange(seconds, low, high) {
+    if (!(seconds > 0)) return t('etaSoon');
+    let unit = 3600, keys = ['etaRangeHours', 'etaUpToHours', 'etaHours'];
+    if (high < 120) {
+      unit = high <= 30 ? 5 : 10;
+      keys = ['etaRangeSeconds', 'etaUpToSeconds', 'etaAboutSeconds'];
+    } else if (high < 7200) {
+      unit = 60;
+      keys = ['etaRangeMinutes', 'etaUpToMinutes', 'etaMinutes'];
+    }
+    let lo = Math.floor(low / unit), hi = Math.ceil(high / unit);
+    if (unit < 60) {
+      lo *= unit;
+      hi *= unit;
+    }
+    if (lo === hi) return unit < 60 ? t(keys[2], { n: numbers.format(hi) }) : tn(keys[2], hi);
+    if (lo === 0) return t(keys[1], { n: numbers.format(hi) });
+    return t(keys[0], { low: numbers.format(lo), high: numbers.format(hi) });
+  }
+  // For the browser tests: the words for a WAITING answer's wait.
+  window.__waitText = waitText;
+
+  // eta says a point estimate in words people use (an older instance's
+  // answer, which carries no range).
   function eta(seconds) {
     if (!(seconds > 0)) return t('etaSoon');
     if (seconds < 60) return t('etaUnderMinute');
