@@ -144,10 +144,12 @@ func stallAfter(c InForce, rate float64) time.Duration {
 // fit reads the estimate's model (Claim, Spread, Held, Ahead) from the
 // state admission keeps (issue 54). Before MeasureAfter of busy line the
 // claim is 1 and the spread the prior's (estimate.Prior): wide where the
-// rate or the no-shows may yet move it.
+// rate or the no-shows may yet move it. A phase that sets the rate has
+// already made it fixed (InForce: Adaptive false); one that does not
+// keeps the adaptive rate, and its prior.
 func (p *Pace) fit(s PaceState) {
 	c := s.Config
-	p.Claim, p.Spread = 1, estimate.Prior(c.Adaptive && c.PhaseInForce == "", c.AbandonAfter > 0)
+	p.Claim, p.Spread = 1, estimate.Prior(c.Adaptive, c.AbandonAfter > 0)
 	if p.Measured > 0 {
 		// None admitted in a minute reads as not known rather than as
 		// nobody taking their turn: so it reads too in a state kept before

@@ -125,16 +125,22 @@ func Of(position, length int64, p Params) Estimate {
 		claim = 1
 	}
 	// How many of the people up to the median place take their turn is a
-	// binomial count: its own relative spread on top of the rate's.
-	sigma := math.Sqrt(p.Spread*p.Spread + (1-claim)/(claim*mid))
-	f := 1 + z*sigma
-	t := p.passing(mid, claim)
-	if math.IsInf(t, 1) {
+	// binomial count: its own relative spread on top of the rate's. Each
+	// product is rounded (float64) before it is added: Go may otherwise
+	// fuse a×b+c into one FMA (arm64, GOAMD64=v3), and Lua and JavaScript,
+	// which never do, would differ in the last bit.
+	sigma := math.Sqrt(float64(p.Spread*p.Spread) + (1-claim)/(claim*mid))
+	f := 1 + float64(z*sigma)
+	// A draw's 95th percentile lies beyond its median: when nobody is let
+	// in from some step on, the front may reach the one and never the
+	// other, and a range without an end is a wait not known.
+	t, tHigh := p.passing(mid, claim), p.passing(high, claim)
+	if math.IsInf(t, 1) || math.IsInf(tHigh, 1) {
 		return Estimate{Reason: UnknownPaused}
 	}
 	e.Seconds = int64(math.Ceil(t))
 	e.Low = max(0, int64(math.Floor(p.passing(low, claim)/f-p.Interval)))
-	e.High = int64(math.Ceil(p.passing(high, claim)*f + p.Interval))
+	e.High = int64(math.Ceil(float64(tHigh*f) + p.Interval))
 	e.Low, e.High = min(e.Low, e.Seconds), max(e.High, e.Seconds)
 	return e
 }
