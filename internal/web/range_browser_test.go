@@ -8,6 +8,7 @@ package web_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"testing"
 	"time"
@@ -45,9 +46,11 @@ func TestBrowserRange(t *testing.T) {
 		p.visitor = apptest.NewVisitor(t, browser, in, p.lang)
 		p.visitor.Open("/q/" + q)
 		p.visitor.WaitState("waiting", apptest.JoinWithin)
-		if got := p.visitor.Text("#eta"); !p.ranged.MatchString(got) {
+		got := p.visitor.Text("#eta")
+		if !p.ranged.MatchString(got) {
 			t.Errorf("%s, waiting in a line that moves: the wait reads %q, want a range of minutes (%s)", p.lang, got, p.ranged)
 		}
+		t.Logf("%s at %s: %q", p.lang, p.visitor.Text("#position"), got)
 	}
 
 	// The page's words for a wait are the page without JavaScript's: the
@@ -79,6 +82,14 @@ func TestBrowserRange(t *testing.T) {
 		}
 	}
 
+	// The page's range from the front document (window.__range on the
+	// document's pace, as the page reads it) is the instance's answer to
+	// those waiting ahead, but for the document's rounding of the model (a
+	// hundredth of the wait, at most).
+	for i := range 3 {
+		checkRangeAsAnswered(t, in, visitors[0].visitor, q, fmt.Sprintf("%s-first-%d", q, i))
+	}
+
 	// An operator pauses the line: within a poll the wait is not known,
 	// and the page says why.
 	in.PatchQueue(q, map[string]any{"paused": true})
@@ -86,5 +97,32 @@ func TestBrowserRange(t *testing.T) {
 		p.visitor.WaitUntil(p.lang+": the wait not known while paused",
 			`document.getElementById('eta').textContent.trim() === `+apptest.JSString(p.paused)+
 				` && !document.getElementById('paused-note').hidden`, 20*time.Second)
+	}
+}
+
+// checkRangeAsAnswered compares the instance's answer to user, waiting in
+// queue q, with the range the page v works out for the same position from
+// the front document read just before.
+func checkRangeAsAnswered(t *testing.T, in *apptest.Instance, v *apptest.Visitor, q, user string) {
+	t.Helper()
+	pace := frontPace(in, q, func(map[string]any) bool { return true })
+	a := in.Do("GET", "/api/v1/queues/"+q+"/entries/me", in.As(user), nil)
+	if a.Str("status") != "WAITING" {
+		return // let in already
+	}
+	var page struct {
+		Seconds   int64
+		Low, High *int64
+		Known     bool
+	}
+	v.MustEval(fmt.Sprintf("window.__range(%d, %s)", int64(a.Num("position")), pace), &page)
+	span, _ := a.Body["estimatedWaitRange"].(map[string]any)
+	if !page.Known || a.Body["waitTimeKnown"] != true || span == nil || page.Low == nil || page.High == nil {
+		t.Fatalf("%s: the page's range %+v, the answer %s: both should be known", user, page, a.Raw)
+	}
+	near := func(got int64, want float64) bool { return math.Abs(float64(got)-want) <= 1+want/100 }
+	if !near(page.Seconds, a.Num("estimatedWaitSeconds")) || !near(*page.Low, span["low"].(float64)) || !near(*page.High, span["high"].(float64)) {
+		t.Errorf("%s: from the document (pace %s) the page says %d s, %d–%d s; the instance answered %s",
+			user, pace, page.Seconds, *page.Low, *page.High, a.Raw)
 	}
 }

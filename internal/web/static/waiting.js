@@ -772,17 +772,32 @@ const waitroomArithmetic = (() => {
       // instance would have the page ask.
       return soldOut(true, rec.pollAfterSeconds, 'FRONT');
     }
-    const est = estimate(p.position, d.pace);
-    const after = jitter(pollBand(est));
+    const wait = range(p.position, d.pace);
+    const after = jitter(pollBand(wait.seconds));
     rec.state = 'WAITING';
     rec.pollAfterSeconds = after;
     rec.position = p.position;
-    render({
-      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: est, paused: d.pace.paused,
+    const standing = {
+      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: wait.seconds, paused: d.pace.paused,
       stalled: d.pace.stalled && !d.pace.paused, beyondStock: d.unitsLeft !== null && p.position > d.unitsLeft,
-    });
+    };
+    render({ ...standing, ...frontWait(wait, standing) });
     nearFront = false; // the instance holds no front reader
     schedule(after, 'poll', readFront);
+  }
+
+  // frontWait is what the instance's answer would say of the wait, from
+  // the front document: its range (wait: range()), unless the document
+  // says the wait is not known, for the first of the server's reasons
+  // that holds (queue.Pace.Estimate: paused, stalled, fewer units left
+  // than people ahead; then the model's own, nobody let in). A document
+  // without the model (an older server's) gives the point alone, said as
+  // that server's answers were.
+  function frontWait(wait, b) {
+    const reason = b.paused ? 'paused' : b.stalled ? 'stalled' : b.beyondStock ? 'beyond_stock' : wait.known ? '' : wait.reason || 'paused';
+    if (reason) return { waitTimeKnown: false, waitTimeUnknownReason: reason };
+    if (wait.low === null) return {};
+    return { waitTimeKnown: true, estimatedWaitRange: { low: wait.low, high: wait.high } };
   }
 
   // place shows the visitor's place in line, pos, and the way from the
