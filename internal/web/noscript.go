@@ -55,12 +55,12 @@ const (
 // Standing is where a visitor without JavaScript stands, as the API found
 // it.
 type Standing struct {
-	State                                  StandingState
-	Position, Length, EstimatedWaitSeconds int64
+	State            StandingState
+	Position, Length int64
 	// Estimate is the wait in full (Waiting, Opening and a kept place's
-	// SoldOut; queue.View.Estimate, issue 54): its median
-	// (EstimatedWaitSeconds), its range while Known, and why not
-	// otherwise (Reason, one of estimate's Unknown… reasons).
+	// SoldOut; queue.View.Estimate, issue 54): its median (Seconds), its
+	// range while Known, and why not otherwise (Reason, one of estimate's
+	// Unknown… reasons). The page says the range or the reason.
 	Estimate estimate.Estimate
 	// Drawn: the line draws whom it lets in; Position means nothing.
 	Drawn           bool
