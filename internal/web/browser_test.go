@@ -40,7 +40,7 @@ func isHex32(s string) bool {
 }
 
 // pausedWait is what the page says of the wait while admission is paused.
-const pausedWait = "Not known right now: the sale is paused"
+const pausedWait = "Not known right now The sale is paused"
 
 func TestBrowser(t *testing.T) {
 	browser := apptest.StartBrowser(t)
@@ -329,7 +329,7 @@ func TestBrowser(t *testing.T) {
 			"#waiting-heading": "대기 중입니다",
 			".place-number":    "1번째",
 			"#ahead":           "다음 차례입니다",
-			"#eta":             "지금은 알 수 없음(판매가 일시 중지됨)",
+			"#eta":             "지금은 알 수 없음 판매가 일시 중지되었습니다",
 		} {
 			if got := eun.Text(css); got != want {
 				t.Errorf("%s = %q, want %q", css, got, want)
@@ -494,7 +494,7 @@ func TestBrowser(t *testing.T) {
 		v.WaitState("waiting", apptest.JoinWithin)
 		// Its polls come every 2 s; the line is stalled after 2 s.
 		v.WaitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 15*time.Second)
-		if got := v.Text("#eta"); got != "Not known right now: the line is not moving right now" {
+		if got := v.Text("#eta"); got != "Not known right now The line isn't moving right now" {
 			t.Errorf("estimate while stalled = %q", got)
 		}
 		in.Do("DELETE", "/api/v1/queues/b-stall/entries/me", in.As("b-holder"), nil)

@@ -114,15 +114,18 @@ type noScriptView struct {
 	State            StandingState
 	Position, Length string
 	Ahead, ETA       string
-	Drawn            bool
-	Paused, Stalled  bool
-	BeyondStock      bool
-	KeepsPlace       bool
-	Heading, Note    string
-	Return           string
-	Again            string // the link to enter again
-	Draw             *DrawShown
-	Refresh          *refresh
+	// ETAWhy is why the wait is not known, said under ETA ("": it is, or
+	// the page has no words for why).
+	ETAWhy          string
+	Drawn           bool
+	Paused, Stalled bool
+	BeyondStock     bool
+	KeepsPlace      bool
+	Heading, Note   string
+	Return          string
+	Again           string // the link to enter again
+	Draw            *DrawShown
+	Refresh         *refresh
 	// PlaceLabel and LengthLabel name the line the place is in: the
 	// visitor's lane's, in a queue with lanes.
 	PlaceLabel, LengthLabel string
@@ -162,7 +165,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		default:
 			view.Ahead = t(pluralKey(lang.Tag, "ahead", ahead), "n", num(ahead))
 		}
-		view.ETA = wait(lang.Tag, T, p, st.Estimate)
+		view.ETA, view.ETAWhy = wait(lang.Tag, T, p, st.Estimate)
 		view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
 	case Opening:
 		joined = true
@@ -238,15 +241,13 @@ var unknownTexts = map[string]string{
 }
 
 // wait says a wait as the page's script does (waiting.js's waitText): its
-// range when known, else that it is not known and why.
-func wait(tag language.Tag, T map[string]string, p *message.Printer, e estimate.Estimate) string {
+// range when known, else that it is not known, and why (a line of its own
+// under it, so the fact stays short on a phone).
+func wait(tag language.Tag, T map[string]string, p *message.Printer, e estimate.Estimate) (text, why string) {
 	if !e.Known {
-		if why, ok := unknownTexts[e.Reason]; ok {
-			return fill(T["etaUnknownBecause"], "reason", T[why])
-		}
-		return T["etaUnknown"]
+		return T["etaUnknown"], T[unknownTexts[e.Reason]]
 	}
-	return waitRange(tag, T, p, e)
+	return waitRange(tag, T, p, e), ""
 }
 
 // waitRange says a known wait's range in words people use, as the page's

@@ -678,7 +678,7 @@ const waitroomArithmetic = (() => {
     }
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('length-label').textContent = inLane(lane) ? t('laneLengthLabel', { lane }) : t('lengthLabel');
-    $('eta').textContent = waitText(b);
+    showWait(waitText(b));
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
     $('stalled-note').hidden = !b.stalled;
@@ -907,22 +907,37 @@ const waitroomArithmetic = (() => {
   }
 
   // waitText says a WAITING answer's wait (the instance's, or one worked
-  // out from the front document): its range while waitTimeKnown, else
-  // that it is not known and why (waitTimeUnknownReason). The page without
-  // JavaScript says it alike (internal/web/noscript.go's wait).
+  // out from the front document): {text: its range} while waitTimeKnown,
+  // else {text: not known, why: waitTimeUnknownReason in words} ('': no
+  // words for it). The page without JavaScript says it alike
+  // (internal/web/noscript.go's wait).
   function waitText(b) {
     if (b.waitTimeKnown === undefined) {
       // An older instance's answer (a rolling upgrade): its point.
-      return b.paused ? unknownText('paused') : b.stalled ? unknownText('stalled') : eta(b.estimatedWaitSeconds);
+      return b.paused ? unknownText('paused') : b.stalled ? unknownText('stalled') : { text: eta(b.estimatedWaitSeconds), why: '' };
     }
     if (!b.waitTimeKnown || !b.estimatedWaitRange) return unknownText(b.waitTimeUnknownReason);
-    return waitRange(b.estimatedWaitSeconds, b.estimatedWaitRange.low, b.estimatedWaitRange.high);
+    return { text: waitRange(b.estimatedWaitSeconds, b.estimatedWaitRange.low, b.estimatedWaitRange.high), why: '' };
   }
 
   const unknownTexts = { paused: 'etaWhyPaused', stalled: 'etaWhyStalled', opening: 'etaWhyOpening', sold_out: 'etaWhySoldOut', beyond_stock: 'etaWhyBeyondStock' };
   function unknownText(reason) {
     const why = unknownTexts[reason];
-    return why ? t('etaUnknownBecause', { reason: t(why) }) : t('etaUnknown');
+    return { text: t('etaUnknown'), why: why ? t(why) : '' };
+  }
+
+  // showWait puts the wait in the card: why it is not known goes on a line
+  // of its own (.eta-why), so the fact stays short on a phone.
+  function showWait(w) {
+    const el = $('eta');
+    if (!w.why) {
+      el.textContent = w.text;
+      return;
+    }
+    const why = document.createElement('span');
+    why.className = 'eta-why';
+    why.textContent = w.why;
+    el.replaceChildren(w.text, ' ', why);
   }
 
   // waitRange says a known wait's range (its median: seconds) in words
