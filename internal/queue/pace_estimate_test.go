@@ -133,7 +133,7 @@ func TestLinePaceFitsTheModel(t *testing.T) {
 		{"hardly anyone claims: at least minClaim", func(s *PaceState) { s.PaceClaimed = 1 }, minClaim, estimate.SpreadFloor, 5},
 		{"none admitted: not known, 1", func(s *PaceState) { s.PaceClaimed = 0 }, 1, estimate.SpreadFloor, 0},
 		{"more admitted than left (rounding): 1", func(s *PaceState) { s.PaceClaimed = 100.5 }, 1, estimate.SpreadFloor, 0},
-		{"the rate moved: its relative deviation", func(s *PaceState) { s.RateMean, s.RateVar = 95, 19 * 19 }, 1, 0.2, 0},
+		{"the rate moved: its relative deviation", func(s *PaceState) { s.RateMean, s.RateVar = 95, 19*19 }, 1, 0.2, 0},
 		{"no rate kept yet: the prior", func(s *PaceState) { s.RateMean = 0 }, 1, 0.1, 0},
 		{"held below nine tenths while the rate stood still", func(s *PaceState) { s.PaceRate, s.PaceClaimed = 60, 60 }, 1, estimate.SpreadFloor, 60},
 		{"just above nine tenths: not held", func(s *PaceState) { s.PaceRate, s.PaceClaimed = 91, 91 }, 1, estimate.SpreadFloor, 0},

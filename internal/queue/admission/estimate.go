@@ -28,7 +28,11 @@ const surpriseCut = 0.8
 // the line has been busy since the last tick.
 func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, length int64, admitted int, stopped bool) {
 	rate := c.RateInForce(eff)
-	st.Changes = rateChanges(c.Config, now, eff)
+	own := c.Config
+	if len(c.Own.Phases) > 0 {
+		own = c.Own // in a phase: its end and what follows are the queue's own settings'
+	}
+	st.Changes = rateChanges(own, now, eff)
 	if c.PhaseInForce != st.Phase {
 		// A phase's rate is announced: no surprise, and no uncertainty
 		// about the rate the line had before it.
@@ -45,6 +49,14 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 		dt = now.Sub(st.PaceAt).Seconds()
 	}
 	decay := math.Exp(-dt / queue.PaceWindow.Seconds())
+	if st.PaceClaimed == 0 {
+		// None kept beside a pace measured (a state kept before the claim
+		// was: an upgrade mid-sale): start from everyone claiming, the
+		// model's default, or the first ticks' few admitted over a
+		// minute's pace would read as nearly all no-shows, and the front
+		// as moving up to 20 times as fast (minClaim).
+		st.PaceClaimed = st.PaceRate
+	}
 	st.PaceClaimed = round(st.PaceClaimed*decay+float64(admitted)/queue.PaceWindow.Seconds(), 1e6)
 	if st.RateMean <= 0 {
 		st.RateMean, st.RateVar, st.RateRecent = rate, 0, rate
@@ -64,11 +76,15 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 // for the queue's phases (at most eight).
 const maxChanges = 16
 
-// rateChanges are the rate changes c's phases schedule after now: each
-// step of its schedule whose rate differs from the one before it. A
+// rateChanges are the rate changes the phases of c (the queue's own
+// settings: InForce.Own in a phase) schedule after now: each step of its
+// schedule whose rate differs from the one before it. A
 // stretch of the queue's own settings runs at the rate in force now (eff:
 // an adaptive rate moves, and the model holds it where it stands; a
-// phase's rate is fixed); a paused phase lets nobody in (rate 0).
+// phase's rate is fixed). A pause is no change: paused is no phase's
+// setting, so it holds now as at every step, and the answers say so
+// (queue.Pace.Estimate); the steps are the schedule's rates, right again
+// the moment admission resumes.
 func rateChanges(c queue.Config, now time.Time, eff float64) []estimate.Change {
 	if len(c.Phases) == 0 {
 		return nil
@@ -81,9 +97,6 @@ func rateChanges(c queue.Config, now time.Time, eff float64) []estimate.Change {
 		}
 		in := c.InForce(step.StartsAt)
 		r := in.RateInForce(eff)
-		if in.Paused {
-			r = 0
-		}
 		if r != last && len(out) < maxChanges {
 			out = append(out, estimate.Change{At: step.StartsAt, Rate: r})
 		}

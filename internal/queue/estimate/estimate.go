@@ -44,7 +44,7 @@ type Params struct {
 	// Steps are the rate's changes scheduled ahead (phases), soonest
 	// first: from After seconds on, Rate people a second are let in (in
 	// this person's line: a lane's share of it). Rate 0: nobody is let in
-	// during the step (a paused phase).
+	// during the step.
 	Steps []Step
 }
 
