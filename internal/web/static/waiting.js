@@ -678,7 +678,7 @@ const waitroomArithmetic = (() => {
     }
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('length-label').textContent = inLane(lane) ? t('laneLengthLabel', { lane }) : t('lengthLabel');
-    $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
+    showWait(waitText(b));
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
     $('stalled-note').hidden = !b.stalled;
@@ -772,17 +772,32 @@ const waitroomArithmetic = (() => {
       // instance would have the page ask.
       return soldOut(true, rec.pollAfterSeconds, 'FRONT');
     }
-    const est = estimate(p.position, d.pace);
-    const after = jitter(pollBand(est));
+    const wait = range(p.position, d.pace);
+    const after = jitter(pollBand(wait.seconds));
     rec.state = 'WAITING';
     rec.pollAfterSeconds = after;
     rec.position = p.position;
-    render({
-      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: est, paused: d.pace.paused,
+    const standing = {
+      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: wait.seconds, paused: d.pace.paused,
       stalled: d.pace.stalled && !d.pace.paused, beyondStock: d.unitsLeft !== null && p.position > d.unitsLeft,
-    });
+    };
+    render({ ...standing, ...frontWait(wait, standing) });
     nearFront = false; // the instance holds no front reader
     schedule(after, 'poll', readFront);
+  }
+
+  // frontWait is what the instance's answer would say of the wait, from
+  // the front document: its range (wait: range()), unless the document
+  // says the wait is not known, for the first of the server's reasons
+  // that holds (queue.Pace.Estimate: paused, stalled, fewer units left
+  // than people ahead; then the model's own, nobody let in). A document
+  // without the model (an older server's) gives the point alone, said as
+  // that server's answers were.
+  function frontWait(wait, b) {
+    const reason = b.paused ? 'paused' : b.stalled ? 'stalled' : b.beyondStock ? 'beyond_stock' : wait.known ? '' : wait.reason || 'paused';
+    if (reason) return { waitTimeKnown: false, waitTimeUnknownReason: reason };
+    if (wait.low === null) return {};
+    return { waitTimeKnown: true, estimatedWaitRange: { low: wait.low, high: wait.high } };
   }
 
   // place shows the visitor's place in line, pos, and the way from the
@@ -891,7 +906,71 @@ const waitroomArithmetic = (() => {
     $('progress-bar').style.width = Math.max(2, Math.min(100, pct)) + '%';
   }
 
-  // eta says the estimate in words people use.
+  // waitText says a WAITING answer's wait (the instance's, or one worked
+  // out from the front document): {text: its range} while waitTimeKnown,
+  // else {text: not known, why: waitTimeUnknownReason in words} ('': no
+  // words for it). The page without JavaScript says it alike
+  // (internal/web/noscript.go's wait).
+  function waitText(b) {
+    if (b.waitTimeKnown === undefined) {
+      // An older instance's answer (a rolling upgrade): its point.
+      return b.paused ? unknownText('paused') : b.stalled ? unknownText('stalled') : { text: eta(b.estimatedWaitSeconds), why: '' };
+    }
+    if (!b.waitTimeKnown || !b.estimatedWaitRange) return unknownText(b.waitTimeUnknownReason);
+    return { text: waitRange(b.estimatedWaitSeconds, b.estimatedWaitRange.low, b.estimatedWaitRange.high), why: '' };
+  }
+
+  const unknownTexts = { paused: 'etaWhyPaused', stalled: 'etaWhyStalled', opening: 'etaWhyOpening', sold_out: 'etaWhySoldOut', beyond_stock: 'etaWhyBeyondStock' };
+  function unknownText(reason) {
+    const why = unknownTexts[reason];
+    return { text: t('etaUnknown'), why: why ? t(why) : '' };
+  }
+
+  // showWait puts the wait in the card: why it is not known goes on a line
+  // of its own (.eta-why), so the fact stays short on a phone.
+  function showWait(w) {
+    const el = $('eta');
+    if (!w.why) {
+      el.textContent = w.text;
+      return;
+    }
+    const why = document.createElement('span');
+    why.className = 'eta-why';
+    why.textContent = w.why;
+    el.replaceChildren(w.text, ' ', why);
+  }
+
+  // waitRange says a known wait's range (its median: seconds) in words
+  // people use: in seconds while its top is under two minutes (to 5 s, or
+  // 10 s above half a minute), else in minutes, else from two hours in
+  // hours; rounded outward, so the range said still holds the one
+  // computed; one number where both ends round alike, "up to" where the
+  // bottom rounds to 0. Within the next tick (a median of 0), any moment
+  // now.
+  function waitRange(seconds, low, high) {
+    if (!(seconds > 0)) return t('etaSoon');
+    let unit = 3600, keys = ['etaRangeHours', 'etaUpToHours', 'etaHours'];
+    if (high < 120) {
+      unit = high <= 30 ? 5 : 10;
+      keys = ['etaRangeSeconds', 'etaUpToSeconds', 'etaAboutSeconds'];
+    } else if (high < 7200) {
+      unit = 60;
+      keys = ['etaRangeMinutes', 'etaUpToMinutes', 'etaMinutes'];
+    }
+    let lo = Math.floor(low / unit), hi = Math.ceil(high / unit);
+    if (unit < 60) {
+      lo *= unit;
+      hi *= unit;
+    }
+    if (lo === hi) return unit < 60 ? t(keys[2], { n: numbers.format(hi) }) : tn(keys[2], hi);
+    if (lo === 0) return t(keys[1], { n: numbers.format(hi) });
+    return t(keys[0], { low: numbers.format(lo), high: numbers.format(hi) });
+  }
+  // For the browser tests: the words for a WAITING answer's wait.
+  window.__waitText = waitText;
+
+  // eta says a point estimate in words people use (an older instance's
+  // answer, which carries no range).
   function eta(seconds) {
     if (!(seconds > 0)) return t('etaSoon');
     if (seconds < 60) return t('etaUnderMinute');
