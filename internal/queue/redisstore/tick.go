@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
@@ -19,7 +20,8 @@ import (
 // tickFields are admission.TickState in the admission hash, field by field.
 // tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
-	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room", "lane_credit", "lane_shares"}
+	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room", "lane_credit", "lane_shares",
+	"pace_claimed", "rate_mean", "rate_var", "rate_recent", "phase", "changes", "surprise"}
 
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
@@ -340,7 +342,35 @@ func encodeTick(st admission.TickState) map[string]string {
 		"inline": strconv.FormatInt(st.Inline, 10), "win_start": ms(st.WinStart), "win_count": strconv.FormatInt(st.WinCount, 10),
 		"measured": num(st.Measured), "pace_rate": num(st.PaceRate), "pace_busy": num(st.PaceBusy), "pace_at": ms(st.PaceAt),
 		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " "), "cap_room": capRoom,
-		"lane_credit": encodeShares(st.LaneCredit), "lane_shares": encodeShares(st.LaneShares)}
+		"lane_credit": encodeShares(st.LaneCredit), "lane_shares": encodeShares(st.LaneShares),
+		"pace_claimed": num(st.PaceClaimed), "rate_mean": num(st.RateMean), "rate_var": num(st.RateVar), "rate_recent": num(st.RateRecent),
+		"phase": st.Phase, "changes": encodeChanges(st.Changes), "surprise": ms(st.Surprise)}
+}
+
+// encodeChanges are the rate changes ahead as the tick state keeps them
+// (changes), "atMs:rate atMs:rate", soonest first: the prelude's shown
+// reads them too, so a newcomer's range sees the phases ahead.
+func encodeChanges(cs []estimate.Change) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = strconv.FormatInt(c.At.UnixMilli(), 10) + ":" + strconv.FormatFloat(c.Rate, 'f', -1, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+// decodeChanges reads what encodeChanges wrote.
+func decodeChanges(s string) ([]estimate.Change, error) {
+	var cs []estimate.Change
+	for _, item := range strings.Fields(s) {
+		at, rate, _ := strings.Cut(item, ":")
+		a, e1 := strconv.ParseInt(at, 10, 64)
+		r, e2 := strconv.ParseFloat(rate, 64)
+		if e1 != nil || e2 != nil {
+			return nil, fmt.Errorf("rate change %q", item)
+		}
+		cs = append(cs, estimate.Change{At: time.UnixMilli(a).UTC(), Rate: r})
+	}
+	return cs, nil
 }
 
 // decodeTick reads what encodeTick wrote; a field not set reads as zero.
@@ -366,7 +396,14 @@ func decodeTick(v map[string]string) (admission.TickState, error) {
 		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
 		Reach: int64(num("reach")), CapRoom: int64(num("cap_room")), Capped: v["cap_room"] != "",
-		LaneCredit: decodeShares(v["lane_credit"]), LaneShares: decodeShares(v["lane_shares"])}
+		LaneCredit: decodeShares(v["lane_credit"]), LaneShares: decodeShares(v["lane_shares"]),
+		PaceClaimed: num("pace_claimed"), RateMean: num("rate_mean"), RateVar: num("rate_var"), RateRecent: num("rate_recent"),
+		Phase: v["phase"], Surprise: ms("surprise")}
+	changes, e := decodeChanges(v["changes"])
+	if e != nil {
+		return st, e
+	}
+	st.Changes = changes
 	for _, c := range strings.Fields(v["checkpoints"]) {
 		at, ticket, _ := strings.Cut(c, ":")
 		a, e1 := strconv.ParseInt(at, 10, 64)
