@@ -147,25 +147,38 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 			a.Admitted = append(a.Admitted, p.str(3+i))
 			w := waited(r, 3+n+i, t.in.Now)
 			w.Lane = laneOf(i, a.Admitted[i])
+			// Taken before something no estimate could foresee (the
+			// tick's surprise, as this tick wrote it): scored apart.
+			w.Apart = !w.Entered.IsZero() && w.Entered.Before(plan.State.Surprise)
 			a.Waited = append(a.Waited, w)
 		}
 	}
 	return a, p.err
 }
 
-// waited reads admit.lua's "ms shown" at r[i] (nil: not kept) as the wait
-// of a user admitted at now.
+// waited reads admit.lua's "ms shown low high" at r[i] (nil: not kept; an
+// earlier version's "ms shown": no range shown) as the wait of a user
+// admitted at now.
 func waited(r []any, i int, now time.Time) rollup.Wait {
-	w := rollup.Wait{Admitted: now}
+	w := rollup.Wait{Admitted: now, Low: rollup.NoneShown, High: rollup.NoneShown}
 	var s string
 	if i < len(r) {
 		s, _ = r[i].(string)
 	}
-	ms, shown, ok := strings.Cut(s, " ")
-	at, err1 := strconv.ParseInt(ms, 10, 64)
-	n, err2 := strconv.ParseInt(shown, 10, 64)
-	if ok && err1 == nil && err2 == nil {
-		w.Entered, w.Shown = time.UnixMilli(at).UTC(), n
+	f := strings.Fields(s)
+	n := make([]int64, len(f))
+	for j := range f {
+		var err error
+		if n[j], err = strconv.ParseInt(f[j], 10, 64); err != nil {
+			return w
+		}
+	}
+	switch len(f) {
+	case 4:
+		w.Low, w.High = n[2], n[3]
+		fallthrough
+	case 2:
+		w.Entered, w.Shown = time.UnixMilli(n[0]).UTC(), n[1]
 	}
 	return w
 }

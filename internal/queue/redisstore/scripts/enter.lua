@@ -70,7 +70,7 @@ local function enterOne(user)
   -- Tickets only grow, so the newcomer is last, behind the unplaced too.
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
-  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, position, laneShare(adm, 'public')))
+  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, now, position, laneShare(adm, 'public')))
   return {WAITING, position, position, ticket, length + 1 + lanesLength}, length + 1
 end
 
