@@ -26,7 +26,7 @@ func TestTickStateKeepsTheEstimatesFit(t *testing.T) {
 	for _, st := range []admission.TickState{
 		{},
 		{PaceClaimed: 0.123456, RateMean: 37.5, RateVar: 1.0 / 3, RateRecent: 12.000001, Phase: "second wave",
-			Changes: []estimate.Change{{At: at, Rate: 0.1}, {At: at.Add(90 * time.Second), Rate: 0}, {At: at.Add(time.Hour), Rate: 1e6}},
+			Changes:  []estimate.Change{{At: at, Rate: 0.1}, {At: at.Add(90 * time.Second), Rate: 0}, {At: at.Add(time.Hour), Rate: 1e6}},
 			Surprise: at.Add(-time.Second)},
 	} {
 		got, err := decodeTick(encodeTick(st))
@@ -88,7 +88,7 @@ func TestPlaceKeepsTheEstimateTold(t *testing.T) {
 			"pace_busy": pick("3", "9.999999", "10", "45", "600"), "pace_claimed": pick("0", "0.7", "9", "60"),
 			"rate_mean": pick("0", "2", eff, fmt.Sprint(c.RatePerSecond*1.05), "7.5"), "rate_var": pick("0", "0.5", "30"),
 			"changes": pick("", ms(40*time.Second)+":5", ms(-time.Second)+":50 "+ms(20*time.Second)+":0 "+ms(80*time.Second)+":300", ms(90*time.Second)+":0"),
-			"moved": ms(-time.Duration(r.IntN(2_000)) * time.Millisecond)}
+			"moved":   ms(-time.Duration(r.IntN(2_000)) * time.Millisecond)}
 		for f, v := range map[string]string{"phase": "rush", "phase_rate": "7.5", "cap_room": fmt.Sprint(r.IntN(20)), "units_left": fmt.Sprint(ahead + 1 + r.IntN(3)),
 			"paused": "1", "lane_shares": "members=0.25 public=0.75", "open_state": "placing", "moved": ms(-time.Minute)} {
 			if r.IntN(8) == 0 {
