@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/lane"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -148,5 +150,101 @@ func TestPlaceKeepsTheEstimateTold(t *testing.T) {
 	t.Logf("told: %v, %d with a range, %d held below the rate", told, known, held)
 	if known < 200 || len(told) < 5 || held < 20 {
 		t.Errorf("the cases told %v, %d with a range, %d held below the rate: too few of each kind to hold the twins equal", told, known, held)
+	}
+}
+
+// TestAdmissionReadsTheRangeKept: admission's waits carry the wait and
+// range each newcomer was told at enter (queue.Pace.Estimate of the
+// answer), none for a place kept by an earlier version ("ms shown"); and
+// those who took their place before a pause are scored apart
+// (rollup.Wait.Apart), one who came after it not.
+func TestAdmissionReadsTheRangeKept(t *testing.T) {
+	rdb := testenv.RedisClient(t)
+	ctx := context.Background()
+	st := New(rdb, fmt.Sprintf("wrkept%d:", rand.Int64()))
+	c := queue.DefaultConfig()
+	c.RatePerSecond, c.AbandonAfter, c.Adaptive, c.MinRate, c.MaxRate = 2, time.Minute, true, 1, 50 // 0.2 a tick: nobody told 0
+	if err := st.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	k := keysFor(st.prefix, "q")
+	told := map[string]estimate.Estimate{}
+	for i := range 5 {
+		user := fmt.Sprintf("u%d", i)
+		e, err := st.Enter(ctx, "q", user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		told[user] = e.Pace.Estimate(e.Position, e.Length)
+	}
+	if err := rdb.HSet(ctx, k[kJoined], "u4", "1800000000000 7").Err(); err != nil { // as an earlier version kept it
+		t.Fatal(err)
+	}
+	waits, calls := map[string]rollup.Wait{}, 0
+	admit := func() {
+		t.Helper()
+		if err := rdb.HDel(ctx, k[kCfg], "next").Err(); err != nil { // the tick due now
+			t.Fatal(err)
+		}
+		calls++ // each call its own tokens: one re-sent admits nobody
+		a, err := st.Admit(ctx, "q", []string{fmt.Sprint(calls, "a"), fmt.Sprint(calls, "b"), fmt.Sprint(calls, "c"), fmt.Sprint(calls, "d"), fmt.Sprint(calls, "e")})
+		if err != nil || len(a.Waited) != len(a.Admitted) {
+			t.Fatalf("Admit: %+v, %v", a, err)
+		}
+		for i, u := range a.Admitted {
+			waits[u] = a.Waited[i]
+		}
+	}
+	c.RatePerSecond, c.Adaptive = 1000, false // all in at the next tick
+	if err := st.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	admit()
+	for user, e := range told {
+		w, ok := waits[user]
+		low, high := e.Low, e.High
+		if !e.Known || user == "u4" {
+			low, high = rollup.NoneShown, rollup.NoneShown
+		}
+		if user == "u4" {
+			e.Seconds = 7
+		}
+		if !ok || w.Shown != e.Seconds || w.Low != low || w.High != high || w.Apart {
+			t.Errorf("%s admitted with %+v (admitted: %v), told %+v", user, w, ok, e)
+		}
+	}
+	for _, user := range []string{"p1", "p2"} {
+		if _, err := st.Enter(ctx, "q", user); err != nil {
+			t.Fatal(err)
+		}
+		// A second before the pause (Redis's clock is in ms: the pause's
+		// tick may fall in the same one).
+		kept, err := rdb.HGet(ctx, k[kJoined], user).Result()
+		at, rest, _ := strings.Cut(kept, " ")
+		ms, err2 := strconv.ParseInt(at, 10, 64)
+		if err != nil || err2 != nil {
+			t.Fatalf("%s kept %q: %v, %v", user, kept, err, err2)
+		}
+		if err := rdb.HSet(ctx, k[kJoined], user, fmt.Sprint(ms-1000, " ", rest)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Paused = true
+	if err := st.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	admit() // paused: the tick's surprise
+	if _, err := st.Enter(ctx, "q", "after"); err != nil {
+		t.Fatal(err)
+	}
+	c.Paused = false
+	if err := st.PutConfig(ctx, "q", c); err != nil {
+		t.Fatal(err)
+	}
+	admit()
+	for user, apart := range map[string]bool{"p1": true, "p2": true, "after": false} {
+		if w, ok := waits[user]; !ok || w.Apart != apart {
+			t.Errorf("%s admitted with %+v (admitted: %v), want apart %v", user, w, ok, apart)
+		}
 	}
 }
