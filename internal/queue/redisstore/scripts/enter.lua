@@ -5,8 +5,9 @@
 -- ticket (INCR, never a clock) and join. One script, so no request can slip
 -- between the checks and the join. A user joining or entering again near
 -- the front is seen now (markSeen). A newcomer's place keeps when it was
--- taken and the wait they were shown (K.joined, shown), for admission to
--- measure their time in line and the estimate's accuracy.
+-- taken and the wait and range they were shown (K.joined, shown: "ms
+-- shown low high"), for admission to measure their time in line and the
+-- estimate's accuracy.
 --
 -- Several users, one after the other as if each came alone: an instance
 -- sends together the enters of a queue that arrived while its last call was
