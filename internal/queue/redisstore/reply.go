@@ -225,12 +225,9 @@ var paceConfigFields = append([]string{"epoch"}, paceSettings...)
 // the pace block carries after the config's. The prelude's pace writes the
 // block in this order (TestPaceBlockAgrees), then now and the line's length.
 // The estimate's fit (issue 54) comes last: pace_claimed, rate_mean,
-// rate_var and changes as the tick state keeps them (encodeTick), and the
-// phase in force at the last tick, which PaceState.Config.PhaseInForce
-// takes (a phase's rate is announced: estimate.Prior is not an adaptive
-// rate's under it).
+// rate_var and changes as the tick state keeps them (encodeTick).
 var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room", "lane_shares",
-	"pace_claimed", "rate_mean", "rate_var", "changes", "phase"}
+	"pace_claimed", "rate_mean", "rate_var", "changes"}
 
 // paceLen is how many values a pace block has.
 var paceLen = len(paceConfigFields) + len(paceFields) + 2
@@ -297,7 +294,7 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 		p.err = fmt.Errorf("redis data damaged: %w", err)
 	}
 	return queue.PaceState{
-		Config: queue.InForce{Config: c, PhaseInForce: p.opt(adm("phase"))}, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
+		Config: queue.InForce{Config: c}, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
 		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "", LaneShare: p.laneShare(i, ""),

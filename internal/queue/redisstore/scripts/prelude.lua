@@ -119,7 +119,7 @@ local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg.epoch, adm.phase_rate or cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused,
     adm.phase_rate and '0' or cfg.adaptive, cfg.min_rate, cfg.max_rate, cfg.opens_at, adm.phase_method or cfg.method,
     cfg.abandon_ms, adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room,
-    adm.lane_shares, adm.pace_claimed, adm.rate_mean, adm.rate_var, adm.changes, adm.phase, now, length})
+    adm.lane_shares, adm.pace_claimed, adm.rate_mean, adm.rate_var, adm.changes, now, length})
 end
 
 -- everyone is how many wait, every lane together, the line's (K.line)
@@ -175,11 +175,13 @@ end
 -- line cannot say (paused, stalled, opening, sold out, beyond the stock).
 -- The rate is the phase's or the one in force (Pace.Rate), the measured
 -- pace's share admitted where it holds admission below it (Held), the
--- lane's share of it (share: Pace.LaneShare; nil without lanes).
+-- lane's share of it (share: Pace.LaneShare; nil without lanes). The
+-- prior spread is an adaptive rate's unless a phase fixed the rate (the
+-- pace block then says adaptive '0'), and wider where no-shows are judged.
 local function shown(cfg, adm, now, position, share)
   local r, busy, ms, units = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0, tonumber(cfg.interval_ms), tonumber(adm.units_left)
   local m = busy * 1e9 >= 1e10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
-  local adaptive, claim, sh = cfg.adaptive == '1' and not adm.phase_rate and not adm.phase, 1, share and share > 0 and share or 1
+  local adaptive, claim, sh = cfg.adaptive == '1' and not adm.phase_rate, 1, share and share > 0 and share or 1
   local spread, a = math.sqrt(0.01 + (adaptive and 0.09 or 0) + ((tonumber(cfg.abandon_ms) or 0) > 0 and 0.09 or 0)), r
   if m > 0 then -- Pace.fit
     local pr, pc, mean = tonumber(adm.pace_rate), tonumber(adm.pace_claimed) or 0, tonumber(adm.rate_mean) or 0
