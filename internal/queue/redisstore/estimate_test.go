@@ -27,7 +27,7 @@ func TestTickStateKeepsTheEstimatesFit(t *testing.T) {
 	at := time.UnixMilli(1_800_000_123_456).UTC()
 	for _, st := range []admission.TickState{
 		{},
-		{PaceClaimed: 0.123456, RateMean: 37.5, RateVar: 1.0 / 3, RateRecent: 12.000001, Phase: "second wave",
+		{PaceClaimed: 0.123456, PaceDeparted: 0.2, RateMean: 37.5, RateVar: 1.0 / 3, RateRecent: 12.000001, Phase: "second wave",
 			Changes:  []estimate.Change{{At: at, Rate: 0.1}, {At: at.Add(90 * time.Second), Rate: 0}, {At: at.Add(time.Hour), Rate: 1e6}},
 			Surprise: at.Add(-time.Second)},
 	} {
@@ -79,7 +79,7 @@ func TestPlaceKeepsTheEstimateTold(t *testing.T) {
 			// the rate.
 			eff := pick("3", "40", "250.5")
 			adm := map[string]any{"eff_rate": eff, "pace_rate": pick("0", "1.5", "12.25", "90"),
-				"pace_busy": pick("3", "9.999999", "10", "45", "600"), "pace_claimed": pick("0", "0.7", "9", "60"),
+				"pace_busy": pick("3", "9.999999", "10", "45", "600"), "pace_claimed": pick("0", "0.7", "9", "60"), "pace_departed": pick("0", "1.5", "12.25", "90"),
 				"rate_mean": pick("0", "2", eff, fmt.Sprint(c.RatePerSecond*1.05), "7.5"), "rate_var": pick("0", "0.5", "30"),
 				"changes": pick("", ms(40*time.Second)+":5", ms(-time.Second)+":50 "+ms(20*time.Second)+":0 "+ms(80*time.Second)+":300", ms(90*time.Second)+":0"),
 				"moved":   ms(-time.Duration(r.IntN(2_000)) * time.Millisecond)}

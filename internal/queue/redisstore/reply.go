@@ -224,10 +224,11 @@ var paceConfigFields = append([]string{"epoch"}, paceSettings...)
 // paceFields are the admission state's fields queue.LinePace reads, which
 // the pace block carries after the config's. The prelude's pace writes the
 // block in this order (TestPaceBlockAgrees), then now and the line's length.
-// The estimate's fit (issue 54) comes last: pace_claimed, rate_mean,
-// rate_var and changes as the tick state keeps them (encodeTick).
+// The estimate's fit (issue 54) comes last: pace_claimed, pace_departed,
+// rate_mean, rate_var and changes as the tick state keeps them
+// (encodeTick).
 var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room", "lane_shares",
-	"pace_claimed", "rate_mean", "rate_var", "changes"}
+	"pace_claimed", "pace_departed", "rate_mean", "rate_var", "changes"}
 
 // paceLen is how many values a pace block has.
 var paceLen = len(paceConfigFields) + len(paceFields) + 2
@@ -298,6 +299,6 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
 		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "", LaneShare: p.laneShare(i, ""),
-		PaceClaimed: p.float(adm("pace_claimed")), RateMean: p.float(adm("rate_mean")), RateVar: p.float(adm("rate_var")), Changes: changes,
+		PaceClaimed: p.float(adm("pace_claimed")), PaceDeparted: p.float(adm("pace_departed")), RateMean: p.float(adm("rate_mean")), RateVar: p.float(adm("rate_var")), Changes: changes,
 	}, epoch
 }

@@ -21,7 +21,7 @@ import (
 // tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
 	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room", "lane_credit", "lane_shares",
-	"pace_claimed", "rate_mean", "rate_var", "rate_recent", "phase", "changes", "surprise"}
+	"pace_claimed", "pace_departed", "rate_mean", "rate_var", "rate_recent", "phase", "changes", "surprise"}
 
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
@@ -356,7 +356,7 @@ func encodeTick(st admission.TickState) map[string]string {
 		"measured": num(st.Measured), "pace_rate": num(st.PaceRate), "pace_busy": num(st.PaceBusy), "pace_at": ms(st.PaceAt),
 		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " "), "cap_room": capRoom,
 		"lane_credit": encodeShares(st.LaneCredit), "lane_shares": encodeShares(st.LaneShares),
-		"pace_claimed": num(st.PaceClaimed), "rate_mean": num(st.RateMean), "rate_var": num(st.RateVar), "rate_recent": num(st.RateRecent),
+		"pace_claimed": num(st.PaceClaimed), "pace_departed": num(st.PaceDeparted), "rate_mean": num(st.RateMean), "rate_var": num(st.RateVar), "rate_recent": num(st.RateRecent),
 		"phase": st.Phase, "changes": encodeChanges(st.Changes), "surprise": ms(st.Surprise)}
 }
 
@@ -410,7 +410,7 @@ func decodeTick(v map[string]string) (admission.TickState, error) {
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
 		Reach: int64(num("reach")), CapRoom: int64(num("cap_room")), Capped: v["cap_room"] != "",
 		LaneCredit: decodeShares(v["lane_credit"]), LaneShares: decodeShares(v["lane_shares"]),
-		PaceClaimed: num("pace_claimed"), RateMean: num("rate_mean"), RateVar: num("rate_var"), RateRecent: num("rate_recent"),
+		PaceClaimed: num("pace_claimed"), PaceDeparted: num("pace_departed"), RateMean: num("rate_mean"), RateVar: num("rate_var"), RateRecent: num("rate_recent"),
 		Phase: v["phase"], Surprise: ms("surprise")}
 	changes, e := decodeChanges(v["changes"])
 	if e != nil {

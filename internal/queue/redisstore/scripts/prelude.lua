@@ -119,7 +119,7 @@ local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg.epoch, adm.phase_rate or cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused,
     adm.phase_rate and '0' or cfg.adaptive, cfg.min_rate, cfg.max_rate, cfg.opens_at, adm.phase_method or cfg.method,
     cfg.abandon_ms, adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room,
-    adm.lane_shares, adm.pace_claimed, adm.rate_mean, adm.rate_var, adm.changes, now, length})
+    adm.lane_shares, adm.pace_claimed, adm.pace_departed, adm.rate_mean, adm.rate_var, adm.changes, now, length})
 end
 
 -- everyone is how many wait, every lane together, the line's (K.line)
@@ -147,9 +147,7 @@ end
 
 -- secs is ms as Go's Duration.Seconds figures it (whole seconds plus the
 -- rest), so both round alike; ms > 0.
-local function secs(ms)
-  return math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9
-end
+local function secs(ms) return math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9 end
 
 -- passing is estimate.Params.passing: the seconds the front takes to move n
 -- places, rate ÷ claim a second until the first of steps ({after, rate}),
@@ -184,9 +182,11 @@ local function shown(cfg, adm, now, position, share)
   local adaptive, claim, sh = cfg.adaptive == '1' and not adm.phase_rate, 1, share and share > 0 and share or 1
   local spread, a = math.sqrt(0.01 + (adaptive and 0.09 or 0) + ((tonumber(cfg.abandon_ms) or 0) > 0 and 0.09 or 0)), r
   if m > 0 then -- Pace.fit
-    local pr, pc, mean = tonumber(adm.pace_rate), tonumber(adm.pace_claimed) or 0, tonumber(adm.rate_mean) or 0
-    if pc > 0 and pr > 0 then claim = math.min(math.max(pc / pr, 0.05), 1) end
+    local pd, pc, mean, abandon = tonumber(adm.pace_departed) or 0, tonumber(adm.pace_claimed) or 0, tonumber(adm.rate_mean) or 0, tonumber(cfg.abandon_ms) or 0
+    if pc > 0 and pd > 0 then claim = math.min(math.max(pc / pd, 0.05), 1) end
     if mean > 0 then spread = math.max(0.05, math.sqrt(tonumber(adm.rate_var) or 0) / mean) end
+    -- The prior's part for no-shows until a crowd's can have been judged (noShowsSettle).
+    if abandon > 0 and busy < secs(2 * abandon + 15000) then spread = math.sqrt(spread * spread + 0.09) end
     if math.abs(r - mean) < r / 10 and m * claim < r * 0.9 then a = m * claim end
   end
   a = a * sh
@@ -203,13 +203,11 @@ local function shown(cfg, adm, now, position, share)
   end
   local mid, lo, hi = position, position, position
   if drawn then mid, lo, hi = (position + 1) / 2, 0.05 * position, 0.95 * position end
-  local f, t = 1 + 1.645 * math.sqrt(spread * spread + (1 - claim) / (claim * mid)), passing(mid, claim, a, steps)
-  if t == math.huge then return '0 -1 -1' end
+  local f, t, th = 1 + 1.645 * math.sqrt(spread * spread + (1 - claim) / (claim * mid)), passing(mid, claim, a, steps), passing(hi, claim, a, steps)
+  if t == math.huge or th == math.huge then return '0 -1 -1' end -- estimate.Of's: a range with no end is not known
   if none then return math.ceil(t) .. ' -1 -1' end
-  -- A high never reached (a paused phase ahead, no end): Go's int64(+Inf)
-  -- on amd64 is the least int64, so the median stands for it there.
-  local low, high = math.floor(passing(lo, claim, a, steps) / f - iv), math.ceil(passing(hi, claim, a, steps) * f + iv)
-  return math.ceil(t) .. ' ' .. math.min(math.max(0, low), math.ceil(t)) .. ' ' .. math.max(high < math.huge and high or 0, math.ceil(t))
+  local low = math.floor(passing(lo, claim, a, steps) / f - iv)
+  return math.ceil(t) .. ' ' .. math.min(math.max(0, low), math.ceil(t)) .. ' ' .. math.max(math.ceil(th * f + iv), math.ceil(t))
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue
