@@ -31,35 +31,11 @@ process.stdout.write(JSON.stringify({
 // rangeCase is one case of estimate/testdata/ranges.json: the wait
 // estimate.Of gives at position in a line of length under params.
 type rangeCase struct {
-	Name     string      `json:"name"`
-	Params   rangeParams `json:"params"`
-	Position int64       `json:"position"`
-	Length   int64       `json:"length"`
-	Want     pageRange   `json:"want"`
-}
-
-// rangeParams are estimate.Params as ranges.json writes them.
-type rangeParams struct {
-	Rate     float64     `json:"rate"`
-	Claim    float64     `json:"claim"`
-	Spread   float64     `json:"spread"`
-	Tick     int64       `json:"tick"`
-	Interval float64     `json:"interval"`
-	Drawn    bool        `json:"drawn"`
-	Steps    []rangeStep `json:"steps"`
-}
-
-type rangeStep struct {
-	After float64 `json:"after"`
-	Rate  float64 `json:"rate"`
-}
-
-func (p rangeParams) params() estimate.Params {
-	out := estimate.Params{Rate: p.Rate, Claim: p.Claim, Spread: p.Spread, Tick: p.Tick, Interval: p.Interval, Drawn: p.Drawn}
-	for _, s := range p.Steps {
-		out.Steps = append(out.Steps, estimate.Step{After: s.After, Rate: s.Rate})
-	}
-	return out
+	Name     string          `json:"name"`
+	Params   estimate.Params `json:"params"`
+	Position int64           `json:"position"`
+	Length   int64           `json:"length"`
+	Want     pageRange       `json:"want"`
 }
 
 // pageRange is what the page's of() and range() answer; low and high are
@@ -103,7 +79,7 @@ func sharedRangeCases(t *testing.T) []rangeCase {
 func madeUpRangeCases(r *rand.Rand, n int) []rangeCase {
 	var cases []rangeCase
 	for range n {
-		p := rangeParams{Rate: r.Float64() * 300, Claim: 0.05 + 0.95*r.Float64(), Spread: 0.05 + r.Float64()/2,
+		p := estimate.Params{Rate: r.Float64() * 300, Claim: 0.05 + 0.95*r.Float64(), Spread: 0.05 + r.Float64()/2,
 			Tick: r.Int64N(12), Interval: []float64{0.1, 0.25, 1, 3}[r.IntN(4)]}
 		if r.IntN(4) == 0 {
 			p.Claim = 1
@@ -111,11 +87,11 @@ func madeUpRangeCases(r *rand.Rand, n int) []rangeCase {
 		p.Drawn = r.IntN(4) == 0
 		for after := 0.0; r.IntN(2) == 0; {
 			after += r.Float64() * 900
-			p.Steps = append(p.Steps, rangeStep{After: after, Rate: []float64{0, r.Float64() * 50, r.Float64() * 500}[r.IntN(3)]})
+			p.Steps = append(p.Steps, estimate.Step{After: after, Rate: []float64{0, r.Float64() * 50, r.Float64() * 500}[r.IntN(3)]})
 		}
 		c := rangeCase{Name: "made up", Params: p, Position: 1 + r.Int64N(100_000)}
 		c.Length = c.Position + r.Int64N(100_000)
-		c.Want = rangeOf(estimate.Of(c.Position, c.Length, p.params()))
+		c.Want = rangeOf(estimate.Of(c.Position, c.Length, p))
 		cases = append(cases, c)
 	}
 	return cases

@@ -19,38 +19,41 @@ import (
 
 // Params are what the model reads: a line's pace as it stands, its
 // uncertainty fitted from the sale's own last minute (queue.LinePace).
+// The JSON names are those of the shared cases (testdata/ranges.json),
+// which the page's JavaScript twin reads too.
 type Params struct {
 	// Rate is the people let in per second in this person's line now:
 	// the rate in force (a lane's share of it), or, while a live-token cap
 	// holds admission back, what the line measured. 0: nobody is let in.
-	Rate float64
+	Rate float64 `json:"rate"`
 	// Claim is the share of the people leaving the front who take their
 	// turn (admitted; the rest are skipped as no-shows), in (0, 1]: the
 	// front moves at Rate ÷ Claim places a second. 1 until measured.
-	Claim float64
+	Claim float64 `json:"claim"`
 	// Spread is the rate's relative uncertainty (a standard deviation, as
 	// a share of it): fitted from how the rate in force moved over the
 	// last minute, at least SpreadFloor, and wide (Prior) before anything
 	// is measured.
-	Spread float64
+	Spread float64 `json:"spread"`
 	// Tick is what the next tick surely lets in (queue.Pace.NextTickAdmits):
 	// a place within it waits 0 ("any moment now"). Interval is the time
 	// between ticks, in seconds: how early or late a tick may fall.
-	Tick     int64
-	Interval float64
+	Tick     int64   `json:"tick"`
+	Interval float64 `json:"interval"`
 	// Drawn: the queue draws whom it lets in, so the wait is a draw's: one
 	// of a line of Length's, its turn uniform over the line.
-	Drawn bool
+	Drawn bool `json:"drawn"`
 	// Steps are the rate's changes scheduled ahead (phases), soonest
 	// first: from After seconds on, Rate people a second are let in (in
 	// this person's line: a lane's share of it). Rate 0: nobody is let in
 	// during the step.
-	Steps []Step
+	Steps []Step `json:"steps"`
 }
 
 // Step is one rate change scheduled ahead (Params.Steps).
 type Step struct {
-	After, Rate float64
+	After float64 `json:"after"`
+	Rate  float64 `json:"rate"`
 }
 
 // Estimate is a wait in whole seconds: Seconds the median (the point the

@@ -24,27 +24,11 @@ type rangeCases struct {
 }
 
 type rangeCase struct {
-	Name     string     `json:"name"`
-	Params   caseParams `json:"params"`
-	Position int64      `json:"position"`
-	Length   int64      `json:"length"`
-	Want     caseWant   `json:"want"`
-}
-
-// caseParams is estimate.Params as the page's JavaScript reads it.
-type caseParams struct {
-	Rate     float64    `json:"rate"`
-	Claim    float64    `json:"claim"`
-	Spread   float64    `json:"spread"`
-	Tick     int64      `json:"tick"`
-	Interval float64    `json:"interval"`
-	Drawn    bool       `json:"drawn"`
-	Steps    []caseStep `json:"steps"`
-}
-
-type caseStep struct {
-	After float64 `json:"after"`
-	Rate  float64 `json:"rate"`
+	Name     string          `json:"name"`
+	Params   estimate.Params `json:"params"`
+	Position int64           `json:"position"`
+	Length   int64           `json:"length"`
+	Want     caseWant        `json:"want"`
 }
 
 type caseWant struct {
@@ -52,14 +36,6 @@ type caseWant struct {
 	Low     int64 `json:"low"`
 	High    int64 `json:"high"`
 	Known   bool  `json:"known"`
-}
-
-func (p caseParams) params() estimate.Params {
-	out := estimate.Params{Rate: p.Rate, Claim: p.Claim, Spread: p.Spread, Tick: p.Tick, Interval: p.Interval, Drawn: p.Drawn}
-	for _, s := range p.Steps {
-		out.Steps = append(out.Steps, estimate.Step{After: s.After, Rate: s.Rate})
-	}
-	return out
 }
 
 // TestRanges: estimate.Of gives each shared case its want (the median, the
@@ -80,7 +56,7 @@ func TestRanges(t *testing.T) {
 		t.Fatalf("%s holds %d cases, want at least 20", rangesPath, len(f.Cases))
 	}
 	for i, c := range f.Cases {
-		e := estimate.Of(c.Position, c.Length, c.Params.params())
+		e := estimate.Of(c.Position, c.Length, c.Params)
 		got := caseWant{Seconds: e.Seconds, Low: e.Low, High: e.High, Known: e.Known}
 		if os.Getenv("WAITROOM_UPDATE_CASES") != "" {
 			f.Cases[i].Want = got
@@ -110,7 +86,7 @@ func writeRanges(t *testing.T, f rangeCases) {
 	buf.WriteString(",\n\"cases\": [\n")
 	for i, c := range f.Cases {
 		if c.Params.Steps == nil {
-			c.Params.Steps = []caseStep{}
+			c.Params.Steps = []estimate.Step{}
 		}
 		if err := enc.Encode(c); err != nil {
 			t.Fatal(err)
