@@ -8,7 +8,8 @@ import (
 
 // NextTickAdmits is how many users the next admission tick surely lets in,
 // at the rate an estimate divides by (EstimateRate, so a phase's rate, the
-// adaptive rate and the measured pace move it): rate × interval, rounded
+// adaptive rate, the share who take their turn and a held pace move it):
+// rate × interval, rounded
 // down, at most a batch, and, under a live-token cap, at most the room the
 // last tick left under it (CapRoom). Within it a user is told 0 ("any
 // moment now").

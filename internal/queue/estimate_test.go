@@ -16,11 +16,10 @@ func drawn(p Pace) Pace {
 // tick100 is the default admission tick.
 const tick100 = 100 * time.Millisecond
 
-// TestEstimateDrawWait: the expected wait of a draw is (length+1)/(2·rate)
-// seconds, rounded up, 0 when the whole line fits in what the next tick
-// lets in, at the rate an estimate divides by (the measured pace when it
-// differs).
-func TestEstimateDrawWait(t *testing.T) {
+// TestDrawWait: the median wait of a draw is (length+1)/(2·rate) seconds,
+// rounded up, 0 when the whole line fits in what the next tick lets in, at
+// the rate an estimate divides by (a held pace, no-shows skipped).
+func TestDrawWait(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
@@ -39,18 +38,18 @@ func TestEstimateDrawWait(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := drawn(tc.pace).Estimate(tc.length, tc.length).Seconds; got != tc.want {
-				t.Fatalf("EstimateDrawWait(%d, %+v) = %d, want %d", tc.length, tc.pace, got, tc.want)
+				t.Fatalf("draw of %d under %+v: %d s, want %d", tc.length, tc.pace, got, tc.want)
 			}
 		})
 	}
 }
 
-// TestEstimateDrawWaitIsTheMeanOfADraw: simulated, ticks of batch users
+// TestDrawWaitIsTheMeanOfADraw: simulated, ticks of batch users
 // drawn uniformly from a line of n, one tick every batch/rate seconds (the
 // first one interval away), let a given user in after (n+1)/(2·rate)
 // seconds on average, to within half an interval (the estimate counts
 // users, the ticks let them in by batches) and the sampling error.
-func TestEstimateDrawWaitIsTheMeanOfADraw(t *testing.T) {
+func TestDrawWaitIsTheMeanOfADraw(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(23, 1))
 	for _, tc := range []struct {
@@ -82,7 +81,7 @@ func TestEstimateDrawWaitIsTheMeanOfADraw(t *testing.T) {
 		}
 		got := drawn(Pace{Rate: tc.rate, Batch: tc.batch, Interval: time.Duration(interval * float64(time.Second))}).Estimate(int64(tc.n), int64(tc.n)).Seconds
 		if want := int64(math.Ceil(est)); got != want {
-			t.Errorf("EstimateDrawWait(%d) = %d, want ceil(%.3f)", tc.n, got, est)
+			t.Errorf("draw of %d: %d s, want ceil(%.3f)", tc.n, got, est)
 		}
 	}
 }
@@ -120,7 +119,7 @@ func TestNextTickAdmits(t *testing.T) {
 			}
 			for pos, want := range tc.told {
 				if got := tc.pace.Estimate(pos, pos).Seconds; got != want {
-					t.Errorf("EstimateWait(%d) = %d, want %d", pos, got, want)
+					t.Errorf("position %d: told %d s, want %d", pos, got, want)
 				}
 			}
 		})

@@ -15,7 +15,7 @@ import (
 // expected to fit (issue 50 set the bound, and it stays a gate). A name
 // counts once for each of: an exported top-level const, var, type or
 // func, and an exported method (once per receiver type: Stock.SoldOut and
-// Pace.Shown are two), in the package's non-test files. Fields of exported
+// Pace.Estimate are two), in the package's non-test files. Fields of exported
 // structs and methods of exported interfaces are not counted.
 func TestQueueExportsAtMost100(t *testing.T) {
 	const most = 100

@@ -25,7 +25,7 @@ type Pace struct {
 	// MeasureAfter of busy time behind it).
 	Measured float64
 	// Stalled: admission is not paused, people wait, yet nobody has left the
-	// front for several intervals (stallAfter): no instance admits, or the
+	// front for several intervals (estimate.StallAfter): no instance admits, or the
 	// token cap holds everyone back.
 	Stalled bool
 	// Reach is how far from the front a waiting user's presence matters:
@@ -39,7 +39,7 @@ type Pace struct {
 	Placing bool
 	// Drawn: the queue draws whom it lets in (MethodRandom), so a place in
 	// line tells nothing: no position is shown, and the estimate is a
-	// draw's (EstimateDrawWait).
+	// draw's (estimate.Of).
 	Drawn bool
 	// Stock is what the queue has left to sell (Stock.SoldOut).
 	Stock Stock
@@ -125,21 +125,10 @@ func LinePace(s PaceState) Pace {
 		p.OpensAt, p.Placing = c.OpensAt, s.Placing
 	}
 	p.fit(s)
-	if !c.Paused && !s.Placing && !s.Stock.SoldOut() && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > stallAfter(c, p.Rate) {
+	if !c.Paused && !s.Placing && !s.Stock.SoldOut() && s.Length > 0 && !s.Moved.IsZero() && s.Now.Sub(s.Moved) > estimate.StallAfter(c.Interval, p.Rate) {
 		p.Stalled = true
 	}
 	return p
-}
-
-// stallAfter is how long the front may stand still, with people waiting and
-// admission running, before the line is said to be stalled: several ticks,
-// and several admissions' worth at a slow rate, at least two seconds.
-func stallAfter(c InForce, rate float64) time.Duration {
-	d := max(2*time.Second, 10*c.Interval)
-	if rate > 0 {
-		d = max(d, time.Duration(3/rate*float64(time.Second)))
-	}
-	return d
 }
 
 // fit reads the estimate's model (Claim, Spread, Held, Ahead) from the
@@ -163,8 +152,10 @@ func (p *Pace) fit(s PaceState) {
 		if s.RateMean > 0 {
 			p.Spread = max(estimate.SpreadFloor, math.Sqrt(s.RateVar)/s.RateMean)
 		}
-		if c.AbandonAfter > 0 && s.PaceBusy < noShowsSettle(c) {
-			p.Spread = math.Sqrt(p.Spread*p.Spread + estimate.PriorNoShows*estimate.PriorNoShows)
+		// (Only once the rate's spread is fitted: before, the prior
+		// holds the no-shows' part already.)
+		if c.AbandonAfter > 0 && s.RateMean > 0 && s.PaceBusy < noShowsSettle(c) {
+			p.Spread = math.Sqrt(float64(p.Spread*p.Spread) + float64(estimate.PriorNoShows*estimate.PriorNoShows))
 		}
 		// Admission slower than its rate while the rate stood still over
 		// the last minute (so the measure is of this rate): a live-token
@@ -181,10 +172,16 @@ func (p *Pace) fit(s PaceState) {
 // noShowsSettle is the busy time, in seconds, after which the claim has
 // measured a crowd's no-shows: they are judged once AbandonAfter unseen
 // within the reach (two of it, the checkpoints falling every half), and
-// the claim's window then takes one more to follow.
+// the claim's window then takes one more to follow. At most an hour, the
+// most busy time admission counts (PaceBusy), or an abandonAfterSeconds
+// of half an hour or more would keep the ranges wide for good.
 func noShowsSettle(c InForce) float64 {
-	return (2*c.AbandonAfter + estimate.ClaimWindow).Seconds()
+	return min((2*c.AbandonAfter + estimate.ClaimWindow).Seconds(), maxPaceBusy)
 }
+
+// maxPaceBusy is the most busy time, in seconds, admission counts in
+// PaceState.PaceBusy (admission's advancePace).
+const maxPaceBusy = 3600
 
 // minClaim bounds the share who take their turn from below: a line whose
 // every place ahead is a no-show still lets someone in eventually.

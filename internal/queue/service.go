@@ -23,10 +23,11 @@ type View struct {
 	// Drawn: the queue draws whom it lets in (MethodRandom): Position is 0
 	// and shown as none, and the estimate is a draw's.
 	Drawn bool
-	// EstimatedWaitSeconds is ceil(position/rate), 0 within what the next
-	// tick surely lets in (Pace.NextTickAdmits: rate × interval rounded
-	// down, at most a batch; none at a rate below one a tick); when Drawn,
-	// the expected wait of a draw (EstimateDrawWait).
+	// EstimatedWaitSeconds is the median wait (Estimate.Seconds: at a
+	// steady rate with nobody skipped, ceil(position/rate)), 0 within what
+	// the next tick surely lets in (Pace.NextTickAdmits: rate × interval
+	// rounded down, at most a batch; none at a rate below one a tick);
+	// when Drawn, the median wait of a draw.
 	EstimatedWaitSeconds int64
 	// Estimate is the wait in full (issue 54; Pace.Estimate): its median
 	// (EstimatedWaitSeconds), the range of its 5th to 95th percentiles,

@@ -139,7 +139,7 @@ const (
 	// MethodRandom: in line, and each tick draws the users it lets in
 	// uniformly at random among everyone waiting (a lottery, not a race):
 	// there is no position to tell, only the line's length and the
-	// expected wait of a draw (EstimateDrawWait).
+	// median wait of a draw (estimate.Of).
 	MethodRandom QueueingMethod = "random"
 )
 

@@ -117,7 +117,7 @@ func (m *Metrics) saleMetrics() {
 	}, []string{"queue"})
 	m.estimate = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "waitroom_estimate_ratio",
-		Help:    "The wait realised over the wait shown at entry, of each user admitted (this instance's ticks): 1 is on time, 2 twice as long as promised; a shown 0 (any moment now) counts as 1 s; users placed by an opening, shown no wait, are not counted.",
+		Help:    "The wait realised over the wait shown at entry (the median), of each user admitted (this instance's ticks) who was shown a range and whom no surprise caught (the outcomes in and out of waitroom_estimate_covered_total, as the sale's report counts them): 1 is on time, 2 twice as long as promised; a shown 0 (any moment now) counts as 1 s.",
 		Buckets: []float64{0.1, 0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10},
 	}, []string{"queue"})
 	m.covered = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -140,11 +140,15 @@ func (m *Metrics) Admitted(queue string, waits []rollup.Wait) {
 		if d, ok := w.TimeInLine(); ok {
 			m.timeInLine.WithLabelValues(queue).Observe(d.Seconds())
 		}
-		if r, ok := w.Ratio(); ok {
-			m.estimate.WithLabelValues(queue).Observe(r)
-		}
-		if o, ok := w.Outcome(); ok {
+		o, scored := w.Outcome()
+		if scored {
 			m.covered.WithLabelValues(queue, o).Inc()
+		}
+		// The ratio of the scored only, as the sale's report counts it
+		// (rollup's EstimateRatio): not those a surprise caught, nor those
+		// shown no range.
+		if r, ok := w.Ratio(); ok && (o == rollup.OutcomeIn || o == rollup.OutcomeOut) {
+			m.estimate.WithLabelValues(queue).Observe(r)
 		}
 	}
 }

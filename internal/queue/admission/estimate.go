@@ -45,10 +45,15 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 	st.Changes = rateChanges(own, now, eff)
 	if c.PhaseInForce != st.Phase {
 		// A phase's rate is announced: no surprise, and no uncertainty
-		// about the rate the line had before it.
-		st.Phase, st.RateMean, st.RateVar, st.RateRecent = c.PhaseInForce, rate, 0, rate
+		// about the rate the line had before it. The minute's mean is
+		// left to follow, as the measured pace does: reset to the new
+		// rate, it would say the rate stood still while the pace still
+		// read the old one, and an answer would divide by that as a pace
+		// held below the rate (queue.Pace.Held).
+		st.Phase, st.RateVar, st.RateRecent = c.PhaseInForce, 0, rate
 	}
-	if length > 0 && (c.Paused || st.surprised(rate)) {
+	stalled := !stopped && !st.Moved.IsZero() && now.Sub(st.Moved) > estimate.StallAfter(c.Interval, rate)
+	if length > 0 && (c.Paused || stalled || st.surprised(rate)) {
 		// Nobody waiting, nobody's wait is upset (and an idle paused
 		// queue's ticks stay unwritten: PlanTick's unchanged).
 		st.Surprise = now

@@ -271,3 +271,42 @@ func TestFitChangesInAPhase(t *testing.T) {
 		t.Errorf("changes seen in the phase = %+v, want %+v", st.Changes, want)
 	}
 }
+
+// TestFitPhaseRaisingTheRateIsNotHeld: a phase that doubles the rate
+// leaves the minute's mean of the rate to follow, as the measured pace
+// does, so an answer just after it divides by the phase's rate, not by the
+// pace still measured at the old one as if admission were held below its
+// rate (Held). With the mean reset to the phase's rate, every range told
+// in the minute after a phase from 10/s to 20/s was wrong (0 of 75 in each
+// 5 s, on the fake clock).
+func TestFitPhaseRaisingTheRateIsNotHeld(t *testing.T) {
+	t.Parallel()
+	c := queue.DefaultConfig() // 100/s
+	c.Phases = []queue.Phase{{Name: "fast", StartsAt: fitStart.Add(2 * time.Minute), Overrides: map[string]any{"ratePerSecond": 200.0}}}
+	f := &fitLine{now: fitStart}
+	f.run(2*time.Minute, func(now time.Time) queue.InForce { return c.InForce(now) }, fixed(0), 10, 0)
+	f.run(5*time.Second, func(now time.Time) queue.InForce { return c.InForce(now) }, fixed(0), 20, 0)
+	p := f.pace(c.InForce(f.now), 0)
+	if p.Held != 0 || p.EstimateRate() != 200 {
+		t.Errorf("5 s into a phase at 200/s after 100/s: held %v, the front moving at %v/s; want none held, 200/s", p.Held, p.EstimateRate())
+	}
+}
+
+// TestFitStallIsASurprise: a tick that finds the front still for longer
+// than the line may stand (estimate.StallAfter: no instance ticked, or the
+// token cap let nobody in) records a surprise, so those who waited through
+// it are scored apart; one within it does not.
+func TestFitStallIsASurprise(t *testing.T) {
+	t.Parallel()
+	c := queue.DefaultConfig().InForce(fitStart) // 100/s, 100 ms: stalled after 2 s
+	for _, tc := range []struct {
+		still time.Duration
+		want  bool
+	}{{time.Second, false}, {3 * time.Second, true}} {
+		st := TickState{Moved: fitStart.Add(-tc.still), RateMean: 100, RateRecent: 100}
+		st.fitEstimate(c, fitStart, 0, 50, 0, 0, false)
+		if got := st.Surprise.Equal(fitStart); got != tc.want {
+			t.Errorf("the front still for %v: surprise %v, want %v", tc.still, got, tc.want)
+		}
+	}
+}

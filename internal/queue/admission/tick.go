@@ -79,8 +79,8 @@ type TickState struct {
 	// minute, RateRecent its mean over the last few seconds; Phase the
 	// phase in force at the last tick; Changes the rate changes its
 	// phases schedule ahead; Surprise the last tick at which something
-	// no estimate could foresee held admission back (paused, or the rate
-	// cut deeply and lastingly: an operator, the adaptive rate on a
+	// no estimate could foresee held admission back (paused, stalled, or
+	// the rate cut deeply and lastingly: an operator, the adaptive rate on a
 	// backend slowing down; fitEstimate), which the sale's report scores
 	// apart.
 	PaceClaimed, PaceDeparted, RateMean, RateVar, RateRecent float64

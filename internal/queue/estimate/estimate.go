@@ -185,6 +185,19 @@ func (p Params) passing(n, claim float64) float64 {
 	return at + n*claim/rate
 }
 
+// StallAfter is how long the front may stand still, with people waiting
+// and admission running at rate, before the line is said to be stalled
+// (the wait not known: UnknownStalled), and a stall counts as a surprise
+// to those waiting through it: several ticks of interval, and several
+// admissions' worth at a slow rate, at least two seconds.
+func StallAfter(interval time.Duration, rate float64) time.Duration {
+	d := max(2*time.Second, 10*interval)
+	if rate > 0 {
+		d = max(d, time.Duration(3/rate*float64(time.Second)))
+	}
+	return d
+}
+
 // Change is a rate change scheduled at an instant: from At on, Rate people
 // a second are let in (the whole line's). Stores keep them as admission
 // found them in the phases (admission.TickState.Changes); Ahead makes them

@@ -13,7 +13,7 @@ import (
 // line's values, the front document's Place on the snapshot of the case's
 // listed leavers and cleared places (its Unlisted counted from the
 // snapshot, as New does: the cleared wait without a ticket), and the wait
-// told at the place (queue.Pace.Shown).
+// told at the place (queue.Pace.Estimate).
 func TestPlacesAreTheCases(t *testing.T) {
 	for _, pc := range storetest.PlaceCases() {
 		t.Run(pc.Name, func(t *testing.T) {

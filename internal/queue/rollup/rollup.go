@@ -34,7 +34,7 @@ type Wait struct {
 	// place before places kept it.
 	Entered time.Time
 	// Shown is the wait, in whole seconds, their entry was answered with
-	// (queue.Pace.Shown); NoneShown when none was: placed by an opening,
+	// (queue.Pace.Estimate's median); NoneShown when none was: placed by an opening,
 	// they were shown its time instead.
 	Shown int64
 	// Low and High are the range shown beside it (issue 54: the 5th and

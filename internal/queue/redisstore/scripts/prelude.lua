@@ -185,8 +185,8 @@ local function shown(cfg, adm, now, position, share)
     local pd, pc, mean, abandon = tonumber(adm.pace_departed) or 0, tonumber(adm.pace_claimed) or 0, tonumber(adm.rate_mean) or 0, tonumber(cfg.abandon_ms) or 0
     if pc > 0 and pd > 0 then claim = math.min(math.max(pc / pd, 0.05), 1) end
     if mean > 0 then spread = math.max(0.05, math.sqrt(tonumber(adm.rate_var) or 0) / mean) end
-    -- The prior's part for no-shows until a crowd's can have been judged (noShowsSettle).
-    if abandon > 0 and busy < secs(2 * abandon + 15000) then spread = math.sqrt(spread * spread + 0.09) end
+    -- The prior's part for no-shows until a crowd's can have been judged (noShowsSettle, at most an hour).
+    if abandon > 0 and mean > 0 and busy < math.min(secs(2 * abandon + 15000), 3600) then spread = math.sqrt(spread * spread + 0.09) end
     if math.abs(r - mean) < r / 10 and m * claim < r * 0.9 then a = m * claim end
   end
   a = a * sh
