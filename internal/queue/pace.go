@@ -160,8 +160,13 @@ func (p *Pace) fit(s PaceState) {
 		// Admission slower than its rate while the rate stood still over
 		// the last minute (so the measure is of this rate): a live-token
 		// cap, the stock, ticks falling late. Not after a change of the
-		// rate, which the minute's measure lags behind.
-		admitted := p.Measured * p.Claim
+		// rate, which the measures lag behind. The pace admitted is the
+		// claim's own (PaceClaimed, bias-corrected as Measured is), not
+		// the minute's pace of all who left × the claim: early in a sale
+		// with no-shows the minute's pace has not yet seen the skips the
+		// claim's 15 s have, and their product read 82/s admitted at a
+		// steady 100/s (told a fifth too long: realised ÷ point 0.78).
+		admitted := s.PaceClaimed / (1 - math.Exp(-s.PaceBusy/estimate.ClaimWindow.Seconds()))
 		if math.Abs(p.Rate-s.RateMean) < p.Rate/10 && admitted < p.Rate*0.9 {
 			p.Held = admitted
 		}

@@ -135,7 +135,7 @@ func TestLinePaceFitsTheModel(t *testing.T) {
 		}, 1, math.Sqrt(estimate.SpreadFloor*estimate.SpreadFloor + estimate.PriorNoShows*estimate.PriorNoShows), 0},
 		{"no-shows judged, long measured: the floor", func(s *PaceState) { s.Config.AbandonAfter = time.Minute }, 1, estimate.SpreadFloor, 0},
 		{"seven in ten claim", func(s *PaceState) { s.PaceClaimed = 70 }, 0.7, estimate.SpreadFloor, 70},
-		{"hardly anyone claims: at least minClaim", func(s *PaceState) { s.PaceClaimed = 1 }, minClaim, estimate.SpreadFloor, 5},
+		{"hardly anyone claims: at least minClaim, held at the pace admitted", func(s *PaceState) { s.PaceClaimed = 1 }, minClaim, estimate.SpreadFloor, 1},
 		{"none admitted: not known, 1", func(s *PaceState) { s.PaceClaimed = 0 }, 1, estimate.SpreadFloor, 0},
 		{"more admitted than left (rounding): 1", func(s *PaceState) { s.PaceClaimed = 100.5 }, 1, estimate.SpreadFloor, 0},
 		{"the rate moved: its relative deviation", func(s *PaceState) { s.RateMean, s.RateVar = 95, 19*19 }, 1, 0.2, 0},

@@ -310,3 +310,22 @@ func TestFitStallIsASurprise(t *testing.T) {
 		}
 	}
 }
+
+// TestFitNoShowsArrivingAreNotAHeldPace: at a steady 100/s, a crowd's
+// no-shows reach the front 20 s in and are skipped beside the admitted
+// (judged together at a checkpoint, more than the admitted for a while);
+// 5 s later the answers divide by the rate (100 admitted a second), not by
+// the minute's pace of all who left × the claim of the last 15 s, whose
+// windows disagree (82/s: a held pace that was not, and everyone told a
+// fifth too long in the bench's no-show scenario).
+func TestFitNoShowsArrivingAreNotAHeldPace(t *testing.T) {
+	t.Parallel()
+	c := queue.DefaultConfig() // 100/s, 100 ms
+	f := &fitLine{now: fitStart}
+	f.run(20*time.Second, always(c), fixed(0), 10, 0)
+	f.run(5*time.Second, always(c), fixed(0), 10, 15) // skipped as judged: more than the admitted
+	p := f.pace(c.InForce(f.now), 0)
+	if p.Held != 0 || p.Claim > 0.9 {
+		t.Errorf("5 s after no-shows reached the front: held %v, claim %v; want none held and the claim falling", p.Held, p.Claim)
+	}
+}
