@@ -11,7 +11,7 @@ import (
 func estimatesMarkdown(r *EstimatesReport, stamp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", stamp)
-	fmt.Fprintf(&b, "%d scenarios in %v. Each a shop on Redis and PostgreSQL (orders of %v on %d connections), a crowd arriving over time; "+
+	fmt.Fprintf(&b, "%d runs in %v. Each a shop on Redis and PostgreSQL (orders of %v on %d connections), a crowd arriving over time; "+
 		"everyone keeps what their join's answer said and polls as the page does until READY; realised wait: the enter's request written → "+
 		"admission (the READY answer's `expiresAt` less the token's lifetime). **Scored**: shown a point with `waitTimeKnown` true (or, on the "+
 		"code before the issue, a point), and no unannounced event (the slowdown, the pause, the resume) between joining and admission.\n\n",
@@ -36,9 +36,12 @@ func estimatesMarkdown(r *EstimatesReport, stamp string) string {
 		if e.PauseAt > 0 {
 			paused = fmt.Sprintf("%d / %d; %d of %d", e.PausedRight, e.PausedWrong, e.AfterUnknown, e.AfterResume)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d, %s, %.2f / %.2f | %s | %d | %d, %d, %d | %s |\n", e.Name, estimatesEvents(e.Events),
-			a.Count, estimatesCoverage(a, e.Ranged), a.RatioP50, a.RatioP90, estimatesReasons(e.Unknown), e.Unshown,
-			e.Answers, e.Unsound, e.Unsaid, paused)
+		apart := "0"
+		if a.Count > 0 {
+			apart = fmt.Sprintf("%d, %s, %.2f / %.2f", a.Count, estimatesCoverage(a, e.Ranged), a.RatioP50, a.RatioP90)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d, %d, %d | %s |\n", e.Name, estimatesEvents(e.Events),
+			apart, estimatesReasons(e.Unknown), e.Unshown, e.Answers, e.Unsound, e.Unsaid, paused)
 	}
 	b.WriteString("\nThe scenarios:\n\n")
 	for _, e := range r.Scenarios {
