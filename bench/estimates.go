@@ -30,6 +30,8 @@ import (
 
 // EstimatesReport is the estimates section: one row a scenario.
 type EstimatesReport struct {
+	// Date is when the run began.
+	Date      time.Time
 	Scenarios []EstimatesScenario
 	// Before: the same section run on the code before the issue
 	// (Options.EstimatesBefore; nil without one), set beside these.
@@ -200,8 +202,8 @@ func (e EstimatesScenario) describe() string {
 }
 
 func runEstimates(ctx context.Context, o Options) (*EstimatesReport, error) {
-	rep := &EstimatesReport{Before: o.EstimatesBefore}
 	start := time.Now()
+	rep := &EstimatesReport{Date: start.UTC(), Before: o.EstimatesBefore}
 	for _, e := range estimatesScenarios(o.Short) {
 		o.logf("estimates: %s: %s", e.Name, e.Described)
 		if err := estimatesRun(ctx, o, &e); err != nil {

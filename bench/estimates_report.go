@@ -16,6 +16,10 @@ func estimatesMarkdown(r *EstimatesReport, stamp string) string {
 		"admission (the READY answer's `expiresAt` less the token's lifetime). **Scored**: shown a point with `waitTimeKnown` true (or, on the "+
 		"code before the issue, a point), and no unannounced event (the slowdown, the pause, the resume) between joining and admission.\n\n",
 		len(r.Scenarios), r.Duration.Round(time.Second), herdOrderWork, herdPool)
+	if r.Before != nil {
+		fmt.Fprintf(&b, "**Before**: the same section on the code before the issue, run %s (%v).\n\n", r.Before.Date.Format("2006-01-02 15:04 UTC"),
+			r.Before.Duration.Round(time.Second))
+	}
 	b.WriteString("| scenario | people (admitted, no-shows, errors) | scored | coverage (goal ≥ 90%) | realised ÷ point p50 (goal 0.9–1.1) | p90 | " +
 		"the median person: low – point – high (high ÷ low) | wait p50 / point p50 | the first second's herd: scored, coverage, ÷ point p50 | before: ÷ point p50 / p90 (scored) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")

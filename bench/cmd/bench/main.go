@@ -98,6 +98,7 @@ func main() {
 			os.Exit(2)
 		}
 		o.EstimatesBefore = before.Estimates
+		o.EstimatesBefore.Date = before.Date
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
