@@ -77,7 +77,10 @@ type EstimatesScenario struct {
 	// second (the herd); Apart: known at join, but an unannounced event
 	// fell while they waited; Unshown: WAITING at join without a point.
 	Scored, First, Apart EstimatesGroup
-	Unknown              map[string]int
+	// ByJoin are the scored by when they joined, estimatesBucket apart
+	// (where in the sale the estimates missed, if they did).
+	ByJoin  []EstimatesGroup
+	Unknown map[string]int
 	Unshown              int
 	// Ranged: some join answer carried estimatedWaitRange (false on the
 	// code before the issue).
@@ -566,7 +569,22 @@ func estimatesCount(people []estimatesPerson, e *EstimatesScenario) {
 		}
 	}
 	e.Scored, e.First, e.Apart = estimatesFigures(scored), estimatesFigures(first), estimatesFigures(apart)
+	var byJoin [][]estimatesPerson
+	for _, p := range scored {
+		i := int(p.joinedAt / estimatesBucket)
+		for len(byJoin) <= i {
+			byJoin = append(byJoin, nil)
+		}
+		byJoin[i] = append(byJoin[i], p)
+	}
+	e.ByJoin = nil
+	for _, ps := range byJoin {
+		e.ByJoin = append(e.ByJoin, estimatesFigures(ps))
+	}
 }
+
+// estimatesBucket is the span of joining times of EstimatesScenario.ByJoin.
+const estimatesBucket = 10 * time.Second
 
 // estimatesApart says whether an unannounced event fell between p's join
 // and their admission.

@@ -47,6 +47,23 @@ func estimatesMarkdown(r *EstimatesReport, stamp string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d, %d, %d | %s |\n", e.Name, estimatesEvents(e.Events),
 			apart, estimatesReasons(e.Unknown), e.Unshown, e.Answers, e.Unsound, e.Unsaid, paused)
 	}
+	fmt.Fprintf(&b, "\nThe scored by when they joined (%v apart from the start): coverage, realised ÷ point p50 (count):\n\n", estimatesBucket)
+	b.WriteString("| scenario | by joining time |\n|---|---|\n")
+	for _, e := range r.Scenarios {
+		var cells []string
+		for i, g := range e.ByJoin {
+			if g.Count == 0 {
+				continue
+			}
+			from := time.Duration(i) * estimatesBucket
+			cov := "–"
+			if g.Ranged > 0 {
+				cov = fmt.Sprintf("%.0f%%", 100*g.Coverage)
+			}
+			cells = append(cells, fmt.Sprintf("%v–%v: %s, %.2f (%d)", from, from+estimatesBucket, cov, g.RatioP50, g.Count))
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", e.Name, strings.Join(cells, "; "))
+	}
 	b.WriteString("\nThe scenarios:\n\n")
 	for _, e := range r.Scenarios {
 		fmt.Fprintf(&b, "- **%s**: %s. Load average %.1f → %.1f, %v", e.Name, e.Described, e.LoadBefore, e.LoadAfter, e.Duration.Round(time.Second))

@@ -44,6 +44,9 @@ func TestEstimatesCount(t *testing.T) {
 	if e.First.Count != 2 || e.Apart.Count != 1 || e.Apart.Covered != 0 {
 		t.Errorf("first second %+v, apart %+v; want 2 and 1 (not covered)", e.First, e.Apart)
 	}
+	if len(e.ByJoin) != 1 || e.ByJoin[0].Count != 3 {
+		t.Errorf("by joining time %+v; want the three scored in the first 10 s", e.ByJoin)
+	}
 	if md := estimatesMarkdown(&EstimatesReport{Scenarios: []EstimatesScenario{*e}}, "stamp"); !strings.Contains(md, "66.7% of 3 **not met**") ||
 		!strings.Contains(md, "1 paused") {
 		t.Errorf("the section:\n%s", md)
