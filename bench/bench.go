@@ -95,6 +95,9 @@ type Options struct {
 	// before issue 54 measured it (cmd/bench -estimates-before, read from
 	// that run's -json), set beside this run's (nil: none).
 	EstimatesBefore *EstimatesReport
+	// EstimatesRuns runs only the estimates section's runs of these names
+	// (EstimatesScenario.Name; empty: all).
+	EstimatesRuns []string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }

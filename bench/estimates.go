@@ -208,6 +208,9 @@ func runEstimates(ctx context.Context, o Options) (*EstimatesReport, error) {
 	start := time.Now()
 	rep := &EstimatesReport{Date: start.UTC(), Before: o.EstimatesBefore}
 	for _, e := range estimatesScenarios(o.Short) {
+		if len(o.EstimatesRuns) > 0 && !slices.Contains(o.EstimatesRuns, e.Name) {
+			continue
+		}
 		o.logf("estimates: %s: %s", e.Name, e.Described)
 		if err := estimatesRun(ctx, o, &e); err != nil {
 			return rep, fmt.Errorf("%s: %w", e.Name, err)
