@@ -81,7 +81,7 @@ type EstimatesScenario struct {
 	// (where in the sale the estimates missed, if they did).
 	ByJoin  []EstimatesGroup
 	Unknown map[string]int
-	Unshown              int
+	Unshown int
 	// Ranged: some join answer carried estimatedWaitRange (false on the
 	// code before the issue).
 	Ranged bool
@@ -140,7 +140,7 @@ const (
 // the crowd over a tenth of the time; the same rates).
 func estimatesScenarios(short bool) []EstimatesScenario {
 	fixed := func(m HerdMode) EstimatesScenario {
-		return EstimatesScenario{Name: m.Name + ", fixed", Rate: m.Rate, Batch: m.Batch, Interval: m.Interval, Jitter: m.Jitter,
+		return EstimatesScenario{Name: m.Name + " (fixed)", Rate: m.Rate, Batch: m.Batch, Interval: m.Interval, Jitter: m.Jitter,
 			Burst: 1000, Stream: 2000, Over: 20 * time.Second}
 	}
 	spread := HerdModes[2] // 10 per 100 ms, jitter on
@@ -149,7 +149,7 @@ func estimatesScenarios(short bool) []EstimatesScenario {
 		s = append(s, fixed(m))
 	}
 	adaptive := fixed(HerdModes[0])
-	adaptive.Name, adaptive.Adaptive = HerdModes[0].Name+", adaptive", true
+	adaptive.Name, adaptive.Adaptive = HerdModes[0].Name+" (adaptive)", true
 	noShows := fixed(spread)
 	noShows.Name, noShows.Burst, noShows.Stream, noShows.Over = "30% no-shows", 2000, 4200, 30*time.Second
 	noShows.Vanish, noShows.Abandon = 0.3, 15*time.Second

@@ -48,7 +48,7 @@ func main() {
 	gatewayProfiles := flag.String("gateway-profiles", "", "write CPU profiles of the gateway section's Go proxy runs into this directory (their figures then include the profiler)")
 	frontProfiles := flag.String("front-profiles", "", "write CPU profiles of the front section's instances over each run's window into this directory (their figures then include the profiler)")
 	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
-	estimatesRuns := flag.String("estimates-runs", "", "comma-separated subset of the estimates section's runs by name (\"burst, fixed\", \"30% no-shows\", ...; default all)")
+	estimatesRuns := flag.String("estimates-runs", "", "comma-separated subset of the estimates section's runs by name (\"burst (fixed)\", \"30% no-shows\", \"slowdown\", ...; default all)")
 	estimatesBefore := flag.String("estimates-before", "", "the -json of an estimates run on the code before issue 54, whose figures the estimates section sets beside this run's")
 	// 30 minutes, not 20: the herd's capacity sweep adds 3 to the
 	// default run.
