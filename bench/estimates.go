@@ -141,7 +141,7 @@ const (
 func estimatesScenarios(short bool) []EstimatesScenario {
 	fixed := func(m HerdMode) EstimatesScenario {
 		return EstimatesScenario{Name: m.Name + " (fixed)", Rate: m.Rate, Batch: m.Batch, Interval: m.Interval, Jitter: m.Jitter,
-			Burst: 1000, Stream: 2000, Over: 20 * time.Second}
+			Burst: 1000, Stream: 3200, Over: 32 * time.Second}
 	}
 	spread := HerdModes[2] // 10 per 100 ms, jitter on
 	var s []EstimatesScenario
@@ -151,16 +151,16 @@ func estimatesScenarios(short bool) []EstimatesScenario {
 	adaptive := fixed(HerdModes[0])
 	adaptive.Name, adaptive.Adaptive = HerdModes[0].Name+" (adaptive)", true
 	noShows := fixed(spread)
-	noShows.Name, noShows.Burst, noShows.Stream, noShows.Over = "30% no-shows", 2000, 4200, 30*time.Second
+	noShows.Name, noShows.Burst, noShows.Stream, noShows.Over = "30% no-shows", 2000, 4900, 35*time.Second
 	noShows.Vanish, noShows.Abandon = 0.3, 15*time.Second
 	slow := fixed(spread)
-	slow.Name, slow.Adaptive, slow.Burst, slow.Stream, slow.Over = "slowdown", true, 1500, 3000, 50*time.Second
+	slow.Name, slow.Adaptive, slow.Burst, slow.Stream, slow.Over = "slowdown", true, 1400, 2700, 45*time.Second
 	slow.SlowAt = 25 * time.Second
 	phases := fixed(spread)
 	phases.Name, phases.Burst, phases.Stream, phases.Over = "two phases", 1500, 3200, 40*time.Second
 	phases.PhaseAt, phases.PhaseRate = 30*time.Second, 50
 	pause := fixed(spread)
-	pause.Name, pause.Burst, pause.Stream, pause.Over = "pause", 2000, 2550, 170*time.Second
+	pause.Name, pause.Burst, pause.Stream, pause.Over = "pause", 2000, 2400, 160*time.Second
 	pause.PauseAt, pause.PauseFor = 20*time.Second, 120*time.Second
 	s = append(s, adaptive, noShows, slow, phases, pause)
 	if short {
