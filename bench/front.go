@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/apptest"
 	"github.com/waitroom/waitroom/internal/proxyfront"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
 )
@@ -465,6 +466,16 @@ type frontDoc struct {
 		NextTick     int64   `json:"nextTickAdmits"` // a place within it is told 0
 		Paused       bool    `json:"paused"`
 		Stalled      bool    `json:"stalled"`
+		Estimate     *struct {
+			AdmitRate float64 `json:"admitRatePerSecond"`
+			Claim     float64 `json:"claim"`
+			Spread    float64 `json:"spread"`
+			Interval  float64 `json:"intervalSeconds"`
+			Steps     []struct {
+				After float64 `json:"afterSeconds"`
+				Rate  float64 `json:"ratePerSecond"`
+			} `json:"steps"`
+		} `json:"estimate"` // the model (issue 54); nil from a server without it
 	} `json:"pace"`
 	Drawn     bool       `json:"drawn"`
 	OpensAt   *time.Time `json:"opensAt"`
@@ -492,12 +503,23 @@ func (f frontDoc) document() front.Document {
 	if f.Presence != nil {
 		d.PresenceWithin, d.PresenceEvery = f.Presence.Within, time.Duration(f.Presence.EverySeconds)*time.Second
 	}
+	if m := f.Pace.Estimate; m != nil {
+		d.Model = estimate.Params{Rate: m.AdmitRate, Claim: m.Claim, Spread: m.Spread, Tick: f.Pace.NextTick, Interval: m.Interval}
+		for _, s := range m.Steps {
+			d.Model.Steps = append(d.Model.Steps, estimate.Step{After: s.After, Rate: s.Rate})
+		}
+	}
 	return d
 }
 
 // pageEstimate and pageLook are waiting.js's estimate and poll band: the
-// server's formulas (queue/estimate.go), as the page applies them.
+// server's model (estimate.Of) on the document's, as the page applies it
+// (its range's median), or, from a document without the model, the
+// formula an older server told by.
 func pageEstimate(position int64, d front.Document) int64 {
+	if d.Model.Claim > 0 {
+		return estimate.Of(position, position, d.Model).Seconds
+	}
 	if position <= d.NextTickAdmits || !(d.EstimateRate > 0) {
 		return 0
 	}

@@ -207,17 +207,19 @@ func readyTimes(t *testing.T, in *apptest.Instance, q string, users []string) ma
 }
 
 // checkRollups: the store's rows add up to the same funnel once the
-// detector's pass has written the last of it, the minutes' histograms
-// count the 170 admitted, and the resume is a moment of the sale.
+// detector's pass has written the last of it, the minutes' time in line
+// and estimates' outcomes (issue 54) each count the 170 admitted, the
+// ratios those scored and scored apart (not those shown no range: they
+// joined a paused line), and the resume is a moment of the sale.
 func checkRollups(t *testing.T, q string, rollups func() map[string]any) {
 	t.Helper()
 	want := map[string]float64{"entered": 200, "left": 20, "skipped": 10, "admitted": 170, "used": 150, "ordered": 150, "expired": 20}
 	var got map[string]float64
-	var waits, ratios float64
+	var waits, ratios, outcomes, scored float64
 	var resumed bool
 	ok := func() bool {
 		body := rollups()
-		got, waits, ratios, resumed = map[string]float64{}, 0, 0, false
+		got, waits, ratios, outcomes, scored, resumed = map[string]float64{}, 0, 0, 0, 0, false
 		minutes, _ := body["minutes"].([]any)
 		for _, raw := range minutes {
 			min, _ := raw.(map[string]any)
@@ -225,7 +227,15 @@ func checkRollups(t *testing.T, q string, rollups func() map[string]any) {
 				n, _ := min[k].(float64)
 				got[k] += n
 			}
-			for h, sum := range map[string]*float64{"timeInLine": &waits, "estimateRatio": &ratios} {
+			coverage, _ := min["estimateCoverage"].(map[string]any)
+			for outcome, n := range coverage {
+				c, _ := n.(float64)
+				outcomes += c
+				if outcome != "unknown" {
+					scored += c
+				}
+			}
+			for h, sum := range map[string]*float64{"timeInLine": &waits, "estimateRatio": &ratios, "apartEstimateRatio": &ratios} {
 				buckets, _ := min[h].([]any)
 				for _, b := range buckets {
 					c, _ := b.(map[string]any)["count"].(float64)
@@ -243,11 +253,12 @@ func checkRollups(t *testing.T, q string, rollups func() map[string]any) {
 				return false
 			}
 		}
-		return waits == 170 && ratios == 170 && resumed
+		return waits == 170 && outcomes == 170 && ratios == scored && resumed
 	}
 	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("rows add up to %v, %v waits, %v ratios, resumed %v; want %v, 170, 170, true", got, waits, ratios, resumed, want)
+			t.Fatalf("rows add up to %v, %v waits, %v outcomes, %v ratios of %v scored, resumed %v; want %v, 170, 170, as many as scored, true",
+				got, waits, outcomes, ratios, scored, resumed, want)
 		}
 	}
 }

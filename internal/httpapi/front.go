@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/front"
 )
 
@@ -63,6 +64,35 @@ type frontPaceJSON struct {
 	NextTickAdmits        int64   `json:"nextTickAdmits"`
 	Paused                bool    `json:"paused"`
 	Stalled               bool    `json:"stalled"`
+	// Estimate is the estimate's model (front.Document.Model), which with
+	// nextTickAdmits is the page's estimate.Params.
+	Estimate frontEstimateJSON `json:"estimate"`
+}
+
+// frontEstimateJSON is the public lane's model of the wait (issue 54):
+// the page works out the range from it as estimate.Of does.
+type frontEstimateJSON struct {
+	AdmitRatePerSecond float64         `json:"admitRatePerSecond"`
+	Claim              float64         `json:"claim"`
+	Spread             float64         `json:"spread"`
+	IntervalSeconds    float64         `json:"intervalSeconds"`
+	Steps              []frontStepJSON `json:"steps"`
+}
+
+// frontStepJSON is a rate change ahead, afterSeconds from the document's
+// instant.
+type frontStepJSON struct {
+	AfterSeconds  float64 `json:"afterSeconds"`
+	RatePerSecond float64 `json:"ratePerSecond"`
+}
+
+func toFrontEstimateJSON(m estimate.Params) frontEstimateJSON {
+	out := frontEstimateJSON{AdmitRatePerSecond: m.Rate, Claim: m.Claim, Spread: m.Spread, IntervalSeconds: m.Interval,
+		Steps: make([]frontStepJSON, len(m.Steps))}
+	for i, s := range m.Steps {
+		out.Steps[i] = frontStepJSON{AfterSeconds: s.After, RatePerSecond: s.Rate}
+	}
+	return out
 }
 
 type presenceJSON struct {
@@ -74,7 +104,7 @@ func toFrontJSON(q string, d front.Document) frontJSON {
 	out := frontJSON{Queue: q, Epoch: d.Epoch, Head: d.Head, Last: d.Last, QueueLength: d.Length,
 		Left: frontLeftJSON{Deltas: make([]int64, len(d.Left)), Complete: d.Unlisted == 0, Unlisted: d.Unlisted}, Cleared: d.Cleared,
 		Pace: frontPaceJSON{RatePerSecond: d.Rate, EstimateRatePerSecond: d.EstimateRate, BatchSize: d.Batch,
-			NextTickAdmits: d.NextTickAdmits, Paused: d.Paused, Stalled: d.Stalled},
+			NextTickAdmits: d.NextTickAdmits, Paused: d.Paused, Stalled: d.Stalled, Estimate: toFrontEstimateJSON(d.Model)},
 		Drawn: d.Drawn, Placing: d.Placing, SoldOut: d.Stock.SoldOut(), SoldOutPollSeconds: int64(d.SoldOutPoll / time.Second),
 		Message: d.Message, AskWithin: d.AskWithin, MaxAgeSeconds: int64(front.MaxAge / time.Second)}
 	prev := d.Head

@@ -205,7 +205,7 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 			return &web.Standing{State: web.Trouble, PollAfter: max(again, 5*time.Second)}
 		}
 	}
-	st := &web.Standing{Position: v.Position, Length: v.Length, EstimatedWaitSeconds: v.EstimatedWaitSeconds, Drawn: v.Drawn,
+	st := &web.Standing{Position: v.Position, Length: v.Length, Estimate: v.Estimate, Drawn: v.Drawn,
 		Paused: v.Paused, Stalled: v.Stalled, BeyondStock: v.BeyondStock, OpensAt: v.OpensAt, ExpiresAt: v.ExpiresAt, Lane: v.Lane}
 	if v.PollAfterSeconds != nil {
 		st.PollAfter = time.Duration(*v.PollAfterSeconds) * time.Second

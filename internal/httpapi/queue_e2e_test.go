@@ -118,12 +118,16 @@ func checkWaiting(t *testing.T, r apptest.Response, s waitShape) int64 {
 		t.Fatalf("want 200 WAITING, got %d %s", r.Status, r.Raw)
 	}
 	// ticket: the signed place-holder the page reads the front document by.
-	want := []string{"status", "position", "queueLength", "estimatedWaitSeconds", "pollAfterSeconds", "ticket"}
+	// waitTimeKnown (issue 54): with the range while admission runs, with
+	// the reason (paused) while it does not.
+	want := []string{"status", "position", "queueLength", "estimatedWaitSeconds", "pollAfterSeconds", "ticket", "waitTimeKnown"}
 	if s.paused {
-		want = append(want, "paused")
-		if r.Body["paused"] != true {
-			t.Errorf("paused = %v while paused", r.Body["paused"])
+		want = append(want, "paused", "waitTimeUnknownReason")
+		if r.Body["paused"] != true || r.Body["waitTimeKnown"] != false || r.Str("waitTimeUnknownReason") != "paused" {
+			t.Errorf("paused = %v, waitTimeKnown %v for %q while paused", r.Body["paused"], r.Body["waitTimeKnown"], r.Str("waitTimeUnknownReason"))
 		}
+	} else {
+		want = append(want, "estimatedWaitRange")
 	}
 	checkExactFields(t, r, want...)
 	pos, length := int64(r.Num("position")), int64(r.Num("queueLength"))
@@ -133,6 +137,9 @@ func checkWaiting(t *testing.T, r apptest.Response, s waitShape) int64 {
 	est := int64(r.Num("estimatedWaitSeconds"))
 	if w := s.wantEstimate(pos); est != w {
 		t.Errorf("position %d at %g/s, %d a tick: estimatedWaitSeconds %d, want %d", pos, s.rate, s.tick, est, w)
+	}
+	if rg, ok := r.Body["estimatedWaitRange"].(map[string]any); !s.paused && (!ok || r.Body["waitTimeKnown"] != true || !(rg["low"].(float64) <= float64(est) && float64(est) <= rg["high"].(float64))) {
+		t.Errorf("waitTimeKnown %v, range %v: want known, around estimatedWaitSeconds %d", r.Body["waitTimeKnown"], r.Body["estimatedWaitRange"], est)
 	}
 	checkPollJitter(t, int64(r.Num("pollAfterSeconds")), contractPollBand(est))
 	return pos

@@ -37,6 +37,9 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 	opening := v.State == queue.Waiting && !v.OpensAt.IsZero()
 	switch {
 	case opening: // no place yet: opensAt instead, below
+		b = appendWaitKnown(b, v)
+	case v.State == queue.SoldOut:
+		b = appendWaitKnown(b, v)
 	case v.State == queue.Waiting:
 		b = appendLane(b, v)
 		b = append(b, `,"position":`...)
@@ -49,6 +52,7 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 		b = strconv.AppendInt(b, v.Length, 10)
 		b = append(b, `,"estimatedWaitSeconds":`...)
 		b = strconv.AppendInt(b, v.EstimatedWaitSeconds, 10)
+		b = appendWaitKnown(b, v)
 	case v.State == queue.Ready:
 		if v.Token != "" {
 			b = append(b, `,"token":`...)
@@ -90,6 +94,29 @@ func appendAnswerJSON(b []byte, v queue.View, message string) []byte {
 		b = appendJSONString(b, message)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendWaitKnown appends whether the wait is known (issue 54;
+// queue.View.Estimate): with its range when it is, with why not when it
+// is not. Every answer that may carry an estimate says it (WAITING, before
+// the opening too, and SOLD_OUT), so a client tells "not known" from "not
+// sent". A reason needs no escaping (the estimate.Unknown… constants).
+func appendWaitKnown(b []byte, v queue.View) []byte {
+	e := v.Estimate
+	if e.Known {
+		b = append(b, `,"waitTimeKnown":true,"estimatedWaitRange":{"low":`...)
+		b = strconv.AppendInt(b, e.Low, 10)
+		b = append(b, `,"high":`...)
+		b = strconv.AppendInt(b, e.High, 10)
+		return append(b, '}')
+	}
+	b = append(b, `,"waitTimeKnown":false`...)
+	if e.Reason != "" {
+		b = append(b, `,"waitTimeUnknownReason":"`...)
+		b = append(b, e.Reason...)
+		b = append(b, '"')
+	}
+	return b
 }
 
 // appendLane appends the answer's lane, in a queue with lanes (issue 53;

@@ -203,7 +203,10 @@ func (f *Front) start(ctx context.Context, cmd *exec.Cmd, log io.Writer, logFile
 	if log == nil {
 		log = io.Discard
 	}
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)
+	// One writer for both, so that exec copies them in one goroutine: out
+	// and log are never written at once.
+	w := io.MultiWriter(log, &out)
+	cmd.Stdout, cmd.Stderr = w, w
 	// Should the process that started it die without stopping it, it goes too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {

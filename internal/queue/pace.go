@@ -101,13 +101,14 @@ type PaceState struct {
 	// one line has the whole rate. An estimate divides by the rate × it.
 	LaneShare float64
 	// The estimate's fit (issue 54), kept by admission
-	// (admission.TickState): PaceClaimed is the exponentially weighted
-	// rate of users admitted at the front, as PaceRate is of all who left
-	// it (so their ratio is the share who took their turn); RateMean and
+	// (admission.TickState): PaceClaimed and PaceDeparted are
+	// exponentially weighted rates (over estimate.ClaimWindow) of users
+	// admitted at the front and of all who left it, so their ratio is the
+	// share who took their turn; RateMean and
 	// RateVar the weighted mean and variance of the rate in force over the
 	// last minute; Changes the rate changes scheduled ahead (phases).
-	PaceClaimed, RateMean, RateVar float64
-	Changes                        []estimate.Change
+	PaceClaimed, PaceDeparted, RateMean, RateVar float64
+	Changes                                      []estimate.Change
 }
 
 // LinePace is the Pace of a line in the given state.
@@ -144,19 +145,26 @@ func stallAfter(c InForce, rate float64) time.Duration {
 // fit reads the estimate's model (Claim, Spread, Held, Ahead) from the
 // state admission keeps (issue 54). Before MeasureAfter of busy line the
 // claim is 1 and the spread the prior's (estimate.Prior): wide where the
-// rate or the no-shows may yet move it.
+// rate or the no-shows may yet move it. A phase that sets the rate has
+// already made it fixed (InForce: Adaptive false); one that does not
+// keeps the adaptive rate, and its prior. Where no-shows are judged, the
+// prior's part for them stays until the front can have judged a crowd's
+// and the claim measured them (noShowsSettle).
 func (p *Pace) fit(s PaceState) {
 	c := s.Config
-	p.Claim, p.Spread = 1, estimate.Prior(c.Adaptive && c.PhaseInForce == "", c.AbandonAfter > 0)
+	p.Claim, p.Spread = 1, estimate.Prior(c.Adaptive, c.AbandonAfter > 0)
 	if p.Measured > 0 {
-		// None admitted in a minute reads as not known rather than as
-		// nobody taking their turn: so it reads too in a state kept before
-		// the claim was (an upgrade's first minute).
-		if s.PaceClaimed > 0 && s.PaceRate > 0 {
-			p.Claim = min(max(s.PaceClaimed/s.PaceRate, minClaim), 1)
+		// None admitted reads as not known rather than as nobody taking
+		// their turn: so it reads too in a state kept before the claim was
+		// (an upgrade's first seconds).
+		if s.PaceClaimed > 0 && s.PaceDeparted > 0 {
+			p.Claim = min(max(s.PaceClaimed/s.PaceDeparted, minClaim), 1)
 		}
 		if s.RateMean > 0 {
 			p.Spread = max(estimate.SpreadFloor, math.Sqrt(s.RateVar)/s.RateMean)
+		}
+		if c.AbandonAfter > 0 && s.PaceBusy < noShowsSettle(c) {
+			p.Spread = math.Sqrt(p.Spread*p.Spread + estimate.PriorNoShows*estimate.PriorNoShows)
 		}
 		// Admission slower than its rate while the rate stood still over
 		// the last minute (so the measure is of this rate): a live-token
@@ -168,6 +176,14 @@ func (p *Pace) fit(s PaceState) {
 		}
 	}
 	p.Ahead = estimate.Ahead(s.Changes, s.Now)
+}
+
+// noShowsSettle is the busy time, in seconds, after which the claim has
+// measured a crowd's no-shows: they are judged once AbandonAfter unseen
+// within the reach (two of it, the checkpoints falling every half), and
+// the claim's window then takes one more to follow.
+func noShowsSettle(c InForce) float64 {
+	return (2*c.AbandonAfter + estimate.ClaimWindow).Seconds()
 }
 
 // minClaim bounds the share who take their turn from below: a line whose

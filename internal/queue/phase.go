@@ -50,6 +50,11 @@ type InForce struct {
 	// PhaseInForce names the phase whose settings these are ("": the
 	// queue's own), and PageTemplate its page template.
 	PhaseInForce, PageTemplate string
+	// Own is the queue's own settings while a phase is in force (zero
+	// otherwise: Config is then its own). What comes after the phase is
+	// worked out from it: Config, with the phase put over it, would read
+	// the phase's settings into the stretches after it ends.
+	Own Config
 }
 
 // InForce is c as it stands at now: the queue's own settings with those of
@@ -59,7 +64,7 @@ func (c Config) InForce(now time.Time) InForce {
 	if !ok {
 		return InForce{Config: c} // on the hot path: allocates nothing
 	}
-	return InForce{Config: p.over(c), PhaseInForce: p.Name, PageTemplate: p.Template}
+	return InForce{Config: p.over(c), PhaseInForce: p.Name, PageTemplate: p.Template, Own: c}
 }
 
 // over is c with p's overrides put over it, each by its row's Set.

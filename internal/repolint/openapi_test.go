@@ -428,8 +428,9 @@ func (k *oaChecker) call(t *testing.T, c oaCase) apptest.Response {
 // their descriptions, in the forms OpenAPI 3.0 generators read, rather than
 // in schema keywords that they do not (oneOf of bare required lists, an
 // enum of null): a WAITING answer has a place (all of position,
-// queueLength, estimatedWaitSeconds) or opensAt, never both; READY and
-// NOT_IN_QUEUE carry pollAfterSeconds, always null.
+// queueLength, estimatedWaitSeconds) or opensAt, never both, and says
+// whether the wait is known (oaWaitKnownShape); READY and NOT_IN_QUEUE
+// carry pollAfterSeconds, always null.
 func oaAnswerShape(body map[string]any) error {
 	switch body["status"] {
 	case "WAITING":
@@ -443,9 +444,35 @@ func oaAnswerShape(body map[string]any) error {
 		if !(place == 3 && !opening || place == 0 && opening) {
 			return errors.New("WAITING with neither a whole place (position, queueLength, estimatedWaitSeconds) nor opensAt alone")
 		}
+		if opening && (body["waitTimeKnown"] != false || body["waitTimeUnknownReason"] != "opening") {
+			return errors.New("WAITING before the opening: waitTimeKnown must be false, for the reason opening")
+		}
+		return oaWaitKnownShape(body)
 	case "READY", "NOT_IN_QUEUE":
 		if v, ok := body["pollAfterSeconds"]; !ok || v != nil {
 			return fmt.Errorf("%s: pollAfterSeconds must be present and null", body["status"])
+		}
+	}
+	return nil
+}
+
+// oaWaitKnownShape checks what the Waiting schema says of waitTimeKnown
+// (issue 54): the range exactly when it is true, low ≤ the median ≤ high,
+// and the reason exactly when it is false.
+func oaWaitKnownShape(body map[string]any) error {
+	known, ok := body["waitTimeKnown"].(bool)
+	r, ranged := body["estimatedWaitRange"].(map[string]any)
+	_, reason := body["waitTimeUnknownReason"]
+	switch {
+	case !ok:
+		return errors.New("WAITING without waitTimeKnown")
+	case known != ranged || known == reason:
+		return fmt.Errorf("waitTimeKnown %v with a range %v and a reason %v: want the range exactly when known, the reason exactly when not", known, ranged, reason)
+	case ranged:
+		low, _ := r["low"].(float64)
+		high, _ := r["high"].(float64)
+		if median, _ := body["estimatedWaitSeconds"].(float64); !(low <= median && median <= high) {
+			return fmt.Errorf("estimatedWaitSeconds %v outside its range [%v, %v]", median, low, high)
 		}
 	}
 	return nil

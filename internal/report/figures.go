@@ -3,6 +3,8 @@ package report
 import (
 	"slices"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // maxPoints bounds the points a chart draws and the rows its table has:
@@ -49,6 +51,8 @@ type period struct {
 	funnel               funnel
 	bots                 bots
 	TimeInLine, Estimate Histogram
+	// coverage is how the ranges shown fared (issue 54).
+	coverage rollup.Coverage
 	// laneAdmitted counts each lane's admitted in the period (issue 53).
 	laneAdmitted map[string]int64
 	// The minutes' histograms, merged once the period is whole.
@@ -71,8 +75,10 @@ type figures struct {
 	peak          int64     // the longest the line was
 	peakAt        time.Time // the first minute it was
 	wait, ratio   Histogram
-	soldOut       time.Time // the first sell-out in the span (zero: none)
-	preQueue      bool      // anyone ever waited for the opening
+	apartRatio    Histogram       // the realised ÷ shown of those scored apart
+	coverage      rollup.Coverage // how the ranges shown fared, in all
+	soldOut       time.Time       // the first sell-out in the span (zero: none)
+	preQueue      bool            // anyone ever waited for the opening
 	admittedAtAll bool
 	lanes         []laneTotals // none without lanes
 }
@@ -108,7 +114,7 @@ func workOut(s Sale) figures {
 			break
 		}
 	}
-	var ratios []Histogram
+	var ratios, aparts []Histogram
 	for _, m := range ms {
 		f.total.add(m)
 		f.bots.add(m)
@@ -116,11 +122,12 @@ func workOut(s Sale) figures {
 			f.peak, f.peakAt = top, m.Start
 		}
 		f.preQueue = f.preQueue || m.PreQueue > 0
-		ratios = append(ratios, m.EstimateRatio)
+		ratios, aparts = append(ratios, m.EstimateRatio), append(aparts, m.ApartRatio)
+		f.coverage = f.coverage.Plus(m.EstimateCoverage)
 		f.addLanes(m)
 		f.addToPeriod(m)
 	}
-	f.wait, f.ratio = Sale{Minutes: ms}.TimeInLine(), Merge(ratios...)
+	f.wait, f.ratio, f.apartRatio = Sale{Minutes: ms}.TimeInLine(), Merge(ratios...), Merge(aparts...)
 	for i := range f.periods {
 		p := &f.periods[i]
 		p.TimeInLine, p.Estimate, p.waits, p.ratios = Merge(p.waits...), Merge(p.ratios...), nil, nil
@@ -143,4 +150,5 @@ func (f *figures) addToPeriod(m Minute) {
 	p.bots.add(m)
 	p.addLanes(m.Lanes)
 	p.waits, p.ratios = append(p.waits, m.TimeInLine), append(p.ratios, m.EstimateRatio)
+	p.coverage = p.coverage.Plus(m.EstimateCoverage)
 }

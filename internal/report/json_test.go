@@ -37,7 +37,11 @@ const saleJSON = `{
       ],
       "estimateRatio": [
         {"lo": 0.96, "hi": 1.0, "count": 31}
-      ]
+      ],
+      "apartEstimateRatio": [
+        {"lo": 1.8, "hi": 1.89, "count": 4}
+      ],
+      "estimateCoverage": {"in": 28, "out": 3, "apartIn": 1, "apartOut": 3, "unknown": 17}
     }
   ],
   "moments": [
@@ -50,9 +54,11 @@ func TestSaleJSON(t *testing.T) {
 	at := func(m int) time.Time { return time.Date(2026, 12, 4, 20, m, 0, 0, time.UTC) }
 	want := report.Sale{Queue: "spring-drop", From: at(0), Until: at(60),
 		Minutes: []report.Minute{{Figures: rollup.Figures{Start: at(0), LineLength: 2700, LineMax: 2710, RatePerSecond: 15,
-			Entered: 3600, Left: 3, Skipped: 9, Admitted: 891, Used: 820, Ordered: 790},
+			Entered: 3600, Left: 3, Skipped: 9, Admitted: 891, Used: 820, Ordered: 790,
+			EstimateCoverage: rollup.Coverage{In: 28, Out: 3, ApartIn: 1, ApartOut: 3, Unknown: 17}},
 			TimeInLine:    report.Histogram{{Count: 12}, {Lo: 28.5, Hi: 29.8, Count: 40}},
-			EstimateRatio: report.Histogram{{Lo: 0.96, Hi: 1, Count: 31}}}},
+			EstimateRatio: report.Histogram{{Lo: 0.96, Hi: 1, Count: 31}},
+			ApartRatio:    report.Histogram{{Lo: 1.8, Hi: 1.89, Count: 4}}}},
 		Moments: []report.Moment{{At: at(0), Kind: report.MomentOpened}, {At: at(33), Kind: report.MomentSoldOut, Detail: "0 units left"}},
 	}
 	var got report.Sale

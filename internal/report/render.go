@@ -105,7 +105,7 @@ func build(f figures, x texts, o Options) view {
 		return v
 	}
 	v.Figures = summary(f, x, loc)
-	v.Charts = []chart{lineChart(f, x, loc), admissionChart(f, x, loc), waitChart(f, x, loc), estimateChart(f, x, loc)}
+	v.Charts = []chart{lineChart(f, x, loc), admissionChart(f, x, loc), waitChart(f, x, loc), estimateChart(f, x, loc), coverageChart(f, x, loc)}
 	if len(f.lanes) > 0 { // a queue without lanes has no such section
 		v.Charts = append(v.Charts, lanesChart(f, x, loc))
 	}
@@ -153,7 +153,7 @@ func summary(f figures, x texts, loc *time.Location) []figure {
 		}
 		out = append(out, fig)
 	}
-	return out
+	return append(out, coverageFigure(f, x))
 }
 
 // momentsTable lists what happened, oldest first.

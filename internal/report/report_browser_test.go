@@ -93,6 +93,10 @@ func checkFigures(t *testing.T, v *apptest.Visitor, truth reporttest.Truth) {
 			t.Errorf("%s: %q (%q), want %d", id, got, figs[id].Text, want)
 		}
 	}
+	c := truth.Coverage
+	if got, want := figs["fig-coverage"].Value, strconv.FormatFloat(float64(c.In)/float64(c.In+c.Out), 'f', 4, 64); got != want {
+		t.Errorf("fig-coverage: %q (%q), want %s", got, figs["fig-coverage"].Text, want)
+	}
 	for id, want := range map[string]time.Time{"fig-peak": truth.PeakAt, "fig-sold-out": truth.SoldOut} {
 		if got := figs[id].At; got != want.Format(time.RFC3339) {
 			t.Errorf("%s at %q, want %s", id, got, want.Format(time.RFC3339))
@@ -114,7 +118,8 @@ func checkFigures(t *testing.T, v *apptest.Visitor, truth reporttest.Truth) {
 }
 
 // checkCharts: every chart is drawn, labelled by its heading and sentence,
-// and its table has a row per minute (the likely bots' a row more, in all).
+// and its table has a row per minute (the coverage's and the likely bots'
+// a row more, in all).
 func checkCharts(t *testing.T, v *apptest.Visitor, minutes int) {
 	t.Helper()
 	var charts []struct {
@@ -128,7 +133,7 @@ func checkCharts(t *testing.T, v *apptest.Visitor, minutes int) {
 		name: s.querySelector('svg.chart').getAttribute('aria-labelledby').split(' ').map(id => document.getElementById(id).textContent).join(' '),
 		lines: s.querySelectorAll('svg.chart path.line').length,
 		rows: s.querySelectorAll('tbody tr').length}))`, &charts)
-	want := map[string]int{"line": minutes, "admission": minutes, "wait": minutes, "estimate": minutes, "bots": minutes + 1, "funnel": 7}
+	want := map[string]int{"line": minutes, "admission": minutes, "wait": minutes, "estimate": minutes, "coverage": minutes + 1, "bots": minutes + 1, "funnel": 7}
 	for _, c := range charts {
 		if c.Name == "" || c.Rows != want[c.ID] || c.ID != "funnel" && c.Lines < 2 {
 			t.Errorf("chart %s: named %q, %d lines, %d rows in its table; want a name, lines and %d rows", c.ID, c.Name, c.Lines, c.Rows, want[c.ID])

@@ -51,6 +51,7 @@ type Metrics struct {
 	degraded      *prometheus.CounterVec
 	timeInLine    *prometheus.HistogramVec
 	estimate      *prometheus.HistogramVec
+	covered       *prometheus.CounterVec
 	placed        *prometheus.CounterVec
 	suspects      *prometheus.CounterVec
 }
@@ -99,14 +100,15 @@ func New(reg prometheus.Registerer, queues QueueReader) *Metrics {
 	}
 	m.saleMetrics()
 	reg.MustRegister(m.httpDuration, m.rejected, m.orders, m.orderDuration, m.protected, m.bypassed, m.degraded,
-		m.timeInLine, m.estimate, m.placed, m.suspects, &queueCollector{queues: queues, maxAge: StatsMaxAge})
+		m.timeInLine, m.estimate, m.covered, m.placed, m.suspects, &queueCollector{queues: queues, maxAge: StatsMaxAge})
 	return m
 }
 
 // saleMetrics makes the per-instance series of how a sale went (issue
-// 38): time in line and the estimate's accuracy, observed by the instance
-// whose tick admitted the user, and orders placed by the instance that
-// took them; sum them across instances.
+// 38): time in line and the estimate's accuracy (its ratio, and how often
+// the range shown came true: issue 54), observed by the instance whose
+// tick admitted the user, and orders placed by the instance that took
+// them; sum them across instances.
 func (m *Metrics) saleMetrics() {
 	m.timeInLine = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "waitroom_time_in_line_seconds",
@@ -118,6 +120,10 @@ func (m *Metrics) saleMetrics() {
 		Help:    "The wait realised over the wait shown at entry, of each user admitted (this instance's ticks): 1 is on time, 2 twice as long as promised; a shown 0 (any moment now) counts as 1 s; users placed by an opening, shown no wait, are not counted.",
 		Buckets: []float64{0.1, 0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10},
 	}, []string{"queue"})
+	m.covered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "waitroom_estimate_covered_total",
+		Help: "Users admitted (this instance's ticks) by how the range shown at entry fared (issue 54): in or out (the wait fell within the range, or not), apart_in or apart_out (likewise, for those who took their place before something no estimate could foresee: a pause, the rate cut at once), unknown (shown no range: the wait was not known at entry, or placed by an opening). Coverage is in ÷ (in + out).",
+	}, []string{"queue", "outcome"})
 	m.placed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "waitroom_orders_placed_total",
 		Help: "Orders created through the order API (replays not counted), by the queue that sells the product (this instance's).",
@@ -136,6 +142,9 @@ func (m *Metrics) Admitted(queue string, waits []rollup.Wait) {
 		}
 		if r, ok := w.Ratio(); ok {
 			m.estimate.WithLabelValues(queue).Observe(r)
+		}
+		if o, ok := w.Outcome(); ok {
+			m.covered.WithLabelValues(queue, o).Inc()
 		}
 	}
 }

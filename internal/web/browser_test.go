@@ -39,6 +39,9 @@ func isHex32(s string) bool {
 	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
+// pausedWait is what the page says of the wait while admission is paused.
+const pausedWait = "Not known right now The sale is paused"
+
 func TestBrowser(t *testing.T) {
 	browser := apptest.StartBrowser(t)
 	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
@@ -64,8 +67,8 @@ func TestBrowser(t *testing.T) {
 		if got := alice.Text("#queue-length"); got != "1" {
 			t.Errorf("people in line = %q, want 1", got)
 		}
-		if got := alice.Text("#eta"); got != "On hold" {
-			t.Errorf("estimate while paused = %q, want On hold", got)
+		if got := alice.Text("#eta"); got != pausedWait {
+			t.Errorf("estimate while paused = %q, want %q", got, pausedWait)
 		}
 		var pausedShown bool
 		alice.MustEval(`!document.getElementById('paused-note').hidden`, &pausedShown)
@@ -92,7 +95,7 @@ func TestBrowser(t *testing.T) {
 		if got := alice.Text("#position"); got != "1" {
 			t.Fatalf("after a refresh alice's position = %q, want 1", got)
 		}
-		if got := alice.Text("#eta"); got != "On hold" {
+		if got := alice.Text("#eta"); got != pausedWait {
 			t.Errorf("estimate = %q", got)
 		}
 
@@ -104,7 +107,7 @@ func TestBrowser(t *testing.T) {
 		const threePolls = `window.__polls.filter(p => p.status !== 403).length >= 3`
 		alice.WaitUntil("three requests to the line", threePolls, 10*time.Second)
 		bob.WaitUntil("three requests to the line", threePolls, 20*time.Second)
-		if got := bob.Text("#eta"); got != "On hold" {
+		if got := bob.Text("#eta"); got != pausedWait {
 			t.Errorf("bob's estimate while paused = %q", got)
 		}
 		alice.MustEval(`window.__sameDocument = true`, nil)
@@ -326,7 +329,7 @@ func TestBrowser(t *testing.T) {
 			"#waiting-heading": "대기 중입니다",
 			".place-number":    "1번째",
 			"#ahead":           "다음 차례입니다",
-			"#eta":             "잠시 멈춤",
+			"#eta":             "지금은 알 수 없음 판매가 일시 중지되었습니다",
 		} {
 			if got := eun.Text(css); got != want {
 				t.Errorf("%s = %q, want %q", css, got, want)
@@ -491,7 +494,7 @@ func TestBrowser(t *testing.T) {
 		v.WaitState("waiting", apptest.JoinWithin)
 		// Its polls come every 2 s; the line is stalled after 2 s.
 		v.WaitUntil("the stalled note", `!document.getElementById('stalled-note').hidden`, 15*time.Second)
-		if got := v.Text("#eta"); got != "Not moving right now" {
+		if got := v.Text("#eta"); got != "Not known right now The line isn't moving right now" {
 			t.Errorf("estimate while stalled = %q", got)
 		}
 		in.Do("DELETE", "/api/v1/queues/b-stall/entries/me", in.As("b-holder"), nil)

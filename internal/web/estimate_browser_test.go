@@ -59,6 +59,19 @@ func TestBrowserEstimateAgreesWithTheServer(t *testing.T) {
 				if got != ec.Told[pos] {
 					t.Errorf("position %d on pace %s: the page tells %d s, want %d s", pos, pace, got, ec.Told[pos])
 				}
+				// Its range (issue 54), from the document's model: around
+				// the same median (the arithmetic is held to the server's
+				// by internal/httpapi's TestThePageRangesAsTheServerDoes).
+				var r struct {
+					Seconds, Low, High int64
+					Known              bool
+				}
+				if err := v.Eval(fmt.Sprintf("window.__range(%d, %s)", pos, pace), &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Seconds != got || !r.Known || r.Low > r.Seconds || r.Seconds > r.High || r.High == 0 {
+					t.Errorf("position %d on pace %s: the page's range %+v, want known, around %d s", pos, pace, r, got)
+				}
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 )
 
 // The page without JavaScript: the server says where the visitor stands,
@@ -53,8 +55,13 @@ const (
 // Standing is where a visitor without JavaScript stands, as the API found
 // it.
 type Standing struct {
-	State                                  StandingState
-	Position, Length, EstimatedWaitSeconds int64
+	State            StandingState
+	Position, Length int64
+	// Estimate is the wait in full (Waiting, Opening and a kept place's
+	// SoldOut; queue.View.Estimate, issue 54): its median (Seconds), its
+	// range while Known, and why not otherwise (Reason, one of estimate's
+	// Unknown… reasons). The page says the range or the reason.
+	Estimate estimate.Estimate
 	// Drawn: the line draws whom it lets in; Position means nothing.
 	Drawn           bool
 	Paused, Stalled bool
@@ -107,15 +114,18 @@ type noScriptView struct {
 	State            StandingState
 	Position, Length string
 	Ahead, ETA       string
-	Drawn            bool
-	Paused, Stalled  bool
-	BeyondStock      bool
-	KeepsPlace       bool
-	Heading, Note    string
-	Return           string
-	Again            string // the link to enter again
-	Draw             *DrawShown
-	Refresh          *refresh
+	// ETAWhy is why the wait is not known, said under ETA ("": it is, or
+	// the page has no words for why).
+	ETAWhy          string
+	Drawn           bool
+	Paused, Stalled bool
+	BeyondStock     bool
+	KeepsPlace      bool
+	Heading, Note   string
+	Return          string
+	Again           string // the link to enter again
+	Draw            *DrawShown
+	Refresh         *refresh
 	// PlaceLabel and LengthLabel name the line the place is in: the
 	// visitor's lane's, in a queue with lanes.
 	PlaceLabel, LengthLabel string
@@ -155,14 +165,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		default:
 			view.Ahead = t(pluralKey(lang.Tag, "ahead", ahead), "n", num(ahead))
 		}
-		switch {
-		case st.Paused:
-			view.ETA = t("etaPaused")
-		case st.Stalled:
-			view.ETA = t("etaStalled")
-		default:
-			view.ETA = eta(lang.Tag, T, p, st.EstimatedWaitSeconds)
-		}
+		view.ETA, view.ETAWhy = wait(lang.Tag, T, p, st.Estimate)
 		view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
 	case Opening:
 		joined = true
@@ -227,20 +230,61 @@ var refusalTexts = map[StandingState][2]string{
 // seconds is d in whole seconds, rounded up, at least 1.
 func seconds(d time.Duration) int64 { return max(1, int64((d+time.Second-1)/time.Second)) }
 
-// eta says an estimated wait in words people use, as the page's script does.
-func eta(tag language.Tag, T map[string]string, p *message.Printer, secs int64) string {
-	if secs <= 0 {
+// unknownTexts are the page's words for why a wait is not known
+// (estimate.Estimate.Reason).
+var unknownTexts = map[string]string{
+	estimate.UnknownPaused:      "etaWhyPaused",
+	estimate.UnknownStalled:     "etaWhyStalled",
+	estimate.UnknownOpening:     "etaWhyOpening",
+	estimate.UnknownSoldOut:     "etaWhySoldOut",
+	estimate.UnknownBeyondStock: "etaWhyBeyondStock",
+}
+
+// wait says a wait as the page's script does (waiting.js's waitText): its
+// range when known, else that it is not known, and why (a line of its own
+// under it, so the fact stays short on a phone).
+func wait(tag language.Tag, T map[string]string, p *message.Printer, e estimate.Estimate) (text, why string) {
+	if !e.Known {
+		return T["etaUnknown"], T[unknownTexts[e.Reason]]
+	}
+	return waitRange(tag, T, p, e), ""
+}
+
+// waitRange says a known wait's range in words people use, as the page's
+// script does (waiting.js's waitRange): in seconds while its top is under
+// two minutes (to 5 s, or 10 s above half a minute), else in minutes,
+// else from two hours in hours; rounded outward, so the range said still
+// holds the one computed; one number when both ends round alike, "up to"
+// when the bottom rounds to 0. Within the next tick (a median of 0), any
+// moment now.
+func waitRange(tag language.Tag, T map[string]string, p *message.Printer, e estimate.Estimate) string {
+	if e.Seconds <= 0 {
 		return T["etaSoon"]
 	}
-	if secs < 60 {
-		return T["etaUnderMinute"]
+	num := func(n int64) string { return p.Sprintf("%d", n) }
+	unit, keys := int64(3600), [3]string{"etaRangeHours", "etaUpToHours", "etaHours"}
+	switch {
+	case e.High < 120:
+		unit, keys = 10, [3]string{"etaRangeSeconds", "etaUpToSeconds", "etaAboutSeconds"}
+		if e.High <= 30 {
+			unit = 5
+		}
+	case e.High < 7200:
+		unit, keys = 60, [3]string{"etaRangeMinutes", "etaUpToMinutes", "etaMinutes"}
 	}
-	minutes := (secs + 30) / 60
-	if minutes < 60 {
-		return fill(T[pluralKey(tag, "etaMinutes", minutes)], "n", p.Sprintf("%d", minutes))
+	low, high := e.Low/unit, (e.High+unit-1)/unit
+	if unit < 60 {
+		low, high = low*unit, high*unit
 	}
-	hours := (minutes + 30) / 60
-	return fill(T[pluralKey(tag, "etaHours", hours)], "n", p.Sprintf("%d", hours))
+	switch {
+	case low == high && unit < 60:
+		return fill(T[keys[2]], "n", num(high))
+	case low == high:
+		return fill(T[pluralKey(tag, keys[2], high)], "n", num(high))
+	case low == 0:
+		return fill(T[keys[1]], "n", num(high))
+	}
+	return fill(T[keys[0]], "low", num(low), "high", num(high))
 }
 
 // countdown says a time left as h:mm:ss or m:ss.

@@ -78,6 +78,9 @@ func TestNoScriptCurl(t *testing.T) {
 		if !strings.Contains(page, `<span id="position">1</span>`) || !strings.Contains(page, "Doors open at nine.") {
 			t.Errorf("step %d: the waiting page lacks the place or the message: %.600s", step, page)
 		}
+		if !released && !strings.Contains(page, `<dd id="eta">Not known right now <span class="eta-why">The sale is paused</span></dd>`) {
+			t.Errorf("step %d, paused: the wait is not said to be unknown for the pause: %.1200s", step, page)
+		}
 		if !released { // in line: the admin lets people in
 			in.PatchQueue("ns-any", map[string]any{"paused": false})
 			released = true
@@ -90,6 +93,19 @@ func TestNoScriptCurl(t *testing.T) {
 	}
 	if st := in.Do("GET", "/admin/v1/queues/ns-any", in.AdminAuth(), nil); st.Num("admittedTotal") != 1 {
 		t.Errorf("admitted %v, want the one curl", st.Num("admittedTotal"))
+	}
+
+	// A line that moves slowly: the page says the wait's range.
+	in.PutQueue("ns-range", map[string]any{"entry": "any", "paused": true})
+	for i := range 3 {
+		in.Do("POST", "/api/v1/queues/ns-range/entries", in.As(fmt.Sprintf("ns-range-%d", i)), nil)
+	}
+	ranged := filepath.Join(t.TempDir(), "ranged")
+	curlPage(t, ranged, in.Base+"/q/ns-range/noscript?lang=en")
+	in.PatchQueue("ns-range", map[string]any{"paused": false, "ratePerSecond": 0.02, "batchSize": 1})
+	page, _, _ = curlPage(t, ranged, in.Base+"/q/ns-range/noscript?lang=en&joined=1")
+	if !regexp.MustCompile(`<dd id="eta">(About \d+–\d+ min|Up to about \d+ min)</dd>`).MatchString(page) {
+		t.Errorf("a slow line without JavaScript: no range of minutes for the wait: %.1200s", page)
 	}
 
 	// Under challenge the page says plainly why it cannot, and takes nothing.

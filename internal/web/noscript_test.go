@@ -3,10 +3,12 @@ package web_test
 import (
 	"html"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/web"
 )
 
@@ -151,4 +153,69 @@ func TestCodeForm(t *testing.T) {
 			t.Errorf("codes %v: the page has the hidden code form: %v, want %v", codes, got, codes)
 		}
 	}
+}
+
+// The wait without JavaScript: a known estimate's range in words of the
+// page's language, rounded outward (to 5 s, 10 s, minutes or hours by its
+// top), one number where both ends round alike, "up to" where the bottom
+// rounds to 0, any moment now within the next tick; an unknown one is
+// said to be not known, and why (on a line of its own).
+func TestNoScriptWait(t *testing.T) {
+	s := newSite(t, web.Options{})
+	known := func(seconds, low, high int64) estimate.Estimate {
+		return estimate.Estimate{Seconds: seconds, Low: low, High: high, Known: true}
+	}
+	tests := []struct {
+		name, lang string
+		e          estimate.Estimate
+		want       string
+	}{
+		{"within the next tick", "en", known(0, 0, 2), "Any moment now"},
+		{"seconds, to 10 s", "en", known(55, 42, 68), "About 40–70 s"},
+		{"seconds, to 5 s", "en", known(12, 8, 21), "About 5–25 s"},
+		{"seconds from 0", "en", known(6, 2, 14), "Up to about 15 s"},
+		{"seconds alike", "en", known(40, 40, 40), "About 40 s"},
+		{"minutes", "en", known(300, 250, 340), "About 4–6 min"},
+		{"minutes from 0", "en", known(90, 30, 150), "Up to about 3 min"},
+		{"minutes alike", "en", known(240, 240, 240), "About 4 minutes"},
+		{"two minutes alike", "en", known(120, 120, 120), "About 2 minutes"},
+		{"hours", "en", known(9000, 7300, 11000), "About 2–4 h"},
+		{"hours alike", "en", known(7200, 7200, 7200), "About 2 hours"},
+		{"paused", "en", estimate.Estimate{Seconds: 30, Reason: estimate.UnknownPaused}, "Not known right now The sale is paused"},
+		{"stalled", "en", estimate.Estimate{Seconds: 3, Reason: estimate.UnknownStalled}, "Not known right now The line isn't moving right now"},
+		{"beyond the stock", "en", estimate.Estimate{Seconds: 200, Reason: estimate.UnknownBeyondStock},
+			"Not known right now Fewer items are left than people ahead of you"},
+		{"a reason the page has no words for", "en", estimate.Estimate{Reason: "eclipse"}, "Not known right now"},
+		{"minutes in German", "de", known(300, 250, 340), "Etwa 4–6 Min."},
+		{"paused in German", "de", estimate.Estimate{Reason: estimate.UnknownPaused}, "Derzeit nicht absehbar Der Verkauf ist angehalten"},
+		{"minutes in Japanese", "ja", known(300, 250, 340), "約4〜6分"},
+		{"minutes in Arabic (Latin digits, as Intl writes them)", "ar", known(300, 250, 340), "من 4 إلى 6 دقيقة تقريبًا"},
+		{"two minutes alike in Arabic (its dual)", "ar", known(120, 120, 120), "حوالي دقيقتين"},
+		{"thousands", "en", known(4_000_000, 3_600_000, 4_600_000), "About 1,000–1,278 h"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := noScriptWait(t, s, tt.lang, tt.e); got != tt.want {
+				t.Errorf("the page says %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// etaShown is the wait a page without JavaScript shows (and why it is not
+// known, in a span of its own).
+var etaShown = regexp.MustCompile(`<dd id="eta">(.*?)</dd>`)
+
+// noScriptWait is what the page without JavaScript says of a WAITING
+// visitor's wait e, in lang, as text (its textContent).
+func noScriptWait(t *testing.T, s *web.Site, lang string, e estimate.Estimate) string {
+	t.Helper()
+	w := httptest.NewRecorder()
+	st := web.Standing{State: web.Waiting, Position: 40, Length: 90, Estimate: e, PollAfter: 10 * time.Second}
+	s.Waiting(w, httptest.NewRequest("GET", "/q/drop/noscript?lang="+lang, nil), web.Visit{Queue: "drop", NoScript: &st})
+	m := etaShown.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no wait on the page: %.1200s", w.Body.String())
+	}
+	return html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(m[1], ""))
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 )
 
 // The waiting page's templates: the built-in one, the operator's
@@ -298,15 +299,15 @@ func sampleVisits() []Visit {
 	now := time.Now()
 	out := []Visit{{Queue: "default", Message: func(string) string { return "Restocked: sizes S and M are back <b>now</b>." }}}
 	for _, st := range []Standing{
-		{State: Waiting, Position: 1234, Length: 5000, EstimatedWaitSeconds: 250, PollAfter: 5 * time.Second},
-		{State: Waiting, Position: 2, Length: 2, Paused: true, PollAfter: 60 * time.Second},
-		{State: Waiting, Position: 7, Length: 9, Stalled: true, EstimatedWaitSeconds: 3, PollAfter: 2 * time.Second},
-		{State: Waiting, Drawn: true, Length: 5000, EstimatedWaitSeconds: 125, PollAfter: 10 * time.Second},
+		{State: Waiting, Position: 1234, Length: 5000, Estimate: estimate.Estimate{Seconds: 250, Low: 190, High: 330, Known: true}, PollAfter: 5 * time.Second},
+		{State: Waiting, Position: 2, Length: 2, Paused: true, Estimate: estimate.Estimate{Reason: estimate.UnknownPaused}, PollAfter: 60 * time.Second},
+		{State: Waiting, Position: 7, Length: 9, Stalled: true, Estimate: estimate.Estimate{Seconds: 3, Reason: estimate.UnknownStalled}, PollAfter: 2 * time.Second},
+		{State: Waiting, Drawn: true, Length: 5000, Estimate: estimate.Estimate{Seconds: 125, Low: 12, High: 240, Known: true}, PollAfter: 10 * time.Second},
 		{State: Opening, OpensAt: now.Add(time.Hour), PollAfter: 60 * time.Second},
 		{State: Ready, ExpiresAt: now.Add(5 * time.Minute)},
 		{State: Left}, {State: Full, PollAfter: 30 * time.Second}, {State: Crowded, PollAfter: 5 * time.Second},
 		{State: Closed}, {State: SignIn}, {State: Challenge}, {State: NotFound}, {State: Unsupported}, {State: Trouble, PollAfter: 5 * time.Second},
-		{State: Waiting, Position: 40, Length: 90, BeyondStock: true, EstimatedWaitSeconds: 200, PollAfter: 10 * time.Second},
+		{State: Waiting, Position: 40, Length: 90, BeyondStock: true, Estimate: estimate.Estimate{Seconds: 200, Reason: estimate.UnknownBeyondStock}, PollAfter: 10 * time.Second},
 		{State: SoldOut, KeepsPlace: true, PollAfter: 30 * time.Second}, {State: SoldOut, PollAfter: 30 * time.Second},
 	} {
 		out = append(out, Visit{Queue: "sample-queue", NoScript: &st})
@@ -315,8 +316,8 @@ func sampleVisits() []Visit {
 	// lane, a code turned down.
 	out = append(out, Visit{Queue: "sample-queue", Codes: true})
 	for _, st := range []Standing{
-		{State: Waiting, Position: 12, Length: 80, EstimatedWaitSeconds: 40, PollAfter: 5 * time.Second, Lane: "members"},
-		{State: Waiting, Position: 1234, Length: 5000, EstimatedWaitSeconds: 250, PollAfter: 5 * time.Second, Lane: "public", CodeRefused: CodeUsed},
+		{State: Waiting, Position: 12, Length: 80, Estimate: estimate.Estimate{Seconds: 40, Low: 28, High: 55, Known: true}, PollAfter: 5 * time.Second, Lane: "members"},
+		{State: Waiting, Position: 1234, Length: 5000, Estimate: estimate.Estimate{Seconds: 250, Low: 190, High: 330, Known: true}, PollAfter: 5 * time.Second, Lane: "public", CodeRefused: CodeUsed},
 		{State: Left, CodeRefused: CodeInvalid},
 	} {
 		out = append(out, Visit{Queue: "sample-queue", NoScript: &st, Codes: true})

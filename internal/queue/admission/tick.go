@@ -71,19 +71,22 @@ type TickState struct {
 	// queue without lanes.
 	LaneCredit, LaneShares map[string]float64
 	// The estimate's model fitted to the line (issue 54; fitEstimate):
-	// PaceClaimed is the exponentially weighted rate of users admitted at
-	// the front, as PaceRate is of all who left it; RateMean and RateVar
+	// PaceClaimed and PaceDeparted are exponentially weighted rates, over
+	// estimate.ClaimWindow, of users admitted at the front and of all who
+	// left it (admitted or skipped), whose ratio is the share who take
+	// their turn; RateMean and RateVar
 	// the weighted mean and variance of the rate in force over the last
 	// minute, RateRecent its mean over the last few seconds; Phase the
 	// phase in force at the last tick; Changes the rate changes its
 	// phases schedule ahead; Surprise the last tick at which something
 	// no estimate could foresee held admission back (paused, or the rate
-	// cut by a fifth at once: an operator, the adaptive rate on a backend
-	// slowing down), which the sale's report scores apart.
-	PaceClaimed, RateMean, RateVar, RateRecent float64
-	Phase                                      string
-	Changes                                    []estimate.Change
-	Surprise                                   time.Time
+	// cut deeply and lastingly: an operator, the adaptive rate on a
+	// backend slowing down; fitEstimate), which the sale's report scores
+	// apart.
+	PaceClaimed, PaceDeparted, RateMean, RateVar, RateRecent float64
+	Phase                                                    string
+	Changes                                                  []estimate.Change
+	Surprise                                                 time.Time
 }
 
 // Checkpoint is the ticket at the edge of the reach at one time.
@@ -307,7 +310,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	}
 	st.forAnswers(in, len(p.Admitted)+p.drawn())
 	st.measure(now, len(p.Admitted)+p.drawn())
-	st.fitEstimate(c, now, in.EffectiveRate, in.waiting(), len(p.Admitted)+p.drawn(), stopped)
+	st.fitEstimate(c, now, in.EffectiveRate, in.waiting(), len(p.Admitted)+p.drawn(), len(p.Admitted)+len(p.Skipped)+p.drawn(), stopped)
 	st.advancePace(c, now, in.waiting(), len(p.Admitted)+len(p.Skipped)+p.drawn(), stopped)
 	st.Reach, st.Checkpoints = 0, nil
 	if c.AbandonAfter > 0 {

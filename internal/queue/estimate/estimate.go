@@ -44,7 +44,7 @@ type Params struct {
 	// Steps are the rate's changes scheduled ahead (phases), soonest
 	// first: from After seconds on, Rate people a second are let in (in
 	// this person's line: a lane's share of it). Rate 0: nobody is let in
-	// during the step (a paused phase).
+	// during the step.
 	Steps []Step
 }
 
@@ -84,20 +84,36 @@ const z = 1.645
 const SpreadFloor = 0.05
 
 // Prior is the Spread before anything is measured (less than ten seconds
-// of busy line): what could move and has not been seen yet. A fixed rate
-// with no no-shows judged is nearly certain; an adaptive rate may settle
-// well below where it starts, and no-shows (unknown until the front
-// reaches them) make the wait shorter by their share.
+// of busy line): what could move and has not been seen yet, each part
+// independent (added in quadrature). A fixed rate with no no-shows judged
+// is nearly certain (PriorRate); an adaptive rate may settle well below
+// where it starts (PriorAdaptive); no-shows, unknown until the front
+// reaches them, make the wait shorter by their share (PriorNoShows, kept
+// until the share who take their turn has been measured: queue.Pace's
+// fit).
 func Prior(adaptive, noShowsJudged bool) float64 {
-	s := 0.1 * 0.1
+	s := PriorRate * PriorRate
 	if adaptive {
-		s += 0.3 * 0.3
+		s += PriorAdaptive * PriorAdaptive
 	}
 	if noShowsJudged {
-		s += 0.3 * 0.3
+		s += PriorNoShows * PriorNoShows
 	}
 	return math.Sqrt(s)
 }
+
+// The parts of the Prior.
+const (
+	PriorRate     = 0.1
+	PriorAdaptive = 0.3
+	PriorNoShows  = 0.3
+)
+
+// ClaimWindow is the time constant of the share who take their turn
+// (Params.Claim), measured at the front: short, since the no-shows of a
+// crowd reach the front only when it does, and a minute's average was
+// still half-way there a minute later.
+const ClaimWindow = 15 * time.Second
 
 // Of is the wait of the person at position (1-based) in a line of length
 // (their lane's), under p. For a draw the position is not used: the
@@ -125,16 +141,22 @@ func Of(position, length int64, p Params) Estimate {
 		claim = 1
 	}
 	// How many of the people up to the median place take their turn is a
-	// binomial count: its own relative spread on top of the rate's.
-	sigma := math.Sqrt(p.Spread*p.Spread + (1-claim)/(claim*mid))
-	f := 1 + z*sigma
-	t := p.passing(mid, claim)
-	if math.IsInf(t, 1) {
+	// binomial count: its own relative spread on top of the rate's. Each
+	// product is rounded (float64) before it is added: Go may otherwise
+	// fuse a×b+c into one FMA (arm64, GOAMD64=v3), and Lua and JavaScript,
+	// which never do, would differ in the last bit.
+	sigma := math.Sqrt(float64(p.Spread*p.Spread) + (1-claim)/(claim*mid))
+	f := 1 + float64(z*sigma)
+	// A draw's 95th percentile lies beyond its median: when nobody is let
+	// in from some step on, the front may reach the one and never the
+	// other, and a range without an end is a wait not known.
+	t, tHigh := p.passing(mid, claim), p.passing(high, claim)
+	if math.IsInf(t, 1) || math.IsInf(tHigh, 1) {
 		return Estimate{Reason: UnknownPaused}
 	}
 	e.Seconds = int64(math.Ceil(t))
 	e.Low = max(0, int64(math.Floor(p.passing(low, claim)/f-p.Interval)))
-	e.High = int64(math.Ceil(p.passing(high, claim)*f + p.Interval))
+	e.High = int64(math.Ceil(float64(tHigh*f) + p.Interval))
 	e.Low, e.High = min(e.Low, e.Seconds), max(e.High, e.Seconds)
 	return e
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 )
 
 // Document is a queue's front as one instant of the instance's snapshot
@@ -49,6 +50,15 @@ type Document struct {
 	Batch              int
 	NextTickAdmits     int64
 	Paused, Stalled    bool
+	// Model is the estimate's model of the public lane (issue 54;
+	// package estimate), from which a page works out the range it shows as
+	// the server would (estimate.Of): the people let in per second, the
+	// share who take their turn, the rate's spread, the interval, and the
+	// rate changes ahead in seconds from the snapshot's instant. Tick is
+	// NextTickAdmits; Drawn is false (in a draw the page asks its
+	// instance). Rounded (roundModel) so that the document changes no more
+	// often than the line does.
+	Model estimate.Params
 	// Drawn: the queue draws whom it lets in (queueingMethod random), so
 	// a ticket holds no place: the page asks its instance, as before.
 	Drawn bool
@@ -116,6 +126,7 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 	d := Document{Epoch: sn.Epoch, Head: sn.Head, Last: sn.Last, Length: sn.Length, Left: sn.Left,
 		Rate: p.Rate, EstimateRate: p.EstimateRate(), Batch: p.Batch, NextTickAdmits: p.NextTickAdmits(), Paused: p.Paused, Stalled: p.Stalled,
 		Drawn: p.Drawn, OpensAt: p.OpensAt, Placing: p.Placing, Stock: p.Stock, SoldOutPoll: c.SoldOutPoll}
+	d.Model = model(p, d.NextTickAdmits)
 	d.Cleared = sn.Cleared
 	if d.Left == nil {
 		d.Left = []int64{}
@@ -139,6 +150,54 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 		d.PresenceEvery = max(time.Second, c.AbandonAfter/presenceMargin)
 	}
 	return d
+}
+
+// model is the estimate's parameters of the public lane's pace p, as
+// queue.Pace's own (its params: admitRate, and the steps ahead at the
+// lane's share), rounded: rates to four significant digits, the claim,
+// the spread and the interval to thousandths, the steps' instants to whole
+// seconds. Unrounded, the fitted claim and spread move a little at every
+// tick and the steps' instants at every snapshot, so the document (and its
+// ETag) would change where the line did not; rounded, no estimate moves by
+// more than about a hundredth (a claim, at least 0.05, by half a
+// thousandth), and a step by half a second.
+func model(p queue.Pace, tick int64) estimate.Params {
+	rate, share := p.Rate, 1.0
+	if p.Held > 0 {
+		rate = p.Held
+	}
+	if p.LaneShare > 0 {
+		share = p.LaneShare
+	}
+	claim := p.Claim
+	if claim <= 0 {
+		claim = 1 // a Pace not made by queue.LinePace, as Pace.EstimateRate reads it
+	}
+	m := estimate.Params{Rate: significant(rate * share), Claim: thousandths(claim), Spread: thousandths(p.Spread), Tick: tick,
+		Interval: thousandths(p.Interval.Seconds()), Steps: make([]estimate.Step, len(p.Ahead))}
+	for i, s := range p.Ahead {
+		m.Steps[i] = estimate.Step{After: math.Round(s.After), Rate: significant(s.Rate * share)}
+	}
+	return m
+}
+
+// thousandths is x rounded to the nearest thousandth.
+func thousandths(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// significant is x rounded to four significant digits: a lane's small
+// share of a slow rate keeps its size, as thousandths would not. The
+// power of ten multiplies or divides whole, so the result prints short.
+func significant(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	digits := 3 - int(math.Floor(math.Log10(math.Abs(x))))
+	if digits >= 0 {
+		scale := math.Pow10(digits)
+		return math.Round(x*scale) / scale
+	}
+	scale := math.Pow10(-digits)
+	return math.Round(x/scale) * scale
 }
 
 // PendingDraw is the commitment a document for an opening at opensAt

@@ -2,11 +2,13 @@ package front_test
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/front"
 )
 
@@ -164,5 +166,56 @@ func TestTheDocumentCountsTheCapsRoom(t *testing.T) {
 		if d := front.New(queue.Snapshot{Pace: p}, queue.InForce{Config: c}); d.NextTickAdmits != want {
 			t.Errorf("room %d under the cap: the next tick lets in %d, want %d", room, d.NextTickAdmits, want)
 		}
+	}
+}
+
+// TestThePageEstimatesFromTheDocumentAsTheServerDoes: the document's
+// model (Document.Model) is the public lane's pace as the server's
+// estimate reads it (queue.Pace.Estimate): for paces whose numbers its
+// rounding leaves as they are, estimate.Of on the model is the server's
+// estimate at every place, the rate held back by a cap, a lane's share and
+// the rate changes ahead included. The page computes the same from the
+// same numbers (waiting.js's range, held to estimate.Of by
+// estimate/testdata/ranges.json).
+func TestThePageEstimatesFromTheDocumentAsTheServerDoes(t *testing.T) {
+	r := rand.New(rand.NewPCG(54, 1))
+	pick := func(xs ...float64) float64 { return xs[r.IntN(len(xs))] }
+	for i := range 300 {
+		p := queue.Pace{Rate: pick(0.5, 2, 10, 37.5, 100, 250), Batch: 10 + r.IntN(90), Interval: time.Duration(pick(100, 250, 1000)) * time.Millisecond,
+			Claim: pick(1, 0.95, 0.7, 0.05), Spread: pick(0.05, 0.1, 0.318, 0.437), Held: pick(0, 0, 1.5, 60), LaneShare: pick(0, 0, 0.5, 0.25)}
+		for after := 0.0; r.IntN(2) == 0; {
+			after += float64(1 + r.IntN(600))
+			p.Ahead = append(p.Ahead, estimate.Step{After: after, Rate: pick(0, 5, 20, 400)})
+		}
+		d := front.New(queue.Snapshot{Pace: p}, queue.InForce{Config: queue.DefaultConfig()})
+		for _, pos := range []int64{1, 2, 10, 11, 99, 1000, 54_321} {
+			if got, want := estimate.Of(pos, pos, d.Model), p.Estimate(pos, pos); got != want {
+				t.Fatalf("pace %d %+v, position %d: from the document %+v, the server's %+v", i, p, pos, got, want)
+			}
+		}
+	}
+}
+
+// TestTheDocumentsModelMovesOnlyWithTheLine: a claim, a spread or a step's
+// instant that moved by less than its rounding leaves the document as it
+// was (its ETag too), and a lane's small share of a slow rate keeps its
+// size rather than rounding to nobody let in.
+func TestTheDocumentsModelMovesOnlyWithTheLine(t *testing.T) {
+	c := queue.InForce{Config: queue.DefaultConfig()}
+	p := queue.Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond, Claim: 0.81234, Spread: 0.06789,
+		Ahead: []estimate.Step{{After: 59.8, Rate: 50}}}
+	moved := p
+	moved.Claim, moved.Spread, moved.Ahead = 0.81241, 0.06801, []estimate.Step{{After: 59.7, Rate: 50}}
+	a, b := front.New(queue.Snapshot{Pace: p}, c).Model, front.New(queue.Snapshot{Pace: moved}, c).Model
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("a steady line's model changed: %+v, then %+v", a, b)
+	}
+	want := estimate.Params{Rate: 100, Claim: 0.812, Spread: 0.068, Tick: 10, Interval: 0.1, Steps: []estimate.Step{{After: 60, Rate: 50}}}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("model %+v, want %+v", a, want)
+	}
+	slow := front.New(queue.Snapshot{Pace: queue.Pace{Rate: 0.4, Batch: 10, Claim: 1, LaneShare: 1e-3}}, c).Model
+	if slow.Rate != 0.0004 {
+		t.Errorf("a lane's thousandth of 0.4/s: the document's rate is %v, want 0.0004", slow.Rate)
 	}
 }

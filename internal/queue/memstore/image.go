@@ -7,6 +7,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
 
 // queueImage is one queue's whole state as a snapshot keeps it (gob: a
@@ -34,6 +35,9 @@ type queueImage struct {
 	Tick        admission.TickState
 	Seen        map[string]time.Time
 	Joined      map[string]joined
+	// Ranged says Joined's takings carry the range shown (issue 54);
+	// false in a snapshot from before, whose takings read as none shown.
+	Ranged bool
 
 	Admitted, Consumed, Left, Expired, Returned, Abandoned, InlineTotal int64
 
@@ -115,7 +119,7 @@ type usedImage struct {
 func (q *state) image(name string) *queueImage {
 	img := &queueImage{
 		Name: name, Ops: q.ops, Removed: q.removed, Config: queue.StoreFields(q.cfg), Epoch: q.epoch, Seq: q.seq,
-		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen), Joined: maps.Clone(q.joined),
+		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen), Joined: maps.Clone(q.joined), Ranged: true,
 		Admitted: q.admitted, Consumed: q.consumed, Left: q.left, Expired: q.expired, Returned: q.ret,
 		Abandoned: q.abandoned, InlineTotal: q.inlineTotal,
 		EffRate: q.effRate, EffLast: q.effLast, SampleWin: q.sampleWin, SampleFrom: q.sampleFrom, Sample: q.sample, SampleAdmitted: q.sampleAdmitted,
@@ -230,6 +234,12 @@ func (img *queueImage) restore() (*state, error) {
 	}
 	if q.joined == nil { // a snapshot from before places kept their taking
 		q.joined = map[string]joined{}
+	}
+	if !img.Ranged {
+		for u, j := range q.joined {
+			j.Low, j.High = rollup.NoneShown, rollup.NoneShown
+			q.joined[u] = j
+		}
 	}
 	if q.pre == nil {
 		q.pre = map[string]int64{}

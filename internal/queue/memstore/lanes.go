@@ -236,7 +236,7 @@ func (q *state) placeIn(user, name string, now time.Time) queue.Standing {
 	n := l.len() + q.unplacedIn(name)
 	q.markSeen(user, n, now)
 	p := q.lanePace(now, name)
-	q.joined[user] = joined{At: now, Shown: p.Estimate(n, n).Seconds}
+	q.joined[user] = told(now, p.Estimate(n, n))
 	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch, Lane: name}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
@@ -53,11 +54,29 @@ type Store struct {
 
 type usedKey struct{ queue, key string }
 
-// joined is a place's taking: when, and the wait shown then (seconds;
-// rollup.NoneShown: none).
+// joined is a place's taking: when, the wait shown then (seconds;
+// rollup.NoneShown: none) and the range shown beside it (issue 54: both
+// NoneShown when none was, no wait shown or the line could not say).
 type joined struct {
-	At    time.Time
-	Shown int64
+	At               time.Time
+	Shown, Low, High int64
+}
+
+// told is the taking of a place at now whose newcomer was told e
+// (queue.Pace.Estimate): its median whether known or not, as the answer
+// carries it, its range only when known.
+func told(now time.Time, e estimate.Estimate) joined {
+	j := joined{At: now, Shown: e.Seconds, Low: rollup.NoneShown, High: rollup.NoneShown}
+	if e.Known {
+		j.Low, j.High = e.Low, e.High
+	}
+	return j
+}
+
+// untold is the taking of a place at at whose newcomer was shown no wait
+// (placed by an opening, or cleared from the shadow line).
+func untold(at time.Time) joined {
+	return joined{At: at, Shown: rollup.NoneShown, Low: rollup.NoneShown, High: rollup.NoneShown}
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -392,7 +411,7 @@ func (q *state) pace(now time.Time) queue.Pace {
 		Moved: q.tick.Moved, Now: now, Length: q.waitingAll(), Reach: q.tick.Reach,
 		Pending: q.pending(), Placing: q.openState == "placing", Stock: q.stock,
 		CapRoom: q.tick.CapRoom, Capped: q.tick.Capped, LaneShare: q.tick.LaneShares[lane.Public],
-		PaceClaimed: q.tick.PaceClaimed, RateMean: q.tick.RateMean, RateVar: q.tick.RateVar, Changes: q.tick.Changes,
+		PaceClaimed: q.tick.PaceClaimed, PaceDeparted: q.tick.PaceDeparted, RateMean: q.tick.RateMean, RateVar: q.tick.RateVar, Changes: q.tick.Changes,
 	})
 }
 
@@ -468,7 +487,7 @@ func (q *state) placePublic(user string, now time.Time) queue.Standing {
 	n := q.waiting() + q.unplaced() // behind an opening still being placed too
 	q.markSeen(user, n, now)
 	p := q.pace(now)
-	q.joined[user] = joined{At: now, Shown: p.Estimate(n, n).Seconds}
+	q.joined[user] = told(now, p.Estimate(n, n))
 	return queue.Standing{State: queue.Waiting, Position: n, Length: n, Ticket: q.seq, Pace: p, Epoch: q.epoch}
 }
 
@@ -678,6 +697,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 			a.Waited = q.admitShadow(p, tokens, now)
 			o.list = tokens[:min(len(tokens), max(1, len(a.Admitted)))]
 			q.tick = p.State
+			apart(a.Waited, p.State.Surprise)
 			return a, true, nil
 		}
 		if p.Draw > 0 || len(p.DrawLanes) > 0 {
@@ -705,6 +725,7 @@ func (s *Store) admit(name string, tokens []string, values []uint64) (queue.Admi
 		q.admitted += int64(len(a.Admitted))
 		q.abandoned += int64(a.Skipped)
 		q.tick = p.State
+		apart(a.Waited, p.State.Surprise)
 		return a, true, nil
 	})
 }
@@ -754,9 +775,20 @@ func (q *state) pop(user string, now time.Time) rollup.Wait {
 	j, ok := q.joined[user]
 	delete(q.joined, user)
 	if !ok {
-		return rollup.Wait{Admitted: now}
+		return rollup.Wait{Low: rollup.NoneShown, High: rollup.NoneShown, Admitted: now}
 	}
-	return rollup.Wait{Entered: j.At, Shown: j.Shown, Admitted: now}
+	return rollup.Wait{Entered: j.At, Shown: j.Shown, Low: j.Low, High: j.High, Admitted: now}
+}
+
+// apart marks the waits of those who took their place before the tick's
+// surprise (admission.TickState.Surprise: a pause, or the rate cut at
+// once, after they were told their wait), whom the sale's report scores
+// apart (rollup.Wait.Apart). A wait with no taking kept has no estimate
+// to score.
+func apart(waits []rollup.Wait, surprise time.Time) {
+	for i := range waits {
+		waits[i].Apart = !waits[i].Entered.IsZero() && waits[i].Entered.Before(surprise)
+	}
 }
 
 // front is admission.Front on the line, with the seen marks.
@@ -1111,7 +1143,7 @@ func (s *Store) place(name, owner string, first int64, users []string, lease tim
 			} else {
 				q.line.place(u, t)
 			}
-			q.joined[u] = joined{At: now, Shown: rollup.NoneShown} // shown the opening's time, not a wait
+			q.joined[u] = untold(now) // shown the opening's time, not a wait
 		}
 		if first != 0 {
 			q.openNext = first + int64(len(users))

@@ -267,7 +267,7 @@ func (q *state) placeCleared(p shadowPlace, now time.Time) {
 	j, _ := slices.BinarySearchFunc(q.sh.Cleared, c, compareCleared)
 	q.sh.Cleared = slices.Insert(q.sh.Cleared, j, c)
 	q.sh.clearedAt[p.User] = at
-	q.joined[p.User] = joined{At: p.Joined, Shown: rollup.NoneShown}
+	q.joined[p.User] = untold(p.Joined)
 	if q.cfg.AbandonAfter > 0 {
 		q.seen[p.User] = now
 	}
@@ -293,7 +293,7 @@ func (q *state) admitShadow(p admission.TickPlan, tokens []string, now time.Time
 	for i, w := range p.Admitted {
 		sp, _ := q.sh.take(w.User)
 		q.issue(w.User, tokens[i], p.Expires)
-		waits = append(waits, rollup.Wait{Entered: sp.Joined, Shown: rollup.NoneShown, Admitted: now})
+		waits = append(waits, rollup.Wait{Entered: sp.Joined, Shown: rollup.NoneShown, Low: rollup.NoneShown, High: rollup.NoneShown, Admitted: now})
 	}
 	q.sh.Admitted += int64(len(p.Admitted))
 	return waits

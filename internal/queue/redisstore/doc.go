@@ -41,7 +41,7 @@
 // internal/web's static/waiting.js), from the front document far from the
 // front, it is a third twin: the place cases (storetest's
 // testdata/places.json) hold the stores to them (PlaceIsTheCasesRank),
-// Go's one rule (queue.Position, Pace.Shown) in queue/front's
+// Go's one rule (queue.Position, Pace.Estimate) in queue/front's
 // TestPlacesAreTheCases, and the page's, through node, in internal/httpapi's
 // TestThePagePlacesAsTheServerDoes:
 //
@@ -53,7 +53,7 @@
 //	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken, LanesStatsAndLeave
-//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw, LanesShareTicksWithinOnePerson, LanesEmptyLaneGivesItsShare, LanesWaitsSayTheLane
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw, LanesShareTicksWithinOnePerson, LanesEmptyLaneGivesItsShare, LanesWaitsSayTheLane, ApartAfterASurprise, TestAdmissionReadsTheRangeKept
 //	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom, LanesDrawWithinTheLane, LanesWaitsSayTheLane
 //	admit.lua's pop, issue       state.pop, state.issue                                           AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
 //	admit_now.lua                Store.AdmitNow                                                   QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
@@ -82,7 +82,8 @@
 //	prelude's config             Store.Config, state.cfg                                          UnknownQueue; TestDamagedConfigWritesNothing (this package)
 //	prelude's clock              New's now                                                        ClockSteppedBackDelaysOneIntervalAtMost
 //	prelude's rateInForce        state.rateInForce                                                AdaptiveRateNeverLeavesItsBounds
-//	prelude's shown              state.enter (queue.Pace.Shown)     estimate                      PlaceKeepsWhenAndTheWaitShown, EstimateIsZeroOnlyWithinWhatTheNextTickLetsIn, PlaceIsTheCasesRank
+//	prelude's shown, passing     state.enter (queue.Pace.Estimate)  estimate                      PlaceKeepsWhenAndTheWaitShown, EstimateIsZeroOnlyWithinWhatTheNextTickLetsIn, PlaceIsTheCasesRank, RangeKeptAtJoinIsTheOneShown, RangeKeptInALaneIsTheLanes, UnknownAtJoinKeepsNoRange, TestPlaceKeepsTheEstimateTold
+//	prelude's secs               none: Go's Duration.Seconds                                      TestPlaceKeepsTheEstimateTold
 //	prelude's pace               state.pace (queue.LinePace)                                      SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
 //	prelude's opening, unplaced  state.pending, state.unplaced                                    OpeningReservesTicketsAheadOfLaterEntries
 //	prelude's markSeen           state.markSeen                                                   NoShowBackAskingIsSeenAtOnce

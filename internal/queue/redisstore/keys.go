@@ -29,7 +29,7 @@ const (
 	kPre             // ZSET the opening's pre-queue, user → arrival
 	kSamples         // HASH this window's protected-call samples of every instance (the adaptive rate)
 	kRates           // LIST the admission rate's recent changes: "ms rate why"
-	kJoined          // HASH user in line → "ms shown": when they took their place, the wait (s) shown then (-1 none)
+	kJoined          // HASH user in line → "ms shown low high": when they took their place, the wait (s) and its range shown then (-1 none)
 	kShadow          // ZSET the shadow line (suspects' places, issue 51): user → shadow ticket
 	kSuspects        // HASH user in the shadow line → "behind|address|signal,signal": its mark
 	kCleared         // ZSET places cleared from the shadow line still in K.line: user → score there (a ticket + 0.5)

@@ -216,7 +216,7 @@ func (p *reply) config(i int, fields []string) (queue.Config, error) {
 // paceSettings are the config fields queue.LinePace reads, which the pace
 // block carries after the epoch (TestPaceSettings checks that no other
 // setting changes a Pace).
-var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at", "method"}
+var paceSettings = []string{"rate", "batch", "interval_ms", "paused", "adaptive", "min_rate", "max_rate", "opens_at", "method", "abandon_ms"}
 
 // paceConfigFields are the pace block's config fields, in its order.
 var paceConfigFields = append([]string{"epoch"}, paceSettings...)
@@ -224,7 +224,11 @@ var paceConfigFields = append([]string{"epoch"}, paceSettings...)
 // paceFields are the admission state's fields queue.LinePace reads, which
 // the pace block carries after the config's. The prelude's pace writes the
 // block in this order (TestPaceBlockAgrees), then now and the line's length.
-var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room", "lane_shares"}
+// The estimate's fit (issue 54) comes last: pace_claimed, pace_departed,
+// rate_mean, rate_var and changes as the tick state keeps them
+// (encodeTick).
+var paceFields = []string{"eff_rate", "pace_rate", "pace_busy", "moved", "reach", "open_state", "units_left", "cap_room", "lane_shares",
+	"pace_claimed", "pace_departed", "rate_mean", "rate_var", "changes"}
 
 // paceLen is how many values a pace block has.
 var paceLen = len(paceConfigFields) + len(paceFields) + 2
@@ -286,10 +290,15 @@ func (p *reply) paceState(i int, sc *script) (queue.PaceState, int64) {
 	}
 	adm := func(field string) int { return i + len(paceConfigFields) + slices.Index(paceFields, field) }
 	state, end := p.opt(adm("open_state")), i+len(paceConfigFields)+len(paceFields)
+	changes, err := decodeChanges(p.opt(adm("changes")))
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("redis data damaged: %w", err)
+	}
 	return queue.PaceState{
 		Config: queue.InForce{Config: c}, EffectiveRate: p.float(adm("eff_rate")), PaceRate: p.float(adm("pace_rate")), PaceBusy: p.float(adm("pace_busy")),
 		Moved: p.ms(adm("moved")), Reach: int64(p.float(adm("reach"))), Pending: !c.OpensAt.IsZero() && state == "",
 		Placing: state == "placing", Now: p.ms(end), Length: p.int(end + 1), Stock: p.stock(adm("units_left")),
 		CapRoom: int64(p.float(adm("cap_room"))), Capped: p.opt(adm("cap_room")) != "", LaneShare: p.laneShare(i, ""),
+		PaceClaimed: p.float(adm("pace_claimed")), PaceDeparted: p.float(adm("pace_departed")), RateMean: p.float(adm("rate_mean")), RateVar: p.float(adm("rate_var")), Changes: changes,
 	}, epoch
 }

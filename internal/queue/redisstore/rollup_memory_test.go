@@ -13,7 +13,8 @@ import (
 // TestRollupMemoryPerDay writes a busy queue's day of rows, every minute
 // of it written as a sale's (its totals, length, pre-queue and rate, 100
 // users admitted over some 30 buckets of time in line and 15 of estimate
-// ratio, orders, a moment every hour), and logs what Redis says they hold
+// ratio, their ranges scored (issue 54: within or not, one in ten apart),
+// orders, a moment every hour), and logs what Redis says they hold
 // (MEMORY USAGE of every row): the figure docs/operations.md states for
 // --rollup-retention. Then it checks that the rows keep only their keep.
 func TestRollupMemoryPerDay(t *testing.T) {
@@ -29,7 +30,8 @@ func TestRollupMemoryPerDay(t *testing.T) {
 		for range 100 {
 			wait := time.Duration(rnd.ExpFloat64() * float64(10*time.Minute))
 			shown := int64(wait.Seconds() * (0.7 + 0.6*rnd.Float64()))
-			p.Admitted("sale", rollup.Wait{Entered: at.Add(-wait), Shown: shown, Admitted: at})
+			p.Admitted("sale", rollup.Wait{Entered: at.Add(-wait), Shown: shown, Low: shown * 4 / 5, High: shown * 5 / 4,
+				Apart: rnd.IntN(10) == 0, Admitted: at})
 		}
 		for range 80 {
 			p.Ordered("sale")

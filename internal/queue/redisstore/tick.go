@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
@@ -19,7 +20,8 @@ import (
 // tickFields are admission.TickState in the admission hash, field by field.
 // tick.lua reads them (tickReads); admit.lua writes what the plan changed.
 var tickFields = []string{"next", "last_call", "carry", "inline", "win_start", "win_count", "measured",
-	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room", "lane_credit", "lane_shares"}
+	"pace_rate", "pace_busy", "pace_at", "moved", "reach", "checkpoints", "cap_room", "lane_credit", "lane_shares",
+	"pace_claimed", "pace_departed", "rate_mean", "rate_var", "rate_recent", "phase", "changes", "surprise"}
 
 // tickReads are the fields of the queue's hash tick.lua reads for Go, by
 // name: the whole config, the epoch (a queue is known by it or its rate),
@@ -145,25 +147,38 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 			a.Admitted = append(a.Admitted, p.str(3+i))
 			w := waited(r, 3+n+i, t.in.Now)
 			w.Lane = laneOf(i, a.Admitted[i])
+			// Taken before something no estimate could foresee (the
+			// tick's surprise, as this tick wrote it): scored apart.
+			w.Apart = !w.Entered.IsZero() && w.Entered.Before(plan.State.Surprise)
 			a.Waited = append(a.Waited, w)
 		}
 	}
 	return a, p.err
 }
 
-// waited reads admit.lua's "ms shown" at r[i] (nil: not kept) as the wait
-// of a user admitted at now.
+// waited reads admit.lua's "ms shown low high" at r[i] (nil: not kept; an
+// earlier version's "ms shown": no range shown) as the wait of a user
+// admitted at now.
 func waited(r []any, i int, now time.Time) rollup.Wait {
-	w := rollup.Wait{Admitted: now}
+	w := rollup.Wait{Admitted: now, Low: rollup.NoneShown, High: rollup.NoneShown}
 	var s string
 	if i < len(r) {
 		s, _ = r[i].(string)
 	}
-	ms, shown, ok := strings.Cut(s, " ")
-	at, err1 := strconv.ParseInt(ms, 10, 64)
-	n, err2 := strconv.ParseInt(shown, 10, 64)
-	if ok && err1 == nil && err2 == nil {
-		w.Entered, w.Shown = time.UnixMilli(at).UTC(), n
+	f := strings.Fields(s)
+	n := make([]int64, len(f))
+	for j := range f {
+		var err error
+		if n[j], err = strconv.ParseInt(f[j], 10, 64); err != nil {
+			return w
+		}
+	}
+	switch len(f) {
+	case 4:
+		w.Low, w.High = n[2], n[3]
+		fallthrough
+	case 2:
+		w.Entered, w.Shown = time.UnixMilli(n[0]).UTC(), n[1]
 	}
 	return w
 }
@@ -340,7 +355,35 @@ func encodeTick(st admission.TickState) map[string]string {
 		"inline": strconv.FormatInt(st.Inline, 10), "win_start": ms(st.WinStart), "win_count": strconv.FormatInt(st.WinCount, 10),
 		"measured": num(st.Measured), "pace_rate": num(st.PaceRate), "pace_busy": num(st.PaceBusy), "pace_at": ms(st.PaceAt),
 		"moved": ms(st.Moved), "reach": reach, "checkpoints": strings.Join(cks, " "), "cap_room": capRoom,
-		"lane_credit": encodeShares(st.LaneCredit), "lane_shares": encodeShares(st.LaneShares)}
+		"lane_credit": encodeShares(st.LaneCredit), "lane_shares": encodeShares(st.LaneShares),
+		"pace_claimed": num(st.PaceClaimed), "pace_departed": num(st.PaceDeparted), "rate_mean": num(st.RateMean), "rate_var": num(st.RateVar), "rate_recent": num(st.RateRecent),
+		"phase": st.Phase, "changes": encodeChanges(st.Changes), "surprise": ms(st.Surprise)}
+}
+
+// encodeChanges are the rate changes ahead as the tick state keeps them
+// (changes), "atMs:rate atMs:rate", soonest first: the prelude's shown
+// reads them too, so a newcomer's range sees the phases ahead.
+func encodeChanges(cs []estimate.Change) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = strconv.FormatInt(c.At.UnixMilli(), 10) + ":" + strconv.FormatFloat(c.Rate, 'f', -1, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+// decodeChanges reads what encodeChanges wrote.
+func decodeChanges(s string) ([]estimate.Change, error) {
+	var cs []estimate.Change
+	for _, item := range strings.Fields(s) {
+		at, rate, _ := strings.Cut(item, ":")
+		a, e1 := strconv.ParseInt(at, 10, 64)
+		r, e2 := strconv.ParseFloat(rate, 64)
+		if e1 != nil || e2 != nil {
+			return nil, fmt.Errorf("rate change %q", item)
+		}
+		cs = append(cs, estimate.Change{At: time.UnixMilli(a).UTC(), Rate: r})
+	}
+	return cs, nil
 }
 
 // decodeTick reads what encodeTick wrote; a field not set reads as zero.
@@ -366,7 +409,14 @@ func decodeTick(v map[string]string) (admission.TickState, error) {
 		WinStart: ms("win_start"), WinCount: int64(num("win_count")), Measured: num("measured"),
 		PaceRate: num("pace_rate"), PaceBusy: num("pace_busy"), PaceAt: ms("pace_at"), Moved: ms("moved"),
 		Reach: int64(num("reach")), CapRoom: int64(num("cap_room")), Capped: v["cap_room"] != "",
-		LaneCredit: decodeShares(v["lane_credit"]), LaneShares: decodeShares(v["lane_shares"])}
+		LaneCredit: decodeShares(v["lane_credit"]), LaneShares: decodeShares(v["lane_shares"]),
+		PaceClaimed: num("pace_claimed"), PaceDeparted: num("pace_departed"), RateMean: num("rate_mean"), RateVar: num("rate_var"), RateRecent: num("rate_recent"),
+		Phase: v["phase"], Surprise: ms("surprise")}
+	changes, e := decodeChanges(v["changes"])
+	if e != nil {
+		return st, e
+	}
+	st.Changes = changes
 	for _, c := range strings.Fields(v["checkpoints"]) {
 		at, ticket, _ := strings.Cut(c, ":")
 		a, e1 := strconv.ParseInt(at, 10, 64)

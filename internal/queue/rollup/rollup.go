@@ -1,6 +1,7 @@
 // Package rollup owns how a sale is measured after the fact: each admitted
-// user's wait (Wait: when they took their place, the wait they were shown
-// then), the 5%-wide buckets waits and estimate ratios are counted in, and
+// user's wait (Wait: when they took their place, the wait and its range
+// they were shown then, and how that fared: Outcome), the 5%-wide buckets
+// waits and estimate ratios are counted in, and
 // the per-minute rows a store keeps for every queue (Write, Row) and what
 // they add up to (Build: Minute, Moment, Rollup), which `waitroom report`
 // and the admin API read.
@@ -88,6 +89,76 @@ func (w Wait) Covered() (covered, ok bool) {
 	}
 	s := d.Seconds()
 	return s >= float64(w.Low) && s <= float64(w.High), true
+}
+
+// How a person's estimate fared (issue 54; Wait.Outcome), the sale's
+// report's and the metric waitroom_estimate_covered_total's words: scored,
+// the wait realised fell within the range shown at join (In) or not
+// (Out); scored apart, likewise, for those Apart (ApartIn, ApartOut); or
+// no range was shown to score (Unknown: not known at join, or no wait
+// shown at all).
+const (
+	OutcomeIn       = "in"
+	OutcomeOut      = "out"
+	OutcomeApartIn  = "apart_in"
+	OutcomeApartOut = "apart_out"
+	OutcomeUnknown  = "unknown"
+)
+
+// Outcome is how the person's estimate fared, and false when the time in
+// line is not known (they never waited, or took their place before places
+// kept when): then nothing is scored, as nothing is timed.
+func (w Wait) Outcome() (string, bool) {
+	if _, ok := w.TimeInLine(); !ok {
+		return "", false
+	}
+	covered, ok := w.Covered()
+	switch {
+	case !ok:
+		return OutcomeUnknown, true
+	case w.Apart && covered:
+		return OutcomeApartIn, true
+	case w.Apart:
+		return OutcomeApartOut, true
+	case covered:
+		return OutcomeIn, true
+	}
+	return OutcomeOut, true
+}
+
+// Coverage counts people by how their estimate fared (Outcome): the
+// report's coverage is In ÷ (In + Out), the share of those scored whose
+// wait fell within the range they were shown; the Apart ones' is scored
+// apart from it, and Unknown were shown no range.
+type Coverage struct {
+	In       int64 `json:"in"`
+	Out      int64 `json:"out"`
+	ApartIn  int64 `json:"apartIn"`
+	ApartOut int64 `json:"apartOut"`
+	Unknown  int64 `json:"unknown"`
+}
+
+// Plus is c and o counted together.
+func (c Coverage) Plus(o Coverage) Coverage {
+	return Coverage{In: c.In + o.In, Out: c.Out + o.Out, ApartIn: c.ApartIn + o.ApartIn, ApartOut: c.ApartOut + o.ApartOut,
+		Unknown: c.Unknown + o.Unknown}
+}
+
+// count adds n of outcome; an outcome it does not know (a row written by a
+// newer version) is not counted.
+func (c *Coverage) count(outcome string, n int64) {
+	switch outcome {
+	case OutcomeIn:
+		c.In += n
+	case OutcomeOut:
+		c.Out += n
+	case OutcomeApartIn:
+		c.ApartIn += n
+	case OutcomeApartOut:
+		c.ApartOut += n
+	case OutcomeUnknown:
+		c.Unknown += n
+	}
 }
 
 // base is the width of a bucket: each is 5% wider than the one below, so

@@ -1,6 +1,7 @@
 package rollup_test
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
 	"strconv"
@@ -182,5 +183,107 @@ func TestBuildReadsTheLanes(t *testing.T) {
 	}
 	if rows := applied(rollup.Reading{Admitted: 3}.Write(nil, time.Hour)); rows["lanes"] != "" {
 		t.Errorf("a queue without lanes writes lanes: %q", rows["lanes"])
+	}
+}
+
+// TestWaitOutcome: a wait is scored when a range was shown at join, apart
+// when something unforeseeable came after, and within the range when its
+// time in line is from Low to High inclusive.
+func TestWaitOutcome(t *testing.T) {
+	at := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	waited := func(seconds float64, low, high int64, apart bool) rollup.Wait {
+		return rollup.Wait{Entered: at, Shown: (low + high) / 2, Low: low, High: high, Apart: apart,
+			Admitted: at.Add(time.Duration(seconds * float64(time.Second)))}
+	}
+	for _, c := range []struct {
+		name    string
+		w       rollup.Wait
+		outcome string
+		ok      bool
+	}{
+		{"within", waited(60, 40, 90, false), rollup.OutcomeIn, true},
+		{"at the low end", waited(40, 40, 90, false), rollup.OutcomeIn, true},
+		{"at the high end", waited(90, 40, 90, false), rollup.OutcomeIn, true},
+		{"a moment past the high end", waited(90.2, 40, 90, false), rollup.OutcomeOut, true},
+		{"sooner than the low end", waited(39, 40, 90, false), rollup.OutcomeOut, true},
+		{"any moment now, and so it was", waited(0.4, 0, 1, false), rollup.OutcomeIn, true},
+		{"apart, within", waited(60, 40, 90, true), rollup.OutcomeApartIn, true},
+		{"apart, beyond", waited(300, 40, 90, true), rollup.OutcomeApartOut, true},
+		{"no range shown", waited(60, rollup.NoneShown, rollup.NoneShown, false), rollup.OutcomeUnknown, true},
+		{"no range shown, apart", waited(60, rollup.NoneShown, rollup.NoneShown, true), rollup.OutcomeUnknown, true},
+		{"placed by an opening", rollup.Wait{Entered: at, Shown: rollup.NoneShown, Low: rollup.NoneShown, High: rollup.NoneShown,
+			Admitted: at.Add(time.Minute)}, rollup.OutcomeUnknown, true},
+		{"never waited", rollup.Wait{Admitted: at, Low: 0, High: 5}, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, ok := c.w.Outcome(); got != c.outcome || ok != c.ok {
+				t.Errorf("Outcome = %q, %v; want %q, %v", got, ok, c.outcome, c.ok)
+			}
+		})
+	}
+}
+
+// TestBuildScoresTheEstimates: each admitted user's estimate, as two
+// instances add it to the minute's row, is counted by how it fared (every
+// user timed in exactly one outcome), the scored ones' ratios apart from
+// the apart ones', and those shown no range in no ratio; a minute that
+// admitted nobody has no coverage, and its JSON says none.
+func TestBuildScoresTheEstimates(t *testing.T) {
+	m0 := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	wait := func(seconds, shown, low, high int64, apart bool) rollup.Wait {
+		return rollup.Wait{Entered: m0, Shown: shown, Low: low, High: high, Apart: apart, Admitted: m0.Add(time.Duration(seconds) * time.Second)}
+	}
+	var a, b rollup.Pending
+	for range 3 {
+		a.Admitted("q", wait(60, 60, 45, 80, false)) // in, ratio 1
+	}
+	a.Admitted("q", wait(120, 60, 45, 80, false)) // out, ratio 2
+	b.Admitted("q", wait(70, 60, 45, 80, true))   // apart, in
+	b.Admitted("q", wait(240, 60, 45, 80, true))  // apart, out, ratio 4
+	b.Admitted("q", wait(240, 30, rollup.NoneShown, rollup.NoneShown, false))
+	b.Admitted("q", rollup.Wait{Admitted: m0}) // never waited: not timed, not scored
+	rows := []rollup.Row{
+		{Minute: m0, Fields: applied(rollup.Reading{Admitted: 8}.Write(a.Take("q"), time.Hour), rollup.Reading{Admitted: 8}.Write(b.Take("q"), time.Hour))},
+		{Minute: m0.Add(time.Minute), Fields: applied(rollup.Reading{Admitted: 8}.Write(nil, time.Hour))},
+	}
+	minutes, _ := rollup.Build(rows)
+	if len(minutes) != 2 {
+		t.Fatalf("%d minutes", len(minutes))
+	}
+	m := minutes[0]
+	if d := cmp.Diff(rollup.Coverage{In: 3, Out: 1, ApartIn: 1, ApartOut: 1, Unknown: 1}, m.EstimateCoverage); d != "" {
+		t.Errorf("coverage (-want +got):\n%s", d)
+	}
+	c := m.EstimateCoverage
+	if sum := c.In + c.Out + c.ApartIn + c.ApartOut + c.Unknown; sum != m.TimeInLine.Count() {
+		t.Errorf("%d outcomes for %d timed", sum, m.TimeInLine.Count())
+	}
+	if m.EstimateRatio.Count() != 4 || m.EstimateRatio.Quantile(1) != rollup.Upper(rollup.Bucket(2000)) {
+		t.Errorf("the scored ones' ratios: %v", m.EstimateRatio)
+	}
+	if m.ApartRatio.Count() != 2 || m.ApartRatio.Quantile(1) != rollup.Upper(rollup.Bucket(4000)) {
+		t.Errorf("the apart ones' ratios: %v", m.ApartRatio)
+	}
+	if d := cmp.Diff(rollup.Coverage{In: 3, Out: 2, ApartIn: 2, ApartOut: 2, Unknown: 1}, c.Plus(rollup.Coverage{Out: 1, ApartIn: 1, ApartOut: 1})); d != "" {
+		t.Errorf("Plus (-want +got):\n%s", d)
+	}
+	raw, err := json.Marshal(minutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(back[0]["estimateCoverage"]), `{"in":3,"out":1,"apartIn":1,"apartOut":1,"unknown":1}`; got != want {
+		t.Errorf("estimateCoverage %s, want %s", got, want)
+	}
+	if _, ok := back[0]["apartEstimateRatio"]; !ok {
+		t.Error("no apartEstimateRatio in a minute with people scored apart")
+	}
+	for _, field := range []string{"estimateCoverage", "apartEstimateRatio"} {
+		if v, ok := back[1][field]; ok {
+			t.Errorf("a minute that admitted nobody has %s %s", field, v)
+		}
 	}
 }

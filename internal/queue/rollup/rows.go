@@ -83,6 +83,14 @@ const (
 	laneTimePrefix = "tl:"
 )
 
+// An admitted user's estimate in a row (issue 54): counted by how it fared
+// (coverPrefix and Outcome's word), and, when scored apart, its ratio in
+// the apart ones' buckets (the scored ones' are "r<bucket>").
+const (
+	coverPrefix      = "cover:"
+	apartRatioPrefix = "ra:"
+)
+
 func laneField(name, what string) string { return "lane:" + name + ":" + what }
 
 // Equal reports whether r and o read the same.
@@ -131,10 +139,15 @@ type Minute[H any] struct {
 	Figures
 	// TimeInLine counts the minute's admitted by their time in line
 	// (Histogram: ms in Bucket's buckets; the report's: seconds),
-	// EstimateRatio by their wait realised over the wait shown (1: exact;
-	// 2: twice as long; Histogram: × 1000, Wait.Ratio).
+	// EstimateRatio those scored (issue 54: shown a range at join, nothing
+	// unforeseeable after: Outcome in or out) by their wait realised over
+	// the wait shown (1: exact; 2: twice as long; Histogram: × 1000,
+	// Wait.Ratio), and ApartRatio those scored apart (apart_in, apart_out)
+	// alike. Rows written before issue 54 counted everyone shown a wait in
+	// EstimateRatio.
 	TimeInLine    H `json:"timeInLine"`
 	EstimateRatio H `json:"estimateRatio"`
+	ApartRatio    H `json:"apartEstimateRatio,omitempty"`
 	// LaneTimeInLine counts, for each lane other than the public (issue
 	// 53), its admitted by their time in line as TimeInLine does (the
 	// public lane's are TimeInLine less these); none without lanes, or
@@ -196,12 +209,17 @@ type Figures struct {
 	// Lanes are the queue's lanes in the minute (issue 53), in the order
 	// its stats listed them; absent without lanes.
 	Lanes []LaneFigures `json:"lanes,omitempty"`
+	// EstimateCoverage counts the minute's admitted (those timed, as
+	// TimeInLine) by how the range shown at join fared (issue 54;
+	// Wait.Outcome); absent from a minute that admitted nobody timed, and
+	// from rows written before issue 54.
+	EstimateCoverage Coverage `json:"estimateCoverage,omitzero"`
 }
 
 // WithHistograms is m with its histograms redrawn by f (the report's
 // bounded buckets from the rows' counts).
 func WithHistograms[H, G any](m Minute[H], f func(H) G) Minute[G] {
-	out := Minute[G]{Figures: m.Figures, TimeInLine: f(m.TimeInLine), EstimateRatio: f(m.EstimateRatio)}
+	out := Minute[G]{Figures: m.Figures, TimeInLine: f(m.TimeInLine), EstimateRatio: f(m.EstimateRatio), ApartRatio: f(m.ApartRatio)}
 	for name, h := range m.LaneTimeInLine {
 		if out.LaneTimeInLine == nil {
 			out.LaneTimeInLine = map[string]G{}
@@ -241,7 +259,7 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 	for _, r := range rows {
 		f := parse(r.Fields)
 		m := Minute[Histogram]{Figures: Figures{Start: r.Minute.UTC(), LineLength: f["length"], LineMax: f["maxLength"], PreQueue: f["preQueue"],
-			RatePerSecond: float64(f["rate"]) / 1000, Ordered: f["ordered"]}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}}
+			RatePerSecond: float64(f["rate"]) / 1000, Ordered: f["ordered"]}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}, ApartRatio: Histogram{}}
 		counts := make([]int64, len(funnel))
 		for i, name := range funnel {
 			counts[i] = growth(f, before, name)
@@ -250,29 +268,7 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 		m.Entered, m.Left, m.Skipped, m.Admitted, m.Used, m.Expired = counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]
 		m.Shadowed, m.Cleared = counts[6], counts[7]
 		m.Suspects, m.RefusedSuspects, m.ChallengedSuspects = f[SuspectPlaces], f[RefusedSuspects], f[ChallengedSuspects]
-		for k, n := range f {
-			if signal, ok := strings.CutPrefix(k, suspectPrefix); ok && n > 0 {
-				if m.Signals == nil {
-					m.Signals = map[string]int64{}
-				}
-				m.Signals[signal] = n
-				continue
-			}
-			if lt, ok := strings.CutPrefix(k, laneTimePrefix); ok {
-				name, b, _ := strings.Cut(lt, ":")
-				if n, err := strconv.Atoi(b); err == nil && m.LaneTimeInLine[name] != nil {
-					m.LaneTimeInLine[name][n] += f[k]
-				}
-				continue
-			}
-			h := m.TimeInLine
-			if k[0] == 'r' {
-				h = m.EstimateRatio
-			}
-			if b, err := strconv.Atoi(k[1:]); err == nil && (k[0] == 't' || k[0] == 'r') {
-				h[b] += n
-			}
-		}
+		readCounts(&m, f)
 		moments = append(moments, parseMoments(r.Fields)...)
 		minutes = append(minutes, m)
 		if _, ok := f["entered"]; ok {
@@ -281,6 +277,51 @@ func Build(rows []Row) ([]Minute[Histogram], []Moment) {
 	}
 	slices.SortStableFunc(moments, func(a, b Moment) int { return a.At.Compare(b.At) })
 	return minutes, moments
+}
+
+// readCounts reads a row's counts that its instances added (f: its
+// numbers): the likely bots by signal, the estimates' outcomes, and the
+// histograms' buckets.
+func readCounts(m *Minute[Histogram], f map[string]int64) {
+	for k, n := range f {
+		if signal, ok := strings.CutPrefix(k, suspectPrefix); ok && n > 0 {
+			if m.Signals == nil {
+				m.Signals = map[string]int64{}
+			}
+			m.Signals[signal] = n
+			continue
+		}
+		if outcome, ok := strings.CutPrefix(k, coverPrefix); ok {
+			m.EstimateCoverage.count(outcome, n)
+			continue
+		}
+		h, b := histogramOf(m, k)
+		if h != nil {
+			h[b] += n
+		}
+	}
+}
+
+// histogramOf is the histogram a row's field counts a bucket of, and the
+// bucket; nil when the field is no bucket.
+func histogramOf(m *Minute[Histogram], field string) (Histogram, int) {
+	var h Histogram
+	rest := field
+	if lt, ok := strings.CutPrefix(field, laneTimePrefix); ok {
+		name, b, _ := strings.Cut(lt, ":")
+		h, rest = m.LaneTimeInLine[name], b
+	} else if b, ok := strings.CutPrefix(field, apartRatioPrefix); ok {
+		h, rest = m.ApartRatio, b
+	} else if b, ok := strings.CutPrefix(field, "t"); ok {
+		h, rest = m.TimeInLine, b
+	} else if b, ok := strings.CutPrefix(field, "r"); ok {
+		h, rest = m.EstimateRatio, b
+	}
+	b, err := strconv.Atoi(rest)
+	if err != nil {
+		return nil, 0
+	}
+	return h, b
 }
 
 // growth is how much the total name grew in the row f: from the row
@@ -334,7 +375,7 @@ func Fill(minutes []Minute[Histogram], end time.Time) []Minute[Histogram] {
 		}
 		for t := m.Start.Add(time.Minute); !t.After(next); t = t.Add(time.Minute) {
 			out = append(out, Minute[Histogram]{Figures: Figures{Start: t, LineLength: m.LineLength, LineMax: m.LineLength,
-				PreQueue: m.PreQueue, RatePerSecond: m.RatePerSecond, Lanes: stillLanes(m.Lanes)}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}})
+				PreQueue: m.PreQueue, RatePerSecond: m.RatePerSecond, Lanes: stillLanes(m.Lanes)}, TimeInLine: Histogram{}, EstimateRatio: Histogram{}, ApartRatio: Histogram{}})
 		}
 	}
 	return out
@@ -392,20 +433,28 @@ type Pending struct {
 	by map[string]map[string]int64
 }
 
-// Admitted counts one admitted user's wait.
+// Admitted counts one admitted user's wait: its time in line, how its
+// estimate fared (Wait.Outcome) and, scored or scored apart, its ratio.
 func (p *Pending) Admitted(queue string, w Wait) {
 	d, ok := w.TimeInLine()
 	if !ok {
 		return
 	}
 	b := strconv.Itoa(Bucket(float64(d.Milliseconds())))
-	p.add(queue, "t"+b)
+	add := map[string]int64{"t" + b: 1}
 	if w.Lane != "" && w.Lane != publicLane {
-		p.add(queue, laneTimePrefix+w.Lane+":"+b)
+		add[laneTimePrefix+w.Lane+":"+b] = 1
 	}
-	if r, ok := w.Ratio(); ok {
-		p.add(queue, "r"+strconv.Itoa(Bucket(r*1000)))
+	outcome, _ := w.Outcome()
+	add[coverPrefix+outcome] = 1
+	if r, ok := w.Ratio(); ok && outcome != OutcomeUnknown {
+		ratios := "r"
+		if w.Apart {
+			ratios = apartRatioPrefix
+		}
+		add[ratios+strconv.Itoa(Bucket(r*1000))] = 1
 	}
+	p.Return(queue, add)
 }
 
 // Ordered counts one order placed.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/queue/estimate"
 )
 
 // The estimate a user is told (issue 49): 0 only within what the next
@@ -40,6 +41,26 @@ type EstimateCase struct {
 	MaxActiveTokens int64                `json:"maxActiveTokens"`
 	LetInFirst      int                  `json:"letInFirst"`
 	Told            map[int64]int64      `json:"told"`
+	// Range is, for some of the positions told, the range (low, high) the
+	// newcomer is told beside it (issue 54): the line unmeasured, so its
+	// spread is the prior's (estimate.Prior).
+	Range map[int64][2]int64 `json:"range"`
+}
+
+// rangeAt is the range the case gives pos, nil when none.
+func (ec EstimateCase) rangeAt(pos int64) []int64 {
+	r, ok := ec.Range[pos]
+	if !ok {
+		return nil
+	}
+	return r[:]
+}
+
+// rangeIs says whether e is known with the range the case gives pos (true
+// when it gives none).
+func (ec EstimateCase) rangeIs(pos int64, e estimate.Estimate) bool {
+	r, ok := ec.Range[pos]
+	return !ok || e.Known && e.Low == r[0] && e.High == r[1]
 }
 
 // EstimateCases are the cases of testdata/estimates.json.
@@ -67,9 +88,10 @@ func (ec EstimateCase) Settings() map[string]any {
 func (ec EstimateCase) Positions() []int64 { return slices.Sorted(maps.Keys(ec.Told)) }
 
 // testEstimates: on each case's queue, the newcomers are told the case's
-// estimates (Go: Pace.Shown on the store's pace), and so are they when
-// they ask (first come only: a draw's estimate is the line's, not the
-// place's), and each place keeps the wait told (the Redis store's
+// estimates (Go: Pace.Estimate on the store's pace, with the range where
+// the case gives one), and so are they when they ask (first come only: a
+// draw's estimate is the line's, not the place's), and each place keeps
+// the wait and range told (the Redis store's
 // prelude.lua shown, the embedded store's Go), as admission, sped up,
 // reports when it lets them in.
 func testEstimates(t *testing.T, s queue.Store, clock Clock) {
@@ -86,22 +108,23 @@ func testEstimates(t *testing.T, s queue.Store, clock Clock) {
 			for pos := int64(1); pos <= positions[len(positions)-1]; pos++ {
 				e := mustEnter(t, s, q, user(pos))
 				want, told := ec.Told[pos]
-				if got := e.Pace.Estimate(e.Position, e.Length).Seconds; told && (e.Position != pos || got != want) {
-					t.Errorf("newcomer %d: at %d told %d s, want %d s", pos, e.Position, got, want)
+				if got := e.Pace.Estimate(e.Position, e.Length); told && (e.Position != pos || got.Seconds != want || !ec.rangeIs(pos, got)) {
+					t.Errorf("newcomer %d: at %d told %+v, want %d s in %v", pos, e.Position, got, want, ec.rangeAt(pos))
 				}
 			}
 			if ec.Method != queue.MethodRandom {
 				for _, pos := range positions {
-					if e := mustStatus(t, s, q, user(pos)); e.Pace.Estimate(e.Position, e.Length).Seconds != ec.Told[pos] {
-						t.Errorf("status at %d: told %d s, want %d s", e.Position, e.Pace.Estimate(e.Position, e.Length).Seconds, ec.Told[pos])
+					e := mustStatus(t, s, q, user(pos))
+					if got := e.Pace.Estimate(e.Position, e.Length); got.Seconds != ec.Told[pos] || !ec.rangeIs(pos, got) {
+						t.Errorf("status at %d: told %+v, want %d s in %v", e.Position, got, ec.Told[pos], ec.rangeAt(pos))
 					}
 				}
 			}
-			checkWaitsKept(t, s, clock, q, c, len(positions), func(u string) (int64, bool) {
+			checkWaitsKept(t, s, clock, q, c, len(positions), func(u string) (keptWait, bool) {
 				var pos int64
 				_, err := fmt.Sscanf(u, "u%03d", &pos)
 				want, ok := ec.Told[pos]
-				return want, err == nil && ok
+				return keptWait{Shown: want, Range: ec.rangeAt(pos)}, err == nil && ok
 			})
 		})
 	}
@@ -124,13 +147,21 @@ func letInFirst(t *testing.T, s queue.Store, clock Clock, q string, c queue.Conf
 	}
 }
 
+// keptWait is the wait a place should keep: Shown, and Range (low, high)
+// when given.
+type keptWait struct {
+	Shown int64
+	Range []int64
+}
+
 // checkWaitsKept lets everyone in line in at fastConfig's pace (the
-// queue's method kept, its live-token cap lifted) and checks the wait each
-// place kept against want's, n of them.
-func checkWaitsKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, n int, want func(user string) (int64, bool)) {
+// queue's method kept; its live-token cap, no-shows and phases lifted)
+// and checks the wait each place kept against want's, n of them.
+func checkWaitsKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.Config, n int, want func(user string) (keptWait, bool)) {
 	t.Helper()
 	fast := fastConfig()
 	c.RatePerSecond, c.BatchSize, c.Interval, c.MaxActiveTokens = fast.RatePerSecond, fast.BatchSize, fast.Interval, 0
+	c.AbandonAfter, c.Phases = 0, nil
 	if err := s.PutConfig(context.Background(), q, c); err != nil {
 		t.Fatal(err)
 	}
@@ -138,11 +169,14 @@ func checkWaitsKept(t *testing.T, s queue.Store, clock Clock, q string, c queue.
 	for range 100 {
 		a := tickDue(t, s, clock, q, c.BatchSize)
 		for i, u := range a.Admitted {
-			if w, ok := want(u); ok && i < len(a.Waited) {
-				checked++
-				if a.Waited[i].Shown != w {
-					t.Errorf("%s: the place kept %d s shown, want %d s", u, a.Waited[i].Shown, w)
-				}
+			w, ok := want(u)
+			if !ok || i >= len(a.Waited) {
+				continue
+			}
+			checked++
+			got := a.Waited[i]
+			if got.Shown != w.Shown || w.Range != nil && (got.Low != w.Range[0] || got.High != w.Range[1]) {
+				t.Errorf("%s: the place kept %d s shown in %d–%d s, want %d s in %v", u, got.Shown, got.Low, got.High, w.Shown, w.Range)
 			}
 		}
 		if checked == n {

@@ -141,9 +141,9 @@ func testPlaces(t *testing.T, s queue.Store, clock Clock) {
 				checkPlaced(t, pc, sn, ticket, mustStatus(t, s, q, placeUser(ticket)))
 			}
 			checkClearedPlaced(t, s, q, pc, cleared)
-			checkWaitsKept(t, s, clock, q, pc.Config(), len(kept), func(u string) (int64, bool) {
+			checkWaitsKept(t, s, clock, q, pc.Config(), len(kept), func(u string) (keptWait, bool) {
 				w, ok := kept[u]
-				return w, ok
+				return keptWait{Shown: w}, ok
 			})
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/report"
 )
 
@@ -50,9 +51,16 @@ func rate(s int) float64 {
 
 // Truth is what happened to every person, exactly.
 type Truth struct {
-	// Waits are the seconds each admitted person waited, Ratios the wait
-	// realised over the wait shown (those shown more than 0), sorted.
-	Waits, Ratios []float64
+	// Waits are the seconds each admitted person waited, sorted; Ratios
+	// the wait realised over the wait shown of those scored (shown more
+	// than 0 and a range, and not caught in line by the pause), sorted,
+	// and ApartRatios those of the people scored apart (in line when the
+	// pause came).
+	Waits, Ratios, ApartRatios []float64
+	// Coverage is how the range each admitted person was shown fared
+	// (rollup.Wait.Outcome), in all and in each minute from Start.
+	Coverage         rollup.Coverage
+	CoverageByMinute []rollup.Coverage
 	// PeakLine is the longest the line was, PeakAt the minute it first was.
 	PeakLine                                                 int64
 	PeakAt                                                   time.Time
@@ -93,8 +101,17 @@ func Quantile(sorted []float64, p float64) float64 {
 type person struct {
 	arrived int
 	shown   float64
-	n       int // arrival number, from 1
+	// low and high are the range shown beside shown (issue 54), -1 when
+	// none was: while paused the wait is not known.
+	low, high float64
+	n         int // arrival number, from 1
 }
+
+// rangeFactor widens a shown wait into the range shown beside it, as the
+// estimate's model does (estimate.Of: 1 + 1.645·σ, here σ = 0.15, and a
+// tick of a second either way): wide enough for a wait that comes true,
+// too narrow for one shown at 25/s while the line moved at 15/s.
+const rangeFactor = 1 + 1.645*0.15
 
 // Sale is the scenario as the report reads it, and the truth about it.
 func Sale(queue string) (report.Sale, Truth) {
@@ -107,11 +124,13 @@ func Sale(queue string) (report.Sale, Truth) {
 	}
 	slices.Sort(sim.truth.Waits)
 	slices.Sort(sim.truth.Ratios)
+	slices.Sort(sim.truth.ApartRatios)
 	sim.truth.SoldOut = Start.Add(soldOutAt * time.Second)
 	sale := report.Sale{Queue: queue, From: Start, Until: Start.Add(Seconds * time.Second), Minutes: sim.minutes, Moments: moments()}
 	for i := range sale.Minutes {
 		sale.Minutes[i].TimeInLine = Buckets(sim.waits[i], Growth)
 		sale.Minutes[i].EstimateRatio = Buckets(sim.ratios[i], Growth)
+		sale.Minutes[i].ApartRatio = Buckets(sim.apartRatios[i], Growth)
 	}
 	return sale, sim.truth
 }
@@ -132,10 +151,12 @@ type simulation struct {
 	minutes []report.Minute
 	waits   map[int][]float64
 	ratios  map[int][]float64
-	truth   Truth
-	n       int
-	credit  float64
-	popped  int
+	// apartRatios are the ratios of those scored apart, by minute.
+	apartRatios map[int][]float64
+	truth       Truth
+	n           int
+	credit      float64
+	popped      int
 }
 
 func (sim *simulation) second(s int) {
@@ -165,7 +186,11 @@ func (sim *simulation) arrive(s int, m *report.Minute) {
 	for range arrivals(s) {
 		sim.n++
 		shown := math.Ceil(float64(len(sim.line)+1) / max(rate(s), 25))
-		sim.line = append(sim.line, person{arrived: s, shown: shown, n: sim.n})
+		p := person{arrived: s, shown: shown, low: -1, high: -1, n: sim.n}
+		if rate(s) > 0 {
+			p.low, p.high = max(0, math.Floor(shown/rangeFactor-1)), math.Ceil(shown*rangeFactor+1)
+		}
+		sim.line = append(sim.line, p)
 		m.Entered++
 		sim.truth.Entered++
 	}
@@ -173,7 +198,8 @@ func (sim *simulation) arrive(s int, m *report.Minute) {
 
 func (sim *simulation) admit(s int, m *report.Minute) {
 	if sim.waits == nil {
-		sim.waits, sim.ratios = map[int][]float64{}, map[int][]float64{}
+		sim.waits, sim.ratios, sim.apartRatios = map[int][]float64{}, map[int][]float64{}, map[int][]float64{}
+		sim.truth.CoverageByMinute = make([]rollup.Coverage, len(sim.minutes))
 	}
 	sim.credit += rate(s)
 	for sim.credit >= 1 && len(sim.line) > 0 {
@@ -202,10 +228,7 @@ func (sim *simulation) let(s int, m *report.Minute, p person) {
 	wait := float64(s - p.arrived)
 	sim.waits[s/60] = append(sim.waits[s/60], wait)
 	t.Waits = append(t.Waits, wait)
-	if p.shown > 0 {
-		sim.ratios[s/60] = append(sim.ratios[s/60], wait/p.shown)
-		t.Ratios = append(t.Ratios, wait/p.shown)
-	}
+	sim.score(s, m, p)
 	switch {
 	case t.Admitted%13 == 0: // never came back: expired
 		if e := (s + entryTTL) / 60; e < len(sim.minutes) {
@@ -219,6 +242,39 @@ func (sim *simulation) let(s int, m *report.Minute, p person) {
 			m.Ordered++
 			t.Ordered++
 		}
+	}
+}
+
+// score counts how the range p was shown fared, let in at second s: those
+// in line when the pause came are scored apart, those shown no range (they
+// took their place while paused) are not scored.
+func (sim *simulation) score(s int, m *report.Minute, p person) {
+	t, wait := &sim.truth, float64(s-p.arrived)
+	within, apart := wait >= p.low && wait <= p.high, p.arrived < pauseFrom && s >= pauseFrom
+	c := rollup.Coverage{}
+	switch {
+	case p.low < 0:
+		c.Unknown = 1
+	case apart && within:
+		c.ApartIn = 1
+	case apart:
+		c.ApartOut = 1
+	case within:
+		c.In = 1
+	default:
+		c.Out = 1
+	}
+	m.EstimateCoverage = m.EstimateCoverage.Plus(c)
+	t.Coverage = t.Coverage.Plus(c)
+	t.CoverageByMinute[s/60] = t.CoverageByMinute[s/60].Plus(c)
+	switch {
+	case p.low < 0 || p.shown <= 0:
+	case apart:
+		sim.apartRatios[s/60] = append(sim.apartRatios[s/60], wait/p.shown)
+		t.ApartRatios = append(t.ApartRatios, wait/p.shown)
+	default:
+		sim.ratios[s/60] = append(sim.ratios[s/60], wait/p.shown)
+		t.Ratios = append(t.Ratios, wait/p.shown)
 	}
 }
 

@@ -25,9 +25,12 @@
 // The page's arithmetic, outside its closure so that node runs it alone:
 // the place it works out from the front document and the wait it tells
 // there, twins of the server's queue.Position (through queue/front's
-// Document.Place) and queue.Pace.Shown. The cases of
-// internal/queue/storetest/testdata/places.json hold the three equal
-// (internal/httpapi's TestThePagePlacesAsTheServerDoes runs them here).
+// Document.Place) and of its estimate model (internal/queue/estimate's Of,
+// on the document's pace.estimate). The cases of
+// internal/queue/storetest/testdata/places.json hold the places equal, and
+// internal/queue/estimate/testdata/ranges.json the model (internal/httpapi's
+// TestThePagePlacesAsTheServerDoes and TestThePageRangesAsTheServerDoes run
+// them here).
 const waitroomArithmetic = (() => {
   'use strict';
 
@@ -62,26 +65,93 @@ const waitroomArithmetic = (() => {
     return { position, lowest };
   }
 
-  // The server's estimate (queue/estimate.go): ceil(position / rate), 0
-  // within what the next tick surely lets in (nextTickAdmits: the server's
-  // rate × interval rounded down, at most a batch and the room the last
-  // tick left under the live-token cap; 0 below one a tick, so at 2/s
-  // nobody is told 0, nor anyone at the cap); the poll bands 10/5/2 by it,
-  // ±20%. A document without nextTickAdmits (an older server's, from a
-  // cache) tells nobody 0.
-  function estimate(position, pace) {
-    if (!(pace.estimateRatePerSecond > 0)) return 0;
-    if (position <= pace.nextTickAdmits) return 0;
-    return Math.ceil(position / pace.estimateRatePerSecond);
+  // of is the server's model of a wait (internal/queue/estimate's Of),
+  // line for line: the median and the 5th to 95th percentile range of the
+  // wait at position (1-based) in a line of length, under p ({rate, claim,
+  // spread, tick, interval, drawn, steps: [{after, rate}]}). Only + - * /,
+  // Math.sqrt, Math.floor and Math.ceil, in Go's order, so that both
+  // compute the same doubles to the last bit (estimate/testdata/ranges.json
+  // holds them equal; Go rounds each product before adding it, as
+  // JavaScript always does). known false: the front never reaches the
+  // place (reason paused).
+  function of(position, length, p) {
+    const steps = p.steps || [];
+    if (p.rate <= 0 && steps.length === 0) return { seconds: 0, low: 0, high: 0, known: false, reason: 'paused' };
+    const within = p.drawn ? length : position;
+    if (within <= p.tick) return { seconds: 0, low: 0, high: Math.ceil(p.interval), known: true };
+    let mid = position, low = position, high = position;
+    if (p.drawn) {
+      mid = (length + 1) / 2;
+      low = 0.05 * length;
+      high = 0.95 * length;
+    }
+    let claim = p.claim;
+    if (!(claim > 0 && claim <= 1)) claim = 1;
+    const sigma = Math.sqrt(p.spread * p.spread + (1 - claim) / (claim * mid));
+    const f = 1 + 1.645 * sigma;
+    // A draw's 95th percentile may never be reached where its median is
+    // (nobody let in from some step on): a range without an end.
+    const t = passing(p, steps, mid, claim), tHigh = passing(p, steps, high, claim);
+    if (t === Infinity || tHigh === Infinity) return { seconds: 0, low: 0, high: 0, known: false, reason: 'paused' };
+    const seconds = Math.ceil(t);
+    const lo = Math.max(0, Math.floor(passing(p, steps, low, claim) / f - p.interval));
+    const hi = Math.ceil(tHigh * f + p.interval);
+    return { seconds, low: Math.min(lo, seconds), high: Math.max(hi, seconds), known: true };
   }
 
-  return { placeFromFront, estimate };
+  // passing is estimate's Params.passing: the seconds the front takes to
+  // move n places, at rate / claim places a second until the first step,
+  // then at each step's; Infinity when it never does.
+  function passing(p, steps, n, claim) {
+    let at = 0, rate = p.rate;
+    for (const s of steps) {
+      if (s.after > at && rate > 0) {
+        const moves = (s.after - at) * rate / claim;
+        if (n <= moves) return at + n * claim / rate;
+        n -= moves;
+      }
+      at = Math.max(at, s.after);
+      rate = s.rate;
+    }
+    if (rate <= 0) return Infinity;
+    return at + n * claim / rate;
+  }
+
+  // range is the wait the server tells at a first-come position, worked
+  // out from the front document's pace: of() on its estimate model
+  // (pace.estimate, the public lane's; nextTickAdmits is the tick), so
+  // {seconds, low, high, known}. The page says whether the wait is known
+  // from the document itself (paused, stalled, the stock): known false
+  // here only says nobody is let in. A document without the model (an
+  // older server's, from a cache) gives the estimate as that server told
+  // it, ceil(position / estimateRatePerSecond), 0 within nextTickAdmits
+  // (none without it), and no range (low and high null).
+  function range(position, pace) {
+    const m = pace.estimate;
+    if (!m) {
+      let seconds = 0;
+      if (pace.estimateRatePerSecond > 0 && !(position <= pace.nextTickAdmits)) seconds = Math.ceil(position / pace.estimateRatePerSecond);
+      return { seconds, low: null, high: null, known: true };
+    }
+    const steps = (m.steps || []).map((s) => ({ after: s.afterSeconds, rate: s.ratePerSecond }));
+    return of(position, position, {
+      rate: m.admitRatePerSecond, claim: m.claim, spread: m.spread, tick: pace.nextTickAdmits, interval: m.intervalSeconds, drawn: false, steps,
+    });
+  }
+
+  // estimate is the median alone (estimatedWaitSeconds): the poll bands
+  // 10/5/2 follow it, ±20%.
+  function estimate(position, pace) {
+    return range(position, pace).seconds;
+  }
+
+  return { placeFromFront, estimate, range, of };
 })();
 
 (() => {
   'use strict';
   if (typeof document === 'undefined') return; // node, running the arithmetic alone (above)
-  const { placeFromFront, estimate } = waitroomArithmetic;
+  const { placeFromFront, estimate, range } = waitroomArithmetic;
 
   const $ = (id) => document.getElementById(id);
   const M = JSON.parse($('waitroom-texts').textContent);
@@ -608,7 +678,7 @@ const waitroomArithmetic = (() => {
     }
     $('queue-length').textContent = numbers.format(b.queueLength);
     $('length-label').textContent = inLane(lane) ? t('laneLengthLabel', { lane }) : t('lengthLabel');
-    $('eta').textContent = b.paused ? t('etaPaused') : b.stalled ? t('etaStalled') : eta(b.estimatedWaitSeconds);
+    showWait(waitText(b));
     nearFront = !b.paused && b.estimatedWaitSeconds <= 2; // where the server holds a poll
     $('paused-note').hidden = !b.paused;
     $('stalled-note').hidden = !b.stalled;
@@ -647,6 +717,8 @@ const waitroomArithmetic = (() => {
   // For the browser tests: the estimate on the cases every store and the
   // server's Go answer alike (queue/storetest's estimate cases).
   window.__estimate = estimate;
+  // And the range (issue 54) on the document's pace: {seconds, low, high, known}.
+  window.__range = range;
   function jitter(seconds) {
     return Math.max(1, Math.round(seconds * (0.8 + 0.4 * Math.random())));
   }
@@ -700,17 +772,32 @@ const waitroomArithmetic = (() => {
       // instance would have the page ask.
       return soldOut(true, rec.pollAfterSeconds, 'FRONT');
     }
-    const est = estimate(p.position, d.pace);
-    const after = jitter(pollBand(est));
+    const wait = range(p.position, d.pace);
+    const after = jitter(pollBand(wait.seconds));
     rec.state = 'WAITING';
     rec.pollAfterSeconds = after;
     rec.position = p.position;
-    render({
-      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: est, paused: d.pace.paused,
+    const standing = {
+      lane, position: p.position, queueLength: d.queueLength, estimatedWaitSeconds: wait.seconds, paused: d.pace.paused,
       stalled: d.pace.stalled && !d.pace.paused, beyondStock: d.unitsLeft !== null && p.position > d.unitsLeft,
-    });
+    };
+    render({ ...standing, ...frontWait(wait, standing) });
     nearFront = false; // the instance holds no front reader
     schedule(after, 'poll', readFront);
+  }
+
+  // frontWait is what the instance's answer would say of the wait, from
+  // the front document: its range (wait: range()), unless the document
+  // says the wait is not known, for the first of the server's reasons
+  // that holds (queue.Pace.Estimate: paused, stalled, fewer units left
+  // than people ahead; then the model's own, nobody let in). A document
+  // without the model (an older server's) gives the point alone, said as
+  // that server's answers were.
+  function frontWait(wait, b) {
+    const reason = b.paused ? 'paused' : b.stalled ? 'stalled' : b.beyondStock ? 'beyond_stock' : wait.known ? '' : wait.reason || 'paused';
+    if (reason) return { waitTimeKnown: false, waitTimeUnknownReason: reason };
+    if (wait.low === null) return {};
+    return { waitTimeKnown: true, estimatedWaitRange: { low: wait.low, high: wait.high } };
   }
 
   // place shows the visitor's place in line, pos, and the way from the
@@ -819,7 +906,71 @@ const waitroomArithmetic = (() => {
     $('progress-bar').style.width = Math.max(2, Math.min(100, pct)) + '%';
   }
 
-  // eta says the estimate in words people use.
+  // waitText says a WAITING answer's wait (the instance's, or one worked
+  // out from the front document): {text: its range} while waitTimeKnown,
+  // else {text: not known, why: waitTimeUnknownReason in words} ('': no
+  // words for it). The page without JavaScript says it alike
+  // (internal/web/noscript.go's wait).
+  function waitText(b) {
+    if (b.waitTimeKnown === undefined) {
+      // An older instance's answer (a rolling upgrade): its point.
+      return b.paused ? unknownText('paused') : b.stalled ? unknownText('stalled') : { text: eta(b.estimatedWaitSeconds), why: '' };
+    }
+    if (!b.waitTimeKnown || !b.estimatedWaitRange) return unknownText(b.waitTimeUnknownReason);
+    return { text: waitRange(b.estimatedWaitSeconds, b.estimatedWaitRange.low, b.estimatedWaitRange.high), why: '' };
+  }
+
+  const unknownTexts = { paused: 'etaWhyPaused', stalled: 'etaWhyStalled', opening: 'etaWhyOpening', sold_out: 'etaWhySoldOut', beyond_stock: 'etaWhyBeyondStock' };
+  function unknownText(reason) {
+    const why = unknownTexts[reason];
+    return { text: t('etaUnknown'), why: why ? t(why) : '' };
+  }
+
+  // showWait puts the wait in the card: why it is not known goes on a line
+  // of its own (.eta-why), so the fact stays short on a phone.
+  function showWait(w) {
+    const el = $('eta');
+    if (!w.why) {
+      el.textContent = w.text;
+      return;
+    }
+    const why = document.createElement('span');
+    why.className = 'eta-why';
+    why.textContent = w.why;
+    el.replaceChildren(w.text, ' ', why);
+  }
+
+  // waitRange says a known wait's range (its median: seconds) in words
+  // people use: in seconds while its top is under two minutes (to 5 s, or
+  // 10 s above half a minute), else in minutes, else from two hours in
+  // hours; rounded outward, so the range said still holds the one
+  // computed; one number where both ends round alike, "up to" where the
+  // bottom rounds to 0. Within the next tick (a median of 0), any moment
+  // now.
+  function waitRange(seconds, low, high) {
+    if (!(seconds > 0)) return t('etaSoon');
+    let unit = 3600, keys = ['etaRangeHours', 'etaUpToHours', 'etaHours'];
+    if (high < 120) {
+      unit = high <= 30 ? 5 : 10;
+      keys = ['etaRangeSeconds', 'etaUpToSeconds', 'etaAboutSeconds'];
+    } else if (high < 7200) {
+      unit = 60;
+      keys = ['etaRangeMinutes', 'etaUpToMinutes', 'etaMinutes'];
+    }
+    let lo = Math.floor(low / unit), hi = Math.ceil(high / unit);
+    if (unit < 60) {
+      lo *= unit;
+      hi *= unit;
+    }
+    if (lo === hi) return unit < 60 ? t(keys[2], { n: numbers.format(hi) }) : tn(keys[2], hi);
+    if (lo === 0) return t(keys[1], { n: numbers.format(hi) });
+    return t(keys[0], { low: numbers.format(lo), high: numbers.format(hi) });
+  }
+  // For the browser tests: the words for a WAITING answer's wait.
+  window.__waitText = waitText;
+
+  // eta says a point estimate in words people use (an older instance's
+  // answer, which carries no range).
   function eta(seconds) {
     if (!(seconds > 0)) return t('etaSoon');
     if (seconds < 60) return t('etaUnderMinute');

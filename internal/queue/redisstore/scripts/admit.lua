@@ -46,7 +46,8 @@
 -- down (its score is a half above it), matched so, and leaves no gap.
 -- Reply: {TICK_GONE}; {APPLIED, skipped, n, n admitted users, ..., then
 --        for each of them when they took their place and the wait they
---        were shown, "ms shown" (K.joined; nil: not kept), then, only when
+--        were shown, "ms shown low high" (K.joined; nil: not kept; "ms
+--        shown" as an earlier version kept it), then, only when
 --        the last draw is a lane's (a lane other than the public drew: the
 --        public's draw comes first), how many each draw let in, in order}
 -- The admitted are in the order let in: the drawn, draw by draw, then the

@@ -5,8 +5,9 @@
 -- ticket (INCR, never a clock) and join. One script, so no request can slip
 -- between the checks and the join. A user joining or entering again near
 -- the front is seen now (markSeen). A newcomer's place keeps when it was
--- taken and the wait they were shown (K.joined, shown), for admission to
--- measure their time in line and the estimate's accuracy.
+-- taken and the wait and range they were shown (K.joined, shown: "ms
+-- shown low high"), for admission to measure their time in line and the
+-- estimate's accuracy.
 --
 -- Several users, one after the other as if each came alone: an instance
 -- sends together the enters of a queue that arrived while its last call was
@@ -70,7 +71,7 @@ local function enterOne(user)
   -- Tickets only grow, so the newcomer is last, behind the unplaced too.
   local position = length + unplaced(adm) + 1
   markSeen(cfg, adm, user, position, now)
-  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, position, laneShare(adm, 'public')))
+  redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, now, position, laneShare(adm, 'public')))
   return {WAITING, position, position, ticket, length + 1 + lanesLength}, length + 1
 end
 

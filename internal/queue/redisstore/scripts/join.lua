@@ -113,5 +113,5 @@ else
   placed = laneStanding(adm, score)
 end
 markSeen(cfg, adm, user, placed[2], now)
-redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, placed[2], laneShare(adm, lane)))
+redis.call('HSET', K.joined, user, now .. ' ' .. shown(cfg, adm, now, placed[2], laneShare(adm, lane)))
 return pace(placed, cfg, adm, now, length + others + (lane == 'public' and 0 or 1)) -- everyone, as counted here

@@ -109,28 +109,6 @@ local function laneShare(adm, name)
   return s and tonumber(string.match(' ' .. s, ' ' .. (string.gsub(name, '%-', '%%-')) .. '=(%S+)')) or nil
 end
 
--- shown is the wait (s) a newcomer at position is told (queue.Pace.Shown,
--- their line as long as their position): a draw's expected wait or the
--- position's, at the rate an estimate divides by (Pace.EstimateRate: the
--- pace measured, bias-corrected, when it is known and a tenth off the rate
--- in force), kept with their place (K.joined) for the estimate's accuracy.
--- 0 within what the next tick surely lets in (Pace.NextTickAdmits: rate ×
--- interval rounded down, at most a batch and, under a live-token cap, the
--- room the last tick left under it, adm.cap_room), the interval in seconds
--- figured as Go's Duration.Seconds does, whole seconds plus the rest, so
--- both round alike. In a lane, the rate is the lane's share of it (share:
--- Pace.LaneShare; nil without lanes).
-local function shown(cfg, adm, position, share)
-  local r, busy = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0
-  local m = busy >= 10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
-  if m > 0 and math.abs(m - r) > r / 10 then r = m end
-  if share and share > 0 then r = r * share end
-  local ms = tonumber(cfg.interval_ms)
-  local tick = math.min(math.floor(r * (math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9)), tonumber(cfg.batch), tonumber(adm.cap_room) or math.huge)
-  local drawn = (adm.phase_method or cfg.method) == 'random'
-  return position <= tick and 0 or math.ceil((drawn and (position + 1) / 2 or position) / r)
-end
-
 -- pace appends to reply the block an answer about the line carries, read in
 -- the same step (queue.LinePace), in the order Go reads it (reply.go's
 -- paceSettings and paceFields after the epoch; TestPaceBlockAgrees), then
@@ -140,7 +118,8 @@ end
 local function pace(reply, cfg, adm, now, length)
   return append(reply, {cfg.epoch, adm.phase_rate or cfg.rate, cfg.batch, cfg.interval_ms, cfg.paused,
     adm.phase_rate and '0' or cfg.adaptive, cfg.min_rate, cfg.max_rate, cfg.opens_at, adm.phase_method or cfg.method,
-    adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room, adm.lane_shares, now, length})
+    cfg.abandon_ms, adm.eff_rate, adm.pace_rate, adm.pace_busy, adm.moved, adm.reach, adm.open_state, adm.units_left, adm.cap_room,
+    adm.lane_shares, adm.pace_claimed, adm.pace_departed, adm.rate_mean, adm.rate_var, adm.changes, now, length})
 end
 
 -- everyone is how many wait, every lane together, the line's (K.line)
@@ -164,6 +143,71 @@ end
 -- cleared with users in it.
 local function opening(cfg, adm)
   return adm.open_state == 'placing' or ((tonumber(cfg.opens_at) or 0) > 0 and not adm.open_state)
+end
+
+-- secs is ms as Go's Duration.Seconds figures it (whole seconds plus the
+-- rest), so both round alike; ms > 0.
+local function secs(ms) return math.floor(ms / 1000) + ms % 1000 * 1e6 / 1e9 end
+
+-- passing is estimate.Params.passing: the seconds the front takes to move n
+-- places, rate ÷ claim a second until the first of steps ({after, rate}),
+-- then each step's; math.huge when it never does.
+local function passing(n, claim, rate, steps)
+  local at = 0
+  for _, s in ipairs(steps) do
+    if s[1] > at and rate > 0 then
+      local moves = (s[1] - at) * rate / claim
+      if n <= moves then return at + n * claim / rate end
+      n = n - moves
+    end
+    at, rate = math.max(at, s[1]), s[2]
+  end
+  return rate > 0 and at + n * claim / rate or math.huge
+end
+
+-- shown is the wait a newcomer at position (their lane as long as it) is
+-- told, "seconds low high", kept with their place (K.joined) for the
+-- estimate's accuracy: queue.Pace.Estimate on the pace block read with it,
+-- line for line the same float arithmetic (LinePace and Pace.fit, then
+-- estimate.Of), so the two agree to the bit; low and high -1 when the
+-- line cannot say (paused, stalled, opening, sold out, beyond the stock).
+-- The rate is the phase's or the one in force (Pace.Rate), the measured
+-- pace's share admitted where it holds admission below it (Held), the
+-- lane's share of it (share: Pace.LaneShare; nil without lanes). The
+-- prior spread is an adaptive rate's unless a phase fixed the rate (the
+-- pace block then says adaptive '0'), and wider where no-shows are judged.
+local function shown(cfg, adm, now, position, share)
+  local r, busy, ms, units = tonumber(adm.phase_rate) or rateInForce(cfg, adm.eff_rate), tonumber(adm.pace_busy) or 0, tonumber(cfg.interval_ms), tonumber(adm.units_left)
+  local m = busy * 1e9 >= 1e10 and (tonumber(adm.pace_rate) or 0) / (1 - math.exp(-busy / 60)) or 0
+  local adaptive, claim, sh = cfg.adaptive == '1' and not adm.phase_rate, 1, share and share > 0 and share or 1
+  local spread, a = math.sqrt(0.01 + (adaptive and 0.09 or 0) + ((tonumber(cfg.abandon_ms) or 0) > 0 and 0.09 or 0)), r
+  if m > 0 then -- Pace.fit
+    local pd, pc, mean, abandon = tonumber(adm.pace_departed) or 0, tonumber(adm.pace_claimed) or 0, tonumber(adm.rate_mean) or 0, tonumber(cfg.abandon_ms) or 0
+    if pc > 0 and pd > 0 then claim = math.min(math.max(pc / pd, 0.05), 1) end
+    if mean > 0 then spread = math.max(0.05, math.sqrt(tonumber(adm.rate_var) or 0) / mean) end
+    -- The prior's part for no-shows until a crowd's can have been judged (noShowsSettle).
+    if abandon > 0 and busy < secs(2 * abandon + 15000) then spread = math.sqrt(spread * spread + 0.09) end
+    if math.abs(r - mean) < r / 10 and m * claim < r * 0.9 then a = m * claim end
+  end
+  a = a * sh
+  local steps, drawn = {}, (adm.phase_method or cfg.method) == 'random'
+  for at, rate in string.gmatch(adm.changes or '', '(%d+):(%S+)') do
+    if tonumber(at) > now then steps[#steps + 1] = {secs(tonumber(at) - now), tonumber(rate) * sh} end
+  end
+  local moved, iv = tonumber(adm.moved) or 0, secs(ms)
+  local stalled = moved > 0 and (now - moved) * 1e6 > math.max(2e9, 10 * ms * 1e6, r > 0 and math.floor(3 / r * 1e9) or 0)
+  local none = cfg.paused == '1' or opening(cfg, adm) or stalled or units and (units <= 0 or not drawn and position > units)
+  if a <= 0 and #steps == 0 then return '0 -1 -1' end -- estimate.Of's paused
+  if position <= math.min(math.floor(a / claim * iv), tonumber(cfg.batch), tonumber(adm.cap_room) or math.huge) then
+    return none and '0 -1 -1' or '0 0 ' .. math.ceil(iv)
+  end
+  local mid, lo, hi = position, position, position
+  if drawn then mid, lo, hi = (position + 1) / 2, 0.05 * position, 0.95 * position end
+  local f, t, th = 1 + 1.645 * math.sqrt(spread * spread + (1 - claim) / (claim * mid)), passing(mid, claim, a, steps), passing(hi, claim, a, steps)
+  if t == math.huge or th == math.huge then return '0 -1 -1' end -- estimate.Of's: a range with no end is not known
+  if none then return math.ceil(t) .. ' -1 -1' end
+  local low = math.floor(passing(lo, claim, a, steps) / f - iv)
+  return math.ceil(t) .. ' ' .. math.min(math.max(0, low), math.ceil(t)) .. ' ' .. math.max(math.ceil(th * f + iv), math.ceil(t))
 end
 
 -- unplaced is, while an opening is being placed, how many of its pre-queue

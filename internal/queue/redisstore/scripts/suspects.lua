@@ -5,7 +5,7 @@
 -- ARGV[1] at most this many
 -- Reply: {UNKNOWN_QUEUE}; else {user, ticket, mark, joined, ...}: the
 --        mark as K.suspects keeps it ("behind|address|signals") and the
---        taking as K.joined does ("ms shown")
+--        taking as K.joined does ("ms -1": no wait shown)
 local limit = tonumber(ARGV[1])
 local _, _, refused = config()
 if refused then return refused end
