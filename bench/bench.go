@@ -1,7 +1,8 @@
 // Package bench is waitroom's benchmark harness: the seed's thundering-herd
 // experiment, a stock sold out to a crowd, the hot paths under wrk, admission accuracy, Redis memory,
-// the front document through nginx's cache (front.go), and a queue's lanes
-// and the access codes' upload (lanes.go, codes.go),
+// the front document through nginx's cache (front.go), a queue's lanes
+// and the access codes' upload (lanes.go, codes.go), and whether the
+// estimates shown at joining come true (estimates.go),
 // each against the real program booted in process (internal/app) on real
 // Redis and PostgreSQL. bench/run.sh starts throwaway servers and runs it
 // through cmd/bench, which writes docs/benchmarks.md and its SVG charts;
@@ -42,10 +43,11 @@ type Options struct {
 	Short bool
 	// Sections to run: "herd", "degrade", "noshow", "soldout", "hot",
 	// "accuracy", "memory", "gateway", "front", "million", "bots", "lanes",
-	// "codes"; empty = all but "million", "bots", "lanes" and "codes", which
-	// run only when named (the first two take minutes: bench/run.sh
-	// --million, bench/run.sh -sections bots; the last two are issue 53's
-	// evidence: bench/run.sh -sections lanes,codes).
+	// "codes", "estimates"; empty = all but "million", "bots", "lanes",
+	// "codes" and "estimates", which run only when named (the first two
+	// take minutes: bench/run.sh --million, bench/run.sh -sections bots;
+	// lanes and codes are issue 53's evidence: bench/run.sh -sections
+	// lanes,codes; estimates issue 54's, about eight minutes).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -89,12 +91,19 @@ type Options struct {
 	// BotsRuns runs only the bots section's runs of these names
 	// ("signals", "before", "no bots"; empty: all three).
 	BotsRuns []string
+	// EstimatesBefore is the estimates section as a run on the code
+	// before issue 54 measured it (cmd/bench -estimates-before, read from
+	// that run's -json), set beside this run's (nil: none).
+	EstimatesBefore *EstimatesReport
+	// EstimatesRuns runs only the estimates section's runs of these names
+	// (EstimatesScenario.Name; empty: all).
+	EstimatesRuns []string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
 
 func (o Options) want(s string) bool {
-	if s == "million" || s == "bots" || s == "lanes" || s == "codes" || len(o.Sections) > 0 {
+	if s == "million" || s == "bots" || s == "lanes" || s == "codes" || s == "estimates" || len(o.Sections) > 0 {
 		return slices.Contains(o.Sections, s)
 	}
 	return true
@@ -112,19 +121,20 @@ type Report struct {
 	Machine string
 	Short   bool
 
-	Herd     *HerdReport
-	Degrade  *DegradeReport
-	NoShow   *NoShowReport
-	SoldOut  *SoldOutReport
-	Hot      *HotReport
-	Accuracy *AccuracyReport
-	Memory   *MemoryReport
-	Gateway  *GatewayReport
-	Million  *MillionReport
-	Front    *FrontReport
-	Bots     *BotsReport
-	Lanes    *LanesReport
-	Codes    *CodesReport
+	Herd      *HerdReport
+	Degrade   *DegradeReport
+	NoShow    *NoShowReport
+	SoldOut   *SoldOutReport
+	Hot       *HotReport
+	Accuracy  *AccuracyReport
+	Memory    *MemoryReport
+	Gateway   *GatewayReport
+	Million   *MillionReport
+	Front     *FrontReport
+	Bots      *BotsReport
+	Lanes     *LanesReport
+	Codes     *CodesReport
+	Estimates *EstimatesReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -194,6 +204,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("codes") {
 		if r.Codes, err = runCodes(ctx, o); err != nil {
 			return r, fmt.Errorf("codes: %w", err)
+		}
+	}
+	if o.want("estimates") {
+		if r.Estimates, err = runEstimates(ctx, o); err != nil {
+			return r, fmt.Errorf("estimates: %w", err)
 		}
 	}
 	if o.want("million") {

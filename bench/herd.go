@@ -369,21 +369,11 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	if err != nil || st != 200 {
 		return res, fmt.Errorf("creating queue: %d %v %v", st, body, err)
 	}
-	products := make([]string, herdProducts)
-	for i := range products {
-		products[i] = fmt.Sprintf("%s-p%d", q, i)
-		st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/products/"+products[i], c.admin, map[string]any{
-			"name": "bench tee", "stock": 1_000_000, "queue": q,
-		})
-		if err != nil || st != 200 && st != 201 {
-			return res, fmt.Errorf("creating product: %d %v %v", st, body, err)
-		}
+	products, err := c.herdProducts(ctx, q)
+	if err != nil {
+		return res, err
 	}
-	id := identity.New([]byte(m.Config.AuthSecret))
-	jwts := make([]string, users)
-	for i := range jwts {
-		jwts[i] = "Bearer " + id.SignJWT(fmt.Sprintf("%s-u%d", q, i), time.Hour)
-	}
+	jwts := herdJWTs(m.Config.AuthSecret, q, users)
 
 	if spec.report {
 		if err := awaitFirstRow(ctx, c, q); err != nil {
@@ -535,6 +525,31 @@ func herdRun(ctx context.Context, o Options, spec herdSpec) (HerdResult, error) 
 	return res, nil
 }
 
+// herdProducts creates the herd's products, in plenty, sold through q.
+func (c *client) herdProducts(ctx context.Context, q string) ([]string, error) {
+	products := make([]string, herdProducts)
+	for i := range products {
+		products[i] = fmt.Sprintf("%s-p%d", q, i)
+		st, body, _, err := c.do(ctx, c.poll, "PUT", "/admin/v1/products/"+products[i], c.admin, map[string]any{
+			"name": "bench tee", "stock": 1_000_000, "queue": q,
+		})
+		if err != nil || st != 200 && st != 201 {
+			return nil, fmt.Errorf("creating product: %d %v %v", st, body, err)
+		}
+	}
+	return products, nil
+}
+
+// herdJWTs are n users' bearer JWTs for q, signed with the instance's secret.
+func herdJWTs(secret, q string, n int) []string {
+	id := identity.New([]byte(secret))
+	jwts := make([]string, n)
+	for i := range jwts {
+		jwts[i] = "Bearer " + id.SignJWT(fmt.Sprintf("%s-u%d", q, i), time.Hour)
+	}
+	return jwts
+}
+
 // bootShop boots a waitroom with the order API on the herd's pool and
 // order work, its connections named appName in pg_stat_activity; its
 // warnings go to the serverLog it returns.
@@ -677,13 +692,20 @@ func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, star
 		}
 		st, body, err = c.pollAgain(ctx, &r, after, path+"/me"+wait, jwt)
 	}
-	token, _ := body["token"].(string)
+	c.orderOnce(ctx, &r, jwt, product, body, start)
+	return r
+}
+
+// orderOnce orders one of product with the token of the READY answer
+// ready, as soon as it came, timing the order as the client sees it into r.
+func (c *client) orderOnce(ctx context.Context, r *userOutcome, jwt, product string, ready map[string]any, start time.Time) {
+	token, _ := ready["token"].(string)
 	t0 := time.Now()
 	r.readyAt = t0.Sub(start)
-	r.told, r.admitted = t0, admittedAt(body)
+	r.told, r.admitted = t0, admittedAt(ready)
 	// The Idempotency-Key makes a retried order safe: if the first try was
 	// created after all, the retry returns that order.
-	st, body, err = c.doRetrying(ctx, &r, c.order, "POST", "/api/v1/orders", jwt,
+	st, body, err := c.doRetrying(ctx, r, c.order, "POST", "/api/v1/orders", jwt,
 		map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", token, "Idempotency-Key", "herd-"+token)
 	r.lat = time.Since(t0)
 	r.at = t0.Sub(start)
@@ -693,5 +715,4 @@ func herdUser(ctx context.Context, c *client, wait, jwt, q, product string, star
 	case st != 201:
 		r.err = fmt.Errorf("order answer %d %v", st, body)
 	}
-	return r
 }

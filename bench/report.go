@@ -133,13 +133,16 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if c := r.Codes; c != nil {
 		sections["codes"] = codesMarkdown(c, stamp)
 	}
+	if e := r.Estimates; e != nil {
+		sections["estimates"] = estimatesMarkdown(e, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front", "lanes", "codes"} {
+	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front", "lanes", "codes", "estimates"} {
 		if body, ok := sections[name]; ok {
 			text = putSection(text, name, body)
 		}

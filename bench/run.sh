@@ -20,7 +20,7 @@
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
 #                                      # degrade, noshow, soldout, hot, accuracy,
 #                                      # memory, gateway, front, million, bots,
-#                                      # lanes, codes
+#                                      # lanes, codes, estimates
 #   bench/run.sh -sections herd        # about five minutes: a sweep of fixed rates
 #                                      # for what the backend bears (3 minutes,
 #                                      # ~9 points of 20 s), then the three modes
@@ -44,6 +44,17 @@
 #                                      # then 100,000 codes in one upload, three times,
 #                                      # on Redis and on the embedded store
 #                                      # (docs/benchmarks.md, 1e)
+#   bench/run.sh -sections estimates   # about nine minutes (issue 54): the
+#                                      # estimate shown at joining against the
+#                                      # wait realised, in five scenarios of a
+#                                      # crowd arriving over time (the herd's
+#                                      # modes at a fixed 100/s and the burst
+#                                      # adaptive, 30% no-shows, a slowdown, two
+#                                      # phases, a 2-minute pause): coverage of
+#                                      # the range, realised ÷ point (docs/
+#                                      # benchmarks.md, 1f); -estimates-before
+#                                      # FILE sets beside it the -json of a run
+#                                      # on the code before the issue
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);

@@ -31,7 +31,7 @@ func main() {
 		os.Exit(bench.ServeInstance())
 	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million,bots,lanes,codes (default all but million, bots, lanes and codes)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million,bots,lanes,codes,estimates (default all but million, bots, lanes, codes and estimates)")
 	botsRuns := flag.String("bots-runs", "", "comma-separated subset of the bots section's runs: signals,before,no bots (default all three)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")
@@ -48,6 +48,8 @@ func main() {
 	gatewayProfiles := flag.String("gateway-profiles", "", "write CPU profiles of the gateway section's Go proxy runs into this directory (their figures then include the profiler)")
 	frontProfiles := flag.String("front-profiles", "", "write CPU profiles of the front section's instances over each run's window into this directory (their figures then include the profiler)")
 	jsonOut := flag.String("json", "", "also write every figure and time series of the run to this file, as JSON")
+	estimatesRuns := flag.String("estimates-runs", "", "comma-separated subset of the estimates section's runs by name (\"burst (fixed)\", \"30% no-shows\", \"slowdown\", ...; default all)")
+	estimatesBefore := flag.String("estimates-before", "", "the -json of an estimates run on the code before issue 54, whose figures the estimates section sets beside this run's")
 	// 30 minutes, not 20: the herd's capacity sweep adds 3 to the
 	// default run.
 	limit := flag.Duration("limit", 30*time.Minute, "stop everything after this long")
@@ -82,6 +84,25 @@ func main() {
 	}
 	if *botsRuns != "" {
 		o.BotsRuns = strings.Split(*botsRuns, ",")
+	}
+	if *estimatesRuns != "" {
+		o.EstimatesRuns = strings.Split(*estimatesRuns, ",")
+	}
+	if *estimatesBefore != "" {
+		var before bench.Report
+		b, err := os.ReadFile(*estimatesBefore)
+		if err == nil {
+			err = json.Unmarshal(b, &before)
+		}
+		if err == nil && before.Estimates == nil {
+			err = fmt.Errorf("%s holds no estimates section", *estimatesBefore)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -estimates-before:", err)
+			os.Exit(2)
+		}
+		o.EstimatesBefore = before.Estimates
+		o.EstimatesBefore.Date = before.Date
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
