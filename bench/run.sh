@@ -44,7 +44,7 @@
 #                                      # then 100,000 codes in one upload, three times,
 #                                      # on Redis and on the embedded store
 #                                      # (docs/benchmarks.md, 1e)
-#   bench/run.sh -sections estimates   # about nine minutes (issue 54): the
+#   bench/run.sh -sections estimates   # 9–10 minutes (issue 54): the
 #                                      # estimate shown at joining against the
 #                                      # wait realised, in five scenarios of a
 #                                      # crowd arriving over time (the herd's
