@@ -400,10 +400,13 @@ func httpSnapshot(in *apptest.Instance) map[string]any {
 // loop rewrites on every tick whatever requests come in (inline: what
 // AdmitNow took of the next tick, set back to 0 by each tick; last_call: the
 // call that claimed it; cap_room: the room the tick left under the live
-// cap, which a stock set just before moves at the next tick); the counters (admitted, left, returned, consumed,
+// cap, which a stock set just before moves at the next tick; the
+// estimate's fit, issue 54, whose surprise a paused line with people in it
+// records on every tick); the counters (admitted, left, returned, consumed,
 // expired) must not move.
 var admissionTickFields = []string{"next", "carry", "win_start", "win_count", "measured", "inline",
-	"moved", "pace_rate", "pace_busy", "pace_at", "reach", "last_call", "cap_room"}
+	"moved", "pace_rate", "pace_busy", "pace_at", "reach", "last_call", "cap_room",
+	"pace_claimed", "pace_departed", "rate_mean", "rate_var", "rate_recent", "phase", "changes", "surprise"}
 
 // redisSnapshot reads every key under prefix: its type and DUMP, except for
 // the queues' hashes (config and admission state), whose admission tick

@@ -167,7 +167,7 @@ func (p *Pace) fit(s PaceState) {
 		// claim's 15 s have, and their product read 82/s admitted at a
 		// steady 100/s (told a fifth too long: realised ÷ point 0.78).
 		admitted := s.PaceClaimed / (1 - math.Exp(-s.PaceBusy/estimate.ClaimWindow.Seconds()))
-		if math.Abs(p.Rate-s.RateMean) < p.Rate/10 && admitted < p.Rate*0.9 {
+		if admitted > 0 && math.Abs(p.Rate-s.RateMean) < p.Rate/10 && admitted < p.Rate*0.9 {
 			p.Held = admitted
 		}
 	}

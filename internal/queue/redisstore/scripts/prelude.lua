@@ -188,7 +188,7 @@ local function shown(cfg, adm, now, position, share)
     -- The prior's part for no-shows until a crowd's can have been judged (noShowsSettle, at most an hour).
     if abandon > 0 and mean > 0 and busy < math.min(secs(2 * abandon + 15000), 3600) then spread = math.sqrt(spread * spread + 0.09) end
     local ad = pc / (1 - math.exp(-busy / 15)) -- the admitted pace (Held): PaceClaimed bias-corrected
-    if math.abs(r - mean) < r / 10 and ad < r * 0.9 then a = ad end
+    if ad > 0 and math.abs(r - mean) < r / 10 and ad < r * 0.9 then a = ad end
   end
   a = a * sh
   local steps, drawn = {}, (adm.phase_method or cfg.method) == 'random'
