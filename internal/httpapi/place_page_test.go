@@ -40,7 +40,6 @@ type pagePlace struct {
 // testdata/places.json), to which Go (queue.Position, through queue/front's
 // test) and every store are held too.
 func TestThePagePlacesAsTheServerDoes(t *testing.T) {
-	node := testenv.Node(t)
 	type doc struct {
 		Doc     frontJSON `json:"doc"`
 		Tickets []int64   `json:"tickets"`
@@ -50,18 +49,7 @@ func TestThePagePlacesAsTheServerDoes(t *testing.T) {
 	for _, pc := range cases {
 		docs = append(docs, doc{toFrontJSON("places", front.New(pc.Snapshot(7), queue.InForce{Config: pc.Config()})), pc.Ordered()})
 	}
-	in, err := json.Marshal(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, "-e", pagePlaces, "../web/static/waiting.js")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, stderr.Bytes())
-	}
+	out := runPageArithmetic(t, pagePlaces, docs)
 	var got [][]pagePlace
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
 		t.Fatalf("node answered %d lines for %d cases (%v): %s", len(got), len(cases), err, out)
@@ -92,4 +80,26 @@ func checkPagePlace(t *testing.T, ticket int64, got pagePlace, want *storetest.P
 		t.Errorf("ticket %d: the page places it at %d, lowest %d (placed %v), and tells %d s; want %d, lowest %d, %d s",
 			ticket, got.Position, got.Lowest, got.Placed, got.Estimate, want.Position, want.Lowest, want.Estimate)
 	}
+}
+
+// runPageArithmetic runs script through node on waiting.js (its
+// waitroomArithmetic, which the script reads from the file named by its
+// first argument), with in as JSON on its standard input, and answers its
+// standard output.
+func runPageArithmetic(t *testing.T, script string, in any) []byte {
+	t.Helper()
+	node := testenv.Node(t)
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, "-e", script, "../web/static/waiting.js")
+	cmd.Stdin = bytes.NewReader(raw)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v: %s", err, stderr.Bytes())
+	}
+	return out
 }

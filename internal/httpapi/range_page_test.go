@@ -1,19 +1,16 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/front"
-	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 // pageRanges runs waiting.js's model through node: of() on each case's
@@ -139,23 +136,11 @@ func madeUpRangeDocs(r *rand.Rand, n int) []rangeDoc {
 // made-up params of every kind, and from front documents as this package
 // serves them (toFrontJSON), where the page reads the model.
 func TestThePageRangesAsTheServerDoes(t *testing.T) {
-	node := testenv.Node(t)
 	r := rand.New(rand.NewPCG(54, 2))
 	shared := sharedRangeCases(t)
 	cases := append(shared, madeUpRangeCases(r, 2000)...)
 	docs := madeUpRangeDocs(r, 300)
-	in, err := json.Marshal(map[string]any{"cases": cases, "docs": docs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, "-e", pageRanges, "../web/static/waiting.js")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, stderr.Bytes())
-	}
+	out := runPageArithmetic(t, pageRanges, map[string]any{"cases": cases, "docs": docs})
 	var got struct {
 		Cases []pageRange
 		Docs  [][]pageRange
