@@ -58,6 +58,18 @@ type Config struct {
 	// AbandonAfter: a waiting user who has not asked for their status for
 	// this long is skipped at admission instead of given a token (0: never).
 	AbandonAfter time.Duration
+	// AbandonAfterHidden is AbandonAfter for a place whose page last said
+	// it was hidden (a background tab, a locked phone: the browser slows or
+	// stops its polls). Only where AbandonAfter is on; below AbandonAfter
+	// it counts as AbandonAfter, so that raising abandonAfterSeconds alone
+	// never makes a hidden page wait less than a visible one.
+	AbandonAfterHidden time.Duration
+	// NotifyOnReady: each signed-in user let in is told to the shop as the
+	// webhook event entry.ready, for it to reach them by its own channel.
+	NotifyOnReady bool
+	// NotifyLead: the page also tells its person this long before their
+	// estimate says their turn comes (0: only when they are let in).
+	NotifyLead time.Duration
 	// OpensAt: users entering before it wait in a pre-queue and are placed
 	// in the line in a uniformly random order at OpensAt (zero: no opening).
 	OpensAt time.Time
@@ -406,6 +418,15 @@ var Settings = declared([]Setting{
 	{Name: "abandonAfterSeconds", Field: "abandon_ms", Unit: time.Second, ZeroMeansOff: true, Min: 15, Max: 86_400, Default: int64(0),
 		Label: "Skip no-shows after (s)", Flag: "abandon-after",
 		value: duration(func(c *Config) *time.Duration { return &c.AbandonAfter })},
+	{Name: "abandonAfterSecondsHidden", Field: "abandon_hidden_ms", Unit: time.Second, Min: 15, Max: 86_400, Default: int64(15 * 60),
+		Label: "Skip hidden pages after (s)", Flag: "abandon-after-hidden",
+		value: duration(func(c *Config) *time.Duration { return &c.AbandonAfterHidden })},
+	{Name: "notifyOnReady", Field: "notify_ready", Default: false,
+		Label: "Tell the shop who is let in", Flag: "notify-on-ready",
+		value: boolean(func(c *Config) *bool { return &c.NotifyOnReady })},
+	{Name: "notifyLeadSeconds", Field: "notify_lead_ms", Unit: time.Second, ZeroMeansOff: true, Min: 5, Max: 3600, Default: int64(0),
+		Label: "Notify the page before its turn (s)", Flag: "notify-lead",
+		value: duration(func(c *Config) *time.Duration { return &c.NotifyLead })},
 	{Name: "opensAt", Field: "opens_at", Default: "",
 		Label: "Opens at",
 		value: instant(func(c *Config) *time.Time { return &c.OpensAt })},
