@@ -23,7 +23,9 @@ import (
 // the same batch rather than straight to the store: a user's marks on one
 // instance then reach the store in the order made (the last one made in a
 // flush's second wins), where a beacon written at once could be overwritten
-// by an older poll's mark flushed after it.
+// by an older poll's mark flushed after it. (Between instances the store
+// keeps a hidden mark against a visible one that follows it closely:
+// admission.HiddenHolds.)
 type presence struct {
 	store line
 

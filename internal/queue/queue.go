@@ -435,7 +435,8 @@ type line interface {
 	// Seen marks users still in line as present now (AbandonAfter), as
 	// pages that said they were hidden (AbandonAfterHidden) or, with
 	// hidden false, visible: a later mark replaces an earlier one, flag
-	// and all. A user not in line is not marked.
+	// and all, but for a visible mark within admission.HiddenHolds of a
+	// hidden one, which keeps it hidden. A user not in line is not marked.
 	Seen(ctx context.Context, queue string, users []string, hidden bool) error
 	// Snapshot reads the line's head, last ticket, length, the tickets
 	// that left above the head (at most SnapshotMaxLeft) and the config, in

@@ -530,6 +530,17 @@ type Absence struct {
 	SeenBefore, HiddenBefore time.Time
 }
 
+// HiddenHolds is how long a hidden mark holds against a visible one
+// (queue's Store.Seen): each instance sends its marks once a second, in a
+// call of up to two (perqueue.CallTimeout), so a page's poll made on one
+// instance just before the page was hidden may reach the store after the
+// beacon made on another, up to three seconds later. A visible mark that
+// comes within this of a hidden one refreshes its time and leaves it
+// hidden; a page shown again marks itself visible at its next poll after
+// it, and a hidden page taken for visible would have the shorter timeout
+// (a locked phone's next word is only when it wakes).
+const HiddenHolds = 3 * time.Second
+
 // NoShow says whether w is a no-show. admit.lua asks the same of a user it
 // drew, with Judged, SeenBefore and HiddenBefore (in ms; a mark of 0 for
 // never seen) in its plan.

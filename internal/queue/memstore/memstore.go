@@ -1008,12 +1008,16 @@ func (s *Store) Seen(_ context.Context, name string, users []string, hidden bool
 		for _, u := range users {
 			_, ticketed := q.line.ticket(u)
 			if _, cleared := q.sh.clearedAt[u]; ticketed || cleared || len(q.ln.lines) > 0 && q.inLane(u) {
-				q.seen[u], changed = now, true
-				if hidden {
+				switch {
+				case hidden:
 					q.hidden[u] = true
-				} else {
+				case q.hidden[u] && now.Sub(q.seen[u]) < admission.HiddenHolds:
+					// Perhaps a poll made before its page was hidden,
+					// flushed after the beacon: kept hidden.
+				default:
 					delete(q.hidden, u)
 				}
+				q.seen[u], changed = now, true
 			}
 		}
 		return struct{}{}, changed, nil

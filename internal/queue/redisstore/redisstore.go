@@ -313,10 +313,10 @@ func (s *Store) Seen(ctx context.Context, name string, users []string, hidden bo
 	for len(users) > 0 {
 		chunk := users[:min(len(users), seenChunk)]
 		users = users[len(chunk):]
-		args := make([]any, len(chunk)+1)
-		args[0] = flag
+		args := make([]any, len(chunk)+2)
+		args[0], args[1] = flag, admission.HiddenHolds.Milliseconds()
 		for i, u := range chunk {
-			args[i+1] = u
+			args[i+2] = u
 		}
 		if err := s.run(ctx, seenScript, name, args).Err(); err != nil {
 			return unavailable(err)
