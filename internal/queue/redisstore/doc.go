@@ -62,7 +62,7 @@
 //	extend.lua                   Store.Extend                                                     SlidingSessionLastsWhileUsedUpToItsMax
 //	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen, StatsShowAStampWithItsState, LanesStatsAndLeave
 //	put_config.lua               Store.PutConfig, state.putConfig                                 ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
-//	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder, HiddenPageSkippedOnlyAtItsLongerTime
+//	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder, HiddenPageSkippedOnlyAtItsLongerTime, LaneMarksAsTheLine
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate                                    AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
 //	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries, OpeningPlacesUsersAtTheirReservedTickets, OpeningTakenOverPlacesTheOrderDrawn, LanesOpeningPlacesInTheLane
 //	commit_draw.lua              Store.CommitDraw                                                 CommitDrawKeepsOneCommitmentPerOpening

@@ -14,11 +14,13 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
+	"github.com/waitroom/waitroom/internal/queue/lane"
 )
 
 func init() {
 	register(suiteTest{"HiddenPageSkippedOnlyAtItsLongerTime", testHiddenPage},
-		suiteTest{"RandomSkipsHiddenPagesAtTheirTime", testRandomHidden})
+		suiteTest{"RandomSkipsHiddenPagesAtTheirTime", testRandomHidden},
+		suiteTest{"LaneMarksAsTheLine", testLaneMarks})
 }
 
 // testHiddenPage: with abandonAfter 1 s and abandonAfterHidden 8 s, 5 s
@@ -115,5 +117,33 @@ func testRandomHidden(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if got := sorted(a.Admitted); !slices.Equal(got, want) || a.Skipped != len(everyone)-1-len(want) {
 		t.Fatalf("admitted %v and skipped %d; want %v, the other %d skipped", got, a.Skipped, want, len(everyone)-1-len(want))
+	}
+}
+
+// testLaneMarks: a place in a lane other than the public is marked by
+// Store.Seen as one in the line (hidden or not), and judged alike: with
+// abandonAfter 1 s and abandonAfterHidden 3 s, at 1.5 s the member marked
+// visible then and the one marked hidden at the start are let in, the one
+// not marked since joining skipped.
+func testLaneMarks(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := membersConfig(0.5)
+	c.AbandonAfter, c.AbandonAfterHidden = time.Second, 3*time.Second
+	q := newQueue(t, s, c)
+	for _, u := range []string{"m-first", "m-gone", "m-hidden", "m-present"} {
+		mustJoin(t, s, q, u, lane.Join{Lane: "members"})
+	}
+	if got := admitDue(t, s, clock, q, 1); !slices.Equal(got, []string{"m-first"}) {
+		t.Fatalf("the first tick admitted %v, want [m-first]", got)
+	}
+	if err := s.Seen(ctx, q, []string{"m-hidden"}, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Sleep(1500 * time.Millisecond)
+	if err := s.Seen(ctx, q, []string{"m-present"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if a := tickDue(t, s, clock, q, 2); !slices.Equal(a.Admitted, []string{"m-hidden", "m-present"}) || a.Skipped != 1 {
+		t.Fatalf("at 1.5 s: admitted %v and skipped %d; want [m-hidden m-present], m-gone skipped", a.Admitted, a.Skipped)
 	}
 }
