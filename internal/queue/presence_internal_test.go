@@ -88,6 +88,19 @@ func TestHiddenMarks(t *testing.T) {
 	if got := store.sent(svc); !slices.Equal(got, want) {
 		t.Errorf("marks sent %v, want %v (u100's poll is beyond the reach)", got, want)
 	}
+	// A held poll (waitSeconds) rechecks, at least once when its hold
+	// ends, as the hidden page it was.
+	v, err := svc.Status(ctx, "q", "u5", true)
+	if err != nil || !v.AdmissionNear || !v.Hidden {
+		t.Fatalf("u5 near the front, hidden: %+v, %v; want AdmissionNear and Hidden", v, err)
+	}
+	store.sent(svc)
+	if v, err := svc.HoldFrom(ctx, "q", "u5", 50*time.Millisecond, v); err != nil || !v.Hidden {
+		t.Fatalf("held: %+v, %v; want still hidden", v, err)
+	}
+	if got := store.sent(svc); !slices.Equal(got, []string{"hidden u5"}) {
+		t.Errorf("a held hidden poll's rechecks sent %v, want [hidden u5]", got)
+	}
 	if err := svc.Presence(ctx, "elsewhere", "u1", true); err != ErrQueueNotFound {
 		t.Errorf("a beacon to no queue: %v, want ErrQueueNotFound", err)
 	}
