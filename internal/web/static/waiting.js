@@ -327,7 +327,7 @@ const waitroomArithmetic = (() => {
   let iconLink = null;     // the icon the page put in place of the template's ('': none)
   let iconShown = '';      // '' (the template's) | 'soon' | 'ready'
   let soonTold = false;    // the lead notice went out for this place
-  let beyondLead = false;  // an estimate beyond the lead was seen for this place
+  let farthest = 0;        // the longest known estimate seen for this place (s)
   let notice = null;       // the last notification shown
   let audio = null;        // the AudioContext, made by a click (autoplay rules)
   const SOUND_KEY = 'waitroom:sound';
@@ -426,22 +426,22 @@ const waitroomArithmetic = (() => {
   // last front document read says it) after one beyond it; a person who
   // joins already that close is looking at the page, and is told at READY.
   function nearTurn(b) {
-    const lead = front?.notifyLeadSeconds;
-    if (!(lead > 0) || soonTold || b.position === null) return;
     const known = b.waitTimeKnown === undefined ? !b.paused && !b.stalled : b.waitTimeKnown;
-    if (!known) return;
-    if (b.estimatedWaitSeconds > lead) {
-      beyondLead = true;
-    } else if (beyondLead) {
+    if (!known || b.position === null) return;
+    const wait = b.estimatedWaitSeconds;
+    const lead = front?.notifyLeadSeconds;
+    if (lead > 0 && !soonTold && wait <= lead && farthest > lead) {
       soonTold = true;
       tellTurn('soon');
       announce(t('announceSoon'));
     }
+    farthest = Math.max(farthest, wait);
   }
 
   // untold forgets what was told of a place that is no more.
   function untold() {
-    soonTold = beyondLead = false;
+    soonTold = false;
+    farthest = 0;
     notice?.close();
     favicon('');
   }
