@@ -272,3 +272,134 @@ func TestBrowserTellsYou(t *testing.T) {
 		}
 	})
 }
+
+// recordBeacons runs before each document's own scripts: every beacon the
+// page sends goes to window.__beacons ({url, data}) before the browser
+// sends it.
+const recordBeacons = `window.__beacons = [];
+const sendBeaconAsIs = navigator.sendBeacon.bind(navigator);
+navigator.sendBeacon = (url, data) => { window.__beacons.push({url: String(url), data: String(data)}); return sendBeaconAsIs(url, data); };`
+
+// hide makes v's page hidden as a switch of tab or a locked screen does:
+// document.hidden and visibilityState say so, and visibilitychange fires.
+// (Headless Chromium keeps every page visible, and the DevTools protocol
+// has no command that hides one.)
+func hide(t *testing.T, v *apptest.Visitor) {
+	t.Helper()
+	v.MustEval(`(() => {
+  Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'});
+  Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});
+  document.dispatchEvent(new Event('visibilitychange'));
+  return true;
+})()`, nil)
+}
+
+// freeze freezes v's page as a phone does when its screen locks
+// (Page.setWebLifecycleState frozen: no timer runs, nothing is sent).
+func freeze(t *testing.T, v *apptest.Visitor) {
+	t.Helper()
+	if _, err := chromedp.Call(v.Ctx, page.SetWebLifecycleState,
+		page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen}); err != nil {
+		t.Fatalf("freezing the page: %v", err)
+	}
+}
+
+// standing wakes v's page and asks the line from it (its session) where
+// it stands.
+func standing(t *testing.T, v *apptest.Visitor, q string) string {
+	t.Helper()
+	if _, err := chromedp.Call(v.Ctx, page.SetWebLifecycleState,
+		page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateActive}); err != nil {
+		t.Fatalf("waking the page: %v", err)
+	}
+	var status string
+	v.MustEval(`fetch('/api/v1/queues/`+q+`/entries/me', {cache: 'no-store'}).then(r => r.json()).then(b => b.status || b.error?.code)`, &status)
+	return status
+}
+
+// TestBrowserHiddenPageIsNotANoShow holds the page's half of "a hidden
+// page is not a no-show" (issue 55) against the presence contract: a
+// page that said it was hidden (its beacon, then its polls with hidden=1)
+// and was then frozen as a locked phone's is is not skipped at
+// abandonAfterSeconds, while a page frozen without a word beside it is,
+// and it is skipped at abandonAfterSecondsHidden. The line's clock is run
+// forward (apptest.Clock) rather than waited out.
+func TestBrowserHiddenPageIsNotANoShow(t *testing.T) {
+	browser := apptest.StartBrowser(t)
+	clock := &apptest.Clock{}
+	in := apptest.BootWithClock(t, clock, nil).ReportingTo(t)
+	// Ticks every 100 ms: the no-shows' checkpoints (every half of
+	// abandonAfterSeconds) fall where they would through the run forward.
+	cfg := map[string]any{"entry": "any", "paused": true, "ratePerSecond": 10, "batchSize": 10, "intervalMs": 100,
+		"abandonAfterSeconds": 15, "abandonAfterSecondsHidden": 30}
+	seen, hidden := apptest.UniqueID("seen"), apptest.UniqueID("hidden")
+	in.PutQueue(seen, cfg)
+	in.PutQueue(hidden, cfg)
+	open := func(q string) *apptest.Visitor {
+		v := apptest.NewVisitor(t, browser, in, "en")
+		if _, err := chromedp.Call(v.Ctx, page.AddScriptToEvaluateOnNewDocument,
+			page.AddScriptToEvaluateOnNewDocumentParams{Source: recordBeacons}); err != nil {
+			t.Fatal(err)
+		}
+		v.Open("/q/" + q)
+		v.WaitState("waiting", apptest.JoinWithin)
+		return v
+	}
+	// In line seen: V, whose page stops without a word (a crash, a killed
+	// tab), then H, whose page says it is hidden before it freezes. In
+	// line hidden: H2, alike.
+	v, h, h2 := open(seen), open(seen), open(hidden)
+	hide(t, h)
+	hide(t, h2)
+	for _, p := range []*apptest.Visitor{h, h2} {
+		p.WaitUntil("the hidden beacon", `window.__beacons.some(b => b.url.endsWith('/entries/me/presence') && JSON.parse(b.data).hidden === true)`, 2*time.Second)
+	}
+	// Each is frozen just after an answer, so that what the line last saw
+	// of it is then.
+	answered := func(p *apptest.Visitor, hiddenPoll bool) time.Time {
+		var n int
+		p.MustEval(`window.__polls.length`, &n)
+		p.WaitUntil("an answer to a poll", fmt.Sprintf(`window.__polls.slice(%d).some(r => r.status === 200 && r.hidden === %v)`, n, hiddenPoll), 40*time.Second)
+		freeze(t, p)
+		return clock.Now()
+	}
+	answered(v, false)
+	frozeH := answered(h, true)
+	frozeH2 := answered(h2, true)
+
+	// 24 s on: past abandonAfterSeconds (V is judged gone up to 1.5 × 15
+	// s after it was last seen, by the checkpoints), short of
+	// abandonAfterSecondsHidden for H.
+	at := clock.RunForward(frozeH.Add(24*time.Second).Sub(clock.Now()), 4*time.Second)
+	waitFor(t, "the clock run forward", func() bool { return !clock.Now().Before(at) })
+	in.PatchQueue(seen, map[string]any{"paused": false})
+	waitFor(t, "the line seen let in or skipped both", func() bool {
+		st := in.QueueStats(seen)
+		return st.Num("admittedTotal")+st.Num("abandonedTotal") == 2
+	})
+	if st := in.QueueStats(seen); st.Num("admittedTotal") != 1 || st.Num("abandonedTotal") != 1 {
+		t.Errorf("24 s after both froze: %s; want the hidden page let in and the silent one skipped", st.Raw)
+	}
+	if got := standing(t, h, seen); got != "READY" {
+		t.Errorf("the hidden page, 24 s frozen (abandonAfterSeconds 15, hidden 30): %s, want READY", got)
+	}
+	if got := standing(t, v, seen); got != "NOT_IN_QUEUE" {
+		t.Errorf("the page frozen without a word, 24 s on: %s, want NOT_IN_QUEUE (a no-show)", got)
+	}
+
+	// And at abandonAfterSecondsHidden a hidden page is judged gone (up
+	// to 1.5 × 30 s after it was last seen).
+	at = clock.RunForward(frozeH2.Add(47*time.Second).Sub(clock.Now()), 4*time.Second)
+	waitFor(t, "the clock run forward", func() bool { return !clock.Now().Before(at) })
+	in.PatchQueue(hidden, map[string]any{"paused": false})
+	waitFor(t, "the line hidden skipped its hidden page", func() bool {
+		st := in.QueueStats(hidden)
+		return st.Num("admittedTotal")+st.Num("abandonedTotal") == 1
+	})
+	if st := in.QueueStats(hidden); st.Num("abandonedTotal") != 1 {
+		t.Errorf("47 s after the hidden page froze: %s; want it skipped (abandonAfterSecondsHidden 30)", st.Raw)
+	}
+	if got := standing(t, h2, hidden); got != "NOT_IN_QUEUE" {
+		t.Errorf("the hidden page, 47 s frozen: %s, want NOT_IN_QUEUE", got)
+	}
+}
