@@ -402,9 +402,9 @@ const waitroomArithmetic = (() => {
       notice = new Notification(heading, {
         body, lang, dir: 'auto', tag: 'waitroom:' + queue, renotify: true, requireInteraction: urgent, icon: icons.ready,
       });
-      notice.onclick = () => {
+      notice.onclick = function () {
         window.focus();
-        notice?.close();
+        this.close();
       };
       return true;
     } catch {
@@ -450,9 +450,7 @@ const waitroomArithmetic = (() => {
   // notification button only where the browser can notify and the person
   // has not answered yet (asked only from its click, never on load).
   function showTell() {
-    const box = $('tell');
-    if (!box) return; // an older template's status block
-    box.hidden = !tellStates.has(state);
+    $('tell').hidden = !tellStates.has(state);
     const permission = 'Notification' in window ? Notification.permission : 'unsupported';
     $('notify-button').hidden = permission !== 'default';
     $('notify-note').textContent = permission === 'granted' ? t('notifyOn') : permission === 'denied' ? t('notifyBlocked') : '';
@@ -485,10 +483,8 @@ const waitroomArithmetic = (() => {
     showTell();
   }
 
-  if ($('tell')) {
-    $('notify-button').addEventListener('click', askToNotify);
-    $('sound-button').addEventListener('click', toggleSound);
-  }
+  $('notify-button').addEventListener('click', askToNotify);
+  $('sound-button').addEventListener('click', toggleSound);
   // Sound remembered from an earlier visit: the first click or key on the
   // page is the gesture the browser waits for.
   for (const type of ['pointerdown', 'keydown']) {
