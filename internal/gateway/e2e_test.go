@@ -222,6 +222,18 @@ func guardsProtectedRoutes(t *testing.T, f apptest.Front, b apptest.Backend) {
 		}
 	})
 
+	t.Run("the page's presence beacon reaches waitroom", func(t *testing.T) {
+		// sendBeacon's POST of a string (issue 55), under the prefix as the
+		// page sends it, through every front.
+		path := apptest.GatewayPrefix + "/api/v1/queues/default/entries/me/presence"
+		if r := p.Do("POST", path, p.As("beaconer"), `{"hidden":true}`, "Content-Type", "text/plain;charset=UTF-8"); r.Status != http.StatusNoContent {
+			t.Fatalf("beacon: %d %s, want 204", r.Status, r.Raw)
+		}
+		if r := p.Do("POST", path, p.As("beaconer"), `{"hidden":"yes"}`, "Content-Type", "text/plain;charset=UTF-8"); r.ErrorCode() != "invalid_body" {
+			t.Fatalf("a bad beacon: %d %s, want 400 invalid_body from waitroom", r.Status, r.Raw)
+		}
+	})
+
 	t.Run("the quiet line lets people straight through", func(t *testing.T) {
 		p.SetPaused(false)
 		defer p.SetPaused(true)

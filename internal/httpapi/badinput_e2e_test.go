@@ -125,6 +125,7 @@ func identityCases(t *testing.T, in *apptest.Instance) []badCase {
 		{"POST", entriesPath("bq")},
 		{"GET", mePath("bq")},
 		{"DELETE", mePath("bq")},
+		{"POST", mePath("bq") + "/presence"},
 	}
 	var out []badCase
 	for _, rt := range routes {
@@ -185,6 +186,27 @@ func bodyCases(in *apptest.Instance) []badCase {
 	order("bogus token", `{"productId":"p1","quantity":1}`, http.StatusForbidden, "entry_token_invalid")
 	order("no token", `{"productId":"p1","quantity":1}`, http.StatusForbidden, "entry_token_invalid", "X-Ignore", "1")
 	order("oversized token", `{"productId":"p1","quantity":1}`, http.StatusForbidden, "entry_token_invalid", "X-Entry-Token", strings.Repeat("t", 300))
+
+	// The presence beacon (issue 55): exactly {"hidden": true|false}, as
+	// text/plain or JSON; the queue's existence is checked after the body.
+	beacon := func(name, path string, body any, status int, code string, headers ...string) {
+		out = append(out, badCase{name: "beacon " + name, method: "POST", path: path, auth: in.As("member"),
+			body: body, headers: headers, status: status, code: code})
+	}
+	presence := mePath("bq") + "/presence"
+	for _, m := range malformed {
+		beacon(m.name, presence, m.body, http.StatusBadRequest, "invalid_body")
+	}
+	beacon("no field", presence, `{}`, http.StatusBadRequest, "invalid_body")
+	beacon("hidden null", presence, `{"hidden":null}`, http.StatusBadRequest, "invalid_body")
+	beacon("hidden a string", presence, `{"hidden":"true"}`, http.StatusBadRequest, "invalid_body")
+	beacon("hidden a number", presence, `{"hidden":1}`, http.StatusBadRequest, "invalid_body")
+	beacon("unknown field", presence, `{"hidden":true,"at":1}`, http.StatusBadRequest, "invalid_body")
+	beacon("form type", presence, `{"hidden":true}`, http.StatusBadRequest, "invalid_body", "Content-Type", "application/x-www-form-urlencoded")
+	beacon("over 1 KiB", presence, `{"hidden":true}`+strings.Repeat(" ", 2000), http.StatusRequestEntityTooLarge, "body_too_large")
+	beacon("unknown queue", mePath("nosuchqueue")+"/presence", `{"hidden":true}`, http.StatusNotFound, "queue_not_found")
+	out = append(out, badCase{name: "status hidden=yes", method: "GET", path: mePath("bq") + "?hidden=yes", auth: in.As("member"),
+		status: http.StatusBadRequest, code: "invalid_request"})
 
 	admin := func(name, method, path string, body any, status int, code string) {
 		out = append(out, badCase{name: name, method: method, path: path, auth: in.AdminAuth(),

@@ -38,6 +38,9 @@ var (
 	// ErrNotReady: the dependencies answer, but the instance should get no
 	// traffic yet (/readyz says why).
 	ErrNotReady = errors.New("not ready")
+	// errBadBody: a body that is not exactly what the route takes (the
+	// presence beacon's {"hidden": true|false}).
+	errBadBody = errors.New("invalid body")
 )
 
 // errorRow is how one kind of error is answered.
@@ -101,6 +104,7 @@ var errorTable = []struct {
 	// knows it; 1 s otherwise.
 	{gatekeeper.ErrTooManyEntries, errorRow{http.StatusTooManyRequests, "too_many_entries", 1}},
 	{errBadRequest, errorRow{http.StatusBadRequest, "invalid_request", 0}},
+	{errBadBody, errorRow{http.StatusBadRequest, "invalid_body", 0}},
 	{errTooLarge, errorRow{http.StatusRequestEntityTooLarge, "body_too_large", 0}},
 	{errNotFound, errorRow{http.StatusNotFound, "not_found", 0}},
 	{errMethod, errorRow{http.StatusMethodNotAllowed, "method_not_allowed", 0}},

@@ -219,6 +219,10 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	}
 	user := caller.User
 	hold, err := waitSeconds(r)
+	hidden := false
+	if err == nil && !enter {
+		hidden, err = hiddenQuery(r)
+	}
 	if err == nil {
 		err = s.takeTicket(r, user)
 	}
@@ -238,7 +242,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request, enter bool) {
 	if enter {
 		v, err = s.Gate.Enter(r.Context(), r.PathValue("queue"), entrant)
 	} else {
-		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user)
+		v, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user, hidden)
 	}
 	// Held only once the answer says admission is near: a request far back
 	// is answered at once and never takes one of the hold slots, which are

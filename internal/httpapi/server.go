@@ -144,11 +144,13 @@ func New(o Options) *Server {
 	m := s.mux
 	// Every route but those that read a JSON body refuses a body larger
 	// than maxIgnoredBody (bodiless); enter and the page without JavaScript
-	// read theirs, an access code, within that bound (smallBody).
+	// read theirs, an access code, and the presence beacon its flag, within
+	// that bound (smallBody).
 	m.HandleFunc("POST /api/v1/queues/{queue}/entries", s.smallBody(s.enter))
 	m.HandleFunc("GET /api/v1/queues/{queue}/challenge", s.bodiless(s.challenge))
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.bodiless(s.status))
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.bodiless(s.leave))
+	m.HandleFunc("POST /api/v1/queues/{queue}/entries/me/presence", s.smallBody(s.presence)) // a page's beacon (issue 55)
 	m.HandleFunc("GET /api/v1/queues/{queue}/front", s.bodiless(s.front))
 	m.HandleFunc("GET /api/v1/queues/{queue}/draw", s.bodiless(s.draw))
 	if o.Orders != nil { // gateway mode has no order API of its own

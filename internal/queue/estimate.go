@@ -71,6 +71,10 @@ func pollAfter(estimateSeconds int64) int64 {
 	}
 }
 
+// pollAfterHidden is the longest pollAfterSeconds a hidden page is told
+// (Service.hiddenPollAfter; openapi's maximum).
+const pollAfterHidden = 30
+
 // pollAfterSoldOut is the suggested seconds before the next status request
 // of a user whose queue is sold out: nothing moves until a restock, so long
 // enough that a sold-out line of millions costs little, and short enough

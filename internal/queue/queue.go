@@ -432,8 +432,11 @@ type line interface {
 	// their place (Waiting), one holding a valid token gets it (Ready);
 	// otherwise NotInQueue: the line is busy, join it.
 	AdmitNow(ctx context.Context, queue, user, token string) (Standing, error)
-	// Seen marks users still in line as present now (AbandonAfter).
-	Seen(ctx context.Context, queue string, users []string) error
+	// Seen marks users still in line as present now (AbandonAfter), as
+	// pages that said they were hidden (AbandonAfterHidden) or, with
+	// hidden false, visible: a later mark replaces an earlier one, flag
+	// and all. A user not in line is not marked.
+	Seen(ctx context.Context, queue string, users []string, hidden bool) error
 	// Snapshot reads the line's head, last ticket, length, the tickets
 	// that left above the head (at most SnapshotMaxLeft) and the config, in
 	// one step.

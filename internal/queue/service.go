@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -68,6 +69,10 @@ type View struct {
 	// next poll is due (admissionNear), so a request willing to wait for
 	// news is worth holding (HoldFrom).
 	AdmissionNear bool
+	// Hidden: the page asked as a hidden one (issue 55; Status's hidden):
+	// its presence mark says so, HoldFrom's rechecks mark alike, and
+	// PollAfterSeconds may be longer (hiddenPollAfter). Not in the answer.
+	Hidden bool
 	// Lane is the lane the place is in (issue 53) while WAITING, "" for
 	// the public lane (which the answer names only in a queue with
 	// lanes, so a queue without keeps its answers' shape). Position and
@@ -289,11 +294,11 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 	deadline := time.Now().Add(hold)
 	for first := true; ; first = false {
 		if !first {
-			e, err := s.recheck(context.WithoutCancel(ctx), queue, user)
+			e, err := s.recheck(context.WithoutCancel(ctx), queue, user, v.Hidden)
 			if err != nil {
 				return View{}, err
 			}
-			v = s.view(ctx, queue, e)
+			v = s.view(ctx, queue, e, v.Hidden)
 		}
 		left := time.Until(deadline)
 		if !v.AdmissionNear || left <= 0 {
@@ -318,14 +323,14 @@ func (s *Service) HoldFrom(ctx context.Context, queue, user string, hold time.Du
 // recheck reads a held user's standing again: from the snapshot the
 // instance's held requests share while it places the user still in line,
 // else as Status does.
-func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, error) {
+func (s *Service) recheck(ctx context.Context, queue, user string, hidden bool) (Standing, error) {
 	if s.snaps != nil {
 		if e, ok := s.snaps.stillWaiting(ctx, queue, user, holdRecheck); ok {
-			s.presence.note(queue, user, e)
+			s.presence.note(queue, user, e, hidden)
 			return e, nil
 		}
 	}
-	return s.status(ctx, queue, user)
+	return s.status(ctx, queue, user, hidden)
 }
 
 // Enter puts the user in line (or tells them they are already in or READY).
@@ -402,7 +407,7 @@ func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.M
 	if e.State == Waiting {
 		s.line.Joined(queue)
 	}
-	return s.view(ctx, queue, e), nil
+	return s.view(ctx, queue, e, false), nil
 }
 
 // RefusesNewcomers is the refusal a newcomer to the queue would get now
@@ -446,25 +451,51 @@ func (s *Service) refusal(c InForce, length int64, st Stock) error {
 	return nil
 }
 
-// Status reads the user's standing.
-func (s *Service) Status(ctx context.Context, queue, user string) (View, error) {
-	e, err := s.status(ctx, queue, user)
+// Status reads the user's standing. hidden, at most one, true: the page
+// asking is hidden (issue 55): its presence mark is a hidden one, and a
+// WAITING answer may ask it back later (View.Hidden). (A parameter rather
+// than a method of its own, as Enter's lane: package queue's exports are
+// capped, and only the HTTP layer's polls say it.)
+func (s *Service) Status(ctx context.Context, queue, user string, hidden ...bool) (View, error) {
+	h := len(hidden) > 0 && hidden[0]
+	e, err := s.status(ctx, queue, user, h)
 	if err != nil {
 		return View{}, err
 	}
-	return s.view(ctx, queue, e), nil
+	return s.view(ctx, queue, e, h), nil
+}
+
+// Presence is a page's word that it became hidden or visible (its beacon,
+// issue 55): the user is marked so now, whatever their position, so that
+// a page hidden far back is still known hidden when the front reaches it
+// (AbandonAfterHidden). Through this instance's batch of marks (presence),
+// within a second; a user not in line is marked nowhere, and a queue that
+// skips no no-shows is not written to. ErrQueueNotFound for no such queue.
+func (s *Service) Presence(ctx context.Context, queue, user string, hidden bool) error {
+	if err := validate(queue, user); err != nil {
+		return err
+	}
+	c, err := s.ConfigInForce(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if c.AbandonAfter > 0 {
+		s.presence.mark(queue, user, hidden)
+	}
+	return nil
 }
 
 // status is Status before the estimate: from the snapshot when it can
 // answer, else from the store (remembering the ticket it gives). A user
-// near enough the front for no-shows to matter is marked present.
-func (s *Service) status(ctx context.Context, queue, user string) (Standing, error) {
+// near enough the front for no-shows to matter is marked present, as a
+// hidden page or not.
+func (s *Service) status(ctx context.Context, queue, user string, hidden bool) (Standing, error) {
 	if err := validate(queue, user); err != nil {
 		return Standing{}, err
 	}
 	if s.snaps != nil {
 		if e, ok := s.snaps.status(ctx, queue, user); ok {
-			s.presence.note(queue, user, e)
+			s.presence.note(queue, user, e, hidden)
 			return e, nil
 		}
 	}
@@ -475,7 +506,7 @@ func (s *Service) status(ctx context.Context, queue, user string) (Standing, err
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)
 	}
-	s.presence.note(queue, user, e)
+	s.presence.note(queue, user, e, hidden)
 	return e, nil
 }
 
@@ -511,7 +542,7 @@ func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error
 			s.snaps.changed(queue)
 		}
 	}
-	return s.view(ctx, queue, e), nil
+	return s.view(ctx, queue, e, false), nil
 }
 
 // closedTo says whether a queue of config c takes no newcomers now: its
@@ -565,9 +596,10 @@ func (s *Service) ConfigInForce(ctx context.Context, queue string) (InForce, err
 // isPublic says whether name is the public lane ("" in a Standing).
 func isPublic(name string) bool { return name == "" || name == lane.Public }
 
-// view is what the user of the queue is told of their standing e.
-func (s *Service) view(ctx context.Context, queue string, e Standing) View {
-	v := View{State: e.State, Paused: e.Pace.Paused}
+// view is what the user of the queue is told of their standing e, asking
+// as a hidden page or not.
+func (s *Service) view(ctx context.Context, queue string, e Standing, hidden bool) View {
+	v := View{State: e.State, Paused: e.Pace.Paused, Hidden: hidden}
 	if e.State == Waiting && !isPublic(e.Lane) {
 		v.Lane = e.Lane
 	}
@@ -604,6 +636,9 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 			v.Position, v.Drawn = 0, true
 		}
 		p := jitterSeconds(pollAfter(v.EstimatedWaitSeconds))
+		if hidden {
+			p = s.hiddenPollAfter(ctx, queue, v.Estimate, p)
+		}
 		v.PollAfterSeconds = &p
 		v.BeyondStock = e.Pace.Stock.Known && !e.Pace.Drawn && e.Position > e.Pace.Stock.Units
 	case e.State == Ready:
@@ -611,6 +646,26 @@ func (s *Service) view(ctx context.Context, queue string, e Standing) View {
 	}
 	v.AdmissionNear = v.admissionNear()
 	return v
+}
+
+// hiddenPollAfter is the pollAfterSeconds of a hidden page that would be
+// told p (issue 55): its polls cost a background tab's battery, and its
+// browser slows their timers anyway, so it may wait up to
+// pollAfterHidden, but never more than a tenth of the queue's token TTL
+// (READY unseen for longer would waste more of the turn), and only while
+// admission cannot reach it sooner: its estimate is known and the low end
+// of its range (the 5th percentile) is further off. Otherwise p, the
+// bands of a visible page. Jittered downward only: never above the cap.
+func (s *Service) hiddenPollAfter(ctx context.Context, queue string, est estimate.Estimate, p int64) int64 {
+	c, err := s.ConfigInForce(ctx, queue)
+	if err != nil {
+		return p
+	}
+	long := min(pollAfterHidden, int64(c.TokenTTL/time.Second)/10)
+	if long <= p || !est.Known || est.Low <= long {
+		return p
+	}
+	return max(p, long-rand.Int64N(long/5+1))
 }
 
 func validate(queue, user string) error {

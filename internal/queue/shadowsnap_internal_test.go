@@ -153,11 +153,11 @@ func TestShadowPlaceIsNeverHeld(t *testing.T) {
 	svc := NewService(&shadowLine{}, time.Hour, nil)
 	front := Standing{State: Waiting, Ticket: 7, Position: 1, Length: 1, Epoch: lineEpoch,
 		Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond}}
-	if v := svc.view(context.Background(), "q", front); !v.AdmissionNear {
+	if v := svc.view(context.Background(), "q", front, false); !v.AdmissionNear {
 		t.Fatalf("a person at the front: %+v, want AdmissionNear", v)
 	}
 	front.Shadow, front.Behind = true, 0
-	if v := svc.view(context.Background(), "q", front); v.AdmissionNear {
+	if v := svc.view(context.Background(), "q", front, false); v.AdmissionNear {
 		t.Errorf("a shadow place at the front: %+v, want never AdmissionNear", v)
 	}
 }

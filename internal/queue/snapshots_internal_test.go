@@ -156,7 +156,7 @@ func TestAnotherLanesPlaceIsTheStores(t *testing.T) {
 // TestReadyNamesNoLane: a READY answer names no lane, whatever the store
 // says (a token does not keep the lane it was let in from).
 func TestReadyNamesNoLane(t *testing.T) {
-	v := NewService(&lineStore{}, time.Hour, nil).view(context.Background(), "q", Standing{State: Ready, Token: "tok", Lane: "gold"})
+	v := NewService(&lineStore{}, time.Hour, nil).view(context.Background(), "q", Standing{State: Ready, Token: "tok", Lane: "gold"}, false)
 	if v.State != Ready || v.Lane != "" {
 		t.Errorf("a READY standing in gold: %+v, want READY without a lane", v)
 	}

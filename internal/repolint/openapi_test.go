@@ -662,6 +662,18 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(alice), headers: []string{"X-Waitroom-Ticket", r.Str("ticket")}, status: 200})
 	k.call(t, oaCase{method: "GET", path: me(paused), auth: in.As(bob), headers: []string{"X-Waitroom-Ticket", r.Str("ticket")}, status: 403, code: "ticket_invalid"})
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200}) // paused: not held
+	// A hidden page's polls and beacons (issue 55).
+	k.call(t, oaCase{method: "GET", path: me(paused) + "?hidden=1", auth: in.As(alice), status: 200})
+	k.call(t, oaCase{method: "GET", path: me(paused) + "?hidden=yes", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
+	presence := me(paused) + "/presence"
+	k.call(t, oaCase{method: "POST", path: presence, auth: in.As(alice), body: map[string]any{"hidden": true}, status: 204})
+	k.call(t, oaCase{method: "POST", path: presence, auth: in.As(bob), body: map[string]any{"hidden": false}, status: 204}) // no place: nothing marked
+	k.call(t, oaCase{method: "POST", path: presence, auth: in.As(alice), body: map[string]any{"hidden": "yes"}, status: 400, code: "invalid_body", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: presence, auth: in.As("john doe"), body: map[string]any{"hidden": true}, status: 400, code: "invalid_user_id"})
+	k.call(t, oaCase{method: "POST", path: me("bad*name") + "/presence", auth: in.As(alice), body: map[string]any{"hidden": true}, status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: presence, body: map[string]any{"hidden": true}, status: 401, code: "unauthenticated"})
+	k.call(t, oaCase{method: "POST", path: me("nosuchqueue") + "/presence", auth: in.As(alice), body: map[string]any{"hidden": true}, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "POST", path: presence, auth: in.As(alice), body: `{"hidden":true}` + strings.Repeat(" ", 2000), status: 413, code: "body_too_large"})
 	k.call(t, oaCase{method: "GET", path: me(paused) + "?waitSeconds=99", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=5", auth: in.As(alice), status: 200})
 	k.call(t, oaCase{method: "POST", path: entries(paused) + "?waitSeconds=-1", auth: in.As(alice), status: 400, code: "invalid_request", specInvalid: true})
@@ -1311,6 +1323,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"GET", "/api/v1/queues/" + q + "/draw", "", nil, nil},
 		{"GET", entries + "/me", in.As(u), nil, nil},
 		{"DELETE", entries + "/me", in.As(u), nil, nil},
+		{"POST", entries + "/me/presence", in.As(u), map[string]any{"hidden": true}, nil},
 		{"GET", "/admin/v1/queues", admin, nil, nil},
 		{"GET", "/admin/v1/queues/" + q, admin, nil, nil},
 		{"PUT", "/admin/v1/queues/" + q, admin, map[string]any{}, nil},

@@ -68,7 +68,7 @@ func TestRangesComeTrueOnTheFakeClock(t *testing.T) {
 			}
 		}
 		if elapsed%(5*time.Second) == 0 {
-			if err := store.Seen(ctx, "q", present); err != nil {
+			if err := store.Seen(ctx, "q", present, false); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -243,7 +243,7 @@ func TestPaceMeasured(t *testing.T) {
 						present = append(present, fmt.Sprintf("u%d", i))
 					}
 				}
-				store.Seen(ctx, "q", present)
+				store.Seen(ctx, "q", present, false)
 			}
 			if a, err := store.Admit(ctx, "q", queue.NewTokens(c.BatchSize)); err != nil || !a.Ticked {
 				t.Fatalf("tick: %+v, %v", a, err)

@@ -176,11 +176,13 @@ func LiveCap(c queue.InForce, st queue.Stock) (int64, bool) {
 }
 
 // Waiter is a user at the front of the line as admission reads it: their
-// ticket, and when they were last seen (zero: never; AbandonAfter).
+// ticket, and when they were last seen (zero: never; AbandonAfter), and
+// whether their page last said it was hidden (AbandonAfterHidden).
 type Waiter struct {
 	User   string
 	Ticket int64
 	Seen   time.Time
+	Hidden bool
 	// Lane is the lane the waiter is in ("": lane.Public); PlanTick sets
 	// it on those it plans.
 	Lane string
@@ -290,7 +292,7 @@ func PlanTick(in TickInput, front Front) (TickPlan, error) {
 	if err != nil {
 		return p, err
 	}
-	absence := Absence{Judged: judged, SeenBefore: now.Add(-c.AbandonAfter)}
+	absence := Absence{Judged: judged, SeenBefore: now.Add(-c.AbandonAfter), HiddenBefore: now.Add(-max(c.AbandonAfterHidden, c.AbandonAfter))}
 	carry := 0.0
 	if !stopped {
 		var n int
@@ -517,16 +519,26 @@ const drawReach = math.MaxInt32
 // it: a waiter is a no-show when their ticket is judged (no higher than
 // Judged: they have been within the reach of seen marks for AbandonAfter;
 // -1 when no-shows are not skipped) and they were not seen since
-// SeenBefore (now less AbandonAfter; never seen counts as not seen).
+// SeenBefore (now less AbandonAfter; never seen counts as not seen), or,
+// when their page last said it was hidden (Waiter.Hidden), since
+// HiddenBefore: now less AbandonAfterHidden, or less AbandonAfter where
+// that is longer (issue 55: a locked phone's page polls nothing until it
+// wakes, and a background tab's timers are slowed, yet its person has not
+// left).
 type Absence struct {
-	Judged     int64
-	SeenBefore time.Time
+	Judged                   int64
+	SeenBefore, HiddenBefore time.Time
 }
 
 // NoShow says whether w is a no-show. admit.lua asks the same of a user it
-// drew, with Judged and SeenBefore (in ms, 0 for never seen) as ARGV.
+// drew, with Judged, SeenBefore and HiddenBefore (in ms; a mark of 0 for
+// never seen) in its plan.
 func (a Absence) NoShow(w Waiter) bool {
-	return w.Ticket <= a.Judged && w.Seen.Before(a.SeenBefore)
+	bar := a.SeenBefore
+	if w.Hidden {
+		bar = a.HiddenBefore
+	}
+	return w.Ticket <= a.Judged && w.Seen.Before(bar)
 }
 
 // DrawIndex maps a random value r (uniform in [0, 2^53)) to a 0-based rank
@@ -610,7 +622,7 @@ func (st *TickState) advancePace(c queue.InForce, now time.Time, length int64, l
 		if !st.PaceAt.IsZero() {
 			dt = now.Sub(st.PaceAt).Seconds()
 		}
-		rate := st.PaceRate*math.Exp(-dt/queue.PaceWindow.Seconds()) + float64(left)/queue.PaceWindow.Seconds()
+		rate := st.PaceRate*math.Exp(-dt/estimate.PaceWindow.Seconds()) + float64(left)/estimate.PaceWindow.Seconds()
 		st.PaceRate, st.PaceBusy = round(rate, 1e6), round(min(st.PaceBusy+dt, 3600), 1e3)
 		st.PaceAt = time.Time{}
 		if length > int64(left) {

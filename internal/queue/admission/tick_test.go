@@ -171,3 +171,52 @@ func TestShadowLineLetInLast(t *testing.T) {
 		})
 	}
 }
+
+// TestHiddenPageHasTheLongerBar: a judged waiter whose page last said it
+// was hidden is a no-show only once unseen for AbandonAfterHidden (issue
+// 55), one whose page was visible at AbandonAfter; where AbandonAfterHidden
+// is set below AbandonAfter, a hidden page still has AbandonAfter.
+func TestHiddenPageHasTheLongerBar(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	ago := func(s int) time.Time { return now.Add(-time.Duration(s) * time.Second) }
+	front := []admission.Waiter{
+		{User: "visible-20s", Ticket: 1, Seen: ago(20)},
+		{User: "hidden-20s", Ticket: 2, Seen: ago(20), Hidden: true},
+		{User: "hidden-40s", Ticket: 3, Seen: ago(40), Hidden: true},
+		{User: "hidden-70s", Ticket: 4, Seen: ago(70), Hidden: true},
+		{User: "visible-5s", Ticket: 5, Seen: ago(5)},
+		{User: "never", Ticket: 6},
+	}
+	read := func(from, n int64) ([]admission.Waiter, error) {
+		return front[min(from, int64(len(front))):min(from+n, int64(len(front)))], nil
+	}
+	for _, tc := range []struct {
+		name           string
+		abandon, hides time.Duration
+		skipped        string
+	}{
+		{"hidden longer", 15 * time.Second, 30 * time.Second, "[visible-20s hidden-40s hidden-70s never]"},
+		{"hidden set below", 60 * time.Second, 15 * time.Second, "[hidden-70s never]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := queue.DefaultConfig()
+			c.RatePerSecond, c.BatchSize, c.Interval = 100, 10, 100*time.Millisecond
+			c.AbandonAfter, c.AbandonAfterHidden = tc.abandon, tc.hides
+			st := admission.TickState{Checkpoints: []admission.Checkpoint{{At: now.Add(-2 * time.Minute), Ticket: 100}}}
+			p, err := admission.PlanTick(admission.TickInput{Config: c.InForce(now), State: st, Now: now, Call: "call", Tokens: c.BatchSize, Length: int64(len(front))}, read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var skipped []string
+			for _, w := range p.Skipped {
+				skipped = append(skipped, w.User)
+			}
+			if got := fmt.Sprint(skipped); got != tc.skipped {
+				t.Errorf("skipped %s, want %s", got, tc.skipped)
+			}
+			if len(p.Admitted)+len(p.Skipped) != len(front) {
+				t.Errorf("admitted %d and skipped %d of %d", len(p.Admitted), len(p.Skipped), len(front))
+			}
+		})
+	}
+}

@@ -112,6 +112,11 @@ const (
 	PriorNoShows  = 0.3
 )
 
+// PaceWindow is the time constant of the line's pace (queue.Pace.Measured,
+// admission's PaceRate): the last minute. (Here rather than in package
+// queue, whose exports are capped.)
+const PaceWindow = time.Minute
+
 // ClaimWindow is the time constant of the share who take their turn
 // (Params.Claim), measured at the front: short, since the no-shows of a
 // crowd reach the front only when it does, and a minute's average was

@@ -366,6 +366,55 @@ func TestDurableOldPlaceJournal(t *testing.T) {
 	}
 }
 
+// TestDurableJournalBeforeHidden: a journal written before seen marks
+// said whether the page was hidden (issue 55; its Seen records carry no
+// flag) replays its marks as visible ones, as they were: skipped at
+// abandonAfter, not kept for abandonAfterSecondsHidden (900 s by
+// default). testdata/journal-before-55 is the log of waitroom at base55
+// (fsync always, storetest's fake clock): queue "q" with abandonAfter 1 s,
+// rate 10,000/s in 1 ms ticks; "first", "marked" and "kept" enter; a tick
+// lets "first" in; 100 ms later Seen marks "marked".
+func TestDurableJournalBeforeHidden(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewFakeClock()
+	clock.Sleep(time.Hour)
+	dir := t.TempDir()
+	log, err := os.ReadFile(filepath.Join("testdata", "journal-before-55", "log-00000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log-00000001"), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, rec, err := memstore.Open(dir, memstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatalf("opening the old journal: %v", err)
+	}
+	defer s.Close()
+	if rec.Places != 2 || rec.Torn != 0 {
+		t.Fatalf("recovery %+v: want 2 places (marked, kept)", rec)
+	}
+	if err := s.Seen(ctx, "q", []string{"kept"}, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Sleep(1500 * time.Millisecond)
+	for range 1000 {
+		a, err := s.Admit(ctx, "q", queue.NewTokens(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.Ticked {
+			clock.Sleep(a.NextIn)
+			continue
+		}
+		if !slices.Equal(a.Admitted, []string{"kept"}) || a.Skipped != 1 {
+			t.Fatalf("the tick at 1.5 s admitted %v and skipped %d; want [kept] (a hidden mark), marked skipped (an old mark, visible)", a.Admitted, a.Skipped)
+		}
+		return
+	}
+	t.Fatal("admission never became due")
+}
+
 // TestDurableDraws: the ledger of draws and the records kept come back
 // after a restart, whether the log replays them or a snapshot holds them
 // (one taken while the opening is placed, too: its instant, first ticket

@@ -48,7 +48,7 @@ func TestDurableEstimate(t *testing.T) {
 	}
 	told := map[string]estimate.Estimate{}
 	for i := range 130 { // 13 s: the pace measured, no-shows skipped
-		if err := s.Seen(ctx, "q", present); err != nil {
+		if err := s.Seen(ctx, "q", present, false); err != nil {
 			t.Fatal(err)
 		}
 		mustTick(t, s, clock)

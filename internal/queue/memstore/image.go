@@ -34,7 +34,10 @@ type queueImage struct {
 	LeftTickets []int64
 	Tick        admission.TickState
 	Seen        map[string]time.Time
-	Joined      map[string]joined
+	// Hidden: state.hidden (nil in a snapshot from before issue 55: its
+	// marks read as visible, as they were).
+	Hidden map[string]bool
+	Joined map[string]joined
 	// Ranged says Joined's takings carry the range shown (issue 54);
 	// false in a snapshot from before, whose takings read as none shown.
 	Ranged bool
@@ -119,7 +122,7 @@ type usedImage struct {
 func (q *state) image(name string) *queueImage {
 	img := &queueImage{
 		Name: name, Ops: q.ops, Removed: q.removed, Config: queue.StoreFields(q.cfg), Epoch: q.epoch, Seq: q.seq,
-		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen), Joined: maps.Clone(q.joined), Ranged: true,
+		LeftTickets: slices.Clone(q.leftTickets), Tick: q.tick, Seen: maps.Clone(q.seen), Hidden: maps.Clone(q.hidden), Joined: maps.Clone(q.joined), Ranged: true,
 		Admitted: q.admitted, Consumed: q.consumed, Left: q.left, Expired: q.expired, Returned: q.ret,
 		Abandoned: q.abandoned, InlineTotal: q.inlineTotal,
 		EffRate: q.effRate, EffLast: q.effLast, SampleWin: q.sampleWin, SampleFrom: q.sampleFrom, Sample: q.sample, SampleAdmitted: q.sampleAdmitted,
@@ -218,7 +221,7 @@ func (img *queueImage) restore() (*state, error) {
 	q := &state{
 		ops: img.Ops, cfg: cfg, epoch: img.Epoch, line: newLine(), seq: img.Seq,
 		tokens: make(map[string]token, len(img.Tokens)), inflight: map[string]lock{},
-		leftTickets: img.LeftTickets, tick: img.Tick, seen: img.Seen, joined: img.Joined,
+		leftTickets: img.LeftTickets, tick: img.Tick, seen: img.Seen, hidden: img.Hidden, joined: img.Joined,
 		admitted: img.Admitted, consumed: img.Consumed, left: img.Left, expired: img.Expired, ret: img.Returned,
 		abandoned: img.Abandoned, inlineTotal: img.InlineTotal,
 		effRate: img.EffRate, effLast: img.EffLast, sampleWin: img.SampleWin, sampleFrom: img.SampleFrom, sample: img.Sample, sampleAdmitted: img.SampleAdmitted,
@@ -231,6 +234,9 @@ func (img *queueImage) restore() (*state, error) {
 	q.sh.index()
 	if q.seen == nil {
 		q.seen = map[string]time.Time{}
+	}
+	if q.hidden == nil {
+		q.hidden = map[string]bool{}
 	}
 	if q.joined == nil { // a snapshot from before places kept their taking
 		q.joined = map[string]joined{}

@@ -173,7 +173,7 @@ func (q *state) laneFront(name string) admission.Front {
 		}
 		ws := l.front(from, n)
 		for i := range ws {
-			ws[i].Seen = q.seen[ws[i].User]
+			q.marks(&ws[i])
 		}
 		return ws, nil
 	}
@@ -417,7 +417,7 @@ func (q *state) drawLanes(p admission.TickPlan, lanes []admission.LaneInput, val
 			}
 			w := l.front(admission.DrawIndex(values[d.used], l.len()), 1)[0]
 			d.used++
-			w.Seen = q.seen[w.User]
+			q.marks(&w)
 			wait := q.pop(w.User, now)
 			wait.Lane = in.Name
 			if p.Absent.NoShow(w) {

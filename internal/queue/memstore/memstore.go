@@ -135,9 +135,11 @@ type state struct {
 	leftTickets []int64
 
 	// tick is admission's own state (admission.PlanTick), and seen when each
-	// user near the front was last seen (no-shows).
-	tick admission.TickState
-	seen map[string]time.Time
+	// user near the front was last seen (no-shows); hidden holds those of
+	// them whose page last said it was hidden (AbandonAfterHidden).
+	tick   admission.TickState
+	seen   map[string]time.Time
+	hidden map[string]bool
 	// joined is, for each user in line, when they took their place and
 	// the wait they were shown (rollup.Wait), dropped with the place.
 	joined map[string]joined
@@ -305,7 +307,7 @@ func (s *Store) putConfig(name string, c queue.Config, epoch int64) error {
 // newState is an empty queue's state.
 func newState(epoch int64) *state {
 	q := &state{line: newLine(), tokens: map[string]token{}, inflight: map[string]lock{},
-		seen: map[string]time.Time{}, joined: map[string]joined{}, pre: map[string]int64{}, epoch: epoch, draws: newLedger()}
+		seen: map[string]time.Time{}, hidden: map[string]bool{}, joined: map[string]joined{}, pre: map[string]int64{}, epoch: epoch, draws: newLedger()}
 	q.sh.index()
 	return q
 }
@@ -517,7 +519,8 @@ func (q *state) unplaced() int64 {
 // markSeen: a user entering or asking for their status near the front is
 // seen at once, before their instance's batched marks could arrive (a user
 // back from a long absence would be skipped meanwhile, though asking). It
-// reports whether it marked.
+// reports whether it marked. Whether their page is hidden is kept: only
+// the page says so, in the batched mark that follows (Seen).
 func (q *state) markSeen(user string, position int64, now time.Time) bool {
 	if q.cfg.AbandonAfter > 0 && (q.tick.Reach == 0 || position <= q.tick.Reach) {
 		q.seen[user] = now
@@ -534,7 +537,7 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Standing, er
 		if e, ok := q.standing(user, now); ok {
 			if e.State == queue.Waiting && !e.PreQueue && !e.Shadow && q.markSeen(user, e.Position, now) && s.writable() == nil {
 				q.ops++
-				q.rec = s.record(&op{kind: opSeen, queue: name, list: []string{user}}, q.ops, now)
+				q.rec = s.record(&op{kind: opSeen, queue: name, list: []string{user}, flag: q.hidden[user]}, q.ops, now)
 			}
 			return e, nil
 		}
@@ -772,6 +775,7 @@ func (q *state) draw(p admission.TickPlan, lanes []admission.LaneInput, byLane b
 func (q *state) pop(user string, now time.Time) rollup.Wait {
 	q.removeFromLine(user)
 	delete(q.seen, user)
+	delete(q.hidden, user)
 	j, ok := q.joined[user]
 	delete(q.joined, user)
 	if !ok {
@@ -795,9 +799,14 @@ func apart(waits []rollup.Wait, surprise time.Time) {
 func (q *state) front(from, n int64) ([]admission.Waiter, error) {
 	ws := q.lineFront(from, n)
 	for i := range ws {
-		ws[i].Seen = q.seen[ws[i].User]
+		q.marks(&ws[i])
 	}
 	return ws, nil
+}
+
+// marks gives w their seen mark: when, and whether hidden.
+func (q *state) marks(w *admission.Waiter) {
+	w.Seen, w.Hidden = q.seen[w.User], q.hidden[w.User]
 }
 
 // AdmitNow implements queue.Store.
@@ -991,14 +1000,20 @@ func (s *Store) Stats(_ context.Context, name string) (queue.Stats, error) {
 	})
 }
 
-// Seen implements queue.Store.
-func (s *Store) Seen(_ context.Context, name string, users []string) error {
-	_, err := change(s, &op{kind: opSeen, queue: name, list: users}, func(q *state, now time.Time) (struct{}, bool, error) {
+// Seen implements queue.Store. (A journal from before issue 55 holds
+// no flag: its marks replay as visible, as they were.)
+func (s *Store) Seen(_ context.Context, name string, users []string, hidden bool) error {
+	_, err := change(s, &op{kind: opSeen, queue: name, list: users, flag: hidden}, func(q *state, now time.Time) (struct{}, bool, error) {
 		changed := false
 		for _, u := range users {
 			_, ticketed := q.line.ticket(u)
 			if _, cleared := q.sh.clearedAt[u]; ticketed || cleared || len(q.ln.lines) > 0 && q.inLane(u) {
 				q.seen[u], changed = now, true
+				if hidden {
+					q.hidden[u] = true
+				} else {
+					delete(q.hidden, u)
+				}
 			}
 		}
 		return struct{}{}, changed, nil

@@ -186,8 +186,8 @@ func (r *restarting) Sweep(ctx context.Context, q string) (bool, error) {
 func (r *restarting) SetStock(ctx context.Context, q string, st queue.Stock, onlyLower bool) (queue.Stock, error) {
 	return call(r, func(s *memstore.Store) (queue.Stock, error) { return s.SetStock(ctx, q, st, onlyLower) })
 }
-func (r *restarting) Seen(ctx context.Context, q string, users []string) error {
-	return call0(r, func(s *memstore.Store) error { return s.Seen(ctx, q, users) })
+func (r *restarting) Seen(ctx context.Context, q string, users []string, hidden bool) error {
+	return call0(r, func(s *memstore.Store) error { return s.Seen(ctx, q, users, hidden) })
 }
 func (r *restarting) FoldRate(ctx context.Context, q string, sample queue.RateSample, window time.Duration) (queue.RateWindow, error) {
 	return call(r, func(s *memstore.Store) (queue.RateWindow, error) { return s.FoldRate(ctx, q, sample, window) })

@@ -97,7 +97,7 @@ type op struct {
 	// ticket (0 in a journal from before it was passed: see Store.place).
 	n    int64
 	dur  time.Duration // a lease, lock, window or ttl
-	flag bool          // EndUse's consumed
+	flag bool          // EndUse's consumed, Seen's hidden (false in a journal from before it)
 	blob []byte        // FoldRate's sample, SetRate's decision, Roll's write (JSON), Admit's draw (encodeDraws), CommitDraw's commitment, SaveDraw's record
 }
 
@@ -284,7 +284,7 @@ func (s *Store) replay(o op) error {
 	case opEndUse:
 		err = s.EndUse(ctx, o.queue, o.user, o.token, o.owner, o.flag)
 	case opSeen:
-		err = s.Seen(ctx, o.queue, o.list)
+		err = s.Seen(ctx, o.queue, o.list, o.flag)
 	case opFoldRate:
 		var sample queue.RateSample
 		if err := json.Unmarshal(o.blob, &sample); err != nil {

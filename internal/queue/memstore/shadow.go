@@ -270,6 +270,7 @@ func (q *state) placeCleared(p shadowPlace, now time.Time) {
 	q.joined[p.User] = untold(p.Joined)
 	if q.cfg.AbandonAfter > 0 {
 		q.seen[p.User] = now
+		delete(q.hidden, p.User)
 	}
 }
 

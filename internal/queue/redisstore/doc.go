@@ -53,8 +53,8 @@
 //	status.lua                   Store.Status                       placeFromFront                SnapshotAgreesWithStatus, NoShowBackAskingIsSeenAtOnce, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	snapshot.lua                 Store.Snapshot                     placeFromFront                SnapshotAgreesWithStatus, SnapshotTooManyLeaversAnswersNoOne, SoldOutStopsTheLineAndRestockResumesIt, PlaceIsTheCasesRank
 //	leave.lua                    Store.Leave, state.leave                                         LeavingClosesTheGap, LeaveGivesBackToken, LanesStatsAndLeave
-//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw, LanesShareTicksWithinOnePerson, LanesEmptyLaneGivesItsShare, LanesWaitsSayTheLane, ApartAfterASurprise, TestAdmissionReadsTheRangeKept
-//	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, SwitchingBetweenFIFOAndRandom, LanesDrawWithinTheLane, LanesWaitsSayTheLane
+//	tick.lua, admit.lua          Store.Admit (admission.PlanTick)                                 AdmissionFollowsEntryOrder, AdmissionNeverExceedsBudget, AdmitCalledAgainWithItsTokensAdmitsNobody, NoShowsSkippedPresentAdmittedInOrder, HiddenPageSkippedOnlyAtItsLongerTime, ShadowAdmitsLastOnlyOnceTheLineIsEmpty, ShadowPlaceIsInNoDraw, LanesShareTicksWithinOnePerson, LanesEmptyLaneGivesItsShare, LanesWaitsSayTheLane, ApartAfterASurprise, TestAdmissionReadsTheRangeKept
+//	admit.lua's draw             state.draw                                                       RandomDrawIsUniform, RandomDrawAdmitsEachOnce, RandomSkipsNoShows, RandomSkipsHiddenPagesAtTheirTime, SwitchingBetweenFIFOAndRandom, LanesDrawWithinTheLane, LanesWaitsSayTheLane
 //	admit.lua's pop, issue       state.pop, state.issue                                           AdmissionFollowsEntryOrder, NoShowsSkippedPresentAdmittedInOrder
 //	admit_now.lua                Store.AdmitNow                                                   QuietLineLetsStraightIn, AdmitNowSpendsTheNextTicksBudget, PassthroughReadyAtOnceWithinMaxActiveTokens
 //	sweep.lua                    Store.Sweep                                                      SweepForgetsWhatLapsedAndChangesNoAnswer
@@ -62,7 +62,7 @@
 //	extend.lua                   Store.Extend                                                     SlidingSessionLastsWhileUsedUpToItsMax
 //	stats.lua                    Store.Stats                                                      Stats, StatsAddUp, StatsReadExpiryWithoutSweeping, ChangesAreStampedWhenTheyHappen, StatsShowAStampWithItsState, LanesStatsAndLeave
 //	put_config.lua               Store.PutConfig, state.putConfig                                 ConfigRoundTrip, EpochNamesTheLine, ShorterIntervalAppliesAtOnce, AdaptiveRateNeverLeavesItsBounds, ChangesAreStampedWhenTheyHappen
-//	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder
+//	seen.lua                     Store.Seen                                                       NoShowsSkippedPresentAdmittedInOrder, HiddenPageSkippedOnlyAtItsLongerTime
 //	fold_rate.lua, set_rate.lua  Store.FoldRate, Store.SetRate                                    AdaptiveRateOneDecisionPerWindow, AdaptiveRateRemembersItsLastDecision
 //	open_due.lua, place.lua      Store.OpenDue, Store.Place                                       OpeningOrderIsUniform, OpeningPlacesInTheDrawnOrder, OpeningReservesTicketsAheadOfLaterEntries, OpeningPlacesUsersAtTheirReservedTickets, OpeningTakenOverPlacesTheOrderDrawn, LanesOpeningPlacesInTheLane
 //	commit_draw.lua              Store.CommitDraw                                                 CommitDrawKeepsOneCommitmentPerOpening
@@ -86,7 +86,7 @@
 //	prelude's secs               none: Go's Duration.Seconds                                      TestPlaceKeepsTheEstimateTold
 //	prelude's pace               state.pace (queue.LinePace)                                      SnapshotAgreesWithStatus, StalledWhenTheFrontStandsStill
 //	prelude's opening, unplaced  state.pending, state.unplaced                                    OpeningReservesTicketsAheadOfLaterEntries
-//	prelude's markSeen           state.markSeen                                                   NoShowBackAskingIsSeenAtOnce
+//	prelude's markSeen           state.markSeen                                                   NoShowBackAskingIsSeenAtOnce, HiddenPageSkippedOnlyAtItsLongerTime
 //	prelude's standing           state.standing                                                   ReEntryKeepsPosition, ReadyUserEnteringStaysReady
 //	prelude's shadowStanding     state.shadowStanding                                             ShadowPlaceIsAnsweredAsItsOwn, ClearedSuspectStandsWhereItArrived
 //	prelude's behindOf           shadowPlace.Behind                                               ShadowPlaceIsAnsweredAsItsOwn

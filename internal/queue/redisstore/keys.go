@@ -25,7 +25,7 @@ const (
 	kInflight        // ZSET user → in-flight lock expiry (ms)
 	kOwners          // HASH user → the lock's owner
 	kLeft            // ZSET tickets of users who left the line, above the head
-	kSeen            // ZSET user near the front → last seen (ms; no-shows)
+	kSeen            // ZSET user near the front → last seen (ms, negative for a hidden page; no-shows)
 	kPre             // ZSET the opening's pre-queue, user → arrival
 	kSamples         // HASH this window's protected-call samples of every instance (the adaptive rate)
 	kRates           // LIST the admission rate's recent changes: "ms rate why"

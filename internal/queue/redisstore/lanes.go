@@ -194,7 +194,7 @@ func planDraws(t tickRead, plan admission.TickPlan, tokens []string) []admitDraw
 			return
 		}
 		out = append(out, admitDraw{N: n, Tokens: tokens[used : used+n], Values: admission.DrawValues(plan.Draws),
-			Judged: plan.Absent.Judged, SeenBefore: plan.Absent.SeenBefore.UnixMilli(), Lane: name, ID: id})
+			Judged: plan.Absent.Judged, SeenBefore: plan.Absent.SeenBefore.UnixMilli(), HiddenBefore: plan.Absent.HiddenBefore.UnixMilli(), Lane: name, ID: id})
 		used += n
 	}
 	add(plan.Draw, "", 0)

@@ -305,13 +305,18 @@ func (s *Store) Sweep(ctx context.Context, name string) (bool, error) {
 const seenChunk = 1000
 
 // Seen implements queue.Store.
-func (s *Store) Seen(ctx context.Context, name string, users []string) error {
+func (s *Store) Seen(ctx context.Context, name string, users []string, hidden bool) error {
+	flag := "0"
+	if hidden {
+		flag = "1"
+	}
 	for len(users) > 0 {
 		chunk := users[:min(len(users), seenChunk)]
 		users = users[len(chunk):]
-		args := make([]any, len(chunk))
+		args := make([]any, len(chunk)+1)
+		args[0] = flag
 		for i, u := range chunk {
-			args[i] = u
+			args[i+1] = u
 		}
 		if err := s.run(ctx, seenScript, name, args).Err(); err != nil {
 			return unavailable(err)

@@ -172,8 +172,11 @@ func (p *reply) stock(i int) queue.Stock {
 }
 
 // ms reads milliseconds since the epoch as a time (zero for none, or 0).
-func (p *reply) ms(i int) time.Time {
-	if v := int64(p.float(i)); v > 0 {
+func (p *reply) ms(i int) time.Time { return msTime(p.float(i)) }
+
+// msTime is ms milliseconds since the epoch as a time (zero for 0 or less).
+func msTime(ms float64) time.Time {
+	if v := int64(ms); v > 0 {
 		return time.UnixMilli(v).UTC()
 	}
 	return time.Time{}

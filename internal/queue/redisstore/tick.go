@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,7 +259,8 @@ func (s *Store) readTick(ctx context.Context, name string, from int64, n int, li
 		return t, lp.err
 	}
 	for i := at + len(tickReads) + 1; i+2 < len(r); i += 3 {
-		t.front = append(t.front, admission.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: p.ms(i + 2)})
+		seen := p.float(i + 2) // negative: the page said it was hidden (seen.lua)
+		t.front = append(t.front, admission.Waiter{User: p.str(i), Ticket: int64(p.float(i + 1)), Seen: msTime(math.Abs(seen)), Hidden: seen < 0})
 	}
 	return t, p.err
 }
@@ -270,7 +272,7 @@ type admitPlan struct {
 	Set     map[string]string `json:"set"`     // the tick state's fields the plan changed ("" deletes one)
 	Add     map[string]int64  `json:"add"`     // and those it adds to (added)
 	Admit   [][]any           `json:"admit"`   // user, ticket, token
-	NoShows [][]any           `json:"noShows"` // user, ticket, the seen mark read (ms; 0 never)
+	NoShows [][]any           `json:"noShows"` // user, ticket, the seen mark read (ms, hidden or not; 0 never)
 	Draws   []admitDraw       `json:"draws,omitempty"`
 	Shadow  bool              `json:"shadow,omitempty"` // Admit are the shadow line's (admission.TickPlan.Shadow)
 	// The lanes but the public (issue 53): their planned, as Admit and
@@ -283,13 +285,15 @@ type admitPlan struct {
 
 // admitDraw is a random draw's part of admitPlan (admission.TickPlan.Draw).
 type admitDraw struct {
-	N          int      `json:"n"`              // how many to let in
-	Tokens     []string `json:"tokens"`         // theirs, in the order they are drawn
-	Values     []uint64 `json:"values"`         // random, for admission.DrawIndex
-	Judged     int64    `json:"judged"`         // admission.Absence
-	SeenBefore int64    `json:"seenBefore"`     // in ms
-	Lane       string   `json:"lane,omitempty"` // a lane but the public (issue 53), drawn among its people only
-	ID         int64    `json:"id,omitempty"`   // its id (K.laneids)
+	N          int      `json:"n"`          // how many to let in
+	Tokens     []string `json:"tokens"`     // theirs, in the order they are drawn
+	Values     []uint64 `json:"values"`     // random, for admission.DrawIndex
+	Judged     int64    `json:"judged"`     // admission.Absence
+	SeenBefore int64    `json:"seenBefore"` // in ms
+	// HiddenBefore is admission.Absence's, for a hidden mark (in ms).
+	HiddenBefore int64  `json:"hiddenBefore"`
+	Lane         string `json:"lane,omitempty"` // a lane but the public (issue 53), drawn among its people only
+	ID           int64  `json:"id,omitempty"`   // its id (K.laneids)
 }
 
 // applyArgs are admit.lua's arguments for plan: the due time read, the

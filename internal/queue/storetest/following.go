@@ -406,7 +406,7 @@ func testNoShowProperty(t *testing.T, s queue.Store, clock Clock) {
 							marks = append(marks, u)
 						}
 					}
-					if err := s.Seen(ctx, q, marks); err != nil {
+					if err := s.Seen(ctx, q, marks, false); err != nil {
 						t.Fatal(err)
 					}
 					got := admitDue(t, s, clock, q, c.BatchSize)

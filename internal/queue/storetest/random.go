@@ -168,7 +168,7 @@ func testRandomNoShows(t *testing.T, s queue.Store, clock Clock) {
 			}
 		}
 		if len(marks) > 0 {
-			if err := s.Seen(ctx, q, marks); err != nil {
+			if err := s.Seen(ctx, q, marks, false); err != nil {
 				t.Fatal(err)
 			}
 		}

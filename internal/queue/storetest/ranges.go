@@ -78,7 +78,7 @@ func testRangeKept(t *testing.T, s queue.Store, clock Clock) {
 	told := map[string]estimate.Estimate{}
 	var p queue.Pace
 	for moment, ticks := 0, 0; moment < 3; {
-		if err := s.Seen(ctx, q, present); err != nil {
+		if err := s.Seen(ctx, q, present, false); err != nil {
 			t.Fatal(err)
 		}
 		tickDue(t, s, clock, q, c.BatchSize)

@@ -18,8 +18,8 @@
 -- user at the rank admission.DrawIndex gives in the line as it is now, and that
 -- user leaves before the next value is used (a draw without replacement);
 -- a no-show drawn (admission.Absence.NoShow: ticket judged, not seen since the
--- bar, both Go's figures) leaves without a token, and the next value
--- draws again. Drawn users leave a gap for snapshot.lua, as leavers do.
+-- bar, hiddenBefore for a hidden mark, Go's figures) leaves without a token,
+-- and the next value draws again. Drawn users leave a gap for snapshot.lua, as leavers do.
 --
 -- KEYS the queue's (the generated text's second line names them)
 -- ARGV[1] the due time read ('' none)
@@ -29,11 +29,12 @@
 --         add      {field: n} to add to it
 --         admit    [[user, ticket, token], ...] planned, in order
 --         noShows  [[user, ticket, seen], ...] to pass over, with the seen
---                  mark read (ms; 0 never)
+--                  mark read (ms, its absolute value; 0 never)
 --         draws    absent, or [{n, tokens, values, judged, seenBefore,
---                  lane, id}, ...]: each a draw of how many to draw,
---                  their n tokens, the random values (each below 2^53),
---                  the no-shows' judged ticket and seen bar (ms), and
+--                  hiddenBefore, lane, id}, ...]: each a draw of how many
+--                  to draw, their n tokens, the random values (each below
+--                  2^53), the no-shows' judged ticket and seen bars (ms;
+--                  K.seen's mark is negative for a hidden page), and
 --                  for a lane other than the public its name and id
 --                  (K.laneids; absent: the public line)
 --         laneAdmit, laneNoShows  absent, or as admit and noShows, each
@@ -103,7 +104,8 @@ local function draw(d)
     local rank = base + math.floor(r / 2 ^ 53 * length) -- admission.DrawIndex
     local w = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
     local user, ticket = w[1], tonumber(w[2]) % BAND
-    local absent = ticket <= d.judged and (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < d.seenBefore -- admission.Absence.NoShow
+    local seen = tonumber(redis.call('ZSCORE', K.seen, user)) or 0
+    local absent = ticket <= d.judged and (seen < 0 and -seen < d.hiddenBefore or seen >= 0 and seen < d.seenBefore) -- admission.Absence.NoShow
     if pop(user, tonumber(w[2]), key) and not d.lane then redis.call('ZADD', K.left, ticket, ticket) end -- addLeft
     length = length - 1
     if absent then
@@ -120,7 +122,8 @@ local draws, drawn = plan.draws or {}, {}
 for i, d in ipairs(draws) do drawn[i] = draw(d) end
 -- The users planned, admitted first, then the no-shows: each leaves the
 -- line if they still hold the ticket read, a no-show only if not seen
--- since their mark was read (one who asked meanwhile is not absent). Those
+-- since their mark was read (one who asked meanwhile is not absent; a
+-- mark's time is its absolute value, hidden or not). Those
 -- of other lanes than the public (issue 53) are planned apart: their
 -- places are in K.lanes, their lane fourth.
 local function apply(planned, nAdmit, key)
@@ -134,7 +137,7 @@ local function apply(planned, nAdmit, key)
       local i = first + j - 1
       local user, ticket, tokenOrSeen = planned[i][1], planned[i][2], planned[i][3]
       local noShow = i > nAdmit
-      if math.floor((tonumber(held[j]) or -1) % BAND) == ticket and (not noShow or (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
+      if math.floor((tonumber(held[j]) or -1) % BAND) == ticket and (not noShow or math.abs(tonumber(redis.call('ZSCORE', K.seen, user)) or 0) <= tokenOrSeen) then
         pop(user, tonumber(held[j]), key)
         if noShow then skipped = skipped + 1 else issue(user, tokenOrSeen, planned[i][4]) end
       end

@@ -246,10 +246,11 @@ end
 -- position, within the reach of seen marks (every position before the first
 -- tick sets one), is seen now. Their instance's batched mark (seen.lua) comes
 -- up to a second later, and admission could reach them meanwhile: a user back
--- from a long absence would be skipped though asking.
+-- from a long absence would be skipped though asking. A hidden mark (< 0)
+-- stays hidden: only the page's word, in the batched mark, changes that.
 local function markSeen(cfg, adm, user, position, now)
   local reach = tonumber(adm.reach)
-  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', K.seen, now, user) end
+  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', K.seen, (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < 0 and -now or now, user) end
 end
 
 -- behindOf is the real line's last ticket when the shadow place of user

@@ -13,7 +13,8 @@
 --         tickReads: every setting, the epoch, the tick state)
 -- Reply: {now, length, live tokens, shadow line's length, the fields'
 --        values..., {lane, id, length, ...} of every lane but the public,
---        then user, ticket, last seen (nil: never), ...}; Go tells an
+--        then user, ticket, last seen (ms, negative for a hidden page;
+--        nil: never), ...}; Go tells an
 --        unknown queue by its fields
 local from = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])

@@ -1,0 +1,117 @@
+package storetest
+
+// The suite's part for hidden pages (issue 55): a seen mark says whether
+// the page said it was hidden, and a hidden place is judged a no-show
+// only at abandonAfterSecondsHidden, in fifo order and in a random draw
+// alike (admission.Absence).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+func init() {
+	register(suiteTest{"HiddenPageSkippedOnlyAtItsLongerTime", testHiddenPage},
+		suiteTest{"RandomSkipsHiddenPagesAtTheirTime", testRandomHidden})
+}
+
+// Times of the store's own rule, not the admin range (≥ 15 s), generous
+// multiples apart for a store on a wall clock (Redis TIME).
+const (
+	hiddenAbandon = time.Second
+	hiddenAfter   = 3 * time.Second
+)
+
+// testHiddenPage: with abandonAfter 1 s and abandonAfterHidden 3 s, at
+// 1.5 s a place last marked visible is skipped, also one marked hidden and
+// then visible (the later mark wins), and one marked hidden is let in,
+// also after a status read refreshed its mark (the store's own mark keeps
+// what the page said); at 4 s a hidden place is skipped, and so is one
+// whose hidden mark came while it held no place (nothing was written, so
+// its later place was visible).
+func testHiddenPage(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := fastConfig()
+	c.AbandonAfter, c.AbandonAfterHidden = hiddenAbandon, hiddenAfter
+	q := newQueue(t, s, c)
+	seen := func(hidden bool, users ...string) {
+		t.Helper()
+		if err := s.Seen(ctx, q, users, hidden); err != nil {
+			t.Fatalf("Seen(%v, hidden %v): %v", users, hidden, err)
+		}
+	}
+	seen(true, "stranger") // holds no place yet
+	for _, u := range []string{"first", "visible", "flipped", "present", "kept", "hidden", "stranger"} {
+		mustEnter(t, s, q, u)
+	}
+	// The first tick lets "first" in and sets the store's checkpoint at the
+	// end of the line: the rest are judged from abandonAfter on.
+	if got := admitDue(t, s, clock, q, 1); !slices.Equal(got, []string{"first"}) {
+		t.Fatalf("the first tick admitted %v, want [first]", got)
+	}
+	seen(true, "flipped", "kept", "hidden")
+	seen(false, "flipped")
+	mustStatus(t, s, q, "kept")
+	clock.Sleep(hiddenAbandon + hiddenAbandon/2)
+	seen(false, "present")
+	a := tickDue(t, s, clock, q, 2)
+	if !slices.Equal(a.Admitted, []string{"present", "kept"}) || a.Skipped != 2 {
+		t.Fatalf("at 1.5 s: admitted %v and skipped %d; want [present kept], visible and flipped skipped", a.Admitted, a.Skipped)
+	}
+	clock.Sleep(hiddenAfter - hiddenAbandon/2)
+	if a := tickDue(t, s, clock, q, 2); len(a.Admitted) != 0 || a.Skipped != 2 {
+		t.Fatalf("at 4 s: admitted %v and skipped %d; want nobody, hidden and stranger skipped", a.Admitted, a.Skipped)
+	}
+	for _, u := range []string{"visible", "flipped", "hidden", "stranger"} {
+		if e := mustStatus(t, s, q, u); e.State != queue.NotInQueue {
+			t.Errorf("%s: %+v, want skipped (NOT_IN_QUEUE)", u, e)
+		}
+	}
+}
+
+// testRandomHidden: under random, a drawn place whose hidden mark is
+// younger than abandonAfterHidden is let in though older than
+// abandonAfter; one whose hidden mark is older, or with no mark since
+// entering, is skipped as drawn.
+func testRandomHidden(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	c := randomConfig()
+	c.AbandonAfter, c.AbandonAfterHidden = hiddenAbandon, hiddenAfter
+	q := newQueue(t, s, c)
+	var fresh, stale, gone []string
+	for i := range 10 {
+		fresh, stale, gone = append(fresh, fmt.Sprintf("fresh%d", i)), append(stale, fmt.Sprintf("stale%d", i)), append(gone, fmt.Sprintf("gone%d", i))
+	}
+	everyone := slices.Concat(fresh, stale, gone)
+	for _, u := range everyone {
+		mustEnter(t, s, q, u)
+	}
+	// The first tick, every mark fresh, draws one and sets the checkpoint.
+	first := admitDue(t, s, clock, q, 1)
+	if len(first) != 1 {
+		t.Fatalf("the first tick admitted %v, want one", first)
+	}
+	if err := s.Seen(ctx, q, stale, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Sleep(hiddenAfter - hiddenAbandon)
+	if err := s.Seen(ctx, q, fresh, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Sleep(hiddenAbandon + hiddenAbandon/2)
+	a := tickDue(t, s, clock, q, len(everyone))
+	var want []string
+	for _, u := range fresh {
+		if u != first[0] {
+			want = append(want, u)
+		}
+	}
+	if got := sorted(a.Admitted); !slices.Equal(got, want) || a.Skipped != len(everyone)-1-len(want) {
+		t.Fatalf("admitted %v and skipped %d; want %v, the other %d skipped", got, a.Skipped, want, len(everyone)-1-len(want))
+	}
+}
