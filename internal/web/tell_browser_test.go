@@ -7,12 +7,14 @@ package web_test
 // click on the page's button, never on load.
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -138,6 +140,11 @@ func checkNotice(t *testing.T, v *apptest.Visitor, i int, q, title, body string)
 func TestBrowserTellsYou(t *testing.T) {
 	browser := apptest.StartBrowser(t)
 	in := apptest.Boot(t, apptest.Backend{Name: "embedded"}, nil)
+
+	t.Run("a hidden page is not skipped at abandonAfterSeconds but is at abandonAfterSecondsHidden", func(t *testing.T) {
+		t.Parallel()
+		hiddenPageIsNotANoShow(t, browser) // on an instance of its own, whose clock it runs forward
+	})
 
 	t.Run("on READY the title, favicon, live region, tone and notification", func(t *testing.T) {
 		t.Parallel()
@@ -304,6 +311,18 @@ func freeze(t *testing.T, v *apptest.Visitor) {
 	}
 }
 
+// offline cuts v's page off the API (on) or gives it back (off).
+func offline(t *testing.T, v *apptest.Visitor, on bool) {
+	t.Helper()
+	var patterns []*network.BlockPattern
+	if on {
+		patterns = []*network.BlockPattern{{URLPattern: "*://*:*/api/*", Block: true}}
+	}
+	if _, err := chromedp.Call(v.Ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: patterns}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // standing wakes v's page and asks the line from it (its session) where
 // it stands.
 func standing(t *testing.T, v *apptest.Visitor, q string) string {
@@ -317,15 +336,15 @@ func standing(t *testing.T, v *apptest.Visitor, q string) string {
 	return status
 }
 
-// TestBrowserHiddenPageIsNotANoShow holds the page's half of "a hidden
+// hiddenPageIsNotANoShow holds the page's half of "a hidden
 // page is not a no-show" (issue 55) against the presence contract: a
 // page that said it was hidden (its beacon, then its polls with hidden=1)
 // and was then frozen as a locked phone's is is not skipped at
-// abandonAfterSeconds, while a page frozen without a word beside it is,
-// and it is skipped at abandonAfterSecondsHidden. The line's clock is run
+// abandonAfterSeconds, while a page beside it whose word never reached
+// the line (cut off as it froze) is, and it is skipped at
+// abandonAfterSecondsHidden. The line's clock is run
 // forward (apptest.Clock) rather than waited out.
-func TestBrowserHiddenPageIsNotANoShow(t *testing.T) {
-	browser := apptest.StartBrowser(t)
+func hiddenPageIsNotANoShow(t *testing.T, browser context.Context) {
 	clock := &apptest.Clock{}
 	in := apptest.BootWithClock(t, clock, nil).ReportingTo(t)
 	// Ticks every 100 ms: the no-shows' checkpoints (every half of
@@ -345,8 +364,9 @@ func TestBrowserHiddenPageIsNotANoShow(t *testing.T) {
 		v.WaitState("waiting", apptest.JoinWithin)
 		return v
 	}
-	// In line seen: V, whose page stops without a word (a crash, a killed
-	// tab), then H, whose page says it is hidden before it freezes. In
+	// In line seen: V, a page that stops without a word reaching the line
+	// (the network gone as it freezes: the beacon it sends on freeze is
+	// lost), then H, whose page says it is hidden before it freezes. In
 	// line hidden: H2, alike.
 	v, h, h2 := open(seen), open(seen), open(hidden)
 	hide(t, h)
@@ -360,6 +380,9 @@ func TestBrowserHiddenPageIsNotANoShow(t *testing.T) {
 		var n int
 		p.MustEval(`window.__polls.length`, &n)
 		p.WaitUntil("an answer to a poll", fmt.Sprintf(`window.__polls.slice(%d).some(r => r.status === 200 && r.hidden === %v)`, n, hiddenPoll), 40*time.Second)
+		if !hiddenPoll {
+			offline(t, p, true)
+		}
 		freeze(t, p)
 		return clock.Now()
 	}
@@ -382,6 +405,12 @@ func TestBrowserHiddenPageIsNotANoShow(t *testing.T) {
 	}
 	if got := standing(t, h, seen); got != "READY" {
 		t.Errorf("the hidden page, 24 s frozen (abandonAfterSeconds 15, hidden 30): %s, want READY", got)
+	}
+	offline(t, v, false)
+	var said bool
+	v.MustEval(`window.__beacons.some(b => JSON.parse(b.data).hidden === true)`, &said)
+	if !said {
+		t.Errorf("the visible page frozen sent no hidden beacon (freeze): %s", v.Screen())
 	}
 	if got := standing(t, v, seen); got != "NOT_IN_QUEUE" {
 		t.Errorf("the page frozen without a word, 24 s on: %s, want NOT_IN_QUEUE (a no-show)", got)
