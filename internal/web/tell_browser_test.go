@@ -235,12 +235,13 @@ func TestBrowserTellsYou(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)
 		ko := pageTexts(t, "ko")
-		// Two a second with 50 ahead: the page joins about 25 s from its
-		// turn, reads the lead (10 s) from the front document while it is
-		// further, and is told once within it.
+		// Two a second with 40 ahead: the page joins about 20 s from its
+		// turn (10 s beyond the lead, room for a slow join), reads the lead
+		// (10 s) from the front document at its next look, and is told
+		// once within it.
 		q := apptest.UniqueID("lead")
 		in.PutQueue(q, map[string]any{"entry": "any", "ratePerSecond": 2, "batchSize": 1, "notifyLeadSeconds": 10})
-		for i := range 50 {
+		for i := range 40 {
 			in.Do("POST", "/api/v1/queues/"+q+"/entries", in.As(fmt.Sprintf("%s-ahead-%d", q, i)), nil)
 		}
 		v := apptest.NewVisitor(t, browser, in, "ko")
