@@ -361,6 +361,8 @@ func hiddenPageIsNotANoShow(t *testing.T, browser context.Context) {
 			page.AddScriptToEvaluateOnNewDocumentParams{Source: recordBeacons}); err != nil {
 			t.Fatal(err)
 		}
+		watchNotices(t, v)
+		setNotifications(t, v, in.Base, cdpbrowser.PermissionSettingGranted)
 		v.Open("/q/" + q)
 		v.WaitState("waiting", apptest.JoinWithin)
 		return v
@@ -431,5 +433,13 @@ func hiddenPageIsNotANoShow(t *testing.T, browser context.Context) {
 	}
 	if got := standing(t, h2, hidden); got != "NOT_IN_QUEUE" {
 		t.Errorf("the hidden page, 47 s frozen: %s, want NOT_IN_QUEUE", got)
+	}
+
+	// H, awake but still hidden, learns READY at its next poll and tells
+	// its person from that answer: the notification, with the page hidden.
+	h.WaitState("ready", 40*time.Second)
+	checkNotice(t, h, 0, seen, "It's your turn", pageTexts(t, "en")["notifyReadyBody"])
+	if told := toldOf(h); len(told) != 1 || told[0].Kind != "ready" || !told[0].Hidden || !told[0].Notified {
+		t.Errorf("the hidden page at READY told %+v, want READY once, hidden, notified", told)
 	}
 }
