@@ -121,7 +121,10 @@ func NewVisitor(t *testing.T, browser context.Context, in *Instance, acceptLangu
 		}
 		u, err := url.Parse(e.Request.URL)
 		front := strings.HasSuffix(u.Path, "/front")
-		if err != nil || !strings.HasPrefix(u.Path, "/api/v1/queues/") || !strings.Contains(u.Path, "/entries") && !front {
+		// The page's visibility beacons (…/entries/me/presence) are no
+		// requests for a place: the polls' rules do not hold them.
+		if err != nil || !strings.HasPrefix(u.Path, "/api/v1/queues/") || !strings.Contains(u.Path, "/entries") && !front ||
+			strings.HasSuffix(u.Path, "/presence") {
 			return
 		}
 		v.mu.Lock()

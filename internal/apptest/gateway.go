@@ -47,7 +47,7 @@ func BootGateway(t *testing.T, b Backend, upstream string, protect []string, edi
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := start(t, cfg, b, "wrgw", edit)
+	in := start(t, cfg, b, "wrgw", edit, nil)
 	return &Proxied{Instance: in, KeyPEM: key}
 }
 

@@ -72,15 +72,16 @@ func Boot(t testing.TB, b Backend, edit func(*app.Config)) *Instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, cfg, b, "wrapp", edit)
+	return start(t, cfg, b, "wrapp", edit, nil)
 }
 
 // start runs cfg as a test's program: on :0 on the backend's stores (keys
 // under a unique prefix starting keyPrefix), with a fresh data dir,
 // secrets of its own, the cheapest challenge and no drain delay; edit may
-// adjust the config before it starts. The program is closed when the test
-// ends, and a failing Close fails the test.
-func start(t testing.TB, cfg app.Config, b Backend, keyPrefix string, edit func(*app.Config)) *Instance {
+// adjust the config before it starts, and clock, when not nil, is its wall
+// clock (app.Main.Clock). The program is closed when the test ends, and a
+// failing Close fails the test.
+func start(t testing.TB, cfg app.Config, b Backend, keyPrefix string, edit func(*app.Config), clock func() time.Time) *Instance {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
@@ -105,7 +106,7 @@ func start(t testing.TB, cfg app.Config, b Backend, keyPrefix string, edit func(
 	logs := &SyncWriter{}
 	var level slog.Level // info, unless the test asks for debug (every request's access log line)
 	level.UnmarshalText([]byte(cfg.LogLevel))
-	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), Stdout: io.Discard}
+	m := &app.Main{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), Stdout: io.Discard, Clock: clock}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("boot: %v", err)
 	}

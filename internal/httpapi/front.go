@@ -37,6 +37,7 @@ type frontJSON struct {
 	Message            any            `json:"message"`
 	AskWithin          int64          `json:"askWithin"`
 	Presence           *presenceJSON  `json:"presence"`
+	NotifyLeadSeconds  int64          `json:"notifyLeadSeconds"`
 	MaxAgeSeconds      int64          `json:"maxAgeSeconds"`
 	Draw               *frontDrawJSON `json:"draw,omitempty"`
 }
@@ -106,7 +107,8 @@ func toFrontJSON(q string, d front.Document) frontJSON {
 		Pace: frontPaceJSON{RatePerSecond: d.Rate, EstimateRatePerSecond: d.EstimateRate, BatchSize: d.Batch,
 			NextTickAdmits: d.NextTickAdmits, Paused: d.Paused, Stalled: d.Stalled, Estimate: toFrontEstimateJSON(d.Model)},
 		Drawn: d.Drawn, Placing: d.Placing, SoldOut: d.Stock.SoldOut(), SoldOutPollSeconds: int64(d.SoldOutPoll / time.Second),
-		Message: d.Message, AskWithin: d.AskWithin, MaxAgeSeconds: int64(front.MaxAge / time.Second)}
+		Message: d.Message, AskWithin: d.AskWithin, NotifyLeadSeconds: int64(d.NotifyLead / time.Second),
+		MaxAgeSeconds: int64(front.MaxAge / time.Second)}
 	prev := d.Head
 	for i, t := range d.Left {
 		out.Left.Deltas[i], prev = t-prev, t

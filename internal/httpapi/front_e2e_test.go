@@ -88,7 +88,7 @@ func TestFrontDocumentPlacesEveryoneAsStatusDoes(t *testing.T) {
 			t.Parallel()
 			in := apptest.Shop{Instance: apptest.Boot(t, b, nil)}
 			q := apptest.UniqueID("front")
-			in.PutQueue(q, map[string]any{"ratePerSecond": 5, "batchSize": 2, "paused": true,
+			in.PutQueue(q, map[string]any{"ratePerSecond": 5, "batchSize": 2, "paused": true, "notifyLeadSeconds": 30,
 				"message": map[string]string{"en": "Sizes S and M are gone.", "ja": "S・Mは完売です。"}})
 			users := freshUsers(30)
 			tickets := enterEach(t, in.Instance, q, users, func(i int) bool { return i%3 == 1 })
@@ -109,6 +109,9 @@ func TestFrontDocumentPlacesEveryoneAsStatusDoes(t *testing.T) {
 			}
 			if m, _ := doc.Body["message"].(map[string]any); m["ja"] != "S・Mは完売です。" || doc.Body["pace"].(map[string]any)["paused"] != true {
 				t.Errorf("front: message %v, pace %v; want every language's text and paused", doc.Body["message"], doc.Body["pace"])
+			}
+			if doc.Num("notifyLeadSeconds") != 30 {
+				t.Errorf("front: notifyLeadSeconds %v, want the queue's 30 (the page tells its person that early)", doc.Body["notifyLeadSeconds"])
 			}
 			for i, u := range users {
 				got, placed := placeFrom(t, doc, tickets[u])

@@ -90,6 +90,11 @@ type Document struct {
 	// are not skipped, no heartbeat.
 	PresenceWithin int64
 	PresenceEvery  time.Duration
+	// NotifyLead is the queue's notifyLeadSeconds in force: a page tells
+	// its person once when its estimate first comes within it, besides on
+	// READY (0: only on READY). Here because the page reads this document
+	// and no answer of its own instance says the queue's settings.
+	NotifyLead time.Duration
 	// Draw is the queue's newest draw commitment while it is pending
 	// (package draw): published before the opening, so that the order
 	// drawn at it can be checked against it afterwards; "" otherwise.
@@ -125,7 +130,7 @@ func New(sn queue.Snapshot, c queue.InForce) Document {
 	p := sn.Pace
 	d := Document{Epoch: sn.Epoch, Head: sn.Head, Last: sn.Last, Length: sn.Length, Left: sn.Left,
 		Rate: p.Rate, EstimateRate: p.EstimateRate(), Batch: p.Batch, NextTickAdmits: p.NextTickAdmits(), Paused: p.Paused, Stalled: p.Stalled,
-		Drawn: p.Drawn, OpensAt: p.OpensAt, Placing: p.Placing, Stock: p.Stock, SoldOutPoll: c.SoldOutPoll}
+		Drawn: p.Drawn, OpensAt: p.OpensAt, Placing: p.Placing, Stock: p.Stock, SoldOutPoll: c.SoldOutPoll, NotifyLead: c.NotifyLead}
 	d.Model = model(p, d.NextTickAdmits)
 	d.Cleared = sn.Cleared
 	if d.Left == nil {

@@ -126,6 +126,17 @@ func TestPresenceFollowsAbandonAfter(t *testing.T) {
 	}
 }
 
+func TestTheDocumentCarriesTheNotifyLead(t *testing.T) {
+	if d := front.New(queue.Snapshot{}, queue.InForce{Config: queue.DefaultConfig()}); d.NotifyLead != 0 {
+		t.Errorf("by default the page is told only on READY, yet the document says a lead of %v", d.NotifyLead)
+	}
+	c := queue.DefaultConfig()
+	c.NotifyLead = time.Minute
+	if d := front.New(queue.Snapshot{}, queue.InForce{Config: c}); d.NotifyLead != time.Minute {
+		t.Errorf("notifyLeadSeconds 60: the document says %v", d.NotifyLead)
+	}
+}
+
 func TestTheDocumentSaysTheMessageInEveryLanguage(t *testing.T) {
 	c, err := queue.Apply(queue.DefaultConfig(), map[string]any{"message": map[string]string{"en": "Sizes S and M are gone.", "ja": "S・Mは完売です。"}})
 	if err != nil {

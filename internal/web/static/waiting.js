@@ -273,6 +273,8 @@ const waitroomArithmetic = (() => {
     state = next;
     for (const s of sections) s.hidden = s.dataset.state !== next;
     showCodeForm();
+    showTell();
+    if (next !== 'waiting' && next !== 'ready' && next !== 'returning') favicon('');
     const heading = document.querySelector('[data-state="' + next + '"] h1');
     // Move focus with the news for keyboard and screen-reader users, but not
     // on the first paint of the waiting card (nothing happened yet).
@@ -304,6 +306,215 @@ const waitroomArithmetic = (() => {
     b.textContent = text || '';
     b.hidden = !text;
   }
+
+  // ------------------------------------------------------------ the page tells you
+
+  // When it is their turn (READY), and with the queue's notifyLeadSeconds
+  // once when the estimate first comes within it, the page tells its
+  // person however it can reach them away from the tab: the favicon and
+  // the title (the tab strip), a short tone if they turned sound on here,
+  // and a system notification if they allowed one. It runs from the answer
+  // that brings the news, never from a timer of its own: a background
+  // tab's timers are throttled (Chrome: once a minute after five minutes
+  // hidden), the answer to a poll already sent is not. What it told is
+  // kept in window.__told for the browser tests (docs/page.md, "The page
+  // tells you").
+  const told = [];
+  window.__told = told;
+  const tellStates = new Set(['waiting', 'opening', 'soldout']);
+  const icons = { soon: root.dataset.faviconSoon, ready: root.dataset.faviconReady };
+  const iconsAsIs = [...document.querySelectorAll('link[rel~="icon"]')];
+  let iconLink = null;     // the icon the page put in place of the template's ('': none)
+  let iconShown = '';      // '' (the template's) | 'soon' | 'ready'
+  let soonTold = false;    // the lead notice went out for this place
+  let farthest = 0;        // the longest known estimate seen for this place (s)
+  let notice = null;       // the last notification shown
+  let audio = null;        // the AudioContext, made by a click (autoplay rules)
+  const SOUND_KEY = 'waitroom:sound';
+  let soundOn = false;
+  try { soundOn = localStorage.getItem(SOUND_KEY) === 'on'; } catch { /* private mode */ }
+
+  // favicon puts the icon for kind in place of the template's own (every
+  // <link rel=icon> it has, put back for ''): a new element, which every
+  // browser that swaps icons at all redraws.
+  function favicon(kind) {
+    if (kind === iconShown || (kind && !icons[kind])) return;
+    iconShown = kind;
+    if (!kind) {
+      iconLink?.replaceWith(...iconsAsIs);
+      iconLink = null;
+      return;
+    }
+    const link = document.createElement('link');
+    link.rel = 'icon';
+    link.type = 'image/svg+xml';
+    link.href = icons[kind];
+    if (iconLink) {
+      iconLink.replaceWith(link);
+    } else {
+      for (const l of iconsAsIs) l.remove();
+      document.head.appendChild(link);
+    }
+    iconLink = link;
+  }
+
+  // chime plays notes (Hz) on a tone the page makes itself (no audio file
+  // to load). Browsers let a page play sound only after a click on it: the
+  // sound toggle's click makes the AudioContext, and after a reload any
+  // click or key on the page resumes it (listened for below).
+  function chime(notes) {
+    if (!audio || audio.state === 'closed') return '';
+    if (audio.state === 'suspended') audio.resume().catch(() => {});
+    let at = audio.currentTime + 0.02;
+    for (const hz of notes) {
+      const osc = audio.createOscillator();
+      const gain = audio.createGain();
+      osc.frequency.value = hz;
+      gain.gain.setValueAtTime(0.0001, at);
+      gain.gain.exponentialRampToValueAtTime(0.3, at + 0.02);
+      gain.gain.exponentialRampToValueAtTime(0.0001, at + 0.4);
+      osc.connect(gain).connect(audio.destination);
+      osc.start(at);
+      osc.stop(at + 0.45);
+      at += 0.2;
+    }
+    return audio.state;
+  }
+
+  function wakeAudio() {
+    const AC = window.AudioContext || window.webkitAudioContext;
+    if (!AC) return;
+    try {
+      if (!audio) audio = new AC();
+      if (audio.state === 'suspended') audio.resume().catch(() => {});
+    } catch { /* no sound here */ }
+  }
+
+  // notify shows a system notification where the person allowed one. A
+  // click on it brings the tab forward. One tag for the line: READY
+  // replaces the lead notice rather than stacking under it. Chrome on
+  // Android shows notifications only from a service worker (the
+  // constructor throws): there the page tells by its title and sound alone.
+  function notify(heading, body, urgent) {
+    if (!('Notification' in window) || Notification.permission !== 'granted') return false;
+    try {
+      notice?.close();
+      notice = new Notification(heading, {
+        body, lang, dir: 'auto', tag: 'waitroom:' + queue, renotify: true, requireInteraction: urgent, icon: icons.ready,
+      });
+      notice.onclick = function () {
+        window.focus();
+        this.close();
+      };
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  // tellTurn tells the person: kind 'soon' (the lead) or 'ready'.
+  function tellTurn(kind) {
+    favicon(kind);
+    const sound = soundOn ? chime(kind === 'ready' ? [660, 880] : [660]) : '';
+    const notified = kind === 'ready' ? notify(t('readyHeading'), t('notifyReadyBody'), true)
+      : notify(t('notifySoonTitle'), t('notifySoonBody'), false);
+    told.push({ kind, at: performance.now(), hidden: document.hidden, sound, notified });
+  }
+
+  // nearTurn tells the lead notice once per place: when a WAITING answer's
+  // known estimate first comes within the queue's notifyLeadSeconds (the
+  // last front document read says it) after one beyond it; a person who
+  // joins already that close is looking at the page, and is told at READY.
+  function nearTurn(b) {
+    const known = b.waitTimeKnown === undefined ? !b.paused && !b.stalled : b.waitTimeKnown;
+    if (!known || b.position === null) return;
+    const wait = b.estimatedWaitSeconds;
+    const lead = front?.notifyLeadSeconds;
+    if (lead > 0 && !soonTold && wait <= lead && farthest > lead) {
+      soonTold = true;
+      tellTurn('soon');
+      announce(t('announceSoon'));
+    }
+    farthest = Math.max(farthest, wait);
+  }
+
+  // untold forgets what was told of a place that is no more.
+  function untold() {
+    soonTold = false;
+    farthest = 0;
+    notice?.close();
+    favicon('');
+  }
+
+  // showTell shows the controls while a place is held, and the
+  // notification button only where the browser can notify and the person
+  // has not answered yet (asked only from its click, never on load).
+  function showTell() {
+    $('tell').hidden = !tellStates.has(state);
+    const permission = 'Notification' in window ? Notification.permission : 'unsupported';
+    $('notify-button').hidden = permission !== 'default';
+    $('notify-note').textContent = permission === 'granted' ? t('notifyOn') : permission === 'denied' ? t('notifyBlocked') : '';
+    $('sound-button').setAttribute('aria-pressed', String(soundOn));
+  }
+
+  function askToNotify() {
+    const button = $('notify-button');
+    const answered = () => {
+      const had = document.activeElement === button;
+      showTell();
+      if (had && button.hidden) $('sound-button').focus();
+    };
+    try {
+      // A promise in today's browsers; older Safari took a callback.
+      const asked = Notification.requestPermission(answered);
+      if (asked && asked.then) asked.then(answered, answered);
+    } catch {
+      answered();
+    }
+  }
+
+  function toggleSound() {
+    soundOn = !soundOn;
+    try { localStorage.setItem(SOUND_KEY, soundOn ? 'on' : 'off'); } catch { /* private mode */ }
+    if (soundOn) {
+      wakeAudio();
+      chime([660]); // what it will sound like, and proof it can
+    }
+    showTell();
+  }
+
+  $('notify-button').addEventListener('click', askToNotify);
+  $('sound-button').addEventListener('click', toggleSound);
+  // Sound remembered from an earlier visit: the first click or key on the
+  // page is the gesture the browser waits for.
+  for (const type of ['pointerdown', 'keydown']) {
+    document.addEventListener(type, () => { if (soundOn) wakeAudio(); }, { once: true, capture: true });
+  }
+
+  // ------------------------------------------------------------ hidden or seen
+
+  // The page tells its instance when it is hidden (a background tab, a
+  // locked phone, the page frozen or left) and seen again, so that where
+  // no-shows are skipped its place is judged by abandonAfterSecondsHidden
+  // rather than abandonAfterSeconds: a beacon (POST …/entries/me/presence,
+  // {"hidden": …}, which the browser sends even from a page being left),
+  // and the hidden=1 its polls carry while hidden. saidHidden is what the
+  // instance last heard, by either; a beacon goes only when that changes
+  // and a place is held.
+  const presenceURL = entriesURL + '/me/presence';
+  let saidHidden = false;
+  function sayPresence(hidden) {
+    if (hidden === saidHidden || !tellStates.has(state) || !navigator.sendBeacon) return;
+    try {
+      if (navigator.sendBeacon(presenceURL, JSON.stringify({ hidden }))) saidHidden = hidden;
+    } catch { /* the next poll says it */ }
+  }
+  document.addEventListener('visibilitychange', () => {
+    sayPresence(document.hidden);
+    if (!document.hidden) notice?.close(); // seen: the notification has done its work
+  });
+  window.addEventListener('pagehide', () => sayPresence(true));
+  document.addEventListener('freeze', () => sayPresence(true));
 
   // ------------------------------------------------------------ timing
 
@@ -373,7 +584,11 @@ const waitroomArithmetic = (() => {
       if (ticket) headers['X-Waitroom-Ticket'] = ticket.signed;
       if (accessCode) headers['Content-Type'] = 'application/json';
       lastAsked = Date.now();
-      const query = '?waitSeconds=' + HOLD_SECONDS + '&lang=' + encodeURIComponent(lang);
+      // A hidden page's poll says so (its mark is a hidden one); an enter
+      // is a visible mark, whatever the page's state.
+      rec.hidden = method === 'GET' && document.hidden;
+      saidHidden = rec.hidden;
+      const query = '?waitSeconds=' + HOLD_SECONDS + '&lang=' + encodeURIComponent(lang) + (rec.hidden ? '&hidden=1' : '');
       res = await fetch((method === 'POST' ? entriesURL : entriesURL + '/me') + query, {
         method,
         credentials: 'same-origin',
@@ -404,6 +619,7 @@ const waitroomArithmetic = (() => {
     const skew = serverSkew(res);
     banner('');
     if (res.ok) operatorMessage(body.message);
+    if (res.ok) queueMicrotask(() => sayPresence(document.hidden)); // hidden while an enter was answered
 
     if (res.ok) {
       if (method === 'POST') refused = humanAsked = 0;
@@ -662,6 +878,8 @@ const waitroomArithmetic = (() => {
   function render(b) {
     showLane(b.lane);
     show('waiting');
+    nearTurn(b);
+    favicon(soonTold ? 'soon' : '');
     lookForDraw();
     // A line that draws whom it lets in (queueingMethod random) has no
     // place to show: position is null, and the page says it is a draw.
@@ -819,7 +1037,7 @@ const waitroomArithmetic = (() => {
       announce(inLane(lane) ? t('announceLane', { n: numbers.format(pos), lane }) : t('announcePosition', { n: numbers.format(pos) }));
       lastPosition = pos;
     }
-    title(t('titleWaiting', { n: numbers.format(pos) }));
+    title(t(soonTold ? 'titleSoon' : 'titleWaiting', { n: numbers.format(pos) }));
   }
 
   // ------------------------------------------------------------ a draw anyone can check
@@ -990,6 +1208,13 @@ const waitroomArithmetic = (() => {
     lookForDraw();
     title(t('titleReady'));
     if (!wasReady) announce(t('announceReady'), true);
+    // Told once per entry, a reload included (its expiry names it).
+    if (saved.get('told') !== b.expiresAt) {
+      saved.set('told', b.expiresAt);
+      tellTurn('ready');
+    } else {
+      favicon('ready');
+    }
     const product = $('product');
     if (!product.value && params.get('product')) product.value = params.get('product');
     describeProduct();
@@ -1007,6 +1232,7 @@ const waitroomArithmetic = (() => {
     show('returning');
     title(t('titleReady'));
     announce(t('announceReady'), true);
+    tellTurn('ready'); // the notification outlives the page; the tone may be cut short
     location.replace(link.href);
   }
 
@@ -1030,6 +1256,7 @@ const waitroomArithmetic = (() => {
   function notInLine() {
     cancelSchedule();
     ready = null;
+    untold();
     show('left');
     title('');
   }
@@ -1037,6 +1264,7 @@ const waitroomArithmetic = (() => {
   function expired() {
     cancelSchedule();
     ready = null;
+    untold();
     show('expired');
     title(t('titleExpired'));
   }
@@ -1062,6 +1290,7 @@ const waitroomArithmetic = (() => {
     saved.drop('first');
     saved.drop('order');
     ready = null;
+    untold();
     lastPosition = 0;
     show('joining');
     lineRequest('POST');
@@ -1154,6 +1383,7 @@ const waitroomArithmetic = (() => {
   function showDone(order) {
     cancelSchedule();
     ready = null;
+    untold();
     say('');
     $('order-number').textContent = t('orderNumber', { id: order.id });
     $('order-detail').textContent = t('doneDetail', { p: order.product, q: numbers.format(order.quantity) });
