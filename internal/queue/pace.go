@@ -66,9 +66,6 @@ type Pace struct {
 	Ahead               []estimate.Step
 }
 
-// PaceWindow is the time constant of Pace.Measured: the last minute.
-const PaceWindow = time.Minute
-
 // MeasureAfter is how much busy time the measured pace needs behind it
 // before an estimate relies on it.
 const measureAfter = 10 * time.Second
@@ -79,7 +76,7 @@ type PaceState struct {
 	Config InForce
 	// EffectiveRate is the adaptive rate in force (0: none stored yet).
 	EffectiveRate float64
-	// PaceRate is an exponentially weighted rate (time constant PaceWindow)
+	// PaceRate is an exponentially weighted rate (time constant estimate.PaceWindow)
 	// of users leaving the front, over PaceBusy seconds of busy time.
 	PaceRate, PaceBusy float64
 	// Moved is the last time the front moved, the line was found empty, or
@@ -119,7 +116,7 @@ func LinePace(s PaceState) Pace {
 	// Bias-corrected: an average whose clock has run b seconds has only
 	// 1−e^(−b/τ) of its weight, so early on it reads low without this.
 	if busy := time.Duration(s.PaceBusy * float64(time.Second)); busy >= measureAfter {
-		p.Measured = s.PaceRate / (1 - math.Exp(-s.PaceBusy/PaceWindow.Seconds()))
+		p.Measured = s.PaceRate / (1 - math.Exp(-s.PaceBusy/estimate.PaceWindow.Seconds()))
 	}
 	if s.Pending || s.Placing {
 		p.OpensAt, p.Placing = c.OpensAt, s.Placing

@@ -341,11 +341,16 @@ func (s *Service) recheck(ctx context.Context, queue, user string) (Standing, er
 // in a queue without lanes. (A parameter rather than a method of its own:
 // package queue's exports are capped, and every caller but the HTTP
 // layer's enters the public lane.) A code is never let straight in under
-// passthrough: it is checked, and spent, by the store's step.
+// passthrough: it is checked, and spent, by the store's step. With
+// in's Handoff set, it claims the place a handoff link carries instead
+// (claim; issue 55).
 func (s *Service) Enter(ctx context.Context, queue, user string, in ...lane.Join) (View, error) {
 	var j lane.Join
 	if len(in) > 0 {
 		j = in[0]
+	}
+	if j.Handoff != "" {
+		return s.claim(ctx, queue, user, j.Handoff)
 	}
 	return s.enter(ctx, queue, user, nil, j)
 }

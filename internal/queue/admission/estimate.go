@@ -65,7 +65,7 @@ func (st *TickState) fitEstimate(c queue.InForce, now time.Time, eff float64, le
 	if !st.PaceAt.IsZero() {
 		dt = now.Sub(st.PaceAt).Seconds()
 	}
-	decay := math.Exp(-dt / queue.PaceWindow.Seconds())
+	decay := math.Exp(-dt / estimate.PaceWindow.Seconds())
 	cw := estimate.ClaimWindow.Seconds()
 	claimDecay := math.Exp(-dt / cw)
 	st.PaceClaimed = round(st.PaceClaimed*claimDecay+float64(admitted)/cw, 1e6)

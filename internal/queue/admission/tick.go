@@ -610,7 +610,7 @@ func (st *TickState) advancePace(c queue.InForce, now time.Time, length int64, l
 		if !st.PaceAt.IsZero() {
 			dt = now.Sub(st.PaceAt).Seconds()
 		}
-		rate := st.PaceRate*math.Exp(-dt/queue.PaceWindow.Seconds()) + float64(left)/queue.PaceWindow.Seconds()
+		rate := st.PaceRate*math.Exp(-dt/estimate.PaceWindow.Seconds()) + float64(left)/estimate.PaceWindow.Seconds()
 		st.PaceRate, st.PaceBusy = round(rate, 1e6), round(min(st.PaceBusy+dt, 3600), 1e3)
 		st.PaceAt = time.Time{}
 		if length > int64(left) {

@@ -118,6 +118,12 @@ const (
 // still half-way there a minute later.
 const ClaimWindow = 15 * time.Second
 
+// PaceWindow is the time constant of the measured pace (queue's
+// Pace.Measured, which the estimate reads): the last minute. (It moved
+// here from package queue, whose exported names are capped, beside
+// ClaimWindow, its twin at the front.)
+const PaceWindow = time.Minute
+
 // Of is the wait of the person at position (1-based) in a line of length
 // (their lane's), under p. For a draw the position is not used: the
 // person's turn is uniform over the line, so the median is the line's
