@@ -17,15 +17,6 @@ var (
 	claimHandoffScript = mustScript("claim_handoff")
 )
 
-// Reply kinds of handoffs (put_handoff.lua, claim_handoff.lua, and
-// status.lua's MOVED).
-const (
-	kindMoved         = 7
-	kindHandoffGone   = -6
-	kindInLineAlready = -7
-	kindHandoffKept   = 8
-)
-
 // handoffKey holds a handoff code's user, by the code's hash, for the
 // code's lifetime; movedKey marks a user whose place moved away. Both are
 // passed after the queue's keys, as usedKey is, and lapse by themselves.
