@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/web"
@@ -54,24 +56,71 @@ func (s *Server) handoff(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if caller.Signed {
-		s.writeError(w, r, handoff.ErrNotNeeded)
+	a, err := s.makeHandoff(r, q, caller)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// makeHandoff makes a link to the caller's place in q: the API's and the
+// page without JavaScript's.
+func (s *Server) makeHandoff(r *http.Request, q string, caller identity.Caller) (handoffAnswer, error) {
+	if caller.Signed {
+		return handoffAnswer{}, handoff.ErrNotNeeded
 	}
 	code := handoff.New()
 	hash, _ := handoff.Hash(code) // New's codes always hash
 	expires, err := s.Handoffs.PutHandoff(r.Context(), q, caller.User, hash, handoff.TTL)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return handoffAnswer{}, err
 	}
 	link := s.origin(r) + s.Page.HandoffPath(q, code)
 	svg, err := web.QRCode(link)
-	if err != nil {
-		s.writeError(w, r, err)
+	return handoffAnswer{URL: link, ExpiresAt: expires.UTC(), QRSvg: svg}, err
+}
+
+// noScriptHandoff is the handoff of the page without JavaScript (POST
+// /q/{queue}/noscript/handoff, its form's button): that page again, with
+// the link made shown as text and as its QR code (an <img> of a data:
+// URL, which the page's Content-Security-Policy allows), or why none
+// was. Posted from its own origin only, as a claim is (errCrossSite: a
+// cross-site POST comes without the session, and a new one would be
+// started over it).
+func (s *Server) noScriptHandoff(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.pageQueue(w, r)
+	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, handoffAnswer{URL: link, ExpiresAt: expires.UTC(), QRSvg: svg})
+	if s.Handoffs == nil {
+		s.writeError(w, r, errNotFound)
+		return
+	}
+	if !sameOrigin(r) {
+		s.writeError(w, r, errCrossSite)
+		return
+	}
+	caller, err := s.Identity.Caller(r)
+	var made handoffAnswer
+	var refused error
+	if err == nil {
+		made, refused = s.makeHandoff(r, q, caller)
+	}
+	v, err := s.noScriptStatus(r, q, caller.User, err)
+	visit := s.visit(r, q)
+	visit.NoScript = s.standing(w, r, v, err)
+	visit.NoScript.HandOff = err == nil && !caller.Signed
+	switch {
+	case err != nil:
+	case refused == nil:
+		visit.NoScript.Handoff = &web.HandoffShown{URL: made.URL, ExpiresAt: made.ExpiresAt,
+			QR: "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(made.QRSvg))}
+	case !errors.Is(refused, handoff.ErrNoPlace):
+		s.noteError(w, r, refused)
+		visit.NoScript.HandoffFailed = true
+	}
+	s.Page.Waiting(w, r, visit)
 }
 
 // origin is the page's origin as the browser asking sees it: https when

@@ -189,7 +189,8 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /{$}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}/noscript", s.bodiless(s.noScript))
-	m.HandleFunc("POST /q/{queue}/noscript", s.smallBody(s.noScript)) // its access code form (issue 53)
+	m.HandleFunc("POST /q/{queue}/noscript", s.smallBody(s.noScript))                // its access code form (issue 53)
+	m.HandleFunc("POST /q/{queue}/noscript/handoff", s.smallBody(s.noScriptHandoff)) // its handoff button (issue 55)
 	m.HandleFunc("GET /q/{queue}/handoff/{code}", s.bodiless(s.handoffPage))
 	m.HandleFunc("POST /q/{queue}/handoff/{code}", s.smallBody(s.claimHandoff)) // the "Continue here" button's form
 	m.HandleFunc("GET /static/", s.bodiless(s.pageFiles))

@@ -34,8 +34,8 @@ var handoffStatus = map[HandoffState]int{
 type HandoffVisit struct {
 	Queue, Code string
 	State       HandoffState
-	// Busy, with HandoffBusy: the answer is a 409 (an order under way),
-	// not a 503.
+	// Conflict, with HandoffBusy: the answer is a 409 (an order under
+	// way with the place's token), not a 503 (the line's store away).
 	Conflict bool
 }
 
