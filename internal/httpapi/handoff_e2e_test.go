@@ -28,6 +28,7 @@ func TestHandoff(t *testing.T) {
 			in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
 			t.Run("the link and its claim", func(t *testing.T) { handoffClaimed(t, in, q) })
 			t.Run("refusals", func(t *testing.T) { handoffRefused(t, in, q) })
+			t.Run("without JavaScript", func(t *testing.T) { handoffNoScript(t, in, q) })
 		})
 	}
 }
@@ -145,5 +146,35 @@ func handoffRefused(t *testing.T, in *apptest.Instance, q string) {
 	}
 	if r := in.Do("GET", "/q/no-such-queue/handoff/"+strings.Repeat("a", 32), "", nil); r.Status != http.StatusNotFound {
 		t.Errorf("the page of a link to an unknown queue: %d, want 404", r.Status)
+	}
+}
+
+// handoffNoScript: the page without JavaScript offers the handoff as a
+// form button; its POST shows the link as text and as its QR code (a
+// data: URL), and, once claimed, the page says MOVED.
+func handoffNoScript(t *testing.T, in *apptest.Instance, q string) {
+	laptop := in.SessionCookie()
+	in.EnterAnonymously("", q, laptop)
+	page := in.Do("GET", "/q/"+q+"/noscript?lang=en&joined=1", "", nil, "Cookie", laptop)
+	action := "/q/" + q + "/noscript/handoff?lang=en"
+	if page.Status != http.StatusOK || !strings.Contains(page.Raw, `id="handoff-form" method="post" action="`+strings.ReplaceAll(action, "&", "&amp;")+`"`) {
+		t.Fatalf("the page without JavaScript: %d %s; want the handoff button", page.Status, page.Raw)
+	}
+	if r := in.Do("POST", action, "", nil, "Cookie", laptop, "Origin", "https://evil.example"); r.Status != http.StatusForbidden {
+		t.Errorf("its button posted from another site: %d, want 403", r.Status)
+	}
+	made := in.Do("POST", action, "", nil, "Cookie", laptop, "Origin", in.Base)
+	i := strings.Index(made.Raw, `value="`+in.Base+"/q/"+q+"/handoff/")
+	if made.Status != http.StatusOK || i < 0 || !strings.Contains(made.Raw, `src="data:image/svg`) ||
+		strings.Contains(made.Raw, `http-equiv="refresh"`) {
+		t.Fatalf("the button's answer: %d %s; want the link, its QR code and no refresh", made.Status, made.Raw)
+	}
+	link := made.Raw[i+len(`value="`)+len(in.Base):]
+	link = link[:strings.IndexByte(link, '"')]
+	if c := claimLink(t, in, link, in.SessionCookie()); c.Status != http.StatusSeeOther {
+		t.Fatalf("claiming the link shown without JavaScript: %d %s", c.Status, c.Raw)
+	}
+	if after := in.Do("GET", "/q/"+q+"/noscript?lang=en&joined=1", "", nil, "Cookie", laptop); !strings.Contains(after.Raw, `data-state="moved"`) {
+		t.Fatalf("the laptop's page without JavaScript after the claim: %s; want MOVED", after.Raw)
 	}
 }
