@@ -31,6 +31,36 @@ func TestHandoff(t *testing.T) {
 			t.Run("without JavaScript", func(t *testing.T) { handoffNoScript(t, in, q) })
 		})
 	}
+	t.Run("through waitroom proxy", func(t *testing.T) {
+		t.Parallel()
+		handoffThroughProxy(t, apptest.BootProxy(t, apptest.Backends[0], apptest.NewUpstreamShop(t, 5), nil))
+	})
+}
+
+// handoffThroughProxy: in gateway mode the link, its page and its claim
+// live under the prefix, as every page of waitroom's does.
+func handoffThroughProxy(t *testing.T, p *apptest.Proxied) {
+	p.SetPaused(true)
+	prefix := apptest.GatewayPrefix
+	laptop := p.SessionCookie()
+	if r := p.EnterAnonymously(prefix, "default", laptop); r.Status != http.StatusOK {
+		t.Fatalf("entering through the proxy: %d %s", r.Status, r.Raw)
+	}
+	r := p.Do("POST", prefix+"/api/v1/queues/default/entries/me/handoff", "", nil, "Cookie", laptop)
+	link := strings.TrimPrefix(r.Str("url"), p.Base)
+	if r.Status != http.StatusOK || !strings.HasPrefix(link, prefix+"/q/default/handoff/") {
+		t.Fatalf("handoff through the proxy: %d %s; want a link under %s", r.Status, r.Raw, prefix)
+	}
+	if page := p.Do("GET", link, "", nil); page.Status != http.StatusOK || !strings.Contains(page.Raw, `action="`+link+`"`) {
+		t.Fatalf("the link's page through the proxy: %d %s", page.Status, page.Raw)
+	}
+	c := claimLink(t, p.Instance, link, p.SessionCookie())
+	if c.Status != http.StatusSeeOther || c.Header.Get("Location") != prefix+"/q/default" {
+		t.Fatalf("the claim through the proxy: %d %v", c.Status, c.Header)
+	}
+	if s := p.Do("GET", prefix+"/api/v1/queues/default/entries/me", "", nil, "Cookie", laptop); s.Str("status") != "MOVED" {
+		t.Fatalf("the laptop through the proxy: %s, want MOVED", s.Raw)
+	}
 }
 
 // handoffLink asks for a link to the place of the session cookie.
