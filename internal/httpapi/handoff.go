@@ -110,7 +110,7 @@ func (s *Server) noScriptHandoff(w http.ResponseWriter, r *http.Request) {
 	v, err := s.noScriptStatus(r, q, caller.User, err)
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
-	visit.NoScript.HandOff = err == nil && !caller.Signed
+	visit.NoScript.OffersHandoff = err == nil && !caller.Signed
 	switch {
 	case err != nil:
 	case refused == nil:
@@ -124,11 +124,13 @@ func (s *Server) noScriptHandoff(w http.ResponseWriter, r *http.Request) {
 }
 
 // origin is the page's origin as the browser asking sees it: https when
-// the request came over TLS, here or at a trusted proxy in front (the
-// cookies' rule, identity.Secure), and the Host it asked for.
+// the request came over TLS, here or at a trusted proxy in front, or with
+// --secure-cookies (the cookies' rule, identity.Secure), and the Host it
+// asked for (a proxy in front passes the browser's Host on, as
+// deploy/'s configurations do).
 func (s *Server) origin(r *http.Request) string {
 	scheme := "http"
-	if s.Identity.Secure(r) || r.TLS != nil {
+	if s.Identity.Secure(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host

@@ -131,7 +131,7 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
 	visit.NoScript.CodeRefused = pageRefusal(refusal)
-	visit.NoScript.HandOff = s.Handoffs != nil && !caller.Signed
+	visit.NoScript.OffersHandoff = s.Handoffs != nil && !caller.Signed
 	if p := s.participant(q, caller.User, v); err == nil && p.ID != "" {
 		visit.NoScript.Draw = &web.DrawShown{Participant: p.ID, Salt: p.Salt}
 	}

@@ -88,11 +88,11 @@ type Standing struct {
 	// (CodeAccepted: none was, or none was posted); the standing is the
 	// visitor's as it was.
 	CodeRefused CodeRefusal
-	// HandOff: the page offers its handoff button (issue 55), shown while
+	// OffersHandoff: the page offers its handoff button (issue 55), shown while
 	// the visitor holds a place; false for a signed-in visitor, whose
 	// place follows their sign-in. Handoff is the link just made, shown
 	// as text and as its QR code; HandoffFailed says one could not be made.
-	HandOff       bool
+	OffersHandoff bool
 	Handoff       *HandoffShown
 	HandoffFailed bool
 }
@@ -253,7 +253,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 // noScriptHandoff puts the handoff's button (while the visitor holds a
 // place), and the link just made, into view (issue 55).
 func (s *Site) noScriptHandoff(view *noScriptView, st *Standing, queue, lang, ret string, t func(string, ...string) string) {
-	if st.HandOff && (st.State == Waiting || st.State == Opening || st.State == Ready || st.State == SoldOut && st.KeepsPlace) {
+	if st.OffersHandoff && (st.State == Waiting || st.State == Opening || st.State == Ready || st.State == SoldOut && st.KeepsPlace) {
 		q := url.Values{"lang": {lang}}
 		if ret != "" {
 			q.Set("return", ret)
