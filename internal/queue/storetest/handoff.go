@@ -211,7 +211,8 @@ func testHandoffCodes(t *testing.T, s queue.Store, clock Clock) {
 }
 
 // testHandoffMarks: a lane's place, a suspect's shadow place with its
-// mark, and a place in an opening's pre-queue move as they are.
+// mark, a place cleared from the shadow line, and a place in an opening's
+// pre-queue move as they are.
 func testHandoffMarks(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
 	q := newQueue(t, s, membersConfig(0.5))
@@ -232,6 +233,23 @@ func testHandoffMarks(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if diff := cmp.Diff(testMark, places[0].Mark); diff != "" {
 		t.Errorf("the mark after the move (-want +got):\n%s", diff)
+	}
+	// A place cleared from the shadow line into the line (no ticket of
+	// its own: it stands just behind one) moves where it stands.
+	cleared := mustEnterShadow(t, s, q, "s2")
+	if ok, err := s.ClearSuspect(ctx, q, cleared.Ticket); err != nil || !ok {
+		t.Fatalf("ClearSuspect: %v, %v", ok, err)
+	}
+	was := mustStatus(t, s, q, "s2")
+	snap, err := s.Snapshot(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := claim(t, s, q, putHandoff(t, s, q, "s2"), "w", "s2"); e.Shadow || e.Position != was.Position || e.Ticket != 0 {
+		t.Fatalf("w after claiming a cleared place: %+v, want %+v", e, was)
+	}
+	if after, err := s.Snapshot(ctx, q); err != nil || fmt.Sprint(after.Cleared) != fmt.Sprint(snap.Cleared) || after.Length != snap.Length {
+		t.Fatalf("the snapshot after a cleared place moved: %+v, %v; want its cleared places as before, %v", after, err, snap.Cleared)
 	}
 	c := fastConfig()
 	c.OpensAt = clock.Now().Add(time.Hour)
