@@ -30,6 +30,9 @@ export function describe(entry: Entry): string {
       return `sold out; asking again in ${entry.pollAfterSeconds} s`;
     case "NOT_IN_QUEUE":
       return "not in line";
+    case "MOVED":
+      // Carried to another device with a handoff link: this session holds nothing.
+      return "your place moved to another device";
   }
 }
 

@@ -90,7 +90,9 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		// The draws the admitter commits to and makes, as the store
 		// keeps them, and the ids it draws people by.
 		Draws: m.line.store, Participants: &drawnBy,
-		OpenAPI: waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
+		// Handoff links' codes, kept by the line's store (issue 55).
+		Handoffs: m.line.store,
+		OpenAPI:  waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
 	s.server = &http.Server{

@@ -115,3 +115,21 @@ func (s *Store) Admit(ctx context.Context, q string, tokens []string) (queue.Adm
 	a, err := s.Store.Admit(ctx, q, tokens)
 	return a, s.answered(ctx, q, err)
 }
+
+// PutHandoff and ClaimHandoff are a request's calls (issue 55), guarded
+// as Enter is.
+func (s *Store) PutHandoff(ctx context.Context, q, user, codeHash string, ttl time.Duration) (time.Time, error) {
+	return guarded(s, ctx, q, func() (time.Time, error) { return s.Store.PutHandoff(ctx, q, user, codeHash, ttl) })
+}
+
+func (s *Store) ClaimHandoff(ctx context.Context, q, codeHash, user string) (string, queue.Standing, error) {
+	type claimed struct {
+		from string
+		e    queue.Standing
+	}
+	c, err := guarded(s, ctx, q, func() (claimed, error) {
+		from, e, err := s.Store.ClaimHandoff(ctx, q, codeHash, user)
+		return claimed{from, e}, err
+	})
+	return c.from, c.e, err
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/order"
@@ -76,6 +77,14 @@ var errorTable = []struct {
 	{accesscode.ErrMalformed, errorRow{http.StatusForbidden, "invalid_code", 0}},
 	{accesscode.ErrUsed, errorRow{http.StatusConflict, "code_used", 0}},
 	{errCodeInURL, errorRow{http.StatusBadRequest, "code_in_url", 0}},
+	// Handoffs (issue 55): a session with no place to hand off is
+	// answered as one not in line; a claim's refusals are pages
+	// (claimHandoff) but counted under these codes.
+	{handoff.ErrNoPlace, errorRow{http.StatusNotFound, "not_in_queue", 0}},
+	{handoff.ErrNotNeeded, errorRow{http.StatusConflict, "handoff_not_needed", 0}},
+	{handoff.ErrAlreadyInLine, errorRow{http.StatusConflict, "already_in_line", 0}},
+	{handoff.ErrGone, errorRow{http.StatusGone, "handoff_gone", 0}},
+	{errCrossSite, errorRow{http.StatusForbidden, "cross_site_request", 0}},
 	{errCodeUnreadable, errorRow{http.StatusUnsupportedMediaType, "unsupported_media_type", 0}},
 	{queue.ErrUnavailable, errorRow{http.StatusServiceUnavailable, "unavailable", 5}},
 	{order.ErrProductNotFound, errorRow{http.StatusNotFound, "product_not_found", 0}},

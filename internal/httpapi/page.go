@@ -131,6 +131,7 @@ func (s *Server) noScript(w http.ResponseWriter, r *http.Request) {
 	visit := s.visit(r, q)
 	visit.NoScript = s.standing(w, r, v, err)
 	visit.NoScript.CodeRefused = pageRefusal(refusal)
+	visit.NoScript.OffersHandoff = s.Handoffs != nil && !caller.Signed
 	if p := s.participant(q, caller.User, v); err == nil && p.ID != "" {
 		visit.NoScript.Draw = &web.DrawShown{Participant: p.ID, Salt: p.Salt}
 	}
@@ -219,6 +220,8 @@ func (s *Server) standing(w http.ResponseWriter, r *http.Request, v queue.View, 
 		st.State = web.Waiting
 	case v.State == queue.SoldOut:
 		st.State, st.KeepsPlace = web.SoldOut, true
+	case v.State == queue.Moved:
+		st.State = web.Moved
 	default:
 		st.State = web.Left
 	}

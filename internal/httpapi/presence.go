@@ -10,9 +10,11 @@ import (
 
 // presence takes a page's beacon (issue 55): {"hidden": true} when it was
 // hidden, false when shown again, sent with navigator.sendBeacon on
-// visibilitychange. The caller is marked so, whatever their position
-// (queue.Service.Presence), and a hidden place is then skipped as a no-show
-// only after abandonAfterSecondsHidden. 204 also when the caller holds no
+// visibilitychange. It is a status read whose answer nobody reads: the
+// caller is marked as the word says (hidden whatever their position,
+// visible within the reach of seen marks, as a poll: queue.Service.Status),
+// and a hidden place is then skipped as a no-show only after
+// abandonAfterSecondsHidden. 204 also when the caller holds no
 // place: nobody reads a beacon's answer. Checked in the order of
 // entries/me: identity (401), the body (400 invalid_body), the queue's
 // name and whether it exists (404).
@@ -23,7 +25,7 @@ func (s *Server) presence(w http.ResponseWriter, r *http.Request) {
 	}
 	hidden, err := presenceBody(r)
 	if err == nil {
-		err = s.Queue.Presence(r.Context(), r.PathValue("queue"), user, hidden)
+		_, err = s.Queue.Status(r.Context(), r.PathValue("queue"), user, hidden)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

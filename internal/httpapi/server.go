@@ -98,6 +98,9 @@ type Options struct {
 	// /api/v1/queues/{queue}/draw, the front document and the schedule
 	// (nil: none are kept, and every queue's list is empty).
 	Draws DrawLedger
+	// Handoffs keeps the codes of links that carry a place to another
+	// session (issue 55; nil: no handoffs, their routes answer 404).
+	Handoffs HandoffStore
 	// Participants gives a person waiting for an opening their participant
 	// id and salt in its draw, in the enter and status answers (nil: not
 	// shown); the admitter's, so that the id is the one drawn.
@@ -151,6 +154,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /api/v1/queues/{queue}/entries/me", s.bodiless(s.status))
 	m.HandleFunc("DELETE /api/v1/queues/{queue}/entries/me", s.bodiless(s.leave))
 	m.HandleFunc("POST /api/v1/queues/{queue}/entries/me/presence", s.smallBody(s.presence)) // a page's beacon (issue 55)
+	m.HandleFunc("POST /api/v1/queues/{queue}/entries/me/handoff", s.bodiless(s.handoff))
 	m.HandleFunc("GET /api/v1/queues/{queue}/front", s.bodiless(s.front))
 	m.HandleFunc("GET /api/v1/queues/{queue}/draw", s.bodiless(s.draw))
 	if o.Orders != nil { // gateway mode has no order API of its own
@@ -187,7 +191,10 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /{$}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}", s.bodiless(s.page))
 	m.HandleFunc("GET /q/{queue}/noscript", s.bodiless(s.noScript))
-	m.HandleFunc("POST /q/{queue}/noscript", s.smallBody(s.noScript)) // its access code form (issue 53)
+	m.HandleFunc("POST /q/{queue}/noscript", s.smallBody(s.noScript))                // its access code form (issue 53)
+	m.HandleFunc("POST /q/{queue}/noscript/handoff", s.smallBody(s.noScriptHandoff)) // its handoff button (issue 55)
+	m.HandleFunc("GET /q/{queue}/handoff/{code}", s.bodiless(s.handoffPage))
+	m.HandleFunc("POST /q/{queue}/handoff/{code}", s.smallBody(s.claimHandoff)) // the "Continue here" button's form
 	m.HandleFunc("GET /static/", s.bodiless(s.pageFiles))
 	m.HandleFunc("GET /assets/custom/", s.bodiless(s.pageFiles))
 	m.HandleFunc("GET /admin", s.bodiless(s.pageFiles))

@@ -32,6 +32,10 @@ const (
 	// SoldOut: the user holds a place, but the queue has nothing left to
 	// sell (Stock.SoldOut); a restock gives them their place back.
 	SoldOut State = "SOLD_OUT"
+	// Moved: the user's place was carried to another session (issue 55;
+	// Store.ClaimHandoff), which holds it now; they hold none. Told for
+	// handoff.MovedFor at least, then NotInQueue.
+	Moved State = "MOVED"
 )
 
 // Errors of the line. The HTTP layer maps each to a status in one table.
@@ -476,6 +480,29 @@ type line interface {
 	// one arriving now, and while one is placed, behind its last reserved
 	// ticket. It reports whether the place was found.
 	ClearSuspect(ctx context.Context, queue string, ticket int64) (bool, error)
+	// PutHandoff keeps codeHash (handoff.Hash of a link's code) for ttl
+	// as the way to carry user's place to another session (issue 55),
+	// and answers when it lapses: only while user holds a place (in the
+	// line, a lane, the shadow line, an opening's pre-queue before it
+	// closes) or a live token, else handoff.ErrNoPlace. A user may hold
+	// several codes at once: the first claimed carries the place, and the
+	// others are then gone.
+	PutHandoff(ctx context.Context, queue, user, codeHash string, ttl time.Duration) (time.Time, error)
+	// ClaimHandoff moves the place codeHash was kept for to user, in one
+	// atomic step, and answers whose it was (from) and user's standing
+	// now. The code must be kept and unexpired, else handoff.ErrGone; it
+	// is then deleted (single use). A user holding a place or a live
+	// token is handoff.ErrAlreadyInLine, with nothing changed (the code
+	// kept). A place whose token a request is using (BeginUse's lock) is
+	// ErrTokenInUse, nothing changed: the order under way must not spend
+	// a token that changed hands. Otherwise everything of the place moves
+	// to user as it was: its ticket and score (so its position, its lane,
+	// the shadow line or the pre-queue), when it was taken and the wait
+	// shown, its seen mark, a suspect's mark, a READY entry's token with
+	// its expiry and sliding session; from is told Moved (Status) for the
+	// longer of handoff.MovedFor and the queue's token lifetime, unless
+	// they take a place again (Enter takes a fresh one at the back).
+	ClaimHandoff(ctx context.Context, queue, codeHash, user string) (from string, e Standing, err error)
 	// FirstUse records key (a one-time thing of the queue, such as a solved
 	// challenge) for ttl and reports whether this was its first use: of
 	// any number of concurrent calls with one key, exactly one gets true

@@ -346,11 +346,16 @@ func (s *Service) recheck(ctx context.Context, queue, user string, hidden bool) 
 // in a queue without lanes. (A parameter rather than a method of its own:
 // package queue's exports are capped, and every caller but the HTTP
 // layer's enters the public lane.) A code is never let straight in under
-// passthrough: it is checked, and spent, by the store's step.
+// passthrough: it is checked, and spent, by the store's step. With
+// in's Handoff set, it claims the place a handoff link carries instead
+// (claim; issue 55).
 func (s *Service) Enter(ctx context.Context, queue, user string, in ...lane.Join) (View, error) {
 	var j lane.Join
 	if len(in) > 0 {
 		j = in[0]
+	}
+	if j.Handoff != "" {
+		return s.claim(ctx, queue, user, j.Handoff)
 	}
 	return s.enter(ctx, queue, user, nil, j)
 }
@@ -463,26 +468,6 @@ func (s *Service) Status(ctx context.Context, queue, user string, hidden ...bool
 		return View{}, err
 	}
 	return s.view(ctx, queue, e, h), nil
-}
-
-// Presence is a page's word that it became hidden or visible (its beacon,
-// issue 55): the user is marked so now, whatever their position, so that
-// a page hidden far back is still known hidden when the front reaches it
-// (AbandonAfterHidden). Through this instance's batch of marks (presence),
-// within a second; a user not in line is marked nowhere, and a queue that
-// skips no no-shows is not written to. ErrQueueNotFound for no such queue.
-func (s *Service) Presence(ctx context.Context, queue, user string, hidden bool) error {
-	if err := validate(queue, user); err != nil {
-		return err
-	}
-	c, err := s.ConfigInForce(ctx, queue)
-	if err != nil {
-		return err
-	}
-	if c.AbandonAfter > 0 {
-		s.presence.mark(queue, user, hidden)
-	}
-	return nil
 }
 
 // status is Status before the estimate: from the snapshot when it can

@@ -448,7 +448,7 @@ func oaAnswerShape(body map[string]any) error {
 			return errors.New("WAITING before the opening: waitTimeKnown must be false, for the reason opening")
 		}
 		return oaWaitKnownShape(body)
-	case "READY", "NOT_IN_QUEUE":
+	case "READY", "NOT_IN_QUEUE", "MOVED":
 		if v, ok := body["pollAfterSeconds"]; !ok || v != nil {
 			return fmt.Errorf("%s: pollAfterSeconds must be present and null", body["status"])
 		}
@@ -948,6 +948,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	runOpenAPIStock(t, k, admin)
 	runOpenAPISuspects(t, k, b, admin)
 	runOpenAPILanes(t, k, admin)
+	runOpenAPIHandoff(t, k, admin)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
@@ -989,7 +990,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	}
 
 	// ---- a body on every route that takes none
-	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css"))
+	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css", "{code}", strings.Repeat("a", 32)))
 
 	// ---- what the document's introduction promises for every route
 	checkConventions(t, in)
@@ -1107,6 +1108,48 @@ func runOpenAPILanes(t *testing.T, k *oaChecker, admin string) {
 	k.call(t, oaCase{method: "POST", path: "/q/nosuchqueue/noscript", auth: in.As(late), headers: form, body: "accessCode=" + third, status: 404})
 	k.call(t, oaCase{method: "POST", path: noScript, auth: in.As(late), headers: form, body: "accessCode=" + strings.Repeat("A", 2000),
 		status: 413, code: "body_too_large", specInvalid: true})
+}
+
+// runOpenAPIHandoff drives a place carried to another session (issue 55):
+// the link, its page, its claim (303, then MOVED for the old session), and
+// every refusal, of the API and of the pages.
+func runOpenAPIHandoff(t *testing.T, k *oaChecker, admin string) {
+	t.Helper()
+	in := k.in
+	q := apptest.UniqueID("handoff")
+	k.call(t, oaCase{method: "PUT", path: "/admin/v1/queues/" + q, auth: admin, status: 200, body: map[string]any{"paused": true, "entry": "any"}})
+	entries, handoff := "/api/v1/queues/"+q+"/entries", "/api/v1/queues/"+q+"/entries/me/handoff"
+	laptop, phone, other := in.SessionCookie(), in.SessionCookie(), in.SessionCookie()
+	k.call(t, oaCase{method: "POST", path: entries, cookie: laptop, status: 200})
+	k.call(t, oaCase{method: "POST", path: entries, cookie: other, status: 200})
+	made := k.call(t, oaCase{method: "POST", path: handoff, cookie: laptop, status: 200})
+	link := strings.TrimPrefix(made.Str("url"), in.Base)
+	k.call(t, oaCase{method: "POST", path: handoff, auth: in.As("signed"), status: 409, code: "handoff_not_needed"})
+	k.call(t, oaCase{method: "POST", path: handoff, cookie: phone, status: 404, code: "not_in_queue"})
+	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/nosuchqueue/entries/me/handoff", cookie: laptop, status: 404, code: "queue_not_found"})
+	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/bad*name/entries/me/handoff", cookie: laptop, status: 400, code: "invalid_queue_name", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: handoff, status: 401, code: "unauthenticated"})
+
+	k.call(t, oaCase{method: "GET", path: link, status: 200})
+	k.call(t, oaCase{method: "GET", path: "/q/" + q + "/handoff/not-a-code", status: 410})
+	k.call(t, oaCase{method: "GET", path: "/q/nosuchqueue/handoff/" + strings.Repeat("a", 32), status: 404})
+	k.call(t, oaCase{method: "GET", path: "/q/bad*name/handoff/" + strings.Repeat("a", 32), status: 400, code: "invalid_queue_name", specInvalid: true})
+	self := []string{"Origin", in.Base}
+	k.call(t, oaCase{method: "POST", path: link, cookie: phone, headers: []string{"Origin", "https://elsewhere.example"}, status: 403, code: "cross_site_request"})
+	k.call(t, oaCase{method: "POST", path: link, cookie: other, headers: self, status: 409})
+	k.call(t, oaCase{method: "POST", path: link, cookie: phone, headers: self, status: 303})
+	if r := k.call(t, oaCase{method: "GET", path: entries + "/me", cookie: laptop, status: 200}); r.Str("status") != "MOVED" {
+		t.Errorf("the session a place moved from: %s, want MOVED", r.Raw)
+	}
+	k.call(t, oaCase{method: "POST", path: link, cookie: in.SessionCookie(), headers: self, status: 410})
+	k.call(t, oaCase{method: "POST", path: "/q/nosuchqueue/handoff/" + strings.Repeat("a", 32), headers: self, status: 404})
+	k.call(t, oaCase{method: "POST", path: "/q/bad*name/handoff/" + strings.Repeat("a", 32), headers: self, status: 400, code: "invalid_queue_name", specInvalid: true})
+
+	noScript := "/q/" + q + "/noscript/handoff"
+	k.call(t, oaCase{method: "POST", path: noScript, cookie: phone, headers: self, status: 200})
+	k.call(t, oaCase{method: "POST", path: noScript, cookie: phone, headers: []string{"Origin", "https://elsewhere.example"}, status: 403, code: "cross_site_request"})
+	k.call(t, oaCase{method: "POST", path: "/q/nosuchqueue/noscript/handoff", cookie: phone, headers: self, status: 404})
+	k.call(t, oaCase{method: "POST", path: "/q/bad*name/noscript/handoff", cookie: phone, headers: self, status: 400, code: "invalid_queue_name", specInvalid: true})
 }
 
 // runOpenAPIStock drives a queue's stock through the admin API and what
@@ -1346,6 +1389,9 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 			t.Errorf("%s %s: Retry-After %q", m.method, m.path, r.Header.Get("Retry-After"))
 		}
 	}
+	// A handoff's link cannot be made, nor claimed (issue 55).
+	k.call(t, oaCase{method: "POST", path: "/api/v1/queues/" + q + "/entries/me/handoff", cookie: in.SessionCookie(), status: 503, code: "unavailable"})
+	k.call(t, oaCase{method: "POST", path: "/q/" + q + "/handoff/" + strings.Repeat("a", 32), headers: []string{"Origin", in.Base}, status: 503})
 	// The page without JavaScript says so, and tries again.
 	if r := k.call(t, oaCase{method: "GET", path: "/q/" + q + "/noscript", auth: in.As(u), status: 503}); r.Header.Get("Retry-After") == "" {
 		t.Errorf("the page without JavaScript, store down: no Retry-After")

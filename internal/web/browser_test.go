@@ -501,6 +501,11 @@ func TestBrowser(t *testing.T) {
 		v.WaitState("ready", 15*time.Second)
 	})
 
+	t.Run("a place carried to another device keeps its ticket, once (issue 55)", func(t *testing.T) {
+		t.Parallel()
+		browserHandoff(t, browser, in.ReportingTo(t))
+	})
+
 	t.Run("admin page: live stats, pause, rate", func(t *testing.T) {
 		t.Parallel()
 		in := in.ReportingTo(t)

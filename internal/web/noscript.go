@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,6 +51,9 @@ const (
 	// SoldOut: the sale has nothing left; nobody new takes a place, and
 	// whoever holds one keeps it until a restock (Standing.KeepsPlace).
 	SoldOut StandingState = "soldout"
+	// Moved: the visitor's place was carried to another device with a
+	// handoff link (issue 55): no place, nothing to wait for.
+	Moved StandingState = "moved"
 )
 
 // Standing is where a visitor without JavaScript stands, as the API found
@@ -84,6 +88,24 @@ type Standing struct {
 	// (CodeAccepted: none was, or none was posted); the standing is the
 	// visitor's as it was.
 	CodeRefused CodeRefusal
+	// OffersHandoff: the page offers its handoff button (issue 55), shown while
+	// the visitor holds a place; false for a signed-in visitor, whose
+	// place follows their sign-in. Handoff is the link just made, shown
+	// as text and as its QR code; HandoffFailed says one could not be made.
+	OffersHandoff bool
+	Handoff       *HandoffShown
+	HandoffFailed bool
+}
+
+// qrDataURL starts HandoffShown.QR: a base64 SVG image.
+const qrDataURL = "data:image/svg+xml;base64,"
+
+// HandoffShown is a handoff link as the page without JavaScript shows
+// it: its URL, its QR code as a data: URL of its SVG (qrDataURL), and
+// its expiry.
+type HandoffShown struct {
+	URL, QR   string
+	ExpiresAt time.Time
 }
 
 // CodeRefusal is why the line turned an access code down, as the page says
@@ -132,6 +154,15 @@ type noScriptView struct {
 	// Code is the access code form, where a code can move the visitor
 	// (a queue whose lanes take codes; not in one of its lanes already).
 	Code *codeForm
+	// HandoffAction is where the handoff button posts ("": no button);
+	// Handoff the link it made, HandoffNote what the page says of it.
+	HandoffAction string
+	Handoff       *HandoffShown
+	HandoffNote   string
+	HandoffBack   string
+	// HandoffQR is Handoff's QR code, a data: URL html/template lets
+	// through (it filters data: out of a plain string's src).
+	HandoffQR template.URL
 }
 
 type refresh struct {
@@ -191,8 +222,9 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		if st.KeepsPlace {
 			view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
 		}
-	case Left:
-		view.Heading, view.Note = t("leftHeading"), t("leftText")
+	case Left, Moved:
+		said := againTexts[st.State]
+		view.Heading, view.Note = t(said[0]), t(said[1])
 		view.Again = s.noScriptURL(v.Queue, lang.Code, ret, false)
 	case Full, Crowded, Closed, SignIn, Challenge, HumanCheck, NotFound, Unsupported:
 		said := refusalTexts[st.State]
@@ -200,16 +232,50 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	case Trouble:
 		view.Heading, view.Note = t("noscriptTroubleHeading"), t("trouble", "n", num(seconds(st.PollAfter)))
 	}
+	s.noScriptHandoff(view, st, v.Queue, lang.Code, ret, t)
 	if v.Codes && !inLane(st.Lane) && (st.State == Waiting || st.State == Opening || st.State == Left) {
 		view.Code = &codeForm{Action: s.codeAction(v.Queue, lang.Code, ret), Refused: t(codeTexts[st.CodeRefused])}
 	}
 	switch {
 	case view.Return != "":
 		view.Refresh = &refresh{Seconds: 0, URL: view.Return}
+	case view.Handoff != nil:
+		// No refresh while the link is shown: it would take the link off
+		// the screen before the other device has it. The page links to
+		// itself instead (HandoffBack).
+		view.HandoffBack = s.noScriptURL(v.Queue, lang.Code, ret, joined)
 	case st.PollAfter > 0:
 		view.Refresh = &refresh{Seconds: seconds(st.PollAfter), URL: s.noScriptURL(v.Queue, lang.Code, ret, joined)}
 	}
 	return view
+}
+
+// noScriptHandoff puts the handoff's button (while the visitor holds a
+// place), and the link just made, into view (issue 55).
+func (s *Site) noScriptHandoff(view *noScriptView, st *Standing, queue, lang, ret string, t func(string, ...string) string) {
+	if st.OffersHandoff && (st.State == Waiting || st.State == Opening || st.State == Ready || st.State == SoldOut && st.KeepsPlace) {
+		q := url.Values{"lang": {lang}}
+		if ret != "" {
+			q.Set("return", ret)
+		}
+		view.HandoffAction = s.o.Base + "/q/" + url.PathEscape(queue) + "/noscript/handoff?" + q.Encode()
+	}
+	switch {
+	case st.Handoff != nil:
+		view.Handoff, view.HandoffNote = st.Handoff, t("handoffText")
+		if strings.HasPrefix(st.Handoff.QR, qrDataURL) { // an image of ours, never markup or script
+			view.HandoffQR = template.URL(st.Handoff.QR)
+		}
+	case st.HandoffFailed:
+		view.HandoffNote = t("handoffFailed")
+	}
+}
+
+// againTexts are the heading and the text of each state in which the
+// visitor no longer holds the place they had, and may enter again.
+var againTexts = map[StandingState][2]string{
+	Left:  {"leftHeading", "leftText"},
+	Moved: {"movedHeading", "movedText"},
 }
 
 // refusalTexts are the heading and the text of each state in which the

@@ -79,7 +79,9 @@ type Site struct {
 	admin  *catalog // the admin page's
 	pages  *pageSet
 	adminT *template.Template
-	static http.Handler
+	// handoffT is a handoff link's "Continue here" page (handoff.go).
+	handoffT *template.Template
+	static   http.Handler
 	// version is a hash of the static files: it busts caches on change.
 	version string
 	statics map[string]bool
@@ -115,6 +117,9 @@ func New(o Options) (*Site, error) {
 	s.adminT, err = template.New("admin.html").Funcs(s.funcs()).ParseFS(files,
 		"templates/admin.html", "templates/layout.html", "templates/blocks.html")
 	if err != nil {
+		return nil, err
+	}
+	if s.handoffT, err = s.parseHandoff(); err != nil {
 		return nil, err
 	}
 
@@ -243,6 +248,8 @@ type pageData struct {
 	// PageLanguages are the waiting page's languages (the admin page's
 	// message fields).
 	PageLanguages []pageLanguage
+	// Handoff is a handoff link's page (handoff.go; nil on every other).
+	Handoff *handoffView
 }
 
 // pageLanguage is a language as the admin page's script reads it.

@@ -123,12 +123,17 @@ func TestPages(t *testing.T) {
 				if cc := res.Header.Get("Cache-Control"); !strings.Contains(cc, "immutable") {
 					t.Errorf("%s: Cache-Control %q, want immutable (the URL carries the version)", ref[1], cc)
 				}
-				if strings.Contains(ref[1], ".js?") && !strings.Contains(ref[1], "challenge-worker") {
+				// handoff.js (issue 55) comes with waiting.js, its own file
+				// beside it: counted apart.
+				if strings.Contains(ref[1], ".js?") && !strings.Contains(ref[1], "challenge-worker") && !strings.Contains(ref[1], "/handoff.js?") {
 					scripts = append(scripts, ref[1])
 				}
 			}
 			if len(scripts) != 1 || !strings.Contains(scripts[0], "/"+tt.wantScript+"?v=") {
 				t.Errorf("scripts %v, want only %s", scripts, tt.wantScript)
+			}
+			if handoff := strings.Contains(body, "/static/handoff.js?v="); handoff != (tt.wantScript == "waiting.js") {
+				t.Errorf("handoff.js named: %v, want it beside waiting.js only", handoff)
 			}
 		})
 	}

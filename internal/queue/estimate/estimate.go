@@ -112,16 +112,17 @@ const (
 	PriorNoShows  = 0.3
 )
 
-// PaceWindow is the time constant of the line's pace (queue.Pace.Measured,
-// admission's PaceRate): the last minute. (Here rather than in package
-// queue, whose exports are capped.)
-const PaceWindow = time.Minute
-
 // ClaimWindow is the time constant of the share who take their turn
 // (Params.Claim), measured at the front: short, since the no-shows of a
 // crowd reach the front only when it does, and a minute's average was
 // still half-way there a minute later.
 const ClaimWindow = 15 * time.Second
+
+// PaceWindow is the time constant of the measured pace (queue's
+// Pace.Measured, which the estimate reads): the last minute. (It moved
+// here from package queue, whose exported names are capped, beside
+// ClaimWindow, its twin at the front.)
+const PaceWindow = time.Minute
 
 // Of is the wait of the person at position (1-based) in a line of length
 // (their lane's), under p. For a draw the position is not used: the

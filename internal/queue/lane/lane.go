@@ -194,10 +194,15 @@ func (l List) JSON() string {
 
 // Join is how a person asks for a place: in Lane (their claims' lane;
 // "" or Public: the public), or by redeeming an access code, whose hash is
-// Code (accesscode.Hash; the code's lane then decides).
+// Code (accesscode.Hash; the code's lane then decides), or by claiming
+// the place another session carried here, whose handoff code's hash is
+// Handoff (handoff.Hash, issue 55: queue.Store.ClaimHandoff; the place
+// keeps its lane, and Lane and Code are not read). The claim rides here,
+// not in a method of its own, because package queue's exports are capped.
 type Join struct {
-	Lane string
-	Code string
+	Lane    string
+	Code    string
+	Handoff string
 }
 
 // Stats is one lane's figures, as a store's stats show them.

@@ -80,6 +80,9 @@ type queueImage struct {
 	LanePre    map[string]string
 	Codes      codesImage
 	LaneCounts map[string]laneCounts
+	// Handoffs are the handoff links and moved marks (issue 55; empty in
+	// a snapshot from before).
+	Handoffs handoffs
 }
 
 // laneImage is one lane's people in ticket order.
@@ -130,7 +133,7 @@ func (q *state) image(name string) *queueImage {
 		PreArrival: q.preArrival, Pre: maps.Clone(q.pre),
 		OpenState: q.openState, OpenNext: q.openNext, OpenEnd: q.openEnd, OpenOwner: q.openOwner, OpenLease: q.openLease,
 		OpenAt: q.openAt, OpenFirst: q.openFirst, Closed: q.closed, Draws: q.draws.image(),
-		Stock: q.stock, Changed: q.changed, Shadow: q.sh.clone(),
+		Stock: q.stock, Changed: q.changed, Shadow: q.sh.clone(), Handoffs: q.ho.clone(),
 	}
 	img.Tick.Checkpoints = slices.Clone(q.tick.Checkpoints)
 	img.Sample.Latency = maps.Clone(q.sample.Latency)
@@ -229,7 +232,7 @@ func (img *queueImage) restore() (*state, error) {
 		preArrival: img.PreArrival, pre: img.Pre,
 		openState: img.OpenState, openNext: img.OpenNext, openEnd: img.OpenEnd, openOwner: img.OpenOwner, openLease: img.OpenLease,
 		openAt: img.OpenAt, openFirst: img.OpenFirst, closed: img.Closed, draws: img.Draws.restore(),
-		stock: img.Stock, changed: img.Changed, sh: img.Shadow,
+		stock: img.Stock, changed: img.Changed, sh: img.Shadow, ho: img.Handoffs,
 	}
 	q.sh.index()
 	if q.seen == nil {

@@ -183,6 +183,9 @@ type state struct {
 	// and each lane's totals (lanes.go).
 	ln lanes
 
+	// ho is the queue's handoff links and moved marks (handoff.go).
+	ho handoffs
+
 	// stock is what the queue has left to sell (SetStock).
 	stock queue.Stock
 	// changed says when the states a shop is told of last changed.
@@ -541,6 +544,9 @@ func (s *Store) Status(_ context.Context, name, user string) (queue.Standing, er
 			}
 			return e, nil
 		}
+		if e, ok := q.movedStanding(user, now); ok {
+			return e, nil
+		}
 		return q.notInQueue(now), nil
 	})
 }
@@ -876,7 +882,9 @@ func (s *Store) Sweep(_ context.Context, name string) (bool, error) {
 			below, _ = slices.BinarySearch(q.leftTickets, head)
 		}
 		q.leftTickets = slices.Delete(q.leftTickets, 0, below)
-		return struct{}{}, len(q.issued)+len(q.inflight)+len(q.leftTickets) < before, nil
+		handoffsBefore := len(q.ho.Codes) + len(q.ho.Moved)
+		q.ho.sweep(now)
+		return struct{}{}, len(q.issued)+len(q.inflight)+len(q.leftTickets) < before || len(q.ho.Codes)+len(q.ho.Moved) < handoffsBefore, nil
 	})
 	return false, orNothing(err)
 }

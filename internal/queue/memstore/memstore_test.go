@@ -159,6 +159,20 @@ func (r *restarting) Join(ctx context.Context, q, user string, j lane.Join) (que
 func (r *restarting) AddCodes(ctx context.Context, q string, codes []accesscode.Code) (accesscode.Added, error) {
 	return call(r, func(s *memstore.Store) (accesscode.Added, error) { return s.AddCodes(ctx, q, codes) })
 }
+func (r *restarting) PutHandoff(ctx context.Context, q, user, codeHash string, ttl time.Duration) (time.Time, error) {
+	return call(r, func(s *memstore.Store) (time.Time, error) { return s.PutHandoff(ctx, q, user, codeHash, ttl) })
+}
+func (r *restarting) ClaimHandoff(ctx context.Context, q, codeHash, user string) (string, queue.Standing, error) {
+	type out struct {
+		from string
+		e    queue.Standing
+	}
+	o, err := call(r, func(s *memstore.Store) (out, error) {
+		from, e, err := s.ClaimHandoff(ctx, q, codeHash, user)
+		return out{from, e}, err
+	})
+	return o.from, o.e, err
+}
 func (r *restarting) Status(ctx context.Context, q, user string) (queue.Standing, error) {
 	return call(r, func(s *memstore.Store) (queue.Standing, error) { return s.Status(ctx, q, user) })
 }

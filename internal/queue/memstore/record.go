@@ -76,10 +76,15 @@ const (
 	// (AddCodes), blob as encodeCodes writes them.
 	opJoin
 	opAddCodes
+	// opPutHandoff: a handoff link made (PutHandoff), token the code's
+	// hash, dur its lifetime; opClaimHandoff: one claimed (ClaimHandoff),
+	// user the session claiming, token the code's hash (issue 55).
+	opPutHandoff
+	opClaimHandoff
 )
 
 // opLast is the last kind a journal may hold.
-const opLast = opAddCodes
+const opLast = opClaimHandoff
 
 // op is one journaled step: the method's arguments, its queue's step
 // number and the clock it ran at.
@@ -319,7 +324,7 @@ func (s *Store) replay(o op) error {
 		_, err = s.EnterShadow(ctx, o.queue, o.user, suspect.Mark{Signals: o.list, Address: o.token})
 	case opClearSuspect:
 		_, err = s.ClearSuspect(ctx, o.queue, o.n)
-	case opJoin, opAddCodes:
+	case opJoin, opAddCodes, opPutHandoff, opClaimHandoff:
 		err = s.replayLanes(o)
 	case opSetStock:
 		_, err = s.SetStock(ctx, o.queue, queue.Stock{Known: o.flag, Units: o.n}, o.owner == "lower")
@@ -330,9 +335,18 @@ func (s *Store) replay(o op) error {
 	return nil
 }
 
-// replayLanes runs a step of a queue's lanes again (replay).
+// replayLanes runs a step of a queue's lanes, or of its handoffs, again
+// (replay): the steps that move people between lines.
 func (s *Store) replayLanes(o op) error {
 	ctx := context.Background()
+	switch o.kind {
+	case opPutHandoff:
+		_, err := s.PutHandoff(ctx, o.queue, o.user, o.token, o.dur)
+		return err
+	case opClaimHandoff:
+		_, _, err := s.ClaimHandoff(ctx, o.queue, o.token, o.user)
+		return err
+	}
 	if o.kind == opJoin {
 		_, err := s.Join(ctx, o.queue, o.user, lane.Join{Lane: o.owner, Code: o.token})
 		return err

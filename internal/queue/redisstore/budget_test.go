@@ -57,7 +57,8 @@ func TestCommandBudget(t *testing.T) {
 			func(i int) error { _, err := st.Enter(ctx, "q", user(i)); return err }},
 		{"status, waiting", 5, "config and admission state, TIME, ZCARD; the ticket (ZSCORE) and the place (ZRANK)",
 			func(i int) error { _, err := st.Status(ctx, "q", user(i)); return err }},
-		{"status, not in line", 6, "config and admission state, TIME, ZCARD; not in line nor in the shadow line (ZSCORE, ZSCORE), no token (HGET)",
+		{"status, not in line", 7, "config and admission state, TIME, ZCARD; not in line nor in the shadow line (ZSCORE, ZSCORE), no token (HGET); " +
+			"whether the place moved to another session (EXISTS of the moved mark, issue 55: only for one holding nothing)",
 			func(i int) error { _, err := st.Status(ctx, "q", "nobody"); return err }},
 		{"snapshot", 7, "config and admission state, TIME, ZCARD, the last ticket (GET), the places cleared from the shadow line (ZCARD: " +
 			"they stand ahead of the head, which is the lowest ticket, and the snapshot lists them), the head (ZRANGE), the leavers above it (ZRANGEBYSCORE)",

@@ -50,6 +50,10 @@ func (p *pipelineWhenBusy) HMGet(ctx context.Context, key string, fields ...stri
 	return call(p, func(c rediser) *redis.SliceCmd { return c.HMGet(ctx, key, fields...) })
 }
 
+func (p *pipelineWhenBusy) Get(ctx context.Context, key string) *redis.StringCmd {
+	return call(p, func(c rediser) *redis.StringCmd { return c.Get(ctx, key) })
+}
+
 func (p *pipelineWhenBusy) LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd {
 	return call(p, func(c rediser) *redis.StringSliceCmd { return c.LRange(ctx, key, start, stop) })
 }

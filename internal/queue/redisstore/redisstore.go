@@ -53,6 +53,7 @@ type rediser interface {
 	FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd
 	FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
+	Get(ctx context.Context, key string) *redis.StringCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd
@@ -205,7 +206,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 
 // Status implements queue.Store.
 func (s *Store) Status(ctx context.Context, name, user string) (queue.Standing, error) {
-	r, err := s.run(ctx, statusScript, name, []any{user}).Slice()
+	r, err := s.run(ctx, statusScript, name, []any{user}, movedKey(s.prefix, name, user)).Slice()
 	if err != nil {
 		return queue.Standing{}, unavailable(err)
 	}
@@ -246,6 +247,9 @@ func (p *reply) standing() (queue.Standing, int, error) {
 		return e, 0, queue.ErrQueueNotFound
 	case kindNotInLine:
 		e.State = queue.NotInQueue
+		return e, 1, p.err
+	case kindMoved:
+		e.State = queue.Moved
 		return e, 1, p.err
 	case kindWaiting:
 		e.State, e.Position, e.Length, e.Ticket = queue.Waiting, p.int(1), p.int(2), p.int(3)

@@ -35,6 +35,15 @@ const (
 	kindCodeUsed     = -5
 )
 
+// Reply kinds of handoffs (issue 55): status.lua's MOVED, and
+// put_handoff.lua's and claim_handoff.lua's (PutHandoff, ClaimHandoff).
+const (
+	kindMoved         = 7
+	kindHandoffGone   = -6
+	kindInLineAlready = -7
+	kindHandoffKept   = 8
+)
+
 // The reply kind of set_stock.lua (SetStock).
 const kindStock = 1
 

@@ -275,6 +275,7 @@ const waitroomArithmetic = (() => {
     showCodeForm();
     showTell();
     if (next !== 'waiting' && next !== 'ready' && next !== 'returning') favicon('');
+    document.dispatchEvent(new CustomEvent('waitroom:state', { detail: next })); // handoff.js
     const heading = document.querySelector('[data-state="' + next + '"] h1');
     // Move focus with the news for keyboard and screen-reader users, but not
     // on the first paint of the waiting card (nothing happened yet).
@@ -581,7 +582,7 @@ const waitroomArithmetic = (() => {
       const headers = { Accept: 'application/json' };
       if (solution) headers['X-Challenge-Solution'] = solution;
       if (humanToken) headers['X-Human-Check-Token'] = humanToken;
-      if (ticket) headers['X-Waitroom-Ticket'] = ticket.signed;
+      if (ticket && !handoffOut()) headers['X-Waitroom-Ticket'] = ticket.signed;
       if (accessCode) headers['Content-Type'] = 'application/json';
       lastAsked = Date.now();
       // A hidden page's poll says so (its mark is a hidden one); an enter
@@ -631,6 +632,7 @@ const waitroomArithmetic = (() => {
         case 'WAITING': return body.opensAt ? beforeOpening(body, skew) : waiting(body);
         case 'READY': return admitted(body, skew);
         case 'SOLD_OUT': return soldOut(true, body.pollAfterSeconds, 'GET');
+        case 'MOVED': return moved();
         default: return notInLine();
       }
     }
@@ -864,11 +866,13 @@ const waitroomArithmetic = (() => {
 
   function waiting(b) {
     render(b);
-    const after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
+    let after = Number.isFinite(b.pollAfterSeconds) && b.pollAfterSeconds > 0 ? b.pollAfterSeconds : 5;
+    if (handoffOut()) after = Math.min(after, HANDOFF_POLL_SECONDS);
     // With a ticket and a place further than ASK_AHEAD_SECONDS from the
     // front, the next look is at the front document, unless the last one
-    // said this place is where the instance must answer.
-    const byFront = ticket && b.position !== null && b.estimatedWaitSeconds > ASK_AHEAD_SECONDS &&
+    // said this place is where the instance must answer (or a handoff's
+    // link is out: only the instance says MOVED).
+    const byFront = ticket && !handoffOut() && b.position !== null && b.estimatedWaitSeconds > ASK_AHEAD_SECONDS &&
       !(front && b.position <= front.askWithin);
     schedule(after, 'poll', byFront ? readFront : () => lineRequest('GET'));
   }
@@ -958,6 +962,7 @@ const waitroomArithmetic = (() => {
   // it, or asks the instance where the document cannot answer for it.
   async function readFront() {
     cancelSchedule();
+    if (handoffOut()) return lineRequest('GET'); // only the instance says MOVED
     const rec = { method: 'FRONT', sentAt: performance.now(), answeredAt: 0, status: 0, state: '', pollAfterSeconds: null, message: null, position: null };
     polls.push(rec);
     let d;
@@ -1219,6 +1224,7 @@ const waitroomArithmetic = (() => {
     if (!product.value && params.get('product')) product.value = params.get('product');
     describeProduct();
     tick();
+    if (handoffOut()) schedule(HANDOFF_POLL_SECONDS, 'poll', () => lineRequest('GET')); // until MOVED, or the link expires
   }
 
   // backToShop sends the admitted shopper back where they were going. The
@@ -1259,6 +1265,34 @@ const waitroomArithmetic = (() => {
     untold();
     show('left');
     title('');
+  }
+
+  // ------------------------------------------------------------ handoff (issue 55)
+
+  // While a link made by handoff.js is out, the page asks its instance,
+  // every few seconds and with no ticket shown (whose place the instance
+  // would otherwise work out from its snapshot), so that the claim shows
+  // here as MOVED soon after.
+  const HANDOFF_POLL_SECONDS = 3;
+  function handoffOut() {
+    return (window.waitroomHandoff?.until || 0) > Date.now();
+  }
+
+  document.addEventListener('waitroom:handoff', () => {
+    if (state === 'waiting' || state === 'ready' || state === 'soldout') schedule(1, 'poll', () => lineRequest('GET'));
+  });
+
+  // moved: the place went to another device with the link made here; the
+  // page holds none, and stops asking.
+  function moved() {
+    cancelSchedule();
+    ready = null;
+    ticket = null;
+    saved.drop('first');
+    lastPosition = 0;
+    show('moved');
+    title(t('movedHeading'));
+    announce(t('movedHeading'), true);
   }
 
   function expired() {

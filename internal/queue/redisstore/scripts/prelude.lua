@@ -14,8 +14,12 @@ local UNKNOWN_QUEUE, LINE_FULL, SOLD_OUT, NOT_IN_LINE, WAITING, READY, PRE_QUEUE
 -- Reply kinds of lanes (issue 53): LANE, a place in a lane other than the
 -- public (laneStanding), LANE_PRE_QUEUE, in the opening's pre-queue for
 -- one ({LANE_PRE_QUEUE, lane}); join.lua's code the queue does not hold
--- (or expired), and code with no redemption left.
-local LANE, LANE_PRE_QUEUE, INVALID_CODE, CODE_USED = 5, 6, -4, -5
+-- (or expired), and code with no redemption left. And of handoffs (issue
+-- 55, on the same line: the prelude's lines are capped): MOVED, a user
+-- whose place moved to another session (status.lua), a handoff code gone
+-- (used, lapsed, or its place gone), a claimer holding a place already
+-- (claim_handoff.lua), a code kept (put_handoff.lua).
+local LANE, LANE_PRE_QUEUE, INVALID_CODE, CODE_USED, MOVED, HANDOFF_GONE, IN_LINE_ALREADY, HANDOFF_KEPT = 5, 6, -4, -5, 7, -6, -7, 8
 
 -- Reply kinds of open_due.lua: no opening pending, one not yet due, one
 -- due (the caller holds the lease), one another instance is placing.
