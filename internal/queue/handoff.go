@@ -28,6 +28,6 @@ func (s *Service) claim(ctx context.Context, queue, user, codeHash string) (View
 		s.snaps.remember(queue, user, e)
 	}
 	s.presence.note(queue, user, e, false) // the claim is a click on the page it moves to
-	s.changed(queue) // held polls of the old session look again, and hear MOVED
+	s.changed(queue)                       // held polls of the old session look again, and hear MOVED
 	return s.view(ctx, queue, e, false), nil
 }
