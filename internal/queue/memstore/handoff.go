@@ -122,6 +122,7 @@ func (q *state) move(from, to string, now time.Time) {
 	}
 	delete(q.inflight, from) // a lapsed lock (a live one refused the claim)
 	renameKey(q.seen, from, to)
+	renameKey(q.hidden, from, to) // a hidden page's mark stays one (issue 55)
 	renameKey(q.joined, from, to)
 	if q.ho.Moved == nil {
 		q.ho.Moved = map[string]time.Time{}
