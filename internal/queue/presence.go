@@ -20,7 +20,7 @@ import (
 // a poll's says what its query said (hidden=1), and a page's beacon is a
 // status read whose answer nobody reads; a hidden word marks whatever the
 // position, so that a page hidden far back is still known hidden when the
-// front reaches it (note). Beacons go through
+// front reaches it (Service.Status). Beacons go through
 // the same batch rather than straight to the store: a user's marks on one
 // instance then reach the store in the order made (the last one made in a
 // flush's second wins), where a beacon written at once could be overwritten
@@ -46,17 +46,19 @@ func newPresence(store line) *presence {
 }
 
 // note marks the user, as hidden or not, if their standing makes them one
-// whose presence admission will check. A hidden word (a beacon, a hidden
-// page's poll) is marked whatever the position: a page hidden far back,
-// a phone locked, asks nothing more, and must still be known hidden when
-// the front reaches it (AbandonAfterHidden); such words are few, one as a
-// page hides. A visible one only within the reach, as every poll's.
+// whose presence admission will check: within the reach, as every poll.
 func (p *presence) note(queue, user string, e Standing, hidden bool) {
 	// A shadow place is no one the real line's no-show checks ask about:
 	// its marks would only cost the store writes.
-	if e.State != Waiting || e.PreQueue || e.Shadow || e.Pace.Reach == 0 || !hidden && e.Position > e.Pace.Reach {
+	if e.State != Waiting || e.PreQueue || e.Shadow || e.Pace.Reach == 0 || e.Position > e.Pace.Reach {
 		return
 	}
+	p.mark(queue, user, hidden)
+}
+
+// mark marks the user, whatever their position (the store marks nobody
+// out of line).
+func (p *presence) mark(queue, user string, hidden bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m, ok := p.marks[queue]

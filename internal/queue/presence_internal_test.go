@@ -37,7 +37,7 @@ func (l *presenceLine) Status(_ context.Context, q, user string) (Standing, erro
 	fmt.Sscanf(user, "u%d", &n)
 	reach := int64(50)
 	if l.cfg.AbandonAfter == 0 {
-		reach = 0 // no seen marks reach anyone (admission.PlanTick)
+		reach = 0 // the tick state's, where no-shows are not skipped (admission.PlanTick)
 	}
 	return Standing{State: Waiting, Position: n, Length: 100_000, Ticket: n,
 		Pace: Pace{Rate: 100, Batch: 10, Interval: 100 * time.Millisecond, Reach: reach}}, nil

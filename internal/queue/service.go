@@ -467,7 +467,22 @@ func (s *Service) Status(ctx context.Context, queue, user string, hidden ...bool
 	if err != nil {
 		return View{}, err
 	}
+	if h && e.State == Waiting && !e.PreQueue && !e.Shadow {
+		s.markHidden(ctx, queue, user)
+	}
 	return s.view(ctx, queue, e, h), nil
+}
+
+// markHidden marks a waiting user's page hidden whatever their position
+// (a beacon, a hidden page's poll; issue 55), where the queue skips
+// no-shows: a page hidden far back, a phone locked, asks nothing more,
+// and must still be known hidden when the front reaches it
+// (AbandonAfterHidden). Such words are few, one as a page hides; a
+// visible one marks within the reach only, as every poll (presence.note).
+func (s *Service) markHidden(ctx context.Context, queue, user string) {
+	if c, err := s.ConfigInForce(ctx, queue); err == nil && c.AbandonAfter > 0 {
+		s.presence.mark(queue, user, true)
+	}
 }
 
 // status is Status before the estimate: from the snapshot when it can
