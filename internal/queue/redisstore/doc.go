@@ -75,7 +75,7 @@
 //	join.lua                     Store.Join                                                       LanesPlaceByRankWithinTheLane, LanesCodeRules, LanesSingleUseCodeRedeemedOnce, LanesPositionNeverRises, LanesCodeWhilePlacingKeepsThePreQueue, TestCodesAreKeptAsHashesAndRedeemedOnce
 //	add_codes.lua                Store.AddCodes                                                   LanesCodeRules, LanesCodeUsesAreChecked, TestCodesAreKeptAsHashesAndRedeemedOnce
 //	put_handoff.lua              Store.PutHandoff, state.handable                                 HandoffMovesTheTicket, HandoffCodesAreSingleUseAndLapse, HandoffCarriesTheMarks
-//	claim_handoff.lua            Store.ClaimHandoff, state.move                                   HandoffMovesTheTicket, HandoffOfReadyKeepsTheToken, HandoffIntoAPlaceChangesNothing, HandoffCodesAreSingleUseAndLapse, HandoffCarriesTheMarks, HandoffNoTwoSessionsHoldThePlace, HandoffRacingAdmissionLeavesOneReady
+//	claim_handoff.lua            Store.ClaimHandoff, state.move                                   HandoffMovesTheTicket, HandoffOfReadyKeepsTheToken, HandoffIntoAPlaceChangesNothing, HandoffCodesAreSingleUseAndLapse, HandoffCarriesTheMarks, HandoffCarriesTheSeenMark, HandoffNoTwoSessionsHoldThePlace, HandoffRacingAdmissionLeavesOneReady
 //	prelude's laneStanding       Store.Status                                                     LanesPlaceByRankWithinTheLane, LanesOpeningPlacesInTheLane, TestLanePlacesAreBandsOfOneSet
 //	prelude's laneId, scoreText  none: bands of one set (keys.go)                                 TestLanePlacesAreBandsOfOneSet
 //	prelude's laneShare          Store.Status                                                     LanesEmptyLaneGivesItsShare, TestAdmissionSplitsByShares

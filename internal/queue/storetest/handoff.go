@@ -24,6 +24,7 @@ func init() {
 		suiteTest{"HandoffIntoAPlaceChangesNothing", testHandoffIntoAPlace},
 		suiteTest{"HandoffCodesAreSingleUseAndLapse", testHandoffCodes},
 		suiteTest{"HandoffCarriesTheMarks", testHandoffMarks},
+		suiteTest{"HandoffCarriesTheSeenMark", testHandoffSeen},
 		suiteTest{"HandoffNoTwoSessionsHoldThePlace", testHandoffConcurrent},
 		suiteTest{"HandoffRacingAdmissionLeavesOneReady", testHandoffRacesAdmission},
 	)
@@ -262,6 +263,52 @@ func testHandoffMarks(t *testing.T, s queue.Store, clock Clock) {
 	}
 	if st := mustStats(t, s, o); st.PreQueued != 1 {
 		t.Fatalf("stats after the pre-queue's move: %+v, want one pre-queued", st)
+	}
+}
+
+// testHandoffSeen: a handoff moves the place's seen mark (the no-show
+// rule's), a hidden one staying hidden. With abandonAfter 1 s and
+// abandonAfterHidden 8 s: "hid" is marked hidden at 0 s and "stale"
+// visible, "fresh" visible at 1 s; each place is claimed by another
+// session; at 1.5 s the place marked hidden is let in (a mark left behind
+// would leave it never seen, one turned visible would be 1.5 s old: both
+// skipped), and so is the freshly seen one (its mark moved), while the
+// stale one is skipped (its visible mark did not turn hidden). Margins as
+// LaneMarksAsTheLine's, for a store on a wall clock.
+func testHandoffSeen(t *testing.T, s queue.Store, clock Clock) {
+	ctx := context.Background()
+	const abandon = time.Second
+	c := fastConfig()
+	c.AbandonAfter, c.AbandonAfterHidden = abandon, 8*time.Second
+	q := newQueue(t, s, c)
+	for _, u := range []string{"first", "hid", "stale", "fresh"} {
+		mustEnter(t, s, q, u)
+	}
+	// The first tick lets "first" in and sets the store's checkpoint at the
+	// end of the line: the rest are judged from abandonAfter on.
+	if got := admitDue(t, s, clock, q, 1); len(got) != 1 || got[0] != "first" {
+		t.Fatalf("the first tick admitted %v, want [first]", got)
+	}
+	if err := s.Seen(ctx, q, []string{"hid"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seen(ctx, q, []string{"stale"}, false); err != nil {
+		t.Fatal(err)
+	}
+	clock.Sleep(abandon)
+	if err := s.Seen(ctx, q, []string{"fresh"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"hid", "stale", "fresh"} {
+		claim(t, s, q, putHandoff(t, s, q, u), u+"-there", u)
+	}
+	clock.Sleep(abandon / 2)
+	a := tickDue(t, s, clock, q, 3)
+	if fmt.Sprint(a.Admitted) != "[hid-there fresh-there]" || a.Skipped != 1 {
+		t.Fatalf("at 1.5 s: admitted %v and skipped %d; want [hid-there fresh-there], stale-there skipped", a.Admitted, a.Skipped)
+	}
+	if e := mustStatus(t, s, q, "stale-there"); e.State != queue.NotInQueue {
+		t.Fatalf("stale-there: %+v, want skipped (NOT_IN_QUEUE)", e)
 	}
 }
 
