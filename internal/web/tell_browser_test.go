@@ -40,6 +40,8 @@ if (window.Notification) {
       window.__notices.push(rec);
       n.addEventListener('show', () => rec.events.push('show'));
       n.addEventListener('error', () => rec.events.push('error'));
+      const close = n.close.bind(n);
+      n.close = () => { rec.events.push('closed'); close(); };
       return n;
     },
     get(target, prop) {
@@ -193,6 +195,20 @@ func TestBrowserTellsYou(t *testing.T) {
 			t.Errorf("the page asked for permission %d times without a click", n)
 		}
 		t.Logf("notification: %+v", notices(v))
+
+		// The place carried to another browser context: this page, told
+		// MOVED, takes back what it told (a READY notification left up,
+		// requireInteraction, would say "your turn" of a place gone).
+		other := apptest.NewVisitor(t, browser, in, "en")
+		other.Open(makeLink(t, v))
+		other.WaitState("handoff-offer", 10*time.Second)
+		other.Click("#handoff-continue")
+		other.WaitState("ready", 10*time.Second)
+		v.WaitState("moved", 30*time.Second)
+		v.WaitUntil("the READY notification closed once MOVED", `window.__notices[0].events.includes('closed')`, 2*time.Second)
+		if href := favicon(v); !strings.Contains(href, "/static/favicon.svg?v=") {
+			t.Errorf("MOVED: the icon is %q, want the page's own", href)
+		}
 	})
 
 	t.Run("permission is asked only from the button's click", func(t *testing.T) {

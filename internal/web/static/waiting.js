@@ -1283,10 +1283,12 @@ const waitroomArithmetic = (() => {
   });
 
   // moved: the place went to another device with the link made here; the
-  // page holds none, and stops asking.
+  // page holds none, and stops asking, and takes back what it told of the
+  // place (a READY notification left up would say it is their turn here).
   function moved() {
     cancelSchedule();
     ready = null;
+    untold();
     ticket = null;
     saved.drop('first');
     lastPosition = 0;
