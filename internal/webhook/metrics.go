@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer, pending func() int) metrics {
 		}, []string{"type"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_webhook_deliveries_total",
-			Help: "Events a webhook receiver was done with, by receiver (its URL without query) and result: delivered (a 2xx), expired (retried for --webhook-retry-for without a 2xx), dropped (its buffer of 10,000 was full, or it was removed from the queues file).",
+			Help: "Events a webhook receiver was done with, by receiver (its URL without query) and result: delivered (a 2xx), expired (retried for --webhook-retry-for without a 2xx), dropped (its buffer of 100,000 was full, or it was removed from the queues file).",
 		}, []string{"receiver", "result"}),
 		attemptsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_webhook_attempts_failed_total",
