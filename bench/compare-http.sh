@@ -10,6 +10,12 @@
 # status req/s ÷ the mean of the same run's two bare /healthz runs, per
 # round and on average, and after ÷ before: ratios within one run, since
 # an absolute req/s on a shared machine is not a result.
+#
+# READY_EVENTS=1 (passed on to bench/http.sh): the line admitting with
+# notifyOnReady, a receiver taking the events (issue 55). Both sides then run
+# this checkout's bench/http.sh, copied over theirs, since a commit before it
+# knows no such scenario: the line the same, the events only where the binary
+# sends them.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 before=${1:?usage: bench/compare-http.sh BEFORE AFTER [ROUNDS]} after=${2:?usage: bench/compare-http.sh BEFORE AFTER [ROUNDS]}
@@ -19,6 +25,9 @@ trap 'rm -rf "$work"' EXIT
 for side in before after; do
 	git clone -q "$repo" "$work/$side"
 	git -C "$work/$side" checkout -q "${!side}"
+	if [[ -n "${READY_EVENTS:-}" ]]; then
+		cp "$repo/bench/http.sh" "$work/$side/bench/http.sh"
+	fi
 done
 log=$work/results
 for r in $(seq "$rounds"); do
