@@ -15,7 +15,7 @@ func newMetrics(reg prometheus.Registerer, pending func() int) metrics {
 	m := metrics{
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_events_published_total",
-			Help: "Events this instance claimed and published to its webhook receivers, by type (sum across instances: each event is published by one).",
+			Help: "Events this instance claimed, or told directly as its own (a breaker's, entry.ready), and published to its webhook receivers, by type (sum across instances: each event is published by one).",
 		}, []string{"type"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_webhook_deliveries_total",
