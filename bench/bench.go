@@ -43,11 +43,12 @@ type Options struct {
 	Short bool
 	// Sections to run: "herd", "degrade", "noshow", "soldout", "hot",
 	// "accuracy", "memory", "gateway", "front", "million", "bots", "lanes",
-	// "codes", "estimates"; empty = all but "million", "bots", "lanes",
-	// "codes" and "estimates", which run only when named (the first two
+	// "codes", "estimates", "ready"; empty = all but "million", "bots",
+	// "lanes", "codes", "estimates" and "ready", which run only when named (the first two
 	// take minutes: bench/run.sh --million, bench/run.sh -sections bots;
 	// lanes and codes are issue 53's evidence: bench/run.sh -sections
-	// lanes,codes; estimates issue 54's, about eight minutes).
+	// lanes,codes; estimates issue 54's, about eight minutes; ready issue
+	// 55's, about two).
 	Sections []string
 	// Wrk is the wrk binary; empty looks it up on PATH. Without one the hot
 	// paths section is skipped (Report.Hot.Skipped says why).
@@ -103,7 +104,7 @@ type Options struct {
 }
 
 func (o Options) want(s string) bool {
-	if s == "million" || s == "bots" || s == "lanes" || s == "codes" || s == "estimates" || len(o.Sections) > 0 {
+	if s == "million" || s == "bots" || s == "lanes" || s == "codes" || s == "estimates" || s == "ready" || len(o.Sections) > 0 {
 		return slices.Contains(o.Sections, s)
 	}
 	return true
@@ -135,6 +136,7 @@ type Report struct {
 	Lanes     *LanesReport
 	Codes     *CodesReport
 	Estimates *EstimatesReport
+	Ready     *ReadyReport
 }
 
 // Run runs the sections Options asks for, one after the other.
@@ -209,6 +211,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.want("estimates") {
 		if r.Estimates, err = runEstimates(ctx, o); err != nil {
 			return r, fmt.Errorf("estimates: %w", err)
+		}
+	}
+	if o.want("ready") {
+		if r.Ready, err = runReady(ctx, o); err != nil {
+			return r, fmt.Errorf("ready: %w", err)
 		}
 	}
 	if o.want("million") {

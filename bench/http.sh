@@ -15,6 +15,11 @@
 # receiver that accepts connections and never answers (docs/benchmarks.md,
 # "Webhooks and the hot paths"); a binary without it gets the same events
 # and no receiver, so the two compare,
+# READY_EVENTS=1: the queue admits at 500/s (50 every 100 ms) while enter and
+# status run, with notifyOnReady, and each instance sends to a receiver that
+# answers 204 at once: on a binary with entry.ready (issue 55) an event per
+# user let in, on one without it the same line and no event, so the two
+# compare (docs/benchmarks.md, 1g),
 # PROFILE=DIR: also take a CPU profile of the instance during each scenario
 # (the middle of its run, 5 s; DURATION ≥ 8s) into DIR/<name>.pprof, and print
 # its top functions (go tool pprof -top), for where a request's time goes.
@@ -63,6 +68,28 @@ while True: held.append(s.accept()[0])' "$hport" &
   od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$work/webhook-secret"
   webhooks=(--webhook "http://127.0.0.1:$hport/hooks" --webhook-secret-file "$work/webhook-secret")
 fi
+if [[ -n "${READY_EVENTS:-}" ]]; then
+  hport=$(free_port)
+  # Answers every POST 204 at once, keeping its connections: a receiver that keeps up.
+  python3 -c 'import asyncio, sys
+async def serve(r, w):
+    try:
+        while True:
+            head = await r.readuntil(b"\r\n\r\n")
+            n = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+            await r.readexactly(n[0] if n else 0)
+            w.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+            await w.drain()
+    except Exception:
+        w.close()
+async def main():
+    s = await asyncio.start_server(serve, "127.0.0.1", int(sys.argv[1]), backlog=1024)
+    await s.serve_forever()
+asyncio.run(main())' "$hport" &
+  pids+=($!)
+  od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$work/webhook-secret"
+  webhooks=(--webhook "http://127.0.0.1:$hport/hooks" --webhook-secret-file "$work/webhook-secret")
+fi
 "$work/waitroom" serve --addr "127.0.0.1:$port" --auth-secret "$secret" --admin-token "$admin" \
   --redis-prefix "wrbench$RANDOM:" --data-dir "$work" --log-level warn "${profiling[@]}" "${webhooks[@]}" >"$work/waitroom.log" 2>&1 &
 pids+=($!)
@@ -71,8 +98,11 @@ base="http://127.0.0.1:$port"
 wait_for "$work/waitroom.log" curl -sf "$base/readyz"
 
 # A paused queue big enough for every user: the bench measures the line, not admission.
-curl -sf -X PUT "$base/admin/v1/queues/bench" -H "Authorization: Bearer $admin" \
-  -d '{"paused":true,"capacity":10000000}' >/dev/null
+queue='{"paused":true,"capacity":10000000}'
+if [[ -n "${READY_EVENTS:-}" ]]; then # admitting, and telling the shop of whoever it lets in
+  queue='{"capacity":10000000,"ratePerSecond":500,"batchSize":50,"intervalMs":100,"notifyOnReady":true}'
+fi
+curl -sf -X PUT "$base/admin/v1/queues/bench" -H "Authorization: Bearer $admin" -d "$queue" >/dev/null
 if [[ -n "${WEBHOOK_SILENT:-}" ]]; then
   # Events for the whole run: another queue paused and resumed.
   (paused=false; while :; do
@@ -114,7 +144,7 @@ run() { # name method path
   fi
 }
 
-echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')${WEBHOOK_SILENT:+, events flowing, ${webhooks[1]:-no receiver}}"
+echo "# $(date -u +%F) $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, Redis $(redis-server --version | grep -o 'v=[0-9.]*')${WEBHOOK_SILENT:+, events flowing, ${webhooks[1]:-no receiver}}${READY_EVENTS:+, admitting 500/s with notifyOnReady}"
 run bare GET /healthz
 run enter POST /api/v1/queues/bench/entries
 # Those who poll are in line: enter whoever the enter run did not reach.

@@ -136,13 +136,16 @@ func Write(r *Report, doc, svgDir, command string) error {
 	if e := r.Estimates; e != nil {
 		sections["estimates"] = estimatesMarkdown(e, stamp)
 	}
+	if rd := r.Ready; rd != nil {
+		sections["ready"] = readyMarkdown(rd, stamp)
+	}
 	text := ""
 	if b, err := os.ReadFile(doc); err == nil {
 		text = string(b)
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front", "lanes", "codes", "estimates"} {
+	for _, name := range []string{"herd", "degrade", "noshow", "soldout", "hot", "accuracy", "memory", "gateway", "million", "front", "lanes", "codes", "estimates", "ready"} {
 		if body, ok := sections[name]; ok {
 			text = putSection(text, name, body)
 		}

@@ -20,7 +20,7 @@
 #   bench/run.sh -sections herd,memory # a subset (flags go to cmd/bench): herd,
 #                                      # degrade, noshow, soldout, hot, accuracy,
 #                                      # memory, gateway, front, million, bots,
-#                                      # lanes, codes, estimates
+#                                      # lanes, codes, estimates, ready
 #   bench/run.sh -sections herd        # about five minutes: a sweep of fixed rates
 #                                      # for what the backend bears (3 minutes,
 #                                      # ~9 points of 20 s), then the three modes
@@ -55,6 +55,12 @@
 #                                      # benchmarks.md, 1f); -estimates-before
 #                                      # FILE sets beside it the -json of a run
 #                                      # on the code before the issue
+#   bench/run.sh -sections ready       # about two minutes (issue 55): three
+#                                      # instances on one Redis, a queue at 500/s
+#                                      # with notifyOnReady, 30,000 signed users
+#                                      # over 60 s polling until READY, a receiver
+#                                      # keeping each entry.ready id: missing,
+#                                      # duplicates, lag (docs/benchmarks.md, 1g)
 #   bench/run.sh --chaos               # the chaos run (cmd/chaos): kills Redis,
 #                                      # an instance, stops PostgreSQL; then the
 #                                      # Redis Cluster failover run (six nodes);

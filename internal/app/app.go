@@ -142,6 +142,7 @@ type sale struct {
 // its breakers' events.
 type shop struct {
 	webhooks *webhook.Sender
+	direct   *events.Direct // what this instance alone tells (its breakers, whom it lets in)
 	detector *events.Detector
 	instance string
 }

@@ -57,6 +57,8 @@ func (m *Main) tellTheShop() (sh shop) {
 	sh.instance = cmp.Or(host, "waitroom") + "-" + randomHex(3)
 	sh.webhooks = webhook.New(webhook.Options{Secret: m.settings.webhookSecret, RetryFor: m.Config.WebhookRetryFor,
 		Registry: m.Registry, Logger: m.Logger, Now: m.Clock}, m.webhookReceivers())
+	sh.direct = events.NewDirect(sh.webhooks)
+	m.tellWhoIsLetIn(sh)
 	sh.detector = events.NewDetector(events.Options{Store: lineReader{m.Queue, m.line.operate}, Publisher: sh.webhooks, Queues: m.line.operate.KnownQueues,
 		Now: m.Clock, Logger: m.Logger, Pending: &m.sale.pending, Keep: m.Config.RollupRetention})
 	return sh
@@ -91,7 +93,7 @@ func (m *Main) webhookReceivers() []webhook.Receiver {
 // store opening or closing: its own event, published unclaimed (the store
 // may well be away).
 func (m *Main) breakerChanged(queue string, open bool) {
-	if m.sale != nil && m.sale.shop.webhooks != nil {
-		m.sale.shop.webhooks.Publish(events.BreakerEvent(queue, open, m.sale.shop.instance, m.Clock()))
+	if m.sale != nil {
+		m.sale.shop.direct.Breaker(queue, open, m.sale.shop.instance, m.Clock())
 	}
 }

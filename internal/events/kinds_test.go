@@ -1,6 +1,8 @@
 package events_test
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,3 +123,41 @@ func TestEventData(t *testing.T) {
 		t.Errorf("a breaker's event: %+v", b)
 	}
 }
+
+// TestReadyEventNamesTheEntry: entry.ready's JSON is the webhook contract
+// (common to the parts of issue 55): the id names the queue, the user and
+// the entry's expiry in Unix ms, at and data.expiresAt are UTC to the ms.
+func TestReadyEventNamesTheEntry(t *testing.T) {
+	at := time.Date(2026, 12, 6, 22, 0, 0, 123_456_789, time.FixedZone("CET", 3600))
+	e := events.ReadyEvent("sale", "alice", at, at.Add(5*time.Minute))
+	raw, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"entry.ready:sale:alice:1796591100123","type":"entry.ready","queue":"sale","at":"2026-12-06T21:00:00.123Z","data":{"expiresAt":"2026-12-06T21:05:00.123Z","user":"alice"}}`
+	if string(raw) != want {
+		t.Errorf("entry.ready is\n%s\nwant\n%s", raw, want)
+	}
+}
+
+// TestDirectPublishesAtOnce: Direct hands each user's entry.ready and a
+// breaker's event to the publisher as it is told, and a Direct without a
+// publisher (or none at all) publishes nothing and does not panic.
+func TestDirectPublishesAtOnce(t *testing.T) {
+	var got []string
+	d := events.NewDirect(publisherFunc(func(e events.Event) { got = append(got, e.ID) }))
+	at := time.UnixMilli(1_000)
+	d.Ready("q", []string{"a", "b"}, at, at.Add(time.Minute))
+	d.Breaker("q", true, "i1", at)
+	want := []string{"entry.ready:q:a:61000", "entry.ready:q:b:61000", "breaker.opened:q:1000:i1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("published %q, want %q", got, want)
+	}
+	events.NewDirect(nil).Ready("q", []string{"a"}, at, at)
+	var none *events.Direct
+	none.Breaker("q", false, "i1", at)
+}
+
+type publisherFunc func(events.Event)
+
+func (f publisherFunc) Publish(e events.Event) { f(e) }

@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -207,6 +208,9 @@ func (id *Identity) userFromJWT(raw string) (string, error) {
 	if err := queue.ValidateUserID(sub); err != nil {
 		return "", err
 	}
+	if Anonymous(sub) {
+		return "", errSignedAnonymous
+	}
 	if exp, err := tok.Claims.GetExpirationTime(); err == nil && exp != nil {
 		id.mu.Lock()
 		id.remember(key, verifiedJWT{user: sub, exp: exp.UnixMilli()})
@@ -239,13 +243,26 @@ func (id *Identity) remember(key tokenDigest, v verifiedJWT) {
 	id.verified[key] = v
 }
 
+// anonymousPrefix begins every anonymous session's user id (NewSession),
+// and no signed user's (userFromJWT refuses it).
+const anonymousPrefix = "anon-"
+
+// errSignedAnonymous: a JWT names a user id only anonymous sessions have.
+var errSignedAnonymous = fmt.Errorf("%w: a signed user id may not begin with %q, which names anonymous sessions", queue.ErrInvalidUser, anonymousPrefix)
+
+// Anonymous says whether user is an anonymous session's id, not a user the
+// shop signed for: the one rule that tells them apart wherever only the id
+// is known (the store keeps ids alone). It holds by construction: sessions
+// are named with the prefix, and a JWT whose sub has it is refused.
+func Anonymous(user string) bool { return strings.HasPrefix(user, anonymousPrefix) }
+
 // NewSession returns a fresh anonymous user id and its signed cookie
 // value: "<user>.<issued, Unix seconds>.<signature>". The issue time is
 // signed with the id, so a session cannot be made younger.
 func (id *Identity) NewSession() (user, value string) {
 	b := make([]byte, 16)
 	rand.Read(b)
-	user = "anon-" + hex.EncodeToString(b)
+	user = anonymousPrefix + hex.EncodeToString(b)
 	issued := strconv.FormatInt(id.now().Unix(), 10)
 	return user, user + "." + issued + "." + id.sign(user, issued)
 }

@@ -120,6 +120,10 @@ func TestIdentityUser(t *testing.T) {
 		{name: "sub with tab", auth: "Bearer " + id.SignJWT("a\tb", time.Hour), wantErr: queue.ErrInvalidUser},
 		{name: "sub non-ASCII", auth: "Bearer " + id.SignJWT("jürgen", time.Hour), wantErr: queue.ErrInvalidUser},
 		{name: "sub 129 chars", auth: "Bearer " + id.SignJWT(long+"u", time.Hour), wantErr: queue.ErrInvalidUser},
+		// The anonymous sessions' prefix: a signed user is never taken for one.
+		{name: "sub of an anonymous session", auth: "Bearer " + id.SignJWT("anon-0123456789abcdef0123456789abcdef", time.Hour), wantErr: queue.ErrInvalidUser},
+		{name: "sub with the anonymous prefix", auth: "Bearer " + id.SignJWT("anon-", time.Hour), wantErr: queue.ErrInvalidUser},
+		{name: "valid JWT sub anon without dash", auth: "Bearer " + id.SignJWT("anonymous", time.Hour), want: "anonymous"},
 		{name: "sub 200 chars", auth: "Bearer " + id.SignJWT(strings.Repeat("x", 200), time.Hour), wantErr: queue.ErrInvalidUser},
 
 		{name: "forged cookie", cookie: CookieName + "=anon-00.AAAA", wantErr: ErrUnauthenticated},
@@ -150,6 +154,26 @@ func TestIdentityUser(t *testing.T) {
 				t.Fatalf("User = %q, %v; want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+// TestAnonymousTellsSessionsFromSignedUsers: every session's id is
+// anonymous, and no id a JWT may name is.
+func TestAnonymousTellsSessionsFromSignedUsers(t *testing.T) {
+	t.Parallel()
+	id := New(testSecret)
+	for range 100 {
+		if user, _ := id.NewSession(); !Anonymous(user) {
+			t.Fatalf("session %q is not anonymous", user)
+		}
+	}
+	for _, user := range []string{"alice", "anonymous", "Anon-1", "x-anon-1", "42"} {
+		if Anonymous(user) {
+			t.Errorf("Anonymous(%q) = true", user)
+		}
+		if got, err := id.User(requestWith("Bearer "+id.SignJWT(user, time.Hour), "")); err != nil || got != user {
+			t.Errorf("JWT for %q: %q, %v", user, got, err)
+		}
 	}
 }
 

@@ -149,6 +149,9 @@ type Admission struct {
 	// Admitted are the users popped in this tick, in line order, each with
 	// its token written in the same atomic step.
 	Admitted []string
+	// Expires is when the tokens of Admitted expire (the tick's time by
+	// the store's clock plus the tokenTtlSeconds in force).
+	Expires time.Time
 	// Skipped counts the no-shows this tick passed over (AbandonAfter).
 	Skipped int
 	// NextIn is how long until the next tick is due, by the store's clock.

@@ -389,7 +389,7 @@ func (s *Service) enter(ctx context.Context, queue, user string, mark *suspect.M
 		return v, err
 	}
 	if c.Method == MethodPassthrough && mark == nil && j.Code == "" {
-		if v, err := s.admitNow(ctx, queue, user); err != nil || v.State != NotInQueue {
+		if v, err := s.admitNow(ctx, c, queue, user); err != nil || v.State != NotInQueue {
 			return v, err
 		}
 	}
@@ -524,17 +524,22 @@ func (s *Service) AdmitNow(ctx context.Context, queue, user string) (View, error
 	if s.closedTo(c) { // nobody new is let in, at once or otherwise
 		return s.Status(ctx, queue, user)
 	}
-	return s.admitNow(ctx, queue, user)
+	return s.admitNow(ctx, c, queue, user)
 }
 
-// admitNow is AdmitNow once the queue is known to take newcomers.
-func (s *Service) admitNow(ctx context.Context, queue, user string) (View, error) {
-	e, err := s.store.AdmitNow(ctx, queue, user, NewTokens(1)[0])
+// admitNow is AdmitNow once the queue, of config c, is known to take
+// newcomers.
+func (s *Service) admitNow(ctx context.Context, c InForce, queue, user string) (View, error) {
+	token := NewTokens(1)[0]
+	e, err := s.store.AdmitNow(ctx, queue, user, token)
 	if err != nil {
 		return View{}, err
 	}
 	if e.State == Ready {
 		s.line.Joined(queue) // what was let in comes out of the next tick's quota, which that tick resets
+	}
+	if e.State == Ready && e.Token == token && c.NotifyOnReady { // let in now, not READY before
+		s.line.LetIn(queue, []string{user}, e.ExpiresAt.Add(-c.TokenTTL), e.ExpiresAt)
 	}
 	if s.snaps != nil {
 		s.snaps.remember(queue, user, e)

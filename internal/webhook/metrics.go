@@ -15,11 +15,11 @@ func newMetrics(reg prometheus.Registerer, pending func() int) metrics {
 	m := metrics{
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_events_published_total",
-			Help: "Events this instance claimed and published to its webhook receivers, by type (sum across instances: each event is published by one).",
+			Help: "Events this instance claimed, or told directly as its own (a breaker's, entry.ready), and published to its webhook receivers, by type (sum across instances: each event is published by one).",
 		}, []string{"type"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_webhook_deliveries_total",
-			Help: "Events a webhook receiver was done with, by receiver (its URL without query) and result: delivered (a 2xx), expired (retried for --webhook-retry-for without a 2xx), dropped (its buffer of 10,000 was full, or it was removed from the queues file).",
+			Help: "Events a webhook receiver was done with, by receiver (its URL without query) and result: delivered (a 2xx), expired (retried for --webhook-retry-for without a 2xx), dropped (its buffer of 100,000 was full, or it was removed from the queues file).",
 		}, []string{"receiver", "result"}),
 		attemptsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waitroom_webhook_attempts_failed_total",

@@ -8,14 +8,21 @@
 //
 // A receiver that is down or slow never slows the line: Publish puts the
 // event in each receiver's bounded buffer (the oldest dropped and counted
-// when it is full) and returns; each receiver has one goroutine sending its
-// events in the order they came, an attempt at a time, each attempt under
-// AttemptTimeout. A failing receiver holds back only its own events: one
-// that fails is retried before those behind it, so they arrive in order.
+// when it is full) and returns. Each receiver's events are sent oldest
+// first, up to InFlight attempts at once (entry.ready comes at the
+// admission rate, hundreds a second, faster than one attempt at a time
+// over one connection keeps up with), each under AttemptTimeout, one event
+// per POST; an event is never in two attempts at once. A failing receiver
+// holds back only its own events: after a failure it is sent one attempt
+// at a time, after a backoff, until one succeeds (the backoff grows once
+// per failure seen, not once per attempt that was in flight with it); an
+// event that failed is tried again before those behind it. Events may
+// arrive out of order: receivers order by the event's at.
 package webhook
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -27,7 +34,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -60,9 +66,15 @@ const (
 	// status: a receiver that hangs costs its own events this long, never
 	// the line anything.
 	AttemptTimeout = 10 * time.Second
-	// Buffer is how many events a receiver may have waiting; beyond it
-	// the oldest is dropped (a receiver away for long on a busy night).
-	Buffer = 10_000
+	// Buffer is how many events a receiver may have waiting by default
+	// (Options.Buffer); beyond it the oldest is dropped (a receiver away
+	// for long on a busy night). At 500 entry.ready a second it holds 3
+	// minutes 20 seconds of them, most of a default entry's 5 minutes
+	// (after which its entry.ready is moot), in some 40 MB at most (by
+	// estimate, not measured: a body of about 200 B, its id, the bookkeeping).
+	Buffer = 100_000
+	// InFlight is how many attempts a receiver may have at once.
+	InFlight = 32
 	// The backoff after a failed attempt doubles from firstBackoff up to
 	// maxBackoff; each wait is drawn between half of it and all of it, so
 	// instances that failed together do not try again together.
@@ -86,6 +98,9 @@ type Options struct {
 	// Client sends the attempts (nil: one of its own, following no
 	// redirect: a receiver answers 2xx or the attempt failed).
 	Client *http.Client
+	// Buffer is how many events a receiver may have waiting (Buffer when
+	// 0).
+	Buffer int
 	// Registry receives the metrics (none when nil).
 	Registry prometheus.Registerer
 	Logger   *slog.Logger
@@ -96,6 +111,7 @@ type Options struct {
 type Sender struct {
 	secret   []byte
 	retryFor time.Duration
+	buffer   int
 	client   *http.Client
 	logger   *slog.Logger
 	now      func() time.Time
@@ -117,13 +133,16 @@ func New(o Options, receivers []Receiver) *Sender {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Buffer <= 0 {
+		o.Buffer = Buffer
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	s := &Sender{secret: o.Secret, retryFor: o.RetryFor, client: o.Client, logger: o.Logger, now: o.Now,
+	s := &Sender{secret: o.Secret, retryFor: o.RetryFor, buffer: o.Buffer, client: o.Client, logger: o.Logger, now: o.Now,
 		receivers: map[string]*receiver{}}
 	s.metrics = newMetrics(o.Registry, s.pending)
 	s.SetReceivers(receivers)
@@ -138,7 +157,7 @@ func (s *Sender) SetReceivers(rs []Receiver) {
 	for _, r := range rs {
 		w, ok := want[r.URL]
 		if !ok {
-			w = &receiver{url: r.URL, label: redact(r.URL), queues: map[string]bool{}}
+			w = &receiver{url: r.URL, label: redact(r.URL), queues: map[string]bool{}, max: s.buffer, pending: list.New()}
 			want[r.URL] = w
 		}
 		if r.Queues == nil {
@@ -230,53 +249,58 @@ func (s *Sender) pending() int {
 	return n
 }
 
-// deliver sends r's events, oldest first, until ctx ends: an event that
-// fails is tried again after a backoff, until it is RetryFor old.
+// deliver sends r's events until ctx ends: the oldest not in flight,
+// while r may have another attempt in flight (receiver.next); an event
+// that fails is tried again after the receiver's backoff, until it is
+// RetryFor old. It waits for its attempts before it returns.
 func (s *Sender) deliver(ctx context.Context, r *receiver) {
-	var backoff time.Duration
-	var failed int // attempts failed since the last success
+	var attempts sync.WaitGroup
+	defer attempts.Wait()
 	for {
-		d := r.oldest()
-		if d == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.wake:
-				continue
-			}
-		}
-		if s.now().Sub(d.since) > s.retryFor {
+		d, wait := r.next(s.now())
+		if d != nil && s.now().Sub(d.since) > s.retryFor {
 			if r.remove(d) {
 				s.metrics.deliveries.WithLabelValues(r.label, "expired").Inc()
 			}
 			continue
 		}
-		err := s.attempt(ctx, r.url, d)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			if r.remove(d) {
-				s.metrics.deliveries.WithLabelValues(r.label, "delivered").Inc()
-			}
-			if failed > 0 {
-				s.logger.Info("a webhook receiver takes events again", "receiver", r.label, "attempts_failed", failed)
-			}
-			backoff, failed = 0, 0
+		if d != nil {
+			attempts.Go(func() { s.send(ctx, r, d) })
 			continue
 		}
-		s.metrics.attemptsFailed.WithLabelValues(r.label).Inc()
-		if failed++; failed == 1 {
-			s.logger.Warn("a webhook receiver failed: its events are tried again with backoff, each for "+s.retryFor.String()+"; logged again when it takes them",
-				"receiver", r.label, "event", d.id, "err", err)
+		var after <-chan time.Time
+		if wait > 0 {
+			after = time.After(wait)
 		}
-		backoff = min(max(2*backoff, firstBackoff), maxBackoff)
-		wait := backoff/2 + rand.N(backoff/2+1)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-r.wake: // a new event, or an attempt done
+		case <-after: // the backoff passed
 		}
+	}
+}
+
+// send makes one attempt at d, then tells r how it went.
+func (s *Sender) send(ctx context.Context, r *receiver, d *delivery) {
+	err := s.attempt(ctx, r.url, d)
+	if ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		removed, failed := r.succeeded(d)
+		if removed {
+			s.metrics.deliveries.WithLabelValues(r.label, "delivered").Inc()
+		}
+		if failed > 0 {
+			s.logger.Info("a webhook receiver takes events again", "receiver", r.label, "attempts_failed", failed)
+		}
+		return
+	}
+	s.metrics.attemptsFailed.WithLabelValues(r.label).Inc()
+	if r.failed(d, s.now()) == 1 {
+		s.logger.Warn("a webhook receiver failed: its events are tried again with backoff, each for "+s.retryFor.String()+"; logged again when it takes them",
+			"receiver", r.label, "event", d.id, "err", err)
 	}
 }
 
@@ -335,16 +359,35 @@ type delivery struct {
 	since time.Time // published: it is retried until RetryFor after
 }
 
-// receiver is one receiver's buffer of waiting events.
+// waiting is a delivery in one receiver's buffer.
+type waiting struct {
+	*delivery
+	inFlight bool
+	// failures is the receiver's count of failures seen when its attempt
+	// began: a failure of an attempt begun before another failure was
+	// seen is that same outage, and grows the backoff no further.
+	failures int
+}
+
+// receiver is one receiver's buffer of waiting events, and its backoff.
 type receiver struct {
 	url, label string
-	wake       chan struct{} // a new event: cap 1
+	wake       chan struct{} // a new event, or an attempt done: cap 1
 	stop       context.CancelFunc
+	max        int // the buffer's bound
 
 	mu      sync.Mutex
 	all     bool            // every queue's events
 	queues  map[string]bool // else these queues'
-	pending []*delivery     // oldest first, at most Buffer
+	pending *list.List      // of *waiting, oldest first, at most max
+	at      map[*delivery]*list.Element
+	flying  int // attempts in flight
+	// failures counts the failures seen since the last success, backoff
+	// is the last wait drawn from, and retryAt when attempts may start
+	// again.
+	failures int
+	backoff  time.Duration
+	retryAt  time.Time
 }
 
 func (r *receiver) route(all bool, queues map[string]bool) {
@@ -359,40 +402,116 @@ func (r *receiver) wants(queue string) bool {
 	return r.all || r.queues[queue]
 }
 
-// push adds d, dropping the oldest when the buffer is full (and saying so).
-func (r *receiver) push(d *delivery) (dropped bool) {
-	r.mu.Lock()
-	if len(r.pending) >= Buffer {
-		r.pending = slices.Delete(r.pending, 0, 1)
-		dropped = true
-	}
-	r.pending = append(r.pending, d)
-	r.mu.Unlock()
+// poke wakes the receiver's loop unless a wake is pending already.
+func (r *receiver) poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// push adds d, dropping the oldest not in flight when the buffer is full
+// (and saying so).
+func (r *receiver) push(d *delivery) (dropped bool) {
+	r.mu.Lock()
+	if r.at == nil {
+		r.at = map[*delivery]*list.Element{}
+	}
+	if r.pending.Len() >= r.max {
+		for e := r.pending.Front(); e != nil; e = e.Next() {
+			if w := e.Value.(*waiting); !w.inFlight {
+				r.pending.Remove(e)
+				delete(r.at, w.delivery)
+				dropped = true
+				break
+			}
+		}
+	}
+	r.at[d] = r.pending.PushBack(&waiting{delivery: d})
+	r.mu.Unlock()
+	r.poke()
 	return dropped
 }
 
-func (r *receiver) oldest() *delivery {
+// next is the oldest event not in flight, marked in flight, when another
+// attempt may start now: fewer than InFlight in flight, or, while the
+// receiver is failing, none in flight and its backoff past. Otherwise nil,
+// and how long until the backoff passes (0: until an event comes or an
+// attempt ends).
+func (r *receiver) next(now time.Time) (*delivery, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.pending) == 0 {
-		return nil
+	switch {
+	case r.failures > 0 && r.flying > 0, r.flying >= InFlight:
+		return nil, 0
+	case r.failures > 0 && now.Before(r.retryAt):
+		return nil, r.retryAt.Sub(now)
 	}
-	return r.pending[0]
+	for e := r.pending.Front(); e != nil; e = e.Next() {
+		if w := e.Value.(*waiting); !w.inFlight {
+			w.inFlight, w.failures = true, r.failures
+			r.flying++
+			return w.delivery, 0
+		}
+	}
+	return nil, 0
+}
+
+// succeeded takes d out (removed: unless the buffer dropped it meanwhile)
+// and ends the receiver's backoff; failed is how many failures it had
+// seen.
+func (r *receiver) succeeded(d *delivery) (removed bool, failed int) {
+	r.mu.Lock()
+	r.flying--
+	failed = r.failures
+	r.failures, r.backoff = 0, 0
+	if e, ok := r.at[d]; ok {
+		r.pending.Remove(e)
+		delete(r.at, d)
+		removed = true
+	}
+	r.mu.Unlock()
+	r.poke()
+	return removed, failed
+}
+
+// failed puts d back to be tried again and, unless another failure was
+// seen since its attempt began, counts a failure and draws the backoff:
+// doubling from firstBackoff up to maxBackoff, each wait between half of
+// it and all of it, so instances that failed together do not try again
+// together. It says how many failures the receiver has seen since its
+// last success.
+func (r *receiver) failed(d *delivery, now time.Time) int {
+	r.mu.Lock()
+	r.flying--
+	if e, ok := r.at[d]; ok {
+		w := e.Value.(*waiting)
+		w.inFlight = false
+		if w.failures == r.failures {
+			r.failures++
+			r.backoff = min(max(2*r.backoff, firstBackoff), maxBackoff)
+			r.retryAt = now.Add(r.backoff/2 + rand.N(r.backoff/2+1))
+		}
+	}
+	n := r.failures
+	r.mu.Unlock()
+	r.poke()
+	return n
 }
 
 // remove takes d out, unless the buffer dropped it meanwhile.
 func (r *receiver) remove(d *delivery) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.Index(r.pending, d)
-	if i < 0 {
+	e, ok := r.at[d]
+	if !ok {
 		return false
 	}
-	r.pending = slices.Delete(r.pending, i, i+1)
+	if e.Value.(*waiting).inFlight {
+		r.flying--
+	}
+	r.pending.Remove(e)
+	delete(r.at, d)
 	return true
 }
 
@@ -400,13 +519,14 @@ func (r *receiver) remove(d *delivery) bool {
 func (r *receiver) drain() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := len(r.pending)
-	r.pending = nil
+	n := r.pending.Len()
+	r.pending.Init()
+	clear(r.at)
 	return n
 }
 
 func (r *receiver) waiting() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pending)
+	return r.pending.Len()
 }

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,8 +168,8 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 }
 
 // TestRetriedUntilTaken: a receiver that fails gets the event again, with
-// backoff, until it takes it, and then not again; the events behind it
-// wait for it, so they arrive in order.
+// backoff, until it takes it, and then not again; each event is taken
+// once (in whatever order: attempts overlap).
 func TestRetriedUntilTaken(t *testing.T) {
 	t.Parallel()
 	rec := &receiverLog{t: t, answer: func(n int) int {
@@ -185,8 +187,8 @@ func TestRetriedUntilTaken(t *testing.T) {
 	s.Publish(event("sale", 2))
 	label := map[string]string{"receiver": srv.URL + "/hooks", "result": "delivered"}
 	waitFor(t, "both events taken", func() bool { return metric(t, reg, "waitroom_webhook_deliveries_total", label) == 2 })
-	if got := strings.Join(rec.ids(), " "); got != "queue.paused:sale:1 queue.paused:sale:2" {
-		t.Fatalf("the receiver took %s, want each event once, in order", got)
+	if got := strings.Join(slices.Sorted(slices.Values(rec.ids())), " "); got != "queue.paused:sale:1 queue.paused:sale:2" {
+		t.Fatalf("the receiver took %s, want each event once", got)
 	}
 	if n := metric(t, reg, "waitroom_webhook_attempts_failed_total", map[string]string{"receiver": srv.URL + "/hooks"}); n != 2 {
 		t.Fatalf("%v failed attempts counted, want 2", n)
@@ -197,7 +199,7 @@ func TestRetriedUntilTaken(t *testing.T) {
 }
 
 // TestAReceiverThatNeverAnswersHoldsOnlyItsOwnEvents: Publish returns at
-// once while a receiver hangs; its buffer keeps the newest Buffer events,
+// once while a receiver hangs; its buffer keeps the newest events it may,
 // the older ones dropped and counted; another receiver gets every event.
 func TestAReceiverThatNeverAnswersHoldsOnlyItsOwnEvents(t *testing.T) {
 	t.Parallel()
@@ -213,25 +215,31 @@ func TestAReceiverThatNeverAnswersHoldsOnlyItsOwnEvents(t *testing.T) {
 	liveSrv := httptest.NewServer(live)
 	t.Cleanup(liveSrv.Close)
 	reg := prometheus.NewRegistry()
-	s := webhook.New(webhook.Options{Secret: secret, Registry: reg}, []webhook.Receiver{{URL: dead.URL}, {URL: liveSrv.URL}})
+	const buffer, extra = 1000, 5
+	s := webhook.New(webhook.Options{Secret: secret, Registry: reg, Buffer: buffer}, []webhook.Receiver{{URL: dead.URL}, {URL: liveSrv.URL}})
 	run(t, s)
-	const extra = 5
-	for i := range webhook.Buffer + extra {
+	delivered := func() float64 {
+		return metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": liveSrv.URL, "result": "delivered"})
+	}
+	for i := range buffer + extra {
+		if i == buffer { // the live receiver's buffer, which is as big, must not overflow
+			waitFor(t, "the live receiver took the first events", func() bool { return delivered() == buffer })
+		}
 		s.Publish(event("sale", i))
 	}
 	// Counted delivered once the sender has read the answer and taken the
 	// event out of the live receiver's buffer; the receiver logs it before.
 	waitFor(t, "the live receiver took every event", func() bool {
-		return metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": liveSrv.URL, "result": "delivered"}) == webhook.Buffer+extra
+		return metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": liveSrv.URL, "result": "delivered"}) == buffer+extra
 	})
-	if n := len(live.ids()); n != webhook.Buffer+extra {
-		t.Fatalf("the live receiver logged %d events, want %d", n, webhook.Buffer+extra)
+	if n := len(live.ids()); n != buffer+extra {
+		t.Fatalf("the live receiver logged %d events, want %d", n, buffer+extra)
 	}
 	if n := metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": dead.URL, "result": "dropped"}); n != extra {
 		t.Fatalf("%v dropped for the hanging receiver, want %d (the oldest beyond its buffer)", n, extra)
 	}
-	if n := metric(t, reg, "waitroom_webhook_pending", nil); n != webhook.Buffer {
-		t.Fatalf("%v events pending, want the hanging receiver's full buffer, %d", n, webhook.Buffer)
+	if n := metric(t, reg, "waitroom_webhook_pending", nil); n != buffer {
+		t.Fatalf("%v events pending, want the hanging receiver's full buffer, %d", n, buffer)
 	}
 }
 
@@ -276,7 +284,7 @@ func TestReceiversByQueue(t *testing.T) {
 	s.Publish(event("drop", 4))
 	s.Publish(event("other", 5))
 	waitFor(t, "the queues' receiver took its events", func() bool { return len(sale.ids()) == 3 })
-	if got := strings.Join(sale.ids(), " "); got != "queue.paused:sale:1 queue.paused:drop:3 queue.paused:drop:4" {
+	if got := strings.Join(slices.Sorted(slices.Values(sale.ids())), " "); got != "queue.paused:drop:3 queue.paused:drop:4 queue.paused:sale:1" {
 		t.Fatalf("the receiver of sale and drop took %s", got)
 	}
 	if n := metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"receiver": allSrv.URL, "result": "dropped"}); n != 3 || len(all.ids()) != 0 {
@@ -310,5 +318,101 @@ func TestOperationsDocsExampleVerifies(t *testing.T) {
 	var e events.Event
 	if err := json.Unmarshal([]byte(body), &e); err != nil || e.ID != string(e.Type)+":"+e.Queue+":"+strconv.FormatInt(e.At.UnixMilli(), 10) {
 		t.Errorf("the example's body %s (%v): want an event whose id is its type, queue and instant", body, err)
+	}
+}
+
+// overlapLog is a receiver that holds each request until InFlight are
+// held at once (then lets them all go), and checks that no event is in two
+// attempts at once.
+type overlapLog struct {
+	t        *testing.T
+	fail     int // the first fail requests are answered 500
+	mu       sync.Mutex
+	n        int
+	now, max int             // requests held now, and at most
+	flying   map[string]bool // ids in a request now
+	taken    map[string]int  // ids answered 2xx, and how often
+	full     chan struct{}   // closed once InFlight were held at once
+}
+
+func (l *overlapLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var e events.Event
+	body, _ := io.ReadAll(r.Body)
+	json.Unmarshal(body, &e)
+	l.mu.Lock()
+	if l.flying[e.ID] {
+		l.t.Errorf("event %s sent in two attempts at once", e.ID)
+	}
+	l.flying[e.ID] = true
+	l.n++
+	status := http.StatusNoContent
+	if l.n <= l.fail {
+		status = http.StatusInternalServerError
+	}
+	l.now++
+	l.max = max(l.max, l.now)
+	if l.now == webhook.InFlight {
+		close(l.full)
+	}
+	l.mu.Unlock()
+	if status != http.StatusInternalServerError {
+		select { // held until the receiver is full, or nothing more comes
+		case <-l.full:
+		case <-time.After(200 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}
+	l.mu.Lock()
+	l.now--
+	delete(l.flying, e.ID)
+	if status/100 == 2 {
+		l.taken[e.ID]++
+	}
+	l.mu.Unlock()
+	w.WriteHeader(status)
+}
+
+func (l *overlapLog) snapshot() (maxAtOnce int, taken map[string]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.max, maps.Clone(l.taken)
+}
+
+// TestAttemptsOverlapUpToInFlight: a receiver's events are sent up to
+// InFlight at once, never more, never one event in two attempts at once,
+// each taken once whatever order they complete in; three failures of
+// attempts in flight together are retried, and each event still taken
+// once.
+func TestAttemptsOverlapUpToInFlight(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []int{0, 3} {
+		t.Run(fmt.Sprintf("%d failures", fail), func(t *testing.T) {
+			t.Parallel()
+			rec := &overlapLog{t: t, fail: fail, flying: map[string]bool{}, taken: map[string]int{}, full: make(chan struct{})}
+			srv := httptest.NewServer(rec)
+			t.Cleanup(srv.Close)
+			reg := prometheus.NewRegistry()
+			s := webhook.New(webhook.Options{Secret: secret, Registry: reg}, []webhook.Receiver{{URL: srv.URL}})
+			const n = 3 * webhook.InFlight
+			for i := range n { // waiting before it runs: every attempt may start at once
+				s.Publish(event("sale", i))
+			}
+			run(t, s)
+			waitFor(t, "every event delivered", func() bool {
+				return metric(t, reg, "waitroom_webhook_deliveries_total", map[string]string{"result": "delivered"}) == n
+			})
+			most, taken := rec.snapshot()
+			if most != webhook.InFlight {
+				t.Errorf("%d attempts at once at most, want %d", most, webhook.InFlight)
+			}
+			for i := range n {
+				if id := event("sale", i).ID; taken[id] != 1 {
+					t.Errorf("event %s taken %d times, want once", id, taken[id])
+				}
+			}
+			if got := metric(t, reg, "waitroom_webhook_attempts_failed_total", nil); got != float64(fail) {
+				t.Errorf("%v attempts failed, want %d", got, fail)
+			}
+		})
 	}
 }

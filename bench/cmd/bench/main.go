@@ -31,7 +31,7 @@ func main() {
 		os.Exit(bench.ServeInstance())
 	}
 	short := flag.Bool("short", false, "seconds instead of minutes (a smoke run)")
-	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million,bots,lanes,codes,estimates (default all but million, bots, lanes, codes and estimates)")
+	sections := flag.String("sections", "", "comma-separated subset of herd,degrade,noshow,soldout,hot,accuracy,memory,gateway,front,million,bots,lanes,codes,estimates,ready (default all but million, bots, lanes, codes, estimates and ready)")
 	botsRuns := flag.String("bots-runs", "", "comma-separated subset of the bots section's runs: signals,before,no bots (default all three)")
 	doc := flag.String("doc", "docs/benchmarks.md", "markdown file to write the sections into (empty: none)")
 	svgDir := flag.String("svg", "docs/bench", "directory of the SVG charts")

@@ -247,6 +247,7 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		switch {
 		case err == nil && moved:
 			a.line.Moved(name, res.Admitted, res.Waited)
+			a.letIn(name, cfg, res)
 		case err == nil:
 			a.line.Read(name)
 		}
@@ -278,6 +279,22 @@ func (a *Admitter) loop(ctx context.Context, name string, l *queueLoop) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// letIn tells the line of the users a tick let in, when the queue tells
+// the shop of them (notifyOnReady, as this loop last read the config: a
+// change takes effect within Discover). The shadow line's let in are told
+// too: their tokens are as real as anyone's, and a suspect must not learn
+// from the shop's silence that its place was in the shadow line.
+func (a *Admitter) letIn(name string, cfg queue.Config, res queue.Admission) {
+	if !cfg.NotifyOnReady || len(res.Admitted) == 0 {
+		return
+	}
+	at := res.Expires.Add(-cfg.TokenTTL)
+	if len(res.Waited) > 0 {
+		at = res.Waited[0].Admitted // the tick's time by the store's clock
+	}
+	a.line.LetIn(name, res.Admitted, at, res.Expires)
 }
 
 // sweepEvery is how often each queue's janitor runs (Store.Sweep), and

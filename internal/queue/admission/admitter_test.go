@@ -2,8 +2,10 @@ package admission_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -177,5 +179,49 @@ func TestAdmitterReportsATickAnsweredAsItStops(t *testing.T) {
 	a.Run(ctx) // returns once the run is stopped
 	if len(told) != 1 || told[0] != "u1" {
 		t.Errorf("told %v, want [u1]", told)
+	}
+}
+
+// lettingInStore lets two users in at at, their tokens expiring a TTL
+// later, and stops the run.
+type lettingInStore struct {
+	*scriptedStore
+	stop context.CancelFunc
+	at   time.Time
+}
+
+func (s *lettingInStore) Admit(ctx context.Context, q string, tokens []string) (queue.Admission, error) {
+	s.stop()
+	w := rollup.Wait{Admitted: s.at}
+	return queue.Admission{Ticked: true, Admitted: []string{"u1", "u2"}, Waited: []rollup.Wait{w, w},
+		Expires: s.at.Add(queue.DefaultConfig().TokenTTL), NextIn: time.Hour}, nil
+}
+
+// TestAdmitterSaysWhomItLetInWhereTheShopIsTold: a tick's admitted are
+// told as let in (signals.Line.LetIn), with the tick's time and their
+// tokens' expiry, only where the queue's notifyOnReady is on.
+func TestAdmitterSaysWhomItLetInWhereTheShopIsTold(t *testing.T) {
+	at := time.Date(2026, 12, 6, 22, 0, 0, 0, time.UTC)
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprint("notifyOnReady ", notify), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := queue.DefaultConfig()
+			c.NotifyOnReady = notify
+			s := &lettingInStore{scriptedStore: newScriptedStore(c, nil), stop: cancel, at: at}
+			var told []string
+			line := signals.New()
+			line.Listen(signals.Listener{LetIn: func(q string, users []string, when, expires time.Time) {
+				told = append(told, fmt.Sprint(q, users, when.Equal(at), expires.Sub(when)))
+			}})
+			admission.NewAdmitter(s, slog.New(slog.NewTextHandler(io.Discard, nil)), line, nil).Run(ctx)
+			want := []string(nil)
+			if notify {
+				want = []string{fmt.Sprint("q", []string{"u1", "u2"}, true, c.TokenTTL)}
+			}
+			if !slices.Equal(told, want) {
+				t.Errorf("told %q, want %q", told, want)
+			}
+		})
 	}
 }

@@ -226,7 +226,7 @@ type TickPlan struct {
 
 // Admission is the plan as the caller of Store.Admit sees it.
 func (p TickPlan) Admission() queue.Admission {
-	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn, Idle: p.Idle, Shadow: p.Shadow}
+	a := queue.Admission{Ticked: p.Due, Skipped: len(p.Skipped), NextIn: p.NextIn, Idle: p.Idle, Shadow: p.Shadow, Expires: p.Expires}
 	for _, w := range p.Admitted {
 		a.Admitted = append(a.Admitted, w.User)
 	}

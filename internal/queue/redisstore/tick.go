@@ -139,7 +139,7 @@ func (s *Store) admit(ctx context.Context, name string, tokens []string, apply *
 		return queue.Admission{}, unavailable(err)
 	}
 	p := reply{r: r}
-	a := queue.Admission{Ticked: plan.Due && p.int(0) == kindApplied, NextIn: plan.NextIn, Shadow: plan.Shadow}
+	a := queue.Admission{Ticked: plan.Due && p.int(0) == kindApplied, NextIn: plan.NextIn, Shadow: plan.Shadow, Expires: plan.Expires}
 	if a.Ticked {
 		a.Skipped = int(p.int(1))
 		n := int(p.int(2))

@@ -13,6 +13,7 @@ package signals
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 )
@@ -46,6 +47,13 @@ type Listener struct {
 	// Reconfigured: the queue's config was changed or the queue deleted
 	// through this instance; a config kept for it is stale.
 	Reconfigured func(queue string)
+	// LetIn: this instance let users into a queue whose notifyOnReady is
+	// on (queue.Config.NotifyOnReady): a tick's admitted, or one let
+	// straight in, at at (the store's clock), each holding a token that
+	// expires at expires. Told by the one instance that let them in (a
+	// tick is claimed by one caller), once, so whoever hears it here may
+	// tell the shop without a claim of its own.
+	LetIn func(queue string, users []string, at, expires time.Time)
 }
 
 // New returns a Line with no listeners yet.
@@ -103,6 +111,16 @@ func (s *Line) Read(queue string) {
 	for _, l := range s.all() {
 		if l.Read != nil {
 			l.Read(queue)
+		}
+	}
+}
+
+// LetIn tells the listeners that this instance let users in to a queue
+// that tells the shop of them (Listener.LetIn).
+func (s *Line) LetIn(queue string, users []string, at, expires time.Time) {
+	for _, l := range s.all() {
+		if l.LetIn != nil {
+			l.LetIn(queue, users, at, expires)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package signals_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/rollup"
 	"github.com/waitroom/waitroom/internal/queue/signals"
@@ -22,12 +23,16 @@ func TestEveryListenerHearsItsSignals(t *testing.T) {
 		Joined:       func(q string) { heard = append(heard, "2 joined "+q) },
 		Read:         func(q string) { heard = append(heard, "2 read "+q) },
 		Reconfigured: func(q string) { heard = append(heard, "2 reconfigured "+q) },
+		LetIn: func(q string, users []string, at, expires time.Time) {
+			heard = append(heard, "2 let in "+q+" "+users[0]+" "+expires.Sub(at).String())
+		},
 	})
 	line.Joined("a")
 	line.Moved("b", []string{"u"}, nil)
 	line.Read("c")
 	line.Reconfigured("d")
-	want := []string{"1 joined a", "2 joined a", "1 moved b u", "2 read c", "2 reconfigured d"}
+	line.LetIn("e", []string{"v"}, time.UnixMilli(0), time.UnixMilli(60_000))
+	want := []string{"1 joined a", "2 joined a", "1 moved b u", "2 read c", "2 reconfigured d", "2 let in e v 1m0s"}
 	if !slices.Equal(heard, want) {
 		t.Errorf("heard %q, want %q", heard, want)
 	}
@@ -38,6 +43,7 @@ func TestEveryListenerHearsItsSignals(t *testing.T) {
 	none.Moved("a", nil, nil)
 	none.Read("a")
 	none.Reconfigured("a")
+	none.LetIn("a", nil, time.Time{}, time.Time{})
 }
 
 // TestTellingAllocatesNothing: Joined runs on every enter.
