@@ -523,16 +523,10 @@ func (q *state) unplaced() int64 {
 // seen at once, before their instance's batched marks could arrive (a user
 // back from a long absence would be skipped meanwhile, though asking). It
 // reports whether it marked. Whether their page is hidden is kept: only
-// the page says so, in the batched mark that follows (Seen). A hidden mark
-// is dated admission.HiddenHolds back, so that the visible word of a page
-// shown again is not held against it as one that crossed a beacon would
-// be (Seen), which would keep it hidden while it asks.
+// the page says so, in the batched mark that follows (Seen).
 func (q *state) markSeen(user string, position int64, now time.Time) bool {
 	if q.cfg.AbandonAfter > 0 && (q.tick.Reach == 0 || position <= q.tick.Reach) {
 		q.seen[user] = now
-		if q.hidden[user] {
-			q.seen[user] = now.Add(-admission.HiddenHolds)
-		}
 		return true
 	}
 	return false

@@ -251,13 +251,10 @@ end
 -- tick sets one), is seen now. Their instance's batched mark (seen.lua) comes
 -- up to a second later, and admission could reach them meanwhile: a user back
 -- from a long absence would be skipped though asking. A hidden mark (< 0)
--- stays hidden: only the page's word, in the batched mark, changes that;
--- it is dated admission.HiddenHolds (3000 ms) back, so that the visible
--- word of a page shown again is not held against it as one that crossed
--- a beacon would be (seen.lua), which would keep it hidden while it asks.
+-- stays hidden: only the page's word, in the batched mark, changes that.
 local function markSeen(cfg, adm, user, position, now)
   local reach = tonumber(adm.reach)
-  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', K.seen, (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < 0 and 3000 - now or now, user) end
+  if (tonumber(cfg.abandon_ms) or 0) > 0 and (not reach or position <= reach) then redis.call('ZADD', K.seen, (tonumber(redis.call('ZSCORE', K.seen, user)) or 0) < 0 and -now or now, user) end
 end
 
 -- behindOf is the real line's last ticket when the shadow place of user
