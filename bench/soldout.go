@@ -244,12 +244,13 @@ func soldOutBuy(ctx context.Context, c *client, wait, jwt, q, product string) (b
 // soldOutOrder buys one unit with the token of a READY answer.
 func soldOutOrder(ctx context.Context, c *client, jwt, product string, ready map[string]any, b soldOutBuyer) soldOutBuyer {
 	b.token, _ = ready["token"].(string)
+	key := "soldout-" + b.token
 	st, body, err := c.doRetrying(ctx, &b.userOutcome, c.order, "POST", "/api/v1/orders", jwt,
-		map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", b.token, "Idempotency-Key", "soldout-"+b.token)
+		map[string]any{"productId": product, "quantity": 1}, "X-Entry-Token", b.token, "Idempotency-Key", key)
 	switch {
 	case err != nil:
 		b.err = err
-	case st == http.StatusCreated:
+	case st == http.StatusCreated || replayed(st, body, key):
 		b.boughtAt = time.Now()
 	case st == http.StatusConflict && errorCode(body) == "out_of_stock":
 		b.outOfStock = true
