@@ -32,13 +32,17 @@ func pageNow(v *apptest.Visitor) float64 {
 }
 
 // firstPollSentAfter is the page's first request to the line sent after
-// at (its clock), once answered.
-func firstPollSentAfter(v *apptest.Visitor, at float64) apptest.PagePoll {
+// at (its clock), once answered; with state, the first answered so.
+func firstPollSentAfter(v *apptest.Visitor, at float64, state ...string) apptest.PagePoll {
 	v.T.Helper()
+	answered := `p.answeredAt > 0`
+	if len(state) > 0 {
+		answered += ` && p.state === ` + apptest.JSString(state[0])
+	}
 	v.WaitUntil("an answer to a poll sent after the change",
-		`window.__polls.some(p => p.sentAt > `+strconv.FormatFloat(at, 'f', 3, 64)+` && p.answeredAt > 0)`, soldOutWithin)
+		`window.__polls.some(p => p.sentAt > `+strconv.FormatFloat(at, 'f', 3, 64)+` && `+answered+`)`, soldOutWithin)
 	for _, p := range v.Polls() {
-		if p.SentAt > at {
+		if p.SentAt > at && (len(state) == 0 || p.State == state[0]) {
 			return p
 		}
 	}
@@ -84,14 +88,18 @@ func TestBrowserSoldOut(t *testing.T) {
 
 		// Sold out: the next poll of each page shows it, and nothing that
 		// moves (no place, no estimate, no countdown) is on screen.
+		// Each page's clock is read before the sale sells out: read after,
+		// on a loaded machine, a poll answered SOLD_OUT could come between
+		// and be passed over. A poll sent meanwhile may still be answered
+		// WAITING, so the first answered SOLD_OUT is the one.
+		soldAt := map[string]float64{"en": pageNow(en), "ja": pageNow(ja)}
 		if r := in.Do("POST", "/admin/v1/queues/"+q+"/sold-out", in.AdminAuth(), nil); r.Status != 200 || r.Body["soldOut"] != true {
 			t.Fatalf("sold-out: %d %s", r.Status, r.Raw)
 		}
-		soldAt := map[string]float64{"en": pageNow(en), "ja": pageNow(ja)}
 		for _, p := range visitors {
 			texts := pageTexts(t, p.lang)
 			p.v.WaitState("soldout", soldOutWithin)
-			next := firstPollSentAfter(p.v, soldAt[p.lang])
+			next := firstPollSentAfter(p.v, soldAt[p.lang], "SOLD_OUT")
 			if next.State != "SOLD_OUT" || next.PollAfterSeconds == nil || *next.PollAfterSeconds < 24 || *next.PollAfterSeconds > 36 {
 				t.Errorf("%s: the first poll after the sale sold out was answered %+v, want SOLD_OUT, pollAfterSeconds 24..36", p.lang, next)
 			}
@@ -140,13 +148,13 @@ func TestBrowserSoldOut(t *testing.T) {
 		}
 
 		// A restock: each page's next poll brings its place back, the same.
+		restockAt := map[string]float64{"en": pageNow(en), "ja": pageNow(ja)} // before it, as soldAt
 		if r := in.Do("POST", "/admin/v1/queues/"+q+"/restock", in.AdminAuth(), nil); r.Status != 200 || r.Body["soldOut"] != false {
 			t.Fatalf("restock: %d %s", r.Status, r.Raw)
 		}
-		restockAt := map[string]float64{"en": pageNow(en), "ja": pageNow(ja)}
 		for _, p := range visitors {
 			p.v.WaitState("waiting", soldOutWithin)
-			next := firstPollSentAfter(p.v, restockAt[p.lang])
+			next := firstPollSentAfter(p.v, restockAt[p.lang], "WAITING")
 			if next.State != "WAITING" {
 				t.Errorf("%s: the first poll after the restock was answered %+v, want WAITING", p.lang, next)
 			}
