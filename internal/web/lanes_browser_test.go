@@ -164,6 +164,13 @@ func TestBrowserLanes(t *testing.T) {
 				p.TypeInto("#access-code", used)
 				p.Click("#code-button")
 				p.WaitUntil("the used code said", `document.getElementById('code-message')?.textContent === '이미 사용된 코드입니다.'`, 10*time.Second)
+				// The message stays up to be read: the page's refresh waits
+				// 30 s, not the line's 2.
+				var refresh string
+				p.MustEval(`document.querySelector('meta[http-equiv="refresh"]')?.content ?? ''`, &refresh)
+				if !strings.HasPrefix(refresh, "30;") {
+					t.Errorf("after a used code the page refreshes as %q, want after 30 s", refresh)
+				}
 				if got := p.Text("#position"); got != "2" {
 					t.Errorf("after a used code the place = %q, want still 2", got)
 				}

@@ -179,6 +179,13 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	num := func(n int64) string { return p.Sprintf("%d", n) }
 	t := func(key string, vars ...string) string { return fill(T[key], vars...) }
 	ret := r.URL.Query().Get("return")
+	// A refused code's message stays up long enough to read and retype
+	// the code: the refresh that would take it off waits at least
+	// codeSaidFor (at 2 s, a person near the front barely saw it).
+	pollAfter := st.PollAfter
+	if st.CodeRefused != CodeAccepted && pollAfter > 0 {
+		pollAfter = max(pollAfter, codeSaidFor)
+	}
 	view := &noScriptView{State: st.State, Paused: st.Paused, Stalled: st.Stalled, Drawn: st.Drawn,
 		BeyondStock: st.BeyondStock, KeepsPlace: st.KeepsPlace}
 	joined := false
@@ -197,7 +204,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 			view.Ahead = t(pluralKey(lang.Tag, "ahead", ahead), "n", num(ahead))
 		}
 		view.ETA, view.ETAWhy = wait(lang.Tag, T, p, st.Estimate)
-		view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
+		view.Note = t("noscriptRefresh", "n", num(seconds(pollAfter)))
 	case Opening:
 		joined = true
 		view.Note = t("opensIn", "t", countdown(time.Until(st.OpensAt)))
@@ -220,7 +227,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		// lets them.
 		joined = st.KeepsPlace
 		if st.KeepsPlace {
-			view.Note = t("noscriptRefresh", "n", num(seconds(st.PollAfter)))
+			view.Note = t("noscriptRefresh", "n", num(seconds(pollAfter)))
 		}
 	case Left, Moved:
 		said := againTexts[st.State]
@@ -230,7 +237,7 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		said := refusalTexts[st.State]
 		view.Heading, view.Note = t(said[0]), t(said[1])
 	case Trouble:
-		view.Heading, view.Note = t("noscriptTroubleHeading"), t("trouble", "n", num(seconds(st.PollAfter)))
+		view.Heading, view.Note = t("noscriptTroubleHeading"), t("trouble", "n", num(seconds(pollAfter)))
 	}
 	s.noScriptHandoff(view, st, v.Queue, lang.Code, ret, t)
 	if v.Codes && !inLane(st.Lane) && (st.State == Waiting || st.State == Opening || st.State == Left) {
@@ -244,8 +251,8 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		// the screen before the other device has it. The page links to
 		// itself instead (HandoffBack).
 		view.HandoffBack = s.noScriptURL(v.Queue, lang.Code, ret, joined)
-	case st.PollAfter > 0:
-		view.Refresh = &refresh{Seconds: seconds(st.PollAfter), URL: s.noScriptURL(v.Queue, lang.Code, ret, joined)}
+	case pollAfter > 0:
+		view.Refresh = &refresh{Seconds: seconds(pollAfter), URL: s.noScriptURL(v.Queue, lang.Code, ret, joined)}
 	}
 	return view
 }
@@ -294,6 +301,10 @@ var refusalTexts = map[StandingState][2]string{
 }
 
 // seconds is d in whole seconds, rounded up, at least 1.
+// codeSaidFor is the least time a refused access code's message stays
+// on the page without JavaScript before it refreshes.
+const codeSaidFor = 30 * time.Second
+
 func seconds(d time.Duration) int64 { return max(1, int64((d+time.Second-1)/time.Second)) }
 
 // unknownTexts are the page's words for why a wait is not known
