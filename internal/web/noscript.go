@@ -243,6 +243,14 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 	if v.Codes && !inLane(st.Lane) && (st.State == Waiting || st.State == Opening || st.State == Left) {
 		view.Code = &codeForm{Action: s.codeAction(v.Queue, lang.Code, ret), Refused: t(codeTexts[st.CodeRefused])}
 	}
+	s.noScriptRefresh(view, s.noScriptURL(v.Queue, lang.Code, ret, joined), pollAfter)
+	return view
+}
+
+// noScriptRefresh says when and where the page goes next: at once back
+// to the shop when let in, never while a handoff link is shown, else
+// to itself after pollAfter.
+func (s *Site) noScriptRefresh(view *noScriptView, self string, pollAfter time.Duration) {
 	switch {
 	case view.Return != "":
 		view.Refresh = &refresh{Seconds: 0, URL: view.Return}
@@ -250,11 +258,10 @@ func (s *Site) noScriptView(r *http.Request, lang Language, v Visit) *noScriptVi
 		// No refresh while the link is shown: it would take the link off
 		// the screen before the other device has it. The page links to
 		// itself instead (HandoffBack).
-		view.HandoffBack = s.noScriptURL(v.Queue, lang.Code, ret, joined)
+		view.HandoffBack = self
 	case pollAfter > 0:
-		view.Refresh = &refresh{Seconds: seconds(pollAfter), URL: s.noScriptURL(v.Queue, lang.Code, ret, joined)}
+		view.Refresh = &refresh{Seconds: seconds(pollAfter), URL: self}
 	}
-	return view
 }
 
 // noScriptHandoff puts the handoff's button (while the visitor holds a
