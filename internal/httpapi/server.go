@@ -30,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/operate"
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/report"
+	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/web"
 )
@@ -72,6 +73,12 @@ type Options struct {
 	Degraded *degraded.Policy
 	// AdminToken guards /admin; empty disables the admin API.
 	AdminToken string
+	// Audit hears every change made through the admin API and every
+	// refused attempt at one (issue 56; nil: none is kept).
+	Audit Auditor
+	// AdminSessions knows the admin page's signed-in sessions (issue 56,
+	// OpenID Connect; nil: no sign-in, bearer tokens only).
+	AdminSessions SessionAuth
 	// Ready says whether this instance can do its job (for /readyz) and
 	// what it knows of the parts it depends on, for the answer's body. An
 	// error is a 503: one wrapping ErrNotReady says why although the
@@ -111,6 +118,25 @@ type Options struct {
 	// MetricsHandler serves GET /metrics when set.
 	Metrics        *telemetry.Metrics
 	MetricsHandler http.Handler
+}
+
+// Auditor keeps the audit log (package staff): who changed what, and who
+// was refused.
+type Auditor interface {
+	// Record keeps e; a refusal (staff.Refused) may be only counted, so
+	// that refusals cannot flood the log. It never fails the request: the
+	// log's own trouble is its own to report.
+	Record(ctx context.Context, e staff.Entry)
+}
+
+// SessionAuth tells who signed in to the admin page sent a request.
+type SessionAuth interface {
+	// Actor answers the actor whose session r's cookie holds (false: r
+	// carries no session cookie). A request that changes something (any
+	// method but GET and HEAD) must also carry the session's CSRF guard,
+	// and a session that is unknown or expired is an error: both are
+	// refused as credentials that name nobody.
+	Actor(r *http.Request) (staff.Actor, bool, error)
 }
 
 // Server is the HTTP API.

@@ -81,10 +81,21 @@ const (
 	// user the session claiming, token the code's hash (issue 55).
 	opPutHandoff
 	opClaimHandoff
+	// The staff's records (issue 56; package staff), numbered with
+	// FirstUse's steps, as they belong to no queue: opPutToken and
+	// opDeleteToken keep and revoke a named token, opTouchToken its last
+	// use; opPutSession and opDeleteSession the admin page's sessions;
+	// opAudit an entry of the audit log. Each blob is its record's JSON.
+	opPutToken
+	opDeleteToken
+	opTouchToken
+	opPutSession
+	opDeleteSession
+	opAudit
 )
 
 // opLast is the last kind a journal may hold.
-const opLast = opClaimHandoff
+const opLast = opAudit
 
 // op is one journaled step: the method's arguments, its queue's step
 // number and the clock it ran at.
