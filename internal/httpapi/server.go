@@ -7,7 +7,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/bypass"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
@@ -79,6 +79,12 @@ type Options struct {
 	// AdminSessions knows the admin page's signed-in sessions (issue 56,
 	// OpenID Connect; nil: no sign-in, bearer tokens only).
 	AdminSessions SessionAuth
+	// Tokens checks, makes and revokes the named tokens (issue 56; nil:
+	// none are kept, and only --admin-token and sessions sign in).
+	Tokens *staff.Checker
+	// Addresses finds a request's client address behind the trusted
+	// proxies: the address an admin actor acted from.
+	Addresses clientaddr.Resolver
 	// Ready says whether this instance can do its job (for /readyz) and
 	// what it knows of the parts it depends on, for the answer's body. An
 	// error is a 503: one wrapping ErrNotReady says why although the
@@ -145,6 +151,9 @@ type Server struct {
 	logger *slog.Logger
 	errLog *errorLog
 	mux    *http.ServeMux
+	// roles are the admin routes' roles, as the contract declares them
+	// (RouteRole).
+	roles map[string]staff.Role
 
 	// fronts holds each queue's front document, built at most once a
 	// tick.
@@ -168,6 +177,7 @@ const maxHeld = 10_000
 func New(o Options) *Server {
 	s := &Server{Options: o, logger: o.Logger, errLog: newErrorLog(o.Logger), mux: http.NewServeMux(),
 		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
+	s.roles = routeRoles(o.OpenAPI)
 	s.draws = newDrawCache(o.Draws, o.Logger)
 	s.fronts = newFrontCache(o.Queue, s.draws)
 	m := s.mux
@@ -205,6 +215,9 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
+	m.HandleFunc("POST /admin/v1/tokens", s.admin(s.createToken))
+	m.HandleFunc("GET /admin/v1/tokens", s.bodiless(s.admin(s.listTokens)))
+	m.HandleFunc("DELETE /admin/v1/tokens/{name}", s.bodiless(s.admin(s.revokeToken)))
 
 	if o.MetricsHandler != nil {
 		m.HandleFunc("GET /metrics", s.bodiless(o.MetricsHandler.ServeHTTP))
@@ -457,22 +470,6 @@ func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) 
 		return errWith(errBadRequest, "body must hold exactly one JSON object")
 	}
 	return nil
-}
-
-// admin guards a handler with the admin bearer token (constant-time compare).
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.AdminToken == "" {
-			s.writeError(w, r, errAdminOff)
-			return
-		}
-		got, _ := identity.Bearer(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
-			s.writeError(w, r, errAdminAuth)
-			return
-		}
-		h(w, r)
-	}
 }
 
 // openAPI serves the HTTP contract (openapi.yaml at the repository root).
