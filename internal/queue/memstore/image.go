@@ -118,6 +118,8 @@ type usedImage struct {
 	Until []time.Time
 	// Rows are the queues' per-minute rows (Roll).
 	Rows []rowImage
+	// Audit is the audit log (issue 56; empty in a snapshot from before).
+	Audit []auditRecord
 }
 
 // image copies q's state (under its lock): what it shares with the live

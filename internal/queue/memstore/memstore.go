@@ -48,6 +48,8 @@ type Store struct {
 	// lapsed at rowsSwept.
 	rows      map[string]map[int64]*row
 	rowsSwept time.Time
+	// audit is the audit log, in At's order (staff_audit.go).
+	audit []auditRecord
 
 	disk *disk // the journal (Open); nil in memory only
 }
