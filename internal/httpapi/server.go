@@ -79,6 +79,9 @@ type Options struct {
 	// AdminSessions knows the admin page's signed-in sessions (issue 56,
 	// OpenID Connect; nil: no sign-in, bearer tokens only).
 	AdminSessions SessionAuth
+	// AuditLog reads the audit log for GET /admin/v1/audit (nil: none is
+	// kept, and the list is empty).
+	AuditLog AuditLog
 	// Ready says whether this instance can do its job (for /readyz) and
 	// what it knows of the parts it depends on, for the answer's body. An
 	// error is a 503: one wrapping ErrNotReady says why although the
@@ -205,6 +208,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
+	m.HandleFunc("GET /admin/v1/audit", s.bodiless(s.admin(s.listAudit)))
 
 	if o.MetricsHandler != nil {
 		m.HandleFunc("GET /metrics", s.bodiless(o.MetricsHandler.ServeHTTP))
@@ -471,7 +475,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, errAdminAuth)
 			return
 		}
-		h(w, r)
+		h(w, s.audited(r))
 	}
 }
 

@@ -244,3 +244,18 @@ func (f Filter) Most() int {
 	}
 	return f.Limit
 }
+
+type opKey struct{}
+
+// WithOp is ctx carrying op, what the call is (Entry.Op): the admin API
+// names its operation by method and route, the queues file "load" or
+// "reload", the backend its command. The calls it reaches record it.
+func WithOp(ctx context.Context, op string) context.Context {
+	return context.WithValue(ctx, opKey{}, op)
+}
+
+// OpOf is the op ctx carries ("" for none).
+func OpOf(ctx context.Context) string {
+	op, _ := ctx.Value(opKey{}).(string)
+	return op
+}

@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/order"
+	"github.com/waitroom/waitroom/internal/staff"
+)
+
+// AuditLog reads the audit log (package staff; the line's store keeps it).
+type AuditLog interface {
+	Audit(ctx context.Context, f staff.Filter) ([]staff.Entry, error)
+}
+
+// audited is r with what the audit log records of it in its context: the
+// operation (its method and route, staff.WithOp) and, unless the admin
+// middleware named who sent it already, the one --admin-token's actor,
+// from the client's address.
+func (s *Server) audited(r *http.Request) *http.Request {
+	ctx := staff.WithOp(r.Context(), r.Pattern)
+	if _, ok := staff.ActorOf(ctx); !ok {
+		a := staff.Actor{Kind: staff.KindAdminToken, Role: staff.Admin}
+		if s.Gate != nil {
+			a.Addr = s.Gate.Address(r).String()
+		}
+		ctx = staff.WithActor(ctx, a)
+	}
+	return r.WithContext(ctx)
+}
+
+// record keeps a change the admin API made itself (the operator's calls
+// record theirs): nil-safe.
+func (s *Server) record(r *http.Request, e staff.Entry) {
+	if s.Audit == nil {
+		return
+	}
+	if e.Op == "" {
+		e.Op = r.Pattern
+	}
+	s.Audit.Record(r.Context(), e)
+}
+
+// productBefore is the product a change is about to change, for its
+// record (nil: none yet, or not read).
+func (s *Server) productBefore(r *http.Request) *order.Product {
+	if s.Audit == nil {
+		return nil
+	}
+	p, err := s.Orders.Product(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil
+	}
+	return &p
+}
+
+// recordProduct keeps a product put: each field that changed.
+func (s *Server) recordProduct(r *http.Request, before *order.Product, after order.Product) {
+	var b order.Product
+	if before != nil {
+		b = *before
+	}
+	var changes []staff.Change
+	add := func(field string, bv, av any, same bool) {
+		if !same || before == nil {
+			if before == nil {
+				bv = nil
+			}
+			changes = append(changes, staff.Change{Field: field, Before: bv, After: av})
+		}
+	}
+	add("name", b.Name, after.Name, b.Name == after.Name)
+	add("stock", b.Stock, after.Stock, b.Stock == after.Stock)
+	add("queue", b.Queue, after.Queue, b.Queue == after.Queue)
+	if len(changes) > 0 {
+		s.record(r, staff.Entry{Queue: after.Queue, Detail: "product " + after.ID, Changes: changes})
+	}
+}
+
+// auditJSON is GET /admin/v1/audit's answer.
+type auditJSON struct {
+	Entries []staff.Entry `json:"entries"`
+}
+
+// listAudit answers the audit log's entries, oldest first (the newest
+// last): ?queue=, ?actor= (a token's name, an e-mail, queues-file,
+// backend: a part of who, any case), ?since= and ?until= (RFC 3339),
+// ?limit= (the newest that many; 1..1000, 100).
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := staff.Filter{Queue: q.Get("queue"), Actor: q.Get("actor"), Limit: 100}
+	for _, t := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				s.writeError(w, r, errWith(errBadRequest, t.name+" must be an RFC 3339 time (2026-12-24T20:00:00Z)"))
+				return
+			}
+			*t.to = at
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > staff.MaxAuditLimit {
+			s.writeError(w, r, errWith(errBadRequest, "limit must be an integer, 1.."+strconv.Itoa(staff.MaxAuditLimit)))
+			return
+		}
+		f.Limit = n
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
+		s.writeError(w, r, errWith(errBadRequest, "until must not come before since"))
+		return
+	}
+	if len(f.Queue) > 200 || len(f.Actor) > 200 {
+		s.writeError(w, r, errWith(errBadRequest, "queue and actor are at most 200 characters"))
+		return
+	}
+	var entries []staff.Entry
+	var err error
+	if s.AuditLog != nil {
+		entries, err = s.AuditLog.Audit(r.Context(), f)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if entries == nil {
+		entries = []staff.Entry{}
+	}
+	writeJSON(w, http.StatusOK, auditJSON{Entries: entries})
+}
