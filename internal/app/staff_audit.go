@@ -29,22 +29,24 @@ func (m *Main) auditStore(l *line) staff.AuditStore {
 func (m *Main) keepAudit(l *line) {
 	l.audit = staff.NewAuditor(staff.AuditorOptions{Store: m.auditStore(l), Keep: m.Config.RollupRetention, Clock: m.Clock, Logger: m.Logger})
 	l.operate.Audit = l.audit
+}
+
+// tellAudit sends each audit entry kept from now on to the shop as
+// admin.changed, and counts what the log could not keep (tellTheShop:
+// the metrics' registry is made by then).
+func (m *Main) tellAudit(direct *events.Direct) {
+	a := m.line.audit
+	a.Tell(direct.AdminChanged)
 	m.Registry.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "waitroom_audit_refusals_unlogged_total",
 			Help: "Refused admin attempts this instance counted but did not write to the audit log (rate-limited: each logged refusal carries how many like it were not).",
-		}, func() float64 { return float64(l.audit.Suppressed()) }),
+		}, func() float64 { return float64(a.Suppressed()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "waitroom_audit_failures_total",
 			Help: "Audit entries this instance could not keep (the store failed; the change itself was made, and the failure logged).",
-		}, func() float64 { return float64(l.audit.Failed()) }),
+		}, func() float64 { return float64(a.Failed()) }),
 	)
-}
-
-// tellAudit sends each audit entry kept from now on to the shop as
-// admin.changed (tellTheShop).
-func tellAudit(a *staff.Auditor, direct *events.Direct) {
-	a.Tell(direct.AdminChanged)
 }
 
 // queuesFileActor is ctx naming the queues file as who changes what it
