@@ -94,7 +94,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		Handoffs: m.line.store,
 		// The audit log (issue 56).
 		Audit: m.line.audit, AuditLog: m.auditStore(m.line),
-		OpenAPI:  waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
+		OpenAPI: waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
 	s.server = &http.Server{
