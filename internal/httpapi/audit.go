@@ -79,6 +79,15 @@ func (s *Server) recordProduct(r *http.Request, before *order.Product, after ord
 	}
 }
 
+// auditOf is the queue's entries of the audit log from since (zero: the
+// first kept) to until, for its report's "What happened".
+func (s *Server) auditOf(ctx context.Context, q string, since, until time.Time) ([]staff.Entry, error) {
+	if s.AuditLog == nil {
+		return nil, nil
+	}
+	return s.AuditLog.Audit(ctx, staff.Filter{Queue: q, Since: since, Until: until, Limit: staff.MaxAuditLimit})
+}
+
 // auditJSON is GET /admin/v1/audit's answer.
 type auditJSON struct {
 	Entries []staff.Entry `json:"entries"`
