@@ -158,6 +158,9 @@ func (a adminRollups) Sale(ctx context.Context, queue string, since, until time.
 	// Who changed what in the span (the report's "What happened").
 	q.Set("queue", queue)
 	q.Set("limit", strconv.Itoa(staff.MaxAuditLimit))
+	if !until.IsZero() { // to the millisecond: a change made this second is in
+		q.Set("until", until.UTC().Format(time.RFC3339Nano))
+	}
 	var log struct {
 		Entries []staff.Entry `json:"entries"`
 	}

@@ -37,10 +37,13 @@ type Auditor struct {
 	keep   time.Duration
 	clock  func() time.Time
 	logger *slog.Logger
-	tell   atomic.Pointer[func(Entry)]
 
 	mu      sync.Mutex
 	refused map[string]*refusals
+	tell    func(Entry)
+	// untold are the entries kept before Tell (the queues file's load at
+	// start), told once it is; at most maxUntold.
+	untold []Entry
 
 	suppressed, failed atomic.Int64
 }
@@ -73,9 +76,33 @@ func NewAuditor(o AuditorOptions) *Auditor {
 	return &Auditor{store: o.Store, keep: o.Keep, clock: o.Clock, logger: o.Logger, refused: map[string]*refusals{}}
 }
 
-// Tell has f hear each entry kept from now on (the webhook admin.changed;
-// set once the shop's events are built, after the queues file's first load).
-func (a *Auditor) Tell(f func(Entry)) { a.tell.Store(&f) }
+// Tell has f hear each entry kept (the webhook admin.changed): those kept
+// before, at once, then each as it is kept. It is set once the shop's
+// events are built, after the queues file's first load.
+func (a *Auditor) Tell(f func(Entry)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tell = f
+	for _, e := range a.untold {
+		f(e)
+	}
+	a.untold = nil
+}
+
+// maxUntold bounds the entries kept before Tell.
+const maxUntold = 1000
+
+// told tells e, or keeps it until Tell.
+func (a *Auditor) told(e Entry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.tell != nil:
+		a.tell(e)
+	case len(a.untold) < maxUntold:
+		a.untold = append(a.untold, e)
+	}
+}
 
 // Suppressed counts the refusals not logged (rate-limited), Failed the
 // entries the store did not keep: both for the metrics.
@@ -125,9 +152,7 @@ func (a *Auditor) Record(ctx context.Context, e Entry) {
 			"op", e.Op, "queue", e.Queue, "actor", e.Actor.Label(), "err", err)
 		return
 	}
-	if f := a.tell.Load(); f != nil {
-		(*f)(kept)
-	}
+	a.told(kept)
 }
 
 // admitRefusal says whether a refusal by actor at at is logged, and how
