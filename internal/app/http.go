@@ -92,8 +92,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		Draws: m.line.store, Participants: &drawnBy,
 		// Handoff links' codes, kept by the line's store (issue 55).
 		Handoffs: m.line.store,
-		// The audit log (issue 56).
-		Audit: m.line.audit, AuditLog: m.auditStore(m.line),
+		Audit:    m.line.audit, AuditLog: m.auditStore(m.line), // the audit log (issue 56)
 		OpenAPI: waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)

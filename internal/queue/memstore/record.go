@@ -327,8 +327,6 @@ func (s *Store) replay(o op) error {
 			return err
 		}
 		err = s.Roll(ctx, o.queue, w)
-	case opAudit:
-		err = s.replayAudit(o)
 	case opDeleteQueue:
 		err = s.DeleteQueue(ctx, o.queue)
 	case opExtend:

@@ -102,6 +102,15 @@ func (s *Store) Audit(_ context.Context, f staff.Filter) ([]staff.Entry, error) 
 	return out, nil
 }
 
+// replayUsed runs a step numbered with FirstUse's again: the staff's
+// records here, the others in replay.
+func (s *Store) replayUsed(o op) error {
+	if o.kind == opAudit {
+		return s.replayAudit(o)
+	}
+	return s.replay(o)
+}
+
 // replayAudit runs an opAudit step again (replay).
 func (s *Store) replayAudit(o op) error {
 	s.usedMu.Lock()
