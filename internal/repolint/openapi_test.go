@@ -1050,6 +1050,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"GET", "/admin/v1/queues/default/suspects", nil},
 				{"POST", "/admin/v1/queues/default/suspects/1/clear", nil},
 				{"POST", "/admin/v1/queues/default/codes", map[string]any{"lane": "invited", "codes": []string{}}},
+				{"GET", "/admin/v1/audit", nil},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -1381,6 +1382,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"GET", "/admin/v1/queues/" + q + "/suspects", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/suspects/1/clear", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/codes", admin, map[string]any{"lane": "invited", "codes": []string{}}, nil},
+		{"GET", "/admin/v1/audit", admin, nil, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},
