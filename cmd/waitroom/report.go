@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/report"
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // reportTimeout bounds reading a sale's figures: 14 days of minutes is a
@@ -150,6 +152,19 @@ func (a adminRollups) Sale(ctx context.Context, queue string, since, until time.
 		path += "?" + q.Encode()
 	}
 	var sale report.Sale
-	err := adminCall(ctx, http.MethodGet, a.at, path, a.token, nil, &sale)
+	if err := adminCall(ctx, http.MethodGet, a.at, path, a.token, nil, &sale); err != nil {
+		return sale, err
+	}
+	// Who changed what in the span (the report's "What happened").
+	q.Set("queue", queue)
+	q.Set("limit", strconv.Itoa(staff.MaxAuditLimit))
+	if !until.IsZero() { // to the millisecond: a change made this second is in
+		q.Set("until", until.UTC().Format(time.RFC3339Nano))
+	}
+	var log struct {
+		Entries []staff.Entry `json:"entries"`
+	}
+	err := adminCall(ctx, http.MethodGet, a.at, "/admin/v1/audit?"+q.Encode(), a.token, nil, &log)
+	sale.Audit = log.Entries
 	return sale, err
 }

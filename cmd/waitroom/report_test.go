@@ -17,8 +17,8 @@ import (
 
 // rollupsServer stands in for an instance's admin API: it answers the
 // rollups route with the known sale as JSON (the shape the route must
-// answer: a report.Sale) and /healthz as waitroom does, and records the
-// queries it was asked.
+// answer: a report.Sale), the audit log with one entry, and /healthz as
+// waitroom does, and records the queries it was asked.
 func rollupsServer(t *testing.T, token string) (*httptest.Server, func() []string) {
 	t.Helper()
 	var mu sync.Mutex
@@ -35,6 +35,9 @@ func rollupsServer(t *testing.T, token string) (*httptest.Server, func() []strin
 		case r.Header.Get("Authorization") != "Bearer "+token:
 			w.WriteHeader(http.StatusUnauthorized)
 			w.Write([]byte(`{"error":{"code":"admin_unauthorized","message":"admin token missing or wrong"}}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/admin/v1/audit" && r.URL.Query().Get("queue") == "spring-drop":
+			w.Write([]byte(`{"entries":[{"id":"1","at":"2026-12-04T20:30:00Z","actor":{"kind":"backend"},"queue":"spring-drop",` +
+				`"op":"sold-out","outcome":"done","changes":[{"field":"unitsLeft","before":3,"after":0}]}]}`))
 		case r.Method != http.MethodGet || r.URL.Path != "/admin/v1/queues/spring-drop/rollups":
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":{"code":"queue_not_found","message":"queue not found"}}`))
@@ -66,7 +69,8 @@ func TestReportCommand(t *testing.T) {
 		{"a file, the span as instants", []string{"--queue", "spring-drop", "--since", "2026-12-04T19:00:00Z", "--until", "2026-12-04T21:00:00Z",
 			"--out", filepath.Join(dir, "a.html"), "--tz", "UTC", "--admin-token", "s3cret"}, nil,
 			"since=2026-12-04T19%3A00%3A00Z&until=2026-12-04T21%3A00%3A00Z", filepath.Join(dir, "a.html"),
-			[]string{`<html lang="en">`, "From 2026-12-04 19:00 to 2026-12-04 21:00 (UTC)", truth.EnteredText() + " took a place"}},
+			[]string{`<html lang="en">`, "From 2026-12-04 19:00 to 2026-12-04 21:00 (UTC)", truth.EnteredText() + " took a place",
+				"<td>backend</td><td>sold-out</td><td>unitsLeft: 3 → 0</td>"}},
 		{"standard output, a duration, Korean in Seoul's time", []string{"--queue", "spring-drop", "--since", "4h", "--out", "-", "--lang", "ko", "--tz", "Asia/Seoul"},
 			map[string]string{"WAITROOM_ADMIN_TOKEN": "s3cret"},
 			"since=2026-12-04T19%3A00%3A00Z&until=2026-12-04T23%3A00%3A00Z", "",
@@ -78,8 +82,9 @@ func TestReportCommand(t *testing.T) {
 			if err := reportCmd(args, env(tt.env), now, &out, &errOut); err != nil {
 				t.Fatalf("report %q: %v\n%s", args, err, errOut.String())
 			}
-			if got := asked(); !strings.HasSuffix(got[len(got)-1], "/rollups?"+tt.query) {
-				t.Errorf("asked %q, want the rollups of %s", got[len(got)-1], tt.query)
+			// The rollups, then who changed what in the same span.
+			if got := asked(); len(got) < 2 || !strings.HasSuffix(got[len(got)-2], "/rollups?"+tt.query) || !strings.HasPrefix(got[len(got)-1], "/admin/v1/audit?") {
+				t.Errorf("asked %q, want the rollups of %s and the audit log", got, tt.query)
 			}
 			html := out.String()
 			if tt.file != "" {

@@ -35,6 +35,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/watch"
 	"github.com/waitroom/waitroom/internal/queuefile"
 	"github.com/waitroom/waitroom/internal/spend"
+	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/suspect"
 	"github.com/waitroom/waitroom/internal/telemetry"
 	"github.com/waitroom/waitroom/internal/webhook"
@@ -106,6 +107,7 @@ type line struct {
 	admitter  *admission.Admitter // started with the loops; enters wake it
 	signals   *signals.Line       // the service's and the admitter's, and the sale's metrics'
 	operate   *operate.Operator   // the operator's calls, on the same signals
+	audit     *staff.Auditor      // the audit log (staff_audit.go)
 }
 
 // Operator is the operator's calls on the line (configs, stats, stock,

@@ -93,7 +93,8 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		Draws: m.line.store, Participants: &drawnBy,
 		// Handoff links' codes, kept by the line's store (issue 55).
 		Handoffs: m.line.store,
-		OpenAPI:  waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
+		Audit:    m.line.audit, AuditLog: m.auditStore(m.line), // the audit log (issue 56)
+		OpenAPI: waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
 	s.server = &http.Server{

@@ -77,6 +77,7 @@ func (m *Main) openLine(ctx context.Context) (l *line, err error) {
 	l.signals = signals.New()
 	m.Queue = queue.NewService(l.store, c.StatusSnapshotAge, l.signals)
 	l.operate = operate.New(l.store, l.signals)
+	m.keepAudit(l)
 	l.admitter = admission.NewAdmitter(l.loopStore, m.Logger, l.signals, m.ensureDefaultQueue)
 	l.admitter.Drawer = drawer(c)
 	m.watchHealth(l)

@@ -42,6 +42,7 @@ func (m *Main) applyQueuesFile(ctx context.Context) error {
 	if f == nil {
 		return nil
 	}
+	ctx = queuesFileActor(ctx, "load")
 	if err := m.applyQueues(ctx, f); err != nil {
 		return fmt.Errorf("--queues %s: %w", f.Name, err)
 	}
@@ -68,7 +69,7 @@ func (m *Main) ReloadQueues(ctx context.Context) error {
 	}
 	m.settings.queuesFile.Store(f)
 	m.sale.shop.webhooks.SetReceivers(m.webhookReceivers())
-	if err := m.applyQueues(ctx, f); err != nil {
+	if err := m.applyQueues(queuesFileActor(ctx, "reload"), f); err != nil {
 		m.Logger.Error("the queues file was applied in part: send SIGHUP again once the store answers", "file", f.Name, "err", err)
 		return err
 	}

@@ -58,6 +58,7 @@ func (m *Main) tellTheShop() (sh shop) {
 	sh.webhooks = webhook.New(webhook.Options{Secret: m.settings.webhookSecret, RetryFor: m.Config.WebhookRetryFor,
 		Registry: m.Registry, Logger: m.Logger, Now: m.Clock}, m.webhookReceivers())
 	sh.direct = events.NewDirect(sh.webhooks)
+	m.tellAudit(sh.direct)
 	m.tellWhoIsLetIn(sh)
 	sh.detector = events.NewDetector(events.Options{Store: lineReader{m.Queue, m.line.operate}, Publisher: sh.webhooks, Queues: m.line.operate.KnownQueues,
 		Now: m.Clock, Logger: m.Logger, Pending: &m.sale.pending, Keep: m.Config.RollupRetention})

@@ -49,6 +49,9 @@ const (
 	// queue's store opened (the store failed) or closed (it answers again).
 	BreakerOpened Type = "breaker.opened"
 	BreakerClosed Type = "breaker.closed"
+	// AdminChanged: an entry of the audit log (issue 56): someone changed
+	// the sale, or was refused.
+	AdminChanged Type = "admin.changed"
 )
 
 // Event is one happening as the shop receives it (its JSON is the

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // CommandHeader is what the upstream answers to tell waitroom something,
@@ -118,7 +120,14 @@ func (g *Gateway) run(ctx context.Context, c upstreamCommand, u *entryUse) {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" cannot be carried out", "command", c.name, "why", c.bad)
 		return
 	}
-	now, err := g.o.Operate.SetStock(context.WithoutCancel(ctx), q, st, false)
+	ctx = context.WithoutCancel(ctx)
+	if g.stock.news(q, st, time.Now()) {
+		// A backend may repeat a command on every answer: only one that
+		// may change the stock names its actor, and the operator's call
+		// records it if the queue's stock was not that already.
+		ctx = staff.WithActor(staff.WithOp(ctx, c.name), staff.Actor{Kind: staff.KindBackend})
+	}
+	now, err := g.o.Operate.SetStock(ctx, q, st, false)
 	if err != nil {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" failed", "command", c.name, "queue", q, "err", err)
 		return

@@ -7,6 +7,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/order"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // maxTokenLen bounds the X-Entry-Token header; anything longer cannot be a
@@ -116,11 +117,13 @@ func (s *Server) putProduct(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errWith(errBadRequest, "stock is required"))
 		return
 	}
+	before := s.productBefore(r)
 	p, err := s.Orders.PutProduct(r.Context(), order.Product{ID: r.PathValue("id"), Name: body.Name, Stock: *body.Stock, Queue: body.Queue})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.recordProduct(r, before, p)
 	writeJSON(w, http.StatusOK, productJSON(p))
 }
 
@@ -183,5 +186,6 @@ func (s *Server) restockProduct(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.record(r, staff.Entry{Queue: p.Queue, Detail: "product " + p.ID, Changes: []staff.Change{{Field: "stock", Before: p.Stock - *body.Quantity, After: p.Stock}}})
 	writeJSON(w, http.StatusOK, productJSON(p))
 }

@@ -41,6 +41,10 @@ func (s *Server) queueReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sale.Queue, sale.From, sale.Until = q, since, until
+	if sale.Audit, err = s.auditOf(r.Context(), q, since, until); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	asked := web.RequestLanguages(r)
 	lang := report.Language(append(asked[0], asked[1]...)...)
 	var buf bytes.Buffer

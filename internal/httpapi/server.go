@@ -85,6 +85,9 @@ type Options struct {
 	// Addresses finds a request's client address behind the trusted
 	// proxies: the address an admin actor acted from.
 	Addresses clientaddr.Resolver
+	// AuditLog reads the audit log for GET /admin/v1/audit (nil: none is
+	// kept, and the list is empty).
+	AuditLog AuditLog
 	// Ready says whether this instance can do its job (for /readyz) and
 	// what it knows of the parts it depends on, for the answer's body. An
 	// error is a 503: one wrapping ErrNotReady says why although the
@@ -218,6 +221,7 @@ func New(o Options) *Server {
 	m.HandleFunc("POST /admin/v1/tokens", s.admin(s.createToken))
 	m.HandleFunc("GET /admin/v1/tokens", s.bodiless(s.admin(s.listTokens)))
 	m.HandleFunc("DELETE /admin/v1/tokens/{name}", s.bodiless(s.admin(s.revokeToken)))
+	m.HandleFunc("GET /admin/v1/audit", s.bodiless(s.admin(s.listAudit)))
 
 	if o.MetricsHandler != nil {
 		m.HandleFunc("GET /metrics", s.bodiless(o.MetricsHandler.ServeHTTP))

@@ -101,12 +101,12 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		a, err := s.adminActor(r)
 		if err != nil {
 			if errors.Is(err, errAdminAuth) {
-				s.audit(r, staff.Entry{Actor: a, Outcome: staff.Refused, Detail: "credentials that name nobody"})
+				s.record(r, staff.Entry{Actor: a, Outcome: staff.Refused, Detail: "credentials that name nobody"})
 			}
 			s.writeError(w, r, err)
 			return
 		}
-		r = r.WithContext(staff.WithActor(r.Context(), a))
+		r = r.WithContext(staff.WithOp(staff.WithActor(r.Context(), a), r.Pattern))
 		if s.allow(w, r, s.RouteRole(r.Pattern), "") {
 			h(w, r)
 		}
@@ -169,7 +169,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, need staff.Role, 
 	if field != "" {
 		detail += "; field " + field
 	}
-	s.audit(r, staff.Entry{Actor: a, Outcome: staff.Refused, Detail: detail})
+	s.record(r, staff.Entry{Actor: a, Outcome: staff.Refused, Detail: detail})
 	s.writeError(w, r, refusal)
 	return false
 }
@@ -195,15 +195,3 @@ func (s *Server) mayPatch(w http.ResponseWriter, r *http.Request, stored queue.C
 	return true
 }
 
-// audit tells the audit log of e, made by r (nil Audit: nobody keeps one).
-func (s *Server) audit(r *http.Request, e staff.Entry) {
-	if s.Audit == nil {
-		return
-	}
-	e.At = time.Now().UTC()
-	e.Op = r.Pattern
-	if e.Queue == "" {
-		e.Queue = r.PathValue("queue")
-	}
-	s.Audit.Record(r.Context(), e)
-}

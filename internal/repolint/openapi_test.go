@@ -952,6 +952,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	runOpenAPISuspects(t, k, b, admin)
 	runOpenAPILanes(t, k, admin)
 	runOpenAPIHandoff(t, k, admin)
+	runOpenAPIAudit(t, k, admin)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
@@ -1056,6 +1057,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"POST", "/admin/v1/tokens", map[string]any{"name": "x", "role": "viewer"}},
 				{"GET", "/admin/v1/tokens", nil},
 				{"DELETE", "/admin/v1/tokens/x", nil},
+				{"GET", "/admin/v1/audit", nil},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -1393,6 +1395,7 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"GET", "/admin/v1/tokens", admin, nil, nil},
 		{"DELETE", "/admin/v1/tokens/unchecked", admin, nil, nil},
 		{"GET", "/admin/v1/queue-settings", "Bearer " + unchecked.Str("token"), nil, nil},
+		{"GET", "/admin/v1/audit", admin, nil, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},

@@ -59,6 +59,7 @@ type view struct {
 	Charts                                 []chart
 	Funnel                                 funnelView
 	Moments                                table
+	Audit                                  table // who changed what (issue 56)
 	Geo                                    chartGeometry
 }
 
@@ -101,6 +102,7 @@ func build(f figures, x texts, o Options) view {
 		v.Span = x.t("span", "from", at(from), "until", at(until), "zone", loc.String())
 	}
 	v.Moments = momentsTable(f.sale.Moments, x, loc)
+	v.Audit = auditTable(f.sale.Audit, x, loc)
 	if v.Empty {
 		return v
 	}

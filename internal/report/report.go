@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // Sale is one queue's figures over a span: what Render draws.
@@ -31,6 +32,11 @@ type Sale struct {
 	Minutes []Minute `json:"minutes"`
 	// Moments are what happened to the sale, oldest first.
 	Moments []Moment `json:"moments"`
+	// Audit is who changed the sale within the span: the queue's entries
+	// of the audit log (issue 56), oldest first. The rollups' JSON leaves
+	// it out: the report's sources read it from the log (GET
+	// /admin/v1/audit).
+	Audit []staff.Entry `json:"audit,omitempty"`
 }
 
 // Minute is one minute of one queue: the rollup's row (rollup.Minute),

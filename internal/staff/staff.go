@@ -193,7 +193,8 @@ type Entry struct {
 	Op      string   `json:"op"`
 	Outcome Outcome  `json:"outcome"`
 	Changes []Change `json:"changes,omitempty"`
-	// Detail says more, for a refusal: why (the field above the role).
+	// Detail says more: for a refusal, why (the field above the role);
+	// for a product's change, which product (audit part).
 	Detail string `json:"detail,omitempty"`
 	// Repeats counts the refusals like this one that were not logged
 	// since the last that was (rate-limited).

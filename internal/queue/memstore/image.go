@@ -121,6 +121,8 @@ type usedImage struct {
 	Rows []rowImage
 	// Tokens are the named tokens (staff_roles.go).
 	Tokens []staff.Token
+	// Audit is the audit log (issue 56; empty in a snapshot from before).
+	Audit []auditRecord
 }
 
 // image copies q's state (under its lock): what it shares with the live

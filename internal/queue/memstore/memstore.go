@@ -51,6 +51,8 @@ type Store struct {
 	rowsSwept time.Time
 	// tokens are the named tokens (staff_roles.go).
 	tokens []staff.Token
+	// audit is the audit log, in At's order (staff_audit.go).
+	audit []auditRecord
 
 	disk *disk // the journal (Open); nil in memory only
 }

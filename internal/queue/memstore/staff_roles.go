@@ -102,16 +102,6 @@ func (s *Store) TouchToken(_ context.Context, hash string, at time.Time) error {
 	return s.await(n)
 }
 
-// replayUsed runs a step numbered with FirstUse's again: a token's here,
-// the others by replay.
-func (s *Store) replayUsed(o op) error {
-	switch o.kind {
-	case opPutToken, opDeleteToken, opTouchToken:
-		return s.replayToken(o)
-	}
-	return s.replay(o)
-}
-
 // replayToken runs a token's step again. A name taken already is the
 // step's own answer then, as at the time, not a fault.
 func (s *Store) replayToken(o op) error {

@@ -30,6 +30,10 @@ type Operator struct {
 	// time.Now unless a test sets it.
 	Clock func() time.Time
 
+	// Audit hears each change made with an actor in its context (the
+	// audit log, audit.go); nil: none is kept.
+	Audit Recorder
+
 	store queue.Store
 	line  *signals.Line // told of each change, which the instance's service hears
 
@@ -55,9 +59,13 @@ func (o *Operator) SetStock(ctx context.Context, q string, st queue.Stock, onlyL
 	if st.Known && (st.Units < 0 || st.Units > maxUnits) {
 		return queue.Stock{}, fmt.Errorf("%w: unitsLeft must be 0..%d, got %d", queue.ErrInvalidConfig, maxUnits, st.Units)
 	}
+	before, audited := o.stockBefore(ctx, q)
 	now, err := o.store.SetStock(ctx, q, st, onlyLower)
 	if err == nil {
 		o.line.Moved(q, nil, nil)
+		if audited {
+			o.recordStock(ctx, q, before, now)
+		}
 	}
 	return now, err
 }
@@ -83,8 +91,12 @@ func (o *Operator) PutConfig(ctx context.Context, q string, c queue.Config) erro
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	before := o.configBefore(ctx, q)
 	err := o.store.PutConfig(ctx, q, c)
 	o.line.Reconfigured(q)
+	if err == nil && o.audited(ctx) {
+		o.recordConfig(ctx, q, before, c)
+	}
 	return err
 }
 
@@ -96,6 +108,7 @@ func (o *Operator) DeleteQueue(ctx context.Context, q string) error {
 	}
 	err := o.store.DeleteQueue(ctx, q)
 	o.line.Reconfigured(q)
+	o.recordDelete(ctx, q, err)
 	return err
 }
 
@@ -106,7 +119,11 @@ func (o *Operator) AddCodes(ctx context.Context, q string, codes []accesscode.Co
 	if err := queue.ValidateQueueName(q); err != nil {
 		return accesscode.Added{}, err
 	}
-	return o.store.AddCodes(ctx, q, codes)
+	added, err := o.store.AddCodes(ctx, q, codes)
+	if err == nil {
+		o.recordCodes(ctx, q, codes, added)
+	}
+	return added, err
 }
 
 // Stats returns the operator's view of a queue.
@@ -296,6 +313,7 @@ func (o *Operator) ClearSuspect(ctx context.Context, q string, ticket int64) err
 	case found:
 		o.line.Joined(q)
 		o.line.Moved(q, nil, nil)
+		o.recordCleared(ctx, q, ticket)
 		return nil
 	}
 	// Not found: tell an unknown queue apart, as every other call does.

@@ -68,6 +68,8 @@
 //	commit_draw.lua              Store.CommitDraw                                                 CommitDrawKeepsOneCommitmentPerOpening
 //	save_draw.lua                Store.SaveDraw                                                   SaveDrawKeepsTheFirstRecordUnderTheLease, OpeningTakenOverPlacesTheOrderDrawn, OpeningOfTenThousandMatchesItsRecord
 //	first_use.lua                Store.FirstUse                                                   FirstUseIsOnce
+//	audit_append.lua             Store.Append, Store.appendAudit                                  TestAudit (this package: stafftest's suite)
+//	audit_read.lua               Store.Audit                                                      TestAudit (this package: stafftest's suite)
 //	roll.lua                     Store.Roll, Store.roll                                           RowsAddUpRaceFreeAndLapse
 //	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
 //	set_stock.lua                Store.SetStock                                                   SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
