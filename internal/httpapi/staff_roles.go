@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v4"
 
@@ -194,4 +193,3 @@ func (s *Server) mayPatch(w http.ResponseWriter, r *http.Request, stored queue.C
 	}
 	return true
 }
-

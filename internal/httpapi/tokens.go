@@ -79,7 +79,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.audit(r, staff.Entry{Outcome: staff.Done, Actor: actorOf(r), Changes: []staff.Change{
+	s.record(r, staff.Entry{Outcome: staff.Done, Actor: actorOf(r), Changes: []staff.Change{
 		{Field: "name", Before: nil, After: t.Name}, {Field: "role", Before: nil, After: string(t.Role)}}})
 	j := toTokenJSON(t)
 	j.Token = secret
@@ -134,7 +134,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.audit(r, staff.Entry{Outcome: staff.Done, Actor: actorOf(r), Changes: []staff.Change{
+	s.record(r, staff.Entry{Outcome: staff.Done, Actor: actorOf(r), Changes: []staff.Change{
 		{Field: "name", Before: name, After: nil}, {Field: "role", Before: string(role), After: nil}}})
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -32,12 +32,8 @@ func (s *logStore) Append(_ context.Context, e Entry, _ time.Duration) (Entry, e
 
 func (s *logStore) Audit(context.Context, Filter) ([]Entry, error) { return s.kept, nil }
 
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-
 func newTestAuditor(store AuditStore, logs *bytes.Buffer) (*Auditor, *fakeClock) {
-	clock := &fakeClock{time.Date(2026, 12, 24, 20, 2, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 12, 24, 20, 2, 0, 0, time.UTC)}
 	return NewAuditor(AuditorOptions{Store: store, Keep: time.Hour, Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(logs, nil))}), clock
 }
 
