@@ -254,7 +254,7 @@ func (s *Store) replayRecord(o op) error {
 	case opResume:
 		s.resume(o.at, o.dur, false)
 		return nil
-	case opFirstUse, opRoll:
+	case opFirstUse, opRoll, opPutSession, opDeleteSession:
 		if o.seq <= s.usedOps {
 			return nil
 		}
@@ -409,7 +409,7 @@ func (s *Store) Compact() error {
 			}
 		}
 		s.usedMu.Lock()
-		used := usedImage{Ops: s.usedOps, Rows: s.rowImages()}
+		used := usedImage{Ops: s.usedOps, Rows: s.rowImages(), Sessions: s.sessionImages()}
 		for k, until := range s.used {
 			used.Queue, used.Key, used.Until = append(used.Queue, k.queue), append(used.Key, k.key), append(used.Until, until)
 		}
@@ -486,6 +486,7 @@ func (s *Store) loadSnapshot(path string, last *time.Time) (int, int64, error) {
 			}
 			s.usedOps = used.Ops
 			s.restoreRows(used.Rows)
+			s.restoreSessions(used.Sessions)
 			for j := range used.Key {
 				s.used[usedKey{used.Queue[j], used.Key[j]}] = used.Until[j]
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/admission"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // queueImage is one queue's whole state as a snapshot keeps it (gob: a
@@ -118,6 +119,9 @@ type usedImage struct {
 	Until []time.Time
 	// Rows are the queues' per-minute rows (Roll).
 	Rows []rowImage
+	// Sessions are the admin page's live sessions (issue 56; none in a
+	// snapshot from before).
+	Sessions []staff.Session
 }
 
 // image copies q's state (under its lock): what it shares with the live

@@ -28,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue/estimate"
 	"github.com/waitroom/waitroom/internal/queue/lane"
 	"github.com/waitroom/waitroom/internal/queue/rollup"
+	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
 
@@ -48,6 +49,9 @@ type Store struct {
 	// lapsed at rowsSwept.
 	rows      map[string]map[int64]*row
 	rowsSwept time.Time
+	// sessions are the admin page's signed-in sessions by their hash
+	// (staff_sso.go).
+	sessions map[string]staff.Session
 
 	disk *disk // the journal (Open); nil in memory only
 }
