@@ -53,7 +53,8 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	if err != nil {
 		return s, fmt.Errorf("--human-check-secret-file: %w", err)
 	}
-	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir, HumanCheckOrigin: human.ScriptOrigin()})
+	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir, HumanCheckOrigin: human.ScriptOrigin(),
+		SignInOrigin: c.AdminOIDC.origin()})
 	if err != nil {
 		return s, fmt.Errorf("--page-dir: %w", err)
 	}
@@ -64,6 +65,10 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
+	signIn, err := m.adminSignIn(id)
+	if err != nil {
+		return s, err
+	}
 	if len(c.SuspectRanges) > 0 { // read again: a file may have changed since Validate
 		if s.ranges, err = suspect.NewRanges(c.SuspectRanges); err != nil {
 			return s, fmt.Errorf("--suspect-ranges: %w", err)
@@ -85,6 +90,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		// must verify on whichever instance it reaches.
 		Tickets:    front.NewTickets([]byte(c.AuthSecret)),
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
+		AdminSessions: sessionAuth(signIn), AdminSignIn: signInRoutes(signIn),
 		NewQueueConfig: m.settings.newQueues, QueueConfigChanged: m.queueConfigChanged,
 		Page: site,
 		// The draws the admitter commits to and makes, as the store

@@ -79,6 +79,9 @@ type Options struct {
 	// AdminSessions knows the admin page's signed-in sessions (issue 56,
 	// OpenID Connect; nil: no sign-in, bearer tokens only).
 	AdminSessions SessionAuth
+	// AdminSignIn serves the admin page's sign-in through the shop's
+	// identity provider (/admin/sso/…; nil: none, the routes answer 404).
+	AdminSignIn AdminSignIn
 	// Ready says whether this instance can do its job (for /readyz) and
 	// what it knows of the parts it depends on, for the answer's body. An
 	// error is a 503: one wrapping ErrNotReady says why although the
@@ -205,6 +208,10 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
+	m.HandleFunc("POST /admin/sso/login", s.bodiless(s.signInOn(s.signInStart)))
+	m.HandleFunc("GET /admin/sso/callback", s.bodiless(s.signInOn(s.signInCallback)))
+	m.HandleFunc("GET /admin/sso/session", s.bodiless(s.signInOn(s.adminSession)))
+	m.HandleFunc("POST /admin/sso/logout", s.bodiless(s.signInOn(s.adminSignOut)))
 
 	if o.MetricsHandler != nil {
 		m.HandleFunc("GET /metrics", s.bodiless(o.MetricsHandler.ServeHTTP))
@@ -462,16 +469,26 @@ func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) 
 // admin guards a handler with the admin bearer token (constant-time compare).
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.AdminToken == "" {
+		if s.AdminToken == "" && s.AdminSessions == nil {
 			s.writeError(w, r, errAdminOff)
 			return
 		}
-		got, _ := identity.Bearer(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
-			s.writeError(w, r, errAdminAuth)
+		got, bearer := identity.Bearer(r.Header.Get("Authorization"))
+		if s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) == 1 {
+			h(w, r)
 			return
 		}
-		h(w, r)
+		if !bearer && s.AdminSessions != nil { // the admin page's session (issue 56)
+			if a, ok, err := s.AdminSessions.Actor(r); ok {
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				h(w, r.WithContext(staff.WithActor(r.Context(), a)))
+				return
+			}
+		}
+		s.writeError(w, r, errAdminAuth)
 	}
 }
 

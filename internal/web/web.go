@@ -70,6 +70,11 @@ type Options struct {
 	// Content-Security-Policy allows, and no other page's ("": no
 	// provider, nothing more allowed).
 	HumanCheckOrigin string
+	// SignInOrigin is the admin page's identity provider's origin (issue
+	// 56, --admin-oidc-issuer's): the page offers its sign-in, and its
+	// Content-Security-Policy lets the sign-in form be redirected there
+	// ("": no sign-in, bearer tokens only).
+	SignInOrigin string
 }
 
 // Site serves the pages; built once by New, read-only afterwards.
@@ -91,6 +96,9 @@ type Site struct {
 	// widget allowed; plainCSP every other page's (admin, no script),
 	// which shows no widget and so trusts no other origin.
 	csp, plainCSP string
+	// adminCSP is the admin page's: plainCSP, its sign-in form allowed to
+	// end at the identity provider.
+	adminCSP string
 }
 
 // New builds the site: the texts, the static files and every template,
@@ -98,6 +106,10 @@ type Site struct {
 func New(o Options) (*Site, error) {
 	s := &Site{o: o, statics: map[string]bool{}, csp: contentSecurityPolicy(o.HumanCheckOrigin),
 		plainCSP: contentSecurityPolicy("")}
+	s.adminCSP = s.plainCSP
+	if o.SignInOrigin != "" {
+		s.adminCSP = strings.Replace(s.plainCSP, "form-action 'self'", "form-action 'self' "+o.SignInOrigin, 1)
+	}
 	var err error
 	if s.page, err = loadCatalog(files, "messages/page", pageCodes); err != nil {
 		return nil, err
@@ -250,6 +262,9 @@ type pageData struct {
 	PageLanguages []pageLanguage
 	// Handoff is a handoff link's page (handoff.go; nil on every other).
 	Handoff *handoffView
+	// SignIn: the admin page offers sign-in through the shop's identity
+	// provider.
+	SignIn bool
 }
 
 // pageLanguage is a language as the admin page's script reads it.
@@ -345,14 +360,14 @@ func (s *Site) noScriptURL(queue, lang, ret string, joined bool) string {
 func (s *Site) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	lang := s.admin.choose(r)
 	d := pageData{Lang: lang.Code, Dir: lang.Dir(), T: s.admin.texts[lang.Code],
-		Languages: s.admin.links(r, s.o.Base, lang), Base: s.o.Base, Mode: "shop"}
+		Languages: s.admin.links(r, s.o.Base, lang), Base: s.o.Base, Mode: "shop", SignIn: s.o.SignInOrigin != ""}
 	for _, l := range s.page.langs {
 		d.PageLanguages = append(d.PageLanguages, pageLanguage{Code: l.Code, Name: l.Name})
 	}
 	if s.o.Gateway {
 		d.Mode = "gateway"
 	}
-	s.render(w, s.adminT, "layout", d, lang, http.StatusOK, s.plainCSP)
+	s.render(w, s.adminT, "layout", d, lang, http.StatusOK, s.adminCSP)
 }
 
 // render runs the template (its named one, or itself) into a buffer first,

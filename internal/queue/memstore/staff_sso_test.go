@@ -15,13 +15,13 @@ import (
 // TestSessions runs the sessions' suite in memory and kept in a directory.
 func TestSessions(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
-		stafftest.RunSessions(t, func(t *testing.T) (staff.SessionStore, storetest.Clock) {
+		stafftest.RunSessions(t, func(t *testing.T) (staff.SessionStore, stafftest.Clock) {
 			clock := storetest.NewFakeClock()
 			return memstore.New(clock.Now), clock
 		})
 	})
 	t.Run("durable", func(t *testing.T) {
-		stafftest.RunSessions(t, func(t *testing.T) (staff.SessionStore, storetest.Clock) {
+		stafftest.RunSessions(t, func(t *testing.T) (staff.SessionStore, stafftest.Clock) {
 			clock := storetest.NewFakeClock()
 			return mustOpen(t, t.TempDir(), journal.Always, clock.Now), clock
 		})

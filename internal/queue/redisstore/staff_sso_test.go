@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
-	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/staff/stafftest"
 )
 
 func TestSessions(t *testing.T) {
-	stafftest.RunSessions(t, func(t *testing.T) (staff.SessionStore, storetest.Clock) {
+	stafftest.RunSessions(t, func(t *testing.T) (staff.SessionStore, stafftest.Clock) {
 		rdb, prefix := mustOpenRedis(t)
 		return redisstore.New(rdb, prefix), wallClock(rdb, prefix)
 	})

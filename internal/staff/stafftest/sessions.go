@@ -5,17 +5,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/queue/storetest"
 	"github.com/waitroom/waitroom/internal/staff"
 )
+
+// Clock is the store's clock, as the line stores' suite keeps it
+// (storetest.FakeClock, storetest.WallClock).
+type Clock interface {
+	Now() time.Time
+	// Sleep lets d pass for the store.
+	Sleep(d time.Duration)
+}
 
 // RunSessions runs the sessions' suite (staff.SessionStore). open returns
 // an empty store for one test (for Redis, one with a key prefix no other
 // test uses) and the clock it keeps.
-func RunSessions(t *testing.T, open func(t *testing.T) (staff.SessionStore, storetest.Clock)) {
+func RunSessions(t *testing.T, open func(t *testing.T) (staff.SessionStore, Clock)) {
 	for _, c := range []struct {
 		name string
-		run  func(*testing.T, staff.SessionStore, storetest.Clock)
+		run  func(*testing.T, staff.SessionStore, Clock)
 	}{
 		{"KeptAndReadBack", sessionsKept},
 		{"DeletedIsGone", sessionsDeleted},
@@ -28,7 +35,7 @@ func RunSessions(t *testing.T, open func(t *testing.T) (staff.SessionStore, stor
 	}
 }
 
-func newSession(clock storetest.Clock, name string, life time.Duration) staff.Session {
+func newSession(clock Clock, name string, life time.Duration) staff.Session {
 	now := clock.Now().Truncate(time.Millisecond)
 	return staff.Session{Hash: staff.HashToken("cookie-" + name), Subject: "sub-" + name, Email: name + "@shop.example",
 		Role: staff.Operator, CSRF: "csrf-" + name, Created: now, Expires: now.Add(life)}
@@ -53,7 +60,7 @@ func mustNoSession(t *testing.T, s staff.SessionStore, hash, why string) {
 	}
 }
 
-func sessionsKept(t *testing.T, s staff.SessionStore, clock storetest.Clock) {
+func sessionsKept(t *testing.T, s staff.SessionStore, clock Clock) {
 	ctx := context.Background()
 	a, b := newSession(clock, "ana", time.Hour), newSession(clock, "bo", 8*time.Hour)
 	b.Role = staff.Admin
@@ -69,7 +76,7 @@ func sessionsKept(t *testing.T, s staff.SessionStore, clock storetest.Clock) {
 	mustNoSession(t, s, "cookie-ana", "by the cookie's value")
 }
 
-func sessionsDeleted(t *testing.T, s staff.SessionStore, clock storetest.Clock) {
+func sessionsDeleted(t *testing.T, s staff.SessionStore, clock Clock) {
 	ctx := context.Background()
 	a, b := newSession(clock, "ana", time.Hour), newSession(clock, "bo", time.Hour)
 	for _, ss := range []staff.Session{a, b} {
@@ -90,7 +97,7 @@ func sessionsDeleted(t *testing.T, s staff.SessionStore, clock storetest.Clock) 
 	}
 }
 
-func sessionsExpire(t *testing.T, s staff.SessionStore, clock storetest.Clock) {
+func sessionsExpire(t *testing.T, s staff.SessionStore, clock Clock) {
 	ctx := context.Background()
 	past := newSession(clock, "past", -time.Second)
 	if err := s.PutSession(ctx, past); err != nil {
