@@ -949,6 +949,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	runOpenAPISuspects(t, k, b, admin)
 	runOpenAPILanes(t, k, admin)
 	runOpenAPIHandoff(t, k, admin)
+	runOpenAPISignIn(t, k, b)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {
