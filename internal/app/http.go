@@ -91,6 +91,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		Tickets:    front.NewTickets([]byte(c.AuthSecret)),
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
 		AdminSessions: sessionAuth(signIn), AdminSignIn: signInRoutes(signIn),
+		Tokens: m.namedTokens(), Addresses: proxies, // issue 56: named tokens, and where an admin acted from
 		NewQueueConfig: m.settings.newQueues, QueueConfigChanged: m.queueConfigChanged,
 		Page: site,
 		// The draws the admitter commits to and makes, as the store

@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/queue/front"
 	"github.com/waitroom/waitroom/internal/queue/operate"
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // Detailed is an error that adds fields to its error object, such as the
@@ -125,6 +126,10 @@ var errorTable = []struct {
 	{errSignInOff, errorRow{http.StatusNotFound, "sign_in_off", 0}},
 	{adminsso.ErrNoSession, errorRow{http.StatusUnauthorized, "signed_out", 0}},
 	{adminsso.ErrCSRF, errorRow{http.StatusForbidden, "csrf_required", 0}},
+	// Roles and named tokens (issue 56).
+	{errForbiddenRole, errorRow{http.StatusForbidden, "forbidden_role", 0}},
+	{staff.ErrTokenExists, errorRow{http.StatusConflict, "token_exists", 0}},
+	{errTokenNotFound, errorRow{http.StatusNotFound, "token_not_found", 0}},
 	{errDraining, errorRow{http.StatusServiceUnavailable, "draining", 2}},
 	{ErrNotReady, errorRow{http.StatusServiceUnavailable, "not_ready", 5}},
 	{gateway.ErrUpstreamUnavailable, errorRow{http.StatusBadGateway, "upstream_unavailable", 5}},

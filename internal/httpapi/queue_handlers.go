@@ -719,6 +719,7 @@ type settingJSON struct {
 	Choices      []string `json:"choices,omitempty"`
 	ChoiceLabels []string `json:"choiceLabels,omitempty"`
 	ReadOnly     bool     `json:"readOnly,omitempty"`
+	Role         string   `json:"role,omitempty"` // who may change it (none: read-only)
 	Default      any      `json:"default"`
 	Label        string   `json:"label"`
 	Help         string   `json:"help"`
@@ -730,7 +731,7 @@ type settingJSON struct {
 func (s *Server) queueSettings(w http.ResponseWriter, r *http.Request) {
 	out := make([]settingJSON, 0, len(queue.Settings))
 	for _, set := range queue.Settings {
-		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly,
+		j := settingJSON{Name: set.Name, Kind: string(set.Kind), ReadOnly: set.ReadOnly, Role: string(set.Role),
 			Default: set.Value(s.NewQueueConfig), Label: set.Label, Help: web.SettingHelp(set.Name)}
 		switch set.Kind {
 		case queue.Number, queue.Integer, queue.Duration:
@@ -994,6 +995,9 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request) {
 	c, err := s.Operate.Config(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if !s.mayPatch(w, r, c, changes) {
 		return
 	}
 	s.saveQueue(w, r, c, changes)

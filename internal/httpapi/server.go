@@ -7,7 +7,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/bypass"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/degraded"
 	"github.com/waitroom/waitroom/internal/draw"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
@@ -82,6 +82,12 @@ type Options struct {
 	// AdminSignIn serves the admin page's sign-in through the shop's
 	// identity provider (/admin/sso/…; nil: none, the routes answer 404).
 	AdminSignIn AdminSignIn
+	// Tokens checks, makes and revokes the named tokens (issue 56; nil:
+	// none are kept, and only --admin-token and sessions sign in).
+	Tokens *staff.Checker
+	// Addresses finds a request's client address behind the trusted
+	// proxies: the address an admin actor acted from.
+	Addresses clientaddr.Resolver
 	// Ready says whether this instance can do its job (for /readyz) and
 	// what it knows of the parts it depends on, for the answer's body. An
 	// error is a 503: one wrapping ErrNotReady says why although the
@@ -148,6 +154,9 @@ type Server struct {
 	logger *slog.Logger
 	errLog *errorLog
 	mux    *http.ServeMux
+	// roles are the admin routes' roles, as the contract declares them
+	// (RouteRole).
+	roles map[string]staff.Role
 
 	// fronts holds each queue's front document, built at most once a
 	// tick.
@@ -171,6 +180,7 @@ const maxHeld = 10_000
 func New(o Options) *Server {
 	s := &Server{Options: o, logger: o.Logger, errLog: newErrorLog(o.Logger), mux: http.NewServeMux(),
 		held: make(chan struct{}, maxHeld), drained: make(chan struct{})}
+	s.roles = routeRoles(o.OpenAPI)
 	s.draws = newDrawCache(o.Draws, o.Logger)
 	s.fronts = newFrontCache(o.Queue, s.draws)
 	m := s.mux
@@ -212,6 +222,9 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/sso/callback", s.bodiless(s.signInOn(s.signInCallback)))
 	m.HandleFunc("GET /admin/sso/session", s.bodiless(s.signInOn(s.adminSession)))
 	m.HandleFunc("POST /admin/sso/logout", s.bodiless(s.signInOn(s.adminSignOut)))
+	m.HandleFunc("POST /admin/v1/tokens", s.admin(s.createToken))
+	m.HandleFunc("GET /admin/v1/tokens", s.bodiless(s.admin(s.listTokens)))
+	m.HandleFunc("DELETE /admin/v1/tokens/{name}", s.bodiless(s.admin(s.revokeToken)))
 
 	if o.MetricsHandler != nil {
 		m.HandleFunc("GET /metrics", s.bodiless(o.MetricsHandler.ServeHTTP))
@@ -464,32 +477,6 @@ func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) 
 		return errWith(errBadRequest, "body must hold exactly one JSON object")
 	}
 	return nil
-}
-
-// admin guards a handler with the admin bearer token (constant-time compare).
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.AdminToken == "" && s.AdminSessions == nil {
-			s.writeError(w, r, errAdminOff)
-			return
-		}
-		got, bearer := identity.Bearer(r.Header.Get("Authorization"))
-		if s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) == 1 {
-			h(w, r)
-			return
-		}
-		if !bearer && s.AdminSessions != nil { // the admin page's session (issue 56)
-			if a, ok, err := s.AdminSessions.Actor(r); ok {
-				if err != nil {
-					s.writeError(w, r, err)
-					return
-				}
-				h(w, r.WithContext(staff.WithActor(r.Context(), a)))
-				return
-			}
-		}
-		s.writeError(w, r, errAdminAuth)
-	}
 }
 
 // openAPI serves the HTTP contract (openapi.yaml at the repository root).

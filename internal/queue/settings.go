@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
 
@@ -280,6 +281,11 @@ type Setting struct {
 	// ReadOnly settings are shown by the admin API but never set through
 	// it (where the rate came from).
 	ReadOnly bool
+	// Role is the role that may change the setting through the admin API
+	// (issue 56; package staff): staff.Operator for the night's levers
+	// (the rate, pausing, the message), staff.Admin, filled in by
+	// declared, for every other settable row; none for a read-only one.
+	Role staff.Role
 	// RequiredInStore: every config ever written has the field, so a
 	// config hash without it is damaged (a partial write, an evicted or
 	// hand-edited key), never an old one to fill with the default.
@@ -363,17 +369,21 @@ func choice[T ~string](choices []T, at func(*Config) *T) access {
 }
 
 // declared completes the rows with what their values decide: the Kind,
-// and a Choice's values.
+// and a Choice's values; and a settable row that names no role needs
+// admin (fail closed: a new setting is an admin's until said otherwise).
 func declared(rows []Setting) []Setting {
 	for i := range rows {
 		rows[i].Kind, rows[i].Choices = rows[i].value.kind, rows[i].value.choices
+		if rows[i].Role == "" && !rows[i].ReadOnly {
+			rows[i].Role = staff.Admin
+		}
 	}
 	return rows
 }
 
 // Settings is every per-queue setting, in the order people read them.
 var Settings = declared([]Setting{
-	{Name: "ratePerSecond", Field: "rate", RequiredInStore: true, Phased: true, inPhase: fixedRate, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
+	{Name: "ratePerSecond", Field: "rate", Role: staff.Operator, RequiredInStore: true, Phased: true, inPhase: fixedRate, Min: 0, MinExclusive: true, Max: 1e6, Default: 100.0,
 		Label: "Rate (users / s)", Flag: "rate",
 		value: number(func(c *Config) *float64 { return &c.RatePerSecond })},
 	{Name: "batchSize", Field: "batch", RequiredInStore: true, Min: 1, Max: 10_000, Default: int64(10),
@@ -400,7 +410,7 @@ var Settings = declared([]Setting{
 	{Name: "soldOutPollSeconds", Field: "soldout_poll_ms", Unit: time.Second, Min: 5, Max: 600, Default: int64(pollAfterSoldOut),
 		Label: "Sold-out poll (s)",
 		value: duration(func(c *Config) *time.Duration { return &c.SoldOutPoll })},
-	{Name: "paused", Field: "paused", Default: false,
+	{Name: "paused", Field: "paused", Role: staff.Operator, Default: false,
 		Label: "Paused",
 		value: boolean(func(c *Config) *bool { return &c.Paused })},
 	{Name: "adaptive", Field: "adaptive", Default: false,
@@ -457,7 +467,7 @@ var Settings = declared([]Setting{
 	{Name: "humanCheckSigned", Field: "human_check_signed", Default: false,
 		Label: "Human check for signed-in users",
 		value: boolean(func(c *Config) *bool { return &c.HumanCheckSigned })},
-	{Name: "message", Field: "message", Phased: true, Default: "",
+	{Name: "message", Field: "message", Role: staff.Operator, Phased: true, Default: "",
 		Label: "Message to the line",
 		value: textByLanguage(func(c *Config) *Message { return &c.Message })},
 	{Name: "lanes", Field: "lanes", Phased: true, Default: "",

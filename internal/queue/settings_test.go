@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/suspect"
 )
 
@@ -178,7 +179,7 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		t.Fatalf("the admin page's English texts: %v", err)
 	}
 	var b strings.Builder
-	b.WriteString("| setting | values | default | flag (default and new queues) | what it does |\n|---|---|---|---|---|\n")
+	b.WriteString("| setting | values | default | flag (default and new queues) | who may change it | what it does |\n|---|---|---|---|---|---|\n")
 	def := DefaultConfig()
 	for _, s := range Settings {
 		values := map[Kind]string{Bool: "true, false", Instant: "RFC 3339 time, or \"\" for none",
@@ -206,7 +207,11 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 		if s.Phased {
 			does += " A phase may change it."
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, does)
+		role := "—"
+		if s.Role != "" {
+			role = string(s.Role)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", s.Name, values, dflt, flag, role, does)
 	}
 	want := doc[:i+len(begin)] + b.String() + doc[j:]
 	if os.Getenv("WAITROOM_UPDATE_DOCS") != "" {
@@ -224,4 +229,23 @@ func TestOperationsDocListsTheSettings(t *testing.T) {
 // configFromStore is ConfigFromFields over a hash read whole.
 func configFromStore(m map[string]string) (Config, error) {
 	return ConfigFromFields(func(f string) (string, bool) { v, ok := m[f]; return v, ok })
+}
+
+// TestSettingsNameTheirRoles: the night's levers are an operator's, every
+// other settable setting an admin's, and a read-only one names none
+// (issue 56).
+func TestSettingsNameTheirRoles(t *testing.T) {
+	operator := map[string]bool{"ratePerSecond": true, "paused": true, "message": true}
+	for _, s := range Settings {
+		want := staff.Admin
+		switch {
+		case s.ReadOnly:
+			want = ""
+		case operator[s.Name]:
+			want = staff.Operator
+		}
+		if s.Role != want {
+			t.Errorf("%s needs %q, want %q", s.Name, s.Role, want)
+		}
+	}
 }

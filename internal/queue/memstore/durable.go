@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,7 +255,7 @@ func (s *Store) replayRecord(o op) error {
 	case opResume:
 		s.resume(o.at, o.dur, false)
 		return nil
-	case opFirstUse, opRoll, opPutSession, opDeleteSession:
+	case opFirstUse, opRoll, opPutSession, opDeleteSession, opPutToken, opDeleteToken, opTouchToken:
 		if o.seq <= s.usedOps {
 			return nil
 		}
@@ -409,7 +410,7 @@ func (s *Store) Compact() error {
 			}
 		}
 		s.usedMu.Lock()
-		used := usedImage{Ops: s.usedOps, Rows: s.rowImages(), Sessions: s.sessionImages()}
+		used := usedImage{Ops: s.usedOps, Rows: s.rowImages(), Sessions: s.sessionImages(), Tokens: slices.Clone(s.tokens)}
 		for k, until := range s.used {
 			used.Queue, used.Key, used.Until = append(used.Queue, k.queue), append(used.Key, k.key), append(used.Until, until)
 		}
@@ -487,6 +488,7 @@ func (s *Store) loadSnapshot(path string, last *time.Time) (int, int64, error) {
 			s.usedOps = used.Ops
 			s.restoreRows(used.Rows)
 			s.restoreSessions(used.Sessions)
+			s.tokens = used.Tokens
 			for j := range used.Key {
 				s.used[usedKey{used.Queue[j], used.Key[j]}] = used.Until[j]
 			}

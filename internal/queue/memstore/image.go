@@ -122,6 +122,8 @@ type usedImage struct {
 	// Sessions are the admin page's live sessions (issue 56; none in a
 	// snapshot from before).
 	Sessions []staff.Session
+	// Tokens are the named tokens (staff_roles.go).
+	Tokens []staff.Token
 }
 
 // image copies q's state (under its lock): what it shares with the live

@@ -52,6 +52,8 @@ type Store struct {
 	// sessions are the admin page's signed-in sessions by their hash
 	// (staff_sso.go).
 	sessions map[string]staff.Session
+	// tokens are the named tokens (staff_roles.go).
+	tokens []staff.Token
 
 	disk *disk // the journal (Open); nil in memory only
 }

@@ -71,6 +71,10 @@
 //	roll.lua                     Store.Roll, Store.roll                                           RowsAddUpRaceFreeAndLapse
 //	rows.lua                     Store.Rollups                                                    RowsAddUpRaceFreeAndLapse
 //	set_stock.lua                Store.SetStock                                                   SaleCountsOnlyLowerTheStock, SoldOutStopsTheLineAndRestockResumesIt, AdmitPerUnitCapsLiveTokensByTheStock, ChangesAreStampedWhenTheyHappen
+//	put_token.lua                Store.PutToken                                                   TestTokens
+//	delete_token.lua             Store.DeleteToken                                                TestTokens
+//	touch_token.lua              Store.TouchToken                                                 TestTokens
+//	tokens.lua                   Store.TokenByHash, Store.Tokens                                  TestTokens
 //	fold_admission.lua           none: Redis's own upgrade                                        TestUpgradeFoldsTheOldAdmissionHash (this package)
 //	join.lua                     Store.Join                                                       LanesPlaceByRankWithinTheLane, LanesCodeRules, LanesSingleUseCodeRedeemedOnce, LanesPositionNeverRises, LanesCodeWhilePlacingKeepsThePreQueue, TestCodesAreKeptAsHashesAndRedeemedOnce
 //	add_codes.lua                Store.AddCodes                                                   LanesCodeRules, LanesCodeUsesAreChecked, TestCodesAreKeptAsHashesAndRedeemedOnce
