@@ -5,7 +5,8 @@
 // cookie's value) and the check of every admin request that carries one
 // (httpapi.SessionAuth).
 //
-// The round trip: POST /admin/sso/login sets a short-lived state cookie
+// The round trip: GET /admin/sso/login (a link: a form would hold the
+// provider's every redirect to the admin page's form-action) sets a short-lived state cookie
 // (the state, the nonce and the PKCE verifier; SameSite=Lax, since the
 // provider's redirect back is a cross-site navigation) and sends the
 // browser to the provider; GET /admin/sso/callback checks the state,
@@ -184,7 +185,7 @@ func loopback(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Start sends the browser to the provider (POST /admin/sso/login), with
+// Start sends the browser to the provider (GET /admin/sso/login), with
 // the state cookie set; a trouble sends it back to the admin page, which
 // says why.
 func (s *SignIn) Start(w http.ResponseWriter, r *http.Request) {

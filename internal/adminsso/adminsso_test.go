@@ -47,7 +47,7 @@ func (x *rig) clock() time.Time {
 func (x *rig) start(host string) (*http.Cookie, *url.URL) {
 	x.t.Helper()
 	w := httptest.NewRecorder()
-	x.sso.Start(w, httptest.NewRequest("POST", "http://"+host+"/admin/sso/login", nil))
+	x.sso.Start(w, httptest.NewRequest("GET", "http://"+host+"/admin/sso/login", nil))
 	res := w.Result()
 	if res.StatusCode != http.StatusSeeOther {
 		x.t.Fatalf("login answered %d", res.StatusCode)
@@ -126,7 +126,7 @@ func TestCookiesHaveTheirAttributes(t *testing.T) {
 	}
 	// Over TLS (the one cookie rule), both are Secure.
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest("POST", "https://shop.example/admin/sso/login", nil)
+	r := httptest.NewRequest("GET", "https://shop.example/admin/sso/login", nil)
 	x.sso.Start(w, r)
 	if cs := w.Result().Cookies(); len(cs) != 1 || !cs[0].Secure {
 		t.Errorf("over TLS the state cookie is %+v", cs)
@@ -195,7 +195,7 @@ func TestRoundTripMismatchesRefused(t *testing.T) {
 func TestPlainHTTPOffThisMachineRefused(t *testing.T) {
 	x := newRig(t)
 	w := httptest.NewRecorder()
-	x.sso.Start(w, httptest.NewRequest("POST", "http://shop.example/admin/sso/login", nil))
+	x.sso.Start(w, httptest.NewRequest("GET", "http://shop.example/admin/sso/login", nil))
 	if to := w.Result().Header.Get("Location"); to != "/admin?sso=insecure" || len(w.Result().Cookies()) != 0 {
 		t.Errorf("plain HTTP to shop.example went to %q", to)
 	}

@@ -97,8 +97,8 @@ func (o AdminOIDC) roleMap() (map[string]staff.Role, error) {
 	return m, nil
 }
 
-// origin is the provider's origin, which the admin page's sign-in form
-// may be redirected to ("" without sign-in).
+// origin is the provider's origin: the admin page offers sign-in when
+// there is one ("" without sign-in).
 func (o AdminOIDC) origin() string {
 	u, err := url.Parse(o.Issuer)
 	if o.Issuer == "" || err != nil {

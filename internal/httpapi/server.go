@@ -218,7 +218,7 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
-	m.HandleFunc("POST /admin/sso/login", s.bodiless(s.signInOn(s.signInStart)))
+	m.HandleFunc("GET /admin/sso/login", s.bodiless(s.signInOn(s.signInStart)))
 	m.HandleFunc("GET /admin/sso/callback", s.bodiless(s.signInOn(s.signInCallback)))
 	m.HandleFunc("GET /admin/sso/session", s.bodiless(s.signInOn(s.adminSession)))
 	m.HandleFunc("POST /admin/sso/logout", s.bodiless(s.signInOn(s.adminSignOut)))

@@ -13,7 +13,7 @@ import (
 // navigations, and the session the page reads and ends.
 type AdminSignIn interface {
 	SessionAuth
-	// Start sends the browser to the provider (POST /admin/sso/login).
+	// Start sends the browser to the provider (GET /admin/sso/login).
 	Start(w http.ResponseWriter, r *http.Request)
 	// Callback ends the round trip (GET /admin/sso/callback), sending the
 	// browser to the admin page with the session's cookie set, or saying

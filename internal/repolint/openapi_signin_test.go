@@ -18,7 +18,7 @@ import (
 // in through a stand-in provider (ssotest; the browser tests use Hydra).
 func runOpenAPISignIn(t *testing.T, k *oaChecker, b apptest.Backend) {
 	for _, c := range []struct{ method, path string }{
-		{"POST", "/admin/sso/login"}, {"GET", "/admin/sso/callback"}, {"GET", "/admin/sso/session"}, {"POST", "/admin/sso/logout"},
+		{"GET", "/admin/sso/login"}, {"GET", "/admin/sso/callback"}, {"GET", "/admin/sso/session"}, {"POST", "/admin/sso/logout"},
 	} {
 		k.call(t, oaCase{method: c.method, path: c.path, status: 404, code: "sign_in_off"})
 	}
@@ -32,7 +32,7 @@ func runOpenAPISignIn(t *testing.T, k *oaChecker, b apptest.Backend) {
 	})
 	s := &oaChecker{c: k.c, in: in, hit: k.hit}
 	op.Next(ssotest.Person{Subject: "u-ops", Email: "ops@shop.example", Groups: []string{"operator"}})
-	r := s.call(t, oaCase{method: "POST", path: "/admin/sso/login", status: 303})
+	r := s.call(t, oaCase{method: "GET", path: "/admin/sso/login", status: 303})
 	state := r.Header.Get("Set-Cookie")
 	res, err := apptest.NoRedirects.Get(r.Header.Get("Location"))
 	if err != nil {

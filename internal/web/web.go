@@ -71,9 +71,10 @@ type Options struct {
 	// provider, nothing more allowed).
 	HumanCheckOrigin string
 	// SignInOrigin is the admin page's identity provider's origin (issue
-	// 56, --admin-oidc-issuer's): the page offers its sign-in, and its
-	// Content-Security-Policy lets the sign-in form be redirected there
-	// ("": no sign-in, bearer tokens only).
+	// 56, --admin-oidc-issuer's): the page offers its sign-in, a link (a
+	// top-level navigation, which the page's Content-Security-Policy does
+	// not restrict, unlike a form's redirects) ("": no sign-in, bearer
+	// tokens only).
 	SignInOrigin string
 }
 
@@ -96,9 +97,6 @@ type Site struct {
 	// widget allowed; plainCSP every other page's (admin, no script),
 	// which shows no widget and so trusts no other origin.
 	csp, plainCSP string
-	// adminCSP is the admin page's: plainCSP, its sign-in form allowed to
-	// end at the identity provider.
-	adminCSP string
 }
 
 // New builds the site: the texts, the static files and every template,
@@ -106,10 +104,6 @@ type Site struct {
 func New(o Options) (*Site, error) {
 	s := &Site{o: o, statics: map[string]bool{}, csp: contentSecurityPolicy(o.HumanCheckOrigin),
 		plainCSP: contentSecurityPolicy("")}
-	s.adminCSP = s.plainCSP
-	if o.SignInOrigin != "" {
-		s.adminCSP = strings.Replace(s.plainCSP, "form-action 'self'", "form-action 'self' "+o.SignInOrigin, 1)
-	}
 	var err error
 	if s.page, err = loadCatalog(files, "messages/page", pageCodes); err != nil {
 		return nil, err
@@ -367,7 +361,7 @@ func (s *Site) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if s.o.Gateway {
 		d.Mode = "gateway"
 	}
-	s.render(w, s.adminT, "layout", d, lang, http.StatusOK, s.adminCSP)
+	s.render(w, s.adminT, "layout", d, lang, http.StatusOK, s.plainCSP)
 }
 
 // render runs the template (its named one, or itself) into a buffer first,

@@ -118,10 +118,12 @@
   // setting above the person's role, and the role it needs.
   function forbiddenText(r) {
     const e = typeof r.data.error === 'object' ? r.data.error : r.data;
-    const role = roleName(session?.role || e.role);
+    // The answer's role is the one needed; the held one is the session's
+    // (a token's the page does not know).
+    const role = roleName(session?.role);
     if (!e.field) return t('forbiddenRoleAny', { role });
     const s = settings.find((x) => x.name === e.field);
-    return t('forbiddenRole', { role, field: s ? settingLabel(s) : e.field, need: roleName(e.need || s?.role || 'admin') });
+    return t('forbiddenRole', { role, field: s ? settingLabel(s) : e.field, need: roleName(e.role || s?.role || 'admin') });
   }
 
   const roleName = (r) => (r ? t('role' + cap(r)) : '?');
