@@ -23,19 +23,34 @@ import (
 	"github.com/waitroom/waitroom/internal/adminsso/hydratest"
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/testenv"
 )
 
 func TestBrowserSignInThroughHydra(t *testing.T) {
 	browser := apptest.StartBrowser(t)
+	axe := testenv.Axe(t)
 	for _, b := range apptest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			signInAsOperator(t, browser, b)
+			signInAsOperator(t, browser, b, axe)
 		})
 	}
 }
 
-func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend) {
+// audit fails the test on the accessibility audit's findings (the page
+// with sign-in is not among TestAccessibility's states).
+func audit(t *testing.T, op *apptest.Visitor, axe, state string) {
+	t.Helper()
+	found, err := axeRun(op, axe)
+	if err != nil {
+		t.Fatalf("%s: %v", state, err)
+	}
+	if len(found) > 0 {
+		t.Errorf("admin page, %s: %d violations:\n  %s", state, len(found), strings.Join(found, "\n  "))
+	}
+}
+
+func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend, axe string) {
 	who := hydratest.Person{Subject: "op-" + strings.ReplaceAll(b.Name, "+", "-"), Email: "night-ops@shop.example",
 		Groups: []string{"everyone", "operator"}}
 	client := hydratest.NewClient(t, who)
@@ -53,6 +68,7 @@ func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend) 
 	op := apptest.NewVisitor(t, browser, in, "en")
 	op.Open("/admin")
 	op.WaitUntil("the sign-in button", `document.getElementById('sso-sign-in')?.offsetParent`, 10*time.Second)
+	audit(t, op, axe, "sign-in with the provider's link")
 	op.Click("#sso-sign-in")
 	card := `[data-queue="` + q + `"]`
 	op.WaitUntil("the dashboard after the round trip through Hydra", `!document.getElementById('dash').hidden && document.querySelector('`+card+`')`, 30*time.Second)
@@ -60,6 +76,8 @@ func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend) 
 		t.Errorf("who is signed in: %q", got)
 	}
 	session := sessionCookie(t, op, in.Base)
+	op.Click(card + " .settings summary")
+	audit(t, op, axe, "signed in as an operator, the settings open (those above the role disabled)")
 
 	// An operator's lever: the page's change carries the session's CSRF
 	// value, and the server takes it.
@@ -69,7 +87,6 @@ func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend) 
 	// Capacity needs the admin role: its field is disabled, saying so; a
 	// page that sends it anyway (one built before the role changed) is
 	// refused by the server, 403 forbidden_role, in the page's words.
-	op.Click(card + " .settings summary")
 	capacity := card + ` .settings-form [name="capacity"]`
 	var state struct {
 		Disabled bool   `json:"disabled"`
