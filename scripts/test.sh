@@ -14,7 +14,10 @@
 # accessibility audit, Express 4 with body-parser and method-override for
 # the gateway's differential fuzzer), starts throwaway Redis
 # and PostgreSQL servers on free loopback ports, exports their URLs as
-# WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
+# WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, builds (cached by
+# tools/hydra/go.sum's hash) and starts Ory Hydra on that PostgreSQL in the
+# background, the admin page's sign-in's real provider (WAITROOM_TEST_HYDRA_*,
+# section "hydra" below), runs `go vet` and
 # `go test -race`, and always stops the servers and removes their temp dirs
 # on exit. go test's output reads as plain go test's (failed tests with their
 # logs; everything with -v), and the run ends with the 15 slowest tests and
@@ -31,6 +34,8 @@
 #
 # To use servers you already run, set WAITROOM_TEST_REDIS_URL and/or
 # WAITROOM_TEST_DATABASE_URL; that server is then neither installed nor started.
+# A Hydra of your own: set WAITROOM_TEST_HYDRA_PUBLIC, _ADMIN and _LOGIN
+# (where its login and consent URLs point: the tests' screens listen there).
 # WAITROOM_TEST_CHROMIUM likewise names a browser to use instead of
 # /usr/bin/chromium.
 # Under CI (CI=true) a server that cannot be installed or started is an error;
