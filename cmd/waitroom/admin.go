@@ -121,8 +121,11 @@ func adminCall(ctx context.Context, method string, at waitroomBase, path, token 
 	if err := apiRefusal(res.StatusCode, raw); err != nil {
 		return err
 	}
-	if res.StatusCode != http.StatusOK {
+	if res.StatusCode/100 != 2 {
 		return fmt.Errorf("%s", res.Status)
+	}
+	if res.StatusCode == http.StatusNoContent {
+		return nil // a revoke: nothing to read
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("%s: the answer is not the admin API's JSON: %v", res.Status, err)

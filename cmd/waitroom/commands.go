@@ -35,6 +35,10 @@ Commands:
   restock   tell a queue on a running instance what it has to sell again:
             restock --queue Q [--units N] (without --units: recounted from the
             order API's products)
+  tokens    named tokens for the admin API, each with a role: tokens create
+            --name N --role viewer|operator|admin [--expires 720h] prints the
+            token once; tokens list; tokens revoke NAME (the admin API, with
+            --admin-token)
   codes     access codes for a lane (docs/operations.md, "Lanes and codes"):
             codes generate --queue Q --lane L --count N [--uses U]
             [--expires RFC3339] stores them on a running instance (the admin

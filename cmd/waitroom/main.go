@@ -6,6 +6,7 @@
 //	waitroom page check DIR         check a --page-dir without serving it
 //	waitroom sold-out --queue Q     mark a queue sold out on a running instance
 //	waitroom restock --queue Q      tell it what it has to sell again (--units N)
+//	waitroom tokens create|list|revoke  the admin API's named tokens (issue 56)
 //	waitroom codes generate ...     make access codes, store them on a running instance, print them as CSV
 //	waitroom report --queue Q       the sale's report, one HTML file (--since, --until, --out)
 //	waitroom solve --queue Q        anonymous visitors for a test: session cookie, solved challenge (--enter)
@@ -75,6 +76,8 @@ func run(args []string) error {
 		return stock(command, args, os.Getenv, os.Stdout, os.Stderr)
 	case "codes":
 		return codesCmd(args, os.Getenv, os.Stdout, os.Stderr)
+	case "tokens":
+		return tokensCmd(args, os.Getenv, time.Now(), os.Stdout, os.Stderr)
 	case "report":
 		return reportCmd(args, os.Getenv, time.Now(), os.Stdout, os.Stderr)
 	case "solve":

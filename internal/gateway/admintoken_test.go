@@ -3,6 +3,8 @@ package gateway
 import (
 	"strings"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/staff"
 )
 
 // carriesToken finds the admin token in every form a backend may take it
@@ -72,4 +74,29 @@ func FuzzCarriesToken(f *testing.F) {
 			t.Fatalf("carriesToken(%q): found a token the value does not hold", v)
 		}
 	})
+}
+
+// carriesNamedToken finds a named token (issue 56) wherever carriesToken
+// looks, whatever its value, and nothing else of the right length.
+func TestCarriesNamedToken(t *testing.T) {
+	tok := staff.NewToken()
+	for _, v := range []string{"Bearer " + tok, "x-api-key=" + tok, `token="` + tok + `"`, tok, "a, " + tok} {
+		if !carriesNamedToken(v) {
+			t.Errorf("carriesNamedToken(%q) = false", v)
+		}
+	}
+	for _, v := range []string{"Bearer " + tok[:len(tok)-1], "x" + tok, "/carts/" + tok + "/items", "Bearer ab_" + tok[3:], ""} {
+		if carriesNamedToken(v) {
+			t.Errorf("carriesNamedToken(%q) = true", v)
+		}
+	}
+	values := []string{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)",
+		"shop_cart=3; wr_session=" + strings.Repeat("s", 80) + "; theme=dark", "gzip, deflate, br"}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, v := range values {
+			carriesNamedToken(v)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per run, want none", n)
+	}
 }

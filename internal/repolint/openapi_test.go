@@ -851,6 +851,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 		{"POST", "/admin/v1/queues/" + paused + "/restock", map[string]any{"unitsLeft": 1}},
 		{"GET", "/admin/v1/queues/" + paused + "/suspects", nil},
 		{"POST", "/admin/v1/queues/" + paused + "/suspects/1/clear", nil},
+		{"POST", "/admin/v1/tokens", map[string]any{"name": "x", "role": "viewer"}},
+		{"GET", "/admin/v1/tokens", nil},
+		{"DELETE", "/admin/v1/tokens/x", nil},
 	} {
 		k.call(t, oaCase{method: m.method, path: m.path, body: m.body, status: 401, code: "admin_unauthorized"})
 		k.call(t, oaCase{method: m.method, path: m.path, auth: in.As("admin"), body: m.body, status: 401, code: "admin_unauthorized"})
@@ -982,7 +985,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 
 	// ---- 405 on every method a path does not serve.
 	for path, na := range c.notAllowed {
-		concrete := strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css").Replace(path)
+		concrete := strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css", "{name}", "nobody").Replace(path)
 		for _, method := range na.Methods {
 			if !c.gatewayOnly(path) {
 				k.call(t, oaCase{method: method, path: concrete, auth: in.As(alice), status: 405, code: "method_not_allowed"})
@@ -991,7 +994,8 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	}
 
 	// ---- a body on every route that takes none
-	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css", "{code}", strings.Repeat("a", 32)))
+	oaBodiesRefused(t, c, k, false, strings.NewReplacer("{queue}", paused, "suspects/{id}", "suspects/1", "{id}", tee, "{file}", "waitroom.css", "{code}", strings.Repeat("a", 32), "{name}", "nobody"))
+	runOpenAPITokens(t, k, admin)
 
 	// ---- what the document's introduction promises for every route
 	checkConventions(t, in)
@@ -1050,6 +1054,9 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 				{"GET", "/admin/v1/queues/default/suspects", nil},
 				{"POST", "/admin/v1/queues/default/suspects/1/clear", nil},
 				{"POST", "/admin/v1/queues/default/codes", map[string]any{"lane": "invited", "codes": []string{}}},
+				{"POST", "/admin/v1/tokens", map[string]any{"name": "x", "role": "viewer"}},
+				{"GET", "/admin/v1/tokens", nil},
+				{"DELETE", "/admin/v1/tokens/x", nil},
 			} {
 				k.call(t, oaCase{method: m.method, path: m.path, auth: "Bearer anything", body: m.body, status: 403, code: "admin_disabled"})
 			}
@@ -1344,6 +1351,8 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 	admin := in.AdminAuth()
 	sale := apptest.Shop{Instance: in}
 	q, p := sale.NewSale(5, nil)
+	// A named token never checked before the cut: its check needs Redis.
+	unchecked := in.Do("POST", "/admin/v1/tokens", admin, map[string]any{"name": "unchecked", "role": "viewer"})
 	u := apptest.UniqueID("u")
 	tok := sale.Admit(q, u)[u]
 	k.call(t, oaCase{method: "GET", path: "/readyz", status: 200})
@@ -1381,6 +1390,10 @@ func runOpenAPIOutage(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits)
 		{"GET", "/admin/v1/queues/" + q + "/suspects", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/suspects/1/clear", admin, nil, nil},
 		{"POST", "/admin/v1/queues/" + q + "/codes", admin, map[string]any{"lane": "invited", "codes": []string{}}, nil},
+		{"POST", "/admin/v1/tokens", admin, map[string]any{"name": "during", "role": "viewer"}, nil},
+		{"GET", "/admin/v1/tokens", admin, nil, nil},
+		{"DELETE", "/admin/v1/tokens/unchecked", admin, nil, nil},
+		{"GET", "/admin/v1/queue-settings", "Bearer " + unchecked.Str("token"), nil, nil},
 		// The product is read from PostgreSQL, the token from Redis.
 		{"POST", "/api/v1/orders", in.As(u), map[string]any{"productId": p, "quantity": 1}, []string{"X-Entry-Token", tok}},
 		{"GET", "/readyz", "", nil, nil},
@@ -1564,4 +1577,31 @@ func runOpenAPIGateway(t *testing.T, c *oaContract, h *oaHits) {
 	for _, m := range missing {
 		t.Errorf("documented but never exercised in gateway mode: %s", m)
 	}
+}
+
+// runOpenAPITokens drives the named tokens' routes (issue 56): made, shown
+// once, refused twice, listed without the token, used below its role
+// (403 forbidden_role), revoked, and the refusals of a bad body or name.
+func runOpenAPITokens(t *testing.T, k *oaChecker, admin string) {
+	t.Helper()
+	name := apptest.UniqueID("viewer")
+	r := k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: admin, body: map[string]any{"name": name, "role": "viewer", "expiresAt": "2099-01-01T00:00:00Z"}, status: 201})
+	viewer := "Bearer " + r.Str("token")
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: admin, body: map[string]any{"name": name, "role": "admin"}, status: 409, code: "token_exists"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: admin, body: map[string]any{"name": "has space", "role": "viewer"}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: admin, body: map[string]any{"name": "x", "role": "root"}, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: admin, body: map[string]any{"name": "x", "role": "viewer", "expiresAt": "2000-01-01T00:00:00Z"}, status: 400, code: "invalid_request"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: admin, body: `{"name":"x","role":"viewer"` + strings.Repeat(" ", 5000) + `}`, status: 413, code: "body_too_large"})
+	if r := k.call(t, oaCase{method: "GET", path: "/admin/v1/tokens", auth: admin, status: 200}); !strings.Contains(r.Raw, `"name":"`+name+`"`) || strings.Contains(r.Raw, "wr_") {
+		t.Errorf("the list: %s", r.Raw)
+	}
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/tokens", auth: viewer, status: 403, code: "forbidden_role"})
+	k.call(t, oaCase{method: "POST", path: "/admin/v1/tokens", auth: viewer, body: map[string]any{"name": "x", "role": "admin"}, status: 403, code: "forbidden_role"})
+	k.call(t, oaCase{method: "DELETE", path: "/admin/v1/tokens/" + name, auth: viewer, status: 403, code: "forbidden_role"})
+	k.call(t, oaCase{method: "PATCH", path: "/admin/v1/queues/default", auth: viewer, body: map[string]any{"paused": false}, status: 403, code: "forbidden_role"})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default", auth: viewer, status: 200})
+	k.call(t, oaCase{method: "DELETE", path: "/admin/v1/tokens/" + name, auth: admin, status: 204})
+	k.call(t, oaCase{method: "DELETE", path: "/admin/v1/tokens/" + name, auth: admin, status: 404, code: "token_not_found"})
+	k.call(t, oaCase{method: "DELETE", path: "/admin/v1/tokens/bad*name", auth: admin, status: 400, code: "invalid_request", specInvalid: true})
+	k.call(t, oaCase{method: "GET", path: "/admin/v1/queues/default", auth: viewer, status: 401, code: "admin_unauthorized"})
 }

@@ -262,7 +262,7 @@ func (s *Store) replayRecord(o op) error {
 		if o.seq != s.usedOps+1 {
 			return fmt.Errorf("first use or row %d follows %d: %w", o.seq, s.usedOps, errMissing)
 		}
-		err := s.replay(o)
+		err := s.replayUsed(o)
 		s.usedOps = o.seq
 		return err
 	}

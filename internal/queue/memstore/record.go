@@ -329,8 +329,6 @@ func (s *Store) replay(o op) error {
 		err = s.Roll(ctx, o.queue, w)
 	case opDeleteQueue:
 		err = s.DeleteQueue(ctx, o.queue)
-	case opPutToken, opDeleteToken, opTouchToken:
-		err = s.replayToken(o)
 	case opExtend:
 		_, err = s.Extend(ctx, o.queue, o.user, o.token)
 	case opEnterShadow:

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -101,7 +102,18 @@ func (s *Store) TouchToken(_ context.Context, hash string, at time.Time) error {
 	return s.await(n)
 }
 
-// replayToken runs a token's step again (replay).
+// replayUsed runs a step numbered with FirstUse's again: a token's here,
+// the others by replay.
+func (s *Store) replayUsed(o op) error {
+	switch o.kind {
+	case opPutToken, opDeleteToken, opTouchToken:
+		return s.replayToken(o)
+	}
+	return s.replay(o)
+}
+
+// replayToken runs a token's step again. A name taken already is the
+// step's own answer then, as at the time, not a fault.
 func (s *Store) replayToken(o op) error {
 	ctx := context.Background()
 	switch o.kind {
@@ -110,7 +122,10 @@ func (s *Store) replayToken(o op) error {
 		if err := json.Unmarshal(o.blob, &t); err != nil {
 			return errBadRecord
 		}
-		return s.PutToken(ctx, t)
+		if err := s.PutToken(ctx, t); !errors.Is(err, staff.ErrTokenExists) {
+			return err
+		}
+		return nil
 	case opDeleteToken:
 		_, err := s.DeleteToken(ctx, o.token)
 		return err
