@@ -69,11 +69,8 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	if err != nil {
 		return s, err
 	}
-	if len(c.SuspectRanges) > 0 { // read again: a file may have changed since Validate
-		if s.ranges, err = suspect.NewRanges(c.SuspectRanges); err != nil {
-			return s, fmt.Errorf("--suspect-ranges: %w", err)
-		}
-		m.Logger.Info("suspect address ranges", "files", c.SuspectRanges, "ranges", s.ranges.Len())
+	if s.ranges, err = m.suspectRanges(); err != nil {
+		return s, err
 	}
 	gate := m.newGatekeeper(proxies, s.ranges, human)
 	// Read again: a value's file may have changed since Validate.
@@ -102,15 +99,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		OpenAPI:  waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
-	s.server = &http.Server{
-		Handler:           m.API,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
-	}
+	s.server = m.httpServer()
 	if c.Proxy {
 		if m.Gateway, err = m.newGateway(id, gate, proxies, s.bypass); err != nil {
 			return s, err
@@ -124,6 +113,34 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		return s, m.serveMetrics(s, metrics)
 	}
 	return s, nil
+}
+
+// httpServer is the server of m.API, with every timeout set.
+func (m *Main) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           m.API,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// suspectRanges reads --suspect-ranges' files again (one may have changed
+// since Validate); nil without any.
+func (m *Main) suspectRanges() (*suspect.Ranges, error) {
+	c := m.Config
+	if len(c.SuspectRanges) == 0 {
+		return nil, nil
+	}
+	ranges, err := suspect.NewRanges(c.SuspectRanges)
+	if err != nil {
+		return nil, fmt.Errorf("--suspect-ranges: %w", err)
+	}
+	m.Logger.Info("suspect address ranges", "files", c.SuspectRanges, "ranges", ranges.Len())
+	return ranges, nil
 }
 
 // listen opens --addr and serves on it.

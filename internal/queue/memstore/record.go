@@ -337,8 +337,6 @@ func (s *Store) replay(o op) error {
 		_, err = s.ClearSuspect(ctx, o.queue, o.n)
 	case opJoin, opAddCodes, opPutHandoff, opClaimHandoff:
 		err = s.replayLanes(o)
-	case opPutSession, opDeleteSession:
-		err = s.replaySession(o)
 	case opSetStock:
 		_, err = s.SetStock(ctx, o.queue, queue.Stock{Known: o.flag, Units: o.n}, o.owner == "lower")
 	}

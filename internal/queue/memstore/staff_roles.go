@@ -103,11 +103,13 @@ func (s *Store) TouchToken(_ context.Context, hash string, at time.Time) error {
 }
 
 // replayUsed runs a step numbered with FirstUse's again: a token's here,
-// the others by replay.
+// a session's by replaySession (staff_sso.go), the others by replay.
 func (s *Store) replayUsed(o op) error {
 	switch o.kind {
 	case opPutToken, opDeleteToken, opTouchToken:
 		return s.replayToken(o)
+	case opPutSession, opDeleteSession:
+		return s.replaySession(o)
 	}
 	return s.replay(o)
 }
