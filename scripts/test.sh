@@ -14,7 +14,10 @@
 # accessibility audit, Express 4 with body-parser and method-override for
 # the gateway's differential fuzzer), starts throwaway Redis
 # and PostgreSQL servers on free loopback ports, exports their URLs as
-# WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, runs `go vet` and
+# WAITROOM_TEST_REDIS_URL and WAITROOM_TEST_DATABASE_URL, builds (cached by
+# tools/hydra/go.sum's hash) and starts Ory Hydra on that PostgreSQL in the
+# background, the admin page's sign-in's real provider (WAITROOM_TEST_HYDRA_*,
+# section "hydra" below), runs `go vet` and
 # `go test -race`, and always stops the servers and removes their temp dirs
 # on exit. go test's output reads as plain go test's (failed tests with their
 # logs; everything with -v), and the run ends with the 15 slowest tests and
@@ -31,6 +34,8 @@
 #
 # To use servers you already run, set WAITROOM_TEST_REDIS_URL and/or
 # WAITROOM_TEST_DATABASE_URL; that server is then neither installed nor started.
+# A Hydra of your own: set WAITROOM_TEST_HYDRA_PUBLIC, _ADMIN and _LOGIN
+# (where its login and consent URLs point: the tests' screens listen there).
 # WAITROOM_TEST_CHROMIUM likewise names a browser to use instead of
 # /usr/bin/chromium.
 # Under CI (CI=true) a server that cannot be installed or started is an error;
@@ -58,6 +63,7 @@ PG_DATA=""
 PG_USER=""
 GO_PID=""
 BESIDE_PID=""
+HYDRA_PID=""
 
 as_pg_user() {
 	# postgres refuses to run as root: run it as $PG_USER (only set when root).
@@ -99,6 +105,14 @@ stop_beside() {
 	BESIDE_PID=""
 }
 
+stop_hydra() {
+	[[ -n "$HYDRA_PID" ]] || return 0
+	# Its build, migration and server run in a process group of their own.
+	kill -TERM -- "-$HYDRA_PID" 2>/dev/null || kill -TERM "$HYDRA_PID" 2>/dev/null || true
+	wait "$HYDRA_PID" 2>/dev/null || true
+	HYDRA_PID=""
+}
+
 stop_go() {
 	[[ -n "$GO_PID" ]] || return 0
 	# go test runs in its own process group (setsid): stop it and the test binaries.
@@ -117,9 +131,10 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	stop_beside
 	stop_go
-	if [[ -n "$REDIS_PID" || -n "$PG_DATA" ]]; then
+	if [[ -n "$REDIS_PID" || -n "$PG_DATA" || -n "$HYDRA_PID" ]]; then
 		say "stopping test servers"
 	fi
+	stop_hydra
 	stop_redis
 	stop_postgres
 	[[ -n "$TMP_ROOT" ]] && rm -rf "$TMP_ROOT"
@@ -394,6 +409,76 @@ else
 	say "using existing postgres at $(redact "$WAITROOM_TEST_DATABASE_URL")"
 fi
 
+# ---------------------------------------------------------------- hydra
+
+# Ory Hydra, the real OpenID Connect provider the admin page's sign-in is
+# tested against (internal/adminsso/hydratest; issue 56). It is built from
+# tools/hydra, a module of its own (Hydra's hundreds of dependencies never
+# enter the product's go.mod), with CGO_ENABLED=0 and so without SQLite: it
+# keeps its data on the PostgreSQL above, in a database of its own. The
+# binary is cached by tools/hydra/go.sum's hash where the npm tools are
+# (scripts/npm-tools.sh names TOOLS_CACHE). A cold build takes about 1.5
+# minutes of a 2-core machine, so the build, the migration and the server
+# run in the background, beside go vet and the tests' compile, and never
+# delay go test's start: the URLs are exported now, and the tests that
+# need Hydra wait for its /health/ready (testenv.Hydra), with the log
+# (WAITROOM_TEST_HYDRA_LOG) to show should it never come.
+# Its login and consent screens are the tests' own (hydratest), on
+# WAITROOM_TEST_HYDRA_LOGIN: Hydra reads one login URL from its settings,
+# for every client.
+# shellcheck source=scripts/npm-tools.sh
+source scripts/npm-tools.sh
+hydra_run() {
+	local bin="$1"
+	if [[ ! -x "$bin" ]]; then
+		say "building Ory Hydra (tools/hydra) into $bin"
+		mkdir -p "$(dirname "$bin")"
+		CGO_ENABLED=0 go build -C tools/hydra -trimpath -o "$bin.$$" github.com/ory/hydra/v2 &&
+			mv "$bin.$$" "$bin" || return 1
+		say "hydra built"
+	fi
+	# A fresh database each run (a server of the caller's own may hold one
+	# from before).
+	psql -q -v ON_ERROR_STOP=1 "$WAITROOM_TEST_DATABASE_URL" \
+		-c 'DROP DATABASE IF EXISTS waitroom_test_hydra WITH (FORCE)' -c 'CREATE DATABASE waitroom_test_hydra' || return 1
+	"$bin" migrate sql up -e --yes || return 1
+	say "hydra migrated; serving"
+	exec "$bin" serve all --dev --sqa-opt-out
+}
+start_hydra() {
+	local key bin pub adm login
+	key="$(sha256sum tools/hydra/go.sum | cut -c1-16)"
+	mkdir -p "$TOOLS_CACHE"
+	bin="$(cd "$TOOLS_CACHE" && pwd)/hydra-$key/hydra"
+	pub="$(free_port)" && adm="$(free_port)" && login="$(free_port)" || die "no free loopback ports for hydra"
+	[[ "$pub" != "$adm" && "$pub" != "$login" && "$adm" != "$login" ]] || { start_hydra; return; }
+	export WAITROOM_TEST_HYDRA_PUBLIC="http://127.0.0.1:$pub" WAITROOM_TEST_HYDRA_ADMIN="http://127.0.0.1:$adm" \
+		WAITROOM_TEST_HYDRA_LOGIN="127.0.0.1:$login" WAITROOM_TEST_HYDRA_LOG="$TMP_ROOT/hydra.log"
+	say "hydra: building or taking it from the cache, then starting it in the background (log: $WAITROOM_TEST_HYDRA_LOG)"
+	local dsn="${WAITROOM_TEST_DATABASE_URL%%\?*}"
+	dsn="${dsn%/*}/waitroom_test_hydra?sslmode=disable"
+	# --dev: an issuer over plain HTTP on loopback. PKCE enforced for every
+	# client, so that a sign-in without it fails here as it would at a
+	# strict provider.
+	DSN="$dsn" SECRETS_SYSTEM="waitroom-test-$RANDOM$RANDOM$RANDOM$RANDOM" LOG_LEVEL=warn \
+		URLS_SELF_ISSUER="$WAITROOM_TEST_HYDRA_PUBLIC" URLS_LOGIN="http://127.0.0.1:$login/login" \
+		URLS_CONSENT="http://127.0.0.1:$login/consent" OAUTH2_PKCE_ENFORCED=true \
+		SERVE_PUBLIC_HOST=127.0.0.1 SERVE_PUBLIC_PORT="$pub" SERVE_ADMIN_HOST=127.0.0.1 SERVE_ADMIN_PORT="$adm" \
+		setsid -w bash -c "SECONDS=$SECONDS; $(declare -f say hydra_run); hydra_run $(printf '%q' "$bin")" \
+		</dev/null >"$WAITROOM_TEST_HYDRA_LOG" 2>&1 &
+	HYDRA_PID=$!
+}
+if [[ -n "${WAITROOM_TEST_HYDRA_PUBLIC:-}" ]]; then
+	say "using existing hydra at $WAITROOM_TEST_HYDRA_PUBLIC"
+elif [[ -n "${WAITROOM_TEST_DATABASE_URL:-}" ]] && command -v psql >/dev/null && command -v setsid >/dev/null; then
+	new_tmp_root
+	start_hydra
+elif in_ci; then
+	die "hydra needs PostgreSQL, psql and setsid"
+else
+	warn "no PostgreSQL, psql or setsid: hydra does not start, and the sign-in tests fail"
+fi
+
 if [[ -x "$CHROMIUM" ]]; then
 	export WAITROOM_TEST_CHROMIUM="$CHROMIUM"
 elif in_ci; then
@@ -414,9 +499,8 @@ fi
 
 # The npm tools tools/npm pins (scripts/npm-tools.sh: the spec's linter,
 # the TypeScript tools, jose, axe-core, Express for the gateway's
-# differential fuzzer), installed once per lock file into a cache.
-# shellcheck source=scripts/npm-tools.sh
-source scripts/npm-tools.sh
+# differential fuzzer), installed once per lock file into a cache
+# (scripts/npm-tools.sh, sourced above).
 if ! install_npm_tools; then
 	in_ci && die "the npm tools of tools/npm could not be installed"
 	warn "the npm tools of tools/npm are not installed: the tests of the API's consumers will skip"

@@ -178,6 +178,10 @@ type Config struct {
 	// its widget's script (humancheck.go).
 	HumanCheckSecretFile, HumanCheckSiteKey  string
 	HumanCheckVerifyURL, HumanCheckScriptURL string
+
+	// AdminOIDC is the admin page's sign-in through the shop's identity
+	// provider (issue 56; staff_sso.go).
+	AdminOIDC AdminOIDC
 }
 
 // DefaultDataDir is --data-dir's default.
@@ -234,6 +238,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AddressSessionBurst, "address-session-burst", 100, "anonymous sessions handed out to one client address in a row")
 	fs.Float64Var(&c.AddressSessionRate, "address-session-rate", 1, "anonymous sessions per second handed out to one client address once the burst is spent; 0 lifts the limit")
 	c.humanCheckFlags(fs)
+	c.adminSignInFlags(fs)
 }
 
 // derivedWhenZero says what 0 means on the command line for the per-queue
@@ -419,6 +424,7 @@ func (c Config) Validate() error {
 	c.validateSuspects(bad)
 	c.validateWebhooks(bad)
 	c.validateHumanCheck(bad)
+	c.validateAdminSignIn(bad)
 	if c.Proxy {
 		errs = append(errs, c.validateGateway()...)
 	}

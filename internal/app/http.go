@@ -53,7 +53,8 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	if err != nil {
 		return s, fmt.Errorf("--human-check-secret-file: %w", err)
 	}
-	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir, HumanCheckOrigin: human.ScriptOrigin()})
+	site, err := web.New(web.Options{Base: c.prefix(), Gateway: c.Proxy, Dir: c.PageDir, HumanCheckOrigin: human.ScriptOrigin(),
+		SignInOrigin: c.AdminOIDC.origin()})
 	if err != nil {
 		return s, fmt.Errorf("--page-dir: %w", err)
 	}
@@ -64,11 +65,12 @@ func (m *Main) buildHTTP() (s *served, err error) {
 	proxies, _ := clientaddr.Parse(c.TrustedProxies) // validated with the config
 	id := identity.NewWith([]byte(c.AuthSecret), identity.Options{SessionMaxAge: c.SessionMaxAge, SecureCookies: c.SecureCookies,
 		Proxies: proxies, Audience: c.AuthAudience, Issuer: c.AuthIssuer, Now: m.Clock})
-	if len(c.SuspectRanges) > 0 { // read again: a file may have changed since Validate
-		if s.ranges, err = suspect.NewRanges(c.SuspectRanges); err != nil {
-			return s, fmt.Errorf("--suspect-ranges: %w", err)
-		}
-		m.Logger.Info("suspect address ranges", "files", c.SuspectRanges, "ranges", s.ranges.Len())
+	signIn, err := m.adminSignIn(id)
+	if err != nil {
+		return s, err
+	}
+	if s.ranges, err = m.suspectRanges(); err != nil {
+		return s, err
 	}
 	gate := m.newGatekeeper(proxies, s.ranges, human)
 	// Read again: a value's file may have changed since Validate.
@@ -85,6 +87,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		// must verify on whichever instance it reaches.
 		Tickets:    front.NewTickets([]byte(c.AuthSecret)),
 		AdminToken: c.AdminToken, Ready: m.ready, Logger: m.Logger,
+		AdminSessions: sessionAuth(signIn), AdminSignIn: signInRoutes(signIn),
 		Tokens: m.namedTokens(), Addresses: proxies, // issue 56: named tokens, and where an admin acted from
 		NewQueueConfig: m.settings.newQueues, QueueConfigChanged: m.queueConfigChanged,
 		Page: site,
@@ -97,15 +100,7 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		OpenAPI: waitroom.OpenAPI, Metrics: m.sale.telemetry, MetricsHandler: publicMetrics,
 	})
 	telemetry.RegisterHeld(m.Registry, m.API.Held)
-	s.server = &http.Server{
-		Handler:           m.API,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
-	}
+	s.server = m.httpServer()
 	if c.Proxy {
 		if m.Gateway, err = m.newGateway(id, gate, proxies, s.bypass); err != nil {
 			return s, err
@@ -119,6 +114,34 @@ func (m *Main) buildHTTP() (s *served, err error) {
 		return s, m.serveMetrics(s, metrics)
 	}
 	return s, nil
+}
+
+// httpServer is the server of m.API, with every timeout set.
+func (m *Main) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           m.API,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// suspectRanges reads --suspect-ranges' files again (one may have changed
+// since Validate); nil without any.
+func (m *Main) suspectRanges() (*suspect.Ranges, error) {
+	c := m.Config
+	if len(c.SuspectRanges) == 0 {
+		return nil, nil
+	}
+	ranges, err := suspect.NewRanges(c.SuspectRanges)
+	if err != nil {
+		return nil, fmt.Errorf("--suspect-ranges: %w", err)
+	}
+	m.Logger.Info("suspect address ranges", "files", c.SuspectRanges, "ranges", ranges.Len())
+	return ranges, nil
 }
 
 // listen opens --addr and serves on it.

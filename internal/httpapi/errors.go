@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/accesscode"
+	"github.com/waitroom/waitroom/internal/adminsso"
 	"github.com/waitroom/waitroom/internal/gatekeeper"
 	"github.com/waitroom/waitroom/internal/gateway"
 	"github.com/waitroom/waitroom/internal/handoff"
@@ -120,6 +121,11 @@ var errorTable = []struct {
 	{errMethod, errorRow{http.StatusMethodNotAllowed, "method_not_allowed", 0}},
 	{errAdminAuth, errorRow{http.StatusUnauthorized, "admin_unauthorized", 0}},
 	{errAdminOff, errorRow{http.StatusForbidden, "admin_disabled", 0}},
+	// The admin page's sign-in (issue 56): not configured; no live
+	// session; a change in a session without its CSRF value.
+	{errSignInOff, errorRow{http.StatusNotFound, "sign_in_off", 0}},
+	{adminsso.ErrNoSession, errorRow{http.StatusUnauthorized, "signed_out", 0}},
+	{adminsso.ErrCSRF, errorRow{http.StatusForbidden, "csrf_required", 0}},
 	// Roles and named tokens (issue 56).
 	{errForbiddenRole, errorRow{http.StatusForbidden, "forbidden_role", 0}},
 	{staff.ErrTokenExists, errorRow{http.StatusConflict, "token_exists", 0}},

@@ -79,6 +79,9 @@ type Options struct {
 	// AdminSessions knows the admin page's signed-in sessions (issue 56,
 	// OpenID Connect; nil: no sign-in, bearer tokens only).
 	AdminSessions SessionAuth
+	// AdminSignIn serves the admin page's sign-in through the shop's
+	// identity provider (/admin/sso/…; nil: none, the routes answer 404).
+	AdminSignIn AdminSignIn
 	// Tokens checks, makes and revokes the named tokens (issue 56; nil:
 	// none are kept, and only --admin-token and sessions sign in).
 	Tokens *staff.Checker
@@ -218,6 +221,10 @@ func New(o Options) *Server {
 	m.HandleFunc("GET /admin/v1/queues/{queue}/suspects", s.bodiless(s.admin(s.listSuspects)))
 	m.HandleFunc("POST /admin/v1/queues/{queue}/suspects/{id}/clear", s.bodiless(s.admin(s.clearSuspect)))
 	m.HandleFunc("GET /admin/v1/queue-settings", s.bodiless(s.admin(s.queueSettings)))
+	m.HandleFunc("GET /admin/sso/login", s.bodiless(s.signInOn(s.signInStart)))
+	m.HandleFunc("GET /admin/sso/callback", s.bodiless(s.signInOn(s.signInCallback)))
+	m.HandleFunc("GET /admin/sso/session", s.bodiless(s.signInOn(s.adminSession)))
+	m.HandleFunc("POST /admin/sso/logout", s.bodiless(s.signInOn(s.adminSignOut)))
 	m.HandleFunc("POST /admin/v1/tokens", s.admin(s.createToken))
 	m.HandleFunc("GET /admin/v1/tokens", s.bodiless(s.admin(s.listTokens)))
 	m.HandleFunc("DELETE /admin/v1/tokens/{name}", s.bodiless(s.admin(s.revokeToken)))

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/waitroom/waitroom/internal/adminsso"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/staff"
@@ -93,7 +94,7 @@ func (e roleRefusal) Details() map[string]string {
 // route's (allow).
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.AdminToken == "" {
+		if s.AdminToken == "" && s.AdminSessions == nil {
 			s.writeError(w, r, errAdminOff)
 			return
 		}
@@ -124,7 +125,7 @@ func (s *Server) adminActor(r *http.Request) (staff.Actor, error) {
 	nobody := staff.Actor{Kind: staff.KindNobody, Addr: addr}
 	bearer, ok := identity.Bearer(r.Header.Get("Authorization"))
 	switch {
-	case ok && subtle.ConstantTimeCompare([]byte(bearer), []byte(s.AdminToken)) == 1:
+	case ok && s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(bearer), []byte(s.AdminToken)) == 1:
 		return staff.Actor{Kind: staff.KindAdminToken, Role: staff.Admin, Addr: addr}, nil
 	case ok && s.Tokens != nil && staff.LooksLikeToken(bearer):
 		a, err := s.Tokens.Check(r.Context(), bearer)
@@ -139,8 +140,8 @@ func (s *Server) adminActor(r *http.Request) (staff.Actor, error) {
 	case !ok && s.AdminSessions != nil:
 		a, found, err := s.AdminSessions.Actor(r)
 		switch {
-		case err != nil && errors.Is(err, queue.ErrUnavailable):
-			return nobody, err
+		case err != nil && (errors.Is(err, queue.ErrUnavailable) || errors.Is(err, adminsso.ErrCSRF)):
+			return nobody, err // 503; 403 csrf_required: a change in a session without its CSRF value
 		case err != nil || !found:
 			return nobody, errAdminAuth
 		}

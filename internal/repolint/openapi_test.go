@@ -953,6 +953,7 @@ func runOpenAPI(t *testing.T, c *oaContract, b apptest.Backend, h *oaHits) {
 	runOpenAPILanes(t, k, admin)
 	runOpenAPIHandoff(t, k, admin)
 	runOpenAPIAudit(t, k, admin)
+	runOpenAPISignIn(t, k, b)
 
 	// ---- the pages and their files
 	if r := k.call(t, oaCase{method: "GET", path: "/?lang=ko", cookie: cookie, status: 200}); r.Header.Get("Content-Language") != "ko" {

@@ -70,6 +70,12 @@ type Options struct {
 	// Content-Security-Policy allows, and no other page's ("": no
 	// provider, nothing more allowed).
 	HumanCheckOrigin string
+	// SignInOrigin is the admin page's identity provider's origin (issue
+	// 56, --admin-oidc-issuer's): the page offers its sign-in, a link (a
+	// top-level navigation, which the page's Content-Security-Policy does
+	// not restrict, unlike a form's redirects) ("": no sign-in, bearer
+	// tokens only).
+	SignInOrigin string
 }
 
 // Site serves the pages; built once by New, read-only afterwards.
@@ -250,6 +256,9 @@ type pageData struct {
 	PageLanguages []pageLanguage
 	// Handoff is a handoff link's page (handoff.go; nil on every other).
 	Handoff *handoffView
+	// SignIn: the admin page offers sign-in through the shop's identity
+	// provider.
+	SignIn bool
 }
 
 // pageLanguage is a language as the admin page's script reads it.
@@ -345,7 +354,7 @@ func (s *Site) noScriptURL(queue, lang, ret string, joined bool) string {
 func (s *Site) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	lang := s.admin.choose(r)
 	d := pageData{Lang: lang.Code, Dir: lang.Dir(), T: s.admin.texts[lang.Code],
-		Languages: s.admin.links(r, s.o.Base, lang), Base: s.o.Base, Mode: "shop"}
+		Languages: s.admin.links(r, s.o.Base, lang), Base: s.o.Base, Mode: "shop", SignIn: s.o.SignInOrigin != ""}
 	for _, l := range s.page.langs {
 		d.PageLanguages = append(d.PageLanguages, pageLanguage{Code: l.Code, Name: l.Name})
 	}

@@ -255,7 +255,7 @@ func (s *Store) replayRecord(o op) error {
 	case opResume:
 		s.resume(o.at, o.dur, false)
 		return nil
-	case opFirstUse, opRoll, opPutToken, opDeleteToken, opTouchToken, opAudit:
+	case opFirstUse, opRoll, opPutToken, opDeleteToken, opTouchToken, opPutSession, opDeleteSession, opAudit:
 		if o.seq <= s.usedOps {
 			return nil
 		}
@@ -410,7 +410,7 @@ func (s *Store) Compact() error {
 			}
 		}
 		s.usedMu.Lock()
-		used := usedImage{Ops: s.usedOps, Rows: s.rowImages(), Tokens: slices.Clone(s.tokens), Audit: slices.Clone(s.audit)}
+		used := usedImage{Ops: s.usedOps, Rows: s.rowImages(), Tokens: slices.Clone(s.tokens), Sessions: s.sessionImages(), Audit: slices.Clone(s.audit)}
 		for k, until := range s.used {
 			used.Queue, used.Key, used.Until = append(used.Queue, k.queue), append(used.Key, k.key), append(used.Until, until)
 		}
@@ -487,6 +487,7 @@ func (s *Store) loadSnapshot(path string, last *time.Time) (int, int64, error) {
 			}
 			s.usedOps = used.Ops
 			s.restoreRows(used.Rows)
+			s.restoreSessions(used.Sessions)
 			s.tokens = used.Tokens
 			s.audit = used.Audit
 			for j := range used.Key {

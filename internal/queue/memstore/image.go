@@ -119,6 +119,9 @@ type usedImage struct {
 	Until []time.Time
 	// Rows are the queues' per-minute rows (Roll).
 	Rows []rowImage
+	// Sessions are the admin page's live sessions (issue 56; none in a
+	// snapshot from before).
+	Sessions []staff.Session
 	// Tokens are the named tokens (staff_roles.go).
 	Tokens []staff.Token
 	// Audit is the audit log (issue 56; empty in a snapshot from before).

@@ -49,6 +49,9 @@ type Store struct {
 	// lapsed at rowsSwept.
 	rows      map[string]map[int64]*row
 	rowsSwept time.Time
+	// sessions are the admin page's signed-in sessions by their hash
+	// (staff_sso.go).
+	sessions map[string]staff.Session
 	// tokens are the named tokens (staff_roles.go).
 	tokens []staff.Token
 	// audit is the audit log, in At's order (staff_audit.go).

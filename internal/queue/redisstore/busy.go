@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -52,6 +53,10 @@ func (p *pipelineWhenBusy) HMGet(ctx context.Context, key string, fields ...stri
 
 func (p *pipelineWhenBusy) Get(ctx context.Context, key string) *redis.StringCmd {
 	return call(p, func(c rediser) *redis.StringCmd { return c.Get(ctx, key) })
+}
+
+func (p *pipelineWhenBusy) Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd {
+	return call(p, func(c rediser) *redis.StatusCmd { return c.Set(ctx, key, value, expiration) })
 }
 
 func (p *pipelineWhenBusy) LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd {

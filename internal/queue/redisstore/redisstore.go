@@ -54,6 +54,7 @@ type rediser interface {
 	FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	Get(ctx context.Context, key string) *redis.StringCmd
+	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	SAdd(ctx context.Context, key string, members ...any) *redis.IntCmd
 	SMembers(ctx context.Context, key string) *redis.StringSliceCmd

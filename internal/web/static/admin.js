@@ -4,8 +4,11 @@
 // queues; and
 // the products, with their stock and orders, created and restocked here.
 // The page itself is public; what it shows comes from the admin JSON API
-// (/admin/v1), called with the admin token the operator pastes in. The
-// token stays in this tab's sessionStorage only.
+// (/admin/v1), called with the admin token the operator pastes in (the
+// token stays in this tab's sessionStorage only) or, where the server has
+// sign-in through the shop's identity provider, in the signed-in session:
+// its cookie is HttpOnly (this script never sees it), and every change
+// carries the session's CSRF value in a header.
 (() => {
   'use strict';
 
@@ -41,6 +44,11 @@
   let timer = 0;
   let productsTimer = 0;
   let memoryToken = ''; // when sessionStorage is unavailable (private mode)
+  // The signed-in session (GET /admin/sso/session: who, role, csrf), or
+  // null when the page acts with a token.
+  let session = null;
+  const ROLES = ['viewer', 'operator', 'admin'];
+  const allows = (held, need) => ROLES.indexOf(held) >= ROLES.indexOf(need || 'admin');
 
   function t(key, vars) {
     let s = M[key] ?? key;
@@ -61,8 +69,16 @@
     } catch { /* memoryToken holds it */ }
   }
 
+  // authHeaders are a request's credentials: the token, else the
+  // session's CSRF value on a change (its cookie goes by itself).
+  function authHeaders(method) {
+    if (getToken()) return { Authorization: 'Bearer ' + getToken() };
+    if (session && method !== 'GET') return { 'X-Waitroom-CSRF': session.csrf };
+    return {};
+  }
+
   async function api(method, path, body) {
-    const headers = { Authorization: 'Bearer ' + getToken(), Accept: 'application/json' };
+    const headers = { ...authHeaders(method), Accept: 'application/json' };
     if (body) headers['Content-Type'] = 'application/json';
     const res = await fetch(base + '/admin/v1' + path, {
       method, headers, cache: 'no-store', body: body ? JSON.stringify(body) : undefined,
@@ -75,9 +91,10 @@
   // token is wrong (signed out) or the admin API is off.
   function answered(r) {
     if (r.res.status === 401) {
-      signOut('tokenWrong');
+      signOut(session ? 'sessionEnded' : 'tokenWrong');
       return false;
     }
+    if (r.res.status === 403 && errorCode(r) === 'forbidden_role') return true; // the caller says it
     if (r.res.status === 403) {
       signOut('adminDisabled');
       return false;
@@ -86,8 +103,30 @@
   }
 
   function errorText(r) {
+    if (errorCode(r) === 'forbidden_role') return forbiddenText(r);
     return r.data.error?.message || String(r.res.status);
   }
+
+  // errorCode is an answer's error code ({"error": {"code": …}}, or
+  // {"error": "…"}).
+  function errorCode(r) {
+    const e = r.data?.error;
+    return typeof e === 'string' ? e : e?.code;
+  }
+
+  // forbiddenText says a 403 forbidden_role in the page's words: the
+  // setting above the person's role, and the role it needs.
+  function forbiddenText(r) {
+    const e = typeof r.data.error === 'object' ? r.data.error : r.data;
+    // The answer's role is the one needed; the held one is the session's
+    // (a token's the page does not know).
+    const role = roleName(session?.role);
+    if (!e.field) return t('forbiddenRoleAny', { role });
+    const s = settings.find((x) => x.name === e.field);
+    return t('forbiddenRole', { role, field: s ? settingLabel(s) : e.field, need: roleName(e.role || s?.role || 'admin') });
+  }
+
+  const roleName = (r) => (r ? t('role' + cap(r)) : '?');
 
   // send makes a change through the admin API and returns the answer's
   // data, or null after showing in msg why it failed.
@@ -117,6 +156,8 @@
     clearTimeout(timer);
     clearTimeout(productsTimer);
     setToken('');
+    session = null;
+    $('who').hidden = true;
     if ($('queue-dialog').open) $('queue-dialog').close();
     for (const c of cards.values()) c.el.remove();
     cards.clear();
@@ -135,6 +176,10 @@
     $('login-error').textContent = '';
     $('dash').hidden = false;
     $('sign-out').hidden = false;
+    if (session) {
+      $('who').textContent = t('signedInAs', { who: session.email || session.subject, role: roleName(session.role) });
+      $('who').hidden = false;
+    }
     try {
       const r = await api('GET', '/queue-settings');
       if (r.res.ok) settings = r.data.settings || [];
@@ -356,7 +401,7 @@
   async function saveReport(c) {
     note(c, '');
     const ask = (tz) => fetch(base + '/admin/v1/queues/' + encodeURIComponent(c.name) + '/report?' + new URLSearchParams({ lang, tz }), {
-      headers: { Authorization: 'Bearer ' + getToken() }, cache: 'no-store',
+      headers: authHeaders('GET'), cache: 'no-store',
     });
     const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
     let res;
@@ -769,10 +814,20 @@
       help.textContent = M['settingHelp' + cap(s.name)] ?? s.help;
       input.setAttribute('aria-describedby', help.id);
       if (onInput) input.addEventListener('input', onInput);
+      aboveRole(input, s);
       if (s.kind === 'boolean') wrap.append(input, label, help);
       else wrap.append(label, input, help);
       box.append(wrap);
     }
+  }
+
+  // aboveRole disables a setting's input the signed-in person's role may
+  // not change (the server's declaration: each setting's role), saying
+  // which role it needs; the server refuses such a change anyway.
+  function aboveRole(input, s) {
+    if (!session || !s.role || allows(session.role, s.role)) return;
+    input.disabled = true;
+    input.title = t('fieldAboveRole', { role: roleName(s.role) });
   }
 
   // isList says whether a setting is a list edited as its JSON: the
@@ -1088,8 +1143,37 @@
     setToken(v);
     signIn();
   });
-  $('sign-out').addEventListener('click', () => signOut(''));
+  $('sign-out').addEventListener('click', leave);
 
-  if (getToken()) signIn();
-  else signOut('');
+  // leave signs out: a session ends in the server's store, not only here.
+  async function leave() {
+    if (session) {
+      try {
+        await fetch(base + '/admin/sso/logout', { method: 'POST', headers: authHeaders('POST'), cache: 'no-store' });
+      } catch { /* the session lapses by itself; this page forgets it now */ }
+    }
+    signOut('');
+  }
+
+  // start: a sign-in that came back refused says why (?sso=, once); a
+  // session signed in acts; else a token kept in this tab does.
+  async function start() {
+    const params = new URLSearchParams(location.search);
+    const sso = params.get('sso');
+    if (sso) {
+      params.delete('sso');
+      history.replaceState(null, '', location.pathname + (params.size ? '?' + params : '') + location.hash);
+    }
+    const refused = sso ? 'sso' + cap(sso) : '';
+    if (!getToken() && $('sso-form')) {
+      try {
+        const res = await fetch(base + '/admin/sso/session', { cache: 'no-store', headers: { Accept: 'application/json' } });
+        if (res.ok) session = await res.json();
+      } catch { /* not signed in */ }
+    }
+    if (session || getToken()) signIn();
+    else signOut(refused in M ? refused : '');
+  }
+
+  start();
 })();

@@ -1,0 +1,139 @@
+package web_test
+
+// Signing in to the admin page through a real OpenID Connect provider
+// (issue 56): Ory Hydra, which scripts/test.sh builds and starts, with the
+// test's own login and consent screens (hydratest). The page's own script
+// does the round trip in Chromium: sign in as a person whose groups make
+// them an operator, see the queues, change what an operator may, be
+// refused a change above the role in the page's words, sign out, and find
+// the session gone from the server's store.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/internal/adminsso"
+	"github.com/waitroom/waitroom/internal/adminsso/hydratest"
+	"github.com/waitroom/waitroom/internal/app"
+	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/testenv"
+)
+
+func TestBrowserSignInThroughHydra(t *testing.T) {
+	browser := apptest.StartBrowser(t)
+	axe := testenv.Axe(t)
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			signInAsOperator(t, browser, b, axe)
+		})
+	}
+}
+
+// audit fails the test on the accessibility audit's findings (the page
+// with sign-in is not among TestAccessibility's states).
+func audit(t *testing.T, op *apptest.Visitor, axe, state string) {
+	t.Helper()
+	found, err := axeRun(op, axe)
+	if err != nil {
+		t.Fatalf("%s: %v", state, err)
+	}
+	if len(found) > 0 {
+		t.Errorf("admin page, %s: %d violations:\n  %s", state, len(found), strings.Join(found, "\n  "))
+	}
+}
+
+func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend, axe string) {
+	who := hydratest.Person{Subject: "op-" + strings.ReplaceAll(b.Name, "+", "-"), Email: "night-ops@shop.example",
+		Groups: []string{"everyone", "operator"}}
+	client := hydratest.NewClient(t, who)
+	secret := filepath.Join(t.TempDir(), "client-secret")
+	if err := os.WriteFile(secret, []byte(client.Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := apptest.Boot(t, b, func(c *app.Config) {
+		c.AdminOIDC = app.AdminOIDC{Issuer: client.Issuer, ClientID: client.ID, ClientSecretFile: secret, RolesClaim: "groups"}
+	})
+	client.AllowRedirect(t, in.Base+"/admin/sso/callback")
+	const q = "sso-sale"
+	in.PutQueue(q, map[string]any{"paused": true, "capacity": 500})
+
+	op := apptest.NewVisitor(t, browser, in, "en")
+	op.Open("/admin")
+	op.WaitUntil("the sign-in button", `document.getElementById('sso-sign-in')?.offsetParent`, 10*time.Second)
+	audit(t, op, axe, "sign-in with the provider's link")
+	op.Click("#sso-sign-in")
+	card := `[data-queue="` + q + `"]`
+	op.WaitUntil("the dashboard after the round trip through Hydra", `!document.getElementById('dash').hidden && document.querySelector('`+card+`')`, 30*time.Second)
+	if got := op.Text("#who"); got != "night-ops@shop.example · operator" {
+		t.Errorf("who is signed in: %q", got)
+	}
+	session := sessionCookie(t, op, in.Base)
+	op.Click(card + " .settings summary")
+	audit(t, op, axe, "signed in as an operator, the settings open (those above the role disabled)")
+
+	// An operator's lever: the page's change carries the session's CSRF
+	// value, and the server takes it.
+	op.Click(card + " .pause-button") // Resume
+	op.WaitUntil("the badge to say Admitting", `document.querySelector('`+card+` .badge').textContent === 'Admitting'`, 10*time.Second)
+
+	// Capacity needs the admin role: its field is disabled, saying so; a
+	// page that sends it anyway (one built before the role changed) is
+	// refused by the server, 403 forbidden_role, in the page's words.
+	capacity := card + ` .settings-form [name="capacity"]`
+	var state struct {
+		Disabled bool   `json:"disabled"`
+		Title    string `json:"title"`
+	}
+	op.MustEval(`(e => ({disabled: e.disabled, title: e.title}))(document.querySelector('`+capacity+`'))`, &state)
+	if !state.Disabled || state.Title != "Needs the admin role" {
+		t.Errorf("the capacity field for an operator: %+v, want disabled, titled Needs the admin role", state)
+	}
+	op.MustEval(`(e => { e.disabled = false; e.value = '900'; e.dispatchEvent(new Event('input', {bubbles: true})); return true; })(document.querySelector('`+capacity+`'))`, nil)
+	op.MustEval(`document.querySelector('`+card+` .settings-form').requestSubmit(), true`, nil)
+	const refused = "Your role (operator) may not change “Capacity”. Ask someone with the admin role."
+	op.WaitUntil("the refusal in the page's words", `document.querySelector('`+card+` .qmessage').textContent === `+apptest.JSString(refused), 10*time.Second)
+	if r := in.Do("GET", "/admin/v1/queues/"+q, in.AdminAuth(), nil); r.Num("capacity") != 500 {
+		t.Errorf("capacity after the refused change: %s", r.Raw)
+	}
+
+	// Sign out: the session is gone from the store, so even the cookie's
+	// value, sent again, names nobody.
+	op.Click("#sign-out")
+	op.WaitUntil("the sign-in form again", `!document.getElementById('login').hidden && document.getElementById('dash').hidden`, 10*time.Second)
+	r := in.Do("GET", "/admin/sso/session", "", nil, "Cookie", adminsso.SessionCookie+"="+session)
+	if r.Status != 401 || r.ErrorCode() != "signed_out" {
+		t.Errorf("the session after sign-out: %d %s, want 401 signed_out", r.Status, r.Raw)
+	}
+	if r := in.Do("GET", "/admin/v1/queues", "", nil, "Cookie", adminsso.SessionCookie+"="+session); r.Status != 401 {
+		t.Errorf("the admin API with the signed-out session's cookie: %d %s, want 401", r.Status, r.Raw)
+	}
+}
+
+// sessionCookie is the session cookie the browser holds for the admin
+// page (its value), checked for the attributes the sign-in promises.
+func sessionCookie(t *testing.T, op *apptest.Visitor, base string) string {
+	t.Helper()
+	got, err := chromedp.Call(op.Ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got.Cookies {
+		if c.Name != adminsso.SessionCookie {
+			continue
+		}
+		if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict || c.Path != "/admin" {
+			t.Errorf("session cookie: HttpOnly %v, SameSite %q, Path %q; want HttpOnly, Strict, /admin", c.HTTPOnly, c.SameSite, c.Path)
+		}
+		return c.Value
+	}
+	t.Fatalf("no %s cookie after the round trip: %d cookies", adminsso.SessionCookie, len(got.Cookies))
+	return ""
+}
