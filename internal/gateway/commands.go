@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/staff"
@@ -121,12 +120,12 @@ func (g *Gateway) run(ctx context.Context, c upstreamCommand, u *entryUse) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if g.stock.news(q, st, time.Now()) {
-		// A backend may repeat a command on every answer: only one that
-		// may change the stock names its actor, and the operator's call
-		// records it if the queue's stock was not that already.
-		ctx = staff.WithActor(staff.WithOp(ctx, c.name), staff.Actor{Kind: staff.KindBackend})
-	}
+	// Every command names its actor, a repeat too: the stock may have
+	// changed since this gateway last told it (an operator's restock
+	// between two sold-outs), and the operator's call records the command
+	// only when the queue's stock was not that already (at the cost of a
+	// read before each command).
+	ctx = staff.WithActor(staff.WithOp(ctx, c.name), staff.Actor{Kind: staff.KindBackend})
 	now, err := g.o.Operate.SetStock(ctx, q, st, false)
 	if err != nil {
 		g.o.Logger.Warn("gateway: the upstream's "+CommandHeader+" failed", "command", c.name, "queue", q, "err", err)

@@ -48,18 +48,6 @@ func (t *stockTold) changed(q string, st queue.Stock, now time.Time) bool {
 	return true
 }
 
-// news reports whether st may change q's stock at now: it is not the stock
-// last told through this gateway, or that was told repeatLogEvery ago or
-// more (the stock may have changed meanwhile where this gateway does not
-// see it). The audit log's: the operator's call then reads the stock
-// before, and records a change, never a repeat.
-func (t *stockTold) news(q string, st queue.Stock, now time.Time) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	before, ok := t.last[q]
-	return !ok || before.stock != st || now.Sub(before.at) >= repeatLogEvery
-}
-
 // logStockChanged writes the info line of a stock the upstream's command
 // changed, as the admin API writes one for sold-out and restock
 // (httpapi's setStock): the queue, the command, units left (nil: not

@@ -174,18 +174,24 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, need staff.Role, 
 	return false
 }
 
-// mayPatch checks, against its row's role, each setting a PATCH would
-// change: present and different from what is stored (one sent as it is
-// changes nothing, and needs no role beyond the route's). The first in
-// queue.Settings' order above the caller's role refuses the PATCH whole.
+// mayPatch checks, against its row's role, each setting the PATCH would
+// change: every setting whose value after queue.Apply differs from what is
+// stored, so a side effect counts as a change (a rate set turns the
+// adaptive rate off), and a setting sent as it is changes nothing and
+// needs no role beyond the route's. A PATCH Apply refuses is checked by the
+// settings it names, so that its 400 tells nobody more than their role
+// lets them try. The first setting in queue.Settings' order above the
+// caller's role refuses the PATCH whole.
 func (s *Server) mayPatch(w http.ResponseWriter, r *http.Request, stored queue.Config, changes map[string]any) bool {
+	after, err := queue.Apply(stored, changes)
 	for _, set := range queue.Settings {
-		v, ok := changes[set.Name]
-		if !ok {
+		if set.ReadOnly {
 			continue
 		}
-		after := stored
-		if set.Set(&after, v) == nil && reflect.DeepEqual(set.Value(after), set.Value(stored)) {
+		if _, named := changes[set.Name]; err != nil && !named {
+			continue
+		}
+		if err == nil && reflect.DeepEqual(set.Value(after), set.Value(stored)) {
 			continue
 		}
 		if !s.allow(w, r, set.Role, set.Name) {

@@ -413,7 +413,7 @@ var Settings = declared([]Setting{
 	{Name: "paused", Field: "paused", Role: staff.Operator, Default: false,
 		Label: "Paused",
 		value: boolean(func(c *Config) *bool { return &c.Paused })},
-	{Name: "adaptive", Field: "adaptive", Default: false,
+	{Name: "adaptive", Field: "adaptive", Role: staff.Operator, Default: false,
 		Label: "Adaptive rate", Flag: "adaptive",
 		value: boolean(func(c *Config) *bool { return &c.Adaptive })},
 	{Name: "minRatePerSecond", Field: "min_rate", Min: 0, MinExclusive: true, Max: 1e6, Default: 1.0,

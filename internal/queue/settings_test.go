@@ -231,11 +231,12 @@ func configFromStore(m map[string]string) (Config, error) {
 	return ConfigFromFields(func(f string) (string, bool) { v, ok := m[f]; return v, ok })
 }
 
-// TestSettingsNameTheirRoles: the night's levers are an operator's, every
-// other settable setting an admin's, and a read-only one names none
-// (issue 56).
+// TestSettingsNameTheirRoles: the night's levers are an operator's (the
+// rate is ratePerSecond and whether it adapts: setting a rate turns the
+// adaptive rate off), every other settable setting an admin's, and a
+// read-only one names none (issue 56).
 func TestSettingsNameTheirRoles(t *testing.T) {
-	operator := map[string]bool{"ratePerSecond": true, "paused": true, "message": true}
+	operator := map[string]bool{"ratePerSecond": true, "adaptive": true, "paused": true, "message": true}
 	for _, s := range Settings {
 		want := staff.Admin
 		switch {

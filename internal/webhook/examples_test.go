@@ -71,7 +71,8 @@ func TestVerifyWebhookExamples(t *testing.T) {
 			})
 			in.PatchQueue("default", map[string]any{"paused": true})
 			delivered := `waitroom_webhook_deliveries_total{receiver="` + url + `",result="delivered"}`
-			waitFor(t, "waitroom's event taken", func() bool { return apptest.Metrics(t, in.Base)[delivered] == 1 })
+			// Two events: the audit log's admin.changed and queue.paused.
+			waitFor(t, "waitroom's events taken", func() bool { return apptest.Metrics(t, in.Base)[delivered] == 2 })
 			if n := apptest.Metrics(t, in.Base)[`waitroom_webhook_attempts_failed_total{receiver="`+url+`"}`]; n != 0 {
 				t.Fatalf("%v attempts refused by the example: want its first taken", n)
 			}

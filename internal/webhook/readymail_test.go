@@ -57,7 +57,9 @@ func TestReadyMailExample(t *testing.T) {
 	in.WaitReady("drop", "alice")
 	waitFor(t, "alice's mail", func() bool { return len(mail.sent()) == 1 })
 	delivered := `waitroom_webhook_deliveries_total{receiver="` + url + `",result="delivered"}`
-	waitFor(t, "bob's event acknowledged too", func() bool { return apptest.Metrics(t, in.Base)[delivered] == 2 })
+	// Three: alice's and bob's entry.ready, and the audit log's
+	// admin.changed of the queue put (acknowledged, no mail).
+	waitFor(t, "bob's event acknowledged too", func() bool { return apptest.Metrics(t, in.Base)[delivered] == 3 })
 
 	// Again, as a retry whose 2xx was lost would come: acknowledged, no mail.
 	body := fmt.Appendf(nil, `{"id":"entry.ready:drop:alice:%d","type":"entry.ready","queue":"drop","at":"2026-12-06T22:00:00Z","data":{"user":"alice","expiresAt":"2026-12-06T22:05:00Z"}}`, 1)

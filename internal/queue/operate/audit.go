@@ -3,6 +3,7 @@ package operate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/waitroom/waitroom/internal/accesscode"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -28,31 +29,53 @@ func (o *Operator) audited(ctx context.Context) bool {
 // record keeps one change of queue q; op names it where ctx does not
 // (staff.WithOp).
 func (o *Operator) record(ctx context.Context, q, op string, changes []staff.Change) {
+	o.recordWith(ctx, q, op, "", changes)
+}
+
+// recordWith is record with a Detail.
+func (o *Operator) recordWith(ctx context.Context, q, op, detail string, changes []staff.Change) {
 	if named := staff.OpOf(ctx); named != "" {
 		op = named
 	}
-	o.Audit.Record(ctx, staff.Entry{Queue: q, Op: op, Outcome: staff.Done, Changes: changes})
+	o.Audit.Record(ctx, staff.Entry{Queue: q, Op: op, Outcome: staff.Done, Changes: changes, Detail: detail})
 }
 
-// configBefore is the queue's config before a change, for its record
-// (nil: a queue made by the change, or not recorded).
-func (o *Operator) configBefore(ctx context.Context, q string) *queue.Config {
+// before is what a change found before it, for its record: the value,
+// or none (a queue the change made), or not read (the store did not
+// answer the read: the record then says so rather than guess).
+type before[T any] struct {
+	v      *T
+	unread bool
+}
+
+// unreadDetail is a record's Detail when the values before were not read.
+const unreadDetail = "the values before could not be read (the store did not answer)"
+
+// configBefore is the queue's config before a change, for its record.
+func (o *Operator) configBefore(ctx context.Context, q string) before[queue.Config] {
 	if !o.audited(ctx) {
-		return nil
+		return before[queue.Config]{}
 	}
 	c, err := o.store.Config(ctx, q)
-	if err != nil {
-		return nil
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return before[queue.Config]{}
+	case err != nil:
+		return before[queue.Config]{unread: true}
 	}
-	return &c
+	return before[queue.Config]{v: &c}
 }
 
-// recordConfig keeps the change from before (nil: none) to after: each
-// setting whose JSON value differs, before and after; a queue made, every
-// setting its config differs from the defaults in, before null.
-func (o *Operator) recordConfig(ctx context.Context, q string, before *queue.Config, after queue.Config) {
-	op, from := "config", before
-	if before == nil {
+// recordConfig keeps the change from was to after: each setting whose JSON
+// value differs, before and after; a queue made (or one whose config
+// before was not read), every setting its config differs from the
+// defaults in, before null.
+func (o *Operator) recordConfig(ctx context.Context, q string, was before[queue.Config], after queue.Config) {
+	op, from, detail := "config", was.v, ""
+	switch {
+	case was.unread:
+		from, detail = new(queue.DefaultConfig()), unreadDetail
+	case was.v == nil:
 		op, from = "create", new(queue.DefaultConfig())
 	}
 	var changes []staff.Change
@@ -64,15 +87,15 @@ func (o *Operator) recordConfig(ctx context.Context, q string, before *queue.Con
 		if sameJSON(b, a) {
 			continue
 		}
-		if before == nil {
+		if was.v == nil {
 			b = nil
 		}
 		changes = append(changes, staff.Change{Field: set.Name, Before: b, After: a})
 	}
-	if before != nil && len(changes) == 0 {
+	if was.v != nil && len(changes) == 0 {
 		return
 	}
-	o.record(ctx, q, op, changes)
+	o.recordWith(ctx, q, op, detail, changes)
 }
 
 func sameJSON(a, b any) bool {
@@ -82,27 +105,39 @@ func sameJSON(a, b any) bool {
 }
 
 // stockBefore is the queue's stock before a stock command, for its record
-// (false: not recorded, or not read).
-func (o *Operator) stockBefore(ctx context.Context, q string) (queue.Stock, bool) {
+// (nil v and not unread: not recorded).
+func (o *Operator) stockBefore(ctx context.Context, q string) before[queue.Stock] {
 	if !o.audited(ctx) {
-		return queue.Stock{}, false
+		return before[queue.Stock]{}
 	}
 	st, err := o.store.Stats(ctx, q)
-	return st.Stock, err == nil
+	if err != nil {
+		return before[queue.Stock]{unread: true}
+	}
+	return before[queue.Stock]{v: &st.Stock}
 }
 
 // recordStock keeps a stock command that changed the stock (a repeat of
 // the stock the queue has, as a backend sends on every answer, changes
 // nothing and is not kept).
-func (o *Operator) recordStock(ctx context.Context, q string, before, after queue.Stock) {
-	if before == after {
+func (o *Operator) recordStock(ctx context.Context, q string, was before[queue.Stock], after queue.Stock) {
+	var from any
+	detail := ""
+	switch {
+	case was.unread:
+		detail = unreadDetail
+	case was.v == nil:
+		return // not recorded
+	case *was.v == after:
 		return
+	default:
+		from = units(*was.v)
 	}
 	op := "restock"
 	if after.SoldOut() {
 		op = "sold-out"
 	}
-	o.record(ctx, q, op, []staff.Change{{Field: "unitsLeft", Before: units(before), After: units(after)}})
+	o.recordWith(ctx, q, op, detail, []staff.Change{{Field: "unitsLeft", Before: from, After: units(after)}})
 }
 
 // units is a stock as the admin API writes it: its units, or null when

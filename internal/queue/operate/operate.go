@@ -59,13 +59,11 @@ func (o *Operator) SetStock(ctx context.Context, q string, st queue.Stock, onlyL
 	if st.Known && (st.Units < 0 || st.Units > maxUnits) {
 		return queue.Stock{}, fmt.Errorf("%w: unitsLeft must be 0..%d, got %d", queue.ErrInvalidConfig, maxUnits, st.Units)
 	}
-	before, audited := o.stockBefore(ctx, q)
+	before := o.stockBefore(ctx, q)
 	now, err := o.store.SetStock(ctx, q, st, onlyLower)
 	if err == nil {
 		o.line.Moved(q, nil, nil)
-		if audited {
-			o.recordStock(ctx, q, before, now)
-		}
+		o.recordStock(ctx, q, before, now)
 	}
 	return now, err
 }

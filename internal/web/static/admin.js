@@ -126,7 +126,7 @@
     return t('forbiddenRole', { role, field: s ? settingLabel(s) : e.field, need: roleName(e.role || s?.role || 'admin') });
   }
 
-  const roleName = (r) => (r ? t('role' + cap(r)) : '?');
+  const roleName = (r) => ({ viewer: t('roleViewer'), operator: t('roleOperator'), admin: t('roleAdmin') })[r] || '?';
 
   // send makes a change through the admin API and returns the answer's
   // data, or null after showing in msg why it failed.
