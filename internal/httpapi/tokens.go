@@ -80,7 +80,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(r, staff.Entry{Outcome: staff.Done, Actor: actorOf(r), Changes: []staff.Change{
-		{Field: "name", Before: nil, After: t.Name}, {Field: "role", Before: nil, After: string(t.Role)}}})
+		{Field: "name", Before: nil, After: t.Name}, {Field: "role", Before: nil, After: string(t.Role)},
+		{Field: "expiresAt", Before: nil, After: toTokenJSON(t).ExpiresAt}}})
 	j := toTokenJSON(t)
 	j.Token = secret
 	writeJSON(w, http.StatusCreated, j)
