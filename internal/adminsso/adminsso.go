@@ -37,6 +37,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/staff"
 )
 
@@ -81,6 +82,10 @@ type Options struct {
 	Sessions staff.SessionStore
 	// Secure is the one cookie rule (identity.Identity.Secure).
 	Secure func(*http.Request) bool
+	// Proxies are the trusted proxies (--trusted-proxies): a request
+	// through one is never on this machine, whatever its Host says, so
+	// only the cookie rule decides whether it may sign in.
+	Proxies clientaddr.Resolver
 	// Base is the path the admin page is served under ("" or --prefix).
 	Base string
 	// Life is a session's life (DefaultLife when 0).
@@ -169,11 +174,31 @@ func random(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// loopback says whether r was sent to this machine by name or address
-// (localhost, 127.0.0.1, ::1): a browser treats such an origin as secure,
-// and nothing crosses a network on the way.
-func loopback(r *http.Request) bool {
-	host := r.Host
+// forwarded are the headers a proxy adds: a request with any of them
+// came through one, even one the operator did not name.
+var forwarded = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"}
+
+// loopback says whether r was sent on this machine: its connection is
+// from a loopback address, not from a proxy (trusted, or one that says
+// it forwards), and its Host names this machine (localhost, 127.0.0.1,
+// ::1), so the browser treats the origin as secure. The Host alone would
+// not do: a proxy that rewrites it to 127.0.0.1 carries the request over
+// a network.
+func loopback(r *http.Request, proxies clientaddr.Resolver) bool {
+	if proxies.FromTrusted(r) {
+		return false
+	}
+	for _, h := range forwarded {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
+	return loopbackHost(r.RemoteAddr) && loopbackHost(r.Host)
+}
+
+// loopbackHost says whether a host, with or without a port, is a
+// loopback name or address.
+func loopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
@@ -189,7 +214,7 @@ func loopback(r *http.Request) bool {
 // the state cookie set; a trouble sends it back to the admin page, which
 // says why.
 func (s *SignIn) Start(w http.ResponseWriter, r *http.Request) {
-	if !s.o.Secure(r) && !loopback(r) {
+	if !s.o.Secure(r) && !loopback(r, s.o.Proxies) {
 		// A session cookie over plain HTTP on a network could be read on
 		// the way: sign-in needs TLS (or the cookie rule saying so) but on
 		// this machine.

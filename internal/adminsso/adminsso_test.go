@@ -1,6 +1,7 @@
 package adminsso_test
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/adminsso"
 	"github.com/waitroom/waitroom/internal/adminsso/ssotest"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/queue/memstore"
 	"github.com/waitroom/waitroom/internal/staff"
 )
@@ -47,7 +49,9 @@ func (x *rig) clock() time.Time {
 func (x *rig) start(host string) (*http.Cookie, *url.URL) {
 	x.t.Helper()
 	w := httptest.NewRecorder()
-	x.sso.Start(w, httptest.NewRequest("GET", "http://"+host+"/admin/sso/login", nil))
+	r := httptest.NewRequest("GET", "http://"+host+"/admin/sso/login", nil)
+	r.RemoteAddr = "127.0.0.1:50000" // a browser on this machine
+	x.sso.Start(w, r)
 	res := w.Result()
 	if res.StatusCode != http.StatusSeeOther {
 		x.t.Fatalf("login answered %d", res.StatusCode)
@@ -101,7 +105,7 @@ func (x *rig) signIn(who ssotest.Person) (string, *http.Cookie) {
 	return x.callback(x.atProvider(loc), state)
 }
 
-var operator = ssotest.Person{Subject: "u-ana", Email: "ana@shop.example", Groups: []string{"staff", "shop-ops", "viewer"}}
+var operator = ssotest.Person{Subject: "u-ana", Email: "ana@shop.example", EmailVerified: true, Groups: []string{"staff", "shop-ops", "viewer"}}
 
 func TestCookiesHaveTheirAttributes(t *testing.T) {
 	x := newRig(t)
@@ -202,6 +206,90 @@ func TestPlainHTTPOffThisMachineRefused(t *testing.T) {
 	for _, host := range []string{"localhost:8080", "127.0.0.1", "[::1]:8080"} {
 		if state, _ := x.start(host); state == nil {
 			t.Errorf("plain HTTP to %s: no state cookie", host)
+		}
+	}
+}
+
+// TestPlainHTTPOnlyFromThisMachine: the plain-HTTP exception needs the
+// connection itself from loopback, with no proxy on the way; a Host
+// rewritten to 127.0.0.1 proves nothing.
+func TestPlainHTTPOnlyFromThisMachine(t *testing.T) {
+	x := newRig(t)
+	for _, c := range []struct {
+		name, remote string
+		header       []string
+	}{
+		{"from the network, Host 127.0.0.1", "203.0.113.7:40000", nil},
+		{"from the network, Host localhost over IPv6", "[2001:db8::7]:40000", nil},
+		{"from a proxy on this machine", "127.0.0.1:40000", []string{"X-Forwarded-For", "203.0.113.7"}},
+		{"from a proxy saying Forwarded", "[::1]:40000", []string{"Forwarded", "for=203.0.113.7"}},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8080/admin/sso/login", nil)
+		if strings.Contains(c.name, "localhost") {
+			r.Host = "localhost:8080"
+		}
+		r.RemoteAddr = c.remote
+		if c.header != nil {
+			r.Header.Set(c.header[0], c.header[1])
+		}
+		x.sso.Start(w, r)
+		if to := w.Result().Header.Get("Location"); to != "/admin?sso=insecure" || len(w.Result().Cookies()) != 0 {
+			t.Errorf("%s: went to %q with cookies %v, want /admin?sso=insecure and none", c.name, to, w.Result().Cookies())
+		}
+	}
+}
+
+// TestBehindTrustedProxyTheCookieRuleDecides: a trusted proxy on this
+// machine is in front of a network; its X-Forwarded-Proto (the cookie
+// rule) decides, never its Host.
+func TestBehindTrustedProxyTheCookieRuleDecides(t *testing.T) {
+	op := ssotest.Start(t)
+	proxies, err := clientaddr.Parse("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sso, err := adminsso.New(adminsso.Options{Issuer: op.URL, ClientID: ssotest.ClientID, ClientSecret: ssotest.ClientSecret,
+		Sessions: memstore.New(nil), Secure: proxies.HTTPS, Proxies: proxies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []string{"", "http", "https"} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8080/admin/sso/login", nil)
+		r.RemoteAddr = "127.0.0.1:40000"
+		if proto != "" {
+			r.Header.Set("X-Forwarded-Proto", proto)
+		}
+		sso.Start(w, r)
+		to, cs := w.Result().Header.Get("Location"), w.Result().Cookies()
+		switch {
+		case proto == "https" && (len(cs) != 1 || !cs[0].Secure || strings.HasPrefix(to, "/admin")):
+			t.Errorf("X-Forwarded-Proto https: went to %q with cookies %+v, want the provider and a Secure state cookie", to, cs)
+		case proto != "https" && (to != "/admin?sso=insecure" || len(cs) != 0):
+			t.Errorf("X-Forwarded-Proto %q: went to %q with cookies %+v, want /admin?sso=insecure", proto, to, cs)
+		}
+	}
+}
+
+// TestEmailOnlyWhenVerified: the audit log names a person by an e-mail
+// only when the provider says it verified it; else by the subject.
+func TestEmailOnlyWhenVerified(t *testing.T) {
+	for _, c := range []struct {
+		verified any
+		email    string
+	}{{true, "eve@shop.example"}, {"true", "eve@shop.example"}, {false, ""}, {"false", ""}, {nil, ""}, {1, ""}} {
+		x := newRig(t)
+		_, session := x.signIn(ssotest.Person{Subject: "u-eve", Email: "eve@shop.example", EmailVerified: c.verified, Groups: []string{"admin"}})
+		if session == nil {
+			t.Fatalf("email_verified %v: no session", c.verified)
+		}
+		a, ok, err := x.sso.Actor(request("GET", session, ""))
+		if err != nil || !ok || a.Email != c.email {
+			t.Errorf("email_verified %v: actor %+v %v %v, want e-mail %q", c.verified, a, ok, err, c.email)
+		}
+		if want := "oidc " + cmp.Or(c.email, "u-eve"); a.Label() != want {
+			t.Errorf("email_verified %v: the audit log's label %q, want %q", c.verified, a.Label(), want)
 		}
 	}
 }

@@ -110,12 +110,32 @@ func (s *SignIn) verify(ctx context.Context, p *oidc.Provider, tok *oauth2.Token
 	if err := idt.Claims(&claims); err != nil {
 		return staff.Session{}, refuse("token", err)
 	}
-	email, _ := claims["email"].(string)
+	email := verifiedEmail(claims)
 	role, ok := s.role(claims[s.o.RolesClaim])
 	if !ok {
 		return staff.Session{}, refuse("norole", errors.New("subject "+idt.Subject+" ("+email+"): no role in claim "+s.o.RolesClaim))
 	}
 	return staff.Session{Subject: idt.Subject, Email: email, Role: role}, nil
+}
+
+// verifiedEmail is the ID token's e-mail when the provider says it
+// verified it (email_verified true; a few providers send the string
+// "true"), else "": the audit log names people by it, and an address
+// anyone may type in at the provider proves nothing. Without it, the
+// session and the log go by the subject.
+func verifiedEmail(claims map[string]any) string {
+	email, _ := claims["email"].(string)
+	switch v := claims["email_verified"].(type) {
+	case bool:
+		if v {
+			return email
+		}
+	case string:
+		if v == "true" {
+			return email
+		}
+	}
+	return ""
 }
 
 // role is the highest role the roles claim's values name (a string or a

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom/internal/adminsso"
+	"github.com/waitroom/waitroom/internal/clientaddr"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/identity"
 	"github.com/waitroom/waitroom/internal/queue/redisstore"
@@ -109,7 +110,7 @@ func (o AdminOIDC) origin() string {
 
 // adminSignIn builds the admin page's sign-in (nil without
 // --admin-oidc-issuer), its sessions kept by the line's store.
-func (m *Main) adminSignIn(id *identity.Identity) (*adminsso.SignIn, error) {
+func (m *Main) adminSignIn(id *identity.Identity, proxies clientaddr.Resolver) (*adminsso.SignIn, error) {
 	o := m.Config.AdminOIDC
 	if o.Issuer == "" {
 		return nil, nil
@@ -127,8 +128,8 @@ func (m *Main) adminSignIn(id *identity.Identity) (*adminsso.SignIn, error) {
 		sessions = redisstore.New(m.line.redis, m.Config.KeyPrefix)
 	}
 	return adminsso.New(adminsso.Options{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: secret,
-		RolesClaim: o.RolesClaim, RoleMap: roles, Sessions: sessions, Secure: id.Secure, Base: m.Config.prefix(),
-		Now: m.Clock, Logger: m.Logger.With("part", "admin-sign-in")})
+		RolesClaim: o.RolesClaim, RoleMap: roles, Sessions: sessions, Secure: id.Secure, Proxies: proxies,
+		Base: m.Config.prefix(), Now: m.Clock, Logger: m.Logger.With("part", "admin-sign-in")})
 }
 
 // sessionAuth and signInRoutes are the sign-in as httpapi takes it (nil

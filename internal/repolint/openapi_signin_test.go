@@ -31,7 +31,7 @@ func runOpenAPISignIn(t *testing.T, k *oaChecker, b apptest.Backend) {
 		c.AdminOIDC = app.AdminOIDC{Issuer: op.URL, ClientID: ssotest.ClientID, ClientSecretFile: secret, RolesClaim: "groups"}
 	})
 	s := &oaChecker{c: k.c, in: in, hit: k.hit}
-	op.Next(ssotest.Person{Subject: "u-ops", Email: "ops@shop.example", Groups: []string{"operator"}})
+	op.Next(ssotest.Person{Subject: "u-ops", Email: "ops@shop.example", EmailVerified: true, Groups: []string{"operator"}})
 	r := s.call(t, oaCase{method: "GET", path: "/admin/sso/login", status: 303})
 	state := r.Header.Get("Set-Cookie")
 	res, err := apptest.NoRedirects.Get(r.Header.Get("Location"))

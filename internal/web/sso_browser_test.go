@@ -104,6 +104,8 @@ func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend, 
 		t.Errorf("capacity after the refused change: %s", r.Raw)
 	}
 
+	refusedInThePagesWords(t, op, in, card, session)
+
 	// Sign out: the session is gone from the store, so even the cookie's
 	// value, sent again, names nobody.
 	op.Click("#sign-out")
@@ -115,6 +117,46 @@ func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend, 
 	if r := in.Do("GET", "/admin/v1/queues", "", nil, "Cookie", adminsso.SessionCookie+"="+session); r.Status != 401 {
 		t.Errorf("the admin API with the signed-out session's cookie: %d %s, want 401", r.Status, r.Raw)
 	}
+}
+
+// withFetch makes the page's fetch answer a request to a path ending in
+// suffix with fake (a Response expression), or send it without the CSRF
+// header when fake is "", until the page is loaded again.
+func withFetch(op *apptest.Visitor, suffix, fake string) {
+	if fake == "" {
+		fake = `real(url, {...init, headers: Object.fromEntries(Object.entries(init.headers || {}).filter(([k]) => k !== 'X-Waitroom-CSRF'))})`
+	}
+	op.MustEval(`(() => { const real = window.__realFetch || window.fetch; window.__realFetch = real;
+		window.fetch = (url, init) => String(url).endsWith(`+apptest.JSString(suffix)+`) ? `+fake+` : real(url, init); return true; })()`, nil)
+}
+
+// refusedInThePagesWords: a sign-out the server does not take (503, or
+// 403 csrf_required) leaves the person signed in, saying so, the session
+// alive; a change refused for its CSRF value says why, not that the
+// admin API is off, and a reload picks the session up again.
+func refusedInThePagesWords(t *testing.T, op *apptest.Visitor, in *apptest.Instance, card, session string) {
+	t.Helper()
+	withFetch(op, "/admin/sso/logout", `Promise.resolve(new Response('{"error":{"code":"unavailable","message":"the store does not answer"}}', {status: 503, headers: {'Content-Type': 'application/json'}}))`)
+	for _, c := range []struct{ name, fake, said string }{
+		{"503", "", "Sign-out failed (the store does not answer). You are still signed in: try again."},
+		{"403 csrf_required", "strip", "Sign-out failed (this page's sign-in no longer matches your session; reload the page). You are still signed in: try again."},
+	} {
+		if c.fake == "strip" {
+			withFetch(op, "/admin/sso/logout", "")
+		}
+		op.Click("#sign-out")
+		op.WaitUntil("sign-out answered "+c.name+" in the page's words", `document.getElementById('sign-out-error').textContent === `+apptest.JSString(c.said)+
+			` && !document.getElementById('sign-out-error').hidden && !document.getElementById('dash').hidden`, 10*time.Second)
+		if r := in.Do("GET", "/admin/sso/session", "", nil, "Cookie", adminsso.SessionCookie+"="+session); r.Status != 200 {
+			t.Errorf("the session after a sign-out answered %s: %d %s, want it alive", c.name, r.Status, r.Raw)
+		}
+	}
+	withFetch(op, "/admin/v1/queues/sso-sale", "")
+	op.Click(card + " .pause-button")
+	const stale = "The change was refused: this page's sign-in no longer matches your session (did you sign in again in another tab?). Reload the page or sign in again."
+	op.WaitUntil("a change without its CSRF value in the page's words", `document.getElementById('login-error').textContent === `+apptest.JSString(stale), 10*time.Second)
+	op.Open("/admin")
+	op.WaitUntil("the dashboard again after a reload", `!document.getElementById('dash').hidden && document.querySelector('`+card+`')`, 10*time.Second)
 }
 
 // sessionCookie is the session cookie the browser holds for the admin

@@ -4,7 +4,7 @@
 // test through Hydra's admin API, and is Hydra's login and consent
 // screens: a few lines that accept, through the admin API, whoever the
 // client was made for, granting `openid email` with the person's e-mail
-// and groups in the ID token. Who that is travels in the client's
+// (email_verified) and groups in the ID token. Who that is travels in the client's
 // metadata, so that the screens keep no state and every test of the
 // process shares them and the one Hydra (hydratest.Person per client).
 package hydratest
@@ -136,7 +136,8 @@ func login(w http.ResponseWriter, r *http.Request, admin string) {
 }
 
 // consent grants openid and email (those of them asked for), with the
-// person's e-mail and groups in the ID token.
+// person's e-mail, verified (the shop's directory vouches for it), and
+// groups in the ID token.
 func consent(w http.ResponseWriter, r *http.Request, admin string) {
 	challenge := r.URL.Query().Get("consent_challenge")
 	var req request
@@ -148,7 +149,7 @@ func consent(w http.ResponseWriter, r *http.Request, admin string) {
 	who := req.Client.Metadata.Who
 	accept(w, r, admin+"/admin/oauth2/auth/requests/consent/accept?consent_challenge="+url.QueryEscape(challenge), map[string]any{
 		"grant_scope": grant, "grant_access_token_audience": req.RequestedAudience, "remember": false,
-		"session": map[string]any{"id_token": map[string]any{"email": who.Email, "groups": who.Groups}},
+		"session": map[string]any{"id_token": map[string]any{"email": who.Email, "email_verified": true, "groups": who.Groups}},
 	})
 }
 

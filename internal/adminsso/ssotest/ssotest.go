@@ -35,6 +35,9 @@ type Person struct {
 	// Nonce, when set, replaces the round trip's nonce (a token minted
 	// for another round trip); Audience the client's id.
 	Nonce, Audience string
+	// EmailVerified is the token's email_verified (absent when nil; a
+	// string, as a few providers send it, or a bool).
+	EmailVerified any
 }
 
 // Provider is the stand-in provider.
@@ -123,8 +126,12 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		aud = g.person.Audience
 	}
 	now := time.Now()
-	claims, _ := json.Marshal(map[string]any{"iss": p.URL, "sub": g.person.Subject, "aud": aud, "email": g.person.Email,
-		"groups": g.person.Groups, "nonce": nonce, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()})
+	c := map[string]any{"iss": p.URL, "sub": g.person.Subject, "aud": aud, "email": g.person.Email,
+		"groups": g.person.Groups, "nonce": nonce, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()}
+	if g.person.EmailVerified != nil {
+		c["email_verified"] = g.person.EmailVerified
+	}
+	claims, _ := json.Marshal(c)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"access_token": rand.Text(), "token_type": "Bearer", "expires_in": 300,
 		"id_token": oidctest.SignIDToken(p.key, "k1", "RS256", string(claims))})

@@ -95,6 +95,12 @@
       return false;
     }
     if (r.res.status === 403 && errorCode(r) === 'forbidden_role') return true; // the caller says it
+    if (r.res.status === 403 && errorCode(r) === 'csrf_required') {
+      // The session's CSRF value is not the one this page holds (a
+      // sign-in in another tab made a new session): the page starts over.
+      signOut('csrfRefused');
+      return false;
+    }
     if (r.res.status === 403) {
       signOut('adminDisabled');
       return false;
@@ -164,6 +170,7 @@
     for (const row of rows.values()) row.el.remove();
     rows.clear();
     $('dash').hidden = true;
+    $('sign-out-error').hidden = true;
     $('sign-out').hidden = true;
     $('login').hidden = false;
     $('login-error').textContent = reasonKey ? t(reasonKey) : '';
@@ -1146,11 +1153,25 @@
   $('sign-out').addEventListener('click', leave);
 
   // leave signs out: a session ends in the server's store, not only here.
+  // Until the server says it ended (or that there was none: 401), the
+  // session still works, so the page stays signed in and says so.
   async function leave() {
     if (session) {
+      const banner = $('sign-out-error');
+      banner.hidden = true;
+      let why;
       try {
-        await fetch(base + '/admin/sso/logout', { method: 'POST', headers: authHeaders('POST'), cache: 'no-store' });
-      } catch { /* the session lapses by itself; this page forgets it now */ }
+        const res = await fetch(base + '/admin/sso/logout', { method: 'POST', headers: authHeaders('POST'), cache: 'no-store' });
+        const data = await res.json().catch(() => ({}));
+        if (!res.ok && res.status !== 401) why = errorCode({ data }) === 'csrf_required' ? t('csrfStale') : data.error?.message || String(res.status);
+      } catch (err) {
+        why = err.message;
+      }
+      if (why) {
+        banner.textContent = t('signOutFailed', { msg: why });
+        banner.hidden = false;
+        return;
+      }
     }
     signOut('');
   }
