@@ -29,7 +29,8 @@ import (
 
 // TestAuditLogOfAScriptedSale (issue 56): a sale behind `waitroom proxy`,
 // changed through every path there is: the queues file at start, the
-// admin API, the CLI (sold-out, restock, codes), a reload of the queues
+// admin API, the CLI (sold-out, restock, codes; a named operator's token
+// made, used, refused above its role and revoked), a reload of the queues
 // file, and the backend's sold-out and restock (a repeat of which is no
 // change). The audit log then holds each change, in order, with its actor
 // and its values before and after; the report's "What happened" shows
@@ -108,10 +109,29 @@ func (s *auditedSale) script(t *testing.T) {
 	}
 	cli := []string{"--addr", p.Base, "--queue", auditQueue, "--admin-token", p.AdminToken}
 	var out, errOut bytes.Buffer
+	// The night's operator gets a named token of their own (the CLI), and
+	// restocks with it.
+	admin0 := []string{"--addr", p.Base, "--admin-token", p.AdminToken}
+	if err := tokensCmd(append([]string{"create", "--name", "night-ops", "--role", "operator"}, admin0...), env(nil), time.Now(), &out, &errOut); err != nil {
+		t.Fatalf("waitroom tokens create: %v\n%s", err, errOut.String())
+	}
+	opToken := strings.TrimSpace(out.String())
+	s.secrets = append(s.secrets, opToken, staff.HashToken(opToken))
+	operatorCLI := []string{"--addr", p.Base, "--queue", auditQueue, "--admin-token", opToken}
 	for _, c := range [][]string{{"sold-out"}, {"restock", "--units", "7"}} {
-		if err := stock(c[0], append(slices.Clone(cli), c[1:]...), env(nil), &out, &errOut); err != nil {
+		args := append(slices.Clone(cli), c[1:]...)
+		if c[0] == "restock" {
+			args = append(slices.Clone(operatorCLI), c[1:]...)
+		}
+		if err := stock(c[0], args, env(nil), &out, &errOut); err != nil {
 			t.Fatalf("waitroom %s: %v\n%s", c[0], err, errOut.String())
 		}
+	}
+	// Above the operator's role: refused whole, and logged as refused.
+	if r := p.Do("PATCH", admin+"/queues/"+auditQueue, "Bearer "+opToken, map[string]any{"capacity": 5}); r.Status != 403 {
+		t.Fatalf("an operator's PATCH of capacity: %d %s, want 403", r.Status, r.Raw)
+	} else {
+		s.answers = append(s.answers, r.Raw)
 	}
 	out.Reset()
 	if err := codesCmd(append([]string{"generate", "--lane", "invited", "--count", "3"}, cli...), env(nil), &out, &errOut); err != nil {
@@ -131,6 +151,9 @@ func (s *auditedSale) script(t *testing.T) {
 		if r := p.Do("GET", "/info?cmd="+url.QueryEscape(cmd), p.As("shopper"), nil); r.Status != 200 {
 			t.Fatalf("the backend's %q: %d %s", cmd, r.Status, r.Raw)
 		}
+	}
+	if err := tokensCmd(append([]string{"revoke", "night-ops"}, admin0...), env(nil), time.Now(), &out, &errOut); err != nil {
+		t.Fatalf("waitroom tokens revoke: %v\n%s", err, errOut.String())
 	}
 	// Refused, and their answers read for the grep.
 	for _, c := range []struct{ path, auth string }{{admin + "/audit?since=yesterday", p.AdminAuth()}, {admin + "/audit", "Bearer " + p.AdminToken + "x"}} {
@@ -162,7 +185,8 @@ func wantAuditTrail(t *testing.T, log []staff.Entry) {
 		{"queues-file", "load", "ratePerSecond:<nil>→50 paused:<nil>→true challengeCost:<nil>→10 lanes:<nil>→[map[codes:true name:invited share:0.5] map[name:public share:0.5]]"},
 		{"admin-token", "PATCH /admin/v1/queues/{queue}", "ratePerSecond:50→80 message:→Soon"},
 		{"admin-token", "POST /admin/v1/queues/{queue}/sold-out", "unitsLeft:<nil>→0"},
-		{"admin-token", "POST /admin/v1/queues/{queue}/restock", "unitsLeft:0→7"},
+		{"token night-ops", "POST /admin/v1/queues/{queue}/restock", "unitsLeft:0→7"},
+		{"token night-ops", "PATCH /admin/v1/queues/{queue}", ""}, // refused: capacity is the admin's
 		{"admin-token", "POST /admin/v1/queues/{queue}/codes", "codes:<nil>→map[added:3 duplicates:0 lanes:map[invited:3]]"},
 		{"queues-file", "reload", "ratePerSecond:80→60 message:Soon→"},
 		{"backend", "sold-out", "unitsLeft:7→0"},
@@ -184,10 +208,18 @@ func wantAuditTrail(t *testing.T, log []staff.Entry) {
 		t.Errorf("the audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wanted, "\n"))
 	}
 	for i, e := range log {
-		if e.Outcome != staff.Done || e.ID == "" || (i > 0 && e.At.Before(log[i-1].At)) {
-			t.Errorf("entry %d: %+v (outcome done, an ID, in time's order)", i, e)
+		outcome := staff.Done
+		if e.Actor.Kind == staff.KindToken && e.Op == "PATCH /admin/v1/queues/{queue}" {
+			outcome = staff.Refused
+			if !strings.Contains(e.Detail, "capacity") || e.Actor.Role != staff.Operator {
+				t.Errorf("entry %d, the refusal: %+v (naming capacity, the operator's)", i, e)
+			}
 		}
-		if (e.Actor.Kind == staff.KindAdminToken) != (e.Actor.Addr == "127.0.0.1") {
+		if e.Outcome != outcome || e.ID == "" || (i > 0 && e.At.Before(log[i-1].At)) {
+			t.Errorf("entry %d: %+v (outcome %s, an ID, in time's order)", i, e, outcome)
+		}
+		byRequest := e.Actor.Kind == staff.KindAdminToken || e.Actor.Kind == staff.KindToken
+		if byRequest != (e.Actor.Addr == "127.0.0.1") {
 			t.Errorf("entry %d's address: %+v (an admin request's, and no other's)", i, e.Actor)
 		}
 	}
