@@ -10,6 +10,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/internal/adminsso/hydratest"
 	"github.com/waitroom/waitroom/internal/app"
 	"github.com/waitroom/waitroom/internal/apptest"
+	"github.com/waitroom/waitroom/internal/staff"
 	"github.com/waitroom/waitroom/internal/testenv"
 )
 
@@ -116,6 +118,40 @@ func signInAsOperator(t *testing.T, browser context.Context, b apptest.Backend, 
 	}
 	if r := in.Do("GET", "/admin/v1/queues", "", nil, "Cookie", adminsso.SessionCookie+"="+session); r.Status != 401 {
 		t.Errorf("the admin API with the signed-out session's cookie: %d %s, want 401", r.Status, r.Raw)
+	}
+	auditNamesThePerson(t, in, q, session)
+}
+
+// auditNamesThePerson: the audit log names the signed-in person (by their
+// verified e-mail) for the resume they made and the capacity refused, and
+// their session's cookie is nowhere in it, nor in /metrics.
+func auditNamesThePerson(t *testing.T, in *apptest.Instance, q, session string) {
+	t.Helper()
+	r := in.Do("GET", "/admin/v1/audit?queue="+q, in.AdminAuth(), nil)
+	var log struct{ Entries []staff.Entry }
+	if err := json.Unmarshal([]byte(r.Raw), &log); r.Status != 200 || err != nil {
+		t.Fatalf("GET /admin/v1/audit: %d %s (%v)", r.Status, r.Raw, err)
+	}
+	var resumed, refused bool
+	for _, e := range log.Entries {
+		if e.Actor.Kind != staff.KindSignIn || e.Actor.Email != "night-ops@shop.example" || e.Actor.Role != staff.Operator {
+			continue
+		}
+		switch {
+		case e.Outcome == staff.Done && len(e.Changes) == 1 && e.Changes[0].Field == "paused" && e.Changes[0].Before == true && e.Changes[0].After == false:
+			resumed = true
+		case e.Outcome == staff.Refused && strings.Contains(e.Detail, "capacity"):
+			refused = true
+		}
+	}
+	if !resumed || !refused {
+		t.Errorf("the audit log of %s: resumed by the person %v, their capacity refused %v:\n%s", q, resumed, refused, r.Raw)
+	}
+	if strings.Contains(r.Raw, session) || strings.Contains(r.Raw, staff.HashToken(session)) {
+		t.Error("the session's cookie (or its hash) is in the audit log")
+	}
+	if m := in.Do("GET", "/metrics", "", nil); strings.Contains(m.Raw, session) {
+		t.Error("the session's cookie is in /metrics")
 	}
 }
 
