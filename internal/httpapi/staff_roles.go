@@ -128,7 +128,7 @@ func (s *Server) adminActor(r *http.Request) (staff.Actor, error) {
 	case ok && s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(bearer), []byte(s.AdminToken)) == 1:
 		return staff.Actor{Kind: staff.KindAdminToken, Role: staff.Admin, Addr: addr}, nil
 	case ok && s.Tokens != nil && staff.LooksLikeToken(bearer):
-		a, err := s.Tokens.Check(r.Context(), bearer)
+		a, err := s.Tokens.Check(r.Context(), bearer, addr)
 		if errors.Is(err, staff.ErrTokenUnknown) {
 			return nobody, errWith(errAdminAuth, err.Error())
 		}

@@ -14,19 +14,6 @@ import (
 // (Filter.Limit 0 or above it reads this many).
 const MaxAuditLimit = 1000
 
-// Refusals are rate-limited per actor and address: at most refusalBurst
-// are logged in a refusalWindow; the rest are counted in the next one
-// logged (Entry.Repeats), so that a script guessing tokens cannot flood
-// the log (or the webhook it feeds).
-const (
-	refusalBurst  = 3
-	refusalWindow = time.Minute
-	// refusalKeys bounds the actors and addresses tracked at once: past
-	// it, refusals from addresses not tracked share one budget (fail
-	// closed: a flood from many addresses logs less, never more).
-	refusalKeys = 4096
-)
-
 // Auditor keeps the audit log: each change made, and each attempt
 // refused (rate-limited), in the store for the report's retention, and
 // tells each entry kept to whoever listens (the webhook admin.changed). A
@@ -39,20 +26,13 @@ type Auditor struct {
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	refused map[string]*refusals
+	refused refusalLimiter
 	tell    func(Entry)
 	// untold are the entries kept before Tell (the queues file's load at
 	// start), told once it is; at most maxUntold.
 	untold []Entry
 
 	suppressed, failed atomic.Int64
-}
-
-// refusals are one actor's and address's refusals in the current window.
-type refusals struct {
-	since   time.Time
-	logged  int
-	pending int64 // refused since the last logged, not logged
 }
 
 // AuditorOptions configure NewAuditor.
@@ -73,7 +53,7 @@ func NewAuditor(o AuditorOptions) *Auditor {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Auditor{store: o.Store, keep: o.Keep, clock: o.Clock, logger: o.Logger, refused: map[string]*refusals{}}
+	return &Auditor{store: o.Store, keep: o.Keep, clock: o.Clock, logger: o.Logger, refused: newRefusalLimiter()}
 }
 
 // Tell has f hear each entry kept (the webhook admin.changed): those kept
@@ -156,41 +136,15 @@ func (a *Auditor) Record(ctx context.Context, e Entry) {
 }
 
 // admitRefusal says whether a refusal by actor at at is logged, and how
-// many like it were not since the last that was.
+// many like it were not since the last that was (refusalLimiter).
 func (a *Auditor) admitRefusal(actor Actor, at time.Time) (int64, bool) {
-	key := actor.Label() + "\x00" + actor.Addr
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := a.refused[key]
-	if r == nil {
-		if len(a.refused) >= refusalKeys {
-			for k, old := range a.refused {
-				if at.Sub(old.since) >= refusalWindow && old.pending == 0 {
-					delete(a.refused, k)
-				}
-			}
-		}
-		if len(a.refused) >= refusalKeys {
-			key = ""
-			r = a.refused[key]
-		}
-		if r == nil {
-			r = &refusals{since: at}
-			a.refused[key] = r
-		}
-	}
-	if at.Sub(r.since) >= refusalWindow {
-		r.since, r.logged = at, 0
-	}
-	if r.logged >= refusalBurst {
-		r.pending++
+	repeats, log := a.refused.admit(actor, at)
+	if !log {
 		a.suppressed.Add(1)
-		return 0, false
 	}
-	r.logged++
-	repeats := r.pending
-	r.pending = 0
-	return repeats, true
+	return repeats, log
 }
 
 // Scrub is v with the credentials a URL may carry (its user and password,

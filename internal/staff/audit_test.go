@@ -63,9 +63,9 @@ func TestAuditorFillsWhoAndWhen(t *testing.T) {
 	nilAuditor.Record(context.Background(), e) // keeps nothing, and does not panic
 }
 
-// TestAuditorRateLimitsRefusals: a few refusals a minute per actor and
-// address are logged; the rest are counted (Suppressed) and carried by
-// the next one logged (Repeats); another address has its own budget.
+// TestAuditorRateLimitsRefusals: a few refusals a minute per actor (or
+// address range) are logged; the rest are counted (Suppressed) and carried by
+// the next one logged (Repeats); another address range has its own budget.
 func TestAuditorRateLimitsRefusals(t *testing.T) {
 	store := &logStore{}
 	a, clock := newTestAuditor(store, &bytes.Buffer{})
@@ -74,7 +74,7 @@ func TestAuditorRateLimitsRefusals(t *testing.T) {
 		a.Record(context.Background(), guess)
 	}
 	other := guess
-	other.Actor.Addr = "198.51.100.2"
+	other.Actor.Addr = "198.51.101.2"
 	a.Record(context.Background(), other)
 	if len(store.kept) != refusalBurst+1 || a.Suppressed() != 50-refusalBurst {
 		t.Fatalf("kept %d, suppressed %d: want %d and %d", len(store.kept), a.Suppressed(), refusalBurst+1, 50-refusalBurst)
@@ -91,16 +91,70 @@ func TestAuditorRateLimitsRefusals(t *testing.T) {
 	}
 }
 
-// TestAuditorRateLimitIsBounded: refusals from more addresses than are
-// tracked share one budget: a flood from many addresses logs less.
-func TestAuditorRateLimitIsBounded(t *testing.T) {
+// TestAuditorRefusalsCannotBeJammed: refusals from thousands of
+// addresses, kept up window after window, neither silence a token's
+// refusal nor credit it with theirs; those from one /24 share a budget,
+// and those from nobody together log at most refusalNobodies a window.
+func TestAuditorRefusalsCannotBeJammed(t *testing.T) {
 	store := &logStore{}
-	a, _ := newTestAuditor(store, &bytes.Buffer{})
-	for i := range refusalKeys + 100 {
-		a.Record(context.Background(), Entry{Op: "x", Outcome: Refused, Actor: Actor{Kind: KindNobody, Addr: strings.Repeat("a", i%7) + string(rune(i))}})
+	a, clock := newTestAuditor(store, &bytes.Buffer{})
+	stolen := Entry{Op: "PUT /admin/v1/queues/{queue}", Outcome: Refused, Detail: "needs admin", Actor: Actor{Kind: KindToken, Name: "ops-night", Role: Viewer, Addr: "192.0.2.8"}}
+	for window := range 3 {
+		for i := range refusalKeys + 100 {
+			guess := Entry{Op: "GET /admin/v1/queues", Outcome: Refused, Actor: Actor{Kind: KindNobody, Addr: fmt.Sprintf("10.%d.%d.1", i>>8, i&255)}}
+			for range refusalBurst + 1 {
+				a.Record(context.Background(), guess)
+			}
+		}
+		before := len(store.kept)
+		a.Record(context.Background(), stolen)
+		if len(store.kept) != before+1 || store.kept[before].Actor.Name != "ops-night" || store.kept[before].Repeats != 0 {
+			t.Fatalf("window %d: the stolen token's refusal amid the flood: kept %d, last %+v", window, len(store.kept)-before, store.kept[len(store.kept)-1])
+		}
+		if before > (window+1)*refusalNobodies+window {
+			t.Fatalf("window %d: %d kept in all, want at most %d from nobody a window", window, before, refusalNobodies)
+		}
+		clock.Add(refusalWindow)
 	}
-	if len(a.refused) > refusalKeys+1 || len(store.kept) > refusalKeys+refusalBurst {
-		t.Errorf("tracked %d, kept %d", len(a.refused), len(store.kept))
+	if n := len(a.refused.nobody.cur) + len(a.refused.nobody.prev); n > 2*(refusalKeys+1) {
+		t.Errorf("%d ranges tracked, want at most %d", n, 2*(refusalKeys+1))
+	}
+	clock.Add(2 * refusalWindow) // a quiet spell: the flood's windows are dropped, pending or not
+	a.Record(context.Background(), stolen)
+	if n := len(a.refused.nobody.cur) + len(a.refused.nobody.prev); n != 0 {
+		t.Errorf("%d ranges still tracked after two quiet windows", n)
+	}
+	kept := len(store.kept)
+	for i := range 50 {
+		a.Record(context.Background(), Entry{Op: "x", Outcome: Refused, Actor: Actor{Kind: KindNobody, Addr: fmt.Sprintf("198.51.100.%d", i)}})
+	}
+	if n := len(store.kept) - kept; n != refusalBurst {
+		t.Errorf("50 addresses of one /24 logged %d refusals, want %d", n, refusalBurst)
+	}
+}
+
+// TestAuditorRefusalsAreCapped: however many actors are refused, at most
+// refusalCap refusals a window reach the store (and the webhook); the rest
+// are counted, and carried by each actor's next one logged.
+func TestAuditorRefusalsAreCapped(t *testing.T) {
+	store := &logStore{}
+	a, clock := newTestAuditor(store, &bytes.Buffer{})
+	const actors = refusalCap
+	refuse := func(i int) {
+		a.Record(context.Background(), Entry{Op: "x", Outcome: Refused, Actor: Actor{Kind: KindToken, Name: fmt.Sprint("t", i), Addr: "192.0.2.9"}})
+	}
+	for i := range actors {
+		for range refusalBurst {
+			refuse(i)
+		}
+	}
+	if len(store.kept) != refusalCap || a.Suppressed() != actors*refusalBurst-refusalCap {
+		t.Fatalf("kept %d, suppressed %d: want %d and %d", len(store.kept), a.Suppressed(), refusalCap, actors*refusalBurst-refusalCap)
+	}
+	clock.Add(refusalWindow)
+	refuse(actors - 1) // refused thrice last window, none logged
+	if last := store.kept[len(store.kept)-1]; last.Actor.Name != fmt.Sprint("t", actors-1) || last.Repeats != refusalBurst {
+		t.Errorf("the next window's first: %+v, want Repeats %d", last, refusalBurst)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/ratelimit"
 )
 
 // CheckFor is how long a check of a named token is trusted: a revoke takes
@@ -18,10 +20,22 @@ const CheckFor = time.Second
 // costs the store nothing per request.
 const touchEvery = time.Minute
 
-// maxCached bounds the checks kept: a flood of made-up tokens of the right
-// shape cannot grow the cache past it (beyond it a check not found is not
-// kept, and the lapsed ones are dropped).
-const maxCached = 4096
+// maxMisses bounds the "not found" answers kept: a flood of made-up
+// tokens of the right shape cannot grow them past it, and each new one
+// pushes out the oldest (no scan). The tokens the store found are kept
+// apart (known), so the flood never pushes out one in use.
+const maxMisses = 4096
+
+// Lookups of a token this instance does not know (not found, or never
+// checked here) cost the store a script call each, and nobody needs to be
+// signed in to send one: they are limited per client address range (as
+// the audit log groups them: addrRange) and in all. Past either, the token
+// is refused unchecked (fail closed); the tokens known here are checked
+// again each CheckFor whatever the budget, so a guesser never slows them.
+var (
+	lookupsPerRange = ratelimit.Limit{Rate: 1.0 / 6, Burst: 10}
+	lookupsInAll    = ratelimit.Limit{Rate: 50, Burst: 100}
+)
 
 var (
 	// ErrTokenUnknown: the bearer is no kept token (never made, revoked,
@@ -29,6 +43,9 @@ var (
 	ErrTokenUnknown = errors.New("unknown, revoked or expired token")
 	// ErrTokenName: a token's name that is not 1 to 64 of [a-zA-Z0-9._-].
 	ErrTokenName = errors.New("a token's name is 1 to 64 characters of a-z, A-Z, 0-9, '.', '_' and '-'")
+	// errTooManyUnknown: an unknown token refused without asking the
+	// store, the lookups' budget spent.
+	errTooManyUnknown = fmt.Errorf("%w (too many unknown tokens tried: it was not looked up; try again in a minute)", ErrTokenUnknown)
 )
 
 // Checker checks named tokens against the store, caching each answer
@@ -38,16 +55,26 @@ type Checker struct {
 	store TokenStore
 	now   func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]checked // by HashToken
+	mu     sync.Mutex
+	known  map[string]checked // by HashToken: the tokens the store found
+	misses misses             // the hashes it did not
+
+	perRange, inAll *ratelimit.Buckets // lookups of tokens not known
 }
 
 // checked is one cached answer.
 type checked struct {
 	token   Token
-	found   bool
 	at      time.Time // when the store said so
 	touched time.Time // when this instance last wrote LastUsed
+}
+
+// misses are the hashes the store did not find, each with when it said so:
+// at most maxMisses, the oldest answer dropped first.
+type misses struct {
+	at   map[string]time.Time
+	ring []string // in the order kept; next is the slot written next
+	next int
 }
 
 // NewChecker is a Checker on store, reading time from now (nil: time.Now).
@@ -55,30 +82,51 @@ func NewChecker(store TokenStore, now func() time.Time) *Checker {
 	if now == nil {
 		now = time.Now
 	}
-	return &Checker{store: store, now: now, cache: map[string]checked{}}
+	return &Checker{store: store, now: now, known: map[string]checked{},
+		misses:   misses{at: map[string]time.Time{}, ring: make([]string, 0, maxMisses)},
+		perRange: ratelimit.New(lookupsPerRange, now), inAll: ratelimit.New(lookupsInAll, now)}
 }
 
-// Check answers the actor a bearer token stands for: ErrTokenUnknown for
-// one not kept or expired; the store's error when the store cannot say and
-// the token was not checked within CheckFor (the caller answers 503).
-func (c *Checker) Check(ctx context.Context, bearer string) (Actor, error) {
+// Check answers the actor a bearer token sent from addr (the client's
+// address, "" unknown) stands for: ErrTokenUnknown for one not kept or
+// expired, or not looked up (too many unknown tokens from addr's range or
+// in all); the store's error when the store cannot say and the token was
+// not checked within CheckFor (the caller answers 503).
+func (c *Checker) Check(ctx context.Context, bearer, addr string) (Actor, error) {
 	if !LooksLikeToken(bearer) {
 		return Actor{}, ErrTokenUnknown
 	}
 	hash := HashToken(bearer)
 	now := c.now()
 	c.mu.Lock()
-	e, ok := c.cache[hash]
+	e, ok := c.known[hash]
+	var missed time.Time
+	if !ok {
+		missed = c.misses.at[hash]
+	}
 	c.mu.Unlock()
-	if !ok || now.Sub(e.at) >= CheckFor || now.Before(e.at) {
+	switch {
+	case ok && fresh(now, e.at):
+	case !ok && fresh(now, missed):
+		return Actor{}, ErrTokenUnknown
+	default:
+		if !ok && !c.mayLookUp(addr) {
+			return Actor{}, errTooManyUnknown
+		}
 		t, found, err := c.store.TokenByHash(ctx, hash)
 		if err != nil {
 			return Actor{}, err
 		}
-		e = checked{token: t, found: found, at: now, touched: e.touched}
-		c.keep(hash, e, now)
+		if !found {
+			c.miss(hash, now)
+			return Actor{}, ErrTokenUnknown
+		}
+		e = checked{token: t, at: now, touched: e.touched}
+		c.mu.Lock()
+		c.known[hash] = e
+		c.mu.Unlock()
 	}
-	if !e.found || !e.token.Live(now) {
+	if !e.token.Live(now) {
 		return Actor{}, ErrTokenUnknown
 	}
 	if now.Sub(e.touched) >= touchEvery {
@@ -87,30 +135,47 @@ func (c *Checker) Check(ctx context.Context, bearer string) (Actor, error) {
 	return Actor{Kind: KindToken, Name: e.token.Name, Role: e.token.Role}, nil
 }
 
-// keep caches e, within maxCached.
-func (c *Checker) keep(hash string, e checked, now time.Time) {
+// fresh says whether an answer the store gave at at is still trusted now.
+func fresh(now, at time.Time) bool { return now.Sub(at) < CheckFor && !now.Before(at) }
+
+// mayLookUp spends one lookup of a token not known from addr's range's
+// budget and the one in all.
+func (c *Checker) mayLookUp(addr string) bool {
+	if ok, _ := c.perRange.Take(addrRange(addr)); !ok {
+		return false
+	}
+	ok, _ := c.inAll.Take("")
+	return ok
+}
+
+// miss keeps the store's "not found" for hash (forgetting it as a token
+// known here: revoked or expired elsewhere), within maxMisses.
+func (c *Checker) miss(hash string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.cache) >= maxCached {
-		for h, old := range c.cache {
-			if now.Sub(old.at) >= CheckFor {
-				delete(c.cache, h)
-			}
-		}
-		if len(c.cache) >= maxCached && !e.found {
-			return
-		}
+	delete(c.known, hash)
+	m := &c.misses
+	if _, ok := m.at[hash]; ok {
+		m.at[hash] = now
+		return
 	}
-	c.cache[hash] = e
+	if len(m.ring) < maxMisses {
+		m.ring = append(m.ring, hash)
+	} else {
+		delete(m.at, m.ring[m.next])
+		m.ring[m.next] = hash
+		m.next = (m.next + 1) % maxMisses
+	}
+	m.at[hash] = now
 }
 
 // touch writes the token's LastUsed. Its failure fails no request: the
 // token was found, and the next minute writes it again.
 func (c *Checker) touch(ctx context.Context, hash string, now time.Time) {
 	c.mu.Lock()
-	if e, ok := c.cache[hash]; ok {
+	if e, ok := c.known[hash]; ok {
 		e.touched = now
-		c.cache[hash] = e
+		c.known[hash] = e
 	}
 	c.mu.Unlock()
 	_ = c.store.TouchToken(ctx, hash, now)
@@ -154,9 +219,9 @@ func (c *Checker) Revoke(ctx context.Context, name string) (bool, error) {
 		return ok, err
 	}
 	c.mu.Lock()
-	for h, e := range c.cache {
-		if e.found && e.token.Name == name {
-			delete(c.cache, h)
+	for h, e := range c.known {
+		if e.token.Name == name {
+			delete(c.known, h)
 		}
 	}
 	c.mu.Unlock()

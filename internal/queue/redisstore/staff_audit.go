@@ -52,7 +52,7 @@ func (s *Store) Append(ctx context.Context, e staff.Entry, keep time.Duration) (
 
 // Audit implements staff.AuditStore: the newest f.Most() entries f
 // selects, oldest first, read a page at a time from the newest in f's
-// span of time.
+// span of time, each page from where the last ended.
 func (s *Store) Audit(ctx context.Context, f staff.Filter) ([]staff.Entry, error) {
 	hi, lo := "+inf", "-inf"
 	if !f.Until.IsZero() {
@@ -62,8 +62,11 @@ func (s *Store) Audit(ctx context.Context, f staff.Filter) ([]staff.Entry, error
 		lo = strconv.FormatInt(f.Since.UnixMilli(), 10)
 	}
 	var out []staff.Entry
-	for skip := 0; len(out) < f.Most(); skip += auditPage {
-		page, err := auditReadScript.call(ctx, s.rdb, []string{s.auditKey()}, []any{hi, lo, skip, auditPage}).StringSlice()
+	// Each page goes on from the last member read (audit_read.lua): an
+	// offset would walk the log anew for each page, and shift as entries
+	// are kept meanwhile.
+	for after := ""; len(out) < f.Most(); {
+		page, err := auditReadScript.call(ctx, s.rdb, []string{s.auditKey()}, []any{hi, lo, after, auditPage}).StringSlice()
 		if err != nil {
 			return nil, unavailable(fmt.Errorf("scripts/generated/waitroom.lua (audit_read.lua): %w", err))
 		}
@@ -79,6 +82,7 @@ func (s *Store) Audit(ctx context.Context, f staff.Filter) ([]staff.Entry, error
 		if len(page) < auditPage {
 			break
 		}
+		after = page[len(page)-1]
 	}
 	slices.Reverse(out)
 	return out, nil

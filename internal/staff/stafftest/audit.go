@@ -18,6 +18,7 @@ func RunAudit(t *testing.T, open func(t *testing.T) staff.AuditStore) {
 	t.Run("NewestWithinLimit", func(t *testing.T) { auditLimit(t, open(t)) })
 	t.Run("DroppedAfterKeep", func(t *testing.T) { auditKeep(t, open(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { auditConcurrent(t, open(t)) })
+	t.Run("ReadWhileAppending", func(t *testing.T) { auditReadWhileAppending(t, open(t)) })
 }
 
 const hour = time.Hour
@@ -180,6 +181,43 @@ func auditConcurrent(t *testing.T, s staff.AuditStore) {
 	for i := 1; i < n; i++ {
 		if got[i-1].ID >= got[i].ID {
 			t.Fatalf("entries of one millisecond out of their IDs' order: %q then %q", got[i-1].ID, got[i].ID)
+		}
+	}
+}
+
+// auditReadWhileAppending: a read of many pages while entries are kept
+// (newer ones, as they come) answers each entry once, in order: a page
+// goes on from where the last ended, not from an offset that the new
+// entries shift.
+func auditReadWhileAppending(t *testing.T, s staff.AuditStore) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	const n = 900 // more than three Redis pages (256)
+	for i := range n {
+		mustAppend(t, s, entry(now.Add(time.Duration(i-n)*time.Millisecond), "shoes", night, fmt.Sprint(i)))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := s.Append(context.Background(), entry(now.Add(time.Duration(i)*time.Millisecond), "shoes", night, "new"), hour); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	defer wg.Wait()
+	defer close(done)
+	for range 20 {
+		got := mustAudit(t, s, staff.Filter{Since: now.Add(-n * time.Millisecond)})
+		for i := 1; i < len(got); i++ {
+			if got[i-1].ID >= got[i].ID {
+				t.Fatalf("a read while entries were kept: %q then %q (read twice, or out of order)", got[i-1].ID, got[i].ID)
+			}
 		}
 	}
 }
