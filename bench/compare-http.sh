@@ -30,6 +30,11 @@ for side in before after; do
 	if [[ -n "${READY_EVENTS:-}" ]]; then
 		cp "$repo/bench/http.sh" "$work/$side/bench/http.sh"
 	fi
+	# The harness's helpers from this checkout on both sides (its free_port
+	# keeps below the ephemeral ports, which an older one did not).
+	if [[ -f "$work/$side/bench/lib.sh" ]]; then
+		cp "$repo/bench/lib.sh" "$work/$side/bench/lib.sh"
+	fi
 done
 log=$work/results
 for r in $(seq "$rounds"); do
