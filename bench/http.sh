@@ -87,6 +87,7 @@ async def main():
     await s.serve_forever()
 asyncio.run(main())' "$hport" &
   pids+=($!)
+  receiver_pid=$! # its CPU a request is printed too: it shares the machine's cores
   od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$work/webhook-secret"
   webhooks=(--webhook "http://127.0.0.1:$hport/hooks" --webhook-secret-file "$work/webhook-secret")
 fi
@@ -127,23 +128,25 @@ cpu_ticks() { # pid: user+system clock ticks so far, 0 when not ours to read
 }
 
 run() { # name method path
-  local out prof="" taker="" w0 r0 w1 r1 n wrkcpu
+  local out prof="" taker="" w0 r0 h0 w1 r1 h1 n wrkcpu
   if [[ -n "${PROFILE:-}" ]]; then
     prof="$PROFILE/$1.pprof"
     (sleep 2 && curl -sf -o "$prof" "http://127.0.0.1:$mport/debug/pprof/profile?seconds=5") &
     taker=$!
   fi
-  w0=$(cpu_ticks "$waitroom_pid") r0=$(cpu_ticks "${redis_pid:-}")
+  w0=$(cpu_ticks "$waitroom_pid") r0=$(cpu_ticks "${redis_pid:-}") h0=$(cpu_ticks "${receiver_pid:-}")
   out=$(WRK_JWTS="$work/jwts.txt" WRK_METHOD=$2 WRK_PATH=$3 \
     /usr/bin/time -f 'WRKCPU %U %S' -o "$work/wrk.time" \
     wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/wrk-users.lua "$base" | grep '^RESULT')
-  w1=$(cpu_ticks "$waitroom_pid") r1=$(cpu_ticks "${redis_pid:-}")
+  w1=$(cpu_ticks "$waitroom_pid") r1=$(cpu_ticks "${redis_pid:-}") h1=$(cpu_ticks "${receiver_pid:-}")
   echo "$1 $out"
   # CPU µs per request: ticks are 1/100 s; wrk's user+system from time(1).
   n=$(sed -E 's/.*req\/s=([0-9]+).*/\1/' <<<"$out")
   wrkcpu=$(awk '/^WRKCPU/ { print $2 + $3 }' "$work/wrk.time")
-  awk -v n="$n" -v d="${DURATION%s}" -v w=$((w1 - w0)) -v r=$((r1 - r0)) -v k="$wrkcpu" 'BEGIN {
-    req = n * d; printf "  cpu_us/req instance=%.1f redis=%.1f wrk=%.1f\n", w * 1e4 / req, r * 1e4 / req, k * 1e6 / req }'
+  awk -v n="$n" -v d="${DURATION%s}" -v w=$((w1 - w0)) -v r=$((r1 - r0)) -v h=$((h1 - h0)) -v k="$wrkcpu" 'BEGIN {
+    req = n * d; printf "  cpu_us/req instance=%.1f redis=%.1f wrk=%.1f", w * 1e4 / req, r * 1e4 / req, k * 1e6 / req
+    if (h > 0) printf " receiver=%.1f", h * 1e4 / req
+    printf "\n" }'
 
   if [[ -n "$prof" ]]; then
     wait "$taker"
