@@ -170,6 +170,13 @@ func estimatesScenarios(short bool) []EstimatesScenario {
 			e := &s[i]
 			e.Burst, e.Stream = e.Burst/10, e.Stream/10
 			e.Over, e.PhaseAt, e.SlowAt, e.PauseAt, e.PauseFor = e.Over/10, e.PhaseAt/10, e.SlowAt/10, e.PauseAt/10, e.PauseFor/10
+			if e.PauseAt > 0 {
+				// A fifth of the burst, not a tenth: at a tenth the line
+				// at the resume drained in about two seconds, and a resume
+				// answered late on a busy machine left no answer asked more
+				// than a second after it (AfterResume) to check.
+				e.Burst *= 2
+			}
 		}
 	}
 	for i := range s {

@@ -54,6 +54,7 @@ func TestEstimatesShort(t *testing.T) {
 	// Someone joined while paused and was told so; every answer during
 	// the pause said so, and none after the resume said not known.
 	pause := r.Scenarios[len(r.Scenarios)-1]
+	t.Logf("pause: %d answers while paused, %d asked a second or more after the resume", pause.PausedRight+pause.PausedWrong, pause.AfterResume)
 	if len(pause.Events) != 2 || pause.PausedRight == 0 || pause.PausedWrong > 0 || pause.AfterResume == 0 || pause.AfterUnknown > 0 ||
 		pause.Unknown["paused"] == 0 {
 		t.Errorf("pause: events %v; while paused %d answers said not known, paused, and %d anything else (%s); after the resume %d of %d said not known; "+

@@ -67,9 +67,13 @@ func TestHiddenPageIsNoNoShow(t *testing.T) {
 			if r := in.Do("GET", mePath("hide"), in.As("gone"), nil); r.Str("status") != "NOT_IN_QUEUE" {
 				t.Fatalf("gone: %s, want NOT_IN_QUEUE (skipped as a no-show)", r.Raw)
 			}
-			pollUntil("hidden2's beacon 30 s old", time.Minute, func() bool { return time.Since(entered) >= 31*time.Second })
+			// The beacon's mark is stamped when the instance sends it, up to
+			// a flush (a second) after it was said, later on a busy machine:
+			// waited for 31 s, a late flush left it under 30 s old and
+			// hidden2 was let in. Five seconds past 30 cover a slow flush.
+			pollUntil("hidden2's beacon 30 s old", time.Minute, func() bool { return time.Since(entered) >= 35*time.Second })
 			if st := in.QueueStats("hide"); st.Num("length") != 2 || st.Num("abandonedTotal") != 1 {
-				t.Fatalf("at 31 s, before the room opens: %s; want hidden2 and visible waiting, one skipped", st.Raw)
+				t.Fatalf("at 35 s, before the room opens: %s; want hidden2 and visible waiting, one skipped", st.Raw)
 			}
 			if r := in.Do("DELETE", mePath("hide"), in.As("hidden1"), nil); r.Status != http.StatusNoContent {
 				t.Fatalf("hidden1 giving its token back: %d %s", r.Status, r.Raw)
