@@ -91,17 +91,31 @@ func testRangeKept(t *testing.T, s queue.Store, clock Clock) {
 		if ticks++; ticks%10 != 1 {
 			continue
 		}
+		stalled := false
 		for i := range 4 {
-			u := fmt.Sprintf("new%d-%d", moment, i)
+			u := fmt.Sprintf("new%d-%d", moment, len(told))
 			e := mustEnter(t, s, q, u)
 			told[u], present = e.Pace.Estimate(e.Position, e.Length), append(present, u)
+			if e.Pace.Stalled {
+				// On a loaded machine this loop can fall behind the ticks
+				// for two seconds, and the line then says, rightly, that
+				// it does not know the wait: the place keeps no range
+				// (checked below, as UnknownAtJoinKeepsNoRange's), and the
+				// moment comes again.
+				stalled = true
+				continue
+			}
 			if est := told[u]; !est.Known || len(e.Pace.Ahead) == 0 || est.Low > est.Seconds || est.Seconds > est.High {
-				t.Fatalf("%s at %d told %+v under %+v: want a range known, around its median, with the phase ahead", u, e.Position, est, e.Pace)
+				t.Fatalf("%s at %d (newcomer %d) told %+v under %+v: want a range known, around its median, with the phase ahead", u, e.Position, i, est, e.Pace)
 			}
 		}
-		moment++
+		if !stalled {
+			moment++
+		} else if clock.Now().Sub(c.Phases[0].StartsAt) > -5*time.Second {
+			t.Fatalf("the line stalled at every moment until the phase was near: %+v", p)
+		}
 	}
-	t.Logf("the last newcomers told %v under claim %.3f, spread %.3f, steps %v", told["new2-3"], p.Claim, p.Spread, p.Ahead)
+	t.Logf("the last newcomer told %v under claim %.3f, spread %.3f, steps %v", told[present[len(present)-1]], p.Claim, p.Spread, p.Ahead)
 	checkRangesKept(t, s, clock, q, c, told)
 }
 
