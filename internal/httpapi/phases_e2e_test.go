@@ -36,8 +36,8 @@ func TestTwoPhaseSale(t *testing.T) {
 			const members, drawFor = 800, 6 * time.Second
 			// The sale is first put an hour away, so entering takes what
 			// time the machine needs; the schedule is then moved to begin
-			// two seconds on, as an operator moves an opening (the pre-queue
-			// follows the first phase's start).
+			// four to five seconds on, as an operator moves an opening (the
+			// pre-queue follows the first phase's start).
 			schedule := func(t0 time.Time) {
 				at := func(d time.Duration) string { return t0.Add(d).UTC().Format(time.RFC3339) }
 				in.PutQueue(q, map[string]any{"ratePerSecond": 20, "batchSize": 10, "intervalMs": 100, "tokenTtlSeconds": 600,
@@ -70,7 +70,10 @@ func TestTwoPhaseSale(t *testing.T) {
 			if st := in.QueueStats(q); st.Num("preQueueLength") != members || st.Body["phaseInForce"] != nil {
 				t.Fatalf("before the opening: pre-queue %v, phase %v; want %d, none", st.Body["preQueueLength"], st.Body["phaseInForce"], members)
 			}
-			t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
+			// The move (a PUT) and the stats below must both answer before
+			// t0 places the pre-queue: 1–2 s away (now+2 s truncated) left a
+			// loaded machine too little; 4–5 s do (all after is from t0).
+			t0 := time.Now().Add(5 * time.Second).Truncate(time.Second)
 			schedule(t0)
 			if st := in.QueueStats(q); st.Num("preQueueLength") != members {
 				t.Fatalf("the opening moved: pre-queue %v, want the %d members still in it", st.Body["preQueueLength"], members)
