@@ -75,9 +75,13 @@ func TestStatusWaitsNearTheFront(t *testing.T) {
 				t.Errorf("paused, near the front: %s (%v), held %v; want WAITING at once", a.r.Raw, a.err, !ok)
 			}
 
-			// Unpaused, one user per 2 s tick: lp0 goes in at once; lp1,
-			// next in line, is held and told READY at the next tick.
-			in.Do("PATCH", "/admin/v1/queues/"+q, in.AdminAuth(), `{"paused":false,"ratePerSecond":0.5,"intervalMs":2000}`)
+			// Unpaused, one user per 5 s tick: lp0 goes in at once; lp1,
+			// next in line, is held and told READY at the next tick. (The
+			// next tick is due an interval after lp0's was due, so a late
+			// tick shortens the gap: 2 s ticks left a loaded machine too
+			// little to see lp0 READY and ask for lp1 before lp1 went in.
+			// The 20 s hold covers a 5 s tick.)
+			in.Do("PATCH", "/admin/v1/queues/"+q, in.AdminAuth(), `{"paused":false,"ratePerSecond":0.2,"intervalMs":5000}`)
 			in.WaitReady(q, "lp0")
 			// lp1 is next; asked just now it is still waiting, so a READY
 			// from the held request is news it waited for. (How long it
