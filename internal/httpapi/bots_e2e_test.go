@@ -58,11 +58,11 @@ func TestEntryPolicies(t *testing.T) {
 					t.Fatalf("challenge parameters %+v", p)
 				}
 				solution := in.Solve("", q)
-				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", alice, "X-Challenge-Solution", solution), waitShape{100, 10, true}); pos != 1 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", alice, "X-Challenge-Solution", solution), waitShape{rate: 100, tick: 10, paused: true}); pos != 1 {
 					t.Fatalf("entered at %d", pos)
 				}
 				// In line: entering again asks nothing and keeps the place.
-				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", alice), waitShape{100, 10, true}); pos != 1 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", alice), waitShape{rate: 100, tick: 10, paused: true}); pos != 1 {
 					t.Fatalf("entered again at %d", pos)
 				}
 				// The same solution never takes a second place.
@@ -82,7 +82,7 @@ func TestEntryPolicies(t *testing.T) {
 					t.Fatalf("bob after refused solutions: %s", r.Raw)
 				}
 				// Signed-in users are never asked.
-				if pos := checkWaiting(t, in.Do("POST", entries(q), in.As("carol"), nil), waitShape{100, 10, true}); pos != 2 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), in.As("carol"), nil), waitShape{rate: 100, tick: 10, paused: true}); pos != 2 {
 					t.Fatalf("carol at %d", pos)
 				}
 				// Leaving and coming back is a new place: a new solution.
@@ -90,7 +90,7 @@ func TestEntryPolicies(t *testing.T) {
 					t.Fatalf("leave: %d", r.Status)
 				}
 				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", alice), http.StatusForbidden, "challenge_required")
-				if pos := checkWaiting(t, in.EnterAnonymously("", q, alice), waitShape{100, 10, true}); pos != 2 {
+				if pos := checkWaiting(t, in.EnterAnonymously("", q, alice), waitShape{rate: 100, tick: 10, paused: true}); pos != 2 {
 					t.Fatalf("back at %d, want behind carol", pos)
 				}
 			})
@@ -105,10 +105,10 @@ func TestEntryPolicies(t *testing.T) {
 					t.Fatalf("PATCH entry signed: %d %s", r.Status, r.Raw)
 				}
 				checkErrorAnswer(t, in.Do("POST", entries(q), "", nil, "Cookie", in.SessionCookie(), "X-Challenge-Solution", in.Solve("", q)), http.StatusForbidden, "signin_required")
-				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", early), waitShape{100, 10, true}); pos != 1 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", early), waitShape{rate: 100, tick: 10, paused: true}); pos != 1 {
 					t.Fatalf("the session in line before the change: at %d", pos)
 				}
-				if pos := checkWaiting(t, in.Do("POST", entries(q), in.As("dave"), nil), waitShape{100, 10, true}); pos != 2 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), in.As("dave"), nil), waitShape{rate: 100, tick: 10, paused: true}); pos != 2 {
 					t.Fatalf("dave at %d", pos)
 				}
 			})
@@ -117,7 +117,7 @@ func TestEntryPolicies(t *testing.T) {
 				in := in.ReportingTo(t)
 				q := apptest.UniqueID("any")
 				in.PutQueue(q, map[string]any{"paused": true, "entry": "any"})
-				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", in.SessionCookie()), waitShape{100, 10, true}); pos != 1 {
+				if pos := checkWaiting(t, in.Do("POST", entries(q), "", nil, "Cookie", in.SessionCookie()), waitShape{rate: 100, tick: 10, paused: true}); pos != 1 {
 					t.Fatalf("at %d", pos)
 				}
 			})
