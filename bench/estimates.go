@@ -92,8 +92,10 @@ type EstimatesScenario struct {
 	// answered to the resume's asked), PausedRight answers said not known,
 	// "paused"; PausedWrong anything else. AfterResume answers were asked
 	// a second or more after the resume was answered; AfterUnknown of them
-	// said the wait was not known. Answers without waitTimeKnown are in
-	// Unsaid only.
+	// still said the wait was not known for the pause ("paused"). Not
+	// known for another reason is the line's say, not the pause's: a
+	// loaded machine holding admission up 2 s makes it "stalled". Answers
+	// without waitTimeKnown are in Unsaid only.
 	// Unsaid: WAITING answers that carried no waitTimeKnown (the code
 	// before the issue).
 	Answers, Unsound, Unsaid                            int
@@ -545,7 +547,7 @@ func (r *estimatesCrowd) check(sent, got time.Time, body map[string]any) {
 	}
 	if resumed := r.resumedAt.Load(); resumed != 0 && sent.UnixNano() > resumed+int64(time.Second) {
 		ch.afterResume++
-		if said && !known {
+		if said && !known && reason == "paused" {
 			ch.afterUnknown++
 		}
 	}

@@ -32,7 +32,7 @@ func estimatesMarkdown(r *EstimatesReport, stamp string) string {
 	}
 	b.WriteString("\nEveryone else, and every answer checked:\n\n")
 	b.WriteString("| scenario | unannounced events (since the start) | apart: count, coverage, ÷ point p50 / p90 | not known at join, by reason | " +
-		"WAITING at join without a point | WAITING answers: checked, unsound, without `waitTimeKnown` | while paused: said paused / anything else; after the resume: not known |\n")
+		"WAITING at join without a point | WAITING answers: checked, unsound, without `waitTimeKnown` | while paused: said paused / anything else; after the resume: still said paused |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, e := range r.Scenarios {
 		a := e.Apart

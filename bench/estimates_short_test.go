@@ -18,9 +18,10 @@ import (
 // whether the wait is known and its fields agree (a known wait's range
 // holds its point), join answers carry ranges, and every answer during
 // the pause said the wait was not known, "paused", and none after the
-// resume that it was not known. Coverage and the ratios are the
-// long run's figures (bench/run.sh -sections estimates): a few seconds of
-// a line hold too few people for them.
+// resume still said so (not known for a stall, which a loaded machine
+// holding admission up makes, is not the pause's). Coverage and the
+// ratios are the long run's figures (bench/run.sh -sections estimates):
+// a few seconds of a line hold too few people for them.
 func TestEstimatesShort(t *testing.T) {
 	o := Options{RedisURL: testenv.RedisURL(t), DatabaseURL: testenv.DatabaseURL(t), Short: true}
 	if testing.Verbose() {
@@ -52,12 +53,12 @@ func TestEstimatesShort(t *testing.T) {
 		}
 	}
 	// Someone joined while paused and was told so; every answer during
-	// the pause said so, and none after the resume said not known.
+	// the pause said so, and none after the resume still said paused.
 	pause := r.Scenarios[len(r.Scenarios)-1]
 	t.Logf("pause: %d answers while paused, %d asked a second or more after the resume", pause.PausedRight+pause.PausedWrong, pause.AfterResume)
 	if len(pause.Events) != 2 || pause.PausedRight == 0 || pause.PausedWrong > 0 || pause.AfterResume == 0 || pause.AfterUnknown > 0 ||
 		pause.Unknown["paused"] == 0 {
-		t.Errorf("pause: events %v; while paused %d answers said not known, paused, and %d anything else (%s); after the resume %d of %d said not known; "+
+		t.Errorf("pause: events %v; while paused %d answers said not known, paused, and %d anything else (%s); after the resume %d of %d still said paused; "+
 			"joined not known: %v", pause.Events, pause.PausedRight, pause.PausedWrong, pause.PausedSample, pause.AfterUnknown, pause.AfterResume, pause.Unknown)
 	}
 }
