@@ -309,8 +309,12 @@ func testRateMemory(t *testing.T, s queue.Store, clock Clock) {
 // instance's batched mark a second later (Store.Seen): the next tick lets
 // them in. The fairness check's no-show history caught one skipped half a
 // second after coming back, told five times meanwhile that they were first.
+// The abandon time is abandonFor's: the status's mark must still be fresh
+// at the tick after it, calls apart on the wall clock, which a loaded
+// machine can stretch past the second abandonAfter was (the user then
+// skipped); away abandonAfter and a tenth, 5.5 s there.
 func testNoShowBackAsking(t *testing.T, s queue.Store, clock Clock) {
-	const abandon = time.Second // the store's own rule, not the admin range (≥ 15 s)
+	abandon := abandonFor(clock) // the store's own rule, not the admin range (≥ 15 s)
 	c := fastConfig()
 	c.AbandonAfter = abandon
 	q := newQueue(t, s, c)
@@ -320,7 +324,7 @@ func testNoShowBackAsking(t *testing.T, s queue.Store, clock Clock) {
 	// The first tick lets in a batch and sets the store's checkpoint: the
 	// one left is judged once their enter's mark is older than abandon.
 	admitDue(t, s, clock, q, c.BatchSize)
-	clock.Sleep(abandon + abandon/2)
+	clock.Sleep(abandon + abandon/10)
 	back := fmt.Sprintf("u%d", c.BatchSize)
 	if e := mustStatus(t, s, q, back); e.State != queue.Waiting || e.Position != 1 {
 		t.Fatalf("%s back: %+v, want waiting first", back, e)

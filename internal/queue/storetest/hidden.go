@@ -23,20 +23,28 @@ func init() {
 		suiteTest{"LaneMarksAsTheLine", testLaneMarks})
 }
 
-// testHiddenPage: with abandonAfter 1 s and abandonAfterHidden 8 s, 5 s
-// after the marks a place last marked visible is skipped, also one marked
-// hidden and then, HiddenHolds later, visible (the later mark wins), while
-// one marked hidden is let in, also after a status read refreshed its mark
-// (the store's own mark keeps what the page said) and after a visible mark
+// testHiddenPage: with abandonAfter a and abandonAfterHidden
+// HiddenHolds + 2a + 1 s, HiddenHolds + a + 1 s after the marks a place
+// last marked visible is skipped, also one marked hidden and then,
+// HiddenHolds later, visible (the later mark wins), while one marked
+// hidden is let in, also after a status read refreshed its mark (the
+// store's own mark keeps what the page said) and after a visible mark
 // within HiddenHolds of the hidden one (perhaps a poll's made before the
-// beacon); at 9 s a hidden place is skipped, and so is one whose hidden
-// mark came while it held no place (nothing was written, so its later
-// place was visible). (Times of the store's own rule, not the admin range
-// of at least 15 s, generous multiples apart for a store on a wall clock,
-// Redis TIME.)
+// beacon); 1 s after abandonAfterHidden a hidden place is skipped, and so
+// is one whose hidden mark came while it held no place (nothing was
+// written, so its later place was visible). a is abandonFor's: 1 s on a
+// fake clock (abandonAfterHidden 6 s, the ticks at 5 s and 7 s), 5 s on
+// the wall clock (14 s, the ticks at 9 s and 15 s), where the marks
+// judged at the first tick have a to spare: a visible mark made just
+// before it, hidden ones made before the sleeps (abandonAfter 1 s and
+// abandonAfterHidden 8 s left the visible mark 1 s, which a loaded
+// machine's stall between two calls can use up). The marks that must be
+// old enough only grow older. (Times of the store's own rule, not the
+// admin range of at least 15 s.)
 func testHiddenPage(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
-	const abandon, hides = time.Second, 8 * time.Second
+	abandon := abandonFor(clock)
+	hides := admission.HiddenHolds + 2*abandon + time.Second
 	c := fastConfig()
 	c.AbandonAfter, c.AbandonAfterHidden = abandon, hides
 	q := newQueue(t, s, c)
@@ -58,17 +66,18 @@ func testHiddenPage(t *testing.T, s queue.Store, clock Clock) {
 	seen(true, "flipped", "kept", "quick", "hidden")
 	seen(false, "quick")
 	mustStatus(t, s, q, "kept")
-	clock.Sleep(admission.HiddenHolds + abandon/2)
+	clock.Sleep(admission.HiddenHolds + time.Second/2)
 	seen(false, "flipped")
-	clock.Sleep(abandon + abandon/2)
+	clock.Sleep(abandon + time.Second/2)
 	seen(false, "present")
+	judged := admission.HiddenHolds + abandon + time.Second
 	a := tickDue(t, s, clock, q, 3)
 	if !slices.Equal(a.Admitted, []string{"present", "kept", "quick"}) || a.Skipped != 2 {
-		t.Fatalf("at 5 s: admitted %v and skipped %d; want [present kept quick], visible and flipped skipped", a.Admitted, a.Skipped)
+		t.Fatalf("at %v: admitted %v and skipped %d; want [present kept quick], visible and flipped skipped", judged, a.Admitted, a.Skipped)
 	}
-	clock.Sleep(hides - 4*time.Second)
+	clock.Sleep(hides - judged + time.Second)
 	if a := tickDue(t, s, clock, q, 2); len(a.Admitted) != 0 || a.Skipped != 2 {
-		t.Fatalf("at 9 s: admitted %v and skipped %d; want nobody, hidden and stranger skipped", a.Admitted, a.Skipped)
+		t.Fatalf("at %v: admitted %v and skipped %d; want nobody, hidden and stranger skipped", hides+time.Second, a.Admitted, a.Skipped)
 	}
 	for _, u := range []string{"visible", "flipped", "hidden", "stranger"} {
 		if e := mustStatus(t, s, q, u); e.State != queue.NotInQueue {
@@ -80,10 +89,14 @@ func testHiddenPage(t *testing.T, s queue.Store, clock Clock) {
 // testRandomHidden: under random, a drawn place whose hidden mark is
 // younger than abandonAfterHidden is let in though older than
 // abandonAfter; one whose hidden mark is older, or with no mark since
-// entering, is skipped as drawn.
+// entering, is skipped as drawn. With abandonAfter 1 s and
+// abandonAfterHidden 6 s, the fresh hidden marks are 1.5 s old at the
+// tick: 4.5 s to spare for a store on the wall clock (with 3 s, 1.5 s,
+// which a loaded machine's stall can use up); the marks that must be old
+// enough only grow older.
 func testRandomHidden(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
-	const abandon, hides = time.Second, 3 * time.Second
+	const abandon, hides = time.Second, 6 * time.Second
 	c := randomConfig()
 	c.AbandonAfter, c.AbandonAfterHidden = abandon, hides
 	q := newQueue(t, s, c)
@@ -122,13 +135,17 @@ func testRandomHidden(t *testing.T, s queue.Store, clock Clock) {
 
 // testLaneMarks: a place in a lane other than the public is marked by
 // Store.Seen as one in the line (hidden or not), and judged alike: with
-// abandonAfter 1 s and abandonAfterHidden 3 s, at 1.5 s the member marked
-// visible then and the one marked hidden at the start are let in, the one
-// not marked since joining skipped.
+// abandonAfter a (abandonFor's) and abandonAfterHidden 3a, at a + 0.5 s
+// the member marked visible then and the one marked hidden at the start
+// are let in, the one not marked since joining skipped. On a fake clock
+// that is 1 s, 3 s and 1.5 s; on the wall clock 5 s, 15 s and 5.5 s, so
+// the visible mark has 5 s to spare before the tick, not the 1 s a loaded
+// machine's stall between two calls can use up, and the hidden one 9.5 s.
 func testLaneMarks(t *testing.T, s queue.Store, clock Clock) {
 	ctx := context.Background()
+	abandon := abandonFor(clock)
 	c := membersConfig(0.5)
-	c.AbandonAfter, c.AbandonAfterHidden = time.Second, 3*time.Second
+	c.AbandonAfter, c.AbandonAfterHidden = abandon, 3*abandon
 	q := newQueue(t, s, c)
 	for _, u := range []string{"m-first", "m-gone", "m-hidden", "m-present"} {
 		mustJoin(t, s, q, u, lane.Join{Lane: "members"})
@@ -139,11 +156,11 @@ func testLaneMarks(t *testing.T, s queue.Store, clock Clock) {
 	if err := s.Seen(ctx, q, []string{"m-hidden"}, true); err != nil {
 		t.Fatal(err)
 	}
-	clock.Sleep(1500 * time.Millisecond)
+	clock.Sleep(abandon + time.Second/2)
 	if err := s.Seen(ctx, q, []string{"m-present"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if a := tickDue(t, s, clock, q, 2); !slices.Equal(a.Admitted, []string{"m-hidden", "m-present"}) || a.Skipped != 1 {
-		t.Fatalf("at 1.5 s: admitted %v and skipped %d; want [m-hidden m-present], m-gone skipped", a.Admitted, a.Skipped)
+		t.Fatalf("at %v: admitted %v and skipped %d; want [m-hidden m-present], m-gone skipped", abandon+time.Second/2, a.Admitted, a.Skipped)
 	}
 }
