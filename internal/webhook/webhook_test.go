@@ -356,9 +356,14 @@ func (l *overlapLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	l.mu.Unlock()
 	if status != http.StatusInternalServerError {
-		select { // held until the receiver is full, or nothing more comes
+		// Held until the receiver is full, or nothing more comes: the
+		// first wave after failures never fills it, and the wave that
+		// does must all arrive within this. 200 ms was too short for 32
+		// requests on a loaded two-core CI machine under -race (31 at
+		// once at most was seen); the first wave's wait costs the 2 s.
+		select {
 		case <-l.full:
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(2 * time.Second):
 		case <-r.Context().Done():
 		}
 	}
