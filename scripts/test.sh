@@ -603,14 +603,7 @@ timeout=30m
 # of the time (the tests took 8.1 minutes with -p 2, 5.6 with -p 4, both
 # warm and quiet). WAITROOM_TEST_P sets another; a -p among the arguments
 # wins.
-#
-# Within a binary, go test runs as many parallel tests at once as there are
-# cores (-parallel), two here; the store conformance suite's tests wait on
-# the wall clock (no-show times, phases, ticks) and left the CPU idle:
-# internal/queue/redisstore alone took 191 s with -parallel 2 and 91 s
-# with 8, quiet. WAITROOM_TEST_PARALLEL sets another; a -parallel among
-# the arguments wins.
-parallel=(-p "${WAITROOM_TEST_P:-4}" -parallel "${WAITROOM_TEST_PARALLEL:-8}")
+parallel=(-p "${WAITROOM_TEST_P:-4}")
 shown="${test_args[*]}"
 [[ "${pkgs[*]}" == "./..." ]] && shown="./... (the longest first) $*"
 say "go test -json ${race[*]:+${race[*]} }-count=1 -timeout $timeout ${parallel[*]} $shown"
