@@ -12,7 +12,8 @@ import (
 
 // TestEstimatesShort runs the estimates section in its short mode (the
 // burst at the seed's fixed rate, and the no-shows, slowdown, two phases
-// and pause, each a tenth of the crowd over a tenth of the time) and
+// and pause, each a tenth of the crowd over a tenth of the time, the
+// pause's burst a fifth) and
 // checks what must hold whatever the machine's load: everyone let in or
 // accounted for (a no-show never comes back), every WAITING answer says
 // whether the wait is known and its fields agree (a known wait's range
